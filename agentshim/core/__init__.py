@@ -1,0 +1,3 @@
+"""Provider-agnostic values, protocols and helpers; nothing here knows a particular CLI."""
+
+from __future__ import annotations

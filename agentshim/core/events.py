@@ -1,0 +1,333 @@
+"""Typed events a turn emits while it runs, and the handlers that receive them.
+
+Every event is a frozen, slotted dataclass; ``AgentEvent`` is their union. Handlers run on the
+thread that called ``turn()``.
+"""
+
+from __future__ import annotations
+
+import enum
+import sys
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol, TextIO, runtime_checkable
+
+from agentshim.core.usage import ProviderUsage
+
+__all__ = [
+    "AgentEvent",
+    "AgentEventHandler",
+    "AssistantText",
+    "CallbackEventHandler",
+    "CompositeEventHandler",
+    "ConsoleEventHandler",
+    "EventHandlerBase",
+    "Lifecycle",
+    "NullEventHandler",
+    "Plan",
+    "PlanItem",
+    "ProviderError",
+    "RawOutput",
+    "Reasoning",
+    "RunFinished",
+    "RunStarted",
+    "SessionStarted",
+    "Stderr",
+    "ToolCall",
+    "ToolKind",
+    "ToolResult",
+    "TurnInterrupted",
+    "UsageReport",
+]
+
+
+class ToolKind(enum.Enum):
+    """What a tool call does, independent of the provider's name for the tool."""
+
+    COMMAND = "command"
+    FILE_CHANGE = "file_change"
+    FILE_READ = "file_read"
+    SEARCH = "search"
+    WEB = "web"
+    PLAN = "plan"
+    SUBAGENT = "subagent"
+    MCP = "mcp"
+    OTHER = "other"
+
+
+@dataclass(frozen=True, slots=True)
+class RunStarted:
+    """The CLI process is about to start with ``argv``."""
+
+    argv: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class RunFinished:
+    """The CLI process ended; ``exit_code`` is None when it never produced one (a timeout)."""
+
+    exit_code: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class SessionStarted:
+    """The provider named the conversation; ``session_id`` resumes it later."""
+
+    session_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class AssistantText:
+    """Assistant message text (a whole message or a streamed piece, as the CLI gives it)."""
+
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class Reasoning:
+    """Thinking or reasoning text."""
+
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCall:
+    """The agent invoked a tool."""
+
+    tool_id: str | None
+    tool: str
+    args: Mapping[str, Any] | str | None = None
+    kind: ToolKind = ToolKind.OTHER
+
+
+@dataclass(frozen=True, slots=True)
+class ToolResult:
+    """A tool finished. A failure has empty stdout, its message on stderr, a nonzero exit_code."""
+
+    tool_id: str | None
+    tool: str
+    stdout: str = ""
+    stderr: str = ""
+    exit_code: int | None = None
+    duration_s: float | None = None
+    kind: ToolKind = ToolKind.OTHER
+
+    @property
+    def failed(self) -> bool:
+        """True when the tool reported failure."""
+        return self.exit_code is not None and self.exit_code != 0
+
+
+@dataclass(frozen=True, slots=True)
+class PlanItem:
+    """One entry of the agent's plan or todo list; ``status`` as the CLI names it."""
+
+    text: str
+    status: str
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """The agent's current plan (a todo-list tool call), every item with its status."""
+
+    items: tuple[PlanItem, ...]
+    tool_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class UsageReport:
+    """Provider accounting for the turn (or a step of it)."""
+
+    usage: ProviderUsage
+    cost_usd: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Lifecycle:
+    """Provider plumbing: thread_started, turn_started, api_retry, warning, ...."""
+
+    kind: str
+    detail: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Stderr:
+    """One line the CLI wrote to stderr (without its newline)."""
+
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class RawOutput:
+    """One stdout line that was not a provider event (without its newline)."""
+
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class ProviderError:
+    """The provider reported an error (it may or may not end the turn)."""
+
+    message: str
+    fatal: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class TurnInterrupted:
+    """The running turn was interrupted on request; its result is marked interrupted."""
+
+    reason: str = "interrupted"
+
+
+AgentEvent = (
+    RunStarted
+    | RunFinished
+    | SessionStarted
+    | AssistantText
+    | Reasoning
+    | ToolCall
+    | ToolResult
+    | Plan
+    | UsageReport
+    | Lifecycle
+    | Stderr
+    | RawOutput
+    | ProviderError
+    | TurnInterrupted
+)
+"""Every event a turn can emit."""
+
+
+@runtime_checkable
+class AgentEventHandler(Protocol):
+    """Receives the events of a turn, on the thread that called ``turn()``."""
+
+    def on_event(self, event: AgentEvent) -> None:
+        """Handle one event; raising fails the turn being watched."""
+        ...
+
+
+class EventHandlerBase:
+    """A handler that ignores everything; subclass and override ``on_event``."""
+
+    def on_event(self, event: AgentEvent) -> None:
+        """Ignore ``event``."""
+
+
+class NullEventHandler(EventHandlerBase):
+    """A handler that ignores every event."""
+
+
+class CallbackEventHandler:
+    """Adapts a plain callable to the handler protocol."""
+
+    def __init__(self, callback: Callable[[AgentEvent], None]) -> None:
+        self._callback = callback
+
+    def on_event(self, event: AgentEvent) -> None:
+        """Call the callback with ``event``."""
+        self._callback(event)
+
+
+class CompositeEventHandler:
+    """Fans each event out to several handlers, in order."""
+
+    def __init__(self, handlers: Iterable[AgentEventHandler]) -> None:
+        self.handlers: tuple[AgentEventHandler, ...] = tuple(handlers)
+
+    def on_event(self, event: AgentEvent) -> None:
+        """Pass ``event`` to every handler in order; the first that raises stops the fan-out."""
+        for handler in self.handlers:
+            handler.on_event(event)
+
+
+_RESET = "\033[0m"
+_STYLES = {"dim": "\033[2m", "bold": "\033[1m", "red": "\033[31m", "cyan": "\033[36m"}
+
+
+@dataclass
+class ConsoleEventHandler:
+    """Renders events readably to a text stream; colour only when the stream is a TTY.
+
+    Tool output is cut to ``max_tool_output_lines`` lines; streamed assistant text is written as
+    it arrives.
+    """
+
+    stream: TextIO = field(default_factory=lambda: sys.stdout)
+    max_tool_output_lines: int = 8
+    show_reasoning: bool = True
+    color: bool | None = None
+
+    def _paint(self, text: str, style: str) -> str:
+        color = self.color
+        if color is None:
+            isatty = getattr(self.stream, "isatty", None)
+            color = bool(isatty()) if callable(isatty) else False
+        return f"{_STYLES[style]}{text}{_RESET}" if color else text
+
+    def _write(self, text: str) -> None:
+        self.stream.write(text + "\n")
+        self.stream.flush()
+
+    def on_event(self, event: AgentEvent) -> None:
+        """Write one readable line (or a few) for ``event``."""
+        if isinstance(event, AssistantText):
+            self._write(event.text)
+        elif isinstance(event, Reasoning):
+            if self.show_reasoning:
+                self._write(self._paint(f"(thinking) {event.text}", "dim"))
+        elif isinstance(event, ToolCall):
+            self._write(self._paint(f"> {event.tool} {_render_args(event.args)}", "cyan"))
+        elif isinstance(event, ToolResult):
+            self._render_tool_result(event)
+        elif isinstance(event, UsageReport):
+            self._write(self._paint(_render_usage(event), "dim"))
+        elif isinstance(event, ProviderError):
+            self._write(self._paint(f"error: {event.message}", "red"))
+        elif isinstance(event, Plan):
+            for item in event.items:
+                mark = {"completed": "x", "in_progress": "~"}.get(item.status, " ")
+                self._write(f"  [{mark}] {item.text}")
+        elif isinstance(event, SessionStarted):
+            self._write(self._paint(f"session {event.session_id}", "dim"))
+        elif isinstance(event, TurnInterrupted):
+            self._write(self._paint(f"interrupted: {event.reason}", "red"))
+
+    def _render_tool_result(self, event: ToolResult) -> None:
+        body = event.stderr if event.failed else event.stdout
+        lines = body.splitlines()
+        shown = _truncate_lines(lines, self.max_tool_output_lines)
+        status = f"exit {event.exit_code}" if event.exit_code is not None else "done"
+        style = "red" if event.failed else "dim"
+        self._write(self._paint(f"  {event.tool}: {status}", style))
+        for line in shown:
+            self._write(f"  | {line}")
+
+
+def _truncate_lines(lines: Sequence[str], limit: int) -> list[str]:
+    if len(lines) <= limit:
+        return list(lines)
+    return [*lines[:limit], f"... ({len(lines) - limit} more lines)"]
+
+
+def _render_args(args: Mapping[str, Any] | str | None) -> str:
+    if args is None:
+        return ""
+    if isinstance(args, str):
+        text = args
+    elif "command" in args and isinstance(args["command"], str):
+        text = str(args["command"])
+    else:
+        text = ", ".join(f"{k}={v!r}" for k, v in args.items())
+    return text if len(text) <= 200 else text[:197] + "..."
+
+
+def _render_usage(event: UsageReport) -> str:
+    tokens = event.usage.tokens
+    cost = event.cost_usd if event.cost_usd is not None else event.usage.total_cost_usd
+    cost_text = f", ${cost:.4f}" if cost is not None else ""
+    known = "" if event.usage.increment_known else " (increment unknown)"
+    return (
+        f"usage: {tokens.input_tokens} in ({tokens.cache_read_input_tokens} cached), "
+        f"{tokens.output_tokens} out{cost_text}{known}"
+    )

@@ -1,0 +1,72 @@
+"""Provider-neutral rules for classifying a failure from an HTTP status or error text.
+
+Providers read their CLI's structured frames first and fall back to these rules.
+"""
+
+from __future__ import annotations
+
+import re
+
+from agentshim.core.errors import FailureKind
+
+__all__ = ["kind_from_status", "kind_from_text"]
+
+_CONTEXT = re.compile(
+    r"prompt is too long|context[ _]length[ _]exceeded|context window|ran out of room|"
+    r"maximum context length|input token count.*exceeds|too many tokens|prompt too long|"
+    r"context_window_exceeded|contextwindowexceeded|request too large for model",
+    re.IGNORECASE,
+)
+_USAGE_LIMIT = re.compile(
+    r"usage limit|quota exceeded|insufficient[_ ]quota|billing|credit balance|"
+    r"spending limit|out of credits|resource_exhausted.*quota",
+    re.IGNORECASE,
+)
+_AUTH = re.compile(
+    r"\b401\b|\b403\b|unauthori[sz]ed|authentication|invalid api key|invalid x-api-key|"
+    r"api key not valid|not logged in|please run /login|permission denied.*api|forbidden|"
+    r"invalid_api_key|oauth token",
+    re.IGNORECASE,
+)
+_TRANSIENT = re.compile(
+    r"\b429\b|\b5\d\d\b|overloaded|rate[ _-]?limit|too many requests|timed? ?out|"
+    r"temporarily unavailable|service unavailable|internal server error|bad gateway|"
+    r"connection (?:reset|refused|error|closed)|econnreset|econnrefused|reconnect|"
+    r"retries exhausted|stream disconnected|network error|socket hang up",
+    re.IGNORECASE,
+)
+_STATUS = re.compile(r"\b([45]\d\d)\b")
+
+
+def kind_from_status(status: int) -> FailureKind:
+    """Classify an HTTP status: 401/403 AUTH, 408/409/429/5xx TRANSIENT, 413 CONTEXT_OVERFLOW."""
+    if status in (401, 403):
+        return FailureKind.AUTH
+    if status == 413:
+        return FailureKind.CONTEXT_OVERFLOW
+    if status in (408, 409, 429) or 500 <= status <= 599:
+        return FailureKind.TRANSIENT
+    return FailureKind.OTHER
+
+
+def kind_from_text(text: str) -> FailureKind | None:
+    """Classify free error text, or return None when it says nothing recognizable.
+
+    Context overflow is checked first: a failed compaction can carry a 5xx status while the
+    real cause is the context window.
+    """
+    if not text:
+        return None
+    if _CONTEXT.search(text):
+        return FailureKind.CONTEXT_OVERFLOW
+    if _USAGE_LIMIT.search(text):
+        return FailureKind.USAGE_LIMIT
+    if _AUTH.search(text):
+        return FailureKind.AUTH
+    if _TRANSIENT.search(text):
+        return FailureKind.TRANSIENT
+    match = _STATUS.search(text)
+    if match:
+        kind = kind_from_status(int(match.group(1)))
+        return kind if kind is not FailureKind.OTHER else None
+    return None

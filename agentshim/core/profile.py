@@ -1,0 +1,105 @@
+"""What a provider's CLI can do: its static capability profile and the enums it uses."""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+
+from agentshim.core.permissions import NativeMode
+
+__all__ = [
+    "McpMechanism",
+    "OutputSchemaStyle",
+    "ProviderProfile",
+    "RenewalBudget",
+    "SchemaDialect",
+]
+
+
+class McpMechanism(enum.Enum):
+    """How a provider's CLI is told about MCP servers for one turn."""
+
+    NONE = "none"
+    CONFIG_FILE = "config_file"
+    CLI_FLAGS = "cli_flags"
+
+
+class OutputSchemaStyle(enum.Enum):
+    """How a provider's CLI takes an output schema."""
+
+    NONE = "none"
+    INLINE_JSON = "inline_json"
+    FILE_PATH = "file_path"
+
+
+class SchemaDialect(enum.Enum):
+    """Which subset of JSON Schema a provider's CLI accepts as an output schema.
+
+    STRICT is OpenAI's strict structured outputs (Codex); OPEN accepts optional properties and
+    open ``additionalProperties`` (Claude Code).
+    """
+
+    STRICT = "strict"
+    OPEN = "open"
+
+
+@dataclass(frozen=True, slots=True)
+class RenewalBudget:
+    """When a conversation should be retired and the next turn start cold.
+
+    ``None`` in a field means no limit of that kind.
+    """
+
+    max_turns: int | None = None
+    max_turn_input_tokens: int | None = None
+    max_turn_duration_s: float | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("max_turns", "max_turn_input_tokens", "max_turn_duration_s"):
+            value = getattr(self, name)
+            if value is not None and value <= 0:
+                raise ValueError(f"RenewalBudget.{name} must be positive or None, got {value!r}")
+
+
+def _empty_env() -> Mapping[str, str]:
+    return MappingProxyType({})
+
+
+@dataclass(frozen=True, slots=True)
+class ProviderProfile:
+    """Static facts about one provider's CLI: names, capabilities and where it keeps state."""
+
+    name: str
+    display_name: str
+    binary: str
+    supports_resume: bool
+    supports_reasoning_effort: bool
+    mcp: McpMechanism
+    output_schema: OutputSchemaStyle
+    schema_dialect: SchemaDialect | None
+    state_dirs: tuple[str, ...] = ()
+    darwin_state_dirs: tuple[str, ...] = ()
+    auth_env_vars: tuple[str, ...] = ()
+    skill_dirs: tuple[str, ...] = ()
+    container_install: tuple[str, ...] = ()
+    container_env: Mapping[str, str] = field(default_factory=_empty_env)
+    state_root_env: str | None = None
+    auth_files: tuple[str, ...] = ()
+    credential_files: tuple[str, ...] = ()
+    resume_state_paths: tuple[str, ...] = ()
+    mcp_config_file: str | None = None
+    native_permission_modes: tuple[NativeMode, ...] = (NativeMode.BYPASS,)
+
+    def __post_init__(self) -> None:
+        if (self.mcp is McpMechanism.CONFIG_FILE) != (self.mcp_config_file is not None):
+            raise ValueError(
+                f"profile {self.name!r}: mcp_config_file must be set exactly when mcp is CONFIG_FILE"
+            )
+        if (self.output_schema is OutputSchemaStyle.NONE) != (self.schema_dialect is None):
+            raise ValueError(
+                f"profile {self.name!r}: schema_dialect must be set exactly when an output "
+                "schema style is"
+            )
+        object.__setattr__(self, "container_env", MappingProxyType(dict(self.container_env)))

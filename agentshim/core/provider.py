@@ -1,0 +1,160 @@
+"""The seam every provider implements: argv, stream parsing, MCP install, exit classification."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+from agentshim.core.errors import AgentShimError, CliExitError, FailureKind
+from agentshim.core.profile import ProviderProfile
+from agentshim.core.usage import ProviderUsage
+
+if TYPE_CHECKING:
+    from agentshim.core.events import AgentEvent
+    from agentshim.core.mcp import McpServer
+
+__all__ = [
+    "ArgvContext",
+    "ContextualStreamParser",
+    "McpInstallation",
+    "NoMcpInstallation",
+    "ParsedTurn",
+    "ParserContext",
+    "Provider",
+    "ScriptedRun",
+    "StreamParser",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class ParsedTurn:
+    """What a parser understood from one turn's output.
+
+    ``error`` is set when the stream itself said the turn failed (or ended before its terminal
+    frame); ``error_kind`` classifies it. A parser never raises for bad input.
+    """
+
+    text: str = ""
+    structured_output: Any | None = None
+    session_id: str | None = None
+    usage: ProviderUsage | None = None
+    cost_usd: float | None = None
+    error: str | None = None
+    error_kind: FailureKind | None = None
+    context_tokens: int | None = None
+    notes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class ParserContext:
+    """Invocation facts a contextual parser may need before it reads anything."""
+
+    previous_usage: ProviderUsage | None = None
+    resumed: bool = False
+    requested_session_id: str | None = None
+
+
+@runtime_checkable
+class StreamParser(Protocol):
+    """Consumes one turn's output line by line and summarizes it."""
+
+    def feed_stdout(self, line: str) -> None:
+        """Take one stdout line (with or without its newline); never raises on bad input."""
+        ...
+
+    def feed_stderr(self, line: str) -> None:
+        """Take one stderr line."""
+        ...
+
+    def finish(self) -> ParsedTurn:
+        """Summarize everything fed so far."""
+        ...
+
+
+@runtime_checkable
+class ContextualStreamParser(StreamParser, Protocol):
+    """A parser that wants invocation context before streaming (optional)."""
+
+    def configure(self, context: ParserContext) -> None:
+        """Receive the context; called once, before the first line."""
+        ...
+
+
+@runtime_checkable
+class McpInstallation(Protocol):
+    """MCP servers installed for one turn: flags to add, and how to undo it."""
+
+    @property
+    def argv(self) -> Sequence[str]:
+        """Flags to append to argv (CLI_FLAGS providers), else empty."""
+        ...
+
+    def restore(self) -> str | None:
+        """Undo the install; idempotent, never raises; returns a note worth logging, if any."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class NoMcpInstallation:
+    """An installation that changed nothing (no servers, or flags only)."""
+
+    argv: Sequence[str] = ()
+
+    def restore(self) -> str | None:
+        """Nothing to undo."""
+        return None
+
+
+@dataclass(frozen=True, slots=True)
+class ArgvContext:
+    """Everything a provider needs to build one turn's argv. The prompt is not here: stdin only."""
+
+    binary_path: str
+    model: str | None = None
+    env: Mapping[str, str] = field(default_factory=dict[str, str])
+    resume_session_id: str | None = None
+    reasoning_effort: str | None = None
+    schema_inline: str | None = None
+    schema_path: str | None = None
+    mcp_argv: Sequence[str] = ()
+    extra_args: Sequence[str] = ()
+    cwd: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ScriptedRun:
+    """A provider's real output format for a made-up turn: what the CLI would print and exit."""
+
+    stdout: tuple[str, ...] = ()
+    stderr: tuple[str, ...] = ()
+    returncode: int = 0
+
+
+@runtime_checkable
+class Provider(Protocol):
+    """One agent CLI: how to invoke it and how to read what it prints."""
+
+    @property
+    def profile(self) -> ProviderProfile:
+        """The CLI's static capabilities."""
+        ...
+
+    def build_argv(self, ctx: ArgvContext) -> list[str]:
+        """Return the full argv for one turn (never containing the prompt)."""
+        ...
+
+    def new_parser(
+        self, emit: Callable[[AgentEvent], None], *, expect_structured: bool
+    ) -> StreamParser:
+        """Return a fresh parser that emits events through ``emit``."""
+        ...
+
+    def install_mcp(self, workspace: Path | None, servers: Sequence[McpServer]) -> McpInstallation:
+        """Make ``servers`` available to the next turn; raise McpConfigError if it cannot."""
+        ...
+
+    def classify_exit(self, error: CliExitError, *, resumed: bool) -> AgentShimError:
+        """Turn a failed run into the most specific error (e.g. SessionResumeError)."""
+        ...

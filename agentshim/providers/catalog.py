@@ -1,0 +1,96 @@
+"""ProviderCatalog: an immutable set of provider plugins, resolved lazily by name."""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+
+from agentshim.core.plugin import ProviderPlugin
+
+__all__ = ["LazyPlugin", "ProviderCatalog", "UnknownProviderError"]
+
+
+class UnknownProviderError(KeyError):
+    """No provider of that name is in the catalog."""
+
+    def __init__(self, name: str, known: tuple[str, ...]) -> None:
+        super().__init__(name)
+        self.name = name
+        self.known = known
+
+    def __str__(self) -> str:
+        return f"unknown provider {self.name!r}; known providers: {', '.join(self.known)}"
+
+
+@dataclass(frozen=True, slots=True)
+class LazyPlugin:
+    """A plugin named by ``module:attribute``, imported the first time it is asked for.
+
+    Keeps ``import agentshim`` from importing every provider's parser and tables.
+    """
+
+    name: str
+    target: str
+
+    def load(self) -> ProviderPlugin:
+        """Import the module and return the plugin object it names."""
+        module_name, _, attribute = self.target.partition(":")
+        module = importlib.import_module(module_name)
+        plugin = getattr(module, attribute or "PLUGIN")
+        if not isinstance(plugin, ProviderPlugin):
+            raise TypeError(f"{self.target} is not a ProviderPlugin")
+        if plugin.name != self.name:
+            raise ValueError(f"{self.target} declares provider {plugin.name!r}, not {self.name!r}")
+        return plugin
+
+
+CatalogEntry = ProviderPlugin | LazyPlugin
+
+
+class ProviderCatalog:
+    """An immutable mapping of provider names to plugins.
+
+    ``with_plugin`` returns a new catalog; the original never changes. A duplicate name is a
+    ValueError, so a third-party plugin cannot silently shadow a built-in.
+    """
+
+    __slots__ = ("_entries",)
+
+    def __init__(self, entries: Mapping[str, CatalogEntry] | None = None) -> None:
+        self._entries: Mapping[str, CatalogEntry] = MappingProxyType(dict(entries or {}))
+        for name, entry in self._entries.items():
+            if entry.name != name:
+                raise ValueError(f"catalog key {name!r} holds provider {entry.name!r}")
+
+    def with_plugin(self, plugin: CatalogEntry) -> ProviderCatalog:
+        """Return a new catalog that also holds ``plugin``; ValueError if the name is taken."""
+        if plugin.name in self._entries:
+            raise ValueError(f"provider {plugin.name!r} is already in the catalog")
+        return ProviderCatalog({**self._entries, plugin.name: plugin})
+
+    def names(self) -> tuple[str, ...]:
+        """Return the provider names, in the order they were added."""
+        return tuple(self._entries)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._entries
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._entries)
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def plugin(self, name: str) -> ProviderPlugin:
+        """Return the plugin for ``name`` (importing it if needed); UnknownProviderError if absent."""
+        entry = self._entries.get(name)
+        if entry is None:
+            raise UnknownProviderError(name, self.names())
+        if isinstance(entry, LazyPlugin):
+            return entry.load()
+        return entry
+
+    def __repr__(self) -> str:
+        return f"ProviderCatalog({list(self._entries)!r})"
