@@ -15,6 +15,7 @@ from agentshim.providers.catalog import LazyPlugin, ProviderCatalog, UnknownProv
 
 __all__ = [
     "DEFAULT_CATALOG",
+    "DEFAULT_PROVIDER",
     "ProviderCatalog",
     "UnknownProviderError",
     "get_plugin",
@@ -25,6 +26,9 @@ __all__ = [
 ]
 
 _BUILTIN_NAMES = ("claude", "codex", "gemini", "opencode", "copilot", "pi")
+
+DEFAULT_PROVIDER = _BUILTIN_NAMES[0]
+"""The provider the command line uses when none is named."""
 
 
 def _builtin_catalog() -> ProviderCatalog:

@@ -1,0 +1,7 @@
+"""``python -m agentshim``: the command-line entry point."""
+
+from __future__ import annotations
+
+from agentshim.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,585 @@
+"""Output schemas: check them against a provider's dialect, fix them up, write them to disk.
+
+Two dialects (:class:`~agentshim.core.profile.SchemaDialect`):
+
+STRICT (Codex ``--output-schema``) is OpenAI's strict structured outputs: the root is an object
+and not an ``anyOf``; every object, nullable ones included, declares ``properties`` (``{}`` for
+none) and sets ``additionalProperties: false``; ``required`` lists exactly the keys of
+``properties`` (an optional value is required and nullable instead); ``oneOf``, ``$schema``,
+``$id`` and keywords beside a ``$ref`` are rejected.
+
+OPEN (Claude Code ``--json-schema``) keeps optional properties and accepts schema-valued, true
+or absent ``additionalProperties``, ``oneOf``, ``$schema``/``$id`` and ``$ref`` siblings.
+
+Both need the root to be an object schema, every ``$ref`` to resolve inside the document, and
+the schema to be expressible as JSON. The checks walk every subschema position: ``properties``,
+``items``, ``prefixItems``, ``anyOf``, ``oneOf``, ``allOf``, ``not``, ``$defs``,
+``definitions`` and a schema-valued ``additionalProperties``. A ``$ref`` is never followed: its
+target is checked where it is defined.
+
+:func:`dialect_problems` only reports (it is pure and never mutates its input);
+:func:`normalize` rewrites a copy. Problems name the JSON pointer of the node they are about,
+as ``#/properties/name``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import urllib.parse
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from agentshim.core._files import atomic_write
+from agentshim.core.errors import AgentShimError, SchemaDialectError
+from agentshim.core.profile import SchemaDialect
+
+__all__ = [
+    "MAX_SCHEMA_DEPTH",
+    "compact_json",
+    "dialect_problems",
+    "materialize",
+    "normalize",
+]
+
+#: How deeply a schema may nest (counting every object and array) before it is refused.
+MAX_SCHEMA_DEPTH = 200
+
+# Keywords that say something about a value without constraining it; they stay on the outer
+# node when normalize wraps a schema.
+_ANNOTATIONS = frozenset(
+    {"title", "description", "examples", "default", "$comment", "deprecated", "readOnly", "writeOnly"}
+)
+# Keywords that hold named subschemas, and keywords that hold lists of subschemas.
+_SCHEMA_MAPS = ("properties", "$defs", "definitions")
+_SCHEMA_LISTS = ("anyOf", "oneOf", "allOf", "prefixItems")
+# Keywords that may sit beside a $ref without counting as its siblings: they hold definitions.
+_REF_NEIGHBOURS = frozenset({"$ref", "$defs", "definitions"})
+_NULL_SCHEMA: dict[str, Any] = {"type": "null"}
+
+
+@dataclass(frozen=True, slots=True)
+class _Dialect:
+    """The rules of one dialect, shared by the check and by normalize."""
+
+    name: str
+    closed_objects: bool
+    """Every object must declare properties and set additionalProperties to false."""
+    all_required: bool
+    """``required`` must list exactly the keys of ``properties``."""
+    rejected_keywords: tuple[str, ...]
+    """Keywords the dialect refuses anywhere."""
+    ref_siblings: bool
+    """Whether keywords may sit beside a ``$ref``."""
+    root_any_of: bool
+    """Whether the root may be an ``anyOf``."""
+
+
+_STRICT = _Dialect(
+    name="STRICT",
+    closed_objects=True,
+    all_required=True,
+    rejected_keywords=("$schema", "$id", "oneOf"),
+    ref_siblings=False,
+    root_any_of=False,
+)
+_OPEN = _Dialect(
+    name="OPEN",
+    closed_objects=False,
+    all_required=False,
+    rejected_keywords=(),
+    ref_siblings=True,
+    root_any_of=True,
+)
+_DROPPED_BY_NORMALIZE = ("$schema", "$id")
+
+
+def _rules(dialect: SchemaDialect) -> _Dialect:
+    return _STRICT if dialect is SchemaDialect.STRICT else _OPEN
+
+
+# --- JSON pointers ---------------------------------------------------------------------------
+
+
+def _pointer(path: Sequence[str | int]) -> str:
+    return "#" + "".join(
+        "/" + str(part).replace("~", "~0").replace("/", "~1") for part in path
+    )
+
+
+def _resolve_ref(root: Any, ref: str) -> tuple[bool, Any]:
+    """Follow a same-document ``$ref``; (False, None) when it leads nowhere."""
+    if not ref.startswith("#"):
+        return False, None
+    fragment = urllib.parse.unquote(ref[1:])
+    if fragment == "":
+        return True, root
+    if not fragment.startswith("/"):
+        return False, None  # a plain-name anchor; agentshim does not resolve those
+    node = root
+    for token in fragment[1:].split("/"):
+        key = token.replace("~1", "/").replace("~0", "~")
+        if isinstance(node, dict):
+            if key not in node:
+                return False, None
+            node = node[key]  # pyright: ignore[reportUnknownVariableType]
+        elif isinstance(node, list) and key.isdigit():
+            index = int(key)
+            if index >= len(node):  # pyright: ignore[reportUnknownArgumentType]
+                return False, None
+            node = node[index]  # pyright: ignore[reportUnknownVariableType]
+        else:
+            return False, None
+    return True, node
+
+
+# --- plain JSON copies -----------------------------------------------------------------------
+
+
+def _plain_copy(value: Any, problems: list[str]) -> Any:
+    """A deep copy made of dicts, lists and JSON scalars; what JSON cannot say goes to problems."""
+    return _copy(value, [], problems, set())
+
+
+def _copy(value: Any, path: list[str | int], problems: list[str], active: set[int]) -> Any:
+    if value is None or isinstance(value, bool | int):
+        return value
+    if isinstance(value, str):
+        if not _encodable(value):
+            problems.append(f"{_pointer(path)}: a string with a lone surrogate is not valid JSON")
+        return value
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            problems.append(f"{_pointer(path)}: {value!r} cannot be written as JSON")
+        return value
+    if not isinstance(value, Mapping | list | tuple):
+        problems.append(
+            f"{_pointer(path)}: a {type(value).__name__} cannot be written as JSON; "
+            "use objects, arrays, strings, numbers, booleans and null"
+        )
+        return None
+    if len(path) >= MAX_SCHEMA_DEPTH:
+        problems.append(f"{_pointer(path)}: the schema nests deeper than {MAX_SCHEMA_DEPTH} levels")
+        return None
+    if id(value) in active:
+        problems.append(f"{_pointer(path)}: the schema contains itself, which JSON cannot say")
+        return None
+    active.add(id(value))
+    try:
+        if isinstance(value, Mapping):
+            result: dict[str, Any] = {}
+            for key, item in value.items():  # pyright: ignore[reportUnknownVariableType]
+                if not isinstance(key, str):
+                    problems.append(
+                        f"{_pointer(path)}: key {key!r} is not a string, which JSON requires"
+                    )
+                    continue
+                if not _encodable(key):
+                    problems.append(f"{_pointer(path)}: key {key!r} has a lone surrogate")
+                path.append(key)
+                result[key] = _copy(item, path, problems, active)
+                path.pop()
+            return result
+        items: list[Any] = []
+        for index, item in enumerate(value):  # pyright: ignore[reportUnknownVariableType, reportUnknownArgumentType]
+            path.append(index)
+            items.append(_copy(item, path, problems, active))
+            path.pop()
+        return items
+    finally:
+        active.discard(id(value))
+
+
+def _encodable(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _expressible_copy(schema: Any) -> dict[str, Any]:
+    """A plain copy of ``schema``; SchemaDialectError if JSON cannot express it or it is no object."""
+    problems: list[str] = []
+    plain = _plain_copy(schema, problems)
+    if problems:
+        raise SchemaDialectError(problems)
+    if not isinstance(plain, dict):
+        raise SchemaDialectError([f"#: the schema must be a JSON object, not {_kind(plain)}"])
+    return plain  # pyright: ignore[reportUnknownVariableType]
+
+
+def _kind(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "an array"
+    return "an object"
+
+
+# --- shared structure ------------------------------------------------------------------------
+
+
+def _types(node: dict[str, Any]) -> list[str]:
+    declared = node.get("type")
+    if isinstance(declared, str):
+        return [declared]
+    if isinstance(declared, list):
+        return [t for t in declared if isinstance(t, str)]  # pyright: ignore[reportUnknownVariableType]
+    return []
+
+
+def _is_object(node: dict[str, Any]) -> bool:
+    """Whether a node describes an object: its type says so, or it has properties and no type."""
+    if "type" in node:
+        return "object" in _types(node)
+    return "properties" in node
+
+
+def _is_open_map(node: dict[str, Any]) -> bool:
+    """An object with no properties whose additionalProperties is a schema or true."""
+    extra = node.get("additionalProperties")
+    has_extra = extra is True or isinstance(extra, dict)
+    return _is_object(node) and has_extra and not node.get("properties")
+
+
+def _subschemas(node: dict[str, Any]) -> list[tuple[tuple[str | int, ...], Any]]:
+    """Every (relative path, value) of a subschema position in ``node``."""
+    found: list[tuple[tuple[str | int, ...], Any]] = []
+    for keyword in _SCHEMA_MAPS:
+        members = node.get(keyword)
+        if isinstance(members, dict):
+            for name, member in members.items():  # pyright: ignore[reportUnknownVariableType]
+                found.append(((keyword, name), member))  # pyright: ignore[reportUnknownArgumentType]
+    for keyword in _SCHEMA_LISTS:
+        members = node.get(keyword)
+        if isinstance(members, list):
+            for index, member in enumerate(members):  # pyright: ignore[reportUnknownVariableType, reportUnknownArgumentType]
+                found.append(((keyword, index), member))
+    items = node.get("items")
+    if isinstance(items, list):
+        for index, member in enumerate(items):  # pyright: ignore[reportUnknownVariableType, reportUnknownArgumentType]
+            found.append((("items", index), member))
+    elif "items" in node:
+        found.append((("items",), items))
+    for keyword in ("additionalProperties", "not"):
+        if isinstance(node.get(keyword), dict):
+            found.append(((keyword,), node[keyword]))
+    return found
+
+
+# --- checking --------------------------------------------------------------------------------
+
+
+def dialect_problems(schema: Mapping[str, Any], dialect: SchemaDialect) -> list[str]:
+    """Every way ``schema`` breaks ``dialect``; empty when a provider can take it as it is.
+
+    Pure: the schema is read, never changed, and nothing is raised for a malformed one. Each
+    problem names the JSON pointer of the node it is about, e.g.
+    ``#/properties/tags: an object must set additionalProperties to false (it is absent)``.
+    Problems that mention an *open map* are objects whose keys are not known in advance; STRICT
+    cannot express those and :func:`normalize` deliberately leaves them open.
+    """
+    problems: list[str] = []
+    plain = _plain_copy(schema, problems)
+    if problems:
+        return problems
+    rules = _rules(dialect)
+    if not isinstance(plain, dict):
+        return [f"#: the schema must be a JSON object, not {_kind(plain)}"]
+    root: dict[str, Any] = plain  # pyright: ignore[reportUnknownVariableType]
+    if root.get("type") != "object":
+        problems.append('#: the root must be an object schema ("type": "object")')
+    if not rules.root_any_of and "anyOf" in root:
+        problems.append(f"#: the root must not be an anyOf under {rules.name}")
+    _check(root, root, [], rules, problems)
+    return problems
+
+
+def _check(
+    node: Any, root: dict[str, Any], path: list[str | int], rules: _Dialect, problems: list[str]
+) -> None:
+    where = _pointer(path)
+    if isinstance(node, bool):
+        return
+    if not isinstance(node, dict):
+        problems.append(f"{where}: a schema must be an object or a boolean, not {_kind(node)}")
+        return
+    schema: dict[str, Any] = node  # pyright: ignore[reportUnknownVariableType]
+    _check_shapes(schema, where, problems)
+    for keyword in rules.rejected_keywords:
+        if keyword in schema:
+            problems.append(f"{where}: {rules.name} does not accept {keyword}{_advice(keyword)}")
+    if "$ref" in schema:
+        _check_ref(schema, root, where, rules, problems)
+    if rules.closed_objects and _is_object(schema):
+        _check_closed_object(schema, where, rules, problems)
+    for relative, member in _subschemas(schema):
+        path.extend(relative)
+        _check(member, root, path, rules, problems)
+        del path[len(path) - len(relative) :]
+
+
+def _advice(keyword: str) -> str:
+    if keyword == "oneOf":
+        return "; use anyOf"
+    return " (normalize drops it)"
+
+
+def _check_shapes(schema: dict[str, Any], where: str, problems: list[str]) -> None:
+    """Keywords whose value has the wrong JSON type for what they mean."""
+    for keyword in _SCHEMA_MAPS:
+        if keyword in schema and not isinstance(schema[keyword], dict):
+            problems.append(f"{where}: {keyword} must be an object of schemas")
+    for keyword in ("anyOf", "oneOf", "allOf"):
+        if keyword in schema and not (isinstance(schema[keyword], list) and schema[keyword]):
+            problems.append(f"{where}: {keyword} must be a non-empty array of schemas")
+    if "required" in schema:
+        required = schema["required"]
+        if not isinstance(required, list) or not all(isinstance(k, str) for k in required):  # pyright: ignore[reportUnknownVariableType]
+            problems.append(f"{where}: required must be an array of property names")
+    if "type" in schema:
+        declared = schema["type"]
+        ok = isinstance(declared, str) or (
+            isinstance(declared, list) and all(isinstance(t, str) for t in declared)  # pyright: ignore[reportUnknownVariableType]
+        )
+        if not ok:
+            problems.append(f"{where}: type must be a string or an array of strings")
+    extra = schema.get("additionalProperties", True)
+    if not isinstance(extra, bool | dict):
+        problems.append(f"{where}: additionalProperties must be a boolean or a schema")
+
+
+def _check_ref(
+    schema: dict[str, Any], root: dict[str, Any], where: str, rules: _Dialect, problems: list[str]
+) -> None:
+    ref = schema["$ref"]
+    if not isinstance(ref, str):
+        problems.append(f"{where}: $ref must be a string")
+        return
+    found, target = _resolve_ref(root, ref)
+    if not found:
+        problems.append(f"{where}: $ref {ref!r} does not resolve inside the document")
+    elif not isinstance(target, bool | dict):
+        problems.append(f"{where}: $ref {ref!r} points at {_kind(target)}, not a schema")
+    siblings = sorted(k for k in schema if k not in _REF_NEIGHBOURS)
+    if siblings and not rules.ref_siblings:
+        problems.append(
+            f"{where}: {rules.name} does not accept keywords beside a $ref "
+            f"({', '.join(siblings)}); normalize moves them onto an anyOf wrapper"
+        )
+
+
+def _check_closed_object(
+    schema: dict[str, Any], where: str, rules: _Dialect, problems: list[str]
+) -> None:
+    if _is_open_map(schema):
+        extra = schema["additionalProperties"]
+        what = "true" if extra is True else "a schema"
+        problems.append(
+            f"{where}: is an open map (additionalProperties is {what}, no properties), "
+            f"which {rules.name} cannot express; give it fixed properties"
+        )
+        return
+    properties = schema.get("properties")
+    if not isinstance(properties, dict):
+        problems.append(f"{where}: an object must declare properties (use {{}} for none)")
+        properties = {}
+    extra = schema.get("additionalProperties", "absent")
+    if extra is not False:
+        shown = "absent" if extra == "absent" else "true" if extra is True else "a schema"
+        problems.append(f"{where}: an object must set additionalProperties to false (it is {shown})")
+    required = schema.get("required", [])
+    if rules.all_required and isinstance(required, list):
+        listed: set[str] = {k for k in required if isinstance(k, str)}  # pyright: ignore[reportUnknownVariableType]
+        missing = [k for k in properties if k not in listed]  # pyright: ignore[reportUnknownVariableType]
+        unknown = sorted(k for k in listed if k not in properties)
+        if missing or unknown:
+            parts: list[str] = []
+            if missing:
+                parts.append("not required: " + ", ".join(missing))  # pyright: ignore[reportUnknownArgumentType]
+            if unknown:
+                parts.append("not a property: " + ", ".join(unknown))
+            problems.append(
+                f"{where}: required must list exactly the keys of properties "
+                f"({'; '.join(parts)}); make optional values required and nullable"
+            )
+
+
+# --- normalizing -----------------------------------------------------------------------------
+
+
+def normalize(schema: Mapping[str, Any], dialect: SchemaDialect) -> dict[str, Any]:
+    """A copy of ``schema`` rewritten to fit ``dialect`` where that keeps its meaning.
+
+    ``schema`` itself is never changed. Titles, descriptions, examples and defaults stay on
+    every node. Under OPEN a valid schema comes back as it was. Under STRICT:
+
+    - ``$schema`` and ``$id`` are dropped;
+    - keywords beside a ``$ref`` move onto a wrapper: ``{"description": d, "anyOf":
+      [{"$ref": r}]}``;
+    - every object gets ``properties`` (``{}`` if it had none) and ``additionalProperties:
+      false``, and ``required`` becomes every property, with the ones that were optional made
+      nullable (``"type": ["string", "null"]``, ``null`` added to an ``enum``, or an ``anyOf``
+      with ``{"type": "null"}``);
+    - an open map (``additionalProperties`` a schema or true, and no properties) stays open,
+      since closing it would change what the schema accepts; :func:`dialect_problems` still
+      reports it, so ``dialect_problems(normalize(s, d), d)`` tells whether ``s`` can go native.
+
+    ``oneOf`` is left alone (turning it into ``anyOf`` would change its meaning), as are a root
+    that is not an object and a ``$ref`` that leads nowhere: normalize cannot fix those.
+
+    Raises:
+        SchemaDialectError: the schema is not a JSON object or holds something JSON cannot
+            express (NaN, a non-string key, a set, an arbitrary object, a cycle).
+    """
+    plain = _expressible_copy(schema)
+    rules = _rules(dialect)
+    if rules is _OPEN:
+        return plain
+    result = _normalize_strict(plain)
+    return result  # pyright: ignore[reportReturnType]
+
+
+def _normalize_strict(node: Any) -> Any:
+    """Rewrite one node (a fresh plain copy, so it may be changed in place) for STRICT."""
+    if not isinstance(node, dict):
+        return node
+    schema: dict[str, Any] = node  # pyright: ignore[reportUnknownVariableType]
+    for keyword in _DROPPED_BY_NORMALIZE:
+        schema.pop(keyword, None)
+    for relative, member in _subschemas(schema):
+        _replace(schema, relative, _normalize_strict(member))
+    if "$ref" in schema and "anyOf" not in schema:
+        siblings = [k for k in schema if k not in _REF_NEIGHBOURS]
+        if siblings:
+            ref = schema.pop("$ref")
+            schema["anyOf"] = [{"$ref": ref}]
+    if _is_object(schema) and not _is_open_map(schema):
+        _close_object(schema)
+    return schema
+
+
+def _replace(schema: dict[str, Any], relative: tuple[str | int, ...], value: Any) -> None:
+    container: Any = schema
+    for part in relative[:-1]:
+        container = container[part]
+    container[relative[-1]] = value
+
+
+def _close_object(schema: dict[str, Any]) -> None:
+    if "properties" not in schema:
+        schema["properties"] = {}
+    properties = schema["properties"]
+    if not isinstance(properties, dict):
+        return  # malformed; dialect_problems reports it, and guessing would lose what it says
+    props: dict[str, Any] = properties  # pyright: ignore[reportUnknownVariableType]
+    schema["additionalProperties"] = False
+    required = schema.get("required")
+    listed: set[str] = (
+        {k for k in required if isinstance(k, str)}  # pyright: ignore[reportUnknownVariableType]
+        if isinstance(required, list)
+        else set()
+    )
+    for name, member in props.items():
+        if name not in listed:
+            props[name] = _nullable(member)
+    schema["required"] = list(props)
+
+
+def _nullable(member: Any) -> Any:
+    """``member`` widened to also accept null."""
+    if not isinstance(member, dict):
+        return member  # true accepts null already; false stays impossible on purpose
+    schema: dict[str, Any] = member  # pyright: ignore[reportUnknownVariableType]
+    if "$ref" in schema:
+        return _wrap_nullable(schema)
+    if "type" in schema and "const" not in schema:
+        types = _types(schema)
+        if "null" not in types:
+            declared = schema["type"]
+            schema["type"] = [*types, "null"] if isinstance(declared, list) else [declared, "null"]
+        enum = schema.get("enum")
+        if isinstance(enum, list) and None not in enum:
+            schema["enum"] = [*enum, None]
+        return schema
+    any_of = schema.get("anyOf")
+    if isinstance(any_of, list) and "type" not in schema:
+        if not any(_accepts_null(branch) for branch in any_of):  # pyright: ignore[reportUnknownVariableType]
+            any_of.append(dict(_NULL_SCHEMA))
+        return schema
+    if "enum" in schema and "const" not in schema:
+        enum = schema["enum"]
+        if isinstance(enum, list) and None not in enum:
+            schema["enum"] = [*enum, None]
+        return schema
+    if all(key in _ANNOTATIONS for key in schema):
+        return schema  # an unconstrained schema accepts null already
+    return _wrap_nullable(schema)
+
+
+def _wrap_nullable(schema: dict[str, Any]) -> dict[str, Any]:
+    outer = {k: v for k, v in schema.items() if k in _ANNOTATIONS}
+    inner = {k: v for k, v in schema.items() if k not in _ANNOTATIONS}
+    outer["anyOf"] = [inner, dict(_NULL_SCHEMA)]
+    return outer
+
+
+def _accepts_null(branch: Any) -> bool:
+    if branch is True:
+        return True
+    if not isinstance(branch, dict):
+        return False
+    schema: dict[str, Any] = branch  # pyright: ignore[reportUnknownVariableType]
+    return "null" in _types(schema) or all(key in _ANNOTATIONS for key in schema)
+
+
+# --- serializing -----------------------------------------------------------------------------
+
+
+def compact_json(schema: Mapping[str, Any]) -> str:
+    """``schema`` as compact JSON text (no spaces, key order kept, non-ASCII kept as is).
+
+    Raises:
+        SchemaDialectError: the schema holds something JSON cannot express.
+    """
+    plain = _expressible_copy(schema)
+    return json.dumps(plain, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+
+
+def materialize(schema: Mapping[str, Any], host_dir: Path) -> Path:
+    """Write ``schema`` to ``host_dir/<sha256 of its compact JSON>.json`` and return the path.
+
+    The name is the content's hash, so the same schema always lands in the same file and a
+    file that already holds it is left alone; a new file is written atomically, so a reader
+    never sees half a schema. ``host_dir`` is created if missing. Files are never removed.
+
+    Raises:
+        SchemaDialectError: the schema holds something JSON cannot express.
+        AgentShimError: the file could not be written (the message names the directory).
+    """
+    data = compact_json(schema).encode("utf-8")
+    target = Path(host_dir) / f"{hashlib.sha256(data).hexdigest()}.json"
+    try:
+        if target.read_bytes() == data:
+            return target
+    except OSError:
+        pass  # absent or unreadable: (re)write it below
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write(target, data)
+    except OSError as exc:
+        raise AgentShimError(
+            f"cannot write the output schema to {target.parent}: {exc.strerror or exc}; "
+            "pass a writable directory for schema files"
+        ) from exc
+    return target

@@ -1,0 +1,260 @@
+"""Shared pieces of stream parsing: JSON lines, tool call/result pairing, byte-chunk framing."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Mapping
+from typing import Any, NamedTuple
+
+from agentshim.core.errors import AgentShimError
+
+__all__ = [
+    "DEFAULT_MAX_LINE_BYTES",
+    "FinishedTool",
+    "LineFramer",
+    "LineTooLongError",
+    "ToolArgs",
+    "ToolTracker",
+    "parse_json_object",
+]
+
+#: What a tool call's arguments can be: a JSON object, a bare string (a shell command), or nothing.
+ToolArgs = Mapping[str, Any] | str | None
+
+#: The default cap on one line of CLI output. Tool results can carry whole files or images,
+#: so it is generous; it exists so a runaway line cannot take all memory.
+DEFAULT_MAX_LINE_BYTES = 32 * 1024 * 1024
+
+
+def _reject_constant(name: str) -> Any:
+    # NaN and Infinity are not JSON; a line carrying them is not a JSON object.
+    raise ValueError(f"{name} is not JSON")
+
+
+def parse_json_object(line: str | bytes) -> dict[str, Any] | None:
+    """Decode ``line`` as one JSON object; None for anything else. Never raises.
+
+    Surrounding whitespace (including the trailing newline) is ignored. Arrays, strings,
+    numbers, invalid JSON, NaN/Infinity, nesting too deep to decode, and bytes that are not
+    UTF-8 all give None, so a caller can turn the line into a RawOutput event instead.
+    """
+    # Most non-JSON lines (banners, progress text) are rejected here without a decode attempt.
+    if isinstance(line, str):
+        if line.lstrip()[:1] != "{":
+            return None
+    elif line.lstrip()[:1] != b"{":
+        return None
+    try:
+        value = json.loads(line, parse_constant=_reject_constant)
+    except (ValueError, RecursionError):
+        return None
+    if isinstance(value, dict):
+        return value  # pyright: ignore[reportUnknownVariableType]
+    return None
+
+
+class FinishedTool(NamedTuple):
+    """A tool call paired with its result: its name, its arguments and how long it ran."""
+
+    name: str
+    args: ToolArgs
+    duration_s: float
+
+
+class _Pending(NamedTuple):
+    name: str
+    args: ToolArgs
+    started_at: float
+
+
+class ToolTracker:
+    """Pairs tool calls with their results by id, remembering each call's name and start time.
+
+    Most CLIs name the tool only on the call, not on the result, and report no duration; a
+    parser calls ``start`` when a call appears and ``finish`` when its result does.
+    """
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        """Track calls, timing them with ``clock`` (seconds; ``time.monotonic`` by default)."""
+        self._clock = clock
+        self._pending: dict[str, _Pending] = {}
+
+    def start(self, tool_id: str, name: str, args: ToolArgs = None) -> None:
+        """Record that the call ``tool_id`` started.
+
+        Starting an id that is already pending (a CLI that reports a call as started and then
+        updated) replaces its name and arguments but keeps the original start time.
+        """
+        previous = self._pending.get(tool_id)
+        started_at = previous.started_at if previous is not None else self._clock()
+        self._pending[tool_id] = _Pending(name, args, started_at)
+
+    def finish(self, tool_id: str) -> FinishedTool | None:
+        """Pair a result with its call and forget the call; None if ``tool_id`` is not pending.
+
+        The duration is never negative, even with a clock that goes backwards.
+        """
+        pending = self._pending.pop(tool_id, None)
+        if pending is None:
+            return None
+        duration = max(0.0, self._clock() - pending.started_at)
+        return FinishedTool(pending.name, pending.args, duration)
+
+    def name_of(self, tool_id: str) -> str | None:
+        """The tool name of a pending call, or None if ``tool_id`` is not pending."""
+        pending = self._pending.get(tool_id)
+        return pending.name if pending is not None else None
+
+    def pending(self) -> tuple[str, ...]:
+        """Ids of the calls still waiting for a result, in the order they started."""
+        return tuple(self._pending)
+
+    def __contains__(self, tool_id: object) -> bool:
+        return tool_id in self._pending
+
+    def __len__(self) -> int:
+        return len(self._pending)
+
+
+class LineTooLongError(AgentShimError):
+    """A line of output was longer than the framer's limit and was dropped.
+
+    ``lines`` holds the good lines the same ``feed`` call framed (in order), so nothing but the
+    long line is lost; ``dropped`` is how many lines that call dropped; ``limit`` is the cap in
+    bytes. The framer stays usable: keep feeding it.
+    """
+
+    def __init__(
+        self,
+        limit: int,
+        dropped: int = 1,
+        lines: list[str] | None = None,
+        message: str | None = None,
+    ) -> None:
+        super().__init__(
+            message
+            or f"{dropped} line(s) of output exceeded {limit} bytes and were dropped; "
+            "raise max_line_bytes if the CLI legitimately prints lines that long"
+        )
+        self.limit = limit
+        self.dropped = dropped
+        self.lines = list(lines) if lines is not None else []
+
+    def _state(self) -> dict[str, Any]:
+        return {
+            "limit": self.limit,
+            "dropped": self.dropped,
+            "lines": self.lines,
+            "message": self.message,
+        }
+
+
+def _content_length_lower_bound(tail: bytes) -> int:
+    # A line's content excludes a final "\r" that turns out to be half of "\r\n", so an
+    # unfinished line ending in "\r" may still be one byte shorter than it looks.
+    if tail.endswith(b"\r"):
+        return len(tail) - 1
+    return len(tail)
+
+
+class LineFramer:
+    r"""Turns arbitrary chunks of bytes into whole lines of text.
+
+    Lines end at ``"\n"``; a ``"\r"`` right before it (CRLF) is dropped, so every line ``feed``
+    returns ends with exactly one ``"\n"`` (the newline is kept, as process output lines keep
+    it). A line split across chunks comes back whole once its newline arrives. Each line is
+    decoded as UTF-8 with invalid bytes replaced by U+FFFD; because a newline byte never occurs
+    inside a UTF-8 sequence, a character split across chunks decodes intact. The same bytes
+    give the same lines however they are chunked.
+
+    A line whose content (without its line ending) exceeds ``max_line_bytes`` is dropped and
+    reported with :class:`LineTooLongError`; the buffer never holds more than
+    ``max_line_bytes + 1`` bytes. After the error the framer discards the rest of that line
+    and carries on with the next one.
+    """
+
+    def __init__(self, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES) -> None:
+        """Frame lines of at most ``max_line_bytes`` bytes (at least 1)."""
+        if max_line_bytes < 1:
+            raise ValueError(f"max_line_bytes must be at least 1, not {max_line_bytes}")
+        self._max = max_line_bytes
+        self._partial = bytearray()
+        # True while skipping the rest of a line already reported as too long.
+        self._discarding = False
+
+    @property
+    def max_line_bytes(self) -> int:
+        """The longest line content, in bytes, this framer passes on."""
+        return self._max
+
+    def feed(self, chunk: bytes | bytearray | memoryview) -> list[str]:
+        r"""Add ``chunk`` and return the lines it completed, each ending in ``"\n"``.
+
+        Raises:
+            LineTooLongError: a line exceeded ``max_line_bytes``; the error's ``lines`` are
+                the good lines this call framed, which are not returned otherwise.
+        """
+        data = bytes(chunk)
+        lines: list[str] = []
+        dropped = 0
+        pos = 0
+        end = len(data)
+        while pos < end:
+            newline = data.find(b"\n", pos)
+            if newline < 0:
+                if not self._discarding:
+                    tail = data[pos:]
+                    if len(self._partial) + _content_length_lower_bound(tail) > self._max:
+                        dropped += 1
+                        self._partial.clear()
+                        self._discarding = True
+                    else:
+                        self._partial += tail
+                break
+            if self._discarding:
+                self._discarding = False
+            else:
+                if self._partial:
+                    self._partial += data[pos:newline]
+                    raw = bytes(self._partial)
+                    self._partial.clear()
+                else:
+                    raw = data[pos:newline]
+                text = self._decode(raw)
+                if text is None:
+                    dropped += 1
+                else:
+                    lines.append(text + "\n")
+            pos = newline + 1
+        if dropped:
+            raise LineTooLongError(self._max, dropped, lines)
+        return lines
+
+    def flush(self) -> str | None:
+        r"""Return the final line if the input did not end with a newline, else None.
+
+        The line comes back without a newline; a trailing ``"\r"`` is dropped, and a final
+        line that is nothing but ``"\r"`` gives None. The framer is empty afterwards and can
+        be reused.
+
+        Raises:
+            LineTooLongError: the final line exceeded ``max_line_bytes``.
+        """
+        raw = bytes(self._partial)
+        self._partial.clear()
+        self._discarding = False
+        if not raw:
+            return None
+        text = self._decode(raw)
+        if text is None:
+            raise LineTooLongError(self._max, 1, [])
+        return text or None
+
+    def _decode(self, raw: bytes) -> str | None:
+        """Decode one line's bytes without its newline; None if it is too long."""
+        if raw.endswith(b"\r"):
+            raw = raw[:-1]
+        if len(raw) > self._max:
+            return None
+        return raw.decode("utf-8", "replace")

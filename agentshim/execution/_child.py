@@ -1,0 +1,252 @@
+"""A child process in its own process group, signalled and reaped without pid-reuse races.
+
+Private to the execution package. The rule that makes signalling safe: the group leader is
+never reaped while anything may still signal its group. Exit is detected with
+``waitid(..., WNOWAIT)``, which leaves the leader a zombie; a zombie keeps its pid and so its
+process group id reserved, so ``killpg`` cannot reach an unrelated process that happens to
+reuse the number. Only :meth:`ChildProcess.reap` collects the zombie, under the same lock
+that every signal takes, and after it nothing is ever signalled again.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import signal
+import subprocess
+import sys
+import threading
+from collections.abc import Mapping, Sequence
+
+from agentshim.core.errors import AgentShimError, CliNotFoundError
+
+if sys.platform != "win32":
+    import fcntl
+
+__all__ = ["POSIX", "ChildProcess"]
+
+POSIX = sys.platform != "win32"
+"""Whether process groups, ``killpg`` and ``waitid`` are available."""
+
+# Bigger pipes mean fewer wake-ups per megabyte; Linux allows up to 1 MiB unprivileged.
+_PIPE_SIZE = 1 << 20
+
+
+class ChildProcess:
+    """A started process with piped stdin, stdout and stderr, leading its own process group."""
+
+    __slots__ = (
+        "_lock",
+        "_popen",
+        "_reaped",
+        "_returncode",
+        "pid",
+        "pidfd",
+        "stderr_fd",
+        "stdin_fd",
+        "stdout_fd",
+    )
+
+    def __init__(self, popen: subprocess.Popen[bytes]) -> None:
+        assert popen.stdin is not None and popen.stdout is not None and popen.stderr is not None
+        self._popen = popen
+        self._lock = threading.Lock()
+        self._reaped = False
+        self._returncode: int | None = None
+        self.pid = popen.pid
+        self.stdin_fd: int | None = popen.stdin.fileno()
+        self.stdout_fd = popen.stdout.fileno()
+        self.stderr_fd = popen.stderr.fileno()
+        self.pidfd = _open_pidfd(popen.pid)
+
+    @classmethod
+    def start(
+        cls, argv: Sequence[str], cwd: str | None, env: Mapping[str, str]
+    ) -> ChildProcess:
+        """Start ``argv`` in a new session (POSIX) or process group (Windows).
+
+        Raises:
+            CliNotFoundError: The program does not exist or may not be executed.
+            AgentShimError: The working directory does not exist or the start failed otherwise.
+        """
+        try:
+            if sys.platform != "win32":
+                popen = subprocess.Popen(
+                    list(argv),
+                    stdin=subprocess.PIPE,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.PIPE,
+                    cwd=cwd,
+                    env=dict(env),
+                    bufsize=0,
+                    close_fds=True,
+                    start_new_session=True,
+                )
+            else:
+                popen = subprocess.Popen(
+                    list(argv),
+                    stdin=subprocess.PIPE,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.PIPE,
+                    cwd=cwd,
+                    env=dict(env),
+                    bufsize=0,
+                    creationflags=subprocess.CREATE_NEW_PROCESS_GROUP,
+                )
+        except OSError as exc:
+            raise _start_error(exc, argv, cwd) from exc
+        child = cls(popen)
+        if POSIX:
+            _widen_pipe(child.stdout_fd)
+            _widen_pipe(child.stderr_fd)
+        return child
+
+    @property
+    def returncode(self) -> int | None:
+        """The exit status once the process is known to have exited, else ``None``."""
+        return self._returncode
+
+    def poll_exit(self) -> int | None:
+        """Return the exit status if the process has exited, without reaping it."""
+        if self._returncode is not None:
+            return self._returncode
+        if not POSIX:
+            self._returncode = self._popen.poll()
+            return self._returncode
+        try:
+            info = os.waitid(os.P_PID, self.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+        except ChildProcessError:
+            # Someone else reaped it (a SIGCHLD handler set to SIG_IGN, a stray os.wait()).
+            self._returncode = self._foreign_reap()
+            return self._returncode
+        if info is None:
+            return None
+        self._returncode = _status(info)
+        return self._returncode
+
+    def signal_group(self, sig: int) -> None:
+        """Send ``sig`` to the whole process group, unless the leader was already reaped."""
+        with self._lock:
+            if self._reaped:
+                return
+            if sys.platform == "win32":
+                if sig == signal.SIGTERM:
+                    self._popen.terminate()
+                else:
+                    self._popen.kill()
+                return
+            try:
+                os.killpg(self.pid, sig)
+            except ProcessLookupError:
+                pass  # the group is already empty
+            except PermissionError:
+                # A group member became setuid; signal at least the leader we own.
+                os.kill(self.pid, sig)
+
+    def reap(self) -> int:
+        """Wait for the process to exit, collect it, and return its exit status.
+
+        Blocks until the leader exits; callers kill the group first when they cannot wait.
+        """
+        if POSIX and self._returncode is None:
+            try:
+                info = os.waitid(os.P_PID, self.pid, os.WEXITED | os.WNOWAIT)
+            except ChildProcessError:
+                info = None
+            self._returncode = _status(info) if info is not None else self._foreign_reap()
+        with self._lock:
+            if not self._reaped:
+                code = self._popen.wait()
+                if self._returncode is None:
+                    self._returncode = code
+                self._reaped = True
+        assert self._returncode is not None
+        return self._returncode
+
+    @property
+    def reaped(self) -> bool:
+        """Whether the process has been collected (and so may no longer be signalled)."""
+        return self._reaped
+
+    def close_stdin(self) -> None:
+        """Close our end of the process's stdin; idempotent."""
+        stdin = self._popen.stdin
+        self.stdin_fd = None
+        if stdin is not None:
+            try:
+                stdin.close()
+            except OSError:
+                pass  # a broken pipe on close means the reader is gone, which is fine
+
+    def close_output(self, stdout: bool) -> None:
+        """Close our end of stdout (``stdout=True``) or stderr; idempotent."""
+        stream = self._popen.stdout if stdout else self._popen.stderr
+        if stream is not None:
+            stream.close()
+
+    def close_outputs(self) -> None:
+        """Close our ends of stdout and stderr; idempotent."""
+        self.close_output(True)
+        self.close_output(False)
+
+    def close_pidfd(self) -> None:
+        """Close the pidfd, if there is one; idempotent."""
+        if self.pidfd is not None:
+            os.close(self.pidfd)
+            self.pidfd = None
+
+    def _foreign_reap(self) -> int:
+        with self._lock:
+            self._reaped = True
+        if self._popen.returncode is None:
+            self._popen.returncode = 0
+        return self._popen.returncode
+
+
+def _status(info: os.waitid_result) -> int:
+    if info.si_code == os.CLD_EXITED:
+        return info.si_status
+    return -info.si_status
+
+
+def _open_pidfd(pid: int) -> int | None:
+    pidfd_open = getattr(os, "pidfd_open", None)
+    if pidfd_open is None:
+        return None
+    try:
+        fd: int = pidfd_open(pid)
+    except OSError:
+        return None
+    return fd
+
+
+def _widen_pipe(fd: int) -> None:
+    if sys.platform == "win32":
+        return
+    setpipe: int | None = getattr(fcntl, "F_SETPIPE_SZ", None)
+    if setpipe is None:
+        return
+    try:
+        fcntl.fcntl(fd, setpipe, _PIPE_SIZE)
+    except OSError:
+        pass  # over the system's pipe-max-size: the default size works, only slower
+
+
+def _start_error(exc: OSError, argv: Sequence[str], cwd: str | None) -> AgentShimError:
+    program = argv[0]
+    if cwd is not None and exc.filename == cwd:
+        return AgentShimError(
+            f"cannot run {program!r}: working directory {cwd!r} is not usable "
+            f"({exc.strerror}); create it or pass another cwd"
+        )
+    if exc.errno in (errno.ENOENT, errno.ENOTDIR):
+        return CliNotFoundError(program)
+    if exc.errno in (errno.EACCES, errno.EPERM, errno.ENOEXEC):
+        return CliNotFoundError(
+            program,
+            f"{program!r} exists but cannot be executed ({exc.strerror}); "
+            "fix its permissions or point to the real binary",
+        )
+    return AgentShimError(
+        f"cannot start {program!r}: {exc.strerror or exc}; check the program and its cwd"
+    )

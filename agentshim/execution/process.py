@@ -1,0 +1,105 @@
+"""Long-lived processes: the caller writes to stdin and pulls output lines when it wants them.
+
+Output is pulled, never pushed: :meth:`Process.next_output` returns the next
+:class:`StdoutLine` or :class:`StderrLine`, then :class:`ProcessExited` once everything the
+process printed has been returned, and :class:`ProcessExited` again on every later call.
+Because the caller decides when output is consumed, no callback ever runs on a foreign thread
+and a simulation controls the interleaving exactly.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol, Union
+
+__all__ = [
+    "Process",
+    "ProcessExited",
+    "ProcessOutput",
+    "SpawnRequest",
+    "StderrLine",
+    "StdoutLine",
+]
+
+
+def _empty_env() -> Mapping[str, str]:
+    return {}
+
+
+@dataclass(frozen=True, slots=True)
+class SpawnRequest:
+    """A long-lived process to start; stdin, stdout and stderr are pipes.
+
+    Attributes:
+        argv: The program and its arguments; never empty.
+        cwd: Working directory; ``None`` keeps the caller's.
+        env: The complete environment of the process (not an overlay).
+    """
+
+    argv: Sequence[str]
+    cwd: str | None = None
+    env: Mapping[str, str] = field(default_factory=_empty_env)
+
+    def __post_init__(self) -> None:
+        argv = tuple(self.argv)
+        if not argv:
+            raise ValueError("SpawnRequest.argv must name a program")
+        object.__setattr__(self, "argv", argv)
+
+
+@dataclass(frozen=True, slots=True)
+class StdoutLine:
+    """One line the process printed on stdout, with its trailing newline if it had one."""
+
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class StderrLine:
+    """One line the process printed on stderr, with its trailing newline if it had one."""
+
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class ProcessExited:
+    """The process exited and all of its output has been returned; always the last output."""
+
+    returncode: int
+
+
+ProcessOutput = Union[StdoutLine, StderrLine, ProcessExited]
+"""What :meth:`Process.next_output` returns."""
+
+
+class Process(Protocol):
+    """A running process the caller talks to; every method is safe from any thread."""
+
+    def write(self, data: str) -> None:
+        """Write ``data`` (UTF-8) to stdin; one call's bytes are never interleaved with another's.
+
+        Raises:
+            ProcessClosedError: stdin was closed or the process is gone.
+        """
+        ...
+
+    def close_stdin(self) -> None:
+        """Close stdin so the process reads end-of-file; idempotent."""
+        ...
+
+    def next_output(self, timeout: float | None) -> ProcessOutput | None:
+        """Return the next output, or ``None`` when ``timeout`` seconds pass with nothing."""
+        ...
+
+    def terminate(self) -> None:
+        """Ask the process group to stop (SIGTERM), killing it after a grace; idempotent."""
+        ...
+
+    def kill(self) -> None:
+        """Kill the process group now (SIGKILL); idempotent."""
+        ...
+
+    def wait(self, timeout: float | None) -> int | None:
+        """Wait for the process to end; return its exit status, or ``None`` on timeout."""
+        ...
