@@ -16,6 +16,7 @@ from agentshim.core.errors import (
     AgentShimError,
     CliExitError,
     CliTimeoutError,
+    FailureKind,
     ProviderCapabilityError,
     SchemaDialectError,
     SessionResumeError,
@@ -423,13 +424,12 @@ class AgentSession:
     def _raise_failure(
         self, argv: list[str], outcome: CommandResult, parsed: ParsedTurn, *, resumed: bool
     ) -> None:
-        kind = parsed.error_kind
         error = CliExitError(
             argv,
             outcome.returncode,
             outcome.stdout,
             outcome.stderr,
-            **({"kind": kind} if kind is not None else {}),
+            kind=parsed.error_kind or FailureKind.OTHER,
             detail=parsed.error or "",
         )
         classified = self.agent.provider.classify_exit(error, resumed=resumed)

@@ -91,13 +91,15 @@ def _run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     return 0
 
 
-def main(argv: Sequence[str] | None = None, *, out: TextIO | None = None, err: TextIO | None = None) -> int:
+def main(
+    argv: Sequence[str] | None = None, *, out: TextIO | None = None, err: TextIO | None = None
+) -> int:
     """Parse ``argv`` and run the command; returns the process exit status."""
     args = _parser().parse_args(argv)
-    out = out or sys.stdout
-    err = err or sys.stderr
+    stdout: TextIO = out if out is not None else sys.stdout
+    stderr: TextIO = err if err is not None else sys.stderr
     if args.command == "providers":
         for name in provider_names():
-            out.write(f"{name}\t{DEFAULT_CATALOG.plugin(name).profile.display_name}\n")
+            stdout.write(f"{name}\t{DEFAULT_CATALOG.plugin(name).profile.display_name}\n")
         return 0
-    return _run(args, out, err)
+    return _run(args, stdout, stderr)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Hashable, Iterator
+from collections.abc import Generator, Hashable
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
@@ -59,7 +59,7 @@ class KeyedLocks:
         self._leave(key, entry)
 
     @contextmanager
-    def hold(self, key: Hashable) -> Iterator[None]:
+    def hold(self, key: Hashable) -> Generator[None, None, None]:
         """Hold the lock for ``key`` for the duration of a ``with`` block."""
         self.acquire(key)
         try:

@@ -31,7 +31,7 @@ import urllib.parse
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from agentshim.core._files import atomic_write
 from agentshim.core.errors import AgentShimError, SchemaDialectError
@@ -51,7 +51,16 @@ MAX_SCHEMA_DEPTH = 200
 # Keywords that say something about a value without constraining it; they stay on the outer
 # node when normalize wraps a schema.
 _ANNOTATIONS = frozenset(
-    {"title", "description", "examples", "default", "$comment", "deprecated", "readOnly", "writeOnly"}
+    {
+        "title",
+        "description",
+        "examples",
+        "default",
+        "$comment",
+        "deprecated",
+        "readOnly",
+        "writeOnly",
+    }
 )
 # Keywords that hold named subschemas, and keywords that hold lists of subschemas.
 _SCHEMA_MAPS = ("properties", "$defs", "definitions")
@@ -101,13 +110,29 @@ def _rules(dialect: SchemaDialect) -> _Dialect:
     return _STRICT if dialect is SchemaDialect.STRICT else _OPEN
 
 
+def _as_dict(value: object) -> dict[str, Any] | None:
+    """``value`` as a JSON object, or None; plain copies only ever have string keys."""
+    return cast("dict[str, Any]", value) if isinstance(value, dict) else None
+
+
+def _as_list(value: object) -> list[Any] | None:
+    """``value`` as a JSON array, or None."""
+    return cast("list[Any]", value) if isinstance(value, list) else None
+
+
+def _strings(value: object) -> list[str] | None:
+    """``value`` as an array of strings, or None if it is anything else."""
+    items = _as_list(value)
+    if items is None or not all(isinstance(item, str) for item in items):
+        return None
+    return cast("list[str]", items)
+
+
 # --- JSON pointers ---------------------------------------------------------------------------
 
 
 def _pointer(path: Sequence[str | int]) -> str:
-    return "#" + "".join(
-        "/" + str(part).replace("~", "~0").replace("/", "~1") for part in path
-    )
+    return "#" + "".join("/" + str(part).replace("~", "~0").replace("/", "~1") for part in path)
 
 
 def _resolve_ref(root: Any, ref: str) -> tuple[bool, Any]:
@@ -119,18 +144,14 @@ def _resolve_ref(root: Any, ref: str) -> tuple[bool, Any]:
         return True, root
     if not fragment.startswith("/"):
         return False, None  # a plain-name anchor; agentshim does not resolve those
-    node = root
+    node: Any = root
     for token in fragment[1:].split("/"):
         key = token.replace("~1", "/").replace("~0", "~")
-        if isinstance(node, dict):
-            if key not in node:
-                return False, None
-            node = node[key]  # pyright: ignore[reportUnknownVariableType]
-        elif isinstance(node, list) and key.isdigit():
-            index = int(key)
-            if index >= len(node):  # pyright: ignore[reportUnknownArgumentType]
-                return False, None
-            node = node[index]  # pyright: ignore[reportUnknownVariableType]
+        as_dict, as_list = _as_dict(node), _as_list(node)
+        if as_dict is not None and key in as_dict:
+            node = as_dict[key]
+        elif as_list is not None and key.isdigit() and int(key) < len(as_list):
+            node = as_list[int(key)]
         else:
             return False, None
     return True, node
@@ -145,6 +166,7 @@ def _plain_copy(value: Any, problems: list[str]) -> Any:
 
 
 def _copy(value: Any, path: list[str | int], problems: list[str], active: set[int]) -> Any:
+    marker = id(value)
     if value is None or isinstance(value, bool | int):
         return value
     if isinstance(value, str):
@@ -164,14 +186,15 @@ def _copy(value: Any, path: list[str | int], problems: list[str], active: set[in
     if len(path) >= MAX_SCHEMA_DEPTH:
         problems.append(f"{_pointer(path)}: the schema nests deeper than {MAX_SCHEMA_DEPTH} levels")
         return None
-    if id(value) in active:
+    if marker in active:
         problems.append(f"{_pointer(path)}: the schema contains itself, which JSON cannot say")
         return None
-    active.add(id(value))
+    active.add(marker)
     try:
         if isinstance(value, Mapping):
             result: dict[str, Any] = {}
-            for key, item in value.items():  # pyright: ignore[reportUnknownVariableType]
+            mapping = cast("Mapping[object, Any]", value)
+            for key, item in mapping.items():
                 if not isinstance(key, str):
                     problems.append(
                         f"{_pointer(path)}: key {key!r} is not a string, which JSON requires"
@@ -184,13 +207,13 @@ def _copy(value: Any, path: list[str | int], problems: list[str], active: set[in
                 path.pop()
             return result
         items: list[Any] = []
-        for index, item in enumerate(value):  # pyright: ignore[reportUnknownVariableType, reportUnknownArgumentType]
+        for index, item in enumerate(cast("Sequence[Any]", value)):
             path.append(index)
             items.append(_copy(item, path, problems, active))
             path.pop()
         return items
     finally:
-        active.discard(id(value))
+        active.discard(marker)
 
 
 def _encodable(text: str) -> bool:
@@ -206,10 +229,16 @@ def _expressible_copy(schema: Any) -> dict[str, Any]:
     problems: list[str] = []
     plain = _plain_copy(schema, problems)
     if problems:
-        raise SchemaDialectError(problems)
-    if not isinstance(plain, dict):
+        raise SchemaDialectError(
+            problems,
+            "the output schema cannot be written as JSON: "
+            + "; ".join(problems)
+            + " (build it from dicts, lists, strings, finite numbers, booleans and None)",
+        )
+    root = _as_dict(plain)
+    if root is None:
         raise SchemaDialectError([f"#: the schema must be a JSON object, not {_kind(plain)}"])
-    return plain  # pyright: ignore[reportUnknownVariableType]
+    return root
 
 
 def _kind(value: Any) -> str:
@@ -233,9 +262,7 @@ def _types(node: dict[str, Any]) -> list[str]:
     declared = node.get("type")
     if isinstance(declared, str):
         return [declared]
-    if isinstance(declared, list):
-        return [t for t in declared if isinstance(t, str)]  # pyright: ignore[reportUnknownVariableType]
-    return []
+    return [t for t in _as_list(declared) or [] if isinstance(t, str)]
 
 
 def _is_object(node: dict[str, Any]) -> bool:
@@ -256,18 +283,15 @@ def _subschemas(node: dict[str, Any]) -> list[tuple[tuple[str | int, ...], Any]]
     """Every (relative path, value) of a subschema position in ``node``."""
     found: list[tuple[tuple[str | int, ...], Any]] = []
     for keyword in _SCHEMA_MAPS:
-        members = node.get(keyword)
-        if isinstance(members, dict):
-            for name, member in members.items():  # pyright: ignore[reportUnknownVariableType]
-                found.append(((keyword, name), member))  # pyright: ignore[reportUnknownArgumentType]
+        for name, member in (_as_dict(node.get(keyword)) or {}).items():
+            found.append(((keyword, name), member))
     for keyword in _SCHEMA_LISTS:
-        members = node.get(keyword)
-        if isinstance(members, list):
-            for index, member in enumerate(members):  # pyright: ignore[reportUnknownVariableType, reportUnknownArgumentType]
-                found.append(((keyword, index), member))
+        for index, member in enumerate(_as_list(node.get(keyword)) or []):
+            found.append(((keyword, index), member))
     items = node.get("items")
-    if isinstance(items, list):
-        for index, member in enumerate(items):  # pyright: ignore[reportUnknownVariableType, reportUnknownArgumentType]
+    item_list = _as_list(items)
+    if item_list is not None:
+        for index, member in enumerate(item_list):
             found.append((("items", index), member))
     elif "items" in node:
         found.append((("items",), items))
@@ -294,9 +318,9 @@ def dialect_problems(schema: Mapping[str, Any], dialect: SchemaDialect) -> list[
     if problems:
         return problems
     rules = _rules(dialect)
-    if not isinstance(plain, dict):
+    root = _as_dict(plain)
+    if root is None:
         return [f"#: the schema must be a JSON object, not {_kind(plain)}"]
-    root: dict[str, Any] = plain  # pyright: ignore[reportUnknownVariableType]
     if root.get("type") != "object":
         problems.append('#: the root must be an object schema ("type": "object")')
     if not rules.root_any_of and "anyOf" in root:
@@ -311,10 +335,10 @@ def _check(
     where = _pointer(path)
     if isinstance(node, bool):
         return
-    if not isinstance(node, dict):
+    schema = _as_dict(node)
+    if schema is None:
         problems.append(f"{where}: a schema must be an object or a boolean, not {_kind(node)}")
         return
-    schema: dict[str, Any] = node  # pyright: ignore[reportUnknownVariableType]
     _check_shapes(schema, where, problems)
     for keyword in rules.rejected_keywords:
         if keyword in schema:
@@ -343,16 +367,11 @@ def _check_shapes(schema: dict[str, Any], where: str, problems: list[str]) -> No
     for keyword in ("anyOf", "oneOf", "allOf"):
         if keyword in schema and not (isinstance(schema[keyword], list) and schema[keyword]):
             problems.append(f"{where}: {keyword} must be a non-empty array of schemas")
-    if "required" in schema:
-        required = schema["required"]
-        if not isinstance(required, list) or not all(isinstance(k, str) for k in required):  # pyright: ignore[reportUnknownVariableType]
-            problems.append(f"{where}: required must be an array of property names")
+    if "required" in schema and _strings(schema["required"]) is None:
+        problems.append(f"{where}: required must be an array of property names")
     if "type" in schema:
         declared = schema["type"]
-        ok = isinstance(declared, str) or (
-            isinstance(declared, list) and all(isinstance(t, str) for t in declared)  # pyright: ignore[reportUnknownVariableType]
-        )
-        if not ok:
+        if not isinstance(declared, str) and _strings(declared) is None:
             problems.append(f"{where}: type must be a string or an array of strings")
     extra = schema.get("additionalProperties", True)
     if not isinstance(extra, bool | dict):
@@ -390,23 +409,25 @@ def _check_closed_object(
             f"which {rules.name} cannot express; give it fixed properties"
         )
         return
-    properties = schema.get("properties")
-    if not isinstance(properties, dict):
+    properties = _as_dict(schema.get("properties"))
+    if properties is None:
         problems.append(f"{where}: an object must declare properties (use {{}} for none)")
         properties = {}
     extra = schema.get("additionalProperties", "absent")
     if extra is not False:
         shown = "absent" if extra == "absent" else "true" if extra is True else "a schema"
-        problems.append(f"{where}: an object must set additionalProperties to false (it is {shown})")
-    required = schema.get("required", [])
-    if rules.all_required and isinstance(required, list):
-        listed: set[str] = {k for k in required if isinstance(k, str)}  # pyright: ignore[reportUnknownVariableType]
-        missing = [k for k in properties if k not in listed]  # pyright: ignore[reportUnknownVariableType]
+        problems.append(
+            f"{where}: an object must set additionalProperties to false (it is {shown})"
+        )
+    required = _strings(schema.get("required", []))
+    if rules.all_required and required is not None:
+        listed = set(required)
+        missing = [k for k in properties if k not in listed]
         unknown = sorted(k for k in listed if k not in properties)
         if missing or unknown:
             parts: list[str] = []
             if missing:
-                parts.append("not required: " + ", ".join(missing))  # pyright: ignore[reportUnknownArgumentType]
+                parts.append("not required: " + ", ".join(missing))
             if unknown:
                 parts.append("not a property: " + ", ".join(unknown))
             problems.append(
@@ -446,15 +467,15 @@ def normalize(schema: Mapping[str, Any], dialect: SchemaDialect) -> dict[str, An
     rules = _rules(dialect)
     if rules is _OPEN:
         return plain
-    result = _normalize_strict(plain)
-    return result  # pyright: ignore[reportReturnType]
+    _normalize_strict(plain)
+    return plain
 
 
 def _normalize_strict(node: Any) -> Any:
     """Rewrite one node (a fresh plain copy, so it may be changed in place) for STRICT."""
-    if not isinstance(node, dict):
+    schema = _as_dict(node)
+    if schema is None:
         return node
-    schema: dict[str, Any] = node  # pyright: ignore[reportUnknownVariableType]
     for keyword in _DROPPED_BY_NORMALIZE:
         schema.pop(keyword, None)
     for relative, member in _subschemas(schema):
@@ -477,19 +498,12 @@ def _replace(schema: dict[str, Any], relative: tuple[str | int, ...], value: Any
 
 
 def _close_object(schema: dict[str, Any]) -> None:
-    if "properties" not in schema:
-        schema["properties"] = {}
-    properties = schema["properties"]
-    if not isinstance(properties, dict):
+    declared: object = schema.setdefault("properties", {})
+    props = _as_dict(declared)
+    if props is None:
         return  # malformed; dialect_problems reports it, and guessing would lose what it says
-    props: dict[str, Any] = properties  # pyright: ignore[reportUnknownVariableType]
     schema["additionalProperties"] = False
-    required = schema.get("required")
-    listed: set[str] = (
-        {k for k in required if isinstance(k, str)}  # pyright: ignore[reportUnknownVariableType]
-        if isinstance(required, list)
-        else set()
-    )
+    listed = set(_strings(schema.get("required")) or [])
     for name, member in props.items():
         if name not in listed:
             props[name] = _nullable(member)
@@ -498,9 +512,9 @@ def _close_object(schema: dict[str, Any]) -> None:
 
 def _nullable(member: Any) -> Any:
     """``member`` widened to also accept null."""
-    if not isinstance(member, dict):
+    schema = _as_dict(member)
+    if schema is None:
         return member  # true accepts null already; false stays impossible on purpose
-    schema: dict[str, Any] = member  # pyright: ignore[reportUnknownVariableType]
     if "$ref" in schema:
         return _wrap_nullable(schema)
     if "type" in schema and "const" not in schema:
@@ -508,23 +522,25 @@ def _nullable(member: Any) -> Any:
         if "null" not in types:
             declared = schema["type"]
             schema["type"] = [*types, "null"] if isinstance(declared, list) else [declared, "null"]
-        enum = schema.get("enum")
-        if isinstance(enum, list) and None not in enum:
-            schema["enum"] = [*enum, None]
+        _add_null_to_enum(schema)
         return schema
-    any_of = schema.get("anyOf")
-    if isinstance(any_of, list) and "type" not in schema:
-        if not any(_accepts_null(branch) for branch in any_of):  # pyright: ignore[reportUnknownVariableType]
+    any_of = _as_list(schema.get("anyOf"))
+    if any_of is not None and "type" not in schema:
+        if not any(_accepts_null(branch) for branch in any_of):
             any_of.append(dict(_NULL_SCHEMA))
         return schema
     if "enum" in schema and "const" not in schema:
-        enum = schema["enum"]
-        if isinstance(enum, list) and None not in enum:
-            schema["enum"] = [*enum, None]
+        _add_null_to_enum(schema)
         return schema
     if all(key in _ANNOTATIONS for key in schema):
         return schema  # an unconstrained schema accepts null already
     return _wrap_nullable(schema)
+
+
+def _add_null_to_enum(schema: dict[str, Any]) -> None:
+    enum = _as_list(schema.get("enum"))
+    if enum is not None and None not in enum:
+        schema["enum"] = [*enum, None]
 
 
 def _wrap_nullable(schema: dict[str, Any]) -> dict[str, Any]:
@@ -537,9 +553,9 @@ def _wrap_nullable(schema: dict[str, Any]) -> dict[str, Any]:
 def _accepts_null(branch: Any) -> bool:
     if branch is True:
         return True
-    if not isinstance(branch, dict):
+    schema = _as_dict(branch)
+    if schema is None:
         return False
-    schema: dict[str, Any] = branch  # pyright: ignore[reportUnknownVariableType]
     return "null" in _types(schema) or all(key in _ANNOTATIONS for key in schema)
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable, Mapping
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, cast
 
 from agentshim.core.errors import AgentShimError
 
@@ -50,7 +50,7 @@ def parse_json_object(line: str | bytes) -> dict[str, Any] | None:
     except (ValueError, RecursionError):
         return None
     if isinstance(value, dict):
-        return value  # pyright: ignore[reportUnknownVariableType]
+        return cast("dict[str, Any]", value)
     return None
 
 

@@ -60,9 +60,7 @@ class ChildProcess:
         self.pidfd = _open_pidfd(popen.pid)
 
     @classmethod
-    def start(
-        cls, argv: Sequence[str], cwd: str | None, env: Mapping[str, str]
-    ) -> ChildProcess:
+    def start(cls, argv: Sequence[str], cwd: str | None, env: Mapping[str, str]) -> ChildProcess:
         """Start ``argv`` in a new session (POSIX) or process group (Windows).
 
         Raises:

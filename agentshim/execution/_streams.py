@@ -34,6 +34,8 @@ _STDIN_READY = 6
 CHUNK = 1 << 18
 # Write size for stdin: a pipe takes at most its capacity per call anyway.
 _WRITE_CHUNK = 1 << 16
+# How long closing waits for a stdin writer thread whose child was just killed.
+_WRITER_JOIN = 2.0
 
 
 class Streams(Protocol):
@@ -235,7 +237,7 @@ class ThreadStreams:
         self._queue: queue.SimpleQueue[tuple[int, bytes]] = queue.SimpleQueue()
         self._open = 2
         self._reading = True
-        self._closed = False
+        self._writer: threading.Thread | None = None
         for tag in (OUT, ERR):
             threading.Thread(
                 target=self._read, args=(tag,), name=f"agentshim-pipe-{tag}", daemon=True
@@ -271,9 +273,10 @@ class ThreadStreams:
 
     def feed_stdin(self, data: bytes) -> None:
         """Write ``data`` from a thread, then close stdin."""
-        threading.Thread(
+        self._writer = threading.Thread(
             target=self._write, args=(data,), name="agentshim-stdin", daemon=True
-        ).start()
+        )
+        self._writer.start()
 
     def _write(self, data: bytes) -> None:
         stdin_fd = self._child.stdin_fd
@@ -320,5 +323,11 @@ class ThreadStreams:
         return self.poll(timeout)
 
     def close(self) -> None:
-        """Stop caring about the reader threads; they close their pipes when they end."""
+        """Stop listening; the reader threads close their pipes when those reach their end.
+
+        A stdin writer is given a moment to notice the child is gone, so stdin is never
+        closed under a write in progress.
+        """
         self._reading = False
+        if self._writer is not None:
+            self._writer.join(_WRITER_JOIN)

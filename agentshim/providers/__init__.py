@@ -5,19 +5,23 @@ Providers are imported lazily: ``import agentshim`` does not import any provider
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from agentshim.core.plugin import ProviderPlugin
 from agentshim.core.provider import Provider, ScriptedRun
 from agentshim.core.usage import TokenUsage
 from agentshim.providers.catalog import LazyPlugin, ProviderCatalog, UnknownProviderError
+from agentshim.providers.discovery import ENTRY_POINT_GROUP
+from agentshim.providers.discovery import discover as _discover
 
 __all__ = [
     "DEFAULT_CATALOG",
     "DEFAULT_PROVIDER",
+    "ENTRY_POINT_GROUP",
     "ProviderCatalog",
     "UnknownProviderError",
+    "discover",
     "get_plugin",
     "get_provider",
     "get_resume_failure_lines",
@@ -86,3 +90,12 @@ def get_resume_failure_lines(
 ) -> ScriptedRun:
     """Return provider ``name``'s real output for a resume of a conversation that is gone."""
     return catalog.plugin(name).resume_failure_lines(session_id=session_id)
+
+
+def discover(log: Callable[[str], None] | None = None) -> ProviderCatalog:
+    """Return the built-in catalog plus every installed third-party provider plugin.
+
+    Plugins register under the ``agentshim.providers`` entry-point group; one that fails to
+    load or duplicates a name is skipped and reported through ``log``.
+    """
+    return _discover(DEFAULT_CATALOG, log=log)

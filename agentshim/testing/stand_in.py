@@ -45,7 +45,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the stand-in; ``argv[0]`` is the provider whose format to print."""
     args = list(sys.argv[1:] if argv is None else argv)
     if not args or args[0] not in provider_names():
-        sys.stderr.write(f"usage: python -m agentshim.testing.stand_in {{{','.join(provider_names())}}} ...\n")
+        sys.stderr.write(
+            f"usage: python -m agentshim.testing.stand_in {{{','.join(provider_names())}}} ...\n"
+        )
         return 2
     provider, flags = args[0], args[1:]
     if "--version" in flags:

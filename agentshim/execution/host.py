@@ -1,0 +1,288 @@
+"""HostCommandExecutor: runs commands as processes on this machine.
+
+Threading model. On POSIX a run uses no helper threads at all: the calling thread waits on
+the child's non-blocking stdin, stdout and stderr pipes (and, on Linux, a pidfd that becomes
+readable when the child exits) with :mod:`selectors`, writes stdin as the pipe accepts it and
+reads output as it arrives. Sink callbacks therefore run on the caller's thread by
+construction. Where selectors cannot wait on pipes (Windows) one thread per pipe moves bytes
+through a queue instead; the sink still only ever runs on the caller's thread.
+
+Every process starts in its own session, so it and everything it starts form one process
+group that a timeout, a cancel or a failing sink can kill as a whole. See
+``docs/execution.md`` for how the drain period and the bounded output tails work.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import sys
+import threading
+import time
+from collections.abc import Mapping
+
+from agentshim.core.errors import AgentShimError, CliCheckError, CliNotFoundError, CliTimeoutError
+
+from ._child import ChildProcess
+from ._lines import LineAssembler, OutputTail, split_lines
+from ._streams import OUT, SelectorStreams, Streams, ThreadStreams
+from .executor import CommandRequest, CommandResult, CommandStreamSink, NullSink
+from .host_process import HostProcess
+from .process import SpawnRequest
+
+__all__ = ["DEFAULT_DRAIN_TIMEOUT", "DEFAULT_OUTPUT_TAIL", "HostCommandExecutor"]
+
+DEFAULT_DRAIN_TIMEOUT = 2.0
+"""Seconds output is still read after the process exited, while something holds its pipes."""
+DEFAULT_TERMINATE_GRACE = 5.0
+"""Seconds between a handle's SIGTERM and the SIGKILL that follows if the process lingers."""
+DEFAULT_OUTPUT_TAIL = 1 << 20
+"""Characters of stdout and of stderr kept on :class:`CommandResult` (each)."""
+# Without a pidfd, exit is noticed by polling this often while the pipes stay open.
+_EXIT_POLL = 0.05
+
+
+class HostCommandExecutor:
+    """Runs commands and long-lived processes on the host.
+
+    Args:
+        drain_timeout: After the process exits, how long output is still read while a
+            process it started keeps stdout or stderr open; then the group is killed and the
+            run returns.
+        terminate_grace: After a handle's ``terminate()``, how long the process group has to
+            exit before it is killed.
+        output_tail: How many characters of stdout and of stderr the result keeps.
+        use_threads: Move bytes with reader threads instead of a selector. ``None`` picks
+            threads only where selectors cannot wait on pipes (Windows).
+    """
+
+    __slots__ = ("_drain", "_grace", "_tail", "_threads")
+
+    def __init__(
+        self,
+        *,
+        drain_timeout: float = DEFAULT_DRAIN_TIMEOUT,
+        terminate_grace: float = DEFAULT_TERMINATE_GRACE,
+        output_tail: int = DEFAULT_OUTPUT_TAIL,
+        use_threads: bool | None = None,
+    ) -> None:
+        if drain_timeout < 0 or terminate_grace < 0 or output_tail < 0:
+            raise ValueError("drain_timeout, terminate_grace and output_tail must be >= 0")
+        self._drain = drain_timeout
+        self._grace = terminate_grace
+        self._tail = output_tail
+        self._threads = sys.platform == "win32" if use_threads is None else use_threads
+
+    def find_binary(self, name: str, env: Mapping[str, str]) -> str:
+        """Return the path of ``name`` on ``env``'s PATH (or ``name`` itself if it has a directory).
+
+        Raises:
+            CliNotFoundError: Nothing executable by that name is there.
+        """
+        found = shutil.which(name, path=env.get("PATH", os.defpath))
+        if found is None:
+            raise CliNotFoundError(name)
+        return found
+
+    def check_binary(self, path: str, env: Mapping[str, str], *, timeout: float) -> None:
+        """Run ``path --version`` through :meth:`run` (stdin a pipe) and require exit 0.
+
+        Raises:
+            CliCheckError: It could not start, timed out, or exited nonzero.
+        """
+        try:
+            result = self.run(
+                CommandRequest((path, "--version"), env=env, timeout=timeout), NullSink()
+            )
+        except CliTimeoutError as exc:
+            raise CliCheckError(path, f"'--version' did not finish within {timeout} s") from exc
+        except AgentShimError as exc:
+            raise CliCheckError(path, exc.message) from exc
+        if result.returncode != 0:
+            said = _last_line(result.stderr) or _last_line(result.stdout) or "no output"
+            raise CliCheckError(path, f"'--version' exited {result.returncode}: {said}")
+
+    def run(self, request: CommandRequest, sink: CommandStreamSink) -> CommandResult:
+        """Run ``request`` to completion on the calling thread, streaming lines to ``sink``.
+
+        The sink gets the handle first, then every line in order. When the process exits but
+        something it started keeps its output pipes open, output is read for the drain period
+        and then the group is killed. Nothing outlives the call: the process is always
+        reaped and every descriptor closed, whether the run succeeded or not.
+
+        Raises:
+            CliTimeoutError: ``request.timeout`` passed; the process group was killed after
+                the lines printed so far were delivered.
+            CliNotFoundError: The program does not exist or is not executable.
+            AgentShimError: The working directory is unusable.
+        """
+        child = ChildProcess.start(request.argv, request.cwd, request.env)
+        try:
+            streams = self._streams(child)
+        except BaseException:
+            child.signal_group(signal.SIGKILL)
+            child.close_outputs()
+            child.close_stdin()
+            child.close_pidfd()
+            child.reap()
+            raise
+        handle = HostCommandHandle(child, streams, self._grace)
+        try:
+            return self._drive(request, sink, child, streams, handle)
+        except BaseException:
+            child.signal_group(signal.SIGKILL)
+            raise
+        finally:
+            streams.close()
+            child.close_stdin()
+            if not child.reaped:
+                child.signal_group(signal.SIGKILL)
+                child.reap()
+            child.close_pidfd()
+
+    def spawn(self, request: SpawnRequest) -> HostProcess:
+        """Start a long-lived process in its own session; see :class:`HostProcess`."""
+        return HostProcess.start(
+            request,
+            drain_timeout=self._drain,
+            terminate_grace=self._grace,
+            use_threads=self._threads,
+        )
+
+    def _streams(self, child: ChildProcess) -> Streams:
+        if self._threads:
+            return ThreadStreams(child)
+        return SelectorStreams(child)
+
+    def _drive(
+        self,
+        request: CommandRequest,
+        sink: CommandStreamSink,
+        child: ChildProcess,
+        streams: Streams,
+        handle: HostCommandHandle,
+    ) -> CommandResult:
+        monotonic = time.monotonic
+        deadline = None if request.timeout is None else monotonic() + request.timeout
+        if request.stdin:
+            streams.feed_stdin(request.stdin.encode("utf-8", "replace"))
+        else:
+            child.close_stdin()
+        sink.started(handle)
+
+        out, err = LineAssembler(), LineAssembler()
+        out_tail, err_tail = OutputTail(self._tail), OutputTail(self._tail)
+        emit_out, emit_err = sink.stdout, sink.stderr
+        poll_exit = streams.polls_for_exit
+        drain_until: float | None = None
+        timed_out = False
+        code: int | None = None
+
+        while code is None or streams.open_streams:
+            wait = None if deadline is None or timed_out else deadline - monotonic()
+            kill_at = handle.kill_at
+            if kill_at is not None and code is None:
+                wait = _sooner(wait, kill_at - monotonic())
+            if drain_until is not None:
+                wait = _sooner(wait, drain_until - monotonic())
+            elif poll_exit and code is None:
+                wait = _sooner(wait, _EXIT_POLL)
+            if wait is not None and wait < 0:
+                wait = 0
+
+            for tag, data in streams.poll(wait):
+                if tag == OUT:
+                    if data:
+                        text = out.feed(data)
+                        if text:
+                            out_tail.add(text)
+                            for line in split_lines(text):
+                                emit_out(line)
+                    else:
+                        text = out.finish()
+                        if text:
+                            out_tail.add(text)
+                            emit_out(text)
+                elif data:
+                    text = err.feed(data)
+                    if text:
+                        err_tail.add(text)
+                        for line in split_lines(text):
+                            emit_err(line)
+                else:
+                    text = err.finish()
+                    if text:
+                        err_tail.add(text)
+                        emit_err(text)
+
+            if code is None and (poll_exit or streams.exit_hint):
+                code = child.poll_exit()
+                if code is not None:
+                    drain_until = monotonic() + self._drain
+            now = monotonic()
+            if deadline is not None and not timed_out and now >= deadline:
+                timed_out = True
+                child.signal_group(signal.SIGKILL)
+            if code is None and kill_at is not None and now >= kill_at:
+                handle.kill_at = None
+                handle.kill()
+            if drain_until is not None and now >= drain_until and streams.open_streams:
+                # The child is gone but something it started holds the pipes: stop waiting,
+                # and kill the group while the unreaped leader still reserves its id.
+                child.signal_group(signal.SIGKILL)
+                streams.stop_reading()
+                for text, tail, emit in ((out.finish(), out_tail, emit_out),
+                                         (err.finish(), err_tail, emit_err)):
+                    if text:
+                        tail.add(text)
+                        emit(text)
+
+        returncode = child.reap()
+        if timed_out:
+            raise CliTimeoutError(request.argv, request.timeout)
+        return CommandResult(returncode, out_tail.text(), err_tail.text())
+
+
+class HostCommandHandle:
+    """Stops one host run; every method is safe from any thread at any time.
+
+    Signals go to the whole process group and never after the process has been reaped.
+    """
+
+    __slots__ = ("_child", "_grace", "_lock", "_streams", "_terminated", "kill_at")
+
+    def __init__(self, child: ChildProcess, streams: Streams, grace: float) -> None:
+        self._child = child
+        self._streams = streams
+        self._grace = grace
+        self._lock = threading.Lock()
+        self._terminated = False
+        self.kill_at: float | None = None
+        """When the run loop escalates a terminate to SIGKILL (monotonic time)."""
+
+    def terminate(self) -> None:
+        """Send SIGTERM to the group; the run kills it if it is still there after the grace."""
+        with self._lock:
+            if self._terminated:
+                return
+            self._terminated = True
+            self.kill_at = time.monotonic() + self._grace
+        self._child.signal_group(signal.SIGTERM)
+        self._streams.wake()
+
+    def kill(self) -> None:
+        """Send SIGKILL to the group now."""
+        self._child.signal_group(signal.SIGKILL)
+        self._streams.wake()
+
+
+def _sooner(wait: float | None, other: float) -> float:
+    return other if wait is None or other < wait else wait
+
+
+def _last_line(text: str) -> str:
+    for line in reversed(text.splitlines()):
+        if line.strip():
+            return line.strip()[:300]
+    return ""

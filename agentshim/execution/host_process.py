@@ -1,0 +1,300 @@
+"""HostProcess: a long-lived process on the host, written to and read from by the caller.
+
+Like a host run, it uses no helper threads on POSIX. Whichever thread calls
+:meth:`HostProcess.next_output` or :meth:`HostProcess.wait` reads the pipes itself (with a
+selector, blocking at most the timeout it was given) and queues the lines it finds; a write
+that finds stdin full keeps reading output while it waits, so a child blocked on a full
+stdout can never deadlock a single-threaded caller.
+"""
+
+from __future__ import annotations
+
+import os
+import select
+import signal
+import sys
+import threading
+import time
+from collections import deque
+
+from agentshim.core.errors import ProcessClosedError
+
+from ._child import ChildProcess
+from ._lines import LineAssembler, split_lines
+from ._streams import OUT, SelectorStreams, Streams, ThreadStreams
+from .process import ProcessExited, ProcessOutput, SpawnRequest, StderrLine, StdoutLine
+
+__all__ = ["HostProcess"]
+
+_EXIT_POLL = 0.05
+# A write waiting for room in stdin re-checks whether the process is gone this often.
+_WRITE_RECHECK = 0.1
+
+
+class HostProcess:
+    """A process started by :meth:`HostCommandExecutor.spawn`; every method is thread-safe.
+
+    The process leads its own process group; ``terminate`` and ``kill`` signal the group, and
+    the SIGKILL that follows an unanswered ``terminate`` is sent by the next ``next_output``
+    or ``wait`` that runs after the grace (call ``wait`` to be sure it happens).
+    When the process has exited and its output is exhausted (or something it started held
+    the pipes past the drain period, in which case the group is killed), it is reaped and
+    every descriptor is closed; :class:`ProcessExited` is then returned after the last line.
+    Output read by ``wait`` or a blocked ``write`` stays queued for ``next_output``.
+    """
+
+    def __init__(
+        self,
+        child: ChildProcess,
+        streams: Streams,
+        *,
+        drain_timeout: float,
+        terminate_grace: float,
+    ) -> None:
+        self._child = child
+        self._streams = streams
+        self._drain = drain_timeout
+        self._grace = terminate_grace
+        self._read_lock = threading.Lock()
+        self._write_lock = threading.Lock()
+        self._signal_lock = threading.Lock()
+        self._queue: deque[ProcessOutput] = deque()
+        self._out = LineAssembler()
+        self._err = LineAssembler()
+        self._drain_until: float | None = None
+        self._kill_at: float | None = None
+        self._terminated = False
+        self._stdin_closed = False
+        self._exit: ProcessExited | None = None
+
+    @classmethod
+    def start(
+        cls,
+        request: SpawnRequest,
+        *,
+        drain_timeout: float,
+        terminate_grace: float,
+        use_threads: bool,
+    ) -> HostProcess:
+        """Start ``request`` in its own session with all three streams piped.
+
+        Raises:
+            CliNotFoundError: The program does not exist or is not executable.
+            AgentShimError: The working directory is unusable.
+        """
+        child = ChildProcess.start(request.argv, request.cwd, request.env)
+        try:
+            streams: Streams = ThreadStreams(child) if use_threads else SelectorStreams(child)
+        except BaseException:
+            child.signal_group(signal.SIGKILL)
+            child.close_outputs()
+            child.close_stdin()
+            child.close_pidfd()
+            child.reap()
+            raise
+        return cls(child, streams, drain_timeout=drain_timeout, terminate_grace=terminate_grace)
+
+    @property
+    def pid(self) -> int:
+        """The process id (also its process group id on POSIX)."""
+        return self._child.pid
+
+    def write(self, data: str) -> None:
+        """Write ``data`` as UTF-8; the bytes of one call are never interleaved with another's.
+
+        Raises:
+            ProcessClosedError: stdin was closed, or the process is gone.
+        """
+        payload = memoryview(data.encode("utf-8", "replace"))
+        with self._write_lock:
+            while True:
+                fd = self._child.stdin_fd
+                if self._stdin_closed or self._exit is not None or fd is None:
+                    self._close_stdin_locked()
+                    raise ProcessClosedError(
+                        "cannot write: the process's stdin is closed or the process has "
+                        "exited; start a new process"
+                    )
+                if not payload:
+                    return
+                try:
+                    payload = payload[os.write(fd, payload) :]
+                except BlockingIOError:
+                    self._wait_writable(fd)
+                except OSError as exc:
+                    self._close_stdin_locked()
+                    raise ProcessClosedError(
+                        f"cannot write: the process stopped reading its stdin ({exc.strerror}); "
+                        "it has probably exited; start a new process"
+                    ) from exc
+
+    def close_stdin(self) -> None:
+        """Close stdin so the process reads end-of-file; idempotent."""
+        with self._write_lock:
+            self._stdin_closed = True
+            self._close_stdin_locked()
+
+    def next_output(self, timeout: float | None) -> ProcessOutput | None:
+        """Return the next line, or :class:`ProcessExited` once all lines were returned.
+
+        Blocks at most ``timeout`` seconds (``None``: until there is something), then
+        returns ``None``.
+        """
+        deadline = None if timeout is None else time.monotonic() + max(timeout, 0.0)
+        if not self._acquire_reader(timeout):
+            return None
+        try:
+            while True:
+                if self._queue:
+                    return self._queue.popleft()
+                if self._exit is not None:
+                    return self._exit
+                remaining = None if deadline is None else deadline - time.monotonic()
+                self._pump(None if remaining is None else max(remaining, 0.0))
+                if remaining is not None and remaining <= 0 and not self._queue:
+                    return self._exit
+        finally:
+            self._read_lock.release()
+
+    def terminate(self) -> None:
+        """SIGTERM the process group; it is killed if still there after the grace."""
+        with self._signal_lock:
+            if self._terminated:
+                return
+            self._terminated = True
+            self._kill_at = time.monotonic() + self._grace
+        self._child.signal_group(signal.SIGTERM)
+        self._streams.wake()
+
+    def kill(self) -> None:
+        """SIGKILL the process group now; idempotent."""
+        self._child.signal_group(signal.SIGKILL)
+        self._streams.wake()
+
+    def wait(self, timeout: float | None) -> int | None:
+        """Wait until the process has exited and been cleaned up; return its exit status.
+
+        Returns ``None`` if that takes longer than ``timeout`` seconds. Output read while
+        waiting is kept for :meth:`next_output`.
+        """
+        deadline = None if timeout is None else time.monotonic() + max(timeout, 0.0)
+        while self._exit is None:
+            remaining = None if deadline is None else deadline - time.monotonic()
+            if remaining is not None and remaining <= 0:
+                return None
+            if not self._acquire_reader(remaining):
+                return None
+            try:
+                if self._exit is None:
+                    self._pump(remaining)
+            finally:
+                self._read_lock.release()
+        return self._exit.returncode
+
+    def close(self) -> None:
+        """Kill the process group and clean up; idempotent. Queued lines stay readable."""
+        if self._exit is None:
+            self.kill()
+            self.wait(None)
+
+    def __enter__(self) -> HostProcess:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def _acquire_reader(self, timeout: float | None) -> bool:
+        if timeout is None:
+            return self._read_lock.acquire()
+        return self._read_lock.acquire(timeout=max(timeout, 0.0))
+
+    def _pump(self, timeout: float | None) -> None:
+        """Read for up to ``timeout`` and advance the exit state; the read lock is held."""
+        wait = timeout
+        code = self._child.returncode
+        kill_at = self._kill_at
+        if kill_at is not None and code is None:
+            wait = _sooner(wait, kill_at - time.monotonic())
+        if self._drain_until is not None:
+            wait = _sooner(wait, self._drain_until - time.monotonic())
+        elif self._streams.polls_for_exit and code is None:
+            wait = _sooner(wait, _EXIT_POLL)
+        self._absorb(self._streams.poll(None if wait is None else max(wait, 0.0)))
+        self._advance()
+
+    def _absorb(self, chunks: list[tuple[int, bytes]]) -> None:
+        queue = self._queue
+        for tag, data in chunks:
+            assembler, kind = (
+                (self._out, StdoutLine) if tag == OUT else (self._err, StderrLine)
+            )
+            if data:
+                text = assembler.feed(data)
+                if text:
+                    queue.extend(map(kind, split_lines(text)))
+            else:
+                text = assembler.finish()
+                if text:
+                    queue.append(kind(text))
+
+    def _advance(self) -> None:
+        child, streams = self._child, self._streams
+        code = child.returncode
+        if code is None and (streams.polls_for_exit or streams.exit_hint):
+            code = child.poll_exit()
+            if code is not None:
+                self._drain_until = time.monotonic() + self._drain
+        now = time.monotonic()
+        if code is None:
+            kill_at = self._kill_at
+            if kill_at is not None and now >= kill_at:
+                self._kill_at = None
+                child.signal_group(signal.SIGKILL)
+            return
+        if streams.open_streams:
+            assert self._drain_until is not None
+            if now < self._drain_until:
+                return
+            # Something the process started holds its pipes: kill the group while the
+            # unreaped leader still reserves the group id, and stop reading.
+            child.signal_group(signal.SIGKILL)
+            streams.stop_reading()
+            self._absorb([(OUT, b""), (1 + OUT, b"")])
+        self._finish()
+
+    def _finish(self) -> None:
+        code = self._child.reap()
+        self._streams.close()
+        self._child.close_pidfd()
+        if self._write_lock.acquire(blocking=False):
+            # Otherwise a writer holds stdin; it sees the exit and closes stdin itself.
+            try:
+                self._close_stdin_locked()
+            finally:
+                self._write_lock.release()
+        self._exit = ProcessExited(code)
+
+    def _close_stdin_locked(self) -> None:
+        self._child.close_stdin()
+
+    def _wait_writable(self, fd: int) -> None:
+        """Wait for room in stdin, reading output meanwhile when no one else is reading."""
+        if self._read_lock.acquire(blocking=False):
+            try:
+                if self._exit is None:
+                    self._absorb(self._streams.wait_stdin_writable(_WRITE_RECHECK))
+                    self._advance()
+            finally:
+                self._read_lock.release()
+            return
+        # Another thread is reading the output, so the child cannot block on it.
+        if sys.platform == "win32":
+            time.sleep(_WRITE_RECHECK)
+            return
+        poller = select.poll()
+        poller.register(fd, select.POLLOUT)
+        poller.poll(_WRITE_RECHECK * 1000)
+
+
+def _sooner(wait: float | None, other: float) -> float:
+    return other if wait is None or other < wait else wait

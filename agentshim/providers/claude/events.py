@@ -1,0 +1,145 @@
+"""Claude Code stream-json frames translated into agentshim events.
+
+The helpers here are pure: each takes decoded JSON and returns values or events, never emits
+anything and never raises on odd shapes (a wrong type reads as "absent").
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import Any
+
+from agentshim.core.events import Plan, PlanItem, ToolKind
+
+__all__ = [
+    "EDIT_TOOL",
+    "SHELL_TOOL",
+    "STRUCTURED_OUTPUT_TOOL",
+    "TODO_TOOL",
+    "TOOL_KINDS",
+    "as_int",
+    "as_mapping",
+    "as_str",
+    "plan_from_todos",
+    "tool_kind",
+    "tool_result_text",
+]
+
+SHELL_TOOL = "Bash"
+"""Claude Code's shell tool."""
+
+EDIT_TOOL = "Edit"
+"""Claude Code's file edit tool."""
+
+TODO_TOOL = "TodoWrite"
+"""Claude Code's todo-list tool (input ``{"todos": [{"content", "status", ...}]}``)."""
+
+STRUCTURED_OUTPUT_TOOL = "StructuredOutput"
+"""The tool Claude Code declares when ``--json-schema`` is given; its input is the payload."""
+
+MCP_TOOL_PREFIX = "mcp__"
+
+TOOL_KINDS: Mapping[str, ToolKind] = MappingProxyType(
+    {
+        SHELL_TOOL: ToolKind.COMMAND,
+        "BashOutput": ToolKind.COMMAND,
+        "KillShell": ToolKind.COMMAND,
+        EDIT_TOOL: ToolKind.FILE_CHANGE,
+        "MultiEdit": ToolKind.FILE_CHANGE,
+        "Write": ToolKind.FILE_CHANGE,
+        "NotebookEdit": ToolKind.FILE_CHANGE,
+        "Read": ToolKind.FILE_READ,
+        "Glob": ToolKind.SEARCH,
+        "Grep": ToolKind.SEARCH,
+        "LS": ToolKind.SEARCH,
+        "WebFetch": ToolKind.WEB,
+        "WebSearch": ToolKind.WEB,
+        TODO_TOOL: ToolKind.PLAN,
+        "TaskCreate": ToolKind.PLAN,
+        "TaskGet": ToolKind.PLAN,
+        "TaskList": ToolKind.PLAN,
+        "TaskUpdate": ToolKind.PLAN,
+        "Task": ToolKind.SUBAGENT,
+        "Agent": ToolKind.SUBAGENT,
+    }
+)
+"""Claude Code's own tool names (as its ``system/init`` frame lists them) by what they do."""
+
+
+def tool_kind(name: str) -> ToolKind:
+    """Return what the tool ``name`` does; ``mcp__<server>__<tool>`` is MCP, unknown is OTHER."""
+    kind = TOOL_KINDS.get(name)
+    if kind is not None:
+        return kind
+    if name.startswith(MCP_TOOL_PREFIX):
+        return ToolKind.MCP
+    return ToolKind.OTHER
+
+
+def as_mapping(value: object) -> Mapping[str, Any] | None:
+    """Return ``value`` when it is a JSON object, else None."""
+    if isinstance(value, dict):
+        return value  # pyright: ignore[reportUnknownVariableType]
+    return None
+
+
+def as_str(value: object) -> str | None:
+    """Return ``value`` when it is a string, else None."""
+    return value if isinstance(value, str) else None
+
+
+def as_int(value: object) -> int:
+    """Return ``value`` as a non-negative token count; anything else (bool, text, <0) is 0."""
+    if type(value) is int:
+        return value if value > 0 else 0
+    if isinstance(value, float) and value.is_integer() and value > 0:
+        return int(value)
+    return 0
+
+
+def tool_result_text(content: object) -> str:
+    """Flatten a ``tool_result`` block's ``content`` into text.
+
+    Content is a string, or a list of blocks: text blocks give their text, any other block
+    (an image, say) is kept as compact JSON so nothing is silently lost.
+    """
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        parts: list[str] = []
+        for block in content:  # pyright: ignore[reportUnknownVariableType]
+            mapping = as_mapping(block)
+            if mapping is not None and mapping.get("type") == "text":
+                text = as_str(mapping.get("text"))
+                parts.append(text if text is not None else "")
+            else:
+                parts.append(_compact(block))
+        return "\n".join(parts)
+    if content is None:
+        return ""
+    return _compact(content)
+
+
+def plan_from_todos(args: Mapping[str, Any], tool_id: str | None) -> Plan | None:
+    """Return the Plan a ``TodoWrite`` call sets, or None when its input has no todo list."""
+    todos = args.get("todos")
+    if not isinstance(todos, list):
+        return None
+    items: list[PlanItem] = []
+    for todo in todos:  # pyright: ignore[reportUnknownVariableType]
+        mapping = as_mapping(todo)
+        if mapping is None:
+            continue
+        text = as_str(mapping.get("content")) or as_str(mapping.get("activeForm")) or ""
+        status = as_str(mapping.get("status")) or "pending"
+        items.append(PlanItem(text, status))
+    return Plan(tuple(items), tool_id)
+
+
+def _compact(value: object) -> str:
+    try:
+        return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+    except (TypeError, ValueError):
+        return repr(value)
