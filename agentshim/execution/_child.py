@@ -48,7 +48,9 @@ class ChildProcess:
     )
 
     def __init__(self, popen: subprocess.Popen[bytes]) -> None:
-        assert popen.stdin is not None and popen.stdout is not None and popen.stderr is not None
+        assert popen.stdin is not None
+        assert popen.stdout is not None
+        assert popen.stderr is not None
         self._popen = popen
         self._lock = threading.Lock()
         self._reaped = False

@@ -141,7 +141,7 @@ class SelectorStreams:
         chunks: list[tuple[int, bytes]] = []
         for key, _ in self._selector.select(timeout):
             tag: int = key.data
-            if tag == OUT or tag == ERR:
+            if tag in (OUT, ERR):
                 fd = key.fd
                 try:
                     data = os.read(fd, CHUNK)

@@ -232,8 +232,10 @@ class HostCommandExecutor:
                 # and kill the group while the unreaped leader still reserves its id.
                 child.signal_group(signal.SIGKILL)
                 streams.stop_reading()
-                for text, tail, emit in ((out.finish(), out_tail, emit_out),
-                                         (err.finish(), err_tail, emit_err)):
+                for text, tail, emit in (
+                    (out.finish(), out_tail, emit_out),
+                    (err.finish(), err_tail, emit_err),
+                ):
                     if text:
                         tail.add(text)
                         emit(text)

@@ -21,7 +21,7 @@ from agentshim.core.errors import ProcessClosedError
 
 from ._child import ChildProcess
 from ._lines import LineAssembler, split_lines
-from ._streams import OUT, SelectorStreams, Streams, ThreadStreams
+from ._streams import ERR, OUT, SelectorStreams, Streams, ThreadStreams
 from .process import ProcessExited, ProcessOutput, SpawnRequest, StderrLine, StdoutLine
 
 __all__ = ["HostProcess"]
@@ -225,9 +225,7 @@ class HostProcess:
     def _absorb(self, chunks: list[tuple[int, bytes]]) -> None:
         queue = self._queue
         for tag, data in chunks:
-            assembler, kind = (
-                (self._out, StdoutLine) if tag == OUT else (self._err, StderrLine)
-            )
+            assembler, kind = (self._out, StdoutLine) if tag == OUT else (self._err, StderrLine)
             if data:
                 text = assembler.feed(data)
                 if text:
@@ -259,7 +257,7 @@ class HostProcess:
             # unreaped leader still reserves the group id, and stop reading.
             child.signal_group(signal.SIGKILL)
             streams.stop_reading()
-            self._absorb([(OUT, b""), (1 + OUT, b"")])
+            self._absorb([(OUT, b""), (ERR, b"")])
         self._finish()
 
     def _finish(self) -> None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol, Union
+from typing import Protocol
 
 __all__ = [
     "Process",
@@ -69,7 +69,7 @@ class ProcessExited:
     returncode: int
 
 
-ProcessOutput = Union[StdoutLine, StderrLine, ProcessExited]
+ProcessOutput = StdoutLine | StderrLine | ProcessExited
 """What :meth:`Process.next_output` returns."""
 
 

@@ -7,7 +7,7 @@ from collections.abc import Iterator, Mapping
 from ._json import JsonObject, JsonValue
 from .error_text import CONTEXT_OVERFLOW_CODE, default_message
 from .reply import Reply, TextPart, ToolUsePart, chunks
-from .responses import HttpError, SseError, Usage
+from .responses import DEFAULT_USAGE, HttpError, SseError, Usage
 from .wire import Frame, Pause, ReplyContext, SseEvent
 
 __all__ = ["AnthropicWire"]
@@ -179,4 +179,4 @@ class AnthropicWire:
 
     def count_tokens_body(self, ctx: ReplyContext) -> JsonObject:
         """``{"input_tokens": N}`` from the default usage."""
-        return {"input_tokens": 100}
+        return {"input_tokens": DEFAULT_USAGE.input}

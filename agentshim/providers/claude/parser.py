@@ -1,0 +1,546 @@
+"""ClaudeStreamParser: reads ``claude -p --output-format stream-json --verbose`` line by line.
+
+Frames and what they become (see docs/providers/claude.md for the full table):
+
+- ``system`` (``init``, ``api_retry``, ``status``, others): SessionStarted once, Lifecycle.
+- ``assistant``: AssistantText / Reasoning / ToolCall (+ Plan for ``TodoWrite``) per content
+  block. Text of subagent frames (``parent_tool_use_id`` set) becomes Lifecycle
+  ``subagent_text``, never AssistantText and never part of the final text. A synthetic error
+  message (the frame's ``error`` field) becomes Lifecycle ``api_error``.
+- ``user``: one ToolResult per ``tool_result`` block (every block, not only the first).
+- ``rate_limit_event``: Lifecycle ``rate_limit``.
+- ``result``: the terminal frame: final text, usage, cost, structured output, success or
+  failure; UsageReport, and ProviderError when it failed.
+- ``stream_event`` (partial-message deltas): ignored, the whole message follows anyway.
+- anything else: Lifecycle ``unknown_frame:<type>``; a line that is not a JSON object: RawOutput.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections import deque
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from agentshim.core.errors import FailureKind
+from agentshim.core.events import (
+    AgentEvent,
+    AssistantText,
+    Lifecycle,
+    ProviderError,
+    RawOutput,
+    Reasoning,
+    SessionStarted,
+    Stderr,
+    ToolCall,
+    ToolResult,
+    UsageReport,
+)
+from agentshim.core.failures import kind_from_text
+from agentshim.core.pricing import PricingTable
+from agentshim.core.provider import ParsedTurn
+from agentshim.core.stream import ToolTracker
+from agentshim.core.usage import CostSource, ProviderUsage, TokenUsage
+
+from .events import (
+    STRUCTURED_OUTPUT_TOOL,
+    TODO_TOOL,
+    as_int,
+    as_mapping,
+    as_str,
+    plan_from_todos,
+    tool_kind,
+    tool_result_text,
+)
+from .failures import SCHEMA_RETRIES_SUBTYPE, StreamFailure, classify_stream_failure
+from .model_data import PRICING_TABLE
+
+__all__ = ["ClaudeStreamParser"]
+
+PROVIDER_NAME = "claude"
+SYNTHETIC_MODEL = "<synthetic>"
+"""The model name Claude Code gives the assistant message it makes up to report an API error."""
+
+_STDERR_TAIL_LINES = 200
+_DETAIL_CHARS = 2000
+
+Frame = dict[str, Any]
+Handler = Callable[[Frame, list[AgentEvent]], None]
+
+
+class _Terminal:
+    """What the last ``result`` frame said (plain slots: it is rebuilt once per result)."""
+
+    __slots__ = ("cost", "error", "kind", "stream_said", "structured", "text", "usage")
+
+    def __init__(
+        self,
+        text: str,
+        structured: Any,
+        usage: ProviderUsage | None,
+        cost: float | None,
+        error: str | None,
+        kind: FailureKind | None,
+        stream_said: bool,
+    ) -> None:
+        self.text = text
+        self.structured = structured
+        self.usage = usage
+        self.cost = cost
+        self.error = error
+        self.kind = kind
+        self.stream_said = stream_said
+
+
+class ClaudeStreamParser:
+    """Turns Claude Code's stream-json output into events and a ParsedTurn.
+
+    Never raises on input: a line that is not a JSON object becomes RawOutput, a frame whose
+    shape makes no sense costs only that frame (RawOutput plus Lifecycle ``malformed_frame``).
+    Exceptions raised by ``emit`` itself (an event handler failing) do propagate.
+
+    With ``expect_structured`` the result's ``structured_output`` is the payload; when the
+    field is absent the result text is decoded as JSON (older builds put it there), and prose
+    is never forced into a payload: a schema turn without one fails with FailureKind.SCHEMA.
+    """
+
+    def __init__(
+        self,
+        emit: Callable[[AgentEvent], None],
+        *,
+        expect_structured: bool = False,
+        pricing: PricingTable = PRICING_TABLE,
+        clock: Callable[[], float] | None = None,
+    ) -> None:
+        """Parse one turn, sending events to ``emit``; ``pricing`` prices unreported costs."""
+        self._emit = emit
+        self._expect_structured = expect_structured
+        self._pricing = pricing
+        self._tools = ToolTracker(clock) if clock is not None else ToolTracker()
+        self._session_id: str | None = None
+        self._model: str | None = None
+        self._texts: list[str] = []
+        self._context_tokens: int | None = None
+        self._assistant_error: str | None = None
+        self._rate_limit_rejected = False
+        self._schema_rejection: str | None = None
+        self._terminal: _Terminal | None = None
+        self._stderr: deque[str] = deque(maxlen=_STDERR_TAIL_LINES)
+        self._handlers: dict[str, Handler] = {
+            "assistant": self._on_assistant,
+            "user": self._on_user,
+            "system": self._on_system,
+            "result": self._on_result,
+            "stream_event": _ignore,
+            "rate_limit_event": self._on_rate_limit,
+            "control_response": self._on_control,
+            "control_request": self._on_control,
+        }
+
+    # -- the StreamParser protocol -------------------------------------------------------------
+
+    def feed_stdout(self, line: str) -> None:
+        """Read one stdout line (trailing newline optional); never raises on bad input."""
+        text = line.rstrip("\r\n")
+        frame = _decode_frame(text)
+        if frame is None:
+            if text.strip():
+                self._emit(RawOutput(text))
+            return
+        kind = frame.get("type")
+        handler = self._handlers.get(kind) if type(kind) is str else None
+        out: list[AgentEvent] = []
+        try:
+            if handler is None:
+                self._on_unknown(frame, out, kind, text)
+            else:
+                handler(frame, out)
+        except Exception as exc:  # a frame of an unexpected shape costs that frame, not the turn
+            out = [RawOutput(text), Lifecycle("malformed_frame", f"{kind}: {exc!r}")]
+        emit = self._emit
+        for event in out:
+            emit(event)
+
+    def feed_stderr(self, line: str) -> None:
+        """Record one stderr line and emit it as Stderr (blank lines are dropped)."""
+        text = line.rstrip("\r\n")
+        if not text.strip():
+            return
+        self._stderr.append(text)
+        self._emit(Stderr(text))
+
+    def finish(self) -> ParsedTurn:
+        """Summarize the turn; a stream without a result frame is a failure (kind OTHER)."""
+        terminal = self._terminal
+        if terminal is None:
+            return ParsedTurn(
+                text="\n".join(self._texts),
+                session_id=self._session_id,
+                error=self._early_end_error(),
+                error_kind=self._stderr_kind() or FailureKind.OTHER,
+                context_tokens=self._context_tokens,
+            )
+        kind = terminal.kind
+        if terminal.error is not None and not terminal.stream_said:
+            kind = self._stderr_kind() or kind
+        return ParsedTurn(
+            text=terminal.text,
+            structured_output=terminal.structured,
+            session_id=self._session_id,
+            usage=terminal.usage,
+            cost_usd=terminal.cost,
+            error=terminal.error,
+            error_kind=kind,
+            context_tokens=self._context_tokens,
+        )
+
+    # -- frame handlers ------------------------------------------------------------------------
+
+    def _see_session(self, frame: Frame, out: list[AgentEvent]) -> None:
+        session_id = frame.get("session_id")
+        if type(session_id) is str and session_id and session_id != self._session_id:
+            self._session_id = session_id
+            out.append(SessionStarted(session_id))
+
+    def _on_system(self, frame: Frame, out: list[AgentEvent]) -> None:
+        self._see_session(frame, out)
+        subtype = frame.get("subtype")
+        if subtype == "init":
+            model = as_str(frame.get("model"))
+            if model:
+                self._model = model
+            version = as_str(frame.get("claude_code_version")) or "?"
+            out.append(Lifecycle("init", f"model={model or '?'} claude_code_version={version}"))
+        elif subtype == "api_retry":
+            out.append(Lifecycle("api_retry", _retry_detail(frame)))
+        elif subtype == "status":
+            out.append(Lifecycle("status", as_str(frame.get("status")) or ""))
+        else:
+            out.append(Lifecycle(f"system:{as_str(subtype) or '?'}", ""))
+
+    def _on_assistant(self, frame: Frame, out: list[AgentEvent]) -> None:
+        self._see_session(frame, out)
+        message = as_mapping(frame.get("message"))
+        if message is None:
+            out.append(Lifecycle("malformed_frame", "assistant frame without a message"))
+            return
+        main = frame.get("parent_tool_use_id") is None
+        error = as_str(frame.get("error"))
+        if main:
+            if error is not None:
+                self._assistant_error = error
+            model = as_str(message.get("model"))
+            if model != SYNTHETIC_MODEL:
+                if model:
+                    self._model = model
+                usage = as_mapping(message.get("usage"))
+                if usage is not None:
+                    self._context_tokens = (
+                        as_int(usage.get("input_tokens"))
+                        + as_int(usage.get("cache_read_input_tokens"))
+                        + as_int(usage.get("cache_creation_input_tokens"))
+                    )
+        content = message.get("content")
+        if not isinstance(content, list):
+            return
+        for raw_block in content:  # pyright: ignore[reportUnknownVariableType]
+            block = as_mapping(raw_block)
+            if block is None:
+                continue
+            block_type = block.get("type")
+            if block_type == "text":
+                text = as_str(block.get("text"))
+                if not text:
+                    continue
+                if error is not None:
+                    out.append(Lifecycle("api_error", f"{error}: {text}"))
+                elif main:
+                    self._texts.append(text)
+                    out.append(AssistantText(text))
+                else:
+                    out.append(Lifecycle("subagent_text", text))
+            elif block_type == "tool_use" or block_type == "server_tool_use":
+                self._on_tool_use(block, out)
+            elif block_type == "thinking":
+                thinking = as_str(block.get("thinking"))
+                if thinking:
+                    out.append(Reasoning(thinking))
+            elif block_type != "redacted_thinking":
+                out.append(Lifecycle(f"unknown_block:{as_str(block_type) or '?'}", ""))
+
+    def _on_tool_use(self, block: Mapping[str, Any], out: list[AgentEvent]) -> None:
+        tool_id = as_str(block.get("id"))
+        name = as_str(block.get("name")) or "unknown"
+        raw_input = block.get("input")
+        args = as_mapping(raw_input)
+        shown: Mapping[str, Any] | str | None = args if args is not None else as_str(raw_input)
+        if tool_id is not None:
+            self._tools.start(tool_id, name, shown)
+        out.append(ToolCall(tool_id, name, shown, tool_kind(name)))
+        if name == TODO_TOOL and args is not None:
+            plan = plan_from_todos(args, tool_id)
+            if plan is not None:
+                out.append(plan)
+
+    def _on_user(self, frame: Frame, out: list[AgentEvent]) -> None:
+        self._see_session(frame, out)
+        message = as_mapping(frame.get("message"))
+        if message is None:
+            return
+        content = message.get("content")
+        if isinstance(content, str):
+            out.append(Lifecycle("user_message", content))
+            return
+        if not isinstance(content, list):
+            return
+        synthetic = frame.get("isSynthetic") is True
+        for raw_block in content:  # pyright: ignore[reportUnknownVariableType]
+            block = as_mapping(raw_block)
+            if block is None:
+                continue
+            block_type = block.get("type")
+            if block_type == "tool_result":
+                self._on_tool_result(block, out)
+            elif block_type == "text":
+                kind = "synthetic_user_message" if synthetic else "user_message"
+                out.append(Lifecycle(kind, as_str(block.get("text")) or ""))
+
+    def _on_tool_result(self, block: Mapping[str, Any], out: list[AgentEvent]) -> None:
+        tool_id = as_str(block.get("tool_use_id"))
+        finished = self._tools.finish(tool_id) if tool_id is not None else None
+        name = finished.name if finished is not None else "unknown"
+        duration = finished.duration_s if finished is not None else None
+        text = tool_result_text(block.get("content"))
+        kind = tool_kind(name)
+        if block.get("is_error") is True:
+            if name == STRUCTURED_OUTPUT_TOOL:
+                self._schema_rejection = text
+            out.append(ToolResult(tool_id, name, "", text, 1, duration, kind))
+        else:
+            out.append(ToolResult(tool_id, name, text, "", 0, duration, kind))
+
+    def _on_rate_limit(self, frame: Frame, out: list[AgentEvent]) -> None:
+        info = as_mapping(frame.get("rate_limit_info")) or {}
+        status = as_str(info.get("status")) or ""
+        if status == "rejected":
+            self._rate_limit_rejected = True
+        limit_type = as_str(info.get("rateLimitType")) or ""
+        out.append(Lifecycle("rate_limit", f"{status} {limit_type}".strip()))
+
+    def _on_control(self, frame: Frame, out: list[AgentEvent]) -> None:
+        body = as_mapping(frame.get("response")) or as_mapping(frame.get("request")) or {}
+        out.append(Lifecycle(str(frame["type"]), as_str(body.get("subtype")) or ""))
+
+    def _on_unknown(self, frame: Frame, out: list[AgentEvent], kind: object, text: str) -> None:
+        if type(kind) is str:
+            out.append(Lifecycle(f"unknown_frame:{kind}", text[:_DETAIL_CHARS]))
+        else:
+            out.append(RawOutput(text))
+
+    def _on_result(self, frame: Frame, out: list[AgentEvent]) -> None:
+        session_id = as_str(frame.get("session_id"))
+        if session_id:
+            self._see_session(frame, out)
+        subtype = as_str(frame.get("subtype"))
+        result_text = as_str(frame.get("result"))
+        text = result_text if result_text is not None else "\n".join(self._texts)
+        usage = self._usage(frame)
+        if usage is not None:
+            out.append(UsageReport(usage, usage.total_cost_usd))
+        for denial in _list(frame.get("permission_denials")):
+            entry = as_mapping(denial) or {}
+            out.append(Lifecycle("permission_denied", as_str(entry.get("tool_name")) or "?"))
+
+        structured: Any = None
+        if self._expect_structured:
+            structured = frame.get("structured_output")
+            if structured is None and result_text is not None:
+                structured = _decode_payload(result_text)
+
+        errors = [e for e in _list(frame.get("errors")) if isinstance(e, str) and e]
+        failed = frame.get("is_error") is True or (
+            subtype is not None and subtype.startswith("error")
+        )
+        error: str | None = None
+        kind: FailureKind | None = None
+        stream_said = True
+        if failed:
+            said = " ".join(part for part in (result_text, *errors) if part)
+            stream_said = bool(said) or self._assistant_error is not None
+            if subtype == SCHEMA_RETRIES_SUBTYPE and self._schema_rejection:
+                error = self._schema_rejection
+            else:
+                error = said or f"Claude Code reported {subtype or 'an error'} without a message"
+            kind = classify_stream_failure(
+                StreamFailure(
+                    text=said,
+                    subtype=subtype,
+                    terminal_reason=as_str(frame.get("terminal_reason")),
+                    api_error_status=_status(frame.get("api_error_status")),
+                    assistant_error=self._assistant_error,
+                    rate_limit_rejected=self._rate_limit_rejected,
+                )
+            )
+            structured = None
+        elif self._expect_structured and structured is None:
+            error = (
+                "an output schema was requested but Claude Code's result carries no structured "
+                "output (the model never called its StructuredOutput tool)"
+            )
+            kind = FailureKind.SCHEMA
+        if error is not None:
+            out.append(ProviderError(error, fatal=True))
+        self._terminal = _Terminal(
+            text,
+            structured,
+            usage,
+            usage.total_cost_usd if usage else None,
+            error,
+            kind,
+            stream_said,
+        )
+        # A later turn on the same stream (stream-json input) starts from a clean slate.
+        self._texts = []
+        self._assistant_error = None
+        self._schema_rejection = None
+
+    # -- helpers -------------------------------------------------------------------------------
+
+    def _usage(self, frame: Frame) -> ProviderUsage | None:
+        raw = as_mapping(frame.get("usage"))
+        reported = frame.get("total_cost_usd")
+        has_cost = _finite(reported) and reported >= 0  # pyright: ignore[reportOperatorIssue]
+        if raw is None and not has_cost:
+            return None
+        tokens = _fold_usage(raw or {}, frame.get("num_turns"))
+        model_usage = as_mapping(frame.get("modelUsage")) or {}
+        model = next((m for m in model_usage if isinstance(m, str)), None) or self._model
+        if has_cost:
+            cost: float | None = float(reported)  # pyright: ignore[reportArgumentType]
+            source = CostSource.REPORTED
+        else:
+            cost, source = self._price(model_usage, tokens, model)
+        return ProviderUsage(
+            tokens=tokens,
+            total_cost_usd=cost,
+            provider=PROVIDER_NAME,
+            raw=raw or {},
+            increment_known=raw is not None,
+            cost_source=source,
+            model=model,
+        )
+
+    def _price(
+        self, model_usage: Mapping[str, Any], tokens: TokenUsage, model: str | None
+    ) -> tuple[float | None, CostSource]:
+        if model_usage:
+            total = 0.0
+            priced_any = False
+            for name, entry in model_usage.items():
+                counts = as_mapping(entry)
+                if counts is None:
+                    continue
+                read = as_int(counts.get("cacheReadInputTokens"))
+                write = as_int(counts.get("cacheCreationInputTokens"))
+                per_model = TokenUsage(
+                    input_tokens=as_int(counts.get("inputTokens")) + read + write,
+                    cache_read_input_tokens=read,
+                    cache_write_input_tokens=write,
+                    output_tokens=as_int(counts.get("outputTokens")),
+                )
+                if per_model.total_tokens == 0:
+                    continue
+                cost = self._pricing.cost(name, per_model)
+                if cost is None:
+                    return None, CostSource.UNKNOWN_MODEL
+                total += cost
+                priced_any = True
+            if priced_any:
+                return total, CostSource.PRICED
+        if tokens.total_tokens == 0:
+            return None, CostSource.NOT_REPORTED
+        cost = self._pricing.cost(model, tokens)
+        if cost is None:
+            return None, CostSource.UNKNOWN_MODEL
+        return cost, CostSource.PRICED
+
+    def _stderr_kind(self) -> FailureKind | None:
+        return kind_from_text("\n".join(self._stderr)) if self._stderr else None
+
+    def _early_end_error(self) -> str:
+        message = "the Claude Code stream ended before the result frame"
+        if self._stderr:
+            return f"{message}; stderr: {self._stderr[-1][:_DETAIL_CHARS]}"
+        return f"{message} (the process died or was killed mid-turn)"
+
+
+def _fold_usage(usage: Mapping[str, Any], num_turns: object) -> TokenUsage:
+    """Fold Claude's disjoint counts into the normalized breakdown (cache tokens into input)."""
+    uncached = as_int(usage.get("input_tokens"))
+    read = as_int(usage.get("cache_read_input_tokens"))
+    write = as_int(usage.get("cache_creation_input_tokens"))
+    creation = as_mapping(usage.get("cache_creation"))
+    write_1h = as_int(creation.get("ephemeral_1h_input_tokens")) if creation else 0
+    return TokenUsage(
+        input_tokens=uncached + read + write,
+        cache_read_input_tokens=read,
+        cache_write_input_tokens=write,
+        cache_write_1h_input_tokens=min(write_1h, write),
+        output_tokens=as_int(usage.get("output_tokens")),
+        turns=as_int(num_turns),
+    )
+
+
+def _decode_frame(text: str) -> Frame | None:
+    # The default decoder (no keyword arguments) is the fast path of json.loads; NaN or
+    # Infinity in a count reads as 0 downstream, so they need no rejecting here.
+    if text[:1] != "{":
+        stripped = text.lstrip()
+        if stripped[:1] != "{":
+            return None
+        text = stripped
+    try:
+        value = json.loads(text)
+    except (ValueError, RecursionError):
+        return None
+    return value if type(value) is dict else None  # pyright: ignore[reportUnknownVariableType]
+
+
+def _decode_payload(text: str) -> Any:
+    stripped = text.strip()
+    if stripped[:1] not in ("{", "["):
+        return None
+    try:
+        value = json.loads(stripped)
+    except (ValueError, RecursionError):
+        return None
+    return value if isinstance(value, (dict, list)) else None
+
+
+def _list(value: object) -> list[Any]:
+    return value if isinstance(value, list) else []  # pyright: ignore[reportUnknownVariableType]
+
+
+def _finite(value: object) -> bool:
+    return type(value) in (int, float) and math.isfinite(value)  # pyright: ignore[reportArgumentType]
+
+
+def _status(value: object) -> int | None:
+    if type(value) is int and 100 <= value <= 599:
+        return value
+    return None
+
+
+def _retry_detail(frame: Frame) -> str:
+    attempt = frame.get("attempt")
+    limit = frame.get("max_retries")
+    status = frame.get("error_status")
+    error = as_str(frame.get("error")) or ""
+    delay = frame.get("retry_delay_ms")
+    wait = f", retrying in {delay:.0f} ms" if _finite(delay) else ""
+    return f"attempt {attempt}/{limit}: {status} {error}{wait}".strip()
+
+
+def _ignore(frame: Frame, out: list[AgentEvent]) -> None:
+    del frame, out

@@ -1,0 +1,94 @@
+from __future__ import annotations
+
+import dataclasses
+import io
+
+import pytest
+
+from agentshim.core.events import (
+    AgentEvent,
+    AssistantText,
+    CallbackEventHandler,
+    CompositeEventHandler,
+    ConsoleEventHandler,
+    NullEventHandler,
+    Plan,
+    PlanItem,
+    ProviderError,
+    Reasoning,
+    ToolCall,
+    ToolKind,
+    ToolResult,
+    UsageReport,
+)
+from agentshim.core.usage import ProviderUsage, TokenUsage
+
+
+class TestValues:
+    def test_events_are_frozen(self) -> None:
+        event = AssistantText("hi")
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            event.text = "other"  # type: ignore[misc]
+
+    def test_tool_kind_defaults_to_other(self) -> None:
+        assert ToolCall("1", "Bash", {"command": "ls"}).kind is ToolKind.OTHER
+
+    def test_failed_tool_result(self) -> None:
+        assert ToolResult("1", "Bash", stderr="boom", exit_code=2).failed
+        assert not ToolResult("1", "Bash", stdout="ok", exit_code=0).failed
+
+
+class TestHandlers:
+    def test_composite_fans_out_in_order(self) -> None:
+        seen: list[tuple[str, AgentEvent]] = []
+        first = CallbackEventHandler(lambda e: seen.append(("first", e)))
+        second = CallbackEventHandler(lambda e: seen.append(("second", e)))
+        event = AssistantText("x")
+        CompositeEventHandler([first, NullEventHandler(), second]).on_event(event)
+        assert seen == [("first", event), ("second", event)]
+
+
+class TestConsole:
+    def render(self, *events: AgentEvent, **options: object) -> str:
+        stream = io.StringIO()
+        handler = ConsoleEventHandler(stream=stream, **options)  # type: ignore[arg-type]
+        for event in events:
+            handler.on_event(event)
+        return stream.getvalue()
+
+    def test_renders_text_tools_and_usage(self) -> None:
+        out = self.render(
+            AssistantText("Hello"),
+            ToolCall("t1", "Bash", {"command": "ls -la"}),
+            ToolResult("t1", "Bash", stdout="a\nb\n", exit_code=0),
+            UsageReport(ProviderUsage(tokens=TokenUsage(input_tokens=10, output_tokens=3)), 0.5),
+        )
+        assert "Hello" in out
+        assert "Bash ls -la" in out
+        assert "| a" in out
+        assert "10 in" in out
+        assert "$0.5000" in out
+
+    def test_truncates_long_tool_output(self) -> None:
+        body = "\n".join(f"line {i}" for i in range(100))
+        out = self.render(ToolResult("t", "Bash", stdout=body, exit_code=0), max_tool_output_lines=3)
+        assert "line 2" in out
+        assert "line 3" not in out
+        assert "97 more lines" in out
+
+    def test_failed_tool_shows_stderr(self) -> None:
+        out = self.render(ToolResult("t", "Bash", stderr="denied", exit_code=1))
+        assert "exit 1" in out
+        assert "denied" in out
+
+    def test_no_colour_on_a_non_tty(self) -> None:
+        out = self.render(ProviderError("bad"), Reasoning("hmm"))
+        assert "\033[" not in out
+
+    def test_colour_when_forced(self) -> None:
+        assert "\033[" in self.render(ProviderError("bad"), color=True)
+
+    def test_plan_items(self) -> None:
+        out = self.render(Plan((PlanItem("write tests", "completed"), PlanItem("ship", "pending"))))
+        assert "[x] write tests" in out
+        assert "[ ] ship" in out

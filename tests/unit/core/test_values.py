@@ -1,0 +1,206 @@
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+from agentshim.core.clock import SystemClock
+from agentshim.core.errors import FailureKind, InvalidSessionIdError
+from agentshim.core.failures import kind_from_status, kind_from_text
+from agentshim.core.ids import RandomIds, is_valid_session_id, validate_session_id
+from agentshim.core.locks import KeyedLocks
+from agentshim.core.models import ModelSpec, ModelTable, normalize_model_id
+from agentshim.core.permissions import NativeMode, NativePermissions
+from agentshim.core.pricing import ModelPricing, PricingTable, cost_usd
+from agentshim.core.profile import (
+    McpMechanism,
+    OutputSchemaStyle,
+    ProviderProfile,
+    RenewalBudget,
+    SchemaDialect,
+)
+from agentshim.core.usage import TokenUsage
+
+
+class TestModels:
+    @pytest.mark.parametrize(
+        ("raw", "normalized"),
+        [
+            ("anthropic/claude-sonnet-4-5-20250929", "claude-sonnet-4-5"),
+            ("claude-sonnet-4-5[1m]", "claude-sonnet-4-5"),
+            ("models/gemini-2.5-pro", "gemini-2.5-pro"),
+            ("GPT-5", "gpt-5"),
+            ("gpt-4o-2024-08-06", "gpt-4o"),
+        ],
+    )
+    def test_normalize(self, raw: str, normalized: str) -> None:
+        assert normalize_model_id(raw) == normalized
+
+    def test_lookup_by_any_spelling(self) -> None:
+        table = ModelTable((ModelSpec("claude-sonnet-4-5", 200_000, aliases=("sonnet",)),), "1", "2026-01-01")
+        assert table.context_window("anthropic/claude-sonnet-4-5-20250929") == 200_000
+        assert table.context_window("sonnet") == 200_000
+        assert table.get("unknown") is None
+        assert table.get(None) is None
+
+    def test_merged_overrides(self) -> None:
+        table = ModelTable((ModelSpec("a", 1), ModelSpec("b", 2)))
+        assert table.merged([ModelSpec("a", 10)]).context_window("a") == 10
+        assert table.merged([ModelSpec("a", 10)]).context_window("b") == 2
+
+
+class TestPricing:
+    def test_cost_uses_each_token_class(self) -> None:
+        pricing = ModelPricing(3.0, 15.0, cache_read_per_mtok=0.3, cache_write_per_mtok=3.75, cache_write_1h_per_mtok=6.0)
+        usage = TokenUsage(
+            input_tokens=1_000_000 + 2_000_000 + 1_000_000,
+            cache_read_input_tokens=2_000_000,
+            cache_write_input_tokens=1_000_000,
+            cache_write_1h_input_tokens=500_000,
+            output_tokens=1_000_000,
+        )
+        assert cost_usd(usage, pricing) == pytest.approx(3.0 + 0.6 + 3.75 / 2 + 3.0 + 15.0)
+
+    def test_missing_cache_prices_fall_back_to_input(self) -> None:
+        usage = TokenUsage(input_tokens=2_000_000, cache_read_input_tokens=1_000_000)
+        assert cost_usd(usage, ModelPricing(1.0, 2.0)) == pytest.approx(2.0)
+
+    def test_unknown_model_costs_none_not_zero(self) -> None:
+        table = PricingTable("v1", "2026-11-01", {"gpt-5": ModelPricing(1.25, 10.0)})
+        assert table.cost("unknown", TokenUsage(input_tokens=5)) is None
+        assert table.cost("openai/GPT-5", TokenUsage(output_tokens=1_000_000)) == pytest.approx(10.0)
+
+    def test_negative_price_refused(self) -> None:
+        with pytest.raises(ValueError, match="negative"):
+            ModelPricing(-1.0, 1.0)
+
+
+class TestPermissionsAndProfile:
+    def test_constructors(self) -> None:
+        assert NativePermissions.bypass().mode is NativeMode.BYPASS
+        assert NativePermissions.read_only().mode is NativeMode.READ_ONLY
+        perms = NativePermissions.workspace_write(["/tmp/x"], network=True)
+        assert perms.writable_roots == ("/tmp/x",)
+        assert perms.network
+
+    def test_roots_only_with_workspace_write(self) -> None:
+        with pytest.raises(ValueError, match="workspace_write"):
+            NativePermissions(NativeMode.READ_ONLY, ("/tmp",))
+
+    def test_roots_must_be_absolute(self) -> None:
+        with pytest.raises(ValueError, match="absolute"):
+            NativePermissions.workspace_write(["relative"])
+
+    def test_profile_checks_mcp_file_consistency(self) -> None:
+        with pytest.raises(ValueError, match="mcp_config_file"):
+            ProviderProfile(
+                name="x",
+                display_name="X",
+                binary="x",
+                supports_resume=True,
+                supports_reasoning_effort=False,
+                mcp=McpMechanism.CONFIG_FILE,
+                output_schema=OutputSchemaStyle.NONE,
+                schema_dialect=None,
+            )
+
+    def test_profile_env_is_read_only(self) -> None:
+        profile = ProviderProfile(
+            name="x",
+            display_name="X",
+            binary="x",
+            supports_resume=True,
+            supports_reasoning_effort=False,
+            mcp=McpMechanism.NONE,
+            output_schema=OutputSchemaStyle.INLINE_JSON,
+            schema_dialect=SchemaDialect.OPEN,
+            container_env={"A": "1"},
+        )
+        with pytest.raises(TypeError):
+            profile.container_env["B"] = "2"  # type: ignore[index]
+
+    def test_renewal_budget_validates(self) -> None:
+        with pytest.raises(ValueError, match="positive"):
+            RenewalBudget(max_turns=0)
+
+
+class TestIds:
+    @pytest.mark.parametrize("good", ["abc", "0199-aa.b_c", "a" * 128, "ses_01J"])
+    def test_valid(self, good: str) -> None:
+        assert validate_session_id(good) == good
+
+    @pytest.mark.parametrize("bad", ["", ".", "..", "a/b", "../x", "a b", "a" * 129, "x;rm", "-\n"])
+    def test_invalid(self, bad: str) -> None:
+        assert not is_valid_session_id(bad)
+        with pytest.raises(InvalidSessionIdError):
+            validate_session_id(bad)
+
+    def test_random_ids_are_unique_and_prefixed(self) -> None:
+        ids = {RandomIds().new_id("turn") for _ in range(100)}
+        assert len(ids) == 100
+        assert all(i.startswith("turn_") for i in ids)
+
+
+class TestFailures:
+    @pytest.mark.parametrize(
+        ("status", "kind"),
+        [(401, FailureKind.AUTH), (403, FailureKind.AUTH), (429, FailureKind.TRANSIENT),
+         (500, FailureKind.TRANSIENT), (529, FailureKind.TRANSIENT), (400, FailureKind.OTHER)],
+    )
+    def test_status(self, status: int, kind: FailureKind) -> None:
+        assert kind_from_status(status) is kind
+
+    @pytest.mark.parametrize(
+        ("text", "kind"),
+        [
+            ("Prompt is too long", FailureKind.CONTEXT_OVERFLOW),
+            ("503 while compacting: prompt is too long", FailureKind.CONTEXT_OVERFLOW),
+            ("Your input exceeds the context window of this model", FailureKind.CONTEXT_OVERFLOW),
+            ("You've hit your usage limit", FailureKind.USAGE_LIMIT),
+            ("Invalid API key", FailureKind.AUTH),
+            ("API Error: 529 Overloaded", FailureKind.TRANSIENT),
+            ("something odd", None),
+            ("", None),
+        ],
+    )
+    def test_text(self, text: str, kind: FailureKind | None) -> None:
+        assert kind_from_text(text) is kind
+
+
+class TestClock:
+    def test_wait_returns_early_when_stopped(self) -> None:
+        stop = threading.Event()
+        threading.Timer(0.05, stop.set).start()
+        started = time.monotonic()
+        assert SystemClock().wait(10, stop) is True
+        assert time.monotonic() - started < 5
+
+
+class TestKeyedLocks:
+    def test_serializes_one_key_and_frees_entries(self) -> None:
+        locks = KeyedLocks()
+        locks.acquire(("p", "s"))
+        assert not locks.acquire(("p", "s"), blocking=False)
+        assert locks.acquire(("p", "other"), blocking=False)
+        locks.release(("p", "other"))
+        locks.release(("p", "s"))
+        assert len(locks) == 0
+
+    def test_waiter_gets_the_lock_after_release(self) -> None:
+        locks = KeyedLocks()
+        order: list[str] = []
+        locks.acquire("k")
+
+        def waiter() -> None:
+            with locks.hold("k"):
+                order.append("waiter")
+
+        thread = threading.Thread(target=waiter)
+        thread.start()
+        time.sleep(0.05)
+        order.append("holder")
+        locks.release("k")
+        thread.join(5)
+        assert order == ["holder", "waiter"]
+        assert len(locks) == 0
