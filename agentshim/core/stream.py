@@ -236,20 +236,13 @@ class LineFramer:
 
         The line comes back without a newline; a trailing ``"\r"`` is dropped, and a final
         line that is nothing but ``"\r"`` gives None. The framer is empty afterwards and can
-        be reused.
-
-        Raises:
-            LineTooLongError: the final line exceeded ``max_line_bytes``.
+        be reused. A final line never exceeds the limit here: ``feed`` already reported and
+        discarded one that did.
         """
         raw = bytes(self._partial)
         self._partial.clear()
         self._discarding = False
-        if not raw:
-            return None
-        text = self._decode(raw)
-        if text is None:
-            raise LineTooLongError(self._max, 1, [])
-        return text or None
+        return raw.removesuffix(b"\r").decode("utf-8", "replace") or None
 
     def _decode(self, raw: bytes) -> str | None:
         """Decode one line's bytes without its newline; None if it is too long."""

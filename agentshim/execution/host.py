@@ -22,12 +22,13 @@ import threading
 import time
 from collections.abc import Mapping
 
-from agentshim.core.errors import AgentShimError, CliCheckError, CliNotFoundError, CliTimeoutError
+from agentshim.core.errors import CliNotFoundError, CliTimeoutError
 
+from ._check import check_version
 from ._child import ChildProcess
 from ._lines import LineAssembler, OutputTail, split_lines
 from ._streams import OUT, SelectorStreams, Streams, ThreadStreams
-from .executor import CommandRequest, CommandResult, CommandStreamSink, NullSink
+from .executor import CommandRequest, CommandResult, CommandStreamSink
 from .host_process import HostProcess
 from .process import SpawnRequest
 
@@ -91,17 +92,7 @@ class HostCommandExecutor:
         Raises:
             CliCheckError: It could not start, timed out, or exited nonzero.
         """
-        try:
-            result = self.run(
-                CommandRequest((path, "--version"), env=env, timeout=timeout), NullSink()
-            )
-        except CliTimeoutError as exc:
-            raise CliCheckError(path, f"'--version' did not finish within {timeout} s") from exc
-        except AgentShimError as exc:
-            raise CliCheckError(path, exc.message) from exc
-        if result.returncode != 0:
-            said = _last_line(result.stderr) or _last_line(result.stdout) or "no output"
-            raise CliCheckError(path, f"'--version' exited {result.returncode}: {said}")
+        check_version(self, path, env, timeout)
 
     def run(self, request: CommandRequest, sink: CommandStreamSink) -> CommandResult:
         """Run ``request`` to completion on the calling thread, streaming lines to ``sink``.
@@ -281,10 +272,3 @@ class HostCommandHandle:
 
 def _sooner(wait: float | None, other: float) -> float:
     return other if wait is None or other < wait else wait
-
-
-def _last_line(text: str) -> str:
-    for line in reversed(text.splitlines()):
-        if line.strip():
-            return line.strip()[:300]
-    return ""

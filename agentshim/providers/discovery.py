@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from importlib.metadata import EntryPoint, entry_points
+from typing import TYPE_CHECKING
 
 from agentshim.core.plugin import ProviderPlugin
 from agentshim.providers.catalog import ProviderCatalog
+
+if TYPE_CHECKING:
+    from importlib.metadata import EntryPoint
 
 __all__ = ["ENTRY_POINT_GROUP", "discover"]
 
@@ -32,7 +35,12 @@ def discover(
     """
     report = log or _ignore
     catalog = base
-    points = list(found) if found is not None else list(entry_points(group=ENTRY_POINT_GROUP))
+    if found is None:
+        # importlib.metadata is slow to import; only discovery needs it.
+        from importlib.metadata import entry_points
+
+        found = entry_points(group=ENTRY_POINT_GROUP)
+    points = list(found)
     for point in points:
         try:
             plugin = point.load()

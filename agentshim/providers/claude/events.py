@@ -20,6 +20,7 @@ __all__ = [
     "TODO_TOOL",
     "TOOL_KINDS",
     "as_int",
+    "as_list",
     "as_mapping",
     "as_str",
     "plan_from_todos",
@@ -85,6 +86,11 @@ def as_mapping(value: object) -> Mapping[str, Any] | None:
     return None
 
 
+def as_list(value: object) -> list[Any]:
+    """Return ``value`` when it is a JSON array, else an empty list."""
+    return value if isinstance(value, list) else []  # pyright: ignore[reportUnknownVariableType]
+
+
 def as_str(value: object) -> str | None:
     """Return ``value`` when it is a string, else None."""
     return value if isinstance(value, str) else None
@@ -107,9 +113,10 @@ def tool_result_text(content: object) -> str:
     """
     if isinstance(content, str):
         return content
-    if isinstance(content, list):
+    blocks = as_list(content)
+    if blocks or isinstance(content, list):
         parts: list[str] = []
-        for block in content:  # pyright: ignore[reportUnknownVariableType]
+        for block in blocks:
             mapping = as_mapping(block)
             if mapping is not None and mapping.get("type") == "text":
                 text = as_str(mapping.get("text"))
@@ -124,11 +131,12 @@ def tool_result_text(content: object) -> str:
 
 def plan_from_todos(args: Mapping[str, Any], tool_id: str | None) -> Plan | None:
     """Return the Plan a ``TodoWrite`` call sets, or None when its input has no todo list."""
-    todos = args.get("todos")
-    if not isinstance(todos, list):
+    raw_todos = args.get("todos")
+    todos = as_list(raw_todos)
+    if not isinstance(raw_todos, list):
         return None
     items: list[PlanItem] = []
-    for todo in todos:  # pyright: ignore[reportUnknownVariableType]
+    for todo in todos:
         mapping = as_mapping(todo)
         if mapping is None:
             continue

@@ -47,6 +47,7 @@ from .events import (
     STRUCTURED_OUTPUT_TOOL,
     TODO_TOOL,
     as_int,
+    as_list,
     as_mapping,
     as_str,
     plan_from_todos,
@@ -241,10 +242,8 @@ class ClaudeStreamParser:
                         + as_int(usage.get("cache_read_input_tokens"))
                         + as_int(usage.get("cache_creation_input_tokens"))
                     )
-        content = message.get("content")
-        if not isinstance(content, list):
-            return
-        for raw_block in content:  # pyright: ignore[reportUnknownVariableType]
+        blocks = as_list(message.get("content"))
+        for raw_block in blocks:
             block = as_mapping(raw_block)
             if block is None:
                 continue
@@ -292,10 +291,8 @@ class ClaudeStreamParser:
         if isinstance(content, str):
             out.append(Lifecycle("user_message", content))
             return
-        if not isinstance(content, list):
-            return
         synthetic = frame.get("isSynthetic") is True
-        for raw_block in content:  # pyright: ignore[reportUnknownVariableType]
+        for raw_block in as_list(content):
             block = as_mapping(raw_block)
             if block is None:
                 continue
@@ -348,7 +345,7 @@ class ClaudeStreamParser:
         usage = self._usage(frame)
         if usage is not None:
             out.append(UsageReport(usage, usage.total_cost_usd))
-        for denial in _list(frame.get("permission_denials")):
+        for denial in as_list(frame.get("permission_denials")):
             entry = as_mapping(denial) or {}
             out.append(Lifecycle("permission_denied", as_str(entry.get("tool_name")) or "?"))
 
@@ -358,7 +355,7 @@ class ClaudeStreamParser:
             if structured is None and result_text is not None:
                 structured = _decode_payload(result_text)
 
-        errors = [e for e in _list(frame.get("errors")) if isinstance(e, str) and e]
+        errors = [e for e in as_list(frame.get("errors")) if isinstance(e, str) and e]
         failed = frame.get("is_error") is True or (
             subtype is not None and subtype.startswith("error")
         )
@@ -410,12 +407,12 @@ class ClaudeStreamParser:
     def _usage(self, frame: Frame) -> ProviderUsage | None:
         raw = as_mapping(frame.get("usage"))
         reported = frame.get("total_cost_usd")
-        has_cost = _finite(reported) and reported >= 0  # pyright: ignore[reportOperatorIssue]
+        has_cost = _finite(reported) and float(reported) >= 0  # pyright: ignore[reportArgumentType]
         if raw is None and not has_cost:
             return None
         tokens = _fold_usage(raw or {}, frame.get("num_turns"))
         model_usage = as_mapping(frame.get("modelUsage")) or {}
-        model = next((m for m in model_usage if isinstance(m, str)), None) or self._model
+        model = next(iter(model_usage), None) or self._model
         if has_cost:
             cost: float | None = float(reported)  # pyright: ignore[reportArgumentType]
             source = CostSource.REPORTED
@@ -512,14 +509,12 @@ def _decode_payload(text: str) -> Any:
     if stripped[:1] not in ("{", "["):
         return None
     try:
-        value = json.loads(stripped)
+        value: Any = json.loads(stripped)
     except (ValueError, RecursionError):
         return None
-    return value if isinstance(value, (dict, list)) else None
-
-
-def _list(value: object) -> list[Any]:
-    return value if isinstance(value, list) else []  # pyright: ignore[reportUnknownVariableType]
+    if isinstance(value, (dict, list)):
+        return value  # pyright: ignore[reportUnknownVariableType]
+    return None
 
 
 def _finite(value: object) -> bool:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 
 __all__ = [
     "TomlError",
@@ -99,13 +99,13 @@ def toml_value(value: object) -> str:
         return _toml_float(value)
     if isinstance(value, Mapping):
         parts: list[str] = []
-        for key, item in value.items():  # pyright: ignore[reportUnknownVariableType]
+        for key, item in cast("Mapping[object, object]", value).items():
             if not isinstance(key, str):
                 raise TomlError(f"TOML table keys are strings, not {key!r}")
             parts.append(f"{toml_key(key)} = {toml_value(item)}")
         return "{" + ", ".join(parts) + "}" if parts else "{}"
     if isinstance(value, Sequence):
-        items: Sequence[object] = value  # pyright: ignore[reportUnknownVariableType]
+        items = cast("Sequence[object]", value)
         return "[" + ", ".join(toml_value(item) for item in items) + "]"
     raise TomlError(f"{type(value).__name__} {value!r} has no TOML form")
 
@@ -320,10 +320,10 @@ _FLOAT = re.compile(
 def _assign(table: dict[str, Any], path: list[str], value: Any, reader: _Reader) -> None:
     current = table
     for segment in path[:-1]:
-        nested = current.setdefault(segment, {})
+        nested: object = current.setdefault(segment, {})
         if not isinstance(nested, dict):
             raise reader.fail(f"key {segment!r} is both a value and a table")
-        current = nested  # pyright: ignore[reportUnknownVariableType]
+        current = cast("dict[str, Any]", nested)
     if path[-1] in current:
         raise reader.fail(f"key {path[-1]!r} defined twice")
     current[path[-1]] = value

@@ -90,7 +90,8 @@ def _conversation_facts(entries: Sequence[_Entry]) -> tuple[int, bool, str]:
 def _latest_user_text(entries: Sequence[_Entry]) -> str:
     texts: list[str] = []
     for entry in reversed(entries):
-        if entry.role == "user" and entry.text:
+        # Text riding along with a tool result (reminders some CLIs attach) is not a prompt.
+        if entry.role == "user" and entry.text and not entry.tool_result:
             texts.append(entry.text)
         elif entry.role == "assistant" and texts:
             break

@@ -71,7 +71,9 @@ class TestConsole:
 
     def test_truncates_long_tool_output(self) -> None:
         body = "\n".join(f"line {i}" for i in range(100))
-        out = self.render(ToolResult("t", "Bash", stdout=body, exit_code=0), max_tool_output_lines=3)
+        out = self.render(
+            ToolResult("t", "Bash", stdout=body, exit_code=0), max_tool_output_lines=3
+        )
         assert "line 2" in out
         assert "line 3" not in out
         assert "97 more lines" in out

@@ -44,17 +44,23 @@ class TestInvariants:
             TokenUsage(input_tokens=1.5)  # type: ignore[arg-type]
 
     def test_derived_fields(self) -> None:
-        usage = TokenUsage(input_tokens=100, cache_read_input_tokens=60, cache_write_input_tokens=10)
+        usage = TokenUsage(
+            input_tokens=100, cache_read_input_tokens=60, cache_write_input_tokens=10
+        )
         assert usage.uncached_input_tokens == 30
         assert usage.cached_input_tokens == 60
 
 
 class TestArithmetic:
     @given(usages(), usages())
-    def test_addition_is_field_wise_and_keeps_invariants(self, a: TokenUsage, b: TokenUsage) -> None:
+    def test_addition_is_field_wise_and_keeps_invariants(
+        self, a: TokenUsage, b: TokenUsage
+    ) -> None:
         total = a + b
         assert total.input_tokens == a.input_tokens + b.input_tokens
-        assert total.cache_read_input_tokens == a.cache_read_input_tokens + b.cache_read_input_tokens
+        assert (
+            total.cache_read_input_tokens == a.cache_read_input_tokens + b.cache_read_input_tokens
+        )
         assert total.output_tokens == a.output_tokens + b.output_tokens
         assert total.turns == a.turns + b.turns
         assert total.uncached_input_tokens == a.uncached_input_tokens + b.uncached_input_tokens
@@ -109,5 +115,7 @@ class TestWeights:
             cache_write_1h_input_tokens=10,
             output_tokens=10,
         )
-        weights = TokenWeights(uncached_input=1, cache_read=0.1, cache_write=1.25, cache_write_1h=2, output=4)
+        weights = TokenWeights(
+            uncached_input=1, cache_read=0.1, cache_write=1.25, cache_write_1h=2, output=4
+        )
         assert weights.weigh(usage) == pytest.approx(30 + 5 + 12.5 + 20 + 40)

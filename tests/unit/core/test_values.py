@@ -38,7 +38,9 @@ class TestModels:
         assert normalize_model_id(raw) == normalized
 
     def test_lookup_by_any_spelling(self) -> None:
-        table = ModelTable((ModelSpec("claude-sonnet-4-5", 200_000, aliases=("sonnet",)),), "1", "2026-01-01")
+        table = ModelTable(
+            (ModelSpec("claude-sonnet-4-5", 200_000, aliases=("sonnet",)),), "1", "2026-01-01"
+        )
         assert table.context_window("anthropic/claude-sonnet-4-5-20250929") == 200_000
         assert table.context_window("sonnet") == 200_000
         assert table.get("unknown") is None
@@ -52,7 +54,13 @@ class TestModels:
 
 class TestPricing:
     def test_cost_uses_each_token_class(self) -> None:
-        pricing = ModelPricing(3.0, 15.0, cache_read_per_mtok=0.3, cache_write_per_mtok=3.75, cache_write_1h_per_mtok=6.0)
+        pricing = ModelPricing(
+            3.0,
+            15.0,
+            cache_read_per_mtok=0.3,
+            cache_write_per_mtok=3.75,
+            cache_write_1h_per_mtok=6.0,
+        )
         usage = TokenUsage(
             input_tokens=1_000_000 + 2_000_000 + 1_000_000,
             cache_read_input_tokens=2_000_000,
@@ -69,7 +77,9 @@ class TestPricing:
     def test_unknown_model_costs_none_not_zero(self) -> None:
         table = PricingTable("v1", "2026-11-01", {"gpt-5": ModelPricing(1.25, 10.0)})
         assert table.cost("unknown", TokenUsage(input_tokens=5)) is None
-        assert table.cost("openai/GPT-5", TokenUsage(output_tokens=1_000_000)) == pytest.approx(10.0)
+        assert table.cost("openai/GPT-5", TokenUsage(output_tokens=1_000_000)) == pytest.approx(
+            10.0
+        )
 
     def test_negative_price_refused(self) -> None:
         with pytest.raises(ValueError, match="negative"):
@@ -145,8 +155,14 @@ class TestIds:
 class TestFailures:
     @pytest.mark.parametrize(
         ("status", "kind"),
-        [(401, FailureKind.AUTH), (403, FailureKind.AUTH), (429, FailureKind.TRANSIENT),
-         (500, FailureKind.TRANSIENT), (529, FailureKind.TRANSIENT), (400, FailureKind.OTHER)],
+        [
+            (401, FailureKind.AUTH),
+            (403, FailureKind.AUTH),
+            (429, FailureKind.TRANSIENT),
+            (500, FailureKind.TRANSIENT),
+            (529, FailureKind.TRANSIENT),
+            (400, FailureKind.OTHER),
+        ],
     )
     def test_status(self, status: int, kind: FailureKind) -> None:
         assert kind_from_status(status) is kind

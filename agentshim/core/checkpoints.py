@@ -1,0 +1,194 @@
+"""Checkpoints: the conversation a session holds, saved so it survives a process restart.
+
+A :class:`Checkpoint` names the provider conversation a session keeps and the usage its last
+turn reported. A :class:`CheckpointStore` keeps one per key (typically one key per user
+conversation in a service). :class:`InMemoryCheckpointStore` lives as long as the process;
+:class:`FileCheckpointStore` writes one JSON file per key and is read back after a restart.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+import warnings
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
+
+from agentshim.core._files import atomic_write
+from agentshim.core.ids import is_valid_session_id
+from agentshim.core.usage import ProviderUsage
+
+__all__ = [
+    "Checkpoint",
+    "CheckpointStore",
+    "FileCheckpointStore",
+    "InMemoryCheckpointStore",
+    "validate_checkpoint_key",
+]
+
+_KEY = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]{0,199}")
+_FORMAT_VERSION = 1
+
+
+def validate_checkpoint_key(key: str) -> str:
+    """Return ``key`` unchanged, or raise ValueError when it is not a safe checkpoint key.
+
+    A key is 1-200 letters, digits, ``.``, ``_`` and ``-`` and does not start with ``.``, so
+    it can name a file in a directory without ever leaving it (no ``/``, no ``..``, no hidden
+    files).
+    """
+    if not isinstance(key, str) or not _KEY.fullmatch(key):  # pyright: ignore[reportUnnecessaryIsInstance]
+        raise ValueError(
+            f"invalid checkpoint key {key!r}: use 1-200 letters, digits, '.', '_' or '-', "
+            "not starting with '.' (hash or encode ids that contain other characters)"
+        )
+    return key
+
+
+@dataclass(frozen=True, slots=True)
+class Checkpoint:
+    """The conversation a session holds: its id, the usage of its last turn, its turn count.
+
+    ``turns`` counts the completed turns in this conversation, so a renewal budget keeps
+    counting across a restart.
+    """
+
+    conversation_id: str
+    usage: ProviderUsage | None = None
+    turns: int = 0
+
+    def __post_init__(self) -> None:
+        if not is_valid_session_id(self.conversation_id):
+            raise ValueError(
+                f"invalid conversation id {self.conversation_id!r} for a checkpoint: ids are "
+                "1-128 letters, digits, '.', '_' and '-'"
+            )
+        if isinstance(self.turns, bool) or not isinstance(self.turns, int) or self.turns < 0:  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise ValueError(f"Checkpoint.turns must be a non-negative int, got {self.turns!r}")
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return a JSON-ready dict; ``from_dict`` reverses it."""
+        return {
+            "version": _FORMAT_VERSION,
+            "conversation_id": self.conversation_id,
+            "usage": self.usage.to_dict() if self.usage is not None else None,
+            "turns": self.turns,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Checkpoint:
+        """Rebuild from ``to_dict`` output; ValueError (or TypeError) when it is not one."""
+        version = data.get("version")
+        if version != _FORMAT_VERSION:
+            raise ValueError(f"unknown checkpoint format version {version!r}")
+        conversation_id = data.get("conversation_id")
+        if not isinstance(conversation_id, str):
+            raise ValueError("checkpoint has no conversation_id string")
+        usage_data = data.get("usage")
+        if usage_data is not None and not isinstance(usage_data, Mapping):
+            raise ValueError("checkpoint usage is not an object")
+        turns = data.get("turns", 0)
+        usage = ProviderUsage.from_dict(usage_data) if usage_data is not None else None  # pyright: ignore[reportUnknownArgumentType]
+        return cls(conversation_id=conversation_id, usage=usage, turns=turns)
+
+
+@runtime_checkable
+class CheckpointStore(Protocol):
+    """Keeps one checkpoint per key. Every method validates the key (ValueError if unsafe)."""
+
+    def load(self, key: str) -> Checkpoint | None:
+        """Return the checkpoint saved under ``key``, or None when there is none (or it is unreadable)."""
+        ...
+
+    def save(self, key: str, checkpoint: Checkpoint) -> None:
+        """Save ``checkpoint`` under ``key``, replacing any earlier one."""
+        ...
+
+    def clear(self, key: str) -> None:
+        """Remove the checkpoint under ``key``; nothing to remove is fine."""
+        ...
+
+
+class InMemoryCheckpointStore:
+    """A thread-safe store that lives as long as the process."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._saved: dict[str, Checkpoint] = {}
+
+    def load(self, key: str) -> Checkpoint | None:
+        """Return the checkpoint under ``key``, or None."""
+        validate_checkpoint_key(key)
+        with self._lock:
+            return self._saved.get(key)
+
+    def save(self, key: str, checkpoint: Checkpoint) -> None:
+        """Keep ``checkpoint`` under ``key``."""
+        validate_checkpoint_key(key)
+        with self._lock:
+            self._saved[key] = checkpoint
+
+    def clear(self, key: str) -> None:
+        """Forget the checkpoint under ``key``."""
+        validate_checkpoint_key(key)
+        with self._lock:
+            self._saved.pop(key, None)
+
+
+def _warn(line: str) -> None:
+    warnings.warn(line, RuntimeWarning, stacklevel=3)
+
+
+class FileCheckpointStore:
+    """One JSON file per key in ``directory``, replaced atomically; survives a restart.
+
+    The directory is created on the first save. A file that cannot be read or is not a valid
+    checkpoint counts as no checkpoint: ``load`` returns None and says why through ``log``
+    (by default a ``RuntimeWarning``), so a damaged file costs the conversation, never the
+    service. ``save`` and ``clear`` raise OSError when the directory is not writable.
+    """
+
+    def __init__(self, directory: str | Path, *, log: Callable[[str], None] | None = None) -> None:
+        self.directory = Path(directory)
+        self._log: Callable[[str], None] = log or _warn
+        self._lock = threading.Lock()
+
+    def path_for(self, key: str) -> Path:
+        """Return the file that holds the checkpoint for ``key``."""
+        return self.directory / f"{validate_checkpoint_key(key)}.json"
+
+    def load(self, key: str) -> Checkpoint | None:
+        """Read the checkpoint for ``key``; None when absent, unreadable or corrupt."""
+        path = self.path_for(key)
+        try:
+            text = path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            return None
+        except (OSError, UnicodeDecodeError) as error:
+            self._log(f"checkpoint {path} is unreadable ({error}); starting without it")
+            return None
+        try:
+            data = json.loads(text)
+            if not isinstance(data, dict):
+                raise ValueError("not a JSON object")
+            return Checkpoint.from_dict(data)  # pyright: ignore[reportUnknownArgumentType]
+        except (ValueError, TypeError, KeyError) as error:
+            self._log(f"checkpoint {path} is corrupt ({error}); starting without it")
+            return None
+
+    def save(self, key: str, checkpoint: Checkpoint) -> None:
+        """Write the checkpoint for ``key`` so a reader sees the old file or the new one."""
+        path = self.path_for(key)
+        payload = json.dumps(checkpoint.to_dict(), sort_keys=True, indent=2) + "\n"
+        with self._lock:
+            self.directory.mkdir(parents=True, exist_ok=True)
+            atomic_write(path, payload)
+
+    def clear(self, key: str) -> None:
+        """Delete the checkpoint file for ``key``, if there is one."""
+        path = self.path_for(key)
+        with self._lock:
+            path.unlink(missing_ok=True)

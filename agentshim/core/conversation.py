@@ -1,0 +1,147 @@
+"""The seams of the session layer: what a conversation is and what opens one.
+
+A :class:`Transport` opens a :class:`Conversation` from a :class:`ConversationSpec`; a
+``Session`` drives conversations through its recovery policy and never knows whether each turn
+is a fresh CLI process (``TransportKind.ONE_SHOT``) or a message to a long-lived one
+(``TransportKind.STREAM``).
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
+
+from agentshim.core.events import AgentEvent
+from agentshim.core.mcp import McpServer
+from agentshim.core.permissions import ApprovalPolicy, NativePermissions
+from agentshim.core.profile import ProviderProfile
+from agentshim.core.turn import TurnRequest, TurnResult
+from agentshim.core.usage import ProviderUsage
+
+__all__ = [
+    "Conversation",
+    "ConversationSpec",
+    "ProbingTransport",
+    "Readiness",
+    "SteerableConversation",
+    "Transport",
+    "TransportKind",
+]
+
+
+class TransportKind(enum.Enum):
+    """How a transport talks to the provider's CLI."""
+
+    ONE_SHOT = "one_shot"
+    """One CLI process per turn; the conversation continues by resuming its id."""
+    STREAM = "stream"
+    """One long-lived CLI process per conversation, where the provider has one."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ConversationSpec:
+    """Everything fixed for the lifetime of one conversation.
+
+    ``permissions`` and ``approvals`` have no default: what the agent may do is always the
+    caller's decision. ``resume_id`` continues an existing provider conversation (None starts a
+    fresh one); ``previous_usage`` is that conversation's last reported usage, which providers
+    with cumulative counters need as a baseline. ``mcp_servers`` and ``reasoning_effort`` apply
+    to every turn whose request does not set its own.
+    """
+
+    permissions: NativePermissions
+    approvals: ApprovalPolicy
+    cwd: str | None = None
+    model: str | None = None
+    mcp_servers: Sequence[McpServer] = ()
+    reasoning_effort: str | None = None
+    resume_id: str | None = None
+    previous_usage: ProviderUsage | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "mcp_servers", tuple(self.mcp_servers))
+
+
+@runtime_checkable
+class Conversation(Protocol):
+    """One provider conversation, turn by turn.
+
+    ``turn`` runs on the caller's thread and delivers every event through ``emit`` on that
+    thread. ``interrupt`` may be called from any thread: it ends the running turn (which then
+    returns a result marked ``interrupted`` or raises ``TurnCancelledError``) and keeps the
+    conversation; with no turn running it does nothing. ``close`` is idempotent; a turn on a
+    closed conversation raises ``SessionStateError``.
+    """
+
+    @property
+    def conversation_id(self) -> str | None:
+        """The provider's id for this conversation; None until the provider names one."""
+        ...
+
+    def turn(self, request: TurnRequest, emit: Callable[[AgentEvent], None]) -> TurnResult:
+        """Run one turn and return its result; failures raise typed AgentShimErrors."""
+        ...
+
+    def interrupt(self) -> None:
+        """End the running turn, keeping the conversation; thread-safe."""
+        ...
+
+    def close(self) -> None:
+        """Release whatever the conversation holds; idempotent."""
+        ...
+
+
+@runtime_checkable
+class SteerableConversation(Conversation, Protocol):
+    """A conversation that accepts messages while a turn runs (long-lived transports only)."""
+
+    def steer(self, text: str) -> None:
+        """Send ``text`` into the running turn; thread-safe."""
+        ...
+
+
+@runtime_checkable
+class Transport(Protocol):
+    """Opens conversations with one provider."""
+
+    @property
+    def profile(self) -> ProviderProfile:
+        """The provider's static capabilities."""
+        ...
+
+    def open(self, spec: ConversationSpec) -> Conversation:
+        """Open a conversation; raise ProviderCapabilityError for a spec it cannot honour."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class Readiness:
+    """Whether a provider's CLI is ready to run turns, found out without calling a model.
+
+    ``authenticated`` is True when credentials were seen (an API-key variable or a login file),
+    and None when agentshim cannot tell (a login kept in a system keychain, say); it is never
+    a guess.
+    """
+
+    provider: str
+    binary_found: bool
+    binary_path: str | None = None
+    version: str | None = None
+    authenticated: bool | None = None
+    detail: str = ""
+
+    @property
+    def ready(self) -> bool:
+        """True when the binary runs and nothing says it is logged out."""
+        return self.binary_found and self.version is not None and self.authenticated is not False
+
+
+@runtime_checkable
+class ProbingTransport(Transport, Protocol):
+    """A transport that can report its CLI's readiness."""
+
+    def probe(self) -> Readiness:
+        """Check the binary, its version and (where it can tell) its login; never runs a turn."""
+        ...

@@ -1,0 +1,780 @@
+"""The recovery policy of a session, as a pure step function.
+
+``SessionPolicy.step(state, event) -> (new_state, commands)`` decides what a session does
+about every turn: open or reopen a conversation, execute the turn, wait and retry, replace a
+lost conversation, forget or retire one, save or clear the checkpoint, finish or fail. It does
+no I/O, reads no clock and starts no thread: clock readings and random samples arrive inside
+events, and every effect leaves as a command that ``Session`` carries out. An event that
+cannot happen in a state raises ``ValueError`` (a bug in the interpreter, never the caller's).
+
+The rules, per turn:
+
+* transient failure: wait each delay of ``RetryPolicy.delays`` in turn and retry in place; a
+  stop signal ends the wait and fails the turn;
+* resume refused on a turn that resumed: drop the conversation, clear the checkpoint and run
+  the turn once more in a fresh conversation (continuity REPLACED), unless the turn is strict
+  or pinned (then fail, keeping it);
+* resume refused on a turn that opened its own conversation: forget it and fail, no replay;
+* an unclassified failure of a resumed turn, and a context overflow: forget the conversation
+  (unless strict or pinned) and fail;
+* usage limit, auth, schema, timeout, interrupted, any other error: fail, keeping the
+  conversation and its checkpoint;
+* success: keep the conversation, save the checkpoint, and retire the conversation (the next
+  turn starts cold, continuity RESET) once the renewal budget is reached, unless the turn is
+  strict or pinned; an interrupted success counts no turn toward renewal;
+* idle longer than ``idle_release_after`` when a turn is prepared: close the live
+  conversation but keep its id, so the next turn reopens it by id;
+* a failure that names a new conversation id adopts it first (except a refused resume).
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+
+from agentshim.core.errors import (
+    FailureKind,
+    SessionResumeError,
+    TurnCancelledError,
+    TurnFailedError,
+    TurnTimeoutError,
+)
+from agentshim.core.profile import RenewalBudget
+from agentshim.core.usage import ProviderUsage
+
+__all__ = [
+    "Abort",
+    "Adopt",
+    "Cancelled",
+    "ClearCheckpoint",
+    "Close",
+    "CloseConversation",
+    "Command",
+    "Continuity",
+    "Event",
+    "ExecuteTurn",
+    "FailTurn",
+    "Failed",
+    "FailureOutcome",
+    "FinishTurn",
+    "Notify",
+    "OpenConversation",
+    "Opened",
+    "Phase",
+    "PolicyState",
+    "Prepare",
+    "Refusal",
+    "RefuseTurn",
+    "Release",
+    "RetryPolicy",
+    "SaveCheckpoint",
+    "SessionPolicy",
+    "Start",
+    "Succeeded",
+    "TurnProgress",
+    "WaitBeforeRetry",
+    "Waited",
+    "classify_failure",
+]
+
+
+class Continuity(enum.Enum):
+    """How the conversation a completed turn ran in relates to the one the session held."""
+
+    CONTINUED = "continued"
+    """The turn continued the session's conversation (or started the session's first one)."""
+    RESET = "reset"
+    """The session had retired or forgotten its conversation, so the turn started cold."""
+    REPLACED = "replaced"
+    """The session's conversation was gone; the turn was replayed in a fresh one."""
+
+
+class FailureOutcome(enum.Enum):
+    """What a failed turn attempt means to the policy, read from the error's base type only."""
+
+    RESUME_REFUSED = "resume_refused"
+    TRANSIENT = "transient"
+    USAGE_LIMIT = "usage_limit"
+    AUTH = "auth"
+    SCHEMA = "schema"
+    CONTEXT_OVERFLOW = "context_overflow"
+    OTHER = "other"
+    TIMEOUT = "timeout"
+    INTERRUPTED = "interrupted"
+    ERROR = "error"
+
+
+_KIND_OUTCOMES = {
+    FailureKind.TRANSIENT: FailureOutcome.TRANSIENT,
+    FailureKind.USAGE_LIMIT: FailureOutcome.USAGE_LIMIT,
+    FailureKind.AUTH: FailureOutcome.AUTH,
+    FailureKind.SCHEMA: FailureOutcome.SCHEMA,
+    FailureKind.CONTEXT_OVERFLOW: FailureOutcome.CONTEXT_OVERFLOW,
+    FailureKind.OTHER: FailureOutcome.OTHER,
+}
+
+
+def classify_failure(error: BaseException) -> FailureOutcome:
+    """Classify an exception a turn raised: SessionResumeError, TurnFailedError.kind, ...."""
+    if isinstance(error, SessionResumeError):
+        return FailureOutcome.RESUME_REFUSED
+    if isinstance(error, TurnFailedError):
+        return _KIND_OUTCOMES[error.kind]
+    if isinstance(error, TurnTimeoutError):
+        return FailureOutcome.TIMEOUT
+    if isinstance(error, TurnCancelledError):
+        return FailureOutcome.INTERRUPTED
+    return FailureOutcome.ERROR
+
+
+_DEFAULT_DELAYS = (30.0, 60.0, 120.0, 240.0, 480.0)
+
+
+@dataclass(frozen=True, slots=True)
+class RetryPolicy:
+    """How a transient failure is retried in place.
+
+    ``delays`` are the waits before the 1st, 2nd, ... retry; their number is the most retries
+    a turn gets. ``jitter`` (0 <= jitter < 1, off by default) spreads each wait by up to that
+    fraction either way; the spread comes from a random sample the session draws from a
+    generator seeded with ``seed``, so a seeded session waits the same every run. A failure
+    that says when the provider will accept requests again (``retry_after_s``) waits at least
+    that long, and is not retried when that is more than ``max_hint_s`` away.
+    """
+
+    delays: Sequence[float] = _DEFAULT_DELAYS
+    jitter: float = 0.0
+    seed: int | None = None
+    max_hint_s: float = 900.0
+
+    def __post_init__(self) -> None:
+        delays = tuple(float(d) for d in self.delays)
+        for delay in delays:
+            if not math.isfinite(delay) or delay < 0:
+                raise ValueError(
+                    f"RetryPolicy delays must be finite and not negative, got {delay!r}"
+                )
+        if not math.isfinite(self.jitter) or not 0 <= self.jitter < 1:
+            raise ValueError(f"RetryPolicy.jitter must be in [0, 1), got {self.jitter!r}")
+        if not math.isfinite(self.max_hint_s) or self.max_hint_s < 0:
+            raise ValueError(
+                f"RetryPolicy.max_hint_s must be finite and not negative, got {self.max_hint_s!r}"
+            )
+        object.__setattr__(self, "delays", delays)
+
+    @classmethod
+    def never(cls) -> RetryPolicy:
+        """A policy that never retries."""
+        return cls(delays=())
+
+    @property
+    def max_retries(self) -> int:
+        """The most retries one turn gets."""
+        return len(self.delays)
+
+    def delay(
+        self, retry: int, *, sample: float = 0.5, retry_after_s: float | None = None
+    ) -> float | None:
+        """Seconds to wait before retry number ``retry`` (0-based), or None to give up.
+
+        ``sample`` is a uniform random number in [0, 1); 0.5 means no spread.
+        """
+        if retry < 0:
+            raise ValueError(f"retry must not be negative, got {retry}")
+        if retry >= len(self.delays):
+            return None
+        base = self.delays[retry]
+        wait = base * (1.0 + self.jitter * (2.0 * min(max(sample, 0.0), 1.0) - 1.0))
+        if retry_after_s is not None and math.isfinite(retry_after_s):
+            if retry_after_s > self.max_hint_s:
+                return None
+            wait = max(wait, retry_after_s)
+        return max(0.0, wait)
+
+
+class Phase(enum.Enum):
+    """Where a session is; every phase but IDLE and CLOSED awaits one result."""
+
+    IDLE = "idle"
+    OPENING = "opening"
+    """An OpenConversation command awaits ``Opened``, ``Failed`` or ``Cancelled``."""
+    EXECUTING = "executing"
+    """An ExecuteTurn command awaits ``Succeeded``, ``Failed`` or ``Cancelled``."""
+    WAITING = "waiting"
+    """A WaitBeforeRetry command awaits ``Waited``."""
+    CLOSED = "closed"
+
+
+@dataclass(frozen=True, slots=True)
+class TurnProgress:
+    """The running turn: its id, its guarantees, and what has happened to it so far."""
+
+    turn_id: str
+    strict: bool
+    pinned: bool
+    started_at: float
+    cold_start: bool
+    """The session had dropped a conversation before this turn (continuity RESET)."""
+    resumed: bool = False
+    """The current attempt continues a conversation the session already named."""
+    retries: int = 0
+    replaced: bool = False
+    attempted: bool = False
+    """Some attempt has already reported a result (so a cancel fails with its error)."""
+
+    @property
+    def holds_conversation(self) -> bool:
+        """A strict or pinned turn never loses its conversation."""
+        return self.strict or self.pinned
+
+
+@dataclass(frozen=True, slots=True)
+class PolicyState:
+    """Everything the policy knows; ``conversation_id`` is what the checkpoint names."""
+
+    phase: Phase = Phase.IDLE
+    conversation_id: str | None = None
+    usage: ProviderUsage | None = None
+    turns: int = 0
+    live: bool = False
+    """A conversation is open (reopened by id on the next turn when not)."""
+    last_active: float | None = None
+    reset_pending: bool = False
+    turn: TurnProgress | None = None
+
+    @property
+    def closed(self) -> bool:
+        """True once the session is closed."""
+        return self.phase is Phase.CLOSED
+
+
+# -- events ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Prepare:
+    """A turn is being prepared at clock reading ``now``; ``expect_conversation`` makes it strict."""
+
+    now: float
+    expect_conversation: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Start:
+    """The prepared turn ``turn_id`` starts running."""
+
+    turn_id: str
+    now: float
+    expect_conversation: str | None = None
+    pin: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Opened:
+    """The conversation asked for is open; ``conversation_id`` as the transport names it."""
+
+    conversation_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Succeeded:
+    """The attempt returned a result."""
+
+    now: float
+    conversation_id: str | None = None
+    usage: ProviderUsage | None = None
+    interrupted: bool = False
+    input_tokens: int = 0
+    duration_s: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class Failed:
+    """Opening the conversation or running the attempt failed.
+
+    ``conversation_id`` is the id the conversation reported after the failure. ``sample`` is a
+    uniform random number for retry jitter; ``retry_after_s`` the provider's own wait hint.
+    """
+
+    now: float
+    outcome: FailureOutcome
+    conversation_id: str | None = None
+    retry_after_s: float | None = None
+    sample: float = 0.5
+
+
+@dataclass(frozen=True, slots=True)
+class Cancelled:
+    """A stop arrived before the awaited open or attempt could be dispatched."""
+
+    now: float
+
+
+@dataclass(frozen=True, slots=True)
+class Waited:
+    """The retry wait ended; ``stopped`` when a stop signal cut it short."""
+
+    now: float
+    stopped: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Abort:
+    """The interpreter hit an error of its own (a handler that raised) mid-turn."""
+
+    now: float
+
+
+@dataclass(frozen=True, slots=True)
+class Adopt:
+    """The caller hands the session an existing conversation to continue."""
+
+    conversation_id: str
+    usage: ProviderUsage | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Release:
+    """The caller releases the live conversation, keeping its id."""
+
+
+@dataclass(frozen=True, slots=True)
+class Close:
+    """The session closes for good."""
+
+
+Event = (
+    Prepare
+    | Start
+    | Opened
+    | Succeeded
+    | Failed
+    | Cancelled
+    | Waited
+    | Abort
+    | Adopt
+    | Release
+    | Close
+)
+"""Everything the policy reacts to."""
+
+
+# -- commands -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class OpenConversation:
+    """Open a conversation, resuming ``resume_id`` when set; report ``Opened`` or ``Failed``."""
+
+    resume_id: str | None
+    previous_usage: ProviderUsage | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ExecuteTurn:
+    """Run the turn in the live conversation; report ``Succeeded`` or ``Failed``."""
+
+    resumed: bool
+    attempt: int
+
+
+@dataclass(frozen=True, slots=True)
+class WaitBeforeRetry:
+    """Wait ``seconds`` (stoppable) before retry ``retry`` of ``of``; report ``Waited``."""
+
+    seconds: float
+    retry: int
+    of: int
+
+
+@dataclass(frozen=True, slots=True)
+class CloseConversation:
+    """Close the live conversation."""
+
+
+@dataclass(frozen=True, slots=True)
+class SaveCheckpoint:
+    """Save the checkpoint naming the retained conversation."""
+
+    conversation_id: str
+    usage: ProviderUsage | None = None
+    turns: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class ClearCheckpoint:
+    """Remove the checkpoint: the session retains no conversation."""
+
+
+@dataclass(frozen=True, slots=True)
+class Notify:
+    """Tell the caller what the policy did (a Lifecycle event during a turn)."""
+
+    kind: str
+    detail: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class FinishTurn:
+    """The turn completed; ``conversation_id`` is the conversation it ran in."""
+
+    continuity: Continuity
+    conversation_id: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class FailTurn:
+    """The turn failed with the last attempt's error, or ``cancelled`` before any attempt."""
+
+    outcome: FailureOutcome
+    cancelled: bool = False
+
+
+class Refusal(enum.Enum):
+    """Why a turn was refused before anything ran."""
+
+    CLOSED = "closed"
+    CONTINUITY = "continuity"
+
+
+@dataclass(frozen=True, slots=True)
+class RefuseTurn:
+    """Nothing runs: the session is closed, or a strict turn expected another conversation."""
+
+    reason: Refusal
+    expected: str | None = None
+    actual: str | None = None
+
+
+Command = (
+    OpenConversation
+    | ExecuteTurn
+    | WaitBeforeRetry
+    | CloseConversation
+    | SaveCheckpoint
+    | ClearCheckpoint
+    | Notify
+    | FinishTurn
+    | FailTurn
+    | RefuseTurn
+)
+"""Every effect the policy asks for."""
+
+Step = tuple[PolicyState, tuple[Command, ...]]
+
+
+def _no_budget() -> RenewalBudget | None:
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class SessionPolicy:
+    """The pure recovery policy (see the module docstring for its rules).
+
+    ``renewal`` retires a conversation once it has served enough; ``idle_release_after``
+    (seconds) closes a conversation left idle that long when the next turn is prepared.
+    """
+
+    retry: RetryPolicy = field(default_factory=RetryPolicy)
+    renewal: RenewalBudget | None = field(default_factory=_no_budget)
+    idle_release_after: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.idle_release_after is not None and (
+            not math.isfinite(self.idle_release_after) or self.idle_release_after < 0
+        ):
+            raise ValueError(
+                "SessionPolicy.idle_release_after must be a finite number of seconds >= 0, "
+                f"got {self.idle_release_after!r}"
+            )
+
+    def initial(
+        self,
+        conversation_id: str | None = None,
+        usage: ProviderUsage | None = None,
+        turns: int = 0,
+    ) -> PolicyState:
+        """The state of a new session, continuing ``conversation_id`` if given."""
+        return PolicyState(conversation_id=conversation_id, usage=usage, turns=turns)
+
+    def step(self, state: PolicyState, event: Event) -> Step:
+        """Apply ``event`` to ``state``: the next state and the commands to carry out, in order."""
+        if isinstance(event, Prepare):
+            return self._prepare(state, event)
+        if isinstance(event, Start):
+            return self._start(state, event)
+        if isinstance(event, Opened):
+            return self._opened(state, event)
+        if isinstance(event, Succeeded):
+            return self._succeeded(state, event)
+        if isinstance(event, Failed):
+            return self._failed(state, event)
+        if isinstance(event, Cancelled):
+            return self._cancelled(state, event)
+        if isinstance(event, Waited):
+            return self._waited(state, event)
+        if isinstance(event, Abort):
+            return self._abort(state, event)
+        if isinstance(event, Adopt):
+            return self._adopt(state, event)
+        if isinstance(event, Release):
+            return self._release(state)
+        return self._close(state)
+
+    # -- before a turn ----------------------------------------------------------------
+
+    def _prepare(self, state: PolicyState, event: Prepare) -> Step:
+        _expect(state, event, Phase.IDLE, Phase.CLOSED)
+        refusal = _refusal(state, event.expect_conversation)
+        if refusal is not None:
+            return state, (refusal,)
+        limit = self.idle_release_after
+        if (
+            limit is not None
+            and state.live
+            and state.last_active is not None
+            and event.now - state.last_active > limit
+        ):
+            return replace(state, live=False), (
+                CloseConversation(),
+                Notify("conversation_released", f"idle for more than {limit:g} s"),
+            )
+        return state, ()
+
+    def _start(self, state: PolicyState, event: Start) -> Step:
+        _expect(state, event, Phase.IDLE, Phase.CLOSED)
+        refusal = _refusal(state, event.expect_conversation)
+        if refusal is not None:
+            return state, (refusal,)
+        turn = TurnProgress(
+            turn_id=event.turn_id,
+            strict=event.expect_conversation is not None,
+            pinned=event.pin,
+            started_at=event.now,
+            cold_start=state.reset_pending,
+        )
+        return _attempt(replace(state, turn=turn))
+
+    # -- an attempt -------------------------------------------------------------------
+
+    def _opened(self, state: PolicyState, event: Opened) -> Step:
+        _expect(state, event, Phase.OPENING)
+        commands: list[Command] = []
+        if event.conversation_id is not None and event.conversation_id != state.conversation_id:
+            state = _adopt_named(state, event.conversation_id, commands)
+        turn = _turn(state)
+        state = replace(state, live=True, phase=Phase.EXECUTING)
+        commands.append(ExecuteTurn(resumed=turn.resumed, attempt=turn.retries + 1))
+        return state, tuple(commands)
+
+    def _succeeded(self, state: PolicyState, event: Succeeded) -> Step:
+        _expect(state, event, Phase.EXECUTING)
+        turn = _turn(state)
+        conversation_id = event.conversation_id or state.conversation_id
+        same = conversation_id == state.conversation_id
+        turns = state.turns if same else 0
+        if not event.interrupted:
+            turns += 1
+        usage = event.usage if event.usage is not None else (state.usage if same else None)
+        if turn.replaced:
+            continuity = Continuity.REPLACED
+        elif turn.cold_start:
+            continuity = Continuity.RESET
+        else:
+            continuity = Continuity.CONTINUED
+        commands: list[Command] = []
+        state = replace(
+            state,
+            phase=Phase.IDLE,
+            turn=None,
+            conversation_id=conversation_id,
+            usage=usage,
+            turns=turns,
+            last_active=event.now,
+            reset_pending=False,
+        )
+        retire = (
+            not event.interrupted
+            and not turn.holds_conversation
+            and self._budget_reached(turns, event)
+        )
+        if retire:
+            state = _forget(state, commands, "conversation_retired", "renewal budget reached")
+        elif conversation_id is not None:
+            commands.append(SaveCheckpoint(conversation_id, usage, turns))
+        else:
+            commands.append(ClearCheckpoint())
+        commands.append(FinishTurn(continuity, conversation_id))
+        return state, tuple(commands)
+
+    def _budget_reached(self, turns: int, event: Succeeded) -> bool:
+        budget = self.renewal
+        if budget is None:
+            return False
+        return (
+            (budget.max_turns is not None and turns >= budget.max_turns)
+            or (
+                budget.max_turn_input_tokens is not None
+                and event.input_tokens >= budget.max_turn_input_tokens
+            )
+            or (
+                budget.max_turn_duration_s is not None
+                and event.duration_s >= budget.max_turn_duration_s
+            )
+        )
+
+    def _failed(self, state: PolicyState, event: Failed) -> Step:
+        _expect(state, event, Phase.OPENING, Phase.EXECUTING)
+        outcome = event.outcome
+        commands: list[Command] = []
+        if (
+            outcome is not FailureOutcome.RESUME_REFUSED
+            and event.conversation_id is not None
+            and event.conversation_id != state.conversation_id
+        ):
+            state = _adopt_named(state, event.conversation_id, commands)
+        turn = replace(_turn(state), attempted=True)
+        state = replace(state, turn=turn)
+        holds = turn.holds_conversation
+
+        if outcome is FailureOutcome.TRANSIENT:
+            wait = self.retry.delay(
+                turn.retries, sample=event.sample, retry_after_s=event.retry_after_s
+            )
+            if wait is None:
+                return _fail(state, event.now, outcome, commands)
+            retry = turn.retries + 1
+            state = replace(state, phase=Phase.WAITING, turn=replace(turn, retries=retry))
+            commands.append(
+                Notify(
+                    "retry_scheduled",
+                    f"transient failure; retry {retry} of {self.retry.max_retries} in {wait:g} s",
+                )
+            )
+            commands.append(WaitBeforeRetry(wait, retry, self.retry.max_retries))
+            return state, tuple(commands)
+
+        if outcome is FailureOutcome.RESUME_REFUSED:
+            if turn.resumed and holds:
+                return _fail(state, event.now, outcome, commands)
+            if turn.resumed and not turn.replaced:
+                state = _forget(
+                    state, commands, "conversation_replaced", "the provider refused the resume"
+                )
+                state = replace(state, turn=replace(_turn(state), replaced=True))
+                state, more = _attempt(state)
+                return state, (*commands, *more)
+            state = _forget(
+                state, commands, "conversation_forgotten", "the provider refused the resume"
+            )
+            return _fail(state, event.now, outcome, commands)
+
+        forget = not holds and (
+            outcome is FailureOutcome.CONTEXT_OVERFLOW
+            or (outcome is FailureOutcome.OTHER and turn.resumed)
+        )
+        if forget:
+            state = _forget(state, commands, "conversation_forgotten", outcome.value)
+        return _fail(state, event.now, outcome, commands)
+
+    def _cancelled(self, state: PolicyState, event: Cancelled) -> Step:
+        _expect(state, event, Phase.OPENING, Phase.EXECUTING)
+        turn = _turn(state)
+        state = replace(state, phase=Phase.IDLE, turn=None, last_active=event.now)
+        return state, (FailTurn(FailureOutcome.INTERRUPTED, cancelled=not turn.attempted),)
+
+    def _waited(self, state: PolicyState, event: Waited) -> Step:
+        _expect(state, event, Phase.WAITING)
+        if event.stopped:
+            return _fail(state, event.now, FailureOutcome.TRANSIENT, [])
+        return _attempt(state)
+
+    def _abort(self, state: PolicyState, event: Abort) -> Step:
+        _expect(state, event, Phase.OPENING, Phase.EXECUTING, Phase.WAITING)
+        return _fail(state, event.now, FailureOutcome.ERROR, [])
+
+    # -- between turns ----------------------------------------------------------------
+
+    def _adopt(self, state: PolicyState, event: Adopt) -> Step:
+        _expect(state, event, Phase.IDLE)
+        commands: list[Command] = []
+        if state.live:
+            commands.append(CloseConversation())
+        commands.append(SaveCheckpoint(event.conversation_id, event.usage, 0))
+        return replace(
+            state,
+            conversation_id=event.conversation_id,
+            usage=event.usage,
+            turns=0,
+            live=False,
+            reset_pending=False,
+        ), tuple(commands)
+
+    def _release(self, state: PolicyState) -> Step:
+        _expect(state, Release(), Phase.IDLE, Phase.CLOSED)
+        if not state.live:
+            return state, ()
+        return replace(state, live=False), (CloseConversation(),)
+
+    def _close(self, state: PolicyState) -> Step:
+        _expect(state, Close(), Phase.IDLE, Phase.CLOSED)
+        if state.closed:
+            return state, ()
+        commands: tuple[Command, ...] = (CloseConversation(),) if state.live else ()
+        return replace(state, phase=Phase.CLOSED, live=False), commands
+
+
+def _expect(state: PolicyState, event: Event, *phases: Phase) -> None:
+    if state.phase not in phases:
+        raise ValueError(
+            f"{type(event).__name__} cannot happen while the session is {state.phase.value}"
+        )
+
+
+def _turn(state: PolicyState) -> TurnProgress:
+    if state.turn is None:
+        raise ValueError(f"no turn is running while the session is {state.phase.value}")
+    return state.turn
+
+
+def _refusal(state: PolicyState, expect: str | None) -> RefuseTurn | None:
+    if state.closed:
+        return RefuseTurn(Refusal.CLOSED)
+    if expect is not None and expect != state.conversation_id:
+        return RefuseTurn(Refusal.CONTINUITY, expected=expect, actual=state.conversation_id)
+    return None
+
+
+def _attempt(state: PolicyState) -> Step:
+    """Dispatch the next attempt: reopen the conversation if none is live, else execute."""
+    turn = replace(_turn(state), resumed=state.conversation_id is not None)
+    if state.live:
+        return replace(state, phase=Phase.EXECUTING, turn=turn), (
+            ExecuteTurn(resumed=turn.resumed, attempt=turn.retries + 1),
+        )
+    return replace(state, phase=Phase.OPENING, turn=turn), (
+        OpenConversation(state.conversation_id, state.usage),
+    )
+
+
+def _adopt_named(state: PolicyState, conversation_id: str, commands: list[Command]) -> PolicyState:
+    """The provider named a conversation the session did not hold: keep and checkpoint it."""
+    commands.append(SaveCheckpoint(conversation_id, None, 0))
+    return replace(state, conversation_id=conversation_id, usage=None, turns=0, reset_pending=False)
+
+
+def _forget(state: PolicyState, commands: list[Command], kind: str, why: str) -> PolicyState:
+    """Drop the conversation: close it, clear the checkpoint, start the next turn cold."""
+    if state.live:
+        commands.append(CloseConversation())
+    commands.append(ClearCheckpoint())
+    if state.conversation_id is not None:
+        commands.append(Notify(kind, f"{state.conversation_id}: {why}"))
+    return replace(state, conversation_id=None, usage=None, turns=0, live=False, reset_pending=True)
+
+
+def _fail(state: PolicyState, now: float, outcome: FailureOutcome, commands: list[Command]) -> Step:
+    state = replace(state, phase=Phase.IDLE, turn=None, last_active=now)
+    return state, (*commands, FailTurn(outcome))

@@ -1,0 +1,99 @@
+"""Readiness probes: run a fixed command on any executor and judge what it printed.
+
+A :class:`ProbeSpec` says what to run and what a healthy answer looks like (an exit status,
+a pattern on stdout); :func:`run_probe` runs it and reports a :class:`ProbeResult` instead of
+raising, so a readiness check can list every problem it found.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from agentshim.core.errors import AgentShimError, CliTimeoutError
+
+from .executor import CommandExecutor, CommandRequest, NullSink
+
+__all__ = ["ProbeResult", "ProbeSpec", "run_probe"]
+
+
+@dataclass(frozen=True, slots=True)
+class ProbeSpec:
+    """A static probe: a command and the answer that means "ready".
+
+    Attributes:
+        argv: The command (for example ``("claude", "auth", "status")``).
+        expect_returncode: The exit status that counts as healthy; ``None`` accepts any.
+        expect_stdout: A regular expression that must be found in stdout; ``None``
+            accepts anything. Its first group (or the whole match) is reported.
+        stdin: Text for the probe's stdin; stdin is a pipe either way.
+        timeout: Seconds the probe may take.
+    """
+
+    argv: Sequence[str]
+    expect_returncode: int | None = 0
+    expect_stdout: str | None = None
+    stdin: str | None = None
+    timeout: float = 15.0
+
+    def __post_init__(self) -> None:
+        argv = tuple(self.argv)
+        if not argv:
+            raise ValueError("ProbeSpec.argv must name a program")
+        if self.expect_stdout is not None:
+            re.compile(self.expect_stdout)  # fail at definition, not at probe time
+        object.__setattr__(self, "argv", argv)
+
+
+@dataclass(frozen=True, slots=True)
+class ProbeResult:
+    """What a probe found.
+
+    Attributes:
+        ready: The probe ran and its answer matched the spec.
+        returncode: The exit status, or ``None`` when it did not finish.
+        stdout: The (bounded) stdout tail.
+        stderr: The (bounded) stderr tail.
+        matched: The first group of ``expect_stdout`` (or the whole match), if it matched.
+        problem: Why it is not ready, in words; ``""`` when ready.
+    """
+
+    ready: bool
+    returncode: int | None
+    stdout: str = ""
+    stderr: str = ""
+    matched: str | None = None
+    problem: str = ""
+
+
+def run_probe(
+    executor: CommandExecutor,
+    spec: ProbeSpec,
+    env: Mapping[str, str],
+    *,
+    cwd: str | None = None,
+) -> ProbeResult:
+    """Run ``spec`` on ``executor`` and judge the answer; never raises an AgentShimError."""
+    request = CommandRequest(spec.argv, stdin=spec.stdin, cwd=cwd, env=env, timeout=spec.timeout)
+    program = spec.argv[0]
+    try:
+        result = executor.run(request, NullSink())
+    except CliTimeoutError:
+        return ProbeResult(False, None, problem=f"{program} did not answer within {spec.timeout} s")
+    except AgentShimError as exc:
+        return ProbeResult(False, None, problem=exc.message)
+    matched: str | None = None
+    problems: list[str] = []
+    if spec.expect_returncode is not None and result.returncode != spec.expect_returncode:
+        problems.append(f"exited {result.returncode}, expected {spec.expect_returncode}")
+    if spec.expect_stdout is not None:
+        found = re.search(spec.expect_stdout, result.stdout)
+        if found is None:
+            problems.append(f"stdout does not match {spec.expect_stdout!r}")
+        else:
+            matched = found.group(1) if found.groups() else found.group(0)
+    problem = f"{program}: " + "; ".join(problems) if problems else ""
+    return ProbeResult(
+        not problems, result.returncode, result.stdout, result.stderr, matched, problem
+    )

@@ -1,0 +1,327 @@
+"""OneShotTransport: CliAgent and AgentSession behind the Transport protocol.
+
+Every turn is one CLI process; the conversation continues by resuming the id the provider
+named. The CLI runs with its own sandbox and approvals off, so this transport accepts
+``NativePermissions.bypass()`` only (put it inside a Confinement). A turn cut short by
+``interrupt()`` returns a result marked ``interrupted`` and emits ``TurnInterrupted`` instead
+of raising.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import replace
+from pathlib import Path
+
+from agentshim.agent import AgentSession, CliAgent
+from agentshim.core.conversation import ConversationSpec, Readiness, TransportKind
+from agentshim.core.errors import (
+    AgentShimError,
+    CliCheckError,
+    CliExitError,
+    CliNotFoundError,
+    ProviderCapabilityError,
+    SessionStateError,
+)
+from agentshim.core.events import AgentEvent, AssistantText, TurnInterrupted
+from agentshim.core.permissions import NativeMode
+from agentshim.core.profile import ProviderProfile
+from agentshim.core.turn import TurnRequest, TurnResult
+from agentshim.core.usage import ProviderUsage
+from agentshim.execution.executor import CommandExecutor, CommandRequest, NullSink
+from agentshim.execution.host import HostCommandExecutor
+
+__all__ = ["OneShotConversation", "OneShotTransport", "probe_cli"]
+
+
+class OneShotTransport:
+    """A Transport that runs one CLI process per turn through a CliAgent.
+
+    ``agent`` is a ready CliAgent, or a factory that builds one on first use (then pass
+    ``profile``): building a CliAgent looks the binary up and health-checks it, and a
+    factory lets that failure surface on the first turn (or in ``probe()``) instead of at
+    construction. ``turn_timeout`` is the default budget of a turn whose request sets none;
+    ``cancel_grace_s`` is how long an interrupted CLI gets between SIGTERM and SIGKILL.
+    """
+
+    kind = TransportKind.ONE_SHOT
+
+    def __init__(
+        self,
+        agent: CliAgent | Callable[[], CliAgent],
+        *,
+        profile: ProviderProfile | None = None,
+        turn_timeout: float | None = None,
+        cancel_grace_s: float = 5.0,
+        check_timeout: float = 15.0,
+    ) -> None:
+        self._lock = threading.Lock()
+        if isinstance(agent, CliAgent):
+            self._agent: CliAgent | None = agent
+            self._factory: Callable[[], CliAgent] | None = None
+            self._profile = agent.profile
+        else:
+            if profile is None:
+                raise ValueError("pass the provider's profile with a CliAgent factory")
+            self._agent = None
+            self._factory = agent
+            self._profile = profile
+        self.turn_timeout = turn_timeout
+        self.cancel_grace_s = cancel_grace_s
+        self.check_timeout = check_timeout
+
+    @property
+    def profile(self) -> ProviderProfile:
+        """The provider's static capabilities."""
+        return self._profile
+
+    @property
+    def cli_agent(self) -> CliAgent:
+        """The CliAgent turns run through, built (binary found and checked) on first use.
+
+        Raises:
+            CliNotFoundError: the binary is not on the PATH.
+            CliCheckError: its health check failed.
+        """
+        with self._lock:
+            if self._agent is None:
+                factory = self._factory
+                if factory is None:  # pragma: no cover - one of the two is always set
+                    raise SessionStateError("OneShotTransport has no CliAgent")
+                self._agent = factory()
+            return self._agent
+
+    def open(self, spec: ConversationSpec) -> OneShotConversation:
+        """Open a conversation (resuming ``spec.resume_id`` if set); no process starts yet.
+
+        Raises:
+            ProviderCapabilityError: ``spec.permissions`` is not bypass.
+        """
+        check_permissions(self._profile, spec)
+        return OneShotConversation(
+            self.cli_agent, spec, timeout=self.turn_timeout, cancel_grace_s=self.cancel_grace_s
+        )
+
+    def probe(self) -> Readiness:
+        """Report whether the CLI is installed, runs, and (where it can tell) is logged in."""
+        try:
+            agent = self.cli_agent
+        except CliNotFoundError as error:
+            return Readiness(self._profile.name, binary_found=False, detail=str(error))
+        except CliCheckError as error:
+            return Readiness(
+                self._profile.name, binary_found=True, binary_path=error.path, detail=str(error)
+            )
+        return probe_cli(
+            agent.profile,
+            agent.executor,
+            agent.env,
+            binary_path=agent.binary_path,
+            timeout=self.check_timeout,
+        )
+
+
+def check_permissions(profile: ProviderProfile, spec: ConversationSpec) -> None:
+    """Refuse a spec whose native permissions the one-shot path cannot honour."""
+    mode = spec.permissions.mode
+    if mode is not NativeMode.BYPASS:
+        raise ProviderCapabilityError(
+            f"{profile.display_name} one-shot turns run with the CLI's own sandbox and "
+            f"approvals off: only NativePermissions.bypass() is possible there, not "
+            f"{mode.value}; run the agent inside a Confinement with bypass(), or use a "
+            "transport that supports this mode"
+        )
+
+
+class _Router:
+    """The CliAgent's event handler: forwards each event to the running turn's emitter."""
+
+    def __init__(self) -> None:
+        self.target: Callable[[AgentEvent], None] | None = None
+
+    def on_event(self, event: AgentEvent) -> None:
+        target = self.target
+        if target is not None:
+            target(event)
+
+
+class OneShotConversation:
+    """One provider conversation over an AgentSession: one CLI process per turn."""
+
+    def __init__(
+        self,
+        agent: CliAgent,
+        spec: ConversationSpec,
+        *,
+        timeout: float | None = None,
+        cancel_grace_s: float = 5.0,
+    ) -> None:
+        self._router = _Router()
+        self._agent = agent.derive(model=spec.model, event_handler=self._router)
+        self._session: AgentSession = self._agent.start_session(
+            cwd=spec.cwd,
+            timeout=timeout,
+            session_id=spec.resume_id,
+            previous_usage=spec.previous_usage,
+        )
+        self._spec = spec
+        self._grace = cancel_grace_s
+        self._lock = threading.Lock()
+        self._running = False
+        self._interrupted = False
+        self._closed = False
+
+    @property
+    def conversation_id(self) -> str | None:
+        """The provider's id for this conversation; None until a turn names one."""
+        return self._session.session_id
+
+    def turn(self, request: TurnRequest, emit: Callable[[AgentEvent], None]) -> TurnResult:
+        """Run one turn as one CLI process; events go to ``emit`` on this thread.
+
+        Raises:
+            SessionStateError: the conversation is closed, or a turn is already running.
+            AgentShimError: the turn failed (unless it was interrupted, see ``interrupt``).
+        """
+        with self._lock:
+            if self._closed:
+                raise SessionStateError("this conversation is closed; open a new one")
+            if self._running:
+                raise SessionStateError("a turn is already running in this conversation")
+            self._running = True
+            self._interrupted = False
+        partial: list[str] = []
+        delivered = [False]
+
+        def route(event: AgentEvent) -> None:
+            if not delivered[0]:
+                # The session is busy from its first event on, so an interrupt that came
+                # before it could not reach the process; pass it on now.
+                delivered[0] = True
+                if self._interrupt_requested():
+                    self._session.cancel(self._grace)
+            if isinstance(event, AssistantText):
+                partial.append(event.text)
+            emit(event)
+
+        self._router.target = route
+        resumed = self._session.session_id is not None
+        started = time.monotonic()
+        try:
+            return self._session.turn(self._with_defaults(request))
+        except AgentShimError as error:
+            if not self._interrupt_requested():
+                raise
+            emit(TurnInterrupted("interrupted on request"))
+            return TurnResult(
+                text="\n".join(partial),
+                structured_output=None,
+                session_id=self._session.session_id,
+                resumed=resumed,
+                usage=ProviderUsage(provider=self._agent.profile.name, increment_known=False),
+                duration_ms=int((time.monotonic() - started) * 1000),
+                exit_code=error.returncode if isinstance(error, CliExitError) else -1,
+                interrupted=True,
+            )
+        finally:
+            self._router.target = None
+            with self._lock:
+                self._running = False
+                self._interrupted = False
+
+    def _interrupt_requested(self) -> bool:
+        with self._lock:
+            return self._interrupted
+
+    def _with_defaults(self, request: TurnRequest) -> TurnRequest:
+        spec = self._spec
+        if not request.mcp_servers and spec.mcp_servers:
+            request = replace(request, mcp_servers=tuple(spec.mcp_servers))
+        if request.reasoning_effort is None and spec.reasoning_effort is not None:
+            request = replace(request, reasoning_effort=spec.reasoning_effort)
+        return request
+
+    def interrupt(self) -> None:
+        """Stop the running turn's process (SIGTERM, SIGKILL after the grace); thread-safe."""
+        with self._lock:
+            if not self._running:
+                return
+            self._interrupted = True
+        self._session.cancel(self._grace)
+
+    def close(self) -> None:
+        """Refuse further turns; idempotent. There is no process between turns to stop."""
+        with self._lock:
+            self._closed = True
+
+
+def probe_cli(
+    profile: ProviderProfile,
+    executor: CommandExecutor,
+    env: Mapping[str, str],
+    *,
+    binary_path: str | None = None,
+    timeout: float = 15.0,
+) -> Readiness:
+    """Find the CLI, run ``--version``, and look for credentials; never calls a model.
+
+    Credentials count as seen when one of the profile's API-key variables is set in ``env``
+    or, on the host, one of its login files exists under ``$HOME``; otherwise
+    ``authenticated`` is None (a keychain login, say, is invisible from here).
+    """
+    name = profile.name
+    if binary_path is None:
+        try:
+            binary_path = executor.find_binary(profile.binary, env)
+        except CliNotFoundError as error:
+            return Readiness(name, binary_found=False, detail=str(error))
+    try:
+        outcome = executor.run(
+            CommandRequest((binary_path, "--version"), env=env, timeout=timeout), NullSink()
+        )
+    except AgentShimError as error:
+        return Readiness(name, True, binary_path, detail=f"--version failed: {error}")
+    except OSError as error:
+        return Readiness(name, True, binary_path, detail=f"--version could not start: {error}")
+    if outcome.returncode != 0:
+        said = _first_line(outcome.stderr) or _first_line(outcome.stdout)
+        return Readiness(
+            name,
+            True,
+            binary_path,
+            detail=f"--version exited {outcome.returncode}: {said or 'no output'}",
+        )
+    version = _first_line(outcome.stdout) or _first_line(outcome.stderr)
+    authenticated = _credentials_seen(
+        profile, env, on_host=isinstance(executor, HostCommandExecutor)
+    )
+    return Readiness(
+        name,
+        True,
+        binary_path,
+        version=version or "unknown",
+        authenticated=authenticated,
+        detail="" if authenticated else "credentials not visible from here",
+    )
+
+
+def _credentials_seen(
+    profile: ProviderProfile, env: Mapping[str, str], *, on_host: bool
+) -> bool | None:
+    if any(env.get(var) for var in profile.auth_env_vars):
+        return True
+    if on_host:
+        home = env.get("HOME") or os.path.expanduser("~")
+        if any((Path(home) / relative).is_file() for relative in profile.auth_files):
+            return True
+    return None
+
+
+def _first_line(text: str) -> str:
+    for line in text.splitlines():
+        if line.strip():
+            return line.strip()
+    return ""

@@ -1,0 +1,306 @@
+"""ClaudeProvider: how to run ``claude -p`` for one turn, and the Claude Code profile.
+
+argv, in order::
+
+    claude -p --output-format stream-json --verbose
+           [--resume ID] [--model M] [--effort E] [--json-schema JSON]
+           (--dangerously-skip-permissions | --permission-mode MODE)
+           [--settings JSON] [mcp argv] [extra_args]
+
+The prompt goes on stdin, never into argv. ``--verbose`` is required: without it the CLI
+refuses stream-json in print mode and exits 1.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from agentshim.core.errors import (
+    AgentShimError,
+    CliExitError,
+    FailureKind,
+    InvalidSessionIdError,
+    ProviderCapabilityError,
+    SessionResumeError,
+)
+from agentshim.core.events import AgentEvent
+from agentshim.core.ids import validate_session_id
+from agentshim.core.mcp import HttpMcpServer, McpServer, StdioMcpServer, install_json_config
+from agentshim.core.pricing import PricingTable
+from agentshim.core.profile import McpMechanism, OutputSchemaStyle, ProviderProfile, SchemaDialect
+from agentshim.core.provider import ArgvContext, McpInstallation, NoMcpInstallation
+
+from .events import as_list, as_mapping
+from .model_data import PRICING_TABLE
+from .parser import ClaudeStreamParser
+from .sandbox import SANDBOX_ENV, SandboxConfig
+from .user_hooks import ClaudeHook, build_settings
+
+__all__ = [
+    "MCP_CONFIG_FILE",
+    "MCP_SERVERS_KEY",
+    "NO_CONVERSATION_TEXT",
+    "PERMISSION_MODES",
+    "PROFILE",
+    "ClaudeProvider",
+    "mcp_entry",
+]
+
+MCP_CONFIG_FILE = ".mcp.json"
+"""Where Claude Code reads project MCP servers from, relative to its working directory."""
+
+MCP_SERVERS_KEY = "mcpServers"
+"""The object in ``.mcp.json`` that holds the servers, keyed by name."""
+
+NO_CONVERSATION_TEXT = "No conversation found"
+"""What Claude Code says (stderr and the result's ``errors``) when a resumed id is unknown."""
+
+PERMISSION_MODES = ("acceptEdits", "bypassPermissions", "default", "dontAsk", "plan")
+"""The values ``--permission-mode`` accepts."""
+
+PROFILE = ProviderProfile(
+    name="claude",
+    display_name="Claude Code",
+    binary="claude",
+    supports_resume=True,
+    supports_reasoning_effort=True,
+    mcp=McpMechanism.CONFIG_FILE,
+    output_schema=OutputSchemaStyle.INLINE_JSON,
+    schema_dialect=SchemaDialect.OPEN,
+    state_dirs=(".claude", ".claude.json"),
+    auth_env_vars=(
+        "ANTHROPIC_AUTH_TOKEN",
+        "ANTHROPIC_API_KEY",
+        "CLAUDE_CODE_OAUTH_TOKEN",
+        "ANTHROPIC_BASE_URL",
+        "ANTHROPIC_CUSTOM_HEADERS",
+    ),
+    skill_dirs=(".claude/skills",),
+    container_install=("npm install -g @anthropic-ai/claude-code",),
+    container_env={"IS_SANDBOX": "1"},
+    state_root_env="CLAUDE_CONFIG_DIR",
+    auth_files=(".claude/.credentials.json",),
+    credential_files=(".claude/.credentials.json",),
+    resume_state_paths=(".claude/projects",),
+    mcp_config_file=MCP_CONFIG_FILE,
+)
+"""Claude Code's capabilities. ``IS_SANDBOX=1`` lets a root container use the bypass flags."""
+
+
+def mcp_entry(server: McpServer) -> dict[str, Any]:
+    """Render ``server`` as a ``.mcp.json`` entry.
+
+    A stdio server is ``{"command", "args", "env"?}``; an HTTP one ``{"type", "url",
+    "headers"?}``. Claude Code has no per-server startup or tool timeout, so a server that sets
+    one is refused with ProviderCapabilityError rather than silently run without it.
+    """
+    if server.startup_timeout_s is not None or server.tool_timeout_s is not None:
+        raise ProviderCapabilityError(
+            f"Claude Code cannot set a startup or tool timeout for MCP server {server.name!r}; "
+            "leave startup_timeout_s and tool_timeout_s unset for this provider"
+        )
+    if isinstance(server, StdioMcpServer):
+        entry: dict[str, Any] = {"command": server.command, "args": list(server.args)}
+        if server.env:
+            entry["env"] = dict(server.env)
+        return entry
+    http: HttpMcpServer = server
+    entry = {"type": http.transport, "url": http.url}
+    if http.headers:
+        entry["headers"] = dict(http.headers)
+    return entry
+
+
+class ClaudeProvider:
+    """Claude Code in print mode (``claude -p``), one process per turn.
+
+    Options (all keyword-only, fixed for the provider's lifetime):
+
+    - ``permission_mode``: None passes ``--dangerously-skip-permissions`` (no prompts: the
+      turn runs unattended, so any approval request would stall it); a name from
+      PERMISSION_MODES passes ``--permission-mode NAME`` instead.
+    - ``sandbox``: Claude Code's own Bash sandbox (and optional read confinement), sent in
+      ``--settings``. Merge ``sandbox_env`` into the agent's env when using it.
+    - ``hooks``: caller hooks, merged after agentshim's own into the same ``--settings``.
+    - ``pricing``: prices used when a result frame reports no cost.
+    """
+
+    def __init__(
+        self,
+        *,
+        permission_mode: str | None = None,
+        sandbox: SandboxConfig | None = None,
+        hooks: Sequence[ClaudeHook] = (),
+        pricing: PricingTable = PRICING_TABLE,
+    ) -> None:
+        """Build a provider; ValueError for an unknown permission mode or a non-hook."""
+        if permission_mode is not None and permission_mode not in PERMISSION_MODES:
+            raise ValueError(
+                f"unknown Claude Code permission mode {permission_mode!r}; "
+                f"use one of {', '.join(PERMISSION_MODES)} or None"
+            )
+        hooks = tuple(hooks)
+        for hook in hooks:
+            if not isinstance(hook, ClaudeHook):  # pyright: ignore[reportUnnecessaryIsInstance]
+                raise ValueError(f"hooks must be ClaudeHook values, not {hook!r}")
+        self._permission_mode = permission_mode
+        self._sandbox = sandbox
+        self._hooks = hooks
+        self._pricing = pricing
+        settings = build_settings(sandbox, hooks)
+        self._settings_json = (
+            json.dumps(settings, separators=(",", ":"), ensure_ascii=False) if settings else None
+        )
+
+    @property
+    def profile(self) -> ProviderProfile:
+        """Claude Code's capabilities."""
+        return PROFILE
+
+    @property
+    def permission_mode(self) -> str | None:
+        """The ``--permission-mode`` value, or None for ``--dangerously-skip-permissions``."""
+        return self._permission_mode
+
+    @property
+    def sandbox(self) -> SandboxConfig | None:
+        """The sandbox configuration sent in ``--settings``, if any."""
+        return self._sandbox
+
+    @property
+    def hooks(self) -> tuple[ClaudeHook, ...]:
+        """The caller's hooks, in the order they are registered."""
+        return self._hooks
+
+    @property
+    def sandbox_env(self) -> Mapping[str, str]:
+        """Environment Claude Code's sandbox needs; merge it into ``CliAgent(env=...)``."""
+        return SANDBOX_ENV
+
+    @property
+    def env_defaults(self) -> Mapping[str, str]:
+        """Environment CliAgent adds where its env is silent: ``sandbox_env`` with a sandbox."""
+        return SANDBOX_ENV if self._sandbox is not None else {}
+
+    @property
+    def settings_json(self) -> str | None:
+        """The ``--settings`` argument, or None when there is nothing to configure."""
+        return self._settings_json
+
+    def build_argv(self, ctx: ArgvContext) -> list[str]:
+        """Return the argv for one turn; InvalidSessionIdError for an unsafe resume id."""
+        argv = [ctx.binary_path, "-p", "--output-format", "stream-json", "--verbose"]
+        if ctx.resume_session_id is not None:
+            argv += ["--resume", _resume_arg(ctx.resume_session_id)]
+        if ctx.model:
+            argv += ["--model", ctx.model]
+        if ctx.reasoning_effort:
+            argv += ["--effort", ctx.reasoning_effort]
+        if ctx.schema_inline is not None:
+            argv += ["--json-schema", ctx.schema_inline]
+        if self._permission_mode is None:
+            argv.append("--dangerously-skip-permissions")
+        else:
+            argv += ["--permission-mode", self._permission_mode]
+        if self._settings_json is not None:
+            argv += ["--settings", self._settings_json]
+        argv.extend(ctx.mcp_argv)
+        argv.extend(ctx.extra_args)
+        return argv
+
+    def new_parser(
+        self, emit: Callable[[AgentEvent], None], *, expect_structured: bool
+    ) -> ClaudeStreamParser:
+        """Return a fresh stream-json parser for one turn."""
+        return ClaudeStreamParser(emit, expect_structured=expect_structured, pricing=self._pricing)
+
+    def install_mcp(self, workspace: Path | None, servers: Sequence[McpServer]) -> McpInstallation:
+        """Merge ``servers`` into ``<workspace>/.mcp.json`` for the turn (restored afterwards).
+
+        Raises:
+            ProviderCapabilityError: there is no workspace, or a server sets a timeout.
+            McpConfigError: the file cannot be read, parsed or written.
+        """
+        if not servers:
+            return NoMcpInstallation()
+        if workspace is None:
+            raise ProviderCapabilityError(
+                "Claude Code reads MCP servers from .mcp.json in its working directory; "
+                "give the turn a cwd (or mcp_workspace) to install them into"
+            )
+        entries = {server.name: mcp_entry(server) for server in servers}
+        return install_json_config(Path(workspace) / MCP_CONFIG_FILE, (MCP_SERVERS_KEY,), entries)
+
+    def classify_exit(self, error: CliExitError, *, resumed: bool) -> AgentShimError:
+        """Return SessionResumeError when the conversation is gone, else ``error`` unchanged.
+
+        Claude Code names a missing conversation ("No conversation found", on stderr and in the
+        result's ``errors``); that is a resume failure whether or not the turn was flagged as
+        resumed. A resumed turn that failed without a classified kind is one too: the CLI has
+        no distinct exit for a lost transcript (an id that is not a UUID fails differently),
+        and a conversation that cannot continue is lost either way. A resumed turn with a
+        classified kind (TRANSIENT, AUTH, ...) keeps it: the conversation is still there.
+        """
+        if isinstance(error, SessionResumeError):
+            return error
+        missing = _missing_conversation(error)
+        if missing is None and not (resumed and error.kind is FailureKind.OTHER):
+            return error
+        return SessionResumeError(
+            error.argv,
+            error.returncode,
+            error.stdout,
+            error.stderr,
+            session_id=_resume_id(error.argv) or missing or None,
+            kind=error.kind,
+            detail=error.detail,
+        )
+
+
+def _resume_arg(session_id: str) -> str:
+    # An id starting with "-" is a valid id but would be read as the next flag.
+    if validate_session_id(session_id).startswith("-"):
+        raise InvalidSessionIdError(session_id)
+    return session_id
+
+
+def _resume_id(argv: Sequence[str]) -> str | None:
+    for flag, value in itertools.pairwise(argv):
+        if flag == "--resume":
+            return value
+    return None
+
+
+def _missing_conversation(error: CliExitError) -> str | None:
+    """The session id Claude Code said it could not find ("" if unnamed), or None."""
+    texts = [error.stderr, error.detail]
+    if NO_CONVERSATION_TEXT in error.stdout:
+        texts.extend(_result_errors(error.stdout))
+    for text in texts:
+        at = text.find(NO_CONVERSATION_TEXT)
+        if at < 0:
+            continue
+        tail = text[at:].splitlines()[0]
+        _, _, named = tail.partition("session ID:")
+        return named.strip()
+    return None
+
+
+def _result_errors(stdout: str) -> list[str]:
+    # Only the result frame's own errors count: tool output quoting the phrase must not.
+    found: list[str] = []
+    for line in stdout.splitlines():
+        if NO_CONVERSATION_TEXT not in line:
+            continue
+        try:
+            frame: Any = json.loads(line)
+        except (ValueError, RecursionError):
+            continue
+        result = as_mapping(frame)
+        if result is not None and result.get("type") == "result":
+            found.extend(e for e in as_list(result.get("errors")) if isinstance(e, str))
+    return found

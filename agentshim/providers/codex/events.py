@@ -1,0 +1,195 @@
+"""How ``codex exec --json`` items become typed events: the tool-kind table and item helpers.
+
+Codex names a tool call by the type of the thread item that carries it (``command_execution``,
+``file_change``, ``mcp_tool_call``, ``web_search``, ``collab_tool_call``); ``todo_list`` is the
+agent's plan. Those item types are the tool names events carry.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import Any, cast
+
+from agentshim.core.events import Plan, PlanItem, ToolKind, ToolResult
+from agentshim.core.stream import ToolArgs
+
+__all__ = [
+    "EDIT_TOOL",
+    "MCP_TOOL",
+    "PLAN_ITEM",
+    "SHELL_TOOL",
+    "SUBAGENT_TOOL",
+    "TOOL_KINDS",
+    "WEB_TOOL",
+    "as_array",
+    "as_object",
+    "plan_from_item",
+    "tool_args",
+    "tool_kind",
+    "tool_result",
+]
+
+#: The item type of a shell command the agent ran.
+SHELL_TOOL = "command_execution"
+#: The item type of a patch the agent applied.
+EDIT_TOOL = "file_change"
+#: The item type of a call to an MCP server's tool.
+MCP_TOOL = "mcp_tool_call"
+#: The item type of a web search.
+WEB_TOOL = "web_search"
+#: The item type of a call that talks to another agent thread.
+SUBAGENT_TOOL = "collab_tool_call"
+#: The item type of the agent's to-do list.
+PLAN_ITEM = "todo_list"
+
+TOOL_KINDS: Mapping[str, ToolKind] = MappingProxyType(
+    {
+        SHELL_TOOL: ToolKind.COMMAND,
+        EDIT_TOOL: ToolKind.FILE_CHANGE,
+        MCP_TOOL: ToolKind.MCP,
+        WEB_TOOL: ToolKind.WEB,
+        SUBAGENT_TOOL: ToolKind.SUBAGENT,
+        PLAN_ITEM: ToolKind.PLAN,
+    }
+)
+"""Codex's tool item types mapped to what they do."""
+
+
+def tool_kind(name: str) -> ToolKind:
+    """Return what the tool item type ``name`` does (OTHER for one not in the table)."""
+    return TOOL_KINDS.get(name, ToolKind.OTHER)
+
+
+def _text(value: object) -> str:
+    return value if isinstance(value, str) else ""
+
+
+def as_object(value: object) -> dict[str, Any] | None:
+    """Return ``value`` as a JSON object, or None when it is something else."""
+    return cast("dict[str, Any]", value) if isinstance(value, dict) else None
+
+
+def as_array(value: object) -> list[Any]:
+    """Return ``value`` as a JSON array, or an empty list when it is something else."""
+    return cast("list[Any]", value) if isinstance(value, list) else []
+
+
+def tool_args(item_type: str, item: Mapping[str, Any]) -> ToolArgs:
+    """Return a tool item's arguments: what was asked, without status or output."""
+    if item_type == SHELL_TOOL:
+        return {"command": _text(item.get("command"))}
+    if item_type == EDIT_TOOL:
+        return {"changes": item.get("changes") or []}
+    if item_type == MCP_TOOL:
+        return {
+            "server": _text(item.get("server")),
+            "tool": _text(item.get("tool")),
+            "arguments": item.get("arguments"),
+        }
+    if item_type == WEB_TOOL:
+        return {"query": _text(item.get("query"))}
+    skipped = ("id", "type", "status", "result", "error", "aggregated_output", "exit_code")
+    return {k: v for k, v in item.items() if k not in skipped}
+
+
+def _change_lines(changes: object) -> str:
+    lines: list[str] = []
+    for change in as_array(changes):
+        entry = as_object(change)
+        if entry is not None:
+            lines.append(f"{_text(entry.get('kind')) or 'change'} {_text(entry.get('path'))}")
+    return "\n".join(lines)
+
+
+def _mcp_output(result: object) -> str:
+    payload = as_object(result)
+    if payload is None:
+        return ""
+    texts: list[str] = []
+    for block in as_array(payload.get("content")):
+        entry = as_object(block)
+        text = _text(entry.get("text")) if entry is not None else ""
+        if text:
+            texts.append(text)
+    if texts:
+        return "\n".join(texts)
+    structured = payload.get("structured_content")
+    if structured is not None:
+        return json.dumps(structured, ensure_ascii=False)
+    return ""
+
+
+def _error_message(error: object) -> str:
+    entry = as_object(error)
+    return _text(entry.get("message")) if entry is not None else _text(error)
+
+
+def tool_result(
+    item_type: str,
+    item: Mapping[str, Any],
+    *,
+    tool_id: str | None,
+    duration_s: float | None,
+) -> ToolResult:
+    """Return the ToolResult of a completed tool item.
+
+    A failure (status ``failed`` or ``declined``, or a nonzero exit code) has an empty stdout,
+    its message on stderr, and the CLI's exit code (1 where Codex gives none).
+    """
+    status = _text(item.get("status"))
+    kind = tool_kind(item_type)
+    exit_code: int | None = None
+    if item_type == SHELL_TOOL:
+        output = _text(item.get("aggregated_output"))
+        raw_code = item.get("exit_code")
+        if isinstance(raw_code, int) and not isinstance(raw_code, bool):
+            exit_code = raw_code
+        failed = status in ("failed", "declined") or (exit_code is not None and exit_code != 0)
+        message = output or f"command {status or 'failed'}"
+    elif item_type == EDIT_TOOL:
+        output = _change_lines(item.get("changes"))
+        failed = status == "failed"
+        message = f"patch failed to apply:\n{output}" if output else "patch failed to apply"
+    elif item_type == MCP_TOOL:
+        output = _mcp_output(item.get("result"))
+        error_text = _error_message(item.get("error"))
+        failed = status == "failed" or bool(error_text)
+        message = error_text or output or "MCP tool call failed"
+    else:
+        output = ""
+        failed = status == "failed"
+        message = _error_message(item.get("error")) or f"{item_type} failed"
+    if failed:
+        return ToolResult(
+            tool_id=tool_id,
+            tool=item_type,
+            stdout="",
+            stderr=message,
+            exit_code=exit_code if exit_code not in (None, 0) else 1,
+            duration_s=duration_s,
+            kind=kind,
+        )
+    return ToolResult(
+        tool_id=tool_id,
+        tool=item_type,
+        stdout=output,
+        stderr="",
+        exit_code=exit_code if exit_code is not None else 0,
+        duration_s=duration_s,
+        kind=kind,
+    )
+
+
+def plan_from_item(item: Mapping[str, Any], *, tool_id: str | None) -> Plan:
+    """Return the Plan a ``todo_list`` item describes (status ``completed`` or ``pending``)."""
+    entries: list[PlanItem] = []
+    for raw in as_array(item.get("items")):
+        entry = as_object(raw)
+        if entry is not None:
+            done = entry.get("completed") is True
+            entries.append(
+                PlanItem(text=_text(entry.get("text")), status="completed" if done else "pending")
+            )
+    return Plan(items=tuple(entries), tool_id=tool_id)

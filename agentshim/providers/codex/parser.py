@@ -1,0 +1,447 @@
+"""CodexStreamParser: ``codex exec --json`` output into typed events and a ParsedTurn.
+
+Frames (one JSON object a line): ``thread.started``, ``turn.started``, ``item.started`` /
+``item.updated`` / ``item.completed`` (each carrying a thread item), ``error`` (a retry notice,
+not terminal), ``turn.completed`` (with usage) and ``turn.failed`` (terminal). A stream that
+ends without ``turn.completed`` or ``turn.failed`` failed too ("stream ended early").
+
+Usage is cumulative for the thread: a resumed turn reports the running total. The turn's own
+usage is that total minus the previous report, which the session hands over through
+:meth:`CodexStreamParser.configure` (``ParserContext.previous_usage.raw``). A resumed turn with
+no baseline reports zero tokens with ``increment_known=False`` and keeps the raw total in
+``ProviderUsage.raw`` so the next turn has one. Codex reports no cost on this path; it is
+priced from ``model_data.PRICING_TABLE`` when the model is known.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from collections import deque
+from collections.abc import Callable, Mapping
+from dataclasses import replace
+from types import MappingProxyType
+from typing import Any
+
+from agentshim.core.errors import FailureKind
+from agentshim.core.events import (
+    AgentEvent,
+    AssistantText,
+    Lifecycle,
+    ProviderError,
+    RawOutput,
+    Reasoning,
+    SessionStarted,
+    Stderr,
+    ToolCall,
+    UsageReport,
+)
+from agentshim.core.pricing import PricingTable, cost_usd
+from agentshim.core.provider import ParsedTurn, ParserContext
+from agentshim.core.stream import ToolTracker
+from agentshim.core.usage import CostSource, ProviderUsage, TokenUsage
+
+from ._failures import classify_failure, classify_first
+from .events import (
+    EDIT_TOOL,
+    MCP_TOOL,
+    PLAN_ITEM,
+    SHELL_TOOL,
+    SUBAGENT_TOOL,
+    WEB_TOOL,
+    as_object,
+    plan_from_item,
+    tool_args,
+    tool_kind,
+    tool_result,
+)
+from .model_data import PRICING_TABLE
+
+__all__ = ["PROVIDER_NAME", "CodexStreamParser"]
+
+#: The name usage reports carry.
+PROVIDER_NAME = "codex"
+
+_TOOL_ITEMS = frozenset({SHELL_TOOL, EDIT_TOOL, MCP_TOOL, WEB_TOOL, SUBAGENT_TOOL})
+_MODEL_METADATA = re.compile(r"Model metadata for `([^`]+)` not found")
+_FINAL_PHASE = "final_answer"
+_COMMENTARY_PHASE = "commentary"
+_STDERR_KEPT = 64
+_STREAM_ENDED_EARLY = (
+    "codex's stream ended early: no turn.completed or turn.failed frame was printed"
+)
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def _count(raw: Mapping[str, Any], key: str) -> int:
+    value = raw.get(key)
+    if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+        return value
+    return 0
+
+
+def _fold_usage(raw: Mapping[str, Any]) -> TokenUsage:
+    """Normalize one Codex usage report (its input already includes cached tokens)."""
+    cache_read = _count(raw, "cached_input_tokens")
+    cache_write = _count(raw, "cache_write_input_tokens")
+    reasoning = _count(raw, "reasoning_output_tokens")
+    # A report that breaks the breakdown's invariants is widened, never rejected.
+    return TokenUsage(
+        input_tokens=max(_count(raw, "input_tokens"), cache_read + cache_write),
+        cache_read_input_tokens=cache_read,
+        cache_write_input_tokens=cache_write,
+        output_tokens=max(_count(raw, "output_tokens"), reasoning),
+        reasoning_output_tokens=reasoning,
+    )
+
+
+def _text(value: object) -> str:
+    return value if isinstance(value, str) else ""
+
+
+class CodexStreamParser:
+    """Parses one ``codex exec --json`` turn; never raises on any input.
+
+    ``model`` prices the turn (``ParserContext.model``, when the session provides one, takes
+    precedence; failing both, the model Codex names in its "Model metadata ... not found"
+    warning is used). ``expect_structured`` decodes the final message as the JSON payload.
+    """
+
+    def __init__(
+        self,
+        emit: Callable[[AgentEvent], None],
+        *,
+        expect_structured: bool = False,
+        model: str | None = None,
+        pricing: PricingTable = PRICING_TABLE,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._emit = emit
+        self._expect_structured = expect_structured
+        self._model = model
+        self._warned_model: str | None = None
+        self._pricing = pricing
+        self._decode = json.JSONDecoder(parse_constant=_reject_constant).decode
+        self._tools = ToolTracker(clock)
+        self._requested_id: str | None = None
+        self._baseline: TokenUsage | None = None
+        self._baseline_missing = False
+        self._session_id: str | None = None
+        self._messages: list[tuple[str, str | None]] = []
+        self._errors: list[str] = []
+        self._failure: str | None = None
+        self._terminal = False
+        self._last_report: TokenUsage | None = None
+        self._last_raw: Mapping[str, Any] | None = None
+        self._notes: list[str] = []
+        self._stderr: deque[str] = deque(maxlen=_STDERR_KEPT)
+        self._frames: dict[str, Callable[[dict[str, Any]], None]] = {
+            "thread.started": self._thread_started,
+            "turn.started": self._turn_started,
+            "item.started": self._item_started,
+            "item.updated": self._item_updated,
+            "item.completed": self._item_completed,
+            "turn.completed": self._turn_completed,
+            "turn.failed": self._turn_failed,
+            "error": self._error,
+        }
+
+    # -- the StreamParser protocol ----------------------------------------------------
+
+    def configure(self, context: ParserContext) -> None:
+        """Take the resume baseline, the requested thread id and the model, before streaming."""
+        self._requested_id = context.requested_session_id if context.resumed else None
+        model: object = getattr(context, "model", None)
+        if isinstance(model, str) and model:
+            self._model = model
+        previous = context.previous_usage
+        if context.resumed:
+            raw = previous.raw if previous is not None else None
+            self._baseline = _fold_usage(raw) if raw else None
+            self._baseline_missing = self._baseline is None
+
+    def feed_stdout(self, line: str) -> None:
+        """Take one stdout line; a non-JSON line becomes RawOutput, an unknown frame Lifecycle."""
+        text = line.rstrip("\r\n")
+        if not text or text.isspace():
+            return
+        frame: object = None
+        if text.lstrip()[:1] == "{":
+            try:
+                frame = self._decode(text)
+            except (ValueError, RecursionError):
+                frame = None
+        if not isinstance(frame, dict):
+            self._emit(RawOutput(text))
+            return
+        payload: dict[str, Any] = frame  # pyright: ignore[reportUnknownVariableType]
+        kind = payload.get("type")
+        handler = self._frames.get(kind) if isinstance(kind, str) else None
+        if handler is None:
+            self._emit(Lifecycle(f"unknown_frame:{_label(kind)}", text[:200]))
+            return
+        handler(payload)
+
+    def feed_stderr(self, line: str) -> None:
+        """Take one stderr line: emit it, and keep the last few for classifying a failure."""
+        text = line.rstrip("\r\n")
+        self._emit(Stderr(text))
+        if text.strip():
+            self._stderr.append(text)
+
+    def finish(self) -> ParsedTurn:
+        """Summarize the turn: final text, structured output, usage, cost, failure."""
+        text = self._final_text()
+        structured: Any | None = None
+        if self._expect_structured and text:
+            try:
+                structured = json.loads(text)
+            except (ValueError, RecursionError):
+                structured = None
+        error: str | None = None
+        kind: FailureKind | None = None
+        if self._failure is not None:
+            error = self._failure
+            kind = classify_first((self._failure, *reversed(self._errors)))
+        elif not self._terminal:
+            said = self._stderr_error()
+            error = f"{_STREAM_ENDED_EARLY}: {said}" if said else _STREAM_ENDED_EARLY
+            kind = classify_failure(said) or FailureKind.OTHER
+        usage = self._turn_usage()
+        return ParsedTurn(
+            text=text,
+            structured_output=structured,
+            session_id=self._session_id,
+            usage=usage,
+            cost_usd=usage.total_cost_usd if usage is not None else None,
+            error=error,
+            error_kind=kind,
+            notes=tuple(self._notes),
+        )
+
+    # -- frames -----------------------------------------------------------------------
+
+    def _thread_started(self, frame: dict[str, Any]) -> None:
+        thread_id = _text(frame.get("thread_id"))
+        if thread_id and self._session_id is None:
+            self._session_id = thread_id
+            self._emit(SessionStarted(thread_id))
+            requested = self._requested_id
+            if requested is not None and thread_id != requested:
+                self._resume_missed(requested, thread_id)
+        self._emit(Lifecycle("thread_started", thread_id))
+
+    def _resume_missed(self, requested: str, thread_id: str) -> None:
+        # `codex exec resume <name>` that matches nothing starts a new thread and exits 0: the
+        # turn is real but is not a continuation, and the old baseline belongs to another thread.
+        self._baseline = None
+        self._baseline_missing = False
+        detail = (
+            f"asked to resume {requested} but codex started a new thread {thread_id}; "
+            "the requested conversation was not found"
+        )
+        self._notes.append(f"resume_not_found: {detail}")
+        self._emit(Lifecycle("resume_not_found", detail))
+
+    def _turn_started(self, frame: dict[str, Any]) -> None:
+        self._emit(Lifecycle("turn_started", ""))
+
+    def _error(self, frame: dict[str, Any]) -> None:
+        message = _text(frame.get("message")) or "codex reported an error without a message"
+        self._errors.append(message)
+        self._emit(ProviderError(message, fatal=False))
+
+    def _turn_failed(self, frame: dict[str, Any]) -> None:
+        error = frame.get("error")
+        details = as_object(error)
+        message = _text(details.get("message")) if details is not None else _text(error)
+        if not message:
+            message = self._errors[-1] if self._errors else "codex reported turn.failed"
+        self._failure = message
+        self._terminal = True
+        self._emit(ProviderError(message, fatal=True))
+        self._emit(Lifecycle("turn_failed", message))
+
+    def _turn_completed(self, frame: dict[str, Any]) -> None:
+        self._terminal = True
+        raw = frame.get("usage")
+        if not isinstance(raw, dict):
+            self._emit(Lifecycle("turn_completed", ""))
+            return
+        report: dict[str, Any] = raw  # pyright: ignore[reportUnknownVariableType]
+        current = _fold_usage(report)
+        self._emit(
+            Lifecycle(
+                "turn_completed",
+                f"in={current.input_tokens} cached={current.cache_read_input_tokens} "
+                f"out={current.output_tokens}",
+            )
+        )
+        previous = self._last_report if self._last_report is not None else self._baseline
+        unknown = self._last_report is None and self._baseline_missing
+        step = None if unknown else (current.minus(previous) if previous is not None else current)
+        self._last_report = current
+        self._last_raw = MappingProxyType(dict(report))
+        self._emit(UsageReport(*self._priced(step, self._last_raw)))
+
+    # -- items ------------------------------------------------------------------------
+
+    def _item(self, frame: dict[str, Any]) -> tuple[str, dict[str, Any], str | None] | None:
+        item = frame.get("item")
+        if not isinstance(item, dict):
+            self._emit(Lifecycle(f"malformed_frame:{_label(frame.get('type'))}", ""))
+            return None
+        payload: dict[str, Any] = item  # pyright: ignore[reportUnknownVariableType]
+        item_id = payload.get("id")
+        return (
+            _label(payload.get("type")),
+            payload,
+            item_id if isinstance(item_id, str) else None,
+        )
+
+    def _item_started(self, frame: dict[str, Any]) -> None:
+        parsed = self._item(frame)
+        if parsed is None:
+            return
+        item_type, item, item_id = parsed
+        if item_type in _TOOL_ITEMS:
+            self._tool_seen(item_type, item, item_id)
+        elif item_type == PLAN_ITEM:
+            self._emit(plan_from_item(item, tool_id=item_id))
+        elif item_type == "error":
+            self._warning(item)
+        elif item_type not in ("agent_message", "reasoning"):
+            self._emit(Lifecycle(f"unknown_item:{item_type}", item_id or ""))
+
+    def _item_updated(self, frame: dict[str, Any]) -> None:
+        parsed = self._item(frame)
+        if parsed is None:
+            return
+        item_type, item, item_id = parsed
+        if item_type in _TOOL_ITEMS:
+            self._tool_seen(item_type, item, item_id)
+        elif item_type == PLAN_ITEM:
+            self._emit(plan_from_item(item, tool_id=item_id))
+
+    def _item_completed(self, frame: dict[str, Any]) -> None:
+        parsed = self._item(frame)
+        if parsed is None:
+            return
+        item_type, item, item_id = parsed
+        if item_type == "agent_message":
+            text = _text(item.get("text"))
+            phase = item.get("phase")
+            self._messages.append((text, phase if isinstance(phase, str) else None))
+            self._emit(AssistantText(text))
+        elif item_type in _TOOL_ITEMS:
+            self._tool_completed(item_type, item, item_id)
+        elif item_type == "reasoning":
+            text = _text(item.get("text"))
+            if text:
+                self._emit(Reasoning(text))
+        elif item_type == PLAN_ITEM:
+            self._emit(plan_from_item(item, tool_id=item_id))
+        elif item_type == "error":
+            self._warning(item)
+        else:
+            self._emit(Lifecycle(f"unknown_item:{item_type}", item_id or ""))
+
+    def _tool_seen(self, item_type: str, item: dict[str, Any], item_id: str | None) -> None:
+        args = tool_args(item_type, item)
+        if item_id is not None:
+            known = item_id in self._tools
+            self._tools.start(item_id, item_type, args)
+            if known:
+                return
+        self._emit(ToolCall(item_id, item_type, args, tool_kind(item_type)))
+
+    def _tool_completed(self, item_type: str, item: dict[str, Any], item_id: str | None) -> None:
+        if item_id is None or item_id not in self._tools:
+            # Codex reports some items (web searches, patches) only once they are done.
+            self._tool_seen(item_type, item, item_id)
+        finished = self._tools.finish(item_id) if item_id is not None else None
+        duration = finished.duration_s if finished is not None else None
+        self._emit(tool_result(item_type, item, tool_id=item_id, duration_s=duration))
+
+    def _warning(self, item: dict[str, Any]) -> None:
+        message = _text(item.get("message"))
+        match = _MODEL_METADATA.search(message)
+        if match is not None:
+            self._warned_model = match.group(1)
+        self._emit(Lifecycle("warning", message))
+
+    # -- results ----------------------------------------------------------------------
+
+    def _final_text(self) -> str:
+        messages = self._messages
+        for text, phase in reversed(messages):
+            if phase == _FINAL_PHASE:
+                return text
+        for text, phase in reversed(messages):
+            if phase != _COMMENTARY_PHASE:
+                return text
+        return messages[-1][0] if messages else ""
+
+    def _stderr_error(self) -> str:
+        lines = [line.strip() for line in self._stderr if not line.startswith("WARNING:")]
+        for line in lines:
+            if line.startswith("Error"):
+                return line[:1000]
+        return lines[0][:1000] if lines else ""
+
+    def _priced(
+        self, tokens: TokenUsage | None, raw: Mapping[str, Any]
+    ) -> tuple[ProviderUsage, float | None]:
+        model = self._model or self._warned_model
+        pricing = self._pricing.get(model)
+        if tokens is None:
+            usage = ProviderUsage(
+                tokens=TokenUsage(),
+                provider=PROVIDER_NAME,
+                raw=raw,
+                increment_known=False,
+                cost_source=CostSource.UNKNOWN_MODEL
+                if pricing is None
+                else CostSource.NOT_REPORTED,
+                model=model,
+            )
+            return usage, None
+        tokens = replace(tokens, turns=1)
+        cost = cost_usd(tokens, pricing) if pricing is not None else None
+        usage = ProviderUsage(
+            tokens=tokens,
+            total_cost_usd=cost,
+            provider=PROVIDER_NAME,
+            raw=raw,
+            increment_known=True,
+            cost_source=CostSource.PRICED if pricing is not None else CostSource.UNKNOWN_MODEL,
+            model=model,
+        )
+        return usage, cost
+
+    def _turn_usage(self) -> ProviderUsage | None:
+        if self._last_report is None or self._last_raw is None:
+            return None
+        if self._baseline_missing:
+            self._notes_once(
+                "usage_increment_unknown: a resumed turn without the previous usage report; "
+                "codex reports thread totals, so this turn's share is unknown"
+            )
+            return self._priced(None, self._last_raw)[0]
+        base = self._baseline
+        tokens = self._last_report.minus(base) if base is not None else self._last_report
+        return self._priced(tokens, self._last_raw)[0]
+
+    def _notes_once(self, note: str) -> None:
+        if note not in self._notes:
+            self._notes.append(note)
+
+
+def _label(value: object) -> str:
+    if isinstance(value, str):
+        return value[:100]
+    return f"<{type(value).__name__}>"

@@ -1,0 +1,317 @@
+"""CodexProvider: argv for ``codex exec --json``, MCP servers as ``--config`` flags, exit rules.
+
+One turn's argv, in order::
+
+    codex exec [resume <id> -]
+        (--dangerously-bypass-approvals-and-sandbox | <sandbox --config overrides> [--ignore-rules])
+        --skip-git-repo-check --json [--model <m>]
+        [--config shell_environment_policy.set.PATH="<env PATH>"]
+        [--config model_reasoning_effort="<effort>"]
+        [--config mcp_servers.<name>.<field>=<value> ...]
+        [--output-schema <path>] [extra args] [-]
+
+The prompt goes on stdin only. ``-`` tells Codex to read it; on resume it must follow the thread
+id directly (the CLI ignores stdin otherwise), so a resumed argv has no trailing ``-``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from agentshim.core.errors import (
+    AgentShimError,
+    CliExitError,
+    InvalidSessionIdError,
+    ProviderCapabilityError,
+    SessionResumeError,
+)
+from agentshim.core.events import AgentEvent
+from agentshim.core.ids import validate_session_id
+from agentshim.core.mcp import HttpMcpServer, McpServer, StdioMcpServer
+from agentshim.core.permissions import NativeMode
+from agentshim.core.profile import McpMechanism, OutputSchemaStyle, ProviderProfile, SchemaDialect
+from agentshim.core.provider import ArgvContext, McpInstallation, NoMcpInstallation
+
+from ._config_flags import config_flag, read_config_flags
+from ._toml import TomlError
+from .events import as_array, as_object
+from .parser import CodexStreamParser
+from .rules import CODEX_HOME_ENV, check_codex_home, install_rules
+from .sandbox import CodexSandboxConfig, render_sandbox
+
+__all__ = [
+    "PROFILE",
+    "CodexProvider",
+    "mcp_entry",
+    "parse_mcp_servers",
+    "render_mcp_servers",
+]
+
+_MCP_TABLE = "mcp_servers"
+_STDIN_PROMPT = "-"
+_RESUME_SIGNAL = "no rollout found"
+
+PROFILE = ProviderProfile(
+    name="codex",
+    display_name="Codex CLI",
+    binary="codex",
+    supports_resume=True,
+    supports_reasoning_effort=True,
+    mcp=McpMechanism.CLI_FLAGS,
+    output_schema=OutputSchemaStyle.FILE_PATH,
+    schema_dialect=SchemaDialect.STRICT,
+    state_dirs=(".codex",),
+    auth_env_vars=("CODEX_API_KEY", "OPENAI_API_KEY", "OPENAI_BASE_URL"),
+    container_install=("npm install -g @openai/codex",),
+    state_root_env=CODEX_HOME_ENV,
+    auth_files=(".codex/auth.json",),
+    credential_files=(".codex/auth.json",),
+    resume_state_paths=(".codex/sessions",),
+    mcp_config_file=None,
+    native_permission_modes=(
+        NativeMode.BYPASS,
+        NativeMode.READ_ONLY,
+        NativeMode.WORKSPACE_WRITE,
+    ),
+)
+"""Codex CLI's capabilities: resume, reasoning effort, MCP as flags, a STRICT schema file."""
+
+
+# -- MCP servers as --config flags ------------------------------------------------------
+
+
+def mcp_entry(server: McpServer) -> dict[str, Any]:
+    """Return the ``mcp_servers.<name>`` table Codex gets for ``server``.
+
+    Raises:
+        ProviderCapabilityError: an SSE server or HTTP headers, which ``codex exec`` cannot
+            take as flags (headers would also put credentials in the process table).
+    """
+    entry: dict[str, Any]
+    if isinstance(server, StdioMcpServer):
+        entry = {"command": server.command, "args": list(server.args)}
+        if server.env:
+            entry["env"] = dict(server.env)
+    else:
+        if server.transport != "http":
+            raise ProviderCapabilityError(
+                f"Codex reaches MCP servers over stdio or streamable HTTP, not "
+                f"{server.transport!r} (server {server.name!r}); use transport='http'"
+            )
+        if server.headers:
+            raise ProviderCapabilityError(
+                f"MCP server {server.name!r} has headers, which codex exec could only take "
+                "as command-line flags visible to every local process; configure the server "
+                "in the CLI's own config.toml instead"
+            )
+        entry = {"url": server.url}
+    entry["required"] = True
+    if server.startup_timeout_s is not None:
+        entry["startup_timeout_sec"] = float(server.startup_timeout_s)
+    if server.tool_timeout_s is not None:
+        entry["tool_timeout_sec"] = float(server.tool_timeout_s)
+    return entry
+
+
+def render_mcp_servers(servers: Sequence[McpServer]) -> list[str]:
+    """Return the ``--config mcp_servers.<name>.<field>=<value>`` flags for ``servers``.
+
+    Server names are TOML key segments, quoted where they are not bare keys, so ``my.srv``,
+    ``a-b`` and ``a_b`` stay three distinct servers.
+
+    Raises:
+        ProviderCapabilityError: two servers share a name, or one cannot be expressed.
+    """
+    argv: list[str] = []
+    seen: set[str] = set()
+    for server in servers:
+        if server.name in seen:
+            raise ProviderCapabilityError(
+                f"two MCP servers are both named {server.name!r}; give each a distinct name"
+            )
+        seen.add(server.name)
+        for field, value in mcp_entry(server).items():
+            try:
+                argv += config_flag((_MCP_TABLE, server.name, field), value)
+            except TomlError as error:
+                raise ProviderCapabilityError(
+                    f"MCP server {server.name!r} {field} cannot be passed to Codex: {error}"
+                ) from error
+    return argv
+
+
+def _server_from_entry(name: str, entry: Mapping[str, Any]) -> McpServer | None:
+    startup = entry.get("startup_timeout_sec")
+    tool = entry.get("tool_timeout_sec")
+    startup_timeout = float(startup) if isinstance(startup, int | float) else None
+    tool_timeout = float(tool) if isinstance(tool, int | float) else None
+    command = entry.get("command")
+    url = entry.get("url")
+    try:
+        if isinstance(command, str):
+            env = as_object(entry.get("env")) or {}
+            return StdioMcpServer(
+                name=name,
+                command=command,
+                args=tuple(str(a) for a in as_array(entry.get("args"))),
+                env={str(k): str(v) for k, v in env.items()},
+                startup_timeout_s=startup_timeout,
+                tool_timeout_s=tool_timeout,
+            )
+        if isinstance(url, str):
+            return HttpMcpServer(
+                name=name, url=url, startup_timeout_s=startup_timeout, tool_timeout_s=tool_timeout
+            )
+    except ValueError:
+        return None
+    return None
+
+
+def parse_mcp_servers(argv: Sequence[str]) -> dict[str, McpServer]:
+    """Invert :func:`render_mcp_servers`: the MCP servers ``argv`` configures, by name.
+
+    Reads every ``--config``/``-c`` override under ``mcp_servers``; a server whose entry has
+    neither a command nor a URL (or is not a valid server) is left out.
+    """
+    entries: dict[str, dict[str, Any]] = {}
+    for key, value in read_config_flags(argv):
+        if len(key) < 3 or key[0] != _MCP_TABLE:
+            continue
+        entry = entries.setdefault(key[1], {})
+        field = key[2]
+        if len(key) == 3:
+            entry[field] = value
+        elif field == "env":
+            env = entry.get("env")
+            if not isinstance(env, dict):
+                env = entry["env"] = {}
+            env[".".join(key[3:])] = value
+    servers: dict[str, McpServer] = {}
+    for name, entry in entries.items():
+        server = _server_from_entry(name, entry)
+        if server is not None:
+            servers[name] = server
+    return servers
+
+
+# -- the provider ------------------------------------------------------------------------
+
+
+def _resume_argument(session_id: str) -> str:
+    validate_session_id(session_id)
+    if session_id.startswith("-"):
+        # The CLI would read it as an option, not as the thread to resume.
+        raise InvalidSessionIdError(
+            session_id,
+            f"invalid session id {session_id!r}: it starts with '-', which codex would read "
+            "as an option; pass the thread id codex printed",
+        )
+    return session_id
+
+
+def _resume_id(argv: Sequence[str]) -> str | None:
+    for index, arg in enumerate(argv[:-1]):
+        if arg == "resume":
+            return argv[index + 1]
+    return None
+
+
+class CodexProvider:
+    """Drives ``codex exec --json``; ``sandbox`` turns Codex's own sandbox on (default: off).
+
+    Without a sandbox the CLI runs with ``--dangerously-bypass-approvals-and-sandbox``, which
+    is only safe inside an outside confinement. With ``sandbox.excluded_commands`` every turn
+    writes them into ``$CODEX_HOME/rules/agentshim.rules`` and is refused unless CODEX_HOME is
+    dedicated to the caller and outside every directory the sandbox lets commands write.
+    """
+
+    def __init__(self, *, sandbox: CodexSandboxConfig | None = None) -> None:
+        self.sandbox = sandbox
+
+    @property
+    def profile(self) -> ProviderProfile:
+        """Codex CLI's static capabilities."""
+        return PROFILE
+
+    def build_argv(self, ctx: ArgvContext) -> list[str]:
+        """Return one turn's argv (see the module docstring); the prompt is never in it.
+
+        Raises:
+            InvalidSessionIdError: the resume id is not safe to pass to the CLI.
+            ProviderCapabilityError: a value has no TOML form, or ``excluded_commands`` cannot
+                be loaded safely (see ``rules.check_codex_home``).
+        """
+        argv = [ctx.binary_path, "exec"]
+        resume = ctx.resume_session_id
+        if resume is not None:
+            argv += ["resume", _resume_argument(resume), _STDIN_PROMPT]
+        argv += self._sandbox_argv(ctx)
+        argv += ["--skip-git-repo-check", "--json"]
+        if ctx.model:
+            argv += ["--model", ctx.model]
+        try:
+            path = ctx.env.get("PATH")
+            if path:
+                argv += config_flag(("shell_environment_policy", "set", "PATH"), path)
+            if ctx.reasoning_effort:
+                argv += config_flag(("model_reasoning_effort",), ctx.reasoning_effort)
+        except TomlError as error:
+            raise ProviderCapabilityError(
+                f"a setting cannot be passed to Codex as TOML: {error}"
+            ) from error
+        argv += ctx.mcp_argv
+        if ctx.schema_path:
+            argv += ["--output-schema", ctx.schema_path]
+        argv += ctx.extra_args
+        if resume is None:
+            argv.append(_STDIN_PROMPT)
+        return argv
+
+    def _sandbox_argv(self, ctx: ArgvContext) -> list[str]:
+        sandbox = self.sandbox
+        if sandbox is not None and sandbox.excluded_commands:
+            home = check_codex_home(sandbox, cwd=ctx.cwd, env=ctx.env)
+            install_rules(home, sandbox.excluded_commands)
+        try:
+            return render_sandbox(sandbox)
+        except TomlError as error:
+            raise ProviderCapabilityError(
+                f"the sandbox settings cannot be passed to Codex as TOML: {error}"
+            ) from error
+
+    def new_parser(
+        self, emit: Callable[[AgentEvent], None], *, expect_structured: bool
+    ) -> CodexStreamParser:
+        """Return a fresh parser for one turn's output."""
+        return CodexStreamParser(emit, expect_structured=expect_structured)
+
+    def install_mcp(self, workspace: Path | None, servers: Sequence[McpServer]) -> McpInstallation:
+        """Return the ``--config`` flags that make ``servers`` available; nothing is written.
+
+        Raises:
+            ProviderCapabilityError: a server Codex cannot take as flags (see ``mcp_entry``).
+        """
+        if not servers:
+            return NoMcpInstallation()
+        return NoMcpInstallation(argv=tuple(render_mcp_servers(servers)))
+
+    def classify_exit(self, error: CliExitError, *, resumed: bool) -> AgentShimError:
+        """Return SessionResumeError when a resumed turn found no rollout; else ``error``.
+
+        Codex names a lost thread on stderr (``no rollout found for thread id ...``); any
+        other failure of a resumed turn keeps its kind and leaves the conversation alone.
+        """
+        said = f"{error.stderr}\n{error.detail}".lower()
+        if resumed and _RESUME_SIGNAL in said:
+            return SessionResumeError(
+                error.argv,
+                error.returncode,
+                error.stdout,
+                error.stderr,
+                session_id=_resume_id(error.argv),
+                kind=error.kind,
+                detail=error.detail,
+            )
+        return error

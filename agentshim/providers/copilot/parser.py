@@ -1,0 +1,487 @@
+"""CopilotStreamParser: reads ``copilot --output-format json`` (JSONL) line by line.
+
+Every line is ``{"type", "data", "id", "timestamp", "parentId"}`` (plus ``"ephemeral": true``
+on frames the CLI does not persist), except the last, ``{"type": "result", "sessionId",
+"exitCode", "usage"}``. What the frames become (docs/providers/copilot.md has the full table):
+
+- ``session.start`` / ``result``: SessionStarted once (1.0.102 prints only ``result``).
+- ``assistant.message_delta``: AssistantText per delta; ``assistant.message``: AssistantText
+  unless its deltas were already streamed. The final text is the last non-empty message of the
+  main agent; sub-agent text (``parentToolCallId``) becomes Lifecycle ``subagent_text``.
+- ``assistant.reasoning_delta`` / ``assistant.reasoning``: Reasoning.
+- ``tool.execution_start`` / ``tool.execution_complete``: ToolCall / ToolResult.
+- ``assistant.usage``: UsageReport with the call's tokens (not printed by 1.0.102).
+- ``session.error``: ProviderError(fatal); the turn fails, classified by ``failures.classify``.
+- ``assistant.turn_start`` / ``turn_end`` / ``turn_retry``, ``model.call_failure``,
+  ``session.info`` / ``warning``, a failed MCP server: Lifecycle.
+- noise (skill and tool lists, background-task updates, per-call timings, the prompt echo,
+  live shell output): skipped without decoding the line.
+- anything else: Lifecycle ``unknown_frame:<type>``; a line that is not a JSON object: RawOutput.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable, Mapping
+from dataclasses import replace
+from types import MappingProxyType
+from typing import Any, cast
+
+from agentshim.core.errors import FailureKind
+from agentshim.core.events import (
+    AgentEvent,
+    AssistantText,
+    Lifecycle,
+    ProviderError,
+    RawOutput,
+    Reasoning,
+    SessionStarted,
+    Stderr,
+    ToolCall,
+    ToolKind,
+    ToolResult,
+    UsageReport,
+)
+from agentshim.core.failures import kind_from_text
+from agentshim.core.pricing import PricingTable
+from agentshim.core.provider import ParsedTurn
+from agentshim.core.stream import ToolTracker, parse_json_object
+from agentshim.core.usage import CostSource, ProviderUsage, TokenUsage
+
+from .events import as_int, as_mapping, as_str, tool_kind, tool_output
+from .failures import CallFailure, SessionError, classify
+from .model_data import PRICING_TABLE
+
+__all__ = ["IGNORED_FRAMES", "CopilotStreamParser"]
+
+PROVIDER_NAME = "copilot"
+
+IGNORED_FRAMES = frozenset(
+    {
+        "assistant.idle",
+        "assistant.message_start",
+        "assistant.tool_call_delta",
+        "model.call_final_result",
+        "model.call_finished",
+        "model.call_start",
+        "session.background_tasks_changed",
+        "session.mcp_servers_loaded",
+        "session.skills_loaded",
+        "session.tools_updated",
+        "tool.execution_partial_result",
+        "tool.shell_output",
+        "user.message",
+    }
+)
+"""Frame types that carry nothing a turn's events or result need.
+
+They are most of what the CLI prints (a tool call brings dozens of background-task updates),
+so they are recognised from the line's first bytes and dropped without decoding. Tool output
+comes whole in ``tool.execution_complete``, so the live ``tool.shell_output`` chunks are
+among them; so is the prompt echo ``user.message``.
+"""
+
+_TYPE_PREFIX = '{"type":"'
+_TYPE_START = len(_TYPE_PREFIX)
+_CLOSED = ("}\n", "}")
+_STDERR_TAIL_LINES = 200
+
+Frame = dict[str, Any]
+Handler = Callable[[Frame, list[AgentEvent]], None]
+
+
+class CopilotStreamParser:
+    """Turns Copilot CLI JSONL output into events and a ParsedTurn; never raises on input.
+
+    A line that is not a JSON object becomes RawOutput; a frame whose shape makes no sense costs
+    only that frame (RawOutput plus Lifecycle ``malformed_frame``). Exceptions raised by ``emit``
+    itself (an event handler failing) propagate.
+
+    Usage: Copilot CLI 1.0.102 prints no token counts (its ``result.usage`` holds premium
+    requests and durations only), so the turn's usage says ``increment_known=False`` with the
+    raw ``result.usage`` attached, never a measured zero. A build that prints
+    ``assistant.usage`` frames gets their tokens summed, priced from ``pricing``.
+    """
+
+    def __init__(
+        self,
+        emit: Callable[[AgentEvent], None],
+        *,
+        expect_structured: bool = False,
+        pricing: PricingTable = PRICING_TABLE,
+        clock: Callable[[], float] | None = None,
+    ) -> None:
+        """Parse one turn, sending events to ``emit``.
+
+        ``expect_structured`` is accepted for the protocol and unused (Copilot has no output
+        schema); ``pricing`` prices reported tokens; ``clock`` times tool calls.
+        """
+        self._emit = emit
+        self._pricing = pricing
+        self._tools = ToolTracker(clock) if clock is not None else ToolTracker()
+        self._tool_kinds: dict[str, ToolKind] = {}
+        self._session_id: str | None = None
+        self._model: str | None = None
+        self._streamed: set[str] = set()
+        self._live: dict[str, list[str]] = {}
+        self._final_text: str | None = None
+        self._reasoning_seen = False
+        self._streamed_reasoning: set[str] = set()
+        self._tokens: TokenUsage | None = None
+        self._usage_raw: Mapping[str, Any] = MappingProxyType({})
+        self._result_usage: Mapping[str, Any] | None = None
+        self._result_exit: int | None = None
+        self._session_error: SessionError | None = None
+        self._last_call: CallFailure | None = None
+        self._stderr: deque[str] = deque(maxlen=_STDERR_TAIL_LINES)
+        self._handlers: Mapping[str, Handler] = MappingProxyType(
+            {
+                "assistant.message_delta": self._on_message_delta,
+                "assistant.message": self._on_message,
+                "assistant.reasoning_delta": self._on_reasoning_delta,
+                "assistant.reasoning": self._on_reasoning,
+                "assistant.intent": self._on_intent,
+                "assistant.turn_start": self._on_turn_start,
+                "assistant.turn_end": self._on_turn_end,
+                "assistant.turn_retry": self._on_turn_retry,
+                "assistant.usage": self._on_usage,
+                "tool.execution_start": self._on_tool_start,
+                "tool.execution_complete": self._on_tool_complete,
+                "model.call_failure": self._on_call_failure,
+                "session.start": self._on_session_start,
+                "session.resume": self._on_session_resume,
+                "session.error": self._on_session_error,
+                "session.warning": self._on_warning,
+                "session.info": self._on_info,
+                "session.mcp_server_status_changed": self._on_mcp_status,
+                "result": self._on_result,
+            }
+        )
+
+    # -- the StreamParser protocol -------------------------------------------------------------
+
+    def feed_stdout(self, line: str) -> None:
+        """Read one stdout line (trailing newline optional); never raises on bad input."""
+        if line.startswith(_TYPE_PREFIX):
+            end = line.find('"', _TYPE_START)
+            # Noise is dropped undecoded, but only when the line is at least closed: a cut-off
+            # line still reaches the decoder and comes out as RawOutput.
+            if end > 0 and line[_TYPE_START:end] in IGNORED_FRAMES and line.endswith(_CLOSED):
+                return
+        frame = parse_json_object(line)
+        if frame is None:
+            text = line.rstrip("\r\n")
+            if text.strip():
+                self._emit(RawOutput(text))
+            return
+        kind = frame.get("type")
+        handler = self._handlers.get(kind) if type(kind) is str else None
+        out: list[AgentEvent] = []
+        try:
+            if handler is not None:
+                handler(frame, out)
+            elif kind not in IGNORED_FRAMES:
+                out.append(Lifecycle(f"unknown_frame:{kind}", ""))
+        except Exception as exc:  # a frame of an unexpected shape costs that frame, not the turn
+            out = [RawOutput(line.rstrip("\r\n")), Lifecycle("malformed_frame", f"{kind}: {exc!r}")]
+        emit = self._emit
+        for event in out:
+            emit(event)
+
+    def feed_stderr(self, line: str) -> None:
+        """Record one stderr line and emit it as Stderr (blank lines are dropped)."""
+        text = line.rstrip("\r\n")
+        if not text.strip():
+            return
+        self._stderr.append(text)
+        self._emit(Stderr(text))
+
+    def finish(self) -> ParsedTurn:
+        """Summarize the turn.
+
+        It failed when the stream said so (``session.error``), when ``result.exitCode`` is
+        nonzero, or when the stream ended without its ``result`` line.
+        """
+        error, kind = self._failure()
+        return ParsedTurn(
+            text=self._text(),
+            session_id=self._session_id,
+            usage=self._usage(),
+            cost_usd=self._cost(),
+            error=error,
+            error_kind=kind,
+        )
+
+    # -- frame handlers ------------------------------------------------------------------------
+
+    def _on_session_start(self, frame: Frame, out: list[AgentEvent]) -> None:
+        data = _data(frame)
+        self._model = as_str(data.get("selectedModel")) or self._model
+        self._announce(as_str(data.get("sessionId")), out)
+
+    def _on_session_resume(self, frame: Frame, out: list[AgentEvent]) -> None:
+        data = _data(frame)
+        self._model = as_str(data.get("selectedModel")) or self._model
+        count = as_int(data.get("eventCount"))
+        out.append(Lifecycle("session_resumed", f"{count} events" if count is not None else ""))
+
+    def _on_message_delta(self, frame: Frame, out: list[AgentEvent]) -> None:
+        data = _data(frame)
+        piece = as_str(data.get("deltaContent"))
+        if not piece or data.get("parentToolCallId"):
+            return
+        message_id = as_str(data.get("messageId")) or ""
+        self._streamed.add(message_id)
+        self._live.setdefault(message_id, []).append(piece)
+        out.append(AssistantText(piece))
+
+    def _on_message(self, frame: Frame, out: list[AgentEvent]) -> None:
+        data = _data(frame)
+        content = as_str(data.get("content")) or ""
+        self._model = as_str(data.get("model")) or self._model
+        if data.get("parentToolCallId"):
+            if content:
+                out.append(Lifecycle("subagent_text", content))
+            return
+        message_id = as_str(data.get("messageId")) or ""
+        self._live.pop(message_id, None)
+        reasoning = as_str(data.get("reasoningText"))
+        if reasoning and not self._reasoning_seen:
+            out.append(Reasoning(reasoning))
+        if not content:
+            return
+        self._final_text = content
+        if message_id not in self._streamed:
+            out.append(AssistantText(content))
+
+    def _on_reasoning_delta(self, frame: Frame, out: list[AgentEvent]) -> None:
+        data = _data(frame)
+        piece = as_str(data.get("deltaContent"))
+        self._reasoning_seen = True
+        if piece:
+            self._streamed_reasoning.add(as_str(data.get("reasoningId")) or "")
+            out.append(Reasoning(piece))
+
+    def _on_reasoning(self, frame: Frame, out: list[AgentEvent]) -> None:
+        data = _data(frame)
+        self._reasoning_seen = True
+        content = as_str(data.get("content"))
+        if content and (as_str(data.get("reasoningId")) or "") not in self._streamed_reasoning:
+            out.append(Reasoning(content))
+
+    def _on_intent(self, frame: Frame, out: list[AgentEvent]) -> None:
+        intent = as_str(_data(frame).get("intent"))
+        if intent:
+            out.append(Lifecycle("intent", intent))
+
+    def _on_turn_start(self, frame: Frame, out: list[AgentEvent]) -> None:
+        out.append(Lifecycle("turn_started", as_str(_data(frame).get("turnId")) or ""))
+
+    def _on_turn_end(self, frame: Frame, out: list[AgentEvent]) -> None:
+        out.append(Lifecycle("turn_completed", as_str(_data(frame).get("turnId")) or ""))
+
+    def _on_turn_retry(self, frame: Frame, out: list[AgentEvent]) -> None:
+        out.append(Lifecycle("api_retry", as_str(_data(frame).get("reason")) or ""))
+
+    def _on_call_failure(self, frame: Frame, out: list[AgentEvent]) -> None:
+        data = _data(frame)
+        status = as_int(data.get("statusCode"))
+        self._last_call = CallFailure(
+            status=status,
+            error_code=as_str(data.get("errorCode")),
+            failure_kind=as_str(data.get("failureKind")),
+        )
+        attempt = as_int(data.get("retryAttempt"))
+        said = as_str(data.get("errorMessage")) or ""
+        where = f"HTTP {status}" if status is not None else (self._last_call.failure_kind or "")
+        out.append(Lifecycle("model_call_failed", f"attempt {attempt}, {where}: {said}"))
+
+    def _on_usage(self, frame: Frame, out: list[AgentEvent]) -> None:
+        data = _data(frame)
+        tokens = _fold_usage(data)
+        self._model = as_str(data.get("model")) or self._model
+        self._tokens = tokens if self._tokens is None else self._tokens + tokens
+        self._usage_raw = MappingProxyType(dict(data))
+        cost, source = self._price(tokens)
+        usage = ProviderUsage(
+            tokens=tokens,
+            total_cost_usd=cost,
+            provider=PROVIDER_NAME,
+            raw=self._usage_raw,
+            cost_source=source,
+            model=self._model,
+        )
+        out.append(UsageReport(usage, cost))
+
+    def _on_tool_start(self, frame: Frame, out: list[AgentEvent]) -> None:
+        data = _data(frame)
+        tool_id = as_str(data.get("toolCallId"))
+        name = as_str(data.get("toolName")) or "unknown"
+        raw_args = data.get("arguments")
+        args: Mapping[str, Any] | str | None = None
+        if isinstance(raw_args, str):
+            args = raw_args
+        elif isinstance(raw_args, dict):
+            args = cast("dict[str, Any]", raw_args)
+        kind = tool_kind(name, mcp_server=as_str(data.get("mcpServerName")))
+        if tool_id is not None:
+            self._tools.start(tool_id, name, args)
+            self._tool_kinds[tool_id] = kind
+        out.append(ToolCall(tool_id, name, args, kind))
+
+    def _on_tool_complete(self, frame: Frame, out: list[AgentEvent]) -> None:
+        data = _data(frame)
+        tool_id = as_str(data.get("toolCallId"))
+        finished = self._tools.finish(tool_id) if tool_id is not None else None
+        kind = self._tool_kinds.pop(tool_id, ToolKind.OTHER) if tool_id is not None else None
+        name = finished.name if finished is not None else "unknown"
+        duration = finished.duration_s if finished is not None else None
+        shell = as_mapping(data.get("shellExecution"))
+        code = as_int(shell.get("exitCode")) if shell is not None else None
+        success = data.get("success") is True
+        output = tool_output(data.get("result"))
+        if success and not code:
+            out.append(ToolResult(tool_id, name, output, "", 0, duration, kind or ToolKind.OTHER))
+            return
+        error = as_mapping(data.get("error"))
+        message = (as_str(error.get("message")) if error is not None else None) or output
+        if code is None or code == 0:
+            code = 1
+        out.append(ToolResult(tool_id, name, "", message, code, duration, kind or ToolKind.OTHER))
+
+    def _on_session_error(self, frame: Frame, out: list[AgentEvent]) -> None:
+        data = _data(frame)
+        message = as_str(data.get("message")) or "copilot reported a session error"
+        self._session_error = SessionError(
+            message=message,
+            error_type=as_str(data.get("errorType")),
+            status=as_int(data.get("statusCode")),
+            error_code=as_str(data.get("errorCode")),
+        )
+        out.append(ProviderError(message, fatal=True))
+
+    def _on_warning(self, frame: Frame, out: list[AgentEvent]) -> None:
+        data = _data(frame)
+        kind = as_str(data.get("warningType")) or "warning"
+        out.append(Lifecycle("warning", f"{kind}: {as_str(data.get('message')) or ''}"))
+
+    def _on_info(self, frame: Frame, out: list[AgentEvent]) -> None:
+        data = _data(frame)
+        kind = as_str(data.get("infoType")) or "info"
+        out.append(Lifecycle("info", f"{kind}: {as_str(data.get('message')) or ''}"))
+
+    def _on_mcp_status(self, frame: Frame, out: list[AgentEvent]) -> None:
+        data = _data(frame)
+        if data.get("status") == "failed":
+            name = as_str(data.get("serverName")) or "?"
+            out.append(Lifecycle("mcp_server_failed", f"{name}: {as_str(data.get('error')) or ''}"))
+
+    def _on_result(self, frame: Frame, out: list[AgentEvent]) -> None:
+        self._announce(as_str(frame.get("sessionId")), out)
+        code = as_int(frame.get("exitCode"))
+        self._result_exit = code if code is not None else 0
+        usage = as_mapping(frame.get("usage"))
+        self._result_usage = MappingProxyType(dict(usage)) if usage is not None else {}
+        if self._tokens is None:
+            out.append(UsageReport(self._unknown_usage(), None))
+
+    # -- helpers -------------------------------------------------------------------------------
+
+    def _announce(self, session_id: str | None, out: list[AgentEvent]) -> None:
+        if session_id and self._session_id is None:
+            self._session_id = session_id
+            out.append(SessionStarted(session_id))
+
+    def _text(self) -> str:
+        if self._final_text is not None:
+            return self._final_text
+        # The stream ended before the message that sums up the deltas: keep what was streamed.
+        return "\n".join("".join(pieces) for pieces in self._live.values() if pieces)
+
+    def _price(self, tokens: TokenUsage) -> tuple[float | None, CostSource]:
+        cost = self._pricing.cost(self._model, tokens)
+        return cost, (CostSource.PRICED if cost is not None else CostSource.UNKNOWN_MODEL)
+
+    def _unknown_usage(self) -> ProviderUsage:
+        return ProviderUsage(
+            provider=PROVIDER_NAME,
+            raw=self._result_usage or {},
+            increment_known=False,
+            cost_source=CostSource.NOT_REPORTED,
+            model=self._model,
+        )
+
+    def _usage(self) -> ProviderUsage | None:
+        if self._tokens is None:
+            return self._unknown_usage() if self._result_usage is not None else None
+        # One prompt is one turn, however many model calls it took.
+        tokens = replace(self._tokens, turns=1)
+        cost, source = self._price(tokens)
+        return ProviderUsage(
+            tokens=tokens,
+            total_cost_usd=cost,
+            provider=PROVIDER_NAME,
+            raw=self._usage_raw,
+            cost_source=source,
+            model=self._model,
+        )
+
+    def _cost(self) -> float | None:
+        return self._price(self._tokens)[0] if self._tokens is not None else None
+
+    def _failure(self) -> tuple[str | None, FailureKind | None]:
+        error = self._session_error
+        if error is not None:
+            return error.message, classify(error, self._last_call)
+        said = self._stderr_said()
+        if self._result_exit is None:
+            if said:
+                return said, kind_from_text(said) or FailureKind.OTHER
+            return (
+                "the copilot stream ended before its result line; the CLI was killed or "
+                "crashed (see stderr)",
+                FailureKind.OTHER,
+            )
+        if self._result_exit != 0:
+            detail = f"copilot reported exit code {self._result_exit}"
+            if said:
+                detail = f"{detail}: {said}"
+            return detail, (kind_from_text(said) if said else None) or FailureKind.OTHER
+        return None, None
+
+    def _stderr_said(self) -> str:
+        # The first non-blank line is the CLI's own "Error: ..." sentence; usage hints follow.
+        for line in self._stderr:
+            if line.strip():
+                return line.strip()
+        return ""
+
+
+def _data(frame: Frame) -> Mapping[str, Any]:
+    data = frame.get("data")
+    if isinstance(data, dict):
+        return data  # pyright: ignore[reportUnknownVariableType]
+    return MappingProxyType({})
+
+
+def _count(value: object) -> int:
+    number = as_int(value)
+    return number if number is not None and number > 0 else 0
+
+
+def _fold_usage(data: Mapping[str, Any]) -> TokenUsage:
+    """Normalize one ``assistant.usage`` frame.
+
+    Copilot reports cache reads and writes apart from ``inputTokens``, so they are added to it;
+    ``reasoningTokens`` are the part of ``outputTokens`` spent reasoning.
+    """
+    cache_read = _count(data.get("cacheReadTokens"))
+    cache_write = _count(data.get("cacheWriteTokens"))
+    output = _count(data.get("outputTokens"))
+    return TokenUsage(
+        input_tokens=_count(data.get("inputTokens")) + cache_read + cache_write,
+        cache_read_input_tokens=cache_read,
+        cache_write_input_tokens=cache_write,
+        output_tokens=output,
+        reasoning_output_tokens=min(_count(data.get("reasoningTokens")), output),
+    )

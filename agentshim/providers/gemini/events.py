@@ -1,0 +1,145 @@
+"""Gemini CLI stream frames translated into agentshim events, and its tool names by kind.
+
+The tool names are Gemini CLI 0.61.0's own (``run_shell_command``, ``replace``, ...). MCP tools
+reach the stream as ``mcp_<server>_<tool>``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import Any, cast
+
+from agentshim.core.events import Plan, PlanItem, ToolCall, ToolKind, ToolResult
+
+__all__ = [
+    "EDIT_TOOL",
+    "MCP_TOOL_PREFIX",
+    "SHELL_TOOL",
+    "TODO_TOOL",
+    "TOOL_KINDS",
+    "WRITE_TOOL",
+    "plan_from_args",
+    "tool_call",
+    "tool_kind",
+    "tool_result",
+]
+
+SHELL_TOOL = "run_shell_command"
+"""The CLI's shell tool (only offered with ``--yolo``; headless default mode hides it)."""
+EDIT_TOOL = "replace"
+"""The CLI's in-place file edit tool."""
+WRITE_TOOL = "write_file"
+"""The CLI's whole-file write tool."""
+TODO_TOOL = "write_todos"
+"""The CLI's todo-list tool; its ``todos`` argument becomes a Plan event."""
+MCP_TOOL_PREFIX = "mcp_"
+"""Prefix of every MCP tool name (``mcp_<server>_<tool>``)."""
+
+TOOL_KINDS: Mapping[str, ToolKind] = MappingProxyType(
+    {
+        SHELL_TOOL: ToolKind.COMMAND,
+        EDIT_TOOL: ToolKind.FILE_CHANGE,
+        WRITE_TOOL: ToolKind.FILE_CHANGE,
+        "read_file": ToolKind.FILE_READ,
+        "read_many_files": ToolKind.FILE_READ,
+        "list_directory": ToolKind.FILE_READ,
+        "glob": ToolKind.SEARCH,
+        "grep_search": ToolKind.SEARCH,
+        "google_web_search": ToolKind.WEB,
+        "web_fetch": ToolKind.WEB,
+        TODO_TOOL: ToolKind.PLAN,
+        "invoke_agent": ToolKind.SUBAGENT,
+        "read_mcp_resource": ToolKind.MCP,
+        "list_mcp_resources": ToolKind.MCP,
+    }
+)
+"""Gemini CLI tool name -> what the tool does."""
+
+
+def tool_kind(name: str) -> ToolKind:
+    """Return what the Gemini CLI tool ``name`` does (OTHER for a name it does not ship)."""
+    kind = TOOL_KINDS.get(name)
+    if kind is not None:
+        return kind
+    return ToolKind.MCP if name.startswith(MCP_TOOL_PREFIX) else ToolKind.OTHER
+
+
+def _text(value: object) -> str:
+    if isinstance(value, str):
+        return value
+    if value is None:
+        return ""
+    try:
+        return json.dumps(value, ensure_ascii=False)
+    except (TypeError, ValueError):
+        return str(value)
+
+
+def tool_call(frame: Mapping[str, Any]) -> ToolCall:
+    """Translate a ``tool_use`` frame (``tool_name``, ``tool_id``, ``parameters``)."""
+    name = frame.get("tool_name")
+    name = name if isinstance(name, str) else ""
+    tool_id = frame.get("tool_id")
+    params = frame.get("parameters")
+    args: Mapping[str, Any] | str | None
+    if isinstance(params, dict):
+        args = cast("dict[str, Any]", params)
+    elif isinstance(params, str) or params is None:
+        args = params
+    else:
+        args = _text(params)
+    return ToolCall(
+        tool_id=tool_id if isinstance(tool_id, str) else None,
+        tool=name,
+        args=args,
+        kind=tool_kind(name),
+    )
+
+
+def tool_result(frame: Mapping[str, Any], name: str, duration_s: float | None) -> ToolResult:
+    """Translate a ``tool_result`` frame; ``status: "error"`` (or an error object) is a failure.
+
+    A failure has an empty stdout, the CLI's error message on stderr and exit code 1 (the CLI
+    reports no code of its own).
+    """
+    tool_id = frame.get("tool_id")
+    error = frame.get("error")
+    failed = frame.get("status") == "error" or isinstance(error, dict)
+    output = _text(frame.get("output"))
+    kind = tool_kind(name)
+    tid = tool_id if isinstance(tool_id, str) else None
+    if not failed:
+        return ToolResult(tid, name, stdout=output, exit_code=0, duration_s=duration_s, kind=kind)
+    message = ""
+    if isinstance(error, dict):
+        message = _text(cast("dict[str, Any]", error).get("message"))
+    return ToolResult(
+        tid,
+        name,
+        stdout="",
+        stderr=message or output or "the tool failed",
+        exit_code=1,
+        duration_s=duration_s,
+        kind=kind,
+    )
+
+
+def plan_from_args(args: object, tool_id: str | None) -> Plan | None:
+    """Build a Plan from ``write_todos`` arguments (``todos: [{description, status}]``)."""
+    if not isinstance(args, dict):
+        return None
+    todos: object = cast("dict[str, Any]", args).get("todos")
+    if not isinstance(todos, list):
+        return None
+    items: list[PlanItem] = []
+    for todo in cast("list[object]", todos):
+        if not isinstance(todo, dict):
+            continue
+        fields = cast("dict[str, Any]", todo)
+        description: object = fields.get("description")
+        status: object = fields.get("status")
+        if isinstance(description, str):
+            items.append(PlanItem(description, status if isinstance(status, str) else "pending"))
+    return Plan(tuple(items), tool_id)

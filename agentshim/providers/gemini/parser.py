@@ -1,0 +1,288 @@
+"""GeminiStreamParser: reads ``gemini --output-format stream-json`` and emits typed events.
+
+Frames (each a JSON object with ``type`` and ``timestamp``): ``init``, ``message``,
+``tool_use``, ``tool_result``, ``error`` and the terminal ``result``. A stream that ends
+without ``result`` is a failed turn.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Mapping
+from types import MappingProxyType
+from typing import Any
+
+from agentshim.core.errors import FailureKind
+from agentshim.core.events import (
+    AgentEvent,
+    AssistantText,
+    Lifecycle,
+    ProviderError,
+    RawOutput,
+    SessionStarted,
+    Stderr,
+    UsageReport,
+)
+from agentshim.core.failures import kind_from_text
+from agentshim.core.pricing import PricingTable
+from agentshim.core.provider import ParsedTurn
+from agentshim.core.stream import ToolTracker
+from agentshim.core.usage import CostSource, ProviderUsage, TokenUsage
+
+from .events import TODO_TOOL, plan_from_args, tool_call, tool_result
+
+__all__ = ["GeminiStreamParser"]
+
+_PROVIDER = "gemini"
+# stderr lines the CLI prints on every run; never the reason a turn failed.
+_NOISE_PREFIXES = (
+    "Warning: 256-color support",
+    "Ripgrep is not available",
+    "YOLO mode is enabled",
+    "[STARTUP]",
+)
+_MAX_STDERR_KEPT = 64
+
+
+def _int(value: object) -> int:
+    if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+        return value
+    return 0
+
+
+def _fold_usage(stats: Mapping[str, Any]) -> TokenUsage:
+    """Normalize one ``stats`` object (or one of its per-model entries).
+
+    ``input_tokens`` is the prompt count and already includes ``cached`` (cache reads); Gemini
+    reports no cache writes. ``output_tokens`` is the candidates count, which excludes thinking:
+    what ``total_tokens`` holds beyond input and output is counted as reasoning output.
+    """
+    input_tokens = _int(stats.get("input_tokens"))
+    output = _int(stats.get("output_tokens"))
+    reasoning = max(0, _int(stats.get("total_tokens")) - input_tokens - output)
+    return TokenUsage(
+        input_tokens=input_tokens,
+        cache_read_input_tokens=min(_int(stats.get("cached")), input_tokens),
+        output_tokens=output + reasoning,
+        reasoning_output_tokens=reasoning,
+        turns=1,
+    )
+
+
+class GeminiStreamParser:
+    """Turns Gemini CLI stream-json lines into events and a ParsedTurn; never raises on input.
+
+    Assistant ``message`` deltas are concatenated as they come; runs of text separated by a
+    tool call are joined with a newline. The user-prompt echo is ignored. Cost is priced from
+    ``pricing`` per model of ``result.stats.models`` (the CLI reports none).
+    """
+
+    def __init__(
+        self,
+        emit: Callable[[AgentEvent], None],
+        *,
+        expect_structured: bool = False,
+        pricing: PricingTable | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        """Emit events through ``emit``; ``expect_structured`` is accepted and unused (no schema)."""
+        self._emit = emit
+        self._pricing = pricing
+        self._tools = ToolTracker(clock)
+        self._handlers: Mapping[str, Callable[[dict[str, Any]], None]] = MappingProxyType(
+            {
+                "message": self._on_message,
+                "tool_use": self._on_tool_use,
+                "tool_result": self._on_tool_result,
+                "init": self._on_init,
+                "error": self._on_error,
+                "result": self._on_result,
+            }
+        )
+        self._runs: list[str] = []
+        self._run: list[str] = []
+        self._session_id: str | None = None
+        self._usage: ProviderUsage | None = None
+        self._cost: float | None = None
+        self._finished = False
+        self._error: str | None = None
+        self._error_kind: FailureKind | None = None
+        self._fatal_error: str | None = None
+        self._stderr: list[str] = []
+
+    # stdout
+
+    def feed_stdout(self, line: str) -> None:
+        """Take one stdout line (with or without its newline)."""
+        text = line.rstrip("\r\n")
+        if not text:
+            return
+        if text[0] != "{":
+            self._emit(RawOutput(text))
+            return
+        try:
+            frame = json.loads(text)
+        except (ValueError, RecursionError):
+            self._emit(RawOutput(text))
+            return
+        if type(frame) is not dict:
+            self._emit(RawOutput(text))
+            return
+        kind = frame.get("type")  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
+        handler = self._handlers.get(kind) if isinstance(kind, str) else None
+        if handler is None:
+            self._emit(Lifecycle(f"unknown_frame:{kind}", text[:500]))
+            return
+        handler(frame)  # pyright: ignore[reportUnknownArgumentType]
+
+    def _on_init(self, frame: dict[str, Any]) -> None:
+        session_id = frame.get("session_id")
+        if isinstance(session_id, str) and session_id and self._session_id is None:
+            self._session_id = session_id
+            self._emit(SessionStarted(session_id))
+
+    def _on_message(self, frame: dict[str, Any]) -> None:
+        if frame.get("role") != "assistant":
+            return  # the CLI echoes the prompt as a user message
+        content = frame.get("content")
+        if not isinstance(content, str) or not content:
+            return
+        if frame.get("delta") is not True and self._run:
+            self._close_run()
+        self._run.append(content)
+        self._emit(AssistantText(content))
+
+    def _close_run(self) -> None:
+        if self._run:
+            self._runs.append("".join(self._run))
+            self._run = []
+
+    def _on_tool_use(self, frame: dict[str, Any]) -> None:
+        self._close_run()
+        event = tool_call(frame)
+        if event.tool_id is not None:
+            self._tools.start(event.tool_id, event.tool, event.args)
+        self._emit(event)
+        if event.tool == TODO_TOOL:
+            plan = plan_from_args(event.args, event.tool_id)
+            if plan is not None:
+                self._emit(plan)
+
+    def _on_tool_result(self, frame: dict[str, Any]) -> None:
+        tool_id = frame.get("tool_id")
+        finished = self._tools.finish(tool_id) if isinstance(tool_id, str) else None
+        name = finished.name if finished is not None else ""
+        self._emit(tool_result(frame, name, finished.duration_s if finished else None))
+
+    def _on_error(self, frame: dict[str, Any]) -> None:
+        message = frame.get("message")
+        text = message if isinstance(message, str) else json.dumps(message)
+        fatal = frame.get("severity") == "error"
+        if fatal:
+            self._fatal_error = text
+        self._emit(ProviderError(text, fatal=fatal))
+
+    def _on_result(self, frame: dict[str, Any]) -> None:
+        self._finished = True
+        stats = frame.get("stats")
+        if isinstance(stats, dict):
+            self._usage = self._report_usage(stats)  # pyright: ignore[reportUnknownArgumentType]
+        status = frame.get("status")
+        self._emit(Lifecycle("result", status if isinstance(status, str) else ""))
+        if status == "success":
+            return
+        error = frame.get("error")
+        message = error.get("message") if isinstance(error, dict) else None  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
+        text = message if isinstance(message, str) and message else f"gemini reported {status!r}"
+        self._error = text
+        self._error_kind = kind_from_text(text) or FailureKind.OTHER
+        self._emit(ProviderError(text, fatal=True))
+
+    def _report_usage(self, stats: Mapping[str, Any]) -> ProviderUsage:
+        tokens = _fold_usage(stats)
+        per_model = _per_model(stats.get("models"))
+        cost, source = self._price(per_model)
+        model = max(per_model, key=lambda m: per_model[m].total_tokens) if per_model else None
+        usage = ProviderUsage(
+            tokens=tokens,
+            total_cost_usd=cost,
+            provider=_PROVIDER,
+            raw=MappingProxyType(dict(stats)),
+            cost_source=source,
+            model=model,
+        )
+        self._cost = cost
+        self._emit(UsageReport(usage, cost))
+        return usage
+
+    def _price(self, per_model: Mapping[str, TokenUsage]) -> tuple[float | None, CostSource]:
+        if not per_model:
+            return None, CostSource.NOT_REPORTED
+        if self._pricing is None:
+            return None, CostSource.UNKNOWN_MODEL
+        total = 0.0
+        for model, tokens in per_model.items():
+            cost = self._pricing.cost(model, tokens)
+            if cost is None:
+                return None, CostSource.UNKNOWN_MODEL
+            total += cost
+        return total, CostSource.PRICED
+
+    # stderr
+
+    def feed_stderr(self, line: str) -> None:
+        """Take one stderr line; it is emitted as a Stderr event and kept for the error summary."""
+        text = line.rstrip("\r\n")
+        self._emit(Stderr(text))
+        if len(self._stderr) < _MAX_STDERR_KEPT:
+            self._stderr.append(text)
+
+    def _stderr_reason(self) -> str:
+        """The first stderr line that says what went wrong, or the last meaningful one."""
+        meaningful = [
+            s.strip()
+            for s in self._stderr
+            if s.strip() and not s.startswith(_NOISE_PREFIXES) and not s.startswith(" ")
+        ]
+        for line in meaningful:
+            if "rror" in line:
+                return line[:500]
+        return meaningful[-1][:500] if meaningful else ""
+
+    # summary
+
+    def finish(self) -> ParsedTurn:
+        """Summarize the turn; a stream without its ``result`` frame is a failure (OTHER)."""
+        error, kind = self._error, self._error_kind
+        if not self._finished:
+            reason = self._fatal_error or self._stderr_reason()
+            error = "gemini's stream ended before its result frame" + (
+                f": {reason}" if reason else ""
+            )
+            kind = (kind_from_text(self._fatal_error) if self._fatal_error else None) or (
+                FailureKind.OTHER
+            )
+        runs = [*self._runs, "".join(self._run)] if self._run else self._runs
+        return ParsedTurn(
+            text="\n".join(runs),
+            structured_output=None,
+            session_id=self._session_id,
+            usage=self._usage,
+            cost_usd=self._cost,
+            error=error,
+            error_kind=kind,
+        )
+
+
+def _per_model(models: object) -> dict[str, TokenUsage]:
+    """Per-model token usage from ``stats.models``, leaving out models that used no tokens."""
+    if not isinstance(models, dict):
+        return {}
+    result: dict[str, TokenUsage] = {}
+    for name, entry in models.items():  # pyright: ignore[reportUnknownVariableType]
+        if isinstance(name, str) and isinstance(entry, dict):
+            tokens = _fold_usage(entry)  # pyright: ignore[reportUnknownArgumentType]
+            if tokens.total_tokens:
+                result[name] = tokens
+    return result

@@ -1,0 +1,258 @@
+"""GeminiProvider: argv, MCP install and failure classification for the Gemini CLI.
+
+The prompt goes on stdin only: with stdin a pipe the CLI runs headless and takes stdin as the
+prompt (checked against 0.61.0), so no ``-p`` is needed and the prompt never reaches argv.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from agentshim.core.errors import (
+    AgentShimError,
+    CliExitError,
+    FailureKind,
+    McpConfigError,
+    ProviderCapabilityError,
+    SessionResumeError,
+)
+from agentshim.core.events import AgentEvent
+from agentshim.core.failures import kind_from_text
+from agentshim.core.ids import validate_session_id
+from agentshim.core.mcp import McpServer, StdioMcpServer, install_json_config
+from agentshim.core.permissions import NativeMode, NativePermissions
+from agentshim.core.pricing import PricingTable
+from agentshim.core.profile import McpMechanism, OutputSchemaStyle, ProviderProfile
+from agentshim.core.provider import ArgvContext, McpInstallation, NoMcpInstallation
+
+from .model_data import PRICING_TABLE
+from .parser import GeminiStreamParser
+
+__all__ = [
+    "EXIT_AUTH_CONFIG",
+    "EXIT_BAD_REQUEST",
+    "EXIT_RESUME_FAILED",
+    "EXIT_RETRIES_EXHAUSTED",
+    "EXIT_UNAUTHORIZED",
+    "MCP_CONFIG_FILE",
+    "MCP_SERVERS_KEY",
+    "PROFILE",
+    "RESUME_FAILED_TEXT",
+    "GeminiProvider",
+    "mcp_entry",
+]
+
+MCP_CONFIG_FILE = ".gemini/settings.json"
+"""Workspace-relative settings file the MCP servers are merged into for a turn."""
+MCP_SERVERS_KEY = "mcpServers"
+"""The settings key holding MCP servers."""
+
+EXIT_AUTH_CONFIG = 41
+"""No usable auth method (e.g. ``Invalid auth method selected.``)."""
+EXIT_RESUME_FAILED = 42
+"""Input error; with ``--resume``, the session could not be loaded."""
+EXIT_BAD_REQUEST = 144
+"""The model API answered HTTP 400 (the message says why: context overflow, bad argument)."""
+EXIT_UNAUTHORIZED = 145
+"""The model API answered HTTP 401."""
+EXIT_RETRIES_EXHAUSTED = 244
+"""The CLI gave up after retrying a failing request (a persistent 5xx)."""
+RESUME_FAILED_TEXT = "Error resuming session:"
+"""How the CLI's stderr starts when ``--resume`` names no session it has."""
+
+PROFILE = ProviderProfile(
+    name="gemini",
+    display_name="Gemini CLI",
+    binary="gemini",
+    supports_resume=True,
+    supports_reasoning_effort=False,
+    mcp=McpMechanism.CONFIG_FILE,
+    output_schema=OutputSchemaStyle.NONE,
+    schema_dialect=None,
+    state_dirs=(".gemini",),
+    auth_env_vars=("GEMINI_API_KEY", "GOOGLE_API_KEY", "GOOGLE_GEMINI_BASE_URL"),
+    container_install=("npm install -g @google/gemini-cli",),
+    auth_files=(".gemini/oauth_creds.json", ".gemini/settings.json"),
+    credential_files=(".gemini/oauth_creds.json",),
+    resume_state_paths=(".gemini/tmp",),
+    mcp_config_file=MCP_CONFIG_FILE,
+    native_permission_modes=(NativeMode.BYPASS, NativeMode.READ_ONLY),
+)
+"""The Gemini CLI's static capabilities."""
+
+_EXIT_KINDS: Mapping[int, FailureKind] = {
+    EXIT_AUTH_CONFIG: FailureKind.AUTH,
+    EXIT_UNAUTHORIZED: FailureKind.AUTH,
+    EXIT_RETRIES_EXHAUSTED: FailureKind.TRANSIENT,
+}
+
+
+def _check_option(label: str, value: str) -> str:
+    # yargs would read a value starting with "-" as the next flag.
+    if not value or value.startswith("-") or any(c.isspace() or c == "\0" for c in value):
+        raise ProviderCapabilityError(
+            f"invalid {label} {value!r} for the Gemini CLI: it must be non-empty, must not start "
+            "with '-' and must not contain whitespace"
+        )
+    return value
+
+
+def mcp_entry(server: McpServer, *, trust: bool = True) -> dict[str, Any]:
+    """Render one server as a ``mcpServers`` entry of Gemini CLI 0.61.0's settings.
+
+    Stdio: ``command``, ``args``, ``env`` (when set); HTTP: ``url`` with ``type`` ``"http"`` or
+    ``"sse"`` and ``headers`` (when set). ``trust`` skips the CLI's per-call confirmation, which
+    headless mode cannot answer. ``tool_timeout_s`` becomes ``timeout`` in milliseconds.
+
+    Raises:
+        ProviderCapabilityError: ``startup_timeout_s`` was set; the CLI has no separate
+            connect timeout (its one ``timeout`` covers every request).
+    """
+    if server.startup_timeout_s is not None:
+        raise ProviderCapabilityError(
+            f"MCP server {server.name!r}: the Gemini CLI has no startup timeout setting; "
+            "leave startup_timeout_s unset (tool_timeout_s is supported)"
+        )
+    entry: dict[str, Any]
+    if isinstance(server, StdioMcpServer):
+        entry = {"command": server.command, "args": list(server.args)}
+        if server.env:
+            entry["env"] = dict(server.env)
+    else:
+        entry = {"url": server.url, "type": server.transport}
+        if server.headers:
+            entry["headers"] = dict(server.headers)
+    if server.tool_timeout_s is not None:
+        entry["timeout"] = max(1, round(server.tool_timeout_s * 1000))
+    entry["trust"] = trust
+    return entry
+
+
+def _resume_id(argv: Sequence[str]) -> str | None:
+    for index, arg in enumerate(argv[:-1]):
+        if arg in ("--resume", "-r"):
+            return argv[index + 1]
+    return None
+
+
+def _resume_failure_line(stderr: str) -> str | None:
+    for line in stderr.splitlines():
+        if line.startswith(RESUME_FAILED_TEXT):
+            return line.strip()
+    return None
+
+
+class GeminiProvider:
+    """Runs ``gemini --output-format stream-json`` with the prompt on stdin.
+
+    ``permissions``: bypass (the default) passes ``--yolo``; read-only passes
+    ``--approval-mode plan``. Workspace-write has no Gemini CLI equivalent.
+    ``pricing`` prices turns per model (the CLI reports no cost); the built-in table is empty.
+    """
+
+    def __init__(
+        self,
+        *,
+        permissions: NativePermissions | None = None,
+        pricing: PricingTable | None = None,
+    ) -> None:
+        """Build a provider; ProviderCapabilityError for a permission mode the CLI lacks."""
+        chosen = permissions if permissions is not None else NativePermissions.bypass()
+        if chosen.mode not in PROFILE.native_permission_modes:
+            raise ProviderCapabilityError(
+                f"the Gemini CLI has no {chosen.mode.value} mode; use bypass (--yolo) or "
+                "read_only (--approval-mode plan)"
+            )
+        self.permissions = chosen
+        self.pricing = pricing if pricing is not None else PRICING_TABLE
+
+    @property
+    def profile(self) -> ProviderProfile:
+        """The Gemini CLI's static capabilities."""
+        return PROFILE
+
+    def build_argv(self, ctx: ArgvContext) -> list[str]:
+        """``gemini --output-format stream-json [--model m] [--resume id] <mode> [extra]``."""
+        if ctx.schema_inline is not None or ctx.schema_path is not None:
+            raise ProviderCapabilityError(
+                "the Gemini CLI has no output schema; drop output_schema for gemini turns"
+            )
+        if ctx.reasoning_effort is not None:
+            raise ProviderCapabilityError(
+                "the Gemini CLI has no reasoning-effort flag; drop reasoning_effort for gemini"
+            )
+        argv = [ctx.binary_path, "--output-format", "stream-json"]
+        if ctx.model:
+            argv += ["--model", _check_option("model", ctx.model)]
+        if ctx.resume_session_id is not None:
+            argv += ["--resume", validate_session_id(ctx.resume_session_id)]
+        if self.permissions.mode is NativeMode.BYPASS:
+            argv.append("--yolo")
+        else:
+            argv += ["--approval-mode", "plan"]
+        argv += ctx.mcp_argv
+        argv += ctx.extra_args
+        return argv
+
+    def new_parser(
+        self, emit: Callable[[AgentEvent], None], *, expect_structured: bool
+    ) -> GeminiStreamParser:
+        """Return a fresh stream-json parser pricing with this provider's table."""
+        return GeminiStreamParser(emit, expect_structured=expect_structured, pricing=self.pricing)
+
+    def install_mcp(self, workspace: Path | None, servers: Sequence[McpServer]) -> McpInstallation:
+        """Merge ``servers`` into ``<workspace>/.gemini/settings.json`` for one turn.
+
+        Servers are trusted only in bypass mode; in read-only mode every MCP call would need a
+        confirmation headless mode cannot give, so untrusted servers' tools are not offered.
+        """
+        if not servers:
+            return NoMcpInstallation()
+        if workspace is None:
+            raise McpConfigError(
+                MCP_CONFIG_FILE,
+                "no workspace directory was given; pass mcp_workspace or a cwd for the turn",
+            )
+        trust = self.permissions.mode is NativeMode.BYPASS
+        entries = {server.name: mcp_entry(server, trust=trust) for server in servers}
+        return install_json_config(Path(workspace) / MCP_CONFIG_FILE, (MCP_SERVERS_KEY,), entries)
+
+    def classify_exit(self, error: CliExitError, *, resumed: bool) -> AgentShimError:
+        """Refine a failed run using the CLI's exit code and messages.
+
+        A resumed turn becomes SessionResumeError only when stderr carries the CLI's own
+        ``Error resuming session:`` (exit 42); any other failure of a resumed turn keeps its
+        kind. Exit codes: 41 and 145 AUTH, 244 TRANSIENT, 144 classified from its message.
+        A kind the stream already gave is kept.
+        """
+        if resumed:
+            line = _resume_failure_line(error.stderr)
+            if line is not None:
+                return SessionResumeError(
+                    error.argv,
+                    error.returncode,
+                    error.stdout,
+                    error.stderr,
+                    session_id=_resume_id(error.argv),
+                    kind=error.kind,
+                    detail=line,
+                )
+        if error.kind is not FailureKind.OTHER:
+            return error
+        kind = _EXIT_KINDS.get(error.returncode)
+        if kind is None:
+            kind = kind_from_text(error.detail) or FailureKind.OTHER
+            if kind is FailureKind.OTHER and error.returncode == EXIT_BAD_REQUEST:
+                kind = kind_from_text(error.stderr) or FailureKind.OTHER
+        if kind is FailureKind.OTHER:
+            return error
+        return CliExitError(
+            error.argv,
+            error.returncode,
+            error.stdout,
+            error.stderr,
+            kind=kind,
+            detail=error.detail,
+        )

@@ -1,0 +1,155 @@
+"""opencode ``run --format json`` frames translated into agentshim events, and its tool names.
+
+The tool names are opencode 1.18.33's own (``bash``, ``edit``, ``write``, ...). MCP tools are
+named ``<server>_<tool>``, which cannot be told apart from a built-in by name alone, so they
+report ToolKind.OTHER.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import Any, cast
+
+from agentshim.core.events import Plan, PlanItem, ToolCall, ToolKind, ToolResult
+
+__all__ = [
+    "EDIT_TOOL",
+    "SHELL_TOOL",
+    "TODO_TOOL",
+    "TOOL_KINDS",
+    "WRITE_TOOL",
+    "plan_from_args",
+    "tool_events",
+    "tool_kind",
+]
+
+SHELL_TOOL = "bash"
+"""opencode's shell tool."""
+EDIT_TOOL = "edit"
+"""opencode's in-place file edit tool."""
+WRITE_TOOL = "write"
+"""opencode's whole-file write tool."""
+TODO_TOOL = "todowrite"
+"""opencode's todo-list tool; its ``todos`` argument becomes a Plan event."""
+
+TOOL_KINDS: Mapping[str, ToolKind] = MappingProxyType(
+    {
+        SHELL_TOOL: ToolKind.COMMAND,
+        EDIT_TOOL: ToolKind.FILE_CHANGE,
+        WRITE_TOOL: ToolKind.FILE_CHANGE,
+        "patch": ToolKind.FILE_CHANGE,
+        "apply_patch": ToolKind.FILE_CHANGE,
+        "multiedit": ToolKind.FILE_CHANGE,
+        "read": ToolKind.FILE_READ,
+        "list": ToolKind.FILE_READ,
+        "glob": ToolKind.SEARCH,
+        "grep": ToolKind.SEARCH,
+        "codesearch": ToolKind.SEARCH,
+        "webfetch": ToolKind.WEB,
+        "websearch": ToolKind.WEB,
+        TODO_TOOL: ToolKind.PLAN,
+        "todoread": ToolKind.PLAN,
+        "task": ToolKind.SUBAGENT,
+    }
+)
+"""opencode tool name -> what the tool does."""
+
+TERMINAL_STATUSES = frozenset({"completed", "error"})
+"""Tool states after which opencode prints a ``tool_use`` frame."""
+
+
+def tool_kind(name: str) -> ToolKind:
+    """Return what the opencode tool ``name`` does (OTHER for MCP and unknown tools)."""
+    return TOOL_KINDS.get(name, ToolKind.OTHER)
+
+
+def _text(value: object) -> str:
+    if isinstance(value, str):
+        return value
+    if value is None:
+        return ""
+    try:
+        return json.dumps(value, ensure_ascii=False)
+    except (TypeError, ValueError):
+        return str(value)
+
+
+def _dict(value: object) -> dict[str, Any]:
+    return cast("dict[str, Any]", value) if isinstance(value, dict) else {}
+
+
+def _duration_s(state: Mapping[str, Any]) -> float | None:
+    timing = _dict(state.get("time"))
+    start, end = timing.get("start"), timing.get("end")
+    numbers = (int, float)
+    if (
+        isinstance(start, numbers)
+        and isinstance(end, numbers)
+        and not isinstance(start, bool)
+        and not isinstance(end, bool)
+        and end >= start
+    ):
+        return (end - start) / 1000.0
+    return None
+
+
+def tool_events(part: Mapping[str, Any]) -> tuple[ToolCall, ToolResult | None]:
+    """Translate a ``tool_use`` part into its call and, once terminal, its result.
+
+    ``completed`` with a nonzero ``metadata.exit`` (a shell command that failed) and ``error``
+    are failures: empty stdout, the output or error text on stderr, the exit code or 1.
+    """
+    name = _text(part.get("tool"))
+    call_id = part.get("callID")
+    tool_id = call_id if isinstance(call_id, str) else None
+    state = _dict(part.get("state"))
+    raw_input = state.get("input")
+    args: Mapping[str, Any] | str | None
+    if isinstance(raw_input, dict):
+        args = cast("dict[str, Any]", raw_input)
+    elif isinstance(raw_input, str) or raw_input is None:
+        args = raw_input
+    else:
+        args = _text(raw_input)
+    kind = tool_kind(name)
+    call = ToolCall(tool_id=tool_id, tool=name, args=args, kind=kind)
+    status = state.get("status")
+    if status not in TERMINAL_STATUSES:
+        return call, None
+    exit_code = _dict(state.get("metadata")).get("exit")
+    code = exit_code if isinstance(exit_code, int) and not isinstance(exit_code, bool) else None
+    if status == "completed" and not code:
+        stdout, stderr, result_code = _text(state.get("output")), "", 0
+    else:
+        message = _text(state.get("error")) if status == "error" else ""
+        stdout, stderr = "", message or _text(state.get("output")) or "the tool failed"
+        result_code = code or 1
+    result = ToolResult(
+        tool_id,
+        name,
+        stdout=stdout,
+        stderr=stderr,
+        exit_code=result_code,
+        duration_s=_duration_s(state),
+        kind=kind,
+    )
+    return call, result
+
+
+def plan_from_args(args: object, tool_id: str | None) -> Plan | None:
+    """Build a Plan from ``todowrite`` arguments (``todos: [{content, status, priority}]``)."""
+    if not isinstance(args, dict):
+        return None
+    todos: object = cast("dict[str, Any]", args).get("todos")
+    if not isinstance(todos, list):
+        return None
+    items: list[PlanItem] = []
+    for todo in cast("list[object]", todos):
+        fields = _dict(todo)
+        content: object = fields.get("content")
+        status: object = fields.get("status")
+        if isinstance(content, str):
+            items.append(PlanItem(content, status if isinstance(status, str) else "pending"))
+    return Plan(tuple(items), tool_id)

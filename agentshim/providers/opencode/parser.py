@@ -1,0 +1,307 @@
+"""OpencodeStreamParser: reads ``opencode run --format json`` and emits typed events.
+
+Every frame is ``{"type", "timestamp", "sessionID", "part": {...}}`` (``error`` frames carry
+``error`` instead of ``part``). There is no final result frame: the turn succeeded when a
+``step_finish`` with ``reason: "stop"`` arrived; ``"tool-calls"`` only ends a step.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Callable, Mapping
+from types import MappingProxyType
+from typing import Any, cast
+
+from agentshim.core.errors import FailureKind
+from agentshim.core.events import (
+    AgentEvent,
+    AssistantText,
+    Lifecycle,
+    ProviderError,
+    RawOutput,
+    Reasoning,
+    SessionStarted,
+    Stderr,
+    UsageReport,
+)
+from agentshim.core.failures import kind_from_status, kind_from_text
+from agentshim.core.provider import ParsedTurn
+from agentshim.core.usage import CostSource, ProviderUsage, TokenUsage
+
+from .events import TODO_TOOL, plan_from_args, tool_events
+
+__all__ = ["OpencodeStreamParser", "classify_error", "strip_ansi"]
+
+_PROVIDER = "opencode"
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]")
+_MAX_STDERR_KEPT = 64
+
+
+def strip_ansi(text: str) -> str:
+    """Remove terminal colour codes (opencode colours its stderr errors)."""
+    return _ANSI.sub("", text)
+
+
+def _int(value: object) -> int:
+    if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+        return value
+    return 0
+
+
+def _dict(value: object) -> dict[str, Any]:
+    return cast("dict[str, Any]", value) if isinstance(value, dict) else {}
+
+
+def _cost(value: object) -> float | None:
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        cost = float(value)
+        if math.isfinite(cost) and cost >= 0:
+            return cost
+    return None
+
+
+def _fold_usage(tokens: Mapping[str, Any], *, turns: int) -> TokenUsage:
+    """Normalize one step's ``tokens`` into the breakdown.
+
+    Cache reads, cache writes and reasoning are reported apart from ``input`` and ``output``,
+    so they are folded in.
+    """
+    cache = _dict(tokens.get("cache"))
+    read = _int(cache.get("read"))
+    write = _int(cache.get("write"))
+    reasoning = _int(tokens.get("reasoning"))
+    return TokenUsage(
+        input_tokens=_int(tokens.get("input")) + read + write,
+        cache_read_input_tokens=read,
+        cache_write_input_tokens=write,
+        output_tokens=_int(tokens.get("output")) + reasoning,
+        reasoning_output_tokens=reasoning,
+        turns=turns,
+    )
+
+
+def classify_error(error: Mapping[str, Any]) -> tuple[str, FailureKind]:
+    """Return an ``error`` frame's message and kind, from ``name``, ``statusCode``, ``isRetryable``.
+
+    ``ContextOverflowError`` is CONTEXT_OVERFLOW, ``ProviderAuthError`` and a 401/403 AUTH; any
+    other ``APIError`` is classified by its text first (a 429 saying "quota" is a usage limit),
+    then its status, then ``isRetryable`` (TRANSIENT).
+    """
+    name = error.get("name")
+    name = name if isinstance(name, str) else "error"
+    data = _dict(error.get("data"))
+    message = data.get("message")
+    text = message if isinstance(message, str) and message else name
+    if name == "ContextOverflowError":
+        return text, FailureKind.CONTEXT_OVERFLOW
+    if name == "ProviderAuthError":
+        return text, FailureKind.AUTH
+    status = data.get("statusCode")
+    by_status = (
+        kind_from_status(status)
+        if isinstance(status, int) and not isinstance(status, bool)
+        else FailureKind.OTHER
+    )
+    if by_status is FailureKind.AUTH:
+        return text, by_status
+    by_text = kind_from_text(text)
+    if by_text is not None:
+        return text, by_text
+    if by_status is not FailureKind.OTHER:
+        return text, by_status
+    if data.get("isRetryable") is True:
+        return text, FailureKind.TRANSIENT
+    return text, FailureKind.OTHER
+
+
+class OpencodeStreamParser:
+    """Turns opencode JSON lines into events and a ParsedTurn; never raises on input.
+
+    ``text`` parts are whole messages (no deltas) and are joined with a newline. Each
+    ``step_finish`` emits a UsageReport for that step; the ParsedTurn sums them, with the
+    cost opencode reports (``part.cost``).
+    """
+
+    def __init__(
+        self, emit: Callable[[AgentEvent], None], *, expect_structured: bool = False
+    ) -> None:
+        """Emit events through ``emit``; ``expect_structured`` is accepted and unused (no schema)."""
+        self._emit = emit
+        self._handlers: Mapping[str, Callable[[dict[str, Any]], None]] = MappingProxyType(
+            {
+                "text": self._on_text,
+                "tool_use": self._on_tool_use,
+                "step_start": self._on_step_start,
+                "step_finish": self._on_step_finish,
+                "reasoning": self._on_reasoning,
+                "error": self._on_error,
+            }
+        )
+        self._texts: list[str] = []
+        self._session_id: str | None = None
+        self._called: set[str] = set()
+        self._tokens: TokenUsage | None = None
+        self._cost: float | None = None
+        self._raw: Mapping[str, Any] = MappingProxyType({})
+        self._context_tokens: int | None = None
+        self._last_reason: str | None = None
+        self._stopped = False
+        self._errors: list[tuple[str, FailureKind]] = []
+        self._stderr: list[str] = []
+
+    # stdout
+
+    def feed_stdout(self, line: str) -> None:
+        """Take one stdout line (with or without its newline)."""
+        text = line.rstrip("\r\n")
+        if not text:
+            return
+        if text[0] != "{":
+            self._emit(RawOutput(text))
+            return
+        try:
+            frame = json.loads(text)
+        except (ValueError, RecursionError):
+            self._emit(RawOutput(text))
+            return
+        if type(frame) is not dict:
+            self._emit(RawOutput(text))
+            return
+        fields = cast("dict[str, Any]", frame)
+        if self._session_id is None:
+            session_id = fields.get("sessionID")
+            if isinstance(session_id, str) and session_id:
+                self._session_id = session_id
+                self._emit(SessionStarted(session_id))
+        kind = fields.get("type")
+        handler = self._handlers.get(kind) if isinstance(kind, str) else None
+        if handler is None:
+            self._emit(Lifecycle(f"unknown_frame:{kind}", text[:500]))
+            return
+        handler(fields)
+
+    def _on_text(self, frame: dict[str, Any]) -> None:
+        text = _dict(frame.get("part")).get("text")
+        if isinstance(text, str) and text:
+            self._texts.append(text)
+            self._emit(AssistantText(text))
+
+    def _on_reasoning(self, frame: dict[str, Any]) -> None:
+        text = _dict(frame.get("part")).get("text")
+        if isinstance(text, str) and text:
+            self._emit(Reasoning(text))
+
+    def _on_tool_use(self, frame: dict[str, Any]) -> None:
+        call, result = tool_events(_dict(frame.get("part")))
+        if call.tool_id is None or call.tool_id not in self._called:
+            if call.tool_id is not None:
+                self._called.add(call.tool_id)
+            self._emit(call)
+            if call.tool == TODO_TOOL:
+                plan = plan_from_args(call.args, call.tool_id)
+                if plan is not None:
+                    self._emit(plan)
+        if result is not None:
+            self._emit(result)
+
+    def _on_step_start(self, frame: dict[str, Any]) -> None:
+        self._emit(Lifecycle("step_started"))
+
+    def _on_step_finish(self, frame: dict[str, Any]) -> None:
+        part = _dict(frame.get("part"))
+        reason = part.get("reason")
+        self._last_reason = reason if isinstance(reason, str) else None
+        if reason == "stop":
+            self._stopped = True
+        self._emit(Lifecycle("step_finished", self._last_reason or ""))
+        raw = _dict(part.get("tokens"))
+        cost = _cost(part.get("cost"))
+        if not raw and cost is None:
+            return
+        # turns counts the turn once, on its first step, so step reports add up to the turn.
+        step = _fold_usage(raw, turns=0 if self._tokens is not None else 1)
+        self._tokens = step if self._tokens is None else self._tokens + step
+        if cost is not None:
+            self._cost = cost if self._cost is None else self._cost + cost
+        self._raw = MappingProxyType(dict(raw))
+        self._context_tokens = step.input_tokens + step.output_tokens - step.reasoning_output_tokens
+        usage = ProviderUsage(
+            tokens=step,
+            total_cost_usd=cost,
+            provider=_PROVIDER,
+            raw=self._raw,
+            cost_source=CostSource.REPORTED if cost is not None else CostSource.NOT_REPORTED,
+        )
+        self._emit(UsageReport(usage, cost))
+
+    def _on_error(self, frame: dict[str, Any]) -> None:
+        message, kind = classify_error(_dict(frame.get("error")))
+        self._errors.append((message, kind))
+        self._emit(ProviderError(message, fatal=True))
+
+    # stderr
+
+    def feed_stderr(self, line: str) -> None:
+        """Take one stderr line; emitted as a Stderr event and kept for the error summary."""
+        text = line.rstrip("\r\n")
+        self._emit(Stderr(text))
+        if len(self._stderr) < _MAX_STDERR_KEPT:
+            self._stderr.append(strip_ansi(text).strip())
+
+    def _stderr_reason(self) -> str:
+        for line in self._stderr:
+            if line.startswith("Error"):
+                return line[:500]
+        meaningful = [s for s in self._stderr if s]
+        return meaningful[-1][:500] if meaningful else ""
+
+    # summary
+
+    def _failure(self) -> tuple[str, FailureKind]:
+        if self._errors:
+            # A failed auto-compaction reports a second error; the context overflow is the cause.
+            for message, kind in self._errors:
+                if kind is FailureKind.CONTEXT_OVERFLOW:
+                    return message, kind
+            return self._errors[-1]
+        if self._last_reason is not None:
+            return (
+                f"opencode's last step finished with reason {self._last_reason!r}, not 'stop'",
+                FailureKind.OTHER,
+            )
+        reason = self._stderr_reason()
+        return (
+            "opencode's stream ended before a step finished with reason 'stop'"
+            + (f": {reason}" if reason else ""),
+            FailureKind.OTHER,
+        )
+
+    def finish(self) -> ParsedTurn:
+        """Summarize the turn; without a ``step_finish`` of reason ``stop`` it failed."""
+        error: str | None = None
+        kind: FailureKind | None = None
+        if not self._stopped:
+            error, kind = self._failure()
+        usage = None
+        if self._tokens is not None:
+            usage = ProviderUsage(
+                tokens=self._tokens,
+                total_cost_usd=self._cost,
+                provider=_PROVIDER,
+                raw=self._raw,
+                cost_source=CostSource.REPORTED
+                if self._cost is not None
+                else CostSource.NOT_REPORTED,
+            )
+        return ParsedTurn(
+            text="\n".join(self._texts),
+            structured_output=None,
+            session_id=self._session_id,
+            usage=usage,
+            cost_usd=self._cost,
+            error=error,
+            error_kind=kind,
+            context_tokens=self._context_tokens,
+        )

@@ -1,0 +1,24 @@
+"""opencode's catalog entry."""
+
+from __future__ import annotations
+
+from agentshim.providers.static_plugin import StaticProviderPlugin
+
+from .model_data import MODEL_TABLE, PRICING_TABLE
+from .provider import PROFILE, OpencodeProvider
+from .scripted import resume_failure_lines, scripted_lines
+from .testing import installed_mcp_servers
+
+__all__ = ["PLUGIN"]
+
+PLUGIN = StaticProviderPlugin(
+    profile=PROFILE,
+    factory=OpencodeProvider,
+    scripted=scripted_lines,
+    resume_failure=resume_failure_lines,
+    resume_template="opencode --session {id}",
+    installed_mcp=installed_mcp_servers,
+    models=MODEL_TABLE,
+    pricing=PRICING_TABLE,
+)
+"""Everything the catalog knows about opencode."""

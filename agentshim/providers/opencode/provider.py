@@ -1,0 +1,225 @@
+"""OpencodeProvider: argv, MCP install and failure classification for ``opencode run``.
+
+The prompt goes on stdin only: ``opencode run`` reads piped stdin as the message when no
+positional message is given, also with ``--session`` (checked against 1.18.33), so the prompt
+never reaches argv.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from agentshim.core.errors import (
+    AgentShimError,
+    CliExitError,
+    FailureKind,
+    McpConfigError,
+    ProviderCapabilityError,
+    SessionResumeError,
+)
+from agentshim.core.events import AgentEvent
+from agentshim.core.failures import kind_from_text
+from agentshim.core.ids import validate_session_id
+from agentshim.core.mcp import McpServer, StdioMcpServer, install_json_config
+from agentshim.core.profile import McpMechanism, OutputSchemaStyle, ProviderProfile
+from agentshim.core.provider import ArgvContext, McpInstallation, NoMcpInstallation
+
+from .parser import OpencodeStreamParser, strip_ansi
+
+__all__ = [
+    "CONFIG_SCHEMA_URL",
+    "MCP_CONFIG_FILE",
+    "MCP_SERVERS_KEY",
+    "PROFILE",
+    "SESSION_NOT_FOUND_TEXT",
+    "OpencodeProvider",
+    "mcp_entry",
+]
+
+MCP_CONFIG_FILE = "opencode.json"
+"""Workspace-relative project config the MCP servers are merged into for a turn."""
+MCP_SERVERS_KEY = "mcp"
+"""The config key holding MCP servers."""
+CONFIG_SCHEMA_URL = "https://opencode.ai/config.json"
+"""The ``$schema`` opencode's own config files declare; added when the file has none."""
+SESSION_NOT_FOUND_TEXT = "Session not found"
+"""What opencode prints on stderr when ``--session`` names a session it does not have."""
+
+PROFILE = ProviderProfile(
+    name="opencode",
+    display_name="opencode",
+    binary="opencode",
+    supports_resume=True,
+    supports_reasoning_effort=False,
+    mcp=McpMechanism.CONFIG_FILE,
+    output_schema=OutputSchemaStyle.NONE,
+    schema_dialect=None,
+    state_dirs=(".local/share/opencode", ".config/opencode"),
+    container_install=("npm install -g opencode-ai",),
+    auth_files=(".local/share/opencode/auth.json",),
+    credential_files=(".local/share/opencode/auth.json",),
+    resume_state_paths=(".local/share/opencode",),
+    mcp_config_file=MCP_CONFIG_FILE,
+)
+"""opencode's static capabilities."""
+
+
+def _check_option(label: str, value: str) -> str:
+    # yargs would read a value starting with "-" as the next flag.
+    if not value or value.startswith("-") or any(c.isspace() or c == "\0" for c in value):
+        raise ProviderCapabilityError(
+            f"invalid {label} {value!r} for opencode: it must be non-empty, must not start "
+            "with '-' and must not contain whitespace"
+        )
+    return value
+
+
+def mcp_entry(server: McpServer) -> dict[str, Any]:
+    """Render one server as an ``mcp`` entry of opencode 1.18.33's config.
+
+    Stdio: ``{"type": "local", "command": [command, *args], "environment"?, "enabled": true}``;
+    HTTP: ``{"type": "remote", "url", "headers"?, "enabled": true}``. opencode picks the HTTP
+    transport itself (streamable HTTP, then SSE), so ``transport`` is not written.
+    ``tool_timeout_s`` becomes ``timeout`` in milliseconds.
+
+    Raises:
+        ProviderCapabilityError: ``startup_timeout_s`` was set; opencode has one request
+            timeout and no separate startup timeout.
+    """
+    if server.startup_timeout_s is not None:
+        raise ProviderCapabilityError(
+            f"MCP server {server.name!r}: opencode has no startup timeout setting; "
+            "leave startup_timeout_s unset (tool_timeout_s is supported)"
+        )
+    entry: dict[str, Any]
+    if isinstance(server, StdioMcpServer):
+        entry = {"type": "local", "command": [server.command, *server.args]}
+        if server.env:
+            entry["environment"] = dict(server.env)
+    else:
+        entry = {"type": "remote", "url": server.url}
+        if server.headers:
+            entry["headers"] = dict(server.headers)
+    entry["enabled"] = True
+    if server.tool_timeout_s is not None:
+        entry["timeout"] = max(1, round(server.tool_timeout_s * 1000))
+    return entry
+
+
+def _session_id(argv: Sequence[str]) -> str | None:
+    for index, arg in enumerate(argv[:-1]):
+        if arg in ("--session", "-s"):
+            return argv[index + 1]
+    return None
+
+
+def _session_not_found(stderr: str) -> str | None:
+    for line in strip_ansi(stderr).splitlines():
+        if SESSION_NOT_FOUND_TEXT in line:
+            return line.strip()
+    return None
+
+
+class OpencodeProvider:
+    """Runs ``opencode run --format json`` with the prompt on stdin.
+
+    ``thinking`` adds ``--thinking`` so reasoning parts reach the stream as Reasoning events.
+    ``auto_approve`` adds ``--auto``: without it, ``opencode run`` auto-rejects every request
+    the user's permission config answers with "ask" (the tool fails, the turn goes on).
+    """
+
+    def __init__(self, *, thinking: bool = False, auto_approve: bool = False) -> None:
+        """Build a provider with the given opencode options."""
+        self.thinking = thinking
+        self.auto_approve = auto_approve
+
+    @property
+    def profile(self) -> ProviderProfile:
+        """Opencode's static capabilities."""
+        return PROFILE
+
+    def build_argv(self, ctx: ArgvContext) -> list[str]:
+        """``opencode run --format json [--session id] [--model provider/model] [extra]``."""
+        if ctx.schema_inline is not None or ctx.schema_path is not None:
+            raise ProviderCapabilityError(
+                "opencode has no output schema; drop output_schema for opencode turns"
+            )
+        if ctx.reasoning_effort is not None:
+            raise ProviderCapabilityError(
+                "opencode's reasoning variants are model-specific and not exposed; "
+                "drop reasoning_effort (or pass --variant in extra_args)"
+            )
+        argv = [ctx.binary_path, "run", "--format", "json"]
+        if ctx.resume_session_id is not None:
+            argv += ["--session", validate_session_id(ctx.resume_session_id)]
+        if ctx.model:
+            argv += ["--model", _check_option("model", ctx.model)]
+        if self.thinking:
+            argv.append("--thinking")
+        if self.auto_approve:
+            argv.append("--auto")
+        argv += ctx.mcp_argv
+        argv += ctx.extra_args
+        return argv
+
+    def new_parser(
+        self, emit: Callable[[AgentEvent], None], *, expect_structured: bool
+    ) -> OpencodeStreamParser:
+        """Return a fresh parser for opencode's JSON events."""
+        return OpencodeStreamParser(emit, expect_structured=expect_structured)
+
+    def install_mcp(self, workspace: Path | None, servers: Sequence[McpServer]) -> McpInstallation:
+        """Merge ``servers`` into ``<workspace>/opencode.json`` under ``mcp`` for one turn.
+
+        The user's own keys are kept; ``$schema`` is added only when the file has none.
+        """
+        if not servers:
+            return NoMcpInstallation()
+        if workspace is None:
+            raise McpConfigError(
+                MCP_CONFIG_FILE,
+                "no workspace directory was given; pass mcp_workspace or a cwd for the turn",
+            )
+        entries = {server.name: mcp_entry(server) for server in servers}
+        return install_json_config(
+            Path(workspace) / MCP_CONFIG_FILE,
+            (MCP_SERVERS_KEY,),
+            entries,
+            defaults={"$schema": CONFIG_SCHEMA_URL},
+        )
+
+    def classify_exit(self, error: CliExitError, *, resumed: bool) -> AgentShimError:
+        """Refine a failed run.
+
+        A resumed turn becomes SessionResumeError only when stderr says ``Session not found``;
+        any other failure of a resumed turn keeps its kind (a 429 stays TRANSIENT). The
+        stream's ``error`` frames already classified API failures; when they said nothing,
+        stderr's text is read.
+        """
+        if resumed:
+            line = _session_not_found(error.stderr)
+            if line is not None:
+                return SessionResumeError(
+                    error.argv,
+                    error.returncode,
+                    error.stdout,
+                    error.stderr,
+                    session_id=_session_id(error.argv),
+                    kind=error.kind,
+                    detail=line,
+                )
+        if error.kind is not FailureKind.OTHER:
+            return error
+        kind = kind_from_text(error.detail or strip_ansi(error.stderr))
+        if kind is None or kind is FailureKind.OTHER:
+            return error
+        return CliExitError(
+            error.argv,
+            error.returncode,
+            error.stdout,
+            error.stderr,
+            kind=kind,
+            detail=error.detail,
+        )

@@ -1,0 +1,152 @@
+"""Made-up opencode turns in the CLI's real ``run --format json`` format (1.18.33 recordings)."""
+
+from __future__ import annotations
+
+import json
+import secrets
+import string
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from agentshim.core.provider import ScriptedRun
+from agentshim.core.usage import TokenUsage
+
+__all__ = ["resume_failure_lines", "scripted_lines"]
+
+_TIMESTAMP = 1795956479682
+_ID_CHARS = string.ascii_letters + string.digits
+
+
+def _id(prefix: str) -> str:
+    return prefix + "".join(secrets.choice(_ID_CHARS) for _ in range(26))
+
+
+def _line(frame: Mapping[str, Any]) -> str:
+    return json.dumps(frame, ensure_ascii=False, separators=(",", ":")) + "\n"
+
+
+def _tokens(usage: TokenUsage | None) -> dict[str, Any]:
+    tokens = usage or TokenUsage()
+    # opencode reports cache tokens and reasoning apart from input and output.
+    uncached = (
+        tokens.input_tokens - tokens.cache_read_input_tokens - tokens.cache_write_input_tokens
+    )
+    visible = tokens.output_tokens - tokens.reasoning_output_tokens
+    return {
+        "total": tokens.input_tokens + tokens.output_tokens,
+        "input": uncached,
+        "output": visible,
+        "reasoning": tokens.reasoning_output_tokens,
+        "cache": {"write": tokens.cache_write_input_tokens, "read": tokens.cache_read_input_tokens},
+    }
+
+
+class _Frames:
+    """Builds one session's frames with the ids and envelope opencode puts on every line."""
+
+    def __init__(self, session_id: str) -> None:
+        self.session_id = session_id
+        self.lines: list[str] = []
+        self.message_id = _id("msg_")
+
+    def emit(self, kind: str, part: dict[str, Any]) -> None:
+        part = {
+            "id": _id("prt_"),
+            "messageID": self.message_id,
+            "sessionID": self.session_id,
+            **part,
+        }
+        self.lines.append(
+            _line(
+                {"type": kind, "timestamp": _TIMESTAMP, "sessionID": self.session_id, "part": part}
+            )
+        )
+
+    def step(self, reason: str, tokens: dict[str, Any]) -> None:
+        self.emit(
+            "step_finish", {"reason": reason, "type": "step-finish", "tokens": tokens, "cost": 0}
+        )
+        self.message_id = _id("msg_")
+
+
+def scripted_lines(
+    *,
+    text: str = "",
+    session_id: str | None = None,
+    usage: TokenUsage | None = None,
+    tool_calls: Sequence[tuple[str, Mapping[str, Any], str]] = (),
+    structured_output: object | None = None,
+    returncode: int = 0,
+) -> ScriptedRun:
+    """Return what ``opencode run --format json`` prints for such a turn.
+
+    Tool calls run in a first step (ending ``reason: "tool-calls"``), the answer in a last one
+    (``reason: "stop"``) that carries all of ``usage``; cost is reported as 0, as opencode does
+    for a model without a price. A nonzero ``returncode`` replaces the last step with an
+    ``error`` frame, as the CLI prints for a failed request.
+
+    Raises:
+        ValueError: ``structured_output`` was given; opencode has no output schema.
+    """
+    if structured_output is not None:
+        raise ValueError(
+            "opencode has no native output schema, so a scripted opencode turn cannot carry "
+            "structured_output; put the JSON in text instead"
+        )
+    frames = _Frames(session_id or _id("ses_"))
+    zero = _tokens(None)
+    if tool_calls:
+        frames.emit("step_start", {"type": "step-start"})
+        for name, params, output in tool_calls:
+            frames.emit(
+                "tool_use",
+                {
+                    "type": "tool",
+                    "tool": name,
+                    "callID": _id("call_"),
+                    "state": {
+                        "status": "completed",
+                        "input": dict(params),
+                        "output": output,
+                        "metadata": {"output": output, "exit": 0, "truncated": False},
+                        "title": name,
+                        "time": {"start": _TIMESTAMP - 200, "end": _TIMESTAMP - 50},
+                    },
+                },
+            )
+        frames.step("tool-calls", zero)
+    if returncode != 0:
+        error = {
+            "name": "UnknownError",
+            "data": {"message": f"scripted failure (exit {returncode})"},
+        }
+        frames.lines.append(
+            _line(
+                {
+                    "type": "error",
+                    "timestamp": _TIMESTAMP,
+                    "sessionID": frames.session_id,
+                    "error": error,
+                }
+            )
+        )
+        return ScriptedRun(stdout=tuple(frames.lines), stderr=(), returncode=returncode)
+    frames.emit("step_start", {"type": "step-start"})
+    if text:
+        frames.emit(
+            "text",
+            {"type": "text", "text": text, "time": {"start": _TIMESTAMP - 40, "end": _TIMESTAMP}},
+        )
+    frames.step("stop", _tokens(usage))
+    return ScriptedRun(stdout=tuple(frames.lines), stderr=(), returncode=0)
+
+
+def resume_failure_lines(*, session_id: str | None = None) -> ScriptedRun:
+    """Return what opencode prints when ``--session`` names a session it does not have.
+
+    The CLI does not repeat the id; ``session_id`` is accepted for the common signature.
+    """
+    del session_id
+    return ScriptedRun(
+        stdout=(), stderr=("\x1b[91m\x1b[1mError: \x1b[0mSession not found\n",), returncode=1
+    )

@@ -1,0 +1,51 @@
+"""Test helpers for the opencode provider: read back the MCP servers a turn installed."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, cast
+
+from agentshim.execution.executor import CommandRequest
+
+from .provider import MCP_CONFIG_FILE, MCP_SERVERS_KEY
+
+__all__ = ["installed_mcp_servers"]
+
+
+def _canonical(entry: dict[str, Any]) -> dict[str, Any]:
+    if entry.get("type") == "local":
+        command: object = entry.get("command")
+        parts = [str(p) for p in cast("list[object]", command)] if isinstance(command, list) else []
+        return {
+            "command": parts[0] if parts else "",
+            "args": parts[1:],
+            "env": dict(entry.get("environment") or {}),
+        }
+    # opencode chooses the HTTP transport itself (streamable HTTP, then SSE).
+    return {"url": entry.get("url"), "transport": "http"}
+
+
+def installed_mcp_servers(request: CommandRequest, workspace: Path) -> dict[str, dict[str, Any]]:
+    """Return the servers in ``<workspace>/opencode.json``, in the canonical shape.
+
+    Call it while the turn is in flight (from a FakeExecutor run callback): the file is
+    restored when the turn ends. A remote server always reads back with transport ``"http"``:
+    the file does not say which transport opencode will use. ``request`` is not needed.
+    """
+    del request
+    path = Path(workspace) / MCP_CONFIG_FILE
+    try:
+        document = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return {}
+    if not isinstance(document, dict):
+        return {}
+    servers: object = cast("dict[str, Any]", document).get(MCP_SERVERS_KEY)
+    if not isinstance(servers, dict):
+        return {}
+    return {
+        str(name): _canonical(cast("dict[str, Any]", entry))
+        for name, entry in cast("dict[str, object]", servers).items()
+        if isinstance(entry, dict)
+    }

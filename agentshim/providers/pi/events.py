@@ -1,0 +1,116 @@
+"""Pi ``--mode json`` frames translated into agentshim values.
+
+The helpers here are pure: each takes decoded JSON and returns values, never emits anything and
+never raises on odd shapes (a wrong type reads as "absent"). Tool names are Pi's built-in tools
+as its 0.73.1 documentation lists them (``read``, ``bash``, ``edit``, ``write`` are offered by
+default and appear in the recorded requests; ``grep``, ``find``, ``ls`` on request).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import Any, cast
+
+from agentshim.core.events import ToolKind
+
+__all__ = [
+    "EDIT_TOOL",
+    "SHELL_TOOL",
+    "TOOL_KINDS",
+    "as_int",
+    "as_mapping",
+    "as_number",
+    "as_str",
+    "content_text",
+    "tool_kind",
+]
+
+SHELL_TOOL = "bash"
+"""Pi's shell tool (input ``{"command"}``)."""
+
+EDIT_TOOL = "edit"
+"""Pi's file edit tool."""
+
+TOOL_KINDS: Mapping[str, ToolKind] = MappingProxyType(
+    {
+        SHELL_TOOL: ToolKind.COMMAND,
+        EDIT_TOOL: ToolKind.FILE_CHANGE,
+        "write": ToolKind.FILE_CHANGE,
+        "read": ToolKind.FILE_READ,
+        "grep": ToolKind.SEARCH,
+        "find": ToolKind.SEARCH,
+        "ls": ToolKind.SEARCH,
+    }
+)
+"""Pi's built-in tool names by what they do; an extension's tool is OTHER."""
+
+
+def tool_kind(name: str) -> ToolKind:
+    """Return what the tool ``name`` does; a name Pi does not build in is OTHER."""
+    return TOOL_KINDS.get(name, ToolKind.OTHER)
+
+
+def as_mapping(value: object) -> Mapping[str, Any] | None:
+    """Return ``value`` when it is a JSON object, else None."""
+    if isinstance(value, dict):
+        return cast("dict[str, Any]", value)
+    return None
+
+
+def as_str(value: object) -> str | None:
+    """Return ``value`` when it is a string, else None."""
+    return value if isinstance(value, str) else None
+
+
+def as_int(value: object) -> int:
+    """Return ``value`` as a non-negative count; anything else (bool, text, < 0) is 0."""
+    if type(value) is int:
+        return value if value > 0 else 0
+    if isinstance(value, float) and value.is_integer() and value > 0:
+        return int(value)
+    return 0
+
+
+def as_number(value: object) -> float | None:
+    """Return ``value`` when it is a finite, non-negative number (not a bool), else None."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    number = float(value)
+    if number != number or number in (float("inf"), float("-inf")) or number < 0:
+        return None
+    return number
+
+
+def content_text(content: object, block_type: str = "text") -> str:
+    """Join the ``block_type`` blocks of a message's ``content`` (``text`` or ``thinking``).
+
+    Content is a list of blocks (``{"type": "text", "text"}``, ``{"type": "thinking",
+    "thinking"}``, ``{"type": "toolCall", ...}``) or, for a user message, a plain string.
+    A tool result's image block is kept as compact JSON so nothing is silently lost.
+    """
+    if isinstance(content, str):
+        return content if block_type == "text" else ""
+    if not isinstance(content, list):
+        return ""
+    parts: list[str] = []
+    for block in cast("list[object]", content):
+        mapping = as_mapping(block)
+        if mapping is None:
+            continue
+        kind = mapping.get("type")
+        if kind == block_type:
+            text = as_str(mapping.get(block_type))
+            if text:
+                parts.append(text)
+        elif kind == "image" and block_type == "text":
+            parts.append(_compact({k: v for k, v in mapping.items() if k != "data"}))
+    return "\n".join(parts)
+
+
+def _compact(value: object) -> str:
+    try:
+        return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+    except (TypeError, ValueError):
+        return repr(value)

@@ -1,0 +1,418 @@
+"""PiStreamParser: reads ``pi --print --mode json`` (JSONL) line by line.
+
+What the frames become (docs/providers/pi.md has the full table):
+
+- ``session`` (the header, first line): SessionStarted once, with the id rules below.
+- ``message_update``: AssistantText per ``text_delta`` and Reasoning per ``thinking_delta``,
+  from ``assistantMessageEvent.delta`` only (``partial`` and ``message`` repeat the whole
+  message, and a ``partial`` can already hold the final text).
+- ``message_end`` of an assistant message: UsageReport (tokens and Pi's own cost); the text of
+  the last one with text is the final answer; a ``stopReason`` of ``error``/``aborted`` or an
+  ``errorMessage`` gives ProviderError.
+- ``tool_execution_start`` / ``tool_execution_end``: ToolCall / ToolResult (``isError``).
+- ``agent_start``/``agent_end``, ``turn_start``/``turn_end``, ``auto_retry_start``/``end``,
+  ``compaction_start``/``end``: Lifecycle (a failed ``auto_retry_end`` also ProviderError).
+- anything else: Lifecycle ``unknown_frame:<type>``; a line that is not a JSON object: RawOutput.
+
+``--mode json`` exits 0 when the model API fails, so the stream decides: the turn failed when
+the last assistant ``message_end`` has ``stopReason`` ``error``/``aborted`` or an
+``errorMessage``, when ``auto_retry_end.success`` is false, or when the stream ends without
+``agent_end``.
+
+Session ids: a fresh turn reports the header's id. A resumed turn may name the conversation
+by a prefix of its UUID (Pi resolves partial ids); when the header's id starts with the id the
+turn resumed, the parser keeps the caller's id, so the resume is recognised as the same
+conversation, and reports the full id as Lifecycle ``session_resolved``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import deque
+from collections.abc import Callable, Mapping
+from dataclasses import replace
+from types import MappingProxyType
+from typing import Any
+
+from agentshim.core.errors import FailureKind
+from agentshim.core.events import (
+    AgentEvent,
+    AssistantText,
+    Lifecycle,
+    ProviderError,
+    RawOutput,
+    Reasoning,
+    SessionStarted,
+    Stderr,
+    ToolCall,
+    ToolResult,
+    UsageReport,
+)
+from agentshim.core.failures import kind_from_text
+from agentshim.core.provider import ParsedTurn, ParserContext
+from agentshim.core.stream import ToolTracker, parse_json_object
+from agentshim.core.usage import CostSource, ProviderUsage, TokenUsage
+
+from .events import as_int, as_mapping, as_number, as_str, content_text, tool_kind
+from .failures import classify
+
+__all__ = ["PiStreamParser", "short_session_id"]
+
+PROVIDER_NAME = "pi"
+
+_FAILED_STOPS = frozenset({"error", "aborted"})
+_UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
+_STDERR_TAIL_LINES = 200
+
+Frame = dict[str, Any]
+Handler = Callable[[Frame, list[AgentEvent]], None]
+
+
+def short_session_id(session_id: str) -> str:
+    """The 8-character short form of a UUID session id (its first group); other ids unchanged.
+
+    Pi accepts it as ``--session`` (a partial UUID). Pi's ids are UUIDv7, whose first group is
+    a timestamp prefix shared by every session started in the same ~65 seconds, so a short id
+    can name several sessions: use it for display, or where sessions start far apart.
+    """
+    return session_id[:8] if _UUID.fullmatch(session_id) else session_id
+
+
+class PiStreamParser:
+    """Turns Pi's ``--mode json`` output into events and a ParsedTurn; never raises on input.
+
+    A line that is not a JSON object becomes RawOutput; a frame whose shape makes no sense costs
+    only that frame (RawOutput plus Lifecycle ``malformed_frame``). Exceptions raised by ``emit``
+    itself (an event handler failing) propagate.
+
+    Usage is summed over the turn's assistant messages (one per model call): Pi's ``input``
+    excludes cache reads and writes, so they are folded in; its ``cost.total`` is reported as
+    is (``CostSource.REPORTED``). ``short_session_ids`` makes a fresh turn report the header's
+    id in its short form (:func:`short_session_id`), as the Untether runner does.
+    """
+
+    def __init__(
+        self,
+        emit: Callable[[AgentEvent], None],
+        *,
+        expect_structured: bool = False,
+        short_session_ids: bool = False,
+        clock: Callable[[], float] | None = None,
+    ) -> None:
+        """Parse one turn, sending events to ``emit``.
+
+        ``expect_structured`` is accepted for the protocol and unused (Pi has no output
+        schema); ``clock`` times tool calls.
+        """
+        self._emit = emit
+        self._short_ids = short_session_ids
+        self._tools = ToolTracker(clock) if clock is not None else ToolTracker()
+        self._requested: str | None = None
+        self._session_id: str | None = None
+        self._header_seen = False
+        self._frames_seen = False
+        self._agent_started = False
+        self._agent_open = False
+        self._text_streamed = False
+        self._thinking_streamed = False
+        self._final_text = ""
+        self._last_stop: str | None = None
+        self._last_error: str | None = None
+        self._retry_error: str | None = None
+        self._tokens: TokenUsage | None = None
+        self._cost: float | None = None
+        self._usage_raw: Mapping[str, Any] = MappingProxyType({})
+        self._model: str | None = None
+        self._context_tokens: int | None = None
+        self._stderr: deque[str] = deque(maxlen=_STDERR_TAIL_LINES)
+        self._handlers: Mapping[str, Handler] = MappingProxyType(
+            {
+                "message_update": self._on_message_update,
+                "message_start": self._on_message_start,
+                "message_end": self._on_message_end,
+                "tool_execution_start": self._on_tool_start,
+                "tool_execution_update": _ignore,
+                "tool_execution_end": self._on_tool_end,
+                "turn_start": self._on_turn_start,
+                "turn_end": self._on_turn_end,
+                "agent_start": self._on_agent_start,
+                "agent_end": self._on_agent_end,
+                "session": self._on_session,
+                "auto_retry_start": self._on_retry_start,
+                "auto_retry_end": self._on_retry_end,
+                "compaction_start": self._on_compaction_start,
+                "compaction_end": self._on_compaction_end,
+                "queue_update": _ignore,
+            }
+        )
+
+    # -- the StreamParser protocol -------------------------------------------------------------
+
+    def configure(self, context: ParserContext) -> None:
+        """Learn which session the turn resumes (to recognise it under its full id)."""
+        self._requested = context.requested_session_id
+
+    def feed_stdout(self, line: str) -> None:
+        """Read one stdout line (trailing newline optional); never raises on bad input."""
+        frame = parse_json_object(line)
+        if frame is None:
+            text = line.rstrip("\r\n")
+            if text.strip():
+                self._emit(RawOutput(text))
+            return
+        self._frames_seen = True
+        kind = frame.get("type")
+        handler = self._handlers.get(kind) if type(kind) is str else None
+        out: list[AgentEvent] = []
+        try:
+            if handler is None:
+                out.append(Lifecycle(f"unknown_frame:{kind}", ""))
+            else:
+                handler(frame, out)
+        except Exception as exc:  # a frame of an unexpected shape costs that frame, not the turn
+            out = [RawOutput(line.rstrip("\r\n")), Lifecycle("malformed_frame", f"{kind}: {exc!r}")]
+        emit = self._emit
+        for event in out:
+            emit(event)
+
+    def feed_stderr(self, line: str) -> None:
+        """Record one stderr line and emit it as Stderr (blank lines are dropped)."""
+        text = line.rstrip("\r\n")
+        if not text.strip():
+            return
+        self._stderr.append(text)
+        self._emit(Stderr(text))
+
+    def finish(self) -> ParsedTurn:
+        """Summarize the turn (see the module docstring for when it failed)."""
+        error, kind = self._failure()
+        usage = self._usage()
+        return ParsedTurn(
+            text=self._final_text,
+            session_id=self._session_id,
+            usage=usage,
+            cost_usd=usage.total_cost_usd if usage is not None else None,
+            error=error,
+            error_kind=kind,
+            context_tokens=self._context_tokens,
+        )
+
+    # -- frame handlers ------------------------------------------------------------------------
+
+    def _on_session(self, frame: Frame, out: list[AgentEvent]) -> None:
+        header_id = as_str(frame.get("id"))
+        if not header_id or self._header_seen:
+            return
+        self._header_seen = True
+        requested = self._requested
+        if requested and header_id.startswith(requested):
+            session_id = requested
+            if header_id != requested:
+                out.append(Lifecycle("session_resolved", header_id))
+        elif self._short_ids and requested is None:
+            session_id = short_session_id(header_id)
+        else:
+            session_id = header_id
+        self._session_id = session_id
+        out.append(SessionStarted(session_id))
+
+    def _on_agent_start(self, frame: Frame, out: list[AgentEvent]) -> None:
+        self._agent_started = True
+        self._agent_open = True
+        out.append(Lifecycle("agent_started", ""))
+
+    def _on_agent_end(self, frame: Frame, out: list[AgentEvent]) -> None:
+        self._agent_open = False
+        out.append(Lifecycle("agent_completed", ""))
+
+    def _on_turn_start(self, frame: Frame, out: list[AgentEvent]) -> None:
+        out.append(Lifecycle("turn_started", ""))
+
+    def _on_turn_end(self, frame: Frame, out: list[AgentEvent]) -> None:
+        out.append(Lifecycle("turn_completed", ""))
+
+    def _on_message_start(self, frame: Frame, out: list[AgentEvent]) -> None:
+        message = as_mapping(frame.get("message"))
+        if message is not None and message.get("role") == "assistant":
+            self._text_streamed = False
+            self._thinking_streamed = False
+
+    def _on_message_update(self, frame: Frame, out: list[AgentEvent]) -> None:
+        update = as_mapping(frame.get("assistantMessageEvent"))
+        if update is None:
+            return
+        kind = update.get("type")
+        if kind == "text_delta":
+            delta = as_str(update.get("delta"))
+            if delta:
+                self._text_streamed = True
+                out.append(AssistantText(delta))
+        elif kind == "thinking_delta":
+            delta = as_str(update.get("delta"))
+            if delta:
+                self._thinking_streamed = True
+                out.append(Reasoning(delta))
+
+    def _on_message_end(self, frame: Frame, out: list[AgentEvent]) -> None:
+        message = as_mapping(frame.get("message"))
+        if message is None or message.get("role") != "assistant":
+            return
+        self._model = as_str(message.get("model")) or self._model
+        content = message.get("content")
+        thinking = content_text(content, "thinking")
+        if thinking and not self._thinking_streamed:
+            out.append(Reasoning(thinking))
+        text = content_text(content)
+        if text:
+            self._final_text = text
+            if not self._text_streamed:
+                out.append(AssistantText(text))
+        self._record_usage(as_mapping(message.get("usage")), out)
+        stop = as_str(message.get("stopReason"))
+        error = as_str(message.get("errorMessage")) or None
+        self._last_stop = stop
+        self._last_error = error
+        if error is not None or stop in _FAILED_STOPS:
+            out.append(ProviderError(error or f"the model call ended with stopReason {stop!r}"))
+
+    def _on_tool_start(self, frame: Frame, out: list[AgentEvent]) -> None:
+        tool_id = as_str(frame.get("toolCallId"))
+        name = as_str(frame.get("toolName")) or "unknown"
+        raw_args = frame.get("args")
+        args: Mapping[str, Any] | str | None = (
+            as_mapping(raw_args) if not isinstance(raw_args, str) else raw_args
+        )
+        if tool_id is not None:
+            self._tools.start(tool_id, name, args)
+        out.append(ToolCall(tool_id, name, args, tool_kind(name)))
+
+    def _on_tool_end(self, frame: Frame, out: list[AgentEvent]) -> None:
+        tool_id = as_str(frame.get("toolCallId"))
+        finished = self._tools.finish(tool_id) if tool_id is not None else None
+        name = as_str(frame.get("toolName")) or (finished.name if finished else "unknown")
+        duration = finished.duration_s if finished is not None else None
+        result = as_mapping(frame.get("result"))
+        output = content_text(result.get("content")) if result is not None else ""
+        kind = tool_kind(name)
+        if frame.get("isError") is True:
+            message = output or f"the {name} tool failed"
+            out.append(ToolResult(tool_id, name, "", message, 1, duration, kind))
+        else:
+            out.append(ToolResult(tool_id, name, output, "", 0, duration, kind))
+
+    def _on_retry_start(self, frame: Frame, out: list[AgentEvent]) -> None:
+        attempt = as_int(frame.get("attempt"))
+        limit = as_int(frame.get("maxAttempts"))
+        delay = as_int(frame.get("delayMs"))
+        said = as_str(frame.get("errorMessage")) or ""
+        out.append(Lifecycle("api_retry", f"attempt {attempt} of {limit} in {delay} ms: {said}"))
+
+    def _on_retry_end(self, frame: Frame, out: list[AgentEvent]) -> None:
+        attempt = as_int(frame.get("attempt"))
+        if frame.get("success") is False:
+            final = as_str(frame.get("finalError")) or f"pi gave up after {attempt} retries"
+            self._retry_error = final
+            out.append(ProviderError(final, fatal=True))
+        else:
+            self._retry_error = None
+            out.append(Lifecycle("api_retry_succeeded", f"attempt {attempt}"))
+
+    def _on_compaction_start(self, frame: Frame, out: list[AgentEvent]) -> None:
+        out.append(Lifecycle("compaction_started", as_str(frame.get("reason")) or ""))
+
+    def _on_compaction_end(self, frame: Frame, out: list[AgentEvent]) -> None:
+        reason = as_str(frame.get("reason")) or ""
+        error = as_str(frame.get("errorMessage"))
+        if frame.get("aborted") is True:
+            reason = f"{reason} (aborted)"
+        out.append(Lifecycle("compaction_completed", reason))
+        if error:
+            out.append(ProviderError(f"compaction failed: {error}"))
+
+    # -- helpers -------------------------------------------------------------------------------
+
+    def _record_usage(self, usage: Mapping[str, Any] | None, out: list[AgentEvent]) -> None:
+        if usage is None:
+            return
+        tokens = _fold_usage(usage)
+        cost_block = as_mapping(usage.get("cost"))
+        cost = as_number(cost_block.get("total")) if cost_block is not None else None
+        self._tokens = tokens if self._tokens is None else self._tokens + tokens
+        if cost is not None:
+            self._cost = cost if self._cost is None else self._cost + cost
+        self._usage_raw = MappingProxyType(dict(usage))
+        total = as_int(usage.get("totalTokens")) or tokens.total_tokens
+        if total:
+            self._context_tokens = total
+        report = ProviderUsage(
+            tokens=tokens,
+            total_cost_usd=cost,
+            provider=PROVIDER_NAME,
+            raw=self._usage_raw,
+            cost_source=CostSource.REPORTED if cost is not None else CostSource.NOT_REPORTED,
+            model=self._model,
+        )
+        out.append(UsageReport(report, cost))
+
+    def _usage(self) -> ProviderUsage | None:
+        if self._tokens is None:
+            return None
+        cost = self._cost
+        return ProviderUsage(
+            # One prompt is one turn, however many model calls it took.
+            tokens=replace(self._tokens, turns=1),
+            total_cost_usd=cost,
+            provider=PROVIDER_NAME,
+            raw=self._usage_raw,
+            cost_source=CostSource.REPORTED if cost is not None else CostSource.NOT_REPORTED,
+            model=self._model,
+        )
+
+    def _failure(self) -> tuple[str | None, FailureKind | None]:
+        if not self._frames_seen:
+            said = self._stderr_said()
+            if said:
+                return said, kind_from_text(said) or FailureKind.OTHER
+            return (
+                "pi printed no events; it exited before starting the turn (see stderr)",
+                FailureKind.OTHER,
+            )
+        if self._retry_error is not None:
+            return self._retry_error, classify(self._retry_error)
+        if self._last_error is not None:
+            return self._last_error, classify(self._last_error)
+        if self._last_stop in _FAILED_STOPS:
+            return f"the model call ended with stopReason {self._last_stop!r}", FailureKind.OTHER
+        if self._agent_open or not self._agent_started:
+            said = self._stderr_said()
+            message = "the pi stream ended before agent_end; the CLI was killed or crashed"
+            if said:
+                return f"{message}: {said}", kind_from_text(said) or FailureKind.OTHER
+            return f"{message} (see stderr)", FailureKind.OTHER
+        return None, None
+
+    def _stderr_said(self) -> str:
+        for line in self._stderr:
+            if line.strip():
+                return line.strip()
+        return ""
+
+
+def _ignore(frame: Frame, out: list[AgentEvent]) -> None:
+    """A frame that carries nothing a turn's events or result need."""
+
+
+def _fold_usage(usage: Mapping[str, Any]) -> TokenUsage:
+    """Normalize one assistant message's ``usage``.
+
+    Pi's ``input`` excludes cache reads and writes, which it reports as ``cacheRead`` and
+    ``cacheWrite``; they are folded into ``input_tokens``. Pi reports no reasoning count.
+    """
+    cache_read = as_int(usage.get("cacheRead"))
+    cache_write = as_int(usage.get("cacheWrite"))
+    return TokenUsage(
+        input_tokens=as_int(usage.get("input")) + cache_read + cache_write,
+        cache_read_input_tokens=cache_read,
+        cache_write_input_tokens=cache_write,
+        output_tokens=as_int(usage.get("output")),
+    )

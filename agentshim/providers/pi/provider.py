@@ -1,0 +1,188 @@
+"""PiProvider: argv, environment defaults and failure classification for Pi.
+
+The prompt goes on stdin: in print mode Pi reads piped stdin and merges it into the initial
+prompt (the recordings pass nothing else), so it never appears in argv.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from types import MappingProxyType
+from typing import TYPE_CHECKING
+
+from agentshim.core.errors import (
+    AgentShimError,
+    CliExitError,
+    ProviderCapabilityError,
+    SessionResumeError,
+)
+from agentshim.core.ids import validate_session_id
+from agentshim.core.profile import McpMechanism, OutputSchemaStyle, ProviderProfile
+from agentshim.core.provider import ArgvContext, McpInstallation, NoMcpInstallation
+
+from .parser import PiStreamParser
+
+if TYPE_CHECKING:
+    from agentshim.core.events import AgentEvent
+    from agentshim.core.mcp import McpServer
+
+__all__ = ["MISSING_SESSION_TEXT", "PROFILE", "THINKING_LEVELS", "PiProvider"]
+
+MISSING_SESSION_TEXT = "No session found matching"
+"""What Pi prints on stderr (exit 1) when ``--session`` names no session it has."""
+
+SESSION_FLAG = "--session"
+
+THINKING_LEVELS = ("off", "minimal", "low", "medium", "high", "xhigh")
+"""The levels ``pi --thinking`` accepts (Pi 0.73.1)."""
+
+PROFILE = ProviderProfile(
+    name="pi",
+    display_name="Pi",
+    binary="pi",
+    supports_resume=True,
+    supports_reasoning_effort=True,
+    mcp=McpMechanism.NONE,
+    output_schema=OutputSchemaStyle.NONE,
+    schema_dialect=None,
+    state_dirs=(".pi/agent",),
+    auth_env_vars=(
+        "ANTHROPIC_API_KEY",
+        "OPENAI_API_KEY",
+        "AZURE_OPENAI_API_KEY",
+        "GEMINI_API_KEY",
+        "DEEPSEEK_API_KEY",
+        "MISTRAL_API_KEY",
+        "GROQ_API_KEY",
+        "CEREBRAS_API_KEY",
+        "XAI_API_KEY",
+        "OPENROUTER_API_KEY",
+        "AI_GATEWAY_API_KEY",
+        "ZAI_API_KEY",
+        "OPENCODE_API_KEY",
+        "FIREWORKS_API_KEY",
+        "KIMI_API_KEY",
+        "MINIMAX_API_KEY",
+    ),
+    skill_dirs=(".pi/skills", ".agents/skills"),
+    container_install=("npm install -g @mariozechner/pi-coding-agent",),
+    state_root_env="PI_CODING_AGENT_DIR",
+    auth_files=(".pi/agent/auth.json",),
+    credential_files=(".pi/agent/auth.json",),
+    resume_state_paths=(".pi/agent/sessions",),
+    mcp_config_file=None,
+)
+"""Pi's capabilities (checked against 0.73.1 and its documentation)."""
+
+
+class PiProvider:
+    """Runs ``pi --print --mode json ...`` with the prompt on stdin.
+
+    ``provider`` is passed as ``--provider`` (Pi's model provider, e.g. ``anthropic``);
+    ``short_session_ids`` makes fresh turns report the 8-character short session id (see
+    ``parser.short_session_id`` for why that is off by default).
+
+    ``env_defaults`` (``NO_COLOR=1``, ``CI=1``, what the Untether runner sets) keep colour codes
+    and interactive behaviour out of the output. ``CliAgent`` adds them to its environment
+    wherever the caller's env does not set the variable; a caller driving the provider another
+    way merges them itself.
+    """
+
+    env_defaults: Mapping[str, str] = MappingProxyType({"NO_COLOR": "1", "CI": "1"})
+
+    def __init__(self, *, provider: str | None = None, short_session_ids: bool = False) -> None:
+        """Choose Pi's model provider (None: its configured default) and the session-id form."""
+        self.provider = provider
+        self.short_session_ids = short_session_ids
+
+    @property
+    def profile(self) -> ProviderProfile:
+        """Pi's static capabilities."""
+        return PROFILE
+
+    def build_argv(self, ctx: ArgvContext) -> list[str]:
+        """Return the turn's argv; the prompt is never in it.
+
+        ``pi --print --mode json [--provider P] [--model M] [--thinking L] [--session <id>]
+        [extra]``.
+
+        Raises:
+            InvalidSessionIdError: the resume id is not safe to pass (paths are refused too).
+            ProviderCapabilityError: an unknown thinking level, or an output schema.
+        """
+        if ctx.schema_inline is not None or ctx.schema_path is not None:
+            raise ProviderCapabilityError(
+                "Pi cannot constrain its answer to an output schema; drop output_schema"
+            )
+        argv = [ctx.binary_path, "--print", "--mode", "json"]
+        if self.provider:
+            argv += ["--provider", self.provider]
+        if ctx.model:
+            argv += ["--model", ctx.model]
+        if ctx.reasoning_effort is not None:
+            if ctx.reasoning_effort not in THINKING_LEVELS:
+                raise ProviderCapabilityError(
+                    f"Pi has no thinking level {ctx.reasoning_effort!r}; use one of "
+                    + ", ".join(THINKING_LEVELS)
+                )
+            argv += ["--thinking", ctx.reasoning_effort]
+        if ctx.resume_session_id is not None:
+            argv += [SESSION_FLAG, validate_session_id(ctx.resume_session_id)]
+        argv += ctx.mcp_argv
+        argv += ctx.extra_args
+        return argv
+
+    def new_parser(
+        self, emit: Callable[[AgentEvent], None], *, expect_structured: bool
+    ) -> PiStreamParser:
+        """Return a fresh parser for one turn."""
+        return PiStreamParser(
+            emit, expect_structured=expect_structured, short_session_ids=self.short_session_ids
+        )
+
+    def install_mcp(self, workspace: Path | None, servers: Sequence[McpServer]) -> McpInstallation:
+        """Pi has no MCP support: nothing to install, and servers are refused.
+
+        Raises:
+            ProviderCapabilityError: ``servers`` is not empty.
+        """
+        if servers:
+            names = ", ".join(server.name for server in servers)
+            raise ProviderCapabilityError(
+                f"Pi does not support MCP servers ({names}); drop mcp_servers or add the tools "
+                "as a Pi extension"
+            )
+        return NoMcpInstallation()
+
+    def classify_exit(self, error: CliExitError, *, resumed: bool) -> AgentShimError:
+        """Return SessionResumeError only when Pi said the resumed session does not exist.
+
+        Any other failure keeps its kind and detail (Pi exits 0 on API errors, so those arrive
+        here classified by the parser).
+        """
+        if resumed and (
+            MISSING_SESSION_TEXT in error.stderr or MISSING_SESSION_TEXT in error.detail
+        ):
+            return SessionResumeError(
+                error.argv,
+                error.returncode,
+                error.stdout,
+                error.stderr,
+                session_id=resumed_session_id(error.argv),
+                kind=error.kind,
+                detail=error.detail,
+            )
+        return error
+
+
+def resumed_session_id(argv: Sequence[str]) -> str | None:
+    """The session a Pi argv resumes (``--session <id>`` or ``--session=<id>``), if any."""
+    found: str | None = None
+    args = list(argv)
+    for index, arg in enumerate(args):
+        if arg.startswith(SESSION_FLAG + "="):
+            found = arg[len(SESSION_FLAG) + 1 :]
+        elif arg == SESSION_FLAG and index + 1 < len(args):
+            found = args[index + 1]
+    return found

@@ -1,0 +1,188 @@
+"""Made-up Pi turns in the CLI's real ``--mode json`` format (modelled on 0.73.1 recordings)."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from agentshim.core.provider import ScriptedRun
+from agentshim.core.usage import TokenUsage
+
+__all__ = ["SCRIPTED_MODEL", "SCRIPTED_PROVIDER", "resume_failure_lines", "scripted_lines"]
+
+SCRIPTED_PROVIDER = "anthropic"
+SCRIPTED_MODEL = "claude-sonnet-4-5"
+"""The provider and model a scripted turn's assistant messages name."""
+
+_TIMESTAMP = "2026-11-29T12:49:06.603Z"
+_MILLIS = 1795956546668
+
+
+def _line(frame: Mapping[str, Any]) -> str:
+    return json.dumps(frame, ensure_ascii=False, separators=(",", ":")) + "\n"
+
+
+def _usage(tokens: TokenUsage | None) -> dict[str, Any]:
+    usage = tokens or TokenUsage()
+    uncached = usage.uncached_input_tokens
+    total = usage.input_tokens + usage.output_tokens
+    return {
+        "input": uncached,
+        "output": usage.output_tokens,
+        "cacheRead": usage.cache_read_input_tokens,
+        "cacheWrite": usage.cache_write_input_tokens,
+        "totalTokens": total,
+        "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 0},
+    }
+
+
+def _assistant(
+    content: list[dict[str, Any]],
+    usage: TokenUsage | None,
+    stop: str,
+    error: str | None = None,
+) -> dict[str, Any]:
+    message: dict[str, Any] = {
+        "role": "assistant",
+        "content": content,
+        "api": "anthropic-messages",
+        "provider": SCRIPTED_PROVIDER,
+        "model": SCRIPTED_MODEL,
+        "usage": _usage(usage),
+        "stopReason": stop,
+        "timestamp": _MILLIS,
+    }
+    if error is not None:
+        message["errorMessage"] = error
+    return message
+
+
+def _update(event: dict[str, Any], partial: dict[str, Any]) -> str:
+    # Pi repeats the whole message in "partial" and "message" on every update.
+    return _line(
+        {
+            "type": "message_update",
+            "assistantMessageEvent": {**event, "partial": partial},
+            "message": partial,
+        }
+    )
+
+
+def _deltas(text: str) -> list[str]:
+    # The recordings stream a message in chunks of eight characters.
+    return [text[i : i + 8] for i in range(0, len(text), 8)]
+
+
+def scripted_lines(
+    *,
+    text: str = "",
+    session_id: str | None = None,
+    usage: TokenUsage | None = None,
+    tool_calls: Sequence[tuple[str, Mapping[str, Any], str]] = (),
+    structured_output: object | None = None,
+    returncode: int = 0,
+) -> ScriptedRun:
+    """Return what ``pi --print --mode json`` prints for such a turn.
+
+    ``tool_calls`` are ``(tool name, arguments, output)``, all requested by a first assistant
+    message and run successfully; the answer ``text`` is the second message, which carries all
+    of ``usage`` (Pi reports no reasoning count, so reasoning tokens stay plain output, and
+    1-hour cache writes count as cache writes; the reported cost is 0, as for a model with no
+    price configured). A nonzero ``returncode`` makes the answer a failed model call
+    (``stopReason: "error"``), as Pi prints it, and exits with that code (Pi itself exits 0).
+
+    Raises:
+        ValueError: ``structured_output`` was given; Pi has no output schema.
+    """
+    if structured_output is not None:
+        raise ValueError(
+            "Pi has no native output schema, so a scripted pi turn cannot carry "
+            "structured_output; put the JSON in text instead"
+        )
+    sid = session_id or str(uuid.uuid4())
+    user = {"role": "user", "content": [{"type": "text", "text": "prompt"}], "timestamp": _MILLIS}
+    out = [
+        _line(
+            {
+                "type": "session",
+                "version": 3,
+                "id": sid,
+                "timestamp": _TIMESTAMP,
+                "cwd": "/home/user/work",
+            }
+        ),
+        _line({"type": "agent_start"}),
+        _line({"type": "turn_start"}),
+        _line({"type": "message_start", "message": user}),
+        _line({"type": "message_end", "message": user}),
+    ]
+    messages: list[dict[str, Any]] = [user]
+    if tool_calls:
+        messages += _tool_turn(out, tool_calls)
+        out.append(_line({"type": "turn_start"}))
+    if returncode == 0:
+        final = _answer(out, text, usage)
+    else:
+        final = _assistant([], None, "error", f"500 scripted failure (exit {returncode})")
+        out.append(_line({"type": "message_start", "message": final}))
+        out.append(_line({"type": "message_end", "message": final}))
+    out.append(_line({"type": "turn_end", "message": final, "toolResults": []}))
+    out.append(_line({"type": "agent_end", "messages": [*messages, final]}))
+    return ScriptedRun(stdout=tuple(out), stderr=(), returncode=returncode)
+
+
+def _tool_turn(
+    out: list[str], tool_calls: Sequence[tuple[str, Mapping[str, Any], str]]
+) -> list[dict[str, Any]]:
+    calls = [
+        {"type": "toolCall", "id": f"toolu_{index:024x}", "name": name, "arguments": dict(args)}
+        for index, (name, args, _) in enumerate(tool_calls)
+    ]
+    request = _assistant(calls, None, "toolUse")
+    out.append(_line({"type": "message_start", "message": _assistant([], None, "stop")}))
+    for index, call in enumerate(calls):
+        out.append(_update({"type": "toolcall_start", "contentIndex": index}, request))
+        out.append(
+            _update({"type": "toolcall_end", "contentIndex": index, "toolCall": call}, request)
+        )
+    out.append(_line({"type": "message_end", "message": request}))
+    results: list[dict[str, Any]] = []
+    for call, (_, _, output) in zip(calls, tool_calls, strict=True):
+        ids = {"toolCallId": call["id"], "toolName": call["name"], "args": call["arguments"]}
+        body = {"content": [{"type": "text", "text": output}]}
+        out.append(_line({"type": "tool_execution_start", **ids}))
+        out.append(_line({"type": "tool_execution_update", **ids, "partialResult": body}))
+        out.append(_line({"type": "tool_execution_end", **ids, "result": body, "isError": False}))
+        result = {
+            "role": "toolResult",
+            "toolCallId": call["id"],
+            "toolName": call["name"],
+            "content": body["content"],
+            "isError": False,
+            "timestamp": _MILLIS,
+        }
+        out.append(_line({"type": "message_start", "message": result}))
+        out.append(_line({"type": "message_end", "message": result}))
+        results.append(result)
+    out.append(_line({"type": "turn_end", "message": request, "toolResults": results}))
+    return [request, *results]
+
+
+def _answer(out: list[str], text: str, usage: TokenUsage | None) -> dict[str, Any]:
+    final = _assistant([{"type": "text", "text": text}] if text else [], usage, "stop")
+    out.append(_line({"type": "message_start", "message": _assistant([], None, "stop")}))
+    if text:
+        out.append(_update({"type": "text_start", "contentIndex": 0}, final))
+        for piece in _deltas(text):
+            out.append(_update({"type": "text_delta", "contentIndex": 0, "delta": piece}, final))
+        out.append(_update({"type": "text_end", "contentIndex": 0, "content": text}, final))
+    out.append(_line({"type": "message_end", "message": final}))
+    return final
+
+
+def resume_failure_lines(*, session_id: str | None = None) -> ScriptedRun:
+    """Return what Pi prints when ``--session`` names a session it does not have (exit 1)."""
+    sid = session_id or "0199aaaa-bbbb-7ccc-8ddd-eeeeffff0000"
+    return ScriptedRun(stdout=(), stderr=(f"No session found matching '{sid}'\n",), returncode=1)

@@ -1,0 +1,647 @@
+"""Session: one logical conversation with an agent, kept alive across failures and restarts.
+
+A :class:`Session` is the interpreter of the pure :class:`~agentshim.core.session_policy.SessionPolicy`:
+it feeds the policy what happened (with clock readings from the injected clock) and carries
+out the commands it gets back: open a conversation on the transport, run the turn, wait before
+a retry, save or clear the checkpoint. All recovery decisions live in the policy.
+
+Threading: a session runs one turn at a time, on the thread that calls :meth:`Session.run`,
+and delivers every event on that thread. :meth:`Session.interrupt`, :meth:`Session.steer` and
+:meth:`Session.close` may be called from any thread; everything else belongs to the thread
+that owns the session.
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+from collections import deque
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+
+from agentshim.core.checkpoints import Checkpoint, CheckpointStore, validate_checkpoint_key
+from agentshim.core.clock import Clock, SystemClock
+from agentshim.core.conversation import (
+    Conversation,
+    ConversationSpec,
+    SteerableConversation,
+    Transport,
+    TransportKind,
+)
+from agentshim.core.errors import (
+    ContinuityError,
+    NoRunningTurnError,
+    ProviderCapabilityError,
+    SessionStateError,
+    TurnCancelledError,
+)
+from agentshim.core.events import AgentEvent, AgentEventHandler, Lifecycle
+from agentshim.core.ids import IdAllocator, RandomIds, validate_session_id
+from agentshim.core.locks import KeyedLocks
+from agentshim.core.session_policy import (
+    Abort,
+    Adopt,
+    Cancelled,
+    ClearCheckpoint,
+    Close,
+    CloseConversation,
+    Command,
+    Continuity,
+    Event,
+    ExecuteTurn,
+    Failed,
+    FailTurn,
+    FinishTurn,
+    Notify,
+    OpenConversation,
+    Opened,
+    Phase,
+    PolicyState,
+    Prepare,
+    Refusal,
+    RefuseTurn,
+    Release,
+    SaveCheckpoint,
+    SessionPolicy,
+    Start,
+    Succeeded,
+    WaitBeforeRetry,
+    Waited,
+    classify_failure,
+)
+from agentshim.core.turn import TurnRequest, TurnResult
+from agentshim.core.usage import ProviderUsage
+
+__all__ = ["Continuity", "Session", "Turn", "TurnTicket"]
+
+#: How often a turn waiting for another session's turn in the same conversation checks for
+#: an interrupt (seconds).
+_LOCK_POLL_S = 0.05
+
+_IN_TURN = (Phase.OPENING, Phase.EXECUTING, Phase.WAITING)
+
+
+def _ignore(_: str) -> None:
+    """Drop a log line (the default logger)."""
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class TurnTicket:
+    """A reserved, named turn: journal ``turn_id`` before running it with ``Session.run``.
+
+    A ticket runs at most once, and only while it is the session's newest ticket.
+    """
+
+    turn_id: str
+    request: TurnRequest
+    expect_conversation: str | None = None
+    pin: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Turn:
+    """A completed turn: its result, how it relates to the session's conversation, its ids.
+
+    ``conversation_id`` is the provider conversation the turn ran in (after a renewal retired
+    it, the session itself no longer holds it).
+    """
+
+    result: TurnResult
+    continuity: Continuity
+    turn_id: str
+    conversation_id: str | None
+
+
+class Session:
+    """One logical conversation with an agent, kept alive by the recovery policy.
+
+    ``spec`` fixes the conversation's cwd, model, permissions and approvals. Given a
+    ``checkpoints`` store and a ``checkpoint_key``, the session resumes the conversation saved
+    under the key (an explicit ``spec.resume_id`` wins) and saves the conversation it holds
+    after every change. ``locks`` (shared by an Agent's sessions) keeps two sessions from
+    running turns in one provider conversation at the same time.
+    """
+
+    def __init__(
+        self,
+        transport: Transport,
+        spec: ConversationSpec,
+        *,
+        policy: SessionPolicy | None = None,
+        clock: Clock | None = None,
+        ids: IdAllocator | None = None,
+        event_handlers: Sequence[AgentEventHandler] = (),
+        checkpoints: CheckpointStore | None = None,
+        checkpoint_key: str | None = None,
+        locks: KeyedLocks | None = None,
+        log: Callable[[str], None] | None = None,
+    ) -> None:
+        if (checkpoints is None) != (checkpoint_key is None):
+            raise ValueError("pass checkpoints and checkpoint_key together, or neither")
+        if checkpoint_key is not None:
+            validate_checkpoint_key(checkpoint_key)
+        self._transport = transport
+        self._profile = transport.profile
+        self._spec = spec
+        self._policy = policy if policy is not None else SessionPolicy()
+        self._clock: Clock = clock if clock is not None else SystemClock()
+        self._ids: IdAllocator = ids if ids is not None else RandomIds()
+        self._handlers = tuple(event_handlers)
+        self._store = checkpoints
+        self._key = checkpoint_key
+        self._locks = locks
+        self._log: Callable[[str], None] = log or _ignore
+        self._random = random.Random(self._policy.retry.seed)
+
+        self._lock = threading.Lock()
+        self._state: PolicyState = self._initial_state()
+        self._conversation: Conversation | None = None
+        self._executing: Conversation | None = None
+        self._running = False
+        self._close_requested = False
+        self._pending: TurnTicket | None = None
+        self._pending_cancelled = False
+        self._stop = threading.Event()
+        self._redelivered = False
+        self._last_error: BaseException | None = None
+        self._last_result: TurnResult | None = None
+        self._last_turn_conversation_id: str | None = None
+
+    def _initial_state(self) -> PolicyState:
+        spec = self._spec
+        if spec.resume_id is not None:
+            validate_session_id(spec.resume_id)
+            if not self._profile.supports_resume:
+                raise ProviderCapabilityError(
+                    f"{self._profile.display_name} cannot resume a conversation; drop resume_id"
+                )
+            self._save(Checkpoint(spec.resume_id, spec.previous_usage, 0))
+            return self._policy.initial(spec.resume_id, spec.previous_usage)
+        if self._store is None or self._key is None:
+            return self._policy.initial()
+        saved = self._store.load(self._key)
+        if saved is None:
+            return self._policy.initial()
+        if not self._profile.supports_resume:
+            self._log(
+                f"ignoring checkpoint {self._key!r}: {self._profile.display_name} cannot resume"
+            )
+            return self._policy.initial()
+        return self._policy.initial(saved.conversation_id, saved.usage, saved.turns)
+
+    # -- what the session holds ---------------------------------------------------------
+
+    @property
+    def conversation_id(self) -> str | None:
+        """The provider conversation the next turn continues (None: it starts fresh)."""
+        with self._lock:
+            return self._state.conversation_id
+
+    @property
+    def last_turn_conversation_id(self) -> str | None:
+        """The conversation the last finished turn (completed or failed) ran in."""
+        with self._lock:
+            return self._last_turn_conversation_id
+
+    @property
+    def closed(self) -> bool:
+        """True once ``close`` was called."""
+        with self._lock:
+            return self._closing()
+
+    @property
+    def spec(self) -> ConversationSpec:
+        """The conversation settings this session opens conversations with."""
+        return self._spec
+
+    def _closing(self) -> bool:
+        return self._state.closed or self._close_requested
+
+    # -- turns --------------------------------------------------------------------------
+
+    def prepare_turn(
+        self,
+        request: TurnRequest | str,
+        *,
+        expect_conversation: str | None = None,
+        pin: bool = False,
+    ) -> TurnTicket:
+        """Reserve and name the next turn before anything runs.
+
+        ``expect_conversation`` makes the turn strict: unless the session holds exactly that
+        conversation, ContinuityError is raised and nothing runs. A strict or ``pin``-ned turn
+        never loses its conversation: no replacement, no forgetting, no renewal. A new ticket
+        supersedes any earlier one that has not run.
+
+        Raises:
+            SessionStateError: the session is closed.
+            ContinuityError: the session does not hold ``expect_conversation``.
+        """
+        if isinstance(request, str):
+            request = TurnRequest(prompt=request)
+        with self._lock:
+            if self._closing():
+                raise _closed_error()
+            if not self._running:
+                commands = self._step(Prepare(self._clock.monotonic(), expect_conversation))
+                for command in commands:
+                    if isinstance(command, RefuseTurn):
+                        raise _refusal_error(command)
+                    self._bookkeep(command)
+            elif expect_conversation is not None and (
+                expect_conversation != self._state.conversation_id
+            ):
+                raise ContinuityError(expect_conversation, self._state.conversation_id)
+            ticket = TurnTicket(self._ids.new_id("turn"), request, expect_conversation, pin)
+            self._pending = ticket
+            self._pending_cancelled = False
+            return ticket
+
+    def run(
+        self, ticket: TurnTicket, *, on_event: Callable[[AgentEvent], None] | None = None
+    ) -> Turn:
+        """Run the turn ``ticket`` reserved; events go to the agent's handlers, then ``on_event``.
+
+        Recovery happens inside: transient failures are retried after the policy's delays, a
+        lost conversation is replaced once, and so on (see ``docs/sessions.md``).
+
+        Raises:
+            SessionStateError: closed session, a turn already running, a stale or reused ticket.
+            TurnCancelledError: ``interrupt()`` arrived before the turn started.
+            ContinuityError: a strict turn whose conversation the session no longer holds.
+            AgentShimError: the turn failed for good (the last attempt's error).
+        """
+        with self._lock:
+            if self._closing():
+                raise _closed_error()
+            if self._running:
+                raise SessionStateError(
+                    "a turn is already running in this session; wait for it or interrupt() it"
+                )
+            if ticket is not self._pending:
+                raise SessionStateError(
+                    f"ticket {ticket.turn_id} is stale or was already run; prepare a new turn"
+                )
+            self._pending = None
+            if self._pending_cancelled:
+                self._pending_cancelled = False
+                raise TurnCancelledError(
+                    f"turn {ticket.turn_id} was interrupted before it started; nothing ran"
+                )
+            self._running = True
+            self._stop = threading.Event()
+            self._last_error = None
+            self._last_result = None
+        try:
+            return self._drive(ticket, on_event)
+        finally:
+            with self._lock:
+                self._running = False
+                self._executing = None
+                if self._state.phase in _IN_TURN:
+                    # Something outside the policy's events broke the turn (a clock or a
+                    # store that raised); end it so the session stays usable.
+                    for command in self._step(Abort(self._clock.monotonic())):
+                        self._bookkeep(command)
+                if self._close_requested and not self._state.closed:
+                    for command in self._step(Close()):
+                        self._bookkeep(command)
+                    self._close_requested = False
+
+    def interrupt(self) -> None:
+        """End the running turn (or cut its retry wait short); thread-safe.
+
+        Called after ``prepare_turn`` and before ``run``, it makes that run raise
+        TurnCancelledError. With nothing prepared or running it does nothing.
+        """
+        with self._lock:
+            if self._running:
+                self._stop.set()
+                conversation = self._executing
+            else:
+                if self._pending is not None:
+                    self._pending_cancelled = True
+                conversation = None
+        if conversation is not None:
+            conversation.interrupt()
+
+    def steer(self, text: str) -> None:
+        """Send ``text`` into the running turn; thread-safe.
+
+        Raises:
+            ProviderCapabilityError: the transport cannot take messages mid-turn.
+            NoRunningTurnError: no turn is running.
+        """
+        with self._lock:
+            executing = self._executing
+            known = executing or self._conversation
+        one_shot = getattr(self._transport, "kind", None) is TransportKind.ONE_SHOT
+        if one_shot or (known is not None and not isinstance(known, SteerableConversation)):
+            raise ProviderCapabilityError(
+                f"{self._profile.display_name} conversations on this transport cannot take "
+                "messages while a turn runs; send the text as the next turn's prompt"
+            )
+        if executing is None:
+            raise NoRunningTurnError("no turn is running; send the text as a new turn")
+        if not isinstance(executing, SteerableConversation):  # pragma: no cover - checked above
+            raise ProviderCapabilityError("this conversation cannot be steered")
+        executing.steer(text)
+
+    # -- the conversation between turns ---------------------------------------------------
+
+    def adopt(self, conversation_id: str, previous_usage: ProviderUsage | None = None) -> bool:
+        """Continue ``conversation_id`` from the next turn on, replacing what the session holds.
+
+        Returns False (changing nothing) when a turn is running, the session is closed, or the
+        provider cannot resume. Raises InvalidSessionIdError for an unsafe id.
+        """
+        validate_session_id(conversation_id)
+        if not self._profile.supports_resume:
+            return False
+        with self._lock:
+            if self._running or self._closing():
+                return False
+            for command in self._step(Adopt(conversation_id, previous_usage)):
+                self._bookkeep(command)
+            return True
+
+    def release(self) -> None:
+        """Close the live conversation but keep its id; the next turn reopens it by id.
+
+        Raises:
+            SessionStateError: a turn is running.
+        """
+        with self._lock:
+            if self._closing():
+                return
+            if self._running:
+                raise SessionStateError("cannot release the conversation while a turn runs")
+            for command in self._step(Release()):
+                self._bookkeep(command)
+
+    def close(self) -> None:
+        """Close the session for good; idempotent, callable from any thread.
+
+        A running turn is interrupted and the conversation closed when it ends. The
+        checkpoint is kept, so a new session with the same key continues the conversation.
+        """
+        with self._lock:
+            if self._closing():
+                return
+            self._pending = None
+            if self._running:
+                self._close_requested = True
+                self._stop.set()
+                conversation = self._executing
+            else:
+                for command in self._step(Close()):
+                    self._bookkeep(command)
+                conversation = None
+        if conversation is not None:
+            conversation.interrupt()
+
+    def __enter__(self) -> Session:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- the interpreter ----------------------------------------------------------------
+
+    def _step(self, event: Event) -> tuple[Command, ...]:
+        """Apply ``event``; the caller holds ``self._lock``."""
+        self._state, commands = self._policy.step(self._state, event)
+        return commands
+
+    def _feed(self, event: Event) -> tuple[Command, ...]:
+        with self._lock:
+            return self._step(event)
+
+    def _drive(self, ticket: TurnTicket, on_event: Callable[[AgentEvent], None] | None) -> Turn:
+        emit = self._emitter(on_event)
+        pending: deque[Command] = deque(
+            self._feed(
+                Start(
+                    ticket.turn_id,
+                    self._clock.monotonic(),
+                    ticket.expect_conversation,
+                    ticket.pin,
+                )
+            )
+        )
+        handler_error: BaseException | None = None
+        while pending:
+            command = pending.popleft()
+            if isinstance(command, FinishTurn):
+                return self._finish(ticket, command, handler_error)
+            if isinstance(command, FailTurn):
+                raise self._failure(ticket, command, handler_error)
+            if isinstance(command, RefuseTurn):
+                raise _refusal_error(command)
+            if isinstance(command, Notify):
+                self._log(f"{command.kind}: {command.detail}")
+                try:
+                    emit(Lifecycle(command.kind, command.detail))
+                except Exception as error:
+                    handler_error = handler_error or error
+                    with self._lock:
+                        in_turn = self._state.phase in _IN_TURN
+                    if in_turn:
+                        pending = deque(c for c in pending if not _awaits_result(c))
+                        pending.extend(self._feed(Abort(self._clock.monotonic())))
+                continue
+            event = self._perform(command, ticket.request, emit)
+            if event is not None:
+                pending.extend(self._feed(event))
+        raise SessionStateError(  # pragma: no cover - the policy always ends a turn
+            "internal error: the session policy ended a turn without finishing or failing it"
+        )
+
+    def _finish(
+        self, ticket: TurnTicket, command: FinishTurn, handler_error: BaseException | None
+    ) -> Turn:
+        with self._lock:
+            self._last_turn_conversation_id = command.conversation_id
+        if handler_error is not None:
+            raise handler_error
+        result = self._last_result
+        if result is None:  # pragma: no cover - the policy finishes only after a result
+            raise SessionStateError("internal error: the turn finished without a result")
+        return Turn(result, command.continuity, ticket.turn_id, command.conversation_id)
+
+    def _failure(
+        self, ticket: TurnTicket, command: FailTurn, handler_error: BaseException | None
+    ) -> BaseException:
+        if handler_error is not None:
+            return handler_error
+        if command.cancelled or self._last_error is None:
+            return TurnCancelledError(
+                f"turn {ticket.turn_id} was interrupted before it started; nothing ran"
+            )
+        return self._last_error
+
+    def _perform(
+        self, command: Command, request: TurnRequest, emit: Callable[[AgentEvent], None]
+    ) -> Event | None:
+        """Carry out one command; return the event that reports its result, if it has one."""
+        if isinstance(command, OpenConversation):
+            return self._open(command)
+        if isinstance(command, ExecuteTurn):
+            return self._execute(request, emit)
+        if isinstance(command, WaitBeforeRetry):
+            stopped = self._clock.wait(command.seconds, self._stop)
+            return Waited(self._clock.monotonic(), stopped)
+        self._bookkeep(command)
+        return None
+
+    def _open(self, command: OpenConversation) -> Event:
+        if self._stop.is_set():
+            return Cancelled(self._clock.monotonic())
+        spec = replace(
+            self._spec, resume_id=command.resume_id, previous_usage=command.previous_usage
+        )
+        try:
+            conversation = self._transport.open(spec)
+        except BaseException as error:
+            self._last_error = error
+            return Failed(self._clock.monotonic(), classify_failure(error), None)
+        with self._lock:
+            self._conversation = conversation
+        return Opened(conversation.conversation_id)
+
+    def _execute(self, request: TurnRequest, emit: Callable[[AgentEvent], None]) -> Event:
+        conversation = self._conversation
+        if conversation is None:  # pragma: no cover - the policy never executes without one
+            raise SessionStateError("internal error: no live conversation to run the turn in")
+        key = self._lock_key(conversation)
+        if key is not None and not self._take(key):
+            return Cancelled(self._clock.monotonic())
+        try:
+            with self._lock:
+                if self._stop.is_set():
+                    return Cancelled(self._clock.monotonic())
+                self._executing = conversation
+                self._redelivered = False
+            try:
+                result = conversation.turn(request, emit)
+            except BaseException as error:
+                self._last_error = error
+                named = conversation.conversation_id
+                with self._lock:
+                    self._last_turn_conversation_id = named or self._state.conversation_id
+                return Failed(
+                    self._clock.monotonic(),
+                    classify_failure(error),
+                    named,
+                    retry_after_s=_retry_after(error),
+                    sample=self._random.random() if self._policy.retry.jitter else 0.5,
+                )
+            finally:
+                with self._lock:
+                    self._executing = None
+        finally:
+            if key is not None and self._locks is not None:
+                self._locks.release(key)
+        self._last_result = result
+        return Succeeded(
+            self._clock.monotonic(),
+            result.session_id or conversation.conversation_id,
+            result.usage,
+            result.interrupted,
+            result.usage.tokens.input_tokens,
+            result.duration_ms / 1000.0,
+        )
+
+    def _lock_key(self, conversation: Conversation) -> tuple[str, str] | None:
+        if self._locks is None:
+            return None
+        conversation_id = self._state.conversation_id or conversation.conversation_id
+        if conversation_id is None:
+            return None
+        return (self._profile.name, conversation_id)
+
+    def _take(self, key: tuple[str, str]) -> bool:
+        """Wait for the conversation's lock; False when an interrupt arrives first."""
+        locks = self._locks
+        if locks is None:  # pragma: no cover - only called with locks
+            return True
+        while not locks.acquire(key, timeout=_LOCK_POLL_S):
+            if self._stop.is_set():
+                return False
+        return True
+
+    def _bookkeep(self, command: Command) -> None:
+        """Carry out a command that reports nothing back (close, save, clear, log)."""
+        if isinstance(command, CloseConversation):
+            conversation, self._conversation = self._conversation, None
+            if conversation is not None:
+                try:
+                    conversation.close()
+                except Exception as error:
+                    self._log(f"closing the conversation failed: {error!r}")
+        elif isinstance(command, SaveCheckpoint):
+            try:
+                checkpoint = Checkpoint(command.conversation_id, command.usage, command.turns)
+            except ValueError as error:
+                self._log(f"not saving a checkpoint: {error}")
+            else:
+                self._save(checkpoint)
+        elif isinstance(command, ClearCheckpoint):
+            if self._store is not None and self._key is not None:
+                try:
+                    self._store.clear(self._key)
+                except OSError as error:
+                    self._log(f"could not clear checkpoint {self._key!r}: {error}")
+        elif isinstance(command, Notify):
+            self._log(f"{command.kind}: {command.detail}")
+
+    def _save(self, checkpoint: Checkpoint) -> None:
+        if self._store is None or self._key is None:
+            return
+        try:
+            self._store.save(self._key, checkpoint)
+        except (OSError, ValueError) as error:
+            # The turn's work is done; losing durability is logged rather than undoing it.
+            self._log(f"could not save checkpoint {self._key!r}: {error}")
+
+    def _emitter(
+        self, on_event: Callable[[AgentEvent], None] | None
+    ) -> Callable[[AgentEvent], None]:
+        handlers = self._handlers
+
+        def emit(event: AgentEvent) -> None:
+            if self._stop.is_set() and not self._redelivered:
+                # An interrupt that reached the conversation just before its turn began was
+                # ignored there; the turn's first event shows it is running now, so repeat it.
+                self._redelivered = True
+                executing = self._executing
+                if executing is not None:
+                    executing.interrupt()
+            for handler in handlers:
+                handler.on_event(event)
+            if on_event is not None:
+                on_event(event)
+
+        return emit
+
+
+def _awaits_result(command: Command) -> bool:
+    return isinstance(command, OpenConversation | ExecuteTurn | WaitBeforeRetry)
+
+
+def _retry_after(error: BaseException) -> float | None:
+    """The provider's own "retry after" hint, where a failure carries one (seconds)."""
+    hint = getattr(error, "retry_after_s", None)
+    if isinstance(hint, int | float) and not isinstance(hint, bool):
+        return float(hint)
+    return None
+
+
+def _closed_error() -> SessionStateError:
+    return SessionStateError("the session is closed; open a new one to run more turns")
+
+
+def _refusal_error(command: RefuseTurn) -> Exception:
+    if command.reason is Refusal.CLOSED:
+        return _closed_error()
+    return ContinuityError(command.expected, command.actual)

@@ -1,0 +1,461 @@
+"""FakeTransport and FakeConversation: a transport driven by a script of turn outcomes.
+
+Script what each turn attempt does, in order, with :class:`FakeOutcome`: succeed (naming a
+conversation id, reporting usage), fail with any FailureKind, refuse a resume, time out, hang
+until interrupted, or raise any error. The transport records every conversation it opened and
+every turn it ran, so a test asserts on what a Session did without a CLI, a process or a
+clock::
+
+    transport = FakeTransport([FakeOutcome.failure(FailureKind.TRANSIENT), FakeOutcome.success("hi")])
+    session = Session(transport, spec, clock=FakeClock())
+"""
+
+from __future__ import annotations
+
+import enum
+import threading
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+
+from agentshim.core.conversation import ConversationSpec, TransportKind
+from agentshim.core.errors import (
+    FailureKind,
+    NoRunningTurnError,
+    ProviderCapabilityError,
+    SessionResumeError,
+    SessionStateError,
+    TurnCancelledError,
+    TurnFailedError,
+    TurnTimeoutError,
+)
+from agentshim.core.events import (
+    AgentEvent,
+    AssistantText,
+    RunFinished,
+    RunStarted,
+    SessionStarted,
+    TurnInterrupted,
+    UsageReport,
+)
+from agentshim.core.permissions import NativeMode
+from agentshim.core.profile import McpMechanism, OutputSchemaStyle, ProviderProfile
+from agentshim.core.turn import TurnRequest, TurnResult
+from agentshim.core.usage import ProviderUsage, TokenUsage
+
+__all__ = [
+    "FAKE_PROFILE",
+    "FakeCall",
+    "FakeConversation",
+    "FakeOutcome",
+    "FakeSteerableConversation",
+    "FakeTransport",
+]
+
+FAKE_PROFILE = ProviderProfile(
+    name="fake",
+    display_name="Fake agent",
+    binary="fake-agent",
+    supports_resume=True,
+    supports_reasoning_effort=True,
+    mcp=McpMechanism.NONE,
+    output_schema=OutputSchemaStyle.NONE,
+    schema_dialect=None,
+    native_permission_modes=(NativeMode.BYPASS, NativeMode.READ_ONLY, NativeMode.WORKSPACE_WRITE),
+)
+"""The profile a FakeTransport reports unless given another: resumable, every native mode."""
+
+
+class _Kind(enum.Enum):
+    SUCCESS = "success"
+    FAILURE = "failure"
+    RESUME_REFUSED = "resume_refused"
+    TIMEOUT = "timeout"
+    HANG = "hang"
+    RAISE = "raise"
+
+
+@dataclass(frozen=True, slots=True)
+class FakeOutcome:
+    """What one scripted turn attempt does; build one with the class methods."""
+
+    kind: _Kind
+    text: str = ""
+    conversation_id: str | None = None
+    usage: TokenUsage | None = None
+    duration_ms: int = 0
+    interrupted: bool = False
+    failure_kind: FailureKind = FailureKind.OTHER
+    detail: str = ""
+    retry_after_s: float | None = None
+    seconds: float = 0.0
+    raise_cancelled: bool = False
+    error: BaseException | None = None
+    events: tuple[AgentEvent, ...] = ()
+
+    @classmethod
+    def success(
+        cls,
+        text: str = "ok",
+        *,
+        conversation_id: str | None = None,
+        usage: TokenUsage | None = None,
+        duration_ms: int = 0,
+        interrupted: bool = False,
+        events: Sequence[AgentEvent] = (),
+    ) -> FakeOutcome:
+        """The turn answers ``text``.
+
+        A fresh conversation is named ``conversation_id`` (or the transport's next ``conv-N``);
+        a resumed one keeps its id unless ``conversation_id`` names another. ``events`` are
+        emitted before the answer.
+        """
+        return cls(
+            _Kind.SUCCESS,
+            text=text,
+            conversation_id=conversation_id,
+            usage=usage,
+            duration_ms=duration_ms,
+            interrupted=interrupted,
+            events=tuple(events),
+        )
+
+    @classmethod
+    def failure(
+        cls,
+        kind: FailureKind,
+        *,
+        conversation_id: str | None = None,
+        detail: str = "",
+        retry_after_s: float | None = None,
+    ) -> FakeOutcome:
+        """The turn fails with a TurnFailedError of ``kind``.
+
+        ``conversation_id`` is a conversation the provider named before failing;
+        ``retry_after_s`` is set on the error as the provider's own retry hint.
+        """
+        return cls(
+            _Kind.FAILURE,
+            failure_kind=kind,
+            conversation_id=conversation_id,
+            detail=detail,
+            retry_after_s=retry_after_s,
+        )
+
+    @classmethod
+    def resume_refused(cls) -> FakeOutcome:
+        """The provider no longer has the conversation: SessionResumeError."""
+        return cls(_Kind.RESUME_REFUSED)
+
+    @classmethod
+    def timeout(cls, seconds: float = 60.0) -> FakeOutcome:
+        """The turn overruns its budget: TurnTimeoutError."""
+        return cls(_Kind.TIMEOUT, seconds=seconds)
+
+    @classmethod
+    def hang(cls, *, raise_cancelled: bool = False, limit_s: float = 30.0) -> FakeOutcome:
+        """The turn runs until ``interrupt()`` (real time, at most ``limit_s``).
+
+        Interrupted, it returns a result marked interrupted (with a TurnInterrupted event), or
+        raises TurnCancelledError with ``raise_cancelled``; past ``limit_s`` it raises
+        TurnTimeoutError, so a test that forgets to interrupt fails instead of hanging.
+        """
+        return cls(_Kind.HANG, seconds=limit_s, raise_cancelled=raise_cancelled)
+
+    @classmethod
+    def raises(cls, error: BaseException) -> FakeOutcome:
+        """The turn raises ``error`` as it is."""
+        return cls(_Kind.RAISE, error=error)
+
+
+@dataclass(frozen=True, slots=True)
+class FakeCall:
+    """One turn attempt the transport ran: where, with what, and how it ended."""
+
+    conversation: FakeConversation
+    request: TurnRequest
+    conversation_id: str | None
+    """The conversation's id when the attempt started (None: a fresh conversation)."""
+    outcome: FakeOutcome
+
+    @property
+    def resumed(self) -> bool:
+        """Whether the attempt continued an already named conversation."""
+        return self.conversation_id is not None
+
+
+Script = Iterable[FakeOutcome] | Callable[["FakeCall"], FakeOutcome]
+
+
+@dataclass
+class _Counters:
+    conversations: int = 0
+    ids: int = 0
+
+
+class FakeTransport:
+    """A Transport whose turns follow a script of outcomes, one per attempt, in order.
+
+    ``script`` is a sequence of FakeOutcome, or a function given a FakeCall (whose
+    ``outcome`` is a placeholder) returning one. ``open`` refuses a spec whose native
+    permissions ``profile`` does not list, as a real transport would.
+
+    Attributes:
+        opened: Every spec ``open`` was called with, in order.
+        conversations: Every conversation opened, in order.
+        calls: Every turn attempt, in order.
+    """
+
+    def __init__(
+        self,
+        script: Script = (),
+        *,
+        profile: ProviderProfile = FAKE_PROFILE,
+        steerable: bool = False,
+    ) -> None:
+        self._profile = profile
+        self._steerable = steerable
+        self.kind = TransportKind.STREAM if steerable else TransportKind.ONE_SHOT
+        self._lock = threading.Lock()
+        self._function: Callable[[FakeCall], FakeOutcome] | None = None
+        self._queue: list[FakeOutcome] = []
+        if callable(script):
+            self._function = script
+        else:
+            self._queue = list(script)
+        self._counters = _Counters()
+        self.opened: list[ConversationSpec] = []
+        self.conversations: list[FakeConversation] = []
+        self.calls: list[FakeCall] = []
+
+    @property
+    def profile(self) -> ProviderProfile:
+        """The profile this fake reports."""
+        return self._profile
+
+    def extend(self, outcomes: Iterable[FakeOutcome]) -> None:
+        """Append outcomes to the script."""
+        with self._lock:
+            self._queue.extend(outcomes)
+
+    @property
+    def remaining(self) -> int:
+        """How many scripted outcomes have not been used."""
+        with self._lock:
+            return len(self._queue)
+
+    def open(self, spec: ConversationSpec) -> FakeConversation:
+        """Open a conversation (named ``spec.resume_id`` when resuming).
+
+        Raises:
+            ProviderCapabilityError: the profile does not list ``spec.permissions.mode``.
+        """
+        if spec.permissions.mode not in self._profile.native_permission_modes:
+            raise ProviderCapabilityError(
+                f"{self._profile.display_name} cannot run with {spec.permissions.mode.value} "
+                "permissions"
+            )
+        with self._lock:
+            self._counters.conversations += 1
+            number = self._counters.conversations
+        kind = FakeSteerableConversation if self._steerable else FakeConversation
+        conversation = kind(self, spec, number)
+        with self._lock:
+            self.opened.append(spec)
+            self.conversations.append(conversation)
+        return conversation
+
+    def _new_id(self) -> str:
+        with self._lock:
+            self._counters.ids += 1
+            return f"conv-{self._counters.ids}"
+
+    def _next(self, conversation: FakeConversation, request: TurnRequest) -> FakeCall:
+        placeholder = FakeOutcome(_Kind.SUCCESS)
+        started_in = conversation.conversation_id
+        outcome = placeholder
+        with self._lock:
+            function = self._function
+            if function is None:
+                if not self._queue:
+                    raise AssertionError(
+                        f"FakeTransport script is used up: turn attempt {len(self.calls) + 1} "
+                        f"({request.prompt[:60]!r}) has no outcome; script one more"
+                    )
+                outcome = self._queue.pop(0)
+        if function is not None:
+            outcome = function(FakeCall(conversation, request, started_in, placeholder))
+        call = FakeCall(conversation, request, started_in, outcome)
+        with self._lock:
+            self.calls.append(call)
+        return call
+
+
+class FakeConversation:
+    """A conversation of a FakeTransport; each turn plays the transport's next outcome.
+
+    Attributes:
+        spec: The spec it was opened with.
+        number: 1 for the transport's first conversation, 2 for the next, ...
+        interrupts: How many times ``interrupt()`` reached a running turn.
+        closed: Whether ``close()`` was called.
+    """
+
+    def __init__(self, transport: FakeTransport, spec: ConversationSpec, number: int) -> None:
+        self._transport = transport
+        self.spec = spec
+        self.number = number
+        self._id = spec.resume_id
+        self._lock = threading.Lock()
+        self._running = False
+        self._interrupted = threading.Event()
+        self.interrupts = 0
+        self.closed = False
+
+    @property
+    def conversation_id(self) -> str | None:
+        """The conversation's id; None until a turn names one."""
+        with self._lock:
+            return self._id
+
+    def turn(self, request: TurnRequest, emit: Callable[[AgentEvent], None]) -> TurnResult:
+        """Play the next scripted outcome; events go to ``emit`` on this thread."""
+        with self._lock:
+            if self.closed:
+                raise SessionStateError("this fake conversation is closed")
+            if self._running:
+                raise SessionStateError("a turn is already running in this fake conversation")
+            self._running = True
+            self._interrupted.clear()
+        try:
+            call = self._transport._next(self, request)  # pyright: ignore[reportPrivateUsage]
+            return self._play(call, emit)
+        finally:
+            with self._lock:
+                self._running = False
+
+    def _play(self, call: FakeCall, emit: Callable[[AgentEvent], None]) -> TurnResult:
+        outcome = call.outcome
+        resumed = call.conversation_id is not None
+        emit(
+            RunStarted(
+                ("fake-agent", "--resume", call.conversation_id)
+                if call.conversation_id is not None
+                else ("fake-agent",)
+            )
+        )
+        if outcome.kind is _Kind.SUCCESS:
+            self._name(outcome.conversation_id, emit, fresh_default=True)
+            for event in outcome.events:
+                emit(event)
+            if outcome.text:
+                emit(AssistantText(outcome.text))
+            usage = ProviderUsage(
+                tokens=outcome.usage or TokenUsage(),
+                provider=self._transport.profile.name,
+                increment_known=outcome.usage is not None,
+            )
+            emit(UsageReport(usage))
+            if outcome.interrupted:
+                emit(TurnInterrupted())
+            emit(RunFinished(0))
+            return TurnResult(
+                text=outcome.text,
+                structured_output=None,
+                session_id=self.conversation_id,
+                resumed=resumed,
+                usage=usage,
+                duration_ms=outcome.duration_ms,
+                interrupted=outcome.interrupted,
+            )
+        if outcome.kind is _Kind.FAILURE:
+            self._name(outcome.conversation_id, emit, fresh_default=False)
+            emit(RunFinished(1))
+            error = TurnFailedError(
+                f"fake turn failed ({outcome.failure_kind.value}): {outcome.detail or 'scripted'}",
+                kind=outcome.failure_kind,
+                detail=outcome.detail,
+            )
+            if outcome.retry_after_s is not None:
+                setattr(error, "retry_after_s", outcome.retry_after_s)  # noqa: B010
+            raise error
+        if outcome.kind is _Kind.RESUME_REFUSED:
+            emit(RunFinished(1))
+            raise SessionResumeError(
+                ("fake-agent", "--resume", str(call.conversation_id)),
+                1,
+                stderr=f"no conversation {call.conversation_id}\n",
+                session_id=call.conversation_id,
+            )
+        if outcome.kind is _Kind.TIMEOUT:
+            emit(RunFinished(None))
+            raise TurnTimeoutError(outcome.seconds)
+        if outcome.kind is _Kind.HANG:
+            return self._hang(outcome, resumed, emit)
+        if outcome.error is None:  # pragma: no cover - raises() always sets it
+            raise AssertionError("FakeOutcome.raises needs an error")
+        raise outcome.error
+
+    def _hang(
+        self, outcome: FakeOutcome, resumed: bool, emit: Callable[[AgentEvent], None]
+    ) -> TurnResult:
+        if not self._interrupted.wait(outcome.seconds):
+            emit(RunFinished(None))
+            raise TurnTimeoutError(outcome.seconds)
+        emit(RunFinished(-15))
+        if outcome.raise_cancelled:
+            raise TurnCancelledError("the fake turn was interrupted")
+        emit(TurnInterrupted())
+        return TurnResult(
+            text="",
+            structured_output=None,
+            session_id=self.conversation_id,
+            resumed=resumed,
+            usage=ProviderUsage(provider=self._transport.profile.name, increment_known=False),
+            exit_code=-15,
+            interrupted=True,
+        )
+
+    def _name(
+        self, named: str | None, emit: Callable[[AgentEvent], None], *, fresh_default: bool
+    ) -> None:
+        with self._lock:
+            current = self._id
+        new = named
+        if new is None and current is None and fresh_default:
+            new = self._transport._new_id()  # pyright: ignore[reportPrivateUsage]
+        if new is not None and new != current:
+            with self._lock:
+                self._id = new
+            emit(SessionStarted(new))
+
+    def interrupt(self) -> None:
+        """End a running turn (a hanging one returns interrupted); otherwise do nothing."""
+        with self._lock:
+            if not self._running:
+                return
+            self.interrupts += 1
+        self._interrupted.set()
+
+    def close(self) -> None:
+        """Refuse further turns; idempotent."""
+        with self._lock:
+            self.closed = True
+
+
+class FakeSteerableConversation(FakeConversation):
+    """A FakeConversation that also takes ``steer(text)`` mid-turn (a long-lived transport).
+
+    Attributes:
+        steered: Every text steered into a running turn, in order.
+    """
+
+    def __init__(self, transport: FakeTransport, spec: ConversationSpec, number: int) -> None:
+        super().__init__(transport, spec, number)
+        self.steered: list[str] = []
+
+    def steer(self, text: str) -> None:
+        """Record ``text``; NoRunningTurnError when no turn is running."""
+        with self._lock:
+            if not self._running:
+                raise NoRunningTurnError("no turn is running in this fake conversation")
+            self.steered.append(text)

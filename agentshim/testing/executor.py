@@ -1,0 +1,232 @@
+"""FakeExecutor: a CommandExecutor that replays scripted runs and spawns fake processes.
+
+Build an agent on a FakeExecutor, serve it :class:`FakeRun` objects (``scripted_turn`` makes
+them in a provider's real stream format), and assert on what the agent returned and on
+:attr:`FakeExecutor.requests`.
+"""
+
+from __future__ import annotations
+
+import signal
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+
+from agentshim.core.errors import CliCheckError, CliNotFoundError, CliTimeoutError
+from agentshim.execution.executor import (
+    CommandRequest,
+    CommandResult,
+    CommandStreamSink,
+)
+from agentshim.execution.process import SpawnRequest
+
+from .process import FakePeer, FakeProcess, ReplayGates
+
+__all__ = ["FakeCommandHandle", "FakeExecutor", "FakeRun"]
+
+
+@dataclass
+class FakeRun:
+    """What one fake command prints and how it ends.
+
+    Each ``stdout``/``stderr`` entry is one line; a newline is added to an entry without one,
+    as a real process's printed line would have it. With ``timeout=True`` the run delivers
+    its lines and then raises CliTimeoutError, like a real run killed for overrunning.
+    """
+
+    stdout: Sequence[str] = ()
+    stderr: Sequence[str] = ()
+    returncode: int = 0
+    timeout: bool = False
+
+
+class FakeCommandHandle:
+    """The handle a fake run hands its sink; records ``terminate()`` and ``kill()`` calls.
+
+    A run whose handle is terminated or killed while it delivers lines stops delivering and
+    ends with ``-SIGTERM`` or ``-SIGKILL``, as a real process group would.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.terminate_calls = 0
+        self.kill_calls = 0
+
+    @property
+    def terminated(self) -> bool:
+        """Whether ``terminate()`` was called."""
+        return self.terminate_calls > 0
+
+    @property
+    def killed(self) -> bool:
+        """Whether ``kill()`` was called."""
+        return self.kill_calls > 0
+
+    def terminate(self) -> None:
+        """Record a terminate request."""
+        with self._lock:
+            self.terminate_calls += 1
+
+    def kill(self) -> None:
+        """Record a kill request."""
+        with self._lock:
+            self.kill_calls += 1
+
+    def stopped_code(self) -> int | None:
+        """The exit status a stop request forces (``-SIGKILL`` over ``-SIGTERM``), else None."""
+        if self.killed:
+            return -signal.SIGKILL
+        if self.terminated:
+            return -signal.SIGTERM
+        return None
+
+
+RunSource = FakeRun | Sequence[FakeRun] | Callable[[CommandRequest], FakeRun]
+"""What FakeExecutor serves: one run for every request, one per request in order, or a function."""
+PeerSource = FakePeer | Sequence[FakePeer] | Callable[[SpawnRequest], FakePeer]
+"""What FakeExecutor spawns: one peer, one per spawn in order, or a function of the request."""
+
+
+class FakeExecutor:
+    """A CommandExecutor that never starts a process.
+
+    Args:
+        runs: The run every request gets, a sequence (one per request, in order), or a
+            function of the request.
+        binaries: Maps names to paths for :meth:`find_binary`; a name not in it is not
+            found. ``None`` finds every name as itself.
+        peers: What :meth:`spawn` connects a :class:`FakeProcess` to: a peer, a sequence of
+            peers (one per spawn), or a function of the SpawnRequest.
+        gates: Gates shared by every spawned process.
+        unhealthy: Maps binary paths to the detail their health check fails with.
+
+    Attributes:
+        requests: Every CommandRequest run, in order.
+        handles: The handle of each run, in order.
+        checked: Every path :meth:`check_binary` was called on.
+        spawned: Every SpawnRequest, in order.
+        processes: The FakeProcess of each spawn, in order.
+    """
+
+    def __init__(
+        self,
+        runs: RunSource = (),
+        *,
+        binaries: Mapping[str, str] | None = None,
+        peers: PeerSource | None = None,
+        gates: ReplayGates | None = None,
+        unhealthy: Mapping[str, str] | None = None,
+    ) -> None:
+        self._runs = runs
+        self._run_count = 0
+        self._peers = peers
+        self._spawn_count = 0
+        self._binaries = None if binaries is None else dict(binaries)
+        self._gates = gates
+        self._unhealthy = dict(unhealthy or {})
+        self._lock = threading.Lock()
+        self.requests: list[CommandRequest] = []
+        self.handles: list[FakeCommandHandle] = []
+        self.checked: list[str] = []
+        self.spawned: list[SpawnRequest] = []
+        self.processes: list[FakeProcess] = []
+
+    def find_binary(self, name: str, env: Mapping[str, str]) -> str:
+        """Return ``binaries[name]`` (or ``name`` when no mapping was given).
+
+        Raises:
+            CliNotFoundError: ``name`` is not in ``binaries``.
+        """
+        del env
+        if self._binaries is None:
+            return name
+        try:
+            return self._binaries[name]
+        except KeyError:
+            raise CliNotFoundError(name) from None
+
+    def check_binary(self, path: str, env: Mapping[str, str], *, timeout: float) -> None:
+        """Record ``path``; fail if it is listed in ``unhealthy``.
+
+        Raises:
+            CliCheckError: ``path`` is in ``unhealthy``.
+        """
+        del env, timeout
+        with self._lock:
+            self.checked.append(path)
+        if path in self._unhealthy:
+            raise CliCheckError(path, self._unhealthy[path])
+
+    def run(self, request: CommandRequest, sink: CommandStreamSink) -> CommandResult:
+        """Deliver the scripted run's lines to ``sink`` on the calling thread.
+
+        Raises:
+            CliTimeoutError: The run has ``timeout=True`` (after its lines were delivered).
+        """
+        handle = FakeCommandHandle()
+        with self._lock:
+            self.requests.append(request)
+            self.handles.append(handle)
+            run = self._next_run(request)
+        sink.started(handle)
+        stdout = [_line(text) for text in run.stdout]
+        stderr = [_line(text) for text in run.stderr]
+        for lines, emit in ((stdout, sink.stdout), (stderr, sink.stderr)):
+            for line in lines:
+                if handle.stopped_code() is not None:
+                    break
+                emit(line)
+        stopped = handle.stopped_code()
+        if run.timeout and stopped is None:
+            raise CliTimeoutError(request.argv, request.timeout)
+        return CommandResult(
+            run.returncode if stopped is None else stopped, "".join(stdout), "".join(stderr)
+        )
+
+    def spawn(self, request: SpawnRequest) -> FakeProcess:
+        """Start a FakeProcess talking to the next peer.
+
+        Raises:
+            AssertionError: No peers were configured, or the sequence is used up.
+        """
+        with self._lock:
+            self.spawned.append(request)
+            peer = self._next_peer(request)
+        process = FakeProcess(peer, gates=self._gates, request=request)
+        with self._lock:
+            self.processes.append(process)
+        return process
+
+    def _next_run(self, request: CommandRequest) -> FakeRun:
+        runs = self._runs
+        if isinstance(runs, FakeRun):
+            return runs
+        if callable(runs):
+            return runs(request)
+        if self._run_count >= len(runs):
+            raise AssertionError(
+                f"FakeExecutor was given {len(runs)} run(s) but a run number "
+                f"{self._run_count + 1} was requested: {list(request.argv)}"
+            )
+        self._run_count += 1
+        return runs[self._run_count - 1]
+
+    def _next_peer(self, request: SpawnRequest) -> FakePeer:
+        peers = self._peers
+        if peers is None:
+            raise AssertionError("FakeExecutor.spawn needs peers=...; none were given")
+        if isinstance(peers, FakePeer):
+            return peers
+        if callable(peers):
+            return peers(request)
+        if self._spawn_count >= len(peers):
+            raise AssertionError(
+                f"FakeExecutor was given {len(peers)} peer(s) but spawn number "
+                f"{self._spawn_count + 1} was requested: {list(request.argv)}"
+            )
+        self._spawn_count += 1
+        return peers[self._spawn_count - 1]
+
+
+def _line(text: str) -> str:
+    return text if text.endswith("\n") else text + "\n"

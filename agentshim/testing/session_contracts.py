@@ -1,0 +1,342 @@
+"""Contract suites for the session layer's seams: Conversation, Transport, CheckpointStore.
+
+Subclass one as ``Test<Impl>``, implement its factory methods, and pytest runs the inherited
+tests against your implementation::
+
+    class TestMyStore(CheckpointStoreContract):
+        def make_store(self) -> CheckpointStore:
+            return MyStore(...)
+
+agentshim runs them for its real implementations and for the fakes in
+:mod:`agentshim.testing`, which is what lets a Session test on a fake stand for the real thing.
+A conversation or transport factory receives a script of :class:`ContractTurn` and must
+return something whose turns play it: answer ``text``, or run until interrupted (``hang``).
+
+This module needs pytest.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import ClassVar
+
+import pytest
+
+from agentshim.core.checkpoints import Checkpoint, CheckpointStore
+from agentshim.core.conversation import Conversation, ConversationSpec, Transport
+from agentshim.core.errors import ProviderCapabilityError, SessionStateError, TurnCancelledError
+from agentshim.core.events import AgentEvent, TurnInterrupted
+from agentshim.core.permissions import ApprovalPolicy, NativePermissions
+from agentshim.core.profile import ProviderProfile
+from agentshim.core.turn import TurnRequest, TurnResult
+from agentshim.core.usage import CostSource, ProviderUsage, TokenUsage
+
+__all__ = [
+    "CheckpointStoreContract",
+    "ContractTurn",
+    "ConversationContract",
+    "TransportContract",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class ContractTurn:
+    """One scripted turn for a contract suite: answer ``text``, or ``hang`` until interrupted."""
+
+    text: str = "done"
+    hang: bool = False
+
+
+def _spec(resume_id: str | None = None) -> ConversationSpec:
+    return ConversationSpec(
+        permissions=NativePermissions.bypass(),
+        approvals=ApprovalPolicy.DENY,
+        resume_id=resume_id,
+    )
+
+
+class _Events:
+    def __init__(self) -> None:
+        self.events: list[AgentEvent] = []
+        self.threads: set[int] = set()
+
+    def __call__(self, event: AgentEvent) -> None:
+        self.events.append(event)
+        self.threads.add(threading.get_ident())
+
+
+def _interrupt_when_running(conversation: Conversation, done: threading.Event) -> None:
+    # Keep interrupting until the turn ends: an interrupt before the turn started is ignored.
+    while not done.wait(0.02):
+        conversation.interrupt()
+
+
+def _run_hanging(conversation: Conversation, limit: float) -> tuple[TurnResult | None, float]:
+    done = threading.Event()
+    helper = threading.Thread(target=_interrupt_when_running, args=(conversation, done))
+    helper.start()
+    started = time.monotonic()
+    try:
+        try:
+            result: TurnResult | None = conversation.turn(TurnRequest("wait"), _Events())
+        except TurnCancelledError:
+            result = None
+    finally:
+        done.set()
+        helper.join(limit)
+    return result, time.monotonic() - started
+
+
+class ConversationContract:
+    """What every :class:`~agentshim.core.conversation.Conversation` does."""
+
+    io_timeout: ClassVar[float] = 10.0
+    """Upper bound for anything that should happen "soon"."""
+
+    def make_conversation(
+        self, turns: Sequence[ContractTurn], *, resume_id: str | None = None
+    ) -> Conversation:
+        """Open a conversation whose turns play ``turns`` (resuming ``resume_id`` if given)."""
+        raise NotImplementedError
+
+    def test_a_fresh_conversation_is_unnamed_until_a_turn_names_it(self) -> None:
+        """A fresh conversation is unnamed until a turn names it."""
+        conversation = self.make_conversation([ContractTurn("hello")])
+        assert conversation.conversation_id is None
+        result = conversation.turn(TurnRequest("hi"), _Events())
+        assert result.text == "hello"
+        assert result.session_id is not None
+        assert conversation.conversation_id == result.session_id
+        assert not result.resumed
+        assert not result.interrupted
+
+    def test_events_arrive_on_the_calling_thread(self) -> None:
+        """Events arrive on the calling thread."""
+        conversation = self.make_conversation([ContractTurn("hello")])
+        events = _Events()
+        conversation.turn(TurnRequest("hi"), events)
+        assert events.events
+        assert events.threads == {threading.get_ident()}
+
+    def test_a_second_turn_continues_the_same_conversation(self) -> None:
+        """A second turn continues the same conversation."""
+        conversation = self.make_conversation([ContractTurn("one"), ContractTurn("two")])
+        first = conversation.turn(TurnRequest("1"), _Events())
+        second = conversation.turn(TurnRequest("2"), _Events())
+        assert second.text == "two"
+        assert second.resumed
+        assert second.session_id == first.session_id == conversation.conversation_id
+
+    def test_a_resumed_conversation_carries_its_id_from_the_start(self) -> None:
+        """A resumed conversation carries its id from the start."""
+        conversation = self.make_conversation([ContractTurn("again")], resume_id="conv-resumed")
+        assert conversation.conversation_id == "conv-resumed"
+        result = conversation.turn(TurnRequest("hi"), _Events())
+        assert result.resumed
+        assert result.session_id == "conv-resumed"
+
+    def test_interrupt_ends_a_running_turn_and_keeps_the_conversation(self) -> None:
+        """Interrupt ends a running turn and keeps the conversation."""
+        conversation = self.make_conversation(
+            [ContractTurn(hang=True), ContractTurn("after")], resume_id="conv-kept"
+        )
+        result, elapsed = _run_hanging(conversation, self.io_timeout)
+        assert elapsed < self.io_timeout
+        assert result is None or result.interrupted
+        assert conversation.conversation_id == "conv-kept"
+        after = conversation.turn(TurnRequest("next"), _Events())
+        assert after.text == "after"
+        assert not after.interrupted
+
+    def test_an_interrupted_result_comes_with_a_turn_interrupted_event(self) -> None:
+        """An interrupted result comes with a turn interrupted event."""
+        conversation = self.make_conversation([ContractTurn(hang=True)], resume_id="conv-i")
+        done = threading.Event()
+        helper = threading.Thread(target=_interrupt_when_running, args=(conversation, done))
+        helper.start()
+        events = _Events()
+        try:
+            try:
+                result = conversation.turn(TurnRequest("wait"), events)
+            except TurnCancelledError:
+                return
+        finally:
+            done.set()
+            helper.join(self.io_timeout)
+        assert result.interrupted
+        assert any(isinstance(event, TurnInterrupted) for event in events.events)
+
+    def test_interrupt_with_no_turn_running_does_nothing(self) -> None:
+        """Interrupt with no turn running does nothing."""
+        conversation = self.make_conversation([ContractTurn("fine")])
+        conversation.interrupt()
+        result = conversation.turn(TurnRequest("hi"), _Events())
+        assert result.text == "fine"
+        assert not result.interrupted
+
+    def test_close_is_idempotent_and_refuses_later_turns(self) -> None:
+        """Close is idempotent and refuses later turns."""
+        conversation = self.make_conversation([ContractTurn("unused")])
+        conversation.close()
+        conversation.close()
+        with pytest.raises(SessionStateError):
+            conversation.turn(TurnRequest("hi"), _Events())
+
+
+class TransportContract:
+    """What every :class:`~agentshim.core.conversation.Transport` does."""
+
+    def make_transport(self, turns: Sequence[ContractTurn]) -> Transport:
+        """Return a transport whose turns (across all its conversations) play ``turns``."""
+        raise NotImplementedError
+
+    def unsupported_permissions(self) -> NativePermissions | None:
+        """Native permissions the transport must refuse, or None when it accepts every kind."""
+        return None
+
+    def test_it_has_a_profile(self) -> None:
+        """It has a profile."""
+        transport = self.make_transport([])
+        assert isinstance(transport.profile, ProviderProfile)
+        assert transport.profile.name
+
+    def test_open_returns_a_fresh_conversation(self) -> None:
+        """Open returns a fresh conversation."""
+        transport = self.make_transport([ContractTurn("hi")])
+        conversation = transport.open(_spec())
+        assert isinstance(conversation, Conversation)
+        assert conversation.conversation_id is None
+        result = conversation.turn(TurnRequest("hello"), _Events())
+        assert result.text == "hi"
+        assert not result.resumed
+
+    def test_open_with_resume_id_continues_that_conversation(self) -> None:
+        """Open with resume id continues that conversation."""
+        transport = self.make_transport([ContractTurn("back")])
+        conversation = transport.open(_spec(resume_id="conv-back"))
+        assert conversation.conversation_id == "conv-back"
+        result = conversation.turn(TurnRequest("hello"), _Events())
+        assert result.resumed
+        assert result.session_id == "conv-back"
+
+    def test_conversations_are_independent(self) -> None:
+        """Conversations are independent."""
+        transport = self.make_transport([ContractTurn("a"), ContractTurn("b")])
+        first = transport.open(_spec())
+        second = transport.open(_spec(resume_id="conv-other"))
+        first.turn(TurnRequest("1"), _Events())
+        first.close()
+        result = second.turn(TurnRequest("2"), _Events())
+        assert result.text == "b"
+        assert second.conversation_id == "conv-other"
+        assert first.conversation_id != second.conversation_id
+
+    def test_it_refuses_permissions_it_cannot_honour(self) -> None:
+        """It refuses permissions it cannot honour."""
+        permissions = self.unsupported_permissions()
+        if permissions is None:
+            pytest.skip("this transport accepts every native permission mode")
+        transport = self.make_transport([ContractTurn("never")])
+        spec = ConversationSpec(permissions=permissions, approvals=ApprovalPolicy.FAIL_TURN)
+        with pytest.raises(ProviderCapabilityError):
+            transport.open(spec)
+
+
+_USAGE = ProviderUsage(
+    tokens=TokenUsage(input_tokens=120, cache_read_input_tokens=100, output_tokens=7, turns=1),
+    total_cost_usd=0.0125,
+    provider="fake",
+    raw={"input_tokens": 20, "nested": {"a": [1, 2]}},
+    cost_source=CostSource.REPORTED,
+    model="model-x",
+)
+
+_BAD_KEYS = ("", "../escape", "a/b", ".hidden", "a\\b", "x" * 201, "white space", "nul\0")
+
+
+class CheckpointStoreContract:
+    """What every :class:`~agentshim.core.checkpoints.CheckpointStore` does."""
+
+    def make_store(self) -> CheckpointStore:
+        """Return an empty store."""
+        raise NotImplementedError
+
+    def test_nothing_saved_loads_as_none(self) -> None:
+        """Nothing saved loads as none."""
+        assert self.make_store().load("user-1") is None
+
+    def test_a_saved_checkpoint_loads_back_equal(self) -> None:
+        """A saved checkpoint loads back equal."""
+        store = self.make_store()
+        checkpoint = Checkpoint("conv-1", _USAGE, turns=3)
+        store.save("user-1", checkpoint)
+        loaded = store.load("user-1")
+        assert loaded is not None
+        assert loaded.conversation_id == "conv-1"
+        assert loaded.turns == 3
+        assert loaded.usage is not None
+        assert loaded.usage.to_dict() == _USAGE.to_dict()
+
+    def test_a_checkpoint_without_usage_round_trips(self) -> None:
+        """A checkpoint without usage round trips."""
+        store = self.make_store()
+        store.save("k", Checkpoint("conv-2"))
+        assert store.load("k") == Checkpoint("conv-2")
+
+    def test_save_replaces_the_earlier_checkpoint(self) -> None:
+        """Save replaces the earlier checkpoint."""
+        store = self.make_store()
+        store.save("k", Checkpoint("conv-old"))
+        store.save("k", Checkpoint("conv-new", turns=1))
+        assert store.load("k") == Checkpoint("conv-new", turns=1)
+
+    def test_clear_removes_it_and_clearing_nothing_is_fine(self) -> None:
+        """Clear removes it and clearing nothing is fine."""
+        store = self.make_store()
+        store.save("k", Checkpoint("conv-1"))
+        store.clear("k")
+        assert store.load("k") is None
+        store.clear("k")
+        store.clear("never-saved")
+
+    def test_keys_are_independent(self) -> None:
+        """Keys are independent."""
+        store = self.make_store()
+        store.save("a", Checkpoint("conv-a"))
+        store.save("b", Checkpoint("conv-b"))
+        store.clear("a")
+        assert store.load("a") is None
+        assert store.load("b") == Checkpoint("conv-b")
+
+    def test_unsafe_keys_are_refused_by_every_method(self) -> None:
+        """Unsafe keys are refused by every method."""
+        store = self.make_store()
+        for key in _BAD_KEYS:
+            with pytest.raises(ValueError, match="checkpoint key"):
+                store.load(key)
+            with pytest.raises(ValueError, match="checkpoint key"):
+                store.save(key, Checkpoint("conv-1"))
+            with pytest.raises(ValueError, match="checkpoint key"):
+                store.clear(key)
+
+    def test_concurrent_saves_leave_one_whole_checkpoint(self) -> None:
+        """Concurrent saves leave one whole checkpoint."""
+        store = self.make_store()
+        ids = [f"conv-{n}" for n in range(8)]
+
+        def save_many(conversation_id: str) -> None:
+            for turns in range(20):
+                store.save("shared", Checkpoint(conversation_id, _USAGE, turns))
+
+        threads = [threading.Thread(target=save_many, args=(cid,)) for cid in ids]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        loaded = store.load("shared")
+        assert loaded is not None
+        assert loaded.conversation_id in ids
+        assert loaded.turns == 19

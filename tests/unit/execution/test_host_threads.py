@@ -1,0 +1,78 @@
+"""The reader-thread fallback (used where selectors cannot wait on pipes), run on POSIX."""
+
+from __future__ import annotations
+
+import signal
+import time
+
+import pytest
+from execution_helpers import ENV, RecordingSink, py, wait_dead
+
+from agentshim.core.errors import CliTimeoutError
+from agentshim.execution import CallbackSink, CommandHandle, CommandRequest, HostCommandExecutor
+
+
+def threaded(**kwargs: float) -> HostCommandExecutor:
+    return HostCommandExecutor(use_threads=True, **kwargs)
+
+
+def test_lines_stdin_and_exit_status() -> None:
+    sink = RecordingSink()
+    code = "import sys; data = sys.stdin.read(); print(data.upper()); print('e', file=sys.stderr); sys.stdout.write('end'); sys.exit(4)"
+    result = threaded().run(CommandRequest(py(code), stdin="abc", env=ENV), sink)
+    assert result.returncode == 4
+    assert sink.out == ["ABC\n", "end"]
+    assert sink.err == ["e\n"]
+    assert sink.events[0] == "started"
+
+
+def test_a_large_prompt_with_large_output() -> None:
+    prompt = ("q" * 99 + "\n") * 30_000
+    code = "import sys\nfor line in sys.stdin.buffer: sys.stdout.buffer.write(line)"
+    count = 0
+
+    def seen(_: str) -> None:
+        nonlocal count
+        count += 1
+
+    result = threaded().run(CommandRequest(py(code), stdin=prompt, env=ENV), CallbackSink(seen))
+    assert (result.returncode, count) == (0, 30_000)
+
+
+def test_timeout_kills_the_group() -> None:
+    with pytest.raises(CliTimeoutError):
+        threaded().run(
+            CommandRequest(py("import time; print('x'); time.sleep(60)"), env=ENV, timeout=0.5),
+            CallbackSink(),
+        )
+
+
+def test_grandchild_holding_the_pipes_is_killed_after_the_drain() -> None:
+    code = """
+        import subprocess, sys
+        grandchild = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+        print(grandchild.pid)
+    """
+    sink = RecordingSink()
+    started = time.monotonic()
+    threaded(drain_timeout=0.3).run(CommandRequest(py(code), env=ENV), sink)
+    assert time.monotonic() - started < 3
+    assert wait_dead(int(sink.out[0]))
+
+
+def test_terminate_and_a_raising_sink() -> None:
+    handles: list[CommandHandle] = []
+    result = threaded().run(
+        CommandRequest(py("import time; print('up'); time.sleep(60)"), env=ENV, timeout=30),
+        CallbackSink(lambda _: handles[0].terminate(), on_started=handles.append),
+    )
+    assert result.returncode == -signal.SIGTERM
+
+    def boom(_: str) -> None:
+        raise RuntimeError("sink failed")
+
+    with pytest.raises(RuntimeError, match="sink failed"):
+        threaded().run(
+            CommandRequest(py("import time; print('up'); time.sleep(60)"), env=ENV, timeout=30),
+            CallbackSink(boom),
+        )

@@ -1,0 +1,334 @@
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agentshim.agent import AgentSession, CliAgent
+from agentshim.core.errors import (
+    CliExitError,
+    FailureKind,
+    McpConfigError,
+    ProviderCapabilityError,
+    SessionResumeError,
+)
+from agentshim.core.events import SessionStarted, ToolCall, ToolResult, UsageReport
+from agentshim.core.mcp import HttpMcpServer, StdioMcpServer
+from agentshim.core.profile import McpMechanism, OutputSchemaStyle, SchemaDialect
+from agentshim.core.provider import NoMcpInstallation
+from agentshim.core.turn import OutputSchema, TurnRequest
+from agentshim.core.usage import TokenUsage
+from agentshim.execution.executor import CommandRequest
+from agentshim.providers import get_plugin, get_provider
+from agentshim.providers.claude import (
+    PROFILE,
+    SANDBOX_ENV,
+    ClaudeProvider,
+    SandboxConfig,
+    mcp_entry,
+    scripted_lines,
+)
+from agentshim.testing import FakeExecutor, FakeRun, RecordingEventHandler, installed_mcp_servers
+
+from ._captures import Capture, capture_names, load
+from ._expected import EXPECTED
+
+BINARIES = {"claude": "/usr/bin/claude"}
+
+
+def agent_for(
+    runs: FakeRun | list[FakeRun] | Any, recorder: RecordingEventHandler | None = None
+) -> tuple[CliAgent, FakeExecutor]:
+    executor = FakeExecutor(runs, binaries=BINARIES)
+    agent = CliAgent("claude", executor=executor, env={"PATH": "/usr/bin"}, event_handler=recorder)
+    return agent, executor
+
+
+def fake_run(capture: Capture) -> FakeRun:
+    return FakeRun(stdout=capture.stdout, stderr=capture.stderr, returncode=capture.exit_code)
+
+
+def request_for(capture: Capture, tmp_path: Path) -> TurnRequest:
+    schema = capture.schema
+    output = OutputSchema(schema, tmp_path) if schema is not None else None
+    return TurnRequest(capture.prompt or "hi", output_schema=output)
+
+
+def session_for(agent: CliAgent, capture: Capture) -> AgentSession:
+    return agent.start_session(session_id=capture.resume_id)
+
+
+class TestProfile:
+    def test_declared_facts(self) -> None:
+        assert PROFILE.name == "claude"
+        assert PROFILE.binary == "claude"
+        assert PROFILE.supports_resume
+        assert PROFILE.supports_reasoning_effort
+        assert PROFILE.mcp is McpMechanism.CONFIG_FILE
+        assert PROFILE.mcp_config_file == ".mcp.json"
+        assert PROFILE.output_schema is OutputSchemaStyle.INLINE_JSON
+        assert PROFILE.schema_dialect is SchemaDialect.OPEN
+        assert dict(PROFILE.container_env) == {"IS_SANDBOX": "1"}
+        assert PROFILE.state_root_env == "CLAUDE_CONFIG_DIR"
+        assert "ANTHROPIC_API_KEY" in PROFILE.auth_env_vars
+        assert all(
+            any(f.startswith(d + "/") for d in PROFILE.state_dirs) for f in PROFILE.auth_files
+        )
+        assert set(PROFILE.credential_files) <= set(PROFILE.auth_files)
+
+    def test_catalog_plugin(self) -> None:
+        plugin = get_plugin("claude")
+        assert plugin.profile is PROFILE
+        assert isinstance(get_provider("claude"), ClaudeProvider)
+        assert plugin.resume_command("0d4c7ef7-79e2-46a9-bc62-e1de6f4c1966") == (
+            "claude --resume 0d4c7ef7-79e2-46a9-bc62-e1de6f4c1966"
+        )
+        assert plugin.model_table().context_window("claude-opus-4-8[1m]") == 200_000
+        assert plugin.pricing_table().get("claude-opus-4-8") is not None
+
+    def test_sandbox_env_is_offered_as_a_default_only_with_a_sandbox(self) -> None:
+        assert ClaudeProvider().sandbox_env == SANDBOX_ENV
+        assert dict(ClaudeProvider().env_defaults) == {}
+        sandboxed = ClaudeProvider(sandbox=SandboxConfig())
+        assert dict(sandboxed.env_defaults) == {"CLAUDE_BASH_MAINTAIN_PROJECT_WORKING_DIR": "1"}
+        agent = CliAgent(sandboxed, executor=FakeExecutor(binaries=BINARIES), env={"PATH": "/x"})
+        assert agent.env["CLAUDE_BASH_MAINTAIN_PROJECT_WORKING_DIR"] == "1"
+
+
+SUCCESSES = sorted(name for name, e in EXPECTED.items() if e.kind is None)
+FAILURES = sorted(name for name, e in EXPECTED.items() if e.kind is not None)
+RESUME_LOST = {"d_resume_missing_nonuuid", "d_resume_missing_uuid"}
+
+
+class TestCaptureReplayThroughTheAgent:
+    def test_every_fixture_is_replayed(self) -> None:
+        assert set(SUCCESSES) | set(FAILURES) == set(capture_names())
+
+    @pytest.mark.parametrize("name", SUCCESSES)
+    def test_successful_turn(self, name: str, tmp_path: Path) -> None:
+        capture, expected = load(name), EXPECTED[name]
+        recorder = RecordingEventHandler()
+        agent, executor = agent_for(fake_run(capture), recorder)
+        session = session_for(agent, capture)
+
+        result = session.turn(request_for(capture, tmp_path))
+
+        assert result.text == expected.text
+        assert result.session_id == expected.session_id == session.session_id
+        assert result.resumed is (capture.resume_id is not None)
+        assert result.usage.tokens == expected.tokens
+        assert result.cost_usd == expected.cost
+        assert result.structured_output == expected.structured
+        assert result.context_tokens == expected.context_tokens
+        assert result.exit_code == 0
+        assert executor.requests[0].stdin == (capture.prompt or "hi")
+        assert recorder.of_type(SessionStarted)[0].session_id == expected.session_id
+        assert recorder.of_type(UsageReport)[-1].usage == result.usage
+
+    @pytest.mark.parametrize("name", FAILURES)
+    def test_failed_turn(self, name: str, tmp_path: Path) -> None:
+        capture, expected = load(name), EXPECTED[name]
+        agent, _ = agent_for(fake_run(capture))
+        session = session_for(agent, capture)
+
+        with pytest.raises(CliExitError) as info:
+            session.turn(request_for(capture, tmp_path))
+
+        error = info.value
+        assert error.kind is expected.kind
+        assert expected.error_has in error.detail
+        assert error.returncode == capture.exit_code
+        if name in RESUME_LOST:
+            assert isinstance(error, SessionResumeError)
+            assert error.session_id == capture.resume_id
+            assert session.session_id == capture.resume_id  # the lost id is not replaced
+        else:
+            assert not isinstance(error, SessionResumeError)
+            assert session.session_id == expected.session_id  # adopted before raising
+
+    def test_tool_events_reach_the_handler(self) -> None:
+        recorder = RecordingEventHandler()
+        agent, _ = agent_for(fake_run(load("b_tool_bash")), recorder)
+        agent.run("Run echo hello in bash.")
+        assert [c.tool for c in recorder.of_type(ToolCall)] == ["Bash"]
+        assert [r.stdout for r in recorder.of_type(ToolResult)] == ["hello"]
+
+    def test_schema_turn_without_structured_output_fails_with_exit_zero(
+        self, tmp_path: Path
+    ) -> None:
+        capture = load("f_json_schema_no_tool_call")
+        agent, _ = agent_for(fake_run(capture))
+        with pytest.raises(CliExitError) as info:
+            agent.run(request_for(capture, tmp_path))
+        assert info.value.kind is FailureKind.SCHEMA
+        assert info.value.returncode == 0
+
+    def test_resumed_transient_failure_keeps_the_conversation(self) -> None:
+        agent, _ = agent_for(fake_run(load("e2_http529")))
+        session = agent.start_session(session_id="0d4c7ef7-79e2-46a9-bc62-e1de6f4c1966")
+        with pytest.raises(CliExitError) as info:
+            session.turn("hello")
+        assert not isinstance(info.value, SessionResumeError)
+        assert info.value.kind is FailureKind.TRANSIENT
+
+    def test_resumed_unclassified_failure_is_a_resume_error(self) -> None:
+        agent, _ = agent_for(fake_run(load("h_no_verbose")))
+        session = agent.start_session(session_id="0d4c7ef7-79e2-46a9-bc62-e1de6f4c1966")
+        with pytest.raises(SessionResumeError) as info:
+            session.turn("hello")
+        assert info.value.session_id == "0d4c7ef7-79e2-46a9-bc62-e1de6f4c1966"
+
+    def test_unflagged_no_conversation_found_is_a_resume_error(self) -> None:
+        agent, _ = agent_for(fake_run(load("d_resume_missing_uuid")))
+        with pytest.raises(SessionResumeError) as info:
+            agent.run("hello")
+        assert info.value.session_id == "1c37e53a-67c2-4843-942e-8dc057b7f6aa"
+
+
+def _exit_error(**fields: Any) -> CliExitError:
+    defaults: dict[str, Any] = {"argv": ["/usr/bin/claude", "-p"], "returncode": 1}
+    defaults.update(fields)
+    return CliExitError(**defaults)
+
+
+class TestClassifyExit:
+    provider = ClaudeProvider()
+
+    def test_fresh_unclassified_failure_is_returned_unchanged(self) -> None:
+        error = _exit_error(stderr="boom")
+        assert self.provider.classify_exit(error, resumed=False) is error
+
+    @pytest.mark.parametrize("kind", [k for k in FailureKind if k is not FailureKind.OTHER])
+    def test_resumed_classified_failure_keeps_its_kind(self, kind: FailureKind) -> None:
+        error = _exit_error(argv=["claude", "-p", "--resume", "abc"], kind=kind)
+        assert self.provider.classify_exit(error, resumed=True) is error
+
+    def test_resumed_unclassified_failure_names_the_resumed_id(self) -> None:
+        error = _exit_error(
+            argv=["claude", "-p", "--resume", "abc"], detail="d", stdout="o", stderr="e"
+        )
+        classified = self.provider.classify_exit(error, resumed=True)
+        assert isinstance(classified, SessionResumeError)
+        assert (classified.session_id, classified.detail, classified.returncode) == ("abc", "d", 1)
+        assert (classified.stdout, classified.stderr, classified.kind) == (
+            "o",
+            "e",
+            FailureKind.OTHER,
+        )
+        assert "forget this session id" in str(classified)
+
+    def test_tool_output_quoting_the_phrase_is_not_a_resume_error(self) -> None:
+        line = json.dumps(
+            {
+                "type": "user",
+                "message": {
+                    "content": [{"type": "tool_result", "content": "No conversation found"}]
+                },
+            }
+        )
+        error = _exit_error(stdout=line + "\n")
+        assert self.provider.classify_exit(error, resumed=False) is error
+
+    def test_result_frame_errors_name_a_lost_conversation(self) -> None:
+        stdout = "".join(load("d_resume_missing_uuid").stdout)
+        classified = self.provider.classify_exit(_exit_error(stdout=stdout), resumed=False)
+        assert isinstance(classified, SessionResumeError)
+        assert classified.session_id == "1c37e53a-67c2-4843-942e-8dc057b7f6aa"
+
+    def test_resume_error_passes_through(self) -> None:
+        error = SessionResumeError(["claude"], 1, session_id="x")
+        assert self.provider.classify_exit(error, resumed=True) is error
+
+
+class TestMcp:
+    def test_entries(self) -> None:
+        stdio = StdioMcpServer("fs", "/usr/bin/fs-server", ("--root", "/w"), {"TOKEN": "t"})
+        assert mcp_entry(stdio) == {
+            "command": "/usr/bin/fs-server",
+            "args": ["--root", "/w"],
+            "env": {"TOKEN": "t"},
+        }
+        assert mcp_entry(StdioMcpServer("bare", "srv")) == {"command": "srv", "args": []}
+        http = HttpMcpServer(
+            "docs", "https://mcp.example.com/x", "sse", {"Authorization": "Bearer k"}
+        )
+        assert mcp_entry(http) == {
+            "type": "sse",
+            "url": "https://mcp.example.com/x",
+            "headers": {"Authorization": "Bearer k"},
+        }
+
+    def test_timeouts_are_refused(self, tmp_path: Path) -> None:
+        server = StdioMcpServer("fs", "srv", tool_timeout_s=5)
+        with pytest.raises(ProviderCapabilityError, match="timeout"):
+            ClaudeProvider().install_mcp(tmp_path, [server])
+        assert not (tmp_path / ".mcp.json").exists()
+
+    def test_no_servers_installs_nothing(self, tmp_path: Path) -> None:
+        installation = ClaudeProvider().install_mcp(None, [])
+        assert isinstance(installation, NoMcpInstallation)
+        assert list(tmp_path.iterdir()) == []
+
+    def test_servers_without_a_workspace_are_refused(self) -> None:
+        with pytest.raises(ProviderCapabilityError, match="working directory"):
+            ClaudeProvider().install_mcp(None, [StdioMcpServer("fs", "srv")])
+
+    def test_install_merges_and_restore_puts_the_file_back(self, tmp_path: Path) -> None:
+        config = tmp_path / ".mcp.json"
+        original = '{"mcpServers": {"mine": {"command": "mine"}}, "other": 1}\n'
+        config.write_text(original)
+        installation = ClaudeProvider().install_mcp(tmp_path, [StdioMcpServer("fs", "srv", ("a",))])
+        document = json.loads(config.read_text())
+        assert document["mcpServers"] == {
+            "mine": {"command": "mine"},
+            "fs": {"command": "srv", "args": ["a"]},
+        }
+        assert document["other"] == 1
+        assert installation.argv == ()
+        assert installation.restore() is None
+        assert config.read_text() == original
+
+    def test_unreadable_config_is_an_mcp_config_error(self, tmp_path: Path) -> None:
+        (tmp_path / ".mcp.json").write_text("[1, 2]")
+        with pytest.raises(McpConfigError):
+            ClaudeProvider().install_mcp(tmp_path, [StdioMcpServer("fs", "srv")])
+
+    def test_installed_servers_read_back_during_the_turn(self, tmp_path: Path) -> None:
+        servers = [
+            StdioMcpServer("fs", "/usr/bin/fs", ("--x",), {"K": "v"}),
+            HttpMcpServer("web", "https://mcp.example.com", "http", {"Authorization": "b"}),
+        ]
+        seen: list[dict[str, dict[str, Any]]] = []
+
+        def run(request: CommandRequest) -> FakeRun:
+            seen.append(installed_mcp_servers("claude", request, tmp_path))
+            lines = scripted_lines(text="ok")
+            return FakeRun(stdout=lines.stdout)
+
+        agent, _ = agent_for(run)
+        agent.run(TurnRequest("use the tools", cwd=str(tmp_path), mcp_servers=servers))
+        assert seen == [
+            {
+                "fs": {"command": "/usr/bin/fs", "args": ["--x"], "env": {"K": "v"}},
+                "web": {"url": "https://mcp.example.com", "transport": "http"},
+            }
+        ]
+        assert not (tmp_path / ".mcp.json").exists()
+
+
+class TestUsageAcrossTurns:
+    def test_session_resumes_the_id_the_first_turn_named(self) -> None:
+        first, second = load("a_plain_text"), load("c_resume")
+        agent, executor = agent_for([fake_run(first), fake_run(second)])
+        session = agent.start_session()
+        one = session.turn("Say hello and tell me a secret word.")
+        two = session.turn("What did I ask you before?")
+        assert one.session_id == two.session_id == "0d4c7ef7-79e2-46a9-bc62-e1de6f4c1966"
+        assert "--resume" not in executor.requests[0].argv
+        assert executor.requests[1].argv[5:7] == ("--resume", one.session_id)
+        assert two.resumed
+        assert one.usage.tokens + two.usage.tokens == TokenUsage(
+            input_tokens=200, output_tokens=40, turns=2
+        )

@@ -1,0 +1,235 @@
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from agentshim.agent import CliAgent
+from agentshim.core.errors import InvalidSessionIdError, ProviderCapabilityError
+from agentshim.core.mcp import HttpMcpServer, McpServer, StdioMcpServer
+from agentshim.core.provider import ArgvContext
+from agentshim.core.turn import TurnRequest
+from agentshim.providers.codex import CodexProvider, parse_mcp_servers
+from agentshim.providers.codex.provider import render_mcp_servers
+from agentshim.testing import FakeExecutor, scripted_turn
+
+BYPASS = "--dangerously-bypass-approvals-and-sandbox"
+
+
+def ctx(**overrides: object) -> ArgvContext:
+    fields: dict[str, object] = {"binary_path": "/usr/bin/codex", "env": {}}
+    fields.update(overrides)
+    return ArgvContext(**fields)  # type: ignore[arg-type]
+
+
+class TestFlags:
+    def test_a_bare_fresh_turn(self) -> None:
+        assert CodexProvider().build_argv(ctx()) == [
+            "/usr/bin/codex",
+            "exec",
+            BYPASS,
+            "--skip-git-repo-check",
+            "--json",
+            "-",
+        ]
+
+    def test_every_flag_in_order(self) -> None:
+        argv = CodexProvider().build_argv(
+            ctx(
+                model="gpt-5.1-codex",
+                env={"PATH": "/opt/bin:/usr/bin", "HOME": "/home/u"},
+                reasoning_effort="high",
+                schema_path="/schemas/abc.json",
+                mcp_argv=("--config", 'mcp_servers.docs.url="http://127.0.0.1:9/mcp"'),
+                extra_args=("--profile", "ci"),
+                cwd="/work",
+            )
+        )
+        assert argv == [
+            "/usr/bin/codex",
+            "exec",
+            BYPASS,
+            "--skip-git-repo-check",
+            "--json",
+            "--model",
+            "gpt-5.1-codex",
+            "--config",
+            'shell_environment_policy.set.PATH="/opt/bin:/usr/bin"',
+            "--config",
+            'model_reasoning_effort="high"',
+            "--config",
+            'mcp_servers.docs.url="http://127.0.0.1:9/mcp"',
+            "--output-schema",
+            "/schemas/abc.json",
+            "--profile",
+            "ci",
+            "-",
+        ]
+
+    def test_resume_puts_the_stdin_marker_right_after_the_thread_id(self) -> None:
+        argv = CodexProvider().build_argv(
+            ctx(resume_session_id="01a22758-303e-7462-9a22-376e1126431f", model="m")
+        )
+        assert argv == [
+            "/usr/bin/codex",
+            "exec",
+            "resume",
+            "01a22758-303e-7462-9a22-376e1126431f",
+            "-",
+            BYPASS,
+            "--skip-git-repo-check",
+            "--json",
+            "--model",
+            "m",
+        ]
+
+    @pytest.mark.parametrize("bad", ["", "../x", "a b", "-rf", "id;rm", "x" * 129])
+    def test_an_unsafe_resume_id_is_refused(self, bad: str) -> None:
+        with pytest.raises(InvalidSessionIdError):
+            CodexProvider().build_argv(ctx(resume_session_id=bad))
+
+    def test_a_path_with_quotes_and_control_characters_stays_one_toml_string(self) -> None:
+        argv = CodexProvider().build_argv(ctx(env={"PATH": '/a"b:/c\\d\x01'}))
+        assert 'shell_environment_policy.set.PATH="/a\\"b:/c\\\\d\\u0001"' in argv
+
+    def test_a_value_toml_cannot_hold_is_a_capability_error(self) -> None:
+        with pytest.raises(ProviderCapabilityError):
+            CodexProvider().build_argv(ctx(reasoning_effort="\ud800"))
+
+
+class TestPromptOnStdin:
+    def test_the_prompt_is_on_stdin_and_nowhere_in_argv(self) -> None:
+        prompt = "delete everything named PROMPT-MARKER-123"
+        executor = FakeExecutor(scripted_turn("codex", text="ok"), binaries={"codex": "/bin/codex"})
+        agent = CliAgent("codex", executor=executor, env={"PATH": "/usr/bin"})
+        agent.run(TurnRequest(prompt=prompt, extra_args=("--ephemeral",)))
+        request = executor.requests[0]
+        assert request.stdin == prompt
+        assert not any("PROMPT-MARKER-123" in arg for arg in request.argv)
+        assert request.argv[-2:] == ("--ephemeral", "-")
+
+
+class TestMcpFlags:
+    def test_a_stdio_server_with_timeouts(self) -> None:
+        server = StdioMcpServer(
+            "files",
+            "/usr/bin/mcp-files",
+            args=("--root", "/srv"),
+            env={"TOKEN": "t", "LEVEL": "2"},
+            startup_timeout_s=20,
+            tool_timeout_s=90.5,
+        )
+        assert render_mcp_servers([server]) == [
+            "--config",
+            'mcp_servers.files.command="/usr/bin/mcp-files"',
+            "--config",
+            'mcp_servers.files.args=["--root", "/srv"]',
+            "--config",
+            'mcp_servers.files.env={TOKEN = "t", LEVEL = "2"}',
+            "--config",
+            "mcp_servers.files.required=true",
+            "--config",
+            "mcp_servers.files.startup_timeout_sec=20.0",
+            "--config",
+            "mcp_servers.files.tool_timeout_sec=90.5",
+        ]
+
+    def test_an_http_server(self) -> None:
+        server = HttpMcpServer("docs", "https://mcp.example/x")
+        assert render_mcp_servers([server]) == [
+            "--config",
+            'mcp_servers.docs.url="https://mcp.example/x"',
+            "--config",
+            "mcp_servers.docs.required=true",
+        ]
+
+    def test_similar_names_are_distinct_servers(self) -> None:
+        servers = [StdioMcpServer(name, f"/bin/{i}") for i, name in enumerate(["my.srv", "a-b", "a_b"])]
+        argv = render_mcp_servers(servers)
+        assert '--config' in argv
+        assert 'mcp_servers."my.srv".command="/bin/0"' in argv
+        assert 'mcp_servers.a-b.command="/bin/1"' in argv
+        assert 'mcp_servers.a_b.command="/bin/2"' in argv
+        assert {name: s.command for name, s in parse_mcp_servers(argv).items()} == {
+            "my.srv": "/bin/0",
+            "a-b": "/bin/1",
+            "a_b": "/bin/2",
+        }
+
+    @pytest.mark.parametrize(
+        ("servers", "match"),
+        [
+            ([HttpMcpServer("s", "http://h/", transport="sse")], "streamable HTTP"),
+            ([HttpMcpServer("s", "http://h/", headers={"Authorization": "x"})], "headers"),
+            ([StdioMcpServer("s", "a"), StdioMcpServer("s", "b")], "both named"),
+        ],
+    )
+    def test_what_codex_cannot_take_as_flags_is_refused(
+        self, servers: list[McpServer], match: str
+    ) -> None:
+        with pytest.raises(ProviderCapabilityError, match=match):
+            CodexProvider().install_mcp(None, servers)
+
+    def test_no_servers_install_nothing(self) -> None:
+        installation = CodexProvider().install_mcp(None, [])
+        assert tuple(installation.argv) == ()
+        assert installation.restore() is None
+
+    def test_install_mcp_hands_the_flags_to_argv(self) -> None:
+        server = StdioMcpServer("files", "mcp-files")
+        installation = CodexProvider().install_mcp(None, [server])
+        argv = CodexProvider().build_argv(ctx(mcp_argv=tuple(installation.argv)))
+        assert parse_mcp_servers(argv) == {"files": server}
+
+    def test_parse_ignores_other_overrides_and_incomplete_entries(self) -> None:
+        argv = [
+            "-c",
+            "model=o3",
+            "--config",
+            "mcp_servers.off.enabled=false",
+            "--config=mcp_servers.s.command=plain-word",
+            "--config",
+            "mcp_servers.s.env.KEY='v'",
+        ]
+        assert parse_mcp_servers(argv) == {
+            "s": StdioMcpServer("s", "plain-word", env={"KEY": "v"}),
+        }
+
+
+names = st.from_regex(r"[A-Za-z0-9._-]{1,12}", fullmatch=True)
+texts = st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00"), max_size=12)
+timeouts = st.none() | st.floats(min_value=0.001, max_value=1e6, allow_nan=False)
+
+
+@st.composite
+def servers(draw: st.DrawFn) -> list[McpServer]:
+    result: list[McpServer] = []
+    for name in draw(st.lists(names, unique=True, max_size=4)):
+        startup, tool = draw(timeouts), draw(timeouts)
+        if draw(st.booleans()):
+            result.append(
+                StdioMcpServer(
+                    name,
+                    draw(st.from_regex(r"/[a-z]{1,8}", fullmatch=True)),
+                    args=tuple(draw(st.lists(texts, max_size=3))),
+                    env=draw(st.dictionaries(st.from_regex(r"[A-Z_]{1,6}", fullmatch=True), texts, max_size=3)),
+                    startup_timeout_s=startup,
+                    tool_timeout_s=tool,
+                )
+            )
+        else:
+            result.append(
+                HttpMcpServer(
+                    name,
+                    draw(st.from_regex(r"https?://[a-z]{1,8}(:[0-9]{2,4})?/[a-z]{0,6}", fullmatch=True)),
+                    startup_timeout_s=startup,
+                    tool_timeout_s=tool,
+                )
+            )
+    return result
+
+
+class TestMcpRoundTrip:
+    @given(servers())
+    def test_parse_inverts_render(self, specs: list[McpServer]) -> None:
+        assert parse_mcp_servers(render_mcp_servers(specs)) == {s.name: s for s in specs}

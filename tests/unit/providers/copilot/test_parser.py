@@ -1,0 +1,368 @@
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from agentshim.core.errors import FailureKind
+from agentshim.core.events import (
+    AssistantText,
+    Lifecycle,
+    ProviderError,
+    RawOutput,
+    Reasoning,
+    SessionStarted,
+    Stderr,
+    ToolCall,
+    ToolKind,
+    ToolResult,
+    UsageReport,
+)
+from agentshim.core.pricing import ModelPricing, PricingTable
+from agentshim.core.provider import ParsedTurn
+from agentshim.core.usage import CostSource, TokenUsage
+from agentshim.providers.copilot import CopilotStreamParser
+from agentshim.providers.copilot.parser import IGNORED_FRAMES
+
+from ._captures import EXPECTED, capture_names, dump, frames, load, of_type, parse
+
+
+def frame(kind: str, data: dict[str, Any] | None = None, **top: Any) -> str:
+    return dump({"type": kind, "data": data or {}, "id": "x", "parentId": "y", **top})
+
+
+def result(session_id: str = "sess-1", exit_code: int = 0) -> str:
+    return dump(
+        {
+            "type": "result",
+            "sessionId": session_id,
+            "exitCode": exit_code,
+            "usage": {"premiumRequests": 0, "totalApiDurationMs": 5},
+        }
+    )
+
+
+class TestRecordedStreams:
+    def test_every_fixture_has_an_expectation(self) -> None:
+        assert set(capture_names()) == set(EXPECTED)
+
+    @pytest.mark.parametrize("name", sorted(EXPECTED))
+    def test_text_session_and_failure(self, name: str) -> None:
+        capture, expected = load(name), EXPECTED[name]
+        parsed, events = parse(capture.stdout, capture.stderr)
+        assert parsed.text == expected.text
+        assert parsed.session_id == expected.session_id
+        assert parsed.error_kind is expected.kind
+        if expected.kind is None:
+            assert parsed.error is None
+        else:
+            assert parsed.error is not None
+            assert expected.error_says in parsed.error
+        assert of_type(events, RawOutput) == []
+        assert not [e for e in events if isinstance(e, Lifecycle) and "unknown" in e.kind]
+
+    @pytest.mark.parametrize("name", sorted(n for n, e in EXPECTED.items() if e.session_id))
+    def test_usage_is_unknown_never_a_measured_zero(self, name: str) -> None:
+        parsed, events = parse(load(name).stdout)
+        assert parsed.usage is not None
+        assert parsed.usage.increment_known is False
+        assert parsed.usage.tokens == TokenUsage()
+        assert parsed.usage.cost_source is CostSource.NOT_REPORTED
+        assert parsed.usage.raw["premiumRequests"] == 0
+        assert parsed.cost_usd is None
+        reports = of_type(events, UsageReport)
+        assert len(reports) == 1
+        assert reports[0].usage.increment_known is False
+
+    @pytest.mark.parametrize("name", sorted(n for n, e in EXPECTED.items() if e.session_id))
+    def test_session_started_once(self, name: str) -> None:
+        _, events = parse(load(name).stdout)
+        assert of_type(events, SessionStarted) == [SessionStarted(EXPECTED[name].session_id or "")]
+
+    def test_streamed_deltas_make_the_text_and_the_message_is_not_repeated(self) -> None:
+        _, events = parse(load("plain").stdout)
+        texts = [e.text for e in of_type(events, AssistantText)]
+        assert texts == ["Hello fr", "om the f", "ake mode", "l."]
+
+    def test_shell_tool_call_and_result(self) -> None:
+        _, events = parse(load("tool_shell").stdout)
+        calls = of_type(events, ToolCall)
+        results = of_type(events, ToolResult)
+        assert calls == [
+            ToolCall(
+                "call_f487928bb3c84e08",
+                "bash",
+                {"command": "echo hello", "description": "Run echo hello"},
+                ToolKind.COMMAND,
+            )
+        ]
+        assert len(results) == 1
+        assert results[0].tool_id == "call_f487928bb3c84e08"
+        assert results[0].tool == "bash"
+        assert results[0].stdout == "hello\n"
+        assert results[0].exit_code == 0
+        assert results[0].kind is ToolKind.COMMAND
+        assert events.index(calls[0]) < events.index(results[0])
+
+    def test_retries_are_visible_as_lifecycle(self) -> None:
+        _, events = parse(load("api_500").stdout)
+        kinds = [e.kind for e in of_type(events, Lifecycle)]
+        assert kinds.count("api_retry") == 5
+        assert kinds.count("model_call_failed") == 6
+        errors = of_type(events, ProviderError)
+        assert len(errors) == 1
+        assert errors[0].fatal
+
+    def test_missing_resume_reads_stderr(self) -> None:
+        capture = load("resume_missing")
+        parsed, events = parse(capture.stdout, capture.stderr)
+        assert parsed.error == (
+            "Error: No session, task, or name matched '00000000-0000-4000-8000-000000000000'."
+        )
+        assert parsed.usage is None
+        assert [e.text for e in of_type(events, Stderr)][0].startswith("Error: No session")
+
+    def test_prompt_echo_and_noise_make_no_events(self) -> None:
+        noise = [line for line in load("tool_shell").stdout if json.loads(line)["type"] in IGNORED_FRAMES]
+        assert len(noise) > 20
+        parsed, events = parse(noise)
+        assert events == []
+        assert parsed.error is not None
+
+
+class TestFrames:
+    def test_session_start_names_the_session_before_the_result(self) -> None:
+        parsed, events = parse(
+            [frame("session.start", {"sessionId": "early-1", "selectedModel": "m"}), result("early-1")]
+        )
+        assert of_type(events, SessionStarted) == [SessionStarted("early-1")]
+        assert parsed.session_id == "early-1"
+
+    def test_message_without_deltas_is_emitted_whole(self) -> None:
+        parsed, events = parse(
+            [frame("assistant.message", {"messageId": "m1", "content": "whole"}), result()]
+        )
+        assert [e.text for e in of_type(events, AssistantText)] == ["whole"]
+        assert parsed.text == "whole"
+
+    def test_final_text_is_the_last_non_empty_message(self) -> None:
+        parsed, _ = parse(
+            [
+                frame("assistant.message", {"messageId": "a", "content": "first"}),
+                frame("assistant.message", {"messageId": "b", "content": "", "toolRequests": []}),
+                frame("assistant.message", {"messageId": "c", "content": "second"}),
+                result(),
+            ]
+        )
+        assert parsed.text == "second"
+
+    def test_subagent_text_is_not_the_answer(self) -> None:
+        parsed, events = parse(
+            [
+                frame("assistant.message_delta", {"messageId": "s", "deltaContent": "sub", "parentToolCallId": "t"}),
+                frame("assistant.message", {"messageId": "s", "content": "sub says", "parentToolCallId": "t"}),
+                frame("assistant.message", {"messageId": "m", "content": "main says"}),
+                result(),
+            ]
+        )
+        assert parsed.text == "main says"
+        assert [e.text for e in of_type(events, AssistantText)] == ["main says"]
+        assert Lifecycle("subagent_text", "sub says") in events
+
+    def test_reasoning_deltas_and_block_are_not_duplicated(self) -> None:
+        _, events = parse(
+            [
+                frame("assistant.reasoning_delta", {"reasoningId": "r", "deltaContent": "think"}),
+                frame("assistant.reasoning", {"reasoningId": "r", "content": "think"}),
+                frame("assistant.reasoning", {"reasoningId": "q", "content": "other"}),
+                result(),
+            ]
+        )
+        assert [e.text for e in of_type(events, Reasoning)] == ["think", "other"]
+
+    def test_failed_tool_goes_to_stderr_with_exit_1(self) -> None:
+        _, events = parse(
+            [
+                frame("tool.execution_start", {"toolCallId": "t1", "toolName": "view", "arguments": {"path": "/x"}}),
+                frame(
+                    "tool.execution_complete",
+                    {"toolCallId": "t1", "success": False, "error": {"message": "no such file"}},
+                ),
+                result(),
+            ]
+        )
+        (tool_result,) = of_type(events, ToolResult)
+        assert tool_result == ToolResult("t1", "view", "", "no such file", 1, tool_result.duration_s, ToolKind.FILE_READ)
+        assert tool_result.failed
+
+    def test_shell_exit_code_marks_failure(self) -> None:
+        _, events = parse(
+            [
+                frame("tool.execution_start", {"toolCallId": "t2", "toolName": "bash", "arguments": {"command": "false"}}),
+                frame(
+                    "tool.execution_complete",
+                    {
+                        "toolCallId": "t2",
+                        "success": True,
+                        "shellExecution": {"exitCode": 2},
+                        "result": {"content": "boom\n<shellId: 3 completed with exit code 2>"},
+                    },
+                ),
+                result(),
+            ]
+        )
+        (tool_result,) = of_type(events, ToolResult)
+        assert (tool_result.stdout, tool_result.stderr, tool_result.exit_code) == ("", "boom\n", 2)
+
+    def test_mcp_tool_kind_comes_from_the_frame(self) -> None:
+        _, events = parse(
+            [
+                frame(
+                    "tool.execution_start",
+                    {"toolCallId": "t3", "toolName": "docs-search", "mcpServerName": "docs", "arguments": {}},
+                ),
+                result(),
+            ]
+        )
+        assert of_type(events, ToolCall)[0].kind is ToolKind.MCP
+
+    def test_usage_frames_fold_cache_into_input(self) -> None:
+        usage = {
+            "model": "claude-sonnet-4",
+            "inputTokens": 100,
+            "cacheReadTokens": 30,
+            "cacheWriteTokens": 20,
+            "outputTokens": 40,
+            "reasoningTokens": 10,
+        }
+        parsed, events = parse(
+            [frame("assistant.usage", usage, ephemeral=True), frame("assistant.usage", usage, ephemeral=True), result()]
+        )
+        assert parsed.usage is not None
+        assert parsed.usage.increment_known
+        assert parsed.usage.tokens == TokenUsage(
+            input_tokens=300,
+            cache_read_input_tokens=60,
+            cache_write_input_tokens=40,
+            output_tokens=80,
+            reasoning_output_tokens=20,
+            turns=1,
+        )
+        assert parsed.usage.cost_source is CostSource.UNKNOWN_MODEL
+        assert parsed.cost_usd is None
+        assert len(of_type(events, UsageReport)) == 2
+
+    def test_usage_is_priced_from_a_given_table(self) -> None:
+        table = PricingTable("t", "2026-11-29", {"claude-sonnet-4": ModelPricing(1.0, 2.0)})
+        usage = {"model": "claude-sonnet-4", "inputTokens": 1_000_000, "outputTokens": 1_000_000}
+        parsed, _ = parse([frame("assistant.usage", usage), result()], pricing=table)
+        assert parsed.cost_usd == pytest.approx(3.0)
+        assert parsed.usage is not None
+        assert parsed.usage.cost_source is CostSource.PRICED
+
+    @pytest.mark.parametrize(
+        ("data", "kind"),
+        [
+            ({"errorType": "authentication", "message": "no"}, FailureKind.AUTH),
+            ({"errorType": "authorization", "message": "no"}, FailureKind.AUTH),
+            ({"errorType": "quota", "message": "no"}, FailureKind.USAGE_LIMIT),
+            ({"errorType": "rate_limit", "message": "slow down"}, FailureKind.TRANSIENT),
+            ({"errorType": "context_limit", "message": "full"}, FailureKind.CONTEXT_OVERFLOW),
+            ({"errorType": "query", "message": "failed", "statusCode": 503}, FailureKind.TRANSIENT),
+            ({"errorType": "query", "message": "failed", "statusCode": 429}, FailureKind.TRANSIENT),
+            ({"errorType": "query", "message": "The prompt is too long"}, FailureKind.CONTEXT_OVERFLOW),
+            ({"errorType": "query", "message": "bad", "statusCode": 400}, FailureKind.OTHER),
+            ({"errorType": "policy", "message": "blocked by policy"}, FailureKind.OTHER),
+        ],
+    )
+    def test_session_error_kinds(self, data: dict[str, Any], kind: FailureKind) -> None:
+        parsed, events = parse([frame("session.error", data), result(exit_code=1)])
+        assert parsed.error_kind is kind
+        assert parsed.error == data["message"]
+        assert of_type(events, ProviderError) == [ProviderError(data["message"], fatal=True)]
+
+    def test_a_call_without_an_http_answer_is_transient(self) -> None:
+        failure = {"failureKind": "transport", "errorMessage": "tcp connect error", "retryAttempt": 0}
+        parsed, _ = parse(
+            [
+                frame("model.call_failure", failure, ephemeral=True),
+                frame("session.error", {"errorType": "query", "message": "Could not connect"}),
+                result(exit_code=1),
+            ]
+        )
+        assert parsed.error_kind is FailureKind.TRANSIENT
+
+    def test_nonzero_result_without_session_error_fails(self) -> None:
+        parsed, _ = parse([frame("assistant.message", {"content": "hm"}), result(exit_code=3)])
+        assert parsed.error == "copilot reported exit code 3"
+        assert parsed.error_kind is FailureKind.OTHER
+
+    def test_stream_cut_before_result_fails_and_keeps_streamed_text(self) -> None:
+        lines = [line for line in load("plain").stdout if json.loads(line)["type"] != "result"]
+        cut = [line for line in lines if json.loads(line)["type"] != "assistant.message"]
+        parsed, _ = parse(cut)
+        assert parsed.error is not None
+        assert "ended before its result line" in parsed.error
+        assert parsed.error_kind is FailureKind.OTHER
+        assert parsed.text == "Hello from the fake model."
+        assert parsed.session_id is None
+
+    def test_unknown_frame_is_reported_not_fatal(self) -> None:
+        parsed, events = parse([frame("session.title_changed", {"title": "x"}), result()])
+        assert Lifecycle("unknown_frame:session.title_changed", "") in events
+        assert parsed.error is None
+
+    def test_truncated_noise_line_becomes_raw_output(self) -> None:
+        line = load("plain").stdout[0]
+        parsed, events = parse([line[:50]])
+        assert of_type(events, RawOutput) == [RawOutput(line[:50])]
+        assert parsed.error is not None
+
+    def test_failed_mcp_server_is_reported(self) -> None:
+        data = {"serverName": "docs", "status": "failed", "error": "connection refused"}
+        _, events = parse([frame("session.mcp_server_status_changed", data, ephemeral=True), result()])
+        assert Lifecycle("mcp_server_failed", "docs: connection refused") in events
+
+
+REAL_LINES = [line for name in sorted(EXPECTED) for line in load(name).stdout]
+JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=True) | st.text(),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=12), inner, max_size=4),
+    max_leaves=20,
+)
+FRAME_TYPES = st.sampled_from(sorted({f["type"] for name in EXPECTED for f in frames(name)} | {"assistant.usage", "session.start"}))
+
+
+def _survives(lines: list[str], stderr: list[str] | None = None) -> ParsedTurn:
+    parser = CopilotStreamParser(lambda _event: None, expect_structured=False)
+    for line in lines:
+        parser.feed_stdout(line)
+    for line in stderr or []:
+        parser.feed_stderr(line)
+    return parser.finish()
+
+
+class TestAdversarialInput:
+    @settings(max_examples=150, deadline=None)
+    @given(st.lists(st.text(), max_size=8), st.lists(st.text(), max_size=3))
+    def test_arbitrary_text(self, lines: list[str], stderr: list[str]) -> None:
+        assert isinstance(_survives(lines, stderr), ParsedTurn)
+
+    @settings(max_examples=150, deadline=None)
+    @given(st.lists(JSON_VALUES, max_size=6))
+    def test_arbitrary_json_values(self, values: list[Any]) -> None:
+        assert isinstance(_survives([json.dumps(v) + "\n" for v in values]), ParsedTurn)
+
+    @settings(max_examples=200, deadline=None)
+    @given(st.lists(st.tuples(FRAME_TYPES, JSON_VALUES, JSON_VALUES), max_size=6))
+    def test_known_frame_types_with_arbitrary_payloads(self, items: list[tuple[str, Any, Any]]) -> None:
+        lines = [json.dumps({"type": t, "data": d, "sessionId": s, "exitCode": d}) for t, d, s in items]
+        assert isinstance(_survives(lines), ParsedTurn)
+
+    @settings(max_examples=150, deadline=None)
+    @given(st.sampled_from(REAL_LINES), st.integers(min_value=0, max_value=400))
+    def test_truncated_real_lines(self, line: str, cut: int) -> None:
+        assert isinstance(_survives([line[:cut], line]), ParsedTurn)

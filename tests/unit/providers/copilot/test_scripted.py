@@ -1,0 +1,137 @@
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import pytest
+
+from agentshim.agent import CliAgent
+from agentshim.core.errors import CliExitError, FailureKind, SessionResumeError
+from agentshim.core.events import AgentEvent, SessionStarted, ToolResult, UsageReport
+from agentshim.core.usage import TokenUsage
+from agentshim.providers.copilot import resume_failure_lines, scripted_lines
+from agentshim.testing import FakeExecutor, FakeRun, scripted_resume_failure, scripted_turn
+
+from ._captures import EXPECTED, load, parse
+
+RECORDED_SID = EXPECTED["tool_shell"].session_id or ""
+
+
+def normalized(events: list[AgentEvent]) -> list[AgentEvent]:
+    """Events with the values a scripted turn cannot share with a recording made equal."""
+    out: list[AgentEvent] = []
+    for event in events:
+        if isinstance(event, ToolResult):
+            event = dataclasses.replace(event, tool_id="id", duration_s=None)
+        elif isinstance(event, UsageReport):
+            event = UsageReport(dataclasses.replace(event.usage, raw={}, model=None), event.cost_usd)
+        elif hasattr(event, "tool_id"):
+            event = dataclasses.replace(event, tool_id="id")  # type: ignore[type-var]
+        out.append(event)
+    return out
+
+
+def agent_for(run: FakeRun) -> CliAgent:
+    return CliAgent("copilot", executor=FakeExecutor(run, binaries={"copilot": "/usr/bin/copilot"}), env={"PATH": "/usr/bin"})
+
+
+class TestScriptedParsesLikeRecorded:
+    def test_plain_turn(self) -> None:
+        recorded, recorded_events = parse(load("plain").stdout)
+        run = scripted_lines(text="Hello from the fake model.", session_id=recorded.session_id)
+        scripted, scripted_events = parse(run.stdout)
+        assert normalized(scripted_events) == normalized(recorded_events)
+        assert (scripted.text, scripted.session_id, scripted.error) == (recorded.text, recorded.session_id, None)
+        assert scripted.usage is not None
+        assert recorded.usage is not None
+        assert scripted.usage.increment_known is recorded.usage.increment_known is False
+
+    def test_tool_turn(self) -> None:
+        recorded, recorded_events = parse(load("tool_shell").stdout)
+        run = scripted_lines(
+            text="Done.",
+            session_id=RECORDED_SID,
+            tool_calls=[("bash", {"command": "echo hello", "description": "Run echo hello"}, "hello\n")],
+        )
+        scripted, scripted_events = parse(run.stdout)
+        assert normalized(scripted_events) == normalized(recorded_events)
+        assert scripted.text == recorded.text == "Done."
+
+    def test_failed_turn_fails_like_a_recorded_one(self) -> None:
+        run = scripted_lines(text="", session_id="s-9", returncode=1)
+        parsed, _ = parse(run.stdout)
+        recorded, _ = parse(load("api_500").stdout)
+        assert parsed.error == "scripted failure (exit 1)"
+        assert parsed.error_kind is FailureKind.OTHER
+        assert (parsed.session_id, run.returncode) == ("s-9", 1)
+        assert recorded.error is not None
+
+
+class TestScriptedOptions:
+    def test_usage_round_trips_through_assistant_usage(self) -> None:
+        usage = TokenUsage(
+            input_tokens=500,
+            cache_read_input_tokens=200,
+            cache_write_input_tokens=50,
+            output_tokens=80,
+            reasoning_output_tokens=30,
+            turns=1,
+        )
+        parsed, events = parse(scripted_lines(text="x", usage=usage).stdout)
+        assert parsed.usage is not None
+        assert parsed.usage.increment_known
+        assert parsed.usage.tokens == usage
+        assert [type(e) for e in events if isinstance(e, UsageReport)] == [UsageReport]
+
+    def test_no_usage_means_unknown(self) -> None:
+        parsed, _ = parse(scripted_lines(text="x").stdout)
+        assert parsed.usage is not None
+        assert not parsed.usage.increment_known
+
+    def test_a_fresh_session_id_is_made_when_none_is_given(self) -> None:
+        first, _ = parse(scripted_lines(text="x").stdout)
+        second, _ = parse(scripted_lines(text="x").stdout)
+        assert first.session_id and second.session_id
+        assert first.session_id != second.session_id
+
+    def test_structured_output_is_refused(self) -> None:
+        with pytest.raises(ValueError, match="no native output schema"):
+            scripted_lines(text="{}", structured_output={"a": 1})
+
+    def test_several_tool_calls_pair_up(self) -> None:
+        calls: list[tuple[str, dict[str, Any], str]] = [
+            ("bash", {"command": "ls"}, "a\nb\n"),
+            ("view", {"path": "/w/a"}, "contents"),
+        ]
+        _, events = parse(scripted_lines(text="done", tool_calls=calls).stdout)
+        results = [e for e in events if isinstance(e, ToolResult)]
+        assert [(r.tool, r.stdout) for r in results] == [("bash", "a\nb\n"), ("view", "contents")]
+
+
+class TestThroughTheAgent:
+    def test_scripted_turn_runs(self) -> None:
+        run = scripted_turn("copilot", text="all good", session_id="sess-42")
+        result = agent_for(run).run("go")
+        assert (result.text, result.session_id) == ("all good", "sess-42")
+
+    def test_scripted_failure_raises(self) -> None:
+        with pytest.raises(CliExitError):
+            agent_for(scripted_turn("copilot", text="", returncode=2)).run("go")
+
+    def test_resume_failure_matches_the_recording(self) -> None:
+        sid = "00000000-0000-4000-8000-000000000000"
+        run = resume_failure_lines(session_id=sid)
+        assert run.stdout == ()
+        assert run.returncode == load("resume_missing").exit_code
+        assert "".join(run.stderr) == "".join(load("resume_missing").stderr)
+
+    def test_resume_failure_is_a_resume_error_when_resumed(self) -> None:
+        run = scripted_resume_failure("copilot", session_id="gone-1")
+        session = agent_for(run).start_session(session_id="gone-1")
+        with pytest.raises(SessionResumeError) as caught:
+            session.turn("go")
+        assert caught.value.session_id == "gone-1"
+
+    def test_session_started_comes_with_the_result_line(self) -> None:
+        _, events = parse(scripted_lines(text="x", session_id="s").stdout)
+        assert events[-2:-1] == [SessionStarted("s")]

@@ -1,0 +1,401 @@
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from agentshim.core.errors import FailureKind
+from agentshim.core.events import (
+    AgentEvent,
+    AssistantText,
+    Lifecycle,
+    Plan,
+    PlanItem,
+    ProviderError,
+    RawOutput,
+    SessionStarted,
+    Stderr,
+    ToolCall,
+    ToolKind,
+    ToolResult,
+    UsageReport,
+)
+from agentshim.core.pricing import ModelPricing, PricingTable
+from agentshim.core.provider import ParsedTurn
+from agentshim.core.usage import CostSource, TokenUsage
+from agentshim.providers.gemini import GeminiStreamParser
+
+from .recordings import FIXTURES, load, names
+
+
+def parse(
+    stdout: list[str] | tuple[str, ...],
+    stderr: list[str] | tuple[str, ...] = (),
+    **options: Any,
+) -> tuple[ParsedTurn, list[AgentEvent]]:
+    events: list[AgentEvent] = []
+    parser = GeminiStreamParser(events.append, **options)
+    for line in stdout:
+        parser.feed_stdout(line)
+    for line in stderr:
+        parser.feed_stderr(line)
+    return parser.finish(), events
+
+
+def frame(**fields: Any) -> str:
+    return json.dumps({"timestamp": "2026-11-29T12:50:26.853Z", **fields}) + "\n"
+
+
+def init(session_id: str = "sid-1") -> str:
+    return frame(type="init", session_id=session_id, model="auto")
+
+
+def delta(text: str) -> str:
+    return frame(type="message", role="assistant", content=text, delta=True)
+
+
+def result(status: str = "success", **fields: Any) -> str:
+    stats = {"total_tokens": 30, "input_tokens": 20, "output_tokens": 10, "cached": 0, "input": 20}
+    return frame(type="result", status=status, stats={**stats, "models": {"m": stats}}, **fields)
+
+
+def of(events: list[AgentEvent], kind: type[Any]) -> list[Any]:
+    return [e for e in events if isinstance(e, kind)]
+
+
+class TestRecordedStreams:
+    def test_every_recording_is_covered(self) -> None:
+        assert names() == [
+            "api_400_context_length",
+            "api_401",
+            "api_500",
+            "no_settings_gateway_auth_rejected",
+            "plain",
+            "plain_json_format",
+            "resume_by_uuid",
+            "resume_missing",
+            "tool_shell_default_approval",
+            "tool_shell_yolo",
+        ]
+
+    def test_plain(self) -> None:
+        rec = load("plain")
+        turn, events = parse(rec.stdout, rec.stderr)
+        assert turn.text == "Hello from the fake model."
+        assert turn.session_id == "46294fb8-1bce-4d0d-be6d-0bb81ca98aa8"
+        assert turn.error is None and turn.error_kind is None
+        assert turn.usage is not None
+        assert turn.usage.tokens == TokenUsage(input_tokens=200, output_tokens=20, turns=1)
+        assert turn.usage.model == "fake-gemini"
+        assert turn.cost_usd is None
+        assert turn.usage.cost_source is CostSource.UNKNOWN_MODEL
+        assert of(events, SessionStarted) == [SessionStarted(turn.session_id)]
+        assert [e.text for e in of(events, AssistantText)] == ["Hello fr", "om the fake model."]
+        assert len(of(events, UsageReport)) == 1
+        assert [e.text for e in of(events, Stderr)][1] == (
+            "Ripgrep is not available. Falling back to GrepTool."
+        )
+
+    def test_the_prompt_echo_is_not_assistant_text(self) -> None:
+        turn, events = parse(load("resume_by_uuid").stdout)
+        assert "Say hello again." not in turn.text
+        assert all("again" not in e.text for e in of(events, AssistantText))
+
+    def test_tool_shell_yolo(self) -> None:
+        turn, events = parse(load("tool_shell_yolo").stdout)
+        (call,) = of(events, ToolCall)
+        (res,) = of(events, ToolResult)
+        assert call.tool == "run_shell_command"
+        assert call.kind is ToolKind.COMMAND
+        assert call.args == {"command": "echo hello", "description": "Run echo hello"}
+        assert res.tool_id == call.tool_id == "run_shell_command__run_shell_command_1795956629857_0"
+        assert res.tool == "run_shell_command"
+        assert (res.stdout, res.stderr, res.exit_code, res.failed) == ("hello", "", 0, False)
+        assert res.duration_s is not None and res.duration_s >= 0
+        assert turn.text == "Done."
+        assert turn.usage is not None and turn.usage.tokens.input_tokens == 300
+
+    def test_tool_not_registered_is_a_failed_tool_but_not_a_failed_turn(self) -> None:
+        turn, events = parse(load("tool_shell_default_approval").stdout)
+        (res,) = of(events, ToolResult)
+        assert res.failed and res.exit_code == 1 and res.stdout == ""
+        assert res.stderr.startswith('Tool "shell" not found.')
+        assert turn.error is None and turn.text == "Done."
+
+    @pytest.mark.parametrize(
+        ("name", "kind", "needle"),
+        [
+            ("api_400_context_length", FailureKind.CONTEXT_OVERFLOW, "exceeds the context window"),
+            ("api_401", FailureKind.AUTH, "Incorrect API key"),
+            ("api_500", FailureKind.TRANSIENT, "fake error 500"),
+        ],
+    )
+    def test_api_errors_end_in_an_error_result(
+        self, name: str, kind: FailureKind, needle: str
+    ) -> None:
+        rec = load(name)
+        turn, events = parse(rec.stdout, rec.stderr)
+        assert turn.error_kind is kind
+        assert turn.error is not None and needle in turn.error
+        assert turn.session_id is not None
+        assert any(e.fatal and needle in e.message for e in of(events, ProviderError))
+        # The requested model's zero-token entry is not the model that answered.
+        assert turn.usage is not None and turn.usage.model == "fake-gemini"
+
+    @pytest.mark.parametrize(
+        ("name", "reason"),
+        [
+            ("resume_missing", 'Error resuming session: Invalid session identifier "0000'),
+            ("no_settings_gateway_auth_rejected", "Invalid auth method selected."),
+        ],
+    )
+    def test_empty_stdout_is_a_failure_citing_stderr(self, name: str, reason: str) -> None:
+        rec = load(name)
+        turn, _ = parse(rec.stdout, rec.stderr)
+        assert turn.error is not None
+        assert "ended before its result frame" in turn.error
+        assert reason in turn.error
+        assert turn.error_kind is FailureKind.OTHER
+        assert turn.session_id is None
+
+    def test_json_output_format_is_not_stream_json(self) -> None:
+        # `-o json` prints one pretty-printed document: not what this parser reads.
+        turn, events = parse(load("plain_json_format").stdout)
+        assert turn.error is not None and turn.text == ""
+        assert of(events, RawOutput)
+
+    @pytest.mark.parametrize(
+        ("report", "kind"),
+        [
+            ("2026-11-29T12-51-07-216Z", FailureKind.CONTEXT_OVERFLOW),
+            ("2026-11-29T12-51-03-894Z", FailureKind.AUTH),
+        ],
+    )
+    def test_gemini_shaped_error_bodies(self, report: str, kind: FailureKind) -> None:
+        # The recording's client error reports hold the Gemini-API-shaped bodies verbatim.
+        path = FIXTURES / "client_error_reports" / (
+            f"gemini-client-error-Turn.run-sendMessageStream-{report}.json"
+        )
+        body = json.loads(path.read_text())["error"]["message"]
+        turn, _ = parse(
+            [init(), result("error", error={"type": "unknown", "message": f"[API Error: {body}]"})]
+        )
+        assert turn.error_kind is kind
+
+
+class TestFrames:
+    def test_deltas_concatenate_and_runs_split_by_tools_join_with_newline(self) -> None:
+        turn, _ = parse(
+            [
+                init(),
+                delta("Let me "),
+                delta("look."),
+                frame(type="tool_use", tool_name="read_file", tool_id="t1", parameters={}),
+                frame(type="tool_result", tool_id="t1", status="success", output="x"),
+                delta("Found "),
+                delta("it."),
+                result(),
+            ]
+        )
+        assert turn.text == "Let me look.\nFound it."
+
+    def test_user_messages_and_empty_content_are_ignored(self) -> None:
+        turn, events = parse(
+            [
+                init(),
+                frame(type="message", role="user", content="prompt"),
+                frame(type="message", role="assistant", content="", delta=True),
+                delta("ok"),
+                result(),
+            ]
+        )
+        assert turn.text == "ok"
+        assert [e.text for e in of(events, AssistantText)] == ["ok"]
+
+    def test_error_frame_severity(self) -> None:
+        turn, events = parse(
+            [
+                init(),
+                frame(type="error", severity="warning", message="Loop detected"),
+                frame(type="error", severity="error", message="Maximum turns exceeded"),
+                result(),
+            ]
+        )
+        assert [(e.message, e.fatal) for e in of(events, ProviderError)] == [
+            ("Loop detected", False),
+            ("Maximum turns exceeded", True),
+        ]
+        assert turn.error is None
+
+    def test_fatal_error_without_result_is_the_failure_reason(self) -> None:
+        turn, _ = parse([init(), frame(type="error", severity="error", message="quota exceeded")])
+        assert turn.error is not None and "quota exceeded" in turn.error
+        assert turn.error_kind is FailureKind.USAGE_LIMIT
+
+    def test_tool_error_status(self) -> None:
+        _, events = parse(
+            [
+                init(),
+                frame(type="tool_use", tool_name="replace", tool_id="e1", parameters={"a": 1}),
+                frame(
+                    type="tool_result",
+                    tool_id="e1",
+                    status="error",
+                    output="",
+                    error={"type": "edit_no_change", "message": "no match"},
+                ),
+                result(),
+            ]
+        )
+        (res,) = of(events, ToolResult)
+        assert (res.stdout, res.stderr, res.exit_code, res.kind) == (
+            "",
+            "no match",
+            1,
+            ToolKind.FILE_CHANGE,
+        )
+
+    def test_write_todos_becomes_a_plan(self) -> None:
+        todos = [
+            {"description": "read", "status": "completed"},
+            {"description": "fix", "status": "in_progress"},
+        ]
+        _, events = parse(
+            [
+                init(),
+                frame(
+                    type="tool_use", tool_name="write_todos", tool_id="p1", parameters={"todos": todos}
+                ),
+            ]
+        )
+        assert of(events, Plan) == [
+            Plan((PlanItem("read", "completed"), PlanItem("fix", "in_progress")), "p1")
+        ]
+        assert of(events, ToolCall)[0].kind is ToolKind.PLAN
+
+    def test_mcp_tools_have_the_mcp_kind(self) -> None:
+        _, events = parse(
+            [init(), frame(type="tool_use", tool_name="mcp_docs_search", tool_id="m", parameters={})]
+        )
+        assert of(events, ToolCall)[0].kind is ToolKind.MCP
+
+    def test_thinking_and_cache_fold_into_the_breakdown(self) -> None:
+        stats = {"total_tokens": 175, "input_tokens": 120, "output_tokens": 30, "cached": 80}
+        turn, _ = parse([init(), frame(type="result", status="success", stats=stats)])
+        assert turn.usage is not None
+        assert turn.usage.tokens == TokenUsage(
+            input_tokens=120,
+            cache_read_input_tokens=80,
+            output_tokens=55,
+            reasoning_output_tokens=25,
+            turns=1,
+        )
+
+    def test_priced_per_model_from_a_given_table(self) -> None:
+        pricing = PricingTable(
+            "t",
+            "2026-11-29",
+            {"gemini-x": ModelPricing(1.0, 10.0), "gemini-y": ModelPricing(2.0, 20.0)},
+        )
+        models = {
+            "gemini-x": {"total_tokens": 1_100_000, "input_tokens": 1_000_000, "output_tokens": 100_000},
+            "gemini-y": {"total_tokens": 10, "input_tokens": 10, "output_tokens": 0},
+            "gemini-z": {"total_tokens": 0, "input_tokens": 0, "output_tokens": 0},
+        }
+        stats = {"total_tokens": 1_100_010, "input_tokens": 1_000_010, "output_tokens": 100_000}
+        turn, events = parse(
+            [init(), frame(type="result", status="success", stats={**stats, "models": models})],
+            pricing=pricing,
+        )
+        assert turn.cost_usd == pytest.approx(1.0 + 1.0 + 20 / 1_000_000)
+        assert turn.usage is not None and turn.usage.cost_source is CostSource.PRICED
+        assert turn.usage.model == "gemini-x"
+        assert of(events, UsageReport)[0].cost_usd == turn.cost_usd
+
+    def test_one_unpriced_model_makes_the_cost_unknown(self) -> None:
+        pricing = PricingTable("t", "2026-11-29", {"m": ModelPricing(1.0, 1.0)})
+        models = {
+            "m": {"total_tokens": 2, "input_tokens": 1, "output_tokens": 1},
+            "other": {"total_tokens": 2, "input_tokens": 1, "output_tokens": 1},
+        }
+        turn, _ = parse(
+            [init(), frame(type="result", status="success", stats={"models": models})],
+            pricing=pricing,
+        )
+        assert turn.cost_usd is None
+        assert turn.usage is not None and turn.usage.cost_source is CostSource.UNKNOWN_MODEL
+
+    def test_non_json_and_unknown_frames(self) -> None:
+        turn, events = parse(["not json\n", "[1, 2]\n", frame(type="mystery"), init(), result()])
+        assert [e.text for e in of(events, RawOutput)] == ["not json", "[1, 2]"]
+        assert of(events, Lifecycle)[0].kind == "unknown_frame:mystery"
+        assert turn.error is None
+
+    def test_session_started_once(self) -> None:
+        _, events = parse([init("a"), init("b"), result()])
+        assert of(events, SessionStarted) == [SessionStarted("a")]
+
+    def test_non_success_status_without_message(self) -> None:
+        turn, _ = parse([init(), frame(type="result", status="cancelled")])
+        assert turn.error is not None and "cancelled" in turn.error
+        assert turn.error_kind is FailureKind.OTHER
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=20),
+    lambda children: st.lists(children, max_size=4)
+    | st.dictionaries(st.text(max_size=10), children, max_size=4),
+    max_leaves=20,
+)
+frame_types = st.sampled_from(["init", "message", "tool_use", "tool_result", "error", "result"])
+field_names = st.sampled_from(
+    [
+        "session_id",
+        "role",
+        "content",
+        "delta",
+        "tool_name",
+        "tool_id",
+        "parameters",
+        "status",
+        "output",
+        "error",
+        "severity",
+        "message",
+        "stats",
+        "models",
+    ]
+)
+RECORDED_LINES = [line for name in names() for line in load(name).stdout]
+
+
+class TestAdversarial:
+    @settings(max_examples=150, deadline=None)
+    @given(st.lists(st.text(max_size=60), max_size=10))
+    def test_arbitrary_text(self, lines: list[str]) -> None:
+        turn, _ = parse(lines, lines)
+        assert isinstance(turn, ParsedTurn)
+
+    @settings(max_examples=150, deadline=None)
+    @given(st.lists(json_values, max_size=8))
+    def test_arbitrary_json_values(self, values: list[Any]) -> None:
+        turn, _ = parse([json.dumps(v) for v in values])
+        assert isinstance(turn, ParsedTurn)
+
+    @settings(max_examples=300, deadline=None)
+    @given(st.lists(st.tuples(frame_types, st.dictionaries(field_names, json_values)), max_size=8))
+    def test_frames_with_wrong_field_types(self, frames: list[tuple[str, dict[str, Any]]]) -> None:
+        turn, _ = parse([json.dumps({**fields, "type": kind}) for kind, fields in frames])
+        assert isinstance(turn, ParsedTurn)
+        if turn.usage is not None:
+            tokens = turn.usage.tokens
+            assert tokens.cache_read_input_tokens <= tokens.input_tokens
+
+    @settings(max_examples=150, deadline=None)
+    @given(st.sampled_from(RECORDED_LINES), st.integers(min_value=0, max_value=2000))
+    def test_truncated_recorded_lines(self, line: str, cut: int) -> None:
+        turn, _ = parse([line[:cut], line])
+        assert isinstance(turn, ParsedTurn)

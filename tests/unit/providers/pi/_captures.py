@@ -1,0 +1,143 @@
+"""Recorded Pi 0.73.1 runs (tests/fixtures/pi/), what each must parse to, and helpers."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from agentshim.core.errors import FailureKind
+from agentshim.core.events import AgentEvent
+from agentshim.core.provider import ParsedTurn, ParserContext
+from agentshim.providers.pi import PiStreamParser
+
+FIXTURES = Path(__file__).resolve().parents[3] / "fixtures" / "pi"
+
+
+@dataclass(frozen=True)
+class Capture:
+    name: str
+    stdout: tuple[str, ...]
+    stderr: tuple[str, ...]
+    meta: dict[str, Any]
+
+    @property
+    def exit_code(self) -> int:
+        return int(self.meta["exit_code"])
+
+    @property
+    def argv(self) -> list[str]:
+        return list(self.meta["argv"])
+
+    @property
+    def prompt(self) -> str:
+        return str(self.meta.get("stdin") or "")
+
+    @property
+    def resume_id(self) -> str | None:
+        argv = self.argv
+        return argv[argv.index("--session") + 1] if "--session" in argv else None
+
+
+@dataclass(frozen=True)
+class Expected:
+    text: str
+    session_id: str | None
+    kind: FailureKind | None = None
+    error_says: str = ""
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+
+EXPECTED: dict[str, Expected] = {
+    "a_plain_text": Expected(
+        "Hello from the fake API. The secret word is PAPAYA.",
+        "01a2275a-1c2a-72ae-8ced-4a8fdca01c2e",
+        input_tokens=100,
+        output_tokens=20,
+    ),
+    "b_tool_bash": Expected(
+        "Done.", "01a2275a-2449-702f-a7ec-addc1ecbfb68", input_tokens=200, output_tokens=40
+    ),
+    "c_resume_full_id": Expected(
+        "You asked for a secret word; it was PAPAYA.",
+        "01a2275a-1c2a-72ae-8ced-4a8fdca01c2e",
+        input_tokens=100,
+        output_tokens=20,
+    ),
+    "o_oai_plain_text": Expected(
+        "Hello via chat completions.",
+        "01a2275a-485c-7241-97c0-304d6daecce6",
+        input_tokens=100,
+        output_tokens=20,
+    ),
+    "probe": Expected(
+        "Hello from fake.", "01a22759-d5d9-7255-aeea-d898811988a6", input_tokens=100, output_tokens=20
+    ),
+    "d_resume_missing_nonuuid": Expected(
+        "", None, FailureKind.OTHER, "No session found matching 'no-such-session'"
+    ),
+    "d_resume_missing_uuid": Expected(
+        "", None, FailureKind.OTHER, "No session found matching '0199aaaa-bbbb-7ccc-8ddd-eeeeffff0000'"
+    ),
+    "e1_http500": Expected(
+        "", "01a2275a-6ae6-7714-b799-c2e68e919d53", FailureKind.TRANSIENT, "500 "
+    ),
+    "e1b_http500_fast_retry_settings": Expected(
+        "", "01a2275d-e28f-726d-b0ce-5cc36d13e343", FailureKind.TRANSIENT, "Internal server error"
+    ),
+    "e2_http529": Expected(
+        "", "01a2275a-bf82-7275-bc18-3db611dc7509", FailureKind.TRANSIENT, "529 "
+    ),
+    "e3_http401": Expected(
+        "", "01a2275b-11df-7591-9bda-8641714468f5", FailureKind.AUTH, "invalid x-api-key"
+    ),
+    "e3b_http401_text_mode": Expected("", None, FailureKind.AUTH, "401 "),
+    "e4_http400_too_long": Expected(
+        "", "01a2275b-1a01-73e8-b389-b92f2ae9fdff", FailureKind.CONTEXT_OVERFLOW, "prompt is too long"
+    ),
+}
+
+
+def capture_names() -> list[str]:
+    return sorted(p.name[: -len(".stdout.jsonl")] for p in FIXTURES.glob("*.stdout.jsonl"))
+
+
+def load(name: str) -> Capture:
+    def lines(suffix: str) -> tuple[str, ...]:
+        text = (FIXTURES / f"{name}.{suffix}").read_text(encoding="utf-8")
+        return tuple(text.splitlines(keepends=True))
+
+    meta = json.loads((FIXTURES / f"{name}.meta.json").read_text(encoding="utf-8"))
+    return Capture(name, lines("stdout.jsonl"), lines("stderr"), meta)
+
+
+def frames(name: str) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in load(name).stdout]
+
+
+def dump(frame: dict[str, Any]) -> str:
+    return json.dumps(frame, separators=(",", ":"), ensure_ascii=False) + "\n"
+
+
+def parse(
+    stdout: Sequence[str],
+    stderr: Sequence[str] = (),
+    *,
+    resume: str | None = None,
+    **options: Any,
+) -> tuple[ParsedTurn, list[AgentEvent]]:
+    events: list[AgentEvent] = []
+    parser = PiStreamParser(events.append, expect_structured=False, **options)
+    parser.configure(ParserContext(resumed=resume is not None, requested_session_id=resume))
+    for line in stdout:
+        parser.feed_stdout(line)
+    for line in stderr:
+        parser.feed_stderr(line)
+    return parser.finish(), events
+
+
+def of_type(events: Sequence[AgentEvent], kind: type[Any]) -> list[Any]:
+    return [e for e in events if isinstance(e, kind)]

@@ -1,0 +1,339 @@
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from agentshim.core.errors import FailureKind
+from agentshim.core.events import (
+    AssistantText,
+    Lifecycle,
+    ProviderError,
+    RawOutput,
+    Reasoning,
+    SessionStarted,
+    Stderr,
+    ToolCall,
+    ToolKind,
+    ToolResult,
+    UsageReport,
+)
+from agentshim.core.provider import ParsedTurn
+from agentshim.core.usage import CostSource, TokenUsage
+from agentshim.providers.pi import PiStreamParser, short_session_id
+
+from ._captures import EXPECTED, capture_names, dump, frames, load, of_type, parse
+
+FULL_ID = "01a2275a-1c2a-72ae-8ced-4a8fdca01c2e"
+
+
+def assistant(
+    content: list[dict[str, Any]],
+    *,
+    stop: str = "stop",
+    error: str | None = None,
+    usage: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    message: dict[str, Any] = {
+        "role": "assistant",
+        "content": content,
+        "model": "m-1",
+        "usage": usage or {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 0},
+        "stopReason": stop,
+    }
+    if error is not None:
+        message["errorMessage"] = error
+    return message
+
+
+def turn(*middle: str, end: bool = True) -> list[str]:
+    head = [dump({"type": "session", "version": 3, "id": "s-1"}), dump({"type": "agent_start"})]
+    return [*head, *middle, *([dump({"type": "agent_end", "messages": []})] if end else [])]
+
+
+def message_end(message: dict[str, Any]) -> str:
+    return dump({"type": "message_end", "message": message})
+
+
+class TestRecordedStreams:
+    def test_every_fixture_has_an_expectation(self) -> None:
+        assert set(capture_names()) == set(EXPECTED)
+
+    @pytest.mark.parametrize("name", sorted(EXPECTED))
+    def test_text_session_and_failure(self, name: str) -> None:
+        capture, expected = load(name), EXPECTED[name]
+        parsed, events = parse(capture.stdout, capture.stderr, resume=capture.resume_id)
+        assert parsed.text == expected.text
+        assert parsed.session_id == expected.session_id
+        assert parsed.error_kind is expected.kind
+        if expected.kind is None:
+            assert parsed.error is None
+        else:
+            assert parsed.error is not None
+            assert expected.error_says in parsed.error
+        assert of_type(events, RawOutput) == []
+        assert not [e for e in events if isinstance(e, Lifecycle) and "unknown" in e.kind]
+
+    @pytest.mark.parametrize("name", sorted(n for n, e in EXPECTED.items() if e.session_id))
+    def test_usage_and_reported_cost(self, name: str) -> None:
+        expected = EXPECTED[name]
+        parsed, events = parse(load(name).stdout)
+        assert parsed.usage is not None
+        assert parsed.usage.tokens == TokenUsage(
+            input_tokens=expected.input_tokens, output_tokens=expected.output_tokens, turns=1
+        )
+        assert parsed.usage.increment_known
+        assert parsed.usage.cost_source is CostSource.REPORTED
+        assert parsed.cost_usd == 0.0
+        assert parsed.usage.model in ("claude-fake-1", "gpt-fake-1")
+        assert of_type(events, UsageReport)
+
+    def test_text_comes_from_deltas_only(self) -> None:
+        parsed, events = parse(load("a_plain_text").stdout)
+        pieces = [e.text for e in of_type(events, AssistantText)]
+        assert "".join(pieces) == parsed.text
+        # The first update's "partial" already held a prefix of the text; it is never emitted.
+        assert pieces[0] == "Hello fr"
+
+    def test_shell_tool_call_and_result(self) -> None:
+        _, events = parse(load("b_tool_bash").stdout)
+        (call,) = of_type(events, ToolCall)
+        (result,) = of_type(events, ToolResult)
+        assert call == ToolCall("toolu_fake_a81fcbcc07854ef1abcb", "bash", {"command": "echo hello"}, ToolKind.COMMAND)
+        assert (result.tool_id, result.tool, result.stdout, result.stderr, result.exit_code) == (
+            call.tool_id,
+            "bash",
+            "hello\n",
+            "",
+            0,
+        )
+        assert result.kind is ToolKind.COMMAND
+        texts = [e.text for e in of_type(events, AssistantText)]
+        assert "".join(texts) == "I'll run echo.Done."
+
+    def test_retries_then_giving_up(self) -> None:
+        parsed, events = parse(load("e1_http500").stdout)
+        lifecycle = [e.kind for e in of_type(events, Lifecycle)]
+        assert lifecycle.count("api_retry") == 3
+        assert lifecycle.count("agent_started") == 4
+        errors = of_type(events, ProviderError)
+        assert [e.fatal for e in errors] == [False, False, False, False, True]
+        assert parsed.error == errors[-1].message
+
+    def test_overflow_starts_a_compaction_the_run_never_finishes(self) -> None:
+        parsed, events = parse(load("e4_http400_too_long").stdout)
+        assert Lifecycle("compaction_started", "overflow") in events
+        assert parsed.error_kind is FailureKind.CONTEXT_OVERFLOW
+
+    def test_missing_session_reads_stderr(self) -> None:
+        capture = load("d_resume_missing_uuid")
+        parsed, events = parse(capture.stdout, capture.stderr)
+        assert of_type(events, Stderr) == [Stderr("No session found matching '0199aaaa-bbbb-7ccc-8ddd-eeeeffff0000'")]
+        assert parsed.usage is None
+
+
+class TestSessionIds:
+    def test_a_resume_by_partial_id_keeps_the_callers_id(self) -> None:
+        parsed, events = parse(load("c_resume_full_id").stdout, resume="01a2275a")
+        assert parsed.session_id == "01a2275a"
+        assert of_type(events, SessionStarted) == [SessionStarted("01a2275a")]
+        assert Lifecycle("session_resolved", FULL_ID) in events
+
+    def test_a_resume_by_full_id_reports_it_unchanged(self) -> None:
+        parsed, events = parse(load("c_resume_full_id").stdout, resume=FULL_ID)
+        assert parsed.session_id == FULL_ID
+        assert not [e for e in events if isinstance(e, Lifecycle) and e.kind == "session_resolved"]
+
+    def test_a_resume_answered_by_another_session_reports_that_session(self) -> None:
+        parsed, _ = parse(load("c_resume_full_id").stdout, resume="ffffffff")
+        assert parsed.session_id == FULL_ID
+
+    def test_short_ids_are_promoted_once_on_fresh_turns(self) -> None:
+        lines = load("a_plain_text").stdout
+        second_header = dump({"type": "session", "version": 3, "id": "02b3386b-0000-7000-8000-000000000000"})
+        parsed, events = parse([*lines[:1], second_header, *lines[1:]], short_session_ids=True)
+        assert parsed.session_id == "01a2275a"
+        assert of_type(events, SessionStarted) == [SessionStarted("01a2275a")]
+
+    @pytest.mark.parametrize(
+        ("given_id", "short"),
+        [(FULL_ID, "01a2275a"), ("not-a-uuid", "not-a-uuid"), ("01a2275a", "01a2275a")],
+    )
+    def test_short_session_id(self, given_id: str, short: str) -> None:
+        assert short_session_id(given_id) == short
+
+
+class TestFailureRules:
+    def test_a_retry_that_succeeds_is_a_success(self) -> None:
+        failed = [line for line in load("e1b_http500_fast_retry_settings").stdout]
+        first_retry = next(i for i, line in enumerate(failed) if json.loads(line)["type"] == "auto_retry_start")
+        success = [line for line in load("a_plain_text").stdout if json.loads(line)["type"] != "session"]
+        retry_end = dump({"type": "auto_retry_end", "success": True, "attempt": 1})
+        parsed, events = parse([*failed[: first_retry + 1], *success, retry_end])
+        assert parsed.error is None
+        assert parsed.text == EXPECTED["a_plain_text"].text
+        assert Lifecycle("api_retry_succeeded", "attempt 1") in events
+
+    def test_stream_without_agent_end_fails(self) -> None:
+        lines = [line for line in load("a_plain_text").stdout if json.loads(line)["type"] != "agent_end"]
+        parsed, _ = parse(lines)
+        assert parsed.error is not None
+        assert "ended before agent_end" in parsed.error
+        assert parsed.error_kind is FailureKind.OTHER
+        assert parsed.text == EXPECTED["a_plain_text"].text
+
+    def test_aborted_call_fails(self) -> None:
+        aborted = assistant([{"type": "text", "text": "This is a ve"}], stop="aborted", error="This operation was aborted")
+        parsed, _ = parse(turn(message_end(aborted)))
+        assert parsed.error == "This operation was aborted"
+        assert parsed.error_kind is FailureKind.OTHER
+
+    def test_aborted_without_message_fails(self) -> None:
+        parsed, events = parse(turn(message_end(assistant([], stop="aborted"))))
+        assert parsed.error == "the model call ended with stopReason 'aborted'"
+        assert of_type(events, ProviderError)
+
+    def test_error_message_alone_fails(self) -> None:
+        parsed, _ = parse(turn(message_end(assistant([], error="429 rate limited"))))
+        assert parsed.error_kind is FailureKind.TRANSIENT
+
+    def test_only_the_last_assistant_message_decides(self) -> None:
+        parsed, _ = parse(
+            turn(
+                message_end(assistant([], stop="error", error="500 boom")),
+                message_end(assistant([{"type": "text", "text": "recovered"}])),
+            )
+        )
+        assert parsed.error is None
+        assert parsed.text == "recovered"
+
+    @pytest.mark.parametrize(
+        ("message", "kind"),
+        [
+            ('400 {"error":{"message":"prompt is too long: 250000 tokens > 200000 maximum"}}', FailureKind.CONTEXT_OVERFLOW),
+            ("401 {}", FailureKind.AUTH),
+            ("403 {}", FailureKind.AUTH),
+            ("429 {}", FailureKind.TRANSIENT),
+            ("529 {}", FailureKind.TRANSIENT),
+            ('{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}', FailureKind.TRANSIENT),
+            ("400 {}", FailureKind.OTHER),
+            ("something odd", FailureKind.OTHER),
+        ],
+    )
+    def test_error_message_kinds(self, message: str, kind: FailureKind) -> None:
+        parsed, _ = parse(turn(message_end(assistant([], stop="error", error=message))))
+        assert parsed.error_kind is kind
+
+
+class TestFrames:
+    def test_usage_folds_cache_into_input_and_sums_cost(self) -> None:
+        usage = {"input": 10, "output": 7, "cacheRead": 50, "cacheWrite": 5, "totalTokens": 72, "cost": {"total": 0.0125}}
+        parsed, events = parse(
+            turn(
+                message_end(assistant([{"type": "text", "text": "a"}], usage=usage)),
+                message_end(assistant([{"type": "text", "text": "b"}], usage=usage)),
+            )
+        )
+        assert parsed.usage is not None
+        assert parsed.usage.tokens == TokenUsage(
+            input_tokens=130, cache_read_input_tokens=100, cache_write_input_tokens=10, output_tokens=14, turns=1
+        )
+        assert parsed.cost_usd == pytest.approx(0.025)
+        assert parsed.usage.cost_source is CostSource.REPORTED
+        assert [r.cost_usd for r in of_type(events, UsageReport)] == [0.0125, 0.0125]
+        assert parsed.context_tokens == 72
+
+    def test_usage_without_cost_is_not_reported(self) -> None:
+        parsed, _ = parse(turn(message_end(assistant([], usage={"input": 3, "output": 1}))))
+        assert parsed.usage is not None
+        assert parsed.cost_usd is None
+        assert parsed.usage.cost_source is CostSource.NOT_REPORTED
+
+    def test_unstreamed_message_is_emitted_whole(self) -> None:
+        content = [{"type": "thinking", "thinking": "hmm"}, {"type": "text", "text": "answer"}]
+        _, events = parse(turn(message_end(assistant(content))))
+        assert of_type(events, Reasoning) == [Reasoning("hmm")]
+        assert of_type(events, AssistantText) == [AssistantText("answer")]
+
+    def test_streamed_thinking_is_not_repeated(self) -> None:
+        update = {"type": "message_update", "assistantMessageEvent": {"type": "thinking_delta", "delta": "hm", "partial": {}}}
+        start = {"type": "message_start", "message": assistant([])}
+        content = [{"type": "thinking", "thinking": "hm"}, {"type": "text", "text": "x"}]
+        _, events = parse(turn(dump(start), dump(update), message_end(assistant(content))))
+        assert of_type(events, Reasoning) == [Reasoning("hm")]
+
+    def test_failed_tool_goes_to_stderr(self) -> None:
+        start = {"type": "tool_execution_start", "toolCallId": "t", "toolName": "edit", "args": {"path": "/x"}}
+        end = {
+            "type": "tool_execution_end",
+            "toolCallId": "t",
+            "toolName": "edit",
+            "result": {"content": [{"type": "text", "text": "Could not find the text"}]},
+            "isError": True,
+        }
+        _, events = parse(turn(dump(start), dump(end)))
+        (result,) = of_type(events, ToolResult)
+        assert (result.stdout, result.stderr, result.exit_code, result.kind) == (
+            "",
+            "Could not find the text",
+            1,
+            ToolKind.FILE_CHANGE,
+        )
+
+    def test_failed_compaction_is_reported(self) -> None:
+        end = {"type": "compaction_end", "reason": "overflow", "aborted": False, "willRetry": False, "errorMessage": "529 busy"}
+        _, events = parse(turn(dump(end)))
+        assert ProviderError("compaction failed: 529 busy") in events
+
+    def test_unknown_frames_are_reported(self) -> None:
+        parsed, events = parse(turn(dump({"type": "brand_new"})))
+        assert Lifecycle("unknown_frame:brand_new", "") in events
+        assert parsed.error is None
+
+    def test_text_lines_become_raw_output(self) -> None:
+        _, events = parse(turn("Warning: something\n"))
+        assert of_type(events, RawOutput) == [RawOutput("Warning: something")]
+
+
+REAL_LINES = [line for name in sorted(EXPECTED) for line in load(name).stdout]
+JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=True) | st.text(),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=12), inner, max_size=4),
+    max_leaves=20,
+)
+FRAME_TYPES = st.sampled_from(sorted({f["type"] for name in EXPECTED for f in frames(name)} | {"compaction_end", "auto_retry_end"}))
+KEYS = st.sampled_from(["message", "assistantMessageEvent", "result", "id", "usage", "success", "toolCallId", "args"])
+
+
+def _survives(lines: list[str], stderr: list[str] | None = None) -> ParsedTurn:
+    parser = PiStreamParser(lambda _event: None, expect_structured=False)
+    for line in lines:
+        parser.feed_stdout(line)
+    for line in stderr or []:
+        parser.feed_stderr(line)
+    return parser.finish()
+
+
+class TestAdversarialInput:
+    @settings(max_examples=150, deadline=None)
+    @given(st.lists(st.text(), max_size=8), st.lists(st.text(), max_size=3))
+    def test_arbitrary_text(self, lines: list[str], stderr: list[str]) -> None:
+        assert isinstance(_survives(lines, stderr), ParsedTurn)
+
+    @settings(max_examples=150, deadline=None)
+    @given(st.lists(JSON_VALUES, max_size=6))
+    def test_arbitrary_json_values(self, values: list[Any]) -> None:
+        assert isinstance(_survives([json.dumps(v) + "\n" for v in values]), ParsedTurn)
+
+    @settings(max_examples=200, deadline=None)
+    @given(st.lists(st.tuples(FRAME_TYPES, st.dictionaries(KEYS, JSON_VALUES, max_size=4)), max_size=6))
+    def test_known_frame_types_with_arbitrary_payloads(self, items: list[tuple[str, dict[str, Any]]]) -> None:
+        assert isinstance(_survives([json.dumps({**body, "type": t}) for t, body in items]), ParsedTurn)
+
+    @settings(max_examples=150, deadline=None)
+    @given(st.sampled_from(REAL_LINES), st.integers(min_value=0, max_value=600))
+    def test_truncated_real_lines(self, line: str, cut: int) -> None:
+        assert isinstance(_survives([line[:cut], line]), ParsedTurn)

@@ -1,0 +1,29 @@
+"""A tiny third-party provider plugin, used to test entry-point discovery."""
+
+from __future__ import annotations
+
+from agentshim.core.profile import McpMechanism, OutputSchemaStyle, ProviderProfile
+from agentshim.providers.claude.provider import ClaudeProvider
+from agentshim.providers.claude.scripted import resume_failure_lines, scripted_lines
+from agentshim.providers.static_plugin import StaticProviderPlugin
+
+PROFILE = ProviderProfile(
+    name="sample",
+    display_name="Sample CLI",
+    binary="sample",
+    supports_resume=True,
+    supports_reasoning_effort=False,
+    mcp=McpMechanism.NONE,
+    output_schema=OutputSchemaStyle.NONE,
+    schema_dialect=None,
+)
+
+PLUGIN = StaticProviderPlugin(
+    profile=PROFILE,
+    factory=ClaudeProvider,
+    scripted=scripted_lines,
+    resume_failure=resume_failure_lines,
+    resume_template="sample --resume {id}",
+)
+
+NOT_A_PLUGIN = object()

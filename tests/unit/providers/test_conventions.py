@@ -1,0 +1,132 @@
+"""Rules every provider package follows; a per-provider suite cannot see one package dropping them."""
+
+from __future__ import annotations
+
+import importlib
+from pathlib import Path
+
+import pytest
+
+import agentshim
+from agentshim import CliAgent, ToolKind
+from agentshim.core.events import (
+    AgentEvent,
+    AssistantText,
+    SessionStarted,
+    ToolCall,
+    ToolResult,
+    UsageReport,
+)
+from agentshim.core.profile import McpMechanism
+from agentshim.providers import get_plugin, provider_names
+from agentshim.testing import FakeExecutor, RecordingEventHandler, scripted_turn
+
+ROOT = Path(agentshim.__file__).parent.parent
+PROVIDERS = provider_names()
+REQUIRED_FILES = (
+    "__init__.py",
+    "plugin.py",
+    "model_data.py",
+    "provider.py",
+    "parser.py",
+    "events.py",
+    "scripted.py",
+    "testing.py",
+)
+TEST_FILES = ("test_argv.py", "test_parser.py", "test_provider.py", "test_scripted.py")
+
+
+def _title(name: str) -> str:
+    return name.capitalize() if name != "opencode" else "OpenCode"
+
+
+def _run(provider: str, **scripted: object) -> tuple[RecordingEventHandler, object]:
+    recorder = RecordingEventHandler()
+    binary = get_plugin(provider).profile.binary
+    fake = FakeExecutor(scripted_turn(provider, **scripted), binaries={binary: f"/usr/bin/{binary}"})  # type: ignore[arg-type]
+    agent = CliAgent(provider, executor=fake, env={"PATH": "/usr/bin"}, event_handler=recorder)
+    return recorder, agent.run("do it")
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+class TestPackageShape:
+    def test_files(self, provider: str) -> None:
+        package = ROOT / "agentshim" / "providers" / provider
+        missing = [f for f in REQUIRED_FILES if not (package / f).is_file()]
+        assert missing == []
+
+    def test_exports(self, provider: str) -> None:
+        module = importlib.import_module(f"agentshim.providers.{provider}")
+        exported = set(module.__all__)
+        for name in ("PROFILE", "scripted_lines", "resume_failure_lines"):
+            assert name in exported, name
+        assert any(n.endswith("Provider") for n in exported)
+        assert any(n.endswith("StreamParser") for n in exported)
+        for name in module.__all__:
+            assert hasattr(module, name), name
+
+    def test_plugin_declares_the_package_profile(self, provider: str) -> None:
+        module = importlib.import_module(f"agentshim.providers.{provider}")
+        plugin = importlib.import_module(f"agentshim.providers.{provider}.plugin").PLUGIN
+        assert plugin.profile is module.PROFILE
+        assert plugin.name == provider
+
+    def test_tests_docs_and_fixtures_exist(self, provider: str) -> None:
+        tests = ROOT / "tests" / "unit" / "providers" / provider
+        assert [f for f in TEST_FILES if not (tests / f).is_file()] == []
+        assert (ROOT / "docs" / "providers" / f"{provider}.md").is_file()
+        fixtures = ROOT / "tests" / "fixtures" / provider
+        assert fixtures.is_dir()
+        assert any(fixtures.glob("*.stdout.jsonl"))
+
+    def test_mcp_config_file_matches_mechanism(self, provider: str) -> None:
+        profile = get_plugin(provider).profile
+        assert (profile.mcp is McpMechanism.CONFIG_FILE) == (profile.mcp_config_file is not None)
+        if profile.mcp is McpMechanism.CLI_FLAGS:
+            module = importlib.import_module(f"agentshim.providers.{provider}")
+            assert hasattr(module, "parse_mcp_servers")
+
+    def test_shell_and_edit_tools_have_kinds(self, provider: str) -> None:
+        events = importlib.import_module(f"agentshim.providers.{provider}.events")
+        assert events.tool_kind(events.SHELL_TOOL) is ToolKind.COMMAND
+        assert events.tool_kind(events.EDIT_TOOL) is ToolKind.FILE_CHANGE
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+class TestScriptedTurnsParseBack:
+    def test_text_session_and_usage(self, provider: str) -> None:
+        from agentshim import TokenUsage
+
+        recorder, result = _run(
+            provider,
+            text="all done",
+            session_id="sess-42",
+            usage=TokenUsage(input_tokens=120, output_tokens=30),
+        )
+        assert result.text == "all done"  # type: ignore[attr-defined]
+        assert result.session_id == "sess-42"  # type: ignore[attr-defined]
+        assert recorder.of_type(SessionStarted) == [SessionStarted("sess-42")]
+        assert recorder.of_type(AssistantText)
+        assert len(recorder.of_type(UsageReport)) >= 1
+
+    def test_tool_call_and_result_pair(self, provider: str) -> None:
+        events = importlib.import_module(f"agentshim.providers.{provider}.events")
+        recorder, _ = _run(
+            provider,
+            text="ok",
+            session_id="sess-1",
+            tool_calls=[(events.SHELL_TOOL, {"command": "echo hi"}, "hi\n")],
+        )
+        calls = recorder.of_type(ToolCall)
+        results = recorder.of_type(ToolResult)
+        assert len(calls) == 1
+        assert len(results) == 1
+        assert calls[0].kind is ToolKind.COMMAND
+        assert results[0].tool_id == calls[0].tool_id
+        assert "hi" in results[0].stdout
+        assert not results[0].failed
+
+    def test_events_arrive_in_a_sensible_order(self, provider: str) -> None:
+        recorder, _ = _run(provider, text="ok", session_id="sess-1")
+        kinds: list[type[AgentEvent]] = [type(e) for e in recorder.events]  # type: ignore[misc]
+        assert kinds.index(SessionStarted) < kinds.index(AssistantText)

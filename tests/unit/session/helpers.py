@@ -1,0 +1,74 @@
+"""Builders shared by the session tests."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from agentshim.core.checkpoints import Checkpoint
+from agentshim.core.conversation import ConversationSpec
+from agentshim.core.permissions import ApprovalPolicy, NativePermissions
+from agentshim.core.profile import RenewalBudget
+from agentshim.core.session_policy import RetryPolicy, SessionPolicy
+from agentshim.session import Session
+from agentshim.testing.checkpoints import FakeCheckpointStore
+from agentshim.testing.clock import FakeClock, SequentialIds
+from agentshim.testing.conversation import FakeOutcome, FakeTransport
+
+KEY = "user-1"
+
+
+def spec(resume_id: str | None = None) -> ConversationSpec:
+    return ConversationSpec(
+        permissions=NativePermissions.bypass(),
+        approvals=ApprovalPolicy.DENY,
+        cwd="/work",
+        resume_id=resume_id,
+    )
+
+
+class Rig:
+    """A Session on a FakeTransport, a FakeClock and a FakeCheckpointStore."""
+
+    def __init__(
+        self,
+        script: Sequence[FakeOutcome] = (),
+        *,
+        holding: str | None = None,
+        retry: RetryPolicy | None = None,
+        renewal: RenewalBudget | None = None,
+        idle_release_after: float | None = None,
+        steerable: bool = False,
+    ) -> None:
+        self.transport = FakeTransport(script, steerable=steerable)
+        self.clock = FakeClock()
+        self.store = FakeCheckpointStore({KEY: Checkpoint(holding)} if holding else None)
+        self.log: list[str] = []
+        self.session = Session(
+            self.transport,
+            spec(),
+            policy=SessionPolicy(
+                retry=retry or RetryPolicy(),
+                renewal=renewal,
+                idle_release_after=idle_release_after,
+            ),
+            clock=self.clock,
+            ids=SequentialIds(),
+            checkpoints=self.store,
+            checkpoint_key=KEY,
+            log=self.log.append,
+        )
+
+    @property
+    def checkpoint(self) -> str | None:
+        saved = self.store.saved.get(KEY)
+        return saved.conversation_id if saved else None
+
+    def run(self, prompt: str = "go", *, expect: str | None = None, pin: bool = False):
+        return self.session.run(
+            self.session.prepare_turn(prompt, expect_conversation=expect, pin=pin)
+        )
+
+    @property
+    def resumed_ids(self) -> list[str | None]:
+        """The conversation each attempt started in (None: fresh)."""
+        return [call.conversation_id for call in self.transport.calls]

@@ -1,0 +1,312 @@
+"""Session behaviour outside the policy table: tickets, checkpoints at start, events, adopt, close."""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import replace
+
+import pytest
+
+from agentshim.core.checkpoints import Checkpoint
+from agentshim.core.conversation import ConversationSpec
+from agentshim.core.errors import (
+    FailureKind,
+    InvalidSessionIdError,
+    NoRunningTurnError,
+    ProviderCapabilityError,
+    SessionStateError,
+    TurnFailedError,
+)
+from agentshim.core.events import AgentEvent, AssistantText, Lifecycle, RunStarted
+from agentshim.core.permissions import ApprovalPolicy, NativeMode, NativePermissions
+from agentshim.core.profile import RenewalBudget
+from agentshim.core.session_policy import Continuity, RetryPolicy, SessionPolicy
+from agentshim.core.usage import ProviderUsage, TokenUsage
+from agentshim.session import Session
+from agentshim.testing import RecordingEventHandler
+from agentshim.testing.checkpoints import FakeCheckpointStore
+from agentshim.testing.clock import FakeClock, SequentialIds
+from agentshim.testing.conversation import FAKE_PROFILE, FakeOutcome, FakeTransport
+
+from .helpers import KEY, Rig, spec
+
+ok = FakeOutcome.success
+
+
+def make(transport: FakeTransport, **kwargs: object) -> Session:
+    return Session(transport, spec(), clock=FakeClock(), ids=SequentialIds(), **kwargs)  # type: ignore[arg-type]
+
+
+class TestTickets:
+    def test_prepare_names_the_turn_before_it_runs(self) -> None:
+        rig = Rig([ok()])
+        ticket = rig.session.prepare_turn("hello")
+        assert ticket.turn_id == "turn_1"
+        assert rig.transport.calls == []
+        turn = rig.session.run(ticket)
+        assert turn.turn_id == "turn_1"
+        assert rig.transport.calls[0].request.prompt == "hello"
+
+    def test_a_ticket_runs_only_once(self) -> None:
+        rig = Rig([ok(), ok()])
+        ticket = rig.session.prepare_turn("once")
+        rig.session.run(ticket)
+        with pytest.raises(SessionStateError, match="stale or was already run"):
+            rig.session.run(ticket)
+        assert len(rig.transport.calls) == 1
+
+    def test_a_newer_ticket_supersedes_an_older_one(self) -> None:
+        rig = Rig([ok(), ok()])
+        old = rig.session.prepare_turn("old")
+        new = rig.session.prepare_turn("new")
+        with pytest.raises(SessionStateError):
+            rig.session.run(old)
+        assert rig.session.run(new).result.text == "ok"
+        assert [call.request.prompt for call in rig.transport.calls] == ["new"]
+
+    def test_a_ticket_of_another_session_is_refused(self) -> None:
+        one, two = Rig([ok()]), Rig([ok()])
+        ticket = one.session.prepare_turn("mine")
+        two.session.prepare_turn("theirs")
+        with pytest.raises(SessionStateError):
+            two.session.run(ticket)
+
+
+class TestCheckpointAtConstruction:
+    def test_a_session_resumes_the_saved_conversation(self) -> None:
+        usage = ProviderUsage(tokens=TokenUsage(input_tokens=9), provider="fake")
+        store = FakeCheckpointStore({KEY: Checkpoint("conv-saved", usage, turns=4)})
+        transport = FakeTransport([ok()])
+        session = make(transport, checkpoints=store, checkpoint_key=KEY)
+        assert session.conversation_id == "conv-saved"
+        session.run(session.prepare_turn("again"))
+        assert transport.opened[0].resume_id == "conv-saved"
+        assert transport.opened[0].previous_usage == usage
+        assert store.saved[KEY].turns == 5
+
+    def test_the_saved_turn_count_keeps_counting_toward_renewal(self) -> None:
+        store = FakeCheckpointStore({KEY: Checkpoint("conv-saved", turns=2)})
+        transport = FakeTransport([ok()])
+        session = make(
+            transport,
+            checkpoints=store,
+            checkpoint_key=KEY,
+            policy=SessionPolicy(renewal=RenewalBudget(max_turns=3)),
+        )
+        session.run(session.prepare_turn("third"))
+        assert session.conversation_id is None
+        assert KEY not in store.saved
+
+    def test_an_explicit_resume_id_wins_and_is_saved(self) -> None:
+        store = FakeCheckpointStore({KEY: Checkpoint("conv-saved")})
+        transport = FakeTransport([ok()])
+        session = Session(
+            transport,
+            spec(resume_id="conv-explicit"),
+            clock=FakeClock(),
+            checkpoints=store,
+            checkpoint_key=KEY,
+        )
+        assert session.conversation_id == "conv-explicit"
+        assert store.saved[KEY].conversation_id == "conv-explicit"
+        session.run(session.prepare_turn("go"))
+        assert transport.opened[0].resume_id == "conv-explicit"
+
+    def test_a_store_needs_a_key_and_the_key_is_validated(self) -> None:
+        with pytest.raises(ValueError, match="together"):
+            make(FakeTransport(), checkpoints=FakeCheckpointStore())
+        with pytest.raises(ValueError, match="checkpoint key"):
+            make(FakeTransport(), checkpoints=FakeCheckpointStore(), checkpoint_key="../up")
+
+    def test_a_failing_store_costs_durability_not_the_turn(self) -> None:
+        log: list[str] = []
+        store = FakeCheckpointStore(fail_saves=True)
+        session = make(
+            FakeTransport([ok("kept")]), checkpoints=store, checkpoint_key=KEY, log=log.append
+        )
+        turn = session.run(session.prepare_turn("go"))
+        assert turn.result.text == "kept"
+        assert any("could not save checkpoint" in line for line in log)
+
+    def test_a_provider_that_cannot_resume_refuses_an_explicit_resume_id(self) -> None:
+        profile = replace(FAKE_PROFILE, supports_resume=False)
+        with pytest.raises(ProviderCapabilityError, match="cannot resume"):
+            Session(FakeTransport(profile=profile), spec(resume_id="conv-1"))
+
+
+class TestEvents:
+    def test_handlers_then_on_event_receive_every_event_in_order(self) -> None:
+        recorder = RecordingEventHandler()
+        seen: list[tuple[str, AgentEvent]] = []
+        transport = FakeTransport([ok("hello")])
+        session = make(transport, event_handlers=[recorder])
+        session.run(session.prepare_turn("go"), on_event=lambda e: seen.append(("turn", e)))
+        assert [event for _, event in seen] == recorder.events
+        assert isinstance(recorder.events[0], RunStarted)
+        assert AssistantText("hello") in recorder.events
+
+    def test_events_arrive_on_the_thread_that_runs_the_turn(self) -> None:
+        threads: set[int] = set()
+        session = make(FakeTransport([ok()]))
+        session.run(
+            session.prepare_turn("go"), on_event=lambda _: threads.add(threading.get_ident())
+        )
+        assert threads == {threading.get_ident()}
+
+    def test_the_policys_decisions_are_reported_as_lifecycle_events(self) -> None:
+        recorder = RecordingEventHandler()
+        transport = FakeTransport([FakeOutcome.failure(FailureKind.TRANSIENT), ok()])
+        session = make(transport, event_handlers=[recorder])
+        session.run(session.prepare_turn("go"))
+        kinds = [e.kind for e in recorder.events if isinstance(e, Lifecycle)]
+        assert "retry_scheduled" in kinds
+
+    def test_a_handler_that_raises_fails_the_turn_with_its_own_exception(self) -> None:
+        class Boom(Exception):
+            pass
+
+        def explode(event: AgentEvent) -> None:
+            if isinstance(event, AssistantText):
+                raise Boom("handler broke")
+
+        transport = FakeTransport([ok("a"), ok("b")])
+        session = make(transport)
+        with pytest.raises(Boom):
+            session.run(session.prepare_turn("go"), on_event=explode)
+        assert session.run(session.prepare_turn("again")).result.text == "b"
+
+    def test_a_handler_raising_on_a_policy_event_fails_the_turn(self) -> None:
+        class Boom(Exception):
+            pass
+
+        def explode(event: AgentEvent) -> None:
+            if isinstance(event, Lifecycle):
+                raise Boom("handler broke")
+
+        transport = FakeTransport([FakeOutcome.failure(FailureKind.TRANSIENT), ok("b"), ok("c")])
+        session = make(transport)
+        with pytest.raises(Boom):
+            session.run(session.prepare_turn("go"), on_event=explode)
+        assert len(transport.calls) == 1
+        assert session.run(session.prepare_turn("again")).result.text == "b"
+
+
+class TestAdoptReleaseClose:
+    def test_adopt_makes_the_next_turn_resume_that_conversation(self) -> None:
+        rig = Rig([ok(), ok()])
+        rig.run()
+        assert rig.session.adopt("conv-elsewhere")
+        assert rig.checkpoint == "conv-elsewhere"
+        assert rig.transport.conversations[0].closed
+        turn = rig.run()
+        assert turn.conversation_id == "conv-elsewhere"
+        assert rig.resumed_ids == [None, "conv-elsewhere"]
+
+    def test_adopt_refuses_an_unsafe_id(self) -> None:
+        rig = Rig()
+        with pytest.raises(InvalidSessionIdError):
+            rig.session.adopt("../../etc/passwd")
+
+    def test_adopt_returns_false_when_closed_or_unsupported(self) -> None:
+        rig = Rig()
+        rig.session.close()
+        assert not rig.session.adopt("conv-1")
+        cannot = make(FakeTransport(profile=replace(FAKE_PROFILE, supports_resume=False)))
+        assert not cannot.adopt("conv-1")
+        assert cannot.conversation_id is None
+
+    def test_release_keeps_the_id_and_the_next_turn_reopens_it(self) -> None:
+        rig = Rig([ok(), ok()])
+        rig.run()
+        rig.session.release()
+        assert rig.transport.conversations[0].closed
+        assert rig.session.conversation_id == "conv-1"
+        rig.run()
+        assert [s.resume_id for s in rig.transport.opened] == [None, "conv-1"]
+
+    def test_close_is_idempotent_keeps_the_checkpoint_and_closes_the_conversation(self) -> None:
+        rig = Rig([ok()])
+        rig.run()
+        rig.session.close()
+        rig.session.close()
+        assert rig.session.closed
+        assert rig.transport.conversations[0].closed
+        assert rig.checkpoint == "conv-1"
+
+    def test_the_context_manager_closes_the_session(self) -> None:
+        rig = Rig([ok()])
+        with rig.session as session:
+            session.run(session.prepare_turn("go"))
+        assert rig.session.closed
+        with pytest.raises(SessionStateError):
+            rig.session.prepare_turn("more")
+
+    def test_a_transport_that_cannot_open_fails_the_turn_with_its_error(self) -> None:
+        bypass_only = replace(FAKE_PROFILE, native_permission_modes=(NativeMode.BYPASS,))
+        transport = FakeTransport([ok()], profile=bypass_only)
+        read_only = ConversationSpec(
+            permissions=NativePermissions.read_only(), approvals=ApprovalPolicy.DENY
+        )
+        session = Session(transport, read_only, clock=FakeClock())
+        with pytest.raises(ProviderCapabilityError):
+            session.run(session.prepare_turn("go"))
+        assert transport.calls == []
+
+
+class TestSteer:
+    def test_steer_sends_text_into_the_running_turn(self) -> None:
+        transport = FakeTransport([FakeOutcome.hang()], steerable=True)
+        session = make(transport)
+        started = threading.Event()
+
+        def on_event(event: AgentEvent) -> None:
+            if isinstance(event, RunStarted):
+                started.set()
+
+        ticket = session.prepare_turn("long")
+        result: list[object] = []
+        worker = threading.Thread(
+            target=lambda: result.append(session.run(ticket, on_event=on_event))
+        )
+        worker.start()
+        assert started.wait(5)
+        session.steer("also do this")
+        session.interrupt()
+        worker.join(5)
+        assert transport.conversations[0].steered == ["also do this"]  # type: ignore[attr-defined]
+
+    def test_steer_with_no_running_turn_raises(self) -> None:
+        session = make(FakeTransport([ok()], steerable=True))
+        with pytest.raises(NoRunningTurnError):
+            session.steer("anyone?")
+
+    def test_steer_on_a_one_shot_transport_raises_capability_error(self) -> None:
+        session = make(FakeTransport([ok()]))
+        with pytest.raises(ProviderCapabilityError, match="cannot take messages"):
+            session.steer("hello")
+        session.run(session.prepare_turn("go"))
+        with pytest.raises(ProviderCapabilityError):
+            session.steer("hello")
+
+
+def test_retry_jitter_is_deterministic_under_a_seed() -> None:
+    def waits(seed: int) -> list[float]:
+        transport = FakeTransport([FakeOutcome.failure(FailureKind.TRANSIENT)] * 3)
+        clock = FakeClock()
+        retry = RetryPolicy(delays=(100, 100), jitter=0.5, seed=seed)
+        session = Session(transport, spec(), policy=SessionPolicy(retry=retry), clock=clock)
+        with pytest.raises(TurnFailedError):
+            session.run(session.prepare_turn("go"))
+        return clock.waits
+
+    first, again, other = waits(7), waits(7), waits(8)
+    assert first == again
+    assert first != other
+    assert all(50 <= wait <= 150 for wait in first + other)
+    assert first != [100.0, 100.0]
+
+
+def test_continuity_is_exported_from_the_session_module() -> None:
+    from agentshim import session as module
+
+    assert module.Continuity is Continuity

@@ -1,0 +1,226 @@
+"""interrupt, close and concurrent run from other threads, with real threads and real waits."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+
+import pytest
+
+from agentshim.core.clock import SystemClock
+from agentshim.core.conversation import Conversation, ConversationSpec
+from agentshim.core.errors import (
+    FailureKind,
+    SessionStateError,
+    TurnCancelledError,
+    TurnFailedError,
+)
+from agentshim.core.events import AgentEvent, Lifecycle, RunStarted, TurnInterrupted
+from agentshim.core.locks import KeyedLocks
+from agentshim.core.profile import ProviderProfile
+from agentshim.core.session_policy import RetryPolicy, SessionPolicy
+from agentshim.core.turn import TurnRequest, TurnResult
+from agentshim.session import Session, Turn, TurnTicket
+from agentshim.testing.conversation import FakeOutcome, FakeTransport
+
+from .helpers import spec
+
+LIMIT = 5.0
+
+
+class Runner:
+    """Runs one ticket on a worker thread and keeps what it returned or raised."""
+
+    def __init__(self, session: Session, ticket: TurnTicket) -> None:
+        self.started = threading.Event()
+        self.waiting = threading.Event()
+        self.events: list[AgentEvent] = []
+        self.turn: Turn | None = None
+        self.error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, args=(session, ticket), daemon=True)
+        self._thread.start()
+
+    def _on_event(self, event: AgentEvent) -> None:
+        self.events.append(event)
+        if isinstance(event, RunStarted):
+            self.started.set()
+        if isinstance(event, Lifecycle) and event.kind == "retry_scheduled":
+            self.waiting.set()
+
+    def _run(self, session: Session, ticket: TurnTicket) -> None:
+        try:
+            self.turn = session.run(ticket, on_event=self._on_event)
+        except BaseException as error:
+            self.error = error
+
+    def join(self) -> float:
+        started = time.monotonic()
+        self._thread.join(LIMIT)
+        assert not self._thread.is_alive(), "the turn did not end"
+        return time.monotonic() - started
+
+
+def session_on(transport: FakeTransport, **kwargs: object) -> Session:
+    return Session(transport, spec(), clock=SystemClock(), **kwargs)  # type: ignore[arg-type]
+
+
+def wait_for(condition: Callable[[], bool]) -> None:
+    deadline = time.monotonic() + LIMIT
+    while not condition():
+        assert time.monotonic() < deadline, "condition never became true"
+        time.sleep(0.005)
+
+
+def test_interrupt_during_a_retry_wait_ends_it_at_once() -> None:
+    transport = FakeTransport([FakeOutcome.failure(FailureKind.TRANSIENT, detail="overloaded")])
+    session = session_on(transport, policy=SessionPolicy(retry=RetryPolicy(delays=(3600,))))
+    runner = Runner(session, session.prepare_turn("go"))
+    assert runner.waiting.wait(LIMIT)
+    session.interrupt()
+    assert runner.join() < 2.0
+    assert isinstance(runner.error, TurnFailedError)
+    assert runner.error.kind is FailureKind.TRANSIENT
+    assert len(transport.calls) == 1
+
+
+def test_interrupt_before_the_turn_starts_raises_turn_cancelled() -> None:
+    transport = FakeTransport([FakeOutcome.success()])
+    session = session_on(transport)
+    ticket = session.prepare_turn("go")
+    session.interrupt()
+    with pytest.raises(TurnCancelledError):
+        session.run(ticket)
+    assert transport.calls == []
+    assert session.run(session.prepare_turn("again")).result.text == "ok"
+
+
+def test_interrupt_ends_a_running_turn_with_an_interrupted_result() -> None:
+    transport = FakeTransport([FakeOutcome.hang(), FakeOutcome.success("next")])
+    session = session_on(transport)
+    runner = Runner(session, session.prepare_turn("long"))
+    assert runner.started.wait(LIMIT)
+    session.interrupt()
+    runner.join()
+    assert runner.turn is not None
+    assert runner.turn.result.interrupted
+    assert any(isinstance(event, TurnInterrupted) for event in runner.events)
+    assert session.run(session.prepare_turn("more")).result.text == "next"
+    assert len(transport.conversations) == 1
+
+
+class LateStartTransport:
+    """Wraps a FakeTransport so an interrupt lands just before each turn really starts."""
+
+    def __init__(self, inner: FakeTransport) -> None:
+        self.inner = inner
+        self.session: Session | None = None
+
+    @property
+    def profile(self) -> ProviderProfile:
+        return self.inner.profile
+
+    def open(self, spec: ConversationSpec) -> Conversation:
+        return LateStartConversation(self, self.inner.open(spec))
+
+
+class LateStartConversation:
+    def __init__(self, transport: LateStartTransport, inner: Conversation) -> None:
+        self.transport = transport
+        self.inner = inner
+
+    @property
+    def conversation_id(self) -> str | None:
+        return self.inner.conversation_id
+
+    def turn(self, request: TurnRequest, emit: Callable[[AgentEvent], None]) -> TurnResult:
+        assert self.transport.session is not None
+        # The inner conversation is not running yet, so it ignores this interrupt.
+        self.transport.session.interrupt()
+        return self.inner.turn(request, emit)
+
+    def interrupt(self) -> None:
+        self.inner.interrupt()
+
+    def close(self) -> None:
+        self.inner.close()
+
+
+def test_an_interrupt_that_arrives_before_the_conversation_runs_is_not_lost() -> None:
+    transport = LateStartTransport(FakeTransport([FakeOutcome.hang(limit_s=LIMIT)]))
+    session = Session(transport, spec(), clock=SystemClock())
+    transport.session = session
+    started = time.monotonic()
+    turn = session.run(session.prepare_turn("long"))
+    assert time.monotonic() - started < 2.0
+    assert turn.result.interrupted
+
+
+def test_a_concurrent_run_raises_session_state_error() -> None:
+    transport = FakeTransport([FakeOutcome.hang(), FakeOutcome.success()])
+    session = session_on(transport)
+    runner = Runner(session, session.prepare_turn("long"))
+    assert runner.started.wait(LIMIT)
+    second = session.prepare_turn("second")
+    with pytest.raises(SessionStateError, match="already running"):
+        session.run(second)
+    session.interrupt()
+    runner.join()
+    assert runner.turn is not None
+    assert len(transport.calls) == 1
+
+
+def test_close_from_another_thread_interrupts_and_closes() -> None:
+    transport = FakeTransport([FakeOutcome.hang(), FakeOutcome.success()])
+    session = session_on(transport)
+    runner = Runner(session, session.prepare_turn("long"))
+    assert runner.started.wait(LIMIT)
+    closer = threading.Thread(target=session.close)
+    closer.start()
+    closer.join(LIMIT)
+    assert runner.join() < 2.0
+    assert runner.turn is not None
+    assert runner.turn.result.interrupted
+    assert session.closed
+    wait_for(lambda: transport.conversations[0].closed)
+    with pytest.raises(SessionStateError):
+        session.prepare_turn("after close")
+
+
+def test_two_sessions_never_run_turns_in_one_conversation_at_once() -> None:
+    locks = KeyedLocks()
+    transport = FakeTransport([FakeOutcome.hang(), FakeOutcome.success("second")])
+    first = session_on(transport, locks=locks)
+    second = session_on(transport, locks=locks)
+    assert first.adopt("conv-shared")
+    assert second.adopt("conv-shared")
+    one = Runner(first, first.prepare_turn("one"))
+    assert one.started.wait(LIMIT)
+    two = Runner(second, second.prepare_turn("two"))
+    time.sleep(0.2)
+    assert len(transport.calls) == 1, "the second session ran while the first held the conversation"
+    first.interrupt()
+    one.join()
+    two.join()
+    assert two.turn is not None
+    assert two.turn.result.text == "second"
+    assert len(locks) == 0
+
+
+def test_a_turn_waiting_for_the_conversation_lock_can_be_interrupted() -> None:
+    locks = KeyedLocks()
+    transport = FakeTransport([FakeOutcome.hang(), FakeOutcome.success()])
+    first = session_on(transport, locks=locks)
+    second = session_on(transport, locks=locks)
+    first.adopt("conv-shared")
+    second.adopt("conv-shared")
+    one = Runner(first, first.prepare_turn("one"))
+    assert one.started.wait(LIMIT)
+    two = Runner(second, second.prepare_turn("two"))
+    time.sleep(0.1)
+    second.interrupt()
+    assert two.join() < 2.0
+    assert isinstance(two.error, TurnCancelledError)
+    first.interrupt()
+    one.join()
+    assert len(transport.calls) == 1
