@@ -26,7 +26,11 @@ if sys.platform != "win32":
 __all__ = ["POSIX", "ChildProcess"]
 
 POSIX = sys.platform != "win32"
-"""Whether process groups, ``killpg`` and ``waitid`` are available."""
+"""Whether process groups and ``killpg`` are available."""
+
+# Whether exit can be seen without reaping. CPython leaves os.waitid out on macOS; there the
+# leader is reaped when its exit is noticed, and from then on its group is not signalled.
+_PEEK = POSIX and hasattr(os, "waitid") and hasattr(os, "WNOWAIT")
 
 # Bigger pipes mean fewer wake-ups per megabyte; Linux allows up to 1 MiB unprivileged.
 _PIPE_SIZE = 1 << 20
@@ -110,9 +114,13 @@ class ChildProcess:
         """Return the exit status if the process has exited, without reaping it."""
         if self._returncode is not None:
             return self._returncode
-        if not POSIX:
-            self._returncode = self._popen.poll()
-            return self._returncode
+        if not _PEEK:
+            with self._lock:
+                code = self._popen.poll()
+                if code is not None:
+                    self._reaped = True
+                    self._returncode = code
+            return code
         try:
             info = os.waitid(os.P_PID, self.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
         except ChildProcessError:
@@ -141,14 +149,17 @@ class ChildProcess:
                 pass  # the group is already empty
             except PermissionError:
                 # A group member became setuid; signal at least the leader we own.
-                os.kill(self.pid, sig)
+                try:
+                    os.kill(self.pid, sig)
+                except OSError:
+                    pass
 
     def reap(self) -> int:
         """Wait for the process to exit, collect it, and return its exit status.
 
         Blocks until the leader exits; callers kill the group first when they cannot wait.
         """
-        if POSIX and self._returncode is None:
+        if _PEEK and self._returncode is None:
             try:
                 info = os.waitid(os.P_PID, self.pid, os.WEXITED | os.WNOWAIT)
             except ChildProcessError:

@@ -167,7 +167,10 @@ class FakeExecutor:
         with self._lock:
             self.requests.append(request)
             self.handles.append(handle)
-            run = self._next_run(request)
+            scripted = None if callable(self._runs) else self._next_run(request)
+        # A callable source runs outside the lock: it may block to hold a turn open, and
+        # concurrent runs must stay concurrent.
+        run = scripted if scripted is not None else self._next_run(request)
         sink.started(handle)
         stdout = [_line(text) for text in run.stdout]
         stderr = [_line(text) for text in run.stderr]

@@ -20,7 +20,6 @@ import re
 import time
 from collections import deque
 from collections.abc import Callable, Mapping
-from dataclasses import replace
 from types import MappingProxyType
 from typing import Any
 
@@ -84,18 +83,42 @@ def _count(raw: Mapping[str, Any], key: str) -> int:
     return 0
 
 
-def _fold_usage(raw: Mapping[str, Any]) -> TokenUsage:
+# One usage report in the normalized breakdown: input (cache included), cache reads, cache
+# writes, output (reasoning included), reasoning. Plain ints, because a thread total is only
+# an intermediate: the turn's TokenUsage is built once, from the difference.
+_Counts = tuple[int, int, int, int, int]
+
+
+def _fold_usage(raw: Mapping[str, Any]) -> _Counts:
     """Normalize one Codex usage report (its input already includes cached tokens)."""
     cache_read = _count(raw, "cached_input_tokens")
     cache_write = _count(raw, "cache_write_input_tokens")
     reasoning = _count(raw, "reasoning_output_tokens")
     # A report that breaks the breakdown's invariants is widened, never rejected.
+    return (
+        max(_count(raw, "input_tokens"), cache_read + cache_write),
+        cache_read,
+        cache_write,
+        max(_count(raw, "output_tokens"), reasoning),
+        reasoning,
+    )
+
+
+def _increment(current: _Counts, base: _Counts | None) -> TokenUsage | None:
+    """Return ``current - base`` as one turn's usage; None when that is not a valid usage."""
+    if base is None:
+        inp, read, write, out, reasoning = current
+    else:
+        inp, read, write, out, reasoning = (c - b for c, b in zip(current, base, strict=True))
+        if min(inp, read, write, out, reasoning) < 0 or read + write > inp or reasoning > out:
+            return None
     return TokenUsage(
-        input_tokens=max(_count(raw, "input_tokens"), cache_read + cache_write),
-        cache_read_input_tokens=cache_read,
-        cache_write_input_tokens=cache_write,
-        output_tokens=max(_count(raw, "output_tokens"), reasoning),
+        input_tokens=inp,
+        cache_read_input_tokens=read,
+        cache_write_input_tokens=write,
+        output_tokens=out,
         reasoning_output_tokens=reasoning,
+        turns=1,
     )
 
 
@@ -128,15 +151,17 @@ class CodexStreamParser:
         self._decode = json.JSONDecoder(parse_constant=_reject_constant).decode
         self._tools = ToolTracker(clock)
         self._requested_id: str | None = None
-        self._baseline: TokenUsage | None = None
+        self._baseline: _Counts | None = None
         self._baseline_missing = False
         self._session_id: str | None = None
         self._messages: list[tuple[str, str | None]] = []
         self._errors: list[str] = []
         self._failure: str | None = None
         self._terminal = False
-        self._last_report: TokenUsage | None = None
-        self._last_raw: Mapping[str, Any] | None = None
+        self._last_report: _Counts | None = None
+        self._reports = 0
+        self._first_usage: ProviderUsage | None = None
+        self._last_raw: Mapping[str, Any] = MappingProxyType({})
         self._notes: list[str] = []
         self._stderr: deque[str] = deque(maxlen=_STDERR_KEPT)
         self._frames: dict[str, Callable[[dict[str, Any]], None]] = {
@@ -275,18 +300,21 @@ class CodexStreamParser:
         report: dict[str, Any] = raw  # pyright: ignore[reportUnknownVariableType]
         current = _fold_usage(report)
         self._emit(
-            Lifecycle(
-                "turn_completed",
-                f"in={current.input_tokens} cached={current.cache_read_input_tokens} "
-                f"out={current.output_tokens}",
-            )
+            Lifecycle("turn_completed", f"in={current[0]} cached={current[1]} out={current[3]}")
         )
-        previous = self._last_report if self._last_report is not None else self._baseline
-        unknown = self._last_report is None and self._baseline_missing
-        step = None if unknown else (current.minus(previous) if previous is not None else current)
+        previous = self._last_report
+        if previous is None and self._baseline_missing:
+            step = None
+        else:
+            step = _increment(current, previous if previous is not None else self._baseline)
         self._last_report = current
-        self._last_raw = MappingProxyType(dict(report))
-        self._emit(UsageReport(*self._priced(step, self._last_raw)))
+        self._reports += 1
+        self._last_raw = raw_report = MappingProxyType(dict(report))
+        usage, cost = self._priced(step, raw_report)
+        if self._reports == 1:
+            # The first report's step is the turn so far; finish() reuses it.
+            self._first_usage = usage
+        self._emit(UsageReport(usage, cost))
 
     # -- items ------------------------------------------------------------------------
 
@@ -410,7 +438,6 @@ class CodexStreamParser:
                 model=model,
             )
             return usage, None
-        tokens = replace(tokens, turns=1)
         cost = cost_usd(tokens, pricing) if pricing is not None else None
         usage = ProviderUsage(
             tokens=tokens,
@@ -424,16 +451,16 @@ class CodexStreamParser:
         return usage, cost
 
     def _turn_usage(self) -> ProviderUsage | None:
-        if self._last_report is None or self._last_raw is None:
+        if self._last_report is None:
             return None
         if self._baseline_missing:
             self._notes_once(
                 "usage_increment_unknown: a resumed turn without the previous usage report; "
                 "codex reports thread totals, so this turn's share is unknown"
             )
-            return self._priced(None, self._last_raw)[0]
-        base = self._baseline
-        tokens = self._last_report.minus(base) if base is not None else self._last_report
+        if self._reports == 1 and self._first_usage is not None:
+            return self._first_usage
+        tokens = None if self._baseline_missing else _increment(self._last_report, self._baseline)
         return self._priced(tokens, self._last_raw)[0]
 
     def _notes_once(self, note: str) -> None:

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 from agentshim.core.errors import (
     AgentShimError,
     CliExitError,
+    InvalidSessionIdError,
     ProviderCapabilityError,
     SessionResumeError,
 )
@@ -128,7 +129,7 @@ class PiProvider:
                 )
             argv += ["--thinking", ctx.reasoning_effort]
         if ctx.resume_session_id is not None:
-            argv += [SESSION_FLAG, validate_session_id(ctx.resume_session_id)]
+            argv += [SESSION_FLAG, _session_argument(ctx.resume_session_id)]
         argv += ctx.mcp_argv
         argv += ctx.extra_args
         return argv
@@ -174,6 +175,18 @@ class PiProvider:
                 detail=error.detail,
             )
         return error
+
+
+def _session_argument(session_id: str) -> str:
+    validate_session_id(session_id)
+    if session_id.startswith("-"):
+        # Pi takes the value as a separate word, so a leading dash would read as a flag.
+        raise InvalidSessionIdError(
+            session_id,
+            f"invalid session id {session_id!r}: Pi would read an id starting with '-' as a "
+            "flag; pass the id Pi printed",
+        )
+    return session_id
 
 
 def resumed_session_id(argv: Sequence[str]) -> str | None:

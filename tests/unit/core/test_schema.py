@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from agentshim.core.errors import AgentShimError, SchemaDialectError
@@ -549,19 +549,19 @@ def objects(children: st.SearchStrategy[Any], *, open_maps: bool) -> st.SearchSt
     return build()
 
 
-def nodes(*, open_maps: bool) -> st.SearchStrategy[Any]:
-    def extend(children: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
-        arrays = st.builds(
-            lambda items, a: {"type": "array", "items": items, **a}, children, annotations
-        )
-        any_ofs = st.builds(
-            lambda branches, a: {"anyOf": branches, **a},
-            st.lists(children, min_size=1, max_size=3),
-            annotations,
-        )
-        return arrays | any_ofs | objects(children, open_maps=open_maps)
-
-    return st.recursive(leaves, extend, max_leaves=8)
+def nodes(*, open_maps: bool, depth: int = 3) -> st.SearchStrategy[Any]:
+    if depth == 0:
+        return leaves
+    children = nodes(open_maps=open_maps, depth=depth - 1)
+    arrays = st.builds(
+        lambda items, a: {"type": "array", "items": items, **a}, children, annotations
+    )
+    any_ofs = st.builds(
+        lambda branches, a: {"anyOf": branches, **a},
+        st.lists(children, min_size=1, max_size=2),
+        annotations,
+    )
+    return leaves | arrays | any_ofs | objects(children, open_maps=open_maps)
 
 
 NODES = {flag: nodes(open_maps=flag) for flag in (False, True)}
@@ -614,20 +614,28 @@ json_objects = st.recursive(
 ).filter(lambda v: isinstance(v, dict))
 
 
+# Generating nested schemas is the slow part; keep the example count modest and do not let a
+# busy machine fail the run on generation speed.
+schema_settings = settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
+
+
 class TestSchemaProperties:
-    @settings(max_examples=150)
+    @schema_settings
     @given(schemas(open_maps=False))
     def test_normalized_closed_schemas_have_no_strict_problems(
         self, schema: dict[str, Any]
     ) -> None:
         assert dialect_problems(normalize(schema, STRICT), STRICT) == []
 
-    @settings(max_examples=150)
+    @schema_settings
     @given(schemas(open_maps=True))
     def test_only_open_maps_remain_after_normalize(self, schema: dict[str, Any]) -> None:
         for problem in dialect_problems(normalize(schema, STRICT), STRICT):
             assert "is an open map" in problem
 
+    @schema_settings
     @given(schemas(open_maps=True))
     def test_generated_schemas_are_open_and_normalize_keeps_them(
         self, schema: dict[str, Any]
@@ -635,12 +643,14 @@ class TestSchemaProperties:
         assert dialect_problems(schema, OPEN) == []
         assert normalize(schema, OPEN) == schema
 
+    @schema_settings
     @given(schemas(open_maps=True))
     def test_normalize_is_idempotent_and_keeps_descriptions(self, schema: dict[str, Any]) -> None:
         once = normalize(schema, STRICT)
         assert normalize(once, STRICT) == once
         assert sorted(all_descriptions(once)) == sorted(all_descriptions(schema))
 
+    @schema_settings
     @given(schemas(open_maps=True) | json_objects, st.sampled_from([STRICT, OPEN]))
     def test_check_and_normalize_never_mutate(
         self, schema: dict[str, Any], dialect: SchemaDialect
@@ -651,6 +661,7 @@ class TestSchemaProperties:
         normalize(schema, dialect)
         assert schema == before
 
+    @schema_settings
     @given(json_objects, st.sampled_from([STRICT, OPEN]))
     def test_arbitrary_json_never_raises(
         self, schema: dict[str, Any], dialect: SchemaDialect

@@ -76,3 +76,22 @@ def test_terminate_and_a_raising_sink() -> None:
             CommandRequest(py("import time; print('up'); time.sleep(60)"), env=ENV, timeout=30),
             CallbackSink(boom),
         )
+
+
+def test_without_pidfd_or_waitid_exit_is_found_by_polling(monkeypatch: pytest.MonkeyPatch) -> None:
+    # What macOS looks like: no pidfd, and no way to see an exit without reaping.
+    from agentshim.execution import _child
+
+    monkeypatch.setattr(_child, "_PEEK", False)
+    monkeypatch.setattr(_child, "_open_pidfd", lambda pid: None)
+    executor = HostCommandExecutor(drain_timeout=0.3)
+    sink = RecordingSink()
+    result = executor.run(CommandRequest(py("import sys; print('hi'); sys.exit(3)"), env=ENV), sink)
+    assert (result.returncode, sink.out) == (3, ["hi\n"])
+    with pytest.raises(CliTimeoutError):
+        executor.run(CommandRequest(py("import time; time.sleep(60)"), env=ENV, timeout=0.3), sink)
+    started = time.monotonic()
+    executor.run(
+        CommandRequest(["/bin/sh", "-c", "sleep 5 & echo started"], env=ENV), RecordingSink()
+    )
+    assert time.monotonic() - started < 3

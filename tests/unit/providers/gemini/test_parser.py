@@ -176,8 +176,10 @@ class TestRecordedStreams:
     )
     def test_gemini_shaped_error_bodies(self, report: str, kind: FailureKind) -> None:
         # The recording's client error reports hold the Gemini-API-shaped bodies verbatim.
-        path = FIXTURES / "client_error_reports" / (
-            f"gemini-client-error-Turn.run-sendMessageStream-{report}.json"
+        path = (
+            FIXTURES
+            / "client_error_reports"
+            / (f"gemini-client-error-Turn.run-sendMessageStream-{report}.json")
         )
         body = json.loads(path.read_text())["error"]["message"]
         turn, _ = parse(
@@ -267,7 +269,10 @@ class TestFrames:
             [
                 init(),
                 frame(
-                    type="tool_use", tool_name="write_todos", tool_id="p1", parameters={"todos": todos}
+                    type="tool_use",
+                    tool_name="write_todos",
+                    tool_id="p1",
+                    parameters={"todos": todos},
                 ),
             ]
         )
@@ -278,7 +283,10 @@ class TestFrames:
 
     def test_mcp_tools_have_the_mcp_kind(self) -> None:
         _, events = parse(
-            [init(), frame(type="tool_use", tool_name="mcp_docs_search", tool_id="m", parameters={})]
+            [
+                init(),
+                frame(type="tool_use", tool_name="mcp_docs_search", tool_id="m", parameters={}),
+            ]
         )
         assert of(events, ToolCall)[0].kind is ToolKind.MCP
 
@@ -301,7 +309,11 @@ class TestFrames:
             {"gemini-x": ModelPricing(1.0, 10.0), "gemini-y": ModelPricing(2.0, 20.0)},
         )
         models = {
-            "gemini-x": {"total_tokens": 1_100_000, "input_tokens": 1_000_000, "output_tokens": 100_000},
+            "gemini-x": {
+                "total_tokens": 1_100_000,
+                "input_tokens": 1_000_000,
+                "output_tokens": 100_000,
+            },
             "gemini-y": {"total_tokens": 10, "input_tokens": 10, "output_tokens": 0},
             "gemini-z": {"total_tokens": 0, "input_tokens": 0, "output_tokens": 0},
         }
@@ -346,8 +358,9 @@ class TestFrames:
 
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=20),
-    lambda children: st.lists(children, max_size=4)
-    | st.dictionaries(st.text(max_size=10), children, max_size=4),
+    lambda children: (
+        st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=10), children, max_size=4)
+    ),
     max_leaves=20,
 )
 frame_types = st.sampled_from(["init", "message", "tool_use", "tool_result", "error", "result"])

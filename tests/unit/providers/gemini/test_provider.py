@@ -1,0 +1,338 @@
+from __future__ import annotations
+
+import json
+import os
+import stat
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agentshim import CliAgent
+from agentshim.core.errors import (
+    CliExitError,
+    CliTimeoutError,
+    FailureKind,
+    McpConfigError,
+    ProviderCapabilityError,
+    SessionResumeError,
+)
+from agentshim.core.events import ProviderError, SessionStarted, ToolCall, ToolResult
+from agentshim.core.mcp import HttpMcpServer, StdioMcpServer
+from agentshim.core.permissions import NativePermissions
+from agentshim.core.profile import McpMechanism, OutputSchemaStyle
+from agentshim.core.turn import TurnRequest
+from agentshim.core.usage import TokenUsage
+from agentshim.execution.executor import CommandRequest
+from agentshim.execution.host import HostCommandExecutor
+from agentshim.providers import get_plugin
+from agentshim.providers.gemini import PROFILE, GeminiProvider
+from agentshim.testing import FakeExecutor, FakeRun, RecordingEventHandler, installed_mcp_servers
+
+from .recordings import load
+
+BIN = "/usr/bin/gemini"
+ENV = {"PATH": "/usr/bin"}
+
+
+def agent_for(
+    runs: Any, *, provider: GeminiProvider | None = None
+) -> tuple[CliAgent, FakeExecutor, RecordingEventHandler]:
+    recorder = RecordingEventHandler()
+    fake = FakeExecutor(runs, binaries={"gemini": BIN})
+    agent = CliAgent(provider or "gemini", executor=fake, env=ENV, event_handler=recorder)
+    return agent, fake, recorder
+
+
+def exit_error(
+    returncode: int, *, stderr: str = "", kind: FailureKind = FailureKind.OTHER, detail: str = ""
+) -> CliExitError:
+    return CliExitError(
+        ["gemini", "--output-format", "stream-json"],
+        returncode,
+        "",
+        stderr,
+        kind=kind,
+        detail=detail,
+    )
+
+
+class TestProfile:
+    def test_profile_facts(self) -> None:
+        assert PROFILE.binary == "gemini"
+        assert PROFILE.mcp is McpMechanism.CONFIG_FILE
+        assert PROFILE.mcp_config_file == ".gemini/settings.json"
+        assert PROFILE.output_schema is OutputSchemaStyle.NONE
+        assert PROFILE.supports_resume and not PROFILE.supports_reasoning_effort
+        assert set(PROFILE.credential_files) <= set(PROFILE.auth_files)
+        assert all(f.startswith(".gemini/") for f in PROFILE.auth_files)
+
+    def test_plugin_resume_line(self) -> None:
+        plugin = get_plugin("gemini")
+        assert plugin.resume_command("0516902a-c752") == "gemini --resume 0516902a-c752"
+
+
+class TestRecordedTurnsThroughTheAgent:
+    def test_plain(self) -> None:
+        agent, _, recorder = agent_for(load("plain").fake_run())
+        result = agent.run("Say hello.")
+        assert result.text == "Hello from the fake model."
+        assert result.session_id == "46294fb8-1bce-4d0d-be6d-0bb81ca98aa8"
+        assert result.usage.tokens == TokenUsage(input_tokens=200, output_tokens=20, turns=1)
+        assert result.cost_usd is None
+        assert result.exit_code == 0 and not result.resumed
+        assert recorder.of_type(SessionStarted) == [SessionStarted(result.session_id)]
+
+    def test_tool_shell(self) -> None:
+        agent, _, recorder = agent_for(load("tool_shell_yolo").fake_run())
+        result = agent.run("TOOL: run echo hello")
+        assert result.text == "Done."
+        assert [c.tool for c in recorder.of_type(ToolCall)] == ["run_shell_command"]
+        assert [r.stdout for r in recorder.of_type(ToolResult)] == ["hello"]
+
+    def test_tool_not_registered_turn_still_succeeds(self) -> None:
+        agent, _, recorder = agent_for(load("tool_shell_default_approval").fake_run())
+        result = agent.run("TOOL: run echo hello")
+        assert result.text == "Done."
+        assert recorder.of_type(ToolResult)[0].failed
+
+    def test_resume_by_uuid(self) -> None:
+        agent, fake, _ = agent_for(load("resume_by_uuid").fake_run())
+        session = agent.start_session(session_id="0516902a-c752-4b12-ab4c-e4c301a72044")
+        result = session.turn("Say hello again.")
+        assert result.resumed
+        assert result.session_id == "0516902a-c752-4b12-ab4c-e4c301a72044"
+        assert "--resume" in fake.requests[-1].argv
+
+    @pytest.mark.parametrize(
+        ("name", "kind"),
+        [
+            ("api_400_context_length", FailureKind.CONTEXT_OVERFLOW),
+            ("api_401", FailureKind.AUTH),
+            ("api_500", FailureKind.TRANSIENT),
+            ("no_settings_gateway_auth_rejected", FailureKind.AUTH),
+        ],
+    )
+    def test_failures_are_classified(self, name: str, kind: FailureKind) -> None:
+        rec = load(name)
+        agent, _, _ = agent_for(rec.fake_run())
+        with pytest.raises(CliExitError) as caught:
+            agent.run("x")
+        assert not isinstance(caught.value, SessionResumeError)
+        assert caught.value.kind is kind
+        assert caught.value.returncode == rec.returncode
+
+    def test_api_error_keeps_the_session_it_named(self) -> None:
+        agent, _, recorder = agent_for(load("api_401").fake_run())
+        session = agent.start_session()
+        with pytest.raises(CliExitError):
+            session.turn("x")
+        assert session.session_id == "a1cb73d6-6985-4f57-85d3-454531743442"
+        assert recorder.of_type(ProviderError)
+
+    def test_resume_missing_on_a_resumed_turn(self) -> None:
+        agent, _, _ = agent_for(load("resume_missing").fake_run())
+        session = agent.start_session(session_id="00000000-0000-4000-8000-000000000000")
+        with pytest.raises(SessionResumeError) as caught:
+            session.turn("hello")
+        assert caught.value.session_id == "00000000-0000-4000-8000-000000000000"
+        assert caught.value.returncode == 42
+        assert caught.value.detail.startswith("Error resuming session: Invalid session identifier")
+
+    def test_resume_missing_output_on_a_fresh_turn_is_not_a_resume_error(self) -> None:
+        agent, _, _ = agent_for(load("resume_missing").fake_run())
+        with pytest.raises(CliExitError) as caught:
+            agent.run("hello")
+        assert not isinstance(caught.value, SessionResumeError)
+
+    @pytest.mark.parametrize("name", ["api_500", "api_401", "api_400_context_length"])
+    def test_other_failures_of_a_resumed_turn_keep_the_conversation(self, name: str) -> None:
+        agent, _, _ = agent_for(load(name).fake_run())
+        session = agent.start_session(session_id="0516902a-c752-4b12-ab4c-e4c301a72044")
+        with pytest.raises(CliExitError) as caught:
+            session.turn("x")
+        assert not isinstance(caught.value, SessionResumeError)
+        assert caught.value.kind is not FailureKind.OTHER
+
+    def test_json_output_format_fails_loudly(self) -> None:
+        agent, _, _ = agent_for(load("plain_json_format").fake_run())
+        with pytest.raises(CliExitError) as caught:
+            agent.run("Say hello.")
+        assert "result frame" in caught.value.detail
+
+
+class TestClassifyExit:
+    @pytest.mark.parametrize(
+        ("code", "kind"),
+        [
+            (41, FailureKind.AUTH),
+            (145, FailureKind.AUTH),
+            (244, FailureKind.TRANSIENT),
+            (1, FailureKind.OTHER),
+        ],
+    )
+    def test_exit_codes(self, code: int, kind: FailureKind) -> None:
+        classified = GeminiProvider().classify_exit(exit_error(code), resumed=False)
+        assert isinstance(classified, CliExitError)
+        assert classified.kind is kind
+        assert classified.returncode == code
+
+    @pytest.mark.parametrize(
+        ("stderr", "kind"),
+        [
+            (
+                "_ApiError: Your input exceeds the context window of this model.",
+                FailureKind.CONTEXT_OVERFLOW,
+            ),
+            (
+                "The input token count (1200000) exceeds the maximum number of tokens allowed",
+                FailureKind.CONTEXT_OVERFLOW,
+            ),
+            (
+                '{"error":{"code":400,"message":"bad field","status":"INVALID_ARGUMENT"}}',
+                FailureKind.OTHER,
+            ),
+        ],
+    )
+    def test_http_400_is_read_from_its_message(self, stderr: str, kind: FailureKind) -> None:
+        classified = GeminiProvider().classify_exit(exit_error(144, stderr=stderr), resumed=False)
+        assert isinstance(classified, CliExitError) and classified.kind is kind
+
+    def test_a_kind_from_the_stream_wins_over_the_exit_code(self) -> None:
+        error = exit_error(145, kind=FailureKind.USAGE_LIMIT, detail="quota exceeded")
+        assert GeminiProvider().classify_exit(error, resumed=False) is error
+
+    def test_429_on_a_resumed_turn_stays_transient(self) -> None:
+        error = exit_error(1, kind=FailureKind.TRANSIENT, detail="429 Too Many Requests")
+        classified = GeminiProvider().classify_exit(error, resumed=True)
+        assert not isinstance(classified, SessionResumeError)
+        assert isinstance(classified, CliExitError) and classified.kind is FailureKind.TRANSIENT
+
+    def test_exit_42_without_the_resume_text_is_not_a_resume_error(self) -> None:
+        classified = GeminiProvider().classify_exit(
+            exit_error(42, stderr="Input error: bad arguments"), resumed=True
+        )
+        assert not isinstance(classified, SessionResumeError)
+
+    def test_no_previous_sessions_is_a_resume_error(self) -> None:
+        # What 0.61.0 prints when the project has no sessions at all.
+        error = CliExitError(
+            ["gemini", "--output-format", "stream-json", "--resume", "abc"],
+            42,
+            "",
+            "Error resuming session: No previous sessions found for this project.\n",
+        )
+        classified = GeminiProvider().classify_exit(error, resumed=True)
+        assert isinstance(classified, SessionResumeError)
+        assert classified.session_id == "abc"
+
+
+def _settings(workspace: Path) -> dict[str, Any]:
+    return json.loads((workspace / ".gemini" / "settings.json").read_text())
+
+
+class TestMcp:
+    def test_servers_are_installed_for_the_turn_and_removed_after(self, tmp_path: Path) -> None:
+        (tmp_path / ".gemini").mkdir()
+        original = {"general": {"vimMode": True}, "mcpServers": {"mine": {"command": "keep"}}}
+        (tmp_path / ".gemini" / "settings.json").write_text(json.dumps(original))
+        seen: dict[str, Any] = {}
+        plain = load("plain").fake_run()
+
+        def run(request: CommandRequest) -> FakeRun:
+            seen["servers"] = installed_mcp_servers("gemini", request, tmp_path)
+            seen["file"] = _settings(tmp_path)
+            return plain
+
+        agent, _, _ = agent_for(run)
+        stdio = StdioMcpServer("files", "/usr/bin/mcp-files", ("--root", "/w"), {"TOKEN": "t"})
+        http = HttpMcpServer("docs", "https://example.test/mcp", headers={"Authorization": "x"})
+        sse = HttpMcpServer("old", "https://example.test/sse", transport="sse", tool_timeout_s=2.5)
+        agent.run(TurnRequest("hi", cwd=str(tmp_path), mcp_servers=(stdio, http, sse)))
+        assert seen["servers"]["files"] == {
+            "command": "/usr/bin/mcp-files",
+            "args": ["--root", "/w"],
+            "env": {"TOKEN": "t"},
+        }
+        assert seen["servers"]["docs"] == {"url": "https://example.test/mcp", "transport": "http"}
+        assert seen["servers"]["old"] == {"url": "https://example.test/sse", "transport": "sse"}
+        written = seen["file"]["mcpServers"]
+        assert written["docs"] == {
+            "url": "https://example.test/mcp",
+            "type": "http",
+            "headers": {"Authorization": "x"},
+            "trust": True,
+        }
+        assert written["old"]["timeout"] == 2500
+        assert written["mine"] == {"command": "keep"}
+        assert seen["file"]["general"] == {"vimMode": True}
+        assert _settings(tmp_path) == original
+
+    def test_read_only_does_not_trust_servers(self, tmp_path: Path) -> None:
+        provider = GeminiProvider(permissions=NativePermissions.read_only())
+        install = provider.install_mcp(tmp_path, [StdioMcpServer("s", "srv")])
+        try:
+            assert _settings(tmp_path)["mcpServers"]["s"]["trust"] is False
+        finally:
+            install.restore()
+        assert not (tmp_path / ".gemini").exists()
+
+    def test_no_servers_touch_nothing(self, tmp_path: Path) -> None:
+        install = GeminiProvider().install_mcp(tmp_path, [])
+        assert list(install.argv) == [] and install.restore() is None
+        assert list(tmp_path.iterdir()) == []
+
+    def test_startup_timeout_cannot_be_expressed(self, tmp_path: Path) -> None:
+        with pytest.raises(ProviderCapabilityError, match="startup"):
+            GeminiProvider().install_mcp(
+                tmp_path, [StdioMcpServer("s", "srv", startup_timeout_s=5)]
+            )
+        assert list(tmp_path.iterdir()) == []
+
+    def test_servers_need_a_workspace(self) -> None:
+        with pytest.raises(McpConfigError):
+            GeminiProvider().install_mcp(None, [StdioMcpServer("s", "srv")])
+
+
+_FAKE_GEMINI = """#!{python}
+import os, subprocess, sys, time
+if "--version" in sys.argv:
+    print("0.61.0")
+    sys.exit(0)
+# Like the real CLI, re-spawn itself as a child that does the work.
+child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+with open({pidfile!r}, "w") as f:
+    f.write(str(child.pid))
+print('{{"type":"init","timestamp":"t","session_id":"s-1","model":"auto"}}', flush=True)
+time.sleep(60)
+"""
+
+
+def _alive(pid: int) -> bool:
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except FileNotFoundError:
+        return False
+    return "\nState:\tZ" not in status
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="reads /proc")
+class TestProcessGroup:
+    def test_a_timed_out_turn_leaves_no_grandchild(self, tmp_path: Path) -> None:
+        pidfile = tmp_path / "child.pid"
+        script = tmp_path / "gemini"
+        script.write_text(_FAKE_GEMINI.format(python=sys.executable, pidfile=str(pidfile)))
+        script.chmod(script.stat().st_mode | stat.S_IXUSR)
+        env = {"PATH": f"{tmp_path}:{os.environ.get('PATH', '')}"}
+        agent = CliAgent("gemini", executor=HostCommandExecutor(), env=env)
+        session = agent.start_session(cwd=str(tmp_path))
+        with pytest.raises(CliTimeoutError) as caught:
+            session.turn(TurnRequest("hi", timeout=2.0))
+        assert caught.value.partial is not None and caught.value.partial.session_id == "s-1"
+        pid = int(pidfile.read_text())
+        deadline = time.monotonic() + 5
+        while _alive(pid) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not _alive(pid)

@@ -1,0 +1,133 @@
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import pytest
+
+from agentshim.agent import CliAgent
+from agentshim.core.errors import CliExitError, FailureKind, SessionResumeError
+from agentshim.core.events import AgentEvent, AssistantText, ToolCall, ToolResult, UsageReport
+from agentshim.core.usage import CostSource, TokenUsage
+from agentshim.providers.pi import resume_failure_lines, scripted_lines
+from agentshim.testing import FakeExecutor, FakeRun, scripted_resume_failure, scripted_turn
+
+from ._captures import EXPECTED, load, parse
+
+
+def normalized(events: list[AgentEvent]) -> list[AgentEvent]:
+    """Events with the values a scripted turn cannot share with a recording made equal."""
+    out: list[AgentEvent] = []
+    for event in events:
+        if isinstance(event, ToolResult | ToolCall):
+            event = dataclasses.replace(event, tool_id="id")
+            if isinstance(event, ToolResult):
+                event = dataclasses.replace(event, duration_s=None)
+        elif isinstance(event, UsageReport):
+            event = UsageReport(dataclasses.replace(event.usage, raw={}, model=None), event.cost_usd)
+        out.append(event)
+    return out
+
+
+def agent_for(run: FakeRun) -> CliAgent:
+    return CliAgent("pi", executor=FakeExecutor(run, binaries={"pi": "/usr/bin/pi"}), env={"PATH": "/usr/bin"})
+
+
+class TestScriptedParsesLikeRecorded:
+    def test_plain_turn(self) -> None:
+        expected = EXPECTED["a_plain_text"]
+        recorded, recorded_events = parse(load("a_plain_text").stdout)
+        run = scripted_lines(
+            text=expected.text,
+            session_id=expected.session_id,
+            usage=TokenUsage(input_tokens=100, output_tokens=20),
+        )
+        scripted, scripted_events = parse(run.stdout)
+        assert normalized(scripted_events) == normalized(recorded_events)
+        assert (scripted.text, scripted.session_id, scripted.error) == (recorded.text, recorded.session_id, None)
+        assert scripted.usage is not None
+        assert recorded.usage is not None
+        assert scripted.usage.tokens == recorded.usage.tokens
+        assert scripted.cost_usd == recorded.cost_usd == 0.0
+
+    def test_tool_turn(self) -> None:
+        recorded, recorded_events = parse(load("b_tool_bash").stdout)
+        run = scripted_lines(
+            text="Done.",
+            session_id=recorded.session_id,
+            tool_calls=[("bash", {"command": "echo hello"}, "hello\n")],
+            usage=TokenUsage(input_tokens=100, output_tokens=20),
+        )
+        scripted, scripted_events = parse(run.stdout)
+
+        def shape(events: list[AgentEvent]) -> list[Any]:
+            # The recorded model also said "I'll run echo." before its tool call; a scripted
+            # tool request carries no text, so only the answer's text is compared.
+            return [
+                e if not isinstance(e, UsageReport) else UsageReport
+                for e in normalized(events)
+                if not isinstance(e, AssistantText) or e.text == "Done."
+            ]
+
+        assert shape(scripted_events) == shape(recorded_events)
+        assert scripted.text == recorded.text == "Done."
+
+    def test_failed_turn_fails_like_a_recorded_one(self) -> None:
+        run = scripted_lines(session_id="s-9", returncode=1)
+        scripted, scripted_events = parse(run.stdout)
+        _, recorded_events = parse(load("e3_http401").stdout)
+        assert [type(e) for e in scripted_events] == [type(e) for e in recorded_events]
+        assert scripted.error == "500 scripted failure (exit 1)"
+        assert scripted.error_kind is FailureKind.TRANSIENT
+        assert run.returncode == 1
+
+
+class TestScriptedOptions:
+    def test_usage_round_trips(self) -> None:
+        usage = TokenUsage(
+            input_tokens=500, cache_read_input_tokens=200, cache_write_input_tokens=50, output_tokens=80, turns=1
+        )
+        parsed, _ = parse(scripted_lines(text="x", usage=usage, tool_calls=[("read", {"path": "a"}, "A")]).stdout)
+        assert parsed.usage is not None
+        assert parsed.usage.tokens == usage
+        assert parsed.usage.cost_source is CostSource.REPORTED
+
+    def test_a_fresh_session_id_is_made_when_none_is_given(self) -> None:
+        first, _ = parse(scripted_lines(text="x").stdout)
+        second, _ = parse(scripted_lines(text="x").stdout)
+        assert first.session_id and second.session_id
+        assert first.session_id != second.session_id
+
+    def test_structured_output_is_refused(self) -> None:
+        with pytest.raises(ValueError, match="no native output schema"):
+            scripted_lines(text="{}", structured_output={"a": 1})
+
+    def test_several_tool_calls_pair_up(self) -> None:
+        calls: list[tuple[str, dict[str, Any], str]] = [("bash", {"command": "ls"}, "a\nb\n"), ("read", {"path": "/w/a"}, "A")]
+        _, events = parse(scripted_lines(text="done", tool_calls=calls).stdout)
+        results = [e for e in events if isinstance(e, ToolResult)]
+        assert [(r.tool, r.stdout) for r in results] == [("bash", "a\nb\n"), ("read", "A")]
+
+
+class TestThroughTheAgent:
+    def test_scripted_turn_runs(self) -> None:
+        result = agent_for(scripted_turn("pi", text="all good", session_id="sess-42")).run("go")
+        assert (result.text, result.session_id) == ("all good", "sess-42")
+
+    def test_scripted_failure_raises(self) -> None:
+        with pytest.raises(CliExitError) as caught:
+            agent_for(scripted_turn("pi", returncode=2)).run("go")
+        assert caught.value.kind is FailureKind.TRANSIENT
+
+    def test_resume_failure_matches_the_recording(self) -> None:
+        sid = "0199aaaa-bbbb-7ccc-8ddd-eeeeffff0000"
+        run = resume_failure_lines(session_id=sid)
+        recorded = load("d_resume_missing_uuid")
+        assert (run.stdout, run.returncode) == ((), recorded.exit_code)
+        assert "".join(run.stderr) == "".join(recorded.stderr)
+
+    def test_resume_failure_is_a_resume_error_when_resumed(self) -> None:
+        session = agent_for(scripted_resume_failure("pi", session_id="gone-1")).start_session(session_id="gone-1")
+        with pytest.raises(SessionResumeError) as caught:
+            session.turn("go")
+        assert caught.value.session_id == "gone-1"

@@ -1,0 +1,84 @@
+"""The Conversation and Transport contracts, run against the fakes and the one-shot transport."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+
+from agentshim.core.conversation import Conversation, ConversationSpec, Transport
+from agentshim.core.permissions import ApprovalPolicy, NativeMode, NativePermissions
+from agentshim.oneshot import OneShotTransport
+from agentshim.providers import get_plugin
+from agentshim.testing.conversation import FAKE_PROFILE, FakeOutcome, FakeTransport
+from agentshim.testing.session_contracts import (
+    ContractTurn,
+    ConversationContract,
+    TransportContract,
+)
+
+from .scripted_claude import PROVIDER, ScriptedClaude
+
+
+def fake_outcome(turn: ContractTurn) -> FakeOutcome:
+    if turn.hang:
+        return FakeOutcome.hang(limit_s=10)
+    return FakeOutcome.success(turn.text)
+
+
+def spec(resume_id: str | None) -> ConversationSpec:
+    return ConversationSpec(
+        permissions=NativePermissions.bypass(), approvals=ApprovalPolicy.DENY, resume_id=resume_id
+    )
+
+
+class TestFakeConversation(ConversationContract):
+    def make_conversation(
+        self, turns: Sequence[ContractTurn], *, resume_id: str | None = None
+    ) -> Conversation:
+        return FakeTransport([fake_outcome(t) for t in turns]).open(spec(resume_id))
+
+
+class TestFakeSteerableConversation(ConversationContract):
+    def make_conversation(
+        self, turns: Sequence[ContractTurn], *, resume_id: str | None = None
+    ) -> Conversation:
+        transport = FakeTransport([fake_outcome(t) for t in turns], steerable=True)
+        return transport.open(spec(resume_id))
+
+
+class TestOneShotConversation(ConversationContract):
+    def make_conversation(
+        self, turns: Sequence[ContractTurn], *, resume_id: str | None = None
+    ) -> Conversation:
+        return OneShotTransport(ScriptedClaude(turns).agent()).open(spec(resume_id))
+
+
+class TestFakeTransport(TransportContract):
+    def make_transport(self, turns: Sequence[ContractTurn]) -> Transport:
+        return FakeTransport([fake_outcome(t) for t in turns])
+
+
+class TestFakeTransportWithFewerModes(TransportContract):
+    def make_transport(self, turns: Sequence[ContractTurn]) -> Transport:
+        profile = replace(FAKE_PROFILE, native_permission_modes=(NativeMode.BYPASS,))
+        return FakeTransport([fake_outcome(t) for t in turns], profile=profile)
+
+    def unsupported_permissions(self) -> NativePermissions | None:
+        return NativePermissions.workspace_write(["/tmp"])
+
+
+class TestOneShotTransport(TransportContract):
+    def make_transport(self, turns: Sequence[ContractTurn]) -> Transport:
+        return OneShotTransport(ScriptedClaude(turns).agent())
+
+    def unsupported_permissions(self) -> NativePermissions | None:
+        return NativePermissions.read_only()
+
+
+class TestLazyOneShotTransport(TransportContract):
+    def make_transport(self, turns: Sequence[ContractTurn]) -> Transport:
+        scripted = ScriptedClaude(turns)
+        return OneShotTransport(scripted.agent, profile=get_plugin(PROVIDER).profile)
+
+    def unsupported_permissions(self) -> NativePermissions | None:
+        return NativePermissions.read_only()

@@ -1,0 +1,263 @@
+from __future__ import annotations
+
+import json
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from agentshim import (
+    AgentSession,
+    CliAgent,
+    CliCheckError,
+    CliNotFoundError,
+    OutputSchema,
+    SessionStateError,
+    StdioMcpServer,
+    TokenUsage,
+    TurnRequest,
+)
+from agentshim.core.events import AgentEvent, RunFinished, RunStarted, SessionStarted
+from agentshim.execution.executor import CommandRequest
+from agentshim.testing import (
+    FakeExecutor,
+    FakeRun,
+    RecordingEventHandler,
+    installed_mcp_servers,
+    scripted_turn,
+)
+
+BINARIES = {"claude": "/opt/bin/claude", "codex": "/opt/bin/codex"}
+
+
+def make(runs: object, provider: str = "claude", **kwargs: object) -> tuple[CliAgent, FakeExecutor]:
+    fake = FakeExecutor(runs, binaries=BINARIES)  # type: ignore[arg-type]
+    return CliAgent(provider, executor=fake, env={"PATH": "/usr/bin", "HOME": "/home/u"}, **kwargs), fake  # type: ignore[arg-type]
+
+
+class TestConstruction:
+    def test_binary_resolved_and_checked_once(self) -> None:
+        agent, fake = make(scripted_turn("claude", text="a", session_id="s"))
+        agent.run("one")
+        agent.run("two")
+        assert agent.binary_path == "/opt/bin/claude"
+        assert fake.checked == ["/opt/bin/claude"]
+
+    def test_missing_binary(self) -> None:
+        with pytest.raises(CliNotFoundError, match="claude"):
+            CliAgent("claude", executor=FakeExecutor(binaries={}), env={})
+
+    def test_failed_health_check(self) -> None:
+        fake = FakeExecutor(binaries=BINARIES, unhealthy={"/opt/bin/claude": "exit 127"})
+        with pytest.raises(CliCheckError, match="exit 127"):
+            CliAgent("claude", executor=fake, env={})
+
+    def test_derive_keeps_the_install_and_changes_model(self) -> None:
+        agent, fake = make(scripted_turn("claude", text="a", session_id="s"))
+        other = agent.derive(model="claude-opus-4-1")
+        other.run("x")
+        assert fake.checked == ["/opt/bin/claude"]
+        assert "--model" in fake.requests[0].argv
+        assert "claude-opus-4-1" in fake.requests[0].argv
+        assert agent.model is None
+
+    def test_handlers_are_combined(self) -> None:
+        first, second = RecordingEventHandler(), RecordingEventHandler()
+        agent, _ = make(scripted_turn("claude", text="a", session_id="s"), event_handler=first, event_handlers=[second])
+        agent.run("x")
+        assert first.events == second.events
+        assert first.events
+
+
+class TestTurn:
+    def test_prompt_goes_on_stdin_only(self) -> None:
+        agent, fake = make(scripted_turn("claude", text="done", session_id="s-1"))
+        result = agent.run("secret prompt text", cwd="/tmp", timeout=12.0)
+        request = fake.requests[0]
+        assert request.stdin == "secret prompt text"
+        assert all("secret prompt text" not in arg for arg in request.argv)
+        assert request.cwd == "/tmp"
+        assert request.timeout == 12.0
+        assert request.env["HOME"] == "/home/u"
+        assert result.text == "done"
+        assert result.session_id == "s-1"
+        assert not result.resumed
+        assert result.exit_code == 0
+
+    def test_request_env_overlays_agent_env(self) -> None:
+        agent, fake = make(scripted_turn("claude", text="done", session_id="s-1"))
+        agent.run(TurnRequest("x", env={"HOME": "/other", "EXTRA": "1"}))
+        assert fake.requests[0].env["HOME"] == "/other"
+        assert fake.requests[0].env["EXTRA"] == "1"
+        assert fake.requests[0].env["PATH"] == "/usr/bin"
+
+    def test_second_turn_resumes(self) -> None:
+        agent, fake = make([
+            scripted_turn("claude", text="one", session_id="s-1"),
+            scripted_turn("claude", text="two", session_id="s-1"),
+        ])
+        session = agent.start_session()
+        session.turn("first")
+        result = session.turn("second")
+        assert result.resumed
+        argv = list(fake.requests[1].argv)
+        assert argv[argv.index("--resume") + 1] == "s-1"
+        assert session.last_result is result
+
+    def test_events_bracket_the_run(self) -> None:
+        recorder = RecordingEventHandler()
+        agent, _ = make(scripted_turn("claude", text="a", session_id="s"), event_handler=recorder)
+        agent.run("x")
+        assert isinstance(recorder.events[0], RunStarted)
+        assert recorder.of_type(RunFinished) == [RunFinished(0)]
+        assert recorder.of_type(SessionStarted) == [SessionStarted("s")]
+
+    def test_usage_and_cost_reach_the_result(self) -> None:
+        agent, _ = make(scripted_turn("claude", text="a", session_id="s", usage=TokenUsage(input_tokens=100, output_tokens=7)))
+        result = agent.run("x")
+        assert result.usage.tokens.input_tokens == 100
+        assert result.usage.tokens.output_tokens == 7
+
+    def test_inline_schema_for_claude(self, tmp_path: Path) -> None:
+        schema = {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}
+        agent, fake = make(scripted_turn("claude", session_id="s", structured_output={"n": 3}))
+        result = agent.run(TurnRequest("x", output_schema=OutputSchema(schema, tmp_path)))
+        argv = list(fake.requests[0].argv)
+        assert json.loads(argv[argv.index("--json-schema") + 1]) == schema
+        assert result.structured_output == {"n": 3}
+
+    def test_schema_file_for_codex(self, tmp_path: Path) -> None:
+        schema = {
+            "type": "object",
+            "properties": {"n": {"type": "integer"}},
+            "required": ["n"],
+            "additionalProperties": False,
+        }
+        agent, fake = make(scripted_turn("codex", session_id="t-1", structured_output={"n": 3}), provider="codex")
+        result = agent.run(TurnRequest("x", output_schema=OutputSchema(schema, tmp_path, cli_dir="/inside")))
+        argv = list(fake.requests[0].argv)
+        path = argv[argv.index("--output-schema") + 1]
+        assert path.startswith("/inside/")
+        written = tmp_path / Path(path).name
+        assert json.loads(written.read_text()) == schema
+        assert result.structured_output == {"n": 3}
+
+
+class TestMcp:
+    def test_config_file_installed_during_turn_and_restored_after(self, tmp_path: Path) -> None:
+        original = b'{"mcpServers": {"mine": {"command": "x"}}, "other": 1}\n'
+        (tmp_path / ".mcp.json").write_bytes(original)
+        seen: dict[str, dict[str, object]] = {}
+
+        def run(request: CommandRequest) -> FakeRun:
+            seen.update(installed_mcp_servers("claude", request, tmp_path))
+            return scripted_turn("claude", text="a", session_id="s")
+
+        agent, _ = make(run)
+        agent.run(TurnRequest("x", cwd=str(tmp_path), mcp_servers=(StdioMcpServer("srv", "/usr/bin/srv", ("--a",)),)))
+        assert seen["srv"]["command"] == "/usr/bin/srv"
+        assert (tmp_path / ".mcp.json").read_bytes() == original
+
+    def test_restored_when_the_turn_fails(self, tmp_path: Path) -> None:
+        agent, _ = make(FakeRun(stderr=["boom"], returncode=1))
+        with pytest.raises(Exception):  # noqa: B017, PT011
+            agent.run(TurnRequest("x", cwd=str(tmp_path), mcp_servers=(StdioMcpServer("srv", "srv"),)))
+        assert not (tmp_path / ".mcp.json").exists()
+
+
+class TestConcurrency:
+    def test_second_turn_while_one_runs_is_refused(self) -> None:
+        release = threading.Event()
+        entered = threading.Event()
+
+        def blocking(_: CommandRequest) -> FakeRun:
+            entered.set()
+            release.wait(5)
+            return scripted_turn("claude", text="a", session_id="s")
+
+        agent, _ = make(blocking)
+        session = agent.start_session()
+        worker = threading.Thread(target=session.turn, args=("one",))
+        worker.start()
+        assert entered.wait(5)
+        with pytest.raises(SessionStateError):
+            session.turn("two")
+        assert not session.forget()
+        assert not session.adopt("other")
+        release.set()
+        worker.join(5)
+        assert session.session_id == "s"
+
+    def test_cancel_before_the_process_exists_is_honoured(self) -> None:
+        holder: list[AgentSession] = []
+
+        class CancelOnStart:
+            def on_event(self, event: AgentEvent) -> None:
+                if isinstance(event, RunStarted) and len(holder) == 1:
+                    holder[0].cancel(grace_s=0.01)
+                    holder.append(holder[0])
+
+        agent, fake = make(scripted_turn("claude", text="a", session_id="s"), event_handler=CancelOnStart())
+        session = agent.start_session()
+        holder.append(session)
+        with pytest.raises(Exception):  # noqa: B017, PT011
+            session.turn("x")
+        assert fake.handles[0].terminated
+        # The request does not leak into the next turn.
+        fake2 = FakeExecutor(scripted_turn("claude", text="b", session_id="s"), binaries=BINARIES)
+        agent.executor = fake2
+        assert session.turn("y").text == "b"
+        assert not fake2.handles[0].terminated
+
+    def test_two_sessions_never_run_one_conversation_at_once(self) -> None:
+        active = 0
+        peak = 0
+        guard = threading.Lock()
+
+        def slow(_: CommandRequest) -> FakeRun:
+            nonlocal active, peak
+            with guard:
+                active += 1
+                peak = max(peak, active)
+            time.sleep(0.1)
+            with guard:
+                active -= 1
+            return scripted_turn("claude", text="a", session_id="shared")
+
+        agent, _ = make(slow)
+        sessions = [agent.start_session(session_id="shared") for _ in range(3)]
+        threads = [threading.Thread(target=s.turn, args=("x",)) for s in sessions]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(10)
+        assert peak == 1
+        assert len(agent.locks) == 0
+
+    def test_different_conversations_run_in_parallel(self) -> None:
+        barrier = threading.Barrier(2, timeout=5)
+
+        def meet(request: CommandRequest) -> FakeRun:
+            barrier.wait()
+            argv = list(request.argv)
+            return scripted_turn("claude", text="a", session_id=argv[argv.index("--resume") + 1])
+
+        agent, _ = make(meet)
+        sessions = [agent.start_session(session_id=f"conv-{i}") for i in range(2)]
+        threads = [threading.Thread(target=s.turn, args=("x",)) for s in sessions]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(10)
+        assert [s.last_result is not None for s in sessions] == [True, True]
+
+
+class TestEnv:
+    def test_provider_env_defaults_fill_gaps(self) -> None:
+        fake = FakeExecutor(scripted_turn("pi", text="a", session_id="s"), binaries={"pi": "/opt/pi"})
+        agent = CliAgent("pi", executor=fake, env={"PATH": "/usr/bin", "NO_COLOR": "0"})
+        defaults = getattr(agent.provider, "env_defaults", {})
+        for key, value in defaults.items():
+            expected = "0" if key == "NO_COLOR" else value
+            assert agent.env[key] == expected
