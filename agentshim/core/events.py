@@ -78,9 +78,14 @@ class SessionStarted:
 
 @dataclass(frozen=True, slots=True)
 class AssistantText:
-    """Assistant message text (a whole message or a streamed piece, as the CLI gives it)."""
+    """Assistant message text.
+
+    ``delta`` is True for a streamed piece of a message; a parser emits either the pieces or
+    the whole message, never both, so joining every AssistantText of a message rebuilds it.
+    """
 
     text: str
+    delta: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -257,6 +262,7 @@ class ConsoleEventHandler:
     max_tool_output_lines: int = 8
     show_reasoning: bool = True
     color: bool | None = None
+    _mid_line: bool = field(default=False, init=False, repr=False)
 
     def _paint(self, text: str, style: str) -> str:
         color = self.color
@@ -266,13 +272,21 @@ class ConsoleEventHandler:
         return f"{_STYLES[style]}{text}{_RESET}" if color else text
 
     def _write(self, text: str) -> None:
+        if self._mid_line:
+            self.stream.write("\n")
+            self._mid_line = False
         self.stream.write(text + "\n")
         self.stream.flush()
 
     def on_event(self, event: AgentEvent) -> None:
-        """Write one readable line (or a few) for ``event``."""
+        """Write one readable line (or a few) for ``event``; streamed text is written inline."""
         if isinstance(event, AssistantText):
-            self._write(event.text)
+            if event.delta:
+                self.stream.write(event.text)
+                self.stream.flush()
+                self._mid_line = not event.text.endswith("\n")
+            else:
+                self._write(event.text)
         elif isinstance(event, Reasoning):
             if self.show_reasoning:
                 self._write(self._paint(f"(thinking) {event.text}", "dim"))

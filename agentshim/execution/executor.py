@@ -129,8 +129,8 @@ class CallbackSink:
     ) -> None:
         # The line callbacks are stored as the sink's own methods so the executor's hot loop
         # calls the user's function directly, with no forwarding frame per line.
-        self.stdout: Callable[[str], None] = on_stdout or _ignore_line
-        self.stderr: Callable[[str], None] = on_stderr or _ignore_line
+        self.stdout = on_stdout or _ignore_line
+        self.stderr = on_stderr or _ignore_line
         self._on_started: Callable[[CommandHandle], None] = on_started or _ignore_handle
 
     def started(self, handle: CommandHandle) -> None:

@@ -21,7 +21,7 @@ import time
 from collections import deque
 from collections.abc import Callable, Mapping
 from types import MappingProxyType
-from typing import Any
+from typing import Any, cast
 
 from agentshim.core.errors import FailureKind
 from agentshim.core.events import (
@@ -38,7 +38,6 @@ from agentshim.core.events import (
 )
 from agentshim.core.pricing import PricingTable, cost_usd
 from agentshim.core.provider import ParsedTurn, ParserContext
-from agentshim.core.stream import ToolTracker
 from agentshim.core.usage import CostSource, ProviderUsage, TokenUsage
 
 from ._failures import classify_failure, classify_first
@@ -62,6 +61,7 @@ __all__ = ["PROVIDER_NAME", "CodexStreamParser"]
 #: The name usage reports carry.
 PROVIDER_NAME = "codex"
 
+_ItemHandler = Callable[[str, dict[str, Any], "str | None"], None]
 _TOOL_ITEMS = frozenset({SHELL_TOOL, EDIT_TOOL, MCP_TOOL, WEB_TOOL, SUBAGENT_TOOL})
 _MODEL_METADATA = re.compile(r"Model metadata for `([^`]+)` not found")
 _FINAL_PHASE = "final_answer"
@@ -149,7 +149,8 @@ class CodexStreamParser:
         self._warned_model: str | None = None
         self._pricing = pricing
         self._decode = json.JSONDecoder(parse_constant=_reject_constant).decode
-        self._tools = ToolTracker(clock)
+        self._clock = clock
+        self._started_at: dict[str, float] = {}
         self._requested_id: str | None = None
         self._baseline: _Counts | None = None
         self._baseline_missing = False
@@ -174,6 +175,22 @@ class CodexStreamParser:
             "turn.failed": self._turn_failed,
             "error": self._error,
         }
+        tools: dict[str, _ItemHandler] = dict.fromkeys(_TOOL_ITEMS, self._tool_seen)
+        self._on_started: dict[str, _ItemHandler] = {
+            **tools,
+            PLAN_ITEM: self._plan,
+            "error": self._warning,
+            "agent_message": self._ignore,
+            "reasoning": self._ignore,
+        }
+        self._on_updated: dict[str, _ItemHandler] = {**tools, PLAN_ITEM: self._plan}
+        self._on_completed: dict[str, _ItemHandler] = {
+            **dict.fromkeys(_TOOL_ITEMS, self._tool_completed),
+            PLAN_ITEM: self._plan,
+            "error": self._warning,
+            "agent_message": self._message,
+            "reasoning": self._reasoning,
+        }
 
     # -- the StreamParser protocol ----------------------------------------------------
 
@@ -191,23 +208,22 @@ class CodexStreamParser:
 
     def feed_stdout(self, line: str) -> None:
         """Take one stdout line; a non-JSON line becomes RawOutput, an unknown frame Lifecycle."""
-        text = line.rstrip("\r\n")
-        if not text or text.isspace():
-            return
         frame: object = None
-        if text.lstrip()[:1] == "{":
+        if line[:1] == "{" or line.lstrip()[:1] == "{":
             try:
-                frame = self._decode(text)
+                frame = self._decode(line)
             except (ValueError, RecursionError):
                 frame = None
-        if not isinstance(frame, dict):
-            self._emit(RawOutput(text))
+        if type(frame) is not dict:
+            text = line.rstrip("\r\n")
+            if text and not text.isspace():
+                self._emit(RawOutput(text))
             return
-        payload: dict[str, Any] = frame  # pyright: ignore[reportUnknownVariableType]
+        payload = cast("dict[str, Any]", frame)
         kind = payload.get("type")
-        handler = self._frames.get(kind) if isinstance(kind, str) else None
+        handler = self._frames.get(kind) if type(kind) is str else None
         if handler is None:
-            self._emit(Lifecycle(f"unknown_frame:{_label(kind)}", text[:200]))
+            self._emit(Lifecycle(f"unknown_frame:{_label(kind)}", line.strip()[:200]))
             return
         handler(payload)
 
@@ -318,88 +334,72 @@ class CodexStreamParser:
 
     # -- items ------------------------------------------------------------------------
 
-    def _item(self, frame: dict[str, Any]) -> tuple[str, dict[str, Any], str | None] | None:
-        item = frame.get("item")
-        if not isinstance(item, dict):
-            self._emit(Lifecycle(f"malformed_frame:{_label(frame.get('type'))}", ""))
-            return None
-        payload: dict[str, Any] = item  # pyright: ignore[reportUnknownVariableType]
-        item_id = payload.get("id")
-        return (
-            _label(payload.get("type")),
-            payload,
-            item_id if isinstance(item_id, str) else None,
-        )
-
     def _item_started(self, frame: dict[str, Any]) -> None:
-        parsed = self._item(frame)
-        if parsed is None:
-            return
-        item_type, item, item_id = parsed
-        if item_type in _TOOL_ITEMS:
-            self._tool_seen(item_type, item, item_id)
-        elif item_type == PLAN_ITEM:
-            self._emit(plan_from_item(item, tool_id=item_id))
-        elif item_type == "error":
-            self._warning(item)
-        elif item_type not in ("agent_message", "reasoning"):
-            self._emit(Lifecycle(f"unknown_item:{item_type}", item_id or ""))
+        self._item(frame, self._on_started)
 
     def _item_updated(self, frame: dict[str, Any]) -> None:
-        parsed = self._item(frame)
-        if parsed is None:
-            return
-        item_type, item, item_id = parsed
-        if item_type in _TOOL_ITEMS:
-            self._tool_seen(item_type, item, item_id)
-        elif item_type == PLAN_ITEM:
-            self._emit(plan_from_item(item, tool_id=item_id))
+        self._item(frame, self._on_updated)
 
     def _item_completed(self, frame: dict[str, Any]) -> None:
-        parsed = self._item(frame)
-        if parsed is None:
+        self._item(frame, self._on_completed)
+
+    def _item(self, frame: dict[str, Any], handlers: Mapping[str, _ItemHandler]) -> None:
+        item = frame.get("item")
+        if type(item) is not dict:
+            self._emit(Lifecycle(f"malformed_frame:{_label(frame.get('type'))}", ""))
             return
-        item_type, item, item_id = parsed
-        if item_type == "agent_message":
-            text = _text(item.get("text"))
-            phase = item.get("phase")
-            self._messages.append((text, phase if isinstance(phase, str) else None))
-            self._emit(AssistantText(text))
-        elif item_type in _TOOL_ITEMS:
-            self._tool_completed(item_type, item, item_id)
-        elif item_type == "reasoning":
-            text = _text(item.get("text"))
-            if text:
-                self._emit(Reasoning(text))
-        elif item_type == PLAN_ITEM:
-            self._emit(plan_from_item(item, tool_id=item_id))
-        elif item_type == "error":
-            self._warning(item)
-        else:
-            self._emit(Lifecycle(f"unknown_item:{item_type}", item_id or ""))
+        payload = cast("dict[str, Any]", item)
+        item_type = payload.get("type")
+        item_id = payload.get("id")
+        if type(item_id) is not str:
+            item_id = None
+        handler = handlers.get(item_type) if type(item_type) is str else None
+        if handler is not None:
+            handler(cast("str", item_type), payload, item_id)
+        elif handlers is not self._on_updated:
+            self._emit(Lifecycle(f"unknown_item:{_label(item_type)}", item_id or ""))
+
+    def _ignore(self, item_type: str, item: dict[str, Any], item_id: str | None) -> None:
+        """Messages and reasoning are reported once, when complete."""
+
+    def _message(self, item_type: str, item: dict[str, Any], item_id: str | None) -> None:
+        text = _text(item.get("text"))
+        phase = item.get("phase")
+        self._messages.append((text, phase if type(phase) is str else None))
+        self._emit(AssistantText(text))
+
+    def _reasoning(self, item_type: str, item: dict[str, Any], item_id: str | None) -> None:
+        text = _text(item.get("text"))
+        if text:
+            self._emit(Reasoning(text))
+
+    def _plan(self, item_type: str, item: dict[str, Any], item_id: str | None) -> None:
+        self._emit(plan_from_item(item, tool_id=item_id))
 
     def _tool_seen(self, item_type: str, item: dict[str, Any], item_id: str | None) -> None:
-        args = tool_args(item_type, item)
         if item_id is not None:
-            known = item_id in self._tools
-            self._tools.start(item_id, item_type, args)
-            if known:
+            if item_id in self._started_at:
                 return
-        self._emit(ToolCall(item_id, item_type, args, tool_kind(item_type)))
+            self._started_at[item_id] = self._clock()
+        self._emit(ToolCall(item_id, item_type, tool_args(item_type, item), tool_kind(item_type)))
 
     def _tool_completed(self, item_type: str, item: dict[str, Any], item_id: str | None) -> None:
-        if item_id is None or item_id not in self._tools:
+        started = self._started_at.pop(item_id, None) if item_id is not None else None
+        if started is None:
             # Codex reports some items (web searches, patches) only once they are done.
-            self._tool_seen(item_type, item, item_id)
-        finished = self._tools.finish(item_id) if item_id is not None else None
-        duration = finished.duration_s if finished is not None else None
+            args = tool_args(item_type, item)
+            self._emit(ToolCall(item_id, item_type, args, tool_kind(item_type)))
+            duration = None
+        else:
+            duration = max(0.0, self._clock() - started)
         self._emit(tool_result(item_type, item, tool_id=item_id, duration_s=duration))
 
-    def _warning(self, item: dict[str, Any]) -> None:
+    def _warning(self, item_type: str, item: dict[str, Any], item_id: str | None) -> None:
         message = _text(item.get("message"))
-        match = _MODEL_METADATA.search(message)
-        if match is not None:
-            self._warned_model = match.group(1)
+        if "Model metadata" in message:
+            match = _MODEL_METADATA.search(message)
+            if match is not None:
+                self._warned_model = match.group(1)
         self._emit(Lifecycle("warning", message))
 
     # -- results ----------------------------------------------------------------------

@@ -94,3 +94,13 @@ class TestConsole:
         out = self.render(Plan((PlanItem("write tests", "completed"), PlanItem("ship", "pending"))))
         assert "[x] write tests" in out
         assert "[ ] ship" in out
+
+
+class TestConsoleDeltas:
+    def test_streamed_pieces_are_joined_on_one_line(self) -> None:
+        stream = io.StringIO()
+        handler = ConsoleEventHandler(stream=stream)
+        for piece in ("Hel", "lo ", "world"):
+            handler.on_event(AssistantText(piece, delta=True))
+        handler.on_event(ToolCall("t", "Bash", {"command": "ls"}))
+        assert stream.getvalue().splitlines() == ["Hello world", "> Bash ls"]

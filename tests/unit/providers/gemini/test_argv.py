@@ -65,7 +65,8 @@ class TestArgv:
         ]
 
     def test_no_p_flag_the_prompt_is_on_stdin(self) -> None:
-        assert "-p" not in argv() and "--prompt" not in argv()
+        assert "-p" not in argv()
+        assert "--prompt" not in argv()
 
 
 class TestRefused:

@@ -86,7 +86,8 @@ class TestRecordedStreams:
         turn, events = parse(rec.stdout, rec.stderr)
         assert turn.text == "Hello from the fake model."
         assert turn.session_id == "46294fb8-1bce-4d0d-be6d-0bb81ca98aa8"
-        assert turn.error is None and turn.error_kind is None
+        assert turn.error is None
+        assert turn.error_kind is None
         assert turn.usage is not None
         assert turn.usage.tokens == TokenUsage(input_tokens=200, output_tokens=20, turns=1)
         assert turn.usage.model == "fake-gemini"
@@ -114,16 +115,21 @@ class TestRecordedStreams:
         assert res.tool_id == call.tool_id == "run_shell_command__run_shell_command_1795956629857_0"
         assert res.tool == "run_shell_command"
         assert (res.stdout, res.stderr, res.exit_code, res.failed) == ("hello", "", 0, False)
-        assert res.duration_s is not None and res.duration_s >= 0
+        assert res.duration_s is not None
+        assert res.duration_s >= 0
         assert turn.text == "Done."
-        assert turn.usage is not None and turn.usage.tokens.input_tokens == 300
+        assert turn.usage is not None
+        assert turn.usage.tokens.input_tokens == 300
 
     def test_tool_not_registered_is_a_failed_tool_but_not_a_failed_turn(self) -> None:
         turn, events = parse(load("tool_shell_default_approval").stdout)
         (res,) = of(events, ToolResult)
-        assert res.failed and res.exit_code == 1 and res.stdout == ""
+        assert res.failed
+        assert res.exit_code == 1
+        assert res.stdout == ""
         assert res.stderr.startswith('Tool "shell" not found.')
-        assert turn.error is None and turn.text == "Done."
+        assert turn.error is None
+        assert turn.text == "Done."
 
     @pytest.mark.parametrize(
         ("name", "kind", "needle"),
@@ -139,11 +145,13 @@ class TestRecordedStreams:
         rec = load(name)
         turn, events = parse(rec.stdout, rec.stderr)
         assert turn.error_kind is kind
-        assert turn.error is not None and needle in turn.error
+        assert turn.error is not None
+        assert needle in turn.error
         assert turn.session_id is not None
         assert any(e.fatal and needle in e.message for e in of(events, ProviderError))
         # The requested model's zero-token entry is not the model that answered.
-        assert turn.usage is not None and turn.usage.model == "fake-gemini"
+        assert turn.usage is not None
+        assert turn.usage.model == "fake-gemini"
 
     @pytest.mark.parametrize(
         ("name", "reason"),
@@ -164,7 +172,8 @@ class TestRecordedStreams:
     def test_json_output_format_is_not_stream_json(self) -> None:
         # `-o json` prints one pretty-printed document: not what this parser reads.
         turn, events = parse(load("plain_json_format").stdout)
-        assert turn.error is not None and turn.text == ""
+        assert turn.error is not None
+        assert turn.text == ""
         assert of(events, RawOutput)
 
     @pytest.mark.parametrize(
@@ -234,7 +243,8 @@ class TestFrames:
 
     def test_fatal_error_without_result_is_the_failure_reason(self) -> None:
         turn, _ = parse([init(), frame(type="error", severity="error", message="quota exceeded")])
-        assert turn.error is not None and "quota exceeded" in turn.error
+        assert turn.error is not None
+        assert "quota exceeded" in turn.error
         assert turn.error_kind is FailureKind.USAGE_LIMIT
 
     def test_tool_error_status(self) -> None:
@@ -323,7 +333,8 @@ class TestFrames:
             pricing=pricing,
         )
         assert turn.cost_usd == pytest.approx(1.0 + 1.0 + 20 / 1_000_000)
-        assert turn.usage is not None and turn.usage.cost_source is CostSource.PRICED
+        assert turn.usage is not None
+        assert turn.usage.cost_source is CostSource.PRICED
         assert turn.usage.model == "gemini-x"
         assert of(events, UsageReport)[0].cost_usd == turn.cost_usd
 
@@ -338,7 +349,8 @@ class TestFrames:
             pricing=pricing,
         )
         assert turn.cost_usd is None
-        assert turn.usage is not None and turn.usage.cost_source is CostSource.UNKNOWN_MODEL
+        assert turn.usage is not None
+        assert turn.usage.cost_source is CostSource.UNKNOWN_MODEL
 
     def test_non_json_and_unknown_frames(self) -> None:
         turn, events = parse(["not json\n", "[1, 2]\n", frame(type="mystery"), init(), result()])
@@ -352,7 +364,8 @@ class TestFrames:
 
     def test_non_success_status_without_message(self) -> None:
         turn, _ = parse([init(), frame(type="result", status="cancelled")])
-        assert turn.error is not None and "cancelled" in turn.error
+        assert turn.error is not None
+        assert "cancelled" in turn.error
         assert turn.error_kind is FailureKind.OTHER
 
 

@@ -65,7 +65,8 @@ class TestProfile:
         assert PROFILE.mcp is McpMechanism.CONFIG_FILE
         assert PROFILE.mcp_config_file == ".gemini/settings.json"
         assert PROFILE.output_schema is OutputSchemaStyle.NONE
-        assert PROFILE.supports_resume and not PROFILE.supports_reasoning_effort
+        assert PROFILE.supports_resume
+        assert not PROFILE.supports_reasoning_effort
         assert set(PROFILE.credential_files) <= set(PROFILE.auth_files)
         assert all(f.startswith(".gemini/") for f in PROFILE.auth_files)
 
@@ -82,7 +83,8 @@ class TestRecordedTurnsThroughTheAgent:
         assert result.session_id == "46294fb8-1bce-4d0d-be6d-0bb81ca98aa8"
         assert result.usage.tokens == TokenUsage(input_tokens=200, output_tokens=20, turns=1)
         assert result.cost_usd is None
-        assert result.exit_code == 0 and not result.resumed
+        assert result.exit_code == 0
+        assert not result.resumed
         assert recorder.of_type(SessionStarted) == [SessionStarted(result.session_id)]
 
     def test_tool_shell(self) -> None:
@@ -198,7 +200,8 @@ class TestClassifyExit:
     )
     def test_http_400_is_read_from_its_message(self, stderr: str, kind: FailureKind) -> None:
         classified = GeminiProvider().classify_exit(exit_error(144, stderr=stderr), resumed=False)
-        assert isinstance(classified, CliExitError) and classified.kind is kind
+        assert isinstance(classified, CliExitError)
+        assert classified.kind is kind
 
     def test_a_kind_from_the_stream_wins_over_the_exit_code(self) -> None:
         error = exit_error(145, kind=FailureKind.USAGE_LIMIT, detail="quota exceeded")
@@ -208,7 +211,8 @@ class TestClassifyExit:
         error = exit_error(1, kind=FailureKind.TRANSIENT, detail="429 Too Many Requests")
         classified = GeminiProvider().classify_exit(error, resumed=True)
         assert not isinstance(classified, SessionResumeError)
-        assert isinstance(classified, CliExitError) and classified.kind is FailureKind.TRANSIENT
+        assert isinstance(classified, CliExitError)
+        assert classified.kind is FailureKind.TRANSIENT
 
     def test_exit_42_without_the_resume_text_is_not_a_resume_error(self) -> None:
         classified = GeminiProvider().classify_exit(
@@ -281,7 +285,8 @@ class TestMcp:
 
     def test_no_servers_touch_nothing(self, tmp_path: Path) -> None:
         install = GeminiProvider().install_mcp(tmp_path, [])
-        assert list(install.argv) == [] and install.restore() is None
+        assert list(install.argv) == []
+        assert install.restore() is None
         assert list(tmp_path.iterdir()) == []
 
     def test_startup_timeout_cannot_be_expressed(self, tmp_path: Path) -> None:
@@ -330,7 +335,8 @@ class TestProcessGroup:
         session = agent.start_session(cwd=str(tmp_path))
         with pytest.raises(CliTimeoutError) as caught:
             session.turn(TurnRequest("hi", timeout=2.0))
-        assert caught.value.partial is not None and caught.value.partial.session_id == "s-1"
+        assert caught.value.partial is not None
+        assert caught.value.partial.session_id == "s-1"
         pid = int(pidfile.read_text())
         deadline = time.monotonic() + 5
         while _alive(pid) and time.monotonic() < deadline:

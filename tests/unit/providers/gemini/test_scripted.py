@@ -18,12 +18,14 @@ BIN = "/usr/bin/gemini"
 
 
 def kinds(lines: tuple[str, ...] | list[str]) -> list[str]:
+    """Event kinds in order, a run of streamed text counted once (delta sizes vary)."""
     events: list[AgentEvent] = []
     parser = GeminiStreamParser(events.append)
     for line in lines:
         parser.feed_stdout(line)
     parser.finish()
-    return [type(e).__name__ for e in events if not isinstance(e, Stderr)]
+    names = [type(e).__name__ for e in events if not isinstance(e, Stderr)]
+    return [n for i, n in enumerate(names) if i == 0 or n != names[i - 1] or n != "AssistantText"]
 
 
 def frames(lines: tuple[str, ...]) -> list[dict[str, Any]]:

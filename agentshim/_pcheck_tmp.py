@@ -1,0 +1,3 @@
+from __future__ import annotations
+from agentshim.execution import CallbackSink, CommandRequest, HostCommandExecutor
+HostCommandExecutor().run(CommandRequest(["x"]), CallbackSink())
