@@ -175,7 +175,7 @@ class FileCheckpointStore:
             if not isinstance(data, dict):
                 raise ValueError("not a JSON object")
             return Checkpoint.from_dict(data)  # pyright: ignore[reportUnknownArgumentType]
-        except (ValueError, TypeError, KeyError) as error:
+        except (ValueError, TypeError, KeyError, AttributeError) as error:
             self._log(f"checkpoint {path} is corrupt ({error}); starting without it")
             return None
 

@@ -81,6 +81,8 @@ class _Dialect:
     """``required`` must list exactly the keys of ``properties``."""
     rejected_keywords: tuple[str, ...]
     """Keywords the dialect refuses anywhere."""
+    dropped_keywords: tuple[str, ...]
+    """The rejected keywords that are only metadata, so normalize may drop them."""
     ref_siblings: bool
     """Whether keywords may sit beside a ``$ref``."""
     root_any_of: bool
@@ -92,6 +94,7 @@ _STRICT = _Dialect(
     closed_objects=True,
     all_required=True,
     rejected_keywords=("$schema", "$id", "oneOf"),
+    dropped_keywords=("$schema", "$id"),
     ref_siblings=False,
     root_any_of=False,
 )
@@ -100,10 +103,10 @@ _OPEN = _Dialect(
     closed_objects=False,
     all_required=False,
     rejected_keywords=(),
+    dropped_keywords=(),
     ref_siblings=True,
     root_any_of=True,
 )
-_DROPPED_BY_NORMALIZE = ("$schema", "$id")
 
 
 def _rules(dialect: SchemaDialect) -> _Dialect:
@@ -342,7 +345,10 @@ def _check(
     _check_shapes(schema, where, problems)
     for keyword in rules.rejected_keywords:
         if keyword in schema:
-            problems.append(f"{where}: {rules.name} does not accept {keyword}{_advice(keyword)}")
+            advice = " (normalize drops it)" if keyword in rules.dropped_keywords else ""
+            if keyword == "oneOf":
+                advice = "; use anyOf"
+            problems.append(f"{where}: {rules.name} does not accept {keyword}{advice}")
     if "$ref" in schema:
         _check_ref(schema, root, where, rules, problems)
     if rules.closed_objects and _is_object(schema):
@@ -351,12 +357,6 @@ def _check(
         path.extend(relative)
         _check(member, root, path, rules, problems)
         del path[len(path) - len(relative) :]
-
-
-def _advice(keyword: str) -> str:
-    if keyword == "oneOf":
-        return "; use anyOf"
-    return " (normalize drops it)"
 
 
 def _check_shapes(schema: dict[str, Any], where: str, problems: list[str]) -> None:
@@ -464,29 +464,26 @@ def normalize(schema: Mapping[str, Any], dialect: SchemaDialect) -> dict[str, An
             express (NaN, a non-string key, a set, an arbitrary object, a cycle).
     """
     plain = _expressible_copy(schema)
-    rules = _rules(dialect)
-    if rules is _OPEN:
-        return plain
-    _normalize_strict(plain)
+    _normalize_node(plain, _rules(dialect))
     return plain
 
 
-def _normalize_strict(node: Any) -> Any:
-    """Rewrite one node (a fresh plain copy, so it may be changed in place) for STRICT."""
+def _normalize_node(node: Any, rules: _Dialect) -> Any:
+    """Rewrite one node (a fresh plain copy, so it may be changed in place) for ``rules``."""
     schema = _as_dict(node)
     if schema is None:
         return node
-    for keyword in _DROPPED_BY_NORMALIZE:
+    for keyword in rules.dropped_keywords:
         schema.pop(keyword, None)
     for relative, member in _subschemas(schema):
-        _replace(schema, relative, _normalize_strict(member))
-    if "$ref" in schema and "anyOf" not in schema:
+        _replace(schema, relative, _normalize_node(member, rules))
+    if not rules.ref_siblings and "$ref" in schema and "anyOf" not in schema:
         siblings = [k for k in schema if k not in _REF_NEIGHBOURS]
         if siblings:
             ref = schema.pop("$ref")
             schema["anyOf"] = [{"$ref": ref}]
-    if _is_object(schema) and not _is_open_map(schema):
-        _close_object(schema)
+    if rules.closed_objects and _is_object(schema) and not _is_open_map(schema):
+        _close_object(schema, rules)
     return schema
 
 
@@ -497,12 +494,14 @@ def _replace(schema: dict[str, Any], relative: tuple[str | int, ...], value: Any
     container[relative[-1]] = value
 
 
-def _close_object(schema: dict[str, Any]) -> None:
+def _close_object(schema: dict[str, Any], rules: _Dialect) -> None:
     declared: object = schema.setdefault("properties", {})
     props = _as_dict(declared)
     if props is None:
         return  # malformed; dialect_problems reports it, and guessing would lose what it says
     schema["additionalProperties"] = False
+    if not rules.all_required:
+        return
     listed = set(_strings(schema.get("required")) or [])
     for name, member in props.items():
         if name not in listed:

@@ -16,7 +16,7 @@ import signal
 import subprocess
 import sys
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from agentshim.core.errors import AgentShimError, CliNotFoundError
 
@@ -132,27 +132,25 @@ class ChildProcess:
         self._returncode = _status(info)
         return self._returncode
 
-    def signal_group(self, sig: int) -> None:
-        """Send ``sig`` to the whole process group, unless the leader was already reaped."""
+    def terminate_group(self) -> None:
+        """Send SIGTERM to the group (then SIGCONT, so stopped members can act on it)."""
+        if sys.platform == "win32":
+            self._signal(lambda: self._popen.terminate())
+            return
+        self._signal(lambda: _killpg(self.pid, signal.SIGTERM, signal.SIGCONT))
+
+    def kill_group(self) -> None:
+        """Send SIGKILL to the group."""
+        if sys.platform == "win32":
+            self._signal(lambda: self._popen.kill())
+            return
+        self._signal(lambda: _killpg(self.pid, signal.SIGKILL))
+
+    def _signal(self, send: Callable[[], None]) -> None:
+        # Under the lock reap() takes, so a signal and the reaping can never interleave.
         with self._lock:
-            if self._reaped:
-                return
-            if sys.platform == "win32":
-                if sig == signal.SIGTERM:
-                    self._popen.terminate()
-                else:
-                    self._popen.kill()
-                return
-            try:
-                os.killpg(self.pid, sig)
-            except ProcessLookupError:
-                pass  # the group is already empty
-            except PermissionError:
-                # A group member became setuid; signal at least the leader we own.
-                try:
-                    os.kill(self.pid, sig)
-                except OSError:
-                    pass
+            if not self._reaped:
+                send()
 
     def reap(self) -> int:
         """Wait for the process to exit, collect it, and return its exit status.
@@ -212,6 +210,20 @@ class ChildProcess:
         if self._popen.returncode is None:
             self._popen.returncode = 0
         return self._popen.returncode
+
+
+def _killpg(pgid: int, *signals: int) -> None:
+    for sig in signals:
+        try:
+            os.killpg(pgid, sig)
+        except ProcessLookupError:
+            return  # the group is already empty
+        except PermissionError:
+            # A member became setuid; the leader, which we own, still gets the signal.
+            try:
+                os.kill(pgid, sig)
+            except OSError:
+                return
 
 
 def _status(info: os.waitid_result) -> int:

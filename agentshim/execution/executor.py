@@ -99,11 +99,12 @@ class CommandStreamSink(Protocol):
         """Called once, after the process started and before any of its output."""
         ...
 
-    def stdout(self, line: str) -> None:
+    # Positional-only, so a plain callable stored as the attribute satisfies the protocol.
+    def stdout(self, line: str, /) -> None:
         """Called with each stdout line, in order."""
         ...
 
-    def stderr(self, line: str) -> None:
+    def stderr(self, line: str, /) -> None:
         """Called with each stderr line, in order."""
         ...
 

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import signal
 import sys
 import threading
 import time
@@ -112,7 +111,7 @@ class HostCommandExecutor:
         try:
             streams = self._streams(child)
         except BaseException:
-            child.signal_group(signal.SIGKILL)
+            child.kill_group()
             child.close_outputs()
             child.close_stdin()
             child.close_pidfd()
@@ -122,13 +121,13 @@ class HostCommandExecutor:
         try:
             return self._drive(request, sink, child, streams, handle)
         except BaseException:
-            child.signal_group(signal.SIGKILL)
+            child.kill_group()
             raise
         finally:
             streams.close()
             child.close_stdin()
             if not child.reaped:
-                child.signal_group(signal.SIGKILL)
+                child.kill_group()
                 child.reap()
             child.close_pidfd()
 
@@ -171,14 +170,19 @@ class HostCommandExecutor:
         code: int | None = None
 
         while code is None or streams.open_streams:
-            wait = None if deadline is None or timed_out else deadline - monotonic()
             kill_at = handle.kill_at
-            if kill_at is not None and code is None:
-                wait = _sooner(wait, kill_at - monotonic())
-            if drain_until is not None:
-                wait = _sooner(wait, drain_until - monotonic())
-            elif poll_exit and code is None:
-                wait = _sooner(wait, _EXIT_POLL)
+            if code is None:
+                # Still running: wake for the timeout, a terminate's grace, or an exit poll.
+                now = monotonic()
+                wait = None if deadline is None or timed_out else deadline - now
+                if kill_at is not None:
+                    wait = _sooner(wait, kill_at - now)
+                if poll_exit:
+                    wait = _sooner(wait, _EXIT_POLL)
+            else:
+                # Exited, but the pipes are still open: wake when the drain period ends.
+                assert drain_until is not None
+                wait = drain_until - monotonic()
             if wait is not None and wait < 0:
                 wait = 0
 
@@ -212,16 +216,16 @@ class HostCommandExecutor:
                 if code is not None:
                     drain_until = monotonic() + self._drain
             now = monotonic()
-            if deadline is not None and not timed_out and now >= deadline:
+            if code is None and deadline is not None and not timed_out and now >= deadline:
                 timed_out = True
-                child.signal_group(signal.SIGKILL)
+                child.kill_group()
             if code is None and kill_at is not None and now >= kill_at:
                 handle.kill_at = None
                 handle.kill()
             if drain_until is not None and now >= drain_until and streams.open_streams:
                 # The child is gone but something it started holds the pipes: stop waiting,
                 # and kill the group while the unreaped leader still reserves its id.
-                child.signal_group(signal.SIGKILL)
+                child.kill_group()
                 streams.stop_reading()
                 for text, tail, emit in (
                     (out.finish(), out_tail, emit_out),
@@ -261,12 +265,12 @@ class HostCommandHandle:
                 return
             self._terminated = True
             self.kill_at = time.monotonic() + self._grace
-        self._child.signal_group(signal.SIGTERM)
+        self._child.terminate_group()
         self._streams.wake()
 
     def kill(self) -> None:
         """Send SIGKILL to the group now."""
-        self._child.signal_group(signal.SIGKILL)
+        self._child.kill_group()
         self._streams.wake()
 
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 import select
-import signal
 import sys
 import threading
 import time
@@ -86,7 +85,7 @@ class HostProcess:
         try:
             streams: Streams = ThreadStreams(child) if use_threads else SelectorStreams(child)
         except BaseException:
-            child.signal_group(signal.SIGKILL)
+            child.kill_group()
             child.close_outputs()
             child.close_stdin()
             child.close_pidfd()
@@ -163,12 +162,12 @@ class HostProcess:
                 return
             self._terminated = True
             self._kill_at = time.monotonic() + self._grace
-        self._child.signal_group(signal.SIGTERM)
+        self._child.terminate_group()
         self._streams.wake()
 
     def kill(self) -> None:
         """SIGKILL the process group now; idempotent."""
-        self._child.signal_group(signal.SIGKILL)
+        self._child.kill_group()
         self._streams.wake()
 
     def wait(self, timeout: float | None) -> int | None:
@@ -211,14 +210,15 @@ class HostProcess:
     def _pump(self, timeout: float | None) -> None:
         """Read for up to ``timeout`` and advance the exit state; the read lock is held."""
         wait = timeout
-        code = self._child.returncode
-        kill_at = self._kill_at
-        if kill_at is not None and code is None:
-            wait = _sooner(wait, kill_at - time.monotonic())
-        if self._drain_until is not None:
-            wait = _sooner(wait, self._drain_until - time.monotonic())
-        elif self._streams.polls_for_exit and code is None:
-            wait = _sooner(wait, _EXIT_POLL)
+        now = time.monotonic()
+        if self._child.returncode is None:
+            kill_at = self._kill_at
+            if kill_at is not None:
+                wait = _sooner(wait, kill_at - now)
+            if self._streams.polls_for_exit:
+                wait = _sooner(wait, _EXIT_POLL)
+        elif self._drain_until is not None:
+            wait = _sooner(wait, self._drain_until - now)
         self._absorb(self._streams.poll(None if wait is None else max(wait, 0.0)))
         self._advance()
 
@@ -247,7 +247,7 @@ class HostProcess:
             kill_at = self._kill_at
             if kill_at is not None and now >= kill_at:
                 self._kill_at = None
-                child.signal_group(signal.SIGKILL)
+                child.kill_group()
             return
         if streams.open_streams:
             assert self._drain_until is not None
@@ -255,7 +255,7 @@ class HostProcess:
                 return
             # Something the process started holds its pipes: kill the group while the
             # unreaped leader still reserves the group id, and stop reading.
-            child.signal_group(signal.SIGKILL)
+            child.kill_group()
             streams.stop_reading()
             self._absorb([(OUT, b""), (ERR, b"")])
         self._finish()

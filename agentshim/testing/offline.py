@@ -197,7 +197,6 @@ def _base_env(home: Path, tmp: Path, search_path: str) -> dict[str, str]:
         "TMPDIR": str(tmp),
         "LANG": "C.UTF-8",
         "LC_ALL": "C.UTF-8",
-        "TERM": "dumb",
         "NO_COLOR": "1",
     }
     env.update({name: str(directory) for name, directory in _xdg_dirs(home).items()})
@@ -260,13 +259,12 @@ def _gemini(place: _Place) -> _Recipe:
         "security": {"auth": {"selectedType": "gemini-api-key"}, "folderTrust": {"enabled": False}},
         "privacy": {"usageStatisticsEnabled": False},
         "telemetry": {"enabled": False},
-        "general": {"disableAutoUpdate": True, "disableUpdateNag": True},
+        # The default of 10 attempts with backoff makes a persistent 5xx take 200 s.
+        "general": {"disableAutoUpdate": True, "disableUpdateNag": True, "maxAttempts": 2},
     }
     env = {
         "GEMINI_API_KEY": OFFLINE_API_KEY,
         "GOOGLE_GEMINI_BASE_URL": place.base_url,
-        # Keeps the CLI from re-spawning itself under a larger heap.
-        "GEMINI_CLI_NO_RELAUNCH": "true",
     }
     return _Recipe(env=env, files={place.home / ".gemini" / "settings.json": _json(settings)})
 

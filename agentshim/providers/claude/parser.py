@@ -122,12 +122,13 @@ class ClaudeStreamParser:
         self._session_id: str | None = None
         self._model: str | None = None
         self._texts: list[str] = []
-        self._context_tokens: int | None = None
+        self._context_usage: Mapping[str, Any] | None = None
         self._assistant_error: str | None = None
         self._rate_limit_rejected = False
         self._schema_rejection: str | None = None
         self._terminal: _Terminal | None = None
         self._stderr: deque[str] = deque(maxlen=_STDERR_TAIL_LINES)
+        self._raw_decode = json.JSONDecoder().raw_decode
         self._handlers: dict[str, Handler] = {
             "assistant": self._on_assistant,
             "user": self._on_user,
@@ -144,7 +145,7 @@ class ClaudeStreamParser:
     def feed_stdout(self, line: str) -> None:
         """Read one stdout line (trailing newline optional); never raises on bad input."""
         text = line.rstrip("\r\n")
-        frame = _decode_frame(text)
+        frame = self._decode(text)
         if frame is None:
             if text.strip():
                 self._emit(RawOutput(text))
@@ -163,6 +164,22 @@ class ClaudeStreamParser:
         for event in out:
             emit(event)
 
+    def _decode(self, text: str) -> Frame | None:
+        """The JSON object on ``text``, or None; never raises."""
+        # raw_decode skips the two whitespace scans json.loads makes; a frame line starts with
+        # "{" and ends with "}", and anything else takes the careful path.
+        if text[:1] != "{" or text[-1:] != "}":
+            text = text.strip()
+            if text[:1] != "{":
+                return None
+        try:
+            value, end = self._raw_decode(text)
+        except (ValueError, RecursionError):
+            return None
+        if end != len(text) or type(value) is not dict:
+            return None
+        return value  # pyright: ignore[reportUnknownVariableType]
+
     def feed_stderr(self, line: str) -> None:
         """Record one stderr line and emit it as Stderr (blank lines are dropped)."""
         text = line.rstrip("\r\n")
@@ -180,7 +197,7 @@ class ClaudeStreamParser:
                 session_id=self._session_id,
                 error=self._early_end_error(),
                 error_kind=self._stderr_kind() or FailureKind.OTHER,
-                context_tokens=self._context_tokens,
+                context_tokens=self._context_tokens(),
             )
         kind = terminal.kind
         if terminal.error is not None and not terminal.stream_said:
@@ -193,7 +210,7 @@ class ClaudeStreamParser:
             cost_usd=terminal.cost,
             error=terminal.error,
             error_kind=kind,
-            context_tokens=self._context_tokens,
+            context_tokens=self._context_tokens(),
         )
 
     # -- frame handlers ------------------------------------------------------------------------
@@ -237,11 +254,7 @@ class ClaudeStreamParser:
                     self._model = model
                 usage = as_mapping(message.get("usage"))
                 if usage is not None:
-                    self._context_tokens = (
-                        as_int(usage.get("input_tokens"))
-                        + as_int(usage.get("cache_read_input_tokens"))
-                        + as_int(usage.get("cache_creation_input_tokens"))
-                    )
+                    self._context_usage = usage
         blocks = as_list(message.get("content"))
         for raw_block in blocks:
             block = as_mapping(raw_block)
@@ -462,6 +475,16 @@ class ClaudeStreamParser:
             return None, CostSource.UNKNOWN_MODEL
         return cost, CostSource.PRICED
 
+    def _context_tokens(self) -> int | None:
+        usage = self._context_usage
+        if usage is None:
+            return None
+        return (
+            as_int(usage.get("input_tokens"))
+            + as_int(usage.get("cache_read_input_tokens"))
+            + as_int(usage.get("cache_creation_input_tokens"))
+        )
+
     def _stderr_kind(self) -> FailureKind | None:
         return kind_from_text("\n".join(self._stderr)) if self._stderr else None
 
@@ -487,21 +510,6 @@ def _fold_usage(usage: Mapping[str, Any], num_turns: object) -> TokenUsage:
         output_tokens=as_int(usage.get("output_tokens")),
         turns=as_int(num_turns),
     )
-
-
-def _decode_frame(text: str) -> Frame | None:
-    # The default decoder (no keyword arguments) is the fast path of json.loads; NaN or
-    # Infinity in a count reads as 0 downstream, so they need no rejecting here.
-    if text[:1] != "{":
-        stripped = text.lstrip()
-        if stripped[:1] != "{":
-            return None
-        text = stripped
-    try:
-        value = json.loads(text)
-    except (ValueError, RecursionError):
-        return None
-    return value if type(value) is dict else None  # pyright: ignore[reportUnknownVariableType]
 
 
 def _decode_payload(text: str) -> Any:

@@ -36,7 +36,7 @@ from agentshim.core.events import (
     ToolCall,
     UsageReport,
 )
-from agentshim.core.pricing import PricingTable, cost_usd
+from agentshim.core.pricing import ModelPricing, PricingTable, cost_usd
 from agentshim.core.provider import ParsedTurn, ParserContext
 from agentshim.core.usage import CostSource, ProviderUsage, TokenUsage
 
@@ -76,12 +76,13 @@ def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not JSON")
 
 
-def _count(raw: Mapping[str, Any], key: str) -> int:
-    value = raw.get(key)
-    if isinstance(value, int) and not isinstance(value, bool) and value > 0:
-        return value
-    return 0
-
+_USAGE_KEYS = (
+    "input_tokens",
+    "cached_input_tokens",
+    "cache_write_input_tokens",
+    "output_tokens",
+    "reasoning_output_tokens",
+)
 
 # One usage report in the normalized breakdown: input (cache included), cache reads, cache
 # writes, output (reasoning included), reasoning. Plain ints, because a thread total is only
@@ -91,17 +92,14 @@ _Counts = tuple[int, int, int, int, int]
 
 def _fold_usage(raw: Mapping[str, Any]) -> _Counts:
     """Normalize one Codex usage report (its input already includes cached tokens)."""
-    cache_read = _count(raw, "cached_input_tokens")
-    cache_write = _count(raw, "cache_write_input_tokens")
-    reasoning = _count(raw, "reasoning_output_tokens")
-    # A report that breaks the breakdown's invariants is widened, never rejected.
-    return (
-        max(_count(raw, "input_tokens"), cache_read + cache_write),
-        cache_read,
-        cache_write,
-        max(_count(raw, "output_tokens"), reasoning),
-        reasoning,
+    get = raw.get
+    # type() rather than isinstance(): a JSON true is not a count.
+    inp, read, write, out, reasoning = (
+        value if type(value) is int and value > 0 else 0
+        for value in (get(key) for key in _USAGE_KEYS)
     )
+    # A report that breaks the breakdown's invariants is widened, never rejected.
+    return (max(inp, read + write), read, write, max(out, reasoning), reasoning)
 
 
 def _increment(current: _Counts, base: _Counts | None) -> TokenUsage | None:
@@ -148,6 +146,7 @@ class CodexStreamParser:
         self._model = model
         self._warned_model: str | None = None
         self._pricing = pricing
+        self._prices: dict[str | None, ModelPricing | None] = {}
         self._decode = json.JSONDecoder(parse_constant=_reject_constant).decode
         self._clock = clock
         self._started_at: dict[str, float] = {}
@@ -425,7 +424,10 @@ class CodexStreamParser:
         self, tokens: TokenUsage | None, raw: Mapping[str, Any]
     ) -> tuple[ProviderUsage, float | None]:
         model = self._model or self._warned_model
-        pricing = self._pricing.get(model)
+        if model in self._prices:
+            pricing = self._prices[model]
+        else:
+            pricing = self._prices[model] = self._pricing.get(model)
         if tokens is None:
             usage = ProviderUsage(
                 tokens=TokenUsage(),

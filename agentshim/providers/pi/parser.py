@@ -5,7 +5,9 @@ What the frames become (docs/providers/pi.md has the full table):
 - ``session`` (the header, first line): SessionStarted once, with the id rules below.
 - ``message_update``: AssistantText per ``text_delta`` and Reasoning per ``thinking_delta``,
   from ``assistantMessageEvent.delta`` only (``partial`` and ``message`` repeat the whole
-  message, and a ``partial`` can already hold the final text).
+  message, and a ``partial`` can already hold the final text). The other updates (block
+  starts and ends, tool-call argument chunks) are recognised from the line's first bytes and
+  dropped without decoding.
 - ``message_end`` of an assistant message: UsageReport (tokens and Pi's own cost); the text of
   the last one with text is the final answer; a ``stopReason`` of ``error``/``aborted`` or an
   ``errorMessage`` gives ProviderError.
@@ -61,6 +63,10 @@ __all__ = ["PiStreamParser", "short_session_id"]
 PROVIDER_NAME = "pi"
 
 _FAILED_STOPS = frozenset({"error", "aborted"})
+_UPDATE_PREFIX = '{"type":"message_update","assistantMessageEvent":{"type":"'
+_UPDATE_START = len(_UPDATE_PREFIX)
+_DELTAS = frozenset({"text_delta", "thinking_delta"})
+_CLOSED = ("}\n", "}")
 _UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
 _STDERR_TAIL_LINES = 200
 
@@ -154,6 +160,15 @@ class PiStreamParser:
 
     def feed_stdout(self, line: str) -> None:
         """Read one stdout line (trailing newline optional); never raises on bad input."""
+        if line.startswith(_UPDATE_PREFIX):
+            end = line.find('"', _UPDATE_START)
+            # Only text and thinking deltas carry anything; the other updates (block starts and
+            # ends, tool-call argument chunks) are the largest lines Pi prints, since each
+            # repeats the whole message twice, so they are dropped undecoded. A cut-off line
+            # still reaches the decoder and comes out as RawOutput.
+            if line[_UPDATE_START:end] not in _DELTAS and line.endswith(_CLOSED):
+                self._frames_seen = True
+                return
         frame = parse_json_object(line)
         if frame is None:
             text = line.rstrip("\r\n")

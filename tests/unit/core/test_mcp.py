@@ -351,7 +351,7 @@ class TestRefusals:
     def test_nested_key_that_is_not_an_object(self, tmp_path: Path) -> None:
         path = tmp_path / "config.json"
         path.write_text('{"tools": {"mcp": 3}}')
-        with pytest.raises(McpConfigError, match="'tools.mcp' is not an object"):
+        with pytest.raises(McpConfigError, match=r"'tools\.mcp' is not an object"):
             install_json_config(path, ("tools", "mcp"), OURS)
 
     def test_utf8_bom_is_accepted(self, tmp_path: Path) -> None:
@@ -377,12 +377,11 @@ class TestRefusals:
         assert blocker.read_text() == "x"
 
     def test_failed_write_removes_created_directories(self, tmp_path: Path) -> None:
-        target = tmp_path / "new" / "config.json"
-        target.parent.mkdir()
-        target.mkdir()  # a directory where the file should go: the final rename fails
-        (target / "x").write_text("x")
+        # A name the file system accepts but whose temporary sibling is too long to create.
+        target = tmp_path / "new" / "deeper" / ("c" * 245 + ".json")
         with pytest.raises(McpConfigError, match="cannot be written"):
             install_json_config(target, ("mcpServers",), OURS)
+        assert os.listdir(tmp_path) == []
 
     def test_entry_that_is_not_json(self, tmp_path: Path) -> None:
         with pytest.raises(McpConfigError, match="cannot be written as JSON"):

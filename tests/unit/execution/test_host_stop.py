@@ -68,6 +68,14 @@ class TestDrain:
         assert 0.3 <= elapsed < 3
         assert wait_dead(int(sink.out[0]))
 
+    def test_a_timeout_passing_during_the_drain_does_not_fail_a_finished_run(self) -> None:
+        sink = RecordingSink()
+        result = HostCommandExecutor(drain_timeout=1.0).run(
+            CommandRequest(py(GRANDCHILD), env=ENV, timeout=0.5), sink
+        )
+        assert result.returncode == 0
+        assert wait_dead(int(sink.out[0]))
+
     def test_output_printed_by_the_grandchild_during_the_drain_is_delivered(self) -> None:
         code = """
             import subprocess, sys

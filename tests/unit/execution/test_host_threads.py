@@ -12,8 +12,8 @@ from agentshim.core.errors import CliTimeoutError
 from agentshim.execution import CallbackSink, CommandHandle, CommandRequest, HostCommandExecutor
 
 
-def threaded(**kwargs: float) -> HostCommandExecutor:
-    return HostCommandExecutor(use_threads=True, **kwargs)
+def threaded(drain_timeout: float = 2.0) -> HostCommandExecutor:
+    return HostCommandExecutor(use_threads=True, drain_timeout=drain_timeout)
 
 
 def test_lines_stdin_and_exit_status() -> None:
@@ -83,7 +83,11 @@ def test_without_pidfd_or_waitid_exit_is_found_by_polling(monkeypatch: pytest.Mo
     from agentshim.execution import _child
 
     monkeypatch.setattr(_child, "_PEEK", False)
-    monkeypatch.setattr(_child, "_open_pidfd", lambda pid: None)
+
+    def no_pidfd(pid: int) -> None:
+        del pid
+
+    monkeypatch.setattr(_child, "_open_pidfd", no_pidfd)
     executor = HostCommandExecutor(drain_timeout=0.3)
     sink = RecordingSink()
     result = executor.run(CommandRequest(py("import sys; print('hi'); sys.exit(3)"), env=ENV), sink)

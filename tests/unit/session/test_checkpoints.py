@@ -148,6 +148,8 @@ def test_save_replaces_the_file_atomically_and_leaves_no_temporary_files(
         '{"version": 1, "conversation_id": "../../etc"}',
         '{"version": 1, "conversation_id": "conv-1", "turns": -3}',
         '{"version": 1, "conversation_id": "conv-1", "usage": "lots"}',
+        '{"version": 1, "conversation_id": "conv-1", "usage": {"tokens": {"input_tokens": "many"}}}',
+        '{"version": 1, "conversation_id": "conv-1", "usage": {"cost_source": "free"}}',
     ],
     ids=[
         "not-json",
@@ -157,6 +159,8 @@ def test_save_replaces_the_file_atomically_and_leaves_no_temporary_files(
         "unsafe-id",
         "bad-turns",
         "bad-usage",
+        "bad-tokens",
+        "bad-cost-source",
     ],
 )
 def test_a_corrupt_file_counts_as_no_checkpoint_and_is_logged(tmp_path: Path, content: str) -> None:

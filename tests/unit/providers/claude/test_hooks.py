@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import io
 import json
 import os
 import shlex
@@ -11,7 +12,7 @@ from typing import Any
 import pytest
 
 from agentshim.providers.claude import ClaudeHook, SandboxConfig, build_settings
-from agentshim.providers.claude.hooks import CONFINE_READS_SCRIPT
+from agentshim.providers.claude.hooks import CONFINE_READS_SCRIPT, confine_reads
 from agentshim.providers.claude.sandbox import confine_reads_hook
 
 
@@ -132,6 +133,17 @@ class TestConfineReads:
         assert_denied(
             run_hook([], tool("Read", inside, file_path=str(inside / "a.txt"))), "no allowed"
         )
+
+    def test_an_error_inside_the_hook_fails_closed(self, tree: dict[str, Path]) -> None:
+        class BrokenStdin(io.StringIO):
+            def read(self, size: int | None = -1) -> str:
+                raise OSError("stdin went away")
+
+        out, err = io.StringIO(), io.StringIO()
+        code = confine_reads.main([str(tree["inside"])], BrokenStdin(), out, err)
+        assert code == confine_reads.DENY_EXIT_CODE == 2
+        assert json.loads(out.getvalue())["hookSpecificOutput"]["permissionDecision"] == "deny"
+        assert "stdin went away" in err.getvalue()
 
     def test_hook_needs_a_root(self) -> None:
         with pytest.raises(ValueError, match="at least one"):

@@ -66,9 +66,7 @@ EXPECTED: dict[str, Expected] = {
         FailureKind.TRANSIENT,
         "Could not connect to local model provider",
     ),
-    "resume_missing": Expected(
-        "", None, FailureKind.OTHER, "No session, task, or name matched"
-    ),
+    "resume_missing": Expected("", None, FailureKind.OTHER, "No session, task, or name matched"),
 }
 
 

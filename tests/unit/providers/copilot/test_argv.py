@@ -19,7 +19,15 @@ from agentshim.testing import FakeExecutor, FakeRun
 from ._captures import FIXTURES
 
 BINARY = "/usr/bin/copilot"
-BASE = [BINARY, "--output-format", "json", "--allow-all-tools", "--allow-all-paths", "--allow-all-urls", "--no-auto-update"]
+BASE = [
+    BINARY,
+    "--output-format",
+    "json",
+    "--allow-all-tools",
+    "--allow-all-paths",
+    "--allow-all-urls",
+    "--no-auto-update",
+]
 SID = "d8d67461-6201-4285-8233-9e4dda0071e1"
 
 
@@ -92,7 +100,9 @@ class TestPromptOnStdin:
         lines = (FIXTURES / "stdin_prompt_connection_refused.stdout.jsonl").read_text().splitlines()
         meta = (FIXTURES / "stdin_prompt_connection_refused.meta").read_text()
         assert " -p " not in meta
-        echo = next(json.loads(line) for line in lines if json.loads(line)["type"] == "user.message")
+        echo = next(
+            json.loads(line) for line in lines if json.loads(line)["type"] == "user.message"
+        )
         assert echo["data"]["content"].strip() == "PROMPT FROM STDIN"
 
 
@@ -115,7 +125,11 @@ HTTP = st.builds(
     name=NAMES,
     url=st.sampled_from(["http://127.0.0.1:8080/mcp", "https://example.com/sse"]),
     transport=st.sampled_from(["http", "sse"]),
-    headers=st.dictionaries(st.sampled_from(["Authorization", "X-Key"]), st.from_regex(r"[a-z0-9 ]{0,8}", fullmatch=True), max_size=2),
+    headers=st.dictionaries(
+        st.sampled_from(["Authorization", "X-Key"]),
+        st.from_regex(r"[a-z0-9 ]{0,8}", fullmatch=True),
+        max_size=2,
+    ),
 )
 
 
@@ -131,8 +145,19 @@ class TestMcpFlags:
         assert flag == MCP_FLAG
         assert json.loads(value) == {
             "mcpServers": {
-                "s1": {"type": "local", "command": "python3", "args": ["-m", "srv"], "tools": ["*"], "env": {"K": "V"}},
-                "h1": {"type": "http", "url": "http://127.0.0.1:5/mcp", "tools": ["*"], "headers": {"Authorization": "Bearer x"}},
+                "s1": {
+                    "type": "local",
+                    "command": "python3",
+                    "args": ["-m", "srv"],
+                    "tools": ["*"],
+                    "env": {"K": "V"},
+                },
+                "h1": {
+                    "type": "http",
+                    "url": "http://127.0.0.1:5/mcp",
+                    "tools": ["*"],
+                    "headers": {"Authorization": "Bearer x"},
+                },
                 "s2": {"type": "sse", "url": "http://127.0.0.1:5/sse", "tools": ["*"]},
             }
         }
@@ -161,7 +186,18 @@ class TestMcpFlags:
         one = render_mcp_config([StdioMcpServer("a", "x")])
         two = render_mcp_config([HttpMcpServer("b", "http://h/mcp")])
         parsed = parse_mcp_servers(
-            [BINARY, MCP_FLAG, one, f"{MCP_FLAG}={two}", MCP_FLAG, "@mcp.json", MCP_FLAG, "not json", MCP_FLAG, "[1]"]
+            [
+                BINARY,
+                MCP_FLAG,
+                one,
+                f"{MCP_FLAG}={two}",
+                MCP_FLAG,
+                "@mcp.json",
+                MCP_FLAG,
+                "not json",
+                MCP_FLAG,
+                "[1]",
+            ]
         )
         assert parsed == {
             "a": {"command": "x", "args": [], "env": {}},

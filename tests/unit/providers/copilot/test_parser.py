@@ -126,7 +126,9 @@ class TestRecordedStreams:
         assert [e.text for e in of_type(events, Stderr)][0].startswith("Error: No session")
 
     def test_prompt_echo_and_noise_make_no_events(self) -> None:
-        noise = [line for line in load("tool_shell").stdout if json.loads(line)["type"] in IGNORED_FRAMES]
+        noise = [
+            line for line in load("tool_shell").stdout if json.loads(line)["type"] in IGNORED_FRAMES
+        ]
         assert len(noise) > 20
         parsed, events = parse(noise)
         assert events == []
@@ -136,7 +138,10 @@ class TestRecordedStreams:
 class TestFrames:
     def test_session_start_names_the_session_before_the_result(self) -> None:
         parsed, events = parse(
-            [frame("session.start", {"sessionId": "early-1", "selectedModel": "m"}), result("early-1")]
+            [
+                frame("session.start", {"sessionId": "early-1", "selectedModel": "m"}),
+                result("early-1"),
+            ]
         )
         assert of_type(events, SessionStarted) == [SessionStarted("early-1")]
         assert parsed.session_id == "early-1"
@@ -162,8 +167,14 @@ class TestFrames:
     def test_subagent_text_is_not_the_answer(self) -> None:
         parsed, events = parse(
             [
-                frame("assistant.message_delta", {"messageId": "s", "deltaContent": "sub", "parentToolCallId": "t"}),
-                frame("assistant.message", {"messageId": "s", "content": "sub says", "parentToolCallId": "t"}),
+                frame(
+                    "assistant.message_delta",
+                    {"messageId": "s", "deltaContent": "sub", "parentToolCallId": "t"},
+                ),
+                frame(
+                    "assistant.message",
+                    {"messageId": "s", "content": "sub says", "parentToolCallId": "t"},
+                ),
                 frame("assistant.message", {"messageId": "m", "content": "main says"}),
                 result(),
             ]
@@ -186,7 +197,10 @@ class TestFrames:
     def test_failed_tool_goes_to_stderr_with_exit_1(self) -> None:
         _, events = parse(
             [
-                frame("tool.execution_start", {"toolCallId": "t1", "toolName": "view", "arguments": {"path": "/x"}}),
+                frame(
+                    "tool.execution_start",
+                    {"toolCallId": "t1", "toolName": "view", "arguments": {"path": "/x"}},
+                ),
                 frame(
                     "tool.execution_complete",
                     {"toolCallId": "t1", "success": False, "error": {"message": "no such file"}},
@@ -195,13 +209,18 @@ class TestFrames:
             ]
         )
         (tool_result,) = of_type(events, ToolResult)
-        assert tool_result == ToolResult("t1", "view", "", "no such file", 1, tool_result.duration_s, ToolKind.FILE_READ)
+        assert tool_result == ToolResult(
+            "t1", "view", "", "no such file", 1, tool_result.duration_s, ToolKind.FILE_READ
+        )
         assert tool_result.failed
 
     def test_shell_exit_code_marks_failure(self) -> None:
         _, events = parse(
             [
-                frame("tool.execution_start", {"toolCallId": "t2", "toolName": "bash", "arguments": {"command": "false"}}),
+                frame(
+                    "tool.execution_start",
+                    {"toolCallId": "t2", "toolName": "bash", "arguments": {"command": "false"}},
+                ),
                 frame(
                     "tool.execution_complete",
                     {
@@ -222,7 +241,12 @@ class TestFrames:
             [
                 frame(
                     "tool.execution_start",
-                    {"toolCallId": "t3", "toolName": "docs-search", "mcpServerName": "docs", "arguments": {}},
+                    {
+                        "toolCallId": "t3",
+                        "toolName": "docs-search",
+                        "mcpServerName": "docs",
+                        "arguments": {},
+                    },
                 ),
                 result(),
             ]
@@ -239,7 +263,11 @@ class TestFrames:
             "reasoningTokens": 10,
         }
         parsed, events = parse(
-            [frame("assistant.usage", usage, ephemeral=True), frame("assistant.usage", usage, ephemeral=True), result()]
+            [
+                frame("assistant.usage", usage, ephemeral=True),
+                frame("assistant.usage", usage, ephemeral=True),
+                result(),
+            ]
         )
         assert parsed.usage is not None
         assert parsed.usage.increment_known
@@ -273,7 +301,10 @@ class TestFrames:
             ({"errorType": "context_limit", "message": "full"}, FailureKind.CONTEXT_OVERFLOW),
             ({"errorType": "query", "message": "failed", "statusCode": 503}, FailureKind.TRANSIENT),
             ({"errorType": "query", "message": "failed", "statusCode": 429}, FailureKind.TRANSIENT),
-            ({"errorType": "query", "message": "The prompt is too long"}, FailureKind.CONTEXT_OVERFLOW),
+            (
+                {"errorType": "query", "message": "The prompt is too long"},
+                FailureKind.CONTEXT_OVERFLOW,
+            ),
             ({"errorType": "query", "message": "bad", "statusCode": 400}, FailureKind.OTHER),
             ({"errorType": "policy", "message": "blocked by policy"}, FailureKind.OTHER),
         ],
@@ -285,7 +316,11 @@ class TestFrames:
         assert of_type(events, ProviderError) == [ProviderError(data["message"], fatal=True)]
 
     def test_a_call_without_an_http_answer_is_transient(self) -> None:
-        failure = {"failureKind": "transport", "errorMessage": "tcp connect error", "retryAttempt": 0}
+        failure = {
+            "failureKind": "transport",
+            "errorMessage": "tcp connect error",
+            "retryAttempt": 0,
+        }
         parsed, _ = parse(
             [
                 frame("model.call_failure", failure, ephemeral=True),
@@ -323,17 +358,26 @@ class TestFrames:
 
     def test_failed_mcp_server_is_reported(self) -> None:
         data = {"serverName": "docs", "status": "failed", "error": "connection refused"}
-        _, events = parse([frame("session.mcp_server_status_changed", data, ephemeral=True), result()])
+        _, events = parse(
+            [frame("session.mcp_server_status_changed", data, ephemeral=True), result()]
+        )
         assert Lifecycle("mcp_server_failed", "docs: connection refused") in events
 
 
 REAL_LINES = [line for name in sorted(EXPECTED) for line in load(name).stdout]
 JSON_VALUES = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=True) | st.text(),
-    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=12), inner, max_size=4),
+    lambda inner: (
+        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=12), inner, max_size=4)
+    ),
     max_leaves=20,
 )
-FRAME_TYPES = st.sampled_from(sorted({f["type"] for name in EXPECTED for f in frames(name)} | {"assistant.usage", "session.start"}))
+FRAME_TYPES = st.sampled_from(
+    sorted(
+        {f["type"] for name in EXPECTED for f in frames(name)}
+        | {"assistant.usage", "session.start"}
+    )
+)
 
 
 def _survives(lines: list[str], stderr: list[str] | None = None) -> ParsedTurn:
@@ -358,8 +402,12 @@ class TestAdversarialInput:
 
     @settings(max_examples=200, deadline=None)
     @given(st.lists(st.tuples(FRAME_TYPES, JSON_VALUES, JSON_VALUES), max_size=6))
-    def test_known_frame_types_with_arbitrary_payloads(self, items: list[tuple[str, Any, Any]]) -> None:
-        lines = [json.dumps({"type": t, "data": d, "sessionId": s, "exitCode": d}) for t, d, s in items]
+    def test_known_frame_types_with_arbitrary_payloads(
+        self, items: list[tuple[str, Any, Any]]
+    ) -> None:
+        lines = [
+            json.dumps({"type": t, "data": d, "sessionId": s, "exitCode": d}) for t, d, s in items
+        ]
         assert isinstance(_survives(lines), ParsedTurn)
 
     @settings(max_examples=150, deadline=None)

@@ -24,7 +24,9 @@ SUCCESSES = sorted(name for name, e in EXPECTED.items() if e.kind is None)
 FAILURES = sorted(name for name, e in EXPECTED.items() if e.kind is not None)
 
 
-def agent_for(runs: Any, recorder: RecordingEventHandler | None = None) -> tuple[CliAgent, FakeExecutor]:
+def agent_for(
+    runs: Any, recorder: RecordingEventHandler | None = None
+) -> tuple[CliAgent, FakeExecutor]:
     executor = FakeExecutor(runs, binaries=BINARIES)
     agent = CliAgent("copilot", executor=executor, env={"PATH": "/usr/bin"}, event_handler=recorder)
     return agent, executor
@@ -45,7 +47,9 @@ class TestProfile:
         assert PROFILE.output_schema is OutputSchemaStyle.NONE
         assert PROFILE.state_root_env == "COPILOT_HOME"
         assert "COPILOT_GITHUB_TOKEN" in PROFILE.auth_env_vars
-        assert all(any(f.startswith(d + "/") for d in PROFILE.state_dirs) for f in PROFILE.auth_files)
+        assert all(
+            any(f.startswith(d + "/") for d in PROFILE.state_dirs) for f in PROFILE.auth_files
+        )
         assert set(PROFILE.credential_files) <= set(PROFILE.auth_files)
 
     def test_catalog_plugin(self) -> None:
@@ -120,7 +124,9 @@ class TestCaptureReplayThroughTheAgent:
         session = agent.start_session(session_id=capture.resume_id)
         with pytest.raises(SessionResumeError) as caught:
             session.turn("hello")
-        assert caught.value.session_id == capture.resume_id == "00000000-0000-4000-8000-000000000000"
+        assert (
+            caught.value.session_id == capture.resume_id == "00000000-0000-4000-8000-000000000000"
+        )
         assert "No session, task, or name matched" in caught.value.detail
 
     def test_the_same_output_on_a_fresh_turn_is_a_plain_exit_error(self) -> None:
@@ -153,7 +159,11 @@ class TestMcpThroughTheAgent:
         agent.run(TurnRequest("hi", mcp_servers=servers, mcp_workspace=tmp_path))
         assert seen == [
             {
-                "files": {"command": "/usr/bin/mcp-files", "args": ["--root", "/w"], "env": {"TOKEN": "t"}},
+                "files": {
+                    "command": "/usr/bin/mcp-files",
+                    "args": ["--root", "/w"],
+                    "env": {"TOKEN": "t"},
+                },
                 "docs": {"url": "https://docs.example.com/mcp", "transport": "http"},
             }
         ]

@@ -24,7 +24,9 @@ def normalized(events: list[AgentEvent]) -> list[AgentEvent]:
         if isinstance(event, ToolResult):
             event = dataclasses.replace(event, tool_id="id", duration_s=None)
         elif isinstance(event, UsageReport):
-            event = UsageReport(dataclasses.replace(event.usage, raw={}, model=None), event.cost_usd)
+            event = UsageReport(
+                dataclasses.replace(event.usage, raw={}, model=None), event.cost_usd
+            )
         elif hasattr(event, "tool_id"):
             event = dataclasses.replace(event, tool_id="id")  # type: ignore[type-var]
         out.append(event)
@@ -32,7 +34,11 @@ def normalized(events: list[AgentEvent]) -> list[AgentEvent]:
 
 
 def agent_for(run: FakeRun) -> CliAgent:
-    return CliAgent("copilot", executor=FakeExecutor(run, binaries={"copilot": "/usr/bin/copilot"}), env={"PATH": "/usr/bin"})
+    return CliAgent(
+        "copilot",
+        executor=FakeExecutor(run, binaries={"copilot": "/usr/bin/copilot"}),
+        env={"PATH": "/usr/bin"},
+    )
 
 
 class TestScriptedParsesLikeRecorded:
@@ -41,7 +47,11 @@ class TestScriptedParsesLikeRecorded:
         run = scripted_lines(text="Hello from the fake model.", session_id=recorded.session_id)
         scripted, scripted_events = parse(run.stdout)
         assert normalized(scripted_events) == normalized(recorded_events)
-        assert (scripted.text, scripted.session_id, scripted.error) == (recorded.text, recorded.session_id, None)
+        assert (scripted.text, scripted.session_id, scripted.error) == (
+            recorded.text,
+            recorded.session_id,
+            None,
+        )
         assert scripted.usage is not None
         assert recorded.usage is not None
         assert scripted.usage.increment_known is recorded.usage.increment_known is False
@@ -51,7 +61,9 @@ class TestScriptedParsesLikeRecorded:
         run = scripted_lines(
             text="Done.",
             session_id=RECORDED_SID,
-            tool_calls=[("bash", {"command": "echo hello", "description": "Run echo hello"}, "hello\n")],
+            tool_calls=[
+                ("bash", {"command": "echo hello", "description": "Run echo hello"}, "hello\n")
+            ],
         )
         scripted, scripted_events = parse(run.stdout)
         assert normalized(scripted_events) == normalized(recorded_events)

@@ -74,13 +74,19 @@ EXPECTED: dict[str, Expected] = {
         output_tokens=20,
     ),
     "probe": Expected(
-        "Hello from fake.", "01a22759-d5d9-7255-aeea-d898811988a6", input_tokens=100, output_tokens=20
+        "Hello from fake.",
+        "01a22759-d5d9-7255-aeea-d898811988a6",
+        input_tokens=100,
+        output_tokens=20,
     ),
     "d_resume_missing_nonuuid": Expected(
         "", None, FailureKind.OTHER, "No session found matching 'no-such-session'"
     ),
     "d_resume_missing_uuid": Expected(
-        "", None, FailureKind.OTHER, "No session found matching '0199aaaa-bbbb-7ccc-8ddd-eeeeffff0000'"
+        "",
+        None,
+        FailureKind.OTHER,
+        "No session found matching '0199aaaa-bbbb-7ccc-8ddd-eeeeffff0000'",
     ),
     "e1_http500": Expected(
         "", "01a2275a-6ae6-7714-b799-c2e68e919d53", FailureKind.TRANSIENT, "500 "
@@ -96,7 +102,10 @@ EXPECTED: dict[str, Expected] = {
     ),
     "e3b_http401_text_mode": Expected("", None, FailureKind.AUTH, "401 "),
     "e4_http400_too_long": Expected(
-        "", "01a2275b-1a01-73e8-b389-b92f2ae9fdff", FailureKind.CONTEXT_OVERFLOW, "prompt is too long"
+        "",
+        "01a2275b-1a01-73e8-b389-b92f2ae9fdff",
+        FailureKind.CONTEXT_OVERFLOW,
+        "prompt is too long",
     ),
 }
 

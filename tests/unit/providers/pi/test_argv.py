@@ -64,7 +64,8 @@ class TestArgv:
             argv(reasoning_effort="max")
 
     @pytest.mark.parametrize(
-        "bad", ["", "a b", "../etc", "/home/user/.pi/agent/sessions/x.jsonl", "-rf", "--help", "x" * 129]
+        "bad",
+        ["", "a b", "../etc", "/home/user/.pi/agent/sessions/x.jsonl", "-rf", "--help", "x" * 129],
     )
     def test_invalid_session_id_is_refused(self, bad: str) -> None:
         with pytest.raises(InvalidSessionIdError):
@@ -89,8 +90,12 @@ class TestPromptOnStdin:
 
     def test_prompt_goes_to_stdin_never_argv(self) -> None:
         run = scripted_lines(text="ok", session_id="s-1")
-        executor = FakeExecutor(FakeRun(run.stdout, run.stderr, run.returncode), binaries={"pi": BINARY})
-        agent = CliAgent(PiProvider(provider="anthropic"), executor=executor, env={"PATH": "/usr/bin"})
+        executor = FakeExecutor(
+            FakeRun(run.stdout, run.stderr, run.returncode), binaries={"pi": BINARY}
+        )
+        agent = CliAgent(
+            PiProvider(provider="anthropic"), executor=executor, env={"PATH": "/usr/bin"}
+        )
         prompt = "-PROMPT-91c: starts with a dash --session x"
         agent.run(TurnRequest(prompt))
         (request,) = executor.requests

@@ -41,7 +41,8 @@ def assistant(
         "role": "assistant",
         "content": content,
         "model": "m-1",
-        "usage": usage or {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 0},
+        "usage": usage
+        or {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 0},
         "stopReason": stop,
     }
     if error is not None:
@@ -102,7 +103,9 @@ class TestRecordedStreams:
         _, events = parse(load("b_tool_bash").stdout)
         (call,) = of_type(events, ToolCall)
         (result,) = of_type(events, ToolResult)
-        assert call == ToolCall("toolu_fake_a81fcbcc07854ef1abcb", "bash", {"command": "echo hello"}, ToolKind.COMMAND)
+        assert call == ToolCall(
+            "toolu_fake_a81fcbcc07854ef1abcb", "bash", {"command": "echo hello"}, ToolKind.COMMAND
+        )
         assert (result.tool_id, result.tool, result.stdout, result.stderr, result.exit_code) == (
             call.tool_id,
             "bash",
@@ -131,7 +134,9 @@ class TestRecordedStreams:
     def test_missing_session_reads_stderr(self) -> None:
         capture = load("d_resume_missing_uuid")
         parsed, events = parse(capture.stdout, capture.stderr)
-        assert of_type(events, Stderr) == [Stderr("No session found matching '0199aaaa-bbbb-7ccc-8ddd-eeeeffff0000'")]
+        assert of_type(events, Stderr) == [
+            Stderr("No session found matching '0199aaaa-bbbb-7ccc-8ddd-eeeeffff0000'")
+        ]
         assert parsed.usage is None
 
 
@@ -153,7 +158,9 @@ class TestSessionIds:
 
     def test_short_ids_are_promoted_once_on_fresh_turns(self) -> None:
         lines = load("a_plain_text").stdout
-        second_header = dump({"type": "session", "version": 3, "id": "02b3386b-0000-7000-8000-000000000000"})
+        second_header = dump(
+            {"type": "session", "version": 3, "id": "02b3386b-0000-7000-8000-000000000000"}
+        )
         parsed, events = parse([*lines[:1], second_header, *lines[1:]], short_session_ids=True)
         assert parsed.session_id == "01a2275a"
         assert of_type(events, SessionStarted) == [SessionStarted("01a2275a")]
@@ -169,8 +176,12 @@ class TestSessionIds:
 class TestFailureRules:
     def test_a_retry_that_succeeds_is_a_success(self) -> None:
         failed = [line for line in load("e1b_http500_fast_retry_settings").stdout]
-        first_retry = next(i for i, line in enumerate(failed) if json.loads(line)["type"] == "auto_retry_start")
-        success = [line for line in load("a_plain_text").stdout if json.loads(line)["type"] != "session"]
+        first_retry = next(
+            i for i, line in enumerate(failed) if json.loads(line)["type"] == "auto_retry_start"
+        )
+        success = [
+            line for line in load("a_plain_text").stdout if json.loads(line)["type"] != "session"
+        ]
         retry_end = dump({"type": "auto_retry_end", "success": True, "attempt": 1})
         parsed, events = parse([*failed[: first_retry + 1], *success, retry_end])
         assert parsed.error is None
@@ -178,7 +189,9 @@ class TestFailureRules:
         assert Lifecycle("api_retry_succeeded", "attempt 1") in events
 
     def test_stream_without_agent_end_fails(self) -> None:
-        lines = [line for line in load("a_plain_text").stdout if json.loads(line)["type"] != "agent_end"]
+        lines = [
+            line for line in load("a_plain_text").stdout if json.loads(line)["type"] != "agent_end"
+        ]
         parsed, _ = parse(lines)
         assert parsed.error is not None
         assert "ended before agent_end" in parsed.error
@@ -186,7 +199,11 @@ class TestFailureRules:
         assert parsed.text == EXPECTED["a_plain_text"].text
 
     def test_aborted_call_fails(self) -> None:
-        aborted = assistant([{"type": "text", "text": "This is a ve"}], stop="aborted", error="This operation was aborted")
+        aborted = assistant(
+            [{"type": "text", "text": "This is a ve"}],
+            stop="aborted",
+            error="This operation was aborted",
+        )
         parsed, _ = parse(turn(message_end(aborted)))
         assert parsed.error == "This operation was aborted"
         assert parsed.error_kind is FailureKind.OTHER
@@ -213,12 +230,18 @@ class TestFailureRules:
     @pytest.mark.parametrize(
         ("message", "kind"),
         [
-            ('400 {"error":{"message":"prompt is too long: 250000 tokens > 200000 maximum"}}', FailureKind.CONTEXT_OVERFLOW),
+            (
+                '400 {"error":{"message":"prompt is too long: 250000 tokens > 200000 maximum"}}',
+                FailureKind.CONTEXT_OVERFLOW,
+            ),
             ("401 {}", FailureKind.AUTH),
             ("403 {}", FailureKind.AUTH),
             ("429 {}", FailureKind.TRANSIENT),
             ("529 {}", FailureKind.TRANSIENT),
-            ('{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}', FailureKind.TRANSIENT),
+            (
+                '{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}',
+                FailureKind.TRANSIENT,
+            ),
             ("400 {}", FailureKind.OTHER),
             ("something odd", FailureKind.OTHER),
         ],
@@ -230,7 +253,14 @@ class TestFailureRules:
 
 class TestFrames:
     def test_usage_folds_cache_into_input_and_sums_cost(self) -> None:
-        usage = {"input": 10, "output": 7, "cacheRead": 50, "cacheWrite": 5, "totalTokens": 72, "cost": {"total": 0.0125}}
+        usage = {
+            "input": 10,
+            "output": 7,
+            "cacheRead": 50,
+            "cacheWrite": 5,
+            "totalTokens": 72,
+            "cost": {"total": 0.0125},
+        }
         parsed, events = parse(
             turn(
                 message_end(assistant([{"type": "text", "text": "a"}], usage=usage)),
@@ -239,7 +269,11 @@ class TestFrames:
         )
         assert parsed.usage is not None
         assert parsed.usage.tokens == TokenUsage(
-            input_tokens=130, cache_read_input_tokens=100, cache_write_input_tokens=10, output_tokens=14, turns=1
+            input_tokens=130,
+            cache_read_input_tokens=100,
+            cache_write_input_tokens=10,
+            output_tokens=14,
+            turns=1,
         )
         assert parsed.cost_usd == pytest.approx(0.025)
         assert parsed.usage.cost_source is CostSource.REPORTED
@@ -259,14 +293,22 @@ class TestFrames:
         assert of_type(events, AssistantText) == [AssistantText("answer")]
 
     def test_streamed_thinking_is_not_repeated(self) -> None:
-        update = {"type": "message_update", "assistantMessageEvent": {"type": "thinking_delta", "delta": "hm", "partial": {}}}
+        update = {
+            "type": "message_update",
+            "assistantMessageEvent": {"type": "thinking_delta", "delta": "hm", "partial": {}},
+        }
         start = {"type": "message_start", "message": assistant([])}
         content = [{"type": "thinking", "thinking": "hm"}, {"type": "text", "text": "x"}]
         _, events = parse(turn(dump(start), dump(update), message_end(assistant(content))))
         assert of_type(events, Reasoning) == [Reasoning("hm")]
 
     def test_failed_tool_goes_to_stderr(self) -> None:
-        start = {"type": "tool_execution_start", "toolCallId": "t", "toolName": "edit", "args": {"path": "/x"}}
+        start = {
+            "type": "tool_execution_start",
+            "toolCallId": "t",
+            "toolName": "edit",
+            "args": {"path": "/x"},
+        }
         end = {
             "type": "tool_execution_end",
             "toolCallId": "t",
@@ -284,7 +326,13 @@ class TestFrames:
         )
 
     def test_failed_compaction_is_reported(self) -> None:
-        end = {"type": "compaction_end", "reason": "overflow", "aborted": False, "willRetry": False, "errorMessage": "529 busy"}
+        end = {
+            "type": "compaction_end",
+            "reason": "overflow",
+            "aborted": False,
+            "willRetry": False,
+            "errorMessage": "529 busy",
+        }
         _, events = parse(turn(dump(end)))
         assert ProviderError("compaction failed: 529 busy") in events
 
@@ -292,6 +340,19 @@ class TestFrames:
         parsed, events = parse(turn(dump({"type": "brand_new"})))
         assert Lifecycle("unknown_frame:brand_new", "") in events
         assert parsed.error is None
+
+    def test_updates_without_deltas_make_no_events_unless_cut_off(self) -> None:
+        updates = [
+            line
+            for line in load("b_tool_bash").stdout
+            if json.loads(line)["type"] == "message_update"
+            and json.loads(line)["assistantMessageEvent"]["type"].startswith("toolcall")
+        ]
+        assert len(updates) == 6
+        _, events = parse(turn(*updates))
+        assert [e for e in events if not isinstance(e, (Lifecycle, SessionStarted))] == []
+        _, events = parse(turn(updates[0][:300]))
+        assert of_type(events, RawOutput) == [RawOutput(updates[0][:300])]
 
     def test_text_lines_become_raw_output(self) -> None:
         _, events = parse(turn("Warning: something\n"))
@@ -301,11 +362,20 @@ class TestFrames:
 REAL_LINES = [line for name in sorted(EXPECTED) for line in load(name).stdout]
 JSON_VALUES = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=True) | st.text(),
-    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=12), inner, max_size=4),
+    lambda inner: (
+        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=12), inner, max_size=4)
+    ),
     max_leaves=20,
 )
-FRAME_TYPES = st.sampled_from(sorted({f["type"] for name in EXPECTED for f in frames(name)} | {"compaction_end", "auto_retry_end"}))
-KEYS = st.sampled_from(["message", "assistantMessageEvent", "result", "id", "usage", "success", "toolCallId", "args"])
+FRAME_TYPES = st.sampled_from(
+    sorted(
+        {f["type"] for name in EXPECTED for f in frames(name)}
+        | {"compaction_end", "auto_retry_end"}
+    )
+)
+KEYS = st.sampled_from(
+    ["message", "assistantMessageEvent", "result", "id", "usage", "success", "toolCallId", "args"]
+)
 
 
 def _survives(lines: list[str], stderr: list[str] | None = None) -> ParsedTurn:
@@ -329,9 +399,15 @@ class TestAdversarialInput:
         assert isinstance(_survives([json.dumps(v) + "\n" for v in values]), ParsedTurn)
 
     @settings(max_examples=200, deadline=None)
-    @given(st.lists(st.tuples(FRAME_TYPES, st.dictionaries(KEYS, JSON_VALUES, max_size=4)), max_size=6))
-    def test_known_frame_types_with_arbitrary_payloads(self, items: list[tuple[str, dict[str, Any]]]) -> None:
-        assert isinstance(_survives([json.dumps({**body, "type": t}) for t, body in items]), ParsedTurn)
+    @given(
+        st.lists(st.tuples(FRAME_TYPES, st.dictionaries(KEYS, JSON_VALUES, max_size=4)), max_size=6)
+    )
+    def test_known_frame_types_with_arbitrary_payloads(
+        self, items: list[tuple[str, dict[str, Any]]]
+    ) -> None:
+        assert isinstance(
+            _survives([json.dumps({**body, "type": t}) for t, body in items]), ParsedTurn
+        )
 
     @settings(max_examples=150, deadline=None)
     @given(st.sampled_from(REAL_LINES), st.integers(min_value=0, max_value=600))

@@ -11,7 +11,14 @@ from agentshim.core.errors import (
     ProviderCapabilityError,
     SessionResumeError,
 )
-from agentshim.core.events import Lifecycle, ProviderError, SessionStarted, ToolCall, ToolResult, UsageReport
+from agentshim.core.events import (
+    Lifecycle,
+    ProviderError,
+    SessionStarted,
+    ToolCall,
+    ToolResult,
+    UsageReport,
+)
 from agentshim.core.mcp import StdioMcpServer
 from agentshim.core.profile import McpMechanism, OutputSchemaStyle
 from agentshim.core.turn import TurnRequest
@@ -33,7 +40,9 @@ def agent_for(
     runs: Any, recorder: RecordingEventHandler | None = None, provider: PiProvider | None = None
 ) -> tuple[CliAgent, FakeExecutor]:
     executor = FakeExecutor(runs, binaries=BINARIES)
-    agent = CliAgent(provider or "pi", executor=executor, env={"PATH": "/usr/bin"}, event_handler=recorder)
+    agent = CliAgent(
+        provider or "pi", executor=executor, env={"PATH": "/usr/bin"}, event_handler=recorder
+    )
     return agent, executor
 
 
@@ -52,7 +61,9 @@ class TestProfile:
         assert PROFILE.output_schema is OutputSchemaStyle.NONE
         assert PROFILE.state_root_env == "PI_CODING_AGENT_DIR"
         assert "ANTHROPIC_API_KEY" in PROFILE.auth_env_vars
-        assert all(any(f.startswith(d + "/") for d in PROFILE.state_dirs) for f in PROFILE.auth_files)
+        assert all(
+            any(f.startswith(d + "/") for d in PROFILE.state_dirs) for f in PROFILE.auth_files
+        )
         assert set(PROFILE.credential_files) <= set(PROFILE.auth_files)
         assert dict(PROFILE.container_env) == {}
 
@@ -122,9 +133,14 @@ class TestCaptureReplayThroughTheAgent:
         assert session.session_id == expected.session_id
 
     def test_api_errors_exit_0_in_the_recordings(self) -> None:
-        assert {load(n).exit_code for n in ("e1_http500", "e2_http529", "e3_http401", "e4_http400_too_long")} == {0}
+        assert {
+            load(n).exit_code
+            for n in ("e1_http500", "e2_http529", "e3_http401", "e4_http400_too_long")
+        } == {0}
 
-    @pytest.mark.parametrize("name", ["e1b_http500_fast_retry_settings", "e3_http401", "e4_http400_too_long"])
+    @pytest.mark.parametrize(
+        "name", ["e1b_http500_fast_retry_settings", "e3_http401", "e4_http400_too_long"]
+    )
     def test_a_resumed_turn_that_fails_keeps_the_conversation(self, name: str) -> None:
         recorder = RecordingEventHandler()
         agent, _ = agent_for(fake_run(load(name)), recorder)
@@ -167,5 +183,7 @@ class TestRequests:
         assert list(executor.requests[0].argv[-2:]) == ["--thinking", "low"]
 
     def test_short_session_ids_option(self) -> None:
-        agent, _ = agent_for(fake_run(load("a_plain_text")), provider=PiProvider(short_session_ids=True))
+        agent, _ = agent_for(
+            fake_run(load("a_plain_text")), provider=PiProvider(short_session_ids=True)
+        )
         assert agent.run("hi").session_id == "01a2275a"

@@ -24,13 +24,17 @@ def normalized(events: list[AgentEvent]) -> list[AgentEvent]:
             if isinstance(event, ToolResult):
                 event = dataclasses.replace(event, duration_s=None)
         elif isinstance(event, UsageReport):
-            event = UsageReport(dataclasses.replace(event.usage, raw={}, model=None), event.cost_usd)
+            event = UsageReport(
+                dataclasses.replace(event.usage, raw={}, model=None), event.cost_usd
+            )
         out.append(event)
     return out
 
 
 def agent_for(run: FakeRun) -> CliAgent:
-    return CliAgent("pi", executor=FakeExecutor(run, binaries={"pi": "/usr/bin/pi"}), env={"PATH": "/usr/bin"})
+    return CliAgent(
+        "pi", executor=FakeExecutor(run, binaries={"pi": "/usr/bin/pi"}), env={"PATH": "/usr/bin"}
+    )
 
 
 class TestScriptedParsesLikeRecorded:
@@ -44,7 +48,11 @@ class TestScriptedParsesLikeRecorded:
         )
         scripted, scripted_events = parse(run.stdout)
         assert normalized(scripted_events) == normalized(recorded_events)
-        assert (scripted.text, scripted.session_id, scripted.error) == (recorded.text, recorded.session_id, None)
+        assert (scripted.text, scripted.session_id, scripted.error) == (
+            recorded.text,
+            recorded.session_id,
+            None,
+        )
         assert scripted.usage is not None
         assert recorded.usage is not None
         assert scripted.usage.tokens == recorded.usage.tokens
@@ -85,9 +93,15 @@ class TestScriptedParsesLikeRecorded:
 class TestScriptedOptions:
     def test_usage_round_trips(self) -> None:
         usage = TokenUsage(
-            input_tokens=500, cache_read_input_tokens=200, cache_write_input_tokens=50, output_tokens=80, turns=1
+            input_tokens=500,
+            cache_read_input_tokens=200,
+            cache_write_input_tokens=50,
+            output_tokens=80,
+            turns=1,
         )
-        parsed, _ = parse(scripted_lines(text="x", usage=usage, tool_calls=[("read", {"path": "a"}, "A")]).stdout)
+        parsed, _ = parse(
+            scripted_lines(text="x", usage=usage, tool_calls=[("read", {"path": "a"}, "A")]).stdout
+        )
         assert parsed.usage is not None
         assert parsed.usage.tokens == usage
         assert parsed.usage.cost_source is CostSource.REPORTED
@@ -103,7 +117,10 @@ class TestScriptedOptions:
             scripted_lines(text="{}", structured_output={"a": 1})
 
     def test_several_tool_calls_pair_up(self) -> None:
-        calls: list[tuple[str, dict[str, Any], str]] = [("bash", {"command": "ls"}, "a\nb\n"), ("read", {"path": "/w/a"}, "A")]
+        calls: list[tuple[str, dict[str, Any], str]] = [
+            ("bash", {"command": "ls"}, "a\nb\n"),
+            ("read", {"path": "/w/a"}, "A"),
+        ]
         _, events = parse(scripted_lines(text="done", tool_calls=calls).stdout)
         results = [e for e in events if isinstance(e, ToolResult)]
         assert [(r.tool, r.stdout) for r in results] == [("bash", "a\nb\n"), ("read", "A")]
@@ -127,7 +144,9 @@ class TestThroughTheAgent:
         assert "".join(run.stderr) == "".join(recorded.stderr)
 
     def test_resume_failure_is_a_resume_error_when_resumed(self) -> None:
-        session = agent_for(scripted_resume_failure("pi", session_id="gone-1")).start_session(session_id="gone-1")
+        session = agent_for(scripted_resume_failure("pi", session_id="gone-1")).start_session(
+            session_id="gone-1"
+        )
         with pytest.raises(SessionResumeError) as caught:
             session.turn("go")
         assert caught.value.session_id == "gone-1"

@@ -1,0 +1,117 @@
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from agentshim.core.env import (
+    clear_interactive_env_cache,
+    interactive_env,
+    read_interactive_env,
+)
+
+pytestmark = pytest.mark.skipif(shutil.which("bash") is None, reason="needs bash")
+
+
+def home_with_rc(tmp_path: Path, rc: str) -> dict[str, str]:
+    home = tmp_path / "home"
+    home.mkdir(exist_ok=True)
+    (home / ".bashrc").write_text(rc)
+    return {"HOME": str(home), "PATH": os.environ.get("PATH", "/usr/bin:/bin")}
+
+
+def is_running(pid: int) -> bool:
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except FileNotFoundError:
+        return False
+    return "\nState:\tZ" not in status
+
+
+@pytest.fixture
+def fresh_cache() -> Iterator[None]:
+    clear_interactive_env_cache()
+    yield
+    clear_interactive_env_cache()
+
+
+class TestReadInteractiveEnv:
+    def test_reads_what_the_rc_file_exports(self, tmp_path: Path) -> None:
+        env = home_with_rc(tmp_path, "export FROM_RC='a value\nwith = signs'\n")
+        result = read_interactive_env(base_env=env)
+        assert result is not None
+        assert result["FROM_RC"] == "a value\nwith = signs"
+        assert result["HOME"] == env["HOME"]
+
+    def test_text_printed_by_rc_files_is_ignored(self, tmp_path: Path) -> None:
+        rc = "echo 'Welcome!'; printf 'NOT_A_VAR=1\\0'; export REAL=yes\n"
+        result = read_interactive_env(base_env=home_with_rc(tmp_path, rc))
+        assert result is not None
+        assert result["REAL"] == "yes"
+        assert "NOT_A_VAR" not in result
+        assert not any("Welcome" in key for key in result)
+
+    def test_probe_shell_variables_are_left_out(self, tmp_path: Path) -> None:
+        result = read_interactive_env(base_env=home_with_rc(tmp_path, ""))
+        assert result is not None
+        assert "_" not in result
+        assert "SHLVL" not in result
+
+    def test_missing_bash_is_none(self, tmp_path: Path) -> None:
+        assert read_interactive_env(bash=str(tmp_path / "no-bash")) is None
+
+    def test_failing_rc_is_none(self, tmp_path: Path) -> None:
+        assert read_interactive_env(base_env=home_with_rc(tmp_path, "exit 3\n")) is None
+
+    def test_timeout_is_none_and_kills_what_the_rc_started(self, tmp_path: Path) -> None:
+        pidfile = tmp_path / "pid"
+        rc = f"sleep 60 & echo $! > {pidfile}; wait\n"
+        started = time.monotonic()
+        assert read_interactive_env(0.5, base_env=home_with_rc(tmp_path, rc)) is None
+        assert time.monotonic() - started < 10
+        pid = int(pidfile.read_text())
+        deadline = time.monotonic() + 5
+        while is_running(pid) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not is_running(pid)
+
+    def test_background_daemon_does_not_delay_the_answer(self, tmp_path: Path) -> None:
+        pidfile = tmp_path / "pid"
+        rc = f"sleep 60 & echo $! > {pidfile}\nexport AFTER_DAEMON=1\n"
+        started = time.monotonic()
+        result = read_interactive_env(30, base_env=home_with_rc(tmp_path, rc))
+        elapsed = time.monotonic() - started
+        pid = int(pidfile.read_text())
+        os.kill(pid, signal.SIGKILL)
+        assert result is not None
+        assert result["AFTER_DAEMON"] == "1"
+        assert elapsed < 20
+
+
+@pytest.mark.usefixtures("fresh_cache")
+class TestInteractiveEnv:
+    def test_asks_once_and_returns_fresh_copies(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        monkeypatch.setenv("HOME", home_with_rc(tmp_path, "export CACHED=first\n")["HOME"])
+        first = interactive_env()
+        assert first["CACHED"] == "first"
+        first["CACHED"] = "mutated by caller"
+        (tmp_path / "home" / ".bashrc").write_text("export CACHED=second\n")
+        assert interactive_env()["CACHED"] == "first"
+        clear_interactive_env_cache()
+        assert interactive_env()["CACHED"] == "second"
+
+    def test_falls_back_to_the_process_environment(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        monkeypatch.setenv("PATH", str(tmp_path))  # no bash on this PATH
+        monkeypatch.setenv("ONLY_IN_PROCESS", "1")
+        assert interactive_env() == dict(os.environ)
+        monkeypatch.setenv("SET_LATER", "2")
+        assert interactive_env()["SET_LATER"] == "2"

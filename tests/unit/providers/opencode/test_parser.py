@@ -1,0 +1,375 @@
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from agentshim.core.errors import FailureKind
+from agentshim.core.events import (
+    AgentEvent,
+    AssistantText,
+    Lifecycle,
+    Plan,
+    PlanItem,
+    ProviderError,
+    RawOutput,
+    Reasoning,
+    SessionStarted,
+    Stderr,
+    ToolCall,
+    ToolKind,
+    ToolResult,
+    UsageReport,
+)
+from agentshim.core.provider import ParsedTurn
+from agentshim.core.usage import CostSource, TokenUsage
+from agentshim.providers.opencode import OpencodeStreamParser
+
+from .recordings import load, names
+
+SID = "ses_dd8a6cd86ffeX01SZ77MV3sIeY"
+
+
+def parse(
+    stdout: list[str] | tuple[str, ...], stderr: list[str] | tuple[str, ...] = ()
+) -> tuple[ParsedTurn, list[AgentEvent]]:
+    events: list[AgentEvent] = []
+    parser = OpencodeStreamParser(events.append)
+    for line in stdout:
+        parser.feed_stdout(line)
+    for line in stderr:
+        parser.feed_stderr(line)
+    return parser.finish(), events
+
+
+def frame(kind: str, **part: Any) -> str:
+    return json.dumps({"type": kind, "timestamp": 1, "sessionID": SID, "part": part}) + "\n"
+
+
+def step_finish(reason: str = "stop", cost: float | None = 0.0, **tokens: Any) -> str:
+    base = {"total": 0, "input": 0, "output": 0, "reasoning": 0, "cache": {"write": 0, "read": 0}}
+    part: dict[str, Any] = {"reason": reason, "type": "step-finish", "tokens": {**base, **tokens}}
+    if cost is not None:
+        part["cost"] = cost
+    return frame("step_finish", **part)
+
+
+def error(name: str, **data: Any) -> str:
+    return (
+        json.dumps(
+            {
+                "type": "error",
+                "timestamp": 1,
+                "sessionID": SID,
+                "error": {"name": name, "data": data},
+            }
+        )
+        + "\n"
+    )
+
+
+def tool(status: str, tool_name: str = "bash", call_id: str = "c1", **state: Any) -> str:
+    return frame(
+        "tool_use", type="tool", tool=tool_name, callID=call_id, state={"status": status, **state}
+    )
+
+
+def of(events: list[AgentEvent], kind: type[Any]) -> list[Any]:
+    return [e for e in events if isinstance(e, kind)]
+
+
+class TestRecordedStreams:
+    def test_every_recording_is_covered(self) -> None:
+        assert names() == [
+            "api_400_context_length",
+            "api_401",
+            "api_500",
+            "plain",
+            "plain_printlogs",
+            "resume_missing",
+            "tool_shell",
+        ]
+
+    @pytest.mark.parametrize("name", ["plain", "plain_printlogs"])
+    def test_plain(self, name: str) -> None:
+        rec = load(name)
+        turn, events = parse(rec.stdout, rec.stderr)
+        assert turn.text == "Hello from the fake model."
+        assert turn.session_id is not None
+        assert turn.session_id.startswith("ses_")
+        assert turn.error is None
+        assert turn.usage is not None
+        assert turn.usage.tokens == TokenUsage(input_tokens=100, output_tokens=10, turns=1)
+        assert turn.cost_usd == 0.0
+        assert turn.usage.cost_source is CostSource.REPORTED
+        assert turn.context_tokens == 110
+        assert of(events, SessionStarted) == [SessionStarted(turn.session_id)]
+        assert len(of(events, Stderr)) == len(rec.stderr)
+
+    def test_tool_shell(self) -> None:
+        turn, events = parse(load("tool_shell").stdout)
+        (call,) = of(events, ToolCall)
+        (res,) = of(events, ToolResult)
+        assert (call.tool, call.tool_id, call.kind) == (
+            "bash",
+            "call_4963b31882244c92",
+            ToolKind.COMMAND,
+        )
+        assert call.args == {"command": "echo hello", "description": "Run echo hello"}
+        assert (res.tool_id, res.stdout, res.exit_code, res.failed) == (
+            call.tool_id,
+            "hello\n",
+            0,
+            False,
+        )
+        assert res.duration_s == pytest.approx(0.159)
+        assert turn.text == "Done."
+        assert turn.error is None
+        # Two steps (tool-calls, then stop), each 100 in / 10 out: summed, the turn counted once.
+        assert turn.usage is not None
+        assert turn.usage.tokens == TokenUsage(input_tokens=200, output_tokens=20, turns=1)
+        reports = of(events, UsageReport)
+        assert len(reports) == 2
+        assert sum((r.usage.tokens for r in reports), TokenUsage()) == turn.usage.tokens
+        assert [e.detail for e in of(events, Lifecycle) if e.kind == "step_finished"] == [
+            "tool-calls",
+            "stop",
+        ]
+
+    @pytest.mark.parametrize(
+        ("name", "kind", "needle"),
+        [
+            ("api_400_context_length", FailureKind.CONTEXT_OVERFLOW, "exceeds the context window"),
+            ("api_401", FailureKind.AUTH, "Incorrect API key provided"),
+            ("api_500", FailureKind.TRANSIENT, "fake error 500"),
+        ],
+    )
+    def test_api_errors(self, name: str, kind: FailureKind, needle: str) -> None:
+        turn, events = parse(load(name).stdout)
+        assert turn.error_kind is kind
+        assert turn.error is not None
+        assert needle in turn.error
+        assert turn.session_id is not None
+        assert turn.usage is None
+        assert all(e.fatal for e in of(events, ProviderError))
+        assert len(of(events, ProviderError)) == len(load(name).stdout)
+
+    def test_resume_missing(self) -> None:
+        rec = load("resume_missing")
+        turn, events = parse(rec.stdout, rec.stderr)
+        assert turn.error is not None
+        assert "Error: Session not found" in turn.error
+        assert turn.error_kind is FailureKind.OTHER
+        assert turn.session_id is None
+        assert [e.text for e in of(events, Stderr)] == [
+            "\x1b[91m\x1b[1mError: \x1b[0mSession not found"
+        ]
+
+
+class TestFrames:
+    def test_texts_join_with_newline_and_reasoning_is_separate(self) -> None:
+        turn, events = parse(
+            [
+                frame("step_start", type="step-start"),
+                frame("reasoning", type="reasoning", text="thinking hard"),
+                frame("text", type="text", text="First."),
+                frame("text", type="text", text="Second."),
+                step_finish(),
+            ]
+        )
+        assert turn.text == "First.\nSecond."
+        assert [e.text for e in of(events, Reasoning)] == ["thinking hard"]
+        assert [e.text for e in of(events, AssistantText)] == ["First.", "Second."]
+
+    def test_tool_calls_step_is_not_the_end(self) -> None:
+        turn, _ = parse(
+            [frame("step_start"), tool("completed", output="x"), step_finish("tool-calls")]
+        )
+        assert turn.error is not None
+        assert "tool-calls" in turn.error
+        assert turn.error_kind is FailureKind.OTHER
+
+    def test_a_length_finish_is_not_a_success(self) -> None:
+        turn, _ = parse([frame("text", text="trunc"), step_finish("length")])
+        assert turn.error is not None
+        assert "'length'" in turn.error
+
+    def test_cache_and_reasoning_fold_in_and_costs_sum(self) -> None:
+        turn, events = parse(
+            [
+                step_finish(
+                    "tool-calls",
+                    cost=0.25,
+                    input=10,
+                    output=5,
+                    reasoning=3,
+                    cache={"read": 40, "write": 7},
+                ),
+                step_finish(
+                    "stop",
+                    cost=0.5,
+                    input=20,
+                    output=8,
+                    reasoning=0,
+                    cache={"read": 60, "write": 0},
+                ),
+            ]
+        )
+        assert turn.usage is not None
+        assert turn.usage.tokens == TokenUsage(
+            input_tokens=137,
+            cache_read_input_tokens=100,
+            cache_write_input_tokens=7,
+            output_tokens=16,
+            reasoning_output_tokens=3,
+            turns=1,
+        )
+        assert turn.cost_usd == pytest.approx(0.75)
+        assert [r.cost_usd for r in of(events, UsageReport)] == [0.25, 0.5]
+        assert turn.context_tokens == 88
+
+    def test_no_cost_field_is_not_reported(self) -> None:
+        turn, _ = parse([step_finish(cost=None, input=1, output=1)])
+        assert turn.cost_usd is None
+        assert turn.usage is not None
+        assert turn.usage.cost_source is CostSource.NOT_REPORTED
+
+    @pytest.mark.parametrize(
+        ("status", "state", "stdout", "stderr", "code"),
+        [
+            ("completed", {"output": "boom\n", "metadata": {"exit": 2}}, "", "boom\n", 2),
+            ("error", {"error": "File not found"}, "", "File not found", 1),
+            ("completed", {"output": "ok", "metadata": {"exit": 0}}, "ok", "", 0),
+        ],
+    )
+    def test_tool_outcomes(
+        self, status: str, state: dict[str, Any], stdout: str, stderr: str, code: int
+    ) -> None:
+        _, events = parse([tool(status, **state), step_finish()])
+        (res,) = of(events, ToolResult)
+        assert (res.stdout, res.stderr, res.exit_code) == (stdout, stderr, code)
+
+    def test_a_running_call_then_its_completion_gives_one_call(self) -> None:
+        _, events = parse([tool("running"), tool("completed", output="x"), step_finish()])
+        assert len(of(events, ToolCall)) == 1
+        assert len(of(events, ToolResult)) == 1
+
+    def test_todowrite_becomes_a_plan(self) -> None:
+        todos = [{"content": "write tests", "status": "pending", "priority": "high"}]
+        _, events = parse(
+            [tool("completed", "todowrite", "t1", input={"todos": todos}, output="[]")]
+        )
+        assert of(events, Plan) == [Plan((PlanItem("write tests", "pending"),), "t1")]
+
+    @pytest.mark.parametrize(
+        ("frame_text", "kind"),
+        [
+            (
+                error("APIError", message="Rate limit reached", statusCode=429, isRetryable=True),
+                FailureKind.TRANSIENT,
+            ),
+            (
+                error(
+                    "APIError",
+                    message="You exceeded your current quota, please check your plan and billing details.",
+                    statusCode=429,
+                ),
+                FailureKind.USAGE_LIMIT,
+            ),
+            (
+                error("APIError", message="weird", statusCode=418, isRetryable=True),
+                FailureKind.TRANSIENT,
+            ),
+            (
+                error("APIError", message="Forbidden", statusCode=403, isRetryable=False),
+                FailureKind.AUTH,
+            ),
+            (error("ProviderAuthError", message="no key"), FailureKind.AUTH),
+            (error("UnknownError", message="something odd"), FailureKind.OTHER),
+        ],
+    )
+    def test_error_classification(self, frame_text: str, kind: FailureKind) -> None:
+        turn, _ = parse([frame_text])
+        assert turn.error_kind is kind
+
+    def test_a_context_overflow_wins_over_a_later_error(self) -> None:
+        turn, _ = parse(
+            [
+                error("ContextOverflowError", message="too big"),
+                error("APIError", message="summary failed", statusCode=500, isRetryable=True),
+            ]
+        )
+        assert turn.error_kind is FailureKind.CONTEXT_OVERFLOW
+        assert turn.error == "too big"
+
+    def test_error_followed_by_a_stop_is_a_success(self) -> None:
+        turn, _ = parse(
+            [
+                error("APIError", message="x", statusCode=500),
+                frame("text", text="ok"),
+                step_finish(),
+            ]
+        )
+        assert turn.error is None
+        assert turn.text == "ok"
+
+    def test_non_json_and_unknown_frames(self) -> None:
+        turn, events = parse(["plain text\n", "42\n", frame("mystery"), step_finish()])
+        assert [e.text for e in of(events, RawOutput)] == ["plain text", "42"]
+        assert of(events, Lifecycle)[0].kind == "unknown_frame:mystery"
+        assert turn.error is None
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=20),
+    lambda children: (
+        st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=10), children, max_size=4)
+    ),
+    max_leaves=20,
+)
+frame_types = st.sampled_from(
+    ["step_start", "text", "reasoning", "tool_use", "step_finish", "error"]
+)
+part_fields = st.sampled_from(
+    ["text", "tool", "callID", "state", "reason", "tokens", "cost", "type"]
+)
+RECORDED_LINES = [line for name in names() for line in load(name).stdout]
+
+
+class TestAdversarial:
+    @settings(max_examples=150, deadline=None)
+    @given(st.lists(st.text(max_size=60), max_size=10))
+    def test_arbitrary_text(self, lines: list[str]) -> None:
+        assert isinstance(parse(lines, lines)[0], ParsedTurn)
+
+    @settings(max_examples=150, deadline=None)
+    @given(st.lists(json_values, max_size=8))
+    def test_arbitrary_json_values(self, values: list[Any]) -> None:
+        assert isinstance(parse([json.dumps(v) for v in values])[0], ParsedTurn)
+
+    @settings(max_examples=300, deadline=None)
+    @given(
+        st.lists(
+            st.tuples(
+                frame_types, st.dictionaries(part_fields, json_values), json_values, json_values
+            ),
+            max_size=8,
+        )
+    )
+    def test_frames_with_wrong_field_types(
+        self, frames: list[tuple[str, dict[str, Any], Any, Any]]
+    ) -> None:
+        lines = [
+            json.dumps({"type": kind, "sessionID": sid, "part": part, "error": err})
+            for kind, part, sid, err in frames
+        ]
+        turn, _ = parse(lines)
+        assert isinstance(turn, ParsedTurn)
+
+    @settings(max_examples=150, deadline=None)
+    @given(st.sampled_from(RECORDED_LINES), st.integers(min_value=0, max_value=2500))
+    def test_truncated_recorded_lines(self, line: str, cut: int) -> None:
+        assert isinstance(parse([line[:cut], line])[0], ParsedTurn)

@@ -1,0 +1,118 @@
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from agentshim import CliAgent
+from agentshim.core.errors import CliExitError, SessionResumeError
+from agentshim.core.events import AgentEvent, Stderr
+from agentshim.core.usage import TokenUsage
+from agentshim.providers.opencode import OpencodeStreamParser, resume_failure_lines, scripted_lines
+from agentshim.testing import FakeExecutor, FakeRun, scripted_resume_failure, scripted_turn
+
+from .recordings import load
+
+BIN = "/usr/bin/opencode"
+
+
+def kinds(lines: tuple[str, ...] | list[str]) -> list[str]:
+    events: list[AgentEvent] = []
+    parser = OpencodeStreamParser(events.append)
+    for line in lines:
+        parser.feed_stdout(line)
+    parser.finish()
+    return [type(e).__name__ for e in events if not isinstance(e, Stderr)]
+
+
+def frames(lines: tuple[str, ...]) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in lines]
+
+
+def agent(run: FakeRun) -> CliAgent:
+    return CliAgent(
+        "opencode", executor=FakeExecutor(run, binaries={"opencode": BIN}), env={"PATH": "/usr/bin"}
+    )
+
+
+class TestSameShapeAsRecordings:
+    def test_plain_turn_parses_like_the_recording(self) -> None:
+        assert kinds(scripted_lines(text="hi", session_id="ses_1").stdout) == kinds(
+            load("plain").stdout
+        )
+
+    def test_tool_turn_parses_like_the_recording(self) -> None:
+        scripted = scripted_lines(
+            text="Done.",
+            session_id="ses_1",
+            tool_calls=[("bash", {"command": "echo hello"}, "hello\n")],
+        )
+        assert kinds(scripted.stdout) == kinds(load("tool_shell").stdout)
+
+    def test_frames_carry_the_recorded_keys(self) -> None:
+        scripted = frames(
+            scripted_lines(text="ok", tool_calls=[("bash", {"command": "x"}, "y")]).stdout
+        )
+        recorded = frames(load("tool_shell").stdout)
+        assert [f["type"] for f in scripted] == [f["type"] for f in recorded]
+        for mine, theirs in zip(scripted, recorded, strict=True):
+            assert set(mine) == set(theirs)
+            assert set(mine["part"]) == set(theirs["part"])
+            if mine["type"] == "tool_use":
+                assert set(mine["part"]["state"]) == set(theirs["part"]["state"])
+
+    def test_resume_failure_matches_the_recording(self) -> None:
+        run = resume_failure_lines(session_id="ses_gone")
+        rec = load("resume_missing")
+        assert (run.stdout, run.stderr, run.returncode) == (rec.stdout, rec.stderr, rec.returncode)
+
+
+class TestRoundTrip:
+    def test_text_session_and_usage(self) -> None:
+        usage = TokenUsage(
+            input_tokens=500,
+            cache_read_input_tokens=200,
+            cache_write_input_tokens=50,
+            output_tokens=90,
+            reasoning_output_tokens=40,
+            turns=1,
+        )
+        result = agent(
+            scripted_turn("opencode", text="answer", session_id="ses_x", usage=usage)
+        ).run("q")
+        assert (result.text, result.session_id) == ("answer", "ses_x")
+        assert result.usage.tokens == usage
+
+    def test_usage_with_tool_calls_still_adds_up(self) -> None:
+        usage = TokenUsage(input_tokens=10, output_tokens=2, turns=1)
+        run = scripted_turn(
+            "opencode", text="t", usage=usage, tool_calls=[("read", {"filePath": "/a"}, "x")]
+        )
+        assert agent(run).run("q").usage.tokens == usage
+
+    def test_without_a_session_id_one_is_made_up(self) -> None:
+        result = agent(scripted_turn("opencode", text="x")).run("q")
+        assert result.session_id is not None
+        assert result.session_id.startswith("ses_")
+
+    def test_structured_output_is_refused(self) -> None:
+        with pytest.raises(ValueError, match="no native output schema"):
+            scripted_lines(structured_output=[1])
+
+    def test_nonzero_returncode_fails(self) -> None:
+        with pytest.raises(CliExitError) as caught:
+            agent(scripted_turn("opencode", text="x", returncode=1)).run("q")
+        assert caught.value.returncode == 1
+        assert "scripted failure" in caught.value.detail
+
+    def test_resume_failure_through_a_session(self) -> None:
+        session = agent(scripted_resume_failure("opencode")).start_session(session_id="ses_gone")
+        with pytest.raises(SessionResumeError) as caught:
+            session.turn("q")
+        assert caught.value.session_id == "ses_gone"
+
+    def test_resume_failure_on_a_fresh_turn_is_a_plain_exit_error(self) -> None:
+        with pytest.raises(CliExitError) as caught:
+            agent(scripted_resume_failure("opencode")).run("q")
+        assert not isinstance(caught.value, SessionResumeError)
