@@ -76,14 +76,6 @@ def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not JSON")
 
 
-_USAGE_KEYS = (
-    "input_tokens",
-    "cached_input_tokens",
-    "cache_write_input_tokens",
-    "output_tokens",
-    "reasoning_output_tokens",
-)
-
 # One usage report in the normalized breakdown: input (cache included), cache reads, cache
 # writes, output (reasoning included), reasoning. Plain ints, because a thread total is only
 # an intermediate: the turn's TokenUsage is built once, from the difference.
@@ -93,21 +85,30 @@ _Counts = tuple[int, int, int, int, int]
 def _fold_usage(raw: Mapping[str, Any]) -> _Counts:
     """Normalize one Codex usage report (its input already includes cached tokens)."""
     get = raw.get
+    inp = get("input_tokens")
+    read = get("cached_input_tokens")
+    write = get("cache_write_input_tokens")
+    out = get("output_tokens")
+    reasoning = get("reasoning_output_tokens")
     # type() rather than isinstance(): a JSON true is not a count.
-    inp, read, write, out, reasoning = (
-        value if type(value) is int and value > 0 else 0
-        for value in (get(key) for key in _USAGE_KEYS)
-    )
+    inp = inp if type(inp) is int and inp > 0 else 0
+    read = read if type(read) is int and read > 0 else 0
+    write = write if type(write) is int and write > 0 else 0
+    out = out if type(out) is int and out > 0 else 0
+    reasoning = reasoning if type(reasoning) is int and reasoning > 0 else 0
     # A report that breaks the breakdown's invariants is widened, never rejected.
     return (max(inp, read + write), read, write, max(out, reasoning), reasoning)
 
 
 def _increment(current: _Counts, base: _Counts | None) -> TokenUsage | None:
     """Return ``current - base`` as one turn's usage; None when that is not a valid usage."""
-    if base is None:
-        inp, read, write, out, reasoning = current
-    else:
-        inp, read, write, out, reasoning = (c - b for c, b in zip(current, base, strict=True))
+    inp, read, write, out, reasoning = current
+    if base is not None:
+        inp -= base[0]
+        read -= base[1]
+        write -= base[2]
+        out -= base[3]
+        reasoning -= base[4]
         if min(inp, read, write, out, reasoning) < 0 or read + write > inp or reasoning > out:
             return None
     return TokenUsage(
@@ -167,9 +168,6 @@ class CodexStreamParser:
         self._frames: dict[str, Callable[[dict[str, Any]], None]] = {
             "thread.started": self._thread_started,
             "turn.started": self._turn_started,
-            "item.started": self._item_started,
-            "item.updated": self._item_updated,
-            "item.completed": self._item_completed,
             "turn.completed": self._turn_completed,
             "turn.failed": self._turn_failed,
             "error": self._error,
@@ -190,6 +188,11 @@ class CodexStreamParser:
             "agent_message": self._message,
             "reasoning": self._reasoning,
         }
+        self._item_frames: dict[str, Mapping[str, _ItemHandler]] = {
+            "item.started": self._on_started,
+            "item.updated": self._on_updated,
+            "item.completed": self._on_completed,
+        }
 
     # -- the StreamParser protocol ----------------------------------------------------
 
@@ -202,7 +205,9 @@ class CodexStreamParser:
         previous = context.previous_usage
         if context.resumed:
             raw = previous.raw if previous is not None else None
-            self._baseline = _fold_usage(raw) if raw else None
+            # Only a Codex report is a baseline; an empty or foreign mapping is none at all.
+            usable = raw is not None and ("input_tokens" in raw or "output_tokens" in raw)
+            self._baseline = _fold_usage(raw) if raw is not None and usable else None
             self._baseline_missing = self._baseline is None
 
     def feed_stdout(self, line: str) -> None:
@@ -220,11 +225,16 @@ class CodexStreamParser:
             return
         payload = cast("dict[str, Any]", frame)
         kind = payload.get("type")
-        handler = self._frames.get(kind) if type(kind) is str else None
-        if handler is None:
-            self._emit(Lifecycle(f"unknown_frame:{_label(kind)}", line.strip()[:200]))
-            return
-        handler(payload)
+        if type(kind) is str:
+            items = self._item_frames.get(kind)
+            if items is not None:
+                self._item(payload, items)
+                return
+            handler = self._frames.get(kind)
+            if handler is not None:
+                handler(payload)
+                return
+        self._emit(Lifecycle(f"unknown_frame:{_label(kind)}", line.strip()[:200]))
 
     def feed_stderr(self, line: str) -> None:
         """Take one stderr line: emit it, and keep the last few for classifying a failure."""
@@ -332,15 +342,6 @@ class CodexStreamParser:
         self._emit(UsageReport(usage, cost))
 
     # -- items ------------------------------------------------------------------------
-
-    def _item_started(self, frame: dict[str, Any]) -> None:
-        self._item(frame, self._on_started)
-
-    def _item_updated(self, frame: dict[str, Any]) -> None:
-        self._item(frame, self._on_updated)
-
-    def _item_completed(self, frame: dict[str, Any]) -> None:
-        self._item(frame, self._on_completed)
 
     def _item(self, frame: dict[str, Any], handlers: Mapping[str, _ItemHandler]) -> None:
         item = frame.get("item")

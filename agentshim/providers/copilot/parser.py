@@ -233,7 +233,7 @@ class CopilotStreamParser:
         message_id = as_str(data.get("messageId")) or ""
         self._streamed.add(message_id)
         self._live.setdefault(message_id, []).append(piece)
-        out.append(AssistantText(piece))
+        out.append(AssistantText(piece, delta=True))
 
     def _on_message(self, frame: Frame, out: list[AgentEvent]) -> None:
         data = _data(frame)

@@ -11,7 +11,7 @@ import json
 import time
 from collections.abc import Callable, Mapping
 from types import MappingProxyType
-from typing import Any
+from typing import Any, cast
 
 from agentshim.core.errors import FailureKind
 from agentshim.core.events import (
@@ -25,7 +25,7 @@ from agentshim.core.events import (
     UsageReport,
 )
 from agentshim.core.failures import kind_from_text
-from agentshim.core.pricing import PricingTable
+from agentshim.core.pricing import PricingTable, cost_usd
 from agentshim.core.provider import ParsedTurn
 from agentshim.core.stream import ToolTracker
 from agentshim.core.usage import CostSource, ProviderUsage, TokenUsage
@@ -35,6 +35,9 @@ from .events import TODO_TOOL, plan_from_args, tool_call, tool_result
 __all__ = ["GeminiStreamParser"]
 
 _PROVIDER = "gemini"
+# One decoder for every line: json.loads would look up its default decoder per call, and
+# raw_decode skips the whitespace scan (lines are stripped and start with "{" here).
+_raw_decode = json.JSONDecoder().raw_decode
 # stderr lines the CLI prints on every run; never the reason a turn failed.
 _NOISE_PREFIXES = (
     "Warning: 256-color support",
@@ -122,11 +125,11 @@ class GeminiStreamParser:
             self._emit(RawOutput(text))
             return
         try:
-            frame = json.loads(text)
+            frame, end = _raw_decode(text)
         except (ValueError, RecursionError):
             self._emit(RawOutput(text))
             return
-        if type(frame) is not dict:
+        if type(frame) is not dict or (end != len(text) and text[end:].strip()):
             self._emit(RawOutput(text))
             return
         kind = frame.get("type")  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
@@ -151,7 +154,7 @@ class GeminiStreamParser:
         if frame.get("delta") is not True and self._run:
             self._close_run()
         self._run.append(content)
-        self._emit(AssistantText(content))
+        self._emit(AssistantText(content, delta=frame.get("delta") is True))
 
     def _close_run(self) -> None:
         if self._run:
@@ -200,33 +203,34 @@ class GeminiStreamParser:
         self._emit(ProviderError(text, fatal=True))
 
     def _report_usage(self, stats: Mapping[str, Any]) -> ProviderUsage:
-        tokens = _fold_usage(stats)
-        per_model = _per_model(stats.get("models"))
-        cost, source = self._price(per_model)
-        model = max(per_model, key=lambda m: per_model[m].total_tokens) if per_model else None
+        models = _model_entries(stats.get("models"))
+        cost, source = self._price(models)
         usage = ProviderUsage(
-            tokens=tokens,
+            tokens=_fold_usage(stats),
             total_cost_usd=cost,
             provider=_PROVIDER,
             raw=MappingProxyType(dict(stats)),
             cost_source=source,
-            model=model,
+            model=max(models, key=lambda m: models[m][0]) if models else None,
         )
         self._cost = cost
         self._emit(UsageReport(usage, cost))
         return usage
 
-    def _price(self, per_model: Mapping[str, TokenUsage]) -> tuple[float | None, CostSource]:
-        if not per_model:
+    def _price(
+        self, models: Mapping[str, tuple[int, Mapping[str, Any]]]
+    ) -> tuple[float | None, CostSource]:
+        if not models:
             return None, CostSource.NOT_REPORTED
-        if self._pricing is None:
+        pricing = self._pricing
+        if pricing is None or not pricing.prices:
             return None, CostSource.UNKNOWN_MODEL
         total = 0.0
-        for model, tokens in per_model.items():
-            cost = self._pricing.cost(model, tokens)
-            if cost is None:
+        for model, (_, entry) in models.items():
+            price = pricing.get(model)
+            if price is None:
                 return None, CostSource.UNKNOWN_MODEL
-            total += cost
+            total += cost_usd(_fold_usage(entry), price)
         return total, CostSource.PRICED
 
     # stderr
@@ -275,14 +279,21 @@ class GeminiStreamParser:
         )
 
 
-def _per_model(models: object) -> dict[str, TokenUsage]:
-    """Per-model token usage from ``stats.models``, leaving out models that used no tokens."""
+def _model_entries(models: object) -> dict[str, tuple[int, Mapping[str, Any]]]:
+    """``stats.models`` as name -> (total tokens, entry), leaving out models that used none.
+
+    On a failed request the CLI lists the requested model with zero tokens beside the one that
+    answered.
+    """
     if not isinstance(models, dict):
         return {}
-    result: dict[str, TokenUsage] = {}
-    for name, entry in models.items():  # pyright: ignore[reportUnknownVariableType]
+    result: dict[str, tuple[int, Mapping[str, Any]]] = {}
+    for name, entry in cast("dict[object, object]", models).items():
         if isinstance(name, str) and isinstance(entry, dict):
-            tokens = _fold_usage(entry)  # pyright: ignore[reportUnknownArgumentType]
-            if tokens.total_tokens:
-                result[name] = tokens
+            fields = cast("dict[str, Any]", entry)
+            total = _int(fields.get("total_tokens")) or (
+                _int(fields.get("input_tokens")) + _int(fields.get("output_tokens"))
+            )
+            if total:
+                result[name] = (total, fields)
     return result

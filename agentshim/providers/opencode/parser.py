@@ -35,6 +35,9 @@ from .events import TODO_TOOL, plan_from_args, tool_events
 __all__ = ["OpencodeStreamParser", "classify_error", "strip_ansi"]
 
 _PROVIDER = "opencode"
+# One decoder for every line: json.loads would look up its default decoder per call, and
+# raw_decode skips the whitespace scan (lines are stripped and start with "{" here).
+_raw_decode = json.JSONDecoder().raw_decode
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]")
 _MAX_STDERR_KEPT = 64
 
@@ -142,7 +145,10 @@ class OpencodeStreamParser:
         self._texts: list[str] = []
         self._session_id: str | None = None
         self._called: set[str] = set()
-        self._tokens: TokenUsage | None = None
+        self._steps = 0
+        # Summed as plain ints (input, cache read, cache write, output, reasoning): adding
+        # TokenUsage values per step would re-validate every step.
+        self._totals = [0, 0, 0, 0, 0]
         self._cost: float | None = None
         self._raw: Mapping[str, Any] = MappingProxyType({})
         self._context_tokens: int | None = None
@@ -162,11 +168,11 @@ class OpencodeStreamParser:
             self._emit(RawOutput(text))
             return
         try:
-            frame = json.loads(text)
+            frame, end = _raw_decode(text)
         except (ValueError, RecursionError):
             self._emit(RawOutput(text))
             return
-        if type(frame) is not dict:
+        if type(frame) is not dict or (end != len(text) and text[end:].strip()):
             self._emit(RawOutput(text))
             return
         fields = cast("dict[str, Any]", frame)
@@ -221,11 +227,17 @@ class OpencodeStreamParser:
         if not raw and cost is None:
             return
         # turns counts the turn once, on its first step, so step reports add up to the turn.
-        step = _fold_usage(raw, turns=0 if self._tokens is not None else 1)
-        self._tokens = step if self._tokens is None else self._tokens + step
+        step = _fold_usage(raw, turns=0 if self._steps else 1)
+        self._steps += 1
+        totals = self._totals
+        totals[0] += step.input_tokens
+        totals[1] += step.cache_read_input_tokens
+        totals[2] += step.cache_write_input_tokens
+        totals[3] += step.output_tokens
+        totals[4] += step.reasoning_output_tokens
         if cost is not None:
             self._cost = cost if self._cost is None else self._cost + cost
-        self._raw = MappingProxyType(dict(raw))
+        self._raw = MappingProxyType(raw)
         self._context_tokens = step.input_tokens + step.output_tokens - step.reasoning_output_tokens
         usage = ProviderUsage(
             tokens=step,
@@ -285,9 +297,18 @@ class OpencodeStreamParser:
         if not self._stopped:
             error, kind = self._failure()
         usage = None
-        if self._tokens is not None:
+        if self._steps:
+            read, write = self._totals[1], self._totals[2]
+            tokens = TokenUsage(
+                input_tokens=self._totals[0],
+                cache_read_input_tokens=read,
+                cache_write_input_tokens=write,
+                output_tokens=self._totals[3],
+                reasoning_output_tokens=self._totals[4],
+                turns=1,
+            )
             usage = ProviderUsage(
-                tokens=self._tokens,
+                tokens=tokens,
                 total_cost_usd=self._cost,
                 provider=_PROVIDER,
                 raw=self._raw,

@@ -261,7 +261,7 @@ class PiStreamParser:
             delta = as_str(update.get("delta"))
             if delta:
                 self._text_streamed = True
-                out.append(AssistantText(delta))
+                out.append(AssistantText(delta, delta=True))
         elif kind == "thinking_delta":
             delta = as_str(update.get("delta"))
             if delta:

@@ -33,6 +33,8 @@ REQUIRED_FILES = (
     "scripted.py",
     "testing.py",
 )
+# Copilot CLI names the session only in its final `result` line.
+NAMES_SESSION_AT_END = frozenset({"copilot"})
 TEST_FILES = ("test_argv.py", "test_parser.py", "test_provider.py", "test_scripted.py")
 
 
@@ -129,4 +131,6 @@ class TestScriptedTurnsParseBack:
     def test_events_arrive_in_a_sensible_order(self, provider: str) -> None:
         recorder, _ = _run(provider, text="ok", session_id="sess-1")
         kinds: list[type[AgentEvent]] = [type(e) for e in recorder.events]  # type: ignore[misc]
-        assert kinds.index(SessionStarted) < kinds.index(AssistantText)
+        assert kinds.count(SessionStarted) == 1
+        if provider not in NAMES_SESSION_AT_END:
+            assert kinds.index(SessionStarted) < kinds.index(AssistantText)

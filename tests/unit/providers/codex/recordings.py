@@ -28,7 +28,8 @@ def load(name: str) -> Recording:
     meta = (FIXTURES / f"{name}.meta").read_text(encoding="utf-8")
     rc = re.search(r"\brc=(-?\d+)", meta)
     argv = re.search(r"\bargv=(.*)$", meta.strip())
-    assert rc is not None and argv is not None, meta
+    assert rc is not None, meta
+    assert argv is not None, meta
     return Recording(
         name=name,
         stdout=_lines(FIXTURES / f"{name}.stdout.jsonl"),

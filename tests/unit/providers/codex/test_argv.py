@@ -144,9 +144,11 @@ class TestMcpFlags:
         ]
 
     def test_similar_names_are_distinct_servers(self) -> None:
-        servers = [StdioMcpServer(name, f"/bin/{i}") for i, name in enumerate(["my.srv", "a-b", "a_b"])]
+        servers = [
+            StdioMcpServer(name, f"/bin/{i}") for i, name in enumerate(["my.srv", "a-b", "a_b"])
+        ]
         argv = render_mcp_servers(servers)
-        assert '--config' in argv
+        assert "--config" in argv
         assert 'mcp_servers."my.srv".command="/bin/0"' in argv
         assert 'mcp_servers.a-b.command="/bin/1"' in argv
         assert 'mcp_servers.a_b.command="/bin/2"' in argv
@@ -197,7 +199,9 @@ class TestMcpFlags:
 
 
 names = st.from_regex(r"[A-Za-z0-9._-]{1,12}", fullmatch=True)
-texts = st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00"), max_size=12)
+texts = st.text(
+    st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00"), max_size=12
+)
 timeouts = st.none() | st.floats(min_value=0.001, max_value=1e6, allow_nan=False)
 
 
@@ -212,7 +216,11 @@ def servers(draw: st.DrawFn) -> list[McpServer]:
                     name,
                     draw(st.from_regex(r"/[a-z]{1,8}", fullmatch=True)),
                     args=tuple(draw(st.lists(texts, max_size=3))),
-                    env=draw(st.dictionaries(st.from_regex(r"[A-Z_]{1,6}", fullmatch=True), texts, max_size=3)),
+                    env=draw(
+                        st.dictionaries(
+                            st.from_regex(r"[A-Z_]{1,6}", fullmatch=True), texts, max_size=3
+                        )
+                    ),
                     startup_timeout_s=startup,
                     tool_timeout_s=tool,
                 )
@@ -221,7 +229,11 @@ def servers(draw: st.DrawFn) -> list[McpServer]:
             result.append(
                 HttpMcpServer(
                     name,
-                    draw(st.from_regex(r"https?://[a-z]{1,8}(:[0-9]{2,4})?/[a-z]{0,6}", fullmatch=True)),
+                    draw(
+                        st.from_regex(
+                            r"https?://[a-z]{1,8}(:[0-9]{2,4})?/[a-z]{0,6}", fullmatch=True
+                        )
+                    ),
                     startup_timeout_s=startup,
                     tool_timeout_s=tool,
                 )

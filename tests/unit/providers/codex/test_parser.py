@@ -144,7 +144,11 @@ class TestRecordings:
     def test_a_shell_tool_call(self, name: str) -> None:
         turn, events = parse(load(name).stdout)
         call, result = of(events, ToolCall), of(events, ToolResult)
-        assert call == [ToolCall("item_1", SHELL_TOOL, {"command": "/bin/bash -lc 'echo hello'"}, ToolKind.COMMAND)]
+        assert call == [
+            ToolCall(
+                "item_1", SHELL_TOOL, {"command": "/bin/bash -lc 'echo hello'"}, ToolKind.COMMAND
+            )
+        ]
         assert len(result) == 1
         assert (result[0].tool_id, result[0].stdout, result[0].stderr, result[0].exit_code) == (
             "item_1",
@@ -153,9 +157,11 @@ class TestRecordings:
             0,
         )
         assert result[0].kind is ToolKind.COMMAND
-        assert result[0].duration_s is not None and result[0].duration_s >= 0
+        assert result[0].duration_s is not None
+        assert result[0].duration_s >= 0
         assert turn.text == "Done."
-        assert turn.usage is not None and turn.usage.tokens.input_tokens == 200
+        assert turn.usage is not None
+        assert turn.usage.tokens.input_tokens == 200
 
     def test_a_sandbox_that_cannot_start_shows_no_tool_call(self) -> None:
         turn, events = parse(load("pypi_bin_0163_tool_shell_sandbox_broken").stdout)
@@ -197,7 +203,8 @@ class TestRecordings:
         notices = load("api_500_with_retries").stdout[:-1]
         turn, events = parse(notices)
         assert [e.fatal for e in of(events, ProviderError)] == [False, False, False]
-        assert turn.error is not None and "stream ended early" in turn.error
+        assert turn.error is not None
+        assert "stream ended early" in turn.error
 
     @pytest.mark.parametrize("name", ["resume_missing", "wire_api_chat_attempt"])
     def test_nothing_on_stdout_is_a_stream_that_ended_early(self, name: str) -> None:
@@ -206,7 +213,8 @@ class TestRecordings:
         assert turn.error is not None
         assert turn.error.startswith("codex's stream ended early")
         # The CLI's own error line is kept, the banner warning is not.
-        assert "Error" in turn.error and "WARNING" not in turn.error
+        assert "Error" in turn.error
+        assert "WARNING" not in turn.error
         assert turn.error_kind is FailureKind.OTHER
         assert turn.session_id is None
 
@@ -221,10 +229,12 @@ class TestRecordings:
         )
         assert turn.session_id == "01a22758-4cb2-7cc3-b250-de1d55f17bfb"
         notice = [e for e in of(events, Lifecycle) if e.kind == "resume_not_found"]
-        assert len(notice) == 1 and "no-such-thread-name" in notice[0].detail
+        assert len(notice) == 1
+        assert "no-such-thread-name" in notice[0].detail
         assert any(n.startswith("resume_not_found") for n in turn.notes)
         # The old thread's baseline does not apply to the new thread.
-        assert turn.usage is not None and turn.usage.increment_known
+        assert turn.usage is not None
+        assert turn.usage.increment_known
         assert turn.usage.tokens.input_tokens == 100
         assert turn.error is None
 
@@ -266,12 +276,23 @@ class TestUsage:
         assert any(n.startswith("usage_increment_unknown") for n in turn.notes)
         assert not of(events, UsageReport)[0].usage.increment_known
 
+    def test_a_baseline_that_is_not_a_codex_report_is_no_baseline(self) -> None:
+        turn, _ = parse(
+            load("resume").stdout,
+            context=ParserContext(
+                previous_usage=ProviderUsage(raw={"prompt_tokens": 5}), resumed=True
+            ),
+        )
+        assert turn.usage is not None
+        assert not turn.usage.increment_known
+
     def test_a_fresh_turn_ignores_any_previous_usage(self) -> None:
         turn, _ = parse(
             load("plain").stdout,
             context=ParserContext(previous_usage=ProviderUsage(raw=raw_usage(50, 5))),
         )
-        assert turn.usage is not None and turn.usage.tokens.input_tokens == 100
+        assert turn.usage is not None
+        assert turn.usage.tokens.input_tokens == 100
 
     def test_a_baseline_larger_than_the_total_is_an_unknown_increment(self) -> None:
         turn, _ = parse(
@@ -280,7 +301,8 @@ class TestUsage:
                 previous_usage=ProviderUsage(raw=raw_usage(500, 50)), resumed=True
             ),
         )
-        assert turn.usage is not None and not turn.usage.increment_known
+        assert turn.usage is not None
+        assert not turn.usage.increment_known
 
     def test_cached_tokens_are_part_of_input_and_priced_at_the_cached_rate(self) -> None:
         turn, _ = parse(
@@ -305,10 +327,13 @@ class TestUsage:
         assert turn.usage is not None
         assert turn.usage.tokens.input_tokens == 250
 
-    @pytest.mark.parametrize("raw", [{"input_tokens": "many"}, {"input_tokens": -5, "output_tokens": True}, {}])
+    @pytest.mark.parametrize(
+        "raw", [{"input_tokens": "many"}, {"input_tokens": -5, "output_tokens": True}, {}]
+    )
     def test_garbage_counts_are_zero(self, raw: dict[str, Any]) -> None:
         turn, _ = parse([line({"type": "turn.completed", "usage": raw})])
-        assert turn.usage is not None and turn.usage.tokens.input_tokens == 0
+        assert turn.usage is not None
+        assert turn.usage.tokens.input_tokens == 0
 
 
 class TestFinalAnswer:
@@ -325,7 +350,9 @@ class TestFinalAnswer:
     def test_a_final_answer_phase_beats_later_commentary(self) -> None:
         turn, events = parse(
             [
-                item("completed", id="a", type="agent_message", text="answer", phase="final_answer"),
+                item(
+                    "completed", id="a", type="agent_message", text="answer", phase="final_answer"
+                ),
                 item("completed", id="b", type="agent_message", text="aside", phase="commentary"),
                 usage_frame(1, 1),
             ]
@@ -369,7 +396,16 @@ class TestItems:
 
     def test_a_declined_command_without_exit_code_fails_with_1(self) -> None:
         _, events = parse(
-            [item("completed", id="c", type=SHELL_TOOL, command="rm -rf /", status="declined", exit_code=None)]
+            [
+                item(
+                    "completed",
+                    id="c",
+                    type=SHELL_TOOL,
+                    command="rm -rf /",
+                    status="declined",
+                    exit_code=None,
+                )
+            ]
         )
         (result,) = of(events, ToolResult)
         assert (result.stdout, result.exit_code) == ("", 1)
@@ -377,27 +413,46 @@ class TestItems:
 
     def test_a_patch_reported_only_when_done(self) -> None:
         changes = [{"path": "src/a.py", "kind": "update"}, {"path": "new.py", "kind": "add"}]
-        _, events = parse([item("completed", id="p", type=EDIT_TOOL, changes=changes, status="completed")])
+        _, events = parse(
+            [item("completed", id="p", type=EDIT_TOOL, changes=changes, status="completed")]
+        )
         (call,) = of(events, ToolCall)
-        assert (call.tool, call.kind, call.args) == (EDIT_TOOL, ToolKind.FILE_CHANGE, {"changes": changes})
+        assert (call.tool, call.kind, call.args) == (
+            EDIT_TOOL,
+            ToolKind.FILE_CHANGE,
+            {"changes": changes},
+        )
         (result,) = of(events, ToolResult)
         assert (result.stdout, result.exit_code) == ("update src/a.py\nadd new.py", 0)
 
     def test_a_failed_patch(self) -> None:
         changes = [{"path": "x", "kind": "delete"}]
-        _, events = parse([item("completed", id="p", type=EDIT_TOOL, changes=changes, status="failed")])
+        _, events = parse(
+            [item("completed", id="p", type=EDIT_TOOL, changes=changes, status="failed")]
+        )
         (result,) = of(events, ToolResult)
-        assert result.stdout == "" and "delete x" in result.stderr and result.exit_code == 1
+        assert result.stdout == ""
+        assert "delete x" in result.stderr
+        assert result.exit_code == 1
 
     def test_an_mcp_call(self) -> None:
-        base = {"id": "m", "type": "mcp_tool_call", "server": "docs", "tool": "search", "arguments": {"q": "x"}}
+        base = {
+            "id": "m",
+            "type": "mcp_tool_call",
+            "server": "docs",
+            "tool": "search",
+            "arguments": {"q": "x"},
+        }
         _, events = parse(
             [
                 item("started", **base, result=None, error=None, status="in_progress"),
                 item(
                     "completed",
                     **base,
-                    result={"content": [{"type": "text", "text": "hit"}], "structured_content": None},
+                    result={
+                        "content": [{"type": "text", "text": "hit"}],
+                        "structured_content": None,
+                    },
                     error=None,
                     status="completed",
                 ),
@@ -452,7 +507,11 @@ class TestItems:
         _, events = parse(
             [
                 item("started", **todo, items=[{"text": "a", "completed": False}]),
-                item("updated", **todo, items=[{"text": "a", "completed": True}, {"text": "b", "completed": False}]),
+                item(
+                    "updated",
+                    **todo,
+                    items=[{"text": "a", "completed": True}, {"text": "b", "completed": False}],
+                ),
                 item("completed", **todo, items=[{"text": "a", "completed": True}, "junk"]),
             ]
         )
@@ -465,12 +524,17 @@ class TestItems:
 
     def test_reasoning(self) -> None:
         _, events = parse(
-            [item("completed", id="r", type="reasoning", text="thinking"), item("completed", id="r2", type="reasoning", text="")]
+            [
+                item("completed", id="r", type="reasoning", text="thinking"),
+                item("completed", id="r2", type="reasoning", text=""),
+            ]
         )
         assert of(events, Reasoning) == [Reasoning("thinking")]
 
     def test_error_items_are_warnings(self) -> None:
-        turn, events = parse([item("completed", id="e", type="error", message="careful"), usage_frame(1, 1)])
+        turn, events = parse(
+            [item("completed", id="e", type="error", message="careful"), usage_frame(1, 1)]
+        )
         assert Lifecycle("warning", "careful") in events
         assert turn.error is None
 
@@ -492,7 +556,7 @@ class TestItems:
         ]
 
     def test_non_json_lines_are_raw_output(self) -> None:
-        _, events = parse(["plain text\n", "[1, 2]\n", "{broken\n", "\n", "{\"a\": NaN}\n"])
+        _, events = parse(["plain text\n", "[1, 2]\n", "{broken\n", "\n", '{"a": NaN}\n'])
         assert of(events, RawOutput) == [
             RawOutput("plain text"),
             RawOutput("[1, 2]"),
@@ -504,7 +568,12 @@ class TestItems:
         assert tool_kind(SHELL_TOOL) is ToolKind.COMMAND
         assert tool_kind(EDIT_TOOL) is ToolKind.FILE_CHANGE
         assert tool_kind("nope") is ToolKind.OTHER
-        assert set(TOOL_KINDS.values()) >= {ToolKind.COMMAND, ToolKind.FILE_CHANGE, ToolKind.MCP, ToolKind.WEB}
+        assert set(TOOL_KINDS.values()) >= {
+            ToolKind.COMMAND,
+            ToolKind.FILE_CHANGE,
+            ToolKind.MCP,
+            ToolKind.WEB,
+        }
 
 
 class TestFailureText:
@@ -544,32 +613,93 @@ class TestFailureText:
 
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=8),
-    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3)
+    ),
     max_leaves=6,
 )
 frame_types = st.sampled_from(
-    ["thread.started", "turn.started", "item.started", "item.updated", "item.completed", "turn.completed", "turn.failed", "error", "other"]
+    [
+        "thread.started",
+        "turn.started",
+        "item.started",
+        "item.updated",
+        "item.completed",
+        "turn.completed",
+        "turn.failed",
+        "error",
+        "other",
+    ]
 )
 item_types = st.sampled_from(
-    ["agent_message", "reasoning", "command_execution", "file_change", "mcp_tool_call", "web_search", "todo_list", "error", "collab_tool_call", "x"]
+    [
+        "agent_message",
+        "reasoning",
+        "command_execution",
+        "file_change",
+        "mcp_tool_call",
+        "web_search",
+        "todo_list",
+        "error",
+        "collab_tool_call",
+        "x",
+    ]
 )
 shallow = st.none() | st.booleans() | st.integers() | st.text(max_size=6)
 field_values = (
     shallow
     | st.sampled_from(["completed", "failed", "in_progress", "declined"])
-    | st.lists(shallow | st.dictionaries(st.sampled_from(["text", "path", "kind", "completed"]), shallow), max_size=2)
-    | st.dictionaries(st.sampled_from(["message", "content", "structured_content"]), shallow | st.lists(st.dictionaries(st.just("text"), shallow)), max_size=2)
+    | st.lists(
+        shallow | st.dictionaries(st.sampled_from(["text", "path", "kind", "completed"]), shallow),
+        max_size=2,
+    )
+    | st.dictionaries(
+        st.sampled_from(["message", "content", "structured_content"]),
+        shallow | st.lists(st.dictionaries(st.just("text"), shallow)),
+        max_size=2,
+    )
 )
 item_fields = st.fixed_dictionaries(
     {"type": item_types},
-    optional={
-        k: field_values
-        for k in ("id", "text", "phase", "command", "aggregated_output", "exit_code", "status", "changes", "result", "error", "items", "message", "query")
-    },
+    optional=dict.fromkeys(
+        (
+            "id",
+            "text",
+            "phase",
+            "command",
+            "aggregated_output",
+            "exit_code",
+            "status",
+            "changes",
+            "result",
+            "error",
+            "items",
+            "message",
+            "query",
+        ),
+        field_values,
+    ),
 )
 frames = st.fixed_dictionaries(
     {"type": frame_types},
-    optional={"item": item_fields | shallow, "usage": st.dictionaries(st.sampled_from(["input_tokens", "cached_input_tokens", "output_tokens", "reasoning_output_tokens", "cache_write_input_tokens"]), shallow), "thread_id": shallow, "error": field_values, "message": shallow},
+    optional={
+        "item": item_fields | shallow,
+        "usage": st.dictionaries(
+            st.sampled_from(
+                [
+                    "input_tokens",
+                    "cached_input_tokens",
+                    "output_tokens",
+                    "reasoning_output_tokens",
+                    "cache_write_input_tokens",
+                ]
+            ),
+            shallow,
+        ),
+        "thread_id": shallow,
+        "error": field_values,
+        "message": shallow,
+    },
 )
 real_lines = [text for name in names() for text in load(name).stdout]
 
@@ -602,7 +732,13 @@ class TestAdversarialInput:
         st.lists(frames.map(json.dumps), max_size=10),
         st.builds(
             ParserContext,
-            previous_usage=st.none() | st.builds(ProviderUsage, raw=st.dictionaries(st.sampled_from(["input_tokens", "output_tokens", "x"]), shallow, max_size=3)),
+            previous_usage=st.none()
+            | st.builds(
+                ProviderUsage,
+                raw=st.dictionaries(
+                    st.sampled_from(["input_tokens", "output_tokens", "x"]), shallow, max_size=3
+                ),
+            ),
             resumed=st.booleans(),
             requested_session_id=st.none() | st.text(max_size=10),
         ),
@@ -610,6 +746,11 @@ class TestAdversarialInput:
     def test_frames_with_arbitrary_fields(self, lines: list[str], context: ParserContext) -> None:
         _never_raises(lines, context)
 
-    @given(st.lists(st.tuples(st.sampled_from(real_lines), st.integers(min_value=0, max_value=400)), max_size=8))
+    @given(
+        st.lists(
+            st.tuples(st.sampled_from(real_lines), st.integers(min_value=0, max_value=400)),
+            max_size=8,
+        )
+    )
     def test_truncated_real_lines(self, cuts: list[tuple[str, int]]) -> None:
         _never_raises([text[:cut] for text, cut in cuts])

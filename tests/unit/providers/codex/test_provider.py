@@ -50,8 +50,10 @@ class TestProfile:
     def test_profile_states_codex_facts(self) -> None:
         assert PROFILE.name == "codex"
         assert PROFILE.binary == "codex"
-        assert PROFILE.supports_resume and PROFILE.supports_reasoning_effort
-        assert PROFILE.mcp is McpMechanism.CLI_FLAGS and PROFILE.mcp_config_file is None
+        assert PROFILE.supports_resume
+        assert PROFILE.supports_reasoning_effort
+        assert PROFILE.mcp is McpMechanism.CLI_FLAGS
+        assert PROFILE.mcp_config_file is None
         assert PROFILE.output_schema is OutputSchemaStyle.FILE_PATH
         assert PROFILE.schema_dialect is SchemaDialect.STRICT
         assert PROFILE.state_root_env == "CODEX_HOME"
@@ -73,7 +75,8 @@ class TestProfile:
         assert plugin.resume_command(THREAD) == f"codex resume {THREAD}"
         assert plugin.model_table() is MODEL_TABLE
         assert plugin.pricing_table() is PRICING_TABLE
-        assert PRICING_TABLE.version and PRICING_TABLE.date
+        assert PRICING_TABLE.version
+        assert PRICING_TABLE.date
 
     def test_model_facts(self) -> None:
         assert MODEL_TABLE.context_window("gpt-5.1-codex") == 400_000
@@ -86,11 +89,26 @@ class TestRecordedTurns:
         ("name", "text", "thread", "input_tokens"),
         [
             ("plain", "Hello from the fake model.", "01a22758-201e-7550-98d5-d57dc8f5d000", 100),
-            ("ephemeral", "Hello from the fake model.", "01a2275c-914f-72b2-874c-059806dcfb38", 100),
-            ("known_model_gpt5", "Hello from the fake model.", "01a22758-8424-7501-a47a-392d92ff8905", 100),
+            (
+                "ephemeral",
+                "Hello from the fake model.",
+                "01a2275c-914f-72b2-874c-059806dcfb38",
+                100,
+            ),
+            (
+                "known_model_gpt5",
+                "Hello from the fake model.",
+                "01a22758-8424-7501-a47a-392d92ff8905",
+                100,
+            ),
             ("tool_shell", "Done.", THREAD, 200),
             ("pypi_bin_0163_tool_shell", "Done.", "01a2275c-e004-7ec1-8e1b-468d8f4aaa51", 200),
-            ("pypi_bin_0163_tool_shell_sandbox_broken", "Done.", "01a2275c-ecdf-7a32-a7d7-3bbe7737e7db", 200),
+            (
+                "pypi_bin_0163_tool_shell_sandbox_broken",
+                "Done.",
+                "01a2275c-ecdf-7a32-a7d7-3bbe7737e7db",
+                200,
+            ),
         ],
     )
     def test_successful_turns(self, name: str, text: str, thread: str, input_tokens: int) -> None:
@@ -105,7 +123,9 @@ class TestRecordedTurns:
     def test_a_tool_turn_reports_the_tool(self) -> None:
         agent, _, events = agent_for(run_of(load("tool_shell")))
         agent.run("run echo")
-        assert [c.args for c in events.of_type(ToolCall)] == [{"command": "/bin/bash -lc 'echo hello'"}]
+        assert [c.args for c in events.of_type(ToolCall)] == [
+            {"command": "/bin/bash -lc 'echo hello'"}
+        ]
         assert [r.stdout for r in events.of_type(ToolResult)] == ["hello\n"]
 
     def test_a_known_model_is_priced(self) -> None:
@@ -207,7 +227,8 @@ class TestResume:
             new_thread,
         )
         assert result.text == "Hello from the fake model."
-        assert result.usage.increment_known and result.usage.tokens.input_tokens == 100
+        assert result.usage.increment_known
+        assert result.usage.tokens.input_tokens == 100
         kinds = [e.kind for e in events.of_type(Lifecycle)]
         assert "resume_not_found" in kinds
         assert executor.requests[0].argv[2:5] == ("resume", "no-such-thread-name", "-")
@@ -253,7 +274,8 @@ class TestOutputSchema:
         assert result.structured_output == {"answer": "hello", "count": 2}
         argv = list(executor.requests[0].argv)
         path = argv[argv.index("--output-schema") + 1]
-        assert path.startswith("/in/box/") and path.endswith(".json")
+        assert path.startswith("/in/box/")
+        assert path.endswith(".json")
         written = tmp_path / Path(path).name
         assert json.loads(written.read_text(encoding="utf-8")) == self.schema
 
@@ -278,7 +300,9 @@ class TestMcpThroughTheAgent:
 
         executor = FakeExecutor(serve, binaries={"codex": "/usr/bin/codex"})
         agent = CliAgent("codex", executor=executor, env=ENV)
-        server = StdioMcpServer("my.srv", "/usr/bin/srv", args=("-v",), env={"K": "v"}, tool_timeout_s=5)
+        server = StdioMcpServer(
+            "my.srv", "/usr/bin/srv", args=("-v",), env={"K": "v"}, tool_timeout_s=5
+        )
         agent.run(TurnRequest("hi", mcp_servers=(server,), mcp_workspace=tmp_path))
         assert seen == [{"my.srv": {"command": "/usr/bin/srv", "args": ["-v"], "env": {"K": "v"}}}]
         assert 'mcp_servers."my.srv".tool_timeout_sec=5.0' in executor.requests[0].argv

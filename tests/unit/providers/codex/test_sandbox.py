@@ -28,11 +28,13 @@ from agentshim.providers.codex.sandbox import render_sandbox
 BYPASS = "--dangerously-bypass-approvals-and-sandbox"
 
 words = st.text(st.characters(blacklist_categories=("Cs",)), min_size=1, max_size=12)
-commands = st.lists(st.tuples(words).map(tuple) | st.lists(words, min_size=1, max_size=3).map(tuple), max_size=4)
+commands = st.lists(
+    st.tuples(words).map(tuple) | st.lists(words, min_size=1, max_size=3).map(tuple), max_size=4
+)
 roots = st.lists(
-    st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00"), max_size=10).map(
-        lambda s: "/" + s
-    ),
+    st.text(
+        st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00"), max_size=10
+    ).map(lambda s: "/" + s),
     max_size=3,
 )
 
@@ -88,7 +90,9 @@ class TestRender:
         ]
 
     def test_excluded_commands_keep_rules_loading(self) -> None:
-        config = CodexSandboxConfig(CodexSandboxMode.READ_ONLY, excluded_commands=(("git", "status"),))
+        config = CodexSandboxConfig(
+            CodexSandboxMode.READ_ONLY, excluded_commands=(("git", "status"),)
+        )
         assert "--ignore-rules" not in render_sandbox(config)
 
     def test_a_root_with_quotes_and_newlines_stays_one_toml_string(self) -> None:
@@ -213,7 +217,9 @@ class TestCodexHomeCheck:
             check_codex_home(self.config, cwd=cwd, env=env)
 
     def test_a_writable_root_inside_the_home_is_refused(self) -> None:
-        config = CodexSandboxConfig(writable_roots=("/srv/home/rules",), excluded_commands=(("ls",),))
+        config = CodexSandboxConfig(
+            writable_roots=("/srv/home/rules",), excluded_commands=(("ls",),)
+        )
         with pytest.raises(ProviderCapabilityError, match="overlaps"):
             check_codex_home(config, cwd="/work", env={"CODEX_HOME": "/srv/home"})
 

@@ -19,7 +19,9 @@ from .recordings import load
 THREAD = "01a22758-303e-7462-9a22-376e1126431f"
 
 
-def parse(stdout: tuple[str, ...], *, structured: bool = False) -> tuple[ParsedTurn, list[AgentEvent]]:
+def parse(
+    stdout: tuple[str, ...], *, structured: bool = False
+) -> tuple[ParsedTurn, list[AgentEvent]]:
     events: list[AgentEvent] = []
     parser = CodexStreamParser(events.append, expect_structured=structured)
     for line in stdout:
@@ -62,7 +64,8 @@ class TestSameAsRecorded:
         theirs, their_events = parse(recorded.stdout)
         assert shape(our_events) == shape(their_events)
         assert (ours.text, ours.session_id, ours.error) == (theirs.text, theirs.session_id, None)
-        assert ours.usage is not None and theirs.usage is not None
+        assert ours.usage is not None
+        assert theirs.usage is not None
         assert ours.usage.tokens == theirs.usage.tokens
         assert ours.usage.raw == theirs.usage.raw
 
@@ -97,12 +100,15 @@ class TestSameAsRecorded:
 
     def test_a_failed_turn(self) -> None:
         recorded = load("api_500")
-        scripted = scripted_lines(text="We’re currently experiencing high demand", returncode=1)
+        scripted = scripted_lines(text="We are currently experiencing high demand", returncode=1)
         assert frame_types(scripted.stdout) == frame_types(recorded.stdout)
         ours, our_events = parse(scripted.stdout)
         theirs, their_events = parse(recorded.stdout)
         assert shape(our_events) == shape(their_events)
-        assert (ours.error_kind, theirs.error_kind) == (FailureKind.TRANSIENT, FailureKind.TRANSIENT)
+        assert (ours.error_kind, theirs.error_kind) == (
+            FailureKind.TRANSIENT,
+            FailureKind.TRANSIENT,
+        )
         assert scripted.returncode == 1
 
     def test_a_lost_thread(self) -> None:
@@ -119,7 +125,12 @@ class TestToolCalls:
         [
             ("bash", {"command": ["ls", "-l"]}, ToolKind.COMMAND, "out"),
             ("apply_patch", {"path": "a.py"}, ToolKind.FILE_CHANGE, "update a.py"),
-            ("file_change", {"changes": [{"path": "b", "kind": "add"}]}, ToolKind.FILE_CHANGE, "add b"),
+            (
+                "file_change",
+                {"changes": [{"path": "b", "kind": "add"}]},
+                ToolKind.FILE_CHANGE,
+                "add b",
+            ),
             ("web_search", {"query": "q"}, ToolKind.WEB, ""),
             ("docs.search", {"q": "x"}, ToolKind.MCP, "out"),
             ("lookup", {}, ToolKind.MCP, "out"),
@@ -148,7 +159,9 @@ class TestThroughTheAgent:
 
     def test_scripted_turn_gives_the_turn_result(self) -> None:
         usage = TokenUsage(input_tokens=30, cache_read_input_tokens=10, output_tokens=5)
-        agent, _ = self._agent(scripted_turn("codex", text="hi there", session_id=THREAD, usage=usage))
+        agent, _ = self._agent(
+            scripted_turn("codex", text="hi there", session_id=THREAD, usage=usage)
+        )
         result = agent.run("hello")
         assert (result.text, result.session_id) == ("hi there", THREAD)
         assert result.usage.tokens == TokenUsage(
@@ -186,8 +199,18 @@ class TestThroughTheAgent:
 
     def test_cumulative_scripted_usage_is_subtracted_on_resume(self) -> None:
         agent, _ = self._agent(
-            scripted_turn("codex", text="1", session_id=THREAD, usage=TokenUsage(input_tokens=100, output_tokens=10)),
-            scripted_turn("codex", text="2", session_id=THREAD, usage=TokenUsage(input_tokens=250, output_tokens=25)),
+            scripted_turn(
+                "codex",
+                text="1",
+                session_id=THREAD,
+                usage=TokenUsage(input_tokens=100, output_tokens=10),
+            ),
+            scripted_turn(
+                "codex",
+                text="2",
+                session_id=THREAD,
+                usage=TokenUsage(input_tokens=250, output_tokens=25),
+            ),
         )
         session = agent.start_session()
         session.turn("a")
@@ -214,7 +237,10 @@ class TestEdges:
         events: list[AgentEvent] = []
         parser = CodexStreamParser(events.append, expect_structured=False)
         parser.configure(ParserContext(resumed=True, requested_session_id=THREAD))
-        for line in scripted_lines(text="x", session_id=THREAD, usage=TokenUsage(input_tokens=9)).stdout:
+        for line in scripted_lines(
+            text="x", session_id=THREAD, usage=TokenUsage(input_tokens=9)
+        ).stdout:
             parser.feed_stdout(line)
         turn = parser.finish()
-        assert turn.usage is not None and not turn.usage.increment_known
+        assert turn.usage is not None
+        assert not turn.usage.increment_known

@@ -123,7 +123,7 @@ class TestRecordedStreams:
             "Error: No session, task, or name matched '00000000-0000-4000-8000-000000000000'."
         )
         assert parsed.usage is None
-        assert [e.text for e in of_type(events, Stderr)][0].startswith("Error: No session")
+        assert next(e.text for e in of_type(events, Stderr)).startswith("Error: No session")
 
     def test_prompt_echo_and_noise_make_no_events(self) -> None:
         noise = [

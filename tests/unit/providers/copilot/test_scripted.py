@@ -103,7 +103,8 @@ class TestScriptedOptions:
     def test_a_fresh_session_id_is_made_when_none_is_given(self) -> None:
         first, _ = parse(scripted_lines(text="x").stdout)
         second, _ = parse(scripted_lines(text="x").stdout)
-        assert first.session_id and second.session_id
+        assert first.session_id
+        assert second.session_id
         assert first.session_id != second.session_id
 
     def test_structured_output_is_refused(self) -> None:

@@ -175,7 +175,7 @@ class TestSessionIds:
 
 class TestFailureRules:
     def test_a_retry_that_succeeds_is_a_success(self) -> None:
-        failed = [line for line in load("e1b_http500_fast_retry_settings").stdout]
+        failed = list(load("e1b_http500_fast_retry_settings").stdout)
         first_retry = next(
             i for i, line in enumerate(failed) if json.loads(line)["type"] == "auto_retry_start"
         )

@@ -1,0 +1,305 @@
+"""The conformance scenarios: what the scripted server answers and what a turn must yield.
+
+Shared by ``tests/live`` (run through ``CliAgent``) and ``scripts/record_fixtures.py`` (run
+through the provider's own argv builder, output written as fixtures). Every scenario works
+for every CLI: the shell tool call adapts to the tool the CLI offers, error cases script
+headers that keep the CLIs' own retries short, and the usage each answer reports is scripted
+so a correct parser reports exactly ``expected_usage``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from agentshim.core.errors import FailureKind
+from agentshim.testing.model_server import (
+    HttpError,
+    Match,
+    Message,
+    Rule,
+    StructuredOutput,
+    Text,
+    ToolCall,
+    Usage,
+)
+
+#: Headers on scripted 5xx answers: opencode and the Anthropic SDK wait this long between
+#: retries instead of their multi-second backoff.
+FAST_RETRY_HEADERS = {"retry-after-ms": "50"}
+
+#: A conversation id no CLI has: a well-formed UUID (opencode's form is ``ses_...``).
+MISSING_SESSION_UUID = "0badc0de-0000-4000-8000-00000000beef"
+MISSING_SESSION_OPENCODE = "ses_0badc0de0000400080000000be"
+
+STRUCTURED_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {"name": {"type": "string"}, "age": {"type": "integer"}},
+    "required": ["name", "age"],
+    "additionalProperties": False,
+}
+STRUCTURED_VALUE: dict[str, Any] = {"name": "Alice", "age": 30}
+
+#: Unicode and several lines, printed by the shell tool.
+UNICODE_LINES = ("café ✓ naïve", "zweite Zeile — ok", "日本語テキスト 🚀")
+UNICODE_COMMAND = "; ".join(f"echo '{line}'" for line in UNICODE_LINES)
+
+LONG_TEXT = " ".join(f"word{i:04d}" for i in range(600))
+
+
+def total(*usages: Usage) -> Usage:
+    """The usage of several model calls added up, as a turn should report it."""
+    return Usage(
+        input=sum(u.input for u in usages),
+        output=sum(u.output for u in usages),
+        cache_read=sum(u.cache_read for u in usages),
+        cache_write=sum(u.cache_write for u in usages),
+        reasoning=sum(u.reasoning for u in usages),
+    )
+
+
+@dataclass(frozen=True)
+class ToolExpectation:
+    """A shell call the turn must report, and text its result must contain.
+
+    A CLI may wrap the command (Codex reports ``/bin/bash -lc "..."``), so the call is found
+    by ``marker``, a part of the command that survives any quoting.
+    """
+
+    command: str
+    output: str
+    marker: str
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """One turn: its prompt, the server's script, and what the turn must produce.
+
+    ``resume`` is ``"previous"`` when the turn resumes the conversation of ``setup`` (run
+    first, in the same session), ``"missing"`` when it resumes an id the CLI never had.
+    ``failure`` is set for turns that must fail with a CliExitError of that kind
+    (``resume_failure``: a SessionResumeError).
+    """
+
+    name: str
+    prompt: str
+    rules: tuple[Rule, ...]
+    text: str | None = None
+    usage: Usage | None = None
+    tools: tuple[ToolExpectation, ...] = ()
+    failure: FailureKind | None = None
+    resume_failure: bool = False
+    resume: str | None = None
+    setup: Scenario | None = None
+    schema: dict[str, Any] | None = None
+    structured: Any | None = None
+    description: str = ""
+    main_requests_at_least: int = 1
+    notes: tuple[str, ...] = field(default=())
+
+
+_PLAIN_USAGE = Usage(input=1200, output=40, cache_read=1000)
+PLAIN = Scenario(
+    name="plain_answer",
+    description="a plain text answer",
+    prompt="Say hello and name a fruit.",
+    rules=(
+        Rule(
+            match=Match(assistant_turns=0),
+            respond=Text("Hello from the scripted model. The fruit is PAPAYA.", usage=_PLAIN_USAGE),
+        ),
+    ),
+    text="Hello from the scripted model. The fruit is PAPAYA.",
+    usage=_PLAIN_USAGE,
+)
+
+_TOOL_FIRST = Usage(input=300, output=30)
+_TOOL_FINAL = Usage(input=420, output=12)
+SHELL_TOOL = Scenario(
+    name="shell_tool",
+    description="a shell tool call, then an answer",
+    prompt="Run the echo command, then report.",
+    rules=(
+        Rule(
+            match=Match(last_input_is_tool_result=False),
+            respond=Message(
+                (Text("Running it."), ToolCall(command="echo agentshim-tool-ok")),
+                usage=_TOOL_FIRST,
+            ),
+        ),
+        Rule(
+            match=Match(last_input_is_tool_result=True),
+            respond=Text("The command printed agentshim-tool-ok.", usage=_TOOL_FINAL),
+        ),
+    ),
+    text="The command printed agentshim-tool-ok.",
+    usage=total(_TOOL_FIRST, _TOOL_FINAL),
+    tools=(ToolExpectation("echo agentshim-tool-ok", "agentshim-tool-ok", "agentshim-tool-ok"),),
+    main_requests_at_least=2,
+)
+
+_REMEMBER_USAGE = Usage(input=200, output=20)
+_RECALL_USAGE = Usage(input=260, output=16)
+_REMEMBER = Scenario(
+    name="resume_setup",
+    description="the turn the resume scenario continues",
+    prompt="Remember the word MANGOSTEEN.",
+    rules=(),
+    text="Noted: MANGOSTEEN.",
+    usage=_REMEMBER_USAGE,
+)
+RESUME = Scenario(
+    name="resume",
+    description="a second turn that resumes the first one's conversation",
+    prompt="Which word did I ask you to remember?",
+    rules=(
+        Rule(
+            match=Match(assistant_turns=0),
+            respond=Text("Noted: MANGOSTEEN.", usage=_REMEMBER_USAGE),
+        ),
+        Rule(
+            match=Match(assistant_turns=1),
+            respond=Text("You asked me to remember MANGOSTEEN.", usage=_RECALL_USAGE),
+        ),
+    ),
+    text="You asked me to remember MANGOSTEEN.",
+    usage=_RECALL_USAGE,
+    resume="previous",
+    setup=_REMEMBER,
+)
+
+RESUME_MISSING = Scenario(
+    name="resume_missing",
+    description="resuming a conversation the CLI does not have",
+    prompt="Continue where we left off.",
+    rules=(Rule(respond=Text("This conversation should not have run.")),),
+    failure=FailureKind.OTHER,
+    resume_failure=True,
+    resume="missing",
+    main_requests_at_least=0,
+)
+
+HTTP_500 = Scenario(
+    name="http_500",
+    description="every model call answers HTTP 500 until the CLI's retries run out",
+    prompt="Say hello.",
+    rules=(Rule(respond=HttpError(500, headers=FAST_RETRY_HEADERS)),),
+    failure=FailureKind.TRANSIENT,
+)
+
+HTTP_401 = Scenario(
+    name="http_401",
+    description="the model API rejects the key (HTTP 401)",
+    prompt="Say hello.",
+    rules=(Rule(respond=HttpError(401, headers=FAST_RETRY_HEADERS)),),
+    failure=FailureKind.AUTH,
+)
+
+CONTEXT_OVERFLOW = Scenario(
+    name="context_overflow",
+    description="HTTP 400 prompt too long, also for the CLI's own compaction attempts",
+    prompt="Say hello.",
+    rules=(Rule(match=Match(kind=None), respond=HttpError.context_overflow()),),
+    failure=FailureKind.CONTEXT_OVERFLOW,
+)
+
+STRUCTURED = Scenario(
+    name="structured_output",
+    description="an answer constrained to a JSON schema",
+    prompt="Extract the person: Alice is 30 years old.",
+    rules=(
+        Rule(
+            match=Match(schema_requested=True),
+            respond=StructuredOutput(STRUCTURED_VALUE, usage=Usage(input=150, output=15)),
+        ),
+        # Claude Code answers its StructuredOutput tool's result; nothing more is needed.
+        Rule(match=Match(last_input_is_tool_result=True), respond=Text("Done.")),
+    ),
+    schema=STRUCTURED_SCHEMA,
+    structured=STRUCTURED_VALUE,
+)
+
+_LONG_USAGE = Usage(input=500, output=1800, cache_read=300)
+LONG_ANSWER = Scenario(
+    name="long_answer",
+    description="a long answer streamed as hundreds of small deltas",
+    prompt="Write a long answer.",
+    rules=(Rule(respond=Text(LONG_TEXT, chunk_size=7, usage=_LONG_USAGE)),),
+    text=LONG_TEXT,
+    usage=_LONG_USAGE,
+)
+
+_UNICODE_FIRST = Usage(input=310, output=31)
+_UNICODE_FINAL = Usage(input=450, output=14)
+UNICODE_TOOL = Scenario(
+    name="unicode_tool_output",
+    description="a shell call printing unicode over several lines",
+    prompt="Print the unicode lines.",
+    rules=(
+        Rule(
+            match=Match(last_input_is_tool_result=False),
+            respond=Message((ToolCall(command=UNICODE_COMMAND),), usage=_UNICODE_FIRST),
+        ),
+        Rule(
+            match=Match(last_input_is_tool_result=True),
+            respond=Text("Fertig ✓ — 完了.", usage=_UNICODE_FINAL),
+        ),
+    ),
+    text="Fertig ✓ — 完了.",
+    usage=total(_UNICODE_FIRST, _UNICODE_FINAL),
+    tools=(ToolExpectation(UNICODE_COMMAND, "\n".join(UNICODE_LINES), "zweite Zeile"),),
+    main_requests_at_least=2,
+)
+
+_TWO_FIRST = Usage(input=330, output=44)
+_TWO_FINAL = Usage(input=520, output=10)
+TWO_TOOLS = Scenario(
+    name="two_tool_calls",
+    description="two shell calls in one model answer",
+    prompt="Run both commands.",
+    rules=(
+        Rule(
+            match=Match(last_input_is_tool_result=False),
+            respond=Message(
+                (
+                    ToolCall(command="echo first-call-output"),
+                    ToolCall(command="echo second-call-output"),
+                ),
+                usage=_TWO_FIRST,
+            ),
+        ),
+        Rule(
+            match=Match(last_input_is_tool_result=True),
+            respond=Text("Both commands ran.", usage=_TWO_FINAL),
+        ),
+    ),
+    text="Both commands ran.",
+    usage=total(_TWO_FIRST, _TWO_FINAL),
+    tools=(
+        ToolExpectation("echo first-call-output", "first-call-output", "first-call-output"),
+        ToolExpectation("echo second-call-output", "second-call-output", "second-call-output"),
+    ),
+    main_requests_at_least=2,
+)
+
+#: Every scenario, in the order they are recorded and run.
+SCENARIOS: tuple[Scenario, ...] = (
+    PLAIN,
+    SHELL_TOOL,
+    RESUME,
+    RESUME_MISSING,
+    HTTP_500,
+    HTTP_401,
+    CONTEXT_OVERFLOW,
+    STRUCTURED,
+    LONG_ANSWER,
+    UNICODE_TOOL,
+    TWO_TOOLS,
+)
+
+BY_NAME = {scenario.name: scenario for scenario in SCENARIOS}
+
+
+def missing_session_id(provider: str) -> str:
+    """An id in the provider's own form that names no conversation."""
+    return MISSING_SESSION_OPENCODE if provider == "opencode" else MISSING_SESSION_UUID

@@ -1,0 +1,348 @@
+"""The live conformance suite every provider's test module runs against its real binary.
+
+Each scenario of ``scenarios.py`` runs through ``CliAgent`` with the real
+``HostCommandExecutor`` against a ``ModelServer`` on 127.0.0.1; the test asserts what a user of
+agentshim sees: the turn's text, session id, resumed flag, usage equal to what the server
+scripted, the tool calls and their results, the error type and ``FailureKind`` of failures,
+the MCP config file put back, and no process of the run left behind.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agentshim.agent import AgentSession, CliAgent
+from agentshim.core.errors import (
+    AgentShimError,
+    CliExitError,
+    ProviderCapabilityError,
+    SessionResumeError,
+)
+from agentshim.core.events import RunStarted, SessionStarted, ToolCall, ToolKind, ToolResult
+from agentshim.core.mcp import StdioMcpServer
+from agentshim.core.profile import McpMechanism, OutputSchemaStyle
+from agentshim.core.turn import OutputSchema, TurnRequest, TurnResult
+from agentshim.execution.host import HostCommandExecutor
+from agentshim.testing.model_server import LoggedRequest, ModelServer, RequestKind, Usage
+from agentshim.testing.offline import OfflineCli, offline_cli
+from agentshim.testing.recording import RecordingEventHandler
+
+from . import scenarios as sc
+from .binaries import LiveBinary, require_binary
+
+TURN_TIMEOUT = 150.0
+MCP_STUB = Path(__file__).with_name("mcp_stub_server.py")
+
+
+@dataclass
+class LiveRun:
+    """One scenario's run: the server, the CLI setup, what happened."""
+
+    server: ModelServer
+    cli: OfflineCli
+    agent: CliAgent
+    work: Path
+    events: RecordingEventHandler
+    results: list[TurnResult] = field(default_factory=list[TurnResult])
+
+    def session(self, session_id: str | None = None) -> AgentSession:
+        return self.agent.start_session(
+            cwd=str(self.work), timeout=TURN_TIMEOUT, session_id=session_id
+        )
+
+    def request(self, scenario: sc.Scenario, **overrides: Any) -> TurnRequest:
+        return TurnRequest(prompt=scenario.prompt, extra_args=self.cli.extra_args, **overrides)
+
+    def main_requests(self) -> list[LoggedRequest]:
+        return [r for r in self.server.requests if r.kind is RequestKind.MAIN]
+
+
+def _home_processes(home: Path) -> list[tuple[int, str]]:
+    """Processes whose environment has this run's HOME: everything the CLI started."""
+    marker = f"HOME={home}".encode()
+    found: list[tuple[int, str]] = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            environ = (entry / "environ").read_bytes()
+            cmdline = (entry / "cmdline").read_bytes()
+        except OSError:
+            continue
+        if marker + b"\0" in environ + b"\0":
+            found.append((int(entry.name), cmdline.replace(b"\0", b" ").decode(errors="replace")))
+    return found
+
+
+def assert_nothing_left_running(home: Path, wait_s: float = 5.0) -> None:
+    """Fail (after killing them) if processes of the run outlive it by ``wait_s``."""
+    if not Path("/proc/self/environ").exists():
+        return
+    deadline = time.monotonic() + wait_s
+    left = _home_processes(home)
+    while left and time.monotonic() < deadline:
+        time.sleep(0.1)
+        left = _home_processes(home)
+    for pid, _ in left:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
+    assert not left, f"processes of the run still running after the turn: {left}"
+
+
+class LiveSuite:
+    """The scenarios, as test methods; a provider's module subclasses it.
+
+    Class attributes a subclass sets: ``provider``; ``reports_tokens`` (False when the CLI
+    prints no token counts, so usage is expected to be unknown rather than scripted).
+    """
+
+    provider: str = ""
+    reports_tokens: bool = True
+
+    # -- plumbing ----------------------------------------------------------------------
+
+    @pytest.fixture
+    def binary(self) -> LiveBinary:
+        return require_binary(self.provider)
+
+    @pytest.fixture
+    def live(
+        self, binary: LiveBinary, tmp_path: Path, request: pytest.FixtureRequest
+    ) -> Iterator[LiveRun]:
+        scenario = sc.BY_NAME.get(request.node.originalname.removeprefix("test_"))
+        rules = scenario.rules if scenario is not None else sc.PLAIN.rules
+        work = tmp_path / "work"
+        work.mkdir()
+        with ModelServer(rules) as server:
+            cli = offline_cli(self.provider, server, root=tmp_path, bin_dir=binary.path.parent)
+            events = RecordingEventHandler()
+            agent = CliAgent(
+                self.provider,
+                env=dict(cli.env),
+                model=cli.model,
+                executor=HostCommandExecutor(),
+                event_handler=events,
+                check_timeout=60.0,
+            )
+            yield LiveRun(server, cli, agent, work, events)
+        assert_nothing_left_running(cli.home)
+
+    # -- checks ------------------------------------------------------------------------
+
+    def check_usage(self, result: TurnResult, expected: Usage | None) -> None:
+        tokens = result.usage.tokens
+        got = (
+            tokens.input_tokens,
+            tokens.cache_read_input_tokens,
+            tokens.cache_write_input_tokens,
+            tokens.output_tokens,
+            tokens.reasoning_output_tokens,
+        )
+        if not self.reports_tokens:
+            assert not result.usage.increment_known, "usage claims to be known"
+            assert got == (0, 0, 0, 0, 0)
+            return
+        assert expected is not None
+        want = (
+            expected.input,
+            expected.cache_read,
+            expected.cache_write,
+            expected.output,
+            expected.reasoning,
+        )
+        assert result.usage.increment_known
+        assert got == want, (
+            "usage (input, cache_read, cache_write, output, reasoning) differs from what the "
+            f"server scripted: got {got}, scripted {want}; raw={dict(result.usage.raw)}"
+        )
+
+    def check_session(self, live: LiveRun, result: TurnResult) -> None:
+        started = [e.session_id for e in live.events.of_type(SessionStarted)]
+        assert result.session_id, "the turn reported no session id"
+        assert started, "no SessionStarted event"
+        assert result.session_id == started[-1]
+
+    def check_tools(self, live: LiveRun, expected: Sequence[sc.ToolExpectation]) -> None:
+        calls = [c for c in live.events.of_type(ToolCall) if c.kind is ToolKind.COMMAND]
+        results = {r.tool_id: r for r in live.events.of_type(ToolResult)}
+        assert len(calls) == len(expected), f"command tool calls: {calls}"
+        ids = [call.tool_id for call in calls]
+        assert len(set(ids)) == len(ids), f"tool ids are not distinct: {ids}"
+        for expectation in expected:
+            call = next((c for c in calls if _mentions(c.args, expectation.marker)), None)
+            assert call is not None, f"no tool call runs {expectation.command!r}: {calls}"
+            result = results.get(call.tool_id)
+            assert result is not None, f"no result for tool call {call}"
+            assert result.kind is ToolKind.COMMAND
+            assert expectation.output in result.stdout, (
+                f"tool output {result.stdout!r} lacks {expectation.output!r}"
+            )
+            assert result.exit_code in (0, None)
+
+    def check_answer(self, live: LiveRun, scenario: sc.Scenario, result: TurnResult) -> None:
+        assert scenario.text is not None
+        if scenario.tools:
+            # Without a terminal result frame the text blocks of the turn are joined.
+            assert result.text.endswith(scenario.text), result.text
+        else:
+            assert result.text == scenario.text
+        assert result.exit_code == 0
+        assert not result.interrupted
+        self.check_session(live, result)
+        self.check_usage(result, scenario.usage)
+        self.check_tools(live, scenario.tools)
+        assert len(live.main_requests()) >= scenario.main_requests_at_least
+
+    def check_failure(self, error: AgentShimError, scenario: sc.Scenario) -> None:
+        assert isinstance(error, CliExitError), repr(error)
+        assert error.kind is scenario.failure, f"{error.kind} for: {error}"
+        if scenario.resume_failure:
+            assert isinstance(error, SessionResumeError), repr(error)
+        else:
+            assert not isinstance(error, SessionResumeError), repr(error)
+        assert error.message
+
+    def run_answer(self, live: LiveRun, scenario: sc.Scenario) -> TurnResult:
+        result = live.session().turn(live.request(scenario))
+        self.check_answer(live, scenario, result)
+        return result
+
+    def run_failure(self, live: LiveRun, scenario: sc.Scenario, session_id: str | None = None) -> None:
+        with pytest.raises(AgentShimError) as caught:
+            live.session(session_id).turn(live.request(scenario))
+        self.check_failure(caught.value, scenario)
+
+    # -- the scenarios -----------------------------------------------------------------
+
+    def test_plain_answer(self, live: LiveRun) -> None:
+        result = self.run_answer(live, sc.PLAIN)
+        assert result.resumed is False
+
+    def test_shell_tool(self, live: LiveRun) -> None:
+        self.run_answer(live, sc.SHELL_TOOL)
+
+    def test_resume(self, live: LiveRun) -> None:
+        setup = sc.RESUME.setup
+        assert setup is not None
+        session = live.session()
+        first = session.turn(live.request(setup))
+        assert first.text == setup.text
+        assert first.resumed is False
+        self.check_usage(first, setup.usage)
+        second = session.turn(live.request(sc.RESUME))
+        assert second.text == sc.RESUME.text, "the resumed turn did not see the earlier one"
+        assert second.session_id == first.session_id
+        assert second.resumed is True
+        self.check_usage(second, sc.RESUME.usage)
+        assert live.server.rule_uses[1] >= 1
+
+    def test_resume_missing(self, live: LiveRun) -> None:
+        self.run_failure(live, sc.RESUME_MISSING, sc.missing_session_id(self.provider))
+        assert live.main_requests() == []
+
+    def test_http_500(self, live: LiveRun) -> None:
+        self.run_failure(live, sc.HTTP_500)
+
+    def test_http_401(self, live: LiveRun) -> None:
+        self.run_failure(live, sc.HTTP_401)
+
+    def test_context_overflow(self, live: LiveRun) -> None:
+        self.run_failure(live, sc.CONTEXT_OVERFLOW)
+
+    def test_structured_output(self, live: LiveRun, tmp_path: Path) -> None:
+        schema_dir = tmp_path / "schema"
+        schema_dir.mkdir()
+        request = live.request(
+            sc.STRUCTURED, output_schema=OutputSchema(sc.STRUCTURED_SCHEMA, host_dir=schema_dir)
+        )
+        if live.agent.profile.output_schema is OutputSchemaStyle.NONE:
+            with pytest.raises(ProviderCapabilityError):
+                live.session().turn(request)
+            assert live.server.requests == ()
+            assert live.events.of_type(RunStarted) == []
+            return
+        result = live.session().turn(request)
+        assert result.structured_output == sc.STRUCTURED_VALUE
+        self.check_session(live, result)
+
+    def test_long_answer(self, live: LiveRun) -> None:
+        self.run_answer(live, sc.LONG_ANSWER)
+
+    def test_unicode_tool_output(self, live: LiveRun) -> None:
+        self.run_answer(live, sc.UNICODE_TOOL)
+
+    def test_two_tool_calls(self, live: LiveRun) -> None:
+        self.run_answer(live, sc.TWO_TOOLS)
+
+    def test_mcp_config_restored(self, live: LiveRun, tmp_path: Path) -> None:
+        marker = tmp_path / "mcp-stub-started"
+        server = StdioMcpServer(
+            name="agentshim-stub", command=sys.executable, args=(str(MCP_STUB), str(marker))
+        )
+        profile = live.agent.profile
+        request = live.request(sc.PLAIN, mcp_servers=(server,))
+        if profile.mcp is McpMechanism.NONE:
+            with pytest.raises(ProviderCapabilityError):
+                live.session().turn(request)
+            assert live.server.requests == ()
+            return
+        before = _snapshot(live.work)
+        config: Path | None = None
+        original = b""
+        if profile.mcp is McpMechanism.CONFIG_FILE:
+            assert profile.mcp_config_file is not None
+            config = live.work / profile.mcp_config_file
+            config.parent.mkdir(parents=True, exist_ok=True)
+            original = _user_config(profile.mcp_config_file)
+            config.write_bytes(original)
+            before = _snapshot(live.work)
+        result = live.session().turn(request)
+        assert result.text == sc.PLAIN.text
+        if config is not None:
+            assert config.read_bytes() == original, "the MCP config file was not restored"
+        else:
+            argv = " ".join(live.events.of_type(RunStarted)[0].argv)
+            assert str(MCP_STUB) in argv, "the MCP server was not passed on the command line"
+        added = sorted(set(_snapshot(live.work)) - set(before))
+        assert not [p for p in added if "mcp" in p.lower()], f"MCP files left in cwd: {added}"
+
+
+def _mentions(args: Mapping[str, Any] | str | None, command: str) -> bool:
+    def strings(value: Any) -> Iterator[str]:
+        if isinstance(value, str):
+            yield value
+        elif isinstance(value, Mapping):
+            for item in value.values():  # pyright: ignore[reportUnknownVariableType]
+                yield from strings(item)
+        elif isinstance(value, list | tuple):
+            parts = list(value)  # pyright: ignore[reportUnknownArgumentType]
+            yield " ".join(str(p) for p in parts)
+            for item in parts:
+                yield from strings(item)
+
+    return any(command in text for text in strings(args))
+
+
+def _snapshot(directory: Path) -> list[str]:
+    return sorted(str(p.relative_to(directory)) for p in directory.rglob("*"))
+
+
+def _user_config(name: str) -> bytes:
+    """A config file a user might already have where the MCP servers get merged in."""
+    if name.endswith("opencode.json"):
+        document: dict[str, Any] = {"$schema": "https://opencode.ai/config.json", "mcp": {}}
+    else:
+        document = {"mcpServers": {}}
+    return (json.dumps(document, indent=4) + "\n").encode()
