@@ -359,6 +359,7 @@ class AgentSession:
                     previous_usage=self.previous_usage if resume_id is not None else None,
                     resumed=resume_id is not None,
                     requested_session_id=resume_id,
+                    model=self.agent.model,
                 )
             )
         command = CommandRequest(

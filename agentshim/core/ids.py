@@ -33,11 +33,13 @@ _SESSION_ID_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVW
 def is_valid_session_id(session_id: str, *, max_length: int = 128) -> bool:
     """Return True when ``session_id`` is 1..max_length characters of ``[A-Za-z0-9._-]``.
 
-    Such an id is safe to place in argv and in a file name (``.`` and ``..`` alone are refused).
+    Such an id is safe to place in argv and in a file name: ``.`` and ``..`` alone are refused,
+    and so is a leading ``-``, which a CLI would read as an option.
     """
     return (
         0 < len(session_id) <= max_length
         and session_id not in (".", "..")
+        and not session_id.startswith("-")
         and all(c in _SESSION_ID_CHARS for c in session_id)
     )
 

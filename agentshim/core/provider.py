@@ -54,6 +54,7 @@ class ParserContext:
     previous_usage: ProviderUsage | None = None
     resumed: bool = False
     requested_session_id: str | None = None
+    model: str | None = None
 
 
 @runtime_checkable

@@ -46,6 +46,33 @@ class TokenUsage:
     turns: int = 0
 
     def __post_init__(self) -> None:
+        # Parsers build one of these per usage frame: check the common valid case in one
+        # expression and leave the per-field messages to the slow path.
+        i, cr, cw, cw1 = (
+            self.input_tokens,
+            self.cache_read_input_tokens,
+            self.cache_write_input_tokens,
+            self.cache_write_1h_input_tokens,
+        )
+        o, r, t = self.output_tokens, self.reasoning_output_tokens, self.turns
+        if (
+            type(i) is int
+            and type(cr) is int
+            and type(cw) is int
+            and type(cw1) is int
+            and type(o) is int
+            and type(r) is int
+            and type(t) is int
+            and cr >= 0
+            and cw >= cw1 >= 0
+            and i >= cr + cw
+            and o >= r >= 0
+            and t >= 0
+        ):
+            return
+        self._explain_invalid()
+
+    def _explain_invalid(self) -> None:
         for name in _COUNT_FIELDS:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int):

@@ -31,7 +31,13 @@ from .executor import CommandRequest, CommandResult, CommandStreamSink
 from .host_process import HostProcess
 from .process import SpawnRequest
 
-__all__ = ["DEFAULT_DRAIN_TIMEOUT", "DEFAULT_OUTPUT_TAIL", "HostCommandExecutor"]
+__all__ = [
+    "DEFAULT_DRAIN_TIMEOUT",
+    "DEFAULT_OUTPUT_TAIL",
+    "DEFAULT_TERMINATE_GRACE",
+    "HostCommandExecutor",
+    "HostCommandHandle",
+]
 
 DEFAULT_DRAIN_TIMEOUT = 2.0
 """Seconds output is still read after the process exited, while something holds its pipes."""

@@ -160,6 +160,8 @@ class FakeExecutor:
     def run(self, request: CommandRequest, sink: CommandStreamSink) -> CommandResult:
         """Deliver the scripted run's lines to ``sink`` on the calling thread.
 
+        The handle comes first, then the stdout lines, then the stderr lines.
+
         Raises:
             CliTimeoutError: The run has ``timeout=True`` (after its lines were delivered).
         """

@@ -32,6 +32,10 @@ def stand_in_answer(prompt: str) -> str:
 
 
 def _resume_id(argv: Sequence[str]) -> str | None:
+    if "resume" in argv:  # a subcommand form: `exec resume <id> -`
+        index = list(argv).index("resume")
+        if index + 1 < len(argv) and not argv[index + 1].startswith("-"):
+            return argv[index + 1]
     for index, arg in enumerate(argv):
         for flag in _RESUME_FLAGS:
             if arg == flag and index + 1 < len(argv):

@@ -21,7 +21,7 @@ import json
 import math
 from collections import deque
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, NamedTuple
 
 from agentshim.core.errors import FailureKind
 from agentshim.core.events import (
@@ -65,33 +65,22 @@ SYNTHETIC_MODEL = "<synthetic>"
 
 _STDERR_TAIL_LINES = 200
 _DETAIL_CHARS = 2000
+_ANSWER_CHARS = 300
 
 Frame = dict[str, Any]
 Handler = Callable[[Frame, list[AgentEvent]], None]
 
 
-class _Terminal:
-    """What the last ``result`` frame said (plain slots: it is rebuilt once per result)."""
+class _Terminal(NamedTuple):
+    """What the last ``result`` frame said."""
 
-    __slots__ = ("cost", "error", "kind", "stream_said", "structured", "text", "usage")
-
-    def __init__(
-        self,
-        text: str,
-        structured: Any,
-        usage: ProviderUsage | None,
-        cost: float | None,
-        error: str | None,
-        kind: FailureKind | None,
-        stream_said: bool,
-    ) -> None:
-        self.text = text
-        self.structured = structured
-        self.usage = usage
-        self.cost = cost
-        self.error = error
-        self.kind = kind
-        self.stream_said = stream_said
+    text: str
+    structured: Any
+    usage: ProviderUsage | None
+    cost: float | None
+    error: str | None
+    kind: FailureKind | None
+    stream_said: bool
 
 
 class ClaudeStreamParser:
@@ -398,6 +387,8 @@ class ClaudeStreamParser:
                 "an output schema was requested but Claude Code's result carries no structured "
                 "output (the model never called its StructuredOutput tool)"
             )
+            if result_text:
+                error += f"; it answered instead: {result_text[:_ANSWER_CHARS]!r}"
             kind = FailureKind.SCHEMA
         if error is not None:
             out.append(ProviderError(error, fatal=True))

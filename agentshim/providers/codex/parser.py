@@ -21,7 +21,7 @@ import time
 from collections import deque
 from collections.abc import Callable, Mapping
 from types import MappingProxyType
-from typing import Any, cast
+from typing import Any
 
 from agentshim.core.errors import FailureKind
 from agentshim.core.events import (
@@ -223,7 +223,7 @@ class CodexStreamParser:
             if text and not text.isspace():
                 self._emit(RawOutput(text))
             return
-        payload = cast("dict[str, Any]", frame)
+        payload: dict[str, Any] = frame  # pyright: ignore[reportUnknownVariableType]
         kind = payload.get("type")
         if type(kind) is str:
             items = self._item_frames.get(kind)
@@ -348,15 +348,17 @@ class CodexStreamParser:
         if type(item) is not dict:
             self._emit(Lifecycle(f"malformed_frame:{_label(frame.get('type'))}", ""))
             return
-        payload = cast("dict[str, Any]", item)
+        payload: dict[str, Any] = item  # pyright: ignore[reportUnknownVariableType]
         item_type = payload.get("type")
         item_id = payload.get("id")
         if type(item_id) is not str:
             item_id = None
-        handler = handlers.get(item_type) if type(item_type) is str else None
-        if handler is not None:
-            handler(cast("str", item_type), payload, item_id)
-        elif handlers is not self._on_updated:
+        if type(item_type) is str:
+            handler = handlers.get(item_type)
+            if handler is not None:
+                handler(item_type, payload, item_id)
+                return
+        if handlers is not self._on_updated:
             self._emit(Lifecycle(f"unknown_item:{_label(item_type)}", item_id or ""))
 
     def _ignore(self, item_type: str, item: dict[str, Any], item_id: str | None) -> None:
@@ -396,7 +398,7 @@ class CodexStreamParser:
 
     def _warning(self, item_type: str, item: dict[str, Any], item_id: str | None) -> None:
         message = _text(item.get("message"))
-        if "Model metadata" in message:
+        if self._warned_model is None and "Model metadata" in message:
             match = _MODEL_METADATA.search(message)
             if match is not None:
                 self._warned_model = match.group(1)

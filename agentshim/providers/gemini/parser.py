@@ -49,9 +49,8 @@ _MAX_STDERR_KEPT = 64
 
 
 def _int(value: object) -> int:
-    if isinstance(value, int) and not isinstance(value, bool) and value > 0:
-        return value
-    return 0
+    # type() rather than isinstance: a JSON bool must not count as a number.
+    return value if type(value) is int and value > 0 else 0
 
 
 def _fold_usage(stats: Mapping[str, Any]) -> TokenUsage:
@@ -61,12 +60,23 @@ def _fold_usage(stats: Mapping[str, Any]) -> TokenUsage:
     reports no cache writes. ``output_tokens`` is the candidates count, which excludes thinking:
     what ``total_tokens`` holds beyond input and output is counted as reasoning output.
     """
-    input_tokens = _int(stats.get("input_tokens"))
-    output = _int(stats.get("output_tokens"))
-    reasoning = max(0, _int(stats.get("total_tokens")) - input_tokens - output)
+    get = stats.get
+    input_tokens, output, total, cached = (
+        get("input_tokens"),
+        get("output_tokens"),
+        get("total_tokens"),
+        get("cached"),
+    )
+    input_tokens = input_tokens if type(input_tokens) is int and input_tokens > 0 else 0
+    output = output if type(output) is int and output > 0 else 0
+    total = total if type(total) is int and total > 0 else 0
+    cached = cached if type(cached) is int and cached > 0 else 0
+    reasoning = total - input_tokens - output
+    if reasoning < 0:
+        reasoning = 0
     return TokenUsage(
         input_tokens=input_tokens,
-        cache_read_input_tokens=min(_int(stats.get("cached")), input_tokens),
+        cache_read_input_tokens=cached if cached < input_tokens else input_tokens,
         output_tokens=output + reasoning,
         reasoning_output_tokens=reasoning,
         turns=1,
@@ -202,16 +212,16 @@ class GeminiStreamParser:
         self._error_kind = kind_from_text(text) or FailureKind.OTHER
         self._emit(ProviderError(text, fatal=True))
 
-    def _report_usage(self, stats: Mapping[str, Any]) -> ProviderUsage:
+    def _report_usage(self, stats: dict[str, Any]) -> ProviderUsage:
         models = _model_entries(stats.get("models"))
         cost, source = self._price(models)
         usage = ProviderUsage(
             tokens=_fold_usage(stats),
             total_cost_usd=cost,
             provider=_PROVIDER,
-            raw=MappingProxyType(dict(stats)),
+            raw=MappingProxyType(stats),
             cost_source=source,
-            model=max(models, key=lambda m: models[m][0]) if models else None,
+            model=_main_model(models),
         )
         self._cost = cost
         self._emit(UsageReport(usage, cost))
@@ -277,6 +287,13 @@ class GeminiStreamParser:
             error=error,
             error_kind=kind,
         )
+
+
+def _main_model(models: Mapping[str, tuple[int, Mapping[str, Any]]]) -> str | None:
+    """The model that used the most tokens (the router model uses a few)."""
+    if len(models) == 1:
+        return next(iter(models))
+    return max(models, key=lambda m: models[m][0]) if models else None
 
 
 def _model_entries(models: object) -> dict[str, tuple[int, Mapping[str, Any]]]:

@@ -48,9 +48,8 @@ def strip_ansi(text: str) -> str:
 
 
 def _int(value: object) -> int:
-    if isinstance(value, int) and not isinstance(value, bool) and value > 0:
-        return value
-    return 0
+    # type() rather than isinstance: a JSON bool must not count as a number.
+    return value if type(value) is int and value > 0 else 0
 
 
 def _dict(value: object) -> dict[str, Any]:
@@ -71,15 +70,19 @@ def _fold_usage(tokens: Mapping[str, Any], *, turns: int) -> TokenUsage:
     Cache reads, cache writes and reasoning are reported apart from ``input`` and ``output``,
     so they are folded in.
     """
-    cache = _dict(tokens.get("cache"))
-    read = _int(cache.get("read"))
-    write = _int(cache.get("write"))
-    reasoning = _int(tokens.get("reasoning"))
+    get = tokens.get
+    cache = get("cache")
+    read = write = 0
+    if type(cache) is dict:
+        cache_get = cast("dict[str, object]", cache).get
+        read = _int(cache_get("read"))
+        write = _int(cache_get("write"))
+    reasoning = _int(get("reasoning"))
     return TokenUsage(
-        input_tokens=_int(tokens.get("input")) + read + write,
+        input_tokens=_int(get("input")) + read + write,
         cache_read_input_tokens=read,
         cache_write_input_tokens=write,
-        output_tokens=_int(tokens.get("output")) + reasoning,
+        output_tokens=_int(get("output")) + reasoning,
         reasoning_output_tokens=reasoning,
         turns=turns,
     )

@@ -90,7 +90,7 @@ class TestDrain:
         started = time.monotonic()
         sink = RecordingSink()
         HostCommandExecutor().run(CommandRequest(py(GRANDCHILD), env=ENV), sink)
-        assert 1.8 <= time.monotonic() - started < 4
+        assert 1.8 <= time.monotonic() - started < 6
         assert wait_dead(int(sink.out[0]))
 
 
@@ -125,7 +125,7 @@ class TestCancel:
         result = HostCommandExecutor().run(CommandRequest(py(code), env=ENV, timeout=30), sink)
         assert result.returncode == -signal.SIGTERM
         assert lines == []
-        assert time.monotonic() - started < 0.5
+        assert time.monotonic() - started < 5
 
     def test_a_child_ignoring_sigterm_is_killed_after_the_grace(self) -> None:
         code = """
