@@ -13,6 +13,20 @@ from agentshim._version import __version__
 
 if TYPE_CHECKING:
     from agentshim.agent import AgentSession, CliAgent
+    from agentshim.core.checkpoints import (
+        Checkpoint,
+        CheckpointStore,
+        FileCheckpointStore,
+        InMemoryCheckpointStore,
+    )
+    from agentshim.core.conversation import (
+        Conversation,
+        ConversationSpec,
+        Readiness,
+        SteerableConversation,
+        Transport,
+        TransportKind,
+    )
     from agentshim.core.errors import (
         AgentShimError,
         CliCheckError,
@@ -70,8 +84,10 @@ if TYPE_CHECKING:
         SchemaDialect,
     )
     from agentshim.core.provider import ParsedTurn, Provider, StreamParser
+    from agentshim.core.session_policy import Continuity, FailureOutcome, RetryPolicy, SessionPolicy
     from agentshim.core.turn import OutputSchema, TurnRequest, TurnResult
     from agentshim.core.usage import CostSource, ProviderUsage, TokenUsage, TokenWeights
+    from agentshim.oneshot import OneShotTransport
     from agentshim.providers import (
         DEFAULT_CATALOG,
         ProviderCatalog,
@@ -81,9 +97,30 @@ if TYPE_CHECKING:
         provider_names,
     )
     from agentshim.resume import ResumeLine, extract_resume, resume_command
+    from agentshim.runtime import Agent
+    from agentshim.session import Session, Turn, TurnTicket
 
 _LAZY_NAMES = MappingProxyType(
     {
+        "Agent": "agentshim.runtime",
+        "Session": "agentshim.session",
+        "Turn": "agentshim.session",
+        "TurnTicket": "agentshim.session",
+        "OneShotTransport": "agentshim.oneshot",
+        "Continuity": "agentshim.core.session_policy",
+        "FailureOutcome": "agentshim.core.session_policy",
+        "RetryPolicy": "agentshim.core.session_policy",
+        "SessionPolicy": "agentshim.core.session_policy",
+        "Conversation": "agentshim.core.conversation",
+        "ConversationSpec": "agentshim.core.conversation",
+        "Readiness": "agentshim.core.conversation",
+        "SteerableConversation": "agentshim.core.conversation",
+        "Transport": "agentshim.core.conversation",
+        "TransportKind": "agentshim.core.conversation",
+        "Checkpoint": "agentshim.core.checkpoints",
+        "CheckpointStore": "agentshim.core.checkpoints",
+        "FileCheckpointStore": "agentshim.core.checkpoints",
+        "InMemoryCheckpointStore": "agentshim.core.checkpoints",
         "AgentSession": "agentshim.agent",
         "CliAgent": "agentshim.agent",
         "AgentShimError": "agentshim.core.errors",
@@ -168,6 +205,7 @@ _LAZY_NAMES = MappingProxyType(
 
 __all__ = [
     "DEFAULT_CATALOG",
+    "Agent",
     "AgentEvent",
     "AgentEventHandler",
     "AgentSession",
@@ -175,6 +213,8 @@ __all__ = [
     "ApprovalPolicy",
     "AssistantText",
     "CallbackEventHandler",
+    "Checkpoint",
+    "CheckpointStore",
     "CliAgent",
     "CliCheckError",
     "CliExitError",
@@ -182,11 +222,17 @@ __all__ = [
     "CliTimeoutError",
     "CompositeEventHandler",
     "ConsoleEventHandler",
+    "Continuity",
     "ContinuityError",
+    "Conversation",
+    "ConversationSpec",
     "CostSource",
     "EventHandlerBase",
     "FailureKind",
+    "FailureOutcome",
+    "FileCheckpointStore",
     "HttpMcpServer",
+    "InMemoryCheckpointStore",
     "InvalidSessionIdError",
     "Lifecycle",
     "McpConfigError",
@@ -199,6 +245,7 @@ __all__ = [
     "NativePermissions",
     "NoRunningTurnError",
     "NullEventHandler",
+    "OneShotTransport",
     "OutputSchema",
     "OutputSchemaStyle",
     "ParsedTurn",
@@ -213,29 +260,38 @@ __all__ = [
     "ProviderProfile",
     "ProviderUsage",
     "RawOutput",
+    "Readiness",
     "Reasoning",
     "RenewalBudget",
     "ResumeLine",
+    "RetryPolicy",
     "RunFinished",
     "RunStarted",
     "SchemaDialect",
     "SchemaDialectError",
+    "Session",
+    "SessionPolicy",
     "SessionResumeError",
     "SessionStarted",
     "SessionStateError",
     "Stderr",
     "StdioMcpServer",
+    "SteerableConversation",
     "StreamParser",
     "TokenUsage",
     "TokenWeights",
     "ToolCall",
     "ToolKind",
     "ToolResult",
+    "Transport",
+    "TransportKind",
+    "Turn",
     "TurnCancelledError",
     "TurnFailedError",
     "TurnInterrupted",
     "TurnRequest",
     "TurnResult",
+    "TurnTicket",
     "TurnTimeoutError",
     "UnknownProviderError",
     "UsageReport",

@@ -34,6 +34,7 @@ from agentshim.core.errors import (
     ProviderCapabilityError,
     SessionStateError,
     TurnCancelledError,
+    TurnFailedError,
 )
 from agentshim.core.events import AgentEvent, AgentEventHandler, Lifecycle
 from agentshim.core.ids import IdAllocator, RandomIds, validate_session_id
@@ -631,10 +632,7 @@ def _awaits_result(command: Command) -> bool:
 
 def _retry_after(error: BaseException) -> float | None:
     """The provider's own "retry after" hint, where a failure carries one (seconds)."""
-    hint = getattr(error, "retry_after_s", None)
-    if isinstance(hint, int | float) and not isinstance(hint, bool):
-        return float(hint)
-    return None
+    return error.retry_after_s if isinstance(error, TurnFailedError) else None
 
 
 def _closed_error() -> SessionStateError:

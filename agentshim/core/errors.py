@@ -136,7 +136,11 @@ class CliCheckError(AgentShimError):
 
 
 class TurnFailedError(AgentShimError):
-    """A turn failed; ``kind`` says why as far as the CLI told, ``detail`` is its own words."""
+    """A turn failed; ``kind`` says why as far as the CLI told, ``detail`` is its own words.
+
+    ``retry_after_s`` is the provider's hint of when a retry may succeed (a rate limit's reset
+    time), when it gave one.
+    """
 
     def __init__(
         self,
@@ -144,13 +148,20 @@ class TurnFailedError(AgentShimError):
         *,
         kind: FailureKind = FailureKind.OTHER,
         detail: str = "",
+        retry_after_s: float | None = None,
     ) -> None:
         super().__init__(message)
         self.kind = kind
         self.detail = detail
+        self.retry_after_s = retry_after_s
 
     def _state(self) -> dict[str, Any]:
-        return {"message": self.message, "kind": self.kind, "detail": self.detail}
+        return {
+            "message": self.message,
+            "kind": self.kind,
+            "detail": self.detail,
+            "retry_after_s": self.retry_after_s,
+        }
 
 
 class CliExitError(TurnFailedError):
@@ -169,6 +180,7 @@ class CliExitError(TurnFailedError):
         kind: FailureKind = FailureKind.OTHER,
         detail: str = "",
         message: str | None = None,
+        retry_after_s: float | None = None,
     ) -> None:
         self.argv = tuple(argv)
         self.returncode = returncode
@@ -178,7 +190,7 @@ class CliExitError(TurnFailedError):
             program = self.argv[0] if self.argv else "the CLI"
             said = detail or _last_line(self.stderr) or "no error text"
             message = f"{program} failed (exit {returncode}, {kind.value}): {said}; {_advice(kind)}"
-        super().__init__(message, kind=kind, detail=detail)
+        super().__init__(message, kind=kind, detail=detail, retry_after_s=retry_after_s)
 
     def _state(self) -> dict[str, Any]:
         return {
@@ -189,6 +201,7 @@ class CliExitError(TurnFailedError):
             "kind": self.kind,
             "detail": self.detail,
             "message": self.message,
+            "retry_after_s": self.retry_after_s,
         }
 
 
@@ -209,6 +222,7 @@ class SessionResumeError(CliExitError):
         kind: FailureKind = FailureKind.OTHER,
         detail: str = "",
         message: str | None = None,
+        retry_after_s: float | None = None,
     ) -> None:
         self.session_id = session_id
         if message is None:
@@ -218,7 +232,14 @@ class SessionResumeError(CliExitError):
                 "forget this session id and start a fresh conversation"
             )
         super().__init__(
-            argv, returncode, stdout, stderr, kind=kind, detail=detail, message=message
+            argv,
+            returncode,
+            stdout,
+            stderr,
+            kind=kind,
+            detail=detail,
+            message=message,
+            retry_after_s=retry_after_s,
         )
 
     def _state(self) -> dict[str, Any]:

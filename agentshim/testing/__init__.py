@@ -1,19 +1,31 @@
 """Test doubles and helpers shipped for consumers' own tests (public API).
 
 Build agents with ``FakeExecutor`` and ``scripted_turn`` and assert on TurnResult and the typed
-events; never on internal attributes.
+events; never on internal attributes. Services test their Session logic with ``FakeTransport``.
+Submodules not imported here: ``contracts`` and ``session_contracts`` (pytest mixins, they need
+pytest), ``model_server`` (a scripted model API server) and ``offline`` (real CLIs pointed at it).
 """
 
 from __future__ import annotations
 
+from agentshim.testing.checkpoints import CheckpointOp, FakeCheckpointStore
 from agentshim.testing.clock import FakeClock, SequentialIds
-from agentshim.testing.confinement import FakeConfinement
+from agentshim.testing.confinement import FakeConfinement, WrapCall
+from agentshim.testing.conversation import (
+    FAKE_PROFILE,
+    FakeCall,
+    FakeConversation,
+    FakeOutcome,
+    FakeSteerableConversation,
+    FakeTransport,
+)
 from agentshim.testing.executor import FakeCommandHandle, FakeExecutor, FakeRun
 from agentshim.testing.process import (
     EchoPeer,
     FakePeer,
     FakeProcess,
     GateMarker,
+    PeerOutput,
     ReplayGates,
     SilentPeer,
 )
@@ -25,19 +37,29 @@ from agentshim.testing.scripted import (
 )
 
 __all__ = [
+    "FAKE_PROFILE",
+    "CheckpointOp",
     "EchoPeer",
+    "FakeCall",
+    "FakeCheckpointStore",
     "FakeClock",
     "FakeCommandHandle",
     "FakeConfinement",
+    "FakeConversation",
     "FakeExecutor",
+    "FakeOutcome",
     "FakePeer",
     "FakeProcess",
     "FakeRun",
+    "FakeSteerableConversation",
+    "FakeTransport",
     "GateMarker",
+    "PeerOutput",
     "RecordingEventHandler",
     "ReplayGates",
     "SequentialIds",
     "SilentPeer",
+    "WrapCall",
     "installed_mcp_servers",
     "scripted_resume_failure",
     "scripted_turn",

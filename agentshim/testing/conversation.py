@@ -374,9 +374,8 @@ class FakeConversation:
                 f"fake turn failed ({outcome.failure_kind.value}): {outcome.detail or 'scripted'}",
                 kind=outcome.failure_kind,
                 detail=outcome.detail,
+                retry_after_s=outcome.retry_after_s,
             )
-            if outcome.retry_after_s is not None:
-                setattr(error, "retry_after_s", outcome.retry_after_s)  # noqa: B010
             raise error
         if outcome.kind is _Kind.RESUME_REFUSED:
             emit(RunFinished(1))

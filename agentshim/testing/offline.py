@@ -334,13 +334,16 @@ def _pi(place: _Place) -> _Recipe:
         "defaultProvider": _PROVIDER_ID,
         "defaultModel": _PI_MODEL,
         # Pi's default backoff (2, 4, 8 s over 12 requests) makes a 5xx case take 20 s.
-        "retry": {"enabled": True, "maxRetries": 2, "baseDelayMs": 100, "provider": {"maxRetries": 0}},
+        "retry": {
+            "enabled": True,
+            "maxRetries": 2,
+            "baseDelayMs": 100,
+            "provider": {"maxRetries": 0},
+        },
     }
     env = {"PI_CODING_AGENT_DIR": str(agent_dir), "PI_OFFLINE": "1", "PI_TELEMETRY": "0"}
     files = {agent_dir / "models.json": _json(models), agent_dir / "settings.json": _json(settings)}
-    return _Recipe(
-        env=env, files=files, model=_PI_MODEL, extra_args=("--provider", _PROVIDER_ID)
-    )
+    return _Recipe(env=env, files=files, model=_PI_MODEL, extra_args=("--provider", _PROVIDER_ID))
 
 
 _RECIPES: Mapping[str, Callable[[_Place], _Recipe]] = MappingProxyType(

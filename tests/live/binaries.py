@@ -24,7 +24,8 @@ CLI_DIR_ENV = "AGENTSHIM_CLI_DIR"
 def _install_module() -> ModuleType:
     path = REPO / "scripts" / "install_clis.py"
     spec = importlib.util.spec_from_file_location("agentshim_install_clis", path)
-    assert spec is not None and spec.loader is not None
+    assert spec is not None
+    assert spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module
     spec.loader.exec_module(module)

@@ -219,7 +219,9 @@ class LiveSuite:
         self.check_answer(live, scenario, result)
         return result
 
-    def run_failure(self, live: LiveRun, scenario: sc.Scenario, session_id: str | None = None) -> None:
+    def run_failure(
+        self, live: LiveRun, scenario: sc.Scenario, session_id: str | None = None
+    ) -> None:
         with pytest.raises(AgentShimError) as caught:
             live.session(session_id).turn(live.request(scenario))
         self.check_failure(caught.value, scenario)

@@ -134,7 +134,18 @@ class ClaudeStreamParser:
     def feed_stdout(self, line: str) -> None:
         """Read one stdout line (trailing newline optional); never raises on bad input."""
         text = line.rstrip("\r\n")
-        frame = self._decode(text)
+        # raw_decode skips the two whitespace scans json.loads makes; a frame line starts with
+        # "{" and ends with "}", anything else takes the careful path.
+        frame: Frame | None = None
+        if text[:1] == "{" and text[-1:] == "}":
+            try:
+                value, end = self._raw_decode(text)
+            except (ValueError, RecursionError):
+                value, end = None, -1
+            if end == len(text) and type(value) is dict:
+                frame = value  # pyright: ignore[reportUnknownVariableType]
+        else:
+            frame = self._decode_padded(text)
         if frame is None:
             if text.strip():
                 self._emit(RawOutput(text))
@@ -153,14 +164,11 @@ class ClaudeStreamParser:
         for event in out:
             emit(event)
 
-    def _decode(self, text: str) -> Frame | None:
-        """The JSON object on ``text``, or None; never raises."""
-        # raw_decode skips the two whitespace scans json.loads makes; a frame line starts with
-        # "{" and ends with "}", and anything else takes the careful path.
-        if text[:1] != "{" or text[-1:] != "}":
-            text = text.strip()
-            if text[:1] != "{":
-                return None
+    def _decode_padded(self, text: str) -> Frame | None:
+        """The JSON object on a line with surrounding whitespace, or None; never raises."""
+        text = text.strip()
+        if text[:1] != "{":
+            return None
         try:
             value, end = self._raw_decode(text)
         except (ValueError, RecursionError):

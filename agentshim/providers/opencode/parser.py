@@ -64,11 +64,11 @@ def _cost(value: object) -> float | None:
     return None
 
 
-def _fold_usage(tokens: Mapping[str, Any], *, turns: int) -> TokenUsage:
-    """Normalize one step's ``tokens`` into the breakdown.
+def _step_counts(tokens: Mapping[str, Any]) -> tuple[int, int, int, int, int]:
+    """One step's ``tokens`` in the normalized breakdown, as plain counts.
 
-    Cache reads, cache writes and reasoning are reported apart from ``input`` and ``output``,
-    so they are folded in.
+    Returns (input, cache read, cache write, output, reasoning). opencode reports cache reads,
+    cache writes and reasoning apart from ``input`` and ``output``, so they are folded in.
     """
     get = tokens.get
     cache = get("cache")
@@ -78,12 +78,22 @@ def _fold_usage(tokens: Mapping[str, Any], *, turns: int) -> TokenUsage:
         read = _int(cache_get("read"))
         write = _int(cache_get("write"))
     reasoning = _int(get("reasoning"))
+    return (
+        _int(get("input")) + read + write,
+        read,
+        write,
+        _int(get("output")) + reasoning,
+        reasoning,
+    )
+
+
+def _token_usage(counts: list[int], turns: int) -> TokenUsage:
     return TokenUsage(
-        input_tokens=_int(get("input")) + read + write,
-        cache_read_input_tokens=read,
-        cache_write_input_tokens=write,
-        output_tokens=_int(get("output")) + reasoning,
-        reasoning_output_tokens=reasoning,
+        input_tokens=counts[0],
+        cache_read_input_tokens=counts[1],
+        cache_write_input_tokens=counts[2],
+        output_tokens=counts[3],
+        reasoning_output_tokens=counts[4],
         turns=turns,
     )
 
@@ -125,9 +135,10 @@ def classify_error(error: Mapping[str, Any]) -> tuple[str, FailureKind]:
 class OpencodeStreamParser:
     """Turns opencode JSON lines into events and a ParsedTurn; never raises on input.
 
-    ``text`` parts are whole messages (no deltas) and are joined with a newline. Each
-    ``step_finish`` emits a UsageReport for that step; the ParsedTurn sums them, with the
-    cost opencode reports (``part.cost``).
+    ``text`` parts are whole messages (no deltas) and are joined with a newline. Tokens and
+    the cost opencode reports (``part.cost``) are summed over steps; a UsageReport covers
+    everything since the previous one and is emitted when a step ends the turn (any reason
+    but ``tool-calls``) or, for a stream that ended early, by ``finish()``.
     """
 
     def __init__(
@@ -148,11 +159,14 @@ class OpencodeStreamParser:
         self._texts: list[str] = []
         self._session_id: str | None = None
         self._called: set[str] = set()
-        self._steps = 0
-        # Summed as plain ints (input, cache read, cache write, output, reasoning): adding
-        # TokenUsage values per step would re-validate every step.
+        # Counts summed over steps as plain ints (input, cache read, cache write, output,
+        # reasoning), and what UsageReports have covered so far.
         self._totals = [0, 0, 0, 0, 0]
+        self._reported = [0, 0, 0, 0, 0]
+        self._counted = False
         self._cost: float | None = None
+        self._cost_reported: float | None = None
+        self._reports: list[ProviderUsage] = []
         self._raw: Mapping[str, Any] = MappingProxyType({})
         self._context_tokens: int | None = None
         self._last_reason: str | None = None
@@ -225,30 +239,41 @@ class OpencodeStreamParser:
         if reason == "stop":
             self._stopped = True
         self._emit(Lifecycle("step_finished", self._last_reason or ""))
-        raw = _dict(part.get("tokens"))
+        tokens: object = part.get("tokens")
         cost = _cost(part.get("cost"))
-        if not raw and cost is None:
+        if type(tokens) is not dict and cost is None:
             return
-        # turns counts the turn once, on its first step, so step reports add up to the turn.
-        step = _fold_usage(raw, turns=0 if self._steps else 1)
-        self._steps += 1
-        totals = self._totals
-        totals[0] += step.input_tokens
-        totals[1] += step.cache_read_input_tokens
-        totals[2] += step.cache_write_input_tokens
-        totals[3] += step.output_tokens
-        totals[4] += step.reasoning_output_tokens
+        self._counted = True
+        if type(tokens) is dict:
+            raw = cast("dict[str, Any]", tokens)
+            counts = _step_counts(raw)
+            totals = self._totals
+            for index, count in enumerate(counts):
+                totals[index] += count
+            self._raw = MappingProxyType(raw)
+            self._context_tokens = counts[0] + counts[3] - counts[4]
         if cost is not None:
             self._cost = cost if self._cost is None else self._cost + cost
-        self._raw = MappingProxyType(raw)
-        self._context_tokens = step.input_tokens + step.output_tokens - step.reasoning_output_tokens
+        if reason != "tool-calls":
+            self._report()
+
+    def _report(self) -> None:
+        """Emit one UsageReport for everything counted since the last one."""
+        increment = [t - r for t, r in zip(self._totals, self._reported, strict=True)]
+        cost = self._cost
+        if cost is not None and self._cost_reported is not None:
+            cost -= self._cost_reported
         usage = ProviderUsage(
-            tokens=step,
+            # The turn counts once, on its first report, so reports add up to the turn.
+            tokens=_token_usage(increment, 0 if self._reports else 1),
             total_cost_usd=cost,
             provider=_PROVIDER,
             raw=self._raw,
             cost_source=CostSource.REPORTED if cost is not None else CostSource.NOT_REPORTED,
         )
+        self._reports.append(usage)
+        self._reported = list(self._totals)
+        self._cost_reported = self._cost
         self._emit(UsageReport(usage, cost))
 
     def _on_error(self, frame: dict[str, Any]) -> None:
@@ -299,19 +324,14 @@ class OpencodeStreamParser:
         kind: FailureKind | None = None
         if not self._stopped:
             error, kind = self._failure()
+        if self._counted and (self._totals != self._reported or self._cost != self._cost_reported):
+            self._report()  # steps the stream ended without reporting
         usage = None
-        if self._steps:
-            read, write = self._totals[1], self._totals[2]
-            tokens = TokenUsage(
-                input_tokens=self._totals[0],
-                cache_read_input_tokens=read,
-                cache_write_input_tokens=write,
-                output_tokens=self._totals[3],
-                reasoning_output_tokens=self._totals[4],
-                turns=1,
-            )
+        if len(self._reports) == 1:
+            usage = self._reports[0]
+        elif self._reports:
             usage = ProviderUsage(
-                tokens=tokens,
+                tokens=_token_usage(self._totals, 1),
                 total_cost_usd=self._cost,
                 provider=_PROVIDER,
                 raw=self._raw,

@@ -80,7 +80,8 @@ class TestEveryProvider:
         for name, value in cli.env.items():
             assert SECRET not in value, name
             if name != "PATH" and real_home not in ("/", ""):
-                assert not value.startswith(real_home + os.sep) and value != real_home, name
+                assert not value.startswith(real_home + os.sep), name
+                assert value != real_home, name
         assert cli.env.get("CODEX_HOME", "") != "/real/codex/home"
         for path in cli.files:
             assert SECRET not in path.read_text(encoding="utf-8")
@@ -148,7 +149,9 @@ class TestPointsAtTheServer:
         assert cli.env["CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC"] == "1"
         assert int(cli.env["CLAUDE_CODE_MAX_RETRIES"]) <= 2
 
-    def test_claude_sets_is_sandbox_only_for_root(self, server: ModelServer, tmp_path: Path) -> None:
+    def test_claude_sets_is_sandbox_only_for_root(
+        self, server: ModelServer, tmp_path: Path
+    ) -> None:
         as_root = offline_cli("claude", server, root=tmp_path / "a", running_as_root=True)
         as_user = offline_cli("claude", server, root=tmp_path / "b", running_as_root=False)
         assert as_root.env["IS_SANDBOX"] == "1"

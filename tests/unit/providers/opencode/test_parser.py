@@ -131,9 +131,9 @@ class TestRecordedStreams:
         # Two steps (tool-calls, then stop), each 100 in / 10 out: summed, the turn counted once.
         assert turn.usage is not None
         assert turn.usage.tokens == TokenUsage(input_tokens=200, output_tokens=20, turns=1)
+        # One report when the turn ends, for both steps.
         reports = of(events, UsageReport)
-        assert len(reports) == 2
-        assert sum((r.usage.tokens for r in reports), TokenUsage()) == turn.usage.tokens
+        assert [r.usage.tokens for r in reports] == [turn.usage.tokens]
         assert [e.detail for e in of(events, Lifecycle) if e.kind == "step_finished"] == [
             "tool-calls",
             "stop",
@@ -228,8 +228,28 @@ class TestFrames:
             turns=1,
         )
         assert turn.cost_usd == pytest.approx(0.75)
-        assert [r.cost_usd for r in of(events, UsageReport)] == [0.25, 0.5]
+        assert [r.cost_usd for r in of(events, UsageReport)] == [pytest.approx(0.75)]
         assert turn.context_tokens == 88
+
+    def test_steps_of_a_stream_that_ended_early_are_still_reported(self) -> None:
+        turn, events = parse([step_finish("tool-calls", cost=0.1, input=5, output=1)])
+        assert turn.error is not None
+        assert turn.usage is not None
+        assert turn.usage.tokens == TokenUsage(input_tokens=5, output_tokens=1, turns=1)
+        assert [r.usage for r in of(events, UsageReport)] == [turn.usage]
+
+    def test_reports_after_a_stop_add_up_to_the_turn(self) -> None:
+        turn, events = parse(
+            [
+                step_finish("stop", cost=0.5, input=10, output=2),
+                step_finish("stop", cost=0.25, input=3, output=1),
+            ]
+        )
+        reports = of(events, UsageReport)
+        assert len(reports) == 2
+        assert turn.usage is not None
+        assert sum((r.usage.tokens for r in reports), TokenUsage()) == turn.usage.tokens
+        assert sum(r.cost_usd for r in reports) == pytest.approx(turn.cost_usd)
 
     def test_no_cost_field_is_not_reported(self) -> None:
         turn, _ = parse([step_finish(cost=None, input=1, output=1)])
