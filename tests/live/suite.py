@@ -14,8 +14,8 @@ import os
 import signal
 import sys
 import time
-from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -24,11 +24,9 @@ import pytest
 from agentshim.agent import AgentSession, CliAgent
 from agentshim.core.errors import (
     AgentShimError,
-    CliExitError,
     ProviderCapabilityError,
-    SessionResumeError,
 )
-from agentshim.core.events import RunStarted, SessionStarted, ToolCall, ToolKind, ToolResult
+from agentshim.core.events import RunStarted
 from agentshim.core.mcp import StdioMcpServer
 from agentshim.core.profile import McpMechanism, OutputSchemaStyle
 from agentshim.core.turn import OutputSchema, TurnRequest, TurnResult
@@ -37,11 +35,23 @@ from agentshim.testing.model_server import LoggedRequest, ModelServer, RequestKi
 from agentshim.testing.offline import OfflineCli, offline_cli
 from agentshim.testing.recording import RecordingEventHandler
 
+from . import checks
 from . import scenarios as sc
 from .binaries import LiveBinary, require_binary
 
 TURN_TIMEOUT = 150.0
 MCP_STUB = Path(__file__).with_name("mcp_stub_server.py")
+
+
+@dataclass(frozen=True)
+class Rig:
+    """What the tests of one provider share: the binary, its HOME, the server, the agent."""
+
+    binary: LiveBinary
+    root: Path
+    server: ModelServer
+    cli: OfflineCli
+    agent: CliAgent
 
 
 @dataclass
@@ -53,7 +63,6 @@ class LiveRun:
     agent: CliAgent
     work: Path
     events: RecordingEventHandler
-    results: list[TurnResult] = field(default_factory=list[TurnResult])
 
     def session(self, session_id: str | None = None) -> AgentSession:
         return self.agent.start_session(
@@ -101,118 +110,64 @@ def assert_nothing_left_running(home: Path, wait_s: float = 5.0) -> None:
     assert not left, f"processes of the run still running after the turn: {left}"
 
 
+def make_rig(provider: str, root: Path) -> Iterator[Rig]:
+    """The shared setup of one provider's tests (see ``conftest.rig``)."""
+    binary = require_binary(provider)
+    with ModelServer() as server:
+        cli = offline_cli(provider, server, root=root, bin_dir=binary.path.parent)
+        # One agent per provider: the binary is looked up and health-checked once.
+        agent = CliAgent(
+            provider,
+            env=dict(cli.env),
+            model=cli.model,
+            executor=HostCommandExecutor(),
+            check_timeout=60.0,
+        )
+        yield Rig(binary, root, server, cli, agent)
+
+
 class LiveSuite:
     """The scenarios, as test methods; a provider's module subclasses it.
 
-    Class attributes a subclass sets: ``provider``; ``reports_tokens`` (False when the CLI
-    prints no token counts, so usage is expected to be unknown rather than scripted).
+    A subclass sets ``provider``.
     """
 
     provider: str = ""
-    reports_tokens: bool = True
 
     # -- plumbing ----------------------------------------------------------------------
 
     @pytest.fixture
-    def binary(self) -> LiveBinary:
-        return require_binary(self.provider)
-
-    @pytest.fixture
-    def live(
-        self, binary: LiveBinary, tmp_path: Path, request: pytest.FixtureRequest
-    ) -> Iterator[LiveRun]:
+    def live(self, rig: Rig, request: pytest.FixtureRequest) -> Iterator[LiveRun]:
         scenario = sc.BY_NAME.get(request.node.originalname.removeprefix("test_"))
-        rules = scenario.rules if scenario is not None else sc.PLAIN.rules
-        work = tmp_path / "work"
-        work.mkdir()
-        with ModelServer(rules) as server:
-            cli = offline_cli(self.provider, server, root=tmp_path, bin_dir=binary.path.parent)
-            events = RecordingEventHandler()
-            agent = CliAgent(
-                self.provider,
-                env=dict(cli.env),
-                model=cli.model,
-                executor=HostCommandExecutor(),
-                event_handler=events,
-                check_timeout=60.0,
-            )
-            yield LiveRun(server, cli, agent, work, events)
-        assert_nothing_left_running(cli.home)
+        rig.server.set_script(scenario.rules if scenario is not None else sc.PLAIN.rules)
+        rig.server.clear_requests()
+        work = rig.root / "work" / request.node.originalname
+        work.mkdir(parents=True)
+        events = RecordingEventHandler()
+        agent = rig.agent.derive(event_handler=events)
+        yield LiveRun(rig.server, rig.cli, agent, work, events)
+        assert_nothing_left_running(rig.cli.home)
 
     # -- checks ------------------------------------------------------------------------
 
+    @property
+    def reports_tokens(self) -> bool:
+        return self.provider not in sc.PROVIDERS_WITHOUT_TOKEN_COUNTS
+
     def check_usage(self, result: TurnResult, expected: Usage | None) -> None:
-        tokens = result.usage.tokens
-        got = (
-            tokens.input_tokens,
-            tokens.cache_read_input_tokens,
-            tokens.cache_write_input_tokens,
-            tokens.output_tokens,
-            tokens.reasoning_output_tokens,
-        )
-        if not self.reports_tokens:
-            assert not result.usage.increment_known, "usage claims to be known"
-            assert got == (0, 0, 0, 0, 0)
-            return
-        assert expected is not None
-        want = (
-            expected.input,
-            expected.cache_read,
-            expected.cache_write,
-            expected.output,
-            expected.reasoning,
-        )
-        assert result.usage.increment_known
-        assert got == want, (
-            "usage (input, cache_read, cache_write, output, reasoning) differs from what the "
-            f"server scripted: got {got}, scripted {want}; raw={dict(result.usage.raw)}"
-        )
+        checks.check_usage(result, expected, reports_tokens=self.reports_tokens)
 
     def check_session(self, live: LiveRun, result: TurnResult) -> None:
-        started = [e.session_id for e in live.events.of_type(SessionStarted)]
-        assert result.session_id, "the turn reported no session id"
-        assert started, "no SessionStarted event"
-        assert result.session_id == started[-1]
-
-    def check_tools(self, live: LiveRun, expected: Sequence[sc.ToolExpectation]) -> None:
-        calls = [c for c in live.events.of_type(ToolCall) if c.kind is ToolKind.COMMAND]
-        results = {r.tool_id: r for r in live.events.of_type(ToolResult)}
-        assert len(calls) == len(expected), f"command tool calls: {calls}"
-        ids = [call.tool_id for call in calls]
-        assert len(set(ids)) == len(ids), f"tool ids are not distinct: {ids}"
-        for expectation in expected:
-            call = next((c for c in calls if _mentions(c.args, expectation.marker)), None)
-            assert call is not None, f"no tool call runs {expectation.command!r}: {calls}"
-            result = results.get(call.tool_id)
-            assert result is not None, f"no result for tool call {call}"
-            assert result.kind is ToolKind.COMMAND
-            assert expectation.output in result.stdout, (
-                f"tool output {result.stdout!r} lacks {expectation.output!r}"
-            )
-            assert result.exit_code in (0, None)
+        checks.check_session(live.events.events, result)
 
     def check_answer(self, live: LiveRun, scenario: sc.Scenario, result: TurnResult) -> None:
-        assert scenario.text is not None
-        if scenario.tools:
-            # Without a terminal result frame the text blocks of the turn are joined.
-            assert result.text.endswith(scenario.text), result.text
-        else:
-            assert result.text == scenario.text
-        assert result.exit_code == 0
-        assert not result.interrupted
-        self.check_session(live, result)
-        self.check_usage(result, scenario.usage)
-        self.check_tools(live, scenario.tools)
+        checks.check_answer(
+            live.events.events, scenario, result, reports_tokens=self.reports_tokens
+        )
         assert len(live.main_requests()) >= scenario.main_requests_at_least
 
     def check_failure(self, error: AgentShimError, scenario: sc.Scenario) -> None:
-        assert isinstance(error, CliExitError), repr(error)
-        assert error.kind is scenario.failure, f"{error.kind} for: {error}"
-        if scenario.resume_failure:
-            assert isinstance(error, SessionResumeError), repr(error)
-        else:
-            assert not isinstance(error, SessionResumeError), repr(error)
-        assert error.message
+        checks.check_failure(error, scenario)
 
     def run_answer(self, live: LiveRun, scenario: sc.Scenario) -> TurnResult:
         result = live.session().turn(live.request(scenario))
@@ -317,24 +272,11 @@ class LiveSuite:
         else:
             argv = " ".join(live.events.of_type(RunStarted)[0].argv)
             assert str(MCP_STUB) in argv, "the MCP server was not passed on the command line"
+        assert marker.exists(), "the CLI never started the MCP server"
+        offered = {name for r in live.main_requests() for name in r.facts.tool_names}
+        assert any("stub" in name for name in offered), f"no MCP tool offered: {offered}"
         added = sorted(set(_snapshot(live.work)) - set(before))
         assert not [p for p in added if "mcp" in p.lower()], f"MCP files left in cwd: {added}"
-
-
-def _mentions(args: Mapping[str, Any] | str | None, command: str) -> bool:
-    def strings(value: Any) -> Iterator[str]:
-        if isinstance(value, str):
-            yield value
-        elif isinstance(value, Mapping):
-            for item in value.values():  # pyright: ignore[reportUnknownVariableType]
-                yield from strings(item)
-        elif isinstance(value, list | tuple):
-            parts = list(value)  # pyright: ignore[reportUnknownArgumentType]
-            yield " ".join(str(p) for p in parts)
-            for item in parts:
-                yield from strings(item)
-
-    return any(command in text for text in strings(args))
 
 
 def _snapshot(directory: Path) -> list[str]:

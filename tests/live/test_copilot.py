@@ -7,5 +7,3 @@ from .suite import LiveSuite
 
 class TestCopilotLive(LiveSuite):
     provider = "copilot"
-    # Copilot CLI prints no token counts (its result carries premium requests and durations).
-    reports_tokens = False

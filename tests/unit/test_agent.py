@@ -33,7 +33,9 @@ BINARIES = {"claude": "/opt/bin/claude", "codex": "/opt/bin/codex"}
 
 def make(runs: object, provider: str = "claude", **kwargs: object) -> tuple[CliAgent, FakeExecutor]:
     fake = FakeExecutor(runs, binaries=BINARIES)  # type: ignore[arg-type]
-    return CliAgent(provider, executor=fake, env={"PATH": "/usr/bin", "HOME": "/home/u"}, **kwargs), fake  # type: ignore[arg-type]
+    return CliAgent(
+        provider, executor=fake, env={"PATH": "/usr/bin", "HOME": "/home/u"}, **kwargs
+    ), fake  # type: ignore[arg-type]
 
 
 class TestConstruction:
@@ -64,7 +66,11 @@ class TestConstruction:
 
     def test_handlers_are_combined(self) -> None:
         first, second = RecordingEventHandler(), RecordingEventHandler()
-        agent, _ = make(scripted_turn("claude", text="a", session_id="s"), event_handler=first, event_handlers=[second])
+        agent, _ = make(
+            scripted_turn("claude", text="a", session_id="s"),
+            event_handler=first,
+            event_handlers=[second],
+        )
         agent.run("x")
         assert first.events == second.events
         assert first.events
@@ -93,10 +99,12 @@ class TestTurn:
         assert fake.requests[0].env["PATH"] == "/usr/bin"
 
     def test_second_turn_resumes(self) -> None:
-        agent, fake = make([
-            scripted_turn("claude", text="one", session_id="s-1"),
-            scripted_turn("claude", text="two", session_id="s-1"),
-        ])
+        agent, fake = make(
+            [
+                scripted_turn("claude", text="one", session_id="s-1"),
+                scripted_turn("claude", text="two", session_id="s-1"),
+            ]
+        )
         session = agent.start_session()
         session.turn("first")
         result = session.turn("second")
@@ -114,7 +122,14 @@ class TestTurn:
         assert recorder.of_type(SessionStarted) == [SessionStarted("s")]
 
     def test_usage_and_cost_reach_the_result(self) -> None:
-        agent, _ = make(scripted_turn("claude", text="a", session_id="s", usage=TokenUsage(input_tokens=100, output_tokens=7)))
+        agent, _ = make(
+            scripted_turn(
+                "claude",
+                text="a",
+                session_id="s",
+                usage=TokenUsage(input_tokens=100, output_tokens=7),
+            )
+        )
         result = agent.run("x")
         assert result.usage.tokens.input_tokens == 100
         assert result.usage.tokens.output_tokens == 7
@@ -134,8 +149,12 @@ class TestTurn:
             "required": ["n"],
             "additionalProperties": False,
         }
-        agent, fake = make(scripted_turn("codex", session_id="t-1", structured_output={"n": 3}), provider="codex")
-        result = agent.run(TurnRequest("x", output_schema=OutputSchema(schema, tmp_path, cli_dir="/inside")))
+        agent, fake = make(
+            scripted_turn("codex", session_id="t-1", structured_output={"n": 3}), provider="codex"
+        )
+        result = agent.run(
+            TurnRequest("x", output_schema=OutputSchema(schema, tmp_path, cli_dir="/inside"))
+        )
         argv = list(fake.requests[0].argv)
         path = argv[argv.index("--output-schema") + 1]
         assert path.startswith("/inside/")
@@ -155,14 +174,22 @@ class TestMcp:
             return scripted_turn("claude", text="a", session_id="s")
 
         agent, _ = make(run)
-        agent.run(TurnRequest("x", cwd=str(tmp_path), mcp_servers=(StdioMcpServer("srv", "/usr/bin/srv", ("--a",)),)))
+        agent.run(
+            TurnRequest(
+                "x",
+                cwd=str(tmp_path),
+                mcp_servers=(StdioMcpServer("srv", "/usr/bin/srv", ("--a",)),),
+            )
+        )
         assert seen["srv"]["command"] == "/usr/bin/srv"
         assert (tmp_path / ".mcp.json").read_bytes() == original
 
     def test_restored_when_the_turn_fails(self, tmp_path: Path) -> None:
         agent, _ = make(FakeRun(stderr=["boom"], returncode=1))
-        with pytest.raises(Exception):  # noqa: B017, PT011
-            agent.run(TurnRequest("x", cwd=str(tmp_path), mcp_servers=(StdioMcpServer("srv", "srv"),)))
+        with pytest.raises(Exception):
+            agent.run(
+                TurnRequest("x", cwd=str(tmp_path), mcp_servers=(StdioMcpServer("srv", "srv"),))
+            )
         assert not (tmp_path / ".mcp.json").exists()
 
 
@@ -198,10 +225,12 @@ class TestConcurrency:
                     holder[0].cancel(grace_s=0.01)
                     holder.append(holder[0])
 
-        agent, fake = make(scripted_turn("claude", text="a", session_id="s"), event_handler=CancelOnStart())
+        agent, fake = make(
+            scripted_turn("claude", text="a", session_id="s"), event_handler=CancelOnStart()
+        )
         session = agent.start_session()
         holder.append(session)
-        with pytest.raises(Exception):  # noqa: B017, PT011
+        with pytest.raises(Exception):
             session.turn("x")
         assert fake.handles[0].terminated
         # The request does not leak into the next turn.
@@ -255,7 +284,9 @@ class TestConcurrency:
 
 class TestEnv:
     def test_provider_env_defaults_fill_gaps(self) -> None:
-        fake = FakeExecutor(scripted_turn("pi", text="a", session_id="s"), binaries={"pi": "/opt/pi"})
+        fake = FakeExecutor(
+            scripted_turn("pi", text="a", session_id="s"), binaries={"pi": "/opt/pi"}
+        )
         agent = CliAgent("pi", executor=fake, env={"PATH": "/usr/bin", "NO_COLOR": "0"})
         defaults = getattr(agent.provider, "env_defaults", {})
         for key, value in defaults.items():

@@ -28,12 +28,16 @@ class TestRun:
     @pytest.mark.parametrize("provider", ["codex", "gemini", "opencode", "copilot", "pi"])
     def test_stand_in_for_every_provider(self, provider: str) -> None:
         out, err = io.StringIO(), io.StringIO()
-        assert main(["run", "--provider", provider, "--stand-in", "hi"], out=out, err=err) == 0, err.getvalue()
+        assert main(["run", "--provider", provider, "--stand-in", "hi"], out=out, err=err) == 0, (
+            err.getvalue()
+        )
         assert "stand-in" in out.getvalue()
 
     def test_missing_cli_says_how_to_install(self, monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.setenv("PATH", "/nonexistent")
-        monkeypatch.setattr("agentshim.core.env.interactive_env", lambda *a, **k: {"PATH": "/nonexistent"})
+        monkeypatch.setattr(
+            "agentshim.core.env.interactive_env", lambda *a, **k: {"PATH": "/nonexistent"}
+        )
         out, err = io.StringIO(), io.StringIO()
         code = main(["run", "hello"], out=out, err=err)
         assert code == 2
@@ -44,7 +48,12 @@ class TestRun:
         out = io.StringIO()
         assert main(["providers"], out=out) == 0
         assert [line.split("\t")[0] for line in out.getvalue().splitlines()] == [
-            "claude", "codex", "gemini", "opencode", "copilot", "pi",
+            "claude",
+            "codex",
+            "gemini",
+            "opencode",
+            "copilot",
+            "pi",
         ]
 
 
@@ -52,7 +61,12 @@ def test_readme_first_command_runs_from_a_checkout() -> None:
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     proc = subprocess.run(
         [sys.executable, "-m", "agentshim", "run", "--stand-in", "Say hello"],
-        cwd=ROOT, capture_output=True, text=True, timeout=60, env=env, check=False,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+        check=False,
     )
     assert proc.returncode == 0, proc.stderr
     assert "session " in proc.stdout

@@ -19,6 +19,10 @@ def test_no_provider_name_literal_outside_providers_and_testing() -> None:
             continue
         tree = ast.parse(path.read_text(encoding="utf-8"))
         for node in ast.walk(tree):
-            if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value in names:
+            if (
+                isinstance(node, ast.Constant)
+                and isinstance(node.value, str)
+                and node.value in names
+            ):
                 offenders.append(f"{relative}:{node.lineno} {node.value!r}")
     assert offenders == []

@@ -5,6 +5,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 import agentshim
 
 PACKAGE = Path(agentshim.__file__).parent
@@ -25,12 +27,8 @@ class TestExports:
         assert sorted(dir(agentshim)) == sorted(agentshim.__all__)
 
     def test_unknown_names_raise_attribute_error(self) -> None:
-        try:
+        with pytest.raises(AttributeError, match="NoSuchThing"):
             agentshim.NoSuchThing  # type: ignore[attr-defined]  # noqa: B018
-        except AttributeError as error:
-            assert "NoSuchThing" in str(error)
-        else:
-            raise AssertionError("expected AttributeError")
 
     def test_version_is_the_distribution_version(self) -> None:
         from importlib.metadata import version
@@ -61,8 +59,14 @@ def _imported_modules(path: Path) -> list[str]:
 
 class TestLayering:
     def test_core_and_execution_never_import_upper_layers(self) -> None:
-        forbidden = ("agentshim.providers", "agentshim.agent", "agentshim.testing",
-                     "agentshim.session", "agentshim.runtime", "agentshim.oneshot")
+        forbidden = (
+            "agentshim.providers",
+            "agentshim.agent",
+            "agentshim.testing",
+            "agentshim.session",
+            "agentshim.runtime",
+            "agentshim.oneshot",
+        )
         offenders: list[str] = []
         for layer in ("core", "execution"):
             for path in (PACKAGE / layer).rglob("*.py"):

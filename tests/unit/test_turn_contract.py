@@ -32,7 +32,9 @@ BINARIES = {"claude": "/usr/bin/claude", "codex": "/usr/bin/codex", "gemini": "/
 
 
 def agent(provider: str, runs: object, **kwargs: object) -> CliAgent:
-    return CliAgent(provider, executor=FakeExecutor(runs, binaries=BINARIES), env={"PATH": "/usr/bin"}, **kwargs)  # type: ignore[arg-type]
+    return CliAgent(
+        provider, executor=FakeExecutor(runs, binaries=BINARIES), env={"PATH": "/usr/bin"}, **kwargs
+    )  # type: ignore[arg-type]
 
 
 class TestOnlyTypedErrors:
@@ -41,13 +43,17 @@ class TestOnlyTypedErrors:
         with pytest.raises(AgentShimError, match="cwd"):
             real.run("hi", cwd=str(tmp_path / "missing"))
 
-    @pytest.mark.skipif(os.geteuid() == 0 if hasattr(os, "geteuid") else False, reason="root can write anywhere")
+    @pytest.mark.skipif(
+        os.geteuid() == 0 if hasattr(os, "geteuid") else False, reason="root can write anywhere"
+    )
     def test_unwritable_mcp_config(self, tmp_path: Path) -> None:
         tmp_path.chmod(stat.S_IRUSR | stat.S_IXUSR)
         try:
             with pytest.raises(McpConfigError):
                 agent("claude", scripted_turn("claude", text="x")).run(
-                    TurnRequest("hi", cwd=str(tmp_path), mcp_servers=(StdioMcpServer("srv", "/bin/true"),))
+                    TurnRequest(
+                        "hi", cwd=str(tmp_path), mcp_servers=(StdioMcpServer("srv", "/bin/true"),)
+                    )
                 )
         finally:
             tmp_path.chmod(stat.S_IRWXU)
@@ -56,14 +62,20 @@ class TestOnlyTypedErrors:
         (tmp_path / ".mcp.json").write_text("[1, 2]")
         with pytest.raises(McpConfigError):
             agent("claude", scripted_turn("claude", text="x")).run(
-                TurnRequest("hi", cwd=str(tmp_path), mcp_servers=(StdioMcpServer("srv", "/bin/true"),))
+                TurnRequest(
+                    "hi", cwd=str(tmp_path), mcp_servers=(StdioMcpServer("srv", "/bin/true"),)
+                )
             )
         assert (tmp_path / ".mcp.json").read_text() == "[1, 2]"
 
     def test_schema_json_cannot_encode(self, tmp_path: Path) -> None:
-        schema = OutputSchema({"type": "object", "properties": {"a": {"maximum": math.nan}}}, tmp_path)
+        schema = OutputSchema(
+            {"type": "object", "properties": {"a": {"maximum": math.nan}}}, tmp_path
+        )
         with pytest.raises(SchemaDialectError):
-            agent("claude", scripted_turn("claude", text="x")).run(TurnRequest("hi", output_schema=schema))
+            agent("claude", scripted_turn("claude", text="x")).run(
+                TurnRequest("hi", output_schema=schema)
+            )
 
     def test_schema_on_a_provider_without_schemas(self, tmp_path: Path) -> None:
         schema = OutputSchema({"type": "object"}, tmp_path)
@@ -111,7 +123,9 @@ class TestOnlyTypedErrors:
                     raise Boom("handler")
 
         with pytest.raises(Boom):
-            agent("claude", scripted_turn("claude", text="hello"), event_handler=Raising()).run("hi")
+            agent("claude", scripted_turn("claude", text="hello"), event_handler=Raising()).run(
+                "hi"
+            )
 
 
 class TestSessionIds:
@@ -125,9 +139,9 @@ class TestSessionIds:
     def test_not_adopted_on_resume_failure(self) -> None:
         from agentshim.testing import scripted_resume_failure
 
-        session = agent("claude", scripted_resume_failure("claude", session_id="gone-1")).start_session(
-            session_id="gone-1"
-        )
+        session = agent(
+            "claude", scripted_resume_failure("claude", session_id="gone-1")
+        ).start_session(session_id="gone-1")
         with pytest.raises(SessionResumeError) as caught:
             session.turn("hi")
         assert caught.value.session_id == "gone-1"
@@ -142,7 +156,9 @@ class TestEventsOnEveryPath:
 
 
 def test_stand_in_runs_a_real_process() -> None:
-    result = CliAgent("claude", executor=stand_in_executor("claude"), env=dict(os.environ)).run("Say hi")
+    result = CliAgent("claude", executor=stand_in_executor("claude"), env=dict(os.environ)).run(
+        "Say hi"
+    )
     assert "stand-in" in result.text
     assert result.session_id
     assert sys.executable

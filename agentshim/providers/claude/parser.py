@@ -39,7 +39,7 @@ from agentshim.core.events import (
 )
 from agentshim.core.failures import kind_from_text
 from agentshim.core.pricing import PricingTable
-from agentshim.core.provider import ParsedTurn
+from agentshim.core.provider import ParsedTurn, ParserContext
 from agentshim.core.stream import ToolTracker
 from agentshim.core.usage import CostSource, ProviderUsage, TokenUsage
 
@@ -110,6 +110,7 @@ class ClaudeStreamParser:
         self._tools = ToolTracker(clock) if clock is not None else ToolTracker()
         self._session_id: str | None = None
         self._model: str | None = None
+        self._requested_model: str | None = None
         self._texts: list[str] = []
         self._context_usage: Mapping[str, Any] | None = None
         self._assistant_error: str | None = None
@@ -130,6 +131,10 @@ class ClaudeStreamParser:
         }
 
     # -- the StreamParser protocol -------------------------------------------------------------
+
+    def configure(self, context: ParserContext) -> None:
+        """Take the requested model, used to price a turn only when the stream names none."""
+        self._requested_model = context.model
 
     def feed_stdout(self, line: str) -> None:
         """Read one stdout line (trailing newline optional); never raises on bad input."""
@@ -235,9 +240,12 @@ class ClaudeStreamParser:
             out.append(Lifecycle(f"system:{as_str(subtype) or '?'}", ""))
 
     def _on_assistant(self, frame: Frame, out: list[AgentEvent]) -> None:
-        self._see_session(frame, out)
-        message = as_mapping(frame.get("message"))
-        if message is None:
+        # The hottest handler: several frames per message, so type checks are inlined.
+        if frame.get("session_id") != self._session_id:
+            self._see_session(frame, out)
+        # Checked with __class__ so the values stay typed as Any (JSON) for the checker.
+        message: Any = frame.get("message")
+        if message.__class__ is not dict:
             out.append(Lifecycle("malformed_frame", "assistant frame without a message"))
             return
         main = frame.get("parent_tool_use_id") is None
@@ -245,22 +253,24 @@ class ClaudeStreamParser:
         if main:
             if error is not None:
                 self._assistant_error = error
-            model = as_str(message.get("model"))
+            model = message.get("model")
             if model != SYNTHETIC_MODEL:
-                if model:
+                if model and model.__class__ is str:
                     self._model = model
-                usage = as_mapping(message.get("usage"))
-                if usage is not None:
+                usage: Any = message.get("usage")
+                if usage.__class__ is dict:
                     self._context_usage = usage
-        blocks = as_list(message.get("content"))
-        for raw_block in blocks:
-            block = as_mapping(raw_block)
-            if block is None:
+        blocks: Any = message.get("content")
+        if blocks.__class__ is not list:
+            return
+        block: Any
+        for block in blocks:
+            if block.__class__ is not dict:
                 continue
             block_type = block.get("type")
             if block_type == "text":
-                text = as_str(block.get("text"))
-                if not text:
+                text: Any = block.get("text")
+                if not text or text.__class__ is not str:
                     continue
                 if error is not None:
                     out.append(Lifecycle("api_error", f"{error}: {text}"))
@@ -424,7 +434,7 @@ class ClaudeStreamParser:
             return None
         tokens = _fold_usage(raw or {}, frame.get("num_turns"))
         model_usage = as_mapping(frame.get("modelUsage")) or {}
-        model = next(iter(model_usage), None) or self._model
+        model = next(iter(model_usage), None) or self._model or self._requested_model
         if has_cost:
             cost: float | None = float(reported)  # pyright: ignore[reportArgumentType]
             source = CostSource.REPORTED

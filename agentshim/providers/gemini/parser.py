@@ -202,7 +202,6 @@ class GeminiStreamParser:
         if isinstance(stats, dict):
             self._usage = self._report_usage(stats)  # pyright: ignore[reportUnknownArgumentType]
         status = frame.get("status")
-        self._emit(Lifecycle("result", status if isinstance(status, str) else ""))
         if status == "success":
             return
         error = frame.get("error")

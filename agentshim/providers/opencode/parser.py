@@ -166,7 +166,8 @@ class OpencodeStreamParser:
         self._counted = False
         self._cost: float | None = None
         self._cost_reported: float | None = None
-        self._reports: list[ProviderUsage] = []
+        self._first_report: ProviderUsage | None = None
+        self._report_count = 0
         self._raw: Mapping[str, Any] = MappingProxyType({})
         self._context_tokens: int | None = None
         self._last_reason: str | None = None
@@ -239,13 +240,13 @@ class OpencodeStreamParser:
         if reason == "stop":
             self._stopped = True
         self._emit(Lifecycle("step_finished", self._last_reason or ""))
-        tokens: object = part.get("tokens")
+        tokens = part.get("tokens")
+        raw = cast("dict[str, Any]", tokens) if isinstance(tokens, dict) else None
         cost = _cost(part.get("cost"))
-        if type(tokens) is not dict and cost is None:
+        if raw is None and cost is None:
             return
         self._counted = True
-        if type(tokens) is dict:
-            raw = cast("dict[str, Any]", tokens)
+        if raw is not None:
             counts = _step_counts(raw)
             totals = self._totals
             for index, count in enumerate(counts):
@@ -265,13 +266,15 @@ class OpencodeStreamParser:
             cost -= self._cost_reported
         usage = ProviderUsage(
             # The turn counts once, on its first report, so reports add up to the turn.
-            tokens=_token_usage(increment, 0 if self._reports else 1),
+            tokens=_token_usage(increment, 0 if self._report_count else 1),
             total_cost_usd=cost,
             provider=_PROVIDER,
             raw=self._raw,
             cost_source=CostSource.REPORTED if cost is not None else CostSource.NOT_REPORTED,
         )
-        self._reports.append(usage)
+        if self._first_report is None:
+            self._first_report = usage
+        self._report_count += 1
         self._reported = list(self._totals)
         self._cost_reported = self._cost
         self._emit(UsageReport(usage, cost))
@@ -327,9 +330,9 @@ class OpencodeStreamParser:
         if self._counted and (self._totals != self._reported or self._cost != self._cost_reported):
             self._report()  # steps the stream ended without reporting
         usage = None
-        if len(self._reports) == 1:
-            usage = self._reports[0]
-        elif self._reports:
+        if self._report_count == 1:
+            usage = self._first_report
+        elif self._report_count:
             usage = ProviderUsage(
                 tokens=_token_usage(self._totals, 1),
                 total_cost_usd=self._cost,

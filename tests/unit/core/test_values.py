@@ -140,7 +140,9 @@ class TestIds:
     def test_valid(self, good: str) -> None:
         assert validate_session_id(good) == good
 
-    @pytest.mark.parametrize("bad", ["", ".", "..", "-rf", "a/b", "../x", "a b", "a" * 129, "x;rm", "-\n"])
+    @pytest.mark.parametrize(
+        "bad", ["", ".", "..", "-rf", "a/b", "../x", "a b", "a" * 129, "x;rm", "-\n"]
+    )
     def test_invalid(self, bad: str) -> None:
         assert not is_valid_session_id(bad)
         with pytest.raises(InvalidSessionIdError):

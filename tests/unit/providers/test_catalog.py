@@ -45,7 +45,9 @@ class TestCatalog:
             DEFAULT_CATALOG.with_plugin(get_plugin("claude"))
 
     def test_lazy_plugin_must_declare_its_own_name(self) -> None:
-        catalog = ProviderCatalog({"x": LazyPlugin("x", "agentshim.providers.claude.plugin:PLUGIN")})
+        catalog = ProviderCatalog(
+            {"x": LazyPlugin("x", "agentshim.providers.claude.plugin:PLUGIN")}
+        )
         with pytest.raises(ValueError, match="declares provider"):
             catalog.plugin("x")
 
@@ -78,7 +80,9 @@ class TestDiscovery:
         site = Path(str(tmp_path))
         dist = site / "agentshim_sample-1.0.dist-info"
         dist.mkdir()
-        (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: agentshim-sample\nVersion: 1.0\n")
+        (dist / "METADATA").write_text(
+            "Metadata-Version: 2.1\nName: agentshim-sample\nVersion: 1.0\n"
+        )
         (dist / "entry_points.txt").write_text(
             "[agentshim.providers]\nsample = tests.unit.providers.sample_plugin:PLUGIN\n"
         )

@@ -45,7 +45,9 @@ def _title(name: str) -> str:
 def _run(provider: str, **scripted: object) -> tuple[RecordingEventHandler, object]:
     recorder = RecordingEventHandler()
     binary = get_plugin(provider).profile.binary
-    fake = FakeExecutor(scripted_turn(provider, **scripted), binaries={binary: f"/usr/bin/{binary}"})  # type: ignore[arg-type]
+    fake = FakeExecutor(
+        scripted_turn(provider, **scripted), binaries={binary: f"/usr/bin/{binary}"}
+    )  # type: ignore[arg-type]
     agent = CliAgent(provider, executor=fake, env={"PATH": "/usr/bin"}, event_handler=recorder)
     return recorder, agent.run("do it")
 

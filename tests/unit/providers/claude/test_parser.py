@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import copy
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -24,11 +25,11 @@ from agentshim.core.events import (
     ToolResult,
     UsageReport,
 )
-from agentshim.core.provider import ParsedTurn
+from agentshim.core.provider import ParsedTurn, ParserContext
 from agentshim.core.usage import CostSource, TokenUsage
 from agentshim.providers.claude import ClaudeStreamParser
 
-from ._captures import capture_names, dump, frames, load, parse, replay
+from ._captures import FIXTURES, capture_names, dump, frames, load, parse, replay
 from ._expected import EXPECTED
 
 
@@ -151,6 +152,34 @@ class TestCaptureReplay:
             "Reply after interrupt.",
         ]
         assert len([e for e in events if isinstance(e, ProviderError)]) == 1
+
+
+RECORDED = sorted((FIXTURES / "recorded").glob("*.stdout.jsonl"))
+
+
+class TestRecordedSuite:
+    """Recordings made by scripts/record_fixtures.py: checked for invariants, not exact values."""
+
+    @pytest.mark.parametrize("path", RECORDED, ids=[p.name.split(".")[0] for p in RECORDED])
+    def test_recording_parses_cleanly(self, path: Path) -> None:
+        base = path.name[: -len(".stdout.jsonl")]
+        meta = json.loads((path.parent / f"{base}.meta.json").read_text(encoding="utf-8"))
+        stdout = path.read_text(encoding="utf-8").splitlines(keepends=True)
+        stderr = (path.parent / f"{base}.stderr").read_text(encoding="utf-8").splitlines()
+        turn, events = parse(stdout, stderr, expect_structured="--json-schema" in meta["argv"])
+
+        assert not [e for e in events if isinstance(e, RawOutput)]
+        assert not [
+            e
+            for e in events
+            if isinstance(e, Lifecycle) and e.kind.startswith(("malformed", "unknown"))
+        ]
+        assert (turn.error is None) == (meta["exit_code"] == 0)
+        calls = {e.tool_id for e in events if isinstance(e, ToolCall)}
+        assert {e.tool_id for e in events if isinstance(e, ToolResult)} == calls
+        if any('"type":"result"' in line for line in stdout):
+            assert turn.usage is not None
+            assert turn.session_id is not None
 
 
 def _bash_frames() -> tuple[dict[str, Any], dict[str, Any], dict[str, Any], dict[str, Any]]:
@@ -370,6 +399,17 @@ class TestUsageAndCost:
         assert turn.cost_usd == pytest.approx(0.001)
         assert turn.usage is not None
         assert turn.usage.model == "claude-opus-4-8[1m]"
+
+    def test_requested_model_prices_a_stream_that_names_none(self) -> None:
+        parser_events: list[object] = []
+        parser = ClaudeStreamParser(parser_events.append)
+        parser.configure(ParserContext(model="claude-haiku-4-5"))
+        parser.feed_stdout(_result(total_cost_usd=_DROP, modelUsage={}))
+        turn = parser.finish()
+        # 100 input at 1 USD/Mtok + 20 output at 5 USD/Mtok.
+        assert turn.cost_usd == pytest.approx(0.0002)
+        assert turn.usage is not None
+        assert turn.usage.model == "claude-haiku-4-5"
 
     def test_unknown_model_has_no_cost(self) -> None:
         model_usage = {"claude-unreleased-9": {"inputTokens": 10, "outputTokens": 10}}

@@ -1,0 +1,109 @@
+#!/usr/bin/env bash
+# Real-CLI conformance: install the pinned CLIs (cached) and run tests/live for each provider.
+#
+# Usage: scripts/conformance.sh [PROVIDER ...]        (default: every provider in cli_versions.json)
+# Env:   CONFORMANCE_JOBS   providers run at once (default 3)
+#        PYTHON             the interpreter with agentshim and pytest (default .venv/bin/python)
+#        AGENTSHIM_CLI_DIR  install cache (default ~/.cache/agentshim/clis)
+#
+# Prints a table (provider, CLI version, scenarios passed/failed/skipped, wall time) and the
+# failures; exits 1 if any scenario failed or a CLI could not be installed.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+
+PY=${PYTHON:-.venv/bin/python}
+JOBS=${CONFORMANCE_JOBS:-3}
+if [ $# -gt 0 ]; then
+    providers=("$@")
+else
+    mapfile -t providers < <("$PY" -c 'import json; print("\n".join(json.load(open("scripts/cli_versions.json"))))')
+fi
+
+out=$(mktemp -d "${TMPDIR:-/tmp}/agentshim-conformance.XXXXXX")
+started=$(date +%s)
+
+echo "==> installing pinned CLIs (cached): ${providers[*]}"
+install_status=0
+printf '%s\n' "${providers[@]}" |
+    xargs -P "$JOBS" -I{} "$PY" scripts/install_clis.py {} >"$out/install.log" 2>&1 || install_status=1
+cat "$out/install.log"
+
+run_one() {
+    local provider=$1 out=$2 py=$3 t0 t1 rc
+    t0=$(date +%s.%N)
+    timeout 900 "$py" -m pytest "tests/live/test_${provider}.py" -p no:cacheprovider -rfEs \
+        --junitxml="$out/$provider.xml" >"$out/$provider.log" 2>&1
+    rc=$?
+    t1=$(date +%s.%N)
+    echo "$rc $t0 $t1" >"$out/$provider.status"
+    echo "    $provider done (exit $rc)"
+}
+export -f run_one
+
+echo "==> running tests/live for ${#providers[@]} provider(s), $JOBS at a time"
+printf '%s\n' "${providers[@]}" | xargs -P "$JOBS" -I{} bash -c 'run_one "$@"' _ {} "$out" "$PY"
+
+"$PY" - "$out" "$started" "$install_status" "${providers[@]}" <<'PYEOF'
+import json
+import sys
+import time
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+out, started, install_status, providers = Path(sys.argv[1]), float(sys.argv[2]), int(sys.argv[3]), sys.argv[4:]
+pins = json.loads(Path("scripts/cli_versions.json").read_text())
+rows, failures, bad = [], [], install_status != 0
+for provider in providers:
+    version = pins.get(provider, {}).get("version", "?")
+    status = out / f"{provider}.status"
+    xml = out / f"{provider}.xml"
+    if not status.exists() or not xml.exists():
+        rows.append((provider, version, "-", "-", "-", "-", "did not run"))
+        bad = True
+        continue
+    rc, t0, t1 = status.read_text().split()
+    passed = failed = skipped = 0
+    for case in ET.parse(xml).getroot().iter("testcase"):
+        name = case.get("name", "?")
+        problem = case.find("failure")
+        if problem is None:
+            problem = case.find("error")
+        if problem is not None:
+            failed += 1
+            message = (problem.get("message") or "").splitlines()
+            failures.append(f"{provider}::{name}: {message[0][:300] if message else '?'}")
+        elif case.find("skipped") is not None:
+            skipped += 1
+        else:
+            passed += 1
+    note = ""
+    if skipped and not passed and not failed:
+        note = "not installed"
+    if rc not in ("0", "5") or failed:
+        bad = True
+        if rc == "124":
+            note = "timed out"
+    rows.append((provider, version, passed, failed, skipped, f"{float(t1) - float(t0):.0f}s", note))
+
+header = ("provider", "CLI version", "passed", "failed", "skipped", "wall", "")
+widths = [max(len(str(r[i])) for r in (header, *rows)) for i in range(len(header))]
+line = lambda r: "  ".join(str(c).ljust(w) for c, w in zip(r, widths)).rstrip()
+print()
+print(line(header))
+print(line(tuple("-" * w for w in widths)))
+for row in rows:
+    print(line(row))
+print(f"\ntotal wall time: {time.time() - started:.0f}s")
+if failures:
+    print("\nfailures:")
+    for failure in failures:
+        print("  " + failure)
+sys.exit(1 if bad else 0)
+PYEOF
+status=$?
+if [ "$status" -eq 0 ]; then
+    rm -rf "$out"
+else
+    echo "logs kept in $out (<provider>.log, <provider>.xml, install.log)"
+fi
+exit "$status"

@@ -1,0 +1,138 @@
+"""Replay every recorded conformance fixture through CliAgent and check it as the live test does.
+
+The fixtures under ``tests/fixtures/<provider>/recorded/`` are what the real CLIs printed for
+the scenarios of ``tests/live/scenarios.py`` (``scripts/record_fixtures.py``). Fed back
+through ``CliAgent`` with a ``FakeExecutor``, each must give the same result the live run
+gives: text, session, usage as scripted, tool calls and results, or the error type and kind.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agentshim.agent import CliAgent
+from agentshim.core.errors import AgentShimError
+from agentshim.core.turn import OutputSchema, TurnRequest
+from agentshim.testing import FakeExecutor, FakeRun, RecordingEventHandler
+from tests.live import checks
+from tests.live import scenarios as sc
+
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
+PROVIDERS = ("claude", "codex", "gemini", "opencode", "copilot", "pi")
+
+
+@dataclass(frozen=True)
+class Recorded:
+    provider: str
+    case: str
+    meta: dict[str, Any]
+    run: FakeRun
+
+    @property
+    def scenario(self) -> sc.Scenario:
+        return sc.BY_NAME[self.meta["scenario"]]
+
+
+def _load(meta_path: Path) -> Recorded:
+    base = str(meta_path)[: -len(".meta.json")]
+    meta = json.loads(meta_path.read_text(encoding="utf-8"))
+    stdout = Path(base + ".stdout.jsonl").read_text(encoding="utf-8").splitlines()
+    stderr = Path(base + ".stderr").read_text(encoding="utf-8").splitlines()
+    code = meta["exit_code"]
+    return Recorded(meta["provider"], meta["case"], meta, FakeRun(stdout, stderr, code))
+
+
+def _recordings() -> list[Recorded]:
+    return [_load(p) for p in sorted(FIXTURES.glob("*/recorded/rec_*.meta.json"))]
+
+
+RECORDED = _recordings()
+SINGLE_TURN = [r for r in RECORDED if r.case not in ("resume", "resume_first")]
+RESUMED = [r for r in RECORDED if r.case == "resume"]
+
+
+def _by_case(provider: str, case: str) -> Recorded:
+    return next(r for r in RECORDED if r.provider == provider and r.case == case)
+
+
+def _agent(
+    provider: str, runs: list[FakeRun], events: RecordingEventHandler
+) -> tuple[CliAgent, FakeExecutor]:
+    executor = FakeExecutor(runs)
+    agent = CliAgent(provider, env={"PATH": "/usr/bin"}, executor=executor, event_handler=events)
+    return agent, executor
+
+
+def _reports_tokens(provider: str) -> bool:
+    return provider not in sc.PROVIDERS_WITHOUT_TOKEN_COUNTS
+
+
+def test_every_provider_has_recordings() -> None:
+    recorded = {r.provider for r in RECORDED}
+    assert recorded == set(PROVIDERS)
+    for provider in PROVIDERS:
+        cases = {r.case for r in RECORDED if r.provider == provider}
+        wanted = {s.name for s in sc.SCENARIOS if s.schema is None}
+        assert wanted <= cases, f"{provider} lacks recordings of {sorted(wanted - cases)}"
+
+
+def test_recordings_hold_no_paths_of_the_recording_machine() -> None:
+    for path in FIXTURES.glob("*/recorded/rec_*"):
+        text = path.read_text(encoding="utf-8")
+        assert "agentshim-rec-" not in text, path
+        assert "/.cache/agentshim/clis/" not in text, path
+
+
+@pytest.mark.parametrize("recorded", SINGLE_TURN, ids=lambda r: f"{r.provider}-{r.case}")
+def test_single_turn_replays_like_the_live_run(recorded: Recorded, tmp_path: Path) -> None:
+    scenario = recorded.scenario
+    events = RecordingEventHandler()
+    agent, _ = _agent(recorded.provider, [recorded.run], events)
+    session_id = sc.missing_session_id(recorded.provider) if scenario.resume == "missing" else None
+    session = agent.start_session(session_id=session_id)
+    request = TurnRequest(prompt=scenario.prompt)
+    if scenario.schema is not None:
+        request = TurnRequest(
+            prompt=scenario.prompt, output_schema=OutputSchema(scenario.schema, host_dir=tmp_path)
+        )
+    if scenario.failure is not None:
+        with pytest.raises(AgentShimError) as caught:
+            session.turn(request)
+        checks.check_failure(caught.value, scenario)
+        return
+    result = session.turn(request)
+    if scenario.schema is not None:
+        assert result.structured_output == scenario.structured
+        checks.check_session(events.events, result)
+        return
+    checks.check_answer(
+        events.events, scenario, result, reports_tokens=_reports_tokens(recorded.provider)
+    )
+    assert result.resumed is False
+
+
+@pytest.mark.parametrize("recorded", RESUMED, ids=lambda r: r.provider)
+def test_resumed_turn_replays_like_the_live_run(recorded: Recorded) -> None:
+    first = _by_case(recorded.provider, "resume_first")
+    setup = sc.RESUME.setup
+    assert setup is not None
+    events = RecordingEventHandler()
+    agent, executor = _agent(recorded.provider, [first.run, recorded.run], events)
+    session = agent.start_session()
+    one = session.turn(TurnRequest(prompt=setup.prompt))
+    two = session.turn(TurnRequest(prompt=sc.RESUME.prompt))
+    reports = _reports_tokens(recorded.provider)
+    assert one.text == setup.text
+    checks.check_usage(one, setup.usage, reports_tokens=reports)
+    assert two.text == sc.RESUME.text
+    assert two.session_id == one.session_id == first.meta["session_id"]
+    assert two.resumed is True
+    checks.check_usage(two, sc.RESUME.usage, reports_tokens=reports)
+    assert one.session_id is not None
+    resumed_argv = executor.requests[1].argv
+    assert any(one.session_id in arg for arg in resumed_argv), resumed_argv
