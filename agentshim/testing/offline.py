@@ -70,8 +70,8 @@ class OfflineCli:
         files: Every config file written, in the order written.
         model: The model to pass as ``CliAgent(model=...)``; None leaves the CLI's default
             (which the scripted server answers for just the same).
-        extra_args: Flags every turn must add (``TurnRequest.extra_args``); empty when the
-            config files are enough.
+        extra_args: Flags every turn must add (``TurnRequest.extra_args``); empty for every
+            recipe so far, since the config files are enough.
         base_url: The server's base URL the CLI was pointed at.
     """
 
@@ -331,6 +331,7 @@ def _pi(place: _Place) -> _Recipe:
         }
     }
     settings = {
+        # So that ``--model`` alone (no ``--provider``) finds the scripted model.
         "defaultProvider": _PROVIDER_ID,
         "defaultModel": _PI_MODEL,
         # Pi's default backoff (2, 4, 8 s over 12 requests) makes a 5xx case take 20 s.
@@ -343,7 +344,7 @@ def _pi(place: _Place) -> _Recipe:
     }
     env = {"PI_CODING_AGENT_DIR": str(agent_dir), "PI_OFFLINE": "1", "PI_TELEMETRY": "0"}
     files = {agent_dir / "models.json": _json(models), agent_dir / "settings.json": _json(settings)}
-    return _Recipe(env=env, files=files, model=_PI_MODEL, extra_args=("--provider", _PROVIDER_ID))
+    return _Recipe(env=env, files=files, model=_PI_MODEL)
 
 
 _RECIPES: Mapping[str, Callable[[_Place], _Recipe]] = MappingProxyType(

@@ -11,7 +11,14 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from agentshim.core.errors import AgentShimError, CliExitError, SessionResumeError
-from agentshim.core.events import AgentEvent, SessionStarted, ToolCall, ToolKind, ToolResult
+from agentshim.core.events import (
+    AgentEvent,
+    AssistantText,
+    SessionStarted,
+    ToolCall,
+    ToolKind,
+    ToolResult,
+)
 from agentshim.core.turn import TurnResult
 from agentshim.testing.model_server import Usage
 
@@ -59,6 +66,7 @@ def check_tools(events: Sequence[AgentEvent], expected: Sequence[sc.ToolExpectat
     """Each expected shell call was reported, with a result of the same id and its output."""
     calls = [e for e in events if isinstance(e, ToolCall) and e.kind is ToolKind.COMMAND]
     results = {e.tool_id: e for e in events if isinstance(e, ToolResult)}
+    position = {id(e): index for index, e in enumerate(events)}
     assert len(calls) == len(expected), f"command tool calls: {calls}"
     ids = [call.tool_id for call in calls]
     assert len(set(ids)) == len(ids), f"tool ids are not distinct: {ids}"
@@ -68,10 +76,43 @@ def check_tools(events: Sequence[AgentEvent], expected: Sequence[sc.ToolExpectat
         result = results.get(call.tool_id)
         assert result is not None, f"no result for tool call {call}"
         assert result.kind is ToolKind.COMMAND
+        assert position[id(call)] < position[id(result)], "a tool result came before its call"
         assert expectation.output in result.stdout, (
             f"tool output {result.stdout!r} lacks {expectation.output!r}"
         )
         assert result.exit_code in (0, None)
+
+
+def assistant_messages(events: Sequence[AgentEvent]) -> list[str]:
+    """The assistant messages the events carry: a whole message, or a run of delta pieces.
+
+    ``AssistantText`` promises that a parser emits either the pieces of a message (``delta``)
+    or the whole of it, so joining a run of pieces rebuilds the message.
+    """
+    messages: list[str] = []
+    pieces: list[str] | None = None
+    for event in events:
+        if isinstance(event, AssistantText) and event.delta:
+            if pieces is None:
+                pieces = []
+                messages.append("")
+            pieces.append(event.text)
+            messages[-1] = "".join(pieces)
+            continue
+        pieces = None
+        if isinstance(event, AssistantText):
+            messages.append(event.text)
+    return messages
+
+
+def check_text_events(events: Sequence[AgentEvent], final_text: str) -> None:
+    """The streamed text events rebuild the final answer as its own message."""
+    messages = assistant_messages(events)
+    assert messages, "no AssistantText events"
+    assert messages[-1] == final_text, (
+        f"the last assistant message rebuilt from the events is {messages[-1]!r}, not the "
+        f"answer {final_text!r}; all messages: {[m[:60] for m in messages]}"
+    )
 
 
 def check_answer(
@@ -93,6 +134,7 @@ def check_answer(
     check_session(events, result)
     check_usage(result, scenario.usage, reports_tokens=reports_tokens)
     check_tools(events, scenario.tools)
+    check_text_events(events, scenario.text)
 
 
 def check_failure(error: AgentShimError, scenario: sc.Scenario) -> None:

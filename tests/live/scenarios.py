@@ -9,7 +9,7 @@ so a correct parser reports exactly ``expected_usage``.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from agentshim.core.errors import FailureKind
@@ -101,7 +101,6 @@ class Scenario:
     structured: Any | None = None
     description: str = ""
     main_requests_at_least: int = 1
-    notes: tuple[str, ...] = field(default=())
 
 
 _PLAIN_USAGE = Usage(input=1200, output=40, cache_read=1000)

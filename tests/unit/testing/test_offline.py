@@ -234,10 +234,10 @@ class TestPointsAtTheServer:
         agent_dir = Path(cli.env["PI_CODING_AGENT_DIR"])
         models = _read_json(agent_dir / "models.json")
         settings = _read_json(agent_dir / "settings.json")
-        provider_id = cli.extra_args[cli.extra_args.index("--provider") + 1]
-        provider = models["providers"][provider_id]
+        assert cli.extra_args == ()
+        provider = models["providers"][settings["defaultProvider"]]
         assert provider["api"] == "anthropic-messages"
-        assert [m["id"] for m in provider["models"]] == [cli.model]
+        assert [m["id"] for m in provider["models"]] == [cli.model] == [settings["defaultModel"]]
         assert settings["retry"]["provider"]["maxRetries"] == 0
         assert settings["retry"]["baseDelayMs"] <= 100
         assert cli.env["PI_OFFLINE"] == "1"
