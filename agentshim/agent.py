@@ -12,6 +12,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
+from agentshim.core.env import interactive_env
 from agentshim.core.errors import (
     AgentShimError,
     CliExitError,
@@ -149,12 +150,7 @@ def _handlers(
 
 
 def _compose_env(provider: Provider, env: Mapping[str, str] | None) -> dict[str, str]:
-    if env is None:
-        from agentshim.core.env import interactive_env
-
-        composed = dict(interactive_env())
-    else:
-        composed = dict(env)
+    composed = dict(interactive_env()) if env is None else dict(env)
     defaults: Mapping[str, str] = getattr(provider, "env_defaults", None) or {}
     for key, value in defaults.items():
         composed.setdefault(key, value)

@@ -154,7 +154,9 @@ class Session:
         self._log: Callable[[str], None] = log or _ignore
         self._random = random.Random(self._policy.retry.seed)
 
-        self._lock = threading.Lock()
+        # Re-entrant: commands are carried out both with the lock held (between turns) and
+        # without it (during a turn), and closing the conversation always takes it.
+        self._lock = threading.RLock()
         self._state: PolicyState = self._initial_state()
         self._conversation: Conversation | None = None
         self._executing: Conversation | None = None
@@ -162,6 +164,8 @@ class Session:
         self._close_requested = False
         self._pending: TurnTicket | None = None
         self._pending_cancelled = False
+        # What the policy decided while a turn was prepared, reported when the turn runs.
+        self._notices: list[Notify] = []
         self._stop = threading.Event()
         self._redelivered = False
         self._last_error: BaseException | None = None
@@ -248,7 +252,10 @@ class Session:
                 for command in commands:
                     if isinstance(command, RefuseTurn):
                         raise _refusal_error(command)
-                    self._bookkeep(command)
+                    if isinstance(command, Notify):
+                        self._notices.append(command)
+                    else:
+                        self._bookkeep(command)
             elif expect_conversation is not None and (
                 expect_conversation != self._state.conversation_id
             ):
@@ -286,9 +293,7 @@ class Session:
             self._pending = None
             if self._pending_cancelled:
                 self._pending_cancelled = False
-                raise TurnCancelledError(
-                    f"turn {ticket.turn_id} was interrupted before it started; nothing ran"
-                )
+                raise _cancelled_error(ticket)
             self._running = True
             self._stop = threading.Event()
             self._last_error = None
@@ -342,10 +347,9 @@ class Session:
                 f"{self._profile.display_name} conversations on this transport cannot take "
                 "messages while a turn runs; send the text as the next turn's prompt"
             )
-        if executing is None:
+        # A running conversation passed the check above, so only "none is running" is left.
+        if not isinstance(executing, SteerableConversation):
             raise NoRunningTurnError("no turn is running; send the text as a new turn")
-        if not isinstance(executing, SteerableConversation):  # pragma: no cover - checked above
-            raise ProviderCapabilityError("this conversation cannot be steered")
         executing.steer(text)
 
     # -- the conversation between turns ---------------------------------------------------
@@ -420,16 +424,12 @@ class Session:
 
     def _drive(self, ticket: TurnTicket, on_event: Callable[[AgentEvent], None] | None) -> Turn:
         emit = self._emitter(on_event)
-        pending: deque[Command] = deque(
-            self._feed(
-                Start(
-                    ticket.turn_id,
-                    self._clock.monotonic(),
-                    ticket.expect_conversation,
-                    ticket.pin,
-                )
-            )
+        with self._lock:
+            notices, self._notices = self._notices, []
+        start = Start(
+            ticket.turn_id, self._clock.monotonic(), ticket.expect_conversation, ticket.pin
         )
+        pending: deque[Command] = deque((*notices, *self._feed(start)))
         handler_error: BaseException | None = None
         while pending:
             command = pending.popleft()
@@ -476,9 +476,7 @@ class Session:
         if handler_error is not None:
             return handler_error
         if command.cancelled or self._last_error is None:
-            return TurnCancelledError(
-                f"turn {ticket.turn_id} was interrupted before it started; nothing ran"
-            )
+            return _cancelled_error(ticket)
         return self._last_error
 
     def _perform(
@@ -572,9 +570,10 @@ class Session:
         return True
 
     def _bookkeep(self, command: Command) -> None:
-        """Carry out a command that reports nothing back (close, save, clear, log)."""
+        """Carry out a command that reports nothing back (close, save, clear)."""
         if isinstance(command, CloseConversation):
-            conversation, self._conversation = self._conversation, None
+            with self._lock:  # steer() reads it from other threads
+                conversation, self._conversation = self._conversation, None
             if conversation is not None:
                 try:
                     conversation.close()
@@ -588,13 +587,7 @@ class Session:
             else:
                 self._save(checkpoint)
         elif isinstance(command, ClearCheckpoint):
-            if self._store is not None and self._key is not None:
-                try:
-                    self._store.clear(self._key)
-                except OSError as error:
-                    self._log(f"could not clear checkpoint {self._key!r}: {error}")
-        elif isinstance(command, Notify):
-            self._log(f"{command.kind}: {command.detail}")
+            self._clear()
 
     def _save(self, checkpoint: Checkpoint) -> None:
         if self._store is None or self._key is None:
@@ -604,6 +597,15 @@ class Session:
         except (OSError, ValueError) as error:
             # The turn's work is done; losing durability is logged rather than undoing it.
             self._log(f"could not save checkpoint {self._key!r}: {error}")
+
+    def _clear(self) -> None:
+        if self._store is None or self._key is None:
+            return
+        try:
+            self._store.clear(self._key)
+        except (OSError, ValueError) as error:
+            # As with a failed save: logged, never undoing the turn's work.
+            self._log(f"could not clear checkpoint {self._key!r}: {error}")
 
     def _emitter(
         self, on_event: Callable[[AgentEvent], None] | None
@@ -633,6 +635,12 @@ def _awaits_result(command: Command) -> bool:
 def _retry_after(error: BaseException) -> float | None:
     """The provider's own "retry after" hint, where a failure carries one (seconds)."""
     return error.retry_after_s if isinstance(error, TurnFailedError) else None
+
+
+def _cancelled_error(ticket: TurnTicket) -> TurnCancelledError:
+    return TurnCancelledError(
+        f"turn {ticket.turn_id} was interrupted before it started; nothing ran"
+    )
 
 
 def _closed_error() -> SessionStateError:

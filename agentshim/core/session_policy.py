@@ -117,7 +117,11 @@ _KIND_OUTCOMES = {
 
 
 def classify_failure(error: BaseException) -> FailureOutcome:
-    """Classify an exception a turn raised: SessionResumeError, TurnFailedError.kind, ...."""
+    """Say what ``error`` means to the policy, from its base type only.
+
+    SessionResumeError is a refused resume, TurnFailedError's ``kind`` names the outcome,
+    TurnTimeoutError is a timeout, TurnCancelledError an interrupt, anything else an error.
+    """
     if isinstance(error, SessionResumeError):
         return FailureOutcome.RESUME_REFUSED
     if isinstance(error, TurnFailedError):
@@ -187,7 +191,8 @@ class RetryPolicy:
             return None
         base = self.delays[retry]
         wait = base * (1.0 + self.jitter * (2.0 * min(max(sample, 0.0), 1.0) - 1.0))
-        if retry_after_s is not None and math.isfinite(retry_after_s):
+        # An infinite hint ("not before ever") gives up like any hint beyond max_hint_s.
+        if retry_after_s is not None and not math.isnan(retry_after_s):
             if retry_after_s > self.max_hint_s:
                 return None
             wait = max(wait, retry_after_s)
@@ -463,6 +468,7 @@ Command = (
 """Every effect the policy asks for."""
 
 Step = tuple[PolicyState, tuple[Command, ...]]
+"""What ``SessionPolicy.step`` returns: the next state and the commands to carry out, in order."""
 
 
 def _no_budget() -> RenewalBudget | None:

@@ -12,6 +12,7 @@ from types import MappingProxyType
 from typing import Any
 
 from agentshim.core.events import Plan, PlanItem, ToolKind
+from agentshim.core.jsonvalues import as_mapping, as_str, list_or_empty
 
 __all__ = [
     "EDIT_TOOL",
@@ -19,10 +20,6 @@ __all__ = [
     "STRUCTURED_OUTPUT_TOOL",
     "TODO_TOOL",
     "TOOL_KINDS",
-    "as_int",
-    "as_list",
-    "as_mapping",
-    "as_str",
     "plan_from_todos",
     "tool_kind",
     "tool_result_text",
@@ -79,32 +76,6 @@ def tool_kind(name: str) -> ToolKind:
     return ToolKind.OTHER
 
 
-def as_mapping(value: object) -> Mapping[str, Any] | None:
-    """Return ``value`` when it is a JSON object, else None."""
-    if isinstance(value, dict):
-        return value  # pyright: ignore[reportUnknownVariableType]
-    return None
-
-
-def as_list(value: object) -> list[Any]:
-    """Return ``value`` when it is a JSON array, else an empty list."""
-    return value if isinstance(value, list) else []  # pyright: ignore[reportUnknownVariableType]
-
-
-def as_str(value: object) -> str | None:
-    """Return ``value`` when it is a string, else None."""
-    return value if isinstance(value, str) else None
-
-
-def as_int(value: object) -> int:
-    """Return ``value`` as a non-negative token count; anything else (bool, text, <0) is 0."""
-    if type(value) is int:
-        return value if value > 0 else 0
-    if isinstance(value, float) and value.is_integer() and value > 0:
-        return int(value)
-    return 0
-
-
 def tool_result_text(content: object) -> str:
     """Flatten a ``tool_result`` block's ``content`` into text.
 
@@ -113,7 +84,7 @@ def tool_result_text(content: object) -> str:
     """
     if isinstance(content, str):
         return content
-    blocks = as_list(content)
+    blocks = list_or_empty(content)
     if blocks or isinstance(content, list):
         parts: list[str] = []
         for block in blocks:
@@ -132,7 +103,7 @@ def tool_result_text(content: object) -> str:
 def plan_from_todos(args: Mapping[str, Any], tool_id: str | None) -> Plan | None:
     """Return the Plan a ``TodoWrite`` call sets, or None when its input has no todo list."""
     raw_todos = args.get("todos")
-    todos = as_list(raw_todos)
+    todos = list_or_empty(raw_todos)
     if not isinstance(raw_todos, list):
         return None
     items: list[PlanItem] = []

@@ -38,22 +38,13 @@ from agentshim.core.events import (
     UsageReport,
 )
 from agentshim.core.failures import kind_from_text
+from agentshim.core.jsonvalues import as_amount, as_count, as_mapping, as_str, list_or_empty
 from agentshim.core.pricing import PricingTable
 from agentshim.core.provider import ParsedTurn, ParserContext
 from agentshim.core.stream import ToolTracker
 from agentshim.core.usage import CostSource, ProviderUsage, TokenUsage
 
-from .events import (
-    STRUCTURED_OUTPUT_TOOL,
-    TODO_TOOL,
-    as_int,
-    as_list,
-    as_mapping,
-    as_str,
-    plan_from_todos,
-    tool_kind,
-    tool_result_text,
-)
+from .events import STRUCTURED_OUTPUT_TOOL, TODO_TOOL, plan_from_todos, tool_kind, tool_result_text
 from .failures import SCHEMA_RETRIES_SUBTYPE, StreamFailure, classify_stream_failure
 from .model_data import PRICING_TABLE
 
@@ -312,7 +303,7 @@ class ClaudeStreamParser:
             out.append(Lifecycle("user_message", content))
             return
         synthetic = frame.get("isSynthetic") is True
-        for raw_block in as_list(content):
+        for raw_block in list_or_empty(content):
             block = as_mapping(raw_block)
             if block is None:
                 continue
@@ -365,7 +356,7 @@ class ClaudeStreamParser:
         usage = self._usage(frame)
         if usage is not None:
             out.append(UsageReport(usage, usage.total_cost_usd))
-        for denial in as_list(frame.get("permission_denials")):
+        for denial in list_or_empty(frame.get("permission_denials")):
             entry = as_mapping(denial) or {}
             out.append(Lifecycle("permission_denied", as_str(entry.get("tool_name")) or "?"))
 
@@ -375,7 +366,7 @@ class ClaudeStreamParser:
             if structured is None and result_text is not None:
                 structured = _decode_payload(result_text)
 
-        errors = [e for e in as_list(frame.get("errors")) if isinstance(e, str) and e]
+        errors = [e for e in list_or_empty(frame.get("errors")) if isinstance(e, str) and e]
         failed = frame.get("is_error") is True or (
             subtype is not None and subtype.startswith("error")
         )
@@ -428,15 +419,14 @@ class ClaudeStreamParser:
 
     def _usage(self, frame: Frame) -> ProviderUsage | None:
         raw = as_mapping(frame.get("usage"))
-        reported = frame.get("total_cost_usd")
-        has_cost = _finite(reported) and float(reported) >= 0  # pyright: ignore[reportArgumentType]
-        if raw is None and not has_cost:
+        reported = as_amount(frame.get("total_cost_usd"))
+        if raw is None and reported is None:
             return None
         tokens = _fold_usage(raw or {}, frame.get("num_turns"))
         model_usage = as_mapping(frame.get("modelUsage")) or {}
         model = next(iter(model_usage), None) or self._model or self._requested_model
-        if has_cost:
-            cost: float | None = float(reported)  # pyright: ignore[reportArgumentType]
+        if reported is not None:
+            cost: float | None = reported
             source = CostSource.REPORTED
         else:
             cost, source = self._price(model_usage, tokens, model)
@@ -460,13 +450,13 @@ class ClaudeStreamParser:
                 counts = as_mapping(entry)
                 if counts is None:
                     continue
-                read = as_int(counts.get("cacheReadInputTokens"))
-                write = as_int(counts.get("cacheCreationInputTokens"))
+                read = as_count(counts.get("cacheReadInputTokens"))
+                write = as_count(counts.get("cacheCreationInputTokens"))
                 per_model = TokenUsage(
-                    input_tokens=as_int(counts.get("inputTokens")) + read + write,
+                    input_tokens=as_count(counts.get("inputTokens")) + read + write,
                     cache_read_input_tokens=read,
                     cache_write_input_tokens=write,
-                    output_tokens=as_int(counts.get("outputTokens")),
+                    output_tokens=as_count(counts.get("outputTokens")),
                 )
                 if per_model.total_tokens == 0:
                     continue
@@ -489,9 +479,9 @@ class ClaudeStreamParser:
         if usage is None:
             return None
         return (
-            as_int(usage.get("input_tokens"))
-            + as_int(usage.get("cache_read_input_tokens"))
-            + as_int(usage.get("cache_creation_input_tokens"))
+            as_count(usage.get("input_tokens"))
+            + as_count(usage.get("cache_read_input_tokens"))
+            + as_count(usage.get("cache_creation_input_tokens"))
         )
 
     def _stderr_kind(self) -> FailureKind | None:
@@ -506,18 +496,18 @@ class ClaudeStreamParser:
 
 def _fold_usage(usage: Mapping[str, Any], num_turns: object) -> TokenUsage:
     """Fold Claude's disjoint counts into the normalized breakdown (cache tokens into input)."""
-    uncached = as_int(usage.get("input_tokens"))
-    read = as_int(usage.get("cache_read_input_tokens"))
-    write = as_int(usage.get("cache_creation_input_tokens"))
+    uncached = as_count(usage.get("input_tokens"))
+    read = as_count(usage.get("cache_read_input_tokens"))
+    write = as_count(usage.get("cache_creation_input_tokens"))
     creation = as_mapping(usage.get("cache_creation"))
-    write_1h = as_int(creation.get("ephemeral_1h_input_tokens")) if creation else 0
+    write_1h = as_count(creation.get("ephemeral_1h_input_tokens")) if creation else 0
     return TokenUsage(
         input_tokens=uncached + read + write,
         cache_read_input_tokens=read,
         cache_write_input_tokens=write,
         cache_write_1h_input_tokens=min(write_1h, write),
-        output_tokens=as_int(usage.get("output_tokens")),
-        turns=as_int(num_turns),
+        output_tokens=as_count(usage.get("output_tokens")),
+        turns=as_count(num_turns),
     )
 
 

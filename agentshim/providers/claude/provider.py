@@ -29,12 +29,12 @@ from agentshim.core.errors import (
 )
 from agentshim.core.events import AgentEvent
 from agentshim.core.ids import validate_session_id
+from agentshim.core.jsonvalues import as_mapping, list_or_empty
 from agentshim.core.mcp import HttpMcpServer, McpServer, StdioMcpServer, install_json_config
 from agentshim.core.pricing import PricingTable
 from agentshim.core.profile import McpMechanism, OutputSchemaStyle, ProviderProfile, SchemaDialect
 from agentshim.core.provider import ArgvContext, McpInstallation, NoMcpInstallation
 
-from .events import as_list, as_mapping
 from .model_data import PRICING_TABLE
 from .parser import ClaudeStreamParser
 from .sandbox import SANDBOX_ENV, SandboxConfig
@@ -302,5 +302,5 @@ def _result_errors(stdout: str) -> list[str]:
             continue
         result = as_mapping(frame)
         if result is not None and result.get("type") == "result":
-            found.extend(e for e in as_list(result.get("errors")) if isinstance(e, str))
+            found.extend(e for e in list_or_empty(result.get("errors")) if isinstance(e, str))
     return found

@@ -6,9 +6,9 @@ import json
 from pathlib import Path
 from typing import Any
 
+from agentshim.core.jsonvalues import as_mapping, as_str, list_or_empty
 from agentshim.execution.executor import CommandRequest
 
-from .events import as_list, as_mapping, as_str
 from .provider import MCP_CONFIG_FILE, MCP_SERVERS_KEY
 
 __all__ = ["installed_mcp_servers"]
@@ -37,7 +37,7 @@ def installed_mcp_servers(request: CommandRequest, workspace: Path) -> dict[str,
             env = as_mapping(entry.get("env")) or {}
             found[name] = {
                 "command": command,
-                "args": [str(arg) for arg in as_list(entry.get("args"))],
+                "args": [str(arg) for arg in list_or_empty(entry.get("args"))],
                 "env": {str(key): str(value) for key, value in env.items()},
             }
         else:

@@ -10,9 +10,10 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from types import MappingProxyType
-from typing import Any, cast
+from typing import Any
 
 from agentshim.core.events import Plan, PlanItem, ToolKind, ToolResult
+from agentshim.core.jsonvalues import as_mapping, list_or_empty, str_or_empty
 from agentshim.core.stream import ToolArgs
 
 __all__ = [
@@ -23,8 +24,6 @@ __all__ = [
     "SUBAGENT_TOOL",
     "TOOL_KINDS",
     "WEB_TOOL",
-    "as_array",
-    "as_object",
     "plan_from_item",
     "tool_args",
     "tool_kind",
@@ -62,55 +61,43 @@ def tool_kind(name: str) -> ToolKind:
     return TOOL_KINDS.get(name, ToolKind.OTHER)
 
 
-def _text(value: object) -> str:
-    return value if isinstance(value, str) else ""
-
-
-def as_object(value: object) -> dict[str, Any] | None:
-    """Return ``value`` as a JSON object, or None when it is something else."""
-    return cast("dict[str, Any]", value) if isinstance(value, dict) else None
-
-
-def as_array(value: object) -> list[Any]:
-    """Return ``value`` as a JSON array, or an empty list when it is something else."""
-    return cast("list[Any]", value) if isinstance(value, list) else []
-
-
 def tool_args(item_type: str, item: Mapping[str, Any]) -> ToolArgs:
     """Return a tool item's arguments: what was asked, without status or output."""
     if item_type == SHELL_TOOL:
-        return {"command": _text(item.get("command"))}
+        return {"command": str_or_empty(item.get("command"))}
     if item_type == EDIT_TOOL:
         return {"changes": item.get("changes") or []}
     if item_type == MCP_TOOL:
         return {
-            "server": _text(item.get("server")),
-            "tool": _text(item.get("tool")),
+            "server": str_or_empty(item.get("server")),
+            "tool": str_or_empty(item.get("tool")),
             "arguments": item.get("arguments"),
         }
     if item_type == WEB_TOOL:
-        return {"query": _text(item.get("query"))}
+        return {"query": str_or_empty(item.get("query"))}
     skipped = ("id", "type", "status", "result", "error", "aggregated_output", "exit_code")
     return {k: v for k, v in item.items() if k not in skipped}
 
 
 def _change_lines(changes: object) -> str:
     lines: list[str] = []
-    for change in as_array(changes):
-        entry = as_object(change)
+    for change in list_or_empty(changes):
+        entry = as_mapping(change)
         if entry is not None:
-            lines.append(f"{_text(entry.get('kind')) or 'change'} {_text(entry.get('path'))}")
+            lines.append(
+                f"{str_or_empty(entry.get('kind')) or 'change'} {str_or_empty(entry.get('path'))}"
+            )
     return "\n".join(lines)
 
 
 def _mcp_output(result: object) -> str:
-    payload = as_object(result)
+    payload = as_mapping(result)
     if payload is None:
         return ""
     texts: list[str] = []
-    for block in as_array(payload.get("content")):
-        entry = as_object(block)
-        text = _text(entry.get("text")) if entry is not None else ""
+    for block in list_or_empty(payload.get("content")):
+        entry = as_mapping(block)
+        text = str_or_empty(entry.get("text")) if entry is not None else ""
         if text:
             texts.append(text)
     if texts:
@@ -122,8 +109,8 @@ def _mcp_output(result: object) -> str:
 
 
 def _error_message(error: object) -> str:
-    entry = as_object(error)
-    return _text(entry.get("message")) if entry is not None else _text(error)
+    entry = as_mapping(error)
+    return str_or_empty(entry.get("message")) if entry is not None else str_or_empty(error)
 
 
 def tool_result(
@@ -138,11 +125,11 @@ def tool_result(
     A failure (status ``failed`` or ``declined``, or a nonzero exit code) has an empty stdout,
     its message on stderr, and the CLI's exit code (1 where Codex gives none).
     """
-    status = _text(item.get("status"))
+    status = str_or_empty(item.get("status"))
     kind = tool_kind(item_type)
     exit_code: int | None = None
     if item_type == SHELL_TOOL:
-        output = _text(item.get("aggregated_output"))
+        output = str_or_empty(item.get("aggregated_output"))
         raw_code = item.get("exit_code")
         if isinstance(raw_code, int) and not isinstance(raw_code, bool):
             exit_code = raw_code
@@ -185,11 +172,13 @@ def tool_result(
 def plan_from_item(item: Mapping[str, Any], *, tool_id: str | None) -> Plan:
     """Return the Plan a ``todo_list`` item describes (status ``completed`` or ``pending``)."""
     entries: list[PlanItem] = []
-    for raw in as_array(item.get("items")):
-        entry = as_object(raw)
+    for raw in list_or_empty(item.get("items")):
+        entry = as_mapping(raw)
         if entry is not None:
             done = entry.get("completed") is True
             entries.append(
-                PlanItem(text=_text(entry.get("text")), status="completed" if done else "pending")
+                PlanItem(
+                    text=str_or_empty(entry.get("text")), status="completed" if done else "pending"
+                )
             )
     return Plan(items=tuple(entries), tool_id=tool_id)

@@ -36,6 +36,7 @@ from agentshim.core.events import (
     ToolCall,
     UsageReport,
 )
+from agentshim.core.jsonvalues import as_mapping, str_or_empty
 from agentshim.core.pricing import ModelPricing, PricingTable, cost_usd
 from agentshim.core.provider import ParsedTurn, ParserContext
 from agentshim.core.usage import CostSource, ProviderUsage, TokenUsage
@@ -48,7 +49,6 @@ from .events import (
     SHELL_TOOL,
     SUBAGENT_TOOL,
     WEB_TOOL,
-    as_object,
     plan_from_item,
     tool_args,
     tool_kind,
@@ -119,10 +119,6 @@ def _increment(current: _Counts, base: _Counts | None) -> TokenUsage | None:
         reasoning_output_tokens=reasoning,
         turns=1,
     )
-
-
-def _text(value: object) -> str:
-    return value if isinstance(value, str) else ""
 
 
 class CodexStreamParser:
@@ -276,7 +272,7 @@ class CodexStreamParser:
     # -- frames -----------------------------------------------------------------------
 
     def _thread_started(self, frame: dict[str, Any]) -> None:
-        thread_id = _text(frame.get("thread_id"))
+        thread_id = str_or_empty(frame.get("thread_id"))
         if thread_id and self._session_id is None:
             self._session_id = thread_id
             self._emit(SessionStarted(thread_id))
@@ -301,14 +297,16 @@ class CodexStreamParser:
         self._emit(Lifecycle("turn_started", ""))
 
     def _error(self, frame: dict[str, Any]) -> None:
-        message = _text(frame.get("message")) or "codex reported an error without a message"
+        message = str_or_empty(frame.get("message")) or "codex reported an error without a message"
         self._errors.append(message)
         self._emit(ProviderError(message, fatal=False))
 
     def _turn_failed(self, frame: dict[str, Any]) -> None:
         error = frame.get("error")
-        details = as_object(error)
-        message = _text(details.get("message")) if details is not None else _text(error)
+        details = as_mapping(error)
+        message = (
+            str_or_empty(details.get("message")) if details is not None else str_or_empty(error)
+        )
         if not message:
             message = self._errors[-1] if self._errors else "codex reported turn.failed"
         self._failure = message
@@ -365,13 +363,13 @@ class CodexStreamParser:
         """Messages and reasoning are reported once, when complete."""
 
     def _message(self, item_type: str, item: dict[str, Any], item_id: str | None) -> None:
-        text = _text(item.get("text"))
+        text = str_or_empty(item.get("text"))
         phase = item.get("phase")
         self._messages.append((text, phase if type(phase) is str else None))
         self._emit(AssistantText(text))
 
     def _reasoning(self, item_type: str, item: dict[str, Any], item_id: str | None) -> None:
-        text = _text(item.get("text"))
+        text = str_or_empty(item.get("text"))
         if text:
             self._emit(Reasoning(text))
 
@@ -397,7 +395,7 @@ class CodexStreamParser:
         self._emit(tool_result(item_type, item, tool_id=item_id, duration_s=duration))
 
     def _warning(self, item_type: str, item: dict[str, Any], item_id: str | None) -> None:
-        message = _text(item.get("message"))
+        message = str_or_empty(item.get("message"))
         if self._warned_model is None and "Model metadata" in message:
             match = _MODEL_METADATA.search(message)
             if match is not None:

@@ -29,6 +29,7 @@ from agentshim.core.errors import (
 )
 from agentshim.core.events import AgentEvent
 from agentshim.core.ids import validate_session_id
+from agentshim.core.jsonvalues import as_mapping, list_or_empty
 from agentshim.core.mcp import HttpMcpServer, McpServer, StdioMcpServer
 from agentshim.core.permissions import NativeMode
 from agentshim.core.profile import McpMechanism, OutputSchemaStyle, ProviderProfile, SchemaDialect
@@ -36,7 +37,6 @@ from agentshim.core.provider import ArgvContext, McpInstallation, NoMcpInstallat
 
 from ._config_flags import config_flag, read_config_flags
 from ._toml import TomlError
-from .events import as_array, as_object
 from .parser import CodexStreamParser
 from .rules import CODEX_HOME_ENV, check_codex_home, install_rules
 from .sandbox import CodexSandboxConfig, render_sandbox
@@ -151,11 +151,11 @@ def _server_from_entry(name: str, entry: Mapping[str, Any]) -> McpServer | None:
     url = entry.get("url")
     try:
         if isinstance(command, str):
-            env = as_object(entry.get("env")) or {}
+            env = as_mapping(entry.get("env")) or {}
             return StdioMcpServer(
                 name=name,
                 command=command,
-                args=tuple(str(a) for a in as_array(entry.get("args"))),
+                args=tuple(str(a) for a in list_or_empty(entry.get("args"))),
                 env={str(k): str(v) for k, v in env.items()},
                 startup_timeout_s=startup_timeout,
                 tool_timeout_s=tool_timeout,

@@ -16,6 +16,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from agentshim.core.jsonvalues import list_or_empty
 from agentshim.core.permissions import NativeMode, NativePermissions
 
 from ._config_flags import config_flag, read_config_flags
@@ -172,18 +173,12 @@ def parse_sandbox(
     return CodexSandboxConfig(
         mode=CodexSandboxMode(settings["sandbox_mode"]),
         approval_policy=str(settings.get("approval_policy", "never")),
-        writable_roots=tuple(str(r) for r in _as_list(workspace.get("writable_roots"))),
+        writable_roots=tuple(str(r) for r in list_or_empty(workspace.get("writable_roots"))),
         network_access=workspace.get("network_access") is True,
         exclude_slash_tmp=workspace.get("exclude_slash_tmp") is True,
         exclude_tmpdir_env_var=workspace.get("exclude_tmpdir_env_var") is True,
         excluded_commands=tuple(tuple(c) for c in excluded_commands),
     )
-
-
-def _as_list(value: object) -> list[object]:
-    if isinstance(value, list):
-        return list(value)  # pyright: ignore[reportUnknownArgumentType]
-    return []
 
 
 def writable_dirs(

@@ -14,10 +14,11 @@ import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from agentshim.core.jsonvalues import list_or_empty
 from agentshim.core.provider import ScriptedRun
 from agentshim.core.usage import TokenUsage
 
-from .events import EDIT_TOOL, MCP_TOOL, SHELL_TOOL, WEB_TOOL, as_array
+from .events import EDIT_TOOL, MCP_TOOL, SHELL_TOOL, WEB_TOOL
 
 __all__ = ["resume_failure_lines", "scripted_lines"]
 
@@ -34,7 +35,7 @@ def _command(args: Mapping[str, Any]) -> str:
     value: object = args.get("command", args.get("cmd"))
     if isinstance(value, str):
         return value
-    parts = as_array(value)
+    parts = list_or_empty(value)
     if parts:
         return " ".join(str(part) for part in parts)
     return json.dumps(dict(args), ensure_ascii=False)

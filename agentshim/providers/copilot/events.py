@@ -12,17 +12,15 @@ import json
 import re
 from collections.abc import Mapping
 from types import MappingProxyType
-from typing import Any, cast
+from typing import cast
 
 from agentshim.core.events import ToolKind
+from agentshim.core.jsonvalues import as_mapping, as_str
 
 __all__ = [
     "EDIT_TOOL",
     "SHELL_TOOL",
     "TOOL_KINDS",
-    "as_int",
-    "as_mapping",
-    "as_str",
     "tool_kind",
     "tool_output",
 ]
@@ -70,27 +68,6 @@ def tool_kind(name: str, *, mcp_server: str | None = None) -> ToolKind:
     if mcp_server:
         return ToolKind.MCP
     return TOOL_KINDS.get(name, ToolKind.OTHER)
-
-
-def as_mapping(value: object) -> Mapping[str, Any] | None:
-    """Return ``value`` when it is a JSON object, else None."""
-    if isinstance(value, dict):
-        return value  # pyright: ignore[reportUnknownVariableType]
-    return None
-
-
-def as_str(value: object) -> str | None:
-    """Return ``value`` when it is a string, else None."""
-    return value if isinstance(value, str) else None
-
-
-def as_int(value: object) -> int | None:
-    """Return ``value`` when it is a whole number (not a bool), else None."""
-    if type(value) is int:
-        return value
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    return None
 
 
 def tool_output(result: object) -> str:

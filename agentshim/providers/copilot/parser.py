@@ -43,12 +43,13 @@ from agentshim.core.events import (
     UsageReport,
 )
 from agentshim.core.failures import kind_from_text
+from agentshim.core.jsonvalues import as_int, as_mapping, as_str
 from agentshim.core.pricing import PricingTable
 from agentshim.core.provider import ParsedTurn
 from agentshim.core.stream import ToolTracker, parse_json_object
 from agentshim.core.usage import CostSource, ProviderUsage, TokenUsage
 
-from .events import as_int, as_mapping, as_str, tool_kind, tool_output
+from .events import tool_kind, tool_output
 from .failures import CallFailure, SessionError, classify
 from .model_data import PRICING_TABLE
 

@@ -6,12 +6,12 @@ reach the stream as ``mcp_<server>_<tool>``.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any, cast
 
 from agentshim.core.events import Plan, PlanItem, ToolCall, ToolKind, ToolResult
+from agentshim.core.jsonvalues import to_text
 
 __all__ = [
     "EDIT_TOOL",
@@ -66,17 +66,6 @@ def tool_kind(name: str) -> ToolKind:
     return ToolKind.MCP if name.startswith(MCP_TOOL_PREFIX) else ToolKind.OTHER
 
 
-def _text(value: object) -> str:
-    if isinstance(value, str):
-        return value
-    if value is None:
-        return ""
-    try:
-        return json.dumps(value, ensure_ascii=False)
-    except (TypeError, ValueError):
-        return str(value)
-
-
 def tool_call(frame: Mapping[str, Any]) -> ToolCall:
     """Translate a ``tool_use`` frame (``tool_name``, ``tool_id``, ``parameters``)."""
     name = frame.get("tool_name")
@@ -89,7 +78,7 @@ def tool_call(frame: Mapping[str, Any]) -> ToolCall:
     elif isinstance(params, str) or params is None:
         args = params
     else:
-        args = _text(params)
+        args = to_text(params)
     return ToolCall(
         tool_id=tool_id if isinstance(tool_id, str) else None,
         tool=name,
@@ -107,14 +96,14 @@ def tool_result(frame: Mapping[str, Any], name: str, duration_s: float | None) -
     tool_id = frame.get("tool_id")
     error = frame.get("error")
     failed = frame.get("status") == "error" or isinstance(error, dict)
-    output = _text(frame.get("output"))
+    output = to_text(frame.get("output"))
     kind = tool_kind(name)
     tid = tool_id if isinstance(tool_id, str) else None
     if not failed:
         return ToolResult(tid, name, stdout=output, exit_code=0, duration_s=duration_s, kind=kind)
     message = ""
     if isinstance(error, dict):
-        message = _text(cast("dict[str, Any]", error).get("message"))
+        message = to_text(cast("dict[str, Any]", error).get("message"))
     return ToolResult(
         tid,
         name,

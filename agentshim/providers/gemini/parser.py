@@ -25,6 +25,7 @@ from agentshim.core.events import (
     UsageReport,
 )
 from agentshim.core.failures import kind_from_text
+from agentshim.core.jsonvalues import as_count
 from agentshim.core.pricing import PricingTable, cost_usd
 from agentshim.core.provider import ParsedTurn
 from agentshim.core.stream import ToolTracker
@@ -46,11 +47,6 @@ _NOISE_PREFIXES = (
     "[STARTUP]",
 )
 _MAX_STDERR_KEPT = 64
-
-
-def _int(value: object) -> int:
-    # type() rather than isinstance: a JSON bool must not count as a number.
-    return value if type(value) is int and value > 0 else 0
 
 
 def _fold_usage(stats: Mapping[str, Any]) -> TokenUsage:
@@ -307,8 +303,9 @@ def _model_entries(models: object) -> dict[str, tuple[int, Mapping[str, Any]]]:
     for name, entry in cast("dict[object, object]", models).items():
         if isinstance(name, str) and isinstance(entry, dict):
             fields = cast("dict[str, Any]", entry)
-            total = _int(fields.get("total_tokens")) or (
-                _int(fields.get("input_tokens")) + _int(fields.get("output_tokens"))
+            total = as_count(fields.get("total_tokens"), whole_floats=False) or (
+                as_count(fields.get("input_tokens"), whole_floats=False)
+                + as_count(fields.get("output_tokens"), whole_floats=False)
             )
             if total:
                 result[name] = (total, fields)

@@ -7,12 +7,12 @@ report ToolKind.OTHER.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any, cast
 
 from agentshim.core.events import Plan, PlanItem, ToolCall, ToolKind, ToolResult
+from agentshim.core.jsonvalues import mapping_or_empty, to_text
 
 __all__ = [
     "EDIT_TOOL",
@@ -65,23 +65,8 @@ def tool_kind(name: str) -> ToolKind:
     return TOOL_KINDS.get(name, ToolKind.OTHER)
 
 
-def _text(value: object) -> str:
-    if isinstance(value, str):
-        return value
-    if value is None:
-        return ""
-    try:
-        return json.dumps(value, ensure_ascii=False)
-    except (TypeError, ValueError):
-        return str(value)
-
-
-def _dict(value: object) -> dict[str, Any]:
-    return cast("dict[str, Any]", value) if isinstance(value, dict) else {}
-
-
 def _duration_s(state: Mapping[str, Any]) -> float | None:
-    timing = _dict(state.get("time"))
+    timing = mapping_or_empty(state.get("time"))
     start, end = timing.get("start"), timing.get("end")
     numbers = (int, float)
     if (
@@ -101,10 +86,10 @@ def tool_events(part: Mapping[str, Any]) -> tuple[ToolCall, ToolResult | None]:
     ``completed`` with a nonzero ``metadata.exit`` (a shell command that failed) and ``error``
     are failures: empty stdout, the output or error text on stderr, the exit code or 1.
     """
-    name = _text(part.get("tool"))
+    name = to_text(part.get("tool"))
     call_id = part.get("callID")
     tool_id = call_id if isinstance(call_id, str) else None
-    state = _dict(part.get("state"))
+    state = mapping_or_empty(part.get("state"))
     raw_input = state.get("input")
     args: Mapping[str, Any] | str | None
     if isinstance(raw_input, dict):
@@ -112,19 +97,19 @@ def tool_events(part: Mapping[str, Any]) -> tuple[ToolCall, ToolResult | None]:
     elif isinstance(raw_input, str) or raw_input is None:
         args = raw_input
     else:
-        args = _text(raw_input)
+        args = to_text(raw_input)
     kind = tool_kind(name)
     call = ToolCall(tool_id=tool_id, tool=name, args=args, kind=kind)
     status = state.get("status")
     if status not in TERMINAL_STATUSES:
         return call, None
-    exit_code = _dict(state.get("metadata")).get("exit")
+    exit_code = mapping_or_empty(state.get("metadata")).get("exit")
     code = exit_code if isinstance(exit_code, int) and not isinstance(exit_code, bool) else None
     if status == "completed" and not code:
-        stdout, stderr, result_code = _text(state.get("output")), "", 0
+        stdout, stderr, result_code = to_text(state.get("output")), "", 0
     else:
-        message = _text(state.get("error")) if status == "error" else ""
-        stdout, stderr = "", message or _text(state.get("output")) or "the tool failed"
+        message = to_text(state.get("error")) if status == "error" else ""
+        stdout, stderr = "", message or to_text(state.get("output")) or "the tool failed"
         result_code = code or 1
     result = ToolResult(
         tool_id,
@@ -147,7 +132,7 @@ def plan_from_args(args: object, tool_id: str | None) -> Plan | None:
         return None
     items: list[PlanItem] = []
     for todo in cast("list[object]", todos):
-        fields = _dict(todo)
+        fields = mapping_or_empty(todo)
         content: object = fields.get("content")
         status: object = fields.get("status")
         if isinstance(content, str):

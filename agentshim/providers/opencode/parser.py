@@ -8,7 +8,6 @@ Every frame is ``{"type", "timestamp", "sessionID", "part": {...}}`` (``error`` 
 from __future__ import annotations
 
 import json
-import math
 import re
 from collections.abc import Callable, Mapping
 from types import MappingProxyType
@@ -27,6 +26,7 @@ from agentshim.core.events import (
     UsageReport,
 )
 from agentshim.core.failures import kind_from_status, kind_from_text
+from agentshim.core.jsonvalues import as_amount, as_count, mapping_or_empty
 from agentshim.core.provider import ParsedTurn
 from agentshim.core.usage import CostSource, ProviderUsage, TokenUsage
 
@@ -47,23 +47,6 @@ def strip_ansi(text: str) -> str:
     return _ANSI.sub("", text)
 
 
-def _int(value: object) -> int:
-    # type() rather than isinstance: a JSON bool must not count as a number.
-    return value if type(value) is int and value > 0 else 0
-
-
-def _dict(value: object) -> dict[str, Any]:
-    return cast("dict[str, Any]", value) if isinstance(value, dict) else {}
-
-
-def _cost(value: object) -> float | None:
-    if isinstance(value, int | float) and not isinstance(value, bool):
-        cost = float(value)
-        if math.isfinite(cost) and cost >= 0:
-            return cost
-    return None
-
-
 def _step_counts(tokens: Mapping[str, Any]) -> tuple[int, int, int, int, int]:
     """One step's ``tokens`` in the normalized breakdown, as plain counts.
 
@@ -75,14 +58,14 @@ def _step_counts(tokens: Mapping[str, Any]) -> tuple[int, int, int, int, int]:
     read = write = 0
     if type(cache) is dict:
         cache_get = cast("dict[str, object]", cache).get
-        read = _int(cache_get("read"))
-        write = _int(cache_get("write"))
-    reasoning = _int(get("reasoning"))
+        read = as_count(cache_get("read"), whole_floats=False)
+        write = as_count(cache_get("write"), whole_floats=False)
+    reasoning = as_count(get("reasoning"), whole_floats=False)
     return (
-        _int(get("input")) + read + write,
+        as_count(get("input"), whole_floats=False) + read + write,
         read,
         write,
-        _int(get("output")) + reasoning,
+        as_count(get("output"), whole_floats=False) + reasoning,
         reasoning,
     )
 
@@ -107,7 +90,7 @@ def classify_error(error: Mapping[str, Any]) -> tuple[str, FailureKind]:
     """
     name = error.get("name")
     name = name if isinstance(name, str) else "error"
-    data = _dict(error.get("data"))
+    data = mapping_or_empty(error.get("data"))
     message = data.get("message")
     text = message if isinstance(message, str) and message else name
     if name == "ContextOverflowError":
@@ -207,18 +190,18 @@ class OpencodeStreamParser:
         handler(fields)
 
     def _on_text(self, frame: dict[str, Any]) -> None:
-        text = _dict(frame.get("part")).get("text")
+        text = mapping_or_empty(frame.get("part")).get("text")
         if isinstance(text, str) and text:
             self._texts.append(text)
             self._emit(AssistantText(text))
 
     def _on_reasoning(self, frame: dict[str, Any]) -> None:
-        text = _dict(frame.get("part")).get("text")
+        text = mapping_or_empty(frame.get("part")).get("text")
         if isinstance(text, str) and text:
             self._emit(Reasoning(text))
 
     def _on_tool_use(self, frame: dict[str, Any]) -> None:
-        call, result = tool_events(_dict(frame.get("part")))
+        call, result = tool_events(mapping_or_empty(frame.get("part")))
         if call.tool_id is None or call.tool_id not in self._called:
             if call.tool_id is not None:
                 self._called.add(call.tool_id)
@@ -234,7 +217,7 @@ class OpencodeStreamParser:
         self._emit(Lifecycle("step_started"))
 
     def _on_step_finish(self, frame: dict[str, Any]) -> None:
-        part = _dict(frame.get("part"))
+        part = mapping_or_empty(frame.get("part"))
         reason = part.get("reason")
         self._last_reason = reason if isinstance(reason, str) else None
         if reason == "stop":
@@ -242,7 +225,7 @@ class OpencodeStreamParser:
         self._emit(Lifecycle("step_finished", self._last_reason or ""))
         tokens = part.get("tokens")
         raw = cast("dict[str, Any]", tokens) if isinstance(tokens, dict) else None
-        cost = _cost(part.get("cost"))
+        cost = as_amount(part.get("cost"))
         if raw is None and cost is None:
             return
         self._counted = True
@@ -280,7 +263,7 @@ class OpencodeStreamParser:
         self._emit(UsageReport(usage, cost))
 
     def _on_error(self, frame: dict[str, Any]) -> None:
-        message, kind = classify_error(_dict(frame.get("error")))
+        message, kind = classify_error(mapping_or_empty(frame.get("error")))
         self._errors.append((message, kind))
         self._emit(ProviderError(message, fatal=True))
 

@@ -11,18 +11,15 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from types import MappingProxyType
-from typing import Any, cast
+from typing import cast
 
 from agentshim.core.events import ToolKind
+from agentshim.core.jsonvalues import as_mapping, as_str
 
 __all__ = [
     "EDIT_TOOL",
     "SHELL_TOOL",
     "TOOL_KINDS",
-    "as_int",
-    "as_mapping",
-    "as_number",
-    "as_str",
     "content_text",
     "tool_kind",
 ]
@@ -50,37 +47,6 @@ TOOL_KINDS: Mapping[str, ToolKind] = MappingProxyType(
 def tool_kind(name: str) -> ToolKind:
     """Return what the tool ``name`` does; a name Pi does not build in is OTHER."""
     return TOOL_KINDS.get(name, ToolKind.OTHER)
-
-
-def as_mapping(value: object) -> Mapping[str, Any] | None:
-    """Return ``value`` when it is a JSON object, else None."""
-    if isinstance(value, dict):
-        return cast("dict[str, Any]", value)
-    return None
-
-
-def as_str(value: object) -> str | None:
-    """Return ``value`` when it is a string, else None."""
-    return value if isinstance(value, str) else None
-
-
-def as_int(value: object) -> int:
-    """Return ``value`` as a non-negative count; anything else (bool, text, < 0) is 0."""
-    if type(value) is int:
-        return value if value > 0 else 0
-    if isinstance(value, float) and value.is_integer() and value > 0:
-        return int(value)
-    return 0
-
-
-def as_number(value: object) -> float | None:
-    """Return ``value`` when it is a finite, non-negative number (not a bool), else None."""
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    number = float(value)
-    if number != number or number in (float("inf"), float("-inf")) or number < 0:
-        return None
-    return number
 
 
 def content_text(content: object, block_type: str = "text") -> str:

@@ -51,11 +51,12 @@ from agentshim.core.events import (
     UsageReport,
 )
 from agentshim.core.failures import kind_from_text
+from agentshim.core.jsonvalues import as_amount, as_count, as_mapping, as_str
 from agentshim.core.provider import ParsedTurn, ParserContext
 from agentshim.core.stream import ToolTracker, parse_json_object
 from agentshim.core.usage import CostSource, ProviderUsage, TokenUsage
 
-from .events import as_int, as_mapping, as_number, as_str, content_text, tool_kind
+from .events import content_text, tool_kind
 from .failures import classify
 
 __all__ = ["PiStreamParser", "short_session_id"]
@@ -316,14 +317,14 @@ class PiStreamParser:
             out.append(ToolResult(tool_id, name, output, "", 0, duration, kind))
 
     def _on_retry_start(self, frame: Frame, out: list[AgentEvent]) -> None:
-        attempt = as_int(frame.get("attempt"))
-        limit = as_int(frame.get("maxAttempts"))
-        delay = as_int(frame.get("delayMs"))
+        attempt = as_count(frame.get("attempt"))
+        limit = as_count(frame.get("maxAttempts"))
+        delay = as_count(frame.get("delayMs"))
         said = as_str(frame.get("errorMessage")) or ""
         out.append(Lifecycle("api_retry", f"attempt {attempt} of {limit} in {delay} ms: {said}"))
 
     def _on_retry_end(self, frame: Frame, out: list[AgentEvent]) -> None:
-        attempt = as_int(frame.get("attempt"))
+        attempt = as_count(frame.get("attempt"))
         if frame.get("success") is False:
             final = as_str(frame.get("finalError")) or f"pi gave up after {attempt} retries"
             self._retry_error = final
@@ -351,12 +352,12 @@ class PiStreamParser:
             return
         tokens = _fold_usage(usage)
         cost_block = as_mapping(usage.get("cost"))
-        cost = as_number(cost_block.get("total")) if cost_block is not None else None
+        cost = as_amount(cost_block.get("total")) if cost_block is not None else None
         self._tokens = tokens if self._tokens is None else self._tokens + tokens
         if cost is not None:
             self._cost = cost if self._cost is None else self._cost + cost
         self._usage_raw = MappingProxyType(dict(usage))
-        total = as_int(usage.get("totalTokens")) or tokens.total_tokens
+        total = as_count(usage.get("totalTokens")) or tokens.total_tokens
         if total:
             self._context_tokens = total
         report = ProviderUsage(
@@ -423,11 +424,11 @@ def _fold_usage(usage: Mapping[str, Any]) -> TokenUsage:
     Pi's ``input`` excludes cache reads and writes, which it reports as ``cacheRead`` and
     ``cacheWrite``; they are folded into ``input_tokens``. Pi reports no reasoning count.
     """
-    cache_read = as_int(usage.get("cacheRead"))
-    cache_write = as_int(usage.get("cacheWrite"))
+    cache_read = as_count(usage.get("cacheRead"))
+    cache_write = as_count(usage.get("cacheWrite"))
     return TokenUsage(
-        input_tokens=as_int(usage.get("input")) + cache_read + cache_write,
+        input_tokens=as_count(usage.get("input")) + cache_read + cache_write,
         cache_read_input_tokens=cache_read,
         cache_write_input_tokens=cache_write,
-        output_tokens=as_int(usage.get("output")),
+        output_tokens=as_count(usage.get("output")),
     )

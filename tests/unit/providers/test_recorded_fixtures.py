@@ -8,7 +8,6 @@ gives: text, session, usage as scripted, tool calls and results, or the error ty
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -21,8 +20,8 @@ from agentshim.core.turn import OutputSchema, TurnRequest
 from agentshim.testing import FakeExecutor, FakeRun, RecordingEventHandler
 from tests.live import checks
 from tests.live import scenarios as sc
+from tests.unit.providers.fixtures import FIXTURES, capture_names, load_capture
 
-FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 PROVIDERS = ("claude", "codex", "gemini", "opencode", "copilot", "pi")
 
 
@@ -38,17 +37,18 @@ class Recorded:
         return sc.BY_NAME[self.meta["scenario"]]
 
 
-def _load(meta_path: Path) -> Recorded:
-    base = str(meta_path)[: -len(".meta.json")]
-    meta = json.loads(meta_path.read_text(encoding="utf-8"))
-    stdout = Path(base + ".stdout.jsonl").read_text(encoding="utf-8").splitlines()
-    stderr = Path(base + ".stderr").read_text(encoding="utf-8").splitlines()
-    code = meta["exit_code"]
-    return Recorded(meta["provider"], meta["case"], meta, FakeRun(stdout, stderr, code))
+def _load(provider: str, name: str) -> Recorded:
+    capture = load_capture(provider, f"recorded/{name}")
+    meta = dict(capture.meta)
+    return Recorded(meta["provider"], meta["case"], meta, capture.fake_run())
 
 
 def _recordings() -> list[Recorded]:
-    return [_load(p) for p in sorted(FIXTURES.glob("*/recorded/rec_*.meta.json"))]
+    return [
+        _load(provider, name)
+        for provider in sorted(PROVIDERS)
+        for name in capture_names(provider, "recorded")
+    ]
 
 
 RECORDED = _recordings()

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 
 from agentshim.core.checkpoints import Checkpoint
 from agentshim.core.conversation import ConversationSpec
+from agentshim.core.events import AgentEventHandler
 from agentshim.core.permissions import ApprovalPolicy, NativePermissions
 from agentshim.core.profile import RenewalBudget
 from agentshim.core.session_policy import RetryPolicy, SessionPolicy
@@ -38,6 +39,7 @@ class Rig:
         renewal: RenewalBudget | None = None,
         idle_release_after: float | None = None,
         steerable: bool = False,
+        event_handlers: Sequence[AgentEventHandler] = (),
     ) -> None:
         self.transport = FakeTransport(script, steerable=steerable)
         self.clock = FakeClock()
@@ -53,6 +55,7 @@ class Rig:
             ),
             clock=self.clock,
             ids=SequentialIds(),
+            event_handlers=event_handlers,
             checkpoints=self.store,
             checkpoint_key=KEY,
             log=self.log.append,

@@ -228,14 +228,15 @@ class PolicyMachine(RuleBasedStateMachine):
     @rule(data=st.data())
     def respond(self, data: st.DataObject) -> None:
         """Answer what the policy awaits, mostly the way a healthy transport would."""
-        if self.awaiting == "wait":
+        awaited, self.awaiting = self.awaiting, None  # the answer must ask for the next one
+        if awaited == "wait":
             self.now += 1
             stopped = data.draw(st.sampled_from([False, False, False, True]), label="stopped")
             commands = self.feed(Waited(self.now, stopped))
             if stopped:
                 assert isinstance(commands[-1], FailTurn)
             return
-        if self.awaiting == "open":
+        if awaited == "open":
             choices = ["opened"] * 4 + ["failed", "cancelled", "abort"]
         else:
             choices = ["succeeded"] * 3 + ["failed"] * 3 + ["cancelled", "abort"]
@@ -311,6 +312,16 @@ class PolicyMachine(RuleBasedStateMachine):
             assert self.state.turn is None
         else:
             assert self.state.phase in (Phase.OPENING, Phase.EXECUTING, Phase.WAITING)
+
+    @invariant()
+    def a_run_awaits_exactly_one_result_until_it_ends(self) -> None:
+        # Otherwise the interpreter would have nothing to do and no Finish or Fail to return.
+        phases = {"open": Phase.OPENING, "execute": Phase.EXECUTING, "wait": Phase.WAITING}
+        if self.in_run:
+            assert self.awaiting is not None, "a run stalled without finishing or failing"
+            assert self.state.phase is phases[self.awaiting]
+        else:
+            assert self.awaiting is None
 
     @invariant()
     def a_closed_session_stays_closed(self) -> None:

@@ -242,6 +242,15 @@ class TestSuccess:
         rig.run()
         assert rig.session.conversation_id is None
 
+    def test_a_strict_turn_is_not_retired(self) -> None:
+        rig = Rig([ok(), ok()], renewal=RenewalBudget(max_turns=1), holding="conv-old")
+        rig.run(expect="conv-old")
+        assert rig.session.conversation_id == "conv-old"
+        assert rig.checkpoint == "conv-old"
+        rig.run()
+        assert rig.session.conversation_id is None
+        assert rig.checkpoint is None
+
     def test_an_interrupted_success_counts_no_turn_toward_renewal(self) -> None:
         rig = Rig([ok(interrupted=True), ok(interrupted=True), ok()], renewal=RenewalBudget(1))
         first = rig.run()
@@ -319,7 +328,11 @@ class TestStrictTurns:
 
 def test_a_closed_session_refuses_turns() -> None:
     rig = Rig([ok()])
+    prepared = rig.session.prepare_turn("before close")
     rig.session.close()
     with pytest.raises(SessionStateError, match="closed"):
         rig.session.prepare_turn("go")
+    with pytest.raises(SessionStateError, match="closed"):
+        rig.session.run(prepared)
     assert rig.transport.calls == []
+    assert rig.transport.opened == []

@@ -79,6 +79,8 @@ def test_a_retry_hint_sets_a_floor_and_a_far_one_gives_up() -> None:
     assert policy.delay(0, retry_after_s=3) == 10.0
     assert policy.delay(0, retry_after_s=42) == 42.0
     assert policy.delay(0, retry_after_s=101) is None
+    assert policy.delay(0, retry_after_s=math.inf) is None
+    assert policy.delay(0, retry_after_s=math.nan) == 10.0
 
 
 def test_idle_release_must_be_a_sane_number() -> None:

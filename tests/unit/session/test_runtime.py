@@ -15,6 +15,7 @@ from agentshim.core.mcp import HttpMcpServer, StdioMcpServer
 from agentshim.core.permissions import ApprovalPolicy, NativePermissions
 from agentshim.core.session_policy import Continuity, RetryPolicy
 from agentshim.execution.confinement import PathMap
+from agentshim.providers import DEFAULT_CATALOG
 from agentshim.runtime import Agent
 from agentshim.session import Session, Turn
 from agentshim.testing import FakeConfinement, FakeExecutor, FakeRun, scripted_turn
@@ -74,8 +75,9 @@ class TestConstruction:
             {"confinement": FakeConfinement()},
             {"env": ENV},
             {"transport": TransportKind.ONE_SHOT},
+            {"catalog": DEFAULT_CATALOG},
         ],
-        ids=["executor", "confinement", "env", "transport"],
+        ids=["executor", "confinement", "env", "transport", "catalog"],
     )
     def test_a_ready_transport_refuses_transport_building_options(
         self, extra: dict[str, object]

@@ -161,6 +161,43 @@ class TestEvents:
         kinds = [e.kind for e in recorder.events if isinstance(e, Lifecycle)]
         assert "retry_scheduled" in kinds
 
+    @pytest.mark.parametrize(
+        "kind",
+        [
+            "retry_scheduled",
+            "conversation_replaced",
+            "conversation_forgotten",
+            "conversation_retired",
+            "conversation_released",
+        ],
+    )
+    def test_every_policy_decision_reaches_the_handlers_and_on_event(self, kind: str) -> None:
+        scripts: dict[str, tuple[list[FakeOutcome], dict[str, object]]] = {
+            "retry_scheduled": ([FakeOutcome.failure(FailureKind.TRANSIENT), ok()], {}),
+            "conversation_replaced": ([FakeOutcome.resume_refused(), ok()], {}),
+            "conversation_forgotten": ([FakeOutcome.failure(FailureKind.CONTEXT_OVERFLOW)], {}),
+            "conversation_retired": ([ok()], {"renewal": RenewalBudget(max_turns=1)}),
+            "conversation_released": ([ok()], {"idle_release_after": 60}),
+        }
+        script, options = scripts[kind]
+        recorder = RecordingEventHandler()
+        rig = Rig(script, holding="conv-old", event_handlers=[recorder], **options)  # type: ignore[arg-type]
+        if kind == "conversation_released":
+            rig.transport.extend([ok()])
+            rig.run()
+            rig.clock.advance(61)
+            recorder.events.clear()
+        seen: list[AgentEvent] = []
+        ticket = rig.session.prepare_turn("go")
+        try:
+            rig.session.run(ticket, on_event=seen.append)
+        except TurnFailedError:
+            assert kind == "conversation_forgotten"
+        kinds = [e.kind for e in seen if isinstance(e, Lifecycle)]
+        assert kind in kinds
+        assert seen == recorder.events
+        assert any(line.startswith(f"{kind}: ") for line in rig.log)
+
     def test_a_handler_that_raises_fails_the_turn_with_its_own_exception(self) -> None:
         class Boom(Exception):
             pass

@@ -164,10 +164,15 @@ def test_a_concurrent_run_raises_session_state_error() -> None:
     second = session.prepare_turn("second")
     with pytest.raises(SessionStateError, match="already running"):
         session.run(second)
+    assert not session.adopt("conv-other")
+    with pytest.raises(SessionStateError, match="while a turn runs"):
+        session.release()
     session.interrupt()
     runner.join()
     assert runner.turn is not None
     assert len(transport.calls) == 1
+    assert session.conversation_id is None, "adopt() changed a session that was running"
+    assert not transport.conversations[0].closed, "release() closed the running conversation"
 
 
 def test_close_from_another_thread_interrupts_and_closes() -> None:

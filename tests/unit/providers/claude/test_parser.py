@@ -2,7 +2,6 @@ from __future__ import annotations
 
 import copy
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -28,19 +27,25 @@ from agentshim.core.events import (
 from agentshim.core.provider import ParsedTurn, ParserContext
 from agentshim.core.usage import CostSource, TokenUsage
 from agentshim.providers.claude import ClaudeStreamParser
+from tests.unit.providers.fixtures import (
+    capture_names,
+    dump_frame,
+    load_capture,
+    load_frames,
+)
 
-from ._captures import FIXTURES, capture_names, dump, frames, load, parse, replay
+from ._captures import parse, replay
 from ._expected import EXPECTED
 
 
 class TestCaptureReplay:
     def test_every_fixture_has_an_expectation(self) -> None:
-        assert set(capture_names()) == set(EXPECTED)
+        assert set(capture_names("claude")) == set(EXPECTED)
 
     @pytest.mark.parametrize("name", sorted(EXPECTED))
     def test_turn_summary_matches_the_recording(self, name: str) -> None:
         expected = EXPECTED[name]
-        turn, events = replay(load(name))
+        turn, events = replay(load_capture("claude", name))
 
         assert turn.text.startswith(expected.text)
         assert turn.session_id == expected.session_id
@@ -65,13 +70,13 @@ class TestCaptureReplay:
 
     @pytest.mark.parametrize("name", sorted(EXPECTED))
     def test_session_started_once_per_id_and_usage_reported_per_result(self, name: str) -> None:
-        capture = load(name)
+        capture = load_capture("claude", name)
         turn, events = replay(capture)
         started = [e.session_id for e in events if isinstance(e, SessionStarted)]
         assert len(started) == len(set(started))
         if turn.session_id is not None:
             assert started[-1] == turn.session_id
-        results = sum(1 for line in capture.stdout if '"type":"result"' in line)
+        results = sum(1 for line in capture.stdout_lines if '"type":"result"' in line)
         reports = [e for e in events if isinstance(e, UsageReport)]
         assert len(reports) == results
         if reports:
@@ -79,7 +84,7 @@ class TestCaptureReplay:
             assert reports[-1].cost_usd == turn.cost_usd
 
     def test_tool_call_and_result_are_paired(self) -> None:
-        _, events = replay(load("b_tool_bash"))
+        _, events = replay(load_capture("claude", "b_tool_bash"))
         calls = [e for e in events if isinstance(e, ToolCall)]
         results = [e for e in events if isinstance(e, ToolResult)]
         assert calls == [
@@ -104,7 +109,7 @@ class TestCaptureReplay:
         assert result.duration_s >= 0
 
     def test_event_order_of_a_tool_turn(self) -> None:
-        _, events = replay(load("b_tool_bash"))
+        _, events = replay(load_capture("claude", "b_tool_bash"))
         assert [type(e) for e in events] == [
             SessionStarted,
             Lifecycle,
@@ -118,13 +123,13 @@ class TestCaptureReplay:
         assert texts == ["I'll run echo.", "Done."]
 
     def test_api_retries_become_lifecycle_events(self) -> None:
-        _, events = replay(load("e1_http500"))
+        _, events = replay(load_capture("claude", "e1_http500"))
         retries = [e for e in events if isinstance(e, Lifecycle) and e.kind == "api_retry"]
         assert [r.detail.split(":")[0] for r in retries] == ["attempt 1/2", "attempt 2/2"]
         assert all("500 server_error" in r.detail for r in retries)
 
     def test_synthetic_error_message_is_not_assistant_text(self) -> None:
-        _, events = replay(load("e3_http401"))
+        _, events = replay(load_capture("claude", "e3_http401"))
         assert not [e for e in events if isinstance(e, AssistantText)]
         api_errors = [e for e in events if isinstance(e, Lifecycle) and e.kind == "api_error"]
         assert [e.detail for e in api_errors] == [
@@ -134,13 +139,13 @@ class TestCaptureReplay:
         assert errors == [ProviderError("Invalid API key · Fix external API key", fatal=True)]
 
     def test_stderr_lines_become_stderr_events(self) -> None:
-        _, events = replay(load("d_resume_missing_uuid"))
+        _, events = replay(load_capture("claude", "d_resume_missing_uuid"))
         assert [e for e in events if isinstance(e, Stderr)] == [
             Stderr("No conversation found with session ID: 1c37e53a-67c2-4843-942e-8dc057b7f6aa")
         ]
 
     def test_stream_json_input_session_events(self) -> None:
-        _, events = replay(load("g_stream_json_input"))
+        _, events = replay(load_capture("claude", "g_stream_json_input"))
         kinds = [e.kind for e in events if isinstance(e, Lifecycle)]
         assert kinds.count("init") == 4
         assert kinds.count("status") == 4
@@ -154,19 +159,17 @@ class TestCaptureReplay:
         assert len([e for e in events if isinstance(e, ProviderError)]) == 1
 
 
-RECORDED = sorted((FIXTURES / "recorded").glob("*.stdout.jsonl"))
+RECORDED = capture_names("claude", "recorded")
 
 
 class TestRecordedSuite:
     """Recordings made by scripts/record_fixtures.py: checked for invariants, not exact values."""
 
-    @pytest.mark.parametrize("path", RECORDED, ids=[p.name.split(".")[0] for p in RECORDED])
-    def test_recording_parses_cleanly(self, path: Path) -> None:
-        base = path.name[: -len(".stdout.jsonl")]
-        meta = json.loads((path.parent / f"{base}.meta.json").read_text(encoding="utf-8"))
-        stdout = path.read_text(encoding="utf-8").splitlines(keepends=True)
-        stderr = (path.parent / f"{base}.stderr").read_text(encoding="utf-8").splitlines()
-        turn, events = parse(stdout, stderr, expect_structured="--json-schema" in meta["argv"])
+    @pytest.mark.parametrize("name", RECORDED)
+    def test_recording_parses_cleanly(self, name: str) -> None:
+        capture = load_capture("claude", f"recorded/{name}")
+        stdout = capture.stdout_lines
+        turn, events = replay(capture)
 
         assert not [e for e in events if isinstance(e, RawOutput)]
         assert not [
@@ -174,7 +177,7 @@ class TestRecordedSuite:
             for e in events
             if isinstance(e, Lifecycle) and e.kind.startswith(("malformed", "unknown"))
         ]
-        assert (turn.error is None) == (meta["exit_code"] == 0)
+        assert (turn.error is None) == (capture.exit_code == 0)
         calls = {e.tool_id for e in events if isinstance(e, ToolCall)}
         assert {e.tool_id for e in events if isinstance(e, ToolResult)} == calls
         if any('"type":"result"' in line for line in stdout):
@@ -183,7 +186,7 @@ class TestRecordedSuite:
 
 
 def _bash_frames() -> tuple[dict[str, Any], dict[str, Any], dict[str, Any], dict[str, Any]]:
-    init, _, call, result_frame, _, final = frames("b_tool_bash")
+    init, _, call, result_frame, _, final = load_frames("claude", "b_tool_bash")
     return init, call, result_frame, final
 
 
@@ -204,7 +207,7 @@ class TestToolResults:
                 "is_error": True,
             },
         ]
-        _, events = parse([dump(init), dump(call), dump(user), dump(final)])
+        _, events = parse([dump_frame(init), dump_frame(call), dump_frame(user), dump_frame(final)])
 
         results = [e for e in events if isinstance(e, ToolResult)]
         assert [(r.tool_id, r.tool, r.kind) for r in results] == [
@@ -226,14 +229,14 @@ class TestToolResults:
             {"type": "text", "text": "line one"},
             {"type": "image", "source": {"type": "base64", "data": "AA=="}},
         ]
-        _, events = parse([dump(init), dump(call), dump(user), dump(final)])
+        _, events = parse([dump_frame(init), dump_frame(call), dump_frame(user), dump_frame(final)])
         (result,) = [e for e in events if isinstance(e, ToolResult)]
         assert result.stdout.splitlines()[0] == "line one"
         assert json.loads(result.stdout.splitlines()[1])["type"] == "image"
 
     def test_result_for_an_unknown_call_is_still_reported(self) -> None:
         init, _, user, final = _bash_frames()
-        _, events = parse([dump(init), dump(user), dump(final)])
+        _, events = parse([dump_frame(init), dump_frame(user), dump_frame(final)])
         (result,) = [e for e in events if isinstance(e, ToolResult)]
         assert (result.tool, result.stdout, result.duration_s) == ("unknown", "hello", None)
 
@@ -253,7 +256,7 @@ class TestToolResults:
                 },
             }
         ]
-        _, events = parse([dump(init), dump(call), dump(final)])
+        _, events = parse([dump_frame(init), dump_frame(call), dump_frame(final)])
         (plan,) = [e for e in events if isinstance(e, Plan)]
         assert plan == Plan(
             (PlanItem("Write tests", "completed"), PlanItem("Ship", "in_progress")), "toolu_todo"
@@ -268,19 +271,19 @@ class TestToolResults:
             {"type": "thinking", "thinking": "Let me think.", "signature": "sig"},
             {"type": "redacted_thinking", "data": "opaque"},
         ]
-        _, events = parse([dump(init), dump(call), dump(final)])
+        _, events = parse([dump_frame(init), dump_frame(call), dump_frame(final)])
         assert [e for e in events if isinstance(e, Reasoning)] == [Reasoning("Let me think.")]
         assert not [e for e in events if isinstance(e, Lifecycle) and "unknown_block" in e.kind]
 
 
 class TestFinalText:
     def test_subagent_text_never_reaches_the_final_text(self) -> None:
-        init, text_frame, _, _, _, final = frames("b_tool_bash")
+        init, text_frame, _, _, _, final = load_frames("claude", "b_tool_bash")
         sub = copy.deepcopy(text_frame)
         sub["parent_tool_use_id"] = "toolu_task"
         sub["message"]["content"] = [{"type": "text", "text": "subagent says hi"}]
         sub["message"]["usage"]["input_tokens"] = 999_999
-        stdout = [dump(init), dump(text_frame), dump(sub)]
+        stdout = [dump_frame(init), dump_frame(text_frame), dump_frame(sub)]
 
         turn, events = parse(stdout)  # no result frame: the joined fallback
         assert turn.text == "I'll run echo."
@@ -290,25 +293,27 @@ class TestFinalText:
             e.detail for e in events if isinstance(e, Lifecycle) and e.kind == "subagent_text"
         ] == ["subagent says hi"]
 
-        turn, _ = parse([*stdout, dump(final)])
+        turn, _ = parse([*stdout, dump_frame(final)])
         assert turn.text == "Done."
 
     def test_result_frame_text_wins_over_the_stream(self) -> None:
-        init, text_frame, _, _, _, final = frames("b_tool_bash")
+        init, text_frame, _, _, _, final = load_frames("claude", "b_tool_bash")
         final = {**final, "result": "summary"}
-        turn, _ = parse([dump(init), dump(text_frame), dump(final)])
+        turn, _ = parse([dump_frame(init), dump_frame(text_frame), dump_frame(final)])
         assert turn.text == "summary"
 
     def test_without_result_text_the_blocks_are_joined_with_newlines(self) -> None:
-        init, text_frame, _, _, done_frame, final = frames("b_tool_bash")
+        init, text_frame, _, _, done_frame, final = load_frames("claude", "b_tool_bash")
         final = {k: v for k, v in final.items() if k != "result"}
-        turn, _ = parse([dump(init), dump(text_frame), dump(done_frame), dump(final)])
+        turn, _ = parse(
+            [dump_frame(init), dump_frame(text_frame), dump_frame(done_frame), dump_frame(final)]
+        )
         assert turn.text == "I'll run echo.\nDone."
         assert turn.error is None
 
     def test_stream_without_result_frame_fails_with_other(self) -> None:
-        init, text_frame, *_ = frames("b_tool_bash")
-        turn, events = parse([dump(init), dump(text_frame)])
+        init, text_frame, *_ = load_frames("claude", "b_tool_bash")
+        turn, events = parse([dump_frame(init), dump_frame(text_frame)])
         assert turn.error is not None
         assert "stream ended before the result frame" in turn.error
         assert turn.error_kind is FailureKind.OTHER
@@ -319,7 +324,7 @@ class TestFinalText:
         assert not [e for e in events if isinstance(e, UsageReport)]
 
     def test_truncated_last_line_fails_as_an_early_end(self) -> None:
-        lines = list(load("a_plain_text").stdout)
+        lines = list(load_capture("claude", "a_plain_text").stdout_lines)
         lines[-1] = lines[-1][: len(lines[-1]) // 2]
         turn, events = parse(lines)
         assert turn.error_kind is FailureKind.OTHER
@@ -335,9 +340,9 @@ class TestFinalText:
 
 
 def _result(**changes: Any) -> str:
-    final = frames("a_plain_text")[-1]
+    final = load_frames("claude", "a_plain_text")[-1]
     final.update(changes)
-    return dump({k: v for k, v in final.items() if v is not _DROP})
+    return dump_frame({k: v for k, v in final.items() if v is not _DROP})
 
 
 _DROP = object()
@@ -365,7 +370,7 @@ class TestUsageAndCost:
         assert turn.usage.raw == usage
 
     def test_context_tokens_come_from_the_last_main_message(self) -> None:
-        init, first, call, user, done, final = frames("b_tool_bash")
+        init, first, call, user, done, final = load_frames("claude", "b_tool_bash")
         done = copy.deepcopy(done)
         done["message"]["usage"] = {
             "input_tokens": 7,
@@ -373,7 +378,7 @@ class TestUsageAndCost:
             "cache_creation_input_tokens": 20,
             "output_tokens": 1,
         }
-        turn, _ = parse([dump(f) for f in (init, first, call, user, done, final)])
+        turn, _ = parse([dump_frame(f) for f in (init, first, call, user, done, final)])
         assert turn.context_tokens == 1027
 
     def test_missing_cost_is_priced_from_the_table(self) -> None:
@@ -393,8 +398,8 @@ class TestUsageAndCost:
         assert report.cost_usd == pytest.approx(30.0)
 
     def test_missing_cost_without_model_usage_uses_the_init_model(self) -> None:
-        init = frames("a_plain_text")[0]
-        turn, _ = parse([dump(init), _result(total_cost_usd=_DROP, modelUsage={})])
+        init = load_frames("claude", "a_plain_text")[0]
+        turn, _ = parse([dump_frame(init), _result(total_cost_usd=_DROP, modelUsage={})])
         # 100 input at 5 USD/Mtok + 20 output at 25 USD/Mtok.
         assert turn.cost_usd == pytest.approx(0.001)
         assert turn.usage is not None
@@ -434,7 +439,7 @@ class TestUsageAndCost:
 
 class TestStructuredOutput:
     def test_field_is_ignored_when_no_schema_was_requested(self) -> None:
-        turn, _ = parse(load("f_json_schema").stdout)
+        turn, _ = parse(load_capture("claude", "f_json_schema").stdout_lines)
         assert turn.structured_output is None
         assert turn.error is None
 
@@ -476,7 +481,9 @@ class TestStructuredOutput:
             result=_DROP,
             errors=["Failed to provide valid structured output after 5 attempts"],
         )
-        turn, _ = parse([dump(init), dump(call), dump(user), final], expect_structured=True)
+        turn, _ = parse(
+            [dump_frame(init), dump_frame(call), dump_frame(user), final], expect_structured=True
+        )
         assert turn.error_kind is FailureKind.SCHEMA
         assert turn.error == "Output does not match required schema: /age: must be integer"
         assert turn.structured_output is None
@@ -526,17 +533,17 @@ class TestFailureKinds:
         ],
     )
     def test_assistant_error_kind(self, error: str, kind: FailureKind) -> None:
-        synthetic = frames("e1_http500")[3]
+        synthetic = load_frames("claude", "e1_http500")[3]
         synthetic["error"] = error
         final = _result(is_error=True, api_error_status=None, result="request failed")
-        turn, _ = parse([dump(synthetic), final])
+        turn, _ = parse([dump_frame(synthetic), final])
         assert turn.error_kind is kind
 
     def test_subagent_error_does_not_classify_the_turn(self) -> None:
-        synthetic = frames("e1_http500")[3]
+        synthetic = load_frames("claude", "e1_http500")[3]
         synthetic["error"] = "authentication_failed"
         synthetic["parent_tool_use_id"] = "toolu_task"
-        turn, _ = parse([dump(synthetic), _result(is_error=True, result="it broke")])
+        turn, _ = parse([dump_frame(synthetic), _result(is_error=True, result="it broke")])
         assert turn.error_kind is FailureKind.OTHER
 
     def test_rejected_rate_limit_window_means_usage_limit(self) -> None:
@@ -546,7 +553,7 @@ class TestFailureKinds:
             "session_id": "s1",
         }
         turn, events = parse(
-            [dump(event), _result(is_error=True, api_error_status=429, result="x")]
+            [dump_frame(event), _result(is_error=True, api_error_status=429, result="x")]
         )
         assert turn.error_kind is FailureKind.USAGE_LIMIT
         assert Lifecycle("rate_limit", "rejected five_hour") in events
@@ -568,7 +575,12 @@ class TestFailureKinds:
 
 class TestOddInput:
     def test_noise_lines_become_raw_output(self) -> None:
-        lines = ["[SandboxDebug] starting\n", *load("a_plain_text").stdout, "\n", "[1, 2]\n"]
+        lines = [
+            "[SandboxDebug] starting\n",
+            *load_capture("claude", "a_plain_text").stdout_lines,
+            "\n",
+            "[1, 2]\n",
+        ]
         turn, events = parse(lines)
         raw = [e.text for e in events if isinstance(e, RawOutput)]
         assert raw == ["[SandboxDebug] starting", "[1, 2]"]
@@ -596,7 +608,7 @@ class TestOddInput:
 
         parser = ClaudeStreamParser(emit)
         with pytest.raises(Boom):
-            parser.feed_stdout(load("a_plain_text").stdout[0])
+            parser.feed_stdout(load_capture("claude", "a_plain_text").stdout_lines[0])
 
 
 JSON = st.recursive(
@@ -649,7 +661,9 @@ FRAMES = st.builds(
     FRAME_TYPES,
     st.dictionaries(FRAME_KEYS, JSON, max_size=8),
 )
-REAL_LINES = [line for name in capture_names() for line in load(name).stdout]
+REAL_LINES = [
+    line for name in capture_names("claude") for line in load_capture("claude", name).stdout_lines
+]
 
 
 def _survives(lines: list[str], stderr: tuple[str, ...] | list[str] = ()) -> ParsedTurn:

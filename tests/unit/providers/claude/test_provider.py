@@ -31,8 +31,9 @@ from agentshim.providers.claude import (
     scripted_lines,
 )
 from agentshim.testing import FakeExecutor, FakeRun, RecordingEventHandler, installed_mcp_servers
+from tests.unit.providers.fixtures import Capture, capture_names, load_capture
 
-from ._captures import Capture, capture_names, load
+from ._captures import schema_of
 from ._expected import EXPECTED
 
 BINARIES = {"claude": "/usr/bin/claude"}
@@ -46,18 +47,14 @@ def agent_for(
     return agent, executor
 
 
-def fake_run(capture: Capture) -> FakeRun:
-    return FakeRun(stdout=capture.stdout, stderr=capture.stderr, returncode=capture.exit_code)
-
-
 def request_for(capture: Capture, tmp_path: Path) -> TurnRequest:
-    schema = capture.schema
+    schema = schema_of(capture)
     output = OutputSchema(schema, tmp_path) if schema is not None else None
-    return TurnRequest(capture.prompt or "hi", output_schema=output)
+    return TurnRequest(capture.stdin or "hi", output_schema=output)
 
 
 def session_for(agent: CliAgent, capture: Capture) -> AgentSession:
-    return agent.start_session(session_id=capture.resume_id)
+    return agent.start_session(session_id=capture.flag_value("--resume"))
 
 
 class TestProfile:
@@ -104,33 +101,33 @@ RESUME_LOST = {"d_resume_missing_nonuuid", "d_resume_missing_uuid"}
 
 class TestCaptureReplayThroughTheAgent:
     def test_every_fixture_is_replayed(self) -> None:
-        assert set(SUCCESSES) | set(FAILURES) == set(capture_names())
+        assert set(SUCCESSES) | set(FAILURES) == set(capture_names("claude"))
 
     @pytest.mark.parametrize("name", SUCCESSES)
     def test_successful_turn(self, name: str, tmp_path: Path) -> None:
-        capture, expected = load(name), EXPECTED[name]
+        capture, expected = load_capture("claude", name), EXPECTED[name]
         recorder = RecordingEventHandler()
-        agent, executor = agent_for(fake_run(capture), recorder)
+        agent, executor = agent_for(capture.fake_run(), recorder)
         session = session_for(agent, capture)
 
         result = session.turn(request_for(capture, tmp_path))
 
         assert result.text == expected.text
         assert result.session_id == expected.session_id == session.session_id
-        assert result.resumed is (capture.resume_id is not None)
+        assert result.resumed is (capture.flag_value("--resume") is not None)
         assert result.usage.tokens == expected.tokens
         assert result.cost_usd == expected.cost
         assert result.structured_output == expected.structured
         assert result.context_tokens == expected.context_tokens
         assert result.exit_code == 0
-        assert executor.requests[0].stdin == (capture.prompt or "hi")
+        assert executor.requests[0].stdin == (capture.stdin or "hi")
         assert recorder.of_type(SessionStarted)[0].session_id == expected.session_id
         assert recorder.of_type(UsageReport)[-1].usage == result.usage
 
     @pytest.mark.parametrize("name", FAILURES)
     def test_failed_turn(self, name: str, tmp_path: Path) -> None:
-        capture, expected = load(name), EXPECTED[name]
-        agent, _ = agent_for(fake_run(capture))
+        capture, expected = load_capture("claude", name), EXPECTED[name]
+        agent, _ = agent_for(capture.fake_run())
         session = session_for(agent, capture)
 
         with pytest.raises(CliExitError) as info:
@@ -142,15 +139,17 @@ class TestCaptureReplayThroughTheAgent:
         assert error.returncode == capture.exit_code
         if name in RESUME_LOST:
             assert isinstance(error, SessionResumeError)
-            assert error.session_id == capture.resume_id
-            assert session.session_id == capture.resume_id  # the lost id is not replaced
+            assert error.session_id == capture.flag_value("--resume")
+            assert session.session_id == capture.flag_value(
+                "--resume"
+            )  # the lost id is not replaced
         else:
             assert not isinstance(error, SessionResumeError)
             assert session.session_id == expected.session_id  # adopted before raising
 
     def test_tool_events_reach_the_handler(self) -> None:
         recorder = RecordingEventHandler()
-        agent, _ = agent_for(fake_run(load("b_tool_bash")), recorder)
+        agent, _ = agent_for(load_capture("claude", "b_tool_bash").fake_run(), recorder)
         agent.run("Run echo hello in bash.")
         assert [c.tool for c in recorder.of_type(ToolCall)] == ["Bash"]
         assert [r.stdout for r in recorder.of_type(ToolResult)] == ["hello"]
@@ -158,15 +157,15 @@ class TestCaptureReplayThroughTheAgent:
     def test_schema_turn_without_structured_output_fails_with_exit_zero(
         self, tmp_path: Path
     ) -> None:
-        capture = load("f_json_schema_no_tool_call")
-        agent, _ = agent_for(fake_run(capture))
+        capture = load_capture("claude", "f_json_schema_no_tool_call")
+        agent, _ = agent_for(capture.fake_run())
         with pytest.raises(CliExitError) as info:
             agent.run(request_for(capture, tmp_path))
         assert info.value.kind is FailureKind.SCHEMA
         assert info.value.returncode == 0
 
     def test_resumed_transient_failure_keeps_the_conversation(self) -> None:
-        agent, _ = agent_for(fake_run(load("e2_http529")))
+        agent, _ = agent_for(load_capture("claude", "e2_http529").fake_run())
         session = agent.start_session(session_id="0d4c7ef7-79e2-46a9-bc62-e1de6f4c1966")
         with pytest.raises(CliExitError) as info:
             session.turn("hello")
@@ -174,14 +173,14 @@ class TestCaptureReplayThroughTheAgent:
         assert info.value.kind is FailureKind.TRANSIENT
 
     def test_resumed_unclassified_failure_is_a_resume_error(self) -> None:
-        agent, _ = agent_for(fake_run(load("h_no_verbose")))
+        agent, _ = agent_for(load_capture("claude", "h_no_verbose").fake_run())
         session = agent.start_session(session_id="0d4c7ef7-79e2-46a9-bc62-e1de6f4c1966")
         with pytest.raises(SessionResumeError) as info:
             session.turn("hello")
         assert info.value.session_id == "0d4c7ef7-79e2-46a9-bc62-e1de6f4c1966"
 
     def test_unflagged_no_conversation_found_is_a_resume_error(self) -> None:
-        agent, _ = agent_for(fake_run(load("d_resume_missing_uuid")))
+        agent, _ = agent_for(load_capture("claude", "d_resume_missing_uuid").fake_run())
         with pytest.raises(SessionResumeError) as info:
             agent.run("hello")
         assert info.value.session_id == "1c37e53a-67c2-4843-942e-8dc057b7f6aa"
@@ -232,7 +231,7 @@ class TestClassifyExit:
         assert self.provider.classify_exit(error, resumed=False) is error
 
     def test_result_frame_errors_name_a_lost_conversation(self) -> None:
-        stdout = "".join(load("d_resume_missing_uuid").stdout)
+        stdout = "".join(load_capture("claude", "d_resume_missing_uuid").stdout_lines)
         classified = self.provider.classify_exit(_exit_error(stdout=stdout), resumed=False)
         assert isinstance(classified, SessionResumeError)
         assert classified.session_id == "1c37e53a-67c2-4843-942e-8dc057b7f6aa"
@@ -320,8 +319,8 @@ class TestMcp:
 
 class TestUsageAcrossTurns:
     def test_session_resumes_the_id_the_first_turn_named(self) -> None:
-        first, second = load("a_plain_text"), load("c_resume")
-        agent, executor = agent_for([fake_run(first), fake_run(second)])
+        first, second = load_capture("claude", "a_plain_text"), load_capture("claude", "c_resume")
+        agent, executor = agent_for([first.fake_run(), second.fake_run()])
         session = agent.start_session()
         one = session.turn("Say hello and tell me a secret word.")
         two = session.turn("What did I ask you before?")

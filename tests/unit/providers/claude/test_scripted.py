@@ -16,8 +16,9 @@ from agentshim.core.usage import CostSource, TokenUsage
 from agentshim.providers.claude import resume_failure_lines, scripted_lines
 from agentshim.providers.claude.model_data import PRICING_TABLE
 from agentshim.testing import FakeExecutor, FakeRun, scripted_resume_failure, scripted_turn
+from tests.unit.providers.fixtures import capture_names, load_capture
 
-from ._captures import capture_names, load, parse
+from ._captures import parse
 
 BINARIES = {"claude": "/usr/bin/claude"}
 
@@ -34,8 +35,8 @@ def agent_for(run: FakeRun) -> CliAgent:
 
 def _recorded_keys() -> dict[tuple[str, str], set[str]]:
     keys: dict[tuple[str, str], set[str]] = defaultdict(set)
-    for name in capture_names():
-        for line in load(name).stdout:
+    for name in capture_names("claude"):
+        for line in load_capture("claude", name).stdout_lines:
             frame = json.loads(line)
             keys[(frame["type"], frame.get("subtype", ""))].update(frame)
     return keys
@@ -43,7 +44,7 @@ def _recorded_keys() -> dict[tuple[str, str], set[str]]:
 
 class TestParsesLikeARecording:
     def test_text_turn_gives_the_same_events_as_a_recorded_one(self) -> None:
-        recorded, recorded_events = parse(load("a_plain_text").stdout)
+        recorded, recorded_events = parse(load_capture("claude", "a_plain_text").stdout_lines)
         run = scripted_lines(text="Hello from the fake API. The secret word is PAPAYA.")
         scripted, scripted_events = parse(run.stdout)
         assert kinds(scripted_events) == kinds(recorded_events)
@@ -56,7 +57,7 @@ class TestParsesLikeARecording:
         assert (scripted.error, scripted.error_kind) == (None, None)
 
     def test_tool_turn_gives_the_same_events_as_a_recorded_one(self) -> None:
-        _, recorded_events = parse(load("b_tool_bash").stdout)
+        _, recorded_events = parse(load_capture("claude", "b_tool_bash").stdout_lines)
         call = ("Bash", {"command": "echo hello", "description": "Print hello"}, "hello")
         scripted, scripted_events = parse(scripted_lines(text="Done.", tool_calls=[call]).stdout)
         # The recording opens with a sentence before the call; the scripted turn does not.
@@ -72,7 +73,9 @@ class TestParsesLikeARecording:
         assert scripted.text == "Done."
 
     def test_schema_turn_parses_like_the_recorded_one(self) -> None:
-        recorded, recorded_events = parse(load("f_json_schema").stdout, expect_structured=True)
+        recorded, recorded_events = parse(
+            load_capture("claude", "f_json_schema").stdout_lines, expect_structured=True
+        )
         payload = {"name": "Alice", "age": 30}
         scripted, scripted_events = parse(
             scripted_lines(structured_output=payload).stdout, expect_structured=True
@@ -193,13 +196,13 @@ class TestThroughTheAgent:
         assert session.session_id == "0d4c7ef7-79e2-46a9-bc62-e1de6f4c1966"
 
     def test_resume_failure_matches_the_recording(self) -> None:
-        recorded = load("d_resume_missing_uuid")
+        recorded = load_capture("claude", "d_resume_missing_uuid")
         session_id = "1c37e53a-67c2-4843-942e-8dc057b7f6aa"
         run = resume_failure_lines(session_id=session_id)
         assert run.returncode == recorded.exit_code
-        assert run.stderr == recorded.stderr
+        assert run.stderr == recorded.stderr_lines
         scripted_turn_, scripted_events = parse(run.stdout, run.stderr)
-        recorded_turn, recorded_events = parse(recorded.stdout, recorded.stderr)
+        recorded_turn, recorded_events = parse(recorded.stdout_lines, recorded.stderr_lines)
         assert kinds(scripted_events) == kinds(recorded_events)
         assert (scripted_turn_.error, scripted_turn_.error_kind, scripted_turn_.session_id) == (
             recorded_turn.error,

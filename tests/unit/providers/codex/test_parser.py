@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -28,8 +29,7 @@ from agentshim.core.provider import ParsedTurn, ParserContext
 from agentshim.core.usage import CostSource, ProviderUsage, TokenUsage
 from agentshim.providers.codex import CodexStreamParser
 from agentshim.providers.codex.events import EDIT_TOOL, SHELL_TOOL, TOOL_KINDS, tool_kind
-
-from .recordings import load, names
+from tests.unit.providers.fixtures import capture_names, feed, load_capture
 
 THREAD = "01a22758-303e-7462-9a22-376e1126431f"
 
@@ -65,15 +65,13 @@ def parse(
     expect_structured: bool = False,
     model: str | None = None,
 ) -> tuple[ParsedTurn, list[AgentEvent]]:
-    events: list[AgentEvent] = []
-    parser = CodexStreamParser(events.append, expect_structured=expect_structured, model=model)
-    if context is not None:
-        parser.configure(context)
-    for text in lines:
-        parser.feed_stdout(text)
-    for text in stderr:
-        parser.feed_stderr(text)
-    return parser.finish(), events
+    def make(emit: Callable[[AgentEvent], None]) -> CodexStreamParser:
+        parser = CodexStreamParser(emit, expect_structured=expect_structured, model=model)
+        if context is not None:
+            parser.configure(context)
+        return parser
+
+    return feed(make, lines, stderr)
 
 
 def of(events: list[AgentEvent], kind: type[Any]) -> list[Any]:
@@ -91,15 +89,17 @@ def raw_usage(inp: int, out: int) -> dict[str, int]:
 
 
 class TestRecordings:
-    @pytest.mark.parametrize("name", names())
+    @pytest.mark.parametrize("name", capture_names("codex"))
     def test_every_recording_parses_without_raw_output(self, name: str) -> None:
-        recording = load(name)
-        turn, events = parse(recording.stdout, stderr=recording.stderr)
+        recording = load_capture("codex", name)
+        turn, events = parse(recording.stdout_lines, stderr=recording.stderr_lines)
         assert of(events, RawOutput) == []
-        assert len(of(events, SessionStarted)) == (1 if recording.stdout else 0)
-        assert [e.text for e in of(events, Stderr)] == [s.rstrip("\n") for s in recording.stderr]
+        assert len(of(events, SessionStarted)) == (1 if recording.stdout_lines else 0)
+        assert [e.text for e in of(events, Stderr)] == [
+            s.rstrip("\n") for s in recording.stderr_lines
+        ]
         # A failed run always says so in the stream or ends it early.
-        assert (turn.error is not None) == (recording.returncode != 0)
+        assert (turn.error is not None) == (recording.exit_code != 0)
 
     @pytest.mark.parametrize(
         ("name", "thread", "tokens"),
@@ -110,7 +110,7 @@ class TestRecordings:
         ],
     )
     def test_plain_answers(self, name: str, thread: str, tokens: tuple[int, int]) -> None:
-        turn, events = parse(load(name).stdout)
+        turn, events = parse(load_capture("codex", name).stdout_lines)
         assert turn.text == "Hello from the fake model."
         assert turn.session_id == thread
         assert turn.error is None
@@ -133,7 +133,7 @@ class TestRecordings:
         ]
 
     def test_a_known_model_is_priced(self) -> None:
-        turn, events = parse(load("known_model_gpt5").stdout)
+        turn, events = parse(load_capture("codex", "known_model_gpt5").stdout_lines)
         assert turn.usage is not None
         assert turn.usage.model == "gpt-5.1-codex"
         assert turn.usage.cost_source is CostSource.PRICED
@@ -142,7 +142,7 @@ class TestRecordings:
 
     @pytest.mark.parametrize("name", ["tool_shell", "pypi_bin_0163_tool_shell"])
     def test_a_shell_tool_call(self, name: str) -> None:
-        turn, events = parse(load(name).stdout)
+        turn, events = parse(load_capture("codex", name).stdout_lines)
         call, result = of(events, ToolCall), of(events, ToolResult)
         assert call == [
             ToolCall(
@@ -164,17 +164,19 @@ class TestRecordings:
         assert turn.usage.tokens.input_tokens == 200
 
     def test_a_sandbox_that_cannot_start_shows_no_tool_call(self) -> None:
-        turn, events = parse(load("pypi_bin_0163_tool_shell_sandbox_broken").stdout)
+        turn, events = parse(
+            load_capture("codex", "pypi_bin_0163_tool_shell_sandbox_broken").stdout_lines
+        )
         assert of(events, ToolCall) == []
         assert turn.text == "Done."
 
     def test_output_schema_gives_the_payload(self) -> None:
-        turn, _ = parse(load("output_schema").stdout, expect_structured=True)
+        turn, _ = parse(load_capture("codex", "output_schema").stdout_lines, expect_structured=True)
         assert turn.structured_output == {"answer": "hello", "count": 2}
         assert turn.text == '{"answer": "hello", "count": 2}'
 
     def test_without_a_schema_the_json_stays_text(self) -> None:
-        turn, _ = parse(load("output_schema").stdout)
+        turn, _ = parse(load_capture("codex", "output_schema").stdout_lines)
         assert turn.structured_output is None
 
     @pytest.mark.parametrize(
@@ -188,9 +190,9 @@ class TestRecordings:
         ],
     )
     def test_failed_requests_are_classified(self, name: str, kind: FailureKind) -> None:
-        recording = load(name)
-        turn, events = parse(recording.stdout, stderr=recording.stderr)
-        failed = json.loads(recording.stdout[-1])["error"]["message"]
+        recording = load_capture("codex", name)
+        turn, events = parse(recording.stdout_lines, stderr=recording.stderr_lines)
+        failed = json.loads(recording.stdout_lines[-1])["error"]["message"]
         assert turn.error == failed
         assert turn.error_kind is kind
         assert turn.usage is None
@@ -200,7 +202,7 @@ class TestRecordings:
         assert Lifecycle("turn_failed", failed) in events
 
     def test_retry_notices_are_not_terminal(self) -> None:
-        notices = load("api_500_with_retries").stdout[:-1]
+        notices = load_capture("codex", "api_500_with_retries").stdout_lines[:-1]
         turn, events = parse(notices)
         assert [e.fatal for e in of(events, ProviderError)] == [False, False, False]
         assert turn.error is not None
@@ -208,8 +210,8 @@ class TestRecordings:
 
     @pytest.mark.parametrize("name", ["resume_missing", "wire_api_chat_attempt"])
     def test_nothing_on_stdout_is_a_stream_that_ended_early(self, name: str) -> None:
-        recording = load(name)
-        turn, _ = parse(recording.stdout, stderr=recording.stderr)
+        recording = load_capture("codex", name)
+        turn, _ = parse(recording.stdout_lines, stderr=recording.stderr_lines)
         assert turn.error is not None
         assert turn.error.startswith("codex's stream ended early")
         # The CLI's own error line is kept, the banner warning is not.
@@ -219,10 +221,10 @@ class TestRecordings:
         assert turn.session_id is None
 
     def test_a_resume_that_lands_in_a_new_thread_says_so(self) -> None:
-        recording = load("resume_missing_name")
+        recording = load_capture("codex", "resume_missing_name")
         previous = ProviderUsage(raw=raw_usage(900, 90))
         turn, events = parse(
-            recording.stdout,
+            recording.stdout_lines,
             context=ParserContext(
                 previous_usage=previous, resumed=True, requested_session_id="no-such-thread-name"
             ),
@@ -241,10 +243,10 @@ class TestRecordings:
 
 class TestUsage:
     def test_a_resumed_turn_subtracts_the_previous_report(self) -> None:
-        first, _ = parse(load("tool_shell").stdout)
+        first, _ = parse(load_capture("codex", "tool_shell").stdout_lines)
         assert first.usage is not None
         second, events = parse(
-            load("resume").stdout,
+            load_capture("codex", "resume").stdout_lines,
             context=ParserContext(
                 previous_usage=first.usage, resumed=True, requested_session_id=THREAD
             ),
@@ -255,7 +257,7 @@ class TestUsage:
         assert second.usage.raw["input_tokens"] == 300
         assert of(events, UsageReport)[0].usage == second.usage
         third, _ = parse(
-            load("resume_opts_after").stdout,
+            load_capture("codex", "resume_opts_after").stdout_lines,
             context=ParserContext(
                 previous_usage=second.usage, resumed=True, requested_session_id=THREAD
             ),
@@ -265,7 +267,7 @@ class TestUsage:
 
     def test_a_resumed_turn_without_a_baseline_is_unknown_but_keeps_the_total(self) -> None:
         turn, events = parse(
-            load("resume").stdout,
+            load_capture("codex", "resume").stdout_lines,
             context=ParserContext(resumed=True, requested_session_id=THREAD),
         )
         assert turn.usage is not None
@@ -278,7 +280,7 @@ class TestUsage:
 
     def test_a_baseline_that_is_not_a_codex_report_is_no_baseline(self) -> None:
         turn, _ = parse(
-            load("resume").stdout,
+            load_capture("codex", "resume").stdout_lines,
             context=ParserContext(
                 previous_usage=ProviderUsage(raw={"prompt_tokens": 5}), resumed=True
             ),
@@ -288,7 +290,7 @@ class TestUsage:
 
     def test_a_fresh_turn_ignores_any_previous_usage(self) -> None:
         turn, _ = parse(
-            load("plain").stdout,
+            load_capture("codex", "plain").stdout_lines,
             context=ParserContext(previous_usage=ProviderUsage(raw=raw_usage(50, 5))),
         )
         assert turn.usage is not None
@@ -701,7 +703,9 @@ frames = st.fixed_dictionaries(
         "message": shallow,
     },
 )
-real_lines = [text for name in names() for text in load(name).stdout]
+real_lines = [
+    text for name in capture_names("codex") for text in load_capture("codex", name).stdout_lines
+]
 
 
 def _never_raises(lines: list[str], context: ParserContext | None = None) -> ParsedTurn:

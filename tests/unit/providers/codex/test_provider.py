@@ -24,17 +24,10 @@ from agentshim.providers import get_plugin
 from agentshim.providers.codex import PROFILE, CodexProvider, CodexStreamParser
 from agentshim.providers.codex.model_data import MODEL_TABLE, PRICING_TABLE
 from agentshim.testing import FakeExecutor, FakeRun, RecordingEventHandler, installed_mcp_servers
-
-from .recordings import Recording, load
+from tests.unit.providers.fixtures import load_capture
 
 THREAD = "01a22758-303e-7462-9a22-376e1126431f"
 ENV = {"PATH": "/usr/bin:/bin", "HOME": "/home/user"}
-
-
-def run_of(recording: Recording) -> FakeRun:
-    return FakeRun(
-        stdout=recording.stdout, stderr=recording.stderr, returncode=recording.returncode
-    )
 
 
 def agent_for(
@@ -112,7 +105,7 @@ class TestRecordedTurns:
         ],
     )
     def test_successful_turns(self, name: str, text: str, thread: str, input_tokens: int) -> None:
-        agent, executor, events = agent_for(run_of(load(name)))
+        agent, executor, events = agent_for(load_capture("codex", name).fake_run())
         result = agent.run("say hello")
         assert (result.text, result.session_id, result.resumed) == (text, thread, False)
         assert result.usage.tokens.input_tokens == input_tokens
@@ -121,7 +114,7 @@ class TestRecordedTurns:
         assert executor.requests[0].stdin == "say hello"
 
     def test_a_tool_turn_reports_the_tool(self) -> None:
-        agent, _, events = agent_for(run_of(load("tool_shell")))
+        agent, _, events = agent_for(load_capture("codex", "tool_shell").fake_run())
         agent.run("run echo")
         assert [c.args for c in events.of_type(ToolCall)] == [
             {"command": "/bin/bash -lc 'echo hello'"}
@@ -129,13 +122,13 @@ class TestRecordedTurns:
         assert [r.stdout for r in events.of_type(ToolResult)] == ["hello\n"]
 
     def test_a_known_model_is_priced(self) -> None:
-        agent, _, _ = agent_for(run_of(load("known_model_gpt5")))
+        agent, _, _ = agent_for(load_capture("codex", "known_model_gpt5").fake_run())
         result = agent.run("hi")
         assert result.cost_usd == pytest.approx(0.000225)
         assert result.usage.cost_source is CostSource.PRICED
 
     def test_an_unknown_model_has_no_cost(self) -> None:
-        agent, _, _ = agent_for(run_of(load("plain")))
+        agent, _, _ = agent_for(load_capture("codex", "plain").fake_run())
         result = agent.run("hi")
         assert result.cost_usd is None
         assert result.usage.cost_source is CostSource.UNKNOWN_MODEL
@@ -152,22 +145,22 @@ class TestRecordedTurns:
         ],
     )
     def test_failed_turns_raise_a_classified_exit_error(self, name: str, kind: FailureKind) -> None:
-        recording = load(name)
-        agent, _, _ = agent_for(run_of(recording))
+        recording = load_capture("codex", name)
+        agent, _, _ = agent_for(recording.fake_run())
         session = agent.start_session()
         with pytest.raises(CliExitError) as caught:
             session.turn("hi")
         assert type(caught.value) is CliExitError
         assert caught.value.kind is kind
         assert caught.value.returncode == 1
-        if recording.stdout:
-            failed = json.loads(recording.stdout[-1])["error"]["message"]
+        if recording.stdout_lines:
+            failed = json.loads(recording.stdout_lines[-1])["error"]["message"]
             assert caught.value.detail == failed
             # The named thread is kept: the conversation is still there to resume.
-            assert session.session_id == json.loads(recording.stdout[0])["thread_id"]
+            assert session.session_id == json.loads(recording.stdout_lines[0])["thread_id"]
 
     def test_a_failure_on_a_resumed_turn_keeps_the_conversation(self) -> None:
-        agent, _, _ = agent_for(run_of(load("api_500")))
+        agent, _, _ = agent_for(load_capture("codex", "api_500").fake_run())
         session = agent.start_session(session_id=THREAD)
         with pytest.raises(CliExitError) as caught:
             session.turn("hi")
@@ -178,7 +171,9 @@ class TestRecordedTurns:
 class TestResume:
     def test_a_resumed_session_counts_only_its_own_tokens(self) -> None:
         agent, executor, _ = agent_for(
-            run_of(load("tool_shell")), run_of(load("resume")), run_of(load("resume_opts_after"))
+            load_capture("codex", "tool_shell").fake_run(),
+            load_capture("codex", "resume").fake_run(),
+            load_capture("codex", "resume_opts_after").fake_run(),
         )
         session = agent.start_session()
         first = session.turn("one")
@@ -191,7 +186,10 @@ class TestResume:
         assert executor.requests[1].argv[:5] == ("/usr/bin/codex", "exec", "resume", THREAD, "-")
 
     def test_a_session_adopted_without_usage_marks_the_increment_unknown(self) -> None:
-        agent, _, _ = agent_for(run_of(load("resume")), run_of(load("resume_opts_after")))
+        agent, _, _ = agent_for(
+            load_capture("codex", "resume").fake_run(),
+            load_capture("codex", "resume_opts_after").fake_run(),
+        )
         session = agent.start_session(session_id=THREAD)
         first = session.turn("two")
         assert not first.usage.increment_known
@@ -202,7 +200,7 @@ class TestResume:
 
     def test_a_missing_rollout_is_a_session_resume_error(self) -> None:
         missing = "00000000-0000-7000-8000-000000000000"
-        agent, _, _ = agent_for(run_of(load("resume_missing")))
+        agent, _, _ = agent_for(load_capture("codex", "resume_missing").fake_run())
         session = agent.start_session(session_id=missing)
         with pytest.raises(SessionResumeError) as caught:
             session.turn("hi")
@@ -211,13 +209,13 @@ class TestResume:
         assert "no rollout found" in caught.value.detail
 
     def test_the_same_failure_on_a_fresh_turn_is_a_plain_exit_error(self) -> None:
-        agent, _, _ = agent_for(run_of(load("resume_missing")))
+        agent, _, _ = agent_for(load_capture("codex", "resume_missing").fake_run())
         with pytest.raises(CliExitError) as caught:
             agent.run("hi")
         assert not isinstance(caught.value, SessionResumeError)
 
     def test_a_resume_name_that_matches_nothing_is_not_a_continuation(self) -> None:
-        agent, executor, events = agent_for(run_of(load("resume_missing_name")))
+        agent, executor, events = agent_for(load_capture("codex", "resume_missing_name").fake_run())
         session = agent.start_session(session_id="no-such-thread-name")
         result = session.turn("hi")
         new_thread = "01a22758-4cb2-7cc3-b250-de1d55f17bfb"
@@ -266,7 +264,7 @@ class TestOutputSchema:
     }
 
     def test_the_schema_file_is_passed_and_the_payload_returned(self, tmp_path: Path) -> None:
-        agent, executor, _ = agent_for(run_of(load("output_schema")))
+        agent, executor, _ = agent_for(load_capture("codex", "output_schema").fake_run())
         request = TurnRequest(
             "answer", output_schema=OutputSchema(self.schema, host_dir=tmp_path, cli_dir="/in/box")
         )
@@ -282,7 +280,7 @@ class TestOutputSchema:
     def test_a_schema_outside_the_strict_dialect_is_refused_before_running(
         self, tmp_path: Path
     ) -> None:
-        agent, executor, _ = agent_for(run_of(load("output_schema")))
+        agent, executor, _ = agent_for(load_capture("codex", "output_schema").fake_run())
         loose = {"type": "object", "properties": {"a": {"type": "string"}}}
         with pytest.raises(SchemaDialectError):
             agent.run(TurnRequest("x", output_schema=OutputSchema(loose, host_dir=tmp_path)))
@@ -292,11 +290,11 @@ class TestOutputSchema:
 class TestMcpThroughTheAgent:
     def test_installed_servers_read_back_from_the_argv(self, tmp_path: Path) -> None:
         seen: list[dict[str, dict[str, object]]] = []
-        recording = load("plain")
+        recording = load_capture("codex", "plain")
 
         def serve(request: CommandRequest) -> FakeRun:
             seen.append(installed_mcp_servers("codex", request, tmp_path))
-            return run_of(recording)
+            return recording.fake_run()
 
         executor = FakeExecutor(serve, binaries={"codex": "/usr/bin/codex"})
         agent = CliAgent("codex", executor=executor, env=ENV)

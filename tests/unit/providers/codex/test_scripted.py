@@ -13,8 +13,7 @@ from agentshim.core.turn import OutputSchema, TurnRequest
 from agentshim.core.usage import TokenUsage
 from agentshim.providers.codex import CodexStreamParser, resume_failure_lines, scripted_lines
 from agentshim.testing import FakeExecutor, FakeRun, scripted_resume_failure, scripted_turn
-
-from .recordings import load
+from tests.unit.providers.fixtures import load_capture
 
 THREAD = "01a22758-303e-7462-9a22-376e1126431f"
 
@@ -53,15 +52,15 @@ def frame_types(stdout: tuple[str, ...]) -> list[str]:
 
 class TestSameAsRecorded:
     def test_a_plain_turn(self) -> None:
-        recorded = load("plain")
+        recorded = load_capture("codex", "plain")
         scripted = scripted_lines(
             text="Hello from the fake model.",
             session_id="01a22758-201e-7550-98d5-d57dc8f5d000",
             usage=TokenUsage(input_tokens=100, output_tokens=10),
         )
-        assert frame_types(scripted.stdout) == frame_types(recorded.stdout)
+        assert frame_types(scripted.stdout) == frame_types(recorded.stdout_lines)
         ours, our_events = parse(scripted.stdout)
-        theirs, their_events = parse(recorded.stdout)
+        theirs, their_events = parse(recorded.stdout_lines)
         assert shape(our_events) == shape(their_events)
         assert (ours.text, ours.session_id, ours.error) == (theirs.text, theirs.session_id, None)
         assert ours.usage is not None
@@ -70,16 +69,16 @@ class TestSameAsRecorded:
         assert ours.usage.raw == theirs.usage.raw
 
     def test_a_shell_tool_turn(self) -> None:
-        recorded = load("tool_shell")
+        recorded = load_capture("codex", "tool_shell")
         scripted = scripted_lines(
             text="Done.",
             session_id=THREAD,
             usage=TokenUsage(input_tokens=200, output_tokens=20),
             tool_calls=[("shell", {"command": "/bin/bash -lc 'echo hello'"}, "hello\n")],
         )
-        assert frame_types(scripted.stdout) == frame_types(recorded.stdout)
+        assert frame_types(scripted.stdout) == frame_types(recorded.stdout_lines)
         ours, our_events = parse(scripted.stdout)
-        theirs, their_events = parse(recorded.stdout)
+        theirs, their_events = parse(recorded.stdout_lines)
         assert shape(our_events) == shape(their_events)
         strip = lambda events: [  # noqa: E731
             (e.tool_id, e.tool, e.stdout, e.exit_code) for e in events if isinstance(e, ToolResult)
@@ -91,19 +90,19 @@ class TestSameAsRecorded:
         assert ours.text == theirs.text
 
     def test_a_structured_turn(self) -> None:
-        recorded = load("output_schema")
+        recorded = load_capture("codex", "output_schema")
         scripted = scripted_lines(structured_output={"answer": "hello", "count": 2})
         ours, _ = parse(scripted.stdout, structured=True)
-        theirs, _ = parse(recorded.stdout, structured=True)
+        theirs, _ = parse(recorded.stdout_lines, structured=True)
         assert ours.structured_output == theirs.structured_output
         assert ours.text == theirs.text
 
     def test_a_failed_turn(self) -> None:
-        recorded = load("api_500")
+        recorded = load_capture("codex", "api_500")
         scripted = scripted_lines(text="We are currently experiencing high demand", returncode=1)
-        assert frame_types(scripted.stdout) == frame_types(recorded.stdout)
+        assert frame_types(scripted.stdout) == frame_types(recorded.stdout_lines)
         ours, our_events = parse(scripted.stdout)
-        theirs, their_events = parse(recorded.stdout)
+        theirs, their_events = parse(recorded.stdout_lines)
         assert shape(our_events) == shape(their_events)
         assert (ours.error_kind, theirs.error_kind) == (
             FailureKind.TRANSIENT,
@@ -112,11 +111,11 @@ class TestSameAsRecorded:
         assert scripted.returncode == 1
 
     def test_a_lost_thread(self) -> None:
-        recorded = load("resume_missing")
+        recorded = load_capture("codex", "resume_missing")
         scripted = resume_failure_lines(session_id="00000000-0000-7000-8000-000000000000")
-        assert scripted.stdout == recorded.stdout == ()
-        assert scripted.returncode == recorded.returncode
-        assert scripted.stderr[0] in recorded.stderr
+        assert scripted.stdout == recorded.stdout_lines == ()
+        assert scripted.returncode == recorded.exit_code
+        assert scripted.stderr[0] in recorded.stderr_lines
 
 
 class TestToolCalls:

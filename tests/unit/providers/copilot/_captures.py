@@ -1,39 +1,16 @@
-"""Recorded Copilot CLI 1.0.102 runs (tests/fixtures/copilot/), what each must parse to, and helpers."""
+"""What each recorded Copilot CLI 1.0.102 run (tests/fixtures/copilot/) must parse to, and helpers."""
 
 from __future__ import annotations
 
-import json
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from agentshim.core.errors import FailureKind
 from agentshim.core.events import AgentEvent
 from agentshim.core.provider import ParsedTurn
 from agentshim.providers.copilot import CopilotStreamParser
-
-FIXTURES = Path(__file__).resolve().parents[3] / "fixtures" / "copilot"
-
-
-@dataclass(frozen=True)
-class Capture:
-    name: str
-    stdout: tuple[str, ...]
-    stderr: tuple[str, ...]
-    meta: str
-
-    @property
-    def exit_code(self) -> int:
-        match = re.search(r"\brc=(-?\d+)", self.meta)
-        assert match is not None
-        return int(match.group(1))
-
-    @property
-    def resume_id(self) -> str | None:
-        match = re.search(r"--resume=(\S+)", self.meta)
-        return match.group(1) if match else None
+from tests.unit.providers.fixtures import feed
 
 
 @dataclass(frozen=True)
@@ -70,45 +47,12 @@ EXPECTED: dict[str, Expected] = {
 }
 
 
-def capture_names() -> list[str]:
-    return sorted(p.name[: -len(".stdout.jsonl")] for p in FIXTURES.glob("*.stdout.jsonl"))
-
-
-def load(name: str) -> Capture:
-    def lines(suffix: str) -> tuple[str, ...]:
-        text = (FIXTURES / f"{name}.{suffix}").read_text(encoding="utf-8")
-        return tuple(text.splitlines(keepends=True))
-
-    meta = (FIXTURES / f"{name}.meta").read_text(encoding="utf-8")
-    return Capture(name, lines("stdout.jsonl"), lines("stderr"), meta)
-
-
-def result_session_id(capture: Capture) -> str | None:
-    for line in capture.stdout:
-        frame = json.loads(line)
-        if frame["type"] == "result":
-            return str(frame["sessionId"])
-    return None
-
-
-def frames(name: str) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in load(name).stdout]
-
-
-def dump(frame: dict[str, Any]) -> str:
-    return json.dumps(frame, separators=(",", ":"), ensure_ascii=False) + "\n"
-
-
 def parse(
     stdout: Sequence[str], stderr: Sequence[str] = (), **options: Any
 ) -> tuple[ParsedTurn, list[AgentEvent]]:
-    events: list[AgentEvent] = []
-    parser = CopilotStreamParser(events.append, expect_structured=False, **options)
-    for line in stdout:
-        parser.feed_stdout(line)
-    for line in stderr:
-        parser.feed_stderr(line)
-    return parser.finish(), events
+    return feed(
+        lambda emit: CopilotStreamParser(emit, expect_structured=False, **options), stdout, stderr
+    )
 
 
 def of_type(events: Sequence[AgentEvent], kind: type[Any]) -> list[Any]:

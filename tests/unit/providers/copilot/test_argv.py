@@ -15,8 +15,7 @@ from agentshim.core.turn import TurnRequest
 from agentshim.providers.copilot import CopilotProvider, parse_mcp_servers, scripted_lines
 from agentshim.providers.copilot.provider import MCP_FLAG, render_mcp_config
 from agentshim.testing import FakeExecutor, FakeRun
-
-from ._captures import FIXTURES
+from tests.unit.providers.fixtures import fixture_dir, load_capture
 
 BINARY = "/usr/bin/copilot"
 BASE = [
@@ -75,8 +74,8 @@ class TestArgv:
             argv(**{field: "{}"})
 
     def test_every_flag_exists_in_the_recorded_help_of_1_0_102(self) -> None:
-        help_text = (FIXTURES / "help.txt").read_text(encoding="utf-8")
-        assert "1.0.102" in (FIXTURES / "version.txt").read_text(encoding="utf-8")
+        help_text = (fixture_dir("copilot") / "help.txt").read_text(encoding="utf-8")
+        assert "1.0.102" in (fixture_dir("copilot") / "version.txt").read_text(encoding="utf-8")
         built = argv(resume_session_id=SID, model="m", mcp_argv=(MCP_FLAG, "{}"))
         flags = {a.split("=", 1)[0] for a in built if a.startswith("--")}
         for flag in flags:
@@ -97,11 +96,12 @@ class TestPromptOnStdin:
         assert list(request.argv) == [*BASE, "--log-level", "none"]
 
     def test_recorded_cli_reads_the_prompt_from_stdin(self) -> None:
-        lines = (FIXTURES / "stdin_prompt_connection_refused.stdout.jsonl").read_text().splitlines()
-        meta = (FIXTURES / "stdin_prompt_connection_refused.meta").read_text()
-        assert " -p " not in meta
+        capture = load_capture("copilot", "stdin_prompt_connection_refused")
+        assert "-p" not in capture.argv
         echo = next(
-            json.loads(line) for line in lines if json.loads(line)["type"] == "user.message"
+            json.loads(line)
+            for line in capture.stdout_lines
+            if json.loads(line)["type"] == "user.message"
         )
         assert echo["data"]["content"].strip() == "PROMPT FROM STDIN"
 

@@ -26,16 +26,17 @@ from agentshim.core.provider import ParsedTurn
 from agentshim.core.usage import CostSource, TokenUsage
 from agentshim.providers.copilot import CopilotStreamParser
 from agentshim.providers.copilot.parser import IGNORED_FRAMES
+from tests.unit.providers.fixtures import capture_names, dump_frame, load_capture, load_frames
 
-from ._captures import EXPECTED, capture_names, dump, frames, load, of_type, parse
+from ._captures import EXPECTED, of_type, parse
 
 
 def frame(kind: str, data: dict[str, Any] | None = None, **top: Any) -> str:
-    return dump({"type": kind, "data": data or {}, "id": "x", "parentId": "y", **top})
+    return dump_frame({"type": kind, "data": data or {}, "id": "x", "parentId": "y", **top})
 
 
 def result(session_id: str = "sess-1", exit_code: int = 0) -> str:
-    return dump(
+    return dump_frame(
         {
             "type": "result",
             "sessionId": session_id,
@@ -47,12 +48,12 @@ def result(session_id: str = "sess-1", exit_code: int = 0) -> str:
 
 class TestRecordedStreams:
     def test_every_fixture_has_an_expectation(self) -> None:
-        assert set(capture_names()) == set(EXPECTED)
+        assert set(capture_names("copilot")) == set(EXPECTED)
 
     @pytest.mark.parametrize("name", sorted(EXPECTED))
     def test_text_session_and_failure(self, name: str) -> None:
-        capture, expected = load(name), EXPECTED[name]
-        parsed, events = parse(capture.stdout, capture.stderr)
+        capture, expected = load_capture("copilot", name), EXPECTED[name]
+        parsed, events = parse(capture.stdout_lines, capture.stderr_lines)
         assert parsed.text == expected.text
         assert parsed.session_id == expected.session_id
         assert parsed.error_kind is expected.kind
@@ -66,7 +67,7 @@ class TestRecordedStreams:
 
     @pytest.mark.parametrize("name", sorted(n for n, e in EXPECTED.items() if e.session_id))
     def test_usage_is_unknown_never_a_measured_zero(self, name: str) -> None:
-        parsed, events = parse(load(name).stdout)
+        parsed, events = parse(load_capture("copilot", name).stdout_lines)
         assert parsed.usage is not None
         assert parsed.usage.increment_known is False
         assert parsed.usage.tokens == TokenUsage()
@@ -79,16 +80,16 @@ class TestRecordedStreams:
 
     @pytest.mark.parametrize("name", sorted(n for n, e in EXPECTED.items() if e.session_id))
     def test_session_started_once(self, name: str) -> None:
-        _, events = parse(load(name).stdout)
+        _, events = parse(load_capture("copilot", name).stdout_lines)
         assert of_type(events, SessionStarted) == [SessionStarted(EXPECTED[name].session_id or "")]
 
     def test_streamed_deltas_make_the_text_and_the_message_is_not_repeated(self) -> None:
-        _, events = parse(load("plain").stdout)
+        _, events = parse(load_capture("copilot", "plain").stdout_lines)
         texts = [e.text for e in of_type(events, AssistantText)]
         assert texts == ["Hello fr", "om the f", "ake mode", "l."]
 
     def test_shell_tool_call_and_result(self) -> None:
-        _, events = parse(load("tool_shell").stdout)
+        _, events = parse(load_capture("copilot", "tool_shell").stdout_lines)
         calls = of_type(events, ToolCall)
         results = of_type(events, ToolResult)
         assert calls == [
@@ -108,7 +109,7 @@ class TestRecordedStreams:
         assert events.index(calls[0]) < events.index(results[0])
 
     def test_retries_are_visible_as_lifecycle(self) -> None:
-        _, events = parse(load("api_500").stdout)
+        _, events = parse(load_capture("copilot", "api_500").stdout_lines)
         kinds = [e.kind for e in of_type(events, Lifecycle)]
         assert kinds.count("api_retry") == 5
         assert kinds.count("model_call_failed") == 6
@@ -117,8 +118,8 @@ class TestRecordedStreams:
         assert errors[0].fatal
 
     def test_missing_resume_reads_stderr(self) -> None:
-        capture = load("resume_missing")
-        parsed, events = parse(capture.stdout, capture.stderr)
+        capture = load_capture("copilot", "resume_missing")
+        parsed, events = parse(capture.stdout_lines, capture.stderr_lines)
         assert parsed.error == (
             "Error: No session, task, or name matched '00000000-0000-4000-8000-000000000000'."
         )
@@ -127,7 +128,9 @@ class TestRecordedStreams:
 
     def test_prompt_echo_and_noise_make_no_events(self) -> None:
         noise = [
-            line for line in load("tool_shell").stdout if json.loads(line)["type"] in IGNORED_FRAMES
+            line
+            for line in load_capture("copilot", "tool_shell").stdout_lines
+            if json.loads(line)["type"] in IGNORED_FRAMES
         ]
         assert len(noise) > 20
         parsed, events = parse(noise)
@@ -336,7 +339,11 @@ class TestFrames:
         assert parsed.error_kind is FailureKind.OTHER
 
     def test_stream_cut_before_result_fails_and_keeps_streamed_text(self) -> None:
-        lines = [line for line in load("plain").stdout if json.loads(line)["type"] != "result"]
+        lines = [
+            line
+            for line in load_capture("copilot", "plain").stdout_lines
+            if json.loads(line)["type"] != "result"
+        ]
         cut = [line for line in lines if json.loads(line)["type"] != "assistant.message"]
         parsed, _ = parse(cut)
         assert parsed.error is not None
@@ -351,7 +358,7 @@ class TestFrames:
         assert parsed.error is None
 
     def test_truncated_noise_line_becomes_raw_output(self) -> None:
-        line = load("plain").stdout[0]
+        line = load_capture("copilot", "plain").stdout_lines[0]
         parsed, events = parse([line[:50]])
         assert of_type(events, RawOutput) == [RawOutput(line[:50])]
         assert parsed.error is not None
@@ -364,7 +371,9 @@ class TestFrames:
         assert Lifecycle("mcp_server_failed", "docs: connection refused") in events
 
 
-REAL_LINES = [line for name in sorted(EXPECTED) for line in load(name).stdout]
+REAL_LINES = [
+    line for name in sorted(EXPECTED) for line in load_capture("copilot", name).stdout_lines
+]
 JSON_VALUES = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=True) | st.text(),
     lambda inner: (
@@ -374,7 +383,7 @@ JSON_VALUES = st.recursive(
 )
 FRAME_TYPES = st.sampled_from(
     sorted(
-        {f["type"] for name in EXPECTED for f in frames(name)}
+        {f["type"] for name in EXPECTED for f in load_frames("copilot", name)}
         | {"assistant.usage", "session.start"}
     )
 )

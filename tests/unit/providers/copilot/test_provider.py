@@ -16,8 +16,9 @@ from agentshim.execution.executor import CommandRequest
 from agentshim.providers import get_plugin, get_provider
 from agentshim.providers.copilot import PROFILE, CopilotProvider
 from agentshim.testing import FakeExecutor, FakeRun, RecordingEventHandler, installed_mcp_servers
+from tests.unit.providers.fixtures import load_capture
 
-from ._captures import EXPECTED, Capture, load
+from ._captures import EXPECTED
 
 BINARIES = {"copilot": "/usr/bin/copilot"}
 SUCCESSES = sorted(name for name, e in EXPECTED.items() if e.kind is None)
@@ -30,10 +31,6 @@ def agent_for(
     executor = FakeExecutor(runs, binaries=BINARIES)
     agent = CliAgent("copilot", executor=executor, env={"PATH": "/usr/bin"}, event_handler=recorder)
     return agent, executor
-
-
-def fake_run(capture: Capture) -> FakeRun:
-    return FakeRun(stdout=capture.stdout, stderr=capture.stderr, returncode=capture.exit_code)
 
 
 class TestProfile:
@@ -65,16 +62,16 @@ class TestProfile:
 class TestCaptureReplayThroughTheAgent:
     @pytest.mark.parametrize("name", SUCCESSES)
     def test_successful_turn(self, name: str) -> None:
-        capture, expected = load(name), EXPECTED[name]
+        capture, expected = load_capture("copilot", name), EXPECTED[name]
         recorder = RecordingEventHandler()
-        agent, executor = agent_for(fake_run(capture), recorder)
-        session = agent.start_session(session_id=capture.resume_id)
+        agent, executor = agent_for(capture.fake_run(), recorder)
+        session = agent.start_session(session_id=capture.flag_value("--resume"))
 
         result = session.turn("hello")
 
         assert result.text == expected.text
         assert result.session_id == expected.session_id == session.session_id
-        assert result.resumed is (capture.resume_id is not None)
+        assert result.resumed is (capture.flag_value("--resume") is not None)
         assert result.exit_code == 0
         assert result.usage.increment_known is False
         assert result.usage.cost_source is CostSource.NOT_REPORTED
@@ -82,12 +79,12 @@ class TestCaptureReplayThroughTheAgent:
         assert recorder.of_type(SessionStarted) == [SessionStarted(expected.session_id or "")]
         assert len(recorder.of_type(UsageReport)) == 1
         (request,) = executor.requests
-        if capture.resume_id is not None:
-            assert f"--resume={capture.resume_id}" in request.argv
+        if capture.flag_value("--resume") is not None:
+            assert f"--resume={capture.flag_value('--resume')}" in request.argv
 
     def test_tool_events_reach_the_handler(self) -> None:
         recorder = RecordingEventHandler()
-        agent, _ = agent_for(fake_run(load("tool_shell")), recorder)
+        agent, _ = agent_for(load_capture("copilot", "tool_shell").fake_run(), recorder)
         agent.run("run echo hello")
         (call,) = recorder.of_type(ToolCall)
         (result,) = recorder.of_type(ToolResult)
@@ -95,9 +92,9 @@ class TestCaptureReplayThroughTheAgent:
 
     @pytest.mark.parametrize("name", [n for n in FAILURES if n != "resume_missing"])
     def test_failed_turn_raises_with_its_kind(self, name: str) -> None:
-        capture, expected = load(name), EXPECTED[name]
+        capture, expected = load_capture("copilot", name), EXPECTED[name]
         recorder = RecordingEventHandler()
-        agent, _ = agent_for(fake_run(capture), recorder)
+        agent, _ = agent_for(capture.fake_run(), recorder)
         session = agent.start_session()
         with pytest.raises(CliExitError) as caught:
             session.turn("hello")
@@ -111,7 +108,7 @@ class TestCaptureReplayThroughTheAgent:
 
     @pytest.mark.parametrize("name", ["api_500", "api_401"])
     def test_a_resumed_turn_that_fails_keeps_the_conversation(self, name: str) -> None:
-        agent, _ = agent_for(fake_run(load(name)))
+        agent, _ = agent_for(load_capture("copilot", name).fake_run())
         session = agent.start_session(session_id="d8d67461-6201-4285-8233-9e4dda0071e1")
         with pytest.raises(CliExitError) as caught:
             session.turn("hello")
@@ -119,25 +116,27 @@ class TestCaptureReplayThroughTheAgent:
         assert caught.value.kind is EXPECTED[name].kind
 
     def test_missing_resumed_session_is_a_resume_error(self) -> None:
-        capture = load("resume_missing")
-        agent, _ = agent_for(fake_run(capture))
-        session = agent.start_session(session_id=capture.resume_id)
+        capture = load_capture("copilot", "resume_missing")
+        agent, _ = agent_for(capture.fake_run())
+        session = agent.start_session(session_id=capture.flag_value("--resume"))
         with pytest.raises(SessionResumeError) as caught:
             session.turn("hello")
         assert (
-            caught.value.session_id == capture.resume_id == "00000000-0000-4000-8000-000000000000"
+            caught.value.session_id
+            == capture.flag_value("--resume")
+            == "00000000-0000-4000-8000-000000000000"
         )
         assert "No session, task, or name matched" in caught.value.detail
 
     def test_the_same_output_on_a_fresh_turn_is_a_plain_exit_error(self) -> None:
-        agent, _ = agent_for(fake_run(load("resume_missing")))
+        agent, _ = agent_for(load_capture("copilot", "resume_missing").fake_run())
         with pytest.raises(CliExitError) as caught:
             agent.run("hello")
         assert not isinstance(caught.value, SessionResumeError)
 
     def test_a_zero_exit_with_a_session_error_still_fails(self) -> None:
-        capture = load("api_500")
-        agent, _ = agent_for(FakeRun(stdout=capture.stdout, returncode=0))
+        capture = load_capture("copilot", "api_500")
+        agent, _ = agent_for(FakeRun(stdout=capture.stdout_lines, returncode=0))
         with pytest.raises(CliExitError) as caught:
             agent.run("hello")
         assert caught.value.kind is FailureKind.TRANSIENT
@@ -149,7 +148,7 @@ class TestMcpThroughTheAgent:
 
         def run(request: CommandRequest) -> FakeRun:
             seen.append(installed_mcp_servers("copilot", request, tmp_path))
-            return fake_run(load("plain"))
+            return load_capture("copilot", "plain").fake_run()
 
         agent, executor = agent_for(run)
         servers = (

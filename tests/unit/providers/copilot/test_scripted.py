@@ -11,8 +11,9 @@ from agentshim.core.events import AgentEvent, SessionStarted, ToolResult, UsageR
 from agentshim.core.usage import TokenUsage
 from agentshim.providers.copilot import resume_failure_lines, scripted_lines
 from agentshim.testing import FakeExecutor, FakeRun, scripted_resume_failure, scripted_turn
+from tests.unit.providers.fixtures import load_capture
 
-from ._captures import EXPECTED, load, parse
+from ._captures import EXPECTED, parse
 
 RECORDED_SID = EXPECTED["tool_shell"].session_id or ""
 
@@ -43,7 +44,7 @@ def agent_for(run: FakeRun) -> CliAgent:
 
 class TestScriptedParsesLikeRecorded:
     def test_plain_turn(self) -> None:
-        recorded, recorded_events = parse(load("plain").stdout)
+        recorded, recorded_events = parse(load_capture("copilot", "plain").stdout_lines)
         run = scripted_lines(text="Hello from the fake model.", session_id=recorded.session_id)
         scripted, scripted_events = parse(run.stdout)
         assert normalized(scripted_events) == normalized(recorded_events)
@@ -57,7 +58,7 @@ class TestScriptedParsesLikeRecorded:
         assert scripted.usage.increment_known is recorded.usage.increment_known is False
 
     def test_tool_turn(self) -> None:
-        recorded, recorded_events = parse(load("tool_shell").stdout)
+        recorded, recorded_events = parse(load_capture("copilot", "tool_shell").stdout_lines)
         run = scripted_lines(
             text="Done.",
             session_id=RECORDED_SID,
@@ -72,7 +73,7 @@ class TestScriptedParsesLikeRecorded:
     def test_failed_turn_fails_like_a_recorded_one(self) -> None:
         run = scripted_lines(text="", session_id="s-9", returncode=1)
         parsed, _ = parse(run.stdout)
-        recorded, _ = parse(load("api_500").stdout)
+        recorded, _ = parse(load_capture("copilot", "api_500").stdout_lines)
         assert parsed.error == "scripted failure (exit 1)"
         assert parsed.error_kind is FailureKind.OTHER
         assert (parsed.session_id, run.returncode) == ("s-9", 1)
@@ -135,8 +136,10 @@ class TestThroughTheAgent:
         sid = "00000000-0000-4000-8000-000000000000"
         run = resume_failure_lines(session_id=sid)
         assert run.stdout == ()
-        assert run.returncode == load("resume_missing").exit_code
-        assert "".join(run.stderr) == "".join(load("resume_missing").stderr)
+        assert run.returncode == load_capture("copilot", "resume_missing").exit_code
+        assert "".join(run.stderr) == "".join(
+            load_capture("copilot", "resume_missing").stderr_lines
+        )
 
     def test_resume_failure_is_a_resume_error_when_resumed(self) -> None:
         run = scripted_resume_failure("copilot", session_id="gone-1")

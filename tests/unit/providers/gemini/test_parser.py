@@ -27,8 +27,7 @@ from agentshim.core.pricing import ModelPricing, PricingTable
 from agentshim.core.provider import ParsedTurn
 from agentshim.core.usage import CostSource, TokenUsage
 from agentshim.providers.gemini import GeminiStreamParser
-
-from .recordings import FIXTURES, load, names
+from tests.unit.providers.fixtures import capture_names, feed, fixture_dir, load_capture
 
 
 def parse(
@@ -36,13 +35,7 @@ def parse(
     stderr: list[str] | tuple[str, ...] = (),
     **options: Any,
 ) -> tuple[ParsedTurn, list[AgentEvent]]:
-    events: list[AgentEvent] = []
-    parser = GeminiStreamParser(events.append, **options)
-    for line in stdout:
-        parser.feed_stdout(line)
-    for line in stderr:
-        parser.feed_stderr(line)
-    return parser.finish(), events
+    return feed(lambda emit: GeminiStreamParser(emit, **options), stdout, stderr)
 
 
 def frame(**fields: Any) -> str:
@@ -68,7 +61,7 @@ def of(events: list[AgentEvent], kind: type[Any]) -> list[Any]:
 
 class TestRecordedStreams:
     def test_every_recording_is_covered(self) -> None:
-        assert names() == [
+        assert capture_names("gemini") == [
             "api_400_context_length",
             "api_401",
             "api_500",
@@ -82,8 +75,8 @@ class TestRecordedStreams:
         ]
 
     def test_plain(self) -> None:
-        rec = load("plain")
-        turn, events = parse(rec.stdout, rec.stderr)
+        rec = load_capture("gemini", "plain")
+        turn, events = parse(rec.stdout_lines, rec.stderr_lines)
         assert turn.text == "Hello from the fake model."
         assert turn.session_id == "46294fb8-1bce-4d0d-be6d-0bb81ca98aa8"
         assert turn.error is None
@@ -104,12 +97,12 @@ class TestRecordedStreams:
         )
 
     def test_the_prompt_echo_is_not_assistant_text(self) -> None:
-        turn, events = parse(load("resume_by_uuid").stdout)
+        turn, events = parse(load_capture("gemini", "resume_by_uuid").stdout_lines)
         assert "Say hello again." not in turn.text
         assert all("again" not in e.text for e in of(events, AssistantText))
 
     def test_tool_shell_yolo(self) -> None:
-        turn, events = parse(load("tool_shell_yolo").stdout)
+        turn, events = parse(load_capture("gemini", "tool_shell_yolo").stdout_lines)
         (call,) = of(events, ToolCall)
         (res,) = of(events, ToolResult)
         assert call.tool == "run_shell_command"
@@ -125,7 +118,7 @@ class TestRecordedStreams:
         assert turn.usage.tokens.input_tokens == 300
 
     def test_tool_not_registered_is_a_failed_tool_but_not_a_failed_turn(self) -> None:
-        turn, events = parse(load("tool_shell_default_approval").stdout)
+        turn, events = parse(load_capture("gemini", "tool_shell_default_approval").stdout_lines)
         (res,) = of(events, ToolResult)
         assert res.failed
         assert res.exit_code == 1
@@ -145,8 +138,8 @@ class TestRecordedStreams:
     def test_api_errors_end_in_an_error_result(
         self, name: str, kind: FailureKind, needle: str
     ) -> None:
-        rec = load(name)
-        turn, events = parse(rec.stdout, rec.stderr)
+        rec = load_capture("gemini", name)
+        turn, events = parse(rec.stdout_lines, rec.stderr_lines)
         assert turn.error_kind is kind
         assert turn.error is not None
         assert needle in turn.error
@@ -164,8 +157,8 @@ class TestRecordedStreams:
         ],
     )
     def test_empty_stdout_is_a_failure_citing_stderr(self, name: str, reason: str) -> None:
-        rec = load(name)
-        turn, _ = parse(rec.stdout, rec.stderr)
+        rec = load_capture("gemini", name)
+        turn, _ = parse(rec.stdout_lines, rec.stderr_lines)
         assert turn.error is not None
         assert "ended before its result frame" in turn.error
         assert reason in turn.error
@@ -174,7 +167,7 @@ class TestRecordedStreams:
 
     def test_json_output_format_is_not_stream_json(self) -> None:
         # `-o json` prints one pretty-printed document: not what this parser reads.
-        turn, events = parse(load("plain_json_format").stdout)
+        turn, events = parse(load_capture("gemini", "plain_json_format").stdout_lines)
         assert turn.error is not None
         assert turn.text == ""
         assert of(events, RawOutput)
@@ -189,7 +182,7 @@ class TestRecordedStreams:
     def test_gemini_shaped_error_bodies(self, report: str, kind: FailureKind) -> None:
         # The recording's client error reports hold the Gemini-API-shaped bodies verbatim.
         path = (
-            FIXTURES
+            fixture_dir("gemini")
             / "client_error_reports"
             / (f"gemini-client-error-Turn.run-sendMessageStream-{report}.json")
         )
@@ -398,7 +391,9 @@ field_names = st.sampled_from(
         "models",
     ]
 )
-RECORDED_LINES = [line for name in names() for line in load(name).stdout]
+RECORDED_LINES = [
+    line for name in capture_names("gemini") for line in load_capture("gemini", name).stdout_lines
+]
 
 
 class TestAdversarial:

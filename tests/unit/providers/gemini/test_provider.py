@@ -30,8 +30,7 @@ from agentshim.execution.host import HostCommandExecutor
 from agentshim.providers import get_plugin
 from agentshim.providers.gemini import PROFILE, GeminiProvider
 from agentshim.testing import FakeExecutor, FakeRun, RecordingEventHandler, installed_mcp_servers
-
-from .recordings import load
+from tests.unit.providers.fixtures import load_capture
 
 BIN = "/usr/bin/gemini"
 ENV = {"PATH": "/usr/bin"}
@@ -77,7 +76,7 @@ class TestProfile:
 
 class TestRecordedTurnsThroughTheAgent:
     def test_plain(self) -> None:
-        agent, _, recorder = agent_for(load("plain").fake_run())
+        agent, _, recorder = agent_for(load_capture("gemini", "plain").fake_run())
         result = agent.run("Say hello.")
         assert result.text == "Hello from the fake model."
         assert result.session_id == "46294fb8-1bce-4d0d-be6d-0bb81ca98aa8"
@@ -88,20 +87,22 @@ class TestRecordedTurnsThroughTheAgent:
         assert recorder.of_type(SessionStarted) == [SessionStarted(result.session_id)]
 
     def test_tool_shell(self) -> None:
-        agent, _, recorder = agent_for(load("tool_shell_yolo").fake_run())
+        agent, _, recorder = agent_for(load_capture("gemini", "tool_shell_yolo").fake_run())
         result = agent.run("TOOL: run echo hello")
         assert result.text == "Done."
         assert [c.tool for c in recorder.of_type(ToolCall)] == ["run_shell_command"]
         assert [r.stdout for r in recorder.of_type(ToolResult)] == ["hello"]
 
     def test_tool_not_registered_turn_still_succeeds(self) -> None:
-        agent, _, recorder = agent_for(load("tool_shell_default_approval").fake_run())
+        agent, _, recorder = agent_for(
+            load_capture("gemini", "tool_shell_default_approval").fake_run()
+        )
         result = agent.run("TOOL: run echo hello")
         assert result.text == "Done."
         assert recorder.of_type(ToolResult)[0].failed
 
     def test_resume_by_uuid(self) -> None:
-        agent, fake, _ = agent_for(load("resume_by_uuid").fake_run())
+        agent, fake, _ = agent_for(load_capture("gemini", "resume_by_uuid").fake_run())
         session = agent.start_session(session_id="0516902a-c752-4b12-ab4c-e4c301a72044")
         result = session.turn("Say hello again.")
         assert result.resumed
@@ -118,16 +119,16 @@ class TestRecordedTurnsThroughTheAgent:
         ],
     )
     def test_failures_are_classified(self, name: str, kind: FailureKind) -> None:
-        rec = load(name)
+        rec = load_capture("gemini", name)
         agent, _, _ = agent_for(rec.fake_run())
         with pytest.raises(CliExitError) as caught:
             agent.run("x")
         assert not isinstance(caught.value, SessionResumeError)
         assert caught.value.kind is kind
-        assert caught.value.returncode == rec.returncode
+        assert caught.value.returncode == rec.exit_code
 
     def test_api_error_keeps_the_session_it_named(self) -> None:
-        agent, _, recorder = agent_for(load("api_401").fake_run())
+        agent, _, recorder = agent_for(load_capture("gemini", "api_401").fake_run())
         session = agent.start_session()
         with pytest.raises(CliExitError):
             session.turn("x")
@@ -135,7 +136,7 @@ class TestRecordedTurnsThroughTheAgent:
         assert recorder.of_type(ProviderError)
 
     def test_resume_missing_on_a_resumed_turn(self) -> None:
-        agent, _, _ = agent_for(load("resume_missing").fake_run())
+        agent, _, _ = agent_for(load_capture("gemini", "resume_missing").fake_run())
         session = agent.start_session(session_id="00000000-0000-4000-8000-000000000000")
         with pytest.raises(SessionResumeError) as caught:
             session.turn("hello")
@@ -144,14 +145,14 @@ class TestRecordedTurnsThroughTheAgent:
         assert caught.value.detail.startswith("Error resuming session: Invalid session identifier")
 
     def test_resume_missing_output_on_a_fresh_turn_is_not_a_resume_error(self) -> None:
-        agent, _, _ = agent_for(load("resume_missing").fake_run())
+        agent, _, _ = agent_for(load_capture("gemini", "resume_missing").fake_run())
         with pytest.raises(CliExitError) as caught:
             agent.run("hello")
         assert not isinstance(caught.value, SessionResumeError)
 
     @pytest.mark.parametrize("name", ["api_500", "api_401", "api_400_context_length"])
     def test_other_failures_of_a_resumed_turn_keep_the_conversation(self, name: str) -> None:
-        agent, _, _ = agent_for(load(name).fake_run())
+        agent, _, _ = agent_for(load_capture("gemini", name).fake_run())
         session = agent.start_session(session_id="0516902a-c752-4b12-ab4c-e4c301a72044")
         with pytest.raises(CliExitError) as caught:
             session.turn("x")
@@ -159,7 +160,7 @@ class TestRecordedTurnsThroughTheAgent:
         assert caught.value.kind is not FailureKind.OTHER
 
     def test_json_output_format_fails_loudly(self) -> None:
-        agent, _, _ = agent_for(load("plain_json_format").fake_run())
+        agent, _, _ = agent_for(load_capture("gemini", "plain_json_format").fake_run())
         with pytest.raises(CliExitError) as caught:
             agent.run("Say hello.")
         assert "result frame" in caught.value.detail
@@ -243,7 +244,7 @@ class TestMcp:
         original = {"general": {"vimMode": True}, "mcpServers": {"mine": {"command": "keep"}}}
         (tmp_path / ".gemini" / "settings.json").write_text(json.dumps(original))
         seen: dict[str, Any] = {}
-        plain = load("plain").fake_run()
+        plain = load_capture("gemini", "plain").fake_run()
 
         def run(request: CommandRequest) -> FakeRun:
             seen["servers"] = installed_mcp_servers("gemini", request, tmp_path)

@@ -11,8 +11,7 @@ from agentshim.core.events import AgentEvent, Stderr
 from agentshim.core.usage import TokenUsage
 from agentshim.providers.gemini import GeminiStreamParser, resume_failure_lines, scripted_lines
 from agentshim.testing import FakeExecutor, FakeRun, scripted_resume_failure, scripted_turn
-
-from .recordings import load
+from tests.unit.providers.fixtures import load_capture
 
 BIN = "/usr/bin/gemini"
 
@@ -41,7 +40,7 @@ def agent(run: FakeRun) -> CliAgent:
 class TestSameShapeAsRecordings:
     def test_plain_turn_parses_like_the_recording(self) -> None:
         scripted = scripted_lines(text="Hello from the fake model.", session_id="s-1")
-        assert kinds(scripted.stdout) == kinds(load("plain").stdout)
+        assert kinds(scripted.stdout) == kinds(load_capture("gemini", "plain").stdout_lines)
 
     def test_tool_turn_parses_like_the_recording(self) -> None:
         scripted = scripted_lines(
@@ -49,23 +48,31 @@ class TestSameShapeAsRecordings:
             session_id="s-1",
             tool_calls=[("run_shell_command", {"command": "echo hello"}, "hello")],
         )
-        assert kinds(scripted.stdout) == kinds(load("tool_shell_yolo").stdout)
+        assert kinds(scripted.stdout) == kinds(
+            load_capture("gemini", "tool_shell_yolo").stdout_lines
+        )
 
     def test_frames_carry_the_recorded_keys(self) -> None:
         scripted = frames(
             scripted_lines(text="ok", tool_calls=[("glob", {"pattern": "*"}, "a")]).stdout
         )
-        recorded = {f["type"]: set(f) for f in frames(load("tool_shell_yolo").stdout)}
+        recorded = {
+            f["type"]: set(f)
+            for f in frames(load_capture("gemini", "tool_shell_yolo").stdout_lines)
+        }
         for frame in scripted:
             assert set(frame) == recorded[frame["type"]] or frame["type"] == "message"
-        assert scripted[-1]["stats"].keys() == frames(load("plain").stdout)[-1]["stats"].keys()
+        assert (
+            scripted[-1]["stats"].keys()
+            == frames(load_capture("gemini", "plain").stdout_lines)[-1]["stats"].keys()
+        )
 
     def test_resume_failure_matches_the_recording(self) -> None:
         run = resume_failure_lines(session_id="00000000-0000-4000-8000-000000000000")
-        rec = load("resume_missing")
-        assert run.stdout == rec.stdout == ()
-        assert run.returncode == rec.returncode == 42
-        assert run.stderr[0] == rec.stderr[0]
+        rec = load_capture("gemini", "resume_missing")
+        assert run.stdout == rec.stdout_lines == ()
+        assert run.returncode == rec.exit_code == 42
+        assert run.stderr[0] == rec.stderr_lines[0]
 
 
 class TestRoundTrip:

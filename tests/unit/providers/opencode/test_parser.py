@@ -27,8 +27,7 @@ from agentshim.core.events import (
 from agentshim.core.provider import ParsedTurn
 from agentshim.core.usage import CostSource, TokenUsage
 from agentshim.providers.opencode import OpencodeStreamParser
-
-from .recordings import load, names
+from tests.unit.providers.fixtures import capture_names, feed, load_capture
 
 SID = "ses_dd8a6cd86ffeX01SZ77MV3sIeY"
 
@@ -36,13 +35,7 @@ SID = "ses_dd8a6cd86ffeX01SZ77MV3sIeY"
 def parse(
     stdout: list[str] | tuple[str, ...], stderr: list[str] | tuple[str, ...] = ()
 ) -> tuple[ParsedTurn, list[AgentEvent]]:
-    events: list[AgentEvent] = []
-    parser = OpencodeStreamParser(events.append)
-    for line in stdout:
-        parser.feed_stdout(line)
-    for line in stderr:
-        parser.feed_stderr(line)
-    return parser.finish(), events
+    return feed(OpencodeStreamParser, stdout, stderr)
 
 
 def frame(kind: str, **part: Any) -> str:
@@ -83,7 +76,7 @@ def of(events: list[AgentEvent], kind: type[Any]) -> list[Any]:
 
 class TestRecordedStreams:
     def test_every_recording_is_covered(self) -> None:
-        assert names() == [
+        assert capture_names("opencode") == [
             "api_400_context_length",
             "api_401",
             "api_500",
@@ -95,8 +88,8 @@ class TestRecordedStreams:
 
     @pytest.mark.parametrize("name", ["plain", "plain_printlogs"])
     def test_plain(self, name: str) -> None:
-        rec = load(name)
-        turn, events = parse(rec.stdout, rec.stderr)
+        rec = load_capture("opencode", name)
+        turn, events = parse(rec.stdout_lines, rec.stderr_lines)
         assert turn.text == "Hello from the fake model."
         assert turn.session_id is not None
         assert turn.session_id.startswith("ses_")
@@ -107,10 +100,10 @@ class TestRecordedStreams:
         assert turn.usage.cost_source is CostSource.REPORTED
         assert turn.context_tokens == 110
         assert of(events, SessionStarted) == [SessionStarted(turn.session_id)]
-        assert len(of(events, Stderr)) == len(rec.stderr)
+        assert len(of(events, Stderr)) == len(rec.stderr_lines)
 
     def test_tool_shell(self) -> None:
-        turn, events = parse(load("tool_shell").stdout)
+        turn, events = parse(load_capture("opencode", "tool_shell").stdout_lines)
         (call,) = of(events, ToolCall)
         (res,) = of(events, ToolResult)
         assert (call.tool, call.tool_id, call.kind) == (
@@ -148,18 +141,18 @@ class TestRecordedStreams:
         ],
     )
     def test_api_errors(self, name: str, kind: FailureKind, needle: str) -> None:
-        turn, events = parse(load(name).stdout)
+        turn, events = parse(load_capture("opencode", name).stdout_lines)
         assert turn.error_kind is kind
         assert turn.error is not None
         assert needle in turn.error
         assert turn.session_id is not None
         assert turn.usage is None
         assert all(e.fatal for e in of(events, ProviderError))
-        assert len(of(events, ProviderError)) == len(load(name).stdout)
+        assert len(of(events, ProviderError)) == len(load_capture("opencode", name).stdout_lines)
 
     def test_resume_missing(self) -> None:
-        rec = load("resume_missing")
-        turn, events = parse(rec.stdout, rec.stderr)
+        rec = load_capture("opencode", "resume_missing")
+        turn, events = parse(rec.stdout_lines, rec.stderr_lines)
         assert turn.error is not None
         assert "Error: Session not found" in turn.error
         assert turn.error_kind is FailureKind.OTHER
@@ -359,7 +352,11 @@ frame_types = st.sampled_from(
 part_fields = st.sampled_from(
     ["text", "tool", "callID", "state", "reason", "tokens", "cost", "type"]
 )
-RECORDED_LINES = [line for name in names() for line in load(name).stdout]
+RECORDED_LINES = [
+    line
+    for name in capture_names("opencode")
+    for line in load_capture("opencode", name).stdout_lines
+]
 
 
 class TestAdversarial:

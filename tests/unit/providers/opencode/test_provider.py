@@ -23,8 +23,7 @@ from agentshim.execution.executor import CommandRequest
 from agentshim.providers import get_plugin
 from agentshim.providers.opencode import PROFILE, OpencodeProvider
 from agentshim.testing import FakeExecutor, FakeRun, RecordingEventHandler, installed_mcp_servers
-
-from .recordings import load
+from tests.unit.providers.fixtures import load_capture
 
 BIN = "/usr/bin/opencode"
 ENV = {"PATH": "/usr/bin"}
@@ -52,7 +51,7 @@ class TestProfile:
 
 class TestRecordedTurnsThroughTheAgent:
     def test_plain(self) -> None:
-        agent, _, recorder = agent_for(load("plain").fake_run())
+        agent, _, recorder = agent_for(load_capture("opencode", "plain").fake_run())
         result = agent.run("Say hello.")
         assert result.text == "Hello from the fake model."
         assert result.session_id == "ses_dd8a6f628ffeEuu5Wp8gqG5nsE"
@@ -63,11 +62,11 @@ class TestRecordedTurnsThroughTheAgent:
         assert recorder.of_type(SessionStarted) == [SessionStarted(result.session_id)]
 
     def test_print_logs_stderr_does_not_disturb_the_turn(self) -> None:
-        agent, _, _ = agent_for(load("plain_printlogs").fake_run())
+        agent, _, _ = agent_for(load_capture("opencode", "plain_printlogs").fake_run())
         assert agent.run("Say hello.").text == "Hello from the fake model."
 
     def test_tool_shell(self) -> None:
-        agent, _, recorder = agent_for(load("tool_shell").fake_run())
+        agent, _, recorder = agent_for(load_capture("opencode", "tool_shell").fake_run())
         result = agent.run("TOOL: run echo hello")
         assert result.text == "Done."
         assert [c.tool for c in recorder.of_type(ToolCall)] == ["bash"]
@@ -83,7 +82,7 @@ class TestRecordedTurnsThroughTheAgent:
         ],
     )
     def test_failures_are_classified(self, name: str, kind: FailureKind) -> None:
-        agent, _, recorder = agent_for(load(name).fake_run())
+        agent, _, recorder = agent_for(load_capture("opencode", name).fake_run())
         session = agent.start_session()
         with pytest.raises(CliExitError) as caught:
             session.turn("x")
@@ -95,7 +94,7 @@ class TestRecordedTurnsThroughTheAgent:
 
     @pytest.mark.parametrize("name", ["api_500", "api_401", "api_400_context_length"])
     def test_other_failures_of_a_resumed_turn_keep_the_conversation(self, name: str) -> None:
-        agent, _, _ = agent_for(load(name).fake_run())
+        agent, _, _ = agent_for(load_capture("opencode", name).fake_run())
         session = agent.start_session(session_id=RESUMED)
         with pytest.raises(CliExitError) as caught:
             session.turn("x")
@@ -103,7 +102,7 @@ class TestRecordedTurnsThroughTheAgent:
         assert caught.value.kind is not FailureKind.OTHER
 
     def test_resume_missing_on_a_resumed_turn(self) -> None:
-        agent, _, _ = agent_for(load("resume_missing").fake_run())
+        agent, _, _ = agent_for(load_capture("opencode", "resume_missing").fake_run())
         session = agent.start_session(session_id="ses_doesnotexist000000000000")
         with pytest.raises(SessionResumeError) as caught:
             session.turn("hello")
@@ -111,13 +110,13 @@ class TestRecordedTurnsThroughTheAgent:
         assert caught.value.detail == "Error: Session not found"
 
     def test_resume_missing_output_on_a_fresh_turn_is_not_a_resume_error(self) -> None:
-        agent, _, _ = agent_for(load("resume_missing").fake_run())
+        agent, _, _ = agent_for(load_capture("opencode", "resume_missing").fake_run())
         with pytest.raises(CliExitError) as caught:
             agent.run("hello")
         assert not isinstance(caught.value, SessionResumeError)
 
     def test_exit_zero_without_a_stop_step_is_a_failed_turn(self) -> None:
-        truncated = load("tool_shell").stdout[:3]
+        truncated = load_capture("opencode", "tool_shell").stdout_lines[:3]
         agent, _, _ = agent_for(FakeRun(stdout=truncated, returncode=0))
         with pytest.raises(CliExitError) as caught:
             agent.run("x")
@@ -148,7 +147,7 @@ class TestMcp:
         }
         (tmp_path / "opencode.json").write_text(json.dumps(original))
         seen: dict[str, Any] = {}
-        plain = load("plain").fake_run()
+        plain = load_capture("opencode", "plain").fake_run()
 
         def run(request: CommandRequest) -> FakeRun:
             seen["servers"] = installed_mcp_servers("opencode", request, tmp_path)

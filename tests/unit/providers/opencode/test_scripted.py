@@ -11,8 +11,7 @@ from agentshim.core.events import AgentEvent, Stderr
 from agentshim.core.usage import TokenUsage
 from agentshim.providers.opencode import OpencodeStreamParser, resume_failure_lines, scripted_lines
 from agentshim.testing import FakeExecutor, FakeRun, scripted_resume_failure, scripted_turn
-
-from .recordings import load
+from tests.unit.providers.fixtures import load_capture
 
 BIN = "/usr/bin/opencode"
 
@@ -39,7 +38,7 @@ def agent(run: FakeRun) -> CliAgent:
 class TestSameShapeAsRecordings:
     def test_plain_turn_parses_like_the_recording(self) -> None:
         assert kinds(scripted_lines(text="hi", session_id="ses_1").stdout) == kinds(
-            load("plain").stdout
+            load_capture("opencode", "plain").stdout_lines
         )
 
     def test_tool_turn_parses_like_the_recording(self) -> None:
@@ -48,13 +47,13 @@ class TestSameShapeAsRecordings:
             session_id="ses_1",
             tool_calls=[("bash", {"command": "echo hello"}, "hello\n")],
         )
-        assert kinds(scripted.stdout) == kinds(load("tool_shell").stdout)
+        assert kinds(scripted.stdout) == kinds(load_capture("opencode", "tool_shell").stdout_lines)
 
     def test_frames_carry_the_recorded_keys(self) -> None:
         scripted = frames(
             scripted_lines(text="ok", tool_calls=[("bash", {"command": "x"}, "y")]).stdout
         )
-        recorded = frames(load("tool_shell").stdout)
+        recorded = frames(load_capture("opencode", "tool_shell").stdout_lines)
         assert [f["type"] for f in scripted] == [f["type"] for f in recorded]
         for mine, theirs in zip(scripted, recorded, strict=True):
             assert set(mine) == set(theirs)
@@ -64,8 +63,12 @@ class TestSameShapeAsRecordings:
 
     def test_resume_failure_matches_the_recording(self) -> None:
         run = resume_failure_lines(session_id="ses_gone")
-        rec = load("resume_missing")
-        assert (run.stdout, run.stderr, run.returncode) == (rec.stdout, rec.stderr, rec.returncode)
+        rec = load_capture("opencode", "resume_missing")
+        assert (run.stdout, run.stderr, run.returncode) == (
+            rec.stdout_lines,
+            rec.stderr_lines,
+            rec.exit_code,
+        )
 
 
 class TestRoundTrip:

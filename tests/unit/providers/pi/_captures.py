@@ -1,44 +1,16 @@
-"""Recorded Pi 0.73.1 runs (tests/fixtures/pi/), what each must parse to, and helpers."""
+"""What each recorded Pi 0.73.1 run (tests/fixtures/pi/) must parse to, and helpers."""
 
 from __future__ import annotations
 
-import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from agentshim.core.errors import FailureKind
 from agentshim.core.events import AgentEvent
 from agentshim.core.provider import ParsedTurn, ParserContext
 from agentshim.providers.pi import PiStreamParser
-
-FIXTURES = Path(__file__).resolve().parents[3] / "fixtures" / "pi"
-
-
-@dataclass(frozen=True)
-class Capture:
-    name: str
-    stdout: tuple[str, ...]
-    stderr: tuple[str, ...]
-    meta: dict[str, Any]
-
-    @property
-    def exit_code(self) -> int:
-        return int(self.meta["exit_code"])
-
-    @property
-    def argv(self) -> list[str]:
-        return list(self.meta["argv"])
-
-    @property
-    def prompt(self) -> str:
-        return str(self.meta.get("stdin") or "")
-
-    @property
-    def resume_id(self) -> str | None:
-        argv = self.argv
-        return argv[argv.index("--session") + 1] if "--session" in argv else None
+from tests.unit.providers.fixtures import feed
 
 
 @dataclass(frozen=True)
@@ -110,27 +82,6 @@ EXPECTED: dict[str, Expected] = {
 }
 
 
-def capture_names() -> list[str]:
-    return sorted(p.name[: -len(".stdout.jsonl")] for p in FIXTURES.glob("*.stdout.jsonl"))
-
-
-def load(name: str) -> Capture:
-    def lines(suffix: str) -> tuple[str, ...]:
-        text = (FIXTURES / f"{name}.{suffix}").read_text(encoding="utf-8")
-        return tuple(text.splitlines(keepends=True))
-
-    meta = json.loads((FIXTURES / f"{name}.meta.json").read_text(encoding="utf-8"))
-    return Capture(name, lines("stdout.jsonl"), lines("stderr"), meta)
-
-
-def frames(name: str) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in load(name).stdout]
-
-
-def dump(frame: dict[str, Any]) -> str:
-    return json.dumps(frame, separators=(",", ":"), ensure_ascii=False) + "\n"
-
-
 def parse(
     stdout: Sequence[str],
     stderr: Sequence[str] = (),
@@ -138,14 +89,12 @@ def parse(
     resume: str | None = None,
     **options: Any,
 ) -> tuple[ParsedTurn, list[AgentEvent]]:
-    events: list[AgentEvent] = []
-    parser = PiStreamParser(events.append, expect_structured=False, **options)
-    parser.configure(ParserContext(resumed=resume is not None, requested_session_id=resume))
-    for line in stdout:
-        parser.feed_stdout(line)
-    for line in stderr:
-        parser.feed_stderr(line)
-    return parser.finish(), events
+    def make(emit: Callable[[AgentEvent], None]) -> PiStreamParser:
+        parser = PiStreamParser(emit, expect_structured=False, **options)
+        parser.configure(ParserContext(resumed=resume is not None, requested_session_id=resume))
+        return parser
+
+    return feed(make, stdout, stderr)
 
 
 def of_type(events: Sequence[AgentEvent], kind: type[Any]) -> list[Any]:

@@ -10,8 +10,7 @@ from agentshim.core.turn import TurnRequest
 from agentshim.providers.pi import PiProvider, scripted_lines
 from agentshim.providers.pi.provider import THINKING_LEVELS
 from agentshim.testing import FakeExecutor, FakeRun
-
-from ._captures import load
+from tests.unit.providers.fixtures import load_capture
 
 BINARY = "/usr/bin/pi"
 BASE = [BINARY, "--print", "--mode", "json"]
@@ -48,9 +47,9 @@ class TestArgv:
         ]
 
     def test_matches_the_recorded_invocation(self) -> None:
-        recorded = load("c_resume_full_id").argv
+        recorded = load_capture("pi", "c_resume_full_id").argv
         built = argv(PiProvider(provider="fake"), model="claude-fake-1", resume_session_id=SID)
-        assert built[1:] == recorded[1:]
+        assert built[1:] == list(recorded[1:])
 
     def test_partial_session_id_is_passed_as_given(self) -> None:
         assert argv(resume_session_id="01a2275a")[-2:] == ["--session", "01a2275a"]
@@ -84,9 +83,9 @@ class TestArgv:
 
 class TestPromptOnStdin:
     def test_recordings_pass_the_prompt_on_stdin_only(self) -> None:
-        capture = load("a_plain_text")
-        assert capture.prompt == "Say hello and tell me a secret word."
-        assert not any(capture.prompt in arg for arg in capture.argv)
+        capture = load_capture("pi", "a_plain_text")
+        assert capture.stdin == "Say hello and tell me a secret word."
+        assert not any(capture.stdin in arg for arg in capture.argv)
 
     def test_prompt_goes_to_stdin_never_argv(self) -> None:
         run = scripted_lines(text="ok", session_id="s-1")

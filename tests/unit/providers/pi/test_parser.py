@@ -24,8 +24,9 @@ from agentshim.core.events import (
 from agentshim.core.provider import ParsedTurn
 from agentshim.core.usage import CostSource, TokenUsage
 from agentshim.providers.pi import PiStreamParser, short_session_id
+from tests.unit.providers.fixtures import capture_names, dump_frame, load_capture, load_frames
 
-from ._captures import EXPECTED, capture_names, dump, frames, load, of_type, parse
+from ._captures import EXPECTED, of_type, parse
 
 FULL_ID = "01a2275a-1c2a-72ae-8ced-4a8fdca01c2e"
 
@@ -51,22 +52,27 @@ def assistant(
 
 
 def turn(*middle: str, end: bool = True) -> list[str]:
-    head = [dump({"type": "session", "version": 3, "id": "s-1"}), dump({"type": "agent_start"})]
-    return [*head, *middle, *([dump({"type": "agent_end", "messages": []})] if end else [])]
+    head = [
+        dump_frame({"type": "session", "version": 3, "id": "s-1"}),
+        dump_frame({"type": "agent_start"}),
+    ]
+    return [*head, *middle, *([dump_frame({"type": "agent_end", "messages": []})] if end else [])]
 
 
 def message_end(message: dict[str, Any]) -> str:
-    return dump({"type": "message_end", "message": message})
+    return dump_frame({"type": "message_end", "message": message})
 
 
 class TestRecordedStreams:
     def test_every_fixture_has_an_expectation(self) -> None:
-        assert set(capture_names()) == set(EXPECTED)
+        assert set(capture_names("pi")) == set(EXPECTED)
 
     @pytest.mark.parametrize("name", sorted(EXPECTED))
     def test_text_session_and_failure(self, name: str) -> None:
-        capture, expected = load(name), EXPECTED[name]
-        parsed, events = parse(capture.stdout, capture.stderr, resume=capture.resume_id)
+        capture, expected = load_capture("pi", name), EXPECTED[name]
+        parsed, events = parse(
+            capture.stdout_lines, capture.stderr_lines, resume=capture.flag_value("--session")
+        )
         assert parsed.text == expected.text
         assert parsed.session_id == expected.session_id
         assert parsed.error_kind is expected.kind
@@ -81,7 +87,7 @@ class TestRecordedStreams:
     @pytest.mark.parametrize("name", sorted(n for n, e in EXPECTED.items() if e.session_id))
     def test_usage_and_reported_cost(self, name: str) -> None:
         expected = EXPECTED[name]
-        parsed, events = parse(load(name).stdout)
+        parsed, events = parse(load_capture("pi", name).stdout_lines)
         assert parsed.usage is not None
         assert parsed.usage.tokens == TokenUsage(
             input_tokens=expected.input_tokens, output_tokens=expected.output_tokens, turns=1
@@ -93,14 +99,14 @@ class TestRecordedStreams:
         assert of_type(events, UsageReport)
 
     def test_text_comes_from_deltas_only(self) -> None:
-        parsed, events = parse(load("a_plain_text").stdout)
+        parsed, events = parse(load_capture("pi", "a_plain_text").stdout_lines)
         pieces = [e.text for e in of_type(events, AssistantText)]
         assert "".join(pieces) == parsed.text
         # The first update's "partial" already held a prefix of the text; it is never emitted.
         assert pieces[0] == "Hello fr"
 
     def test_shell_tool_call_and_result(self) -> None:
-        _, events = parse(load("b_tool_bash").stdout)
+        _, events = parse(load_capture("pi", "b_tool_bash").stdout_lines)
         (call,) = of_type(events, ToolCall)
         (result,) = of_type(events, ToolResult)
         assert call == ToolCall(
@@ -118,7 +124,7 @@ class TestRecordedStreams:
         assert "".join(texts) == "I'll run echo.Done."
 
     def test_retries_then_giving_up(self) -> None:
-        parsed, events = parse(load("e1_http500").stdout)
+        parsed, events = parse(load_capture("pi", "e1_http500").stdout_lines)
         lifecycle = [e.kind for e in of_type(events, Lifecycle)]
         assert lifecycle.count("api_retry") == 3
         assert lifecycle.count("agent_started") == 4
@@ -127,13 +133,13 @@ class TestRecordedStreams:
         assert parsed.error == errors[-1].message
 
     def test_overflow_starts_a_compaction_the_run_never_finishes(self) -> None:
-        parsed, events = parse(load("e4_http400_too_long").stdout)
+        parsed, events = parse(load_capture("pi", "e4_http400_too_long").stdout_lines)
         assert Lifecycle("compaction_started", "overflow") in events
         assert parsed.error_kind is FailureKind.CONTEXT_OVERFLOW
 
     def test_missing_session_reads_stderr(self) -> None:
-        capture = load("d_resume_missing_uuid")
-        parsed, events = parse(capture.stdout, capture.stderr)
+        capture = load_capture("pi", "d_resume_missing_uuid")
+        parsed, events = parse(capture.stdout_lines, capture.stderr_lines)
         assert of_type(events, Stderr) == [
             Stderr("No session found matching '0199aaaa-bbbb-7ccc-8ddd-eeeeffff0000'")
         ]
@@ -142,23 +148,25 @@ class TestRecordedStreams:
 
 class TestSessionIds:
     def test_a_resume_by_partial_id_keeps_the_callers_id(self) -> None:
-        parsed, events = parse(load("c_resume_full_id").stdout, resume="01a2275a")
+        parsed, events = parse(
+            load_capture("pi", "c_resume_full_id").stdout_lines, resume="01a2275a"
+        )
         assert parsed.session_id == "01a2275a"
         assert of_type(events, SessionStarted) == [SessionStarted("01a2275a")]
         assert Lifecycle("session_resolved", FULL_ID) in events
 
     def test_a_resume_by_full_id_reports_it_unchanged(self) -> None:
-        parsed, events = parse(load("c_resume_full_id").stdout, resume=FULL_ID)
+        parsed, events = parse(load_capture("pi", "c_resume_full_id").stdout_lines, resume=FULL_ID)
         assert parsed.session_id == FULL_ID
         assert not [e for e in events if isinstance(e, Lifecycle) and e.kind == "session_resolved"]
 
     def test_a_resume_answered_by_another_session_reports_that_session(self) -> None:
-        parsed, _ = parse(load("c_resume_full_id").stdout, resume="ffffffff")
+        parsed, _ = parse(load_capture("pi", "c_resume_full_id").stdout_lines, resume="ffffffff")
         assert parsed.session_id == FULL_ID
 
     def test_short_ids_are_promoted_once_on_fresh_turns(self) -> None:
-        lines = load("a_plain_text").stdout
-        second_header = dump(
+        lines = load_capture("pi", "a_plain_text").stdout_lines
+        second_header = dump_frame(
             {"type": "session", "version": 3, "id": "02b3386b-0000-7000-8000-000000000000"}
         )
         parsed, events = parse([*lines[:1], second_header, *lines[1:]], short_session_ids=True)
@@ -175,14 +183,16 @@ class TestSessionIds:
 
 class TestFailureRules:
     def test_a_retry_that_succeeds_is_a_success(self) -> None:
-        failed = list(load("e1b_http500_fast_retry_settings").stdout)
+        failed = list(load_capture("pi", "e1b_http500_fast_retry_settings").stdout_lines)
         first_retry = next(
             i for i, line in enumerate(failed) if json.loads(line)["type"] == "auto_retry_start"
         )
         success = [
-            line for line in load("a_plain_text").stdout if json.loads(line)["type"] != "session"
+            line
+            for line in load_capture("pi", "a_plain_text").stdout_lines
+            if json.loads(line)["type"] != "session"
         ]
-        retry_end = dump({"type": "auto_retry_end", "success": True, "attempt": 1})
+        retry_end = dump_frame({"type": "auto_retry_end", "success": True, "attempt": 1})
         parsed, events = parse([*failed[: first_retry + 1], *success, retry_end])
         assert parsed.error is None
         assert parsed.text == EXPECTED["a_plain_text"].text
@@ -190,7 +200,9 @@ class TestFailureRules:
 
     def test_stream_without_agent_end_fails(self) -> None:
         lines = [
-            line for line in load("a_plain_text").stdout if json.loads(line)["type"] != "agent_end"
+            line
+            for line in load_capture("pi", "a_plain_text").stdout_lines
+            if json.loads(line)["type"] != "agent_end"
         ]
         parsed, _ = parse(lines)
         assert parsed.error is not None
@@ -299,7 +311,9 @@ class TestFrames:
         }
         start = {"type": "message_start", "message": assistant([])}
         content = [{"type": "thinking", "thinking": "hm"}, {"type": "text", "text": "x"}]
-        _, events = parse(turn(dump(start), dump(update), message_end(assistant(content))))
+        _, events = parse(
+            turn(dump_frame(start), dump_frame(update), message_end(assistant(content)))
+        )
         assert of_type(events, Reasoning) == [Reasoning("hm")]
 
     def test_failed_tool_goes_to_stderr(self) -> None:
@@ -316,7 +330,7 @@ class TestFrames:
             "result": {"content": [{"type": "text", "text": "Could not find the text"}]},
             "isError": True,
         }
-        _, events = parse(turn(dump(start), dump(end)))
+        _, events = parse(turn(dump_frame(start), dump_frame(end)))
         (result,) = of_type(events, ToolResult)
         assert (result.stdout, result.stderr, result.exit_code, result.kind) == (
             "",
@@ -333,18 +347,18 @@ class TestFrames:
             "willRetry": False,
             "errorMessage": "529 busy",
         }
-        _, events = parse(turn(dump(end)))
+        _, events = parse(turn(dump_frame(end)))
         assert ProviderError("compaction failed: 529 busy") in events
 
     def test_unknown_frames_are_reported(self) -> None:
-        parsed, events = parse(turn(dump({"type": "brand_new"})))
+        parsed, events = parse(turn(dump_frame({"type": "brand_new"})))
         assert Lifecycle("unknown_frame:brand_new", "") in events
         assert parsed.error is None
 
     def test_updates_without_deltas_make_no_events_unless_cut_off(self) -> None:
         updates = [
             line
-            for line in load("b_tool_bash").stdout
+            for line in load_capture("pi", "b_tool_bash").stdout_lines
             if json.loads(line)["type"] == "message_update"
             and json.loads(line)["assistantMessageEvent"]["type"].startswith("toolcall")
         ]
@@ -359,7 +373,7 @@ class TestFrames:
         assert of_type(events, RawOutput) == [RawOutput("Warning: something")]
 
 
-REAL_LINES = [line for name in sorted(EXPECTED) for line in load(name).stdout]
+REAL_LINES = [line for name in sorted(EXPECTED) for line in load_capture("pi", name).stdout_lines]
 JSON_VALUES = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=True) | st.text(),
     lambda inner: (
@@ -369,7 +383,7 @@ JSON_VALUES = st.recursive(
 )
 FRAME_TYPES = st.sampled_from(
     sorted(
-        {f["type"] for name in EXPECTED for f in frames(name)}
+        {f["type"] for name in EXPECTED for f in load_frames("pi", name)}
         | {"compaction_end", "auto_retry_end"}
     )
 )

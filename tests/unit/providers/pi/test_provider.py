@@ -25,9 +25,10 @@ from agentshim.core.turn import TurnRequest
 from agentshim.core.usage import CostSource
 from agentshim.providers import get_plugin, get_provider
 from agentshim.providers.pi import PROFILE, PiProvider
-from agentshim.testing import FakeExecutor, FakeRun, RecordingEventHandler
+from agentshim.testing import FakeExecutor, RecordingEventHandler
+from tests.unit.providers.fixtures import load_capture
 
-from ._captures import EXPECTED, Capture, load
+from ._captures import EXPECTED
 
 BINARIES = {"pi": "/usr/bin/pi"}
 SUCCESSES = sorted(name for name, e in EXPECTED.items() if e.kind is None)
@@ -44,10 +45,6 @@ def agent_for(
         provider or "pi", executor=executor, env={"PATH": "/usr/bin"}, event_handler=recorder
     )
     return agent, executor
-
-
-def fake_run(capture: Capture) -> FakeRun:
-    return FakeRun(stdout=capture.stdout, stderr=capture.stderr, returncode=capture.exit_code)
 
 
 class TestProfile:
@@ -77,16 +74,16 @@ class TestProfile:
 class TestCaptureReplayThroughTheAgent:
     @pytest.mark.parametrize("name", SUCCESSES)
     def test_successful_turn(self, name: str) -> None:
-        capture, expected = load(name), EXPECTED[name]
+        capture, expected = load_capture("pi", name), EXPECTED[name]
         recorder = RecordingEventHandler()
-        agent, executor = agent_for(fake_run(capture), recorder)
-        session = agent.start_session(session_id=capture.resume_id)
+        agent, executor = agent_for(capture.fake_run(), recorder)
+        session = agent.start_session(session_id=capture.flag_value("--session"))
 
-        result = session.turn(capture.prompt)
+        result = session.turn(capture.stdin)
 
         assert result.text == expected.text
         assert result.session_id == expected.session_id == session.session_id
-        assert result.resumed is (capture.resume_id is not None)
+        assert result.resumed is (capture.flag_value("--session") is not None)
         assert result.usage.tokens.input_tokens == expected.input_tokens
         assert result.usage.tokens.output_tokens == expected.output_tokens
         assert result.usage.cost_source is CostSource.REPORTED
@@ -94,13 +91,13 @@ class TestCaptureReplayThroughTheAgent:
         assert recorder.of_type(SessionStarted) == [SessionStarted(expected.session_id or "")]
         assert recorder.of_type(UsageReport)
         (request,) = executor.requests
-        assert request.stdin == capture.prompt
+        assert request.stdin == capture.stdin
         assert request.env["NO_COLOR"] == "1"
         assert request.env["CI"] == "1"
 
     def test_resume_by_partial_id_is_the_same_conversation(self) -> None:
         recorder = RecordingEventHandler()
-        agent, executor = agent_for(fake_run(load("c_resume_full_id")), recorder)
+        agent, executor = agent_for(load_capture("pi", "c_resume_full_id").fake_run(), recorder)
         session = agent.start_session(session_id="01a2275a")
         result = session.turn("What did I ask you before?")
         assert result.resumed
@@ -111,7 +108,7 @@ class TestCaptureReplayThroughTheAgent:
 
     def test_tool_events_reach_the_handler(self) -> None:
         recorder = RecordingEventHandler()
-        agent, _ = agent_for(fake_run(load("b_tool_bash")), recorder)
+        agent, _ = agent_for(load_capture("pi", "b_tool_bash").fake_run(), recorder)
         agent.run("Run echo hello in bash.")
         (call,) = recorder.of_type(ToolCall)
         (result,) = recorder.of_type(ToolResult)
@@ -119,12 +116,12 @@ class TestCaptureReplayThroughTheAgent:
 
     @pytest.mark.parametrize("name", [n for n in FAILURES if n not in RESUME_LOST])
     def test_failed_turn_raises_with_its_kind_even_on_exit_0(self, name: str) -> None:
-        capture, expected = load(name), EXPECTED[name]
+        capture, expected = load_capture("pi", name), EXPECTED[name]
         recorder = RecordingEventHandler()
-        agent, _ = agent_for(fake_run(capture), recorder)
+        agent, _ = agent_for(capture.fake_run(), recorder)
         session = agent.start_session()
         with pytest.raises(CliExitError) as caught:
-            session.turn(capture.prompt)
+            session.turn(capture.stdin)
         error = caught.value
         assert not isinstance(error, SessionResumeError)
         assert error.kind is expected.kind
@@ -134,7 +131,7 @@ class TestCaptureReplayThroughTheAgent:
 
     def test_api_errors_exit_0_in_the_recordings(self) -> None:
         assert {
-            load(n).exit_code
+            load_capture("pi", n).exit_code
             for n in ("e1_http500", "e2_http529", "e3_http401", "e4_http400_too_long")
         } == {0}
 
@@ -143,7 +140,7 @@ class TestCaptureReplayThroughTheAgent:
     )
     def test_a_resumed_turn_that_fails_keeps_the_conversation(self, name: str) -> None:
         recorder = RecordingEventHandler()
-        agent, _ = agent_for(fake_run(load(name)), recorder)
+        agent, _ = agent_for(load_capture("pi", name).fake_run(), recorder)
         session = agent.start_session(session_id=FULL_ID)
         with pytest.raises(CliExitError) as caught:
             session.turn("hello")
@@ -153,17 +150,17 @@ class TestCaptureReplayThroughTheAgent:
 
     @pytest.mark.parametrize("name", RESUME_LOST)
     def test_missing_resumed_session_is_a_resume_error(self, name: str) -> None:
-        capture = load(name)
-        agent, _ = agent_for(fake_run(capture))
-        session = agent.start_session(session_id=capture.resume_id)
+        capture = load_capture("pi", name)
+        agent, _ = agent_for(capture.fake_run())
+        session = agent.start_session(session_id=capture.flag_value("--session"))
         with pytest.raises(SessionResumeError) as caught:
-            session.turn(capture.prompt)
-        assert caught.value.session_id == capture.resume_id
+            session.turn(capture.stdin)
+        assert caught.value.session_id == capture.flag_value("--session")
         assert "No session found matching" in caught.value.detail
         assert caught.value.returncode == 1
 
     def test_the_same_output_on_a_fresh_turn_is_a_plain_exit_error(self) -> None:
-        agent, _ = agent_for(fake_run(load("d_resume_missing_uuid")))
+        agent, _ = agent_for(load_capture("pi", "d_resume_missing_uuid").fake_run())
         with pytest.raises(CliExitError) as caught:
             agent.run("hello")
         assert not isinstance(caught.value, SessionResumeError)
@@ -172,18 +169,19 @@ class TestCaptureReplayThroughTheAgent:
 
 class TestRequests:
     def test_mcp_servers_are_refused_before_anything_runs(self) -> None:
-        agent, executor = agent_for(fake_run(load("a_plain_text")))
+        agent, executor = agent_for(load_capture("pi", "a_plain_text").fake_run())
         with pytest.raises(ProviderCapabilityError):
             agent.run(TurnRequest("hi", mcp_servers=(StdioMcpServer("s", "python3"),)))
         assert executor.requests == []
 
     def test_reasoning_effort_becomes_thinking(self) -> None:
-        agent, executor = agent_for(fake_run(load("a_plain_text")))
+        agent, executor = agent_for(load_capture("pi", "a_plain_text").fake_run())
         agent.run(TurnRequest("hi", reasoning_effort="low"))
         assert list(executor.requests[0].argv[-2:]) == ["--thinking", "low"]
 
     def test_short_session_ids_option(self) -> None:
         agent, _ = agent_for(
-            fake_run(load("a_plain_text")), provider=PiProvider(short_session_ids=True)
+            load_capture("pi", "a_plain_text").fake_run(),
+            provider=PiProvider(short_session_ids=True),
         )
         assert agent.run("hi").session_id == "01a2275a"

@@ -11,8 +11,9 @@ from agentshim.core.events import AgentEvent, AssistantText, ToolCall, ToolResul
 from agentshim.core.usage import CostSource, TokenUsage
 from agentshim.providers.pi import resume_failure_lines, scripted_lines
 from agentshim.testing import FakeExecutor, FakeRun, scripted_resume_failure, scripted_turn
+from tests.unit.providers.fixtures import load_capture
 
-from ._captures import EXPECTED, load, parse
+from ._captures import EXPECTED, parse
 
 
 def normalized(events: list[AgentEvent]) -> list[AgentEvent]:
@@ -40,7 +41,7 @@ def agent_for(run: FakeRun) -> CliAgent:
 class TestScriptedParsesLikeRecorded:
     def test_plain_turn(self) -> None:
         expected = EXPECTED["a_plain_text"]
-        recorded, recorded_events = parse(load("a_plain_text").stdout)
+        recorded, recorded_events = parse(load_capture("pi", "a_plain_text").stdout_lines)
         run = scripted_lines(
             text=expected.text,
             session_id=expected.session_id,
@@ -59,7 +60,7 @@ class TestScriptedParsesLikeRecorded:
         assert scripted.cost_usd == recorded.cost_usd == 0.0
 
     def test_tool_turn(self) -> None:
-        recorded, recorded_events = parse(load("b_tool_bash").stdout)
+        recorded, recorded_events = parse(load_capture("pi", "b_tool_bash").stdout_lines)
         run = scripted_lines(
             text="Done.",
             session_id=recorded.session_id,
@@ -83,7 +84,7 @@ class TestScriptedParsesLikeRecorded:
     def test_failed_turn_fails_like_a_recorded_one(self) -> None:
         run = scripted_lines(session_id="s-9", returncode=1)
         scripted, scripted_events = parse(run.stdout)
-        _, recorded_events = parse(load("e3_http401").stdout)
+        _, recorded_events = parse(load_capture("pi", "e3_http401").stdout_lines)
         assert [type(e) for e in scripted_events] == [type(e) for e in recorded_events]
         assert scripted.error == "500 scripted failure (exit 1)"
         assert scripted.error_kind is FailureKind.TRANSIENT
@@ -140,9 +141,9 @@ class TestThroughTheAgent:
     def test_resume_failure_matches_the_recording(self) -> None:
         sid = "0199aaaa-bbbb-7ccc-8ddd-eeeeffff0000"
         run = resume_failure_lines(session_id=sid)
-        recorded = load("d_resume_missing_uuid")
+        recorded = load_capture("pi", "d_resume_missing_uuid")
         assert (run.stdout, run.returncode) == ((), recorded.exit_code)
-        assert "".join(run.stderr) == "".join(recorded.stderr)
+        assert "".join(run.stderr) == "".join(recorded.stderr_lines)
 
     def test_resume_failure_is_a_resume_error_when_resumed(self) -> None:
         session = agent_for(scripted_resume_failure("pi", session_id="gone-1")).start_session(

@@ -1,0 +1,124 @@
+"""Recorded CLI runs under tests/fixtures/<provider>/, loaded for replay.
+
+A recorded case is ``<case>.stdout.jsonl``, ``<case>.stderr`` (absent when the CLI printed
+nothing there) and its metadata: ``<case>.meta.json`` (claude, pi and every ``recorded/``
+case) or a one-line ``<case>.meta`` of ``key=value`` fields ending in ``argv=<command line>``
+(codex, gemini, opencode, copilot).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from agentshim.core.events import AgentEvent
+from agentshim.core.provider import ParsedTurn, StreamParser
+from agentshim.testing import FakeRun
+
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
+_STDOUT = ".stdout.jsonl"
+
+
+@dataclass(frozen=True)
+class Capture:
+    provider: str
+    case: str
+    stdout_lines: tuple[str, ...]
+    stderr_lines: tuple[str, ...]
+    meta: Mapping[str, Any]
+    exit_code: int
+
+    @property
+    def argv(self) -> tuple[str, ...]:
+        """The recorded command line; a one-line ``.meta`` only has it split on white space."""
+        argv = self.meta["argv"]
+        return tuple(argv.split()) if isinstance(argv, str) else tuple(argv)
+
+    @property
+    def stdin(self) -> str:
+        """What the recorded run was given on stdin ("" when none was recorded)."""
+        return str(self.meta.get("stdin") or "")
+
+    def flag_value(self, flag: str) -> str | None:
+        """The value given to ``flag`` (as ``flag value`` or ``flag=value``), or None."""
+        argv = self.argv
+        for i, arg in enumerate(argv):
+            if arg == flag and i + 1 < len(argv):
+                return argv[i + 1]
+            if arg.startswith(f"{flag}="):
+                return arg[len(flag) + 1 :]
+        return None
+
+    def fake_run(self) -> FakeRun:
+        return FakeRun(
+            stdout=self.stdout_lines, stderr=self.stderr_lines, returncode=self.exit_code
+        )
+
+
+def fixture_dir(provider: str) -> Path:
+    return FIXTURES / provider
+
+
+def capture_names(provider: str, folder: str = "") -> list[str]:
+    """The cases recorded for ``provider`` (in its ``folder``, e.g. "recorded"), sorted."""
+    directory = fixture_dir(provider) / folder
+    return sorted(p.name.removesuffix(_STDOUT) for p in directory.glob(f"*{_STDOUT}"))
+
+
+def _lines(path: Path) -> tuple[str, ...]:
+    if not path.exists():
+        return ()
+    return tuple(path.read_text(encoding="utf-8").splitlines(keepends=True))
+
+
+def _meta(base: Path) -> tuple[dict[str, Any], int]:
+    as_json = base.with_name(f"{base.name}.meta.json")
+    if as_json.exists():
+        meta = json.loads(as_json.read_text(encoding="utf-8"))
+        return meta, int(meta["exit_code"])
+    text = base.with_name(f"{base.name}.meta").read_text(encoding="utf-8").strip()
+    fields, _, argv = text.partition(" argv=")
+    meta: dict[str, Any] = dict(field.split("=", 1) for field in fields.split())
+    meta["argv"] = argv
+    return meta, int(meta["rc"])
+
+
+def load_capture(provider: str, case: str) -> Capture:
+    """Load one recorded case; ``case`` may name a subfolder ("recorded/rec_resume")."""
+    base = fixture_dir(provider) / case
+    meta, exit_code = _meta(base)
+    return Capture(
+        provider=provider,
+        case=case,
+        stdout_lines=_lines(base.with_name(base.name + _STDOUT)),
+        stderr_lines=_lines(base.with_name(f"{base.name}.stderr")),
+        meta=meta,
+        exit_code=exit_code,
+    )
+
+
+def load_frames(provider: str, case: str) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in load_capture(provider, case).stdout_lines]
+
+
+def dump_frame(frame: Mapping[str, Any]) -> str:
+    """One stdout line in the compact form the CLIs print."""
+    return json.dumps(frame, separators=(",", ":"), ensure_ascii=False) + "\n"
+
+
+def feed(
+    make_parser: Callable[[Callable[[AgentEvent], None]], StreamParser],
+    stdout: Iterable[str],
+    stderr: Iterable[str] = (),
+) -> tuple[ParsedTurn, list[AgentEvent]]:
+    """Run one parser over ``stdout`` then ``stderr``; return its turn and every event."""
+    events: list[AgentEvent] = []
+    parser = make_parser(events.append)
+    for line in stdout:
+        parser.feed_stdout(line)
+    for line in stderr:
+        parser.feed_stderr(line)
+    return parser.finish(), events
