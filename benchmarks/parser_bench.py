@@ -6,7 +6,7 @@ loop and the provider's parser over those lines, in CPU seconds (time.process_ti
 load on the machine counts less), alternating which loop goes first. The parser is the one
 ``get_provider(name).new_parser`` returns, as a turn gets it, and sends its events to an emit
 that drops them: what a handler does with an event is the handler's cost, not the parser's.
-The figure that matters is the median of the per-round ratios (target <= 2.0x).
+The figures reported are those of the round with the median ratio (target <= 2.0x).
 
 The floor column is what json.loads plus only building the same events (no parsing) costs,
 as a ratio of json.loads: no parser can get below it.
@@ -111,17 +111,20 @@ def measure(provider: str, count: int, rounds: int) -> Row:
         else:
             baselines.append(time_json(lines))
             parsers.append(time_parser(provider, lines))
+    # The figures come from the round with the median ratio, so the columns agree.
+    by_ratio = sorted(zip(parsers, baselines, strict=True), key=lambda pair: pair[0] / pair[1])
+    parser_s, baseline = by_ratio[(len(by_ratio) - 1) // 2]
     events = parsed_events(provider, lines)
     building = statistics.median(time_building(events) for _ in range(rounds))
-    baseline = statistics.median(baselines)
+    json_median = statistics.median(baselines)
     per_line = 1e6 / len(lines)
     return Row(
         provider=provider,
         fixture=FIXTURES[provider],
         json_us=baseline * per_line,
-        parser_us=statistics.median(parsers) * per_line,
-        ratio=statistics.median(p / b for p, b in zip(parsers, baselines, strict=True)),
-        floor=(baseline + building) / baseline,
+        parser_us=parser_s * per_line,
+        ratio=parser_s / baseline,
+        floor=(json_median + building) / json_median,
     )
 
 
@@ -156,7 +159,10 @@ def main() -> int:
     cli.add_argument("--lines", type=int, default=100_000)
     args = cli.parse_args()
     providers: list[str] = args.provider or list(FIXTURES)
-    print(f"{args.lines} lines per provider, median of {args.rounds} alternating rounds (CPU time)")
+    print(
+        f"{args.lines} lines per provider, {args.rounds} alternating rounds in CPU time; "
+        "each row is the round with the median ratio"
+    )
     rows = [measure(provider, args.lines, args.rounds) for provider in providers]
     print_table(rows)
     return 0 if all(row.ratio <= TARGET for row in rows) else 1

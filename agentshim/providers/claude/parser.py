@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import json
 import math
-from collections import deque
 from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
 
@@ -32,7 +31,6 @@ from agentshim.core.events import (
     RawOutput,
     Reasoning,
     SessionStarted,
-    Stderr,
     ToolCall,
     ToolResult,
     UsageReport,
@@ -41,6 +39,7 @@ from agentshim.core.failures import kind_from_text
 from agentshim.core.jsonvalues import as_amount, as_count, as_mapping, as_str, list_or_empty
 from agentshim.core.pricing import PricingTable
 from agentshim.core.provider import ParsedTurn, ParserContext
+from agentshim.core.stderr_tail import StderrTail
 from agentshim.core.stream import ToolTracker
 from agentshim.core.usage import CostSource, ProviderUsage, TokenUsage
 
@@ -54,7 +53,6 @@ PROVIDER_NAME = "claude"
 SYNTHETIC_MODEL = "<synthetic>"
 """The model name Claude Code gives the assistant message it makes up to report an API error."""
 
-_STDERR_TAIL_LINES = 200
 _DETAIL_CHARS = 2000
 _ANSWER_CHARS = 300
 
@@ -108,7 +106,7 @@ class ClaudeStreamParser:
         self._rate_limit_rejected = False
         self._schema_rejection: str | None = None
         self._terminal: _Terminal | None = None
-        self._stderr: deque[str] = deque(maxlen=_STDERR_TAIL_LINES)
+        self._stderr = StderrTail(emit)
         self._raw_decode = json.JSONDecoder().raw_decode
         self._handlers: dict[str, Handler] = {
             "assistant": self._on_assistant,
@@ -175,11 +173,7 @@ class ClaudeStreamParser:
 
     def feed_stderr(self, line: str) -> None:
         """Record one stderr line and emit it as Stderr (blank lines are dropped)."""
-        text = line.rstrip("\r\n")
-        if not text.strip():
-            return
-        self._stderr.append(text)
-        self._emit(Stderr(text))
+        self._stderr.feed(line)
 
     def finish(self) -> ParsedTurn:
         """Summarize the turn; a stream without a result frame is a failure (kind OTHER)."""
@@ -485,12 +479,12 @@ class ClaudeStreamParser:
         )
 
     def _stderr_kind(self) -> FailureKind | None:
-        return kind_from_text("\n".join(self._stderr)) if self._stderr else None
+        return kind_from_text(self._stderr.text()) if self._stderr else None
 
     def _early_end_error(self) -> str:
         message = "the Claude Code stream ended before the result frame"
         if self._stderr:
-            return f"{message}; stderr: {self._stderr[-1][:_DETAIL_CHARS]}"
+            return f"{message}; stderr: {self._stderr.last()[:_DETAIL_CHARS]}"
         return f"{message} (the process died or was killed mid-turn)"
 
 

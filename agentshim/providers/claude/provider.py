@@ -13,12 +13,12 @@ refuses stream-json in print mode and exits 1.
 
 from __future__ import annotations
 
-import itertools
 import json
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from agentshim.core.argv import word_after
 from agentshim.core.errors import (
     AgentShimError,
     CliExitError,
@@ -28,6 +28,7 @@ from agentshim.core.errors import (
     SessionResumeError,
 )
 from agentshim.core.events import AgentEvent
+from agentshim.core.exit_errors import as_resume_failure
 from agentshim.core.ids import validate_session_id
 from agentshim.core.jsonvalues import as_mapping, list_or_empty
 from agentshim.core.mcp import HttpMcpServer, McpServer, StdioMcpServer, install_json_config
@@ -250,14 +251,8 @@ class ClaudeProvider:
         missing = _missing_conversation(error)
         if missing is None and not (resumed and error.kind is FailureKind.OTHER):
             return error
-        return SessionResumeError(
-            error.argv,
-            error.returncode,
-            error.stdout,
-            error.stderr,
-            session_id=_resume_id(error.argv) or missing or None,
-            kind=error.kind,
-            detail=error.detail,
+        return as_resume_failure(
+            error, session_id=word_after(error.argv, "--resume") or missing or None
         )
 
 
@@ -266,13 +261,6 @@ def _resume_arg(session_id: str) -> str:
     if validate_session_id(session_id).startswith("-"):
         raise InvalidSessionIdError(session_id)
     return session_id
-
-
-def _resume_id(argv: Sequence[str]) -> str | None:
-    for flag, value in itertools.pairwise(argv):
-        if flag == "--resume":
-            return value
-    return None
 
 
 def _missing_conversation(error: CliExitError) -> str | None:

@@ -20,14 +20,15 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from agentshim.core.argv import word_after
 from agentshim.core.errors import (
     AgentShimError,
     CliExitError,
     InvalidSessionIdError,
     ProviderCapabilityError,
-    SessionResumeError,
 )
 from agentshim.core.events import AgentEvent
+from agentshim.core.exit_errors import as_resume_failure
 from agentshim.core.ids import validate_session_id
 from agentshim.core.jsonvalues import as_mapping, list_or_empty
 from agentshim.core.mcp import HttpMcpServer, McpServer, StdioMcpServer
@@ -211,13 +212,6 @@ def _resume_argument(session_id: str) -> str:
     return session_id
 
 
-def _resume_id(argv: Sequence[str]) -> str | None:
-    for index, arg in enumerate(argv[:-1]):
-        if arg == "resume":
-            return argv[index + 1]
-    return None
-
-
 class CodexProvider:
     """Drives ``codex exec --json``; ``sandbox`` turns Codex's own sandbox on (default: off).
 
@@ -305,13 +299,5 @@ class CodexProvider:
         """
         said = f"{error.stderr}\n{error.detail}".lower()
         if resumed and _RESUME_SIGNAL in said:
-            return SessionResumeError(
-                error.argv,
-                error.returncode,
-                error.stdout,
-                error.stderr,
-                session_id=_resume_id(error.argv),
-                kind=error.kind,
-                detail=error.detail,
-            )
+            return as_resume_failure(error, session_id=word_after(error.argv, "resume"))
         return error

@@ -21,7 +21,6 @@ on frames the CLI does not persist), except the last, ``{"type": "result", "sess
 
 from __future__ import annotations
 
-from collections import deque
 from collections.abc import Callable, Mapping
 from dataclasses import replace
 from types import MappingProxyType
@@ -36,16 +35,16 @@ from agentshim.core.events import (
     RawOutput,
     Reasoning,
     SessionStarted,
-    Stderr,
     ToolCall,
     ToolKind,
     ToolResult,
     UsageReport,
 )
 from agentshim.core.failures import kind_from_text
-from agentshim.core.jsonvalues import as_int, as_mapping, as_str
+from agentshim.core.jsonvalues import as_count, as_int, as_mapping, as_str, mapping_or_empty
 from agentshim.core.pricing import PricingTable
 from agentshim.core.provider import ParsedTurn
+from agentshim.core.stderr_tail import StderrTail
 from agentshim.core.stream import ToolTracker, parse_json_object
 from agentshim.core.usage import CostSource, ProviderUsage, TokenUsage
 
@@ -85,7 +84,6 @@ among them; so is the prompt echo ``user.message``.
 _TYPE_PREFIX = '{"type":"'
 _TYPE_START = len(_TYPE_PREFIX)
 _CLOSED = ("}\n", "}")
-_STDERR_TAIL_LINES = 200
 
 Frame = dict[str, Any]
 Handler = Callable[[Frame, list[AgentEvent]], None]
@@ -134,7 +132,7 @@ class CopilotStreamParser:
         self._result_exit: int | None = None
         self._session_error: SessionError | None = None
         self._last_call: CallFailure | None = None
-        self._stderr: deque[str] = deque(maxlen=_STDERR_TAIL_LINES)
+        self._stderr = StderrTail(emit)
         self._handlers: Mapping[str, Handler] = MappingProxyType(
             {
                 "assistant.message_delta": self._on_message_delta,
@@ -191,11 +189,7 @@ class CopilotStreamParser:
 
     def feed_stderr(self, line: str) -> None:
         """Record one stderr line and emit it as Stderr (blank lines are dropped)."""
-        text = line.rstrip("\r\n")
-        if not text.strip():
-            return
-        self._stderr.append(text)
-        self._emit(Stderr(text))
+        self._stderr.feed(line)
 
     def finish(self) -> ParsedTurn:
         """Summarize the turn.
@@ -434,7 +428,7 @@ class CopilotStreamParser:
         error = self._session_error
         if error is not None:
             return error.message, classify(error, self._last_call)
-        said = self._stderr_said()
+        said = self._stderr.first()
         if self._result_exit is None:
             if said:
                 return said, kind_from_text(said) or FailureKind.OTHER
@@ -450,24 +444,9 @@ class CopilotStreamParser:
             return detail, (kind_from_text(said) if said else None) or FailureKind.OTHER
         return None, None
 
-    def _stderr_said(self) -> str:
-        # The first non-blank line is the CLI's own "Error: ..." sentence; usage hints follow.
-        for line in self._stderr:
-            if line.strip():
-                return line.strip()
-        return ""
-
 
 def _data(frame: Frame) -> Mapping[str, Any]:
-    data = frame.get("data")
-    if isinstance(data, dict):
-        return data  # pyright: ignore[reportUnknownVariableType]
-    return MappingProxyType({})
-
-
-def _count(value: object) -> int:
-    number = as_int(value)
-    return number if number is not None and number > 0 else 0
+    return mapping_or_empty(frame.get("data"))
 
 
 def _fold_usage(data: Mapping[str, Any]) -> TokenUsage:
@@ -476,13 +455,13 @@ def _fold_usage(data: Mapping[str, Any]) -> TokenUsage:
     Copilot reports cache reads and writes apart from ``inputTokens``, so they are added to it;
     ``reasoningTokens`` are the part of ``outputTokens`` spent reasoning.
     """
-    cache_read = _count(data.get("cacheReadTokens"))
-    cache_write = _count(data.get("cacheWriteTokens"))
-    output = _count(data.get("outputTokens"))
+    cache_read = as_count(data.get("cacheReadTokens"))
+    cache_write = as_count(data.get("cacheWriteTokens"))
+    output = as_count(data.get("outputTokens"))
     return TokenUsage(
-        input_tokens=_count(data.get("inputTokens")) + cache_read + cache_write,
+        input_tokens=as_count(data.get("inputTokens")) + cache_read + cache_write,
         cache_read_input_tokens=cache_read,
         cache_write_input_tokens=cache_write,
         output_tokens=output,
-        reasoning_output_tokens=min(_count(data.get("reasoningTokens")), output),
+        reasoning_output_tokens=min(as_count(data.get("reasoningTokens")), output),
     )

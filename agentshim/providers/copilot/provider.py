@@ -16,8 +16,8 @@ from agentshim.core.errors import (
     AgentShimError,
     CliExitError,
     ProviderCapabilityError,
-    SessionResumeError,
 )
+from agentshim.core.exit_errors import as_resume_failure
 from agentshim.core.ids import validate_session_id
 from agentshim.core.mcp import HttpMcpServer, McpServer, StdioMcpServer
 from agentshim.core.profile import McpMechanism, OutputSchemaStyle, ProviderProfile
@@ -163,15 +163,7 @@ class CopilotProvider:
         if resumed and (
             MISSING_SESSION_TEXT in error.stderr or MISSING_SESSION_TEXT in error.detail
         ):
-            return SessionResumeError(
-                error.argv,
-                error.returncode,
-                error.stdout,
-                error.stderr,
-                session_id=resumed_session_id(error.argv),
-                kind=error.kind,
-                detail=error.detail,
-            )
+            return as_resume_failure(error, session_id=resumed_session_id(error.argv))
         return error
 
 

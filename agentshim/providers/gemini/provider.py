@@ -10,18 +10,19 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from agentshim.core.argv import checked_option_value, word_after
 from agentshim.core.errors import (
     AgentShimError,
     CliExitError,
     FailureKind,
-    McpConfigError,
     ProviderCapabilityError,
-    SessionResumeError,
 )
 from agentshim.core.events import AgentEvent
+from agentshim.core.exit_errors import as_resume_failure, with_kind
 from agentshim.core.failures import kind_from_text
 from agentshim.core.ids import validate_session_id
 from agentshim.core.mcp import McpServer, StdioMcpServer, install_json_config
+from agentshim.core.mcp_workspace import workspace_config_file
 from agentshim.core.permissions import NativeMode, NativePermissions
 from agentshim.core.pricing import PricingTable
 from agentshim.core.profile import McpMechanism, OutputSchemaStyle, ProviderProfile
@@ -89,16 +90,6 @@ _EXIT_KINDS: Mapping[int, FailureKind] = {
 }
 
 
-def _check_option(label: str, value: str) -> str:
-    # yargs would read a value starting with "-" as the next flag.
-    if not value or value.startswith("-") or any(c.isspace() or c == "\0" for c in value):
-        raise ProviderCapabilityError(
-            f"invalid {label} {value!r} for the Gemini CLI: it must be non-empty, must not start "
-            "with '-' and must not contain whitespace"
-        )
-    return value
-
-
 def mcp_entry(server: McpServer, *, trust: bool = True) -> dict[str, Any]:
     """Render one server as a ``mcpServers`` entry of Gemini CLI 0.61.0's settings.
 
@@ -128,13 +119,6 @@ def mcp_entry(server: McpServer, *, trust: bool = True) -> dict[str, Any]:
         entry["timeout"] = max(1, round(server.tool_timeout_s * 1000))
     entry["trust"] = trust
     return entry
-
-
-def _resume_id(argv: Sequence[str]) -> str | None:
-    for index, arg in enumerate(argv[:-1]):
-        if arg in ("--resume", "-r"):
-            return argv[index + 1]
-    return None
 
 
 def _resume_failure_line(stderr: str) -> str | None:
@@ -185,7 +169,7 @@ class GeminiProvider:
             )
         argv = [ctx.binary_path, "--output-format", "stream-json"]
         if ctx.model:
-            argv += ["--model", _check_option("model", ctx.model)]
+            argv += ["--model", checked_option_value("the Gemini CLI", "model", ctx.model)]
         if ctx.resume_session_id is not None:
             argv += ["--resume", validate_session_id(ctx.resume_session_id)]
         if self.permissions.mode is NativeMode.BYPASS:
@@ -210,14 +194,10 @@ class GeminiProvider:
         """
         if not servers:
             return NoMcpInstallation()
-        if workspace is None:
-            raise McpConfigError(
-                MCP_CONFIG_FILE,
-                "no workspace directory was given; pass mcp_workspace or a cwd for the turn",
-            )
+        path = workspace_config_file(workspace, MCP_CONFIG_FILE)
         trust = self.permissions.mode is NativeMode.BYPASS
         entries = {server.name: mcp_entry(server, trust=trust) for server in servers}
-        return install_json_config(Path(workspace) / MCP_CONFIG_FILE, (MCP_SERVERS_KEY,), entries)
+        return install_json_config(path, (MCP_SERVERS_KEY,), entries)
 
     def classify_exit(self, error: CliExitError, *, resumed: bool) -> AgentShimError:
         """Refine a failed run using the CLI's exit code and messages.
@@ -230,14 +210,8 @@ class GeminiProvider:
         if resumed:
             line = _resume_failure_line(error.stderr)
             if line is not None:
-                return SessionResumeError(
-                    error.argv,
-                    error.returncode,
-                    error.stdout,
-                    error.stderr,
-                    session_id=_resume_id(error.argv),
-                    kind=error.kind,
-                    detail=line,
+                return as_resume_failure(
+                    error, session_id=word_after(error.argv, "--resume", "-r"), detail=line
                 )
         if error.kind is not FailureKind.OTHER:
             return error
@@ -248,11 +222,4 @@ class GeminiProvider:
                 kind = kind_from_text(error.stderr) or FailureKind.OTHER
         if kind is FailureKind.OTHER:
             return error
-        return CliExitError(
-            error.argv,
-            error.returncode,
-            error.stdout,
-            error.stderr,
-            kind=kind,
-            detail=error.detail,
-        )
+        return with_kind(error, kind)

@@ -11,18 +11,19 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from agentshim.core.argv import checked_option_value, word_after
 from agentshim.core.errors import (
     AgentShimError,
     CliExitError,
     FailureKind,
-    McpConfigError,
     ProviderCapabilityError,
-    SessionResumeError,
 )
 from agentshim.core.events import AgentEvent
+from agentshim.core.exit_errors import as_resume_failure, with_kind
 from agentshim.core.failures import kind_from_text
 from agentshim.core.ids import validate_session_id
 from agentshim.core.mcp import McpServer, StdioMcpServer, install_json_config
+from agentshim.core.mcp_workspace import workspace_config_file
 from agentshim.core.profile import McpMechanism, OutputSchemaStyle, ProviderProfile
 from agentshim.core.provider import ArgvContext, McpInstallation, NoMcpInstallation
 
@@ -66,16 +67,6 @@ PROFILE = ProviderProfile(
 """opencode's static capabilities."""
 
 
-def _check_option(label: str, value: str) -> str:
-    # yargs would read a value starting with "-" as the next flag.
-    if not value or value.startswith("-") or any(c.isspace() or c == "\0" for c in value):
-        raise ProviderCapabilityError(
-            f"invalid {label} {value!r} for opencode: it must be non-empty, must not start "
-            "with '-' and must not contain whitespace"
-        )
-    return value
-
-
 def mcp_entry(server: McpServer) -> dict[str, Any]:
     """Render one server as an ``mcp`` entry of opencode 1.18.33's config.
 
@@ -106,13 +97,6 @@ def mcp_entry(server: McpServer) -> dict[str, Any]:
     if server.tool_timeout_s is not None:
         entry["timeout"] = max(1, round(server.tool_timeout_s * 1000))
     return entry
-
-
-def _session_id(argv: Sequence[str]) -> str | None:
-    for index, arg in enumerate(argv[:-1]):
-        if arg in ("--session", "-s"):
-            return argv[index + 1]
-    return None
 
 
 def _session_not_found(stderr: str) -> str | None:
@@ -155,7 +139,7 @@ class OpencodeProvider:
         if ctx.resume_session_id is not None:
             argv += ["--session", validate_session_id(ctx.resume_session_id)]
         if ctx.model:
-            argv += ["--model", _check_option("model", ctx.model)]
+            argv += ["--model", checked_option_value("opencode", "model", ctx.model)]
         if self.thinking:
             argv.append("--thinking")
         if self.auto_approve:
@@ -177,14 +161,10 @@ class OpencodeProvider:
         """
         if not servers:
             return NoMcpInstallation()
-        if workspace is None:
-            raise McpConfigError(
-                MCP_CONFIG_FILE,
-                "no workspace directory was given; pass mcp_workspace or a cwd for the turn",
-            )
+        path = workspace_config_file(workspace, MCP_CONFIG_FILE)
         entries = {server.name: mcp_entry(server) for server in servers}
         return install_json_config(
-            Path(workspace) / MCP_CONFIG_FILE,
+            path,
             (MCP_SERVERS_KEY,),
             entries,
             defaults={"$schema": CONFIG_SCHEMA_URL},
@@ -201,25 +181,12 @@ class OpencodeProvider:
         if resumed:
             line = _session_not_found(error.stderr)
             if line is not None:
-                return SessionResumeError(
-                    error.argv,
-                    error.returncode,
-                    error.stdout,
-                    error.stderr,
-                    session_id=_session_id(error.argv),
-                    kind=error.kind,
-                    detail=line,
+                return as_resume_failure(
+                    error, session_id=word_after(error.argv, "--session", "-s"), detail=line
                 )
         if error.kind is not FailureKind.OTHER:
             return error
         kind = kind_from_text(error.detail or strip_ansi(error.stderr))
         if kind is None or kind is FailureKind.OTHER:
             return error
-        return CliExitError(
-            error.argv,
-            error.returncode,
-            error.stdout,
-            error.stderr,
-            kind=kind,
-            detail=error.detail,
-        )
+        return with_kind(error, kind)

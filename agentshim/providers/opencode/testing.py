@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any, cast
 
+from agentshim.core.mcp_workspace import configured_servers
 from agentshim.execution.executor import CommandRequest
 
 from .provider import MCP_CONFIG_FILE, MCP_SERVERS_KEY
@@ -34,18 +34,5 @@ def installed_mcp_servers(request: CommandRequest, workspace: Path) -> dict[str,
     the file does not say which transport opencode will use. ``request`` is not needed.
     """
     del request
-    path = Path(workspace) / MCP_CONFIG_FILE
-    try:
-        document = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        return {}
-    if not isinstance(document, dict):
-        return {}
-    servers: object = cast("dict[str, Any]", document).get(MCP_SERVERS_KEY)
-    if not isinstance(servers, dict):
-        return {}
-    return {
-        str(name): _canonical(cast("dict[str, Any]", entry))
-        for name, entry in cast("dict[str, object]", servers).items()
-        if isinstance(entry, dict)
-    }
+    servers = configured_servers(Path(workspace) / MCP_CONFIG_FILE, MCP_SERVERS_KEY)
+    return {name: _canonical(entry) for name, entry in servers.items()}

@@ -30,7 +30,6 @@ conversation, and reports the full id as Lifecycle ``session_resolved``.
 from __future__ import annotations
 
 import re
-from collections import deque
 from collections.abc import Callable, Mapping
 from dataclasses import replace
 from types import MappingProxyType
@@ -45,7 +44,6 @@ from agentshim.core.events import (
     RawOutput,
     Reasoning,
     SessionStarted,
-    Stderr,
     ToolCall,
     ToolResult,
     UsageReport,
@@ -53,6 +51,7 @@ from agentshim.core.events import (
 from agentshim.core.failures import kind_from_text
 from agentshim.core.jsonvalues import as_amount, as_count, as_mapping, as_str
 from agentshim.core.provider import ParsedTurn, ParserContext
+from agentshim.core.stderr_tail import StderrTail
 from agentshim.core.stream import ToolTracker, parse_json_object
 from agentshim.core.usage import CostSource, ProviderUsage, TokenUsage
 
@@ -69,7 +68,6 @@ _UPDATE_START = len(_UPDATE_PREFIX)
 _DELTAS = frozenset({"text_delta", "thinking_delta"})
 _CLOSED = ("}\n", "}")
 _UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
-_STDERR_TAIL_LINES = 200
 
 Frame = dict[str, Any]
 Handler = Callable[[Frame, list[AgentEvent]], None]
@@ -131,7 +129,7 @@ class PiStreamParser:
         self._usage_raw: Mapping[str, Any] = MappingProxyType({})
         self._model: str | None = None
         self._context_tokens: int | None = None
-        self._stderr: deque[str] = deque(maxlen=_STDERR_TAIL_LINES)
+        self._stderr = StderrTail(emit)
         self._handlers: Mapping[str, Handler] = MappingProxyType(
             {
                 "message_update": self._on_message_update,
@@ -193,11 +191,7 @@ class PiStreamParser:
 
     def feed_stderr(self, line: str) -> None:
         """Record one stderr line and emit it as Stderr (blank lines are dropped)."""
-        text = line.rstrip("\r\n")
-        if not text.strip():
-            return
-        self._stderr.append(text)
-        self._emit(Stderr(text))
+        self._stderr.feed(line)
 
     def finish(self) -> ParsedTurn:
         """Summarize the turn (see the module docstring for when it failed)."""
@@ -386,7 +380,7 @@ class PiStreamParser:
 
     def _failure(self) -> tuple[str | None, FailureKind | None]:
         if not self._frames_seen:
-            said = self._stderr_said()
+            said = self._stderr.first()
             if said:
                 return said, kind_from_text(said) or FailureKind.OTHER
             return (
@@ -400,18 +394,12 @@ class PiStreamParser:
         if self._last_stop in _FAILED_STOPS:
             return f"the model call ended with stopReason {self._last_stop!r}", FailureKind.OTHER
         if self._agent_open or not self._agent_started:
-            said = self._stderr_said()
+            said = self._stderr.first()
             message = "the pi stream ended before agent_end; the CLI was killed or crashed"
             if said:
                 return f"{message}: {said}", kind_from_text(said) or FailureKind.OTHER
             return f"{message} (see stderr)", FailureKind.OTHER
         return None, None
-
-    def _stderr_said(self) -> str:
-        for line in self._stderr:
-            if line.strip():
-                return line.strip()
-        return ""
 
 
 def _ignore(frame: Frame, out: list[AgentEvent]) -> None:

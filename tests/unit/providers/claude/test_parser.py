@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import copy
 import json
+from functools import partial
 from typing import Any
 
 import pytest
@@ -27,6 +28,7 @@ from agentshim.core.events import (
 from agentshim.core.provider import ParsedTurn, ParserContext
 from agentshim.core.usage import CostSource, TokenUsage
 from agentshim.providers.claude import ClaudeStreamParser
+from tests.unit.providers.adversarial import json_values, never_raises
 from tests.unit.providers.fixtures import (
     capture_names,
     dump_frame,
@@ -611,13 +613,7 @@ class TestOddInput:
             parser.feed_stdout(load_capture("claude", "a_plain_text").stdout_lines[0])
 
 
-JSON = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=20),
-    lambda children: (
-        st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=12), children, max_size=5)
-    ),
-    max_leaves=10,
-)
+JSON = json_values(max_leaves=10)
 FRAME_KEYS = st.sampled_from(
     [
         "type",
@@ -668,15 +664,7 @@ REAL_LINES = [
 
 def _survives(lines: list[str], stderr: tuple[str, ...] | list[str] = ()) -> ParsedTurn:
     for expect in (False, True):
-        events: list[object] = []
-        parser = ClaudeStreamParser(events.append, expect_structured=expect)
-        for line in lines:
-            parser.feed_stdout(line)
-        for line in stderr:
-            parser.feed_stderr(line)
-        turn = parser.finish()
-        assert isinstance(turn, ParsedTurn)
-        assert (turn.error is None) == (turn.error_kind is None)
+        turn, _ = never_raises(partial(ClaudeStreamParser, expect_structured=expect), lines, stderr)
     return turn
 
 

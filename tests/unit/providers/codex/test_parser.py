@@ -29,6 +29,7 @@ from agentshim.core.provider import ParsedTurn, ParserContext
 from agentshim.core.usage import CostSource, ProviderUsage, TokenUsage
 from agentshim.providers.codex import CodexStreamParser
 from agentshim.providers.codex.events import EDIT_TOOL, SHELL_TOOL, TOOL_KINDS, tool_kind
+from tests.unit.providers.adversarial import json_values, never_raises
 from tests.unit.providers.fixtures import capture_names, feed, load_capture
 
 THREAD = "01a22758-303e-7462-9a22-376e1126431f"
@@ -613,13 +614,7 @@ class TestFailureText:
 
 # -- adversarial input ----------------------------------------------------------------
 
-json_values = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=8),
-    lambda inner: (
-        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3)
-    ),
-    max_leaves=6,
-)
+JSON_VALUES = json_values(max_leaves=6)
 frame_types = st.sampled_from(
     [
         "thread.started",
@@ -709,15 +704,13 @@ real_lines = [
 
 
 def _never_raises(lines: list[str], context: ParserContext | None = None) -> ParsedTurn:
-    events: list[AgentEvent] = []
-    parser = CodexStreamParser(events.append, expect_structured=True)
-    if context is not None:
-        parser.configure(context)
-    for text in lines:
-        parser.feed_stdout(text)
-    parser.feed_stderr("stray\n")
-    turn = parser.finish()
-    assert isinstance(turn, ParsedTurn)
+    def make(emit: Callable[[AgentEvent], None]) -> CodexStreamParser:
+        parser = CodexStreamParser(emit, expect_structured=True)
+        if context is not None:
+            parser.configure(context)
+        return parser
+
+    turn, events = never_raises(make, lines, ["stray\n"])
     assert len(of(events, SessionStarted)) <= 1
     return turn
 
@@ -727,7 +720,7 @@ class TestAdversarialInput:
     def test_arbitrary_text(self, lines: list[str]) -> None:
         _never_raises(lines)
 
-    @given(st.lists(json_values.map(json.dumps), max_size=8))
+    @given(st.lists(JSON_VALUES.map(json.dumps), max_size=8))
     def test_arbitrary_json_values(self, lines: list[str]) -> None:
         _never_raises(lines)
 

@@ -22,10 +22,10 @@ from agentshim.core.events import (
     UsageReport,
 )
 from agentshim.core.pricing import ModelPricing, PricingTable
-from agentshim.core.provider import ParsedTurn
 from agentshim.core.usage import CostSource, TokenUsage
 from agentshim.providers.copilot import CopilotStreamParser
 from agentshim.providers.copilot.parser import IGNORED_FRAMES
+from tests.unit.providers.adversarial import json_values, never_raises
 from tests.unit.providers.fixtures import capture_names, dump_frame, load_capture, load_frames
 
 from ._captures import EXPECTED, of_type, parse
@@ -374,13 +374,7 @@ class TestFrames:
 REAL_LINES = [
     line for name in sorted(EXPECTED) for line in load_capture("copilot", name).stdout_lines
 ]
-JSON_VALUES = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=True) | st.text(),
-    lambda inner: (
-        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=12), inner, max_size=4)
-    ),
-    max_leaves=20,
-)
+JSON_VALUES = json_values()
 FRAME_TYPES = st.sampled_from(
     sorted(
         {f["type"] for name in EXPECTED for f in load_frames("copilot", name)}
@@ -389,25 +383,16 @@ FRAME_TYPES = st.sampled_from(
 )
 
 
-def _survives(lines: list[str], stderr: list[str] | None = None) -> ParsedTurn:
-    parser = CopilotStreamParser(lambda _event: None, expect_structured=False)
-    for line in lines:
-        parser.feed_stdout(line)
-    for line in stderr or []:
-        parser.feed_stderr(line)
-    return parser.finish()
-
-
 class TestAdversarialInput:
     @settings(max_examples=150, deadline=None)
     @given(st.lists(st.text(), max_size=8), st.lists(st.text(), max_size=3))
     def test_arbitrary_text(self, lines: list[str], stderr: list[str]) -> None:
-        assert isinstance(_survives(lines, stderr), ParsedTurn)
+        never_raises(CopilotStreamParser, lines, stderr)
 
     @settings(max_examples=150, deadline=None)
     @given(st.lists(JSON_VALUES, max_size=6))
     def test_arbitrary_json_values(self, values: list[Any]) -> None:
-        assert isinstance(_survives([json.dumps(v) + "\n" for v in values]), ParsedTurn)
+        never_raises(CopilotStreamParser, [json.dumps(v) + "\n" for v in values])
 
     @settings(max_examples=200, deadline=None)
     @given(st.lists(st.tuples(FRAME_TYPES, JSON_VALUES, JSON_VALUES), max_size=6))
@@ -417,9 +402,9 @@ class TestAdversarialInput:
         lines = [
             json.dumps({"type": t, "data": d, "sessionId": s, "exitCode": d}) for t, d, s in items
         ]
-        assert isinstance(_survives(lines), ParsedTurn)
+        never_raises(CopilotStreamParser, lines)
 
     @settings(max_examples=150, deadline=None)
     @given(st.sampled_from(REAL_LINES), st.integers(min_value=0, max_value=400))
     def test_truncated_real_lines(self, line: str, cut: int) -> None:
-        assert isinstance(_survives([line[:cut], line]), ParsedTurn)
+        never_raises(CopilotStreamParser, [line[:cut], line])

@@ -27,6 +27,7 @@ from agentshim.core.pricing import ModelPricing, PricingTable
 from agentshim.core.provider import ParsedTurn
 from agentshim.core.usage import CostSource, TokenUsage
 from agentshim.providers.gemini import GeminiStreamParser
+from tests.unit.providers.adversarial import json_values, never_raises
 from tests.unit.providers.fixtures import capture_names, feed, fixture_dir, load_capture
 
 
@@ -365,13 +366,7 @@ class TestFrames:
         assert turn.error_kind is FailureKind.OTHER
 
 
-json_values = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=20),
-    lambda children: (
-        st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=10), children, max_size=4)
-    ),
-    max_leaves=8,
-)
+JSON_VALUES = json_values(max_leaves=8)
 frame_types = st.sampled_from(["init", "message", "tool_use", "tool_result", "error", "result"])
 field_names = st.sampled_from(
     [
@@ -400,20 +395,18 @@ class TestAdversarial:
     @settings(max_examples=150, deadline=None)
     @given(st.lists(st.text(max_size=60), max_size=10))
     def test_arbitrary_text(self, lines: list[str]) -> None:
-        turn, _ = parse(lines, lines)
-        assert isinstance(turn, ParsedTurn)
+        never_raises(GeminiStreamParser, lines, lines)
 
     @settings(max_examples=150, deadline=None)
-    @given(st.lists(json_values, max_size=8))
+    @given(st.lists(JSON_VALUES, max_size=8))
     def test_arbitrary_json_values(self, values: list[Any]) -> None:
-        turn, _ = parse([json.dumps(v) for v in values])
-        assert isinstance(turn, ParsedTurn)
+        never_raises(GeminiStreamParser, [json.dumps(v) for v in values])
 
     @settings(max_examples=100, deadline=None)
-    @given(st.lists(st.tuples(frame_types, st.dictionaries(field_names, json_values)), max_size=8))
+    @given(st.lists(st.tuples(frame_types, st.dictionaries(field_names, JSON_VALUES)), max_size=8))
     def test_frames_with_wrong_field_types(self, frames: list[tuple[str, dict[str, Any]]]) -> None:
-        turn, _ = parse([json.dumps({**fields, "type": kind}) for kind, fields in frames])
-        assert isinstance(turn, ParsedTurn)
+        lines = [json.dumps({**fields, "type": kind}) for kind, fields in frames]
+        turn, _ = never_raises(GeminiStreamParser, lines)
         if turn.usage is not None:
             tokens = turn.usage.tokens
             assert tokens.cache_read_input_tokens <= tokens.input_tokens
@@ -421,5 +414,4 @@ class TestAdversarial:
     @settings(max_examples=150, deadline=None)
     @given(st.sampled_from(RECORDED_LINES), st.integers(min_value=0, max_value=2000))
     def test_truncated_recorded_lines(self, line: str, cut: int) -> None:
-        turn, _ = parse([line[:cut], line])
-        assert isinstance(turn, ParsedTurn)
+        never_raises(GeminiStreamParser, [line[:cut], line])

@@ -21,9 +21,9 @@ from agentshim.core.events import (
     ToolResult,
     UsageReport,
 )
-from agentshim.core.provider import ParsedTurn
 from agentshim.core.usage import CostSource, TokenUsage
 from agentshim.providers.pi import PiStreamParser, short_session_id
+from tests.unit.providers.adversarial import json_values, never_raises
 from tests.unit.providers.fixtures import capture_names, dump_frame, load_capture, load_frames
 
 from ._captures import EXPECTED, of_type, parse
@@ -374,13 +374,7 @@ class TestFrames:
 
 
 REAL_LINES = [line for name in sorted(EXPECTED) for line in load_capture("pi", name).stdout_lines]
-JSON_VALUES = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=True) | st.text(),
-    lambda inner: (
-        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=12), inner, max_size=4)
-    ),
-    max_leaves=20,
-)
+JSON_VALUES = json_values()
 FRAME_TYPES = st.sampled_from(
     sorted(
         {f["type"] for name in EXPECTED for f in load_frames("pi", name)}
@@ -392,25 +386,16 @@ KEYS = st.sampled_from(
 )
 
 
-def _survives(lines: list[str], stderr: list[str] | None = None) -> ParsedTurn:
-    parser = PiStreamParser(lambda _event: None, expect_structured=False)
-    for line in lines:
-        parser.feed_stdout(line)
-    for line in stderr or []:
-        parser.feed_stderr(line)
-    return parser.finish()
-
-
 class TestAdversarialInput:
     @settings(max_examples=150, deadline=None)
     @given(st.lists(st.text(), max_size=8), st.lists(st.text(), max_size=3))
     def test_arbitrary_text(self, lines: list[str], stderr: list[str]) -> None:
-        assert isinstance(_survives(lines, stderr), ParsedTurn)
+        never_raises(PiStreamParser, lines, stderr)
 
     @settings(max_examples=150, deadline=None)
     @given(st.lists(JSON_VALUES, max_size=6))
     def test_arbitrary_json_values(self, values: list[Any]) -> None:
-        assert isinstance(_survives([json.dumps(v) + "\n" for v in values]), ParsedTurn)
+        never_raises(PiStreamParser, [json.dumps(v) + "\n" for v in values])
 
     @settings(max_examples=200, deadline=None)
     @given(
@@ -419,11 +404,9 @@ class TestAdversarialInput:
     def test_known_frame_types_with_arbitrary_payloads(
         self, items: list[tuple[str, dict[str, Any]]]
     ) -> None:
-        assert isinstance(
-            _survives([json.dumps({**body, "type": t}) for t, body in items]), ParsedTurn
-        )
+        never_raises(PiStreamParser, [json.dumps({**body, "type": t}) for t, body in items])
 
     @settings(max_examples=150, deadline=None)
     @given(st.sampled_from(REAL_LINES), st.integers(min_value=0, max_value=600))
     def test_truncated_real_lines(self, line: str, cut: int) -> None:
-        assert isinstance(_survives([line[:cut], line]), ParsedTurn)
+        never_raises(PiStreamParser, [line[:cut], line])
