@@ -53,8 +53,9 @@ class TurnRequest:
 class TurnResult:
     """The outcome of a successful (or interrupted) turn.
 
-    ``usage`` is this turn's share; ``context_tokens`` is how full the context window was at the
-    last main-conversation model call, where the CLI tells.
+    ``usage`` is this turn's share. ``context_tokens`` is the prompt size (input including cache
+    reads and writes) of the turn's last main-conversation model call: how full the context
+    window was, as Claude Code's own meter counts it; None where the CLI does not tell.
     """
 
     text: str

@@ -235,7 +235,8 @@ class OpencodeStreamParser:
             for index, count in enumerate(counts):
                 totals[index] += count
             self._raw = MappingProxyType(raw)
-            self._context_tokens = counts[0] + counts[3] - counts[4]
+            # The prompt of the step's model call, as TurnResult.context_tokens defines it.
+            self._context_tokens = counts[0]
         if cost is not None:
             self._cost = cost if self._cost is None else self._cost + cost
         if reason != "tool-calls":

@@ -351,9 +351,9 @@ class PiStreamParser:
         if cost is not None:
             self._cost = cost if self._cost is None else self._cost + cost
         self._usage_raw = MappingProxyType(dict(usage))
-        total = as_count(usage.get("totalTokens")) or tokens.total_tokens
-        if total:
-            self._context_tokens = total
+        if tokens.input_tokens:
+            # The prompt of this model call, as TurnResult.context_tokens defines it.
+            self._context_tokens = tokens.input_tokens
         report = ProviderUsage(
             tokens=tokens,
             total_cost_usd=cost,

@@ -99,7 +99,8 @@ class TestRecordedStreams:
         assert turn.usage.tokens == TokenUsage(input_tokens=100, output_tokens=10, turns=1)
         assert turn.cost_usd == 0.0
         assert turn.usage.cost_source is CostSource.REPORTED
-        assert turn.context_tokens == 110
+        # The last call's prompt: input only, not the output it produced.
+        assert turn.context_tokens == 100
         assert of(events, SessionStarted) == [SessionStarted(turn.session_id)]
         assert len(of(events, Stderr)) == len(rec.stderr_lines)
 
@@ -226,7 +227,7 @@ class TestFrames:
         )
         assert turn.cost_usd == pytest.approx(0.75)
         assert [r.cost_usd for r in of(events, UsageReport)] == [pytest.approx(0.75)]
-        assert turn.context_tokens == 88
+        assert turn.context_tokens == 80
 
     def test_steps_of_a_stream_that_ended_early_are_still_reported(self) -> None:
         turn, events = parse([step_finish("tool-calls", cost=0.1, input=5, output=1)])

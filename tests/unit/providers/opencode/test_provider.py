@@ -58,7 +58,7 @@ class TestRecordedTurnsThroughTheAgent:
         assert result.usage.tokens == TokenUsage(input_tokens=100, output_tokens=10, turns=1)
         assert result.cost_usd == 0.0
         assert result.usage.cost_source is CostSource.REPORTED
-        assert result.context_tokens == 110
+        assert result.context_tokens == 100
         assert recorder.of_type(SessionStarted) == [SessionStarted(result.session_id)]
 
     def test_print_logs_stderr_does_not_disturb_the_turn(self) -> None:

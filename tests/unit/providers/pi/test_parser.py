@@ -290,7 +290,8 @@ class TestFrames:
         assert parsed.cost_usd == pytest.approx(0.025)
         assert parsed.usage.cost_source is CostSource.REPORTED
         assert [r.cost_usd for r in of_type(events, UsageReport)] == [0.0125, 0.0125]
-        assert parsed.context_tokens == 72
+        # The last call's prompt (input with cache folded in), not input plus output.
+        assert parsed.context_tokens == 65
 
     def test_usage_without_cost_is_not_reported(self) -> None:
         parsed, _ = parse(turn(message_end(assistant([], usage={"input": 3, "output": 1}))))
