@@ -33,8 +33,9 @@ def _reject_constant(name: str) -> Any:
 
 
 # One decoder for every call: json.loads with a custom hook builds a new decoder each time,
-# which costs as much as decoding a short line. The decoder holds no per-call state.
-_DECODE = json.JSONDecoder(parse_constant=_reject_constant).decode
+# which costs as much as decoding a short line. The decoder holds no per-call state, and
+# raw_decode skips the two whitespace scans decode() makes (the text is stripped first).
+_RAW_DECODE = json.JSONDecoder(parse_constant=_reject_constant).raw_decode
 
 
 def parse_json_object(line: str | bytes) -> dict[str, Any] | None:
@@ -51,11 +52,11 @@ def parse_json_object(line: str | bytes) -> dict[str, Any] | None:
     elif line.lstrip()[:1] != b"{":
         return None
     try:
-        text = line if isinstance(line, str) else line.decode("utf-8")
-        value = _DECODE(text.strip())
+        text = (line if isinstance(line, str) else line.decode("utf-8")).strip()
+        value, end = _RAW_DECODE(text)
     except (ValueError, RecursionError):
         return None
-    if isinstance(value, dict):
+    if end == len(text) and isinstance(value, dict):
         return cast("dict[str, Any]", value)
     return None
 

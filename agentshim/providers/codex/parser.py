@@ -39,6 +39,7 @@ from agentshim.core.events import (
 from agentshim.core.jsonvalues import as_mapping, str_or_empty
 from agentshim.core.pricing import ModelPricing, PricingTable, cost_usd
 from agentshim.core.provider import ParsedTurn, ParserContext
+from agentshim.core.stream import parse_json_object
 from agentshim.core.usage import CostSource, ProviderUsage, TokenUsage
 
 from ._failures import classify_failure, classify_first
@@ -70,10 +71,6 @@ _STDERR_KEPT = 64
 _STREAM_ENDED_EARLY = (
     "codex's stream ended early: no turn.completed or turn.failed frame was printed"
 )
-
-
-def _reject_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not JSON")
 
 
 # One usage report in the normalized breakdown: input (cache included), cache reads, cache
@@ -144,7 +141,6 @@ class CodexStreamParser:
         self._warned_model: str | None = None
         self._pricing = pricing
         self._prices: dict[str | None, ModelPricing | None] = {}
-        self._decode = json.JSONDecoder(parse_constant=_reject_constant).decode
         self._clock = clock
         self._started_at: dict[str, float] = {}
         self._requested_id: str | None = None
@@ -208,18 +204,12 @@ class CodexStreamParser:
 
     def feed_stdout(self, line: str) -> None:
         """Take one stdout line; a non-JSON line becomes RawOutput, an unknown frame Lifecycle."""
-        frame: object = None
-        if line[:1] == "{" or line.lstrip()[:1] == "{":
-            try:
-                frame = self._decode(line)
-            except (ValueError, RecursionError):
-                frame = None
-        if type(frame) is not dict:
+        payload = parse_json_object(line)
+        if payload is None:
             text = line.rstrip("\r\n")
             if text and not text.isspace():
                 self._emit(RawOutput(text))
             return
-        payload: dict[str, Any] = frame  # pyright: ignore[reportUnknownVariableType]
         kind = payload.get("type")
         if type(kind) is str:
             items = self._item_frames.get(kind)
