@@ -28,7 +28,7 @@ from agentshim.core.failures import kind_from_text
 from agentshim.core.jsonvalues import as_count
 from agentshim.core.pricing import PricingTable, cost_usd
 from agentshim.core.provider import ParsedTurn
-from agentshim.core.stream import ToolTracker
+from agentshim.core.stream import ToolTracker, parse_json_object
 from agentshim.core.usage import CostSource, ProviderUsage, TokenUsage
 
 from .events import TODO_TOOL, plan_from_args, tool_call, tool_result
@@ -36,9 +36,6 @@ from .events import TODO_TOOL, plan_from_args, tool_call, tool_result
 __all__ = ["GeminiStreamParser"]
 
 _PROVIDER = "gemini"
-# One decoder for every line: json.loads would look up its default decoder per call, and
-# raw_decode skips the whitespace scan (lines are stripped and start with "{" here).
-_raw_decode = json.JSONDecoder().raw_decode
 # stderr lines the CLI prints on every run; never the reason a turn failed.
 _NOISE_PREFIXES = (
     "Warning: 256-color support",
@@ -127,15 +124,8 @@ class GeminiStreamParser:
         text = line.rstrip("\r\n")
         if not text:
             return
-        if text[0] != "{":
-            self._emit(RawOutput(text))
-            return
-        try:
-            frame, end = _raw_decode(text)
-        except (ValueError, RecursionError):
-            self._emit(RawOutput(text))
-            return
-        if type(frame) is not dict or (end != len(text) and text[end:].strip()):
+        frame = parse_json_object(text)
+        if frame is None:
             self._emit(RawOutput(text))
             return
         kind = frame.get("type")  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]

@@ -7,7 +7,6 @@ Every frame is ``{"type", "timestamp", "sessionID", "part": {...}}`` (``error`` 
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable, Mapping
 from types import MappingProxyType
@@ -28,6 +27,7 @@ from agentshim.core.events import (
 from agentshim.core.failures import kind_from_status, kind_from_text
 from agentshim.core.jsonvalues import as_amount, as_count, mapping_or_empty
 from agentshim.core.provider import ParsedTurn
+from agentshim.core.stream import parse_json_object
 from agentshim.core.usage import CostSource, ProviderUsage, TokenUsage
 
 from .events import TODO_TOOL, plan_from_args, tool_events
@@ -35,9 +35,6 @@ from .events import TODO_TOOL, plan_from_args, tool_events
 __all__ = ["OpencodeStreamParser", "classify_error", "strip_ansi"]
 
 _PROVIDER = "opencode"
-# One decoder for every line: json.loads would look up its default decoder per call, and
-# raw_decode skips the whitespace scan (lines are stripped and start with "{" here).
-_raw_decode = json.JSONDecoder().raw_decode
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]")
 _MAX_STDERR_KEPT = 64
 
@@ -165,18 +162,11 @@ class OpencodeStreamParser:
         text = line.rstrip("\r\n")
         if not text:
             return
-        if text[0] != "{":
+        frame = parse_json_object(text)
+        if frame is None:
             self._emit(RawOutput(text))
             return
-        try:
-            frame, end = _raw_decode(text)
-        except (ValueError, RecursionError):
-            self._emit(RawOutput(text))
-            return
-        if type(frame) is not dict or (end != len(text) and text[end:].strip()):
-            self._emit(RawOutput(text))
-            return
-        fields = cast("dict[str, Any]", frame)
+        fields = frame
         if self._session_id is None:
             session_id = fields.get("sessionID")
             if isinstance(session_id, str) and session_id:
