@@ -128,12 +128,12 @@ class GeminiStreamParser:
         if frame is None:
             self._emit(RawOutput(text))
             return
-        kind = frame.get("type")  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
+        kind = frame.get("type")
         handler = self._handlers.get(kind) if isinstance(kind, str) else None
         if handler is None:
             self._emit(Lifecycle(f"unknown_frame:{kind}", text[:500]))
             return
-        handler(frame)  # pyright: ignore[reportUnknownArgumentType]
+        handler(frame)
 
     def _on_init(self, frame: dict[str, Any]) -> None:
         session_id = frame.get("session_id")
