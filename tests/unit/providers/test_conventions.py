@@ -136,3 +136,34 @@ class TestScriptedTurnsParseBack:
         assert kinds.count(SessionStarted) == 1
         if provider not in NAMES_SESSION_AT_END:
             assert kinds.index(SessionStarted) < kinds.index(AssistantText)
+
+
+def _recorded_events(provider: str) -> list[AgentEvent]:
+    from tests.unit.providers.fixtures import capture_names, load_capture
+
+    events: list[AgentEvent] = []
+    for folder in ("", "recorded"):
+        for case in capture_names(provider, folder):
+            capture = load_capture(provider, f"{folder}/{case}" if folder else case)
+            parser = (
+                get_plugin(provider)
+                .create_provider()
+                .new_parser(events.append, expect_structured=False)
+            )
+            for line in capture.stdout_lines:
+                parser.feed_stdout(line)
+            for line in capture.stderr_lines:
+                parser.feed_stderr(line)
+            parser.finish()
+    return events
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+class TestRecordedToolEvents:
+    def test_recorded_tool_calls_carry_their_kind(self, provider: str) -> None:
+        events_module = importlib.import_module(f"agentshim.providers.{provider}.events")
+        calls = [e for e in _recorded_events(provider) if isinstance(e, ToolCall)]
+        shell_calls = [c for c in calls if c.tool == events_module.SHELL_TOOL]
+        assert shell_calls, "the recordings should hold at least one shell tool call"
+        assert all(c.kind is ToolKind.COMMAND for c in shell_calls)
+        assert all(c.kind is events_module.tool_kind(c.tool) for c in calls)
