@@ -270,12 +270,6 @@ class AgentSession:
         if cancel:
             handle.terminate()
 
-    @property
-    def cancelled(self) -> bool:
-        """True while the running turn has been asked to stop."""
-        with self._state:
-            return self._cancel_requested
-
     # -- the turn -----------------------------------------------------------------------
 
     def turn(self, request: TurnRequest | str) -> TurnResult:

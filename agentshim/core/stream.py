@@ -45,14 +45,14 @@ def parse_json_object(line: str | bytes) -> dict[str, Any] | None:
     numbers, invalid JSON, NaN/Infinity, nesting too deep to decode, and bytes that are not
     UTF-8 all give None, so a caller can turn the line into a RawOutput event instead.
     """
-    # Most non-JSON lines (banners, progress text) are rejected here without a decode attempt.
-    if isinstance(line, str):
-        if line.lstrip()[:1] != "{":
-            return None
-    elif line.lstrip()[:1] != b"{":
-        return None
     try:
         text = (line if isinstance(line, str) else line.decode("utf-8")).strip()
+    except UnicodeDecodeError:
+        return None
+    # Most non-JSON lines (banners, progress text) are rejected here without a decode attempt.
+    if text[:1] != "{":
+        return None
+    try:
         value, end = _RAW_DECODE(text)
     except (ValueError, RecursionError):
         return None
