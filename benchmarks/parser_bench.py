@@ -23,7 +23,7 @@ import statistics
 import sys
 import time
 from collections import deque
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields
 from pathlib import Path
 
 from agentshim.core.events import AgentEvent
@@ -83,10 +83,13 @@ def time_parser(provider: str, lines: list[str]) -> float:
 
 
 def time_building(events: list[AgentEvent]) -> float:
-    # replace() with no changes runs each event's constructor again, with no parsing around it.
+    # Each event's constructor runs again on its own field values, with no parsing around it.
+    calls = [
+        (type(event), tuple(getattr(event, f.name) for f in fields(event))) for event in events
+    ]
     start = time.process_time()
-    for event in events:
-        replace(event)
+    for build, args in calls:
+        build(*args)
     return time.process_time() - start
 
 

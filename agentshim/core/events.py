@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TextIO, runtime_checkable
 
+from agentshim.core._slots import fast_frozen_init
 from agentshim.core.usage import ProviderUsage
 
 __all__ = [
@@ -55,6 +56,7 @@ class ToolKind(enum.Enum):
     OTHER = "other"
 
 
+@fast_frozen_init
 @dataclass(frozen=True, slots=True)
 class RunStarted:
     """The CLI process is about to start with ``argv``."""
@@ -62,6 +64,7 @@ class RunStarted:
     argv: tuple[str, ...]
 
 
+@fast_frozen_init
 @dataclass(frozen=True, slots=True)
 class RunFinished:
     """The CLI process ended; ``exit_code`` is None when it never produced one (a timeout)."""
@@ -69,6 +72,7 @@ class RunFinished:
     exit_code: int | None
 
 
+@fast_frozen_init
 @dataclass(frozen=True, slots=True)
 class SessionStarted:
     """The provider named the conversation; ``session_id`` resumes it later."""
@@ -76,6 +80,7 @@ class SessionStarted:
     session_id: str
 
 
+@fast_frozen_init
 @dataclass(frozen=True, slots=True)
 class AssistantText:
     """Assistant message text.
@@ -88,6 +93,7 @@ class AssistantText:
     delta: bool = False
 
 
+@fast_frozen_init
 @dataclass(frozen=True, slots=True)
 class Reasoning:
     """Thinking or reasoning text."""
@@ -95,6 +101,7 @@ class Reasoning:
     text: str
 
 
+@fast_frozen_init
 @dataclass(frozen=True, slots=True)
 class ToolCall:
     """The agent invoked a tool."""
@@ -105,6 +112,7 @@ class ToolCall:
     kind: ToolKind = ToolKind.OTHER
 
 
+@fast_frozen_init
 @dataclass(frozen=True, slots=True)
 class ToolResult:
     """A tool finished. A failure has empty stdout, its message on stderr, a nonzero exit_code."""
@@ -123,6 +131,7 @@ class ToolResult:
         return self.exit_code is not None and self.exit_code != 0
 
 
+@fast_frozen_init
 @dataclass(frozen=True, slots=True)
 class PlanItem:
     """One entry of the agent's plan or todo list; ``status`` as the CLI names it."""
@@ -131,6 +140,7 @@ class PlanItem:
     status: str
 
 
+@fast_frozen_init
 @dataclass(frozen=True, slots=True)
 class Plan:
     """The agent's current plan (a todo-list tool call), every item with its status."""
@@ -139,6 +149,7 @@ class Plan:
     tool_id: str | None = None
 
 
+@fast_frozen_init
 @dataclass(frozen=True, slots=True)
 class UsageReport:
     """Provider accounting for the turn (or a step of it)."""
@@ -147,6 +158,7 @@ class UsageReport:
     cost_usd: float | None = None
 
 
+@fast_frozen_init
 @dataclass(frozen=True, slots=True)
 class Lifecycle:
     """Provider plumbing: thread_started, turn_started, api_retry, warning, ...."""
@@ -155,6 +167,7 @@ class Lifecycle:
     detail: str = ""
 
 
+@fast_frozen_init
 @dataclass(frozen=True, slots=True)
 class Stderr:
     """One line the CLI wrote to stderr (without its newline)."""
@@ -162,6 +175,7 @@ class Stderr:
     text: str
 
 
+@fast_frozen_init
 @dataclass(frozen=True, slots=True)
 class RawOutput:
     """One stdout line that was not a provider event (without its newline)."""
@@ -169,6 +183,7 @@ class RawOutput:
     text: str
 
 
+@fast_frozen_init
 @dataclass(frozen=True, slots=True)
 class ProviderError:
     """The provider reported an error (it may or may not end the turn)."""
@@ -177,6 +192,7 @@ class ProviderError:
     fatal: bool = False
 
 
+@fast_frozen_init
 @dataclass(frozen=True, slots=True)
 class TurnInterrupted:
     """The running turn was interrupted on request; its result is marked interrupted."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable, Mapping
-from typing import Any, NamedTuple, cast
+from typing import Any, NamedTuple
 
 from agentshim.core.errors import AgentShimError
 
@@ -32,10 +32,15 @@ def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not JSON")
 
 
-# One decoder for every call: json.loads with a custom hook builds a new decoder each time,
-# which costs as much as decoding a short line. The decoder holds no per-call state, and
-# raw_decode skips the two whitespace scans decode() makes (the text is stripped first).
-_RAW_DECODE = json.JSONDecoder(parse_constant=_reject_constant).raw_decode
+# One scanner for every call: json.loads with a custom hook builds a new decoder each time,
+# which costs as much as decoding a short line. Calling the decoder's C scanner directly also
+# skips the Python layers of json.loads (two whitespace scans and two wrapper calls): the text
+# is stripped first, so the value must start at 0 and end at the end. The scanner keeps no
+# state between calls.
+# (JSONDecoder sets scan_once in __init__ and the type stubs do not declare it.)
+_SCAN_ONCE: Callable[[str, int], tuple[Any, int]] = vars(
+    json.JSONDecoder(parse_constant=_reject_constant)
+)["scan_once"]
 
 
 def parse_json_object(line: str | bytes) -> dict[str, Any] | None:
@@ -53,11 +58,11 @@ def parse_json_object(line: str | bytes) -> dict[str, Any] | None:
     if text[:1] != "{":
         return None
     try:
-        value, end = _RAW_DECODE(text)
-    except (ValueError, RecursionError):
+        value, end = _SCAN_ONCE(text, 0)
+    except (ValueError, RecursionError, StopIteration):
         return None
-    if end == len(text) and isinstance(value, dict):
-        return cast("dict[str, Any]", value)
+    if end == len(text) and type(value) is dict:
+        return value  # pyright: ignore[reportUnknownVariableType]
     return None
 
 

@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
+from agentshim.core._slots import fast_frozen_init
+
 __all__ = ["CostSource", "ProviderUsage", "TokenUsage", "TokenWeights"]
 
 _COUNT_FIELDS = (
@@ -28,6 +30,7 @@ _COUNT_FIELDS = (
 )
 
 
+@fast_frozen_init
 @dataclass(frozen=True, slots=True)
 class TokenUsage:
     """Token counts in the normalized breakdown; adds field-wise into session totals.
@@ -139,6 +142,7 @@ class TokenUsage:
         return cls(**values)
 
 
+@fast_frozen_init
 @dataclass(frozen=True, slots=True)
 class TokenWeights:
     """Relative weight of each token class, for comparing usage in one number.
@@ -182,6 +186,7 @@ def _empty_raw() -> Mapping[str, Any]:
     return MappingProxyType({})
 
 
+@fast_frozen_init
 @dataclass(frozen=True, slots=True)
 class ProviderUsage:
     """One turn's accounting as a provider reported it, normalized.

@@ -1,0 +1,128 @@
+"""fast_frozen_init: the same constructor a frozen slotted dataclass has, only cheaper."""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import pickle
+from dataclasses import dataclass, field
+
+import pytest
+
+from agentshim.core._slots import fast_frozen_init
+from agentshim.core.events import Lifecycle, ToolCall
+from agentshim.core.usage import ProviderUsage, TokenUsage
+
+
+def _tags() -> list[str]:
+    return ["fresh"]
+
+
+@dataclass(frozen=True, slots=True)
+class Plain:
+    name: str
+    count: int = 1
+    tags: list[str] = field(default_factory=_tags)
+    note: str | None = field(default=None, kw_only=True)
+
+
+@fast_frozen_init
+@dataclass(frozen=True, slots=True)
+class Fast:
+    name: str
+    count: int = 1
+    tags: list[str] = field(default_factory=_tags)
+    note: str | None = field(default=None, kw_only=True)
+
+
+@fast_frozen_init
+@dataclass(frozen=True, slots=True)
+class Checked:
+    value: int
+
+    def __post_init__(self) -> None:
+        if self.value < 0:
+            raise ValueError("value must not be negative")
+
+
+def test_the_signature_is_the_dataclass_one() -> None:
+    assert str(inspect.signature(Fast)) == str(inspect.signature(Plain))
+    assert Fast.__init__.__qualname__ == "Fast.__init__"
+
+
+@pytest.mark.parametrize(
+    ("args", "kwargs"),
+    [
+        (("a",), {}),
+        (("a", 3), {}),
+        (("a", 3, ["x"]), {"note": "n"}),
+        ((), {"name": "a", "tags": [], "note": None}),
+    ],
+)
+def test_values_are_stored_as_the_dataclass_stores_them(
+    args: tuple[object, ...], kwargs: dict[str, object]
+) -> None:
+    fast = Fast(*args, **kwargs)  # pyright: ignore[reportArgumentType]
+    plain = Plain(*args, **kwargs)  # pyright: ignore[reportArgumentType]
+    assert dataclasses.astuple(fast) == dataclasses.astuple(plain)
+    assert repr(fast).removeprefix("Fast") == repr(plain).removeprefix("Plain")
+
+
+def test_a_factory_default_is_fresh_for_each_instance() -> None:
+    first, second = Fast("a"), Fast("b")
+    assert first.tags == ["fresh"]
+    assert first.tags is not second.tags
+
+
+def test_bad_calls_fail_as_they_would_without_it() -> None:
+    with pytest.raises(TypeError):
+        Fast()  # pyright: ignore[reportCallIssue]
+    with pytest.raises(TypeError):
+        Fast("a", 1, [], None)  # pyright: ignore[reportCallIssue]
+    with pytest.raises(TypeError):
+        Fast("a", nope=1)  # pyright: ignore[reportCallIssue]
+
+
+def test_instances_stay_frozen_comparable_and_picklable() -> None:
+    value = Fast("a", 2)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        value.name = "b"  # pyright: ignore[reportAttributeAccessIssue]
+    assert value == Fast("a", 2)
+    assert hash(Lifecycle("k", "d")) == hash(Lifecycle("k", "d"))
+    assert pickle.loads(pickle.dumps(value)) == value
+    assert dataclasses.replace(value, count=5) == Fast("a", 5)
+
+
+def test_post_init_still_runs() -> None:
+    assert Checked(1).value == 1
+    with pytest.raises(ValueError, match="negative"):
+        Checked(-1)
+    with pytest.raises(ValueError, match="reasoning"):
+        TokenUsage(output_tokens=1, reasoning_output_tokens=2)
+
+
+def test_the_library_values_keep_their_defaults() -> None:
+    assert ProviderUsage().tokens == TokenUsage()
+    assert ProviderUsage().raw == {}
+    call = ToolCall("id", "Bash", {"command": "ls"})
+    assert call == ToolCall(tool_id="id", tool="Bash", args={"command": "ls"})
+
+
+def test_classes_it_cannot_speed_up_are_left_alone() -> None:
+    @dataclass(frozen=True)
+    class NoSlots:
+        name: str
+
+    @dataclass(slots=True)
+    class Mutable:
+        name: str
+
+    @dataclass(frozen=True, slots=True)
+    class Derived:
+        name: str
+        size: int = field(init=False, default=0)
+
+    for cls in (NoSlots, Mutable, Derived):
+        before = cls.__init__
+        assert fast_frozen_init(cls) is cls
+        assert cls.__init__ is before
