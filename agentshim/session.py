@@ -276,7 +276,8 @@ class Session:
         Raises:
             SessionStateError: closed session, a turn already running, a stale or reused ticket.
             TurnCancelledError: ``interrupt()`` arrived before the turn started.
-            ContinuityError: a strict turn whose conversation the session no longer holds.
+            ContinuityError: a strict turn whose conversation the session no longer holds, or a
+                strict or pinned turn the provider answered in another conversation.
             AgentShimError: the turn failed for good (the last attempt's error).
         """
         with self._lock:
@@ -650,4 +651,13 @@ def _closed_error() -> SessionStateError:
 def _refusal_error(command: RefuseTurn) -> Exception:
     if command.reason is Refusal.CLOSED:
         return _closed_error()
+    if command.reason is Refusal.CONVERSATION_LOST:
+        return ContinuityError(
+            command.expected,
+            command.actual,
+            f"the turn ran, but the provider answered in a new conversation {command.actual!r} "
+            f"instead of continuing {command.expected!r} (it may no longer exist); the session "
+            "keeps the conversation this strict or pinned turn required. Adopt the new "
+            "conversation to continue there, or forget this one and start fresh",
+        )
     return ContinuityError(command.expected, command.actual)

@@ -24,7 +24,11 @@ The rules, per turn:
   strict or pinned; an interrupted success counts no turn toward renewal;
 * idle longer than ``idle_release_after`` when a turn is prepared: close the live
   conversation but keep its id, so the next turn reopens it by id;
-* a failure that names a new conversation id adopts it first (except a refused resume).
+* a failure that names a new conversation id adopts it first (except a refused resume);
+* a resumed attempt the provider answers in another conversation (Codex starts a new thread
+  when ``resume`` matches nothing, and exits 0) is not a continuation: the new conversation is
+  adopted and a success reports continuity REPLACED; a strict or pinned turn instead keeps
+  its conversation and fails with ``RefuseTurn(Refusal.CONVERSATION_LOST)``.
 """
 
 from __future__ import annotations
@@ -226,6 +230,8 @@ class TurnProgress:
     """The current attempt continues a conversation the session already named."""
     retries: int = 0
     replaced: bool = False
+    switched: bool = False
+    """The provider answered a resumed attempt in another conversation (continuity REPLACED)."""
     attempted: bool = False
     """Some attempt has already reported a result (so a cancel fails with its error)."""
 
@@ -442,11 +448,18 @@ class Refusal(enum.Enum):
 
     CLOSED = "closed"
     CONTINUITY = "continuity"
+    CONVERSATION_LOST = "conversation_lost"
+    """A strict or pinned turn ran, but the provider answered in another conversation."""
 
 
 @dataclass(frozen=True, slots=True)
 class RefuseTurn:
-    """Nothing runs: the session is closed, or a strict turn expected another conversation."""
+    """The turn is refused.
+
+    CLOSED and CONTINUITY come before anything runs. CONVERSATION_LOST ends a strict or pinned
+    turn that ran but was answered in ``actual`` instead of the ``expected`` conversation,
+    which the session keeps.
+    """
 
     reason: Refusal
     expected: str | None = None
@@ -568,29 +581,39 @@ class SessionPolicy:
     def _opened(self, state: PolicyState, event: Opened) -> Step:
         _expect(state, event, Phase.OPENING)
         commands: list[Command] = []
-        if event.conversation_id is not None and event.conversation_id != state.conversation_id:
-            state = _adopt_named(state, event.conversation_id, commands)
+        state = replace(state, live=True)
+        named = event.conversation_id
+        if named is not None and named != state.conversation_id:
+            if _must_keep(state):
+                return _lost(state, state.last_active, named)
+            state = _answered_elsewhere(state, named, commands)
         turn = _turn(state)
-        state = replace(state, live=True, phase=Phase.EXECUTING)
+        state = replace(state, phase=Phase.EXECUTING)
         commands.append(ExecuteTurn(resumed=turn.resumed, attempt=turn.retries + 1))
         return state, tuple(commands)
 
     def _succeeded(self, state: PolicyState, event: Succeeded) -> Step:
         _expect(state, event, Phase.EXECUTING)
         turn = _turn(state)
-        conversation_id = event.conversation_id or state.conversation_id
+        named = event.conversation_id
+        commands: list[Command] = []
+        if named is not None and named != state.conversation_id:
+            if _must_keep(state):
+                return _lost(state, event.now, named)
+            state = _answered_elsewhere(state, named, commands)
+            turn = _turn(state)
+        conversation_id = named or state.conversation_id
         same = conversation_id == state.conversation_id
         turns = state.turns if same else 0
         if not event.interrupted:
             turns += 1
         usage = event.usage if event.usage is not None else (state.usage if same else None)
-        if turn.replaced:
+        if turn.replaced or turn.switched:
             continuity = Continuity.REPLACED
         elif turn.cold_start:
             continuity = Continuity.RESET
         else:
             continuity = Continuity.CONTINUED
-        commands: list[Command] = []
         state = replace(
             state,
             phase=Phase.IDLE,
@@ -640,7 +663,7 @@ class SessionPolicy:
             and event.conversation_id is not None
             and event.conversation_id != state.conversation_id
         ):
-            state = _adopt_named(state, event.conversation_id, commands)
+            state = _answered_elsewhere(state, event.conversation_id, commands)
         turn = replace(_turn(state), attempted=True)
         state = replace(state, turn=turn)
         holds = turn.holds_conversation
@@ -769,6 +792,52 @@ def _adopt_named(state: PolicyState, conversation_id: str, commands: list[Comman
     """The provider named a conversation the session did not hold: keep and checkpoint it."""
     commands.append(SaveCheckpoint(conversation_id, None, 0))
     return replace(state, conversation_id=conversation_id, usage=None, turns=0, reset_pending=False)
+
+
+def _answered_elsewhere(
+    state: PolicyState, conversation_id: str, commands: list[Command]
+) -> PolicyState:
+    """The provider named a conversation the session did not hold.
+
+    A fresh attempt's new id is simply adopted. A resumed attempt answered elsewhere lost its
+    conversation: an ordinary turn adopts the new one (continuity REPLACED), while a strict or
+    pinned turn keeps the one it holds.
+    """
+    turn = state.turn
+    if turn is None or not turn.resumed:
+        return _adopt_named(state, conversation_id, commands)
+    commands.append(_lost_notice(state.conversation_id, conversation_id))
+    if turn.holds_conversation:
+        # The live conversation now follows the other one; reopen the held one by id.
+        if state.live:
+            commands.append(CloseConversation())
+        return replace(state, live=False)
+    state = _adopt_named(state, conversation_id, commands)
+    return replace(state, turn=replace(turn, switched=True, resumed=False))
+
+
+def _must_keep(state: PolicyState) -> bool:
+    """A strict or pinned turn is continuing the conversation the session holds."""
+    turn = _turn(state)
+    return turn.resumed and turn.holds_conversation
+
+
+def _lost(state: PolicyState, now: float | None, named: str) -> Step:
+    """End a strict or pinned turn answered in another conversation, keeping the held one."""
+    expected = state.conversation_id
+    commands: list[Command] = [_lost_notice(expected, named)]
+    if state.live:
+        commands.append(CloseConversation())
+    state = replace(state, phase=Phase.IDLE, turn=None, live=False, last_active=now)
+    commands.append(RefuseTurn(Refusal.CONVERSATION_LOST, expected=expected, actual=named))
+    return state, tuple(commands)
+
+
+def _lost_notice(expected: str | None, actual: str) -> Notify:
+    return Notify(
+        "conversation_lost",
+        f"resumed {expected} but the provider answered in another conversation, {actual}",
+    )
 
 
 def _forget(state: PolicyState, commands: list[Command], kind: str, why: str) -> PolicyState:

@@ -72,6 +72,7 @@ class PolicyMachine(RuleBasedStateMachine):
         self.holds = False
         self.held: str | None = None
         self.resume_refused_in_run = False
+        self.switched_in_run = False
         self.closed = False
 
     @initialize(
@@ -144,9 +145,11 @@ class PolicyMachine(RuleBasedStateMachine):
         self.terminals += 1
         assert self.terminals == 1, "a run ended twice"
         if isinstance(command, FinishTurn) and command.continuity is Continuity.REPLACED:
-            assert self.resume_refused_in_run, "REPLACED without a refused resume"
+            assert self.resume_refused_in_run or self.switched_in_run, (
+                "REPLACED without a refused resume or a resume answered elsewhere"
+            )
         if self.holds and self.held is not None:
-            assert self.state.conversation_id is not None, "a held conversation was lost"
+            assert self.state.conversation_id == self.held, "a held conversation was lost"
         self.in_run = False
         self.awaiting = None
 
@@ -181,6 +184,7 @@ class PolicyMachine(RuleBasedStateMachine):
         self.terminals = 0
         self.waits = 0
         self.resume_refused_in_run = False
+        self.switched_in_run = False
         self.holds = expected is not None or pin
         self.held = self.state.conversation_id
         commands = self.feed(Start(f"t{self.now}", self.now, expected, pin))
@@ -243,28 +247,40 @@ class PolicyMachine(RuleBasedStateMachine):
         choice = data.draw(st.sampled_from(choices), label="response")
         if choice == "opened":
             self.live = True
-            self.feed(Opened(data.draw(MAYBE_ID, label="named")))
+            named = data.draw(MAYBE_ID, label="named")
+            elsewhere = self.answered_elsewhere(named)
+            commands = self.feed(Opened(named))
+            self.check_answer_elsewhere(elsewhere, named, commands)
         elif choice == "succeeded":
             self.now += 1
+            named = data.draw(MAYBE_ID, label="named")
+            elsewhere = self.answered_elsewhere(named)
             event = Succeeded(
                 self.now,
-                data.draw(MAYBE_ID, label="named"),
+                named,
                 None,
                 data.draw(st.booleans(), label="interrupted"),
                 data.draw(st.integers(0, 2000), label="tokens"),
                 data.draw(st.floats(0, 100), label="duration"),
             )
-            assert isinstance(self.feed(event)[-1], FinishTurn)
+            commands = self.feed(event)
+            if not self.check_answer_elsewhere(elsewhere, named, commands):
+                assert isinstance(commands[-1], FinishTurn)
+                if elsewhere:
+                    assert commands[-1].continuity is Continuity.REPLACED
         elif choice == "failed":
             outcome = data.draw(OUTCOMES, label="outcome")
             if outcome is FailureOutcome.RESUME_REFUSED:
                 self.resume_refused_in_run = True
             self.now += 1
+            named = data.draw(MAYBE_ID, label="named")
+            if outcome is not FailureOutcome.RESUME_REFUSED and self.answered_elsewhere(named):
+                self.switched_in_run = not self.holds
             self.feed(
                 Failed(
                     self.now,
                     outcome,
-                    data.draw(MAYBE_ID, label="named"),
+                    named,
                     retry_after_s=data.draw(st.none() | st.floats(0, 2000), label="hint"),
                     sample=data.draw(st.floats(0, 1, exclude_max=True), label="sample"),
                 )
@@ -273,6 +289,29 @@ class PolicyMachine(RuleBasedStateMachine):
             assert isinstance(self.feed(Cancelled(self.now))[-1], FailTurn)
         else:
             assert isinstance(self.feed(Abort(self.now))[-1], FailTurn)
+
+    def answered_elsewhere(self, named: str | None) -> bool:
+        """Whether a result naming ``named`` answers a resumed attempt in another conversation."""
+        turn = self.state.turn
+        assert turn is not None
+        return turn.resumed and named is not None and named != self.state.conversation_id
+
+    def check_answer_elsewhere(
+        self, elsewhere: bool, named: str | None, commands: tuple[Command, ...]
+    ) -> bool:
+        """A held turn answered elsewhere ends refused, keeping its conversation; True if so."""
+        if not elsewhere:
+            return False
+        notices = [c for c in commands if isinstance(c, Notify)]
+        assert any(n.kind == "conversation_lost" for n in notices)
+        if not self.holds:
+            self.switched_in_run = True
+            return False
+        assert commands[-1] == RefuseTurn(
+            Refusal.CONVERSATION_LOST, expected=self.held, actual=named
+        )
+        assert self.state.conversation_id == self.held
+        return True
 
     @rule(event=st.sampled_from(["opened", "succeeded", "waited", "start", "adopt"]))
     def an_impossible_event_is_refused(self, event: str) -> None:
