@@ -19,6 +19,9 @@
       McpConfigError              an MCP config file is unreadable, unwritable, or not an object
       ProcessClosedError          a long-lived process's stdin is closed or the process is gone
       InvalidSessionIdError       a session id that may not reach argv or a path
+      InvalidRequestError         a request that cannot be carried out as given (also ValueError)
+      LineTooLongError            (core.stream) a line of output over the size limit
+      UnknownProviderError        (providers) no provider by that name (also KeyError)
 
 Every error's message says what happened and what the caller can do about it. Structured
 fields are attributes. Every error survives pickling: ``__reduce__`` rebuilds it from its
@@ -42,6 +45,7 @@ __all__ = [
     "CliTimeoutError",
     "ContinuityError",
     "FailureKind",
+    "InvalidRequestError",
     "InvalidSessionIdError",
     "McpConfigError",
     "NoRunningTurnError",
@@ -292,7 +296,12 @@ class CliTimeoutError(TurnTimeoutError):
 
 
 class ContinuityError(AgentShimError):
-    """A turn required a conversation the session does not hold; nothing was run."""
+    """A turn required a conversation the session does not hold.
+
+    Raised before anything runs when the session holds another conversation, and after a
+    strict or pinned turn that the provider answered in another conversation (``actual``);
+    the session then still holds ``expected``.
+    """
 
     def __init__(
         self, expected: str | None, actual: str | None, message: str | None = None
@@ -372,6 +381,24 @@ class InvalidSessionIdError(AgentShimError):
 
     def _state(self) -> dict[str, Any]:
         return {"session_id": self.session_id, "message": self.message}
+
+
+class InvalidRequestError(AgentShimError, ValueError):
+    """A request agentshim cannot carry out as given, refused before anything ran.
+
+    Examples: a timeout that is not a positive finite number of seconds, a NUL byte in an
+    argument, an environment variable or a working directory, a relative path where an
+    absolute one is required. ``field`` names what was wrong. It is also a ValueError, so code
+    written against the standard library's checks still catches it.
+    """
+
+    def __init__(self, field: str, problem: str, message: str | None = None) -> None:
+        super().__init__(message or f"invalid {field}: {problem}")
+        self.field = field
+        self.problem = problem
+
+    def _state(self) -> dict[str, Any]:
+        return {"field": self.field, "problem": self.problem, "message": self.message}
 
 
 def _last_line(text: str) -> str:
