@@ -22,6 +22,7 @@ from agentshim.core.errors import (
     SchemaDialectError,
     SessionResumeError,
     SessionStateError,
+    TurnCancelledError,
     TurnFailedError,
 )
 from agentshim.core.events import (
@@ -415,6 +416,17 @@ class AgentSession:
     def _raise_failure(
         self, argv: list[str], outcome: CommandResult, parsed: ParsedTurn, *, resumed: bool
     ) -> None:
+        with self._state:
+            cancelled = self._cancel_requested
+        if cancelled:
+            # The caller stopped the CLI: whatever it printed on the way out (a resumed Claude
+            # turn looks like a lost conversation) says nothing about the conversation.
+            self._adopt_from(parsed)
+            raise TurnCancelledError(
+                f"the turn was cancelled while {argv[0]} ran (exit {outcome.returncode}); "
+                "the conversation is intact: run another turn in this session to continue",
+                returncode=outcome.returncode,
+            )
         error = CliExitError(
             argv,
             outcome.returncode,

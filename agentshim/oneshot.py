@@ -25,6 +25,7 @@ from agentshim.core.errors import (
     CliNotFoundError,
     ProviderCapabilityError,
     SessionStateError,
+    TurnCancelledError,
 )
 from agentshim.core.events import AgentEvent, AssistantText, TurnInterrupted
 from agentshim.core.permissions import NativeMode
@@ -223,7 +224,7 @@ class OneShotConversation:
                 resumed=resumed,
                 usage=ProviderUsage(provider=self._agent.profile.name, increment_known=False),
                 duration_ms=int((time.monotonic() - started) * 1000),
-                exit_code=error.returncode if isinstance(error, CliExitError) else -1,
+                exit_code=_exit_code(error),
                 interrupted=True,
             )
         finally:
@@ -325,3 +326,10 @@ def _first_line(text: str) -> str:
         if line.strip():
             return line.strip()
     return ""
+
+
+def _exit_code(error: AgentShimError) -> int:
+    """The stopped CLI's exit status, or -1 when the error carries none."""
+    if isinstance(error, (CliExitError, TurnCancelledError)) and error.returncode is not None:
+        return error.returncode
+    return -1

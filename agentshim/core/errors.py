@@ -13,7 +13,7 @@
       ContinuityError             a turn required a conversation the session does not hold
       SessionStateError           closed session, second concurrent turn, stale or reused ticket
         NoRunningTurnError        steer() with no turn running
-      TurnCancelledError          an interrupt arrived before the turn could start
+      TurnCancelledError          the turn was cancelled (before it started, or while it ran)
       ProviderCapabilityError     the provider cannot do what the request asked
         SchemaDialectError        problems: list of every dialect problem found
       McpConfigError              an MCP config file is unreadable, unwritable, or not an object
@@ -62,6 +62,18 @@ __all__ = [
 
 #: How much of a failed CLI's stdout and stderr a CliExitError keeps (characters, each).
 EXIT_OUTPUT_TAIL_CHARS = 64 * 1024
+
+
+#: How much of a failure's own words (``detail``) an error keeps, and how much its message quotes.
+DETAIL_CHARS = 64 * 1024
+MESSAGE_QUOTE_CHARS = 2000
+
+
+def _bounded_head(text: str, limit: int) -> str:
+    # An error's own words lead with what matters, so the start is kept.
+    if len(text) <= limit:
+        return text
+    return text[:limit] + "[...truncated...]"
 
 
 def bounded_tail(text: str, limit: int = EXIT_OUTPUT_TAIL_CHARS) -> str:
@@ -156,7 +168,7 @@ class TurnFailedError(AgentShimError):
     ) -> None:
         super().__init__(message)
         self.kind = kind
-        self.detail = detail
+        self.detail = _bounded_head(detail, DETAIL_CHARS)
         self.retry_after_s = retry_after_s
 
     def _state(self) -> dict[str, Any]:
@@ -192,7 +204,8 @@ class CliExitError(TurnFailedError):
         self.stderr = bounded_tail(stderr)
         if message is None:
             program = self.argv[0] if self.argv else "the CLI"
-            said = detail or _last_line(self.stderr) or "no error text"
+            said = _bounded_head(detail, MESSAGE_QUOTE_CHARS) or _last_line(self.stderr)
+            said = said or "no error text"
             message = f"{program} failed (exit {returncode}, {kind.value}): {said}; {_advice(kind)}"
         super().__init__(message, kind=kind, detail=detail, retry_after_s=retry_after_s)
 
@@ -327,7 +340,19 @@ class NoRunningTurnError(SessionStateError):
 
 
 class TurnCancelledError(AgentShimError):
-    """An interrupt arrived before the turn could start; nothing ran."""
+    """The turn was cancelled: before it started (nothing ran), or while its CLI ran.
+
+    ``returncode`` is the stopped CLI's exit status (``-15`` after SIGTERM), or None when no
+    process ran. A cancel is the caller's own request, never a sign that the conversation is
+    gone: its session id stays valid.
+    """
+
+    def __init__(self, message: str, returncode: int | None = None) -> None:
+        super().__init__(message)
+        self.returncode = returncode
+
+    def _state(self) -> dict[str, Any]:
+        return {"message": self.message, "returncode": self.returncode}
 
 
 class ProviderCapabilityError(AgentShimError):

@@ -220,6 +220,10 @@ class ProviderUsage:
             model=other.model or self.model,
         )
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        # ``raw`` is a read-only view, which cannot be pickled; its contents can.
+        return (ProviderUsage.from_dict, (self.to_dict(),))
+
     def to_dict(self) -> dict[str, Any]:
         """Return a JSON-ready dict; ``from_dict`` reverses it."""
         return {

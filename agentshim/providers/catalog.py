@@ -3,25 +3,31 @@
 from __future__ import annotations
 
 import importlib
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
+from typing import Any
 
+from agentshim.core.errors import AgentShimError
 from agentshim.core.plugin import ProviderPlugin
 
 __all__ = ["LazyPlugin", "ProviderCatalog", "UnknownProviderError"]
 
 
-class UnknownProviderError(KeyError):
-    """No provider of that name is in the catalog."""
+class UnknownProviderError(AgentShimError, KeyError):
+    """No provider of that name is in the catalog (also a KeyError, as a failed lookup)."""
 
-    def __init__(self, name: str, known: tuple[str, ...]) -> None:
-        super().__init__(name)
+    def __init__(self, name: str, known: Sequence[str], message: str | None = None) -> None:
+        super().__init__(
+            message
+            or f"unknown provider {name!r}; known providers: {', '.join(known)}. Check the "
+            "spelling, or install the package that registers it and use providers.discover()"
+        )
         self.name = name
-        self.known = known
+        self.known = tuple(known)
 
-    def __str__(self) -> str:
-        return f"unknown provider {self.name!r}; known providers: {', '.join(self.known)}"
+    def _state(self) -> dict[str, Any]:
+        return {"name": self.name, "known": self.known, "message": self.message}
 
 
 @dataclass(frozen=True, slots=True)

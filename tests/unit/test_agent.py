@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+import signal
 import threading
 import time
 from pathlib import Path
@@ -13,9 +14,11 @@ from agentshim import (
     CliCheckError,
     CliNotFoundError,
     OutputSchema,
+    SessionResumeError,
     SessionStateError,
     StdioMcpServer,
     TokenUsage,
+    TurnCancelledError,
     TurnRequest,
 )
 from agentshim.core.events import AgentEvent, RunFinished, RunStarted, SessionStarted
@@ -28,7 +31,9 @@ from agentshim.testing import (
     scripted_turn,
 )
 
-BINARIES = {"claude": "/opt/bin/claude", "codex": "/opt/bin/codex"}
+BINARIES = {
+    name: f"/opt/bin/{name}" for name in ("claude", "codex", "gemini", "opencode", "copilot", "pi")
+}
 
 
 def make(runs: object, provider: str = "claude", **kwargs: object) -> tuple[CliAgent, FakeExecutor]:
@@ -216,6 +221,30 @@ class TestConcurrency:
         worker.join(5)
         assert session.session_id == "s"
 
+    @pytest.mark.parametrize("provider", ["claude", "codex", "gemini", "opencode", "copilot", "pi"])
+    def test_cancelling_a_resumed_turn_keeps_the_conversation(self, provider: str) -> None:
+        holder: list[AgentSession] = []
+
+        class CancelOnFirstEvent:
+            def on_event(self, event: AgentEvent) -> None:
+                if not isinstance(event, RunStarted) and holder:
+                    holder.pop().cancel(grace_s=0.01)
+
+        agent, fake = make(
+            scripted_turn(provider, text="a", session_id="sess-1"),
+            provider,
+            event_handler=CancelOnFirstEvent(),
+        )
+        session = agent.start_session(session_id="sess-1")
+        holder.append(session)
+        with pytest.raises(TurnCancelledError) as raised:
+            session.turn("x")
+        assert not isinstance(raised.value, SessionResumeError)
+        assert raised.value.returncode == -signal.SIGTERM
+        assert "intact" in str(raised.value)
+        assert fake.handles[0].terminated
+        assert session.session_id == "sess-1"
+
     def test_cancel_before_the_process_exists_is_honoured(self) -> None:
         holder: list[AgentSession] = []
 
@@ -230,8 +259,9 @@ class TestConcurrency:
         )
         session = agent.start_session()
         holder.append(session)
-        with pytest.raises(Exception):
+        with pytest.raises(TurnCancelledError) as raised:
             session.turn("x")
+        assert raised.value.returncode == -signal.SIGTERM
         assert fake.handles[0].terminated
         # The request does not leak into the next turn.
         fake2 = FakeExecutor(scripted_turn("claude", text="b", session_id="s"), binaries=BINARIES)

@@ -13,6 +13,7 @@ from agentshim.core.errors import (
     CliTimeoutError,
     ContinuityError,
     FailureKind,
+    InvalidRequestError,
     InvalidSessionIdError,
     McpConfigError,
     NoRunningTurnError,
@@ -26,6 +27,7 @@ from agentshim.core.errors import (
     TurnTimeoutError,
 )
 from agentshim.core.provider import ParsedTurn
+from agentshim.core.usage import ProviderUsage, TokenUsage
 
 SAMPLES: list[AgentShimError] = [
     AgentShimError("boom"),
@@ -40,11 +42,23 @@ SAMPLES: list[AgentShimError] = [
     SessionStateError("closed"),
     NoRunningTurnError("no turn"),
     TurnCancelledError("cancelled"),
+    TurnCancelledError("cancelled while it ran", returncode=-15),
     ProviderCapabilityError("no schema"),
     SchemaDialectError(["/: root must be an object", "/a: missing additionalProperties"]),
     McpConfigError("/tmp/.mcp.json", "not an object"),
     ProcessClosedError("stdin closed"),
     InvalidSessionIdError("../etc"),
+    InvalidRequestError("timeout", "must be a positive number of seconds, got 0"),
+    CliTimeoutError(
+        ["codex"],
+        1.0,
+        ParsedTurn(
+            text="partial",
+            session_id="s",
+            usage=ProviderUsage(TokenUsage(input_tokens=3, output_tokens=1), provider="codex"),
+        ),
+    ),
+    CliTimeoutError(["pi"], 1.0, ParsedTurn(usage=ProviderUsage())),
 ]
 
 
@@ -86,6 +100,14 @@ class TestFields:
         assert len(error.stdout) < 70 * 1024
         assert error.stdout.endswith("END")
         assert len(error.stderr) < 70 * 1024
+
+    def test_a_huge_detail_is_bounded_in_the_error_and_its_message(self) -> None:
+        detail = "API Error: 400 " + "x" * 10_000_000
+        error = CliExitError(["claude"], 1, kind=FailureKind.CONTEXT_OVERFLOW, detail=detail)
+        assert error.detail.startswith("API Error: 400")
+        assert len(error.detail) < 70 * 1024
+        assert len(str(error)) < 3000
+        assert "API Error: 400" in str(error)
 
     def test_exit_error_message_says_what_and_what_to_do(self) -> None:
         error = CliExitError(["codex"], 2, stderr="rate limited\n", kind=FailureKind.TRANSIENT)

@@ -1,9 +1,12 @@
 from __future__ import annotations
 
+import pickle
 from importlib.metadata import EntryPoint
 
 import pytest
 
+from agentshim.agent import CliAgent
+from agentshim.core.errors import AgentShimError
 from agentshim.core.plugin import ProviderPlugin
 from agentshim.providers import (
     DEFAULT_CATALOG,
@@ -32,6 +35,15 @@ class TestCatalog:
     def test_unknown_name_lists_the_known_ones(self) -> None:
         with pytest.raises(UnknownProviderError, match="claude"):
             get_provider("nope")
+
+    def test_an_unknown_name_is_an_agentshim_error_and_a_key_error(self) -> None:
+        with pytest.raises(AgentShimError) as raised:
+            CliAgent("nope")
+        error = raised.value
+        assert isinstance(error, UnknownProviderError)
+        assert isinstance(error, KeyError)
+        copy = pickle.loads(pickle.dumps(error))
+        assert (copy.name, copy.known, str(copy)) == (error.name, error.known, str(error))
 
     def test_with_plugin_returns_a_new_catalog(self) -> None:
         extra = LazyPlugin("claude2", "agentshim.providers.claude.plugin:PLUGIN")
