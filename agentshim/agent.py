@@ -6,6 +6,7 @@ importing the catalog, which ``core/`` may not do.
 
 from __future__ import annotations
 
+import math
 import os
 import threading
 import time
@@ -18,6 +19,7 @@ from agentshim.core.errors import (
     CliExitError,
     CliTimeoutError,
     FailureKind,
+    InvalidRequestError,
     ProviderCapabilityError,
     SchemaDialectError,
     SessionResumeError,
@@ -457,6 +459,11 @@ class _PreparedTurn:
         self.request = request
         self.cwd = request.cwd if request.cwd is not None else session.cwd
         self.timeout = request.timeout if request.timeout is not None else session.timeout
+        if self.timeout is not None and not _is_positive_seconds(self.timeout):
+            raise InvalidRequestError(
+                "timeout",
+                f"must be a positive, finite number of seconds (or None), got {self.timeout!r}",
+            )
         self.env = {**agent.env, **(request.env or {})}
         if request.reasoning_effort is not None and not profile.supports_reasoning_effort:
             raise ProviderCapabilityError(
@@ -523,3 +530,13 @@ class _PreparedTurn:
 
 def _is_host(executor: CommandExecutor) -> bool:
     return isinstance(executor, HostCommandExecutor)
+
+
+def _is_positive_seconds(value: object) -> bool:
+    # bool is an int, and NaN compares false with everything: both are refused.
+    return (
+        isinstance(value, (int, float))
+        and not isinstance(value, bool)
+        and math.isfinite(value)
+        and value > 0
+    )

@@ -16,6 +16,7 @@ from agentshim import (
     CliExitError,
     CliTimeoutError,
     FailureKind,
+    InvalidRequestError,
     McpConfigError,
     OutputSchema,
     ProviderCapabilityError,
@@ -57,6 +58,32 @@ class TestOnlyTypedErrors:
                 )
         finally:
             tmp_path.chmod(stat.S_IRWXU)
+
+    def test_mcp_config_that_cannot_be_written(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        # The same failure as a read-only directory, for a test process that runs as root.
+        def refuse(path: Path | str, data: bytes | str) -> None:
+            raise PermissionError(13, "Permission denied", str(path))
+
+        monkeypatch.setattr("agentshim.core.mcp.atomic_write", refuse)
+        with pytest.raises(McpConfigError) as raised:
+            agent("claude", scripted_turn("claude", text="x")).run(
+                TurnRequest(
+                    "hi", cwd=str(tmp_path), mcp_servers=(StdioMcpServer("srv", "/bin/true"),)
+                )
+            )
+        assert "Permission denied" in str(raised.value)
+        assert not (tmp_path / ".mcp.json").exists()
+
+    @pytest.mark.parametrize("timeout", [0, -1.0, math.nan, math.inf, True])
+    def test_a_timeout_that_is_not_a_positive_number_of_seconds(self, timeout: float) -> None:
+        fake = FakeExecutor(scripted_turn("claude", text="x"), binaries=BINARIES)
+        cli = CliAgent("claude", executor=fake, env={"PATH": "/usr/bin"})
+        with pytest.raises(InvalidRequestError, match="timeout") as raised:
+            cli.run(TurnRequest("hi", timeout=timeout))
+        assert isinstance(raised.value, ValueError)
+        assert fake.requests == []
 
     def test_mcp_config_that_is_not_an_object(self, tmp_path: Path) -> None:
         (tmp_path / ".mcp.json").write_text("[1, 2]")
