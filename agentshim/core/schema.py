@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from agentshim.core._files import atomic_write
-from agentshim.core.errors import AgentShimError, SchemaDialectError
+from agentshim.core.errors import AgentShimError, InvalidRequestError, SchemaDialectError
 from agentshim.core.profile import SchemaDialect
 
 __all__ = [
@@ -580,8 +580,13 @@ def materialize(schema: Mapping[str, Any], host_dir: Path) -> Path:
 
     Raises:
         SchemaDialectError: the schema holds something JSON cannot express.
+        InvalidRequestError: ``host_dir`` is not absolute.
         AgentShimError: the file could not be written (the message names the directory).
     """
+    if not Path(host_dir).is_absolute():
+        raise InvalidRequestError(
+            "host_dir", f"must be an absolute directory, got {str(host_dir)!r}"
+        )
     data = compact_json(schema).encode("utf-8")
     target = Path(host_dir) / f"{hashlib.sha256(data).hexdigest()}.json"
     try:

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from agentshim.core.errors import InvalidRequestError
 from agentshim.core.usage import ProviderUsage
 
 if TYPE_CHECKING:
@@ -27,6 +28,14 @@ class OutputSchema:
     schema: Mapping[str, Any]
     host_dir: Path
     cli_dir: str | None = None
+
+    def __post_init__(self) -> None:
+        if not Path(self.host_dir).is_absolute():
+            raise InvalidRequestError(
+                "output_schema.host_dir",
+                f"must be an absolute directory, got {str(self.host_dir)!r}; a relative one "
+                "would be resolved against whatever directory the process happens to be in",
+            )
 
     @property
     def cli_dir_or_host(self) -> str:

@@ -12,9 +12,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from agentshim.core.errors import AgentShimError, SchemaDialectError
+from agentshim.core.errors import AgentShimError, InvalidRequestError, SchemaDialectError
 from agentshim.core.profile import SchemaDialect
 from agentshim.core.schema import compact_json, dialect_problems, materialize, normalize
+from agentshim.core.turn import OutputSchema
 
 STRICT = SchemaDialect.STRICT
 OPEN = SchemaDialect.OPEN
@@ -491,6 +492,16 @@ class TestCompactJsonAndMaterialize:
         blocker.write_text("not a directory")
         with pytest.raises(AgentShimError, match="cannot write the output schema"):
             materialize(PYDANTIC_LIKE, blocker / "schemas")
+
+    def test_a_relative_directory_is_refused_and_nothing_is_written(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        monkeypatch.chdir(tmp_path)
+        with pytest.raises(InvalidRequestError, match="absolute"):
+            materialize(PYDANTIC_LIKE, Path("relative/dir"))
+        with pytest.raises(InvalidRequestError, match="absolute"):
+            OutputSchema(PYDANTIC_LIKE, Path("relative/dir"))
+        assert list(tmp_path.iterdir()) == []
 
 
 # --- property tests --------------------------------------------------------------------------
