@@ -10,6 +10,7 @@ import enum
 import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any, Protocol, TextIO, runtime_checkable
 
 from agentshim.core._slots import fast_frozen_init
@@ -265,17 +266,34 @@ class CompositeEventHandler:
 _RESET = "\033[0m"
 _STYLES = {"dim": "\033[2m", "bold": "\033[1m", "red": "\033[31m", "cyan": "\033[36m"}
 
+# Control characters in what an agent or a tool printed would drive the terminal (move the
+# cursor, retitle the window, clear the screen); they are shown escaped instead.
+_ESCAPED_CONTROLS = MappingProxyType(
+    {
+        code: f"\\x{code:02x}"
+        for code in (*range(0x20), 0x7F, *range(0x80, 0xA0))
+        if code not in (0x09, 0x0A)
+    }
+)
+
+
+def _printable(text: str) -> str:
+    return text.translate(_ESCAPED_CONTROLS)
+
 
 @dataclass
 class ConsoleEventHandler:
-    """Renders events readably to a text stream; colour only when the stream is a TTY.
+    r"""Renders events readably to a text stream; colour only when the stream is a TTY.
 
-    Tool output is cut to ``max_tool_output_lines`` lines; streamed assistant text is written as
-    it arrives.
+    Tool output is cut to ``max_tool_output_lines`` lines of at most ``max_line_chars``
+    characters each; streamed assistant text is written as it arrives. Control characters in
+    anything the agent or its tools printed are shown escaped (as ``\x1b``), never sent to the
+    terminal.
     """
 
     stream: TextIO = field(default_factory=lambda: sys.stdout)
     max_tool_output_lines: int = 8
+    max_line_chars: int = 200
     show_reasoning: bool = True
     color: bool | None = None
     _mid_line: bool = field(default=False, init=False, repr=False)
@@ -298,30 +316,31 @@ class ConsoleEventHandler:
         """Write one readable line (or a few) for ``event``; streamed text is written inline."""
         if isinstance(event, AssistantText):
             if event.delta:
-                self.stream.write(event.text)
+                self.stream.write(_printable(event.text))
                 self.stream.flush()
                 self._mid_line = not event.text.endswith("\n")
             else:
-                self._write(event.text)
+                self._write(_printable(event.text))
         elif isinstance(event, Reasoning):
             if self.show_reasoning:
-                self._write(self._paint(f"(thinking) {event.text}", "dim"))
+                self._write(self._paint(f"(thinking) {_printable(event.text)}", "dim"))
         elif isinstance(event, ToolCall):
-            self._write(self._paint(f"> {event.tool} {_render_args(event.args)}", "cyan"))
+            call = _printable(f"> {event.tool} {_render_args(event.args)}")
+            self._write(self._paint(call, "cyan"))
         elif isinstance(event, ToolResult):
             self._render_tool_result(event)
         elif isinstance(event, UsageReport):
             self._write(self._paint(_render_usage(event), "dim"))
         elif isinstance(event, ProviderError):
-            self._write(self._paint(f"error: {event.message}", "red"))
+            self._write(self._paint(f"error: {_printable(event.message)}", "red"))
         elif isinstance(event, Plan):
             for item in event.items:
                 mark = {"completed": "x", "in_progress": "~"}.get(item.status, " ")
-                self._write(f"  [{mark}] {item.text}")
+                self._write(f"  [{mark}] {_printable(item.text)}")
         elif isinstance(event, SessionStarted):
-            self._write(self._paint(f"session {event.session_id}", "dim"))
+            self._write(self._paint(f"session {_printable(event.session_id)}", "dim"))
         elif isinstance(event, TurnInterrupted):
-            self._write(self._paint(f"interrupted: {event.reason}", "red"))
+            self._write(self._paint(f"interrupted: {_printable(event.reason)}", "red"))
 
     def _render_tool_result(self, event: ToolResult) -> None:
         body = event.stderr if event.failed else event.stdout
@@ -329,9 +348,12 @@ class ConsoleEventHandler:
         shown = _truncate_lines(lines, self.max_tool_output_lines)
         status = f"exit {event.exit_code}" if event.exit_code is not None else "done"
         style = "red" if event.failed else "dim"
-        self._write(self._paint(f"  {event.tool}: {status}", style))
+        self._write(self._paint(_printable(f"  {event.tool}: {status}"), style))
+        limit = self.max_line_chars
         for line in shown:
-            self._write(f"  | {line}")
+            if len(line) > limit:
+                line = f"{line[:limit]}... ({len(line) - limit} more characters)"
+            self._write(f"  | {_printable(line)}")
 
 
 def _truncate_lines(lines: Sequence[str], limit: int) -> list[str]:

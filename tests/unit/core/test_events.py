@@ -90,6 +90,31 @@ class TestConsole:
     def test_colour_when_forced(self) -> None:
         assert "\033[" in self.render(ProviderError("bad"), color=True)
 
+    def test_a_long_line_of_tool_output_is_cut(self) -> None:
+        out = self.render(
+            ToolResult("t", "Read", stdout="x" * 5000 + "END", exit_code=0), max_line_chars=50
+        )
+        assert "x" * 50 + "... (4953 more characters)" in out
+        assert "END" not in out
+        assert len(out) < 200
+
+    def test_control_characters_never_reach_the_terminal(self) -> None:
+        hostile = "\033[2J\033]0;owned\007\x9b31m\x7f"
+        out = self.render(
+            AssistantText(f"text {hostile}", delta=True),
+            AssistantText(f"whole {hostile}"),
+            Reasoning(hostile),
+            ToolCall("t", "Bash", {"command": f"echo {hostile}"}),
+            ToolResult("t", "Bash", stdout=f"out {hostile}\n\tindented", exit_code=0),
+            ToolResult("t", "Bash", stderr=hostile, exit_code=1),
+            ProviderError(hostile),
+            Plan((PlanItem(hostile, "pending"),)),
+        )
+        for raw in ("\033", "\007", "\x9b", "\x7f"):
+            assert raw not in out
+        assert "\\x1b[2J" in out
+        assert "\tindented" in out
+
     def test_plan_items(self) -> None:
         out = self.render(Plan((PlanItem("write tests", "completed"), PlanItem("ship", "pending"))))
         assert "[x] write tests" in out
