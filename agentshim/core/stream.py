@@ -50,9 +50,14 @@ def parse_json_object(line: str | bytes) -> dict[str, Any] | None:
     numbers, invalid JSON, NaN/Infinity, nesting too deep to decode, and bytes that are not
     UTF-8 all give None, so a caller can turn the line into a RawOutput event instead.
     """
-    try:
-        text = (line if isinstance(line, str) else line.decode("utf-8")).strip()
-    except UnicodeDecodeError:
+    if isinstance(line, str):
+        text = line.strip()
+    elif isinstance(line, (bytes, bytearray)):  # pyright: ignore[reportUnnecessaryIsInstance]
+        try:
+            text = line.decode("utf-8").strip()
+        except UnicodeDecodeError:
+            return None
+    else:
         return None
     # Most non-JSON lines (banners, progress text) are rejected here without a decode attempt.
     if text[:1] != "{":

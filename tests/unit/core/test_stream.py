@@ -65,6 +65,13 @@ class TestParseJsonObject:
     def test_invalid_utf8_bytes_are_none(self) -> None:
         assert parse_json_object(b'{"a": "\xff"}') is None
 
+    @pytest.mark.parametrize("value", [12, None, 1.5, ["{}"], {"a": 1}])
+    def test_a_value_that_is_not_text_is_none(self, value: object) -> None:
+        assert parse_json_object(value) is None  # type: ignore[arg-type]
+
+    def test_a_bytearray_is_decoded_like_bytes(self) -> None:
+        assert parse_json_object(bytearray(b'{"a": 1}\n')) == {"a": 1}
+
     @given(json_objects)
     def test_round_trips_any_object(self, obj: dict[str, Any]) -> None:
         assert parse_json_object(json.dumps(obj)) == obj
