@@ -294,6 +294,63 @@ class TestConcurrency:
         assert peak == 1
         assert len(agent.locks) == 0
 
+    def test_a_second_session_waits_for_the_first_to_finish_the_conversation(self) -> None:
+        first_entered, release_first, second_entered = (threading.Event() for _ in range(3))
+
+        def run(request: CommandRequest) -> FakeRun:
+            if not first_entered.is_set():
+                first_entered.set()
+                assert release_first.wait(10)
+            else:
+                second_entered.set()
+            return scripted_turn("claude", text="a", session_id="shared")
+
+        agent, _ = make(run)
+        first, second = (agent.start_session(session_id="shared") for _ in range(2))
+        one = threading.Thread(target=first.turn, args=("x",))
+        one.start()
+        assert first_entered.wait(10)
+        two = threading.Thread(target=second.turn, args=("y",))
+        two.start()
+        assert not second_entered.wait(0.3), "the second turn ran inside the first"
+        release_first.set()
+        assert second_entered.wait(10)
+        one.join(10)
+        two.join(10)
+        assert len(agent.locks) == 0
+
+    def test_a_fresh_turn_holds_its_conversation_once_the_stream_names_it(self) -> None:
+        named, release_fresh, resumed_entered = (threading.Event() for _ in range(3))
+
+        class WorkAfterNaming:
+            """Keeps the fresh turn busy right after its stream named the session."""
+
+            def on_event(self, event: AgentEvent) -> None:
+                if isinstance(event, SessionStarted) and not named.is_set():
+                    named.set()
+                    assert release_fresh.wait(10)
+
+        def run(request: CommandRequest) -> FakeRun:
+            if "--resume" in request.argv:
+                resumed_entered.set()
+            return scripted_turn("claude", text="a", session_id="new-1")
+
+        agent, _ = make(run, event_handler=WorkAfterNaming())
+        fresh = agent.start_session()
+        one = threading.Thread(target=fresh.turn, args=("x",))
+        one.start()
+        assert named.wait(10)
+        other = agent.start_session(session_id="new-1")
+        two = threading.Thread(target=other.turn, args=("y",))
+        two.start()
+        assert not resumed_entered.wait(0.3), "a resume ran inside the fresh turn"
+        release_fresh.set()
+        assert resumed_entered.wait(10)
+        one.join(10)
+        two.join(10)
+        assert fresh.session_id == other.session_id == "new-1"
+        assert len(agent.locks) == 0
+
     def test_different_conversations_run_in_parallel(self) -> None:
         barrier = threading.Barrier(2, timeout=5)
 
