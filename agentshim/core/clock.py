@@ -8,6 +8,9 @@ from typing import Protocol, runtime_checkable
 
 __all__ = ["Clock", "StopSignal", "SystemClock"]
 
+# The longest timeout a threading wait accepts; Event.wait raises OverflowError past it.
+_LONGEST_WAIT = threading.TIMEOUT_MAX
+
 
 @runtime_checkable
 class StopSignal(Protocol):
@@ -43,12 +46,24 @@ class SystemClock:
         return time.monotonic()
 
     def wait(self, seconds: float, stop: StopSignal | None = None) -> bool:
-        """Sleep ``seconds`` (at least 0), returning True at once if ``stop`` fires."""
+        """Sleep ``seconds`` (at least 0), returning True at once if ``stop`` fires.
+
+        Any length is accepted: a wait longer than the platform's longest timed wait
+        (``threading.TIMEOUT_MAX``), ``float("inf")`` included, is made of several waits, so
+        it lasts until ``stop`` fires. NaN counts as 0.
+        """
         seconds = max(0.0, seconds)
         if stop is None:
             # An Event nobody sets gives an interruptible-by-nothing sleep with one code path.
-            threading.Event().wait(seconds)
-            return False
-        if stop.is_set():
+            stop = threading.Event()
+        elif stop.is_set():
             return True
-        return stop.wait(seconds)
+        if seconds <= _LONGEST_WAIT:
+            return stop.wait(seconds)
+        deadline = time.monotonic() + seconds  # inf stays inf: wait until stopped
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return stop.is_set()
+            if stop.wait(min(remaining, _LONGEST_WAIT)):
+                return True

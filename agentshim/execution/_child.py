@@ -18,7 +18,9 @@ import sys
 import threading
 from collections.abc import Callable, Mapping, Sequence
 
-from agentshim.core.errors import AgentShimError, CliNotFoundError
+from agentshim.core.errors import AgentShimError, CliNotFoundError, InvalidRequestError
+
+from ._validate import check_start
 
 if sys.platform != "win32":
     import fcntl
@@ -71,9 +73,13 @@ class ChildProcess:
         """Start ``argv`` in a new session (POSIX) or process group (Windows).
 
         Raises:
+            InvalidRequestError: The request cannot reach a process as given (a NUL byte in
+                an argument, the environment or the working directory; ``=`` in a
+                variable's name; anything else Popen refuses before starting).
             CliNotFoundError: The program does not exist or may not be executed.
             AgentShimError: The working directory does not exist or the start failed otherwise.
         """
+        check_start(argv, cwd, env)
         try:
             if sys.platform != "win32":
                 popen = subprocess.Popen(
@@ -100,6 +106,14 @@ class ChildProcess:
                 )
         except OSError as exc:
             raise _start_error(exc, argv, cwd) from exc
+        except (ValueError, TypeError) as exc:
+            # Popen's own checks, for whatever check_start does not foresee (a value of the
+            # wrong type, a platform's extra rule); nothing was started.
+            raise InvalidRequestError(
+                "request",
+                str(exc),
+                f"cannot run {argv[0]!r}: {exc}; check the argv, env and cwd of the request",
+            ) from exc
         child = cls(popen)
         if POSIX:
             _widen_pipe(child.stdout_fd)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from collections import deque
 
-__all__ = ["LineAssembler", "OutputTail"]
+__all__ = ["DEFAULT_MAX_LINE_BYTES", "LineAssembler", "LineOverflow", "OutputTail", "split_lines"]
 
 # str.splitlines also breaks on these; a line here ends only at "\n".
 _FOREIGN_BREAKS = ("\r", "\x0b", "\x0c", "\x1c", "\x1d", "\x1e", "\x85", "\u2028", "\u2029")
@@ -26,21 +26,52 @@ def split_lines(text: str) -> list[str]:
     return _LINE.findall(text)
 
 
+DEFAULT_MAX_LINE_BYTES = 256 * 1024 * 1024
+"""Longest line, in bytes before its newline, a host run or process delivers by default."""
+
+
+class LineOverflow(Exception):
+    """A line grew past the assembler's limit; ``text`` holds the complete lines before it.
+
+    Private to the execution package: the host turns it into LineTooLongError.
+    """
+
+    def __init__(self, text: str) -> None:
+        super().__init__("line too long")
+        self.text = text
+
+
 class LineAssembler:
     """Collects chunks of one stream and hands back complete lines as text.
 
     Lines are split at the newline character only and keep it. Bytes that are not valid UTF-8 become
-    U+FFFD. A line split across chunks, however long, is joined before it is decoded, so a
-    multi-byte character cut by a chunk boundary survives intact.
+    U+FFFD. A line split across chunks is joined before it is decoded, so a multi-byte
+    character cut by a chunk boundary survives intact.
+
+    A line may hold at most ``max_line_bytes`` bytes before its newline, so the assembler
+    never holds more than that. The chunk that shows a line to be longer raises
+    :class:`LineOverflow` carrying the complete lines it finished before that line; from
+    then on the assembler discards everything it is fed.
     """
 
-    __slots__ = ("_pending",)
+    __slots__ = ("_broken", "_max", "_pending")
 
-    def __init__(self) -> None:
+    def __init__(self, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES) -> None:
+        self._max = max_line_bytes
         self._pending = bytearray()
+        self._broken = False
 
     def feed(self, chunk: bytes) -> str:
-        """Add ``chunk``; return the complete lines it finished as one text ("" if none)."""
+        """Add ``chunk``; return the complete lines it finished as one text ("" if none).
+
+        Raises:
+            LineOverflow: A line is longer than the limit.
+        """
+        if self._broken:
+            return ""
+        if len(self._pending) + len(chunk) > self._max:
+            # Only then can a line in reach be too long: look closer (rarely taken).
+            self._check_lengths(chunk)
         end = chunk.rfind(b"\n")
         if end < 0:
             self._pending += chunk
@@ -54,6 +85,28 @@ class LineAssembler:
             return chunk.decode("utf-8", "replace")
         self._pending += chunk[end + 1 :]
         return chunk[: end + 1].decode("utf-8", "replace")
+
+    def _check_lengths(self, chunk: bytes) -> None:
+        """Raise LineOverflow at the first line of ``chunk`` (joined to pending) over the limit."""
+        limit = self._max
+        size = len(self._pending)
+        start = 0
+        while True:
+            newline = chunk.find(b"\n", start)
+            end = len(chunk) if newline < 0 else newline
+            if size + end - start > limit:
+                break
+            if newline < 0:
+                return
+            size = 0
+            start = newline + 1
+        done = ""
+        if start:
+            # The pending bytes were the start of a line that ended in this chunk, in time.
+            done = (self._pending + chunk[:start]).decode("utf-8", "replace")
+        self._pending = bytearray()
+        self._broken = True
+        raise LineOverflow(done)
 
     def finish(self) -> str:
         """Return what is left after end of stream: a final line without newline, or ""."""

@@ -11,6 +11,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
+from ._validate import checked_argv, checked_timeout
+
 if TYPE_CHECKING:
     from .process import Process, SpawnRequest
 
@@ -33,6 +35,10 @@ def _empty_env() -> Mapping[str, str]:
 class CommandRequest:
     """One command to run to completion.
 
+    Raises :class:`~agentshim.core.errors.InvalidRequestError` when built with an empty argv,
+    a bare string as argv, or a timeout that is not ``None`` or a finite number of seconds
+    above zero (NaN, infinity and booleans are refused).
+
     Attributes:
         argv: The program and its arguments; never empty. The program is looked up on
             ``env``'s PATH when it has no directory part.
@@ -50,11 +56,8 @@ class CommandRequest:
     timeout: float | None = None
 
     def __post_init__(self) -> None:
-        argv = tuple(self.argv)
-        if not argv:
-            raise ValueError("CommandRequest.argv must name a program")
-        if self.timeout is not None and self.timeout <= 0:
-            raise ValueError(f"CommandRequest.timeout must be positive, got {self.timeout}")
+        argv = checked_argv(self.argv, "CommandRequest")
+        checked_timeout(self.timeout, "CommandRequest")
         object.__setattr__(self, "argv", argv)
 
 

@@ -14,6 +14,7 @@ group that a timeout, a cancel or a failing sink can kill as a whole. See
 
 from __future__ import annotations
 
+import math
 import os
 import shutil
 import sys
@@ -21,11 +22,12 @@ import threading
 import time
 from collections.abc import Mapping
 
-from agentshim.core.errors import CliNotFoundError, CliTimeoutError
+from agentshim.core.errors import CliNotFoundError, CliTimeoutError, InvalidRequestError
+from agentshim.core.stream import LineTooLongError
 
 from ._check import check_version
 from ._child import ChildProcess
-from ._lines import LineAssembler, OutputTail, split_lines
+from ._lines import DEFAULT_MAX_LINE_BYTES, LineAssembler, LineOverflow, OutputTail, split_lines
 from ._streams import OUT, SelectorStreams, Streams, ThreadStreams
 from .executor import CommandRequest, CommandResult, CommandStreamSink
 from .host_process import HostProcess
@@ -33,6 +35,7 @@ from .process import SpawnRequest
 
 __all__ = [
     "DEFAULT_DRAIN_TIMEOUT",
+    "DEFAULT_MAX_LINE_BYTES",
     "DEFAULT_OUTPUT_TAIL",
     "DEFAULT_TERMINATE_GRACE",
     "HostCommandExecutor",
@@ -59,11 +62,16 @@ class HostCommandExecutor:
         terminate_grace: After a handle's ``terminate()``, how long the process group has to
             exit before it is killed.
         output_tail: How many characters of stdout and of stderr the result keeps.
+        max_line_bytes: The longest line, in bytes before its newline, that a run or a
+            spawned process may print (256 MiB by default, so a 64 MiB line arrives whole).
+            A longer line is never buffered: the process group is killed, and ``run`` raises
+            :class:`~agentshim.core.stream.LineTooLongError` after the lines before it were
+            delivered; a :class:`HostProcess` raises it from ``next_output`` instead.
         use_threads: Move bytes with reader threads instead of a selector. ``None`` picks
             threads only where selectors cannot wait on pipes (Windows).
     """
 
-    __slots__ = ("_drain", "_grace", "_tail", "_threads")
+    __slots__ = ("_drain", "_grace", "_max_line", "_tail", "_threads")
 
     def __init__(
         self,
@@ -71,13 +79,31 @@ class HostCommandExecutor:
         drain_timeout: float = DEFAULT_DRAIN_TIMEOUT,
         terminate_grace: float = DEFAULT_TERMINATE_GRACE,
         output_tail: int = DEFAULT_OUTPUT_TAIL,
+        max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
         use_threads: bool | None = None,
     ) -> None:
-        if drain_timeout < 0 or terminate_grace < 0 or output_tail < 0:
-            raise ValueError("drain_timeout, terminate_grace and output_tail must be >= 0")
+        """Configure the executor.
+
+        Raises:
+            InvalidRequestError: A period is negative or not finite, ``output_tail`` is
+                negative, or ``max_line_bytes`` is below 1.
+        """
+        for name, seconds in (
+            ("drain_timeout", drain_timeout),
+            ("terminate_grace", terminate_grace),
+        ):
+            if not (math.isfinite(seconds) and seconds >= 0):
+                raise InvalidRequestError(
+                    name, f"{seconds!r} is not a finite number of seconds >= 0"
+                )
+        if output_tail < 0:
+            raise InvalidRequestError("output_tail", f"{output_tail!r} is below 0")
+        if max_line_bytes < 1:
+            raise InvalidRequestError("max_line_bytes", f"{max_line_bytes!r} is below 1")
         self._drain = drain_timeout
         self._grace = terminate_grace
         self._tail = output_tail
+        self._max_line = max_line_bytes
         self._threads = sys.platform == "win32" if use_threads is None else use_threads
 
     def find_binary(self, name: str, env: Mapping[str, str]) -> str:
@@ -96,6 +122,7 @@ class HostCommandExecutor:
 
         Raises:
             CliCheckError: It could not start, timed out, or exited nonzero.
+            InvalidRequestError: ``timeout`` is not a finite number of seconds above zero.
         """
         check_version(self, path, env, timeout)
 
@@ -110,6 +137,10 @@ class HostCommandExecutor:
         Raises:
             CliTimeoutError: ``request.timeout`` passed; the process group was killed after
                 the lines printed so far were delivered.
+            LineTooLongError: A line grew past ``max_line_bytes``; the process group was
+                killed after the lines before it (on that stream) were delivered.
+            InvalidRequestError: The request cannot reach a process (a NUL byte in argv,
+                env or cwd, or ``=`` in a variable's name); nothing was started.
             CliNotFoundError: The program does not exist or is not executable.
             AgentShimError: The working directory is unusable.
         """
@@ -143,6 +174,7 @@ class HostCommandExecutor:
             request,
             drain_timeout=self._drain,
             terminate_grace=self._grace,
+            max_line_bytes=self._max_line,
             use_threads=self._threads,
         )
 
@@ -167,7 +199,7 @@ class HostCommandExecutor:
             child.close_stdin()
         sink.started(handle)
 
-        out, err = LineAssembler(), LineAssembler()
+        out, err = LineAssembler(self._max_line), LineAssembler(self._max_line)
         out_tail, err_tail = OutputTail(self._tail), OutputTail(self._tail)
         emit_out, emit_err = sink.stdout, sink.stderr
         poll_exit = streams.polls_for_exit
@@ -192,30 +224,47 @@ class HostCommandExecutor:
             if wait is not None and wait < 0:
                 wait = 0
 
-            for tag, data in streams.poll(wait):
-                if tag == OUT:
-                    if data:
-                        text = out.feed(data)
+            tag = OUT
+            try:
+                for tag, data in streams.poll(wait):
+                    if tag == OUT:
+                        if data:
+                            text = out.feed(data)
+                            if text:
+                                out_tail.add(text)
+                                for line in split_lines(text):
+                                    emit_out(line)
+                        else:
+                            text = out.finish()
+                            if text:
+                                out_tail.add(text)
+                                emit_out(text)
+                    elif data:
+                        text = err.feed(data)
                         if text:
-                            out_tail.add(text)
+                            err_tail.add(text)
                             for line in split_lines(text):
-                                emit_out(line)
+                                emit_err(line)
                     else:
-                        text = out.finish()
+                        text = err.finish()
                         if text:
-                            out_tail.add(text)
-                            emit_out(text)
-                elif data:
-                    text = err.feed(data)
-                    if text:
-                        err_tail.add(text)
-                        for line in split_lines(text):
-                            emit_err(line)
-                else:
-                    text = err.finish()
-                    if text:
-                        err_tail.add(text)
-                        emit_err(text)
+                            err_tail.add(text)
+                            emit_err(text)
+            except LineOverflow as overflow:
+                # Kill first: the lines before the long one may take the sink a while.
+                child.kill_group()
+                emit = emit_out if tag == OUT else emit_err
+                for line in split_lines(overflow.text) if overflow.text else ():
+                    emit(line)
+                raise LineTooLongError(
+                    self._max_line,
+                    message=(
+                        f"a {'stdout' if tag == OUT else 'stderr'} line of "
+                        f"{request.argv[0]!r} grew past {self._max_line} bytes, so its "
+                        "process group was killed; raise HostCommandExecutor(max_line_bytes=...) "
+                        "if the program legitimately prints lines that long"
+                    ),
+                ) from None
 
             if code is None and (poll_exit or streams.exit_hint):
                 code = child.poll_exit()
@@ -263,6 +312,11 @@ class HostCommandHandle:
         self._terminated = False
         self.kill_at: float | None = None
         """When the run loop escalates a terminate to SIGKILL (monotonic time)."""
+
+    @property
+    def pid(self) -> int:
+        """The command's process id (on POSIX also its process group and session id)."""
+        return self._child.pid
 
     def terminate(self) -> None:
         """Send SIGTERM to the group; the run kills it if it is still there after the grace."""

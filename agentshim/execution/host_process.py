@@ -17,9 +17,10 @@ import time
 from collections import deque
 
 from agentshim.core.errors import ProcessClosedError
+from agentshim.core.stream import LineTooLongError
 
 from ._child import ChildProcess
-from ._lines import LineAssembler, split_lines
+from ._lines import DEFAULT_MAX_LINE_BYTES, LineAssembler, LineOverflow, split_lines
 from ._streams import ERR, OUT, SelectorStreams, Streams, ThreadStreams
 from .process import ProcessExited, ProcessOutput, SpawnRequest, StderrLine, StdoutLine
 
@@ -40,6 +41,12 @@ class HostProcess:
     the pipes past the drain period, in which case the group is killed), it is reaped and
     every descriptor is closed; :class:`ProcessExited` is then returned after the last line.
     Output read by ``wait`` or a blocked ``write`` stays queued for ``next_output``.
+
+    A line longer than ``max_line_bytes`` (bytes before its newline) is never buffered: the
+    process group is killed at once, and ``next_output`` raises
+    :class:`~agentshim.core.stream.LineTooLongError` where that line would have come (after
+    every line before it); nothing after it on that stream is returned, and later calls go
+    on with what is left of the other stream and then :class:`ProcessExited`.
     """
 
     def __init__(
@@ -49,6 +56,7 @@ class HostProcess:
         *,
         drain_timeout: float,
         terminate_grace: float,
+        max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
     ) -> None:
         self._child = child
         self._streams = streams
@@ -57,9 +65,10 @@ class HostProcess:
         self._read_lock = threading.Lock()
         self._write_lock = threading.Lock()
         self._signal_lock = threading.Lock()
-        self._queue: deque[ProcessOutput] = deque()
-        self._out = LineAssembler()
-        self._err = LineAssembler()
+        self._queue: deque[ProcessOutput | _Overflowed] = deque()
+        self._max_line = max_line_bytes
+        self._out = LineAssembler(max_line_bytes)
+        self._err = LineAssembler(max_line_bytes)
         self._drain_until: float | None = None
         self._kill_at: float | None = None
         self._terminated = False
@@ -74,10 +83,13 @@ class HostProcess:
         drain_timeout: float,
         terminate_grace: float,
         use_threads: bool,
+        max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
     ) -> HostProcess:
         """Start ``request`` in its own session with all three streams piped.
 
         Raises:
+            InvalidRequestError: The request cannot reach a process (a NUL byte in argv,
+                env or cwd, or ``=`` in a variable's name); nothing was started.
             CliNotFoundError: The program does not exist or is not executable.
             AgentShimError: The working directory is unusable.
         """
@@ -91,7 +103,13 @@ class HostProcess:
             child.close_pidfd()
             child.reap()
             raise
-        return cls(child, streams, drain_timeout=drain_timeout, terminate_grace=terminate_grace)
+        return cls(
+            child,
+            streams,
+            drain_timeout=drain_timeout,
+            terminate_grace=terminate_grace,
+            max_line_bytes=max_line_bytes,
+        )
 
     @property
     def pid(self) -> int:
@@ -138,6 +156,10 @@ class HostProcess:
 
         Blocks at most ``timeout`` seconds (``None``: until there is something), then
         returns ``None``.
+
+        Raises:
+            LineTooLongError: The next line was longer than ``max_line_bytes``; the process
+                group has been killed. Raised once; the next call goes on after it.
         """
         deadline = None if timeout is None else time.monotonic() + max(timeout, 0.0)
         if not self._acquire_reader(timeout):
@@ -145,7 +167,10 @@ class HostProcess:
         try:
             while True:
                 if self._queue:
-                    return self._queue.popleft()
+                    output = self._queue.popleft()
+                    if isinstance(output, _Overflowed):
+                        raise output.error
+                    return output
                 if self._exit is not None:
                     return self._exit
                 remaining = None if deadline is None else deadline - time.monotonic()
@@ -227,13 +252,34 @@ class HostProcess:
         for tag, data in chunks:
             assembler, kind = (self._out, StdoutLine) if tag == OUT else (self._err, StderrLine)
             if data:
-                text = assembler.feed(data)
+                try:
+                    text = assembler.feed(data)
+                except LineOverflow as overflow:
+                    self._overflowed(tag, overflow.text)
+                    continue
                 if text:
                     queue.extend(map(kind, split_lines(text)))
             else:
                 text = assembler.finish()
                 if text:
                     queue.append(kind(text))
+
+    def _overflowed(self, tag: int, text: str) -> None:
+        """Queue the lines before a too-long line and the error for it; kill the group."""
+        self._child.kill_group()
+        kind, stream = (StdoutLine, "stdout") if tag == OUT else (StderrLine, "stderr")
+        if text:
+            self._queue.extend(map(kind, split_lines(text)))
+        error = LineTooLongError(
+            self._max_line,
+            message=(
+                f"a {stream} line of process {self._child.pid} grew past {self._max_line} "
+                "bytes, so its process group was killed; raise "
+                "HostCommandExecutor(max_line_bytes=...) if the program legitimately prints "
+                "lines that long"
+            ),
+        )
+        self._queue.append(_Overflowed(error))
 
     def _advance(self) -> None:
         child, streams = self._child, self._streams
@@ -292,6 +338,15 @@ class HostProcess:
         poller = select.poll()
         poller.register(fd, select.POLLOUT)
         poller.poll(_WRITE_RECHECK * 1000)
+
+
+class _Overflowed:
+    """Stands in the output queue where a too-long line would have been."""
+
+    __slots__ = ("error",)
+
+    def __init__(self, error: LineTooLongError) -> None:
+        self.error = error
 
 
 def _sooner(wait: float | None, other: float) -> float:

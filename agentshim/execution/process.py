@@ -13,6 +13,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from ._validate import checked_argv
+
 __all__ = [
     "Process",
     "ProcessExited",
@@ -31,6 +33,9 @@ def _empty_env() -> Mapping[str, str]:
 class SpawnRequest:
     """A long-lived process to start; stdin, stdout and stderr are pipes.
 
+    Raises :class:`~agentshim.core.errors.InvalidRequestError` when built with an empty argv
+    or a bare string as argv.
+
     Attributes:
         argv: The program and its arguments; never empty.
         cwd: Working directory; ``None`` keeps the caller's.
@@ -42,10 +47,7 @@ class SpawnRequest:
     env: Mapping[str, str] = field(default_factory=_empty_env)
 
     def __post_init__(self) -> None:
-        argv = tuple(self.argv)
-        if not argv:
-            raise ValueError("SpawnRequest.argv must name a program")
-        object.__setattr__(self, "argv", argv)
+        object.__setattr__(self, "argv", checked_argv(self.argv, "SpawnRequest"))
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,7 +91,12 @@ class Process(Protocol):
         ...
 
     def next_output(self, timeout: float | None) -> ProcessOutput | None:
-        """Return the next output, or ``None`` when ``timeout`` seconds pass with nothing."""
+        """Return the next output, or ``None`` when ``timeout`` seconds pass with nothing.
+
+        An implementation may raise an AgentShimError in place of output it cannot deliver
+        (:class:`~agentshim.execution.HostProcess` raises LineTooLongError for a line over
+        its limit), once, and go on with the next output on the following call.
+        """
         ...
 
     def terminate(self) -> None:

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from agentshim.core.errors import AgentShimError, CliTimeoutError
 
+from ._validate import checked_argv, checked_timeout
 from .executor import CommandExecutor, CommandRequest, NullSink
 
 __all__ = ["ProbeResult", "ProbeSpec", "run_probe"]
@@ -21,6 +22,10 @@ __all__ = ["ProbeResult", "ProbeSpec", "run_probe"]
 @dataclass(frozen=True, slots=True)
 class ProbeSpec:
     """A static probe: a command and the answer that means "ready".
+
+    A bad spec fails when it is defined, not when it is probed: an empty argv or a timeout
+    that is not a finite number of seconds above zero raises
+    :class:`~agentshim.core.errors.InvalidRequestError`, an invalid pattern ``re.error``.
 
     Attributes:
         argv: The command (for example ``("claude", "auth", "status")``).
@@ -38,9 +43,8 @@ class ProbeSpec:
     timeout: float = 15.0
 
     def __post_init__(self) -> None:
-        argv = tuple(self.argv)
-        if not argv:
-            raise ValueError("ProbeSpec.argv must name a program")
+        argv = checked_argv(self.argv, "ProbeSpec")
+        checked_timeout(self.timeout, "ProbeSpec")
         if self.expect_stdout is not None:
             re.compile(self.expect_stdout)  # fail at definition, not at probe time
         object.__setattr__(self, "argv", argv)

@@ -299,6 +299,23 @@ class ClockContract:
         assert clock.wait(30.0, stop) is True
         assert clock.monotonic() - before < 1.0
 
+    @pytest.mark.parametrize("seconds", [float("inf"), 1e300, threading.TIMEOUT_MAX * 4])
+    def test_a_wait_of_any_length_ends_when_its_stop_fires(self, seconds: float) -> None:
+        """A wait longer than any timer can run, infinity included, ends with its stop.
+
+        The stop is set, by another thread, before the wait starts, so a clock that does not
+        really wait can show it too; a real clock must also end such a wait when the stop
+        fires during it (SystemClock's own tests check that).
+        """
+        clock = self.make_clock()
+        stop = threading.Event()
+        setter = threading.Thread(target=stop.set)
+        setter.start()
+        setter.join()
+        before = clock.monotonic()
+        assert clock.wait(seconds, stop) is True
+        assert clock.monotonic() - before < 1.0
+
     def test_zero_and_negative_waits_return_at_once(self) -> None:
         """Zero and negative waits return False at once."""
         clock = self.make_clock()

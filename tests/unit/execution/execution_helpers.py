@@ -7,10 +7,21 @@ import sys
 import textwrap
 import threading
 
+import pytest
+
 from agentshim.execution.executor import CommandHandle
 
 PY = sys.executable
 ENV = {"PATH": os.environ.get("PATH", os.defpath)}
+
+HAS_PROC = os.path.isdir("/proc/self/fd")
+"""Whether this platform has a Linux-style /proc, which the process observers below read."""
+
+needs_proc = pytest.mark.skipif(
+    not HAS_PROC,
+    reason="observes processes and descriptors through /proc, which this platform lacks",
+)
+"""Mark a test (or, as ``pytestmark``, a module) that uses the /proc observers below."""
 
 
 def py(code: str, *args: str) -> list[str]:
@@ -47,35 +58,44 @@ class RecordingSink:
         self.thread_counts.append(threading.active_count())
 
 
-def is_alive(pid: int) -> bool:
-    """Whether ``pid`` is a live (not zombie) process."""
+def _require_proc() -> None:
+    # Without /proc every pid would look gone and a "was it killed?" check would pass by
+    # default; fail loudly instead, so a test that forgot needs_proc cannot pass vacuously.
+    if not HAS_PROC:
+        raise RuntimeError("this observer needs /proc; mark the test with needs_proc")
+
+
+def _stat_fields(pid: int) -> list[str] | None:
+    # The fields of /proc/<pid>/stat after the command name (which may hold spaces).
+    _require_proc()
     try:
         with open(f"/proc/{pid}/stat") as handle:
             stat = handle.read()
-    except FileNotFoundError:
-        return False
-    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+    except (FileNotFoundError, ProcessLookupError):
+        return None
+    return stat.rsplit(")", 1)[1].split()
 
 
-def children(parent: int | None = None) -> list[int]:
-    """Pids (zombies included) whose parent is ``parent`` (default: this process)."""
-    parent = os.getpid() if parent is None else parent
-    found: list[int] = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat") as handle:
-                stat = handle.read()
-        except OSError:
-            continue
-        if int(stat.rsplit(")", 1)[1].split()[1]) == parent:
-            found.append(int(entry))
-    return found
+def proc_state(pid: int) -> str | None:
+    """The state letter of ``pid`` ("Z" for a zombie), or None when there is no such pid."""
+    fields = _stat_fields(pid)
+    return None if fields is None else fields[0]
+
+
+def parent_of(pid: int) -> int | None:
+    """The parent pid of ``pid``, or None when there is no such pid."""
+    fields = _stat_fields(pid)
+    return None if fields is None else int(fields[1])
+
+
+def is_alive(pid: int) -> bool:
+    """Whether ``pid`` is a live (not zombie) process."""
+    return proc_state(pid) not in (None, "Z")
 
 
 def open_fds() -> int:
     """How many descriptors this process has open."""
+    _require_proc()
     return len(os.listdir("/proc/self/fd"))
 
 

@@ -8,7 +8,7 @@ import uuid
 from collections.abc import Iterator
 
 import pytest
-from execution_helpers import RecordingSink
+from execution_helpers import RecordingSink, needs_proc
 
 from agentshim.core.errors import AgentShimError, CliNotFoundError
 from agentshim.execution import (
@@ -121,6 +121,7 @@ class TestReap:
         with pytest.raises(AgentShimError, match="Cannot connect"):
             docker_with(runner).reap()
 
+    @needs_proc
     def test_the_script_kills_exactly_the_marked_processes(self) -> None:
         # Run the real script on this machine's /proc: a marked sleeper dies, an unmarked
         # one (and the script itself, and pid 1) survive.

@@ -164,12 +164,6 @@ class TestRequest:
                 CommandRequest([PY, "-c", "pass"], cwd=missing, env=ENV), CallbackSink()
             )
 
-    def test_empty_argv_and_bad_timeouts_are_refused(self) -> None:
-        with pytest.raises(ValueError, match="argv"):
-            CommandRequest([])
-        with pytest.raises(ValueError, match="timeout"):
-            CommandRequest(["x"], timeout=0)
-
 
 class TestThreading:
     def test_the_sink_runs_on_the_calling_thread_and_no_helper_thread_exists(self) -> None:

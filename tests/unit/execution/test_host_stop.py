@@ -5,7 +5,7 @@ import threading
 import time
 
 import pytest
-from execution_helpers import ENV, RecordingSink, py, wait_dead
+from execution_helpers import ENV, RecordingSink, needs_proc, py, wait_dead
 
 from agentshim.core.errors import CliTimeoutError
 from agentshim.execution import (
@@ -25,6 +25,7 @@ GRANDCHILD = """
 
 
 class TestTimeout:
+    @needs_proc
     def test_a_timeout_kills_the_whole_group_and_raises_after_delivering_lines(self) -> None:
         code = """
             import subprocess, sys, time
@@ -55,6 +56,7 @@ class TestTimeout:
 
 
 class TestDrain:
+    @needs_proc
     @pytest.mark.parametrize("timeout", [None, 30.0])
     def test_a_grandchild_holding_the_pipes_is_killed_after_the_drain(
         self, timeout: float | None
@@ -68,6 +70,7 @@ class TestDrain:
         assert 0.3 <= elapsed < 3
         assert wait_dead(int(sink.out[0]))
 
+    @needs_proc
     def test_a_timeout_passing_during_the_drain_does_not_fail_a_finished_run(self) -> None:
         sink = RecordingSink()
         result = HostCommandExecutor(drain_timeout=1.0).run(
@@ -86,6 +89,7 @@ class TestDrain:
         HostCommandExecutor(drain_timeout=1.0).run(CommandRequest(py(code), env=ENV), sink)
         assert sink.out == ["late\n"]
 
+    @needs_proc
     def test_the_default_drain_is_about_two_seconds(self) -> None:
         started = time.monotonic()
         sink = RecordingSink()
@@ -183,6 +187,7 @@ class TestCancel:
 
 
 class TestFailingSink:
+    @needs_proc
     def test_a_sink_that_raises_kills_the_group_and_the_exception_propagates(self) -> None:
         code = """
             import subprocess, sys, time

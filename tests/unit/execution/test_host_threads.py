@@ -6,7 +6,7 @@ import signal
 import time
 
 import pytest
-from execution_helpers import ENV, RecordingSink, py, wait_dead
+from execution_helpers import ENV, RecordingSink, needs_proc, py, wait_dead
 
 from agentshim.core.errors import CliTimeoutError
 from agentshim.execution import CallbackSink, CommandHandle, CommandRequest, HostCommandExecutor
@@ -47,6 +47,7 @@ def test_timeout_kills_the_group() -> None:
         )
 
 
+@needs_proc
 def test_grandchild_holding_the_pipes_is_killed_after_the_drain() -> None:
     code = """
         import subprocess, sys

@@ -3,6 +3,8 @@ from __future__ import annotations
 import threading
 import time
 
+import pytest
+
 from agentshim.core.clock import SystemClock
 from agentshim.core.ids import IdAllocator, RandomIds
 from agentshim.testing.clock import FakeClock, SequentialIds
@@ -51,6 +53,17 @@ def test_a_system_clock_wait_is_cut_short_by_a_stop_from_another_thread() -> Non
     started = time.monotonic()
     assert SystemClock().wait(30, stop) is True
     assert time.monotonic() - started < 5
+    timer.join()
+
+
+@pytest.mark.parametrize("seconds", [float("inf"), 1e300, threading.TIMEOUT_MAX * 4])
+def test_a_system_clock_wait_longer_than_any_timer_lasts_until_stopped(seconds: float) -> None:
+    stop = threading.Event()
+    timer = threading.Timer(0.2, stop.set)
+    timer.start()
+    started = time.monotonic()
+    assert SystemClock().wait(seconds, stop) is True
+    assert 0.15 <= time.monotonic() - started < 5
     timer.join()
 
 
