@@ -135,11 +135,15 @@ class ToolTracker:
 
 
 class LineTooLongError(AgentShimError):
-    """A line of output was longer than the framer's limit and was dropped.
+    """A line of output was longer than the limit and was dropped; ``limit`` is the cap in bytes.
 
-    ``lines`` holds the good lines the same ``feed`` call framed (in order), so nothing but the
-    long line is lost; ``dropped`` is how many lines that call dropped; ``limit`` is the cap in
-    bytes. The framer stays usable: keep feeding it.
+    From :class:`LineFramer`: ``lines`` holds the good lines the same ``feed`` call framed (in
+    order), so nothing but the long line is lost; ``dropped`` is how many lines that call
+    dropped. The framer stays usable: keep feeding it.
+
+    From ``HostCommandExecutor`` and ``HostProcess`` (``max_line_bytes``): the process group
+    was killed, because a CLI printing such a line is stuck or broken; every line before it
+    was delivered.
     """
 
     def __init__(
