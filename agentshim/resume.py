@@ -3,14 +3,37 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
 
-from agentshim.core.ids import validate_session_id
+from agentshim.core.ids import is_valid_session_id, validate_session_id
 from agentshim.providers import DEFAULT_CATALOG, ProviderCatalog
 
 __all__ = ["ResumeLine", "extract_resume", "resume_command"]
 
 _ID_PATTERN = r"([A-Za-z0-9._-]{1,128})"
+
+# Other spellings the built-in CLIs accept before a conversation id, besides the line
+# resume_command() writes: their short flags and `--flag=<id>` (per the pinned versions'
+# --help; copilot's is tests/fixtures/copilot/help.txt) and the non-interactive subcommands
+# (`codex exec resume`, `opencode run`). Pi's own parser knows only `--session <id>`: its `-r`
+# opens a picker and it has no `--session=`.
+_ALSO_ACCEPTED: Mapping[str, tuple[str, ...]] = MappingProxyType(
+    {
+        "claude": ("claude -r ", "claude --resume="),
+        "codex": ("codex exec resume ",),
+        "gemini": ("gemini -r ", "gemini --resume="),
+        "opencode": (
+            "opencode -s ",
+            "opencode --session=",
+            "opencode run --session ",
+            "opencode run --session=",
+            "opencode run -s ",
+        ),
+        "copilot": ("copilot --resume ", "copilot -r "),
+    }
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,23 +54,41 @@ def resume_command(
     return catalog.plugin(provider).resume_command(validate_session_id(session_id))
 
 
-def _pattern(provider: str, catalog: ProviderCatalog) -> re.Pattern[str]:
+def _patterns(provider: str, catalog: ProviderCatalog) -> list[re.Pattern[str]]:
     # Render the line with a placeholder id, then rebuild it as a regex around the id.
     placeholder = "agentshim-resume-placeholder-0"
     head, _, tail = catalog.plugin(provider).resume_command(placeholder).partition(placeholder)
-    return re.compile(
-        r"(?<![\w./-])" + re.escape(head) + _ID_PATTERN + re.escape(tail) + r"(?![A-Za-z0-9._-])"
-    )
+    forms = [(head, tail), *((alias, "") for alias in _ALSO_ACCEPTED.get(provider, ()))]
+    return [
+        re.compile(
+            r"(?<![\w./-])"
+            + re.escape(head)
+            + _ID_PATTERN
+            + re.escape(tail)
+            + r"(?![A-Za-z0-9._-])"
+        )
+        for head, tail in forms
+    ]
 
 
 def extract_resume(
     text: str, provider: str | None = None, *, catalog: ProviderCatalog = DEFAULT_CATALOG
 ) -> ResumeLine | None:
-    """Return the last resume line in ``text`` (of ``provider`` only, if given), or None."""
+    """Return the last resume line in ``text`` (of ``provider`` only, if given), or None.
+
+    A resume line is the one ``resume_command`` writes, or another spelling the built-in CLI
+    accepts for it: ``claude -r <id>``, ``codex exec resume <id>``, ``gemini -r <id>``,
+    ``opencode -s <id>`` (also after ``run``), ``copilot --resume <id>`` or ``-r <id>``, and
+    ``--flag=<id>`` where the CLI takes that. An id that is not a valid session id (see
+    ``resume_command``) is never returned.
+    """
     names = (provider,) if provider is not None else catalog.names()
     best: tuple[int, ResumeLine] | None = None
     for name in names:
-        for match in _pattern(name, catalog).finditer(text):
-            if best is None or match.start() > best[0]:
-                best = (match.start(), ResumeLine(name, match.group(1)))
+        for pattern in _patterns(name, catalog):
+            for match in pattern.finditer(text):
+                if not is_valid_session_id(match.group(1)):
+                    continue
+                if best is None or match.start() > best[0]:
+                    best = (match.start(), ResumeLine(name, match.group(1)))
     return best[1] if best is not None else None

@@ -31,6 +31,7 @@ from agentshim.testing.process import (
 )
 from agentshim.testing.recording import RecordingEventHandler
 from agentshim.testing.scripted import (
+    ToolFailure,
     installed_mcp_servers,
     scripted_resume_failure,
     scripted_turn,
@@ -59,6 +60,7 @@ __all__ = [
     "ReplayGates",
     "SequentialIds",
     "SilentPeer",
+    "ToolFailure",
     "WrapCall",
     "installed_mcp_servers",
     "scripted_resume_failure",

@@ -14,6 +14,22 @@ EXPECTED = {
     "pi": "pi --session {id}",
 }
 
+# Other spellings each CLI accepts (its --help); extract_resume must find them too.
+OTHER_FORMS = [
+    ("claude", "claude -r {id}"),
+    ("claude", "claude --resume={id}"),
+    ("codex", "codex exec resume {id}"),
+    ("gemini", "gemini -r {id}"),
+    ("gemini", "gemini --resume={id}"),
+    ("opencode", "opencode -s {id}"),
+    ("opencode", "opencode --session={id}"),
+    ("opencode", "opencode run --session {id}"),
+    ("opencode", "opencode run -s {id}"),
+    ("copilot", "copilot --resume {id}"),
+    ("copilot", "copilot -r {id}"),
+]
+ALL_FORMS = [*EXPECTED.items(), *OTHER_FORMS]
+
 
 class TestResumeCommand:
     @pytest.mark.parametrize("provider", sorted(EXPECTED))
@@ -50,3 +66,37 @@ class TestExtractResume:
 
     def test_an_id_with_trailing_punctuation(self) -> None:
         assert extract_resume("run `claude --resume abc-1` now") == ResumeLine("claude", "abc-1")
+
+    @pytest.mark.parametrize(("provider", "form"), OTHER_FORMS)
+    def test_other_forms_the_cli_accepts(self, provider: str, form: str) -> None:
+        session_id = "0199a1b2-c3d4.e5_f6"
+        text = f"Done. Continue with `{form.format(id=session_id)}`."
+        assert extract_resume(text) == ResumeLine(provider, session_id)
+        assert extract_resume(text, provider) == ResumeLine(provider, session_id)
+        others = [name for name in provider_names() if name != provider]
+        assert all(extract_resume(text, name) is None for name in others)
+
+    @pytest.mark.parametrize(("provider", "form"), ALL_FORMS)
+    def test_an_other_form_round_trips_to_the_canonical_line(
+        self, provider: str, form: str
+    ) -> None:
+        found = extract_resume(form.format(id="ses_9Ab.c-d"))
+        assert found is not None
+        assert resume_command(found.provider, found.session_id) == EXPECTED[provider].format(
+            id="ses_9Ab.c-d"
+        )
+
+    @pytest.mark.parametrize(("provider", "form"), ALL_FORMS)
+    @pytest.mark.parametrize("bad", ["--verbose", "-x", ".", "..", "a" * 129])
+    def test_invalid_ids_are_never_returned(self, provider: str, form: str, bad: str) -> None:
+        assert extract_resume(form.format(id=bad)) is None
+        assert extract_resume(form.format(id=bad), provider) is None
+
+    def test_pi_takes_no_short_session_flag(self) -> None:
+        # `pi -r` opens Pi's session picker; it names no conversation.
+        assert extract_resume("pi -r 0199a1b2") is None
+
+    def test_last_line_wins_across_forms(self) -> None:
+        text = "copilot -r first\nthen opencode -s ses_2\nfinally claude -r third"
+        assert extract_resume(text) == ResumeLine("claude", "third")
+        assert extract_resume(text, "opencode") == ResumeLine("opencode", "ses_2")

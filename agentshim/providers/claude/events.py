@@ -7,6 +7,7 @@ anything and never raises on odd shapes (a wrong type reads as "absent").
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any
@@ -20,6 +21,7 @@ __all__ = [
     "STRUCTURED_OUTPUT_TOOL",
     "TODO_TOOL",
     "TOOL_KINDS",
+    "failed_exit_code",
     "plan_from_todos",
     "tool_kind",
     "tool_result_text",
@@ -38,6 +40,9 @@ STRUCTURED_OUTPUT_TOOL = "StructuredOutput"
 """The tool Claude Code declares when ``--json-schema`` is given; its input is the payload."""
 
 MCP_TOOL_PREFIX = "mcp__"
+
+# A failed Bash result starts with the command's status: "Exit code 2\n<stderr>".
+_SHELL_EXIT = re.compile(r"Exit code (-?\d{1,9})(?:\n|$)")
 
 TOOL_KINDS: Mapping[str, ToolKind] = MappingProxyType(
     {
@@ -122,3 +127,12 @@ def _compact(value: object) -> str:
         return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
     except (TypeError, ValueError):
         return repr(value)
+
+
+def failed_exit_code(tool: str, text: str) -> int:
+    """The exit code of a failed tool result: the shell's own status when it printed one, else 1."""
+    if tool == SHELL_TOOL:
+        match = _SHELL_EXIT.match(text)
+        if match is not None and int(match.group(1)) != 0:
+            return int(match.group(1))
+    return 1

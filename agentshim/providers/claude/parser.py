@@ -43,7 +43,14 @@ from agentshim.core.stderr_tail import StderrTail
 from agentshim.core.stream import ToolTracker
 from agentshim.core.usage import CostSource, ProviderUsage, TokenUsage
 
-from .events import STRUCTURED_OUTPUT_TOOL, TODO_TOOL, plan_from_todos, tool_kind, tool_result_text
+from .events import (
+    STRUCTURED_OUTPUT_TOOL,
+    TODO_TOOL,
+    failed_exit_code,
+    plan_from_todos,
+    tool_kind,
+    tool_result_text,
+)
 from .failures import SCHEMA_RETRIES_SUBTYPE, StreamFailure, classify_stream_failure
 from .model_data import PRICING_TABLE
 
@@ -318,7 +325,8 @@ class ClaudeStreamParser:
         if block.get("is_error") is True:
             if name == STRUCTURED_OUTPUT_TOOL:
                 self._schema_rejection = text
-            out.append(ToolResult(tool_id, name, "", text, 1, duration, kind))
+            code = failed_exit_code(name, text)
+            out.append(ToolResult(tool_id, name, "", text, code, duration, kind))
         else:
             out.append(ToolResult(tool_id, name, text, "", 0, duration, kind))
 

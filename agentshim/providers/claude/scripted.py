@@ -16,7 +16,7 @@ from typing import Any
 from agentshim.core.provider import ScriptedRun
 from agentshim.core.usage import TokenUsage
 
-from .events import STRUCTURED_OUTPUT_TOOL
+from .events import SHELL_TOOL, STRUCTURED_OUTPUT_TOOL
 from .model_data import DEFAULT_MODEL, MODEL_TABLE, PRICING_TABLE
 from .provider import NO_CONVERSATION_TEXT
 
@@ -141,29 +141,40 @@ class _Turn:
             )
         )
 
-    def tool_call(self, name: str, args: Mapping[str, Any], output: str) -> None:
+    def tool_call(self, name: str, args: Mapping[str, Any], output: str, exit_code: int) -> None:
         tool_id = self._next("toolu")
         self.assistant({"type": "tool_use", "id": tool_id, "name": name, "input": dict(args)})
+        if exit_code == 0:
+            block: dict[str, Any] = {
+                "tool_use_id": tool_id,
+                "type": "tool_result",
+                "content": output,
+                "is_error": False,
+            }
+            answer: object = {"stdout": output, "stderr": "", "interrupted": False}
+        else:
+            # As recorded: a failed Bash call leads with its exit code, and the frame's
+            # tool_use_result is the block's text behind "Error: " rather than an object.
+            content = output.rstrip("\n")
+            if name == SHELL_TOOL:
+                content = f"Exit code {exit_code}\n{content}"
+            block = {
+                "type": "tool_result",
+                "content": content,
+                "is_error": True,
+                "tool_use_id": tool_id,
+            }
+            answer = f"Error: {content}"
         self.lines.append(
             _line(
                 {
                     "type": "user",
-                    "message": {
-                        "role": "user",
-                        "content": [
-                            {
-                                "tool_use_id": tool_id,
-                                "type": "tool_result",
-                                "content": output,
-                                "is_error": False,
-                            }
-                        ],
-                    },
+                    "message": {"role": "user", "content": [block]},
                     "parent_tool_use_id": None,
                     "session_id": self.session_id,
                     "uuid": _uuid(tool_id, "result"),
                     "timestamp": "2026-11-29T12:00:00.000Z",
-                    "tool_use_result": {"stdout": output, "stderr": "", "interrupted": False},
+                    "tool_use_result": answer,
                 }
             )
         )
@@ -221,22 +232,26 @@ def scripted_lines(
 ) -> ScriptedRun:
     """Return what ``claude -p --output-format stream-json --verbose`` prints for such a turn.
 
-    ``tool_calls`` are ``(tool name, arguments, output)``, each a successful call answered
-    before the final text. With ``structured_output`` the model calls the StructuredOutput tool
+    ``tool_calls`` are ``(tool name, arguments, output)``, each answered before the final text;
+    an output that is an ``agentshim.testing.scripted.ToolFailure`` is a failed call (an
+    ``is_error`` tool result; for Bash led by ``Exit code N``, as the CLI prints it). With ``structured_output`` the model calls the StructuredOutput tool
     and the result carries the payload (and its JSON as the result text, as the CLI does).
     ``usage`` is the turn's normalized usage (its ``turns`` becomes ``num_turns``); the cost is
     what the model's list price gives. A nonzero ``returncode`` makes the result an
     ``error_during_execution`` with ``text`` (or a generic message) as its error.
     """
-    calls = [(str(name), dict(args), str(output)) for name, args, output in tool_calls]
-    for name, args, _ in calls:
+    calls = [
+        (str(name), dict(args), str(output), _exit_code(output))
+        for name, args, output in tool_calls
+    ]
+    for name, args, _, _ in calls:
         _encodable(f"the arguments of tool call {name!r}", args)
     payload_json = (
         _encodable("structured_output", structured_output)
         if structured_output is not None
         else None
     )
-    session = session_id or _uuid("session", text, *(name for name, _, _ in calls))
+    session = session_id or _uuid("session", text, *(name for name, _, _, _ in calls))
     if usage is None:
         model_calls = 1 + len(calls) + (1 if payload_json is not None else 0)
         usage = TokenUsage(
@@ -246,8 +261,8 @@ def scripted_lines(
         )
     turn = _Turn(session, usage)
     turn.init()
-    for name, args, output in calls:
-        turn.tool_call(name, args, output)
+    for name, args, output, exit_code in calls:
+        turn.tool_call(name, args, output, exit_code)
     if text:
         turn.assistant({"type": "text", "text": text})
     if returncode != 0:
@@ -261,7 +276,7 @@ def scripted_lines(
         return ScriptedRun(stdout=tuple(turn.lines), returncode=returncode)
     result: dict[str, Any] = {"subtype": "success", "is_error": False, "api_error_status": None}
     if payload_json is not None:
-        turn.tool_call(STRUCTURED_OUTPUT_TOOL, _tool_input(structured_output), _STRUCTURED_ACK)
+        turn.tool_call(STRUCTURED_OUTPUT_TOOL, _tool_input(structured_output), _STRUCTURED_ACK, 0)
         result["result"] = payload_json
         result["structured_output"] = structured_output
     else:
@@ -269,6 +284,14 @@ def scripted_lines(
     result["terminal_reason"] = "completed"
     turn.result(result)
     return ScriptedRun(stdout=tuple(turn.lines), returncode=0)
+
+
+def _exit_code(output: str) -> int:
+    """The exit code a scripted call's output stands for: a ToolFailure's, else 0."""
+    # Imported here, not at the top: agentshim.testing imports the provider catalog.
+    from agentshim.testing.scripted import ToolFailure
+
+    return output.exit_code if isinstance(output, ToolFailure) else 0
 
 
 def _tool_input(payload: object) -> Mapping[str, Any]:

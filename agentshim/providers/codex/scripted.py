@@ -41,7 +41,16 @@ def _command(args: Mapping[str, Any]) -> str:
     return json.dumps(dict(args), ensure_ascii=False)
 
 
+def _exit_code(output: str) -> int:
+    """The exit code a scripted call's output stands for: a ToolFailure's, else 0."""
+    # Imported here, not at the top: agentshim.testing imports the provider catalog.
+    from agentshim.testing.scripted import ToolFailure
+
+    return output.exit_code if isinstance(output, ToolFailure) else 0
+
+
 def _tool_frames(item_id: str, name: str, args: Mapping[str, Any], output: str) -> list[str]:
+    exit_code = _exit_code(output)
     if name in _SHELL_NAMES:
         item: dict[str, Any] = {
             "id": item_id,
@@ -51,7 +60,12 @@ def _tool_frames(item_id: str, name: str, args: Mapping[str, Any], output: str) 
             "exit_code": None,
             "status": "in_progress",
         }
-        done = {**item, "aggregated_output": output, "exit_code": 0, "status": "completed"}
+        done = {
+            **item,
+            "aggregated_output": output,
+            "exit_code": exit_code,
+            "status": "failed" if exit_code else "completed",
+        }
         return [
             _line({"type": "item.started", "item": item}),
             _line({"type": "item.completed", "item": done}),
@@ -60,9 +74,13 @@ def _tool_frames(item_id: str, name: str, args: Mapping[str, Any], output: str) 
         changes = args.get("changes")
         if not isinstance(changes, list):
             changes = [{"path": str(args.get("path", "")), "kind": str(args.get("kind", "update"))}]
-        item = {"id": item_id, "type": EDIT_TOOL, "changes": changes, "status": "completed"}
+        # Codex prints no message for a patch that failed, only the status.
+        status = "failed" if exit_code else "completed"
+        item = {"id": item_id, "type": EDIT_TOOL, "changes": changes, "status": status}
         return [_line({"type": "item.completed", "item": item})]
     if name == WEB_TOOL:
+        if exit_code:
+            raise ValueError("codex prints no failure for a web_search item")
         item = {"id": item_id, "type": WEB_TOOL, "query": str(args.get("query", ""))}
         return [_line({"type": "item.completed", "item": item})]
     server, _, tool = name.rpartition(".")
@@ -76,11 +94,14 @@ def _tool_frames(item_id: str, name: str, args: Mapping[str, Any], output: str) 
         "error": None,
         "status": "in_progress",
     }
-    done = {
-        **item,
-        "result": {"content": [{"type": "text", "text": output}], "structured_content": None},
-        "status": "completed",
-    }
+    if exit_code:
+        done = {**item, "error": {"message": str(output)}, "status": "failed"}
+    else:
+        done = {
+            **item,
+            "result": {"content": [{"type": "text", "text": output}], "structured_content": None},
+            "status": "completed",
+        }
     return [
         _line({"type": "item.started", "item": item}),
         _line({"type": "item.completed", "item": done}),
@@ -112,11 +133,16 @@ def scripted_lines(
     ``tool_calls`` are (tool name, arguments, output): a shell name (``command_execution``,
     ``shell``, ``exec_command``, ``bash``) runs ``arguments["command"]``, ``file_change`` or
     ``apply_patch`` applies ``arguments["changes"]`` (or one ``path``), ``web_search`` searches
-    ``arguments["query"]``, and any other name is an MCP call (``server.tool``). With
-    ``structured_output`` the final message is its JSON, as ``--output-schema`` makes it.
+    ``arguments["query"]``, and any other name is an MCP call (``server.tool``). An output that
+    is an ``agentshim.testing.scripted.ToolFailure`` fails the call: a command ends
+    ``status: "failed"`` with the failure's exit code and its message as output (as recorded),
+    a patch ``status: "failed"`` (Codex prints no message for it), an MCP call
+    ``status: "failed"`` with the message as its ``error``. With ``structured_output`` the
+    final message is its JSON, as ``--output-schema`` makes it.
 
     Raises:
-        ValueError: ``structured_output`` cannot be written as JSON.
+        ValueError: ``structured_output`` cannot be written as JSON, or a ``web_search`` call
+            was given a ToolFailure (Codex prints no failed search).
     """
     thread_id = session_id if session_id is not None else str(uuid.uuid4())
     stdout = [

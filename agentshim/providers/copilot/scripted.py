@@ -59,8 +59,11 @@ def scripted_lines(
 ) -> ScriptedRun:
     """Return what ``copilot --output-format json`` prints for such a turn.
 
-    ``tool_calls`` are ``(tool name, arguments, output)``, each run successfully in the first
-    agent-loop turn; the answer ``text`` comes in the next one. Copilot 1.0.102 prints no token
+    ``tool_calls`` are ``(tool name, arguments, output)``, each run in the first agent-loop
+    turn; the answer ``text`` comes in the next one. An output that is an
+    ``agentshim.testing.scripted.ToolFailure`` fails the call as the CLI prints it: ``bash``
+    with the failure's exit code in ``shellExecution.exitCode`` (``success`` stays true), any
+    other tool with ``success: false`` and the message as its ``error``. Copilot 1.0.102 prints no token
     counts, so without ``usage`` the turn's usage is unknown, as in a recording; with it, one
     ``assistant.usage`` frame carries the counts (1-hour cache writes count as cache writes).
     A nonzero ``returncode`` ends the turn with a ``session.error`` and ``result.exitCode``.
@@ -154,14 +157,29 @@ def _add_tool_calls(
             "tool.execution_start",
             {"toolCallId": call_id, "toolName": name, "arguments": args, "turnId": "0"},
         )
-        complete: dict[str, Any] = {"toolCallId": call_id, "model": SCRIPTED_MODEL, "turnId": "0"}
-        content = output
-        if name == SHELL_TOOL:
-            complete["shellExecution"] = {"exitCode": 0}
-            content = f"{output}<shellId: 0 completed with exit code 0>"
-        complete["success"] = True
-        complete["result"] = {"content": content, "detailedContent": content}
-        frames.add("tool.execution_complete", complete)
+        frames.add("tool.execution_complete", _completion(call_id, name, output))
+
+
+def _completion(call_id: str, name: str, output: str) -> dict[str, Any]:
+    # Imported here, not at the top: agentshim.testing imports the provider catalog.
+    from agentshim.testing.scripted import ToolFailure
+
+    complete: dict[str, Any] = {"toolCallId": call_id, "model": SCRIPTED_MODEL, "turnId": "0"}
+    exit_code = output.exit_code if isinstance(output, ToolFailure) else 0
+    if name == SHELL_TOOL:
+        # As recorded: a command that exits nonzero still has success: true; only
+        # shellExecution.exitCode says it failed.
+        complete["shellExecution"] = {"exitCode": exit_code}
+        content = f"{output}<shellId: 0 completed with exit code {exit_code}>"
+    elif exit_code:
+        complete["success"] = False
+        complete["error"] = {"message": str(output), "code": "failure"}
+        return complete
+    else:
+        content = str(output)
+    complete["success"] = True
+    complete["result"] = {"content": content, "detailedContent": content}
+    return complete
 
 
 def _usage_data(usage: TokenUsage) -> dict[str, Any]:

@@ -49,6 +49,14 @@ def _deltas(text: str) -> list[str]:
     return [text[:middle], text[middle:]]
 
 
+def _failed(output: str) -> bool:
+    """Whether a scripted call's output is a ToolFailure."""
+    # Imported here, not at the top: agentshim.testing imports the provider catalog.
+    from agentshim.testing.scripted import ToolFailure
+
+    return isinstance(output, ToolFailure)
+
+
 def scripted_lines(
     *,
     text: str = "",
@@ -61,7 +69,11 @@ def scripted_lines(
     """Return what ``gemini --output-format stream-json`` prints for such a turn.
 
     ``tool_calls`` are ``(tool name, parameters, output)``, each answered with a successful
-    ``tool_result``. Gemini reports no cache writes, so cache-write tokens in ``usage`` appear
+    ``tool_result``, or for an output that is an ``agentshim.testing.scripted.ToolFailure``
+    one with ``status: "error"`` and an ``error`` object carrying its message (the CLI prints
+    no exit code). The real CLI reports a shell command that exits nonzero as a success whose
+    output is the command's; ``status: "error"`` is a tool that could not run (bad parameters,
+    a path outside the workspace). Gemini reports no cache writes, so cache-write tokens in ``usage`` appear
     as plain input. A nonzero ``returncode`` ends the stream with ``result.status: "error"``,
     as the CLI does for every failure it exits nonzero on after starting.
 
@@ -78,6 +90,7 @@ def scripted_lines(
         _line({"type": "init", "timestamp": _TIMESTAMP, "session_id": sid, "model": "auto"}),
         _line({"type": "message", "timestamp": _TIMESTAMP, "role": "user", "content": "prompt"}),
     ]
+    stderr: list[str] = list(_BANNER)
     for index, (name, params, output) in enumerate(tool_calls):
         tool_id = f"{name}__{name}_1795956629857_{index}"
         out.append(
@@ -91,17 +104,21 @@ def scripted_lines(
                 }
             )
         )
-        out.append(
-            _line(
-                {
-                    "type": "tool_result",
-                    "timestamp": _TIMESTAMP,
-                    "tool_id": tool_id,
-                    "status": "success",
-                    "output": output,
-                }
-            )
-        )
+        answer: dict[str, Any] = {
+            "type": "tool_result",
+            "timestamp": _TIMESTAMP,
+            "tool_id": tool_id,
+        }
+        if _failed(output):
+            # The CLI prints no exit code, only one of its ToolErrorType names and the message.
+            answer["status"] = "error"
+            answer["output"] = str(output)
+            answer["error"] = {"type": "execution_failed", "message": str(output)}
+            stderr.append(f"Error executing tool {name}: {output}\n")
+        else:
+            answer["status"] = "success"
+            answer["output"] = output
+        out.append(_line(answer))
     for piece in _deltas(text):
         out.append(
             _line(
@@ -115,7 +132,6 @@ def scripted_lines(
             )
         )
     result: dict[str, Any] = {"type": "result", "timestamp": _TIMESTAMP}
-    stderr: list[str] = list(_BANNER)
     if returncode == 0:
         result["status"] = "success"
     else:

@@ -11,6 +11,8 @@ from typing import Any
 from agentshim.core.provider import ScriptedRun
 from agentshim.core.usage import TokenUsage
 
+from .events import SHELL_TOOL
+
 __all__ = ["resume_failure_lines", "scripted_lines"]
 
 _TIMESTAMP = 1795956479682
@@ -69,6 +71,26 @@ class _Frames:
         self.message_id = _id("msg_")
 
 
+def _state(name: str, params: Mapping[str, Any], output: str) -> dict[str, Any]:
+    # Imported here, not at the top: agentshim.testing imports the provider catalog.
+    from agentshim.testing.scripted import ToolFailure
+
+    timing = {"start": _TIMESTAMP - 200, "end": _TIMESTAMP - 50}
+    if isinstance(output, ToolFailure) and name != SHELL_TOOL:
+        # As recorded: a tool that fails has no output, only the error text.
+        return {"status": "error", "input": dict(params), "error": str(output), "time": timing}
+    # A shell command that exits nonzero still "completed"; its exit code says it failed.
+    exit_code = output.exit_code if isinstance(output, ToolFailure) else 0
+    return {
+        "status": "completed",
+        "input": dict(params),
+        "output": str(output),
+        "metadata": {"output": str(output), "exit": exit_code, "truncated": False},
+        "title": name,
+        "time": timing,
+    }
+
+
 def scripted_lines(
     *,
     text: str = "",
@@ -79,6 +101,11 @@ def scripted_lines(
     returncode: int = 0,
 ) -> ScriptedRun:
     """Return what ``opencode run --format json`` prints for such a turn.
+
+    ``tool_calls`` are ``(tool name, parameters, output)``. An output that is an
+    ``agentshim.testing.scripted.ToolFailure`` fails the call as the CLI prints it: a ``bash``
+    call ``completed`` with the failure's exit code in ``metadata.exit``, any other tool
+    ``status: "error"`` with the message as its ``error``.
 
     Tool calls run in a first step (ending ``reason: "tool-calls"``), the answer in a last one
     (``reason: "stop"``) that carries all of ``usage``; cost is reported as 0, as opencode does
@@ -104,14 +131,7 @@ def scripted_lines(
                     "type": "tool",
                     "tool": name,
                     "callID": _id("call_"),
-                    "state": {
-                        "status": "completed",
-                        "input": dict(params),
-                        "output": output,
-                        "metadata": {"output": output, "exit": 0, "truncated": False},
-                        "title": name,
-                        "time": {"start": _TIMESTAMP - 200, "end": _TIMESTAMP - 50},
-                    },
+                    "state": _state(name, params, output),
                 },
             )
         frames.step("tool-calls", zero)

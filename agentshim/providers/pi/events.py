@@ -9,6 +9,7 @@ default and appear in the recorded requests; ``grep``, ``find``, ``ls`` on reque
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from types import MappingProxyType
 from typing import cast
@@ -21,6 +22,7 @@ __all__ = [
     "SHELL_TOOL",
     "TOOL_KINDS",
     "content_text",
+    "failed_exit_code",
     "tool_kind",
 ]
 
@@ -29,6 +31,9 @@ SHELL_TOOL = "bash"
 
 EDIT_TOOL = "edit"
 """Pi's file edit tool."""
+
+# A failed bash result ends with the command's status: "<output>\n\nCommand exited with code 2".
+_SHELL_EXIT = re.compile(r"Command exited with code (-?\d{1,9})\s*$")
 
 TOOL_KINDS: Mapping[str, ToolKind] = MappingProxyType(
     {
@@ -80,3 +85,12 @@ def _compact(value: object) -> str:
         return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
     except (TypeError, ValueError):
         return repr(value)
+
+
+def failed_exit_code(tool: str, text: str) -> int:
+    """The exit code of a failed tool result: the shell's own status when it printed one, else 1."""
+    if tool == SHELL_TOOL:
+        match = _SHELL_EXIT.search(text)
+        if match is not None and int(match.group(1)) != 0:
+            return int(match.group(1))
+    return 1

@@ -55,7 +55,7 @@ from agentshim.core.stderr_tail import StderrTail
 from agentshim.core.stream import ToolTracker, parse_json_object
 from agentshim.core.usage import CostSource, ProviderUsage, TokenUsage
 
-from .events import content_text, tool_kind
+from .events import content_text, failed_exit_code, tool_kind
 from .failures import classify
 
 __all__ = ["PiStreamParser", "short_session_id"]
@@ -306,7 +306,8 @@ class PiStreamParser:
         kind = tool_kind(name)
         if frame.get("isError") is True:
             message = output or f"the {name} tool failed"
-            out.append(ToolResult(tool_id, name, "", message, 1, duration, kind))
+            code = failed_exit_code(name, output)
+            out.append(ToolResult(tool_id, name, "", message, code, duration, kind))
         else:
             out.append(ToolResult(tool_id, name, output, "", 0, duration, kind))
 

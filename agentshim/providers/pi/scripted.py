@@ -10,6 +10,8 @@ from typing import Any
 from agentshim.core.provider import ScriptedRun
 from agentshim.core.usage import TokenUsage
 
+from .events import SHELL_TOOL
+
 __all__ = ["SCRIPTED_MODEL", "SCRIPTED_PROVIDER", "resume_failure_lines", "scripted_lines"]
 
 SCRIPTED_PROVIDER = "anthropic"
@@ -87,7 +89,9 @@ def scripted_lines(
     """Return what ``pi --print --mode json`` prints for such a turn.
 
     ``tool_calls`` are ``(tool name, arguments, output)``, all requested by a first assistant
-    message and run successfully; the answer ``text`` is the second message, which carries all
+    message and run; an output that is an ``agentshim.testing.scripted.ToolFailure`` fails the
+    call (``isError: true``; for ``bash`` the text ends "Command exited with code N", as the
+    CLI prints it). The answer ``text`` is the second message, which carries all
     of ``usage`` (Pi reports no reasoning count, so reasoning tokens stay plain output, and
     1-hour cache writes count as cache writes; the reported cost is 0, as for a model with no
     price configured). A nonzero ``returncode`` makes the answer a failed model call
@@ -149,18 +153,25 @@ def _tool_turn(
         )
     out.append(_line({"type": "message_end", "message": request}))
     results: list[dict[str, Any]] = []
-    for call, (_, _, output) in zip(calls, tool_calls, strict=True):
+    for call, (name, _, output) in zip(calls, tool_calls, strict=True):
         ids = {"toolCallId": call["id"], "toolName": call["name"], "args": call["arguments"]}
-        body = {"content": [{"type": "text", "text": output}]}
+        exit_code = _exit_code(output)
+        text = str(output)
+        if exit_code and name == SHELL_TOOL:
+            # As recorded: bash appends the exit code to the command's output.
+            text = f"{text}\n\nCommand exited with code {exit_code}"
+        partial = {"content": [{"type": "text", "text": str(output)}]}
+        body = {"content": [{"type": "text", "text": text}]}
+        failed = exit_code != 0
         out.append(_line({"type": "tool_execution_start", **ids}))
-        out.append(_line({"type": "tool_execution_update", **ids, "partialResult": body}))
-        out.append(_line({"type": "tool_execution_end", **ids, "result": body, "isError": False}))
+        out.append(_line({"type": "tool_execution_update", **ids, "partialResult": partial}))
+        out.append(_line({"type": "tool_execution_end", **ids, "result": body, "isError": failed}))
         result = {
             "role": "toolResult",
             "toolCallId": call["id"],
             "toolName": call["name"],
             "content": body["content"],
-            "isError": False,
+            "isError": failed,
             "timestamp": _MILLIS,
         }
         out.append(_line({"type": "message_start", "message": result}))
@@ -168,6 +179,14 @@ def _tool_turn(
         results.append(result)
     out.append(_line({"type": "turn_end", "message": request, "toolResults": results}))
     return [request, *results]
+
+
+def _exit_code(output: str) -> int:
+    """The exit code a scripted call's output stands for: a ToolFailure's, else 0."""
+    # Imported here, not at the top: agentshim.testing imports the provider catalog.
+    from agentshim.testing.scripted import ToolFailure
+
+    return output.exit_code if isinstance(output, ToolFailure) else 0
 
 
 def _answer(out: list[str], text: str, usage: TokenUsage | None) -> dict[str, Any]:

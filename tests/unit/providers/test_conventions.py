@@ -20,6 +20,7 @@ from agentshim.core.events import (
 from agentshim.core.profile import McpMechanism
 from agentshim.providers import get_plugin, provider_names
 from agentshim.testing import FakeExecutor, RecordingEventHandler, scripted_turn
+from agentshim.testing.scripted import ToolFailure
 
 ROOT = Path(agentshim.__file__).parent.parent
 PROVIDERS = provider_names()
@@ -129,6 +130,44 @@ class TestScriptedTurnsParseBack:
         assert results[0].tool_id == calls[0].tool_id
         assert "hi" in results[0].stdout
         assert not results[0].failed
+
+    def test_a_failed_shell_call_is_a_failed_result_not_a_failed_turn(self, provider: str) -> None:
+        events = importlib.import_module(f"agentshim.providers.{provider}.events")
+        message = "ls: cannot access '/nowhere': No such file or directory"
+        failure = ToolFailure(message, exit_code=2)
+        recorder, result = _run(
+            provider,
+            text="it failed",
+            session_id="sess-1",
+            tool_calls=[(events.SHELL_TOOL, {"command": "ls /nowhere"}, failure)],
+        )
+        (call,) = recorder.of_type(ToolCall)
+        (failed,) = recorder.of_type(ToolResult)
+        assert failed.tool_id == call.tool_id
+        assert failed.kind is ToolKind.COMMAND
+        assert failed.stdout == ""
+        assert message in failed.stderr
+        assert failed.exit_code is not None
+        assert failed.exit_code != 0
+        assert failed.failed
+        assert result.text == "it failed"  # type: ignore[attr-defined]
+
+    def test_a_failed_edit_is_a_failed_result(self, provider: str) -> None:
+        events = importlib.import_module(f"agentshim.providers.{provider}.events")
+        failure = ToolFailure("old_string not found in a.py")
+        recorder, _ = _run(
+            provider,
+            text="ok",
+            session_id="sess-1",
+            tool_calls=[(events.EDIT_TOOL, {"path": "a.py"}, failure)],
+        )
+        (failed,) = recorder.of_type(ToolResult)
+        assert failed.kind is ToolKind.FILE_CHANGE
+        assert (failed.stdout, failed.failed) == ("", True)
+        # Codex prints no message for a patch that failed; the others print the failure's.
+        assert failed.stderr
+        if provider != "codex":
+            assert "old_string not found in a.py" in failed.stderr
 
     def test_events_arrive_in_a_sensible_order(self, provider: str) -> None:
         recorder, _ = _run(provider, text="ok", session_id="sess-1")

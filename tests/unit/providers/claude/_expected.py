@@ -44,6 +44,20 @@ EXPECTED: dict[str, Expected] = {
         0.002,
         context_tokens=100,
     ),
+    "b2_tool_bash_failed": Expected(
+        "The command failed.",
+        "03a0e4d4-05d3-4bda-bcdd-09b7efea9b12",
+        _tokens(720, 42, 2),
+        0.00465,
+        context_tokens=420,
+    ),
+    "b3_tool_read_failed": Expected(
+        "The tool failed.",
+        "5647d1f0-9c37-4f7f-9d76-13c736411348",
+        _tokens(720, 42, 2),
+        0.00465,
+        context_tokens=420,
+    ),
     "c_resume": Expected(
         "You asked for a secret word; it was PAPAYA.",
         "0d4c7ef7-79e2-46a9-bc62-e1de6f4c1966",

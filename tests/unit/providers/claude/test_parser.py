@@ -224,6 +224,25 @@ class TestToolResults:
             True,
         )
 
+    @pytest.mark.parametrize(
+        ("name", "tool", "exit_code"),
+        [("b2_tool_bash_failed", "Bash", 2), ("b3_tool_read_failed", "Read", 1)],
+    )
+    def test_a_recorded_failed_tool_keeps_the_shells_exit_code(
+        self, name: str, tool: str, exit_code: int
+    ) -> None:
+        # Bash's result starts "Exit code N"; other tools name no code, so 1 stands in.
+        turn, events = replay(load_capture("claude", name))
+        (result,) = [e for e in events if isinstance(e, ToolResult)]
+        assert (result.tool, result.stdout, result.exit_code, result.failed) == (
+            tool,
+            "",
+            exit_code,
+            True,
+        )
+        assert result.stderr
+        assert turn.error is None
+
     def test_block_list_content_is_flattened(self) -> None:
         init, call, user, final = _bash_frames()
         user = copy.deepcopy(user)

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
+from collections.abc import Sequence
 from typing import Any
 
 import pytest
@@ -16,6 +17,7 @@ from agentshim.core.usage import CostSource, TokenUsage
 from agentshim.providers.claude import resume_failure_lines, scripted_lines
 from agentshim.providers.claude.model_data import PRICING_TABLE
 from agentshim.testing import FakeExecutor, FakeRun, scripted_resume_failure, scripted_turn
+from agentshim.testing.scripted import ToolFailure
 from tests.unit.providers.fixtures import capture_names, load_capture
 
 from ._captures import parse
@@ -31,6 +33,22 @@ def agent_for(run: FakeRun) -> CliAgent:
     return CliAgent(
         "claude", executor=FakeExecutor(run, binaries=BINARIES), env={"PATH": "/usr/bin"}
     )
+
+
+def _result_fields(events: list[AgentEvent]) -> list[tuple[object, ...]]:
+    return [
+        (r.tool, r.stdout, r.stderr, r.exit_code, r.kind)
+        for r in events
+        if isinstance(r, ToolResult)
+    ]
+
+
+def _tool_result_frame(lines: Sequence[str]) -> dict[str, Any]:
+    """The ``user`` frame answering the tool call, without the ids that differ per run."""
+    (frame,) = [json.loads(line) for line in lines if json.loads(line)["type"] == "user"]
+    block = dict(frame["message"]["content"][0])
+    block.pop("tool_use_id")
+    return {"block": block, "tool_use_result": frame["tool_use_result"], "keys": set(frame)}
 
 
 def _recorded_keys() -> dict[tuple[str, str], set[str]]:
@@ -72,6 +90,50 @@ class TestParsesLikeARecording:
         assert (result.tool_id, result.stdout, result.exit_code) == (tool_call.tool_id, "hello", 0)
         assert scripted.text == "Done."
 
+    @pytest.mark.parametrize(
+        ("case", "call"),
+        [
+            (
+                "b2_tool_bash_failed",
+                (
+                    "Bash",
+                    {"command": "ls /agentshim-missing-dir"},
+                    ToolFailure(
+                        "ls: cannot access '/agentshim-missing-dir': No such file or directory",
+                        exit_code=2,
+                    ),
+                ),
+            ),
+            (
+                "b3_tool_read_failed",
+                (
+                    "Read",
+                    {"file_path": "/agentshim-missing-dir/x.txt"},
+                    ToolFailure(
+                        "File does not exist. Note: your current working directory is "
+                        "/home/user/work."
+                    ),
+                ),
+            ),
+        ],
+    )
+    def test_failed_tool_turn_gives_the_same_frames_and_events_as_a_recorded_one(
+        self, case: str, call: tuple[str, dict[str, Any], str]
+    ) -> None:
+        recording = load_capture("claude", case)
+        recorded, recorded_events = parse(recording.stdout_lines)
+        run = scripted_lines(text=recorded.text, tool_calls=[call])
+        scripted, scripted_events = parse(run.stdout)
+        assert _tool_result_frame(run.stdout) == _tool_result_frame(recording.stdout_lines)
+        # The recording opens with a sentence before the call; the scripted turn does not.
+        assert kinds(scripted_events) == [k for i, k in enumerate(kinds(recorded_events)) if i != 2]
+        assert _result_fields(scripted_events) == _result_fields(recorded_events)
+        (result,) = [e for e in scripted_events if isinstance(e, ToolResult)]
+        assert result.failed
+        assert result.stdout == ""
+        assert call[2] in result.stderr
+        assert (scripted.text, scripted.error) == (recorded.text, None)
+
     def test_schema_turn_parses_like_the_recorded_one(self) -> None:
         recorded, recorded_events = parse(
             load_capture("claude", "f_json_schema").stdout_lines, expect_structured=True
@@ -90,6 +152,7 @@ class TestParsesLikeARecording:
         recorded = _recorded_keys()
         runs = [
             scripted_lines(text="a", tool_calls=[("Read", {"file_path": "/x"}, "y")]),
+            scripted_lines(text="a", tool_calls=[("Bash", {"command": "x"}, ToolFailure("n"))]),
             scripted_lines(structured_output={"a": 1}),
             scripted_lines(text="bad", returncode=1),
             resume_failure_lines(session_id="abc"),

@@ -13,6 +13,7 @@ from agentshim.core.turn import OutputSchema, TurnRequest
 from agentshim.core.usage import TokenUsage
 from agentshim.providers.codex import CodexStreamParser, resume_failure_lines, scripted_lines
 from agentshim.testing import FakeExecutor, FakeRun, scripted_resume_failure, scripted_turn
+from agentshim.testing.scripted import ToolFailure
 from tests.unit.providers.fixtures import load_capture
 
 THREAD = "01a22758-303e-7462-9a22-376e1126431f"
@@ -88,6 +89,65 @@ class TestSameAsRecorded:
             e for e in their_events if isinstance(e, ToolCall)
         ]
         assert ours.text == theirs.text
+
+    def test_a_failed_shell_tool_turn(self) -> None:
+        recorded = load_capture("codex", "tool_shell_failed")
+        command = "/bin/bash -lc 'ls /agentshim-missing-dir'"
+        message = "ls: cannot access '/agentshim-missing-dir': No such file or directory\n"
+        scripted = scripted_lines(
+            text="The command failed.",
+            usage=TokenUsage(input_tokens=720, output_tokens=42),
+            tool_calls=[("shell", {"command": command}, ToolFailure(message, exit_code=2))],
+        )
+        # The recording says "Running it." before the call; the scripted turn does not.
+        opening = "item.completed/agent_message"
+        recorded_types = frame_types(recorded.stdout_lines)
+        recorded_types.remove(opening)
+        assert frame_types(scripted.stdout) == recorded_types
+
+        def items(stdout: tuple[str, ...]) -> list[dict[str, Any]]:
+            found = [json.loads(line).get("item", {}) for line in stdout]
+            return [
+                {k: v for k, v in item.items() if k != "id"}
+                for item in found
+                if item.get("type") == "command_execution"
+            ]
+
+        assert items(scripted.stdout) == items(recorded.stdout_lines)
+        ours, our_events = parse(scripted.stdout)
+        theirs, their_events = parse(recorded.stdout_lines)
+        strip = lambda events: [  # noqa: E731
+            (e.tool, e.stdout, e.stderr, e.exit_code, e.kind)
+            for e in events
+            if isinstance(e, ToolResult)
+        ]
+        assert strip(our_events) == strip(their_events)
+        assert strip(our_events) == [("command_execution", "", message, 2, ToolKind.COMMAND)]
+        assert (ours.text, ours.error) == ("The command failed.", None)
+        assert ours.usage is not None
+        assert theirs.usage is not None
+        assert ours.usage.tokens == theirs.usage.tokens
+
+    def test_a_failed_mcp_call_carries_the_message_as_its_error(self) -> None:
+        scripted = scripted_lines(
+            text="ok", tool_calls=[("docs.search", {"q": "x"}, ToolFailure("index offline"))]
+        )
+        _, events = parse(scripted.stdout)
+        (result,) = [e for e in events if isinstance(e, ToolResult)]
+        assert (result.stdout, result.stderr, result.exit_code) == ("", "index offline", 1)
+
+    def test_a_failed_patch_is_a_failed_file_change(self) -> None:
+        failure = ToolFailure("does not apply")
+        scripted = scripted_lines(
+            text="ok", tool_calls=[("apply_patch", {"path": "a.py"}, failure)]
+        )
+        _, events = parse(scripted.stdout)
+        (result,) = [e for e in events if isinstance(e, ToolResult)]
+        assert (result.kind, result.stdout, result.failed) == (ToolKind.FILE_CHANGE, "", True)
+
+    def test_a_failed_web_search_is_refused(self) -> None:
+        with pytest.raises(ValueError, match="web_search"):
+            scripted_lines(tool_calls=[("web_search", {"query": "x"}, ToolFailure("no"))])
 
     def test_a_structured_turn(self) -> None:
         recorded = load_capture("codex", "output_schema")

@@ -25,6 +25,8 @@ EXPECTED: dict[str, Expected] = {
     "plain": Expected("Hello from the fake model.", "bf10cca5-bc27-4b95-9fbc-d84a381b9b3b"),
     "resume": Expected("Hello from the fake model.", "d8d67461-6201-4285-8233-9e4dda0071e1"),
     "tool_shell": Expected("Done.", "d8d67461-6201-4285-8233-9e4dda0071e1"),
+    "tool_shell_failed": Expected("The command failed.", "e477012f-1b14-4cd0-8adc-e4027d79fee0"),
+    "tool_view_failed": Expected("The tool failed.", "df5acabe-e91d-42f0-b82b-99fb8c0a2cf8"),
     "api_401": Expected(
         "", "fda33b4a-bc28-4c4d-b986-e2206b38fe96", FailureKind.AUTH, "Authentication failed"
     ),

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 from typing import Any
 
 import pytest
@@ -11,6 +12,7 @@ from agentshim.core.events import AgentEvent, SessionStarted, ToolResult, UsageR
 from agentshim.core.usage import TokenUsage
 from agentshim.providers.copilot import resume_failure_lines, scripted_lines
 from agentshim.testing import FakeExecutor, FakeRun, scripted_resume_failure, scripted_turn
+from agentshim.testing.scripted import ToolFailure
 from tests.unit.providers.fixtures import load_capture
 
 from ._captures import EXPECTED, parse
@@ -69,6 +71,62 @@ class TestScriptedParsesLikeRecorded:
         scripted, scripted_events = parse(run.stdout)
         assert normalized(scripted_events) == normalized(recorded_events)
         assert scripted.text == recorded.text == "Done."
+
+    @pytest.mark.parametrize(
+        ("case", "tool", "args", "failure"),
+        [
+            (
+                "tool_shell_failed",
+                "bash",
+                {
+                    "command": "ls /agentshim-missing-dir",
+                    "description": "Run ls /agentshim-missing-dir",
+                },
+                ToolFailure(
+                    "ls: cannot access '/agentshim-missing-dir': No such file or directory\n",
+                    exit_code=2,
+                ),
+            ),
+            (
+                "tool_view_failed",
+                "view",
+                {"path": "/agentshim-missing-dir/x.txt"},
+                ToolFailure("Path does not exist"),
+            ),
+        ],
+    )
+    def test_failed_tool_turn(
+        self, case: str, tool: str, args: dict[str, Any], failure: ToolFailure
+    ) -> None:
+        capture = load_capture("copilot", case)
+        recorded, recorded_events = parse(capture.stdout_lines)
+        run = scripted_lines(
+            text=recorded.text, session_id=recorded.session_id, tool_calls=[(tool, args, failure)]
+        )
+        scripted, scripted_events = parse(run.stdout)
+
+        def completion(lines: tuple[str, ...]) -> dict[str, Any]:
+            (frame,) = [
+                json.loads(line)
+                for line in lines
+                if json.loads(line)["type"] == "tool.execution_complete"
+            ]
+            return frame["data"]
+
+        ours, theirs = completion(run.stdout), completion(capture.stdout_lines)
+        assert set(ours) <= set(theirs)
+        for key in ("shellExecution", "success", "result", "error"):
+            assert ours.get(key) == theirs.get(key), key
+        assert [e for e in normalized(scripted_events) if isinstance(e, ToolResult)] == [
+            e for e in normalized(recorded_events) if isinstance(e, ToolResult)
+        ]
+        (result,) = [e for e in scripted_events if isinstance(e, ToolResult)]
+        assert (result.stdout, result.stderr, result.exit_code) == ("", failure, failure.exit_code)
+        assert (scripted.text, scripted.session_id, scripted.error) == (
+            recorded.text,
+            recorded.session_id,
+            None,
+        )
 
     def test_failed_turn_fails_like_a_recorded_one(self) -> None:
         run = scripted_lines(text="", session_id="s-9", returncode=1)

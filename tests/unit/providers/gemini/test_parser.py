@@ -72,6 +72,8 @@ class TestRecordedStreams:
             "resume_by_uuid",
             "resume_missing",
             "tool_shell_default_approval",
+            "tool_shell_failed",
+            "tool_shell_nonzero_exit",
             "tool_shell_yolo",
         ]
 
@@ -117,6 +119,31 @@ class TestRecordedStreams:
         assert turn.text == "Done."
         assert turn.usage is not None
         assert turn.usage.tokens.input_tokens == 300
+
+    def test_a_shell_call_the_cli_refuses_is_a_failed_tool(self) -> None:
+        rec = load_capture("gemini", "tool_shell_failed")
+        turn, events = parse(rec.stdout_lines, rec.stderr_lines)
+        (call,) = of(events, ToolCall)
+        (res,) = of(events, ToolResult)
+        assert call.args == {"command": "ls", "dir_path": "/agentshim-missing-dir"}
+        assert res.tool_id == call.tool_id
+        assert (res.stdout, res.exit_code, res.kind) == ("", 1, ToolKind.COMMAND)
+        assert res.stderr.startswith(
+            'Path not in workspace: Attempted path "/agentshim-missing-dir"'
+        )
+        assert (turn.error, turn.text) == (None, "Running it.\nThe tool failed.")
+
+    def test_a_command_exiting_nonzero_is_reported_as_a_success(self) -> None:
+        # Gemini CLI's stream-json carries no exit code: the command's output is all there is.
+        turn, events = parse(load_capture("gemini", "tool_shell_nonzero_exit").stdout_lines)
+        (res,) = of(events, ToolResult)
+        assert (res.stdout, res.stderr, res.exit_code, res.failed) == (
+            "ls: cannot access '/agentshim-missing-dir': No such file or directory",
+            "",
+            0,
+            False,
+        )
+        assert turn.error is None
 
     def test_tool_not_registered_is_a_failed_tool_but_not_a_failed_turn(self) -> None:
         turn, events = parse(load_capture("gemini", "tool_shell_default_approval").stdout_lines)

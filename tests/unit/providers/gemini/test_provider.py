@@ -2,8 +2,10 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import stat
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -18,8 +20,16 @@ from agentshim.core.errors import (
     McpConfigError,
     ProviderCapabilityError,
     SessionResumeError,
+    TurnCancelledError,
 )
-from agentshim.core.events import ProviderError, SessionStarted, ToolCall, ToolResult
+from agentshim.core.events import (
+    AgentEvent,
+    CallbackEventHandler,
+    ProviderError,
+    SessionStarted,
+    ToolCall,
+    ToolResult,
+)
 from agentshim.core.mcp import HttpMcpServer, StdioMcpServer
 from agentshim.core.permissions import NativePermissions
 from agentshim.core.profile import McpMechanism, OutputSchemaStyle
@@ -324,14 +334,26 @@ def _alive(pid: int) -> bool:
     return "\nState:\tZ" not in status
 
 
+def _fake_gemini(tmp_path: Path) -> tuple[dict[str, str], Path]:
+    """Install the self-re-spawning fake CLI; return the env that finds it and its pid file."""
+    pidfile = tmp_path / "child.pid"
+    script = tmp_path / "gemini"
+    script.write_text(_FAKE_GEMINI.format(python=sys.executable, pidfile=str(pidfile)))
+    script.chmod(script.stat().st_mode | stat.S_IXUSR)
+    return {"PATH": f"{tmp_path}:{os.environ.get('PATH', '')}"}, pidfile
+
+
+def _gone_within(pid: int, seconds: float) -> bool:
+    deadline = time.monotonic() + seconds
+    while _alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return not _alive(pid)
+
+
 @pytest.mark.skipif(sys.platform != "linux", reason="reads /proc")
 class TestProcessGroup:
     def test_a_timed_out_turn_leaves_no_grandchild(self, tmp_path: Path) -> None:
-        pidfile = tmp_path / "child.pid"
-        script = tmp_path / "gemini"
-        script.write_text(_FAKE_GEMINI.format(python=sys.executable, pidfile=str(pidfile)))
-        script.chmod(script.stat().st_mode | stat.S_IXUSR)
-        env = {"PATH": f"{tmp_path}:{os.environ.get('PATH', '')}"}
+        env, pidfile = _fake_gemini(tmp_path)
         agent = CliAgent("gemini", executor=HostCommandExecutor(), env=env)
         session = agent.start_session(cwd=str(tmp_path))
         with pytest.raises(CliTimeoutError) as caught:
@@ -339,7 +361,37 @@ class TestProcessGroup:
         assert caught.value.partial is not None
         assert caught.value.partial.session_id == "s-1"
         pid = int(pidfile.read_text())
-        deadline = time.monotonic() + 5
-        while _alive(pid) and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert not _alive(pid)
+        assert _gone_within(pid, 15)
+
+    def test_a_cancelled_turn_leaves_no_grandchild(self, tmp_path: Path) -> None:
+        env, pidfile = _fake_gemini(tmp_path)
+        started = threading.Event()
+
+        def on_event(event: AgentEvent) -> None:
+            if isinstance(event, SessionStarted):
+                started.set()
+
+        handler = CallbackEventHandler(on_event)
+        agent = CliAgent("gemini", executor=HostCommandExecutor(), env=env, event_handler=handler)
+        session = agent.start_session(cwd=str(tmp_path))
+        outcome: list[BaseException] = []
+
+        def cancel_once_started() -> None:
+            # The fake CLI prints its init frame after spawning the grandchild; on a loaded
+            # machine starting two interpreters can take many seconds.
+            if started.wait(60):
+                session.cancel(grace_s=5.0)
+            else:
+                outcome.append(AssertionError("the turn never reported SessionStarted"))
+
+        canceller = threading.Thread(target=cancel_once_started, daemon=True)
+        canceller.start()
+        # The timeout is only a backstop (the fake sleeps 60 s); the cancel ends the turn.
+        with pytest.raises(TurnCancelledError) as caught:
+            session.turn(TurnRequest("hi", timeout=120.0))
+        canceller.join(60)
+        assert outcome == []
+        assert caught.value.returncode == -signal.SIGTERM
+        assert session.session_id == "s-1"
+        pid = int(pidfile.read_text())
+        assert _gone_within(pid, 15)

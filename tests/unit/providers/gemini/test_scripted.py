@@ -7,10 +7,11 @@ import pytest
 
 from agentshim import CliAgent
 from agentshim.core.errors import CliExitError, FailureKind, SessionResumeError
-from agentshim.core.events import AgentEvent, Stderr
+from agentshim.core.events import AgentEvent, Stderr, ToolKind, ToolResult
 from agentshim.core.usage import TokenUsage
 from agentshim.providers.gemini import GeminiStreamParser, resume_failure_lines, scripted_lines
 from agentshim.testing import FakeExecutor, FakeRun, scripted_resume_failure, scripted_turn
+from agentshim.testing.scripted import ToolFailure
 from tests.unit.providers.fixtures import load_capture
 
 BIN = "/usr/bin/gemini"
@@ -51,6 +52,42 @@ class TestSameShapeAsRecordings:
         assert kinds(scripted.stdout) == kinds(
             load_capture("gemini", "tool_shell_yolo").stdout_lines
         )
+
+    def test_failed_tool_turn_parses_like_the_recording(self) -> None:
+        rec = load_capture("gemini", "tool_shell_failed")
+        (recorded_frame,) = [f for f in frames(rec.stdout_lines) if f["type"] == "tool_result"]
+        message = recorded_frame["error"]["message"]
+        args = {"command": "ls", "dir_path": "/agentshim-missing-dir"}
+        scripted = scripted_lines(
+            text="The tool failed.",
+            session_id="s-1",
+            tool_calls=[("run_shell_command", args, ToolFailure(message))],
+        )
+        # The recording says "Running it." before the call; the scripted turn does not.
+        recorded_kinds = kinds(rec.stdout_lines)
+        assert recorded_kinds[1] == "AssistantText"
+        assert kinds(scripted.stdout) == recorded_kinds[:1] + recorded_kinds[2:]
+        (frame,) = [f for f in frames(scripted.stdout) if f["type"] == "tool_result"]
+        assert set(frame) == set(recorded_frame)
+        assert set(frame["error"]) == set(recorded_frame["error"])
+        assert (frame["status"], frame["output"]) == ("error", recorded_frame["output"])
+        assert f"Error executing tool run_shell_command: {message}\n" in rec.stderr_lines
+        assert f"Error executing tool run_shell_command: {message}\n" in scripted.stderr
+
+        def results(lines: tuple[str, ...]) -> list[tuple[object, ...]]:
+            events: list[AgentEvent] = []
+            parser = GeminiStreamParser(events.append)
+            for line in lines:
+                parser.feed_stdout(line)
+            parser.finish()
+            return [
+                (e.tool, e.stdout, e.stderr, e.exit_code, e.kind)
+                for e in events
+                if isinstance(e, ToolResult)
+            ]
+
+        assert results(scripted.stdout) == results(rec.stdout_lines)
+        assert results(scripted.stdout) == [("run_shell_command", "", message, 1, ToolKind.COMMAND)]
 
     def test_frames_carry_the_recorded_keys(self) -> None:
         scripted = frames(

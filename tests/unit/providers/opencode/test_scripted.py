@@ -7,10 +7,11 @@ import pytest
 
 from agentshim import CliAgent
 from agentshim.core.errors import CliExitError, SessionResumeError
-from agentshim.core.events import AgentEvent, Stderr
+from agentshim.core.events import AgentEvent, Stderr, ToolResult
 from agentshim.core.usage import TokenUsage
 from agentshim.providers.opencode import OpencodeStreamParser, resume_failure_lines, scripted_lines
 from agentshim.testing import FakeExecutor, FakeRun, scripted_resume_failure, scripted_turn
+from agentshim.testing.scripted import ToolFailure
 from tests.unit.providers.fixtures import load_capture
 
 BIN = "/usr/bin/opencode"
@@ -60,6 +61,58 @@ class TestSameShapeAsRecordings:
             assert set(mine["part"]) == set(theirs["part"])
             if mine["type"] == "tool_use":
                 assert set(mine["part"]["state"]) == set(theirs["part"]["state"])
+
+    @pytest.mark.parametrize(
+        ("case", "tool", "args", "failure"),
+        [
+            (
+                "tool_shell_failed",
+                "bash",
+                {"command": "ls /agentshim-missing-dir"},
+                ToolFailure(
+                    "ls: cannot access '/agentshim-missing-dir': No such file or directory\n",
+                    exit_code=2,
+                ),
+            ),
+            (
+                "tool_read_failed",
+                "read",
+                {"filePath": "missing.txt"},
+                ToolFailure("File not found: /home/user/work/missing.txt"),
+            ),
+        ],
+    )
+    def test_failed_tool_turn_parses_like_the_recording(
+        self, case: str, tool: str, args: dict[str, Any], failure: ToolFailure
+    ) -> None:
+        rec = load_capture("opencode", case)
+        scripted = scripted_lines(text="The tool failed.", tool_calls=[(tool, args, failure)])
+
+        def state(lines: tuple[str, ...]) -> dict[str, Any]:
+            (frame,) = [f for f in frames(lines) if f["type"] == "tool_use"]
+            # The time differs per run; opencode titles a shell call with its command.
+            return {k: v for k, v in frame["part"]["state"].items() if k not in ("time", "title")}
+
+        assert state(scripted.stdout) == state(rec.stdout_lines)
+        # The recording says "Running it." before the call; the scripted turn does not.
+        recorded_kinds = kinds(rec.stdout_lines)
+        recorded_kinds.remove("AssistantText")
+        assert kinds(scripted.stdout) == recorded_kinds
+
+        def results(lines: tuple[str, ...]) -> list[tuple[object, ...]]:
+            events: list[AgentEvent] = []
+            parser = OpencodeStreamParser(events.append)
+            for line in lines:
+                parser.feed_stdout(line)
+            parser.finish()
+            return [
+                (e.tool, e.stdout, e.stderr, e.exit_code, e.kind)
+                for e in events
+                if isinstance(e, ToolResult)
+            ]
+
+        assert results(scripted.stdout) == results(rec.stdout_lines)
+        assert results(scripted.stdout)[0][1:4] == ("", str(failure), failure.exit_code)
 
     def test_resume_failure_matches_the_recording(self) -> None:
         run = resume_failure_lines(session_id="ses_gone")

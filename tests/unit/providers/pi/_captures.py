@@ -33,6 +33,18 @@ EXPECTED: dict[str, Expected] = {
     "b_tool_bash": Expected(
         "Done.", "01a2275a-2449-702f-a7ec-addc1ecbfb68", input_tokens=200, output_tokens=40
     ),
+    "b2_tool_bash_failed": Expected(
+        "The command failed.",
+        "01a227f9-f00a-77e8-a919-31621bfcd677",
+        input_tokens=720,
+        output_tokens=42,
+    ),
+    "b3_tool_read_failed": Expected(
+        "The tool failed.",
+        "01a227fb-4c12-71cd-b25b-187bc5c99098",
+        input_tokens=720,
+        output_tokens=42,
+    ),
     "c_resume_full_id": Expected(
         "You asked for a secret word; it was PAPAYA.",
         "01a2275a-1c2a-72ae-8ced-4a8fdca01c2e",

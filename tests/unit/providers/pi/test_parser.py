@@ -29,6 +29,8 @@ from tests.unit.providers.fixtures import capture_names, dump_frame, load_captur
 from ._captures import EXPECTED, of_type, parse
 
 FULL_ID = "01a2275a-1c2a-72ae-8ced-4a8fdca01c2e"
+# `pi --mode rpc`: not what PiProvider runs; pinned by TestRpcModeOutput, not EXPECTED.
+RPC_MODE = "r_rpc_mode"
 
 
 def assistant(
@@ -65,7 +67,7 @@ def message_end(message: dict[str, Any]) -> str:
 
 class TestRecordedStreams:
     def test_every_fixture_has_an_expectation(self) -> None:
-        assert set(capture_names("pi")) == set(EXPECTED)
+        assert set(capture_names("pi")) == set(EXPECTED) | {RPC_MODE}
 
     @pytest.mark.parametrize("name", sorted(EXPECTED))
     def test_text_session_and_failure(self, name: str) -> None:
@@ -123,6 +125,40 @@ class TestRecordedStreams:
         texts = [e.text for e in of_type(events, AssistantText)]
         assert "".join(texts) == "I'll run echo.Done."
 
+    @pytest.mark.parametrize(
+        ("name", "tool", "stderr", "exit_code"),
+        [
+            # bash appends the command's exit code to the output; read names no code.
+            (
+                "b2_tool_bash_failed",
+                "bash",
+                "ls: cannot access '/agentshim-missing-dir': No such file or directory\n"
+                "\n\nCommand exited with code 2",
+                2,
+            ),
+            (
+                "b3_tool_read_failed",
+                "read",
+                "ENOENT: no such file or directory, access '/agentshim-missing-dir/x.txt'",
+                1,
+            ),
+        ],
+    )
+    def test_a_failed_tool_is_a_failed_result_not_a_failed_turn(
+        self, name: str, tool: str, stderr: str, exit_code: int
+    ) -> None:
+        parsed, events = parse(load_capture("pi", name).stdout_lines)
+        (call,) = of_type(events, ToolCall)
+        (result,) = of_type(events, ToolResult)
+        assert (result.tool_id, result.tool, result.stdout, result.stderr, result.exit_code) == (
+            call.tool_id,
+            tool,
+            "",
+            stderr,
+            exit_code,
+        )
+        assert parsed.error is None
+
     def test_retries_then_giving_up(self) -> None:
         parsed, events = parse(load_capture("pi", "e1_http500").stdout_lines)
         lifecycle = [e.kind for e in of_type(events, Lifecycle)]
@@ -144,6 +180,41 @@ class TestRecordedStreams:
             Stderr("No session found matching '0199aaaa-bbbb-7ccc-8ddd-eeeeffff0000'")
         ]
         assert parsed.usage is None
+
+
+class TestRpcModeOutput:
+    """What ``pi --mode rpc`` prints, fed to the ``--mode json`` parser PiProvider uses.
+
+    docs/providers/pi.md: rpc mode is a long-lived process taking JSON commands on stdin,
+    with no session header, and not what this provider runs. The recording holds three
+    prompts on one process (the second aborted), then a ``get_state`` command.
+    """
+
+    def test_no_session_header_means_no_session(self) -> None:
+        parsed, events = parse(load_capture("pi", RPC_MODE).stdout_lines)
+        assert parsed.session_id is None
+        assert of_type(events, SessionStarted) == []
+
+    def test_command_responses_are_unknown_frames(self) -> None:
+        _, events = parse(load_capture("pi", RPC_MODE).stdout_lines)
+        unknown = [e for e in of_type(events, Lifecycle) if e.kind.startswith("unknown_frame")]
+        assert [e.kind for e in unknown] == ["unknown_frame:response"] * 5
+        assert of_type(events, RawOutput) == []
+
+    def test_the_prompts_run_together_as_one_turn(self) -> None:
+        parsed, events = parse(load_capture("pi", RPC_MODE).stdout_lines)
+        # Every prompt's answer streams as text; the last one is the turn's text.
+        assert "".join(e.text for e in of_type(events, AssistantText)) == (
+            "Reply to first turn.This is a veReply after abort."
+        )
+        assert parsed.text == "Reply after abort."
+        # The aborted prompt is a non-fatal error; the prompt after it succeeded.
+        assert [(e.message, e.fatal) for e in of_type(events, ProviderError)] == [
+            ("This operation was aborted", False)
+        ]
+        assert (parsed.error, parsed.error_kind) == (None, None)
+        assert parsed.usage is not None
+        assert parsed.usage.tokens == TokenUsage(input_tokens=300, output_tokens=41, turns=1)
 
 
 class TestSessionIds:

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 from typing import Any
 
 import pytest
@@ -11,6 +12,7 @@ from agentshim.core.events import AgentEvent, AssistantText, ToolCall, ToolResul
 from agentshim.core.usage import CostSource, TokenUsage
 from agentshim.providers.pi import resume_failure_lines, scripted_lines
 from agentshim.testing import FakeExecutor, FakeRun, scripted_resume_failure, scripted_turn
+from agentshim.testing.scripted import ToolFailure
 from tests.unit.providers.fixtures import load_capture
 
 from ._captures import EXPECTED, parse
@@ -80,6 +82,69 @@ class TestScriptedParsesLikeRecorded:
 
         assert shape(scripted_events) == shape(recorded_events)
         assert scripted.text == recorded.text == "Done."
+
+    @pytest.mark.parametrize(
+        ("case", "tool", "args", "failure"),
+        [
+            (
+                "b2_tool_bash_failed",
+                "bash",
+                {"command": "ls /agentshim-missing-dir"},
+                ToolFailure(
+                    "ls: cannot access '/agentshim-missing-dir': No such file or directory\n",
+                    exit_code=2,
+                ),
+            ),
+            (
+                "b3_tool_read_failed",
+                "read",
+                {"path": "/agentshim-missing-dir/x.txt"},
+                ToolFailure(
+                    "ENOENT: no such file or directory, access '/agentshim-missing-dir/x.txt'"
+                ),
+            ),
+        ],
+    )
+    def test_failed_tool_turn(
+        self, case: str, tool: str, args: dict[str, Any], failure: ToolFailure
+    ) -> None:
+        capture = load_capture("pi", case)
+        recorded, recorded_events = parse(capture.stdout_lines)
+        run = scripted_lines(
+            text=recorded.text, session_id=recorded.session_id, tool_calls=[(tool, args, failure)]
+        )
+        scripted, scripted_events = parse(run.stdout)
+
+        def ends(lines: tuple[str, ...]) -> list[dict[str, Any]]:
+            frames = [json.loads(line) for line in lines]
+            found = [f for f in frames if f["type"] == "tool_execution_end"]
+            found += [
+                f["message"]
+                for f in frames
+                if f["type"] == "message_end" and f["message"]["role"] == "toolResult"
+            ]
+            for frame in found:
+                frame.pop("toolCallId")
+                frame.pop("timestamp", None)
+                frame.pop("args", None)
+                frame.pop("details", None)
+                frame.get("result", {}).pop("details", None)
+            return found
+
+        assert ends(run.stdout) == ends(capture.stdout_lines)
+
+        def results(events: list[AgentEvent]) -> list[AgentEvent]:
+            return [e for e in normalized(events) if isinstance(e, ToolResult)]
+
+        assert results(scripted_events) == results(recorded_events)
+        (result,) = results(scripted_events)
+        assert (result.stdout, result.failed) == ("", True)
+        assert failure in result.stderr
+        assert (scripted.text, scripted.session_id, scripted.error) == (
+            recorded.text,
+            recorded.session_id,
+            None,
+        )
 
     def test_failed_turn_fails_like_a_recorded_one(self) -> None:
         run = scripted_lines(session_id="s-9", returncode=1)
