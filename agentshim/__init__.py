@@ -7,9 +7,10 @@ use, so ``import agentshim`` stays cheap.
 from __future__ import annotations
 
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from agentshim._version import __version__
+from agentshim.core._lazy import lazy_attributes
 
 if TYPE_CHECKING:
     from agentshim.agent import AgentSession, CliAgent
@@ -309,16 +310,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    module_name = _LAZY_NAMES.get(name)
-    if module_name is None:
-        raise AttributeError(f"module 'agentshim' has no attribute {name!r}")
-    import importlib
-
-    value = getattr(importlib.import_module(module_name), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(__all__)
+__getattr__, __dir__ = lazy_attributes("agentshim", _LAZY_NAMES, globals())

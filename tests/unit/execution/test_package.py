@@ -1,0 +1,37 @@
+"""The execution package's public names, and what importing it costs."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+import agentshim.execution as execution
+
+
+@pytest.mark.parametrize("name", execution.__all__)
+def test_every_exported_name_resolves(name: str) -> None:
+    assert getattr(execution, name) is not None
+
+
+def test_dir_lists_the_exported_names() -> None:
+    assert dir(execution) == sorted(execution.__all__)
+
+
+def test_an_unknown_name_is_an_attribute_error() -> None:
+    with pytest.raises(AttributeError, match="no_such_name"):
+        execution.no_such_name  # noqa: B018
+
+
+def test_running_a_command_does_not_import_the_container_support() -> None:
+    script = (
+        "import sys; from agentshim.agent import CliAgent; "
+        "print(sorted(m for m in sys.modules if m.startswith('agentshim.execution.')))"
+    )
+    loaded = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=True
+    ).stdout
+    assert "agentshim.execution.host" in loaded
+    for heavy in ("docker", "confinement", "readiness"):
+        assert f"agentshim.execution.{heavy}'" not in loaded
