@@ -62,8 +62,15 @@ def check_session(events: Sequence[AgentEvent], result: TurnResult) -> None:
     assert result.session_id == started[-1]
 
 
-def check_tools(events: Sequence[AgentEvent], expected: Sequence[sc.ToolExpectation]) -> None:
-    """Each expected shell call was reported, with a result of the same id and its output."""
+def check_tools(
+    events: Sequence[AgentEvent], expected: Sequence[sc.ToolExpectation], *, provider: str
+) -> None:
+    """Each expected shell call was reported, with a result of the same id and its output.
+
+    The result has the command's exit code, and its output where ``ToolResult`` promises it:
+    on stdout for a success, on stderr (stdout empty) for a failure. A CLI that reports no
+    exit codes (``PROVIDERS_WITHOUT_SHELL_EXIT_CODES``) yields a success whatever the code.
+    """
     calls = [e for e in events if isinstance(e, ToolCall) and e.kind is ToolKind.COMMAND]
     results = {e.tool_id: e for e in events if isinstance(e, ToolResult)}
     position = {id(e): index for index, e in enumerate(events)}
@@ -77,10 +84,22 @@ def check_tools(events: Sequence[AgentEvent], expected: Sequence[sc.ToolExpectat
         assert result is not None, f"no result for tool call {call}"
         assert result.kind is ToolKind.COMMAND
         assert position[id(call)] < position[id(result)], "a tool result came before its call"
-        assert expectation.output in result.stdout, (
-            f"tool output {result.stdout!r} lacks {expectation.output!r}"
-        )
-        assert result.exit_code in (0, None)
+        exit_code = expectation.exit_code
+        if provider in sc.PROVIDERS_WITHOUT_SHELL_EXIT_CODES:
+            exit_code = 0
+        if exit_code == 0:
+            assert result.exit_code in (0, None), f"a successful command reported {result}"
+            assert not result.failed
+            assert expectation.output in result.stdout, (
+                f"tool output {result.stdout!r} lacks {expectation.output!r}"
+            )
+        else:
+            assert result.exit_code == exit_code, f"exit code {exit_code} expected: {result}"
+            assert result.failed, f"a command exiting {exit_code} is not failed: {result}"
+            assert result.stdout == "", f"a failed result has stdout: {result}"
+            assert expectation.output in result.stderr, (
+                f"tool stderr {result.stderr!r} lacks {expectation.output!r}"
+            )
 
 
 def assistant_messages(events: Sequence[AgentEvent]) -> list[str]:
@@ -121,8 +140,12 @@ def check_answer(
     result: TurnResult,
     *,
     reports_tokens: bool,
+    provider: str | None = None,
 ) -> None:
-    """A successful turn: text, session, usage and tool calls as scripted."""
+    """A successful turn: text, session, usage and tool calls as scripted.
+
+    ``provider`` defaults to the one the turn's usage names.
+    """
     assert scenario.text is not None
     if scenario.tools:
         # Without a terminal result frame the text blocks of the turn are joined.
@@ -133,7 +156,7 @@ def check_answer(
     assert not result.interrupted
     check_session(events, result)
     check_usage(result, scenario.usage, reports_tokens=reports_tokens)
-    check_tools(events, scenario.tools)
+    check_tools(events, scenario.tools, provider=provider or result.usage.provider)
     check_text_events(events, scenario.text)
 
 

@@ -52,6 +52,11 @@ LONG_TEXT = " ".join(f"word{i:04d}" for i in range(160))
 #: Copilot CLI's result carries premium requests and durations only.
 PROVIDERS_WITHOUT_TOKEN_COUNTS = frozenset({"copilot"})
 
+#: CLIs whose stream carries no exit code for a shell command: Gemini CLI reports a command
+#: that exits nonzero as a success (``status: "success"``), its error message as the output,
+#: so agentshim reports exit code 0 and the message on stdout.
+PROVIDERS_WITHOUT_SHELL_EXIT_CODES = frozenset({"gemini"})
+
 
 def total(*usages: Usage) -> Usage:
     """The usage of several model calls added up, as a turn should report it."""
@@ -69,12 +74,16 @@ class ToolExpectation:
     """A shell call the turn must report, and text its result must contain.
 
     A CLI may wrap the command (Codex reports ``/bin/bash -lc "..."``), so the call is found
-    by ``marker``, a part of the command that survives any quoting.
+    by ``marker``, a part of the command that survives any quoting. ``exit_code`` is the
+    command's own: a result with a nonzero one is ``failed`` and carries ``output`` on stderr
+    (stdout empty), one that succeeded carries it on stdout. A CLI of
+    ``PROVIDERS_WITHOUT_SHELL_EXIT_CODES`` reports every command as a success.
     """
 
     command: str
     output: str
     marker: str
+    exit_code: int = 0
 
 
 @dataclass(frozen=True)
@@ -287,6 +296,49 @@ TWO_TOOLS = Scenario(
     main_requests_at_least=2,
 )
 
+#: A command that exits 2 with its message on stderr (GNU ls: 2 is "serious trouble").
+MISSING_DIR_COMMAND = "ls /agentshim-missing-dir"
+
+_FAILED_FIRST = Usage(input=340, output=28)
+_FAILED_FINAL = Usage(input=470, output=18)
+# The CLIs report the failed command differently; agentshim's ToolResult for each:
+#   claude    Bash tool_result is_error, content "Exit code 2\n<stderr>": exit 2, failed
+#   codex     command_execution status "failed", exit_code 2: exit 2, failed
+#   gemini    run_shell_command status "success", no exit code: exit 0, message on stdout
+#   opencode  bash status "completed" with metadata.exit 2: exit 2, failed
+#   copilot   bash success true with shellExecution.exitCode 2: exit 2, failed
+#   pi        bash isError, "Command exited with code 2" in the text: exit 2, failed
+# In every case the turn itself succeeds: a failed tool is something the model answers.
+FAILED_TOOL = Scenario(
+    name="failed_tool_call",
+    description="a shell call whose command exits 2, then an answer",
+    prompt="List the missing directory, then report.",
+    rules=(
+        Rule(
+            match=Match(last_input_is_tool_result=False),
+            respond=Message(
+                (Text("Running it."), ToolCall(command=MISSING_DIR_COMMAND)),
+                usage=_FAILED_FIRST,
+            ),
+        ),
+        Rule(
+            match=Match(last_input_is_tool_result=True),
+            respond=Text("The directory does not exist.", usage=_FAILED_FINAL),
+        ),
+    ),
+    text="The directory does not exist.",
+    usage=total(_FAILED_FIRST, _FAILED_FINAL),
+    tools=(
+        ToolExpectation(
+            MISSING_DIR_COMMAND,
+            "cannot access '/agentshim-missing-dir'",
+            "agentshim-missing-dir",
+            exit_code=2,
+        ),
+    ),
+    main_requests_at_least=2,
+)
+
 #: Every scenario, in the order they are recorded and run.
 SCENARIOS: tuple[Scenario, ...] = (
     PLAIN,
@@ -300,6 +352,7 @@ SCENARIOS: tuple[Scenario, ...] = (
     LONG_ANSWER,
     UNICODE_TOOL,
     TWO_TOOLS,
+    FAILED_TOOL,
 )
 
 BY_NAME = {scenario.name: scenario for scenario in SCENARIOS}

@@ -162,7 +162,11 @@ class LiveSuite:
 
     def check_answer(self, live: LiveRun, scenario: sc.Scenario, result: TurnResult) -> None:
         checks.check_answer(
-            live.events.events, scenario, result, reports_tokens=self.reports_tokens
+            live.events.events,
+            scenario,
+            result,
+            reports_tokens=self.reports_tokens,
+            provider=self.provider,
         )
         assert len(live.main_requests()) >= scenario.main_requests_at_least
 
@@ -242,6 +246,10 @@ class LiveSuite:
 
     def test_two_tool_calls(self, live: LiveRun) -> None:
         self.run_answer(live, sc.TWO_TOOLS)
+
+    def test_failed_tool_call(self, live: LiveRun) -> None:
+        # A command that exits nonzero fails the tool call, not the turn.
+        self.run_answer(live, sc.FAILED_TOOL)
 
     def test_mcp_config_restored(self, live: LiveRun, tmp_path: Path) -> None:
         marker = tmp_path / "mcp-stub-started"

@@ -111,7 +111,11 @@ def test_single_turn_replays_like_the_live_run(recorded: Recorded, tmp_path: Pat
         checks.check_session(events.events, result)
         return
     checks.check_answer(
-        events.events, scenario, result, reports_tokens=_reports_tokens(recorded.provider)
+        events.events,
+        scenario,
+        result,
+        reports_tokens=_reports_tokens(recorded.provider),
+        provider=recorded.provider,
     )
     assert result.resumed is False
 
