@@ -148,7 +148,7 @@ class PolicyMachine(RuleBasedStateMachine):
             assert self.resume_refused_in_run or self.switched_in_run, (
                 "REPLACED without a refused resume or a resume answered elsewhere"
             )
-        if self.holds and self.held is not None:
+        if self.in_run and self.holds and self.held is not None:
             assert self.state.conversation_id == self.held, "a held conversation was lost"
         self.in_run = False
         self.awaiting = None
@@ -248,12 +248,14 @@ class PolicyMachine(RuleBasedStateMachine):
         if choice == "opened":
             self.live = True
             named = data.draw(MAYBE_ID, label="named")
+            before = self.state.conversation_id
             elsewhere = self.answered_elsewhere(named)
             commands = self.feed(Opened(named))
-            self.check_answer_elsewhere(elsewhere, named, commands)
+            self.check_answer_elsewhere(elsewhere, before, named, commands)
         elif choice == "succeeded":
             self.now += 1
             named = data.draw(MAYBE_ID, label="named")
+            before = self.state.conversation_id
             elsewhere = self.answered_elsewhere(named)
             event = Succeeded(
                 self.now,
@@ -264,7 +266,7 @@ class PolicyMachine(RuleBasedStateMachine):
                 data.draw(st.floats(0, 100), label="duration"),
             )
             commands = self.feed(event)
-            if not self.check_answer_elsewhere(elsewhere, named, commands):
+            if not self.check_answer_elsewhere(elsewhere, before, named, commands):
                 assert isinstance(commands[-1], FinishTurn)
                 if elsewhere:
                     assert commands[-1].continuity is Continuity.REPLACED
@@ -274,8 +276,8 @@ class PolicyMachine(RuleBasedStateMachine):
                 self.resume_refused_in_run = True
             self.now += 1
             named = data.draw(MAYBE_ID, label="named")
-            if outcome is not FailureOutcome.RESUME_REFUSED and self.answered_elsewhere(named):
-                self.switched_in_run = not self.holds
+            if outcome is not FailureOutcome.RESUME_REFUSED:
+                self.answered_elsewhere(named)
             self.feed(
                 Failed(
                     self.now,
@@ -291,13 +293,20 @@ class PolicyMachine(RuleBasedStateMachine):
             assert isinstance(self.feed(Abort(self.now))[-1], FailTurn)
 
     def answered_elsewhere(self, named: str | None) -> bool:
-        """Whether a result naming ``named`` answers a resumed attempt in another conversation."""
+        """Whether a result naming ``named`` answers a resumed attempt in another conversation.
+
+        An ordinary turn then switches to that conversation (so REPLACED is expected); the
+        flag is set before the event is fed, because the run may end inside ``feed``.
+        """
         turn = self.state.turn
         assert turn is not None
-        return turn.resumed and named is not None and named != self.state.conversation_id
+        elsewhere = turn.resumed and named is not None and named != self.state.conversation_id
+        if elsewhere and not self.holds:
+            self.switched_in_run = True
+        return elsewhere
 
     def check_answer_elsewhere(
-        self, elsewhere: bool, named: str | None, commands: tuple[Command, ...]
+        self, elsewhere: bool, before: str | None, named: str | None, commands: tuple[Command, ...]
     ) -> bool:
         """A held turn answered elsewhere ends refused, keeping its conversation; True if so."""
         if not elsewhere:
@@ -305,12 +314,9 @@ class PolicyMachine(RuleBasedStateMachine):
         notices = [c for c in commands if isinstance(c, Notify)]
         assert any(n.kind == "conversation_lost" for n in notices)
         if not self.holds:
-            self.switched_in_run = True
             return False
-        assert commands[-1] == RefuseTurn(
-            Refusal.CONVERSATION_LOST, expected=self.held, actual=named
-        )
-        assert self.state.conversation_id == self.held
+        assert commands[-1] == RefuseTurn(Refusal.CONVERSATION_LOST, expected=before, actual=named)
+        assert self.state.conversation_id == before
         return True
 
     @rule(event=st.sampled_from(["opened", "succeeded", "waited", "start", "adopt"]))
