@@ -3,37 +3,15 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
 from dataclasses import dataclass
-from types import MappingProxyType
 
 from agentshim.core.ids import is_valid_session_id, validate_session_id
 from agentshim.providers import DEFAULT_CATALOG, ProviderCatalog
+from agentshim.providers.static_plugin import StaticProviderPlugin
 
 __all__ = ["ResumeLine", "extract_resume", "resume_command"]
 
 _ID_PATTERN = r"([A-Za-z0-9._-]{1,128})"
-
-# Other spellings the built-in CLIs accept before a conversation id, besides the line
-# resume_command() writes: their short flags and `--flag=<id>` (per the pinned versions'
-# --help; copilot's is tests/fixtures/copilot/help.txt) and the non-interactive subcommands
-# (`codex exec resume`, `opencode run`). Pi's own parser knows only `--session <id>`: its `-r`
-# opens a picker and it has no `--session=`.
-_ALSO_ACCEPTED: Mapping[str, tuple[str, ...]] = MappingProxyType(
-    {
-        "claude": ("claude -r ", "claude --resume="),
-        "codex": ("codex exec resume ",),
-        "gemini": ("gemini -r ", "gemini --resume="),
-        "opencode": (
-            "opencode -s ",
-            "opencode --session=",
-            "opencode run --session ",
-            "opencode run --session=",
-            "opencode run -s ",
-        ),
-        "copilot": ("copilot --resume ", "copilot -r "),
-    }
-)
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,8 +35,11 @@ def resume_command(
 def _patterns(provider: str, catalog: ProviderCatalog) -> list[re.Pattern[str]]:
     # Render the line with a placeholder id, then rebuild it as a regex around the id.
     placeholder = "agentshim-resume-placeholder-0"
-    head, _, tail = catalog.plugin(provider).resume_command(placeholder).partition(placeholder)
-    forms = [(head, tail), *((alias, "") for alias in _ALSO_ACCEPTED.get(provider, ()))]
+    plugin = catalog.plugin(provider)
+    head, _, tail = plugin.resume_command(placeholder).partition(placeholder)
+    # Built-in plugins also list the other spellings their CLI accepts (per its --help).
+    aliases = plugin.resume_aliases if isinstance(plugin, StaticProviderPlugin) else ()
+    forms = [(head, tail), *(alias.partition("{id}")[::2] for alias in aliases)]
     return [
         re.compile(
             r"(?<![\w./-])"

@@ -59,7 +59,9 @@ def _empty_pricing() -> PricingTable:
 class StaticProviderPlugin:
     """A built-in provider's plugin: its facts are constants and its provider a class.
 
-    ``resume_template`` is the resume shell line with ``{id}`` for the session id.
+    ``resume_template`` is the resume shell line with ``{id}`` for the session id;
+    ``resume_aliases`` are other spellings the CLI accepts for it (short flags, ``--flag=``,
+    non-interactive subcommands), also with ``{id}``, which ``extract_resume`` recognises.
     """
 
     profile: ProviderProfile
@@ -67,6 +69,7 @@ class StaticProviderPlugin:
     scripted: ScriptedLines
     resume_failure: ResumeFailureLines
     resume_template: str
+    resume_aliases: tuple[str, ...] = ()
     installed_mcp: InstalledMcpReader | None = None
     models: ModelTable = field(default_factory=_empty_models)
     pricing: PricingTable = field(default_factory=_empty_pricing)

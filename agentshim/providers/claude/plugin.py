@@ -17,6 +17,7 @@ PLUGIN = StaticProviderPlugin(
     scripted=scripted_lines,
     resume_failure=resume_failure_lines,
     resume_template="claude --resume {id}",
+    resume_aliases=("claude -r {id}", "claude --resume={id}"),
     installed_mcp=installed_mcp_servers,
     models=MODEL_TABLE,
     pricing=PRICING_TABLE,

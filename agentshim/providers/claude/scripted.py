@@ -13,7 +13,7 @@ import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from agentshim.core.provider import ScriptedRun
+from agentshim.core.provider import ScriptedRun, ToolFailure
 from agentshim.core.usage import TokenUsage
 
 from .events import SHELL_TOOL, STRUCTURED_OUTPUT_TOOL
@@ -233,7 +233,7 @@ def scripted_lines(
     """Return what ``claude -p --output-format stream-json --verbose`` prints for such a turn.
 
     ``tool_calls`` are ``(tool name, arguments, output)``, each answered before the final text;
-    an output that is an ``agentshim.testing.scripted.ToolFailure`` is a failed call (an
+    an output that is an ``agentshim.testing.ToolFailure`` is a failed call (an
     ``is_error`` tool result; for Bash led by ``Exit code N``, as the CLI prints it). With ``structured_output`` the model calls the StructuredOutput tool
     and the result carries the payload (and its JSON as the result text, as the CLI does).
     ``usage`` is the turn's normalized usage (its ``turns`` becomes ``num_turns``); the cost is
@@ -288,9 +288,6 @@ def scripted_lines(
 
 def _exit_code(output: str) -> int:
     """The exit code a scripted call's output stands for: a ToolFailure's, else 0."""
-    # Imported here, not at the top: agentshim.testing imports the provider catalog.
-    from agentshim.testing.scripted import ToolFailure
-
     return output.exit_code if isinstance(output, ToolFailure) else 0
 
 

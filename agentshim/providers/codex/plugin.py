@@ -17,6 +17,7 @@ PLUGIN = StaticProviderPlugin(
     scripted=scripted_lines,
     resume_failure=resume_failure_lines,
     resume_template="codex resume {id}",
+    resume_aliases=("codex exec resume {id}",),
     installed_mcp=installed_mcp_servers,
     models=MODEL_TABLE,
     pricing=PRICING_TABLE,

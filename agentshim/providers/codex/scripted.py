@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from agentshim.core.jsonvalues import list_or_empty
-from agentshim.core.provider import ScriptedRun
+from agentshim.core.provider import ScriptedRun, ToolFailure
 from agentshim.core.usage import TokenUsage
 
 from .events import EDIT_TOOL, MCP_TOOL, SHELL_TOOL, WEB_TOOL
@@ -43,9 +43,6 @@ def _command(args: Mapping[str, Any]) -> str:
 
 def _exit_code(output: str) -> int:
     """The exit code a scripted call's output stands for: a ToolFailure's, else 0."""
-    # Imported here, not at the top: agentshim.testing imports the provider catalog.
-    from agentshim.testing.scripted import ToolFailure
-
     return output.exit_code if isinstance(output, ToolFailure) else 0
 
 
@@ -134,7 +131,7 @@ def scripted_lines(
     ``shell``, ``exec_command``, ``bash``) runs ``arguments["command"]``, ``file_change`` or
     ``apply_patch`` applies ``arguments["changes"]`` (or one ``path``), ``web_search`` searches
     ``arguments["query"]``, and any other name is an MCP call (``server.tool``). An output that
-    is an ``agentshim.testing.scripted.ToolFailure`` fails the call: a command ends
+    is an ``agentshim.testing.ToolFailure`` fails the call: a command ends
     ``status: "failed"`` with the failure's exit code and its message as output (as recorded),
     a patch ``status: "failed"`` (Codex prints no message for it), an MCP call
     ``status: "failed"`` with the message as its ``error``. With ``structured_output`` the

@@ -17,6 +17,7 @@ PLUGIN = StaticProviderPlugin(
     scripted=scripted_lines,
     resume_failure=resume_failure_lines,
     resume_template="copilot --resume={id}",
+    resume_aliases=("copilot --resume {id}", "copilot -r {id}"),
     installed_mcp=installed_mcp_servers,
     models=MODEL_TABLE,
     pricing=PRICING_TABLE,

@@ -7,7 +7,7 @@ import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from agentshim.core.provider import ScriptedRun
+from agentshim.core.provider import ScriptedRun, ToolFailure
 from agentshim.core.usage import TokenUsage
 
 from .events import SHELL_TOOL
@@ -61,7 +61,7 @@ def scripted_lines(
 
     ``tool_calls`` are ``(tool name, arguments, output)``, each run in the first agent-loop
     turn; the answer ``text`` comes in the next one. An output that is an
-    ``agentshim.testing.scripted.ToolFailure`` fails the call as the CLI prints it: ``bash``
+    ``agentshim.testing.ToolFailure`` fails the call as the CLI prints it: ``bash``
     with the failure's exit code in ``shellExecution.exitCode`` (``success`` stays true), any
     other tool with ``success: false`` and the message as its ``error``. Copilot 1.0.102 prints no token
     counts, so without ``usage`` the turn's usage is unknown, as in a recording; with it, one
@@ -161,8 +161,6 @@ def _add_tool_calls(
 
 
 def _completion(call_id: str, name: str, output: str) -> dict[str, Any]:
-    # Imported here, not at the top: agentshim.testing imports the provider catalog.
-    from agentshim.testing.scripted import ToolFailure
 
     complete: dict[str, Any] = {"toolCallId": call_id, "model": SCRIPTED_MODEL, "turnId": "0"}
     exit_code = output.exit_code if isinstance(output, ToolFailure) else 0

@@ -7,7 +7,7 @@ import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from agentshim.core.provider import ScriptedRun
+from agentshim.core.provider import ScriptedRun, ToolFailure
 from agentshim.core.usage import TokenUsage
 
 __all__ = ["SCRIPTED_MODEL", "resume_failure_lines", "scripted_lines"]
@@ -51,9 +51,6 @@ def _deltas(text: str) -> list[str]:
 
 def _failed(output: str) -> bool:
     """Whether a scripted call's output is a ToolFailure."""
-    # Imported here, not at the top: agentshim.testing imports the provider catalog.
-    from agentshim.testing.scripted import ToolFailure
-
     return isinstance(output, ToolFailure)
 
 
@@ -69,7 +66,7 @@ def scripted_lines(
     """Return what ``gemini --output-format stream-json`` prints for such a turn.
 
     ``tool_calls`` are ``(tool name, parameters, output)``, each answered with a successful
-    ``tool_result``, or for an output that is an ``agentshim.testing.scripted.ToolFailure``
+    ``tool_result``, or for an output that is an ``agentshim.testing.ToolFailure``
     one with ``status: "error"`` and an ``error`` object carrying its message (the CLI prints
     no exit code). The real CLI reports a shell command that exits nonzero as a success whose
     output is the command's; ``status: "error"`` is a tool that could not run (bad parameters,

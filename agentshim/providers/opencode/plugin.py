@@ -17,6 +17,13 @@ PLUGIN = StaticProviderPlugin(
     scripted=scripted_lines,
     resume_failure=resume_failure_lines,
     resume_template="opencode --session {id}",
+    resume_aliases=(
+        "opencode -s {id}",
+        "opencode --session={id}",
+        "opencode run --session {id}",
+        "opencode run --session={id}",
+        "opencode run -s {id}",
+    ),
     installed_mcp=installed_mcp_servers,
     models=MODEL_TABLE,
     pricing=PRICING_TABLE,

@@ -8,7 +8,7 @@ import string
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from agentshim.core.provider import ScriptedRun
+from agentshim.core.provider import ScriptedRun, ToolFailure
 from agentshim.core.usage import TokenUsage
 
 from .events import SHELL_TOOL
@@ -72,8 +72,6 @@ class _Frames:
 
 
 def _state(name: str, params: Mapping[str, Any], output: str) -> dict[str, Any]:
-    # Imported here, not at the top: agentshim.testing imports the provider catalog.
-    from agentshim.testing.scripted import ToolFailure
 
     timing = {"start": _TIMESTAMP - 200, "end": _TIMESTAMP - 50}
     if isinstance(output, ToolFailure) and name != SHELL_TOOL:
@@ -103,7 +101,7 @@ def scripted_lines(
     """Return what ``opencode run --format json`` prints for such a turn.
 
     ``tool_calls`` are ``(tool name, parameters, output)``. An output that is an
-    ``agentshim.testing.scripted.ToolFailure`` fails the call as the CLI prints it: a ``bash``
+    ``agentshim.testing.ToolFailure`` fails the call as the CLI prints it: a ``bash``
     call ``completed`` with the failure's exit code in ``metadata.exit``, any other tool
     ``status: "error"`` with the message as its ``error``.
 

@@ -16,6 +16,7 @@ PLUGIN = StaticProviderPlugin(
     factory=PiProvider,
     scripted=scripted_lines,
     resume_failure=resume_failure_lines,
+    # No aliases: pi knows only `--session <id>`; its `-r` opens a picker.
     resume_template="pi --session {id}",
     installed_mcp=installed_mcp_servers,
     models=MODEL_TABLE,

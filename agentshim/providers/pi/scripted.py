@@ -7,7 +7,7 @@ import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from agentshim.core.provider import ScriptedRun
+from agentshim.core.provider import ScriptedRun, ToolFailure
 from agentshim.core.usage import TokenUsage
 
 from .events import SHELL_TOOL
@@ -89,7 +89,7 @@ def scripted_lines(
     """Return what ``pi --print --mode json`` prints for such a turn.
 
     ``tool_calls`` are ``(tool name, arguments, output)``, all requested by a first assistant
-    message and run; an output that is an ``agentshim.testing.scripted.ToolFailure`` fails the
+    message and run; an output that is an ``agentshim.testing.ToolFailure`` fails the
     call (``isError: true``; for ``bash`` the text ends "Command exited with code N", as the
     CLI prints it). The answer ``text`` is the second message, which carries all
     of ``usage`` (Pi reports no reasoning count, so reasoning tokens stay plain output, and
@@ -183,9 +183,6 @@ def _tool_turn(
 
 def _exit_code(output: str) -> int:
     """The exit code a scripted call's output stands for: a ToolFailure's, else 0."""
-    # Imported here, not at the top: agentshim.testing imports the provider catalog.
-    from agentshim.testing.scripted import ToolFailure
-
     return output.exit_code if isinstance(output, ToolFailure) else 0
 
 
