@@ -23,7 +23,7 @@ from agentshim.core.conversation import (
     Transport,
     TransportKind,
 )
-from agentshim.core.errors import ProviderCapabilityError
+from agentshim.core.errors import AgentShimError, InvalidRequestError, ProviderCapabilityError
 from agentshim.core.events import AgentEventHandler
 from agentshim.core.ids import IdAllocator, RandomIds
 from agentshim.core.locks import KeyedLocks
@@ -55,10 +55,12 @@ class Agent:
 
     Built from a provider name, the transport runs on ``executor`` (host by default); with a
     ``confinement`` every process runs inside it and the confinement supplies the env, so
-    passing ``env`` too is a ValueError. Built from a ready-made Transport, passing
-    ``executor``, ``confinement``, ``env``, ``transport`` or ``catalog`` is a ValueError.
+    passing ``env`` too is an InvalidRequestError. Built from a ready-made Transport, passing
+    ``executor``, ``confinement``, ``env``, ``transport`` or ``catalog`` is one too.
 
     Raises:
+        InvalidRequestError: ``permissions`` or ``approvals`` of the wrong type, or options
+            that cannot be combined (see above).
         ProviderCapabilityError: the transport cannot honour ``permissions``, or the provider
             has no transport of the requested kind.
     """
@@ -83,6 +85,20 @@ class Agent:
         transport: TransportKind | None = None,
         catalog: ProviderCatalog | None = None,
     ) -> None:
+        if not isinstance(permissions, NativePermissions):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise InvalidRequestError(
+                "permissions",
+                f"{permissions!r} is not a NativePermissions",
+                f"Agent permissions must be a NativePermissions, not {permissions!r}; build one "
+                "with NativePermissions.bypass(), read_only() or workspace_write()",
+            )
+        if not isinstance(approvals, ApprovalPolicy):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise InvalidRequestError(
+                "approvals",
+                f"{approvals!r} is not an ApprovalPolicy",
+                f"Agent approvals must be an ApprovalPolicy (such as ApprovalPolicy.DENY), "
+                f"not {approvals!r}",
+            )
         self.permissions = permissions
         self.approvals = approvals
         self.model = model
@@ -109,17 +125,21 @@ class Agent:
                 if value is not None
             ]
             if passed:
-                raise ValueError(
+                raise InvalidRequestError(
+                    passed[0],
+                    "cannot be combined with a ready-made Transport",
                     f"{', '.join(passed)} cannot be combined with a ready-made Transport; "
-                    "configure the transport itself"
+                    "configure the transport itself",
                 )
             self.transport: Transport = provider
             return
 
         if confinement is not None and env is not None:
-            raise ValueError(
+            raise InvalidRequestError(
+                "env",
+                "given with a confinement",
                 "pass env or confinement, not both: a confined agent runs with the "
-                "confinement's env"
+                "confinement's env",
             )
         kind = transport if transport is not None else TransportKind.ONE_SHOT
         chosen_catalog = catalog if catalog is not None else DEFAULT_CATALOG
@@ -183,8 +203,9 @@ class Agent:
         continues the conversation saved under the key (``resume_id`` wins over it).
 
         Raises:
-            ValueError: ``cwd`` (or an MCP server's host path) is not visible inside the
-                confinement, or only one of checkpoints and checkpoint_key is given.
+            InvalidRequestError: ``cwd`` (or an MCP server's host path) is not visible inside
+                the confinement, only one of checkpoints and checkpoint_key is given, or a
+                session setting is invalid.
         """
         spec = ConversationSpec(
             permissions=self.permissions,
@@ -217,7 +238,17 @@ class Agent:
     def _agent_path(self, host_path: str) -> str:
         if self._confinement is None:
             return host_path
-        return self._confinement.agent_path(host_path)
+        try:
+            return self._confinement.agent_path(host_path)
+        except ValueError as error:
+            # A caller's own Confinement may raise a plain ValueError, as its protocol allows.
+            if isinstance(error, AgentShimError):
+                raise
+            raise InvalidRequestError(
+                "cwd",
+                str(error),
+                f"cwd {host_path!r} cannot be seen inside the confinement: {error}",
+            ) from error
 
     def _map_server(self, server: McpServer) -> McpServer:
         if self._confinement is None or not isinstance(server, StdioMcpServer):
@@ -236,8 +267,11 @@ class Agent:
             return self._confinement.agent_path(value)
         except ValueError:
             if os.path.exists(value):
-                raise ValueError(
-                    f"MCP server {server!r} uses {value!r}, which exists on the host but is "
-                    "not visible inside the confinement; mount it or use a path inside"
+                raise InvalidRequestError(
+                    "mcp_servers",
+                    f"{value!r} is not visible inside the confinement",
+                    f"MCP server {server!r} (mcp_servers) uses {value!r}, which exists on the "
+                    "host but is not visible inside the confinement; mount it or use a path "
+                    "inside",
                 ) from None
             return value

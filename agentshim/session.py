@@ -30,6 +30,7 @@ from agentshim.core.conversation import (
 )
 from agentshim.core.errors import (
     ContinuityError,
+    InvalidRequestError,
     NoRunningTurnError,
     ProviderCapabilityError,
     SessionStateError,
@@ -138,9 +139,25 @@ class Session:
         log: Callable[[str], None] | None = None,
     ) -> None:
         if (checkpoints is None) != (checkpoint_key is None):
-            raise ValueError("pass checkpoints and checkpoint_key together, or neither")
+            missing, given = (
+                ("checkpoint_key", "checkpoints")
+                if checkpoint_key is None
+                else ("checkpoints", "checkpoint_key")
+            )
+            raise InvalidRequestError(
+                missing,
+                f"missing while {given} is given",
+                f"{given} is given without {missing}; pass checkpoints and checkpoint_key "
+                "together, or neither",
+            )
         if checkpoint_key is not None:
             validate_checkpoint_key(checkpoint_key)
+        if policy is not None and not isinstance(policy, SessionPolicy):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise InvalidRequestError(
+                "policy",
+                f"{policy!r} is not a SessionPolicy",
+                f"Session policy must be a SessionPolicy or None, not {policy!r}",
+            )
         self._transport = transport
         self._profile = transport.profile
         self._spec = spec

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from agentshim.core._files import atomic_write
+from agentshim.core.errors import InvalidRequestError
 from agentshim.core.ids import is_valid_session_id
 from agentshim.core.usage import ProviderUsage
 
@@ -34,16 +35,19 @@ _FORMAT_VERSION = 1
 
 
 def validate_checkpoint_key(key: str) -> str:
-    """Return ``key`` unchanged, or raise ValueError when it is not a safe checkpoint key.
+    """Return ``key`` unchanged, or raise InvalidRequestError when it is not a safe checkpoint key.
 
     A key is 1-200 letters, digits, ``.``, ``_`` and ``-`` and does not start with ``.``, so
     it can name a file in a directory without ever leaving it (no ``/``, no ``..``, no hidden
     files).
     """
     if not isinstance(key, str) or not _KEY.fullmatch(key):  # pyright: ignore[reportUnnecessaryIsInstance]
-        raise ValueError(
-            f"invalid checkpoint key {key!r}: use 1-200 letters, digits, '.', '_' or '-', "
-            "not starting with '.' (hash or encode ids that contain other characters)"
+        raise InvalidRequestError(
+            "checkpoint_key",
+            f"{key!r} is not a safe file name",
+            f"invalid checkpoint key {key!r} (checkpoint_key): use 1-200 letters, digits, '.', "
+            "'_' or '-', not starting with '.' (hash or encode ids that contain other "
+            "characters)",
         )
     return key
 
@@ -62,12 +66,24 @@ class Checkpoint:
 
     def __post_init__(self) -> None:
         if not is_valid_session_id(self.conversation_id):
-            raise ValueError(
-                f"invalid conversation id {self.conversation_id!r} for a checkpoint: ids are "
-                "1-128 letters, digits, '.', '_' and '-'"
+            raise InvalidRequestError(
+                "Checkpoint.conversation_id",
+                f"{self.conversation_id!r} is not a valid conversation id",
+                f"invalid conversation id {self.conversation_id!r} for a checkpoint "
+                "(Checkpoint.conversation_id): ids are 1-128 letters, digits, '.', '_' and '-'",
+            )
+        if self.usage is not None and not isinstance(self.usage, ProviderUsage):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise InvalidRequestError(
+                "Checkpoint.usage",
+                f"{self.usage!r} is not a ProviderUsage",
+                f"Checkpoint.usage must be a ProviderUsage or None, not {self.usage!r}",
             )
         if isinstance(self.turns, bool) or not isinstance(self.turns, int) or self.turns < 0:  # pyright: ignore[reportUnnecessaryIsInstance]
-            raise ValueError(f"Checkpoint.turns must be a non-negative int, got {self.turns!r}")
+            raise InvalidRequestError(
+                "Checkpoint.turns",
+                f"{self.turns!r} is not a non-negative int",
+                f"Checkpoint.turns must be a non-negative int, got {self.turns!r}",
+            )
 
     def to_dict(self) -> dict[str, Any]:
         """Return a JSON-ready dict; ``from_dict`` reverses it."""
@@ -80,24 +96,38 @@ class Checkpoint:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Checkpoint:
-        """Rebuild from ``to_dict`` output; ValueError (or TypeError) when it is not one."""
+        """Rebuild from ``to_dict`` output.
+
+        Raises:
+            InvalidRequestError: ``data`` is not ``to_dict`` output of this format version.
+        """
+        if not isinstance(data, Mapping):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise _not_a_checkpoint(f"{type(data).__name__} is not an object")
         version = data.get("version")
         if version != _FORMAT_VERSION:
-            raise ValueError(f"unknown checkpoint format version {version!r}")
+            raise _not_a_checkpoint(f"unknown checkpoint format version {version!r}")
         conversation_id = data.get("conversation_id")
         if not isinstance(conversation_id, str):
-            raise ValueError("checkpoint has no conversation_id string")
+            raise _not_a_checkpoint("checkpoint has no conversation_id string")
         usage_data = data.get("usage")
         if usage_data is not None and not isinstance(usage_data, Mapping):
-            raise ValueError("checkpoint usage is not an object")
-        turns = data.get("turns", 0)
-        usage = ProviderUsage.from_dict(usage_data) if usage_data is not None else None  # pyright: ignore[reportUnknownArgumentType]
-        return cls(conversation_id=conversation_id, usage=usage, turns=turns)
+            raise _not_a_checkpoint("checkpoint usage is not an object")
+        try:
+            usage = ProviderUsage.from_dict(usage_data) if usage_data is not None else None  # pyright: ignore[reportUnknownArgumentType]
+        except (TypeError, ValueError, KeyError, AttributeError) as error:
+            raise _not_a_checkpoint(f"checkpoint usage is malformed ({error})") from error
+        return cls(conversation_id=conversation_id, usage=usage, turns=data.get("turns", 0))
+
+
+def _not_a_checkpoint(problem: str) -> InvalidRequestError:
+    return InvalidRequestError(
+        "data", problem, f"{problem}; Checkpoint.from_dict data must be Checkpoint.to_dict output"
+    )
 
 
 @runtime_checkable
 class CheckpointStore(Protocol):
-    """Keeps one checkpoint per key. Every method validates the key (ValueError if unsafe)."""
+    """Keeps one checkpoint per key. Every method validates the key (InvalidRequestError if unsafe)."""
 
     def load(self, key: str) -> Checkpoint | None:
         """Return the checkpoint saved under ``key``, or None when there is none (or it is unreadable)."""

@@ -21,14 +21,14 @@ import os
 import re
 import threading
 import urllib.parse
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Literal, cast
 
 from agentshim.core._files import atomic_write
-from agentshim.core.errors import McpConfigError
+from agentshim.core.errors import InvalidRequestError, McpConfigError
 
 __all__ = [
     "ConfigFileInstallation",
@@ -52,14 +52,17 @@ def _empty() -> Mapping[str, str]:
     return MappingProxyType({})
 
 
-def _check_name(name: object) -> None:
+def _check_name(owner: str, name: object) -> None:
     if not isinstance(name, str) or not _SERVER_NAME.fullmatch(name):
-        raise ValueError(
-            f"invalid MCP server name {name!r}: use 1-64 letters, digits, '.', '_' or '-'"
+        raise InvalidRequestError(
+            f"{owner}.name",
+            f"{name!r} is not a valid server name",
+            f"invalid MCP server name {name!r} ({owner}.name): use 1-64 letters, digits, '.', "
+            "'_' or '-'",
         )
 
 
-def _check_timeout(label: str, value: object) -> None:
+def _check_timeout(owner: str, label: str, value: object) -> None:
     if value is None:
         return
     if (
@@ -68,21 +71,33 @@ def _check_timeout(label: str, value: object) -> None:
         or not math.isfinite(value)
         or value <= 0
     ):
-        raise ValueError(f"{label} must be a positive number of seconds or None, not {value!r}")
+        raise InvalidRequestError(
+            f"{owner}.{label}",
+            f"{value!r} is not a positive number of seconds",
+            f"{owner}.{label} must be a positive number of seconds or None, not {value!r}",
+        )
 
 
-def _check_text(label: str, value: object) -> None:
+def _check_text(field: str, label: str, value: object) -> None:
     if not isinstance(value, str) or "\0" in value:
-        raise ValueError(f"{label} must be a string without NUL characters, not {value!r}")
+        raise InvalidRequestError(
+            field,
+            f"{label} {value!r} is not a string without NUL characters",
+            f"{label} must be a string without NUL characters, not {value!r} ({field})",
+        )
 
 
-def _frozen_strings(label: str, values: Mapping[str, str]) -> Mapping[str, str]:
+def _frozen_strings(field: str, label: str, values: Mapping[str, str]) -> Mapping[str, str]:
     if not isinstance(values, Mapping):  # pyright: ignore[reportUnnecessaryIsInstance]
-        raise ValueError(f"{label} must be a mapping of strings, not {values!r}")
+        raise InvalidRequestError(
+            field,
+            "not a mapping of strings",
+            f"{label} must be a mapping of strings, not {values!r} ({field})",
+        )
     copied = dict(values)
     for key, value in copied.items():
-        _check_text(f"{label} key", key)
-        _check_text(f"{label}[{key!r}]", value)
+        _check_text(field, f"{label} key", key)
+        _check_text(field, f"{label}[{key!r}]", value)
     return MappingProxyType(copied)
 
 
@@ -94,7 +109,7 @@ class StdioMcpServer:
     slash is refused, because the CLI may resolve it against a directory nobody expects.
     ``args`` and ``env`` are passed as given (``env`` adds to the CLI's environment).
     Timeouts are in seconds; None leaves the CLI's own default. Invalid values raise
-    ValueError when the server is built.
+    InvalidRequestError (a ValueError) when the server is built.
     """
 
     name: str
@@ -105,28 +120,45 @@ class StdioMcpServer:
     tool_timeout_s: float | None = None
 
     def __post_init__(self) -> None:
-        _check_name(self.name)
-        _check_text("MCP server command", self.command)
+        owner = "StdioMcpServer"
+        _check_name(owner, self.name)
+        _check_text(f"{owner}.command", "MCP server command", self.command)
         if not self.command.strip():
-            raise ValueError(f"MCP server {self.name!r} has an empty command")
-        if "/" in self.command and not os.path.isabs(self.command):
-            raise ValueError(
-                f"MCP server {self.name!r} command {self.command!r} is a relative path; "
-                "pass an absolute path or a bare command name found on PATH"
+            raise InvalidRequestError(
+                f"{owner}.command",
+                "empty",
+                f"MCP server {self.name!r} has an empty command; pass an absolute path or a "
+                "bare command name found on PATH",
             )
-        if isinstance(self.args, str):
-            raise ValueError(
-                f"MCP server {self.name!r} args must be a sequence of strings, not one string"
+        if "/" in self.command and not os.path.isabs(self.command):
+            raise InvalidRequestError(
+                f"{owner}.command",
+                f"{self.command!r} is a relative path",
+                f"MCP server {self.name!r} command {self.command!r} is a relative path; "
+                "pass an absolute path or a bare command name found on PATH",
+            )
+        one_string = isinstance(self.args, str)
+        if one_string or not isinstance(self.args, Iterable):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise InvalidRequestError(
+                f"{owner}.args",
+                f"{self.args!r} is not a sequence of strings",
+                f"MCP server {self.name!r} args must be a sequence of strings, not "
+                f"{'one string' if one_string else repr(self.args)}; pass one item per argument",
             )
         args = tuple(self.args)
         for arg in args:
-            _check_text(f"MCP server {self.name!r} argument", arg)
-        env = _frozen_strings(f"MCP server {self.name!r} env", self.env)
+            _check_text(f"{owner}.args", f"MCP server {self.name!r} argument", arg)
+        env = _frozen_strings(f"{owner}.env", f"MCP server {self.name!r} env", self.env)
         for key in env:
             if not key or "=" in key:
-                raise ValueError(f"MCP server {self.name!r} env name {key!r} is invalid")
-        _check_timeout("startup_timeout_s", self.startup_timeout_s)
-        _check_timeout("tool_timeout_s", self.tool_timeout_s)
+                raise InvalidRequestError(
+                    f"{owner}.env",
+                    f"variable name {key!r} is invalid",
+                    f"MCP server {self.name!r} env name {key!r} is invalid; a variable name "
+                    "is non-empty and holds no '='",
+                )
+        _check_timeout(owner, "startup_timeout_s", self.startup_timeout_s)
+        _check_timeout(owner, "tool_timeout_s", self.tool_timeout_s)
         object.__setattr__(self, "args", args)
         object.__setattr__(self, "env", env)
 
@@ -162,7 +194,8 @@ class HttpMcpServer:
 
     ``url`` must be an http or https URL with a host; ``headers`` are sent with every
     request (an Authorization header, say). Timeouts are in seconds; None leaves the CLI's
-    own default. Invalid values raise ValueError when the server is built.
+    own default. Invalid values raise InvalidRequestError (a ValueError) when the server is
+    built.
     """
 
     name: str
@@ -173,32 +206,52 @@ class HttpMcpServer:
     tool_timeout_s: float | None = None
 
     def __post_init__(self) -> None:
-        _check_name(self.name)
-        _check_text("MCP server url", self.url)
-        parts = urllib.parse.urlsplit(self.url)
+        owner = "HttpMcpServer"
+        _check_name(owner, self.name)
+        _check_text(f"{owner}.url", "MCP server url", self.url)
+        try:
+            parts = urllib.parse.urlsplit(self.url)
+        except ValueError:  # a malformed IPv6 host such as "http://[::1"
+            parts = None
         if (
-            parts.scheme not in ("http", "https")
+            parts is None
+            or parts.scheme not in ("http", "https")
             or not parts.netloc
             or any(c.isspace() for c in self.url)
         ):
-            raise ValueError(
-                f"MCP server {self.name!r} url {self.url!r} is not an http(s) URL with a host"
+            raise InvalidRequestError(
+                f"{owner}.url",
+                f"{self.url!r} is not an http(s) URL with a host",
+                f"MCP server {self.name!r} url {self.url!r} is not an http(s) URL with a host; "
+                "pass one such as 'https://mcp.example.com/v1'",
             )
         if self.transport not in ("http", "sse"):
-            raise ValueError(
+            raise InvalidRequestError(
+                f"{owner}.transport",
+                f"{self.transport!r} is not 'http' or 'sse'",
                 f"MCP server {self.name!r} transport must be 'http' or 'sse', "
-                f"not {self.transport!r}"
+                f"not {self.transport!r}",
             )
-        headers = _frozen_strings(f"MCP server {self.name!r} headers", self.headers)
+        headers = _frozen_strings(
+            f"{owner}.headers", f"MCP server {self.name!r} headers", self.headers
+        )
         for key, value in headers.items():
             if not _HEADER_NAME.fullmatch(key):
-                raise ValueError(f"MCP server {self.name!r} header name {key!r} is invalid")
-            if "\r" in value or "\n" in value:
-                raise ValueError(
-                    f"MCP server {self.name!r} header {key!r} has a line break in its value"
+                raise InvalidRequestError(
+                    f"{owner}.headers",
+                    f"header name {key!r} is invalid",
+                    f"MCP server {self.name!r} header name {key!r} is invalid (headers); use "
+                    "an HTTP token such as 'Authorization' or 'X-Api-Key'",
                 )
-        _check_timeout("startup_timeout_s", self.startup_timeout_s)
-        _check_timeout("tool_timeout_s", self.tool_timeout_s)
+            if "\r" in value or "\n" in value:
+                raise InvalidRequestError(
+                    f"{owner}.headers",
+                    f"header {key!r} has a line break in its value",
+                    f"MCP server {self.name!r} header {key!r} has a line break in its value "
+                    "(headers), which would inject another header; remove it",
+                )
+        _check_timeout(owner, "startup_timeout_s", self.startup_timeout_s)
+        _check_timeout(owner, "tool_timeout_s", self.tool_timeout_s)
         object.__setattr__(self, "headers", headers)
 
     def __hash__(self) -> int:
@@ -417,10 +470,14 @@ def install_json_config(
     Raises:
         McpConfigError: the file is unreadable, not UTF-8, not JSON, JSONC, not an object,
             an object on ``key_path`` is something else, or the file cannot be written.
-        ValueError: ``key_path`` is empty (a programming error in the provider).
+        InvalidRequestError: ``key_path`` is empty (a programming error in the provider).
     """
     if not key_path:
-        raise ValueError("key_path must name at least one key")
+        raise InvalidRequestError(
+            "key_path",
+            "empty",
+            "install_json_config key_path must name at least one key, such as ('mcpServers',)",
+        )
     path = Path(path)
     where = str(path)
     try:

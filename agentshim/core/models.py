@@ -9,6 +9,9 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
+from typing import cast
+
+from agentshim.core.errors import InvalidRequestError
 
 __all__ = ["ModelSpec", "ModelTable", "normalize_model_id"]
 
@@ -21,7 +24,16 @@ def normalize_model_id(model_id: str) -> str:
 
     ``anthropic/claude-sonnet-4-5-20250929`` and ``claude-sonnet-4-5[1m]`` both become
     ``claude-sonnet-4-5``; ``models/gemini-2.5-pro`` becomes ``gemini-2.5-pro``.
+
+    Raises:
+        InvalidRequestError: ``model_id`` is not a string.
     """
+    if not isinstance(model_id, str):  # pyright: ignore[reportUnnecessaryIsInstance]
+        raise InvalidRequestError(
+            "model_id",
+            f"{model_id!r} is not a string",
+            f"model_id must be a string such as 'claude-sonnet-4-5', not {model_id!r}",
+        )
     text = model_id.strip().lower()
     if "/" in text:
         text = text.rsplit("/", 1)[1]
@@ -32,15 +44,63 @@ def normalize_model_id(model_id: str) -> str:
     return text
 
 
+def _check_name(field: str, value: object) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise InvalidRequestError(
+            field,
+            f"{value!r} is not a model name",
+            f"{field} must be a non-empty model name string, not {value!r}",
+        )
+    return value
+
+
+def _check_limit(field: str, value: object) -> None:
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value <= 0):
+        raise InvalidRequestError(
+            field,
+            f"{value!r} is not a positive int",
+            f"{field} must be a positive number of tokens (an int) or None when unknown, "
+            f"not {value!r}",
+        )
+
+
 @dataclass(frozen=True, slots=True)
 class ModelSpec:
-    """One model: its id, the names it also goes by, and its token limits where known."""
+    """One model: its id, the names it also goes by, and its token limits where known.
+
+    Raises:
+        InvalidRequestError: an empty or non-string id or alias, aliases given as one
+            string, or a token limit that is not a positive int.
+    """
 
     id: str
     context_window: int | None = None
     max_output_tokens: int | None = None
     aliases: tuple[str, ...] = ()
     display_name: str | None = None
+
+    def __post_init__(self) -> None:
+        _check_name("ModelSpec.id", self.id)
+        _check_limit("ModelSpec.context_window", self.context_window)
+        _check_limit("ModelSpec.max_output_tokens", self.max_output_tokens)
+        aliases = cast("object", self.aliases)
+        if isinstance(aliases, str) or not isinstance(aliases, Iterable):
+            raise InvalidRequestError(
+                "ModelSpec.aliases",
+                f"{aliases!r} is not a sequence of names",
+                f"ModelSpec.aliases must be a sequence of model names, not {aliases!r}; wrap "
+                "a single alias in a tuple",
+            )
+        names = tuple(
+            _check_name("ModelSpec.aliases", a) for a in cast("Iterable[object]", aliases)
+        )
+        if self.display_name is not None and not isinstance(self.display_name, str):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise InvalidRequestError(
+                "ModelSpec.display_name",
+                f"{self.display_name!r} is not a string",
+                f"ModelSpec.display_name must be a string or None, not {self.display_name!r}",
+            )
+        object.__setattr__(self, "aliases", names)
 
 
 def _empty_index() -> Mapping[str, ModelSpec]:
@@ -49,7 +109,11 @@ def _empty_index() -> Mapping[str, ModelSpec]:
 
 @dataclass(frozen=True)
 class ModelTable:
-    """An immutable, versioned set of model facts with normalized lookup."""
+    """An immutable, versioned set of model facts with normalized lookup.
+
+    Raises:
+        InvalidRequestError: ``models`` holds something other than ModelSpec values.
+    """
 
     models: tuple[ModelSpec, ...] = ()
     version: str = ""
@@ -57,6 +121,22 @@ class ModelTable:
     _index: Mapping[str, ModelSpec] = field(default_factory=_empty_index, repr=False, compare=False)
 
     def __post_init__(self) -> None:
+        models = cast("object", self.models)
+        if not isinstance(models, Iterable):
+            raise InvalidRequestError(
+                "ModelTable.models",
+                f"{models!r} is not a sequence",
+                f"ModelTable.models must be a sequence of ModelSpec values, not {models!r}",
+            )
+        specs = tuple(cast("Iterable[object]", models))
+        for spec in specs:
+            if not isinstance(spec, ModelSpec):
+                raise InvalidRequestError(
+                    "ModelTable.models",
+                    f"{spec!r} is not a ModelSpec",
+                    f"ModelTable.models must hold ModelSpec values, not {spec!r}",
+                )
+        object.__setattr__(self, "models", specs)
         index: dict[str, ModelSpec] = {}
         for spec in self.models:
             for name in (spec.id, *spec.aliases):

@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import enum
 import os
+from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import cast
+
+from agentshim.core.errors import InvalidRequestError
 
 __all__ = ["ApprovalPolicy", "NativeMode", "NativePermissions"]
 
@@ -29,20 +33,51 @@ class ApprovalPolicy(enum.Enum):
 
 @dataclass(frozen=True, slots=True)
 class NativePermissions:
-    """A validated native-sandbox setting; build one with bypass(), read_only() or workspace_write()."""
+    """A validated native-sandbox setting; build one with bypass(), read_only() or workspace_write().
+
+    Raises:
+        InvalidRequestError: ``mode`` is not a NativeMode, roots or network are set outside
+            workspace_write, or a root is not an absolute path.
+    """
 
     mode: NativeMode
     writable_roots: tuple[str, ...] = ()
     network: bool = False
 
     def __post_init__(self) -> None:
-        if self.mode is not NativeMode.WORKSPACE_WRITE and (self.writable_roots or self.network):
-            raise ValueError(
-                f"writable_roots and network are only valid with workspace_write, not {self.mode.value}"
+        if not isinstance(self.mode, NativeMode):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise InvalidRequestError(
+                "NativePermissions.mode",
+                f"{self.mode!r} is not a NativeMode",
+                f"NativePermissions.mode must be a NativeMode, not {self.mode!r}; build one "
+                "with bypass(), read_only() or workspace_write()",
             )
-        for root in self.writable_roots:
-            if not os.path.isabs(root):
-                raise ValueError(f"writable root {root!r} must be an absolute path")
+        roots = cast("object", self.writable_roots)
+        if isinstance(roots, str) or not isinstance(roots, Iterable):
+            raise InvalidRequestError(
+                "NativePermissions.writable_roots",
+                f"{roots!r} is not a sequence of paths",
+                f"NativePermissions.writable_roots must be a sequence of absolute paths, not "
+                f"{roots!r}; wrap a single path in a list",
+            )
+        writable_roots = tuple(cast("Iterable[object]", roots))
+        if self.mode is not NativeMode.WORKSPACE_WRITE and (writable_roots or self.network):
+            field = "writable_roots" if writable_roots else "network"
+            raise InvalidRequestError(
+                f"NativePermissions.{field}",
+                f"only valid with workspace_write, not {self.mode.value}",
+                f"writable_roots and network are only valid with workspace_write, not "
+                f"{self.mode.value}; use NativePermissions.workspace_write() or leave them unset",
+            )
+        for root in writable_roots:
+            if not isinstance(root, str) or "\0" in root or not os.path.isabs(root):
+                raise InvalidRequestError(
+                    "NativePermissions.writable_roots",
+                    f"{root!r} is not an absolute path",
+                    f"writable root {root!r} must be an absolute path "
+                    "(NativePermissions.writable_roots)",
+                )
+        object.__setattr__(self, "writable_roots", writable_roots)
 
     @classmethod
     def bypass(cls) -> NativePermissions:

@@ -5,10 +5,12 @@ Core holds no vendor prices; each provider supplies a dated, versioned ``Pricing
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
+from agentshim.core.errors import InvalidRequestError
 from agentshim.core.models import normalize_model_id
 from agentshim.core.usage import TokenUsage
 
@@ -19,7 +21,12 @@ _PER = 1_000_000
 
 @dataclass(frozen=True, slots=True)
 class ModelPricing:
-    """USD per million tokens by token class; a missing cache price falls back to input."""
+    """USD per million tokens by token class; a missing cache price falls back to input.
+
+    Raises:
+        InvalidRequestError: a price that is not a finite number >= 0 (or a missing input or
+            output price).
+    """
 
     input_per_mtok: float
     output_per_mtok: float
@@ -28,16 +35,28 @@ class ModelPricing:
     cache_write_1h_per_mtok: float | None = None
 
     def __post_init__(self) -> None:
-        for name in (
-            "input_per_mtok",
-            "output_per_mtok",
-            "cache_read_per_mtok",
-            "cache_write_per_mtok",
-            "cache_write_1h_per_mtok",
+        for name, optional in (
+            ("input_per_mtok", False),
+            ("output_per_mtok", False),
+            ("cache_read_per_mtok", True),
+            ("cache_write_per_mtok", True),
+            ("cache_write_1h_per_mtok", True),
         ):
-            value = getattr(self, name)
-            if value is not None and value < 0:
-                raise ValueError(f"ModelPricing.{name} must not be negative, got {value}")
+            value: object = getattr(self, name)
+            if value is None and optional:
+                continue
+            if (
+                isinstance(value, bool)
+                or not isinstance(value, int | float)
+                or not math.isfinite(value)
+                or value < 0
+            ):
+                raise InvalidRequestError(
+                    f"ModelPricing.{name}",
+                    f"{value!r} is not a finite price >= 0",
+                    f"ModelPricing.{name} must be a finite USD price that is not negative, "
+                    f"got {value!r}" + ("; pass None to fall back" if optional else ""),
+                )
 
 
 def cost_usd(usage: TokenUsage, pricing: ModelPricing) -> float:
@@ -65,13 +84,32 @@ def _empty_prices() -> Mapping[str, ModelPricing]:
 
 @dataclass(frozen=True)
 class PricingTable:
-    """Prices for a set of models, as of ``date`` (ISO) in table ``version``."""
+    """Prices for a set of models, as of ``date`` (ISO) in table ``version``.
+
+    Raises:
+        InvalidRequestError: ``prices`` is not a mapping of model ids to ModelPricing.
+    """
 
     version: str
     date: str
     prices: Mapping[str, ModelPricing] = field(default_factory=_empty_prices)
 
     def __post_init__(self) -> None:
+        if not isinstance(self.prices, Mapping):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise InvalidRequestError(
+                "PricingTable.prices",
+                "not a mapping",
+                f"PricingTable.prices must be a mapping of model ids to ModelPricing, "
+                f"not {self.prices!r}",
+            )
+        for model_id, pricing in self.prices.items():
+            if not isinstance(model_id, str) or not isinstance(pricing, ModelPricing):  # pyright: ignore[reportUnnecessaryIsInstance]
+                raise InvalidRequestError(
+                    "PricingTable.prices",
+                    f"entry {model_id!r}: {pricing!r} is not a model id and its ModelPricing",
+                    f"PricingTable.prices must map model id strings to ModelPricing values, "
+                    f"not {model_id!r} to {pricing!r}",
+                )
         normalized = {normalize_model_id(k): v for k, v in self.prices.items()}
         object.__setattr__(self, "prices", MappingProxyType(normalized))
 

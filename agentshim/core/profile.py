@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
+from agentshim.core.errors import InvalidRequestError
 from agentshim.core.permissions import NativeMode
 
 __all__ = [
@@ -50,6 +51,10 @@ class RenewalBudget:
     """When a conversation should be retired and the next turn start cold.
 
     ``None`` in a field means no limit of that kind.
+
+    Raises:
+        InvalidRequestError: a count that is not a positive int, or a duration that is not a
+            positive number of seconds.
     """
 
     max_turns: int | None = None
@@ -57,10 +62,21 @@ class RenewalBudget:
     max_turn_duration_s: float | None = None
 
     def __post_init__(self) -> None:
-        for name in ("max_turns", "max_turn_input_tokens", "max_turn_duration_s"):
-            value = getattr(self, name)
-            if value is not None and value <= 0:
-                raise ValueError(f"RenewalBudget.{name} must be positive or None, got {value!r}")
+        for name, kinds, what in (
+            ("max_turns", (int,), "a positive int"),
+            ("max_turn_input_tokens", (int,), "a positive int"),
+            ("max_turn_duration_s", (int, float), "a positive number of seconds"),
+        ):
+            value: object = getattr(self, name)
+            if value is None:
+                continue
+            # "not > 0" also refuses NaN, which compares false with everything.
+            if isinstance(value, bool) or not isinstance(value, kinds) or not value > 0:
+                raise InvalidRequestError(
+                    f"RenewalBudget.{name}",
+                    f"{value!r} is not {what}",
+                    f"RenewalBudget.{name} must be {what} or None for no limit, got {value!r}",
+                )
 
 
 def _empty_env() -> Mapping[str, str]:
@@ -94,12 +110,17 @@ class ProviderProfile:
 
     def __post_init__(self) -> None:
         if (self.mcp is McpMechanism.CONFIG_FILE) != (self.mcp_config_file is not None):
-            raise ValueError(
-                f"profile {self.name!r}: mcp_config_file must be set exactly when mcp is CONFIG_FILE"
+            raise InvalidRequestError(
+                "ProviderProfile.mcp_config_file",
+                "does not match mcp",
+                f"profile {self.name!r}: mcp_config_file must be set exactly when mcp is "
+                "CONFIG_FILE; set both or neither",
             )
         if (self.output_schema is OutputSchemaStyle.NONE) != (self.schema_dialect is None):
-            raise ValueError(
+            raise InvalidRequestError(
+                "ProviderProfile.schema_dialect",
+                "does not match output_schema",
                 f"profile {self.name!r}: schema_dialect must be set exactly when an output "
-                "schema style is"
+                "schema style is; set both or neither",
             )
         object.__setattr__(self, "container_env", MappingProxyType(dict(self.container_env)))

@@ -35,11 +35,13 @@ from __future__ import annotations
 
 import enum
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
+from typing import TypeGuard, cast
 
 from agentshim.core.errors import (
     FailureKind,
+    InvalidRequestError,
     SessionResumeError,
     TurnCancelledError,
     TurnFailedError,
@@ -140,6 +142,10 @@ def classify_failure(error: BaseException) -> FailureOutcome:
 _DEFAULT_DELAYS = (30.0, 60.0, 120.0, 240.0, 480.0)
 
 
+def _is_number(value: object) -> TypeGuard[float]:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
 @dataclass(frozen=True, slots=True)
 class RetryPolicy:
     """How a transient failure is retried in place.
@@ -150,6 +156,10 @@ class RetryPolicy:
     generator seeded with ``seed``, so a seeded session waits the same every run. A failure
     that says when the provider will accept requests again (``retry_after_s``) waits at least
     that long, and is not retried when that is more than ``max_hint_s`` away.
+
+    Raises:
+        InvalidRequestError: a delay or ``max_hint_s`` that is not a finite number >= 0, or
+            ``jitter`` outside [0, 1).
     """
 
     delays: Sequence[float] = _DEFAULT_DELAYS
@@ -158,19 +168,43 @@ class RetryPolicy:
     max_hint_s: float = 900.0
 
     def __post_init__(self) -> None:
-        delays = tuple(float(d) for d in self.delays)
-        for delay in delays:
-            if not math.isfinite(delay) or delay < 0:
-                raise ValueError(
-                    f"RetryPolicy delays must be finite and not negative, got {delay!r}"
-                )
-        if not math.isfinite(self.jitter) or not 0 <= self.jitter < 1:
-            raise ValueError(f"RetryPolicy.jitter must be in [0, 1), got {self.jitter!r}")
-        if not math.isfinite(self.max_hint_s) or self.max_hint_s < 0:
-            raise ValueError(
-                f"RetryPolicy.max_hint_s must be finite and not negative, got {self.max_hint_s!r}"
+        raw = cast("object", self.delays)
+        if isinstance(raw, str) or not isinstance(raw, Iterable):
+            raise InvalidRequestError(
+                "RetryPolicy.delays",
+                f"{raw!r} is not a sequence of seconds",
+                f"RetryPolicy.delays must be a sequence of seconds such as (30, 60), not {raw!r}",
             )
-        object.__setattr__(self, "delays", delays)
+        delays: list[float] = []
+        for delay in cast("Iterable[object]", raw):
+            if not _is_number(delay) or not math.isfinite(delay) or delay < 0:
+                raise InvalidRequestError(
+                    "RetryPolicy.delays",
+                    f"{delay!r} is not a finite number of seconds >= 0",
+                    f"RetryPolicy delays must be finite and not negative, got {delay!r}",
+                )
+            delays.append(float(delay))
+        if (
+            not _is_number(self.jitter)
+            or not math.isfinite(self.jitter)
+            or not 0 <= self.jitter < 1
+        ):
+            raise InvalidRequestError(
+                "RetryPolicy.jitter",
+                f"{self.jitter!r} is not in [0, 1)",
+                f"RetryPolicy.jitter must be in [0, 1), got {self.jitter!r}; 0 turns it off",
+            )
+        if (
+            not _is_number(self.max_hint_s)
+            or not math.isfinite(self.max_hint_s)
+            or self.max_hint_s < 0
+        ):
+            raise InvalidRequestError(
+                "RetryPolicy.max_hint_s",
+                f"{self.max_hint_s!r} is not a finite number of seconds >= 0",
+                f"RetryPolicy.max_hint_s must be finite and not negative, got {self.max_hint_s!r}",
+            )
+        object.__setattr__(self, "delays", tuple(delays))
 
     @classmethod
     def never(cls) -> RetryPolicy:
@@ -188,9 +222,17 @@ class RetryPolicy:
         """Seconds to wait before retry number ``retry`` (0-based), or None to give up.
 
         ``sample`` is a uniform random number in [0, 1); 0.5 means no spread.
+
+        Raises:
+            InvalidRequestError: ``retry`` is negative or not an int.
         """
-        if retry < 0:
-            raise ValueError(f"retry must not be negative, got {retry}")
+        if isinstance(retry, bool) or not isinstance(retry, int) or retry < 0:  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise InvalidRequestError(
+                "retry",
+                f"{retry!r} is not an int >= 0",
+                f"RetryPolicy.delay(retry) needs a retry number that is not negative (an int "
+                f">= 0), got {retry!r}",
+            )
         if retry >= len(self.delays):
             return None
         base = self.delays[retry]
@@ -494,6 +536,10 @@ class SessionPolicy:
 
     ``renewal`` retires a conversation once it has served enough; ``idle_release_after``
     (seconds) closes a conversation left idle that long when the next turn is prepared.
+
+    Raises:
+        InvalidRequestError: ``retry`` or ``renewal`` of the wrong type, or an
+            ``idle_release_after`` that is not a finite number of seconds >= 0.
     """
 
     retry: RetryPolicy = field(default_factory=RetryPolicy)
@@ -501,12 +547,26 @@ class SessionPolicy:
     idle_release_after: float | None = None
 
     def __post_init__(self) -> None:
-        if self.idle_release_after is not None and (
-            not math.isfinite(self.idle_release_after) or self.idle_release_after < 0
-        ):
-            raise ValueError(
+        if not isinstance(self.retry, RetryPolicy):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise InvalidRequestError(
+                "SessionPolicy.retry",
+                f"{self.retry!r} is not a RetryPolicy",
+                f"SessionPolicy.retry must be a RetryPolicy, not {self.retry!r}; use "
+                "RetryPolicy.never() for no retries",
+            )
+        if self.renewal is not None and not isinstance(self.renewal, RenewalBudget):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise InvalidRequestError(
+                "SessionPolicy.renewal",
+                f"{self.renewal!r} is not a RenewalBudget",
+                f"SessionPolicy.renewal must be a RenewalBudget or None, not {self.renewal!r}",
+            )
+        idle = self.idle_release_after
+        if idle is not None and (not _is_number(idle) or not math.isfinite(idle) or idle < 0):
+            raise InvalidRequestError(
+                "SessionPolicy.idle_release_after",
+                f"{idle!r} is not a finite number of seconds >= 0",
                 "SessionPolicy.idle_release_after must be a finite number of seconds >= 0, "
-                f"got {self.idle_release_after!r}"
+                f"got {idle!r}; pass None to never release an idle conversation",
             )
 
     def initial(

@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import os
 import posixpath
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Protocol, cast
+
+from agentshim.core.errors import InvalidRequestError
 
 from .executor import CommandExecutor, CommandRequest
 from .transform import TransformingExecutor
@@ -42,7 +44,8 @@ class Confinement(Protocol):
         """Return the path under which the agent sees ``host_path``.
 
         Raises:
-            ValueError: ``host_path`` is relative, or not visible inside.
+            ValueError: ``host_path`` is relative, or not visible inside (agentshim's own
+                confinements raise InvalidRequestError, which is one).
         """
         ...
 
@@ -96,17 +99,44 @@ class PathMap:
     mounts: tuple[tuple[str, str], ...]
 
     def __init__(self, mounts: Mapping[str, str] | Sequence[tuple[str, str]]) -> None:
-        pairs = list(mounts.items()) if isinstance(mounts, Mapping) else list(mounts)
+        """Build a map from ``{host: agent}`` or ``[(host, agent), ...]``.
+
+        Raises:
+            InvalidRequestError: ``mounts`` is not such pairs, or a prefix is relative.
+        """
+        if isinstance(mounts, Mapping):
+            pairs: list[object] = list(mounts.items())
+        elif isinstance(mounts, str) or not isinstance(mounts, Iterable):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise InvalidRequestError(
+                "PathMap.mounts",
+                "not a mapping or a sequence of pairs",
+                f"PathMap.mounts must be a mapping {{host: agent}} or a sequence of "
+                f"(host, agent) pairs, not {mounts!r}",
+            )
+        else:
+            pairs = list(mounts)
         normalized: list[tuple[str, str]] = []
-        for host, agent in pairs:
-            normalized.append((_absolute(host, "host prefix"), _absolute(agent, "agent prefix")))
+        for pair in pairs:
+            if isinstance(pair, str) or not isinstance(pair, Sequence) or len(pair) != 2:  # pyright: ignore[reportUnknownArgumentType]
+                raise InvalidRequestError(
+                    "PathMap.mounts",
+                    f"{pair!r} is not a (host, agent) pair",
+                    f"PathMap.mounts entry {pair!r} is not a (host, agent) pair of paths",
+                )
+            host, agent = cast("Sequence[object]", pair)
+            normalized.append(
+                (
+                    _absolute(host, "host prefix", "PathMap.mounts"),
+                    _absolute(agent, "agent prefix", "PathMap.mounts"),
+                )
+            )
         object.__setattr__(self, "mounts", tuple(normalized))
 
     def to_agent(self, host_path: str) -> str:
         """Return the agent's path for ``host_path``.
 
         Raises:
-            ValueError: ``host_path`` is relative or under no host prefix.
+            InvalidRequestError: ``host_path`` is relative or under no host prefix.
         """
         return _translate(host_path, [(h, a) for h, a in self.mounts], "host")
 
@@ -114,28 +144,41 @@ class PathMap:
         """Return the host path for ``agent_path``.
 
         Raises:
-            ValueError: ``agent_path`` is relative or under no agent prefix.
+            InvalidRequestError: ``agent_path`` is relative or under no agent prefix.
         """
         return _translate(agent_path, [(a, h) for h, a in self.mounts], "agent")
 
 
-def _absolute(path: str, what: str) -> str:
+def _absolute(path: object, what: str, field: str) -> str:
+    if not isinstance(path, str) or "\0" in path:
+        raise InvalidRequestError(
+            field,
+            f"{what} {path!r} is not a path",
+            f"{field}: {what} {path!r} must be an absolute POSIX path string",
+        )
     if not path.startswith("/"):
-        raise ValueError(f"{what} {path!r} is relative; PathMap needs absolute paths")
+        raise InvalidRequestError(
+            field,
+            f"{what} {path!r} is relative",
+            f"{field}: {what} {path!r} is relative; PathMap needs absolute paths",
+        )
     return posixpath.normpath(path).replace("//", "/", 1)
 
 
 def _translate(path: str, pairs: list[tuple[str, str]], side: str) -> str:
-    clean = _absolute(path, f"{side} path")
+    field = f"{side}_path"
+    clean = _absolute(path, f"{side} path", field)
     best: tuple[str, str] | None = None
     for source, target in pairs:
         if _within(clean, source) and (best is None or len(source) > len(best[0])):
             best = (source, target)
     if best is None:
         prefixes = ", ".join(source for source, _ in pairs) or "none"
-        raise ValueError(
-            f"{side} path {path!r} is under no mapped prefix ({prefixes}); "
-            "add a mount for it or use a path inside one"
+        raise InvalidRequestError(
+            field,
+            "under no mapped prefix",
+            f"{field}: {side} path {path!r} is under no mapped prefix ({prefixes}); "
+            "add a mount for it or use a path inside one",
         )
     source, target = best
     rest = clean[len(source) :].lstrip("/")

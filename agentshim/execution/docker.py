@@ -14,7 +14,7 @@ import os
 import shutil
 from collections.abc import Callable, Collection, Mapping, Sequence
 
-from agentshim.core.errors import AgentShimError
+from agentshim.core.errors import AgentShimError, InvalidRequestError
 
 from .confinement import PathMap
 from .executor import CommandExecutor, CommandRequest, NullSink
@@ -113,8 +113,8 @@ class DockerExecConfinement:
         """Return ``docker exec -i [-u user] [-w cwd] -e NAME... <container> argv``.
 
         Raises:
-            ValueError: A variable name is empty or contains ``=`` (its value would leak
-                into argv).
+            InvalidRequestError: A variable name is empty or contains ``=`` (its value would
+                leak into argv).
         """
         command = [self._docker, "exec", "-i"]
         if self._user is not None:
@@ -123,7 +123,13 @@ class DockerExecConfinement:
             command += ["-w", cwd]
         for name in dict.fromkeys(env_names):
             if not name or "=" in name:
-                raise ValueError(f"environment variable name {name!r} cannot be passed by name")
+                raise InvalidRequestError(
+                    "env_names",
+                    f"variable name {name!r} cannot be passed by name",
+                    f"env_names: environment variable name {name!r} cannot be passed by name "
+                    "(it is empty or holds '=', so its value would leak into argv); rename the "
+                    "variable",
+                )
             if name != CONFINED_MARKER:
                 command += ["-e", name]
         command += ["-e", f"{CONFINED_MARKER}=1", self.container_id(), *argv]
@@ -133,12 +139,16 @@ class DockerExecConfinement:
         """Map ``host_path`` through the path map (identity without one).
 
         Raises:
-            ValueError: ``host_path`` is relative or not mounted.
+            InvalidRequestError: ``host_path`` is relative or not mounted.
         """
         if self._paths is not None:
             return self._paths.to_agent(host_path)
         if not host_path.startswith("/"):
-            raise ValueError(f"host path {host_path!r} is relative; pass an absolute path")
+            raise InvalidRequestError(
+                "host_path",
+                f"{host_path!r} is relative",
+                f"host_path {host_path!r} is relative; pass an absolute path",
+            )
         return host_path
 
     def reap(self) -> None:

@@ -14,7 +14,7 @@ refuses stream-json in print mode and exits 1.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +23,7 @@ from agentshim.core.errors import (
     AgentShimError,
     CliExitError,
     FailureKind,
+    InvalidRequestError,
     InvalidSessionIdError,
     ProviderCapabilityError,
     SessionResumeError,
@@ -138,16 +139,40 @@ class ClaudeProvider:
         hooks: Sequence[ClaudeHook] = (),
         pricing: PricingTable = PRICING_TABLE,
     ) -> None:
-        """Build a provider; ValueError for an unknown permission mode or a non-hook."""
+        """Build a provider.
+
+        Raises:
+            InvalidRequestError: an unknown permission mode, a sandbox that is not a
+                SandboxConfig, or a hook that is not a ClaudeHook.
+        """
         if permission_mode is not None and permission_mode not in PERMISSION_MODES:
-            raise ValueError(
-                f"unknown Claude Code permission mode {permission_mode!r}; "
-                f"use one of {', '.join(PERMISSION_MODES)} or None"
+            raise InvalidRequestError(
+                "ClaudeProvider.permission_mode",
+                f"unknown permission mode {permission_mode!r}",
+                f"unknown Claude Code permission mode {permission_mode!r} (permission_mode); "
+                f"use one of {', '.join(PERMISSION_MODES)} or None",
+            )
+        if sandbox is not None and not isinstance(sandbox, SandboxConfig):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise InvalidRequestError(
+                "ClaudeProvider.sandbox",
+                f"{sandbox!r} is not a SandboxConfig",
+                f"ClaudeProvider sandbox must be a SandboxConfig or None, not {sandbox!r}",
+            )
+        if isinstance(hooks, ClaudeHook) or not isinstance(hooks, Iterable):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise InvalidRequestError(
+                "ClaudeProvider.hooks",
+                f"{hooks!r} is not a sequence",
+                f"ClaudeProvider hooks must be a sequence of ClaudeHook values, not {hooks!r}; "
+                "wrap a single hook in a list",
             )
         hooks = tuple(hooks)
         for hook in hooks:
             if not isinstance(hook, ClaudeHook):  # pyright: ignore[reportUnnecessaryIsInstance]
-                raise ValueError(f"hooks must be ClaudeHook values, not {hook!r}")
+                raise InvalidRequestError(
+                    "ClaudeProvider.hooks",
+                    f"{hook!r} is not a ClaudeHook",
+                    f"ClaudeProvider hooks must be ClaudeHook values, not {hook!r}",
+                )
         self._permission_mode = permission_mode
         self._sandbox = sandbox
         self._hooks = hooks

@@ -9,13 +9,16 @@ caller merges into ``CliAgent(env=...)``.
 
 from __future__ import annotations
 
+import json
 import os
 import shlex
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
+
+from agentshim.core.errors import InvalidRequestError
 
 from .hooks import CONFINE_READS_SCRIPT, CONFINED_TOOLS_MATCHER
 
@@ -26,13 +29,52 @@ SANDBOX_ENV: Mapping[str, str] = MappingProxyType({"CLAUDE_BASH_MAINTAIN_PROJECT
 
 
 def _strings(label: str, values: Sequence[str]) -> tuple[str, ...]:
-    if isinstance(values, str):
-        raise ValueError(f"SandboxConfig.{label} must be a sequence of strings, not one string")
+    field = f"SandboxConfig.{label}"
+    if isinstance(values, str) or not isinstance(values, Iterable):  # pyright: ignore[reportUnnecessaryIsInstance]
+        raise InvalidRequestError(
+            field,
+            "not a sequence of strings",
+            f"{field} must be a sequence of strings, not {values!r}; wrap a single entry in a list",
+        )
     result = tuple(values)
     for value in result:
         if not isinstance(value, str) or not value or "\0" in value:  # pyright: ignore[reportUnnecessaryIsInstance]
-            raise ValueError(f"SandboxConfig.{label} has an invalid entry {value!r}")
+            raise InvalidRequestError(
+                field,
+                f"invalid entry {value!r}",
+                f"{field} has an invalid entry {value!r}; each entry must be a non-empty "
+                "string without NUL characters",
+            )
     return result
+
+
+def _json_extra(extra: Mapping[str, Any]) -> Mapping[str, Any]:
+    # ``extra`` ends up in the --settings JSON; a value JSON cannot hold would otherwise
+    # fail later, as a bare TypeError from json.dumps, when the provider is built.
+    if not isinstance(extra, Mapping):  # pyright: ignore[reportUnnecessaryIsInstance]
+        raise InvalidRequestError(
+            "SandboxConfig.extra",
+            "not a mapping",
+            f"SandboxConfig.extra must be a mapping of settings keys to JSON values, not {extra!r}",
+        )
+    copied = dict(extra)
+    for key in copied:
+        if not isinstance(key, str):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise InvalidRequestError(
+                "SandboxConfig.extra",
+                f"key {key!r} is not a string",
+                f"SandboxConfig.extra key {key!r} must be a string (a settings key)",
+            )
+    try:
+        json.dumps(copied, allow_nan=False)
+    except (TypeError, ValueError) as error:
+        raise InvalidRequestError(
+            "SandboxConfig.extra",
+            f"not JSON ({error})",
+            f"SandboxConfig.extra cannot be written as JSON settings ({error}); use string "
+            "keys and JSON values (str, int, float, bool, None, lists, dicts)",
+        ) from None
+    return MappingProxyType(copied)
 
 
 def _empty_extra() -> Mapping[str, Any]:
@@ -47,7 +89,11 @@ class SandboxConfig:
     unsandboxed, never let a command opt out of it, and allow no network domain. Paths are
     given as Claude Code reads them (absolute paths, or its own ``//``/``~`` prefixes).
     ``confine_native_reads_to`` (absolute directories) adds the read-confinement hook for the
-    native file tools; ``extra`` keys are merged into the ``sandbox`` block last.
+    native file tools; ``extra`` keys (JSON values) are merged into the ``sandbox`` block last.
+
+    Raises:
+        InvalidRequestError: a list given as one string or holding an empty or non-string
+            entry, a relative ``confine_native_reads_to`` entry, or ``extra`` that is not JSON.
     """
 
     fail_if_unavailable: bool = True
@@ -75,10 +121,13 @@ class SandboxConfig:
             object.__setattr__(self, label, _strings(label, getattr(self, label)))
         for root in self.confine_native_reads_to:
             if not os.path.isabs(root):
-                raise ValueError(
-                    f"SandboxConfig.confine_native_reads_to entry {root!r} must be absolute"
+                raise InvalidRequestError(
+                    "SandboxConfig.confine_native_reads_to",
+                    f"{root!r} is relative",
+                    f"SandboxConfig.confine_native_reads_to entry {root!r} is relative; pass "
+                    "an absolute directory",
                 )
-        object.__setattr__(self, "extra", MappingProxyType(dict(self.extra)))
+        object.__setattr__(self, "extra", _json_extra(self.extra))
 
     def settings(self) -> dict[str, Any]:
         """Return the ``{"sandbox": {...}}`` settings block."""
@@ -113,8 +162,13 @@ def confine_reads_hook(roots: Sequence[str], *, python: str | None = None) -> di
     The hook runs the bundled script with ``python`` (default ``sys.executable``) and the
     roots resolved with symlinks followed, as the script compares resolved paths.
     """
-    if not roots:
-        raise ValueError("confine_reads_hook needs at least one allowed directory")
+    if isinstance(roots, str) or not roots:
+        raise InvalidRequestError(
+            "roots",
+            "not a non-empty sequence of directories",
+            f"confine_reads_hook roots must name at least one allowed directory, not "
+            f"{roots!r}; pass a sequence of absolute directories",
+        )
     argv = [python or sys.executable, str(CONFINE_READS_SCRIPT)]
     argv.extend(os.path.realpath(root) for root in roots)
     return {

@@ -10,9 +10,11 @@ from __future__ import annotations
 import math
 import re
 import shlex
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
+
+from agentshim.core.errors import InvalidRequestError
 
 from .sandbox import SandboxConfig, confine_reads_hook
 
@@ -28,7 +30,8 @@ class ClaudeHook:
     ``event`` is a Claude Code hook event name in PascalCase (``PreToolUse``, ``Stop``, ...);
     ``matcher`` is Claude Code's tool-name pattern (None matches every tool or has no
     meaning for the event); ``timeout_s`` is a positive number of seconds or None for the
-    CLI's default. Invalid values raise ValueError when the hook is built.
+    CLI's default. Invalid values raise InvalidRequestError (a ValueError) when the hook is
+    built.
     """
 
     event: str
@@ -38,19 +41,35 @@ class ClaudeHook:
 
     def __post_init__(self) -> None:
         if not isinstance(self.event, str) or not _EVENT_NAME.fullmatch(self.event):  # pyright: ignore[reportUnnecessaryIsInstance]
-            raise ValueError(
+            raise InvalidRequestError(
+                "ClaudeHook.event",
+                f"{self.event!r} is not a hook event name",
                 f"ClaudeHook event {self.event!r} must be a PascalCase hook event name "
-                "such as 'PreToolUse' or 'Stop'"
+                "such as 'PreToolUse' or 'Stop'",
             )
-        if isinstance(self.command, str):
-            raise ValueError("ClaudeHook command must be an argv sequence, not one string")
+        if isinstance(self.command, str) or not isinstance(self.command, Iterable):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise InvalidRequestError(
+                "ClaudeHook.command",
+                "not an argv sequence",
+                f"ClaudeHook command must be an argv sequence such as ('/usr/bin/check', "
+                f"'--strict'), not {self.command!r}",
+            )
         command = tuple(self.command)
         if not command:
-            raise ValueError("ClaudeHook command must name a program")
+            raise InvalidRequestError(
+                "ClaudeHook.command",
+                "empty",
+                "ClaudeHook command must name a program; pass at least the program to run",
+            )
         for arg in command:
             _check_arg(arg)
         if self.matcher is not None and (not isinstance(self.matcher, str) or "\0" in self.matcher):  # pyright: ignore[reportUnnecessaryIsInstance]
-            raise ValueError(f"ClaudeHook matcher {self.matcher!r} is not a valid string")
+            raise InvalidRequestError(
+                "ClaudeHook.matcher",
+                f"{self.matcher!r} is not a valid string",
+                f"ClaudeHook matcher {self.matcher!r} must be a tool-name pattern string "
+                "without NUL characters, or None to match every tool",
+            )
         timeout = self.timeout_s
         if timeout is not None and (
             isinstance(timeout, bool)
@@ -58,7 +77,12 @@ class ClaudeHook:
             or not math.isfinite(timeout)
             or timeout <= 0
         ):
-            raise ValueError(f"ClaudeHook timeout_s must be a positive number, not {timeout!r}")
+            raise InvalidRequestError(
+                "ClaudeHook.timeout_s",
+                f"{timeout!r} is not a positive number",
+                f"ClaudeHook timeout_s must be a positive number of seconds or None, "
+                f"not {timeout!r}",
+            )
         object.__setattr__(self, "command", command)
 
     def entry(self) -> dict[str, Any]:
@@ -74,13 +98,27 @@ class ClaudeHook:
 
 def _check_arg(arg: object) -> None:
     if not isinstance(arg, str):
-        raise ValueError(f"ClaudeHook command arguments must be strings, not {arg!r}")
+        raise InvalidRequestError(
+            "ClaudeHook.command",
+            f"argument {arg!r} is not a string",
+            f"ClaudeHook command arguments must be strings, not {arg!r}",
+        )
     if "\0" in arg:
-        raise ValueError(f"ClaudeHook command argument {arg!r} contains a NUL character")
+        raise InvalidRequestError(
+            "ClaudeHook.command",
+            f"argument {arg!r} contains a NUL character",
+            f"ClaudeHook command argument {arg!r} contains a NUL character, which no program "
+            "can receive; remove it",
+        )
     try:
         arg.encode("utf-8")
     except UnicodeEncodeError:
-        raise ValueError(f"ClaudeHook command argument {arg!r} is not valid UTF-8") from None
+        raise InvalidRequestError(
+            "ClaudeHook.command",
+            f"argument {arg!r} is not valid UTF-8",
+            f"ClaudeHook command argument {arg!r} is not valid UTF-8 (a lone surrogate); "
+            "pass real text",
+        ) from None
 
 
 def build_settings(

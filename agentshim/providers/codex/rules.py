@@ -18,7 +18,7 @@ import secrets
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
-from agentshim.core.errors import ProviderCapabilityError
+from agentshim.core.errors import InvalidRequestError, ProviderCapabilityError
 
 from .sandbox import CodexSandboxConfig, writable_dirs
 
@@ -90,7 +90,7 @@ def read_rules(text: str) -> tuple[tuple[str, ...], ...]:
     """Invert :func:`render_rules`: the command prefixes a rules file it wrote allows.
 
     Raises:
-        ValueError: a rule line is not in the form ``render_rules`` writes.
+        InvalidRequestError: a rule line is not in the form ``render_rules`` writes.
     """
     commands: list[tuple[str, ...]] = []
     # Only "\n" ends a Starlark line; str.splitlines would also split inside a word.
@@ -107,8 +107,14 @@ def read_rules(text: str) -> tuple[tuple[str, ...], ...]:
                     pos += 2
                 word, pos = _read_string(line, pos)
                 words.append(word)
-        except (IndexError, KeyError) as error:
-            raise ValueError(f"malformed rule line {line!r}") from error
+        except (IndexError, KeyError, ValueError) as error:
+            # The reader's own ValueErrors (and int()'s, for a bad \x escape) end up here.
+            raise InvalidRequestError(
+                "text",
+                f"malformed rule line {line!r}",
+                f"read_rules text has a malformed rule line {line!r} ({error}); pass a rules "
+                "file that render_rules wrote",
+            ) from error
         commands.append(tuple(words))
     return tuple(commands)
 

@@ -14,8 +14,9 @@ import enum
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
+from agentshim.core.errors import InvalidRequestError
 from agentshim.core.jsonvalues import list_or_empty
 from agentshim.core.permissions import NativeMode, NativePermissions
 
@@ -40,6 +41,10 @@ IGNORE_RULES_FLAG = "--ignore-rules"
 APPROVAL_POLICIES = frozenset({"never", "on-request", "on-failure", "untrusted"})
 
 _WORKSPACE_TABLE = "sandbox_workspace_write"
+_NO_SANDBOX_TO_EXCLUDE_FROM = (
+    "excluded_commands need a sandbox to be excluded from; pick a sandbox mode other than "
+    "bypass or danger-full-access, or drop excluded_commands"
+)
 
 
 class CodexSandboxMode(enum.Enum):
@@ -48,6 +53,57 @@ class CodexSandboxMode(enum.Enum):
     READ_ONLY = "read-only"
     WORKSPACE_WRITE = "workspace-write"
     DANGER_FULL_ACCESS = "danger-full-access"
+
+
+def _word(label: str, word: object, *, path: bool) -> str:
+    # Roots reach a TOML override and words a rules file: both need text UTF-8 can carry.
+    # A path cannot hold NUL; a word may (the rules file escapes it), it just never matches.
+    if not isinstance(word, str) or not word or (path and "\0" in word):
+        what = "a non-empty path without NUL characters" if path else "a non-empty string"
+        raise InvalidRequestError(
+            label, f"{word!r} is not {what}", f"{label} entry {word!r} must be {what}"
+        )
+    try:
+        word.encode("utf-8")
+    except UnicodeEncodeError:
+        raise InvalidRequestError(
+            label,
+            f"{word!r} is not valid UTF-8",
+            f"{label} entry {word!r} is not valid UTF-8 (a lone surrogate); pass real text",
+        ) from None
+    return word
+
+
+def _sequence(label: str, values: object, example: str) -> tuple[object, ...]:
+    if isinstance(values, str) or not isinstance(values, Iterable):
+        raise InvalidRequestError(
+            label,
+            f"{values!r} is not a sequence",
+            f"{label} must be a sequence such as {example}, not {values!r}",
+        )
+    return tuple(cast("Iterable[object]", values))
+
+
+def _strings(label: str, values: object) -> tuple[str, ...]:
+    field = f"CodexSandboxConfig.{label}"
+    return tuple(_word(field, v, path=True) for v in _sequence(field, values, "('/abs/dir',)"))
+
+
+def _commands(
+    values: object, label: str = "CodexSandboxConfig.excluded_commands"
+) -> tuple[tuple[str, ...], ...]:
+    commands: list[tuple[str, ...]] = []
+    for command in _sequence(label, values, "[('git', 'push')]"):
+        words = _sequence(label, command, "('git', 'push') (one item per word)")
+        if not words:
+            raise InvalidRequestError(
+                label,
+                "an empty command prefix",
+                f"{label} holds an empty command prefix, which would exclude every command; "
+                "name at least the program, such as ('git', 'push')",
+            )
+        commands.append(tuple(_word(label, w, path=False) for w in words))
+    return tuple(commands)
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,8 +116,9 @@ class CodexSandboxConfig:
     caller-dedicated ``CODEX_HOME`` (see ``rules.py``) and a sandbox to be excluded from.
 
     Raises:
-        ValueError: an option that does not fit the mode, a relative root, an empty
-            command prefix, or an approval policy Codex does not know.
+        InvalidRequestError: an option that does not fit the mode, a relative root, an empty
+            command prefix, a command given as one string, or an approval policy Codex does
+            not know.
     """
 
     mode: CodexSandboxMode = CodexSandboxMode.WORKSPACE_WRITE
@@ -73,36 +130,57 @@ class CodexSandboxConfig:
     excluded_commands: tuple[tuple[str, ...], ...] = ()
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "writable_roots", tuple(self.writable_roots))
-        object.__setattr__(
-            self, "excluded_commands", tuple(tuple(c) for c in self.excluded_commands)
-        )
-        if self.approval_policy not in APPROVAL_POLICIES:
-            raise ValueError(
-                f"approval_policy {self.approval_policy!r} is not one of "
-                f"{', '.join(sorted(APPROVAL_POLICIES))}"
+        if not isinstance(self.mode, CodexSandboxMode):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise InvalidRequestError(
+                "CodexSandboxConfig.mode",
+                f"{self.mode!r} is not a CodexSandboxMode",
+                f"CodexSandboxConfig.mode must be a CodexSandboxMode (such as "
+                f"CodexSandboxMode.WORKSPACE_WRITE), not {self.mode!r}",
             )
-        workspace_only = (
-            self.writable_roots
-            or self.network_access
-            or self.exclude_slash_tmp
-            or self.exclude_tmpdir_env_var
-        )
+        roots = _strings("writable_roots", self.writable_roots)
+        commands = _commands(self.excluded_commands)
+        object.__setattr__(self, "writable_roots", roots)
+        object.__setattr__(self, "excluded_commands", commands)
+        if not isinstance(self.approval_policy, str) or (  # pyright: ignore[reportUnnecessaryIsInstance]
+            self.approval_policy not in APPROVAL_POLICIES
+        ):
+            raise InvalidRequestError(
+                "CodexSandboxConfig.approval_policy",
+                "not a policy Codex knows",
+                f"CodexSandboxConfig.approval_policy {self.approval_policy!r} is not one Codex "
+                f"knows; pass one of {', '.join(sorted(APPROVAL_POLICIES))}",
+            )
+        workspace_only = [
+            name
+            for name in (
+                "writable_roots",
+                "network_access",
+                "exclude_slash_tmp",
+                "exclude_tmpdir_env_var",
+            )
+            if getattr(self, name)
+        ]
         if workspace_only and self.mode is not CodexSandboxMode.WORKSPACE_WRITE:
-            raise ValueError(
-                "writable_roots, network_access and the tmp exclusions only apply to "
-                f"workspace-write, not {self.mode.value}"
+            raise InvalidRequestError(
+                f"CodexSandboxConfig.{workspace_only[0]}",
+                f"only applies to workspace-write, not {self.mode.value}",
+                f"CodexSandboxConfig.{', '.join(workspace_only)} only apply to workspace-write, "
+                f"not {self.mode.value}; use CodexSandboxMode.WORKSPACE_WRITE or leave them unset",
             )
-        for root in self.writable_roots:
+        for root in roots:
             if not os.path.isabs(root):
-                raise ValueError(f"writable root {root!r} must be an absolute path")
-        if self.excluded_commands and self.mode is CodexSandboxMode.DANGER_FULL_ACCESS:
-            raise ValueError("excluded_commands need a sandbox to be excluded from")
-        for command in self.excluded_commands:
-            if not command or not all(word for word in command):
-                raise ValueError(
-                    f"excluded command {command!r} must be a non-empty prefix of non-empty words"
+                raise InvalidRequestError(
+                    "CodexSandboxConfig.writable_roots",
+                    f"{root!r} is relative",
+                    f"CodexSandboxConfig.writable_roots entry {root!r} is relative; pass an "
+                    "absolute path",
                 )
+        if commands and self.mode is CodexSandboxMode.DANGER_FULL_ACCESS:
+            raise InvalidRequestError(
+                "CodexSandboxConfig.excluded_commands",
+                "set without a sandbox",
+                _NO_SANDBOX_TO_EXCLUDE_FROM,
+            )
 
     @classmethod
     def from_permissions(
@@ -111,11 +189,17 @@ class CodexSandboxConfig:
         *,
         excluded_commands: Iterable[Sequence[str]] = (),
     ) -> CodexSandboxConfig | None:
-        """Return the config for a portable permission setting; None for BYPASS (no sandbox)."""
-        commands = tuple(tuple(c) for c in excluded_commands)
+        """Return the config for a portable permission setting; None for BYPASS (no sandbox).
+
+        Raises:
+            InvalidRequestError: ``excluded_commands`` with BYPASS, or a malformed command.
+        """
+        commands = _commands(excluded_commands, "excluded_commands")
         if permissions.mode is NativeMode.BYPASS:
             if commands:
-                raise ValueError("excluded_commands need a sandbox to be excluded from")
+                raise InvalidRequestError(
+                    "excluded_commands", "set without a sandbox", _NO_SANDBOX_TO_EXCLUDE_FROM
+                )
             return None
         if permissions.mode is NativeMode.READ_ONLY:
             return cls(CodexSandboxMode.READ_ONLY, excluded_commands=commands)
@@ -156,8 +240,8 @@ def parse_sandbox(
     to rebuild a config that has them.
 
     Raises:
-        ValueError: ``argv`` carries neither the bypass flag nor a ``sandbox_mode`` override,
-            or the overrides do not make a valid config.
+        InvalidRequestError: ``argv`` carries neither the bypass flag nor a known
+            ``sandbox_mode`` override, or the overrides do not make a valid config.
     """
     if BYPASS_FLAG in argv:
         return None
@@ -169,15 +253,29 @@ def parse_sandbox(
         elif len(key) == 2 and key[0] == _WORKSPACE_TABLE:
             workspace[key[1]] = value
     if "sandbox_mode" not in settings:
-        raise ValueError("argv sets up no Codex sandbox (no bypass flag, no sandbox_mode)")
+        raise InvalidRequestError(
+            "argv",
+            "sets up no Codex sandbox",
+            "argv sets up no Codex sandbox (no bypass flag, no sandbox_mode); pass an argv "
+            "that render_sandbox produced",
+        )
+    try:
+        mode = CodexSandboxMode(settings["sandbox_mode"])
+    except ValueError:
+        raise InvalidRequestError(
+            "argv",
+            f"unknown sandbox_mode {settings['sandbox_mode']!r}",
+            f"argv sets sandbox_mode to {settings['sandbox_mode']!r}, which is not one of "
+            f"{', '.join(m.value for m in CodexSandboxMode)}",
+        ) from None
     return CodexSandboxConfig(
-        mode=CodexSandboxMode(settings["sandbox_mode"]),
+        mode=mode,
         approval_policy=str(settings.get("approval_policy", "never")),
         writable_roots=tuple(str(r) for r in list_or_empty(workspace.get("writable_roots"))),
         network_access=workspace.get("network_access") is True,
         exclude_slash_tmp=workspace.get("exclude_slash_tmp") is True,
         exclude_tmpdir_env_var=workspace.get("exclude_tmpdir_env_var") is True,
-        excluded_commands=tuple(tuple(c) for c in excluded_commands),
+        excluded_commands=_commands(excluded_commands, "excluded_commands"),
     )
 
 

@@ -13,7 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from agentshim.core.errors import McpConfigError
+from agentshim.core.errors import InvalidRequestError, McpConfigError
 from agentshim.core.mcp import (
     ConfigFileInstallation,
     HttpMcpServer,
@@ -42,8 +42,9 @@ class TestStdioMcpServer:
 
     @pytest.mark.parametrize("name", ["", "a" * 65, "has space", "a/b", "ü", "x\n"])
     def test_bad_names(self, name: str) -> None:
-        with pytest.raises(ValueError, match="invalid MCP server name"):
+        with pytest.raises(InvalidRequestError, match="invalid MCP server name") as caught:
             StdioMcpServer(name, "cmd")
+        assert caught.value.field == "StdioMcpServer.name"
 
     def test_name_of_64_characters_is_fine(self) -> None:
         assert StdioMcpServer("a" * 64, "cmd").name == "a" * 64
@@ -72,8 +73,11 @@ class TestStdioMcpServer:
         ],
     )
     def test_invalid_values(self, kwargs: dict[str, Any], message: str) -> None:
-        with pytest.raises(ValueError, match=message):
+        with pytest.raises(InvalidRequestError, match=message) as caught:
             StdioMcpServer("s", **kwargs)
+        # The field is the one argument given besides the command (or the command itself).
+        named = [k for k in kwargs if k != "command"] or ["command"]
+        assert caught.value.field == f"StdioMcpServer.{named[0]}"
 
     def test_frozen_and_env_copied_and_read_only(self) -> None:
         env = {"A": "1"}
@@ -105,11 +109,21 @@ class TestHttpMcpServer:
         assert HttpMcpServer("local", "http://127.0.0.1:8080/mcp").transport == "http"
 
     @pytest.mark.parametrize(
-        "url", ["ftp://host/x", "https://", "example.com/mcp", "https://ho st/", "", "file:///x"]
+        "url",
+        [
+            "ftp://host/x",
+            "https://",
+            "example.com/mcp",
+            "https://ho st/",
+            "",
+            "file:///x",
+            "http://[::1",
+        ],
     )
     def test_bad_urls(self, url: str) -> None:
-        with pytest.raises(ValueError, match="url"):
+        with pytest.raises(InvalidRequestError, match="url") as caught:
             HttpMcpServer("r", url)
+        assert caught.value.field == "HttpMcpServer.url"
 
     def test_bad_transport(self) -> None:
         with pytest.raises(ValueError, match="transport"):
@@ -389,7 +403,7 @@ class TestRefusals:
         assert not (tmp_path / "c.json").exists()
 
     def test_empty_key_path_is_a_programming_error(self, tmp_path: Path) -> None:
-        with pytest.raises(ValueError, match="key_path"):
+        with pytest.raises(InvalidRequestError, match="key_path"):
             install_json_config(tmp_path / "c.json", (), OURS)
 
 

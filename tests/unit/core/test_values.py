@@ -2,11 +2,12 @@ from __future__ import annotations
 
 import threading
 import time
+from typing import Any
 
 import pytest
 
 from agentshim.core.clock import SystemClock
-from agentshim.core.errors import FailureKind, InvalidSessionIdError
+from agentshim.core.errors import FailureKind, InvalidRequestError, InvalidSessionIdError
 from agentshim.core.failures import kind_from_status, kind_from_text
 from agentshim.core.ids import RandomIds, is_valid_session_id, validate_session_id
 from agentshim.core.locks import KeyedLocks
@@ -51,6 +52,22 @@ class TestModels:
         assert table.merged([ModelSpec("a", 10)]).context_window("a") == 10
         assert table.merged([ModelSpec("a", 10)]).context_window("b") == 2
 
+    @pytest.mark.parametrize(
+        ("build", "field"),
+        [
+            (lambda: ModelSpec(""), "ModelSpec.id"),
+            (lambda: ModelSpec("a", 0), "ModelSpec.context_window"),
+            (lambda: ModelSpec("a", max_output_tokens=1.5), "ModelSpec.max_output_tokens"),
+            (lambda: ModelSpec("a", aliases="sonnet"), "ModelSpec.aliases"),
+            (lambda: ModelTable(("a",)), "ModelTable.models"),
+            (lambda: normalize_model_id(None), "model_id"),
+        ],
+    )
+    def test_bad_model_facts_are_refused(self, build: Any, field: str) -> None:
+        with pytest.raises(InvalidRequestError) as caught:
+            build()
+        assert caught.value.field == field
+
 
 class TestPricing:
     def test_cost_uses_each_token_class(self) -> None:
@@ -82,8 +99,25 @@ class TestPricing:
         )
 
     def test_negative_price_refused(self) -> None:
-        with pytest.raises(ValueError, match="negative"):
+        with pytest.raises(InvalidRequestError, match="negative") as caught:
             ModelPricing(-1.0, 1.0)
+        assert caught.value.field == "ModelPricing.input_per_mtok"
+
+    @pytest.mark.parametrize(
+        ("build", "field"),
+        [
+            (lambda: ModelPricing(1.0, float("nan")), "ModelPricing.output_per_mtok"),
+            (
+                lambda: ModelPricing(1.0, 1.0, cache_read_per_mtok="0.1"),
+                "ModelPricing.cache_read_per_mtok",
+            ),
+            (lambda: PricingTable("v", "d", {"m": 1.0}), "PricingTable.prices"),
+        ],
+    )
+    def test_prices_that_are_not_prices_are_refused(self, build: Any, field: str) -> None:
+        with pytest.raises(InvalidRequestError) as caught:
+            build()
+        assert caught.value.field == field
 
 
 class TestPermissionsAndProfile:
@@ -95,15 +129,18 @@ class TestPermissionsAndProfile:
         assert perms.network
 
     def test_roots_only_with_workspace_write(self) -> None:
-        with pytest.raises(ValueError, match="workspace_write"):
+        with pytest.raises(InvalidRequestError, match="workspace_write") as caught:
             NativePermissions(NativeMode.READ_ONLY, ("/tmp",))
+        assert caught.value.field == "NativePermissions.writable_roots"
 
     def test_roots_must_be_absolute(self) -> None:
-        with pytest.raises(ValueError, match="absolute"):
+        with pytest.raises(InvalidRequestError, match="absolute"):
             NativePermissions.workspace_write(["relative"])
+        with pytest.raises(InvalidRequestError, match=r"NativePermissions\.mode"):
+            NativePermissions("workspace_write")  # type: ignore[arg-type]
 
     def test_profile_checks_mcp_file_consistency(self) -> None:
-        with pytest.raises(ValueError, match="mcp_config_file"):
+        with pytest.raises(InvalidRequestError, match="mcp_config_file"):
             ProviderProfile(
                 name="x",
                 display_name="X",
@@ -131,8 +168,15 @@ class TestPermissionsAndProfile:
             profile.container_env["B"] = "2"  # type: ignore[index]
 
     def test_renewal_budget_validates(self) -> None:
-        with pytest.raises(ValueError, match="positive"):
+        with pytest.raises(InvalidRequestError, match="positive") as caught:
             RenewalBudget(max_turns=0)
+        assert caught.value.field == "RenewalBudget.max_turns"
+        for bad in ("3", True, 2.5):
+            with pytest.raises(InvalidRequestError, match="max_turns"):
+                RenewalBudget(max_turns=bad)  # type: ignore[arg-type]
+        with pytest.raises(InvalidRequestError, match="max_turn_duration_s"):
+            RenewalBudget(max_turn_duration_s=float("nan"))
+        assert RenewalBudget(max_turn_duration_s=0.5).max_turn_duration_s == 0.5
 
 
 class TestIds:

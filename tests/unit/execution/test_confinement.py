@@ -4,6 +4,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from agentshim.core.errors import InvalidRequestError
 from agentshim.execution import CommandRequest, NullSink, PathMap, confine
 from agentshim.testing.confinement import FakeConfinement, WrapCall
 from agentshim.testing.executor import FakeExecutor, FakeRun
@@ -23,14 +24,22 @@ class TestPathMap:
             paths.to_agent("/workshop/x")
 
     def test_relative_paths_are_refused_everywhere(self) -> None:
-        with pytest.raises(ValueError, match="relative"):
+        with pytest.raises(InvalidRequestError, match="relative") as caught:
             PathMap({"work": "/w"})
+        assert caught.value.field == "PathMap.mounts"
         with pytest.raises(ValueError, match="relative"):
             PathMap({"/work": "w"})
-        with pytest.raises(ValueError, match="relative"):
+        with pytest.raises(InvalidRequestError, match="relative") as caught:
             PathMap({"/work": "/w"}).to_agent("work/x")
-        with pytest.raises(ValueError, match="relative"):
+        assert caught.value.field == "host_path"
+        with pytest.raises(InvalidRequestError, match="relative") as caught:
             PathMap({"/work": "/w"}).to_host("./x")
+        assert caught.value.field == "agent_path"
+
+    @pytest.mark.parametrize("mounts", ["/work", [("/work",)], [("/work", None)], None])
+    def test_mounts_that_are_not_path_pairs_are_refused(self, mounts: object) -> None:
+        with pytest.raises(InvalidRequestError, match=r"PathMap\.mounts"):
+            PathMap(mounts)  # type: ignore[arg-type]
 
     def test_paths_are_normalized_before_matching(self) -> None:
         paths = PathMap([("/work/", "/w")])

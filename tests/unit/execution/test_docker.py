@@ -10,7 +10,7 @@ from collections.abc import Iterator
 import pytest
 from execution_helpers import RecordingSink, needs_proc
 
-from agentshim.core.errors import AgentShimError, CliNotFoundError
+from agentshim.core.errors import AgentShimError, CliNotFoundError, InvalidRequestError
 from agentshim.execution import (
     CONFINED_MARKER,
     CommandRequest,
@@ -70,8 +70,9 @@ class TestWrap:
             docker_with(FakeExecutor(), container="--privileged").wrap(["x"], None)
 
     def test_a_name_that_would_carry_a_value_is_refused(self) -> None:
-        with pytest.raises(ValueError, match="by name"):
+        with pytest.raises(InvalidRequestError, match="by name") as caught:
             docker_with(FakeExecutor()).wrap(["x"], None, ["KEY=value"])
+        assert caught.value.field == "env_names"
 
     def test_confined_runs_keep_secrets_out_of_argv(self) -> None:
         inner = FakeExecutor(FakeRun())
@@ -89,6 +90,11 @@ class TestWrap:
             "OPENAI_API_KEY": "sk-secret",
         }
         assert sent.argv[-2:] == ("codex", "exec")
+
+    def test_without_a_path_map_a_relative_host_path_is_refused(self) -> None:
+        with pytest.raises(InvalidRequestError, match="relative") as caught:
+            docker_with(FakeExecutor()).agent_path("work/x")
+        assert caught.value.field == "host_path"
 
     def test_paths_map_through_the_path_map(self) -> None:
         docker = docker_with(FakeExecutor(), paths=PathMap({"/home/me/repo": "/workspace"}))

@@ -18,6 +18,7 @@ from agentshim.core.checkpoints import (
     InMemoryCheckpointStore,
     validate_checkpoint_key,
 )
+from agentshim.core.errors import InvalidRequestError
 from agentshim.core.usage import ProviderUsage, TokenUsage
 from agentshim.session import Session
 from agentshim.testing.checkpoints import FakeCheckpointStore
@@ -211,7 +212,7 @@ def test_without_a_log_a_corrupt_file_raises_a_runtime_warning(tmp_path: Path) -
 )
 def test_keys_cannot_leave_the_directory(tmp_path: Path, key: str) -> None:
     store = FileCheckpointStore(tmp_path / "inside")
-    with pytest.raises(ValueError, match="checkpoint key"):
+    with pytest.raises(InvalidRequestError, match="checkpoint key"):
         store.save(key, Checkpoint("conv-1"))
     with pytest.raises(ValueError, match="checkpoint key"):
         store.path_for(key)
@@ -227,5 +228,23 @@ def test_safe_keys_map_to_a_file_inside_the_directory(tmp_path: Path) -> None:
 
 
 def test_a_checkpoint_refuses_an_unsafe_conversation_id() -> None:
-    with pytest.raises(ValueError, match="conversation id"):
+    with pytest.raises(InvalidRequestError, match="conversation id") as caught:
         Checkpoint("id with spaces")
+    assert caught.value.field == "Checkpoint.conversation_id"
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        {"version": 2, "conversation_id": "c"},
+        {"version": 1},
+        {"version": 1, "conversation_id": "c", "usage": []},
+        {"version": 1, "conversation_id": "c", "usage": {"tokens": {"input_tokens": "many"}}},
+        {"version": 1, "conversation_id": "c", "usage": {"cost_source": "guessed"}},
+        {"version": 1, "conversation_id": "c", "turns": -1},
+        ["not", "a", "mapping"],
+    ],
+)
+def test_data_that_is_not_a_checkpoint_is_refused(data: object) -> None:
+    with pytest.raises(InvalidRequestError):
+        Checkpoint.from_dict(data)  # type: ignore[arg-type]

@@ -13,6 +13,7 @@ from agentshim.core.errors import (
     CliExitError,
     CliTimeoutError,
     FailureKind,
+    InvalidRequestError,
     SessionResumeError,
     TurnCancelledError,
     TurnFailedError,
@@ -37,11 +38,16 @@ from agentshim.core.session_policy import (
         {"jitter": -0.1},
         {"jitter": math.nan},
         {"max_hint_s": -5},
+        {"delays": "30"},
+        {"delays": ("30",)},
+        {"jitter": "0.1"},
+        {"max_hint_s": None},
     ],
 )
 def test_invalid_settings_are_refused(kwargs: dict[str, object]) -> None:
-    with pytest.raises(ValueError, match="RetryPolicy"):
+    with pytest.raises(InvalidRequestError, match="RetryPolicy") as caught:
         RetryPolicy(**kwargs)  # type: ignore[arg-type]
+    assert caught.value.field == f"RetryPolicy.{next(iter(kwargs))}"
 
 
 def test_the_defaults_and_never() -> None:
@@ -54,7 +60,7 @@ def test_the_defaults_and_never() -> None:
 def test_delays_run_out() -> None:
     policy = RetryPolicy(delays=(1, 2))
     assert [policy.delay(n) for n in range(3)] == [1.0, 2.0, None]
-    with pytest.raises(ValueError, match="negative"):
+    with pytest.raises(InvalidRequestError, match="negative"):
         policy.delay(-1)
 
 
@@ -84,8 +90,10 @@ def test_a_retry_hint_sets_a_floor_and_a_far_one_gives_up() -> None:
 
 
 def test_idle_release_must_be_a_sane_number() -> None:
-    with pytest.raises(ValueError, match="idle_release_after"):
+    with pytest.raises(InvalidRequestError, match="idle_release_after"):
         SessionPolicy(idle_release_after=-1)
+    with pytest.raises(InvalidRequestError, match=r"SessionPolicy\.retry"):
+        SessionPolicy(retry=(30, 60))  # type: ignore[arg-type]
 
 
 def test_an_event_that_cannot_happen_is_a_value_error() -> None:

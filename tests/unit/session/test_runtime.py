@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from agentshim.core.conversation import TransportKind
-from agentshim.core.errors import FailureKind, ProviderCapabilityError
+from agentshim.core.errors import FailureKind, InvalidRequestError, ProviderCapabilityError
 from agentshim.core.events import AgentEvent, RunStarted
 from agentshim.core.mcp import HttpMcpServer, StdioMcpServer
 from agentshim.core.permissions import ApprovalPolicy, NativePermissions
@@ -65,8 +65,15 @@ class TestConstruction:
             claude_agent(FakeExecutor(), env=ENV, transport=TransportKind.STREAM)
 
     def test_env_and_confinement_together_are_refused(self) -> None:
-        with pytest.raises(ValueError, match="not both"):
+        with pytest.raises(InvalidRequestError, match="not both") as caught:
             claude_agent(FakeExecutor(), env=ENV, confinement=FakeConfinement())
+        assert caught.value.field == "env"
+
+    def test_permissions_and_approvals_of_the_wrong_type_are_refused(self) -> None:
+        with pytest.raises(InvalidRequestError, match="permissions"):
+            Agent(FakeTransport(), permissions="bypass", approvals=DENY)  # type: ignore[arg-type]
+        with pytest.raises(InvalidRequestError, match="approvals"):
+            Agent(FakeTransport(), permissions=BYPASS, approvals="deny")  # type: ignore[arg-type]
 
     @pytest.mark.parametrize(
         "extra",
@@ -82,8 +89,9 @@ class TestConstruction:
     def test_a_ready_transport_refuses_transport_building_options(
         self, extra: dict[str, object]
     ) -> None:
-        with pytest.raises(ValueError, match="ready-made Transport"):
+        with pytest.raises(InvalidRequestError, match="ready-made Transport") as caught:
             Agent(FakeTransport(), permissions=BYPASS, approvals=DENY, **extra)  # type: ignore[arg-type]
+        assert caught.value.field == next(iter(extra))
 
     def test_a_ready_transport_without_probe_reports_that_it_cannot_tell(self) -> None:
         readiness = Agent(FakeTransport(), permissions=BYPASS, approvals=DENY).probe()
@@ -114,7 +122,7 @@ class TestConfinement:
 
     def test_a_cwd_the_agent_cannot_see_is_refused(self) -> None:
         agent, _, _ = self.confined()
-        with pytest.raises(ValueError, match="no mapped prefix"):
+        with pytest.raises(InvalidRequestError, match="no mapped prefix"):
             agent.session("/elsewhere")
 
     def test_absolute_stdio_mcp_paths_are_mapped(self, tmp_path: Path) -> None:
@@ -135,8 +143,9 @@ class TestConfinement:
     def test_a_host_path_hidden_from_the_agent_is_refused(self, tmp_path: Path) -> None:
         agent, _, _ = self.confined()
         server = StdioMcpServer("tools", str(tmp_path))
-        with pytest.raises(ValueError, match="not visible inside"):
+        with pytest.raises(InvalidRequestError, match="not visible inside") as caught:
             agent.session("/host/work", mcp_servers=[server])
+        assert caught.value.field == "mcp_servers"
 
 
 def test_probe_reports_version_and_credentials() -> None:

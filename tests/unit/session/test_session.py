@@ -11,6 +11,7 @@ from agentshim.core.checkpoints import Checkpoint
 from agentshim.core.conversation import ConversationSpec
 from agentshim.core.errors import (
     FailureKind,
+    InvalidRequestError,
     InvalidSessionIdError,
     NoRunningTurnError,
     ProviderCapabilityError,
@@ -113,10 +114,12 @@ class TestCheckpointAtConstruction:
         assert transport.opened[0].resume_id == "conv-explicit"
 
     def test_a_store_needs_a_key_and_the_key_is_validated(self) -> None:
-        with pytest.raises(ValueError, match="together"):
+        with pytest.raises(InvalidRequestError, match="together") as caught:
             make(FakeTransport(), checkpoints=FakeCheckpointStore())
-        with pytest.raises(ValueError, match="checkpoint key"):
+        assert caught.value.field == "checkpoint_key"
+        with pytest.raises(InvalidRequestError, match="checkpoint key") as caught:
             make(FakeTransport(), checkpoints=FakeCheckpointStore(), checkpoint_key="../up")
+        assert caught.value.field == "checkpoint_key"
 
     def test_a_failing_store_costs_durability_not_the_turn(self) -> None:
         log: list[str] = []

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from agentshim.agent import CliAgent
-from agentshim.core.errors import InvalidSessionIdError
+from agentshim.core.errors import InvalidRequestError, InvalidSessionIdError
 from agentshim.core.provider import ArgvContext
 from agentshim.core.turn import OutputSchema, TurnRequest
 from agentshim.providers.claude import ClaudeHook, ClaudeProvider, SandboxConfig, scripted_lines
@@ -53,8 +53,24 @@ class TestFlags:
         assert argv(provider) == [*BASE, "--permission-mode", "acceptEdits"]
 
     def test_unknown_permission_mode_is_refused(self) -> None:
-        with pytest.raises(ValueError, match="permission mode"):
+        with pytest.raises(InvalidRequestError, match="permission mode") as caught:
             ClaudeProvider(permission_mode="yolo")
+        assert caught.value.field == "ClaudeProvider.permission_mode"
+
+    @pytest.mark.parametrize(
+        ("kwargs", "field"),
+        [
+            ({"hooks": ["not a hook"]}, "ClaudeProvider.hooks"),
+            ({"hooks": ClaudeHook("Stop", ("/bin/true",))}, "ClaudeProvider.hooks"),
+            ({"sandbox": {"allow_write": ["/w"]}}, "ClaudeProvider.sandbox"),
+        ],
+    )
+    def test_a_hook_or_sandbox_of_the_wrong_type_is_refused(
+        self, kwargs: dict[str, object], field: str
+    ) -> None:
+        with pytest.raises(InvalidRequestError) as caught:
+            ClaudeProvider(**kwargs)  # type: ignore[arg-type]
+        assert caught.value.field == field
 
     def test_mcp_argv_then_extra_args_come_last(self) -> None:
         assert argv(mcp_argv=("--mcp-x",), extra_args=("--foo", "bar"), model="m") == [

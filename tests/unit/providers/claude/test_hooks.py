@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from agentshim.core.errors import InvalidRequestError
 from agentshim.providers.claude import ClaudeHook, SandboxConfig, build_settings
 from agentshim.providers.claude.hooks import CONFINE_READS_SCRIPT, confine_reads
 from agentshim.providers.claude.sandbox import confine_reads_hook
@@ -146,7 +147,7 @@ class TestConfineReads:
         assert "stdin went away" in err.getvalue()
 
     def test_hook_needs_a_root(self) -> None:
-        with pytest.raises(ValueError, match="at least one"):
+        with pytest.raises(InvalidRequestError, match="at least one"):
             confine_reads_hook([])
 
 
@@ -160,13 +161,15 @@ class TestClaudeHook:
         "command", ["/bin/echo hi", (), ("/bin/echo", "a\0b"), ("/bin/echo", "\udc80")]
     )
     def test_command_must_be_a_clean_argv(self, command: Any) -> None:
-        with pytest.raises(ValueError, match="ClaudeHook command"):
+        with pytest.raises(InvalidRequestError, match="ClaudeHook command") as caught:
             ClaudeHook("Stop", command)
+        assert caught.value.field == "ClaudeHook.command"
 
     @pytest.mark.parametrize("timeout", [0, -1, float("nan"), True])
     def test_timeout_must_be_positive(self, timeout: Any) -> None:
-        with pytest.raises(ValueError, match="timeout"):
+        with pytest.raises(InvalidRequestError, match="timeout") as caught:
             ClaudeHook("Stop", ("/bin/true",), timeout_s=timeout)
+        assert caught.value.field == "ClaudeHook.timeout_s"
 
     def test_entry_quotes_the_command(self) -> None:
         hook = ClaudeHook(

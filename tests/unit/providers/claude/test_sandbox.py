@@ -4,6 +4,7 @@ from typing import Any
 
 import pytest
 
+from agentshim.core.errors import InvalidRequestError
 from agentshim.providers.claude import SANDBOX_ENV, SandboxConfig
 
 
@@ -65,11 +66,16 @@ class TestSandboxConfig:
             {"deny_read": [""]},
             {"excluded_commands": ["a\0b"]},
             {"confine_native_reads_to": ["relative/dir"]},
+            {"allowed_domains": None},
+            {"extra": {"x": object()}},
+            {"extra": {"x": float("nan")}},
+            {"extra": {1: "x"}},
         ],
     )
     def test_invalid_values_are_refused(self, fields: dict[str, Any]) -> None:
-        with pytest.raises(ValueError, match="SandboxConfig"):
+        with pytest.raises(InvalidRequestError, match="SandboxConfig") as caught:
             SandboxConfig(**fields)
+        assert caught.value.field == f"SandboxConfig.{next(iter(fields))}"
 
     def test_sandbox_env(self) -> None:
         assert dict(SANDBOX_ENV) == {"CLAUDE_BASH_MAINTAIN_PROJECT_WORKING_DIR": "1"}

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from agentshim.core.errors import ProviderCapabilityError
+from agentshim.core.errors import InvalidRequestError, ProviderCapabilityError
 from agentshim.core.permissions import NativePermissions
 from agentshim.core.provider import ArgvContext
 from agentshim.providers.codex import (
@@ -112,8 +112,13 @@ class TestParse:
         assert parse_sandbox(["codex", "exec", BYPASS, "-"]) is None
 
     def test_argv_without_a_sandbox_is_refused(self) -> None:
-        with pytest.raises(ValueError, match="no Codex sandbox"):
+        with pytest.raises(InvalidRequestError, match="no Codex sandbox") as caught:
             parse_sandbox(["codex", "exec", "-"])
+        assert caught.value.field == "argv"
+
+    def test_an_unknown_sandbox_mode_is_refused(self) -> None:
+        with pytest.raises(InvalidRequestError, match="'sometimes'"):
+            parse_sandbox(["--config", 'sandbox_mode="sometimes"'])
 
     def test_short_config_flag_and_equals_form_are_read(self) -> None:
         argv = ["-c", "sandbox_mode=read-only", "--config=approval_policy='untrusted'"]
@@ -131,11 +136,18 @@ class TestConfig:
             {"mode": CodexSandboxMode.DANGER_FULL_ACCESS, "excluded_commands": (("ls",),)},
             {"excluded_commands": ((),)},
             {"excluded_commands": (("git", ""),)},
+            {"excluded_commands": ("git push",)},
+            {"excluded_commands": (("git", "\udc80"),)},
+            {"writable_roots": "/one/string"},
+            {"writable_roots": ("/a\0b",)},
+            {"mode": "read-only"},
         ],
     )
     def test_a_setting_that_cannot_work_is_refused(self, kwargs: dict[str, object]) -> None:
-        with pytest.raises(ValueError):
+        with pytest.raises(InvalidRequestError) as caught:
             CodexSandboxConfig(**kwargs)  # type: ignore[arg-type]
+        assert caught.value.field.startswith("CodexSandboxConfig.")
+        assert caught.value.field.split(".")[1] in kwargs
 
     def test_from_permissions(self) -> None:
         assert CodexSandboxConfig.from_permissions(NativePermissions.bypass()) is None
@@ -148,7 +160,7 @@ class TestConfig:
         ) == CodexSandboxConfig(
             writable_roots=("/srv",), network_access=True, excluded_commands=(("make", "test"),)
         )
-        with pytest.raises(ValueError):
+        with pytest.raises(InvalidRequestError, match="excluded_commands"):
             CodexSandboxConfig.from_permissions(
                 NativePermissions.bypass(), excluded_commands=[["ls"]]
             )
@@ -170,6 +182,21 @@ class TestRulesFile:
         rule_lines = text.split("\n")
         assert len(rule_lines) == len(excluded) + 2
         assert not any(ord(c) < 0x20 or ord(c) == 0x7F for c in "".join(rule_lines))
+
+    @pytest.mark.parametrize(
+        "line",
+        [
+            'prefix_rule(pattern=[ls], decision="allow")',
+            'prefix_rule(pattern=["a" "b"], decision="allow")',
+            'prefix_rule(pattern=["unterminated',
+            'prefix_rule(pattern=["\\q"], decision="allow")',
+            'prefix_rule(pattern=["\\xzz"], decision="allow")',
+        ],
+    )
+    def test_a_malformed_rule_line_is_refused(self, line: str) -> None:
+        with pytest.raises(InvalidRequestError, match="malformed rule line") as caught:
+            read_rules(f"# header\n{line}\n")
+        assert caught.value.field == "text"
 
     def test_install_writes_the_file_and_is_repeatable(self, tmp_path: Path) -> None:
         path = install_rules(tmp_path, [("ls",)])
