@@ -23,6 +23,7 @@ from agentshim.core.errors import (
     CliCheckError,
     CliExitError,
     CliNotFoundError,
+    InvalidRequestError,
     ProviderCapabilityError,
     SessionStateError,
     TurnCancelledError,
@@ -66,7 +67,11 @@ class OneShotTransport:
             self._profile = agent.profile
         else:
             if profile is None:
-                raise ValueError("pass the provider's profile with a CliAgent factory")
+                raise InvalidRequestError(
+                    "profile",
+                    "missing",
+                    "pass the provider's profile with a CliAgent factory",
+                )
             self._agent = None
             self._factory = agent
             self._profile = profile

@@ -7,7 +7,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
 
-from agentshim.core.errors import AgentShimError
+from agentshim.core.errors import AgentShimError, InvalidRequestError
 
 __all__ = [
     "DEFAULT_MAX_LINE_BYTES",
@@ -198,7 +198,7 @@ class LineFramer:
     def __init__(self, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES) -> None:
         """Frame lines of at most ``max_line_bytes`` bytes (at least 1)."""
         if max_line_bytes < 1:
-            raise ValueError(f"max_line_bytes must be at least 1, not {max_line_bytes}")
+            raise InvalidRequestError("max_line_bytes", f"must be at least 1, not {max_line_bytes}")
         self._max = max_line_bytes
         self._partial = bytearray()
         # True while skipping the rest of a line already reported as too long.

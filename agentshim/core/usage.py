@@ -16,6 +16,7 @@ from types import MappingProxyType
 from typing import Any
 
 from agentshim.core._slots import fast_frozen_init
+from agentshim.core.errors import InvalidRequestError
 
 __all__ = ["CostSource", "ProviderUsage", "TokenUsage", "TokenWeights"]
 
@@ -79,24 +80,29 @@ class TokenUsage:
         for name in _COUNT_FIELDS:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int):
-                raise TypeError(f"TokenUsage.{name} must be an int, got {value!r}")
+                raise InvalidRequestError(f"TokenUsage.{name}", f"must be an int, got {value!r}")
             if value < 0:
-                raise ValueError(f"TokenUsage.{name} must not be negative, got {value}")
+                raise InvalidRequestError(
+                    f"TokenUsage.{name}", f"must not be negative, got {value}"
+                )
         if self.cache_read_input_tokens + self.cache_write_input_tokens > self.input_tokens:
-            raise ValueError(
+            raise InvalidRequestError(
+                "TokenUsage.input_tokens",
                 "cache reads plus cache writes exceed input_tokens "
                 f"({self.cache_read_input_tokens} + {self.cache_write_input_tokens} > "
-                f"{self.input_tokens}); fold cache tokens into input_tokens first"
+                f"{self.input_tokens}); fold cache tokens into input_tokens first",
             )
         if self.cache_write_1h_input_tokens > self.cache_write_input_tokens:
-            raise ValueError(
+            raise InvalidRequestError(
+                "TokenUsage.cache_write_1h_input_tokens",
                 "cache_write_1h_input_tokens exceeds cache_write_input_tokens "
-                f"({self.cache_write_1h_input_tokens} > {self.cache_write_input_tokens})"
+                f"({self.cache_write_1h_input_tokens} > {self.cache_write_input_tokens})",
             )
         if self.reasoning_output_tokens > self.output_tokens:
-            raise ValueError(
+            raise InvalidRequestError(
+                "TokenUsage.reasoning_output_tokens",
                 "reasoning_output_tokens exceeds output_tokens "
-                f"({self.reasoning_output_tokens} > {self.output_tokens})"
+                f"({self.reasoning_output_tokens} > {self.output_tokens})",
             )
 
     @property

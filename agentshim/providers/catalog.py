@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
-from agentshim.core.errors import AgentShimError
+from agentshim.core.errors import AgentShimError, InvalidRequestError
 from agentshim.core.plugin import ProviderPlugin
 
 __all__ = ["LazyPlugin", "ProviderCatalog", "UnknownProviderError"]
@@ -46,9 +46,18 @@ class LazyPlugin:
         module = importlib.import_module(module_name)
         plugin = getattr(module, attribute or "PLUGIN")
         if not isinstance(plugin, ProviderPlugin):
-            raise TypeError(f"{self.target} is not a ProviderPlugin")
+            raise InvalidRequestError(
+                "plugin",
+                f"{self.target} is not a ProviderPlugin",
+                f"{self.target} is not a ProviderPlugin; point the entry point at a plugin object",
+            )
         if plugin.name != self.name:
-            raise ValueError(f"{self.target} declares provider {plugin.name!r}, not {self.name!r}")
+            raise InvalidRequestError(
+                "plugin",
+                f"{self.target} declares provider {plugin.name!r}, not {self.name!r}",
+                f"{self.target} declares provider {plugin.name!r}, not {self.name!r}; register "
+                "it under the name its profile gives",
+            )
         return plugin
 
 
@@ -59,7 +68,8 @@ class ProviderCatalog:
     """An immutable mapping of provider names to plugins.
 
     ``with_plugin`` returns a new catalog; the original never changes. A duplicate name is a
-    ValueError, so a third-party plugin cannot silently shadow a built-in.
+    InvalidRequestError (a ValueError), so a third-party plugin cannot silently shadow a
+    built-in.
     """
 
     __slots__ = ("_entries",)
@@ -68,12 +78,19 @@ class ProviderCatalog:
         self._entries: Mapping[str, CatalogEntry] = MappingProxyType(dict(entries or {}))
         for name, entry in self._entries.items():
             if entry.name != name:
-                raise ValueError(f"catalog key {name!r} holds provider {entry.name!r}")
+                raise InvalidRequestError(
+                    "entries", f"catalog key {name!r} holds provider {entry.name!r}"
+                )
 
     def with_plugin(self, plugin: CatalogEntry) -> ProviderCatalog:
-        """Return a new catalog that also holds ``plugin``; ValueError if the name is taken."""
+        """Return a new catalog that also holds ``plugin``; InvalidRequestError if the name is taken."""
         if plugin.name in self._entries:
-            raise ValueError(f"provider {plugin.name!r} is already in the catalog")
+            raise InvalidRequestError(
+                "plugin",
+                f"provider {plugin.name!r} is already in the catalog",
+                f"provider {plugin.name!r} is already in the catalog; a plugin cannot replace "
+                "another, so give it a name of its own",
+            )
         return ProviderCatalog({**self._entries, plugin.name: plugin})
 
     def names(self) -> tuple[str, ...]:

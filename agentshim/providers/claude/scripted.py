@@ -13,6 +13,7 @@ import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from agentshim.core.errors import InvalidRequestError
 from agentshim.core.provider import ScriptedRun, ToolFailure
 from agentshim.core.usage import TokenUsage
 
@@ -218,7 +219,7 @@ def _encodable(label: str, value: object) -> str:
     try:
         return json.dumps(value, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
     except (TypeError, ValueError) as exc:
-        raise ValueError(f"{label} cannot be written as JSON: {exc}") from None
+        raise InvalidRequestError(label, f"cannot be written as JSON: {exc}") from None
 
 
 def scripted_lines(

@@ -14,6 +14,7 @@ import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from agentshim.core.errors import InvalidRequestError
 from agentshim.core.jsonvalues import list_or_empty
 from agentshim.core.provider import ScriptedRun, ToolFailure
 from agentshim.core.usage import TokenUsage
@@ -77,7 +78,7 @@ def _tool_frames(item_id: str, name: str, args: Mapping[str, Any], output: str) 
         return [_line({"type": "item.completed", "item": item})]
     if name == WEB_TOOL:
         if exit_code:
-            raise ValueError("codex prints no failure for a web_search item")
+            raise InvalidRequestError("tool_calls", "codex prints no failure for a web_search item")
         item = {"id": item_id, "type": WEB_TOOL, "query": str(args.get("query", ""))}
         return [_line({"type": "item.completed", "item": item})]
     server, _, tool = name.rpartition(".")

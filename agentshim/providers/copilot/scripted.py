@@ -7,6 +7,7 @@ import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from agentshim.core.errors import InvalidRequestError
 from agentshim.core.provider import ScriptedRun, ToolFailure
 from agentshim.core.usage import TokenUsage
 
@@ -69,12 +70,14 @@ def scripted_lines(
     A nonzero ``returncode`` ends the turn with a ``session.error`` and ``result.exitCode``.
 
     Raises:
-        ValueError: ``structured_output`` was given; Copilot CLI has no output schema.
+        InvalidRequestError: ``structured_output`` was given; Copilot CLI has no output schema.
     """
     if structured_output is not None:
-        raise ValueError(
+        raise InvalidRequestError(
+            "structured_output",
+            "the provider has no native output schema",
             "GitHub Copilot CLI has no native output schema, so a scripted copilot turn cannot "
-            "carry structured_output; put the JSON in text instead"
+            "carry structured_output; put the JSON in text instead",
         )
     sid = session_id or str(uuid.uuid4())
     frames = _Frames()

@@ -7,6 +7,7 @@ import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from agentshim.core.errors import InvalidRequestError
 from agentshim.core.provider import ScriptedRun, ToolFailure
 from agentshim.core.usage import TokenUsage
 
@@ -75,12 +76,14 @@ def scripted_lines(
     as the CLI does for every failure it exits nonzero on after starting.
 
     Raises:
-        ValueError: ``structured_output`` was given; the Gemini CLI has no output schema.
+        InvalidRequestError: ``structured_output`` was given; the Gemini CLI has no output schema.
     """
     if structured_output is not None:
-        raise ValueError(
+        raise InvalidRequestError(
+            "structured_output",
+            "the provider has no native output schema",
             "the Gemini CLI has no native output schema, so a scripted gemini turn cannot carry "
-            "structured_output; put the JSON in text instead"
+            "structured_output; put the JSON in text instead",
         )
     sid = session_id or str(uuid.uuid4())
     out = [

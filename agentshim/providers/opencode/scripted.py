@@ -8,6 +8,7 @@ import string
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from agentshim.core.errors import InvalidRequestError
 from agentshim.core.provider import ScriptedRun, ToolFailure
 from agentshim.core.usage import TokenUsage
 
@@ -111,12 +112,14 @@ def scripted_lines(
     ``error`` frame, as the CLI prints for a failed request.
 
     Raises:
-        ValueError: ``structured_output`` was given; opencode has no output schema.
+        InvalidRequestError: ``structured_output`` was given; opencode has no output schema.
     """
     if structured_output is not None:
-        raise ValueError(
+        raise InvalidRequestError(
+            "structured_output",
+            "the provider has no native output schema",
             "opencode has no native output schema, so a scripted opencode turn cannot carry "
-            "structured_output; put the JSON in text instead"
+            "structured_output; put the JSON in text instead",
         )
     frames = _Frames(session_id or _id("ses_"))
     zero = _tokens(None)

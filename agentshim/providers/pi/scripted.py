@@ -7,6 +7,7 @@ import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from agentshim.core.errors import InvalidRequestError
 from agentshim.core.provider import ScriptedRun, ToolFailure
 from agentshim.core.usage import TokenUsage
 
@@ -98,12 +99,14 @@ def scripted_lines(
     (``stopReason: "error"``), as Pi prints it, and exits with that code (Pi itself exits 0).
 
     Raises:
-        ValueError: ``structured_output`` was given; Pi has no output schema.
+        InvalidRequestError: ``structured_output`` was given; Pi has no output schema.
     """
     if structured_output is not None:
-        raise ValueError(
+        raise InvalidRequestError(
+            "structured_output",
+            "the provider has no native output schema",
             "Pi has no native output schema, so a scripted pi turn cannot carry "
-            "structured_output; put the JSON in text instead"
+            "structured_output; put the JSON in text instead",
         )
     sid = session_id or str(uuid.uuid4())
     user = {"role": "user", "content": [{"type": "text", "text": "prompt"}], "timestamp": _MILLIS}

@@ -4,6 +4,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from agentshim.core.errors import InvalidRequestError
 from agentshim.core.usage import CostSource, ProviderUsage, TokenUsage, TokenWeights
 
 
@@ -40,7 +41,7 @@ class TestInvariants:
             TokenUsage(input_tokens=-1)
 
     def test_counts_must_be_ints(self) -> None:
-        with pytest.raises(TypeError):
+        with pytest.raises(InvalidRequestError, match=r"TokenUsage\.input_tokens"):
             TokenUsage(input_tokens=1.5)  # type: ignore[arg-type]
 
     def test_derived_fields(self) -> None:
