@@ -161,7 +161,7 @@ def scripted_lines(
         try:
             message = json.dumps(structured_output, ensure_ascii=False)
         except (TypeError, ValueError) as error:
-            raise ValueError(f"structured_output is not JSON: {error}") from error
+            raise InvalidRequestError("structured_output", f"is not JSON: {error}") from error
     if message:
         number += 1
         item = {"id": f"item_{number}", "type": "agent_message", "text": message}
