@@ -87,6 +87,7 @@ if TYPE_CHECKING:
     )
     from agentshim.core.provider import ParsedTurn, Provider, StreamParser
     from agentshim.core.session_policy import Continuity, FailureOutcome, RetryPolicy, SessionPolicy
+    from agentshim.core.stream import LineTooLongError
     from agentshim.core.turn import OutputSchema, TurnRequest, TurnResult
     from agentshim.core.usage import CostSource, ProviderUsage, TokenUsage, TokenWeights
     from agentshim.oneshot import OneShotTransport
@@ -134,6 +135,7 @@ _LAZY_NAMES = MappingProxyType(
         "FailureKind": "agentshim.core.errors",
         "InvalidRequestError": "agentshim.core.errors",
         "InvalidSessionIdError": "agentshim.core.errors",
+        "LineTooLongError": "agentshim.core.stream",
         "McpConfigError": "agentshim.core.errors",
         "NoRunningTurnError": "agentshim.core.errors",
         "ProcessClosedError": "agentshim.core.errors",
@@ -239,6 +241,7 @@ __all__ = [
     "InvalidRequestError",
     "InvalidSessionIdError",
     "Lifecycle",
+    "LineTooLongError",
     "McpConfigError",
     "McpMechanism",
     "McpServer",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from agentshim.core.errors import ProviderCapabilityError
+from agentshim.core.errors import InvalidRequestError
 
 __all__ = ["checked_option_value", "word_after"]
 
@@ -16,13 +16,15 @@ def checked_option_value(cli: str, label: str, value: str) -> str:
     value with whitespace or NUL is not one word; such values are refused.
 
     Raises:
-        ProviderCapabilityError: ``value`` is empty, starts with ``-`` or holds whitespace or
-            NUL; the message names ``label`` and ``cli``.
+        InvalidRequestError: ``value`` is empty, starts with ``-`` or holds whitespace or
+            NUL; ``field`` is ``label`` and the message names ``cli``.
     """
     if not value or value.startswith("-") or any(c.isspace() or c == "\0" for c in value):
-        raise ProviderCapabilityError(
+        raise InvalidRequestError(
+            label,
+            "empty, starting with '-' or holding whitespace",
             f"invalid {label} {value!r} for {cli}: it must be non-empty, must not start "
-            "with '-' and must not contain whitespace"
+            "with '-' and must not contain whitespace",
         )
     return value
 

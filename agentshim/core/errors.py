@@ -400,7 +400,8 @@ class InvalidSessionIdError(AgentShimError):
         super().__init__(
             message
             or f"invalid session id {session_id!r}: ids are 1-128 characters of "
-            "letters, digits, '.', '_' and '-'; pass the id the provider printed"
+            "letters, digits, '.', '_' and '-', do not start with '-' and are not '.' or '..'; "
+            "pass the id the provider printed"
         )
         self.session_id = session_id
 

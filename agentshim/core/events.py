@@ -97,7 +97,7 @@ class AssistantText:
 @fast_frozen_init
 @dataclass(frozen=True, slots=True)
 class Reasoning:
-    """Thinking or reasoning text."""
+    """Thinking or reasoning text the model showed, as the CLI printed it (never in the answer)."""
 
     text: str
 
@@ -105,7 +105,12 @@ class Reasoning:
 @fast_frozen_init
 @dataclass(frozen=True, slots=True)
 class ToolCall:
-    """The agent invoked a tool."""
+    """The agent invoked a tool.
+
+    ``tool_id`` pairs the call with its ToolResult (None when the CLI names no id); ``tool``
+    is the tool's name as the CLI spells it; ``args`` its arguments (a mapping, a bare command
+    string, or None); ``kind`` what sort of tool it is, from the provider's table.
+    """
 
     tool_id: str | None
     tool: str
@@ -153,7 +158,11 @@ class Plan:
 @fast_frozen_init
 @dataclass(frozen=True, slots=True)
 class UsageReport:
-    """Provider accounting for the turn (or a step of it)."""
+    """Provider accounting for the turn, or for one step of it.
+
+    ``usage`` is this report's share in the normalized breakdown (see ``ProviderUsage``);
+    ``cost_usd`` its cost when the CLI reported it or the provider priced it, else None.
+    """
 
     usage: ProviderUsage
     cost_usd: float | None = None

@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from agentshim.core.argv import word_after
+from agentshim.core.argv import checked_option_value, word_after
 from agentshim.core.errors import (
     AgentShimError,
     CliExitError,
@@ -223,9 +223,10 @@ class ClaudeProvider:
         if ctx.resume_session_id is not None:
             argv += ["--resume", _resume_arg(ctx.resume_session_id)]
         if ctx.model:
-            argv += ["--model", ctx.model]
+            argv += ["--model", checked_option_value("Claude Code", "model", ctx.model)]
         if ctx.reasoning_effort:
-            argv += ["--effort", ctx.reasoning_effort]
+            effort = checked_option_value("Claude Code", "reasoning_effort", ctx.reasoning_effort)
+            argv += ["--effort", effort]
         if ctx.schema_inline is not None:
             argv += ["--json-schema", ctx.schema_inline]
         if self._permission_mode is None:

@@ -20,7 +20,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from agentshim.core.argv import word_after
+from agentshim.core.argv import checked_option_value, word_after
 from agentshim.core.errors import (
     AgentShimError,
     CliExitError,
@@ -244,7 +244,7 @@ class CodexProvider:
         argv += self._sandbox_argv(ctx)
         argv += ["--skip-git-repo-check", "--json"]
         if ctx.model:
-            argv += ["--model", ctx.model]
+            argv += ["--model", checked_option_value("Codex", "model", ctx.model)]
         try:
             path = ctx.env.get("PATH")
             if path:

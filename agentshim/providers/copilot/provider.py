@@ -12,6 +12,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from agentshim.core.argv import checked_option_value
 from agentshim.core.errors import (
     AgentShimError,
     CliExitError,
@@ -132,7 +133,7 @@ class CopilotProvider:
             # read as the prompt or the next flag.
             argv.append(f"{RESUME_FLAG}={validate_session_id(ctx.resume_session_id)}")
         if ctx.model:
-            argv += ["--model", ctx.model]
+            argv += ["--model", checked_option_value("Copilot CLI", "model", ctx.model)]
         argv += ctx.mcp_argv
         argv += ctx.extra_args
         return argv

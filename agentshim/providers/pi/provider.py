@@ -11,6 +11,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import TYPE_CHECKING
 
+from agentshim.core.argv import checked_option_value
 from agentshim.core.errors import (
     AgentShimError,
     CliExitError,
@@ -120,7 +121,7 @@ class PiProvider:
         if self.provider:
             argv += ["--provider", self.provider]
         if ctx.model:
-            argv += ["--model", ctx.model]
+            argv += ["--model", checked_option_value("Pi", "model", ctx.model)]
         if ctx.reasoning_effort is not None:
             if ctx.reasoning_effort not in THINKING_LEVELS:
                 raise ProviderCapabilityError(

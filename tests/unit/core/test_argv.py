@@ -3,7 +3,7 @@ from __future__ import annotations
 import pytest
 
 from agentshim.core.argv import checked_option_value, word_after
-from agentshim.core.errors import ProviderCapabilityError
+from agentshim.core.errors import InvalidRequestError
 
 
 class TestCheckedOptionValue:
@@ -13,7 +13,7 @@ class TestCheckedOptionValue:
 
     @pytest.mark.parametrize("value", ["", "-m", "--model", "two words", "tab\there", "nul\0"])
     def test_what_would_not_stay_one_value_is_refused(self, value: str) -> None:
-        with pytest.raises(ProviderCapabilityError) as caught:
+        with pytest.raises(InvalidRequestError) as caught:
             checked_option_value("opencode", "model", value)
         assert str(caught.value) == (
             f"invalid model {value!r} for opencode: it must be non-empty, must not start "

@@ -9,6 +9,7 @@ import pytest
 
 import agentshim
 from agentshim import CliAgent, ToolKind
+from agentshim.core.errors import InvalidRequestError
 from agentshim.core.events import (
     AgentEvent,
     AssistantText,
@@ -95,6 +96,19 @@ class TestPackageShape:
         events = importlib.import_module(f"agentshim.providers.{provider}.events")
         assert events.tool_kind(events.SHELL_TOOL) is ToolKind.COMMAND
         assert events.tool_kind(events.EDIT_TOOL) is ToolKind.FILE_CHANGE
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+@pytest.mark.parametrize("model", ["--yolo", "-p", "two words"])
+def test_a_model_that_would_read_as_an_option_is_refused_before_anything_runs(
+    provider: str, model: str
+) -> None:
+    binary = get_plugin(provider).profile.binary
+    fake = FakeExecutor(scripted_turn(provider, text="x"), binaries={binary: f"/usr/bin/{binary}"})
+    agent = CliAgent(provider, model=model, executor=fake, env={"PATH": "/usr/bin"})
+    with pytest.raises(InvalidRequestError, match="model"):
+        agent.run("do it")
+    assert fake.requests == []
 
 
 @pytest.mark.parametrize("provider", PROVIDERS)

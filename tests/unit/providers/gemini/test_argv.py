@@ -3,7 +3,11 @@ from __future__ import annotations
 import pytest
 
 from agentshim import CliAgent
-from agentshim.core.errors import InvalidSessionIdError, ProviderCapabilityError
+from agentshim.core.errors import (
+    InvalidRequestError,
+    InvalidSessionIdError,
+    ProviderCapabilityError,
+)
 from agentshim.core.permissions import NativePermissions
 from agentshim.core.provider import ArgvContext
 from agentshim.core.turn import TurnRequest
@@ -79,7 +83,7 @@ class TestRefused:
         if model == "":
             assert "--model" not in argv(model=model)
             return
-        with pytest.raises(ProviderCapabilityError):
+        with pytest.raises(InvalidRequestError, match="model"):
             argv(model=model)
 
     def test_workspace_write_has_no_gemini_mode(self) -> None:

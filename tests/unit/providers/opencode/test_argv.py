@@ -3,7 +3,11 @@ from __future__ import annotations
 import pytest
 
 from agentshim import CliAgent
-from agentshim.core.errors import InvalidSessionIdError, ProviderCapabilityError
+from agentshim.core.errors import (
+    InvalidRequestError,
+    InvalidSessionIdError,
+    ProviderCapabilityError,
+)
 from agentshim.core.provider import ArgvContext
 from agentshim.core.turn import TurnRequest
 from agentshim.providers.opencode import OpencodeProvider, scripted_lines
@@ -62,7 +66,7 @@ class TestRefused:
 
     @pytest.mark.parametrize("model", ["-m", "--format", "a b"])
     def test_model_that_would_read_as_a_flag(self, model: str) -> None:
-        with pytest.raises(ProviderCapabilityError):
+        with pytest.raises(InvalidRequestError, match="model"):
             argv(model=model)
 
     def test_schema_and_reasoning_effort(self) -> None:
