@@ -37,6 +37,15 @@ _WRITE_CHUNK = 1 << 16
 # How long closing waits for a stdin writer thread whose child was just killed.
 _WRITER_JOIN = 2.0
 
+# The longest single wait handed to the OS. epoll and poll take whole milliseconds in a C int
+# (about 24.8 days); a longer timeout (a caller's 30-day turn) would overflow, so a wait is
+# cut to this and the caller's loop, which checks its own deadline, waits again.
+_LONGEST_WAIT = 1_000_000.0
+
+
+def _bounded(timeout: float | None) -> float | None:
+    return timeout if timeout is None or timeout <= _LONGEST_WAIT else _LONGEST_WAIT
+
 
 class Streams(Protocol):
     """What the run loop and HostProcess need from the I/O layer."""
@@ -139,7 +148,7 @@ class SelectorStreams:
         """Wait up to ``timeout`` and do every read and write that became possible."""
         self._exit_hint = False
         chunks: list[tuple[int, bytes]] = []
-        for key, _ in self._selector.select(timeout):
+        for key, _ in self._selector.select(_bounded(timeout)):
             tag: int = key.data
             if tag in (OUT, ERR):
                 fd = key.fd
@@ -292,7 +301,7 @@ class ThreadStreams:
     def poll(self, timeout: float | None) -> list[tuple[int, bytes]]:
         """Wait up to ``timeout`` for the first queued item, then take all that are queued."""
         try:
-            items = [self._queue.get(timeout=timeout)]
+            items = [self._queue.get(timeout=_bounded(timeout))]
         except queue.Empty:
             return []
         while True:

@@ -9,7 +9,14 @@ import pytest
 from execution_helpers import ENV, PY, RecordingSink, py
 
 from agentshim.core.errors import AgentShimError, CliNotFoundError
-from agentshim.execution import CallbackSink, CommandRequest, CommandResult, HostCommandExecutor
+from agentshim.execution import (
+    CallbackSink,
+    CommandRequest,
+    CommandResult,
+    HostCommandExecutor,
+    SpawnRequest,
+    StdoutLine,
+)
 
 
 def run(
@@ -149,6 +156,23 @@ class TestRequest:
         leads_session, leads_group, child_session = result.stdout.split()
         assert (leads_session, leads_group) == ("True", "True")
         assert int(child_session) != os.getsid(0)
+
+    @pytest.mark.parametrize("timeout", [30 * 86400.0, 1e9])
+    def test_a_timeout_longer_than_the_os_can_wait_at_once_is_honoured(
+        self, timeout: float
+    ) -> None:
+        sink = RecordingSink()
+        request = CommandRequest(py("print('ok')"), env=ENV, timeout=timeout)
+        result = HostCommandExecutor().run(request, sink)
+        assert (result.returncode, result.stdout) == (0, "ok\n")
+
+    def test_a_process_read_with_a_very_long_timeout_still_answers(self) -> None:
+        process = HostCommandExecutor().spawn(SpawnRequest(py("print('ok')"), env=ENV))
+        try:
+            assert process.next_output(30 * 86400.0) == StdoutLine("ok\n")
+        finally:
+            process.kill()
+            process.wait(10)
 
     def test_a_missing_program_raises_cli_not_found(self) -> None:
         with pytest.raises(CliNotFoundError) as caught:
