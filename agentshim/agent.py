@@ -6,6 +6,7 @@ importing the catalog, which ``core/`` may not do.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 import threading
@@ -36,7 +37,7 @@ from agentshim.core.events import (
     RunStarted,
     SessionStarted,
 )
-from agentshim.core.ids import validate_session_id
+from agentshim.core.ids import is_valid_session_id, validate_session_id
 from agentshim.core.locks import KeyedLocks
 from agentshim.core.profile import OutputSchemaStyle, ProviderProfile
 from agentshim.core.provider import (
@@ -368,23 +369,23 @@ class AgentSession:
             outcome = self.agent.executor.run(command, _TurnSink(parser, self._set_handle))
         except CliTimeoutError as error:
             emit(RunFinished(None))
-            partial = parser.finish()
+            partial = _finish(parser, emit)
             self._adopt_from(partial)
             raise CliTimeoutError(error.argv or argv, error.timeout, partial) from error
         except AgentShimError:
             emit(RunFinished(None))
-            self._adopt_from(parser.finish())
+            self._adopt_from(_finish(parser, emit))
             raise
         except OSError as error:
             emit(RunFinished(None))
-            self._adopt_from(parser.finish())
+            self._adopt_from(_finish(parser, emit))
             raise TurnFailedError(
                 f"could not run {argv[0]}: {error}; check the binary and the turn's cwd",
                 detail=str(error),
             ) from error
         duration_ms = int((time.monotonic() - started) * 1000)
         emit(RunFinished(outcome.returncode))
-        parsed = parser.finish()
+        parsed = _finish(parser, emit)
         resumed = resume_id is not None and parsed.session_id in (None, resume_id)
         if resume_id is not None and parsed.session_id not in (None, resume_id):
             emit(
@@ -540,3 +541,23 @@ def _is_positive_seconds(value: object) -> bool:
         and math.isfinite(value)
         and value > 0
     )
+
+
+def _finish(parser: StreamParser, emit: Callable[[AgentEvent], None]) -> ParsedTurn:
+    """End the parse; a session id that may not reach argv or a path is dropped, with a notice.
+
+    The id comes from the CLI's output. Adopting an unsafe one would hand it back in the
+    result and make every later turn of the session fail on it.
+    """
+    parsed = parser.finish()
+    session_id = parsed.session_id
+    if session_id is None or is_valid_session_id(session_id):
+        return parsed
+    emit(
+        Lifecycle(
+            "session_id_refused",
+            f"the CLI named its session {session_id[:200]!r}, which is not a safe id; "
+            "the turn keeps no session id",
+        )
+    )
+    return dataclasses.replace(parsed, session_id=None)

@@ -21,7 +21,7 @@ from agentshim import (
     TurnCancelledError,
     TurnRequest,
 )
-from agentshim.core.events import AgentEvent, RunFinished, RunStarted, SessionStarted
+from agentshim.core.events import AgentEvent, Lifecycle, RunFinished, RunStarted, SessionStarted
 from agentshim.execution.executor import CommandRequest
 from agentshim.testing import (
     FakeExecutor,
@@ -196,6 +196,29 @@ class TestMcp:
                 TurnRequest("x", cwd=str(tmp_path), mcp_servers=(StdioMcpServer("srv", "srv"),))
             )
         assert not (tmp_path / ".mcp.json").exists()
+
+
+@pytest.mark.parametrize("provider", ["claude", "codex", "gemini", "opencode", "copilot", "pi"])
+@pytest.mark.parametrize("unsafe", ["-rf", "../x", "a b", "x" * 200])
+def test_a_session_id_that_is_not_safe_is_never_adopted(provider: str, unsafe: str) -> None:
+    recorder = RecordingEventHandler()
+    agent, fake = make(
+        [
+            scripted_turn(provider, text="one", session_id=unsafe),
+            scripted_turn(provider, text="two", session_id="sess-ok"),
+        ],
+        provider,
+        event_handler=recorder,
+    )
+    session = agent.start_session()
+    first = session.turn("a")
+    assert (first.text, first.session_id, session.session_id) == ("one", None, None)
+    assert [e.kind for e in recorder.of_type(Lifecycle) if e.kind == "session_id_refused"] == [
+        "session_id_refused"
+    ]
+    second = session.turn("b")
+    assert (second.text, second.session_id) == ("two", "sess-ok")
+    assert unsafe not in fake.requests[1].argv
 
 
 class TestConcurrency:
