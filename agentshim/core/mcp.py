@@ -484,6 +484,14 @@ def install_json_config(
         original = _read(path)
     except OSError as exc:
         raise McpConfigError(where, f"it cannot be read ({exc.strerror or exc})") from exc
+    if original is None and path.is_symlink():
+        # A link to a file that does not exist: writing would create the target and restoring
+        # would remove the link, so neither would be as the user left them.
+        raise McpConfigError(
+            where,
+            f"it is a symbolic link to {os.readlink(path)!r}, which does not exist; create the "
+            "target or remove the link",
+        )
     if original is None:
         document: dict[str, Any] = dict(copy.deepcopy(defaults or {}))
         added_defaults: dict[str, Any] = dict(document)

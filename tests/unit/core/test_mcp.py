@@ -177,6 +177,28 @@ class TestInstallIntoExistingFile:
         assert installation.restore() is None
         assert path.read_bytes() == self.ORIGINAL
 
+    def test_a_linked_file_is_merged_through_the_link_and_the_link_survives(
+        self, tmp_path: Path
+    ) -> None:
+        target = tmp_path / "shared.json"
+        target.write_bytes(self.ORIGINAL)
+        path = tmp_path / ".mcp.json"
+        path.symlink_to(target)
+        installation = install_json_config(path, ("mcpServers",), OURS)
+        assert "agentshim-tools" in read_json(path)["mcpServers"]
+        assert installation.restore() is None
+        assert path.is_symlink()
+        assert os.readlink(path) == str(target)
+        assert target.read_bytes() == self.ORIGINAL
+
+    def test_a_link_to_nothing_is_refused_and_left_alone(self, tmp_path: Path) -> None:
+        path = tmp_path / ".mcp.json"
+        path.symlink_to(tmp_path / "missing.json")
+        with pytest.raises(McpConfigError, match="symbolic link"):
+            install_json_config(path, ("mcpServers",), OURS)
+        assert path.is_symlink()
+        assert sorted(p.name for p in tmp_path.iterdir()) == [".mcp.json"]
+
     def test_restore_is_idempotent(self, tmp_path: Path) -> None:
         path = tmp_path / ".mcp.json"
         path.write_bytes(self.ORIGINAL)
