@@ -114,7 +114,7 @@ class Checkpoint:
             raise _not_a_checkpoint("checkpoint usage is not an object")
         try:
             usage = ProviderUsage.from_dict(usage_data) if usage_data is not None else None  # pyright: ignore[reportUnknownArgumentType]
-        except (TypeError, ValueError, KeyError, AttributeError) as error:
+        except (TypeError, ValueError, KeyError, AttributeError, OverflowError) as error:
             raise _not_a_checkpoint(f"checkpoint usage is malformed ({error})") from error
         return cls(conversation_id=conversation_id, usage=usage, turns=data.get("turns", 0))
 
@@ -205,8 +205,15 @@ class FileCheckpointStore:
             if not isinstance(data, dict):
                 raise ValueError("not a JSON object")
             return Checkpoint.from_dict(data)  # pyright: ignore[reportUnknownArgumentType]
-        except (ValueError, TypeError, KeyError, AttributeError) as error:
-            self._log(f"checkpoint {path} is corrupt ({error}); starting without it")
+        except (
+            ValueError,
+            TypeError,
+            KeyError,
+            AttributeError,
+            RecursionError,  # nesting too deep to decode
+            OverflowError,  # a count such as 1e999
+        ) as error:
+            self._log(f"checkpoint {path} is corrupt ({error!r}); starting without it")
             return None
 
     def save(self, key: str, checkpoint: Checkpoint) -> None:

@@ -151,6 +151,8 @@ def test_save_replaces_the_file_atomically_and_leaves_no_temporary_files(
         '{"version": 1, "conversation_id": "conv-1", "usage": "lots"}',
         '{"version": 1, "conversation_id": "conv-1", "usage": {"tokens": {"input_tokens": "many"}}}',
         '{"version": 1, "conversation_id": "conv-1", "usage": {"cost_source": "free"}}',
+        '{"version": 1, "conversation_id": "conv-1", "usage": {"tokens": {"input_tokens": 1e999}}}',
+        "[" * 100_000 + "]" * 100_000,
     ],
     ids=[
         "not-json",
@@ -162,6 +164,8 @@ def test_save_replaces_the_file_atomically_and_leaves_no_temporary_files(
         "bad-usage",
         "bad-tokens",
         "bad-cost-source",
+        "infinite-count",
+        "too-deep",
     ],
 )
 def test_a_corrupt_file_counts_as_no_checkpoint_and_is_logged(tmp_path: Path, content: str) -> None:
