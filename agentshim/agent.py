@@ -150,7 +150,15 @@ class CliAgent:
 def _handlers(
     handler: AgentEventHandler | None, handlers: Sequence[AgentEventHandler]
 ) -> tuple[AgentEventHandler, ...]:
-    return (*((handler,) if handler is not None else ()), *handlers)
+    chosen = (*((handler,) if handler is not None else ()), *handlers)
+    for candidate in chosen:
+        if not callable(getattr(candidate, "on_event", None)):
+            raise InvalidRequestError(
+                "event_handler",
+                f"{candidate!r:.200} has no on_event(event) method; wrap a plain function in "
+                "CallbackEventHandler",
+            )
+    return chosen
 
 
 def _compose_env(provider: Provider, env: Mapping[str, str] | None) -> dict[str, str]:
@@ -295,9 +303,7 @@ class AgentSession:
         lock_key: tuple[str, str] | None = None
         fresh_lock: list[tuple[str, str]] = []
         try:
-            if isinstance(request, str):
-                request = TurnRequest(prompt=request)
-            turn = _PreparedTurn(self, request)
+            turn = _PreparedTurn(self, _as_request(request))
             resume_id = self.session_id
             if resume_id is not None:
                 lock_key = (self.agent.profile.name, resume_id)
@@ -561,3 +567,14 @@ def _finish(parser: StreamParser, emit: Callable[[AgentEvent], None]) -> ParsedT
         )
     )
     return dataclasses.replace(parsed, session_id=None)
+
+
+def _as_request(given: object) -> TurnRequest:
+    """A prompt or a TurnRequest as a TurnRequest; anything else is refused."""
+    if isinstance(given, str):
+        return TurnRequest(prompt=given)
+    if isinstance(given, TurnRequest):
+        return given
+    raise InvalidRequestError(
+        "request", f"must be a prompt (str) or a TurnRequest, not {given!r:.200}"
+    )

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import math
+import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from agentshim.core.errors import InvalidRequestError
 from agentshim.core.usage import ProviderUsage
@@ -56,6 +58,88 @@ class TurnRequest:
     env: Mapping[str, str] | None = None
     mcp_servers: Sequence[McpServer] = ()
     mcp_workspace: Path | None = None
+
+    def __post_init__(self) -> None:
+        # Checked here, so a wrong type fails where it was written and not deep in a turn.
+        given: dict[str, object] = dict(vars(self))
+        if not isinstance(given["prompt"], str):
+            _refuse("prompt", "a str", given["prompt"])
+        cwd = given["cwd"]
+        if cwd is not None:
+            if not isinstance(cwd, (str, os.PathLike)):
+                _refuse("cwd", "a str path or None", cwd)
+            object.__setattr__(self, "cwd", os.fspath(cwd))  # pyright: ignore[reportUnknownArgumentType]
+        timeout = given["timeout"]
+        if timeout is not None and not _is_positive_seconds(timeout):
+            _refuse("timeout", "a positive, finite number of seconds or None", timeout)
+        if given["output_schema"] is not None and not isinstance(
+            given["output_schema"], OutputSchema
+        ):
+            _refuse("output_schema", "an OutputSchema or None", given["output_schema"])
+        effort = given["reasoning_effort"]
+        if effort is not None and not isinstance(effort, str):
+            _refuse("reasoning_effort", "a str or None", effort)
+        object.__setattr__(self, "extra_args", _strings("extra_args", given["extra_args"]))
+        env = given["env"]
+        if env is not None and not _is_str_mapping(env):
+            _refuse("env", "a mapping of str to str or None", env)
+        object.__setattr__(self, "mcp_servers", _servers(given["mcp_servers"]))
+        workspace = given["mcp_workspace"]
+        if workspace is not None:
+            if not isinstance(workspace, (str, os.PathLike)):
+                _refuse("mcp_workspace", "a path or None", workspace)
+            object.__setattr__(self, "mcp_workspace", Path(workspace))  # pyright: ignore[reportUnknownArgumentType]
+
+
+def _is_positive_seconds(value: object) -> bool:
+    return (
+        isinstance(value, (int, float))
+        and not isinstance(value, bool)
+        and math.isfinite(value)
+        and value > 0
+    )
+
+
+def _is_str_mapping(value: object) -> bool:
+    if not isinstance(value, Mapping):
+        return False
+    pairs: list[tuple[object, object]] = list(value.items())  # pyright: ignore[reportUnknownArgumentType, reportUnknownMemberType]
+    return all(isinstance(k, str) and isinstance(v, str) for k, v in pairs)
+
+
+def _servers(value: object) -> tuple[McpServer, ...]:
+    from agentshim.core.mcp import HttpMcpServer, StdioMcpServer
+
+    expected = "a sequence of StdioMcpServer or HttpMcpServer"
+    if isinstance(value, (str, bytes)) or not isinstance(value, Sequence):
+        _refuse("mcp_servers", expected, value)
+    items: list[object] = list(value)  # pyright: ignore[reportUnknownArgumentType]
+    servers: list[McpServer] = []
+    for item in items:
+        if not isinstance(item, (StdioMcpServer, HttpMcpServer)):
+            _refuse("mcp_servers", expected, item)
+        servers.append(item)
+    return tuple(servers)
+
+
+def _refuse(field: str, expected: str, value: object) -> NoReturn:
+    raise InvalidRequestError(
+        f"TurnRequest.{field}",
+        f"must be {expected}, not {value!r:.200}",
+    )
+
+
+def _strings(field: str, value: object) -> tuple[str, ...]:
+    expected = "a sequence of str (one item per argument)"
+    if isinstance(value, (str, bytes)) or not isinstance(value, Sequence):
+        _refuse(field, expected, value)
+    items: list[object] = list(value)  # pyright: ignore[reportUnknownArgumentType]
+    strings: list[str] = []
+    for item in items:
+        if not isinstance(item, str):
+            _refuse(field, expected, item)
+        strings.append(item)
+    return tuple(strings)
 
 
 @dataclass(frozen=True)

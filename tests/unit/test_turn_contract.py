@@ -6,6 +6,7 @@ import math
 import os
 import stat
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -84,6 +85,45 @@ class TestOnlyTypedErrors:
             cli.run(TurnRequest("hi", timeout=timeout))
         assert isinstance(raised.value, ValueError)
         assert fake.requests == []
+
+    @pytest.mark.parametrize(
+        ("field", "build"),
+        [
+            ("prompt", lambda: TurnRequest(5)),  # type: ignore[arg-type]
+            ("cwd", lambda: TurnRequest("hi", cwd=5)),  # type: ignore[arg-type]
+            ("timeout", lambda: TurnRequest("hi", timeout="10")),  # type: ignore[arg-type]
+            ("reasoning_effort", lambda: TurnRequest("hi", reasoning_effort=5)),  # type: ignore[arg-type]
+            ("extra_args", lambda: TurnRequest("hi", extra_args="--yolo")),
+            ("extra_args", lambda: TurnRequest("hi", extra_args=["--x", 1])),  # type: ignore[list-item]
+            ("env", lambda: TurnRequest("hi", env={"A": 1})),  # type: ignore[dict-item]
+            ("mcp_servers", lambda: TurnRequest("hi", mcp_servers=["x"])),  # type: ignore[list-item]
+            ("output_schema", lambda: TurnRequest("hi", output_schema={"type": "object"})),  # type: ignore[arg-type]
+        ],
+    )
+    def test_a_request_of_the_wrong_shape_is_refused_where_it_is_built(
+        self, field: str, build: Callable[[], TurnRequest]
+    ) -> None:
+        with pytest.raises(InvalidRequestError, match=field):
+            build()
+
+    @pytest.mark.parametrize("request_value", [None, 5, {"prompt": "hi"}])
+    def test_a_turn_of_neither_prompt_nor_request_is_refused(self, request_value: object) -> None:
+        fake = FakeExecutor(scripted_turn("claude", text="x"), binaries=BINARIES)
+        cli = CliAgent("claude", executor=fake, env={"PATH": "/usr/bin"})
+        with pytest.raises(InvalidRequestError, match="request"):
+            cli.run(request_value)  # type: ignore[arg-type]
+        assert fake.requests == []
+
+    def test_an_event_handler_without_on_event_is_refused_at_construction(self) -> None:
+        fake = FakeExecutor(scripted_turn("claude", text="x"), binaries=BINARIES)
+        events: list[object] = []
+        with pytest.raises(InvalidRequestError, match="CallbackEventHandler"):
+            CliAgent(
+                "claude",
+                executor=fake,
+                env={"PATH": "/usr/bin"},
+                event_handler=events.append,  # type: ignore[arg-type]
+            )
 
     def test_mcp_config_that_is_not_an_object(self, tmp_path: Path) -> None:
         (tmp_path / ".mcp.json").write_text("[1, 2]")
