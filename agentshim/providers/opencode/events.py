@@ -12,7 +12,7 @@ from types import MappingProxyType
 from typing import Any, cast
 
 from agentshim.core.events import Plan, PlanItem, ToolCall, ToolKind, ToolResult
-from agentshim.core.jsonvalues import mapping_or_empty, to_text
+from agentshim.core.jsonvalues import as_amount, mapping_or_empty, to_text
 
 __all__ = [
     "EDIT_TOOL",
@@ -67,15 +67,10 @@ def tool_kind(name: str) -> ToolKind:
 
 def _duration_s(state: Mapping[str, Any]) -> float | None:
     timing = mapping_or_empty(state.get("time"))
-    start, end = timing.get("start"), timing.get("end")
-    numbers = (int, float)
-    if (
-        isinstance(start, numbers)
-        and isinstance(end, numbers)
-        and not isinstance(start, bool)
-        and not isinstance(end, bool)
-        and end >= start
-    ):
+    # as_amount turns an integer too large for a float (JSON allows one) into None, not an
+    # OverflowError; both ends finite and non-negative keep the difference finite.
+    start, end = as_amount(timing.get("start")), as_amount(timing.get("end"))
+    if start is not None and end is not None and end >= start:
         return (end - start) / 1000.0
     return None
 
@@ -101,7 +96,9 @@ def tool_events(part: Mapping[str, Any]) -> tuple[ToolCall, ToolResult | None]:
     kind = tool_kind(name)
     call = ToolCall(tool_id=tool_id, tool=name, args=args, kind=kind)
     status = state.get("status")
-    if status not in TERMINAL_STATUSES:
+    # A list or dict status cannot be looked up in a set (TypeError); like an unknown status
+    # it leaves the call without a result.
+    if not isinstance(status, str) or status not in TERMINAL_STATUSES:
         return call, None
     exit_code = mapping_or_empty(state.get("metadata")).get("exit")
     code = exit_code if isinstance(exit_code, int) and not isinstance(exit_code, bool) else None

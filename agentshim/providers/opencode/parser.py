@@ -2,7 +2,8 @@
 
 Every frame is ``{"type", "timestamp", "sessionID", "part": {...}}`` (``error`` frames carry
 ``error`` instead of ``part``). There is no final result frame: the turn succeeded when a
-``step_finish`` with ``reason: "stop"`` arrived; ``"tool-calls"`` only ends a step.
+``step_finish`` with ``reason: "stop"`` arrived and no ``error`` frame followed it;
+``"tool-calls"`` only ends a step.
 """
 
 from __future__ import annotations
@@ -116,9 +117,9 @@ class OpencodeStreamParser:
     """Turns opencode JSON lines into events and a ParsedTurn; never raises on input.
 
     ``text`` parts are whole messages (no deltas) and are joined with a newline. Tokens and
-    the cost opencode reports (``part.cost``) are summed over steps; a UsageReport covers
-    everything since the previous one and is emitted when a step ends the turn (any reason
-    but ``tool-calls``) or, for a stream that ended early, by ``finish()``.
+    the cost opencode reports (``part.cost``) are summed over steps, each ``part.id`` once; a
+    UsageReport covers everything since the previous one and is emitted when a step ends the
+    turn (any reason but ``tool-calls``) or, for a stream that ended early, by ``finish()``.
     """
 
     def __init__(
@@ -139,6 +140,8 @@ class OpencodeStreamParser:
         self._texts: list[str] = []
         self._session_id: str | None = None
         self._called: set[str] = set()
+        # part.id of every step_finish seen: a repeated frame is the same step, counted once.
+        self._finished_steps: set[str] = set()
         # Counts summed over steps as plain ints (input, cache read, cache write, output,
         # reasoning), and what UsageReports have covered so far.
         self._totals = [0, 0, 0, 0, 0]
@@ -152,6 +155,7 @@ class OpencodeStreamParser:
         self._context_tokens: int | None = None
         self._last_reason: str | None = None
         self._stopped = False
+        # Error frames since the last stop; any of them fails the turn.
         self._errors: list[tuple[str, FailureKind]] = []
         self._stderr: list[str] = []
 
@@ -208,10 +212,18 @@ class OpencodeStreamParser:
 
     def _on_step_finish(self, frame: dict[str, Any]) -> None:
         part = mapping_or_empty(frame.get("part"))
+        step_id = part.get("id")
+        if isinstance(step_id, str):
+            if step_id in self._finished_steps:
+                return
+            self._finished_steps.add(step_id)
         reason = part.get("reason")
         self._last_reason = reason if isinstance(reason, str) else None
         if reason == "stop":
+            # The turn went on past any earlier error and finished: only an error after this
+            # stop fails it.
             self._stopped = True
+            self._errors.clear()
         self._emit(Lifecycle("step_finished", self._last_reason or ""))
         tokens = part.get("tokens")
         raw = cast("dict[str, Any]", tokens) if isinstance(tokens, dict) else None
@@ -256,6 +268,8 @@ class OpencodeStreamParser:
     def _on_error(self, frame: dict[str, Any]) -> None:
         message, kind = classify_error(mapping_or_empty(frame.get("error")))
         self._errors.append((message, kind))
+        # Fatal whatever came before: an error after a stop still fails the turn.
+        self._stopped = False
         self._emit(ProviderError(message, fatal=True))
 
     # stderr
@@ -296,7 +310,7 @@ class OpencodeStreamParser:
         )
 
     def finish(self) -> ParsedTurn:
-        """Summarize the turn; without a ``step_finish`` of reason ``stop`` it failed."""
+        """Summarize the turn; it failed without a ``stop`` step, or with an error after the last."""
         error: str | None = None
         kind: FailureKind | None = None
         if not self._stopped:

@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, cast
 
 import pytest
 from hypothesis import given, settings
@@ -182,6 +182,43 @@ class TestRecordedStreams:
         assert all(e.fatal for e in of(events, ProviderError))
         assert len(of(events, ProviderError)) == len(load_capture("opencode", name).stdout_lines)
 
+    @pytest.mark.parametrize(
+        ("name", "kind", "needle"),
+        [
+            ("api_401", FailureKind.AUTH, "Incorrect API key provided"),
+            ("api_500", FailureKind.TRANSIENT, "fake error 500"),
+            ("api_400_context_length", FailureKind.CONTEXT_OVERFLOW, "context window"),
+        ],
+    )
+    def test_an_error_after_a_stop_fails_the_turn_with_its_kind(
+        self, name: str, kind: FailureKind, needle: str
+    ) -> None:
+        stdout = [
+            *load_capture("opencode", "plain").stdout_lines,
+            *load_capture("opencode", name).stdout_lines,
+        ]
+        turn, events = parse(stdout)
+        assert turn.error_kind is kind
+        assert turn.error is not None
+        assert needle in turn.error
+        # What the model said and used before the error is still reported.
+        assert turn.text == "Hello from the fake model."
+        assert turn.usage is not None
+        assert turn.usage.tokens == TokenUsage(input_tokens=100, output_tokens=10, turns=1)
+        assert of(events, ProviderError)[-1].fatal
+
+    @pytest.mark.parametrize("name", ["plain", "tool_shell"])
+    def test_a_repeated_step_finish_is_counted_once(self, name: str) -> None:
+        lines = load_capture("opencode", name).stdout_lines
+        once, once_events = parse(lines)
+        repeated = [line for line in lines for _ in range(2 if "step_finish" in line else 1)]
+        twice, twice_events = parse(repeated)
+        assert twice.error is None
+        assert twice.usage == once.usage
+        assert twice.cost_usd == once.cost_usd
+        assert of(twice_events, UsageReport) == of(once_events, UsageReport)
+        assert of(twice_events, Lifecycle) == of(once_events, Lifecycle)
+
     def test_resume_missing(self) -> None:
         rec = load_capture("opencode", "resume_missing")
         turn, events = parse(rec.stdout_lines, rec.stderr_lines)
@@ -300,6 +337,22 @@ class TestFrames:
         (res,) = of(events, ToolResult)
         assert (res.stdout, res.stderr, res.exit_code) == (stdout, stderr, code)
 
+    @pytest.mark.parametrize("status", [[], ["completed"], {}, {"a": 1}, 5, None])
+    def test_a_status_that_is_not_text_gives_a_call_without_a_result(self, status: Any) -> None:
+        turn, events = parse([tool(status), frame("text", text="after"), step_finish()])
+        assert [(c.tool, c.tool_id) for c in of(events, ToolCall)] == [("bash", "c1")]
+        assert of(events, ToolResult) == []
+        assert turn.error is None
+        assert turn.text == "after"
+
+    @pytest.mark.parametrize(
+        "time", [{"start": 0, "end": 10**400}, {"start": 5, "end": 1}, {"start": [], "end": {}}]
+    )
+    def test_a_tool_time_that_is_no_duration_gives_none(self, time: Any) -> None:
+        _, events = parse([tool("completed", output="x", time=time), step_finish()])
+        (res,) = of(events, ToolResult)
+        assert (res.stdout, res.duration_s) == ("x", None)
+
     def test_a_running_call_then_its_completion_gives_one_call(self) -> None:
         _, events = parse([tool("running"), tool("completed", output="x"), step_finish()])
         assert len(of(events, ToolCall)) == 1
@@ -353,6 +406,22 @@ class TestFrames:
         assert turn.error_kind is FailureKind.CONTEXT_OVERFLOW
         assert turn.error == "too big"
 
+    def test_only_errors_after_the_last_stop_decide_the_turn(self) -> None:
+        overflow = error("ContextOverflowError", message="too big")
+        auth = error("ProviderAuthError", message="no key")
+        turn, _ = parse([overflow, step_finish(), auth])
+        assert (turn.error, turn.error_kind) == ("no key", FailureKind.AUTH)
+        turn, _ = parse([step_finish(), auth, frame("text", text="ok"), step_finish()])
+        assert (turn.error, turn.error_kind, turn.text) == (None, None, "ok")
+
+    def test_step_finishes_with_different_ids_are_all_counted(self) -> None:
+        first = frame("step_finish", id="prt_1", reason="tool-calls", tokens={"input": 3}, cost=0.5)
+        second = frame("step_finish", id="prt_2", reason="stop", tokens={"input": 4}, cost=0.25)
+        turn, _ = parse([first, second, second])
+        assert turn.usage is not None
+        assert turn.usage.tokens == TokenUsage(input_tokens=7, turns=1)
+        assert turn.cost_usd == pytest.approx(0.75)
+
     def test_error_followed_by_a_stop_is_a_success(self) -> None:
         turn, _ = parse(
             [
@@ -378,11 +447,39 @@ frame_types = st.sampled_from(
 part_fields = st.sampled_from(
     ["text", "tool", "callID", "state", "reason", "tokens", "cost", "type"]
 )
-RECORDED_LINES = [
-    line
-    for name in capture_names("opencode")
-    for line in load_capture("opencode", name).stdout_lines
+RECORDINGS = [
+    *capture_names("opencode"),
+    *(f"recorded/{n}" for n in capture_names("opencode", "recorded")),
 ]
+RECORDED_LINES = [
+    line for name in RECORDINGS for line in load_capture("opencode", name).stdout_lines
+]
+# Values of the wrong shape: unhashable ones (a set lookup raises TypeError) and an integer
+# too large for a float.
+WRONG_SHAPES: list[Any] = [[], [1], {}, {"a": 1}, 10**400]
+
+
+def field_paths(value: Any, prefix: tuple[str | int, ...] = ()) -> list[tuple[str | int, ...]]:
+    """Every key or index path inside a JSON value, the value's own (empty) path excluded."""
+    children: list[tuple[str | int, Any]] = []
+    if isinstance(value, dict):
+        children = list(cast("dict[str, Any]", value).items())
+    elif isinstance(value, list):
+        children = list(enumerate(cast("list[Any]", value)))
+    paths: list[tuple[str | int, ...]] = []
+    for key, child in children:
+        paths.append((*prefix, key))
+        paths.extend(field_paths(child, (*prefix, key)))
+    return paths
+
+
+def with_field(frame_value: Any, path: tuple[str | int, ...], new: Any) -> Any:
+    copied = json.loads(json.dumps(frame_value))
+    target = copied
+    for key in path[:-1]:
+        target = target[key]
+    target[path[-1]] = new
+    return copied
 
 
 class TestAdversarial:
@@ -416,6 +513,20 @@ class TestAdversarial:
             for kind, part, sid, err in frames
         ]
         never_raises(OpencodeStreamParser, lines)
+
+    @pytest.mark.parametrize(
+        "name", [n for n in RECORDINGS if load_capture("opencode", n).stdout_lines]
+    )
+    def test_every_field_of_a_recording_of_the_wrong_shape(self, name: str) -> None:
+        rec = load_capture("opencode", name)
+        lines = list(rec.stdout_lines)
+        for index, line in enumerate(lines):
+            original = json.loads(line)
+            for path in field_paths(original):
+                for value in WRONG_SHAPES:
+                    changed = json.dumps(with_field(original, path, value))
+                    stdout = [*lines[:index], changed, *lines[index + 1 :]]
+                    never_raises(OpencodeStreamParser, stdout, rec.stderr_lines)
 
     @settings(max_examples=150, deadline=None)
     @given(st.sampled_from(RECORDED_LINES), st.integers(min_value=0, max_value=2500))
