@@ -11,8 +11,8 @@ never reads or writes the real home, and ``PATH`` finds the CLI and ``node``. Pl
         agent = CliAgent("codex", env=cli.env, model=cli.model)
         result = agent.run(TurnRequest("Say hello.", extra_args=cli.extra_args), cwd=work)
 
-The recipes are the ones the conformance notes recorded for each CLI, with their retry
-budgets cut down so an error case finishes in seconds: Claude Code ``CLAUDE_CODE_MAX_RETRIES``
+Each recipe is what its CLI needs to talk to the server (``docs/conformance.md`` lists them),
+with its retry budget cut down so an error case finishes in seconds: Claude Code ``CLAUDE_CODE_MAX_RETRIES``
 (and ``IS_SANDBOX=1`` when running as root, without which it refuses its permission-bypass
 flag), Codex ``request_max_retries = 0``, Gemini CLI's pinned ``gemini-api-key`` auth type
 (without it, a custom base URL makes it exit 41), Pi's fast retry settings.
@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
 
+from agentshim.core.errors import InvalidRequestError
 from agentshim.testing.model_server import ModelServer
 
 __all__ = [
@@ -125,13 +126,15 @@ def offline_cli(
             Claude Code then needs ``IS_SANDBOX=1``.
 
     Raises:
-        ValueError: ``provider`` has no offline recipe.
+        InvalidRequestError: ``provider`` has no offline recipe.
     """
     recipe_for = _RECIPES.get(provider)
     if recipe_for is None:
-        raise ValueError(
+        raise InvalidRequestError(
+            "provider",
+            f"no offline recipe for {provider!r}",
             f"no offline recipe for provider {provider!r}; use one of "
-            + ", ".join(OFFLINE_PROVIDERS)
+            + ", ".join(OFFLINE_PROVIDERS),
         )
     base_url = (server if isinstance(server, str) else server.base_url).rstrip("/")
     root = Path(root).resolve()

@@ -5,7 +5,8 @@ named by ``COPILOT_MODEL``), and bills in premium requests rather than tokens. I
 names models only as examples, with no context windows or token prices, so no facts are listed
 here: a cost is never guessed. When a build does report token counts (``assistant.usage``),
 the parser prices them from this table and reports ``CostSource.UNKNOWN_MODEL`` for a model it
-does not list. A caller that knows its prices passes its own table to the parser.
+does not list. ``CopilotProvider`` takes no prices of its own; a caller that knows them builds
+the parser with ``CopilotStreamParser(pricing=...)``.
 """
 
 from __future__ import annotations

@@ -93,7 +93,8 @@ class PiStreamParser:
     Usage is summed over the turn's assistant messages (one per model call): Pi's ``input``
     excludes cache reads and writes, so they are folded in; its ``cost.total`` is reported as
     is (``CostSource.REPORTED``). ``short_session_ids`` makes a fresh turn report the header's
-    id in its short form (:func:`short_session_id`), as the Untether runner does.
+    id in its short form (:func:`short_session_id`), as the Pi runner of Untether (a public
+    project that runs coding-agent CLIs) does.
     """
 
     def __init__(

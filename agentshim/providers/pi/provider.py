@@ -85,7 +85,7 @@ class PiProvider:
     ``short_session_ids`` makes fresh turns report the 8-character short session id (see
     ``parser.short_session_id`` for why that is off by default).
 
-    ``env_defaults`` (``NO_COLOR=1``, ``CI=1``, what the Untether runner sets) keep colour codes
+    ``env_defaults`` (``NO_COLOR=1``, ``CI=1``, what the Untether project's Pi runner sets) keep colour codes
     and interactive behaviour out of the output. ``CliAgent`` adds them to its environment
     wherever the caller's env does not set the variable; a caller driving the provider another
     way merges them itself.
