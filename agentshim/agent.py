@@ -7,13 +7,13 @@ importing the catalog, which ``core/`` may not do.
 from __future__ import annotations
 
 import dataclasses
-import math
 import os
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
+from agentshim.core._numbers import is_positive_seconds
 from agentshim.core.env import interactive_env
 from agentshim.core.errors import (
     AgentShimError,
@@ -466,7 +466,7 @@ class _PreparedTurn:
         self.request = request
         self.cwd = request.cwd if request.cwd is not None else session.cwd
         self.timeout = request.timeout if request.timeout is not None else session.timeout
-        if self.timeout is not None and not _is_positive_seconds(self.timeout):
+        if self.timeout is not None and not is_positive_seconds(self.timeout):
             raise InvalidRequestError(
                 "timeout",
                 f"must be a positive, finite number of seconds (or None), got {self.timeout!r}",
@@ -537,16 +537,6 @@ class _PreparedTurn:
 
 def _is_host(executor: CommandExecutor) -> bool:
     return isinstance(executor, HostCommandExecutor)
-
-
-def _is_positive_seconds(value: object) -> bool:
-    # bool is an int, and NaN compares false with everything: both are refused.
-    return (
-        isinstance(value, (int, float))
-        and not isinstance(value, bool)
-        and math.isfinite(value)
-        and value > 0
-    )
 
 
 def _finish(parser: StreamParser, emit: Callable[[AgentEvent], None]) -> ParsedTurn:

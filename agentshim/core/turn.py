@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import math
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
+from agentshim.core._numbers import is_positive_seconds
 from agentshim.core.errors import InvalidRequestError
 from agentshim.core.usage import ProviderUsage
 
@@ -70,7 +70,7 @@ class TurnRequest:
                 _refuse("cwd", "a str path or None", cwd)
             object.__setattr__(self, "cwd", os.fspath(cwd))  # pyright: ignore[reportUnknownArgumentType]
         timeout = given["timeout"]
-        if timeout is not None and not _is_positive_seconds(timeout):
+        if timeout is not None and not is_positive_seconds(timeout):
             _refuse("timeout", "a positive, finite number of seconds or None", timeout)
         if given["output_schema"] is not None and not isinstance(
             given["output_schema"], OutputSchema
@@ -89,15 +89,6 @@ class TurnRequest:
             if not isinstance(workspace, (str, os.PathLike)):
                 _refuse("mcp_workspace", "a path or None", workspace)
             object.__setattr__(self, "mcp_workspace", Path(workspace))  # pyright: ignore[reportUnknownArgumentType]
-
-
-def _is_positive_seconds(value: object) -> bool:
-    return (
-        isinstance(value, (int, float))
-        and not isinstance(value, bool)
-        and math.isfinite(value)
-        and value > 0
-    )
 
 
 def _is_str_mapping(value: object) -> bool:

@@ -8,11 +8,10 @@ request and decide for itself.
 
 from __future__ import annotations
 
-import math
-import numbers
 import sys
 from collections.abc import Mapping, Sequence
 
+from agentshim.core._numbers import is_positive_seconds
 from agentshim.core.errors import InvalidRequestError
 
 __all__ = ["check_start", "checked_argv", "checked_timeout"]
@@ -55,13 +54,7 @@ def checked_timeout(timeout: float | None, owner: str) -> None:
     """
     if timeout is None:
         return
-    value: object = timeout
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, numbers.Real)
-        or not math.isfinite(value)
-        or value <= 0
-    ):
+    if not is_positive_seconds(timeout):
         raise InvalidRequestError(
             "timeout",
             f"{timeout!r} is not a finite number of seconds above zero",
