@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import time
 from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
@@ -17,6 +18,7 @@ __all__ = [
     "ToolArgs",
     "ToolTracker",
     "parse_json_object",
+    "printed_exit_code",
 ]
 
 #: What a tool call's arguments can be: a JSON object, a bare string (a shell command), or nothing.
@@ -69,6 +71,17 @@ def parse_json_object(line: str | bytes) -> dict[str, Any] | None:
     if end == len(text) and type(value) is dict:
         return value  # pyright: ignore[reportUnknownVariableType]
     return None
+
+
+def printed_exit_code(pattern: re.Pattern[str], text: str) -> int:
+    """The nonzero exit code ``pattern`` (one group of digits) finds in a failed tool's text.
+
+    CLIs that flag a failed shell command only as "an error" print its status in the result
+    text ("Exit code 2"); without one, or with a 0, a failure reads as 1.
+    """
+    match = pattern.search(text)
+    code = int(match.group(1)) if match is not None else 0
+    return code or 1
 
 
 class FinishedTool(NamedTuple):

@@ -99,12 +99,15 @@ def _is_str_mapping(value: object) -> bool:
 
 
 def _servers(value: object) -> tuple[McpServer, ...]:
-    from agentshim.core.mcp import HttpMcpServer, StdioMcpServer
-
     expected = "a sequence of StdioMcpServer or HttpMcpServer"
     if isinstance(value, (str, bytes)) or not isinstance(value, Sequence):
         _refuse("mcp_servers", expected, value)
     items: list[object] = list(value)  # pyright: ignore[reportUnknownArgumentType]
+    if not items:
+        return ()
+    # Imported only when servers are given: most turns need no MCP support loaded.
+    from agentshim.core.mcp import HttpMcpServer, StdioMcpServer
+
     servers: list[McpServer] = []
     for item in items:
         if not isinstance(item, (StdioMcpServer, HttpMcpServer)):

@@ -14,6 +14,7 @@ from typing import Any
 
 from agentshim.core.events import Plan, PlanItem, ToolKind
 from agentshim.core.jsonvalues import as_mapping, as_str, list_or_empty
+from agentshim.core.stream import printed_exit_code
 
 __all__ = [
     "EDIT_TOOL",
@@ -42,7 +43,7 @@ STRUCTURED_OUTPUT_TOOL = "StructuredOutput"
 MCP_TOOL_PREFIX = "mcp__"
 
 # A failed Bash result starts with the command's status: "Exit code 2\n<stderr>".
-_SHELL_EXIT = re.compile(r"Exit code (-?\d{1,9})(?:\n|$)")
+_SHELL_EXIT = re.compile(r"\AExit code (-?\d{1,9})(?:\n|$)")
 
 TOOL_KINDS: Mapping[str, ToolKind] = MappingProxyType(
     {
@@ -131,8 +132,4 @@ def _compact(value: object) -> str:
 
 def failed_exit_code(tool: str, text: str) -> int:
     """The exit code of a failed tool result: the shell's own status when it printed one, else 1."""
-    if tool == SHELL_TOOL:
-        match = _SHELL_EXIT.match(text)
-        if match is not None and int(match.group(1)) != 0:
-            return int(match.group(1))
-    return 1
+    return printed_exit_code(_SHELL_EXIT, text) if tool == SHELL_TOOL else 1

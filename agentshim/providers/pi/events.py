@@ -16,6 +16,7 @@ from typing import cast
 
 from agentshim.core.events import ToolKind
 from agentshim.core.jsonvalues import as_mapping, as_str
+from agentshim.core.stream import printed_exit_code
 
 __all__ = [
     "EDIT_TOOL",
@@ -89,8 +90,4 @@ def _compact(value: object) -> str:
 
 def failed_exit_code(tool: str, text: str) -> int:
     """The exit code of a failed tool result: the shell's own status when it printed one, else 1."""
-    if tool == SHELL_TOOL:
-        match = _SHELL_EXIT.search(text)
-        if match is not None and int(match.group(1)) != 0:
-            return int(match.group(1))
-    return 1
+    return printed_exit_code(_SHELL_EXIT, text) if tool == SHELL_TOOL else 1

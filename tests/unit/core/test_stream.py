@@ -3,6 +3,7 @@ from __future__ import annotations
 import itertools
 import json
 import pickle
+import re
 from typing import Any
 
 import pytest
@@ -16,6 +17,7 @@ from agentshim.core.stream import (
     LineTooLongError,
     ToolTracker,
     parse_json_object,
+    printed_exit_code,
 )
 
 json_scalars = st.none() | st.booleans() | st.integers() | st.text(max_size=10)
@@ -342,3 +344,20 @@ class TestFramingProperties:
             raw = line.removesuffix("\n").encode("utf-8")
             # Each U+FFFD stands for at least one input byte; count it as one.
             assert len(raw.replace("\ufffd".encode(), b"?")) <= limit
+
+
+class TestPrintedExitCode:
+    PATTERN = re.compile(r"exited with code (-?\d{1,9})")
+
+    @pytest.mark.parametrize(
+        ("text", "code"),
+        [
+            ("ls: nope\nexited with code 2", 2),
+            ("exited with code -9", -9),
+            ("exited with code 0", 1),
+            ("no status printed", 1),
+            ("", 1),
+        ],
+    )
+    def test_the_printed_status_or_one(self, text: str, code: int) -> None:
+        assert printed_exit_code(self.PATTERN, text) == code
