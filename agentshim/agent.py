@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
-from agentshim.core._numbers import is_positive_seconds
+from agentshim.core._checks import is_positive_seconds
 from agentshim.core.env import interactive_env
 from agentshim.core.errors import (
     AgentShimError,

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from agentshim.core._numbers import is_positive_seconds
+from agentshim.core._checks import is_positive_seconds
 from agentshim.core.errors import InvalidRequestError
 from agentshim.core.usage import ProviderUsage
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Mapping, Sequence
 
-from agentshim.core._numbers import is_positive_seconds
+from agentshim.core._checks import is_positive_seconds
 from agentshim.core.errors import InvalidRequestError
 
 __all__ = ["check_start", "checked_argv", "checked_timeout"]

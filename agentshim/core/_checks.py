@@ -1,0 +1,70 @@
+"""Checks on values a caller passes, shared by every layer that accepts them.
+
+Each check raises :class:`~agentshim.core.errors.InvalidRequestError` naming the field as
+``owner.field`` and saying what a good value looks like, so every layer refuses a bad value
+with the same words.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from typing import TypeVar
+
+from agentshim.core.errors import InvalidRequestError
+
+__all__ = ["instance", "is_positive_seconds", "seconds"]
+
+_T = TypeVar("_T")
+
+
+def is_positive_seconds(value: object) -> bool:
+    """Whether ``value`` is a finite real number above zero (a bool is not a number here)."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        return False
+    number = float(value)
+    return math.isfinite(number) and number > 0
+
+
+def _field(owner: str, field: str) -> str:
+    return f"{owner}.{field}" if owner else field
+
+
+def seconds(owner: str, field: str, value: object, *, positive: bool = False) -> float:
+    """``value`` as a float of seconds: finite, and above zero or not below it.
+
+    A bool is not a number here. ``positive`` asks for a value above zero; otherwise zero is
+    allowed.
+
+    Raises:
+        InvalidRequestError: ``value`` is not a real number, not finite, or out of range.
+    """
+    wanted = "a positive finite" if positive else "a finite, non-negative"
+    if not isinstance(value, bool) and isinstance(value, numbers.Real):
+        number = float(value)
+        if math.isfinite(number) and (number > 0 if positive else number >= 0):
+            return number
+    name = _field(owner, field)
+    raise InvalidRequestError(
+        name,
+        f"{value!r} is not {wanted} number of seconds",
+        f"{name} must be {wanted} number of seconds, not {value!r}",
+    )
+
+
+def instance(owner: str, field: str, value: object, cls: type[_T], hint: str) -> _T:
+    """``value`` itself when it is an instance of ``cls``.
+
+    ``hint`` says what to pass instead, for example ``"a TurnRequest or a prompt string"``.
+
+    Raises:
+        InvalidRequestError: ``value`` is not an instance of ``cls``.
+    """
+    if isinstance(value, cls):
+        return value
+    name = _field(owner, field)
+    raise InvalidRequestError(
+        name,
+        f"{type(value).__name__} is not {cls.__name__}",
+        f"{name} must be {hint}, not {type(value).__name__} {value!r:.80}",
+    )
