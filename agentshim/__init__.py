@@ -13,7 +13,8 @@ from agentshim._version import __version__
 from agentshim.core._lazy import lazy_attributes
 
 if TYPE_CHECKING:
-    from agentshim.agent import AgentSession, CliAgent
+    from agentshim.agent import Agent
+    from agentshim.cli_agent import AgentSession, CliAgent
     from agentshim.core.checkpoints import (
         Checkpoint,
         CheckpointStore,
@@ -100,12 +101,11 @@ if TYPE_CHECKING:
         provider_names,
     )
     from agentshim.resume import ResumeLine, extract_resume, resume_command
-    from agentshim.runtime import Agent
     from agentshim.session import Session, Turn, TurnTicket
 
 _LAZY_NAMES = MappingProxyType(
     {
-        "Agent": "agentshim.runtime",
+        "Agent": "agentshim.agent",
         "Session": "agentshim.session",
         "Turn": "agentshim.session",
         "TurnTicket": "agentshim.session",
@@ -124,8 +124,8 @@ _LAZY_NAMES = MappingProxyType(
         "CheckpointStore": "agentshim.core.checkpoints",
         "FileCheckpointStore": "agentshim.core.checkpoints",
         "InMemoryCheckpointStore": "agentshim.core.checkpoints",
-        "AgentSession": "agentshim.agent",
-        "CliAgent": "agentshim.agent",
+        "AgentSession": "agentshim.cli_agent",
+        "CliAgent": "agentshim.cli_agent",
         "AgentShimError": "agentshim.core.errors",
         "CliCheckError": "agentshim.core.errors",
         "CliExitError": "agentshim.core.errors",

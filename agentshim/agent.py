@@ -1,570 +1,277 @@
-"""CliAgent and AgentSession: one CLI process per turn, composed over a provider.
+"""Agent: a provider's transport plus the permissions, clock, ids and recovery policy its sessions share.
 
-This module sits above ``providers/`` because turning a provider name into a provider means
-importing the catalog, which ``core/`` may not do.
+``Agent(name, permissions=..., approvals=...)`` builds the transport for a provider name on an
+executor (the host by default, wrapped by a Confinement when one is given); ``Agent(transport,
+...)`` uses a ready-made one. ``Agent.session(cwd)`` opens a :class:`~agentshim.session.Session`.
+Sessions of one Agent never run turns in the same provider conversation at the same time: the
+Agent keeps a lock per (provider, conversation id).
 """
 
 from __future__ import annotations
 
-import dataclasses
 import os
-import threading
-import time
 from collections.abc import Callable, Mapping, Sequence
-from pathlib import Path
+from dataclasses import replace
 
-from agentshim.core._checks import is_positive_seconds
-from agentshim.core.env import interactive_env
-from agentshim.core.errors import (
-    AgentShimError,
-    CliExitError,
-    CliTimeoutError,
-    FailureKind,
-    InvalidRequestError,
-    ProviderCapabilityError,
-    SchemaDialectError,
-    SessionResumeError,
-    SessionStateError,
-    TurnCancelledError,
-    TurnFailedError,
+from agentshim.cli_agent import CliAgent
+from agentshim.core.checkpoints import CheckpointStore
+from agentshim.core.clock import Clock, SystemClock
+from agentshim.core.conversation import (
+    ConversationSpec,
+    ProbingTransport,
+    Readiness,
+    Transport,
+    TransportKind,
 )
-from agentshim.core.events import (
-    AgentEvent,
-    AgentEventHandler,
-    CompositeEventHandler,
-    Lifecycle,
-    RunFinished,
-    RunStarted,
-    SessionStarted,
-)
-from agentshim.core.ids import is_valid_session_id, validate_session_id
+from agentshim.core.errors import AgentShimError, InvalidRequestError, ProviderCapabilityError
+from agentshim.core.events import AgentEventHandler
+from agentshim.core.ids import IdAllocator, RandomIds
 from agentshim.core.locks import KeyedLocks
-from agentshim.core.profile import OutputSchemaStyle, ProviderProfile
-from agentshim.core.provider import (
-    ArgvContext,
-    ContextualStreamParser,
-    McpInstallation,
-    ParsedTurn,
-    ParserContext,
-    Provider,
-    StreamParser,
-)
-from agentshim.core.schema import compact_json, dialect_problems, materialize
-from agentshim.core.turn import OutputSchema, TurnRequest, TurnResult
+from agentshim.core.mcp import McpServer, StdioMcpServer
+from agentshim.core.permissions import ApprovalPolicy, NativePermissions
+from agentshim.core.profile import ProviderProfile, RenewalBudget
+from agentshim.core.session_policy import RetryPolicy, SessionPolicy
 from agentshim.core.usage import ProviderUsage
-from agentshim.execution.executor import (
-    CommandExecutor,
-    CommandHandle,
-    CommandRequest,
-    CommandResult,
-)
+from agentshim.execution.confinement import Confinement, confine
+from agentshim.execution.executor import CommandExecutor
 from agentshim.execution.host import HostCommandExecutor
+from agentshim.oneshot import OneShotTransport, check_permissions
 from agentshim.providers import DEFAULT_CATALOG, ProviderCatalog
+from agentshim.session import Session
 
-__all__ = ["AgentSession", "CliAgent"]
+__all__ = ["Agent"]
 
 
 def _ignore(_: str) -> None:
     """Drop a log line (the default logger)."""
 
 
-class CliAgent:
-    """One installed, health-checked agent CLI, ready to run turns.
+class Agent:
+    """One provider, with everything its sessions share.
 
-    The constructor resolves the binary on the env's PATH and runs its health check once;
-    every session and turn reuses that. ``env=None`` takes the user's interactive shell
-    environment, so the CLI sees the same PATH and credentials it does in a terminal.
+    ``permissions`` and ``approvals`` are required: what the agent may do is always the
+    caller's decision. ``retry`` and ``renewal`` set the recovery policy of every session
+    (``Agent.session`` may override ``renewal``).
 
-    Environment defaults: the provider's ``env_defaults`` (if it declares any) are added where
-    the env does not set them, and so is ``profile.container_env`` when running as root, since
-    some CLIs refuse their permission-bypass flags to root without it.
+    Built from a provider name, the transport runs on ``executor`` (host by default); with a
+    ``confinement`` every process runs inside it and the confinement supplies the env, so
+    passing ``env`` too is an InvalidRequestError. Built from a ready-made Transport, passing
+    ``executor``, ``confinement``, ``env``, ``transport`` or ``catalog`` is one too.
+
+    Raises:
+        InvalidRequestError: ``permissions`` or ``approvals`` of the wrong type, or options
+            that cannot be combined (see above).
+        ProviderCapabilityError: the transport cannot honour ``permissions``, or the provider
+            has no transport of the requested kind.
     """
 
     def __init__(
         self,
-        provider: str | Provider,
+        provider: str | Transport,
         *,
+        permissions: NativePermissions,
+        approvals: ApprovalPolicy,
         model: str | None = None,
         executor: CommandExecutor | None = None,
+        confinement: Confinement | None = None,
+        clock: Clock | None = None,
+        ids: IdAllocator | None = None,
+        retry: RetryPolicy | None = None,
+        renewal: RenewalBudget | None = None,
+        event_handlers: Sequence[AgentEventHandler] = (),
         env: Mapping[str, str] | None = None,
-        event_handler: AgentEventHandler | None = None,
-        event_handlers: Sequence[AgentEventHandler] = (),
-        check_timeout: float = 15.0,
         log: Callable[[str], None] | None = None,
-        catalog: ProviderCatalog = DEFAULT_CATALOG,
+        check_timeout: float = 15.0,
+        transport: TransportKind | None = None,
+        catalog: ProviderCatalog | None = None,
     ) -> None:
-        self.provider: Provider = (
-            catalog.plugin(provider).create_provider() if isinstance(provider, str) else provider
-        )
-        self.profile: ProviderProfile = self.provider.profile
+        if not isinstance(permissions, NativePermissions):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise InvalidRequestError(
+                "permissions",
+                f"{permissions!r} is not a NativePermissions",
+                f"Agent permissions must be a NativePermissions, not {permissions!r}; build one "
+                "with NativePermissions.bypass(), read_only() or workspace_write()",
+            )
+        if not isinstance(approvals, ApprovalPolicy):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise InvalidRequestError(
+                "approvals",
+                f"{approvals!r} is not an ApprovalPolicy",
+                f"Agent approvals must be an ApprovalPolicy (such as ApprovalPolicy.DENY), "
+                f"not {approvals!r}",
+            )
+        self.permissions = permissions
+        self.approvals = approvals
         self.model = model
-        self.executor: CommandExecutor = executor if executor is not None else HostCommandExecutor()
+        self.clock: Clock = clock if clock is not None else SystemClock()
+        self.ids: IdAllocator = ids if ids is not None else RandomIds()
+        self.retry = retry if retry is not None else RetryPolicy()
+        self.renewal = renewal
+        self.event_handlers: tuple[AgentEventHandler, ...] = tuple(event_handlers)
         self.log: Callable[[str], None] = log or _ignore
-        self.env: dict[str, str] = _compose_env(self.provider, env)
-        self.binary_path: str = self.executor.find_binary(self.profile.binary, self.env)
-        self.executor.check_binary(self.binary_path, self.env, timeout=check_timeout)
-        self.handlers: tuple[AgentEventHandler, ...] = _handlers(event_handler, event_handlers)
-        self.locks = KeyedLocks()
+        self._confinement = confinement
+        # The registry belongs to this Agent: sessions of other Agents are not serialized.
+        self._locks = KeyedLocks()
 
-    def derive(
-        self,
-        *,
-        model: str | None = None,
-        event_handler: AgentEventHandler | None = None,
-        event_handlers: Sequence[AgentEventHandler] = (),
-    ) -> CliAgent:
-        """Return an agent on the same checked install with another model and handlers.
-
-        The binary is not looked up or checked again; the conversation locks are shared.
-        """
-        clone = object.__new__(CliAgent)
-        clone.__dict__.update(self.__dict__)
-        clone.model = model if model is not None else self.model
-        clone.handlers = _handlers(event_handler, event_handlers)
-        return clone
-
-    def start_session(
-        self,
-        *,
-        cwd: str | None = None,
-        timeout: float | None = None,
-        session_id: str | None = None,
-        previous_usage: ProviderUsage | None = None,
-    ) -> AgentSession:
-        """Return a session whose turns run in ``cwd`` and resume ``session_id`` if given."""
-        return AgentSession(
-            self, cwd=cwd, timeout=timeout, session_id=session_id, previous_usage=previous_usage
-        )
-
-    def run(
-        self,
-        request: TurnRequest | str,
-        *,
-        cwd: str | None = None,
-        timeout: float | None = None,
-    ) -> TurnResult:
-        """Run one turn in a fresh conversation and return its result."""
-        return self.start_session(cwd=cwd, timeout=timeout).turn(request)
-
-
-def _handlers(
-    handler: AgentEventHandler | None, handlers: Sequence[AgentEventHandler]
-) -> tuple[AgentEventHandler, ...]:
-    chosen = (*((handler,) if handler is not None else ()), *handlers)
-    for candidate in chosen:
-        if not callable(getattr(candidate, "on_event", None)):
-            raise InvalidRequestError(
-                "event_handler",
-                f"{candidate!r:.200} has no on_event(event) method; wrap a plain function in "
-                "CallbackEventHandler",
-            )
-    return chosen
-
-
-def _compose_env(provider: Provider, env: Mapping[str, str] | None) -> dict[str, str]:
-    composed = dict(interactive_env()) if env is None else dict(env)
-    defaults: Mapping[str, str] = getattr(provider, "env_defaults", None) or {}
-    for key, value in defaults.items():
-        composed.setdefault(key, value)
-    if _running_as_root():
-        for key, value in provider.profile.container_env.items():
-            composed.setdefault(key, value)
-    return composed
-
-
-def _running_as_root() -> bool:
-    geteuid = getattr(os, "geteuid", None)
-    return geteuid is not None and geteuid() == 0
-
-
-class _TurnSink:
-    """Feeds executor output into the parser and publishes the process handle."""
-
-    __slots__ = ("_on_handle", "stderr", "stdout")
-
-    def __init__(self, parser: StreamParser, on_handle: Callable[[CommandHandle], None]) -> None:
-        self._on_handle = on_handle
-        # Bound methods: the executor calls these once per line, so skip a layer of dispatch.
-        self.stdout = parser.feed_stdout
-        self.stderr = parser.feed_stderr
-
-    def started(self, handle: CommandHandle) -> None:
-        self._on_handle(handle)
-
-
-class AgentSession:
-    """A conversation with one CLI, one process per turn; not safe to ``turn()`` concurrently.
-
-    ``session_id`` names the provider conversation the next turn resumes (None: start fresh).
-    ``cancel`` is the one thread-safe call.
-    """
-
-    def __init__(
-        self,
-        agent: CliAgent,
-        *,
-        cwd: str | None = None,
-        timeout: float | None = None,
-        session_id: str | None = None,
-        previous_usage: ProviderUsage | None = None,
-    ) -> None:
-        self.agent = agent
-        self.cwd = cwd
-        self.timeout = timeout
-        self.session_id: str | None = (
-            validate_session_id(session_id) if session_id is not None else None
-        )
-        self.previous_usage = previous_usage
-        self.last_result: TurnResult | None = None
-        self._state = threading.Lock()
-        self._busy = False
-        self._handle: CommandHandle | None = None
-        self._cancel_requested = False
-        self._kill_timer: threading.Timer | None = None
-        self._cancel_grace_s = 5.0
-
-    # -- conversation bookkeeping -------------------------------------------------------
-
-    def adopt(self, session_id: str, *, previous_usage: ProviderUsage | None = None) -> bool:
-        """Make the next turn resume ``session_id``.
-
-        Returns False (and changes nothing) when the provider cannot resume or a turn is in
-        flight; raises InvalidSessionIdError for an id that is not safe to pass to the CLI.
-        """
-        validate_session_id(session_id)
-        if not self.agent.profile.supports_resume:
-            return False
-        with self._state:
-            if self._busy:
-                return False
-            self.session_id = session_id
-            self.previous_usage = previous_usage
-            return True
-
-    def forget(self) -> bool:
-        """Drop the conversation so the next turn starts fresh; False while a turn is in flight."""
-        with self._state:
-            if self._busy:
-                return False
-            self.session_id = None
-            self.previous_usage = None
-            return True
-
-    def cancel(self, grace_s: float = 5.0) -> None:
-        """Stop the running turn: terminate the process group, then kill it after ``grace_s``.
-
-        Thread-safe. A cancel that arrives before the process exists is honoured as soon as it
-        does; with no turn in flight it does nothing.
-        """
-        with self._state:
-            if not self._busy:
-                return
-            self._cancel_requested = True
-            self._cancel_grace_s = grace_s
-            handle = self._handle
-            if handle is not None and self._kill_timer is None:
-                self._kill_timer = self._start_kill_timer(handle, grace_s)
-        if handle is not None:
-            handle.terminate()
-
-    def _start_kill_timer(self, handle: CommandHandle, grace_s: float) -> threading.Timer:
-        timer = threading.Timer(max(0.0, grace_s), handle.kill)
-        timer.daemon = True
-        timer.start()
-        return timer
-
-    def _set_handle(self, handle: CommandHandle) -> None:
-        with self._state:
-            self._handle = handle
-            cancel = self._cancel_requested
-            if cancel and self._kill_timer is None:
-                self._kill_timer = self._start_kill_timer(handle, self._cancel_grace_s)
-        if cancel:
-            handle.terminate()
-
-    # -- the turn -----------------------------------------------------------------------
-
-    def turn(self, request: TurnRequest | str) -> TurnResult:
-        """Run one turn and return its result.
-
-        Raises only AgentShimError subclasses (SessionStateError for a second concurrent turn,
-        ProviderCapabilityError/SchemaDialectError before anything runs, CliExitError or
-        SessionResumeError when the CLI or its stream reports failure, CliTimeoutError with the
-        partial turn), except that an event handler that raises fails the turn with its own
-        exception.
-        """
-        with self._state:
-            if self._busy:
-                raise SessionStateError(
-                    "a turn is already running in this session; wait for it or cancel() it"
+        if not isinstance(provider, str):
+            passed = [
+                name
+                for name, value in (
+                    ("executor", executor),
+                    ("confinement", confinement),
+                    ("env", env),
+                    ("transport", transport),
+                    ("catalog", catalog),
                 )
-            self._busy = True
-        installation: McpInstallation | None = None
-        lock_key: tuple[str, str] | None = None
-        fresh_lock: list[tuple[str, str]] = []
-        try:
-            turn = _PreparedTurn(self, _as_request(request))
-            resume_id = self.session_id
-            if resume_id is not None:
-                lock_key = (self.agent.profile.name, resume_id)
-                self.agent.locks.acquire(lock_key)
-            installation = turn.install_mcp()
-            argv = turn.build_argv(resume_id, installation.argv)
-            emit = self._emitter(fresh_lock if resume_id is None else None)
-            return self._execute(turn, argv, resume_id, emit)
-        finally:
-            if installation is not None:
-                note = installation.restore()
-                if note:
-                    self.agent.log(note)
-            for key in (lock_key, *fresh_lock):
-                if key is not None:
-                    self.agent.locks.release(key)
-            with self._state:
-                if self._kill_timer is not None:
-                    self._kill_timer.cancel()
-                    self._kill_timer = None
-                self._handle = None
-                self._cancel_requested = False
-                self._busy = False
-
-    def _emitter(self, fresh_lock: list[tuple[str, str]] | None) -> Callable[[AgentEvent], None]:
-        handlers = self.agent.handlers
-        agent = self.agent
-        fanout = CompositeEventHandler(handlers).on_event
-
-        def emit(event: AgentEvent) -> None:
-            if fresh_lock is not None and not fresh_lock and isinstance(event, SessionStarted):
-                # A fresh conversation is locked as soon as the stream names it, so another
-                # session that adopts the id mid-turn waits for this turn to end.
-                key = (agent.profile.name, event.session_id)
-                if agent.locks.acquire(key, blocking=False):
-                    fresh_lock.append(key)
-            fanout(event)
-
-        return emit
-
-    def _execute(
-        self,
-        turn: _PreparedTurn,
-        argv: list[str],
-        resume_id: str | None,
-        emit: Callable[[AgentEvent], None],
-    ) -> TurnResult:
-        provider = self.agent.provider
-        parser = provider.new_parser(emit, expect_structured=turn.request.output_schema is not None)
-        if isinstance(parser, ContextualStreamParser):
-            parser.configure(
-                ParserContext(
-                    previous_usage=self.previous_usage if resume_id is not None else None,
-                    resumed=resume_id is not None,
-                    requested_session_id=resume_id,
-                    model=self.agent.model,
+                if value is not None
+            ]
+            if passed:
+                raise InvalidRequestError(
+                    passed[0],
+                    "cannot be combined with a ready-made Transport",
+                    f"{', '.join(passed)} cannot be combined with a ready-made Transport; "
+                    "configure the transport itself",
                 )
-            )
-        command = CommandRequest(
-            argv=argv,
-            stdin=turn.request.prompt,
-            cwd=turn.cwd,
-            env=turn.env,
-            timeout=turn.timeout,
-        )
-        emit(RunStarted(tuple(argv)))
-        started = time.monotonic()
-        try:
-            outcome = self.agent.executor.run(command, _TurnSink(parser, self._set_handle))
-        except CliTimeoutError as error:
-            emit(RunFinished(None))
-            partial = _finish(parser, emit)
-            self._adopt_from(partial)
-            raise CliTimeoutError(error.argv or argv, error.timeout, partial) from error
-        except AgentShimError:
-            emit(RunFinished(None))
-            self._adopt_from(_finish(parser, emit))
-            raise
-        except OSError as error:
-            emit(RunFinished(None))
-            self._adopt_from(_finish(parser, emit))
-            raise TurnFailedError(
-                f"could not run {argv[0]}: {error}; check the binary and the turn's cwd",
-                detail=str(error),
-            ) from error
-        duration_ms = int((time.monotonic() - started) * 1000)
-        emit(RunFinished(outcome.returncode))
-        parsed = _finish(parser, emit)
-        resumed = resume_id is not None and parsed.session_id in (None, resume_id)
-        if resume_id is not None and parsed.session_id not in (None, resume_id):
-            emit(
-                Lifecycle(
-                    "resume_replaced",
-                    f"asked to resume {resume_id} but the CLI continued in {parsed.session_id}",
-                )
-            )
-        if outcome.returncode != 0 or parsed.error is not None:
-            self._raise_failure(argv, outcome, parsed, resumed=resume_id is not None)
-        self._adopt_from(parsed)
-        usage = parsed.usage or ProviderUsage(
-            provider=self.agent.profile.name, increment_known=False
-        )
-        self.previous_usage = usage
-        result = TurnResult(
-            text=parsed.text,
-            structured_output=parsed.structured_output,
-            session_id=self.session_id,
-            resumed=resumed,
-            usage=usage,
-            cost_usd=parsed.cost_usd,
-            duration_ms=duration_ms,
-            exit_code=outcome.returncode,
-            interrupted=False,
-            context_tokens=parsed.context_tokens,
-        )
-        self.last_result = result
-        return result
-
-    def _raise_failure(
-        self, argv: list[str], outcome: CommandResult, parsed: ParsedTurn, *, resumed: bool
-    ) -> None:
-        with self._state:
-            cancelled = self._cancel_requested
-        if cancelled:
-            # The caller stopped the CLI: whatever it printed on the way out (a resumed Claude
-            # turn looks like a lost conversation) says nothing about the conversation.
-            self._adopt_from(parsed)
-            raise TurnCancelledError(
-                f"the turn was cancelled while {argv[0]} ran (exit {outcome.returncode}); "
-                "the conversation is intact: run another turn in this session to continue",
-                returncode=outcome.returncode,
-            )
-        error = CliExitError(
-            argv,
-            outcome.returncode,
-            outcome.stdout,
-            outcome.stderr,
-            kind=parsed.error_kind or FailureKind.OTHER,
-            detail=parsed.error or "",
-        )
-        classified = self.agent.provider.classify_exit(error, resumed=resumed)
-        if not isinstance(classified, SessionResumeError):
-            self._adopt_from(parsed)
-        raise classified
-
-    def _adopt_from(self, parsed: ParsedTurn) -> None:
-        if parsed.session_id:
-            self.session_id = parsed.session_id
-            if parsed.usage is not None:
-                self.previous_usage = parsed.usage
-
-
-class _PreparedTurn:
-    """One turn's resolved settings, checked against the provider before anything runs."""
-
-    def __init__(self, session: AgentSession, request: TurnRequest) -> None:
-        agent = session.agent
-        profile = agent.profile
-        self.agent = agent
-        self.request = request
-        self.cwd = request.cwd if request.cwd is not None else session.cwd
-        self.timeout = request.timeout if request.timeout is not None else session.timeout
-        if self.timeout is not None and not is_positive_seconds(self.timeout):
-            raise InvalidRequestError(
-                "timeout",
-                f"must be a positive, finite number of seconds (or None), got {self.timeout!r}",
-            )
-        self.env = {**agent.env, **(request.env or {})}
-        if request.reasoning_effort is not None and not profile.supports_reasoning_effort:
-            raise ProviderCapabilityError(
-                f"{profile.display_name} has no reasoning-effort setting; "
-                "drop reasoning_effort from the request"
-            )
-        if self.cwd is not None and not os.path.isdir(self.cwd) and _is_host(agent.executor):
-            raise TurnFailedError(
-                f"the turn's cwd {self.cwd!r} is not an existing directory; create it or pass "
-                "another cwd",
-                detail=f"no such directory: {self.cwd}",
-            )
-        self.schema_inline: str | None = None
-        self.schema_path: str | None = None
-        schema = request.output_schema
-        if schema is not None:
-            self._prepare_schema(profile, schema)
-
-    def _prepare_schema(self, profile: ProviderProfile, schema: OutputSchema) -> None:
-        if profile.output_schema is OutputSchemaStyle.NONE or profile.schema_dialect is None:
-            raise ProviderCapabilityError(
-                f"{profile.display_name} cannot constrain its answer to an output schema; "
-                "drop output_schema or use a provider that supports it"
-            )
-        problems = dialect_problems(schema.schema, profile.schema_dialect)
-        if problems:
-            raise SchemaDialectError(problems)
-        if profile.output_schema is OutputSchemaStyle.INLINE_JSON:
-            self.schema_inline = compact_json(schema.schema)
+            self.transport: Transport = provider
             return
-        try:
-            written = materialize(schema.schema, schema.host_dir)
-        except OSError as error:
-            raise TurnFailedError(
-                f"could not write the output schema under {schema.host_dir}: {error}; "
-                "pass a writable host_dir",
-                detail=str(error),
-            ) from error
-        self.schema_path = f"{schema.cli_dir_or_host.rstrip('/')}/{written.name}"
 
-    def install_mcp(self) -> McpInstallation:
-        servers = self.request.mcp_servers
-        workspace = self.request.mcp_workspace
-        if workspace is None and self.cwd is not None:
-            workspace = Path(self.cwd)
-        return self.agent.provider.install_mcp(workspace, servers)
-
-    def build_argv(self, resume_id: str | None, mcp_argv: Sequence[str]) -> list[str]:
-        return self.agent.provider.build_argv(
-            ArgvContext(
-                binary_path=self.agent.binary_path,
-                model=self.agent.model,
-                env=self.env,
-                resume_session_id=resume_id,
-                reasoning_effort=self.request.reasoning_effort,
-                schema_inline=self.schema_inline,
-                schema_path=self.schema_path,
-                mcp_argv=tuple(mcp_argv),
-                extra_args=tuple(self.request.extra_args),
-                cwd=self.cwd,
+        if confinement is not None and env is not None:
+            raise InvalidRequestError(
+                "env",
+                "given with a confinement",
+                "pass env or confinement, not both: a confined agent runs with the "
+                "confinement's env",
             )
+        kind = transport if transport is not None else TransportKind.ONE_SHOT
+        chosen_catalog = catalog if catalog is not None else DEFAULT_CATALOG
+        profile = chosen_catalog.plugin(provider).profile
+        if kind is not TransportKind.ONE_SHOT:
+            raise ProviderCapabilityError(
+                f"{profile.display_name} has no long-lived stream transport in this version; "
+                "use TransportKind.ONE_SHOT"
+            )
+        check_permissions(profile, ConversationSpec(permissions=permissions, approvals=approvals))
+        base = executor if executor is not None else HostCommandExecutor()
+        run_on = confine(base, confinement) if confinement is not None else base
+        agent_env = dict(confinement.env) if confinement is not None else env
+        log_line = self.log
+
+        def build() -> CliAgent:
+            return CliAgent(
+                provider,
+                executor=run_on,
+                env=agent_env,
+                check_timeout=check_timeout,
+                log=log_line,
+                catalog=chosen_catalog,
+            )
+
+        self.transport = OneShotTransport(build, profile=profile, check_timeout=check_timeout)
+
+    @property
+    def profile(self) -> ProviderProfile:
+        """The provider's static capabilities."""
+        return self.transport.profile
+
+    def probe(self) -> Readiness:
+        """Report readiness (binary found, version, login where visible) without a model call."""
+        transport = self.transport
+        if isinstance(transport, ProbingTransport):
+            return transport.probe()
+        return Readiness(
+            self.profile.name,
+            binary_found=False,
+            detail="this transport cannot report its readiness",
         )
 
+    def session(
+        self,
+        cwd: str | None = None,
+        *,
+        mcp_servers: Sequence[McpServer] = (),
+        reasoning_effort: str | None = None,
+        checkpoints: CheckpointStore | None = None,
+        checkpoint_key: str | None = None,
+        idle_release_after: float | None = None,
+        resume_id: str | None = None,
+        previous_usage: ProviderUsage | None = None,
+        renewal: RenewalBudget | None = None,
+    ) -> Session:
+        """Open a Session working in ``cwd`` (a host path).
 
-def _is_host(executor: CommandExecutor) -> bool:
-    return isinstance(executor, HostCommandExecutor)
+        When confined, ``cwd`` and the absolute paths of stdio MCP servers are mapped to the
+        paths the agent sees. Given ``checkpoints`` and ``checkpoint_key`` the session
+        continues the conversation saved under the key (``resume_id`` wins over it).
 
-
-def _finish(parser: StreamParser, emit: Callable[[AgentEvent], None]) -> ParsedTurn:
-    """End the parse; a session id that may not reach argv or a path is dropped, with a notice.
-
-    The id comes from the CLI's output. Adopting an unsafe one would hand it back in the
-    result and make every later turn of the session fail on it.
-    """
-    parsed = parser.finish()
-    session_id = parsed.session_id
-    if session_id is None or is_valid_session_id(session_id):
-        return parsed
-    emit(
-        Lifecycle(
-            "session_id_refused",
-            f"the CLI named its session {session_id[:200]!r}, which is not a safe id; "
-            "the turn keeps no session id",
+        Raises:
+            InvalidRequestError: ``cwd`` (or an MCP server's host path) is not visible inside
+                the confinement, only one of checkpoints and checkpoint_key is given, or a
+                session setting is invalid.
+        """
+        spec = ConversationSpec(
+            permissions=self.permissions,
+            approvals=self.approvals,
+            cwd=self._agent_path(cwd) if cwd is not None else None,
+            model=self.model,
+            mcp_servers=tuple(self._map_server(server) for server in mcp_servers),
+            reasoning_effort=reasoning_effort,
+            resume_id=resume_id,
+            previous_usage=previous_usage,
         )
-    )
-    return dataclasses.replace(parsed, session_id=None)
+        policy = SessionPolicy(
+            retry=self.retry,
+            renewal=renewal if renewal is not None else self.renewal,
+            idle_release_after=idle_release_after,
+        )
+        return Session(
+            self.transport,
+            spec,
+            policy=policy,
+            clock=self.clock,
+            ids=self.ids,
+            event_handlers=self.event_handlers,
+            checkpoints=checkpoints,
+            checkpoint_key=checkpoint_key,
+            locks=self._locks,
+            log=self.log,
+        )
 
+    def _agent_path(self, host_path: str) -> str:
+        if self._confinement is None:
+            return host_path
+        try:
+            return self._confinement.agent_path(host_path)
+        except ValueError as error:
+            # A caller's own Confinement may raise a plain ValueError, as its protocol allows.
+            if isinstance(error, AgentShimError):
+                raise
+            raise InvalidRequestError(
+                "cwd",
+                str(error),
+                f"cwd {host_path!r} cannot be seen inside the confinement: {error}",
+            ) from error
 
-def _as_request(given: object) -> TurnRequest:
-    """A prompt or a TurnRequest as a TurnRequest; anything else is refused."""
-    if isinstance(given, str):
-        return TurnRequest(prompt=given)
-    if isinstance(given, TurnRequest):
-        return given
-    raise InvalidRequestError(
-        "request", f"must be a prompt (str) or a TurnRequest, not {given!r:.200}"
-    )
+    def _map_server(self, server: McpServer) -> McpServer:
+        if self._confinement is None or not isinstance(server, StdioMcpServer):
+            return server
+        return replace(
+            server,
+            command=self._map_mcp_path(server.name, server.command),
+            args=tuple(self._map_mcp_path(server.name, arg) for arg in server.args),
+        )
+
+    def _map_mcp_path(self, server: str, value: str) -> str:
+        """Map an absolute host path; leave anything else, or a path only the agent has."""
+        if self._confinement is None or not value.startswith("/"):
+            return value
+        try:
+            return self._confinement.agent_path(value)
+        except ValueError:
+            if os.path.exists(value):
+                raise InvalidRequestError(
+                    "mcp_servers",
+                    f"{value!r} is not visible inside the confinement",
+                    f"MCP server {server!r} (mcp_servers) uses {value!r}, which exists on the "
+                    "host but is not visible inside the confinement; mount it or use a path "
+                    "inside",
+                ) from None
+            return value

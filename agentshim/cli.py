@@ -8,7 +8,7 @@ import sys
 from collections.abc import Sequence
 from typing import TextIO
 
-from agentshim.agent import CliAgent
+from agentshim.cli_agent import CliAgent
 from agentshim.core.errors import AgentShimError, CliNotFoundError
 from agentshim.core.events import ConsoleEventHandler
 from agentshim.core.turn import TurnResult

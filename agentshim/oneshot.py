@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import replace
 from pathlib import Path
 
-from agentshim.agent import AgentSession, CliAgent
+from agentshim.cli_agent import AgentSession, CliAgent
 from agentshim.core.conversation import ConversationSpec, Readiness, TransportKind
 from agentshim.core.errors import (
     AgentShimError,

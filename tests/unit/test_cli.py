@@ -36,7 +36,7 @@ class TestRun:
     def test_missing_cli_says_how_to_install(self, monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.setenv("PATH", "/nonexistent")
         monkeypatch.setattr(
-            "agentshim.agent.interactive_env", lambda *a, **k: {"PATH": "/nonexistent"}
+            "agentshim.cli_agent.interactive_env", lambda *a, **k: {"PATH": "/nonexistent"}
         )
         out, err = io.StringIO(), io.StringIO()
         code = main(["run", "hello"], out=out, err=err)

@@ -61,10 +61,10 @@ class TestLayering:
     def test_core_and_execution_never_import_upper_layers(self) -> None:
         forbidden = (
             "agentshim.providers",
-            "agentshim.agent",
+            "agentshim.cli_agent",
             "agentshim.testing",
             "agentshim.session",
-            "agentshim.runtime",
+            "agentshim.agent",
             "agentshim.oneshot",
         )
         offenders: list[str] = []

@@ -12,6 +12,7 @@ from collections.abc import Callable
 
 import pytest
 
+from agentshim.agent import Agent
 from agentshim.core.checkpoints import Checkpoint, validate_checkpoint_key
 from agentshim.core.conversation import ConversationSpec
 from agentshim.core.errors import AgentShimError, InvalidRequestError
@@ -32,7 +33,6 @@ from agentshim.providers.claude import ClaudeHook, ClaudeProvider, SandboxConfig
 from agentshim.providers.claude.sandbox import confine_reads_hook
 from agentshim.providers.codex import CodexSandboxConfig, CodexSandboxMode, parse_sandbox
 from agentshim.providers.codex.rules import read_rules
-from agentshim.runtime import Agent
 from agentshim.session import Session
 from agentshim.testing.checkpoints import FakeCheckpointStore
 from agentshim.testing.conversation import FakeTransport

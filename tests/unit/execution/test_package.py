@@ -26,7 +26,7 @@ def test_an_unknown_name_is_an_attribute_error() -> None:
 
 def test_running_a_command_does_not_import_the_container_support() -> None:
     script = (
-        "import sys; from agentshim.agent import CliAgent; "
+        "import sys; from agentshim.cli_agent import CliAgent; "
         "print(sorted(m for m in sys.modules if m.startswith('agentshim.execution.')))"
     )
     loaded = subprocess.run(

@@ -5,7 +5,7 @@ from importlib.metadata import EntryPoint
 
 import pytest
 
-from agentshim.agent import CliAgent
+from agentshim.cli_agent import CliAgent
 from agentshim.core.errors import AgentShimError
 from agentshim.core.plugin import ProviderPlugin
 from agentshim.providers import (

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from agentshim.agent import CliAgent
+from agentshim.cli_agent import CliAgent
 from agentshim.core.errors import AgentShimError
 from agentshim.core.turn import OutputSchema, TurnRequest
 from agentshim.testing import FakeExecutor, FakeRun, RecordingEventHandler

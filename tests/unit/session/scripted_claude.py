@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator, Sequence
 
-from agentshim.agent import CliAgent
+from agentshim.cli_agent import CliAgent
 from agentshim.execution.executor import CommandRequest
 from agentshim.testing import FakeExecutor, FakeRun, scripted_turn
 from agentshim.testing.session_contracts import ContractTurn

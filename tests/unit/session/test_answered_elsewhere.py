@@ -11,12 +11,12 @@ from pathlib import Path
 
 import pytest
 
+from agentshim.agent import Agent
 from agentshim.core.errors import ContinuityError
 from agentshim.core.events import AgentEvent, Lifecycle
 from agentshim.core.permissions import ApprovalPolicy, NativePermissions
 from agentshim.core.session_policy import Continuity
 from agentshim.execution.executor import CommandRequest
-from agentshim.runtime import Agent
 from agentshim.session import Session
 from agentshim.testing import FakeExecutor, FakeRun, scripted_turn
 from agentshim.testing.clock import FakeClock, SequentialIds

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from agentshim.agent import CliAgent
+from agentshim.cli_agent import CliAgent
 from agentshim.core.conversation import ConversationSpec
 from agentshim.core.errors import CliNotFoundError, ProviderCapabilityError
 from agentshim.core.events import AgentEvent, RunStarted, TurnInterrupted

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from agentshim.agent import CliAgent
+from agentshim.cli_agent import CliAgent
 from agentshim.core.errors import InvalidRequestError, InvalidSessionIdError
 from agentshim.core.provider import ArgvContext
 from agentshim.core.turn import OutputSchema, TurnRequest

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from agentshim.agent import AgentSession, CliAgent
+from agentshim.cli_agent import AgentSession, CliAgent
 from agentshim.core.errors import (
     CliExitError,
     FailureKind,

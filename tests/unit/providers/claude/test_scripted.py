@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agentshim.agent import CliAgent
+from agentshim.cli_agent import CliAgent
 from agentshim.core.errors import CliExitError, FailureKind, SessionResumeError
 from agentshim.core.events import AgentEvent, ToolCall, ToolKind, ToolResult
 from agentshim.core.turn import OutputSchema, TurnRequest

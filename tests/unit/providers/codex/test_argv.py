@@ -4,7 +4,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from agentshim.agent import CliAgent
+from agentshim.cli_agent import CliAgent
 from agentshim.core.errors import InvalidSessionIdError, ProviderCapabilityError
 from agentshim.core.mcp import HttpMcpServer, McpServer, StdioMcpServer
 from agentshim.core.provider import ArgvContext

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from agentshim.agent import CliAgent
+from agentshim.cli_agent import CliAgent
 from agentshim.core.errors import (
     CliExitError,
     FailureKind,

@@ -5,7 +5,7 @@ from typing import Any
 
 import pytest
 
-from agentshim.agent import CliAgent
+from agentshim.cli_agent import CliAgent
 from agentshim.core.errors import CliExitError, FailureKind, SessionResumeError
 from agentshim.core.events import AgentEvent, ToolCall, ToolKind, ToolResult
 from agentshim.core.provider import ParsedTurn, ParserContext

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agentshim.agent import CliAgent
+from agentshim.cli_agent import CliAgent
 from agentshim.core.errors import InvalidSessionIdError, ProviderCapabilityError
 from agentshim.core.mcp import HttpMcpServer, McpServer, StdioMcpServer, canonical
 from agentshim.core.provider import ArgvContext

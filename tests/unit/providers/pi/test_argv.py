@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from agentshim.agent import CliAgent
+from agentshim.cli_agent import CliAgent
 from agentshim.core.errors import InvalidSessionIdError, ProviderCapabilityError
 from agentshim.core.mcp import StdioMcpServer
 from agentshim.core.provider import ArgvContext

@@ -4,7 +4,7 @@ from typing import Any
 
 import pytest
 
-from agentshim.agent import CliAgent
+from agentshim.cli_agent import CliAgent
 from agentshim.core.errors import (
     CliExitError,
     FailureKind,

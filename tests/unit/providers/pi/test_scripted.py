@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from agentshim.agent import CliAgent
+from agentshim.cli_agent import CliAgent
 from agentshim.core.errors import CliExitError, FailureKind, SessionResumeError
 from agentshim.core.events import AgentEvent, AssistantText, ToolCall, ToolResult, UsageReport
 from agentshim.core.usage import CostSource, TokenUsage

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from agentshim.agent import Agent
 from agentshim.core.conversation import TransportKind
 from agentshim.core.errors import FailureKind, InvalidRequestError, ProviderCapabilityError
 from agentshim.core.events import AgentEvent, RunStarted
@@ -16,7 +17,6 @@ from agentshim.core.permissions import ApprovalPolicy, NativePermissions
 from agentshim.core.session_policy import Continuity, RetryPolicy
 from agentshim.execution.confinement import PathMap
 from agentshim.providers import DEFAULT_CATALOG
-from agentshim.runtime import Agent
 from agentshim.session import Session, Turn
 from agentshim.testing import FakeConfinement, FakeExecutor, FakeRun, scripted_turn
 from agentshim.testing.clock import FakeClock, SequentialIds
