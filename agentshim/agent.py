@@ -4,7 +4,7 @@
 executor (the host by default, wrapped by a Confinement when one is given); ``Agent(transport,
 ...)`` uses a ready-made one. ``Agent.session(cwd)`` opens a :class:`~agentshim.session.Session`.
 Sessions of one Agent never run turns in the same provider conversation at the same time: the
-Agent keeps a lock per (provider, conversation id).
+Agent keeps a lock per (provider, session id).
 """
 
 from __future__ import annotations
@@ -192,7 +192,7 @@ class Agent:
         checkpoints: CheckpointStore | None = None,
         checkpoint_key: str | None = None,
         idle_release_after: float | None = None,
-        resume_id: str | None = None,
+        resume_session_id: str | None = None,
         previous_usage: ProviderUsage | None = None,
         renewal: RenewalBudget | None = None,
     ) -> Session:
@@ -200,7 +200,7 @@ class Agent:
 
         When confined, ``cwd`` and the absolute paths of stdio MCP servers are mapped to the
         paths the agent sees. Given ``checkpoints`` and ``checkpoint_key`` the session
-        continues the conversation saved under the key (``resume_id`` wins over it).
+        continues the conversation saved under the key (``resume_session_id`` wins over it).
 
         Raises:
             InvalidRequestError: ``cwd`` (or an MCP server's host path) is not visible inside
@@ -214,7 +214,7 @@ class Agent:
             model=self.model,
             mcp_servers=tuple(self._map_server(server) for server in mcp_servers),
             reasoning_effort=reasoning_effort,
-            resume_id=resume_id,
+            resume_session_id=resume_session_id,
             previous_usage=previous_usage,
         )
         policy = SessionPolicy(

@@ -304,14 +304,14 @@ class AgentSession:
         fresh_lock: list[tuple[str, str]] = []
         try:
             turn = _PreparedTurn(self, _as_request(request))
-            resume_id = self.session_id
-            if resume_id is not None:
-                lock_key = (self.agent.profile.name, resume_id)
+            resume_session_id = self.session_id
+            if resume_session_id is not None:
+                lock_key = (self.agent.profile.name, resume_session_id)
                 self.agent.locks.acquire(lock_key)
             installation = turn.install_mcp()
-            argv = turn.build_argv(resume_id, installation.argv)
-            emit = self._emitter(fresh_lock if resume_id is None else None)
-            return self._execute(turn, argv, resume_id, emit)
+            argv = turn.build_argv(resume_session_id, installation.argv)
+            emit = self._emitter(fresh_lock if resume_session_id is None else None)
+            return self._execute(turn, argv, resume_session_id, emit)
         finally:
             if installation is not None:
                 note = installation.restore()
@@ -348,7 +348,7 @@ class AgentSession:
         self,
         turn: _PreparedTurn,
         argv: list[str],
-        resume_id: str | None,
+        resume_session_id: str | None,
         emit: Callable[[AgentEvent], None],
     ) -> TurnResult:
         provider = self.agent.provider
@@ -356,9 +356,9 @@ class AgentSession:
         if isinstance(parser, ContextualStreamParser):
             parser.configure(
                 ParserContext(
-                    previous_usage=self.previous_usage if resume_id is not None else None,
-                    resumed=resume_id is not None,
-                    requested_session_id=resume_id,
+                    previous_usage=self.previous_usage if resume_session_id is not None else None,
+                    resumed=resume_session_id is not None,
+                    requested_session_id=resume_session_id,
                     model=self.agent.model,
                 )
             )
@@ -392,16 +392,16 @@ class AgentSession:
         duration_ms = int((time.monotonic() - started) * 1000)
         emit(RunFinished(outcome.returncode))
         parsed = _finish(parser, emit)
-        resumed = resume_id is not None and parsed.session_id in (None, resume_id)
-        if resume_id is not None and parsed.session_id not in (None, resume_id):
+        resumed = resume_session_id is not None and parsed.session_id in (None, resume_session_id)
+        if resume_session_id is not None and parsed.session_id not in (None, resume_session_id):
             emit(
                 Lifecycle(
                     "resume_replaced",
-                    f"asked to resume {resume_id} but the CLI continued in {parsed.session_id}",
+                    f"asked to resume {resume_session_id} but the CLI continued in {parsed.session_id}",
                 )
             )
         if outcome.returncode != 0 or parsed.error is not None:
-            self._raise_failure(argv, outcome, parsed, resumed=resume_id is not None)
+            self._raise_failure(argv, outcome, parsed, resumed=resume_session_id is not None)
         self._adopt_from(parsed)
         usage = parsed.usage or ProviderUsage(
             provider=self.agent.profile.name, increment_known=False
@@ -518,13 +518,13 @@ class _PreparedTurn:
             workspace = Path(self.cwd)
         return self.agent.provider.install_mcp(workspace, servers)
 
-    def build_argv(self, resume_id: str | None, mcp_argv: Sequence[str]) -> list[str]:
+    def build_argv(self, resume_session_id: str | None, mcp_argv: Sequence[str]) -> list[str]:
         return self.agent.provider.build_argv(
             ArgvContext(
                 binary_path=self.agent.binary_path,
                 model=self.agent.model,
                 env=self.env,
-                resume_session_id=resume_id,
+                resume_session_id=resume_session_id,
                 reasoning_effort=self.request.reasoning_effort,
                 schema_inline=self.schema_inline,
                 schema_path=self.schema_path,

@@ -101,7 +101,7 @@ class OneShotTransport:
             return self._agent
 
     def open(self, spec: ConversationSpec) -> OneShotConversation:
-        """Open a conversation (resuming ``spec.resume_id`` if set); no process starts yet.
+        """Open a conversation (resuming ``spec.resume_session_id`` if set); no process starts yet.
 
         Raises:
             ProviderCapabilityError: ``spec.permissions`` is not bypass.
@@ -170,7 +170,7 @@ class OneShotConversation:
         self._session: AgentSession = self._agent.start_session(
             cwd=spec.cwd,
             timeout=timeout,
-            session_id=spec.resume_id,
+            session_id=spec.resume_session_id,
             previous_usage=spec.previous_usage,
         )
         self._spec = spec
@@ -181,7 +181,7 @@ class OneShotConversation:
         self._closed = False
 
     @property
-    def conversation_id(self) -> str | None:
+    def session_id(self) -> str | None:
         """The provider's id for this conversation; None until a turn names one."""
         return self._session.session_id
 

@@ -96,7 +96,7 @@ class TurnTicket:
 
     turn_id: str
     request: TurnRequest
-    expect_conversation: str | None = None
+    expect_session_id: str | None = None
     pin: bool = False
 
 
@@ -104,14 +104,14 @@ class TurnTicket:
 class Turn:
     """A completed turn: its result, how it relates to the session's conversation, its ids.
 
-    ``conversation_id`` is the provider conversation the turn ran in (after a renewal retired
+    ``session_id`` is the provider conversation the turn ran in (after a renewal retired
     it, the session itself no longer holds it).
     """
 
     result: TurnResult
     continuity: Continuity
     turn_id: str
-    conversation_id: str | None
+    session_id: str | None
 
 
 class Session:
@@ -119,7 +119,7 @@ class Session:
 
     ``spec`` fixes the conversation's cwd, model, permissions and approvals. Given a
     ``checkpoints`` store and a ``checkpoint_key``, the session resumes the conversation saved
-    under the key (an explicit ``spec.resume_id`` wins) and saves the conversation it holds
+    under the key (an explicit ``spec.resume_session_id`` wins) and saves the conversation it holds
     after every change. ``locks`` (shared by an Agent's sessions) keeps two sessions from
     running turns in one provider conversation at the same time.
     """
@@ -187,18 +187,18 @@ class Session:
         self._redelivered = False
         self._last_error: BaseException | None = None
         self._last_result: TurnResult | None = None
-        self._last_turn_conversation_id: str | None = None
+        self._last_turn_session_id: str | None = None
 
     def _initial_state(self) -> PolicyState:
         spec = self._spec
-        if spec.resume_id is not None:
-            validate_session_id(spec.resume_id)
+        if spec.resume_session_id is not None:
+            validate_session_id(spec.resume_session_id)
             if not self._profile.supports_resume:
                 raise ProviderCapabilityError(
-                    f"{self._profile.display_name} cannot resume a conversation; drop resume_id"
+                    f"{self._profile.display_name} cannot resume a conversation; drop resume_session_id"
                 )
-            self._save(Checkpoint(spec.resume_id, spec.previous_usage, 0))
-            return self._policy.initial(spec.resume_id, spec.previous_usage)
+            self._save(Checkpoint(spec.resume_session_id, spec.previous_usage, 0))
+            return self._policy.initial(spec.resume_session_id, spec.previous_usage)
         if self._store is None or self._key is None:
             return self._policy.initial()
         saved = self._store.load(self._key)
@@ -209,21 +209,21 @@ class Session:
                 f"ignoring checkpoint {self._key!r}: {self._profile.display_name} cannot resume"
             )
             return self._policy.initial()
-        return self._policy.initial(saved.conversation_id, saved.usage, saved.turns)
+        return self._policy.initial(saved.session_id, saved.usage, saved.turns)
 
     # -- what the session holds ---------------------------------------------------------
 
     @property
-    def conversation_id(self) -> str | None:
+    def session_id(self) -> str | None:
         """The provider conversation the next turn continues (None: it starts fresh)."""
         with self._lock:
-            return self._state.conversation_id
+            return self._state.session_id
 
     @property
-    def last_turn_conversation_id(self) -> str | None:
+    def last_turn_session_id(self) -> str | None:
         """The conversation the last finished turn (completed or failed) ran in."""
         with self._lock:
-            return self._last_turn_conversation_id
+            return self._last_turn_session_id
 
     @property
     def closed(self) -> bool:
@@ -245,19 +245,19 @@ class Session:
         self,
         request: TurnRequest | str,
         *,
-        expect_conversation: str | None = None,
+        expect_session_id: str | None = None,
         pin: bool = False,
     ) -> TurnTicket:
         """Reserve and name the next turn before anything runs.
 
-        ``expect_conversation`` makes the turn strict: unless the session holds exactly that
+        ``expect_session_id`` makes the turn strict: unless the session holds exactly that
         conversation, ContinuityError is raised and nothing runs. A strict or ``pin``-ned turn
         never loses its conversation: no replacement, no forgetting, no renewal. A new ticket
         supersedes any earlier one that has not run.
 
         Raises:
             SessionStateError: the session is closed.
-            ContinuityError: the session does not hold ``expect_conversation``.
+            ContinuityError: the session does not hold ``expect_session_id``.
         """
         if isinstance(request, str):
             request = TurnRequest(prompt=request)
@@ -265,7 +265,7 @@ class Session:
             if self._closing():
                 raise _closed_error()
             if not self._running:
-                commands = self._step(Prepare(self._clock.monotonic(), expect_conversation))
+                commands = self._step(Prepare(self._clock.monotonic(), expect_session_id))
                 for command in commands:
                     if isinstance(command, RefuseTurn):
                         raise _refusal_error(command)
@@ -273,11 +273,9 @@ class Session:
                         self._notices.append(command)
                     else:
                         self._bookkeep(command)
-            elif expect_conversation is not None and (
-                expect_conversation != self._state.conversation_id
-            ):
-                raise ContinuityError(expect_conversation, self._state.conversation_id)
-            ticket = TurnTicket(self._ids.new_id("turn"), request, expect_conversation, pin)
+            elif expect_session_id is not None and (expect_session_id != self._state.session_id):
+                raise ContinuityError(expect_session_id, self._state.session_id)
+            ticket = TurnTicket(self._ids.new_id("turn"), request, expect_session_id, pin)
             self._pending = ticket
             self._pending_cancelled = False
             return ticket
@@ -372,19 +370,19 @@ class Session:
 
     # -- the conversation between turns ---------------------------------------------------
 
-    def adopt(self, conversation_id: str, previous_usage: ProviderUsage | None = None) -> bool:
-        """Continue ``conversation_id`` from the next turn on, replacing what the session holds.
+    def adopt(self, session_id: str, previous_usage: ProviderUsage | None = None) -> bool:
+        """Continue ``session_id`` from the next turn on, replacing what the session holds.
 
         Returns False (changing nothing) when a turn is running, the session is closed, or the
         provider cannot resume. Raises InvalidSessionIdError for an unsafe id.
         """
-        validate_session_id(conversation_id)
+        validate_session_id(session_id)
         if not self._profile.supports_resume:
             return False
         with self._lock:
             if self._running or self._closing():
                 return False
-            for command in self._step(Adopt(conversation_id, previous_usage)):
+            for command in self._step(Adopt(session_id, previous_usage)):
                 self._bookkeep(command)
             return True
 
@@ -444,9 +442,7 @@ class Session:
         emit = self._emitter(on_event)
         with self._lock:
             notices, self._notices = self._notices, []
-        start = Start(
-            ticket.turn_id, self._clock.monotonic(), ticket.expect_conversation, ticket.pin
-        )
+        start = Start(ticket.turn_id, self._clock.monotonic(), ticket.expect_session_id, ticket.pin)
         pending: deque[Command] = deque((*notices, *self._feed(start)))
         handler_error: BaseException | None = None
         while pending:
@@ -480,13 +476,13 @@ class Session:
         self, ticket: TurnTicket, command: FinishTurn, handler_error: BaseException | None
     ) -> Turn:
         with self._lock:
-            self._last_turn_conversation_id = command.conversation_id
+            self._last_turn_session_id = command.session_id
         if handler_error is not None:
             raise handler_error
         result = self._last_result
         if result is None:  # pragma: no cover - the policy finishes only after a result
             raise SessionStateError("internal error: the turn finished without a result")
-        return Turn(result, command.continuity, ticket.turn_id, command.conversation_id)
+        return Turn(result, command.continuity, ticket.turn_id, command.session_id)
 
     def _failure(
         self, ticket: TurnTicket, command: FailTurn, handler_error: BaseException | None
@@ -515,7 +511,9 @@ class Session:
         if self._stop.is_set():
             return Cancelled(self._clock.monotonic())
         spec = replace(
-            self._spec, resume_id=command.resume_id, previous_usage=command.previous_usage
+            self._spec,
+            resume_session_id=command.resume_session_id,
+            previous_usage=command.previous_usage,
         )
         try:
             conversation = self._transport.open(spec)
@@ -524,7 +522,7 @@ class Session:
             return Failed(self._clock.monotonic(), classify_failure(error), None)
         with self._lock:
             self._conversation = conversation
-        return Opened(conversation.conversation_id)
+        return Opened(conversation.session_id)
 
     def _execute(self, request: TurnRequest, emit: Callable[[AgentEvent], None]) -> Event:
         conversation = self._conversation
@@ -543,9 +541,9 @@ class Session:
                 result = conversation.turn(request, emit)
             except BaseException as error:
                 self._last_error = error
-                named = conversation.conversation_id
+                named = conversation.session_id
                 with self._lock:
-                    self._last_turn_conversation_id = named or self._state.conversation_id
+                    self._last_turn_session_id = named or self._state.session_id
                 return Failed(
                     self._clock.monotonic(),
                     classify_failure(error),
@@ -562,7 +560,7 @@ class Session:
         self._last_result = result
         return Succeeded(
             self._clock.monotonic(),
-            result.session_id or conversation.conversation_id,
+            result.session_id or conversation.session_id,
             result.usage,
             result.interrupted,
             result.usage.tokens.input_tokens,
@@ -572,10 +570,10 @@ class Session:
     def _lock_key(self, conversation: Conversation) -> tuple[str, str] | None:
         if self._locks is None:
             return None
-        conversation_id = self._state.conversation_id or conversation.conversation_id
-        if conversation_id is None:
+        session_id = self._state.session_id or conversation.session_id
+        if session_id is None:
             return None
-        return (self._profile.name, conversation_id)
+        return (self._profile.name, session_id)
 
     def _take(self, key: tuple[str, str]) -> bool:
         """Wait for the conversation's lock; False when an interrupt arrives first."""
@@ -599,7 +597,7 @@ class Session:
                     self._log(f"closing the conversation failed: {error!r}")
         elif isinstance(command, SaveCheckpoint):
             try:
-                checkpoint = Checkpoint(command.conversation_id, command.usage, command.turns)
+                checkpoint = Checkpoint(command.session_id, command.usage, command.turns)
             except ValueError as error:
                 self._log(f"not saving a checkpoint: {error}")
             else:

@@ -31,7 +31,10 @@ __all__ = [
 ]
 
 _KEY = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]{0,199}")
-_FORMAT_VERSION = 1
+_FORMAT_VERSION = 2
+#: The key naming the conversation, per format version: version 1 files (``conversation_id``)
+#: written before the rename to ``session_id`` still load.
+_ID_KEYS = {1: "conversation_id", 2: "session_id"}
 
 
 def validate_checkpoint_key(key: str) -> str:
@@ -60,17 +63,17 @@ class Checkpoint:
     counting across a restart.
     """
 
-    conversation_id: str
+    session_id: str
     usage: ProviderUsage | None = None
     turns: int = 0
 
     def __post_init__(self) -> None:
-        if not is_valid_session_id(self.conversation_id):
+        if not is_valid_session_id(self.session_id):
             raise InvalidRequestError(
-                "Checkpoint.conversation_id",
-                f"{self.conversation_id!r} is not a valid conversation id",
-                f"invalid conversation id {self.conversation_id!r} for a checkpoint "
-                "(Checkpoint.conversation_id): ids are 1-128 letters, digits, '.', '_' and '-'",
+                "Checkpoint.session_id",
+                f"{self.session_id!r} is not a valid session id",
+                f"invalid session id {self.session_id!r} for a checkpoint "
+                "(Checkpoint.session_id): ids are 1-128 letters, digits, '.', '_' and '-'",
             )
         if self.usage is not None and not isinstance(self.usage, ProviderUsage):  # pyright: ignore[reportUnnecessaryIsInstance]
             raise InvalidRequestError(
@@ -89,26 +92,27 @@ class Checkpoint:
         """Return a JSON-ready dict; ``from_dict`` reverses it."""
         return {
             "version": _FORMAT_VERSION,
-            "conversation_id": self.conversation_id,
+            "session_id": self.session_id,
             "usage": self.usage.to_dict() if self.usage is not None else None,
             "turns": self.turns,
         }
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Checkpoint:
-        """Rebuild from ``to_dict`` output.
+        """Rebuild from ``to_dict`` output, of this format version or of version 1.
 
         Raises:
-            InvalidRequestError: ``data`` is not ``to_dict`` output of this format version.
+            InvalidRequestError: ``data`` is not ``to_dict`` output of a known format version.
         """
         if not isinstance(data, Mapping):  # pyright: ignore[reportUnnecessaryIsInstance]
             raise _not_a_checkpoint(f"{type(data).__name__} is not an object")
         version = data.get("version")
-        if version != _FORMAT_VERSION:
+        id_key = _ID_KEYS.get(version) if isinstance(version, int) else None
+        if id_key is None or isinstance(version, bool):
             raise _not_a_checkpoint(f"unknown checkpoint format version {version!r}")
-        conversation_id = data.get("conversation_id")
-        if not isinstance(conversation_id, str):
-            raise _not_a_checkpoint("checkpoint has no conversation_id string")
+        session_id = data.get(id_key)
+        if not isinstance(session_id, str):
+            raise _not_a_checkpoint(f"checkpoint has no {id_key} string")
         usage_data = data.get("usage")
         if usage_data is not None and not isinstance(usage_data, Mapping):
             raise _not_a_checkpoint("checkpoint usage is not an object")
@@ -116,7 +120,7 @@ class Checkpoint:
             usage = ProviderUsage.from_dict(usage_data) if usage_data is not None else None  # pyright: ignore[reportUnknownArgumentType]
         except (TypeError, ValueError, KeyError, AttributeError, OverflowError) as error:
             raise _not_a_checkpoint(f"checkpoint usage is malformed ({error})") from error
-        return cls(conversation_id=conversation_id, usage=usage, turns=data.get("turns", 0))
+        return cls(session_id=session_id, usage=usage, turns=data.get("turns", 0))
 
 
 def _not_a_checkpoint(problem: str) -> InvalidRequestError:

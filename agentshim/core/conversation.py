@@ -45,7 +45,7 @@ class ConversationSpec:
     """Everything fixed for the lifetime of one conversation.
 
     ``permissions`` and ``approvals`` have no default: what the agent may do is always the
-    caller's decision. ``resume_id`` continues an existing provider conversation (None starts a
+    caller's decision. ``resume_session_id`` continues an existing provider conversation (None starts a
     fresh one); ``previous_usage`` is that conversation's last reported usage, which providers
     with cumulative counters need as a baseline. ``mcp_servers`` and ``reasoning_effort`` apply
     to every turn whose request does not set its own.
@@ -57,7 +57,7 @@ class ConversationSpec:
     model: str | None = None
     mcp_servers: Sequence[McpServer] = ()
     reasoning_effort: str | None = None
-    resume_id: str | None = None
+    resume_session_id: str | None = None
     previous_usage: ProviderUsage | None = None
 
     def __post_init__(self) -> None:
@@ -76,7 +76,7 @@ class Conversation(Protocol):
     """
 
     @property
-    def conversation_id(self) -> str | None:
+    def session_id(self) -> str | None:
         """The provider's id for this conversation; None until the provider names one."""
         ...
 

@@ -24,7 +24,7 @@ The rules, per turn:
   strict or pinned; an interrupted success counts no turn toward renewal;
 * idle longer than ``idle_release_after`` when a turn is prepared: close the live
   conversation but keep its id, so the next turn reopens it by id;
-* a failure that names a new conversation id adopts it first (except a refused resume);
+* a failure that names a new session id adopts it first (except a refused resume);
 * a resumed attempt the provider answers in another conversation (Codex starts a new thread
   when ``resume`` matches nothing, and exits 0) is not a continuation: the new conversation is
   adopted and a success reports continuity REPLACED; a strict or pinned turn instead keeps
@@ -285,10 +285,10 @@ class TurnProgress:
 
 @dataclass(frozen=True, slots=True)
 class PolicyState:
-    """Everything the policy knows; ``conversation_id`` is what the checkpoint names."""
+    """Everything the policy knows; ``session_id`` is what the checkpoint names."""
 
     phase: Phase = Phase.IDLE
-    conversation_id: str | None = None
+    session_id: str | None = None
     usage: ProviderUsage | None = None
     turns: int = 0
     live: bool = False
@@ -308,10 +308,10 @@ class PolicyState:
 
 @dataclass(frozen=True, slots=True)
 class Prepare:
-    """A turn is being prepared at clock reading ``now``; ``expect_conversation`` makes it strict."""
+    """A turn is being prepared at clock reading ``now``; ``expect_session_id`` makes it strict."""
 
     now: float
-    expect_conversation: str | None = None
+    expect_session_id: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -320,15 +320,15 @@ class Start:
 
     turn_id: str
     now: float
-    expect_conversation: str | None = None
+    expect_session_id: str | None = None
     pin: bool = False
 
 
 @dataclass(frozen=True, slots=True)
 class Opened:
-    """The conversation asked for is open; ``conversation_id`` as the transport names it."""
+    """The conversation asked for is open; ``session_id`` as the transport names it."""
 
-    conversation_id: str | None = None
+    session_id: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -336,7 +336,7 @@ class Succeeded:
     """The attempt returned a result."""
 
     now: float
-    conversation_id: str | None = None
+    session_id: str | None = None
     usage: ProviderUsage | None = None
     interrupted: bool = False
     input_tokens: int = 0
@@ -347,13 +347,13 @@ class Succeeded:
 class Failed:
     """Opening the conversation or running the attempt failed.
 
-    ``conversation_id`` is the id the conversation reported after the failure. ``sample`` is a
+    ``session_id`` is the id the conversation reported after the failure. ``sample`` is a
     uniform random number for retry jitter; ``retry_after_s`` the provider's own wait hint.
     """
 
     now: float
     outcome: FailureOutcome
-    conversation_id: str | None = None
+    session_id: str | None = None
     retry_after_s: float | None = None
     sample: float = 0.5
 
@@ -384,7 +384,7 @@ class Abort:
 class Adopt:
     """The caller hands the session an existing conversation to continue."""
 
-    conversation_id: str
+    session_id: str
     usage: ProviderUsage | None = None
 
 
@@ -419,9 +419,9 @@ Event = (
 
 @dataclass(frozen=True, slots=True)
 class OpenConversation:
-    """Open a conversation, resuming ``resume_id`` when set; report ``Opened`` or ``Failed``."""
+    """Open a conversation, resuming ``resume_session_id`` when set; report ``Opened`` or ``Failed``."""
 
-    resume_id: str | None
+    resume_session_id: str | None
     previous_usage: ProviderUsage | None = None
 
 
@@ -451,7 +451,7 @@ class CloseConversation:
 class SaveCheckpoint:
     """Save the checkpoint naming the retained conversation."""
 
-    conversation_id: str
+    session_id: str
     usage: ProviderUsage | None = None
     turns: int = 0
 
@@ -471,10 +471,10 @@ class Notify:
 
 @dataclass(frozen=True, slots=True)
 class FinishTurn:
-    """The turn completed; ``conversation_id`` is the conversation it ran in."""
+    """The turn completed; ``session_id`` is the conversation it ran in."""
 
     continuity: Continuity
-    conversation_id: str | None
+    session_id: str | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -571,12 +571,12 @@ class SessionPolicy:
 
     def initial(
         self,
-        conversation_id: str | None = None,
+        session_id: str | None = None,
         usage: ProviderUsage | None = None,
         turns: int = 0,
     ) -> PolicyState:
-        """The state of a new session, continuing ``conversation_id`` if given."""
-        return PolicyState(conversation_id=conversation_id, usage=usage, turns=turns)
+        """The state of a new session, continuing ``session_id`` if given."""
+        return PolicyState(session_id=session_id, usage=usage, turns=turns)
 
     def step(self, state: PolicyState, event: Event) -> Step:
         """Apply ``event`` to ``state``: the next state and the commands to carry out, in order."""
@@ -606,7 +606,7 @@ class SessionPolicy:
 
     def _prepare(self, state: PolicyState, event: Prepare) -> Step:
         _expect(state, event, Phase.IDLE, Phase.CLOSED)
-        refusal = _refusal(state, event.expect_conversation)
+        refusal = _refusal(state, event.expect_session_id)
         if refusal is not None:
             return state, (refusal,)
         limit = self.idle_release_after
@@ -624,12 +624,12 @@ class SessionPolicy:
 
     def _start(self, state: PolicyState, event: Start) -> Step:
         _expect(state, event, Phase.IDLE, Phase.CLOSED)
-        refusal = _refusal(state, event.expect_conversation)
+        refusal = _refusal(state, event.expect_session_id)
         if refusal is not None:
             return state, (refusal,)
         turn = TurnProgress(
             turn_id=event.turn_id,
-            strict=event.expect_conversation is not None,
+            strict=event.expect_session_id is not None,
             pinned=event.pin,
             started_at=event.now,
             cold_start=state.reset_pending,
@@ -642,8 +642,8 @@ class SessionPolicy:
         _expect(state, event, Phase.OPENING)
         commands: list[Command] = []
         state = replace(state, live=True)
-        named = event.conversation_id
-        if named is not None and named != state.conversation_id:
+        named = event.session_id
+        if named is not None and named != state.session_id:
             if _must_keep(state):
                 return _lost(state, state.last_active, named)
             state = _answered_elsewhere(state, named, commands)
@@ -655,15 +655,15 @@ class SessionPolicy:
     def _succeeded(self, state: PolicyState, event: Succeeded) -> Step:
         _expect(state, event, Phase.EXECUTING)
         turn = _turn(state)
-        named = event.conversation_id
+        named = event.session_id
         commands: list[Command] = []
-        if named is not None and named != state.conversation_id:
+        if named is not None and named != state.session_id:
             if _must_keep(state):
                 return _lost(state, event.now, named)
             state = _answered_elsewhere(state, named, commands)
             turn = _turn(state)
-        conversation_id = named or state.conversation_id
-        same = conversation_id == state.conversation_id
+        session_id = named or state.session_id
+        same = session_id == state.session_id
         turns = state.turns if same else 0
         if not event.interrupted:
             turns += 1
@@ -678,7 +678,7 @@ class SessionPolicy:
             state,
             phase=Phase.IDLE,
             turn=None,
-            conversation_id=conversation_id,
+            session_id=session_id,
             usage=usage,
             turns=turns,
             last_active=event.now,
@@ -691,11 +691,11 @@ class SessionPolicy:
         )
         if retire:
             state = _forget(state, commands, "conversation_retired", "renewal budget reached")
-        elif conversation_id is not None:
-            commands.append(SaveCheckpoint(conversation_id, usage, turns))
+        elif session_id is not None:
+            commands.append(SaveCheckpoint(session_id, usage, turns))
         else:
             commands.append(ClearCheckpoint())
-        commands.append(FinishTurn(continuity, conversation_id))
+        commands.append(FinishTurn(continuity, session_id))
         return state, tuple(commands)
 
     def _budget_reached(self, turns: int, event: Succeeded) -> bool:
@@ -720,10 +720,10 @@ class SessionPolicy:
         commands: list[Command] = []
         if (
             outcome is not FailureOutcome.RESUME_REFUSED
-            and event.conversation_id is not None
-            and event.conversation_id != state.conversation_id
+            and event.session_id is not None
+            and event.session_id != state.session_id
         ):
-            state = _answered_elsewhere(state, event.conversation_id, commands)
+            state = _answered_elsewhere(state, event.session_id, commands)
         turn = replace(_turn(state), attempted=True)
         state = replace(state, turn=turn)
         holds = turn.holds_conversation
@@ -791,10 +791,10 @@ class SessionPolicy:
         commands: list[Command] = []
         if state.live:
             commands.append(CloseConversation())
-        commands.append(SaveCheckpoint(event.conversation_id, event.usage, 0))
+        commands.append(SaveCheckpoint(event.session_id, event.usage, 0))
         return replace(
             state,
-            conversation_id=event.conversation_id,
+            session_id=event.session_id,
             usage=event.usage,
             turns=0,
             live=False,
@@ -831,31 +831,31 @@ def _turn(state: PolicyState) -> TurnProgress:
 def _refusal(state: PolicyState, expect: str | None) -> RefuseTurn | None:
     if state.closed:
         return RefuseTurn(Refusal.CLOSED)
-    if expect is not None and expect != state.conversation_id:
-        return RefuseTurn(Refusal.CONTINUITY, expected=expect, actual=state.conversation_id)
+    if expect is not None and expect != state.session_id:
+        return RefuseTurn(Refusal.CONTINUITY, expected=expect, actual=state.session_id)
     return None
 
 
 def _attempt(state: PolicyState) -> Step:
     """Dispatch the next attempt: reopen the conversation if none is live, else execute."""
-    turn = replace(_turn(state), resumed=state.conversation_id is not None)
+    turn = replace(_turn(state), resumed=state.session_id is not None)
     if state.live:
         return replace(state, phase=Phase.EXECUTING, turn=turn), (
             ExecuteTurn(resumed=turn.resumed, attempt=turn.retries + 1),
         )
     return replace(state, phase=Phase.OPENING, turn=turn), (
-        OpenConversation(state.conversation_id, state.usage),
+        OpenConversation(state.session_id, state.usage),
     )
 
 
-def _adopt_named(state: PolicyState, conversation_id: str, commands: list[Command]) -> PolicyState:
+def _adopt_named(state: PolicyState, session_id: str, commands: list[Command]) -> PolicyState:
     """The provider named a conversation the session did not hold: keep and checkpoint it."""
-    commands.append(SaveCheckpoint(conversation_id, None, 0))
-    return replace(state, conversation_id=conversation_id, usage=None, turns=0, reset_pending=False)
+    commands.append(SaveCheckpoint(session_id, None, 0))
+    return replace(state, session_id=session_id, usage=None, turns=0, reset_pending=False)
 
 
 def _answered_elsewhere(
-    state: PolicyState, conversation_id: str, commands: list[Command]
+    state: PolicyState, session_id: str, commands: list[Command]
 ) -> PolicyState:
     """The provider named a conversation the session did not hold.
 
@@ -865,14 +865,14 @@ def _answered_elsewhere(
     """
     turn = state.turn
     if turn is None or not turn.resumed:
-        return _adopt_named(state, conversation_id, commands)
-    commands.append(_lost_notice(state.conversation_id, conversation_id))
+        return _adopt_named(state, session_id, commands)
+    commands.append(_lost_notice(state.session_id, session_id))
     if turn.holds_conversation:
         # The live conversation now follows the other one; reopen the held one by id.
         if state.live:
             commands.append(CloseConversation())
         return replace(state, live=False)
-    state = _adopt_named(state, conversation_id, commands)
+    state = _adopt_named(state, session_id, commands)
     return replace(state, turn=replace(turn, switched=True, resumed=False))
 
 
@@ -884,7 +884,7 @@ def _must_keep(state: PolicyState) -> bool:
 
 def _lost(state: PolicyState, now: float | None, named: str) -> Step:
     """End a strict or pinned turn answered in another conversation, keeping the held one."""
-    expected = state.conversation_id
+    expected = state.session_id
     commands: list[Command] = [_lost_notice(expected, named)]
     if state.live:
         commands.append(CloseConversation())
@@ -905,9 +905,9 @@ def _forget(state: PolicyState, commands: list[Command], kind: str, why: str) ->
     if state.live:
         commands.append(CloseConversation())
     commands.append(ClearCheckpoint())
-    if state.conversation_id is not None:
-        commands.append(Notify(kind, f"{state.conversation_id}: {why}"))
-    return replace(state, conversation_id=None, usage=None, turns=0, live=False, reset_pending=True)
+    if state.session_id is not None:
+        commands.append(Notify(kind, f"{state.session_id}: {why}"))
+    return replace(state, session_id=None, usage=None, turns=0, live=False, reset_pending=True)
 
 
 def _fail(state: PolicyState, now: float, outcome: FailureOutcome, commands: list[Command]) -> Step:

@@ -80,7 +80,7 @@ class FakeOutcome:
 
     kind: _Kind
     text: str = ""
-    conversation_id: str | None = None
+    session_id: str | None = None
     usage: TokenUsage | None = None
     duration_ms: int = 0
     interrupted: bool = False
@@ -97,7 +97,7 @@ class FakeOutcome:
         cls,
         text: str = "ok",
         *,
-        conversation_id: str | None = None,
+        session_id: str | None = None,
         usage: TokenUsage | None = None,
         duration_ms: int = 0,
         interrupted: bool = False,
@@ -105,14 +105,14 @@ class FakeOutcome:
     ) -> FakeOutcome:
         """The turn answers ``text``.
 
-        A fresh conversation is named ``conversation_id`` (or the transport's next ``conv-N``);
-        a resumed one keeps its id unless ``conversation_id`` names another. ``events`` are
+        A fresh conversation is named ``session_id`` (or the transport's next ``conv-N``);
+        a resumed one keeps its id unless ``session_id`` names another. ``events`` are
         emitted before the answer.
         """
         return cls(
             _Kind.SUCCESS,
             text=text,
-            conversation_id=conversation_id,
+            session_id=session_id,
             usage=usage,
             duration_ms=duration_ms,
             interrupted=interrupted,
@@ -124,19 +124,19 @@ class FakeOutcome:
         cls,
         kind: FailureKind,
         *,
-        conversation_id: str | None = None,
+        session_id: str | None = None,
         detail: str = "",
         retry_after_s: float | None = None,
     ) -> FakeOutcome:
         """The turn fails with a TurnFailedError of ``kind``.
 
-        ``conversation_id`` is a conversation the provider named before failing;
+        ``session_id`` is a conversation the provider named before failing;
         ``retry_after_s`` is set on the error as the provider's own retry hint.
         """
         return cls(
             _Kind.FAILURE,
             failure_kind=kind,
-            conversation_id=conversation_id,
+            session_id=session_id,
             detail=detail,
             retry_after_s=retry_after_s,
         )
@@ -173,14 +173,14 @@ class FakeCall:
 
     conversation: FakeConversation
     request: TurnRequest
-    conversation_id: str | None
+    session_id: str | None
     """The conversation's id when the attempt started (None: a fresh conversation)."""
     outcome: FakeOutcome
 
     @property
     def resumed(self) -> bool:
         """Whether the attempt continued an already named conversation."""
-        return self.conversation_id is not None
+        return self.session_id is not None
 
 
 Script = Iterable[FakeOutcome] | Callable[["FakeCall"], FakeOutcome]
@@ -244,7 +244,7 @@ class FakeTransport:
             return len(self._queue)
 
     def open(self, spec: ConversationSpec) -> FakeConversation:
-        """Open a conversation (named ``spec.resume_id`` when resuming).
+        """Open a conversation (named ``spec.resume_session_id`` when resuming).
 
         Raises:
             ProviderCapabilityError: the profile does not list ``spec.permissions.mode``.
@@ -271,7 +271,7 @@ class FakeTransport:
 
     def _next(self, conversation: FakeConversation, request: TurnRequest) -> FakeCall:
         placeholder = FakeOutcome(_Kind.SUCCESS)
-        started_in = conversation.conversation_id
+        started_in = conversation.session_id
         outcome = placeholder
         with self._lock:
             function = self._function
@@ -304,7 +304,7 @@ class FakeConversation:
         self._transport = transport
         self.spec = spec
         self.number = number
-        self._id = spec.resume_id
+        self._id = spec.resume_session_id
         self._lock = threading.Lock()
         self._running = False
         self._interrupted = threading.Event()
@@ -312,7 +312,7 @@ class FakeConversation:
         self.closed = False
 
     @property
-    def conversation_id(self) -> str | None:
+    def session_id(self) -> str | None:
         """The conversation's id; None until a turn names one."""
         with self._lock:
             return self._id
@@ -335,16 +335,16 @@ class FakeConversation:
 
     def _play(self, call: FakeCall, emit: Callable[[AgentEvent], None]) -> TurnResult:
         outcome = call.outcome
-        resumed = call.conversation_id is not None
+        resumed = call.session_id is not None
         emit(
             RunStarted(
-                ("fake-agent", "--resume", call.conversation_id)
-                if call.conversation_id is not None
+                ("fake-agent", "--resume", call.session_id)
+                if call.session_id is not None
                 else ("fake-agent",)
             )
         )
         if outcome.kind is _Kind.SUCCESS:
-            self._name(outcome.conversation_id, emit, fresh_default=True)
+            self._name(outcome.session_id, emit, fresh_default=True)
             for event in outcome.events:
                 emit(event)
             if outcome.text:
@@ -361,14 +361,14 @@ class FakeConversation:
             return TurnResult(
                 text=outcome.text,
                 structured_output=None,
-                session_id=self.conversation_id,
+                session_id=self.session_id,
                 resumed=resumed,
                 usage=usage,
                 duration_ms=outcome.duration_ms,
                 interrupted=outcome.interrupted,
             )
         if outcome.kind is _Kind.FAILURE:
-            self._name(outcome.conversation_id, emit, fresh_default=False)
+            self._name(outcome.session_id, emit, fresh_default=False)
             emit(RunFinished(1))
             error = TurnFailedError(
                 f"fake turn failed ({outcome.failure_kind.value}): {outcome.detail or 'scripted'}",
@@ -380,10 +380,10 @@ class FakeConversation:
         if outcome.kind is _Kind.RESUME_REFUSED:
             emit(RunFinished(1))
             raise SessionResumeError(
-                ("fake-agent", "--resume", str(call.conversation_id)),
+                ("fake-agent", "--resume", str(call.session_id)),
                 1,
-                stderr=f"no conversation {call.conversation_id}\n",
-                session_id=call.conversation_id,
+                stderr=f"no conversation {call.session_id}\n",
+                session_id=call.session_id,
             )
         if outcome.kind is _Kind.TIMEOUT:
             emit(RunFinished(None))
@@ -407,7 +407,7 @@ class FakeConversation:
         return TurnResult(
             text="",
             structured_output=None,
-            session_id=self.conversation_id,
+            session_id=self.session_id,
             resumed=resumed,
             usage=ProviderUsage(provider=self._transport.profile.name, increment_known=False),
             exit_code=-15,

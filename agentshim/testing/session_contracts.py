@@ -50,11 +50,11 @@ class ContractTurn:
     hang: bool = False
 
 
-def _spec(resume_id: str | None = None) -> ConversationSpec:
+def _spec(resume_session_id: str | None = None) -> ConversationSpec:
     return ConversationSpec(
         permissions=NativePermissions.bypass(),
         approvals=ApprovalPolicy.DENY,
-        resume_id=resume_id,
+        resume_session_id=resume_session_id,
     )
 
 
@@ -97,19 +97,19 @@ class ConversationContract:
     """Upper bound for anything that should happen "soon"."""
 
     def make_conversation(
-        self, turns: Sequence[ContractTurn], *, resume_id: str | None = None
+        self, turns: Sequence[ContractTurn], *, resume_session_id: str | None = None
     ) -> Conversation:
-        """Open a conversation whose turns play ``turns`` (resuming ``resume_id`` if given)."""
+        """Open a conversation whose turns play ``turns`` (resuming ``resume_session_id`` if given)."""
         raise NotImplementedError
 
     def test_a_fresh_conversation_is_unnamed_until_a_turn_names_it(self) -> None:
         """A fresh conversation is unnamed until a turn names it."""
         conversation = self.make_conversation([ContractTurn("hello")])
-        assert conversation.conversation_id is None
+        assert conversation.session_id is None
         result = conversation.turn(TurnRequest("hi"), _Events())
         assert result.text == "hello"
         assert result.session_id is not None
-        assert conversation.conversation_id == result.session_id
+        assert conversation.session_id == result.session_id
         assert not result.resumed
         assert not result.interrupted
 
@@ -128,12 +128,14 @@ class ConversationContract:
         second = conversation.turn(TurnRequest("2"), _Events())
         assert second.text == "two"
         assert second.resumed
-        assert second.session_id == first.session_id == conversation.conversation_id
+        assert second.session_id == first.session_id == conversation.session_id
 
     def test_a_resumed_conversation_carries_its_id_from_the_start(self) -> None:
         """A resumed conversation carries its id from the start."""
-        conversation = self.make_conversation([ContractTurn("again")], resume_id="conv-resumed")
-        assert conversation.conversation_id == "conv-resumed"
+        conversation = self.make_conversation(
+            [ContractTurn("again")], resume_session_id="conv-resumed"
+        )
+        assert conversation.session_id == "conv-resumed"
         result = conversation.turn(TurnRequest("hi"), _Events())
         assert result.resumed
         assert result.session_id == "conv-resumed"
@@ -141,19 +143,19 @@ class ConversationContract:
     def test_interrupt_ends_a_running_turn_and_keeps_the_conversation(self) -> None:
         """Interrupt ends a running turn and keeps the conversation."""
         conversation = self.make_conversation(
-            [ContractTurn(hang=True), ContractTurn("after")], resume_id="conv-kept"
+            [ContractTurn(hang=True), ContractTurn("after")], resume_session_id="conv-kept"
         )
         result, elapsed = _run_hanging(conversation, self.io_timeout)
         assert elapsed < self.io_timeout
         assert result is None or result.interrupted
-        assert conversation.conversation_id == "conv-kept"
+        assert conversation.session_id == "conv-kept"
         after = conversation.turn(TurnRequest("next"), _Events())
         assert after.text == "after"
         assert not after.interrupted
 
     def test_an_interrupted_result_comes_with_a_turn_interrupted_event(self) -> None:
         """An interrupted result comes with a turn interrupted event."""
-        conversation = self.make_conversation([ContractTurn(hang=True)], resume_id="conv-i")
+        conversation = self.make_conversation([ContractTurn(hang=True)], resume_session_id="conv-i")
         done = threading.Event()
         helper = threading.Thread(target=_interrupt_when_running, args=(conversation, done))
         helper.start()
@@ -208,16 +210,16 @@ class TransportContract:
         transport = self.make_transport([ContractTurn("hi")])
         conversation = transport.open(_spec())
         assert isinstance(conversation, Conversation)
-        assert conversation.conversation_id is None
+        assert conversation.session_id is None
         result = conversation.turn(TurnRequest("hello"), _Events())
         assert result.text == "hi"
         assert not result.resumed
 
-    def test_open_with_resume_id_continues_that_conversation(self) -> None:
+    def test_open_with_resume_session_id_continues_that_conversation(self) -> None:
         """Open with resume id continues that conversation."""
         transport = self.make_transport([ContractTurn("back")])
-        conversation = transport.open(_spec(resume_id="conv-back"))
-        assert conversation.conversation_id == "conv-back"
+        conversation = transport.open(_spec(resume_session_id="conv-back"))
+        assert conversation.session_id == "conv-back"
         result = conversation.turn(TurnRequest("hello"), _Events())
         assert result.resumed
         assert result.session_id == "conv-back"
@@ -226,13 +228,13 @@ class TransportContract:
         """Conversations are independent."""
         transport = self.make_transport([ContractTurn("a"), ContractTurn("b")])
         first = transport.open(_spec())
-        second = transport.open(_spec(resume_id="conv-other"))
+        second = transport.open(_spec(resume_session_id="conv-other"))
         first.turn(TurnRequest("1"), _Events())
         first.close()
         result = second.turn(TurnRequest("2"), _Events())
         assert result.text == "b"
-        assert second.conversation_id == "conv-other"
-        assert first.conversation_id != second.conversation_id
+        assert second.session_id == "conv-other"
+        assert first.session_id != second.session_id
 
     def test_it_refuses_permissions_it_cannot_honour(self) -> None:
         """It refuses permissions it cannot honour."""
@@ -275,7 +277,7 @@ class CheckpointStoreContract:
         store.save("user-1", checkpoint)
         loaded = store.load("user-1")
         assert loaded is not None
-        assert loaded.conversation_id == "conv-1"
+        assert loaded.session_id == "conv-1"
         assert loaded.turns == 3
         assert loaded.usage is not None
         assert loaded.usage.to_dict() == _USAGE.to_dict()
@@ -327,9 +329,9 @@ class CheckpointStoreContract:
         store = self.make_store()
         ids = [f"conv-{n}" for n in range(4)]
 
-        def save_many(conversation_id: str) -> None:
+        def save_many(session_id: str) -> None:
             for turns in range(10):
-                store.save("shared", Checkpoint(conversation_id, _USAGE, turns))
+                store.save("shared", Checkpoint(session_id, _USAGE, turns))
 
         threads = [threading.Thread(target=save_many, args=(cid,)) for cid in ids]
         for thread in threads:
@@ -338,5 +340,5 @@ class CheckpointStoreContract:
             thread.join()
         loaded = store.load("shared")
         assert loaded is not None
-        assert loaded.conversation_id in ids
+        assert loaded.session_id in ids
         assert loaded.turns == 9

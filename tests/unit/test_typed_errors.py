@@ -128,7 +128,7 @@ CASES: list[tuple[str, Callable[[], object]]] = [
     ("PricingTable.prices", lambda: PricingTable("v", "d", {"m": 1.0})),  # type: ignore[dict-item]
     # Checkpoints and the session policy.
     ("checkpoint_key", lambda: validate_checkpoint_key("../up")),
-    ("Checkpoint.conversation_id", lambda: Checkpoint("id with spaces")),
+    ("Checkpoint.session_id", lambda: Checkpoint("id with spaces")),
     ("Checkpoint.turns", lambda: Checkpoint("c", turns=-1)),
     ("data", lambda: Checkpoint.from_dict({"version": 99})),
     ("RetryPolicy.delays", lambda: RetryPolicy(delays=(30, -1))),

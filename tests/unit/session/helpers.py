@@ -18,12 +18,12 @@ from agentshim.testing.conversation import FakeOutcome, FakeTransport
 KEY = "user-1"
 
 
-def spec(resume_id: str | None = None) -> ConversationSpec:
+def spec(resume_session_id: str | None = None) -> ConversationSpec:
     return ConversationSpec(
         permissions=NativePermissions.bypass(),
         approvals=ApprovalPolicy.DENY,
         cwd="/work",
-        resume_id=resume_id,
+        resume_session_id=resume_session_id,
     )
 
 
@@ -64,14 +64,14 @@ class Rig:
     @property
     def checkpoint(self) -> str | None:
         saved = self.store.saved.get(KEY)
-        return saved.conversation_id if saved else None
+        return saved.session_id if saved else None
 
     def run(self, prompt: str = "go", *, expect: str | None = None, pin: bool = False):
         return self.session.run(
-            self.session.prepare_turn(prompt, expect_conversation=expect, pin=pin)
+            self.session.prepare_turn(prompt, expect_session_id=expect, pin=pin)
         )
 
     @property
     def resumed_ids(self) -> list[str | None]:
         """The conversation each attempt started in (None: fresh)."""
-        return [call.conversation_id for call in self.transport.calls]
+        return [call.session_id for call in self.transport.calls]

@@ -40,7 +40,7 @@ class TestConstruction:
         session = agent.session("/work")
         turn = session.run(session.prepare_turn("hi"))
         assert turn.result.text == "hello"
-        assert turn.conversation_id == "s-1"
+        assert turn.session_id == "s-1"
         assert executor.requests[0].cwd == "/work"
 
     def test_the_binary_is_looked_up_on_first_use_not_at_construction(self) -> None:

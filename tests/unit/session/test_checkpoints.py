@@ -62,7 +62,7 @@ from tests.unit.session.helpers import spec
 import sys
 
 transport = FakeTransport([FakeOutcome.success(
-    "hi", conversation_id="conv-77", usage=TokenUsage(input_tokens=40, output_tokens=4))])
+    "hi", session_id="conv-77", usage=TokenUsage(input_tokens=40, output_tokens=4))])
 session = Session(transport, spec(), checkpoints=FileCheckpointStore(sys.argv[1]),
                   checkpoint_key="user-9")
 session.run(session.prepare_turn("remember this"))
@@ -79,15 +79,15 @@ from tests.unit.session.helpers import spec
 transport = FakeTransport([FakeOutcome.success("welcome back")])
 session = Session(transport, spec(), checkpoints=FileCheckpointStore(sys.argv[1]),
                   checkpoint_key="user-9")
-held = session.conversation_id
+held = session.session_id
 turn = session.run(session.prepare_turn("what did I say?"))
 opened = transport.opened[0]
 print(json.dumps({
     "held": held,
-    "resume_id": opened.resume_id,
+    "resume_session_id": opened.resume_session_id,
     "baseline_input": opened.previous_usage.tokens.input_tokens,
     "resumed": turn.result.resumed,
-    "conversation": turn.conversation_id,
+    "conversation": turn.session_id,
 }))
 """
 
@@ -111,7 +111,7 @@ def test_a_conversation_survives_a_process_restart(tmp_path: Path) -> None:
     report = json.loads(run_python(READER, str(tmp_path)))
     assert report == {
         "held": "conv-77",
-        "resume_id": "conv-77",
+        "resume_session_id": "conv-77",
         "baseline_input": 40,
         "resumed": True,
         "conversation": "conv-77",
@@ -124,9 +124,31 @@ def test_the_file_is_one_json_document_per_key(tmp_path: Path) -> None:
     store.save("user-1", Checkpoint("conv-1", usage, turns=2))
     assert sorted(p.name for p in tmp_path.iterdir()) == ["user-1.json"]
     data = json.loads((tmp_path / "user-1.json").read_text())
-    assert data["conversation_id"] == "conv-1"
+    assert data["session_id"] == "conv-1"
     assert data["turns"] == 2
     assert data["usage"]["tokens"]["input_tokens"] == 3
+
+
+def test_a_file_written_before_the_rename_to_session_id_still_loads(tmp_path: Path) -> None:
+    (tmp_path / "user-1.json").write_text(
+        json.dumps({"version": 1, "conversation_id": "conv-old", "usage": None, "turns": 4})
+    )
+    store = FileCheckpointStore(tmp_path)
+    assert store.load("user-1") == Checkpoint("conv-old", None, turns=4)
+    store.save("user-1", Checkpoint("conv-old", None, turns=5))
+    data = json.loads((tmp_path / "user-1.json").read_text())
+    assert (data["version"], data["session_id"], "conversation_id" in data) == (
+        2,
+        "conv-old",
+        False,
+    )
+
+
+def test_a_version_1_file_naming_its_id_session_id_is_corrupt(tmp_path: Path) -> None:
+    (tmp_path / "k.json").write_text(json.dumps({"version": 1, "session_id": "conv-1"}))
+    notes: list[str] = []
+    assert FileCheckpointStore(tmp_path, log=notes.append).load("k") is None
+    assert "conversation_id" in notes[0]
 
 
 def test_save_replaces_the_file_atomically_and_leaves_no_temporary_files(
@@ -144,14 +166,14 @@ def test_save_replaces_the_file_atomically_and_leaves_no_temporary_files(
     [
         "{not json",
         "[]",
-        '{"version": 1}',
-        '{"version": 99, "conversation_id": "conv-1"}',
-        '{"version": 1, "conversation_id": "../../etc"}',
-        '{"version": 1, "conversation_id": "conv-1", "turns": -3}',
-        '{"version": 1, "conversation_id": "conv-1", "usage": "lots"}',
-        '{"version": 1, "conversation_id": "conv-1", "usage": {"tokens": {"input_tokens": "many"}}}',
-        '{"version": 1, "conversation_id": "conv-1", "usage": {"cost_source": "free"}}',
-        '{"version": 1, "conversation_id": "conv-1", "usage": {"tokens": {"input_tokens": 1e999}}}',
+        '{"version": 2}',
+        '{"version": 99, "session_id": "conv-1"}',
+        '{"version": 2, "session_id": "../../etc"}',
+        '{"version": 2, "session_id": "conv-1", "turns": -3}',
+        '{"version": 2, "session_id": "conv-1", "usage": "lots"}',
+        '{"version": 2, "session_id": "conv-1", "usage": {"tokens": {"input_tokens": "many"}}}',
+        '{"version": 2, "session_id": "conv-1", "usage": {"cost_source": "free"}}',
+        '{"version": 2, "session_id": "conv-1", "usage": {"tokens": {"input_tokens": 1e999}}}',
         "[" * 100_000 + "]" * 100_000,
     ],
     ids=[
@@ -196,13 +218,13 @@ def test_a_session_over_a_corrupt_checkpoint_starts_fresh(tmp_path: Path) -> Non
         checkpoints=FileCheckpointStore(tmp_path, log=log.append),
         checkpoint_key="user-1",
     )
-    assert session.conversation_id is None
+    assert session.session_id is None
     session.run(session.prepare_turn("go"))
-    assert transport.opened[0].resume_id is None
+    assert transport.opened[0].resume_session_id is None
     assert log
     saved = FileCheckpointStore(tmp_path).load("user-1")
     assert saved is not None
-    assert (saved.conversation_id, saved.turns) == ("conv-1", 1)
+    assert (saved.session_id, saved.turns) == ("conv-1", 1)
 
 
 def test_without_a_log_a_corrupt_file_raises_a_runtime_warning(tmp_path: Path) -> None:
@@ -231,21 +253,21 @@ def test_safe_keys_map_to_a_file_inside_the_directory(tmp_path: Path) -> None:
         assert store.path_for(key).parent == tmp_path
 
 
-def test_a_checkpoint_refuses_an_unsafe_conversation_id() -> None:
-    with pytest.raises(InvalidRequestError, match="conversation id") as caught:
+def test_a_checkpoint_refuses_an_unsafe_session_id() -> None:
+    with pytest.raises(InvalidRequestError, match="session id") as caught:
         Checkpoint("id with spaces")
-    assert caught.value.field == "Checkpoint.conversation_id"
+    assert caught.value.field == "Checkpoint.session_id"
 
 
 @pytest.mark.parametrize(
     "data",
     [
-        {"version": 2, "conversation_id": "c"},
-        {"version": 1},
-        {"version": 1, "conversation_id": "c", "usage": []},
-        {"version": 1, "conversation_id": "c", "usage": {"tokens": {"input_tokens": "many"}}},
-        {"version": 1, "conversation_id": "c", "usage": {"cost_source": "guessed"}},
-        {"version": 1, "conversation_id": "c", "turns": -1},
+        {"version": 3, "session_id": "c"},
+        {"version": 2},
+        {"version": 2, "session_id": "c", "usage": []},
+        {"version": 2, "session_id": "c", "usage": {"tokens": {"input_tokens": "many"}}},
+        {"version": 2, "session_id": "c", "usage": {"cost_source": "guessed"}},
+        {"version": 2, "session_id": "c", "turns": -1},
         ["not", "a", "mapping"],
     ],
 )

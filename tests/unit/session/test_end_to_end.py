@@ -75,12 +75,12 @@ def test_a_session_survives_a_transient_failure_and_a_lost_conversation(tmp_path
 
     def ask(prompt: str) -> tuple[str, Continuity, str | None]:
         turn = session.run(session.prepare_turn(prompt))
-        return turn.result.text, turn.continuity, turn.conversation_id
+        return turn.result.text, turn.continuity, turn.session_id
 
     assert ask("first") == ("one", Continuity.CONTINUED, "sess-a")
     saved = store.load("user-1")
     assert saved is not None
-    assert saved.conversation_id == "sess-a"
+    assert saved.session_id == "sess-a"
     assert saved.usage is not None
     assert saved.usage.tokens.input_tokens == 100
 
@@ -89,10 +89,10 @@ def test_a_session_survives_a_transient_failure_and_a_lost_conversation(tmp_path
     assert any(isinstance(e, Lifecycle) and e.kind == "retry_scheduled" for e in events)
 
     assert ask("third") == ("three", Continuity.REPLACED, "sess-b")
-    assert session.conversation_id == "sess-b"
+    assert session.session_id == "sess-b"
     saved = store.load("user-1")
     assert saved is not None
-    assert saved.conversation_id == "sess-b"
+    assert saved.session_id == "sess-b"
 
     assert ask("fourth") == ("four", Continuity.CONTINUED, "sess-b")
     assert script.asked == [
@@ -106,7 +106,7 @@ def test_a_session_survives_a_transient_failure_and_a_lost_conversation(tmp_path
 
     session.close()
     later = agent.session(str(tmp_path), checkpoints=store, checkpoint_key="user-1")
-    assert later.conversation_id == "sess-b"
+    assert later.session_id == "sess-b"
 
 
 def test_the_recorded_overload_is_a_transient_failure_on_a_resumed_turn() -> None:

@@ -24,10 +24,10 @@ def test_a_script_function_sees_each_call_and_picks_its_outcome() -> None:
     seen: list[tuple[str, str | None]] = []
 
     def script(call: FakeCall) -> FakeOutcome:
-        seen.append((call.request.prompt, call.conversation_id))
+        seen.append((call.request.prompt, call.session_id))
         return FakeOutcome.success(call.request.prompt.upper())
 
-    conversation = FakeTransport(script).open(spec(resume_id="conv-3"))
+    conversation = FakeTransport(script).open(spec(resume_session_id="conv-3"))
     result = conversation.turn(TurnRequest("hello"), lambda _: None)
     assert result.text == "HELLO"
     assert seen == [("hello", "conv-3")]
@@ -64,7 +64,7 @@ def test_failures_raise_the_errors_a_real_transport_would() -> None:
             FakeOutcome.timeout(12),
         ]
     )
-    conversation = transport.open(spec(resume_id="conv-8"))
+    conversation = transport.open(spec(resume_session_id="conv-8"))
     with pytest.raises(TurnFailedError) as failed:
         conversation.turn(TurnRequest("a"), lambda _: None)
     assert failed.value.kind is FailureKind.USAGE_LIMIT

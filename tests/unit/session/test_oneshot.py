@@ -47,7 +47,7 @@ def test_only_bypass_permissions_are_possible(permissions: NativePermissions) ->
 def test_an_interrupted_turn_returns_an_interrupted_result_instead_of_raising() -> None:
     scripted = ScriptedClaude([ContractTurn(hang=True), ContractTurn("after")])
     session = Session(
-        OneShotTransport(scripted.agent()), spec(resume_id="sess-live"), clock=FakeClock()
+        OneShotTransport(scripted.agent()), spec(resume_session_id="sess-live"), clock=FakeClock()
     )
     events: list[AgentEvent] = []
     started = threading.Event()
@@ -69,7 +69,7 @@ def test_an_interrupted_turn_returns_an_interrupted_result_instead_of_raising() 
     assert turn.result.exit_code == -15  # type: ignore[attr-defined]
     assert any(isinstance(event, TurnInterrupted) for event in events)
     assert scripted.executor.handles[0].terminated
-    assert session.conversation_id == "sess-live"
+    assert session.session_id == "sess-live"
     assert session.run(session.prepare_turn("next")).result.text == "after"
 
 

@@ -117,7 +117,7 @@ class PolicyMachine(RuleBasedStateMachine):
     def apply(self, command: Command) -> None:
         if isinstance(command, OpenConversation):
             assert not self.live, "opened a conversation while one is live"
-            assert command.resume_id == self.state.conversation_id
+            assert command.resume_session_id == self.state.session_id
             self.awaiting = "open"
         elif isinstance(command, ExecuteTurn):
             assert self.live, "executed a turn without a live conversation"
@@ -131,7 +131,7 @@ class PolicyMachine(RuleBasedStateMachine):
             assert self.live, "closed a conversation that is not live"
             self.live = False
         elif isinstance(command, SaveCheckpoint):
-            self.checkpoint = command.conversation_id
+            self.checkpoint = command.session_id
         elif isinstance(command, ClearCheckpoint):
             if self.holds:
                 assert self.held is None, "a strict or pinned turn lost its conversation"
@@ -149,7 +149,7 @@ class PolicyMachine(RuleBasedStateMachine):
                 "REPLACED without a refused resume or a resume answered elsewhere"
             )
         if self.in_run and self.holds and self.held is not None:
-            assert self.state.conversation_id == self.held, "a held conversation was lost"
+            assert self.state.session_id == self.held, "a held conversation was lost"
         self.in_run = False
         self.awaiting = None
 
@@ -165,7 +165,7 @@ class PolicyMachine(RuleBasedStateMachine):
         refusals = [c for c in commands if isinstance(c, RefuseTurn)]
         if self.closed:
             assert refusals == [RefuseTurn(Refusal.CLOSED)]
-        elif expected is not None and expected != self.state.conversation_id:
+        elif expected is not None and expected != self.state.session_id:
             assert refusals
             assert refusals[0].reason is Refusal.CONTINUITY
         else:
@@ -186,7 +186,7 @@ class PolicyMachine(RuleBasedStateMachine):
         self.resume_refused_in_run = False
         self.switched_in_run = False
         self.holds = expected is not None or pin
-        self.held = self.state.conversation_id
+        self.held = self.state.session_id
         commands = self.feed(Start(f"t{self.now}", self.now, expected, pin))
         if self.closed:
             assert commands == (RefuseTurn(Refusal.CLOSED),), "a closed session ran a turn"
@@ -198,23 +198,23 @@ class PolicyMachine(RuleBasedStateMachine):
 
     def _expected(self, expect: str) -> str | None:
         if expect == "held":
-            return self.state.conversation_id or "c1"
+            return self.state.session_id or "c1"
         if expect == "other":
             return "c-other"
         return None
 
     @precondition(lambda self: not self.in_run and not self.closed)
-    @rule(conversation_id=IDS)
-    def adopt(self, conversation_id: str) -> None:
-        self.feed(Adopt(conversation_id))
-        assert self.state.conversation_id == conversation_id
+    @rule(session_id=IDS)
+    def adopt(self, session_id: str) -> None:
+        self.feed(Adopt(session_id))
+        assert self.state.session_id == session_id
 
     @precondition(lambda self: not self.in_run)
     @rule()
     def release(self) -> None:
-        before = self.state.conversation_id
+        before = self.state.session_id
         self.feed(Release())
-        assert self.state.conversation_id == before
+        assert self.state.session_id == before
         assert not self.live
 
     @precondition(lambda self: not self.in_run)
@@ -248,14 +248,14 @@ class PolicyMachine(RuleBasedStateMachine):
         if choice == "opened":
             self.live = True
             named = data.draw(MAYBE_ID, label="named")
-            before = self.state.conversation_id
+            before = self.state.session_id
             elsewhere = self.answered_elsewhere(named)
             commands = self.feed(Opened(named))
             self.check_answer_elsewhere(elsewhere, before, named, commands)
         elif choice == "succeeded":
             self.now += 1
             named = data.draw(MAYBE_ID, label="named")
-            before = self.state.conversation_id
+            before = self.state.session_id
             elsewhere = self.answered_elsewhere(named)
             event = Succeeded(
                 self.now,
@@ -300,7 +300,7 @@ class PolicyMachine(RuleBasedStateMachine):
         """
         turn = self.state.turn
         assert turn is not None
-        elsewhere = turn.resumed and named is not None and named != self.state.conversation_id
+        elsewhere = turn.resumed and named is not None and named != self.state.session_id
         if elsewhere and not self.holds:
             self.switched_in_run = True
         return elsewhere
@@ -316,7 +316,7 @@ class PolicyMachine(RuleBasedStateMachine):
         if not self.holds:
             return False
         assert commands[-1] == RefuseTurn(Refusal.CONVERSATION_LOST, expected=before, actual=named)
-        assert self.state.conversation_id == before
+        assert self.state.session_id == before
         return True
 
     @rule(event=st.sampled_from(["opened", "succeeded", "waited", "start", "adopt"]))
@@ -344,7 +344,7 @@ class PolicyMachine(RuleBasedStateMachine):
 
     @invariant()
     def the_checkpoint_names_the_retained_conversation(self) -> None:
-        assert self.checkpoint == self.state.conversation_id
+        assert self.checkpoint == self.state.session_id
 
     @invariant()
     def the_model_agrees_about_the_live_conversation(self) -> None:

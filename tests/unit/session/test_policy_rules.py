@@ -43,7 +43,7 @@ class TestTransientFailure:
         assert raised.value.kind is FailureKind.TRANSIENT
         assert rig.clock.waits == [1.0, 2.0]
         assert len(rig.transport.calls) == 4
-        assert rig.session.conversation_id == "conv-1"
+        assert rig.session.session_id == "conv-1"
         assert rig.checkpoint == "conv-1"
 
     def test_the_default_schedule_is_thirty_to_four_hundred_eighty_seconds(self) -> None:
@@ -70,24 +70,24 @@ class TestTransientFailure:
 class TestResumeRefused:
     def test_on_a_resumed_turn_replays_once_in_a_fresh_conversation(self) -> None:
         rig = Rig(
-            [FakeOutcome.resume_refused(), ok("fresh", conversation_id="conv-new")],
+            [FakeOutcome.resume_refused(), ok("fresh", session_id="conv-new")],
             holding="conv-old",
         )
         turn = rig.run()
         assert turn.continuity is Continuity.REPLACED
-        assert turn.conversation_id == "conv-new"
+        assert turn.session_id == "conv-new"
         assert turn.result.text == "fresh"
         assert rig.resumed_ids == ["conv-old", None]
-        assert [spec.resume_id for spec in rig.transport.opened] == ["conv-old", None]
+        assert [spec.resume_session_id for spec in rig.transport.opened] == ["conv-old", None]
         assert rig.transport.conversations[0].closed
         assert rig.checkpoint == "conv-new"
-        assert rig.session.conversation_id == "conv-new"
+        assert rig.session.session_id == "conv-new"
 
     def test_the_replacement_is_tried_only_once(self) -> None:
         rig = Rig(
             [
                 FakeOutcome.resume_refused(),
-                FakeOutcome.failure(FailureKind.OTHER, conversation_id="conv-2"),
+                FakeOutcome.failure(FailureKind.OTHER, session_id="conv-2"),
             ],
             holding="conv-old",
         )
@@ -100,7 +100,7 @@ class TestResumeRefused:
         rig = Rig([FakeOutcome.resume_refused(), ok()], holding="conv-old")
         with pytest.raises(SessionResumeError):
             rig.run(expect="conv-old" if how == "strict" else None, pin=how == "pinned")
-        assert rig.session.conversation_id == "conv-old"
+        assert rig.session.session_id == "conv-old"
         assert rig.checkpoint == "conv-old"
         assert rig.transport.remaining == 1
 
@@ -109,7 +109,7 @@ class TestResumeRefused:
         with pytest.raises(SessionResumeError):
             rig.run()
         assert rig.resumed_ids == [None]
-        assert rig.session.conversation_id is None
+        assert rig.session.session_id is None
         assert rig.checkpoint is None
         assert rig.transport.remaining == 1
 
@@ -119,9 +119,9 @@ class TestUnclassifiedFailure:
         rig = Rig([FakeOutcome.failure(FailureKind.OTHER), ok("cold")], holding="conv-old")
         with pytest.raises(TurnFailedError):
             rig.run()
-        assert rig.session.conversation_id is None
+        assert rig.session.session_id is None
         assert rig.checkpoint is None
-        assert rig.session.last_turn_conversation_id == "conv-old"
+        assert rig.session.last_turn_session_id == "conv-old"
         turn = rig.run()
         assert turn.continuity is Continuity.RESET
         assert rig.resumed_ids == ["conv-old", None]
@@ -130,14 +130,14 @@ class TestUnclassifiedFailure:
         rig = Rig([FakeOutcome.failure(FailureKind.OTHER)], holding="conv-old")
         with pytest.raises(TurnFailedError):
             rig.run(pin=True)
-        assert rig.session.conversation_id == "conv-old"
+        assert rig.session.session_id == "conv-old"
         assert rig.checkpoint == "conv-old"
 
     def test_of_a_fresh_turn_keeps_what_it_named(self) -> None:
-        rig = Rig([FakeOutcome.failure(FailureKind.OTHER, conversation_id="conv-9")])
+        rig = Rig([FakeOutcome.failure(FailureKind.OTHER, session_id="conv-9")])
         with pytest.raises(TurnFailedError):
             rig.run()
-        assert rig.session.conversation_id == "conv-9"
+        assert rig.session.session_id == "conv-9"
         assert rig.checkpoint == "conv-9"
 
 
@@ -147,7 +147,7 @@ class TestContextOverflow:
         with pytest.raises(TurnFailedError) as raised:
             rig.run()
         assert raised.value.kind is FailureKind.CONTEXT_OVERFLOW
-        assert rig.session.conversation_id is None
+        assert rig.session.session_id is None
         assert rig.checkpoint is None
         assert rig.transport.conversations[0].closed
 
@@ -156,7 +156,7 @@ class TestContextOverflow:
         rig = Rig([FakeOutcome.failure(FailureKind.CONTEXT_OVERFLOW)], holding="conv-old")
         with pytest.raises(TurnFailedError):
             rig.run(expect="conv-old" if how == "strict" else None, pin=how == "pinned")
-        assert rig.session.conversation_id == "conv-old"
+        assert rig.session.session_id == "conv-old"
         assert rig.checkpoint == "conv-old"
 
 
@@ -178,7 +178,7 @@ def test_other_failures_fail_keeping_the_conversation_and_checkpoint(
     rig = Rig([outcome, ok("later")], holding="conv-old")
     with pytest.raises(error):
         rig.run()
-    assert rig.session.conversation_id == "conv-old"
+    assert rig.session.session_id == "conv-old"
     assert rig.checkpoint == "conv-old"
     assert rig.clock.waits == []
     turn = rig.run()
@@ -190,12 +190,12 @@ def test_other_failures_fail_keeping_the_conversation_and_checkpoint(
 class TestSuccess:
     def test_keeps_the_conversation_and_saves_the_checkpoint_with_usage(self) -> None:
         usage = TokenUsage(input_tokens=50, output_tokens=5)
-        rig = Rig([ok("hi", conversation_id="conv-7", usage=usage)])
+        rig = Rig([ok("hi", session_id="conv-7", usage=usage)])
         turn = rig.run()
         assert turn.continuity is Continuity.CONTINUED
-        assert turn.conversation_id == "conv-7"
+        assert turn.session_id == "conv-7"
         saved = rig.store.saved["user-1"]
-        assert saved.conversation_id == "conv-7"
+        assert saved.session_id == "conv-7"
         assert saved.turns == 1
         assert saved.usage is not None
         assert saved.usage.tokens == usage
@@ -207,7 +207,7 @@ class TestSuccess:
         rig.session.release()
         rig.run()
         reopened = rig.transport.opened[1]
-        assert reopened.resume_id == "conv-1"
+        assert reopened.resume_session_id == "conv-1"
         assert reopened.previous_usage is not None
         assert reopened.previous_usage.tokens == usage
 
@@ -215,40 +215,40 @@ class TestSuccess:
         rig = Rig([ok(), ok(), ok()], renewal=RenewalBudget(max_turns=2))
         first, second = rig.run(), rig.run()
         assert (first.continuity, second.continuity) == (Continuity.CONTINUED,) * 2
-        assert second.conversation_id == "conv-1"
-        assert rig.session.conversation_id is None
+        assert second.session_id == "conv-1"
+        assert rig.session.session_id is None
         assert rig.checkpoint is None
         third = rig.run()
         assert third.continuity is Continuity.RESET
-        assert third.conversation_id == "conv-2"
+        assert third.session_id == "conv-2"
         assert rig.resumed_ids == [None, "conv-1", None]
 
     def test_a_turn_with_too_many_input_tokens_retires_it(self) -> None:
         big = ok(usage=TokenUsage(input_tokens=900_000))
         rig = Rig([big, ok()], renewal=RenewalBudget(max_turn_input_tokens=800_000))
         rig.run()
-        assert rig.session.conversation_id is None
+        assert rig.session.session_id is None
         assert rig.run().continuity is Continuity.RESET
 
     def test_a_turn_that_took_too_long_retires_it(self) -> None:
         rig = Rig([ok(duration_ms=700_000), ok()], renewal=RenewalBudget(max_turn_duration_s=600))
         rig.run()
-        assert rig.session.conversation_id is None
+        assert rig.session.session_id is None
 
     def test_a_pinned_turn_is_not_retired(self) -> None:
         rig = Rig([ok(), ok()], renewal=RenewalBudget(max_turns=1))
         rig.run(pin=True)
-        assert rig.session.conversation_id == "conv-1"
+        assert rig.session.session_id == "conv-1"
         rig.run()
-        assert rig.session.conversation_id is None
+        assert rig.session.session_id is None
 
     def test_a_strict_turn_is_not_retired(self) -> None:
         rig = Rig([ok(), ok()], renewal=RenewalBudget(max_turns=1), holding="conv-old")
         rig.run(expect="conv-old")
-        assert rig.session.conversation_id == "conv-old"
+        assert rig.session.session_id == "conv-old"
         assert rig.checkpoint == "conv-old"
         rig.run()
-        assert rig.session.conversation_id is None
+        assert rig.session.session_id is None
         assert rig.checkpoint is None
 
     def test_an_interrupted_success_counts_no_turn_toward_renewal(self) -> None:
@@ -256,10 +256,10 @@ class TestSuccess:
         first = rig.run()
         assert first.result.interrupted
         rig.run()
-        assert rig.session.conversation_id == "conv-1"
+        assert rig.session.session_id == "conv-1"
         assert rig.store.saved["user-1"].turns == 0
         rig.run()
-        assert rig.session.conversation_id is None
+        assert rig.session.session_id is None
 
 
 class TestIdleRelease:
@@ -270,11 +270,11 @@ class TestIdleRelease:
         rig.clock.advance(61)
         ticket = rig.session.prepare_turn("later")
         assert first.closed
-        assert rig.session.conversation_id == "conv-1"
+        assert rig.session.session_id == "conv-1"
         assert rig.checkpoint == "conv-1"
         turn = rig.session.run(ticket)
         assert turn.continuity is Continuity.CONTINUED
-        assert [spec.resume_id for spec in rig.transport.opened] == [None, "conv-1"]
+        assert [spec.resume_session_id for spec in rig.transport.opened] == [None, "conv-1"]
 
     def test_a_conversation_used_recently_stays_open(self) -> None:
         rig = Rig([ok(), ok()], idle_release_after=60)
@@ -287,16 +287,16 @@ class TestIdleRelease:
 
 class TestNamedConversation:
     def test_a_failure_that_names_a_new_conversation_adopts_it_first(self) -> None:
-        rig = Rig([FakeOutcome.failure(FailureKind.AUTH, conversation_id="conv-5"), ok()])
+        rig = Rig([FakeOutcome.failure(FailureKind.AUTH, session_id="conv-5"), ok()])
         with pytest.raises(TurnFailedError):
             rig.run()
-        assert rig.session.conversation_id == "conv-5"
+        assert rig.session.session_id == "conv-5"
         assert rig.checkpoint == "conv-5"
         rig.run()
         assert rig.resumed_ids == [None, "conv-5"]
 
     def test_a_transient_failure_naming_it_retries_in_that_conversation(self) -> None:
-        named = FakeOutcome.failure(FailureKind.TRANSIENT, conversation_id="conv-5")
+        named = FakeOutcome.failure(FailureKind.TRANSIENT, session_id="conv-5")
         rig = Rig([named, ok()])
         rig.run()
         assert rig.resumed_ids == [None, "conv-5"]
@@ -308,13 +308,13 @@ class TestStrictTurns:
     ) -> None:
         rig = Rig([ok()], holding="conv-old")
         with pytest.raises(ContinuityError) as raised:
-            rig.session.prepare_turn("go", expect_conversation="conv-other")
+            rig.session.prepare_turn("go", expect_session_id="conv-other")
         assert (raised.value.expected, raised.value.actual) == ("conv-other", "conv-old")
         assert rig.transport.calls == []
 
     def test_a_strict_turn_whose_conversation_changed_after_prepare_is_refused(self) -> None:
         rig = Rig([ok()], holding="conv-old")
-        ticket = rig.session.prepare_turn("go", expect_conversation="conv-old")
+        ticket = rig.session.prepare_turn("go", expect_session_id="conv-old")
         assert rig.session.adopt("conv-else")
         with pytest.raises(ContinuityError):
             rig.session.run(ticket)
@@ -323,7 +323,7 @@ class TestStrictTurns:
     def test_a_strict_turn_with_no_conversation_is_refused(self) -> None:
         rig = Rig([ok()])
         with pytest.raises(ContinuityError):
-            rig.session.prepare_turn("go", expect_conversation="conv-1")
+            rig.session.prepare_turn("go", expect_session_id="conv-1")
 
 
 def test_a_closed_session_refuses_turns() -> None:

@@ -79,9 +79,9 @@ class TestCheckpointAtConstruction:
         store = FakeCheckpointStore({KEY: Checkpoint("conv-saved", usage, turns=4)})
         transport = FakeTransport([ok()])
         session = make(transport, checkpoints=store, checkpoint_key=KEY)
-        assert session.conversation_id == "conv-saved"
+        assert session.session_id == "conv-saved"
         session.run(session.prepare_turn("again"))
-        assert transport.opened[0].resume_id == "conv-saved"
+        assert transport.opened[0].resume_session_id == "conv-saved"
         assert transport.opened[0].previous_usage == usage
         assert store.saved[KEY].turns == 5
 
@@ -95,7 +95,7 @@ class TestCheckpointAtConstruction:
             policy=SessionPolicy(renewal=RenewalBudget(max_turns=3)),
         )
         session.run(session.prepare_turn("third"))
-        assert session.conversation_id is None
+        assert session.session_id is None
         assert KEY not in store.saved
 
     def test_an_explicit_resume_id_wins_and_is_saved(self) -> None:
@@ -103,15 +103,15 @@ class TestCheckpointAtConstruction:
         transport = FakeTransport([ok()])
         session = Session(
             transport,
-            spec(resume_id="conv-explicit"),
+            spec(resume_session_id="conv-explicit"),
             clock=FakeClock(),
             checkpoints=store,
             checkpoint_key=KEY,
         )
-        assert session.conversation_id == "conv-explicit"
-        assert store.saved[KEY].conversation_id == "conv-explicit"
+        assert session.session_id == "conv-explicit"
+        assert store.saved[KEY].session_id == "conv-explicit"
         session.run(session.prepare_turn("go"))
-        assert transport.opened[0].resume_id == "conv-explicit"
+        assert transport.opened[0].resume_session_id == "conv-explicit"
 
     def test_a_store_needs_a_key_and_the_key_is_validated(self) -> None:
         with pytest.raises(InvalidRequestError, match="together") as caught:
@@ -134,7 +134,7 @@ class TestCheckpointAtConstruction:
     def test_a_provider_that_cannot_resume_refuses_an_explicit_resume_id(self) -> None:
         profile = replace(FAKE_PROFILE, supports_resume=False)
         with pytest.raises(ProviderCapabilityError, match="cannot resume"):
-            Session(FakeTransport(profile=profile), spec(resume_id="conv-1"))
+            Session(FakeTransport(profile=profile), spec(resume_session_id="conv-1"))
 
 
 class TestEvents:
@@ -239,7 +239,7 @@ class TestAdoptReleaseClose:
         assert rig.checkpoint == "conv-elsewhere"
         assert rig.transport.conversations[0].closed
         turn = rig.run()
-        assert turn.conversation_id == "conv-elsewhere"
+        assert turn.session_id == "conv-elsewhere"
         assert rig.resumed_ids == [None, "conv-elsewhere"]
 
     def test_adopt_refuses_an_unsafe_id(self) -> None:
@@ -253,16 +253,16 @@ class TestAdoptReleaseClose:
         assert not rig.session.adopt("conv-1")
         cannot = make(FakeTransport(profile=replace(FAKE_PROFILE, supports_resume=False)))
         assert not cannot.adopt("conv-1")
-        assert cannot.conversation_id is None
+        assert cannot.session_id is None
 
     def test_release_keeps_the_id_and_the_next_turn_reopens_it(self) -> None:
         rig = Rig([ok(), ok()])
         rig.run()
         rig.session.release()
         assert rig.transport.conversations[0].closed
-        assert rig.session.conversation_id == "conv-1"
+        assert rig.session.session_id == "conv-1"
         rig.run()
-        assert [s.resume_id for s in rig.transport.opened] == [None, "conv-1"]
+        assert [s.resume_session_id for s in rig.transport.opened] == [None, "conv-1"]
 
     def test_close_is_idempotent_keeps_the_checkpoint_and_closes_the_conversation(self) -> None:
         rig = Rig([ok()])

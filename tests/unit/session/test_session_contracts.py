@@ -25,32 +25,34 @@ def fake_outcome(turn: ContractTurn) -> FakeOutcome:
     return FakeOutcome.success(turn.text)
 
 
-def spec(resume_id: str | None) -> ConversationSpec:
+def spec(resume_session_id: str | None) -> ConversationSpec:
     return ConversationSpec(
-        permissions=NativePermissions.bypass(), approvals=ApprovalPolicy.DENY, resume_id=resume_id
+        permissions=NativePermissions.bypass(),
+        approvals=ApprovalPolicy.DENY,
+        resume_session_id=resume_session_id,
     )
 
 
 class TestFakeConversation(ConversationContract):
     def make_conversation(
-        self, turns: Sequence[ContractTurn], *, resume_id: str | None = None
+        self, turns: Sequence[ContractTurn], *, resume_session_id: str | None = None
     ) -> Conversation:
-        return FakeTransport([fake_outcome(t) for t in turns]).open(spec(resume_id))
+        return FakeTransport([fake_outcome(t) for t in turns]).open(spec(resume_session_id))
 
 
 class TestFakeSteerableConversation(ConversationContract):
     def make_conversation(
-        self, turns: Sequence[ContractTurn], *, resume_id: str | None = None
+        self, turns: Sequence[ContractTurn], *, resume_session_id: str | None = None
     ) -> Conversation:
         transport = FakeTransport([fake_outcome(t) for t in turns], steerable=True)
-        return transport.open(spec(resume_id))
+        return transport.open(spec(resume_session_id))
 
 
 class TestOneShotConversation(ConversationContract):
     def make_conversation(
-        self, turns: Sequence[ContractTurn], *, resume_id: str | None = None
+        self, turns: Sequence[ContractTurn], *, resume_session_id: str | None = None
     ) -> Conversation:
-        return OneShotTransport(ScriptedClaude(turns).agent()).open(spec(resume_id))
+        return OneShotTransport(ScriptedClaude(turns).agent()).open(spec(resume_session_id))
 
 
 class TestFakeTransport(TransportContract):

@@ -130,8 +130,8 @@ class LateStartConversation:
         self.inner = inner
 
     @property
-    def conversation_id(self) -> str | None:
-        return self.inner.conversation_id
+    def session_id(self) -> str | None:
+        return self.inner.session_id
 
     def turn(self, request: TurnRequest, emit: Callable[[AgentEvent], None]) -> TurnResult:
         assert self.transport.session is not None
@@ -171,7 +171,7 @@ def test_a_concurrent_run_raises_session_state_error() -> None:
     runner.join()
     assert runner.turn is not None
     assert len(transport.calls) == 1
-    assert session.conversation_id is None, "adopt() changed a session that was running"
+    assert session.session_id is None, "adopt() changed a session that was running"
     assert not transport.conversations[0].closed, "release() closed the running conversation"
 
 
