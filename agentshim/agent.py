@@ -1,10 +1,11 @@
 """Agent: a provider's transport plus the permissions, clock, ids and recovery policy its sessions share.
 
-``Agent(name, permissions=..., approvals=...)`` builds the transport for a provider name on an
-executor (the host by default, wrapped by a Confinement when one is given); ``Agent(transport,
-...)`` uses a ready-made one. ``Agent.session(cwd)`` opens a :class:`~agentshim.session.Session`.
-Sessions of one Agent never run turns in the same provider conversation at the same time: the
-Agent keeps a lock per (provider, session id).
+``Agent(name, permissions=..., approvals=...)`` builds the one-shot transport for a provider
+name on an executor (the host by default, wrapped by a Confinement when one is given);
+``Agent.over(transport, ...)`` uses a ready-made Transport. ``Agent.start_session(cwd)`` opens
+a :class:`~agentshim.session.Session`. Sessions of one Agent never run turns in the same
+provider conversation at the same time: the Agent keeps one lock per (provider, session id),
+taken once per turn.
 """
 
 from __future__ import annotations
@@ -13,7 +14,8 @@ import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 
-from agentshim.cli_agent import CliAgent
+from agentshim.cli_agent import CliAgent, EventSink, event_callback
+from agentshim.core._checks import instance
 from agentshim.core.checkpoints import CheckpointStore
 from agentshim.core.clock import Clock, SystemClock
 from agentshim.core.conversation import (
@@ -24,7 +26,6 @@ from agentshim.core.conversation import (
     TransportKind,
 )
 from agentshim.core.errors import AgentShimError, InvalidRequestError, ProviderCapabilityError
-from agentshim.core.events import AgentEventHandler
 from agentshim.core.ids import IdAllocator, RandomIds
 from agentshim.core.locks import KeyedLocks
 from agentshim.core.mcp import McpServer, StdioMcpServer
@@ -51,23 +52,25 @@ class Agent:
 
     ``permissions`` and ``approvals`` are required: what the agent may do is always the
     caller's decision. ``retry`` and ``renewal`` set the recovery policy of every session
-    (``Agent.session`` may override ``renewal``).
+    (``start_session`` may override ``renewal``). Each of ``event_handlers`` is an
+    AgentEventHandler or a plain function of one event.
 
-    Built from a provider name, the transport runs on ``executor`` (host by default); with a
-    ``confinement`` every process runs inside it and the confinement supplies the env, so
-    passing ``env`` too is an InvalidRequestError. Built from a ready-made Transport, passing
-    ``executor``, ``confinement``, ``env``, ``transport`` or ``catalog`` is one too.
+    The transport runs on ``executor`` (host by default); with a ``confinement`` every process
+    runs inside it and the confinement supplies the env, so passing ``env`` too is an
+    InvalidRequestError. ``transport`` is the kind of transport to build
+    (``TransportKind.ONE_SHOT``, the default). For a ready-made Transport use
+    :meth:`Agent.over`.
 
     Raises:
-        InvalidRequestError: ``permissions`` or ``approvals`` of the wrong type, or options
-            that cannot be combined (see above).
+        InvalidRequestError: ``provider`` is not a name, ``permissions`` or ``approvals`` of
+            the wrong type, or both ``env`` and ``confinement``.
         ProviderCapabilityError: the transport cannot honour ``permissions``, or the provider
             has no transport of the requested kind.
     """
 
     def __init__(
         self,
-        provider: str | Transport,
+        provider: str,
         *,
         permissions: NativePermissions,
         approvals: ApprovalPolicy,
@@ -78,62 +81,21 @@ class Agent:
         ids: IdAllocator | None = None,
         retry: RetryPolicy | None = None,
         renewal: RenewalBudget | None = None,
-        event_handlers: Sequence[AgentEventHandler] = (),
+        event_handlers: Sequence[EventSink] = (),
         env: Mapping[str, str] | None = None,
         log: Callable[[str], None] | None = None,
         check_timeout: float = 15.0,
-        transport: TransportKind | None = None,
-        catalog: ProviderCatalog | None = None,
+        transport: TransportKind = TransportKind.ONE_SHOT,
+        catalog: ProviderCatalog = DEFAULT_CATALOG,
     ) -> None:
-        if not isinstance(permissions, NativePermissions):  # pyright: ignore[reportUnnecessaryIsInstance]
+        if not isinstance(provider, str):  # pyright: ignore[reportUnnecessaryIsInstance]
             raise InvalidRequestError(
-                "permissions",
-                f"{permissions!r} is not a NativePermissions",
-                f"Agent permissions must be a NativePermissions, not {permissions!r}; build one "
-                "with NativePermissions.bypass(), read_only() or workspace_write()",
+                "provider",
+                f"{type(provider).__name__} is not a provider name",
+                f"Agent(provider) takes a provider name such as 'claude', not {provider!r:.80}; "
+                "for a ready-made Transport use Agent.over(transport, ...)",
             )
-        if not isinstance(approvals, ApprovalPolicy):  # pyright: ignore[reportUnnecessaryIsInstance]
-            raise InvalidRequestError(
-                "approvals",
-                f"{approvals!r} is not an ApprovalPolicy",
-                f"Agent approvals must be an ApprovalPolicy (such as ApprovalPolicy.DENY), "
-                f"not {approvals!r}",
-            )
-        self.permissions = permissions
-        self.approvals = approvals
-        self.model = model
-        self.clock: Clock = clock if clock is not None else SystemClock()
-        self.ids: IdAllocator = ids if ids is not None else RandomIds()
-        self.retry = retry if retry is not None else RetryPolicy()
-        self.renewal = renewal
-        self.event_handlers: tuple[AgentEventHandler, ...] = tuple(event_handlers)
-        self.log: Callable[[str], None] = log or _ignore
-        self._confinement = confinement
-        # The registry belongs to this Agent: sessions of other Agents are not serialized.
-        self._locks = KeyedLocks()
-
-        if not isinstance(provider, str):
-            passed = [
-                name
-                for name, value in (
-                    ("executor", executor),
-                    ("confinement", confinement),
-                    ("env", env),
-                    ("transport", transport),
-                    ("catalog", catalog),
-                )
-                if value is not None
-            ]
-            if passed:
-                raise InvalidRequestError(
-                    passed[0],
-                    "cannot be combined with a ready-made Transport",
-                    f"{', '.join(passed)} cannot be combined with a ready-made Transport; "
-                    "configure the transport itself",
-                )
-            self.transport: Transport = provider
-            return
-
+        self._share(permissions, approvals, model, clock, ids, retry, renewal, event_handlers, log)
         if confinement is not None and env is not None:
             raise InvalidRequestError(
                 "env",
@@ -141,31 +103,105 @@ class Agent:
                 "pass env or confinement, not both: a confined agent runs with the "
                 "confinement's env",
             )
-        kind = transport if transport is not None else TransportKind.ONE_SHOT
-        chosen_catalog = catalog if catalog is not None else DEFAULT_CATALOG
-        profile = chosen_catalog.plugin(provider).profile
-        if kind is not TransportKind.ONE_SHOT:
+        instance("Agent", "transport", transport, TransportKind, "a TransportKind")
+        profile = catalog.plugin(provider).profile
+        if transport is not TransportKind.ONE_SHOT:
             raise ProviderCapabilityError(
                 f"{profile.display_name} has no long-lived stream transport in this version; "
                 "use TransportKind.ONE_SHOT"
             )
         check_permissions(profile, ConversationSpec(permissions=permissions, approvals=approvals))
+        self._confinement = confinement
         base = executor if executor is not None else HostCommandExecutor()
         run_on = confine(base, confinement) if confinement is not None else base
         agent_env = dict(confinement.env) if confinement is not None else env
         log_line = self.log
+        locks = self._locks
 
         def build() -> CliAgent:
             return CliAgent(
                 provider,
+                model=model,
                 executor=run_on,
                 env=agent_env,
                 check_timeout=check_timeout,
                 log=log_line,
-                catalog=chosen_catalog,
+                catalog=catalog,
+                locks=locks,
             )
 
-        self.transport = OneShotTransport(build, profile=profile, check_timeout=check_timeout)
+        self.transport: Transport = OneShotTransport(
+            build, profile=profile, check_timeout=check_timeout
+        )
+        # The CliAgent takes the conversation locks itself, so sessions do not take them again.
+        self._session_locks: KeyedLocks | None = None
+
+    @classmethod
+    def over(
+        cls,
+        transport: Transport,
+        *,
+        permissions: NativePermissions,
+        approvals: ApprovalPolicy,
+        model: str | None = None,
+        clock: Clock | None = None,
+        ids: IdAllocator | None = None,
+        retry: RetryPolicy | None = None,
+        renewal: RenewalBudget | None = None,
+        event_handlers: Sequence[EventSink] = (),
+        log: Callable[[str], None] | None = None,
+    ) -> Agent:
+        """An Agent whose sessions open conversations on a ready-made ``transport``.
+
+        Its sessions take the Agent's conversation lock around each turn.
+
+        Raises:
+            InvalidRequestError: ``transport`` is not a Transport, or ``permissions`` or
+                ``approvals`` of the wrong type.
+        """
+        instance("Agent.over", "transport", transport, Transport, "a Transport")
+        agent = cls.__new__(cls)
+        agent._share(permissions, approvals, model, clock, ids, retry, renewal, event_handlers, log)
+        agent._confinement = None
+        agent.transport = transport
+        agent._session_locks = agent._locks
+        return agent
+
+    def _share(
+        self,
+        permissions: NativePermissions,
+        approvals: ApprovalPolicy,
+        model: str | None,
+        clock: Clock | None,
+        ids: IdAllocator | None,
+        retry: RetryPolicy | None,
+        renewal: RenewalBudget | None,
+        event_handlers: Sequence[EventSink],
+        log: Callable[[str], None] | None,
+    ) -> None:
+        """Check and keep what every session of this Agent shares."""
+        self.permissions = instance(
+            "Agent",
+            "permissions",
+            permissions,
+            NativePermissions,
+            "a NativePermissions, built with NativePermissions.bypass(), read_only() or "
+            "workspace_write()",
+        )
+        self.approvals = instance(
+            "Agent", "approvals", approvals, ApprovalPolicy, "an ApprovalPolicy such as DENY"
+        )
+        self.model = model
+        self.clock: Clock = clock if clock is not None else SystemClock()
+        self.ids: IdAllocator = ids if ids is not None else RandomIds()
+        self.retry = retry if retry is not None else RetryPolicy()
+        self.renewal = renewal
+        self.event_handlers: tuple[EventSink, ...] = tuple(event_handlers)
+        for handler in self.event_handlers:
+            event_callback("event_handlers", handler)
+        self.log: Callable[[str], None] = log or _ignore
+        # The registry belongs to this Agent: sessions of other Agents are not serialized.
+        self._locks = KeyedLocks()
 
     @property
     def profile(self) -> ProviderProfile:
@@ -183,7 +219,7 @@ class Agent:
             detail="this transport cannot report its readiness",
         )
 
-    def session(
+    def start_session(
         self,
         cwd: str | None = None,
         *,
@@ -231,7 +267,7 @@ class Agent:
             event_handlers=self.event_handlers,
             checkpoints=checkpoints,
             checkpoint_key=checkpoint_key,
-            locks=self._locks,
+            locks=self._session_locks,
             log=self.log,
         )
 

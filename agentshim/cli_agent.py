@@ -6,14 +6,17 @@ importing the catalog, which ``core/`` may not do.
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import os
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from typing import Protocol, cast, runtime_checkable
 
-from agentshim.core._checks import is_positive_seconds
+from agentshim.core._checks import is_positive_seconds, seconds
+from agentshim.core.conversation import TurnStop
 from agentshim.core.env import interactive_env
 from agentshim.core.errors import (
     AgentShimError,
@@ -31,7 +34,6 @@ from agentshim.core.errors import (
 from agentshim.core.events import (
     AgentEvent,
     AgentEventHandler,
-    CompositeEventHandler,
     Lifecycle,
     RunFinished,
     RunStarted,
@@ -61,7 +63,58 @@ from agentshim.execution.executor import (
 from agentshim.execution.host import HostCommandExecutor
 from agentshim.providers import DEFAULT_CATALOG, ProviderCatalog
 
-__all__ = ["AgentSession", "CliAgent"]
+__all__ = ["AgentSession", "CliAgent", "EnvDefaultsProvider", "EventSink", "event_callback"]
+
+EventSink = AgentEventHandler | Callable[[AgentEvent], None]
+"""What every door that takes an event handler accepts: an object with ``on_event(event)``,
+or a plain function of one event."""
+
+#: How often a turn waiting for another turn in the same conversation checks for a cancel (s).
+_LOCK_POLL_S = 0.05
+
+
+def event_callback(field: str, handler: object) -> Callable[[AgentEvent], None]:
+    """The function to call with each event: ``handler.on_event``, or ``handler`` itself.
+
+    Raises:
+        InvalidRequestError: ``handler`` (passed as ``field``) is neither an
+            AgentEventHandler nor a callable.
+    """
+    on_event: object = getattr(handler, "on_event", None)
+    if callable(on_event):
+        return cast("Callable[[AgentEvent], None]", on_event)
+    if callable(handler):
+        return cast("Callable[[AgentEvent], None]", handler)
+    raise InvalidRequestError(
+        field,
+        f"{handler!r:.200} is neither callable nor has an on_event(event) method",
+        f"{field} must be an AgentEventHandler (an object with on_event(event)) or a "
+        f"function of one event, not {handler!r:.200}",
+    )
+
+
+def _fanout(callbacks: Sequence[Callable[[AgentEvent], None]]) -> Callable[[AgentEvent], None]:
+    if len(callbacks) == 1:
+        return callbacks[0]
+
+    def emit(event: AgentEvent) -> None:
+        for callback in callbacks:
+            callback(event)
+
+    return emit
+
+
+@runtime_checkable
+class EnvDefaultsProvider(Protocol):
+    """A provider that declares environment defaults for its CLI (optional).
+
+    ``CliAgent`` adds each of ``env_defaults`` where the env it runs with does not set it.
+    """
+
+    @property
+    def env_defaults(self) -> Mapping[str, str]:
+        """Variables the CLI should see unless the caller's env sets them."""
+        ...
 
 
 def _ignore(_: str) -> None:
@@ -75,9 +128,14 @@ class CliAgent:
     every session and turn reuses that. ``env=None`` takes the user's interactive shell
     environment, so the CLI sees the same PATH and credentials it does in a terminal.
 
-    Environment defaults: the provider's ``env_defaults`` (if it declares any) are added where
-    the env does not set them, and so is ``profile.container_env`` when running as root, since
-    some CLIs refuse their permission-bypass flags to root without it.
+    Environment defaults: the provider's ``env_defaults`` (see :class:`EnvDefaultsProvider`)
+    are added where the env does not set them, and so is ``profile.container_env`` when
+    running as root, since some CLIs refuse their permission-bypass flags to root without it.
+
+    ``event_handler`` and ``event_handlers`` receive every turn's events; each is an
+    AgentEventHandler or a plain function of one event. ``locks`` is the registry of
+    conversation locks (one per provider and session id) its sessions share; an ``Agent``
+    hands its own, and by default the CliAgent has one of its own.
     """
 
     def __init__(
@@ -87,11 +145,12 @@ class CliAgent:
         model: str | None = None,
         executor: CommandExecutor | None = None,
         env: Mapping[str, str] | None = None,
-        event_handler: AgentEventHandler | None = None,
-        event_handlers: Sequence[AgentEventHandler] = (),
+        event_handler: EventSink | None = None,
+        event_handlers: Sequence[EventSink] = (),
         check_timeout: float = 15.0,
         log: Callable[[str], None] | None = None,
         catalog: ProviderCatalog = DEFAULT_CATALOG,
+        locks: KeyedLocks | None = None,
     ) -> None:
         self.provider: Provider = (
             catalog.plugin(provider).create_provider() if isinstance(provider, str) else provider
@@ -103,25 +162,31 @@ class CliAgent:
         self.env: dict[str, str] = _compose_env(self.provider, env)
         self.binary_path: str = self.executor.find_binary(self.profile.binary, self.env)
         self.executor.check_binary(self.binary_path, self.env, timeout=check_timeout)
-        self.handlers: tuple[AgentEventHandler, ...] = _handlers(event_handler, event_handlers)
-        self.locks = KeyedLocks()
+        self.handlers: tuple[Callable[[AgentEvent], None], ...] = _handlers(
+            event_handler, event_handlers
+        )
+        self.locks: KeyedLocks = locks if locks is not None else KeyedLocks()
 
     def derive(
         self,
         *,
         model: str | None = None,
-        event_handler: AgentEventHandler | None = None,
-        event_handlers: Sequence[AgentEventHandler] = (),
+        event_handler: EventSink | None = None,
+        event_handlers: Sequence[EventSink] = (),
     ) -> CliAgent:
         """Return an agent on the same checked install with another model and handlers.
 
-        The binary is not looked up or checked again; the conversation locks are shared.
+        The binary is not looked up or checked again; the conversation locks are shared. With
+        no ``model`` it keeps this agent's, and with no handler given it keeps this agent's.
         """
-        clone = object.__new__(CliAgent)
-        clone.__dict__.update(self.__dict__)
-        clone.model = model if model is not None else self.model
-        clone.handlers = _handlers(event_handler, event_handlers)
-        return clone
+        handlers = _handlers(event_handler, event_handlers)
+        if event_handler is None and not event_handlers:
+            handlers = self.handlers
+        # A shallow copy shares the provider, executor, env and lock registry as they are.
+        derived = copy.copy(self)
+        derived.model = model if model is not None else self.model
+        derived.handlers = handlers
+        return derived
 
     def start_session(
         self,
@@ -142,28 +207,30 @@ class CliAgent:
         *,
         cwd: str | None = None,
         timeout: float | None = None,
+        on_event: EventSink | None = None,
     ) -> TurnResult:
-        """Run one turn in a fresh conversation and return its result."""
-        return self.start_session(cwd=cwd, timeout=timeout).turn(request)
+        """Run one turn in a fresh conversation and return its result.
+
+        ``on_event`` receives this turn's events after the agent's handlers.
+        """
+        return self.start_session(cwd=cwd, timeout=timeout).turn(request, on_event=on_event)
 
 
 def _handlers(
-    handler: AgentEventHandler | None, handlers: Sequence[AgentEventHandler]
-) -> tuple[AgentEventHandler, ...]:
-    chosen = (*((handler,) if handler is not None else ()), *handlers)
-    for candidate in chosen:
-        if not callable(getattr(candidate, "on_event", None)):
-            raise InvalidRequestError(
-                "event_handler",
-                f"{candidate!r:.200} has no on_event(event) method; wrap a plain function in "
-                "CallbackEventHandler",
-            )
-    return chosen
+    handler: EventSink | None, handlers: Sequence[EventSink]
+) -> tuple[Callable[[AgentEvent], None], ...]:
+    chosen: list[Callable[[AgentEvent], None]] = []
+    if handler is not None:
+        chosen.append(event_callback("event_handler", handler))
+    chosen.extend(event_callback("event_handlers", each) for each in handlers)
+    return tuple(chosen)
 
 
 def _compose_env(provider: Provider, env: Mapping[str, str] | None) -> dict[str, str]:
     composed = dict(interactive_env()) if env is None else dict(env)
-    defaults: Mapping[str, str] = getattr(provider, "env_defaults", None) or {}
+    defaults: Mapping[str, str] = (
+        provider.env_defaults if isinstance(provider, EnvDefaultsProvider) else {}
+    )
     for key, value in defaults.items():
         composed.setdefault(key, value)
     if _running_as_root():
@@ -178,25 +245,56 @@ def _running_as_root() -> bool:
 
 
 class _TurnSink:
-    """Feeds executor output into the parser and publishes the process handle."""
+    """Feeds executor output into the parser; a stop ends the process once it exists."""
 
-    __slots__ = ("_on_handle", "stderr", "stdout")
+    __slots__ = ("_detach", "_done", "_grace", "_guard", "_kill_timer", "_stop", "stderr", "stdout")
 
-    def __init__(self, parser: StreamParser, on_handle: Callable[[CommandHandle], None]) -> None:
-        self._on_handle = on_handle
+    def __init__(self, parser: StreamParser, stop: TurnStop, grace: Callable[[], float]) -> None:
         # Bound methods: the executor calls these once per line, so skip a layer of dispatch.
         self.stdout = parser.feed_stdout
         self.stderr = parser.feed_stderr
+        self._stop = stop
+        self._grace = grace
+        self._guard = threading.Lock()
+        self._done = False
+        self._kill_timer: threading.Timer | None = None
+        self._detach: Callable[[], None] = _nothing
 
     def started(self, handle: CommandHandle) -> None:
-        self._on_handle(handle)
+        def terminate() -> None:
+            with self._guard:
+                if self._done:
+                    return
+                timer = threading.Timer(self._grace(), handle.kill)
+                timer.daemon = True
+                self._kill_timer = timer
+                timer.start()
+            handle.terminate()
+
+        # A stop requested before the process existed runs ``terminate`` right here.
+        self._detach = self._stop.attach(terminate)
+
+    def finished(self) -> None:
+        """The process is gone: a later stop has nothing to end."""
+        self._detach()
+        with self._guard:
+            self._done = True
+            timer = self._kill_timer
+        if timer is not None:
+            timer.cancel()
+
+
+def _nothing() -> None:
+    """No stop action is attached yet."""
 
 
 class AgentSession:
     """A conversation with one CLI, one process per turn; not safe to ``turn()`` concurrently.
 
     ``session_id`` names the provider conversation the next turn resumes (None: start fresh).
-    ``cancel`` is the one thread-safe call.
+    ``cancel`` is the one thread-safe call. ``cancel_grace_s`` is how long a stopped CLI gets
+    between SIGTERM and SIGKILL when the stop comes through a ``TurnStop`` rather than
+    ``cancel(grace_s)``.
     """
 
     def __init__(
@@ -207,6 +305,7 @@ class AgentSession:
         timeout: float | None = None,
         session_id: str | None = None,
         previous_usage: ProviderUsage | None = None,
+        cancel_grace_s: float = 5.0,
     ) -> None:
         self.agent = agent
         self.cwd = cwd
@@ -218,10 +317,9 @@ class AgentSession:
         self.last_result: TurnResult | None = None
         self._state = threading.Lock()
         self._busy = False
-        self._handle: CommandHandle | None = None
-        self._cancel_requested = False
-        self._kill_timer: threading.Timer | None = None
-        self._cancel_grace_s = 5.0
+        self._stop: TurnStop | None = None
+        self._default_grace_s = seconds("AgentSession", "cancel_grace_s", cancel_grace_s)
+        self._grace_s = self._default_grace_s
 
     # -- conversation bookkeeping -------------------------------------------------------
 
@@ -251,98 +349,103 @@ class AgentSession:
             return True
 
     def cancel(self, grace_s: float = 5.0) -> None:
-        """Stop the running turn: terminate the process group, then kill it after ``grace_s``.
+        """Cancel the turn in flight: it raises TurnCancelledError; the session id is kept.
 
-        Thread-safe. A cancel that arrives before the process exists is honoured as soon as it
-        does; with no turn in flight it does nothing.
+        Thread-safe. The CLI's process group gets SIGTERM, then SIGKILL after ``grace_s``; a
+        cancel that arrives before the process exists means it never starts. The outcome is
+        the same however late in the turn the cancel comes, even when the CLI then exits
+        cleanly. With no turn in flight it does nothing (the next turn is not affected).
         """
+        grace = seconds("AgentSession.cancel", "grace_s", grace_s)
         with self._state:
-            if not self._busy:
+            stop = self._stop
+            if stop is None:
                 return
-            self._cancel_requested = True
-            self._cancel_grace_s = grace_s
-            handle = self._handle
-            if handle is not None and self._kill_timer is None:
-                self._kill_timer = self._start_kill_timer(handle, grace_s)
-        if handle is not None:
-            handle.terminate()
-
-    def _start_kill_timer(self, handle: CommandHandle, grace_s: float) -> threading.Timer:
-        timer = threading.Timer(max(0.0, grace_s), handle.kill)
-        timer.daemon = True
-        timer.start()
-        return timer
-
-    def _set_handle(self, handle: CommandHandle) -> None:
-        with self._state:
-            self._handle = handle
-            cancel = self._cancel_requested
-            if cancel and self._kill_timer is None:
-                self._kill_timer = self._start_kill_timer(handle, self._cancel_grace_s)
-        if cancel:
-            handle.terminate()
+            self._grace_s = grace
+        stop.request()
 
     # -- the turn -----------------------------------------------------------------------
 
-    def turn(self, request: TurnRequest | str) -> TurnResult:
+    def turn(
+        self,
+        request: TurnRequest | str,
+        *,
+        on_event: EventSink | None = None,
+        stop: TurnStop | None = None,
+    ) -> TurnResult:
         """Run one turn and return its result.
+
+        Events go to the agent's handlers, then to ``on_event`` (an AgentEventHandler or a
+        function of one event), on this thread. ``stop`` is the turn's stop request when the
+        caller holds one: requesting it (before the turn or during it) is ``cancel()``.
 
         Raises only AgentShimError subclasses (SessionStateError for a second concurrent turn,
         ProviderCapabilityError/SchemaDialectError before anything runs, CliExitError or
         SessionResumeError when the CLI or its stream reports failure, CliTimeoutError with the
-        partial turn), except that an event handler that raises fails the turn with its own
-        exception.
+        partial turn, TurnCancelledError after ``cancel()``), except that an event handler that
+        raises fails the turn with its own exception.
         """
+        handlers = self.agent.handlers
+        if on_event is not None:
+            handlers = (*handlers, event_callback("on_event", on_event))
+        turn_stop = stop if stop is not None else TurnStop()
         with self._state:
             if self._busy:
                 raise SessionStateError(
                     "a turn is already running in this session; wait for it or cancel() it"
                 )
             self._busy = True
+            self._stop = turn_stop
+            self._grace_s = self._default_grace_s
         installation: McpInstallation | None = None
-        lock_key: tuple[str, str] | None = None
-        fresh_lock: list[tuple[str, str]] = []
+        held: list[tuple[str, str]] = []
         try:
             turn = _PreparedTurn(self, _as_request(request))
             resume_session_id = self.session_id
             if resume_session_id is not None:
-                lock_key = (self.agent.profile.name, resume_session_id)
-                self.agent.locks.acquire(lock_key)
+                self._lock((self.agent.profile.name, resume_session_id), turn_stop, held)
+            if turn_stop.is_set():
+                raise _cancelled_before_start()
             installation = turn.install_mcp()
             argv = turn.build_argv(resume_session_id, installation.argv)
-            emit = self._emitter(fresh_lock if resume_session_id is None else None)
-            return self._execute(turn, argv, resume_session_id, emit)
+            emit = _fanout(handlers)
+            if resume_session_id is None:
+                emit = self._locking_fresh(emit, held)
+            return self._execute(turn, argv, resume_session_id, emit, turn_stop)
         finally:
             if installation is not None:
                 note = installation.restore()
                 if note:
                     self.agent.log(note)
-            for key in (lock_key, *fresh_lock):
-                if key is not None:
-                    self.agent.locks.release(key)
+            for key in held:
+                self.agent.locks.release(key)
             with self._state:
-                if self._kill_timer is not None:
-                    self._kill_timer.cancel()
-                    self._kill_timer = None
-                self._handle = None
-                self._cancel_requested = False
+                self._stop = None
                 self._busy = False
 
-    def _emitter(self, fresh_lock: list[tuple[str, str]] | None) -> Callable[[AgentEvent], None]:
-        handlers = self.agent.handlers
-        agent = self.agent
-        fanout = CompositeEventHandler(handlers).on_event
+    def _lock(self, key: tuple[str, str], stop: TurnStop, held: list[tuple[str, str]]) -> None:
+        """Wait for the conversation's lock; a cancel while waiting ends the turn unrun."""
+        locks = self.agent.locks
+        while not locks.acquire(key, timeout=_LOCK_POLL_S):
+            if stop.is_set():
+                raise _cancelled_before_start()
+        held.append(key)
 
-        def emit(event: AgentEvent) -> None:
-            if fresh_lock is not None and not fresh_lock and isinstance(event, SessionStarted):
+    def _locking_fresh(
+        self, emit: Callable[[AgentEvent], None], held: list[tuple[str, str]]
+    ) -> Callable[[AgentEvent], None]:
+        agent = self.agent
+
+        def locking_emit(event: AgentEvent) -> None:
+            if not held and isinstance(event, SessionStarted):
                 # A fresh conversation is locked as soon as the stream names it, so another
                 # session that adopts the id mid-turn waits for this turn to end.
                 key = (agent.profile.name, event.session_id)
                 if agent.locks.acquire(key, blocking=False):
-                    fresh_lock.append(key)
-            fanout(event)
+                    held.append(key)
+            emit(event)
 
-        return emit
+        return locking_emit
 
     def _execute(
         self,
@@ -350,6 +453,7 @@ class AgentSession:
         argv: list[str],
         resume_session_id: str | None,
         emit: Callable[[AgentEvent], None],
+        stop: TurnStop,
     ) -> TurnResult:
         provider = self.agent.provider
         parser = provider.new_parser(emit, expect_structured=turn.request.output_schema is not None)
@@ -371,16 +475,19 @@ class AgentSession:
         )
         emit(RunStarted(tuple(argv)))
         started = time.monotonic()
+        sink = _TurnSink(parser, stop, lambda: self._grace_s)
         try:
-            outcome = self.agent.executor.run(command, _TurnSink(parser, self._set_handle))
+            outcome = self.agent.executor.run(command, sink)
         except CliTimeoutError as error:
             emit(RunFinished(None))
             partial = _finish(parser, emit)
             self._adopt_from(partial)
+            self._raise_if_cancelled(stop, argv, None, error)
             raise CliTimeoutError(error.argv or argv, error.timeout, partial) from error
-        except AgentShimError:
+        except AgentShimError as error:
             emit(RunFinished(None))
             self._adopt_from(_finish(parser, emit))
+            self._raise_if_cancelled(stop, argv, None, error)
             raise
         except OSError as error:
             emit(RunFinished(None))
@@ -389,6 +496,8 @@ class AgentSession:
                 f"could not run {argv[0]}: {error}; check the binary and the turn's cwd",
                 detail=str(error),
             ) from error
+        finally:
+            sink.finished()
         duration_ms = int((time.monotonic() - started) * 1000)
         emit(RunFinished(outcome.returncode))
         parsed = _finish(parser, emit)
@@ -397,9 +506,15 @@ class AgentSession:
             emit(
                 Lifecycle(
                     "resume_replaced",
-                    f"asked to resume {resume_session_id} but the CLI continued in {parsed.session_id}",
+                    f"asked to resume {resume_session_id} but the CLI continued in "
+                    f"{parsed.session_id}",
                 )
             )
+        if stop.is_set():
+            # The caller stopped the CLI: whatever it printed on the way out (a resumed Claude
+            # turn looks like a lost conversation) says nothing about the conversation.
+            self._adopt_from(parsed)
+            self._raise_if_cancelled(stop, argv, outcome.returncode, None)
         if outcome.returncode != 0 or parsed.error is not None:
             self._raise_failure(argv, outcome, parsed, resumed=resume_session_id is not None)
         self._adopt_from(parsed)
@@ -422,20 +537,27 @@ class AgentSession:
         self.last_result = result
         return result
 
+    def _raise_if_cancelled(
+        self,
+        stop: TurnStop,
+        argv: list[str],
+        returncode: int | None,
+        cause: BaseException | None,
+    ) -> None:
+        if not stop.is_set():
+            return
+        if returncode is None and isinstance(cause, CliExitError):
+            returncode = cause.returncode
+        raise TurnCancelledError(
+            f"the turn was cancelled while {argv[0]} ran"
+            + (f" (exit {returncode})" if returncode is not None else "")
+            + "; the conversation is intact: run another turn in this session to continue",
+            returncode=returncode,
+        ) from cause
+
     def _raise_failure(
         self, argv: list[str], outcome: CommandResult, parsed: ParsedTurn, *, resumed: bool
     ) -> None:
-        with self._state:
-            cancelled = self._cancel_requested
-        if cancelled:
-            # The caller stopped the CLI: whatever it printed on the way out (a resumed Claude
-            # turn looks like a lost conversation) says nothing about the conversation.
-            self._adopt_from(parsed)
-            raise TurnCancelledError(
-                f"the turn was cancelled while {argv[0]} ran (exit {outcome.returncode}); "
-                "the conversation is intact: run another turn in this session to continue",
-                returncode=outcome.returncode,
-            )
         error = CliExitError(
             argv,
             outcome.returncode,
@@ -454,6 +576,13 @@ class AgentSession:
             self.session_id = parsed.session_id
             if parsed.usage is not None:
                 self.previous_usage = parsed.usage
+
+
+def _cancelled_before_start() -> TurnCancelledError:
+    return TurnCancelledError(
+        "the turn was cancelled before its CLI started; nothing ran and the conversation is "
+        "intact: run another turn in this session to continue"
+    )
 
 
 class _PreparedTurn:

@@ -17,7 +17,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from agentshim.cli_agent import AgentSession, CliAgent
-from agentshim.core.conversation import ConversationSpec, Readiness, TransportKind
+from agentshim.core.conversation import ConversationSpec, Readiness, TransportKind, TurnStop
 from agentshim.core.errors import (
     AgentShimError,
     CliCheckError,
@@ -28,7 +28,7 @@ from agentshim.core.errors import (
     SessionStateError,
     TurnCancelledError,
 )
-from agentshim.core.events import AgentEvent, AssistantText, TurnInterrupted
+from agentshim.core.events import AgentEvent, AssistantText, RunStarted, TurnInterrupted
 from agentshim.core.permissions import NativeMode
 from agentshim.core.profile import ProviderProfile
 from agentshim.core.turn import TurnRequest, TurnResult
@@ -107,8 +107,11 @@ class OneShotTransport:
             ProviderCapabilityError: ``spec.permissions`` is not bypass.
         """
         check_permissions(self._profile, spec)
+        agent = self.cli_agent
+        if spec.model is not None and spec.model != agent.model:
+            agent = agent.derive(model=spec.model)
         return OneShotConversation(
-            self.cli_agent, spec, timeout=self.turn_timeout, cancel_grace_s=self.cancel_grace_s
+            agent, spec, timeout=self.turn_timeout, cancel_grace_s=self.cancel_grace_s
         )
 
     def probe(self) -> Readiness:
@@ -142,18 +145,6 @@ def check_permissions(profile: ProviderProfile, spec: ConversationSpec) -> None:
         )
 
 
-class _Router:
-    """The CliAgent's event handler: forwards each event to the running turn's emitter."""
-
-    def __init__(self) -> None:
-        self.target: Callable[[AgentEvent], None] | None = None
-
-    def on_event(self, event: AgentEvent) -> None:
-        target = self.target
-        if target is not None:
-            target(event)
-
-
 class OneShotConversation:
     """One provider conversation over an AgentSession: one CLI process per turn."""
 
@@ -165,19 +156,18 @@ class OneShotConversation:
         timeout: float | None = None,
         cancel_grace_s: float = 5.0,
     ) -> None:
-        self._router = _Router()
-        self._agent = agent.derive(model=spec.model, event_handler=self._router)
-        self._session: AgentSession = self._agent.start_session(
+        self._session = AgentSession(
+            agent,
             cwd=spec.cwd,
             timeout=timeout,
             session_id=spec.resume_session_id,
             previous_usage=spec.previous_usage,
+            cancel_grace_s=cancel_grace_s,
         )
+        self._provider = agent.profile.name
         self._spec = spec
-        self._grace = cancel_grace_s
         self._lock = threading.Lock()
-        self._running = False
-        self._interrupted = False
+        self._stop: TurnStop | None = None
         self._closed = False
 
     @property
@@ -185,41 +175,48 @@ class OneShotConversation:
         """The provider's id for this conversation; None until a turn names one."""
         return self._session.session_id
 
-    def turn(self, request: TurnRequest, emit: Callable[[AgentEvent], None]) -> TurnResult:
+    def turn(
+        self,
+        request: TurnRequest,
+        emit: Callable[[AgentEvent], None],
+        stop: TurnStop | None = None,
+    ) -> TurnResult:
         """Run one turn as one CLI process; events go to ``emit`` on this thread.
+
+        A stop (``interrupt()`` or ``stop``) that comes before the CLI starts makes the turn
+        raise TurnCancelledError with nothing run; once the CLI runs, it is stopped and the
+        turn returns a result marked ``interrupted``.
 
         Raises:
             SessionStateError: the conversation is closed, or a turn is already running.
-            AgentShimError: the turn failed (unless it was interrupted, see ``interrupt``).
+            TurnCancelledError: stopped before the CLI started.
+            AgentShimError: the turn failed (unless it was interrupted while the CLI ran).
         """
+        turn_stop = stop if stop is not None else TurnStop()
         with self._lock:
             if self._closed:
                 raise SessionStateError("this conversation is closed; open a new one")
-            if self._running:
+            if self._stop is not None:
                 raise SessionStateError("a turn is already running in this conversation")
-            self._running = True
-            self._interrupted = False
+            self._stop = turn_stop
         partial: list[str] = []
-        delivered = [False]
+        ran = [False]
 
-        def route(event: AgentEvent) -> None:
-            if not delivered[0]:
-                # The session is busy from its first event on, so an interrupt that came
-                # before it could not reach the process; pass it on now.
-                delivered[0] = True
-                if self._interrupt_requested():
-                    self._session.cancel(self._grace)
+        def collect(event: AgentEvent) -> None:
             if isinstance(event, AssistantText):
                 partial.append(event.text)
+            elif isinstance(event, RunStarted):
+                ran[0] = True
             emit(event)
 
-        self._router.target = route
         resumed = self._session.session_id is not None
         started = time.monotonic()
         try:
-            return self._session.turn(self._with_defaults(request))
+            return self._session.turn(
+                self._with_defaults(request), on_event=collect, stop=turn_stop
+            )
         except AgentShimError as error:
-            if not self._interrupt_requested():
+            if not turn_stop.is_set() or not ran[0]:
                 raise
             emit(TurnInterrupted("interrupted on request"))
             return TurnResult(
@@ -227,20 +224,14 @@ class OneShotConversation:
                 structured_output=None,
                 session_id=self._session.session_id,
                 resumed=resumed,
-                usage=ProviderUsage(provider=self._agent.profile.name, increment_known=False),
+                usage=ProviderUsage(provider=self._provider, increment_known=False),
                 duration_ms=int((time.monotonic() - started) * 1000),
                 exit_code=_exit_code(error),
                 interrupted=True,
             )
         finally:
-            self._router.target = None
             with self._lock:
-                self._running = False
-                self._interrupted = False
-
-    def _interrupt_requested(self) -> bool:
-        with self._lock:
-            return self._interrupted
+                self._stop = None
 
     def _with_defaults(self, request: TurnRequest) -> TurnRequest:
         spec = self._spec
@@ -253,10 +244,9 @@ class OneShotConversation:
     def interrupt(self) -> None:
         """Stop the running turn's process (SIGTERM, SIGKILL after the grace); thread-safe."""
         with self._lock:
-            if not self._running:
-                return
-            self._interrupted = True
-        self._session.cancel(self._grace)
+            stop = self._stop
+        if stop is not None:
+            stop.request()
 
     def close(self) -> None:
         """Refuse further turns; idempotent. There is no process between turns to stop."""

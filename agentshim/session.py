@@ -5,7 +5,7 @@ it feeds the policy what happened (with clock readings from the injected clock) 
 out the commands it gets back: open a conversation on the transport, run the turn, wait before
 a retry, save or clear the checkpoint. All recovery decisions live in the policy.
 
-Threading: a session runs one turn at a time, on the thread that calls :meth:`Session.run`,
+Threading: a session runs one turn at a time, on the thread that calls :meth:`Session.turn`,
 and delivers every event on that thread. :meth:`Session.interrupt`, :meth:`Session.steer` and
 :meth:`Session.close` may be called from any thread; everything else belongs to the thread
 that owns the session.
@@ -19,6 +19,8 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
+from agentshim.cli_agent import EventSink, event_callback
+from agentshim.core._checks import instance
 from agentshim.core.checkpoints import Checkpoint, CheckpointStore, validate_checkpoint_key
 from agentshim.core.clock import Clock, SystemClock
 from agentshim.core.conversation import (
@@ -27,6 +29,7 @@ from agentshim.core.conversation import (
     SteerableConversation,
     Transport,
     TransportKind,
+    TurnStop,
 )
 from agentshim.core.errors import (
     ContinuityError,
@@ -37,7 +40,7 @@ from agentshim.core.errors import (
     TurnCancelledError,
     TurnFailedError,
 )
-from agentshim.core.events import AgentEvent, AgentEventHandler, Lifecycle
+from agentshim.core.events import AgentEvent, Lifecycle
 from agentshim.core.ids import IdAllocator, RandomIds, validate_session_id
 from agentshim.core.locks import KeyedLocks
 from agentshim.core.session_policy import (
@@ -81,6 +84,7 @@ __all__ = ["Continuity", "Session", "Turn", "TurnTicket"]
 _LOCK_POLL_S = 0.05
 
 _IN_TURN = (Phase.OPENING, Phase.EXECUTING, Phase.WAITING)
+_REQUEST_HINT = "a TurnRequest or a prompt string"
 
 
 def _ignore(_: str) -> None:
@@ -89,7 +93,7 @@ def _ignore(_: str) -> None:
 
 @dataclass(frozen=True, slots=True, eq=False)
 class TurnTicket:
-    """A reserved, named turn: journal ``turn_id`` before running it with ``Session.run``.
+    """A reserved, named turn: journal ``turn_id`` before running it with ``Session.turn``.
 
     A ticket runs at most once, and only while it is the session's newest ticket.
     """
@@ -119,9 +123,12 @@ class Session:
 
     ``spec`` fixes the conversation's cwd, model, permissions and approvals. Given a
     ``checkpoints`` store and a ``checkpoint_key``, the session resumes the conversation saved
-    under the key (an explicit ``spec.resume_session_id`` wins) and saves the conversation it holds
-    after every change. ``locks`` (shared by an Agent's sessions) keeps two sessions from
-    running turns in one provider conversation at the same time.
+    under the key (an explicit ``spec.resume_session_id`` wins) and saves the conversation it
+    holds after every change. ``locks`` (the registry an Agent shares among its sessions)
+    keeps two sessions from running turns in one provider conversation at the same time; leave
+    it None when the transport takes those locks itself, as the one-shot transport an
+    ``Agent`` builds does. Each of ``event_handlers`` is an AgentEventHandler or a plain
+    function of one event.
     """
 
     def __init__(
@@ -132,7 +139,7 @@ class Session:
         policy: SessionPolicy | None = None,
         clock: Clock | None = None,
         ids: IdAllocator | None = None,
-        event_handlers: Sequence[AgentEventHandler] = (),
+        event_handlers: Sequence[EventSink] = (),
         checkpoints: CheckpointStore | None = None,
         checkpoint_key: str | None = None,
         locks: KeyedLocks | None = None,
@@ -164,7 +171,7 @@ class Session:
         self._policy = policy if policy is not None else SessionPolicy()
         self._clock: Clock = clock if clock is not None else SystemClock()
         self._ids: IdAllocator = ids if ids is not None else RandomIds()
-        self._handlers = tuple(event_handlers)
+        self._handlers = tuple(event_callback("event_handlers", each) for each in event_handlers)
         self._store = checkpoints
         self._key = checkpoint_key
         self._locks = locks
@@ -183,8 +190,7 @@ class Session:
         self._pending_cancelled = False
         # What the policy decided while a turn was prepared, reported when the turn runs.
         self._notices: list[Notify] = []
-        self._stop = threading.Event()
-        self._redelivered = False
+        self._stop = TurnStop()
         self._last_error: BaseException | None = None
         self._last_result: TurnResult | None = None
         self._last_turn_session_id: str | None = None
@@ -261,6 +267,7 @@ class Session:
         """
         if isinstance(request, str):
             request = TurnRequest(prompt=request)
+        request = instance("Session", "request", request, TurnRequest, _REQUEST_HINT)
         with self._lock:
             if self._closing():
                 raise _closed_error()
@@ -280,21 +287,47 @@ class Session:
             self._pending_cancelled = False
             return ticket
 
-    def run(
-        self, ticket: TurnTicket, *, on_event: Callable[[AgentEvent], None] | None = None
+    def turn(
+        self,
+        request: TurnRequest | str | TurnTicket,
+        *,
+        on_event: EventSink | None = None,
+        expect_session_id: str | None = None,
+        pin: bool = False,
     ) -> Turn:
-        """Run the turn ``ticket`` reserved; events go to the agent's handlers, then ``on_event``.
+        """Run one turn; events go to the agent's handlers, then ``on_event``.
+
+        ``request`` is a TurnRequest or a prompt string (the turn is prepared and run in one
+        call, with ``expect_session_id`` and ``pin`` as in ``prepare_turn``), or a TurnTicket
+        from ``prepare_turn`` for a caller who journals the turn id first. ``on_event`` is an
+        AgentEventHandler or a plain function of one event.
 
         Recovery happens inside: transient failures are retried after the policy's delays, a
         lost conversation is replaced once, and so on (see ``docs/sessions.md``).
 
         Raises:
+            InvalidRequestError: ``expect_session_id`` or ``pin`` given with a ticket (they
+                belong to ``prepare_turn``), or a request of the wrong type.
             SessionStateError: closed session, a turn already running, a stale or reused ticket.
-            TurnCancelledError: ``interrupt()`` arrived before the turn started.
+            TurnCancelledError: ``interrupt()`` arrived after ``prepare_turn`` and before the
+                turn started.
             ContinuityError: a strict turn whose conversation the session no longer holds, or a
                 strict or pinned turn the provider answered in another conversation.
             AgentShimError: the turn failed for good (the last attempt's error).
         """
+        if isinstance(request, TurnTicket):
+            if expect_session_id is not None or pin:
+                field = "expect_session_id" if expect_session_id is not None else "pin"
+                raise InvalidRequestError(
+                    field,
+                    "given with a TurnTicket",
+                    f"{field} belongs to prepare_turn(...): a ticket already carries it; pass "
+                    "it there, or pass the request itself to turn()",
+                )
+            ticket = request
+        else:
+            ticket = self.prepare_turn(request, expect_session_id=expect_session_id, pin=pin)
+        callback = event_callback("on_event", on_event) if on_event is not None else None
         with self._lock:
             if self._closing():
                 raise _closed_error()
@@ -311,11 +344,11 @@ class Session:
                 self._pending_cancelled = False
                 raise _cancelled_error(ticket)
             self._running = True
-            self._stop = threading.Event()
+            self._stop = TurnStop()
             self._last_error = None
             self._last_result = None
         try:
-            return self._drive(ticket, on_event)
+            return self._drive(ticket, callback)
         finally:
             with self._lock:
                 self._running = False
@@ -331,21 +364,22 @@ class Session:
                     self._close_requested = False
 
     def interrupt(self) -> None:
-        """End the running turn (or cut its retry wait short); thread-safe.
+        """Cut the running turn short; thread-safe.
 
-        Called after ``prepare_turn`` and before ``run``, it makes that run raise
-        TurnCancelledError. With nothing prepared or running it does nothing.
+        A running turn (at whatever point: opening its conversation, waiting for it, or with
+        its CLI running) returns its Turn with ``result.interrupted`` True and the session
+        keeps its conversation; a retry wait ends and the turn fails with the error it was
+        retrying. Called after ``prepare_turn`` and before ``turn``, it makes that turn raise
+        TurnCancelledError without running anything. With nothing prepared or running it does
+        nothing: the next turn is not affected.
         """
         with self._lock:
-            if self._running:
-                self._stop.set()
-                conversation = self._executing
-            else:
-                if self._pending is not None:
-                    self._pending_cancelled = True
-                conversation = None
-        if conversation is not None:
-            conversation.interrupt()
+            stop = self._stop if self._running else None
+            if stop is None and self._pending is not None:
+                self._pending_cancelled = True
+        if stop is not None:
+            # The conversation acts on it whenever it can, even before its turn began.
+            stop.request()
 
     def steer(self, text: str) -> None:
         """Send ``text`` into the running turn; thread-safe.
@@ -412,14 +446,13 @@ class Session:
             self._pending = None
             if self._running:
                 self._close_requested = True
-                self._stop.set()
-                conversation = self._executing
+                stop = self._stop
             else:
                 for command in self._step(Close()):
                     self._bookkeep(command)
-                conversation = None
-        if conversation is not None:
-            conversation.interrupt()
+                stop = None
+        if stop is not None:
+            stop.request()
 
     def __enter__(self) -> Session:
         return self
@@ -536,9 +569,8 @@ class Session:
                 if self._stop.is_set():
                     return Cancelled(self._clock.monotonic())
                 self._executing = conversation
-                self._redelivered = False
             try:
-                result = conversation.turn(request, emit)
+                result = conversation.turn(request, emit, self._stop)
             except BaseException as error:
                 self._last_error = error
                 named = conversation.session_id
@@ -629,15 +661,8 @@ class Session:
         handlers = self._handlers
 
         def emit(event: AgentEvent) -> None:
-            if self._stop.is_set() and not self._redelivered:
-                # An interrupt that reached the conversation just before its turn began was
-                # ignored there; the turn's first event shows it is running now, so repeat it.
-                self._redelivered = True
-                executing = self._executing
-                if executing is not None:
-                    executing.interrupt()
             for handler in handlers:
-                handler.on_event(event)
+                handler(event)
             if on_event is not None:
                 on_event(event)
 

@@ -9,6 +9,7 @@ is a fresh CLI process (``TransportKind.ONE_SHOT``) or a message to a long-lived
 from __future__ import annotations
 
 import enum
+import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
@@ -28,6 +29,7 @@ __all__ = [
     "SteerableConversation",
     "Transport",
     "TransportKind",
+    "TurnStop",
 ]
 
 
@@ -64,15 +66,75 @@ class ConversationSpec:
         object.__setattr__(self, "mcp_servers", tuple(self.mcp_servers))
 
 
+class TurnStop:
+    """One turn's stop request, shared by every layer the turn passes through.
+
+    ``request()`` may be called from any thread, any number of times, before the turn runs or
+    while it runs. A stop requested before a layer is ready to act on it is not lost: each
+    layer ``attach``-es its action (end the turn, terminate the process) once it can act, and
+    an action attached after the request runs at once. Every action runs at most once. This is
+    the one place where "the stop came before the process existed" is handled.
+
+    It is also a :class:`~agentshim.core.clock.StopSignal`, so a retry wait ends on it.
+    """
+
+    def __init__(self) -> None:
+        self._guard = threading.Lock()
+        self._fired = threading.Event()
+        self._actions: list[Callable[[], None]] = []
+
+    def request(self) -> None:
+        """Stop the turn: run every attached action, and every one attached from now on."""
+        with self._guard:
+            if self._fired.is_set():
+                return
+            self._fired.set()
+            actions, self._actions = self._actions, []
+        for action in actions:
+            action()
+
+    def attach(self, action: Callable[[], None]) -> Callable[[], None]:
+        """Run ``action`` when the stop is requested (now, if it already was).
+
+        Returns a function that detaches ``action`` again (when the layer can no longer act,
+        such as a process that has exited).
+        """
+        with self._guard:
+            if not self._fired.is_set():
+                self._actions.append(action)
+                return lambda: self._detach(action)
+        action()
+        return _nothing
+
+    def _detach(self, action: Callable[[], None]) -> None:
+        with self._guard:
+            if action in self._actions:
+                self._actions.remove(action)
+
+    def is_set(self) -> bool:
+        """True once the stop was requested."""
+        return self._fired.is_set()
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Block until the stop is requested or ``timeout`` passes; True if it was requested."""
+        return self._fired.wait(timeout)
+
+
+def _nothing() -> None:
+    """Detach an action that already ran."""
+
+
 @runtime_checkable
 class Conversation(Protocol):
     """One provider conversation, turn by turn.
 
     ``turn`` runs on the caller's thread and delivers every event through ``emit`` on that
-    thread. ``interrupt`` may be called from any thread: it ends the running turn (which then
-    returns a result marked ``interrupted`` or raises ``TurnCancelledError``) and keeps the
-    conversation; with no turn running it does nothing. ``close`` is idempotent; a turn on a
-    closed conversation raises ``SessionStateError``.
+    thread. A turn ends early when its ``stop`` is requested (then it returns a result marked
+    ``interrupted`` or raises ``TurnCancelledError``) and the conversation is kept; a stop
+    requested before the turn began ends it as soon as it begins. ``interrupt`` may be called
+    from any thread: it requests the running turn's stop; with no turn running it does
+    nothing. ``close`` is idempotent; a turn on a closed conversation raises
+    ``SessionStateError``.
     """
 
     @property
@@ -80,12 +142,17 @@ class Conversation(Protocol):
         """The provider's id for this conversation; None until the provider names one."""
         ...
 
-    def turn(self, request: TurnRequest, emit: Callable[[AgentEvent], None]) -> TurnResult:
+    def turn(
+        self,
+        request: TurnRequest,
+        emit: Callable[[AgentEvent], None],
+        stop: TurnStop | None = None,
+    ) -> TurnResult:
         """Run one turn and return its result; failures raise typed AgentShimErrors."""
         ...
 
     def interrupt(self) -> None:
-        """End the running turn, keeping the conversation; thread-safe."""
+        """Request the running turn's stop, keeping the conversation; thread-safe."""
         ...
 
     def close(self) -> None:

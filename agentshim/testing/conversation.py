@@ -17,7 +17,7 @@ import threading
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
-from agentshim.core.conversation import ConversationSpec, TransportKind
+from agentshim.core.conversation import ConversationSpec, TransportKind, TurnStop
 from agentshim.core.errors import (
     FailureKind,
     NoRunningTurnError,
@@ -296,7 +296,9 @@ class FakeConversation:
     Attributes:
         spec: The spec it was opened with.
         number: 1 for the transport's first conversation, 2 for the next, ...
-        interrupts: How many times ``interrupt()`` reached a running turn.
+        interrupts: How many turns were stopped while running (by ``interrupt()`` or their
+            ``stop``).
+        cancelled_before_start: How many turns were stopped before they began.
         closed: Whether ``close()`` was called.
     """
 
@@ -306,9 +308,9 @@ class FakeConversation:
         self.number = number
         self._id = spec.resume_session_id
         self._lock = threading.Lock()
-        self._running = False
-        self._interrupted = threading.Event()
+        self._stop: TurnStop | None = None
         self.interrupts = 0
+        self.cancelled_before_start = 0
         self.closed = False
 
     @property
@@ -317,23 +319,47 @@ class FakeConversation:
         with self._lock:
             return self._id
 
-    def turn(self, request: TurnRequest, emit: Callable[[AgentEvent], None]) -> TurnResult:
-        """Play the next scripted outcome; events go to ``emit`` on this thread."""
+    @property
+    def _running(self) -> bool:
+        return self._stop is not None
+
+    def turn(
+        self,
+        request: TurnRequest,
+        emit: Callable[[AgentEvent], None],
+        stop: TurnStop | None = None,
+    ) -> TurnResult:
+        """Play the next scripted outcome; events go to ``emit`` on this thread.
+
+        A ``stop`` already requested makes the turn raise TurnCancelledError without playing
+        an outcome; one requested while a hanging outcome plays ends it.
+        """
+        turn_stop = stop if stop is not None else TurnStop()
         with self._lock:
             if self.closed:
                 raise SessionStateError("this fake conversation is closed")
-            if self._running:
+            if self._stop is not None:
                 raise SessionStateError("a turn is already running in this fake conversation")
-            self._running = True
-            self._interrupted.clear()
+            if turn_stop.is_set():
+                self.cancelled_before_start += 1
+                raise TurnCancelledError("the fake turn was stopped before it began")
+            self._stop = turn_stop
+        detach = turn_stop.attach(self._count_interrupt)
         try:
             call = self._transport._next(self, request)  # pyright: ignore[reportPrivateUsage]
-            return self._play(call, emit)
+            return self._play(call, emit, turn_stop)
         finally:
+            detach()
             with self._lock:
-                self._running = False
+                self._stop = None
 
-    def _play(self, call: FakeCall, emit: Callable[[AgentEvent], None]) -> TurnResult:
+    def _count_interrupt(self) -> None:
+        with self._lock:
+            self.interrupts += 1
+
+    def _play(
+        self, call: FakeCall, emit: Callable[[AgentEvent], None], stop: TurnStop
+    ) -> TurnResult:
         outcome = call.outcome
         resumed = call.session_id is not None
         emit(
@@ -389,15 +415,19 @@ class FakeConversation:
             emit(RunFinished(None))
             raise TurnTimeoutError(outcome.seconds)
         if outcome.kind is _Kind.HANG:
-            return self._hang(outcome, resumed, emit)
+            return self._hang(outcome, resumed, emit, stop)
         if outcome.error is None:  # pragma: no cover - raises() always sets it
             raise AssertionError("FakeOutcome.raises needs an error")
         raise outcome.error
 
     def _hang(
-        self, outcome: FakeOutcome, resumed: bool, emit: Callable[[AgentEvent], None]
+        self,
+        outcome: FakeOutcome,
+        resumed: bool,
+        emit: Callable[[AgentEvent], None],
+        stop: TurnStop,
     ) -> TurnResult:
-        if not self._interrupted.wait(outcome.seconds):
+        if not stop.wait(outcome.seconds):
             emit(RunFinished(None))
             raise TurnTimeoutError(outcome.seconds)
         emit(RunFinished(-15))
@@ -430,10 +460,9 @@ class FakeConversation:
     def interrupt(self) -> None:
         """End a running turn (a hanging one returns interrupted); otherwise do nothing."""
         with self._lock:
-            if not self._running:
-                return
-            self.interrupts += 1
-        self._interrupted.set()
+            stop = self._stop
+        if stop is not None:
+            stop.request()
 
     def close(self) -> None:
         """Refuse further turns; idempotent."""

@@ -137,9 +137,13 @@ CASES: list[tuple[str, Callable[[], object]]] = [
     ("retry", lambda: RetryPolicy().delay(-1)),
     ("SessionPolicy.idle_release_after", lambda: SessionPolicy(idle_release_after=-1)),
     # Agent and Session.
-    ("permissions", lambda: Agent(FakeTransport(), permissions="bypass", approvals=DENY)),  # type: ignore[arg-type]
-    ("approvals", lambda: Agent(FakeTransport(), permissions=BYPASS, approvals="deny")),  # type: ignore[arg-type]
-    ("env", lambda: Agent(FakeTransport(), permissions=BYPASS, approvals=DENY, env={})),
+    (
+        "Agent.permissions",
+        lambda: Agent.over(FakeTransport(), permissions="bypass", approvals=DENY),
+    ),  # type: ignore[arg-type]
+    ("Agent.approvals", lambda: Agent.over(FakeTransport(), permissions=BYPASS, approvals="deny")),  # type: ignore[arg-type]
+    ("provider", lambda: Agent(FakeTransport(), permissions=BYPASS, approvals=DENY)),  # type: ignore[arg-type]
+    ("Agent.over.transport", lambda: Agent.over("claude", permissions=BYPASS, approvals=DENY)),  # type: ignore[arg-type]
     ("checkpoint_key", _session_with_a_store_but_no_key),
 ]
 

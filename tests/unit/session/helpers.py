@@ -67,9 +67,7 @@ class Rig:
         return saved.session_id if saved else None
 
     def run(self, prompt: str = "go", *, expect: str | None = None, pin: bool = False):
-        return self.session.run(
-            self.session.prepare_turn(prompt, expect_session_id=expect, pin=pin)
-        )
+        return self.session.turn(prompt, expect_session_id=expect, pin=pin)
 
     @property
     def resumed_ids(self) -> list[str | None]:

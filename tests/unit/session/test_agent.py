@@ -16,7 +16,6 @@ from agentshim.core.mcp import HttpMcpServer, StdioMcpServer
 from agentshim.core.permissions import ApprovalPolicy, NativePermissions
 from agentshim.core.session_policy import Continuity, RetryPolicy
 from agentshim.execution.confinement import PathMap
-from agentshim.providers import DEFAULT_CATALOG
 from agentshim.session import Session, Turn
 from agentshim.testing import FakeConfinement, FakeExecutor, FakeRun, scripted_turn
 from agentshim.testing.clock import FakeClock, SequentialIds
@@ -37,8 +36,8 @@ class TestConstruction:
         executor = FakeExecutor(scripted_turn(PROVIDER, text="hello", session_id="s-1"))
         agent = claude_agent(executor, env=ENV, ids=SequentialIds())
         assert agent.profile.name == PROVIDER
-        session = agent.session("/work")
-        turn = session.run(session.prepare_turn("hi"))
+        session = agent.start_session("/work")
+        turn = session.turn("hi")
         assert turn.result.text == "hello"
         assert turn.session_id == "s-1"
         assert executor.requests[0].cwd == "/work"
@@ -71,30 +70,26 @@ class TestConstruction:
 
     def test_permissions_and_approvals_of_the_wrong_type_are_refused(self) -> None:
         with pytest.raises(InvalidRequestError, match="permissions"):
-            Agent(FakeTransport(), permissions="bypass", approvals=DENY)  # type: ignore[arg-type]
+            Agent.over(FakeTransport(), permissions="bypass", approvals=DENY)  # type: ignore[arg-type]
         with pytest.raises(InvalidRequestError, match="approvals"):
-            Agent(FakeTransport(), permissions=BYPASS, approvals="deny")  # type: ignore[arg-type]
+            Agent.over(FakeTransport(), permissions=BYPASS, approvals="deny")  # type: ignore[arg-type]
 
-    @pytest.mark.parametrize(
-        "extra",
-        [
-            {"executor": FakeExecutor()},
-            {"confinement": FakeConfinement()},
-            {"env": ENV},
-            {"transport": TransportKind.ONE_SHOT},
-            {"catalog": DEFAULT_CATALOG},
-        ],
-        ids=["executor", "confinement", "env", "transport", "catalog"],
-    )
-    def test_a_ready_transport_refuses_transport_building_options(
-        self, extra: dict[str, object]
-    ) -> None:
-        with pytest.raises(InvalidRequestError, match="ready-made Transport") as caught:
-            Agent(FakeTransport(), permissions=BYPASS, approvals=DENY, **extra)  # type: ignore[arg-type]
-        assert caught.value.field == next(iter(extra))
+    def test_a_ready_transport_given_as_the_provider_name_points_to_agent_over(self) -> None:
+        with pytest.raises(InvalidRequestError, match=r"Agent\.over") as caught:
+            Agent(FakeTransport(), permissions=BYPASS, approvals=DENY)  # type: ignore[arg-type]
+        assert caught.value.field == "provider"
+
+    def test_agent_over_refuses_what_is_not_a_transport(self) -> None:
+        with pytest.raises(InvalidRequestError, match="Transport") as caught:
+            Agent.over("claude", permissions=BYPASS, approvals=DENY)  # type: ignore[arg-type]
+        assert caught.value.field == "Agent.over.transport"
+
+    def test_transport_means_the_kind_of_transport_only(self) -> None:
+        with pytest.raises(InvalidRequestError, match="TransportKind"):
+            claude_agent(FakeExecutor(), env=ENV, transport=FakeTransport())
 
     def test_a_ready_transport_without_probe_reports_that_it_cannot_tell(self) -> None:
-        readiness = Agent(FakeTransport(), permissions=BYPASS, approvals=DENY).probe()
+        readiness = Agent.over(FakeTransport(), permissions=BYPASS, approvals=DENY).probe()
         assert not readiness.ready
         assert "cannot report" in readiness.detail
 
@@ -111,9 +106,9 @@ class TestConfinement:
 
     def test_cwd_is_mapped_to_the_agents_view_and_the_confinement_supplies_env(self) -> None:
         agent, confinement, executor = self.confined()
-        session = agent.session("/host/work/project")
+        session = agent.start_session("/host/work/project")
         assert session.spec.cwd == "/work/project"
-        session.run(session.prepare_turn("hi"))
+        session.turn("hi")
         wrapped = confinement.wraps[-1]
         assert wrapped.cwd == "/work/project"
         assert wrapped.argv[0] == PROVIDER
@@ -123,7 +118,7 @@ class TestConfinement:
     def test_a_cwd_the_agent_cannot_see_is_refused(self) -> None:
         agent, _, _ = self.confined()
         with pytest.raises(InvalidRequestError, match="no mapped prefix"):
-            agent.session("/elsewhere")
+            agent.start_session("/elsewhere")
 
     def test_absolute_stdio_mcp_paths_are_mapped(self, tmp_path: Path) -> None:
         agent, _, _ = self.confined()
@@ -133,7 +128,7 @@ class TestConfinement:
             args=("/host/work/data", "--verbose", "/opt/only-inside/x"),
         )
         remote = HttpMcpServer("remote", "https://example.com/mcp")
-        session = agent.session("/host/work", mcp_servers=[server, remote])
+        session = agent.start_session("/host/work", mcp_servers=[server, remote])
         mapped, untouched = session.spec.mcp_servers
         assert isinstance(mapped, StdioMcpServer)
         assert mapped.command == "/work/bin/server"
@@ -144,7 +139,7 @@ class TestConfinement:
         agent, _, _ = self.confined()
         server = StdioMcpServer("tools", str(tmp_path))
         with pytest.raises(InvalidRequestError, match="not visible inside") as caught:
-            agent.session("/host/work", mcp_servers=[server])
+            agent.start_session("/host/work", mcp_servers=[server])
         assert caught.value.field == "mcp_servers"
 
 
@@ -162,7 +157,7 @@ def test_sessions_share_the_agents_retry_policy_clock_and_ids() -> None:
     transport = FakeTransport(
         [FakeOutcome.failure(FailureKind.TRANSIENT), FakeOutcome.success("fine")]
     )
-    agent = Agent(
+    agent = Agent.over(
         transport,
         permissions=BYPASS,
         approvals=DENY,
@@ -170,8 +165,8 @@ def test_sessions_share_the_agents_retry_policy_clock_and_ids() -> None:
         ids=SequentialIds(),
         retry=RetryPolicy(delays=(5,)),
     )
-    session = agent.session("/work")
-    turn = session.run(session.prepare_turn("go"))
+    session = agent.start_session("/work")
+    turn = session.turn("go")
     assert turn.turn_id == "turn_1"
     assert turn.continuity is Continuity.CONTINUED
     assert clock.waits == [5.0]
@@ -191,13 +186,13 @@ class Runner:
             if isinstance(event, RunStarted):
                 self.started.set()
 
-        self.turn = session.run(ticket, on_event=on_event)  # type: ignore[arg-type]
+        self.turn = session.turn(ticket, on_event=on_event)  # type: ignore[arg-type]
 
 
 def test_sessions_of_one_agent_take_turns_in_a_shared_conversation() -> None:
     transport = FakeTransport([FakeOutcome.hang(), FakeOutcome.success("second")])
-    agent = Agent(transport, permissions=BYPASS, approvals=DENY)
-    first, second = agent.session("/work"), agent.session("/work")
+    agent = Agent.over(transport, permissions=BYPASS, approvals=DENY)
+    first, second = agent.start_session("/work"), agent.start_session("/work")
     first.adopt("conv-shared")
     second.adopt("conv-shared")
     one = Runner(first)
@@ -214,9 +209,9 @@ def test_sessions_of_one_agent_take_turns_in_a_shared_conversation() -> None:
 
 def test_sessions_of_different_agents_are_not_serialized() -> None:
     transport = FakeTransport([FakeOutcome.hang(), FakeOutcome.hang()])
-    one_agent = Agent(transport, permissions=BYPASS, approvals=DENY)
-    other_agent = Agent(transport, permissions=BYPASS, approvals=DENY)
-    first, second = one_agent.session("/work"), other_agent.session("/work")
+    one_agent = Agent.over(transport, permissions=BYPASS, approvals=DENY)
+    other_agent = Agent.over(transport, permissions=BYPASS, approvals=DENY)
+    first, second = one_agent.start_session("/work"), other_agent.start_session("/work")
     first.adopt("conv-shared")
     second.adopt("conv-shared")
     one, two = Runner(first), Runner(second)

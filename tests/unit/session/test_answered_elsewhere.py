@@ -59,21 +59,21 @@ def open_session(codex: Codex, events: list[AgentEvent]) -> Session:
         ids=SequentialIds(),
         event_handlers=[_Collect(events)],
     )
-    return agent.session("/work", resume_session_id=REQUESTED)
+    return agent.start_session("/work", resume_session_id=REQUESTED)
 
 
 def test_an_ordinary_turn_adopts_the_new_conversation_and_says_it_was_replaced() -> None:
     codex, events = Codex(), []
     session = open_session(codex, events)
 
-    turn = session.run(session.prepare_turn("hi"))
+    turn = session.turn("hi")
 
     assert turn.continuity is Continuity.REPLACED
     assert turn.session_id == NEW_THREAD
     assert turn.result.resumed is False
     assert session.session_id == NEW_THREAD
     assert any(isinstance(e, Lifecycle) and e.kind == "conversation_lost" for e in events)
-    following = session.run(session.prepare_turn("and now"))
+    following = session.turn("and now")
     assert following.continuity is Continuity.CONTINUED
     assert codex.asked == [REQUESTED, NEW_THREAD]
 
@@ -85,13 +85,13 @@ def test_a_strict_or_pinned_turn_fails_and_keeps_its_conversation(pin: bool) -> 
     ticket = session.prepare_turn("hi", expect_session_id=None if pin else REQUESTED, pin=pin)
 
     with pytest.raises(ContinuityError) as raised:
-        session.run(ticket)
+        session.turn(ticket)
 
     assert (raised.value.expected, raised.value.actual) == (REQUESTED, NEW_THREAD)
     assert "new conversation" in str(raised.value)
     assert session.session_id == REQUESTED
     # The next turn asks for the held conversation again, not the thread codex made up.
-    session.run(session.prepare_turn("again"))
+    session.turn("again")
     assert codex.asked == [REQUESTED, REQUESTED]
 
 

@@ -65,7 +65,7 @@ transport = FakeTransport([FakeOutcome.success(
     "hi", session_id="conv-77", usage=TokenUsage(input_tokens=40, output_tokens=4))])
 session = Session(transport, spec(), checkpoints=FileCheckpointStore(sys.argv[1]),
                   checkpoint_key="user-9")
-session.run(session.prepare_turn("remember this"))
+session.turn("remember this")
 session.close()
 """
 
@@ -80,7 +80,7 @@ transport = FakeTransport([FakeOutcome.success("welcome back")])
 session = Session(transport, spec(), checkpoints=FileCheckpointStore(sys.argv[1]),
                   checkpoint_key="user-9")
 held = session.session_id
-turn = session.run(session.prepare_turn("what did I say?"))
+turn = session.turn("what did I say?")
 opened = transport.opened[0]
 print(json.dumps({
     "held": held,
@@ -219,7 +219,7 @@ def test_a_session_over_a_corrupt_checkpoint_starts_fresh(tmp_path: Path) -> Non
         checkpoint_key="user-1",
     )
     assert session.session_id is None
-    session.run(session.prepare_turn("go"))
+    session.turn("go")
     assert transport.opened[0].resume_session_id is None
     assert log
     saved = FileCheckpointStore(tmp_path).load("user-1")

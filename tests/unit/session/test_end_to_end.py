@@ -71,10 +71,10 @@ def test_a_session_survives_a_transient_failure_and_a_lost_conversation(tmp_path
         event_handlers=[_Collect(events)],
     )
     store = FileCheckpointStore(tmp_path / "checkpoints")
-    session = agent.session(str(tmp_path), checkpoints=store, checkpoint_key="user-1")
+    session = agent.start_session(str(tmp_path), checkpoints=store, checkpoint_key="user-1")
 
     def ask(prompt: str) -> tuple[str, Continuity, str | None]:
-        turn = session.run(session.prepare_turn(prompt))
+        turn = session.turn(prompt)
         return turn.result.text, turn.continuity, turn.session_id
 
     assert ask("first") == ("one", Continuity.CONTINUED, "sess-a")
@@ -105,7 +105,7 @@ def test_a_session_survives_a_transient_failure_and_a_lost_conversation(tmp_path
     ]
 
     session.close()
-    later = agent.session(str(tmp_path), checkpoints=store, checkpoint_key="user-1")
+    later = agent.start_session(str(tmp_path), checkpoints=store, checkpoint_key="user-1")
     assert later.session_id == "sess-b"
 
 

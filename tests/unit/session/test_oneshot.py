@@ -59,7 +59,9 @@ def test_an_interrupted_turn_returns_an_interrupted_result_instead_of_raising() 
 
     ticket = session.prepare_turn("work until stopped")
     outcome: list[object] = []
-    worker = threading.Thread(target=lambda: outcome.append(session.run(ticket, on_event=on_event)))
+    worker = threading.Thread(
+        target=lambda: outcome.append(session.turn(ticket, on_event=on_event))
+    )
     worker.start()
     assert started.wait(5)
     session.interrupt()
@@ -70,7 +72,7 @@ def test_an_interrupted_turn_returns_an_interrupted_result_instead_of_raising() 
     assert any(isinstance(event, TurnInterrupted) for event in events)
     assert scripted.executor.handles[0].terminated
     assert session.session_id == "sess-live"
-    assert session.run(session.prepare_turn("next")).result.text == "after"
+    assert session.turn("next").result.text == "after"
 
 
 def test_spec_defaults_apply_to_turns_that_set_none() -> None:
@@ -97,7 +99,7 @@ def test_a_lazy_transport_reports_a_missing_binary_on_the_first_turn() -> None:
     assert transport.profile is PROFILE
     session = Session(transport, spec(), clock=FakeClock())
     with pytest.raises(CliNotFoundError):
-        session.run(session.prepare_turn("hello"))
+        session.turn("hello")
 
 
 def test_a_factory_needs_a_profile() -> None:

@@ -272,7 +272,7 @@ class TestIdleRelease:
         assert first.closed
         assert rig.session.session_id == "conv-1"
         assert rig.checkpoint == "conv-1"
-        turn = rig.session.run(ticket)
+        turn = rig.session.turn(ticket)
         assert turn.continuity is Continuity.CONTINUED
         assert [spec.resume_session_id for spec in rig.transport.opened] == [None, "conv-1"]
 
@@ -317,7 +317,7 @@ class TestStrictTurns:
         ticket = rig.session.prepare_turn("go", expect_session_id="conv-old")
         assert rig.session.adopt("conv-else")
         with pytest.raises(ContinuityError):
-            rig.session.run(ticket)
+            rig.session.turn(ticket)
         assert rig.transport.calls == []
 
     def test_a_strict_turn_with_no_conversation_is_refused(self) -> None:
@@ -333,6 +333,6 @@ def test_a_closed_session_refuses_turns() -> None:
     with pytest.raises(SessionStateError, match="closed"):
         rig.session.prepare_turn("go")
     with pytest.raises(SessionStateError, match="closed"):
-        rig.session.run(prepared)
+        rig.session.turn(prepared)
     assert rig.transport.calls == []
     assert rig.transport.opened == []

@@ -44,16 +44,16 @@ class TestTickets:
         ticket = rig.session.prepare_turn("hello")
         assert ticket.turn_id == "turn_1"
         assert rig.transport.calls == []
-        turn = rig.session.run(ticket)
+        turn = rig.session.turn(ticket)
         assert turn.turn_id == "turn_1"
         assert rig.transport.calls[0].request.prompt == "hello"
 
     def test_a_ticket_runs_only_once(self) -> None:
         rig = Rig([ok(), ok()])
         ticket = rig.session.prepare_turn("once")
-        rig.session.run(ticket)
+        rig.session.turn(ticket)
         with pytest.raises(SessionStateError, match="stale or was already run"):
-            rig.session.run(ticket)
+            rig.session.turn(ticket)
         assert len(rig.transport.calls) == 1
 
     def test_a_newer_ticket_supersedes_an_older_one(self) -> None:
@@ -61,8 +61,8 @@ class TestTickets:
         old = rig.session.prepare_turn("old")
         new = rig.session.prepare_turn("new")
         with pytest.raises(SessionStateError):
-            rig.session.run(old)
-        assert rig.session.run(new).result.text == "ok"
+            rig.session.turn(old)
+        assert rig.session.turn(new).result.text == "ok"
         assert [call.request.prompt for call in rig.transport.calls] == ["new"]
 
     def test_a_ticket_of_another_session_is_refused(self) -> None:
@@ -70,7 +70,7 @@ class TestTickets:
         ticket = one.session.prepare_turn("mine")
         two.session.prepare_turn("theirs")
         with pytest.raises(SessionStateError):
-            two.session.run(ticket)
+            two.session.turn(ticket)
 
 
 class TestCheckpointAtConstruction:
@@ -80,7 +80,7 @@ class TestCheckpointAtConstruction:
         transport = FakeTransport([ok()])
         session = make(transport, checkpoints=store, checkpoint_key=KEY)
         assert session.session_id == "conv-saved"
-        session.run(session.prepare_turn("again"))
+        session.turn("again")
         assert transport.opened[0].resume_session_id == "conv-saved"
         assert transport.opened[0].previous_usage == usage
         assert store.saved[KEY].turns == 5
@@ -94,7 +94,7 @@ class TestCheckpointAtConstruction:
             checkpoint_key=KEY,
             policy=SessionPolicy(renewal=RenewalBudget(max_turns=3)),
         )
-        session.run(session.prepare_turn("third"))
+        session.turn("third")
         assert session.session_id is None
         assert KEY not in store.saved
 
@@ -110,7 +110,7 @@ class TestCheckpointAtConstruction:
         )
         assert session.session_id == "conv-explicit"
         assert store.saved[KEY].session_id == "conv-explicit"
-        session.run(session.prepare_turn("go"))
+        session.turn("go")
         assert transport.opened[0].resume_session_id == "conv-explicit"
 
     def test_a_store_needs_a_key_and_the_key_is_validated(self) -> None:
@@ -127,7 +127,7 @@ class TestCheckpointAtConstruction:
         session = make(
             FakeTransport([ok("kept")]), checkpoints=store, checkpoint_key=KEY, log=log.append
         )
-        turn = session.run(session.prepare_turn("go"))
+        turn = session.turn("go")
         assert turn.result.text == "kept"
         assert any("could not save checkpoint" in line for line in log)
 
@@ -143,7 +143,7 @@ class TestEvents:
         seen: list[tuple[str, AgentEvent]] = []
         transport = FakeTransport([ok("hello")])
         session = make(transport, event_handlers=[recorder])
-        session.run(session.prepare_turn("go"), on_event=lambda e: seen.append(("turn", e)))
+        session.turn("go", on_event=lambda e: seen.append(("turn", e)))
         assert [event for _, event in seen] == recorder.events
         assert isinstance(recorder.events[0], RunStarted)
         assert AssistantText("hello") in recorder.events
@@ -151,7 +151,7 @@ class TestEvents:
     def test_events_arrive_on_the_thread_that_runs_the_turn(self) -> None:
         threads: set[int] = set()
         session = make(FakeTransport([ok()]))
-        session.run(
+        session.turn(
             session.prepare_turn("go"), on_event=lambda _: threads.add(threading.get_ident())
         )
         assert threads == {threading.get_ident()}
@@ -160,7 +160,7 @@ class TestEvents:
         recorder = RecordingEventHandler()
         transport = FakeTransport([FakeOutcome.failure(FailureKind.TRANSIENT), ok()])
         session = make(transport, event_handlers=[recorder])
-        session.run(session.prepare_turn("go"))
+        session.turn("go")
         kinds = [e.kind for e in recorder.events if isinstance(e, Lifecycle)]
         assert "retry_scheduled" in kinds
 
@@ -193,7 +193,7 @@ class TestEvents:
         seen: list[AgentEvent] = []
         ticket = rig.session.prepare_turn("go")
         try:
-            rig.session.run(ticket, on_event=seen.append)
+            rig.session.turn(ticket, on_event=seen.append)
         except TurnFailedError:
             assert kind == "conversation_forgotten"
         kinds = [e.kind for e in seen if isinstance(e, Lifecycle)]
@@ -212,8 +212,8 @@ class TestEvents:
         transport = FakeTransport([ok("a"), ok("b")])
         session = make(transport)
         with pytest.raises(Boom):
-            session.run(session.prepare_turn("go"), on_event=explode)
-        assert session.run(session.prepare_turn("again")).result.text == "b"
+            session.turn("go", on_event=explode)
+        assert session.turn("again").result.text == "b"
 
     def test_a_handler_raising_on_a_policy_event_fails_the_turn(self) -> None:
         class Boom(Exception):
@@ -226,9 +226,9 @@ class TestEvents:
         transport = FakeTransport([FakeOutcome.failure(FailureKind.TRANSIENT), ok("b"), ok("c")])
         session = make(transport)
         with pytest.raises(Boom):
-            session.run(session.prepare_turn("go"), on_event=explode)
+            session.turn("go", on_event=explode)
         assert len(transport.calls) == 1
-        assert session.run(session.prepare_turn("again")).result.text == "b"
+        assert session.turn("again").result.text == "b"
 
 
 class TestAdoptReleaseClose:
@@ -276,7 +276,7 @@ class TestAdoptReleaseClose:
     def test_the_context_manager_closes_the_session(self) -> None:
         rig = Rig([ok()])
         with rig.session as session:
-            session.run(session.prepare_turn("go"))
+            session.turn("go")
         assert rig.session.closed
         with pytest.raises(SessionStateError):
             rig.session.prepare_turn("more")
@@ -289,7 +289,7 @@ class TestAdoptReleaseClose:
         )
         session = Session(transport, read_only, clock=FakeClock())
         with pytest.raises(ProviderCapabilityError):
-            session.run(session.prepare_turn("go"))
+            session.turn("go")
         assert transport.calls == []
 
 
@@ -306,7 +306,7 @@ class TestSteer:
         ticket = session.prepare_turn("long")
         result: list[object] = []
         worker = threading.Thread(
-            target=lambda: result.append(session.run(ticket, on_event=on_event))
+            target=lambda: result.append(session.turn(ticket, on_event=on_event))
         )
         worker.start()
         assert started.wait(5)
@@ -324,7 +324,7 @@ class TestSteer:
         session = make(FakeTransport([ok()]))
         with pytest.raises(ProviderCapabilityError, match="cannot take messages"):
             session.steer("hello")
-        session.run(session.prepare_turn("go"))
+        session.turn("go")
         with pytest.raises(ProviderCapabilityError):
             session.steer("hello")
 
@@ -336,7 +336,7 @@ def test_retry_jitter_is_deterministic_under_a_seed() -> None:
         retry = RetryPolicy(delays=(100, 100), jitter=0.5, seed=seed)
         session = Session(transport, spec(), policy=SessionPolicy(retry=retry), clock=clock)
         with pytest.raises(TurnFailedError):
-            session.run(session.prepare_turn("go"))
+            session.turn("go")
         return clock.waits
 
     first, again, other = waits(7), waits(7), waits(8)

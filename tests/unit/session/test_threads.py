@@ -9,7 +9,7 @@ from collections.abc import Callable
 import pytest
 
 from agentshim.core.clock import SystemClock
-from agentshim.core.conversation import Conversation, ConversationSpec
+from agentshim.core.conversation import Conversation, ConversationSpec, TurnStop
 from agentshim.core.errors import (
     FailureKind,
     SessionStateError,
@@ -50,7 +50,7 @@ class Runner:
 
     def _run(self, session: Session, ticket: TurnTicket) -> None:
         try:
-            self.turn = session.run(ticket, on_event=self._on_event)
+            self.turn = session.turn(ticket, on_event=self._on_event)
         except BaseException as error:
             self.error = error
 
@@ -90,9 +90,9 @@ def test_interrupt_before_the_turn_starts_raises_turn_cancelled() -> None:
     ticket = session.prepare_turn("go")
     session.interrupt()
     with pytest.raises(TurnCancelledError):
-        session.run(ticket)
+        session.turn(ticket)
     assert transport.calls == []
-    assert session.run(session.prepare_turn("again")).result.text == "ok"
+    assert session.turn("again").result.text == "ok"
 
 
 def test_interrupt_ends_a_running_turn_with_an_interrupted_result() -> None:
@@ -105,7 +105,7 @@ def test_interrupt_ends_a_running_turn_with_an_interrupted_result() -> None:
     assert runner.turn is not None
     assert runner.turn.result.interrupted
     assert any(isinstance(event, TurnInterrupted) for event in runner.events)
-    assert session.run(session.prepare_turn("more")).result.text == "next"
+    assert session.turn("more").result.text == "next"
     assert len(transport.conversations) == 1
 
 
@@ -133,11 +133,16 @@ class LateStartConversation:
     def session_id(self) -> str | None:
         return self.inner.session_id
 
-    def turn(self, request: TurnRequest, emit: Callable[[AgentEvent], None]) -> TurnResult:
+    def turn(
+        self,
+        request: TurnRequest,
+        emit: Callable[[AgentEvent], None],
+        stop: TurnStop | None = None,
+    ) -> TurnResult:
         assert self.transport.session is not None
-        # The inner conversation is not running yet, so it ignores this interrupt.
+        # The inner conversation is not running yet: the interrupt lands before its turn.
         self.transport.session.interrupt()
-        return self.inner.turn(request, emit)
+        return self.inner.turn(request, emit, stop)
 
     def interrupt(self) -> None:
         self.inner.interrupt()
@@ -147,13 +152,16 @@ class LateStartConversation:
 
 
 def test_an_interrupt_that_arrives_before_the_conversation_runs_is_not_lost() -> None:
-    transport = LateStartTransport(FakeTransport([FakeOutcome.hang(limit_s=LIMIT)]))
+    inner = FakeTransport([FakeOutcome.hang(limit_s=LIMIT), FakeOutcome.success("next")])
+    transport = LateStartTransport(inner)
     session = Session(transport, spec(), clock=SystemClock())
     transport.session = session
     started = time.monotonic()
-    turn = session.run(session.prepare_turn("long"))
+    with pytest.raises(TurnCancelledError):
+        session.turn("long")
     assert time.monotonic() - started < 2.0
-    assert turn.result.interrupted
+    assert inner.calls == [], "the stopped turn ran anyway"
+    assert inner.conversations[0].cancelled_before_start == 1
 
 
 def test_a_concurrent_run_raises_session_state_error() -> None:
@@ -163,7 +171,7 @@ def test_a_concurrent_run_raises_session_state_error() -> None:
     assert runner.started.wait(LIMIT)
     second = session.prepare_turn("second")
     with pytest.raises(SessionStateError, match="already running"):
-        session.run(second)
+        session.turn(second)
     assert not session.adopt("conv-other")
     with pytest.raises(SessionStateError, match="while a turn runs"):
         session.release()
