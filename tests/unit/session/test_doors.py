@@ -1,0 +1,409 @@
+"""One verb per action, handlers as plain functions, and stop outcomes by timing.
+
+``Session.turn`` with a request, a prompt or a ticket; every door that takes an event handler
+taking a plain function too; ``Session.interrupt`` and ``AgentSession.cancel`` before a turn,
+while it waits, while its CLI runs, as it ends and after it; one lock registry per
+(provider, session id).
+"""
+
+from __future__ import annotations
+
+import signal
+import threading
+from collections.abc import Callable
+
+import pytest
+
+from agentshim.agent import Agent
+from agentshim.cli_agent import AgentSession, CliAgent
+from agentshim.core.conversation import ConversationSpec
+from agentshim.core.errors import ContinuityError, InvalidRequestError, TurnCancelledError
+from agentshim.core.events import AgentEvent, AssistantText, RunFinished, TurnInterrupted
+from agentshim.core.permissions import ApprovalPolicy, NativePermissions
+from agentshim.core.turn import TurnRequest
+from agentshim.execution.executor import CommandRequest, CommandResult, CommandStreamSink
+from agentshim.session import Session, Turn
+from agentshim.testing import FakeExecutor, FakeRun, RecordingEventHandler, scripted_turn
+from agentshim.testing.clock import SequentialIds
+from agentshim.testing.conversation import FakeOutcome, FakeTransport
+
+from .scripted_claude import ENV, PROVIDER, UntilStopped
+
+BYPASS = NativePermissions.bypass()
+DENY = ApprovalPolicy.DENY
+WAIT_S = 5.0
+
+
+def answer(text: str = "ok", session_id: str = "s-1") -> FakeRun:
+    return scripted_turn(PROVIDER, text=text, session_id=session_id)
+
+
+def claude_agent(executor: FakeExecutor, **kwargs: object) -> Agent:
+    return Agent(PROVIDER, executor=executor, env=ENV, permissions=BYPASS, approvals=DENY, **kwargs)  # type: ignore[arg-type]
+
+
+def texts(events: list[AgentEvent]) -> list[str]:
+    return [event.text for event in events if isinstance(event, AssistantText)]
+
+
+class Gate:
+    """A run source whose first run blocks until released; later runs answer at once."""
+
+    def __init__(self) -> None:
+        self.entered = threading.Event()
+        self.release = threading.Event()
+        self.runs = 0
+
+    def __call__(self, request: CommandRequest) -> FakeRun:
+        self.runs += 1
+        if self.runs == 1:
+            self.entered.set()
+            self.release.wait(WAIT_S)
+        return answer(f"run {self.runs}")
+
+
+class InThread:
+    """Runs ``call`` on its own thread and keeps what it returned or raised."""
+
+    def __init__(self, call: Callable[[], object]) -> None:
+        self.value: object = None
+        self.error: BaseException | None = None
+        self.thread = threading.Thread(target=self._run, args=(call,), daemon=True)
+        self.thread.start()
+
+    def _run(self, call: Callable[[], object]) -> None:
+        try:
+            self.value = call()
+        except BaseException as error:
+            self.error = error
+
+    def join(self) -> None:
+        self.thread.join(WAIT_S)
+        assert not self.thread.is_alive(), "the turn did not end"
+
+
+# -- Session.turn: one verb for a request, a prompt or a ticket ----------------------------
+
+
+class TestSessionTurn:
+    def test_a_prompt_string_is_prepared_and_run_in_one_call(self) -> None:
+        executor = FakeExecutor([answer("hi")])
+        turn = claude_agent(executor, ids=SequentialIds()).start_session("/w").turn("hello")
+        assert (turn.result.text, turn.turn_id, turn.session_id) == ("hi", "turn_1", "s-1")
+        assert executor.requests[0].stdin == "hello"
+
+    def test_a_turn_request_runs_with_its_own_settings(self) -> None:
+        executor = FakeExecutor([answer("hi")])
+        session = claude_agent(executor).start_session("/w")
+        session.turn(TurnRequest("hello", timeout=30, cwd="/elsewhere"))
+        assert (executor.requests[0].timeout, executor.requests[0].cwd) == (30, "/elsewhere")
+
+    def test_a_ticket_runs_the_turn_it_named(self) -> None:
+        session = claude_agent(FakeExecutor([answer("hi")]), ids=SequentialIds()).start_session()
+        ticket = session.prepare_turn("hello")
+        turn = session.turn(ticket)
+        assert (turn.turn_id, turn.result.text) == (ticket.turn_id, "hi")
+
+    @pytest.mark.parametrize("extra", [{"expect_session_id": "s-1"}, {"pin": True}])
+    def test_expect_or_pin_given_with_a_ticket_is_refused(self, extra: dict[str, object]) -> None:
+        executor = FakeExecutor([answer()])
+        session = claude_agent(executor).start_session()
+        ticket = session.prepare_turn("hello")
+        with pytest.raises(InvalidRequestError, match="prepare_turn") as caught:
+            session.turn(ticket, **extra)  # type: ignore[arg-type]
+        assert caught.value.field == next(iter(extra))
+        assert executor.requests == []
+        assert session.turn(ticket).result.text == "ok", "the refused call spent the ticket"
+
+    def test_expect_session_id_with_a_prompt_makes_the_turn_strict(self) -> None:
+        executor = FakeExecutor([answer()])
+        session = claude_agent(executor).start_session()
+        with pytest.raises(ContinuityError):
+            session.turn("hello", expect_session_id="s-other")
+        assert executor.requests == []
+
+    def test_pin_with_a_prompt_is_carried_to_the_turn(self) -> None:
+        transport = FakeTransport([FakeOutcome.success("a", session_id="s-new")])
+        session = Agent.over(transport, permissions=BYPASS, approvals=DENY).start_session()
+        session.adopt("s-old")
+        with pytest.raises(ContinuityError):
+            session.turn("hello", pin=True)
+        assert session.session_id == "s-old", "a pinned turn lost its conversation"
+
+    def test_something_that_is_not_a_request_is_refused(self) -> None:
+        session = claude_agent(FakeExecutor([answer()])).start_session()
+        with pytest.raises(InvalidRequestError, match="TurnRequest or a prompt") as caught:
+            session.turn(42)  # type: ignore[arg-type]
+        assert caught.value.field == "Session.request"
+
+
+# -- a plain function is a handler at every door ------------------------------------------
+
+
+def cli(**kwargs: object) -> CliAgent:
+    return CliAgent(PROVIDER, executor=FakeExecutor([answer("hi")]), env=ENV, **kwargs)  # type: ignore[arg-type]
+
+
+class TestPlainFunctionHandlers:
+    def test_cli_agent_event_handler(self) -> None:
+        seen: list[AgentEvent] = []
+        cli(event_handler=seen.append).run("x")
+        assert texts(seen) == ["hi"]
+
+    def test_cli_agent_event_handlers_mix_functions_and_handler_objects(self) -> None:
+        seen: list[AgentEvent] = []
+        recorder = RecordingEventHandler()
+        cli(event_handlers=[seen.append, recorder]).run("x")
+        assert texts(seen) == texts(recorder.events) == ["hi"]
+
+    def test_agent_session_turn_on_event(self) -> None:
+        seen: list[AgentEvent] = []
+        cli().start_session().turn("x", on_event=seen.append)
+        assert texts(seen) == ["hi"]
+
+    def test_cli_agent_run_on_event_comes_after_the_agents_handlers(self) -> None:
+        order: list[str] = []
+        agent = cli(event_handler=lambda e: order.append("agent"))
+        agent.run("x", on_event=lambda e: order.append("turn"))
+        assert order[:2] == ["agent", "turn"]
+
+    def test_agent_event_handlers(self) -> None:
+        seen: list[AgentEvent] = []
+        agent = claude_agent(FakeExecutor([answer("hi")]), event_handlers=[seen.append])
+        agent.start_session().turn("x")
+        assert texts(seen) == ["hi"]
+
+    def test_session_turn_on_event_takes_a_function_or_a_handler_object(self) -> None:
+        seen: list[AgentEvent] = []
+        recorder = RecordingEventHandler()
+        session = claude_agent(FakeExecutor([answer("a"), answer("b")])).start_session()
+        session.turn("x", on_event=seen.append)
+        session.turn("y", on_event=recorder)
+        assert (texts(seen), texts(recorder.events)) == (["a"], ["b"])
+
+    def test_session_event_handlers(self) -> None:
+        seen: list[AgentEvent] = []
+        spec = ConversationSpec(permissions=BYPASS, approvals=DENY)
+        session = Session(
+            FakeTransport([FakeOutcome.success("hi")]), spec, event_handlers=[seen.append]
+        )
+        session.turn("x")
+        assert texts(seen) == ["hi"]
+
+    @pytest.mark.parametrize(
+        "door",
+        [
+            lambda bad: cli(event_handler=bad),
+            lambda bad: cli(event_handlers=[bad]),
+            lambda bad: cli().start_session().turn("x", on_event=bad),
+            lambda bad: claude_agent(FakeExecutor(), event_handlers=[bad]),
+            lambda bad: (
+                claude_agent(FakeExecutor([answer()])).start_session().turn("x", on_event=bad)
+            ),
+        ],
+        ids=[
+            "CliAgent.event_handler",
+            "CliAgent.event_handlers",
+            "AgentSession.turn",
+            "Agent",
+            "Session.turn",
+        ],
+    )
+    def test_something_neither_callable_nor_a_handler_is_refused(
+        self, door: Callable[[object], object]
+    ) -> None:
+        with pytest.raises(InvalidRequestError, match="on_event"):
+            door(42)
+
+
+# -- AgentSession.cancel: the turn in flight raises TurnCancelledError, whenever it lands --
+
+
+class ExitsCleanly(FakeExecutor):
+    """A CLI that exits 0 even after SIGTERM (it had just finished)."""
+
+    def run(self, request: CommandRequest, sink: CommandStreamSink) -> CommandResult:
+        outcome = super().run(request, sink)
+        return CommandResult(0, outcome.stdout, outcome.stderr)
+
+
+class TestCancelTimings:
+    def test_a_cancel_before_any_turn_does_nothing(self) -> None:
+        executor = FakeExecutor([answer("hi")])
+        session = CliAgent(PROVIDER, executor=executor, env=ENV).start_session()
+        session.cancel()
+        assert session.turn("x").text == "hi"
+        assert not executor.handles[0].terminated
+
+    def test_a_cancel_while_the_turn_waits_for_its_conversation_means_it_never_starts(
+        self,
+    ) -> None:
+        gate = Gate()
+        executor = FakeExecutor(gate)
+        agent = CliAgent(PROVIDER, executor=executor, env=ENV)
+        first = agent.start_session(session_id="s-1")
+        second = agent.start_session(session_id="s-1")
+        running = InThread(lambda: first.turn("one"))
+        assert gate.entered.wait(WAIT_S)
+        waiting = InThread(lambda: second.turn("two"))
+        waiting.thread.join(0.2)
+        second.cancel()
+        waiting.join()
+        gate.release.set()
+        running.join()
+        assert isinstance(waiting.error, TurnCancelledError)
+        assert waiting.error.returncode is None
+        assert len(executor.requests) == 1, "the cancelled turn started its CLI"
+        assert second.session_id == "s-1"
+
+    def test_a_cancel_while_the_cli_runs_terminates_it(self) -> None:
+        executor = FakeExecutor()
+        executor._runs = lambda _: FakeRun(stdout=UntilStopped(executor))  # pyright: ignore[reportPrivateUsage]
+        session = CliAgent(PROVIDER, executor=executor, env=ENV).start_session(session_id="s-1")
+        running = InThread(lambda: session.turn("x"))
+        while not executor.handles:
+            running.thread.join(0.01)
+        session.cancel(grace_s=1)
+        running.join()
+        assert isinstance(running.error, TurnCancelledError)
+        assert running.error.returncode == -signal.SIGTERM
+        assert session.session_id == "s-1"
+
+    def test_a_cancel_as_the_cli_exits_cleanly_still_cancels_the_turn(self) -> None:
+        holder: list[AgentSession] = []
+
+        def cancel_at_exit(event: AgentEvent) -> None:
+            if isinstance(event, RunFinished):
+                holder[0].cancel()
+
+        executor = ExitsCleanly([answer("done", "s-2")])
+        agent = CliAgent(PROVIDER, executor=executor, env=ENV, event_handler=cancel_at_exit)
+        session = agent.start_session()
+        holder.append(session)
+        with pytest.raises(TurnCancelledError) as caught:
+            session.turn("x")
+        assert caught.value.returncode == 0
+        assert session.session_id == "s-2", "the cancelled turn lost the id its CLI named"
+
+    def test_a_cancel_after_the_turn_ended_does_not_reach_the_next_turn(self) -> None:
+        executor = FakeExecutor([answer("a"), answer("b")])
+        session = CliAgent(PROVIDER, executor=executor, env=ENV).start_session()
+        session.turn("x")
+        session.cancel()
+        assert session.turn("y").text == "b"
+        assert not executor.handles[1].terminated
+
+
+# -- Session.interrupt: a CLI that ran gives an interrupted Turn; none ran, TurnCancelledError --
+
+
+class TestInterruptTimings:
+    def test_after_prepare_and_before_the_turn_nothing_runs(self) -> None:
+        executor = FakeExecutor([answer()])
+        session = claude_agent(executor).start_session()
+        ticket = session.prepare_turn("x")
+        session.interrupt()
+        with pytest.raises(TurnCancelledError):
+            session.turn(ticket)
+        assert executor.requests == []
+
+    def test_while_waiting_for_another_sessions_turn_nothing_runs(self) -> None:
+        gate = Gate()
+        executor = FakeExecutor(gate)
+        agent = claude_agent(executor)
+        first, second = agent.start_session(), agent.start_session()
+        first.adopt("s-1")
+        second.adopt("s-1")
+        running = InThread(lambda: first.turn("one"))
+        assert gate.entered.wait(WAIT_S)
+        waiting = InThread(lambda: second.turn("two"))
+        waiting.thread.join(0.2)
+        second.interrupt()
+        waiting.join()
+        gate.release.set()
+        running.join()
+        assert isinstance(waiting.error, TurnCancelledError)
+        assert len(executor.requests) == 1
+        assert second.session_id == "s-1"
+
+    def test_while_the_cli_runs_the_turn_returns_interrupted_and_keeps_the_conversation(
+        self,
+    ) -> None:
+        executor = FakeExecutor()
+        executor._runs = lambda _: FakeRun(stdout=UntilStopped(executor))  # pyright: ignore[reportPrivateUsage]
+        session = claude_agent(executor).start_session()
+        session.adopt("s-1")
+        events = RecordingEventHandler()
+        running = InThread(lambda: session.turn("x", on_event=events))
+        while not executor.handles:
+            running.thread.join(0.01)
+        session.interrupt()
+        running.join()
+        assert running.error is None
+        assert isinstance(running.value, Turn)
+        assert running.value.result.interrupted
+        assert events.of_type(TurnInterrupted)
+        assert session.session_id == "s-1"
+
+    def test_after_the_turn_ended_it_does_not_reach_the_next_turn(self) -> None:
+        executor = FakeExecutor([answer("a"), answer("b")])
+        session = claude_agent(executor).start_session()
+        session.turn("x")
+        session.interrupt()
+        turn = session.turn("y")
+        assert (turn.result.text, turn.result.interrupted) == ("b", False)
+
+
+# -- one lock registry per (provider, session id) -------------------------------------------
+
+
+class TestOneLockRegistry:
+    def test_two_sessions_of_one_agent_on_one_session_id_take_turns(self) -> None:
+        gate = Gate()
+        executor = FakeExecutor(gate)
+        agent = claude_agent(executor)
+        first, second = agent.start_session(), agent.start_session()
+        first.adopt("s-1")
+        second.adopt("s-1")
+        one = InThread(lambda: first.turn("one"))
+        assert gate.entered.wait(WAIT_S)
+        two = InThread(lambda: second.turn("two"))
+        two.thread.join(0.2)
+        assert len(executor.requests) == 1, "the second session ran while the first did"
+        gate.release.set()
+        one.join()
+        two.join()
+        assert (one.error, two.error) == (None, None)
+        assert len(executor.requests) == 2
+
+    def test_a_turn_takes_one_lock_in_the_registry_the_agent_hands_its_cli_agent(self) -> None:
+        held: list[int] = []
+        agent: list[Agent] = []
+
+        def count(event: AgentEvent) -> None:
+            if isinstance(event, AssistantText):
+                transport = agent[0].transport
+                held.append(len(transport.cli_agent.locks))  # type: ignore[attr-defined]
+
+        agent.append(claude_agent(FakeExecutor([answer("hi")]), event_handlers=[count]))
+        session = agent[0].start_session()
+        session.adopt("s-1")
+        assert session.turn("x").result.text == "hi"
+        assert held == [1]
+
+    def test_a_lock_held_in_that_registry_holds_the_agents_sessions(self) -> None:
+        executor = FakeExecutor([answer()])
+        agent = claude_agent(executor)
+        session = agent.start_session()
+        session.adopt("s-1")
+        locks = agent.transport.cli_agent.locks  # type: ignore[attr-defined]
+        locks.acquire((PROVIDER, "s-1"))
+        try:
+            waiting = InThread(lambda: session.turn("x"))
+            waiting.thread.join(0.2)
+            assert executor.requests == []
+            session.interrupt()
+            waiting.join()
+        finally:
+            locks.release((PROVIDER, "s-1"))
+        assert isinstance(waiting.error, TurnCancelledError)
