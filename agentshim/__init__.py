@@ -87,7 +87,8 @@ if TYPE_CHECKING:
         SchemaDialect,
     )
     from agentshim.core.provider import ParsedTurn, Provider, StreamParser
-    from agentshim.core.session_policy import Continuity, FailureOutcome, RetryPolicy, SessionPolicy
+    from agentshim.core.retry import RetryPolicy
+    from agentshim.core.session_policy import Continuity, FailureOutcome, SessionPolicy
     from agentshim.core.stream import LineTooLongError
     from agentshim.core.turn import OutputSchema, TurnRequest, TurnResult
     from agentshim.core.usage import CostSource, ProviderUsage, TokenUsage, TokenWeights
@@ -112,7 +113,7 @@ _LAZY_NAMES = MappingProxyType(
         "OneShotTransport": "agentshim.oneshot",
         "Continuity": "agentshim.core.session_policy",
         "FailureOutcome": "agentshim.core.session_policy",
-        "RetryPolicy": "agentshim.core.session_policy",
+        "RetryPolicy": "agentshim.core.retry",
         "SessionPolicy": "agentshim.core.session_policy",
         "Conversation": "agentshim.core.conversation",
         "ConversationSpec": "agentshim.core.conversation",

@@ -31,7 +31,8 @@ from agentshim.core.locks import KeyedLocks
 from agentshim.core.mcp import McpServer, StdioMcpServer
 from agentshim.core.permissions import ApprovalPolicy, NativePermissions
 from agentshim.core.profile import ProviderProfile, RenewalBudget
-from agentshim.core.session_policy import RetryPolicy, SessionPolicy
+from agentshim.core.retry import RetryPolicy
+from agentshim.core.session_policy import SessionPolicy
 from agentshim.core.usage import ProviderUsage
 from agentshim.execution.confinement import Confinement, confine
 from agentshim.execution.executor import CommandExecutor

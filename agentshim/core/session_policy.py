@@ -34,11 +34,9 @@ The rules, per turn:
 from __future__ import annotations
 
 import enum
-import math
-from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import TypeGuard, cast
 
+from agentshim.core._checks import seconds
 from agentshim.core.errors import (
     FailureKind,
     InvalidRequestError,
@@ -48,6 +46,7 @@ from agentshim.core.errors import (
     TurnTimeoutError,
 )
 from agentshim.core.profile import RenewalBudget
+from agentshim.core.retry import RetryPolicy
 from agentshim.core.usage import ProviderUsage
 
 __all__ = [
@@ -74,7 +73,6 @@ __all__ = [
     "Refusal",
     "RefuseTurn",
     "Release",
-    "RetryPolicy",
     "SaveCheckpoint",
     "SessionPolicy",
     "Start",
@@ -137,112 +135,6 @@ def classify_failure(error: BaseException) -> FailureOutcome:
     if isinstance(error, TurnCancelledError):
         return FailureOutcome.INTERRUPTED
     return FailureOutcome.ERROR
-
-
-_DEFAULT_DELAYS = (30.0, 60.0, 120.0, 240.0, 480.0)
-
-
-def _is_number(value: object) -> TypeGuard[float]:
-    return isinstance(value, int | float) and not isinstance(value, bool)
-
-
-@dataclass(frozen=True, slots=True)
-class RetryPolicy:
-    """How a transient failure is retried in place.
-
-    ``delays`` are the waits before the 1st, 2nd, ... retry; their number is the most retries
-    a turn gets. ``jitter`` (0 <= jitter < 1, off by default) spreads each wait by up to that
-    fraction either way; the spread comes from a random sample the session draws from a
-    generator seeded with ``seed``, so a seeded session waits the same every run. A failure
-    that says when the provider will accept requests again (``retry_after_s``) waits at least
-    that long, and is not retried when that is more than ``max_hint_s`` away.
-
-    Raises:
-        InvalidRequestError: a delay or ``max_hint_s`` that is not a finite number >= 0, or
-            ``jitter`` outside [0, 1).
-    """
-
-    delays: Sequence[float] = _DEFAULT_DELAYS
-    jitter: float = 0.0
-    seed: int | None = None
-    max_hint_s: float = 900.0
-
-    def __post_init__(self) -> None:
-        raw = cast("object", self.delays)
-        if isinstance(raw, str) or not isinstance(raw, Iterable):
-            raise InvalidRequestError(
-                "RetryPolicy.delays",
-                f"{raw!r} is not a sequence of seconds",
-                f"RetryPolicy.delays must be a sequence of seconds such as (30, 60), not {raw!r}",
-            )
-        delays: list[float] = []
-        for delay in cast("Iterable[object]", raw):
-            if not _is_number(delay) or not math.isfinite(delay) or delay < 0:
-                raise InvalidRequestError(
-                    "RetryPolicy.delays",
-                    f"{delay!r} is not a finite number of seconds >= 0",
-                    f"RetryPolicy delays must be finite and not negative, got {delay!r}",
-                )
-            delays.append(float(delay))
-        if (
-            not _is_number(self.jitter)
-            or not math.isfinite(self.jitter)
-            or not 0 <= self.jitter < 1
-        ):
-            raise InvalidRequestError(
-                "RetryPolicy.jitter",
-                f"{self.jitter!r} is not in [0, 1)",
-                f"RetryPolicy.jitter must be in [0, 1), got {self.jitter!r}; 0 turns it off",
-            )
-        if (
-            not _is_number(self.max_hint_s)
-            or not math.isfinite(self.max_hint_s)
-            or self.max_hint_s < 0
-        ):
-            raise InvalidRequestError(
-                "RetryPolicy.max_hint_s",
-                f"{self.max_hint_s!r} is not a finite number of seconds >= 0",
-                f"RetryPolicy.max_hint_s must be finite and not negative, got {self.max_hint_s!r}",
-            )
-        object.__setattr__(self, "delays", tuple(delays))
-
-    @classmethod
-    def never(cls) -> RetryPolicy:
-        """A policy that never retries."""
-        return cls(delays=())
-
-    @property
-    def max_retries(self) -> int:
-        """The most retries one turn gets."""
-        return len(self.delays)
-
-    def delay(
-        self, retry: int, *, sample: float = 0.5, retry_after_s: float | None = None
-    ) -> float | None:
-        """Seconds to wait before retry number ``retry`` (0-based), or None to give up.
-
-        ``sample`` is a uniform random number in [0, 1); 0.5 means no spread.
-
-        Raises:
-            InvalidRequestError: ``retry`` is negative or not an int.
-        """
-        if isinstance(retry, bool) or not isinstance(retry, int) or retry < 0:  # pyright: ignore[reportUnnecessaryIsInstance]
-            raise InvalidRequestError(
-                "retry",
-                f"{retry!r} is not an int >= 0",
-                f"RetryPolicy.delay(retry) needs a retry number that is not negative (an int "
-                f">= 0), got {retry!r}",
-            )
-        if retry >= len(self.delays):
-            return None
-        base = self.delays[retry]
-        wait = base * (1.0 + self.jitter * (2.0 * min(max(sample, 0.0), 1.0) - 1.0))
-        # An infinite hint ("not before ever") gives up like any hint beyond max_hint_s.
-        if retry_after_s is not None and not math.isnan(retry_after_s):
-            if retry_after_s > self.max_hint_s:
-                return None
-            wait = max(wait, retry_after_s)
-        return max(0.0, wait)
 
 
 class Phase(enum.Enum):
@@ -560,14 +452,8 @@ class SessionPolicy:
                 f"{self.renewal!r} is not a RenewalBudget",
                 f"SessionPolicy.renewal must be a RenewalBudget or None, not {self.renewal!r}",
             )
-        idle = self.idle_release_after
-        if idle is not None and (not _is_number(idle) or not math.isfinite(idle) or idle < 0):
-            raise InvalidRequestError(
-                "SessionPolicy.idle_release_after",
-                f"{idle!r} is not a finite number of seconds >= 0",
-                "SessionPolicy.idle_release_after must be a finite number of seconds >= 0, "
-                f"got {idle!r}; pass None to never release an idle conversation",
-            )
+        if self.idle_release_after is not None:
+            seconds("SessionPolicy", "idle_release_after", self.idle_release_after)
 
     def initial(
         self,
@@ -580,27 +466,29 @@ class SessionPolicy:
 
     def step(self, state: PolicyState, event: Event) -> Step:
         """Apply ``event`` to ``state``: the next state and the commands to carry out, in order."""
-        if isinstance(event, Prepare):
-            return self._prepare(state, event)
-        if isinstance(event, Start):
-            return self._start(state, event)
-        if isinstance(event, Opened):
-            return self._opened(state, event)
-        if isinstance(event, Succeeded):
-            return self._succeeded(state, event)
-        if isinstance(event, Failed):
-            return self._failed(state, event)
-        if isinstance(event, Cancelled):
-            return self._cancelled(state, event)
-        if isinstance(event, Waited):
-            return self._waited(state, event)
-        if isinstance(event, Abort):
-            return self._abort(state, event)
-        if isinstance(event, Adopt):
-            return self._adopt(state, event)
-        if isinstance(event, Release):
-            return self._release(state)
-        return self._close(state)
+        match event:
+            case Prepare():
+                return self._prepare(state, event)
+            case Start():
+                return self._start(state, event)
+            case Opened():
+                return self._opened(state, event)
+            case Succeeded():
+                return self._succeeded(state, event)
+            case Failed():
+                return self._failed(state, event)
+            case Cancelled():
+                return self._cancelled(state, event)
+            case Waited():
+                return self._waited(state, event)
+            case Abort():
+                return self._abort(state, event)
+            case Adopt():
+                return self._adopt(state, event)
+            case Release():
+                return self._release(state)
+            case Close():
+                return self._close(state)
 
     # -- before a turn ----------------------------------------------------------------
 

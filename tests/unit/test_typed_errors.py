@@ -26,7 +26,8 @@ from agentshim.core.profile import (
     ProviderProfile,
     RenewalBudget,
 )
-from agentshim.core.session_policy import RetryPolicy, SessionPolicy
+from agentshim.core.retry import RetryPolicy
+from agentshim.core.session_policy import SessionPolicy
 from agentshim.execution.confinement import PathMap
 from agentshim.execution.docker import DockerExecConfinement
 from agentshim.providers.claude import ClaudeHook, ClaudeProvider, SandboxConfig

@@ -9,7 +9,8 @@ from agentshim.core.conversation import ConversationSpec
 from agentshim.core.events import AgentEventHandler
 from agentshim.core.permissions import ApprovalPolicy, NativePermissions
 from agentshim.core.profile import RenewalBudget
-from agentshim.core.session_policy import RetryPolicy, SessionPolicy
+from agentshim.core.retry import RetryPolicy
+from agentshim.core.session_policy import SessionPolicy
 from agentshim.session import Session
 from agentshim.testing.checkpoints import FakeCheckpointStore
 from agentshim.testing.clock import FakeClock, SequentialIds

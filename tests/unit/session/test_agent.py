@@ -14,7 +14,8 @@ from agentshim.core.errors import FailureKind, InvalidRequestError, ProviderCapa
 from agentshim.core.events import AgentEvent, RunStarted
 from agentshim.core.mcp import HttpMcpServer, StdioMcpServer
 from agentshim.core.permissions import ApprovalPolicy, NativePermissions
-from agentshim.core.session_policy import Continuity, RetryPolicy
+from agentshim.core.retry import RetryPolicy
+from agentshim.core.session_policy import Continuity
 from agentshim.execution.confinement import PathMap
 from agentshim.session import Session, Turn
 from agentshim.testing import FakeConfinement, FakeExecutor, FakeRun, scripted_turn

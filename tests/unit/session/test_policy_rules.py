@@ -14,7 +14,8 @@ from agentshim.core.errors import (
     TurnTimeoutError,
 )
 from agentshim.core.profile import RenewalBudget
-from agentshim.core.session_policy import Continuity, RetryPolicy
+from agentshim.core.retry import RetryPolicy
+from agentshim.core.session_policy import Continuity
 from agentshim.core.usage import TokenUsage
 from agentshim.testing.conversation import FakeOutcome
 

@@ -21,7 +21,8 @@ from agentshim.core.errors import (
 from agentshim.core.events import AgentEvent, AssistantText, Lifecycle, RunStarted
 from agentshim.core.permissions import ApprovalPolicy, NativeMode, NativePermissions
 from agentshim.core.profile import RenewalBudget
-from agentshim.core.session_policy import Continuity, RetryPolicy, SessionPolicy
+from agentshim.core.retry import RetryPolicy
+from agentshim.core.session_policy import Continuity, SessionPolicy
 from agentshim.core.usage import ProviderUsage, TokenUsage
 from agentshim.session import Session
 from agentshim.testing import RecordingEventHandler

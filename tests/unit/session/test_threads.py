@@ -19,7 +19,8 @@ from agentshim.core.errors import (
 from agentshim.core.events import AgentEvent, Lifecycle, RunStarted, TurnInterrupted
 from agentshim.core.locks import KeyedLocks
 from agentshim.core.profile import ProviderProfile
-from agentshim.core.session_policy import RetryPolicy, SessionPolicy
+from agentshim.core.retry import RetryPolicy
+from agentshim.core.session_policy import SessionPolicy
 from agentshim.core.turn import TurnRequest, TurnResult
 from agentshim.session import Session, Turn, TurnTicket
 from agentshim.testing.conversation import FakeOutcome, FakeTransport

@@ -1,0 +1,103 @@
+"""How a session retries a transient failure in place: the waits, their jitter, the provider's hint."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import TypeGuard, cast
+
+from agentshim.core._checks import seconds
+from agentshim.core.errors import InvalidRequestError
+
+__all__ = ["RetryPolicy"]
+
+_DEFAULT_DELAYS = (30.0, 60.0, 120.0, 240.0, 480.0)
+
+
+def _is_number(value: object) -> TypeGuard[float]:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+@dataclass(frozen=True, slots=True)
+class RetryPolicy:
+    """How a transient failure is retried in place.
+
+    ``delays`` are the waits before the 1st, 2nd, ... retry; their number is the most retries
+    a turn gets. ``jitter`` (0 <= jitter < 1, off by default) spreads each wait by up to that
+    fraction either way; the spread comes from a random sample the session draws from a
+    generator seeded with ``seed``, so a seeded session waits the same every run. A failure
+    that says when the provider will accept requests again (``retry_after_s``) waits at least
+    that long, and is not retried when that is more than ``max_hint_s`` away.
+
+    Raises:
+        InvalidRequestError: a delay or ``max_hint_s`` that is not a finite number >= 0, or
+            ``jitter`` outside [0, 1).
+    """
+
+    delays: Sequence[float] = _DEFAULT_DELAYS
+    jitter: float = 0.0
+    seed: int | None = None
+    max_hint_s: float = 900.0
+
+    def __post_init__(self) -> None:
+        raw = cast("object", self.delays)
+        if isinstance(raw, str) or not isinstance(raw, Iterable):
+            raise InvalidRequestError(
+                "RetryPolicy.delays",
+                f"{raw!r} is not a sequence of seconds",
+                f"RetryPolicy.delays must be a sequence of seconds such as (30, 60), not {raw!r}",
+            )
+        delays = [
+            seconds("RetryPolicy", "delays", delay) for delay in cast("Iterable[object]", raw)
+        ]
+        if (
+            not _is_number(self.jitter)
+            or not math.isfinite(self.jitter)
+            or not 0 <= self.jitter < 1
+        ):
+            raise InvalidRequestError(
+                "RetryPolicy.jitter",
+                f"{self.jitter!r} is not in [0, 1)",
+                f"RetryPolicy.jitter must be in [0, 1), got {self.jitter!r}; 0 turns it off",
+            )
+        seconds("RetryPolicy", "max_hint_s", self.max_hint_s)
+        object.__setattr__(self, "delays", tuple(delays))
+
+    @classmethod
+    def never(cls) -> RetryPolicy:
+        """A policy that never retries."""
+        return cls(delays=())
+
+    @property
+    def max_retries(self) -> int:
+        """The most retries one turn gets."""
+        return len(self.delays)
+
+    def delay(
+        self, retry: int, *, sample: float = 0.5, retry_after_s: float | None = None
+    ) -> float | None:
+        """Seconds to wait before retry number ``retry`` (0-based), or None to give up.
+
+        ``sample`` is a uniform random number in [0, 1); 0.5 means no spread.
+
+        Raises:
+            InvalidRequestError: ``retry`` is negative or not an int.
+        """
+        if isinstance(retry, bool) or not isinstance(retry, int) or retry < 0:  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise InvalidRequestError(
+                "retry",
+                f"{retry!r} is not an int >= 0",
+                f"RetryPolicy.delay(retry) needs a retry number that is not negative (an int "
+                f">= 0), got {retry!r}",
+            )
+        if retry >= len(self.delays):
+            return None
+        base = self.delays[retry]
+        wait = base * (1.0 + self.jitter * (2.0 * min(max(sample, 0.0), 1.0) - 1.0))
+        # An infinite hint ("not before ever") gives up like any hint beyond max_hint_s.
+        if retry_after_s is not None and not math.isnan(retry_after_s):
+            if retry_after_s > self.max_hint_s:
+                return None
+            wait = max(wait, retry_after_s)
+        return max(0.0, wait)
