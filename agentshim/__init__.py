@@ -28,6 +28,7 @@ if TYPE_CHECKING:
         SteerableConversation,
         Transport,
         TransportKind,
+        TurnStop,
     )
     from agentshim.core.errors import (
         AgentShimError,
@@ -121,6 +122,7 @@ _LAZY_NAMES = MappingProxyType(
         "SteerableConversation": "agentshim.core.conversation",
         "Transport": "agentshim.core.conversation",
         "TransportKind": "agentshim.core.conversation",
+        "TurnStop": "agentshim.core.conversation",
         "Checkpoint": "agentshim.core.checkpoints",
         "CheckpointStore": "agentshim.core.checkpoints",
         "FileCheckpointStore": "agentshim.core.checkpoints",
@@ -299,6 +301,7 @@ __all__ = [
     "TurnInterrupted",
     "TurnRequest",
     "TurnResult",
+    "TurnStop",
     "TurnTicket",
     "TurnTimeoutError",
     "UnknownProviderError",

@@ -46,6 +46,186 @@ class TestExports:
         assert out.strip() == "[]"
 
 
+#: The top-level namespace, pinned: a name added, renamed or dropped must change this list
+#: (and get a CHANGELOG line).
+PUBLIC_NAMES = [
+    "DEFAULT_CATALOG",
+    "Agent",
+    "AgentEvent",
+    "AgentEventHandler",
+    "AgentSession",
+    "AgentShimError",
+    "ApprovalPolicy",
+    "AssistantText",
+    "CallbackEventHandler",
+    "Checkpoint",
+    "CheckpointStore",
+    "CliAgent",
+    "CliCheckError",
+    "CliExitError",
+    "CliNotFoundError",
+    "CliTimeoutError",
+    "CompositeEventHandler",
+    "ConsoleEventHandler",
+    "Continuity",
+    "ContinuityError",
+    "Conversation",
+    "ConversationSpec",
+    "CostSource",
+    "EventHandlerBase",
+    "FailureKind",
+    "FailureOutcome",
+    "FileCheckpointStore",
+    "HttpMcpServer",
+    "InMemoryCheckpointStore",
+    "InvalidRequestError",
+    "InvalidSessionIdError",
+    "Lifecycle",
+    "LineTooLongError",
+    "McpConfigError",
+    "McpMechanism",
+    "McpServer",
+    "ModelPricing",
+    "ModelSpec",
+    "ModelTable",
+    "NativeMode",
+    "NativePermissions",
+    "NoRunningTurnError",
+    "NullEventHandler",
+    "OneShotTransport",
+    "OutputSchema",
+    "OutputSchemaStyle",
+    "ParsedTurn",
+    "Plan",
+    "PlanItem",
+    "PricingTable",
+    "ProcessClosedError",
+    "Provider",
+    "ProviderCapabilityError",
+    "ProviderCatalog",
+    "ProviderError",
+    "ProviderProfile",
+    "ProviderUsage",
+    "RawOutput",
+    "Readiness",
+    "Reasoning",
+    "RenewalBudget",
+    "ResumeLine",
+    "RetryPolicy",
+    "RunFinished",
+    "RunStarted",
+    "SchemaDialect",
+    "SchemaDialectError",
+    "Session",
+    "SessionPolicy",
+    "SessionResumeError",
+    "SessionStarted",
+    "SessionStateError",
+    "Stderr",
+    "StdioMcpServer",
+    "SteerableConversation",
+    "StreamParser",
+    "TokenUsage",
+    "TokenWeights",
+    "ToolCall",
+    "ToolKind",
+    "ToolResult",
+    "Transport",
+    "TransportKind",
+    "Turn",
+    "TurnCancelledError",
+    "TurnFailedError",
+    "TurnInterrupted",
+    "TurnRequest",
+    "TurnResult",
+    "TurnStop",
+    "TurnTicket",
+    "TurnTimeoutError",
+    "UnknownProviderError",
+    "UsageReport",
+    "__version__",
+    "cost_usd",
+    "discover",
+    "extract_resume",
+    "get_provider",
+    "normalize_model_id",
+    "provider_names",
+    "resume_command",
+]
+
+#: Where each session-layer name lives: the module named for it.
+HOMES = {
+    "Agent": "agentshim.agent",
+    "CliAgent": "agentshim.cli_agent",
+    "AgentSession": "agentshim.cli_agent",
+    "Session": "agentshim.session",
+    "Turn": "agentshim.session",
+    "TurnTicket": "agentshim.session",
+    "OneShotTransport": "agentshim.oneshot",
+    "RetryPolicy": "agentshim.core.retry",
+    "SessionPolicy": "agentshim.core.session_policy",
+    "TurnStop": "agentshim.core.conversation",
+}
+
+
+def _lazy_package_lists(init: Path, table: str) -> tuple[dict[str, str], dict[str, str], list[str]]:
+    """The TYPE_CHECKING imports, the lazy-name table and ``__all__`` of a package's __init__."""
+    tree = ast.parse(init.read_text(encoding="utf-8"))
+    checked: dict[str, str] = {}
+    lazy: dict[str, str] = {}
+    names: list[str] = []
+    package = init.parent.relative_to(PACKAGE.parent).as_posix().replace("/", ".")
+    for node in tree.body:
+        if isinstance(node, ast.If) and ast.unparse(node.test) == "TYPE_CHECKING":
+            for statement in node.body:
+                assert isinstance(statement, ast.ImportFrom), ast.unparse(statement)
+                module = statement.module or ""
+                if statement.level:
+                    module = f"{package}.{module}"
+                for alias in statement.names:
+                    checked[alias.asname or alias.name] = module
+        elif isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Name):
+            target = node.targets[0].id
+            if target == table:
+                mapping = node.value
+                if isinstance(mapping, ast.Call):  # MappingProxyType({...})
+                    mapping = mapping.args[0]
+                lazy = ast.literal_eval(mapping)
+            elif target == "__all__":
+                names = ast.literal_eval(node.value)
+    return checked, lazy, names
+
+
+@pytest.mark.parametrize(
+    ("init", "table", "eager"),
+    [
+        (PACKAGE / "__init__.py", "_LAZY_NAMES", {"__version__"}),
+        (PACKAGE / "execution" / "__init__.py", "_SOURCES", set()),
+    ],
+    ids=["agentshim", "agentshim.execution"],
+)
+def test_the_three_name_lists_of_a_lazy_package_agree(
+    init: Path, table: str, eager: set[str]
+) -> None:
+    checked, lazy, names = _lazy_package_lists(init, table)
+    assert checked == lazy, "the TYPE_CHECKING imports and the lazy table differ"
+    assert set(lazy) == set(names) - eager, "__all__ and the lazy table name different things"
+    assert len(names) == len(set(names))
+
+
+def test_the_top_level_namespace_is_pinned() -> None:
+    assert sorted(agentshim.__all__) == sorted(PUBLIC_NAMES)
+
+
+@pytest.mark.parametrize(("name", "module"), sorted(HOMES.items()))
+def test_each_front_door_lives_in_the_module_named_for_it(name: str, module: str) -> None:
+    assert getattr(agentshim, name).__module__ == module
+
+
+def test_the_removed_runtime_module_is_gone() -> None:
+    assert not (PACKAGE / "runtime.py").exists()
+
+
 def _imported_modules(path: Path) -> list[str]:
     tree = ast.parse(path.read_text(encoding="utf-8"))
     found: list[str] = []
