@@ -26,7 +26,7 @@ from typing import ClassVar
 import pytest
 
 from agentshim.core.checkpoints import Checkpoint, CheckpointStore
-from agentshim.core.conversation import Conversation, ConversationSpec, Transport
+from agentshim.core.conversation import Conversation, ConversationSpec, Transport, TurnStop
 from agentshim.core.errors import ProviderCapabilityError, SessionStateError, TurnCancelledError
 from agentshim.core.events import AgentEvent, TurnInterrupted
 from agentshim.core.permissions import ApprovalPolicy, NativePermissions
@@ -170,6 +170,35 @@ class ConversationContract:
             helper.join(self.io_timeout)
         assert result.interrupted
         assert any(isinstance(event, TurnInterrupted) for event in events.events)
+
+    def test_a_stop_requested_before_the_turn_means_it_never_runs(self) -> None:
+        """A stop requested before the turn began: TurnCancelledError, the conversation kept."""
+        conversation = self.make_conversation(
+            [ContractTurn("unused"), ContractTurn("after")], resume_session_id="conv-early"
+        )
+        stop = TurnStop()
+        stop.request()
+        with pytest.raises(TurnCancelledError):
+            conversation.turn(TurnRequest("hi"), _Events(), stop)
+        assert conversation.session_id == "conv-early"
+
+    def test_a_stop_requested_while_the_turn_runs_ends_it(self) -> None:
+        """A stop requested mid-turn ends it (interrupted, or TurnCancelledError)."""
+        conversation = self.make_conversation([ContractTurn(hang=True)], resume_session_id="conv-s")
+        stop = TurnStop()
+        events = _Events()
+        timer = threading.Timer(0.1, stop.request)
+        timer.start()
+        started = time.monotonic()
+        try:
+            result: TurnResult | None = conversation.turn(TurnRequest("wait"), events, stop)
+        except TurnCancelledError:
+            result = None
+        finally:
+            timer.cancel()
+        assert time.monotonic() - started < self.io_timeout
+        assert result is None or result.interrupted
+        assert conversation.session_id == "conv-s"
 
     def test_interrupt_with_no_turn_running_does_nothing(self) -> None:
         """Interrupt with no turn running does nothing."""
