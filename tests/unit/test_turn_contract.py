@@ -114,16 +114,18 @@ class TestOnlyTypedErrors:
             cli.run(request_value)  # type: ignore[arg-type]
         assert fake.requests == []
 
-    def test_an_event_handler_without_on_event_is_refused_at_construction(self) -> None:
+    def test_an_event_handler_neither_callable_nor_with_on_event_is_refused_at_construction(
+        self,
+    ) -> None:
         fake = FakeExecutor(scripted_turn("claude", text="x"), binaries=BINARIES)
-        events: list[object] = []
-        with pytest.raises(InvalidRequestError, match="CallbackEventHandler"):
+        with pytest.raises(InvalidRequestError, match="on_event"):
             CliAgent(
                 "claude",
                 executor=fake,
                 env={"PATH": "/usr/bin"},
-                event_handler=events.append,  # type: ignore[arg-type]
+                event_handler=object(),  # type: ignore[arg-type]
             )
+        assert fake.requests == []
 
     def test_mcp_config_that_is_not_an_object(self, tmp_path: Path) -> None:
         (tmp_path / ".mcp.json").write_text("[1, 2]")
