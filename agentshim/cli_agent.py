@@ -352,7 +352,8 @@ class AgentSession:
         """Cancel the turn in flight: it raises TurnCancelledError; the session id is kept.
 
         Thread-safe. The CLI's process group gets SIGTERM, then SIGKILL after ``grace_s``; a
-        cancel that arrives before the process exists means it never starts. The outcome is
+        cancel that arrives before the process exists is not lost: the CLI is not started, or
+        is terminated the moment it starts. The outcome is
         the same however late in the turn the cancel comes, even when the CLI then exits
         cleanly. With no turn in flight it does nothing (the next turn is not affected).
         """
