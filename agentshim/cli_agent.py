@@ -129,8 +129,9 @@ class CliAgent:
     environment, so the CLI sees the same PATH and credentials it does in a terminal.
 
     Environment defaults: the provider's ``env_defaults`` (see :class:`EnvDefaultsProvider`)
-    are added where the env does not set them, and so is ``profile.container_env`` when
-    running as root, since some CLIs refuse their permission-bypass flags to root without it.
+    are added where the env does not set them. ``profile.container_env`` is set when running
+    as root, over any value the env or a request gives, since some CLIs refuse their
+    permission-bypass flags to root without exactly that value.
 
     ``event_handler`` and ``event_handlers`` receive every turn's events; each is an
     AgentEventHandler or a plain function of one event. ``locks`` is the registry of
@@ -233,10 +234,15 @@ def _compose_env(provider: Provider, env: Mapping[str, str] | None) -> dict[str,
     )
     for key, value in defaults.items():
         composed.setdefault(key, value)
-    if _running_as_root():
-        for key, value in provider.profile.container_env.items():
-            composed.setdefault(key, value)
+    composed.update(_required_env(provider))
     return composed
+
+
+def _required_env(provider: Provider) -> Mapping[str, str]:
+    # Values the CLI needs to run at all as root (Claude Code refuses its bypass flags to root
+    # unless IS_SANDBOX=1): they win over an inherited or passed value such as IS_SANDBOX=yes,
+    # which the CLI does not accept.
+    return provider.profile.container_env if _running_as_root() else {}
 
 
 def _running_as_root() -> bool:
@@ -601,17 +607,18 @@ class _PreparedTurn:
                 "timeout",
                 f"must be a positive, finite number of seconds (or None), got {self.timeout!r}",
             )
-        self.env = {**agent.env, **(request.env or {})}
+        self.env = {**agent.env, **(request.env or {}), **_required_env(agent.provider)}
         if request.reasoning_effort is not None and not profile.supports_reasoning_effort:
             raise ProviderCapabilityError(
                 f"{profile.display_name} has no reasoning-effort setting; "
                 "drop reasoning_effort from the request"
             )
         if self.cwd is not None and not os.path.isdir(self.cwd) and _is_host(agent.executor):
-            raise TurnFailedError(
+            raise InvalidRequestError(
+                "cwd",
+                f"{self.cwd!r} is not an existing directory",
                 f"the turn's cwd {self.cwd!r} is not an existing directory; create it or pass "
                 "another cwd",
-                detail=f"no such directory: {self.cwd}",
             )
         self.schema_inline: str | None = None
         self.schema_path: str | None = None

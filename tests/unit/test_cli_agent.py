@@ -402,3 +402,43 @@ class TestEnv:
         for key, value in defaults.items():
             expected = "0" if key == "NO_COLOR" else value
             assert agent.env[key] == expected
+
+    @pytest.mark.parametrize("euid", [0, 1000])
+    def test_a_value_the_cli_requires_as_root_wins_over_the_env(
+        self, monkeypatch: pytest.MonkeyPatch, euid: int
+    ) -> None:
+        # An inherited IS_SANDBOX=yes used to win, and Claude Code then refused its bypass flag
+        # to root; the value the provider requires must reach the CLI, from any env layer.
+        monkeypatch.setattr("os.geteuid", lambda: euid)
+        fake = FakeExecutor(scripted_turn("claude", text="a", session_id="s"), binaries=BINARIES)
+        agent = CliAgent("claude", executor=fake, env={"PATH": "/usr/bin", "IS_SANDBOX": "yes"})
+        agent.run(TurnRequest("x", env={"IS_SANDBOX": "true"}))
+        expected = "1" if euid == 0 else "true"
+        assert fake.requests[0].env["IS_SANDBOX"] == expected
+
+
+class TestCwd:
+    def test_a_cwd_that_does_not_exist_is_refused_before_anything_runs(
+        self, tmp_path: Path
+    ) -> None:
+        from agentshim import InvalidRequestError
+        from agentshim.execution import HostCommandExecutor
+
+        binary = tmp_path / "claude"
+        binary.write_text(
+            '#!/bin/sh\n[ "$1" = --version ] || touch "$RAN"\necho "2.1.197 (Claude Code)"\n'
+        )
+        binary.chmod(0o755)
+        marker = tmp_path / "ran"
+        agent = CliAgent(
+            "claude",
+            executor=HostCommandExecutor(),
+            env={"PATH": f"{tmp_path}:/usr/bin:/bin", "RAN": str(marker)},
+        )
+        missing = str(tmp_path / "no" / "such" / "dir")
+        with pytest.raises(InvalidRequestError) as caught:
+            agent.run("hello", cwd=missing)
+        assert caught.value.field == "cwd"
+        assert missing in str(caught.value)
+        assert "create it or pass another cwd" in str(caught.value)
+        assert not marker.exists()
