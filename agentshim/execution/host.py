@@ -28,7 +28,6 @@ from agentshim.core._checks import seconds
 from agentshim.core.errors import CliNotFoundError, CliTimeoutError, InvalidRequestError
 from agentshim.core.stream import DEFAULT_MAX_LINE_BYTES, LineTooLongError
 
-from ._check import check_version
 from ._child import ChildProcess
 from ._lines import LineAssembler, LineOverflow, OutputTail, split_lines
 from ._reap import RUN_MARKER, can_scan, new_run_id, reap_marked
@@ -36,6 +35,7 @@ from ._streams import OUT, SelectorStreams, Streams, ThreadStreams
 from .executor import CommandRequest, CommandResult, CommandStreamSink
 from .host_process import HostProcess
 from .process import SpawnRequest
+from .readiness import check_version
 
 __all__ = [
     "DEFAULT_DRAIN_TIMEOUT",
@@ -135,7 +135,7 @@ class HostCommandExecutor:
             CliCheckError: It could not start, timed out, or exited nonzero.
             InvalidRequestError: ``timeout`` is not a finite number of seconds above zero.
         """
-        check_version(self, path, env, timeout)
+        check_version(self, path, env, timeout=timeout)
 
     def run(self, request: CommandRequest, sink: CommandStreamSink) -> CommandResult:
         """Run ``request`` to completion on the calling thread, streaming lines to ``sink``.
