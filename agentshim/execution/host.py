@@ -187,7 +187,7 @@ class HostCommandExecutor:
                 child.kill_group()
                 child.reap()
             child.close_pidfd()
-            if not (succeeded and not self._reap_success):
+            if self._reap_success or not succeeded:
                 self._reap(run_id)
 
     def spawn(self, request: SpawnRequest) -> HostProcess:
