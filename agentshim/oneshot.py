@@ -33,8 +33,9 @@ from agentshim.core.permissions import NativeMode
 from agentshim.core.profile import ProviderProfile
 from agentshim.core.turn import TurnRequest, TurnResult
 from agentshim.core.usage import ProviderUsage
-from agentshim.execution.executor import CommandExecutor, CommandRequest, NullSink
+from agentshim.execution.executor import CommandExecutor
 from agentshim.execution.host import HostCommandExecutor
+from agentshim.execution.readiness import check_version
 
 __all__ = ["OneShotConversation", "OneShotTransport", "probe_cli"]
 
@@ -275,22 +276,9 @@ def probe_cli(
         except CliNotFoundError as error:
             return Readiness(name, binary_found=False, detail=str(error))
     try:
-        outcome = executor.run(
-            CommandRequest((binary_path, "--version"), env=env, timeout=timeout), NullSink()
-        )
-    except AgentShimError as error:
-        return Readiness(name, True, binary_path, detail=f"--version failed: {error}")
-    except OSError as error:
-        return Readiness(name, True, binary_path, detail=f"--version could not start: {error}")
-    if outcome.returncode != 0:
-        said = _first_line(outcome.stderr) or _first_line(outcome.stdout)
-        return Readiness(
-            name,
-            True,
-            binary_path,
-            detail=f"--version exited {outcome.returncode}: {said or 'no output'}",
-        )
-    version = _first_line(outcome.stdout) or _first_line(outcome.stderr)
+        version = check_version(executor, binary_path, env, timeout=timeout)
+    except CliCheckError as error:
+        return Readiness(name, True, binary_path, detail=f"--version failed: {error.detail}")
     authenticated = _credentials_seen(
         profile, env, on_host=isinstance(executor, HostCommandExecutor)
     )
@@ -314,13 +302,6 @@ def _credentials_seen(
         if any((Path(home) / relative).is_file() for relative in profile.auth_files):
             return True
     return None
-
-
-def _first_line(text: str) -> str:
-    for line in text.splitlines():
-        if line.strip():
-            return line.strip()
-    return ""
 
 
 def _exit_code(error: AgentShimError) -> int:

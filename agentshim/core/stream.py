@@ -24,9 +24,13 @@ __all__ = [
 #: What a tool call's arguments can be: a JSON object, a bare string (a shell command), or nothing.
 ToolArgs = Mapping[str, Any] | str | None
 
-#: The default cap on one line of CLI output. Tool results can carry whole files or images,
-#: so it is generous; it exists so a runaway line cannot take all memory.
-DEFAULT_MAX_LINE_BYTES = 32 * 1024 * 1024
+DEFAULT_MAX_LINE_BYTES = 64 * 1024 * 1024
+"""The default cap, in bytes before the newline, on one line of CLI output, in every layer.
+
+A tool result can carry a whole file as base64 (a 32 MB PDF, the largest request the model
+APIs take, is about 43 MiB of base64), so the cap leaves room for that; it exists so a
+runaway line costs a bounded amount of memory instead of all of it.
+"""
 
 
 def _reject_constant(name: str) -> Any:

@@ -9,7 +9,9 @@ from __future__ import annotations
 import re
 from collections import deque
 
-__all__ = ["DEFAULT_MAX_LINE_BYTES", "LineAssembler", "LineOverflow", "OutputTail", "split_lines"]
+from agentshim.core.stream import DEFAULT_MAX_LINE_BYTES
+
+__all__ = ["LineAssembler", "LineOverflow", "OutputTail", "split_lines"]
 
 # str.splitlines also breaks on these; a line here ends only at "\n".
 _FOREIGN_BREAKS = ("\r", "\x0b", "\x0c", "\x1c", "\x1d", "\x1e", "\x85", "\u2028", "\u2029")
@@ -24,10 +26,6 @@ def split_lines(text: str) -> list[str]:
     elif not any(brk in text for brk in _FOREIGN_BREAKS):
         return text.splitlines(True)
     return _LINE.findall(text)
-
-
-DEFAULT_MAX_LINE_BYTES = 256 * 1024 * 1024
-"""Longest line, in bytes before its newline, a host run or process delivers by default."""
 
 
 class LineOverflow(Exception):

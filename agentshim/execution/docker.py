@@ -14,6 +14,7 @@ import os
 import shutil
 from collections.abc import Callable, Collection, Mapping, Sequence
 
+from agentshim.core._checks import seconds
 from agentshim.core.errors import AgentShimError, InvalidRequestError
 
 from .confinement import PathMap
@@ -86,7 +87,9 @@ class DockerExecConfinement:
         self._host_env = dict(os.environ if host_env is None else host_env)
         self._docker = shutil.which(docker, path=self._host_env.get("PATH", os.defpath)) or docker
         self._runner: CommandExecutor = runner if runner is not None else HostCommandExecutor()
-        self._reap_timeout = reap_timeout
+        self._reap_timeout = seconds(
+            "DockerExecConfinement", "reap_timeout", reap_timeout, positive=True
+        )
 
     @property
     def env(self) -> Mapping[str, str]:

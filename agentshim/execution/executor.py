@@ -45,7 +45,8 @@ class CommandRequest:
         stdin: Text written to the process's stdin (UTF-8), which is then closed. ``None``
             closes stdin at once; stdin is a pipe either way, never a terminal.
         cwd: Working directory of the process; ``None`` keeps the caller's.
-        env: The complete environment of the process (not an overlay).
+        env: The complete environment of the process (not an overlay); a host run adds
+            only its run marker, ``AGENTSHIM_RUN_ID``, which finds what the run left behind.
         timeout: Seconds the whole run may take; ``None`` waits as long as it takes.
     """
 

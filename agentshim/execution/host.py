@@ -8,13 +8,15 @@ construction. Where selectors cannot wait on pipes (Windows) one thread per pipe
 through a queue instead; the sink still only ever runs on the caller's thread.
 
 Every process starts in its own session, so it and everything it starts form one process
-group that a timeout, a cancel or a failing sink can kill as a whole. See
-``docs/execution.md`` for how the drain period and the bounded output tails work.
+group that a timeout, a cancel or a failing sink can kill as a whole. Descendants that leave
+the group (a tool shell that calls ``setsid``) are found by the run marker in their
+environment and ended when the run ends (see :mod:`._reap`). See ``docs/execution.md`` for
+the reaping guarantee, the drain period and the bounded output tails.
 """
 
 from __future__ import annotations
 
-import math
+import logging
 import os
 import shutil
 import sys
@@ -22,20 +24,21 @@ import threading
 import time
 from collections.abc import Mapping
 
+from agentshim.core._checks import seconds
 from agentshim.core.errors import CliNotFoundError, CliTimeoutError, InvalidRequestError
-from agentshim.core.stream import LineTooLongError
+from agentshim.core.stream import DEFAULT_MAX_LINE_BYTES, LineTooLongError
 
-from ._check import check_version
 from ._child import ChildProcess
-from ._lines import DEFAULT_MAX_LINE_BYTES, LineAssembler, LineOverflow, OutputTail, split_lines
+from ._lines import LineAssembler, LineOverflow, OutputTail, split_lines
+from ._reap import RUN_MARKER, can_scan, new_run_id, reap_marked
 from ._streams import OUT, SelectorStreams, Streams, ThreadStreams
 from .executor import CommandRequest, CommandResult, CommandStreamSink
 from .host_process import HostProcess
 from .process import SpawnRequest
+from .readiness import check_version
 
 __all__ = [
     "DEFAULT_DRAIN_TIMEOUT",
-    "DEFAULT_MAX_LINE_BYTES",
     "DEFAULT_OUTPUT_TAIL",
     "DEFAULT_TERMINATE_GRACE",
     "HostCommandExecutor",
@@ -48,6 +51,7 @@ DEFAULT_TERMINATE_GRACE = 5.0
 """Seconds between a handle's SIGTERM and the SIGKILL that follows if the process lingers."""
 DEFAULT_OUTPUT_TAIL = 1 << 20
 """Characters of stdout and of stderr kept on :class:`CommandResult` (each)."""
+_OWNER = "HostCommandExecutor"
 # Without a pidfd, exit is noticed by polling this often while the pipes stay open.
 _EXIT_POLL = 0.05
 
@@ -63,15 +67,27 @@ class HostCommandExecutor:
             exit before it is killed.
         output_tail: How many characters of stdout and of stderr the result keeps.
         max_line_bytes: The longest line, in bytes before its newline, that a run or a
-            spawned process may print (256 MiB by default, so a 64 MiB line arrives whole).
+            spawned process may print (``agentshim.core.stream.DEFAULT_MAX_LINE_BYTES``, 64 MiB).
             A longer line is never buffered: the process group is killed, and ``run`` raises
             :class:`~agentshim.core.stream.LineTooLongError` after the lines before it were
             delivered; a :class:`HostProcess` raises it from ``next_output`` instead.
         use_threads: Move bytes with reader threads instead of a selector. ``None`` picks
             threads only where selectors cannot wait on pipes (Windows).
+        reap_on_success: Whether processes a run left running (the agent's background
+            servers, watchers) are ended when it succeeds too. A run that fails, times out,
+            is stopped through its handle or whose sink raises is reaped either way; pass
+            False only to let what an agent deliberately started outlive a successful turn.
     """
 
-    __slots__ = ("_drain", "_grace", "_max_line", "_tail", "_threads")
+    __slots__ = (
+        "_drain",
+        "_grace",
+        "_max_line",
+        "_no_scan_said",
+        "_reap_success",
+        "_tail",
+        "_threads",
+    )
 
     def __init__(
         self,
@@ -81,6 +97,7 @@ class HostCommandExecutor:
         output_tail: int = DEFAULT_OUTPUT_TAIL,
         max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
         use_threads: bool | None = None,
+        reap_on_success: bool = True,
     ) -> None:
         """Configure the executor.
 
@@ -88,23 +105,17 @@ class HostCommandExecutor:
             InvalidRequestError: A period is negative or not finite, ``output_tail`` is
                 negative, or ``max_line_bytes`` is below 1.
         """
-        for name, seconds in (
-            ("drain_timeout", drain_timeout),
-            ("terminate_grace", terminate_grace),
-        ):
-            if not (math.isfinite(seconds) and seconds >= 0):
-                raise InvalidRequestError(
-                    name, f"{seconds!r} is not a finite number of seconds >= 0"
-                )
+        self._drain = seconds(_OWNER, "drain_timeout", drain_timeout)
+        self._grace = seconds(_OWNER, "terminate_grace", terminate_grace)
         if output_tail < 0:
             raise InvalidRequestError("output_tail", f"{output_tail!r} is below 0")
         if max_line_bytes < 1:
             raise InvalidRequestError("max_line_bytes", f"{max_line_bytes!r} is below 1")
-        self._drain = drain_timeout
-        self._grace = terminate_grace
         self._tail = output_tail
         self._max_line = max_line_bytes
         self._threads = sys.platform == "win32" if use_threads is None else use_threads
+        self._reap_success = reap_on_success
+        self._no_scan_said = False
 
     def find_binary(self, name: str, env: Mapping[str, str]) -> str:
         """Return the path of ``name`` on ``env``'s PATH (or ``name`` itself if it has a directory).
@@ -124,7 +135,7 @@ class HostCommandExecutor:
             CliCheckError: It could not start, timed out, or exited nonzero.
             InvalidRequestError: ``timeout`` is not a finite number of seconds above zero.
         """
-        check_version(self, path, env, timeout)
+        check_version(self, path, env, timeout=timeout)
 
     def run(self, request: CommandRequest, sink: CommandStreamSink) -> CommandResult:
         """Run ``request`` to completion on the calling thread, streaming lines to ``sink``.
@@ -132,7 +143,10 @@ class HostCommandExecutor:
         The sink gets the handle first, then every line in order. When the process exits but
         something it started keeps its output pipes open, output is read for the drain period
         and then the group is killed. Nothing outlives the call: the process is always
-        reaped and every descriptor closed, whether the run succeeded or not.
+        reaped and every descriptor closed, whether the run succeeded or not, and on Linux
+        every process that carries the run's marker (everything the command started, in its
+        group or not) is ended (SIGTERM, ``terminate_grace``, SIGKILL) before ``run``
+        returns or raises; with ``reap_on_success=False``, not after a run that exited 0.
 
         Raises:
             CliTimeoutError: ``request.timeout`` passed; the process group was killed after
@@ -144,7 +158,9 @@ class HostCommandExecutor:
             CliNotFoundError: The program does not exist or is not executable.
             AgentShimError: The working directory is unusable.
         """
-        child = ChildProcess.start(request.argv, request.cwd, request.env)
+        run_id = self._run_id()
+        env = request.env if run_id is None else {**request.env, RUN_MARKER: run_id}
+        child = ChildProcess.start(request.argv, request.cwd, env)
         try:
             streams = self._streams(child)
         except BaseException:
@@ -153,10 +169,14 @@ class HostCommandExecutor:
             child.close_stdin()
             child.close_pidfd()
             child.reap()
+            self._reap(run_id)
             raise
         handle = HostCommandHandle(child, streams, self._grace)
+        succeeded = False
         try:
-            return self._drive(request, sink, child, streams, handle)
+            result = self._drive(request, sink, child, streams, handle)
+            succeeded = result.returncode == 0 and not handle.stopped
+            return result
         except BaseException:
             child.kill_group()
             raise
@@ -167,6 +187,8 @@ class HostCommandExecutor:
                 child.kill_group()
                 child.reap()
             child.close_pidfd()
+            if self._reap_success or not succeeded:
+                self._reap(run_id)
 
     def spawn(self, request: SpawnRequest) -> HostProcess:
         """Start a long-lived process in its own session; see :class:`HostProcess`."""
@@ -177,6 +199,31 @@ class HostCommandExecutor:
             max_line_bytes=self._max_line,
             use_threads=self._threads,
         )
+
+    def _run_id(self) -> str | None:
+        if can_scan():
+            return new_run_id()
+        if not self._no_scan_said:
+            self._no_scan_said = True
+            logging.getLogger(__name__).warning(
+                "agentshim: this platform has no /proc to find processes by their run marker, "
+                "so only a command's own process group is ended when a run ends; a process "
+                "that left the group (setsid) may outlive the run"
+            )
+        return None
+
+    def _reap(self, run_id: str | None) -> None:
+        if run_id is None:
+            return
+        _, left = reap_marked(run_id, self._grace)
+        if left:
+            logging.getLogger(__name__).warning(
+                "agentshim: %d process(es) of a finished run could not be ended "
+                "(still forking, or not ours to signal); look for %s=%s in their environment",
+                left,
+                RUN_MARKER,
+                run_id,
+            )
 
     def _streams(self, child: ChildProcess) -> Streams:
         if self._threads:
@@ -314,6 +361,11 @@ class HostCommandHandle:
         """When the run loop escalates a terminate to SIGKILL (monotonic time)."""
 
     @property
+    def stopped(self) -> bool:
+        """Whether ``terminate()`` or ``kill()`` was called."""
+        return self._terminated
+
+    @property
     def pid(self) -> int:
         """The command's process id (on POSIX also its process group and session id)."""
         return self._child.pid
@@ -330,6 +382,7 @@ class HostCommandHandle:
 
     def kill(self) -> None:
         """Send SIGKILL to the group now."""
+        self._terminated = True
         self._child.kill_group()
         self._streams.wake()
 

@@ -17,10 +17,10 @@ import time
 from collections import deque
 
 from agentshim.core.errors import ProcessClosedError
-from agentshim.core.stream import LineTooLongError
+from agentshim.core.stream import DEFAULT_MAX_LINE_BYTES, LineTooLongError
 
 from ._child import ChildProcess
-from ._lines import DEFAULT_MAX_LINE_BYTES, LineAssembler, LineOverflow, split_lines
+from ._lines import LineAssembler, LineOverflow, split_lines
 from ._streams import ERR, OUT, SelectorStreams, Streams, ThreadStreams
 from .process import ProcessExited, ProcessOutput, SpawnRequest, StderrLine, StdoutLine
 

@@ -2,7 +2,13 @@
 
 A :class:`ProbeSpec` says what to run and what a healthy answer looks like (an exit status,
 a pattern on stdout); :func:`run_probe` runs it and reports a :class:`ProbeResult` instead of
-raising, so a readiness check can list every problem it found.
+raising, so a readiness check can list every problem it found. :func:`check_version` is the
+binary health check every executor's ``check_binary`` and the transports' probes share: the
+probe ``<path> --version``, raising when it is not healthy.
+
+Probes go through ``run``, so they get a pipe for stdin (a probe can never inherit a
+terminal and stop, deadlocking the caller) and a wrapping executor's transform applies to
+them like to any other command.
 """
 
 from __future__ import annotations
@@ -11,12 +17,12 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from agentshim.core.errors import AgentShimError, CliTimeoutError
+from agentshim.core.errors import AgentShimError, CliCheckError, CliTimeoutError
 
 from ._validate import checked_argv, checked_timeout
 from .executor import CommandExecutor, CommandRequest, NullSink
 
-__all__ = ["ProbeResult", "ProbeSpec", "run_probe"]
+__all__ = ["ProbeResult", "ProbeSpec", "check_version", "run_probe"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,19 +84,30 @@ def run_probe(
     *,
     cwd: str | None = None,
 ) -> ProbeResult:
-    """Run ``spec`` on ``executor`` and judge the answer; never raises an AgentShimError."""
+    """Run ``spec`` on ``executor`` and judge the answer; never raises an AgentShimError.
+
+    A problem names the program, then what was wrong: it did not finish in time, could not
+    start (the error's words), exited with another status (and the last thing it printed),
+    or its stdout does not match.
+    """
     request = CommandRequest(spec.argv, stdin=spec.stdin, cwd=cwd, env=env, timeout=spec.timeout)
     program = spec.argv[0]
     try:
         result = executor.run(request, NullSink())
     except CliTimeoutError:
-        return ProbeResult(False, None, problem=f"{program} did not answer within {spec.timeout} s")
+        return ProbeResult(
+            False, None, problem=f"{program}: did not finish within {spec.timeout} s"
+        )
     except AgentShimError as exc:
         return ProbeResult(False, None, problem=exc.message)
+    except OSError as exc:
+        # A third-party executor may let the operating system's error through.
+        return ProbeResult(False, None, problem=f"{program}: could not start: {exc}")
     matched: str | None = None
     problems: list[str] = []
     if spec.expect_returncode is not None and result.returncode != spec.expect_returncode:
-        problems.append(f"exited {result.returncode}, expected {spec.expect_returncode}")
+        said = _last_line(result.stderr) or _last_line(result.stdout) or "no output"
+        problems.append(f"exited {result.returncode}, expected {spec.expect_returncode}: {said}")
     if spec.expect_stdout is not None:
         found = re.search(spec.expect_stdout, result.stdout)
         if found is None:
@@ -101,3 +118,36 @@ def run_probe(
     return ProbeResult(
         not problems, result.returncode, result.stdout, result.stderr, matched, problem
     )
+
+
+def check_version(
+    executor: CommandExecutor, path: str, env: Mapping[str, str], *, timeout: float
+) -> str:
+    """Run ``path --version`` on ``executor``, require exit status 0, return what it said.
+
+    Returns the first non-blank line of stdout (of stderr when stdout has none), ``""``
+    when it printed nothing.
+
+    Raises:
+        CliCheckError: It could not start, did not finish within ``timeout``, or exited
+            nonzero; ``detail`` says which, with the last line it printed.
+        InvalidRequestError: ``timeout`` is not a finite number of seconds above zero.
+    """
+    result = run_probe(executor, ProbeSpec((path, "--version"), timeout=timeout), env)
+    if not result.ready:
+        raise CliCheckError(path, result.problem.removeprefix(f"{path}: "))
+    return _first_line(result.stdout) or _first_line(result.stderr)
+
+
+def _first_line(text: str) -> str:
+    for line in text.splitlines():
+        if line.strip():
+            return line.strip()[:300]
+    return ""
+
+
+def _last_line(text: str) -> str:
+    for line in reversed(text.splitlines()):
+        if line.strip():
+            return line.strip()[:300]
+    return ""

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 
-from ._check import check_version
 from .executor import CommandExecutor, CommandRequest, CommandResult, CommandStreamSink
 from .process import Process, SpawnRequest
+from .readiness import check_version
 
 __all__ = ["TransformingExecutor"]
 
@@ -49,7 +49,7 @@ class TransformingExecutor:
         Raises:
             CliCheckError: It could not start, timed out, or exited nonzero.
         """
-        check_version(self, path, env, timeout)
+        check_version(self, path, env, timeout=timeout)
 
     def run(self, request: CommandRequest, sink: CommandStreamSink) -> CommandResult:
         """Run the transformed request on ``inner``."""

@@ -1,4 +1,4 @@
-"""Contract suites: the behaviour every Process, Confinement and Clock must show.
+"""Contract suites: the behaviour every executor, Process, Confinement and Clock must show.
 
 Subclass one as ``Test<Impl>``, implement its factory methods, and pytest runs the inherited
 tests against your implementation::
@@ -18,14 +18,24 @@ from __future__ import annotations
 
 import signal
 import threading
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import ClassVar
 
 import pytest
 
 from agentshim.core.clock import Clock
-from agentshim.core.errors import ProcessClosedError
+from agentshim.core.errors import CliCheckError, CliTimeoutError, ProcessClosedError
+from agentshim.core.stream import LineTooLongError
 from agentshim.execution.confinement import Confinement, confine
-from agentshim.execution.executor import CommandRequest, NullSink
+from agentshim.execution.executor import (
+    CallbackSink,
+    CommandExecutor,
+    CommandHandle,
+    CommandRequest,
+    NullSink,
+)
 from agentshim.execution.process import (
     Process,
     ProcessExited,
@@ -37,7 +47,258 @@ from agentshim.execution.process import (
 from .executor import FakeExecutor, FakeRun
 from .process import SilentPeer
 
-__all__ = ["ClockContract", "ConfinementContract", "ProcessContract"]
+__all__ = [
+    "ClockContract",
+    "ConfinementContract",
+    "ContractProgram",
+    "ExecutorContract",
+    "ProcessContract",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class ContractProgram:
+    """What a command run by :class:`ExecutorContract` does, for an implementation to stage.
+
+    The command writes each ``stdout`` text to stdout and each ``stderr`` text to stderr,
+    exactly as given (a text without a newline at the end stays without one), each stream's
+    texts in order; with ``echo`` set it first prints, as one stdout line each, the value of
+    each variable named in ``echo`` (``""`` when unset), then its working directory when
+    ``echo_cwd``, then its stdin when ``echo_stdin``. Then it exits with ``returncode``, or
+    with ``until_stopped`` keeps running (ignoring its stdin) until it is signalled.
+    """
+
+    stdout: tuple[str, ...] = ()
+    stderr: tuple[str, ...] = ()
+    returncode: int = 0
+    until_stopped: bool = False
+    echo: tuple[str, ...] = ()
+    echo_cwd: bool = False
+    echo_stdin: bool = False
+
+
+class _Recorder:
+    """A sink that records every call, in order, and may stop the run on a chosen line."""
+
+    def __init__(self, on_line: str = "", action: str = "") -> None:
+        self.calls: list[tuple[str, str]] = []
+        self.handle: CommandHandle | None = None
+        self._on_line = on_line
+        self._action = action
+
+    def started(self, handle: CommandHandle) -> None:
+        self.handle = handle
+        self.calls.append(("started", ""))
+
+    def stdout(self, line: str) -> None:
+        self.calls.append(("stdout", line))
+        self._react(line)
+
+    def stderr(self, line: str) -> None:
+        self.calls.append(("stderr", line))
+        self._react(line)
+
+    def _react(self, line: str) -> None:
+        if line != self._on_line:
+            return
+        assert self.handle is not None
+        if self._action == "terminate":
+            self.handle.terminate()
+        elif self._action == "kill":
+            self.handle.kill()
+        elif self._action == "raise":
+            raise _SinkFailed(line)
+
+    def lines(self, stream: str) -> list[str]:
+        return [line for kind, line in self.calls if kind == stream]
+
+
+class _SinkFailed(Exception):
+    """Raised by a contract sink, to see it come out of ``run`` unchanged."""
+
+
+class ExecutorContract:
+    """What every :class:`~agentshim.execution.executor.CommandExecutor` does with a run.
+
+    Implement :meth:`stage`, which returns an executor and the argv that runs a
+    :class:`ContractProgram` on it, and :meth:`stage_binary`, which returns an executor and
+    a binary path whose ``--version`` behaves like the program. The tests build the
+    requests (env, cwd, stdin, timeout) themselves and judge only what a caller of ``run``
+    observes: the sink's calls and their order, the result, the errors.
+    """
+
+    io_timeout: ClassVar[float] = 20.0
+    """Upper bound for a run that should end "soon" (generous, for slow machines)."""
+
+    base_env: ClassVar[Mapping[str, str]] = {}
+    """Variables every request carries (a real executor may need PATH)."""
+
+    def stage(
+        self, program: ContractProgram, *, max_line_bytes: int | None = None
+    ) -> tuple[CommandExecutor, Sequence[str]]:
+        """Return an executor (with that line limit, if given) and the argv of ``program``."""
+        raise NotImplementedError
+
+    def stage_binary(self, program: ContractProgram) -> tuple[CommandExecutor, str]:
+        """Return an executor and the path of a binary whose ``--version`` is ``program``."""
+        raise NotImplementedError
+
+    def _request(
+        self,
+        argv: Sequence[str],
+        *,
+        env: Mapping[str, str] | None = None,
+        cwd: str | None = None,
+        stdin: str | None = None,
+        timeout: float | None = None,
+    ) -> CommandRequest:
+        return CommandRequest(
+            argv,
+            stdin=stdin,
+            cwd=cwd,
+            env={**self.base_env, **(env or {})},
+            timeout=self.io_timeout if timeout is None else timeout,
+        )
+
+    def test_the_handle_comes_first_then_each_stream_in_order(self) -> None:
+        """started() precedes every line; each stream's lines arrive in order, whole."""
+        executor, argv = self.stage(
+            ContractProgram(stdout=("one\n", "two\n", "three\n"), stderr=("warn\n", "more\n"))
+        )
+        sink = _Recorder()
+        result = executor.run(self._request(argv), sink)
+        assert sink.calls[0] == ("started", "")
+        assert [kind for kind, _ in sink.calls].count("started") == 1
+        assert sink.lines("stdout") == ["one\n", "two\n", "three\n"]
+        assert sink.lines("stderr") == ["warn\n", "more\n"]
+        assert result.returncode == 0
+
+    def test_the_result_keeps_what_the_sink_got(self) -> None:
+        """The result's stdout and stderr are the lines delivered (small output: all of it)."""
+        executor, argv = self.stage(
+            ContractProgram(stdout=("a\n", "é ✓\n"), stderr=("e\n",), returncode=3)
+        )
+        sink = _Recorder()
+        result = executor.run(self._request(argv), sink)
+        assert result.returncode == 3
+        assert result.stdout == "".join(sink.lines("stdout")) == "a\né ✓\n"
+        assert result.stderr == "".join(sink.lines("stderr")) == "e\n"
+
+    def test_a_last_line_without_its_newline_is_delivered_as_it_is(self) -> None:
+        """A final line the command did not end with a newline arrives without one."""
+        executor, argv = self.stage(ContractProgram(stdout=("first\n", "last"), stderr=("tail",)))
+        sink = _Recorder()
+        result = executor.run(self._request(argv), sink)
+        assert sink.lines("stdout") == ["first\n", "last"]
+        assert sink.lines("stderr") == ["tail"]
+        assert result.stdout == "first\nlast"
+
+    def test_env_cwd_and_stdin_reach_the_command(self) -> None:
+        """Every variable of the request's env, its cwd and its stdin reach the command."""
+        cwd = "/"
+        executor, argv = self.stage(
+            ContractProgram(
+                echo=("AGENTSHIM_CONTRACT", "AGENTSHIM_UNSET"), echo_cwd=True, echo_stdin=True
+            )
+        )
+        request = self._request(
+            argv, env={"AGENTSHIM_CONTRACT": "value with spaces"}, cwd=cwd, stdin="the prompt"
+        )
+        sink = _Recorder()
+        executor.run(request, sink)
+        assert sink.lines("stdout") == ["value with spaces\n", "\n", f"{cwd}\n", "the prompt"]
+
+    def test_a_sink_that_raises_ends_the_run_with_its_exception(self) -> None:
+        """The sink's exception comes out of run, and the sink gets no call after it."""
+        executor, argv = self.stage(
+            ContractProgram(stdout=("one\n", "two\n", "three\n"), until_stopped=True)
+        )
+        sink = _Recorder(on_line="two\n", action="raise")
+        started = time.monotonic()
+        with pytest.raises(_SinkFailed):
+            executor.run(self._request(argv), sink)
+        assert sink.calls[-1] == ("stdout", "two\n")
+        assert time.monotonic() - started < self.io_timeout
+
+    def test_terminate_ends_the_run_with_minus_sigterm(self) -> None:
+        """A terminate through the handle ends a running command with ``-SIGTERM``."""
+        executor, argv = self.stage(ContractProgram(stdout=("ready\n",), until_stopped=True))
+        sink = _Recorder(on_line="ready\n", action="terminate")
+        result = executor.run(self._request(argv), sink)
+        assert result.returncode == -signal.SIGTERM
+        assert sink.lines("stdout")[0] == "ready\n"
+
+    def test_kill_ends_the_run_with_minus_sigkill(self) -> None:
+        """A kill through the handle ends a running command with ``-SIGKILL``."""
+        executor, argv = self.stage(ContractProgram(stdout=("ready\n",), until_stopped=True))
+        sink = _Recorder(on_line="ready\n", action="kill")
+        assert executor.run(self._request(argv), sink).returncode == -signal.SIGKILL
+
+    def test_terminate_from_another_thread_and_after_the_end(self) -> None:
+        """The handle works from another thread, and stopping a finished run is harmless."""
+        executor, argv = self.stage(ContractProgram(stdout=("ready\n",), until_stopped=True))
+        handles: list[CommandHandle] = []
+        ready = threading.Event()
+        sink = CallbackSink(lambda line: ready.set(), on_started=handles.append)
+
+        def stop_when_ready() -> None:
+            if ready.wait(self.io_timeout):
+                handles[0].terminate()
+
+        stopper = threading.Thread(target=stop_when_ready)
+        stopper.start()
+        result = executor.run(self._request(argv), sink)
+        stopper.join()
+        assert result.returncode == -signal.SIGTERM
+        handles[0].terminate()
+        handles[0].kill()
+
+    def test_a_run_past_its_timeout_raises_cli_timeout_error(self) -> None:
+        """Past ``request.timeout`` the run raises CliTimeoutError, after the lines so far."""
+        executor, argv = self.stage(ContractProgram(stdout=("before\n",), until_stopped=True))
+        sink = _Recorder()
+        started = time.monotonic()
+        with pytest.raises(CliTimeoutError) as caught:
+            executor.run(self._request(argv, timeout=0.5), sink)
+        assert time.monotonic() - started >= 0.5
+        assert caught.value.timeout == 0.5
+        assert list(caught.value.argv) == list(argv)
+        assert sink.lines("stdout") == ["before\n"]
+
+    def test_a_line_too_long_ends_the_run_after_the_lines_before_it(self) -> None:
+        """A line past the limit raises LineTooLongError after the lines before it."""
+        executor, argv = self.stage(
+            ContractProgram(stdout=("short\n", "x" * 200 + "\n", "after\n")), max_line_bytes=100
+        )
+        sink = _Recorder()
+        with pytest.raises(LineTooLongError) as caught:
+            executor.run(self._request(argv), sink)
+        assert caught.value.limit == 100
+        assert sink.lines("stdout") == ["short\n"]
+
+    def test_a_line_at_the_limit_passes(self) -> None:
+        """A line of exactly the limit (bytes before its newline) arrives whole."""
+        line = "é" * 50 + "\n"  # 100 bytes before the newline
+        executor, argv = self.stage(ContractProgram(stdout=(line,)), max_line_bytes=100)
+        sink = _Recorder()
+        executor.run(self._request(argv), sink)
+        assert sink.lines("stdout") == [line]
+
+    def test_check_binary_passes_a_healthy_binary(self) -> None:
+        """check_binary returns for a binary whose ``--version`` exits 0."""
+        executor, path = self.stage_binary(ContractProgram(stdout=("tool 1.2.3\n",)))
+        executor.check_binary(path, dict(self.base_env), timeout=self.io_timeout)
+
+    def test_check_binary_fails_an_unhealthy_binary_with_what_it_said(self) -> None:
+        """check_binary raises CliCheckError with the exit status and the last thing said."""
+        executor, path = self.stage_binary(
+            ContractProgram(stderr=("error: missing runtime\n",), returncode=2)
+        )
+        with pytest.raises(CliCheckError) as caught:
+            executor.check_binary(path, dict(self.base_env), timeout=self.io_timeout)
+        assert caught.value.path == path
+        assert "exited 2" in caught.value.detail
+        assert "missing runtime" in caught.value.detail
 
 
 class ProcessContract:

@@ -12,13 +12,15 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-from agentshim.core.errors import CliCheckError, CliNotFoundError, CliTimeoutError
+from agentshim.core.errors import CliNotFoundError, CliTimeoutError
+from agentshim.core.stream import DEFAULT_MAX_LINE_BYTES, LineTooLongError
 from agentshim.execution.executor import (
     CommandRequest,
     CommandResult,
     CommandStreamSink,
 )
 from agentshim.execution.process import SpawnRequest
+from agentshim.execution.readiness import check_version
 
 from .process import FakePeer, FakeProcess, ReplayGates
 
@@ -30,14 +32,21 @@ class FakeRun:
     """What one fake command prints and how it ends.
 
     Each ``stdout``/``stderr`` entry is one line; a newline is added to an entry without one,
-    as a real process's printed line would have it. With ``timeout=True`` the run delivers
-    its lines and then raises CliTimeoutError, like a real run killed for overrunning.
+    as a real process's printed line would have it, except that with
+    ``final_newline=False`` the last entry of each stream arrives as given (a process whose
+    output does not end in a newline). With ``timeout=True`` the run delivers its lines and
+    then raises CliTimeoutError at once, like a real run killed for overrunning. With
+    ``until_stopped=True`` it delivers its lines and then keeps running, like a process that
+    waits, until its handle is terminated or killed (``-SIGTERM``/``-SIGKILL``) or the
+    request's timeout passes (CliTimeoutError).
     """
 
     stdout: Sequence[str] = ()
     stderr: Sequence[str] = ()
     returncode: int = 0
     timeout: bool = False
+    final_newline: bool = True
+    until_stopped: bool = False
 
 
 class FakeCommandHandle:
@@ -49,6 +58,7 @@ class FakeCommandHandle:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
+        self._stopped = threading.Event()
         self.terminate_calls = 0
         self.kill_calls = 0
 
@@ -66,11 +76,17 @@ class FakeCommandHandle:
         """Record a terminate request."""
         with self._lock:
             self.terminate_calls += 1
+        self._stopped.set()
 
     def kill(self) -> None:
         """Record a kill request."""
         with self._lock:
             self.kill_calls += 1
+        self._stopped.set()
+
+    def wait_stopped(self, timeout: float | None) -> bool:
+        """Wait until ``terminate()`` or ``kill()`` is called; False when ``timeout`` passed."""
+        return self._stopped.wait(timeout)
 
     def stopped_code(self) -> int | None:
         """The exit status a stop request forces (``-SIGKILL`` over ``-SIGTERM``), else None."""
@@ -99,6 +115,10 @@ class FakeExecutor:
             peers (one per spawn), or a function of the SpawnRequest.
         gates: Gates shared by every spawned process.
         unhealthy: Maps binary paths to the detail their health check fails with.
+        versions: Maps binary paths to the run their ``--version`` health check gets.
+        max_line_bytes: The longest line (UTF-8 bytes before its newline) a run may print,
+            as on :class:`~agentshim.execution.host.HostCommandExecutor`: a longer one
+            ends the run with LineTooLongError after the lines before it on its stream.
 
     Attributes:
         requests: Every CommandRequest run, in order.
@@ -116,6 +136,8 @@ class FakeExecutor:
         peers: PeerSource | None = None,
         gates: ReplayGates | None = None,
         unhealthy: Mapping[str, str] | None = None,
+        versions: Mapping[str, FakeRun] | None = None,
+        max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
     ) -> None:
         self._runs = runs
         self._run_count = 0
@@ -124,6 +146,8 @@ class FakeExecutor:
         self._binaries = None if binaries is None else dict(binaries)
         self._gates = gates
         self._unhealthy = dict(unhealthy or {})
+        self._versions = dict(versions or {})
+        self._max_line = max_line_bytes
         self._lock = threading.Lock()
         self.requests: list[CommandRequest] = []
         self.handles: list[FakeCommandHandle] = []
@@ -146,24 +170,37 @@ class FakeExecutor:
             raise CliNotFoundError(name) from None
 
     def check_binary(self, path: str, env: Mapping[str, str], *, timeout: float) -> None:
-        """Record ``path``; fail if it is listed in ``unhealthy``.
+        """Record ``path`` and judge its ``--version`` as every executor does.
+
+        The check does not use up a scripted run (and is not in :attr:`requests`): its
+        ``--version`` is ``versions[path]`` when given, a failure printing
+        ``unhealthy[path]`` when listed there, and otherwise a healthy answer.
 
         Raises:
-            CliCheckError: ``path`` is in ``unhealthy``.
+            CliCheckError: That ``--version`` fails (see
+                :func:`~agentshim.execution.readiness.check_version`).
         """
-        del env, timeout
         with self._lock:
             self.checked.append(path)
-        if path in self._unhealthy:
-            raise CliCheckError(path, self._unhealthy[path])
+        if path in self._versions:
+            answer = self._versions[path]
+        elif path in self._unhealthy:
+            answer = FakeRun(stderr=[self._unhealthy[path]], returncode=1)
+        else:
+            answer = FakeRun(stdout=[f"{path} (fake)"])
+        check_version(FakeExecutor(answer), path, env, timeout=timeout)
 
     def run(self, request: CommandRequest, sink: CommandStreamSink) -> CommandResult:
         """Deliver the scripted run's lines to ``sink`` on the calling thread.
 
-        The handle comes first, then the stdout lines, then the stderr lines.
+        The handle comes first, then the stdout lines, then the stderr lines; a stop
+        request through the handle ends the delivery. The result keeps what was delivered.
 
         Raises:
-            CliTimeoutError: The run has ``timeout=True`` (after its lines were delivered).
+            CliTimeoutError: The run has ``timeout=True``, or ``until_stopped=True`` and
+                the request's timeout passed before a stop (after its lines were delivered).
+            LineTooLongError: A line is longer than ``max_line_bytes`` (after the lines
+                before it on its stream were delivered).
         """
         handle = FakeCommandHandle()
         with self._lock:
@@ -174,19 +211,40 @@ class FakeExecutor:
         # concurrent runs must stay concurrent.
         run = scripted if scripted is not None else self._next_run(request)
         sink.started(handle)
-        stdout = [_line(text) for text in run.stdout]
-        stderr = [_line(text) for text in run.stderr]
-        for lines, emit in ((stdout, sink.stdout), (stderr, sink.stderr)):
-            for line in lines:
+        delivered: tuple[list[str], list[str]] = ([], [])
+        for lines, emit, kept in (
+            (run.stdout, sink.stdout, delivered[0]),
+            (run.stderr, sink.stderr, delivered[1]),
+        ):
+            for index, text in enumerate(lines):
                 if handle.stopped_code() is not None:
                     break
+                last = index == len(lines) - 1
+                line = text if last and not run.final_newline else _line(text)
+                self._check_length(request, line)
                 emit(line)
+                kept.append(line)
+        if run.until_stopped and not handle.wait_stopped(request.timeout):
+            raise CliTimeoutError(request.argv, request.timeout)
         stopped = handle.stopped_code()
         if run.timeout and stopped is None:
             raise CliTimeoutError(request.argv, request.timeout)
         return CommandResult(
-            run.returncode if stopped is None else stopped, "".join(stdout), "".join(stderr)
+            run.returncode if stopped is None else stopped,
+            "".join(delivered[0]),
+            "".join(delivered[1]),
         )
+
+    def _check_length(self, request: CommandRequest, line: str) -> None:
+        size = len(line.encode("utf-8", "replace")) - line.endswith("\n")
+        if size > self._max_line:
+            raise LineTooLongError(
+                self._max_line,
+                message=(
+                    f"a line of {request.argv[0]!r} grew past {self._max_line} bytes "
+                    "(FakeExecutor(max_line_bytes=...))"
+                ),
+            )
 
     def spawn(self, request: SpawnRequest) -> FakeProcess:
         """Start a FakeProcess talking to the next peer.

@@ -30,7 +30,7 @@ def test_every_problem_is_listed() -> None:
     assert not result.ready
     assert result.returncode == 1
     assert result.problem == (
-        "claude: exited 1, expected 0; stdout does not match '\"loggedIn\": true'"
+        "claude: exited 1, expected 0: not logged in; stdout does not match '\"loggedIn\": true'"
     )
 
 

@@ -1,0 +1,142 @@
+"""Finding and ending every process a run started, wherever it went: the run marker.
+
+Private to the execution package. Each host run puts ``AGENTSHIM_RUN_ID=<random>`` in the
+environment of the process it starts; every descendant inherits it, including the ones that
+leave the run's process group (a tool shell that calls ``setsid`` is reparented to init and
+out of reach of ``killpg``). At the end of the run the processes of this user whose
+environment holds exactly that entry are found in ``/proc/<pid>/environ`` and ended:
+SIGTERM, a grace period, then SIGKILL, scanning again until a scan finds none, so a child
+forked during a scan goes too.
+
+The marker is an identifier, not a secret: it only ever travels in environments, never in
+argv. Each signal goes through a pidfd opened *before* the environment is read, so a pid
+that exits and is reused by an unrelated process between the scan and the signal is never
+hit. Where there is no ``/proc`` (macOS), :func:`can_scan` is False and the run falls back
+to its process group.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import signal
+import time
+from collections.abc import Callable
+
+__all__ = ["RUN_MARKER", "can_scan", "marked_processes", "new_run_id", "reap_marked"]
+
+RUN_MARKER = "AGENTSHIM_RUN_ID"
+"""The variable that marks every process started for one host run."""
+
+# Once SIGKILL is being sent, a process forking faster than it dies is chased this many
+# scans (about a second); what is left then is reported instead of chased forever.
+_MAX_PASSES = 50
+# Read size for an environment; most fit in one read.
+_READ = 1 << 16
+# How often a scan is repeated while the signalled processes exit.
+_RESCAN = 0.02
+
+
+def new_run_id() -> str:
+    """A fresh value for :data:`RUN_MARKER`: unique per run, meaningless to anyone else."""
+    return secrets.token_hex(12)
+
+
+def can_scan() -> bool:
+    """Whether this platform shows other processes' environments in ``/proc``."""
+    return os.path.isfile("/proc/self/environ") and hasattr(os, "pidfd_open")
+
+
+def marked_processes(value: str) -> list[tuple[int, int]]:
+    """Every process of this user, other than this one, whose environment has the marker.
+
+    Returns ``(pid, pidfd)`` pairs; the caller closes the pidfds. A process found here was
+    still carrying ``AGENTSHIM_RUN_ID=value`` after its pidfd was opened, so the pidfd is
+    that process and not one that reused its pid.
+    """
+    entry = f"\0{RUN_MARKER}={value}\0".encode()
+    bare = entry[1:-1]
+    me = os.getpid()
+    uid = os.getuid()
+    found: list[tuple[int, int]] = []
+    try:
+        names = os.listdir("/proc")
+    except OSError:
+        return found
+    for name in names:
+        if not name.isdigit() or not _carries(name, bare, entry):
+            continue
+        pid = int(name)
+        if pid == me:
+            continue
+        try:
+            if os.stat(f"/proc/{name}").st_uid != uid:
+                continue
+            pidfd = os.pidfd_open(pid)
+        except OSError:
+            continue  # gone already
+        # Read again through the open pidfd's lifetime: if the pid was reused between the
+        # first read and pidfd_open, the newcomer does not carry this run's marker.
+        if _carries(name, bare, entry):
+            found.append((pid, pidfd))
+        else:
+            os.close(pidfd)
+    return found
+
+
+def _carries(name: str, bare: bytes, entry: bytes) -> bool:
+    # os.open and os.read, not open(): this runs for every process on the machine, and a
+    # file object costs more than the read itself.
+    try:
+        fd = os.open(f"/proc/{name}/environ", os.O_RDONLY)
+    except OSError:
+        return False  # gone, or another user's
+    try:
+        data = b"".join(iter(lambda: os.read(fd, _READ), b""))
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
+    # The cheap test first; then the whole entry, so AGENTSHIM_RUN_ID=ab never matches =abc.
+    return bare in data and entry in b"\0" + data + b"\0"
+
+
+def reap_marked(
+    value: str, grace: float, *, monotonic: Callable[[], float] = time.monotonic
+) -> tuple[int, int]:
+    """End every process carrying the marker ``value``; return (ended, left running).
+
+    Marked processes get SIGTERM (and SIGCONT, so a stopped one can act on it); those still
+    there after ``grace`` seconds get SIGKILL. Scanning repeats until a scan finds none, so
+    a child forked meanwhile is found and ended too; once SIGKILL is being sent it repeats
+    a bounded number of times, and ``left running`` counts what the last scan still found
+    (a process forking faster than it can be ended, or one this user may not signal).
+    """
+    signalled: set[int] = set()
+    terminate_until = monotonic() + grace
+    hard_passes = 0
+    while True:
+        found = marked_processes(value)
+        if not found:
+            return len(signalled), 0
+        if hard_passes >= _MAX_PASSES:
+            for _, pidfd in found:
+                os.close(pidfd)
+            return len(signalled), len(found)
+        hard = monotonic() >= terminate_until
+        hard_passes += hard
+        for pid, pidfd in found:
+            try:
+                if hard:
+                    signal.pidfd_send_signal(pidfd, signal.SIGKILL)
+                elif pid not in signalled:
+                    signal.pidfd_send_signal(pidfd, signal.SIGTERM)
+                    signal.pidfd_send_signal(pidfd, signal.SIGCONT)
+                signalled.add(pid)
+            except OSError:
+                pass  # exited meanwhile, or not ours to signal after all
+            finally:
+                os.close(pidfd)
+        # Rescanning is how "gone" is seen: these are not our children, so there is
+        # nothing to wait on, and one of them may have forked a new marked child.
+        time.sleep(_RESCAN)

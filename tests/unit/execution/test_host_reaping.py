@@ -1,0 +1,254 @@
+"""No process a run started survives it, even one that left the run's process group.
+
+The child programs here do what the CLIs' tool shells do: fork, ``setsid`` (so the process is
+in its own session and group, reparented to init, out of reach of ``killpg``) and run
+``sleep``. Each test then checks, by pid, that the escaped process is gone when ``run``
+returns or raises, and that processes the run did not start are never touched.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+import uuid
+from collections.abc import Iterator
+
+import pytest
+from execution_helpers import ENV, is_alive, needs_proc, py, wait_dead
+
+from agentshim.core.errors import CliTimeoutError
+from agentshim.execution import CallbackSink, CommandHandle, CommandRequest, HostCommandExecutor
+
+pytestmark = needs_proc
+
+# Forks a grandchild in a new session running `sleep 60` with its output on /dev/null (a
+# daemon: nothing of the run's holds it), says so, then does `then`.
+ESCAPE = """
+    import os, sys, time
+    # Close-on-exec: end of file here means the grandchild has become `sleep`.
+    done, exec_seen = os.pipe()
+    if os.fork() == 0:
+        os.setsid()
+        if os.fork() == 0:
+            null = os.open(os.devnull, os.O_RDWR)
+            for fd in (0, 1, 2):
+                os.dup2(null, fd)
+            os.execvp("sleep", ["sleep", "60"])
+        os._exit(0)
+    os.close(exec_seen)
+    os.read(done, 1)
+    os.wait()
+    print("escaped", flush=True)
+    {then}
+"""
+
+FOREVER = "time.sleep(60)"
+
+
+class Stop(Exception):
+    pass
+
+
+def sleepers(tag: str) -> list[int]:
+    """Live processes whose environment carries ``AGENTSHIM_TEST_TAG=tag``."""
+    entry = f"AGENTSHIM_TEST_TAG={tag}".encode()
+    found: list[int] = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit() or int(name) == os.getpid():
+            continue
+        try:
+            with open(f"/proc/{name}/environ", "rb") as handle:
+                if entry in handle.read().split(b"\0") and is_alive(int(name)):
+                    found.append(int(name))
+        except OSError:
+            continue
+    return found
+
+
+@pytest.fixture
+def tag() -> Iterator[str]:
+    """A tag for this test's processes; whatever still carries it afterwards is killed."""
+    value = uuid.uuid4().hex
+    yield value
+    for pid in sleepers(value):
+        os.kill(pid, signal.SIGKILL)
+
+
+def request(tag: str, then: str, timeout: float | None = 30) -> CommandRequest:
+    code = ESCAPE.format(then=then)
+    return CommandRequest(py(code), env={**ENV, "AGENTSHIM_TEST_TAG": tag}, timeout=timeout)
+
+
+@pytest.fixture(params=[False, True], ids=["selector", "threads"])
+def executor(request: pytest.FixtureRequest) -> HostCommandExecutor:
+    return HostCommandExecutor(use_threads=request.param, terminate_grace=2.0)
+
+
+class TestEveryEndingReaps:
+    def test_a_cancelled_run(self, executor: HostCommandExecutor, tag: str) -> None:
+        pids: list[int] = []
+        handles: list[CommandHandle] = []
+
+        def on_stdout(line: str) -> None:
+            pids.extend(sleepers(tag))
+            handles[0].terminate()
+
+        sink = CallbackSink(on_stdout, on_started=handles.append)
+        result = executor.run(request(tag, FOREVER), sink)
+        assert result.returncode == -signal.SIGTERM
+        assert len(pids) == 2, "the escaped sleep was not running beside the run"
+        assert not any(is_alive(pid) for pid in pids)
+        assert sleepers(tag) == []
+
+    def test_a_timed_out_run(self, executor: HostCommandExecutor, tag: str) -> None:
+        pids: list[int] = []
+        sink = CallbackSink(lambda line: pids.extend(sleepers(tag)))
+        with pytest.raises(CliTimeoutError):
+            executor.run(request(tag, FOREVER, timeout=1.5), sink)
+        assert len(pids) == 2
+        assert not any(is_alive(pid) for pid in pids)
+        assert sleepers(tag) == []
+
+    def test_a_successful_run(self, executor: HostCommandExecutor, tag: str) -> None:
+        pids: list[int] = []
+        sink = CallbackSink(lambda line: pids.extend(sleepers(tag)))
+        result = executor.run(request(tag, "time.sleep(0.5); sys.exit(0)"), sink)
+        assert result.returncode == 0
+        assert len(pids) == 2
+        assert not any(is_alive(pid) for pid in pids)
+
+    def test_a_crashed_run(self, executor: HostCommandExecutor, tag: str) -> None:
+        pids: list[int] = []
+        sink = CallbackSink(lambda line: pids.extend(sleepers(tag)))
+        result = executor.run(request(tag, "time.sleep(0.5); os.kill(os.getpid(), 9)"), sink)
+        assert result.returncode == -signal.SIGKILL
+        assert len(pids) == 2
+        assert not any(is_alive(pid) for pid in pids)
+
+    def test_a_run_whose_sink_raises(self, executor: HostCommandExecutor, tag: str) -> None:
+        pids: list[int] = []
+
+        def on_stdout(line: str) -> None:
+            pids.extend(sleepers(tag))
+            raise Stop
+
+        with pytest.raises(Stop):
+            executor.run(request(tag, FOREVER), CallbackSink(on_stdout))
+        assert len(pids) == 2
+        assert not any(is_alive(pid) for pid in pids)
+
+
+class TestWhatIsReaped:
+    def test_unrelated_processes_are_never_touched(self, tag: str) -> None:
+        # Same user, same test tag: only the run marker tells them apart.
+        others = [
+            subprocess.Popen(["sleep", "60"], env={**ENV, "AGENTSHIM_TEST_TAG": tag}),
+            subprocess.Popen(
+                ["sleep", "60"], env={**ENV, "AGENTSHIM_TEST_TAG": tag, "AGENTSHIM_RUN_ID": "x"}
+            ),
+        ]
+        try:
+            marker: list[str] = []
+            code = "import os; print(os.environ['AGENTSHIM_RUN_ID'])"
+            HostCommandExecutor().run(
+                CommandRequest(py(code), env=ENV), CallbackSink(marker.append)
+            )
+            (value,) = marker
+            near = [
+                subprocess.Popen(["sleep", "60"], env={**ENV, "AGENTSHIM_RUN_ID": value[:-1]}),
+                subprocess.Popen(["sleep", "60"], env={**ENV, "AGENTSHIM_RUN_ID": value + "0"}),
+            ]
+            others += near
+            HostCommandExecutor().run(request(tag, "time.sleep(0.5); sys.exit(0)"), CallbackSink())
+            time.sleep(0.2)
+            assert all(process.poll() is None for process in others)
+        finally:
+            for process in others:
+                process.kill()
+                process.wait()
+
+    def test_each_run_has_its_own_marker_in_its_environment_never_in_argv(self) -> None:
+        code = """
+            import os
+            marker = os.environ["AGENTSHIM_RUN_ID"]
+            with open("/proc/self/cmdline", "rb") as handle:
+                print(marker, marker.encode() in handle.read())
+        """
+        env = {**ENV, "AGENTSHIM_RUN_ID": "inherited"}
+        first, second = (
+            HostCommandExecutor().run(CommandRequest(py(code), env=env), CallbackSink()).stdout
+            for _ in range(2)
+        )
+        assert first != second
+        for output in (first, second):
+            marker, in_argv = output.split()
+            assert len(marker) >= 16
+            assert marker != "inherited"
+            assert in_argv == "False"
+
+    def test_a_process_that_forks_while_it_is_reaped_is_ended_with_its_children(
+        self, tag: str
+    ) -> None:
+        # Each SIGTERM makes the escaped process fork a fresh copy of itself and exit: the
+        # reaper must keep scanning until it finds none, and end them with SIGKILL.
+        code = """
+            import os, signal, sys, time
+            def respawn(*_):
+                if os.fork() == 0:
+                    os.setsid()
+                    return
+                os._exit(0)
+            if os.fork() == 0:
+                os.setsid()
+                signal.signal(signal.SIGTERM, respawn)
+                null = os.open(os.devnull, os.O_RDWR)
+                for fd in (0, 1, 2):
+                    os.dup2(null, fd)
+                while True:
+                    time.sleep(0.01)
+            print("escaped", flush=True)
+        """
+        executor = HostCommandExecutor(terminate_grace=0.5)
+        seen: list[int] = []
+        executor.run(
+            CommandRequest(py(code), env={**ENV, "AGENTSHIM_TEST_TAG": tag}),
+            CallbackSink(lambda line: seen.extend(sleepers(tag))),
+        )
+        assert seen
+        assert sleepers(tag) == []
+
+    def test_with_reap_on_success_off_a_successful_run_leaves_its_background(
+        self, tag: str
+    ) -> None:
+        executor = HostCommandExecutor(reap_on_success=False)
+        result = executor.run(request(tag, "time.sleep(0.5); sys.exit(0)"), CallbackSink())
+        assert result.returncode == 0
+        (left,) = sleepers(tag)  # the run's own process is gone: this is the sleep
+        os.kill(left, signal.SIGKILL)
+        assert wait_dead(left)
+
+    def test_with_reap_on_success_off_a_failed_run_is_still_reaped(self, tag: str) -> None:
+        executor = HostCommandExecutor(reap_on_success=False)
+        result = executor.run(request(tag, "sys.exit(3)"), CallbackSink())
+        assert result.returncode == 3
+        assert sleepers(tag) == []
+
+
+def test_without_proc_the_fallback_is_said_once_in_the_log(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    import agentshim.execution.host as host
+
+    monkeypatch.setattr(host, "can_scan", lambda: False)
+    executor = HostCommandExecutor()
+    for _ in range(2):
+        result = executor.run(
+            CommandRequest(py("import os; print('AGENTSHIM_RUN_ID' in os.environ)"), env=ENV),
+            CallbackSink(),
+        )
+        assert result.stdout == "False\n"
+    said = [record for record in caplog.records if "/proc" in record.getMessage()]
+    assert len(said) == 1
+    assert said[0].levelname == "WARNING"
