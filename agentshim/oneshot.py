@@ -17,6 +17,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from agentshim.agent import AgentSession, CliAgent
+from agentshim.core._text import first_line as _first_line
 from agentshim.core.conversation import ConversationSpec, Readiness, TransportKind
 from agentshim.core.errors import (
     AgentShimError,
@@ -324,13 +325,6 @@ def _credentials_seen(
         if any((Path(home) / relative).is_file() for relative in profile.auth_files):
             return True
     return None
-
-
-def _first_line(text: str) -> str:
-    for line in text.splitlines():
-        if line.strip():
-            return line.strip()
-    return ""
 
 
 def _exit_code(error: AgentShimError) -> int:

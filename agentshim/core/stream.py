@@ -159,6 +159,8 @@ class LineTooLongError(AgentShimError):
     was delivered.
     """
 
+    _fields = ("limit", "dropped", "lines")
+
     def __init__(
         self,
         limit: int,
@@ -174,14 +176,6 @@ class LineTooLongError(AgentShimError):
         self.limit = limit
         self.dropped = dropped
         self.lines = list(lines) if lines is not None else []
-
-    def _state(self) -> dict[str, Any]:
-        return {
-            "limit": self.limit,
-            "dropped": self.dropped,
-            "lines": self.lines,
-            "message": self.message,
-        }
 
 
 def _content_length_lower_bound(tail: bytes) -> int:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from agentshim.core._text import last_line as _last_line
 from agentshim.core.errors import AgentShimError, CliCheckError, CliTimeoutError
 
 from .executor import CommandExecutor, CommandRequest, NullSink
@@ -34,10 +35,3 @@ def check_version(
     if result.returncode != 0:
         said = _last_line(result.stderr) or _last_line(result.stdout) or "no output"
         raise CliCheckError(path, f"'--version' exited {result.returncode}: {said}")
-
-
-def _last_line(text: str) -> str:
-    for line in reversed(text.splitlines()):
-        if line.strip():
-            return line.strip()[:300]
-    return ""

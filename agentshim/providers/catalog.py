@@ -6,7 +6,6 @@ import importlib
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Any
 
 from agentshim.core.errors import AgentShimError, InvalidRequestError
 from agentshim.core.plugin import ProviderPlugin
@@ -17,6 +16,8 @@ __all__ = ["LazyPlugin", "ProviderCatalog", "UnknownProviderError"]
 class UnknownProviderError(AgentShimError, KeyError):
     """No provider of that name is in the catalog (also a KeyError, as a failed lookup)."""
 
+    _fields = ("name", "known")
+
     def __init__(self, name: str, known: Sequence[str], message: str | None = None) -> None:
         super().__init__(
             message
@@ -25,9 +26,6 @@ class UnknownProviderError(AgentShimError, KeyError):
         )
         self.name = name
         self.known = tuple(known)
-
-    def _state(self) -> dict[str, Any]:
-        return {"name": self.name, "known": self.known, "message": self.message}
 
 
 @dataclass(frozen=True, slots=True)
