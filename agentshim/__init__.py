@@ -38,6 +38,7 @@ if TYPE_CHECKING:
         FailureKind,
         InvalidRequestError,
         InvalidSessionIdError,
+        LineTooLongError,
         McpConfigError,
         NoRunningTurnError,
         ProcessClosedError,
@@ -48,6 +49,7 @@ if TYPE_CHECKING:
         TurnCancelledError,
         TurnFailedError,
         TurnTimeoutError,
+        UnknownProviderError,
     )
     from agentshim.core.events import (
         AgentEvent,
@@ -87,14 +89,12 @@ if TYPE_CHECKING:
     )
     from agentshim.core.provider import ParsedTurn, Provider, StreamParser
     from agentshim.core.session_policy import Continuity, FailureOutcome, RetryPolicy, SessionPolicy
-    from agentshim.core.stream import LineTooLongError
     from agentshim.core.turn import OutputSchema, TurnRequest, TurnResult
     from agentshim.core.usage import CostSource, ProviderUsage, TokenUsage, TokenWeights
     from agentshim.oneshot import OneShotTransport
     from agentshim.providers import (
         DEFAULT_CATALOG,
         ProviderCatalog,
-        UnknownProviderError,
         discover,
         get_provider,
         provider_names,
@@ -135,7 +135,7 @@ _LAZY_NAMES = MappingProxyType(
         "FailureKind": "agentshim.core.errors",
         "InvalidRequestError": "agentshim.core.errors",
         "InvalidSessionIdError": "agentshim.core.errors",
-        "LineTooLongError": "agentshim.core.stream",
+        "LineTooLongError": "agentshim.core.errors",
         "McpConfigError": "agentshim.core.errors",
         "NoRunningTurnError": "agentshim.core.errors",
         "ProcessClosedError": "agentshim.core.errors",
@@ -198,7 +198,7 @@ _LAZY_NAMES = MappingProxyType(
         "TokenWeights": "agentshim.core.usage",
         "DEFAULT_CATALOG": "agentshim.providers",
         "ProviderCatalog": "agentshim.providers",
-        "UnknownProviderError": "agentshim.providers",
+        "UnknownProviderError": "agentshim.core.errors",
         "discover": "agentshim.providers",
         "get_provider": "agentshim.providers",
         "provider_names": "agentshim.providers",

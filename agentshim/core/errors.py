@@ -20,8 +20,8 @@
       ProcessClosedError          a long-lived process's stdin is closed or the process is gone
       InvalidSessionIdError       a session id that may not reach argv or a path
       InvalidRequestError         a request that cannot be carried out as given (also ValueError)
-      LineTooLongError            (core.stream) a line of output over the size limit
-      UnknownProviderError        (providers) no provider by that name (also KeyError)
+      LineTooLongError            a line of output over the size limit: limit, dropped, lines
+      UnknownProviderError        no provider by that name (also KeyError): name, known
 
 Every error's message says what happened and what the caller can do about it. Structured
 fields are attributes. Every error survives pickling: a class names the keyword arguments it
@@ -50,6 +50,7 @@ __all__ = [
     "FailureKind",
     "InvalidRequestError",
     "InvalidSessionIdError",
+    "LineTooLongError",
     "McpConfigError",
     "NoRunningTurnError",
     "ProcessClosedError",
@@ -60,6 +61,7 @@ __all__ = [
     "TurnCancelledError",
     "TurnFailedError",
     "TurnTimeoutError",
+    "UnknownProviderError",
 ]
 
 #: How much of a failed CLI's stdout and stderr a CliExitError keeps (characters, each).
@@ -386,6 +388,52 @@ class InvalidRequestError(AgentShimError, ValueError):
         super().__init__(message or f"invalid {field}: {problem}")
         self.field = field
         self.problem = problem
+
+
+class LineTooLongError(AgentShimError):
+    """A line of output was longer than the limit and was dropped; ``limit`` is the cap in bytes.
+
+    From :class:`~agentshim.core.stream.LineFramer`: ``lines`` holds the good lines the same ``feed`` call framed (in
+    order), so nothing but the long line is lost; ``dropped`` is how many lines that call
+    dropped. The framer stays usable: keep feeding it.
+
+    From ``HostCommandExecutor`` and ``HostProcess`` (``max_line_bytes``): the process group
+    was killed, because a CLI printing such a line is stuck or broken; every line before it
+    was delivered.
+    """
+
+    _fields = ("limit", "dropped", "lines")
+
+    def __init__(
+        self,
+        limit: int,
+        dropped: int = 1,
+        lines: list[str] | None = None,
+        message: str | None = None,
+    ) -> None:
+        super().__init__(
+            message
+            or f"{dropped} line(s) of output exceeded {limit} bytes and were dropped; "
+            "raise max_line_bytes if the CLI legitimately prints lines that long"
+        )
+        self.limit = limit
+        self.dropped = dropped
+        self.lines = list(lines) if lines is not None else []
+
+
+class UnknownProviderError(AgentShimError, KeyError):
+    """No provider of that name is in the catalog (also a KeyError, as a failed lookup)."""
+
+    _fields = ("name", "known")
+
+    def __init__(self, name: str, known: Sequence[str], message: str | None = None) -> None:
+        super().__init__(
+            message
+            or f"unknown provider {name!r}; known providers: {', '.join(known)}. Check the "
+            "spelling, or install the package that registers it and use providers.discover()"
+        )
+        self.name = name
+        self.known = tuple(known)
 
 
 def _advice(kind: FailureKind) -> str:

@@ -22,8 +22,12 @@ import threading
 import time
 from collections.abc import Mapping
 
-from agentshim.core.errors import CliNotFoundError, CliTimeoutError, InvalidRequestError
-from agentshim.core.stream import LineTooLongError
+from agentshim.core.errors import (
+    CliNotFoundError,
+    CliTimeoutError,
+    InvalidRequestError,
+    LineTooLongError,
+)
 
 from ._check import check_version
 from ._child import ChildProcess
@@ -65,7 +69,7 @@ class HostCommandExecutor:
         max_line_bytes: The longest line, in bytes before its newline, that a run or a
             spawned process may print (256 MiB by default, so a 64 MiB line arrives whole).
             A longer line is never buffered: the process group is killed, and ``run`` raises
-            :class:`~agentshim.core.stream.LineTooLongError` after the lines before it were
+            :class:`~agentshim.core.errors.LineTooLongError` after the lines before it were
             delivered; a :class:`HostProcess` raises it from ``next_output`` instead.
         use_threads: Move bytes with reader threads instead of a selector. ``None`` picks
             threads only where selectors cannot wait on pipes (Windows).

@@ -11,7 +11,7 @@ from typing import Any
 from agentshim.core.plugin import ProviderPlugin
 from agentshim.core.provider import Provider, ScriptedRun
 from agentshim.core.usage import TokenUsage
-from agentshim.providers.catalog import LazyPlugin, ProviderCatalog, UnknownProviderError
+from agentshim.providers.catalog import LazyPlugin, ProviderCatalog
 from agentshim.providers.discovery import ENTRY_POINT_GROUP
 from agentshim.providers.discovery import discover as _discover
 
@@ -20,7 +20,6 @@ __all__ = [
     "DEFAULT_PROVIDER",
     "ENTRY_POINT_GROUP",
     "ProviderCatalog",
-    "UnknownProviderError",
     "discover",
     "get_plugin",
     "get_provider",

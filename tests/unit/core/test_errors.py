@@ -18,6 +18,7 @@ from agentshim.core.errors import (
     FailureKind,
     InvalidRequestError,
     InvalidSessionIdError,
+    LineTooLongError,
     McpConfigError,
     NoRunningTurnError,
     ProcessClosedError,
@@ -28,11 +29,10 @@ from agentshim.core.errors import (
     TurnCancelledError,
     TurnFailedError,
     TurnTimeoutError,
+    UnknownProviderError,
 )
 from agentshim.core.provider import ParsedTurn
-from agentshim.core.stream import LineTooLongError
 from agentshim.core.usage import ProviderUsage, TokenUsage
-from agentshim.providers.catalog import UnknownProviderError
 from agentshim.testing.model_server import ModelServerError
 
 # One error of every class, each built with a value other than the default for every
