@@ -8,7 +8,8 @@ from typing import Any, Protocol, runtime_checkable
 from agentshim.core.models import ModelTable
 from agentshim.core.pricing import PricingTable
 from agentshim.core.profile import ProviderProfile
-from agentshim.core.provider import Provider, ScriptedRun
+from agentshim.core.provider import Provider
+from agentshim.core.scripting import ScriptedRun
 from agentshim.core.usage import TokenUsage
 
 __all__ = ["ProviderPlugin"]

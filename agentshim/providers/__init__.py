@@ -9,7 +9,8 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from agentshim.core.plugin import ProviderPlugin
-from agentshim.core.provider import Provider, ScriptedRun
+from agentshim.core.provider import Provider
+from agentshim.core.scripting import ScriptedRun
 from agentshim.core.usage import TokenUsage
 from agentshim.providers.catalog import LazyPlugin, ProviderCatalog
 from agentshim.providers.discovery import ENTRY_POINT_GROUP

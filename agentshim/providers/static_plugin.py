@@ -11,7 +11,8 @@ from agentshim.core.ids import validate_session_id
 from agentshim.core.models import ModelTable
 from agentshim.core.pricing import PricingTable
 from agentshim.core.profile import ProviderProfile
-from agentshim.core.provider import Provider, ScriptedRun
+from agentshim.core.provider import Provider
+from agentshim.core.scripting import ScriptedRun
 from agentshim.core.usage import TokenUsage
 from agentshim.execution.executor import CommandRequest
 

@@ -6,7 +6,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from agentshim.core.provider import ToolFailure
+from agentshim.core.scripting import ToolFailure
 from agentshim.core.usage import TokenUsage
 from agentshim.execution.executor import CommandRequest
 from agentshim.providers import (

@@ -16,7 +16,7 @@ from typing import Any
 
 from agentshim.core.errors import InvalidRequestError
 from agentshim.core.jsonvalues import list_or_empty
-from agentshim.core.provider import ScriptedRun, ToolFailure
+from agentshim.core.scripting import ScriptedRun, ToolFailure
 from agentshim.core.usage import TokenUsage
 
 from .events import EDIT_TOOL, MCP_TOOL, SHELL_TOOL, WEB_TOOL

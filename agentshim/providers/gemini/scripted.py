@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from agentshim.core.errors import InvalidRequestError
-from agentshim.core.provider import ScriptedRun, ToolFailure
+from agentshim.core.scripting import ScriptedRun, ToolFailure
 from agentshim.core.usage import TokenUsage
 
 __all__ = ["SCRIPTED_MODEL", "resume_failure_lines", "scripted_lines"]
