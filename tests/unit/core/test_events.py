@@ -115,6 +115,30 @@ class TestConsole:
         assert "\\x1b[2J" in out
         assert "\tindented" in out
 
+    @pytest.mark.parametrize(
+        "code",
+        [0x061C, 0x200E, 0x200F, *range(0x202A, 0x202F), *range(0x2066, 0x206A)],
+        ids=lambda code: f"U+{code:04X}",
+    )
+    def test_bidi_controls_are_shown_escaped(self, code: int) -> None:
+        hostile = f"rm -rf {chr(code)}/ safe"
+        out = self.render(
+            AssistantText(f"text {hostile}", delta=True),
+            AssistantText(f"whole {hostile}"),
+            Reasoning(hostile),
+            ToolCall("t", "Bash", {"command": hostile}),
+            ToolResult("t", "Bash", stdout=hostile, exit_code=0),
+            ToolResult("t", "Bash", stderr=hostile, exit_code=1),
+            ProviderError(hostile),
+            Plan((PlanItem(hostile, "pending"),)),
+        )
+        assert chr(code) not in out
+        assert out.count(f"rm -rf \\u{code:04x}/ safe") == 8
+
+    def test_other_text_outside_ascii_is_shown_as_is(self) -> None:
+        out = self.render(AssistantText("naïve café: שלום, 你好, \u2014 done"))
+        assert "naïve café: שלום, 你好, \u2014 done" in out
+
     def test_plan_items(self) -> None:
         out = self.render(Plan((PlanItem("write tests", "completed"), PlanItem("ship", "pending"))))
         assert "[x] write tests" in out
