@@ -36,7 +36,7 @@ class ProviderTestKit(Protocol):
     or to run real turns.
     """
 
-    def scripted_lines(self, turn: ScriptedTurn) -> ScriptedRun:
+    def scripted_lines(self, turn: ScriptedTurn, /) -> ScriptedRun:
         """Return what the CLI prints, and how it exits, for ``turn``."""
         ...
 
@@ -45,7 +45,7 @@ class ProviderTestKit(Protocol):
         ...
 
     def installed_mcp_servers(
-        self, request: CommandRequest, workspace: Path
+        self, request: CommandRequest, workspace: Path, /
     ) -> dict[str, dict[str, Any]]:
         """Return the MCP servers one in-flight turn installed, keyed by name, canonical shape.
 
