@@ -32,8 +32,8 @@ class ToolFailure(str):
     message on stderr and a nonzero exit code. ``exit_code`` is printed where the CLI prints
     one; Gemini, and Claude and Pi for tools other than their shell, print none.
 
-    It is a ``str`` (the message) so it fits the ``(name, arguments, output)`` tuple every
-    provider's ``scripted_lines`` takes; a provider that does not know it prints a success.
+    It is a ``str`` (the message) so it fits the ``(name, arguments, output)`` triple of
+    :attr:`ScriptedTurn.tool_calls`; a provider that does not know it prints a success.
     """
 
     exit_code: int
