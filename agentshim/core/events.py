@@ -28,7 +28,7 @@ __all__ = [
     "NullEventHandler",
     "Plan",
     "PlanItem",
-    "ProviderError",
+    "ProviderErrorReported",
     "RawOutput",
     "Reasoning",
     "RunFinished",
@@ -195,7 +195,7 @@ class RawOutput:
 
 @fast_frozen_init
 @dataclass(frozen=True, slots=True)
-class ProviderError:
+class ProviderErrorReported:
     """The provider reported an error (it may or may not end the turn)."""
 
     message: str
@@ -223,7 +223,7 @@ AgentEvent = (
     | Lifecycle
     | Stderr
     | RawOutput
-    | ProviderError
+    | ProviderErrorReported
     | TurnInterrupted
 )
 """Every event a turn can emit."""
@@ -344,7 +344,7 @@ class ConsoleEventHandler:
             self._render_tool_result(event)
         elif isinstance(event, UsageReport):
             self._write(self._paint(_render_usage(event), "dim"))
-        elif isinstance(event, ProviderError):
+        elif isinstance(event, ProviderErrorReported):
             self._write(self._paint(f"error: {_printable(event.message)}", "red"))
         elif isinstance(event, Plan):
             for item in event.items:
