@@ -40,6 +40,7 @@ if TYPE_CHECKING:
         FailureKind,
         InvalidRequestError,
         InvalidSessionIdError,
+        LineTooLongError,
         McpConfigError,
         NoRunningTurnError,
         ProcessClosedError,
@@ -50,6 +51,7 @@ if TYPE_CHECKING:
         TurnCancelledError,
         TurnFailedError,
         TurnTimeoutError,
+        UnknownProviderError,
     )
     from agentshim.core.events import (
         AgentEvent,
@@ -63,7 +65,7 @@ if TYPE_CHECKING:
         NullEventHandler,
         Plan,
         PlanItem,
-        ProviderError,
+        ProviderErrorReported,
         RawOutput,
         Reasoning,
         RunFinished,
@@ -90,14 +92,12 @@ if TYPE_CHECKING:
     from agentshim.core.provider import ParsedTurn, Provider, StreamParser
     from agentshim.core.retry import RetryPolicy
     from agentshim.core.session_policy import Continuity, FailureOutcome, SessionPolicy
-    from agentshim.core.stream import LineTooLongError
     from agentshim.core.turn import OutputSchema, TurnRequest, TurnResult
     from agentshim.core.usage import CostSource, ProviderUsage, TokenUsage, TokenWeights
     from agentshim.oneshot import OneShotTransport
     from agentshim.providers import (
         DEFAULT_CATALOG,
         ProviderCatalog,
-        UnknownProviderError,
         discover,
         get_provider,
         provider_names,
@@ -138,7 +138,7 @@ _LAZY_NAMES = MappingProxyType(
         "FailureKind": "agentshim.core.errors",
         "InvalidRequestError": "agentshim.core.errors",
         "InvalidSessionIdError": "agentshim.core.errors",
-        "LineTooLongError": "agentshim.core.stream",
+        "LineTooLongError": "agentshim.core.errors",
         "McpConfigError": "agentshim.core.errors",
         "NoRunningTurnError": "agentshim.core.errors",
         "ProcessClosedError": "agentshim.core.errors",
@@ -160,7 +160,7 @@ _LAZY_NAMES = MappingProxyType(
         "NullEventHandler": "agentshim.core.events",
         "Plan": "agentshim.core.events",
         "PlanItem": "agentshim.core.events",
-        "ProviderError": "agentshim.core.events",
+        "ProviderErrorReported": "agentshim.core.events",
         "RawOutput": "agentshim.core.events",
         "Reasoning": "agentshim.core.events",
         "RunFinished": "agentshim.core.events",
@@ -201,7 +201,7 @@ _LAZY_NAMES = MappingProxyType(
         "TokenWeights": "agentshim.core.usage",
         "DEFAULT_CATALOG": "agentshim.providers",
         "ProviderCatalog": "agentshim.providers",
-        "UnknownProviderError": "agentshim.providers",
+        "UnknownProviderError": "agentshim.core.errors",
         "discover": "agentshim.providers",
         "get_provider": "agentshim.providers",
         "provider_names": "agentshim.providers",
@@ -266,7 +266,7 @@ __all__ = [
     "Provider",
     "ProviderCapabilityError",
     "ProviderCatalog",
-    "ProviderError",
+    "ProviderErrorReported",
     "ProviderProfile",
     "ProviderUsage",
     "RawOutput",

@@ -20,19 +20,22 @@
       ProcessClosedError          a long-lived process's stdin is closed or the process is gone
       InvalidSessionIdError       a session id that may not reach argv or a path
       InvalidRequestError         a request that cannot be carried out as given (also ValueError)
-      LineTooLongError            (core.stream) a line of output over the size limit
-      UnknownProviderError        (providers) no provider by that name (also KeyError)
+      LineTooLongError            a line of output over the size limit: limit, dropped, lines
+      UnknownProviderError        no provider by that name (also KeyError): name, known
 
 Every error's message says what happened and what the caller can do about it. Structured
-fields are attributes. Every error survives pickling: ``__reduce__`` rebuilds it from its
-keyword arguments.
+fields are attributes. Every error survives pickling: a class names the keyword arguments it
+adds to its parent's in ``_fields``, and the base's ``__reduce__`` rebuilds the error from
+those attributes and its message.
 """
 
 from __future__ import annotations
 
 import enum
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from agentshim.core._text import bounded_head, bounded_tail, last_line
 
 if TYPE_CHECKING:
     from agentshim.core.provider import ParsedTurn
@@ -47,6 +50,7 @@ __all__ = [
     "FailureKind",
     "InvalidRequestError",
     "InvalidSessionIdError",
+    "LineTooLongError",
     "McpConfigError",
     "NoRunningTurnError",
     "ProcessClosedError",
@@ -57,7 +61,7 @@ __all__ = [
     "TurnCancelledError",
     "TurnFailedError",
     "TurnTimeoutError",
-    "bounded_tail",
+    "UnknownProviderError",
 ]
 
 #: How much of a failed CLI's stdout and stderr a CliExitError keeps (characters, each).
@@ -67,20 +71,6 @@ EXIT_OUTPUT_TAIL_CHARS = 64 * 1024
 #: How much of a failure's own words (``detail``) an error keeps, and how much its message quotes.
 DETAIL_CHARS = 64 * 1024
 MESSAGE_QUOTE_CHARS = 2000
-
-
-def _bounded_head(text: str, limit: int) -> str:
-    # An error's own words lead with what matters, so the start is kept.
-    if len(text) <= limit:
-        return text
-    return text[:limit] + "[...truncated...]"
-
-
-def bounded_tail(text: str, limit: int = EXIT_OUTPUT_TAIL_CHARS) -> str:
-    """Return at most the last ``limit`` characters of ``text``, marking a cut with a prefix."""
-    if len(text) <= limit:
-        return text
-    return "[...truncated...]\n" + text[-limit:]
 
 
 class FailureKind(enum.Enum):
@@ -101,17 +91,24 @@ class FailureKind(enum.Enum):
 
 
 class AgentShimError(Exception):
-    """Base of every error agentshim raises; catch this to catch them all."""
+    """Base of every error agentshim raises; catch this to catch them all.
+
+    A subclass whose ``__init__`` takes more than ``message`` names those keyword arguments
+    in ``_fields`` (only the ones it adds to its parent's), each kept as the attribute of the
+    same name; pickling and copying rebuild the error by passing them back with the message.
+    """
+
+    _fields: ClassVar[tuple[str, ...]] = ()
 
     def __init__(self, message: str) -> None:
         super().__init__(message)
         self.message = message
 
-    def _state(self) -> dict[str, Any]:
-        return {"message": self.message}
-
     def __reduce__(self) -> tuple[Any, ...]:
-        return (_rebuild, (type(self), self._state()))
+        names = [name for cls in type(self).__mro__ for name in vars(cls).get("_fields", ())]
+        state = {name: getattr(self, name) for name in names}
+        state["message"] = self.message
+        return (_rebuild, (type(self), state))
 
     def __str__(self) -> str:
         return self.message
@@ -124,6 +121,8 @@ def _rebuild(cls: type[AgentShimError], state: dict[str, Any]) -> AgentShimError
 class CliNotFoundError(AgentShimError):
     """The CLI binary could not be found on the environment's PATH."""
 
+    _fields = ("binary",)
+
     def __init__(self, binary: str, message: str | None = None) -> None:
         super().__init__(
             message
@@ -131,12 +130,11 @@ class CliNotFoundError(AgentShimError):
         )
         self.binary = binary
 
-    def _state(self) -> dict[str, Any]:
-        return {"binary": self.binary, "message": self.message}
-
 
 class CliCheckError(AgentShimError):
     """The CLI binary exists but its health check (``--version``) failed."""
+
+    _fields = ("path", "detail")
 
     def __init__(self, path: str, detail: str, message: str | None = None) -> None:
         super().__init__(
@@ -147,9 +145,6 @@ class CliCheckError(AgentShimError):
         self.path = path
         self.detail = detail
 
-    def _state(self) -> dict[str, Any]:
-        return {"path": self.path, "detail": self.detail, "message": self.message}
-
 
 class TurnFailedError(AgentShimError):
     """A turn failed; ``kind`` says why as far as the CLI told, ``detail`` is its own words.
@@ -157,6 +152,8 @@ class TurnFailedError(AgentShimError):
     ``retry_after_s`` is the provider's hint of when a retry may succeed (a rate limit's reset
     time), when it gave one.
     """
+
+    _fields = ("kind", "detail", "retry_after_s")
 
     def __init__(
         self,
@@ -168,16 +165,8 @@ class TurnFailedError(AgentShimError):
     ) -> None:
         super().__init__(message)
         self.kind = kind
-        self.detail = _bounded_head(detail, DETAIL_CHARS)
+        self.detail = bounded_head(detail, DETAIL_CHARS)
         self.retry_after_s = retry_after_s
-
-    def _state(self) -> dict[str, Any]:
-        return {
-            "message": self.message,
-            "kind": self.kind,
-            "detail": self.detail,
-            "retry_after_s": self.retry_after_s,
-        }
 
 
 class CliExitError(TurnFailedError):
@@ -185,6 +174,8 @@ class CliExitError(TurnFailedError):
 
     ``stdout`` and ``stderr`` hold a bounded tail (the last 64 KiB each) of what it printed.
     """
+
+    _fields = ("argv", "returncode", "stdout", "stderr")
 
     def __init__(
         self,
@@ -200,26 +191,14 @@ class CliExitError(TurnFailedError):
     ) -> None:
         self.argv = tuple(argv)
         self.returncode = returncode
-        self.stdout = bounded_tail(stdout)
-        self.stderr = bounded_tail(stderr)
+        self.stdout = bounded_tail(stdout, EXIT_OUTPUT_TAIL_CHARS)
+        self.stderr = bounded_tail(stderr, EXIT_OUTPUT_TAIL_CHARS)
         if message is None:
             program = self.argv[0] if self.argv else "the CLI"
-            said = _bounded_head(detail, MESSAGE_QUOTE_CHARS) or _last_line(self.stderr)
+            said = bounded_head(detail, MESSAGE_QUOTE_CHARS) or last_line(self.stderr)
             said = said or "no error text"
             message = f"{program} failed (exit {returncode}, {kind.value}): {said}; {_advice(kind)}"
         super().__init__(message, kind=kind, detail=detail, retry_after_s=retry_after_s)
-
-    def _state(self) -> dict[str, Any]:
-        return {
-            "argv": self.argv,
-            "returncode": self.returncode,
-            "stdout": self.stdout,
-            "stderr": self.stderr,
-            "kind": self.kind,
-            "detail": self.detail,
-            "message": self.message,
-            "retry_after_s": self.retry_after_s,
-        }
 
 
 class SessionResumeError(CliExitError):
@@ -227,6 +206,8 @@ class SessionResumeError(CliExitError):
 
     Start a fresh conversation (forget the session id); retrying the same id will fail again.
     """
+
+    _fields = ("session_id",)
 
     def __init__(
         self,
@@ -243,10 +224,10 @@ class SessionResumeError(CliExitError):
     ) -> None:
         self.session_id = session_id
         if message is None:
+            said = detail or last_line(stderr) or "no error text"
             message = (
                 f"the CLI could not resume conversation {session_id!r} (exit {returncode}): "
-                f"{detail or _last_line(stderr) or 'no error text'}; "
-                "forget this session id and start a fresh conversation"
+                f"{said}; forget this session id and start a fresh conversation"
             )
         super().__init__(
             argv,
@@ -259,14 +240,11 @@ class SessionResumeError(CliExitError):
             retry_after_s=retry_after_s,
         )
 
-    def _state(self) -> dict[str, Any]:
-        state = super()._state()
-        state["session_id"] = self.session_id
-        return state
-
 
 class TurnTimeoutError(AgentShimError):
     """A turn overran its time budget of ``timeout`` seconds."""
+
+    _fields = ("timeout",)
 
     def __init__(self, timeout: float | None, message: str | None = None) -> None:
         super().__init__(
@@ -275,12 +253,11 @@ class TurnTimeoutError(AgentShimError):
         )
         self.timeout = timeout
 
-    def _state(self) -> dict[str, Any]:
-        return {"timeout": self.timeout, "message": self.message}
-
 
 class CliTimeoutError(TurnTimeoutError):
     """The CLI process was killed for overrunning ``timeout``; ``partial`` is what it said."""
+
+    _fields = ("argv", "partial")
 
     def __init__(
         self,
@@ -299,14 +276,6 @@ class CliTimeoutError(TurnTimeoutError):
             "process group; raise the timeout or split the task",
         )
 
-    def _state(self) -> dict[str, Any]:
-        return {
-            "argv": self.argv,
-            "timeout": self.timeout,
-            "partial": self.partial,
-            "message": self.message,
-        }
-
 
 class ContinuityError(AgentShimError):
     """A turn required a conversation the session does not hold.
@@ -315,6 +284,8 @@ class ContinuityError(AgentShimError):
     strict or pinned turn that the provider answered in another conversation (``actual``);
     the session then still holds ``expected``.
     """
+
+    _fields = ("expected", "actual")
 
     def __init__(
         self, expected: str | None, actual: str | None, message: str | None = None
@@ -326,9 +297,6 @@ class ContinuityError(AgentShimError):
         )
         self.expected = expected
         self.actual = actual
-
-    def _state(self) -> dict[str, Any]:
-        return {"expected": self.expected, "actual": self.actual, "message": self.message}
 
 
 class SessionStateError(AgentShimError):
@@ -347,12 +315,11 @@ class TurnCancelledError(AgentShimError):
     gone: its session id stays valid.
     """
 
+    _fields = ("returncode",)
+
     def __init__(self, message: str, returncode: int | None = None) -> None:
         super().__init__(message)
         self.returncode = returncode
-
-    def _state(self) -> dict[str, Any]:
-        return {"message": self.message, "returncode": self.returncode}
 
 
 class ProviderCapabilityError(AgentShimError):
@@ -361,6 +328,8 @@ class ProviderCapabilityError(AgentShimError):
 
 class SchemaDialectError(ProviderCapabilityError):
     """The output schema breaks the provider's schema dialect; ``problems`` lists every one."""
+
+    _fields = ("problems",)
 
     def __init__(self, problems: Sequence[str], message: str | None = None) -> None:
         self.problems = list(problems)
@@ -371,12 +340,11 @@ class SchemaDialectError(ProviderCapabilityError):
             + " (agentshim.core.schema.normalize fixes the common cases)"
         )
 
-    def _state(self) -> dict[str, Any]:
-        return {"problems": self.problems, "message": self.message}
-
 
 class McpConfigError(AgentShimError):
     """An MCP config file is unreadable, unwritable, or not a JSON object."""
+
+    _fields = ("path", "reason")
 
     def __init__(self, path: str, reason: str, message: str | None = None) -> None:
         super().__init__(
@@ -384,9 +352,6 @@ class McpConfigError(AgentShimError):
         )
         self.path = path
         self.reason = reason
-
-    def _state(self) -> dict[str, Any]:
-        return {"path": self.path, "reason": self.reason, "message": self.message}
 
 
 class ProcessClosedError(AgentShimError):
@@ -396,6 +361,8 @@ class ProcessClosedError(AgentShimError):
 class InvalidSessionIdError(AgentShimError):
     """A session id that is not safe to put in argv or a path was refused."""
 
+    _fields = ("session_id",)
+
     def __init__(self, session_id: str, message: str | None = None) -> None:
         super().__init__(
             message
@@ -404,9 +371,6 @@ class InvalidSessionIdError(AgentShimError):
             "pass the id the provider printed"
         )
         self.session_id = session_id
-
-    def _state(self) -> dict[str, Any]:
-        return {"session_id": self.session_id, "message": self.message}
 
 
 class InvalidRequestError(AgentShimError, ValueError):
@@ -418,20 +382,58 @@ class InvalidRequestError(AgentShimError, ValueError):
     written against the standard library's checks still catches it.
     """
 
+    _fields = ("field", "problem")
+
     def __init__(self, field: str, problem: str, message: str | None = None) -> None:
         super().__init__(message or f"invalid {field}: {problem}")
         self.field = field
         self.problem = problem
 
-    def _state(self) -> dict[str, Any]:
-        return {"field": self.field, "problem": self.problem, "message": self.message}
+
+class LineTooLongError(AgentShimError):
+    """A line of output was longer than the limit and was dropped; ``limit`` is the cap in bytes.
+
+    From :class:`~agentshim.core.stream.LineFramer`: ``lines`` holds the good lines the same ``feed`` call framed (in
+    order), so nothing but the long line is lost; ``dropped`` is how many lines that call
+    dropped. The framer stays usable: keep feeding it.
+
+    From ``HostCommandExecutor`` and ``HostProcess`` (``max_line_bytes``): the process group
+    was killed, because a CLI printing such a line is stuck or broken; every line before it
+    was delivered.
+    """
+
+    _fields = ("limit", "dropped", "lines")
+
+    def __init__(
+        self,
+        limit: int,
+        dropped: int = 1,
+        lines: list[str] | None = None,
+        message: str | None = None,
+    ) -> None:
+        super().__init__(
+            message
+            or f"{dropped} line(s) of output exceeded {limit} bytes and were dropped; "
+            "raise max_line_bytes if the CLI legitimately prints lines that long"
+        )
+        self.limit = limit
+        self.dropped = dropped
+        self.lines = list(lines) if lines is not None else []
 
 
-def _last_line(text: str) -> str:
-    for line in reversed(text.splitlines()):
-        if line.strip():
-            return line.strip()[:500]
-    return ""
+class UnknownProviderError(AgentShimError, KeyError):
+    """No provider of that name is in the catalog (also a KeyError, as a failed lookup)."""
+
+    _fields = ("name", "known")
+
+    def __init__(self, name: str, known: Sequence[str], message: str | None = None) -> None:
+        super().__init__(
+            message
+            or f"unknown provider {name!r}; known providers: {', '.join(known)}. Check the "
+            "spelling, or install the package that registers it and use providers.discover()"
+        )
+        self.name = name
+        self.known = tuple(known)
 
 
 def _advice(kind: FailureKind) -> str:

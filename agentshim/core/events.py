@@ -28,7 +28,7 @@ __all__ = [
     "NullEventHandler",
     "Plan",
     "PlanItem",
-    "ProviderError",
+    "ProviderErrorReported",
     "RawOutput",
     "Reasoning",
     "RunFinished",
@@ -195,7 +195,7 @@ class RawOutput:
 
 @fast_frozen_init
 @dataclass(frozen=True, slots=True)
-class ProviderError:
+class ProviderErrorReported:
     """The provider reported an error (it may or may not end the turn)."""
 
     message: str
@@ -223,7 +223,7 @@ AgentEvent = (
     | Lifecycle
     | Stderr
     | RawOutput
-    | ProviderError
+    | ProviderErrorReported
     | TurnInterrupted
 )
 """Every event a turn can emit."""
@@ -277,11 +277,14 @@ _STYLES = {"dim": "\033[2m", "bold": "\033[1m", "red": "\033[31m", "cyan": "\033
 
 # Control characters in what an agent or a tool printed would drive the terminal (move the
 # cursor, retitle the window, clear the screen); they are shown escaped instead.
+_C0_C1_CONTROLS = (*range(0x20), 0x7F, *range(0x80, 0xA0))
+# Bidirectional embeddings, overrides, isolates and marks reorder the text shown around them,
+# so a line can read differently from what it holds (a command that looks harmless).
+_BIDI_CONTROLS = (0x061C, 0x200E, 0x200F, *range(0x202A, 0x202F), *range(0x2066, 0x206A))
 _ESCAPED_CONTROLS = MappingProxyType(
     {
-        code: f"\\x{code:02x}"
-        for code in (*range(0x20), 0x7F, *range(0x80, 0xA0))
-        if code not in (0x09, 0x0A)
+        **{code: f"\\x{code:02x}" for code in _C0_C1_CONTROLS if code not in (0x09, 0x0A)},
+        **{code: f"\\u{code:04x}" for code in _BIDI_CONTROLS},
     }
 )
 
@@ -297,7 +300,8 @@ class ConsoleEventHandler:
     Tool output is cut to ``max_tool_output_lines`` lines of at most ``max_line_chars``
     characters each; streamed assistant text is written as it arrives. Control characters in
     anything the agent or its tools printed are shown escaped (as ``\x1b``), never sent to the
-    terminal.
+    terminal; so are the bidirectional overrides, isolates and marks (as ``\u202e``), which
+    would make a line read differently from what it holds.
     """
 
     stream: TextIO = field(default_factory=lambda: sys.stdout)
@@ -340,7 +344,7 @@ class ConsoleEventHandler:
             self._render_tool_result(event)
         elif isinstance(event, UsageReport):
             self._write(self._paint(_render_usage(event), "dim"))
-        elif isinstance(event, ProviderError):
+        elif isinstance(event, ProviderErrorReported):
             self._write(self._paint(f"error: {_printable(event.message)}", "red"))
         elif isinstance(event, Plan):
             for item in event.items:

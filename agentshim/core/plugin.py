@@ -2,23 +2,24 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any, Protocol, runtime_checkable
+from typing import Protocol, runtime_checkable
 
 from agentshim.core.models import ModelTable
 from agentshim.core.pricing import PricingTable
 from agentshim.core.profile import ProviderProfile
-from agentshim.core.provider import Provider, ScriptedRun
-from agentshim.core.usage import TokenUsage
+from agentshim.core.provider import Provider
 
 __all__ = ["ProviderPlugin"]
 
 
 @runtime_checkable
 class ProviderPlugin(Protocol):
-    """Everything a catalog knows about one provider, built-in or third-party.
+    """Everything a catalog needs to know about one provider, built-in or third-party.
 
-    Built-ins answer from static facts; a third-party plugin may compute its answers.
+    Built-ins answer from static facts; a third-party plugin may compute its answers. A plugin
+    may also carry a ``test_kit`` (``agentshim.testing.ProviderTestKit``): its CLI's real
+    output for made-up turns, which ``agentshim.testing.scripted_turn`` prints. It is
+    optional; a plugin without one registers and runs turns all the same.
     """
 
     @property
@@ -41,23 +42,6 @@ class ProviderPlugin(Protocol):
 
     def pricing_table(self) -> PricingTable:
         """Return the prices this provider knows (may be empty)."""
-        ...
-
-    def scripted_lines(
-        self,
-        *,
-        text: str = "",
-        session_id: str | None = None,
-        usage: TokenUsage | None = None,
-        tool_calls: Sequence[tuple[str, Mapping[str, Any], str]] = (),
-        structured_output: object | None = None,
-        returncode: int = 0,
-    ) -> ScriptedRun:
-        """Return the CLI's real output for a made-up turn (for tests)."""
-        ...
-
-    def resume_failure_lines(self, *, session_id: str | None = None) -> ScriptedRun:
-        """Return the CLI's real output for a resumed turn whose conversation is gone."""
         ...
 
     def resume_command(self, session_id: str) -> str:

@@ -8,13 +8,12 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
 
-from agentshim.core.errors import AgentShimError, InvalidRequestError
+from agentshim.core.errors import InvalidRequestError, LineTooLongError
 
 __all__ = [
     "DEFAULT_MAX_LINE_BYTES",
     "FinishedTool",
     "LineFramer",
-    "LineTooLongError",
     "ToolArgs",
     "ToolTracker",
     "parse_json_object",
@@ -151,43 +150,6 @@ class ToolTracker:
         return len(self._pending)
 
 
-class LineTooLongError(AgentShimError):
-    """A line of output was longer than the limit and was dropped; ``limit`` is the cap in bytes.
-
-    From :class:`LineFramer`: ``lines`` holds the good lines the same ``feed`` call framed (in
-    order), so nothing but the long line is lost; ``dropped`` is how many lines that call
-    dropped. The framer stays usable: keep feeding it.
-
-    From ``HostCommandExecutor`` and ``HostProcess`` (``max_line_bytes``): the process group
-    was killed, because a CLI printing such a line is stuck or broken; every line before it
-    was delivered.
-    """
-
-    def __init__(
-        self,
-        limit: int,
-        dropped: int = 1,
-        lines: list[str] | None = None,
-        message: str | None = None,
-    ) -> None:
-        super().__init__(
-            message
-            or f"{dropped} line(s) of output exceeded {limit} bytes and were dropped; "
-            "raise max_line_bytes if the CLI legitimately prints lines that long"
-        )
-        self.limit = limit
-        self.dropped = dropped
-        self.lines = list(lines) if lines is not None else []
-
-    def _state(self) -> dict[str, Any]:
-        return {
-            "limit": self.limit,
-            "dropped": self.dropped,
-            "lines": self.lines,
-            "message": self.message,
-        }
-
-
 def _content_length_lower_bound(tail: bytes) -> int:
     # A line's content excludes a final "\r" that turns out to be half of "\r\n", so an
     # unfinished line ending in "\r" may still be one byte shorter than it looks.
@@ -207,9 +169,9 @@ class LineFramer:
     give the same lines however they are chunked.
 
     A line whose content (without its line ending) exceeds ``max_line_bytes`` is dropped and
-    reported with :class:`LineTooLongError`; the buffer never holds more than
-    ``max_line_bytes + 1`` bytes. After the error the framer discards the rest of that line
-    and carries on with the next one.
+    reported with :class:`~agentshim.core.errors.LineTooLongError`; the buffer never holds
+    more than ``max_line_bytes + 1`` bytes. After the error the framer discards the rest of
+    that line and carries on with the next one.
     """
 
     def __init__(self, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES) -> None:

@@ -47,7 +47,11 @@ class OutputSchema:
 
 @dataclass(frozen=True)
 class TurnRequest:
-    """One prompt and its per-turn options; ``None`` fields fall back to session defaults."""
+    """One prompt and its per-turn options; ``None`` fields fall back to session defaults.
+
+    The prompt must hold something other than whitespace: an empty one is refused with
+    InvalidRequestError before anything runs.
+    """
 
     prompt: str
     cwd: str | None = None
@@ -64,6 +68,13 @@ class TurnRequest:
         given: dict[str, object] = dict(vars(self))
         if not isinstance(given["prompt"], str):
             _refuse("prompt", "a str", given["prompt"])
+        if not given["prompt"].strip():
+            # Every CLI fails on an empty prompt, each its own way and only after starting.
+            raise InvalidRequestError(
+                "TurnRequest.prompt",
+                f"is empty or only whitespace ({given['prompt']!r:.40})",
+                "TurnRequest.prompt is empty or only whitespace; give the agent something to do",
+            )
         cwd = given["cwd"]
         if cwd is not None:
             if not isinstance(cwd, (str, os.PathLike)):

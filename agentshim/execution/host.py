@@ -25,8 +25,13 @@ import time
 from collections.abc import Mapping
 
 from agentshim.core._checks import seconds
-from agentshim.core.errors import CliNotFoundError, CliTimeoutError, InvalidRequestError
-from agentshim.core.stream import DEFAULT_MAX_LINE_BYTES, LineTooLongError
+from agentshim.core.errors import (
+    CliNotFoundError,
+    CliTimeoutError,
+    InvalidRequestError,
+    LineTooLongError,
+)
+from agentshim.core.stream import DEFAULT_MAX_LINE_BYTES
 
 from ._child import ChildProcess
 from ._lines import LineAssembler, LineOverflow, OutputTail, split_lines
@@ -69,7 +74,7 @@ class HostCommandExecutor:
         max_line_bytes: The longest line, in bytes before its newline, that a run or a
             spawned process may print (``agentshim.core.stream.DEFAULT_MAX_LINE_BYTES``, 64 MiB).
             A longer line is never buffered: the process group is killed, and ``run`` raises
-            :class:`~agentshim.core.stream.LineTooLongError` after the lines before it were
+            :class:`~agentshim.core.errors.LineTooLongError` after the lines before it were
             delivered; a :class:`HostProcess` raises it from ``next_output`` instead.
         use_threads: Move bytes with reader threads instead of a selector. ``None`` picks
             threads only where selectors cannot wait on pipes (Windows).

@@ -16,8 +16,8 @@ import threading
 import time
 from collections import deque
 
-from agentshim.core.errors import ProcessClosedError
-from agentshim.core.stream import DEFAULT_MAX_LINE_BYTES, LineTooLongError
+from agentshim.core.errors import LineTooLongError, ProcessClosedError
+from agentshim.core.stream import DEFAULT_MAX_LINE_BYTES
 
 from ._child import ChildProcess
 from ._lines import LineAssembler, LineOverflow, split_lines
@@ -44,7 +44,7 @@ class HostProcess:
 
     A line longer than ``max_line_bytes`` (bytes before its newline) is never buffered: the
     process group is killed at once, and ``next_output`` raises
-    :class:`~agentshim.core.stream.LineTooLongError` where that line would have come (after
+    :class:`~agentshim.core.errors.LineTooLongError` where that line would have come (after
     every line before it); nothing after it on that stream is returned, and later calls go
     on with what is left of the other stream and then :class:`ProcessExited`.
     """

@@ -5,13 +5,11 @@ Providers are imported lazily: ``import agentshim`` does not import any provider
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from collections.abc import Callable
 
 from agentshim.core.plugin import ProviderPlugin
-from agentshim.core.provider import Provider, ScriptedRun
-from agentshim.core.usage import TokenUsage
-from agentshim.providers.catalog import LazyPlugin, ProviderCatalog, UnknownProviderError
+from agentshim.core.provider import Provider
+from agentshim.providers.catalog import LazyPlugin, ProviderCatalog
 from agentshim.providers.discovery import ENTRY_POINT_GROUP
 from agentshim.providers.discovery import discover as _discover
 
@@ -20,12 +18,9 @@ __all__ = [
     "DEFAULT_PROVIDER",
     "ENTRY_POINT_GROUP",
     "ProviderCatalog",
-    "UnknownProviderError",
     "discover",
     "get_plugin",
     "get_provider",
-    "get_resume_failure_lines",
-    "get_scripted_lines",
     "provider_names",
 ]
 
@@ -61,35 +56,6 @@ def get_plugin(name: str, catalog: ProviderCatalog = DEFAULT_CATALOG) -> Provide
 def get_provider(name: str, catalog: ProviderCatalog = DEFAULT_CATALOG) -> Provider:
     """Return a new provider instance for ``name`` with default options."""
     return catalog.plugin(name).create_provider()
-
-
-def get_scripted_lines(
-    name: str,
-    *,
-    text: str = "",
-    session_id: str | None = None,
-    usage: TokenUsage | None = None,
-    tool_calls: Sequence[tuple[str, Mapping[str, Any], str]] = (),
-    structured_output: object | None = None,
-    returncode: int = 0,
-    catalog: ProviderCatalog = DEFAULT_CATALOG,
-) -> ScriptedRun:
-    """Return provider ``name``'s real output format for a made-up turn."""
-    return catalog.plugin(name).scripted_lines(
-        text=text,
-        session_id=session_id,
-        usage=usage,
-        tool_calls=tool_calls,
-        structured_output=structured_output,
-        returncode=returncode,
-    )
-
-
-def get_resume_failure_lines(
-    name: str, *, session_id: str | None = None, catalog: ProviderCatalog = DEFAULT_CATALOG
-) -> ScriptedRun:
-    """Return provider ``name``'s real output for a resume of a conversation that is gone."""
-    return catalog.plugin(name).resume_failure_lines(session_id=session_id)
 
 
 def discover(log: Callable[[str], None] | None = None) -> ProviderCatalog:

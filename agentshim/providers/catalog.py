@@ -3,31 +3,14 @@
 from __future__ import annotations
 
 import importlib
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Any
 
-from agentshim.core.errors import AgentShimError, InvalidRequestError
+from agentshim.core.errors import InvalidRequestError, UnknownProviderError
 from agentshim.core.plugin import ProviderPlugin
 
-__all__ = ["LazyPlugin", "ProviderCatalog", "UnknownProviderError"]
-
-
-class UnknownProviderError(AgentShimError, KeyError):
-    """No provider of that name is in the catalog (also a KeyError, as a failed lookup)."""
-
-    def __init__(self, name: str, known: Sequence[str], message: str | None = None) -> None:
-        super().__init__(
-            message
-            or f"unknown provider {name!r}; known providers: {', '.join(known)}. Check the "
-            "spelling, or install the package that registers it and use providers.discover()"
-        )
-        self.name = name
-        self.known = tuple(known)
-
-    def _state(self) -> dict[str, Any]:
-        return {"name": self.name, "known": self.known, "message": self.message}
+__all__ = ["LazyPlugin", "ProviderCatalog"]
 
 
 @dataclass(frozen=True, slots=True)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -11,28 +11,20 @@ from agentshim.core.ids import validate_session_id
 from agentshim.core.models import ModelTable
 from agentshim.core.pricing import PricingTable
 from agentshim.core.profile import ProviderProfile
-from agentshim.core.provider import Provider, ScriptedRun
-from agentshim.core.usage import TokenUsage
+from agentshim.core.provider import Provider
+from agentshim.core.scripting import ScriptedRun, ScriptedTurn
 from agentshim.execution.executor import CommandRequest
 
-__all__ = ["InstalledMcpReader", "ResumeFailureLines", "ScriptedLines", "StaticProviderPlugin"]
+__all__ = [
+    "InstalledMcpReader",
+    "ResumeFailureLines",
+    "ScriptedLines",
+    "StaticProviderPlugin",
+    "StaticTestKit",
+]
 
-
-class ScriptedLines(Protocol):
-    """The signature of every provider's ``scripted.scripted_lines``."""
-
-    def __call__(
-        self,
-        *,
-        text: str = "",
-        session_id: str | None = None,
-        usage: TokenUsage | None = None,
-        tool_calls: Sequence[tuple[str, Mapping[str, Any], str]] = (),
-        structured_output: object | None = None,
-        returncode: int = 0,
-    ) -> ScriptedRun:
-        """Return the CLI's output for a made-up turn."""
-        ...
+ScriptedLines = Callable[[ScriptedTurn], ScriptedRun]
+"""The signature of every provider's ``scripted.scripted_lines``."""
 
 
 class ResumeFailureLines(Protocol):
@@ -45,6 +37,18 @@ class ResumeFailureLines(Protocol):
 
 InstalledMcpReader = Callable[[CommandRequest, Path], dict[str, dict[str, Any]]]
 """Reads back the MCP servers one in-flight turn installed, in the canonical shape."""
+
+
+@dataclass(frozen=True, slots=True)
+class StaticTestKit:
+    """A built-in provider's test kit: the functions of its ``scripted.py`` and ``testing.py``.
+
+    Each field is named for the ``agentshim.testing.ProviderTestKit`` method it provides.
+    """
+
+    scripted_lines: ScriptedLines
+    resume_failure_lines: ResumeFailureLines
+    installed_mcp_servers: InstalledMcpReader
 
 
 def _empty_models() -> ModelTable:
@@ -62,17 +66,16 @@ class StaticProviderPlugin:
     ``resume_template`` is the resume shell line with ``{id}`` for the session id;
     ``resume_aliases`` are other spellings the CLI accepts for it (short flags, ``--flag=``,
     non-interactive subcommands), also with ``{id}``, which ``extract_resume`` recognises.
+    ``test_kit`` prints the CLI's real output for made-up turns (None: the provider has none).
     """
 
     profile: ProviderProfile
     factory: Callable[[], Provider]
-    scripted: ScriptedLines
-    resume_failure: ResumeFailureLines
     resume_template: str
     resume_aliases: tuple[str, ...] = ()
-    installed_mcp: InstalledMcpReader | None = None
     models: ModelTable = field(default_factory=_empty_models)
     pricing: PricingTable = field(default_factory=_empty_pricing)
+    test_kit: StaticTestKit | None = None
 
     @property
     def name(self) -> str:
@@ -90,30 +93,6 @@ class StaticProviderPlugin:
     def pricing_table(self) -> PricingTable:
         """Return the provider's prices."""
         return self.pricing
-
-    def scripted_lines(
-        self,
-        *,
-        text: str = "",
-        session_id: str | None = None,
-        usage: TokenUsage | None = None,
-        tool_calls: Sequence[tuple[str, Mapping[str, Any], str]] = (),
-        structured_output: object | None = None,
-        returncode: int = 0,
-    ) -> ScriptedRun:
-        """Return the CLI's real output format for a made-up turn."""
-        return self.scripted(
-            text=text,
-            session_id=session_id,
-            usage=usage,
-            tool_calls=tool_calls,
-            structured_output=structured_output,
-            returncode=returncode,
-        )
-
-    def resume_failure_lines(self, *, session_id: str | None = None) -> ScriptedRun:
-        """Return the CLI's real output for a resume of a conversation that is gone."""
-        return self.resume_failure(session_id=session_id)
 
     def resume_command(self, session_id: str) -> str:
         """Return the shell line that continues ``session_id`` (validated first)."""

@@ -31,6 +31,9 @@ from agentshim.testing.process import (
 )
 from agentshim.testing.recording import RecordingEventHandler
 from agentshim.testing.scripted import (
+    ProviderTestKit,
+    ScriptedRun,
+    ScriptedTurn,
     ToolFailure,
     installed_mcp_servers,
     scripted_resume_failure,
@@ -56,8 +59,11 @@ __all__ = [
     "FakeTransport",
     "GateMarker",
     "PeerOutput",
+    "ProviderTestKit",
     "RecordingEventHandler",
     "ReplayGates",
+    "ScriptedRun",
+    "ScriptedTurn",
     "SequentialIds",
     "SilentPeer",
     "ToolFailure",

@@ -26,8 +26,12 @@ from typing import ClassVar
 import pytest
 
 from agentshim.core.clock import Clock
-from agentshim.core.errors import CliCheckError, CliTimeoutError, ProcessClosedError
-from agentshim.core.stream import LineTooLongError
+from agentshim.core.errors import (
+    CliCheckError,
+    CliTimeoutError,
+    LineTooLongError,
+    ProcessClosedError,
+)
 from agentshim.execution.confinement import Confinement, confine
 from agentshim.execution.executor import (
     CallbackSink,

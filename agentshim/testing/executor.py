@@ -12,8 +12,8 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-from agentshim.core.errors import CliNotFoundError, CliTimeoutError
-from agentshim.core.stream import DEFAULT_MAX_LINE_BYTES, LineTooLongError
+from agentshim.core.errors import CliNotFoundError, CliTimeoutError, LineTooLongError
+from agentshim.core.stream import DEFAULT_MAX_LINE_BYTES
 from agentshim.execution.executor import (
     CommandRequest,
     CommandResult,

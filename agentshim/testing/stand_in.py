@@ -13,7 +13,8 @@ import uuid
 from collections.abc import Sequence
 
 from agentshim.core.usage import TokenUsage
-from agentshim.providers import get_scripted_lines, provider_names
+from agentshim.providers import provider_names
+from agentshim.testing.scripted import scripted_turn
 
 __all__ = ["main", "stand_in_answer"]
 
@@ -59,7 +60,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     prompt = sys.stdin.read()
     answer = stand_in_answer(prompt)
-    run = get_scripted_lines(
+    run = scripted_turn(
         provider,
         text=answer,
         session_id=_resume_id(flags) or str(uuid.uuid4()),

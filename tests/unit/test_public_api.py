@@ -103,7 +103,7 @@ PUBLIC_NAMES = [
     "Provider",
     "ProviderCapabilityError",
     "ProviderCatalog",
-    "ProviderError",
+    "ProviderErrorReported",
     "ProviderProfile",
     "ProviderUsage",
     "RawOutput",

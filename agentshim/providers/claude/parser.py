@@ -10,7 +10,7 @@ Frames and what they become (see docs/providers/claude.md for the full table):
 - ``user``: one ToolResult per ``tool_result`` block (every block, not only the first).
 - ``rate_limit_event``: Lifecycle ``rate_limit``.
 - ``result``: the terminal frame: final text, usage, cost, structured output, success or
-  failure; UsageReport, and ProviderError when it failed.
+  failure; UsageReport, and ProviderErrorReported when it failed.
 - ``stream_event`` (partial-message deltas): ignored, the whole message follows anyway.
 - anything else: Lifecycle ``unknown_frame:<type>``; a line that is not a JSON object: RawOutput.
 """
@@ -27,7 +27,7 @@ from agentshim.core.events import (
     AgentEvent,
     AssistantText,
     Lifecycle,
-    ProviderError,
+    ProviderErrorReported,
     RawOutput,
     Reasoning,
     SessionStarted,
@@ -402,7 +402,7 @@ class ClaudeStreamParser:
                 error += f"; it answered instead: {result_text[:_ANSWER_CHARS]!r}"
             kind = FailureKind.SCHEMA
         if error is not None:
-            out.append(ProviderError(error, fatal=True))
+            out.append(ProviderErrorReported(error, fatal=True))
         self._terminal = _Terminal(
             text,
             structured,

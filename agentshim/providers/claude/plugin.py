@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from agentshim.providers.static_plugin import StaticProviderPlugin
+from agentshim.providers.static_plugin import StaticProviderPlugin, StaticTestKit
 
 from .model_data import MODEL_TABLE, PRICING_TABLE
 from .provider import PROFILE, ClaudeProvider
@@ -14,12 +14,10 @@ __all__ = ["PLUGIN"]
 PLUGIN = StaticProviderPlugin(
     profile=PROFILE,
     factory=ClaudeProvider,
-    scripted=scripted_lines,
-    resume_failure=resume_failure_lines,
     resume_template="claude --resume {id}",
     resume_aliases=("claude -r {id}", "claude --resume={id}"),
-    installed_mcp=installed_mcp_servers,
     models=MODEL_TABLE,
     pricing=PRICING_TABLE,
+    test_kit=StaticTestKit(scripted_lines, resume_failure_lines, installed_mcp_servers),
 )
 """Claude Code: profile, provider factory, scripted output, model and price tables."""

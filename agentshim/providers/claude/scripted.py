@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 from agentshim.core.errors import InvalidRequestError
-from agentshim.core.provider import ScriptedRun, ToolFailure
+from agentshim.core.scripting import ScriptedRun, ScriptedTurn, ToolFailure
 from agentshim.core.usage import TokenUsage
 
 from .events import SHELL_TOOL, STRUCTURED_OUTPUT_TOOL
@@ -222,16 +222,8 @@ def _encodable(label: str, value: object) -> str:
         raise InvalidRequestError(label, f"cannot be written as JSON: {exc}") from None
 
 
-def scripted_lines(
-    *,
-    text: str = "",
-    session_id: str | None = None,
-    usage: TokenUsage | None = None,
-    tool_calls: Sequence[tuple[str, Mapping[str, Any], str]] = (),
-    structured_output: object | None = None,
-    returncode: int = 0,
-) -> ScriptedRun:
-    """Return what ``claude -p --output-format stream-json --verbose`` prints for such a turn.
+def scripted_lines(script: ScriptedTurn) -> ScriptedRun:
+    """Return what ``claude -p --output-format stream-json --verbose`` prints for ``script``.
 
     ``tool_calls`` are ``(tool name, arguments, output)``, each answered before the final text;
     an output that is an ``agentshim.testing.ToolFailure`` is a failed call (an
@@ -243,16 +235,19 @@ def scripted_lines(
     """
     calls = [
         (str(name), dict(args), str(output), _exit_code(output))
-        for name, args, output in tool_calls
+        for name, args, output in script.tool_calls
     ]
     for name, args, _, _ in calls:
         _encodable(f"the arguments of tool call {name!r}", args)
+    structured_output = script.structured_output
     payload_json = (
         _encodable("structured_output", structured_output)
         if structured_output is not None
         else None
     )
-    session = session_id or _uuid("session", text, *(name for name, _, _, _ in calls))
+    text = script.text
+    session = script.session_id or _uuid("session", text, *(name for name, _, _, _ in calls))
+    usage = script.usage
     if usage is None:
         model_calls = 1 + len(calls) + (1 if payload_json is not None else 0)
         usage = TokenUsage(
@@ -266,7 +261,7 @@ def scripted_lines(
         turn.tool_call(name, args, output, exit_code)
     if text:
         turn.assistant({"type": "text", "text": text})
-    if returncode != 0:
+    if script.returncode != 0:
         turn.result(
             {
                 "subtype": "error_during_execution",
@@ -274,7 +269,7 @@ def scripted_lines(
                 "errors": [text or "the scripted turn failed"],
             }
         )
-        return ScriptedRun(stdout=tuple(turn.lines), returncode=returncode)
+        return ScriptedRun(stdout=tuple(turn.lines), returncode=script.returncode)
     result: dict[str, Any] = {"subtype": "success", "is_error": False, "api_error_status": None}
     if payload_json is not None:
         turn.tool_call(STRUCTURED_OUTPUT_TOOL, _tool_input(structured_output), _STRUCTURED_ACK, 0)

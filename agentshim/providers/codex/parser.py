@@ -28,7 +28,7 @@ from agentshim.core.events import (
     AgentEvent,
     AssistantText,
     Lifecycle,
-    ProviderError,
+    ProviderErrorReported,
     RawOutput,
     Reasoning,
     SessionStarted,
@@ -289,7 +289,7 @@ class CodexStreamParser:
     def _error(self, frame: dict[str, Any]) -> None:
         message = str_or_empty(frame.get("message")) or "codex reported an error without a message"
         self._errors.append(message)
-        self._emit(ProviderError(message, fatal=False))
+        self._emit(ProviderErrorReported(message, fatal=False))
 
     def _turn_failed(self, frame: dict[str, Any]) -> None:
         error = frame.get("error")
@@ -301,7 +301,7 @@ class CodexStreamParser:
             message = self._errors[-1] if self._errors else "codex reported turn.failed"
         self._failure = message
         self._terminal = True
-        self._emit(ProviderError(message, fatal=True))
+        self._emit(ProviderErrorReported(message, fatal=True))
         self._emit(Lifecycle("turn_failed", message))
 
     def _turn_completed(self, frame: dict[str, Any]) -> None:

@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 from agentshim.core.errors import InvalidRequestError
 from agentshim.core.jsonvalues import list_or_empty
-from agentshim.core.provider import ScriptedRun, ToolFailure
+from agentshim.core.scripting import ScriptedRun, ScriptedTurn, ToolFailure
 from agentshim.core.usage import TokenUsage
 
 from .events import EDIT_TOOL, MCP_TOOL, SHELL_TOOL, WEB_TOOL
@@ -117,16 +117,8 @@ def _usage(usage: TokenUsage | None) -> dict[str, int]:
     }
 
 
-def scripted_lines(
-    *,
-    text: str = "",
-    session_id: str | None = None,
-    usage: TokenUsage | None = None,
-    tool_calls: Sequence[tuple[str, Mapping[str, Any], str]] = (),
-    structured_output: object | None = None,
-    returncode: int = 0,
-) -> ScriptedRun:
-    """Return what ``codex exec --json`` prints for such a turn.
+def scripted_lines(script: ScriptedTurn) -> ScriptedRun:
+    """Return what ``codex exec --json`` prints for the turn ``script`` describes.
 
     ``tool_calls`` are (tool name, arguments, output): a shell name (``command_execution``,
     ``shell``, ``exec_command``, ``bash``) runs ``arguments["command"]``, ``file_change`` or
@@ -142,31 +134,31 @@ def scripted_lines(
         ValueError: ``structured_output`` cannot be written as JSON, or a ``web_search`` call
             was given a ToolFailure (Codex prints no failed search).
     """
-    thread_id = session_id if session_id is not None else str(uuid.uuid4())
+    thread_id = script.session_id if script.session_id is not None else str(uuid.uuid4())
     stdout = [
         _line({"type": "thread.started", "thread_id": thread_id}),
         _line({"type": "turn.started"}),
     ]
     number = 0
-    for name, args, output in tool_calls:
+    for name, args, output in script.tool_calls:
         number += 1
         stdout += _tool_frames(f"item_{number}", name, args, output)
-    if returncode != 0:
-        message = text or "scripted turn failure"
+    if script.returncode != 0:
+        message = script.text or "scripted turn failure"
         stdout.append(_line({"type": "error", "message": message}))
         stdout.append(_line({"type": "turn.failed", "error": {"message": message}}))
-        return ScriptedRun(stdout=tuple(stdout), stderr=(), returncode=returncode)
-    message = text
-    if structured_output is not None:
+        return ScriptedRun(stdout=tuple(stdout), stderr=(), returncode=script.returncode)
+    message = script.text
+    if script.structured_output is not None:
         try:
-            message = json.dumps(structured_output, ensure_ascii=False)
+            message = json.dumps(script.structured_output, ensure_ascii=False)
         except (TypeError, ValueError) as error:
             raise InvalidRequestError("structured_output", f"is not JSON: {error}") from error
     if message:
         number += 1
         item = {"id": f"item_{number}", "type": "agent_message", "text": message}
         stdout.append(_line({"type": "item.completed", "item": item}))
-    stdout.append(_line({"type": "turn.completed", "usage": _usage(usage)}))
+    stdout.append(_line({"type": "turn.completed", "usage": _usage(script.usage)}))
     return ScriptedRun(stdout=tuple(stdout), stderr=(), returncode=0)
 
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from agentshim.core.errors import FailureKind
 from agentshim.core.failures import kind_from_status, kind_from_text
 
-__all__ = ["CallFailure", "SessionError", "classify"]
+__all__ = ["CallFailure", "SessionErrorFrame", "classify"]
 
 # "The provider rejected the prompt as too long, but automatic recovery could not reduce it."
 _TOO_LONG = re.compile(
@@ -32,7 +32,7 @@ _BY_ERROR_TYPE = {
 
 
 @dataclass(frozen=True, slots=True)
-class SessionError:
+class SessionErrorFrame:
     """What a ``session.error`` frame said."""
 
     message: str
@@ -50,7 +50,7 @@ class CallFailure:
     failure_kind: str | None = None
 
 
-def classify(error: SessionError, last_call: CallFailure | None) -> FailureKind:
+def classify(error: SessionErrorFrame, last_call: CallFailure | None) -> FailureKind:
     """Classify a failed turn from what Copilot said about it.
 
     The order: the error category, then the signs of a context overflow, the HTTP status, the

@@ -11,7 +11,7 @@ on frames the CLI does not persist), except the last, ``{"type": "result", "sess
 - ``assistant.reasoning_delta`` / ``assistant.reasoning``: Reasoning.
 - ``tool.execution_start`` / ``tool.execution_complete``: ToolCall / ToolResult.
 - ``assistant.usage``: UsageReport with the call's tokens (not printed by 1.0.102).
-- ``session.error``: ProviderError(fatal); the turn fails, classified by ``failures.classify``.
+- ``session.error``: ProviderErrorReported(fatal); the turn fails, classified by ``failures.classify``.
 - ``assistant.turn_start`` / ``turn_end`` / ``turn_retry``, ``model.call_failure``,
   ``session.info`` / ``warning``, a failed MCP server: Lifecycle.
 - noise (skill and tool lists, background-task updates, per-call timings, the prompt echo,
@@ -31,7 +31,7 @@ from agentshim.core.events import (
     AgentEvent,
     AssistantText,
     Lifecycle,
-    ProviderError,
+    ProviderErrorReported,
     RawOutput,
     Reasoning,
     SessionStarted,
@@ -49,7 +49,7 @@ from agentshim.core.stream import ToolTracker, parse_json_object
 from agentshim.core.usage import CostSource, ProviderUsage, TokenUsage
 
 from .events import tool_kind, tool_output
-from .failures import CallFailure, SessionError, classify
+from .failures import CallFailure, SessionErrorFrame, classify
 from .model_data import PRICING_TABLE
 
 __all__ = ["IGNORED_FRAMES", "CopilotStreamParser"]
@@ -130,7 +130,7 @@ class CopilotStreamParser:
         self._usage_raw: Mapping[str, Any] = MappingProxyType({})
         self._result_usage: Mapping[str, Any] | None = None
         self._result_exit: int | None = None
-        self._session_error: SessionError | None = None
+        self._session_error: SessionErrorFrame | None = None
         self._last_call: CallFailure | None = None
         self._stderr = StderrTail(emit)
         self._handlers: Mapping[str, Handler] = MappingProxyType(
@@ -347,13 +347,13 @@ class CopilotStreamParser:
     def _on_session_error(self, frame: Frame, out: list[AgentEvent]) -> None:
         data = _data(frame)
         message = as_str(data.get("message")) or "copilot reported a session error"
-        self._session_error = SessionError(
+        self._session_error = SessionErrorFrame(
             message=message,
             error_type=as_str(data.get("errorType")),
             status=as_int(data.get("statusCode")),
             error_code=as_str(data.get("errorCode")),
         )
-        out.append(ProviderError(message, fatal=True))
+        out.append(ProviderErrorReported(message, fatal=True))
 
     def _on_warning(self, frame: Frame, out: list[AgentEvent]) -> None:
         data = _data(frame)

@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from agentshim.core.errors import InvalidRequestError
-from agentshim.core.provider import ScriptedRun, ToolFailure
+from agentshim.core.scripting import ScriptedRun, ScriptedTurn, ToolFailure
 from agentshim.core.usage import TokenUsage
 
 from .events import SHELL_TOOL
@@ -49,16 +49,8 @@ def _deltas(text: str) -> list[str]:
     return [text[i : i + 8] for i in range(0, len(text), 8)]
 
 
-def scripted_lines(
-    *,
-    text: str = "",
-    session_id: str | None = None,
-    usage: TokenUsage | None = None,
-    tool_calls: Sequence[tuple[str, Mapping[str, Any], str]] = (),
-    structured_output: object | None = None,
-    returncode: int = 0,
-) -> ScriptedRun:
-    """Return what ``copilot --output-format json`` prints for such a turn.
+def scripted_lines(script: ScriptedTurn) -> ScriptedRun:
+    """Return what ``copilot --output-format json`` prints for the turn ``script`` describes.
 
     ``tool_calls`` are ``(tool name, arguments, output)``, each run in the first agent-loop
     turn; the answer ``text`` comes in the next one. An output that is an
@@ -72,29 +64,29 @@ def scripted_lines(
     Raises:
         InvalidRequestError: ``structured_output`` was given; Copilot CLI has no output schema.
     """
-    if structured_output is not None:
+    if script.structured_output is not None:
         raise InvalidRequestError(
             "structured_output",
             "the provider has no native output schema",
             "GitHub Copilot CLI has no native output schema, so a scripted copilot turn cannot "
             "carry structured_output; put the JSON in text instead",
         )
-    sid = session_id or str(uuid.uuid4())
+    sid = script.session_id or str(uuid.uuid4())
     frames = _Frames()
     frames.add("session.mcp_servers_loaded", {"servers": []}, ephemeral=True)
     frames.add("session.tools_updated", {"model": SCRIPTED_MODEL}, ephemeral=True)
     frames.add("user.message", {"content": "scripted prompt", "turnId": "0"})
     turn = 0
     frames.add("assistant.turn_start", {"turnId": str(turn)})
-    if tool_calls:
-        _add_tool_calls(frames, tool_calls)
+    if script.tool_calls:
+        _add_tool_calls(frames, script.tool_calls)
         frames.add("assistant.turn_end", {"turnId": str(turn)})
         turn += 1
         frames.add("assistant.turn_start", {"turnId": str(turn)})
-    if text:
+    if script.text:
         message_id = str(uuid.uuid4())
         frames.add("assistant.message_start", {"messageId": message_id}, ephemeral=True)
-        for piece in _deltas(text):
+        for piece in _deltas(script.text):
             frames.add(
                 "assistant.message_delta",
                 {"messageId": message_id, "deltaContent": piece},
@@ -105,25 +97,25 @@ def scripted_lines(
             {
                 "messageId": message_id,
                 "model": SCRIPTED_MODEL,
-                "content": text,
+                "content": script.text,
                 "toolRequests": [],
                 "turnId": str(turn),
             },
         )
-    if usage is not None:
-        frames.add("assistant.usage", _usage_data(usage), ephemeral=True)
+    if script.usage is not None:
+        frames.add("assistant.usage", _usage_data(script.usage), ephemeral=True)
     frames.add("assistant.turn_end", {"turnId": str(turn)})
-    if returncode != 0:
+    if script.returncode != 0:
         frames.add(
             "session.error",
-            {"errorType": "query", "message": f"scripted failure (exit {returncode})"},
+            {"errorType": "query", "message": f"scripted failure (exit {script.returncode})"},
         )
     frames.add("assistant.idle", {}, ephemeral=True)
     result: dict[str, Any] = {
         "type": "result",
         "timestamp": _TIMESTAMP,
         "sessionId": sid,
-        "exitCode": returncode,
+        "exitCode": script.returncode,
         "usage": {
             "premiumRequests": 0,
             "totalApiDurationMs": 57,
@@ -132,7 +124,7 @@ def scripted_lines(
         },
     }
     frames.lines.append(_line(result))
-    return ScriptedRun(stdout=tuple(frames.lines), stderr=(), returncode=returncode)
+    return ScriptedRun(stdout=tuple(frames.lines), stderr=(), returncode=script.returncode)
 
 
 def _add_tool_calls(

@@ -18,7 +18,7 @@ from agentshim.core.events import (
     AgentEvent,
     AssistantText,
     Lifecycle,
-    ProviderError,
+    ProviderErrorReported,
     RawOutput,
     SessionStarted,
     Stderr,
@@ -180,7 +180,7 @@ class GeminiStreamParser:
         fatal = frame.get("severity") == "error"
         if fatal:
             self._fatal_error = text
-        self._emit(ProviderError(text, fatal=fatal))
+        self._emit(ProviderErrorReported(text, fatal=fatal))
 
     def _on_result(self, frame: dict[str, Any]) -> None:
         self._finished = True
@@ -195,7 +195,7 @@ class GeminiStreamParser:
         text = message if isinstance(message, str) and message else f"gemini reported {status!r}"
         self._error = text
         self._error_kind = kind_from_text(text) or FailureKind.OTHER
-        self._emit(ProviderError(text, fatal=True))
+        self._emit(ProviderErrorReported(text, fatal=True))
 
     def _report_usage(self, stats: dict[str, Any]) -> ProviderUsage:
         models = _model_entries(stats.get("models"))

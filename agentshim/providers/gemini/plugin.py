@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from agentshim.providers.static_plugin import StaticProviderPlugin
+from agentshim.providers.static_plugin import StaticProviderPlugin, StaticTestKit
 
 from .model_data import MODEL_TABLE, PRICING_TABLE
 from .provider import PROFILE, GeminiProvider
@@ -14,12 +14,10 @@ __all__ = ["PLUGIN"]
 PLUGIN = StaticProviderPlugin(
     profile=PROFILE,
     factory=GeminiProvider,
-    scripted=scripted_lines,
-    resume_failure=resume_failure_lines,
     resume_template="gemini --resume {id}",
     resume_aliases=("gemini -r {id}", "gemini --resume={id}"),
-    installed_mcp=installed_mcp_servers,
     models=MODEL_TABLE,
     pricing=PRICING_TABLE,
+    test_kit=StaticTestKit(scripted_lines, resume_failure_lines, installed_mcp_servers),
 )
 """Everything the catalog knows about the Gemini CLI."""

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 from agentshim.core.errors import InvalidRequestError
-from agentshim.core.provider import ScriptedRun, ToolFailure
+from agentshim.core.scripting import ScriptedRun, ScriptedTurn, ToolFailure
 from agentshim.core.usage import TokenUsage
 
 __all__ = ["SCRIPTED_MODEL", "resume_failure_lines", "scripted_lines"]
@@ -55,16 +55,8 @@ def _failed(output: str) -> bool:
     return isinstance(output, ToolFailure)
 
 
-def scripted_lines(
-    *,
-    text: str = "",
-    session_id: str | None = None,
-    usage: TokenUsage | None = None,
-    tool_calls: Sequence[tuple[str, Mapping[str, Any], str]] = (),
-    structured_output: object | None = None,
-    returncode: int = 0,
-) -> ScriptedRun:
-    """Return what ``gemini --output-format stream-json`` prints for such a turn.
+def scripted_lines(script: ScriptedTurn) -> ScriptedRun:
+    """Return what ``gemini --output-format stream-json`` prints for the turn ``script`` describes.
 
     ``tool_calls`` are ``(tool name, parameters, output)``, each answered with a successful
     ``tool_result``, or for an output that is an ``agentshim.testing.ToolFailure``
@@ -78,20 +70,20 @@ def scripted_lines(
     Raises:
         InvalidRequestError: ``structured_output`` was given; the Gemini CLI has no output schema.
     """
-    if structured_output is not None:
+    if script.structured_output is not None:
         raise InvalidRequestError(
             "structured_output",
             "the provider has no native output schema",
             "the Gemini CLI has no native output schema, so a scripted gemini turn cannot carry "
             "structured_output; put the JSON in text instead",
         )
-    sid = session_id or str(uuid.uuid4())
+    sid = script.session_id or str(uuid.uuid4())
     out = [
         _line({"type": "init", "timestamp": _TIMESTAMP, "session_id": sid, "model": "auto"}),
         _line({"type": "message", "timestamp": _TIMESTAMP, "role": "user", "content": "prompt"}),
     ]
     stderr: list[str] = list(_BANNER)
-    for index, (name, params, output) in enumerate(tool_calls):
+    for index, (name, params, output) in enumerate(script.tool_calls):
         tool_id = f"{name}__{name}_1795956629857_{index}"
         out.append(
             _line(
@@ -119,7 +111,7 @@ def scripted_lines(
             answer["status"] = "success"
             answer["output"] = output
         out.append(_line(answer))
-    for piece in _deltas(text):
+    for piece in _deltas(script.text):
         out.append(
             _line(
                 {
@@ -132,16 +124,16 @@ def scripted_lines(
             )
         )
     result: dict[str, Any] = {"type": "result", "timestamp": _TIMESTAMP}
-    if returncode == 0:
+    if script.returncode == 0:
         result["status"] = "success"
     else:
-        message = f"scripted failure (exit {returncode})"
+        message = f"scripted failure (exit {script.returncode})"
         result["status"] = "error"
         result["error"] = {"type": "unknown", "message": f"[API Error: {message}]"}
         stderr.append(f"Error when talking to Gemini API _ApiError: {message}\n")
-    result["stats"] = _stats(usage, len(tool_calls))
+    result["stats"] = _stats(script.usage, len(script.tool_calls))
     out.append(_line(result))
-    return ScriptedRun(stdout=tuple(out), stderr=tuple(stderr), returncode=returncode)
+    return ScriptedRun(stdout=tuple(out), stderr=tuple(stderr), returncode=script.returncode)
 
 
 def resume_failure_lines(*, session_id: str | None = None) -> ScriptedRun:

@@ -18,7 +18,7 @@ from agentshim.core.events import (
     AgentEvent,
     AssistantText,
     Lifecycle,
-    ProviderError,
+    ProviderErrorReported,
     RawOutput,
     Reasoning,
     SessionStarted,
@@ -270,7 +270,7 @@ class OpencodeStreamParser:
         self._errors.append((message, kind))
         # Fatal whatever came before: an error after a stop still fails the turn.
         self._stopped = False
-        self._emit(ProviderError(message, fatal=True))
+        self._emit(ProviderErrorReported(message, fatal=True))
 
     # stderr
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from agentshim.providers.static_plugin import StaticProviderPlugin
+from agentshim.providers.static_plugin import StaticProviderPlugin, StaticTestKit
 
 from .model_data import MODEL_TABLE, PRICING_TABLE
 from .provider import PROFILE, OpencodeProvider
@@ -14,8 +14,6 @@ __all__ = ["PLUGIN"]
 PLUGIN = StaticProviderPlugin(
     profile=PROFILE,
     factory=OpencodeProvider,
-    scripted=scripted_lines,
-    resume_failure=resume_failure_lines,
     resume_template="opencode --session {id}",
     resume_aliases=(
         "opencode -s {id}",
@@ -24,8 +22,8 @@ PLUGIN = StaticProviderPlugin(
         "opencode run --session={id}",
         "opencode run -s {id}",
     ),
-    installed_mcp=installed_mcp_servers,
     models=MODEL_TABLE,
     pricing=PRICING_TABLE,
+    test_kit=StaticTestKit(scripted_lines, resume_failure_lines, installed_mcp_servers),
 )
 """Everything the catalog knows about opencode."""

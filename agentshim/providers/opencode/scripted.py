@@ -5,11 +5,11 @@ from __future__ import annotations
 import json
 import secrets
 import string
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 from agentshim.core.errors import InvalidRequestError
-from agentshim.core.provider import ScriptedRun, ToolFailure
+from agentshim.core.scripting import ScriptedRun, ScriptedTurn, ToolFailure
 from agentshim.core.usage import TokenUsage
 
 from .events import SHELL_TOOL
@@ -90,16 +90,8 @@ def _state(name: str, params: Mapping[str, Any], output: str) -> dict[str, Any]:
     }
 
 
-def scripted_lines(
-    *,
-    text: str = "",
-    session_id: str | None = None,
-    usage: TokenUsage | None = None,
-    tool_calls: Sequence[tuple[str, Mapping[str, Any], str]] = (),
-    structured_output: object | None = None,
-    returncode: int = 0,
-) -> ScriptedRun:
-    """Return what ``opencode run --format json`` prints for such a turn.
+def scripted_lines(script: ScriptedTurn) -> ScriptedRun:
+    """Return what ``opencode run --format json`` prints for the turn ``script`` describes.
 
     ``tool_calls`` are ``(tool name, parameters, output)``. An output that is an
     ``agentshim.testing.ToolFailure`` fails the call as the CLI prints it: a ``bash``
@@ -114,18 +106,18 @@ def scripted_lines(
     Raises:
         InvalidRequestError: ``structured_output`` was given; opencode has no output schema.
     """
-    if structured_output is not None:
+    if script.structured_output is not None:
         raise InvalidRequestError(
             "structured_output",
             "the provider has no native output schema",
             "opencode has no native output schema, so a scripted opencode turn cannot carry "
             "structured_output; put the JSON in text instead",
         )
-    frames = _Frames(session_id or _id("ses_"))
+    frames = _Frames(script.session_id or _id("ses_"))
     zero = _tokens(None)
-    if tool_calls:
+    if script.tool_calls:
         frames.emit("step_start", {"type": "step-start"})
-        for name, params, output in tool_calls:
+        for name, params, output in script.tool_calls:
             frames.emit(
                 "tool_use",
                 {
@@ -136,10 +128,10 @@ def scripted_lines(
                 },
             )
         frames.step("tool-calls", zero)
-    if returncode != 0:
+    if script.returncode != 0:
         error = {
             "name": "UnknownError",
-            "data": {"message": f"scripted failure (exit {returncode})"},
+            "data": {"message": f"scripted failure (exit {script.returncode})"},
         }
         frames.lines.append(
             _line(
@@ -151,14 +143,18 @@ def scripted_lines(
                 }
             )
         )
-        return ScriptedRun(stdout=tuple(frames.lines), stderr=(), returncode=returncode)
+        return ScriptedRun(stdout=tuple(frames.lines), stderr=(), returncode=script.returncode)
     frames.emit("step_start", {"type": "step-start"})
-    if text:
+    if script.text:
         frames.emit(
             "text",
-            {"type": "text", "text": text, "time": {"start": _TIMESTAMP - 40, "end": _TIMESTAMP}},
+            {
+                "type": "text",
+                "text": script.text,
+                "time": {"start": _TIMESTAMP - 40, "end": _TIMESTAMP},
+            },
         )
-    frames.step("stop", _tokens(usage))
+    frames.step("stop", _tokens(script.usage))
     return ScriptedRun(stdout=tuple(frames.lines), stderr=(), returncode=0)
 
 

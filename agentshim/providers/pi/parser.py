@@ -10,10 +10,10 @@ What the frames become (docs/providers/pi.md has the full table):
   dropped without decoding.
 - ``message_end`` of an assistant message: UsageReport (tokens and Pi's own cost); the text of
   the last one with text is the final answer; a ``stopReason`` of ``error``/``aborted`` or an
-  ``errorMessage`` gives ProviderError.
+  ``errorMessage`` gives ProviderErrorReported.
 - ``tool_execution_start`` / ``tool_execution_end``: ToolCall / ToolResult (``isError``).
 - ``agent_start``/``agent_end``, ``turn_start``/``turn_end``, ``auto_retry_start``/``end``,
-  ``compaction_start``/``end``: Lifecycle (a failed ``auto_retry_end`` also ProviderError).
+  ``compaction_start``/``end``: Lifecycle (a failed ``auto_retry_end`` also ProviderErrorReported).
 - anything else: Lifecycle ``unknown_frame:<type>``; a line that is not a JSON object: RawOutput.
 
 ``--mode json`` exits 0 when the model API fails, so the stream decides: the turn failed when
@@ -40,7 +40,7 @@ from agentshim.core.events import (
     AgentEvent,
     AssistantText,
     Lifecycle,
-    ProviderError,
+    ProviderErrorReported,
     RawOutput,
     Reasoning,
     SessionStarted,
@@ -284,7 +284,9 @@ class PiStreamParser:
         self._last_stop = stop
         self._last_error = error
         if error is not None or stop in _FAILED_STOPS:
-            out.append(ProviderError(error or f"the model call ended with stopReason {stop!r}"))
+            out.append(
+                ProviderErrorReported(error or f"the model call ended with stopReason {stop!r}")
+            )
 
     def _on_tool_start(self, frame: Frame, out: list[AgentEvent]) -> None:
         tool_id = as_str(frame.get("toolCallId"))
@@ -324,7 +326,7 @@ class PiStreamParser:
         if frame.get("success") is False:
             final = as_str(frame.get("finalError")) or f"pi gave up after {attempt} retries"
             self._retry_error = final
-            out.append(ProviderError(final, fatal=True))
+            out.append(ProviderErrorReported(final, fatal=True))
         else:
             self._retry_error = None
             out.append(Lifecycle("api_retry_succeeded", f"attempt {attempt}"))
@@ -339,7 +341,7 @@ class PiStreamParser:
             reason = f"{reason} (aborted)"
         out.append(Lifecycle("compaction_completed", reason))
         if error:
-            out.append(ProviderError(f"compaction failed: {error}"))
+            out.append(ProviderErrorReported(f"compaction failed: {error}"))
 
     # -- helpers -------------------------------------------------------------------------------
 

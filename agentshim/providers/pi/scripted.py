@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from agentshim.core.errors import InvalidRequestError
-from agentshim.core.provider import ScriptedRun, ToolFailure
+from agentshim.core.scripting import ScriptedRun, ScriptedTurn, ToolFailure
 from agentshim.core.usage import TokenUsage
 
 from .events import SHELL_TOOL
@@ -78,16 +78,8 @@ def _deltas(text: str) -> list[str]:
     return [text[i : i + 8] for i in range(0, len(text), 8)]
 
 
-def scripted_lines(
-    *,
-    text: str = "",
-    session_id: str | None = None,
-    usage: TokenUsage | None = None,
-    tool_calls: Sequence[tuple[str, Mapping[str, Any], str]] = (),
-    structured_output: object | None = None,
-    returncode: int = 0,
-) -> ScriptedRun:
-    """Return what ``pi --print --mode json`` prints for such a turn.
+def scripted_lines(script: ScriptedTurn) -> ScriptedRun:
+    """Return what ``pi --print --mode json`` prints for the turn ``script`` describes.
 
     ``tool_calls`` are ``(tool name, arguments, output)``, all requested by a first assistant
     message and run; an output that is an ``agentshim.testing.ToolFailure`` fails the
@@ -101,14 +93,14 @@ def scripted_lines(
     Raises:
         InvalidRequestError: ``structured_output`` was given; Pi has no output schema.
     """
-    if structured_output is not None:
+    if script.structured_output is not None:
         raise InvalidRequestError(
             "structured_output",
             "the provider has no native output schema",
             "Pi has no native output schema, so a scripted pi turn cannot carry "
             "structured_output; put the JSON in text instead",
         )
-    sid = session_id or str(uuid.uuid4())
+    sid = script.session_id or str(uuid.uuid4())
     user = {"role": "user", "content": [{"type": "text", "text": "prompt"}], "timestamp": _MILLIS}
     out = [
         _line(
@@ -126,18 +118,18 @@ def scripted_lines(
         _line({"type": "message_end", "message": user}),
     ]
     messages: list[dict[str, Any]] = [user]
-    if tool_calls:
-        messages += _tool_turn(out, tool_calls)
+    if script.tool_calls:
+        messages += _tool_turn(out, script.tool_calls)
         out.append(_line({"type": "turn_start"}))
-    if returncode == 0:
-        final = _answer(out, text, usage)
+    if script.returncode == 0:
+        final = _answer(out, script.text, script.usage)
     else:
-        final = _assistant([], None, "error", f"500 scripted failure (exit {returncode})")
+        final = _assistant([], None, "error", f"500 scripted failure (exit {script.returncode})")
         out.append(_line({"type": "message_start", "message": final}))
         out.append(_line({"type": "message_end", "message": final}))
     out.append(_line({"type": "turn_end", "message": final, "toolResults": []}))
     out.append(_line({"type": "agent_end", "messages": [*messages, final]}))
-    return ScriptedRun(stdout=tuple(out), stderr=(), returncode=returncode)
+    return ScriptedRun(stdout=tuple(out), stderr=(), returncode=script.returncode)
 
 
 def _tool_turn(

@@ -1,5 +1,8 @@
 from __future__ import annotations
 
+import copy
+import importlib
+import inspect
 import pickle
 
 import pytest
@@ -15,6 +18,7 @@ from agentshim.core.errors import (
     FailureKind,
     InvalidRequestError,
     InvalidSessionIdError,
+    LineTooLongError,
     McpConfigError,
     NoRunningTurnError,
     ProcessClosedError,
@@ -25,30 +29,60 @@ from agentshim.core.errors import (
     TurnCancelledError,
     TurnFailedError,
     TurnTimeoutError,
+    UnknownProviderError,
 )
 from agentshim.core.provider import ParsedTurn
 from agentshim.core.usage import ProviderUsage, TokenUsage
+from agentshim.testing.model_server import ModelServerError
 
+# One error of every class, each built with a value other than the default for every
+# parameter its constructor takes, so a parameter that pickling forgot shows in the copy.
 SAMPLES: list[AgentShimError] = [
     AgentShimError("boom"),
-    CliNotFoundError("claude"),
-    CliCheckError("/usr/bin/claude", "exit 1"),
-    TurnFailedError("failed", kind=FailureKind.AUTH, detail="401"),
-    CliExitError(["codex", "exec"], 3, "out", "err", kind=FailureKind.TRANSIENT, detail="500"),
-    SessionResumeError(["claude", "--resume", "abc"], 1, session_id="abc", detail="gone"),
-    TurnTimeoutError(5.0),
-    CliTimeoutError(["gemini"], 2.5, ParsedTurn(text="partial", session_id="s")),
-    ContinuityError("a", "b"),
+    CliNotFoundError("claude", message="claude is missing"),
+    CliCheckError("/usr/bin/claude", "exit 1", message="check failed"),
+    TurnFailedError("failed", kind=FailureKind.AUTH, detail="401", retry_after_s=3.0),
+    CliExitError(
+        ["codex", "exec"],
+        3,
+        "out",
+        "err",
+        kind=FailureKind.TRANSIENT,
+        detail="500",
+        message="codex failed",
+        retry_after_s=1.5,
+    ),
+    SessionResumeError(
+        ["claude", "--resume", "abc"],
+        1,
+        "out",
+        "err",
+        session_id="abc",
+        kind=FailureKind.AUTH,
+        detail="gone",
+        message="resume failed",
+        retry_after_s=2.0,
+    ),
+    TurnTimeoutError(5.0, message="too slow"),
+    CliTimeoutError(["gemini"], 2.5, ParsedTurn(text="partial", session_id="s"), "killed"),
+    ContinuityError("a", "b", message="elsewhere"),
     SessionStateError("closed"),
     NoRunningTurnError("no turn"),
-    TurnCancelledError("cancelled"),
     TurnCancelledError("cancelled while it ran", returncode=-15),
     ProviderCapabilityError("no schema"),
-    SchemaDialectError(["/: root must be an object", "/a: missing additionalProperties"]),
-    McpConfigError("/tmp/.mcp.json", "not an object"),
+    SchemaDialectError(["/: root must be an object", "/a: missing"], message="bad schema"),
+    McpConfigError("/tmp/.mcp.json", "not an object", message="cannot install"),
     ProcessClosedError("stdin closed"),
-    InvalidSessionIdError("../etc"),
-    InvalidRequestError("timeout", "must be a positive number of seconds, got 0"),
+    InvalidSessionIdError("../etc", message="unsafe id"),
+    InvalidRequestError("timeout", "must be a positive number of seconds, got 0", "bad timeout"),
+    LineTooLongError(10, 2, ["a\n"], message="too long"),
+    UnknownProviderError("nope", ["claude", "codex"], message="no such provider"),
+    ModelServerError("not started"),
+]
+
+# More values that must survive pickling: a partial turn with usage, and an empty one.
+MORE_SAMPLES: list[AgentShimError] = [
+    TurnCancelledError("cancelled"),
     CliTimeoutError(
         ["codex"],
         1.0,
@@ -60,6 +94,19 @@ SAMPLES: list[AgentShimError] = [
     ),
     CliTimeoutError(["pi"], 1.0, ParsedTurn(usage=ProviderUsage())),
 ]
+
+
+def _error_classes() -> set[type[AgentShimError]]:
+    # Every subclass in the package: importing the modules that define errors registers them.
+    importlib.import_module("agentshim.testing.model_server")
+    found: set[type[AgentShimError]] = set()
+    pending: list[type[AgentShimError]] = [AgentShimError]
+    while pending:
+        cls = pending.pop()
+        if cls.__module__.startswith("agentshim.") and cls not in found:
+            found.add(cls)
+            pending.extend(cls.__subclasses__())
+    return found
 
 
 class TestTree:
@@ -85,12 +132,30 @@ class TestTree:
 
 
 class TestPickling:
+    def test_every_error_class_in_the_package_has_a_sample(self) -> None:
+        assert {type(error) for error in SAMPLES} == _error_classes()
+
     @pytest.mark.parametrize("error", SAMPLES, ids=lambda e: type(e).__name__)
+    def test_every_sample_sets_every_constructor_parameter(self, error: AgentShimError) -> None:
+        # Without this, a parameter left at its default would round-trip by accident.
+        for name, parameter in inspect.signature(type(error)).parameters.items():
+            if parameter.default is not inspect.Parameter.empty:
+                assert getattr(error, name) != parameter.default, (type(error).__name__, name)
+
+    @pytest.mark.parametrize("error", SAMPLES + MORE_SAMPLES, ids=lambda e: type(e).__name__)
     def test_round_trip_keeps_type_message_and_fields(self, error: AgentShimError) -> None:
         copy = pickle.loads(pickle.dumps(error))
         assert type(copy) is type(error)
         assert str(copy) == str(error)
         assert vars(copy) == vars(error)
+        for name in inspect.signature(type(error)).parameters:
+            assert getattr(copy, name) == getattr(error, name), name
+
+    @pytest.mark.parametrize("error", SAMPLES, ids=lambda e: type(e).__name__)
+    def test_a_copy_is_an_equal_error(self, error: AgentShimError) -> None:
+        copied = copy.copy(error)
+        assert type(copied) is type(error)
+        assert vars(copied) == vars(error)
 
 
 class TestFields:

@@ -2,9 +2,12 @@ from __future__ import annotations
 
 import dataclasses
 import io
+import typing
 
 import pytest
 
+import agentshim
+from agentshim.core import events
 from agentshim.core.events import (
     AgentEvent,
     AssistantText,
@@ -14,7 +17,7 @@ from agentshim.core.events import (
     NullEventHandler,
     Plan,
     PlanItem,
-    ProviderError,
+    ProviderErrorReported,
     Reasoning,
     ToolCall,
     ToolKind,
@@ -36,6 +39,23 @@ class TestValues:
     def test_failed_tool_result(self) -> None:
         assert ToolResult("1", "Bash", stderr="boom", exit_code=2).failed
         assert not ToolResult("1", "Bash", stdout="ok", exit_code=0).failed
+
+
+class TestNames:
+    def test_only_exceptions_are_named_error(self) -> None:
+        for module in (events, agentshim):
+            for name in module.__all__:
+                value = getattr(module, name)
+                if isinstance(value, type) and name.endswith("Error"):
+                    assert issubclass(value, Exception), f"{module.__name__}.{name}"
+
+    def test_no_event_is_named_error(self) -> None:
+        for event_type in typing.get_args(events.AgentEvent):
+            assert not event_type.__name__.endswith(("Error", "Exception")), event_type
+
+    def test_the_reported_error_event_cannot_be_caught_as_an_exception(self) -> None:
+        assert not hasattr(agentshim, "ProviderError")
+        assert not issubclass(ProviderErrorReported, BaseException)
 
 
 class TestHandlers:
@@ -84,11 +104,11 @@ class TestConsole:
         assert "denied" in out
 
     def test_no_colour_on_a_non_tty(self) -> None:
-        out = self.render(ProviderError("bad"), Reasoning("hmm"))
+        out = self.render(ProviderErrorReported("bad"), Reasoning("hmm"))
         assert "\033[" not in out
 
     def test_colour_when_forced(self) -> None:
-        assert "\033[" in self.render(ProviderError("bad"), color=True)
+        assert "\033[" in self.render(ProviderErrorReported("bad"), color=True)
 
     def test_a_long_line_of_tool_output_is_cut(self) -> None:
         out = self.render(
@@ -107,13 +127,37 @@ class TestConsole:
             ToolCall("t", "Bash", {"command": f"echo {hostile}"}),
             ToolResult("t", "Bash", stdout=f"out {hostile}\n\tindented", exit_code=0),
             ToolResult("t", "Bash", stderr=hostile, exit_code=1),
-            ProviderError(hostile),
+            ProviderErrorReported(hostile),
             Plan((PlanItem(hostile, "pending"),)),
         )
         for raw in ("\033", "\007", "\x9b", "\x7f"):
             assert raw not in out
         assert "\\x1b[2J" in out
         assert "\tindented" in out
+
+    @pytest.mark.parametrize(
+        "code",
+        [0x061C, 0x200E, 0x200F, *range(0x202A, 0x202F), *range(0x2066, 0x206A)],
+        ids=lambda code: f"U+{code:04X}",
+    )
+    def test_bidi_controls_are_shown_escaped(self, code: int) -> None:
+        hostile = f"rm -rf {chr(code)}/ safe"
+        out = self.render(
+            AssistantText(f"text {hostile}", delta=True),
+            AssistantText(f"whole {hostile}"),
+            Reasoning(hostile),
+            ToolCall("t", "Bash", {"command": hostile}),
+            ToolResult("t", "Bash", stdout=hostile, exit_code=0),
+            ToolResult("t", "Bash", stderr=hostile, exit_code=1),
+            ProviderErrorReported(hostile),
+            Plan((PlanItem(hostile, "pending"),)),
+        )
+        assert chr(code) not in out
+        assert out.count(f"rm -rf \\u{code:04x}/ safe") == 8
+
+    def test_other_text_outside_ascii_is_shown_as_is(self) -> None:
+        out = self.render(AssistantText("naïve café: שלום, 你好, \u2014 done"))
+        assert "naïve café: שלום, 你好, \u2014 done" in out
 
     def test_plan_items(self) -> None:
         out = self.render(Plan((PlanItem("write tests", "completed"), PlanItem("ship", "pending"))))

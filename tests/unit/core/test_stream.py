@@ -10,11 +10,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agentshim.core.errors import AgentShimError
+from agentshim.core.errors import AgentShimError, LineTooLongError
 from agentshim.core.stream import (
     FinishedTool,
     LineFramer,
-    LineTooLongError,
     ToolTracker,
     parse_json_object,
     printed_exit_code,

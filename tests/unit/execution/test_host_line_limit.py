@@ -9,8 +9,7 @@ import tracemalloc
 import pytest
 from execution_helpers import ENV, RecordingSink, needs_proc, py, wait_dead
 
-from agentshim.core.errors import AgentShimError
-from agentshim.core.stream import LineTooLongError
+from agentshim.core.errors import AgentShimError, LineTooLongError
 from agentshim.execution import (
     CommandRequest,
     HostCommandExecutor,

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from agentshim.core.profile import McpMechanism, OutputSchemaStyle, ProviderProfile
 from agentshim.providers.claude.provider import ClaudeProvider
-from agentshim.providers.claude.scripted import resume_failure_lines, scripted_lines
 from agentshim.providers.static_plugin import StaticProviderPlugin
 
 PROFILE = ProviderProfile(
@@ -21,8 +20,6 @@ PROFILE = ProviderProfile(
 PLUGIN = StaticProviderPlugin(
     profile=PROFILE,
     factory=ClaudeProvider,
-    scripted=scripted_lines,
-    resume_failure=resume_failure_lines,
     resume_template="sample --resume {id}",
 )
 

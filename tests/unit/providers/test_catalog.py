@@ -6,11 +6,10 @@ from importlib.metadata import EntryPoint
 import pytest
 
 from agentshim.cli_agent import CliAgent
-from agentshim.core.errors import AgentShimError
+from agentshim.core.errors import AgentShimError, UnknownProviderError
 from agentshim.core.plugin import ProviderPlugin
 from agentshim.providers import (
     DEFAULT_CATALOG,
-    UnknownProviderError,
     get_plugin,
     get_provider,
     provider_names,

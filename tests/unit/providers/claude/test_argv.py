@@ -13,7 +13,7 @@ from agentshim.core.provider import ArgvContext
 from agentshim.core.turn import OutputSchema, TurnRequest
 from agentshim.providers.claude import ClaudeHook, ClaudeProvider, SandboxConfig, scripted_lines
 from agentshim.providers.claude.hooks import CONFINE_READS_SCRIPT
-from agentshim.testing import FakeExecutor, FakeRun
+from agentshim.testing import FakeExecutor, FakeRun, ScriptedTurn
 
 BASE = ["/usr/bin/claude", "-p", "--output-format", "stream-json", "--verbose"]
 SKIP = "--dangerously-skip-permissions"
@@ -156,7 +156,7 @@ class TestSettings:
 class TestThroughTheAgent:
     def test_prompt_goes_on_stdin_never_into_argv(self, tmp_path: Path) -> None:
         prompt = "Refactor module_xyz_unique_prompt_marker please"
-        run = scripted_lines(structured_output={"a": "x"})
+        run = scripted_lines(ScriptedTurn(structured_output={"a": "x"}))
         executor = FakeExecutor(FakeRun(run.stdout), binaries={"claude": "/usr/bin/claude"})
         agent = CliAgent(
             "claude", executor=executor, env={"PATH": "/usr/bin"}, model="claude-opus-4-8"
@@ -183,7 +183,9 @@ class TestThroughTheAgent:
         ]
 
     def test_resumed_session_passes_resume(self) -> None:
-        run = scripted_lines(text="again", session_id="0d4c7ef7-79e2-46a9-bc62-e1de6f4c1966")
+        run = scripted_lines(
+            ScriptedTurn(text="again", session_id="0d4c7ef7-79e2-46a9-bc62-e1de6f4c1966")
+        )
         executor = FakeExecutor(FakeRun(run.stdout), binaries={"claude": "/usr/bin/claude"})
         agent = CliAgent("claude", executor=executor, env={"PATH": "/usr/bin"})
         session = agent.start_session(session_id="0d4c7ef7-79e2-46a9-bc62-e1de6f4c1966")

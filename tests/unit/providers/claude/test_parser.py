@@ -15,7 +15,7 @@ from agentshim.core.events import (
     Lifecycle,
     Plan,
     PlanItem,
-    ProviderError,
+    ProviderErrorReported,
     RawOutput,
     Reasoning,
     SessionStarted,
@@ -137,8 +137,10 @@ class TestCaptureReplay:
         assert [e.detail for e in api_errors] == [
             "authentication_failed: Invalid API key · Fix external API key"
         ]
-        errors = [e for e in events if isinstance(e, ProviderError)]
-        assert errors == [ProviderError("Invalid API key · Fix external API key", fatal=True)]
+        errors = [e for e in events if isinstance(e, ProviderErrorReported)]
+        assert errors == [
+            ProviderErrorReported("Invalid API key · Fix external API key", fatal=True)
+        ]
 
     def test_stderr_lines_become_stderr_events(self) -> None:
         _, events = replay(load_capture("claude", "d_resume_missing_uuid"))
@@ -158,7 +160,7 @@ class TestCaptureReplay:
             "This is a very s",
             "Reply after interrupt.",
         ]
-        assert len([e for e in events if isinstance(e, ProviderError)]) == 1
+        assert len([e for e in events if isinstance(e, ProviderErrorReported)]) == 1
 
 
 RECORDED = capture_names("claude", "recorded")
@@ -474,7 +476,7 @@ class TestStructuredOutput:
         turn, events = parse([_result(result="42")], expect_structured=True)
         assert turn.structured_output is None
         assert turn.error_kind is FailureKind.SCHEMA
-        assert [e.fatal for e in events if isinstance(e, ProviderError)] == [True]
+        assert [e.fatal for e in events if isinstance(e, ProviderErrorReported)] == [True]
 
     def test_retries_exhausted_reports_the_last_validation_error(self) -> None:
         init, call, user, _ = _bash_frames()

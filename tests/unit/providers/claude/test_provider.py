@@ -30,7 +30,13 @@ from agentshim.providers.claude import (
     mcp_entry,
     scripted_lines,
 )
-from agentshim.testing import FakeExecutor, FakeRun, RecordingEventHandler, installed_mcp_servers
+from agentshim.testing import (
+    FakeExecutor,
+    FakeRun,
+    RecordingEventHandler,
+    ScriptedTurn,
+    installed_mcp_servers,
+)
 from tests.unit.providers.fixtures import Capture, capture_names, load_capture
 
 from ._captures import schema_of
@@ -303,7 +309,7 @@ class TestMcp:
 
         def run(request: CommandRequest) -> FakeRun:
             seen.append(installed_mcp_servers("claude", request, tmp_path))
-            lines = scripted_lines(text="ok")
+            lines = scripted_lines(ScriptedTurn(text="ok"))
             return FakeRun(stdout=lines.stdout)
 
         agent, _ = agent_for(run)

@@ -16,7 +16,13 @@ from agentshim.core.turn import OutputSchema, TurnRequest
 from agentshim.core.usage import CostSource, TokenUsage
 from agentshim.providers.claude import resume_failure_lines, scripted_lines
 from agentshim.providers.claude.model_data import PRICING_TABLE
-from agentshim.testing import FakeExecutor, FakeRun, scripted_resume_failure, scripted_turn
+from agentshim.testing import (
+    FakeExecutor,
+    FakeRun,
+    ScriptedTurn,
+    scripted_resume_failure,
+    scripted_turn,
+)
 from agentshim.testing.scripted import ToolFailure
 from tests.unit.providers.fixtures import capture_names, load_capture
 
@@ -63,7 +69,9 @@ def _recorded_keys() -> dict[tuple[str, str], set[str]]:
 class TestParsesLikeARecording:
     def test_text_turn_gives_the_same_events_as_a_recorded_one(self) -> None:
         recorded, recorded_events = parse(load_capture("claude", "a_plain_text").stdout_lines)
-        run = scripted_lines(text="Hello from the fake API. The secret word is PAPAYA.")
+        run = scripted_lines(
+            ScriptedTurn(text="Hello from the fake API. The secret word is PAPAYA.")
+        )
         scripted, scripted_events = parse(run.stdout)
         assert kinds(scripted_events) == kinds(recorded_events)
         assert scripted.text == recorded.text
@@ -77,7 +85,9 @@ class TestParsesLikeARecording:
     def test_tool_turn_gives_the_same_events_as_a_recorded_one(self) -> None:
         _, recorded_events = parse(load_capture("claude", "b_tool_bash").stdout_lines)
         call = ("Bash", {"command": "echo hello", "description": "Print hello"}, "hello")
-        scripted, scripted_events = parse(scripted_lines(text="Done.", tool_calls=[call]).stdout)
+        scripted, scripted_events = parse(
+            scripted_lines(ScriptedTurn(text="Done.", tool_calls=[call])).stdout
+        )
         # The recording opens with a sentence before the call; the scripted turn does not.
         assert kinds(scripted_events) == [k for i, k in enumerate(kinds(recorded_events)) if i != 2]
         (tool_call,) = [e for e in scripted_events if isinstance(e, ToolCall)]
@@ -122,7 +132,7 @@ class TestParsesLikeARecording:
     ) -> None:
         recording = load_capture("claude", case)
         recorded, recorded_events = parse(recording.stdout_lines)
-        run = scripted_lines(text=recorded.text, tool_calls=[call])
+        run = scripted_lines(ScriptedTurn(text=recorded.text, tool_calls=[call]))
         scripted, scripted_events = parse(run.stdout)
         assert _tool_result_frame(run.stdout) == _tool_result_frame(recording.stdout_lines)
         # The recording opens with a sentence before the call; the scripted turn does not.
@@ -140,7 +150,7 @@ class TestParsesLikeARecording:
         )
         payload = {"name": "Alice", "age": 30}
         scripted, scripted_events = parse(
-            scripted_lines(structured_output=payload).stdout, expect_structured=True
+            scripted_lines(ScriptedTurn(structured_output=payload)).stdout, expect_structured=True
         )
         assert [k for k in kinds(scripted_events) if k != "Lifecycle"] == [
             k for k in kinds(recorded_events) if k != "Lifecycle"
@@ -151,10 +161,12 @@ class TestParsesLikeARecording:
     def test_frames_use_only_fields_the_cli_prints(self) -> None:
         recorded = _recorded_keys()
         runs = [
-            scripted_lines(text="a", tool_calls=[("Read", {"file_path": "/x"}, "y")]),
-            scripted_lines(text="a", tool_calls=[("Bash", {"command": "x"}, ToolFailure("n"))]),
-            scripted_lines(structured_output={"a": 1}),
-            scripted_lines(text="bad", returncode=1),
+            scripted_lines(ScriptedTurn(text="a", tool_calls=[("Read", {"file_path": "/x"}, "y")])),
+            scripted_lines(
+                ScriptedTurn(text="a", tool_calls=[("Bash", {"command": "x"}, ToolFailure("n"))])
+            ),
+            scripted_lines(ScriptedTurn(structured_output={"a": 1})),
+            scripted_lines(ScriptedTurn(text="bad", returncode=1)),
             resume_failure_lines(session_id="abc"),
         ]
         for run in runs:
@@ -188,7 +200,7 @@ class TestRoundTrip:
     @settings(max_examples=100, deadline=None)
     @given(TOKEN_USAGES)
     def test_usage_parses_back_exactly(self, usage: TokenUsage) -> None:
-        turn, _ = parse(scripted_lines(text="x", usage=usage).stdout)
+        turn, _ = parse(scripted_lines(ScriptedTurn(text="x", usage=usage)).stdout)
         assert turn.usage is not None
         assert turn.usage.tokens == usage
         assert turn.usage.cost_source is CostSource.REPORTED
@@ -198,7 +210,7 @@ class TestRoundTrip:
     @given(st.text(min_size=1), st.lists(st.tuples(st.text(min_size=1), st.text()), max_size=3))
     def test_text_and_tool_output_survive(self, text: str, calls: list[tuple[str, str]]) -> None:
         tool_calls = [(name, {"arg": output}, output) for name, output in calls]
-        turn, events = parse(scripted_lines(text=text, tool_calls=tool_calls).stdout)
+        turn, events = parse(scripted_lines(ScriptedTurn(text=text, tool_calls=tool_calls)).stdout)
         assert turn.text == text
         assert [(c.tool, c.args) for c in events if isinstance(c, ToolCall)] == [
             (name, args) for name, args, _ in tool_calls
@@ -208,17 +220,22 @@ class TestRoundTrip:
         ]
 
     def test_session_id_is_kept_or_made_up_deterministically(self) -> None:
-        assert parse(scripted_lines(session_id="sess-1").stdout)[0].session_id == "sess-1"
-        made_up = parse(scripted_lines(text="t").stdout)[0].session_id
+        assert (
+            parse(scripted_lines(ScriptedTurn(session_id="sess-1")).stdout)[0].session_id
+            == "sess-1"
+        )
+        made_up = parse(scripted_lines(ScriptedTurn(text="t")).stdout)[0].session_id
         assert made_up is not None
-        assert made_up == parse(scripted_lines(text="t").stdout)[0].session_id
+        assert made_up == parse(scripted_lines(ScriptedTurn(text="t")).stdout)[0].session_id
 
     def test_unencodable_structured_output_is_refused(self) -> None:
         with pytest.raises(ValueError, match="structured_output"):
-            scripted_lines(structured_output={"when": object()})
+            scripted_lines(ScriptedTurn(structured_output={"when": object()}))
 
     def test_non_object_payload_is_still_the_structured_output(self) -> None:
-        turn, _ = parse(scripted_lines(structured_output=[1, 2]).stdout, expect_structured=True)
+        turn, _ = parse(
+            scripted_lines(ScriptedTurn(structured_output=[1, 2])).stdout, expect_structured=True
+        )
         assert turn.structured_output == [1, 2]
 
 

@@ -15,7 +15,7 @@ from agentshim.core.events import (
     Lifecycle,
     Plan,
     PlanItem,
-    ProviderError,
+    ProviderErrorReported,
     RawOutput,
     Reasoning,
     SessionStarted,
@@ -197,15 +197,15 @@ class TestRecordings:
         assert turn.error == failed
         assert turn.error_kind is kind
         assert turn.usage is None
-        errors = of(events, ProviderError)
-        assert errors[-1] == ProviderError(failed, fatal=True)
+        errors = of(events, ProviderErrorReported)
+        assert errors[-1] == ProviderErrorReported(failed, fatal=True)
         assert all(not e.fatal for e in errors[:-1])
         assert Lifecycle("turn_failed", failed) in events
 
     def test_retry_notices_are_not_terminal(self) -> None:
         notices = load_capture("codex", "api_500_with_retries").stdout_lines[:-1]
         turn, events = parse(notices)
-        assert [e.fatal for e in of(events, ProviderError)] == [False, False, False]
+        assert [e.fatal for e in of(events, ProviderErrorReported)] == [False, False, False]
         assert turn.error is not None
         assert "stream ended early" in turn.error
 

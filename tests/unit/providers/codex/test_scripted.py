@@ -12,7 +12,13 @@ from agentshim.core.provider import ParsedTurn, ParserContext
 from agentshim.core.turn import OutputSchema, TurnRequest
 from agentshim.core.usage import TokenUsage
 from agentshim.providers.codex import CodexStreamParser, resume_failure_lines, scripted_lines
-from agentshim.testing import FakeExecutor, FakeRun, scripted_resume_failure, scripted_turn
+from agentshim.testing import (
+    FakeExecutor,
+    FakeRun,
+    ScriptedTurn,
+    scripted_resume_failure,
+    scripted_turn,
+)
 from agentshim.testing.scripted import ToolFailure
 from tests.unit.providers.fixtures import load_capture
 
@@ -55,9 +61,11 @@ class TestSameAsRecorded:
     def test_a_plain_turn(self) -> None:
         recorded = load_capture("codex", "plain")
         scripted = scripted_lines(
-            text="Hello from the fake model.",
-            session_id="01a22758-201e-7550-98d5-d57dc8f5d000",
-            usage=TokenUsage(input_tokens=100, output_tokens=10),
+            ScriptedTurn(
+                text="Hello from the fake model.",
+                session_id="01a22758-201e-7550-98d5-d57dc8f5d000",
+                usage=TokenUsage(input_tokens=100, output_tokens=10),
+            )
         )
         assert frame_types(scripted.stdout) == frame_types(recorded.stdout_lines)
         ours, our_events = parse(scripted.stdout)
@@ -72,10 +80,12 @@ class TestSameAsRecorded:
     def test_a_shell_tool_turn(self) -> None:
         recorded = load_capture("codex", "tool_shell")
         scripted = scripted_lines(
-            text="Done.",
-            session_id=THREAD,
-            usage=TokenUsage(input_tokens=200, output_tokens=20),
-            tool_calls=[("shell", {"command": "/bin/bash -lc 'echo hello'"}, "hello\n")],
+            ScriptedTurn(
+                text="Done.",
+                session_id=THREAD,
+                usage=TokenUsage(input_tokens=200, output_tokens=20),
+                tool_calls=[("shell", {"command": "/bin/bash -lc 'echo hello'"}, "hello\n")],
+            )
         )
         assert frame_types(scripted.stdout) == frame_types(recorded.stdout_lines)
         ours, our_events = parse(scripted.stdout)
@@ -95,9 +105,11 @@ class TestSameAsRecorded:
         command = "/bin/bash -lc 'ls /agentshim-missing-dir'"
         message = "ls: cannot access '/agentshim-missing-dir': No such file or directory\n"
         scripted = scripted_lines(
-            text="The command failed.",
-            usage=TokenUsage(input_tokens=720, output_tokens=42),
-            tool_calls=[("shell", {"command": command}, ToolFailure(message, exit_code=2))],
+            ScriptedTurn(
+                text="The command failed.",
+                usage=TokenUsage(input_tokens=720, output_tokens=42),
+                tool_calls=[("shell", {"command": command}, ToolFailure(message, exit_code=2))],
+            )
         )
         # The recording says "Running it." before the call; the scripted turn does not.
         opening = "item.completed/agent_message"
@@ -130,7 +142,9 @@ class TestSameAsRecorded:
 
     def test_a_failed_mcp_call_carries_the_message_as_its_error(self) -> None:
         scripted = scripted_lines(
-            text="ok", tool_calls=[("docs.search", {"q": "x"}, ToolFailure("index offline"))]
+            ScriptedTurn(
+                text="ok", tool_calls=[("docs.search", {"q": "x"}, ToolFailure("index offline"))]
+            )
         )
         _, events = parse(scripted.stdout)
         (result,) = [e for e in events if isinstance(e, ToolResult)]
@@ -139,7 +153,7 @@ class TestSameAsRecorded:
     def test_a_failed_patch_is_a_failed_file_change(self) -> None:
         failure = ToolFailure("does not apply")
         scripted = scripted_lines(
-            text="ok", tool_calls=[("apply_patch", {"path": "a.py"}, failure)]
+            ScriptedTurn(text="ok", tool_calls=[("apply_patch", {"path": "a.py"}, failure)])
         )
         _, events = parse(scripted.stdout)
         (result,) = [e for e in events if isinstance(e, ToolResult)]
@@ -147,11 +161,13 @@ class TestSameAsRecorded:
 
     def test_a_failed_web_search_is_refused(self) -> None:
         with pytest.raises(ValueError, match="web_search"):
-            scripted_lines(tool_calls=[("web_search", {"query": "x"}, ToolFailure("no"))])
+            scripted_lines(
+                ScriptedTurn(tool_calls=[("web_search", {"query": "x"}, ToolFailure("no"))])
+            )
 
     def test_a_structured_turn(self) -> None:
         recorded = load_capture("codex", "output_schema")
-        scripted = scripted_lines(structured_output={"answer": "hello", "count": 2})
+        scripted = scripted_lines(ScriptedTurn(structured_output={"answer": "hello", "count": 2}))
         ours, _ = parse(scripted.stdout, structured=True)
         theirs, _ = parse(recorded.stdout_lines, structured=True)
         assert ours.structured_output == theirs.structured_output
@@ -159,7 +175,9 @@ class TestSameAsRecorded:
 
     def test_a_failed_turn(self) -> None:
         recorded = load_capture("codex", "api_500")
-        scripted = scripted_lines(text="We are currently experiencing high demand", returncode=1)
+        scripted = scripted_lines(
+            ScriptedTurn(text="We are currently experiencing high demand", returncode=1)
+        )
         assert frame_types(scripted.stdout) == frame_types(recorded.stdout_lines)
         ours, our_events = parse(scripted.stdout)
         theirs, their_events = parse(recorded.stdout_lines)
@@ -198,7 +216,9 @@ class TestToolCalls:
     def test_each_tool_shape_parses_to_its_kind(
         self, name: str, args: dict[str, Any], kind: ToolKind, stdout: str
     ) -> None:
-        turn, events = parse(scripted_lines(text="t", tool_calls=[(name, args, "out")]).stdout)
+        turn, events = parse(
+            scripted_lines(ScriptedTurn(text="t", tool_calls=[(name, args, "out")])).stdout
+        )
         (call,) = [e for e in events if isinstance(e, ToolCall)]
         (result,) = [e for e in events if isinstance(e, ToolResult)]
         assert (call.kind, result.kind, result.stdout, result.exit_code) == (kind, kind, stdout, 0)
@@ -206,7 +226,9 @@ class TestToolCalls:
         assert turn.text == "t"
 
     def test_mcp_server_and_tool_come_from_the_name(self) -> None:
-        _, events = parse(scripted_lines(tool_calls=[("docs.search", {"q": "x"}, "hit")]).stdout)
+        _, events = parse(
+            scripted_lines(ScriptedTurn(tool_calls=[("docs.search", {"q": "x"}, "hit")])).stdout
+        )
         (call,) = [e for e in events if isinstance(e, ToolCall)]
         assert call.args == {"server": "docs", "tool": "search", "arguments": {"q": "x"}}
 
@@ -279,25 +301,25 @@ class TestThroughTheAgent:
 
 class TestEdges:
     def test_a_fresh_thread_id_is_made_up_when_none_is_given(self) -> None:
-        turn, _ = parse(scripted_lines(text="x").stdout)
+        turn, _ = parse(scripted_lines(ScriptedTurn(text="x")).stdout)
         assert turn.session_id
 
     def test_no_text_means_no_message(self) -> None:
-        run = scripted_lines()
+        run = scripted_lines(ScriptedTurn())
         assert not any("agent_message" in line for line in run.stdout)
         turn, _ = parse(run.stdout)
         assert (turn.text, turn.error) == ("", None)
 
     def test_structured_output_that_is_not_json_is_refused(self) -> None:
         with pytest.raises(ValueError, match="not JSON"):
-            scripted_lines(structured_output={"when": object()})
+            scripted_lines(ScriptedTurn(structured_output={"when": object()}))
 
     def test_a_parser_configured_for_resume_reads_scripted_usage_as_a_total(self) -> None:
         events: list[AgentEvent] = []
         parser = CodexStreamParser(events.append, expect_structured=False)
         parser.configure(ParserContext(resumed=True, requested_session_id=THREAD))
         for line in scripted_lines(
-            text="x", session_id=THREAD, usage=TokenUsage(input_tokens=9)
+            ScriptedTurn(text="x", session_id=THREAD, usage=TokenUsage(input_tokens=9))
         ).stdout:
             parser.feed_stdout(line)
         turn = parser.finish()

@@ -14,7 +14,7 @@ from agentshim.core.provider import ArgvContext
 from agentshim.core.turn import TurnRequest
 from agentshim.providers.copilot import CopilotProvider, parse_mcp_servers, scripted_lines
 from agentshim.providers.copilot.provider import MCP_FLAG, render_mcp_config
-from agentshim.testing import FakeExecutor, FakeRun
+from agentshim.testing import FakeExecutor, FakeRun, ScriptedTurn
 from tests.unit.providers.fixtures import fixture_dir, load_capture
 
 BINARY = "/usr/bin/copilot"
@@ -107,7 +107,7 @@ class TestPromptOnStdin:
 
 
 def _scripted() -> tuple[tuple[str, ...], tuple[str, ...], int]:
-    run = scripted_lines(text="ok", session_id="s-1")
+    run = scripted_lines(ScriptedTurn(text="ok", session_id="s-1"))
     return run.stdout, run.stderr, run.returncode
 
 

@@ -11,7 +11,7 @@ from agentshim.core.errors import FailureKind
 from agentshim.core.events import (
     AssistantText,
     Lifecycle,
-    ProviderError,
+    ProviderErrorReported,
     RawOutput,
     Reasoning,
     SessionStarted,
@@ -138,7 +138,7 @@ class TestRecordedStreams:
         kinds = [e.kind for e in of_type(events, Lifecycle)]
         assert kinds.count("api_retry") == 5
         assert kinds.count("model_call_failed") == 6
-        errors = of_type(events, ProviderError)
+        errors = of_type(events, ProviderErrorReported)
         assert len(errors) == 1
         assert errors[0].fatal
 
@@ -341,7 +341,9 @@ class TestFrames:
         parsed, events = parse([frame("session.error", data), result(exit_code=1)])
         assert parsed.error_kind is kind
         assert parsed.error == data["message"]
-        assert of_type(events, ProviderError) == [ProviderError(data["message"], fatal=True)]
+        assert of_type(events, ProviderErrorReported) == [
+            ProviderErrorReported(data["message"], fatal=True)
+        ]
 
     def test_a_call_without_an_http_answer_is_transient(self) -> None:
         failure = {

@@ -7,7 +7,13 @@ import pytest
 
 from agentshim.cli_agent import CliAgent
 from agentshim.core.errors import CliExitError, FailureKind, SessionResumeError
-from agentshim.core.events import ProviderError, SessionStarted, ToolCall, ToolResult, UsageReport
+from agentshim.core.events import (
+    ProviderErrorReported,
+    SessionStarted,
+    ToolCall,
+    ToolResult,
+    UsageReport,
+)
 from agentshim.core.mcp import HttpMcpServer, StdioMcpServer
 from agentshim.core.profile import McpMechanism, OutputSchemaStyle
 from agentshim.core.turn import TurnRequest
@@ -104,7 +110,7 @@ class TestCaptureReplayThroughTheAgent:
         assert expected.error_says in error.detail
         assert error.returncode == 1
         assert session.session_id == expected.session_id
-        assert recorder.of_type(ProviderError)
+        assert recorder.of_type(ProviderErrorReported)
 
     @pytest.mark.parametrize("name", ["api_500", "api_401"])
     def test_a_resumed_turn_that_fails_keeps_the_conversation(self, name: str) -> None:

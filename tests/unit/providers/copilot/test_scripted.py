@@ -11,7 +11,13 @@ from agentshim.core.errors import CliExitError, FailureKind, SessionResumeError
 from agentshim.core.events import AgentEvent, SessionStarted, ToolResult, UsageReport
 from agentshim.core.usage import TokenUsage
 from agentshim.providers.copilot import resume_failure_lines, scripted_lines
-from agentshim.testing import FakeExecutor, FakeRun, scripted_resume_failure, scripted_turn
+from agentshim.testing import (
+    FakeExecutor,
+    FakeRun,
+    ScriptedTurn,
+    scripted_resume_failure,
+    scripted_turn,
+)
 from agentshim.testing.scripted import ToolFailure
 from tests.unit.providers.fixtures import load_capture
 
@@ -47,7 +53,9 @@ def agent_for(run: FakeRun) -> CliAgent:
 class TestScriptedParsesLikeRecorded:
     def test_plain_turn(self) -> None:
         recorded, recorded_events = parse(load_capture("copilot", "plain").stdout_lines)
-        run = scripted_lines(text="Hello from the fake model.", session_id=recorded.session_id)
+        run = scripted_lines(
+            ScriptedTurn(text="Hello from the fake model.", session_id=recorded.session_id)
+        )
         scripted, scripted_events = parse(run.stdout)
         assert normalized(scripted_events) == normalized(recorded_events)
         assert (scripted.text, scripted.session_id, scripted.error) == (
@@ -62,11 +70,13 @@ class TestScriptedParsesLikeRecorded:
     def test_tool_turn(self) -> None:
         recorded, recorded_events = parse(load_capture("copilot", "tool_shell").stdout_lines)
         run = scripted_lines(
-            text="Done.",
-            session_id=RECORDED_SID,
-            tool_calls=[
-                ("bash", {"command": "echo hello", "description": "Run echo hello"}, "hello\n")
-            ],
+            ScriptedTurn(
+                text="Done.",
+                session_id=RECORDED_SID,
+                tool_calls=[
+                    ("bash", {"command": "echo hello", "description": "Run echo hello"}, "hello\n")
+                ],
+            )
         )
         scripted, scripted_events = parse(run.stdout)
         assert normalized(scripted_events) == normalized(recorded_events)
@@ -101,7 +111,11 @@ class TestScriptedParsesLikeRecorded:
         capture = load_capture("copilot", case)
         recorded, recorded_events = parse(capture.stdout_lines)
         run = scripted_lines(
-            text=recorded.text, session_id=recorded.session_id, tool_calls=[(tool, args, failure)]
+            ScriptedTurn(
+                text=recorded.text,
+                session_id=recorded.session_id,
+                tool_calls=[(tool, args, failure)],
+            )
         )
         scripted, scripted_events = parse(run.stdout)
 
@@ -129,7 +143,7 @@ class TestScriptedParsesLikeRecorded:
         )
 
     def test_failed_turn_fails_like_a_recorded_one(self) -> None:
-        run = scripted_lines(text="", session_id="s-9", returncode=1)
+        run = scripted_lines(ScriptedTurn(text="", session_id="s-9", returncode=1))
         parsed, _ = parse(run.stdout)
         recorded, _ = parse(load_capture("copilot", "api_500").stdout_lines)
         assert parsed.error == "scripted failure (exit 1)"
@@ -148,34 +162,34 @@ class TestScriptedOptions:
             reasoning_output_tokens=30,
             turns=1,
         )
-        parsed, events = parse(scripted_lines(text="x", usage=usage).stdout)
+        parsed, events = parse(scripted_lines(ScriptedTurn(text="x", usage=usage)).stdout)
         assert parsed.usage is not None
         assert parsed.usage.increment_known
         assert parsed.usage.tokens == usage
         assert [type(e) for e in events if isinstance(e, UsageReport)] == [UsageReport]
 
     def test_no_usage_means_unknown(self) -> None:
-        parsed, _ = parse(scripted_lines(text="x").stdout)
+        parsed, _ = parse(scripted_lines(ScriptedTurn(text="x")).stdout)
         assert parsed.usage is not None
         assert not parsed.usage.increment_known
 
     def test_a_fresh_session_id_is_made_when_none_is_given(self) -> None:
-        first, _ = parse(scripted_lines(text="x").stdout)
-        second, _ = parse(scripted_lines(text="x").stdout)
+        first, _ = parse(scripted_lines(ScriptedTurn(text="x")).stdout)
+        second, _ = parse(scripted_lines(ScriptedTurn(text="x")).stdout)
         assert first.session_id
         assert second.session_id
         assert first.session_id != second.session_id
 
     def test_structured_output_is_refused(self) -> None:
         with pytest.raises(ValueError, match="no native output schema"):
-            scripted_lines(text="{}", structured_output={"a": 1})
+            scripted_lines(ScriptedTurn(text="{}", structured_output={"a": 1}))
 
     def test_several_tool_calls_pair_up(self) -> None:
         calls: list[tuple[str, dict[str, Any], str]] = [
             ("bash", {"command": "ls"}, "a\nb\n"),
             ("view", {"path": "/w/a"}, "contents"),
         ]
-        _, events = parse(scripted_lines(text="done", tool_calls=calls).stdout)
+        _, events = parse(scripted_lines(ScriptedTurn(text="done", tool_calls=calls)).stdout)
         results = [e for e in events if isinstance(e, ToolResult)]
         assert [(r.tool, r.stdout) for r in results] == [("bash", "a\nb\n"), ("view", "contents")]
 
@@ -207,5 +221,5 @@ class TestThroughTheAgent:
         assert caught.value.session_id == "gone-1"
 
     def test_session_started_comes_with_the_result_line(self) -> None:
-        _, events = parse(scripted_lines(text="x", session_id="s").stdout)
+        _, events = parse(scripted_lines(ScriptedTurn(text="x", session_id="s")).stdout)
         assert events[-2:-1] == [SessionStarted("s")]

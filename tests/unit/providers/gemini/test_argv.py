@@ -12,7 +12,7 @@ from agentshim.core.permissions import NativePermissions
 from agentshim.core.provider import ArgvContext
 from agentshim.core.turn import TurnRequest
 from agentshim.providers.gemini import GeminiProvider, scripted_lines
-from agentshim.testing import FakeExecutor, FakeRun
+from agentshim.testing import FakeExecutor, FakeRun, ScriptedTurn
 
 BIN = "/usr/bin/gemini"
 
@@ -99,7 +99,7 @@ class TestRefused:
 
 class TestPromptOnStdinThroughTheAgent:
     def test_prompt_reaches_stdin_and_never_argv(self) -> None:
-        run = scripted_lines(text="hi", session_id="s-1")
+        run = scripted_lines(ScriptedTurn(text="hi", session_id="s-1"))
         fake = FakeExecutor(FakeRun(stdout=run.stdout), binaries={"gemini": BIN})
         agent = CliAgent("gemini", executor=fake, env={"PATH": "/usr/bin"}, model="gemini-2.5-pro")
         prompt = "SECRET-PROMPT-TEXT please"
@@ -118,7 +118,7 @@ class TestPromptOnStdinThroughTheAgent:
         ]
 
     def test_resumed_session_passes_resume(self) -> None:
-        run = scripted_lines(text="again", session_id="s-1")
+        run = scripted_lines(ScriptedTurn(text="again", session_id="s-1"))
         fake = FakeExecutor(FakeRun(stdout=run.stdout), binaries={"gemini": BIN})
         agent = CliAgent("gemini", executor=fake, env={"PATH": "/usr/bin"})
         session = agent.start_session(session_id="s-1")

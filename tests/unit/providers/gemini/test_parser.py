@@ -14,7 +14,7 @@ from agentshim.core.events import (
     Lifecycle,
     Plan,
     PlanItem,
-    ProviderError,
+    ProviderErrorReported,
     RawOutput,
     SessionStarted,
     Stderr,
@@ -172,7 +172,7 @@ class TestRecordedStreams:
         assert turn.error is not None
         assert needle in turn.error
         assert turn.session_id is not None
-        assert any(e.fatal and needle in e.message for e in of(events, ProviderError))
+        assert any(e.fatal and needle in e.message for e in of(events, ProviderErrorReported))
         # The requested model's zero-token entry is not the model that answered.
         assert turn.usage is not None
         assert turn.usage.model == "fake-gemini"
@@ -259,7 +259,7 @@ class TestFrames:
                 result(),
             ]
         )
-        assert [(e.message, e.fatal) for e in of(events, ProviderError)] == [
+        assert [(e.message, e.fatal) for e in of(events, ProviderErrorReported)] == [
             ("Loop detected", False),
             ("Maximum turns exceeded", True),
         ]

@@ -25,7 +25,7 @@ from agentshim.core.errors import (
 from agentshim.core.events import (
     AgentEvent,
     CallbackEventHandler,
-    ProviderError,
+    ProviderErrorReported,
     SessionStarted,
     ToolCall,
     ToolResult,
@@ -143,7 +143,7 @@ class TestRecordedTurnsThroughTheAgent:
         with pytest.raises(CliExitError):
             session.turn("x")
         assert session.session_id == "a1cb73d6-6985-4f57-85d3-454531743442"
-        assert recorder.of_type(ProviderError)
+        assert recorder.of_type(ProviderErrorReported)
 
     def test_resume_missing_on_a_resumed_turn(self) -> None:
         agent, _, _ = agent_for(load_capture("gemini", "resume_missing").fake_run())

@@ -10,7 +10,13 @@ from agentshim.core.errors import CliExitError, FailureKind, SessionResumeError
 from agentshim.core.events import AgentEvent, Stderr, ToolKind, ToolResult
 from agentshim.core.usage import TokenUsage
 from agentshim.providers.gemini import GeminiStreamParser, resume_failure_lines, scripted_lines
-from agentshim.testing import FakeExecutor, FakeRun, scripted_resume_failure, scripted_turn
+from agentshim.testing import (
+    FakeExecutor,
+    FakeRun,
+    ScriptedTurn,
+    scripted_resume_failure,
+    scripted_turn,
+)
 from agentshim.testing.scripted import ToolFailure
 from tests.unit.providers.fixtures import load_capture
 
@@ -40,14 +46,16 @@ def agent(run: FakeRun) -> CliAgent:
 
 class TestSameShapeAsRecordings:
     def test_plain_turn_parses_like_the_recording(self) -> None:
-        scripted = scripted_lines(text="Hello from the fake model.", session_id="s-1")
+        scripted = scripted_lines(ScriptedTurn(text="Hello from the fake model.", session_id="s-1"))
         assert kinds(scripted.stdout) == kinds(load_capture("gemini", "plain").stdout_lines)
 
     def test_tool_turn_parses_like_the_recording(self) -> None:
         scripted = scripted_lines(
-            text="Done.",
-            session_id="s-1",
-            tool_calls=[("run_shell_command", {"command": "echo hello"}, "hello")],
+            ScriptedTurn(
+                text="Done.",
+                session_id="s-1",
+                tool_calls=[("run_shell_command", {"command": "echo hello"}, "hello")],
+            )
         )
         assert kinds(scripted.stdout) == kinds(
             load_capture("gemini", "tool_shell_yolo").stdout_lines
@@ -59,9 +67,11 @@ class TestSameShapeAsRecordings:
         message = recorded_frame["error"]["message"]
         args = {"command": "ls", "dir_path": "/agentshim-missing-dir"}
         scripted = scripted_lines(
-            text="The tool failed.",
-            session_id="s-1",
-            tool_calls=[("run_shell_command", args, ToolFailure(message))],
+            ScriptedTurn(
+                text="The tool failed.",
+                session_id="s-1",
+                tool_calls=[("run_shell_command", args, ToolFailure(message))],
+            )
         )
         # The recording says "Running it." before the call; the scripted turn does not.
         recorded_kinds = kinds(rec.stdout_lines)
@@ -91,7 +101,9 @@ class TestSameShapeAsRecordings:
 
     def test_frames_carry_the_recorded_keys(self) -> None:
         scripted = frames(
-            scripted_lines(text="ok", tool_calls=[("glob", {"pattern": "*"}, "a")]).stdout
+            scripted_lines(
+                ScriptedTurn(text="ok", tool_calls=[("glob", {"pattern": "*"}, "a")])
+            ).stdout
         )
         recorded = {
             f["type"]: set(f)
@@ -133,7 +145,7 @@ class TestRoundTrip:
 
     def test_structured_output_is_refused(self) -> None:
         with pytest.raises(ValueError, match="no native output schema"):
-            scripted_lines(structured_output={"a": 1})
+            scripted_lines(ScriptedTurn(structured_output={"a": 1}))
 
     @pytest.mark.parametrize(
         ("code", "kind"),

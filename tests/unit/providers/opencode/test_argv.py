@@ -11,7 +11,7 @@ from agentshim.core.errors import (
 from agentshim.core.provider import ArgvContext
 from agentshim.core.turn import TurnRequest
 from agentshim.providers.opencode import OpencodeProvider, scripted_lines
-from agentshim.testing import FakeExecutor, FakeRun
+from agentshim.testing import FakeExecutor, FakeRun, ScriptedTurn
 
 BIN = "/usr/bin/opencode"
 
@@ -78,7 +78,7 @@ class TestRefused:
 
 class TestPromptOnStdinThroughTheAgent:
     def test_prompt_reaches_stdin_and_never_argv(self) -> None:
-        run = scripted_lines(text="hi", session_id="ses_1")
+        run = scripted_lines(ScriptedTurn(text="hi", session_id="ses_1"))
         fake = FakeExecutor(FakeRun(stdout=run.stdout), binaries={"opencode": BIN})
         agent = CliAgent(
             "opencode", executor=fake, env={"PATH": "/usr/bin"}, model="fake/fake-model"
@@ -91,7 +91,7 @@ class TestPromptOnStdinThroughTheAgent:
         assert list(request.argv) == [BIN, "run", "--format", "json", "--model", "fake/fake-model"]
 
     def test_resumed_session_passes_session(self) -> None:
-        run = scripted_lines(text="again", session_id="ses_1")
+        run = scripted_lines(ScriptedTurn(text="again", session_id="ses_1"))
         fake = FakeExecutor(FakeRun(stdout=run.stdout), binaries={"opencode": BIN})
         agent = CliAgent("opencode", executor=fake, env={"PATH": "/usr/bin"})
         result = agent.start_session(session_id="ses_1").turn("go on")

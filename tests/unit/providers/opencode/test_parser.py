@@ -14,7 +14,7 @@ from agentshim.core.events import (
     Lifecycle,
     Plan,
     PlanItem,
-    ProviderError,
+    ProviderErrorReported,
     RawOutput,
     Reasoning,
     SessionStarted,
@@ -179,8 +179,10 @@ class TestRecordedStreams:
         assert needle in turn.error
         assert turn.session_id is not None
         assert turn.usage is None
-        assert all(e.fatal for e in of(events, ProviderError))
-        assert len(of(events, ProviderError)) == len(load_capture("opencode", name).stdout_lines)
+        assert all(e.fatal for e in of(events, ProviderErrorReported))
+        assert len(of(events, ProviderErrorReported)) == len(
+            load_capture("opencode", name).stdout_lines
+        )
 
     @pytest.mark.parametrize(
         ("name", "kind", "needle"),
@@ -205,7 +207,7 @@ class TestRecordedStreams:
         assert turn.text == "Hello from the fake model."
         assert turn.usage is not None
         assert turn.usage.tokens == TokenUsage(input_tokens=100, output_tokens=10, turns=1)
-        assert of(events, ProviderError)[-1].fatal
+        assert of(events, ProviderErrorReported)[-1].fatal
 
     @pytest.mark.parametrize("name", ["plain", "tool_shell"])
     def test_a_repeated_step_finish_is_counted_once(self, name: str) -> None:

@@ -14,7 +14,7 @@ from agentshim.core.errors import (
     ProviderCapabilityError,
     SessionResumeError,
 )
-from agentshim.core.events import ProviderError, SessionStarted, ToolCall, ToolResult
+from agentshim.core.events import ProviderErrorReported, SessionStarted, ToolCall, ToolResult
 from agentshim.core.mcp import HttpMcpServer, StdioMcpServer
 from agentshim.core.profile import McpMechanism, OutputSchemaStyle
 from agentshim.core.turn import TurnRequest
@@ -90,7 +90,7 @@ class TestRecordedTurnsThroughTheAgent:
         assert caught.value.kind is kind
         assert caught.value.returncode == 1
         assert session.session_id is not None
-        assert recorder.of_type(ProviderError)
+        assert recorder.of_type(ProviderErrorReported)
 
     @pytest.mark.parametrize("name", ["api_500", "api_401", "api_400_context_length"])
     def test_other_failures_of_a_resumed_turn_keep_the_conversation(self, name: str) -> None:

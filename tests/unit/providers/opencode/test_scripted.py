@@ -10,7 +10,13 @@ from agentshim.core.errors import CliExitError, SessionResumeError
 from agentshim.core.events import AgentEvent, Stderr, ToolResult
 from agentshim.core.usage import TokenUsage
 from agentshim.providers.opencode import OpencodeStreamParser, resume_failure_lines, scripted_lines
-from agentshim.testing import FakeExecutor, FakeRun, scripted_resume_failure, scripted_turn
+from agentshim.testing import (
+    FakeExecutor,
+    FakeRun,
+    ScriptedTurn,
+    scripted_resume_failure,
+    scripted_turn,
+)
 from agentshim.testing.scripted import ToolFailure
 from tests.unit.providers.fixtures import load_capture
 
@@ -38,21 +44,25 @@ def agent(run: FakeRun) -> CliAgent:
 
 class TestSameShapeAsRecordings:
     def test_plain_turn_parses_like_the_recording(self) -> None:
-        assert kinds(scripted_lines(text="hi", session_id="ses_1").stdout) == kinds(
+        assert kinds(scripted_lines(ScriptedTurn(text="hi", session_id="ses_1")).stdout) == kinds(
             load_capture("opencode", "plain").stdout_lines
         )
 
     def test_tool_turn_parses_like_the_recording(self) -> None:
         scripted = scripted_lines(
-            text="Done.",
-            session_id="ses_1",
-            tool_calls=[("bash", {"command": "echo hello"}, "hello\n")],
+            ScriptedTurn(
+                text="Done.",
+                session_id="ses_1",
+                tool_calls=[("bash", {"command": "echo hello"}, "hello\n")],
+            )
         )
         assert kinds(scripted.stdout) == kinds(load_capture("opencode", "tool_shell").stdout_lines)
 
     def test_frames_carry_the_recorded_keys(self) -> None:
         scripted = frames(
-            scripted_lines(text="ok", tool_calls=[("bash", {"command": "x"}, "y")]).stdout
+            scripted_lines(
+                ScriptedTurn(text="ok", tool_calls=[("bash", {"command": "x"}, "y")])
+            ).stdout
         )
         recorded = frames(load_capture("opencode", "tool_shell").stdout_lines)
         assert [f["type"] for f in scripted] == [f["type"] for f in recorded]
@@ -86,7 +96,9 @@ class TestSameShapeAsRecordings:
         self, case: str, tool: str, args: dict[str, Any], failure: ToolFailure
     ) -> None:
         rec = load_capture("opencode", case)
-        scripted = scripted_lines(text="The tool failed.", tool_calls=[(tool, args, failure)])
+        scripted = scripted_lines(
+            ScriptedTurn(text="The tool failed.", tool_calls=[(tool, args, failure)])
+        )
 
         def state(lines: tuple[str, ...]) -> dict[str, Any]:
             (frame,) = [f for f in frames(lines) if f["type"] == "tool_use"]
@@ -154,7 +166,7 @@ class TestRoundTrip:
 
     def test_structured_output_is_refused(self) -> None:
         with pytest.raises(ValueError, match="no native output schema"):
-            scripted_lines(structured_output=[1])
+            scripted_lines(ScriptedTurn(structured_output=[1]))
 
     def test_nonzero_returncode_fails(self) -> None:
         with pytest.raises(CliExitError) as caught:

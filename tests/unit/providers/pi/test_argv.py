@@ -9,7 +9,7 @@ from agentshim.core.provider import ArgvContext
 from agentshim.core.turn import TurnRequest
 from agentshim.providers.pi import PiProvider, scripted_lines
 from agentshim.providers.pi.provider import THINKING_LEVELS
-from agentshim.testing import FakeExecutor, FakeRun
+from agentshim.testing import FakeExecutor, FakeRun, ScriptedTurn
 from tests.unit.providers.fixtures import load_capture
 
 BINARY = "/usr/bin/pi"
@@ -88,7 +88,7 @@ class TestPromptOnStdin:
         assert not any(capture.stdin in arg for arg in capture.argv)
 
     def test_prompt_goes_to_stdin_never_argv(self) -> None:
-        run = scripted_lines(text="ok", session_id="s-1")
+        run = scripted_lines(ScriptedTurn(text="ok", session_id="s-1"))
         executor = FakeExecutor(
             FakeRun(run.stdout, run.stderr, run.returncode), binaries={"pi": BINARY}
         )
@@ -103,7 +103,7 @@ class TestPromptOnStdin:
         assert list(request.argv) == [*BASE, "--provider", "anthropic"]
 
     def test_env_defaults_are_added_where_the_caller_did_not_set_them(self) -> None:
-        run = scripted_lines(text="ok")
+        run = scripted_lines(ScriptedTurn(text="ok"))
         executor = FakeExecutor(FakeRun(run.stdout), binaries={"pi": BINARY})
         agent = CliAgent("pi", executor=executor, env={"PATH": "/usr/bin", "CI": "0"})
         agent.run("hi")

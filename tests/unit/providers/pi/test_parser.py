@@ -11,7 +11,7 @@ from agentshim.core.errors import FailureKind
 from agentshim.core.events import (
     AssistantText,
     Lifecycle,
-    ProviderError,
+    ProviderErrorReported,
     RawOutput,
     Reasoning,
     SessionStarted,
@@ -164,7 +164,7 @@ class TestRecordedStreams:
         lifecycle = [e.kind for e in of_type(events, Lifecycle)]
         assert lifecycle.count("api_retry") == 3
         assert lifecycle.count("agent_started") == 4
-        errors = of_type(events, ProviderError)
+        errors = of_type(events, ProviderErrorReported)
         assert [e.fatal for e in errors] == [False, False, False, False, True]
         assert parsed.error == errors[-1].message
 
@@ -209,7 +209,7 @@ class TestRpcModeOutput:
         )
         assert parsed.text == "Reply after abort."
         # The aborted prompt is a non-fatal error; the prompt after it succeeded.
-        assert [(e.message, e.fatal) for e in of_type(events, ProviderError)] == [
+        assert [(e.message, e.fatal) for e in of_type(events, ProviderErrorReported)] == [
             ("This operation was aborted", False)
         ]
         assert (parsed.error, parsed.error_kind) == (None, None)
@@ -294,7 +294,7 @@ class TestFailureRules:
     def test_aborted_without_message_fails(self) -> None:
         parsed, events = parse(turn(message_end(assistant([], stop="aborted"))))
         assert parsed.error == "the model call ended with stopReason 'aborted'"
-        assert of_type(events, ProviderError)
+        assert of_type(events, ProviderErrorReported)
 
     def test_error_message_alone_fails(self) -> None:
         parsed, _ = parse(turn(message_end(assistant([], error="429 rate limited"))))
@@ -420,7 +420,7 @@ class TestFrames:
             "errorMessage": "529 busy",
         }
         _, events = parse(turn(dump_frame(end)))
-        assert ProviderError("compaction failed: 529 busy") in events
+        assert ProviderErrorReported("compaction failed: 529 busy") in events
 
     def test_unknown_frames_are_reported(self) -> None:
         parsed, events = parse(turn(dump_frame({"type": "brand_new"})))

@@ -13,7 +13,7 @@ from agentshim.core.errors import (
 )
 from agentshim.core.events import (
     Lifecycle,
-    ProviderError,
+    ProviderErrorReported,
     SessionStarted,
     ToolCall,
     ToolResult,
@@ -146,7 +146,7 @@ class TestCaptureReplayThroughTheAgent:
             session.turn("hello")
         assert not isinstance(caught.value, SessionResumeError)
         assert caught.value.kind is EXPECTED[name].kind
-        assert recorder.of_type(ProviderError)
+        assert recorder.of_type(ProviderErrorReported)
 
     @pytest.mark.parametrize("name", RESUME_LOST)
     def test_missing_resumed_session_is_a_resume_error(self, name: str) -> None:

@@ -11,7 +11,13 @@ from agentshim.core.errors import CliExitError, FailureKind, SessionResumeError
 from agentshim.core.events import AgentEvent, AssistantText, ToolCall, ToolResult, UsageReport
 from agentshim.core.usage import CostSource, TokenUsage
 from agentshim.providers.pi import resume_failure_lines, scripted_lines
-from agentshim.testing import FakeExecutor, FakeRun, scripted_resume_failure, scripted_turn
+from agentshim.testing import (
+    FakeExecutor,
+    FakeRun,
+    ScriptedTurn,
+    scripted_resume_failure,
+    scripted_turn,
+)
 from agentshim.testing.scripted import ToolFailure
 from tests.unit.providers.fixtures import load_capture
 
@@ -45,9 +51,11 @@ class TestScriptedParsesLikeRecorded:
         expected = EXPECTED["a_plain_text"]
         recorded, recorded_events = parse(load_capture("pi", "a_plain_text").stdout_lines)
         run = scripted_lines(
-            text=expected.text,
-            session_id=expected.session_id,
-            usage=TokenUsage(input_tokens=100, output_tokens=20),
+            ScriptedTurn(
+                text=expected.text,
+                session_id=expected.session_id,
+                usage=TokenUsage(input_tokens=100, output_tokens=20),
+            )
         )
         scripted, scripted_events = parse(run.stdout)
         assert normalized(scripted_events) == normalized(recorded_events)
@@ -64,10 +72,12 @@ class TestScriptedParsesLikeRecorded:
     def test_tool_turn(self) -> None:
         recorded, recorded_events = parse(load_capture("pi", "b_tool_bash").stdout_lines)
         run = scripted_lines(
-            text="Done.",
-            session_id=recorded.session_id,
-            tool_calls=[("bash", {"command": "echo hello"}, "hello\n")],
-            usage=TokenUsage(input_tokens=100, output_tokens=20),
+            ScriptedTurn(
+                text="Done.",
+                session_id=recorded.session_id,
+                tool_calls=[("bash", {"command": "echo hello"}, "hello\n")],
+                usage=TokenUsage(input_tokens=100, output_tokens=20),
+            )
         )
         scripted, scripted_events = parse(run.stdout)
 
@@ -111,7 +121,11 @@ class TestScriptedParsesLikeRecorded:
         capture = load_capture("pi", case)
         recorded, recorded_events = parse(capture.stdout_lines)
         run = scripted_lines(
-            text=recorded.text, session_id=recorded.session_id, tool_calls=[(tool, args, failure)]
+            ScriptedTurn(
+                text=recorded.text,
+                session_id=recorded.session_id,
+                tool_calls=[(tool, args, failure)],
+            )
         )
         scripted, scripted_events = parse(run.stdout)
 
@@ -147,7 +161,7 @@ class TestScriptedParsesLikeRecorded:
         )
 
     def test_failed_turn_fails_like_a_recorded_one(self) -> None:
-        run = scripted_lines(session_id="s-9", returncode=1)
+        run = scripted_lines(ScriptedTurn(session_id="s-9", returncode=1))
         scripted, scripted_events = parse(run.stdout)
         _, recorded_events = parse(load_capture("pi", "e3_http401").stdout_lines)
         assert [type(e) for e in scripted_events] == [type(e) for e in recorded_events]
@@ -166,29 +180,31 @@ class TestScriptedOptions:
             turns=1,
         )
         parsed, _ = parse(
-            scripted_lines(text="x", usage=usage, tool_calls=[("read", {"path": "a"}, "A")]).stdout
+            scripted_lines(
+                ScriptedTurn(text="x", usage=usage, tool_calls=[("read", {"path": "a"}, "A")])
+            ).stdout
         )
         assert parsed.usage is not None
         assert parsed.usage.tokens == usage
         assert parsed.usage.cost_source is CostSource.REPORTED
 
     def test_a_fresh_session_id_is_made_when_none_is_given(self) -> None:
-        first, _ = parse(scripted_lines(text="x").stdout)
-        second, _ = parse(scripted_lines(text="x").stdout)
+        first, _ = parse(scripted_lines(ScriptedTurn(text="x")).stdout)
+        second, _ = parse(scripted_lines(ScriptedTurn(text="x")).stdout)
         assert first.session_id
         assert second.session_id
         assert first.session_id != second.session_id
 
     def test_structured_output_is_refused(self) -> None:
         with pytest.raises(ValueError, match="no native output schema"):
-            scripted_lines(text="{}", structured_output={"a": 1})
+            scripted_lines(ScriptedTurn(text="{}", structured_output={"a": 1}))
 
     def test_several_tool_calls_pair_up(self) -> None:
         calls: list[tuple[str, dict[str, Any], str]] = [
             ("bash", {"command": "ls"}, "a\nb\n"),
             ("read", {"path": "/w/a"}, "A"),
         ]
-        _, events = parse(scripted_lines(text="done", tool_calls=calls).stdout)
+        _, events = parse(scripted_lines(ScriptedTurn(text="done", tool_calls=calls)).stdout)
         results = [e for e in events if isinstance(e, ToolResult)]
         assert [(r.tool, r.stdout) for r in results] == [("bash", "a\nb\n"), ("read", "A")]
 
