@@ -23,6 +23,16 @@ from agentshim.core.provider import McpInstallation
 OURS = {"agentshim-tools": {"command": "/usr/bin/tool", "args": ["--stdio"]}}
 
 
+@pytest.fixture(autouse=True)
+def private_state_dir(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> Path:
+    """Journals go to a directory of the test's own, never the user's state directory."""
+    state = tmp_path_factory.mktemp("state")
+    monkeypatch.setenv("AGENTSHIM_STATE_DIR", str(state))
+    return state
+
+
 def read_json(path: Path) -> Any:
     return json.loads(path.read_text())
 
@@ -227,6 +237,8 @@ class TestRefusals:
             (b'{\n  // servers\n  "mcpServers": {}\n}', "comments or trailing commas (JSONC)"),
             (b'{"mcpServers": {"a": {"command": "x"},},}', "comments or trailing commas (JSONC)"),
             (b'{"a": 1 /* note */}', "comments or trailing commas (JSONC)"),
+            (b'{"a": NaN}', "not valid JSON"),
+            (b'{"a": -Infinity}', "not valid JSON"),
             (b'{"url": "http://x/*y*/"', "not valid JSON"),
             (b"[1, 2]", "not a JSON object"),
             (b'"text"', "not a JSON object"),
@@ -242,7 +254,7 @@ class TestRefusals:
         path = tmp_path / "config.json"
         path.write_bytes(content)
         with pytest.raises(McpConfigError) as caught:
-            install_json_config(path, ("mcpServers",), OURS)
+            install_json_config(path, ("mcpServers",), OURS, jsonc=False)
         assert reason in caught.value.reason
         assert caught.value.path == str(path)
         assert str(path) in str(caught.value)
