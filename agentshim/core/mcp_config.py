@@ -334,11 +334,11 @@ def _recover_stale(lock: JournalLock, path: Path) -> str | None:
         return None
     try:
         note = _restore(stale)
-    except OSError as exc:
+    except (OSError, ValueError) as exc:
         raise McpConfigError(
             str(path),
             f"a turn that never ended (process {stale.pid}) left agentshim's MCP servers in "
-            f"it, and removing them failed ({exc.strerror or exc}); fix that, then run "
+            f"it, and removing them failed ({exc}); fix that, then run "
             f"`{_RECOVER_HINT} {path.parent}`",
         ) from exc
     return (
@@ -659,9 +659,7 @@ def _settle(
         if entry.original is None:
             return f"{where}: the turn left it unusable ({exc}); removed it, as it did not exist"
         return f"{where}: the turn left it unusable ({exc}); wrote back its original content"
-    original = (
-        None if entry.original is None else _decode_document(entry.original, jsonc=entry.jsonc)
-    )
+    original = _original_document(entry)
     changed = _remove_ours(document, entry, original)
     if original is not None and document == original:
         put(entry.original, entry.mode)  # only agentshim's part differed, or the formatting
@@ -681,6 +679,16 @@ def _settle(
         f"{where} changed during the turn; removed only agentshim's MCP servers, kept the "
         f"other changes, and kept the original content in {aside}"
     )
+
+
+def _original_document(entry: JournalEntry) -> dict[str, Any] | None:
+    """The original as a document; None if there was none (or a journal says otherwise)."""
+    if entry.original is None:
+        return None
+    try:
+        return _decode_document(entry.original, jsonc=True)
+    except _Unreadable:
+        return None  # an edited journal: agentshim's names are removed, the bytes kept aside
 
 
 def _remove_ours(
@@ -852,7 +860,7 @@ def _recover_one(journal: Path, root: str) -> RecoveredConfig | None:
             return None
         try:
             note = _restore(entry)
-        except OSError as exc:
+        except (OSError, ValueError) as exc:
             lock.release()
             return RecoveredConfig(entry.path, False, error=str(exc))
         lock.discard()
@@ -862,7 +870,10 @@ def _recover_one(journal: Path, root: str) -> RecoveredConfig | None:
 
 
 def _under(path: str, root: str) -> bool:
-    return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
+    def inside(child: str, parent: str) -> bool:
+        return child == parent or child.startswith(parent.rstrip(os.sep) + os.sep)
+
+    return inside(path, root) or inside(os.path.realpath(path), os.path.realpath(root))
 
 
 # --- the workspace file ----------------------------------------------------------------------

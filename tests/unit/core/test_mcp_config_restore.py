@@ -357,6 +357,22 @@ class TestHostKilledMidTurn:
         assert main(["mcp", "recover", str(tmp_path)], out=io.StringIO()) == 1
         assert (mine / ".mcp.json").read_bytes() == ORIGINAL
 
+    def test_a_damaged_journal_is_reported_not_trusted(
+        self, tmp_path: Path, state_dir: Path
+    ) -> None:
+        path = tmp_path / ".mcp.json"
+        path.write_bytes(ORIGINAL)
+        install_in_a_child_and_kill_it(path)
+        (journal,) = (state_dir / "mcp-journal").iterdir()
+        journal.write_bytes(b'{"version": 1, "path": "/etc/passwd"')
+        with pytest.raises(McpConfigError, match="damaged") as raised:
+            install(path)
+        assert str(journal) in str(raised.value)
+        out = io.StringIO()
+        assert main(["mcp", "recover", str(tmp_path)], out=out) == 2
+        assert "damaged journal" in out.getvalue()
+        assert journal.exists()
+
     def test_the_cli_entry_point_runs_it(self, tmp_path: Path) -> None:
         done = subprocess.run(
             [sys.executable, "-m", "agentshim", "mcp", "recover", str(tmp_path)],
