@@ -26,13 +26,18 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from agentshim.agent import CliAgent
 from agentshim.cli import main
 from agentshim.core.errors import McpConfigError
+from agentshim.core.mcp import StdioMcpServer
 from agentshim.core.mcp_config import (
     ORIGINAL_SUFFIX,
     install_json_config,
     recover_config_files,
 )
+from agentshim.core.turn import TurnRequest
+from agentshim.execution.executor import CommandRequest
+from agentshim.testing import FakeExecutor, scripted_turn
 
 SECRET = "tok-5ecret-value-9f"
 OURS = {"agentshim-srv": {"command": "/usr/bin/tool", "env": {"TOKEN": SECRET}}}
@@ -156,6 +161,38 @@ class TestPlantedLinks:
         assert installation.restore() is None
         assert os.readlink(path) == str(shared)
         assert shared.read_bytes() == ORIGINAL
+
+
+class TestThroughATurn:
+    def test_the_note_reaches_the_agents_log_and_the_link_target_is_untouched(
+        self, tmp_path: Path
+    ) -> None:
+        victim = tmp_path / "victim"
+        victim.write_bytes(b"precious\n")
+        workspace = tmp_path / "ws"
+        workspace.mkdir()
+        path = workspace / ".mcp.json"
+        path.write_bytes(ORIGINAL)
+
+        def agent_plants_a_link(request: CommandRequest) -> Any:
+            assert SECRET in path.read_text()
+            path.unlink()
+            path.symlink_to(victim)
+            return scripted_turn("claude", text="done")
+
+        log: list[str] = []
+        cli = CliAgent(
+            "claude",
+            executor=FakeExecutor(agent_plants_a_link, binaries={"claude": "/usr/bin/claude"}),
+            env={"PATH": "/usr/bin"},
+            log=log.append,
+        )
+        server = StdioMcpServer("agentshim-srv", "/usr/bin/tool", env={"TOKEN": SECRET})
+        result = cli.run(TurnRequest("hi", cwd=str(workspace), mcp_servers=(server,)))
+        assert result.text == "done"
+        assert victim.read_bytes() == b"precious\n"
+        assert path.read_bytes() == ORIGINAL
+        assert any(str(victim) in line for line in log), log
 
 
 class TestReplacedOrRemoved:
