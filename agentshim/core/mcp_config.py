@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import dataclasses
 import hashlib
 import json
 import os
@@ -205,6 +206,7 @@ class _Found:
     mode: int | None
     owner: tuple[int, int] | None
     link: str | None
+    link_target: str | None
     parent_link: str | None
     parent_mode: int | None
 
@@ -253,6 +255,7 @@ def _read_config(path: Path) -> _Found:
         mode=None if info is None else stat.S_IMODE(info.st_mode),
         owner=None if info is None else (info.st_uid, info.st_gid),
         link=link,
+        link_target=None if link is None else os.path.realpath(path),
         parent_link=_link_text(path.parent),
         parent_mode=parent_mode,
     )
@@ -435,6 +438,7 @@ def install_json_config(
             created_dirs=tuple(str(d) for d in created_dirs),
             parent_mode=found.parent_mode,
             link=found.link,
+            link_target=found.link_target,
             parent_link=found.parent_link,
             jsonc=jsonc,
             pid=os.getpid(),
@@ -563,6 +567,8 @@ def _open_parent(entry: JournalEntry) -> tuple[int, str | None] | str | None:
 
 def _restore_in(dir_fd: int, name: str, entry: JournalEntry) -> str | None:
     """Restore the file ``name`` in the directory ``dir_fd``."""
+    if entry.link is not None and entry.link_target is not None:
+        return _restore_linked(dir_fd, name, entry, Path(entry.link_target))
     where = entry.path
     try:
         info: os.stat_result | None = os.lstat(name, dir_fd=dir_fd)
@@ -575,8 +581,6 @@ def _restore_in(dir_fd: int, name: str, entry: JournalEntry) -> str | None:
         return f"{where}: it was deleted during the turn; wrote back its original content"
     if stat.S_ISLNK(info.st_mode):
         target = os.readlink(name, dir_fd=dir_fd)
-        if entry.link is not None and target == entry.link:
-            return _restore_through_link(dir_fd, name, entry)
         # Never follow a link the agent planted: it may point at any file this process can
         # write. The link itself holds nothing: replace it.
         if entry.original is None:
@@ -601,6 +605,12 @@ def _restore_in(dir_fd: int, name: str, entry: JournalEntry) -> str | None:
             return None
         _put(dir_fd, name, entry.original, entry.mode, entry.owner)
         return f"{where}: the agent put a special file there; wrote back its original content"
+    return _settle_regular(dir_fd, name, entry, info)
+
+
+def _settle_regular(
+    dir_fd: int, name: str, entry: JournalEntry, info: os.stat_result
+) -> str | None:
     fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=dir_fd)
     try:
         current = _read_fd(fd)
@@ -618,26 +628,63 @@ def _restore_in(dir_fd: int, name: str, entry: JournalEntry) -> str | None:
     )
 
 
-def _restore_through_link(dir_fd: int, name: str, entry: JournalEntry) -> str | None:
-    """The path was this link at install too: restore the file it points to, as installed."""
-    path = Path(entry.path)
+def _restore_linked(dir_fd: int, name: str, entry: JournalEntry, target: Path) -> str | None:
+    """The path was the user's link at install, so the install wrote into its target.
+
+    The target (resolved at install) is restored like any file; then the user's link is put
+    back if the agent replaced it.
+    """
+    as_target = dataclasses.replace(entry, path=str(target), link=None, link_target=None)
+    target_fd = os.open(target.parent, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     try:
-        current: bytes | None = path.read_bytes()
-        mode = stat.S_IMODE(os.stat(path).st_mode)
+        notes = [_restore_in(target_fd, target.name, as_target)]
+    finally:
+        os.close(target_fd)
+    link = cast("str", entry.link)
+    try:
+        info: os.stat_result | None = os.lstat(name, dir_fd=dir_fd)
     except FileNotFoundError:
-        current, mode = None, entry.mode or 0o644
+        info = None
+    if info is not None and stat.S_ISLNK(info.st_mode) and os.readlink(name, dir_fd=dir_fd) == link:
+        pass
+    elif info is not None and stat.S_ISDIR(info.st_mode):
+        notes.append(
+            f"{entry.path}: the agent made the link to {link!r} a directory; left it alone"
+        )
+    else:
+        regular = info is not None and stat.S_ISREG(info.st_mode)
+        if info is not None and regular:
+            # The agent's own file in place of the link: take agentshim's entries out of it
+            # before it is replaced by the link again; keep it if it holds anything else.
+            as_new = dataclasses.replace(
+                entry, original=None, mode=None, link=None, link_target=None
+            )
+            notes.append(_settle_regular(dir_fd, name, as_new, info))
+        if not regular or not _lexists(dir_fd, name):
+            _put_link(dir_fd, name, link)
+            notes.append(f"{entry.path}: the agent replaced the link to {link!r}; put it back")
+    kept = [n for n in notes if n]
+    return "; ".join(kept) if kept else None
 
-    def put(data: bytes | None, new_mode: int | None) -> None:
-        if data is None:
-            return  # the link was the user's: never removed
-        atomic_write(path, data)
-        if new_mode is not None:
-            os.chmod(path, new_mode)
 
-    if current is None:
-        put(entry.original, entry.mode)
-        return f"{path}: the file its link points to was deleted during the turn; wrote it back"
-    return _settle(entry, current, mode, put, lambda: _keep_aside(dir_fd, name, entry))
+def _lexists(dir_fd: int, name: str) -> bool:
+    try:
+        os.lstat(name, dir_fd=dir_fd)
+    except FileNotFoundError:
+        return False
+    return True
+
+
+def _put_link(dir_fd: int, name: str, text: str) -> None:
+    """Replace whatever is at ``name`` (not a directory) with a link to ``text``."""
+    temp = f".{name}.{secrets.token_hex(6)}.tmp"
+    os.symlink(text, temp, dir_fd=dir_fd)
+    try:
+        os.replace(temp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temp, dir_fd=dir_fd)
+        raise
 
 
 def _settle(

@@ -55,8 +55,8 @@ class JournalEntry:
 
     ``original`` is the file's bytes before the install (None: there was no file) and ``mode``
     and ``owner`` its permission bits and (uid, gid). ``link`` is the text of the symbolic link
-    the path was at install (None: it was not a link), ``parent_link`` the same for its
-    directory. ``written_sha256`` identifies what agentshim wrote without keeping it (it holds
+    the path was at install (None: it was not a link) and ``link_target`` the file it led to
+    (where the install wrote), ``parent_link`` the same as ``link`` for its directory. ``written_sha256`` identifies what agentshim wrote without keeping it (it holds
     the servers' secrets). ``names`` are the entries added under ``key_path``;
     ``added_defaults`` the top-level keys added; ``created_from`` the depth on ``key_path``
     from which objects were created; ``created_dirs`` the directories created, outermost first.
@@ -74,6 +74,7 @@ class JournalEntry:
     created_dirs: tuple[str, ...] = ()
     parent_mode: int | None = None
     link: str | None = None
+    link_target: str | None = None
     parent_link: str | None = None
     jsonc: bool = True
     pid: int = 0
@@ -96,6 +97,7 @@ class JournalEntry:
             "created_dirs": list(self.created_dirs),
             "parent_mode": self.parent_mode,
             "link": self.link,
+            "link_target": self.link_target,
             "parent_link": self.parent_link,
             "jsonc": self.jsonc,
             "pid": self.pid,
@@ -131,6 +133,7 @@ class JournalEntry:
                 created_dirs=tuple(_text(d) for d in doc["created_dirs"]),
                 parent_mode=_optional_int(doc["parent_mode"]),
                 link=None if doc["link"] is None else _text(doc["link"]),
+                link_target=None if doc["link_target"] is None else _text(doc["link_target"]),
                 parent_link=None if doc["parent_link"] is None else _text(doc["parent_link"]),
                 jsonc=bool(doc["jsonc"]),
                 pid=int(doc["pid"]),

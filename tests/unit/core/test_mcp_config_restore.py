@@ -195,6 +195,54 @@ class TestThroughATurn:
         assert any(str(victim) in line for line in log), log
 
 
+class TestTheUsersOwnLink:
+    """A link that was there at install is the user's: its target is restored, the link kept."""
+
+    def arrange(self, tmp_path: Path) -> tuple[Path, Path]:
+        shared = tmp_path / "shared" / "mcp.json"
+        shared.parent.mkdir()
+        shared.write_bytes(ORIGINAL)
+        shared.chmod(0o600)
+        path = tmp_path / "ws" / ".mcp.json"
+        path.parent.mkdir()
+        path.symlink_to(shared)
+        return shared, path
+
+    def test_the_agent_replaces_the_link_by_a_copy_of_the_merged_file(self, tmp_path: Path) -> None:
+        shared, path = self.arrange(tmp_path)
+        installation = install(path)
+        merged = path.read_bytes()
+        path.unlink()
+        path.write_bytes(merged)
+        assert installation.restore() is not None
+        assert os.readlink(path) == str(shared)
+        assert shared.read_bytes() == ORIGINAL
+        assert mode_of(shared) == 0o600
+        assert_no_trace_of_ours(tmp_path)
+
+    def test_the_agent_points_the_link_elsewhere(self, tmp_path: Path) -> None:
+        shared, path = self.arrange(tmp_path)
+        victim = tmp_path / "victim"
+        victim.write_bytes(b"precious")
+        installation = install(path)
+        path.unlink()
+        path.symlink_to(victim)
+        assert installation.restore() is not None
+        assert victim.read_bytes() == b"precious"
+        assert os.readlink(path) == str(shared)
+        assert shared.read_bytes() == ORIGINAL
+        assert_no_trace_of_ours(tmp_path)
+
+    def test_the_agent_deletes_the_target(self, tmp_path: Path) -> None:
+        shared, path = self.arrange(tmp_path)
+        installation = install(path)
+        shared.unlink()
+        assert installation.restore() is not None
+        assert shared.read_bytes() == ORIGINAL
+        assert mode_of(shared) == 0o600
+        assert os.readlink(path) == str(shared)
+
+
 class TestReplacedOrRemoved:
     def test_a_directory_in_place_of_the_file_keeps_the_original_next_to_it(
         self, tmp_path: Path
