@@ -9,7 +9,6 @@ The merge and restore of a provider's JSON config file is in :mod:`agentshim.cor
 
 from __future__ import annotations
 
-import math
 import os
 import re
 import urllib.parse
@@ -18,6 +17,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Literal
 
+from agentshim.core._checks import seconds
 from agentshim.core.errors import InvalidRequestError
 
 __all__ = [
@@ -51,19 +51,8 @@ def _check_name(owner: str, name: object) -> None:
 
 
 def _check_timeout(owner: str, label: str, value: object) -> None:
-    if value is None:
-        return
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, int | float)
-        or not math.isfinite(value)
-        or value <= 0
-    ):
-        raise InvalidRequestError(
-            f"{owner}.{label}",
-            f"{value!r} is not a positive number of seconds",
-            f"{owner}.{label} must be a positive number of seconds or None, not {value!r}",
-        )
+    if value is not None:
+        seconds(owner, label, value, positive=True)
 
 
 def _check_text(field: str, label: str, value: object) -> None:
