@@ -288,6 +288,12 @@ class JournalLock:
         if fd is not None:
             os.close(fd)
 
+    def __del__(self) -> None:
+        # An install dropped without its restore (a caller that lost it) must not block every
+        # later install of the same file for the life of the process: the entry stays, and
+        # the next install takes it for a dead turn's and undoes it.
+        self.release()
+
     def _held(self) -> int:
         if self._fd is None:
             raise ValueError(f"the journal lock on {self.path} was already released")

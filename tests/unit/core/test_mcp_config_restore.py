@@ -686,3 +686,13 @@ class TestRestoreProperty:
             assert not path.is_symlink()
             assert_no_trace_of_ours(workspace)
             assert os.listdir(os.environ["AGENTSHIM_STATE_DIR"] + "/mcp-journal") == []
+
+
+class TestAnInstallationDroppedWithoutRestore:
+    def test_the_next_install_does_not_wait_forever_and_undoes_it(self, tmp_path: Path) -> None:
+        path = tmp_path / ".mcp.json"
+        path.write_bytes(ORIGINAL)
+        install(path)  # dropped: a caller that lost its installation
+        installation = install(path)
+        assert "never ended" in (installation.restore() or "")
+        assert path.read_bytes() == ORIGINAL
