@@ -350,8 +350,46 @@ def _recover_stale(lock: JournalLock, path: Path) -> str | None:
     )
 
 
+def _record(
+    lock: JournalLock,
+    path: Path,
+    found: _Found,
+    merged: _Merged,
+    key_path: Sequence[str],
+    entries: Mapping[str, Mapping[str, Any]],
+    created_dirs: Sequence[Path],
+    jsonc: bool,
+) -> JournalEntry:
+    """Step 4: journal what the install is about to change, durably, before it changes it."""
+    entry = JournalEntry(
+        path=str(path),
+        original=found.original,
+        mode=found.mode,
+        owner=found.owner,
+        written_sha256=_sha256(merged.written),
+        key_path=tuple(key_path),
+        names=tuple(entries),
+        added_defaults=merged.added_defaults,
+        created_from=merged.created_from,
+        created_dirs=tuple(str(d) for d in created_dirs),
+        parent_mode=found.parent_mode,
+        link=found.link,
+        link_target=found.link_target,
+        parent_link=found.parent_link,
+        jsonc=jsonc,
+        pid=os.getpid(),
+    )
+    try:
+        lock.write(entry)
+    except OSError as exc:
+        raise McpConfigError(
+            str(path), f"its recovery journal cannot be written ({exc.strerror or exc})"
+        ) from exc
+    return entry
+
+
 def _write_config(path: Path, written: bytes, created_dirs: Sequence[Path]) -> None:
-    """Step 4: write the merged file atomically, creating its missing directories."""
+    """Step 5: write the merged file atomically, creating its missing directories."""
     try:
         for directory in created_dirs:
             directory.mkdir()
@@ -425,30 +463,7 @@ def install_json_config(
         found = _read_config(path)
         merged = _merge(found, str(path), key_path, entries, defaults, jsonc=jsonc)
         created_dirs = _missing_parents(path.parent)
-        entry = JournalEntry(
-            path=str(path),
-            original=found.original,
-            mode=found.mode,
-            owner=found.owner,
-            written_sha256=_sha256(merged.written),
-            key_path=tuple(key_path),
-            names=tuple(entries),
-            added_defaults=merged.added_defaults,
-            created_from=merged.created_from,
-            created_dirs=tuple(str(d) for d in created_dirs),
-            parent_mode=found.parent_mode,
-            link=found.link,
-            link_target=found.link_target,
-            parent_link=found.parent_link,
-            jsonc=jsonc,
-            pid=os.getpid(),
-        )
-        try:
-            lock.write(entry)
-        except OSError as exc:
-            raise McpConfigError(
-                str(path), f"its recovery journal cannot be written ({exc.strerror or exc})"
-            ) from exc
+        entry = _record(lock, path, found, merged, key_path, entries, created_dirs, jsonc)
         _write_config(path, merged.written, created_dirs)
     except BaseException:
         lock.discard()
