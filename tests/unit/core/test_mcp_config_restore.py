@@ -412,6 +412,22 @@ class TestHostKilledMidTurn:
         assert mode_of(path) == 0o600
         assert recover_config_files(tmp_path) == []
 
+    def test_killed_between_the_journal_and_the_write(self, tmp_path: Path) -> None:
+        path = tmp_path / ".gemini" / "settings.json"
+        code = (
+            "import os, sys\n"
+            "from pathlib import Path\n"
+            "import agentshim.core.mcp_config as m\n"
+            "m.atomic_write = lambda *a: os.kill(os.getpid(), 9)\n"
+            "m.install_json_config(Path(sys.argv[1]), ('mcpServers',), {'s': {'c': 1}})\n"
+        )
+        env = {**os.environ, "PYTHONPATH": str(ROOT)}
+        done = subprocess.run([sys.executable, "-c", code, str(path)], env=env, check=False)
+        assert done.returncode == -signal.SIGKILL
+        assert path.parent.is_dir()  # created before the process died
+        assert [r.restored for r in recover_config_files(tmp_path)] == [True]
+        assert os.listdir(tmp_path) == []
+
     def test_the_recover_command_restores_it_by_hand(self, tmp_path: Path) -> None:
         path = tmp_path / ".gemini" / "settings.json"
         path.parent.mkdir()
