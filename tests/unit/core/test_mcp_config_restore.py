@@ -543,6 +543,9 @@ def as_unprivileged_user(scenario: Callable[[Path], None]) -> None:
             scenario(base)
             return
         os.chown(base, NOBODY, NOBODY)
+        # The child cannot import from root's interpreter once it has dropped privileges, so
+        # whatever the scenario loads lazily (the BOM-aware codec) is loaded here first.
+        b"{}".decode("utf-8-sig")
         read_end, write_end = os.pipe()
         pid = os.fork()
         if pid == 0:  # pragma: no cover - the child reports through the pipe
@@ -712,3 +715,26 @@ class TestAnInstallationDroppedWithoutRestore:
         installation = install(path)
         assert "never ended" in (installation.restore() or "")
         assert path.read_bytes() == ORIGINAL
+
+
+class TestTheJournal:
+    def test_private_and_without_the_servers_secrets(self, tmp_path: Path, state_dir: Path) -> None:
+        path = tmp_path / ".mcp.json"
+        path.write_bytes(ORIGINAL)
+        installation = install(path)
+        (journal,) = (state_dir / "mcp-journal").iterdir()
+        assert mode_of(state_dir / "mcp-journal") == 0o700
+        assert mode_of(journal) == 0o600
+        assert SECRET.encode() not in journal.read_bytes()
+        assert installation.restore() is None
+        assert list((state_dir / "mcp-journal").iterdir()) == []
+
+    def test_a_journal_directory_others_can_write_is_refused(
+        self, tmp_path: Path, state_dir: Path
+    ) -> None:
+        (state_dir / "mcp-journal").mkdir(mode=0o700)
+        (state_dir / "mcp-journal").chmod(0o777)
+        path = tmp_path / ".mcp.json"
+        with pytest.raises(McpConfigError, match="not private"):
+            install(path)
+        assert not path.exists()
