@@ -11,6 +11,7 @@ from typing import TextIO
 from agentshim.cli_agent import CliAgent
 from agentshim.core.errors import AgentShimError, CliNotFoundError
 from agentshim.core.events import ConsoleEventHandler
+from agentshim.core.mcp_config import recover_config_files
 from agentshim.core.turn import TurnResult
 from agentshim.execution.executor import CommandExecutor, CommandRequest
 from agentshim.execution.host import HostCommandExecutor
@@ -48,7 +49,36 @@ def _parser() -> argparse.ArgumentParser:
         help="run the bundled stand-in CLI instead of the real one (no model is called)",
     )
     commands.add_parser("providers", help="list the built-in providers")
+    mcp = commands.add_parser("mcp", help="MCP config files agentshim installs into")
+    mcp_commands = mcp.add_subparsers(dest="mcp_command", required=True)
+    recover = mcp_commands.add_parser(
+        "recover",
+        help="undo MCP servers left in config files under DIR by a turn whose process died",
+        description=(
+            "Restore every MCP config file under DIR that a turn never restored (its process "
+            "was killed). Exit status: 0 nothing to recover, 1 something was recovered, "
+            "2 something could not be (or is in use by a running turn)."
+        ),
+    )
+    recover.add_argument("directory", metavar="DIR", help="the workspace to look in")
     return parser
+
+
+def _recover(directory: str, out: TextIO) -> int:
+    results = recover_config_files(directory)
+    if not results:
+        out.write(f"nothing to recover under {directory}\n")
+        return 0
+    status = 1
+    for result in results:
+        if result.error is not None:
+            out.write(f"not restored: {result.path}: {result.error}\n")
+            status = 2
+        else:
+            out.write(
+                f"restored: {result.path}" + (f" ({result.note})" if result.note else "") + "\n"
+            )
+    return status
 
 
 def _summary(result: TurnResult) -> str:
@@ -102,4 +132,6 @@ def main(
         for name in provider_names():
             stdout.write(f"{name}\t{DEFAULT_CATALOG.plugin(name).profile.display_name}\n")
         return 0
+    if args.command == "mcp":
+        return _recover(args.directory, stdout)
     return _run(args, stdout, stderr)

@@ -70,3 +70,39 @@ def test_readme_first_command_runs_from_a_checkout() -> None:
     )
     assert proc.returncode == 0, proc.stderr
     assert "session " in proc.stdout
+
+
+class TestMcpRecover:
+    def test_nothing_to_recover_exits_0(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        monkeypatch.setenv("AGENTSHIM_STATE_DIR", str(tmp_path / "state"))
+        out = io.StringIO()
+        assert main(["mcp", "recover", str(tmp_path)], out=out) == 0
+        assert out.getvalue() == f"nothing to recover under {tmp_path}\n"
+
+    def test_a_killed_install_is_restored_and_exits_1(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        state = tmp_path / "state"
+        monkeypatch.setenv("AGENTSHIM_STATE_DIR", str(state))
+        config = tmp_path / ".mcp.json"
+        config.write_bytes(b'{"mine": true}\n')
+        code = (
+            "import os, sys\n"
+            "from agentshim.core.mcp_config import install_json_config\n"
+            "install_json_config(sys.argv[1], ('mcpServers',), {'s': {'command': 'x'}})\n"
+            "os.kill(os.getpid(), 9)\n"
+        )
+        env = {**os.environ, "PYTHONPATH": str(ROOT), "AGENTSHIM_STATE_DIR": str(state)}
+        done = subprocess.run([sys.executable, "-c", code, str(config)], env=env, check=False)
+        assert done.returncode == -9
+        assert '"s"' in config.read_text()
+        out = io.StringIO()
+        assert main(["mcp", "recover", str(tmp_path)], out=out) == 1
+        assert out.getvalue() == f"restored: {config}\n"
+        assert config.read_bytes() == b'{"mine": true}\n'
+
+    def test_recover_needs_a_directory(self) -> None:
+        with pytest.raises(SystemExit):
+            main(["mcp", "recover"], out=io.StringIO(), err=io.StringIO())

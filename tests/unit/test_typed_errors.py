@@ -16,7 +16,8 @@ from agentshim.agent import Agent
 from agentshim.core.checkpoints import Checkpoint, validate_checkpoint_key
 from agentshim.core.conversation import ConversationSpec
 from agentshim.core.errors import AgentShimError, InvalidRequestError
-from agentshim.core.mcp import HttpMcpServer, StdioMcpServer, install_json_config
+from agentshim.core.mcp import HttpMcpServer, StdioMcpServer
+from agentshim.core.mcp_config import install_json_config
 from agentshim.core.models import ModelSpec, ModelTable, normalize_model_id
 from agentshim.core.permissions import ApprovalPolicy, NativeMode, NativePermissions
 from agentshim.core.pricing import ModelPricing, PricingTable

@@ -32,7 +32,8 @@ from agentshim.core.events import AgentEvent
 from agentshim.core.exit_errors import as_resume_failure
 from agentshim.core.ids import validate_session_id
 from agentshim.core.jsonvalues import as_mapping, list_or_empty
-from agentshim.core.mcp import HttpMcpServer, McpServer, StdioMcpServer, install_json_config
+from agentshim.core.mcp import HttpMcpServer, McpServer, StdioMcpServer
+from agentshim.core.mcp_config import install_json_config
 from agentshim.core.pricing import PricingTable
 from agentshim.core.profile import McpMechanism, OutputSchemaStyle, ProviderProfile, SchemaDialect
 from agentshim.core.provider import ArgvContext, McpInstallation, NoMcpInstallation

@@ -22,8 +22,8 @@ from agentshim.core.events import AgentEvent
 from agentshim.core.exit_errors import as_resume_failure, with_kind
 from agentshim.core.failures import kind_from_text
 from agentshim.core.ids import validate_session_id
-from agentshim.core.mcp import McpServer, StdioMcpServer, install_json_config
-from agentshim.core.mcp_workspace import workspace_config_file
+from agentshim.core.mcp import McpServer, StdioMcpServer
+from agentshim.core.mcp_config import install_json_config, workspace_config_file
 from agentshim.core.profile import McpMechanism, OutputSchemaStyle, ProviderProfile
 from agentshim.core.provider import ArgvContext, McpInstallation, NoMcpInstallation
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, cast
 
-from agentshim.core.mcp_workspace import configured_servers
+from agentshim.core.mcp_config import configured_servers
 from agentshim.execution.executor import CommandRequest
 
 from .provider import MCP_CONFIG_FILE, MCP_SERVERS_KEY

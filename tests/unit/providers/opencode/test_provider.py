@@ -197,11 +197,14 @@ class TestMcp:
                 tmp_path, [HttpMcpServer("h", "https://x.test", startup_timeout_s=1)]
             )
 
-    def test_jsonc_user_file_is_refused_untouched(self, tmp_path: Path) -> None:
+    def test_jsonc_user_file_is_merged_and_comes_back_with_its_comments(
+        self, tmp_path: Path
+    ) -> None:
         text = '{\n  // my config\n  "model": "a/b",\n}\n'
         (tmp_path / "opencode.json").write_text(text)
-        with pytest.raises(McpConfigError):
-            OpencodeProvider().install_mcp(tmp_path, [StdioMcpServer("s", "srv")])
+        installation = OpencodeProvider().install_mcp(tmp_path, [StdioMcpServer("s", "srv")])
+        assert "s" in json.loads((tmp_path / "opencode.json").read_text())["mcp"]
+        assert installation.restore() is None
         assert (tmp_path / "opencode.json").read_text() == text
 
     def test_servers_need_a_workspace(self) -> None:
