@@ -42,7 +42,7 @@ from agentshim.core.provider import ParsedTurn, ParserContext
 from agentshim.core.stream import parse_json_object
 from agentshim.core.usage import CostSource, ProviderUsage, TokenUsage
 
-from ._failures import classify_failure, classify_first
+from .failures import classify_failure, classify_first
 from .events import (
     EDIT_TOOL,
     MCP_TOOL,
