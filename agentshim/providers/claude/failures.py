@@ -13,12 +13,7 @@ from dataclasses import dataclass
 from agentshim.core.errors import FailureKind
 from agentshim.core.failures import kind_from_status, kind_from_text
 
-__all__ = [
-    "CONTEXT_TERMINAL_REASONS",
-    "SCHEMA_RETRIES_SUBTYPE",
-    "StreamFailure",
-    "classify_stream_failure",
-]
+__all__ = ["CONTEXT_TERMINAL_REASONS", "SCHEMA_RETRIES_SUBTYPE", "StreamFailure", "classify"]
 
 CONTEXT_TERMINAL_REASONS = frozenset({"prompt_too_long", "blocking_limit", "rapid_refill_breaker"})
 """``terminal_reason`` values Claude Code itself groups as a context-window limit."""
@@ -57,7 +52,7 @@ class StreamFailure:
     rate_limit_rejected: bool = False
 
 
-def classify_stream_failure(failure: StreamFailure) -> FailureKind:
+def classify(failure: StreamFailure) -> FailureKind:
     """Return the FailureKind of a turn the stream reported as failed.
 
     Order matters: the schema subtype, then the context window (before any status, so a failed

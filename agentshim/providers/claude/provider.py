@@ -24,7 +24,6 @@ from agentshim.core.errors import (
     CliExitError,
     FailureKind,
     InvalidRequestError,
-    InvalidSessionIdError,
     ProviderCapabilityError,
     SessionResumeError,
 )
@@ -33,6 +32,7 @@ from agentshim.core.exit_errors import as_resume_failure
 from agentshim.core.ids import validate_session_id
 from agentshim.core.jsonvalues import as_mapping, list_or_empty
 from agentshim.core.mcp import HttpMcpServer, McpServer, StdioMcpServer, install_json_config
+from agentshim.core.mcp_workspace import workspace_config_file
 from agentshim.core.pricing import PricingTable
 from agentshim.core.profile import McpMechanism, OutputSchemaStyle, ProviderProfile, SchemaDialect
 from agentshim.core.provider import ArgvContext, McpInstallation, NoMcpInstallation
@@ -45,9 +45,9 @@ from .user_hooks import ClaudeHook, build_settings
 __all__ = [
     "MCP_CONFIG_FILE",
     "MCP_SERVERS_KEY",
-    "NO_CONVERSATION_TEXT",
     "PERMISSION_MODES",
     "PROFILE",
+    "RESUME_MISSING_TEXT",
     "ClaudeProvider",
     "mcp_entry",
 ]
@@ -58,7 +58,7 @@ MCP_CONFIG_FILE = ".mcp.json"
 MCP_SERVERS_KEY = "mcpServers"
 """The object in ``.mcp.json`` that holds the servers, keyed by name."""
 
-NO_CONVERSATION_TEXT = "No conversation found"
+RESUME_MISSING_TEXT = "No conversation found"
 """What Claude Code says (stderr and the result's ``errors``) when a resumed id is unknown."""
 
 PERMISSION_MODES = ("acceptEdits", "bypassPermissions", "default", "dontAsk", "plan")
@@ -221,7 +221,7 @@ class ClaudeProvider:
         """Return the argv for one turn; InvalidSessionIdError for an unsafe resume id."""
         argv = [ctx.binary_path, "-p", "--output-format", "stream-json", "--verbose"]
         if ctx.resume_session_id is not None:
-            argv += ["--resume", _resume_arg(ctx.resume_session_id)]
+            argv += ["--resume", _resume_argument(ctx.resume_session_id)]
         if ctx.model:
             argv += ["--model", checked_option_value("Claude Code", "model", ctx.model)]
         if ctx.reasoning_effort:
@@ -249,18 +249,15 @@ class ClaudeProvider:
         """Merge ``servers`` into ``<workspace>/.mcp.json`` for the turn (restored afterwards).
 
         Raises:
-            ProviderCapabilityError: there is no workspace, or a server sets a timeout.
-            McpConfigError: the file cannot be read, parsed or written.
+            McpConfigError: there is no workspace, or the file cannot be read, parsed or
+                written.
+            ProviderCapabilityError: a server sets a timeout.
         """
         if not servers:
             return NoMcpInstallation()
-        if workspace is None:
-            raise ProviderCapabilityError(
-                "Claude Code reads MCP servers from .mcp.json in its working directory; "
-                "give the turn a cwd (or mcp_workspace) to install them into"
-            )
+        path = workspace_config_file(workspace, MCP_CONFIG_FILE)
         entries = {server.name: mcp_entry(server) for server in servers}
-        return install_json_config(Path(workspace) / MCP_CONFIG_FILE, (MCP_SERVERS_KEY,), entries)
+        return install_json_config(path, (MCP_SERVERS_KEY,), entries)
 
     def classify_exit(self, error: CliExitError, *, resumed: bool) -> AgentShimError:
         """Return SessionResumeError when the conversation is gone, else ``error`` unchanged.
@@ -274,7 +271,7 @@ class ClaudeProvider:
         """
         if isinstance(error, SessionResumeError):
             return error
-        missing = _missing_conversation(error)
+        missing = _resume_target_missing(error)
         if missing is None and not (resumed and error.kind is FailureKind.OTHER):
             return error
         return as_resume_failure(
@@ -282,20 +279,18 @@ class ClaudeProvider:
         )
 
 
-def _resume_arg(session_id: str) -> str:
-    # An id starting with "-" is a valid id but would be read as the next flag.
-    if validate_session_id(session_id).startswith("-"):
-        raise InvalidSessionIdError(session_id)
-    return session_id
+def _resume_argument(session_id: str) -> str:
+    # validate_session_id also refuses a leading "-", which the CLI would read as a flag.
+    return validate_session_id(session_id)
 
 
-def _missing_conversation(error: CliExitError) -> str | None:
+def _resume_target_missing(error: CliExitError) -> str | None:
     """The session id Claude Code said it could not find ("" if unnamed), or None."""
     texts = [error.stderr, error.detail]
-    if NO_CONVERSATION_TEXT in error.stdout:
+    if RESUME_MISSING_TEXT in error.stdout:
         texts.extend(_result_errors(error.stdout))
     for text in texts:
-        at = text.find(NO_CONVERSATION_TEXT)
+        at = text.find(RESUME_MISSING_TEXT)
         if at < 0:
             continue
         tail = text[at:].splitlines()[0]
@@ -308,7 +303,7 @@ def _result_errors(stdout: str) -> list[str]:
     # Only the result frame's own errors count: tool output quoting the phrase must not.
     found: list[str] = []
     for line in stdout.splitlines():
-        if NO_CONVERSATION_TEXT not in line:
+        if RESUME_MISSING_TEXT not in line:
             continue
         try:
             frame: Any = json.loads(line)

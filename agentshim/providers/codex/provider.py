@@ -24,7 +24,6 @@ from agentshim.core.argv import checked_option_value, word_after
 from agentshim.core.errors import (
     AgentShimError,
     CliExitError,
-    InvalidSessionIdError,
     ProviderCapabilityError,
 )
 from agentshim.core.events import AgentEvent
@@ -43,16 +42,22 @@ from .rules import CODEX_HOME_ENV, check_codex_home, install_rules
 from .sandbox import CodexSandboxConfig, render_sandbox
 
 __all__ = [
+    "MCP_SERVERS_KEY",
     "PROFILE",
+    "RESUME_MISSING_TEXT",
     "CodexProvider",
     "mcp_entry",
     "parse_mcp_servers",
     "render_mcp_servers",
 ]
 
-_MCP_TABLE = "mcp_servers"
+MCP_SERVERS_KEY = "mcp_servers"
+"""The config table holding MCP servers, set one ``--config`` field at a time."""
+
+RESUME_MISSING_TEXT = "no rollout found"
+"""What Codex says on stderr (lowercased here) when ``resume`` names a thread it does not have."""
+
 _STDIN_PROMPT = "-"
-_RESUME_SIGNAL = "no rollout found"
 
 PROFILE = ProviderProfile(
     name="codex",
@@ -135,7 +140,7 @@ def render_mcp_servers(servers: Sequence[McpServer]) -> list[str]:
         seen.add(server.name)
         for field, value in mcp_entry(server).items():
             try:
-                argv += config_flag((_MCP_TABLE, server.name, field), value)
+                argv += config_flag((MCP_SERVERS_KEY, server.name, field), value)
             except TomlError as error:
                 raise ProviderCapabilityError(
                     f"MCP server {server.name!r} {field} cannot be passed to Codex: {error}"
@@ -178,7 +183,7 @@ def parse_mcp_servers(argv: Sequence[str]) -> dict[str, McpServer]:
     """
     entries: dict[str, dict[str, Any]] = {}
     for key, value in read_config_flags(argv):
-        if len(key) < 3 or key[0] != _MCP_TABLE:
+        if len(key) < 3 or key[0] != MCP_SERVERS_KEY:
             continue
         entry = entries.setdefault(key[1], {})
         field = key[2]
@@ -201,15 +206,16 @@ def parse_mcp_servers(argv: Sequence[str]) -> dict[str, McpServer]:
 
 
 def _resume_argument(session_id: str) -> str:
-    validate_session_id(session_id)
-    if session_id.startswith("-"):
-        # The CLI would read it as an option, not as the thread to resume.
-        raise InvalidSessionIdError(
-            session_id,
-            f"invalid session id {session_id!r}: it starts with '-', which codex would read "
-            "as an option; pass the thread id codex printed",
-        )
-    return session_id
+    # validate_session_id also refuses a leading "-", which the CLI would read as an option.
+    return validate_session_id(session_id)
+
+
+def _resume_target_missing(error: CliExitError) -> str | None:
+    """The line where Codex said the resumed thread has no rollout, or None."""
+    for line in f"{error.stderr}\n{error.detail}".splitlines():
+        if RESUME_MISSING_TEXT in line.lower():
+            return line.strip()
+    return None
 
 
 class CodexProvider:
@@ -222,7 +228,13 @@ class CodexProvider:
     """
 
     def __init__(self, *, sandbox: CodexSandboxConfig | None = None) -> None:
-        self.sandbox = sandbox
+        """Build a provider; ``sandbox`` None runs without Codex's own sandbox."""
+        self._sandbox = sandbox
+
+    @property
+    def sandbox(self) -> CodexSandboxConfig | None:
+        """Codex's own sandbox settings, or None for the bypass flag."""
+        return self._sandbox
 
     @property
     def profile(self) -> ProviderProfile:
@@ -264,7 +276,7 @@ class CodexProvider:
         return argv
 
     def _sandbox_argv(self, ctx: ArgvContext) -> list[str]:
-        sandbox = self.sandbox
+        sandbox = self._sandbox
         if sandbox is not None and sandbox.excluded_commands:
             home = check_codex_home(sandbox, cwd=ctx.cwd, env=ctx.env)
             install_rules(home, sandbox.excluded_commands)
@@ -297,7 +309,6 @@ class CodexProvider:
         Codex names a lost thread on stderr (``no rollout found for thread id ...``); any
         other failure of a resumed turn keeps its kind and leaves the conversation alone.
         """
-        said = f"{error.stderr}\n{error.detail}".lower()
-        if resumed and _RESUME_SIGNAL in said:
+        if resumed and _resume_target_missing(error) is not None:
             return as_resume_failure(error, session_id=word_after(error.argv, "resume"))
         return error

@@ -271,7 +271,7 @@ class TestMcp:
         assert list(tmp_path.iterdir()) == []
 
     def test_servers_without_a_workspace_are_refused(self) -> None:
-        with pytest.raises(ProviderCapabilityError, match="working directory"):
+        with pytest.raises(McpConfigError, match="no workspace"):
             ClaudeProvider().install_mcp(None, [StdioMcpServer("fs", "srv")])
 
     def test_install_merges_and_restore_puts_the_file_back(self, tmp_path: Path) -> None:
