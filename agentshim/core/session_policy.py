@@ -106,6 +106,7 @@ class FailureOutcome(enum.Enum):
     AUTH = "auth"
     SCHEMA = "schema"
     CONTEXT_OVERFLOW = "context_overflow"
+    MODEL = "model"
     OTHER = "other"
     TIMEOUT = "timeout"
     INTERRUPTED = "interrupted"
@@ -118,6 +119,7 @@ _KIND_OUTCOMES = {
     FailureKind.AUTH: FailureOutcome.AUTH,
     FailureKind.SCHEMA: FailureOutcome.SCHEMA,
     FailureKind.CONTEXT_OVERFLOW: FailureOutcome.CONTEXT_OVERFLOW,
+    FailureKind.MODEL: FailureOutcome.MODEL,
     FailureKind.OTHER: FailureOutcome.OTHER,
 }
 

@@ -31,6 +31,7 @@ _AUTH_ERRORS = frozenset(
     }
 )
 _USAGE_ERRORS = frozenset({"billing_error"})
+_MODEL_ERRORS = frozenset({"model_not_found"})
 _TRANSIENT_ERRORS = frozenset({"overloaded", "rate_limit", "server_error"})
 
 _PROMPT_TOO_LONG = re.compile(r"prompt is too long", re.IGNORECASE)
@@ -84,6 +85,8 @@ def _kind_from_assistant_error(error: str | None) -> FailureKind | None:
         return FailureKind.AUTH
     if error in _USAGE_ERRORS:
         return FailureKind.USAGE_LIMIT
+    if error in _MODEL_ERRORS:
+        return FailureKind.MODEL
     if error in _TRANSIENT_ERRORS:
         return FailureKind.TRANSIENT
     return None
