@@ -48,6 +48,7 @@ from agentshim.core.provider import (
     ParserContext,
     Provider,
     StreamParser,
+    mcp_env,
 )
 from agentshim.core.schema import compact_json, dialect_problems, materialize
 from agentshim.core.turn import OutputSchema, TurnRequest, TurnResult
@@ -309,6 +310,7 @@ class AgentSession:
                 lock_key = (self.agent.profile.name, resume_id)
                 self.agent.locks.acquire(lock_key)
             installation = turn.install_mcp()
+            turn.add_env(mcp_env(installation))
             argv = turn.build_argv(resume_id, installation.argv)
             emit = self._emitter(fresh_lock if resume_id is None else None)
             return self._execute(turn, argv, resume_id, emit)
@@ -517,6 +519,18 @@ class _PreparedTurn:
         if workspace is None and self.cwd is not None:
             workspace = Path(self.cwd)
         return self.agent.provider.install_mcp(workspace, servers)
+
+    def add_env(self, extra: Mapping[str, str]) -> None:
+        """Give the CLI the variables its MCP servers read by name; refuse a clash."""
+        for name, value in extra.items():
+            if self.env.get(name, value) != value:
+                raise ProviderCapabilityError(
+                    f"{self.agent.profile.display_name} passes MCP server env to the server by "
+                    f"name from its own environment, which already sets {name} to another "
+                    f"value; have the server read a variable of another name, or drop {name} "
+                    "from the CLI's env"
+                )
+        self.env = {**self.env, **extra}
 
     def build_argv(self, resume_id: str | None, mcp_argv: Sequence[str]) -> list[str]:
         return self.agent.provider.build_argv(
