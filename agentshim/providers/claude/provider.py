@@ -203,6 +203,11 @@ class ClaudeProvider:
         return self._hooks
 
     @property
+    def pricing(self) -> PricingTable:
+        """The prices used when a result frame reports no cost."""
+        return self._pricing
+
+    @property
     def sandbox_env(self) -> Mapping[str, str]:
         """Environment Claude Code's sandbox needs; merge it into ``CliAgent(env=...)``."""
         return SANDBOX_ENV
