@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from agentshim.core._checks import instance
 from agentshim.core.argv import checked_option_value, word_after
 from agentshim.core.errors import (
     AgentShimError,
@@ -152,12 +153,8 @@ class ClaudeProvider:
                 f"unknown Claude Code permission mode {permission_mode!r} (permission_mode); "
                 f"use one of {', '.join(PERMISSION_MODES)} or None",
             )
-        if sandbox is not None and not isinstance(sandbox, SandboxConfig):  # pyright: ignore[reportUnnecessaryIsInstance]
-            raise InvalidRequestError(
-                "ClaudeProvider.sandbox",
-                f"{sandbox!r} is not a SandboxConfig",
-                f"ClaudeProvider sandbox must be a SandboxConfig or None, not {sandbox!r}",
-            )
+        if sandbox is not None:
+            instance("ClaudeProvider", "sandbox", sandbox, SandboxConfig, "a SandboxConfig or None")
         if isinstance(hooks, ClaudeHook) or not isinstance(hooks, Iterable):  # pyright: ignore[reportUnnecessaryIsInstance]
             raise InvalidRequestError(
                 "ClaudeProvider.hooks",
