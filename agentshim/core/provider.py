@@ -26,6 +26,7 @@ __all__ = [
     "ScriptedRun",
     "StreamParser",
     "ToolFailure",
+    "mcp_env",
 ]
 
 
