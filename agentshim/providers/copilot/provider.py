@@ -133,20 +133,12 @@ class CopilotProvider:
         ``copilot --output-format json --allow-all-tools [--allow-all-paths] [--allow-all-urls]
         [--no-auto-update] [--resume=<id>] [--model m] [--additional-mcp-config <json>] [extra]``
 
+        A reasoning effort or an output schema never gets here: the profile declares neither,
+        so the agent refuses them first (``--reasoning-effort`` can go in ``extra_args``).
+
         Raises:
             InvalidSessionIdError: the resume id is not safe to pass.
-            ProviderCapabilityError: a reasoning effort or an output schema was asked for.
         """
-        if ctx.reasoning_effort is not None:
-            raise ProviderCapabilityError(
-                "GitHub Copilot CLI is driven without a reasoning-effort setting; drop "
-                "reasoning_effort (or pass --reasoning-effort in extra_args yourself)"
-            )
-        if ctx.schema_inline is not None or ctx.schema_path is not None:
-            raise ProviderCapabilityError(
-                "GitHub Copilot CLI cannot constrain its answer to an output schema; "
-                "drop output_schema"
-            )
         argv = [ctx.binary_path, "--output-format", "json", "--allow-all-tools"]
         if self._allow_all_paths:
             argv.append("--allow-all-paths")

@@ -120,12 +120,9 @@ class PiProvider:
 
         Raises:
             InvalidSessionIdError: the resume id is not safe to pass (paths are refused too).
-            ProviderCapabilityError: an unknown thinking level, or an output schema.
+            ProviderCapabilityError: an unknown thinking level. An output schema never gets
+                here: the profile declares none, so the agent refuses it first.
         """
-        if ctx.schema_inline is not None or ctx.schema_path is not None:
-            raise ProviderCapabilityError(
-                "Pi cannot constrain its answer to an output schema; drop output_schema"
-            )
         argv = [ctx.binary_path, "--print", "--mode", "json"]
         if self._provider:
             argv += ["--provider", self._provider]

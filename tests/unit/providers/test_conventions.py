@@ -18,6 +18,7 @@ from agentshim.core.errors import (
     InvalidRequestError,
     InvalidSessionIdError,
     McpConfigError,
+    ProviderCapabilityError,
     SessionResumeError,
 )
 from agentshim.core.events import (
@@ -29,8 +30,9 @@ from agentshim.core.events import (
     UsageReport,
 )
 from agentshim.core.mcp import StdioMcpServer
-from agentshim.core.profile import McpMechanism
+from agentshim.core.profile import McpMechanism, OutputSchemaStyle
 from agentshim.core.provider import ArgvContext
+from agentshim.core.turn import OutputSchema, TurnRequest
 from agentshim.providers import get_plugin, provider_names
 from agentshim.testing import FakeExecutor, RecordingEventHandler, scripted_turn
 from agentshim.testing.scripted import ToolFailure
@@ -301,3 +303,24 @@ class TestSameNamesInside:
         instance = get_plugin(provider).create_provider()
         with pytest.raises(McpConfigError, match="no workspace"):
             instance.install_mcp(None, [StdioMcpServer("s", "/bin/s")])
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_a_schema_or_effort_the_profile_lacks_is_refused_before_anything_runs(
+    provider: str, tmp_path: Path
+) -> None:
+    profile = get_plugin(provider).profile
+    asks: list[TurnRequest] = []
+    if profile.output_schema is OutputSchemaStyle.NONE:
+        asks.append(TurnRequest("x", output_schema=OutputSchema({"type": "object"}, tmp_path)))
+    if not profile.supports_reasoning_effort:
+        asks.append(TurnRequest("x", reasoning_effort="high"))
+    if not asks:
+        pytest.skip("takes both")
+    binary = profile.binary
+    fake = FakeExecutor([], binaries={binary: f"/usr/bin/{binary}"})
+    agent = CliAgent(provider, executor=fake, env={"PATH": "/usr/bin"})
+    for request in asks:
+        with pytest.raises(ProviderCapabilityError, match=r"output_schema|reasoning_effort"):
+            agent.run(request)
+    assert fake.requests == []

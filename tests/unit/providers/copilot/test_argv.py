@@ -66,15 +66,6 @@ class TestArgv:
         with pytest.raises(InvalidSessionIdError):
             argv(resume_session_id=bad)
 
-    def test_reasoning_effort_is_refused(self) -> None:
-        with pytest.raises(ProviderCapabilityError, match="reasoning"):
-            argv(reasoning_effort="high")
-
-    @pytest.mark.parametrize("field", ["schema_inline", "schema_path"])
-    def test_output_schema_is_refused(self, field: str) -> None:
-        with pytest.raises(ProviderCapabilityError, match="output schema"):
-            argv(**{field: "{}"})
-
     def test_every_flag_exists_in_the_recorded_help_of_1_0_102(self) -> None:
         help_text = (fixture_dir("copilot") / "help.txt").read_text(encoding="utf-8")
         assert "1.0.102" in (fixture_dir("copilot") / "version.txt").read_text(encoding="utf-8")
