@@ -61,7 +61,9 @@ RESUME_MISSING_TEXT = "no rollout found"
 """What Codex says on stderr (lowercased here) when ``resume`` names a thread it does not have."""
 
 _STDIN_PROMPT = "-"
-_HEADER_VARIABLE_PREFIX = "AGENTSHIM_MCP_HEADER_"
+# "SECRET" in the name: Codex's default shell_environment_policy keeps variables whose names
+# contain KEY, SECRET or TOKEN out of the agent's shell commands.
+_HEADER_VARIABLE_PREFIX = "AGENTSHIM_MCP_SECRET_"
 
 PROFILE = ProviderProfile(
     name="codex",
