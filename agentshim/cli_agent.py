@@ -50,6 +50,7 @@ from agentshim.core.provider import (
     ParserContext,
     Provider,
     StreamParser,
+    mcp_env,
 )
 from agentshim.core.schema import compact_json, dialect_problems, materialize
 from agentshim.core.turn import OutputSchema, TurnRequest, TurnResult
@@ -414,6 +415,7 @@ class AgentSession:
             if turn_stop.is_set():
                 raise _cancelled_before_start()
             installation = turn.install_mcp()
+            turn.add_env(mcp_env(installation))
             argv = turn.build_argv(resume_session_id, installation.argv)
             emit = _fanout(handlers)
             if resume_session_id is None:
@@ -654,6 +656,18 @@ class _PreparedTurn:
         if workspace is None and self.cwd is not None:
             workspace = Path(self.cwd)
         return self.agent.provider.install_mcp(workspace, servers)
+
+    def add_env(self, extra: Mapping[str, str]) -> None:
+        """Give the CLI the variables its MCP servers read by name; refuse a clash."""
+        for name, value in extra.items():
+            if self.env.get(name, value) != value:
+                raise ProviderCapabilityError(
+                    f"{self.agent.profile.display_name} passes MCP server env to the server by "
+                    f"name from its own environment, which already sets {name} to another "
+                    f"value; have the server read a variable of another name, or drop {name} "
+                    "from the CLI's env"
+                )
+        self.env = {**self.env, **extra}
 
     def build_argv(self, resume_session_id: str | None, mcp_argv: Sequence[str]) -> list[str]:
         return self.agent.provider.build_argv(

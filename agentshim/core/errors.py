@@ -86,6 +86,8 @@ class FailureKind(enum.Enum):
     """The model could not produce output matching the requested schema."""
     CONTEXT_OVERFLOW = "context_overflow"
     """The prompt does not fit the model's context window; start a fresh conversation."""
+    MODEL = "model"
+    """The model API does not know the model (or the account cannot use it); pick another."""
     OTHER = "other"
     """Anything the CLI did not say enough about to classify."""
 
@@ -443,5 +445,6 @@ def _advice(kind: FailureKind) -> str:
         FailureKind.AUTH: "log the CLI in again or fix its API key",
         FailureKind.SCHEMA: "simplify the output schema or the prompt",
         FailureKind.CONTEXT_OVERFLOW: "start a fresh conversation or shorten the prompt",
+        FailureKind.MODEL: "pick a model the CLI's account can use (the model= option)",
         FailureKind.OTHER: "see stderr and stdout on this error for the CLI's own output",
     }[kind]

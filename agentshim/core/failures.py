@@ -17,6 +17,15 @@ _CONTEXT = re.compile(
     r"context_window_exceeded|contextwindowexceeded|request too large for model",
     re.IGNORECASE,
 )
+# Each API's own words for a model it does not serve. Codex's "Model metadata for `m` not
+# found" is a warning about its local catalogue, not this, and must not match.
+_MODEL = re.compile(
+    r"issue with the selected model|model_not_found|modelnotfounderror|"
+    r"\bthe model [`'\"]?[^\s`'\"]+[`'\"]? does not exist|"
+    r"\bmodel [`'\"][^`'\"\n]+[`'\"] (?:is )?not found|"
+    r"\bmodels/\S+ is not found|\bmodel not found\b|\bunknown model\b",
+    re.IGNORECASE,
+)
 _USAGE_LIMIT = re.compile(
     r"usage limit|quota exceeded|insufficient[_ ]quota|billing|credit balance|"
     r"spending limit|out of credits|resource_exhausted.*quota",
@@ -53,12 +62,15 @@ def kind_from_text(text: str) -> FailureKind | None:
     """Classify free error text, or return None when it says nothing recognizable.
 
     Context overflow is checked first: a failed compaction can carry a 5xx status while the
-    real cause is the context window.
+    real cause is the context window. A model the API does not know comes next (MODEL): its
+    404 text can mention access, which must not read as AUTH.
     """
     if not text:
         return None
     if _CONTEXT.search(text):
         return FailureKind.CONTEXT_OVERFLOW
+    if _MODEL.search(text):
+        return FailureKind.MODEL
     if _USAGE_LIMIT.search(text):
         return FailureKind.USAGE_LIMIT
     if _AUTH.search(text):

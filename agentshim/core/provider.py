@@ -24,6 +24,7 @@ __all__ = [
     "ParserContext",
     "Provider",
     "StreamParser",
+    "mcp_env",
 ]
 
 
@@ -84,7 +85,13 @@ class ContextualStreamParser(StreamParser, Protocol):
 
 @runtime_checkable
 class McpInstallation(Protocol):
-    """MCP servers installed for one turn: flags to add, and how to undo it."""
+    """MCP servers installed for one turn: flags to add, and how to undo it.
+
+    An installation may also have an ``env`` mapping: variables the CLI's environment must
+    carry for its servers (a secret passed by name, never in argv). CliAgent adds them to the
+    turn's environment, and refuses the turn when the environment already sets one of them to
+    another value (see :func:`mcp_env`).
+    """
 
     @property
     def argv(self) -> Sequence[str]:
@@ -96,11 +103,18 @@ class McpInstallation(Protocol):
         ...
 
 
+def mcp_env(installation: McpInstallation) -> Mapping[str, str]:
+    """The variables ``installation`` needs in the CLI's environment (empty when it has none)."""
+    env: object = getattr(installation, "env", None)
+    return env if isinstance(env, Mapping) else {}  # pyright: ignore[reportUnknownVariableType]
+
+
 @dataclass(frozen=True, slots=True)
 class NoMcpInstallation:
-    """An installation that changed nothing (no servers, or flags only)."""
+    """An installation that wrote nothing: no servers, or flags (and env) only."""
 
     argv: Sequence[str] = ()
+    env: Mapping[str, str] = field(default_factory=dict[str, str])
 
     def restore(self) -> str | None:
         """Nothing to undo."""

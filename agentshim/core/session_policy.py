@@ -104,6 +104,7 @@ class FailureOutcome(enum.Enum):
     AUTH = "auth"
     SCHEMA = "schema"
     CONTEXT_OVERFLOW = "context_overflow"
+    MODEL = "model"
     OTHER = "other"
     TIMEOUT = "timeout"
     INTERRUPTED = "interrupted"
@@ -116,6 +117,7 @@ _KIND_OUTCOMES = {
     FailureKind.AUTH: FailureOutcome.AUTH,
     FailureKind.SCHEMA: FailureOutcome.SCHEMA,
     FailureKind.CONTEXT_OVERFLOW: FailureOutcome.CONTEXT_OVERFLOW,
+    FailureKind.MODEL: FailureOutcome.MODEL,
     FailureKind.OTHER: FailureOutcome.OTHER,
 }
 

@@ -13,12 +13,7 @@ from dataclasses import dataclass
 from agentshim.core.errors import FailureKind
 from agentshim.core.failures import kind_from_status, kind_from_text
 
-__all__ = [
-    "CONTEXT_TERMINAL_REASONS",
-    "SCHEMA_RETRIES_SUBTYPE",
-    "StreamFailure",
-    "classify_stream_failure",
-]
+__all__ = ["CONTEXT_TERMINAL_REASONS", "SCHEMA_RETRIES_SUBTYPE", "StreamFailure", "classify"]
 
 CONTEXT_TERMINAL_REASONS = frozenset({"prompt_too_long", "blocking_limit", "rapid_refill_breaker"})
 """``terminal_reason`` values Claude Code itself groups as a context-window limit."""
@@ -36,6 +31,7 @@ _AUTH_ERRORS = frozenset(
     }
 )
 _USAGE_ERRORS = frozenset({"billing_error"})
+_MODEL_ERRORS = frozenset({"model_not_found"})
 _TRANSIENT_ERRORS = frozenset({"overloaded", "rate_limit", "server_error"})
 
 _PROMPT_TOO_LONG = re.compile(r"prompt is too long", re.IGNORECASE)
@@ -57,7 +53,7 @@ class StreamFailure:
     rate_limit_rejected: bool = False
 
 
-def classify_stream_failure(failure: StreamFailure) -> FailureKind:
+def classify(failure: StreamFailure) -> FailureKind:
     """Return the FailureKind of a turn the stream reported as failed.
 
     Order matters: the schema subtype, then the context window (before any status, so a failed
@@ -89,6 +85,8 @@ def _kind_from_assistant_error(error: str | None) -> FailureKind | None:
         return FailureKind.AUTH
     if error in _USAGE_ERRORS:
         return FailureKind.USAGE_LIMIT
+    if error in _MODEL_ERRORS:
+        return FailureKind.MODEL
     if error in _TRANSIENT_ERRORS:
         return FailureKind.TRANSIENT
     return None

@@ -51,7 +51,8 @@ from .events import (
     tool_kind,
     tool_result_text,
 )
-from .failures import SCHEMA_RETRIES_SUBTYPE, StreamFailure, classify_stream_failure
+from .failures import SCHEMA_RETRIES_SUBTYPE, StreamFailure
+from .failures import classify as classify_stream_failure
 from .model_data import PRICING_TABLE
 
 __all__ = ["ClaudeStreamParser"]

@@ -18,13 +18,13 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from agentshim.core._checks import instance
 from agentshim.core.argv import checked_option_value, word_after
 from agentshim.core.errors import (
     AgentShimError,
     CliExitError,
     FailureKind,
     InvalidRequestError,
-    InvalidSessionIdError,
     ProviderCapabilityError,
     SessionResumeError,
 )
@@ -33,7 +33,7 @@ from agentshim.core.exit_errors import as_resume_failure
 from agentshim.core.ids import validate_session_id
 from agentshim.core.jsonvalues import as_mapping, list_or_empty
 from agentshim.core.mcp import HttpMcpServer, McpServer, StdioMcpServer
-from agentshim.core.mcp_config import install_json_config
+from agentshim.core.mcp_config import install_json_config, workspace_config_file
 from agentshim.core.pricing import PricingTable
 from agentshim.core.profile import McpMechanism, OutputSchemaStyle, ProviderProfile, SchemaDialect
 from agentshim.core.provider import ArgvContext, McpInstallation, NoMcpInstallation
@@ -46,9 +46,9 @@ from .user_hooks import ClaudeHook, build_settings
 __all__ = [
     "MCP_CONFIG_FILE",
     "MCP_SERVERS_KEY",
-    "NO_CONVERSATION_TEXT",
     "PERMISSION_MODES",
     "PROFILE",
+    "RESUME_MISSING_TEXT",
     "ClaudeProvider",
     "mcp_entry",
 ]
@@ -59,7 +59,7 @@ MCP_CONFIG_FILE = ".mcp.json"
 MCP_SERVERS_KEY = "mcpServers"
 """The object in ``.mcp.json`` that holds the servers, keyed by name."""
 
-NO_CONVERSATION_TEXT = "No conversation found"
+RESUME_MISSING_TEXT = "No conversation found"
 """What Claude Code says (stderr and the result's ``errors``) when a resumed id is unknown."""
 
 PERMISSION_MODES = ("acceptEdits", "bypassPermissions", "default", "dontAsk", "plan")
@@ -153,12 +153,8 @@ class ClaudeProvider:
                 f"unknown Claude Code permission mode {permission_mode!r} (permission_mode); "
                 f"use one of {', '.join(PERMISSION_MODES)} or None",
             )
-        if sandbox is not None and not isinstance(sandbox, SandboxConfig):  # pyright: ignore[reportUnnecessaryIsInstance]
-            raise InvalidRequestError(
-                "ClaudeProvider.sandbox",
-                f"{sandbox!r} is not a SandboxConfig",
-                f"ClaudeProvider sandbox must be a SandboxConfig or None, not {sandbox!r}",
-            )
+        if sandbox is not None:
+            instance("ClaudeProvider", "sandbox", sandbox, SandboxConfig, "a SandboxConfig or None")
         if isinstance(hooks, ClaudeHook) or not isinstance(hooks, Iterable):  # pyright: ignore[reportUnnecessaryIsInstance]
             raise InvalidRequestError(
                 "ClaudeProvider.hooks",
@@ -204,6 +200,11 @@ class ClaudeProvider:
         return self._hooks
 
     @property
+    def pricing(self) -> PricingTable:
+        """The prices used when a result frame reports no cost."""
+        return self._pricing
+
+    @property
     def sandbox_env(self) -> Mapping[str, str]:
         """Environment Claude Code's sandbox needs; merge it into ``CliAgent(env=...)``."""
         return SANDBOX_ENV
@@ -222,7 +223,7 @@ class ClaudeProvider:
         """Return the argv for one turn; InvalidSessionIdError for an unsafe resume id."""
         argv = [ctx.binary_path, "-p", "--output-format", "stream-json", "--verbose"]
         if ctx.resume_session_id is not None:
-            argv += ["--resume", _resume_arg(ctx.resume_session_id)]
+            argv += ["--resume", _resume_argument(ctx.resume_session_id)]
         if ctx.model:
             argv += ["--model", checked_option_value("Claude Code", "model", ctx.model)]
         if ctx.reasoning_effort:
@@ -250,18 +251,16 @@ class ClaudeProvider:
         """Merge ``servers`` into ``<workspace>/.mcp.json`` for the turn (restored afterwards).
 
         Raises:
-            ProviderCapabilityError: there is no workspace, or a server sets a timeout.
-            McpConfigError: the file cannot be read, parsed or written.
+            McpConfigError: there is no workspace, or the file cannot be read, parsed or
+                written.
+            ProviderCapabilityError: a server sets a timeout.
         """
         if not servers:
             return NoMcpInstallation()
-        if workspace is None:
-            raise ProviderCapabilityError(
-                "Claude Code reads MCP servers from .mcp.json in its working directory; "
-                "give the turn a cwd (or mcp_workspace) to install them into"
-            )
+        path = workspace_config_file(workspace, MCP_CONFIG_FILE)
         entries = {server.name: mcp_entry(server) for server in servers}
-        return install_json_config(Path(workspace) / MCP_CONFIG_FILE, (MCP_SERVERS_KEY,), entries)
+        # Claude Code reads .mcp.json as strict JSON, so a commented file is refused up front.
+        return install_json_config(path, (MCP_SERVERS_KEY,), entries, jsonc=False)
 
     def classify_exit(self, error: CliExitError, *, resumed: bool) -> AgentShimError:
         """Return SessionResumeError when the conversation is gone, else ``error`` unchanged.
@@ -275,7 +274,7 @@ class ClaudeProvider:
         """
         if isinstance(error, SessionResumeError):
             return error
-        missing = _missing_conversation(error)
+        missing = _resume_target_missing(error)
         if missing is None and not (resumed and error.kind is FailureKind.OTHER):
             return error
         return as_resume_failure(
@@ -283,20 +282,18 @@ class ClaudeProvider:
         )
 
 
-def _resume_arg(session_id: str) -> str:
-    # An id starting with "-" is a valid id but would be read as the next flag.
-    if validate_session_id(session_id).startswith("-"):
-        raise InvalidSessionIdError(session_id)
-    return session_id
+def _resume_argument(session_id: str) -> str:
+    # validate_session_id also refuses a leading "-", which the CLI would read as a flag.
+    return validate_session_id(session_id)
 
 
-def _missing_conversation(error: CliExitError) -> str | None:
+def _resume_target_missing(error: CliExitError) -> str | None:
     """The session id Claude Code said it could not find ("" if unnamed), or None."""
     texts = [error.stderr, error.detail]
-    if NO_CONVERSATION_TEXT in error.stdout:
+    if RESUME_MISSING_TEXT in error.stdout:
         texts.extend(_result_errors(error.stdout))
     for text in texts:
-        at = text.find(NO_CONVERSATION_TEXT)
+        at = text.find(RESUME_MISSING_TEXT)
         if at < 0:
             continue
         tail = text[at:].splitlines()[0]
@@ -309,7 +306,7 @@ def _result_errors(stdout: str) -> list[str]:
     # Only the result frame's own errors count: tool output quoting the phrase must not.
     found: list[str] = []
     for line in stdout.splitlines():
-        if NO_CONVERSATION_TEXT not in line:
+        if RESUME_MISSING_TEXT not in line:
             continue
         try:
             frame: Any = json.loads(line)

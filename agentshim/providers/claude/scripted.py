@@ -19,7 +19,7 @@ from agentshim.core.usage import TokenUsage
 
 from .events import SHELL_TOOL, STRUCTURED_OUTPUT_TOOL
 from .model_data import DEFAULT_MODEL, MODEL_TABLE, PRICING_TABLE
-from .provider import NO_CONVERSATION_TEXT
+from .provider import RESUME_MISSING_TEXT
 
 __all__ = ["CLI_VERSION", "resume_failure_lines", "scripted_lines"]
 
@@ -301,7 +301,7 @@ def resume_failure_lines(*, session_id: str | None = None) -> ScriptedRun:
     ``errors``) and no ``init``, the same text on stderr, exit 1.
     """
     session = session_id or _uuid("missing-session")
-    message = f"{NO_CONVERSATION_TEXT} with session ID: {session}"
+    message = f"{RESUME_MISSING_TEXT} with session ID: {session}"
     frame = {
         "type": "result",
         "subtype": "error_during_execution",

@@ -7,13 +7,13 @@ returns an empty dict when there is nothing to say (then no ``--settings`` flag 
 
 from __future__ import annotations
 
-import math
 import re
 import shlex
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from agentshim.core._checks import seconds
 from agentshim.core.errors import InvalidRequestError
 
 from .sandbox import SandboxConfig, confine_reads_hook
@@ -70,19 +70,8 @@ class ClaudeHook:
                 f"ClaudeHook matcher {self.matcher!r} must be a tool-name pattern string "
                 "without NUL characters, or None to match every tool",
             )
-        timeout = self.timeout_s
-        if timeout is not None and (
-            isinstance(timeout, bool)
-            or not isinstance(timeout, (int, float))  # pyright: ignore[reportUnnecessaryIsInstance]
-            or not math.isfinite(timeout)
-            or timeout <= 0
-        ):
-            raise InvalidRequestError(
-                "ClaudeHook.timeout_s",
-                f"{timeout!r} is not a positive number",
-                f"ClaudeHook timeout_s must be a positive number of seconds or None, "
-                f"not {timeout!r}",
-            )
+        if self.timeout_s is not None:
+            seconds("ClaudeHook", "timeout_s", self.timeout_s, positive=True)
         object.__setattr__(self, "command", command)
 
     def entry(self) -> dict[str, Any]:

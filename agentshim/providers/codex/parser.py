@@ -42,7 +42,6 @@ from agentshim.core.provider import ParsedTurn, ParserContext
 from agentshim.core.stream import parse_json_object
 from agentshim.core.usage import CostSource, ProviderUsage, TokenUsage
 
-from ._failures import classify_failure, classify_first
 from .events import (
     EDIT_TOOL,
     MCP_TOOL,
@@ -55,6 +54,8 @@ from .events import (
     tool_kind,
     tool_result,
 )
+from .failures import classify as classify_first
+from .failures import classify_text as classify_failure
 from .model_data import PRICING_TABLE
 
 __all__ = ["PROVIDER_NAME", "CodexStreamParser"]

@@ -16,6 +16,7 @@ id directly (the CLI ignores stdin otherwise), so a resumed argv has no trailing
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -24,7 +25,6 @@ from agentshim.core.argv import checked_option_value, word_after
 from agentshim.core.errors import (
     AgentShimError,
     CliExitError,
-    InvalidSessionIdError,
     ProviderCapabilityError,
 )
 from agentshim.core.events import AgentEvent
@@ -43,16 +43,27 @@ from .rules import CODEX_HOME_ENV, check_codex_home, install_rules
 from .sandbox import CodexSandboxConfig, render_sandbox
 
 __all__ = [
+    "MCP_SERVERS_KEY",
     "PROFILE",
+    "RESUME_MISSING_TEXT",
     "CodexProvider",
+    "forwarded_env",
+    "header_variable",
     "mcp_entry",
     "parse_mcp_servers",
     "render_mcp_servers",
 ]
 
-_MCP_TABLE = "mcp_servers"
+MCP_SERVERS_KEY = "mcp_servers"
+"""The config table holding MCP servers, set one ``--config`` field at a time."""
+
+RESUME_MISSING_TEXT = "no rollout found"
+"""What Codex says on stderr (lowercased here) when ``resume`` names a thread it does not have."""
+
 _STDIN_PROMPT = "-"
-_RESUME_SIGNAL = "no rollout found"
+# "SECRET" in the name: Codex's default shell_environment_policy keeps variables whose names
+# contain KEY, SECRET or TOKEN out of the agent's shell commands.
+_HEADER_VARIABLE_PREFIX = "AGENTSHIM_MCP_SECRET_"
 
 PROFILE = ProviderProfile(
     name="codex",
@@ -84,36 +95,70 @@ PROFILE = ProviderProfile(
 
 
 def mcp_entry(server: McpServer) -> dict[str, Any]:
-    """Return the ``mcp_servers.<name>`` table Codex gets for ``server``.
+    """Return the ``mcp_servers.<name>`` table Codex gets for ``server``; it holds no secret.
+
+    A stdio server's env is named in ``env_vars`` (Codex forwards those variables from its own
+    environment); an HTTP server's headers are named in ``env_http_headers`` (header -> the
+    variable holding its value, see :func:`header_variable`). The values go into the CLI's
+    environment (:func:`forwarded_env`), never into argv, where every local user can read them.
 
     Raises:
-        ProviderCapabilityError: an SSE server or HTTP headers, which ``codex exec`` cannot
-            take as flags (headers would also put credentials in the process table).
+        ProviderCapabilityError: an SSE server, which ``codex exec`` cannot reach.
     """
     entry: dict[str, Any]
     if isinstance(server, StdioMcpServer):
         entry = {"command": server.command, "args": list(server.args)}
         if server.env:
-            entry["env"] = dict(server.env)
+            entry["env_vars"] = sorted(server.env)
     else:
         if server.transport != "http":
             raise ProviderCapabilityError(
                 f"Codex reaches MCP servers over stdio or streamable HTTP, not "
                 f"{server.transport!r} (server {server.name!r}); use transport='http'"
             )
-        if server.headers:
-            raise ProviderCapabilityError(
-                f"MCP server {server.name!r} has headers, which codex exec could only take "
-                "as command-line flags visible to every local process; configure the server "
-                "in the CLI's own config.toml instead"
-            )
         entry = {"url": server.url}
+        if server.headers:
+            entry["env_http_headers"] = {
+                header: header_variable(server.name, header) for header in server.headers
+            }
     entry["required"] = True
     if server.startup_timeout_s is not None:
         entry["startup_timeout_sec"] = float(server.startup_timeout_s)
     if server.tool_timeout_s is not None:
         entry["tool_timeout_sec"] = float(server.tool_timeout_s)
     return entry
+
+
+def header_variable(server: str, header: str) -> str:
+    """The environment variable that carries header ``header`` of MCP server ``server``.
+
+    Derived from both names (a digest, so any name gives a valid, distinct variable).
+    """
+    digest = hashlib.sha256(f"{server}\0{header.lower()}".encode()).hexdigest()[:16]
+    return f"{_HEADER_VARIABLE_PREFIX}{digest.upper()}"
+
+
+def forwarded_env(servers: Sequence[McpServer]) -> dict[str, str]:
+    """The variables the CLI's environment must carry for ``servers``' env and headers.
+
+    Raises:
+        ProviderCapabilityError: two servers need one variable with different values (Codex
+            forwards a variable under its own name, so it has one value for every server).
+    """
+    env: dict[str, str] = {}
+    for server in servers:
+        if isinstance(server, StdioMcpServer):
+            wanted = dict(server.env)
+        else:
+            wanted = {header_variable(server.name, h): v for h, v in server.headers.items()}
+        for name, value in wanted.items():
+            if env.setdefault(name, value) != value:
+                raise ProviderCapabilityError(
+                    f"two MCP servers need {name} with different values, and Codex gives "
+                    "every server the one value in its own environment; run them in "
+                    "separate turns or have one read another variable"
+                )
+    return env
 
 
 def render_mcp_servers(servers: Sequence[McpServer]) -> list[str]:
@@ -135,7 +180,7 @@ def render_mcp_servers(servers: Sequence[McpServer]) -> list[str]:
         seen.add(server.name)
         for field, value in mcp_entry(server).items():
             try:
-                argv += config_flag((_MCP_TABLE, server.name, field), value)
+                argv += config_flag((MCP_SERVERS_KEY, server.name, field), value)
             except TomlError as error:
                 raise ProviderCapabilityError(
                     f"MCP server {server.name!r} {field} cannot be passed to Codex: {error}"
@@ -143,7 +188,9 @@ def render_mcp_servers(servers: Sequence[McpServer]) -> list[str]:
     return argv
 
 
-def _server_from_entry(name: str, entry: Mapping[str, Any]) -> McpServer | None:
+def _server_from_entry(
+    name: str, entry: Mapping[str, Any], env: Mapping[str, str]
+) -> McpServer | None:
     startup = entry.get("startup_timeout_sec")
     tool = entry.get("tool_timeout_sec")
     startup_timeout = float(startup) if isinstance(startup, int | float) else None
@@ -152,46 +199,62 @@ def _server_from_entry(name: str, entry: Mapping[str, Any]) -> McpServer | None:
     url = entry.get("url")
     try:
         if isinstance(command, str):
-            env = as_mapping(entry.get("env")) or {}
+            server_env = {str(k): str(v) for k, v in (as_mapping(entry.get("env")) or {}).items()}
+            for variable in list_or_empty(entry.get("env_vars")):
+                if isinstance(variable, str) and variable in env:
+                    server_env[variable] = env[variable]
             return StdioMcpServer(
                 name=name,
                 command=command,
                 args=tuple(str(a) for a in list_or_empty(entry.get("args"))),
-                env={str(k): str(v) for k, v in env.items()},
+                env=server_env,
                 startup_timeout_s=startup_timeout,
                 tool_timeout_s=tool_timeout,
             )
         if isinstance(url, str):
+            headers = {
+                str(header): env[variable]
+                for header, variable in (as_mapping(entry.get("env_http_headers")) or {}).items()
+                if isinstance(variable, str) and variable in env
+            }
             return HttpMcpServer(
-                name=name, url=url, startup_timeout_s=startup_timeout, tool_timeout_s=tool_timeout
+                name=name,
+                url=url,
+                headers=headers,
+                startup_timeout_s=startup_timeout,
+                tool_timeout_s=tool_timeout,
             )
     except ValueError:
         return None
     return None
 
 
-def parse_mcp_servers(argv: Sequence[str]) -> dict[str, McpServer]:
+def parse_mcp_servers(
+    argv: Sequence[str], env: Mapping[str, str] | None = None
+) -> dict[str, McpServer]:
     """Invert :func:`render_mcp_servers`: the MCP servers ``argv`` configures, by name.
 
-    Reads every ``--config``/``-c`` override under ``mcp_servers``; a server whose entry has
-    neither a command nor a URL (or is not a valid server) is left out.
+    Reads every ``--config``/``-c`` override under ``mcp_servers``. The values of the
+    variables an entry names (``env_vars``, ``env_http_headers``) are taken from ``env``, the
+    CLI's environment; a variable it lacks is left out. A server whose entry has neither a
+    command nor a URL (or is not a valid server) is left out.
     """
     entries: dict[str, dict[str, Any]] = {}
     for key, value in read_config_flags(argv):
-        if len(key) < 3 or key[0] != _MCP_TABLE:
+        if len(key) < 3 or key[0] != MCP_SERVERS_KEY:
             continue
         entry = entries.setdefault(key[1], {})
         field = key[2]
         if len(key) == 3:
             entry[field] = value
-        elif field == "env":
-            env = entry.get("env")
-            if not isinstance(env, dict):
-                env = entry["env"] = {}
-            env[".".join(key[3:])] = value
+        elif field in ("env", "env_http_headers"):
+            table = entry.get(field)
+            if not isinstance(table, dict):
+                table = entry[field] = {}
+            table[".".join(key[3:])] = value
     servers: dict[str, McpServer] = {}
     for name, entry in entries.items():
-        server = _server_from_entry(name, entry)
+        server = _server_from_entry(name, entry, env or {})
         if server is not None:
             servers[name] = server
     return servers
@@ -201,15 +264,16 @@ def parse_mcp_servers(argv: Sequence[str]) -> dict[str, McpServer]:
 
 
 def _resume_argument(session_id: str) -> str:
-    validate_session_id(session_id)
-    if session_id.startswith("-"):
-        # The CLI would read it as an option, not as the thread to resume.
-        raise InvalidSessionIdError(
-            session_id,
-            f"invalid session id {session_id!r}: it starts with '-', which codex would read "
-            "as an option; pass the thread id codex printed",
-        )
-    return session_id
+    # validate_session_id also refuses a leading "-", which the CLI would read as an option.
+    return validate_session_id(session_id)
+
+
+def _resume_target_missing(error: CliExitError) -> str | None:
+    """The line where Codex said the resumed thread has no rollout, or None."""
+    for line in f"{error.stderr}\n{error.detail}".splitlines():
+        if RESUME_MISSING_TEXT in line.lower():
+            return line.strip()
+    return None
 
 
 class CodexProvider:
@@ -222,7 +286,13 @@ class CodexProvider:
     """
 
     def __init__(self, *, sandbox: CodexSandboxConfig | None = None) -> None:
-        self.sandbox = sandbox
+        """Build a provider; ``sandbox`` None runs without Codex's own sandbox."""
+        self._sandbox = sandbox
+
+    @property
+    def sandbox(self) -> CodexSandboxConfig | None:
+        """Codex's own sandbox settings, or None for the bypass flag."""
+        return self._sandbox
 
     @property
     def profile(self) -> ProviderProfile:
@@ -264,7 +334,7 @@ class CodexProvider:
         return argv
 
     def _sandbox_argv(self, ctx: ArgvContext) -> list[str]:
-        sandbox = self.sandbox
+        sandbox = self._sandbox
         if sandbox is not None and sandbox.excluded_commands:
             home = check_codex_home(sandbox, cwd=ctx.cwd, env=ctx.env)
             install_rules(home, sandbox.excluded_commands)
@@ -284,12 +354,18 @@ class CodexProvider:
     def install_mcp(self, workspace: Path | None, servers: Sequence[McpServer]) -> McpInstallation:
         """Return the ``--config`` flags that make ``servers`` available; nothing is written.
 
+        Env values and header values are not in the flags: the installation's ``env`` carries
+        them into the CLI's environment, and the flags name the variables.
+
         Raises:
-            ProviderCapabilityError: a server Codex cannot take as flags (see ``mcp_entry``).
+            ProviderCapabilityError: a server Codex cannot reach (see ``mcp_entry``), or two
+                servers needing one variable with different values.
         """
         if not servers:
             return NoMcpInstallation()
-        return NoMcpInstallation(argv=tuple(render_mcp_servers(servers)))
+        return NoMcpInstallation(
+            argv=tuple(render_mcp_servers(servers)), env=forwarded_env(servers)
+        )
 
     def classify_exit(self, error: CliExitError, *, resumed: bool) -> AgentShimError:
         """Return SessionResumeError when a resumed turn found no rollout; else ``error``.
@@ -297,7 +373,6 @@ class CodexProvider:
         Codex names a lost thread on stderr (``no rollout found for thread id ...``); any
         other failure of a resumed turn keeps its kind and leaves the conversation alone.
         """
-        said = f"{error.stderr}\n{error.detail}".lower()
-        if resumed and _RESUME_SIGNAL in said:
+        if resumed and _resume_target_missing(error) is not None:
             return as_resume_failure(error, session_id=word_after(error.argv, "resume"))
         return error

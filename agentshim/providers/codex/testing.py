@@ -19,4 +19,5 @@ def installed_mcp_servers(request: CommandRequest, workspace: Path) -> dict[str,
     Codex takes its servers as ``--config`` flags, so they are read from ``request.argv``;
     ``workspace`` is not consulted.
     """
-    return {name: canonical(server) for name, server in parse_mcp_servers(request.argv).items()}
+    servers = parse_mcp_servers(request.argv, request.env)
+    return {name: canonical(server) for name, server in servers.items()}

@@ -8,7 +8,11 @@ carries the stdin text), so it never appears in argv.
 from __future__ import annotations
 
 import json
+import os
+import shutil
+import tempfile
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -16,10 +20,13 @@ from agentshim.core.argv import checked_option_value
 from agentshim.core.errors import (
     AgentShimError,
     CliExitError,
+    InvalidRequestError,
+    McpConfigError,
     ProviderCapabilityError,
 )
 from agentshim.core.exit_errors import as_resume_failure
 from agentshim.core.ids import validate_session_id
+from agentshim.core.jsonvalues import as_mapping, list_or_empty
 from agentshim.core.mcp import HttpMcpServer, McpServer, StdioMcpServer
 from agentshim.core.profile import McpMechanism, OutputSchemaStyle, ProviderProfile
 from agentshim.core.provider import ArgvContext, McpInstallation, NoMcpInstallation
@@ -31,8 +38,9 @@ if TYPE_CHECKING:
 
 __all__ = [
     "MCP_FLAG",
-    "MISSING_SESSION_TEXT",
+    "MCP_SERVERS_KEY",
     "PROFILE",
+    "RESUME_MISSING_TEXT",
     "CopilotProvider",
     "mcp_entry",
     "parse_mcp_servers",
@@ -42,9 +50,12 @@ __all__ = [
 MCP_FLAG = "--additional-mcp-config"
 """The flag that adds MCP servers for one run (JSON, or ``@file``); it may repeat."""
 
+MCP_SERVERS_KEY = "mcpServers"
+"""The object in the flag's JSON that holds the servers, keyed by name."""
+
 RESUME_FLAG = "--resume"
 
-MISSING_SESSION_TEXT = "No session, task, or name matched"
+RESUME_MISSING_TEXT = "No session, task, or name matched"
 """What Copilot CLI prints on stderr (exit 1) when ``--resume`` names no session it has."""
 
 PROFILE = ProviderProfile(
@@ -92,9 +103,24 @@ class CopilotProvider:
         auto_update: bool = False,
     ) -> None:
         """Choose the permission and update flags every turn gets."""
-        self.allow_all_paths = allow_all_paths
-        self.allow_all_urls = allow_all_urls
-        self.auto_update = auto_update
+        self._allow_all_paths = allow_all_paths
+        self._allow_all_urls = allow_all_urls
+        self._auto_update = auto_update
+
+    @property
+    def allow_all_paths(self) -> bool:
+        """Whether every turn passes ``--allow-all-paths``."""
+        return self._allow_all_paths
+
+    @property
+    def allow_all_urls(self) -> bool:
+        """Whether every turn passes ``--allow-all-urls``."""
+        return self._allow_all_urls
+
+    @property
+    def auto_update(self) -> bool:
+        """Whether the CLI may update itself (False passes ``--no-auto-update``)."""
+        return self._auto_update
 
     @property
     def profile(self) -> ProviderProfile:
@@ -107,31 +133,23 @@ class CopilotProvider:
         ``copilot --output-format json --allow-all-tools [--allow-all-paths] [--allow-all-urls]
         [--no-auto-update] [--resume=<id>] [--model m] [--additional-mcp-config <json>] [extra]``
 
+        A reasoning effort or an output schema never gets here: the profile declares neither,
+        so the agent refuses them first (``--reasoning-effort`` can go in ``extra_args``).
+
         Raises:
             InvalidSessionIdError: the resume id is not safe to pass.
-            ProviderCapabilityError: a reasoning effort or an output schema was asked for.
         """
-        if ctx.reasoning_effort is not None:
-            raise ProviderCapabilityError(
-                "GitHub Copilot CLI is driven without a reasoning-effort setting; drop "
-                "reasoning_effort (or pass --reasoning-effort in extra_args yourself)"
-            )
-        if ctx.schema_inline is not None or ctx.schema_path is not None:
-            raise ProviderCapabilityError(
-                "GitHub Copilot CLI cannot constrain its answer to an output schema; "
-                "drop output_schema"
-            )
         argv = [ctx.binary_path, "--output-format", "json", "--allow-all-tools"]
-        if self.allow_all_paths:
+        if self._allow_all_paths:
             argv.append("--allow-all-paths")
-        if self.allow_all_urls:
+        if self._allow_all_urls:
             argv.append("--allow-all-urls")
-        if not self.auto_update:
+        if not self._auto_update:
             argv.append("--no-auto-update")
         if ctx.resume_session_id is not None:
             # The equals form: --resume takes an optional value, so a separate word could be
             # read as the prompt or the next flag.
-            argv.append(f"{RESUME_FLAG}={validate_session_id(ctx.resume_session_id)}")
+            argv.append(f"{RESUME_FLAG}={_resume_argument(ctx.resume_session_id)}")
         if ctx.model:
             argv += ["--model", checked_option_value("Copilot CLI", "model", ctx.model)]
         argv += ctx.mcp_argv
@@ -145,15 +163,24 @@ class CopilotProvider:
         return CopilotStreamParser(emit, expect_structured=expect_structured)
 
     def install_mcp(self, workspace: Path | None, servers: Sequence[McpServer]) -> McpInstallation:
-        """Return the ``--additional-mcp-config`` flag carrying ``servers`` (nothing is written).
+        """Return the ``--additional-mcp-config`` flag carrying ``servers``.
+
+        Servers without secrets go inline as JSON. When any server has env values or HTTP
+        headers (tokens), the JSON goes into a private file instead (mode 0600, in a fresh
+        0700 temporary directory, removed when the turn ends) and the flag names it as
+        ``@<path>``: argv is readable by every local user, the file only by this one.
 
         Raises:
             ProviderCapabilityError: a server has a timeout (Copilot's per-server ``timeout``
                 is not documented as startup or tool timeout) or two servers share a name.
+            McpConfigError: the private file cannot be written.
         """
         if not servers:
             return NoMcpInstallation()
-        return NoMcpInstallation(argv=(MCP_FLAG, render_mcp_config(servers)))
+        config = render_mcp_config(servers)
+        if not any(_carries_secrets(server) for server in servers):
+            return NoMcpInstallation(argv=(MCP_FLAG, config))
+        return _PrivateConfigFile.write(config)
 
     def classify_exit(self, error: CliExitError, *, resumed: bool) -> AgentShimError:
         """Return SessionResumeError only when Copilot said the resumed session does not exist.
@@ -161,11 +188,22 @@ class CopilotProvider:
         Any other failure keeps its kind and detail, so a 5xx on a resumed turn stays a
         retryable failure of a conversation that still exists.
         """
-        if resumed and (
-            MISSING_SESSION_TEXT in error.stderr or MISSING_SESSION_TEXT in error.detail
-        ):
+        if resumed and _resume_target_missing(error) is not None:
             return as_resume_failure(error, session_id=resumed_session_id(error.argv))
         return error
+
+
+def _resume_argument(session_id: str) -> str:
+    # Passed as --resume=<id>, so only the id's own safety matters.
+    return validate_session_id(session_id)
+
+
+def _resume_target_missing(error: CliExitError) -> str | None:
+    """The line where Copilot said the resumed session does not exist, or None."""
+    for line in f"{error.stderr}\n{error.detail}".splitlines():
+        if RESUME_MISSING_TEXT in line:
+            return line.strip()
+    return None
 
 
 def mcp_entry(server: McpServer) -> dict[str, Any]:
@@ -196,6 +234,45 @@ def mcp_entry(server: McpServer) -> dict[str, Any]:
     return entry
 
 
+def _carries_secrets(server: McpServer) -> bool:
+    if isinstance(server, StdioMcpServer):
+        return bool(server.env)
+    return bool(server.headers)
+
+
+@dataclass(frozen=True, slots=True)
+class _PrivateConfigFile:
+    """An MCP config in a file only this user can read, passed as ``@<path>``; removed after."""
+
+    directory: Path
+    argv: tuple[str, ...]
+
+    @classmethod
+    def write(cls, config: str) -> _PrivateConfigFile:
+        try:
+            directory = Path(tempfile.mkdtemp(prefix="agentshim-copilot-mcp-"))
+        except OSError as error:
+            raise McpConfigError(
+                tempfile.gettempdir(), f"no private directory can be made there ({error})"
+            ) from error
+        path = directory / "mcp-config.json"
+        try:
+            descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            with os.fdopen(descriptor, "w", encoding="utf-8") as file:
+                file.write(config)
+        except OSError as error:
+            shutil.rmtree(directory, ignore_errors=True)
+            raise McpConfigError(str(path), f"it cannot be written ({error})") from error
+        return cls(directory, (MCP_FLAG, f"@{path}"))
+
+    def restore(self) -> str | None:
+        """Remove the file and its directory; idempotent, never raises."""
+        shutil.rmtree(self.directory, ignore_errors=True)
+        if self.directory.exists():
+            return f"could not remove the private MCP config under {self.directory}; remove it"
+        return None
+
+
 def render_mcp_config(servers: Sequence[McpServer]) -> str:
     """The JSON value of ``--additional-mcp-config`` for ``servers`` (compact, one object).
 
@@ -209,33 +286,33 @@ def render_mcp_config(servers: Sequence[McpServer]) -> str:
                 f"two MCP servers are named {server.name!r}; give each server its own name"
             )
         entries[server.name] = mcp_entry(server)
-    return json.dumps({"mcpServers": entries}, separators=(",", ":"), ensure_ascii=False)
+    return json.dumps({MCP_SERVERS_KEY: entries}, separators=(",", ":"), ensure_ascii=False)
 
 
-def parse_mcp_servers(argv: Sequence[str]) -> dict[str, dict[str, Any]]:
-    """The MCP servers ``argv`` passes with ``--additional-mcp-config``, in canonical shape.
+def parse_mcp_servers(argv: Sequence[str]) -> dict[str, McpServer]:
+    """Invert :func:`render_mcp_config`: the MCP servers ``argv`` passes, by name.
 
-    The inverse of :func:`render_mcp_config`: a stdio server gives ``{"command", "args",
-    "env"}``, an HTTP one ``{"url", "transport"}``. Every occurrence of the flag is read (a
-    later one wins for a repeated name); ``@file`` values and values that are not a JSON
-    object are skipped.
+    Every ``--additional-mcp-config`` is read (a later one wins for a repeated name): a JSON
+    value, or an ``@file`` that still exists (agentshim's private file exists for the length
+    of its turn). Values that are not a JSON object, and entries that are not a valid server,
+    are left out.
     """
-    servers: dict[str, dict[str, Any]] = {}
+    servers: dict[str, McpServer] = {}
     for value in _flag_values(argv, MCP_FLAG):
         if value.startswith("@"):
-            continue
+            try:
+                value = Path(value[1:]).expanduser().read_text(encoding="utf-8")
+            except (OSError, UnicodeDecodeError):
+                continue
         try:
-            document = json.loads(value)
+            document: Any = json.loads(value)
         except (ValueError, RecursionError):
             continue
-        if not isinstance(document, dict):
-            continue
-        entries = document.get("mcpServers")  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
-        if not isinstance(entries, dict):
-            continue
-        for name, entry in entries.items():  # pyright: ignore[reportUnknownVariableType]
-            if isinstance(name, str) and isinstance(entry, dict):
-                servers[name] = _canonical_entry(entry)  # pyright: ignore[reportUnknownArgumentType]
+        entries = as_mapping((as_mapping(document) or {}).get(MCP_SERVERS_KEY)) or {}
+        for name, entry in entries.items():
+            server = _server_from_entry(str(name), as_mapping(entry))
+            if server is not None:
+                servers[str(name)] = server
     return servers
 
 
@@ -259,13 +336,31 @@ def _flag_values(argv: Sequence[str], flag: str) -> list[str]:
     return values
 
 
-def _canonical_entry(entry: Mapping[str, Any]) -> dict[str, Any]:
+def _server_from_entry(name: str, entry: Mapping[str, Any] | None) -> McpServer | None:
+    if entry is None:
+        return None
     kind = entry.get("type")
-    if "url" in entry and kind != "local" and kind != "stdio":
-        transport = kind if kind in ("http", "sse") else "http"
-        return {"url": entry.get("url"), "transport": transport}
-    raw_args = entry.get("args")
-    raw_env = entry.get("env")
-    args: list[Any] = list(raw_args) if isinstance(raw_args, list) else []  # pyright: ignore[reportUnknownArgumentType]
-    env: dict[str, Any] = dict(raw_env) if isinstance(raw_env, dict) else {}  # pyright: ignore[reportUnknownArgumentType]
-    return {"command": entry.get("command"), "args": args, "env": env}
+    url = entry.get("url")
+    try:
+        if isinstance(url, str) and kind not in ("local", "stdio"):
+            return HttpMcpServer(
+                name=name,
+                url=url,
+                transport="sse" if kind == "sse" else "http",
+                headers=_strings(entry.get("headers")),
+            )
+        command = entry.get("command")
+        if isinstance(command, str):
+            return StdioMcpServer(
+                name=name,
+                command=command,
+                args=tuple(str(a) for a in list_or_empty(entry.get("args"))),
+                env=_strings(entry.get("env")),
+            )
+    except InvalidRequestError:
+        return None
+    return None
+
+
+def _strings(value: object) -> dict[str, str]:
+    return {str(k): str(v) for k, v in (as_mapping(value) or {}).items()}

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from agentshim.core.mcp import canonical
 from agentshim.execution.executor import CommandRequest
 
 from .provider import parse_mcp_servers
@@ -18,4 +19,4 @@ def installed_mcp_servers(request: CommandRequest, workspace: Path) -> dict[str,
     Copilot takes its servers as ``--additional-mcp-config`` flags, so they are parsed back
     out of the request's argv; ``workspace`` is not consulted (nothing is written there).
     """
-    return parse_mcp_servers(request.argv)
+    return {name: canonical(server) for name, server in parse_mcp_servers(request.argv).items()}

@@ -6,7 +6,7 @@ prompt (checked against 0.61.0), so no ``-p`` is needed and the prompt never rea
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -14,12 +14,10 @@ from agentshim.core.argv import checked_option_value, word_after
 from agentshim.core.errors import (
     AgentShimError,
     CliExitError,
-    FailureKind,
     ProviderCapabilityError,
 )
 from agentshim.core.events import AgentEvent
 from agentshim.core.exit_errors import as_resume_failure, with_kind
-from agentshim.core.failures import kind_from_text
 from agentshim.core.ids import validate_session_id
 from agentshim.core.mcp import McpServer, StdioMcpServer
 from agentshim.core.mcp_config import install_json_config, workspace_config_file
@@ -28,19 +26,15 @@ from agentshim.core.pricing import PricingTable
 from agentshim.core.profile import McpMechanism, OutputSchemaStyle, ProviderProfile
 from agentshim.core.provider import ArgvContext, McpInstallation, NoMcpInstallation
 
+from .failures import classify
 from .model_data import PRICING_TABLE
 from .parser import GeminiStreamParser
 
 __all__ = [
-    "EXIT_AUTH_CONFIG",
-    "EXIT_BAD_REQUEST",
-    "EXIT_RESUME_FAILED",
-    "EXIT_RETRIES_EXHAUSTED",
-    "EXIT_UNAUTHORIZED",
     "MCP_CONFIG_FILE",
     "MCP_SERVERS_KEY",
     "PROFILE",
-    "RESUME_FAILED_TEXT",
+    "RESUME_MISSING_TEXT",
     "GeminiProvider",
     "mcp_entry",
 ]
@@ -50,17 +44,7 @@ MCP_CONFIG_FILE = ".gemini/settings.json"
 MCP_SERVERS_KEY = "mcpServers"
 """The settings key holding MCP servers."""
 
-EXIT_AUTH_CONFIG = 41
-"""No usable auth method (e.g. ``Invalid auth method selected.``)."""
-EXIT_RESUME_FAILED = 42
-"""Input error; with ``--resume``, the session could not be loaded."""
-EXIT_BAD_REQUEST = 144
-"""The model API answered HTTP 400 (the message says why: context overflow, bad argument)."""
-EXIT_UNAUTHORIZED = 145
-"""The model API answered HTTP 401."""
-EXIT_RETRIES_EXHAUSTED = 244
-"""The CLI gave up after retrying a failing request (a persistent 5xx)."""
-RESUME_FAILED_TEXT = "Error resuming session:"
+RESUME_MISSING_TEXT = "Error resuming session:"
 """How the CLI's stderr starts when ``--resume`` names no session it has."""
 
 PROFILE = ProviderProfile(
@@ -82,12 +66,6 @@ PROFILE = ProviderProfile(
     native_permission_modes=(NativeMode.BYPASS, NativeMode.READ_ONLY),
 )
 """The Gemini CLI's static capabilities."""
-
-_EXIT_KINDS: Mapping[int, FailureKind] = {
-    EXIT_AUTH_CONFIG: FailureKind.AUTH,
-    EXIT_UNAUTHORIZED: FailureKind.AUTH,
-    EXIT_RETRIES_EXHAUSTED: FailureKind.TRANSIENT,
-}
 
 
 def mcp_entry(server: McpServer, *, trust: bool = True) -> dict[str, Any]:
@@ -121,9 +99,15 @@ def mcp_entry(server: McpServer, *, trust: bool = True) -> dict[str, Any]:
     return entry
 
 
-def _resume_failure_line(stderr: str) -> str | None:
-    for line in stderr.splitlines():
-        if line.startswith(RESUME_FAILED_TEXT):
+def _resume_argument(session_id: str) -> str:
+    # validate_session_id also refuses a leading "-", which the CLI would read as a flag.
+    return validate_session_id(session_id)
+
+
+def _resume_target_missing(error: CliExitError) -> str | None:
+    """The stderr line where the CLI said the resumed session cannot be loaded, or None."""
+    for line in error.stderr.splitlines():
+        if line.startswith(RESUME_MISSING_TEXT):
             return line.strip()
     return None
 
@@ -149,8 +133,18 @@ class GeminiProvider:
                 f"the Gemini CLI has no {chosen.mode.value} mode; use bypass (--yolo) or "
                 "read_only (--approval-mode plan)"
             )
-        self.permissions = chosen
-        self.pricing = pricing if pricing is not None else PRICING_TABLE
+        self._permissions = chosen
+        self._pricing = pricing if pricing is not None else PRICING_TABLE
+
+    @property
+    def permissions(self) -> NativePermissions:
+        """The CLI's own approval mode: bypass (``--yolo``) or read-only (plan mode)."""
+        return self._permissions
+
+    @property
+    def pricing(self) -> PricingTable:
+        """The prices turns are costed with (the CLI reports no cost)."""
+        return self._pricing
 
     @property
     def profile(self) -> ProviderProfile:
@@ -158,21 +152,17 @@ class GeminiProvider:
         return PROFILE
 
     def build_argv(self, ctx: ArgvContext) -> list[str]:
-        """``gemini --output-format stream-json [--model m] [--resume id] <mode> [extra]``."""
-        if ctx.schema_inline is not None or ctx.schema_path is not None:
-            raise ProviderCapabilityError(
-                "the Gemini CLI has no output schema; drop output_schema for gemini turns"
-            )
-        if ctx.reasoning_effort is not None:
-            raise ProviderCapabilityError(
-                "the Gemini CLI has no reasoning-effort flag; drop reasoning_effort for gemini"
-            )
+        """``gemini --output-format stream-json [--model m] [--resume id] <mode> [extra]``.
+
+        An output schema or a reasoning effort never gets here: the profile declares neither,
+        so the agent refuses them before building argv.
+        """
         argv = [ctx.binary_path, "--output-format", "stream-json"]
         if ctx.model:
             argv += ["--model", checked_option_value("the Gemini CLI", "model", ctx.model)]
         if ctx.resume_session_id is not None:
-            argv += ["--resume", validate_session_id(ctx.resume_session_id)]
-        if self.permissions.mode is NativeMode.BYPASS:
+            argv += ["--resume", _resume_argument(ctx.resume_session_id)]
+        if self._permissions.mode is NativeMode.BYPASS:
             argv.append("--yolo")
         else:
             argv += ["--approval-mode", "plan"]
@@ -184,7 +174,7 @@ class GeminiProvider:
         self, emit: Callable[[AgentEvent], None], *, expect_structured: bool
     ) -> GeminiStreamParser:
         """Return a fresh stream-json parser pricing with this provider's table."""
-        return GeminiStreamParser(emit, expect_structured=expect_structured, pricing=self.pricing)
+        return GeminiStreamParser(emit, expect_structured=expect_structured, pricing=self._pricing)
 
     def install_mcp(self, workspace: Path | None, servers: Sequence[McpServer]) -> McpInstallation:
         """Merge ``servers`` into ``<workspace>/.gemini/settings.json`` for one turn.
@@ -195,7 +185,7 @@ class GeminiProvider:
         if not servers:
             return NoMcpInstallation()
         path = workspace_config_file(workspace, MCP_CONFIG_FILE)
-        trust = self.permissions.mode is NativeMode.BYPASS
+        trust = self._permissions.mode is NativeMode.BYPASS
         entries = {server.name: mcp_entry(server, trust=trust) for server in servers}
         return install_json_config(path, (MCP_SERVERS_KEY,), entries)
 
@@ -204,22 +194,13 @@ class GeminiProvider:
 
         A resumed turn becomes SessionResumeError only when stderr carries the CLI's own
         ``Error resuming session:`` (exit 42); any other failure of a resumed turn keeps its
-        kind. Exit codes: 41 and 145 AUTH, 244 TRANSIENT, 144 classified from its message.
-        A kind the stream already gave is kept.
+        kind. Otherwise the kind is ``failures.classify``'s; a kind the stream gave is kept.
         """
         if resumed:
-            line = _resume_failure_line(error.stderr)
+            line = _resume_target_missing(error)
             if line is not None:
                 return as_resume_failure(
                     error, session_id=word_after(error.argv, "--resume", "-r"), detail=line
                 )
-        if error.kind is not FailureKind.OTHER:
-            return error
-        kind = _EXIT_KINDS.get(error.returncode)
-        if kind is None:
-            kind = kind_from_text(error.detail) or FailureKind.OTHER
-            if kind is FailureKind.OTHER and error.returncode == EXIT_BAD_REQUEST:
-                kind = kind_from_text(error.stderr) or FailureKind.OTHER
-        if kind is FailureKind.OTHER:
-            return error
-        return with_kind(error, kind)
+        kind = classify(error)
+        return error if kind is error.kind else with_kind(error, kind)

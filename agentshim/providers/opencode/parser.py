@@ -25,15 +25,15 @@ from agentshim.core.events import (
     Stderr,
     UsageReport,
 )
-from agentshim.core.failures import kind_from_status, kind_from_text
 from agentshim.core.jsonvalues import as_amount, as_count, mapping_or_empty
 from agentshim.core.provider import ParsedTurn
 from agentshim.core.stream import parse_json_object
 from agentshim.core.usage import CostSource, ProviderUsage, TokenUsage
 
 from .events import TODO_TOOL, plan_from_args, tool_events
+from .failures import read_error as classify_error
 
-__all__ = ["OpencodeStreamParser", "classify_error", "strip_ansi"]
+__all__ = ["OpencodeStreamParser", "strip_ansi"]
 
 _PROVIDER = "opencode"
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]")
@@ -77,40 +77,6 @@ def _token_usage(counts: list[int], turns: int) -> TokenUsage:
         reasoning_output_tokens=counts[4],
         turns=turns,
     )
-
-
-def classify_error(error: Mapping[str, Any]) -> tuple[str, FailureKind]:
-    """Return an ``error`` frame's message and kind, from ``name``, ``statusCode``, ``isRetryable``.
-
-    ``ContextOverflowError`` is CONTEXT_OVERFLOW, ``ProviderAuthError`` and a 401/403 AUTH; any
-    other ``APIError`` is classified by its text first (a 429 saying "quota" is a usage limit),
-    then its status, then ``isRetryable`` (TRANSIENT).
-    """
-    name = error.get("name")
-    name = name if isinstance(name, str) else "error"
-    data = mapping_or_empty(error.get("data"))
-    message = data.get("message")
-    text = message if isinstance(message, str) and message else name
-    if name == "ContextOverflowError":
-        return text, FailureKind.CONTEXT_OVERFLOW
-    if name == "ProviderAuthError":
-        return text, FailureKind.AUTH
-    status = data.get("statusCode")
-    by_status = (
-        kind_from_status(status)
-        if isinstance(status, int) and not isinstance(status, bool)
-        else FailureKind.OTHER
-    )
-    if by_status is FailureKind.AUTH:
-        return text, by_status
-    by_text = kind_from_text(text)
-    if by_text is not None:
-        return text, by_text
-    if by_status is not FailureKind.OTHER:
-        return text, by_status
-    if data.get("isRetryable") is True:
-        return text, FailureKind.TRANSIENT
-    return text, FailureKind.OTHER
 
 
 class OpencodeStreamParser:

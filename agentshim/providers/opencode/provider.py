@@ -34,7 +34,7 @@ __all__ = [
     "MCP_CONFIG_FILE",
     "MCP_SERVERS_KEY",
     "PROFILE",
-    "SESSION_NOT_FOUND_TEXT",
+    "RESUME_MISSING_TEXT",
     "OpencodeProvider",
     "mcp_entry",
 ]
@@ -45,7 +45,7 @@ MCP_SERVERS_KEY = "mcp"
 """The config key holding MCP servers."""
 CONFIG_SCHEMA_URL = "https://opencode.ai/config.json"
 """The ``$schema`` opencode's own config files declare; added when the file has none."""
-SESSION_NOT_FOUND_TEXT = "Session not found"
+RESUME_MISSING_TEXT = "Session not found"
 """What opencode prints on stderr when ``--session`` names a session it does not have."""
 
 PROFILE = ProviderProfile(
@@ -99,9 +99,15 @@ def mcp_entry(server: McpServer) -> dict[str, Any]:
     return entry
 
 
-def _session_not_found(stderr: str) -> str | None:
-    for line in strip_ansi(stderr).splitlines():
-        if SESSION_NOT_FOUND_TEXT in line:
+def _resume_argument(session_id: str) -> str:
+    # validate_session_id also refuses a leading "-", which the CLI would read as a flag.
+    return validate_session_id(session_id)
+
+
+def _resume_target_missing(error: CliExitError) -> str | None:
+    """The stderr line where opencode said the resumed session is not found, or None."""
+    for line in strip_ansi(error.stderr).splitlines():
+        if RESUME_MISSING_TEXT in line:
             return line.strip()
     return None
 
@@ -116,8 +122,18 @@ class OpencodeProvider:
 
     def __init__(self, *, thinking: bool = False, auto_approve: bool = False) -> None:
         """Build a provider with the given opencode options."""
-        self.thinking = thinking
-        self.auto_approve = auto_approve
+        self._thinking = thinking
+        self._auto_approve = auto_approve
+
+    @property
+    def thinking(self) -> bool:
+        """Whether every turn passes ``--thinking`` (reasoning parts become Reasoning events)."""
+        return self._thinking
+
+    @property
+    def auto_approve(self) -> bool:
+        """Whether every turn passes ``--auto`` (permission requests are approved)."""
+        return self._auto_approve
 
     @property
     def profile(self) -> ProviderProfile:
@@ -125,24 +141,19 @@ class OpencodeProvider:
         return PROFILE
 
     def build_argv(self, ctx: ArgvContext) -> list[str]:
-        """``opencode run --format json [--session id] [--model provider/model] [extra]``."""
-        if ctx.schema_inline is not None or ctx.schema_path is not None:
-            raise ProviderCapabilityError(
-                "opencode has no output schema; drop output_schema for opencode turns"
-            )
-        if ctx.reasoning_effort is not None:
-            raise ProviderCapabilityError(
-                "opencode's reasoning variants are model-specific and not exposed; "
-                "drop reasoning_effort (or pass --variant in extra_args)"
-            )
+        """``opencode run --format json [--session id] [--model provider/model] [extra]``.
+
+        An output schema or a reasoning effort never gets here: the profile declares neither,
+        so the agent refuses them before building argv.
+        """
         argv = [ctx.binary_path, "run", "--format", "json"]
         if ctx.resume_session_id is not None:
-            argv += ["--session", validate_session_id(ctx.resume_session_id)]
+            argv += ["--session", _resume_argument(ctx.resume_session_id)]
         if ctx.model:
             argv += ["--model", checked_option_value("opencode", "model", ctx.model)]
-        if self.thinking:
+        if self._thinking:
             argv.append("--thinking")
-        if self.auto_approve:
+        if self._auto_approve:
             argv.append("--auto")
         argv += ctx.mcp_argv
         argv += ctx.extra_args
@@ -179,7 +190,7 @@ class OpencodeProvider:
         stderr's text is read.
         """
         if resumed:
-            line = _session_not_found(error.stderr)
+            line = _resume_target_missing(error)
             if line is not None:
                 return as_resume_failure(
                     error, session_id=word_after(error.argv, "--session", "-s"), detail=line

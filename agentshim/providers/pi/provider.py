@@ -15,7 +15,6 @@ from agentshim.core.argv import checked_option_value
 from agentshim.core.errors import (
     AgentShimError,
     CliExitError,
-    InvalidSessionIdError,
     ProviderCapabilityError,
 )
 from agentshim.core.exit_errors import as_resume_failure
@@ -29,9 +28,9 @@ if TYPE_CHECKING:
     from agentshim.core.events import AgentEvent
     from agentshim.core.mcp import McpServer
 
-__all__ = ["MISSING_SESSION_TEXT", "PROFILE", "THINKING_LEVELS", "PiProvider"]
+__all__ = ["PROFILE", "RESUME_MISSING_TEXT", "THINKING_LEVELS", "PiProvider"]
 
-MISSING_SESSION_TEXT = "No session found matching"
+RESUME_MISSING_TEXT = "No session found matching"
 """What Pi prints on stderr (exit 1) when ``--session`` names no session it has."""
 
 SESSION_FLAG = "--session"
@@ -95,8 +94,18 @@ class PiProvider:
 
     def __init__(self, *, provider: str | None = None, short_session_ids: bool = False) -> None:
         """Choose Pi's model provider (None: its configured default) and the session-id form."""
-        self.provider = provider
-        self.short_session_ids = short_session_ids
+        self._provider = provider
+        self._short_session_ids = short_session_ids
+
+    @property
+    def provider(self) -> str | None:
+        """The ``--provider`` every turn passes, or None for Pi's configured default."""
+        return self._provider
+
+    @property
+    def short_session_ids(self) -> bool:
+        """Whether fresh turns report Pi's 8-character short session id."""
+        return self._short_session_ids
 
     @property
     def profile(self) -> ProviderProfile:
@@ -111,15 +120,12 @@ class PiProvider:
 
         Raises:
             InvalidSessionIdError: the resume id is not safe to pass (paths are refused too).
-            ProviderCapabilityError: an unknown thinking level, or an output schema.
+            ProviderCapabilityError: an unknown thinking level. An output schema never gets
+                here: the profile declares none, so the agent refuses it first.
         """
-        if ctx.schema_inline is not None or ctx.schema_path is not None:
-            raise ProviderCapabilityError(
-                "Pi cannot constrain its answer to an output schema; drop output_schema"
-            )
         argv = [ctx.binary_path, "--print", "--mode", "json"]
-        if self.provider:
-            argv += ["--provider", self.provider]
+        if self._provider:
+            argv += ["--provider", self._provider]
         if ctx.model:
             argv += ["--model", checked_option_value("Pi", "model", ctx.model)]
         if ctx.reasoning_effort is not None:
@@ -130,7 +136,7 @@ class PiProvider:
                 )
             argv += ["--thinking", ctx.reasoning_effort]
         if ctx.resume_session_id is not None:
-            argv += [SESSION_FLAG, _session_argument(ctx.resume_session_id)]
+            argv += [SESSION_FLAG, _resume_argument(ctx.resume_session_id)]
         argv += ctx.mcp_argv
         argv += ctx.extra_args
         return argv
@@ -140,7 +146,7 @@ class PiProvider:
     ) -> PiStreamParser:
         """Return a fresh parser for one turn."""
         return PiStreamParser(
-            emit, expect_structured=expect_structured, short_session_ids=self.short_session_ids
+            emit, expect_structured=expect_structured, short_session_ids=self._short_session_ids
         )
 
     def install_mcp(self, workspace: Path | None, servers: Sequence[McpServer]) -> McpInstallation:
@@ -163,23 +169,22 @@ class PiProvider:
         Any other failure keeps its kind and detail (Pi exits 0 on API errors, so those arrive
         here classified by the parser).
         """
-        if resumed and (
-            MISSING_SESSION_TEXT in error.stderr or MISSING_SESSION_TEXT in error.detail
-        ):
+        if resumed and _resume_target_missing(error) is not None:
             return as_resume_failure(error, session_id=resumed_session_id(error.argv))
         return error
 
 
-def _session_argument(session_id: str) -> str:
-    validate_session_id(session_id)
-    if session_id.startswith("-"):
-        # Pi takes the value as a separate word, so a leading dash would read as a flag.
-        raise InvalidSessionIdError(
-            session_id,
-            f"invalid session id {session_id!r}: Pi would read an id starting with '-' as a "
-            "flag; pass the id Pi printed",
-        )
-    return session_id
+def _resume_argument(session_id: str) -> str:
+    # validate_session_id also refuses a leading "-", which Pi would read as a flag.
+    return validate_session_id(session_id)
+
+
+def _resume_target_missing(error: CliExitError) -> str | None:
+    """The line where Pi said the resumed session does not exist, or None."""
+    for line in f"{error.stderr}\n{error.detail}".splitlines():
+        if RESUME_MISSING_TEXT in line:
+            return line.strip()
+    return None
 
 
 def resumed_session_id(argv: Sequence[str]) -> str | None:

@@ -3,13 +3,24 @@
 from __future__ import annotations
 
 import importlib
+import inspect
+import typing
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
 import agentshim
 from agentshim import CliAgent, ToolKind
-from agentshim.core.errors import InvalidRequestError
+from agentshim.core.errors import (
+    CliExitError,
+    FailureKind,
+    InvalidRequestError,
+    InvalidSessionIdError,
+    McpConfigError,
+    ProviderCapabilityError,
+    SessionResumeError,
+)
 from agentshim.core.events import (
     AgentEvent,
     AssistantText,
@@ -18,7 +29,10 @@ from agentshim.core.events import (
     ToolResult,
     UsageReport,
 )
-from agentshim.core.profile import McpMechanism
+from agentshim.core.mcp import StdioMcpServer
+from agentshim.core.profile import McpMechanism, OutputSchemaStyle
+from agentshim.core.provider import ArgvContext
+from agentshim.core.turn import OutputSchema, TurnRequest
 from agentshim.providers import get_plugin, provider_names
 from agentshim.testing import FakeExecutor, RecordingEventHandler, scripted_turn
 from agentshim.testing.scripted import ToolFailure
@@ -220,3 +234,93 @@ class TestRecordedToolEvents:
         assert shell_calls, "the recordings should hold at least one shell tool call"
         assert all(c.kind is ToolKind.COMMAND for c in shell_calls)
         assert all(c.kind is events_module.tool_kind(c.tool) for c in calls)
+
+
+def _provider_module(provider: str) -> ModuleType:
+    return importlib.import_module(f"agentshim.providers.{provider}.provider")
+
+
+def _options(provider: str) -> list[str]:
+    cls = type(get_plugin(provider).create_provider())
+    parameters = inspect.signature(cls.__init__).parameters.values()
+    return [p.name for p in parameters if p.kind is inspect.Parameter.KEYWORD_ONLY]
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+class TestSameNamesInside:
+    """The same concept has the same name in every provider folder (a seventh must follow)."""
+
+    def test_failures_module_has_classify_returning_a_failure_kind(self, provider: str) -> None:
+        failures = importlib.import_module(f"agentshim.providers.{provider}.failures")
+        assert "classify" in failures.__all__
+        assert typing.get_type_hints(failures.classify)["return"] is FailureKind
+
+    def test_options_are_read_only_properties(self, provider: str) -> None:
+        instance = get_plugin(provider).create_provider()
+        options = _options(provider)
+        for name in options:
+            attribute = inspect.getattr_static(type(instance), name)
+            assert isinstance(attribute, property), name
+            assert attribute.fset is None, name
+            with pytest.raises(AttributeError):
+                setattr(instance, name, getattr(instance, name))
+
+    def test_a_resume_names_its_marker_and_an_unsafe_id_is_refused(self, provider: str) -> None:
+        if not get_plugin(provider).profile.supports_resume:
+            pytest.skip("does not resume")
+        module = _provider_module(provider)
+        assert "RESUME_MISSING_TEXT" in module.__all__
+        assert callable(module._resume_target_missing)
+        assert callable(module._resume_argument)
+        instance = get_plugin(provider).create_provider()
+        for unsafe in ("-x", "a b", "../x"):
+            with pytest.raises(InvalidSessionIdError):
+                instance.build_argv(ArgvContext(binary_path="/b", resume_session_id=unsafe))
+
+    def test_the_marker_on_stderr_is_a_resume_failure(self, provider: str) -> None:
+        if not get_plugin(provider).profile.supports_resume:
+            pytest.skip("does not resume")
+        marker = _provider_module(provider).RESUME_MISSING_TEXT
+        error = CliExitError(["/b"], 1, "", f"{marker} sess-9\n")
+        classified = get_plugin(provider).create_provider().classify_exit(error, resumed=True)
+        assert isinstance(classified, SessionResumeError)
+
+    def test_mcp_servers_key_and_parse_mcp_servers(self, provider: str) -> None:
+        profile = get_plugin(provider).profile
+        module = _provider_module(provider)
+        if profile.mcp is McpMechanism.NONE:
+            assert not hasattr(module, "MCP_SERVERS_KEY")
+            return
+        assert isinstance(module.MCP_SERVERS_KEY, str)
+        if profile.mcp is McpMechanism.CLI_FLAGS:
+            server = StdioMcpServer("s", "/bin/s", ("-v",))
+            installation = get_plugin(provider).create_provider().install_mcp(None, [server])
+            assert module.parse_mcp_servers(installation.argv) == {"s": server}
+
+    def test_mcp_servers_without_a_workspace_are_one_error(self, provider: str) -> None:
+        if get_plugin(provider).profile.mcp is not McpMechanism.CONFIG_FILE:
+            pytest.skip("writes no config file")
+        instance = get_plugin(provider).create_provider()
+        with pytest.raises(McpConfigError, match="no workspace"):
+            instance.install_mcp(None, [StdioMcpServer("s", "/bin/s")])
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_a_schema_or_effort_the_profile_lacks_is_refused_before_anything_runs(
+    provider: str, tmp_path: Path
+) -> None:
+    profile = get_plugin(provider).profile
+    asks: list[TurnRequest] = []
+    if profile.output_schema is OutputSchemaStyle.NONE:
+        asks.append(TurnRequest("x", output_schema=OutputSchema({"type": "object"}, tmp_path)))
+    if not profile.supports_reasoning_effort:
+        asks.append(TurnRequest("x", reasoning_effort="high"))
+    if not asks:
+        pytest.skip("takes both")
+    binary = profile.binary
+    fake = FakeExecutor([], binaries={binary: f"/usr/bin/{binary}"})
+    agent = CliAgent(provider, executor=fake, env={"PATH": "/usr/bin"})
+    for request in asks:
+        with pytest.raises(ProviderCapabilityError, match=r"output_schema|reasoning_effort"):
+            agent.run(request)
+    assert fake.requests == []

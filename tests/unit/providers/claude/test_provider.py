@@ -277,7 +277,7 @@ class TestMcp:
         assert list(tmp_path.iterdir()) == []
 
     def test_servers_without_a_workspace_are_refused(self) -> None:
-        with pytest.raises(ProviderCapabilityError, match="working directory"):
+        with pytest.raises(McpConfigError, match="no workspace"):
             ClaudeProvider().install_mcp(None, [StdioMcpServer("fs", "srv")])
 
     def test_install_merges_and_restore_puts_the_file_back(self, tmp_path: Path) -> None:
@@ -299,6 +299,15 @@ class TestMcp:
         (tmp_path / ".mcp.json").write_text("[1, 2]")
         with pytest.raises(McpConfigError):
             ClaudeProvider().install_mcp(tmp_path, [StdioMcpServer("fs", "srv")])
+
+    def test_a_commented_mcp_json_is_refused_untouched(self, tmp_path: Path) -> None:
+        # Claude Code reads .mcp.json as strict JSON: a file with comments would not load in
+        # the CLI either, so it is refused before the turn instead of half-working.
+        original = '{\n  // mine\n  "mcpServers": {}\n}\n'
+        (tmp_path / ".mcp.json").write_text(original)
+        with pytest.raises(McpConfigError):
+            ClaudeProvider().install_mcp(tmp_path, [StdioMcpServer("fs", "srv")])
+        assert (tmp_path / ".mcp.json").read_text() == original
 
     def test_installed_servers_read_back_during_the_turn(self, tmp_path: Path) -> None:
         servers = [

@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 import pytest
-from hypothesis import given
+from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from agentshim.cli_agent import CliAgent
@@ -10,7 +10,7 @@ from agentshim.core.mcp import HttpMcpServer, McpServer, StdioMcpServer
 from agentshim.core.provider import ArgvContext
 from agentshim.core.turn import TurnRequest
 from agentshim.providers.codex import CodexProvider, parse_mcp_servers
-from agentshim.providers.codex.provider import render_mcp_servers
+from agentshim.providers.codex.provider import forwarded_env, header_variable, render_mcp_servers
 from agentshim.testing import FakeExecutor, scripted_turn
 
 BYPASS = "--dangerously-bypass-approvals-and-sandbox"
@@ -125,7 +125,7 @@ class TestMcpFlags:
             "--config",
             'mcp_servers.files.args=["--root", "/srv"]',
             "--config",
-            'mcp_servers.files.env={TOKEN = "t", LEVEL = "2"}',
+            'mcp_servers.files.env_vars=["LEVEL", "TOKEN"]',
             "--config",
             "mcp_servers.files.required=true",
             "--config",
@@ -133,6 +133,34 @@ class TestMcpFlags:
             "--config",
             "mcp_servers.files.tool_timeout_sec=90.5",
         ]
+        assert forwarded_env([server]) == {"TOKEN": "t", "LEVEL": "2"}
+
+    def test_env_values_and_headers_reach_the_cli_env_by_name_never_argv(self) -> None:
+        servers: list[McpServer] = [
+            StdioMcpServer("gh", "/usr/bin/gh-mcp", env={"GITHUB_TOKEN": "ghp-secret-1"}),
+            HttpMcpServer("web", "https://h/mcp", headers={"Authorization": "Bearer tok-2"}),
+        ]
+        installation = CodexProvider().install_mcp(None, servers)
+        variable = header_variable("web", "Authorization")
+        assert dict(installation.env) == {"GITHUB_TOKEN": "ghp-secret-1", variable: "Bearer tok-2"}
+        argv = " ".join(installation.argv)
+        assert "ghp-secret-1" not in argv
+        assert "tok-2" not in argv
+        assert 'mcp_servers.gh.env_vars=["GITHUB_TOKEN"]' in installation.argv
+        assert f'mcp_servers.web.env_http_headers={{Authorization = "{variable}"}}' in (
+            installation.argv
+        )
+        assert parse_mcp_servers(installation.argv, installation.env) == {
+            s.name: s for s in servers
+        }
+
+    def test_two_servers_wanting_one_variable_with_different_values_are_refused(self) -> None:
+        servers = [
+            StdioMcpServer("a", "/bin/a", env={"TOKEN": "one"}),
+            StdioMcpServer("b", "/bin/b", env={"TOKEN": "two"}),
+        ]
+        with pytest.raises(ProviderCapabilityError, match="TOKEN"):
+            CodexProvider().install_mcp(None, servers)
 
     def test_an_http_server(self) -> None:
         server = HttpMcpServer("docs", "https://mcp.example/x")
@@ -162,7 +190,6 @@ class TestMcpFlags:
         ("servers", "match"),
         [
             ([HttpMcpServer("s", "http://h/", transport="sse")], "streamable HTTP"),
-            ([HttpMcpServer("s", "http://h/", headers={"Authorization": "x"})], "headers"),
             ([StdioMcpServer("s", "a"), StdioMcpServer("s", "b")], "both named"),
         ],
     )
@@ -234,6 +261,13 @@ def servers(draw: st.DrawFn) -> list[McpServer]:
                             r"https?://[a-z]{1,8}(:[0-9]{2,4})?/[a-z]{0,6}", fullmatch=True
                         )
                     ),
+                    headers=draw(
+                        st.dictionaries(
+                            st.sampled_from(["Authorization", "X-Api-Key"]),
+                            st.from_regex(r"[A-Za-z0-9 ]{1,10}", fullmatch=True),
+                            max_size=2,
+                        )
+                    ),
                     startup_timeout_s=startup,
                     tool_timeout_s=tool,
                 )
@@ -244,4 +278,10 @@ def servers(draw: st.DrawFn) -> list[McpServer]:
 class TestMcpRoundTrip:
     @given(servers())
     def test_parse_inverts_render(self, specs: list[McpServer]) -> None:
-        assert parse_mcp_servers(render_mcp_servers(specs)) == {s.name: s for s in specs}
+        try:
+            installation = CodexProvider().install_mcp(None, specs)
+        except ProviderCapabilityError:
+            assume(False)
+            return
+        parsed = parse_mcp_servers(installation.argv, installation.env)
+        assert parsed == {s.name: s for s in specs}

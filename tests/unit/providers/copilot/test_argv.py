@@ -2,6 +2,8 @@ from __future__ import annotations
 
 import json
 import re
+import stat
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
@@ -9,7 +11,7 @@ from hypothesis import strategies as st
 
 from agentshim.cli_agent import CliAgent
 from agentshim.core.errors import InvalidSessionIdError, ProviderCapabilityError
-from agentshim.core.mcp import HttpMcpServer, McpServer, StdioMcpServer, canonical
+from agentshim.core.mcp import HttpMcpServer, McpServer, StdioMcpServer
 from agentshim.core.provider import ArgvContext
 from agentshim.core.turn import TurnRequest
 from agentshim.providers.copilot import CopilotProvider, parse_mcp_servers, scripted_lines
@@ -63,15 +65,6 @@ class TestArgv:
     def test_invalid_resume_id_is_refused(self, bad: str) -> None:
         with pytest.raises(InvalidSessionIdError):
             argv(resume_session_id=bad)
-
-    def test_reasoning_effort_is_refused(self) -> None:
-        with pytest.raises(ProviderCapabilityError, match="reasoning"):
-            argv(reasoning_effort="high")
-
-    @pytest.mark.parametrize("field", ["schema_inline", "schema_path"])
-    def test_output_schema_is_refused(self, field: str) -> None:
-        with pytest.raises(ProviderCapabilityError, match="output schema"):
-            argv(**{field: "{}"})
 
     def test_every_flag_exists_in_the_recorded_help_of_1_0_102(self) -> None:
         help_text = (fixture_dir("copilot") / "help.txt").read_text(encoding="utf-8")
@@ -136,8 +129,7 @@ HTTP = st.builds(
 class TestMcpFlags:
     def test_stdio_and_http_render_as_copilots_config(self) -> None:
         servers: list[McpServer] = [
-            StdioMcpServer("s1", "python3", ("-m", "srv"), {"K": "V"}),
-            HttpMcpServer("h1", "http://127.0.0.1:5/mcp", headers={"Authorization": "Bearer x"}),
+            StdioMcpServer("s1", "python3", ("-m", "srv")),
             HttpMcpServer("s2", "http://127.0.0.1:5/sse", transport="sse"),
         ]
         installation = CopilotProvider().install_mcp(None, servers)
@@ -150,17 +142,44 @@ class TestMcpFlags:
                     "command": "python3",
                     "args": ["-m", "srv"],
                     "tools": ["*"],
-                    "env": {"K": "V"},
-                },
-                "h1": {
-                    "type": "http",
-                    "url": "http://127.0.0.1:5/mcp",
-                    "tools": ["*"],
-                    "headers": {"Authorization": "Bearer x"},
                 },
                 "s2": {"type": "sse", "url": "http://127.0.0.1:5/sse", "tools": ["*"]},
             }
         }
+        assert installation.restore() is None
+
+    def test_servers_with_secrets_go_in_a_private_file_removed_after_the_turn(self) -> None:
+        servers: list[McpServer] = [
+            StdioMcpServer("s1", "python3", ("-m", "srv"), {"K": "env-secret"}),
+            HttpMcpServer("h1", "http://127.0.0.1:5/mcp", headers={"Authorization": "Bearer hx"}),
+        ]
+        installation = CopilotProvider().install_mcp(None, servers)
+        flag, value = installation.argv
+        assert flag == MCP_FLAG
+        assert value.startswith("@")
+        assert "env-secret" not in " ".join(installation.argv)
+        assert "Bearer hx" not in " ".join(installation.argv)
+        path = Path(value[1:])
+        assert stat.S_IMODE(path.stat().st_mode) == 0o600
+        assert stat.S_IMODE(path.parent.stat().st_mode) == 0o700
+        assert json.loads(path.read_text())["mcpServers"] == {
+            "s1": {
+                "type": "local",
+                "command": "python3",
+                "args": ["-m", "srv"],
+                "tools": ["*"],
+                "env": {"K": "env-secret"},
+            },
+            "h1": {
+                "type": "http",
+                "url": "http://127.0.0.1:5/mcp",
+                "tools": ["*"],
+                "headers": {"Authorization": "Bearer hx"},
+            },
+        }
+        assert parse_mcp_servers([BINARY, *installation.argv]) == {s.name: s for s in servers}
+        assert installation.restore() is None
+        assert not path.parent.exists()
         assert installation.restore() is None
 
     def test_no_servers_adds_nothing(self) -> None:
@@ -180,7 +199,7 @@ class TestMcpFlags:
     @given(st.lists(STDIO | HTTP, max_size=4, unique_by=lambda s: s.name))
     def test_parse_inverts_render(self, servers: list[McpServer]) -> None:
         built = argv(mcp_argv=(MCP_FLAG, render_mcp_config(servers)) if servers else ())
-        assert parse_mcp_servers(built) == {s.name: canonical(s) for s in servers}
+        assert parse_mcp_servers(built) == {s.name: s for s in servers}
 
     def test_parse_reads_every_flag_form_and_skips_what_it_cannot(self) -> None:
         one = render_mcp_config([StdioMcpServer("a", "x")])
@@ -199,7 +218,4 @@ class TestMcpFlags:
                 "[1]",
             ]
         )
-        assert parsed == {
-            "a": {"command": "x", "args": [], "env": {}},
-            "b": {"url": "http://h/mcp", "transport": "http"},
-        }
+        assert parsed == {"a": StdioMcpServer("a", "x"), "b": HttpMcpServer("b", "http://h/mcp")}

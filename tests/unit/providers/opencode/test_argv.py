@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from agentshim import CliAgent
@@ -9,7 +11,7 @@ from agentshim.core.errors import (
     ProviderCapabilityError,
 )
 from agentshim.core.provider import ArgvContext
-from agentshim.core.turn import TurnRequest
+from agentshim.core.turn import OutputSchema, TurnRequest
 from agentshim.providers.opencode import OpencodeProvider, scripted_lines
 from agentshim.testing import FakeExecutor, FakeRun, ScriptedTurn
 
@@ -69,11 +71,21 @@ class TestRefused:
         with pytest.raises(InvalidRequestError, match="model"):
             argv(model=model)
 
-    def test_schema_and_reasoning_effort(self) -> None:
-        with pytest.raises(ProviderCapabilityError):
-            argv(schema_path="/tmp/s.json")
-        with pytest.raises(ProviderCapabilityError):
-            argv(reasoning_effort="high")
+    @pytest.mark.parametrize(
+        ("fields", "named"),
+        [
+            ({"output_schema": OutputSchema({"type": "object"}, Path("/tmp"))}, "output_schema"),
+            ({"reasoning_effort": "high"}, "reasoning_effort"),
+        ],
+    )
+    def test_schema_and_reasoning_effort_are_refused_before_anything_runs(
+        self, fields: dict[str, object], named: str
+    ) -> None:
+        fake = FakeExecutor(FakeRun(stdout=[]), binaries={"opencode": BIN})
+        agent = CliAgent("opencode", executor=fake, env={"PATH": "/usr/bin"})
+        with pytest.raises(ProviderCapabilityError, match=named):
+            agent.run(TurnRequest("x", **fields))  # type: ignore[arg-type]
+        assert fake.requests == []
 
 
 class TestPromptOnStdinThroughTheAgent:

@@ -70,11 +70,6 @@ class TestArgv:
         with pytest.raises(InvalidSessionIdError):
             argv(resume_session_id=bad)
 
-    @pytest.mark.parametrize("field", ["schema_inline", "schema_path"])
-    def test_output_schema_is_refused(self, field: str) -> None:
-        with pytest.raises(ProviderCapabilityError, match="output schema"):
-            argv(**{field: "{}"})
-
     def test_mcp_servers_are_refused(self) -> None:
         with pytest.raises(ProviderCapabilityError, match="MCP"):
             PiProvider().install_mcp(None, [StdioMcpServer("s", "python3")])

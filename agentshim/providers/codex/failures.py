@@ -15,7 +15,7 @@ from collections.abc import Iterable
 from agentshim.core.errors import FailureKind
 from agentshim.core.failures import kind_from_text
 
-__all__ = ["classify_failure", "classify_first"]
+__all__ = ["classify", "classify_text"]
 
 _RULES: tuple[tuple[re.Pattern[str], FailureKind], ...] = (
     (
@@ -52,7 +52,7 @@ _RULES: tuple[tuple[re.Pattern[str], FailureKind], ...] = (
 )
 
 
-def classify_failure(text: str) -> FailureKind | None:
+def classify_text(text: str) -> FailureKind | None:
     """Classify one error text, or return None when it says nothing recognizable."""
     if not text:
         return None
@@ -62,10 +62,13 @@ def classify_failure(text: str) -> FailureKind | None:
     return kind_from_text(text)
 
 
-def classify_first(texts: Iterable[str]) -> FailureKind:
-    """Return the kind of the first text that classifies, OTHER when none does."""
+def classify(texts: Iterable[str]) -> FailureKind:
+    """Return the kind of the first of ``texts`` that classifies, OTHER when none does.
+
+    Give the ``turn.failed`` text first, then the ``error`` frames' texts, newest first.
+    """
     for text in texts:
-        kind = classify_failure(text)
+        kind = classify_text(text)
         if kind is not None:
             return kind
     return FailureKind.OTHER
