@@ -420,17 +420,28 @@ class AgentSession:
             emit = _fanout(handlers)
             if resume_session_id is None:
                 emit = self._locking_fresh(emit, held)
-            return self._execute(turn, argv, resume_session_id, emit, turn_stop)
+            result = self._execute(turn, argv, resume_session_id, emit, turn_stop)
+            # Restored before the result is returned, so what restore could not do exactly
+            # reaches the caller on the result and the event stream, not only the log.
+            note, installation = self._restore(installation), None
+            if note:
+                emit(Lifecycle("mcp_config_restore", note))
+                result = dataclasses.replace(result, notices=(*result.notices, note))
+            return result
         finally:
             if installation is not None:
-                note = installation.restore()
-                if note:
-                    self.agent.log(note)
+                self._restore(installation)
             for key in held:
                 self.agent.locks.release(key)
             with self._state:
                 self._stop = None
                 self._busy = False
+
+    def _restore(self, installation: McpInstallation) -> str | None:
+        note = installation.restore()
+        if note:
+            self.agent.log(note)
+        return note
 
     def _lock(self, key: tuple[str, str], stop: TurnStop, held: list[tuple[str, str]]) -> None:
         """Wait for the conversation's lock; a cancel while waiting ends the turn unrun."""

@@ -154,6 +154,9 @@ class TurnResult:
     ``usage`` is this turn's share. ``context_tokens`` is the prompt size (input including cache
     reads and writes) of the turn's last main-conversation model call: how full the context
     window was, as Claude Code's own meter counts it; None where the CLI does not tell.
+    ``notices`` are things the library could not do exactly and the caller should know, such
+    as an MCP config file whose original had to be kept next to it because the agent put
+    something of its own in its place.
     """
 
     text: str
@@ -166,3 +169,4 @@ class TurnResult:
     exit_code: int = 0
     interrupted: bool = False
     context_tokens: int | None = None
+    notices: tuple[str, ...] = ()

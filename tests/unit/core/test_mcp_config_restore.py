@@ -26,9 +26,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from agentshim.agent import CliAgent
 from agentshim.cli import main
+from agentshim.cli_agent import CliAgent
 from agentshim.core.errors import McpConfigError
+from agentshim.core.events import Lifecycle
 from agentshim.core.mcp import StdioMcpServer
 from agentshim.core.mcp_config import (
     ORIGINAL_SUFFIX,
@@ -181,11 +182,13 @@ class TestThroughATurn:
             return scripted_turn("claude", text="done")
 
         log: list[str] = []
+        events: list[object] = []
         cli = CliAgent(
             "claude",
             executor=FakeExecutor(agent_plants_a_link, binaries={"claude": "/usr/bin/claude"}),
             env={"PATH": "/usr/bin"},
             log=log.append,
+            event_handler=events.append,
         )
         server = StdioMcpServer("agentshim-srv", "/usr/bin/tool", env={"TOKEN": SECRET})
         result = cli.run(TurnRequest("hi", cwd=str(workspace), mcp_servers=(server,)))
@@ -193,6 +196,51 @@ class TestThroughATurn:
         assert victim.read_bytes() == b"precious\n"
         assert path.read_bytes() == ORIGINAL
         assert any(str(victim) in line for line in log), log
+        assert len(result.notices) == 1
+        assert str(victim) in result.notices[0]
+        assert Lifecycle("mcp_config_restore", result.notices[0]) in events
+
+    def test_an_original_kept_next_to_the_file_is_on_the_result(self, tmp_path: Path) -> None:
+        workspace = tmp_path / "ws"
+        workspace.mkdir()
+        path = workspace / ".mcp.json"
+        path.write_bytes(ORIGINAL)
+
+        def agent_makes_it_a_directory(request: CommandRequest) -> Any:
+            path.unlink()
+            path.mkdir()
+            return scripted_turn("claude", text="done")
+
+        cli = CliAgent(
+            "claude",
+            executor=FakeExecutor(
+                agent_makes_it_a_directory, binaries={"claude": "/usr/bin/claude"}
+            ),
+            env={"PATH": "/usr/bin"},
+        )
+        server = StdioMcpServer("agentshim-srv", "/usr/bin/tool")
+        result = cli.run(TurnRequest("hi", cwd=str(workspace), mcp_servers=(server,)))
+        kept = workspace / ".mcp.json.agentshim-original"
+        assert kept.read_bytes() == ORIGINAL
+        assert path.is_dir()
+        assert len(result.notices) == 1
+        assert str(kept) in result.notices[0] or kept.name in result.notices[0]
+
+    def test_an_exact_restore_leaves_no_notice(self, tmp_path: Path) -> None:
+        workspace = tmp_path / "ws"
+        workspace.mkdir()
+        (workspace / ".mcp.json").write_bytes(ORIGINAL)
+        cli = CliAgent(
+            "claude",
+            executor=FakeExecutor(
+                scripted_turn("claude", text="done"), binaries={"claude": "/usr/bin/claude"}
+            ),
+            env={"PATH": "/usr/bin"},
+        )
+        server = StdioMcpServer("agentshim-srv", "/usr/bin/tool")
+        result = cli.run(TurnRequest("hi", cwd=str(workspace), mcp_servers=(server,)))
+        assert result.notices == ()
+        assert (workspace / ".mcp.json").read_bytes() == ORIGINAL
 
 
 class TestTheUsersOwnLink:
