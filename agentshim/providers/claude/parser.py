@@ -12,7 +12,8 @@ Frames and what they become (see docs/providers/claude.md for the full table):
 - ``result``: the terminal frame: final text, usage, cost, structured output, success or
   failure; UsageReport, and ProviderError when it failed.
 - ``stream_event`` (partial-message deltas): ignored, the whole message follows anyway.
-- anything else: Lifecycle ``unknown_frame:<type>``; a line that is not a JSON object: RawOutput.
+- anything else: Lifecycle ``unknown_frame:<type>``; a line that is not a JSON object: RawOutput
+  (both from :class:`agentshim.core.frames.FrameDispatcher`).
 """
 
 from __future__ import annotations
@@ -28,7 +29,6 @@ from agentshim.core.events import (
     AssistantText,
     Lifecycle,
     ProviderError,
-    RawOutput,
     Reasoning,
     SessionStarted,
     ToolCall,
@@ -36,6 +36,7 @@ from agentshim.core.events import (
     UsageReport,
 )
 from agentshim.core.failures import kind_from_text
+from agentshim.core.frames import Frame, FrameDispatcher, ignore_frame
 from agentshim.core.jsonvalues import as_amount, as_count, as_mapping, as_str, list_or_empty
 from agentshim.core.pricing import PricingTable
 from agentshim.core.provider import ParsedTurn, ParserContext
@@ -54,7 +55,7 @@ from .events import (
 from .failures import SCHEMA_RETRIES_SUBTYPE, StreamFailure, classify_stream_failure
 from .model_data import PRICING_TABLE
 
-__all__ = ["ClaudeStreamParser"]
+__all__ = ["PROVIDER_NAME", "ClaudeStreamParser"]
 
 PROVIDER_NAME = "claude"
 SYNTHETIC_MODEL = "<synthetic>"
@@ -62,9 +63,6 @@ SYNTHETIC_MODEL = "<synthetic>"
 
 _DETAIL_CHARS = 2000
 _ANSWER_CHARS = 300
-
-Frame = dict[str, Any]
-Handler = Callable[[Frame, list[AgentEvent]], None]
 
 
 class _Terminal(NamedTuple):
@@ -114,17 +112,17 @@ class ClaudeStreamParser:
         self._schema_rejection: str | None = None
         self._terminal: _Terminal | None = None
         self._stderr = StderrTail(emit)
-        self._raw_decode = json.JSONDecoder().raw_decode
-        self._handlers: dict[str, Handler] = {
+        handlers = {
             "assistant": self._on_assistant,
             "user": self._on_user,
             "system": self._on_system,
             "result": self._on_result,
-            "stream_event": _ignore,
-            "rate_limit_event": self._on_rate_limit,
-            "control_response": self._on_control,
-            "control_request": self._on_control,
+            "stream_event": ignore_frame,
+            "rate_limit_event": self._on_rate_limit_event,
+            "control_response": self._on_control_response,
+            "control_request": self._on_control_request,
         }
+        self._frames = FrameDispatcher(handlers, emit)
 
     # -- the StreamParser protocol -------------------------------------------------------------
 
@@ -134,49 +132,7 @@ class ClaudeStreamParser:
 
     def feed_stdout(self, line: str) -> None:
         """Read one stdout line (trailing newline optional); never raises on bad input."""
-        text = line.rstrip("\r\n")
-        # raw_decode skips the two whitespace scans json.loads makes; a frame line starts with
-        # "{" and ends with "}", anything else takes the careful path.
-        frame: Frame | None = None
-        if text[:1] == "{" and text[-1:] == "}":
-            try:
-                value, end = self._raw_decode(text)
-            except (ValueError, RecursionError):
-                value, end = None, -1
-            if end == len(text) and type(value) is dict:
-                frame = value  # pyright: ignore[reportUnknownVariableType]
-        else:
-            frame = self._decode_padded(text)
-        if frame is None:
-            if text.strip():
-                self._emit(RawOutput(text))
-            return
-        kind = frame.get("type")
-        handler = self._handlers.get(kind) if type(kind) is str else None
-        out: list[AgentEvent] = []
-        try:
-            if handler is None:
-                self._on_unknown(frame, out, kind, text)
-            else:
-                handler(frame, out)
-        except Exception as exc:  # a frame of an unexpected shape costs that frame, not the turn
-            out = [RawOutput(text), Lifecycle("malformed_frame", f"{kind}: {exc!r}")]
-        emit = self._emit
-        for event in out:
-            emit(event)
-
-    def _decode_padded(self, text: str) -> Frame | None:
-        """The JSON object on a line with surrounding whitespace, or None; never raises."""
-        text = text.strip()
-        if text[:1] != "{":
-            return None
-        try:
-            value, end = self._raw_decode(text)
-        except (ValueError, RecursionError):
-            return None
-        if end != len(text) or type(value) is not dict:
-            return None
-        return value  # pyright: ignore[reportUnknownVariableType]
+        self._frames.feed(line)
 
     def feed_stderr(self, line: str) -> None:
         """Record one stderr line and emit it as Stderr (blank lines are dropped)."""
@@ -238,8 +194,7 @@ class ClaudeStreamParser:
         # Checked with __class__ so the values stay typed as Any (JSON) for the checker.
         message: Any = frame.get("message")
         if message.__class__ is not dict:
-            out.append(Lifecycle("malformed_frame", "assistant frame without a message"))
-            return
+            raise TypeError("an assistant frame without a message object")
         main = frame.get("parent_tool_use_id") is None
         error = as_str(frame.get("error"))
         if main:
@@ -330,7 +285,7 @@ class ClaudeStreamParser:
         else:
             out.append(ToolResult(tool_id, name, text, "", 0, duration, kind))
 
-    def _on_rate_limit(self, frame: Frame, out: list[AgentEvent]) -> None:
+    def _on_rate_limit_event(self, frame: Frame, out: list[AgentEvent]) -> None:
         info = as_mapping(frame.get("rate_limit_info")) or {}
         status = as_str(info.get("status")) or ""
         if status == "rejected":
@@ -338,15 +293,13 @@ class ClaudeStreamParser:
         limit_type = as_str(info.get("rateLimitType")) or ""
         out.append(Lifecycle("rate_limit", f"{status} {limit_type}".strip()))
 
-    def _on_control(self, frame: Frame, out: list[AgentEvent]) -> None:
-        body = as_mapping(frame.get("response")) or as_mapping(frame.get("request")) or {}
-        out.append(Lifecycle(str(frame["type"]), as_str(body.get("subtype")) or ""))
+    def _on_control_response(self, frame: Frame, out: list[AgentEvent]) -> None:
+        body = as_mapping(frame.get("response")) or {}
+        out.append(Lifecycle("control_response", as_str(body.get("subtype")) or ""))
 
-    def _on_unknown(self, frame: Frame, out: list[AgentEvent], kind: object, text: str) -> None:
-        if type(kind) is str:
-            out.append(Lifecycle(f"unknown_frame:{kind}", text[:_DETAIL_CHARS]))
-        else:
-            out.append(RawOutput(text))
+    def _on_control_request(self, frame: Frame, out: list[AgentEvent]) -> None:
+        body = as_mapping(frame.get("request")) or {}
+        out.append(Lifecycle("control_request", as_str(body.get("subtype")) or ""))
 
     def _on_result(self, frame: Frame, out: list[AgentEvent]) -> None:
         session_id = as_str(frame.get("session_id"))
@@ -544,7 +497,3 @@ def _retry_detail(frame: Frame) -> str:
     delay = frame.get("retry_delay_ms")
     wait = f", retrying in {delay:.0f} ms" if _finite(delay) else ""
     return f"attempt {attempt}/{limit}: {status} {error}{wait}".strip()
-
-
-def _ignore(frame: Frame, out: list[AgentEvent]) -> None:
-    del frame, out

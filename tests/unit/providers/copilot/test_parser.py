@@ -378,8 +378,9 @@ class TestFrames:
         assert parsed.session_id is None
 
     def test_unknown_frame_is_reported_not_fatal(self) -> None:
-        parsed, events = parse([frame("session.title_changed", {"title": "x"}), result()])
-        assert Lifecycle("unknown_frame:session.title_changed", "") in events
+        line = frame("session.title_changed", {"title": "x"})
+        parsed, events = parse([line, result()])
+        assert Lifecycle("unknown_frame:session.title_changed", line.strip()) in events
         assert parsed.error is None
 
     def test_truncated_noise_line_becomes_raw_output(self) -> None:

@@ -424,7 +424,7 @@ class TestFrames:
 
     def test_unknown_frames_are_reported(self) -> None:
         parsed, events = parse(turn(dump_frame({"type": "brand_new"})))
-        assert Lifecycle("unknown_frame:brand_new", "") in events
+        assert Lifecycle("unknown_frame:brand_new", '{"type":"brand_new"}') in events
         assert parsed.error is None
 
     def test_updates_without_deltas_make_no_events_unless_cut_off(self) -> None:

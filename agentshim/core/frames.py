@@ -1,0 +1,138 @@
+"""The frame-dispatch loop every JSONL stream parser shares: one line in, its events out.
+
+A CLI that prints one JSON object per line (a *frame*, named by its ``type`` field) is read
+the same way for every provider: decode the line, hand the frame to the provider's handler
+for its type, and send the events the handler produced. What is not a frame, what has no
+handler and what a handler cannot make sense of are reported here, once, with the same
+events on every provider. The handlers stay in each provider's parser.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any, NamedTuple
+
+from agentshim.core.events import AgentEvent, Lifecycle, RawOutput
+from agentshim.core.stream import parse_json_object
+
+__all__ = [
+    "UNKNOWN_DETAIL_CHARS",
+    "Frame",
+    "FrameDispatcher",
+    "FrameHandler",
+    "LineSkip",
+    "frame_label",
+    "ignore_frame",
+]
+
+Frame = dict[str, Any]
+"""One decoded frame: a JSON object."""
+
+FrameHandler = Callable[[Frame, list[AgentEvent]], None]
+"""Reads one frame and appends the events it means to the list; may raise on a bad shape."""
+
+UNKNOWN_DETAIL_CHARS = 500
+"""How much of an unknown frame's line its ``unknown_frame`` Lifecycle carries."""
+
+
+class LineSkip(NamedTuple):
+    """Lines to drop without decoding: those starting with ``prefix`` for which ``test`` is true.
+
+    For CLIs whose most frequent frames carry nothing a turn needs: recognising them from
+    their first bytes saves decoding them. ``test`` sees the whole line (newline included) and
+    only lines that start with ``prefix``, so the common case costs one ``startswith``.
+    """
+
+    prefix: str
+    test: Callable[[str], bool]
+
+
+def frame_label(value: object) -> str:
+    """A frame type as a label: a string as it is (cut to 100 characters), else ``<typename>``."""
+    if type(value) is str:
+        return value[:100]
+    return f"<{type(value).__name__}>"
+
+
+def ignore_frame(frame: Frame, out: list[AgentEvent]) -> None:
+    """The handler for a frame type that carries nothing a turn's events or result need."""
+
+
+class FrameDispatcher:
+    """Dispatches JSONL frames to per-type handlers; never raises on input.
+
+    For each line given to :meth:`feed` exactly one of these happens, before the next line:
+
+    - a blank line, or one ``skip`` drops: nothing;
+    - a line that is not one JSON object (text, an array, a number, broken or cut-off JSON,
+      NaN): ``RawOutput`` with the line (its line ending removed);
+    - a frame whose ``type`` has no handler (or is missing, or not a string):
+      ``Lifecycle("unknown_frame:<type>", line)`` (``<NoneType>`` for a missing type; the
+      detail is the stripped line cut to :data:`UNKNOWN_DETAIL_CHARS`);
+    - otherwise the events its handler appended, in order;
+    - unless the handler (or ``before``) raised: then the frame costs only itself, and its
+      events are ``RawOutput`` with the line and ``Lifecycle("malformed_frame",
+      "<type>: <exception>")``, whatever the handler had appended before raising.
+
+    Events go to ``emit`` as each line is dispatched; an exception raised by ``emit`` (an event
+    handler failing) propagates. ``before``, when given, sees every frame before its handler
+    (for a field every frame may carry, such as a session id) and appends to the same list.
+
+    :meth:`dispatch` does the same for one frame already decoded (a long-lived transport that
+    frames its own input); the dispatcher keeps no state between calls.
+    """
+
+    __slots__ = ("_before", "_emit", "_handlers", "_skip")
+
+    def __init__(
+        self,
+        handlers: Mapping[str, FrameHandler],
+        emit: Callable[[AgentEvent], None],
+        *,
+        skip: LineSkip | None = None,
+        before: FrameHandler | None = None,
+    ) -> None:
+        """Dispatch to ``handlers`` (frame type -> handler), sending events to ``emit``."""
+        self._handlers = handlers
+        self._emit = emit
+        self._skip = skip
+        self._before = before
+
+    def feed(self, line: str) -> None:
+        """Read one line (trailing newline optional) and emit what it means; see the class."""
+        skip = self._skip
+        if skip is not None and line.startswith(skip.prefix) and skip.test(line):
+            return
+        frame = parse_json_object(line)
+        if frame is None:
+            text = line.rstrip("\r\n")
+            if text and not text.isspace():
+                self._emit(RawOutput(text))
+            return
+        self.dispatch(frame, line)
+
+    def dispatch(self, frame: Frame, line: str = "") -> None:
+        """Hand one decoded frame to its handler and emit its events; ``line`` is its text.
+
+        ``line`` is what the ``RawOutput`` of a malformed frame and the detail of an unknown
+        one carry; without it a malformed frame gives only its Lifecycle, an unknown one an
+        empty detail.
+        """
+        kind = frame.get("type")
+        handler = self._handlers.get(kind) if type(kind) is str else None
+        out: list[AgentEvent] = []
+        try:
+            if self._before is not None:
+                self._before(frame, out)
+            if handler is not None:
+                handler(frame, out)
+            else:
+                detail = line.strip()[:UNKNOWN_DETAIL_CHARS]
+                out.append(Lifecycle(f"unknown_frame:{frame_label(kind)}", detail))
+        except Exception as exc:  # a frame of an unexpected shape costs that frame, not the turn
+            malformed = Lifecycle("malformed_frame", f"{frame_label(kind)}: {exc!r}")
+            text = line.rstrip("\r\n")
+            out = [RawOutput(text), malformed] if text else [malformed]
+        emit = self._emit
+        for event in out:
+            emit(event)
