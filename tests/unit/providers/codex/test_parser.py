@@ -555,7 +555,7 @@ class TestItems:
             "unknown_item:hologram",
             "unknown_frame:session.mood",
             "unknown_frame:<NoneType>",
-            "malformed_frame:item.completed",
+            "malformed_frame",
         ]
 
     def test_non_json_lines_are_raw_output(self) -> None:
