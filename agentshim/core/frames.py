@@ -35,16 +35,22 @@ UNKNOWN_DETAIL_CHARS = 500
 """How much of an unknown frame's line its ``unknown_frame`` Lifecycle carries."""
 
 
-class LineSkip(NamedTuple):
-    """Lines to drop without decoding: those starting with ``prefix`` for which ``test`` is true.
+_CLOSED = ("}\n", "}")
 
-    For CLIs whose most frequent frames carry nothing a turn needs: recognising them from
-    their first bytes saves decoding them. ``test`` sees the whole line (newline included) and
-    only lines that start with ``prefix``, so the common case costs one ``startswith``.
+
+class LineSkip(NamedTuple):
+    """Frames to drop without decoding, recognised from the first bytes of their line.
+
+    A line is skipped when it starts with ``prefix``, the text from there to the next ``"``
+    (a frame type, or a nested ``type``) is in ``names`` (or, with ``listed=False``, is not),
+    and the line ends with ``}``: a cut-off line still reaches the decoder and comes out as
+    RawOutput. For CLIs whose most frequent frames carry nothing a turn needs: recognising
+    them this way saves decoding them, and a line without the prefix costs one ``startswith``.
     """
 
     prefix: str
-    test: Callable[[str], bool]
+    names: frozenset[str]
+    listed: bool = True
 
 
 def frame_label(value: object) -> str:
@@ -63,7 +69,8 @@ class FrameDispatcher:
 
     For each line given to :meth:`feed` exactly one of these happens, before the next line:
 
-    - a blank line, or one ``skip`` drops: nothing;
+    - a blank line, or one ``skip`` drops: nothing (a skipped line still counts in
+      :attr:`frames`);
     - a line that is not one JSON object (text, an array, a number, broken or cut-off JSON,
       NaN): ``RawOutput`` with the line (its line ending removed);
     - a frame whose ``type`` has no handler (or is missing, or not a string):
@@ -82,7 +89,16 @@ class FrameDispatcher:
     frames its own input); the dispatcher keeps no state between calls.
     """
 
-    __slots__ = ("_before", "_emit", "_handlers", "_skip")
+    __slots__ = (
+        "_before",
+        "_emit",
+        "_frames",
+        "_handlers",
+        "_skip",
+        "_skip_at",
+        "_skip_listed",
+        "_skip_names",
+    )
 
     def __init__(
         self,
@@ -95,14 +111,32 @@ class FrameDispatcher:
         """Dispatch to ``handlers`` (frame type -> handler), sending events to ``emit``."""
         self._handlers = handlers
         self._emit = emit
-        self._skip = skip
         self._before = before
+        self._frames = 0
+        # The skip test is inlined in feed, the hot path: these are its fields, unpacked.
+        self._skip = skip.prefix if skip is not None else None
+        self._skip_at = len(skip.prefix) if skip is not None else 0
+        self._skip_names = skip.names if skip is not None else frozenset[str]()
+        self._skip_listed = skip.listed if skip is not None else True
+
+    @property
+    def frames(self) -> int:
+        """How many frames were read so far: decoded, dispatched, or skipped undecoded."""
+        return self._frames
 
     def feed(self, line: str) -> None:
         """Read one line (trailing newline optional) and emit what it means; see the class."""
-        skip = self._skip
-        if skip is not None and line.startswith(skip.prefix) and skip.test(line):
-            return
+        prefix = self._skip
+        if prefix is not None and line.startswith(prefix):
+            start = self._skip_at
+            end = line.find('"', start)
+            if (
+                end > 0
+                and (line[start:end] in self._skip_names) is self._skip_listed
+                and line.endswith(_CLOSED)
+            ):
+                self._frames += 1
+                return
         frame = parse_json_object(line)
         if frame is None:
             text = line.rstrip("\r\n")
@@ -118,6 +152,7 @@ class FrameDispatcher:
         one carry; without it a malformed frame gives only its Lifecycle, an unknown one an
         empty detail.
         """
+        self._frames += 1
         kind = frame.get("type")
         handler = self._handlers.get(kind) if type(kind) is str else None
         out: list[AgentEvent] = []

@@ -119,8 +119,8 @@ class ClaudeStreamParser:
             "result": self._on_result,
             "stream_event": ignore_frame,
             "rate_limit_event": self._on_rate_limit_event,
-            "control_response": self._on_control_response,
-            "control_request": self._on_control_request,
+            "control_response": self._on_control,
+            "control_request": self._on_control,
         }
         self._frames = FrameDispatcher(handlers, emit)
 
@@ -293,13 +293,9 @@ class ClaudeStreamParser:
         limit_type = as_str(info.get("rateLimitType")) or ""
         out.append(Lifecycle("rate_limit", f"{status} {limit_type}".strip()))
 
-    def _on_control_response(self, frame: Frame, out: list[AgentEvent]) -> None:
-        body = as_mapping(frame.get("response")) or {}
-        out.append(Lifecycle("control_response", as_str(body.get("subtype")) or ""))
-
-    def _on_control_request(self, frame: Frame, out: list[AgentEvent]) -> None:
-        body = as_mapping(frame.get("request")) or {}
-        out.append(Lifecycle("control_request", as_str(body.get("subtype")) or ""))
+    def _on_control(self, frame: Frame, out: list[AgentEvent]) -> None:
+        body = as_mapping(frame.get("response")) or as_mapping(frame.get("request")) or {}
+        out.append(Lifecycle(str(frame["type"]), as_str(body.get("subtype")) or ""))
 
     def _on_result(self, frame: Frame, out: list[AgentEvent]) -> None:
         session_id = as_str(frame.get("session_id"))

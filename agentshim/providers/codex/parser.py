@@ -156,15 +156,15 @@ class CodexStreamParser:
         self._notes: list[str] = []
         self._stderr = StderrTail(emit)
         tools: dict[str, _ItemHandler] = dict.fromkeys(_TOOL_ITEMS, self._tool_seen)
-        self._on_started: dict[str, _ItemHandler] = {
+        self._started_items: dict[str, _ItemHandler] = {
             **tools,
             PLAN_ITEM: self._plan,
             "error": self._warning,
             "agent_message": self._ignore,
             "reasoning": self._ignore,
         }
-        self._on_updated: dict[str, _ItemHandler] = {**tools, PLAN_ITEM: self._plan}
-        self._on_completed: dict[str, _ItemHandler] = {
+        self._updated_items: dict[str, _ItemHandler] = {**tools, PLAN_ITEM: self._plan}
+        self._completed_items: dict[str, _ItemHandler] = {
             **dict.fromkeys(_TOOL_ITEMS, self._tool_completed),
             PLAN_ITEM: self._plan,
             "error": self._warning,
@@ -177,9 +177,14 @@ class CodexStreamParser:
             "turn.completed": self._on_turn_completed,
             "turn.failed": self._on_turn_failed,
             "error": self._on_error,
-            "item.started": self._on_item_started,
-            "item.updated": self._on_item_updated,
-            "item.completed": self._on_item_completed,
+            "item.started": self._on_item,
+            "item.updated": self._on_item,
+            "item.completed": self._on_item,
+        }
+        self._item_handlers: dict[str, Mapping[str, _ItemHandler]] = {
+            "item.started": self._started_items,
+            "item.updated": self._updated_items,
+            "item.completed": self._completed_items,
         }
         self._frames = FrameDispatcher(handlers, emit)
 
@@ -315,18 +320,8 @@ class CodexStreamParser:
 
     # -- items ------------------------------------------------------------------------
 
-    def _on_item_started(self, frame: Frame, out: list[AgentEvent]) -> None:
-        self._item(frame, self._on_started, out)
-
-    def _on_item_updated(self, frame: Frame, out: list[AgentEvent]) -> None:
-        self._item(frame, self._on_updated, out)
-
-    def _on_item_completed(self, frame: Frame, out: list[AgentEvent]) -> None:
-        self._item(frame, self._on_completed, out)
-
-    def _item(
-        self, frame: Frame, handlers: Mapping[str, _ItemHandler], out: list[AgentEvent]
-    ) -> None:
+    def _on_item(self, frame: Frame, out: list[AgentEvent]) -> None:
+        handlers = self._item_handlers[frame["type"]]
         item = frame.get("item")
         if type(item) is not dict:
             raise TypeError(f"the item is {frame_label(item)}, not an object")
@@ -340,7 +335,7 @@ class CodexStreamParser:
             if handler is not None:
                 handler(item_type, payload, item_id, out)
                 return
-        if handlers is not self._on_updated:
+        if handlers is not self._updated_items:
             out.append(Lifecycle(f"unknown_item:{frame_label(item_type)}", item_id or ""))
 
     def _ignore(

@@ -82,8 +82,6 @@ among them; so is the prompt echo ``user.message``.
 """
 
 _TYPE_PREFIX = '{"type":"'
-_TYPE_START = len(_TYPE_PREFIX)
-_CLOSED = ("}\n", "}")
 
 
 class CopilotStreamParser:
@@ -155,7 +153,7 @@ class CopilotStreamParser:
             }
         )
         self._frames = FrameDispatcher(
-            MappingProxyType(handlers), emit, skip=LineSkip(_TYPE_PREFIX, _is_noise)
+            MappingProxyType(handlers), emit, skip=LineSkip(_TYPE_PREFIX, IGNORED_FRAMES)
         )
 
     # -- the StreamParser protocol -------------------------------------------------------------
@@ -420,13 +418,6 @@ class CopilotStreamParser:
                 detail = f"{detail}: {said}"
             return detail, (kind_from_text(said) if said else None) or FailureKind.OTHER
         return None, None
-
-
-def _is_noise(line: str) -> bool:
-    # Noise is dropped undecoded, but only when the line is at least closed: a cut-off line
-    # still reaches the decoder and comes out as RawOutput.
-    end = line.find('"', _TYPE_START)
-    return end > 0 and line[_TYPE_START:end] in IGNORED_FRAMES and line.endswith(_CLOSED)
 
 
 def _data(frame: Frame) -> Mapping[str, Any]:

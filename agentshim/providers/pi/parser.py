@@ -64,9 +64,10 @@ PROVIDER_NAME = "pi"
 
 _FAILED_STOPS = frozenset({"error", "aborted"})
 _UPDATE_PREFIX = '{"type":"message_update","assistantMessageEvent":{"type":"'
-_UPDATE_START = len(_UPDATE_PREFIX)
+# Only text and thinking deltas carry anything; the other updates (block starts and ends,
+# tool-call argument chunks) are the largest lines Pi prints, since each repeats the whole
+# message twice, so they are dropped undecoded.
 _DELTAS = frozenset({"text_delta", "thinking_delta"})
-_CLOSED = ("}\n", "}")
 _UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
 
 
@@ -113,7 +114,6 @@ class PiStreamParser:
         self._requested: str | None = None
         self._session_id: str | None = None
         self._header_seen = False
-        self._frames_seen = False
         self._agent_started = False
         self._agent_open = False
         self._text_streamed = False
@@ -149,7 +149,7 @@ class PiStreamParser:
             }
         )
         self._frames = FrameDispatcher(
-            handlers, emit, skip=LineSkip(_UPDATE_PREFIX, self._skip_update), before=self._see_frame
+            handlers, emit, skip=LineSkip(_UPDATE_PREFIX, _DELTAS, listed=False)
         )
 
     # -- the StreamParser protocol -------------------------------------------------------------
@@ -161,20 +161,6 @@ class PiStreamParser:
     def feed_stdout(self, line: str) -> None:
         """Read one stdout line (trailing newline optional); never raises on bad input."""
         self._frames.feed(line)
-
-    def _skip_update(self, line: str) -> bool:
-        # Only text and thinking deltas carry anything; the other updates (block starts and
-        # ends, tool-call argument chunks) are the largest lines Pi prints, since each repeats
-        # the whole message twice, so they are dropped undecoded. A cut-off line still reaches
-        # the decoder and comes out as RawOutput.
-        end = line.find('"', _UPDATE_START)
-        if line[_UPDATE_START:end] not in _DELTAS and line.endswith(_CLOSED):
-            self._frames_seen = True
-            return True
-        return False
-
-    def _see_frame(self, frame: Frame, out: list[AgentEvent]) -> None:
-        self._frames_seen = True
 
     def feed_stderr(self, line: str) -> None:
         """Record one stderr line and emit it as Stderr (blank lines are dropped)."""
@@ -367,7 +353,7 @@ class PiStreamParser:
         )
 
     def _failure(self) -> tuple[str | None, FailureKind | None]:
-        if not self._frames_seen:
+        if not self._frames.frames:
             said = self._stderr.first()
             if said:
                 return said, kind_from_text(said) or FailureKind.OTHER

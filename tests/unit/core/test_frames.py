@@ -19,7 +19,8 @@ from agentshim.core.frames import (
 )
 from tests.unit.providers.adversarial import json_values
 
-SKIP_PREFIX = '{"type":"noise'
+SKIP_PREFIX = '{"type":"'
+NOISE = frozenset({"noise", "chatter"})
 
 
 def _say(frame: Frame, out: list[AgentEvent]) -> None:
@@ -112,20 +113,30 @@ class TestOneLine:
         with pytest.raises(Boom):
             FrameDispatcher(HANDLERS, emit).feed('{"type":"say","text":"hi"}')
 
-    def test_skipped_lines_are_not_decoded(self) -> None:
-        seen: list[str] = []
-
-        def noise(line: str) -> bool:
-            seen.append(line)
-            return line.endswith("}")
-
+    def test_listed_frames_are_dropped_undecoded_unless_cut_off(self) -> None:
         events: list[AgentEvent] = []
-        dispatcher = _dispatcher(events, skip=LineSkip(SKIP_PREFIX, noise))
-        dispatcher.feed('{"type":"noise","x":1}')
-        dispatcher.feed('{"type":"noise","x":')  # cut off: the test declines, so it is decoded
+        dispatcher = _dispatcher(events, skip=LineSkip(SKIP_PREFIX, NOISE))
+        dispatcher.feed('{"type":"noise","x":[1,\n')  # listed but not closed: decoded
+        dispatcher.feed('{"type":"noise","x":1}\n')
+        dispatcher.feed('{"type":"chatter","x":')  # cut off: decoded, so RawOutput
+        dispatcher.feed('{"type": "noise"}')  # another spelling: decoded, so unknown
         dispatcher.feed('{"type":"say","text":"hi"}')
-        assert seen == ['{"type":"noise","x":1}', '{"type":"noise","x":']
-        assert events == [RawOutput('{"type":"noise","x":'), AssistantText("hi")]
+        assert events == [
+            RawOutput('{"type":"noise","x":[1,'),
+            RawOutput('{"type":"chatter","x":'),
+            Lifecycle("unknown_frame:noise", '{"type": "noise"}'),
+            AssistantText("hi"),
+        ]
+        assert dispatcher.frames == 3
+
+    def test_with_listed_false_only_the_listed_frames_are_decoded(self) -> None:
+        events: list[AgentEvent] = []
+        keep = frozenset({"say"})
+        dispatcher = _dispatcher(events, skip=LineSkip(SKIP_PREFIX, keep, listed=False))
+        dispatcher.feed('{"type":"noise","x":1}')
+        dispatcher.feed('{"type":"say","text":"hi"}')
+        assert events == [AssistantText("hi")]
+        assert dispatcher.frames == 2
 
     def test_before_sees_every_frame_and_its_events_come_first(self) -> None:
         def before(frame: Frame, out: list[AgentEvent]) -> None:
@@ -168,8 +179,10 @@ def _expected(line: str) -> list[object]:
     text = line.rstrip("\r\n")
     if not text.strip():
         return []
-    if line.startswith(SKIP_PREFIX) and line.endswith("}"):
-        return []
+    if line.startswith(SKIP_PREFIX) and line.endswith(("}", "}\n")):
+        end = line.find('"', len(SKIP_PREFIX))
+        if end > 0 and line[len(SKIP_PREFIX) : end] in NOISE:
+            return []
     try:
         frame: object = json.loads(line, parse_constant=_reject)
     except (ValueError, RecursionError):
@@ -186,11 +199,12 @@ def _expected(line: str) -> list[object]:
     return ["unknown"]
 
 
-FRAME_TYPES = st.sampled_from(["say", "boom", "quiet", "noise", "mystery"]) | json_values(
-    max_leaves=3
-)
+FRAME_TYPES = st.sampled_from(
+    ["say", "boom", "quiet", "noise", "chatter", "mystery"]
+) | json_values(max_leaves=3)
 FRAMES = st.builds(
-    lambda kind, fields: json.dumps({**fields, "type": kind}),
+    # Compact, as CLIs print it, so that listed frames meet the skip prefix.
+    lambda kind, fields: json.dumps({"type": kind, **fields}, separators=(",", ":")),
     FRAME_TYPES,
     st.dictionaries(st.sampled_from(["text", "x", "data"]), json_values(max_leaves=4), max_size=3),
 )
@@ -201,7 +215,7 @@ LINES = st.one_of(
     json_values(max_leaves=6).map(lambda value: json.dumps(value)),
     st.text(max_size=40),
     st.binary(max_size=40).map(lambda raw: raw.decode("utf-8", "replace")),
-    st.sampled_from(["", "\n", "  \r\n", SKIP_PREFIX + '"}', SKIP_PREFIX]),
+    st.sampled_from(["", "\n", "  \r\n", SKIP_PREFIX + 'noise"}', SKIP_PREFIX + "noise", "}"]),
 )
 
 
@@ -210,7 +224,7 @@ def test_any_lines_give_exactly_their_own_outcome_in_order_and_never_raise(
     lines: list[str],
 ) -> None:
     events: list[AgentEvent] = []
-    dispatcher = _dispatcher(events, skip=LineSkip(SKIP_PREFIX, lambda line: line.endswith("}")))
+    dispatcher = _dispatcher(events, skip=LineSkip(SKIP_PREFIX, NOISE))
     per_line = _feed_each(events, dispatcher, lines)
     assert len(per_line) == len(lines)
     for line, got in zip(lines, per_line, strict=True):
