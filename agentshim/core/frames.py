@@ -81,6 +81,9 @@ class FrameDispatcher:
       events are ``RawOutput`` with the line and ``Lifecycle("malformed_frame",
       "<type>: <exception>")``, whatever the handler had appended before raising.
 
+    A handler should check what it reads before it changes its parser's state, so that a
+    frame that raises leaves nothing half-recorded behind it.
+
     Events go to ``emit`` as each line is dispatched; an exception raised by ``emit`` (an event
     handler failing) propagates. ``before``, when given, sees every frame before its handler
     (for a field every frame may carry, such as a session id) and appends to the same list.

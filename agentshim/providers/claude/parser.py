@@ -227,7 +227,7 @@ class ClaudeStreamParser:
                 else:
                     out.append(Lifecycle("subagent_text", text))
             elif block_type == "tool_use" or block_type == "server_tool_use":
-                self._on_tool_use(block, out)
+                self._tool_use_block(block, out)
             elif block_type == "thinking":
                 thinking = as_str(block.get("thinking"))
                 if thinking:
@@ -235,7 +235,7 @@ class ClaudeStreamParser:
             elif block_type != "redacted_thinking":
                 out.append(Lifecycle(f"unknown_block:{as_str(block_type) or '?'}", ""))
 
-    def _on_tool_use(self, block: Mapping[str, Any], out: list[AgentEvent]) -> None:
+    def _tool_use_block(self, block: Mapping[str, Any], out: list[AgentEvent]) -> None:
         tool_id = as_str(block.get("id"))
         name = as_str(block.get("name")) or "unknown"
         raw_input = block.get("input")
@@ -265,12 +265,12 @@ class ClaudeStreamParser:
                 continue
             block_type = block.get("type")
             if block_type == "tool_result":
-                self._on_tool_result(block, out)
+                self._tool_result_block(block, out)
             elif block_type == "text":
                 kind = "synthetic_user_message" if synthetic else "user_message"
                 out.append(Lifecycle(kind, as_str(block.get("text")) or ""))
 
-    def _on_tool_result(self, block: Mapping[str, Any], out: list[AgentEvent]) -> None:
+    def _tool_result_block(self, block: Mapping[str, Any], out: list[AgentEvent]) -> None:
         tool_id = as_str(block.get("tool_use_id"))
         finished = self._tools.finish(tool_id) if tool_id is not None else None
         name = finished.name if finished is not None else "unknown"

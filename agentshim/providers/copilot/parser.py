@@ -270,9 +270,10 @@ class CopilotStreamParser:
         data = _data(frame)
         tokens = _fold_usage(data)
         self._model = as_str(data.get("model")) or self._model
+        # Priced before the totals take it: a count too large to price costs only this frame.
+        cost, source = self._price(tokens)
         self._tokens = tokens if self._tokens is None else self._tokens + tokens
         self._usage_raw = MappingProxyType(dict(data))
-        cost, source = self._price(tokens)
         usage = ProviderUsage(
             tokens=tokens,
             total_cost_usd=cost,

@@ -33,7 +33,7 @@ from agentshim.core.usage import CostSource, ProviderUsage, TokenUsage
 
 from .events import TODO_TOOL, plan_from_args, tool_call, tool_result
 
-__all__ = ["GeminiStreamParser"]
+__all__ = ["PROVIDER_NAME", "GeminiStreamParser"]
 
 PROVIDER_NAME = "gemini"
 # stderr lines the CLI prints on every run; never the reason a turn failed.
@@ -171,10 +171,14 @@ class GeminiStreamParser:
         out.append(ProviderError(text, fatal=fatal))
 
     def _on_result(self, frame: Frame, out: list[AgentEvent]) -> None:
-        self._finished = True
         stats = frame.get("stats")
         if isinstance(stats, dict):
-            self._usage = self._report_usage(stats, out)  # pyright: ignore[reportUnknownArgumentType]
+            # Priced before the turn counts as finished: a result whose counts cannot be
+            # priced costs its frame, and the turn ends without a result.
+            usage = self._usage_report(stats)  # pyright: ignore[reportUnknownArgumentType]
+            self._usage, self._cost = usage.usage, usage.cost_usd
+            out.append(usage)
+        self._finished = True
         status = frame.get("status")
         if status == "success":
             return
@@ -185,7 +189,7 @@ class GeminiStreamParser:
         self._error_kind = kind_from_text(text) or FailureKind.OTHER
         out.append(ProviderError(text, fatal=True))
 
-    def _report_usage(self, stats: dict[str, Any], out: list[AgentEvent]) -> ProviderUsage:
+    def _usage_report(self, stats: dict[str, Any]) -> UsageReport:
         models = _model_entries(stats.get("models"))
         cost, source = self._price(models)
         usage = ProviderUsage(
@@ -196,9 +200,7 @@ class GeminiStreamParser:
             cost_source=source,
             model=_main_model(models),
         )
-        self._cost = cost
-        out.append(UsageReport(usage, cost))
-        return usage
+        return UsageReport(usage, cost)
 
     def _price(
         self, models: Mapping[str, tuple[int, Mapping[str, Any]]]

@@ -33,7 +33,7 @@ from agentshim.core.usage import CostSource, ProviderUsage, TokenUsage
 
 from .events import TODO_TOOL, plan_from_args, tool_events
 
-__all__ = ["OpencodeStreamParser", "classify_error", "strip_ansi"]
+__all__ = ["PROVIDER_NAME", "OpencodeStreamParser", "classify_error", "strip_ansi"]
 
 PROVIDER_NAME = "opencode"
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]")

@@ -434,3 +434,20 @@ class TestAdversarialInput:
     @given(st.sampled_from(REAL_LINES), st.integers(min_value=0, max_value=400))
     def test_truncated_real_lines(self, line: str, cut: int) -> None:
         never_raises(CopilotStreamParser, [line[:cut], line])
+
+
+class TestAFrameThatCannotBeRead:
+    def test_a_usage_too_large_to_price_costs_only_its_frame(self) -> None:
+        table = PricingTable("t", "2026-11-29", {"claude-sonnet-4": ModelPricing(1.0, 2.0)})
+        # A count no float can hold: pricing it overflows inside the handler.
+        absurd = frame("assistant.usage", {"model": "claude-sonnet-4", "inputTokens": 10**400})
+        good = frame("assistant.usage", {"model": "claude-sonnet-4", "inputTokens": 1_000_000})
+        message = frame("assistant.message", {"messageId": "m", "content": "done"})
+        parsed, events = parse([absurd, good, message, result()], pricing=table)
+        assert parsed.text == "done"
+        assert parsed.error is None
+        assert parsed.cost_usd == pytest.approx(1.0)
+        assert RawOutput(absurd.rstrip("\n")) in events
+        malformed = [e for e in of_type(events, Lifecycle) if e.kind == "malformed_frame"]
+        assert [e.detail.split(":")[0] for e in malformed] == ["assistant.usage"]
+        assert len(of_type(events, UsageReport)) == 1
