@@ -10,9 +10,10 @@ events on every provider. The handlers stay in each provider's parser.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any, NamedTuple
+from typing import Any, ClassVar, NamedTuple
 
-from agentshim.core.events import AgentEvent, Lifecycle, RawOutput
+from agentshim.core.events import AgentEvent, Lifecycle, RawOutput, Stderr
+from agentshim.core.stderr_tail import StderrTail
 from agentshim.core.stream import parse_json_object
 
 __all__ = [
@@ -20,6 +21,7 @@ __all__ = [
     "Frame",
     "FrameDispatcher",
     "FrameHandler",
+    "FrameParser",
     "LineSkip",
     "frame_label",
     "ignore_frame",
@@ -174,3 +176,34 @@ class FrameDispatcher:
         emit = self._emit
         for event in out:
             emit(event)
+
+
+class FrameParser:
+    """The part of a JSONL stream parser every provider shares: where its lines go.
+
+    A subclass sets ``_frames`` (its :class:`FrameDispatcher`), ``_stderr`` (its
+    :class:`~agentshim.core.stderr_tail.StderrTail`) and ``_emit``, and writes its handlers and
+    ``finish``. With ``BLANK_STDERR`` true a blank stderr line is emitted too (as ``Stderr``)
+    but not kept, for CLIs whose blank lines separate the parts of what they print.
+    """
+
+    __slots__ = ()
+
+    BLANK_STDERR: ClassVar[bool] = False
+    _frames: FrameDispatcher
+    _stderr: StderrTail
+    _emit: Callable[[AgentEvent], None]
+
+    def feed_stdout(self, line: str) -> None:
+        """Take one stdout line (trailing newline optional); never raises on bad input."""
+        self._frames.feed(line)
+
+    def feed_stderr(self, line: str) -> None:
+        """Take one stderr line: emit it as Stderr and keep it for summing up a failure.
+
+        A blank line is neither emitted nor kept, unless ``BLANK_STDERR``: then it is emitted.
+        """
+        if self.BLANK_STDERR and not line.strip():
+            self._emit(Stderr(line.rstrip("\r\n")))
+        else:
+            self._stderr.feed(line)

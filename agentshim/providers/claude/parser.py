@@ -36,7 +36,7 @@ from agentshim.core.events import (
     UsageReport,
 )
 from agentshim.core.failures import kind_from_text
-from agentshim.core.frames import Frame, FrameDispatcher, ignore_frame
+from agentshim.core.frames import Frame, FrameDispatcher, FrameParser, ignore_frame
 from agentshim.core.jsonvalues import as_amount, as_count, as_mapping, as_str, list_or_empty
 from agentshim.core.pricing import PricingTable
 from agentshim.core.provider import ParsedTurn, ParserContext
@@ -77,7 +77,7 @@ class _Terminal(NamedTuple):
     stream_said: bool
 
 
-class ClaudeStreamParser:
+class ClaudeStreamParser(FrameParser):
     """Turns Claude Code's stream-json output into events and a ParsedTurn.
 
     Never raises on input: a line that is not a JSON object becomes RawOutput, a frame whose
@@ -129,14 +129,6 @@ class ClaudeStreamParser:
     def configure(self, context: ParserContext) -> None:
         """Take the requested model, used to price a turn only when the stream names none."""
         self._requested_model = context.model
-
-    def feed_stdout(self, line: str) -> None:
-        """Read one stdout line (trailing newline optional); never raises on bad input."""
-        self._frames.feed(line)
-
-    def feed_stderr(self, line: str) -> None:
-        """Record one stderr line and emit it as Stderr (blank lines are dropped)."""
-        self._stderr.feed(line)
 
     def finish(self) -> ParsedTurn:
         """Summarize the turn; a stream without a result frame is a failure (kind OTHER)."""

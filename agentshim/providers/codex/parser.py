@@ -30,11 +30,10 @@ from agentshim.core.events import (
     ProviderError,
     Reasoning,
     SessionStarted,
-    Stderr,
     ToolCall,
     UsageReport,
 )
-from agentshim.core.frames import Frame, FrameDispatcher, frame_label
+from agentshim.core.frames import Frame, FrameDispatcher, FrameParser, frame_label
 from agentshim.core.jsonvalues import as_mapping, str_or_empty
 from agentshim.core.pricing import ModelPricing, PricingTable, cost_usd
 from agentshim.core.provider import ParsedTurn, ParserContext
@@ -116,13 +115,16 @@ def _increment(current: _Counts, base: _Counts | None) -> TokenUsage | None:
     )
 
 
-class CodexStreamParser:
+class CodexStreamParser(FrameParser):
     """Parses one ``codex exec --json`` turn; never raises on any input.
 
     ``model`` prices the turn (``ParserContext.model``, when the session provides one, takes
     precedence; failing both, the model Codex names in its "Model metadata ... not found"
     warning is used). ``expect_structured`` decodes the final message as the JSON payload.
     """
+
+    # Blank lines separate the parts of a Rust backtrace: they are passed on as printed.
+    BLANK_STDERR = True
 
     def __init__(
         self,
@@ -203,20 +205,6 @@ class CodexStreamParser:
             usable = raw is not None and ("input_tokens" in raw or "output_tokens" in raw)
             self._baseline = _fold_usage(raw) if raw is not None and usable else None
             self._baseline_missing = self._baseline is None
-
-    def feed_stdout(self, line: str) -> None:
-        """Take one stdout line; a non-JSON line becomes RawOutput, an unknown frame Lifecycle."""
-        self._frames.feed(line)
-
-    def feed_stderr(self, line: str) -> None:
-        """Take one stderr line: emit it, and keep the last ones for classifying a failure.
-
-        A blank line is emitted too (it separates the parts of a Rust backtrace) but not kept.
-        """
-        if line.strip():
-            self._stderr.feed(line)
-        else:
-            self._emit(Stderr(line.rstrip("\r\n")))
 
     def finish(self) -> ParsedTurn:
         """Summarize the turn: final text, structured output, usage, cost, failure."""

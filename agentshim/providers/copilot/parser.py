@@ -40,7 +40,14 @@ from agentshim.core.events import (
     UsageReport,
 )
 from agentshim.core.failures import kind_from_text
-from agentshim.core.frames import Frame, FrameDispatcher, FrameHandler, LineSkip, ignore_frame
+from agentshim.core.frames import (
+    Frame,
+    FrameDispatcher,
+    FrameHandler,
+    FrameParser,
+    LineSkip,
+    ignore_frame,
+)
 from agentshim.core.jsonvalues import as_count, as_int, as_mapping, as_str, mapping_or_empty
 from agentshim.core.pricing import PricingTable
 from agentshim.core.provider import ParsedTurn
@@ -84,7 +91,7 @@ among them; so is the prompt echo ``user.message``.
 _TYPE_PREFIX = '{"type":"'
 
 
-class CopilotStreamParser:
+class CopilotStreamParser(FrameParser):
     """Turns Copilot CLI JSONL output into events and a ParsedTurn; never raises on input.
 
     A line that is not a JSON object becomes RawOutput; a frame whose shape makes no sense costs
@@ -157,14 +164,6 @@ class CopilotStreamParser:
         )
 
     # -- the StreamParser protocol -------------------------------------------------------------
-
-    def feed_stdout(self, line: str) -> None:
-        """Read one stdout line (trailing newline optional); never raises on bad input."""
-        self._frames.feed(line)
-
-    def feed_stderr(self, line: str) -> None:
-        """Record one stderr line and emit it as Stderr (blank lines are dropped)."""
-        self._stderr.feed(line)
 
     def finish(self) -> ParsedTurn:
         """Summarize the turn.

@@ -19,11 +19,10 @@ from agentshim.core.events import (
     AssistantText,
     ProviderError,
     SessionStarted,
-    Stderr,
     UsageReport,
 )
 from agentshim.core.failures import kind_from_text
-from agentshim.core.frames import Frame, FrameDispatcher
+from agentshim.core.frames import Frame, FrameDispatcher, FrameParser
 from agentshim.core.jsonvalues import as_count
 from agentshim.core.pricing import PricingTable, cost_usd
 from agentshim.core.provider import ParsedTurn
@@ -75,13 +74,16 @@ def _fold_usage(stats: Mapping[str, Any]) -> TokenUsage:
     )
 
 
-class GeminiStreamParser:
+class GeminiStreamParser(FrameParser):
     """Turns Gemini CLI stream-json lines into events and a ParsedTurn; never raises on input.
 
     Assistant ``message`` deltas are concatenated as they come; runs of text separated by a
     tool call are joined with a newline. The user-prompt echo is ignored. Cost is priced from
     ``pricing`` per model of ``result.stats.models`` (the CLI reports none).
     """
+
+    # Blank lines separate the parts of a Node stack trace: they are passed on as printed.
+    BLANK_STDERR = True
 
     def __init__(
         self,
@@ -118,10 +120,6 @@ class GeminiStreamParser:
         self._stderr = StderrTail(emit)
 
     # stdout
-
-    def feed_stdout(self, line: str) -> None:
-        """Take one stdout line (with or without its newline); never raises on bad input."""
-        self._frames.feed(line)
 
     def _on_init(self, frame: Frame, out: list[AgentEvent]) -> None:
         session_id = frame.get("session_id")
@@ -219,16 +217,6 @@ class GeminiStreamParser:
         return total, CostSource.PRICED
 
     # stderr
-
-    def feed_stderr(self, line: str) -> None:
-        """Take one stderr line; it is emitted as a Stderr event and kept for the error summary.
-
-        A blank line is emitted too, but not kept.
-        """
-        if line.strip():
-            self._stderr.feed(line)
-        else:
-            self._emit(Stderr(line.rstrip("\r\n")))
 
     def _stderr_reason(self) -> str:
         """The first stderr line that says what went wrong, or the last meaningful one."""

@@ -21,11 +21,10 @@ from agentshim.core.events import (
     ProviderError,
     Reasoning,
     SessionStarted,
-    Stderr,
     UsageReport,
 )
 from agentshim.core.failures import kind_from_status, kind_from_text
-from agentshim.core.frames import Frame, FrameDispatcher
+from agentshim.core.frames import Frame, FrameDispatcher, FrameParser
 from agentshim.core.jsonvalues import as_amount, as_count, mapping_or_empty
 from agentshim.core.provider import ParsedTurn
 from agentshim.core.stderr_tail import StderrTail
@@ -112,7 +111,7 @@ def classify_error(error: Mapping[str, Any]) -> tuple[str, FailureKind]:
     return text, FailureKind.OTHER
 
 
-class OpencodeStreamParser:
+class OpencodeStreamParser(FrameParser):
     """Turns opencode JSON lines into events and a ParsedTurn; never raises on input.
 
     ``text`` parts are whole messages (no deltas) and are joined with a newline. Tokens and
@@ -120,6 +119,9 @@ class OpencodeStreamParser:
     UsageReport covers everything since the previous one and is emitted when a step ends the
     turn (any reason but ``tool-calls``) or, for a stream that ended early, by ``finish()``.
     """
+
+    # Blank lines separate the parts of an error report: they are passed on as printed.
+    BLANK_STDERR = True
 
     def __init__(
         self, emit: Callable[[AgentEvent], None], *, expect_structured: bool = False
@@ -160,10 +162,6 @@ class OpencodeStreamParser:
         self._stderr = StderrTail(emit)
 
     # stdout
-
-    def feed_stdout(self, line: str) -> None:
-        """Take one stdout line (with or without its newline); never raises on bad input."""
-        self._frames.feed(line)
 
     def _see_session(self, frame: Frame, out: list[AgentEvent]) -> None:
         # Every frame carries the session id; the first that does announces it.
@@ -263,16 +261,6 @@ class OpencodeStreamParser:
         out.append(ProviderError(message, fatal=True))
 
     # stderr
-
-    def feed_stderr(self, line: str) -> None:
-        """Take one stderr line; emitted as a Stderr event and kept for the error summary.
-
-        A blank line is emitted too, but not kept.
-        """
-        if line.strip():
-            self._stderr.feed(line)
-        else:
-            self._emit(Stderr(line.rstrip("\r\n")))
 
     def _stderr_reason(self) -> str:
         lines = [strip_ansi(s).strip() for s in self._stderr]

@@ -48,7 +48,7 @@ from agentshim.core.events import (
     UsageReport,
 )
 from agentshim.core.failures import kind_from_text
-from agentshim.core.frames import Frame, FrameDispatcher, LineSkip, ignore_frame
+from agentshim.core.frames import Frame, FrameDispatcher, FrameParser, LineSkip, ignore_frame
 from agentshim.core.jsonvalues import as_amount, as_count, as_mapping, as_str
 from agentshim.core.provider import ParsedTurn, ParserContext
 from agentshim.core.stderr_tail import StderrTail
@@ -81,7 +81,7 @@ def short_session_id(session_id: str) -> str:
     return session_id[:8] if _UUID.fullmatch(session_id) else session_id
 
 
-class PiStreamParser:
+class PiStreamParser(FrameParser):
     """Turns Pi's ``--mode json`` output into events and a ParsedTurn; never raises on input.
 
     A line that is not a JSON object becomes RawOutput; a frame whose shape makes no sense costs
@@ -157,14 +157,6 @@ class PiStreamParser:
     def configure(self, context: ParserContext) -> None:
         """Learn which session the turn resumes (to recognise it under its full id)."""
         self._requested = context.requested_session_id
-
-    def feed_stdout(self, line: str) -> None:
-        """Read one stdout line (trailing newline optional); never raises on bad input."""
-        self._frames.feed(line)
-
-    def feed_stderr(self, line: str) -> None:
-        """Record one stderr line and emit it as Stderr (blank lines are dropped)."""
-        self._stderr.feed(line)
 
     def finish(self) -> ParsedTurn:
         """Summarize the turn (see the module docstring for when it failed)."""
