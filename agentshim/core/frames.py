@@ -97,7 +97,7 @@ class FrameDispatcher:
     __slots__ = (
         "_before",
         "_emit",
-        "_frames",
+        "_frame_count",
         "_handlers",
         "_skip",
         "_skip_at",
@@ -117,7 +117,7 @@ class FrameDispatcher:
         self._handlers = handlers
         self._emit = emit
         self._before = before
-        self._frames = 0
+        self._frame_count = 0
         # The skip test is inlined in feed, the hot path: these are its fields, unpacked.
         self._skip = skip.prefix if skip is not None else None
         self._skip_at = len(skip.prefix) if skip is not None else 0
@@ -127,7 +127,7 @@ class FrameDispatcher:
     @property
     def frames(self) -> int:
         """How many frames were read so far: decoded, dispatched, or skipped undecoded."""
-        return self._frames
+        return self._frame_count
 
     def feed(self, line: str) -> None:
         """Read one line (trailing newline optional) and emit what it means; see the class."""
@@ -140,7 +140,7 @@ class FrameDispatcher:
                 and (line[start:end] in self._skip_names) is self._skip_listed
                 and line.endswith(_CLOSED)
             ):
-                self._frames += 1
+                self._frame_count += 1
                 return
         frame = parse_json_object(line)
         if frame is None:
@@ -157,7 +157,7 @@ class FrameDispatcher:
         one carry; without it a malformed frame gives only its Lifecycle, an unknown one an
         empty detail.
         """
-        self._frames += 1
+        self._frame_count += 1
         kind = frame.get("type")
         handler = self._handlers.get(kind) if type(kind) is str else None
         out: list[AgentEvent] = []
@@ -178,25 +178,22 @@ class FrameDispatcher:
             emit(event)
 
 
-class FrameParser:
-    """The part of a JSONL stream parser every provider shares: where its lines go.
+class FrameParser(FrameDispatcher):
+    """A JSONL stream parser: a :class:`FrameDispatcher` over its stdout, plus its stderr.
 
-    A subclass sets ``_frames`` (its :class:`FrameDispatcher`), ``_stderr`` (its
-    :class:`~agentshim.core.stderr_tail.StderrTail`) and ``_emit``, and writes its handlers and
-    ``finish``. With ``BLANK_STDERR`` true a blank stderr line is emitted too (as ``Stderr``)
-    but not kept, for CLIs whose blank lines separate the parts of what they print.
+    A subclass calls ``super().__init__`` with its handlers (and ``skip``/``before``), sets
+    ``_stderr`` (its :class:`~agentshim.core.stderr_tail.StderrTail`), and writes ``finish``.
+    ``feed_stdout`` is :meth:`FrameDispatcher.feed` itself, so a line costs no extra call.
+    With ``BLANK_STDERR`` true a blank stderr line is emitted too (as ``Stderr``) but not
+    kept, for CLIs whose blank lines separate the parts of what they print.
     """
 
     __slots__ = ()
 
     BLANK_STDERR: ClassVar[bool] = False
-    _frames: FrameDispatcher
     _stderr: StderrTail
-    _emit: Callable[[AgentEvent], None]
 
-    def feed_stdout(self, line: str) -> None:
-        """Take one stdout line (trailing newline optional); never raises on bad input."""
-        self._frames.feed(line)
+    feed_stdout = FrameDispatcher.feed
 
     def feed_stderr(self, line: str) -> None:
         """Take one stderr line: emit it as Stderr and keep it for summing up a failure.

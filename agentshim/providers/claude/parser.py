@@ -36,7 +36,7 @@ from agentshim.core.events import (
     UsageReport,
 )
 from agentshim.core.failures import kind_from_text
-from agentshim.core.frames import Frame, FrameDispatcher, FrameParser, ignore_frame
+from agentshim.core.frames import Frame, FrameParser, ignore_frame
 from agentshim.core.jsonvalues import as_amount, as_count, as_mapping, as_str, list_or_empty
 from agentshim.core.pricing import PricingTable
 from agentshim.core.provider import ParsedTurn, ParserContext
@@ -122,7 +122,7 @@ class ClaudeStreamParser(FrameParser):
             "control_response": self._on_control,
             "control_request": self._on_control,
         }
-        self._frames = FrameDispatcher(handlers, emit)
+        super().__init__(handlers, emit)
 
     # -- the StreamParser protocol -------------------------------------------------------------
 

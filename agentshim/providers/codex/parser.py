@@ -33,7 +33,7 @@ from agentshim.core.events import (
     ToolCall,
     UsageReport,
 )
-from agentshim.core.frames import Frame, FrameDispatcher, FrameParser, frame_label
+from agentshim.core.frames import Frame, FrameParser, frame_label
 from agentshim.core.jsonvalues import as_mapping, str_or_empty
 from agentshim.core.pricing import ModelPricing, PricingTable, cost_usd
 from agentshim.core.provider import ParsedTurn, ParserContext
@@ -188,7 +188,7 @@ class CodexStreamParser(FrameParser):
             "item.updated": self._updated_items,
             "item.completed": self._completed_items,
         }
-        self._frames = FrameDispatcher(handlers, emit)
+        super().__init__(handlers, emit)
 
     # -- the StreamParser protocol ----------------------------------------------------
 

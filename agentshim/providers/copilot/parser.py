@@ -40,14 +40,7 @@ from agentshim.core.events import (
     UsageReport,
 )
 from agentshim.core.failures import kind_from_text
-from agentshim.core.frames import (
-    Frame,
-    FrameDispatcher,
-    FrameHandler,
-    FrameParser,
-    LineSkip,
-    ignore_frame,
-)
+from agentshim.core.frames import Frame, FrameHandler, FrameParser, LineSkip, ignore_frame
 from agentshim.core.jsonvalues import as_count, as_int, as_mapping, as_str, mapping_or_empty
 from agentshim.core.pricing import PricingTable
 from agentshim.core.provider import ParsedTurn
@@ -159,7 +152,7 @@ class CopilotStreamParser(FrameParser):
                 "result": self._on_result,
             }
         )
-        self._frames = FrameDispatcher(
+        super().__init__(
             MappingProxyType(handlers), emit, skip=LineSkip(_TYPE_PREFIX, IGNORED_FRAMES)
         )
 

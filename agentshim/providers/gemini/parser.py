@@ -22,7 +22,7 @@ from agentshim.core.events import (
     UsageReport,
 )
 from agentshim.core.failures import kind_from_text
-from agentshim.core.frames import Frame, FrameDispatcher, FrameParser
+from agentshim.core.frames import Frame, FrameParser
 from agentshim.core.jsonvalues import as_count
 from agentshim.core.pricing import PricingTable, cost_usd
 from agentshim.core.provider import ParsedTurn
@@ -107,7 +107,7 @@ class GeminiStreamParser(FrameParser):
                 "result": self._on_result,
             }
         )
-        self._frames = FrameDispatcher(handlers, emit)
+        super().__init__(handlers, emit)
         self._runs: list[str] = []
         self._run: list[str] = []
         self._session_id: str | None = None

@@ -24,7 +24,7 @@ from agentshim.core.events import (
     UsageReport,
 )
 from agentshim.core.failures import kind_from_status, kind_from_text
-from agentshim.core.frames import Frame, FrameDispatcher, FrameParser
+from agentshim.core.frames import Frame, FrameParser
 from agentshim.core.jsonvalues import as_amount, as_count, mapping_or_empty
 from agentshim.core.provider import ParsedTurn
 from agentshim.core.stderr_tail import StderrTail
@@ -138,7 +138,7 @@ class OpencodeStreamParser(FrameParser):
                 "error": self._on_error,
             }
         )
-        self._frames = FrameDispatcher(handlers, emit, before=self._see_session)
+        super().__init__(handlers, emit, before=self._see_session)
         self._texts: list[str] = []
         self._session_id: str | None = None
         self._called: set[str] = set()

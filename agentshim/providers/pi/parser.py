@@ -48,7 +48,7 @@ from agentshim.core.events import (
     UsageReport,
 )
 from agentshim.core.failures import kind_from_text
-from agentshim.core.frames import Frame, FrameDispatcher, FrameParser, LineSkip, ignore_frame
+from agentshim.core.frames import Frame, FrameParser, LineSkip, ignore_frame
 from agentshim.core.jsonvalues import as_amount, as_count, as_mapping, as_str
 from agentshim.core.provider import ParsedTurn, ParserContext
 from agentshim.core.stderr_tail import StderrTail
@@ -148,9 +148,7 @@ class PiStreamParser(FrameParser):
                 "queue_update": ignore_frame,
             }
         )
-        self._frames = FrameDispatcher(
-            handlers, emit, skip=LineSkip(_UPDATE_PREFIX, _DELTAS, listed=False)
-        )
+        super().__init__(handlers, emit, skip=LineSkip(_UPDATE_PREFIX, _DELTAS, listed=False))
 
     # -- the StreamParser protocol -------------------------------------------------------------
 
@@ -345,7 +343,7 @@ class PiStreamParser(FrameParser):
         )
 
     def _failure(self) -> tuple[str | None, FailureKind | None]:
-        if not self._frames.frames:
+        if not self.frames:
             said = self._stderr.first()
             if said:
                 return said, kind_from_text(said) or FailureKind.OTHER
