@@ -91,7 +91,8 @@ class FrameDispatcher:
     (for a field every frame may carry, such as a session id) and appends to the same list.
 
     :meth:`dispatch` does the same for one frame already decoded (a long-lived transport that
-    frames its own input); the dispatcher keeps no state between calls.
+    frames its own input). Between calls the dispatcher keeps nothing but its frame count, so
+    it can be fed one line or one frame at a time for as long as the stream lasts.
     """
 
     __slots__ = (
