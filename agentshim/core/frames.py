@@ -71,8 +71,7 @@ class FrameDispatcher:
 
     For each line given to :meth:`feed` exactly one of these happens, before the next line:
 
-    - a blank line, or one ``skip`` drops: nothing (a skipped line still counts in
-      :attr:`frames`);
+    - a blank line, or one ``skip`` drops: nothing;
     - a line that is not one JSON object (text, an array, a number, broken or cut-off JSON,
       NaN): ``RawOutput`` with the line (its line ending removed);
     - a frame whose ``type`` has no handler (or is missing, or not a string):
@@ -91,14 +90,13 @@ class FrameDispatcher:
     (for a field every frame may carry, such as a session id) and appends to the same list.
 
     :meth:`dispatch` does the same for one frame already decoded (a long-lived transport that
-    frames its own input). Between calls the dispatcher keeps nothing but its frame count, so
-    it can be fed one line or one frame at a time for as long as the stream lasts.
+    frames its own input). The dispatcher keeps nothing between calls, so it can be fed one
+    line or one frame at a time for as long as the stream lasts.
     """
 
     __slots__ = (
         "_before",
         "_emit",
-        "_frame_count",
         "_handlers",
         "_skip",
         "_skip_at",
@@ -118,17 +116,11 @@ class FrameDispatcher:
         self._handlers = handlers
         self._emit = emit
         self._before = before
-        self._frame_count = 0
         # The skip test is inlined in feed, the hot path: these are its fields, unpacked.
         self._skip = skip.prefix if skip is not None else None
         self._skip_at = len(skip.prefix) if skip is not None else 0
         self._skip_names = skip.names if skip is not None else frozenset[str]()
         self._skip_listed = skip.listed if skip is not None else True
-
-    @property
-    def frames(self) -> int:
-        """How many frames were read so far: decoded, dispatched, or skipped undecoded."""
-        return self._frame_count
 
     def feed(self, line: str) -> None:
         """Read one line (trailing newline optional) and emit what it means; see the class."""
@@ -141,7 +133,6 @@ class FrameDispatcher:
                 and (line[start:end] in self._skip_names) is self._skip_listed
                 and line.endswith(_CLOSED)
             ):
-                self._frame_count += 1
                 return
         frame = parse_json_object(line)
         if frame is None:
@@ -158,7 +149,6 @@ class FrameDispatcher:
         one carry; without it a malformed frame gives only its Lifecycle, an unknown one an
         empty detail.
         """
-        self._frame_count += 1
         kind = frame.get("type")
         handler = self._handlers.get(kind) if type(kind) is str else None
         out: list[AgentEvent] = []

@@ -114,6 +114,8 @@ class PiStreamParser(FrameParser):
         self._requested: str | None = None
         self._session_id: str | None = None
         self._header_seen = False
+        # Whether any frame was decoded (the updates skipped undecoded only ever follow one).
+        self._frames_seen = False
         self._agent_started = False
         self._agent_open = False
         self._text_streamed = False
@@ -148,13 +150,21 @@ class PiStreamParser(FrameParser):
                 "queue_update": ignore_frame,
             }
         )
-        super().__init__(handlers, emit, skip=LineSkip(_UPDATE_PREFIX, _DELTAS, listed=False))
+        super().__init__(
+            handlers,
+            emit,
+            skip=LineSkip(_UPDATE_PREFIX, _DELTAS, listed=False),
+            before=self._see_frame,
+        )
 
     # -- the StreamParser protocol -------------------------------------------------------------
 
     def configure(self, context: ParserContext) -> None:
         """Learn which session the turn resumes (to recognise it under its full id)."""
         self._requested = context.requested_session_id
+
+    def _see_frame(self, frame: Frame, out: list[AgentEvent]) -> None:
+        self._frames_seen = True
 
     def finish(self) -> ParsedTurn:
         """Summarize the turn (see the module docstring for when it failed)."""
@@ -343,7 +353,7 @@ class PiStreamParser(FrameParser):
         )
 
     def _failure(self) -> tuple[str | None, FailureKind | None]:
-        if not self.frames:
+        if not self._frames_seen:
             said = self._stderr.first()
             if said:
                 return said, kind_from_text(said) or FailureKind.OTHER
