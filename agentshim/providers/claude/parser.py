@@ -12,7 +12,8 @@ Frames and what they become (see docs/providers/claude.md for the full table):
 - ``result``: the terminal frame: final text, usage, cost, structured output, success or
   failure; UsageReport, and ProviderErrorReported when it failed.
 - ``stream_event`` (partial-message deltas): ignored, the whole message follows anyway.
-- anything else: Lifecycle ``unknown_frame:<type>``; a line that is not a JSON object: RawOutput.
+- anything else: Lifecycle ``unknown_frame:<type>``; a line that is not a JSON object: RawOutput
+  (both from :class:`agentshim.core.frames.FrameDispatcher`).
 """
 
 from __future__ import annotations
@@ -28,7 +29,6 @@ from agentshim.core.events import (
     AssistantText,
     Lifecycle,
     ProviderErrorReported,
-    RawOutput,
     Reasoning,
     SessionStarted,
     ToolCall,
@@ -36,6 +36,7 @@ from agentshim.core.events import (
     UsageReport,
 )
 from agentshim.core.failures import kind_from_text
+from agentshim.core.frames import Frame, FrameParser, ignore_frame
 from agentshim.core.jsonvalues import as_amount, as_count, as_mapping, as_str, list_or_empty
 from agentshim.core.pricing import PricingTable
 from agentshim.core.provider import ParsedTurn, ParserContext
@@ -55,7 +56,7 @@ from .failures import SCHEMA_RETRIES_SUBTYPE, StreamFailure
 from .failures import classify as classify_stream_failure
 from .model_data import PRICING_TABLE
 
-__all__ = ["ClaudeStreamParser"]
+__all__ = ["PROVIDER_NAME", "ClaudeStreamParser"]
 
 PROVIDER_NAME = "claude"
 SYNTHETIC_MODEL = "<synthetic>"
@@ -63,9 +64,6 @@ SYNTHETIC_MODEL = "<synthetic>"
 
 _DETAIL_CHARS = 2000
 _ANSWER_CHARS = 300
-
-Frame = dict[str, Any]
-Handler = Callable[[Frame, list[AgentEvent]], None]
 
 
 class _Terminal(NamedTuple):
@@ -80,7 +78,7 @@ class _Terminal(NamedTuple):
     stream_said: bool
 
 
-class ClaudeStreamParser:
+class ClaudeStreamParser(FrameParser):
     """Turns Claude Code's stream-json output into events and a ParsedTurn.
 
     Never raises on input: a line that is not a JSON object becomes RawOutput, a frame whose
@@ -115,73 +113,23 @@ class ClaudeStreamParser:
         self._schema_rejection: str | None = None
         self._terminal: _Terminal | None = None
         self._stderr = StderrTail(emit)
-        self._raw_decode = json.JSONDecoder().raw_decode
-        self._handlers: dict[str, Handler] = {
+        handlers = {
             "assistant": self._on_assistant,
             "user": self._on_user,
             "system": self._on_system,
             "result": self._on_result,
-            "stream_event": _ignore,
-            "rate_limit_event": self._on_rate_limit,
+            "stream_event": ignore_frame,
+            "rate_limit_event": self._on_rate_limit_event,
             "control_response": self._on_control,
             "control_request": self._on_control,
         }
+        super().__init__(handlers, emit)
 
     # -- the StreamParser protocol -------------------------------------------------------------
 
     def configure(self, context: ParserContext) -> None:
         """Take the requested model, used to price a turn only when the stream names none."""
         self._requested_model = context.model
-
-    def feed_stdout(self, line: str) -> None:
-        """Read one stdout line (trailing newline optional); never raises on bad input."""
-        text = line.rstrip("\r\n")
-        # raw_decode skips the two whitespace scans json.loads makes; a frame line starts with
-        # "{" and ends with "}", anything else takes the careful path.
-        frame: Frame | None = None
-        if text[:1] == "{" and text[-1:] == "}":
-            try:
-                value, end = self._raw_decode(text)
-            except (ValueError, RecursionError):
-                value, end = None, -1
-            if end == len(text) and type(value) is dict:
-                frame = value  # pyright: ignore[reportUnknownVariableType]
-        else:
-            frame = self._decode_padded(text)
-        if frame is None:
-            if text.strip():
-                self._emit(RawOutput(text))
-            return
-        kind = frame.get("type")
-        handler = self._handlers.get(kind) if type(kind) is str else None
-        out: list[AgentEvent] = []
-        try:
-            if handler is None:
-                self._on_unknown(frame, out, kind, text)
-            else:
-                handler(frame, out)
-        except Exception as exc:  # a frame of an unexpected shape costs that frame, not the turn
-            out = [RawOutput(text), Lifecycle("malformed_frame", f"{kind}: {exc!r}")]
-        emit = self._emit
-        for event in out:
-            emit(event)
-
-    def _decode_padded(self, text: str) -> Frame | None:
-        """The JSON object on a line with surrounding whitespace, or None; never raises."""
-        text = text.strip()
-        if text[:1] != "{":
-            return None
-        try:
-            value, end = self._raw_decode(text)
-        except (ValueError, RecursionError):
-            return None
-        if end != len(text) or type(value) is not dict:
-            return None
-        return value  # pyright: ignore[reportUnknownVariableType]
-
-    def feed_stderr(self, line: str) -> None:
-        """Record one stderr line and emit it as Stderr (blank lines are dropped)."""
-        self._stderr.feed(line)
 
     def finish(self) -> ParsedTurn:
         """Summarize the turn; a stream without a result frame is a failure (kind OTHER)."""
@@ -239,8 +187,7 @@ class ClaudeStreamParser:
         # Checked with __class__ so the values stay typed as Any (JSON) for the checker.
         message: Any = frame.get("message")
         if message.__class__ is not dict:
-            out.append(Lifecycle("malformed_frame", "assistant frame without a message"))
-            return
+            raise TypeError("an assistant frame without a message object")
         main = frame.get("parent_tool_use_id") is None
         error = as_str(frame.get("error"))
         if main:
@@ -273,7 +220,7 @@ class ClaudeStreamParser:
                 else:
                     out.append(Lifecycle("subagent_text", text))
             elif block_type == "tool_use" or block_type == "server_tool_use":
-                self._on_tool_use(block, out)
+                self._tool_use_block(block, out)
             elif block_type == "thinking":
                 thinking = as_str(block.get("thinking"))
                 if thinking:
@@ -281,7 +228,7 @@ class ClaudeStreamParser:
             elif block_type != "redacted_thinking":
                 out.append(Lifecycle(f"unknown_block:{as_str(block_type) or '?'}", ""))
 
-    def _on_tool_use(self, block: Mapping[str, Any], out: list[AgentEvent]) -> None:
+    def _tool_use_block(self, block: Mapping[str, Any], out: list[AgentEvent]) -> None:
         tool_id = as_str(block.get("id"))
         name = as_str(block.get("name")) or "unknown"
         raw_input = block.get("input")
@@ -311,12 +258,12 @@ class ClaudeStreamParser:
                 continue
             block_type = block.get("type")
             if block_type == "tool_result":
-                self._on_tool_result(block, out)
+                self._tool_result_block(block, out)
             elif block_type == "text":
                 kind = "synthetic_user_message" if synthetic else "user_message"
                 out.append(Lifecycle(kind, as_str(block.get("text")) or ""))
 
-    def _on_tool_result(self, block: Mapping[str, Any], out: list[AgentEvent]) -> None:
+    def _tool_result_block(self, block: Mapping[str, Any], out: list[AgentEvent]) -> None:
         tool_id = as_str(block.get("tool_use_id"))
         finished = self._tools.finish(tool_id) if tool_id is not None else None
         name = finished.name if finished is not None else "unknown"
@@ -331,7 +278,7 @@ class ClaudeStreamParser:
         else:
             out.append(ToolResult(tool_id, name, text, "", 0, duration, kind))
 
-    def _on_rate_limit(self, frame: Frame, out: list[AgentEvent]) -> None:
+    def _on_rate_limit_event(self, frame: Frame, out: list[AgentEvent]) -> None:
         info = as_mapping(frame.get("rate_limit_info")) or {}
         status = as_str(info.get("status")) or ""
         if status == "rejected":
@@ -342,12 +289,6 @@ class ClaudeStreamParser:
     def _on_control(self, frame: Frame, out: list[AgentEvent]) -> None:
         body = as_mapping(frame.get("response")) or as_mapping(frame.get("request")) or {}
         out.append(Lifecycle(str(frame["type"]), as_str(body.get("subtype")) or ""))
-
-    def _on_unknown(self, frame: Frame, out: list[AgentEvent], kind: object, text: str) -> None:
-        if type(kind) is str:
-            out.append(Lifecycle(f"unknown_frame:{kind}", text[:_DETAIL_CHARS]))
-        else:
-            out.append(RawOutput(text))
 
     def _on_result(self, frame: Frame, out: list[AgentEvent]) -> None:
         session_id = as_str(frame.get("session_id"))
@@ -545,7 +486,3 @@ def _retry_detail(frame: Frame) -> str:
     delay = frame.get("retry_delay_ms")
     wait = f", retrying in {delay:.0f} ms" if _finite(delay) else ""
     return f"attempt {attempt}/{limit}: {status} {error}{wait}".strip()
-
-
-def _ignore(frame: Frame, out: list[AgentEvent]) -> None:
-    del frame, out

@@ -18,7 +18,6 @@ from __future__ import annotations
 import json
 import re
 import time
-from collections import deque
 from collections.abc import Callable, Mapping
 from types import MappingProxyType
 from typing import Any
@@ -29,17 +28,16 @@ from agentshim.core.events import (
     AssistantText,
     Lifecycle,
     ProviderErrorReported,
-    RawOutput,
     Reasoning,
     SessionStarted,
-    Stderr,
     ToolCall,
     UsageReport,
 )
+from agentshim.core.frames import Frame, FrameParser, frame_label
 from agentshim.core.jsonvalues import as_mapping, str_or_empty
 from agentshim.core.pricing import ModelPricing, PricingTable, cost_usd
 from agentshim.core.provider import ParsedTurn, ParserContext
-from agentshim.core.stream import parse_json_object
+from agentshim.core.stderr_tail import StderrTail
 from agentshim.core.usage import CostSource, ProviderUsage, TokenUsage
 
 from .events import (
@@ -63,12 +61,11 @@ __all__ = ["PROVIDER_NAME", "CodexStreamParser"]
 #: The name usage reports carry.
 PROVIDER_NAME = "codex"
 
-_ItemHandler = Callable[[str, dict[str, Any], "str | None"], None]
+_ItemHandler = Callable[[str, Frame, "str | None", list[AgentEvent]], None]
 _TOOL_ITEMS = frozenset({SHELL_TOOL, EDIT_TOOL, MCP_TOOL, WEB_TOOL, SUBAGENT_TOOL})
 _MODEL_METADATA = re.compile(r"Model metadata for `([^`]+)` not found")
 _FINAL_PHASE = "final_answer"
 _COMMENTARY_PHASE = "commentary"
-_STDERR_KEPT = 64
 _STREAM_ENDED_EARLY = (
     "codex's stream ended early: no turn.completed or turn.failed frame was printed"
 )
@@ -119,13 +116,16 @@ def _increment(current: _Counts, base: _Counts | None) -> TokenUsage | None:
     )
 
 
-class CodexStreamParser:
+class CodexStreamParser(FrameParser):
     """Parses one ``codex exec --json`` turn; never raises on any input.
 
     ``model`` prices the turn (``ParserContext.model``, when the session provides one, takes
     precedence; failing both, the model Codex names in its "Model metadata ... not found"
     warning is used). ``expect_structured`` decodes the final message as the JSON payload.
     """
+
+    # Blank lines separate the parts of a Rust backtrace: they are passed on as printed.
+    BLANK_STDERR = True
 
     def __init__(
         self,
@@ -157,35 +157,39 @@ class CodexStreamParser:
         self._first_usage: ProviderUsage | None = None
         self._last_raw: Mapping[str, Any] = MappingProxyType({})
         self._notes: list[str] = []
-        self._stderr: deque[str] = deque(maxlen=_STDERR_KEPT)
-        self._frames: dict[str, Callable[[dict[str, Any]], None]] = {
-            "thread.started": self._thread_started,
-            "turn.started": self._turn_started,
-            "turn.completed": self._turn_completed,
-            "turn.failed": self._turn_failed,
-            "error": self._error,
-        }
+        self._stderr = StderrTail(emit)
         tools: dict[str, _ItemHandler] = dict.fromkeys(_TOOL_ITEMS, self._tool_seen)
-        self._on_started: dict[str, _ItemHandler] = {
+        self._started_items: dict[str, _ItemHandler] = {
             **tools,
             PLAN_ITEM: self._plan,
             "error": self._warning,
             "agent_message": self._ignore,
             "reasoning": self._ignore,
         }
-        self._on_updated: dict[str, _ItemHandler] = {**tools, PLAN_ITEM: self._plan}
-        self._on_completed: dict[str, _ItemHandler] = {
+        self._updated_items: dict[str, _ItemHandler] = {**tools, PLAN_ITEM: self._plan}
+        self._completed_items: dict[str, _ItemHandler] = {
             **dict.fromkeys(_TOOL_ITEMS, self._tool_completed),
             PLAN_ITEM: self._plan,
             "error": self._warning,
             "agent_message": self._message,
             "reasoning": self._reasoning,
         }
-        self._item_frames: dict[str, Mapping[str, _ItemHandler]] = {
-            "item.started": self._on_started,
-            "item.updated": self._on_updated,
-            "item.completed": self._on_completed,
+        handlers = {
+            "thread.started": self._on_thread_started,
+            "turn.started": self._on_turn_started,
+            "turn.completed": self._on_turn_completed,
+            "turn.failed": self._on_turn_failed,
+            "error": self._on_error,
+            "item.started": self._on_item,
+            "item.updated": self._on_item,
+            "item.completed": self._on_item,
         }
+        self._item_handlers: dict[str, Mapping[str, _ItemHandler]] = {
+            "item.started": self._started_items,
+            "item.updated": self._updated_items,
+            "item.completed": self._completed_items,
+        }
+        super().__init__(handlers, emit)
 
     # -- the StreamParser protocol ----------------------------------------------------
 
@@ -202,33 +206,6 @@ class CodexStreamParser:
             usable = raw is not None and ("input_tokens" in raw or "output_tokens" in raw)
             self._baseline = _fold_usage(raw) if raw is not None and usable else None
             self._baseline_missing = self._baseline is None
-
-    def feed_stdout(self, line: str) -> None:
-        """Take one stdout line; a non-JSON line becomes RawOutput, an unknown frame Lifecycle."""
-        payload = parse_json_object(line)
-        if payload is None:
-            text = line.rstrip("\r\n")
-            if text and not text.isspace():
-                self._emit(RawOutput(text))
-            return
-        kind = payload.get("type")
-        if type(kind) is str:
-            items = self._item_frames.get(kind)
-            if items is not None:
-                self._item(payload, items)
-                return
-            handler = self._frames.get(kind)
-            if handler is not None:
-                handler(payload)
-                return
-        self._emit(Lifecycle(f"unknown_frame:{_label(kind)}", line.strip()[:200]))
-
-    def feed_stderr(self, line: str) -> None:
-        """Take one stderr line: emit it, and keep the last few for classifying a failure."""
-        text = line.rstrip("\r\n")
-        self._emit(Stderr(text))
-        if text.strip():
-            self._stderr.append(text)
 
     def finish(self) -> ParsedTurn:
         """Summarize the turn: final text, structured output, usage, cost, failure."""
@@ -262,17 +239,17 @@ class CodexStreamParser:
 
     # -- frames -----------------------------------------------------------------------
 
-    def _thread_started(self, frame: dict[str, Any]) -> None:
+    def _on_thread_started(self, frame: Frame, out: list[AgentEvent]) -> None:
         thread_id = str_or_empty(frame.get("thread_id"))
         if thread_id and self._session_id is None:
             self._session_id = thread_id
-            self._emit(SessionStarted(thread_id))
+            out.append(SessionStarted(thread_id))
             requested = self._requested_id
             if requested is not None and thread_id != requested:
-                self._resume_missed(requested, thread_id)
-        self._emit(Lifecycle("thread_started", thread_id))
+                self._resume_missed(requested, thread_id, out)
+        out.append(Lifecycle("thread_started", thread_id))
 
-    def _resume_missed(self, requested: str, thread_id: str) -> None:
+    def _resume_missed(self, requested: str, thread_id: str, out: list[AgentEvent]) -> None:
         # `codex exec resume <name>` that matches nothing starts a new thread and exits 0: the
         # turn is real but is not a continuation, and the old baseline belongs to another thread.
         self._baseline = None
@@ -282,17 +259,17 @@ class CodexStreamParser:
             "the requested conversation was not found"
         )
         self._notes.append(f"resume_not_found: {detail}")
-        self._emit(Lifecycle("resume_not_found", detail))
+        out.append(Lifecycle("resume_not_found", detail))
 
-    def _turn_started(self, frame: dict[str, Any]) -> None:
-        self._emit(Lifecycle("turn_started", ""))
+    def _on_turn_started(self, frame: Frame, out: list[AgentEvent]) -> None:
+        out.append(Lifecycle("turn_started", ""))
 
-    def _error(self, frame: dict[str, Any]) -> None:
+    def _on_error(self, frame: Frame, out: list[AgentEvent]) -> None:
         message = str_or_empty(frame.get("message")) or "codex reported an error without a message"
         self._errors.append(message)
-        self._emit(ProviderErrorReported(message, fatal=False))
+        out.append(ProviderErrorReported(message, fatal=False))
 
-    def _turn_failed(self, frame: dict[str, Any]) -> None:
+    def _on_turn_failed(self, frame: Frame, out: list[AgentEvent]) -> None:
         error = frame.get("error")
         details = as_mapping(error)
         message = (
@@ -302,18 +279,18 @@ class CodexStreamParser:
             message = self._errors[-1] if self._errors else "codex reported turn.failed"
         self._failure = message
         self._terminal = True
-        self._emit(ProviderErrorReported(message, fatal=True))
-        self._emit(Lifecycle("turn_failed", message))
+        out.append(ProviderErrorReported(message, fatal=True))
+        out.append(Lifecycle("turn_failed", message))
 
-    def _turn_completed(self, frame: dict[str, Any]) -> None:
+    def _on_turn_completed(self, frame: Frame, out: list[AgentEvent]) -> None:
         self._terminal = True
         raw = frame.get("usage")
         if not isinstance(raw, dict):
-            self._emit(Lifecycle("turn_completed", ""))
+            out.append(Lifecycle("turn_completed", ""))
             return
         report: dict[str, Any] = raw  # pyright: ignore[reportUnknownVariableType]
         current = _fold_usage(report)
-        self._emit(
+        out.append(
             Lifecycle("turn_completed", f"in={current[0]} cached={current[1]} out={current[3]}")
         )
         previous = self._last_report
@@ -328,16 +305,16 @@ class CodexStreamParser:
         if self._reports == 1:
             # The first report's step is the turn so far; finish() reuses it.
             self._first_usage = usage
-        self._emit(UsageReport(usage, cost))
+        out.append(UsageReport(usage, cost))
 
     # -- items ------------------------------------------------------------------------
 
-    def _item(self, frame: dict[str, Any], handlers: Mapping[str, _ItemHandler]) -> None:
+    def _on_item(self, frame: Frame, out: list[AgentEvent]) -> None:
+        handlers = self._item_handlers[frame["type"]]
         item = frame.get("item")
         if type(item) is not dict:
-            self._emit(Lifecycle(f"malformed_frame:{_label(frame.get('type'))}", ""))
-            return
-        payload: dict[str, Any] = item  # pyright: ignore[reportUnknownVariableType]
+            raise TypeError(f"the item is {frame_label(item)}, not an object")
+        payload: Frame = item  # pyright: ignore[reportUnknownVariableType]
         item_type = payload.get("type")
         item_id = payload.get("id")
         if type(item_id) is not str:
@@ -345,53 +322,67 @@ class CodexStreamParser:
         if type(item_type) is str:
             handler = handlers.get(item_type)
             if handler is not None:
-                handler(item_type, payload, item_id)
+                handler(item_type, payload, item_id, out)
                 return
-        if handlers is not self._on_updated:
-            self._emit(Lifecycle(f"unknown_item:{_label(item_type)}", item_id or ""))
+        if handlers is not self._updated_items:
+            out.append(Lifecycle(f"unknown_item:{frame_label(item_type)}", item_id or ""))
 
-    def _ignore(self, item_type: str, item: dict[str, Any], item_id: str | None) -> None:
+    def _ignore(
+        self, item_type: str, item: Frame, item_id: str | None, out: list[AgentEvent]
+    ) -> None:
         """Messages and reasoning are reported once, when complete."""
 
-    def _message(self, item_type: str, item: dict[str, Any], item_id: str | None) -> None:
+    def _message(
+        self, item_type: str, item: Frame, item_id: str | None, out: list[AgentEvent]
+    ) -> None:
         text = str_or_empty(item.get("text"))
         phase = item.get("phase")
         self._messages.append((text, phase if type(phase) is str else None))
-        self._emit(AssistantText(text))
+        out.append(AssistantText(text))
 
-    def _reasoning(self, item_type: str, item: dict[str, Any], item_id: str | None) -> None:
+    def _reasoning(
+        self, item_type: str, item: Frame, item_id: str | None, out: list[AgentEvent]
+    ) -> None:
         text = str_or_empty(item.get("text"))
         if text:
-            self._emit(Reasoning(text))
+            out.append(Reasoning(text))
 
-    def _plan(self, item_type: str, item: dict[str, Any], item_id: str | None) -> None:
-        self._emit(plan_from_item(item, tool_id=item_id))
+    def _plan(
+        self, item_type: str, item: Frame, item_id: str | None, out: list[AgentEvent]
+    ) -> None:
+        out.append(plan_from_item(item, tool_id=item_id))
 
-    def _tool_seen(self, item_type: str, item: dict[str, Any], item_id: str | None) -> None:
+    def _tool_seen(
+        self, item_type: str, item: Frame, item_id: str | None, out: list[AgentEvent]
+    ) -> None:
         if item_id is not None:
             if item_id in self._started_at:
                 return
             self._started_at[item_id] = self._clock()
-        self._emit(ToolCall(item_id, item_type, tool_args(item_type, item), tool_kind(item_type)))
+        out.append(ToolCall(item_id, item_type, tool_args(item_type, item), tool_kind(item_type)))
 
-    def _tool_completed(self, item_type: str, item: dict[str, Any], item_id: str | None) -> None:
+    def _tool_completed(
+        self, item_type: str, item: Frame, item_id: str | None, out: list[AgentEvent]
+    ) -> None:
         started = self._started_at.pop(item_id, None) if item_id is not None else None
         if started is None:
             # Codex reports some items (web searches, patches) only once they are done.
             args = tool_args(item_type, item)
-            self._emit(ToolCall(item_id, item_type, args, tool_kind(item_type)))
+            out.append(ToolCall(item_id, item_type, args, tool_kind(item_type)))
             duration = None
         else:
             duration = max(0.0, self._clock() - started)
-        self._emit(tool_result(item_type, item, tool_id=item_id, duration_s=duration))
+        out.append(tool_result(item_type, item, tool_id=item_id, duration_s=duration))
 
-    def _warning(self, item_type: str, item: dict[str, Any], item_id: str | None) -> None:
+    def _warning(
+        self, item_type: str, item: Frame, item_id: str | None, out: list[AgentEvent]
+    ) -> None:
         message = str_or_empty(item.get("message"))
         if self._warned_model is None and "Model metadata" in message:
             match = _MODEL_METADATA.search(message)
             if match is not None:
                 self._warned_model = match.group(1)
-        self._emit(Lifecycle("warning", message))
+        out.append(Lifecycle("warning", message))
 
     # -- results ----------------------------------------------------------------------
 
@@ -460,9 +451,3 @@ class CodexStreamParser:
     def _notes_once(self, note: str) -> None:
         if note not in self._notes:
             self._notes.append(note)
-
-
-def _label(value: object) -> str:
-    if isinstance(value, str):
-        return value[:100]
-    return f"<{type(value).__name__}>"

@@ -32,7 +32,6 @@ from agentshim.core.events import (
     AssistantText,
     Lifecycle,
     ProviderErrorReported,
-    RawOutput,
     Reasoning,
     SessionStarted,
     ToolCall,
@@ -41,18 +40,19 @@ from agentshim.core.events import (
     UsageReport,
 )
 from agentshim.core.failures import kind_from_text
+from agentshim.core.frames import Frame, FrameHandler, FrameParser, LineSkip, ignore_frame
 from agentshim.core.jsonvalues import as_count, as_int, as_mapping, as_str, mapping_or_empty
 from agentshim.core.pricing import PricingTable
 from agentshim.core.provider import ParsedTurn
 from agentshim.core.stderr_tail import StderrTail
-from agentshim.core.stream import ToolTracker, parse_json_object
+from agentshim.core.stream import ToolTracker
 from agentshim.core.usage import CostSource, ProviderUsage, TokenUsage
 
 from .events import tool_kind, tool_output
 from .failures import CallFailure, SessionErrorFrame, classify
 from .model_data import PRICING_TABLE
 
-__all__ = ["IGNORED_FRAMES", "CopilotStreamParser"]
+__all__ = ["IGNORED_FRAMES", "PROVIDER_NAME", "CopilotStreamParser"]
 
 PROVIDER_NAME = "copilot"
 
@@ -82,14 +82,9 @@ among them; so is the prompt echo ``user.message``.
 """
 
 _TYPE_PREFIX = '{"type":"'
-_TYPE_START = len(_TYPE_PREFIX)
-_CLOSED = ("}\n", "}")
-
-Frame = dict[str, Any]
-Handler = Callable[[Frame, list[AgentEvent]], None]
 
 
-class CopilotStreamParser:
+class CopilotStreamParser(FrameParser):
     """Turns Copilot CLI JSONL output into events and a ParsedTurn; never raises on input.
 
     A line that is not a JSON object becomes RawOutput; a frame whose shape makes no sense costs
@@ -133,63 +128,35 @@ class CopilotStreamParser:
         self._session_error: SessionErrorFrame | None = None
         self._last_call: CallFailure | None = None
         self._stderr = StderrTail(emit)
-        self._handlers: Mapping[str, Handler] = MappingProxyType(
+        handlers: dict[str, FrameHandler] = dict.fromkeys(IGNORED_FRAMES, ignore_frame)
+        handlers.update(
             {
-                "assistant.message_delta": self._on_message_delta,
-                "assistant.message": self._on_message,
-                "assistant.reasoning_delta": self._on_reasoning_delta,
-                "assistant.reasoning": self._on_reasoning,
-                "assistant.intent": self._on_intent,
-                "assistant.turn_start": self._on_turn_start,
-                "assistant.turn_end": self._on_turn_end,
-                "assistant.turn_retry": self._on_turn_retry,
-                "assistant.usage": self._on_usage,
-                "tool.execution_start": self._on_tool_start,
-                "tool.execution_complete": self._on_tool_complete,
-                "model.call_failure": self._on_call_failure,
+                "assistant.message_delta": self._on_assistant_message_delta,
+                "assistant.message": self._on_assistant_message,
+                "assistant.reasoning_delta": self._on_assistant_reasoning_delta,
+                "assistant.reasoning": self._on_assistant_reasoning,
+                "assistant.intent": self._on_assistant_intent,
+                "assistant.turn_start": self._on_assistant_turn_start,
+                "assistant.turn_end": self._on_assistant_turn_end,
+                "assistant.turn_retry": self._on_assistant_turn_retry,
+                "assistant.usage": self._on_assistant_usage,
+                "tool.execution_start": self._on_tool_execution_start,
+                "tool.execution_complete": self._on_tool_execution_complete,
+                "model.call_failure": self._on_model_call_failure,
                 "session.start": self._on_session_start,
                 "session.resume": self._on_session_resume,
                 "session.error": self._on_session_error,
-                "session.warning": self._on_warning,
-                "session.info": self._on_info,
-                "session.mcp_server_status_changed": self._on_mcp_status,
+                "session.warning": self._on_session_warning,
+                "session.info": self._on_session_info,
+                "session.mcp_server_status_changed": self._on_session_mcp_server_status_changed,
                 "result": self._on_result,
             }
         )
+        super().__init__(
+            MappingProxyType(handlers), emit, skip=LineSkip(_TYPE_PREFIX, IGNORED_FRAMES)
+        )
 
     # -- the StreamParser protocol -------------------------------------------------------------
-
-    def feed_stdout(self, line: str) -> None:
-        """Read one stdout line (trailing newline optional); never raises on bad input."""
-        if line.startswith(_TYPE_PREFIX):
-            end = line.find('"', _TYPE_START)
-            # Noise is dropped undecoded, but only when the line is at least closed: a cut-off
-            # line still reaches the decoder and comes out as RawOutput.
-            if end > 0 and line[_TYPE_START:end] in IGNORED_FRAMES and line.endswith(_CLOSED):
-                return
-        frame = parse_json_object(line)
-        if frame is None:
-            text = line.rstrip("\r\n")
-            if text.strip():
-                self._emit(RawOutput(text))
-            return
-        kind = frame.get("type")
-        handler = self._handlers.get(kind) if type(kind) is str else None
-        out: list[AgentEvent] = []
-        try:
-            if handler is not None:
-                handler(frame, out)
-            elif kind not in IGNORED_FRAMES:
-                out.append(Lifecycle(f"unknown_frame:{kind}", ""))
-        except Exception as exc:  # a frame of an unexpected shape costs that frame, not the turn
-            out = [RawOutput(line.rstrip("\r\n")), Lifecycle("malformed_frame", f"{kind}: {exc!r}")]
-        emit = self._emit
-        for event in out:
-            emit(event)
-
-    def feed_stderr(self, line: str) -> None:
-        """Record one stderr line and emit it as Stderr (blank lines are dropped)."""
-        self._stderr.feed(line)
 
     def finish(self) -> ParsedTurn:
         """Summarize the turn.
@@ -220,7 +187,7 @@ class CopilotStreamParser:
         count = as_int(data.get("eventCount"))
         out.append(Lifecycle("session_resumed", f"{count} events" if count is not None else ""))
 
-    def _on_message_delta(self, frame: Frame, out: list[AgentEvent]) -> None:
+    def _on_assistant_message_delta(self, frame: Frame, out: list[AgentEvent]) -> None:
         data = _data(frame)
         piece = as_str(data.get("deltaContent"))
         if not piece or data.get("parentToolCallId"):
@@ -230,7 +197,7 @@ class CopilotStreamParser:
         self._live.setdefault(message_id, []).append(piece)
         out.append(AssistantText(piece, delta=True))
 
-    def _on_message(self, frame: Frame, out: list[AgentEvent]) -> None:
+    def _on_assistant_message(self, frame: Frame, out: list[AgentEvent]) -> None:
         data = _data(frame)
         content = as_str(data.get("content")) or ""
         self._model = as_str(data.get("model")) or self._model
@@ -249,7 +216,7 @@ class CopilotStreamParser:
         if message_id not in self._streamed:
             out.append(AssistantText(content))
 
-    def _on_reasoning_delta(self, frame: Frame, out: list[AgentEvent]) -> None:
+    def _on_assistant_reasoning_delta(self, frame: Frame, out: list[AgentEvent]) -> None:
         data = _data(frame)
         piece = as_str(data.get("deltaContent"))
         self._reasoning_seen = True
@@ -257,28 +224,28 @@ class CopilotStreamParser:
             self._streamed_reasoning.add(as_str(data.get("reasoningId")) or "")
             out.append(Reasoning(piece))
 
-    def _on_reasoning(self, frame: Frame, out: list[AgentEvent]) -> None:
+    def _on_assistant_reasoning(self, frame: Frame, out: list[AgentEvent]) -> None:
         data = _data(frame)
         self._reasoning_seen = True
         content = as_str(data.get("content"))
         if content and (as_str(data.get("reasoningId")) or "") not in self._streamed_reasoning:
             out.append(Reasoning(content))
 
-    def _on_intent(self, frame: Frame, out: list[AgentEvent]) -> None:
+    def _on_assistant_intent(self, frame: Frame, out: list[AgentEvent]) -> None:
         intent = as_str(_data(frame).get("intent"))
         if intent:
             out.append(Lifecycle("intent", intent))
 
-    def _on_turn_start(self, frame: Frame, out: list[AgentEvent]) -> None:
+    def _on_assistant_turn_start(self, frame: Frame, out: list[AgentEvent]) -> None:
         out.append(Lifecycle("turn_started", as_str(_data(frame).get("turnId")) or ""))
 
-    def _on_turn_end(self, frame: Frame, out: list[AgentEvent]) -> None:
+    def _on_assistant_turn_end(self, frame: Frame, out: list[AgentEvent]) -> None:
         out.append(Lifecycle("turn_completed", as_str(_data(frame).get("turnId")) or ""))
 
-    def _on_turn_retry(self, frame: Frame, out: list[AgentEvent]) -> None:
+    def _on_assistant_turn_retry(self, frame: Frame, out: list[AgentEvent]) -> None:
         out.append(Lifecycle("api_retry", as_str(_data(frame).get("reason")) or ""))
 
-    def _on_call_failure(self, frame: Frame, out: list[AgentEvent]) -> None:
+    def _on_model_call_failure(self, frame: Frame, out: list[AgentEvent]) -> None:
         data = _data(frame)
         status = as_int(data.get("statusCode"))
         self._last_call = CallFailure(
@@ -291,13 +258,14 @@ class CopilotStreamParser:
         where = f"HTTP {status}" if status is not None else (self._last_call.failure_kind or "")
         out.append(Lifecycle("model_call_failed", f"attempt {attempt}, {where}: {said}"))
 
-    def _on_usage(self, frame: Frame, out: list[AgentEvent]) -> None:
+    def _on_assistant_usage(self, frame: Frame, out: list[AgentEvent]) -> None:
         data = _data(frame)
         tokens = _fold_usage(data)
         self._model = as_str(data.get("model")) or self._model
+        # Priced before the totals take it: a count too large to price costs only this frame.
+        cost, source = self._price(tokens)
         self._tokens = tokens if self._tokens is None else self._tokens + tokens
         self._usage_raw = MappingProxyType(dict(data))
-        cost, source = self._price(tokens)
         usage = ProviderUsage(
             tokens=tokens,
             total_cost_usd=cost,
@@ -308,7 +276,7 @@ class CopilotStreamParser:
         )
         out.append(UsageReport(usage, cost))
 
-    def _on_tool_start(self, frame: Frame, out: list[AgentEvent]) -> None:
+    def _on_tool_execution_start(self, frame: Frame, out: list[AgentEvent]) -> None:
         data = _data(frame)
         tool_id = as_str(data.get("toolCallId"))
         name = as_str(data.get("toolName")) or "unknown"
@@ -324,7 +292,7 @@ class CopilotStreamParser:
             self._tool_kinds[tool_id] = kind
         out.append(ToolCall(tool_id, name, args, kind))
 
-    def _on_tool_complete(self, frame: Frame, out: list[AgentEvent]) -> None:
+    def _on_tool_execution_complete(self, frame: Frame, out: list[AgentEvent]) -> None:
         data = _data(frame)
         tool_id = as_str(data.get("toolCallId"))
         finished = self._tools.finish(tool_id) if tool_id is not None else None
@@ -355,17 +323,17 @@ class CopilotStreamParser:
         )
         out.append(ProviderErrorReported(message, fatal=True))
 
-    def _on_warning(self, frame: Frame, out: list[AgentEvent]) -> None:
+    def _on_session_warning(self, frame: Frame, out: list[AgentEvent]) -> None:
         data = _data(frame)
         kind = as_str(data.get("warningType")) or "warning"
         out.append(Lifecycle("warning", f"{kind}: {as_str(data.get('message')) or ''}"))
 
-    def _on_info(self, frame: Frame, out: list[AgentEvent]) -> None:
+    def _on_session_info(self, frame: Frame, out: list[AgentEvent]) -> None:
         data = _data(frame)
         kind = as_str(data.get("infoType")) or "info"
         out.append(Lifecycle("info", f"{kind}: {as_str(data.get('message')) or ''}"))
 
-    def _on_mcp_status(self, frame: Frame, out: list[AgentEvent]) -> None:
+    def _on_session_mcp_server_status_changed(self, frame: Frame, out: list[AgentEvent]) -> None:
         data = _data(frame)
         if data.get("status") == "failed":
             name = as_str(data.get("serverName")) or "?"

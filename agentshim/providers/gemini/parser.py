@@ -17,25 +17,24 @@ from agentshim.core.errors import FailureKind
 from agentshim.core.events import (
     AgentEvent,
     AssistantText,
-    Lifecycle,
     ProviderErrorReported,
-    RawOutput,
     SessionStarted,
-    Stderr,
     UsageReport,
 )
 from agentshim.core.failures import kind_from_text
+from agentshim.core.frames import Frame, FrameParser
 from agentshim.core.jsonvalues import as_count
 from agentshim.core.pricing import PricingTable, cost_usd
 from agentshim.core.provider import ParsedTurn
-from agentshim.core.stream import ToolTracker, parse_json_object
+from agentshim.core.stderr_tail import StderrTail
+from agentshim.core.stream import ToolTracker
 from agentshim.core.usage import CostSource, ProviderUsage, TokenUsage
 
 from .events import TODO_TOOL, plan_from_args, tool_call, tool_result
 
-__all__ = ["GeminiStreamParser"]
+__all__ = ["PROVIDER_NAME", "GeminiStreamParser"]
 
-_PROVIDER = "gemini"
+PROVIDER_NAME = "gemini"
 # stderr lines the CLI prints on every run; never the reason a turn failed.
 _NOISE_PREFIXES = (
     "Warning: 256-color support",
@@ -43,7 +42,6 @@ _NOISE_PREFIXES = (
     "YOLO mode is enabled",
     "[STARTUP]",
 )
-_MAX_STDERR_KEPT = 64
 
 
 def _fold_usage(stats: Mapping[str, Any]) -> TokenUsage:
@@ -76,13 +74,16 @@ def _fold_usage(stats: Mapping[str, Any]) -> TokenUsage:
     )
 
 
-class GeminiStreamParser:
+class GeminiStreamParser(FrameParser):
     """Turns Gemini CLI stream-json lines into events and a ParsedTurn; never raises on input.
 
     Assistant ``message`` deltas are concatenated as they come; runs of text separated by a
     tool call are joined with a newline. The user-prompt echo is ignored. Cost is priced from
     ``pricing`` per model of ``result.stats.models`` (the CLI reports none).
     """
+
+    # Blank lines separate the parts of a Node stack trace: they are passed on as printed.
+    BLANK_STDERR = True
 
     def __init__(
         self,
@@ -96,7 +97,7 @@ class GeminiStreamParser:
         self._emit = emit
         self._pricing = pricing
         self._tools = ToolTracker(clock)
-        self._handlers: Mapping[str, Callable[[dict[str, Any]], None]] = MappingProxyType(
+        handlers = MappingProxyType(
             {
                 "message": self._on_message,
                 "tool_use": self._on_tool_use,
@@ -106,6 +107,7 @@ class GeminiStreamParser:
                 "result": self._on_result,
             }
         )
+        super().__init__(handlers, emit)
         self._runs: list[str] = []
         self._run: list[str] = []
         self._session_id: str | None = None
@@ -115,33 +117,17 @@ class GeminiStreamParser:
         self._error: str | None = None
         self._error_kind: FailureKind | None = None
         self._fatal_error: str | None = None
-        self._stderr: list[str] = []
+        self._stderr = StderrTail(emit)
 
     # stdout
 
-    def feed_stdout(self, line: str) -> None:
-        """Take one stdout line (with or without its newline)."""
-        text = line.rstrip("\r\n")
-        if not text:
-            return
-        frame = parse_json_object(text)
-        if frame is None:
-            self._emit(RawOutput(text))
-            return
-        kind = frame.get("type")
-        handler = self._handlers.get(kind) if isinstance(kind, str) else None
-        if handler is None:
-            self._emit(Lifecycle(f"unknown_frame:{kind}", text[:500]))
-            return
-        handler(frame)
-
-    def _on_init(self, frame: dict[str, Any]) -> None:
+    def _on_init(self, frame: Frame, out: list[AgentEvent]) -> None:
         session_id = frame.get("session_id")
         if isinstance(session_id, str) and session_id and self._session_id is None:
             self._session_id = session_id
-            self._emit(SessionStarted(session_id))
+            out.append(SessionStarted(session_id))
 
-    def _on_message(self, frame: dict[str, Any]) -> None:
+    def _on_message(self, frame: Frame, out: list[AgentEvent]) -> None:
         if frame.get("role") != "assistant":
             return  # the CLI echoes the prompt as a user message
         content = frame.get("content")
@@ -150,43 +136,47 @@ class GeminiStreamParser:
         if frame.get("delta") is not True and self._run:
             self._close_run()
         self._run.append(content)
-        self._emit(AssistantText(content, delta=frame.get("delta") is True))
+        out.append(AssistantText(content, delta=frame.get("delta") is True))
 
     def _close_run(self) -> None:
         if self._run:
             self._runs.append("".join(self._run))
             self._run = []
 
-    def _on_tool_use(self, frame: dict[str, Any]) -> None:
+    def _on_tool_use(self, frame: Frame, out: list[AgentEvent]) -> None:
         self._close_run()
         event = tool_call(frame)
         if event.tool_id is not None:
             self._tools.start(event.tool_id, event.tool, event.args)
-        self._emit(event)
+        out.append(event)
         if event.tool == TODO_TOOL:
             plan = plan_from_args(event.args, event.tool_id)
             if plan is not None:
-                self._emit(plan)
+                out.append(plan)
 
-    def _on_tool_result(self, frame: dict[str, Any]) -> None:
+    def _on_tool_result(self, frame: Frame, out: list[AgentEvent]) -> None:
         tool_id = frame.get("tool_id")
         finished = self._tools.finish(tool_id) if isinstance(tool_id, str) else None
         name = finished.name if finished is not None else ""
-        self._emit(tool_result(frame, name, finished.duration_s if finished else None))
+        out.append(tool_result(frame, name, finished.duration_s if finished else None))
 
-    def _on_error(self, frame: dict[str, Any]) -> None:
+    def _on_error(self, frame: Frame, out: list[AgentEvent]) -> None:
         message = frame.get("message")
         text = message if isinstance(message, str) else json.dumps(message)
         fatal = frame.get("severity") == "error"
         if fatal:
             self._fatal_error = text
-        self._emit(ProviderErrorReported(text, fatal=fatal))
+        out.append(ProviderErrorReported(text, fatal=fatal))
 
-    def _on_result(self, frame: dict[str, Any]) -> None:
-        self._finished = True
+    def _on_result(self, frame: Frame, out: list[AgentEvent]) -> None:
         stats = frame.get("stats")
         if isinstance(stats, dict):
-            self._usage = self._report_usage(stats)  # pyright: ignore[reportUnknownArgumentType]
+            # Priced before the turn counts as finished: a result whose counts cannot be
+            # priced costs its frame, and the turn ends without a result.
+            usage = self._usage_report(stats)  # pyright: ignore[reportUnknownArgumentType]
+            self._usage, self._cost = usage.usage, usage.cost_usd
+            out.append(usage)
+        self._finished = True
         status = frame.get("status")
         if status == "success":
             return
@@ -195,22 +185,20 @@ class GeminiStreamParser:
         text = message if isinstance(message, str) and message else f"gemini reported {status!r}"
         self._error = text
         self._error_kind = kind_from_text(text) or FailureKind.OTHER
-        self._emit(ProviderErrorReported(text, fatal=True))
+        out.append(ProviderErrorReported(text, fatal=True))
 
-    def _report_usage(self, stats: dict[str, Any]) -> ProviderUsage:
+    def _usage_report(self, stats: dict[str, Any]) -> UsageReport:
         models = _model_entries(stats.get("models"))
         cost, source = self._price(models)
         usage = ProviderUsage(
             tokens=_fold_usage(stats),
             total_cost_usd=cost,
-            provider=_PROVIDER,
+            provider=PROVIDER_NAME,
             raw=MappingProxyType(stats),
             cost_source=source,
             model=_main_model(models),
         )
-        self._cost = cost
-        self._emit(UsageReport(usage, cost))
-        return usage
+        return UsageReport(usage, cost)
 
     def _price(
         self, models: Mapping[str, tuple[int, Mapping[str, Any]]]
@@ -229,13 +217,6 @@ class GeminiStreamParser:
         return total, CostSource.PRICED
 
     # stderr
-
-    def feed_stderr(self, line: str) -> None:
-        """Take one stderr line; it is emitted as a Stderr event and kept for the error summary."""
-        text = line.rstrip("\r\n")
-        self._emit(Stderr(text))
-        if len(self._stderr) < _MAX_STDERR_KEPT:
-            self._stderr.append(text)
 
     def _stderr_reason(self) -> str:
         """The first stderr line that says what went wrong, or the last meaningful one."""

@@ -19,25 +19,23 @@ from agentshim.core.events import (
     AssistantText,
     Lifecycle,
     ProviderErrorReported,
-    RawOutput,
     Reasoning,
     SessionStarted,
-    Stderr,
     UsageReport,
 )
+from agentshim.core.frames import Frame, FrameParser
 from agentshim.core.jsonvalues import as_amount, as_count, mapping_or_empty
 from agentshim.core.provider import ParsedTurn
-from agentshim.core.stream import parse_json_object
+from agentshim.core.stderr_tail import StderrTail
 from agentshim.core.usage import CostSource, ProviderUsage, TokenUsage
 
 from .events import TODO_TOOL, plan_from_args, tool_events
 from .failures import read_error as classify_error
 
-__all__ = ["OpencodeStreamParser", "strip_ansi"]
+__all__ = ["PROVIDER_NAME", "OpencodeStreamParser", "strip_ansi"]
 
-_PROVIDER = "opencode"
+PROVIDER_NAME = "opencode"
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]")
-_MAX_STDERR_KEPT = 64
 
 
 def strip_ansi(text: str) -> str:
@@ -79,7 +77,7 @@ def _token_usage(counts: list[int], turns: int) -> TokenUsage:
     )
 
 
-class OpencodeStreamParser:
+class OpencodeStreamParser(FrameParser):
     """Turns opencode JSON lines into events and a ParsedTurn; never raises on input.
 
     ``text`` parts are whole messages (no deltas) and are joined with a newline. Tokens and
@@ -88,12 +86,15 @@ class OpencodeStreamParser:
     turn (any reason but ``tool-calls``) or, for a stream that ended early, by ``finish()``.
     """
 
+    # Blank lines separate the parts of an error report: they are passed on as printed.
+    BLANK_STDERR = True
+
     def __init__(
         self, emit: Callable[[AgentEvent], None], *, expect_structured: bool = False
     ) -> None:
         """Emit events through ``emit``; ``expect_structured`` is accepted and unused (no schema)."""
         self._emit = emit
-        self._handlers: Mapping[str, Callable[[dict[str, Any]], None]] = MappingProxyType(
+        handlers = MappingProxyType(
             {
                 "text": self._on_text,
                 "tool_use": self._on_tool_use,
@@ -103,6 +104,7 @@ class OpencodeStreamParser:
                 "error": self._on_error,
             }
         )
+        super().__init__(handlers, emit, before=self._see_session)
         self._texts: list[str] = []
         self._session_id: str | None = None
         self._called: set[str] = set()
@@ -123,60 +125,46 @@ class OpencodeStreamParser:
         self._stopped = False
         # Error frames since the last stop; any of them fails the turn.
         self._errors: list[tuple[str, FailureKind]] = []
-        self._stderr: list[str] = []
+        self._stderr = StderrTail(emit)
 
     # stdout
 
-    def feed_stdout(self, line: str) -> None:
-        """Take one stdout line (with or without its newline)."""
-        text = line.rstrip("\r\n")
-        if not text:
-            return
-        frame = parse_json_object(text)
-        if frame is None:
-            self._emit(RawOutput(text))
-            return
-        fields = frame
+    def _see_session(self, frame: Frame, out: list[AgentEvent]) -> None:
+        # Every frame carries the session id; the first that does announces it.
         if self._session_id is None:
-            session_id = fields.get("sessionID")
+            session_id = frame.get("sessionID")
             if isinstance(session_id, str) and session_id:
                 self._session_id = session_id
-                self._emit(SessionStarted(session_id))
-        kind = fields.get("type")
-        handler = self._handlers.get(kind) if isinstance(kind, str) else None
-        if handler is None:
-            self._emit(Lifecycle(f"unknown_frame:{kind}", text[:500]))
-            return
-        handler(fields)
+                out.append(SessionStarted(session_id))
 
-    def _on_text(self, frame: dict[str, Any]) -> None:
+    def _on_text(self, frame: Frame, out: list[AgentEvent]) -> None:
         text = mapping_or_empty(frame.get("part")).get("text")
         if isinstance(text, str) and text:
             self._texts.append(text)
-            self._emit(AssistantText(text))
+            out.append(AssistantText(text))
 
-    def _on_reasoning(self, frame: dict[str, Any]) -> None:
+    def _on_reasoning(self, frame: Frame, out: list[AgentEvent]) -> None:
         text = mapping_or_empty(frame.get("part")).get("text")
         if isinstance(text, str) and text:
-            self._emit(Reasoning(text))
+            out.append(Reasoning(text))
 
-    def _on_tool_use(self, frame: dict[str, Any]) -> None:
+    def _on_tool_use(self, frame: Frame, out: list[AgentEvent]) -> None:
         call, result = tool_events(mapping_or_empty(frame.get("part")))
         if call.tool_id is None or call.tool_id not in self._called:
             if call.tool_id is not None:
                 self._called.add(call.tool_id)
-            self._emit(call)
+            out.append(call)
             if call.tool == TODO_TOOL:
                 plan = plan_from_args(call.args, call.tool_id)
                 if plan is not None:
-                    self._emit(plan)
+                    out.append(plan)
         if result is not None:
-            self._emit(result)
+            out.append(result)
 
-    def _on_step_start(self, frame: dict[str, Any]) -> None:
-        self._emit(Lifecycle("step_started"))
+    def _on_step_start(self, frame: Frame, out: list[AgentEvent]) -> None:
+        out.append(Lifecycle("step_started"))
 
-    def _on_step_finish(self, frame: dict[str, Any]) -> None:
+    def _on_step_finish(self, frame: Frame, out: list[AgentEvent]) -> None:
         part = mapping_or_empty(frame.get("part"))
         step_id = part.get("id")
         if isinstance(step_id, str):
@@ -190,7 +178,7 @@ class OpencodeStreamParser:
             # stop fails it.
             self._stopped = True
             self._errors.clear()
-        self._emit(Lifecycle("step_finished", self._last_reason or ""))
+        out.append(Lifecycle("step_finished", self._last_reason or ""))
         tokens = part.get("tokens")
         raw = cast("dict[str, Any]", tokens) if isinstance(tokens, dict) else None
         cost = as_amount(part.get("cost"))
@@ -208,9 +196,9 @@ class OpencodeStreamParser:
         if cost is not None:
             self._cost = cost if self._cost is None else self._cost + cost
         if reason != "tool-calls":
-            self._report()
+            self._report(out.append)
 
-    def _report(self) -> None:
+    def _report(self, send: Callable[[AgentEvent], None]) -> None:
         """Emit one UsageReport for everything counted since the last one."""
         increment = [t - r for t, r in zip(self._totals, self._reported, strict=True)]
         cost = self._cost
@@ -220,7 +208,7 @@ class OpencodeStreamParser:
             # The turn counts once, on its first report, so reports add up to the turn.
             tokens=_token_usage(increment, 0 if self._report_count else 1),
             total_cost_usd=cost,
-            provider=_PROVIDER,
+            provider=PROVIDER_NAME,
             raw=self._raw,
             cost_source=CostSource.REPORTED if cost is not None else CostSource.NOT_REPORTED,
         )
@@ -229,29 +217,23 @@ class OpencodeStreamParser:
         self._report_count += 1
         self._reported = list(self._totals)
         self._cost_reported = self._cost
-        self._emit(UsageReport(usage, cost))
+        send(UsageReport(usage, cost))
 
-    def _on_error(self, frame: dict[str, Any]) -> None:
+    def _on_error(self, frame: Frame, out: list[AgentEvent]) -> None:
         message, kind = classify_error(mapping_or_empty(frame.get("error")))
         self._errors.append((message, kind))
         # Fatal whatever came before: an error after a stop still fails the turn.
         self._stopped = False
-        self._emit(ProviderErrorReported(message, fatal=True))
+        out.append(ProviderErrorReported(message, fatal=True))
 
     # stderr
 
-    def feed_stderr(self, line: str) -> None:
-        """Take one stderr line; emitted as a Stderr event and kept for the error summary."""
-        text = line.rstrip("\r\n")
-        self._emit(Stderr(text))
-        if len(self._stderr) < _MAX_STDERR_KEPT:
-            self._stderr.append(strip_ansi(text).strip())
-
     def _stderr_reason(self) -> str:
-        for line in self._stderr:
+        lines = [strip_ansi(s).strip() for s in self._stderr]
+        for line in lines:
             if line.startswith("Error"):
                 return line[:500]
-        meaningful = [s for s in self._stderr if s]
+        meaningful = [s for s in lines if s]
         return meaningful[-1][:500] if meaningful else ""
 
     # summary
@@ -282,7 +264,7 @@ class OpencodeStreamParser:
         if not self._stopped:
             error, kind = self._failure()
         if self._counted and (self._totals != self._reported or self._cost != self._cost_reported):
-            self._report()  # steps the stream ended without reporting
+            self._report(self._emit)  # steps the stream ended without reporting
         usage = None
         if self._report_count == 1:
             usage = self._first_report
@@ -290,7 +272,7 @@ class OpencodeStreamParser:
             usage = ProviderUsage(
                 tokens=_token_usage(self._totals, 1),
                 total_cost_usd=self._cost,
-                provider=_PROVIDER,
+                provider=PROVIDER_NAME,
                 raw=self._raw,
                 cost_source=CostSource.REPORTED
                 if self._cost is not None

@@ -41,7 +41,6 @@ from agentshim.core.events import (
     AssistantText,
     Lifecycle,
     ProviderErrorReported,
-    RawOutput,
     Reasoning,
     SessionStarted,
     ToolCall,
@@ -49,28 +48,27 @@ from agentshim.core.events import (
     UsageReport,
 )
 from agentshim.core.failures import kind_from_text
+from agentshim.core.frames import Frame, FrameParser, LineSkip, ignore_frame
 from agentshim.core.jsonvalues import as_amount, as_count, as_mapping, as_str
 from agentshim.core.provider import ParsedTurn, ParserContext
 from agentshim.core.stderr_tail import StderrTail
-from agentshim.core.stream import ToolTracker, parse_json_object
+from agentshim.core.stream import ToolTracker
 from agentshim.core.usage import CostSource, ProviderUsage, TokenUsage
 
 from .events import content_text, failed_exit_code, tool_kind
 from .failures import classify
 
-__all__ = ["PiStreamParser", "short_session_id"]
+__all__ = ["PROVIDER_NAME", "PiStreamParser", "short_session_id"]
 
 PROVIDER_NAME = "pi"
 
 _FAILED_STOPS = frozenset({"error", "aborted"})
 _UPDATE_PREFIX = '{"type":"message_update","assistantMessageEvent":{"type":"'
-_UPDATE_START = len(_UPDATE_PREFIX)
+# Only text and thinking deltas carry anything; the other updates (block starts and ends,
+# tool-call argument chunks) are the largest lines Pi prints, since each repeats the whole
+# message twice, so they are dropped undecoded.
 _DELTAS = frozenset({"text_delta", "thinking_delta"})
-_CLOSED = ("}\n", "}")
 _UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
-
-Frame = dict[str, Any]
-Handler = Callable[[Frame, list[AgentEvent]], None]
 
 
 def short_session_id(session_id: str) -> str:
@@ -83,7 +81,7 @@ def short_session_id(session_id: str) -> str:
     return session_id[:8] if _UUID.fullmatch(session_id) else session_id
 
 
-class PiStreamParser:
+class PiStreamParser(FrameParser):
     """Turns Pi's ``--mode json`` output into events and a ParsedTurn; never raises on input.
 
     A line that is not a JSON object becomes RawOutput; a frame whose shape makes no sense costs
@@ -116,6 +114,7 @@ class PiStreamParser:
         self._requested: str | None = None
         self._session_id: str | None = None
         self._header_seen = False
+        # Whether any frame was decoded (the updates skipped undecoded only ever follow one).
         self._frames_seen = False
         self._agent_started = False
         self._agent_open = False
@@ -131,25 +130,31 @@ class PiStreamParser:
         self._model: str | None = None
         self._context_tokens: int | None = None
         self._stderr = StderrTail(emit)
-        self._handlers: Mapping[str, Handler] = MappingProxyType(
+        handlers = MappingProxyType(
             {
                 "message_update": self._on_message_update,
                 "message_start": self._on_message_start,
                 "message_end": self._on_message_end,
-                "tool_execution_start": self._on_tool_start,
-                "tool_execution_update": _ignore,
-                "tool_execution_end": self._on_tool_end,
+                "tool_execution_start": self._on_tool_execution_start,
+                "tool_execution_update": ignore_frame,
+                "tool_execution_end": self._on_tool_execution_end,
                 "turn_start": self._on_turn_start,
                 "turn_end": self._on_turn_end,
                 "agent_start": self._on_agent_start,
                 "agent_end": self._on_agent_end,
                 "session": self._on_session,
-                "auto_retry_start": self._on_retry_start,
-                "auto_retry_end": self._on_retry_end,
+                "auto_retry_start": self._on_auto_retry_start,
+                "auto_retry_end": self._on_auto_retry_end,
                 "compaction_start": self._on_compaction_start,
                 "compaction_end": self._on_compaction_end,
-                "queue_update": _ignore,
+                "queue_update": ignore_frame,
             }
+        )
+        super().__init__(
+            handlers,
+            emit,
+            skip=LineSkip(_UPDATE_PREFIX, _DELTAS, listed=False),
+            before=self._see_frame,
         )
 
     # -- the StreamParser protocol -------------------------------------------------------------
@@ -158,41 +163,8 @@ class PiStreamParser:
         """Learn which session the turn resumes (to recognise it under its full id)."""
         self._requested = context.requested_session_id
 
-    def feed_stdout(self, line: str) -> None:
-        """Read one stdout line (trailing newline optional); never raises on bad input."""
-        if line.startswith(_UPDATE_PREFIX):
-            end = line.find('"', _UPDATE_START)
-            # Only text and thinking deltas carry anything; the other updates (block starts and
-            # ends, tool-call argument chunks) are the largest lines Pi prints, since each
-            # repeats the whole message twice, so they are dropped undecoded. A cut-off line
-            # still reaches the decoder and comes out as RawOutput.
-            if line[_UPDATE_START:end] not in _DELTAS and line.endswith(_CLOSED):
-                self._frames_seen = True
-                return
-        frame = parse_json_object(line)
-        if frame is None:
-            text = line.rstrip("\r\n")
-            if text.strip():
-                self._emit(RawOutput(text))
-            return
+    def _see_frame(self, frame: Frame, out: list[AgentEvent]) -> None:
         self._frames_seen = True
-        kind = frame.get("type")
-        handler = self._handlers.get(kind) if type(kind) is str else None
-        out: list[AgentEvent] = []
-        try:
-            if handler is None:
-                out.append(Lifecycle(f"unknown_frame:{kind}", ""))
-            else:
-                handler(frame, out)
-        except Exception as exc:  # a frame of an unexpected shape costs that frame, not the turn
-            out = [RawOutput(line.rstrip("\r\n")), Lifecycle("malformed_frame", f"{kind}: {exc!r}")]
-        emit = self._emit
-        for event in out:
-            emit(event)
-
-    def feed_stderr(self, line: str) -> None:
-        """Record one stderr line and emit it as Stderr (blank lines are dropped)."""
-        self._stderr.feed(line)
 
     def finish(self) -> ParsedTurn:
         """Summarize the turn (see the module docstring for when it failed)."""
@@ -288,7 +260,7 @@ class PiStreamParser:
                 ProviderErrorReported(error or f"the model call ended with stopReason {stop!r}")
             )
 
-    def _on_tool_start(self, frame: Frame, out: list[AgentEvent]) -> None:
+    def _on_tool_execution_start(self, frame: Frame, out: list[AgentEvent]) -> None:
         tool_id = as_str(frame.get("toolCallId"))
         name = as_str(frame.get("toolName")) or "unknown"
         raw_args = frame.get("args")
@@ -299,7 +271,7 @@ class PiStreamParser:
             self._tools.start(tool_id, name, args)
         out.append(ToolCall(tool_id, name, args, tool_kind(name)))
 
-    def _on_tool_end(self, frame: Frame, out: list[AgentEvent]) -> None:
+    def _on_tool_execution_end(self, frame: Frame, out: list[AgentEvent]) -> None:
         tool_id = as_str(frame.get("toolCallId"))
         finished = self._tools.finish(tool_id) if tool_id is not None else None
         name = as_str(frame.get("toolName")) or (finished.name if finished else "unknown")
@@ -314,14 +286,14 @@ class PiStreamParser:
         else:
             out.append(ToolResult(tool_id, name, output, "", 0, duration, kind))
 
-    def _on_retry_start(self, frame: Frame, out: list[AgentEvent]) -> None:
+    def _on_auto_retry_start(self, frame: Frame, out: list[AgentEvent]) -> None:
         attempt = as_count(frame.get("attempt"))
         limit = as_count(frame.get("maxAttempts"))
         delay = as_count(frame.get("delayMs"))
         said = as_str(frame.get("errorMessage")) or ""
         out.append(Lifecycle("api_retry", f"attempt {attempt} of {limit} in {delay} ms: {said}"))
 
-    def _on_retry_end(self, frame: Frame, out: list[AgentEvent]) -> None:
+    def _on_auto_retry_end(self, frame: Frame, out: list[AgentEvent]) -> None:
         attempt = as_count(frame.get("attempt"))
         if frame.get("success") is False:
             final = as_str(frame.get("finalError")) or f"pi gave up after {attempt} retries"
@@ -404,10 +376,6 @@ class PiStreamParser:
                 return f"{message}: {said}", kind_from_text(said) or FailureKind.OTHER
             return f"{message} (see stderr)", FailureKind.OTHER
         return None, None
-
-
-def _ignore(frame: Frame, out: list[AgentEvent]) -> None:
-    """A frame that carries nothing a turn's events or result need."""
 
 
 def _fold_usage(usage: Mapping[str, Any]) -> TokenUsage:

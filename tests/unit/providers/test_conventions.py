@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import ast
 import importlib
 import inspect
+import re
 import typing
 from pathlib import Path
 from types import ModuleType
@@ -29,6 +31,7 @@ from agentshim.core.events import (
     ToolResult,
     UsageReport,
 )
+from agentshim.core.frames import FrameParser
 from agentshim.core.mcp import StdioMcpServer
 from agentshim.core.profile import McpMechanism, OutputSchemaStyle
 from agentshim.core.provider import ArgvContext
@@ -324,3 +327,96 @@ def test_a_schema_or_effort_the_profile_lacks_is_refused_before_anything_runs(
         with pytest.raises(ProviderCapabilityError, match=r"output_schema|reasoning_effort"):
             agent.run(request)
     assert fake.requests == []
+
+
+def _parser_tree(provider: str) -> ast.Module:
+    path = ROOT / "agentshim" / "providers" / provider / "parser.py"
+    return ast.parse(path.read_text(encoding="utf-8"))
+
+
+def _parser_class(provider: str) -> type:
+    module = importlib.import_module(f"agentshim.providers.{provider}.parser")
+    (cls,) = [
+        value
+        for name, value in vars(module).items()
+        if name.endswith("StreamParser") and inspect.isclass(value)
+    ]
+    return cls
+
+
+def _handler_tables(tree: ast.Module) -> list[ast.Dict]:
+    """Dict literals mapping frame types to handlers (a value is ``self._on_...``)."""
+    return [
+        node
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Dict)
+        and any(isinstance(v, ast.Attribute) and v.attr.startswith("_on_") for v in node.values)
+    ]
+
+
+def _normalized(frame_type: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "_", frame_type.lower()).strip("_")
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+class TestParserShape:
+    """Every parser reads its frames the same way, so a new one is written the same way."""
+
+    def test_names_its_provider(self, provider: str) -> None:
+        module = importlib.import_module(f"agentshim.providers.{provider}.parser")
+        assert provider == module.PROVIDER_NAME
+        assert "PROVIDER_NAME" in module.__all__
+
+    def test_dispatches_through_the_shared_frame_loop(self, provider: str) -> None:
+        cls = _parser_class(provider)
+        assert issubclass(cls, FrameParser)
+        # Lines are the loop's: no parser reads or decodes them itself.
+        assert cls.feed_stdout is FrameParser.feed_stdout
+        assert "feed_stderr" not in vars(cls)
+        tree = _parser_tree(provider)
+        imported = {
+            alias.name
+            for node in ast.walk(tree)
+            if isinstance(node, ast.ImportFrom)
+            for alias in node.names
+        }
+        names = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
+        attributes = {n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute)}
+        assert "parse_json_object" not in names | imported
+        assert {"raw_decode", "JSONDecoder", "scan_once"}.isdisjoint(attributes | names)
+
+    def test_handlers_are_named_for_their_frame_type(self, provider: str) -> None:
+        (table,) = _handler_tables(_parser_tree(provider))
+        for key, value in zip(table.keys, table.values, strict=True):
+            assert isinstance(key, ast.Constant)
+            assert isinstance(key.value, str)
+            if isinstance(value, ast.Name):
+                assert value.id == "ignore_frame", key.value
+                continue
+            assert isinstance(value, ast.Attribute), key.value
+            family = value.attr.removeprefix("_on_")
+            frame_type = _normalized(key.value)
+            # _on_<type>, or _on_<family> for a family of types (codex's item.*).
+            assert frame_type == family or frame_type.startswith(family + "_"), key.value
+
+    def test_every_handler_takes_the_frame_and_the_event_list(self, provider: str) -> None:
+        cls = _parser_class(provider)
+        handlers = [name for name in vars(cls) if name.startswith("_on_")]
+        assert handlers
+        for name in handlers:
+            parameters = list(inspect.signature(getattr(cls, name)).parameters)
+            assert parameters == ["self", "frame", "out"], name
+
+    def test_keeps_stderr_in_a_stderr_tail(self, provider: str) -> None:
+        tree = _parser_tree(provider)
+        module = importlib.import_module(f"agentshim.providers.{provider}.parser")
+        assert "StderrTail" in {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
+        constants = {
+            target.id
+            for node in tree.body
+            if isinstance(node, ast.Assign | ast.AnnAssign)
+            for target in (node.targets if isinstance(node, ast.Assign) else [node.target])
+            if isinstance(target, ast.Name)
+        }
+        assert not [c for c in constants if "STDERR" in c and c != "StderrTail"], constants
+        assert not hasattr(module, "_PROVIDER")

@@ -619,8 +619,12 @@ class TestOddInput:
             '{"type":"assistant","message":[1,2]}\n',
             '{"type":"user","message":{"content":7}}\n',
         ]
-        turn, _ = parse([*lines, _result()])
+        turn, events = parse([*lines, _result()])
         assert turn.text.startswith("Hello from the fake API")
+        assert turn.error is None
+        malformed = [e for e in events if isinstance(e, Lifecycle) and e.kind == "malformed_frame"]
+        assert [e.detail.split(":")[0] for e in malformed] == ["assistant"]
+        assert RawOutput(lines[0].rstrip("\n")) in events
 
     def test_a_failing_event_handler_propagates(self) -> None:
         class Boom(Exception):

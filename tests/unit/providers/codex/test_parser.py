@@ -555,7 +555,7 @@ class TestItems:
             "unknown_item:hologram",
             "unknown_frame:session.mood",
             "unknown_frame:<NoneType>",
-            "malformed_frame:item.completed",
+            "malformed_frame",
         ]
 
     def test_non_json_lines_are_raw_output(self) -> None:
@@ -751,3 +751,24 @@ class TestAdversarialInput:
     )
     def test_truncated_real_lines(self, cuts: list[tuple[str, int]]) -> None:
         _never_raises([text[:cut] for text, cut in cuts])
+
+
+class TestAFrameThatCannotBeRead:
+    def test_an_item_that_is_not_an_object_costs_only_its_frame(self) -> None:
+        bad = line({"type": "item.completed", "item": ["not", "an", "object"]})
+        turn, events = parse(
+            [
+                line({"type": "thread.started", "thread_id": "t-1"}),
+                bad,
+                item("completed", id="m", type="agent_message", text="done"),
+                usage_frame(10, 2),
+            ]
+        )
+        assert turn.text == "done"
+        assert turn.session_id == "t-1"
+        assert turn.error is None
+        assert RawOutput(bad.rstrip("\n")) in events
+        (malformed,) = [e for e in of(events, Lifecycle) if e.kind.startswith("malformed")]
+        assert malformed.kind == "malformed_frame"
+        assert malformed.detail.startswith("item.completed: TypeError(")
+        assert AssistantText("done") in events

@@ -380,8 +380,9 @@ class TestFrames:
         assert parsed.session_id is None
 
     def test_unknown_frame_is_reported_not_fatal(self) -> None:
-        parsed, events = parse([frame("session.title_changed", {"title": "x"}), result()])
-        assert Lifecycle("unknown_frame:session.title_changed", "") in events
+        line = frame("session.title_changed", {"title": "x"})
+        parsed, events = parse([line, result()])
+        assert Lifecycle("unknown_frame:session.title_changed", line.strip()) in events
         assert parsed.error is None
 
     def test_truncated_noise_line_becomes_raw_output(self) -> None:
@@ -435,3 +436,20 @@ class TestAdversarialInput:
     @given(st.sampled_from(REAL_LINES), st.integers(min_value=0, max_value=400))
     def test_truncated_real_lines(self, line: str, cut: int) -> None:
         never_raises(CopilotStreamParser, [line[:cut], line])
+
+
+class TestAFrameThatCannotBeRead:
+    def test_a_usage_too_large_to_price_costs_only_its_frame(self) -> None:
+        table = PricingTable("t", "2026-11-29", {"claude-sonnet-4": ModelPricing(1.0, 2.0)})
+        # A count no float can hold: pricing it overflows inside the handler.
+        absurd = frame("assistant.usage", {"model": "claude-sonnet-4", "inputTokens": 10**400})
+        good = frame("assistant.usage", {"model": "claude-sonnet-4", "inputTokens": 1_000_000})
+        message = frame("assistant.message", {"messageId": "m", "content": "done"})
+        parsed, events = parse([absurd, good, message, result()], pricing=table)
+        assert parsed.text == "done"
+        assert parsed.error is None
+        assert parsed.cost_usd == pytest.approx(1.0)
+        assert RawOutput(absurd.rstrip("\n")) in events
+        malformed = [e for e in of_type(events, Lifecycle) if e.kind == "malformed_frame"]
+        assert [e.detail.split(":")[0] for e in malformed] == ["assistant.usage"]
+        assert len(of_type(events, UsageReport)) == 1

@@ -442,3 +442,21 @@ class TestAdversarial:
     @given(st.sampled_from(RECORDED_LINES), st.integers(min_value=0, max_value=2000))
     def test_truncated_recorded_lines(self, line: str, cut: int) -> None:
         never_raises(GeminiStreamParser, [line[:cut], line])
+
+
+class TestAFrameThatCannotBeRead:
+    def test_a_result_too_large_to_price_costs_only_its_frame(self) -> None:
+        pricing = PricingTable("t", "2026-11-29", {"m": ModelPricing(1.0, 2.0)})
+        stats = {"total_tokens": 10**400, "input_tokens": 10**400, "output_tokens": 1}
+        absurd = frame(type="result", status="success", stats={**stats, "models": {"m": stats}})
+        turn, events = parse([init(), absurd, delta("still read")], pricing=pricing)
+        assert turn.session_id == "sid-1"
+        assert turn.text == "still read"
+        # The result frame was lost, so the turn ended without one: a typed failure.
+        assert turn.error is not None
+        assert "ended before its result frame" in turn.error
+        assert turn.error_kind is FailureKind.OTHER
+        assert RawOutput(absurd.rstrip("\n")) in events
+        malformed = [e for e in of(events, Lifecycle) if e.kind == "malformed_frame"]
+        assert [e.detail.split(":")[0] for e in malformed] == ["result"]
+        assert of(events, AssistantText) == [AssistantText("still read", delta=True)]

@@ -424,7 +424,7 @@ class TestFrames:
 
     def test_unknown_frames_are_reported(self) -> None:
         parsed, events = parse(turn(dump_frame({"type": "brand_new"})))
-        assert Lifecycle("unknown_frame:brand_new", "") in events
+        assert Lifecycle("unknown_frame:brand_new", '{"type":"brand_new"}') in events
         assert parsed.error is None
 
     def test_updates_without_deltas_make_no_events_unless_cut_off(self) -> None:
@@ -482,3 +482,42 @@ class TestAdversarialInput:
     @given(st.sampled_from(REAL_LINES), st.integers(min_value=0, max_value=600))
     def test_truncated_real_lines(self, line: str, cut: int) -> None:
         never_raises(PiStreamParser, [line[:cut], line])
+
+
+class TestAFrameThatCannotBeRead:
+    def test_a_tool_start_that_cannot_be_timed_costs_only_its_frame(self) -> None:
+        ticks = iter([RuntimeError("clock unavailable"), 5.0])
+
+        def clock() -> float:
+            tick = next(ticks)
+            if isinstance(tick, Exception):
+                raise tick
+            return tick
+
+        start = dump_frame(
+            {
+                "type": "tool_execution_start",
+                "toolCallId": "t1",
+                "toolName": "bash",
+                "args": {"command": "ls"},
+            }
+        )
+        end = dump_frame(
+            {
+                "type": "tool_execution_end",
+                "toolCallId": "t1",
+                "toolName": "bash",
+                "result": {"content": [{"type": "text", "text": "a.py"}]},
+                "isError": False,
+            }
+        )
+        text = message_end(assistant([{"type": "text", "text": "done"}]))
+        parsed, events = parse(turn(start, end, text), clock=clock)
+        assert parsed.text == "done"
+        assert parsed.error is None
+        assert RawOutput(start.rstrip("\n")) in events
+        malformed = [e for e in of_type(events, Lifecycle) if e.kind == "malformed_frame"]
+        assert [e.detail.split(":")[0] for e in malformed] == ["tool_execution_start"]
+        assert of_type(events, ToolCall) == []
+        (result,) = of_type(events, ToolResult)
+        assert (result.tool_id, result.stdout) == ("t1", "a.py")
