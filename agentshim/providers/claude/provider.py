@@ -29,7 +29,7 @@ from agentshim.core.errors import (
     SessionResumeError,
 )
 from agentshim.core.events import AgentEvent
-from agentshim.core.exit_errors import as_resume_failure
+from agentshim.core.exit_errors import as_resume_failure, resume_missing_line
 from agentshim.core.ids import validate_session_id
 from agentshim.core.jsonvalues import as_mapping, list_or_empty
 from agentshim.core.mcp import HttpMcpServer, McpServer, StdioMcpServer
@@ -223,7 +223,8 @@ class ClaudeProvider:
         """Return the argv for one turn; InvalidSessionIdError for an unsafe resume id."""
         argv = [ctx.binary_path, "-p", "--output-format", "stream-json", "--verbose"]
         if ctx.resume_session_id is not None:
-            argv += ["--resume", _resume_argument(ctx.resume_session_id)]
+            # validate_session_id also refuses a leading "-", which the CLI would read as a flag.
+            argv += ["--resume", validate_session_id(ctx.resume_session_id)]
         if ctx.model:
             argv += ["--model", checked_option_value("Claude Code", "model", ctx.model)]
         if ctx.reasoning_effort:
@@ -282,24 +283,16 @@ class ClaudeProvider:
         )
 
 
-def _resume_argument(session_id: str) -> str:
-    # validate_session_id also refuses a leading "-", which the CLI would read as a flag.
-    return validate_session_id(session_id)
-
-
 def _resume_target_missing(error: CliExitError) -> str | None:
     """The session id Claude Code said it could not find ("" if unnamed), or None."""
     texts = [error.stderr, error.detail]
     if RESUME_MISSING_TEXT in error.stdout:
         texts.extend(_result_errors(error.stdout))
-    for text in texts:
-        at = text.find(RESUME_MISSING_TEXT)
-        if at < 0:
-            continue
-        tail = text[at:].splitlines()[0]
-        _, _, named = tail.partition("session ID:")
-        return named.strip()
-    return None
+    line = resume_missing_line(RESUME_MISSING_TEXT, *texts)
+    if line is None:
+        return None
+    _, _, named = line.partition("session ID:")
+    return named.strip()
 
 
 def _result_errors(stdout: str) -> list[str]:

@@ -28,7 +28,7 @@ from agentshim.core.errors import (
     ProviderCapabilityError,
 )
 from agentshim.core.events import AgentEvent
-from agentshim.core.exit_errors import as_resume_failure
+from agentshim.core.exit_errors import as_resume_failure, resume_missing_line
 from agentshim.core.ids import validate_session_id
 from agentshim.core.jsonvalues import as_mapping, list_or_empty
 from agentshim.core.mcp import HttpMcpServer, McpServer, StdioMcpServer
@@ -58,7 +58,7 @@ MCP_SERVERS_KEY = "mcp_servers"
 """The config table holding MCP servers, set one ``--config`` field at a time."""
 
 RESUME_MISSING_TEXT = "no rollout found"
-"""What Codex says on stderr (lowercased here) when ``resume`` names a thread it does not have."""
+"""What Codex says on stderr (in any case) when ``resume`` names a thread it does not have."""
 
 _STDIN_PROMPT = "-"
 # "SECRET" in the name: Codex's default shell_environment_policy keeps variables whose names
@@ -263,19 +263,6 @@ def parse_mcp_servers(
 # -- the provider ------------------------------------------------------------------------
 
 
-def _resume_argument(session_id: str) -> str:
-    # validate_session_id also refuses a leading "-", which the CLI would read as an option.
-    return validate_session_id(session_id)
-
-
-def _resume_target_missing(error: CliExitError) -> str | None:
-    """The line where Codex said the resumed thread has no rollout, or None."""
-    for line in f"{error.stderr}\n{error.detail}".splitlines():
-        if RESUME_MISSING_TEXT in line.lower():
-            return line.strip()
-    return None
-
-
 class CodexProvider:
     """Drives ``codex exec --json``; ``sandbox`` turns Codex's own sandbox on (default: off).
 
@@ -310,7 +297,8 @@ class CodexProvider:
         argv = [ctx.binary_path, "exec"]
         resume = ctx.resume_session_id
         if resume is not None:
-            argv += ["resume", _resume_argument(resume), _STDIN_PROMPT]
+            # validate_session_id also refuses a leading "-", which the CLI would read as an option.
+            argv += ["resume", validate_session_id(resume), _STDIN_PROMPT]
         argv += self._sandbox_argv(ctx)
         argv += ["--skip-git-repo-check", "--json"]
         if ctx.model:
@@ -373,6 +361,6 @@ class CodexProvider:
         Codex names a lost thread on stderr (``no rollout found for thread id ...``); any
         other failure of a resumed turn keeps its kind and leaves the conversation alone.
         """
-        if resumed and _resume_target_missing(error) is not None:
+        if resumed and resume_missing_line(RESUME_MISSING_TEXT, error.stderr, error.detail):
             return as_resume_failure(error, session_id=word_after(error.argv, "resume"))
         return error

@@ -24,7 +24,7 @@ from agentshim.core.errors import (
     McpConfigError,
     ProviderCapabilityError,
 )
-from agentshim.core.exit_errors import as_resume_failure
+from agentshim.core.exit_errors import as_resume_failure, resume_missing_line
 from agentshim.core.ids import validate_session_id
 from agentshim.core.jsonvalues import as_mapping, list_or_empty
 from agentshim.core.mcp import HttpMcpServer, McpServer, StdioMcpServer
@@ -149,7 +149,8 @@ class CopilotProvider:
         if ctx.resume_session_id is not None:
             # The equals form: --resume takes an optional value, so a separate word could be
             # read as the prompt or the next flag.
-            argv.append(f"{RESUME_FLAG}={_resume_argument(ctx.resume_session_id)}")
+            # Only the id's own safety matters then.
+            argv.append(f"{RESUME_FLAG}={validate_session_id(ctx.resume_session_id)}")
         if ctx.model:
             argv += ["--model", checked_option_value("Copilot CLI", "model", ctx.model)]
         argv += ctx.mcp_argv
@@ -188,22 +189,9 @@ class CopilotProvider:
         Any other failure keeps its kind and detail, so a 5xx on a resumed turn stays a
         retryable failure of a conversation that still exists.
         """
-        if resumed and _resume_target_missing(error) is not None:
+        if resumed and resume_missing_line(RESUME_MISSING_TEXT, error.stderr, error.detail):
             return as_resume_failure(error, session_id=resumed_session_id(error.argv))
         return error
-
-
-def _resume_argument(session_id: str) -> str:
-    # Passed as --resume=<id>, so only the id's own safety matters.
-    return validate_session_id(session_id)
-
-
-def _resume_target_missing(error: CliExitError) -> str | None:
-    """The line where Copilot said the resumed session does not exist, or None."""
-    for line in f"{error.stderr}\n{error.detail}".splitlines():
-        if RESUME_MISSING_TEXT in line:
-            return line.strip()
-    return None
 
 
 def mcp_entry(server: McpServer) -> dict[str, Any]:

@@ -17,7 +17,7 @@ from agentshim.core.errors import (
     ProviderCapabilityError,
 )
 from agentshim.core.events import AgentEvent
-from agentshim.core.exit_errors import as_resume_failure, with_kind
+from agentshim.core.exit_errors import as_resume_failure, resume_missing_line, with_kind
 from agentshim.core.ids import validate_session_id
 from agentshim.core.mcp import McpServer, StdioMcpServer
 from agentshim.core.mcp_config import install_json_config, workspace_config_file
@@ -45,7 +45,7 @@ MCP_SERVERS_KEY = "mcpServers"
 """The settings key holding MCP servers."""
 
 RESUME_MISSING_TEXT = "Error resuming session:"
-"""How the CLI's stderr starts when ``--resume`` names no session it has."""
+"""What the CLI's stderr says when ``--resume`` names no session it has."""
 
 PROFILE = ProviderProfile(
     name="gemini",
@@ -99,19 +99,6 @@ def mcp_entry(server: McpServer, *, trust: bool = True) -> dict[str, Any]:
     return entry
 
 
-def _resume_argument(session_id: str) -> str:
-    # validate_session_id also refuses a leading "-", which the CLI would read as a flag.
-    return validate_session_id(session_id)
-
-
-def _resume_target_missing(error: CliExitError) -> str | None:
-    """The stderr line where the CLI said the resumed session cannot be loaded, or None."""
-    for line in error.stderr.splitlines():
-        if line.startswith(RESUME_MISSING_TEXT):
-            return line.strip()
-    return None
-
-
 class GeminiProvider:
     """Runs ``gemini --output-format stream-json`` with the prompt on stdin.
 
@@ -161,7 +148,8 @@ class GeminiProvider:
         if ctx.model:
             argv += ["--model", checked_option_value("the Gemini CLI", "model", ctx.model)]
         if ctx.resume_session_id is not None:
-            argv += ["--resume", _resume_argument(ctx.resume_session_id)]
+            # validate_session_id also refuses a leading "-", which the CLI would read as a flag.
+            argv += ["--resume", validate_session_id(ctx.resume_session_id)]
         if self._permissions.mode is NativeMode.BYPASS:
             argv.append("--yolo")
         else:
@@ -197,7 +185,7 @@ class GeminiProvider:
         kind. Otherwise the kind is ``failures.classify``'s; a kind the stream gave is kept.
         """
         if resumed:
-            line = _resume_target_missing(error)
+            line = resume_missing_line(RESUME_MISSING_TEXT, error.stderr)
             if line is not None:
                 return as_resume_failure(
                     error, session_id=word_after(error.argv, "--resume", "-r"), detail=line

@@ -19,7 +19,7 @@ from agentshim.core.errors import (
     ProviderCapabilityError,
 )
 from agentshim.core.events import AgentEvent
-from agentshim.core.exit_errors import as_resume_failure, with_kind
+from agentshim.core.exit_errors import as_resume_failure, resume_missing_line, with_kind
 from agentshim.core.failures import kind_from_text
 from agentshim.core.ids import validate_session_id
 from agentshim.core.mcp import McpServer, StdioMcpServer
@@ -99,19 +99,6 @@ def mcp_entry(server: McpServer) -> dict[str, Any]:
     return entry
 
 
-def _resume_argument(session_id: str) -> str:
-    # validate_session_id also refuses a leading "-", which the CLI would read as a flag.
-    return validate_session_id(session_id)
-
-
-def _resume_target_missing(error: CliExitError) -> str | None:
-    """The stderr line where opencode said the resumed session is not found, or None."""
-    for line in strip_ansi(error.stderr).splitlines():
-        if RESUME_MISSING_TEXT in line:
-            return line.strip()
-    return None
-
-
 class OpencodeProvider:
     """Runs ``opencode run --format json`` with the prompt on stdin.
 
@@ -148,7 +135,8 @@ class OpencodeProvider:
         """
         argv = [ctx.binary_path, "run", "--format", "json"]
         if ctx.resume_session_id is not None:
-            argv += ["--session", _resume_argument(ctx.resume_session_id)]
+            # validate_session_id also refuses a leading "-", which the CLI would read as a flag.
+            argv += ["--session", validate_session_id(ctx.resume_session_id)]
         if ctx.model:
             argv += ["--model", checked_option_value("opencode", "model", ctx.model)]
         if self._thinking:
@@ -190,7 +178,7 @@ class OpencodeProvider:
         stderr's text is read.
         """
         if resumed:
-            line = _resume_target_missing(error)
+            line = resume_missing_line(RESUME_MISSING_TEXT, strip_ansi(error.stderr))
             if line is not None:
                 return as_resume_failure(
                     error, session_id=word_after(error.argv, "--session", "-s"), detail=line

@@ -17,7 +17,7 @@ from agentshim.core.errors import (
     CliExitError,
     ProviderCapabilityError,
 )
-from agentshim.core.exit_errors import as_resume_failure
+from agentshim.core.exit_errors import as_resume_failure, resume_missing_line
 from agentshim.core.ids import validate_session_id
 from agentshim.core.profile import McpMechanism, OutputSchemaStyle, ProviderProfile
 from agentshim.core.provider import ArgvContext, McpInstallation, NoMcpInstallation
@@ -136,7 +136,8 @@ class PiProvider:
                 )
             argv += ["--thinking", ctx.reasoning_effort]
         if ctx.resume_session_id is not None:
-            argv += [SESSION_FLAG, _resume_argument(ctx.resume_session_id)]
+            # validate_session_id also refuses a leading "-", which Pi would read as a flag.
+            argv += [SESSION_FLAG, validate_session_id(ctx.resume_session_id)]
         argv += ctx.mcp_argv
         argv += ctx.extra_args
         return argv
@@ -169,22 +170,9 @@ class PiProvider:
         Any other failure keeps its kind and detail (Pi exits 0 on API errors, so those arrive
         here classified by the parser).
         """
-        if resumed and _resume_target_missing(error) is not None:
+        if resumed and resume_missing_line(RESUME_MISSING_TEXT, error.stderr, error.detail):
             return as_resume_failure(error, session_id=resumed_session_id(error.argv))
         return error
-
-
-def _resume_argument(session_id: str) -> str:
-    # validate_session_id also refuses a leading "-", which Pi would read as a flag.
-    return validate_session_id(session_id)
-
-
-def _resume_target_missing(error: CliExitError) -> str | None:
-    """The line where Pi said the resumed session does not exist, or None."""
-    for line in f"{error.stderr}\n{error.detail}".splitlines():
-        if RESUME_MISSING_TEXT in line:
-            return line.strip()
-    return None
 
 
 def resumed_session_id(argv: Sequence[str]) -> str | None:

@@ -269,9 +269,8 @@ class TestSameNamesInside:
         if not get_plugin(provider).profile.supports_resume:
             pytest.skip("does not resume")
         module = _provider_module(provider)
+        assert isinstance(module.RESUME_MISSING_TEXT, str)
         assert "RESUME_MISSING_TEXT" in module.__all__
-        assert callable(module._resume_target_missing)
-        assert callable(module._resume_argument)
         instance = get_plugin(provider).create_provider()
         for unsafe in ("-x", "a b", "../x"):
             with pytest.raises(InvalidSessionIdError):
@@ -281,9 +280,12 @@ class TestSameNamesInside:
         if not get_plugin(provider).profile.supports_resume:
             pytest.skip("does not resume")
         marker = _provider_module(provider).RESUME_MISSING_TEXT
-        error = CliExitError(["/b"], 1, "", f"{marker} sess-9\n")
-        classified = get_plugin(provider).create_provider().classify_exit(error, resumed=True)
-        assert isinstance(classified, SessionResumeError)
+        instance = get_plugin(provider).create_provider()
+        for stderr in (f"{marker} sess-9\n", f"warming up\nError: {marker.upper()} sess-9\n"):
+            error = CliExitError(["/b"], 1, "", stderr)
+            assert isinstance(instance.classify_exit(error, resumed=True), SessionResumeError)
+        unrelated = CliExitError(["/b"], 1, "", "429 quota\n", kind=FailureKind.TRANSIENT)
+        assert not isinstance(instance.classify_exit(unrelated, resumed=True), SessionResumeError)
 
     def test_mcp_servers_key_and_parse_mcp_servers(self, provider: str) -> None:
         profile = get_plugin(provider).profile
