@@ -38,7 +38,7 @@ from agentshim.core.events import (
     UsageReport,
 )
 from agentshim.core.permissions import NativeMode
-from agentshim.core.profile import McpMechanism, OutputSchemaStyle, ProviderProfile
+from agentshim.core.profile import ProviderProfile
 from agentshim.core.turn import TurnRequest, TurnResult
 from agentshim.core.usage import ProviderUsage, TokenUsage
 
@@ -57,9 +57,6 @@ FAKE_PROFILE = ProviderProfile(
     binary="fake-agent",
     supports_resume=True,
     supports_reasoning_effort=True,
-    mcp=McpMechanism.NONE,
-    output_schema=OutputSchemaStyle.NONE,
-    schema_dialect=None,
     native_permission_modes=(NativeMode.BYPASS, NativeMode.READ_ONLY, NativeMode.WORKSPACE_WRITE),
 )
 """The profile a FakeTransport reports unless given another: resumable, every native mode."""

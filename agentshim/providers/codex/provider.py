@@ -81,7 +81,6 @@ PROFILE = ProviderProfile(
     auth_files=(".codex/auth.json",),
     credential_files=(".codex/auth.json",),
     resume_state_paths=(".codex/sessions",),
-    mcp_config_file=None,
     native_permission_modes=(
         NativeMode.BYPASS,
         NativeMode.READ_ONLY,

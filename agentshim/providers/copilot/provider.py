@@ -28,7 +28,7 @@ from agentshim.core.exit_errors import as_resume_failure, resume_missing_line
 from agentshim.core.ids import validate_session_id
 from agentshim.core.jsonvalues import as_mapping, list_or_empty
 from agentshim.core.mcp import HttpMcpServer, McpServer, StdioMcpServer
-from agentshim.core.profile import McpMechanism, OutputSchemaStyle, ProviderProfile
+from agentshim.core.profile import McpMechanism, ProviderProfile
 from agentshim.core.provider import ArgvContext, McpInstallation, NoMcpInstallation
 
 from .parser import CopilotStreamParser
@@ -63,10 +63,7 @@ PROFILE = ProviderProfile(
     display_name="GitHub Copilot CLI",
     binary="copilot",
     supports_resume=True,
-    supports_reasoning_effort=False,
     mcp=McpMechanism.CLI_FLAGS,
-    output_schema=OutputSchemaStyle.NONE,
-    schema_dialect=None,
     state_dirs=(".copilot",),
     auth_env_vars=(
         "COPILOT_GITHUB_TOKEN",

@@ -23,7 +23,7 @@ from agentshim.core.mcp import McpServer, StdioMcpServer
 from agentshim.core.mcp_config import install_json_config, workspace_config_file
 from agentshim.core.permissions import NativeMode, NativePermissions
 from agentshim.core.pricing import PricingTable
-from agentshim.core.profile import McpMechanism, OutputSchemaStyle, ProviderProfile
+from agentshim.core.profile import McpMechanism, ProviderProfile
 from agentshim.core.provider import ArgvContext, McpInstallation, NoMcpInstallation
 
 from .failures import classify
@@ -52,10 +52,7 @@ PROFILE = ProviderProfile(
     display_name="Gemini CLI",
     binary="gemini",
     supports_resume=True,
-    supports_reasoning_effort=False,
     mcp=McpMechanism.CONFIG_FILE,
-    output_schema=OutputSchemaStyle.NONE,
-    schema_dialect=None,
     state_dirs=(".gemini",),
     auth_env_vars=("GEMINI_API_KEY", "GOOGLE_API_KEY", "GOOGLE_GEMINI_BASE_URL"),
     container_install=("npm install -g @google/gemini-cli",),

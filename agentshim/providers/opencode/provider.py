@@ -24,7 +24,7 @@ from agentshim.core.failures import kind_from_text
 from agentshim.core.ids import validate_session_id
 from agentshim.core.mcp import McpServer, StdioMcpServer
 from agentshim.core.mcp_config import install_json_config, workspace_config_file
-from agentshim.core.profile import McpMechanism, OutputSchemaStyle, ProviderProfile
+from agentshim.core.profile import McpMechanism, ProviderProfile
 from agentshim.core.provider import ArgvContext, McpInstallation, NoMcpInstallation
 
 from .parser import OpencodeStreamParser, strip_ansi
@@ -53,10 +53,7 @@ PROFILE = ProviderProfile(
     display_name="opencode",
     binary="opencode",
     supports_resume=True,
-    supports_reasoning_effort=False,
     mcp=McpMechanism.CONFIG_FILE,
-    output_schema=OutputSchemaStyle.NONE,
-    schema_dialect=None,
     state_dirs=(".local/share/opencode", ".config/opencode"),
     container_install=("npm install -g opencode-ai",),
     auth_files=(".local/share/opencode/auth.json",),

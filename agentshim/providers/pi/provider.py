@@ -19,7 +19,7 @@ from agentshim.core.errors import (
 )
 from agentshim.core.exit_errors import as_resume_failure, resume_missing_line
 from agentshim.core.ids import validate_session_id
-from agentshim.core.profile import McpMechanism, OutputSchemaStyle, ProviderProfile
+from agentshim.core.profile import ProviderProfile
 from agentshim.core.provider import ArgvContext, McpInstallation, NoMcpInstallation
 
 from .parser import PiStreamParser
@@ -44,9 +44,6 @@ PROFILE = ProviderProfile(
     binary="pi",
     supports_resume=True,
     supports_reasoning_effort=True,
-    mcp=McpMechanism.NONE,
-    output_schema=OutputSchemaStyle.NONE,
-    schema_dialect=None,
     state_dirs=(".pi/agent",),
     auth_env_vars=(
         "ANTHROPIC_API_KEY",
