@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -118,6 +119,7 @@ def mcp_entry(server: McpServer) -> dict[str, Any]:
     return entry
 
 
+@dataclass(frozen=True, kw_only=True, eq=False)
 class ClaudeProvider:
     """Claude Code in print mode (``claude -p``), one process per turn.
 
@@ -128,24 +130,24 @@ class ClaudeProvider:
       PERMISSION_MODES passes ``--permission-mode NAME`` instead.
     - ``sandbox``: Claude Code's own Bash sandbox (and optional read confinement), sent in
       ``--settings``. Merge ``sandbox_env`` into the agent's env when using it.
-    - ``hooks``: caller hooks, merged after agentshim's own into the same ``--settings``.
+    - ``hooks``: caller hooks, merged after agentshim's own into the same ``--settings``; kept
+      as a tuple, in the order they are registered.
     - ``pricing``: prices used when a result frame reports no cost.
+
+    Raises:
+        InvalidRequestError: an unknown permission mode, a sandbox that is not a
+            SandboxConfig, or a hook that is not a ClaudeHook.
     """
 
-    def __init__(
-        self,
-        *,
-        permission_mode: str | None = None,
-        sandbox: SandboxConfig | None = None,
-        hooks: Sequence[ClaudeHook] = (),
-        pricing: PricingTable = PRICING_TABLE,
-    ) -> None:
-        """Build a provider.
+    permission_mode: str | None = None
+    sandbox: SandboxConfig | None = None
+    hooks: Sequence[ClaudeHook] = ()
+    pricing: PricingTable = PRICING_TABLE
+    settings_json: str | None = field(init=False, repr=False)
+    """The ``--settings`` argument, or None when there is nothing to configure."""
 
-        Raises:
-            InvalidRequestError: an unknown permission mode, a sandbox that is not a
-                SandboxConfig, or a hook that is not a ClaudeHook.
-        """
+    def __post_init__(self) -> None:
+        permission_mode, sandbox, hooks = self.permission_mode, self.sandbox, self.hooks
         if permission_mode is not None and permission_mode not in PERMISSION_MODES:
             raise InvalidRequestError(
                 "ClaudeProvider.permission_mode",
@@ -170,39 +172,18 @@ class ClaudeProvider:
                     f"{hook!r} is not a ClaudeHook",
                     f"ClaudeProvider hooks must be ClaudeHook values, not {hook!r}",
                 )
-        self._permission_mode = permission_mode
-        self._sandbox = sandbox
-        self._hooks = hooks
-        self._pricing = pricing
         settings = build_settings(sandbox, hooks)
-        self._settings_json = (
+        settings_json = (
             json.dumps(settings, separators=(",", ":"), ensure_ascii=False) if settings else None
         )
+        # Frozen: the checked values are stored the one way a frozen dataclass allows.
+        object.__setattr__(self, "hooks", hooks)
+        object.__setattr__(self, "settings_json", settings_json)
 
     @property
     def profile(self) -> ProviderProfile:
         """Claude Code's capabilities."""
         return PROFILE
-
-    @property
-    def permission_mode(self) -> str | None:
-        """The ``--permission-mode`` value, or None for ``--dangerously-skip-permissions``."""
-        return self._permission_mode
-
-    @property
-    def sandbox(self) -> SandboxConfig | None:
-        """The sandbox configuration sent in ``--settings``, if any."""
-        return self._sandbox
-
-    @property
-    def hooks(self) -> tuple[ClaudeHook, ...]:
-        """The caller's hooks, in the order they are registered."""
-        return self._hooks
-
-    @property
-    def pricing(self) -> PricingTable:
-        """The prices used when a result frame reports no cost."""
-        return self._pricing
 
     @property
     def sandbox_env(self) -> Mapping[str, str]:
@@ -212,12 +193,7 @@ class ClaudeProvider:
     @property
     def env_defaults(self) -> Mapping[str, str]:
         """Environment CliAgent adds where its env is silent: ``sandbox_env`` with a sandbox."""
-        return SANDBOX_ENV if self._sandbox is not None else {}
-
-    @property
-    def settings_json(self) -> str | None:
-        """The ``--settings`` argument, or None when there is nothing to configure."""
-        return self._settings_json
+        return SANDBOX_ENV if self.sandbox is not None else {}
 
     def build_argv(self, ctx: ArgvContext) -> list[str]:
         """Return the argv for one turn; InvalidSessionIdError for an unsafe resume id."""
@@ -232,12 +208,12 @@ class ClaudeProvider:
             argv += ["--effort", effort]
         if ctx.schema_inline is not None:
             argv += ["--json-schema", ctx.schema_inline]
-        if self._permission_mode is None:
+        if self.permission_mode is None:
             argv.append("--dangerously-skip-permissions")
         else:
-            argv += ["--permission-mode", self._permission_mode]
-        if self._settings_json is not None:
-            argv += ["--settings", self._settings_json]
+            argv += ["--permission-mode", self.permission_mode]
+        if self.settings_json is not None:
+            argv += ["--settings", self.settings_json]
         argv.extend(ctx.mcp_argv)
         argv.extend(ctx.extra_args)
         return argv
@@ -246,7 +222,7 @@ class ClaudeProvider:
         self, emit: Callable[[AgentEvent], None], *, expect_structured: bool
     ) -> ClaudeStreamParser:
         """Return a fresh stream-json parser for one turn."""
-        return ClaudeStreamParser(emit, expect_structured=expect_structured, pricing=self._pricing)
+        return ClaudeStreamParser(emit, expect_structured=expect_structured, pricing=self.pricing)
 
     def install_mcp(self, workspace: Path | None, servers: Sequence[McpServer]) -> McpInstallation:
         """Merge ``servers`` into ``<workspace>/.mcp.json`` for the turn (restored afterwards).

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -262,23 +263,18 @@ def parse_mcp_servers(
 # -- the provider ------------------------------------------------------------------------
 
 
+@dataclass(frozen=True, kw_only=True, eq=False)
 class CodexProvider:
     """Drives ``codex exec --json``; ``sandbox`` turns Codex's own sandbox on (default: off).
 
     Without a sandbox the CLI runs with ``--dangerously-bypass-approvals-and-sandbox``, which
     is only safe inside an outside confinement. With ``sandbox.excluded_commands`` every turn
     writes them into ``$CODEX_HOME/rules/agentshim.rules`` and is refused unless CODEX_HOME is
-    dedicated to the caller and outside every directory the sandbox lets commands write.
+    dedicated to the caller and outside every directory the sandbox lets commands write. The
+    sandbox is fixed for the provider's lifetime.
     """
 
-    def __init__(self, *, sandbox: CodexSandboxConfig | None = None) -> None:
-        """Build a provider; ``sandbox`` None runs without Codex's own sandbox."""
-        self._sandbox = sandbox
-
-    @property
-    def sandbox(self) -> CodexSandboxConfig | None:
-        """Codex's own sandbox settings, or None for the bypass flag."""
-        return self._sandbox
+    sandbox: CodexSandboxConfig | None = None
 
     @property
     def profile(self) -> ProviderProfile:
@@ -321,7 +317,7 @@ class CodexProvider:
         return argv
 
     def _sandbox_argv(self, ctx: ArgvContext) -> list[str]:
-        sandbox = self._sandbox
+        sandbox = self.sandbox
         if sandbox is not None and sandbox.excluded_commands:
             home = check_codex_home(sandbox, cwd=ctx.cwd, env=ctx.env)
             install_rules(home, sandbox.excluded_commands)

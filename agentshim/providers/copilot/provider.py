@@ -83,41 +83,20 @@ PROFILE = ProviderProfile(
 """Copilot CLI's capabilities (checked against 1.0.102 and its ``help`` topics)."""
 
 
+@dataclass(frozen=True, kw_only=True, eq=False)
 class CopilotProvider:
     """Runs ``copilot --output-format json --allow-all-tools ...`` with the prompt on stdin.
 
     Copilot asks before touching a path outside the working directory or a URL; a headless run
     cannot answer, so by default both are allowed too (``allow_all_paths``/``allow_all_urls``,
     the agent's own sandbox being off as with every provider). ``auto_update=False`` passes
-    ``--no-auto-update`` so a run uses the version that was installed and checked.
+    ``--no-auto-update`` so a run uses the version that was installed and checked. The options
+    are fixed for the provider's lifetime.
     """
 
-    def __init__(
-        self,
-        *,
-        allow_all_paths: bool = True,
-        allow_all_urls: bool = True,
-        auto_update: bool = False,
-    ) -> None:
-        """Choose the permission and update flags every turn gets."""
-        self._allow_all_paths = allow_all_paths
-        self._allow_all_urls = allow_all_urls
-        self._auto_update = auto_update
-
-    @property
-    def allow_all_paths(self) -> bool:
-        """Whether every turn passes ``--allow-all-paths``."""
-        return self._allow_all_paths
-
-    @property
-    def allow_all_urls(self) -> bool:
-        """Whether every turn passes ``--allow-all-urls``."""
-        return self._allow_all_urls
-
-    @property
-    def auto_update(self) -> bool:
-        """Whether the CLI may update itself (False passes ``--no-auto-update``)."""
-        return self._auto_update
+    allow_all_paths: bool = True
+    allow_all_urls: bool = True
+    auto_update: bool = False
 
     @property
     def profile(self) -> ProviderProfile:
@@ -137,11 +116,11 @@ class CopilotProvider:
             InvalidSessionIdError: the resume id is not safe to pass.
         """
         argv = [ctx.binary_path, "--output-format", "json", "--allow-all-tools"]
-        if self._allow_all_paths:
+        if self.allow_all_paths:
             argv.append("--allow-all-paths")
-        if self._allow_all_urls:
+        if self.allow_all_urls:
             argv.append("--allow-all-urls")
-        if not self._auto_update:
+        if not self.auto_update:
             argv.append("--no-auto-update")
         if ctx.resume_session_id is not None:
             # The equals form: --resume takes an optional value, so a separate word could be

@@ -7,6 +7,7 @@ prompt (checked against 0.61.0), so no ``-p`` is needed and the prompt never rea
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -96,39 +97,25 @@ def mcp_entry(server: McpServer, *, trust: bool = True) -> dict[str, Any]:
     return entry
 
 
+@dataclass(frozen=True, kw_only=True, eq=False)
 class GeminiProvider:
     """Runs ``gemini --output-format stream-json`` with the prompt on stdin.
 
     ``permissions``: bypass (the default) passes ``--yolo``; read-only passes
-    ``--approval-mode plan``. Workspace-write has no Gemini CLI equivalent.
-    ``pricing`` prices turns per model (the CLI reports no cost); the built-in table is empty.
+    ``--approval-mode plan``. Workspace-write has no Gemini CLI equivalent: asking for it
+    raises ProviderCapabilityError. ``pricing`` prices turns per model (the CLI reports no
+    cost); the built-in table is empty. The options are fixed for the provider's lifetime.
     """
 
-    def __init__(
-        self,
-        *,
-        permissions: NativePermissions | None = None,
-        pricing: PricingTable | None = None,
-    ) -> None:
-        """Build a provider; ProviderCapabilityError for a permission mode the CLI lacks."""
-        chosen = permissions if permissions is not None else NativePermissions.bypass()
-        if chosen.mode not in PROFILE.native_permission_modes:
+    permissions: NativePermissions = field(default_factory=NativePermissions.bypass)
+    pricing: PricingTable = PRICING_TABLE
+
+    def __post_init__(self) -> None:
+        if self.permissions.mode not in PROFILE.native_permission_modes:
             raise ProviderCapabilityError(
-                f"the Gemini CLI has no {chosen.mode.value} mode; use bypass (--yolo) or "
-                "read_only (--approval-mode plan)"
+                f"the Gemini CLI has no {self.permissions.mode.value} mode; use bypass (--yolo) "
+                "or read_only (--approval-mode plan)"
             )
-        self._permissions = chosen
-        self._pricing = pricing if pricing is not None else PRICING_TABLE
-
-    @property
-    def permissions(self) -> NativePermissions:
-        """The CLI's own approval mode: bypass (``--yolo``) or read-only (plan mode)."""
-        return self._permissions
-
-    @property
-    def pricing(self) -> PricingTable:
-        """The prices turns are costed with (the CLI reports no cost)."""
-        return self._pricing
 
     @property
     def profile(self) -> ProviderProfile:
@@ -147,7 +134,7 @@ class GeminiProvider:
         if ctx.resume_session_id is not None:
             # validate_session_id also refuses a leading "-", which the CLI would read as a flag.
             argv += ["--resume", validate_session_id(ctx.resume_session_id)]
-        if self._permissions.mode is NativeMode.BYPASS:
+        if self.permissions.mode is NativeMode.BYPASS:
             argv.append("--yolo")
         else:
             argv += ["--approval-mode", "plan"]
@@ -159,7 +146,7 @@ class GeminiProvider:
         self, emit: Callable[[AgentEvent], None], *, expect_structured: bool
     ) -> GeminiStreamParser:
         """Return a fresh stream-json parser pricing with this provider's table."""
-        return GeminiStreamParser(emit, expect_structured=expect_structured, pricing=self._pricing)
+        return GeminiStreamParser(emit, expect_structured=expect_structured, pricing=self.pricing)
 
     def install_mcp(self, workspace: Path | None, servers: Sequence[McpServer]) -> McpInstallation:
         """Merge ``servers`` into ``<workspace>/.gemini/settings.json`` for one turn.
@@ -170,7 +157,7 @@ class GeminiProvider:
         if not servers:
             return NoMcpInstallation()
         path = workspace_config_file(workspace, MCP_CONFIG_FILE)
-        trust = self._permissions.mode is NativeMode.BYPASS
+        trust = self.permissions.mode is NativeMode.BYPASS
         entries = {server.name: mcp_entry(server, trust=trust) for server in servers}
         return install_json_config(path, (MCP_SERVERS_KEY,), entries)
 

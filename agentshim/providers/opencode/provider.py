@@ -8,6 +8,7 @@ never reaches argv.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -96,28 +97,18 @@ def mcp_entry(server: McpServer) -> dict[str, Any]:
     return entry
 
 
+@dataclass(frozen=True, kw_only=True, eq=False)
 class OpencodeProvider:
     """Runs ``opencode run --format json`` with the prompt on stdin.
 
     ``thinking`` adds ``--thinking`` so reasoning parts reach the stream as Reasoning events.
     ``auto_approve`` adds ``--auto``: without it, ``opencode run`` auto-rejects every request
-    the user's permission config answers with "ask" (the tool fails, the turn goes on).
+    the user's permission config answers with "ask" (the tool fails, the turn goes on). The
+    options are fixed for the provider's lifetime.
     """
 
-    def __init__(self, *, thinking: bool = False, auto_approve: bool = False) -> None:
-        """Build a provider with the given opencode options."""
-        self._thinking = thinking
-        self._auto_approve = auto_approve
-
-    @property
-    def thinking(self) -> bool:
-        """Whether every turn passes ``--thinking`` (reasoning parts become Reasoning events)."""
-        return self._thinking
-
-    @property
-    def auto_approve(self) -> bool:
-        """Whether every turn passes ``--auto`` (permission requests are approved)."""
-        return self._auto_approve
+    thinking: bool = False
+    auto_approve: bool = False
 
     @property
     def profile(self) -> ProviderProfile:
@@ -136,9 +127,9 @@ class OpencodeProvider:
             argv += ["--session", validate_session_id(ctx.resume_session_id)]
         if ctx.model:
             argv += ["--model", checked_option_value("opencode", "model", ctx.model)]
-        if self._thinking:
+        if self.thinking:
             argv.append("--thinking")
-        if self._auto_approve:
+        if self.auto_approve:
             argv.append("--auto")
         argv += ctx.mcp_argv
         argv += ctx.extra_args

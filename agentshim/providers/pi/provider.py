@@ -7,9 +7,10 @@ prompt (the recordings pass nothing else), so it never appears in argv.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
 
 from agentshim.core.argv import checked_option_value
 from agentshim.core.errors import (
@@ -74,12 +75,14 @@ PROFILE = ProviderProfile(
 """Pi's capabilities (checked against 0.73.1 and its documentation)."""
 
 
+@dataclass(frozen=True, kw_only=True, eq=False)
 class PiProvider:
     """Runs ``pi --print --mode json ...`` with the prompt on stdin.
 
-    ``provider`` is passed as ``--provider`` (Pi's model provider, e.g. ``anthropic``);
-    ``short_session_ids`` makes fresh turns report the 8-character short session id (see
-    ``parser.short_session_id`` for why that is off by default).
+    ``provider`` is passed as ``--provider`` (Pi's model provider, e.g. ``anthropic``; None
+    for Pi's configured default); ``short_session_ids`` makes fresh turns report the
+    8-character short session id (see ``parser.short_session_id`` for why that is off by
+    default). The options are fixed for the provider's lifetime.
 
     ``env_defaults`` (``NO_COLOR=1``, ``CI=1``, what the Untether project's Pi runner sets) keep colour codes
     and interactive behaviour out of the output. ``CliAgent`` adds them to its environment
@@ -87,22 +90,10 @@ class PiProvider:
     way merges them itself.
     """
 
-    env_defaults: Mapping[str, str] = MappingProxyType({"NO_COLOR": "1", "CI": "1"})
+    env_defaults: ClassVar[Mapping[str, str]] = MappingProxyType({"NO_COLOR": "1", "CI": "1"})
 
-    def __init__(self, *, provider: str | None = None, short_session_ids: bool = False) -> None:
-        """Choose Pi's model provider (None: its configured default) and the session-id form."""
-        self._provider = provider
-        self._short_session_ids = short_session_ids
-
-    @property
-    def provider(self) -> str | None:
-        """The ``--provider`` every turn passes, or None for Pi's configured default."""
-        return self._provider
-
-    @property
-    def short_session_ids(self) -> bool:
-        """Whether fresh turns report Pi's 8-character short session id."""
-        return self._short_session_ids
+    provider: str | None = None
+    short_session_ids: bool = False
 
     @property
     def profile(self) -> ProviderProfile:
@@ -121,8 +112,8 @@ class PiProvider:
                 here: the profile declares none, so the agent refuses it first.
         """
         argv = [ctx.binary_path, "--print", "--mode", "json"]
-        if self._provider:
-            argv += ["--provider", self._provider]
+        if self.provider:
+            argv += ["--provider", self.provider]
         if ctx.model:
             argv += ["--model", checked_option_value("Pi", "model", ctx.model)]
         if ctx.reasoning_effort is not None:
@@ -144,7 +135,7 @@ class PiProvider:
     ) -> PiStreamParser:
         """Return a fresh parser for one turn."""
         return PiStreamParser(
-            emit, expect_structured=expect_structured, short_session_ids=self._short_session_ids
+            emit, expect_structured=expect_structured, short_session_ids=self.short_session_ids
         )
 
     def install_mcp(self, workspace: Path | None, servers: Sequence[McpServer]) -> McpInstallation:
