@@ -326,3 +326,12 @@ def test_a_schema_or_effort_the_profile_lacks_is_refused_before_anything_runs(
         with pytest.raises(ProviderCapabilityError, match=r"output_schema|reasoning_effort"):
             agent.run(request)
     assert fake.requests == []
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_a_scripted_answer_the_cli_cannot_print_is_refused(provider: str) -> None:
+    if get_plugin(provider).profile.output_schema is not OutputSchemaStyle.NONE:
+        pytest.skip("prints structured output")
+    with pytest.raises(InvalidRequestError, match="put the JSON in text instead") as refused:
+        scripted_turn(provider, text="x", structured_output={"a": 1})
+    assert refused.value.field == "structured_output"
