@@ -22,7 +22,7 @@ import shutil
 import sys
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 from agentshim.core._checks import seconds
 from agentshim.core.errors import (
@@ -251,9 +251,8 @@ class HostCommandExecutor:
             child.close_stdin()
         sink.started(handle)
 
-        out, err = LineAssembler(self._max_line), LineAssembler(self._max_line)
-        out_tail, err_tail = OutputTail(self._tail), OutputTail(self._tail)
-        emit_out, emit_err = sink.stdout, sink.stderr
+        out = _Output(self._max_line, self._tail, sink.stdout)
+        err = _Output(self._max_line, self._tail, sink.stderr)
         poll_exit = streams.polls_for_exit
         drain_until: float | None = None
         timed_out = False
@@ -279,33 +278,11 @@ class HostCommandExecutor:
             tag = OUT
             try:
                 for tag, data in streams.poll(wait):
-                    if tag == OUT:
-                        if data:
-                            text = out.feed(data)
-                            if text:
-                                out_tail.add(text)
-                                for line in split_lines(text):
-                                    emit_out(line)
-                        else:
-                            text = out.finish()
-                            if text:
-                                out_tail.add(text)
-                                emit_out(text)
-                    elif data:
-                        text = err.feed(data)
-                        if text:
-                            err_tail.add(text)
-                            for line in split_lines(text):
-                                emit_err(line)
-                    else:
-                        text = err.finish()
-                        if text:
-                            err_tail.add(text)
-                            emit_err(text)
+                    (out if tag == OUT else err).take(data)
             except LineOverflow as overflow:
                 # Kill first: the lines before the long one may take the sink a while.
                 child.kill_group()
-                emit = emit_out if tag == OUT else emit_err
+                emit = out.emit if tag == OUT else err.emit
                 for line in split_lines(overflow.text) if overflow.text else ():
                     emit(line)
                 raise LineTooLongError(
@@ -334,18 +311,40 @@ class HostCommandExecutor:
                 # and kill the group while the unreaped leader still reserves its id.
                 child.kill_group()
                 streams.stop_reading()
-                for text, tail, emit in (
-                    (out.finish(), out_tail, emit_out),
-                    (err.finish(), err_tail, emit_err),
-                ):
-                    if text:
-                        tail.add(text)
-                        emit(text)
+                out.take(b"")
+                err.take(b"")
 
         returncode = child.reap()
         if timed_out:
             raise CliTimeoutError(request.argv, request.timeout)
-        return CommandResult(returncode, out_tail.text(), err_tail.text())
+        return CommandResult(returncode, out.tail.text(), err.tail.text())
+
+
+class _Output:
+    """One output stream of a run: its lines go to ``emit`` as they complete, its end is kept."""
+
+    __slots__ = ("emit", "lines", "tail")
+
+    def __init__(self, max_line: int, tail: int, emit: Callable[[str], None]) -> None:
+        self.lines = LineAssembler(max_line)
+        self.tail = OutputTail(tail)
+        self.emit = emit
+
+    def take(self, data: bytes) -> None:
+        """Emit the lines ``data`` completes; empty ``data`` is the end: emit what is left.
+
+        Raises:
+            LineOverflow: a line grew past the limit.
+        """
+        text = self.lines.feed(data) if data else self.lines.finish()
+        if not text:
+            return
+        self.tail.add(text)
+        if data:
+            for line in split_lines(text):
+                self.emit(line)
+        else:
+            self.emit(text)
 
 
 class HostCommandHandle:
