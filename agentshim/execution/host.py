@@ -20,7 +20,6 @@ import logging
 import os
 import shutil
 import sys
-import threading
 import time
 from collections.abc import Callable, Mapping
 
@@ -36,6 +35,7 @@ from agentshim.core.stream import DEFAULT_MAX_LINE_BYTES
 from ._child import ChildProcess
 from ._lines import LineAssembler, LineOverflow, OutputTail, split_lines
 from ._reap import RUN_MARKER, can_scan, new_run_id, reap_marked
+from ._stop import GroupStop, sooner
 from ._streams import OUT, SelectorStreams, Streams, ThreadStreams
 from .executor import CommandRequest, CommandResult, CommandStreamSink
 from .host_process import HostProcess
@@ -265,9 +265,9 @@ class HostCommandExecutor:
                 now = monotonic()
                 wait = None if deadline is None or timed_out else deadline - now
                 if kill_at is not None:
-                    wait = _sooner(wait, kill_at - now)
+                    wait = sooner(wait, kill_at - now)
                 if poll_exit:
-                    wait = _sooner(wait, _EXIT_POLL)
+                    wait = sooner(wait, _EXIT_POLL)
             else:
                 # Exited, but the pipes are still open: wake when the drain period ends.
                 assert drain_until is not None
@@ -347,49 +347,16 @@ class _Output:
             self.emit(text)
 
 
-class HostCommandHandle:
+class HostCommandHandle(GroupStop):
     """Stops one host run; every method is safe from any thread at any time.
 
-    Signals go to the whole process group and never after the process has been reaped.
+    Signals go to the whole process group and never after the process has been reaped;
+    ``terminate`` gives the group the executor's ``terminate_grace`` before the run kills it.
     """
 
-    __slots__ = ("_child", "_grace", "_lock", "_streams", "_terminated", "kill_at")
-
-    def __init__(self, child: ChildProcess, streams: Streams, grace: float) -> None:
-        self._child = child
-        self._streams = streams
-        self._grace = grace
-        self._lock = threading.Lock()
-        self._terminated = False
-        self.kill_at: float | None = None
-        """When the run loop escalates a terminate to SIGKILL (monotonic time)."""
-
-    @property
-    def stopped(self) -> bool:
-        """Whether ``terminate()`` or ``kill()`` was called."""
-        return self._terminated
+    __slots__ = ()
 
     @property
     def pid(self) -> int:
         """The command's process id (on POSIX also its process group and session id)."""
         return self._child.pid
-
-    def terminate(self) -> None:
-        """Send SIGTERM to the group; the run kills it if it is still there after the grace."""
-        with self._lock:
-            if self._terminated:
-                return
-            self._terminated = True
-            self.kill_at = time.monotonic() + self._grace
-        self._child.terminate_group()
-        self._streams.wake()
-
-    def kill(self) -> None:
-        """Send SIGKILL to the group now."""
-        self._terminated = True
-        self._child.kill_group()
-        self._streams.wake()
-
-
-def _sooner(wait: float | None, other: float) -> float:
-    return other if wait is None or other < wait else wait
