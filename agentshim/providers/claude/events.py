@@ -6,14 +6,13 @@ anything and never raises on odd shapes (a wrong type reads as "absent").
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any
 
 from agentshim.core.events import Plan, PlanItem, ToolKind
-from agentshim.core.jsonvalues import as_mapping, as_str, list_or_empty
+from agentshim.core.jsonvalues import as_mapping, as_str, compact_json, list_or_empty
 from agentshim.core.stream import printed_exit_code
 
 __all__ = [
@@ -99,11 +98,11 @@ def tool_result_text(content: object) -> str:
                 text = as_str(mapping.get("text"))
                 parts.append(text if text is not None else "")
             else:
-                parts.append(_compact(block))
+                parts.append(compact_json(block))
         return "\n".join(parts)
     if content is None:
         return ""
-    return _compact(content)
+    return compact_json(content)
 
 
 def plan_from_todos(args: Mapping[str, Any], tool_id: str | None) -> Plan | None:
@@ -121,13 +120,6 @@ def plan_from_todos(args: Mapping[str, Any], tool_id: str | None) -> Plan | None
         status = as_str(mapping.get("status")) or "pending"
         items.append(PlanItem(text, status))
     return Plan(tuple(items), tool_id)
-
-
-def _compact(value: object) -> str:
-    try:
-        return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
-    except (TypeError, ValueError):
-        return repr(value)
 
 
 def failed_exit_code(tool: str, text: str) -> int:

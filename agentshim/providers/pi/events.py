@@ -8,14 +8,13 @@ default and appear in the recorded requests; ``grep``, ``find``, ``ls`` on reque
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Mapping
 from types import MappingProxyType
 from typing import cast
 
 from agentshim.core.events import ToolKind
-from agentshim.core.jsonvalues import as_mapping, as_str
+from agentshim.core.jsonvalues import as_mapping, as_str, compact_json
 from agentshim.core.stream import printed_exit_code
 
 __all__ = [
@@ -77,15 +76,8 @@ def content_text(content: object, block_type: str = "text") -> str:
             if text:
                 parts.append(text)
         elif kind == "image" and block_type == "text":
-            parts.append(_compact({k: v for k, v in mapping.items() if k != "data"}))
+            parts.append(compact_json({k: v for k, v in mapping.items() if k != "data"}))
     return "\n".join(parts)
-
-
-def _compact(value: object) -> str:
-    try:
-        return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
-    except (TypeError, ValueError):
-        return repr(value)
 
 
 def failed_exit_code(tool: str, text: str) -> int:
