@@ -214,6 +214,18 @@ class ChildProcess:
             os.close(self.pidfd)
             self.pidfd = None
 
+    def abandon(self) -> None:
+        """Kill the group, close every descriptor and reap the process (for a failed start).
+
+        For a child whose run could not begin (its streams could not be set up): nothing of
+        it is left behind, and it is never signalled after it was reaped.
+        """
+        self.kill_group()
+        self.close_outputs()
+        self.close_stdin()
+        self.close_pidfd()
+        self.reap()
+
     def _foreign_reap(self) -> int:
         with self._lock:
             self._reaped = True

@@ -169,11 +169,7 @@ class HostCommandExecutor:
         try:
             streams = self._streams(child)
         except BaseException:
-            child.kill_group()
-            child.close_outputs()
-            child.close_stdin()
-            child.close_pidfd()
-            child.reap()
+            child.abandon()
             self._reap(run_id)
             raise
         handle = HostCommandHandle(child, streams, self._grace)

@@ -95,11 +95,7 @@ class HostProcess:
         try:
             streams: Streams = ThreadStreams(child) if use_threads else SelectorStreams(child)
         except BaseException:
-            child.kill_group()
-            child.close_outputs()
-            child.close_stdin()
-            child.close_pidfd()
-            child.reap()
+            child.abandon()
             raise
         return cls(
             child,
