@@ -11,6 +11,7 @@ import signal
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 from agentshim.core.errors import CliNotFoundError, CliTimeoutError, LineTooLongError
 from agentshim.core.stream import DEFAULT_MAX_LINE_BYTES
@@ -25,6 +26,8 @@ from agentshim.execution.readiness import check_version
 from .process import FakePeer, FakeProcess, ReplayGates
 
 __all__ = ["FakeCommandHandle", "FakeExecutor", "FakeRun"]
+
+_T = TypeVar("_T")
 
 
 @dataclass
@@ -266,13 +269,9 @@ class FakeExecutor:
             return runs
         if callable(runs):
             return runs(request)
-        if self._run_count >= len(runs):
-            raise AssertionError(
-                f"FakeExecutor was given {len(runs)} run(s) but a run number "
-                f"{self._run_count + 1} was requested: {list(request.argv)}"
-            )
+        run = _scripted(runs, self._run_count + 1, "run(s)", "a run", request.argv)
         self._run_count += 1
-        return runs[self._run_count - 1]
+        return run
 
     def _next_peer(self, request: SpawnRequest) -> FakePeer:
         peers = self._peers
@@ -282,13 +281,19 @@ class FakeExecutor:
             return peers
         if callable(peers):
             return peers(request)
-        if self._spawn_count >= len(peers):
-            raise AssertionError(
-                f"FakeExecutor was given {len(peers)} peer(s) but spawn number "
-                f"{self._spawn_count + 1} was requested: {list(request.argv)}"
-            )
+        peer = _scripted(peers, self._spawn_count + 1, "peer(s)", "spawn", request.argv)
         self._spawn_count += 1
-        return peers[self._spawn_count - 1]
+        return peer
+
+
+def _scripted(items: Sequence[_T], number: int, given: str, what: str, argv: Sequence[str]) -> _T:
+    """The ``number``-th (from 1) of the scripted ``items``; AssertionError past the last."""
+    if number > len(items):
+        raise AssertionError(
+            f"FakeExecutor was given {len(items)} {given} but {what} number {number} was "
+            f"requested: {list(argv)}"
+        )
+    return items[number - 1]
 
 
 def _line(text: str) -> str:
