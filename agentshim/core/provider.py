@@ -147,7 +147,11 @@ class Provider(Protocol):
         ...
 
     def build_argv(self, ctx: ArgvContext) -> list[str]:
-        """Return the full argv for one turn (never containing the prompt)."""
+        """Return the full argv for one turn (never containing the prompt).
+
+        ``ctx`` never asks for what the profile does not declare (an output schema, a
+        reasoning effort): the agent refuses such a request before building argv.
+        """
         ...
 
     def new_parser(

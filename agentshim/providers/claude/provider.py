@@ -14,12 +14,12 @@ refuses stream-json in print mode and exits 1.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from agentshim.core._checks import instance
+from agentshim.core._checks import instance, sequence
 from agentshim.core.argv import checked_option_value, word_after
 from agentshim.core.errors import (
     AgentShimError,
@@ -157,21 +157,10 @@ class ClaudeProvider:
             )
         if sandbox is not None:
             instance("ClaudeProvider", "sandbox", sandbox, SandboxConfig, "a SandboxConfig or None")
-        if isinstance(hooks, ClaudeHook) or not isinstance(hooks, Iterable):  # pyright: ignore[reportUnnecessaryIsInstance]
-            raise InvalidRequestError(
-                "ClaudeProvider.hooks",
-                f"{hooks!r} is not a sequence",
-                f"ClaudeProvider hooks must be a sequence of ClaudeHook values, not {hooks!r}; "
-                "wrap a single hook in a list",
-            )
-        hooks = tuple(hooks)
-        for hook in hooks:
-            if not isinstance(hook, ClaudeHook):  # pyright: ignore[reportUnnecessaryIsInstance]
-                raise InvalidRequestError(
-                    "ClaudeProvider.hooks",
-                    f"{hook!r} is not a ClaudeHook",
-                    f"ClaudeProvider hooks must be ClaudeHook values, not {hook!r}",
-                )
+        hooks = tuple(
+            instance("ClaudeProvider", "hooks", hook, ClaudeHook, "ClaudeHook values")
+            for hook in sequence("ClaudeProvider", "hooks", hooks, "ClaudeHook values")
+        )
         settings = build_settings(sandbox, hooks)
         settings_json = (
             json.dumps(settings, separators=(",", ":"), ensure_ascii=False) if settings else None

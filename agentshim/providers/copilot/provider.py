@@ -109,8 +109,7 @@ class CopilotProvider:
         ``copilot --output-format json --allow-all-tools [--allow-all-paths] [--allow-all-urls]
         [--no-auto-update] [--resume=<id>] [--model m] [--additional-mcp-config <json>] [extra]``
 
-        A reasoning effort or an output schema never gets here: the profile declares neither,
-        so the agent refuses them first (``--reasoning-effort`` can go in ``extra_args``).
+        ``--reasoning-effort`` can go in ``extra_args`` (the profile declares no effort).
 
         Raises:
             InvalidSessionIdError: the resume id is not safe to pass.

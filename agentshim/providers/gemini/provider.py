@@ -123,11 +123,7 @@ class GeminiProvider:
         return PROFILE
 
     def build_argv(self, ctx: ArgvContext) -> list[str]:
-        """``gemini --output-format stream-json [--model m] [--resume id] <mode> [extra]``.
-
-        An output schema or a reasoning effort never gets here: the profile declares neither,
-        so the agent refuses them before building argv.
-        """
+        """``gemini --output-format stream-json [--model m] [--resume id] <mode> [extra]``."""
         argv = [ctx.binary_path, "--output-format", "stream-json"]
         if ctx.model:
             argv += ["--model", checked_option_value("the Gemini CLI", "model", ctx.model)]

@@ -116,11 +116,7 @@ class OpencodeProvider:
         return PROFILE
 
     def build_argv(self, ctx: ArgvContext) -> list[str]:
-        """``opencode run --format json [--session id] [--model provider/model] [extra]``.
-
-        An output schema or a reasoning effort never gets here: the profile declares neither,
-        so the agent refuses them before building argv.
-        """
+        """``opencode run --format json [--session id] [--model provider/model] [extra]``."""
         argv = [ctx.binary_path, "run", "--format", "json"]
         if ctx.resume_session_id is not None:
             # validate_session_id also refuses a leading "-", which the CLI would read as a flag.

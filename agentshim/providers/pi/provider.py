@@ -108,8 +108,7 @@ class PiProvider:
 
         Raises:
             InvalidSessionIdError: the resume id is not safe to pass (paths are refused too).
-            ProviderCapabilityError: an unknown thinking level. An output schema never gets
-                here: the profile declares none, so the agent refuses it first.
+            ProviderCapabilityError: an unknown thinking level.
         """
         argv = [ctx.binary_path, "--print", "--mode", "json"]
         if self.provider:
