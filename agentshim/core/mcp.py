@@ -18,7 +18,7 @@ from types import MappingProxyType
 from typing import Any, Literal
 
 from agentshim.core._checks import seconds
-from agentshim.core.errors import InvalidRequestError
+from agentshim.core.errors import InvalidRequestError, ProviderCapabilityError
 
 __all__ = [
     "HttpMcpServer",
@@ -26,6 +26,8 @@ __all__ = [
     "McpTransport",
     "StdioMcpServer",
     "canonical",
+    "refuse_timeouts",
+    "tool_timeout_ms",
 ]
 
 #: How an HTTP MCP server is reached: streamable HTTP, or the older server-sent events.
@@ -271,3 +273,33 @@ def canonical(server: McpServer) -> dict[str, Any]:
     if isinstance(server, StdioMcpServer):
         return {"command": server.command, "args": list(server.args), "env": dict(server.env)}
     return {"url": server.url, "transport": server.transport}
+
+
+def refuse_timeouts(server: McpServer, cli: str, *, tool_timeout: bool = False) -> None:
+    """Refuse ``server`` when it sets a timeout ``cli`` has no setting for.
+
+    No supported CLI has a startup timeout; ``tool_timeout`` says that ``cli`` has one for tool
+    calls (see :func:`tool_timeout_ms`). A timeout is refused rather than silently dropped.
+
+    Raises:
+        ProviderCapabilityError: the server sets a timeout ``cli`` cannot; the message names
+            the server, ``cli`` and the field to leave unset.
+    """
+    if tool_timeout:
+        if server.startup_timeout_s is not None:
+            raise ProviderCapabilityError(
+                f"MCP server {server.name!r}: {cli} has no startup timeout setting; leave "
+                "startup_timeout_s unset (tool_timeout_s is supported)"
+            )
+    elif server.startup_timeout_s is not None or server.tool_timeout_s is not None:
+        raise ProviderCapabilityError(
+            f"MCP server {server.name!r}: {cli} has no startup or tool timeout setting; leave "
+            "startup_timeout_s and tool_timeout_s unset"
+        )
+
+
+def tool_timeout_ms(server: McpServer) -> int | None:
+    """``server``'s tool timeout in whole milliseconds (at least 1), or None when unset."""
+    if server.tool_timeout_s is None:
+        return None
+    return max(1, round(server.tool_timeout_s * 1000))

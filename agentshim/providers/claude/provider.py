@@ -26,14 +26,13 @@ from agentshim.core.errors import (
     CliExitError,
     FailureKind,
     InvalidRequestError,
-    ProviderCapabilityError,
     SessionResumeError,
 )
 from agentshim.core.events import AgentEvent
 from agentshim.core.exit_errors import as_resume_failure, resume_missing_line
 from agentshim.core.ids import validate_session_id
 from agentshim.core.jsonvalues import as_mapping, list_or_empty
-from agentshim.core.mcp import HttpMcpServer, McpServer, StdioMcpServer
+from agentshim.core.mcp import HttpMcpServer, McpServer, StdioMcpServer, refuse_timeouts
 from agentshim.core.mcp_config import install_json_config, workspace_config_file
 from agentshim.core.pricing import PricingTable
 from agentshim.core.profile import McpMechanism, OutputSchemaStyle, ProviderProfile, SchemaDialect
@@ -102,11 +101,7 @@ def mcp_entry(server: McpServer) -> dict[str, Any]:
     "headers"?}``. Claude Code has no per-server startup or tool timeout, so a server that sets
     one is refused with ProviderCapabilityError rather than silently run without it.
     """
-    if server.startup_timeout_s is not None or server.tool_timeout_s is not None:
-        raise ProviderCapabilityError(
-            f"Claude Code cannot set a startup or tool timeout for MCP server {server.name!r}; "
-            "leave startup_timeout_s and tool_timeout_s unset for this provider"
-        )
+    refuse_timeouts(server, "Claude Code")
     if isinstance(server, StdioMcpServer):
         entry: dict[str, Any] = {"command": server.command, "args": list(server.args)}
         if server.env:

@@ -27,7 +27,7 @@ from agentshim.core.errors import (
 from agentshim.core.exit_errors import as_resume_failure, resume_missing_line
 from agentshim.core.ids import validate_session_id
 from agentshim.core.jsonvalues import as_mapping, list_or_empty
-from agentshim.core.mcp import HttpMcpServer, McpServer, StdioMcpServer
+from agentshim.core.mcp import HttpMcpServer, McpServer, StdioMcpServer, refuse_timeouts
 from agentshim.core.profile import McpMechanism, ProviderProfile
 from agentshim.core.provider import ArgvContext, McpInstallation, NoMcpInstallation
 
@@ -175,11 +175,7 @@ def mcp_entry(server: McpServer) -> dict[str, Any]:
     Raises:
         ProviderCapabilityError: the server sets a startup or tool timeout.
     """
-    if server.startup_timeout_s is not None or server.tool_timeout_s is not None:
-        raise ProviderCapabilityError(
-            f"GitHub Copilot CLI has no separate startup and tool timeouts for MCP server "
-            f"{server.name!r}; drop startup_timeout_s and tool_timeout_s"
-        )
+    refuse_timeouts(server, "GitHub Copilot CLI")
     if isinstance(server, StdioMcpServer):
         entry: dict[str, Any] = {
             "type": "local",

@@ -20,7 +20,7 @@ from agentshim.core.errors import (
 from agentshim.core.events import AgentEvent
 from agentshim.core.exit_errors import as_resume_failure, resume_missing_line, with_kind
 from agentshim.core.ids import validate_session_id
-from agentshim.core.mcp import McpServer, StdioMcpServer
+from agentshim.core.mcp import McpServer, StdioMcpServer, refuse_timeouts, tool_timeout_ms
 from agentshim.core.mcp_config import install_json_config, workspace_config_file
 from agentshim.core.permissions import NativeMode, NativePermissions
 from agentshim.core.pricing import PricingTable
@@ -77,11 +77,7 @@ def mcp_entry(server: McpServer, *, trust: bool = True) -> dict[str, Any]:
         ProviderCapabilityError: ``startup_timeout_s`` was set; the CLI has no separate
             connect timeout (its one ``timeout`` covers every request).
     """
-    if server.startup_timeout_s is not None:
-        raise ProviderCapabilityError(
-            f"MCP server {server.name!r}: the Gemini CLI has no startup timeout setting; "
-            "leave startup_timeout_s unset (tool_timeout_s is supported)"
-        )
+    refuse_timeouts(server, "the Gemini CLI", tool_timeout=True)
     entry: dict[str, Any]
     if isinstance(server, StdioMcpServer):
         entry = {"command": server.command, "args": list(server.args)}
@@ -91,8 +87,9 @@ def mcp_entry(server: McpServer, *, trust: bool = True) -> dict[str, Any]:
         entry = {"url": server.url, "type": server.transport}
         if server.headers:
             entry["headers"] = dict(server.headers)
-    if server.tool_timeout_s is not None:
-        entry["timeout"] = max(1, round(server.tool_timeout_s * 1000))
+    timeout = tool_timeout_ms(server)
+    if timeout is not None:
+        entry["timeout"] = timeout
     entry["trust"] = trust
     return entry
 

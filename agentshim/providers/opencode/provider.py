@@ -17,13 +17,12 @@ from agentshim.core.errors import (
     AgentShimError,
     CliExitError,
     FailureKind,
-    ProviderCapabilityError,
 )
 from agentshim.core.events import AgentEvent
 from agentshim.core.exit_errors import as_resume_failure, resume_missing_line, with_kind
 from agentshim.core.failures import kind_from_text
 from agentshim.core.ids import validate_session_id
-from agentshim.core.mcp import McpServer, StdioMcpServer
+from agentshim.core.mcp import McpServer, StdioMcpServer, refuse_timeouts, tool_timeout_ms
 from agentshim.core.mcp_config import install_json_config, workspace_config_file
 from agentshim.core.profile import McpMechanism, ProviderProfile
 from agentshim.core.provider import ArgvContext, McpInstallation, NoMcpInstallation
@@ -77,11 +76,7 @@ def mcp_entry(server: McpServer) -> dict[str, Any]:
         ProviderCapabilityError: ``startup_timeout_s`` was set; opencode has one request
             timeout and no separate startup timeout.
     """
-    if server.startup_timeout_s is not None:
-        raise ProviderCapabilityError(
-            f"MCP server {server.name!r}: opencode has no startup timeout setting; "
-            "leave startup_timeout_s unset (tool_timeout_s is supported)"
-        )
+    refuse_timeouts(server, "opencode", tool_timeout=True)
     entry: dict[str, Any]
     if isinstance(server, StdioMcpServer):
         entry = {"type": "local", "command": [server.command, *server.args]}
@@ -92,8 +87,9 @@ def mcp_entry(server: McpServer) -> dict[str, Any]:
         if server.headers:
             entry["headers"] = dict(server.headers)
     entry["enabled"] = True
-    if server.tool_timeout_s is not None:
-        entry["timeout"] = max(1, round(server.tool_timeout_s * 1000))
+    timeout = tool_timeout_ms(server)
+    if timeout is not None:
+        entry["timeout"] = timeout
     return entry
 
 
