@@ -198,9 +198,7 @@ class ClaudeProvider:
             argv += ["--permission-mode", self.permission_mode]
         if self.settings_json is not None:
             argv += ["--settings", self.settings_json]
-        argv.extend(ctx.mcp_argv)
-        argv.extend(ctx.extra_args)
-        return argv
+        return ctx.ending(argv)
 
     def new_parser(
         self, emit: Callable[[AgentEvent], None], *, expect_structured: bool

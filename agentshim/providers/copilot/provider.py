@@ -128,9 +128,7 @@ class CopilotProvider:
             argv.append(f"{RESUME_FLAG}={validate_session_id(ctx.resume_session_id)}")
         if ctx.model:
             argv += ["--model", checked_option_value("Copilot CLI", "model", ctx.model)]
-        argv += ctx.mcp_argv
-        argv += ctx.extra_args
-        return argv
+        return ctx.ending(argv)
 
     def new_parser(
         self, emit: Callable[[AgentEvent], None], *, expect_structured: bool

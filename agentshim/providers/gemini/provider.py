@@ -131,9 +131,7 @@ class GeminiProvider:
             argv.append("--yolo")
         else:
             argv += ["--approval-mode", "plan"]
-        argv += ctx.mcp_argv
-        argv += ctx.extra_args
-        return argv
+        return ctx.ending(argv)
 
     def new_parser(
         self, emit: Callable[[AgentEvent], None], *, expect_structured: bool

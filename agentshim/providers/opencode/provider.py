@@ -123,9 +123,7 @@ class OpencodeProvider:
             argv.append("--thinking")
         if self.auto_approve:
             argv.append("--auto")
-        argv += ctx.mcp_argv
-        argv += ctx.extra_args
-        return argv
+        return ctx.ending(argv)
 
     def new_parser(
         self, emit: Callable[[AgentEvent], None], *, expect_structured: bool

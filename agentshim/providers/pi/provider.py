@@ -125,9 +125,7 @@ class PiProvider:
         if ctx.resume_session_id is not None:
             # validate_session_id also refuses a leading "-", which Pi would read as a flag.
             argv += [SESSION_FLAG, validate_session_id(ctx.resume_session_id)]
-        argv += ctx.mcp_argv
-        argv += ctx.extra_args
-        return argv
+        return ctx.ending(argv)
 
     def new_parser(
         self, emit: Callable[[AgentEvent], None], *, expect_structured: bool
