@@ -9,6 +9,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
 
 from agentshim.core.errors import InvalidRequestError, LineTooLongError
+from agentshim.core.events import ToolKind
 
 __all__ = [
     "DEFAULT_MAX_LINE_BYTES",
@@ -18,6 +19,7 @@ __all__ = [
     "ToolTracker",
     "parse_json_object",
     "printed_exit_code",
+    "tool_kind_in",
 ]
 
 #: What a tool call's arguments can be: a JSON object, a bare string (a shell command), or nothing.
@@ -85,6 +87,22 @@ def printed_exit_code(pattern: re.Pattern[str], text: str) -> int:
     match = pattern.search(text)
     code = int(match.group(1)) if match is not None else 0
     return code or 1
+
+
+def tool_kind_in(
+    kinds: Mapping[str, ToolKind], name: str, *, mcp_prefix: str | None = None
+) -> ToolKind:
+    """What the tool ``name`` does, by a provider's ``kinds`` table of its own tools.
+
+    A name the table lacks is MCP when it starts with ``mcp_prefix`` (for a CLI that names MCP
+    tools that way), else OTHER.
+    """
+    kind = kinds.get(name)
+    if kind is not None:
+        return kind
+    if mcp_prefix is not None and name.startswith(mcp_prefix):
+        return ToolKind.MCP
+    return ToolKind.OTHER
 
 
 class FinishedTool(NamedTuple):

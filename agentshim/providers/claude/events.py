@@ -13,7 +13,7 @@ from typing import Any
 
 from agentshim.core.events import Plan, PlanItem, ToolKind
 from agentshim.core.jsonvalues import as_mapping, as_str, compact_json, list_or_empty
-from agentshim.core.stream import printed_exit_code
+from agentshim.core.stream import printed_exit_code, tool_kind_in
 
 __all__ = [
     "EDIT_TOOL",
@@ -73,12 +73,7 @@ TOOL_KINDS: Mapping[str, ToolKind] = MappingProxyType(
 
 def tool_kind(name: str) -> ToolKind:
     """Return what the tool ``name`` does; ``mcp__<server>__<tool>`` is MCP, unknown is OTHER."""
-    kind = TOOL_KINDS.get(name)
-    if kind is not None:
-        return kind
-    if name.startswith(MCP_TOOL_PREFIX):
-        return ToolKind.MCP
-    return ToolKind.OTHER
+    return tool_kind_in(TOOL_KINDS, name, mcp_prefix=MCP_TOOL_PREFIX)
 
 
 def tool_result_text(content: object) -> str:

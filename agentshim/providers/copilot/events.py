@@ -15,6 +15,7 @@ from typing import cast
 
 from agentshim.core.events import ToolKind
 from agentshim.core.jsonvalues import as_mapping, as_str, compact_json
+from agentshim.core.stream import tool_kind_in
 
 __all__ = [
     "EDIT_TOOL",
@@ -66,7 +67,7 @@ def tool_kind(name: str, *, mcp_server: str | None = None) -> ToolKind:
     """
     if mcp_server:
         return ToolKind.MCP
-    return TOOL_KINDS.get(name, ToolKind.OTHER)
+    return tool_kind_in(TOOL_KINDS, name)
 
 
 def tool_output(result: object) -> str:

@@ -12,6 +12,7 @@ from typing import Any, cast
 
 from agentshim.core.events import Plan, PlanItem, ToolCall, ToolKind, ToolResult
 from agentshim.core.jsonvalues import to_text
+from agentshim.core.stream import tool_kind_in
 
 __all__ = [
     "EDIT_TOOL",
@@ -60,10 +61,7 @@ TOOL_KINDS: Mapping[str, ToolKind] = MappingProxyType(
 
 def tool_kind(name: str) -> ToolKind:
     """Return what the Gemini CLI tool ``name`` does (OTHER for a name it does not ship)."""
-    kind = TOOL_KINDS.get(name)
-    if kind is not None:
-        return kind
-    return ToolKind.MCP if name.startswith(MCP_TOOL_PREFIX) else ToolKind.OTHER
+    return tool_kind_in(TOOL_KINDS, name, mcp_prefix=MCP_TOOL_PREFIX)
 
 
 def tool_call(frame: Mapping[str, Any]) -> ToolCall:

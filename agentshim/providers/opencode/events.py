@@ -13,6 +13,7 @@ from typing import Any, cast
 
 from agentshim.core.events import Plan, PlanItem, ToolCall, ToolKind, ToolResult
 from agentshim.core.jsonvalues import as_amount, mapping_or_empty, to_text
+from agentshim.core.stream import tool_kind_in
 
 __all__ = [
     "EDIT_TOOL",
@@ -62,7 +63,7 @@ TERMINAL_STATUSES = frozenset({"completed", "error"})
 
 def tool_kind(name: str) -> ToolKind:
     """Return what the opencode tool ``name`` does (OTHER for MCP and unknown tools)."""
-    return TOOL_KINDS.get(name, ToolKind.OTHER)
+    return tool_kind_in(TOOL_KINDS, name)
 
 
 def _duration_s(state: Mapping[str, Any]) -> float | None:

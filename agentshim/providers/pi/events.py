@@ -15,7 +15,7 @@ from typing import cast
 
 from agentshim.core.events import ToolKind
 from agentshim.core.jsonvalues import as_mapping, as_str, compact_json
-from agentshim.core.stream import printed_exit_code
+from agentshim.core.stream import printed_exit_code, tool_kind_in
 
 __all__ = [
     "EDIT_TOOL",
@@ -51,7 +51,7 @@ TOOL_KINDS: Mapping[str, ToolKind] = MappingProxyType(
 
 def tool_kind(name: str) -> ToolKind:
     """Return what the tool ``name`` does; a name Pi does not build in is OTHER."""
-    return TOOL_KINDS.get(name, ToolKind.OTHER)
+    return tool_kind_in(TOOL_KINDS, name)
 
 
 def content_text(content: object, block_type: str = "text") -> str:

@@ -360,3 +360,15 @@ class TestPrintedExitCode:
     )
     def test_the_printed_status_or_one(self, text: str, code: int) -> None:
         assert printed_exit_code(self.PATTERN, text) == code
+
+
+def test_tool_kind_in_reads_the_table_then_the_mcp_prefix() -> None:
+    from agentshim.core.events import ToolKind
+    from agentshim.core.stream import tool_kind_in
+
+    kinds = {"bash": ToolKind.COMMAND, "mcp_own": ToolKind.FILE_READ}
+    assert tool_kind_in(kinds, "bash") is ToolKind.COMMAND
+    assert tool_kind_in(kinds, "mcp_own", mcp_prefix="mcp_") is ToolKind.FILE_READ
+    assert tool_kind_in(kinds, "mcp_srv_tool", mcp_prefix="mcp_") is ToolKind.MCP
+    assert tool_kind_in(kinds, "mcp_srv_tool") is ToolKind.OTHER
+    assert tool_kind_in(kinds, "unknown", mcp_prefix="mcp_") is ToolKind.OTHER
