@@ -12,10 +12,10 @@ from __future__ import annotations
 import os
 import re
 import urllib.parse
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, fields
 from types import MappingProxyType
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from agentshim.core._checks import seconds
 from agentshim.core.errors import InvalidRequestError, ProviderCapabilityError
@@ -80,6 +80,23 @@ def _frozen_strings(field: str, label: str, values: Mapping[str, str]) -> Mappin
     return MappingProxyType(copied)
 
 
+def _field_values(
+    server: StdioMcpServer | HttpMcpServer, mapping: Callable[[Iterable[tuple[str, str]]], object]
+) -> tuple[object, ...]:
+    """``server``'s field values in order, each mapping passed through ``mapping`` as items.
+
+    The mappings are read-only proxies, which neither hash nor pickle: ``frozenset`` gives a
+    value to hash, ``dict`` one to pickle.
+    """
+    values: list[object] = []
+    for f in fields(server):
+        value: object = getattr(server, f.name)
+        if isinstance(value, Mapping):
+            value = mapping(cast("Mapping[str, str]", value).items())
+        values.append(value)
+    return tuple(values)
+
+
 @dataclass(frozen=True, slots=True)
 class StdioMcpServer:
     """An MCP server the CLI starts as a child process and speaks to over stdio.
@@ -142,29 +159,10 @@ class StdioMcpServer:
         object.__setattr__(self, "env", env)
 
     def __hash__(self) -> int:
-        return hash(
-            (
-                self.name,
-                self.command,
-                tuple(self.args),
-                frozenset(self.env.items()),
-                self.startup_timeout_s,
-                self.tool_timeout_s,
-            )
-        )
+        return hash(_field_values(self, frozenset))
 
     def __reduce__(self) -> tuple[Any, ...]:
-        return (
-            StdioMcpServer,
-            (
-                self.name,
-                self.command,
-                tuple(self.args),
-                dict(self.env),
-                self.startup_timeout_s,
-                self.tool_timeout_s,
-            ),
-        )
+        return (type(self), _field_values(self, dict))
 
 
 @dataclass(frozen=True, slots=True)
@@ -234,29 +232,10 @@ class HttpMcpServer:
         object.__setattr__(self, "headers", headers)
 
     def __hash__(self) -> int:
-        return hash(
-            (
-                self.name,
-                self.url,
-                self.transport,
-                frozenset(self.headers.items()),
-                self.startup_timeout_s,
-                self.tool_timeout_s,
-            )
-        )
+        return hash(_field_values(self, frozenset))
 
     def __reduce__(self) -> tuple[Any, ...]:
-        return (
-            HttpMcpServer,
-            (
-                self.name,
-                self.url,
-                self.transport,
-                dict(self.headers),
-                self.startup_timeout_s,
-                self.tool_timeout_s,
-            ),
-        )
+        return (type(self), _field_values(self, dict))
 
 
 #: Any MCP server agentshim can install.
