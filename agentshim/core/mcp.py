@@ -80,8 +80,20 @@ def _frozen_strings(field: str, label: str, values: Mapping[str, str]) -> Mappin
     return MappingProxyType(copied)
 
 
+class _ProxiedMappings:
+    """Hashing and pickling for an MCP server value, whose mappings are read-only proxies."""
+
+    __slots__ = ()
+
+    def __hash__(self) -> int:
+        return hash(_field_values(self, frozenset))
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), _field_values(self, dict))
+
+
 def _field_values(
-    server: StdioMcpServer | HttpMcpServer, mapping: Callable[[Iterable[tuple[str, str]]], object]
+    server: _ProxiedMappings, mapping: Callable[[Iterable[tuple[str, str]]], object]
 ) -> tuple[object, ...]:
     """``server``'s field values in order, each mapping passed through ``mapping`` as items.
 
@@ -89,7 +101,7 @@ def _field_values(
     value to hash, ``dict`` one to pickle.
     """
     values: list[object] = []
-    for f in fields(server):
+    for f in fields(cast("StdioMcpServer | HttpMcpServer", server)):
         value: object = getattr(server, f.name)
         if isinstance(value, Mapping):
             value = mapping(cast("Mapping[str, str]", value).items())
@@ -98,7 +110,7 @@ def _field_values(
 
 
 @dataclass(frozen=True, slots=True)
-class StdioMcpServer:
+class StdioMcpServer(_ProxiedMappings):
     """An MCP server the CLI starts as a child process and speaks to over stdio.
 
     ``command`` is an absolute path or a bare name looked up on PATH; a relative path with a
@@ -158,15 +170,12 @@ class StdioMcpServer:
         object.__setattr__(self, "args", args)
         object.__setattr__(self, "env", env)
 
-    def __hash__(self) -> int:
-        return hash(_field_values(self, frozenset))
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        return (type(self), _field_values(self, dict))
+    # Named again: a frozen dataclass would replace an inherited __hash__ with its own.
+    __hash__ = _ProxiedMappings.__hash__
 
 
 @dataclass(frozen=True, slots=True)
-class HttpMcpServer:
+class HttpMcpServer(_ProxiedMappings):
     """An MCP server the CLI reaches over HTTP (``"http"``, streamable) or ``"sse"``.
 
     ``url`` must be an http or https URL with a host; ``headers`` are sent with every
@@ -231,11 +240,8 @@ class HttpMcpServer:
         _check_timeout(owner, "tool_timeout_s", self.tool_timeout_s)
         object.__setattr__(self, "headers", headers)
 
-    def __hash__(self) -> int:
-        return hash(_field_values(self, frozenset))
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        return (type(self), _field_values(self, dict))
+    # Named again: a frozen dataclass would replace an inherited __hash__ with its own.
+    __hash__ = _ProxiedMappings.__hash__
 
 
 #: Any MCP server agentshim can install.
