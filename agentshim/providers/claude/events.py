@@ -11,9 +11,9 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any
 
-from agentshim.core.events import Plan, PlanItem, ToolKind
+from agentshim.core.events import Plan, ToolKind
 from agentshim.core.jsonvalues import as_mapping, as_str, compact_json, list_or_empty
-from agentshim.core.stream import printed_exit_code, tool_kind_in
+from agentshim.core.stream import printed_exit_code, todo_plan, tool_kind_in
 
 __all__ = [
     "EDIT_TOOL",
@@ -102,19 +102,7 @@ def tool_result_text(content: object) -> str:
 
 def plan_from_todos(args: Mapping[str, Any], tool_id: str | None) -> Plan | None:
     """Return the Plan a ``TodoWrite`` call sets, or None when its input has no todo list."""
-    raw_todos = args.get("todos")
-    todos = list_or_empty(raw_todos)
-    if not isinstance(raw_todos, list):
-        return None
-    items: list[PlanItem] = []
-    for todo in todos:
-        mapping = as_mapping(todo)
-        if mapping is None:
-            continue
-        text = as_str(mapping.get("content")) or as_str(mapping.get("activeForm")) or ""
-        status = as_str(mapping.get("status")) or "pending"
-        items.append(PlanItem(text, status))
-    return Plan(tuple(items), tool_id)
+    return todo_plan(args, tool_id, "content", "activeForm")
 
 
 def failed_exit_code(tool: str, text: str) -> int:
