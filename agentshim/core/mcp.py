@@ -26,6 +26,7 @@ __all__ = [
     "McpTransport",
     "StdioMcpServer",
     "canonical",
+    "mcp_servers_entry",
     "refuse_timeouts",
     "tool_timeout_ms",
 ]
@@ -258,6 +259,25 @@ def canonical(server: McpServer) -> dict[str, Any]:
     if isinstance(server, StdioMcpServer):
         return {"command": server.command, "args": list(server.args), "env": dict(server.env)}
     return {"url": server.url, "transport": server.transport}
+
+
+def mcp_servers_entry(server: McpServer) -> dict[str, Any]:
+    """``server`` as an entry of the ``mcpServers`` JSON object several CLIs read.
+
+    Stdio: ``{"command", "args", "env"?}``; HTTP: ``{"type", "url", "headers"?}`` with
+    ``type`` the transport (``"http"`` or ``"sse"``). ``env`` and ``headers`` are there only
+    when set; timeouts are left to the provider, whose CLI names them its own way.
+    """
+    entry: dict[str, Any]
+    if isinstance(server, StdioMcpServer):
+        entry = {"command": server.command, "args": list(server.args)}
+        if server.env:
+            entry["env"] = dict(server.env)
+    else:
+        entry = {"type": server.transport, "url": server.url}
+        if server.headers:
+            entry["headers"] = dict(server.headers)
+    return entry
 
 
 def refuse_timeouts(server: McpServer, cli: str, *, tool_timeout: bool = False) -> None:

@@ -32,7 +32,11 @@ from agentshim.core.events import AgentEvent
 from agentshim.core.exit_errors import as_resume_failure, resume_missing_line
 from agentshim.core.ids import validate_session_id
 from agentshim.core.jsonvalues import as_mapping, list_or_empty
-from agentshim.core.mcp import HttpMcpServer, McpServer, StdioMcpServer, refuse_timeouts
+from agentshim.core.mcp import (
+    McpServer,
+    mcp_servers_entry,
+    refuse_timeouts,
+)
 from agentshim.core.mcp_config import install_json_config, workspace_config_file
 from agentshim.core.pricing import PricingTable
 from agentshim.core.profile import McpMechanism, OutputSchemaStyle, ProviderProfile, SchemaDialect
@@ -102,16 +106,7 @@ def mcp_entry(server: McpServer) -> dict[str, Any]:
     one is refused with ProviderCapabilityError rather than silently run without it.
     """
     refuse_timeouts(server, "Claude Code")
-    if isinstance(server, StdioMcpServer):
-        entry: dict[str, Any] = {"command": server.command, "args": list(server.args)}
-        if server.env:
-            entry["env"] = dict(server.env)
-        return entry
-    http: HttpMcpServer = server
-    entry = {"type": http.transport, "url": http.url}
-    if http.headers:
-        entry["headers"] = dict(http.headers)
-    return entry
+    return mcp_servers_entry(server)
 
 
 @dataclass(frozen=True, kw_only=True, eq=False)

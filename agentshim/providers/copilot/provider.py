@@ -27,7 +27,13 @@ from agentshim.core.errors import (
 from agentshim.core.exit_errors import as_resume_failure, resume_missing_line
 from agentshim.core.ids import validate_session_id
 from agentshim.core.jsonvalues import as_mapping, list_or_empty
-from agentshim.core.mcp import HttpMcpServer, McpServer, StdioMcpServer, refuse_timeouts
+from agentshim.core.mcp import (
+    HttpMcpServer,
+    McpServer,
+    StdioMcpServer,
+    mcp_servers_entry,
+    refuse_timeouts,
+)
 from agentshim.core.profile import McpMechanism, ProviderProfile
 from agentshim.core.provider import ArgvContext, McpInstallation, NoMcpInstallation
 
@@ -174,20 +180,10 @@ def mcp_entry(server: McpServer) -> dict[str, Any]:
         ProviderCapabilityError: the server sets a startup or tool timeout.
     """
     refuse_timeouts(server, "GitHub Copilot CLI")
+    entry = mcp_servers_entry(server)
     if isinstance(server, StdioMcpServer):
-        entry: dict[str, Any] = {
-            "type": "local",
-            "command": server.command,
-            "args": list(server.args),
-            "tools": ["*"],
-        }
-        if server.env:
-            entry["env"] = dict(server.env)
-        return entry
-    http: HttpMcpServer = server
-    entry = {"type": http.transport, "url": http.url, "tools": ["*"]}
-    if http.headers:
-        entry["headers"] = dict(http.headers)
+        entry = {"type": "local", **entry}
+    entry["tools"] = ["*"]
     return entry
 
 

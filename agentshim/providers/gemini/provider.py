@@ -20,7 +20,12 @@ from agentshim.core.errors import (
 from agentshim.core.events import AgentEvent
 from agentshim.core.exit_errors import as_resume_failure, resume_missing_line, with_kind
 from agentshim.core.ids import validate_session_id
-from agentshim.core.mcp import McpServer, StdioMcpServer, refuse_timeouts, tool_timeout_ms
+from agentshim.core.mcp import (
+    McpServer,
+    mcp_servers_entry,
+    refuse_timeouts,
+    tool_timeout_ms,
+)
 from agentshim.core.mcp_config import install_json_config, workspace_config_file
 from agentshim.core.permissions import NativeMode, NativePermissions
 from agentshim.core.pricing import PricingTable
@@ -78,15 +83,7 @@ def mcp_entry(server: McpServer, *, trust: bool = True) -> dict[str, Any]:
             connect timeout (its one ``timeout`` covers every request).
     """
     refuse_timeouts(server, "the Gemini CLI", tool_timeout=True)
-    entry: dict[str, Any]
-    if isinstance(server, StdioMcpServer):
-        entry = {"command": server.command, "args": list(server.args)}
-        if server.env:
-            entry["env"] = dict(server.env)
-    else:
-        entry = {"url": server.url, "type": server.transport}
-        if server.headers:
-            entry["headers"] = dict(server.headers)
+    entry = mcp_servers_entry(server)
     timeout = tool_timeout_ms(server)
     if timeout is not None:
         entry["timeout"] = timeout

@@ -11,6 +11,7 @@ from agentshim.core.mcp import (
     HttpMcpServer,
     StdioMcpServer,
     canonical,
+    mcp_servers_entry,
     refuse_timeouts,
     tool_timeout_ms,
 )
@@ -168,3 +169,18 @@ class TestTimeoutsACliCannotSet:
             refuse_timeouts(server, "Some CLI")
         assert tool_timeout_ms(server) == 1
         assert tool_timeout_ms(StdioMcpServer("s", "/bin/s", tool_timeout_s=2.5)) == 2500
+
+
+def test_an_mcp_servers_entry_holds_env_and_headers_only_when_set() -> None:
+    assert mcp_servers_entry(StdioMcpServer("s", "srv", ("-v",))) == {
+        "command": "srv",
+        "args": ["-v"],
+    }
+    assert mcp_servers_entry(StdioMcpServer("s", "srv", env={"K": "v"}))["env"] == {"K": "v"}
+    http = HttpMcpServer("h", "https://example.com/mcp", transport="sse", headers={"A": "b"})
+    assert mcp_servers_entry(http) == {
+        "type": "sse",
+        "url": "https://example.com/mcp",
+        "headers": {"A": "b"},
+    }
+    assert "headers" not in mcp_servers_entry(HttpMcpServer("h", "https://example.com/mcp"))
