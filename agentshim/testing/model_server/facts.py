@@ -7,7 +7,7 @@ request. Reading never fails: a field of an unexpected shape counts as absent.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from ._json import as_int, as_list, as_object, as_str, text_of
@@ -148,12 +148,16 @@ def read_facts(
     return RequestFacts(api=api, model=model or as_str(obj.get("model")), stream=stream)
 
 
-def _anthropic(body: Mapping[str, object]) -> RequestFacts:
-    entries: list[_Entry] = []
+def _messages(body: Mapping[str, object]) -> Iterator[tuple[str, object]]:
+    """The role and content of each of the body's ``messages`` (Anthropic and Chat APIs)."""
     for raw in as_list(body.get("messages")):
         message = as_object(raw)
-        role = as_str(message.get("role"))
-        content = message.get("content")
+        yield as_str(message.get("role")), message.get("content")
+
+
+def _anthropic(body: Mapping[str, object]) -> RequestFacts:
+    entries: list[_Entry] = []
+    for role, content in _messages(body):
         if role == "user":
             has_result = any(
                 as_object(part).get("type") == "tool_result" for part in as_list(content)
@@ -249,10 +253,7 @@ def _responses(body: Mapping[str, object]) -> RequestFacts:
 def _chat(body: Mapping[str, object]) -> RequestFacts:
     entries: list[_Entry] = []
     system: list[str] = []
-    for raw in as_list(body.get("messages")):
-        message = as_object(raw)
-        role = as_str(message.get("role"))
-        content = message.get("content")
+    for role, content in _messages(body):
         if role == "user":
             entries.append(_Entry("user", text_of(content)))
         elif role == "assistant":
