@@ -188,7 +188,6 @@ def resume_failure_lines(*, session_id: str | None = None) -> ScriptedRun:
     """Return what the CLI prints when ``--resume`` names a session it does not have (exit 1)."""
     sid = session_id or "00000000-0000-4000-8000-000000000000"
     return ScriptedRun(
-        stdout=(),
         stderr=(
             f"Error: No session, task, or name matched '{sid}'.\n",
             "\n",

@@ -138,7 +138,6 @@ def resume_failure_lines(*, session_id: str | None = None) -> ScriptedRun:
     """Return what the CLI prints when ``--resume`` names a session it does not have (exit 42)."""
     sid = session_id or "00000000-0000-4000-8000-000000000000"
     return ScriptedRun(
-        stdout=(),
         stderr=(
             f'Error resuming session: Invalid session identifier "{sid}".\n',
             "  Searched for sessions in /home/user/.gemini/tmp/work/chats.\n",

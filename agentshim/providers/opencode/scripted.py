@@ -162,6 +162,4 @@ def resume_failure_lines(*, session_id: str | None = None) -> ScriptedRun:
     The CLI does not repeat the id; ``session_id`` is accepted for the common signature.
     """
     del session_id
-    return ScriptedRun(
-        stdout=(), stderr=("\x1b[91m\x1b[1mError: \x1b[0mSession not found\n",), returncode=1
-    )
+    return ScriptedRun(stderr=("\x1b[91m\x1b[1mError: \x1b[0mSession not found\n",), returncode=1)

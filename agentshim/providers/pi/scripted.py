@@ -194,4 +194,4 @@ def _answer(out: list[str], text: str, usage: TokenUsage | None) -> dict[str, An
 def resume_failure_lines(*, session_id: str | None = None) -> ScriptedRun:
     """Return what Pi prints when ``--session`` names a session it does not have (exit 1)."""
     sid = session_id or "0199aaaa-bbbb-7ccc-8ddd-eeeeffff0000"
-    return ScriptedRun(stdout=(), stderr=(f"No session found matching '{sid}'\n",), returncode=1)
+    return ScriptedRun(stderr=(f"No session found matching '{sid}'\n",), returncode=1)
