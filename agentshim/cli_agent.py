@@ -339,20 +339,19 @@ class AgentSession:
         validate_session_id(session_id)
         if not self.agent.profile.supports_resume:
             return False
+        return self._hold(session_id, previous_usage)
+
+    def forget(self) -> bool:
+        """Drop the conversation so the next turn starts fresh; False while a turn is in flight."""
+        return self._hold(None, None)
+
+    def _hold(self, session_id: str | None, previous_usage: ProviderUsage | None) -> bool:
+        """Hold ``session_id`` for the next turn, unless a turn is in flight (then False)."""
         with self._state:
             if self._busy:
                 return False
             self.session_id = session_id
             self.previous_usage = previous_usage
-            return True
-
-    def forget(self) -> bool:
-        """Drop the conversation so the next turn starts fresh; False while a turn is in flight."""
-        with self._state:
-            if self._busy:
-                return False
-            self.session_id = None
-            self.previous_usage = None
             return True
 
     def cancel(self, grace_s: float = 5.0) -> None:

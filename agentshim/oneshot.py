@@ -17,7 +17,13 @@ from dataclasses import replace
 from pathlib import Path
 
 from agentshim.cli_agent import AgentSession, CliAgent
-from agentshim.core.conversation import ConversationSpec, Readiness, TransportKind, TurnStop
+from agentshim.core.conversation import (
+    ConversationSpec,
+    Readiness,
+    TransportKind,
+    TurnSlot,
+    TurnStop,
+)
 from agentshim.core.errors import (
     AgentShimError,
     CliCheckError,
@@ -167,9 +173,7 @@ class OneShotConversation:
         )
         self._provider = agent.profile.name
         self._spec = spec
-        self._lock = threading.Lock()
-        self._stop: TurnStop | None = None
-        self._closed = False
+        self._slot = TurnSlot()
 
     @property
     def session_id(self) -> str | None:
@@ -193,13 +197,7 @@ class OneShotConversation:
             TurnCancelledError: stopped before the CLI started.
             AgentShimError: the turn failed (unless it was interrupted while the CLI ran).
         """
-        turn_stop = stop if stop is not None else TurnStop()
-        with self._lock:
-            if self._closed:
-                raise SessionStateError("this conversation is closed; open a new one")
-            if self._stop is not None:
-                raise SessionStateError("a turn is already running in this conversation")
-            self._stop = turn_stop
+        turn_stop = self._slot.begin(stop)
         partial: list[str] = []
         ran = [False]
 
@@ -231,8 +229,7 @@ class OneShotConversation:
                 interrupted=True,
             )
         finally:
-            with self._lock:
-                self._stop = None
+            self._slot.end()
 
     def _with_defaults(self, request: TurnRequest) -> TurnRequest:
         spec = self._spec
@@ -244,15 +241,11 @@ class OneShotConversation:
 
     def interrupt(self) -> None:
         """Stop the running turn's process (SIGTERM, SIGKILL after the grace); thread-safe."""
-        with self._lock:
-            stop = self._stop
-        if stop is not None:
-            stop.request()
+        self._slot.interrupt()
 
     def close(self) -> None:
         """Refuse further turns; idempotent. There is no process between turns to stop."""
-        with self._lock:
-            self._closed = True
+        self._slot.close()
 
 
 def probe_cli(

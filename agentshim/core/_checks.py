@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import math
 import numbers
-from typing import TypeVar
+from collections.abc import Iterable
+from typing import TypeVar, cast
 
 from agentshim.core.errors import InvalidRequestError
 
-__all__ = ["instance", "is_positive_seconds", "seconds"]
+__all__ = ["instance", "is_positive_seconds", "seconds", "sequence"]
 
 _T = TypeVar("_T")
 
@@ -68,3 +69,23 @@ def instance(owner: str, field: str, value: object, cls: type[_T], hint: str) ->
         f"{type(value).__name__} is not {cls.__name__}",
         f"{name} must be {hint}, not {type(value).__name__} {value!r:.80}",
     )
+
+
+def sequence(owner: str, field: str, value: object, holds: str) -> tuple[object, ...]:
+    """``value``'s items as a tuple, when it is an iterable other than a string.
+
+    A string is refused although it iterates: it is one value, not a sequence of them.
+    ``holds`` says what the items are, for example ``"model names such as ('sonnet',)"``;
+    the items themselves are left for the caller to check.
+
+    Raises:
+        InvalidRequestError: ``value`` is a string or not iterable.
+    """
+    if isinstance(value, str) or not isinstance(value, Iterable):
+        name = _field(owner, field)
+        raise InvalidRequestError(
+            name,
+            f"{value!r} is not a sequence",
+            f"{name} must be a sequence of {holds}, not {value!r}; wrap a single one in a list",
+        )
+    return tuple(cast("Iterable[object]", value))

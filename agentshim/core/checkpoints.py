@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
+from agentshim.core._checks import instance
 from agentshim.core._files import atomic_write
 from agentshim.core.errors import InvalidRequestError
 from agentshim.core.ids import is_valid_session_id
@@ -75,12 +76,8 @@ class Checkpoint:
                 f"invalid session id {self.session_id!r} for a checkpoint "
                 "(Checkpoint.session_id): ids are 1-128 letters, digits, '.', '_' and '-'",
             )
-        if self.usage is not None and not isinstance(self.usage, ProviderUsage):  # pyright: ignore[reportUnnecessaryIsInstance]
-            raise InvalidRequestError(
-                "Checkpoint.usage",
-                f"{self.usage!r} is not a ProviderUsage",
-                f"Checkpoint.usage must be a ProviderUsage or None, not {self.usage!r}",
-            )
+        if self.usage is not None:
+            instance("Checkpoint", "usage", self.usage, ProviderUsage, "a ProviderUsage or None")
         if isinstance(self.turns, bool) or not isinstance(self.turns, int) or self.turns < 0:  # pyright: ignore[reportUnnecessaryIsInstance]
             raise InvalidRequestError(
                 "Checkpoint.turns",

@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
+from agentshim.core.errors import SessionStateError
 from agentshim.core.events import AgentEvent
 from agentshim.core.mcp import McpServer
 from agentshim.core.permissions import ApprovalPolicy, NativePermissions
@@ -29,6 +30,7 @@ __all__ = [
     "SteerableConversation",
     "Transport",
     "TransportKind",
+    "TurnSlot",
     "TurnStop",
 ]
 
@@ -122,6 +124,64 @@ class TurnStop:
 
 def _nothing() -> None:
     """Detach an action that already ran."""
+
+
+class TurnSlot:
+    """Lets a conversation run one turn at a time until it is closed; thread-safe.
+
+    For a :class:`Conversation` implementation: ``begin`` claims the slot for a turn and
+    returns the turn's stop, ``end`` frees the slot, ``interrupt`` requests the running turn's
+    stop (nothing when no turn runs), ``close`` refuses every later turn. ``name`` is what
+    error messages call the conversation.
+    """
+
+    def __init__(self, name: str = "this conversation") -> None:
+        self._name = name
+        self._lock = threading.Lock()
+        self._stop: TurnStop | None = None
+        self._closed = False
+
+    @property
+    def closed(self) -> bool:
+        """Whether ``close()`` was called."""
+        return self._closed
+
+    @property
+    def running(self) -> bool:
+        """Whether a turn holds the slot."""
+        return self._stop is not None
+
+    def begin(self, stop: TurnStop | None = None) -> TurnStop:
+        """Claim the slot for a turn that ``stop`` stops (a fresh TurnStop when None); return it.
+
+        Raises:
+            SessionStateError: the conversation is closed, or a turn is already running.
+        """
+        turn_stop = stop if stop is not None else TurnStop()
+        with self._lock:
+            if self._closed:
+                raise SessionStateError(f"{self._name} is closed; open a new one")
+            if self._stop is not None:
+                raise SessionStateError(f"a turn is already running in {self._name}")
+            self._stop = turn_stop
+        return turn_stop
+
+    def end(self) -> None:
+        """Free the slot when the turn is over, however it ended."""
+        with self._lock:
+            self._stop = None
+
+    def interrupt(self) -> None:
+        """Request the running turn's stop; nothing when no turn runs."""
+        with self._lock:
+            stop = self._stop
+        if stop is not None:
+            stop.request()
+
+    def close(self) -> None:
+        """Refuse every later turn; idempotent (a running turn goes on)."""
+        with self._lock:
+            self._closed = True
 
 
 @runtime_checkable

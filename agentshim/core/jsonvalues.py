@@ -19,6 +19,7 @@ __all__ = [
     "as_int",
     "as_mapping",
     "as_str",
+    "compact_json",
     "list_or_empty",
     "mapping_or_empty",
     "str_or_empty",
@@ -65,6 +66,14 @@ def to_text(value: object) -> str:
         return json.dumps(value, ensure_ascii=False)
     except (TypeError, ValueError):
         return str(value)
+
+
+def compact_json(value: object) -> str:
+    """Return ``value`` as compact JSON (no spaces, non-ASCII kept), or its repr if it has none."""
+    try:
+        return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+    except (TypeError, ValueError):
+        return repr(value)
 
 
 def as_int(value: object) -> int | None:

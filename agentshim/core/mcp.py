@@ -12,13 +12,13 @@ from __future__ import annotations
 import os
 import re
 import urllib.parse
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, fields
 from types import MappingProxyType
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from agentshim.core._checks import seconds
-from agentshim.core.errors import InvalidRequestError
+from agentshim.core.errors import InvalidRequestError, ProviderCapabilityError
 
 __all__ = [
     "HttpMcpServer",
@@ -26,6 +26,9 @@ __all__ = [
     "McpTransport",
     "StdioMcpServer",
     "canonical",
+    "mcp_servers_entry",
+    "refuse_timeouts",
+    "tool_timeout_ms",
 ]
 
 #: How an HTTP MCP server is reached: streamable HTTP, or the older server-sent events.
@@ -78,8 +81,37 @@ def _frozen_strings(field: str, label: str, values: Mapping[str, str]) -> Mappin
     return MappingProxyType(copied)
 
 
+class _ProxiedMappings:
+    """Hashing and pickling for an MCP server value, whose mappings are read-only proxies."""
+
+    __slots__ = ()
+
+    def __hash__(self) -> int:
+        return hash(_field_values(self, frozenset))
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), _field_values(self, dict))
+
+
+def _field_values(
+    server: _ProxiedMappings, mapping: Callable[[Iterable[tuple[str, str]]], object]
+) -> tuple[object, ...]:
+    """``server``'s field values in order, each mapping passed through ``mapping`` as items.
+
+    The mappings are read-only proxies, which neither hash nor pickle: ``frozenset`` gives a
+    value to hash, ``dict`` one to pickle.
+    """
+    values: list[object] = []
+    for f in fields(cast("StdioMcpServer | HttpMcpServer", server)):
+        value: object = getattr(server, f.name)
+        if isinstance(value, Mapping):
+            value = mapping(cast("Mapping[str, str]", value).items())
+        values.append(value)
+    return tuple(values)
+
+
 @dataclass(frozen=True, slots=True)
-class StdioMcpServer:
+class StdioMcpServer(_ProxiedMappings):
     """An MCP server the CLI starts as a child process and speaks to over stdio.
 
     ``command`` is an absolute path or a bare name looked up on PATH; a relative path with a
@@ -139,34 +171,12 @@ class StdioMcpServer:
         object.__setattr__(self, "args", args)
         object.__setattr__(self, "env", env)
 
-    def __hash__(self) -> int:
-        return hash(
-            (
-                self.name,
-                self.command,
-                tuple(self.args),
-                frozenset(self.env.items()),
-                self.startup_timeout_s,
-                self.tool_timeout_s,
-            )
-        )
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        return (
-            StdioMcpServer,
-            (
-                self.name,
-                self.command,
-                tuple(self.args),
-                dict(self.env),
-                self.startup_timeout_s,
-                self.tool_timeout_s,
-            ),
-        )
+    # Named again: a frozen dataclass would replace an inherited __hash__ with its own.
+    __hash__ = _ProxiedMappings.__hash__
 
 
 @dataclass(frozen=True, slots=True)
-class HttpMcpServer:
+class HttpMcpServer(_ProxiedMappings):
     """An MCP server the CLI reaches over HTTP (``"http"``, streamable) or ``"sse"``.
 
     ``url`` must be an http or https URL with a host; ``headers`` are sent with every
@@ -231,30 +241,8 @@ class HttpMcpServer:
         _check_timeout(owner, "tool_timeout_s", self.tool_timeout_s)
         object.__setattr__(self, "headers", headers)
 
-    def __hash__(self) -> int:
-        return hash(
-            (
-                self.name,
-                self.url,
-                self.transport,
-                frozenset(self.headers.items()),
-                self.startup_timeout_s,
-                self.tool_timeout_s,
-            )
-        )
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        return (
-            HttpMcpServer,
-            (
-                self.name,
-                self.url,
-                self.transport,
-                dict(self.headers),
-                self.startup_timeout_s,
-                self.tool_timeout_s,
-            ),
-        )
+    # Named again: a frozen dataclass would replace an inherited __hash__ with its own.
+    __hash__ = _ProxiedMappings.__hash__
 
 
 #: Any MCP server agentshim can install.
@@ -271,3 +259,52 @@ def canonical(server: McpServer) -> dict[str, Any]:
     if isinstance(server, StdioMcpServer):
         return {"command": server.command, "args": list(server.args), "env": dict(server.env)}
     return {"url": server.url, "transport": server.transport}
+
+
+def mcp_servers_entry(server: McpServer) -> dict[str, Any]:
+    """``server`` as an entry of the ``mcpServers`` JSON object several CLIs read.
+
+    Stdio: ``{"command", "args", "env"?}``; HTTP: ``{"type", "url", "headers"?}`` with
+    ``type`` the transport (``"http"`` or ``"sse"``). ``env`` and ``headers`` are there only
+    when set; timeouts are left to the provider, whose CLI names them its own way.
+    """
+    entry: dict[str, Any]
+    if isinstance(server, StdioMcpServer):
+        entry = {"command": server.command, "args": list(server.args)}
+        if server.env:
+            entry["env"] = dict(server.env)
+    else:
+        entry = {"type": server.transport, "url": server.url}
+        if server.headers:
+            entry["headers"] = dict(server.headers)
+    return entry
+
+
+def refuse_timeouts(server: McpServer, cli: str, *, tool_timeout: bool = False) -> None:
+    """Refuse ``server`` when it sets a timeout ``cli`` has no setting for.
+
+    No supported CLI has a startup timeout; ``tool_timeout`` says that ``cli`` has one for tool
+    calls (see :func:`tool_timeout_ms`). A timeout is refused rather than silently dropped.
+
+    Raises:
+        ProviderCapabilityError: the server sets a timeout ``cli`` cannot; the message names
+            the server, ``cli`` and the field to leave unset.
+    """
+    if tool_timeout:
+        if server.startup_timeout_s is not None:
+            raise ProviderCapabilityError(
+                f"MCP server {server.name!r}: {cli} has no startup timeout setting; leave "
+                "startup_timeout_s unset (tool_timeout_s is supported)"
+            )
+    elif server.startup_timeout_s is not None or server.tool_timeout_s is not None:
+        raise ProviderCapabilityError(
+            f"MCP server {server.name!r}: {cli} has no startup or tool timeout setting; leave "
+            "startup_timeout_s and tool_timeout_s unset"
+        )
+
+
+def tool_timeout_ms(server: McpServer) -> int | None:
+    """``server``'s tool timeout in whole milliseconds (at least 1), or None when unset."""
+    if server.tool_timeout_s is None:
+        return None
+    return max(1, round(server.tool_timeout_s * 1000))

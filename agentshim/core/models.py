@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import cast
 
+from agentshim.core._checks import sequence
 from agentshim.core.errors import InvalidRequestError
 
 __all__ = ["ModelSpec", "ModelTable", "normalize_model_id"]
@@ -83,17 +84,8 @@ class ModelSpec:
         _check_name("ModelSpec.id", self.id)
         _check_limit("ModelSpec.context_window", self.context_window)
         _check_limit("ModelSpec.max_output_tokens", self.max_output_tokens)
-        aliases = cast("object", self.aliases)
-        if isinstance(aliases, str) or not isinstance(aliases, Iterable):
-            raise InvalidRequestError(
-                "ModelSpec.aliases",
-                f"{aliases!r} is not a sequence of names",
-                f"ModelSpec.aliases must be a sequence of model names, not {aliases!r}; wrap "
-                "a single alias in a tuple",
-            )
-        names = tuple(
-            _check_name("ModelSpec.aliases", a) for a in cast("Iterable[object]", aliases)
-        )
+        aliases = sequence("ModelSpec", "aliases", self.aliases, "model names")
+        names = tuple(_check_name("ModelSpec.aliases", a) for a in aliases)
         if self.display_name is not None and not isinstance(self.display_name, str):  # pyright: ignore[reportUnnecessaryIsInstance]
             raise InvalidRequestError(
                 "ModelSpec.display_name",

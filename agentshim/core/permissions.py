@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import enum
 import os
-from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import cast
 
+from agentshim.core._checks import instance, sequence
 from agentshim.core.errors import InvalidRequestError
 
 __all__ = ["ApprovalPolicy", "NativeMode", "NativePermissions"]
@@ -45,22 +44,16 @@ class NativePermissions:
     network: bool = False
 
     def __post_init__(self) -> None:
-        if not isinstance(self.mode, NativeMode):  # pyright: ignore[reportUnnecessaryIsInstance]
-            raise InvalidRequestError(
-                "NativePermissions.mode",
-                f"{self.mode!r} is not a NativeMode",
-                f"NativePermissions.mode must be a NativeMode, not {self.mode!r}; build one "
-                "with bypass(), read_only() or workspace_write()",
-            )
-        roots = cast("object", self.writable_roots)
-        if isinstance(roots, str) or not isinstance(roots, Iterable):
-            raise InvalidRequestError(
-                "NativePermissions.writable_roots",
-                f"{roots!r} is not a sequence of paths",
-                f"NativePermissions.writable_roots must be a sequence of absolute paths, not "
-                f"{roots!r}; wrap a single path in a list",
-            )
-        writable_roots = tuple(cast("Iterable[object]", roots))
+        instance(
+            "NativePermissions",
+            "mode",
+            self.mode,
+            NativeMode,
+            "a NativeMode (build one with bypass(), read_only() or workspace_write())",
+        )
+        writable_roots = sequence(
+            "NativePermissions", "writable_roots", self.writable_roots, "absolute paths"
+        )
         if self.mode is not NativeMode.WORKSPACE_WRITE and (writable_roots or self.network):
             field = "writable_roots" if writable_roots else "network"
             raise InvalidRequestError(

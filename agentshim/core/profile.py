@@ -85,16 +85,20 @@ def _empty_env() -> Mapping[str, str]:
 
 @dataclass(frozen=True, slots=True)
 class ProviderProfile:
-    """Static facts about one provider's CLI: names, capabilities and where it keeps state."""
+    """Static facts about one provider's CLI: names, capabilities and where it keeps state.
+
+    Every capability defaults to the CLI not having it (no resume, no reasoning effort, no MCP,
+    no output schema, only the bypass permission mode), so a profile names what its CLI can do.
+    """
 
     name: str
     display_name: str
     binary: str
-    supports_resume: bool
-    supports_reasoning_effort: bool
-    mcp: McpMechanism
-    output_schema: OutputSchemaStyle
-    schema_dialect: SchemaDialect | None
+    supports_resume: bool = False
+    supports_reasoning_effort: bool = False
+    mcp: McpMechanism = McpMechanism.NONE
+    output_schema: OutputSchemaStyle = OutputSchemaStyle.NONE
+    schema_dialect: SchemaDialect | None = None
     state_dirs: tuple[str, ...] = ()
     darwin_state_dirs: tuple[str, ...] = ()
     auth_env_vars: tuple[str, ...] = ()

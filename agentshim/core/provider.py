@@ -136,6 +136,13 @@ class ArgvContext:
     extra_args: Sequence[str] = ()
     cwd: str | None = None
 
+    def ending(self, argv: list[str]) -> list[str]:
+        """``argv`` followed by ``mcp_argv`` and then ``extra_args``, the end of a turn's argv.
+
+        The caller's extra args come last so they can override what came before.
+        """
+        return [*argv, *self.mcp_argv, *self.extra_args]
+
 
 @runtime_checkable
 class Provider(Protocol):
@@ -147,7 +154,11 @@ class Provider(Protocol):
         ...
 
     def build_argv(self, ctx: ArgvContext) -> list[str]:
-        """Return the full argv for one turn (never containing the prompt)."""
+        """Return the full argv for one turn (never containing the prompt).
+
+        ``ctx`` never asks for what the profile does not declare (an output schema, a
+        reasoning effort): the agent refuses such a request before building argv.
+        """
         ...
 
     def new_parser(

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TypeGuard, cast
+from typing import TypeGuard
 
-from agentshim.core._checks import seconds
+from agentshim.core._checks import seconds, sequence
 from agentshim.core.errors import InvalidRequestError
 
 __all__ = ["RetryPolicy"]
@@ -41,16 +41,8 @@ class RetryPolicy:
     max_hint_s: float = 900.0
 
     def __post_init__(self) -> None:
-        raw = cast("object", self.delays)
-        if isinstance(raw, str) or not isinstance(raw, Iterable):
-            raise InvalidRequestError(
-                "RetryPolicy.delays",
-                f"{raw!r} is not a sequence of seconds",
-                f"RetryPolicy.delays must be a sequence of seconds such as (30, 60), not {raw!r}",
-            )
-        delays = [
-            seconds("RetryPolicy", "delays", delay) for delay in cast("Iterable[object]", raw)
-        ]
+        raw = sequence("RetryPolicy", "delays", self.delays, "seconds such as (30, 60)")
+        delays = [seconds("RetryPolicy", "delays", delay) for delay in raw]
         if (
             not _is_number(self.jitter)
             or not math.isfinite(self.jitter)

@@ -13,7 +13,13 @@ from typing import Any, NoReturn, cast
 from agentshim.core.errors import InvalidRequestError
 from agentshim.core.usage import TokenUsage
 
-__all__ = ["ScriptedRun", "ScriptedToolCall", "ScriptedTurn", "ToolFailure"]
+__all__ = [
+    "ScriptedRun",
+    "ScriptedToolCall",
+    "ScriptedTurn",
+    "ToolFailure",
+    "refuse_structured_output",
+]
 
 ScriptedToolCall = tuple[str, Mapping[str, Any], str]
 """One tool call of a scripted turn: the tool's name, its arguments and its output."""
@@ -121,3 +127,23 @@ def _tool_calls(value: object) -> tuple[ScriptedToolCall, ...]:
 
 def _refuse(field: str, expected: str, value: object) -> NoReturn:
     raise InvalidRequestError(f"ScriptedTurn.{field}", f"must be {expected}, not {value!r:.200}")
+
+
+def refuse_structured_output(script: ScriptedTurn, cli: str, provider: str) -> None:
+    """Refuse ``script`` when it carries structured output that ``cli`` cannot print.
+
+    For the test kit of a provider whose CLI has no native output schema: its real output has
+    no place for a structured answer, so a made-up one would be a turn the CLI never prints.
+    ``cli`` is the CLI's display name, ``provider`` the provider's name.
+
+    Raises:
+        InvalidRequestError: ``script.structured_output`` is set; the message says to put the
+            JSON in ``text`` instead.
+    """
+    if script.structured_output is not None:
+        raise InvalidRequestError(
+            "structured_output",
+            "the provider has no native output schema",
+            f"{cli} has no native output schema, so a scripted {provider} turn cannot carry "
+            "structured_output; put the JSON in text instead",
+        )

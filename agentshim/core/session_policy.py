@@ -36,10 +36,9 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass, field, replace
 
-from agentshim.core._checks import seconds
+from agentshim.core._checks import instance, seconds
 from agentshim.core.errors import (
     FailureKind,
-    InvalidRequestError,
     SessionResumeError,
     TurnCancelledError,
     TurnFailedError,
@@ -441,19 +440,16 @@ class SessionPolicy:
     idle_release_after: float | None = None
 
     def __post_init__(self) -> None:
-        if not isinstance(self.retry, RetryPolicy):  # pyright: ignore[reportUnnecessaryIsInstance]
-            raise InvalidRequestError(
-                "SessionPolicy.retry",
-                f"{self.retry!r} is not a RetryPolicy",
-                f"SessionPolicy.retry must be a RetryPolicy, not {self.retry!r}; use "
-                "RetryPolicy.never() for no retries",
-            )
-        if self.renewal is not None and not isinstance(self.renewal, RenewalBudget):  # pyright: ignore[reportUnnecessaryIsInstance]
-            raise InvalidRequestError(
-                "SessionPolicy.renewal",
-                f"{self.renewal!r} is not a RenewalBudget",
-                f"SessionPolicy.renewal must be a RenewalBudget or None, not {self.renewal!r}",
-            )
+        instance(
+            "SessionPolicy",
+            "retry",
+            self.retry,
+            RetryPolicy,
+            "a RetryPolicy (RetryPolicy.never() for no retries)",
+        )
+        if self.renewal is not None:
+            hint = "a RenewalBudget or None"
+            instance("SessionPolicy", "renewal", self.renewal, RenewalBudget, hint)
         if self.idle_release_after is not None:
             seconds("SessionPolicy", "idle_release_after", self.idle_release_after)
 

@@ -6,9 +6,10 @@ import json
 import re
 import time
 from collections.abc import Callable, Mapping
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, cast
 
 from agentshim.core.errors import InvalidRequestError, LineTooLongError
+from agentshim.core.events import Plan, PlanItem, ToolKind
 
 __all__ = [
     "DEFAULT_MAX_LINE_BYTES",
@@ -18,6 +19,8 @@ __all__ = [
     "ToolTracker",
     "parse_json_object",
     "printed_exit_code",
+    "todo_plan",
+    "tool_kind_in",
 ]
 
 #: What a tool call's arguments can be: a JSON object, a bare string (a shell command), or nothing.
@@ -85,6 +88,49 @@ def printed_exit_code(pattern: re.Pattern[str], text: str) -> int:
     match = pattern.search(text)
     code = int(match.group(1)) if match is not None else 0
     return code or 1
+
+
+def tool_kind_in(
+    kinds: Mapping[str, ToolKind], name: str, *, mcp_prefix: str | None = None
+) -> ToolKind:
+    """What the tool ``name`` does, by a provider's ``kinds`` table of its own tools.
+
+    A name the table lacks is MCP when it starts with ``mcp_prefix`` (for a CLI that names MCP
+    tools that way), else OTHER.
+    """
+    kind = kinds.get(name)
+    if kind is not None:
+        return kind
+    if mcp_prefix is not None and name.startswith(mcp_prefix):
+        return ToolKind.MCP
+    return ToolKind.OTHER
+
+
+def todo_plan(args: object, tool_id: str | None, *text_keys: str) -> Plan | None:
+    """The Plan a todo-list tool call sets, or None when ``args`` holds no ``todos`` list.
+
+    Each todo is an object whose text is under the first of ``text_keys`` that holds a
+    non-empty string and whose ``status`` (a non-empty string) defaults to ``pending``; a todo
+    without such a text is left out.
+    """
+    todos: object = (
+        cast("Mapping[str, object]", args).get("todos") if isinstance(args, Mapping) else None
+    )
+    if not isinstance(todos, list):
+        return None
+    items: list[PlanItem] = []
+    for todo in cast("list[object]", todos):
+        if not isinstance(todo, Mapping):
+            continue
+        fields = cast("Mapping[str, object]", todo)
+        texts = (fields.get(key) for key in text_keys)
+        text = next((t for t in texts if isinstance(t, str) and t), None)
+        if text is not None:
+            status = fields.get("status")
+            items.append(
+                PlanItem(text, status if isinstance(status, str) and status else "pending")
+            )
+    return Plan(tuple(items), tool_id)
 
 
 class FinishedTool(NamedTuple):

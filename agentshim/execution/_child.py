@@ -30,6 +30,13 @@ __all__ = ["POSIX", "ChildProcess"]
 POSIX = sys.platform != "win32"
 """Whether process groups and ``killpg`` are available."""
 
+# A child starts in its own session on POSIX and in its own process group on Windows, so
+# signals reach everything it starts.
+if sys.platform == "win32":
+    _NEW_PROCESS_GROUP = subprocess.CREATE_NEW_PROCESS_GROUP
+else:
+    _NEW_PROCESS_GROUP = 0
+
 # Whether exit can be seen without reaping. CPython leaves os.waitid out on macOS; there the
 # leader is reaped when its exit is noticed, and from then on its group is not signalled.
 _PEEK = POSIX and hasattr(os, "waitid") and hasattr(os, "WNOWAIT")
@@ -81,29 +88,18 @@ class ChildProcess:
         """
         check_start(argv, cwd, env)
         try:
-            if sys.platform != "win32":
-                popen = subprocess.Popen(
-                    list(argv),
-                    stdin=subprocess.PIPE,
-                    stdout=subprocess.PIPE,
-                    stderr=subprocess.PIPE,
-                    cwd=cwd,
-                    env=dict(env),
-                    bufsize=0,
-                    close_fds=True,
-                    start_new_session=True,
-                )
-            else:
-                popen = subprocess.Popen(
-                    list(argv),
-                    stdin=subprocess.PIPE,
-                    stdout=subprocess.PIPE,
-                    stderr=subprocess.PIPE,
-                    cwd=cwd,
-                    env=dict(env),
-                    bufsize=0,
-                    creationflags=subprocess.CREATE_NEW_PROCESS_GROUP,
-                )
+            popen = subprocess.Popen(
+                list(argv),
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                cwd=cwd,
+                env=dict(env),
+                bufsize=0,
+                close_fds=True,
+                start_new_session=POSIX,
+                creationflags=_NEW_PROCESS_GROUP,
+            )
         except OSError as exc:
             raise _start_error(exc, argv, cwd) from exc
         except (ValueError, TypeError) as exc:
@@ -217,6 +213,18 @@ class ChildProcess:
         if self.pidfd is not None:
             os.close(self.pidfd)
             self.pidfd = None
+
+    def abandon(self) -> None:
+        """Kill the group, close every descriptor and reap the process (for a failed start).
+
+        For a child whose run could not begin (its streams could not be set up): nothing of
+        it is left behind, and it is never signalled after it was reaped.
+        """
+        self.kill_group()
+        self.close_outputs()
+        self.close_stdin()
+        self.close_pidfd()
+        self.reap()
 
     def _foreign_reap(self) -> int:
         with self._lock:

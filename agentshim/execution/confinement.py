@@ -19,7 +19,7 @@ from agentshim.core.errors import InvalidRequestError
 from .executor import CommandExecutor, CommandRequest
 from .transform import TransformingExecutor
 
-__all__ = ["Confinement", "PathMap", "confine"]
+__all__ = ["Confinement", "PathMap", "confine", "mapped_agent_path"]
 
 
 class Confinement(Protocol):
@@ -147,6 +147,25 @@ class PathMap:
             InvalidRequestError: ``agent_path`` is relative or under no agent prefix.
         """
         return _translate(agent_path, [(a, h) for h, a in self.mounts], "agent")
+
+
+def mapped_agent_path(paths: PathMap | None, host_path: str) -> str:
+    """Where the agent sees ``host_path``: mapped through ``paths``, or unchanged without them.
+
+    For a :class:`Confinement`'s ``agent_path``, with or without a path map.
+
+    Raises:
+        InvalidRequestError: ``host_path`` is relative, or ``paths`` maps no prefix of it.
+    """
+    if paths is not None:
+        return paths.to_agent(host_path)
+    if not host_path.startswith("/"):
+        raise InvalidRequestError(
+            "host_path",
+            f"{host_path!r} is relative",
+            f"host_path {host_path!r} is relative; pass an absolute path",
+        )
+    return host_path
 
 
 def _absolute(path: object, what: str, field: str) -> str:

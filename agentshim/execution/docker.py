@@ -17,7 +17,7 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from agentshim.core._checks import seconds
 from agentshim.core.errors import AgentShimError, InvalidRequestError
 
-from .confinement import PathMap
+from .confinement import PathMap, mapped_agent_path
 from .executor import CommandExecutor, CommandRequest, NullSink
 from .host import HostCommandExecutor
 
@@ -144,15 +144,7 @@ class DockerExecConfinement:
         Raises:
             InvalidRequestError: ``host_path`` is relative or not mounted.
         """
-        if self._paths is not None:
-            return self._paths.to_agent(host_path)
-        if not host_path.startswith("/"):
-            raise InvalidRequestError(
-                "host_path",
-                f"{host_path!r} is relative",
-                f"host_path {host_path!r} is relative; pass an absolute path",
-            )
-        return host_path
+        return mapped_agent_path(self._paths, host_path)
 
     def reap(self) -> None:
         """Kill every marked process in the container; a missing container has none.

@@ -20,9 +20,8 @@ import logging
 import os
 import shutil
 import sys
-import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 from agentshim.core._checks import seconds
 from agentshim.core.errors import (
@@ -36,6 +35,7 @@ from agentshim.core.stream import DEFAULT_MAX_LINE_BYTES
 from ._child import ChildProcess
 from ._lines import LineAssembler, LineOverflow, OutputTail, split_lines
 from ._reap import RUN_MARKER, can_scan, new_run_id, reap_marked
+from ._stop import GroupStop, sooner
 from ._streams import OUT, SelectorStreams, Streams, ThreadStreams
 from .executor import CommandRequest, CommandResult, CommandStreamSink
 from .host_process import HostProcess
@@ -169,11 +169,7 @@ class HostCommandExecutor:
         try:
             streams = self._streams(child)
         except BaseException:
-            child.kill_group()
-            child.close_outputs()
-            child.close_stdin()
-            child.close_pidfd()
-            child.reap()
+            child.abandon()
             self._reap(run_id)
             raise
         handle = HostCommandHandle(child, streams, self._grace)
@@ -251,9 +247,8 @@ class HostCommandExecutor:
             child.close_stdin()
         sink.started(handle)
 
-        out, err = LineAssembler(self._max_line), LineAssembler(self._max_line)
-        out_tail, err_tail = OutputTail(self._tail), OutputTail(self._tail)
-        emit_out, emit_err = sink.stdout, sink.stderr
+        out = _Output(self._max_line, self._tail, sink.stdout)
+        err = _Output(self._max_line, self._tail, sink.stderr)
         poll_exit = streams.polls_for_exit
         drain_until: float | None = None
         timed_out = False
@@ -266,9 +261,9 @@ class HostCommandExecutor:
                 now = monotonic()
                 wait = None if deadline is None or timed_out else deadline - now
                 if kill_at is not None:
-                    wait = _sooner(wait, kill_at - now)
+                    wait = sooner(wait, kill_at - now)
                 if poll_exit:
-                    wait = _sooner(wait, _EXIT_POLL)
+                    wait = sooner(wait, _EXIT_POLL)
             else:
                 # Exited, but the pipes are still open: wake when the drain period ends.
                 assert drain_until is not None
@@ -279,33 +274,11 @@ class HostCommandExecutor:
             tag = OUT
             try:
                 for tag, data in streams.poll(wait):
-                    if tag == OUT:
-                        if data:
-                            text = out.feed(data)
-                            if text:
-                                out_tail.add(text)
-                                for line in split_lines(text):
-                                    emit_out(line)
-                        else:
-                            text = out.finish()
-                            if text:
-                                out_tail.add(text)
-                                emit_out(text)
-                    elif data:
-                        text = err.feed(data)
-                        if text:
-                            err_tail.add(text)
-                            for line in split_lines(text):
-                                emit_err(line)
-                    else:
-                        text = err.finish()
-                        if text:
-                            err_tail.add(text)
-                            emit_err(text)
+                    (out if tag == OUT else err).take(data)
             except LineOverflow as overflow:
                 # Kill first: the lines before the long one may take the sink a while.
                 child.kill_group()
-                emit = emit_out if tag == OUT else emit_err
+                emit = out.emit if tag == OUT else err.emit
                 for line in split_lines(overflow.text) if overflow.text else ():
                     emit(line)
                 raise LineTooLongError(
@@ -334,63 +307,52 @@ class HostCommandExecutor:
                 # and kill the group while the unreaped leader still reserves its id.
                 child.kill_group()
                 streams.stop_reading()
-                for text, tail, emit in (
-                    (out.finish(), out_tail, emit_out),
-                    (err.finish(), err_tail, emit_err),
-                ):
-                    if text:
-                        tail.add(text)
-                        emit(text)
+                out.take(b"")
+                err.take(b"")
 
         returncode = child.reap()
         if timed_out:
             raise CliTimeoutError(request.argv, request.timeout)
-        return CommandResult(returncode, out_tail.text(), err_tail.text())
+        return CommandResult(returncode, out.tail.text(), err.tail.text())
 
 
-class HostCommandHandle:
+class _Output:
+    """One output stream of a run: its lines go to ``emit`` as they complete, its end is kept."""
+
+    __slots__ = ("emit", "lines", "tail")
+
+    def __init__(self, max_line: int, tail: int, emit: Callable[[str], None]) -> None:
+        self.lines = LineAssembler(max_line)
+        self.tail = OutputTail(tail)
+        self.emit = emit
+
+    def take(self, data: bytes) -> None:
+        """Emit the lines ``data`` completes; empty ``data`` is the end: emit what is left.
+
+        Raises:
+            LineOverflow: a line grew past the limit.
+        """
+        text = self.lines.feed(data) if data else self.lines.finish()
+        if not text:
+            return
+        self.tail.add(text)
+        if data:
+            for line in split_lines(text):
+                self.emit(line)
+        else:
+            self.emit(text)
+
+
+class HostCommandHandle(GroupStop):
     """Stops one host run; every method is safe from any thread at any time.
 
-    Signals go to the whole process group and never after the process has been reaped.
+    Signals go to the whole process group and never after the process has been reaped;
+    ``terminate`` gives the group the executor's ``terminate_grace`` before the run kills it.
     """
 
-    __slots__ = ("_child", "_grace", "_lock", "_streams", "_terminated", "kill_at")
-
-    def __init__(self, child: ChildProcess, streams: Streams, grace: float) -> None:
-        self._child = child
-        self._streams = streams
-        self._grace = grace
-        self._lock = threading.Lock()
-        self._terminated = False
-        self.kill_at: float | None = None
-        """When the run loop escalates a terminate to SIGKILL (monotonic time)."""
-
-    @property
-    def stopped(self) -> bool:
-        """Whether ``terminate()`` or ``kill()`` was called."""
-        return self._terminated
+    __slots__ = ()
 
     @property
     def pid(self) -> int:
         """The command's process id (on POSIX also its process group and session id)."""
         return self._child.pid
-
-    def terminate(self) -> None:
-        """Send SIGTERM to the group; the run kills it if it is still there after the grace."""
-        with self._lock:
-            if self._terminated:
-                return
-            self._terminated = True
-            self.kill_at = time.monotonic() + self._grace
-        self._child.terminate_group()
-        self._streams.wake()
-
-    def kill(self) -> None:
-        """Send SIGKILL to the group now."""
-        self._terminated = True
-        self._child.kill_group()
-        self._streams.wake()
-
-
-def _sooner(wait: float | None, other: float) -> float:
-    return other if wait is None or other < wait else wait

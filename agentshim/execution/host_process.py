@@ -21,6 +21,7 @@ from agentshim.core.stream import DEFAULT_MAX_LINE_BYTES
 
 from ._child import ChildProcess
 from ._lines import LineAssembler, LineOverflow, split_lines
+from ._stop import GroupStop, sooner
 from ._streams import ERR, OUT, SelectorStreams, Streams, ThreadStreams
 from .process import ProcessExited, ProcessOutput, SpawnRequest, StderrLine, StdoutLine
 
@@ -61,17 +62,14 @@ class HostProcess:
         self._child = child
         self._streams = streams
         self._drain = drain_timeout
-        self._grace = terminate_grace
+        self._stop = GroupStop(child, streams, terminate_grace)
         self._read_lock = threading.Lock()
         self._write_lock = threading.Lock()
-        self._signal_lock = threading.Lock()
         self._queue: deque[ProcessOutput | _Overflowed] = deque()
         self._max_line = max_line_bytes
         self._out = LineAssembler(max_line_bytes)
         self._err = LineAssembler(max_line_bytes)
         self._drain_until: float | None = None
-        self._kill_at: float | None = None
-        self._terminated = False
         self._stdin_closed = False
         self._exit: ProcessExited | None = None
 
@@ -97,11 +95,7 @@ class HostProcess:
         try:
             streams: Streams = ThreadStreams(child) if use_threads else SelectorStreams(child)
         except BaseException:
-            child.kill_group()
-            child.close_outputs()
-            child.close_stdin()
-            child.close_pidfd()
-            child.reap()
+            child.abandon()
             raise
         return cls(
             child,
@@ -182,18 +176,11 @@ class HostProcess:
 
     def terminate(self) -> None:
         """SIGTERM the process group; it is killed if still there after the grace."""
-        with self._signal_lock:
-            if self._terminated:
-                return
-            self._terminated = True
-            self._kill_at = time.monotonic() + self._grace
-        self._child.terminate_group()
-        self._streams.wake()
+        self._stop.terminate()
 
     def kill(self) -> None:
         """SIGKILL the process group now; idempotent."""
-        self._child.kill_group()
-        self._streams.wake()
+        self._stop.kill()
 
     def wait(self, timeout: float | None) -> int | None:
         """Wait until the process has exited and been cleaned up; return its exit status.
@@ -237,13 +224,13 @@ class HostProcess:
         wait = timeout
         now = time.monotonic()
         if self._child.returncode is None:
-            kill_at = self._kill_at
+            kill_at = self._stop.kill_at
             if kill_at is not None:
-                wait = _sooner(wait, kill_at - now)
+                wait = sooner(wait, kill_at - now)
             if self._streams.polls_for_exit:
-                wait = _sooner(wait, _EXIT_POLL)
+                wait = sooner(wait, _EXIT_POLL)
         elif self._drain_until is not None:
-            wait = _sooner(wait, self._drain_until - now)
+            wait = sooner(wait, self._drain_until - now)
         self._absorb(self._streams.poll(None if wait is None else max(wait, 0.0)))
         self._advance()
 
@@ -290,9 +277,9 @@ class HostProcess:
                 self._drain_until = time.monotonic() + self._drain
         now = time.monotonic()
         if code is None:
-            kill_at = self._kill_at
+            kill_at = self._stop.kill_at
             if kill_at is not None and now >= kill_at:
-                self._kill_at = None
+                self._stop.kill_at = None
                 child.kill_group()
             return
         if streams.open_streams:
@@ -347,7 +334,3 @@ class _Overflowed:
 
     def __init__(self, error: LineTooLongError) -> None:
         self.error = error
-
-
-def _sooner(wait: float | None, other: float) -> float:
-    return other if wait is None or other < wait else wait

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
-from agentshim.execution.confinement import PathMap
+from agentshim.execution.confinement import PathMap, mapped_agent_path
 
 __all__ = ["FakeConfinement", "WrapCall"]
 
@@ -59,16 +59,12 @@ class FakeConfinement:
         return [*self._prefix, *argv]
 
     def agent_path(self, host_path: str) -> str:
-        """Map ``host_path`` through ``paths`` (unchanged without them).
+        """Map ``host_path`` through ``paths`` (unchanged without them), as a real one does.
 
         Raises:
-            ValueError: ``host_path`` is relative or not mapped.
+            InvalidRequestError: ``host_path`` is relative or not mapped.
         """
-        if self._paths is not None:
-            return self._paths.to_agent(host_path)
-        if not host_path.startswith("/"):
-            raise ValueError(f"host path {host_path!r} is relative; pass an absolute path")
-        return host_path
+        return mapped_agent_path(self._paths, host_path)
 
     def reap(self) -> None:
         """Count the call."""

@@ -17,13 +17,12 @@ import threading
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
-from agentshim.core.conversation import ConversationSpec, TransportKind, TurnStop
+from agentshim.core.conversation import ConversationSpec, TransportKind, TurnSlot, TurnStop
 from agentshim.core.errors import (
     FailureKind,
     NoRunningTurnError,
     ProviderCapabilityError,
     SessionResumeError,
-    SessionStateError,
     TurnCancelledError,
     TurnFailedError,
     TurnTimeoutError,
@@ -38,7 +37,7 @@ from agentshim.core.events import (
     UsageReport,
 )
 from agentshim.core.permissions import NativeMode
-from agentshim.core.profile import McpMechanism, OutputSchemaStyle, ProviderProfile
+from agentshim.core.profile import ProviderProfile
 from agentshim.core.turn import TurnRequest, TurnResult
 from agentshim.core.usage import ProviderUsage, TokenUsage
 
@@ -57,9 +56,6 @@ FAKE_PROFILE = ProviderProfile(
     binary="fake-agent",
     supports_resume=True,
     supports_reasoning_effort=True,
-    mcp=McpMechanism.NONE,
-    output_schema=OutputSchemaStyle.NONE,
-    schema_dialect=None,
     native_permission_modes=(NativeMode.BYPASS, NativeMode.READ_ONLY, NativeMode.WORKSPACE_WRITE),
 )
 """The profile a FakeTransport reports unless given another: resumable, every native mode."""
@@ -308,10 +304,9 @@ class FakeConversation:
         self.number = number
         self._id = spec.resume_session_id
         self._lock = threading.Lock()
-        self._stop: TurnStop | None = None
+        self._slot = TurnSlot("this fake conversation")
         self.interrupts = 0
         self.cancelled_before_start = 0
-        self.closed = False
 
     @property
     def session_id(self) -> str | None:
@@ -320,8 +315,9 @@ class FakeConversation:
             return self._id
 
     @property
-    def _running(self) -> bool:
-        return self._stop is not None
+    def closed(self) -> bool:
+        """Whether ``close()`` was called."""
+        return self._slot.closed
 
     def turn(
         self,
@@ -334,24 +330,19 @@ class FakeConversation:
         A ``stop`` already requested makes the turn raise TurnCancelledError without playing
         an outcome; one requested while a hanging outcome plays ends it.
         """
-        turn_stop = stop if stop is not None else TurnStop()
-        with self._lock:
-            if self.closed:
-                raise SessionStateError("this fake conversation is closed")
-            if self._stop is not None:
-                raise SessionStateError("a turn is already running in this fake conversation")
-            if turn_stop.is_set():
+        turn_stop = self._slot.begin(stop)
+        if turn_stop.is_set():
+            self._slot.end()
+            with self._lock:
                 self.cancelled_before_start += 1
-                raise TurnCancelledError("the fake turn was stopped before it began")
-            self._stop = turn_stop
+            raise TurnCancelledError("the fake turn was stopped before it began")
         detach = turn_stop.attach(self._count_interrupt)
         try:
             call = self._transport._next(self, request)  # pyright: ignore[reportPrivateUsage]
             return self._play(call, emit, turn_stop)
         finally:
             detach()
-            with self._lock:
-                self._stop = None
+            self._slot.end()
 
     def _count_interrupt(self) -> None:
         with self._lock:
@@ -459,15 +450,11 @@ class FakeConversation:
 
     def interrupt(self) -> None:
         """End a running turn (a hanging one returns interrupted); otherwise do nothing."""
-        with self._lock:
-            stop = self._stop
-        if stop is not None:
-            stop.request()
+        self._slot.interrupt()
 
     def close(self) -> None:
         """Refuse further turns; idempotent."""
-        with self._lock:
-            self.closed = True
+        self._slot.close()
 
 
 class FakeSteerableConversation(FakeConversation):
@@ -484,6 +471,6 @@ class FakeSteerableConversation(FakeConversation):
     def steer(self, text: str) -> None:
         """Record ``text``; NoRunningTurnError when no turn is running."""
         with self._lock:
-            if not self._running:
+            if not self._slot.running:
                 raise NoRunningTurnError("no turn is running in this fake conversation")
             self.steered.append(text)

@@ -11,6 +11,7 @@ import signal
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import TypeVar, cast
 
 from agentshim.core.errors import CliNotFoundError, CliTimeoutError, LineTooLongError
 from agentshim.core.stream import DEFAULT_MAX_LINE_BYTES
@@ -25,6 +26,9 @@ from agentshim.execution.readiness import check_version
 from .process import FakePeer, FakeProcess, ReplayGates
 
 __all__ = ["FakeCommandHandle", "FakeExecutor", "FakeRun"]
+
+_T = TypeVar("_T")
+_R = TypeVar("_R", CommandRequest, SpawnRequest)
 
 
 @dataclass
@@ -261,34 +265,41 @@ class FakeExecutor:
         return process
 
     def _next_run(self, request: CommandRequest) -> FakeRun:
-        runs = self._runs
-        if isinstance(runs, FakeRun):
-            return runs
-        if callable(runs):
-            return runs(request)
-        if self._run_count >= len(runs):
-            raise AssertionError(
-                f"FakeExecutor was given {len(runs)} run(s) but a run number "
-                f"{self._run_count + 1} was requested: {list(request.argv)}"
-            )
         self._run_count += 1
-        return runs[self._run_count - 1]
+        return _scripted(self._runs, FakeRun, request, self._run_count, "run(s)", "a run")
 
     def _next_peer(self, request: SpawnRequest) -> FakePeer:
         peers = self._peers
         if peers is None:
             raise AssertionError("FakeExecutor.spawn needs peers=...; none were given")
-        if isinstance(peers, FakePeer):
-            return peers
-        if callable(peers):
-            return peers(request)
-        if self._spawn_count >= len(peers):
-            raise AssertionError(
-                f"FakeExecutor was given {len(peers)} peer(s) but spawn number "
-                f"{self._spawn_count + 1} was requested: {list(request.argv)}"
-            )
         self._spawn_count += 1
-        return peers[self._spawn_count - 1]
+        return _scripted(peers, FakePeer, request, self._spawn_count, "peer(s)", "spawn")
+
+
+def _scripted(
+    script: _T | Sequence[_T] | Callable[[_R], _T],
+    single: type[_T],
+    request: _R,
+    number: int,
+    given: str,
+    what: str,
+) -> _T:
+    """What the ``number``-th request (from 1) gets from ``script``.
+
+    ``script`` is one ``single`` value every request gets, a function of the request, or a
+    sequence handed out in order; AssertionError past its last item.
+    """
+    if isinstance(script, single):
+        return cast("_T", script)
+    if callable(script):
+        return cast("Callable[[_R], _T]", script)(request)
+    items = cast("Sequence[_T]", script)
+    if number > len(items):
+        raise AssertionError(
+            f"FakeExecutor was given {len(items)} {given} but {what} number {number} was "
+            f"requested: {list(request.argv)}"
+        )
+    return items[number - 1]
 
 
 def _line(text: str) -> str:

@@ -6,15 +6,14 @@ anything and never raises on odd shapes (a wrong type reads as "absent").
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any
 
-from agentshim.core.events import Plan, PlanItem, ToolKind
-from agentshim.core.jsonvalues import as_mapping, as_str, list_or_empty
-from agentshim.core.stream import printed_exit_code
+from agentshim.core.events import Plan, ToolKind
+from agentshim.core.jsonvalues import as_mapping, as_str, compact_json, list_or_empty
+from agentshim.core.stream import printed_exit_code, todo_plan, tool_kind_in
 
 __all__ = [
     "EDIT_TOOL",
@@ -74,12 +73,7 @@ TOOL_KINDS: Mapping[str, ToolKind] = MappingProxyType(
 
 def tool_kind(name: str) -> ToolKind:
     """Return what the tool ``name`` does; ``mcp__<server>__<tool>`` is MCP, unknown is OTHER."""
-    kind = TOOL_KINDS.get(name)
-    if kind is not None:
-        return kind
-    if name.startswith(MCP_TOOL_PREFIX):
-        return ToolKind.MCP
-    return ToolKind.OTHER
+    return tool_kind_in(TOOL_KINDS, name, mcp_prefix=MCP_TOOL_PREFIX)
 
 
 def tool_result_text(content: object) -> str:
@@ -99,35 +93,16 @@ def tool_result_text(content: object) -> str:
                 text = as_str(mapping.get("text"))
                 parts.append(text if text is not None else "")
             else:
-                parts.append(_compact(block))
+                parts.append(compact_json(block))
         return "\n".join(parts)
     if content is None:
         return ""
-    return _compact(content)
+    return compact_json(content)
 
 
 def plan_from_todos(args: Mapping[str, Any], tool_id: str | None) -> Plan | None:
     """Return the Plan a ``TodoWrite`` call sets, or None when its input has no todo list."""
-    raw_todos = args.get("todos")
-    todos = list_or_empty(raw_todos)
-    if not isinstance(raw_todos, list):
-        return None
-    items: list[PlanItem] = []
-    for todo in todos:
-        mapping = as_mapping(todo)
-        if mapping is None:
-            continue
-        text = as_str(mapping.get("content")) or as_str(mapping.get("activeForm")) or ""
-        status = as_str(mapping.get("status")) or "pending"
-        items.append(PlanItem(text, status))
-    return Plan(tuple(items), tool_id)
-
-
-def _compact(value: object) -> str:
-    try:
-        return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
-    except (TypeError, ValueError):
-        return repr(value)
+    return todo_plan(args, tool_id, "content", "activeForm")
 
 
 def failed_exit_code(tool: str, text: str) -> int:

@@ -14,25 +14,29 @@ refuses stream-json in print mode and exits 1.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from agentshim.core._checks import instance
+from agentshim.core._checks import instance, sequence
 from agentshim.core.argv import checked_option_value, word_after
 from agentshim.core.errors import (
     AgentShimError,
     CliExitError,
     FailureKind,
     InvalidRequestError,
-    ProviderCapabilityError,
     SessionResumeError,
 )
 from agentshim.core.events import AgentEvent
-from agentshim.core.exit_errors import as_resume_failure
+from agentshim.core.exit_errors import as_resume_failure, resume_missing_line
 from agentshim.core.ids import validate_session_id
 from agentshim.core.jsonvalues import as_mapping, list_or_empty
-from agentshim.core.mcp import HttpMcpServer, McpServer, StdioMcpServer
+from agentshim.core.mcp import (
+    McpServer,
+    mcp_servers_entry,
+    refuse_timeouts,
+)
 from agentshim.core.mcp_config import install_json_config, workspace_config_file
 from agentshim.core.pricing import PricingTable
 from agentshim.core.profile import McpMechanism, OutputSchemaStyle, ProviderProfile, SchemaDialect
@@ -101,23 +105,11 @@ def mcp_entry(server: McpServer) -> dict[str, Any]:
     "headers"?}``. Claude Code has no per-server startup or tool timeout, so a server that sets
     one is refused with ProviderCapabilityError rather than silently run without it.
     """
-    if server.startup_timeout_s is not None or server.tool_timeout_s is not None:
-        raise ProviderCapabilityError(
-            f"Claude Code cannot set a startup or tool timeout for MCP server {server.name!r}; "
-            "leave startup_timeout_s and tool_timeout_s unset for this provider"
-        )
-    if isinstance(server, StdioMcpServer):
-        entry: dict[str, Any] = {"command": server.command, "args": list(server.args)}
-        if server.env:
-            entry["env"] = dict(server.env)
-        return entry
-    http: HttpMcpServer = server
-    entry = {"type": http.transport, "url": http.url}
-    if http.headers:
-        entry["headers"] = dict(http.headers)
-    return entry
+    refuse_timeouts(server, "Claude Code")
+    return mcp_servers_entry(server)
 
 
+@dataclass(frozen=True, kw_only=True, eq=False)
 class ClaudeProvider:
     """Claude Code in print mode (``claude -p``), one process per turn.
 
@@ -128,24 +120,24 @@ class ClaudeProvider:
       PERMISSION_MODES passes ``--permission-mode NAME`` instead.
     - ``sandbox``: Claude Code's own Bash sandbox (and optional read confinement), sent in
       ``--settings``. Merge ``sandbox_env`` into the agent's env when using it.
-    - ``hooks``: caller hooks, merged after agentshim's own into the same ``--settings``.
+    - ``hooks``: caller hooks, merged after agentshim's own into the same ``--settings``; kept
+      as a tuple, in the order they are registered.
     - ``pricing``: prices used when a result frame reports no cost.
+
+    Raises:
+        InvalidRequestError: an unknown permission mode, a sandbox that is not a
+            SandboxConfig, or a hook that is not a ClaudeHook.
     """
 
-    def __init__(
-        self,
-        *,
-        permission_mode: str | None = None,
-        sandbox: SandboxConfig | None = None,
-        hooks: Sequence[ClaudeHook] = (),
-        pricing: PricingTable = PRICING_TABLE,
-    ) -> None:
-        """Build a provider.
+    permission_mode: str | None = None
+    sandbox: SandboxConfig | None = None
+    hooks: Sequence[ClaudeHook] = ()
+    pricing: PricingTable = PRICING_TABLE
+    settings_json: str | None = field(init=False, repr=False)
+    """The ``--settings`` argument, or None when there is nothing to configure."""
 
-        Raises:
-            InvalidRequestError: an unknown permission mode, a sandbox that is not a
-                SandboxConfig, or a hook that is not a ClaudeHook.
-        """
+    def __post_init__(self) -> None:
+        permission_mode, sandbox, hooks = self.permission_mode, self.sandbox, self.hooks
         if permission_mode is not None and permission_mode not in PERMISSION_MODES:
             raise InvalidRequestError(
                 "ClaudeProvider.permission_mode",
@@ -155,54 +147,22 @@ class ClaudeProvider:
             )
         if sandbox is not None:
             instance("ClaudeProvider", "sandbox", sandbox, SandboxConfig, "a SandboxConfig or None")
-        if isinstance(hooks, ClaudeHook) or not isinstance(hooks, Iterable):  # pyright: ignore[reportUnnecessaryIsInstance]
-            raise InvalidRequestError(
-                "ClaudeProvider.hooks",
-                f"{hooks!r} is not a sequence",
-                f"ClaudeProvider hooks must be a sequence of ClaudeHook values, not {hooks!r}; "
-                "wrap a single hook in a list",
-            )
-        hooks = tuple(hooks)
-        for hook in hooks:
-            if not isinstance(hook, ClaudeHook):  # pyright: ignore[reportUnnecessaryIsInstance]
-                raise InvalidRequestError(
-                    "ClaudeProvider.hooks",
-                    f"{hook!r} is not a ClaudeHook",
-                    f"ClaudeProvider hooks must be ClaudeHook values, not {hook!r}",
-                )
-        self._permission_mode = permission_mode
-        self._sandbox = sandbox
-        self._hooks = hooks
-        self._pricing = pricing
+        hooks = tuple(
+            instance("ClaudeProvider", "hooks", hook, ClaudeHook, "ClaudeHook values")
+            for hook in sequence("ClaudeProvider", "hooks", hooks, "ClaudeHook values")
+        )
         settings = build_settings(sandbox, hooks)
-        self._settings_json = (
+        settings_json = (
             json.dumps(settings, separators=(",", ":"), ensure_ascii=False) if settings else None
         )
+        # Frozen: the checked values are stored the one way a frozen dataclass allows.
+        object.__setattr__(self, "hooks", hooks)
+        object.__setattr__(self, "settings_json", settings_json)
 
     @property
     def profile(self) -> ProviderProfile:
         """Claude Code's capabilities."""
         return PROFILE
-
-    @property
-    def permission_mode(self) -> str | None:
-        """The ``--permission-mode`` value, or None for ``--dangerously-skip-permissions``."""
-        return self._permission_mode
-
-    @property
-    def sandbox(self) -> SandboxConfig | None:
-        """The sandbox configuration sent in ``--settings``, if any."""
-        return self._sandbox
-
-    @property
-    def hooks(self) -> tuple[ClaudeHook, ...]:
-        """The caller's hooks, in the order they are registered."""
-        return self._hooks
-
-    @property
-    def pricing(self) -> PricingTable:
-        """The prices used when a result frame reports no cost."""
-        return self._pricing
 
     @property
     def sandbox_env(self) -> Mapping[str, str]:
@@ -212,18 +172,14 @@ class ClaudeProvider:
     @property
     def env_defaults(self) -> Mapping[str, str]:
         """Environment CliAgent adds where its env is silent: ``sandbox_env`` with a sandbox."""
-        return SANDBOX_ENV if self._sandbox is not None else {}
-
-    @property
-    def settings_json(self) -> str | None:
-        """The ``--settings`` argument, or None when there is nothing to configure."""
-        return self._settings_json
+        return SANDBOX_ENV if self.sandbox is not None else {}
 
     def build_argv(self, ctx: ArgvContext) -> list[str]:
         """Return the argv for one turn; InvalidSessionIdError for an unsafe resume id."""
         argv = [ctx.binary_path, "-p", "--output-format", "stream-json", "--verbose"]
         if ctx.resume_session_id is not None:
-            argv += ["--resume", _resume_argument(ctx.resume_session_id)]
+            # validate_session_id also refuses a leading "-", which the CLI would read as a flag.
+            argv += ["--resume", validate_session_id(ctx.resume_session_id)]
         if ctx.model:
             argv += ["--model", checked_option_value("Claude Code", "model", ctx.model)]
         if ctx.reasoning_effort:
@@ -231,21 +187,19 @@ class ClaudeProvider:
             argv += ["--effort", effort]
         if ctx.schema_inline is not None:
             argv += ["--json-schema", ctx.schema_inline]
-        if self._permission_mode is None:
+        if self.permission_mode is None:
             argv.append("--dangerously-skip-permissions")
         else:
-            argv += ["--permission-mode", self._permission_mode]
-        if self._settings_json is not None:
-            argv += ["--settings", self._settings_json]
-        argv.extend(ctx.mcp_argv)
-        argv.extend(ctx.extra_args)
-        return argv
+            argv += ["--permission-mode", self.permission_mode]
+        if self.settings_json is not None:
+            argv += ["--settings", self.settings_json]
+        return ctx.ending(argv)
 
     def new_parser(
         self, emit: Callable[[AgentEvent], None], *, expect_structured: bool
     ) -> ClaudeStreamParser:
         """Return a fresh stream-json parser for one turn."""
-        return ClaudeStreamParser(emit, expect_structured=expect_structured, pricing=self._pricing)
+        return ClaudeStreamParser(emit, expect_structured=expect_structured, pricing=self.pricing)
 
     def install_mcp(self, workspace: Path | None, servers: Sequence[McpServer]) -> McpInstallation:
         """Merge ``servers`` into ``<workspace>/.mcp.json`` for the turn (restored afterwards).
@@ -282,24 +236,16 @@ class ClaudeProvider:
         )
 
 
-def _resume_argument(session_id: str) -> str:
-    # validate_session_id also refuses a leading "-", which the CLI would read as a flag.
-    return validate_session_id(session_id)
-
-
 def _resume_target_missing(error: CliExitError) -> str | None:
     """The session id Claude Code said it could not find ("" if unnamed), or None."""
     texts = [error.stderr, error.detail]
     if RESUME_MISSING_TEXT in error.stdout:
         texts.extend(_result_errors(error.stdout))
-    for text in texts:
-        at = text.find(RESUME_MISSING_TEXT)
-        if at < 0:
-            continue
-        tail = text[at:].splitlines()[0]
-        _, _, named = tail.partition("session ID:")
-        return named.strip()
-    return None
+    line = resume_missing_line(RESUME_MISSING_TEXT, *texts)
+    if line is None:
+        return None
+    _, _, named = line.partition("session ID:")
+    return named.strip()
 
 
 def _result_errors(stdout: str) -> list[str]:

@@ -13,11 +13,12 @@ import json
 import os
 import shlex
 import sys
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
+from agentshim.core._checks import sequence
 from agentshim.core.errors import InvalidRequestError
 
 from .hooks import CONFINE_READS_SCRIPT, CONFINED_TOOLS_MATCHER
@@ -30,22 +31,17 @@ SANDBOX_ENV: Mapping[str, str] = MappingProxyType({"CLAUDE_BASH_MAINTAIN_PROJECT
 
 def _strings(label: str, values: Sequence[str]) -> tuple[str, ...]:
     field = f"SandboxConfig.{label}"
-    if isinstance(values, str) or not isinstance(values, Iterable):  # pyright: ignore[reportUnnecessaryIsInstance]
-        raise InvalidRequestError(
-            field,
-            "not a sequence of strings",
-            f"{field} must be a sequence of strings, not {values!r}; wrap a single entry in a list",
-        )
-    result = tuple(values)
-    for value in result:
-        if not isinstance(value, str) or not value or "\0" in value:  # pyright: ignore[reportUnnecessaryIsInstance]
+    result: list[str] = []
+    for value in sequence("SandboxConfig", label, values, "strings"):
+        if not isinstance(value, str) or not value or "\0" in value:
             raise InvalidRequestError(
                 field,
                 f"invalid entry {value!r}",
                 f"{field} has an invalid entry {value!r}; each entry must be a non-empty "
                 "string without NUL characters",
             )
-    return result
+        result.append(value)
+    return tuple(result)
 
 
 def _json_extra(extra: Mapping[str, Any]) -> Mapping[str, Any]:

@@ -14,7 +14,7 @@ from typing import Any
 
 from agentshim.core.events import Plan, PlanItem, ToolKind, ToolResult
 from agentshim.core.jsonvalues import as_mapping, list_or_empty, str_or_empty
-from agentshim.core.stream import ToolArgs
+from agentshim.core.stream import ToolArgs, tool_kind_in
 
 __all__ = [
     "EDIT_TOOL",
@@ -58,7 +58,7 @@ TOOL_KINDS: Mapping[str, ToolKind] = MappingProxyType(
 
 def tool_kind(name: str) -> ToolKind:
     """Return what the tool item type ``name`` does (OTHER for one not in the table)."""
-    return TOOL_KINDS.get(name, ToolKind.OTHER)
+    return tool_kind_in(TOOL_KINDS, name)
 
 
 def tool_args(item_type: str, item: Mapping[str, Any]) -> ToolArgs:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +29,7 @@ from agentshim.core.errors import (
     ProviderCapabilityError,
 )
 from agentshim.core.events import AgentEvent
-from agentshim.core.exit_errors import as_resume_failure
+from agentshim.core.exit_errors import as_resume_failure, resume_missing_line
 from agentshim.core.ids import validate_session_id
 from agentshim.core.jsonvalues import as_mapping, list_or_empty
 from agentshim.core.mcp import HttpMcpServer, McpServer, StdioMcpServer
@@ -58,7 +59,7 @@ MCP_SERVERS_KEY = "mcp_servers"
 """The config table holding MCP servers, set one ``--config`` field at a time."""
 
 RESUME_MISSING_TEXT = "no rollout found"
-"""What Codex says on stderr (lowercased here) when ``resume`` names a thread it does not have."""
+"""What Codex says on stderr (in any case) when ``resume`` names a thread it does not have."""
 
 _STDIN_PROMPT = "-"
 # "SECRET" in the name: Codex's default shell_environment_policy keeps variables whose names
@@ -81,7 +82,6 @@ PROFILE = ProviderProfile(
     auth_files=(".codex/auth.json",),
     credential_files=(".codex/auth.json",),
     resume_state_paths=(".codex/sessions",),
-    mcp_config_file=None,
     native_permission_modes=(
         NativeMode.BYPASS,
         NativeMode.READ_ONLY,
@@ -263,36 +263,18 @@ def parse_mcp_servers(
 # -- the provider ------------------------------------------------------------------------
 
 
-def _resume_argument(session_id: str) -> str:
-    # validate_session_id also refuses a leading "-", which the CLI would read as an option.
-    return validate_session_id(session_id)
-
-
-def _resume_target_missing(error: CliExitError) -> str | None:
-    """The line where Codex said the resumed thread has no rollout, or None."""
-    for line in f"{error.stderr}\n{error.detail}".splitlines():
-        if RESUME_MISSING_TEXT in line.lower():
-            return line.strip()
-    return None
-
-
+@dataclass(frozen=True, kw_only=True, eq=False)
 class CodexProvider:
     """Drives ``codex exec --json``; ``sandbox`` turns Codex's own sandbox on (default: off).
 
     Without a sandbox the CLI runs with ``--dangerously-bypass-approvals-and-sandbox``, which
     is only safe inside an outside confinement. With ``sandbox.excluded_commands`` every turn
     writes them into ``$CODEX_HOME/rules/agentshim.rules`` and is refused unless CODEX_HOME is
-    dedicated to the caller and outside every directory the sandbox lets commands write.
+    dedicated to the caller and outside every directory the sandbox lets commands write. The
+    sandbox is fixed for the provider's lifetime.
     """
 
-    def __init__(self, *, sandbox: CodexSandboxConfig | None = None) -> None:
-        """Build a provider; ``sandbox`` None runs without Codex's own sandbox."""
-        self._sandbox = sandbox
-
-    @property
-    def sandbox(self) -> CodexSandboxConfig | None:
-        """Codex's own sandbox settings, or None for the bypass flag."""
-        return self._sandbox
+    sandbox: CodexSandboxConfig | None = None
 
     @property
     def profile(self) -> ProviderProfile:
@@ -310,7 +292,8 @@ class CodexProvider:
         argv = [ctx.binary_path, "exec"]
         resume = ctx.resume_session_id
         if resume is not None:
-            argv += ["resume", _resume_argument(resume), _STDIN_PROMPT]
+            # validate_session_id also refuses a leading "-", which the CLI would read as an option.
+            argv += ["resume", validate_session_id(resume), _STDIN_PROMPT]
         argv += self._sandbox_argv(ctx)
         argv += ["--skip-git-repo-check", "--json"]
         if ctx.model:
@@ -334,7 +317,7 @@ class CodexProvider:
         return argv
 
     def _sandbox_argv(self, ctx: ArgvContext) -> list[str]:
-        sandbox = self._sandbox
+        sandbox = self.sandbox
         if sandbox is not None and sandbox.excluded_commands:
             home = check_codex_home(sandbox, cwd=ctx.cwd, env=ctx.env)
             install_rules(home, sandbox.excluded_commands)
@@ -373,6 +356,6 @@ class CodexProvider:
         Codex names a lost thread on stderr (``no rollout found for thread id ...``); any
         other failure of a resumed turn keeps its kind and leaves the conversation alone.
         """
-        if resumed and _resume_target_missing(error) is not None:
+        if resumed and resume_missing_line(RESUME_MISSING_TEXT, error.stderr, error.detail):
             return as_resume_failure(error, session_id=word_after(error.argv, "resume"))
         return error

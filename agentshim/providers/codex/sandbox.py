@@ -14,8 +14,9 @@ import enum
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any
 
+from agentshim.core._checks import instance, sequence
 from agentshim.core.errors import InvalidRequestError
 from agentshim.core.jsonvalues import list_or_empty
 from agentshim.core.permissions import NativeMode, NativePermissions
@@ -74,27 +75,20 @@ def _word(label: str, word: object, *, path: bool) -> str:
     return word
 
 
-def _sequence(label: str, values: object, example: str) -> tuple[object, ...]:
-    if isinstance(values, str) or not isinstance(values, Iterable):
-        raise InvalidRequestError(
-            label,
-            f"{values!r} is not a sequence",
-            f"{label} must be a sequence such as {example}, not {values!r}",
-        )
-    return tuple(cast("Iterable[object]", values))
-
-
 def _strings(label: str, values: object) -> tuple[str, ...]:
     field = f"CodexSandboxConfig.{label}"
-    return tuple(_word(field, v, path=True) for v in _sequence(field, values, "('/abs/dir',)"))
+    return tuple(
+        _word(field, v, path=True)
+        for v in sequence("", field, values, "paths such as ('/abs/dir',)")
+    )
 
 
 def _commands(
     values: object, label: str = "CodexSandboxConfig.excluded_commands"
 ) -> tuple[tuple[str, ...], ...]:
     commands: list[tuple[str, ...]] = []
-    for command in _sequence(label, values, "[('git', 'push')]"):
-        words = _sequence(label, command, "('git', 'push') (one item per word)")
+    for command in sequence("", label, values, "commands such as [('git', 'push')]"):
+        words = sequence("", label, command, "words such as ('git', 'push')")
         if not words:
             raise InvalidRequestError(
                 label,
@@ -130,13 +124,8 @@ class CodexSandboxConfig:
     excluded_commands: tuple[tuple[str, ...], ...] = ()
 
     def __post_init__(self) -> None:
-        if not isinstance(self.mode, CodexSandboxMode):  # pyright: ignore[reportUnnecessaryIsInstance]
-            raise InvalidRequestError(
-                "CodexSandboxConfig.mode",
-                f"{self.mode!r} is not a CodexSandboxMode",
-                f"CodexSandboxConfig.mode must be a CodexSandboxMode (such as "
-                f"CodexSandboxMode.WORKSPACE_WRITE), not {self.mode!r}",
-            )
+        hint = "a CodexSandboxMode (such as CodexSandboxMode.WORKSPACE_WRITE)"
+        instance("CodexSandboxConfig", "mode", self.mode, CodexSandboxMode, hint)
         roots = _strings("writable_roots", self.writable_roots)
         commands = _commands(self.excluded_commands)
         object.__setattr__(self, "writable_roots", roots)

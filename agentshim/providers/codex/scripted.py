@@ -175,4 +175,4 @@ def resume_failure_lines(*, session_id: str | None = None) -> ScriptedRun:
         "Stack backtrace:\n",
         "   0: <unknown>\n",
     )
-    return ScriptedRun(stdout=(), stderr=stderr, returncode=1)
+    return ScriptedRun(stderr=stderr, returncode=1)

@@ -8,14 +8,14 @@ bundled ``session-events.schema.json`` and tool registry name.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Mapping
 from types import MappingProxyType
 from typing import cast
 
 from agentshim.core.events import ToolKind
-from agentshim.core.jsonvalues import as_mapping, as_str
+from agentshim.core.jsonvalues import as_mapping, as_str, compact_json
+from agentshim.core.stream import tool_kind_in
 
 __all__ = [
     "EDIT_TOOL",
@@ -67,7 +67,7 @@ def tool_kind(name: str, *, mcp_server: str | None = None) -> ToolKind:
     """
     if mcp_server:
         return ToolKind.MCP
-    return TOOL_KINDS.get(name, ToolKind.OTHER)
+    return tool_kind_in(TOOL_KINDS, name)
 
 
 def tool_output(result: object) -> str:
@@ -95,12 +95,5 @@ def _contents_text(contents: object) -> str:
     for block in blocks:
         mapping = as_mapping(block)
         text = as_str(mapping.get("text")) if mapping is not None else None
-        parts.append(text if text is not None else _compact(block))
+        parts.append(text if text is not None else compact_json(block))
     return "\n".join(parts)
-
-
-def _compact(value: object) -> str:
-    try:
-        return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
-    except (TypeError, ValueError):
-        return repr(value)

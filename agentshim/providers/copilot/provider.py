@@ -24,11 +24,17 @@ from agentshim.core.errors import (
     McpConfigError,
     ProviderCapabilityError,
 )
-from agentshim.core.exit_errors import as_resume_failure
+from agentshim.core.exit_errors import as_resume_failure, resume_missing_line
 from agentshim.core.ids import validate_session_id
 from agentshim.core.jsonvalues import as_mapping, list_or_empty
-from agentshim.core.mcp import HttpMcpServer, McpServer, StdioMcpServer
-from agentshim.core.profile import McpMechanism, OutputSchemaStyle, ProviderProfile
+from agentshim.core.mcp import (
+    HttpMcpServer,
+    McpServer,
+    StdioMcpServer,
+    mcp_servers_entry,
+    refuse_timeouts,
+)
+from agentshim.core.profile import McpMechanism, ProviderProfile
 from agentshim.core.provider import ArgvContext, McpInstallation, NoMcpInstallation
 
 from .parser import CopilotStreamParser
@@ -63,10 +69,7 @@ PROFILE = ProviderProfile(
     display_name="GitHub Copilot CLI",
     binary="copilot",
     supports_resume=True,
-    supports_reasoning_effort=False,
     mcp=McpMechanism.CLI_FLAGS,
-    output_schema=OutputSchemaStyle.NONE,
-    schema_dialect=None,
     state_dirs=(".copilot",),
     auth_env_vars=(
         "COPILOT_GITHUB_TOKEN",
@@ -86,41 +89,20 @@ PROFILE = ProviderProfile(
 """Copilot CLI's capabilities (checked against 1.0.102 and its ``help`` topics)."""
 
 
+@dataclass(frozen=True, kw_only=True, eq=False)
 class CopilotProvider:
     """Runs ``copilot --output-format json --allow-all-tools ...`` with the prompt on stdin.
 
     Copilot asks before touching a path outside the working directory or a URL; a headless run
     cannot answer, so by default both are allowed too (``allow_all_paths``/``allow_all_urls``,
     the agent's own sandbox being off as with every provider). ``auto_update=False`` passes
-    ``--no-auto-update`` so a run uses the version that was installed and checked.
+    ``--no-auto-update`` so a run uses the version that was installed and checked. The options
+    are fixed for the provider's lifetime.
     """
 
-    def __init__(
-        self,
-        *,
-        allow_all_paths: bool = True,
-        allow_all_urls: bool = True,
-        auto_update: bool = False,
-    ) -> None:
-        """Choose the permission and update flags every turn gets."""
-        self._allow_all_paths = allow_all_paths
-        self._allow_all_urls = allow_all_urls
-        self._auto_update = auto_update
-
-    @property
-    def allow_all_paths(self) -> bool:
-        """Whether every turn passes ``--allow-all-paths``."""
-        return self._allow_all_paths
-
-    @property
-    def allow_all_urls(self) -> bool:
-        """Whether every turn passes ``--allow-all-urls``."""
-        return self._allow_all_urls
-
-    @property
-    def auto_update(self) -> bool:
-        """Whether the CLI may update itself (False passes ``--no-auto-update``)."""
-        return self._auto_update
+    allow_all_paths: bool = True
+    allow_all_urls: bool = True
+    auto_update: bool = False
 
     @property
     def profile(self) -> ProviderProfile:
@@ -133,28 +115,26 @@ class CopilotProvider:
         ``copilot --output-format json --allow-all-tools [--allow-all-paths] [--allow-all-urls]
         [--no-auto-update] [--resume=<id>] [--model m] [--additional-mcp-config <json>] [extra]``
 
-        A reasoning effort or an output schema never gets here: the profile declares neither,
-        so the agent refuses them first (``--reasoning-effort`` can go in ``extra_args``).
+        ``--reasoning-effort`` can go in ``extra_args`` (the profile declares no effort).
 
         Raises:
             InvalidSessionIdError: the resume id is not safe to pass.
         """
         argv = [ctx.binary_path, "--output-format", "json", "--allow-all-tools"]
-        if self._allow_all_paths:
+        if self.allow_all_paths:
             argv.append("--allow-all-paths")
-        if self._allow_all_urls:
+        if self.allow_all_urls:
             argv.append("--allow-all-urls")
-        if not self._auto_update:
+        if not self.auto_update:
             argv.append("--no-auto-update")
         if ctx.resume_session_id is not None:
             # The equals form: --resume takes an optional value, so a separate word could be
             # read as the prompt or the next flag.
-            argv.append(f"{RESUME_FLAG}={_resume_argument(ctx.resume_session_id)}")
+            # Only the id's own safety matters then.
+            argv.append(f"{RESUME_FLAG}={validate_session_id(ctx.resume_session_id)}")
         if ctx.model:
             argv += ["--model", checked_option_value("Copilot CLI", "model", ctx.model)]
-        argv += ctx.mcp_argv
-        argv += ctx.extra_args
-        return argv
+        return ctx.ending(argv)
 
     def new_parser(
         self, emit: Callable[[AgentEvent], None], *, expect_structured: bool
@@ -188,22 +168,9 @@ class CopilotProvider:
         Any other failure keeps its kind and detail, so a 5xx on a resumed turn stays a
         retryable failure of a conversation that still exists.
         """
-        if resumed and _resume_target_missing(error) is not None:
+        if resumed and resume_missing_line(RESUME_MISSING_TEXT, error.stderr, error.detail):
             return as_resume_failure(error, session_id=resumed_session_id(error.argv))
         return error
-
-
-def _resume_argument(session_id: str) -> str:
-    # Passed as --resume=<id>, so only the id's own safety matters.
-    return validate_session_id(session_id)
-
-
-def _resume_target_missing(error: CliExitError) -> str | None:
-    """The line where Copilot said the resumed session does not exist, or None."""
-    for line in f"{error.stderr}\n{error.detail}".splitlines():
-        if RESUME_MISSING_TEXT in line:
-            return line.strip()
-    return None
 
 
 def mcp_entry(server: McpServer) -> dict[str, Any]:
@@ -212,25 +179,11 @@ def mcp_entry(server: McpServer) -> dict[str, Any]:
     Raises:
         ProviderCapabilityError: the server sets a startup or tool timeout.
     """
-    if server.startup_timeout_s is not None or server.tool_timeout_s is not None:
-        raise ProviderCapabilityError(
-            f"GitHub Copilot CLI has no separate startup and tool timeouts for MCP server "
-            f"{server.name!r}; drop startup_timeout_s and tool_timeout_s"
-        )
+    refuse_timeouts(server, "GitHub Copilot CLI")
+    entry = mcp_servers_entry(server)
     if isinstance(server, StdioMcpServer):
-        entry: dict[str, Any] = {
-            "type": "local",
-            "command": server.command,
-            "args": list(server.args),
-            "tools": ["*"],
-        }
-        if server.env:
-            entry["env"] = dict(server.env)
-        return entry
-    http: HttpMcpServer = server
-    entry = {"type": http.transport, "url": http.url, "tools": ["*"]}
-    if http.headers:
-        entry["headers"] = dict(http.headers)
+        entry = {"type": "local", **entry}
+    entry["tools"] = ["*"]
     return entry
 
 

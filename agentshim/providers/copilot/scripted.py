@@ -7,8 +7,12 @@ import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from agentshim.core.errors import InvalidRequestError
-from agentshim.core.scripting import ScriptedRun, ScriptedTurn, ToolFailure
+from agentshim.core.scripting import (
+    ScriptedRun,
+    ScriptedTurn,
+    ToolFailure,
+    refuse_structured_output,
+)
 from agentshim.core.usage import TokenUsage
 
 from .events import SHELL_TOOL
@@ -64,13 +68,7 @@ def scripted_lines(script: ScriptedTurn) -> ScriptedRun:
     Raises:
         InvalidRequestError: ``structured_output`` was given; Copilot CLI has no output schema.
     """
-    if script.structured_output is not None:
-        raise InvalidRequestError(
-            "structured_output",
-            "the provider has no native output schema",
-            "GitHub Copilot CLI has no native output schema, so a scripted copilot turn cannot "
-            "carry structured_output; put the JSON in text instead",
-        )
+    refuse_structured_output(script, "GitHub Copilot CLI", "copilot")
     sid = script.session_id or str(uuid.uuid4())
     frames = _Frames()
     frames.add("session.mcp_servers_loaded", {"servers": []}, ephemeral=True)
@@ -190,7 +188,6 @@ def resume_failure_lines(*, session_id: str | None = None) -> ScriptedRun:
     """Return what the CLI prints when ``--resume`` names a session it does not have (exit 1)."""
     sid = session_id or "00000000-0000-4000-8000-000000000000"
     return ScriptedRun(
-        stdout=(),
         stderr=(
             f"Error: No session, task, or name matched '{sid}'.\n",
             "\n",

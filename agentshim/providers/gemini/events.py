@@ -10,8 +10,9 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any, cast
 
-from agentshim.core.events import Plan, PlanItem, ToolCall, ToolKind, ToolResult
+from agentshim.core.events import Plan, ToolCall, ToolKind, ToolResult
 from agentshim.core.jsonvalues import to_text
+from agentshim.core.stream import todo_plan, tool_kind_in
 
 __all__ = [
     "EDIT_TOOL",
@@ -60,10 +61,7 @@ TOOL_KINDS: Mapping[str, ToolKind] = MappingProxyType(
 
 def tool_kind(name: str) -> ToolKind:
     """Return what the Gemini CLI tool ``name`` does (OTHER for a name it does not ship)."""
-    kind = TOOL_KINDS.get(name)
-    if kind is not None:
-        return kind
-    return ToolKind.MCP if name.startswith(MCP_TOOL_PREFIX) else ToolKind.OTHER
+    return tool_kind_in(TOOL_KINDS, name, mcp_prefix=MCP_TOOL_PREFIX)
 
 
 def tool_call(frame: Mapping[str, Any]) -> ToolCall:
@@ -117,18 +115,4 @@ def tool_result(frame: Mapping[str, Any], name: str, duration_s: float | None) -
 
 def plan_from_args(args: object, tool_id: str | None) -> Plan | None:
     """Build a Plan from ``write_todos`` arguments (``todos: [{description, status}]``)."""
-    if not isinstance(args, dict):
-        return None
-    todos: object = cast("dict[str, Any]", args).get("todos")
-    if not isinstance(todos, list):
-        return None
-    items: list[PlanItem] = []
-    for todo in cast("list[object]", todos):
-        if not isinstance(todo, dict):
-            continue
-        fields = cast("dict[str, Any]", todo)
-        description: object = fields.get("description")
-        status: object = fields.get("status")
-        if isinstance(description, str):
-            items.append(PlanItem(description, status if isinstance(status, str) else "pending"))
-    return Plan(tuple(items), tool_id)
+    return todo_plan(args, tool_id, "description")

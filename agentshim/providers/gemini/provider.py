@@ -7,6 +7,7 @@ prompt (checked against 0.61.0), so no ``-p`` is needed and the prompt never rea
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -17,13 +18,18 @@ from agentshim.core.errors import (
     ProviderCapabilityError,
 )
 from agentshim.core.events import AgentEvent
-from agentshim.core.exit_errors import as_resume_failure, with_kind
+from agentshim.core.exit_errors import as_resume_failure, resume_missing_line, with_kind
 from agentshim.core.ids import validate_session_id
-from agentshim.core.mcp import McpServer, StdioMcpServer
+from agentshim.core.mcp import (
+    McpServer,
+    mcp_servers_entry,
+    refuse_timeouts,
+    tool_timeout_ms,
+)
 from agentshim.core.mcp_config import install_json_config, workspace_config_file
 from agentshim.core.permissions import NativeMode, NativePermissions
 from agentshim.core.pricing import PricingTable
-from agentshim.core.profile import McpMechanism, OutputSchemaStyle, ProviderProfile
+from agentshim.core.profile import McpMechanism, ProviderProfile
 from agentshim.core.provider import ArgvContext, McpInstallation, NoMcpInstallation
 
 from .failures import classify
@@ -45,17 +51,14 @@ MCP_SERVERS_KEY = "mcpServers"
 """The settings key holding MCP servers."""
 
 RESUME_MISSING_TEXT = "Error resuming session:"
-"""How the CLI's stderr starts when ``--resume`` names no session it has."""
+"""What the CLI's stderr says when ``--resume`` names no session it has."""
 
 PROFILE = ProviderProfile(
     name="gemini",
     display_name="Gemini CLI",
     binary="gemini",
     supports_resume=True,
-    supports_reasoning_effort=False,
     mcp=McpMechanism.CONFIG_FILE,
-    output_schema=OutputSchemaStyle.NONE,
-    schema_dialect=None,
     state_dirs=(".gemini",),
     auth_env_vars=("GEMINI_API_KEY", "GOOGLE_API_KEY", "GOOGLE_GEMINI_BASE_URL"),
     container_install=("npm install -g @google/gemini-cli",),
@@ -79,72 +82,34 @@ def mcp_entry(server: McpServer, *, trust: bool = True) -> dict[str, Any]:
         ProviderCapabilityError: ``startup_timeout_s`` was set; the CLI has no separate
             connect timeout (its one ``timeout`` covers every request).
     """
-    if server.startup_timeout_s is not None:
-        raise ProviderCapabilityError(
-            f"MCP server {server.name!r}: the Gemini CLI has no startup timeout setting; "
-            "leave startup_timeout_s unset (tool_timeout_s is supported)"
-        )
-    entry: dict[str, Any]
-    if isinstance(server, StdioMcpServer):
-        entry = {"command": server.command, "args": list(server.args)}
-        if server.env:
-            entry["env"] = dict(server.env)
-    else:
-        entry = {"url": server.url, "type": server.transport}
-        if server.headers:
-            entry["headers"] = dict(server.headers)
-    if server.tool_timeout_s is not None:
-        entry["timeout"] = max(1, round(server.tool_timeout_s * 1000))
+    refuse_timeouts(server, "the Gemini CLI", tool_timeout=True)
+    entry = mcp_servers_entry(server)
+    timeout = tool_timeout_ms(server)
+    if timeout is not None:
+        entry["timeout"] = timeout
     entry["trust"] = trust
     return entry
 
 
-def _resume_argument(session_id: str) -> str:
-    # validate_session_id also refuses a leading "-", which the CLI would read as a flag.
-    return validate_session_id(session_id)
-
-
-def _resume_target_missing(error: CliExitError) -> str | None:
-    """The stderr line where the CLI said the resumed session cannot be loaded, or None."""
-    for line in error.stderr.splitlines():
-        if line.startswith(RESUME_MISSING_TEXT):
-            return line.strip()
-    return None
-
-
+@dataclass(frozen=True, kw_only=True, eq=False)
 class GeminiProvider:
     """Runs ``gemini --output-format stream-json`` with the prompt on stdin.
 
     ``permissions``: bypass (the default) passes ``--yolo``; read-only passes
-    ``--approval-mode plan``. Workspace-write has no Gemini CLI equivalent.
-    ``pricing`` prices turns per model (the CLI reports no cost); the built-in table is empty.
+    ``--approval-mode plan``. Workspace-write has no Gemini CLI equivalent: asking for it
+    raises ProviderCapabilityError. ``pricing`` prices turns per model (the CLI reports no
+    cost); the built-in table is empty. The options are fixed for the provider's lifetime.
     """
 
-    def __init__(
-        self,
-        *,
-        permissions: NativePermissions | None = None,
-        pricing: PricingTable | None = None,
-    ) -> None:
-        """Build a provider; ProviderCapabilityError for a permission mode the CLI lacks."""
-        chosen = permissions if permissions is not None else NativePermissions.bypass()
-        if chosen.mode not in PROFILE.native_permission_modes:
+    permissions: NativePermissions = field(default_factory=NativePermissions.bypass)
+    pricing: PricingTable = PRICING_TABLE
+
+    def __post_init__(self) -> None:
+        if self.permissions.mode not in PROFILE.native_permission_modes:
             raise ProviderCapabilityError(
-                f"the Gemini CLI has no {chosen.mode.value} mode; use bypass (--yolo) or "
-                "read_only (--approval-mode plan)"
+                f"the Gemini CLI has no {self.permissions.mode.value} mode; use bypass (--yolo) "
+                "or read_only (--approval-mode plan)"
             )
-        self._permissions = chosen
-        self._pricing = pricing if pricing is not None else PRICING_TABLE
-
-    @property
-    def permissions(self) -> NativePermissions:
-        """The CLI's own approval mode: bypass (``--yolo``) or read-only (plan mode)."""
-        return self._permissions
-
-    @property
-    def pricing(self) -> PricingTable:
-        """The prices turns are costed with (the CLI reports no cost)."""
-        return self._pricing
 
     @property
     def profile(self) -> ProviderProfile:
@@ -152,29 +117,24 @@ class GeminiProvider:
         return PROFILE
 
     def build_argv(self, ctx: ArgvContext) -> list[str]:
-        """``gemini --output-format stream-json [--model m] [--resume id] <mode> [extra]``.
-
-        An output schema or a reasoning effort never gets here: the profile declares neither,
-        so the agent refuses them before building argv.
-        """
+        """``gemini --output-format stream-json [--model m] [--resume id] <mode> [extra]``."""
         argv = [ctx.binary_path, "--output-format", "stream-json"]
         if ctx.model:
             argv += ["--model", checked_option_value("the Gemini CLI", "model", ctx.model)]
         if ctx.resume_session_id is not None:
-            argv += ["--resume", _resume_argument(ctx.resume_session_id)]
-        if self._permissions.mode is NativeMode.BYPASS:
+            # validate_session_id also refuses a leading "-", which the CLI would read as a flag.
+            argv += ["--resume", validate_session_id(ctx.resume_session_id)]
+        if self.permissions.mode is NativeMode.BYPASS:
             argv.append("--yolo")
         else:
             argv += ["--approval-mode", "plan"]
-        argv += ctx.mcp_argv
-        argv += ctx.extra_args
-        return argv
+        return ctx.ending(argv)
 
     def new_parser(
         self, emit: Callable[[AgentEvent], None], *, expect_structured: bool
     ) -> GeminiStreamParser:
         """Return a fresh stream-json parser pricing with this provider's table."""
-        return GeminiStreamParser(emit, expect_structured=expect_structured, pricing=self._pricing)
+        return GeminiStreamParser(emit, expect_structured=expect_structured, pricing=self.pricing)
 
     def install_mcp(self, workspace: Path | None, servers: Sequence[McpServer]) -> McpInstallation:
         """Merge ``servers`` into ``<workspace>/.gemini/settings.json`` for one turn.
@@ -185,7 +145,7 @@ class GeminiProvider:
         if not servers:
             return NoMcpInstallation()
         path = workspace_config_file(workspace, MCP_CONFIG_FILE)
-        trust = self._permissions.mode is NativeMode.BYPASS
+        trust = self.permissions.mode is NativeMode.BYPASS
         entries = {server.name: mcp_entry(server, trust=trust) for server in servers}
         return install_json_config(path, (MCP_SERVERS_KEY,), entries)
 
@@ -197,7 +157,7 @@ class GeminiProvider:
         kind. Otherwise the kind is ``failures.classify``'s; a kind the stream gave is kept.
         """
         if resumed:
-            line = _resume_target_missing(error)
+            line = resume_missing_line(RESUME_MISSING_TEXT, error.stderr)
             if line is not None:
                 return as_resume_failure(
                     error, session_id=word_after(error.argv, "--resume", "-r"), detail=line

@@ -7,8 +7,12 @@ import uuid
 from collections.abc import Mapping
 from typing import Any
 
-from agentshim.core.errors import InvalidRequestError
-from agentshim.core.scripting import ScriptedRun, ScriptedTurn, ToolFailure
+from agentshim.core.scripting import (
+    ScriptedRun,
+    ScriptedTurn,
+    ToolFailure,
+    refuse_structured_output,
+)
 from agentshim.core.usage import TokenUsage
 
 __all__ = ["SCRIPTED_MODEL", "resume_failure_lines", "scripted_lines"]
@@ -70,13 +74,7 @@ def scripted_lines(script: ScriptedTurn) -> ScriptedRun:
     Raises:
         InvalidRequestError: ``structured_output`` was given; the Gemini CLI has no output schema.
     """
-    if script.structured_output is not None:
-        raise InvalidRequestError(
-            "structured_output",
-            "the provider has no native output schema",
-            "the Gemini CLI has no native output schema, so a scripted gemini turn cannot carry "
-            "structured_output; put the JSON in text instead",
-        )
+    refuse_structured_output(script, "the Gemini CLI", "gemini")
     sid = script.session_id or str(uuid.uuid4())
     out = [
         _line({"type": "init", "timestamp": _TIMESTAMP, "session_id": sid, "model": "auto"}),
@@ -140,7 +138,6 @@ def resume_failure_lines(*, session_id: str | None = None) -> ScriptedRun:
     """Return what the CLI prints when ``--resume`` names a session it does not have (exit 42)."""
     sid = session_id or "00000000-0000-4000-8000-000000000000"
     return ScriptedRun(
-        stdout=(),
         stderr=(
             f'Error resuming session: Invalid session identifier "{sid}".\n',
             "  Searched for sessions in /home/user/.gemini/tmp/work/chats.\n",

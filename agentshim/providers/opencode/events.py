@@ -11,8 +11,9 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any, cast
 
-from agentshim.core.events import Plan, PlanItem, ToolCall, ToolKind, ToolResult
+from agentshim.core.events import Plan, ToolCall, ToolKind, ToolResult
 from agentshim.core.jsonvalues import as_amount, mapping_or_empty, to_text
+from agentshim.core.stream import todo_plan, tool_kind_in
 
 __all__ = [
     "EDIT_TOOL",
@@ -62,7 +63,7 @@ TERMINAL_STATUSES = frozenset({"completed", "error"})
 
 def tool_kind(name: str) -> ToolKind:
     """Return what the opencode tool ``name`` does (OTHER for MCP and unknown tools)."""
-    return TOOL_KINDS.get(name, ToolKind.OTHER)
+    return tool_kind_in(TOOL_KINDS, name)
 
 
 def _duration_s(state: Mapping[str, Any]) -> float | None:
@@ -122,16 +123,4 @@ def tool_events(part: Mapping[str, Any]) -> tuple[ToolCall, ToolResult | None]:
 
 def plan_from_args(args: object, tool_id: str | None) -> Plan | None:
     """Build a Plan from ``todowrite`` arguments (``todos: [{content, status, priority}]``)."""
-    if not isinstance(args, dict):
-        return None
-    todos: object = cast("dict[str, Any]", args).get("todos")
-    if not isinstance(todos, list):
-        return None
-    items: list[PlanItem] = []
-    for todo in cast("list[object]", todos):
-        fields = mapping_or_empty(todo)
-        content: object = fields.get("content")
-        status: object = fields.get("status")
-        if isinstance(content, str):
-            items.append(PlanItem(content, status if isinstance(status, str) else "pending"))
-    return Plan(tuple(items), tool_id)
+    return todo_plan(args, tool_id, "content")

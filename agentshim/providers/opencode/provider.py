@@ -8,6 +8,7 @@ never reaches argv.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -16,15 +17,14 @@ from agentshim.core.errors import (
     AgentShimError,
     CliExitError,
     FailureKind,
-    ProviderCapabilityError,
 )
 from agentshim.core.events import AgentEvent
-from agentshim.core.exit_errors import as_resume_failure, with_kind
+from agentshim.core.exit_errors import as_resume_failure, resume_missing_line, with_kind
 from agentshim.core.failures import kind_from_text
 from agentshim.core.ids import validate_session_id
-from agentshim.core.mcp import McpServer, StdioMcpServer
+from agentshim.core.mcp import McpServer, StdioMcpServer, refuse_timeouts, tool_timeout_ms
 from agentshim.core.mcp_config import install_json_config, workspace_config_file
-from agentshim.core.profile import McpMechanism, OutputSchemaStyle, ProviderProfile
+from agentshim.core.profile import McpMechanism, ProviderProfile
 from agentshim.core.provider import ArgvContext, McpInstallation, NoMcpInstallation
 
 from .parser import OpencodeStreamParser, strip_ansi
@@ -53,10 +53,7 @@ PROFILE = ProviderProfile(
     display_name="opencode",
     binary="opencode",
     supports_resume=True,
-    supports_reasoning_effort=False,
     mcp=McpMechanism.CONFIG_FILE,
-    output_schema=OutputSchemaStyle.NONE,
-    schema_dialect=None,
     state_dirs=(".local/share/opencode", ".config/opencode"),
     container_install=("npm install -g opencode-ai",),
     auth_files=(".local/share/opencode/auth.json",),
@@ -79,11 +76,7 @@ def mcp_entry(server: McpServer) -> dict[str, Any]:
         ProviderCapabilityError: ``startup_timeout_s`` was set; opencode has one request
             timeout and no separate startup timeout.
     """
-    if server.startup_timeout_s is not None:
-        raise ProviderCapabilityError(
-            f"MCP server {server.name!r}: opencode has no startup timeout setting; "
-            "leave startup_timeout_s unset (tool_timeout_s is supported)"
-        )
+    refuse_timeouts(server, "opencode", tool_timeout=True)
     entry: dict[str, Any]
     if isinstance(server, StdioMcpServer):
         entry = {"type": "local", "command": [server.command, *server.args]}
@@ -94,46 +87,24 @@ def mcp_entry(server: McpServer) -> dict[str, Any]:
         if server.headers:
             entry["headers"] = dict(server.headers)
     entry["enabled"] = True
-    if server.tool_timeout_s is not None:
-        entry["timeout"] = max(1, round(server.tool_timeout_s * 1000))
+    timeout = tool_timeout_ms(server)
+    if timeout is not None:
+        entry["timeout"] = timeout
     return entry
 
 
-def _resume_argument(session_id: str) -> str:
-    # validate_session_id also refuses a leading "-", which the CLI would read as a flag.
-    return validate_session_id(session_id)
-
-
-def _resume_target_missing(error: CliExitError) -> str | None:
-    """The stderr line where opencode said the resumed session is not found, or None."""
-    for line in strip_ansi(error.stderr).splitlines():
-        if RESUME_MISSING_TEXT in line:
-            return line.strip()
-    return None
-
-
+@dataclass(frozen=True, kw_only=True, eq=False)
 class OpencodeProvider:
     """Runs ``opencode run --format json`` with the prompt on stdin.
 
     ``thinking`` adds ``--thinking`` so reasoning parts reach the stream as Reasoning events.
     ``auto_approve`` adds ``--auto``: without it, ``opencode run`` auto-rejects every request
-    the user's permission config answers with "ask" (the tool fails, the turn goes on).
+    the user's permission config answers with "ask" (the tool fails, the turn goes on). The
+    options are fixed for the provider's lifetime.
     """
 
-    def __init__(self, *, thinking: bool = False, auto_approve: bool = False) -> None:
-        """Build a provider with the given opencode options."""
-        self._thinking = thinking
-        self._auto_approve = auto_approve
-
-    @property
-    def thinking(self) -> bool:
-        """Whether every turn passes ``--thinking`` (reasoning parts become Reasoning events)."""
-        return self._thinking
-
-    @property
-    def auto_approve(self) -> bool:
-        """Whether every turn passes ``--auto`` (permission requests are approved)."""
-        return self._auto_approve
+    thinking: bool = False
+    auto_approve: bool = False
 
     @property
     def profile(self) -> ProviderProfile:
@@ -141,23 +112,18 @@ class OpencodeProvider:
         return PROFILE
 
     def build_argv(self, ctx: ArgvContext) -> list[str]:
-        """``opencode run --format json [--session id] [--model provider/model] [extra]``.
-
-        An output schema or a reasoning effort never gets here: the profile declares neither,
-        so the agent refuses them before building argv.
-        """
+        """``opencode run --format json [--session id] [--model provider/model] [extra]``."""
         argv = [ctx.binary_path, "run", "--format", "json"]
         if ctx.resume_session_id is not None:
-            argv += ["--session", _resume_argument(ctx.resume_session_id)]
+            # validate_session_id also refuses a leading "-", which the CLI would read as a flag.
+            argv += ["--session", validate_session_id(ctx.resume_session_id)]
         if ctx.model:
             argv += ["--model", checked_option_value("opencode", "model", ctx.model)]
-        if self._thinking:
+        if self.thinking:
             argv.append("--thinking")
-        if self._auto_approve:
+        if self.auto_approve:
             argv.append("--auto")
-        argv += ctx.mcp_argv
-        argv += ctx.extra_args
-        return argv
+        return ctx.ending(argv)
 
     def new_parser(
         self, emit: Callable[[AgentEvent], None], *, expect_structured: bool
@@ -190,7 +156,7 @@ class OpencodeProvider:
         stderr's text is read.
         """
         if resumed:
-            line = _resume_target_missing(error)
+            line = resume_missing_line(RESUME_MISSING_TEXT, strip_ansi(error.stderr))
             if line is not None:
                 return as_resume_failure(
                     error, session_id=word_after(error.argv, "--session", "-s"), detail=line

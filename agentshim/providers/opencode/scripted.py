@@ -8,8 +8,12 @@ import string
 from collections.abc import Mapping
 from typing import Any
 
-from agentshim.core.errors import InvalidRequestError
-from agentshim.core.scripting import ScriptedRun, ScriptedTurn, ToolFailure
+from agentshim.core.scripting import (
+    ScriptedRun,
+    ScriptedTurn,
+    ToolFailure,
+    refuse_structured_output,
+)
 from agentshim.core.usage import TokenUsage
 
 from .events import SHELL_TOOL
@@ -106,13 +110,7 @@ def scripted_lines(script: ScriptedTurn) -> ScriptedRun:
     Raises:
         InvalidRequestError: ``structured_output`` was given; opencode has no output schema.
     """
-    if script.structured_output is not None:
-        raise InvalidRequestError(
-            "structured_output",
-            "the provider has no native output schema",
-            "opencode has no native output schema, so a scripted opencode turn cannot carry "
-            "structured_output; put the JSON in text instead",
-        )
+    refuse_structured_output(script, "opencode", "opencode")
     frames = _Frames(script.session_id or _id("ses_"))
     zero = _tokens(None)
     if script.tool_calls:
@@ -164,6 +162,4 @@ def resume_failure_lines(*, session_id: str | None = None) -> ScriptedRun:
     The CLI does not repeat the id; ``session_id`` is accepted for the common signature.
     """
     del session_id
-    return ScriptedRun(
-        stdout=(), stderr=("\x1b[91m\x1b[1mError: \x1b[0mSession not found\n",), returncode=1
-    )
+    return ScriptedRun(stderr=("\x1b[91m\x1b[1mError: \x1b[0mSession not found\n",), returncode=1)

@@ -8,15 +8,14 @@ default and appear in the recorded requests; ``grep``, ``find``, ``ls`` on reque
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Mapping
 from types import MappingProxyType
 from typing import cast
 
 from agentshim.core.events import ToolKind
-from agentshim.core.jsonvalues import as_mapping, as_str
-from agentshim.core.stream import printed_exit_code
+from agentshim.core.jsonvalues import as_mapping, as_str, compact_json
+from agentshim.core.stream import printed_exit_code, tool_kind_in
 
 __all__ = [
     "EDIT_TOOL",
@@ -52,7 +51,7 @@ TOOL_KINDS: Mapping[str, ToolKind] = MappingProxyType(
 
 def tool_kind(name: str) -> ToolKind:
     """Return what the tool ``name`` does; a name Pi does not build in is OTHER."""
-    return TOOL_KINDS.get(name, ToolKind.OTHER)
+    return tool_kind_in(TOOL_KINDS, name)
 
 
 def content_text(content: object, block_type: str = "text") -> str:
@@ -77,15 +76,8 @@ def content_text(content: object, block_type: str = "text") -> str:
             if text:
                 parts.append(text)
         elif kind == "image" and block_type == "text":
-            parts.append(_compact({k: v for k, v in mapping.items() if k != "data"}))
+            parts.append(compact_json({k: v for k, v in mapping.items() if k != "data"}))
     return "\n".join(parts)
-
-
-def _compact(value: object) -> str:
-    try:
-        return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
-    except (TypeError, ValueError):
-        return repr(value)
 
 
 def failed_exit_code(tool: str, text: str) -> int:

@@ -7,9 +7,10 @@ prompt (the recordings pass nothing else), so it never appears in argv.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
 
 from agentshim.core.argv import checked_option_value
 from agentshim.core.errors import (
@@ -17,9 +18,9 @@ from agentshim.core.errors import (
     CliExitError,
     ProviderCapabilityError,
 )
-from agentshim.core.exit_errors import as_resume_failure
+from agentshim.core.exit_errors import as_resume_failure, resume_missing_line
 from agentshim.core.ids import validate_session_id
-from agentshim.core.profile import McpMechanism, OutputSchemaStyle, ProviderProfile
+from agentshim.core.profile import ProviderProfile
 from agentshim.core.provider import ArgvContext, McpInstallation, NoMcpInstallation
 
 from .parser import PiStreamParser
@@ -44,9 +45,6 @@ PROFILE = ProviderProfile(
     binary="pi",
     supports_resume=True,
     supports_reasoning_effort=True,
-    mcp=McpMechanism.NONE,
-    output_schema=OutputSchemaStyle.NONE,
-    schema_dialect=None,
     state_dirs=(".pi/agent",),
     auth_env_vars=(
         "ANTHROPIC_API_KEY",
@@ -77,12 +75,14 @@ PROFILE = ProviderProfile(
 """Pi's capabilities (checked against 0.73.1 and its documentation)."""
 
 
+@dataclass(frozen=True, kw_only=True, eq=False)
 class PiProvider:
     """Runs ``pi --print --mode json ...`` with the prompt on stdin.
 
-    ``provider`` is passed as ``--provider`` (Pi's model provider, e.g. ``anthropic``);
-    ``short_session_ids`` makes fresh turns report the 8-character short session id (see
-    ``parser.short_session_id`` for why that is off by default).
+    ``provider`` is passed as ``--provider`` (Pi's model provider, e.g. ``anthropic``; None
+    for Pi's configured default); ``short_session_ids`` makes fresh turns report the
+    8-character short session id (see ``parser.short_session_id`` for why that is off by
+    default). The options are fixed for the provider's lifetime.
 
     ``env_defaults`` (``NO_COLOR=1``, ``CI=1``, what the Untether project's Pi runner sets) keep colour codes
     and interactive behaviour out of the output. ``CliAgent`` adds them to its environment
@@ -90,22 +90,10 @@ class PiProvider:
     way merges them itself.
     """
 
-    env_defaults: Mapping[str, str] = MappingProxyType({"NO_COLOR": "1", "CI": "1"})
+    env_defaults: ClassVar[Mapping[str, str]] = MappingProxyType({"NO_COLOR": "1", "CI": "1"})
 
-    def __init__(self, *, provider: str | None = None, short_session_ids: bool = False) -> None:
-        """Choose Pi's model provider (None: its configured default) and the session-id form."""
-        self._provider = provider
-        self._short_session_ids = short_session_ids
-
-    @property
-    def provider(self) -> str | None:
-        """The ``--provider`` every turn passes, or None for Pi's configured default."""
-        return self._provider
-
-    @property
-    def short_session_ids(self) -> bool:
-        """Whether fresh turns report Pi's 8-character short session id."""
-        return self._short_session_ids
+    provider: str | None = None
+    short_session_ids: bool = False
 
     @property
     def profile(self) -> ProviderProfile:
@@ -120,12 +108,11 @@ class PiProvider:
 
         Raises:
             InvalidSessionIdError: the resume id is not safe to pass (paths are refused too).
-            ProviderCapabilityError: an unknown thinking level. An output schema never gets
-                here: the profile declares none, so the agent refuses it first.
+            ProviderCapabilityError: an unknown thinking level.
         """
         argv = [ctx.binary_path, "--print", "--mode", "json"]
-        if self._provider:
-            argv += ["--provider", self._provider]
+        if self.provider:
+            argv += ["--provider", self.provider]
         if ctx.model:
             argv += ["--model", checked_option_value("Pi", "model", ctx.model)]
         if ctx.reasoning_effort is not None:
@@ -136,17 +123,16 @@ class PiProvider:
                 )
             argv += ["--thinking", ctx.reasoning_effort]
         if ctx.resume_session_id is not None:
-            argv += [SESSION_FLAG, _resume_argument(ctx.resume_session_id)]
-        argv += ctx.mcp_argv
-        argv += ctx.extra_args
-        return argv
+            # validate_session_id also refuses a leading "-", which Pi would read as a flag.
+            argv += [SESSION_FLAG, validate_session_id(ctx.resume_session_id)]
+        return ctx.ending(argv)
 
     def new_parser(
         self, emit: Callable[[AgentEvent], None], *, expect_structured: bool
     ) -> PiStreamParser:
         """Return a fresh parser for one turn."""
         return PiStreamParser(
-            emit, expect_structured=expect_structured, short_session_ids=self._short_session_ids
+            emit, expect_structured=expect_structured, short_session_ids=self.short_session_ids
         )
 
     def install_mcp(self, workspace: Path | None, servers: Sequence[McpServer]) -> McpInstallation:
@@ -169,22 +155,9 @@ class PiProvider:
         Any other failure keeps its kind and detail (Pi exits 0 on API errors, so those arrive
         here classified by the parser).
         """
-        if resumed and _resume_target_missing(error) is not None:
+        if resumed and resume_missing_line(RESUME_MISSING_TEXT, error.stderr, error.detail):
             return as_resume_failure(error, session_id=resumed_session_id(error.argv))
         return error
-
-
-def _resume_argument(session_id: str) -> str:
-    # validate_session_id also refuses a leading "-", which Pi would read as a flag.
-    return validate_session_id(session_id)
-
-
-def _resume_target_missing(error: CliExitError) -> str | None:
-    """The line where Pi said the resumed session does not exist, or None."""
-    for line in f"{error.stderr}\n{error.detail}".splitlines():
-        if RESUME_MISSING_TEXT in line:
-            return line.strip()
-    return None
 
 
 def resumed_session_id(argv: Sequence[str]) -> str | None:

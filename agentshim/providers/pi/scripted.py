@@ -7,8 +7,12 @@ import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from agentshim.core.errors import InvalidRequestError
-from agentshim.core.scripting import ScriptedRun, ScriptedTurn, ToolFailure
+from agentshim.core.scripting import (
+    ScriptedRun,
+    ScriptedTurn,
+    ToolFailure,
+    refuse_structured_output,
+)
 from agentshim.core.usage import TokenUsage
 
 from .events import SHELL_TOOL
@@ -93,13 +97,7 @@ def scripted_lines(script: ScriptedTurn) -> ScriptedRun:
     Raises:
         InvalidRequestError: ``structured_output`` was given; Pi has no output schema.
     """
-    if script.structured_output is not None:
-        raise InvalidRequestError(
-            "structured_output",
-            "the provider has no native output schema",
-            "Pi has no native output schema, so a scripted pi turn cannot carry "
-            "structured_output; put the JSON in text instead",
-        )
+    refuse_structured_output(script, "Pi", "pi")
     sid = script.session_id or str(uuid.uuid4())
     user = {"role": "user", "content": [{"type": "text", "text": "prompt"}], "timestamp": _MILLIS}
     out = [
@@ -196,4 +194,4 @@ def _answer(out: list[str], text: str, usage: TokenUsage | None) -> dict[str, An
 def resume_failure_lines(*, session_id: str | None = None) -> ScriptedRun:
     """Return what Pi prints when ``--session`` names a session it does not have (exit 1)."""
     sid = session_id or "0199aaaa-bbbb-7ccc-8ddd-eeeeffff0000"
-    return ScriptedRun(stdout=(), stderr=(f"No session found matching '{sid}'\n",), returncode=1)
+    return ScriptedRun(stderr=(f"No session found matching '{sid}'\n",), returncode=1)

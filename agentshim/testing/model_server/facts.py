@@ -7,7 +7,7 @@ request. Reading never fails: a field of an unexpected shape counts as absent.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from ._json import as_int, as_list, as_object, as_str, text_of
@@ -73,7 +73,25 @@ class _Entry:
     tool_result: bool = False
 
 
-def _conversation_facts(entries: Sequence[_Entry]) -> tuple[int, bool, str]:
+def _facts(
+    api: Api,
+    body: Mapping[str, object],
+    entries: Sequence[_Entry],
+    system: Sequence[str],
+    *,
+    tools: tuple[OfferedTool, ...],
+    schema: Mapping[str, object] | None,
+    schema_requested: bool,
+    max_tokens: int | None,
+    include_usage: bool = False,
+    model: str | None = None,
+    stream: bool | None = None,
+) -> RequestFacts:
+    """The facts of a request to ``api`` whose conversation reads as ``entries``.
+
+    ``system`` holds the system texts (empty ones are left out); ``model`` and ``stream`` are
+    the body's own fields unless given (Gemini puts them in the URL).
+    """
     turns = 0
     previous = ""
     for entry in entries:
@@ -83,8 +101,20 @@ def _conversation_facts(entries: Sequence[_Entry]) -> tuple[int, bool, str]:
             turns += 1
         previous = entry.role
     meaningful = [e for e in entries if e.role != "other"]
-    last_is_result = bool(meaningful) and meaningful[-1].tool_result
-    return turns, last_is_result, _latest_user_text(meaningful)
+    return RequestFacts(
+        api=api,
+        model=as_str(body.get("model")) if model is None else model,
+        stream=body.get("stream") is True if stream is None else stream,
+        assistant_turns=turns,
+        last_input_is_tool_result=bool(meaningful) and meaningful[-1].tool_result,
+        user_text=_latest_user_text(meaningful),
+        system_text="\n".join(s for s in system if s),
+        tools=tools,
+        schema=schema,
+        schema_requested=schema_requested,
+        max_tokens=max_tokens,
+        include_usage=include_usage,
+    )
 
 
 def _latest_user_text(entries: Sequence[_Entry]) -> str:
@@ -118,12 +148,16 @@ def read_facts(
     return RequestFacts(api=api, model=model or as_str(obj.get("model")), stream=stream)
 
 
-def _anthropic(body: Mapping[str, object]) -> RequestFacts:
-    entries: list[_Entry] = []
+def _messages(body: Mapping[str, object]) -> Iterator[tuple[str, object]]:
+    """The role and content of each of the body's ``messages`` (Anthropic and Chat APIs)."""
     for raw in as_list(body.get("messages")):
         message = as_object(raw)
-        role = as_str(message.get("role"))
-        content = message.get("content")
+        yield as_str(message.get("role")), message.get("content")
+
+
+def _anthropic(body: Mapping[str, object]) -> RequestFacts:
+    entries: list[_Entry] = []
+    for role, content in _messages(body):
         if role == "user":
             has_result = any(
                 as_object(part).get("type") == "tool_result" for part in as_list(content)
@@ -133,7 +167,6 @@ def _anthropic(body: Mapping[str, object]) -> RequestFacts:
             entries.append(_Entry("assistant"))
         else:
             entries.append(_Entry("other"))
-    turns, last_result, user_text = _conversation_facts(entries)
     tools = tuple(
         OfferedTool(
             name=as_str(t.get("name")),
@@ -151,14 +184,11 @@ def _anthropic(body: Mapping[str, object]) -> RequestFacts:
     structured = next((t for t in tools if t.name == "StructuredOutput"), None)
     if schema is None and structured is not None:
         schema = structured.schema
-    return RequestFacts(
-        api=Api.ANTHROPIC_MESSAGES,
-        model=as_str(body.get("model")),
-        stream=body.get("stream") is True,
-        assistant_turns=turns,
-        last_input_is_tool_result=last_result,
-        user_text=user_text,
-        system_text=text_of(body.get("system")),
+    return _facts(
+        Api.ANTHROPIC_MESSAGES,
+        body,
+        entries,
+        [text_of(body.get("system"))],
         tools=tools,
         schema=schema,
         schema_requested=schema is not None,
@@ -201,7 +231,6 @@ def _responses(body: Mapping[str, object]) -> RequestFacts:
             entries.append(_Entry("user", tool_result=True))
         else:
             entries.append(_Entry("other"))
-    turns, last_result, user_text = _conversation_facts(entries)
     tools: list[OfferedTool] = []
     for t in map(as_object, as_list(body.get("tools"))):
         kind = as_str(t.get("type")) or "function"
@@ -209,14 +238,11 @@ def _responses(body: Mapping[str, object]) -> RequestFacts:
         tools.append(OfferedTool(name=name, schema=as_object(t.get("parameters")), kind=kind))
     fmt = as_object(as_object(body.get("text")).get("format"))
     schema = as_object(fmt.get("schema")) if fmt.get("type") == "json_schema" else None
-    return RequestFacts(
-        api=Api.OPENAI_RESPONSES,
-        model=as_str(body.get("model")),
-        stream=body.get("stream") is True,
-        assistant_turns=turns,
-        last_input_is_tool_result=last_result,
-        user_text=user_text,
-        system_text="\n".join(s for s in system if s),
+    return _facts(
+        Api.OPENAI_RESPONSES,
+        body,
+        entries,
+        system,
         tools=tuple(tools),
         schema=schema,
         schema_requested=schema is not None,
@@ -227,10 +253,7 @@ def _responses(body: Mapping[str, object]) -> RequestFacts:
 def _chat(body: Mapping[str, object]) -> RequestFacts:
     entries: list[_Entry] = []
     system: list[str] = []
-    for raw in as_list(body.get("messages")):
-        message = as_object(raw)
-        role = as_str(message.get("role"))
-        content = message.get("content")
+    for role, content in _messages(body):
         if role == "user":
             entries.append(_Entry("user", text_of(content)))
         elif role == "assistant":
@@ -241,7 +264,6 @@ def _chat(body: Mapping[str, object]) -> RequestFacts:
             if role in ("system", "developer"):
                 system.append(text_of(content))
             entries.append(_Entry("other"))
-    turns, last_result, user_text = _conversation_facts(entries)
     tools = tuple(
         OfferedTool(
             name=as_str(fn.get("name")),
@@ -255,14 +277,11 @@ def _chat(body: Mapping[str, object]) -> RequestFacts:
     if fmt.get("type") == "json_schema":
         schema = as_object(as_object(fmt.get("json_schema")).get("schema"))
     max_tokens = as_int(body.get("max_completion_tokens"))
-    return RequestFacts(
-        api=Api.OPENAI_CHAT,
-        model=as_str(body.get("model")),
-        stream=body.get("stream") is True,
-        assistant_turns=turns,
-        last_input_is_tool_result=last_result,
-        user_text=user_text,
-        system_text="\n".join(s for s in system if s),
+    return _facts(
+        Api.OPENAI_CHAT,
+        body,
+        entries,
+        system,
         tools=tools,
         schema=schema,
         schema_requested=schema is not None or fmt.get("type") == "json_object",
@@ -282,7 +301,6 @@ def _gemini(body: Mapping[str, object], *, model: str, stream: bool) -> RequestF
         result = any("functionResponse" in p or "function_response" in p for p in parts)
         text = "\n".join(as_str(p.get("text")) for p in parts if isinstance(p.get("text"), str))
         entries.append(_Entry("user", text, tool_result=result))
-    turns, last_result, user_text = _conversation_facts(entries)
     tools: list[OfferedTool] = []
     for group in map(as_object, as_list(body.get("tools"))):
         declarations = group.get("functionDeclarations", group.get("function_declarations"))
@@ -296,19 +314,18 @@ def _gemini(body: Mapping[str, object], *, model: str, stream: bool) -> RequestF
     schema = as_object(raw_schema) if raw_schema is not None else None
     system = body.get("systemInstruction", body.get("system_instruction"))
     system_text = system if isinstance(system, str) else text_of(as_object(system).get("parts"))
-    return RequestFacts(
-        api=Api.GEMINI,
-        model=model,
-        stream=stream,
-        assistant_turns=turns,
-        last_input_is_tool_result=last_result,
-        user_text=user_text,
-        system_text=system_text,
+    return _facts(
+        Api.GEMINI,
+        body,
+        entries,
+        [system_text],
         tools=tuple(tools),
         schema=schema,
         schema_requested=schema is not None
         or as_str(config.get("responseMimeType")) == "application/json",
         max_tokens=as_int(config.get("maxOutputTokens")),
+        model=model,
+        stream=stream,
     )
 
 

@@ -23,6 +23,19 @@ def _usage(usage: Usage) -> JsonObject:
     }
 
 
+def _chunk_event(ctx: ReplyContext, fields: JsonObject) -> SseEvent:
+    """A ``chat.completion.chunk`` event of the reply ``ctx`` describes, carrying ``fields``."""
+    return SseEvent(
+        data={
+            "id": f"chatcmpl-{ctx.request_id}",
+            "object": "chat.completion.chunk",
+            "created": ctx.created,
+            "model": ctx.model,
+            **fields,
+        }
+    )
+
+
 class ChatWire:
     """Renders replies and errors as the OpenAI Chat Completions API does."""
 
@@ -32,15 +45,8 @@ class ChatWire:
         delta: JsonObject,
         finish_reason: str | None = None,
     ) -> SseEvent:
-        return SseEvent(
-            data={
-                "id": f"chatcmpl-{ctx.request_id}",
-                "object": "chat.completion.chunk",
-                "created": ctx.created,
-                "model": ctx.model,
-                "choices": [{"index": 0, "delta": delta, "finish_reason": finish_reason}],
-            }
-        )
+        choice: JsonObject = {"index": 0, "delta": delta, "finish_reason": finish_reason}
+        return _chunk_event(ctx, {"choices": [choice]})
 
     def reply_body(self, reply: Reply, ctx: ReplyContext) -> JsonValue:
         """The ``chat.completion`` object with message, tool calls and usage."""
@@ -101,16 +107,7 @@ class ChatWire:
             call_index += 1
         yield self._chunk(ctx, {}, "tool_calls" if reply.calls_tools else "stop")
         if ctx.facts.include_usage:
-            yield SseEvent(
-                data={
-                    "id": f"chatcmpl-{ctx.request_id}",
-                    "object": "chat.completion.chunk",
-                    "created": ctx.created,
-                    "model": ctx.model,
-                    "choices": [],
-                    "usage": _usage(reply.usage),
-                }
-            )
+            yield _chunk_event(ctx, {"choices": [], "usage": _usage(reply.usage)})
         yield SseEvent(data="[DONE]", raw=True)
 
     def partial_stream(self, text: str, ctx: ReplyContext) -> Iterator[Frame]:

@@ -5,7 +5,7 @@ import math
 import pytest
 
 from agentshim import InvalidRequestError
-from agentshim.core._checks import instance, is_positive_seconds, seconds
+from agentshim.core._checks import instance, is_positive_seconds, seconds, sequence
 
 
 @pytest.mark.parametrize("value", [0, 0.0, 1, 2.5, 10**6])
@@ -36,3 +36,16 @@ def test_instance_returns_the_value_or_names_what_to_pass() -> None:
         instance("Owner", "field", 3, str, "a prompt string")
     assert caught.value.field == "Owner.field"
     assert "must be a prompt string, not int 3" in str(caught.value)
+
+
+@pytest.mark.parametrize("value", [[1, "a"], (1, "a"), iter([1, "a"])])
+def test_sequence_gives_the_items_as_a_tuple(value: object) -> None:
+    assert sequence("Owner", "field", value, "things") == (1, "a")
+
+
+@pytest.mark.parametrize("value", ["ab", 3, None])
+def test_sequence_refuses_a_string_and_what_does_not_iterate(value: object) -> None:
+    with pytest.raises(InvalidRequestError, match="a sequence of things") as caught:
+        sequence("Owner", "field", value, "things")
+    assert caught.value.field == "Owner.field"
+    assert "wrap a single one in a list" in str(caught.value)

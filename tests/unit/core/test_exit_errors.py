@@ -3,7 +3,7 @@ from __future__ import annotations
 import pickle
 
 from agentshim.core.errors import CliExitError, FailureKind, SessionResumeError
-from agentshim.core.exit_errors import as_resume_failure, with_kind
+from agentshim.core.exit_errors import as_resume_failure, resume_missing_line, with_kind
 
 ARGV = ("/usr/bin/cli", "--resume", "s-1", "-")
 
@@ -63,3 +63,16 @@ class TestWithKind:
         error = failed()
         with_kind(error, FailureKind.CONTEXT_OVERFLOW)
         assert error.kind is FailureKind.OTHER
+
+
+class TestResumeMissingLine:
+    def test_the_first_line_holding_the_marker_in_any_case_stripped(self) -> None:
+        stderr = "loading\n  Error: NO SUCH SESSION abc  \nno such session def\n"
+        assert resume_missing_line("no such session", stderr) == "Error: NO SUCH SESSION abc"
+
+    def test_texts_are_searched_in_order(self) -> None:
+        assert resume_missing_line("gone", "fine\n", "x gone\n", "y gone\n") == "x gone"
+
+    def test_none_when_no_text_holds_the_marker(self) -> None:
+        assert resume_missing_line("gone", "", "rate limited\n") is None
+        assert resume_missing_line("gone") is None

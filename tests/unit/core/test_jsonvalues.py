@@ -14,6 +14,7 @@ from agentshim.core.jsonvalues import (
     as_int,
     as_mapping,
     as_str,
+    compact_json,
     list_or_empty,
     mapping_or_empty,
     str_or_empty,
@@ -140,3 +141,15 @@ finite_json_values = st.recursive(
 @given(finite_json_values)
 def test_to_text_of_a_json_value_reads_back_as_the_same_value(value: Any) -> None:
     assert json.loads(to_text(value)) == value
+
+
+class TestCompactJson:
+    def test_no_spaces_and_non_ascii_kept(self) -> None:
+        assert compact_json({"a": [1, "é"]}) == '{"a":[1,"é"]}'
+
+    def test_a_value_json_cannot_hold_reads_as_its_repr(self) -> None:
+        assert compact_json({1, 2}) == repr({1, 2})
+
+    @given(st.recursive(st.none() | st.integers() | st.text(), lambda c: st.lists(c)))
+    def test_reads_back_as_the_value(self, value: Any) -> None:
+        assert json.loads(compact_json(value)) == value

@@ -6,8 +6,15 @@ from typing import Any
 
 import pytest
 
-from agentshim.core.errors import InvalidRequestError
-from agentshim.core.mcp import HttpMcpServer, StdioMcpServer, canonical
+from agentshim.core.errors import InvalidRequestError, ProviderCapabilityError
+from agentshim.core.mcp import (
+    HttpMcpServer,
+    StdioMcpServer,
+    canonical,
+    mcp_servers_entry,
+    refuse_timeouts,
+    tool_timeout_ms,
+)
 
 
 class TestStdioMcpServer:
@@ -141,3 +148,39 @@ class TestCanonical:
     def test_http(self) -> None:
         server = HttpMcpServer("r", "https://h/mcp", "sse", headers={"A": "b"})
         assert canonical(server) == {"url": "https://h/mcp", "transport": "sse"}
+
+
+class TestTimeoutsACliCannotSet:
+    def test_a_server_without_timeouts_passes_everywhere(self) -> None:
+        server = StdioMcpServer("s", "/bin/s")
+        refuse_timeouts(server, "Some CLI")
+        refuse_timeouts(server, "Some CLI", tool_timeout=True)
+        assert tool_timeout_ms(server) is None
+
+    def test_a_startup_timeout_is_refused_by_name(self) -> None:
+        server = StdioMcpServer("s", "/bin/s", startup_timeout_s=5)
+        with pytest.raises(ProviderCapabilityError, match=r"'s': Some CLI .*startup_timeout_s"):
+            refuse_timeouts(server, "Some CLI", tool_timeout=True)
+
+    def test_a_tool_timeout_is_refused_only_where_the_cli_has_none(self) -> None:
+        server = HttpMcpServer("h", "https://example.com/mcp", tool_timeout_s=0.0004)
+        refuse_timeouts(server, "Some CLI", tool_timeout=True)
+        with pytest.raises(ProviderCapabilityError, match="tool_timeout_s unset"):
+            refuse_timeouts(server, "Some CLI")
+        assert tool_timeout_ms(server) == 1
+        assert tool_timeout_ms(StdioMcpServer("s", "/bin/s", tool_timeout_s=2.5)) == 2500
+
+
+def test_an_mcp_servers_entry_holds_env_and_headers_only_when_set() -> None:
+    assert mcp_servers_entry(StdioMcpServer("s", "srv", ("-v",))) == {
+        "command": "srv",
+        "args": ["-v"],
+    }
+    assert mcp_servers_entry(StdioMcpServer("s", "srv", env={"K": "v"}))["env"] == {"K": "v"}
+    http = HttpMcpServer("h", "https://example.com/mcp", transport="sse", headers={"A": "b"})
+    assert mcp_servers_entry(http) == {
+        "type": "sse",
+        "url": "https://example.com/mcp",
+        "headers": {"A": "b"},
+    }
+    assert "headers" not in mcp_servers_entry(HttpMcpServer("h", "https://example.com/mcp"))

@@ -360,3 +360,34 @@ class TestPrintedExitCode:
     )
     def test_the_printed_status_or_one(self, text: str, code: int) -> None:
         assert printed_exit_code(self.PATTERN, text) == code
+
+
+def test_tool_kind_in_reads_the_table_then_the_mcp_prefix() -> None:
+    from agentshim.core.events import ToolKind
+    from agentshim.core.stream import tool_kind_in
+
+    kinds = {"bash": ToolKind.COMMAND, "mcp_own": ToolKind.FILE_READ}
+    assert tool_kind_in(kinds, "bash") is ToolKind.COMMAND
+    assert tool_kind_in(kinds, "mcp_own", mcp_prefix="mcp_") is ToolKind.FILE_READ
+    assert tool_kind_in(kinds, "mcp_srv_tool", mcp_prefix="mcp_") is ToolKind.MCP
+    assert tool_kind_in(kinds, "mcp_srv_tool") is ToolKind.OTHER
+    assert tool_kind_in(kinds, "unknown", mcp_prefix="mcp_") is ToolKind.OTHER
+
+
+def test_todo_plan_reads_each_todo_by_the_first_key_with_text() -> None:
+    from agentshim.core.events import Plan, PlanItem
+    from agentshim.core.stream import todo_plan
+
+    args = {
+        "todos": [
+            {"content": "", "activeForm": "Writing", "status": "in_progress"},
+            {"content": "Test", "status": ""},
+            {"status": "completed"},
+            "not a todo",
+        ]
+    }
+    assert todo_plan(args, "t1", "content", "activeForm") == Plan(
+        (PlanItem("Writing", "in_progress"), PlanItem("Test", "pending")), "t1"
+    )
+    assert todo_plan({"todos": "x"}, None, "content") is None
+    assert todo_plan(["todos"], None, "content") is None

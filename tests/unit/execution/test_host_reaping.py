@@ -252,3 +252,34 @@ def test_without_proc_the_fallback_is_said_once_in_the_log(
     said = [record for record in caplog.records if "/proc" in record.getMessage()]
     assert len(said) == 1
     assert said[0].levelname == "WARNING"
+
+
+@pytest.mark.parametrize("threads", [False, True])
+def test_a_run_whose_streams_cannot_be_set_up_leaves_no_process_and_no_descriptor(
+    monkeypatch: pytest.MonkeyPatch, threads: bool
+) -> None:
+    from execution_helpers import open_fds
+
+    import agentshim.execution.host as host
+
+    started: list[int] = []
+    real_start = host.ChildProcess.start
+
+    def start(*args: object) -> host.ChildProcess:
+        child = real_start(*args)  # type: ignore[arg-type]
+        started.append(child.pid)
+        return child
+
+    def no_streams(child: object) -> None:
+        raise OSError(24, "Too many open files")
+
+    monkeypatch.setattr(host.ChildProcess, "start", staticmethod(start))
+    monkeypatch.setattr(host, "SelectorStreams", no_streams)
+    monkeypatch.setattr(host, "ThreadStreams", no_streams)
+    executor = HostCommandExecutor(use_threads=threads)
+    before = open_fds()
+    with pytest.raises(OSError, match="Too many open files"):
+        executor.run(CommandRequest(py("import time; time.sleep(60)"), env=ENV), CallbackSink())
+    (pid,) = started
+    assert not is_alive(pid)
+    assert open_fds() == before

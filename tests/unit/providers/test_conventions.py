@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import dataclasses
 import importlib
 import inspect
 import re
@@ -258,13 +259,12 @@ class TestSameNamesInside:
         assert "classify" in failures.__all__
         assert typing.get_type_hints(failures.classify)["return"] is FailureKind
 
-    def test_options_are_read_only_properties(self, provider: str) -> None:
+    def test_options_are_read_only_fields_of_a_frozen_dataclass(self, provider: str) -> None:
         instance = get_plugin(provider).create_provider()
         options = _options(provider)
+        assert dataclasses.is_dataclass(instance)
+        assert options == [f.name for f in dataclasses.fields(instance) if f.init]
         for name in options:
-            attribute = inspect.getattr_static(type(instance), name)
-            assert isinstance(attribute, property), name
-            assert attribute.fset is None, name
             with pytest.raises(AttributeError):
                 setattr(instance, name, getattr(instance, name))
 
@@ -272,9 +272,8 @@ class TestSameNamesInside:
         if not get_plugin(provider).profile.supports_resume:
             pytest.skip("does not resume")
         module = _provider_module(provider)
+        assert isinstance(module.RESUME_MISSING_TEXT, str)
         assert "RESUME_MISSING_TEXT" in module.__all__
-        assert callable(module._resume_target_missing)
-        assert callable(module._resume_argument)
         instance = get_plugin(provider).create_provider()
         for unsafe in ("-x", "a b", "../x"):
             with pytest.raises(InvalidSessionIdError):
@@ -284,9 +283,12 @@ class TestSameNamesInside:
         if not get_plugin(provider).profile.supports_resume:
             pytest.skip("does not resume")
         marker = _provider_module(provider).RESUME_MISSING_TEXT
-        error = CliExitError(["/b"], 1, "", f"{marker} sess-9\n")
-        classified = get_plugin(provider).create_provider().classify_exit(error, resumed=True)
-        assert isinstance(classified, SessionResumeError)
+        instance = get_plugin(provider).create_provider()
+        for stderr in (f"{marker} sess-9\n", f"warming up\nError: {marker.upper()} sess-9\n"):
+            error = CliExitError(["/b"], 1, "", stderr)
+            assert isinstance(instance.classify_exit(error, resumed=True), SessionResumeError)
+        unrelated = CliExitError(["/b"], 1, "", "429 quota\n", kind=FailureKind.TRANSIENT)
+        assert not isinstance(instance.classify_exit(unrelated, resumed=True), SessionResumeError)
 
     def test_mcp_servers_key_and_parse_mcp_servers(self, provider: str) -> None:
         profile = get_plugin(provider).profile
@@ -420,3 +422,12 @@ class TestParserShape:
         }
         assert not [c for c in constants if "STDERR" in c and c != "StderrTail"], constants
         assert not hasattr(module, "_PROVIDER")
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_a_scripted_answer_the_cli_cannot_print_is_refused(provider: str) -> None:
+    if get_plugin(provider).profile.output_schema is not OutputSchemaStyle.NONE:
+        pytest.skip("prints structured output")
+    with pytest.raises(InvalidRequestError, match="put the JSON in text instead") as refused:
+        scripted_turn(provider, text="x", structured_output={"a": 1})
+    assert refused.value.field == "structured_output"

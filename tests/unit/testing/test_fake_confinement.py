@@ -1,5 +1,8 @@
 from __future__ import annotations
 
+import pytest
+
+from agentshim import InvalidRequestError
 from agentshim.execution import PathMap
 from agentshim.testing.confinement import FakeConfinement, WrapCall
 from agentshim.testing.contracts import ConfinementContract
@@ -26,3 +29,12 @@ def test_wraps_and_reaps_are_recorded() -> None:
     assert confinement.reaps == 2
     assert confinement.env == {"HOME": "/root"}
     assert FakeConfinement(paths=PathMap({"/a": "/b"})).agent_path("/a/x") == "/b/x"
+
+
+def test_a_relative_or_unmapped_host_path_is_refused_as_a_real_confinement_refuses_it() -> None:
+    with pytest.raises(InvalidRequestError, match="relative") as caught:
+        FakeConfinement().agent_path("src/a.py")
+    assert caught.value.field == "host_path"
+    assert FakeConfinement().agent_path("/src/a.py") == "/src/a.py"
+    with pytest.raises(InvalidRequestError):
+        FakeConfinement(paths=PathMap({"/home/me": "/w"})).agent_path("/elsewhere/a.py")
