@@ -43,8 +43,20 @@ def new_run_id() -> str:
 
 
 def can_scan() -> bool:
-    """Whether this platform shows other processes' environments in ``/proc``."""
-    return os.path.isfile("/proc/self/environ") and hasattr(os, "pidfd_open")
+    """Whether processes can be found by their marker here and signalled through a pidfd.
+
+    It needs ``/proc`` with other processes' environments, and ``pidfd_open``, which is
+    tried on this process: a kernel older than 5.3 (ENOSYS) or a seccomp profile that denies
+    it (EPERM) would otherwise make every marked process look gone, and the scan would end
+    nothing without a word.
+    """
+    if not os.path.isfile("/proc/self/environ") or not hasattr(os, "pidfd_open"):
+        return False
+    try:
+        os.close(os.pidfd_open(os.getpid()))
+    except OSError:
+        return False
+    return True
 
 
 def marked_processes(value: str) -> list[tuple[int, int]]:

@@ -207,9 +207,9 @@ class HostCommandExecutor:
         if not self._no_scan_said:
             self._no_scan_said = True
             logging.getLogger(__name__).warning(
-                "agentshim: this platform has no /proc to find processes by their run marker, "
-                "so only a command's own process group is ended when a run ends; a process "
-                "that left the group (setsid) may outlive the run"
+                "agentshim: processes cannot be found by their run marker here (no /proc, or "
+                "pidfd_open is unavailable), so only a command's own process group is ended "
+                "when a run ends; a process that left the group (setsid) may outlive the run"
             )
         return None
 

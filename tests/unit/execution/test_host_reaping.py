@@ -150,18 +150,22 @@ class TestWhatIsReaped:
             ),
         ]
         try:
-            marker: list[str] = []
-            code = "import os; print(os.environ['AGENTSHIM_RUN_ID'])"
+            # The near misses carry the marker of the run under test, cut or extended by one
+            # character, and start while that run is still going, so its end-of-run scan
+            # sees them.
+            code = "import os, time; print(os.environ['AGENTSHIM_RUN_ID']); time.sleep(0.5)"
+
+            def start_near_misses(line: str) -> None:
+                value = line.strip()
+                for near in (value[:-1], value + "0"):
+                    others.append(
+                        subprocess.Popen(["sleep", "60"], env={**ENV, "AGENTSHIM_RUN_ID": near})
+                    )
+
             HostCommandExecutor().run(
-                CommandRequest(py(code), env=ENV), CallbackSink(marker.append)
+                CommandRequest(py(code), env=ENV), CallbackSink(start_near_misses)
             )
-            (value,) = marker
-            near = [
-                subprocess.Popen(["sleep", "60"], env={**ENV, "AGENTSHIM_RUN_ID": value[:-1]}),
-                subprocess.Popen(["sleep", "60"], env={**ENV, "AGENTSHIM_RUN_ID": value + "0"}),
-            ]
-            others += near
-            HostCommandExecutor().run(request(tag, "time.sleep(0.5); sys.exit(0)"), CallbackSink())
+            assert len(others) == 4
             time.sleep(0.2)
             assert all(process.poll() is None for process in others)
         finally:
@@ -250,6 +254,27 @@ def test_without_proc_the_fallback_is_said_once_in_the_log(
         )
         assert result.stdout == "False\n"
     said = [record for record in caplog.records if "/proc" in record.getMessage()]
+    assert len(said) == 1
+    assert said[0].levelname == "WARNING"
+
+
+def test_a_pidfd_open_the_system_refuses_takes_the_logged_fallback(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    # A kernel without pidfd_open (ENOSYS) or a seccomp profile denying it (EPERM) used to
+    # make every marked process look gone: nothing was ended and nothing was said.
+    import errno
+
+    def refused(pid: int, flags: int = 0) -> int:
+        raise OSError(errno.ENOSYS, "pidfd_open")
+
+    monkeypatch.setattr(os, "pidfd_open", refused)
+    result = HostCommandExecutor().run(
+        CommandRequest(py("import os; print('AGENTSHIM_RUN_ID' in os.environ)"), env=ENV),
+        CallbackSink(),
+    )
+    assert result.stdout == "False\n"
+    said = [record for record in caplog.records if "pidfd_open" in record.getMessage()]
     assert len(said) == 1
     assert said[0].levelname == "WARNING"
 
