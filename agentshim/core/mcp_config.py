@@ -91,6 +91,12 @@ def _decode_document(data: bytes, *, jsonc: bool) -> dict[str, Any]:
             ) from None
     if not isinstance(value, dict):
         raise _Unreadable(f"its top level is not a JSON object but {type(value).__name__}")
+    try:
+        # A number too large for a float (1e999 is inf) or a lone surrogate ("\\ud800") parses
+        # but cannot be written back: a document holding one is as unusable as NaN.
+        _encode_document(cast("dict[str, Any]", value))
+    except (ValueError, RecursionError) as exc:  # UnicodeEncodeError is a ValueError
+        raise _Unreadable(f"it holds a value JSON cannot carry ({exc})") from None
     return cast("dict[str, Any]", value)
 
 
@@ -717,10 +723,7 @@ def _settle(
     try:
         document = _decode_document(current, jsonc=True)
     except _Unreadable as exc:
-        put(entry.original, entry.mode)
-        if entry.original is None:
-            return f"{where}: the turn left it unusable ({exc}); removed it, as it did not exist"
-        return f"{where}: the turn left it unusable ({exc}); wrote back its original content"
+        return _put_back_unusable(entry, put, str(exc))
     original = _original_document(entry)
     changed = _remove_ours(document, entry, original)
     if original is not None and document == original:
@@ -730,7 +733,11 @@ def _settle(
         put(None, None)
         return None
     if changed:
-        put(_encode_document(document), current_mode)
+        try:
+            rewritten = _encode_document(document)
+        except (ValueError, RecursionError) as exc:
+            return _put_back_unusable(entry, put, str(exc))
+        put(rewritten, current_mode)
     if entry.original is None:
         return (
             f"{where} changed during the turn; removed only agentshim's MCP servers and kept "
@@ -741,6 +748,16 @@ def _settle(
         f"{where} changed during the turn; removed only agentshim's MCP servers, kept the "
         f"other changes, and kept the original content in {aside}"
     )
+
+
+def _put_back_unusable(
+    entry: JournalEntry, put: Callable[[bytes | None, int | None], None], why: str
+) -> str:
+    """The turn left nothing agentshim can take its entries out of: the original comes back."""
+    put(entry.original, entry.mode)
+    if entry.original is None:
+        return f"{entry.path}: the turn left it unusable ({why}); removed it, as it did not exist"
+    return f"{entry.path}: the turn left it unusable ({why}); wrote back its original content"
 
 
 def _original_document(entry: JournalEntry) -> dict[str, Any] | None:

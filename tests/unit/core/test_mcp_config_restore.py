@@ -370,6 +370,22 @@ class TestRewrites:
         assert "NaN" in note
         assert_no_trace_of_ours(tmp_path)
 
+    @pytest.mark.parametrize("value", ["1e999", "-1e999", '"\\ud800"', '{"\\udfff": 1}'])
+    def test_an_infinite_number_or_a_lone_surrogate_does_not_leave_our_entries(
+        self, tmp_path: Path, value: str
+    ) -> None:
+        path = tmp_path / ".mcp.json"
+        path.write_bytes(ORIGINAL)
+        installation = install(path)
+        path.write_text(merged_with(path, agent="__V__").replace('"__V__"', value))
+        note = installation.restore()
+        assert path.read_bytes() == ORIGINAL
+        assert note is not None and "unusable" in note
+        assert_no_trace_of_ours(tmp_path)
+        assert recover_config_files(tmp_path) == []
+        install(path).restore()  # the next turn's install is not wedged
+        assert path.read_bytes() == ORIGINAL
+
     def test_a_changed_file_keeps_the_agents_change_and_the_original_next_to_it(
         self, tmp_path: Path
     ) -> None:
