@@ -34,6 +34,7 @@ from agentshim.core.jsonvalues import as_mapping
 from agentshim.core.mcp_journal import (
     JournalEntry,
     JournalLock,
+    check_private_directory,
     journal_directories,
     journal_file_for,
     private_directory,
@@ -184,10 +185,27 @@ def _missing_parents(directory: Path) -> list[Path]:
 
 
 def _remove_dirs(created: Sequence[str | Path]) -> None:
-    """Remove directories agentshim created, innermost first, if they are empty again."""
+    """Remove directories agentshim created, innermost first, if they are empty again.
+
+    One the agent replaced by a link is unlinked (never followed), with all inside it.
+    """
+    for directory in created:  # outermost first: inner paths are only looked at through
+        try:  # directories that are still real ones
+            info = os.lstat(directory)
+        except OSError:
+            break
+        if stat.S_ISLNK(info.st_mode):
+            with contextlib.suppress(OSError):
+                os.unlink(directory)
+            created = created[: list(created).index(directory)]
+            break
+        if not stat.S_ISDIR(info.st_mode):
+            break
     for directory in reversed(created):
         try:
             os.rmdir(directory)  # never follows a link: rmdir of a link fails
+        except FileNotFoundError:
+            continue
         except OSError:
             return  # not empty (someone put something there) or already gone: leave the rest
 
@@ -215,6 +233,7 @@ class _Found:
     link_target: str | None
     parent_link: str | None
     parent_mode: int | None
+    written_dir: tuple[int, int] | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -256,6 +275,13 @@ def _read_config(path: Path) -> _Found:
         parent_mode: int | None = stat.S_IMODE(os.stat(path.parent).st_mode)
     except OSError:
         parent_mode = None
+    try:
+        # The directory the file really is in, through the user's links: a restore through
+        # them writes there only if it is still that directory.
+        written = os.stat(os.path.dirname(os.path.realpath(path)))
+        written_dir: tuple[int, int] | None = (written.st_dev, written.st_ino)
+    except OSError:
+        written_dir = None  # created by the install: there is no link to follow
     return _Found(
         original=original,
         mode=None if info is None else stat.S_IMODE(info.st_mode),
@@ -264,6 +290,7 @@ def _read_config(path: Path) -> _Found:
         link_target=None if link is None else os.path.realpath(path),
         parent_link=_link_text(path.parent),
         parent_mode=parent_mode,
+        written_dir=written_dir,
     )
 
 
@@ -341,6 +368,12 @@ def _recover_stale(lock: JournalLock, path: Path) -> str | None:
         ) from None
     if stale is None:
         return None
+    if stale.path != str(path):
+        raise McpConfigError(
+            str(path),
+            f"its recovery journal {lock.path} names another file ({stale.path}); check "
+            "both by hand, then delete the journal",
+        )
     try:
         note = _restore(stale)
     except (OSError, ValueError) as exc:
@@ -384,6 +417,7 @@ def _record(
         parent_link=found.parent_link,
         jsonc=jsonc,
         pid=os.getpid(),
+        written_dir=found.written_dir,
     )
     try:
         lock.write(entry)
@@ -559,9 +593,13 @@ def _open_parent(entry: JournalEntry) -> tuple[int, str | None] | str | None:
     note: str | None = None
     if info is not None and stat.S_ISLNK(info.st_mode):
         if entry.parent_link is not None and os.readlink(parent) == entry.parent_link:
-            return os.open(parent, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC), None
+            fd = os.open(parent, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+            if _same_directory(fd, entry):
+                return fd, None
+            os.close(fd)
+            return _not_written_through(parent.parent, f"{parent.name}.{path.name}", parent, entry)
         target = os.readlink(parent)
-        if entry.original is None:
+        if entry.original is None and str(parent) not in entry.created_dirs:
             return f"{parent} was replaced by a link to {target!r} during the turn; left it alone"
         os.unlink(parent)  # a link holds no data; its target is not touched
         info = None
@@ -576,6 +614,8 @@ def _open_parent(entry: JournalEntry) -> tuple[int, str | None] | str | None:
         return f"{parent} is no longer a directory; kept the original content of {path} in {aside}"
     if info is None:
         if entry.original is None:
+            if note is not None:
+                _remove_dirs(entry.created_dirs)
             return note
         for directory in _missing_parents(parent):
             os.mkdir(directory, 0o700)
@@ -658,7 +698,12 @@ def _restore_linked(dir_fd: int, name: str, entry: JournalEntry, target: Path) -
     as_target = dataclasses.replace(entry, path=str(target), link=None, link_target=None)
     target_fd = os.open(target.parent, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     try:
-        notes = [_restore_in(target_fd, target.name, as_target)]
+        notes: list[str | None]
+        if _same_directory(target_fd, entry):
+            notes = [_restore_in(target_fd, target.name, as_target)]
+        else:
+            aside = _keep_aside(dir_fd, name, entry)
+            notes = [_redirected_note(target.parent, entry, aside)]
     finally:
         os.close(target_fd)
     link = cast("str", entry.link)
@@ -686,6 +731,28 @@ def _restore_linked(dir_fd: int, name: str, entry: JournalEntry, target: Path) -
             notes.append(f"{entry.path}: the agent replaced the link to {link!r}; put it back")
     kept = [n for n in notes if n]
     return "; ".join(kept) if kept else None
+
+
+def _same_directory(fd: int, entry: JournalEntry) -> bool:
+    """Whether ``fd`` is the directory the install wrote into (unknown: taken as the same)."""
+    if entry.written_dir is None:
+        return True
+    info = os.fstat(fd)
+    return (info.st_dev, info.st_ino) == entry.written_dir
+
+
+def _redirected_note(directory: Path, entry: JournalEntry, aside: str | None) -> str:
+    kept = "" if aside is None else f" and kept the original content in {aside}"
+    return (
+        f"{directory} is not the directory the install wrote {entry.path} into (moved or "
+        f"replaced by a link during the turn); did not write through it{kept}; agentshim's "
+        "MCP servers may remain in the file where the directory was moved"
+    )
+
+
+def _not_written_through(outer: Path, aside_name: str, directory: Path, entry: JournalEntry) -> str:
+    aside = None if entry.original is None else _keep_aside_path(outer, aside_name, entry)
+    return _redirected_note(directory, entry, aside)
 
 
 def _lexists(dir_fd: int, name: str) -> bool:
@@ -897,12 +964,25 @@ def recover_config_files(directory: Path | str) -> list[RecoveredConfig]:
     locked by a live turn is reported as in use and left alone. Never raises for a damaged
     entry or a file it cannot restore: those come back with ``error`` set.
     """
-    root = os.path.abspath(directory)
+    root = os.path.normpath(os.path.abspath(directory))
     found: list[RecoveredConfig] = []
     for journals in journal_directories():
+        if not os.path.lexists(journals):
+            continue
         try:
+            # Checked before anything in it is read: an entry someone else could have put
+            # there would make this process write what it says, where it says.
+            check_private_directory(journals)
             names = sorted(os.listdir(journals))
-        except OSError:
+        except OSError as exc:
+            found.append(
+                RecoveredConfig(
+                    str(journals),
+                    False,
+                    error=f"skipped this journal directory ({exc.strerror or exc}: "
+                    f"{exc.filename}); only a directory this user alone can change is trusted",
+                )
+            )
             continue
         for name in names:
             if name.endswith(".json"):
@@ -937,6 +1017,13 @@ def _recover_one(journal: Path, root: str) -> RecoveredConfig | None:
         if not _under(entry.path, root):
             lock.release()
             return None
+        if journal_file_for(Path(entry.path), journal.parent).name != journal.name:
+            lock.release()
+            return RecoveredConfig(
+                str(journal),
+                False,
+                error=f"it names {entry.path}, whose journal it is not; left it alone",
+            )
         try:
             note = _restore(entry)
         except (OSError, ValueError) as exc:
@@ -950,6 +1037,7 @@ def _recover_one(journal: Path, root: str) -> RecoveredConfig | None:
 
 def _under(path: str, root: str) -> bool:
     def inside(child: str, parent: str) -> bool:
+        child, parent = os.path.normpath(child), os.path.normpath(parent)
         return child == parent or child.startswith(parent.rstrip(os.sep) + os.sep)
 
     return inside(path, root) or inside(os.path.realpath(path), os.path.realpath(root))

@@ -104,7 +104,8 @@ def test_codex_refuses_a_url_with_credentials_and_names_the_header_way(
     agent = CliAgent("codex", executor=executor, env={"PATH": "/usr/bin"})
     with pytest.raises(ProviderCapabilityError, match="header") as caught:
         agent.run(TurnRequest("go", mcp_servers=(server,)))
-    assert URL_PASSWORD not in str(caught.value) and URL_QUERY_KEY not in str(caught.value)
+    assert URL_PASSWORD not in str(caught.value)
+    assert URL_QUERY_KEY not in str(caught.value)
     assert executor.requests == []
 
 
@@ -140,7 +141,8 @@ def test_a_refused_value_is_named_by_its_key_never_shown(
     with pytest.raises(InvalidRequestError) as caught:
         build(secret)
     message = str(caught.value)
-    assert "5ecret" not in message and ("TOKEN" in message or "Authorization" in message)
+    assert "5ecret" not in message
+    assert "TOKEN" in message or "Authorization" in message
 
 
 def test_an_env_of_the_wrong_type_is_refused_without_its_values() -> None:
