@@ -454,7 +454,9 @@ def install_json_config(
     there replaces it for the turn. ``defaults`` are top-level keys set only when the
     document lacks them (opencode's ``"$schema"``). Missing parent directories are created.
     The merged file is written atomically, pretty-printed with two-space indents, keeping the
-    file's mode. A symbolic link at the path (or as its directory) is written through.
+    file's mode. A symbolic link at the path (or as its directory) is written through; restore
+    writes there again only while it leads to the same directory (else the original is kept
+    next to the link).
 
     A file with comments or trailing commas (JSONC) is accepted when ``jsonc`` is true: the
     merged file the CLI reads during the turn is plain JSON, and the original, comments
@@ -470,8 +472,9 @@ def install_json_config(
     The returned installation's ``restore()`` never raises and never follows a link that was
     not there at install. It gives back the original bytes and mode at the path when the file
     is as agentshim left it (or reformatted, or with only agentshim's entries changed), when
-    the agent deleted it, removed its directory, made it unusable (not JSON, ``NaN``, not an
-    object) or put a link in its place (the link is replaced; its target is not touched).
+    the agent deleted it, removed its directory, made it unusable (not JSON, ``NaN``, ``1e999``,
+    a lone surrogate, not an object) or put a link in its place (the link is replaced; its
+    target is not touched; a directory agentshim created that became a link is unlinked).
     When that would destroy something the agent made, it keeps the original next to the path
     instead (``<name>.agentshim-original``) and says so in its note: the agent made the path
     a directory, or rewrote the file into a different JSON object (agentshim then removes
@@ -961,7 +964,9 @@ def recover_config_files(directory: Path | str) -> list[RecoveredConfig]:
     """Undo every install into a config file under ``directory`` whose turn never ended.
 
     Looks at this user's journal entries (see :mod:`agentshim.core.mcp_journal`); an entry
-    locked by a live turn is reported as in use and left alone. Never raises for a damaged
+    locked by a live turn is reported as in use and left alone. A journal directory that is not
+    private (see ``check_private_directory``) is skipped, with ``error`` saying so, before
+    anything in it is read; an entry filed under another file's name is left alone. Never raises for a damaged
     entry or a file it cannot restore: those come back with ``error`` set.
     """
     root = os.path.normpath(os.path.abspath(directory))

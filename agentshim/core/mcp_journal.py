@@ -9,7 +9,8 @@ ends (SIGKILL included). An entry nobody holds belongs to a turn that never rest
 The directory is ``$AGENTSHIM_STATE_DIR`` when set; else ``$XDG_STATE_HOME/agentshim`` (or
 ``~/.local/state/agentshim``), falling back to ``agentshim-<uid>`` in the system temporary
 directory when that cannot be created; the entries live in its ``mcp-journal`` subdirectory
-(mode 0700, entries 0600). Entries hold no secret agentshim added: only the names of its
+(mode 0700, entries 0600). That directory and its parent must be real directories owned by
+this user that nobody else can write, or nothing in them is trusted. Entries hold no secret agentshim added: only the names of its
 servers and a SHA-256 of what it wrote.
 """
 

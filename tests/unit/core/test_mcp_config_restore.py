@@ -840,6 +840,29 @@ class TestRestoreProperty:
             assert os.listdir(os.environ["AGENTSHIM_STATE_DIR"] + "/mcp-journal") == []
 
 
+json_tokens = st.one_of(
+    st.floats().map(json.dumps),  # NaN, Infinity and -Infinity included
+    st.text(st.characters(codec=None, categories=["Cs", "Ll", "Nd"])).map(json.dumps),
+    st.builds("{}e{}".format, st.integers(-9, 9), st.integers(-400, 400)),  # 1e999: inf
+)
+
+
+class TestAnyValueInTheAgentsRewrite:
+    @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    @given(json_tokens)
+    def test_never_leaves_our_entries_nor_wedges_the_next_install(self, token: str) -> None:
+        with tempfile.TemporaryDirectory() as directory:
+            path = Path(directory) / ".mcp.json"
+            path.write_bytes(ORIGINAL)
+            installation = install(path)
+            path.write_text(merged_with(path, agent="__V__").replace('"__V__"', token))
+            installation.restore()
+            assert_no_trace_of_ours(Path(directory))
+            install(path).restore()
+            assert_no_trace_of_ours(Path(directory))
+            assert os.listdir(os.environ["AGENTSHIM_STATE_DIR"] + "/mcp-journal") == []
+
+
 class TestAnInstallationDroppedWithoutRestore:
     def test_the_next_install_does_not_wait_forever_and_undoes_it(self, tmp_path: Path) -> None:
         path = tmp_path / ".mcp.json"
