@@ -29,6 +29,7 @@ __all__ = [
     "mcp_servers_entry",
     "refuse_timeouts",
     "tool_timeout_ms",
+    "url_carries_secrets",
 ]
 
 #: How an HTTP MCP server is reached: streamable HTTP, or the older server-sent events.
@@ -59,11 +60,24 @@ def _check_timeout(owner: str, label: str, value: object) -> None:
 
 
 def _check_text(field: str, label: str, value: object) -> None:
-    if not isinstance(value, str) or "\0" in value:
+    # The value is never in the message: an env or header value is often a secret.
+    usable = isinstance(value, str) and "\0" not in value
+    if usable:
+        try:
+            cast("str", value).encode("utf-8")
+        except UnicodeEncodeError:  # a lone surrogate: no config file or argv can carry it
+            usable = False
+    if not usable:
+        got = (
+            "a NUL character or a lone surrogate"
+            if isinstance(value, str)
+            else f"a {type(value).__name__}"
+        )
         raise InvalidRequestError(
             field,
-            f"{label} {value!r} is not a string without NUL characters",
-            f"{label} must be a string without NUL characters, not {value!r} ({field})",
+            f"{label} is not UTF-8 text without NUL characters",
+            f"{label} must be a string without NUL characters that encodes as UTF-8, "
+            f"not {got} ({field})",
         )
 
 
@@ -72,13 +86,22 @@ def _frozen_strings(field: str, label: str, values: Mapping[str, str]) -> Mappin
         raise InvalidRequestError(
             field,
             "not a mapping of strings",
-            f"{label} must be a mapping of strings, not {values!r} ({field})",
+            f"{label} must be a mapping of strings, not a {type(values).__name__} ({field})",
         )
     copied = dict(values)
     for key, value in copied.items():
         _check_text(field, f"{label} key", key)
         _check_text(field, f"{label}[{key!r}]", value)
     return MappingProxyType(copied)
+
+
+def url_carries_secrets(url: str) -> bool:
+    """Whether ``url`` holds user info (``user:password@``) or a query string (``?api_key=``).
+
+    Either may be a credential, so such a URL is kept out of argv like a header value.
+    """
+    parts = urllib.parse.urlsplit(url)
+    return "@" in parts.netloc or bool(parts.query)
 
 
 class _ProxiedMappings:

@@ -34,6 +34,7 @@ from agentshim.core.jsonvalues import as_mapping
 from agentshim.core.mcp_journal import (
     JournalEntry,
     JournalLock,
+    check_private_directory,
     journal_directories,
     journal_file_for,
     private_directory,
@@ -91,6 +92,12 @@ def _decode_document(data: bytes, *, jsonc: bool) -> dict[str, Any]:
             ) from None
     if not isinstance(value, dict):
         raise _Unreadable(f"its top level is not a JSON object but {type(value).__name__}")
+    try:
+        # A number too large for a float (1e999 is inf) or a lone surrogate ("\\ud800") parses
+        # but cannot be written back: a document holding one is as unusable as NaN.
+        _encode_document(cast("dict[str, Any]", value))
+    except (ValueError, RecursionError) as exc:  # UnicodeEncodeError is a ValueError
+        raise _Unreadable(f"it holds a value JSON cannot carry ({exc})") from None
     return cast("dict[str, Any]", value)
 
 
@@ -178,10 +185,27 @@ def _missing_parents(directory: Path) -> list[Path]:
 
 
 def _remove_dirs(created: Sequence[str | Path]) -> None:
-    """Remove directories agentshim created, innermost first, if they are empty again."""
+    """Remove directories agentshim created, innermost first, if they are empty again.
+
+    One the agent replaced by a link is unlinked (never followed), with all inside it.
+    """
+    for directory in created:  # outermost first: inner paths are only looked at through
+        try:  # directories that are still real ones
+            info = os.lstat(directory)
+        except OSError:
+            break
+        if stat.S_ISLNK(info.st_mode):
+            with contextlib.suppress(OSError):
+                os.unlink(directory)
+            created = created[: list(created).index(directory)]
+            break
+        if not stat.S_ISDIR(info.st_mode):
+            break
     for directory in reversed(created):
         try:
             os.rmdir(directory)  # never follows a link: rmdir of a link fails
+        except FileNotFoundError:
+            continue
         except OSError:
             return  # not empty (someone put something there) or already gone: leave the rest
 
@@ -209,6 +233,7 @@ class _Found:
     link_target: str | None
     parent_link: str | None
     parent_mode: int | None
+    written_dir: tuple[int, int] | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -250,6 +275,13 @@ def _read_config(path: Path) -> _Found:
         parent_mode: int | None = stat.S_IMODE(os.stat(path.parent).st_mode)
     except OSError:
         parent_mode = None
+    try:
+        # The directory the file really is in, through the user's links: a restore through
+        # them writes there only if it is still that directory.
+        written = os.stat(os.path.dirname(os.path.realpath(path)))
+        written_dir: tuple[int, int] | None = (written.st_dev, written.st_ino)
+    except OSError:
+        written_dir = None  # created by the install: there is no link to follow
     return _Found(
         original=original,
         mode=None if info is None else stat.S_IMODE(info.st_mode),
@@ -258,6 +290,7 @@ def _read_config(path: Path) -> _Found:
         link_target=None if link is None else os.path.realpath(path),
         parent_link=_link_text(path.parent),
         parent_mode=parent_mode,
+        written_dir=written_dir,
     )
 
 
@@ -335,6 +368,12 @@ def _recover_stale(lock: JournalLock, path: Path) -> str | None:
         ) from None
     if stale is None:
         return None
+    if stale.path != str(path):
+        raise McpConfigError(
+            str(path),
+            f"its recovery journal {lock.path} names another file ({stale.path}); check "
+            "both by hand, then delete the journal",
+        )
     try:
         note = _restore(stale)
     except (OSError, ValueError) as exc:
@@ -378,6 +417,7 @@ def _record(
         parent_link=found.parent_link,
         jsonc=jsonc,
         pid=os.getpid(),
+        written_dir=found.written_dir,
     )
     try:
         lock.write(entry)
@@ -414,7 +454,9 @@ def install_json_config(
     there replaces it for the turn. ``defaults`` are top-level keys set only when the
     document lacks them (opencode's ``"$schema"``). Missing parent directories are created.
     The merged file is written atomically, pretty-printed with two-space indents, keeping the
-    file's mode. A symbolic link at the path (or as its directory) is written through.
+    file's mode. A symbolic link at the path (or as its directory) is written through; restore
+    writes there again only while it leads to the same directory (else the original is kept
+    next to the link).
 
     A file with comments or trailing commas (JSONC) is accepted when ``jsonc`` is true: the
     merged file the CLI reads during the turn is plain JSON, and the original, comments
@@ -430,8 +472,9 @@ def install_json_config(
     The returned installation's ``restore()`` never raises and never follows a link that was
     not there at install. It gives back the original bytes and mode at the path when the file
     is as agentshim left it (or reformatted, or with only agentshim's entries changed), when
-    the agent deleted it, removed its directory, made it unusable (not JSON, ``NaN``, not an
-    object) or put a link in its place (the link is replaced; its target is not touched).
+    the agent deleted it, removed its directory, made it unusable (not JSON, ``NaN``, ``1e999``,
+    a lone surrogate, not an object) or put a link in its place (the link is replaced; its
+    target is not touched; a directory agentshim created that became a link is unlinked).
     When that would destroy something the agent made, it keeps the original next to the path
     instead (``<name>.agentshim-original``) and says so in its note: the agent made the path
     a directory, or rewrote the file into a different JSON object (agentshim then removes
@@ -553,9 +596,13 @@ def _open_parent(entry: JournalEntry) -> tuple[int, str | None] | str | None:
     note: str | None = None
     if info is not None and stat.S_ISLNK(info.st_mode):
         if entry.parent_link is not None and os.readlink(parent) == entry.parent_link:
-            return os.open(parent, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC), None
+            fd = os.open(parent, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+            if _same_directory(fd, entry):
+                return fd, None
+            os.close(fd)
+            return _not_written_through(parent.parent, f"{parent.name}.{path.name}", parent, entry)
         target = os.readlink(parent)
-        if entry.original is None:
+        if entry.original is None and str(parent) not in entry.created_dirs:
             return f"{parent} was replaced by a link to {target!r} during the turn; left it alone"
         os.unlink(parent)  # a link holds no data; its target is not touched
         info = None
@@ -570,6 +617,8 @@ def _open_parent(entry: JournalEntry) -> tuple[int, str | None] | str | None:
         return f"{parent} is no longer a directory; kept the original content of {path} in {aside}"
     if info is None:
         if entry.original is None:
+            if note is not None:
+                _remove_dirs(entry.created_dirs)
             return note
         for directory in _missing_parents(parent):
             os.mkdir(directory, 0o700)
@@ -652,7 +701,12 @@ def _restore_linked(dir_fd: int, name: str, entry: JournalEntry, target: Path) -
     as_target = dataclasses.replace(entry, path=str(target), link=None, link_target=None)
     target_fd = os.open(target.parent, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     try:
-        notes = [_restore_in(target_fd, target.name, as_target)]
+        notes: list[str | None]
+        if _same_directory(target_fd, entry):
+            notes = [_restore_in(target_fd, target.name, as_target)]
+        else:
+            aside = _keep_aside(dir_fd, name, entry)
+            notes = [_redirected_note(target.parent, entry, aside)]
     finally:
         os.close(target_fd)
     link = cast("str", entry.link)
@@ -680,6 +734,28 @@ def _restore_linked(dir_fd: int, name: str, entry: JournalEntry, target: Path) -
             notes.append(f"{entry.path}: the agent replaced the link to {link!r}; put it back")
     kept = [n for n in notes if n]
     return "; ".join(kept) if kept else None
+
+
+def _same_directory(fd: int, entry: JournalEntry) -> bool:
+    """Whether ``fd`` is the directory the install wrote into (unknown: taken as the same)."""
+    if entry.written_dir is None:
+        return True
+    info = os.fstat(fd)
+    return (info.st_dev, info.st_ino) == entry.written_dir
+
+
+def _redirected_note(directory: Path, entry: JournalEntry, aside: str | None) -> str:
+    kept = "" if aside is None else f" and kept the original content in {aside}"
+    return (
+        f"{directory} is not the directory the install wrote {entry.path} into (moved or "
+        f"replaced by a link during the turn); did not write through it{kept}; agentshim's "
+        "MCP servers may remain in the file where the directory was moved"
+    )
+
+
+def _not_written_through(outer: Path, aside_name: str, directory: Path, entry: JournalEntry) -> str:
+    aside = None if entry.original is None else _keep_aside_path(outer, aside_name, entry)
+    return _redirected_note(directory, entry, aside)
 
 
 def _lexists(dir_fd: int, name: str) -> bool:
@@ -717,10 +793,7 @@ def _settle(
     try:
         document = _decode_document(current, jsonc=True)
     except _Unreadable as exc:
-        put(entry.original, entry.mode)
-        if entry.original is None:
-            return f"{where}: the turn left it unusable ({exc}); removed it, as it did not exist"
-        return f"{where}: the turn left it unusable ({exc}); wrote back its original content"
+        return _put_back_unusable(entry, put, str(exc))
     original = _original_document(entry)
     changed = _remove_ours(document, entry, original)
     if original is not None and document == original:
@@ -730,7 +803,11 @@ def _settle(
         put(None, None)
         return None
     if changed:
-        put(_encode_document(document), current_mode)
+        try:
+            rewritten = _encode_document(document)
+        except (ValueError, RecursionError) as exc:
+            return _put_back_unusable(entry, put, str(exc))
+        put(rewritten, current_mode)
     if entry.original is None:
         return (
             f"{where} changed during the turn; removed only agentshim's MCP servers and kept "
@@ -741,6 +818,16 @@ def _settle(
         f"{where} changed during the turn; removed only agentshim's MCP servers, kept the "
         f"other changes, and kept the original content in {aside}"
     )
+
+
+def _put_back_unusable(
+    entry: JournalEntry, put: Callable[[bytes | None, int | None], None], why: str
+) -> str:
+    """The turn left nothing agentshim can take its entries out of: the original comes back."""
+    put(entry.original, entry.mode)
+    if entry.original is None:
+        return f"{entry.path}: the turn left it unusable ({why}); removed it, as it did not exist"
+    return f"{entry.path}: the turn left it unusable ({why}); wrote back its original content"
 
 
 def _original_document(entry: JournalEntry) -> dict[str, Any] | None:
@@ -877,15 +964,30 @@ def recover_config_files(directory: Path | str) -> list[RecoveredConfig]:
     """Undo every install into a config file under ``directory`` whose turn never ended.
 
     Looks at this user's journal entries (see :mod:`agentshim.core.mcp_journal`); an entry
-    locked by a live turn is reported as in use and left alone. Never raises for a damaged
+    locked by a live turn is reported as in use and left alone. A journal directory that is not
+    private (see ``check_private_directory``) is skipped, with ``error`` saying so, before
+    anything in it is read; an entry filed under another file's name is left alone. Never raises for a damaged
     entry or a file it cannot restore: those come back with ``error`` set.
     """
-    root = os.path.abspath(directory)
+    root = os.path.normpath(os.path.abspath(directory))
     found: list[RecoveredConfig] = []
     for journals in journal_directories():
+        if not os.path.lexists(journals):
+            continue
         try:
+            # Checked before anything in it is read: an entry someone else could have put
+            # there would make this process write what it says, where it says.
+            check_private_directory(journals)
             names = sorted(os.listdir(journals))
-        except OSError:
+        except OSError as exc:
+            found.append(
+                RecoveredConfig(
+                    str(journals),
+                    False,
+                    error=f"skipped this journal directory ({exc.strerror or exc}: "
+                    f"{exc.filename}); only a directory this user alone can change is trusted",
+                )
+            )
             continue
         for name in names:
             if name.endswith(".json"):
@@ -920,6 +1022,13 @@ def _recover_one(journal: Path, root: str) -> RecoveredConfig | None:
         if not _under(entry.path, root):
             lock.release()
             return None
+        if journal_file_for(Path(entry.path), journal.parent).name != journal.name:
+            lock.release()
+            return RecoveredConfig(
+                str(journal),
+                False,
+                error=f"it names {entry.path}, whose journal it is not; left it alone",
+            )
         try:
             note = _restore(entry)
         except (OSError, ValueError) as exc:
@@ -933,6 +1042,7 @@ def _recover_one(journal: Path, root: str) -> RecoveredConfig | None:
 
 def _under(path: str, root: str) -> bool:
     def inside(child: str, parent: str) -> bool:
+        child, parent = os.path.normpath(child), os.path.normpath(parent)
         return child == parent or child.startswith(parent.rstrip(os.sep) + os.sep)
 
     return inside(path, root) or inside(os.path.realpath(path), os.path.realpath(root))

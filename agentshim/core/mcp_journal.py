@@ -9,7 +9,8 @@ ends (SIGKILL included). An entry nobody holds belongs to a turn that never rest
 The directory is ``$AGENTSHIM_STATE_DIR`` when set; else ``$XDG_STATE_HOME/agentshim`` (or
 ``~/.local/state/agentshim``), falling back to ``agentshim-<uid>`` in the system temporary
 directory when that cannot be created; the entries live in its ``mcp-journal`` subdirectory
-(mode 0700, entries 0600). Entries hold no secret agentshim added: only the names of its
+(mode 0700, entries 0600). That directory and its parent must be real directories owned by
+this user that nobody else can write, or nothing in them is trusted. Entries hold no secret agentshim added: only the names of its
 servers and a SHA-256 of what it wrote.
 """
 
@@ -32,6 +33,7 @@ __all__ = [
     "STATE_DIR_ENV",
     "JournalEntry",
     "JournalLock",
+    "check_private_directory",
     "journal_directories",
     "journal_file_for",
     "private_directory",
@@ -56,7 +58,9 @@ class JournalEntry:
     ``original`` is the file's bytes before the install (None: there was no file) and ``mode``
     and ``owner`` its permission bits and (uid, gid). ``link`` is the text of the symbolic link
     the path was at install (None: it was not a link) and ``link_target`` the file it led to
-    (where the install wrote), ``parent_link`` the same as ``link`` for its directory. ``written_sha256`` identifies what agentshim wrote without keeping it (it holds
+    (where the install wrote), ``parent_link`` the same as ``link`` for its directory.
+    ``written_dir`` is the (st_dev, st_ino) of the directory the install wrote the file into,
+    which a restore through a link checks before writing there. ``written_sha256`` identifies what agentshim wrote without keeping it (it holds
     the servers' secrets). ``names`` are the entries added under ``key_path``;
     ``added_defaults`` the top-level keys added; ``created_from`` the depth on ``key_path``
     from which objects were created; ``created_dirs`` the directories created, outermost first.
@@ -78,6 +82,7 @@ class JournalEntry:
     parent_link: str | None = None
     jsonc: bool = True
     pid: int = 0
+    written_dir: tuple[int, int] | None = None
 
     def to_bytes(self) -> bytes:
         """The entry as the JSON document stored on disk."""
@@ -101,6 +106,7 @@ class JournalEntry:
             "parent_link": self.parent_link,
             "jsonc": self.jsonc,
             "pid": self.pid,
+            "written_dir": None if self.written_dir is None else list(self.written_dir),
         }
         return json.dumps(document, ensure_ascii=True).encode("ascii")
 
@@ -120,6 +126,7 @@ class JournalEntry:
                 raise ValueError(f"unknown version {doc.get('version')!r}")
             original = doc["original"]
             owner = doc["owner"]
+            written_dir = doc.get("written_dir")
             entry = cls(
                 path=_text(doc["path"]),
                 original=None if original is None else base64.b64decode(_text(original)),
@@ -137,12 +144,29 @@ class JournalEntry:
                 parent_link=None if doc["parent_link"] is None else _text(doc["parent_link"]),
                 jsonc=bool(doc["jsonc"]),
                 pid=int(doc["pid"]),
+                written_dir=None
+                if written_dir is None
+                else (int(written_dir[0]), int(written_dir[1])),
             )
         except (KeyError, TypeError, IndexError, AttributeError, RecursionError) as exc:
             raise ValueError(f"not a journal entry ({exc!r})") from None
-        if not entry.key_path or not os.path.isabs(entry.path):
-            raise ValueError("not a journal entry (no key path, or a relative path)")
+        if not entry.key_path:
+            raise ValueError("not a journal entry (no key path)")
+        paths = [entry.path, *entry.created_dirs]
+        if entry.link_target is not None:
+            paths.append(entry.link_target)
+        for path in paths:
+            # Only what an install writes: an absolute path without "." or ".." in it, so
+            # that where it points is what it says (`ws/../elsewhere` is not under `ws`).
+            if not _normalised_absolute(path):
+                raise ValueError(
+                    f"not a journal entry ({path!r} is not a normalised absolute path)"
+                )
         return entry
+
+
+def _normalised_absolute(path: str) -> bool:
+    return os.path.isabs(path) and os.path.normpath(path) == path and "\0" not in path
 
 
 def _text(value: object) -> str:
@@ -183,23 +207,38 @@ def journal_file_for(config_path: Path, directory: Path) -> Path:
 
 
 def private_directory(directory: Path) -> Path:
-    """Create ``directory`` (mode 0700) if needed and check that only this user can use it.
+    """Create ``directory`` and its state root (its parent) if needed, mode 0700; check both.
 
     Raises:
-        OSError: it cannot be created, or it is a link, not owned by this user, or writable by
-            others (a journal there could be replaced by someone else).
+        OSError: it cannot be created, or it fails :func:`check_private_directory`.
     """
-    directory.mkdir(mode=_PRIVATE_DIR, parents=True, exist_ok=True)
-    info = os.lstat(directory)
-    if not stat.S_ISDIR(info.st_mode):
-        raise NotADirectoryError(20, "not a directory (or a symbolic link)", str(directory))
-    if info.st_uid != os.geteuid() or info.st_mode & 0o022:
-        raise PermissionError(
-            1, "not private: owned by another user or writable by others", str(directory)
-        )
+    directory.parent.mkdir(mode=_PRIVATE_DIR, parents=True, exist_ok=True)
+    directory.mkdir(mode=_PRIVATE_DIR, exist_ok=True)
+    check_private_directory(directory)
     if not os.access(directory, os.W_OK | os.X_OK):
         raise PermissionError(13, "Permission denied", str(directory))
     return directory
+
+
+def check_private_directory(directory: Path) -> None:
+    """Check that only this user can change the journal ``directory`` or its state root.
+
+    Both the directory and its parent (the state root, ``agentshim-<uid>`` say) must be real
+    directories (not links) owned by this user and writable by nobody else: another local user
+    who could create either could plant entries that a recovery would act on.
+
+    Raises:
+        OSError: one of them is missing, a link, not a directory, owned by another user, or
+            writable by its group or others.
+    """
+    for checked in (directory.parent, directory):
+        info = os.lstat(checked)
+        if not stat.S_ISDIR(info.st_mode):
+            raise NotADirectoryError(20, "not a directory (or a symbolic link)", str(checked))
+        if info.st_uid != os.geteuid() or info.st_mode & 0o022:
+            raise PermissionError(
+                1, "not private: owned by another user or writable by others", str(checked)
+            )
 
 
 class JournalLock:

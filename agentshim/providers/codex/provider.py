@@ -32,7 +32,7 @@ from agentshim.core.events import AgentEvent
 from agentshim.core.exit_errors import as_resume_failure, resume_missing_line
 from agentshim.core.ids import validate_session_id
 from agentshim.core.jsonvalues import as_mapping, list_or_empty
-from agentshim.core.mcp import HttpMcpServer, McpServer, StdioMcpServer
+from agentshim.core.mcp import HttpMcpServer, McpServer, StdioMcpServer, url_carries_secrets
 from agentshim.core.permissions import NativeMode
 from agentshim.core.profile import McpMechanism, OutputSchemaStyle, ProviderProfile, SchemaDialect
 from agentshim.core.provider import ArgvContext, McpInstallation, NoMcpInstallation
@@ -103,7 +103,8 @@ def mcp_entry(server: McpServer) -> dict[str, Any]:
     environment (:func:`forwarded_env`), never into argv, where every local user can read them.
 
     Raises:
-        ProviderCapabilityError: an SSE server, which ``codex exec`` cannot reach.
+        ProviderCapabilityError: an SSE server, which ``codex exec`` cannot reach, or a URL
+            with user info or a query string (a credential Codex would get in argv).
     """
     entry: dict[str, Any]
     if isinstance(server, StdioMcpServer):
@@ -115,6 +116,14 @@ def mcp_entry(server: McpServer) -> dict[str, Any]:
             raise ProviderCapabilityError(
                 f"Codex reaches MCP servers over stdio or streamable HTTP, not "
                 f"{server.transport!r} (server {server.name!r}); use transport='http'"
+            )
+        if url_carries_secrets(server.url):
+            # The URL can only go into a --config flag, readable by every local user.
+            raise ProviderCapabilityError(
+                f"MCP server {server.name!r}: its url has user info or a query string, which "
+                "Codex would get in argv where every local user can read it; pass the token "
+                "as a header instead (headers={'Authorization': 'Bearer ...'}), which Codex "
+                "reads from an environment variable it is given by name"
             )
         entry = {"url": server.url}
         if server.headers:

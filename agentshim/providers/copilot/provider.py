@@ -33,6 +33,7 @@ from agentshim.core.mcp import (
     StdioMcpServer,
     mcp_servers_entry,
     refuse_timeouts,
+    url_carries_secrets,
 )
 from agentshim.core.profile import McpMechanism, ProviderProfile
 from agentshim.core.provider import ArgvContext, McpInstallation, NoMcpInstallation
@@ -145,8 +146,8 @@ class CopilotProvider:
     def install_mcp(self, workspace: Path | None, servers: Sequence[McpServer]) -> McpInstallation:
         """Return the ``--additional-mcp-config`` flag carrying ``servers``.
 
-        Servers without secrets go inline as JSON. When any server has env values or HTTP
-        headers (tokens), the JSON goes into a private file instead (mode 0600, in a fresh
+        Servers without secrets go inline as JSON. When any server has env values, HTTP
+        headers (tokens) or a URL with user info or a query string, the JSON goes into a private file instead (mode 0600, in a fresh
         0700 temporary directory, removed when the turn ends) and the flag names it as
         ``@<path>``: argv is readable by every local user, the file only by this one.
 
@@ -190,7 +191,7 @@ def mcp_entry(server: McpServer) -> dict[str, Any]:
 def _carries_secrets(server: McpServer) -> bool:
     if isinstance(server, StdioMcpServer):
         return bool(server.env)
-    return bool(server.headers)
+    return bool(server.headers) or url_carries_secrets(server.url)
 
 
 @dataclass(frozen=True, slots=True)
@@ -202,6 +203,13 @@ class _PrivateConfigFile:
 
     @classmethod
     def write(cls, config: str) -> _PrivateConfigFile:
+        # Encoded before anything is created: a value that cannot be written leaves nothing.
+        try:
+            data = config.encode("utf-8")
+        except UnicodeEncodeError as error:
+            raise McpConfigError(
+                MCP_FLAG, f"the MCP config is not UTF-8 text ({error.reason})"
+            ) from None
         try:
             directory = Path(tempfile.mkdtemp(prefix="agentshim-copilot-mcp-"))
         except OSError as error:
@@ -211,11 +219,13 @@ class _PrivateConfigFile:
         path = directory / "mcp-config.json"
         try:
             descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-            with os.fdopen(descriptor, "w", encoding="utf-8") as file:
-                file.write(config)
-        except OSError as error:
+            with os.fdopen(descriptor, "wb") as file:
+                file.write(data)
+        except BaseException as error:
             shutil.rmtree(directory, ignore_errors=True)
-            raise McpConfigError(str(path), f"it cannot be written ({error})") from error
+            if isinstance(error, OSError):
+                raise McpConfigError(str(path), f"it cannot be written ({error})") from error
+            raise
         return cls(directory, (MCP_FLAG, f"@{path}"))
 
     def restore(self) -> str | None:

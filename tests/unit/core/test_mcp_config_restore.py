@@ -164,6 +164,74 @@ class TestPlantedLinks:
         assert shared.read_bytes() == ORIGINAL
 
 
+class TestADirectoryRedirectedDuringTheTurn:
+    """The user's link is kept, but the directory it leads through is not followed blindly."""
+
+    def test_the_links_directory_pointed_elsewhere_is_not_written_through(
+        self, tmp_path: Path
+    ) -> None:
+        workspace, outside = tmp_path / "ws", tmp_path / "outside"
+        (workspace / "config").mkdir(parents=True)
+        (workspace / "config" / "mcp.json").write_bytes(ORIGINAL)
+        path = workspace / ".mcp.json"
+        path.symlink_to("config/mcp.json")
+        outside.mkdir()
+        (outside / "mcp.json").write_bytes(b"precious, not JSON\n")
+        installation = install(path)
+        (workspace / "config").rename(workspace / "config.moved")
+        (workspace / "config").symlink_to(outside)
+        note = installation.restore()
+        assert (outside / "mcp.json").read_bytes() == b"precious, not JSON\n"
+        kept = workspace / f".mcp.json{ORIGINAL_SUFFIX}"
+        assert kept.read_bytes() == ORIGINAL
+        assert note is not None
+        assert str(kept) in note
+        assert os.readlink(path) == "config/mcp.json"
+
+    def test_the_linked_directory_replaced_behind_the_same_link_is_not_written_through(
+        self, tmp_path: Path
+    ) -> None:
+        workspace, outside = tmp_path / "ws", tmp_path / "outside"
+        (workspace / "real").mkdir(parents=True)
+        (workspace / ".gemini").symlink_to("real")
+        path = workspace / ".gemini" / "settings.json"
+        path.write_bytes(ORIGINAL)
+        outside.mkdir()
+        (outside / "settings.json").write_bytes(b"precious\n")
+        installation = install(path)
+        (workspace / "real").rename(workspace / "real.moved")
+        (workspace / "real").symlink_to(outside)
+        note = installation.restore()
+        assert (outside / "settings.json").read_bytes() == b"precious\n"
+        kept = workspace / f".gemini.settings.json{ORIGINAL_SUFFIX}"
+        assert kept.read_bytes() == ORIGINAL
+        assert note is not None
+        assert str(kept) in note
+
+
+class TestADirectoryAgentshimCreated:
+    def test_replaced_by_a_link_is_unlinked_so_the_next_install_does_not_write_through_it(
+        self, tmp_path: Path
+    ) -> None:
+        workspace, outside = tmp_path / "ws", tmp_path / "outside"
+        workspace.mkdir()
+        outside.mkdir()
+        path = workspace / ".gemini" / "settings.json"
+        first = install(path)
+        (workspace / ".gemini" / "settings.json").unlink()
+        (workspace / ".gemini").rmdir()
+        (workspace / ".gemini").symlink_to(outside)
+        note = first.restore()
+        assert note is not None
+        assert "removed the link" in note
+        assert not os.path.lexists(workspace / ".gemini")
+        second = install(path)
+        assert list(outside.iterdir()) == []
+        assert second.restore() is None
+        assert list(outside.iterdir()) == []
+        assert list(workspace.iterdir()) == []
+
+
 class TestThroughATurn:
     def test_the_note_reaches_the_agents_log_and_the_link_target_is_untouched(
         self, tmp_path: Path
@@ -369,6 +437,23 @@ class TestRewrites:
         assert note is not None
         assert "NaN" in note
         assert_no_trace_of_ours(tmp_path)
+
+    @pytest.mark.parametrize("value", ["1e999", "-1e999", '"\\ud800"', '{"\\udfff": 1}'])
+    def test_an_infinite_number_or_a_lone_surrogate_does_not_leave_our_entries(
+        self, tmp_path: Path, value: str
+    ) -> None:
+        path = tmp_path / ".mcp.json"
+        path.write_bytes(ORIGINAL)
+        installation = install(path)
+        path.write_text(merged_with(path, agent="__V__").replace('"__V__"', value))
+        note = installation.restore()
+        assert path.read_bytes() == ORIGINAL
+        assert note is not None
+        assert "unusable" in note
+        assert_no_trace_of_ours(tmp_path)
+        assert recover_config_files(tmp_path) == []
+        install(path).restore()  # the next turn's install is not wedged
+        assert path.read_bytes() == ORIGINAL
 
     def test_a_changed_file_keeps_the_agents_change_and_the_original_next_to_it(
         self, tmp_path: Path
@@ -752,6 +837,29 @@ class TestRestoreProperty:
                 assert not aside.exists()
             assert not path.is_symlink()
             assert_no_trace_of_ours(workspace)
+            assert os.listdir(os.environ["AGENTSHIM_STATE_DIR"] + "/mcp-journal") == []
+
+
+json_tokens = st.one_of(
+    st.floats().map(json.dumps),  # NaN, Infinity and -Infinity included
+    st.text(st.characters(codec=None, categories=["Cs", "Ll", "Nd"])).map(json.dumps),
+    st.builds("{}e{}".format, st.integers(-9, 9), st.integers(-400, 400)),  # 1e999: inf
+)
+
+
+class TestAnyValueInTheAgentsRewrite:
+    @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    @given(json_tokens)
+    def test_never_leaves_our_entries_nor_wedges_the_next_install(self, token: str) -> None:
+        with tempfile.TemporaryDirectory() as directory:
+            path = Path(directory) / ".mcp.json"
+            path.write_bytes(ORIGINAL)
+            installation = install(path)
+            path.write_text(merged_with(path, agent="__V__").replace('"__V__"', token))
+            installation.restore()
+            assert_no_trace_of_ours(Path(directory))
+            install(path).restore()
+            assert_no_trace_of_ours(Path(directory))
             assert os.listdir(os.environ["AGENTSHIM_STATE_DIR"] + "/mcp-journal") == []
 
 

@@ -8,12 +8,14 @@ must still get them; Pi has no MCP and refuses servers.
 
 from __future__ import annotations
 
+import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from agentshim import CliAgent, TurnRequest
-from agentshim.core.errors import ProviderCapabilityError
+from agentshim.core.errors import InvalidRequestError, ProviderCapabilityError
 from agentshim.core.mcp import HttpMcpServer, McpServer, StdioMcpServer
 from agentshim.execution.executor import CommandRequest
 from agentshim.providers import get_plugin
@@ -21,8 +23,12 @@ from agentshim.testing import FakeExecutor, FakeRun, installed_mcp_servers, scri
 
 ENV_SECRET = "env-secret-7f3a9c"
 HEADER_SECRET = "Bearer header-secret-51d2e8"
+URL_PASSWORD = "url-password-c0ffee"
+URL_QUERY_KEY = "url-query-key-8d1b"
 SECRETS = (ENV_SECRET, "header-secret-51d2e8")
 WITH_MCP = ("claude", "codex", "copilot", "gemini", "opencode")
+# Codex can only take a URL in argv, so it refuses these (see the test below).
+URL_IN_A_FILE = ("claude", "copilot", "gemini", "opencode")
 
 
 def _servers() -> tuple[McpServer, ...]:
@@ -62,6 +68,101 @@ def test_no_env_or_header_value_is_ever_in_argv(
     for request, _ in seen:
         for secret in SECRETS:
             assert not any(secret in arg for arg in request.argv), (secret, request.argv)
+
+
+def _url_servers() -> tuple[McpServer, ...]:
+    return (
+        HttpMcpServer("userinfo", f"https://bot:{URL_PASSWORD}@mcp.example/v1"),
+        HttpMcpServer("query", f"https://mcp.example/v1?api_key={URL_QUERY_KEY}"),
+    )
+
+
+@pytest.mark.parametrize("provider", URL_IN_A_FILE)
+def test_credentials_in_a_url_are_never_in_argv(provider: str, tmp_path: Path) -> None:
+    binary = get_plugin(provider).profile.binary
+    seen: list[tuple[CommandRequest, dict[str, dict[str, object]]]] = []
+
+    def serve(request: CommandRequest) -> FakeRun:
+        seen.append((request, installed_mcp_servers(provider, request, tmp_path)))
+        return scripted_turn(provider, text="ok", session_id="sess-1")
+
+    executor = FakeExecutor(serve, binaries={binary: f"/usr/bin/{binary}"})
+    agent = CliAgent(provider, executor=executor, env={"PATH": "/usr/bin"}, model="some-model")
+    agent.run(TurnRequest("go", mcp_servers=_url_servers(), cwd=str(tmp_path)))
+    ((request, servers),) = seen
+    for secret in (URL_PASSWORD, URL_QUERY_KEY):
+        assert not any(secret in arg for arg in request.argv), (secret, request.argv)
+    assert URL_PASSWORD in str(servers["userinfo"]["url"])
+    assert URL_QUERY_KEY in str(servers["query"]["url"])
+
+
+@pytest.mark.parametrize("server", _url_servers(), ids=lambda s: s.name)
+def test_codex_refuses_a_url_with_credentials_and_names_the_header_way(
+    server: McpServer,
+) -> None:
+    executor = FakeExecutor([], binaries={"codex": "/usr/bin/codex"})
+    agent = CliAgent("codex", executor=executor, env={"PATH": "/usr/bin"})
+    with pytest.raises(ProviderCapabilityError, match="header") as caught:
+        agent.run(TurnRequest("go", mcp_servers=(server,)))
+    assert URL_PASSWORD not in str(caught.value)
+    assert URL_QUERY_KEY not in str(caught.value)
+    assert executor.requests == []
+
+
+def test_codex_still_takes_a_url_without_credentials(tmp_path: Path) -> None:
+    seen: list[dict[str, dict[str, object]]] = []
+
+    def serve(request: CommandRequest) -> FakeRun:
+        seen.append(installed_mcp_servers("codex", request, tmp_path))
+        return scripted_turn("codex", text="ok", session_id="sess-1")
+
+    executor = FakeExecutor(serve, binaries={"codex": "/usr/bin/codex"})
+    agent = CliAgent("codex", executor=executor, env={"PATH": "/usr/bin"})
+    agent.run(TurnRequest("go", mcp_servers=(HttpMcpServer("plain", "https://mcp.example/v1"),)))
+    assert seen == [{"plain": {"url": "https://mcp.example/v1", "transport": "http"}}]
+
+
+@pytest.mark.parametrize(
+    ("build", "secret"),
+    [
+        (lambda v: StdioMcpServer("gh", "/bin/gh", env={"TOKEN": v}), "tok-\0-5ecret"),
+        (lambda v: StdioMcpServer("gh", "/bin/gh", env={"TOKEN": v}), "tok-\ud800-5ecret"),
+        (lambda v: HttpMcpServer("w", "https://h/", headers={"Authorization": v}), "b\0-5ecret"),
+        (
+            lambda v: HttpMcpServer("w", "https://h/", headers={"Authorization": v}),
+            "b-\udfff-5ecret",
+        ),
+    ],
+    ids=["env-nul", "env-surrogate", "header-nul", "header-surrogate"],
+)
+def test_a_refused_value_is_named_by_its_key_never_shown(
+    build: Callable[[str], McpServer], secret: str
+) -> None:
+    with pytest.raises(InvalidRequestError) as caught:
+        build(secret)
+    message = str(caught.value)
+    assert "5ecret" not in message
+    assert "TOKEN" in message or "Authorization" in message
+
+
+def test_an_env_of_the_wrong_type_is_refused_without_its_values() -> None:
+    with pytest.raises(InvalidRequestError) as caught:
+        StdioMcpServer("gh", "/bin/gh", env=[("TOKEN", "tok-5ecret")])  # type: ignore[arg-type]
+    assert "5ecret" not in str(caught.value)
+
+
+def test_copilot_refuses_a_lone_surrogate_before_anything_is_made(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    executor = FakeExecutor([], binaries={"copilot": "/usr/bin/copilot"})
+    agent = CliAgent("copilot", executor=executor, env={"PATH": "/usr/bin"})
+    with pytest.raises(InvalidRequestError):
+        agent.run(
+            TurnRequest("go", mcp_servers=(StdioMcpServer("gh", "/bin/gh", env={"T": "t\ud800"}),))
+        )
+    assert list(tmp_path.iterdir()) == []
+    assert executor.requests == []
 
 
 @pytest.mark.parametrize("provider", WITH_MCP)
