@@ -21,6 +21,7 @@ on frames the CLI does not persist), except the last, ``{"type": "result", "sess
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import replace
 from types import MappingProxyType
@@ -103,16 +104,15 @@ class CopilotStreamParser(FrameParser):
         *,
         expect_structured: bool = False,
         pricing: PricingTable = PRICING_TABLE,
-        clock: Callable[[], float] | None = None,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         """Parse one turn, sending events to ``emit``.
 
         ``expect_structured`` is accepted for the protocol and unused (Copilot has no output
         schema); ``pricing`` prices reported tokens; ``clock`` times tool calls.
         """
-        self._emit = emit
         self._pricing = pricing
-        self._tools = ToolTracker(clock) if clock is not None else ToolTracker()
+        self._tools = ToolTracker(clock)
         self._tool_kinds: dict[str, ToolKind] = {}
         self._session_id: str | None = None
         self._model: str | None = None
