@@ -101,31 +101,27 @@ class StaticProviderPlugin:
         return self.resume_template.format(id=validate_session_id(session_id))
 
 
-def builtin_plugin(
-    module: str,
-    factory: Callable[[], Provider],
-    *,
-    resume_template: str,
-    resume_aliases: tuple[str, ...] = (),
-) -> StaticProviderPlugin:
+def builtin_plugin(module: str, factory: Callable[[], Provider]) -> StaticProviderPlugin:
     """Return the plugin of the built-in provider whose ``plugin`` module is ``module``.
 
     Every built-in provider package has the same files with the same names inside (the
-    conventions test pins them), so the rest is read from there: ``provider.PROFILE``,
+    conventions test pins them), so all but the provider class is read from there:
+    ``provider.PROFILE``, ``RESUME_TEMPLATE`` and ``RESUME_ALIASES``,
     ``model_data.MODEL_TABLE`` and ``PRICING_TABLE``, and the test kit from ``scripted`` and
-    ``testing``. A package states only its provider class and its resume lines.
+    ``testing``.
     """
     package = module.rpartition(".")[0]
 
     def sibling(name: str) -> Any:
         return importlib.import_module(f"{package}.{name}")
 
-    model_data, scripted, testing = sibling("model_data"), sibling("scripted"), sibling("testing")
+    provider, model_data = sibling("provider"), sibling("model_data")
+    scripted, testing = sibling("scripted"), sibling("testing")
     return StaticProviderPlugin(
-        profile=sibling("provider").PROFILE,
+        profile=provider.PROFILE,
         factory=factory,
-        resume_template=resume_template,
-        resume_aliases=resume_aliases,
+        resume_template=provider.RESUME_TEMPLATE,
+        resume_aliases=provider.RESUME_ALIASES,
         models=model_data.MODEL_TABLE,
         pricing=model_data.PRICING_TABLE,
         test_kit=StaticTestKit(

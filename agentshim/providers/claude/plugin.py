@@ -8,10 +8,5 @@ from .provider import ClaudeProvider
 
 __all__ = ["PLUGIN"]
 
-PLUGIN = builtin_plugin(
-    __name__,
-    ClaudeProvider,
-    resume_template="claude --resume {id}",
-    resume_aliases=("claude -r {id}", "claude --resume={id}"),
-)
+PLUGIN = builtin_plugin(__name__, ClaudeProvider)
 """Claude Code: profile, provider factory, scripted output, model and price tables."""

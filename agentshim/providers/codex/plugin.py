@@ -8,10 +8,5 @@ from .provider import CodexProvider
 
 __all__ = ["PLUGIN"]
 
-PLUGIN = builtin_plugin(
-    __name__,
-    CodexProvider,
-    resume_template="codex resume {id}",
-    resume_aliases=("codex exec resume {id}",),
-)
+PLUGIN = builtin_plugin(__name__, CodexProvider)
 """Codex CLI: profile, provider factory, scripted output, model and price facts."""

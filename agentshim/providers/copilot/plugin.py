@@ -8,10 +8,5 @@ from .provider import CopilotProvider
 
 __all__ = ["PLUGIN"]
 
-PLUGIN = builtin_plugin(
-    __name__,
-    CopilotProvider,
-    resume_template="copilot --resume={id}",
-    resume_aliases=("copilot --resume {id}", "copilot -r {id}"),
-)
+PLUGIN = builtin_plugin(__name__, CopilotProvider)
 """Copilot CLI: profile, provider factory, scripted output, resume line and (empty) tables."""

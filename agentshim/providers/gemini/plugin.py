@@ -8,10 +8,5 @@ from .provider import GeminiProvider
 
 __all__ = ["PLUGIN"]
 
-PLUGIN = builtin_plugin(
-    __name__,
-    GeminiProvider,
-    resume_template="gemini --resume {id}",
-    resume_aliases=("gemini -r {id}", "gemini --resume={id}"),
-)
+PLUGIN = builtin_plugin(__name__, GeminiProvider)
 """Everything the catalog knows about the Gemini CLI."""

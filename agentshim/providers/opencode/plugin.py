@@ -8,16 +8,5 @@ from .provider import OpencodeProvider
 
 __all__ = ["PLUGIN"]
 
-PLUGIN = builtin_plugin(
-    __name__,
-    OpencodeProvider,
-    resume_template="opencode --session {id}",
-    resume_aliases=(
-        "opencode -s {id}",
-        "opencode --session={id}",
-        "opencode run --session {id}",
-        "opencode run --session={id}",
-        "opencode run -s {id}",
-    ),
-)
+PLUGIN = builtin_plugin(__name__, OpencodeProvider)
 """Everything the catalog knows about opencode."""

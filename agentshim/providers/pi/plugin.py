@@ -8,10 +8,5 @@ from .provider import PiProvider
 
 __all__ = ["PLUGIN"]
 
-PLUGIN = builtin_plugin(
-    __name__,
-    PiProvider,
-    # No aliases: pi knows only `--session <id>`; its `-r` opens a picker.
-    resume_template="pi --session {id}",
-)
+PLUGIN = builtin_plugin(__name__, PiProvider)
 """Pi: profile, provider factory, scripted output, resume line and (empty) tables."""
