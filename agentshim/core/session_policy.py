@@ -95,42 +95,32 @@ class Continuity(enum.Enum):
 
 
 class FailureOutcome(enum.Enum):
-    """What a failed turn attempt means to the policy, read from the error's base type only."""
+    """What a failed turn attempt means to the policy when the CLI did not say why.
+
+    A TurnFailedError's own ``FailureKind`` is the outcome when there is one; these are the
+    failures read from the error's base type alone.
+    """
 
     RESUME_REFUSED = "resume_refused"
-    TRANSIENT = "transient"
-    USAGE_LIMIT = "usage_limit"
-    AUTH = "auth"
-    SCHEMA = "schema"
-    CONTEXT_OVERFLOW = "context_overflow"
-    MODEL = "model"
-    OTHER = "other"
+    """The provider refused to resume the conversation (SessionResumeError)."""
     TIMEOUT = "timeout"
+    """The attempt ran out of time (TurnTimeoutError)."""
     INTERRUPTED = "interrupted"
+    """The attempt was cancelled or interrupted (TurnCancelledError)."""
     ERROR = "error"
+    """Anything else: a bad request, a broken transport, a bug."""
 
 
-_KIND_OUTCOMES = {
-    FailureKind.TRANSIENT: FailureOutcome.TRANSIENT,
-    FailureKind.USAGE_LIMIT: FailureOutcome.USAGE_LIMIT,
-    FailureKind.AUTH: FailureOutcome.AUTH,
-    FailureKind.SCHEMA: FailureOutcome.SCHEMA,
-    FailureKind.CONTEXT_OVERFLOW: FailureOutcome.CONTEXT_OVERFLOW,
-    FailureKind.MODEL: FailureOutcome.MODEL,
-    FailureKind.OTHER: FailureOutcome.OTHER,
-}
-
-
-def classify_failure(error: BaseException) -> FailureOutcome:
+def classify_failure(error: BaseException) -> FailureKind | FailureOutcome:
     """Say what ``error`` means to the policy, from its base type only.
 
-    SessionResumeError is a refused resume, TurnFailedError's ``kind`` names the outcome,
+    SessionResumeError is a refused resume, TurnFailedError's ``kind`` is the outcome,
     TurnTimeoutError is a timeout, TurnCancelledError an interrupt, anything else an error.
     """
     if isinstance(error, SessionResumeError):
         return FailureOutcome.RESUME_REFUSED
     if isinstance(error, TurnFailedError):
-        return _KIND_OUTCOMES[error.kind]
+        return error.kind
     if isinstance(error, TurnTimeoutError):
         return FailureOutcome.TIMEOUT
     if isinstance(error, TurnCancelledError):
@@ -245,7 +235,7 @@ class Failed:
     """
 
     now: float
-    outcome: FailureOutcome
+    outcome: FailureKind | FailureOutcome
     session_id: str | None = None
     retry_after_s: float | None = None
     sample: float = 0.5
@@ -374,7 +364,7 @@ class FinishTurn:
 class FailTurn:
     """The turn failed with the last attempt's error, or ``cancelled`` before any attempt."""
 
-    outcome: FailureOutcome
+    outcome: FailureKind | FailureOutcome
     cancelled: bool = False
 
 
@@ -614,7 +604,7 @@ class SessionPolicy:
         state = replace(state, turn=turn)
         holds = turn.holds_conversation
 
-        if outcome is FailureOutcome.TRANSIENT:
+        if outcome is FailureKind.TRANSIENT:
             wait = self.retry.delay(
                 turn.retries, sample=event.sample, retry_after_s=event.retry_after_s
             )
@@ -647,8 +637,8 @@ class SessionPolicy:
             return _fail(state, event.now, outcome, commands)
 
         forget = not holds and (
-            outcome is FailureOutcome.CONTEXT_OVERFLOW
-            or (outcome is FailureOutcome.OTHER and turn.resumed)
+            outcome is FailureKind.CONTEXT_OVERFLOW
+            or (outcome is FailureKind.OTHER and turn.resumed)
         )
         if forget:
             state = _forget(state, commands, "conversation_forgotten", outcome.value)
@@ -663,7 +653,7 @@ class SessionPolicy:
     def _waited(self, state: PolicyState, event: Waited) -> Step:
         _expect(state, event, Phase.WAITING)
         if event.stopped:
-            return _fail(state, event.now, FailureOutcome.TRANSIENT, [])
+            return _fail(state, event.now, FailureKind.TRANSIENT, [])
         return _attempt(state)
 
     def _abort(self, state: PolicyState, event: Abort) -> Step:
@@ -796,6 +786,8 @@ def _forget(state: PolicyState, commands: list[Command], kind: str, why: str) ->
     return replace(state, session_id=None, usage=None, turns=0, live=False, reset_pending=True)
 
 
-def _fail(state: PolicyState, now: float, outcome: FailureOutcome, commands: list[Command]) -> Step:
+def _fail(
+    state: PolicyState, now: float, outcome: FailureKind | FailureOutcome, commands: list[Command]
+) -> Step:
     state = replace(state, phase=Phase.IDLE, turn=None, last_active=now)
     return state, (*commands, FailTurn(outcome))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,6 +22,7 @@ __all__ = [
     "ScriptedLines",
     "StaticProviderPlugin",
     "StaticTestKit",
+    "builtin_plugin",
 ]
 
 ScriptedLines = Callable[[ScriptedTurn], ScriptedRun]
@@ -97,3 +99,32 @@ class StaticProviderPlugin:
     def resume_command(self, session_id: str) -> str:
         """Return the shell line that continues ``session_id`` (validated first)."""
         return self.resume_template.format(id=validate_session_id(session_id))
+
+
+def builtin_plugin(module: str, factory: Callable[[], Provider]) -> StaticProviderPlugin:
+    """Return the plugin of the built-in provider whose ``plugin`` module is ``module``.
+
+    Every built-in provider package has the same files with the same names inside (the
+    conventions test pins them), so all but the provider class is read from there:
+    ``provider.PROFILE``, ``RESUME_TEMPLATE`` and ``RESUME_ALIASES``,
+    ``model_data.MODEL_TABLE`` and ``PRICING_TABLE``, and the test kit from ``scripted`` and
+    ``testing``.
+    """
+    package = module.rpartition(".")[0]
+
+    def sibling(name: str) -> Any:
+        return importlib.import_module(f"{package}.{name}")
+
+    provider, model_data = sibling("provider"), sibling("model_data")
+    scripted, testing = sibling("scripted"), sibling("testing")
+    return StaticProviderPlugin(
+        profile=provider.PROFILE,
+        factory=factory,
+        resume_template=provider.RESUME_TEMPLATE,
+        resume_aliases=provider.RESUME_ALIASES,
+        models=model_data.MODEL_TABLE,
+        pricing=model_data.PRICING_TABLE,
+        test_kit=StaticTestKit(
+            scripted.scripted_lines, scripted.resume_failure_lines, testing.installed_mcp_servers
+        ),
+    )

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import math
+import time
 from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
 
@@ -96,13 +97,12 @@ class ClaudeStreamParser(FrameParser):
         *,
         expect_structured: bool = False,
         pricing: PricingTable = PRICING_TABLE,
-        clock: Callable[[], float] | None = None,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         """Parse one turn, sending events to ``emit``; ``pricing`` prices unreported costs."""
-        self._emit = emit
         self._expect_structured = expect_structured
         self._pricing = pricing
-        self._tools = ToolTracker(clock) if clock is not None else ToolTracker()
+        self._tools = ToolTracker(clock)
         self._session_id: str | None = None
         self._model: str | None = None
         self._requested_model: str | None = None

@@ -2,22 +2,11 @@
 
 from __future__ import annotations
 
-from agentshim.providers.static_plugin import StaticProviderPlugin, StaticTestKit
+from agentshim.providers.static_plugin import builtin_plugin
 
-from .model_data import MODEL_TABLE, PRICING_TABLE
-from .provider import PROFILE, ClaudeProvider
-from .scripted import resume_failure_lines, scripted_lines
-from .testing import installed_mcp_servers
+from .provider import ClaudeProvider
 
 __all__ = ["PLUGIN"]
 
-PLUGIN = StaticProviderPlugin(
-    profile=PROFILE,
-    factory=ClaudeProvider,
-    resume_template="claude --resume {id}",
-    resume_aliases=("claude -r {id}", "claude --resume={id}"),
-    models=MODEL_TABLE,
-    pricing=PRICING_TABLE,
-    test_kit=StaticTestKit(scripted_lines, resume_failure_lines, installed_mcp_servers),
-)
+PLUGIN = builtin_plugin(__name__, ClaudeProvider)
 """Claude Code: profile, provider factory, scripted output, model and price tables."""

@@ -52,7 +52,9 @@ __all__ = [
     "MCP_SERVERS_KEY",
     "PERMISSION_MODES",
     "PROFILE",
+    "RESUME_ALIASES",
     "RESUME_MISSING_TEXT",
+    "RESUME_TEMPLATE",
     "ClaudeProvider",
     "mcp_entry",
 ]
@@ -68,6 +70,11 @@ RESUME_MISSING_TEXT = "No conversation found"
 
 PERMISSION_MODES = ("acceptEdits", "bypassPermissions", "default", "dontAsk", "plan")
 """The values ``--permission-mode`` accepts."""
+
+RESUME_TEMPLATE = "claude --resume {id}"
+"""The shell line that continues a Claude Code conversation, with ``{id}`` for its session id."""
+RESUME_ALIASES: tuple[str, ...] = ("claude -r {id}", "claude --resume={id}")
+"""Other spellings of the resume line Claude Code accepts, which ``extract_resume`` recognises."""
 
 PROFILE = ProviderProfile(
     name="claude",

@@ -214,14 +214,21 @@ class _Reader:
         self.pos = end + 1
         return value
 
-    # keys
-
-    def key_segment(self) -> str:
+    def string(self) -> str | None:
+        """A basic or literal string if one starts here, else None (nothing read)."""
         char = self.peek()
         if char == '"':
             return self.basic_string()
         if char == "'":
             return self.literal_string()
+        return None
+
+    # keys
+
+    def key_segment(self) -> str:
+        quoted = self.string()
+        if quoted is not None:
+            return quoted
         match = _BARE_KEY.match(self.text, self.pos)
         if match is None:
             raise self.fail("expected a key")
@@ -244,11 +251,10 @@ class _Reader:
     # values
 
     def value(self) -> Any:
+        quoted = self.string()
+        if quoted is not None:
+            return quoted
         char = self.peek()
-        if char == '"':
-            return self.basic_string()
-        if char == "'":
-            return self.literal_string()
         if char == "[":
             return self.array()
         if char == "{":

@@ -136,7 +136,6 @@ class CodexStreamParser(FrameParser):
         pricing: PricingTable = PRICING_TABLE,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        self._emit = emit
         self._expect_structured = expect_structured
         self._model = model
         self._warned_model: str | None = None

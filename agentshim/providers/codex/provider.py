@@ -46,7 +46,9 @@ from .sandbox import CodexSandboxConfig, render_sandbox
 __all__ = [
     "MCP_SERVERS_KEY",
     "PROFILE",
+    "RESUME_ALIASES",
     "RESUME_MISSING_TEXT",
+    "RESUME_TEMPLATE",
     "CodexProvider",
     "forwarded_env",
     "header_variable",
@@ -65,6 +67,11 @@ _STDIN_PROMPT = "-"
 # "SECRET" in the name: Codex's default shell_environment_policy keeps variables whose names
 # contain KEY, SECRET or TOKEN out of the agent's shell commands.
 _HEADER_VARIABLE_PREFIX = "AGENTSHIM_MCP_SECRET_"
+
+RESUME_TEMPLATE = "codex resume {id}"
+"""The shell line that continues a Codex conversation, with ``{id}`` for its session id."""
+RESUME_ALIASES: tuple[str, ...] = ("codex exec resume {id}",)
+"""Other spellings of the resume line Codex accepts, which ``extract_resume`` recognises."""
 
 PROFILE = ProviderProfile(
     name="codex",

@@ -21,6 +21,7 @@ on frames the CLI does not persist), except the last, ``{"type": "result", "sess
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import replace
 from types import MappingProxyType
@@ -103,16 +104,15 @@ class CopilotStreamParser(FrameParser):
         *,
         expect_structured: bool = False,
         pricing: PricingTable = PRICING_TABLE,
-        clock: Callable[[], float] | None = None,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         """Parse one turn, sending events to ``emit``.
 
         ``expect_structured`` is accepted for the protocol and unused (Copilot has no output
         schema); ``pricing`` prices reported tokens; ``clock`` times tool calls.
         """
-        self._emit = emit
         self._pricing = pricing
-        self._tools = ToolTracker(clock) if clock is not None else ToolTracker()
+        self._tools = ToolTracker(clock)
         self._tool_kinds: dict[str, ToolKind] = {}
         self._session_id: str | None = None
         self._model: str | None = None
@@ -262,19 +262,12 @@ class CopilotStreamParser(FrameParser):
         data = _data(frame)
         tokens = _fold_usage(data)
         self._model = as_str(data.get("model")) or self._model
+        raw = MappingProxyType(dict(data))
         # Priced before the totals take it: a count too large to price costs only this frame.
-        cost, source = self._price(tokens)
+        usage = self._priced_usage(tokens, raw)
         self._tokens = tokens if self._tokens is None else self._tokens + tokens
-        self._usage_raw = MappingProxyType(dict(data))
-        usage = ProviderUsage(
-            tokens=tokens,
-            total_cost_usd=cost,
-            provider=PROVIDER_NAME,
-            raw=self._usage_raw,
-            cost_source=source,
-            model=self._model,
-        )
-        out.append(UsageReport(usage, cost))
+        self._usage_raw = raw
+        out.append(UsageReport(usage, usage.total_cost_usd))
 
     def _on_tool_execution_start(self, frame: Frame, out: list[AgentEvent]) -> None:
         data = _data(frame)
@@ -365,6 +358,17 @@ class CopilotStreamParser(FrameParser):
         cost = self._pricing.cost(self._model, tokens)
         return cost, (CostSource.PRICED if cost is not None else CostSource.UNKNOWN_MODEL)
 
+    def _priced_usage(self, tokens: TokenUsage, raw: Mapping[str, Any]) -> ProviderUsage:
+        cost, source = self._price(tokens)
+        return ProviderUsage(
+            tokens=tokens,
+            total_cost_usd=cost,
+            provider=PROVIDER_NAME,
+            raw=raw,
+            cost_source=source,
+            model=self._model,
+        )
+
     def _unknown_usage(self) -> ProviderUsage:
         return ProviderUsage(
             provider=PROVIDER_NAME,
@@ -378,16 +382,7 @@ class CopilotStreamParser(FrameParser):
         if self._tokens is None:
             return self._unknown_usage() if self._result_usage is not None else None
         # One prompt is one turn, however many model calls it took.
-        tokens = replace(self._tokens, turns=1)
-        cost, source = self._price(tokens)
-        return ProviderUsage(
-            tokens=tokens,
-            total_cost_usd=cost,
-            provider=PROVIDER_NAME,
-            raw=self._usage_raw,
-            cost_source=source,
-            model=self._model,
-        )
+        return self._priced_usage(replace(self._tokens, turns=1), self._usage_raw)
 
     def _cost(self) -> float | None:
         return self._price(self._tokens)[0] if self._tokens is not None else None

@@ -47,7 +47,9 @@ __all__ = [
     "MCP_FLAG",
     "MCP_SERVERS_KEY",
     "PROFILE",
+    "RESUME_ALIASES",
     "RESUME_MISSING_TEXT",
+    "RESUME_TEMPLATE",
     "CopilotProvider",
     "mcp_entry",
     "parse_mcp_servers",
@@ -64,6 +66,11 @@ RESUME_FLAG = "--resume"
 
 RESUME_MISSING_TEXT = "No session, task, or name matched"
 """What Copilot CLI prints on stderr (exit 1) when ``--resume`` names no session it has."""
+
+RESUME_TEMPLATE = "copilot --resume={id}"
+"""The shell line that continues a Copilot CLI conversation, with ``{id}`` for its session id."""
+RESUME_ALIASES: tuple[str, ...] = ("copilot --resume {id}", "copilot -r {id}")
+"""Other spellings of the resume line Copilot CLI accepts, which ``extract_resume`` recognises."""
 
 PROFILE = ProviderProfile(
     name="copilot",

@@ -94,7 +94,6 @@ class GeminiStreamParser(FrameParser):
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         """Emit events through ``emit``; ``expect_structured`` is accepted and unused (no schema)."""
-        self._emit = emit
         self._pricing = pricing
         self._tools = ToolTracker(clock)
         handlers = MappingProxyType(

@@ -40,7 +40,9 @@ __all__ = [
     "MCP_CONFIG_FILE",
     "MCP_SERVERS_KEY",
     "PROFILE",
+    "RESUME_ALIASES",
     "RESUME_MISSING_TEXT",
+    "RESUME_TEMPLATE",
     "GeminiProvider",
     "mcp_entry",
 ]
@@ -52,6 +54,11 @@ MCP_SERVERS_KEY = "mcpServers"
 
 RESUME_MISSING_TEXT = "Error resuming session:"
 """What the CLI's stderr says when ``--resume`` names no session it has."""
+
+RESUME_TEMPLATE = "gemini --resume {id}"
+"""The shell line that continues a Gemini CLI conversation, with ``{id}`` for its session id."""
+RESUME_ALIASES: tuple[str, ...] = ("gemini -r {id}", "gemini --resume={id}")
+"""Other spellings of the resume line Gemini CLI accepts, which ``extract_resume`` recognises."""
 
 PROFILE = ProviderProfile(
     name="gemini",

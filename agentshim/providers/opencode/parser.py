@@ -93,7 +93,6 @@ class OpencodeStreamParser(FrameParser):
         self, emit: Callable[[AgentEvent], None], *, expect_structured: bool = False
     ) -> None:
         """Emit events through ``emit``; ``expect_structured`` is accepted and unused (no schema)."""
-        self._emit = emit
         handlers = MappingProxyType(
             {
                 "text": self._on_text,

@@ -34,7 +34,9 @@ __all__ = [
     "MCP_CONFIG_FILE",
     "MCP_SERVERS_KEY",
     "PROFILE",
+    "RESUME_ALIASES",
     "RESUME_MISSING_TEXT",
+    "RESUME_TEMPLATE",
     "OpencodeProvider",
     "mcp_entry",
 ]
@@ -47,6 +49,17 @@ CONFIG_SCHEMA_URL = "https://opencode.ai/config.json"
 """The ``$schema`` opencode's own config files declare; added when the file has none."""
 RESUME_MISSING_TEXT = "Session not found"
 """What opencode prints on stderr when ``--session`` names a session it does not have."""
+
+RESUME_TEMPLATE = "opencode --session {id}"
+"""The shell line that continues an opencode conversation, with ``{id}`` for its session id."""
+RESUME_ALIASES: tuple[str, ...] = (
+    "opencode -s {id}",
+    "opencode --session={id}",
+    "opencode run --session {id}",
+    "opencode run --session={id}",
+    "opencode run -s {id}",
+)
+"""Other spellings of the resume line opencode accepts, which ``extract_resume`` recognises."""
 
 PROFILE = ProviderProfile(
     name="opencode",

@@ -30,6 +30,7 @@ conversation, and reports the full id as Lifecycle ``session_resolved``.
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import replace
 from types import MappingProxyType
@@ -101,16 +102,15 @@ class PiStreamParser(FrameParser):
         *,
         expect_structured: bool = False,
         short_session_ids: bool = False,
-        clock: Callable[[], float] | None = None,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         """Parse one turn, sending events to ``emit``.
 
         ``expect_structured`` is accepted for the protocol and unused (Pi has no output
         schema); ``clock`` times tool calls.
         """
-        self._emit = emit
         self._short_ids = short_session_ids
-        self._tools = ToolTracker(clock) if clock is not None else ToolTracker()
+        self._tools = ToolTracker(clock)
         self._requested: str | None = None
         self._session_id: str | None = None
         self._header_seen = False

@@ -29,7 +29,14 @@ if TYPE_CHECKING:
     from agentshim.core.events import AgentEvent
     from agentshim.core.mcp import McpServer
 
-__all__ = ["PROFILE", "RESUME_MISSING_TEXT", "THINKING_LEVELS", "PiProvider"]
+__all__ = [
+    "PROFILE",
+    "RESUME_ALIASES",
+    "RESUME_MISSING_TEXT",
+    "RESUME_TEMPLATE",
+    "THINKING_LEVELS",
+    "PiProvider",
+]
 
 RESUME_MISSING_TEXT = "No session found matching"
 """What Pi prints on stderr (exit 1) when ``--session`` names no session it has."""
@@ -38,6 +45,12 @@ SESSION_FLAG = "--session"
 
 THINKING_LEVELS = ("off", "minimal", "low", "medium", "high", "xhigh")
 """The levels ``pi --thinking`` accepts (Pi 0.73.1)."""
+
+RESUME_TEMPLATE = "pi --session {id}"
+"""The shell line that continues a Pi conversation, with ``{id}`` for its session id."""
+# No aliases: pi knows only `--session <id>`; its `-r` opens a picker.
+RESUME_ALIASES: tuple[str, ...] = ()
+"""Other spellings of the resume line Pi accepts, which ``extract_resume`` recognises."""
 
 PROFILE = ProviderProfile(
     name="pi",

@@ -6,7 +6,7 @@ import pytest
 
 from agentshim.core.errors import CliExitError, FailureKind, TurnFailedError
 from agentshim.core.failures import kind_from_text
-from agentshim.core.session_policy import FailureOutcome, classify_failure
+from agentshim.core.session_policy import classify_failure
 from agentshim.testing.conversation import FakeOutcome
 from tests.unit.session.helpers import Rig
 
@@ -59,7 +59,7 @@ def test_the_error_message_says_to_pick_another_model() -> None:
 
 def test_a_model_failure_is_its_own_outcome() -> None:
     error = TurnFailedError("the model is unknown", kind=FailureKind.MODEL)
-    assert classify_failure(error) is FailureOutcome.MODEL
+    assert classify_failure(error) is FailureKind.MODEL
 
 
 def test_a_session_does_not_retry_a_model_failure_and_keeps_its_conversation() -> None:

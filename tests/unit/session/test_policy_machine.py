@@ -12,6 +12,7 @@ from hypothesis.stateful import (
     rule,
 )
 
+from agentshim.core.errors import FailureKind
 from agentshim.core.profile import RenewalBudget
 from agentshim.core.session_policy import (
     Abort,
@@ -49,7 +50,9 @@ IDS = st.sampled_from(["c1", "c2", "c3"])
 MAYBE_ID = st.none() | IDS
 # Transient failures and refused resumes drive the interesting paths, so they come up more.
 OUTCOMES = st.sampled_from(
-    [FailureOutcome.TRANSIENT] * 4 + [FailureOutcome.RESUME_REFUSED] * 4 + list(FailureOutcome)
+    [FailureKind.TRANSIENT] * 4
+    + [FailureOutcome.RESUME_REFUSED] * 4
+    + [*FailureKind, *FailureOutcome]
 )
 EXPECT = st.sampled_from(["none"] * 6 + ["held", "other"])
 TERMINALS = (FinishTurn, FailTurn, RefuseTurn)

@@ -108,15 +108,15 @@ def test_an_event_that_cannot_happen_is_a_value_error() -> None:
     ("error", "outcome"),
     [
         (SessionResumeError(("cli",), 1, session_id="s"), FailureOutcome.RESUME_REFUSED),
-        (CliExitError(("cli",), 1, kind=FailureKind.TRANSIENT), FailureOutcome.TRANSIENT),
-        (TurnFailedError("x", kind=FailureKind.USAGE_LIMIT), FailureOutcome.USAGE_LIMIT),
-        (TurnFailedError("x", kind=FailureKind.AUTH), FailureOutcome.AUTH),
-        (TurnFailedError("x", kind=FailureKind.SCHEMA), FailureOutcome.SCHEMA),
+        (CliExitError(("cli",), 1, kind=FailureKind.TRANSIENT), FailureKind.TRANSIENT),
+        (TurnFailedError("x", kind=FailureKind.USAGE_LIMIT), FailureKind.USAGE_LIMIT),
+        (TurnFailedError("x", kind=FailureKind.AUTH), FailureKind.AUTH),
+        (TurnFailedError("x", kind=FailureKind.SCHEMA), FailureKind.SCHEMA),
         (
             TurnFailedError("x", kind=FailureKind.CONTEXT_OVERFLOW),
-            FailureOutcome.CONTEXT_OVERFLOW,
+            FailureKind.CONTEXT_OVERFLOW,
         ),
-        (TurnFailedError("x"), FailureOutcome.OTHER),
+        (TurnFailedError("x"), FailureKind.OTHER),
         (CliTimeoutError(("cli",), 5.0), FailureOutcome.TIMEOUT),
         (TurnCancelledError("stop"), FailureOutcome.INTERRUPTED),
         (AgentShimError("other"), FailureOutcome.ERROR),
@@ -124,6 +124,6 @@ def test_an_event_that_cannot_happen_is_a_value_error() -> None:
     ],
 )
 def test_failures_are_classified_by_base_type(
-    error: BaseException, outcome: FailureOutcome
+    error: BaseException, outcome: FailureKind | FailureOutcome
 ) -> None:
     assert classify_failure(error) is outcome
