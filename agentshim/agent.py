@@ -14,7 +14,7 @@ import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 
-from agentshim.cli_agent import CliAgent, EventSink, event_callback
+from agentshim.cli_agent import CliAgent
 from agentshim.core._checks import instance
 from agentshim.core.checkpoints import CheckpointStore
 from agentshim.core.clock import Clock, SystemClock
@@ -26,6 +26,7 @@ from agentshim.core.conversation import (
     TransportKind,
 )
 from agentshim.core.errors import AgentShimError, InvalidRequestError, ProviderCapabilityError
+from agentshim.core.events import EventSink, event_callback
 from agentshim.core.ids import IdAllocator, RandomIds
 from agentshim.core.locks import KeyedLocks
 from agentshim.core.mcp import McpServer, StdioMcpServer

@@ -13,7 +13,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Protocol, cast, runtime_checkable
+from typing import Protocol, runtime_checkable
 
 from agentshim.core._checks import is_positive_seconds, seconds
 from agentshim.core.conversation import TurnStop
@@ -33,11 +33,12 @@ from agentshim.core.errors import (
 )
 from agentshim.core.events import (
     AgentEvent,
-    AgentEventHandler,
+    EventSink,
     Lifecycle,
     RunFinished,
     RunStarted,
     SessionStarted,
+    event_callback,
 )
 from agentshim.core.ids import is_valid_session_id, validate_session_id
 from agentshim.core.locks import KeyedLocks
@@ -64,34 +65,10 @@ from agentshim.execution.executor import (
 from agentshim.execution.host import HostCommandExecutor
 from agentshim.providers import DEFAULT_CATALOG, ProviderCatalog
 
-__all__ = ["AgentSession", "CliAgent", "EnvDefaultsProvider", "EventSink", "event_callback"]
-
-EventSink = AgentEventHandler | Callable[[AgentEvent], None]
-"""What every door that takes an event handler accepts: an object with ``on_event(event)``,
-or a plain function of one event."""
+__all__ = ["AgentSession", "CliAgent", "EnvDefaultsProvider"]
 
 #: How often a turn waiting for another turn in the same conversation checks for a cancel (s).
 _LOCK_POLL_S = 0.05
-
-
-def event_callback(field: str, handler: object) -> Callable[[AgentEvent], None]:
-    """The function to call with each event: ``handler.on_event``, or ``handler`` itself.
-
-    Raises:
-        InvalidRequestError: ``handler`` (passed as ``field``) is neither an
-            AgentEventHandler nor a callable.
-    """
-    on_event: object = getattr(handler, "on_event", None)
-    if callable(on_event):
-        return cast("Callable[[AgentEvent], None]", on_event)
-    if callable(handler):
-        return cast("Callable[[AgentEvent], None]", handler)
-    raise InvalidRequestError(
-        field,
-        f"{handler!r:.200} is neither callable nor has an on_event(event) method",
-        f"{field} must be an AgentEventHandler (an object with on_event(event)) or a "
-        f"function of one event, not {handler!r:.200}",
-    )
 
 
 def _fanout(callbacks: Sequence[Callable[[AgentEvent], None]]) -> Callable[[AgentEvent], None]:

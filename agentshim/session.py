@@ -19,7 +19,6 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
-from agentshim.cli_agent import EventSink, event_callback
 from agentshim.core._checks import instance
 from agentshim.core.checkpoints import Checkpoint, CheckpointStore, validate_checkpoint_key
 from agentshim.core.clock import Clock, SystemClock
@@ -40,7 +39,7 @@ from agentshim.core.errors import (
     TurnCancelledError,
     TurnFailedError,
 )
-from agentshim.core.events import AgentEvent, Lifecycle
+from agentshim.core.events import AgentEvent, EventSink, Lifecycle, event_callback
 from agentshim.core.ids import IdAllocator, RandomIds, validate_session_id
 from agentshim.core.locks import KeyedLocks
 from agentshim.core.session_policy import (
