@@ -230,7 +230,7 @@ class Agent:
         checkpoints: CheckpointStore | None = None,
         checkpoint_key: str | None = None,
         idle_release_after: float | None = None,
-        resume_session_id: str | None = None,
+        session_id: str | None = None,
         previous_usage: ProviderUsage | None = None,
         renewal: RenewalBudget | None = None,
     ) -> Session:
@@ -238,7 +238,8 @@ class Agent:
 
         When confined, ``cwd`` and the absolute paths of stdio MCP servers are mapped to the
         paths the agent sees. Given ``checkpoints`` and ``checkpoint_key`` the session
-        continues the conversation saved under the key (``resume_session_id`` wins over it).
+        continues the conversation saved under the key; ``session_id`` names a conversation to
+        resume and wins over a saved one.
 
         Raises:
             InvalidRequestError: ``cwd`` (or an MCP server's host path) is not visible inside
@@ -252,7 +253,7 @@ class Agent:
             model=self.model,
             mcp_servers=tuple(self._map_server(server) for server in mcp_servers),
             reasoning_effort=reasoning_effort,
-            resume_session_id=resume_session_id,
+            resume_session_id=session_id,
             previous_usage=previous_usage,
         )
         policy = SessionPolicy(
