@@ -71,15 +71,32 @@ __all__ = ["AgentSession", "CliAgent", "EnvDefaultsProvider"]
 _LOCK_POLL_S = 0.05
 
 
-def _fanout(callbacks: Sequence[Callable[[AgentEvent], None]]) -> Callable[[AgentEvent], None]:
-    if len(callbacks) == 1:
-        return callbacks[0]
+class _Handlers:
+    """Fans each event out to the turn's handlers and remembers the first one that raised.
 
-    def emit(event: AgentEvent) -> None:
-        for callback in callbacks:
-            callback(event)
+    The executor and the parser sit between the handlers and ``turn``; what they make of a
+    handler's exception must not decide how the turn fails, so ``reraise`` raises it as it was.
+    """
 
-    return emit
+    __slots__ = ("_callbacks", "error")
+
+    def __init__(self, callbacks: Sequence[Callable[[AgentEvent], None]]) -> None:
+        self._callbacks = tuple(callbacks)
+        self.error: BaseException | None = None
+
+    def __call__(self, event: AgentEvent) -> None:
+        try:
+            for callback in self._callbacks:
+                callback(event)
+        except BaseException as error:
+            if self.error is None:
+                self.error = error
+            raise
+
+    def reraise(self) -> None:
+        """Raise the exception a handler raised during this turn, if one did."""
+        if self.error is not None:
+            raise self.error
 
 
 @runtime_checkable
@@ -393,10 +410,11 @@ class AgentSession:
             installation = turn.install_mcp()
             turn.add_env(mcp_env(installation))
             argv = turn.build_argv(resume_session_id, installation.argv)
-            emit = _fanout(handlers)
+            watched = _Handlers(handlers)
+            emit: Callable[[AgentEvent], None] = watched
             if resume_session_id is None:
                 emit = self._locking_fresh(emit, held)
-            result = self._execute(turn, argv, resume_session_id, emit, turn_stop)
+            result = self._execute(turn, argv, resume_session_id, emit, watched, turn_stop)
             # Restored before the result is returned, so what restore could not do exactly
             # reaches the caller on the result and the event stream, not only the log.
             note, installation = self._restore(installation), None
@@ -449,6 +467,7 @@ class AgentSession:
         argv: list[str],
         resume_session_id: str | None,
         emit: Callable[[AgentEvent], None],
+        handler: _Handlers,
         stop: TurnStop,
     ) -> TurnResult:
         provider = self.agent.provider
@@ -474,24 +493,12 @@ class AgentSession:
         sink = _TurnSink(parser, stop, lambda: self._grace_s)
         try:
             outcome = self.agent.executor.run(command, sink)
-        except CliTimeoutError as error:
-            emit(RunFinished(None))
-            partial = _finish(parser, emit)
-            self._adopt_from(partial)
-            self._raise_if_cancelled(stop, argv, None, error)
-            raise CliTimeoutError(error.argv or argv, error.timeout, partial) from error
-        except AgentShimError as error:
-            emit(RunFinished(None))
-            self._adopt_from(_finish(parser, emit))
-            self._raise_if_cancelled(stop, argv, None, error)
+        except BaseException as error:
+            # A handler's exception fails the turn as it is, even one that looks like the
+            # executor's own (a BrokenPipeError from a client that went away is an OSError).
+            handler.reraise()
+            self._run_failed(error, parser, emit, stop, argv)
             raise
-        except OSError as error:
-            emit(RunFinished(None))
-            self._adopt_from(_finish(parser, emit))
-            raise TurnFailedError(
-                f"could not run {argv[0]}: {error}; check the binary and the turn's cwd",
-                detail=str(error),
-            ) from error
         finally:
             sink.finished()
         duration_ms = int((time.monotonic() - started) * 1000)
@@ -532,6 +539,33 @@ class AgentSession:
         )
         self.last_result = result
         return result
+
+    def _run_failed(
+        self,
+        error: BaseException,
+        parser: StreamParser,
+        emit: Callable[[AgentEvent], None],
+        stop: TurnStop,
+        argv: list[str],
+    ) -> None:
+        """Report how the executor failed, as the typed error a caller of ``turn`` sees."""
+        if isinstance(error, CliTimeoutError):
+            emit(RunFinished(None))
+            partial = _finish(parser, emit)
+            self._adopt_from(partial)
+            self._raise_if_cancelled(stop, argv, None, error)
+            raise CliTimeoutError(error.argv or argv, error.timeout, partial) from error
+        if isinstance(error, AgentShimError):
+            emit(RunFinished(None))
+            self._adopt_from(_finish(parser, emit))
+            self._raise_if_cancelled(stop, argv, None, error)
+        elif isinstance(error, OSError):
+            emit(RunFinished(None))
+            self._adopt_from(_finish(parser, emit))
+            raise TurnFailedError(
+                f"could not run {argv[0]}: {error}; check the binary and the turn's cwd",
+                detail=str(error),
+            ) from error
 
     def _raise_if_cancelled(
         self,
