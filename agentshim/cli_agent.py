@@ -37,11 +37,10 @@ from agentshim.core.events import (
     Lifecycle,
     RunFinished,
     RunStarted,
-    SessionStarted,
     event_callback,
 )
 from agentshim.core.ids import is_valid_session_id, validate_session_id
-from agentshim.core.locks import KeyedLocks
+from agentshim.core.locks import ConversationLock, KeyedLocks
 from agentshim.core.profile import OutputSchemaStyle, ProviderProfile
 from agentshim.core.provider import (
     ArgvContext,
@@ -66,9 +65,6 @@ from agentshim.execution.host import HostCommandExecutor
 from agentshim.providers import DEFAULT_CATALOG, ProviderCatalog
 
 __all__ = ["AgentSession", "CliAgent", "EnvDefaultsProvider"]
-
-#: How often a turn waiting for another turn in the same conversation checks for a cancel (s).
-_LOCK_POLL_S = 0.05
 
 
 class _Handlers:
@@ -399,12 +395,12 @@ class AgentSession:
             self._stop = turn_stop
             self._grace_s = self._default_grace_s
         installation: McpInstallation | None = None
-        held: list[tuple[str, str]] = []
+        lock = ConversationLock(self.agent.locks, self.agent.profile.name)
         try:
             turn = _PreparedTurn(self, _as_request(request))
             resume_session_id = self.session_id
-            if resume_session_id is not None:
-                self._lock((self.agent.profile.name, resume_session_id), turn_stop, held)
+            if resume_session_id is not None and not lock.wait(resume_session_id, turn_stop):
+                raise _cancelled_before_start()
             if turn_stop.is_set():
                 raise _cancelled_before_start()
             installation = turn.install_mcp()
@@ -413,7 +409,7 @@ class AgentSession:
             watched = _Handlers(handlers)
             emit: Callable[[AgentEvent], None] = watched
             if resume_session_id is None:
-                emit = self._locking_fresh(emit, held)
+                emit = lock.watching(emit)
             result = self._execute(turn, argv, resume_session_id, emit, watched, turn_stop)
             # Restored before the result is returned, so what restore could not do exactly
             # reaches the caller on the result and the event stream, not only the log.
@@ -425,8 +421,7 @@ class AgentSession:
         finally:
             if installation is not None:
                 self._restore(installation)
-            for key in held:
-                self.agent.locks.release(key)
+            lock.release()
             with self._state:
                 self._stop = None
                 self._busy = False
@@ -436,30 +431,6 @@ class AgentSession:
         if note:
             self.agent.log(note)
         return note
-
-    def _lock(self, key: tuple[str, str], stop: TurnStop, held: list[tuple[str, str]]) -> None:
-        """Wait for the conversation's lock; a cancel while waiting ends the turn unrun."""
-        locks = self.agent.locks
-        while not locks.acquire(key, timeout=_LOCK_POLL_S):
-            if stop.is_set():
-                raise _cancelled_before_start()
-        held.append(key)
-
-    def _locking_fresh(
-        self, emit: Callable[[AgentEvent], None], held: list[tuple[str, str]]
-    ) -> Callable[[AgentEvent], None]:
-        agent = self.agent
-
-        def locking_emit(event: AgentEvent) -> None:
-            if not held and isinstance(event, SessionStarted):
-                # A fresh conversation is locked as soon as the stream names it, so another
-                # session that adopts the id mid-turn waits for this turn to end.
-                key = (agent.profile.name, event.session_id)
-                if agent.locks.acquire(key, blocking=False):
-                    held.append(key)
-            emit(event)
-
-        return locking_emit
 
     def _execute(
         self,

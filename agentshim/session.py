@@ -41,7 +41,7 @@ from agentshim.core.errors import (
 )
 from agentshim.core.events import AgentEvent, EventSink, Lifecycle, event_callback
 from agentshim.core.ids import IdAllocator, RandomIds, validate_session_id
-from agentshim.core.locks import KeyedLocks
+from agentshim.core.locks import ConversationLock, KeyedLocks
 from agentshim.core.session_policy import (
     Abort,
     Adopt,
@@ -77,10 +77,6 @@ from agentshim.core.turn import TurnRequest, TurnResult
 from agentshim.core.usage import ProviderUsage
 
 __all__ = ["Continuity", "Session", "Turn", "TurnTicket"]
-
-#: How often a turn waiting for another session's turn in the same conversation checks for
-#: an interrupt (seconds).
-_LOCK_POLL_S = 0.05
 
 _IN_TURN = (Phase.OPENING, Phase.EXECUTING, Phase.WAITING)
 _REQUEST_HINT = "a TurnRequest or a prompt string"
@@ -560,9 +556,15 @@ class Session:
         conversation = self._conversation
         if conversation is None:  # pragma: no cover - the policy never executes without one
             raise SessionStateError("internal error: no live conversation to run the turn in")
-        key = self._lock_key(conversation)
-        if key is not None and not self._take(key):
-            return Cancelled(self._clock.monotonic())
+        lock = (
+            ConversationLock(self._locks, self._profile.name) if self._locks is not None else None
+        )
+        if lock is not None:
+            session_id = self._state.session_id or conversation.session_id
+            if session_id is None:
+                emit = lock.watching(emit)
+            elif not lock.wait(session_id, self._stop):
+                return Cancelled(self._clock.monotonic())
         try:
             with self._lock:
                 if self._stop.is_set():
@@ -586,8 +588,8 @@ class Session:
                 with self._lock:
                     self._executing = None
         finally:
-            if key is not None and self._locks is not None:
-                self._locks.release(key)
+            if lock is not None:
+                lock.release()
         self._last_result = result
         return Succeeded(
             self._clock.monotonic(),
@@ -597,24 +599,6 @@ class Session:
             result.usage.tokens.input_tokens,
             result.duration_ms / 1000.0,
         )
-
-    def _lock_key(self, conversation: Conversation) -> tuple[str, str] | None:
-        if self._locks is None:
-            return None
-        session_id = self._state.session_id or conversation.session_id
-        if session_id is None:
-            return None
-        return (self._profile.name, session_id)
-
-    def _take(self, key: tuple[str, str]) -> bool:
-        """Wait for the conversation's lock; False when an interrupt arrives first."""
-        locks = self._locks
-        if locks is None:  # pragma: no cover - only called with locks
-            return True
-        while not locks.acquire(key, timeout=_LOCK_POLL_S):
-            if self._stop.is_set():
-                return False
-        return True
 
     def _bookkeep(self, command: Command) -> None:
         """Carry out a command that reports nothing back (close, save, clear)."""
