@@ -413,23 +413,31 @@ class AgentSession:
             result = self._execute(turn, argv, resume_session_id, emit, watched, turn_stop)
             # Restored before the result is returned, so what restore could not do exactly
             # reaches the caller on the result and the event stream, not only the log.
-            note, installation = self._restore(installation), None
+            done, installation = installation, None
+            note = self._restore(done)
             if note:
                 emit(Lifecycle("mcp_config_restore", note))
                 result = dataclasses.replace(result, notices=(*result.notices, note))
             return result
         finally:
-            if installation is not None:
-                self._restore(installation)
-            lock.release()
-            with self._state:
-                self._stop = None
-                self._busy = False
+            try:
+                if installation is not None:
+                    self._restore(installation)
+            finally:
+                lock.release()
+                with self._state:
+                    self._stop = None
+                    self._busy = False
 
     def _restore(self, installation: McpInstallation) -> str | None:
         note = installation.restore()
         if note:
-            self.agent.log(note)
+            try:
+                self.agent.log(note)
+            except Exception:
+                # The log is a side channel: a failing one must not replace the turn's own
+                # result or error (the note also reaches the result and the event stream).
+                pass
         return note
 
     def _execute(

@@ -4,13 +4,20 @@ values of the wrong type, and the words both doors share."""
 from __future__ import annotations
 
 import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 
-from agentshim.cli_agent import CliAgent
 from agentshim.agent import Agent
-from agentshim.core.events import AgentEvent, AssistantText, SessionStarted
-from agentshim.testing import FakeExecutor
+from agentshim.cli_agent import CliAgent
+from agentshim.core.errors import CliExitError
+from agentshim.core.events import AgentEvent, AssistantText, Lifecycle, SessionStarted
+from agentshim.core.mcp import McpServer
+from agentshim.core.provider import McpInstallation
+from agentshim.providers.claude.provider import ClaudeProvider
+from agentshim.testing import FakeExecutor, scripted_turn
 from agentshim.testing.checkpoints import FakeCheckpointStore
 from agentshim.testing.conversation import FakeOutcome, FakeTransport
 
@@ -52,7 +59,8 @@ class TestAHandlerThatRaisesAnOSError:
         assert caught.value is PIPE
         assert session.session_id == "s-1"
         saved = store.load("k")
-        assert saved is not None and saved.session_id == "s-1"
+        assert saved is not None
+        assert saved.session_id == "s-1"
 
 
 class TestAFreshTurnHoldsTheConversationItNames:
@@ -80,3 +88,52 @@ class TestAFreshTurnHoldsTheConversationItNames:
         two.join()
         assert (one.error, two.error) == (None, None)
         assert [c.session_id for c in transport.conversations] == ["conv-1", "conv-1"]
+
+
+class _NotedInstallation:
+    """An MCP install whose restore could not put everything back exactly."""
+
+    argv: Sequence[str] = ()
+
+    def restore(self) -> str | None:
+        return "kept the original next to it"
+
+
+@dataclass(frozen=True, kw_only=True, eq=False)
+class _NotingClaude(ClaudeProvider):
+    def install_mcp(self, workspace: Path | None, servers: Sequence[McpServer]) -> McpInstallation:
+        return _NotedInstallation()
+
+
+def _failing_log(line: str) -> None:
+    raise RuntimeError(f"the log is broken: {line}")
+
+
+class TestALogThatRaisesWhileTheTurnEnds:
+    def _session(self, *runs: object) -> tuple[CliAgent, FakeExecutor]:
+        executor = FakeExecutor(list(runs))  # type: ignore[arg-type]
+        agent = CliAgent(_NotingClaude(), executor=executor, env=ENV, log=_failing_log)
+        return agent, executor
+
+    def test_the_result_still_comes_back_and_the_conversation_is_free(self) -> None:
+        agent, executor = self._session(answer("one"), answer("two"), answer("three"))
+        session = agent.start_session(session_id="s-1")
+        seen: list[AgentEvent] = []
+        result = session.turn("x", on_event=seen.append)
+        assert result.text == "one"
+        assert result.notices == ("kept the original next to it",)
+        assert Lifecycle("mcp_config_restore", "kept the original next to it") in seen
+        assert session.turn("y").text == "two"
+        other = InThread(lambda: agent.start_session(session_id="s-1").turn("z"))
+        other.join()
+        assert other.error is None, "the conversation's lock leaked"
+        assert len(executor.requests) == 3
+
+    def test_a_failed_turn_raises_its_own_error_not_the_logs(self) -> None:
+        agent, _ = self._session(scripted_turn(PROVIDER, returncode=1), answer())
+        session = agent.start_session(session_id="s-1")
+        with pytest.raises(CliExitError):
+            session.turn("x")
+        other = InThread(lambda: agent.start_session(session_id="s-1").turn("z"))
+        other.join()
+        assert other.error is None, "the conversation's lock leaked"
