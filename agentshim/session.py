@@ -310,6 +310,8 @@ class Session:
                 strict or pinned turn the provider answered in another conversation.
             AgentShimError: the turn failed for good (the last attempt's error).
         """
+        # Checked first: a refused handler must not spend the ticket prepared below.
+        callback = event_callback("on_event", on_event) if on_event is not None else None
         if isinstance(request, TurnTicket):
             if expect_session_id is not None or pin:
                 field = "expect_session_id" if expect_session_id is not None else "pin"
@@ -322,7 +324,6 @@ class Session:
             ticket = request
         else:
             ticket = self.prepare_turn(request, expect_session_id=expect_session_id, pin=pin)
-        callback = event_callback("on_event", on_event) if on_event is not None else None
         with self._lock:
             if self._closing():
                 raise _closed_error()

@@ -12,7 +12,7 @@ import pytest
 
 from agentshim.agent import Agent
 from agentshim.cli_agent import CliAgent
-from agentshim.core.errors import CliExitError
+from agentshim.core.errors import CliExitError, InvalidRequestError
 from agentshim.core.events import AgentEvent, AssistantText, Lifecycle, SessionStarted
 from agentshim.core.mcp import McpServer
 from agentshim.core.provider import McpInstallation
@@ -137,3 +137,13 @@ class TestALogThatRaisesWhileTheTurnEnds:
         other = InThread(lambda: agent.start_session(session_id="s-1").turn("z"))
         other.join()
         assert other.error is None, "the conversation's lock leaked"
+
+
+class TestARefusedHandlerSpendsNothing:
+    def test_a_bad_on_event_leaves_the_journaled_ticket_runnable(self) -> None:
+        transport = FakeTransport([FakeOutcome.success("hi")])
+        session = Agent.over(transport, permissions=BYPASS, approvals=DENY).start_session()
+        journaled = session.prepare_turn("journaled")
+        with pytest.raises(InvalidRequestError, match="on_event"):
+            session.turn("other", on_event=42)  # type: ignore[arg-type]
+        assert session.turn(journaled).result.text == "hi"
