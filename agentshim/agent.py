@@ -24,9 +24,11 @@ from agentshim.core.conversation import (
     Readiness,
     Transport,
     TransportKind,
+    directory,
+    mcp_server_tuple,
 )
 from agentshim.core.errors import AgentShimError, InvalidRequestError, ProviderCapabilityError
-from agentshim.core.events import EventSink, event_callback
+from agentshim.core.events import EventSink, event_callbacks
 from agentshim.core.ids import IdAllocator, RandomIds
 from agentshim.core.locks import KeyedLocks
 from agentshim.core.mcp import McpServer, StdioMcpServer
@@ -83,7 +85,7 @@ class Agent:
         ids: IdAllocator | None = None,
         retry: RetryPolicy | None = None,
         renewal: RenewalBudget | None = None,
-        event_handlers: Sequence[EventSink] = (),
+        event_handlers: EventSink | Sequence[EventSink] = (),
         env: Mapping[str, str] | None = None,
         log: Callable[[str], None] | None = None,
         check_timeout: float = 15.0,
@@ -150,7 +152,7 @@ class Agent:
         ids: IdAllocator | None = None,
         retry: RetryPolicy | None = None,
         renewal: RenewalBudget | None = None,
-        event_handlers: Sequence[EventSink] = (),
+        event_handlers: EventSink | Sequence[EventSink] = (),
         log: Callable[[str], None] | None = None,
     ) -> Agent:
         """An Agent whose sessions open conversations on a ready-made ``transport``.
@@ -178,7 +180,7 @@ class Agent:
         ids: IdAllocator | None,
         retry: RetryPolicy | None,
         renewal: RenewalBudget | None,
-        event_handlers: Sequence[EventSink],
+        event_handlers: EventSink | Sequence[EventSink],
         log: Callable[[str], None] | None,
     ) -> None:
         """Check and keep what every session of this Agent shares."""
@@ -198,9 +200,9 @@ class Agent:
         self.ids: IdAllocator = ids if ids is not None else RandomIds()
         self.retry = retry if retry is not None else RetryPolicy()
         self.renewal = renewal
-        self.event_handlers: tuple[EventSink, ...] = tuple(event_handlers)
-        for handler in self.event_handlers:
-            event_callback("event_handlers", handler)
+        self.event_handlers: tuple[EventSink, ...] = event_callbacks(
+            "Agent", "event_handlers", event_handlers
+        )
         self.log: Callable[[str], None] = log or _ignore
         # The registry belongs to this Agent: sessions of other Agents are not serialized.
         self._locks = KeyedLocks()
@@ -246,12 +248,14 @@ class Agent:
                 the confinement, only one of checkpoints and checkpoint_key is given, or a
                 session setting is invalid.
         """
+        host_cwd = directory("Agent.start_session", "cwd", cwd)
+        servers = mcp_server_tuple("Agent.start_session", "mcp_servers", mcp_servers)
         spec = ConversationSpec(
             permissions=self.permissions,
             approvals=self.approvals,
-            cwd=self._agent_path(cwd) if cwd is not None else None,
+            cwd=self._agent_path(host_cwd) if host_cwd is not None else None,
             model=self.model,
-            mcp_servers=tuple(self._map_server(server) for server in mcp_servers),
+            mcp_servers=tuple(self._map_server(server) for server in servers),
             reasoning_effort=reasoning_effort,
             resume_session_id=session_id,
             previous_usage=previous_usage,

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Protocol, runtime_checkable
 
 from agentshim.core._checks import is_positive_seconds, seconds
-from agentshim.core.conversation import TurnStop
+from agentshim.core.conversation import TurnStop, directory
 from agentshim.core.env import interactive_env
 from agentshim.core.errors import (
     AgentShimError,
@@ -38,6 +38,7 @@ from agentshim.core.events import (
     RunFinished,
     RunStarted,
     event_callback,
+    event_callbacks,
 )
 from agentshim.core.ids import is_valid_session_id, validate_session_id
 from agentshim.core.locks import ConversationLock, KeyedLocks
@@ -138,7 +139,7 @@ class CliAgent:
         executor: CommandExecutor | None = None,
         env: Mapping[str, str] | None = None,
         event_handler: EventSink | None = None,
-        event_handlers: Sequence[EventSink] = (),
+        event_handlers: EventSink | Sequence[EventSink] = (),
         check_timeout: float = 15.0,
         log: Callable[[str], None] | None = None,
         catalog: ProviderCatalog = DEFAULT_CATALOG,
@@ -155,7 +156,7 @@ class CliAgent:
         self.binary_path: str = self.executor.find_binary(self.profile.binary, self.env)
         self.executor.check_binary(self.binary_path, self.env, timeout=check_timeout)
         self.handlers: tuple[Callable[[AgentEvent], None], ...] = _handlers(
-            event_handler, event_handlers
+            "CliAgent", event_handler, event_handlers
         )
         self.locks: KeyedLocks = locks if locks is not None else KeyedLocks()
 
@@ -164,15 +165,15 @@ class CliAgent:
         *,
         model: str | None = None,
         event_handler: EventSink | None = None,
-        event_handlers: Sequence[EventSink] = (),
+        event_handlers: EventSink | Sequence[EventSink] = (),
     ) -> CliAgent:
         """Return an agent on the same checked install with another model and handlers.
 
         The binary is not looked up or checked again; the conversation locks are shared. With
         no ``model`` it keeps this agent's, and with no handler given it keeps this agent's.
         """
-        handlers = _handlers(event_handler, event_handlers)
-        if event_handler is None and not event_handlers:
+        handlers = _handlers("CliAgent.derive", event_handler, event_handlers)
+        if not handlers:
             handlers = self.handlers
         # A shallow copy shares the provider, executor, env and lock registry as they are.
         derived = copy.copy(self)
@@ -209,13 +210,10 @@ class CliAgent:
 
 
 def _handlers(
-    handler: EventSink | None, handlers: Sequence[EventSink]
+    owner: str, handler: EventSink | None, handlers: object
 ) -> tuple[Callable[[AgentEvent], None], ...]:
-    chosen: list[Callable[[AgentEvent], None]] = []
-    if handler is not None:
-        chosen.append(event_callback("event_handler", handler))
-    chosen.extend(event_callback("event_handlers", each) for each in handlers)
-    return tuple(chosen)
+    first = (event_callback("event_handler", handler),) if handler is not None else ()
+    return (*first, *event_callbacks(owner, "event_handlers", handlers))
 
 
 def _compose_env(provider: Provider, env: Mapping[str, str] | None) -> dict[str, str]:
@@ -305,7 +303,7 @@ class AgentSession:
         cancel_grace_s: float = 5.0,
     ) -> None:
         self.agent = agent
-        self.cwd = cwd
+        self.cwd = directory("AgentSession", "cwd", cwd)
         self.timeout = timeout
         self.session_id: str | None = (
             validate_session_id(session_id) if session_id is not None else None

@@ -39,7 +39,13 @@ from agentshim.core.errors import (
     TurnCancelledError,
     TurnFailedError,
 )
-from agentshim.core.events import AgentEvent, EventSink, Lifecycle, event_callback
+from agentshim.core.events import (
+    AgentEvent,
+    EventSink,
+    Lifecycle,
+    event_callback,
+    event_callbacks,
+)
 from agentshim.core.ids import IdAllocator, RandomIds, validate_session_id
 from agentshim.core.locks import ConversationLock, KeyedLocks
 from agentshim.core.session_policy import (
@@ -134,7 +140,7 @@ class Session:
         policy: SessionPolicy | None = None,
         clock: Clock | None = None,
         ids: IdAllocator | None = None,
-        event_handlers: Sequence[EventSink] = (),
+        event_handlers: EventSink | Sequence[EventSink] = (),
         checkpoints: CheckpointStore | None = None,
         checkpoint_key: str | None = None,
         locks: KeyedLocks | None = None,
@@ -166,7 +172,7 @@ class Session:
         self._policy = policy if policy is not None else SessionPolicy()
         self._clock: Clock = clock if clock is not None else SystemClock()
         self._ids: IdAllocator = ids if ids is not None else RandomIds()
-        self._handlers = tuple(event_callback("event_handlers", each) for each in event_handlers)
+        self._handlers = event_callbacks("Session", "event_handlers", event_handlers)
         self._store = checkpoints
         self._key = checkpoint_key
         self._locks = locks

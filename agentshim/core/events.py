@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Protocol, TextIO, cast, runtime_checkable
 
+from agentshim.core._checks import sequence
 from agentshim.core._slots import fast_frozen_init
 from agentshim.core.errors import InvalidRequestError
 from agentshim.core.usage import ProviderUsage
@@ -43,6 +44,7 @@ __all__ = [
     "TurnInterrupted",
     "UsageReport",
     "event_callback",
+    "event_callbacks",
 ]
 
 
@@ -264,6 +266,24 @@ def event_callback(field: str, handler: object) -> Callable[[AgentEvent], None]:
         f"{field} must be an AgentEventHandler (an object with on_event(event)) or a "
         f"function of one event, not {handler!r:.200}",
     )
+
+
+def event_callbacks(
+    owner: str, field: str, handlers: object
+) -> tuple[Callable[[AgentEvent], None], ...]:
+    """The functions to call with each event, for a door's ``event_handlers``.
+
+    ``handlers`` is a sequence of handlers, or a single one (an AgentEventHandler or a plain
+    function of one event); each becomes what :func:`event_callback` makes of it.
+
+    Raises:
+        InvalidRequestError: ``handlers`` is neither a handler nor a sequence of them (None
+            included), or one of them is not a handler.
+    """
+    if callable(handlers) or callable(getattr(handlers, "on_event", None)):
+        return (event_callback(field, handlers),)
+    each = sequence(owner, field, handlers, "event handlers (AgentEventHandler or functions)")
+    return tuple(event_callback(field, handler) for handler in each)
 
 
 class EventHandlerBase:

@@ -4,7 +4,7 @@ values of the wrong type, and the words both doors share."""
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -147,3 +147,56 @@ class TestARefusedHandlerSpendsNothing:
         with pytest.raises(InvalidRequestError, match="on_event"):
             session.turn("other", on_event=42)  # type: ignore[arg-type]
         assert session.turn(journaled).result.text == "hi"
+
+
+class TestValuesOfTheWrongTypeAtTheDoors:
+    def test_a_single_function_is_taken_where_handlers_are(self) -> None:
+        seen: list[AgentEvent] = []
+        claude_agent(FakeExecutor([answer("a")]), event_handlers=seen.append).start_session().turn(
+            "x"
+        )
+        CliAgent(
+            PROVIDER, executor=FakeExecutor([answer("b")]), env=ENV, event_handlers=seen.append
+        ).run("y")
+        assert [e.text for e in seen if isinstance(e, AssistantText)] == ["a", "b"]
+
+    @pytest.mark.parametrize(
+        ("door", "field"),
+        [
+            (
+                lambda: CliAgent(PROVIDER, executor=FakeExecutor(), env=ENV, event_handlers=None),
+                "CliAgent.event_handlers",
+            ),
+            (
+                lambda: claude_agent(FakeExecutor(), event_handlers=None),
+                "Agent.event_handlers",
+            ),
+            (
+                lambda: claude_agent(FakeExecutor()).start_session(mcp_servers=None),
+                "Agent.start_session.mcp_servers",
+            ),
+            (
+                lambda: claude_agent(FakeExecutor([answer()])).start_session(123).turn("x"),
+                "Agent.start_session.cwd",
+            ),
+            (
+                lambda: (
+                    CliAgent(PROVIDER, executor=FakeExecutor([answer()]), env=ENV)
+                    .start_session(cwd=123)
+                    .turn("x")
+                ),
+                "AgentSession.cwd",
+            ),
+        ],
+        ids=[
+            "CliAgent.event_handlers",
+            "Agent.event_handlers",
+            "mcp_servers",
+            "Agent.cwd",
+            "CliAgent.cwd",
+        ],
+    )
+    def test_is_refused_naming_the_field(self, door: Callable[[], object], field: str) -> None:
+        with pytest.raises(InvalidRequestError) as caught:
+            door()
+        assert caught.value.field == field
