@@ -157,7 +157,10 @@ class Agent:
     ) -> Agent:
         """An Agent whose sessions open conversations on a ready-made ``transport``.
 
-        Its sessions take the Agent's conversation lock around each turn.
+        Its sessions take the Agent's conversation lock around each turn. A
+        :class:`~agentshim.oneshot.OneShotTransport` locks each turn in its CliAgent's
+        registry already, so over one the sessions leave the locking to it: one registry, which
+        also holds turns run on that CliAgent directly.
 
         Raises:
             InvalidRequestError: ``transport`` is not a Transport, or ``permissions`` or
@@ -168,7 +171,8 @@ class Agent:
         agent._share(permissions, approvals, model, clock, ids, retry, renewal, event_handlers, log)
         agent._confinement = None
         agent.transport = transport
-        agent._session_locks = agent._locks
+        one_shot = isinstance(transport, OneShotTransport)
+        agent._session_locks = None if one_shot else agent._locks
         return agent
 
     def _share(
