@@ -14,7 +14,7 @@ import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 
-from agentshim.cli_agent import CliAgent
+from agentshim.cli_agent import CliAgent, ignore_log_line
 from agentshim.core._checks import instance
 from agentshim.core.checkpoints import CheckpointStore
 from agentshim.core.clock import Clock, SystemClock
@@ -45,10 +45,6 @@ from agentshim.providers import DEFAULT_CATALOG, ProviderCatalog
 from agentshim.session import Session
 
 __all__ = ["Agent"]
-
-
-def _ignore(_: str) -> None:
-    """Drop a log line (the default logger)."""
 
 
 class Agent:
@@ -207,7 +203,7 @@ class Agent:
         self.event_handlers: tuple[EventSink, ...] = event_callbacks(
             "Agent", "event_handlers", event_handlers
         )
-        self.log: Callable[[str], None] = log or _ignore
+        self.log: Callable[[str], None] = log or ignore_log_line
         # The registry belongs to this Agent: sessions of other Agents are not serialized.
         self._locks = KeyedLocks()
 

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Protocol, runtime_checkable
 
 from agentshim.core._checks import is_positive_seconds, seconds
-from agentshim.core.conversation import TurnStop, directory
+from agentshim.core.conversation import TurnStop, directory, do_nothing
 from agentshim.core.env import interactive_env
 from agentshim.core.errors import (
     AgentShimError,
@@ -109,8 +109,8 @@ class EnvDefaultsProvider(Protocol):
         ...
 
 
-def _ignore(_: str) -> None:
-    """Drop a log line (the default logger)."""
+def ignore_log_line(_: str) -> None:
+    """Drop a log line (the default logger of every door that takes a ``log``)."""
 
 
 class CliAgent:
@@ -151,7 +151,7 @@ class CliAgent:
         self.profile: ProviderProfile = self.provider.profile
         self.model = model
         self.executor: CommandExecutor = executor if executor is not None else HostCommandExecutor()
-        self.log: Callable[[str], None] = log or _ignore
+        self.log: Callable[[str], None] = log or ignore_log_line
         self.env: dict[str, str] = _compose_env(self.provider, env)
         self.binary_path: str = self.executor.find_binary(self.profile.binary, self.env)
         self.executor.check_binary(self.binary_path, self.env, timeout=check_timeout)
@@ -253,7 +253,7 @@ class _TurnSink:
         self._guard = threading.Lock()
         self._done = False
         self._kill_timer: threading.Timer | None = None
-        self._detach: Callable[[], None] = _nothing
+        self._detach: Callable[[], None] = do_nothing
 
     def started(self, handle: CommandHandle) -> None:
         def terminate() -> None:
@@ -277,10 +277,6 @@ class _TurnSink:
             timer = self._kill_timer
         if timer is not None:
             timer.cancel()
-
-
-def _nothing() -> None:
-    """No stop action is attached yet."""
 
 
 class AgentSession:
@@ -638,14 +634,8 @@ class _PreparedTurn:
         if profile.output_schema is OutputSchemaStyle.INLINE_JSON:
             self.schema_inline = compact_json(schema.schema)
             return
-        try:
-            written = materialize(schema.schema, schema.host_dir)
-        except OSError as error:
-            raise TurnFailedError(
-                f"could not write the output schema under {schema.host_dir}: {error}; "
-                "pass a writable host_dir",
-                detail=str(error),
-            ) from error
+        # materialize reports a directory it cannot write as an AgentShimError itself.
+        written = materialize(schema.schema, schema.host_dir)
         self.schema_path = f"{schema.cli_dir_or_host.rstrip('/')}/{written.name}"
 
     def install_mcp(self) -> McpInstallation:

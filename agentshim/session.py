@@ -19,6 +19,7 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
+from agentshim.cli_agent import ignore_log_line
 from agentshim.core._checks import instance
 from agentshim.core.checkpoints import Checkpoint, CheckpointStore, validate_checkpoint_key
 from agentshim.core.clock import Clock, SystemClock
@@ -86,10 +87,6 @@ __all__ = ["Continuity", "Session", "Turn", "TurnTicket"]
 
 _IN_TURN = (Phase.OPENING, Phase.EXECUTING, Phase.WAITING)
 _REQUEST_HINT = "a TurnRequest or a prompt string"
-
-
-def _ignore(_: str) -> None:
-    """Drop a log line (the default logger)."""
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -176,7 +173,7 @@ class Session:
         self._store = checkpoints
         self._key = checkpoint_key
         self._locks = locks
-        self._log: Callable[[str], None] = log or _ignore
+        self._log: Callable[[str], None] = log or ignore_log_line
         self._random = random.Random(self._policy.retry.seed)
 
         # Re-entrant: commands are carried out both with the lock held (between turns) and

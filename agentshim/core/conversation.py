@@ -136,7 +136,7 @@ class TurnStop:
                 self._actions.append(action)
                 return lambda: self._detach(action)
         action()
-        return _nothing
+        return do_nothing
 
     def _detach(self, action: Callable[[], None]) -> None:
         with self._guard:
@@ -152,8 +152,8 @@ class TurnStop:
         return self._fired.wait(timeout)
 
 
-def _nothing() -> None:
-    """Detach an action that already ran."""
+def do_nothing() -> None:
+    """An action that does nothing: what detaches an action that already ran, for one."""
 
 
 class TurnSlot:

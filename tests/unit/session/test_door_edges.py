@@ -12,10 +12,11 @@ import pytest
 
 from agentshim.agent import Agent
 from agentshim.cli_agent import CliAgent
-from agentshim.core.errors import CliExitError, InvalidRequestError
+from agentshim.core.errors import AgentShimError, CliExitError, InvalidRequestError
 from agentshim.core.events import AgentEvent, AssistantText, Lifecycle, SessionStarted
 from agentshim.core.mcp import McpServer
 from agentshim.core.provider import McpInstallation
+from agentshim.core.turn import OutputSchema, TurnRequest
 from agentshim.providers.claude.provider import ClaudeProvider
 from agentshim.testing import FakeExecutor, scripted_turn
 from agentshim.testing.checkpoints import FakeCheckpointStore
@@ -200,3 +201,21 @@ class TestValuesOfTheWrongTypeAtTheDoors:
         with pytest.raises(InvalidRequestError) as caught:
             door()
         assert caught.value.field == field
+
+
+class TestAnOutputSchemaThatCannotBeWritten:
+    def test_refuses_the_turn_naming_the_directory_before_anything_runs(
+        self, tmp_path: Path
+    ) -> None:
+        blocker = tmp_path / "a-file"
+        blocker.write_text("not a directory")
+        executor = FakeExecutor([scripted_turn("codex", text="hi", session_id="s-1")])
+        agent = CliAgent("codex", executor=executor, env=ENV)
+        schema = OutputSchema(
+            {"type": "object", "properties": {}, "additionalProperties": False},
+            host_dir=blocker / "schemas",
+        )
+        with pytest.raises(AgentShimError, match="cannot write the output schema") as caught:
+            agent.run(TurnRequest("x", output_schema=schema))
+        assert str(blocker) in str(caught.value)
+        assert executor.requests == []
