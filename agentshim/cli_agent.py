@@ -341,11 +341,14 @@ class AgentSession:
     def cancel(self, grace_s: float = 5.0) -> None:
         """Cancel the turn in flight: it raises TurnCancelledError; the session id is kept.
 
-        Thread-safe. The CLI's process group gets SIGTERM, then SIGKILL after ``grace_s``; a
-        cancel that arrives before the process exists is not lost: the CLI is not started, or
-        is terminated the moment it starts. The outcome is
-        the same however late in the turn the cancel comes, even when the CLI then exits
-        cleanly. With no turn in flight it does nothing (the next turn is not affected).
+        Thread-safe. The CLI's process group gets SIGTERM, then SIGKILL after ``grace_s`` or
+        after the executor's own grace, whichever is sooner: ``HostCommandExecutor`` kills a
+        terminated process after its ``terminate_grace`` (5 s by default), so a longer
+        ``grace_s`` needs a longer ``terminate_grace`` too. A cancel that arrives before the
+        process exists is not lost: the CLI is not started, or is terminated the moment it
+        starts. The outcome is the same however late in the turn the cancel comes, even when
+        the CLI then exits cleanly. With no turn in flight it does nothing (the next turn is
+        not affected).
         """
         grace = seconds("AgentSession.cancel", "grace_s", grace_s)
         with self._state:

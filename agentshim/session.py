@@ -365,12 +365,13 @@ class Session:
     def interrupt(self) -> None:
         """Cut the running turn short; thread-safe.
 
-        A running turn (at whatever point: opening its conversation, waiting for it, or with
-        its CLI running) returns its Turn with ``result.interrupted`` True and the session
-        keeps its conversation; a retry wait ends and the turn fails with the error it was
-        retrying. Called after ``prepare_turn`` and before ``turn``, it makes that turn raise
-        TurnCancelledError without running anything. With nothing prepared or running it does
-        nothing: the next turn is not affected.
+        A turn whose CLI is running (or exiting on its own) returns its Turn with
+        ``result.interrupted`` True, and the session keeps its conversation. A turn that has
+        not started a CLI yet (opening its conversation, or waiting for another session's turn
+        in it) raises TurnCancelledError with nothing run; so does a turn prepared with
+        ``prepare_turn`` and not yet run. A retry wait ends and the turn fails with the error it
+        was retrying. With nothing prepared or running it does nothing: the next turn is not
+        affected. ``docs/sessions.md`` has the table.
         """
         with self._lock:
             stop = self._stop if self._running else None

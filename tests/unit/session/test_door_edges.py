@@ -12,7 +12,13 @@ import pytest
 
 from agentshim.agent import Agent
 from agentshim.cli_agent import CliAgent
-from agentshim.core.errors import AgentShimError, CliExitError, InvalidRequestError
+from agentshim.core.conversation import ConversationSpec
+from agentshim.core.errors import (
+    AgentShimError,
+    CliExitError,
+    InvalidRequestError,
+    TurnCancelledError,
+)
 from agentshim.core.events import AgentEvent, AssistantText, Lifecycle, SessionStarted
 from agentshim.core.mcp import McpServer
 from agentshim.core.provider import McpInstallation
@@ -20,7 +26,7 @@ from agentshim.core.turn import OutputSchema, TurnRequest
 from agentshim.providers.claude.provider import ClaudeProvider
 from agentshim.testing import FakeExecutor, scripted_turn
 from agentshim.testing.checkpoints import FakeCheckpointStore
-from agentshim.testing.conversation import FakeOutcome, FakeTransport
+from agentshim.testing.conversation import FakeConversation, FakeOutcome, FakeTransport
 
 from .scripted_claude import ENV, PROVIDER, resumed_id
 from .test_doors import BYPASS, DENY, WAIT_S, InThread, answer, claude_agent
@@ -219,3 +225,24 @@ class TestAnOutputSchemaThatCannotBeWritten:
             agent.run(TurnRequest("x", output_schema=schema))
         assert str(blocker) in str(caught.value)
         assert executor.requests == []
+
+
+class TestAnInterruptBeforeTheCliStarts:
+    def test_while_the_conversation_opens_the_turn_raises_turn_cancelled(self) -> None:
+        opening, go = threading.Event(), threading.Event()
+
+        class SlowOpen(FakeTransport):
+            def open(self, spec: ConversationSpec) -> FakeConversation:
+                opening.set()
+                go.wait(WAIT_S)
+                return super().open(spec)
+
+        transport = SlowOpen([FakeOutcome.success("hi")])
+        session = Agent.over(transport, permissions=BYPASS, approvals=DENY).start_session()
+        turn = InThread(lambda: session.turn("x"))
+        assert opening.wait(WAIT_S)
+        session.interrupt()
+        go.set()
+        turn.join()
+        assert isinstance(turn.error, TurnCancelledError)
+        assert session.turn("again").result.text == "hi", "the interrupted turn ran"
