@@ -477,6 +477,8 @@ class AgentSession:
             raise
         finally:
             sink.finished()
+        # An executor that swallowed the handler's exception still fails the turn with it.
+        handler.reraise()
         duration_ms = int((time.monotonic() - started) * 1000)
         emit(RunFinished(outcome.returncode))
         parsed = _finish(parser, emit)

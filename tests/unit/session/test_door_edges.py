@@ -23,6 +23,12 @@ from agentshim.core.events import AgentEvent, AssistantText, Lifecycle, SessionS
 from agentshim.core.mcp import McpServer
 from agentshim.core.provider import McpInstallation
 from agentshim.core.turn import OutputSchema, TurnRequest
+from agentshim.execution.executor import (
+    CommandHandle,
+    CommandRequest,
+    CommandResult,
+    CommandStreamSink,
+)
 from agentshim.providers.claude.provider import ClaudeProvider
 from agentshim.testing import FakeExecutor, scripted_turn
 from agentshim.testing.checkpoints import FakeCheckpointStore
@@ -246,3 +252,34 @@ class TestAnInterruptBeforeTheCliStarts:
         turn.join()
         assert isinstance(turn.error, TurnCancelledError)
         assert session.turn("again").result.text == "hi", "the interrupted turn ran"
+
+
+class _SwallowingSink:
+    """What a careless executor does: an exception from the sink is dropped."""
+
+    def __init__(self, sink: CommandStreamSink) -> None:
+        self._sink = sink
+
+    def started(self, handle: CommandHandle) -> None:
+        self._sink.started(handle)
+
+    def stdout(self, line: str, /) -> None:
+        try:
+            self._sink.stdout(line)
+        except Exception:
+            pass
+
+    def stderr(self, line: str, /) -> None:
+        self._sink.stderr(line)
+
+
+class _SwallowingExecutor(FakeExecutor):
+    def run(self, request: CommandRequest, sink: CommandStreamSink) -> CommandResult:
+        return super().run(request, _SwallowingSink(sink))
+
+
+def test_a_handlers_exception_an_executor_swallowed_still_fails_the_turn() -> None:
+    agent = CliAgent(PROVIDER, executor=_SwallowingExecutor([answer()]), env=ENV)
+    with pytest.raises(BrokenPipeError) as caught:
+        agent.run("x", on_event=disconnected)
+    assert caught.value is PIPE
