@@ -14,7 +14,7 @@ import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 
-from agentshim.cli_agent import CliAgent, EventSink, event_callback
+from agentshim.cli_agent import CliAgent, ignore_log_line
 from agentshim.core._checks import instance
 from agentshim.core.checkpoints import CheckpointStore
 from agentshim.core.clock import Clock, SystemClock
@@ -24,8 +24,11 @@ from agentshim.core.conversation import (
     Readiness,
     Transport,
     TransportKind,
+    directory,
+    mcp_server_tuple,
 )
 from agentshim.core.errors import AgentShimError, InvalidRequestError, ProviderCapabilityError
+from agentshim.core.events import EventSink, event_callbacks
 from agentshim.core.ids import IdAllocator, RandomIds
 from agentshim.core.locks import KeyedLocks
 from agentshim.core.mcp import McpServer, StdioMcpServer
@@ -42,10 +45,6 @@ from agentshim.providers import DEFAULT_CATALOG, ProviderCatalog
 from agentshim.session import Session
 
 __all__ = ["Agent"]
-
-
-def _ignore(_: str) -> None:
-    """Drop a log line (the default logger)."""
 
 
 class Agent:
@@ -82,7 +81,7 @@ class Agent:
         ids: IdAllocator | None = None,
         retry: RetryPolicy | None = None,
         renewal: RenewalBudget | None = None,
-        event_handlers: Sequence[EventSink] = (),
+        event_handlers: EventSink | Sequence[EventSink] = (),
         env: Mapping[str, str] | None = None,
         log: Callable[[str], None] | None = None,
         check_timeout: float = 15.0,
@@ -149,12 +148,15 @@ class Agent:
         ids: IdAllocator | None = None,
         retry: RetryPolicy | None = None,
         renewal: RenewalBudget | None = None,
-        event_handlers: Sequence[EventSink] = (),
+        event_handlers: EventSink | Sequence[EventSink] = (),
         log: Callable[[str], None] | None = None,
     ) -> Agent:
         """An Agent whose sessions open conversations on a ready-made ``transport``.
 
-        Its sessions take the Agent's conversation lock around each turn.
+        Its sessions take the Agent's conversation lock around each turn. A
+        :class:`~agentshim.oneshot.OneShotTransport` locks each turn in its CliAgent's
+        registry already, so over one the sessions leave the locking to it: one registry, which
+        also holds turns run on that CliAgent directly.
 
         Raises:
             InvalidRequestError: ``transport`` is not a Transport, or ``permissions`` or
@@ -165,7 +167,8 @@ class Agent:
         agent._share(permissions, approvals, model, clock, ids, retry, renewal, event_handlers, log)
         agent._confinement = None
         agent.transport = transport
-        agent._session_locks = agent._locks
+        one_shot = isinstance(transport, OneShotTransport)
+        agent._session_locks = None if one_shot else agent._locks
         return agent
 
     def _share(
@@ -177,7 +180,7 @@ class Agent:
         ids: IdAllocator | None,
         retry: RetryPolicy | None,
         renewal: RenewalBudget | None,
-        event_handlers: Sequence[EventSink],
+        event_handlers: EventSink | Sequence[EventSink],
         log: Callable[[str], None] | None,
     ) -> None:
         """Check and keep what every session of this Agent shares."""
@@ -197,10 +200,10 @@ class Agent:
         self.ids: IdAllocator = ids if ids is not None else RandomIds()
         self.retry = retry if retry is not None else RetryPolicy()
         self.renewal = renewal
-        self.event_handlers: tuple[EventSink, ...] = tuple(event_handlers)
-        for handler in self.event_handlers:
-            event_callback("event_handlers", handler)
-        self.log: Callable[[str], None] = log or _ignore
+        self.event_handlers: tuple[EventSink, ...] = event_callbacks(
+            "Agent", "event_handlers", event_handlers
+        )
+        self.log: Callable[[str], None] = log or ignore_log_line
         # The registry belongs to this Agent: sessions of other Agents are not serialized.
         self._locks = KeyedLocks()
 
@@ -229,7 +232,7 @@ class Agent:
         checkpoints: CheckpointStore | None = None,
         checkpoint_key: str | None = None,
         idle_release_after: float | None = None,
-        resume_session_id: str | None = None,
+        session_id: str | None = None,
         previous_usage: ProviderUsage | None = None,
         renewal: RenewalBudget | None = None,
     ) -> Session:
@@ -237,21 +240,24 @@ class Agent:
 
         When confined, ``cwd`` and the absolute paths of stdio MCP servers are mapped to the
         paths the agent sees. Given ``checkpoints`` and ``checkpoint_key`` the session
-        continues the conversation saved under the key (``resume_session_id`` wins over it).
+        continues the conversation saved under the key; ``session_id`` names a conversation to
+        resume and wins over a saved one.
 
         Raises:
             InvalidRequestError: ``cwd`` (or an MCP server's host path) is not visible inside
                 the confinement, only one of checkpoints and checkpoint_key is given, or a
                 session setting is invalid.
         """
+        host_cwd = directory("Agent.start_session", "cwd", cwd)
+        servers = mcp_server_tuple("Agent.start_session", "mcp_servers", mcp_servers)
         spec = ConversationSpec(
             permissions=self.permissions,
             approvals=self.approvals,
-            cwd=self._agent_path(cwd) if cwd is not None else None,
+            cwd=self._agent_path(host_cwd) if host_cwd is not None else None,
             model=self.model,
-            mcp_servers=tuple(self._map_server(server) for server in mcp_servers),
+            mcp_servers=tuple(self._map_server(server) for server in servers),
             reasoning_effort=reasoning_effort,
-            resume_session_id=resume_session_id,
+            resume_session_id=session_id,
             previous_usage=previous_usage,
         )
         policy = SessionPolicy(

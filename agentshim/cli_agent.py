@@ -13,10 +13,10 @@ import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Protocol, cast, runtime_checkable
+from typing import Protocol, runtime_checkable
 
 from agentshim.core._checks import is_positive_seconds, seconds
-from agentshim.core.conversation import TurnStop
+from agentshim.core.conversation import TurnStop, directory, do_nothing
 from agentshim.core.env import interactive_env
 from agentshim.core.errors import (
     AgentShimError,
@@ -33,14 +33,15 @@ from agentshim.core.errors import (
 )
 from agentshim.core.events import (
     AgentEvent,
-    AgentEventHandler,
+    EventSink,
     Lifecycle,
     RunFinished,
     RunStarted,
-    SessionStarted,
+    event_callback,
+    event_callbacks,
 )
 from agentshim.core.ids import is_valid_session_id, validate_session_id
-from agentshim.core.locks import KeyedLocks
+from agentshim.core.locks import ConversationLock, KeyedLocks
 from agentshim.core.profile import OutputSchemaStyle, ProviderProfile
 from agentshim.core.provider import (
     ArgvContext,
@@ -64,45 +65,35 @@ from agentshim.execution.executor import (
 from agentshim.execution.host import HostCommandExecutor
 from agentshim.providers import DEFAULT_CATALOG, ProviderCatalog
 
-__all__ = ["AgentSession", "CliAgent", "EnvDefaultsProvider", "EventSink", "event_callback"]
-
-EventSink = AgentEventHandler | Callable[[AgentEvent], None]
-"""What every door that takes an event handler accepts: an object with ``on_event(event)``,
-or a plain function of one event."""
-
-#: How often a turn waiting for another turn in the same conversation checks for a cancel (s).
-_LOCK_POLL_S = 0.05
+__all__ = ["AgentSession", "CliAgent", "EnvDefaultsProvider"]
 
 
-def event_callback(field: str, handler: object) -> Callable[[AgentEvent], None]:
-    """The function to call with each event: ``handler.on_event``, or ``handler`` itself.
+class _Handlers:
+    """Fans each event out to the turn's handlers and remembers the first one that raised.
 
-    Raises:
-        InvalidRequestError: ``handler`` (passed as ``field``) is neither an
-            AgentEventHandler nor a callable.
+    The executor and the parser sit between the handlers and ``turn``; what they make of a
+    handler's exception must not decide how the turn fails, so ``reraise`` raises it as it was.
     """
-    on_event: object = getattr(handler, "on_event", None)
-    if callable(on_event):
-        return cast("Callable[[AgentEvent], None]", on_event)
-    if callable(handler):
-        return cast("Callable[[AgentEvent], None]", handler)
-    raise InvalidRequestError(
-        field,
-        f"{handler!r:.200} is neither callable nor has an on_event(event) method",
-        f"{field} must be an AgentEventHandler (an object with on_event(event)) or a "
-        f"function of one event, not {handler!r:.200}",
-    )
 
+    __slots__ = ("_callbacks", "error")
 
-def _fanout(callbacks: Sequence[Callable[[AgentEvent], None]]) -> Callable[[AgentEvent], None]:
-    if len(callbacks) == 1:
-        return callbacks[0]
+    def __init__(self, callbacks: Sequence[Callable[[AgentEvent], None]]) -> None:
+        self._callbacks = tuple(callbacks)
+        self.error: BaseException | None = None
 
-    def emit(event: AgentEvent) -> None:
-        for callback in callbacks:
-            callback(event)
+    def __call__(self, event: AgentEvent) -> None:
+        try:
+            for callback in self._callbacks:
+                callback(event)
+        except BaseException as error:
+            if self.error is None:
+                self.error = error
+            raise
 
-    return emit
+    def reraise(self) -> None:
+        """Raise the exception a handler raised during this turn, if one did."""
+        if self.error is not None:
+            raise self.error
 
 
 @runtime_checkable
@@ -118,8 +109,8 @@ class EnvDefaultsProvider(Protocol):
         ...
 
 
-def _ignore(_: str) -> None:
-    """Drop a log line (the default logger)."""
+def ignore_log_line(_: str) -> None:
+    """Drop a log line (the default logger of every door that takes a ``log``)."""
 
 
 class CliAgent:
@@ -148,7 +139,7 @@ class CliAgent:
         executor: CommandExecutor | None = None,
         env: Mapping[str, str] | None = None,
         event_handler: EventSink | None = None,
-        event_handlers: Sequence[EventSink] = (),
+        event_handlers: EventSink | Sequence[EventSink] = (),
         check_timeout: float = 15.0,
         log: Callable[[str], None] | None = None,
         catalog: ProviderCatalog = DEFAULT_CATALOG,
@@ -160,12 +151,12 @@ class CliAgent:
         self.profile: ProviderProfile = self.provider.profile
         self.model = model
         self.executor: CommandExecutor = executor if executor is not None else HostCommandExecutor()
-        self.log: Callable[[str], None] = log or _ignore
+        self.log: Callable[[str], None] = log or ignore_log_line
         self.env: dict[str, str] = _compose_env(self.provider, env)
         self.binary_path: str = self.executor.find_binary(self.profile.binary, self.env)
         self.executor.check_binary(self.binary_path, self.env, timeout=check_timeout)
         self.handlers: tuple[Callable[[AgentEvent], None], ...] = _handlers(
-            event_handler, event_handlers
+            "CliAgent", event_handler, event_handlers
         )
         self.locks: KeyedLocks = locks if locks is not None else KeyedLocks()
 
@@ -174,15 +165,15 @@ class CliAgent:
         *,
         model: str | None = None,
         event_handler: EventSink | None = None,
-        event_handlers: Sequence[EventSink] = (),
+        event_handlers: EventSink | Sequence[EventSink] = (),
     ) -> CliAgent:
         """Return an agent on the same checked install with another model and handlers.
 
         The binary is not looked up or checked again; the conversation locks are shared. With
         no ``model`` it keeps this agent's, and with no handler given it keeps this agent's.
         """
-        handlers = _handlers(event_handler, event_handlers)
-        if event_handler is None and not event_handlers:
+        handlers = _handlers("CliAgent.derive", event_handler, event_handlers)
+        if not handlers:
             handlers = self.handlers
         # A shallow copy shares the provider, executor, env and lock registry as they are.
         derived = copy.copy(self)
@@ -219,13 +210,10 @@ class CliAgent:
 
 
 def _handlers(
-    handler: EventSink | None, handlers: Sequence[EventSink]
+    owner: str, handler: EventSink | None, handlers: object
 ) -> tuple[Callable[[AgentEvent], None], ...]:
-    chosen: list[Callable[[AgentEvent], None]] = []
-    if handler is not None:
-        chosen.append(event_callback("event_handler", handler))
-    chosen.extend(event_callback("event_handlers", each) for each in handlers)
-    return tuple(chosen)
+    first = (event_callback("event_handler", handler),) if handler is not None else ()
+    return (*first, *event_callbacks(owner, "event_handlers", handlers))
 
 
 def _compose_env(provider: Provider, env: Mapping[str, str] | None) -> dict[str, str]:
@@ -265,7 +253,7 @@ class _TurnSink:
         self._guard = threading.Lock()
         self._done = False
         self._kill_timer: threading.Timer | None = None
-        self._detach: Callable[[], None] = _nothing
+        self._detach: Callable[[], None] = do_nothing
 
     def started(self, handle: CommandHandle) -> None:
         def terminate() -> None:
@@ -291,10 +279,6 @@ class _TurnSink:
             timer.cancel()
 
 
-def _nothing() -> None:
-    """No stop action is attached yet."""
-
-
 class AgentSession:
     """A conversation with one CLI, one process per turn; not safe to ``turn()`` concurrently.
 
@@ -315,7 +299,7 @@ class AgentSession:
         cancel_grace_s: float = 5.0,
     ) -> None:
         self.agent = agent
-        self.cwd = cwd
+        self.cwd = directory("AgentSession", "cwd", cwd)
         self.timeout = timeout
         self.session_id: str | None = (
             validate_session_id(session_id) if session_id is not None else None
@@ -357,11 +341,14 @@ class AgentSession:
     def cancel(self, grace_s: float = 5.0) -> None:
         """Cancel the turn in flight: it raises TurnCancelledError; the session id is kept.
 
-        Thread-safe. The CLI's process group gets SIGTERM, then SIGKILL after ``grace_s``; a
-        cancel that arrives before the process exists is not lost: the CLI is not started, or
-        is terminated the moment it starts. The outcome is
-        the same however late in the turn the cancel comes, even when the CLI then exits
-        cleanly. With no turn in flight it does nothing (the next turn is not affected).
+        Thread-safe. The CLI's process group gets SIGTERM, then SIGKILL after ``grace_s`` or
+        after the executor's own grace, whichever is sooner: ``HostCommandExecutor`` kills a
+        terminated process after its ``terminate_grace`` (5 s by default), so a longer
+        ``grace_s`` needs a longer ``terminate_grace`` too. A cancel that arrives before the
+        process exists is not lost: the CLI is not started, or is terminated the moment it
+        starts. The outcome is the same however late in the turn the cancel comes, even when
+        the CLI then exits cleanly. With no turn in flight it does nothing (the next turn is
+        not affected).
         """
         grace = seconds("AgentSession.cancel", "grace_s", grace_s)
         with self._state:
@@ -405,66 +392,50 @@ class AgentSession:
             self._stop = turn_stop
             self._grace_s = self._default_grace_s
         installation: McpInstallation | None = None
-        held: list[tuple[str, str]] = []
+        lock = ConversationLock(self.agent.locks, self.agent.profile.name)
         try:
             turn = _PreparedTurn(self, _as_request(request))
             resume_session_id = self.session_id
-            if resume_session_id is not None:
-                self._lock((self.agent.profile.name, resume_session_id), turn_stop, held)
+            if resume_session_id is not None and not lock.wait(resume_session_id, turn_stop):
+                raise _cancelled_before_start()
             if turn_stop.is_set():
                 raise _cancelled_before_start()
             installation = turn.install_mcp()
             turn.add_env(mcp_env(installation))
             argv = turn.build_argv(resume_session_id, installation.argv)
-            emit = _fanout(handlers)
+            watched = _Handlers(handlers)
+            emit: Callable[[AgentEvent], None] = watched
             if resume_session_id is None:
-                emit = self._locking_fresh(emit, held)
-            result = self._execute(turn, argv, resume_session_id, emit, turn_stop)
+                emit = lock.watching(emit)
+            result = self._execute(turn, argv, resume_session_id, emit, watched, turn_stop)
             # Restored before the result is returned, so what restore could not do exactly
             # reaches the caller on the result and the event stream, not only the log.
-            note, installation = self._restore(installation), None
+            done, installation = installation, None
+            note = self._restore(done)
             if note:
                 emit(Lifecycle("mcp_config_restore", note))
                 result = dataclasses.replace(result, notices=(*result.notices, note))
             return result
         finally:
-            if installation is not None:
-                self._restore(installation)
-            for key in held:
-                self.agent.locks.release(key)
-            with self._state:
-                self._stop = None
-                self._busy = False
+            try:
+                if installation is not None:
+                    self._restore(installation)
+            finally:
+                lock.release()
+                with self._state:
+                    self._stop = None
+                    self._busy = False
 
     def _restore(self, installation: McpInstallation) -> str | None:
         note = installation.restore()
         if note:
-            self.agent.log(note)
+            try:
+                self.agent.log(note)
+            except Exception:
+                # The log is a side channel: a failing one must not replace the turn's own
+                # result or error (the note also reaches the result and the event stream).
+                pass
         return note
-
-    def _lock(self, key: tuple[str, str], stop: TurnStop, held: list[tuple[str, str]]) -> None:
-        """Wait for the conversation's lock; a cancel while waiting ends the turn unrun."""
-        locks = self.agent.locks
-        while not locks.acquire(key, timeout=_LOCK_POLL_S):
-            if stop.is_set():
-                raise _cancelled_before_start()
-        held.append(key)
-
-    def _locking_fresh(
-        self, emit: Callable[[AgentEvent], None], held: list[tuple[str, str]]
-    ) -> Callable[[AgentEvent], None]:
-        agent = self.agent
-
-        def locking_emit(event: AgentEvent) -> None:
-            if not held and isinstance(event, SessionStarted):
-                # A fresh conversation is locked as soon as the stream names it, so another
-                # session that adopts the id mid-turn waits for this turn to end.
-                key = (agent.profile.name, event.session_id)
-                if agent.locks.acquire(key, blocking=False):
-                    held.append(key)
-            emit(event)
-
-        return locking_emit
 
     def _execute(
         self,
@@ -472,6 +443,7 @@ class AgentSession:
         argv: list[str],
         resume_session_id: str | None,
         emit: Callable[[AgentEvent], None],
+        handler: _Handlers,
         stop: TurnStop,
     ) -> TurnResult:
         provider = self.agent.provider
@@ -497,26 +469,16 @@ class AgentSession:
         sink = _TurnSink(parser, stop, lambda: self._grace_s)
         try:
             outcome = self.agent.executor.run(command, sink)
-        except CliTimeoutError as error:
-            emit(RunFinished(None))
-            partial = _finish(parser, emit)
-            self._adopt_from(partial)
-            self._raise_if_cancelled(stop, argv, None, error)
-            raise CliTimeoutError(error.argv or argv, error.timeout, partial) from error
-        except AgentShimError as error:
-            emit(RunFinished(None))
-            self._adopt_from(_finish(parser, emit))
-            self._raise_if_cancelled(stop, argv, None, error)
+        except BaseException as error:
+            # A handler's exception fails the turn as it is, even one that looks like the
+            # executor's own (a BrokenPipeError from a client that went away is an OSError).
+            handler.reraise()
+            self._run_failed(error, parser, emit, stop, argv)
             raise
-        except OSError as error:
-            emit(RunFinished(None))
-            self._adopt_from(_finish(parser, emit))
-            raise TurnFailedError(
-                f"could not run {argv[0]}: {error}; check the binary and the turn's cwd",
-                detail=str(error),
-            ) from error
         finally:
             sink.finished()
+        # An executor that swallowed the handler's exception still fails the turn with it.
+        handler.reraise()
         duration_ms = int((time.monotonic() - started) * 1000)
         emit(RunFinished(outcome.returncode))
         parsed = _finish(parser, emit)
@@ -555,6 +517,33 @@ class AgentSession:
         )
         self.last_result = result
         return result
+
+    def _run_failed(
+        self,
+        error: BaseException,
+        parser: StreamParser,
+        emit: Callable[[AgentEvent], None],
+        stop: TurnStop,
+        argv: list[str],
+    ) -> None:
+        """Report how the executor failed, as the typed error a caller of ``turn`` sees."""
+        if isinstance(error, CliTimeoutError):
+            emit(RunFinished(None))
+            partial = _finish(parser, emit)
+            self._adopt_from(partial)
+            self._raise_if_cancelled(stop, argv, None, error)
+            raise CliTimeoutError(error.argv or argv, error.timeout, partial) from error
+        if isinstance(error, AgentShimError):
+            emit(RunFinished(None))
+            self._adopt_from(_finish(parser, emit))
+            self._raise_if_cancelled(stop, argv, None, error)
+        elif isinstance(error, OSError):
+            emit(RunFinished(None))
+            self._adopt_from(_finish(parser, emit))
+            raise TurnFailedError(
+                f"could not run {argv[0]}: {error}; check the binary and the turn's cwd",
+                detail=str(error),
+            ) from error
 
     def _raise_if_cancelled(
         self,
@@ -650,14 +639,8 @@ class _PreparedTurn:
         if profile.output_schema is OutputSchemaStyle.INLINE_JSON:
             self.schema_inline = compact_json(schema.schema)
             return
-        try:
-            written = materialize(schema.schema, schema.host_dir)
-        except OSError as error:
-            raise TurnFailedError(
-                f"could not write the output schema under {schema.host_dir}: {error}; "
-                "pass a writable host_dir",
-                detail=str(error),
-            ) from error
+        # materialize reports a directory it cannot write as an AgentShimError itself.
+        written = materialize(schema.schema, schema.host_dir)
         self.schema_path = f"{schema.cli_dir_or_host.rstrip('/')}/{written.name}"
 
     def install_mcp(self) -> McpInstallation:

@@ -19,7 +19,7 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
-from agentshim.cli_agent import EventSink, event_callback
+from agentshim.cli_agent import ignore_log_line
 from agentshim.core._checks import instance
 from agentshim.core.checkpoints import Checkpoint, CheckpointStore, validate_checkpoint_key
 from agentshim.core.clock import Clock, SystemClock
@@ -40,9 +40,15 @@ from agentshim.core.errors import (
     TurnCancelledError,
     TurnFailedError,
 )
-from agentshim.core.events import AgentEvent, Lifecycle
+from agentshim.core.events import (
+    AgentEvent,
+    EventSink,
+    Lifecycle,
+    event_callback,
+    event_callbacks,
+)
 from agentshim.core.ids import IdAllocator, RandomIds, validate_session_id
-from agentshim.core.locks import KeyedLocks
+from agentshim.core.locks import ConversationLock, KeyedLocks
 from agentshim.core.session_policy import (
     Abort,
     Adopt,
@@ -79,16 +85,8 @@ from agentshim.core.usage import ProviderUsage
 
 __all__ = ["Continuity", "Session", "Turn", "TurnTicket"]
 
-#: How often a turn waiting for another session's turn in the same conversation checks for
-#: an interrupt (seconds).
-_LOCK_POLL_S = 0.05
-
 _IN_TURN = (Phase.OPENING, Phase.EXECUTING, Phase.WAITING)
 _REQUEST_HINT = "a TurnRequest or a prompt string"
-
-
-def _ignore(_: str) -> None:
-    """Drop a log line (the default logger)."""
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -139,7 +137,7 @@ class Session:
         policy: SessionPolicy | None = None,
         clock: Clock | None = None,
         ids: IdAllocator | None = None,
-        event_handlers: Sequence[EventSink] = (),
+        event_handlers: EventSink | Sequence[EventSink] = (),
         checkpoints: CheckpointStore | None = None,
         checkpoint_key: str | None = None,
         locks: KeyedLocks | None = None,
@@ -171,11 +169,11 @@ class Session:
         self._policy = policy if policy is not None else SessionPolicy()
         self._clock: Clock = clock if clock is not None else SystemClock()
         self._ids: IdAllocator = ids if ids is not None else RandomIds()
-        self._handlers = tuple(event_callback("event_handlers", each) for each in event_handlers)
+        self._handlers = event_callbacks("Session", "event_handlers", event_handlers)
         self._store = checkpoints
         self._key = checkpoint_key
         self._locks = locks
-        self._log: Callable[[str], None] = log or _ignore
+        self._log: Callable[[str], None] = log or ignore_log_line
         self._random = random.Random(self._policy.retry.seed)
 
         # Re-entrant: commands are carried out both with the lock held (between turns) and
@@ -315,6 +313,8 @@ class Session:
                 strict or pinned turn the provider answered in another conversation.
             AgentShimError: the turn failed for good (the last attempt's error).
         """
+        # Checked first: a refused handler must not spend the ticket prepared below.
+        callback = event_callback("on_event", on_event) if on_event is not None else None
         if isinstance(request, TurnTicket):
             if expect_session_id is not None or pin:
                 field = "expect_session_id" if expect_session_id is not None else "pin"
@@ -327,7 +327,6 @@ class Session:
             ticket = request
         else:
             ticket = self.prepare_turn(request, expect_session_id=expect_session_id, pin=pin)
-        callback = event_callback("on_event", on_event) if on_event is not None else None
         with self._lock:
             if self._closing():
                 raise _closed_error()
@@ -366,12 +365,13 @@ class Session:
     def interrupt(self) -> None:
         """Cut the running turn short; thread-safe.
 
-        A running turn (at whatever point: opening its conversation, waiting for it, or with
-        its CLI running) returns its Turn with ``result.interrupted`` True and the session
-        keeps its conversation; a retry wait ends and the turn fails with the error it was
-        retrying. Called after ``prepare_turn`` and before ``turn``, it makes that turn raise
-        TurnCancelledError without running anything. With nothing prepared or running it does
-        nothing: the next turn is not affected.
+        A turn whose CLI is running (or exiting on its own) returns its Turn with
+        ``result.interrupted`` True, and the session keeps its conversation. A turn that has
+        not started a CLI yet (opening its conversation, or waiting for another session's turn
+        in it) raises TurnCancelledError with nothing run; so does a turn prepared with
+        ``prepare_turn`` and not yet run. A retry wait ends and the turn fails with the error it
+        was retrying. With nothing prepared or running it does nothing: the next turn is not
+        affected. ``docs/sessions.md`` has the table.
         """
         with self._lock:
             stop = self._stop if self._running else None
@@ -561,9 +561,15 @@ class Session:
         conversation = self._conversation
         if conversation is None:  # pragma: no cover - the policy never executes without one
             raise SessionStateError("internal error: no live conversation to run the turn in")
-        key = self._lock_key(conversation)
-        if key is not None and not self._take(key):
-            return Cancelled(self._clock.monotonic())
+        lock = (
+            ConversationLock(self._locks, self._profile.name) if self._locks is not None else None
+        )
+        if lock is not None:
+            session_id = self._state.session_id or conversation.session_id
+            if session_id is None:
+                emit = lock.watching(emit)
+            elif not lock.wait(session_id, self._stop):
+                return Cancelled(self._clock.monotonic())
         try:
             with self._lock:
                 if self._stop.is_set():
@@ -587,8 +593,8 @@ class Session:
                 with self._lock:
                     self._executing = None
         finally:
-            if key is not None and self._locks is not None:
-                self._locks.release(key)
+            if lock is not None:
+                lock.release()
         self._last_result = result
         return Succeeded(
             self._clock.monotonic(),
@@ -598,24 +604,6 @@ class Session:
             result.usage.tokens.input_tokens,
             result.duration_ms / 1000.0,
         )
-
-    def _lock_key(self, conversation: Conversation) -> tuple[str, str] | None:
-        if self._locks is None:
-            return None
-        session_id = self._state.session_id or conversation.session_id
-        if session_id is None:
-            return None
-        return (self._profile.name, session_id)
-
-    def _take(self, key: tuple[str, str]) -> bool:
-        """Wait for the conversation's lock; False when an interrupt arrives first."""
-        locks = self._locks
-        if locks is None:  # pragma: no cover - only called with locks
-            return True
-        while not locks.acquire(key, timeout=_LOCK_POLL_S):
-            if self._stop.is_set():
-                return False
-        return True
 
     def _bookkeep(self, command: Command) -> None:
         """Carry out a command that reports nothing back (close, save, clear)."""

@@ -9,11 +9,13 @@ is a fresh CLI process (``TransportKind.ONE_SHOT``) or a message to a long-lived
 from __future__ import annotations
 
 import enum
+import os
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
+from typing import Protocol, cast, runtime_checkable
 
+from agentshim.core._checks import instance, sequence
 from agentshim.core.errors import SessionStateError
 from agentshim.core.events import AgentEvent
 from agentshim.core.mcp import McpServer
@@ -65,7 +67,35 @@ class ConversationSpec:
     previous_usage: ProviderUsage | None = None
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "mcp_servers", tuple(self.mcp_servers))
+        object.__setattr__(self, "cwd", directory("ConversationSpec", "cwd", self.cwd))
+        servers = mcp_server_tuple("ConversationSpec", "mcp_servers", self.mcp_servers)
+        object.__setattr__(self, "mcp_servers", servers)
+
+
+_SERVERS = "MCP servers such as (StdioMcpServer(...),)"
+
+
+def directory(owner: str, field: str, value: object) -> str | None:
+    """``value`` as a path string: a str or os.PathLike, or None.
+
+    Raises:
+        InvalidRequestError: ``value`` is of another type.
+    """
+    if value is None:
+        return None
+    given: object = value
+    if isinstance(value, os.PathLike):
+        given = os.fspath(cast("os.PathLike[str]", value))
+    return instance(owner, field, given, str, "a directory path (a str or os.PathLike) or None")
+
+
+def mcp_server_tuple(owner: str, field: str, value: object) -> tuple[McpServer, ...]:
+    """``value``'s items as a tuple of MCP servers; refuses None, a string or a non-iterable.
+
+    Raises:
+        InvalidRequestError: ``value`` is not a sequence.
+    """
+    return cast("tuple[McpServer, ...]", sequence(owner, field, value, _SERVERS))
 
 
 class TurnStop:
@@ -106,7 +136,7 @@ class TurnStop:
                 self._actions.append(action)
                 return lambda: self._detach(action)
         action()
-        return _nothing
+        return do_nothing
 
     def _detach(self, action: Callable[[], None]) -> None:
         with self._guard:
@@ -122,8 +152,8 @@ class TurnStop:
         return self._fired.wait(timeout)
 
 
-def _nothing() -> None:
-    """Detach an action that already ran."""
+def do_nothing() -> None:
+    """An action that does nothing: what detaches an action that already ran, for one."""
 
 
 class TurnSlot:

@@ -11,9 +11,11 @@ import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, Protocol, TextIO, runtime_checkable
+from typing import Any, Protocol, TextIO, cast, runtime_checkable
 
+from agentshim.core._checks import sequence
 from agentshim.core._slots import fast_frozen_init
+from agentshim.core.errors import InvalidRequestError
 from agentshim.core.usage import ProviderUsage
 
 __all__ = [
@@ -24,6 +26,7 @@ __all__ = [
     "CompositeEventHandler",
     "ConsoleEventHandler",
     "EventHandlerBase",
+    "EventSink",
     "Lifecycle",
     "NullEventHandler",
     "Plan",
@@ -40,6 +43,8 @@ __all__ = [
     "ToolResult",
     "TurnInterrupted",
     "UsageReport",
+    "event_callback",
+    "event_callbacks",
 ]
 
 
@@ -236,6 +241,49 @@ class AgentEventHandler(Protocol):
     def on_event(self, event: AgentEvent) -> None:
         """Handle one event; raising fails the turn being watched."""
         ...
+
+
+EventSink = AgentEventHandler | Callable[[AgentEvent], None]
+"""What every door that takes an event handler accepts: an object with ``on_event(event)``,
+or a plain function of one event."""
+
+
+def event_callback(field: str, handler: object) -> Callable[[AgentEvent], None]:
+    """The function to call with each event: ``handler.on_event``, or ``handler`` itself.
+
+    Raises:
+        InvalidRequestError: ``handler`` (passed as ``field``) is neither an
+            AgentEventHandler nor a callable.
+    """
+    on_event: object = getattr(handler, "on_event", None)
+    if callable(on_event):
+        return cast("Callable[[AgentEvent], None]", on_event)
+    if callable(handler):
+        return cast("Callable[[AgentEvent], None]", handler)
+    raise InvalidRequestError(
+        field,
+        f"{handler!r:.200} is neither callable nor has an on_event(event) method",
+        f"{field} must be an AgentEventHandler (an object with on_event(event)) or a "
+        f"function of one event, not {handler!r:.200}",
+    )
+
+
+def event_callbacks(
+    owner: str, field: str, handlers: object
+) -> tuple[Callable[[AgentEvent], None], ...]:
+    """The functions to call with each event, for a door's ``event_handlers``.
+
+    ``handlers`` is a sequence of handlers, or a single one (an AgentEventHandler or a plain
+    function of one event); each becomes what :func:`event_callback` makes of it.
+
+    Raises:
+        InvalidRequestError: ``handlers`` is neither a handler nor a sequence of them (None
+            included), or one of them is not a handler.
+    """
+    if callable(handlers) or callable(getattr(handlers, "on_event", None)):
+        return (event_callback(field, handlers),)
+    each = sequence(owner, field, handlers, "event handlers (AgentEventHandler or functions)")
+    return tuple(event_callback(field, handler) for handler in each)
 
 
 class EventHandlerBase:

@@ -28,7 +28,7 @@ import pytest
 from agentshim.core.checkpoints import Checkpoint, CheckpointStore
 from agentshim.core.conversation import Conversation, ConversationSpec, Transport, TurnStop
 from agentshim.core.errors import ProviderCapabilityError, SessionStateError, TurnCancelledError
-from agentshim.core.events import AgentEvent, TurnInterrupted
+from agentshim.core.events import AgentEvent, AssistantText, TurnInterrupted
 from agentshim.core.permissions import ApprovalPolicy, NativePermissions
 from agentshim.core.profile import ProviderProfile
 from agentshim.core.turn import TurnRequest, TurnResult
@@ -172,15 +172,24 @@ class ConversationContract:
         assert any(isinstance(event, TurnInterrupted) for event in events.events)
 
     def test_a_stop_requested_before_the_turn_means_it_never_runs(self) -> None:
-        """A stop requested before the turn began: TurnCancelledError, the conversation kept."""
+        """A stop requested before the turn began: TurnCancelledError, and nothing ran.
+
+        The conversation is kept, and the next turn gets the first scripted answer.
+        """
         conversation = self.make_conversation(
-            [ContractTurn("unused"), ContractTurn("after")], resume_session_id="conv-early"
+            [ContractTurn("first"), ContractTurn("second")], resume_session_id="conv-early"
         )
         stop = TurnStop()
         stop.request()
+        events = _Events()
         with pytest.raises(TurnCancelledError):
-            conversation.turn(TurnRequest("hi"), _Events(), stop)
+            conversation.turn(TurnRequest("hi"), events, stop)
         assert conversation.session_id == "conv-early"
+        assert not any(isinstance(event, AssistantText) for event in events.events), (
+            "the stopped turn ran: it emitted an answer"
+        )
+        after = conversation.turn(TurnRequest("next"), _Events())
+        assert after.text == "first", "the stopped turn ran and used up the first answer"
 
     def test_a_stop_requested_while_the_turn_runs_ends_it(self) -> None:
         """A stop requested mid-turn ends it (interrupted, or TurnCancelledError)."""
@@ -198,6 +207,8 @@ class ConversationContract:
             timer.cancel()
         assert time.monotonic() - started < self.io_timeout
         assert result is None or result.interrupted
+        if result is not None:
+            assert any(isinstance(event, TurnInterrupted) for event in events.events)
         assert conversation.session_id == "conv-s"
 
     def test_interrupt_with_no_turn_running_does_nothing(self) -> None:

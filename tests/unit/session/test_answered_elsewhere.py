@@ -59,7 +59,7 @@ def open_session(codex: Codex, events: list[AgentEvent]) -> Session:
         ids=SequentialIds(),
         event_handlers=[_Collect(events)],
     )
-    return agent.start_session("/work", resume_session_id=REQUESTED)
+    return agent.start_session("/work", session_id=REQUESTED)
 
 
 def test_an_ordinary_turn_adopts_the_new_conversation_and_says_it_was_replaced() -> None:

@@ -22,6 +22,7 @@ from agentshim.core.events import AgentEvent, AssistantText, RunFinished, TurnIn
 from agentshim.core.permissions import ApprovalPolicy, NativePermissions
 from agentshim.core.turn import TurnRequest
 from agentshim.execution.executor import CommandRequest, CommandResult, CommandStreamSink
+from agentshim.oneshot import OneShotTransport
 from agentshim.session import Session, Turn
 from agentshim.testing import FakeExecutor, FakeRun, RecordingEventHandler, scripted_turn
 from agentshim.testing.clock import SequentialIds
@@ -376,20 +377,38 @@ class TestOneLockRegistry:
         assert (one.error, two.error) == (None, None)
         assert len(executor.requests) == 2
 
-    def test_a_turn_takes_one_lock_in_the_registry_the_agent_hands_its_cli_agent(self) -> None:
-        held: list[int] = []
-        agent: list[Agent] = []
-
-        def count(event: AgentEvent) -> None:
-            if isinstance(event, AssistantText):
-                transport = agent[0].transport
-                held.append(len(transport.cli_agent.locks))  # type: ignore[attr-defined]
-
-        agent.append(claude_agent(FakeExecutor([answer("hi")]), event_handlers=[count]))
-        session = agent[0].start_session()
+    @pytest.mark.parametrize("build", ["Agent", "Agent.over(OneShotTransport)"])
+    @pytest.mark.parametrize("first", ["session", "cli_agent"])
+    def test_a_session_and_a_cli_agent_turn_of_one_agent_take_turns(
+        self, build: str, first: str
+    ) -> None:
+        gate = Gate()
+        executor = FakeExecutor(gate)
+        if build == "Agent":
+            agent = claude_agent(executor)
+        else:
+            transport = OneShotTransport(CliAgent(PROVIDER, executor=executor, env=ENV))
+            agent = Agent.over(transport, permissions=BYPASS, approvals=DENY)
+        cli_agent: CliAgent = agent.transport.cli_agent  # type: ignore[attr-defined]
+        session = agent.start_session()
         session.adopt("s-1")
-        assert session.turn("x").result.text == "hi"
-        assert held == [1]
+
+        def by_session() -> object:
+            return session.turn("from the session")
+
+        def by_cli_agent() -> object:
+            return cli_agent.start_session(session_id="s-1").turn("from the cli agent")
+
+        one = InThread(by_session if first == "session" else by_cli_agent)
+        assert gate.entered.wait(WAIT_S)
+        two = InThread(by_cli_agent if first == "session" else by_session)
+        two.thread.join(0.2)
+        assert len(executor.requests) == 1, "both doors ran in s-1 at the same time"
+        gate.release.set()
+        one.join()
+        two.join()
+        assert (one.error, two.error) == (None, None)
+        assert len(executor.requests) == 2
 
     def test_a_lock_held_in_that_registry_holds_the_agents_sessions(self) -> None:
         executor = FakeExecutor([answer()])

@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
+from typing import cast
 
-from agentshim.core.conversation import Conversation, ConversationSpec, Transport
+import pytest
+
+from agentshim.core.conversation import Conversation, ConversationSpec, Transport, TurnStop
+from agentshim.core.errors import TurnCancelledError
+from agentshim.core.events import AgentEvent
 from agentshim.core.permissions import ApprovalPolicy, NativeMode, NativePermissions
+from agentshim.core.turn import TurnRequest, TurnResult
 from agentshim.oneshot import OneShotTransport
 from agentshim.providers import get_plugin
 from agentshim.testing.conversation import FAKE_PROFILE, FakeOutcome, FakeTransport
@@ -84,3 +90,35 @@ class TestLazyOneShotTransport(TransportContract):
 
     def unsupported_permissions(self) -> NativePermissions | None:
         return NativePermissions.read_only()
+
+
+class _RunsAnyway:
+    """A conversation that runs a stopped turn (using up its answer) and only then refuses it."""
+
+    def __init__(self, inner: Conversation) -> None:
+        self._inner = inner
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._inner, name)
+
+    def turn(
+        self, request: TurnRequest, emit: Callable[[AgentEvent], None], stop: TurnStop | None = None
+    ) -> TurnResult:
+        early = stop is not None and stop.is_set()
+        result = self._inner.turn(request, emit, None)
+        if early:
+            raise TurnCancelledError("cancelled, after running anyway")
+        return result
+
+
+class _RunsAnywayContract(ConversationContract):
+    def make_conversation(
+        self, turns: Sequence[ContractTurn], *, resume_session_id: str | None = None
+    ) -> Conversation:
+        inner = FakeTransport([fake_outcome(t) for t in turns]).open(spec(resume_session_id))
+        return cast("Conversation", _RunsAnyway(inner))
+
+
+def test_the_contract_catches_a_conversation_that_runs_a_turn_stopped_before_it_began() -> None:
+    with pytest.raises(AssertionError, match="the stopped turn ran"):
+        _RunsAnywayContract().test_a_stop_requested_before_the_turn_means_it_never_runs()
