@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 
 from agentshim.cli_agent import CliAgent
 from agentshim.execution.executor import CommandRequest
@@ -17,27 +16,6 @@ ENV = {"PATH": "/usr/bin:/bin", "HOME": "/nonexistent-home"}
 def resumed_id(request: CommandRequest) -> str | None:
     argv = list(request.argv)
     return argv[argv.index("--resume") + 1] if "--resume" in argv else None
-
-
-class UntilStopped(Sequence[str]):
-    """Lines that arrive only once the run's handle is stopped: a CLI that works until killed."""
-
-    def __init__(self, executor: FakeExecutor, limit_s: float = 10.0) -> None:
-        self._executor = executor
-        self._limit = limit_s
-
-    def __iter__(self) -> Iterator[str]:
-        handle = self._executor.handles[-1]
-        deadline = time.monotonic() + self._limit
-        while handle.stopped_code() is None and time.monotonic() < deadline:
-            time.sleep(0.005)
-        return iter(())
-
-    def __len__(self) -> int:
-        return 0
-
-    def __getitem__(self, index: int) -> str:  # type: ignore[override]
-        raise IndexError(index)
 
 
 class ScriptedClaude:
@@ -55,7 +33,7 @@ class ScriptedClaude:
             self._fresh += 1
             session_id = f"sess-{self._fresh}"
         if turn.hang:
-            return FakeRun(stdout=UntilStopped(self.executor))
+            return FakeRun(until_stopped=True)
         return scripted_turn(PROVIDER, text=turn.text, session_id=session_id)
 
     def agent(self) -> CliAgent:

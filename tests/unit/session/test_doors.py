@@ -28,7 +28,7 @@ from agentshim.testing import FakeExecutor, FakeRun, RecordingEventHandler, scri
 from agentshim.testing.clock import SequentialIds
 from agentshim.testing.conversation import FakeOutcome, FakeTransport
 
-from .scripted_claude import ENV, PROVIDER, UntilStopped
+from .scripted_claude import ENV, PROVIDER
 
 BYPASS = NativePermissions.bypass()
 DENY = ApprovalPolicy.DENY
@@ -258,8 +258,7 @@ class TestCancelTimings:
         assert second.session_id == "s-1"
 
     def test_a_cancel_while_the_cli_runs_terminates_it(self) -> None:
-        executor = FakeExecutor()
-        executor._runs = lambda _: FakeRun(stdout=UntilStopped(executor))  # pyright: ignore[reportPrivateUsage]
+        executor = FakeExecutor(FakeRun(until_stopped=True))
         session = CliAgent(PROVIDER, executor=executor, env=ENV).start_session(session_id="s-1")
         running = InThread(lambda: session.turn("x"))
         while not executor.handles:
@@ -330,8 +329,7 @@ class TestInterruptTimings:
     def test_while_the_cli_runs_the_turn_returns_interrupted_and_keeps_the_conversation(
         self,
     ) -> None:
-        executor = FakeExecutor()
-        executor._runs = lambda _: FakeRun(stdout=UntilStopped(executor))  # pyright: ignore[reportPrivateUsage]
+        executor = FakeExecutor(FakeRun(until_stopped=True))
         session = claude_agent(executor).start_session()
         session.adopt("s-1")
         events = RecordingEventHandler()
