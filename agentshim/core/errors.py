@@ -44,6 +44,7 @@ __all__ = [
     "AgentShimError",
     "CliCheckError",
     "CliExitError",
+    "CliInstallError",
     "CliNotFoundError",
     "CliTimeoutError",
     "ContinuityError",
@@ -146,6 +147,21 @@ class CliCheckError(AgentShimError):
         )
         self.path = path
         self.detail = detail
+
+
+class CliInstallError(AgentShimError):
+    """Installing a CLI into the install cache failed (npm missing, or npm failed).
+
+    ``spec`` is the package spec that was being installed (``package@version``).
+    """
+
+    _fields = ("spec",)
+
+    def __init__(self, spec: str, message: str | None = None) -> None:
+        super().__init__(
+            message or f"installing {spec} failed; run npm install {spec} by hand to see why"
+        )
+        self.spec = spec
 
 
 class TurnFailedError(AgentShimError):
