@@ -42,6 +42,7 @@ __all__ = [
     "RunOptions",
     "run_turn",
     "stand_in_executor",
+    "summary",
 ]
 
 EXIT_OK = 0
