@@ -5,6 +5,7 @@
     AgentShimError
       CliNotFoundError            the CLI binary is not on PATH
       CliCheckError               the binary was found but its health check failed
+      CliInstallError             installing a CLI into the install cache failed: spec
       TurnFailedError             a turn failed: kind (FailureKind), detail
         CliExitError              the CLI exited nonzero (or its stream reported failure)
           SessionResumeError      a resumed turn failed because the conversation is gone
