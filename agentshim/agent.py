@@ -43,8 +43,9 @@ from agentshim.execution.executor import CommandExecutor
 from agentshim.execution.host import HostCommandExecutor
 from agentshim.oneshot import OneShotTransport, check_permissions
 from agentshim.providers import DEFAULT_CATALOG, ProviderCatalog
+from agentshim.providers.catalog import transport_factories, transports_offered
 from agentshim.session import Session
-from agentshim.transport.context import TransportContext, TransportFactory
+from agentshim.transport.context import TransportContext
 
 __all__ = ["Agent"]
 
@@ -111,13 +112,8 @@ class Agent:
         instance("Agent", "transport", transport, TransportKind, "a TransportKind")
         plugin = catalog.plugin(provider)
         profile = plugin.profile
-        factories: dict[TransportKind, TransportFactory] = dict(
-            getattr(plugin, "transports", None) or {}
-        )
-        offered = [
-            TransportKind.ONE_SHOT,
-            *(kind for kind in factories if kind is not TransportKind.ONE_SHOT),
-        ]
+        factories = transport_factories(plugin)
+        offered = transports_offered(plugin)
         if transport not in offered:
             raise ProviderCapabilityError(
                 f"{profile.display_name} offers no {transport.value} transport; it offers "

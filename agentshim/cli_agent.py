@@ -52,6 +52,7 @@ from agentshim.core.provider import (
     Provider,
     StreamParser,
     mcp_env,
+    mcp_env_defaults,
 )
 from agentshim.core.schema import compact_json, dialect_problems, materialize
 from agentshim.core.turn import OutputSchema, TurnRequest, TurnResult
@@ -431,6 +432,7 @@ class AgentSession:
                 raise _cancelled_before_start()
             installation = turn.install_mcp()
             turn.add_env(mcp_env(installation))
+            turn.add_env_defaults(mcp_env_defaults(installation))
             argv = turn.build_argv(resume_session_id, installation.argv)
             watched = _Handlers(handlers)
             emit: Callable[[AgentEvent], None] = watched
@@ -697,6 +699,11 @@ class _PreparedTurn:
                     "from the CLI's env"
                 )
         self.env = {**self.env, **extra}
+
+    def add_env_defaults(self, defaults: Mapping[str, str]) -> None:
+        """Give the CLI each of ``defaults`` its env does not set (the caller's value wins)."""
+        if defaults:
+            self.env = {**defaults, **self.env}
 
     def build_argv(self, resume_session_id: str | None, mcp_argv: Sequence[str]) -> list[str]:
         return self.agent.provider.build_argv(

@@ -1,32 +1,44 @@
 #!/usr/bin/env bash
 # Real-CLI conformance: install the pinned CLIs (cached) and run tests/live for each provider.
 #
-# Usage: scripts/conformance.sh [PROVIDER ...]        (default: every provider in cli_versions.json)
+# Usage: scripts/conformance.sh [--latest | --oldest] [PROVIDER ...]
+#        (default: every provider in agentshim/testing/cli_versions.json, at its pinned version;
+#        --latest: the newest version the npm registry serves; --oldest: the oldest checked one)
 # Env:   CONFORMANCE_JOBS   providers run at once (default 3)
 #        PYTHON             the interpreter with agentshim and pytest (default .venv/bin/python)
 #        AGENTSHIM_CLI_DIR  install cache (default ~/.cache/agentshim/clis)
 #
-# Prints a table (provider, CLI version, scenarios passed/failed/skipped, wall time) and the
-# failures; exits 1 if any scenario failed or a CLI could not be installed.
+# Prints a table (provider, pinned version, version run, scenarios passed/failed/skipped, wall
+# time) and the failures; exits 1 if any scenario failed or a CLI could not be installed.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
 PY=${PYTHON:-.venv/bin/python}
 JOBS=${CONFORMANCE_JOBS:-3}
+which=()
+case "${1:-}" in
+    --latest | --oldest) which=("$1"); shift ;;
+esac
+VERSIONS=agentshim/testing/cli_versions.json
 if [ $# -gt 0 ]; then
     providers=("$@")
 else
-    mapfile -t providers < <("$PY" -c 'import json; print("\n".join(json.load(open("scripts/cli_versions.json"))))')
+    mapfile -t providers < <("$PY" -c 'import json; print("\n".join(json.load(open("'"$VERSIONS"'"))))')
 fi
 
 out=$(mktemp -d "${TMPDIR:-/tmp}/agentshim-conformance.XXXXXX")
 started=$(date +%s)
 
-echo "==> installing pinned CLIs (cached): ${providers[*]}"
+echo "==> installing ${which[*]:-pinned} CLIs (cached): ${providers[*]}"
 install_status=0
 printf '%s\n' "${providers[@]}" |
-    xargs -P "$JOBS" -I{} "$PY" scripts/install_clis.py {} >"$out/install.log" 2>&1 || install_status=1
-cat "$out/install.log"
+    xargs -P "$JOBS" -I{} "$PY" scripts/install_clis.py "${which[@]}" {} \
+        >"$out/installed.txt" 2>"$out/install.log" || install_status=1
+cat "$out/install.log" "$out/installed.txt"
+# Each line of installed.txt is "provider version bin-path": the live tests run that version.
+while read -r provider version _; do
+    [ -n "$provider" ] && export "AGENTSHIM_LIVE_VERSION_${provider^^}=$version"
+done <"$out/installed.txt"
 
 run_one() {
     local provider=$1 out=$2 py=$3 t0 t1 rc
@@ -51,14 +63,20 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 out, started, install_status, providers = Path(sys.argv[1]), float(sys.argv[2]), int(sys.argv[3]), sys.argv[4:]
-pins = json.loads(Path("scripts/cli_versions.json").read_text())
+pins = json.loads(Path("agentshim/testing/cli_versions.json").read_text())
+ran = {}
+for entry in (out / "installed.txt").read_text().splitlines():
+    if entry.strip():
+        name, version = entry.split()[:2]
+        ran[name] = version
 rows, failures, bad = [], [], install_status != 0
 for provider in providers:
-    version = pins.get(provider, {}).get("version", "?")
+    pinned = pins.get(provider, {}).get("pinned", "?")
+    version = ran.get(provider, "?")
     status = out / f"{provider}.status"
     xml = out / f"{provider}.xml"
     if not status.exists() or not xml.exists():
-        rows.append((provider, version, "-", "-", "-", "-", "did not run"))
+        rows.append((provider, pinned, version, "-", "-", "-", "-", "did not run"))
         bad = True
         continue
     rc, t0, t1 = status.read_text().split()
@@ -83,9 +101,11 @@ for provider in providers:
         bad = True
         if rc == "124":
             note = "timed out"
-    rows.append((provider, version, passed, failed, skipped, f"{float(t1) - float(t0):.0f}s", note))
+    rows.append(
+        (provider, pinned, version, passed, failed, skipped, f"{float(t1) - float(t0):.0f}s", note)
+    )
 
-header = ("provider", "CLI version", "passed", "failed", "skipped", "wall", "")
+header = ("provider", "pinned", "ran", "passed", "failed", "skipped", "wall", "")
 widths = [max(len(str(r[i])) for r in (header, *rows)) for i in range(len(header))]
 line = lambda r: "  ".join(str(c).ljust(w) for c, w in zip(r, widths)).rstrip()
 print()

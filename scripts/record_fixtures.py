@@ -3,11 +3,13 @@
 
 Usage: record_fixtures.py [--provider P ...] [--cli-version V] [--out DIR] [--scenario S ...]
 
-For each provider this installs the pinned CLI (``scripts/cli_versions.json``; cached under
+For each provider this installs the pinned CLI (``agentshim.testing.clis``; cached under
 ``~/.cache/agentshim/clis``), starts the scripted ``ModelServer``, points the CLI at it with
 ``agentshim.testing.offline`` and runs each scenario of ``tests/live/scenarios.py`` with the
 argv the provider's own ``build_argv`` makes and the prompt on stdin. It writes
-``<out>/<provider>/recorded/rec_<case>.{stdout.jsonl,stderr,meta.json}``: what the CLI
+``<out>/<provider>/recorded/rec_<case>.{stdout.jsonl,stderr,meta.json}`` for the oldest
+checked version, ``recorded-<version>/`` for any other (so a second version's recordings sit
+beside the first's instead of replacing them): what the CLI
 printed, and the argv, exit code, CLI version, date and the requests the server saw. Paths of
 the throw-away run directory are rewritten to neutral ones (``/home/user/work``,
 ``/opt/clis/<provider>``) so a re-recording diffs cleanly; ids, timestamps and the server's
@@ -35,15 +37,14 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
-sys.path.insert(0, str(REPO / "scripts"))
 
-from install_clis import PinnedCli, install_cli, pinned_clis  # noqa: E402
-
+from agentshim.core.errors import AgentShimError  # noqa: E402
 from agentshim.core.events import AgentEvent  # noqa: E402
 from agentshim.core.profile import OutputSchemaStyle  # noqa: E402
 from agentshim.core.provider import ArgvContext, Provider  # noqa: E402
 from agentshim.core.schema import compact_json  # noqa: E402
 from agentshim.providers import DEFAULT_CATALOG  # noqa: E402
+from agentshim.testing.clis import PinnedCli, install_cli, pinned_clis  # noqa: E402
 from agentshim.testing.model_server import ModelServer  # noqa: E402
 from agentshim.testing.offline import OfflineCli, offline_cli  # noqa: E402
 from tests.live import scenarios as sc  # noqa: E402
@@ -157,14 +158,20 @@ def _cli_version(binary: Path, env: Mapping[str, str]) -> str:
     )
 
 
+def recorded_dir(pin: PinnedCli, version: str) -> str:
+    """``recorded`` for the oldest checked version, ``recorded-<version>`` for any other."""
+    return RECORDED_DIR if version == pin.oldest_checked else f"{RECORDED_DIR}-{version}"
+
+
 class ProviderRecorder:
     """Records the scenarios of one provider in one throw-away HOME."""
 
-    def __init__(self, name: str, pin: PinnedCli, binary: Path, out: Path) -> None:
+    def __init__(self, name: str, pin: PinnedCli, version: str, binary: Path, out: Path) -> None:
         self.name = name
         self.pin = pin
+        self.cli_version = version
         self.binary = binary
-        self.out = out / name / RECORDED_DIR
+        self.out = out / name / recorded_dir(pin, version)
         self.provider: Provider = DEFAULT_CATALOG.plugin(name).create_provider()
 
     def record(self, cases: Sequence[sc.Scenario]) -> list[Recording]:
@@ -287,7 +294,7 @@ class ProviderRecorder:
             "description": scenario.description,
             "cli": {
                 "package": self.pin.package,
-                "version": self.pin.version,
+                "version": self.cli_version,
                 "version_output": n(self.version),
             },
             "recorded_at": datetime.datetime.now(datetime.timezone.utc).strftime(
@@ -342,16 +349,15 @@ def main(argv: list[str] | None = None) -> int:
     failed = 0
     for name in names:
         pin = pins[name]
-        if args.cli_version:
-            pin = PinnedCli(pin.provider, pin.package, args.cli_version, pin.binary)
+        version = args.cli_version or pin.pinned
         try:
-            binary = install_cli(pin)
-        except (RuntimeError, subprocess.TimeoutExpired) as error:
-            print(f"{name}: cannot install {pin.spec}: {error}", file=sys.stderr)
+            binary = install_cli(name, version, log=print)
+        except AgentShimError as error:
+            print(f"{name}: cannot install {pin.spec(version)}: {error}", file=sys.stderr)
             failed += 1
             continue
-        print(f"recording {name} ({pin.spec})", flush=True)
-        ProviderRecorder(name, pin, binary, args.out).record(cases)
+        print(f"recording {name} ({pin.spec(version)})", flush=True)
+        ProviderRecorder(name, pin, version, binary, args.out).record(cases)
     return 1 if failed else 0
 
 

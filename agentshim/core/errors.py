@@ -5,6 +5,7 @@
     AgentShimError
       CliNotFoundError            the CLI binary is not on PATH
       CliCheckError               the binary was found but its health check failed
+      CliInstallError             installing a CLI into the install cache failed: spec
       TurnFailedError             a turn failed: kind (FailureKind), detail
         CliExitError              the CLI exited nonzero (or its stream reported failure)
           SessionResumeError      a resumed turn failed because the conversation is gone
@@ -49,6 +50,7 @@ __all__ = [
     "CliCheckError",
     "CliDiedError",
     "CliExitError",
+    "CliInstallError",
     "CliNotFoundError",
     "CliTimeoutError",
     "ContinuityError",
@@ -152,6 +154,21 @@ class CliCheckError(AgentShimError):
         )
         self.path = path
         self.detail = detail
+
+
+class CliInstallError(AgentShimError):
+    """Installing a CLI into the install cache failed (npm missing, or npm failed).
+
+    ``spec`` is the package spec that was being installed (``package@version``).
+    """
+
+    _fields = ("spec",)
+
+    def __init__(self, spec: str, message: str | None = None) -> None:
+        super().__init__(
+            message or f"installing {spec} failed; run npm install {spec} by hand to see why"
+        )
+        self.spec = spec
 
 
 class TurnFailedError(AgentShimError):

@@ -25,6 +25,7 @@ __all__ = [
     "Provider",
     "StreamParser",
     "mcp_env",
+    "mcp_env_defaults",
 ]
 
 
@@ -90,7 +91,9 @@ class McpInstallation(Protocol):
     An installation may also have an ``env`` mapping: variables the CLI's environment must
     carry for its servers (a secret passed by name, never in argv). CliAgent adds them to the
     turn's environment, and refuses the turn when the environment already sets one of them to
-    another value (see :func:`mcp_env`).
+    another value (see :func:`mcp_env`). And it may have an ``env_defaults`` mapping:
+    variables the CLI should see for a turn with these servers unless the environment sets
+    them already, as the caller's choice (see :func:`mcp_env_defaults`).
     """
 
     @property
@@ -106,6 +109,12 @@ class McpInstallation(Protocol):
 def mcp_env(installation: McpInstallation) -> Mapping[str, str]:
     """The variables ``installation`` needs in the CLI's environment (empty when it has none)."""
     env: object = getattr(installation, "env", None)
+    return env if isinstance(env, Mapping) else {}  # pyright: ignore[reportUnknownVariableType]
+
+
+def mcp_env_defaults(installation: McpInstallation) -> Mapping[str, str]:
+    """The variables ``installation`` sets where the env has none (empty when it has none)."""
+    env: object = getattr(installation, "env_defaults", None)
     return env if isinstance(env, Mapping) else {}  # pyright: ignore[reportUnknownVariableType]
 
 

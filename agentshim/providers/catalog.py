@@ -6,11 +6,14 @@ import importlib
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
+from typing import cast
 
+from agentshim.core.conversation import TransportKind
 from agentshim.core.errors import InvalidRequestError, UnknownProviderError
 from agentshim.core.plugin import ProviderPlugin
+from agentshim.transport.context import TransportFactory
 
-__all__ = ["LazyPlugin", "ProviderCatalog"]
+__all__ = ["LazyPlugin", "ProviderCatalog", "transport_factories", "transports_offered"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,3 +103,24 @@ class ProviderCatalog:
 
     def __repr__(self) -> str:
         return f"ProviderCatalog({list(self._entries)!r})"
+
+
+def transport_factories(plugin: ProviderPlugin) -> Mapping[TransportKind, TransportFactory]:
+    """The long-lived transports ``plugin`` offers, by kind (its optional ``transports``)."""
+    declared: object = getattr(plugin, "transports", None)
+    if not isinstance(declared, Mapping):
+        return {}
+    factories: dict[TransportKind, TransportFactory] = {}
+    for kind, factory in cast("Mapping[object, object]", declared).items():
+        if (
+            isinstance(kind, TransportKind)
+            and kind is not TransportKind.ONE_SHOT
+            and callable(factory)
+        ):
+            factories[kind] = cast("TransportFactory", factory)
+    return factories
+
+
+def transports_offered(plugin: ProviderPlugin) -> tuple[TransportKind, ...]:
+    """Every transport kind ``plugin``'s provider runs on: one-shot first, then its own."""
+    return (TransportKind.ONE_SHOT, *transport_factories(plugin))

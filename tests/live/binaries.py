@@ -1,38 +1,25 @@
 """Finding the installed CLI binaries for the live tests.
 
-The binary is looked up in this order: ``$AGENTSHIM_CLI_DIR`` (a directory holding the binary, or an install cache laid out as
+The version is the pinned one, or ``$AGENTSHIM_LIVE_VERSION_<PROVIDER>`` (``scripts/conformance.sh
+--latest`` and ``--oldest`` set it). The binary is looked up in this order: ``$AGENTSHIM_CLI_DIR``
+(a directory holding the binary, or an install cache laid out as
 ``<package>@<version>/node_modules/.bin/``), the default install cache
-(``~/.cache/agentshim/clis``, filled by ``scripts/install_clis.py``), then ``PATH``.
+(``~/.cache/agentshim/clis``, filled by ``agentshim.testing.clis.install_cli`` or
+``scripts/install_clis.py``), then ``PATH``.
 """
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import shutil
-import sys
 from dataclasses import dataclass
 from pathlib import Path
-from types import ModuleType
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
-CLI_DIR_ENV = "AGENTSHIM_CLI_DIR"
+from agentshim.testing.clis import CACHE_ENV, find_cli, pinned_cli
 
-
-def _install_module() -> ModuleType:
-    path = REPO / "scripts" / "install_clis.py"
-    spec = importlib.util.spec_from_file_location("agentshim_install_clis", path)
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-INSTALL = _install_module()
+CLI_DIR_ENV = CACHE_ENV
 
 
 @dataclass(frozen=True)
@@ -45,20 +32,28 @@ class LiveBinary:
     version: str | None
 
 
+def wanted_version(provider: str) -> str:
+    """The version the live tests run: the pinned one unless the environment names another."""
+    return (
+        os.environ.get(f"AGENTSHIM_LIVE_VERSION_{provider.upper()}") or pinned_cli(provider).pinned
+    )
+
+
 def find_binary(provider: str) -> LiveBinary | None:
-    """The installed binary for ``provider`` (pinned version first), or None."""
-    pin = INSTALL.pinned_clis()[provider]
+    """The installed binary for ``provider`` (the wanted version first), or None."""
+    pin = pinned_cli(provider)
+    version = wanted_version(provider)
     configured = os.environ.get(CLI_DIR_ENV)
     if configured:
         flat = Path(configured).expanduser() / pin.binary
         if flat.exists():
             return LiveBinary(provider, flat, f"${CLI_DIR_ENV}", None)
-        cached = INSTALL.installed_bin(pin, Path(configured).expanduser())
+        cached = find_cli(provider, version, cache=Path(configured).expanduser())
         if cached is not None:
-            return LiveBinary(provider, Path(cached), f"${CLI_DIR_ENV} cache", pin.version)
-    cached = INSTALL.installed_bin(pin, Path.home() / ".cache" / "agentshim" / "clis")
+            return LiveBinary(provider, cached, f"${CLI_DIR_ENV} cache", version)
+    cached = find_cli(provider, version, cache=Path.home() / ".cache" / "agentshim" / "clis")
     if cached is not None:
-        return LiveBinary(provider, Path(cached), "install cache", pin.version)
+        return LiveBinary(provider, cached, "install cache", version)
     on_path = shutil.which(pin.binary)
     if on_path is not None:
         return LiveBinary(provider, Path(on_path), "PATH", None)
@@ -69,9 +64,10 @@ def require_binary(provider: str) -> LiveBinary:
     """The binary, or skip the test saying how to install it."""
     found = find_binary(provider)
     if found is None:
-        pin = INSTALL.pinned_clis()[provider]
+        pin = pinned_cli(provider)
+        version = wanted_version(provider)
         pytest.skip(
-            f"{pin.binary} is not installed: run `python scripts/install_clis.py {provider}` "
-            f"(installs {pin.package}@{pin.version}) or set {CLI_DIR_ENV}"
+            f"{pin.binary} is not installed: run `python scripts/install_clis.py {provider} "
+            f"--cli-version {version}` (installs {pin.spec(version)}) or set {CLI_DIR_ENV}"
         )
     return found

@@ -1,75 +1,517 @@
 from __future__ import annotations
 
 import io
+import json
 import os
+import pty
+import re
+import select
+import signal
 import subprocess
 import sys
+import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from agentshim.cli import main
+from agentshim import __version__
+from agentshim.cli import (
+    EXIT_INTERRUPTED,
+    EXIT_NOT_INSTALLED,
+    EXIT_OK,
+    EXIT_TURN_FAILED,
+    main,
+)
+from agentshim.cli._caps import flag_name
+from agentshim.providers import DEFAULT_CATALOG, provider_names
+from agentshim.providers.catalog import transports_offered
+from agentshim.testing.clis import find_cli, pinned_cli
 
 ROOT = Path(__file__).resolve().parents[2]
+TOOL_TURN = ROOT / "tests" / "fixtures" / "claude" / "b_tool_bash.stdout.jsonl"
+
+
+def run_cli(*args: str, stdin: str = "") -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    code = main(list(args), out=out, err=err, stdin=io.StringIO(stdin))
+    return code, out.getvalue(), err.getvalue()
+
+
+def usage_error(capsys: pytest.CaptureFixture[str], *args: str, stdin: str = "") -> str:
+    with pytest.raises(SystemExit) as caught:
+        main(list(args), out=io.StringIO(), err=io.StringIO(), stdin=io.StringIO(stdin))
+    assert caught.value.code == 2
+    return capsys.readouterr().err
+
+
+# -- fake CLIs on PATH, for the subprocess and pty tests -----------------------------------
+
+FAKE_CLAUDE = """#!{python}
+# A Claude Code that prints the start of a real tool turn, then works until it is stopped.
+import os, signal, sys, time
+if "--version" in sys.argv:
+    print({version!r})
+    sys.exit(0)
+with open({pidfile!r}, "w") as f:
+    f.write(str(os.getpid()))
+if {ignore_term}:
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+sys.stdin.read()
+lines = open({fixture!r}).read().splitlines()
+for line in lines[:{lines}]:
+    print(line, flush=True)
+if {exit_code} is not None:
+    print("the fake CLI failed", file=sys.stderr, flush=True)
+    sys.exit({exit_code})
+time.sleep(60)
+"""
+
+
+def fake_claude(
+    bin_dir: Path,
+    *,
+    version: str = "2.1.197 (Claude Code)",
+    ignore_term: bool = False,
+    lines: int = 3,
+    exit_code: int | None = None,
+) -> Path:
+    bin_dir.mkdir(parents=True, exist_ok=True)
+    script = bin_dir / "claude"
+    script.write_text(
+        FAKE_CLAUDE.format(
+            python=sys.executable,
+            version=version,
+            pidfile=str(bin_dir / "pid"),
+            ignore_term=ignore_term,
+            fixture=str(TOOL_TURN),
+            lines=lines,
+            exit_code=exit_code,
+        )
+    )
+    script.chmod(0o755)
+    return script
+
+
+def clean_env(tmp_path: Path, bin_dir: Path | None = None, **extra: str) -> dict[str, str]:
+    """An env with HOME under tmp_path (so the interactive shell reads no rc file)."""
+    home = tmp_path / "home"
+    home.mkdir(exist_ok=True)
+    path = os.pathsep.join(
+        [*([str(bin_dir)] if bin_dir else []), "/usr/local/bin", "/usr/bin", "/bin"]
+    )
+    return {"HOME": str(home), "PATH": path, "PYTHONPATH": str(ROOT), "LANG": "C.UTF-8", **extra}
+
+
+def agentshim(
+    tmp_path: Path, *args: str, env: dict[str, str], stdin: str = ""
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "agentshim", *args],
+        cwd=tmp_path,
+        env=env,
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+# -- the command itself ------------------------------------------------------------------
+
+
+class TestCommand:
+    def test_version(self, capsys: pytest.CaptureFixture[str]) -> None:
+        with pytest.raises(SystemExit) as caught:
+            main(["--version"])
+        assert caught.value.code == 0
+        assert capsys.readouterr().out == f"agentshim {__version__}\n"
+
+    @pytest.mark.parametrize("command", [[], ["run"], ["doctor"], ["providers"]])
+    def test_help_is_plain_text_with_the_exit_codes(
+        self, command: list[str], capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        with pytest.raises(SystemExit):
+            main([*command, "--help"])
+        text = capsys.readouterr().out
+        assert "``" not in text
+        assert ":class:" not in text
+        if command != ["providers"]:
+            assert "exit status:" in text
+            assert f"{EXIT_INTERRUPTED}  Ctrl-C" in text
+
+    def test_no_command_is_a_usage_error(self, capsys: pytest.CaptureFixture[str]) -> None:
+        assert "COMMAND" in usage_error(capsys)
+
+    def test_console_script_resolves_to_main(self) -> None:
+        tomllib = pytest.importorskip("tomllib")
+        project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+        module, _, attribute = project["scripts"]["agentshim"].partition(":")
+        import importlib
+
+        assert getattr(importlib.import_module(module), attribute) is main
+
+    def test_readme_first_command_runs_from_a_checkout(self) -> None:
+        env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+        done = subprocess.run(
+            [sys.executable, "-m", "agentshim", "run", "--stand-in", "Say hello"],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env=env,
+            check=False,
+        )
+        assert done.returncode == EXIT_OK, done.stderr
+        assert "session " in done.stdout
+
+    def test_runs_from_any_directory(self, tmp_path: Path) -> None:
+        done = agentshim(tmp_path, "run", "--stand-in", "Say hello", env=clean_env(tmp_path))
+        assert done.returncode == EXIT_OK, done.stderr
+        assert "session " in done.stdout
 
 
 class TestRun:
-    def test_stand_in_turn_prints_events_and_summary(self) -> None:
-        out, err = io.StringIO(), io.StringIO()
-        code = main(["run", "--stand-in", "Say hello"], out=out, err=err)
-        assert code == 0, err.getvalue()
-        text = out.getvalue()
-        assert "stand-in" in text
-        assert "Say hello" in text
-        summary = text.strip().splitlines()[-1]
-        assert summary.startswith("session ")
-        assert "tokens" in summary
+    def test_stand_in_turn_prints_events_and_the_summary_once(self) -> None:
+        code, out, err = run_cli("run", "--stand-in", "Say hello")
+        assert code == EXIT_OK, err
+        assert "stand-in" in out
+        assert "Say hello" in out
+        lines = out.strip().splitlines()
+        assert lines[-1].startswith("session ")
+        assert "tokens" in lines[-1]
+        assert [line for line in lines if "tokens" in line or "usage" in line] == [lines[-1]]
+        assert "\x1b[" not in out + err  # not a terminal: no colour, no status line
 
     @pytest.mark.parametrize("provider", ["codex", "gemini", "opencode", "copilot", "pi"])
     def test_stand_in_for_every_provider(self, provider: str) -> None:
-        out, err = io.StringIO(), io.StringIO()
-        assert main(["run", "--provider", provider, "--stand-in", "hi"], out=out, err=err) == 0, (
-            err.getvalue()
-        )
-        assert "stand-in" in out.getvalue()
+        code, out, err = run_cli("run", "--provider", provider, "--stand-in", "hi")
+        assert code == EXIT_OK, err
+        assert "stand-in" in out
 
-    def test_missing_cli_says_how_to_install(self, monkeypatch: pytest.MonkeyPatch) -> None:
-        monkeypatch.setenv("PATH", "/nonexistent")
+    @pytest.mark.parametrize("prompt", [["-"], []])
+    def test_dash_or_no_prompt_reads_stdin(self, prompt: list[str]) -> None:
+        code, out, err = run_cli("run", "--stand-in", *prompt, stdin="from the pipe\n")
+        assert code == EXIT_OK, err
+        assert "'from the pipe'" in out
+
+    def test_empty_stdin_is_a_usage_error(self, capsys: pytest.CaptureFixture[str]) -> None:
+        message = usage_error(capsys, "run", "--stand-in", "-", stdin="  \n")
+        assert "agentshim run: error: argument PROMPT: the prompt is empty" in message
+
+    @pytest.mark.parametrize("value", ["0", "-1", "nan", "inf", "soon"])
+    def test_timeout_must_be_positive_seconds(
+        self, value: str, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        message = usage_error(capsys, "run", "--stand-in", "--timeout", value, "hi")
+        assert f"argument --timeout: {value!r} is not a positive number of seconds" in message
+
+    def test_cwd_must_be_a_directory(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        message = usage_error(capsys, "run", "--stand-in", "--cwd", str(tmp_path / "no"), "hi")
+        assert "argument --cwd:" in message
+
+    def test_cwd_is_where_the_cli_runs(self, tmp_path: Path) -> None:
+        code, out, _ = run_cli("run", "--stand-in", "--json", "--cwd", str(tmp_path), "hi")
+        assert code == EXIT_OK
+        assert json.loads(out.splitlines()[-1])["type"] == "result"
+
+    def test_resume_continues_the_given_session(self) -> None:
+        code, out, err = run_cli("run", "--stand-in", "--json", "--resume", "abc-123", "again")
+        assert code == EXIT_OK, err
+        events = [json.loads(line) for line in out.splitlines()]
+        argv = next(e["argv"] for e in events if e["type"] == "run_started")
+        assert argv[argv.index("--resume") + 1] == "abc-123"
+        assert events[-1]["session_id"] == "abc-123"
+        assert events[-1]["resumed"] is True
+
+    def test_resume_refuses_an_unsafe_id(self, capsys: pytest.CaptureFixture[str]) -> None:
+        message = usage_error(capsys, "run", "--stand-in", "--resume", "x; rm -rf ~", "hi")
+        assert "argument --resume: 'x; rm -rf ~' is not a session id" in message
+
+    def test_transport_choices_are_what_the_providers_offer(
+        self, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        code, _, err = run_cli("run", "--stand-in", "--transport", "one-shot", "hi")
+        assert code == EXIT_OK, err
+        message = usage_error(capsys, "run", "--stand-in", "--transport", "tui", "hi")
+        assert "argument --transport: invalid choice: 'tui'" in message
+        assert "'one-shot', 'stream'" in message
+        message = usage_error(
+            capsys, "run", "--stand-in", "--provider", "codex", "--transport", "stream", "hi"
+        )
+        assert "codex does not offer stream; choose from one-shot" in message
+
+    def test_json_writes_every_event_then_the_result(self) -> None:
+        code, out, err = run_cli("run", "--stand-in", "--json", "Say hello")
+        assert code == EXIT_OK, err
+        records = [json.loads(line) for line in out.splitlines()]
+        types = [r["type"] for r in records]
+        assert types[0] == "run_started"
+        assert "session_started" in types
+        assert "assistant_text" in types
+        assert "usage_report" in types
+        assert types[-1] == "result"
+        result = records[-1]
+        assert "Say hello" in result["text"]
+        assert result["usage"]["tokens"]["output_tokens"] > 0
+        assert result["interrupted"] is False
+        assert err == ""
+
+    def test_missing_cli_says_how_to_install(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        monkeypatch.setenv("PATH", str(tmp_path))
         monkeypatch.setattr(
-            "agentshim.cli_agent.interactive_env", lambda *a, **k: {"PATH": "/nonexistent"}
+            "agentshim.cli_agent.interactive_env", lambda *a, **k: {"PATH": str(tmp_path)}
         )
-        out, err = io.StringIO(), io.StringIO()
-        code = main(["run", "hello"], out=out, err=err)
-        assert code == 2
-        assert "not installed" in err.getvalue()
-        assert "--stand-in" in err.getvalue()
+        code, _, err = run_cli("run", "hello")
+        assert code == EXIT_NOT_INSTALLED
+        assert "Claude Code is not installed" in err
+        assert "npm install -g @anthropic-ai/claude-code" in err
+        assert "--stand-in" in err
 
-    def test_providers_lists_every_builtin(self) -> None:
-        out = io.StringIO()
-        assert main(["providers"], out=out) == 0
-        assert [line.split("\t")[0] for line in out.getvalue().splitlines()] == [
-            "claude",
-            "codex",
-            "gemini",
-            "opencode",
-            "copilot",
-            "pi",
-        ]
+    def test_a_failed_turn_exits_1_and_says_why(self, tmp_path: Path) -> None:
+        bin_dir = tmp_path / "bin"
+        fake_claude(bin_dir, lines=1, exit_code=1)
+        done = agentshim(tmp_path, "run", "hi", env=clean_env(tmp_path, bin_dir))
+        assert done.returncode == EXIT_TURN_FAILED
+        assert "turn failed:" in done.stderr
+        assert "Traceback" not in done.stderr
+        json_done = agentshim(tmp_path, "run", "--json", "hi", env=clean_env(tmp_path, bin_dir))
+        assert json_done.returncode == EXIT_TURN_FAILED
+        last = json.loads(json_done.stdout.splitlines()[-1])
+        assert last["type"] == "error"
+        assert last["error"] == "CliExitError"
 
 
-def test_readme_first_command_runs_from_a_checkout() -> None:
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    proc = subprocess.run(
-        [sys.executable, "-m", "agentshim", "run", "--stand-in", "Say hello"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        env=env,
-        check=False,
-    )
-    assert proc.returncode == 0, proc.stderr
-    assert "session " in proc.stdout
+class TestProviders:
+    def test_a_capability_row_per_provider(self) -> None:
+        code, out, _ = run_cli("providers")
+        assert code == EXIT_OK
+        header, rule, *rows = out.splitlines()
+        for column in ("resume", "MCP", "output schema", "reasoning effort", "transports"):
+            assert column in header
+        assert "approvals" in header
+        assert set(rule) <= {"-", " "}
+        assert [row.split()[0] for row in rows] == list(provider_names())
+        cells = {row.split()[0]: re.split(r"\s{2,}", row) for row in rows}
+        assert cells["claude"][3] == "config file"
+        assert cells["codex"][3] == "CLI flags"
+        assert cells["pi"][3] == "no"
+        assert cells["codex"][4] == "file"
+        for name in provider_names():
+            profile = DEFAULT_CATALOG.plugin(name).profile
+            assert cells[name][1] == profile.display_name
+            assert cells[name][2] == ("yes" if profile.supports_resume else "no")
+            offered = transports_offered(DEFAULT_CATALOG.plugin(name))
+            assert cells[name][6] == ", ".join(flag_name(kind) for kind in offered)
+        assert cells["claude"][6] == "one-shot, stream"
+        assert cells["claude"][8].endswith("handler (long-lived)")
+
+
+class TestDoctor:
+    def doctor(
+        self, tmp_path: Path, *args: str, bin_dir: Path | None = None, **env: str
+    ) -> subprocess.CompletedProcess[str]:
+        return agentshim(tmp_path, "doctor", *args, env=clean_env(tmp_path, bin_dir, **env))
+
+    def test_the_pinned_version_with_credentials_named_not_shown(self, tmp_path: Path) -> None:
+        bin_dir = tmp_path / "bin"
+        fake_claude(bin_dir, version=f"{pinned_cli('claude').pinned} (Claude Code)")
+        done = self.doctor(
+            tmp_path, "claude", "--json", bin_dir=bin_dir, ANTHROPIC_API_KEY="sk-very-secret"
+        )
+        assert done.returncode == EXIT_OK, done.stdout + done.stderr
+        assert "sk-very-secret" not in done.stdout
+        (report,) = json.loads(done.stdout)
+        assert report["ready"] is True
+        assert report["binary"] == str(bin_dir / "claude")
+        assert report["binary_source"] == "PATH"
+        assert report["version_status"] == "pinned"
+        assert report["credentials"] == ["$ANTHROPIC_API_KEY"]
+
+    def test_a_login_file_counts_as_credentials(self, tmp_path: Path) -> None:
+        bin_dir = tmp_path / "bin"
+        fake_claude(bin_dir)
+        login = tmp_path / "home" / ".claude" / ".credentials.json"
+        login.parent.mkdir(parents=True)
+        login.write_text('{"token": "do-not-print"}')
+        done = self.doctor(tmp_path, "claude", bin_dir=bin_dir)
+        assert "credentials  ~/.claude/.credentials.json" in done.stdout
+        assert "do-not-print" not in done.stdout
+
+    def test_a_newer_version_is_untested_not_broken(self, tmp_path: Path) -> None:
+        bin_dir = tmp_path / "bin"
+        fake_claude(bin_dir, version="999.0.0 (Claude Code)")
+        done = self.doctor(tmp_path, "claude", bin_dir=bin_dir)
+        assert done.returncode == EXIT_OK, done.stdout
+        assert "claude (Claude Code): ready" in done.stdout
+        assert "999.0.0 (Claude Code): untested" in done.stdout
+        assert "not known to be broken" in done.stdout
+        assert "broken" not in done.stdout.replace("not known to be broken", "")
+
+    def test_a_missing_cli_is_not_ready(self, tmp_path: Path) -> None:
+        done = self.doctor(tmp_path, "codex", AGENTSHIM_CLI_DIR=str(tmp_path / "empty"))
+        assert done.returncode == EXIT_TURN_FAILED
+        assert "codex (Codex CLI): NOT READY" in done.stdout
+        assert "codex is not on PATH; install it with: npm install -g @openai/codex" in done.stdout
+
+    def test_every_provider_by_default(self, tmp_path: Path) -> None:
+        done = self.doctor(tmp_path, "--json", AGENTSHIM_CLI_DIR=str(tmp_path / "empty"))
+        assert [r["provider"] for r in json.loads(done.stdout)] == list(provider_names())
+
+    def test_unknown_provider_is_a_usage_error(self, capsys: pytest.CaptureFixture[str]) -> None:
+        assert "argument PROVIDER: unknown provider nosuch" in usage_error(
+            capsys, "doctor", "nosuch"
+        )
+
+    def test_offline_check_fails_with_the_reason(self, tmp_path: Path) -> None:
+        bin_dir = tmp_path / "bin"
+        fake_claude(bin_dir, lines=1, exit_code=1)
+        done = self.doctor(tmp_path, "claude", "--offline-check", bin_dir=bin_dir)
+        assert done.returncode == EXIT_TURN_FAILED
+        assert "offline      fail: CliExitError" in done.stdout
+
+    def test_offline_check_passes_with_the_real_cli(self, tmp_path: Path) -> None:
+        binary = find_cli("claude")
+        if binary is None:
+            pytest.skip("the pinned claude CLI is not in the install cache")
+        done = self.doctor(tmp_path, "claude", "--offline-check", "--json", bin_dir=binary.parent)
+        (report,) = json.loads(done.stdout)
+        assert report["offline_check"] == "pass", report
+        assert done.returncode == EXIT_OK
+
+
+# -- a terminal: the status line and Ctrl-C ------------------------------------------------
+
+
+class Terminal:
+    """``agentshim`` running on a pseudo-terminal; ``read_until`` collects what it shows."""
+
+    def __init__(self, tmp_path: Path, env: dict[str, str], *args: str) -> None:
+        master, slave = pty.openpty()
+        self.master = master
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "agentshim", *args],
+            stdin=slave,
+            stdout=slave,
+            stderr=slave,
+            cwd=tmp_path,
+            env=env,
+            start_new_session=True,
+        )
+        os.close(slave)
+        self.screen = ""
+
+    def read_until(self, pattern: str, timeout: float = 30.0) -> str:
+        deadline = time.monotonic() + timeout
+        while re.search(pattern, self.screen) is None:
+            left = deadline - time.monotonic()
+            assert left > 0, f"{pattern!r} never appeared in {self.screen!r}"
+            ready, _, _ = select.select([self.master], [], [], min(left, 0.2))
+            if ready:
+                try:
+                    chunk = os.read(self.master, 4096)
+                except OSError:  # the child closed the terminal
+                    chunk = b""
+                if not chunk and self.process.poll() is not None:
+                    raise AssertionError(f"exited before {pattern!r}: {self.screen!r}")
+                self.screen += chunk.decode(errors="replace")
+        return self.screen
+
+    def finish(self, timeout: float = 30.0) -> int:
+        code = self.process.wait(timeout=timeout)
+        try:
+            while select.select([self.master], [], [], 0.2)[0]:
+                chunk = os.read(self.master, 4096)
+                if not chunk:
+                    break
+                self.screen += chunk.decode(errors="replace")
+        except OSError:
+            pass
+        return code
+
+    def close(self) -> None:
+        if self.process.poll() is None:
+            self.process.kill()
+            self.process.wait()
+        os.close(self.master)
+
+
+@pytest.fixture
+def terminal(tmp_path: Path) -> Iterator[list[Terminal]]:
+    opened: list[Terminal] = []
+    yield opened
+    for each in opened:
+        each.close()
+
+
+def alive(pid: int) -> bool:
+    try:
+        status = Path(f"/proc/{pid}/stat").read_text().split()[2]
+    except OSError:
+        return False
+    return status != "Z"
+
+
+@pytest.mark.skipif(not Path("/proc").is_dir(), reason="needs /proc to see the CLI's process")
+class TestTerminal:
+    def start(
+        self, tmp_path: Path, terminal: list[Terminal], *, ignore_term: bool = False
+    ) -> tuple[Terminal, Path]:
+        bin_dir = tmp_path / "bin"
+        fake_claude(bin_dir, ignore_term=ignore_term)
+        shown = Terminal(tmp_path, clean_env(tmp_path, bin_dir), "run", "list the files")
+        terminal.append(shown)
+        return shown, bin_dir / "pid"
+
+    def test_status_line_shows_time_tokens_and_the_tool_in_colour(
+        self, tmp_path: Path, terminal: list[Terminal]
+    ) -> None:
+        shown, _ = self.start(tmp_path, terminal)
+        screen = shown.read_until(r"running Bash")
+        assert "I'll run echo." in screen
+        assert re.search(r"\x1b\[2m\.\.\. \d+s \| tokens - \| running Bash", screen), screen
+        shown.read_until(r"\.\.\. [2-9]s \|")  # redrawn while the CLI stays quiet
+        shown.process.send_signal(signal.SIGINT)
+        assert shown.finish() == EXIT_INTERRUPTED
+
+    def test_first_ctrl_c_interrupts_and_prints_what_it_got(
+        self, tmp_path: Path, terminal: list[Terminal]
+    ) -> None:
+        shown, pidfile = self.start(tmp_path, terminal)
+        shown.read_until(r"running Bash")
+        shown.process.send_signal(signal.SIGINT)
+        assert shown.finish() == EXIT_INTERRUPTED
+        assert "interrupting the turn (Ctrl-C again to kill the CLI)" in shown.screen
+        assert re.search(
+            r"interrupted \| session 080a6a65-480a-4d27-853f-064fd2b09ac8", shown.screen
+        )
+        assert "Traceback" not in shown.screen
+        assert not alive(int(pidfile.read_text()))
+
+    def test_second_ctrl_c_kills_a_cli_that_ignores_the_first(
+        self, tmp_path: Path, terminal: list[Terminal]
+    ) -> None:
+        shown, pidfile = self.start(tmp_path, terminal, ignore_term=True)
+        shown.read_until(r"running Bash")
+        shown.process.send_signal(signal.SIGINT)
+        shown.read_until(r"Ctrl-C again")
+        pid = int(pidfile.read_text())
+        assert alive(pid)
+        started = time.monotonic()
+        shown.process.send_signal(signal.SIGINT)
+        assert shown.finish() == EXIT_INTERRUPTED
+        assert time.monotonic() - started < 4.0  # sooner than the 5 s SIGTERM grace
+        assert "killing the CLI" in shown.screen
+        assert "Traceback" not in shown.screen
+        deadline = time.monotonic() + 5
+        while alive(pid) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not alive(pid)
 
 
 class TestMcpRecover:

@@ -66,6 +66,12 @@ TOOL_KINDS: Mapping[str, ToolKind] = MappingProxyType(
         "TaskUpdate": ToolKind.PLAN,
         "Task": ToolKind.SUBAGENT,
         "Agent": ToolKind.SUBAGENT,
+        # New in 2.1.332. ToolSearch loads the definitions of the MCP tools the CLI deferred,
+        # so it is the first step of an MCP call; Monitor watches a background command's
+        # output, as BashOutput does; ListAgents lists the subagents.
+        "ToolSearch": ToolKind.MCP,
+        "Monitor": ToolKind.COMMAND,
+        "ListAgents": ToolKind.SUBAGENT,
     }
 )
 """Claude Code's own tool names (as its ``system/init`` frame lists them) by what they do."""

@@ -39,6 +39,8 @@ def _priced(input_per_mtok: float, output_per_mtok: float) -> ModelPricing:
 MODEL_TABLE = ModelTable(
     models=(
         ModelSpec(DEFAULT_MODEL, 200_000, 64_000, display_name="Claude Opus 4.8"),
+        # Claude Code 2.1.332's default model; window and output limit as its modelUsage says.
+        ModelSpec("claude-opus-5-5", 1_000_000, 128_000, display_name="Claude Opus 5.5"),
         ModelSpec("claude-opus-4-5", 200_000, 64_000, display_name="Claude Opus 4.5"),
         ModelSpec("claude-opus-4-1", 200_000, 32_000, display_name="Claude Opus 4.1"),
         ModelSpec("claude-opus-4", 200_000, 32_000, display_name="Claude Opus 4"),

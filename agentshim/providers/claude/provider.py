@@ -40,7 +40,7 @@ from agentshim.core.mcp import (
 from agentshim.core.mcp_config import install_json_config, workspace_config_file
 from agentshim.core.pricing import PricingTable
 from agentshim.core.profile import McpMechanism, OutputSchemaStyle, ProviderProfile, SchemaDialect
-from agentshim.core.provider import ArgvContext, McpInstallation, NoMcpInstallation
+from agentshim.core.provider import ArgvContext, McpInstallation, NoMcpInstallation, mcp_env
 
 from .model_data import PRICING_TABLE
 from .parser import ClaudeStreamParser
@@ -55,6 +55,7 @@ __all__ = [
     "RESUME_ALIASES",
     "RESUME_MISSING_TEXT",
     "RESUME_TEMPLATE",
+    "TOOL_SEARCH_ENV",
     "ClaudeProvider",
     "mcp_entry",
 ]
@@ -68,8 +69,26 @@ MCP_SERVERS_KEY = "mcpServers"
 RESUME_MISSING_TEXT = "No conversation found"
 """What Claude Code says (stderr and the result's ``errors``) when a resumed id is unknown."""
 
-PERMISSION_MODES = ("acceptEdits", "bypassPermissions", "default", "dontAsk", "plan")
-"""The values ``--permission-mode`` accepts."""
+PERMISSION_MODES = (
+    "acceptEdits",
+    "auto",
+    "bypassPermissions",
+    "default",
+    "dontAsk",
+    "manual",
+    "plan",
+)
+"""The values ``--permission-mode`` accepts: those of 2.1.197, plus 2.1.332's ``auto`` and
+``manual`` (its help no longer lists ``default``, which it still accepts; 2.1.197 knows
+neither new one)."""
+
+TOOL_SEARCH_ENV = {"ENABLE_TOOL_SEARCH": "false"}
+"""What a turn that brings its own MCP servers sets, unless the caller's env sets it.
+
+From 2.1.332 Claude Code defers MCP tools behind its ``ToolSearch`` tool: the server is
+connected but its tools are not offered to the model until it searches for them. A turn's own
+servers are offered up front instead (``docs/providers/claude.md`` has the trade-off);
+2.1.197 ignores the variable."""
 
 RESUME_TEMPLATE = "claude --resume {id}"
 """The shell line that continues a Claude Code conversation, with ``{id}`` for its session id."""
@@ -215,7 +234,7 @@ class ClaudeProvider:
         path = workspace_config_file(workspace, MCP_CONFIG_FILE)
         entries = {server.name: mcp_entry(server) for server in servers}
         # Claude Code reads .mcp.json as strict JSON, so a commented file is refused up front.
-        return install_json_config(path, (MCP_SERVERS_KEY,), entries, jsonc=False)
+        return _UpFrontTools(install_json_config(path, (MCP_SERVERS_KEY,), entries, jsonc=False))
 
     def classify_exit(self, error: CliExitError, *, resumed: bool) -> AgentShimError:
         """Return SessionResumeError when the conversation is gone, else ``error`` unchanged.
@@ -256,6 +275,32 @@ def conversation_flags(ctx: ArgvContext, *, fork: bool = False) -> list[str]:
         effort = checked_option_value("Claude Code", "reasoning_effort", ctx.reasoning_effort)
         flags += ["--effort", effort]
     return flags
+
+
+@dataclass(frozen=True, slots=True)
+class _UpFrontTools:
+    """The config-file installation, plus the env that offers its tools up front."""
+
+    inner: McpInstallation
+
+    @property
+    def argv(self) -> Sequence[str]:
+        """The inner installation's flags (none: the servers are in the file)."""
+        return self.inner.argv
+
+    @property
+    def env(self) -> Mapping[str, str]:
+        """The inner installation's required env."""
+        return mcp_env(self.inner)
+
+    @property
+    def env_defaults(self) -> Mapping[str, str]:
+        """``ENABLE_TOOL_SEARCH=false``, where the caller's env does not set it."""
+        return TOOL_SEARCH_ENV
+
+    def restore(self) -> str | None:
+        """Put the config file back as it was."""
+        return self.inner.restore()
 
 
 def _resume_target_missing(error: CliExitError) -> str | None:

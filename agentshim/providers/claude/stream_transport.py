@@ -58,7 +58,14 @@ from agentshim.core.ids import is_valid_session_id, validate_session_id
 from agentshim.core.jsonvalues import as_mapping, as_str
 from agentshim.core.permissions import NativeMode
 from agentshim.core.profile import ProviderProfile
-from agentshim.core.provider import ArgvContext, McpInstallation, ParsedTurn, ParserContext
+from agentshim.core.provider import (
+    ArgvContext,
+    McpInstallation,
+    ParsedTurn,
+    ParserContext,
+    mcp_env,
+    mcp_env_defaults,
+)
 from agentshim.core.stream import parse_json_object
 from agentshim.core.turn import TurnRequest, TurnResult
 from agentshim.core.usage import CostSource, ProviderUsage
@@ -380,7 +387,9 @@ class ClaudeStreamConversation:
         argv = stream_argv(self._provider, ctx, spec.permissions, fork=self._fork)
         env = dict(context.env)
         if self._mcp is not None:
-            env.update(getattr(self._mcp, "env", {}) or {})
+            for name, value in mcp_env_defaults(self._mcp).items():
+                env.setdefault(name, value)
+            env.update(mcp_env(self._mcp))
         emit(RunStarted(tuple(argv)))
         process = context.executor.spawn(SpawnRequest(argv, cwd=spec.cwd, env=env))
         channel = Channel(process, argv, clock=self._clock)

@@ -14,6 +14,7 @@ from agentshim.core.errors import (
     CliCheckError,
     CliDiedError,
     CliExitError,
+    CliInstallError,
     CliNotFoundError,
     CliTimeoutError,
     ContinuityError,
@@ -44,6 +45,7 @@ SAMPLES: list[AgentShimError] = [
     AgentShimError("boom"),
     CliNotFoundError("claude", message="claude is missing"),
     CliCheckError("/usr/bin/claude", "exit 1", message="check failed"),
+    CliInstallError("@openai/codex@0.1.0", message="npm failed"),
     TurnFailedError("failed", kind=FailureKind.AUTH, detail="401", retry_after_s=3.0),
     CliExitError(
         ["codex", "exec"],

@@ -210,10 +210,11 @@ class TestScriptedTurnsParseBack:
 
 
 def _recorded_events(provider: str) -> list[AgentEvent]:
-    from tests.unit.providers.fixtures import capture_names, load_capture
+    from tests.unit.providers.fixtures import FIXTURES, capture_names, load_capture
 
     events: list[AgentEvent] = []
-    for folder in ("", "recorded"):
+    versions = sorted(p.name for p in (FIXTURES / provider).glob("recorded-*") if p.is_dir())
+    for folder in ("", "recorded", *versions):
         for case in capture_names(provider, folder):
             capture = load_capture(provider, f"{folder}/{case}" if folder else case)
             parser = (

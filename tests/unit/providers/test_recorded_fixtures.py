@@ -1,7 +1,8 @@
 """Replay every recorded conformance fixture through CliAgent and check it as the live test does.
 
-The fixtures under ``tests/fixtures/<provider>/recorded/`` are what the real CLIs printed for
-the scenarios of ``tests/live/scenarios.py`` (``scripts/record_fixtures.py``). Fed back
+The fixtures under ``tests/fixtures/<provider>/recorded/`` (the oldest checked CLI version) and
+``recorded-<version>/`` (each later one) are what the real CLIs printed for the scenarios of
+``tests/live/scenarios.py`` (``scripts/record_fixtures.py``). Fed back
 through ``CliAgent`` with a ``FakeExecutor``, each must give the same result the live run
 gives: text, session, usage as scripted, tool calls and results, or the error type and kind.
 """
@@ -31,23 +32,35 @@ class Recorded:
     case: str
     meta: dict[str, Any]
     run: FakeRun
+    folder: str = "recorded"
+
+    @property
+    def version(self) -> str:
+        return str(self.meta["cli"]["version"])
 
     @property
     def scenario(self) -> sc.Scenario:
         return sc.BY_NAME[self.meta["scenario"]]
 
 
-def _load(provider: str, name: str) -> Recorded:
-    capture = load_capture(provider, f"recorded/{name}")
+def _load(provider: str, folder: str, name: str) -> Recorded:
+    capture = load_capture(provider, f"{folder}/{name}")
     meta = dict(capture.meta)
-    return Recorded(meta["provider"], meta["case"], meta, capture.fake_run())
+    return Recorded(meta["provider"], meta["case"], meta, capture.fake_run(), folder)
+
+
+def _folders(provider: str) -> list[str]:
+    """``recorded`` and every ``recorded-<version>`` of ``provider``."""
+    found = sorted(p.name for p in (FIXTURES / provider).glob("recorded-*") if p.is_dir())
+    return ["recorded", *found]
 
 
 def _recordings() -> list[Recorded]:
     return [
-        _load(provider, name)
+        _load(provider, folder, name)
         for provider in sorted(PROVIDERS)
-        for name in capture_names(provider, "recorded")
+        for folder in _folders(provider)
+        for name in capture_names(provider, folder)
     ]
 
 
@@ -56,8 +69,14 @@ SINGLE_TURN = [r for r in RECORDED if r.case not in ("resume", "resume_first")]
 RESUMED = [r for r in RECORDED if r.case == "resume"]
 
 
-def _by_case(provider: str, case: str) -> Recorded:
-    return next(r for r in RECORDED if r.provider == provider and r.case == case)
+def _by_case(provider: str, folder: str, case: str) -> Recorded:
+    return next(
+        r for r in RECORDED if r.provider == provider and r.folder == folder and r.case == case
+    )
+
+
+def _id(recorded: Recorded) -> str:
+    return f"{recorded.provider}-{recorded.version}-{recorded.case}"
 
 
 def _agent(
@@ -76,19 +95,21 @@ def test_every_provider_has_recordings() -> None:
     recorded = {r.provider for r in RECORDED}
     assert recorded == set(PROVIDERS)
     for provider in PROVIDERS:
-        cases = {r.case for r in RECORDED if r.provider == provider}
-        wanted = {s.name for s in sc.SCENARIOS if s.schema is None}
-        assert wanted <= cases, f"{provider} lacks recordings of {sorted(wanted - cases)}"
+        for folder in _folders(provider):
+            cases = {r.case for r in RECORDED if r.provider == provider and r.folder == folder}
+            wanted = {s.name for s in sc.SCENARIOS if s.schema is None}
+            missing = sorted(wanted - cases)
+            assert not missing, f"{provider} {folder} lacks recordings of {missing}"
 
 
 def test_recordings_hold_no_paths_of_the_recording_machine() -> None:
-    for path in FIXTURES.glob("*/recorded/rec_*"):
+    for path in FIXTURES.glob("*/recorded*/rec_*"):
         text = path.read_text(encoding="utf-8")
         assert "agentshim-rec-" not in text, path
         assert "/.cache/agentshim/clis/" not in text, path
 
 
-@pytest.mark.parametrize("recorded", SINGLE_TURN, ids=lambda r: f"{r.provider}-{r.case}")
+@pytest.mark.parametrize("recorded", SINGLE_TURN, ids=_id)
 def test_single_turn_replays_like_the_live_run(recorded: Recorded, tmp_path: Path) -> None:
     scenario = recorded.scenario
     events = RecordingEventHandler()
@@ -120,9 +141,9 @@ def test_single_turn_replays_like_the_live_run(recorded: Recorded, tmp_path: Pat
     assert result.resumed is False
 
 
-@pytest.mark.parametrize("recorded", RESUMED, ids=lambda r: r.provider)
+@pytest.mark.parametrize("recorded", RESUMED, ids=_id)
 def test_resumed_turn_replays_like_the_live_run(recorded: Recorded) -> None:
-    first = _by_case(recorded.provider, "resume_first")
+    first = _by_case(recorded.provider, recorded.folder, "resume_first")
     setup = sc.RESUME.setup
     assert setup is not None
     events = RecordingEventHandler()

@@ -52,6 +52,11 @@ class TestFlags:
         provider = ClaudeProvider(permission_mode="acceptEdits")
         assert argv(provider) == [*BASE, "--permission-mode", "acceptEdits"]
 
+    @pytest.mark.parametrize("mode", ["auto", "manual", "default", "dontAsk", "plan"])
+    def test_every_mode_of_either_checked_version_is_passed(self, mode: str) -> None:
+        # 2.1.332 adds auto and manual; its help drops default, which it still accepts.
+        assert argv(ClaudeProvider(permission_mode=mode)) == [*BASE, "--permission-mode", mode]
+
     def test_unknown_permission_mode_is_refused(self) -> None:
         with pytest.raises(InvalidRequestError, match="permission mode") as caught:
             ClaudeProvider(permission_mode="yolo")

@@ -163,15 +163,30 @@ class TestCaptureReplay:
         assert len([e for e in events if isinstance(e, ProviderErrorReported)]) == 1
 
 
+# One folder per checked CLI version: recorded/ is the oldest (2.1.197), recorded-<version>/
+# every later one (scripts/record_fixtures.py --cli-version V).
+RECORDED_VERSIONS = {"2.1.197": "recorded", "2.1.332": "recorded-2.1.332"}
 RECORDED = capture_names("claude", "recorded")
+RECORDED_CASES = [
+    pytest.param(f"{folder}/{name}", id=f"{version}-{name}")
+    for version, folder in RECORDED_VERSIONS.items()
+    for name in capture_names("claude", folder)
+]
 
 
 class TestRecordedSuite:
     """Recordings made by scripts/record_fixtures.py: checked for invariants, not exact values."""
 
-    @pytest.mark.parametrize("name", RECORDED)
-    def test_recording_parses_cleanly(self, name: str) -> None:
-        capture = load_capture("claude", f"recorded/{name}")
+    def test_every_version_recorded_every_scenario(self) -> None:
+        for version, folder in RECORDED_VERSIONS.items():
+            assert capture_names("claude", folder) == RECORDED, version
+            for name in RECORDED:
+                meta = load_capture("claude", f"{folder}/{name}").meta
+                assert meta["cli"]["version"] == version
+
+    @pytest.mark.parametrize("case", RECORDED_CASES)
+    def test_recording_parses_cleanly(self, case: str) -> None:
+        capture = load_capture("claude", case)
         stdout = capture.stdout_lines
         turn, events = replay(capture)
 
@@ -187,6 +202,39 @@ class TestRecordedSuite:
         if any('"type":"result"' in line for line in stdout):
             assert turn.usage is not None
             assert turn.session_id is not None
+
+
+class TestVersionsAgree:
+    """Each scenario, recorded on every checked version, parses to the same turn."""
+
+    @pytest.mark.parametrize("name", RECORDED)
+    def test_same_turn_on_every_version(self, name: str) -> None:
+        turns = {
+            version: replay(load_capture("claude", f"{folder}/{name}"))
+            for version, folder in RECORDED_VERSIONS.items()
+        }
+        (oldest, oldest_events), *later = turns.values()
+        for turn, events in later:
+            assert turn.error_kind == oldest.error_kind
+            assert (turn.error is None) == (oldest.error is None)
+            if oldest.error is None:
+                assert turn.text == oldest.text
+            assert turn.structured_output == oldest.structured_output
+            assert (turn.session_id is None) == (oldest.session_id is None)
+            assert (turn.usage.tokens if turn.usage else None) == (
+                oldest.usage.tokens if oldest.usage else None
+            )
+            assert [(e.tool, e.kind) for e in events if isinstance(e, ToolCall)] == [
+                (e.tool, e.kind) for e in oldest_events if isinstance(e, ToolCall)
+            ]
+            # Two calls of one step run in parallel: their results may come in either order.
+            assert sorted(
+                (e.stdout, e.exit_code, e.failed) for e in events if isinstance(e, ToolResult)
+            ) == sorted(
+                (e.stdout, e.exit_code, e.failed)
+                for e in oldest_events
+                if isinstance(e, ToolResult)
+            )
 
 
 def _bash_frames() -> tuple[dict[str, Any], dict[str, Any], dict[str, Any], dict[str, Any]]:
@@ -244,6 +292,25 @@ class TestToolResults:
         )
         assert result.stderr
         assert turn.error is None
+
+    @pytest.mark.parametrize(
+        ("tool", "kind"),
+        [
+            ("ToolSearch", ToolKind.MCP),
+            ("Monitor", ToolKind.COMMAND),
+            ("ListAgents", ToolKind.SUBAGENT),
+            ("mcp__stub__echo", ToolKind.MCP),
+        ],
+    )
+    def test_the_tools_new_in_2_1_332_have_their_kind(self, tool: str, kind: ToolKind) -> None:
+        init, call, user, final = _bash_frames()
+        call = copy.deepcopy(call)
+        call["message"]["content"][0]["name"] = tool
+        call["message"]["content"][0]["input"] = {"query": "select:mcp__stub__echo"}
+        _, events = parse([dump_frame(init), dump_frame(call), dump_frame(user), dump_frame(final)])
+        (called,) = [e for e in events if isinstance(e, ToolCall)]
+        (result,) = [e for e in events if isinstance(e, ToolResult)]
+        assert (called.tool, called.kind, result.kind) == (tool, kind, kind)
 
     def test_block_list_content_is_flattened(self) -> None:
         init, call, user, final = _bash_frames()

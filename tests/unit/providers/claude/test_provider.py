@@ -99,6 +99,23 @@ class TestProfile:
         agent = CliAgent(sandboxed, executor=FakeExecutor(binaries=BINARIES), env={"PATH": "/x"})
         assert agent.env["CLAUDE_BASH_MAINTAIN_PROJECT_WORKING_DIR"] == "1"
 
+    @pytest.mark.parametrize("folder", ["recorded", "recorded-2.1.332"])
+    def test_the_default_model_of_every_checked_version_is_in_the_catalogue(
+        self, folder: str
+    ) -> None:
+        frames = [
+            json.loads(line)
+            for line in load_capture("claude", f"{folder}/rec_plain_answer").stdout_lines
+        ]
+        (init,) = [f for f in frames if f.get("subtype") == "init"]
+        model = init["model"].removesuffix("[1m]")
+        spec = get_plugin("claude").model_table().get(model)
+        assert spec is not None, model
+        (usage,) = next(f for f in frames if f.get("type") == "result")["modelUsage"].values()
+        if not init["model"].endswith("[1m]"):
+            assert spec.context_window == usage["contextWindow"]
+        assert spec.max_output_tokens == usage["maxOutputTokens"]
+
 
 SUCCESSES = sorted(name for name, e in EXPECTED.items() if e.kind is None)
 FAILURES = sorted(name for name, e in EXPECTED.items() if e.kind is not None)
@@ -330,6 +347,35 @@ class TestMcp:
             }
         ]
         assert not (tmp_path / ".mcp.json").exists()
+
+    def run_seeing_env(
+        self, tmp_path: Path, servers: list[StdioMcpServer], env: dict[str, str] | None = None
+    ) -> dict[str, str]:
+        seen: list[dict[str, str]] = []
+
+        def run(request: CommandRequest) -> FakeRun:
+            seen.append(dict(request.env))
+            return FakeRun(stdout=scripted_lines(ScriptedTurn(text="ok")).stdout)
+
+        executor = FakeExecutor(run, binaries=BINARIES)
+        agent = CliAgent("claude", executor=executor, env={"PATH": "/usr/bin", **(env or {})})
+        agent.run(TurnRequest("use the tools", cwd=str(tmp_path), mcp_servers=servers))
+        (turn_env,) = seen
+        return turn_env
+
+    def test_a_turn_with_its_own_servers_gets_its_tools_up_front(self, tmp_path: Path) -> None:
+        # 2.1.332 would otherwise defer them behind ToolSearch (docs/providers/claude.md).
+        env = self.run_seeing_env(tmp_path, [StdioMcpServer("fs", "/usr/bin/fs")])
+        assert env["ENABLE_TOOL_SEARCH"] == "false"
+
+    def test_a_turn_without_servers_leaves_the_deferral_alone(self, tmp_path: Path) -> None:
+        assert "ENABLE_TOOL_SEARCH" not in self.run_seeing_env(tmp_path, [])
+
+    def test_the_callers_own_setting_wins(self, tmp_path: Path) -> None:
+        env = self.run_seeing_env(
+            tmp_path, [StdioMcpServer("fs", "/usr/bin/fs")], {"ENABLE_TOOL_SEARCH": "true"}
+        )
+        assert env["ENABLE_TOOL_SEARCH"] == "true"
 
 
 class TestUsageAcrossTurns:
