@@ -79,7 +79,7 @@ if TYPE_CHECKING:
         UsageReport,
     )
     from agentshim.core.mcp import HttpMcpServer, McpServer, StdioMcpServer
-    from agentshim.core.models import ModelSpec, ModelTable, normalize_model_id
+    from agentshim.core.models import ModelSpec, ModelTable, api_model_id
     from agentshim.core.permissions import ApprovalPolicy, NativeMode, NativePermissions
     from agentshim.core.pricing import ModelPricing, PricingTable, cost_usd
     from agentshim.core.profile import (
@@ -177,7 +177,7 @@ _LAZY_NAMES = MappingProxyType(
         "StdioMcpServer": "agentshim.core.mcp",
         "ModelSpec": "agentshim.core.models",
         "ModelTable": "agentshim.core.models",
-        "normalize_model_id": "agentshim.core.models",
+        "api_model_id": "agentshim.core.models",
         "ApprovalPolicy": "agentshim.core.permissions",
         "NativeMode": "agentshim.core.permissions",
         "NativePermissions": "agentshim.core.permissions",
@@ -307,11 +307,11 @@ __all__ = [
     "UnknownProviderError",
     "UsageReport",
     "__version__",
+    "api_model_id",
     "cost_usd",
     "discover",
     "extract_resume",
     "get_provider",
-    "normalize_model_id",
     "provider_names",
     "resume_command",
 ]

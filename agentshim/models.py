@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from agentshim.core.models import ModelSpec, ModelTable, normalize_model_id
+from agentshim.core.models import ModelSpec, ModelTable, api_model_id
 from agentshim.providers import DEFAULT_CATALOG, ProviderCatalog
 
-__all__ = ["context_window", "model_spec", "model_table", "normalize_model_id"]
+__all__ = ["api_model_id", "context_window", "model_spec", "model_table"]
 
 
 def model_table(provider: str, *, catalog: ProviderCatalog = DEFAULT_CATALOG) -> ModelTable:

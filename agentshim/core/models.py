@@ -14,13 +14,13 @@ from typing import cast
 from agentshim.core._checks import sequence
 from agentshim.core.errors import InvalidRequestError
 
-__all__ = ["ModelSpec", "ModelTable", "normalize_model_id"]
+__all__ = ["ModelSpec", "ModelTable", "api_model_id"]
 
 _DATE_SUFFIX = re.compile(r"-(?:\d{8}|\d{4}-\d{2}-\d{2})$")
 _BRACKET_SUFFIX = re.compile(r"\[[^\]]*\]$")
 
 
-def normalize_model_id(model_id: str) -> str:
+def api_model_id(model_id: str) -> str:
     """Return the id a table is keyed by: lower case, no provider prefix, no date or [tag] suffix.
 
     ``anthropic/claude-sonnet-4-5-20250929`` and ``claude-sonnet-4-5[1m]`` both become
@@ -132,14 +132,14 @@ class ModelTable:
         index: dict[str, ModelSpec] = {}
         for spec in self.models:
             for name in (spec.id, *spec.aliases):
-                index.setdefault(normalize_model_id(name), spec)
+                index.setdefault(api_model_id(name), spec)
         object.__setattr__(self, "_index", MappingProxyType(index))
 
     def get(self, model_id: str | None) -> ModelSpec | None:
         """Return the spec for ``model_id`` (any spelling that normalizes to a known id) or None."""
         if not model_id:
             return None
-        return self._index.get(normalize_model_id(model_id))
+        return self._index.get(api_model_id(model_id))
 
     def context_window(self, model_id: str | None) -> int | None:
         """Return the model's context window in tokens, or None when unknown."""
@@ -148,6 +148,6 @@ class ModelTable:
 
     def merged(self, overrides: Iterable[ModelSpec]) -> ModelTable:
         """Return a table where ``overrides`` replace specs with the same id."""
-        replaced = {normalize_model_id(s.id): s for s in overrides}
-        kept = [s for s in self.models if normalize_model_id(s.id) not in replaced]
+        replaced = {api_model_id(s.id): s for s in overrides}
+        kept = [s for s in self.models if api_model_id(s.id) not in replaced]
         return ModelTable((*replaced.values(), *kept), self.version, self.date)

@@ -144,11 +144,11 @@ PUBLIC_NAMES = [
     "UnknownProviderError",
     "UsageReport",
     "__version__",
+    "api_model_id",
     "cost_usd",
     "discover",
     "extract_resume",
     "get_provider",
-    "normalize_model_id",
     "provider_names",
     "resume_command",
 ]
