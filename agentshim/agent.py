@@ -28,7 +28,7 @@ from agentshim.core.conversation import (
     mcp_server_tuple,
 )
 from agentshim.core.errors import AgentShimError, InvalidRequestError, ProviderCapabilityError
-from agentshim.core.events import EventSink, event_callbacks
+from agentshim.core.events import EventSink, SessionTitle, event_callbacks
 from agentshim.core.ids import IdAllocator, RandomIds
 from agentshim.core.locks import KeyedLocks
 from agentshim.core.mcp import McpServer, StdioMcpServer
@@ -222,6 +222,25 @@ class Agent:
             binary_found=False,
             detail="this transport cannot report its readiness",
         )
+
+    def session_title(self, session_id: str, *, timeout: float = 10.0) -> SessionTitle | None:
+        """The title the CLI gave conversation ``session_id``; see ``CliAgent.session_title``.
+
+        The probe runs through this Agent's executor (inside its confinement, when it has one).
+
+        Raises:
+            ProviderCapabilityError: the Agent runs over a ready-made transport other than a
+                OneShotTransport, which has no executor to run the probe on.
+            InvalidSessionIdError: ``session_id`` is not a safe id.
+        """
+        transport = self.transport
+        if not isinstance(transport, OneShotTransport):
+            raise ProviderCapabilityError(
+                f"this Agent's transport ({type(transport).__name__}) runs no commands of its "
+                "own, so session titles cannot be read through it; use a CliAgent on the same "
+                "executor"
+            )
+        return transport.cli_agent.session_title(session_id, timeout=timeout)
 
     def start_session(
         self,

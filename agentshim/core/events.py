@@ -22,6 +22,8 @@ __all__ = [
     "AgentEvent",
     "AgentEventHandler",
     "AssistantText",
+    "BackgroundTask",
+    "BackgroundTasksChanged",
     "CallbackEventHandler",
     "CompositeEventHandler",
     "ConsoleEventHandler",
@@ -37,12 +39,14 @@ __all__ = [
     "RunFinished",
     "RunStarted",
     "SessionStarted",
+    "SessionTitle",
     "Stderr",
     "ToolCall",
     "ToolKind",
     "ToolResult",
     "TurnInterrupted",
     "UsageReport",
+    "UsageScope",
     "event_callback",
     "event_callbacks",
 ]
@@ -160,17 +164,65 @@ class Plan:
     tool_id: str | None = None
 
 
+class UsageScope(enum.Enum):
+    """What a UsageReport covers."""
+
+    CALL = "call"
+    """One model call (a request and its answer): reported while the turn runs."""
+    TURN = "turn"
+    """The whole turn (or what it used since the previous turn report), reported at its end."""
+
+
 @fast_frozen_init
 @dataclass(frozen=True, slots=True)
 class UsageReport:
-    """Provider accounting for the turn, or for one step of it.
+    """Provider accounting for one model call or for the turn (``scope``).
 
     ``usage`` is this report's share in the normalized breakdown (see ``ProviderUsage``);
     ``cost_usd`` its cost when the CLI reported it or the provider priced it, else None.
+    Call reports are parts of the turn's report that follows them: add either the calls or
+    the turns, never both. ``duration_ms`` is how long the turn took by the CLI's own
+    account, where it says (turn reports only).
     """
 
     usage: ProviderUsage
     cost_usd: float | None = None
+    scope: UsageScope = UsageScope.TURN
+    duration_ms: int | None = None
+
+
+@fast_frozen_init
+@dataclass(frozen=True, slots=True)
+class SessionTitle:
+    """The conversation's title, as the CLI named it; ``source`` is the line it was read from."""
+
+    title: str
+    source: str = ""
+
+
+@fast_frozen_init
+@dataclass(frozen=True, slots=True)
+class BackgroundTask:
+    """One task the agent left running in the background (a shell, a subagent, ...).
+
+    The fields are Claude Code's: ``task_id``, ``task_type`` (``local_bash``,
+    ``local_agent``, ...) and ``description``.
+    """
+
+    task_id: str
+    task_type: str = ""
+    description: str = ""
+
+
+@fast_frozen_init
+@dataclass(frozen=True, slots=True)
+class BackgroundTasksChanged:
+    """The set of background tasks still running changed; ``tasks`` is the whole new set.
+
+    While it is not empty the agent may start a turn of its own when a task finishes.
+    """
+
+    tasks: tuple[BackgroundTask, ...] = ()
 
 
 @fast_frozen_init
@@ -230,6 +282,8 @@ AgentEvent = (
     | RawOutput
     | ProviderErrorReported
     | TurnInterrupted
+    | SessionTitle
+    | BackgroundTasksChanged
 )
 """Every event a turn can emit."""
 
