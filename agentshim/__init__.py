@@ -96,6 +96,7 @@ if TYPE_CHECKING:
     from agentshim.core.provider import ParsedTurn, Provider, StreamParser
     from agentshim.core.retry import RetryPolicy
     from agentshim.core.session_policy import Continuity, FailureOutcome, SessionPolicy
+    from agentshim.core.summary import UsageSummary, summarize_usage
     from agentshim.core.turn import OutputSchema, TurnRequest, TurnResult
     from agentshim.core.usage import CostSource, ProviderUsage, TokenUsage, TokenWeights
     from agentshim.oneshot import OneShotTransport
@@ -200,6 +201,8 @@ _LAZY_NAMES = MappingProxyType(
         "ParsedTurn": "agentshim.core.provider",
         "Provider": "agentshim.core.provider",
         "StreamParser": "agentshim.core.provider",
+        "UsageSummary": "agentshim.core.summary",
+        "summarize_usage": "agentshim.core.summary",
         "OutputSchema": "agentshim.core.turn",
         "TurnRequest": "agentshim.core.turn",
         "TurnResult": "agentshim.core.turn",
@@ -318,6 +321,7 @@ __all__ = [
     "UnknownProviderError",
     "UsageReport",
     "UsageScope",
+    "UsageSummary",
     "__version__",
     "api_model_id",
     "cost_usd",
@@ -326,6 +330,7 @@ __all__ = [
     "get_provider",
     "provider_names",
     "resume_command",
+    "summarize_usage",
 ]
 
 

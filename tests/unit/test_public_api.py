@@ -144,6 +144,8 @@ PUBLIC_NAMES = [
     "UnknownProviderError",
     "UsageReport",
     "UsageScope",
+    "UsageSummary",
+    "summarize_usage",
     "SessionTitle",
     "BackgroundTask",
     "BackgroundTasksChanged",
