@@ -16,7 +16,7 @@ from agentshim.core.errors import InvalidRequestError
 from agentshim.core.event_json import EVENT_FORMAT_VERSION, event_from_json, event_to_json
 from agentshim.core.events import AgentEvent
 from agentshim.core.stream import split_complete_lines
-from agentshim.providers import DEFAULT_CATALOG, ProviderCatalog
+from agentshim.providers import DEFAULT_CATALOG, HARNESS_CATALOG, ProviderCatalog
 
 __all__ = [
     "EVENT_FORMAT_VERSION",
@@ -55,6 +55,7 @@ def parse_lines(
     so a runaway session cannot pass a ceiling in one chunk: the lines after the one that
     reached it are not read. A parser that raises on a line costs that line (reported through
     ``log``), not the call. One parser reads all of ``lines``; nothing is kept between calls.
+    ``provider`` is a name in ``catalog``, or ``jsonl`` or ``text`` (the harness providers).
 
     Raises:
         InvalidRequestError: ``budget`` is not a positive int.
@@ -68,9 +69,11 @@ def parse_lines(
         )
     report = log or _ignore
     read: list[AgentEvent] = []
-    parser = (
-        catalog.plugin(provider).create_provider().new_parser(read.append, expect_structured=False)
-    )
+    # The generic harness providers are found without naming their catalog.
+    if provider not in catalog and provider in HARNESS_CATALOG:
+        catalog = HARNESS_CATALOG
+    plugin = catalog.plugin(provider)
+    parser = plugin.create_provider().new_parser(read.append, expect_structured=False)
     sourced: list[SourcedEvent] = []
     for line in lines:
         source = line.strip()

@@ -15,6 +15,8 @@ from typing import Any
 
 from agentshim.core.events import SessionTitle
 from agentshim.core.ids import is_valid_session_id
+from agentshim.providers.claude import transcript as claude_transcript
+from agentshim.providers.claude.parser import PROVIDER_NAME as CLAUDE
 
 __all__ = [
     "MAX_TITLE_CHARS",
@@ -28,13 +30,8 @@ __all__ = [
 MAX_TITLE_CHARS = 200
 """The longest title :func:`clean_title` gives."""
 
-OUT_OF_BAND_PROVIDERS = frozenset({"claude"})
+OUT_OF_BAND_PROVIDERS = frozenset({CLAUDE})
 """Providers whose titles are read from the session transcript rather than from the stream."""
-
-# Enough lines that a few made-up ones (the agent can write into its own transcript) cannot
-# push the real record out, few enough that the probe's output stays small.
-_PROBE_LINES = 20
-_TITLE_TYPE = "ai-title"
 
 
 def clean_title(value: object) -> str | None:
@@ -62,12 +59,7 @@ def title_probe(provider: str, session_id: str) -> str | None:
         return None
     if not isinstance(session_id, str) or not is_valid_session_id(session_id):  # pyright: ignore[reportUnnecessaryIsInstance]
         return None
-    return (
-        'root="${CLAUDE_CONFIG_DIR:-$HOME/.claude}/projects"; '
-        f"file=$(find \"$root\" -type f -name '{session_id}.jsonl' 2>/dev/null | head -n 1); "
-        f'if [ -n "$file" ]; then grep -F \'{_TITLE_TYPE}\' "$file" | tail -n {_PROBE_LINES}; fi; '
-        "exit 0"
-    )
+    return claude_transcript.title_lines_command(session_id)
 
 
 def parse_title(provider: str, output: str) -> SessionTitle | None:
@@ -88,9 +80,7 @@ def parse_title(provider: str, output: str) -> SessionTitle | None:
             record: Any = json.loads(source)
         except (ValueError, RecursionError):
             continue
-        if record.__class__ is not dict or record.get("type") != _TITLE_TYPE:
-            continue
-        title = clean_title(record.get("aiTitle"))
+        title = clean_title(claude_transcript.title_of_record(record))
         if title is not None:
             return SessionTitle(title, source)
     return None

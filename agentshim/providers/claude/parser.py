@@ -249,10 +249,32 @@ class ClaudeStreamParser(FrameParser):
                 out.append(Lifecycle(f"unknown_block:{as_str(block_type) or '?'}", ""))
 
     def _report_call(self, usage: Mapping[str, Any], out: list[AgentEvent]) -> None:
-        tokens = _fold_usage(usage, 0)
-        if tokens.total_tokens == 0:
-            return
-        report = ProviderUsage(tokens=tokens, provider=PROVIDER_NAME, raw=usage, model=self._model)
+        # Once per message: the plain-int case is read inline, anything else by _fold_usage.
+        uncached: Any = usage.get("input_tokens", 0)
+        read: Any = usage.get("cache_read_input_tokens", 0)
+        write: Any = usage.get("cache_creation_input_tokens", 0)
+        output: Any = usage.get("output_tokens", 0)
+        if (
+            uncached.__class__ is int
+            and read.__class__ is int
+            and write.__class__ is int
+            and output.__class__ is int
+            and uncached >= 0
+            and read >= 0
+            and write >= 0
+            and output >= 0
+            and "cache_creation" not in usage
+        ):
+            if uncached + read + write + output <= 0:
+                return
+            tokens = TokenUsage(uncached + read + write, read, write, 0, output)
+        else:
+            tokens = _fold_usage(usage, 0)
+            if tokens.total_tokens == 0:
+                return
+        report = ProviderUsage(
+            tokens, None, PROVIDER_NAME, usage, True, CostSource.NOT_REPORTED, self._model
+        )
         out.append(UsageReport(report, None, UsageScope.CALL))
 
     def _tool_use_block(self, block: Mapping[str, Any], out: list[AgentEvent]) -> None:
