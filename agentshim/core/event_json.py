@@ -18,6 +18,8 @@ from typing import Any, cast
 
 from agentshim.core.events import (
     AgentEvent,
+    ApprovalAnswered,
+    ApprovalRequested,
     AssistantText,
     BackgroundTask,
     BackgroundTasksChanged,
@@ -177,6 +179,24 @@ def _encode(event: AgentEvent) -> JsonObject:
         return {"type": "run.started", "argv": list(event.argv)}
     if isinstance(event, RunFinished):
         return {"type": "run.finished", "exit_code": event.exit_code}
+    if isinstance(event, ApprovalRequested):
+        return {
+            "type": "approval.requested",
+            "tool": event.tool,
+            "args": _plain(event.args),
+            "kind": event.kind.value,
+            "tool_id": event.tool_id,
+            "description": event.description,
+        }
+    if isinstance(event, ApprovalAnswered):
+        return {
+            "type": "approval.answered",
+            "tool_id": event.tool_id,
+            "allowed": event.allowed,
+            "decided_by": event.decided_by,
+            "message": event.message,
+            "args": _plain(event.args) if event.args is not None else None,
+        }
     return {"type": "turn.interrupted", "reason": event.reason}
 
 
@@ -250,6 +270,32 @@ def _background(obj: Mapping[str, Any]) -> AgentEvent:
     return BackgroundTasksChanged(tuple(tasks))
 
 
+def _approval_requested(obj: Mapping[str, Any]) -> AgentEvent:
+    return ApprovalRequested(
+        _text(obj, "tool"),
+        _object(obj.get("args", {}), "args"),
+        _kind(obj),
+        _optional_text(obj, "tool_id"),
+        _text(obj, "description", ""),
+    )
+
+
+def _approval_answered(obj: Mapping[str, Any]) -> AgentEvent:
+    args = obj.get("args")
+    if args is not None and type(args) is not dict:
+        raise _Unreadable("args")
+    allowed = obj.get("allowed")
+    if type(allowed) is not bool:
+        raise _Unreadable("allowed")
+    return ApprovalAnswered(
+        _optional_text(obj, "tool_id"),
+        allowed,
+        _text(obj, "decided_by"),
+        _text(obj, "message", ""),
+        args,  # pyright: ignore[reportUnknownArgumentType]
+    )
+
+
 def _run_started(obj: Mapping[str, Any]) -> AgentEvent:
     argv = _list(obj, "argv")
     if any(type(a) is not str for a in argv):
@@ -275,6 +321,8 @@ _DECODERS: Mapping[str, Callable[[Mapping[str, Any]], AgentEvent]] = MappingProx
         "run.started": _run_started,
         "run.finished": lambda o: RunFinished(_optional_int(o, "exit_code")),
         "turn.interrupted": lambda o: TurnInterrupted(_text(o, "reason", "interrupted")),
+        "approval.requested": _approval_requested,
+        "approval.answered": _approval_answered,
     }
 )
 

@@ -15,6 +15,8 @@ from hypothesis import strategies as st
 from agentshim.core.errors import InvalidRequestError
 from agentshim.core.events import (
     AgentEvent,
+    ApprovalAnswered,
+    ApprovalRequested,
     AssistantText,
     BackgroundTask,
     BackgroundTasksChanged,
@@ -131,6 +133,22 @@ EVENTS: dict[type[Any], st.SearchStrategy[Any]] = {
     RawOutput: st.builds(RawOutput, text),
     ProviderErrorReported: st.builds(ProviderErrorReported, text, st.booleans()),
     TurnInterrupted: st.builds(TurnInterrupted, text),
+    ApprovalRequested: st.builds(
+        ApprovalRequested,
+        text,
+        st.dictionaries(text, json_value, max_size=3),
+        st.sampled_from(ToolKind),
+        optional_text,
+        text,
+    ),
+    ApprovalAnswered: st.builds(
+        ApprovalAnswered,
+        optional_text,
+        st.booleans(),
+        text,
+        text,
+        st.none() | st.dictionaries(text, json_value, max_size=3),
+    ),
     BackgroundTasksChanged: st.builds(
         BackgroundTasksChanged,
         st.lists(st.builds(BackgroundTask, text, text, text), max_size=3).map(tuple),

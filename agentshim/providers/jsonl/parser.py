@@ -77,6 +77,8 @@ class JsonlStreamParser(FrameParser):
             "run.started": self._on_run,
             "run.finished": self._on_run,
             "turn.interrupted": self._on_turn,
+            "approval.requested": self._on_approval,
+            "approval.answered": self._on_approval,
         }
         super().__init__(handlers, emit)
 
@@ -96,7 +98,7 @@ class JsonlStreamParser(FrameParser):
         out.append(event_from_json(frame))
 
     _on_session = _on_thinking = _on_tool = _on_plan = _on_event
-    _on_lifecycle = _on_raw = _on_stderr = _on_run = _on_turn = _on_event
+    _on_lifecycle = _on_raw = _on_stderr = _on_run = _on_turn = _on_approval = _on_event
 
     def _on_message(self, frame: Frame, out: list[AgentEvent]) -> None:
         event = event_from_json(frame)
