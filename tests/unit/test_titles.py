@@ -163,6 +163,26 @@ class TestThroughTheAgent:
         assert found is not None
         assert found.title == "From the Agent"
 
+    def test_a_stream_agent_runs_it_on_the_same_install(self, tmp_path: Path) -> None:
+        from agentshim import TransportKind
+
+        bin_dir = tmp_path / "bin"
+        bin_dir.mkdir()
+        _fake_claude(bin_dir)
+        _transcript(tmp_path, [_title_line("From a stream Agent")])
+        env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "CLAUDE_CONFIG_DIR": str(tmp_path)}
+        agent = Agent(
+            "claude",
+            permissions=NativePermissions.bypass(),
+            approvals=ApprovalPolicy.DENY,
+            executor=HostCommandExecutor(),
+            env=env,
+            transport=TransportKind.STREAM,
+        )
+        found = agent.session_title(SESSION)
+        assert found is not None
+        assert found.title == "From a stream Agent"
+
     def test_an_unsafe_id_is_refused_before_anything_runs(self) -> None:
         fake = FakeExecutor([], binaries={"claude": "/usr/bin/claude"})
         agent = CliAgent("claude", executor=fake, env={"PATH": "/usr/bin"})
