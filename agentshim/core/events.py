@@ -481,7 +481,9 @@ class ConsoleEventHandler:
         elif isinstance(event, ToolResult):
             self._render_tool_result(event)
         elif isinstance(event, UsageReport):
-            self._write(self._paint(_render_usage(event), "dim"))
+            # A call's counts are partial (the turn's report has the totals): one line a turn.
+            if event.scope is UsageScope.TURN:
+                self._write(self._paint(_render_usage(event), "dim"))
         elif isinstance(event, ProviderErrorReported):
             self._write(self._paint(f"error: {_printable(event.message)}", "red"))
         elif isinstance(event, Plan):
