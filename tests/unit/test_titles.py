@@ -15,7 +15,7 @@ from agentshim.core.errors import InvalidSessionIdError, ProviderCapabilityError
 from agentshim.core.events import SessionTitle
 from agentshim.execution import HostCommandExecutor
 from agentshim.testing import FakeExecutor
-from agentshim.titles import clean_title, parse_title, title_probe
+from agentshim.titles import OUT_OF_BAND_PROVIDERS, clean_title, parse_title, title_probe
 
 SESSION = "6c1f0d0e-1111-4222-8333-444455556666"
 
@@ -72,6 +72,10 @@ class TestCleanTitle:
 
 
 class TestProbe:
+    def test_only_claude_reads_its_title_out_of_band(self) -> None:
+        # readsTitleOutOfBand: true for Claude Code's dialects only.
+        assert frozenset({"claude"}) == OUT_OF_BAND_PROVIDERS
+
     def test_a_provider_with_titles_in_band_has_no_probe(self) -> None:
         for provider in ("codex", "opencode", "pi", "gemini", "copilot"):
             assert title_probe(provider, SESSION) is None
