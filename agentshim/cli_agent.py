@@ -66,7 +66,6 @@ from agentshim.execution.executor import (
 )
 from agentshim.execution.host import HostCommandExecutor
 from agentshim.providers import DEFAULT_CATALOG, ProviderCatalog
-from agentshim.titles import parse_title, title_probe
 
 __all__ = ["AgentSession", "CliAgent", "EnvDefaultsProvider"]
 
@@ -237,6 +236,10 @@ class CliAgent:
             InvalidRequestError: ``timeout`` is not a positive number of seconds.
             CliTimeoutError: the probe ran longer than ``timeout``.
         """
+        # Imported here: the titles module reads Claude Code's transcript format, which an
+        # import of this module should not load.
+        from agentshim.titles import parse_title, title_probe
+
         validate_session_id(session_id)
         limit = seconds("CliAgent.session_title", "timeout", timeout, positive=True)
         probe = title_probe(self.profile.name, session_id)
