@@ -57,6 +57,8 @@ if TYPE_CHECKING:
         AgentEvent,
         AgentEventHandler,
         AssistantText,
+        BackgroundTask,
+        BackgroundTasksChanged,
         CallbackEventHandler,
         CompositeEventHandler,
         ConsoleEventHandler,
@@ -71,15 +73,17 @@ if TYPE_CHECKING:
         RunFinished,
         RunStarted,
         SessionStarted,
+        SessionTitle,
         Stderr,
         ToolCall,
         ToolKind,
         ToolResult,
         TurnInterrupted,
         UsageReport,
+        UsageScope,
     )
     from agentshim.core.mcp import HttpMcpServer, McpServer, StdioMcpServer
-    from agentshim.core.models import ModelSpec, ModelTable, normalize_model_id
+    from agentshim.core.models import ModelSpec, ModelTable, api_model_id
     from agentshim.core.permissions import ApprovalPolicy, NativeMode, NativePermissions
     from agentshim.core.pricing import ModelPricing, PricingTable, cost_usd
     from agentshim.core.profile import (
@@ -92,6 +96,7 @@ if TYPE_CHECKING:
     from agentshim.core.provider import ParsedTurn, Provider, StreamParser
     from agentshim.core.retry import RetryPolicy
     from agentshim.core.session_policy import Continuity, FailureOutcome, SessionPolicy
+    from agentshim.core.summary import UsageSummary, summarize_usage
     from agentshim.core.turn import OutputSchema, TurnRequest, TurnResult
     from agentshim.core.usage import CostSource, ProviderUsage, TokenUsage, TokenWeights
     from agentshim.oneshot import OneShotTransport
@@ -172,12 +177,16 @@ _LAZY_NAMES = MappingProxyType(
         "ToolResult": "agentshim.core.events",
         "TurnInterrupted": "agentshim.core.events",
         "UsageReport": "agentshim.core.events",
+        "UsageScope": "agentshim.core.events",
+        "SessionTitle": "agentshim.core.events",
+        "BackgroundTask": "agentshim.core.events",
+        "BackgroundTasksChanged": "agentshim.core.events",
         "HttpMcpServer": "agentshim.core.mcp",
         "McpServer": "agentshim.core.mcp",
         "StdioMcpServer": "agentshim.core.mcp",
         "ModelSpec": "agentshim.core.models",
         "ModelTable": "agentshim.core.models",
-        "normalize_model_id": "agentshim.core.models",
+        "api_model_id": "agentshim.core.models",
         "ApprovalPolicy": "agentshim.core.permissions",
         "NativeMode": "agentshim.core.permissions",
         "NativePermissions": "agentshim.core.permissions",
@@ -192,6 +201,8 @@ _LAZY_NAMES = MappingProxyType(
         "ParsedTurn": "agentshim.core.provider",
         "Provider": "agentshim.core.provider",
         "StreamParser": "agentshim.core.provider",
+        "UsageSummary": "agentshim.core.summary",
+        "summarize_usage": "agentshim.core.summary",
         "OutputSchema": "agentshim.core.turn",
         "TurnRequest": "agentshim.core.turn",
         "TurnResult": "agentshim.core.turn",
@@ -220,6 +231,8 @@ __all__ = [
     "AgentShimError",
     "ApprovalPolicy",
     "AssistantText",
+    "BackgroundTask",
+    "BackgroundTasksChanged",
     "CallbackEventHandler",
     "Checkpoint",
     "CheckpointStore",
@@ -284,6 +297,7 @@ __all__ = [
     "SessionResumeError",
     "SessionStarted",
     "SessionStateError",
+    "SessionTitle",
     "Stderr",
     "StdioMcpServer",
     "SteerableConversation",
@@ -306,14 +320,17 @@ __all__ = [
     "TurnTimeoutError",
     "UnknownProviderError",
     "UsageReport",
+    "UsageScope",
+    "UsageSummary",
     "__version__",
+    "api_model_id",
     "cost_usd",
     "discover",
     "extract_resume",
     "get_provider",
-    "normalize_model_id",
     "provider_names",
     "resume_command",
+    "summarize_usage",
 ]
 
 

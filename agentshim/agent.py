@@ -29,7 +29,7 @@ from agentshim.core.conversation import (
     mcp_server_tuple,
 )
 from agentshim.core.errors import AgentShimError, InvalidRequestError, ProviderCapabilityError
-from agentshim.core.events import EventSink, event_callbacks
+from agentshim.core.events import EventSink, SessionTitle, event_callbacks
 from agentshim.core.ids import IdAllocator, RandomIds
 from agentshim.core.locks import KeyedLocks
 from agentshim.core.mcp import McpServer, StdioMcpServer
@@ -124,6 +124,7 @@ class Agent:
                 profile, ConversationSpec(permissions=permissions, approvals=self.approvals)
             )
         self._confinement = confinement
+        self._cli_agent: Callable[[], CliAgent] | None = None
         base = executor if executor is not None else HostCommandExecutor()
         run_on = confine(base, confinement) if confinement is not None else base
         agent_env = dict(confinement.env) if confinement is not None else env
@@ -152,10 +153,16 @@ class Agent:
         built: list[CliAgent] = []
         clock = self.clock
 
-        def context() -> TransportContext:
+        def cli_agent() -> CliAgent:
             if not built:
                 built.append(build())
-            cli = built[0]
+            return built[0]
+
+        # Session titles are read with a command of their own, on the same checked install.
+        self._cli_agent = cli_agent
+
+        def context() -> TransportContext:
+            cli = cli_agent()
             return TransportContext(
                 provider=cli.provider,
                 executor=cli.executor,
@@ -202,6 +209,7 @@ class Agent:
         agent._share(permissions, approvals, model, clock, ids, retry, renewal, event_handlers, log)
         agent._timeouts(stall_timeout, approval_timeout)
         agent._confinement = None
+        agent._cli_agent = None
         agent.transport = transport
         one_shot = isinstance(transport, OneShotTransport)
         agent._session_locks = None if one_shot else agent._locks
@@ -266,6 +274,28 @@ class Agent:
             binary_found=False,
             detail="this transport cannot report its readiness",
         )
+
+    def session_title(self, session_id: str, *, timeout: float = 10.0) -> SessionTitle | None:
+        """The title the CLI gave conversation ``session_id``; see ``CliAgent.session_title``.
+
+        The probe runs through this Agent's executor (inside its confinement, when it has one).
+
+        Raises:
+            ProviderCapabilityError: the Agent runs over a ready-made transport other than a
+                OneShotTransport, which has no executor to run the probe on.
+            CliNotFoundError, CliCheckError: the CLI is not installed or fails its check.
+            InvalidSessionIdError: ``session_id`` is not a safe id.
+        """
+        transport = self.transport
+        if self._cli_agent is not None:
+            return self._cli_agent().session_title(session_id, timeout=timeout)
+        if not isinstance(transport, OneShotTransport):
+            raise ProviderCapabilityError(
+                f"this Agent's transport ({type(transport).__name__}) runs no commands of its "
+                "own, so session titles cannot be read through it; use a CliAgent on the same "
+                "executor"
+            )
+        return transport.cli_agent.session_title(session_id, timeout=timeout)
 
     def start_session(
         self,

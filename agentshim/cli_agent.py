@@ -37,6 +37,7 @@ from agentshim.core.events import (
     Lifecycle,
     RunFinished,
     RunStarted,
+    SessionTitle,
     event_callback,
     event_callbacks,
 )
@@ -58,6 +59,7 @@ from agentshim.core.schema import compact_json, dialect_problems, materialize
 from agentshim.core.turn import OutputSchema, TurnRequest, TurnResult
 from agentshim.core.usage import ProviderUsage
 from agentshim.execution.executor import (
+    CallbackSink,
     CommandExecutor,
     CommandHandle,
     CommandRequest,
@@ -220,6 +222,34 @@ class CliAgent:
         ``on_event`` receives this turn's events after the agent's handlers.
         """
         return self.start_session(cwd=cwd, timeout=timeout).turn(request, on_event=on_event)
+
+    def session_title(self, session_id: str, *, timeout: float = 10.0) -> SessionTitle | None:
+        """The title the CLI gave conversation ``session_id``, read where the CLI runs.
+
+        For a CLI that writes its titles out of band (Claude Code's transcript) the probe of
+        :func:`agentshim.titles.title_probe` runs through this agent's executor, with its env,
+        and :func:`agentshim.titles.parse_title` reads what it printed. None when there is no
+        title (no transcript, no title yet), and for a CLI that names its titles in band (they
+        arrive as SessionTitle events during the turn).
+
+        Raises:
+            InvalidSessionIdError: ``session_id`` is not a safe id.
+            InvalidRequestError: ``timeout`` is not a positive number of seconds.
+            CliTimeoutError: the probe ran longer than ``timeout``.
+        """
+        # Imported here: the titles module reads Claude Code's transcript format, which an
+        # import of this module should not load.
+        from agentshim.titles import parse_title, title_probe
+
+        validate_session_id(session_id)
+        limit = seconds("CliAgent.session_title", "timeout", timeout, positive=True)
+        probe = title_probe(self.profile.name, session_id)
+        if probe is None:
+            return None
+        printed: list[str] = []
+        request = CommandRequest(argv=["sh", "-c", probe], env=self.env, timeout=limit)
+        self.executor.run(request, CallbackSink(on_stdout=printed.append))
+        return parse_title(self.profile.name, "".join(printed))
 
 
 def _handlers(
@@ -538,6 +568,10 @@ class AgentSession:
             provider=self.agent.profile.name, increment_known=False
         )
         self.previous_usage = usage
+        # Imported here: the catalogue reads every provider's tables, which most imports
+        # of this module never need.
+        from agentshim.models import context_window_of
+
         result = TurnResult(
             text=parsed.text,
             structured_output=parsed.structured_output,
@@ -549,6 +583,9 @@ class AgentSession:
             exit_code=outcome.returncode,
             interrupted=False,
             context_tokens=parsed.context_tokens,
+            context_window=parsed.context_window
+            or context_window_of(usage.model or turn.request.model or self.agent.model),
+            background_tasks=parsed.background_tasks,
         )
         self.last_result = result
         return result

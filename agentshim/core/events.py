@@ -24,6 +24,8 @@ __all__ = [
     "ApprovalAnswered",
     "ApprovalRequested",
     "AssistantText",
+    "BackgroundTask",
+    "BackgroundTasksChanged",
     "CallbackEventHandler",
     "CompositeEventHandler",
     "ConsoleEventHandler",
@@ -39,12 +41,14 @@ __all__ = [
     "RunFinished",
     "RunStarted",
     "SessionStarted",
+    "SessionTitle",
     "Stderr",
     "ToolCall",
     "ToolKind",
     "ToolResult",
     "TurnInterrupted",
     "UsageReport",
+    "UsageScope",
     "event_callback",
     "event_callbacks",
 ]
@@ -162,17 +166,65 @@ class Plan:
     tool_id: str | None = None
 
 
+class UsageScope(enum.Enum):
+    """What a UsageReport covers."""
+
+    CALL = "call"
+    """One model call (a request and its answer): reported while the turn runs."""
+    TURN = "turn"
+    """The whole turn (or what it used since the previous turn report), reported at its end."""
+
+
 @fast_frozen_init
 @dataclass(frozen=True, slots=True)
 class UsageReport:
-    """Provider accounting for the turn, or for one step of it.
+    """Provider accounting for one model call or for the turn (``scope``).
 
     ``usage`` is this report's share in the normalized breakdown (see ``ProviderUsage``);
     ``cost_usd`` its cost when the CLI reported it or the provider priced it, else None.
+    Call reports are parts of the turn's report that follows them: add either the calls or
+    the turns, never both. ``duration_ms`` is how long the turn took by the CLI's own
+    account, where it says (turn reports only).
     """
 
     usage: ProviderUsage
     cost_usd: float | None = None
+    scope: UsageScope = UsageScope.TURN
+    duration_ms: int | None = None
+
+
+@fast_frozen_init
+@dataclass(frozen=True, slots=True)
+class SessionTitle:
+    """The conversation's title, as the CLI named it; ``source`` is the line it was read from."""
+
+    title: str
+    source: str = ""
+
+
+@fast_frozen_init
+@dataclass(frozen=True, slots=True)
+class BackgroundTask:
+    """One task the agent left running in the background (a shell, a subagent, ...).
+
+    The fields are Claude Code's: ``task_id``, ``task_type`` (``local_bash``,
+    ``local_agent``, ...) and ``description``.
+    """
+
+    task_id: str
+    task_type: str = ""
+    description: str = ""
+
+
+@fast_frozen_init
+@dataclass(frozen=True, slots=True)
+class BackgroundTasksChanged:
+    """The set of background tasks still running changed; ``tasks`` is the whole new set.
+
+    While it is not empty the agent may start a turn of its own when a task finishes.
+    """
+
+    tasks: tuple[BackgroundTask, ...] = ()
 
 
 @fast_frozen_init
@@ -264,6 +316,8 @@ AgentEvent = (
     | RawOutput
     | ProviderErrorReported
     | TurnInterrupted
+    | SessionTitle
+    | BackgroundTasksChanged
     | ApprovalRequested
     | ApprovalAnswered
 )
@@ -427,7 +481,9 @@ class ConsoleEventHandler:
         elif isinstance(event, ToolResult):
             self._render_tool_result(event)
         elif isinstance(event, UsageReport):
-            self._write(self._paint(_render_usage(event), "dim"))
+            # A call's counts are partial (the turn's report has the totals): one line a turn.
+            if event.scope is UsageScope.TURN:
+                self._write(self._paint(_render_usage(event), "dim"))
         elif isinstance(event, ProviderErrorReported):
             self._write(self._paint(f"error: {_printable(event.message)}", "red"))
         elif isinstance(event, Plan):

@@ -14,17 +14,25 @@ from typing import cast
 from agentshim.core._checks import sequence
 from agentshim.core.errors import InvalidRequestError
 
-__all__ = ["ModelSpec", "ModelTable", "normalize_model_id"]
+__all__ = ["ModelSpec", "ModelTable", "api_model_id"]
 
 _DATE_SUFFIX = re.compile(r"-(?:\d{8}|\d{4}-\d{2}-\d{2})$")
 _BRACKET_SUFFIX = re.compile(r"\[[^\]]*\]$")
+# Bedrock: ``anthropic.`` behind an optional region (``us.``, ``eu.``, ``apac.``, ``global.``).
+_BEDROCK_PREFIX = re.compile(r"^(?:[a-z]{2,6}\.)?anthropic\.")
+_BEDROCK_VERSION = re.compile(r"-v\d+(?::\d+)?$")
+_VERTEX_SNAPSHOT = re.compile(r"@[^@]*$")
 
 
-def normalize_model_id(model_id: str) -> str:
-    """Return the id a table is keyed by: lower case, no provider prefix, no date or [tag] suffix.
+def api_model_id(model_id: str) -> str:
+    """Return the API id inside whatever a CLI or a cloud wrote, so one catalogue covers them.
 
-    ``anthropic/claude-sonnet-4-5-20250929`` and ``claude-sonnet-4-5[1m]`` both become
-    ``claude-sonnet-4-5``; ``models/gemini-2.5-pro`` becomes ``gemini-2.5-pro``.
+    Lower case; no provider prefix (``anthropic/``, ``models/``), no ``[tag]`` suffix (Claude
+    Code's ``[1m]``), no Bedrock ``anthropic.`` prefix (optionally behind a region) or
+    ``-v1:0`` suffix, no Vertex ``@snapshot``, no trailing ``-YYYYMMDD`` date, no ``-latest``:
+    ``us.anthropic.claude-sonnet-4-5-20250929-v1:0``, ``claude-3-5-haiku@20241022`` and
+    ``claude-opus-5[1m]`` become ``claude-sonnet-4-5``, ``claude-3-5-haiku`` and
+    ``claude-opus-5``.
 
     Raises:
         InvalidRequestError: ``model_id`` is not a string.
@@ -39,6 +47,9 @@ def normalize_model_id(model_id: str) -> str:
     if "/" in text:
         text = text.rsplit("/", 1)[1]
     text = _BRACKET_SUFFIX.sub("", text)
+    text = _VERTEX_SNAPSHOT.sub("", text)
+    text = _BEDROCK_PREFIX.sub("", text)
+    text = _BEDROCK_VERSION.sub("", text)
     text = _DATE_SUFFIX.sub("", text)
     if text.endswith("-latest"):
         text = text[: -len("-latest")]
@@ -67,7 +78,9 @@ def _check_limit(field: str, value: object) -> None:
 
 @dataclass(frozen=True, slots=True)
 class ModelSpec:
-    """One model: its id, the names it also goes by, and its token limits where known.
+    """One model: its id, the names it also goes by, its token limits where known.
+
+    ``source`` says where the figures came from (a vendor's page, what a CLI reports).
 
     Raises:
         InvalidRequestError: an empty or non-string id or alias, aliases given as one
@@ -79,6 +92,7 @@ class ModelSpec:
     max_output_tokens: int | None = None
     aliases: tuple[str, ...] = ()
     display_name: str | None = None
+    source: str = ""
 
     def __post_init__(self) -> None:
         _check_name("ModelSpec.id", self.id)
@@ -91,6 +105,12 @@ class ModelSpec:
                 "ModelSpec.display_name",
                 f"{self.display_name!r} is not a string",
                 f"ModelSpec.display_name must be a string or None, not {self.display_name!r}",
+            )
+        if not isinstance(self.source, str):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise InvalidRequestError(
+                "ModelSpec.source",
+                f"{self.source!r} is not a string",
+                f"ModelSpec.source must say where the figures came from, not {self.source!r}",
             )
         object.__setattr__(self, "aliases", names)
 
@@ -132,14 +152,14 @@ class ModelTable:
         index: dict[str, ModelSpec] = {}
         for spec in self.models:
             for name in (spec.id, *spec.aliases):
-                index.setdefault(normalize_model_id(name), spec)
+                index.setdefault(api_model_id(name), spec)
         object.__setattr__(self, "_index", MappingProxyType(index))
 
     def get(self, model_id: str | None) -> ModelSpec | None:
         """Return the spec for ``model_id`` (any spelling that normalizes to a known id) or None."""
         if not model_id:
             return None
-        return self._index.get(normalize_model_id(model_id))
+        return self._index.get(api_model_id(model_id))
 
     def context_window(self, model_id: str | None) -> int | None:
         """Return the model's context window in tokens, or None when unknown."""
@@ -148,6 +168,6 @@ class ModelTable:
 
     def merged(self, overrides: Iterable[ModelSpec]) -> ModelTable:
         """Return a table where ``overrides`` replace specs with the same id."""
-        replaced = {normalize_model_id(s.id): s for s in overrides}
-        kept = [s for s in self.models if normalize_model_id(s.id) not in replaced]
+        replaced = {api_model_id(s.id): s for s in overrides}
+        kept = [s for s in self.models if api_model_id(s.id) not in replaced]
         return ModelTable((*replaced.values(), *kept), self.version, self.date)

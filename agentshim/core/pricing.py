@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 
 from agentshim.core.errors import InvalidRequestError
-from agentshim.core.models import normalize_model_id
+from agentshim.core.models import api_model_id
 from agentshim.core.usage import TokenUsage
 
 __all__ = ["ModelPricing", "PricingTable", "cost_usd"]
@@ -110,14 +110,14 @@ class PricingTable:
                     f"PricingTable.prices must map model id strings to ModelPricing values, "
                     f"not {model_id!r} to {pricing!r}",
                 )
-        normalized = {normalize_model_id(k): v for k, v in self.prices.items()}
+        normalized = {api_model_id(k): v for k, v in self.prices.items()}
         object.__setattr__(self, "prices", MappingProxyType(normalized))
 
     def get(self, model_id: str | None) -> ModelPricing | None:
         """Return the pricing for ``model_id`` (normalized), or None when unknown."""
         if not model_id:
             return None
-        return self.prices.get(normalize_model_id(model_id))
+        return self.prices.get(api_model_id(model_id))
 
     def cost(self, model_id: str | None, usage: TokenUsage) -> float | None:
         """Return the cost of ``usage`` on ``model_id``, or None when its price is unknown."""

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from agentshim.core.errors import AgentShimError, CliExitError, FailureKind
+from agentshim.core.events import BackgroundTask
 from agentshim.core.profile import ProviderProfile
 from agentshim.core.usage import ProviderUsage
 
@@ -34,7 +35,9 @@ class ParsedTurn:
     """What a parser understood from one turn's output.
 
     ``error`` is set when the stream itself said the turn failed (or ended before its terminal
-    frame); ``error_kind`` classifies it. A parser never raises for bad input.
+    frame); ``error_kind`` classifies it. ``context_window`` is the window the CLI itself
+    reported for the turn's model, and ``background_tasks`` what it last said was still
+    running in the background. A parser never raises for bad input.
     """
 
     text: str = ""
@@ -46,6 +49,8 @@ class ParsedTurn:
     error_kind: FailureKind | None = None
     context_tokens: int | None = None
     notes: tuple[str, ...] = ()
+    context_window: int | None = None
+    background_tasks: tuple[BackgroundTask, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -19,6 +19,7 @@ __all__ = [
     "ToolTracker",
     "parse_json_object",
     "printed_exit_code",
+    "split_complete_lines",
     "todo_plan",
     "tool_kind_in",
 ]
@@ -77,6 +78,25 @@ def parse_json_object(line: str | bytes) -> dict[str, Any] | None:
     if end == len(text) and type(value) is dict:
         return value  # pyright: ignore[reportUnknownVariableType]
     return None
+
+
+def split_complete_lines(chunk: bytes | bytearray | memoryview) -> tuple[list[str], int]:
+    r"""The whole lines in ``chunk`` and how many bytes they take, for tailing a log by offset.
+
+    A line is whole once its ``\n`` is in the chunk; what follows the last one is left for the
+    next read, so a long line that straddles two reads comes out whole from the second.
+    Advance the offset by ``consumed`` only. Lines come without their ``\n`` (and a ``\r``
+    before it); bytes that are not UTF-8 become U+FFFD, so no line is lost to an encoding.
+    """
+    data = bytes(chunk)
+    end = data.rfind(b"\n")
+    if end < 0:
+        return [], 0
+    lines = [
+        part.decode("utf-8", errors="replace").removesuffix("\r")
+        for part in data[:end].split(b"\n")
+    ]
+    return lines, end + 1
 
 
 def printed_exit_code(pattern: re.Pattern[str], text: str) -> int:

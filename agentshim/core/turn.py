@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 from agentshim.core._checks import is_positive_seconds
 from agentshim.core.errors import InvalidRequestError
+from agentshim.core.events import BackgroundTask
 from agentshim.core.usage import ProviderUsage
 
 if TYPE_CHECKING:
@@ -160,6 +161,11 @@ class TurnResult:
     ``usage`` is this turn's share. ``context_tokens`` is the prompt size (input including cache
     reads and writes) of the turn's last main-conversation model call: how full the context
     window was, as Claude Code's own meter counts it; None where the CLI does not tell.
+    ``context_window`` is the window those tokens fill: what the CLI itself reported for the
+    turn's model first (Claude Code's ``modelUsage``), then the catalogue's figure
+    (:func:`agentshim.models.context_window_of`); None when neither knows, never a guess.
+    ``background_tasks`` are the tasks the turn left running (Claude Code's background
+    shells and subagents): while there are any, the agent may start a turn of its own.
     ``notices`` are things the library could not do exactly and the caller should know, such
     as an MCP config file whose original had to be kept next to it because the agent put
     something of its own in its place.
@@ -176,3 +182,5 @@ class TurnResult:
     interrupted: bool = False
     context_tokens: int | None = None
     notices: tuple[str, ...] = ()
+    context_window: int | None = None
+    background_tasks: tuple[BackgroundTask, ...] = ()

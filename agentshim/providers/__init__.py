@@ -17,6 +17,7 @@ __all__ = [
     "DEFAULT_CATALOG",
     "DEFAULT_PROVIDER",
     "ENTRY_POINT_GROUP",
+    "HARNESS_CATALOG",
     "ProviderCatalog",
     "discover",
     "get_plugin",
@@ -41,6 +42,16 @@ def _builtin_catalog() -> ProviderCatalog:
 
 DEFAULT_CATALOG: ProviderCatalog = _builtin_catalog()
 """The built-in providers. Immutable: extend it with ``with_plugin`` into a new catalog."""
+
+HARNESS_CATALOG: ProviderCatalog = ProviderCatalog(
+    {
+        name: LazyPlugin(name, f"agentshim.providers.{name}.plugin:PLUGIN")
+        for name in ("jsonl", "text")
+    }
+)
+"""The generic providers for a custom harness command: ``jsonl`` (it prints the event
+vocabulary) and ``text`` (its stdout is the answer). They name no CLI of their own, so they
+are not in DEFAULT_CATALOG; each package's ``harness_plugin(binary)`` names the command."""
 
 
 def provider_names(catalog: ProviderCatalog = DEFAULT_CATALOG) -> tuple[str, ...]:

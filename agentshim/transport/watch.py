@@ -76,6 +76,7 @@ class TurnWatch:
             return Due.KILL if now >= self._kill_at else None
         if self._budget_end is not None and now >= self._budget_end:
             return Due.TIMEOUT
-        if self._stall is not None and now - self._last_heard >= self._stall:
+        # The same sum as deadline(): now - heard >= stall can miss it by a rounding.
+        if self._stall is not None and now >= self._last_heard + self._stall:
             return Due.STALL
         return None

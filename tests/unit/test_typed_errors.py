@@ -18,7 +18,7 @@ from agentshim.core.conversation import ConversationSpec
 from agentshim.core.errors import AgentShimError, InvalidRequestError
 from agentshim.core.mcp import HttpMcpServer, StdioMcpServer
 from agentshim.core.mcp_config import install_json_config
-from agentshim.core.models import ModelSpec, ModelTable, normalize_model_id
+from agentshim.core.models import ModelSpec, ModelTable, api_model_id
 from agentshim.core.permissions import ApprovalPolicy, NativeMode, NativePermissions
 from agentshim.core.pricing import ModelPricing, PricingTable
 from agentshim.core.profile import (
@@ -125,7 +125,7 @@ CASES: list[tuple[str, Callable[[], object]]] = [
     ("ModelSpec.id", lambda: ModelSpec("")),
     ("ModelSpec.context_window", lambda: ModelSpec("m", -1)),
     ("ModelTable.models", lambda: ModelTable(("m",))),  # type: ignore[arg-type]
-    ("model_id", lambda: normalize_model_id(None)),  # type: ignore[arg-type]
+    ("model_id", lambda: api_model_id(None)),  # type: ignore[arg-type]
     ("ModelPricing.input_per_mtok", lambda: ModelPricing(-1.0, 1.0)),
     ("PricingTable.prices", lambda: PricingTable("v", "d", {"m": 1.0})),  # type: ignore[dict-item]
     # Checkpoints and the session policy.

@@ -4,7 +4,10 @@ Sources: the context window and output limit of ``claude-opus-4-8`` are what Cla
 itself reports in ``modelUsage`` (200000, or 1000000 for the ``[1m]`` variant; 64000 output),
 and its input/output prices are the ones that reproduce the ``total_cost_usd`` that build
 reported for recorded turns (100 input + 20 output tokens cost 0.001 USD). The other models'
-figures are Anthropic's published list prices and limits. Cache prices follow Anthropic's
+figures are Anthropic's published list prices and limits: ``claude-opus-5-5`` (the model
+Claude Code 2.1.332 asks for by default) takes 1M tokens, writes 128K and costs $4 / $20;
+``claude-opus-5`` takes 1M, writes 128K and costs $5 / $25. Each entry's ``source`` says
+where its figures came from. Cache prices follow Anthropic's
 published multipliers of the input price: reads 0.1x, 5-minute writes 1.25x, 1-hour writes 2x.
 
 These tables only matter when a result frame carries no ``total_cost_usd``: Claude Code
@@ -19,8 +22,8 @@ from agentshim.core.pricing import ModelPricing, PricingTable
 
 __all__ = ["DEFAULT_MODEL", "MODEL_TABLE", "PRICING_TABLE", "TABLE_DATE", "TABLE_VERSION"]
 
-TABLE_VERSION = "claude-2026.11"
-TABLE_DATE = "2026-11-29"
+TABLE_VERSION = "claude-2026.12"
+TABLE_DATE = "2026-12-01"
 
 DEFAULT_MODEL = "claude-opus-4-8"
 """The model Claude Code 2.1.197 asks for when no ``--model`` is given."""
@@ -36,17 +39,56 @@ def _priced(input_per_mtok: float, output_per_mtok: float) -> ModelPricing:
     )
 
 
+_PUBLISHED = "Anthropic's published model overview (platform.claude.com/docs, models)"
+_REPORTED = (
+    "Claude Code 2.1.197's own modelUsage report (contextWindow 200000, maxOutputTokens 64000)"
+)
+
 MODEL_TABLE = ModelTable(
     models=(
-        ModelSpec(DEFAULT_MODEL, 200_000, 64_000, display_name="Claude Opus 4.8"),
-        # Claude Code 2.1.332's default model; window and output limit as its modelUsage says.
-        ModelSpec("claude-opus-5-5", 1_000_000, 128_000, display_name="Claude Opus 5.5"),
-        ModelSpec("claude-opus-4-5", 200_000, 64_000, display_name="Claude Opus 4.5"),
-        ModelSpec("claude-opus-4-1", 200_000, 32_000, display_name="Claude Opus 4.1"),
-        ModelSpec("claude-opus-4", 200_000, 32_000, display_name="Claude Opus 4"),
-        ModelSpec("claude-sonnet-4-5", 200_000, 64_000, display_name="Claude Sonnet 4.5"),
-        ModelSpec("claude-sonnet-4", 200_000, 64_000, display_name="Claude Sonnet 4"),
-        ModelSpec("claude-haiku-4-5", 200_000, 64_000, display_name="Claude Haiku 4.5"),
+        ModelSpec(
+            "claude-opus-5-5",
+            1_000_000,
+            128_000,
+            display_name="Claude Opus 5.5",
+            source=f"{_PUBLISHED}: 1M context, 128K output; Claude Code 2.1.332's default model",
+        ),
+        ModelSpec(
+            "claude-opus-5",
+            1_000_000,
+            128_000,
+            display_name="Claude Opus 5",
+            source=f"{_PUBLISHED}: 1M context, 128K output",
+        ),
+        ModelSpec(
+            DEFAULT_MODEL,
+            200_000,
+            64_000,
+            display_name="Claude Opus 4.8",
+            source=f"{_REPORTED}; Claude Code 2.1.197's default model",
+        ),
+        ModelSpec(
+            "claude-opus-4-5", 200_000, 64_000, display_name="Claude Opus 4.5", source=_PUBLISHED
+        ),
+        ModelSpec(
+            "claude-opus-4-1", 200_000, 32_000, display_name="Claude Opus 4.1", source=_PUBLISHED
+        ),
+        ModelSpec(
+            "claude-opus-4", 200_000, 32_000, display_name="Claude Opus 4", source=_PUBLISHED
+        ),
+        ModelSpec(
+            "claude-sonnet-4-5",
+            200_000,
+            64_000,
+            display_name="Claude Sonnet 4.5",
+            source=_PUBLISHED,
+        ),
+        ModelSpec(
+            "claude-sonnet-4", 200_000, 64_000, display_name="Claude Sonnet 4", source=_PUBLISHED
+        ),
+        ModelSpec(
+            "claude-haiku-4-5", 200_000, 64_000, display_name="Claude Haiku 4.5", source=_PUBLISHED
+        ),
     ),
     version=TABLE_VERSION,
     date=TABLE_DATE,
@@ -57,6 +99,8 @@ PRICING_TABLE = PricingTable(
     version=TABLE_VERSION,
     date=TABLE_DATE,
     prices={
+        "claude-opus-5-5": _priced(4.0, 20.0),
+        "claude-opus-5": _priced(5.0, 25.0),
         DEFAULT_MODEL: _priced(5.0, 25.0),
         "claude-opus-4-5": _priced(5.0, 25.0),
         "claude-opus-4-1": _priced(15.0, 75.0),

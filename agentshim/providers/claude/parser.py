@@ -28,6 +28,8 @@ from agentshim.core.errors import FailureKind
 from agentshim.core.events import (
     AgentEvent,
     AssistantText,
+    BackgroundTask,
+    BackgroundTasksChanged,
     Lifecycle,
     ProviderErrorReported,
     Reasoning,
@@ -35,6 +37,7 @@ from agentshim.core.events import (
     ToolCall,
     ToolResult,
     UsageReport,
+    UsageScope,
 )
 from agentshim.core.failures import kind_from_text
 from agentshim.core.frames import Frame, FrameParser, ignore_frame
@@ -108,6 +111,9 @@ class ClaudeStreamParser(FrameParser):
         self._requested_model: str | None = None
         self._texts: list[str] = []
         self._context_usage: Mapping[str, Any] | None = None
+        self._call_id: object = None
+        self._context_window: int | None = None
+        self._background: tuple[BackgroundTask, ...] = ()
         self._assistant_error: str | None = None
         self._rate_limit_rejected = False
         self._schema_rejection: str | None = None
@@ -141,6 +147,8 @@ class ClaudeStreamParser(FrameParser):
                 error=self._early_end_error(),
                 error_kind=self._stderr_kind() or FailureKind.OTHER,
                 context_tokens=self._context_tokens(),
+                context_window=self._context_window,
+                background_tasks=self._background,
             )
         kind = terminal.kind
         if terminal.error is not None and not terminal.stream_said:
@@ -154,6 +162,8 @@ class ClaudeStreamParser(FrameParser):
             error=terminal.error,
             error_kind=kind,
             context_tokens=self._context_tokens(),
+            context_window=self._context_window,
+            background_tasks=self._background,
         )
 
     # -- frame handlers ------------------------------------------------------------------------
@@ -177,6 +187,10 @@ class ClaudeStreamParser(FrameParser):
             out.append(Lifecycle("api_retry", _retry_detail(frame)))
         elif subtype == "status":
             out.append(Lifecycle("status", as_str(frame.get("status")) or ""))
+        elif subtype == "background_tasks_changed":
+            tasks = tuple(_background_tasks(frame.get("tasks")))
+            self._background = tasks
+            out.append(BackgroundTasksChanged(tasks))
         else:
             out.append(Lifecycle(f"system:{as_str(subtype) or '?'}", ""))
 
@@ -200,6 +214,12 @@ class ClaudeStreamParser(FrameParser):
                 usage: Any = message.get("usage")
                 if usage.__class__ is dict:
                     self._context_usage = usage
+                    # Every content block of a message comes in a frame of its own, each
+                    # with the message's usage: one call report per message id.
+                    call_id = message.get("id")
+                    if call_id != self._call_id or call_id is None:
+                        self._call_id = call_id
+                        self._report_call(usage, out)
         blocks: Any = message.get("content")
         if blocks.__class__ is not list:
             return
@@ -227,6 +247,35 @@ class ClaudeStreamParser(FrameParser):
                     out.append(Reasoning(thinking))
             elif block_type != "redacted_thinking":
                 out.append(Lifecycle(f"unknown_block:{as_str(block_type) or '?'}", ""))
+
+    def _report_call(self, usage: Mapping[str, Any], out: list[AgentEvent]) -> None:
+        # Once per message: the plain-int case is read inline, anything else by _fold_usage.
+        uncached: Any = usage.get("input_tokens", 0)
+        read: Any = usage.get("cache_read_input_tokens", 0)
+        write: Any = usage.get("cache_creation_input_tokens", 0)
+        output: Any = usage.get("output_tokens", 0)
+        if (
+            uncached.__class__ is int
+            and read.__class__ is int
+            and write.__class__ is int
+            and output.__class__ is int
+            and uncached >= 0
+            and read >= 0
+            and write >= 0
+            and output >= 0
+            and "cache_creation" not in usage
+        ):
+            if uncached + read + write + output <= 0:
+                return
+            tokens = TokenUsage(uncached + read + write, read, write, 0, output)
+        else:
+            tokens = _fold_usage(usage, 0)
+            if tokens.total_tokens == 0:
+                return
+        report = ProviderUsage(
+            tokens, None, PROVIDER_NAME, usage, True, CostSource.NOT_REPORTED, self._model
+        )
+        out.append(UsageReport(report, None, UsageScope.CALL))
 
     def _tool_use_block(self, block: Mapping[str, Any], out: list[AgentEvent]) -> None:
         tool_id = as_str(block.get("id"))
@@ -299,7 +348,10 @@ class ClaudeStreamParser(FrameParser):
         text = result_text if result_text is not None else "\n".join(self._texts)
         usage = self._usage(frame)
         if usage is not None:
-            out.append(UsageReport(usage, usage.total_cost_usd))
+            duration = frame.get("duration_ms")
+            duration_ms = duration if type(duration) is int and duration >= 0 else None
+            out.append(UsageReport(usage, usage.total_cost_usd, UsageScope.TURN, duration_ms))
+        self._context_window = _reported_window(frame, self._model)
         for denial in list_or_empty(frame.get("permission_denials")):
             entry = as_mapping(denial) or {}
             out.append(Lifecycle("permission_denied", as_str(entry.get("tool_name")) or "?"))
@@ -453,6 +505,32 @@ def _fold_usage(usage: Mapping[str, Any], num_turns: object) -> TokenUsage:
         output_tokens=as_count(usage.get("output_tokens")),
         turns=as_count(num_turns),
     )
+
+
+def _background_tasks(value: object) -> list[BackgroundTask]:
+    """The tasks of a ``background_tasks_changed`` frame (the Agent SDK's ``tasks`` entries)."""
+    tasks: list[BackgroundTask] = []
+    for entry in list_or_empty(value):
+        task = as_mapping(entry)
+        task_id = as_str(task.get("task_id")) if task is not None else None
+        if task is None or not task_id:
+            continue
+        kind = as_str(task.get("task_type")) or ""
+        tasks.append(BackgroundTask(task_id, kind, as_str(task.get("description")) or ""))
+    return tasks
+
+
+def _reported_window(frame: Frame, model: str | None) -> int | None:
+    """The ``contextWindow`` Claude Code's ``modelUsage`` reports for ``model`` (or its only one)."""
+    model_usage = as_mapping(frame.get("modelUsage"))
+    if not model_usage:
+        return None
+    entry = model_usage.get(model) if model is not None else None
+    if entry is None and len(model_usage) == 1:
+        entry = next(iter(model_usage.values()))
+    counts = as_mapping(entry)
+    window = counts.get("contextWindow") if counts is not None else None
+    return window if type(window) is int and window > 0 else None
 
 
 def _decode_payload(text: str) -> Any:

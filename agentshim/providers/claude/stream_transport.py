@@ -52,6 +52,7 @@ from agentshim.core.events import (
     RunStarted,
     TurnInterrupted,
     UsageReport,
+    UsageScope,
 )
 from agentshim.core.frames import UNKNOWN_DETAIL_CHARS
 from agentshim.core.ids import is_valid_session_id, validate_session_id
@@ -681,6 +682,8 @@ class ClaudeStreamConversation:
             exit_code=0,
             interrupted=turn.interrupted,
             context_tokens=parsed.context_tokens,
+            context_window=parsed.context_window,
+            background_tasks=parsed.background_tasks,
         )
 
     def _finish(self, turn: _Turn) -> ParsedTurn:
@@ -705,10 +708,11 @@ class ClaudeStreamConversation:
         """
 
         def per_turn(event: AgentEvent) -> None:
-            if isinstance(event, UsageReport):
+            # Call reports carry no cost and are parts of the turn's: passed on as they are.
+            if isinstance(event, UsageReport) and event.scope is UsageScope.TURN:
                 share = self._turn_share(event.usage)
                 usage[:] = [share]
-                event = UsageReport(share, share.total_cost_usd)
+                event = dataclasses.replace(event, usage=share, cost_usd=share.total_cost_usd)
             emit(event)
 
         return per_turn

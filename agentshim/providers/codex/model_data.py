@@ -12,6 +12,9 @@ Sources, read for this table version:
   $1.50 / cached $0.375 / $6).
 - ``gpt-5``, ``gpt-5.1`` and ``gpt-5.1-codex``: 400,000 context, 128,000 output, $1.25 /
   cached $0.125 / $10, as for ``gpt-5-codex``.
+- ``gpt-5.6-sol`` (Codex's default model): 1,050,000 context, 128,000 output. Its page
+  shows a promotional price "at least until 2026-11-21" with a surcharge above 272K input
+  tokens, so no price is recorded.
 - ``gpt-5.4`` ($2.50 / cached $0.25 / $15) and ``gpt-5.5`` ($5 / cached $0.50 / $30): the
   listings disagree on their context windows, so none is recorded. The ``gpt-5.5`` price
   reproduces the reference figure: 100 in, 40 of them cached, 10 out cost $0.00062.
@@ -25,35 +28,58 @@ from agentshim.core.pricing import ModelPricing, PricingTable
 __all__ = ["MODEL_TABLE", "PRICING_TABLE", "TABLE_DATE", "TABLE_VERSION"]
 
 #: The version of these tables; bump it with every change to a figure.
-TABLE_VERSION = "codex-2026.11.1"
+TABLE_VERSION = "codex-2026.12.1"
 #: The day the figures were last checked (ISO).
-TABLE_DATE = "2026-11-29"
+TABLE_DATE = "2026-12-01"
+
+_PAGES = "developers.openai.com model pages"
+_UNSURE = "named by Codex; public listings disagree on the window, so none is recorded"
 
 MODEL_TABLE = ModelTable(
     models=(
-        ModelSpec("gpt-5.5", display_name="GPT-5.5"),
-        ModelSpec("gpt-5.4", display_name="GPT-5.4"),
+        ModelSpec(
+            "gpt-5.6-sol",
+            context_window=1_050_000,
+            max_output_tokens=128_000,
+            display_name="GPT-5.6 Sol",
+            source=f"{_PAGES} (gpt-5.6-sol): 1,050,000 context, 128,000 output; Codex's default",
+        ),
+        ModelSpec("gpt-5.5", display_name="GPT-5.5", source=_UNSURE),
+        ModelSpec("gpt-5.4", display_name="GPT-5.4", source=_UNSURE),
         ModelSpec(
             "gpt-5.1-codex",
             context_window=400_000,
             max_output_tokens=128_000,
             display_name="GPT-5.1-Codex",
+            source=_PAGES,
         ),
         ModelSpec(
-            "gpt-5.1", context_window=400_000, max_output_tokens=128_000, display_name="GPT-5.1"
+            "gpt-5.1",
+            context_window=400_000,
+            max_output_tokens=128_000,
+            display_name="GPT-5.1",
+            source=_PAGES,
         ),
         ModelSpec(
             "gpt-5-codex",
             context_window=400_000,
             max_output_tokens=128_000,
             display_name="GPT-5-Codex",
+            source=_PAGES,
         ),
-        ModelSpec("gpt-5", context_window=400_000, max_output_tokens=128_000, display_name="GPT-5"),
+        ModelSpec(
+            "gpt-5",
+            context_window=400_000,
+            max_output_tokens=128_000,
+            display_name="GPT-5",
+            source=_PAGES,
+        ),
         ModelSpec(
             "codex-mini-latest",
             context_window=200_000,
             max_output_tokens=100_000,
             display_name="codex-mini-latest",
+            source=_PAGES,
         ),
     ),
     version=TABLE_VERSION,

@@ -10,7 +10,7 @@ on frames the CLI does not persist), except the last, ``{"type": "result", "sess
   main agent; sub-agent text (``parentToolCallId``) becomes Lifecycle ``subagent_text``.
 - ``assistant.reasoning_delta`` / ``assistant.reasoning``: Reasoning.
 - ``tool.execution_start`` / ``tool.execution_complete``: ToolCall / ToolResult.
-- ``assistant.usage``: UsageReport with the call's tokens (not printed by 1.0.102).
+- ``assistant.usage``: UsageReport of scope CALL with the call's tokens (not printed by 1.0.102).
 - ``session.error``: ProviderErrorReported(fatal); the turn fails, classified by ``failures.classify``.
 - ``assistant.turn_start`` / ``turn_end`` / ``turn_retry``, ``model.call_failure``,
   ``session.info`` / ``warning``, a failed MCP server: Lifecycle.
@@ -39,6 +39,7 @@ from agentshim.core.events import (
     ToolKind,
     ToolResult,
     UsageReport,
+    UsageScope,
 )
 from agentshim.core.failures import kind_from_text
 from agentshim.core.frames import Frame, FrameHandler, FrameParser, LineSkip, ignore_frame
@@ -267,7 +268,7 @@ class CopilotStreamParser(FrameParser):
         usage = self._priced_usage(tokens, raw)
         self._tokens = tokens if self._tokens is None else self._tokens + tokens
         self._usage_raw = raw
-        out.append(UsageReport(usage, usage.total_cost_usd))
+        out.append(UsageReport(usage, usage.total_cost_usd, UsageScope.CALL))
 
     def _on_tool_execution_start(self, frame: Frame, out: list[AgentEvent]) -> None:
         data = _data(frame)

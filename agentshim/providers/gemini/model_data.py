@@ -20,6 +20,8 @@ TABLE_VERSION = "gemini-2026.11.1"
 #: The day the figures were last checked (ISO).
 TABLE_DATE = "2026-11-29"
 
+_PAGES = "Google's Gemini API model pages (ai.google.dev): 1,048,576 input, 65,536 output"
+_ROUTED = "named by Gemini CLI's model router (model auto); no published window checked"
 _CONTEXT = 1_048_576
 _OUTPUT = 65_536
 
@@ -30,19 +32,25 @@ MODEL_TABLE = ModelTable(
             context_window=_CONTEXT,
             max_output_tokens=_OUTPUT,
             display_name="Gemini 2.5 Pro",
+            source=_PAGES,
         ),
         ModelSpec(
             "gemini-2.5-flash",
             context_window=_CONTEXT,
             max_output_tokens=_OUTPUT,
             display_name="Gemini 2.5 Flash",
+            source=_PAGES,
         ),
         ModelSpec(
             "gemini-2.5-flash-lite",
             context_window=_CONTEXT,
             max_output_tokens=_OUTPUT,
             display_name="Gemini 2.5 Flash-Lite",
+            source=_PAGES,
         ),
+        ModelSpec("gemini-3.1-pro-preview", source=_ROUTED),
+        ModelSpec("gemini-3.8-flash", source=_ROUTED),
+        ModelSpec("gemini-3.5-flash-lite", source=_ROUTED),
     ),
     version=TABLE_VERSION,
     date=TABLE_DATE,

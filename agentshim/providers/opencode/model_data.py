@@ -29,6 +29,7 @@ MODEL_TABLE = ModelTable(
             context_window=1_048_576,
             max_output_tokens=65_536,
             display_name="Gemini 3 Pro Preview (Vertex AI)",
+            source="opencode's model list (first entry); Google's Vertex AI model page",
         ),
     ),
     version=TABLE_VERSION,

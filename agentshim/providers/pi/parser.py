@@ -8,7 +8,7 @@ What the frames become (docs/providers/pi.md has the full table):
   message, and a ``partial`` can already hold the final text). The other updates (block
   starts and ends, tool-call argument chunks) are recognised from the line's first bytes and
   dropped without decoding.
-- ``message_end`` of an assistant message: UsageReport (tokens and Pi's own cost); the text of
+- ``message_end`` of an assistant message: UsageReport of scope CALL (tokens and Pi's own cost); the text of
   the last one with text is the final answer; a ``stopReason`` of ``error``/``aborted`` or an
   ``errorMessage`` gives ProviderErrorReported.
 - ``tool_execution_start`` / ``tool_execution_end``: ToolCall / ToolResult (``isError``).
@@ -47,6 +47,7 @@ from agentshim.core.events import (
     ToolCall,
     ToolResult,
     UsageReport,
+    UsageScope,
 )
 from agentshim.core.failures import kind_from_text
 from agentshim.core.frames import Frame, FrameParser, LineSkip, ignore_frame
@@ -338,7 +339,7 @@ class PiStreamParser(FrameParser):
             cost_source=CostSource.REPORTED if cost is not None else CostSource.NOT_REPORTED,
             model=self._model,
         )
-        out.append(UsageReport(report, cost))
+        out.append(UsageReport(report, cost, UsageScope.CALL))
 
     def _usage(self) -> ProviderUsage | None:
         if self._tokens is None:

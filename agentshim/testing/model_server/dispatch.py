@@ -57,11 +57,13 @@ class Dispatcher:
         fallback: Response,
         models: Sequence[str],
         stopping: threading.Event,
+        context_windows: Mapping[str, int] | None = None,
     ) -> None:
         self._state = state
         self._log = log
         self._fallback = fallback
         self._models = tuple(models)
+        self._windows = dict(context_windows or {})
         self._stopping = stopping
         self._numbers = itertools.count()
         self._numbers_lock = threading.Lock()
@@ -219,7 +221,8 @@ class Dispatcher:
         elif where.endpoint is Endpoint.MODEL_LIST:
             conn.send_json(200, model_list(self._models, where.api), headers)
         elif where.endpoint is Endpoint.MODEL_INFO:
-            conn.send_json(200, model_info(where.url_model, where.api), headers)
+            window = self._windows.get(where.url_model)
+            conn.send_json(200, model_info(where.url_model, where.api, window), headers)
         elif conn.method == "HEAD":
             conn.send_bytes(200, b"", "text/plain", headers)
         else:

@@ -47,6 +47,12 @@ def model_list(models: Sequence[str], api: Api | None) -> JsonObject:
     }
 
 
-def model_info(model: str, api: Api | None) -> JsonObject:
-    """One model's entry (any id is answered: the server serves whatever is asked)."""
-    return _entry(model.removeprefix("models/"), api)
+def model_info(model: str, api: Api | None, window: int | None = None) -> JsonObject:
+    """One model's entry (any id is answered: the server serves whatever is asked).
+
+    With ``window`` the entry carries it as ``max_input_tokens`` (Anthropic's field).
+    """
+    entry = _entry(model.removeprefix("models/"), api)
+    if window is not None and api is not Api.GEMINI:
+        entry["max_input_tokens"] = window
+    return entry

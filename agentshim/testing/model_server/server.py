@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from types import TracebackType
 
 from .dispatch import Dispatcher
@@ -32,7 +32,9 @@ class ModelServer:
     answers each request with the first rule of ``script`` that matches it. Side requests
     (titles, Gemini's router, token counts, model lists) get built-in answers unless a rule
     names their kind; a main-turn request no rule matches gets ``fallback``. Every request
-    is logged in ``requests``. Use it as a context manager::
+    is logged in ``requests``. ``GET /v1/models/<id>`` answers every id; a model named in
+    ``context_windows`` also gets its window as ``max_input_tokens``. Use it as a context
+    manager::
 
         with ModelServer([Rule(respond=Text("hello"))]) as server:
             env = {"ANTHROPIC_BASE_URL": server.base_url, ...}
@@ -44,6 +46,7 @@ class ModelServer:
         *,
         fallback: Response = NO_RULE_ANSWER,
         models: Sequence[str] = ("fake-model",),
+        context_windows: Mapping[str, int] | None = None,
         host: str = "127.0.0.1",
         port: int = 0,
     ) -> None:
@@ -51,7 +54,12 @@ class ModelServer:
         self._log = RequestLog()
         self._stopping = threading.Event()
         self._dispatcher = Dispatcher(
-            self._state, self._log, fallback=fallback, models=models, stopping=self._stopping
+            self._state,
+            self._log,
+            fallback=fallback,
+            models=models,
+            stopping=self._stopping,
+            context_windows=context_windows,
         )
         self._address = (host, port)
         self._httpd: HttpServer | None = None

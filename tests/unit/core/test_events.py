@@ -23,6 +23,7 @@ from agentshim.core.events import (
     ToolKind,
     ToolResult,
     UsageReport,
+    UsageScope,
 )
 from agentshim.core.usage import ProviderUsage, TokenUsage
 
@@ -88,6 +89,16 @@ class TestConsole:
         assert "| a" in out
         assert "10 in" in out
         assert "$0.5000" in out
+
+    def test_shows_one_usage_line_a_turn_not_one_a_call(self) -> None:
+        call = UsageReport(
+            ProviderUsage(tokens=TokenUsage(input_tokens=7, output_tokens=1)),
+            scope=UsageScope.CALL,
+        )
+        turn = UsageReport(ProviderUsage(tokens=TokenUsage(input_tokens=20, output_tokens=9)))
+        out = self.render(call, turn)
+        assert "7 in" not in out
+        assert "20 in" in out
 
     def test_truncates_long_tool_output(self) -> None:
         body = "\n".join(f"line {i}" for i in range(100))

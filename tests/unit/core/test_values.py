@@ -11,7 +11,7 @@ from agentshim.core.errors import FailureKind, InvalidRequestError, InvalidSessi
 from agentshim.core.failures import kind_from_status, kind_from_text
 from agentshim.core.ids import RandomIds, is_valid_session_id, validate_session_id
 from agentshim.core.locks import KeyedLocks
-from agentshim.core.models import ModelSpec, ModelTable, normalize_model_id
+from agentshim.core.models import ModelSpec, ModelTable, api_model_id
 from agentshim.core.permissions import NativeMode, NativePermissions
 from agentshim.core.pricing import ModelPricing, PricingTable, cost_usd
 from agentshim.core.profile import (
@@ -36,7 +36,7 @@ class TestModels:
         ],
     )
     def test_normalize(self, raw: str, normalized: str) -> None:
-        assert normalize_model_id(raw) == normalized
+        assert api_model_id(raw) == normalized
 
     def test_lookup_by_any_spelling(self) -> None:
         table = ModelTable(
@@ -60,7 +60,7 @@ class TestModels:
             (lambda: ModelSpec("a", max_output_tokens=1.5), "ModelSpec.max_output_tokens"),
             (lambda: ModelSpec("a", aliases="sonnet"), "ModelSpec.aliases"),
             (lambda: ModelTable(("a",)), "ModelTable.models"),
-            (lambda: normalize_model_id(None), "model_id"),
+            (lambda: api_model_id(None), "model_id"),
         ],
     )
     def test_bad_model_facts_are_refused(self, build: Any, field: str) -> None:

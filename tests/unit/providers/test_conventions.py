@@ -37,12 +37,16 @@ from agentshim.core.mcp import StdioMcpServer
 from agentshim.core.profile import McpMechanism, OutputSchemaStyle
 from agentshim.core.provider import ArgvContext
 from agentshim.core.turn import OutputSchema, TurnRequest
-from agentshim.providers import get_plugin, provider_names
+from agentshim.providers import HARNESS_CATALOG, get_plugin, provider_names
 from agentshim.testing import FakeExecutor, RecordingEventHandler, scripted_turn
 from agentshim.testing.scripted import ToolFailure
 
 ROOT = Path(agentshim.__file__).parent.parent
 PROVIDERS = provider_names()
+# The providers for a custom harness command (HARNESS_CATALOG): the same files, names and
+# tests as a CLI's, but no recorded CLI output to replay, and the text one reads no frames.
+GENERIC = HARNESS_CATALOG.names()
+FRAME_PARSERS = (*PROVIDERS, "jsonl")
 REQUIRED_FILES = (
     "__init__.py",
     "plugin.py",
@@ -361,7 +365,7 @@ def _normalized(frame_type: str) -> str:
     return re.sub(r"[^a-z0-9]+", "_", frame_type.lower()).strip("_")
 
 
-@pytest.mark.parametrize("provider", PROVIDERS)
+@pytest.mark.parametrize("provider", FRAME_PARSERS)
 class TestParserShape:
     """Every parser reads its frames the same way, so a new one is written the same way."""
 
@@ -432,3 +436,58 @@ def test_a_scripted_answer_the_cli_cannot_print_is_refused(provider: str) -> Non
     with pytest.raises(InvalidRequestError, match="put the JSON in text instead") as refused:
         scripted_turn(provider, text="x", structured_output={"a": 1})
     assert refused.value.field == "structured_output"
+
+
+def _generic(provider: str) -> object:
+    return HARNESS_CATALOG.plugin(provider)
+
+
+@pytest.mark.parametrize("provider", GENERIC)
+class TestGenericPackageShape:
+    """A harness provider's package has a CLI provider's files and names (minus recordings)."""
+
+    def test_files(self, provider: str) -> None:
+        package = ROOT / "agentshim" / "providers" / provider
+        assert [f for f in (*REQUIRED_FILES, "failures.py") if not (package / f).is_file()] == []
+
+    def test_exports(self, provider: str) -> None:
+        module = importlib.import_module(f"agentshim.providers.{provider}")
+        exported = set(module.__all__)
+        assert {"PROFILE", "scripted_lines", "resume_failure_lines", "harness_plugin"} <= exported
+        assert any(n.endswith("Provider") for n in exported)
+        assert any(n.endswith("StreamParser") for n in exported)
+
+    def test_plugin_declares_the_package_profile(self, provider: str) -> None:
+        module = importlib.import_module(f"agentshim.providers.{provider}")
+        plugin = _generic(provider)
+        assert plugin.profile is module.PROFILE  # type: ignore[attr-defined]
+        assert plugin.name == provider  # type: ignore[attr-defined]
+
+    def test_tests_and_docs_exist(self, provider: str) -> None:
+        tests = ROOT / "tests" / "unit" / "providers" / provider
+        assert [f for f in TEST_FILES if not (tests / f).is_file()] == []
+        assert (ROOT / "docs" / "providers" / f"{provider}.md").is_file()
+
+    def test_classify_returns_a_failure_kind(self, provider: str) -> None:
+        failures = importlib.import_module(f"agentshim.providers.{provider}.failures")
+        assert typing.get_type_hints(failures.classify)["return"] is FailureKind
+
+    def test_options_are_read_only_fields_of_a_frozen_dataclass(self, provider: str) -> None:
+        instance = _generic(provider).create_provider()  # type: ignore[attr-defined]
+        assert dataclasses.is_dataclass(instance)
+        for f in dataclasses.fields(instance):
+            with pytest.raises(AttributeError):
+                setattr(instance, f.name, getattr(instance, f.name))
+
+    def test_names_its_provider(self, provider: str) -> None:
+        module = importlib.import_module(f"agentshim.providers.{provider}.parser")
+        assert provider == module.PROVIDER_NAME
+
+    def test_a_named_command_is_the_binary(self, provider: str) -> None:
+        module = importlib.import_module(f"agentshim.providers.{provider}")
+        plugin = module.harness_plugin("my-agent", ["--fast"])
+        assert plugin.profile.binary == "my-agent"
+        instance = plugin.create_provider()
+        assert instance.profile.binary == "my-agent"
+        argv = instance.build_argv(ArgvContext(binary_path="/bin/my-agent", extra_args=("-x",)))
+        assert argv == ["/bin/my-agent", "--fast", "-x"]

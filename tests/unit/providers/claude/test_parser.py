@@ -24,6 +24,7 @@ from agentshim.core.events import (
     ToolKind,
     ToolResult,
     UsageReport,
+    UsageScope,
 )
 from agentshim.core.provider import ParsedTurn, ParserContext
 from agentshim.core.usage import CostSource, TokenUsage
@@ -80,7 +81,7 @@ class TestCaptureReplay:
             assert started[-1] == turn.session_id
         results = sum(1 for line in capture.stdout_lines if '"type":"result"' in line)
         reports = [e for e in events if isinstance(e, UsageReport)]
-        assert len(reports) == results
+        assert len([r for r in reports if r.scope is UsageScope.TURN]) == results
         if reports:
             assert reports[-1].usage == turn.usage
             assert reports[-1].cost_usd == turn.cost_usd
@@ -115,12 +116,16 @@ class TestCaptureReplay:
         assert [type(e) for e in events] == [
             SessionStarted,
             Lifecycle,
+            UsageReport,  # the first model call
             AssistantText,
             ToolCall,
             ToolResult,
+            UsageReport,  # the second
             AssistantText,
-            UsageReport,
+            UsageReport,  # the turn
         ]
+        scopes = [e.scope for e in events if isinstance(e, UsageReport)]
+        assert scopes == [UsageScope.CALL, UsageScope.CALL, UsageScope.TURN]
         texts = [e.text for e in events if isinstance(e, AssistantText)]
         assert texts == ["I'll run echo.", "Done."]
 
@@ -411,7 +416,9 @@ class TestFinalText:
         assert turn.session_id == "080a6a65-480a-4d27-853f-064fd2b09ac8"
         assert turn.usage is None
         assert turn.cost_usd is None
-        assert not [e for e in events if isinstance(e, UsageReport)]
+        # The model call was reported; the turn never was.
+        reports = [e for e in events if isinstance(e, UsageReport)]
+        assert [r.scope for r in reports] == [UsageScope.CALL]
 
     def test_truncated_last_line_fails_as_an_early_end(self) -> None:
         lines = list(load_capture("claude", "a_plain_text").stdout_lines)

@@ -88,8 +88,9 @@ class TestParsesLikeARecording:
         scripted, scripted_events = parse(
             scripted_lines(ScriptedTurn(text="Done.", tool_calls=[call])).stdout
         )
-        # The recording opens with a sentence before the call; the scripted turn does not.
-        assert kinds(scripted_events) == [k for i, k in enumerate(kinds(recorded_events)) if i != 2]
+        # The recording opens with a sentence (after its call report) before the call; the
+        # scripted turn does not.
+        assert kinds(scripted_events) == [k for i, k in enumerate(kinds(recorded_events)) if i != 3]
         (tool_call,) = [e for e in scripted_events if isinstance(e, ToolCall)]
         (result,) = [e for e in scripted_events if isinstance(e, ToolResult)]
         assert (tool_call.tool, tool_call.args, tool_call.kind) == (
@@ -135,8 +136,9 @@ class TestParsesLikeARecording:
         run = scripted_lines(ScriptedTurn(text=recorded.text, tool_calls=[call]))
         scripted, scripted_events = parse(run.stdout)
         assert _tool_result_frame(run.stdout) == _tool_result_frame(recording.stdout_lines)
-        # The recording opens with a sentence before the call; the scripted turn does not.
-        assert kinds(scripted_events) == [k for i, k in enumerate(kinds(recorded_events)) if i != 2]
+        # The recording opens with a sentence (after its call report) before the call; the
+        # scripted turn does not.
+        assert kinds(scripted_events) == [k for i, k in enumerate(kinds(recorded_events)) if i != 3]
         assert _result_fields(scripted_events) == _result_fields(recorded_events)
         (result,) = [e for e in scripted_events if isinstance(e, ToolResult)]
         assert result.failed

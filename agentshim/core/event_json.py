@@ -1,0 +1,360 @@
+"""Stored events: every AgentEvent as a JSON object of this library's vocabulary, and back.
+
+What gets stored is the library's vocabulary, never a CLI's own shape: a CLI's output is an
+output format, not an API, and history kept in it would date the first time a vendor moves a
+field. The format is documented in docs/context-and-usage.md ("Stored events"); each object
+carries ``"v"`` (:data:`EVENT_FORMAT_VERSION`) and ``"type"``. Decoding never raises: an
+object of an unknown type, a newer version or a wrong shape comes back as a RawOutput holding
+the object's JSON text, so nothing is dropped and nothing stops a reader.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable, Mapping
+from types import MappingProxyType
+from typing import Any, cast
+
+from agentshim.core.events import (
+    AgentEvent,
+    ApprovalAnswered,
+    ApprovalRequested,
+    AssistantText,
+    BackgroundTask,
+    BackgroundTasksChanged,
+    Lifecycle,
+    Plan,
+    PlanItem,
+    ProviderErrorReported,
+    RawOutput,
+    Reasoning,
+    RunFinished,
+    RunStarted,
+    SessionStarted,
+    SessionTitle,
+    Stderr,
+    ToolCall,
+    ToolKind,
+    ToolResult,
+    TurnInterrupted,
+    UsageReport,
+    UsageScope,
+)
+from agentshim.core.usage import ProviderUsage
+
+__all__ = ["EVENT_FORMAT_VERSION", "EVENT_TYPES", "event_from_json", "event_to_json"]
+
+EVENT_FORMAT_VERSION = 1
+"""The version every encoded event carries as ``"v"``; a reader decodes this one and older."""
+
+JsonObject = dict[str, Any]
+
+
+class _Unreadable(Exception):
+    """An object that names a known type but does not have its shape."""
+
+
+def _text(obj: Mapping[str, Any], key: str, default: str | None = None) -> str:
+    value = obj.get(key, default)
+    if type(value) is not str:
+        raise _Unreadable(key)
+    return value
+
+
+def _optional_text(obj: Mapping[str, Any], key: str) -> str | None:
+    value = obj.get(key)
+    if value is not None and type(value) is not str:
+        raise _Unreadable(key)
+    return value
+
+
+def _optional_int(obj: Mapping[str, Any], key: str) -> int | None:
+    value = obj.get(key)
+    if value is not None and type(value) is not int:
+        raise _Unreadable(key)
+    return value
+
+
+def _optional_float(obj: Mapping[str, Any], key: str) -> float | None:
+    value = obj.get(key)
+    if value is None:
+        return None
+    if type(value) not in (int, float) or not math.isfinite(value):
+        raise _Unreadable(key)
+    return float(value)
+
+
+def _flag(obj: Mapping[str, Any], key: str) -> bool:
+    value = obj.get(key, False)
+    if type(value) is not bool:
+        raise _Unreadable(key)
+    return value
+
+
+def _list(obj: Mapping[str, Any], key: str) -> list[Any]:
+    value = obj.get(key, [])
+    if type(value) is not list:
+        raise _Unreadable(key)
+    return value  # pyright: ignore[reportUnknownVariableType]
+
+
+def _object(value: object, key: str) -> Mapping[str, Any]:
+    if type(value) is not dict:
+        raise _Unreadable(key)
+    return value  # pyright: ignore[reportReturnType, reportUnknownVariableType]
+
+
+def _kind(obj: Mapping[str, Any]) -> ToolKind:
+    try:
+        return ToolKind(obj.get("kind", ToolKind.OTHER.value))
+    except ValueError:
+        return ToolKind.OTHER
+
+
+def _plain(value: Any) -> Any:
+    """A JSON-ready copy of a mapping's values (read-only views become dicts)."""
+    if isinstance(value, Mapping):
+        return {str(k): _plain(v) for k, v in value.items()}  # pyright: ignore[reportUnknownVariableType, reportUnknownArgumentType]
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]  # pyright: ignore[reportUnknownVariableType]
+    return value
+
+
+def _encode(event: AgentEvent) -> JsonObject:
+    if isinstance(event, AssistantText):
+        return {"type": "message", "role": "assistant", "text": event.text, "delta": event.delta}
+    if isinstance(event, ToolCall):
+        args = _plain(event.args) if isinstance(event.args, Mapping) else event.args
+        return {
+            "type": "tool.call",
+            "tool_id": event.tool_id,
+            "tool": event.tool,
+            "args": args,
+            "kind": event.kind.value,
+        }
+    if isinstance(event, ToolResult):
+        return {
+            "type": "tool.result",
+            "tool_id": event.tool_id,
+            "tool": event.tool,
+            "stdout": event.stdout,
+            "stderr": event.stderr,
+            "exit_code": event.exit_code,
+            "duration_s": event.duration_s,
+            "kind": event.kind.value,
+        }
+    if isinstance(event, UsageReport):
+        return {
+            "type": "usage",
+            "scope": event.scope.value,
+            "usage": _plain(event.usage.to_dict()),
+            "cost_usd": event.cost_usd,
+            "duration_ms": event.duration_ms,
+        }
+    if isinstance(event, Reasoning):
+        return {"type": "thinking", "text": event.text}
+    if isinstance(event, Plan):
+        items = [{"text": item.text, "status": item.status} for item in event.items]
+        return {"type": "plan", "items": items, "tool_id": event.tool_id}
+    if isinstance(event, SessionStarted):
+        return {"type": "session.started", "session_id": event.session_id}
+    if isinstance(event, SessionTitle):
+        return {"type": "session.title", "title": event.title, "source": event.source}
+    if isinstance(event, BackgroundTasksChanged):
+        tasks = [
+            {"task_id": t.task_id, "task_type": t.task_type, "description": t.description}
+            for t in event.tasks
+        ]
+        return {"type": "session.background", "tasks": tasks}
+    if isinstance(event, Lifecycle):
+        return {"type": "lifecycle", "kind": event.kind, "detail": event.detail}
+    if isinstance(event, ProviderErrorReported):
+        return {"type": "error", "message": event.message, "fatal": event.fatal}
+    if isinstance(event, RawOutput):
+        return {"type": "raw", "text": event.text}
+    if isinstance(event, Stderr):
+        return {"type": "stderr", "text": event.text}
+    if isinstance(event, RunStarted):
+        return {"type": "run.started", "argv": list(event.argv)}
+    if isinstance(event, RunFinished):
+        return {"type": "run.finished", "exit_code": event.exit_code}
+    if isinstance(event, ApprovalRequested):
+        return {
+            "type": "approval.requested",
+            "tool": event.tool,
+            "args": _plain(event.args),
+            "kind": event.kind.value,
+            "tool_id": event.tool_id,
+            "description": event.description,
+        }
+    if isinstance(event, ApprovalAnswered):
+        return {
+            "type": "approval.answered",
+            "tool_id": event.tool_id,
+            "allowed": event.allowed,
+            "decided_by": event.decided_by,
+            "message": event.message,
+            "args": _plain(event.args) if event.args is not None else None,
+        }
+    return {"type": "turn.interrupted", "reason": event.reason}
+
+
+def event_to_json(event: AgentEvent) -> JsonObject:
+    """``event`` as a JSON-ready object: ``{"v": 1, "type": ..., <its fields>}``.
+
+    :func:`event_from_json` turns the object (or its JSON text, decoded) back into an equal
+    event. Read-only mappings (a tool call's arguments, a usage report's raw counts) become
+    plain dicts.
+    """
+    return {"v": EVENT_FORMAT_VERSION, **_encode(event)}
+
+
+def _message(obj: Mapping[str, Any]) -> AgentEvent:
+    if obj.get("role", "assistant") != "assistant":
+        raise _Unreadable("role")
+    return AssistantText(_text(obj, "text"), _flag(obj, "delta"))
+
+
+def _tool_call(obj: Mapping[str, Any]) -> AgentEvent:
+    args: Any = obj.get("args")
+    if args is not None and type(args) not in (dict, str):
+        raise _Unreadable("args")
+    return ToolCall(_optional_text(obj, "tool_id"), _text(obj, "tool"), args, _kind(obj))
+
+
+def _tool_result(obj: Mapping[str, Any]) -> AgentEvent:
+    return ToolResult(
+        _optional_text(obj, "tool_id"),
+        _text(obj, "tool"),
+        _text(obj, "stdout", ""),
+        _text(obj, "stderr", ""),
+        _optional_int(obj, "exit_code"),
+        _optional_float(obj, "duration_s"),
+        _kind(obj),
+    )
+
+
+def _usage(obj: Mapping[str, Any]) -> AgentEvent:
+    data = dict(_object(obj.get("usage", {}), "usage"))
+    data["raw"] = MappingProxyType(dict(_object(data.get("raw", {}), "raw")))
+    try:
+        usage = ProviderUsage.from_dict(data)
+        scope = UsageScope(obj.get("scope", UsageScope.TURN.value))
+    except (TypeError, ValueError) as error:
+        raise _Unreadable("usage") from error
+    return UsageReport(
+        usage, _optional_float(obj, "cost_usd"), scope, _optional_int(obj, "duration_ms")
+    )
+
+
+def _plan(obj: Mapping[str, Any]) -> AgentEvent:
+    items = tuple(
+        PlanItem(_text(_object(item, "items"), "text"), _text(_object(item, "items"), "status"))
+        for item in _list(obj, "items")
+    )
+    return Plan(items, _optional_text(obj, "tool_id"))
+
+
+def _background(obj: Mapping[str, Any]) -> AgentEvent:
+    tasks: list[BackgroundTask] = []
+    for entry in _list(obj, "tasks"):
+        task = _object(entry, "tasks")
+        tasks.append(
+            BackgroundTask(
+                _text(task, "task_id"),
+                _text(task, "task_type", ""),
+                _text(task, "description", ""),
+            )
+        )
+    return BackgroundTasksChanged(tuple(tasks))
+
+
+def _approval_requested(obj: Mapping[str, Any]) -> AgentEvent:
+    return ApprovalRequested(
+        _text(obj, "tool"),
+        _object(obj.get("args", {}), "args"),
+        _kind(obj),
+        _optional_text(obj, "tool_id"),
+        _text(obj, "description", ""),
+    )
+
+
+def _approval_answered(obj: Mapping[str, Any]) -> AgentEvent:
+    args = obj.get("args")
+    if args is not None and type(args) is not dict:
+        raise _Unreadable("args")
+    allowed = obj.get("allowed")
+    if type(allowed) is not bool:
+        raise _Unreadable("allowed")
+    return ApprovalAnswered(
+        _optional_text(obj, "tool_id"),
+        allowed,
+        _text(obj, "decided_by"),
+        _text(obj, "message", ""),
+        args,  # pyright: ignore[reportUnknownArgumentType]
+    )
+
+
+def _run_started(obj: Mapping[str, Any]) -> AgentEvent:
+    argv = _list(obj, "argv")
+    if any(type(a) is not str for a in argv):
+        raise _Unreadable("argv")
+    return RunStarted(tuple(argv))
+
+
+_DECODERS: Mapping[str, Callable[[Mapping[str, Any]], AgentEvent]] = MappingProxyType(
+    {
+        "message": _message,
+        "thinking": lambda o: Reasoning(_text(o, "text")),
+        "tool.call": _tool_call,
+        "tool.result": _tool_result,
+        "usage": _usage,
+        "plan": _plan,
+        "session.started": lambda o: SessionStarted(_text(o, "session_id")),
+        "session.title": lambda o: SessionTitle(_text(o, "title"), _text(o, "source", "")),
+        "session.background": _background,
+        "lifecycle": lambda o: Lifecycle(_text(o, "kind"), _text(o, "detail", "")),
+        "error": lambda o: ProviderErrorReported(_text(o, "message"), _flag(o, "fatal")),
+        "raw": lambda o: RawOutput(_text(o, "text")),
+        "stderr": lambda o: Stderr(_text(o, "text")),
+        "run.started": _run_started,
+        "run.finished": lambda o: RunFinished(_optional_int(o, "exit_code")),
+        "turn.interrupted": lambda o: TurnInterrupted(_text(o, "reason", "interrupted")),
+        "approval.requested": _approval_requested,
+        "approval.answered": _approval_answered,
+    }
+)
+
+EVENT_TYPES = frozenset(_DECODERS)
+"""Every ``type`` of the vocabulary :func:`event_from_json` reads."""
+
+
+def _raw(value: object) -> RawOutput:
+    try:
+        text = json.dumps(value, sort_keys=True, separators=(",", ":"), default=repr)
+    except (TypeError, ValueError, RecursionError):
+        text = repr(value)
+    return RawOutput(text)
+
+
+def event_from_json(value: object) -> AgentEvent:
+    """The event a stored object holds; never raises.
+
+    ``value`` is an object as :func:`event_to_json` made it (a missing ``"v"`` reads as the
+    current version). Anything else (not an object, an unknown ``type``, a newer ``"v"``, a
+    field of the wrong type) comes back as a RawOutput of the value's JSON text.
+    """
+    if not isinstance(value, dict):
+        return _raw(value)
+    obj = cast("Mapping[str, Any]", value)
+    version: Any = obj.get("v", EVENT_FORMAT_VERSION)
+    kind: Any = obj.get("type")
+    decoder = _DECODERS.get(kind) if type(kind) is str else None
+    if decoder is None or type(version) is not int or version > EVENT_FORMAT_VERSION:
+        return _raw(obj)
+    try:
+        return decoder(obj)
+    except (_Unreadable, ValueError, TypeError):
+        # Any shape the vocabulary does not allow is kept, not dropped.
+        return _raw(obj)

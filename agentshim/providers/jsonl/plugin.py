@@ -1,0 +1,24 @@
+"""The plugin of the generic JSONL provider, and a plugin for a named harness command."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+
+from agentshim.providers.static_plugin import StaticProviderPlugin, builtin_plugin
+
+from .provider import JsonlProvider
+
+__all__ = ["PLUGIN", "harness_plugin"]
+
+PLUGIN = builtin_plugin(__name__, JsonlProvider)
+"""The JSONL provider with its default command (``harness``)."""
+
+
+def harness_plugin(binary: str, args: Sequence[str] = ()) -> StaticProviderPlugin:
+    """The JSONL provider running ``binary args...``, for a catalog an ``Agent`` can name.
+
+    ``Agent("jsonl", catalog=ProviderCatalog({"jsonl": harness_plugin("my-agent")}), ...)``.
+    """
+    provider = JsonlProvider(binary=binary, args=tuple(args))
+    return replace(PLUGIN, profile=provider.profile, factory=lambda: provider)
