@@ -5,7 +5,8 @@ name on an executor (the host by default, wrapped by a Confinement when one is g
 ``Agent.over(transport, ...)`` uses a ready-made Transport. ``Agent.start_session(cwd)`` opens
 a :class:`~agentshim.session.Session`. Sessions of one Agent never run turns in the same
 provider conversation at the same time: the Agent keeps one lock per (provider, session id),
-taken once per turn.
+taken once per turn. Given ``leases`` (``SqliteStore(path)`` for the processes of one machine),
+that holds across every worker process that shares them.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 
 from agentshim.cli_agent import CliAgent, ignore_log_line
-from agentshim.core._checks import instance
+from agentshim.core._checks import instance, seconds
 from agentshim.core.checkpoints import CheckpointStore
 from agentshim.core.clock import Clock, SystemClock
 from agentshim.core.conversation import (
@@ -30,7 +31,7 @@ from agentshim.core.conversation import (
 from agentshim.core.errors import AgentShimError, InvalidRequestError, ProviderCapabilityError
 from agentshim.core.events import EventSink, event_callbacks
 from agentshim.core.ids import IdAllocator, RandomIds
-from agentshim.core.locks import KeyedLocks
+from agentshim.core.leases import ConversationLeases, InMemoryLeases, LeaseKeeper
 from agentshim.core.mcp import McpServer, StdioMcpServer
 from agentshim.core.permissions import ApprovalPolicy, NativePermissions
 from agentshim.core.profile import ProviderProfile, RenewalBudget
@@ -61,6 +62,14 @@ class Agent:
     (``TransportKind.ONE_SHOT``, the default). For a ready-made Transport use
     :meth:`Agent.over`.
 
+    ``checkpoints`` is the store ``start_session`` uses unless it is given another. ``leases``
+    serializes turns across processes: every session then holds a lease on its checkpoint key
+    (or, without one, on its provider conversation) for each turn, renewed while it runs and
+    expiring ``lease_ttl`` seconds after a crashed holder last renewed it; a turn that cannot
+    get it within ``lease_timeout`` seconds (None: waits until it comes free) raises
+    LeaseTimeoutError with nothing run. Without ``leases`` the Agent's own in-process locks
+    serialize its sessions, as before.
+
     Raises:
         InvalidRequestError: ``provider`` is not a name, ``permissions`` or ``approvals`` of
             the wrong type, or both ``env`` and ``confinement``.
@@ -87,6 +96,10 @@ class Agent:
         check_timeout: float = 15.0,
         transport: TransportKind = TransportKind.ONE_SHOT,
         catalog: ProviderCatalog = DEFAULT_CATALOG,
+        checkpoints: CheckpointStore | None = None,
+        leases: ConversationLeases | None = None,
+        lease_ttl: float = 30.0,
+        lease_timeout: float | None = None,
     ) -> None:
         if not isinstance(provider, str):  # pyright: ignore[reportUnnecessaryIsInstance]
             raise InvalidRequestError(
@@ -96,6 +109,7 @@ class Agent:
                 "for a ready-made Transport use Agent.over(transport, ...)",
             )
         self._share(permissions, approvals, model, clock, ids, retry, renewal, event_handlers, log)
+        self._share_state(checkpoints, leases, lease_ttl, lease_timeout)
         if confinement is not None and env is not None:
             raise InvalidRequestError(
                 "env",
@@ -116,7 +130,6 @@ class Agent:
         run_on = confine(base, confinement) if confinement is not None else base
         agent_env = dict(confinement.env) if confinement is not None else env
         log_line = self.log
-        locks = self._locks
 
         def build() -> CliAgent:
             return CliAgent(
@@ -127,14 +140,14 @@ class Agent:
                 check_timeout=check_timeout,
                 log=log_line,
                 catalog=catalog,
-                locks=locks,
             )
 
         self.transport: Transport = OneShotTransport(
             build, profile=profile, check_timeout=check_timeout
         )
-        # The CliAgent takes the conversation locks itself, so sessions do not take them again.
-        self._session_locks: KeyedLocks | None = None
+        # The CliAgent takes the in-process conversation locks itself; sessions take leases
+        # only when they reach beyond this process.
+        self._session_leases: ConversationLeases | None = self._leases
 
     @classmethod
     def over(
@@ -150,13 +163,18 @@ class Agent:
         renewal: RenewalBudget | None = None,
         event_handlers: EventSink | Sequence[EventSink] = (),
         log: Callable[[str], None] | None = None,
+        checkpoints: CheckpointStore | None = None,
+        leases: ConversationLeases | None = None,
+        lease_ttl: float = 30.0,
+        lease_timeout: float | None = None,
     ) -> Agent:
         """An Agent whose sessions open conversations on a ready-made ``transport``.
 
-        Its sessions take the Agent's conversation lock around each turn. A
-        :class:`~agentshim.oneshot.OneShotTransport` locks each turn in its CliAgent's
-        registry already, so over one the sessions leave the locking to it: one registry, which
-        also holds turns run on that CliAgent directly.
+        Its sessions take the Agent's conversation lock around each turn (``leases``, or the
+        Agent's in-process ones; ``checkpoints`` and the lease settings as in the
+        constructor). A :class:`~agentshim.oneshot.OneShotTransport` locks each turn in its
+        CliAgent's registry already, so over one and without ``leases`` the sessions leave the
+        locking to it: one registry, which also holds turns run on that CliAgent directly.
 
         Raises:
             InvalidRequestError: ``transport`` is not a Transport, or ``permissions`` or
@@ -165,11 +183,40 @@ class Agent:
         instance("Agent.over", "transport", transport, Transport, "a Transport")
         agent = cls.__new__(cls)
         agent._share(permissions, approvals, model, clock, ids, retry, renewal, event_handlers, log)
+        agent._share_state(checkpoints, leases, lease_ttl, lease_timeout)
         agent._confinement = None
         agent.transport = transport
-        one_shot = isinstance(transport, OneShotTransport)
-        agent._session_locks = None if one_shot else agent._locks
+        if agent._leases is None and not isinstance(transport, OneShotTransport):
+            # The registry belongs to this Agent: sessions of other Agents are not serialized.
+            agent._leases = LeaseKeeper(InMemoryLeases(), log=agent.log)
+        agent._session_leases = agent._leases
         return agent
+
+    def _share_state(
+        self,
+        checkpoints: CheckpointStore | None,
+        leases: ConversationLeases | None,
+        lease_ttl: float,
+        lease_timeout: float | None,
+    ) -> None:
+        """Check and keep the stores every session of this Agent shares."""
+        if checkpoints is not None:
+            hint = "a CheckpointStore such as FileCheckpointStore(directory), or None"
+            instance("Agent", "checkpoints", checkpoints, CheckpointStore, hint)
+        self.checkpoints = checkpoints
+        if leases is not None:
+            hint = "a ConversationLeases such as SqliteStore(path), or None"
+            instance("Agent", "leases", leases, ConversationLeases, hint)
+        # One keeper, so the renewals of all this Agent's running turns share one thread.
+        self._leases: ConversationLeases | None = (
+            leases
+            if leases is None or isinstance(leases, LeaseKeeper)
+            else LeaseKeeper(leases, log=self.log)
+        )
+        self.lease_ttl = seconds("Agent", "lease_ttl", lease_ttl, positive=True)
+        self.lease_timeout = (
+            None if lease_timeout is None else seconds("Agent", "lease_timeout", lease_timeout)
+        )
 
     def _share(
         self,
@@ -204,8 +251,6 @@ class Agent:
             "Agent", "event_handlers", event_handlers
         )
         self.log: Callable[[str], None] = log or ignore_log_line
-        # The registry belongs to this Agent: sessions of other Agents are not serialized.
-        self._locks = KeyedLocks()
 
     @property
     def profile(self) -> ProviderProfile:
@@ -239,9 +284,9 @@ class Agent:
         """Open a Session working in ``cwd`` (a host path).
 
         When confined, ``cwd`` and the absolute paths of stdio MCP servers are mapped to the
-        paths the agent sees. Given ``checkpoints`` and ``checkpoint_key`` the session
-        continues the conversation saved under the key; ``session_id`` names a conversation to
-        resume and wins over a saved one.
+        paths the agent sees. Given ``checkpoint_key`` the session continues the conversation
+        saved under the key in ``checkpoints`` (by default the Agent's store); ``session_id``
+        names a conversation to resume and wins over a saved one.
 
         Raises:
             InvalidRequestError: ``cwd`` (or an MCP server's host path) is not visible inside
@@ -272,9 +317,13 @@ class Agent:
             clock=self.clock,
             ids=self.ids,
             event_handlers=self.event_handlers,
-            checkpoints=checkpoints,
+            checkpoints=checkpoints
+            if checkpoints is not None or checkpoint_key is None
+            else self.checkpoints,
             checkpoint_key=checkpoint_key,
-            locks=self._session_locks,
+            leases=self._session_leases,
+            lease_ttl=self.lease_ttl,
+            lease_timeout=self.lease_timeout,
             log=self.log,
         )
 
