@@ -23,8 +23,8 @@ from agentshim.core.usage import ProviderUsage, TokenUsage
 from agentshim.session import Session
 from agentshim.testing.checkpoints import FakeCheckpointStore
 from agentshim.testing.clock import FakeClock
+from agentshim.testing.contracts import CheckpointStoreContract
 from agentshim.testing.conversation import FakeOutcome, FakeTransport
-from agentshim.testing.session_contracts import CheckpointStoreContract
 
 from .helpers import spec
 
