@@ -191,16 +191,22 @@ class LeaseKeeper:
     def acquire(self, key: str, holder: LeaseHolder, ttl: float) -> LeaseHolder:
         """Take the lease as ``leases.acquire`` does, and renew it from now on while it is held."""
         got = self.leases.acquire(key, holder, ttl)
-        if got.token == holder.token:
+        if got.token != holder.token:
+            return got
+        try:
             with self._cond:
                 self._held[holder.token] = _Renewal(key, holder, ttl, time.monotonic() + ttl / 3)
-                if self._thread is None:
+                # Not alive: a forked child inherits the record of a thread it does not have.
+                if self._thread is None or not self._thread.is_alive():
                     self._thread = threading.Thread(
                         target=self._renew_while_held, name="agentshim-lease-renewal", daemon=True
                     )
                     self._thread.start()
                 else:
                     self._cond.notify_all()
+        except BaseException:
+            self.release(key, holder)
+            raise
         return got
 
     def renew(self, key: str, holder: LeaseHolder, ttl: float) -> bool:
@@ -208,7 +214,11 @@ class LeaseKeeper:
         return self.leases.renew(key, holder, ttl)
 
     def release(self, key: str, holder: LeaseHolder) -> None:
-        """Stop renewing ``holder``'s lease and release it (joining the helper thread when it was the last)."""
+        """Stop renewing ``holder``'s lease and release it, joining the helper thread after the last.
+
+        A release that fails (a database that stays locked) is reported through ``log``,
+        not raised: the turn is over either way, and the lease expires on its own.
+        """
         done: threading.Thread | None = None
         with self._cond:
             self._held.pop(holder.token, None)
@@ -217,8 +227,10 @@ class LeaseKeeper:
                 self._cond.notify_all()
         try:
             self.leases.release(key, holder)
+        except Exception as error:
+            self._log(f"releasing the lease on {key!r} failed, so it expires instead: {error!r}")
         finally:
-            if done is not None and done is not threading.current_thread():
+            if done is not None and done is not threading.current_thread() and done.is_alive():
                 done.join()
 
     def _renew_while_held(self) -> None:

@@ -208,6 +208,20 @@ class TestLeaseKeeper:
         assert renewal_threads() == 0
         assert leases.acquire("conv-1", LeaseHolder.here(), 30) == thief
 
+    def test_a_release_that_fails_is_reported_and_the_lease_left_to_expire(self) -> None:
+        class Unreleasable(InMemoryLeases):
+            def release(self, key: str, holder: LeaseHolder) -> None:
+                raise StoreError("/srv/state.db", "database is locked")
+
+        lines: list[str] = []
+        keeper = LeaseKeeper(Unreleasable(), log=lines.append)
+        me = LeaseHolder.here()
+        keeper.acquire("conv-1", me, 30)
+        keeper.release("conv-1", me)
+        assert len(lines) == 1
+        assert "expires instead" in lines[0]
+        assert renewal_threads() == 0
+
 
 # -- sessions holding leases ------------------------------------------------------------
 
@@ -348,6 +362,22 @@ class TestSessionsOnOneKey:
             session_on(transport, leases=InMemoryLeases(), lease_timeout=-1)
         with pytest.raises(InvalidRequestError, match="leases"):
             session_on(transport, leases="sqlite:///state.db")
+
+
+class TestSessionsWithoutAKey:
+    def test_an_attempt_that_cannot_get_the_conversation_fails_naming_the_holder(self) -> None:
+        leases = InMemoryLeases()
+        transport = FakeTransport([FakeOutcome.success("later")])
+        holder = LeaseHolder(77, "worker-2", time.time(), "elsewhere")
+        leases.acquire(f"{transport.profile.name}/conv-shared", holder, 30)
+        session = session_on(transport, leases=leases, lease_timeout=0.1)
+        assert session.adopt("conv-shared")
+        with pytest.raises(LeaseTimeoutError) as caught:
+            session.turn("now")
+        assert caught.value.key == f"{transport.profile.name}/conv-shared"
+        assert (caught.value.pid, caught.value.host) == (77, "worker-2")
+        assert transport.calls == []
+        assert session.session_id == "conv-shared", "a busy conversation is not forgotten"
 
 
 class TestAgentWiring:
