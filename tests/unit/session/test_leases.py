@@ -5,12 +5,15 @@ from __future__ import annotations
 import os
 import socket
 import sqlite3
+import tempfile
 import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from agentshim.agent import Agent
 from agentshim.core.checkpoints import Checkpoint, CheckpointStore, InMemoryCheckpointStore
@@ -416,3 +419,31 @@ class TestAgentWiring:
                     approvals=ApprovalPolicy.DENY,
                     **{field: value},  # type: ignore[arg-type]
                 )
+
+
+SAVES = st.lists(
+    st.one_of(
+        st.tuples(st.sampled_from(["conv-a", "conv-b"]), st.integers(0, 6)),
+        st.just(None),  # a clear
+    ),
+    max_size=12,
+)
+
+
+@settings(max_examples=40, deadline=None)
+@given(saves=SAVES)
+def test_sqlite_keeps_what_checkpoint_replaces_says_for_any_order_of_saves(
+    saves: list[tuple[str, int] | None],
+) -> None:
+    expected: Checkpoint | None = None
+    with tempfile.TemporaryDirectory() as tmp, SqliteStore(Path(tmp) / "state.db") as store:
+        for step in saves:
+            if step is None:
+                store.clear(KEY)
+                expected = None
+                continue
+            checkpoint = Checkpoint(step[0], turns=step[1], sequence=step[1])
+            store.save(KEY, checkpoint)
+            if checkpoint.replaces(expected):
+                expected = checkpoint
+            assert store.load(KEY) == expected
