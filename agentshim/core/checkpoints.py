@@ -9,8 +9,8 @@ many processes share.
 
 Every checkpoint a session saves carries a ``sequence``, one more than the last one it saw
 under its key, and a store never lets a save replace a newer checkpoint
-(:meth:`Checkpoint.replaces`): a process that lost a race, or held a conversation's lease
-past its expiry, cannot overwrite what another process saved since.
+(:meth:`Checkpoint.replaces`): a process that lost a race cannot overwrite what another
+process saved since.
 """
 
 from __future__ import annotations

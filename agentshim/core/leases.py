@@ -175,8 +175,8 @@ class LeaseKeeper:
     ``Agent`` shares one keeper among its sessions, so concurrent turns share one thread.
 
     A renewal that finds the lease gone (it expired and another holder took it) or that
-    raises is reported through ``log``; the turn goes on, and the checkpoint sequence keeps
-    its late save from overwriting the new holder's.
+    raises is reported through ``log``; the turn goes on, and the checkpoint sequence orders
+    its late saves against the new holder's.
     """
 
     def __init__(
