@@ -17,6 +17,7 @@ from dataclasses import replace
 
 from agentshim.cli_agent import CliAgent, ignore_log_line
 from agentshim.core._checks import instance, seconds
+from agentshim.core.approvals import Approvals, approvals_value
 from agentshim.core.checkpoints import CheckpointStore
 from agentshim.core.clock import Clock, SystemClock
 from agentshim.core.conversation import (
@@ -33,7 +34,7 @@ from agentshim.core.events import EventSink, event_callbacks
 from agentshim.core.ids import IdAllocator, RandomIds
 from agentshim.core.leases import ConversationLeases, InMemoryLeases, LeaseKeeper
 from agentshim.core.mcp import McpServer, StdioMcpServer
-from agentshim.core.permissions import ApprovalPolicy, NativePermissions
+from agentshim.core.permissions import NativePermissions
 from agentshim.core.profile import ProviderProfile, RenewalBudget
 from agentshim.core.retry import RetryPolicy
 from agentshim.core.session_policy import SessionPolicy
@@ -44,6 +45,7 @@ from agentshim.execution.host import HostCommandExecutor
 from agentshim.oneshot import OneShotTransport, check_permissions
 from agentshim.providers import DEFAULT_CATALOG, ProviderCatalog
 from agentshim.session import Session
+from agentshim.transport.context import TransportContext, TransportFactory
 
 __all__ = ["Agent"]
 
@@ -82,7 +84,7 @@ class Agent:
         provider: str,
         *,
         permissions: NativePermissions,
-        approvals: ApprovalPolicy,
+        approvals: Approvals,
         model: str | None = None,
         executor: CommandExecutor | None = None,
         confinement: Confinement | None = None,
@@ -100,6 +102,8 @@ class Agent:
         leases: ConversationLeases | None = None,
         lease_ttl: float = 30.0,
         lease_timeout: float | None = None,
+        stall_timeout: float | None = None,
+        approval_timeout: float = 60.0,
     ) -> None:
         if not isinstance(provider, str):  # pyright: ignore[reportUnnecessaryIsInstance]
             raise InvalidRequestError(
@@ -110,6 +114,7 @@ class Agent:
             )
         self._share(permissions, approvals, model, clock, ids, retry, renewal, event_handlers, log)
         self._share_state(checkpoints, leases, lease_ttl, lease_timeout)
+        self._timeouts(stall_timeout, approval_timeout)
         if confinement is not None and env is not None:
             raise InvalidRequestError(
                 "env",
@@ -118,13 +123,24 @@ class Agent:
                 "confinement's env",
             )
         instance("Agent", "transport", transport, TransportKind, "a TransportKind")
-        profile = catalog.plugin(provider).profile
-        if transport is not TransportKind.ONE_SHOT:
+        plugin = catalog.plugin(provider)
+        profile = plugin.profile
+        factories: dict[TransportKind, TransportFactory] = dict(
+            getattr(plugin, "transports", None) or {}
+        )
+        offered = [
+            TransportKind.ONE_SHOT,
+            *(kind for kind in factories if kind is not TransportKind.ONE_SHOT),
+        ]
+        if transport not in offered:
             raise ProviderCapabilityError(
-                f"{profile.display_name} has no long-lived stream transport in this version; "
-                "use TransportKind.ONE_SHOT"
+                f"{profile.display_name} offers no {transport.value} transport; it offers "
+                f"{', '.join(kind.value for kind in offered)}"
             )
-        check_permissions(profile, ConversationSpec(permissions=permissions, approvals=approvals))
+        if transport is TransportKind.ONE_SHOT:
+            check_permissions(
+                profile, ConversationSpec(permissions=permissions, approvals=self.approvals)
+            )
         self._confinement = confinement
         base = executor if executor is not None else HostCommandExecutor()
         run_on = confine(base, confinement) if confinement is not None else base
@@ -142,12 +158,33 @@ class Agent:
                 catalog=catalog,
             )
 
-        self.transport: Transport = OneShotTransport(
-            build, profile=profile, check_timeout=check_timeout
-        )
-        # The CliAgent takes the in-process conversation locks itself; sessions take leases
-        # only when they reach beyond this process.
-        self._session_leases: ConversationLeases | None = self._leases
+        if transport is TransportKind.ONE_SHOT:
+            self.transport: Transport = OneShotTransport(
+                build, profile=profile, check_timeout=check_timeout
+            )
+            # The CliAgent takes the in-process conversation locks itself; sessions take
+            # leases only when they reach beyond this process.
+            self._session_leases: ConversationLeases | None = self._leases
+            return
+        built: list[CliAgent] = []
+        clock = self.clock
+
+        def context() -> TransportContext:
+            if not built:
+                built.append(build())
+            cli = built[0]
+            return TransportContext(
+                provider=cli.provider,
+                executor=cli.executor,
+                binary_path=cli.binary_path,
+                env=cli.env,
+                model=cli.model,
+                log=log_line,
+                clock=clock.monotonic,
+            )
+
+        self.transport = factories[transport](context)
+        self._session_leases = self._own_leases()
 
     @classmethod
     def over(
@@ -155,7 +192,7 @@ class Agent:
         transport: Transport,
         *,
         permissions: NativePermissions,
-        approvals: ApprovalPolicy,
+        approvals: Approvals,
         model: str | None = None,
         clock: Clock | None = None,
         ids: IdAllocator | None = None,
@@ -167,6 +204,8 @@ class Agent:
         leases: ConversationLeases | None = None,
         lease_ttl: float = 30.0,
         lease_timeout: float | None = None,
+        stall_timeout: float | None = None,
+        approval_timeout: float = 60.0,
     ) -> Agent:
         """An Agent whose sessions open conversations on a ready-made ``transport``.
 
@@ -184,13 +223,19 @@ class Agent:
         agent = cls.__new__(cls)
         agent._share(permissions, approvals, model, clock, ids, retry, renewal, event_handlers, log)
         agent._share_state(checkpoints, leases, lease_ttl, lease_timeout)
+        agent._timeouts(stall_timeout, approval_timeout)
         agent._confinement = None
         agent.transport = transport
-        if agent._leases is None and not isinstance(transport, OneShotTransport):
-            # The registry belongs to this Agent: sessions of other Agents are not serialized.
-            agent._leases = LeaseKeeper(InMemoryLeases(), log=agent.log)
-        agent._session_leases = agent._leases
+        one_shot = isinstance(transport, OneShotTransport)
+        agent._session_leases = agent._leases if one_shot else agent._own_leases()
         return agent
+
+    def _own_leases(self) -> ConversationLeases:
+        """The leases sessions take themselves: the caller's, or this Agent's in-process ones."""
+        if self._leases is None:
+            # The registry belongs to this Agent: sessions of other Agents are not serialized.
+            self._leases = LeaseKeeper(InMemoryLeases(), log=self.log)
+        return self._leases
 
     def _share_state(
         self,
@@ -221,7 +266,7 @@ class Agent:
     def _share(
         self,
         permissions: NativePermissions,
-        approvals: ApprovalPolicy,
+        approvals: Approvals,
         model: str | None,
         clock: Clock | None,
         ids: IdAllocator | None,
@@ -239,9 +284,7 @@ class Agent:
             "a NativePermissions, built with NativePermissions.bypass(), read_only() or "
             "workspace_write()",
         )
-        self.approvals = instance(
-            "Agent", "approvals", approvals, ApprovalPolicy, "an ApprovalPolicy such as DENY"
-        )
+        self.approvals: Approvals = approvals_value("Agent", approvals)
         self.model = model
         self.clock: Clock = clock if clock is not None else SystemClock()
         self.ids: IdAllocator = ids if ids is not None else RandomIds()
@@ -251,6 +294,16 @@ class Agent:
             "Agent", "event_handlers", event_handlers
         )
         self.log: Callable[[str], None] = log or ignore_log_line
+
+    def _timeouts(self, stall_timeout: float | None, approval_timeout: float) -> None:
+        self.stall_timeout = (
+            None
+            if stall_timeout is None
+            else seconds("Agent", "stall_timeout", stall_timeout, positive=True)
+        )
+        self.approval_timeout = seconds(
+            "Agent", "approval_timeout", approval_timeout, positive=True
+        )
 
     @property
     def profile(self) -> ProviderProfile:
@@ -280,13 +333,17 @@ class Agent:
         session_id: str | None = None,
         previous_usage: ProviderUsage | None = None,
         renewal: RenewalBudget | None = None,
+        stall_timeout: float | None = None,
+        fork: bool = False,
     ) -> Session:
         """Open a Session working in ``cwd`` (a host path).
 
         When confined, ``cwd`` and the absolute paths of stdio MCP servers are mapped to the
         paths the agent sees. Given ``checkpoint_key`` the session continues the conversation
         saved under the key in ``checkpoints`` (by default the Agent's store); ``session_id``
-        names a conversation to resume and wins over a saved one.
+        names a conversation to resume and wins over a saved one, and with ``fork`` the
+        session starts a new conversation from that one's history (where the transport can;
+        Claude Code can). ``stall_timeout`` overrides the Agent's for this session.
 
         Raises:
             InvalidRequestError: ``cwd`` (or an MCP server's host path) is not visible inside
@@ -304,6 +361,9 @@ class Agent:
             reasoning_effort=reasoning_effort,
             resume_session_id=session_id,
             previous_usage=previous_usage,
+            stall_timeout=stall_timeout if stall_timeout is not None else self.stall_timeout,
+            approval_timeout=self.approval_timeout,
+            fork=fork,
         )
         policy = SessionPolicy(
             retry=self.retry,

@@ -454,7 +454,7 @@ class AgentSession:
                     previous_usage=self.previous_usage if resume_session_id is not None else None,
                     resumed=resume_session_id is not None,
                     requested_session_id=resume_session_id,
-                    model=self.agent.model,
+                    model=turn.request.model or self.agent.model,
                 )
             )
         command = CommandRequest(
@@ -666,7 +666,7 @@ class _PreparedTurn:
         return self.agent.provider.build_argv(
             ArgvContext(
                 binary_path=self.agent.binary_path,
-                model=self.agent.model,
+                model=self.request.model or self.agent.model,
                 env=self.env,
                 resume_session_id=resume_session_id,
                 reasoning_effort=self.request.reasoning_effort,

@@ -15,11 +15,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol, cast, runtime_checkable
 
-from agentshim.core._checks import instance, sequence
-from agentshim.core.errors import SessionStateError
+from agentshim.core._checks import instance, seconds, sequence
+from agentshim.core.approvals import Approvals, approvals_value
+from agentshim.core.errors import InvalidRequestError, SessionStateError
 from agentshim.core.events import AgentEvent
 from agentshim.core.mcp import McpServer
-from agentshim.core.permissions import ApprovalPolicy, NativePermissions
+from agentshim.core.permissions import NativePermissions
 from agentshim.core.profile import ProviderProfile
 from agentshim.core.turn import TurnRequest, TurnResult
 from agentshim.core.usage import ProviderUsage
@@ -55,18 +56,39 @@ class ConversationSpec:
     fresh one); ``previous_usage`` is that conversation's last reported usage, which providers
     with cumulative counters need as a baseline. ``mcp_servers`` and ``reasoning_effort`` apply
     to every turn whose request does not set its own.
+
+    ``approvals`` is an ApprovalPolicy, an
+    :class:`~agentshim.core.approvals.ApprovalHandler` or a function of an ApprovalRequest;
+    a handler answering later than ``approval_timeout`` seconds counts as a deny.
+    ``stall_timeout`` (None: off) stops a turn whose CLI prints nothing for that long and
+    fails it with TurnStalledError. ``fork`` makes the first turn start a new conversation
+    from the history of ``resume_session_id`` instead of continuing it.
     """
 
     permissions: NativePermissions
-    approvals: ApprovalPolicy
+    approvals: Approvals
     cwd: str | None = None
     model: str | None = None
     mcp_servers: Sequence[McpServer] = ()
     reasoning_effort: str | None = None
     resume_session_id: str | None = None
     previous_usage: ProviderUsage | None = None
+    stall_timeout: float | None = None
+    approval_timeout: float = 60.0
+    fork: bool = False
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "approvals", approvals_value("ConversationSpec", self.approvals))
+        if self.stall_timeout is not None:
+            seconds("ConversationSpec", "stall_timeout", self.stall_timeout, positive=True)
+        seconds("ConversationSpec", "approval_timeout", self.approval_timeout, positive=True)
+        if self.fork and self.resume_session_id is None:
+            raise InvalidRequestError(
+                "ConversationSpec.fork",
+                "set without resume_session_id",
+                "fork=True starts a new conversation from an existing one's history: pass "
+                "the session id to fork as resume_session_id",
+            )
         object.__setattr__(self, "cwd", directory("ConversationSpec", "cwd", self.cwd))
         servers = mcp_server_tuple("ConversationSpec", "mcp_servers", self.mcp_servers)
         object.__setattr__(self, "mcp_servers", servers)

@@ -8,13 +8,16 @@
       TurnFailedError             a turn failed: kind (FailureKind), detail
         CliExitError              the CLI exited nonzero (or its stream reported failure)
           SessionResumeError      a resumed turn failed because the conversation is gone
+        CliDiedError              a long-lived CLI died mid-turn: session_id, returncode, stderr
       TurnTimeoutError            a turn overran its budget: timeout
         CliTimeoutError           argv, partial: ParsedTurn | None
+        TurnStalledError          the CLI printed nothing for stall_timeout seconds: silent_s
       ContinuityError             a turn required a conversation the session does not hold
       LeaseTimeoutError           another holder kept the conversation's lease: key, pid, host, since
       SessionStateError           closed session, second concurrent turn, stale or reused ticket
         NoRunningTurnError        steer() with no turn running
       TurnCancelledError          the turn was cancelled (before it started, or while it ran)
+      ApprovalRequiredError       the agent asked permission under ApprovalPolicy.FAIL_TURN: tool
       ProviderCapabilityError     the provider cannot do what the request asked
         SchemaDialectError        problems: list of every dialect problem found
       McpConfigError              an MCP config file is unreadable, unwritable, or not an object
@@ -44,7 +47,9 @@ if TYPE_CHECKING:
 
 __all__ = [
     "AgentShimError",
+    "ApprovalRequiredError",
     "CliCheckError",
+    "CliDiedError",
     "CliExitError",
     "CliNotFoundError",
     "CliTimeoutError",
@@ -64,6 +69,7 @@ __all__ = [
     "StoreError",
     "TurnCancelledError",
     "TurnFailedError",
+    "TurnStalledError",
     "TurnTimeoutError",
     "UnknownProviderError",
 ]
@@ -247,6 +253,39 @@ class SessionResumeError(CliExitError):
         )
 
 
+class CliDiedError(TurnFailedError):
+    """A long-lived CLI process ended in the middle of a turn (killed, crashed, or it exited).
+
+    The conversation is not lost: ``session_id`` is the conversation the process held, and
+    the next turn starts a new process that resumes it. ``returncode`` is the process's exit
+    status (negative: the signal that ended it); ``stderr`` a bounded tail of what it said.
+    """
+
+    _fields = ("session_id", "returncode", "stderr")
+
+    def __init__(
+        self,
+        message: str | None = None,
+        *,
+        session_id: str | None = None,
+        returncode: int | None = None,
+        stderr: str = "",
+        kind: FailureKind = FailureKind.OTHER,
+        detail: str = "",
+        retry_after_s: float | None = None,
+    ) -> None:
+        self.session_id = session_id
+        self.returncode = returncode
+        self.stderr = bounded_tail(stderr, EXIT_OUTPUT_TAIL_CHARS)
+        if message is None:
+            said = last_line(self.stderr) or "it printed nothing on stderr"
+            message = (
+                f"the CLI process ended mid-turn (exit {returncode}): {said}; the conversation "
+                f"{session_id!r} is kept, and the next turn resumes it in a new process"
+            )
+        super().__init__(message, kind=kind, detail=detail, retry_after_s=retry_after_s)
+
+
 class TurnTimeoutError(AgentShimError):
     """A turn overran its time budget of ``timeout`` seconds."""
 
@@ -280,6 +319,27 @@ class CliTimeoutError(TurnTimeoutError):
             message
             or f"{program} did not finish within {timeout} s and was killed with its "
             "process group; raise the timeout or split the task",
+        )
+
+
+class TurnStalledError(TurnTimeoutError):
+    """The CLI printed nothing for ``silent_s`` seconds (the ``stall_timeout``) mid-turn.
+
+    The turn was interrupted, and its process stopped if the interrupt did not end it.
+    """
+
+    _fields = ("silent_s",)
+
+    def __init__(
+        self, timeout: float | None, silent_s: float | None = None, message: str | None = None
+    ) -> None:
+        self.silent_s = silent_s if silent_s is not None else timeout
+        super().__init__(
+            timeout,
+            message
+            or f"the CLI printed nothing for {self.silent_s:.1f} s (stall_timeout {timeout} s), "
+            "so the turn was stopped; raise stall_timeout if its tools legitimately run that "
+            "long in silence",
         )
 
 
@@ -368,6 +428,25 @@ class TurnCancelledError(AgentShimError):
     def __init__(self, message: str, returncode: int | None = None) -> None:
         super().__init__(message)
         self.returncode = returncode
+
+
+class ApprovalRequiredError(AgentShimError):
+    """The agent asked permission to run ``tool`` and the approvals say FAIL_TURN.
+
+    The request was denied and the turn interrupted; the conversation is kept.
+    """
+
+    _fields = ("tool", "tool_id")
+
+    def __init__(self, tool: str, tool_id: str | None = None, message: str | None = None) -> None:
+        self.tool = tool
+        self.tool_id = tool_id
+        super().__init__(
+            message
+            or f"the agent asked permission to run {tool} and approvals is "
+            "ApprovalPolicy.FAIL_TURN, so the request was denied and the turn stopped; allow "
+            "the tool in the agent's permissions, or pass an approval handler to decide"
+        )
 
 
 class ProviderCapabilityError(AgentShimError):

@@ -21,6 +21,8 @@ from agentshim.core.usage import ProviderUsage
 __all__ = [
     "AgentEvent",
     "AgentEventHandler",
+    "ApprovalAnswered",
+    "ApprovalRequested",
     "AssistantText",
     "CallbackEventHandler",
     "CompositeEventHandler",
@@ -215,6 +217,38 @@ class TurnInterrupted:
     reason: str = "interrupted"
 
 
+@fast_frozen_init
+@dataclass(frozen=True, slots=True)
+class ApprovalRequested:
+    """The agent asked permission to run ``tool`` with ``args`` (``tool_id`` pairs it)."""
+
+    tool: str
+    args: Mapping[str, Any]
+    kind: ToolKind
+    tool_id: str | None = None
+    description: str = ""
+
+
+@fast_frozen_init
+@dataclass(frozen=True, slots=True)
+class ApprovalAnswered:
+    """The answer sent for the request of ``tool_id``, and who gave it.
+
+    ``decided_by`` is ``"handler"`` (the caller's handler answered in time), ``"policy"``
+    (the conversation's ApprovalPolicy), ``"handler_error"`` (the handler raised: denied),
+    ``"handler_timeout"`` (the handler answered after ``approval_timeout``: denied),
+    ``"read_only"`` (a write the read-only permissions forbid: denied without asking) or
+    ``"interrupted"`` (the turn was being interrupted: denied without asking). ``args`` is
+    set when an allow rewrote the tool's arguments.
+    """
+
+    tool_id: str | None
+    allowed: bool
+    decided_by: str
+    message: str = ""
+    args: Mapping[str, Any] | None = None
+
+
 AgentEvent = (
     RunStarted
     | RunFinished
@@ -230,6 +264,8 @@ AgentEvent = (
     | RawOutput
     | ProviderErrorReported
     | TurnInterrupted
+    | ApprovalRequested
+    | ApprovalAnswered
 )
 """Every event a turn can emit."""
 

@@ -19,7 +19,10 @@ class ProviderPlugin(Protocol):
     Built-ins answer from static facts; a third-party plugin may compute its answers. A plugin
     may also carry a ``test_kit`` (``agentshim.testing.ProviderTestKit``): its CLI's real
     output for made-up turns, which ``agentshim.testing.scripted_turn`` prints. It is
-    optional; a plugin without one registers and runs turns all the same.
+    optional; a plugin without one registers and runs turns all the same. A plugin may also
+    carry ``transports``: a mapping from each long-lived ``TransportKind`` it offers to a
+    factory of that transport (see ``agentshim.transport.context.TransportFactory``);
+    ``TransportKind.ONE_SHOT`` is offered by every provider.
     """
 
     @property

@@ -41,6 +41,7 @@ from dataclasses import dataclass, field, replace
 
 from agentshim.core._checks import instance, seconds
 from agentshim.core.errors import (
+    CliDiedError,
     FailureKind,
     SessionResumeError,
     TurnCancelledError,
@@ -118,11 +119,15 @@ class FailureOutcome(enum.Enum):
 def classify_failure(error: BaseException) -> FailureKind | FailureOutcome:
     """Say what ``error`` means to the policy, from its base type only.
 
-    SessionResumeError is a refused resume, TurnFailedError's ``kind`` is the outcome,
-    TurnTimeoutError is a timeout, TurnCancelledError an interrupt, anything else an error.
+    SessionResumeError is a refused resume, CliDiedError an error that keeps the conversation,
+    TurnFailedError's ``kind`` is the outcome, TurnTimeoutError is a timeout,
+    TurnCancelledError an interrupt, anything else an error.
     """
     if isinstance(error, SessionResumeError):
         return FailureOutcome.RESUME_REFUSED
+    if isinstance(error, CliDiedError):
+        # The process died, not the conversation: fail this turn and keep its id.
+        return FailureOutcome.ERROR
     if isinstance(error, TurnFailedError):
         return error.kind
     if isinstance(error, TurnTimeoutError):

@@ -50,7 +50,9 @@ class TurnRequest:
     """One prompt and its per-turn options; ``None`` fields fall back to session defaults.
 
     The prompt must hold something other than whitespace: an empty one is refused with
-    InvalidRequestError before anything runs.
+    InvalidRequestError before anything runs. ``model`` runs this turn on another model than
+    the agent's: a one-shot turn passes it to the CLI, a long-lived conversation switches in
+    band before the turn (and stays on it until a turn names another).
     """
 
     prompt: str
@@ -62,6 +64,7 @@ class TurnRequest:
     env: Mapping[str, str] | None = None
     mcp_servers: Sequence[McpServer] = ()
     mcp_workspace: Path | None = None
+    model: str | None = None
 
     def __post_init__(self) -> None:
         # Checked here, so a wrong type fails where it was written and not deep in a turn.
@@ -90,6 +93,9 @@ class TurnRequest:
         effort = given["reasoning_effort"]
         if effort is not None and not isinstance(effort, str):
             _refuse("reasoning_effort", "a str or None", effort)
+        model = given["model"]
+        if model is not None and (not isinstance(model, str) or not model.strip()):
+            _refuse("model", "a model name or None", model)
         object.__setattr__(self, "extra_args", _strings("extra_args", given["extra_args"]))
         env = given["env"]
         if env is not None and not _is_str_mapping(env):

@@ -72,6 +72,7 @@ class HostProcess:
         self._drain_until: float | None = None
         self._stdin_closed = False
         self._exit: ProcessExited | None = None
+        self._woken = threading.Event()
 
     @classmethod
     def start(
@@ -167,12 +168,20 @@ class HostProcess:
                     return output
                 if self._exit is not None:
                     return self._exit
+                if self._woken.is_set():
+                    self._woken.clear()
+                    return None
                 remaining = None if deadline is None else deadline - time.monotonic()
                 self._pump(None if remaining is None else max(remaining, 0.0))
                 if remaining is not None and remaining <= 0 and not self._queue:
                     return self._exit
         finally:
             self._read_lock.release()
+
+    def wake(self) -> None:
+        """Make a blocked :meth:`next_output` return now (``None`` if nothing came); thread-safe."""
+        self._woken.set()
+        self._streams.wake()
 
     def terminate(self) -> None:
         """SIGTERM the process group; it is killed if still there after the grace."""

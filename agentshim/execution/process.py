@@ -99,6 +99,15 @@ class Process(Protocol):
         """
         ...
 
+    def wake(self) -> None:
+        """Make a :meth:`next_output` blocked on another thread return now; thread-safe.
+
+        The woken call returns what it has, or ``None`` as if its timeout had passed; a wake
+        with no call blocked makes the next call return at once. This is how a long-lived
+        transport reading on one thread notices an interrupt sent from another.
+        """
+        ...
+
     def terminate(self) -> None:
         """Ask the process group to stop (SIGTERM), killing it after a grace; idempotent."""
         ...

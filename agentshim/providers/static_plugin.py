@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from agentshim.core.conversation import TransportKind
 from agentshim.core.ids import validate_session_id
 from agentshim.core.models import ModelTable
 from agentshim.core.pricing import PricingTable
@@ -15,6 +16,7 @@ from agentshim.core.profile import ProviderProfile
 from agentshim.core.provider import Provider
 from agentshim.core.scripting import ScriptedRun, ScriptedTurn
 from agentshim.execution.executor import CommandRequest
+from agentshim.transport.context import TransportFactory
 
 __all__ = [
     "InstalledMcpReader",
@@ -61,6 +63,10 @@ def _empty_pricing() -> PricingTable:
     return PricingTable(version="none", date="")
 
 
+def _no_transports() -> dict[TransportKind, TransportFactory]:
+    return {}
+
+
 @dataclass(frozen=True)
 class StaticProviderPlugin:
     """A built-in provider's plugin: its facts are constants and its provider a class.
@@ -69,6 +75,8 @@ class StaticProviderPlugin:
     ``resume_aliases`` are other spellings the CLI accepts for it (short flags, ``--flag=``,
     non-interactive subcommands), also with ``{id}``, which ``extract_resume`` recognises.
     ``test_kit`` prints the CLI's real output for made-up turns (None: the provider has none).
+    ``transports`` builds the long-lived transports the provider offers, by kind; every
+    provider also offers ``TransportKind.ONE_SHOT``, which needs no factory.
     """
 
     profile: ProviderProfile
@@ -78,6 +86,7 @@ class StaticProviderPlugin:
     models: ModelTable = field(default_factory=_empty_models)
     pricing: PricingTable = field(default_factory=_empty_pricing)
     test_kit: StaticTestKit | None = None
+    transports: Mapping[TransportKind, TransportFactory] = field(default_factory=_no_transports)
 
     @property
     def name(self) -> str:
@@ -101,7 +110,12 @@ class StaticProviderPlugin:
         return self.resume_template.format(id=validate_session_id(session_id))
 
 
-def builtin_plugin(module: str, factory: Callable[[], Provider]) -> StaticProviderPlugin:
+def builtin_plugin(
+    module: str,
+    factory: Callable[[], Provider],
+    *,
+    transports: Mapping[TransportKind, TransportFactory] | None = None,
+) -> StaticProviderPlugin:
     """Return the plugin of the built-in provider whose ``plugin`` module is ``module``.
 
     Every built-in provider package has the same files with the same names inside (the
@@ -127,4 +141,5 @@ def builtin_plugin(module: str, factory: Callable[[], Provider]) -> StaticProvid
         test_kit=StaticTestKit(
             scripted.scripted_lines, scripted.resume_failure_lines, testing.installed_mcp_servers
         ),
+        transports=dict(transports or {}),
     )

@@ -412,6 +412,36 @@ class ProcessContract:
             process.kill()
             process.wait(self.io_timeout)
 
+    def test_wake_ends_a_blocked_read_from_another_thread(self) -> None:
+        """``wake`` from another thread makes a blocked ``next_output`` return None at once."""
+        process = self.make_silent_process()
+        try:
+            timer = threading.Timer(0.05, process.wake)
+            started = time.monotonic()
+            timer.start()
+            try:
+                assert process.next_output(self.io_timeout) is None
+            finally:
+                timer.cancel()
+            assert time.monotonic() - started < self.io_timeout / 2
+        finally:
+            process.kill()
+            process.wait(self.io_timeout)
+
+    def test_a_wake_before_the_read_ends_the_next_read_only(self) -> None:
+        """A wake with no read blocked ends the next read; the one after waits again."""
+        process = self.make_echo_process()
+        try:
+            process.wake()
+            assert process.next_output(self.io_timeout) is None
+            process.write("after\n")
+            output = process.next_output(self.io_timeout)
+            assert isinstance(output, StdoutLine)
+            assert output.text == "after\n"
+        finally:
+            process.kill()
+            process.wait(self.io_timeout)
+
     def test_terminate_ends_the_process_and_is_idempotent(self) -> None:
         """A terminate ends the process with -SIGTERM; stopping again is harmless."""
         process = self.make_silent_process()

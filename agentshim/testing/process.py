@@ -178,6 +178,7 @@ class FakeProcess:
         self._exit: ProcessExited | None = None
         self._stdin_closed = False
         self._partial = ""
+        self._woken = False
         if gates is not None:
             gates.subscribe(self._wake)
         with self._cond:
@@ -239,10 +240,19 @@ class FakeProcess:
                 if head is not None:
                     self._pending.popleft()
                     return head
+                if self._woken:
+                    self._woken = False
+                    return None
                 remaining = None if deadline is None else deadline - time.monotonic()
                 if remaining is not None and remaining <= 0:
                     return None
                 self._cond.wait(remaining)
+
+    def wake(self) -> None:
+        """Make a blocked :meth:`next_output` return now (``None`` if nothing came)."""
+        with self._cond:
+            self._woken = True
+            self._cond.notify_all()
 
     def terminate(self) -> None:
         """Ask the peer to terminate (``on_terminate``); idempotent once exited."""

@@ -184,14 +184,7 @@ class ClaudeProvider:
     def build_argv(self, ctx: ArgvContext) -> list[str]:
         """Return the argv for one turn; InvalidSessionIdError for an unsafe resume id."""
         argv = [ctx.binary_path, "-p", "--output-format", "stream-json", "--verbose"]
-        if ctx.resume_session_id is not None:
-            # validate_session_id also refuses a leading "-", which the CLI would read as a flag.
-            argv += ["--resume", validate_session_id(ctx.resume_session_id)]
-        if ctx.model:
-            argv += ["--model", checked_option_value("Claude Code", "model", ctx.model)]
-        if ctx.reasoning_effort:
-            effort = checked_option_value("Claude Code", "reasoning_effort", ctx.reasoning_effort)
-            argv += ["--effort", effort]
+        argv += conversation_flags(ctx)
         if ctx.schema_inline is not None:
             argv += ["--json-schema", ctx.schema_inline]
         if self.permission_mode is None:
@@ -241,6 +234,27 @@ class ClaudeProvider:
         return as_resume_failure(
             error, session_id=word_after(error.argv, "--resume") or missing or None
         )
+
+
+def conversation_flags(ctx: ArgvContext, *, fork: bool = False) -> list[str]:
+    """``--resume ID`` (with ``--fork-session`` when ``fork``), ``--model``, ``--effort``.
+
+    Raises:
+        InvalidSessionIdError: the resume id is not safe to pass.
+        InvalidRequestError: a model or effort that would read as a flag.
+    """
+    flags: list[str] = []
+    if ctx.resume_session_id is not None:
+        # validate_session_id also refuses a leading "-", which the CLI would read as a flag.
+        flags += ["--resume", validate_session_id(ctx.resume_session_id)]
+        if fork:
+            flags.append("--fork-session")
+    if ctx.model:
+        flags += ["--model", checked_option_value("Claude Code", "model", ctx.model)]
+    if ctx.reasoning_effort:
+        effort = checked_option_value("Claude Code", "reasoning_effort", ctx.reasoning_effort)
+        flags += ["--effort", effort]
+    return flags
 
 
 def _resume_target_missing(error: CliExitError) -> str | None:

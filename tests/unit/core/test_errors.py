@@ -10,7 +10,9 @@ import pytest
 from agentshim.core import errors
 from agentshim.core.errors import (
     AgentShimError,
+    ApprovalRequiredError,
     CliCheckError,
+    CliDiedError,
     CliExitError,
     CliNotFoundError,
     CliTimeoutError,
@@ -30,6 +32,7 @@ from agentshim.core.errors import (
     StoreError,
     TurnCancelledError,
     TurnFailedError,
+    TurnStalledError,
     TurnTimeoutError,
     UnknownProviderError,
 )
@@ -82,6 +85,17 @@ SAMPLES: list[AgentShimError] = [
     LineTooLongError(10, 2, ["a\n"], message="too long"),
     UnknownProviderError("nope", ["claude", "codex"], message="no such provider"),
     ModelServerError("not started"),
+    CliDiedError(
+        "died",
+        session_id="s1",
+        returncode=-9,
+        stderr="boom\n",
+        kind=FailureKind.TRANSIENT,
+        detail="died",
+        retry_after_s=1.0,
+    ),
+    TurnStalledError(30.0, 31.5, "silent"),
+    ApprovalRequiredError("Bash", "toolu_1", "asked"),
 ]
 
 # More values that must survive pickling: a partial turn with usage, and an empty one.

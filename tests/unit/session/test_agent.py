@@ -60,9 +60,19 @@ class TestConstruction:
                 PROVIDER, executor=FakeExecutor(), env=ENV, permissions=permissions, approvals=DENY
             )
 
-    def test_a_stream_transport_the_provider_lacks_is_a_capability_error(self) -> None:
-        with pytest.raises(ProviderCapabilityError, match="ONE_SHOT"):
-            claude_agent(FakeExecutor(), env=ENV, transport=TransportKind.STREAM)
+    def test_a_transport_the_provider_lacks_is_a_capability_error_naming_what_it_has(
+        self,
+    ) -> None:
+        with pytest.raises(ProviderCapabilityError, match="offers no stream transport") as caught:
+            Agent(
+                "codex",
+                executor=FakeExecutor(),
+                env=ENV,
+                permissions=BYPASS,
+                approvals=DENY,
+                transport=TransportKind.STREAM,
+            )
+        assert "it offers one_shot" in str(caught.value)
 
     def test_env_and_confinement_together_are_refused(self) -> None:
         with pytest.raises(InvalidRequestError, match="not both") as caught:

@@ -1,0 +1,550 @@
+"""Fake long-lived Claude Code processes that answer the stream-json protocol reactively.
+
+``FakeExecutor(peers=ClaudeStreamPeers([...]))`` makes every spawn a :class:`ClaudeStreamPeer`
+playing the next :class:`ClaudePeerTurn` of one shared script, so a conversation's turns keep
+their order across a process that died and a new one that resumed it. The frames copy what
+Claude Code 2.1.197 prints (``../shared/transport-captures/claude``): ``system/init`` per
+turn, one ``assistant`` line per content block, ``control_request`` ``can_use_tool`` for a
+tool that needs permission, the interrupt sequence (``control_response``, the rejected tool
+result, the "[Request interrupted by user…]" marker, a ``result`` of
+``error_during_execution``), ``control_cancel_request`` for a permission request the
+interrupt withdrew, a process-wide ``total_cost_usd``, and exit 1 on a line that is not JSON.
+
+:class:`ClaudeRecordedPeer` replays a recorded transcript instead: each line written to it
+releases the recorded output that followed the matching recorded input.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import threading
+from collections import deque
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from agentshim.core.jsonvalues import as_mapping
+from agentshim.execution.process import ProcessExited, SpawnRequest, StderrLine, StdoutLine
+
+from .process import FakePeer, PeerOutput
+
+__all__ = ["ClaudePeerTurn", "ClaudeRecordedPeer", "ClaudeStreamPeer", "ClaudeStreamPeers"]
+
+CLI_VERSION = "2.1.197"
+_MODEL = "claude-opus-4-8[1m]"
+_REJECTED = (
+    "The user doesn't want to proceed with this tool use. The tool use was rejected (eg. if it "
+    "was a file edit, the new_string was NOT written to the file). STOP what you are doing and "
+    "wait for the user to tell you how to proceed."
+)
+
+
+def _empty_args() -> Mapping[str, Any]:
+    return {}
+
+
+@dataclass(frozen=True, slots=True)
+class ClaudePeerTurn:
+    """One scripted turn of a fake Claude Code process.
+
+    ``text`` is the answer. With ``tool`` set, the model first calls that tool with
+    ``tool_input``; ``ask`` makes the CLI ask permission for it (a ``can_use_tool`` request
+    the turn waits on; the tool's result echoes the input it was allowed to run with, or the
+    deny message); ``hang`` makes the tool run until the turn is interrupted (then ``text``
+    is never said); ``die`` makes the process exit with ``die`` (a negative signal number,
+    say) once the tool has started. ``error`` makes the result report an API failure with
+    that text and ``api_error_status``. ``cost_usd`` is this turn's cost; the result reports
+    the process's running total, as the real CLI does.
+    """
+
+    text: str = "done"
+    tool: str | None = None
+    tool_input: Mapping[str, Any] = field(default_factory=_empty_args)
+    ask: bool = False
+    hang: bool = False
+    die: int | None = None
+    error: str | None = None
+    api_error_status: int | None = None
+    input_tokens: int = 100
+    output_tokens: int = 20
+    cost_usd: float = 0.001
+
+
+class ClaudeStreamPeers:
+    """The processes of one fake Claude Code: a factory for ``FakeExecutor(peers=...)``.
+
+    Every spawned process plays the next turn of ``turns``. A process started with
+    ``--resume ID`` carries that id; others make one up (``session_id`` or a numbered one).
+
+    Attributes:
+        peers: Every process spawned, in order.
+        requests: Their SpawnRequests.
+    """
+
+    def __init__(self, turns: Iterable[ClaudePeerTurn], *, session_id: str | None = None) -> None:
+        self._lock = threading.Lock()
+        self._turns: deque[ClaudePeerTurn] = deque(turns)
+        self._session_id = session_id
+        self._count = 0
+        self.peers: list[ClaudeStreamPeer] = []
+        self.requests: list[SpawnRequest] = []
+
+    def extend(self, turns: Iterable[ClaudePeerTurn]) -> None:
+        """Add turns to the script."""
+        with self._lock:
+            self._turns.extend(turns)
+
+    def next_turn(self) -> ClaudePeerTurn | None:
+        """Take the next scripted turn (None when the script is used up)."""
+        with self._lock:
+            return self._turns.popleft() if self._turns else None
+
+    def __call__(self, request: SpawnRequest) -> ClaudeStreamPeer:
+        """Start the next process for ``request``."""
+        argv = list(request.argv)
+        with self._lock:
+            self._count += 1
+            if "--resume" in argv and "--fork-session" not in argv:
+                session_id = argv[argv.index("--resume") + 1]
+            else:
+                session_id = self._session_id or f"00000000-0000-4000-8000-{self._count:012d}"
+                if self._session_id is not None and "--fork-session" in argv:
+                    session_id = f"{self._session_id}-fork"
+            peer = ClaudeStreamPeer(self, session_id, argv)
+            self.peers.append(peer)
+            self.requests.append(request)
+            return peer
+
+
+def _line(frame: Mapping[str, Any]) -> StdoutLine:
+    return StdoutLine(json.dumps(frame, separators=(",", ":")) + "\n")
+
+
+class ClaudeStreamPeer(FakePeer):
+    """One fake ``claude -p --input-format stream-json`` process.
+
+    Attributes:
+        session_id: The conversation id it reports.
+        argv: What it was started with.
+        received: Every frame written to it, decoded.
+        steered: User messages that arrived while a turn ran (folded into that turn).
+        answers: The ``response`` of every answer to one of its permission requests.
+    """
+
+    def __init__(self, family: ClaudeStreamPeers, session_id: str, argv: Sequence[str]) -> None:
+        self._family = family
+        self.session_id = session_id
+        self.argv = tuple(argv)
+        self.model = _MODEL
+        self.received: list[dict[str, Any]] = []
+        self.steered: list[str] = []
+        self.answers: list[dict[str, Any]] = []
+        self._turn: ClaudePeerTurn | None = None
+        self._phase = "idle"  # idle | asking | running
+        self._ask_id = ""
+        self._messages = 0
+        self._cost = 0.0
+
+    # -- the FakePeer hooks ----------------------------------------------------------------
+
+    def on_stdin(self, line: str) -> Iterable[PeerOutput]:
+        """Answer one stdin line the way Claude Code does."""
+        try:
+            frame: Any = json.loads(line)
+        except ValueError:
+            text = line.strip()
+            message = f"Error parsing streaming input line: {text}: SyntaxError: JSON Parse error"
+            return (StderrLine(message + "\n"), ProcessExited(1))
+        decoded = as_mapping(frame)
+        if decoded is None:
+            return (StderrLine("Error parsing streaming input line\n"), ProcessExited(1))
+        frame_dict = dict(decoded)
+        self.received.append(frame_dict)
+        kind = frame_dict.get("type")
+        if kind == "user":
+            return self._on_user(frame_dict)
+        if kind == "control_request":
+            return self._on_control(frame_dict)
+        if kind == "control_response":
+            return self._on_answer(frame_dict)
+        return ()
+
+    def on_stdin_closed(self) -> Iterable[PeerOutput]:
+        """Stdin EOF: a running turn is abandoned here, and the process exits 0."""
+        return (ProcessExited(0),)
+
+    def on_terminate(self) -> Iterable[PeerOutput]:
+        """SIGTERM: exit 143 at once, printing nothing more (as Claude Code does)."""
+        return (ProcessExited(-signal.SIGTERM),)
+
+    # -- frames ------------------------------------------------------------------------------
+
+    def _common(self) -> dict[str, Any]:
+        return {"session_id": self.session_id, "uuid": f"uuid-{self._messages}"}
+
+    def _init(self) -> StdoutLine:
+        return _line(
+            {
+                "type": "system",
+                "subtype": "init",
+                "cwd": "/work",
+                "session_id": self.session_id,
+                "tools": ["Bash", "Edit", "Read", "Write"],
+                "mcp_servers": [],
+                "model": self.model,
+                "permissionMode": "default",
+                "apiKeySource": "ANTHROPIC_API_KEY",
+                "claude_code_version": CLI_VERSION,
+                "uuid": f"init-{self._messages}",
+            }
+        )
+
+    def _assistant(self, block: Mapping[str, Any]) -> StdoutLine:
+        usage = {
+            "input_tokens": 300,
+            "cache_creation_input_tokens": 0,
+            "cache_read_input_tokens": 0,
+            "output_tokens": 1,
+        }
+        message = {
+            "id": f"msg_{self._messages:05d}",
+            "type": "message",
+            "role": "assistant",
+            "model": "claude-opus-4-8",
+            "content": [dict(block)],
+            "stop_reason": None,
+            "stop_sequence": None,
+            "usage": usage,
+            "context_management": None,
+        }
+        return _line(
+            {"type": "assistant", "message": message, "parent_tool_use_id": None, **self._common()}
+        )
+
+    def _user(self, content: list[dict[str, Any]], **extra: Any) -> StdoutLine:
+        message = {"role": "user", "content": content}
+        return _line(
+            {
+                "type": "user",
+                "message": message,
+                "parent_tool_use_id": None,
+                **self._common(),
+                **extra,
+            }
+        )
+
+    def _tool_id(self) -> str:
+        return f"toolu_{self._messages:05d}_1"
+
+    def _result(self, turn: ClaudePeerTurn, text: str | None, *, interrupted: bool) -> StdoutLine:
+        if not interrupted:
+            self._cost += turn.cost_usd
+        usage = {
+            "input_tokens": 0 if interrupted else turn.input_tokens,
+            "cache_creation_input_tokens": 0,
+            "cache_read_input_tokens": 0,
+            "output_tokens": 0 if interrupted else turn.output_tokens,
+        }
+        frame: dict[str, Any] = {
+            "type": "result",
+            "subtype": "error_during_execution" if interrupted else "success",
+            "is_error": interrupted or turn.error is not None,
+            "duration_ms": 10,
+            "num_turns": 1,
+            "session_id": self.session_id,
+            "total_cost_usd": round(self._cost, 10),
+            "usage": usage,
+            "modelUsage": {
+                self.model: {"inputTokens": 0, "outputTokens": 0, "costUSD": self._cost}
+            },
+            "permission_denials": [],
+            "terminal_reason": "aborted_tools" if interrupted else "completed",
+            "uuid": f"result-{self._messages}",
+        }
+        if not interrupted:
+            frame["result"] = turn.error if turn.error is not None else text
+            frame["api_error_status"] = turn.api_error_status
+            frame["stop_reason"] = "end_turn"
+        else:
+            frame["errors"] = ["[ede_diagnostic] result_type=user"]
+        return _line(frame)
+
+    def _answer_text(self, turn: ClaudePeerTurn) -> str:
+        if self.steered:
+            return f"{turn.text} (and: {' / '.join(self.steered)})"
+        return turn.text
+
+    def _finish(self, turn: ClaudePeerTurn) -> list[PeerOutput]:
+        self._phase, self._turn = "idle", None
+        text = self._answer_text(turn)
+        out: list[PeerOutput] = []
+        if turn.error is None:
+            out.append(self._assistant({"type": "text", "text": text}))
+        else:
+            out.append(self._assistant({"type": "text", "text": turn.error}))
+        out.append(self._result(turn, text, interrupted=False))
+        return out
+
+    # -- reactions ---------------------------------------------------------------------------
+
+    def _on_user(self, frame: Mapping[str, Any]) -> list[PeerOutput]:
+        content = (as_mapping(frame.get("message")) or {}).get("content")
+        text = content if isinstance(content, str) else json.dumps(content)
+        if self._phase != "idle":
+            self.steered.append(text)
+            return []
+        turn = self._family.next_turn()
+        if turn is None:
+            return [StderrLine("fake Claude Code: no scripted turn left\n"), ProcessExited(1)]
+        self._messages += 1
+        self.steered = []
+        self._turn = turn
+        out: list[PeerOutput] = [self._init()]
+        if turn.tool is None:
+            if turn.hang:
+                self._phase = "running"
+                return out
+            return out + self._finish(turn)
+        tool_id = self._tool_id()
+        out.append(
+            self._assistant(
+                {
+                    "type": "tool_use",
+                    "id": tool_id,
+                    "name": turn.tool,
+                    "input": dict(turn.tool_input),
+                }
+            )
+        )
+        if turn.ask:
+            self._phase = "asking"
+            self._ask_id = f"ask-{self._messages}"
+            out.append(
+                _line(
+                    {
+                        "type": "control_request",
+                        "request_id": self._ask_id,
+                        "request": {
+                            "subtype": "can_use_tool",
+                            "tool_name": turn.tool,
+                            "display_name": turn.tool,
+                            "input": dict(turn.tool_input),
+                            "description": json.dumps(dict(turn.tool_input))[:80],
+                            "permission_suggestions": [],
+                            "tool_use_id": tool_id,
+                        },
+                    }
+                )
+            )
+            return out
+        return out + self._run_tool(turn, dict(turn.tool_input))
+
+    def _run_tool(self, turn: ClaudePeerTurn, args: Mapping[str, Any]) -> list[PeerOutput]:
+        if turn.die is not None:
+            self._phase = "running"
+            return [ProcessExited(turn.die)]
+        if turn.hang:
+            self._phase = "running"
+            return []
+        self._phase = "running"
+        result = {
+            "type": "tool_result",
+            "tool_use_id": self._tool_id(),
+            "content": f"ran {json.dumps(dict(args), sort_keys=True)}",
+            "is_error": False,
+        }
+        return [self._user([result]), *self._finish(turn)]
+
+    def _on_answer(self, frame: Mapping[str, Any]) -> list[PeerOutput]:
+        body_dict = as_mapping(frame.get("response"))
+        if body_dict is None:
+            return []
+        if body_dict.get("request_id") != self._ask_id or self._phase != "asking":
+            return []  # a late answer to a withdrawn request is ignored, as the CLI does
+        turn = self._turn
+        assert turn is not None
+        answer = dict(as_mapping(body_dict.get("response")) or {})
+        self.answers.append(answer)
+        if answer.get("behavior") == "allow":
+            args = as_mapping(answer.get("updatedInput")) or turn.tool_input
+            return self._run_tool(turn, args)
+        message = str(answer.get("message") or "denied")
+        self._phase = "running"
+        denied = {
+            "type": "tool_result",
+            "tool_use_id": self._tool_id(),
+            "content": message,
+            "is_error": True,
+        }
+        return [self._user([denied], tool_use_result=f"Error: {message}"), *self._finish(turn)]
+
+    def _on_control(self, frame: Mapping[str, Any]) -> list[PeerOutput]:
+        request_id = frame.get("request_id")
+        body = as_mapping(frame.get("request")) or {}
+        subtype = body.get("subtype")
+        ok = {
+            "type": "control_response",
+            "response": {"subtype": "success", "request_id": request_id},
+        }
+        if subtype == "interrupt":
+            return self._interrupted(ok)
+        if subtype == "set_model":
+            model = body.get("model")
+            self.model = str(model) if model else _MODEL
+            echo = f"<local-command-stdout>Set model to {self.model}</local-command-stdout>"
+            return [
+                _line(
+                    {
+                        "type": "user",
+                        "message": {"role": "user", "content": echo},
+                        **self._common(),
+                        "isReplay": True,
+                    }
+                ),
+                _line(ok),
+            ]
+        error = {
+            "type": "control_response",
+            "response": {
+                "subtype": "error",
+                "request_id": request_id,
+                "error": f"Unsupported control request subtype: {subtype}",
+            },
+        }
+        return [_line(error)]
+
+    def _interrupted(self, ok: Mapping[str, Any]) -> list[PeerOutput]:
+        turn, phase = self._turn, self._phase
+        if turn is None or phase == "idle":
+            return [_line(ok)]
+        out: list[PeerOutput] = []
+        if phase == "asking":
+            out.append(_line({"type": "control_cancel_request", "request_id": self._ask_id}))
+        out.append(_line(ok))
+        if turn.tool is not None:
+            rejected = {
+                "type": "tool_result",
+                "content": _REJECTED,
+                "is_error": True,
+                "tool_use_id": self._tool_id(),
+            }
+            out.append(self._user([rejected], tool_use_result="User rejected tool use"))
+            marker = "[Request interrupted by user for tool use]"
+        else:
+            marker = "[Request interrupted by user]"
+        out.append(self._user([{"type": "text", "text": marker}]))
+        out.append(self._result(turn, None, interrupted=True))
+        self._phase, self._turn = "idle", None
+        return out
+
+
+def _kind(frame: Mapping[str, Any]) -> str:
+    kind = str(frame.get("type"))
+    body = frame.get("request")
+    if kind == "control_request" and isinstance(body, dict):
+        return f"{kind}:{body.get('subtype')}"  # pyright: ignore[reportUnknownMemberType]
+    return kind
+
+
+class ClaudeRecordedPeer(FakePeer):
+    """Replays a recorded Claude Code transcript (``transcript.jsonl`` of a capture case).
+
+    Each line written to it is matched with the next recorded input of the same kind (a
+    user message, a control request of the same subtype, a control response); recorded
+    inputs skipped on the way are dropped with their output. The recorded output that
+    followed the match is printed, with the request ids of our own control requests put in
+    place of the recorded ones. At end of stdin it prints what the recording printed after
+    its last input and exits with the recorded status.
+    """
+
+    def __init__(self, transcript: Path | str) -> None:
+        self._steps: deque[_Step] = deque()
+        self._exit = 0
+        step = _Step(None)
+        out_text = ""
+        stdin_closed = False
+        for raw in Path(transcript).read_text(encoding="utf-8").splitlines():
+            record: dict[str, Any] = json.loads(raw)
+            direction, data = record.get("dir"), record.get("data")
+            if direction == "in" and isinstance(data, str):
+                for line in data.splitlines():
+                    self._steps.append(step)
+                    step = _Step(_recorded_input(line))
+            elif direction == "out" and isinstance(data, str):
+                out_text += data
+                *complete, out_text = out_text.split("\n")
+                step.outputs.extend(StdoutLine(line + "\n") for line in complete if line)
+            elif direction == "err" and isinstance(data, str):
+                step.outputs.extend(StderrLine(line + "\n") for line in data.splitlines())
+            elif direction == "in_eof":
+                stdin_closed = True
+            elif direction == "exit" and isinstance(data, int):
+                self._exit = data
+                if not stdin_closed:
+                    # It died on its own (or was killed) with stdin still open.
+                    step.outputs.append(ProcessExited(data))
+        self._steps.append(step)
+        self.unmatched: list[str] = []
+        """Lines written to it that matched no recorded input."""
+
+    def on_start(self) -> Iterable[PeerOutput]:
+        """Print what the recording printed before its first input."""
+        return self._steps.popleft().outputs
+
+    def on_stdin(self, line: str) -> Iterable[PeerOutput]:
+        """Print the recorded output that answered the matching recorded input."""
+        try:
+            frame: Any = json.loads(line)
+        except ValueError:
+            return (StderrLine("Error parsing streaming input line\n"), ProcessExited(1))
+        sent = as_mapping(frame)
+        if sent is None:
+            return ()
+        while self._steps:
+            step = self._steps.popleft()
+            if step.recorded is not None and _kind(step.recorded) == _kind(sent):
+                return _renamed(step.recorded, sent, step.outputs)
+        self.unmatched.append(line)
+        return ()
+
+    def on_stdin_closed(self) -> Iterable[PeerOutput]:
+        """Print what is left of the recording, then exit with its status."""
+        rest: list[PeerOutput] = []
+        while self._steps:
+            rest.extend(self._steps.popleft().outputs)
+        return [*rest, ProcessExited(self._exit)]
+
+
+def _recorded_input(line: str) -> dict[str, Any]:
+    try:
+        frame = as_mapping(json.loads(line))
+    except ValueError:
+        frame = None
+    # A recorded line that is not a frame (a test of the CLI's own parser) matches nothing.
+    return dict(frame) if frame is not None else {"type": "<not a frame>"}
+
+
+@dataclass(slots=True)
+class _Step:
+    """A recorded input (None: the start) and the output that followed it."""
+
+    recorded: dict[str, Any] | None
+    outputs: list[PeerOutput] = field(default_factory=list[PeerOutput])
+
+
+def _renamed(
+    recorded: Mapping[str, Any], sent: Mapping[str, Any], outputs: list[PeerOutput]
+) -> list[PeerOutput]:
+    """``outputs`` with the recorded request id of our control request replaced by ours."""
+    old, new = recorded.get("request_id"), sent.get("request_id")
+    if not isinstance(old, str) or not isinstance(new, str) or old == new:
+        return list(outputs)
+    needle, replacement = json.dumps(old), json.dumps(new)
+    return [
+        StdoutLine(output.text.replace(needle, replacement))
+        if isinstance(output, StdoutLine)
+        else output
+        for output in outputs
+    ]

@@ -1,0 +1,13 @@
+"""What every long-lived transport shares, below the providers that speak a protocol over it.
+
+A long-lived transport keeps one CLI process per conversation and talks to it in JSON lines
+both ways. The pieces here know no provider: :mod:`.ndjson` is the one encoder of what goes
+to a CLI's stdin, :mod:`.correlator` pairs requests with their responses under deadlines,
+:mod:`.watch` is the pure clock of a turn (its budget, its stall window, the grace of an
+interrupt), :mod:`.approvals` runs the caller's approval handler fail-closed, :mod:`.channel`
+is the thin shell over a :class:`~agentshim.execution.process.Process` that reads on the
+turn's thread and wakes it from any other, and :mod:`.context` is what a provider's plugin
+gets to build its transport. Nothing here starts a thread.
+"""
+
+from __future__ import annotations

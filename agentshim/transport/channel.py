@@ -1,0 +1,90 @@
+"""Channel: one long-lived CLI process, written through the one encoder and read on demand.
+
+The thread that runs a turn reads (``read`` blocks until output, the deadline, or a
+``wake`` from another thread); any thread may ``send``, since one write is never interleaved
+with another. Closing is orderly first: end of stdin, then SIGTERM, then SIGKILL, each after
+its grace, so nothing the CLI started outlives the conversation.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from agentshim.execution.process import Process, ProcessExited, ProcessOutput
+
+from .ndjson import encode_frame
+
+__all__ = ["Channel"]
+
+
+class Channel:
+    """A :class:`~agentshim.execution.process.Process` spoken to in JSON lines.
+
+    ``argv`` is what started it (for errors and events); ``clock`` the monotonic clock its
+    deadlines are read on.
+    """
+
+    __slots__ = ("_clock", "_exit", "_process", "argv")
+
+    def __init__(
+        self,
+        process: Process,
+        argv: Sequence[str],
+        *,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._process = process
+        self._clock = clock
+        self._exit: ProcessExited | None = None
+        self.argv = tuple(argv)
+
+    @property
+    def exit(self) -> ProcessExited | None:
+        """How the process ended, once a read has returned its exit."""
+        return self._exit
+
+    def send(self, frame: Mapping[str, Any]) -> None:
+        """Write ``frame`` as one JSON line; thread-safe.
+
+        Raises:
+            InvalidRequestError: the frame cannot be JSON (nothing is written).
+            ProcessClosedError: stdin is closed or the process is gone.
+        """
+        self._process.write(encode_frame(frame))
+
+    def read(self, deadline: float | None) -> ProcessOutput | None:
+        """The next output, or None at ``deadline`` (on this clock) or on a ``wake``."""
+        if self._exit is not None:
+            return self._exit
+        timeout = None if deadline is None else max(deadline - self._clock(), 0.0)
+        output = self._process.next_output(timeout)
+        if isinstance(output, ProcessExited):
+            self._exit = output
+        return output
+
+    def wake(self) -> None:
+        """End a ``read`` blocked on another thread now; thread-safe."""
+        self._process.wake()
+
+    def kill(self, wait: float = 5.0) -> None:
+        """Kill the process group now and wait up to ``wait`` seconds for it to be reaped."""
+        self._process.kill()
+        self._process.wait(wait)
+
+    def close(self, grace: float) -> int | None:
+        """End the process: stdin EOF, then SIGTERM, then SIGKILL, ``grace`` seconds apart.
+
+        Returns its exit status (None if even SIGKILL could not be confirmed).
+        """
+        process = self._process
+        process.close_stdin()
+        code = process.wait(grace)
+        if code is None:
+            process.terminate()
+            code = process.wait(grace)
+        if code is None:
+            process.kill()
+            code = process.wait(grace)
+        return code

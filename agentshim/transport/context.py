@@ -1,0 +1,42 @@
+"""What a provider's plugin is given to build a long-lived transport."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+
+from agentshim.core.conversation import Transport
+from agentshim.core.provider import Provider
+from agentshim.execution.executor import CommandExecutor
+
+__all__ = ["TransportContext", "TransportFactory"]
+
+
+def _ignore(_: str) -> None:
+    """Drop a log line."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TransportContext:
+    """An installed, checked CLI: the provider, where its binary is, what it runs with.
+
+    ``env`` is the CLI's complete environment; ``model`` the agent's default model;
+    ``clock`` the monotonic clock every deadline is read on.
+    """
+
+    provider: Provider
+    executor: CommandExecutor
+    binary_path: str
+    env: Mapping[str, str] = field(default_factory=dict[str, str])
+    model: str | None = None
+    log: Callable[[str], None] = _ignore
+    clock: Callable[[], float] = time.monotonic
+
+
+TransportFactory = Callable[[Callable[[], TransportContext]], Transport]
+"""Builds a provider's long-lived transport from a function that resolves its context.
+
+The context is resolved on first use (finding and checking the binary), so a missing CLI
+fails the first turn, as on the one-shot path, not the construction of the Agent.
+"""
