@@ -774,7 +774,7 @@ class LeasesContract:
     """
 
     #: A time-to-live short enough to wait out in a test, long enough to outlast a slow call.
-    short_ttl: ClassVar[float] = 0.3
+    short_ttl: ClassVar[float] = 0.4
 
     def make_leases(self) -> ConversationLeases:
         """Return leases with nothing held."""
@@ -853,8 +853,8 @@ class LeasesContract:
         leases = self.make_leases()
         me = LeaseHolder.here()
         leases.acquire("conv-1", me, self.short_ttl)
-        for _ in range(3):
-            time.sleep(self.short_ttl / 2)
+        for _ in range(6):
+            time.sleep(self.short_ttl / 4)
             assert leases.renew("conv-1", me, self.short_ttl)
         assert leases.acquire("conv-1", LeaseHolder.here(), 30) == me
 

@@ -164,6 +164,25 @@ class TestSqliteFile:
             store.save(KEY, Checkpoint("conv-1"))
             assert store.load(KEY) == Checkpoint("conv-1")
 
+    @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+    def test_a_store_carried_into_a_forked_child_opens_its_own_connection(
+        self, tmp_path: Path
+    ) -> None:
+        with SqliteStore(tmp_path / "state.db") as store:
+            store.save(KEY, Checkpoint("conv-1", sequence=1))
+            pid = os.fork()
+            if pid == 0:  # the child: exit at once, whatever happens
+                code = 1
+                try:
+                    seen = store.load(KEY)
+                    store.save(KEY, Checkpoint("conv-2", sequence=2))
+                    code = 0 if seen == Checkpoint("conv-1", sequence=1) else 2
+                finally:
+                    os._exit(code)
+            _, status = os.waitpid(pid, 0)
+            assert os.waitstatus_to_exitcode(status) == 0
+            assert store.load(KEY) == Checkpoint("conv-2", sequence=2)
+
     def test_bad_settings_are_refused(self, tmp_path: Path) -> None:
         with pytest.raises(InvalidRequestError, match="busy_timeout"):
             SqliteStore(tmp_path / "state.db", busy_timeout=0)
@@ -182,10 +201,10 @@ class TestLeaseKeeper:
     def test_a_held_lease_outlives_its_ttl_and_the_thread_ends_with_the_last_one(self) -> None:
         keeper = LeaseKeeper(InMemoryLeases())
         first, second = LeaseHolder.here(), LeaseHolder.here()
-        keeper.acquire("conv-a", first, 0.3)
-        keeper.acquire("conv-b", second, 0.3)
+        keeper.acquire("conv-a", first, 0.6)
+        keeper.acquire("conv-b", second, 0.6)
         assert renewal_threads() == 1, "two held leases share one renewal thread"
-        time.sleep(0.75)
+        time.sleep(1.5)
         assert keeper.acquire("conv-a", LeaseHolder.here(), 30) == first
         assert keeper.acquire("conv-b", LeaseHolder.here(), 30) == second
         keeper.release("conv-a", first)
