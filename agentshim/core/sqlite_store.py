@@ -172,6 +172,8 @@ class SqliteStore:
         """Turn a database failure into a StoreError saying what could not be done."""
         try:
             yield
+        except StoreError:
+            raise
         except sqlite3.Error as error:
             raise StoreError(
                 str(self.path),

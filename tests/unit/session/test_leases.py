@@ -112,8 +112,10 @@ class TestSqliteFile:
         raw = sqlite3.connect(path)
         raw.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
         raw.close()
-        with pytest.raises(StoreError, match="newer than this agentshim"):
+        with pytest.raises(StoreError, match=r"state\.db has schema version") as caught:
             SqliteStore(path)
+        assert caught.value.detail == f"schema version {SCHEMA_VERSION + 1}"
+        assert "upgrade agentshim" in str(caught.value)
         raw = sqlite3.connect(path)
         try:
             assert raw.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION + 1
