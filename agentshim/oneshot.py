@@ -176,6 +176,8 @@ class OneShotConversation:
             session_id=spec.resume_session_id,
             previous_usage=spec.previous_usage,
             cancel_grace_s=cancel_grace_s,
+            stall_timeout=spec.stall_timeout,
+            fork=spec.fork,
         )
         self._provider = agent.profile.name
         self._spec = spec

@@ -8,10 +8,15 @@ import pytest
 
 from agentshim import Agent
 from agentshim.core.conversation import TransportKind
-from agentshim.core.errors import CliDiedError, ProviderCapabilityError
+from agentshim.core.errors import (
+    CliDiedError,
+    InvalidRequestError,
+    ProviderCapabilityError,
+    TurnStalledError,
+)
 from agentshim.core.permissions import ApprovalPolicy, NativePermissions
 from agentshim.core.session_policy import Continuity
-from agentshim.testing import FakeExecutor
+from agentshim.testing import FakeExecutor, FakeRun, scripted_turn
 from agentshim.testing.claude_stream import ClaudePeerTurn, ClaudeStreamPeers
 
 ENV = {"PATH": "/usr/bin"}
@@ -120,3 +125,84 @@ class TestStreamSessions:
                 permissions=NativePermissions.bypass(),
                 approvals=lambda request: None,  # type: ignore[arg-type,return-value]
             )
+
+
+class TestOneShotStall:
+    def test_a_one_shot_cli_silent_past_stall_timeout_fails_as_stalled(self) -> None:
+
+        executor = FakeExecutor(
+            FakeRun(
+                stdout=['{"type":"system","subtype":"init","session_id":"s-1"}'], until_stopped=True
+            ),
+            binaries={"claude": "/usr/bin/claude"},
+        )
+        agent = Agent(
+            "claude",
+            executor=executor,
+            env=ENV,
+            permissions=NativePermissions.bypass(),
+            approvals=ApprovalPolicy.DENY,
+            stall_timeout=0.2,
+        )
+        session = agent.start_session()
+        with pytest.raises(TurnStalledError) as caught:
+            session.turn("go")
+        assert caught.value.timeout == 0.2
+        assert executor.requests[0].idle_timeout == 0.2
+        assert session.session_id == "s-1", "a stalled turn keeps the conversation it named"
+
+
+class TestFork:
+    def test_a_one_shot_fork_resumes_with_fork_session_once_then_continues_the_fork(self) -> None:
+
+        executor = FakeExecutor(
+            [
+                scripted_turn("claude", text="base", session_id="base-1"),
+                scripted_turn("claude", text="forked", session_id="fork-1"),
+                scripted_turn("claude", text="again", session_id="fork-1"),
+            ],
+            binaries={"claude": "/usr/bin/claude"},
+        )
+        agent = Agent(
+            "claude",
+            executor=executor,
+            env=ENV,
+            permissions=NativePermissions.bypass(),
+            approvals=ApprovalPolicy.DENY,
+        )
+        base = agent.start_session()
+        base.turn("start")
+        fork = base.fork()
+        first = fork.turn("branch")
+        fork.turn("more")
+        argv = [list(request.argv) for request in executor.requests]
+        assert argv[1][argv[1].index("--resume") + 1] == "base-1"
+        assert "--fork-session" in argv[1]
+        assert "--fork-session" not in argv[2]
+        assert argv[2][argv[2].index("--resume") + 1] == "fork-1"
+        assert first.result.session_id == fork.session_id == "fork-1"
+        assert base.session_id == "base-1"
+
+    def test_a_stream_fork_starts_its_process_with_fork_session(self) -> None:
+        peers = ClaudeStreamPeers([ClaudePeerTurn("forked")], session_id="base-2")
+        agent, executor = stream_agent(peers)
+        session = agent.start_session(session_id="base-2", fork=True)
+        turn = session.turn("branch")
+        assert "--fork-session" in executor.spawned[0].argv
+        assert turn.result.session_id == "base-2-fork"
+        session.close()
+
+    def test_a_provider_that_cannot_fork_says_so(self) -> None:
+
+        agent = Agent(
+            "codex",
+            executor=FakeExecutor(binaries={"codex": "/usr/bin/codex"}),
+            env=ENV,
+            permissions=NativePermissions.bypass(),
+            approvals=ApprovalPolicy.DENY,
+        )
+        session = agent.start_session(session_id="0199a213-81c0-7800-8aa1-bbab2a035a53", fork=True)
+        with pytest.raises(ProviderCapabilityError, match="cannot fork"):
+            session.turn("go")
+        with pytest.raises(InvalidRequestError, match="fork"):
+            agent.start_session(fork=True)
