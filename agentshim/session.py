@@ -451,7 +451,9 @@ class Session:
             clock=self._clock,
             ids=self._ids,
             event_handlers=self._handlers,
-            locks=self._locks,
+            leases=self._leases,
+            lease_ttl=self._lease_ttl,
+            lease_timeout=self._lease_timeout,
             log=self._log,
         )
 
