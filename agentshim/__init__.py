@@ -40,6 +40,7 @@ if TYPE_CHECKING:
         FailureKind,
         InvalidRequestError,
         InvalidSessionIdError,
+        LeaseTimeoutError,
         LineTooLongError,
         McpConfigError,
         NoRunningTurnError,
@@ -48,6 +49,7 @@ if TYPE_CHECKING:
         SchemaDialectError,
         SessionResumeError,
         SessionStateError,
+        StoreError,
         TurnCancelledError,
         TurnFailedError,
         TurnTimeoutError,
@@ -82,6 +84,12 @@ if TYPE_CHECKING:
         UsageReport,
         UsageScope,
     )
+    from agentshim.core.leases import (
+        ConversationLeases,
+        InMemoryLeases,
+        LeaseHolder,
+        LeaseKeeper,
+    )
     from agentshim.core.mcp import HttpMcpServer, McpServer, StdioMcpServer
     from agentshim.core.models import ModelSpec, ModelTable, api_model_id
     from agentshim.core.permissions import ApprovalPolicy, NativeMode, NativePermissions
@@ -96,6 +104,7 @@ if TYPE_CHECKING:
     from agentshim.core.provider import ParsedTurn, Provider, StreamParser
     from agentshim.core.retry import RetryPolicy
     from agentshim.core.session_policy import Continuity, FailureOutcome, SessionPolicy
+    from agentshim.core.sqlite_store import SqliteStore
     from agentshim.core.summary import UsageSummary, summarize_usage
     from agentshim.core.turn import OutputSchema, TurnRequest, TurnResult
     from agentshim.core.usage import CostSource, ProviderUsage, TokenUsage, TokenWeights
@@ -132,6 +141,11 @@ _LAZY_NAMES = MappingProxyType(
         "CheckpointStore": "agentshim.core.checkpoints",
         "FileCheckpointStore": "agentshim.core.checkpoints",
         "InMemoryCheckpointStore": "agentshim.core.checkpoints",
+        "ConversationLeases": "agentshim.core.leases",
+        "InMemoryLeases": "agentshim.core.leases",
+        "LeaseHolder": "agentshim.core.leases",
+        "LeaseKeeper": "agentshim.core.leases",
+        "SqliteStore": "agentshim.core.sqlite_store",
         "AgentSession": "agentshim.cli_agent",
         "CliAgent": "agentshim.cli_agent",
         "AgentShimError": "agentshim.core.errors",
@@ -143,6 +157,7 @@ _LAZY_NAMES = MappingProxyType(
         "FailureKind": "agentshim.core.errors",
         "InvalidRequestError": "agentshim.core.errors",
         "InvalidSessionIdError": "agentshim.core.errors",
+        "LeaseTimeoutError": "agentshim.core.errors",
         "LineTooLongError": "agentshim.core.errors",
         "McpConfigError": "agentshim.core.errors",
         "NoRunningTurnError": "agentshim.core.errors",
@@ -151,6 +166,7 @@ _LAZY_NAMES = MappingProxyType(
         "SchemaDialectError": "agentshim.core.errors",
         "SessionResumeError": "agentshim.core.errors",
         "SessionStateError": "agentshim.core.errors",
+        "StoreError": "agentshim.core.errors",
         "TurnCancelledError": "agentshim.core.errors",
         "TurnFailedError": "agentshim.core.errors",
         "TurnTimeoutError": "agentshim.core.errors",
@@ -246,6 +262,7 @@ __all__ = [
     "Continuity",
     "ContinuityError",
     "Conversation",
+    "ConversationLeases",
     "ConversationSpec",
     "CostSource",
     "EventHandlerBase",
@@ -254,8 +271,12 @@ __all__ = [
     "FileCheckpointStore",
     "HttpMcpServer",
     "InMemoryCheckpointStore",
+    "InMemoryLeases",
     "InvalidRequestError",
     "InvalidSessionIdError",
+    "LeaseHolder",
+    "LeaseKeeper",
+    "LeaseTimeoutError",
     "Lifecycle",
     "LineTooLongError",
     "McpConfigError",
@@ -298,9 +319,11 @@ __all__ = [
     "SessionStarted",
     "SessionStateError",
     "SessionTitle",
+    "SqliteStore",
     "Stderr",
     "StdioMcpServer",
     "SteerableConversation",
+    "StoreError",
     "StreamParser",
     "TokenUsage",
     "TokenWeights",

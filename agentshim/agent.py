@@ -5,7 +5,8 @@ name on an executor (the host by default, wrapped by a Confinement when one is g
 ``Agent.over(transport, ...)`` uses a ready-made Transport. ``Agent.start_session(cwd)`` opens
 a :class:`~agentshim.session.Session`. Sessions of one Agent never run turns in the same
 provider conversation at the same time: the Agent keeps one lock per (provider, session id),
-taken once per turn.
+taken once per turn. Given ``leases`` (``SqliteStore(path)`` for the processes of one machine),
+that holds across every worker process that shares them.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from agentshim.core.conversation import (
 from agentshim.core.errors import AgentShimError, InvalidRequestError, ProviderCapabilityError
 from agentshim.core.events import EventSink, SessionTitle, event_callbacks
 from agentshim.core.ids import IdAllocator, RandomIds
-from agentshim.core.locks import KeyedLocks
+from agentshim.core.leases import ConversationLeases, InMemoryLeases, LeaseKeeper
 from agentshim.core.mcp import McpServer, StdioMcpServer
 from agentshim.core.permissions import NativePermissions
 from agentshim.core.profile import ProviderProfile, RenewalBudget
@@ -64,6 +65,14 @@ class Agent:
     (``TransportKind.ONE_SHOT``, the default). For a ready-made Transport use
     :meth:`Agent.over`.
 
+    ``checkpoints`` is the store ``start_session`` uses unless it is given another. ``leases``
+    serializes turns across processes: every session then holds a lease on its checkpoint key
+    (or, without one, on its provider conversation) for each turn, renewed while it runs and
+    expiring ``lease_ttl`` seconds after a crashed holder last renewed it; a turn that cannot
+    get it within ``lease_timeout`` seconds (None: waits until it comes free) raises
+    LeaseTimeoutError with nothing run. Without ``leases`` the Agent's own in-process locks
+    serialize its sessions, as before.
+
     Raises:
         InvalidRequestError: ``provider`` is not a name, ``permissions`` or ``approvals`` of
             the wrong type, or both ``env`` and ``confinement``.
@@ -90,6 +99,10 @@ class Agent:
         check_timeout: float = 15.0,
         transport: TransportKind = TransportKind.ONE_SHOT,
         catalog: ProviderCatalog = DEFAULT_CATALOG,
+        checkpoints: CheckpointStore | None = None,
+        leases: ConversationLeases | None = None,
+        lease_ttl: float = 30.0,
+        lease_timeout: float | None = None,
         stall_timeout: float | None = None,
         approval_timeout: float = 60.0,
     ) -> None:
@@ -101,6 +114,7 @@ class Agent:
                 "for a ready-made Transport use Agent.over(transport, ...)",
             )
         self._share(permissions, approvals, model, clock, ids, retry, renewal, event_handlers, log)
+        self._share_state(checkpoints, leases, lease_ttl, lease_timeout)
         self._timeouts(stall_timeout, approval_timeout)
         if confinement is not None and env is not None:
             raise InvalidRequestError(
@@ -129,7 +143,6 @@ class Agent:
         run_on = confine(base, confinement) if confinement is not None else base
         agent_env = dict(confinement.env) if confinement is not None else env
         log_line = self.log
-        locks = self._locks
 
         def build() -> CliAgent:
             return CliAgent(
@@ -140,15 +153,15 @@ class Agent:
                 check_timeout=check_timeout,
                 log=log_line,
                 catalog=catalog,
-                locks=locks,
             )
 
         if transport is TransportKind.ONE_SHOT:
             self.transport: Transport = OneShotTransport(
                 build, profile=profile, check_timeout=check_timeout
             )
-            # The CliAgent takes the conversation locks itself, so sessions do not take them.
-            self._session_locks: KeyedLocks | None = None
+            # The CliAgent takes the in-process conversation locks itself; sessions take
+            # leases only when they reach beyond this process.
+            self._session_leases: ConversationLeases | None = self._leases
             return
         built: list[CliAgent] = []
         clock = self.clock
@@ -174,7 +187,7 @@ class Agent:
             )
 
         self.transport = factories[transport](context)
-        self._session_locks = self._locks
+        self._session_leases = self._own_leases()
 
     @classmethod
     def over(
@@ -190,15 +203,20 @@ class Agent:
         renewal: RenewalBudget | None = None,
         event_handlers: EventSink | Sequence[EventSink] = (),
         log: Callable[[str], None] | None = None,
+        checkpoints: CheckpointStore | None = None,
+        leases: ConversationLeases | None = None,
+        lease_ttl: float = 30.0,
+        lease_timeout: float | None = None,
         stall_timeout: float | None = None,
         approval_timeout: float = 60.0,
     ) -> Agent:
         """An Agent whose sessions open conversations on a ready-made ``transport``.
 
-        Its sessions take the Agent's conversation lock around each turn. A
-        :class:`~agentshim.oneshot.OneShotTransport` locks each turn in its CliAgent's
-        registry already, so over one the sessions leave the locking to it: one registry, which
-        also holds turns run on that CliAgent directly.
+        Its sessions take the Agent's conversation lock around each turn (``leases``, or the
+        Agent's in-process ones; ``checkpoints`` and the lease settings as in the
+        constructor). A :class:`~agentshim.oneshot.OneShotTransport` locks each turn in its
+        CliAgent's registry already, so over one and without ``leases`` the sessions leave the
+        locking to it: one registry, which also holds turns run on that CliAgent directly.
 
         Raises:
             InvalidRequestError: ``transport`` is not a Transport, or ``permissions`` or
@@ -207,13 +225,47 @@ class Agent:
         instance("Agent.over", "transport", transport, Transport, "a Transport")
         agent = cls.__new__(cls)
         agent._share(permissions, approvals, model, clock, ids, retry, renewal, event_handlers, log)
+        agent._share_state(checkpoints, leases, lease_ttl, lease_timeout)
         agent._timeouts(stall_timeout, approval_timeout)
         agent._confinement = None
         agent._cli_agent = None
         agent.transport = transport
         one_shot = isinstance(transport, OneShotTransport)
-        agent._session_locks = None if one_shot else agent._locks
+        agent._session_leases = agent._leases if one_shot else agent._own_leases()
         return agent
+
+    def _own_leases(self) -> ConversationLeases:
+        """The leases sessions take themselves: the caller's, or this Agent's in-process ones."""
+        if self._leases is None:
+            # The registry belongs to this Agent: sessions of other Agents are not serialized.
+            self._leases = LeaseKeeper(InMemoryLeases(expires=False), log=self.log)
+        return self._leases
+
+    def _share_state(
+        self,
+        checkpoints: CheckpointStore | None,
+        leases: ConversationLeases | None,
+        lease_ttl: float,
+        lease_timeout: float | None,
+    ) -> None:
+        """Check and keep the stores every session of this Agent shares."""
+        if checkpoints is not None:
+            hint = "a CheckpointStore such as FileCheckpointStore(directory), or None"
+            instance("Agent", "checkpoints", checkpoints, CheckpointStore, hint)
+        self.checkpoints = checkpoints
+        if leases is not None:
+            hint = "a ConversationLeases such as SqliteStore(path), or None"
+            instance("Agent", "leases", leases, ConversationLeases, hint)
+        # One keeper, so the renewals of all this Agent's running turns share one thread.
+        self._leases: ConversationLeases | None = (
+            leases
+            if leases is None or isinstance(leases, LeaseKeeper)
+            else LeaseKeeper(leases, log=self.log)
+        )
+        self.lease_ttl = seconds("Agent", "lease_ttl", lease_ttl, positive=True)
+        self.lease_timeout = (
+            None if lease_timeout is None else seconds("Agent", "lease_timeout", lease_timeout)
+        )
 
     def _share(
         self,
@@ -246,8 +298,6 @@ class Agent:
             "Agent", "event_handlers", event_handlers
         )
         self.log: Callable[[str], None] = log or ignore_log_line
-        # The registry belongs to this Agent: sessions of other Agents are not serialized.
-        self._locks = KeyedLocks()
 
     def _timeouts(self, stall_timeout: float | None, approval_timeout: float) -> None:
         self.stall_timeout = (
@@ -315,11 +365,11 @@ class Agent:
         """Open a Session working in ``cwd`` (a host path).
 
         When confined, ``cwd`` and the absolute paths of stdio MCP servers are mapped to the
-        paths the agent sees. Given ``checkpoints`` and ``checkpoint_key`` the session
-        continues the conversation saved under the key; ``session_id`` names a conversation to
-        resume and wins over a saved one, and with ``fork`` the session starts a new
-        conversation from that one's history (where the transport can; Claude Code can).
-        ``stall_timeout`` overrides the Agent's for this session.
+        paths the agent sees. Given ``checkpoint_key`` the session continues the conversation
+        saved under the key in ``checkpoints`` (by default the Agent's store); ``session_id``
+        names a conversation to resume and wins over a saved one, and with ``fork`` the
+        session starts a new conversation from that one's history (where the transport can;
+        Claude Code can). ``stall_timeout`` overrides the Agent's for this session.
 
         Raises:
             InvalidRequestError: ``cwd`` (or an MCP server's host path) is not visible inside
@@ -353,9 +403,13 @@ class Agent:
             clock=self.clock,
             ids=self.ids,
             event_handlers=self.event_handlers,
-            checkpoints=checkpoints,
+            checkpoints=checkpoints
+            if checkpoints is not None or checkpoint_key is None
+            else self.checkpoints,
             checkpoint_key=checkpoint_key,
-            locks=self._session_locks,
+            leases=self._session_leases,
+            lease_ttl=self.lease_ttl,
+            lease_timeout=self.lease_timeout,
             log=self.log,
         )
 

@@ -20,7 +20,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 from agentshim.cli_agent import ignore_log_line
-from agentshim.core._checks import instance
+from agentshim.core._checks import instance, seconds
 from agentshim.core.checkpoints import Checkpoint, CheckpointStore, validate_checkpoint_key
 from agentshim.core.clock import Clock, SystemClock
 from agentshim.core.conversation import (
@@ -48,7 +48,7 @@ from agentshim.core.events import (
     event_callbacks,
 )
 from agentshim.core.ids import IdAllocator, RandomIds, validate_session_id
-from agentshim.core.locks import ConversationLock, KeyedLocks
+from agentshim.core.leases import ConversationLeases, LeaseKeeper, TurnLease
 from agentshim.core.session_policy import (
     Abort,
     Adopt,
@@ -72,6 +72,7 @@ from agentshim.core.session_policy import (
     Refusal,
     RefuseTurn,
     Release,
+    Resync,
     SaveCheckpoint,
     SessionPolicy,
     Start,
@@ -122,11 +123,16 @@ class Session:
     ``spec`` fixes the conversation's cwd, model, permissions and approvals. Given a
     ``checkpoints`` store and a ``checkpoint_key``, the session resumes the conversation saved
     under the key (an explicit ``spec.resume_session_id`` wins) and saves the conversation it
-    holds after every change. ``locks`` (the registry an Agent shares among its sessions)
-    keeps two sessions from running turns in one provider conversation at the same time; leave
-    it None when the transport takes those locks itself, as the one-shot transport an
-    ``Agent`` builds does. Each of ``event_handlers`` is an AgentEventHandler or a plain
-    function of one event.
+    holds after every change. ``leases`` (which an Agent shares among its sessions) keeps
+    two turns from running in one conversation at the same time, in this process or, with a
+    shared implementation such as ``SqliteStore``, in any: a session with a checkpoint key
+    leases the key for the whole turn and first reads the checkpoint again, so it continues
+    wherever another process left the conversation; one without leases the provider
+    conversation for each attempt. Leave it None when the transport takes such locks itself,
+    as the one-shot transport an ``Agent`` builds does. A lease lives ``lease_ttl`` seconds
+    and is renewed while the turn runs; a turn that cannot get it within ``lease_timeout``
+    seconds (None: waits until it comes free) raises LeaseTimeoutError with nothing run. Each
+    of ``event_handlers`` is an AgentEventHandler or a plain function of one event.
     """
 
     def __init__(
@@ -140,7 +146,9 @@ class Session:
         event_handlers: EventSink | Sequence[EventSink] = (),
         checkpoints: CheckpointStore | None = None,
         checkpoint_key: str | None = None,
-        locks: KeyedLocks | None = None,
+        leases: ConversationLeases | None = None,
+        lease_ttl: float = 30.0,
+        lease_timeout: float | None = None,
         log: Callable[[str], None] | None = None,
     ) -> None:
         if (checkpoints is None) != (checkpoint_key is None):
@@ -172,8 +180,21 @@ class Session:
         self._handlers = event_callbacks("Session", "event_handlers", event_handlers)
         self._store = checkpoints
         self._key = checkpoint_key
-        self._locks = locks
         self._log: Callable[[str], None] = log or ignore_log_line
+        if leases is not None:
+            hint = "a ConversationLeases such as InMemoryLeases() or SqliteStore(path), or None"
+            instance("Session", "leases", leases, ConversationLeases, hint)
+        self._leases: ConversationLeases | None = (
+            leases
+            if leases is None or isinstance(leases, LeaseKeeper)
+            else LeaseKeeper(leases, log=self._log)
+        )
+        self._lease_ttl = seconds("Session", "lease_ttl", lease_ttl, positive=True)
+        self._lease_timeout = (
+            None if lease_timeout is None else seconds("Session", "lease_timeout", lease_timeout)
+        )
+        # The sequence of the last checkpoint seen under the key; each save is one more.
+        self._sequence = 0
         self._random = random.Random(self._policy.retry.seed)
 
         # Re-entrant: commands are carried out both with the lock held (between turns) and
@@ -195,17 +216,19 @@ class Session:
 
     def _initial_state(self) -> PolicyState:
         spec = self._spec
+        saved = None
         if spec.resume_session_id is not None:
             validate_session_id(spec.resume_session_id)
             if not self._profile.supports_resume:
                 raise ProviderCapabilityError(
                     f"{self._profile.display_name} cannot resume a conversation; drop resume_session_id"
                 )
+        if self._store is not None and self._key is not None:
+            saved = self._store.load(self._key)
+            self._sequence = saved.sequence if saved is not None else 0
+        if spec.resume_session_id is not None:
             self._save(Checkpoint(spec.resume_session_id, spec.previous_usage, 0))
             return self._policy.initial(spec.resume_session_id, spec.previous_usage)
-        if self._store is None or self._key is None:
-            return self._policy.initial()
-        saved = self._store.load(self._key)
         if saved is None:
             return self._policy.initial()
         if not self._profile.supports_resume:
@@ -347,7 +370,7 @@ class Session:
             self._last_error = None
             self._last_result = None
         try:
-            return self._drive(ticket, callback)
+            return self._leased(ticket, callback)
         finally:
             with self._lock:
                 self._running = False
@@ -428,7 +451,9 @@ class Session:
             clock=self._clock,
             ids=self._ids,
             event_handlers=self._handlers,
-            locks=self._locks,
+            leases=self._leases,
+            lease_ttl=self._lease_ttl,
+            lease_timeout=self._lease_timeout,
             log=self._log,
         )
 
@@ -500,6 +525,37 @@ class Session:
     def _feed(self, event: Event) -> tuple[Command, ...]:
         with self._lock:
             return self._step(event)
+
+    def _leased(self, ticket: TurnTicket, on_event: Callable[[AgentEvent], None] | None) -> Turn:
+        """Run the turn holding its checkpoint key's lease, when the session has both."""
+        if self._leases is None or self._store is None or self._key is None:
+            return self._drive(ticket, on_event)
+        lease = TurnLease(self._leases, self._lease_ttl, self._lease_timeout)
+        if not lease.wait(self._key, self._stop):
+            raise _cancelled_error(ticket)
+        try:
+            self._resync(self._store, self._key)
+            return self._drive(ticket, on_event)
+        finally:
+            lease.release()
+
+    def _resync(self, store: CheckpointStore, key: str) -> None:
+        """Continue what the store holds now: another process may have moved the conversation on."""
+        try:
+            saved = store.load(key)
+        except (OSError, ValueError) as error:
+            self._log(f"could not read checkpoint {key!r} again, going on with it: {error}")
+            return
+        if saved is not None and not self._profile.supports_resume:
+            return
+        event = (
+            Resync(None) if saved is None else Resync(saved.session_id, saved.usage, saved.turns)
+        )
+        with self._lock:
+            if saved is not None:
+                self._sequence = saved.sequence
+            for command in self._step(event):
+                self._bookkeep(command)
 
     def _drive(self, ticket: TurnTicket, on_event: Callable[[AgentEvent], None] | None) -> Turn:
         emit = self._emitter(on_event)
@@ -591,15 +647,23 @@ class Session:
         conversation = self._conversation
         if conversation is None:  # pragma: no cover - the policy never executes without one
             raise SessionStateError("internal error: no live conversation to run the turn in")
+        # Without a checkpoint key, the lease is on the provider conversation, per attempt.
         lock = (
-            ConversationLock(self._locks, self._profile.name) if self._locks is not None else None
+            TurnLease(self._leases, self._lease_ttl, self._lease_timeout)
+            if self._leases is not None and self._key is None
+            else None
         )
         if lock is not None:
             session_id = self._state.session_id or conversation.session_id
             if session_id is None:
-                emit = lock.watching(emit)
-            elif not lock.wait(session_id, self._stop):
-                return Cancelled(self._clock.monotonic())
+                emit = lock.watching(emit, self._conversation_key)
+            else:
+                try:
+                    if not lock.wait(self._conversation_key(session_id), self._stop):
+                        return Cancelled(self._clock.monotonic())
+                except Exception as error:  # LeaseTimeoutError, or a store that failed
+                    self._last_error = error
+                    return Failed(self._clock.monotonic(), classify_failure(error), None)
         try:
             with self._lock:
                 if self._stop.is_set():
@@ -635,6 +699,9 @@ class Session:
             result.duration_ms / 1000.0,
         )
 
+    def _conversation_key(self, session_id: str) -> str:
+        return f"{self._profile.name}/{session_id}"
+
     def _bookkeep(self, command: Command) -> None:
         """Carry out a command that reports nothing back (close, save, clear)."""
         if isinstance(command, CloseConversation):
@@ -658,8 +725,9 @@ class Session:
     def _save(self, checkpoint: Checkpoint) -> None:
         if self._store is None or self._key is None:
             return
+        self._sequence += 1
         try:
-            self._store.save(self._key, checkpoint)
+            self._store.save(self._key, replace(checkpoint, sequence=self._sequence))
         except (OSError, ValueError) as error:
             # The turn's work is done; losing durability is logged rather than undoing it.
             self._log(f"could not save checkpoint {self._key!r}: {error}")

@@ -3,7 +3,14 @@
 A :class:`Checkpoint` names the provider conversation a session keeps and the usage its last
 turn reported. A :class:`CheckpointStore` keeps one per key (typically one key per user
 conversation in a service). :class:`InMemoryCheckpointStore` lives as long as the process;
-:class:`FileCheckpointStore` writes one JSON file per key and is read back after a restart.
+:class:`FileCheckpointStore` writes one JSON file per key and is read back after a restart;
+``SqliteStore`` (in :mod:`agentshim.core.sqlite_store`) keeps them in one database file that
+many processes share.
+
+Every checkpoint a session saves carries a ``sequence``, one more than the last one it saw
+under its key, and a store never lets a save replace a newer checkpoint
+(:meth:`Checkpoint.replaces`): a process that lost a race cannot overwrite what another
+process saved since.
 """
 
 from __future__ import annotations
@@ -61,12 +68,15 @@ class Checkpoint:
     """The conversation a session holds: its id, the usage of its last turn, its turn count.
 
     ``turns`` counts the completed turns in this conversation, so a renewal budget keeps
-    counting across a restart.
+    counting across a restart. ``sequence`` orders the saves under one key (each save of a
+    session is one more than the last it saw); 0 means unordered, as in a checkpoint built by
+    hand or saved by an older version.
     """
 
     session_id: str
     usage: ProviderUsage | None = None
     turns: int = 0
+    sequence: int = 0
 
     def __post_init__(self) -> None:
         if not is_valid_session_id(self.session_id):
@@ -78,12 +88,16 @@ class Checkpoint:
             )
         if self.usage is not None:
             instance("Checkpoint", "usage", self.usage, ProviderUsage, "a ProviderUsage or None")
-        if isinstance(self.turns, bool) or not isinstance(self.turns, int) or self.turns < 0:  # pyright: ignore[reportUnnecessaryIsInstance]
-            raise InvalidRequestError(
-                "Checkpoint.turns",
-                f"{self.turns!r} is not a non-negative int",
-                f"Checkpoint.turns must be a non-negative int, got {self.turns!r}",
-            )
+        _count("turns", self.turns)
+        _count("sequence", self.sequence)
+
+    def replaces(self, stored: Checkpoint | None) -> bool:
+        """Whether saving this checkpoint over ``stored`` keeps this one.
+
+        It does unless both are ordered (``sequence`` > 0) and ``stored`` is as new or newer:
+        a save that lost a race never overwrites the winner. Every store applies this rule.
+        """
+        return stored is None or not (0 < self.sequence <= stored.sequence)
 
     def to_dict(self) -> dict[str, Any]:
         """Return a JSON-ready dict; ``from_dict`` reverses it."""
@@ -92,6 +106,7 @@ class Checkpoint:
             "session_id": self.session_id,
             "usage": self.usage.to_dict() if self.usage is not None else None,
             "turns": self.turns,
+            "sequence": self.sequence,
         }
 
     @classmethod
@@ -117,7 +132,21 @@ class Checkpoint:
             usage = ProviderUsage.from_dict(usage_data) if usage_data is not None else None  # pyright: ignore[reportUnknownArgumentType]
         except (TypeError, ValueError, KeyError, AttributeError, OverflowError) as error:
             raise _not_a_checkpoint(f"checkpoint usage is malformed ({error})") from error
-        return cls(session_id=session_id, usage=usage, turns=data.get("turns", 0))
+        return cls(
+            session_id=session_id,
+            usage=usage,
+            turns=data.get("turns", 0),
+            sequence=data.get("sequence", 0),
+        )
+
+
+def _count(name: str, value: object) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise InvalidRequestError(
+            f"Checkpoint.{name}",
+            f"{value!r} is not a non-negative int",
+            f"Checkpoint.{name} must be a non-negative int, got {value!r}",
+        )
 
 
 def _not_a_checkpoint(problem: str) -> InvalidRequestError:
@@ -135,7 +164,11 @@ class CheckpointStore(Protocol):
         ...
 
     def save(self, key: str, checkpoint: Checkpoint) -> None:
-        """Save ``checkpoint`` under ``key``, replacing any earlier one."""
+        """Save ``checkpoint`` under ``key``, replacing the earlier one if ``checkpoint.replaces`` it.
+
+        A checkpoint that does not replace the stored one (an older ``sequence``) is dropped
+        without an error: the newer one stays.
+        """
         ...
 
     def clear(self, key: str) -> None:
@@ -157,10 +190,11 @@ class InMemoryCheckpointStore:
             return self._saved.get(key)
 
     def save(self, key: str, checkpoint: Checkpoint) -> None:
-        """Keep ``checkpoint`` under ``key``."""
+        """Keep ``checkpoint`` under ``key``, unless a newer one is kept there."""
         validate_checkpoint_key(key)
         with self._lock:
-            self._saved[key] = checkpoint
+            if checkpoint.replaces(self._saved.get(key)):
+                self._saved[key] = checkpoint
 
     def clear(self, key: str) -> None:
         """Forget the checkpoint under ``key``."""
@@ -218,12 +252,28 @@ class FileCheckpointStore:
             return None
 
     def save(self, key: str, checkpoint: Checkpoint) -> None:
-        """Write the checkpoint for ``key`` so a reader sees the old file or the new one."""
+        """Write the checkpoint for ``key`` so a reader sees the old file or the new one.
+
+        A file holding a newer checkpoint (see :meth:`Checkpoint.replaces`) is left as it is.
+        The comparison holds between the threads of one process; processes that share a
+        directory can race between reading and replacing the file (``SqliteStore`` cannot).
+        """
         path = self.path_for(key)
         payload = json.dumps(checkpoint.to_dict(), sort_keys=True, indent=2) + "\n"
         with self._lock:
+            if checkpoint.sequence > 0 and not checkpoint.replaces(self._quiet_load(path)):
+                return
             self.directory.mkdir(parents=True, exist_ok=True)
             atomic_write(path, payload)
+
+    @staticmethod
+    def _quiet_load(path: Path) -> Checkpoint | None:
+        """The checkpoint in ``path`` for comparison only; unreadable counts as none."""
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+            return Checkpoint.from_dict(data) if isinstance(data, dict) else None  # pyright: ignore[reportUnknownArgumentType]
+        except (OSError, UnicodeDecodeError, ValueError, TypeError, RecursionError):
+            return None
 
     def clear(self, key: str) -> None:
         """Delete the checkpoint file for ``key``, if there is one."""

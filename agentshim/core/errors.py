@@ -14,6 +14,7 @@
         CliTimeoutError           argv, partial: ParsedTurn | None
         TurnStalledError          the CLI printed nothing for stall_timeout seconds: silent_s
       ContinuityError             a turn required a conversation the session does not hold
+      LeaseTimeoutError           another holder kept the conversation's lease: key, pid, host, since
       SessionStateError           closed session, second concurrent turn, stale or reused ticket
         NoRunningTurnError        steer() with no turn running
       TurnCancelledError          the turn was cancelled (before it started, or while it ran)
@@ -21,6 +22,7 @@
       ProviderCapabilityError     the provider cannot do what the request asked
         SchemaDialectError        problems: list of every dialect problem found
       McpConfigError              an MCP config file is unreadable, unwritable, or not an object
+      StoreError                  a checkpoint or lease store failed (also OSError): path, detail
       ProcessClosedError          a long-lived process's stdin is closed or the process is gone
       InvalidSessionIdError       a session id that may not reach argv or a path
       InvalidRequestError         a request that cannot be carried out as given (also ValueError)
@@ -57,6 +59,7 @@ __all__ = [
     "FailureKind",
     "InvalidRequestError",
     "InvalidSessionIdError",
+    "LeaseTimeoutError",
     "LineTooLongError",
     "McpConfigError",
     "NoRunningTurnError",
@@ -65,6 +68,7 @@ __all__ = [
     "SchemaDialectError",
     "SessionResumeError",
     "SessionStateError",
+    "StoreError",
     "TurnCancelledError",
     "TurnFailedError",
     "TurnStalledError",
@@ -378,6 +382,48 @@ class ContinuityError(AgentShimError):
         self.actual = actual
 
 
+class LeaseTimeoutError(AgentShimError):
+    """The turn waited ``timeout`` seconds for its conversation's lease and another holder kept it.
+
+    Nothing ran. ``key`` names the conversation (a checkpoint key, or ``provider/session_id``);
+    ``pid``, ``host`` and ``since`` (wall-clock seconds since the epoch) name the holder as it
+    was last seen, which may be a worker process on another machine.
+    """
+
+    _fields = ("key", "pid", "host", "since", "timeout")
+
+    def __init__(
+        self,
+        key: str,
+        pid: int,
+        host: str,
+        since: float,
+        timeout: float,
+        message: str | None = None,
+    ) -> None:
+        super().__init__(
+            message
+            or f"conversation {key!r} is in use by process {pid} on {host!r} since "
+            f"{_utc(since)}; waited {timeout:g} s (lease_timeout) and nothing ran. Retry the "
+            "turn later, or raise lease_timeout if that holder's turns take longer"
+        )
+        self.key = key
+        self.pid = pid
+        self.host = host
+        self.since = since
+        self.timeout = timeout
+
+
+def _utc(epoch_s: float) -> str:
+    import datetime  # only when the message is built
+
+    try:
+        moment = datetime.datetime.fromtimestamp(epoch_s, tz=datetime.timezone.utc)
+    except (OverflowError, OSError, ValueError):
+        return f"{epoch_s!r} (epoch s)"
+    return moment.isoformat(timespec="seconds")
+
+
 class SessionStateError(AgentShimError):
     """The session cannot do this now: it is closed, busy, or the ticket is stale."""
 
@@ -450,6 +496,21 @@ class McpConfigError(AgentShimError):
         )
         self.path = path
         self.reason = reason
+
+
+class StoreError(AgentShimError, OSError):
+    """A checkpoint or lease store at ``path`` could not be opened, read or written.
+
+    Also an OSError, so a session treats a failed checkpoint save like a full disk: logged,
+    never undoing the turn's work. ``detail`` is the database's own words.
+    """
+
+    _fields = ("path", "detail")
+
+    def __init__(self, path: str, detail: str, message: str | None = None) -> None:
+        super().__init__(message or f"the store {path} failed: {detail}")
+        self.path = path
+        self.detail = detail
 
 
 class ProcessClosedError(AgentShimError):

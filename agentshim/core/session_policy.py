@@ -25,6 +25,9 @@ The rules, per turn:
 * idle longer than ``idle_release_after`` when a turn is prepared: close the live
   conversation but keep its id, so the next turn reopens it by id;
 * a failure that names a new session id adopts it first (except a refused resume);
+* the checkpoint store naming another conversation when a turn takes its lease (another
+  process moved it on): close the live conversation and continue the stored one, counting
+  its turns; no stored conversation means the next turn starts cold;
 * a resumed attempt the provider answers in another conversation (Codex starts a new thread
   when ``resume`` matches nothing, and exits 0) is not a continuation: the new conversation is
   adopted and a success reports continuity REPLACED; a strict or pinned turn instead keeps
@@ -73,6 +76,7 @@ __all__ = [
     "Refusal",
     "RefuseTurn",
     "Release",
+    "Resync",
     "SaveCheckpoint",
     "SessionPolicy",
     "Start",
@@ -277,6 +281,15 @@ class Adopt:
 
 
 @dataclass(frozen=True, slots=True)
+class Resync:
+    """The checkpoint store holds this conversation now (None: none), read under the turn's lease."""
+
+    session_id: str | None
+    usage: ProviderUsage | None = None
+    turns: int = 0
+
+
+@dataclass(frozen=True, slots=True)
 class Release:
     """The caller releases the live conversation, keeping its id."""
 
@@ -296,6 +309,7 @@ Event = (
     | Waited
     | Abort
     | Adopt
+    | Resync
     | Release
     | Close
 )
@@ -478,6 +492,8 @@ class SessionPolicy:
                 return self._abort(state, event)
             case Adopt():
                 return self._adopt(state, event)
+            case Resync():
+                return self._resync(state, event)
             case Release():
                 return self._release(state)
             case Close():
@@ -681,6 +697,20 @@ class SessionPolicy:
             live=False,
             reset_pending=False,
         ), tuple(commands)
+
+    def _resync(self, state: PolicyState, event: Resync) -> Step:
+        _expect(state, event, Phase.IDLE)
+        if event.session_id == state.session_id:
+            return replace(state, usage=event.usage, turns=event.turns), ()
+        commands: tuple[Command, ...] = (CloseConversation(),) if state.live else ()
+        return replace(
+            state,
+            session_id=event.session_id,
+            usage=event.usage,
+            turns=event.turns,
+            live=False,
+            reset_pending=event.session_id is None,
+        ), commands
 
     def _release(self, state: PolicyState) -> Step:
         _expect(state, Release(), Phase.IDLE, Phase.CLOSED)

@@ -53,13 +53,14 @@ class FakeCheckpointStore:
             return found
 
     def save(self, key: str, checkpoint: Checkpoint) -> None:
-        """Store ``checkpoint`` under ``key`` (OSError with ``fail_saves``)."""
+        """Store ``checkpoint`` under ``key`` unless a newer one is there (OSError with ``fail_saves``)."""
         validate_checkpoint_key(key)
         with self._lock:
             self.ops.append(CheckpointOp("save", key, checkpoint))
             if self.fail_saves:
                 raise OSError(28, "No space left on device (fake)")
-            self.saved[key] = checkpoint
+            if checkpoint.replaces(self.saved.get(key)):
+                self.saved[key] = checkpoint
 
     def clear(self, key: str) -> None:
         """Remove what is stored under ``key`` (OSError with ``fail_clears``)."""

@@ -1,4 +1,6 @@
-"""Contract suites: the behaviour every executor, Process, Confinement and Clock must show.
+"""Contract suites: what every executor, Process, Confinement, Clock, store and lease must do.
+
+The stores are :class:`CheckpointStoreContract` and the leases :class:`LeasesContract`.
 
 Subclass one as ``Test<Impl>``, implement its factory methods, and pytest runs the inherited
 tests against your implementation::
@@ -25,6 +27,7 @@ from typing import ClassVar
 
 import pytest
 
+from agentshim.core.checkpoints import Checkpoint, CheckpointStore
 from agentshim.core.clock import Clock
 from agentshim.core.errors import (
     CliCheckError,
@@ -33,6 +36,8 @@ from agentshim.core.errors import (
     ProcessClosedError,
     TurnStalledError,
 )
+from agentshim.core.leases import ConversationLeases, LeaseHolder
+from agentshim.core.usage import CostSource, ProviderUsage, TokenUsage
 from agentshim.execution.confinement import Confinement, confine
 from agentshim.execution.executor import (
     CallbackSink,
@@ -53,10 +58,12 @@ from .executor import FakeExecutor, FakeRun
 from .process import SilentPeer
 
 __all__ = [
+    "CheckpointStoreContract",
     "ClockContract",
     "ConfinementContract",
     "ContractProgram",
     "ExecutorContract",
+    "LeasesContract",
     "ProcessContract",
 ]
 
@@ -637,3 +644,254 @@ class ClockContract:
         assert clock.wait(0) is False
         assert clock.wait(-5) is False
         assert clock.monotonic() - before < 1.0
+
+
+_USAGE = ProviderUsage(
+    tokens=TokenUsage(input_tokens=120, cache_read_input_tokens=100, output_tokens=7, turns=1),
+    total_cost_usd=0.0125,
+    provider="fake",
+    raw={"input_tokens": 20, "nested": {"a": [1, 2]}},
+    cost_source=CostSource.REPORTED,
+    model="model-x",
+)
+
+_BAD_KEYS = ("", "../escape", "a/b", ".hidden", "a\\b", "x" * 201, "white space", "nul\0")
+
+
+class CheckpointStoreContract:
+    """What every :class:`~agentshim.core.checkpoints.CheckpointStore` does."""
+
+    def make_store(self) -> CheckpointStore:
+        """Return an empty store."""
+        raise NotImplementedError
+
+    def test_nothing_saved_loads_as_none(self) -> None:
+        """Nothing saved loads as none."""
+        assert self.make_store().load("user-1") is None
+
+    def test_a_saved_checkpoint_loads_back_equal(self) -> None:
+        """A saved checkpoint loads back equal."""
+        store = self.make_store()
+        checkpoint = Checkpoint("conv-1", _USAGE, turns=3)
+        store.save("user-1", checkpoint)
+        loaded = store.load("user-1")
+        assert loaded is not None
+        assert loaded.session_id == "conv-1"
+        assert loaded.turns == 3
+        assert loaded.usage is not None
+        assert loaded.usage.to_dict() == _USAGE.to_dict()
+
+    def test_a_checkpoint_without_usage_round_trips(self) -> None:
+        """A checkpoint without usage round trips."""
+        store = self.make_store()
+        store.save("k", Checkpoint("conv-2"))
+        assert store.load("k") == Checkpoint("conv-2")
+
+    def test_save_replaces_the_earlier_checkpoint(self) -> None:
+        """Save replaces the earlier checkpoint."""
+        store = self.make_store()
+        store.save("k", Checkpoint("conv-old"))
+        store.save("k", Checkpoint("conv-new", turns=1))
+        assert store.load("k") == Checkpoint("conv-new", turns=1)
+
+    def test_clear_removes_it_and_clearing_nothing_is_fine(self) -> None:
+        """Clear removes it and clearing nothing is fine."""
+        store = self.make_store()
+        store.save("k", Checkpoint("conv-1"))
+        store.clear("k")
+        assert store.load("k") is None
+        store.clear("k")
+        store.clear("never-saved")
+
+    def test_keys_are_independent(self) -> None:
+        """Keys are independent."""
+        store = self.make_store()
+        store.save("a", Checkpoint("conv-a"))
+        store.save("b", Checkpoint("conv-b"))
+        store.clear("a")
+        assert store.load("a") is None
+        assert store.load("b") == Checkpoint("conv-b")
+
+    def test_unsafe_keys_are_refused_by_every_method(self) -> None:
+        """Unsafe keys are refused by every method."""
+        store = self.make_store()
+        for key in _BAD_KEYS:
+            with pytest.raises(ValueError, match="checkpoint key"):
+                store.load(key)
+            with pytest.raises(ValueError, match="checkpoint key"):
+                store.save(key, Checkpoint("conv-1"))
+            with pytest.raises(ValueError, match="checkpoint key"):
+                store.clear(key)
+
+    def test_concurrent_saves_leave_one_whole_checkpoint(self) -> None:
+        """Concurrent saves leave one whole checkpoint."""
+        store = self.make_store()
+        ids = [f"conv-{n}" for n in range(4)]
+
+        def save_many(session_id: str) -> None:
+            for turns in range(10):
+                store.save("shared", Checkpoint(session_id, _USAGE, turns))
+
+        threads = [threading.Thread(target=save_many, args=(cid,)) for cid in ids]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        loaded = store.load("shared")
+        assert loaded is not None
+        assert loaded.session_id in ids
+        assert loaded.turns == 9
+
+    def test_the_sequence_round_trips(self) -> None:
+        """The sequence round trips."""
+        store = self.make_store()
+        store.save("k", Checkpoint("conv-1", turns=2, sequence=7))
+        assert store.load("k") == Checkpoint("conv-1", turns=2, sequence=7)
+
+    def test_a_save_never_replaces_a_newer_checkpoint(self) -> None:
+        """A save never replaces a checkpoint of a newer or equal sequence."""
+        store = self.make_store()
+        store.save("k", Checkpoint("conv-winner", turns=5, sequence=5))
+        store.save("k", Checkpoint("conv-late", turns=4, sequence=4))
+        store.save("k", Checkpoint("conv-tie", turns=5, sequence=5))
+        assert store.load("k") == Checkpoint("conv-winner", turns=5, sequence=5)
+        store.save("k", Checkpoint("conv-next", turns=6, sequence=6))
+        assert store.load("k") == Checkpoint("conv-next", turns=6, sequence=6)
+
+    def test_an_unordered_checkpoint_replaces_any_and_is_replaced_by_any(self) -> None:
+        """Sequence 0 (a checkpoint built by hand, or an old one) is unordered."""
+        store = self.make_store()
+        store.save("k", Checkpoint("conv-ordered", sequence=9))
+        store.save("k", Checkpoint("conv-by-hand"))
+        assert store.load("k") == Checkpoint("conv-by-hand")
+        store.save("k", Checkpoint("conv-ordered", sequence=1))
+        assert store.load("k") == Checkpoint("conv-ordered", sequence=1)
+
+    def test_racing_ordered_saves_keep_the_newest(self) -> None:
+        """Threads saving interleaved sequences leave the highest one."""
+        store = self.make_store()
+
+        def save_every_fourth(first: int) -> None:
+            for sequence in range(first, 41, 4):
+                store.save("shared", Checkpoint(f"conv-{first}", _USAGE, sequence, sequence))
+
+        threads = [threading.Thread(target=save_every_fourth, args=(n,)) for n in range(1, 5)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        loaded = store.load("shared")
+        assert loaded is not None
+        assert (loaded.session_id, loaded.sequence) == ("conv-4", 40)
+
+
+class LeasesContract:
+    """What every :class:`~agentshim.core.leases.ConversationLeases` does.
+
+    The expiry tests wait for real: a lease's time-to-live is kept by the implementation's
+    own clock (a database server's, say), which a test cannot move.
+    """
+
+    #: A time-to-live short enough to wait out in a test, long enough to outlast a slow call.
+    short_ttl: ClassVar[float] = 0.4
+
+    def make_leases(self) -> ConversationLeases:
+        """Return leases with nothing held."""
+        raise NotImplementedError
+
+    def test_a_free_lease_is_taken(self) -> None:
+        """A free lease is taken: acquire returns the holder that asked."""
+        leases = self.make_leases()
+        me = LeaseHolder.here()
+        assert leases.acquire("conv-1", me, 30) == me
+
+    def test_a_held_lease_is_refused_and_names_its_holder(self) -> None:
+        """Another holder gets the one that keeps it: pid, host, since and token."""
+        leases = self.make_leases()
+        first = LeaseHolder(4242, "worker-a", 1_764_580_000.25, "token-a")
+        second = LeaseHolder(4343, "worker-b", 1_764_580_001.5, "token-b")
+        assert leases.acquire("conv-1", first, 30) == first
+        assert leases.acquire("conv-1", second, 30) == first
+
+    def test_the_holder_may_acquire_again(self) -> None:
+        """Acquiring a lease one already holds keeps it (and renews it)."""
+        leases = self.make_leases()
+        me = LeaseHolder.here()
+        leases.acquire("conv-1", me, 30)
+        assert leases.acquire("conv-1", me, 30) == me
+
+    def test_release_frees_it_for_the_next_holder(self) -> None:
+        """Release frees it for the next holder."""
+        leases = self.make_leases()
+        first, second = LeaseHolder.here(), LeaseHolder.here()
+        leases.acquire("conv-1", first, 30)
+        leases.release("conv-1", first)
+        assert leases.acquire("conv-1", second, 30) == second
+
+    def test_only_the_holder_releases_or_renews_it(self) -> None:
+        """Another holder's release leaves the lease alone, and its renew says False."""
+        leases = self.make_leases()
+        first, second = LeaseHolder.here(), LeaseHolder.here()
+        leases.acquire("conv-1", first, 30)
+        leases.release("conv-1", second)
+        assert not leases.renew("conv-1", second, 30)
+        assert leases.acquire("conv-1", second, 30) == first
+        assert leases.renew("conv-1", first, 30)
+
+    def test_a_released_lease_cannot_be_renewed(self) -> None:
+        """A released lease cannot be renewed, and releasing it again is fine."""
+        leases = self.make_leases()
+        me = LeaseHolder.here()
+        leases.acquire("conv-1", me, 30)
+        leases.release("conv-1", me)
+        assert not leases.renew("conv-1", me, 30)
+        leases.release("conv-1", me)
+        leases.release("never-held", me)
+
+    def test_keys_are_independent(self) -> None:
+        """Keys are independent."""
+        leases = self.make_leases()
+        first, second = LeaseHolder.here(), LeaseHolder.here()
+        leases.acquire("conv-a", first, 30)
+        assert leases.acquire("conv-b", second, 30) == second
+        assert leases.acquire("claude/conv-a", second, 30) == second
+
+    def test_a_lease_nobody_renews_expires(self) -> None:
+        """A crashed holder's lease expires: another takes it, and the old holder has lost it."""
+        leases = self.make_leases()
+        crashed, next_one = LeaseHolder.here(), LeaseHolder.here()
+        leases.acquire("conv-1", crashed, self.short_ttl)
+        time.sleep(self.short_ttl * 1.5)
+        assert leases.acquire("conv-1", next_one, 30) == next_one
+        assert not leases.renew("conv-1", crashed, 30)
+        leases.release("conv-1", crashed)
+        assert leases.acquire("conv-1", LeaseHolder.here(), 30) == next_one
+
+    def test_renewing_keeps_a_lease_past_its_first_ttl(self) -> None:
+        """Renewing keeps a lease past its first time-to-live."""
+        leases = self.make_leases()
+        me = LeaseHolder.here()
+        leases.acquire("conv-1", me, self.short_ttl)
+        for _ in range(6):
+            time.sleep(self.short_ttl / 4)
+            assert leases.renew("conv-1", me, self.short_ttl)
+        assert leases.acquire("conv-1", LeaseHolder.here(), 30) == me
+
+    def test_of_many_racing_holders_exactly_one_gets_it(self) -> None:
+        """Of many threads acquiring at once, exactly one gets the lease."""
+        leases = self.make_leases()
+        holders = [LeaseHolder.here() for _ in range(8)]
+        results: list[LeaseHolder] = []
+        start = threading.Barrier(len(holders))
+
+        def race(holder: LeaseHolder) -> None:
+            start.wait()
+            results.append(leases.acquire("conv-1", holder, 30))
+
+        threads = [threading.Thread(target=race, args=(holder,)) for holder in holders]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        assert len({result.token for result in results}) == 1
+        assert results[0] in holders

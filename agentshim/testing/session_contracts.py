@@ -1,11 +1,11 @@
-"""Contract suites for the session layer's seams: Conversation, Transport, CheckpointStore.
+"""Contract suites for the session layer's seams: Conversation and Transport.
 
 Subclass one as ``Test<Impl>``, implement its factory methods, and pytest runs the inherited
 tests against your implementation::
 
-    class TestMyStore(CheckpointStoreContract):
-        def make_store(self) -> CheckpointStore:
-            return MyStore(...)
+    class TestMyTransport(TransportContract):
+        def make_transport(self, turns: Sequence[ContractTurn]) -> Transport:
+            return MyTransport(...)
 
 agentshim runs them for its real implementations and for the fakes in
 :mod:`agentshim.testing`, which is what lets a Session test on a fake stand for the real thing.
@@ -25,7 +25,6 @@ from typing import ClassVar
 
 import pytest
 
-from agentshim.core.checkpoints import Checkpoint, CheckpointStore
 from agentshim.core.conversation import (
     Conversation,
     ConversationSpec,
@@ -43,10 +42,8 @@ from agentshim.core.events import AgentEvent, AssistantText, TurnInterrupted
 from agentshim.core.permissions import ApprovalPolicy, NativePermissions
 from agentshim.core.profile import ProviderProfile
 from agentshim.core.turn import TurnRequest, TurnResult
-from agentshim.core.usage import CostSource, ProviderUsage, TokenUsage
 
 __all__ = [
-    "CheckpointStoreContract",
     "ContractTurn",
     "ConversationContract",
     "SteerableConversationContract",
@@ -355,100 +352,3 @@ class TransportContract:
         spec = ConversationSpec(permissions=permissions, approvals=ApprovalPolicy.FAIL_TURN)
         with pytest.raises(ProviderCapabilityError):
             transport.open(spec)
-
-
-_USAGE = ProviderUsage(
-    tokens=TokenUsage(input_tokens=120, cache_read_input_tokens=100, output_tokens=7, turns=1),
-    total_cost_usd=0.0125,
-    provider="fake",
-    raw={"input_tokens": 20, "nested": {"a": [1, 2]}},
-    cost_source=CostSource.REPORTED,
-    model="model-x",
-)
-
-_BAD_KEYS = ("", "../escape", "a/b", ".hidden", "a\\b", "x" * 201, "white space", "nul\0")
-
-
-class CheckpointStoreContract:
-    """What every :class:`~agentshim.core.checkpoints.CheckpointStore` does."""
-
-    def make_store(self) -> CheckpointStore:
-        """Return an empty store."""
-        raise NotImplementedError
-
-    def test_nothing_saved_loads_as_none(self) -> None:
-        """Nothing saved loads as none."""
-        assert self.make_store().load("user-1") is None
-
-    def test_a_saved_checkpoint_loads_back_equal(self) -> None:
-        """A saved checkpoint loads back equal."""
-        store = self.make_store()
-        checkpoint = Checkpoint("conv-1", _USAGE, turns=3)
-        store.save("user-1", checkpoint)
-        loaded = store.load("user-1")
-        assert loaded is not None
-        assert loaded.session_id == "conv-1"
-        assert loaded.turns == 3
-        assert loaded.usage is not None
-        assert loaded.usage.to_dict() == _USAGE.to_dict()
-
-    def test_a_checkpoint_without_usage_round_trips(self) -> None:
-        """A checkpoint without usage round trips."""
-        store = self.make_store()
-        store.save("k", Checkpoint("conv-2"))
-        assert store.load("k") == Checkpoint("conv-2")
-
-    def test_save_replaces_the_earlier_checkpoint(self) -> None:
-        """Save replaces the earlier checkpoint."""
-        store = self.make_store()
-        store.save("k", Checkpoint("conv-old"))
-        store.save("k", Checkpoint("conv-new", turns=1))
-        assert store.load("k") == Checkpoint("conv-new", turns=1)
-
-    def test_clear_removes_it_and_clearing_nothing_is_fine(self) -> None:
-        """Clear removes it and clearing nothing is fine."""
-        store = self.make_store()
-        store.save("k", Checkpoint("conv-1"))
-        store.clear("k")
-        assert store.load("k") is None
-        store.clear("k")
-        store.clear("never-saved")
-
-    def test_keys_are_independent(self) -> None:
-        """Keys are independent."""
-        store = self.make_store()
-        store.save("a", Checkpoint("conv-a"))
-        store.save("b", Checkpoint("conv-b"))
-        store.clear("a")
-        assert store.load("a") is None
-        assert store.load("b") == Checkpoint("conv-b")
-
-    def test_unsafe_keys_are_refused_by_every_method(self) -> None:
-        """Unsafe keys are refused by every method."""
-        store = self.make_store()
-        for key in _BAD_KEYS:
-            with pytest.raises(ValueError, match="checkpoint key"):
-                store.load(key)
-            with pytest.raises(ValueError, match="checkpoint key"):
-                store.save(key, Checkpoint("conv-1"))
-            with pytest.raises(ValueError, match="checkpoint key"):
-                store.clear(key)
-
-    def test_concurrent_saves_leave_one_whole_checkpoint(self) -> None:
-        """Concurrent saves leave one whole checkpoint."""
-        store = self.make_store()
-        ids = [f"conv-{n}" for n in range(4)]
-
-        def save_many(session_id: str) -> None:
-            for turns in range(10):
-                store.save("shared", Checkpoint(session_id, _USAGE, turns))
-
-        threads = [threading.Thread(target=save_many, args=(cid,)) for cid in ids]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
-        loaded = store.load("shared")
-        assert loaded is not None
-        assert loaded.session_id in ids
-        assert loaded.turns == 9

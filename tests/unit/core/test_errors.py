@@ -21,6 +21,7 @@ from agentshim.core.errors import (
     FailureKind,
     InvalidRequestError,
     InvalidSessionIdError,
+    LeaseTimeoutError,
     LineTooLongError,
     McpConfigError,
     NoRunningTurnError,
@@ -29,6 +30,7 @@ from agentshim.core.errors import (
     SchemaDialectError,
     SessionResumeError,
     SessionStateError,
+    StoreError,
     TurnCancelledError,
     TurnFailedError,
     TurnStalledError,
@@ -71,12 +73,14 @@ SAMPLES: list[AgentShimError] = [
     TurnTimeoutError(5.0, message="too slow"),
     CliTimeoutError(["gemini"], 2.5, ParsedTurn(text="partial", session_id="s"), "killed"),
     ContinuityError("a", "b", message="elsewhere"),
+    LeaseTimeoutError("user-1", 4242, "web-2", 1_764_580_000.5, 3.0, message="busy"),
     SessionStateError("closed"),
     NoRunningTurnError("no turn"),
     TurnCancelledError("cancelled while it ran", returncode=-15),
     ProviderCapabilityError("no schema"),
     SchemaDialectError(["/: root must be an object", "/a: missing"], message="bad schema"),
     McpConfigError("/tmp/.mcp.json", "not an object", message="cannot install"),
+    StoreError("/srv/state.db", "database is locked", message="could not save"),
     ProcessClosedError("stdin closed"),
     InvalidSessionIdError("../etc", message="unsafe id"),
     InvalidRequestError("timeout", "must be a positive number of seconds, got 0", "bad timeout"),
@@ -99,6 +103,7 @@ SAMPLES: list[AgentShimError] = [
 # More values that must survive pickling: a partial turn with usage, and an empty one.
 MORE_SAMPLES: list[AgentShimError] = [
     TurnCancelledError("cancelled"),
+    LeaseTimeoutError("claude/s-1", 7, "h", 0.0, 0.5),
     CliTimeoutError(
         ["codex"],
         1.0,

@@ -23,8 +23,8 @@ from agentshim.core.usage import ProviderUsage, TokenUsage
 from agentshim.session import Session
 from agentshim.testing.checkpoints import FakeCheckpointStore
 from agentshim.testing.clock import FakeClock
+from agentshim.testing.contracts import CheckpointStoreContract
 from agentshim.testing.conversation import FakeOutcome, FakeTransport
-from agentshim.testing.session_contracts import CheckpointStoreContract
 
 from .helpers import spec
 
@@ -142,6 +142,26 @@ def test_a_file_written_before_the_rename_to_session_id_still_loads(tmp_path: Pa
         "conv-old",
         False,
     )
+
+
+def test_a_file_without_a_sequence_is_unordered_and_the_next_save_orders_it(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "user-1.json").write_text(
+        json.dumps({"version": 2, "session_id": "conv-1", "usage": None, "turns": 4})
+    )
+    store = FileCheckpointStore(tmp_path)
+    assert store.load("user-1") == Checkpoint("conv-1", turns=4, sequence=0)
+    session = Session(
+        FakeTransport([FakeOutcome.success()]),
+        spec(),
+        clock=FakeClock(),
+        checkpoints=store,
+        checkpoint_key="user-1",
+    )
+    session.turn("go")
+    data = json.loads((tmp_path / "user-1.json").read_text())
+    assert (data["session_id"], data["turns"], data["sequence"]) == ("conv-1", 5, 1)
 
 
 def test_a_version_1_file_naming_its_id_session_id_is_corrupt(tmp_path: Path) -> None:
@@ -268,6 +288,8 @@ def test_a_checkpoint_refuses_an_unsafe_session_id() -> None:
         {"version": 2, "session_id": "c", "usage": {"tokens": {"input_tokens": "many"}}},
         {"version": 2, "session_id": "c", "usage": {"cost_source": "guessed"}},
         {"version": 2, "session_id": "c", "turns": -1},
+        {"version": 2, "session_id": "c", "sequence": -1},
+        {"version": 2, "session_id": "c", "sequence": True},
         ["not", "a", "mapping"],
     ],
 )

@@ -37,6 +37,7 @@ from agentshim.core.session_policy import (
     Refusal,
     RefuseTurn,
     Release,
+    Resync,
     RetryPolicy,
     SaveCheckpoint,
     SessionPolicy,
@@ -211,6 +212,20 @@ class PolicyMachine(RuleBasedStateMachine):
     def adopt(self, session_id: str) -> None:
         self.feed(Adopt(session_id))
         assert self.state.session_id == session_id
+
+    @precondition(lambda self: not self.in_run and not self.closed)
+    @rule(session_id=MAYBE_ID, turns=st.integers(0, 5))
+    def resync(self, session_id: str | None, turns: int) -> None:
+        """Another process moved the conversation on; the store says so under the lease."""
+        before = self.state
+        commands = self.feed(Resync(session_id, None, turns))
+        self.checkpoint = session_id  # read from the store, not saved back
+        assert not any(isinstance(c, SaveCheckpoint | ClearCheckpoint) for c in commands)
+        assert (self.state.session_id, self.state.turns) == (session_id, turns)
+        if session_id != before.session_id:
+            assert not self.state.live, "kept a conversation the store no longer names"
+        else:
+            assert self.state.live == before.live
 
     @precondition(lambda self: not self.in_run)
     @rule()

@@ -206,3 +206,20 @@ class TestFork:
             session.turn("go")
         with pytest.raises(InvalidRequestError, match="fork"):
             agent.start_session(fork=True)
+
+
+class TestNoHelperThreads:
+    def test_stream_turns_start_no_thread_of_their_own(self) -> None:
+        peers = ClaudeStreamPeers([ClaudePeerTurn(f"t{n}") for n in range(30)])
+        agent, _ = stream_agent(peers)
+        session = agent.start_session()
+        before = threading.active_count()
+        seen: list[int] = []
+
+        def count(event: object) -> None:
+            seen.append(threading.active_count())
+
+        for _ in range(30):
+            session.turn("go", on_event=count)
+        assert max(seen) == before, "a turn ran with a helper thread alive"
+        session.close()

@@ -17,7 +17,7 @@ from agentshim.core.errors import (
     TurnFailedError,
 )
 from agentshim.core.events import AgentEvent, Lifecycle, RunStarted, TurnInterrupted
-from agentshim.core.locks import KeyedLocks
+from agentshim.core.leases import InMemoryLeases
 from agentshim.core.profile import ProviderProfile
 from agentshim.core.retry import RetryPolicy
 from agentshim.core.session_policy import SessionPolicy
@@ -202,10 +202,10 @@ def test_close_from_another_thread_interrupts_and_closes() -> None:
 
 
 def test_two_sessions_never_run_turns_in_one_conversation_at_once() -> None:
-    locks = KeyedLocks()
+    leases = InMemoryLeases()
     transport = FakeTransport([FakeOutcome.hang(), FakeOutcome.success("second")])
-    first = session_on(transport, locks=locks)
-    second = session_on(transport, locks=locks)
+    first = session_on(transport, leases=leases)
+    second = session_on(transport, leases=leases)
     assert first.adopt("conv-shared")
     assert second.adopt("conv-shared")
     one = Runner(first, first.prepare_turn("one"))
@@ -218,14 +218,14 @@ def test_two_sessions_never_run_turns_in_one_conversation_at_once() -> None:
     two.join()
     assert two.turn is not None
     assert two.turn.result.text == "second"
-    assert len(locks) == 0
+    assert len(leases) == 0
 
 
 def test_a_turn_waiting_for_the_conversation_lock_can_be_interrupted() -> None:
-    locks = KeyedLocks()
+    leases = InMemoryLeases()
     transport = FakeTransport([FakeOutcome.hang(), FakeOutcome.success()])
-    first = session_on(transport, locks=locks)
-    second = session_on(transport, locks=locks)
+    first = session_on(transport, leases=leases)
+    second = session_on(transport, leases=leases)
     first.adopt("conv-shared")
     second.adopt("conv-shared")
     one = Runner(first, first.prepare_turn("one"))

@@ -1,0 +1,301 @@
+"""SqliteStore: checkpoints and conversation leases in one SQLite file, for the processes of one machine.
+
+The file is in WAL mode, so readers never wait for the writer; every connection waits up to
+``busy_timeout`` for another process's write instead of failing; every write is one
+``BEGIN IMMEDIATE`` transaction. The schema carries its version (``PRAGMA user_version``) and
+is migrated forward when the store opens; a file from a newer version is refused, not
+rewritten. WAL needs a local file system: a file on a network share is not safe for it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import threading
+import time
+import warnings
+from collections.abc import Callable, Generator
+from contextlib import contextmanager
+from pathlib import Path
+
+from agentshim.core._checks import seconds
+from agentshim.core.checkpoints import Checkpoint, validate_checkpoint_key
+from agentshim.core.errors import StoreError
+from agentshim.core.leases import LeaseHolder, validate_lease_key
+
+__all__ = ["SCHEMA_VERSION", "SqliteStore"]
+
+#: The statements that bring the schema from version ``n`` to ``n + 1``, for each ``n``.
+_MIGRATIONS: tuple[tuple[str, ...], ...] = (
+    (
+        """CREATE TABLE checkpoints (
+            key TEXT PRIMARY KEY,
+            sequence INTEGER NOT NULL,
+            data TEXT NOT NULL,
+            saved_at REAL NOT NULL
+        )""",
+        """CREATE TABLE leases (
+            key TEXT PRIMARY KEY,
+            token TEXT NOT NULL,
+            pid INTEGER NOT NULL,
+            host TEXT NOT NULL,
+            since REAL NOT NULL,
+            expires REAL NOT NULL
+        )""",
+    ),
+)
+SCHEMA_VERSION = len(_MIGRATIONS)
+"""The schema version this agentshim writes."""
+
+_SAVE = """
+    INSERT INTO checkpoints (key, sequence, data, saved_at) VALUES (?, ?, ?, ?)
+    ON CONFLICT (key) DO UPDATE SET
+        sequence = excluded.sequence, data = excluded.data, saved_at = excluded.saved_at
+    WHERE NOT (0 < excluded.sequence AND excluded.sequence <= checkpoints.sequence)
+"""
+_TAKE = """
+    INSERT INTO leases (key, token, pid, host, since, expires) VALUES (?, ?, ?, ?, ?, ?)
+    ON CONFLICT (key) DO UPDATE SET
+        token = excluded.token, pid = excluded.pid, host = excluded.host,
+        since = excluded.since, expires = excluded.expires
+"""
+_HOLDER = "SELECT token, pid, host, since, expires FROM leases WHERE key = ?"
+
+
+def _warn(line: str) -> None:
+    warnings.warn(line, RuntimeWarning, stacklevel=3)
+
+
+class SqliteStore:
+    """A CheckpointStore and ConversationLeases in the SQLite file ``path``, safe for many processes.
+
+    Open one store per process (one connection, shared by its threads); a store carried into
+    a forked child opens a connection of its own there. The file and its directory are
+    created when missing. A checkpoint row that cannot be decoded counts as no checkpoint and
+    is reported through ``log`` (by default a ``RuntimeWarning``). ``close()`` (or a ``with``
+    block) closes the connection; a closed store refuses every call.
+
+    Raises:
+        StoreError: the file cannot be opened or is not an agentshim store of a version this
+            agentshim knows (here, and from any method when the database fails or stays
+            locked longer than ``busy_timeout`` seconds).
+        InvalidRequestError: ``busy_timeout`` is not a positive number of seconds.
+    """
+
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        busy_timeout: float = 5.0,
+        log: Callable[[str], None] | None = None,
+    ) -> None:
+        self.path = Path(path)
+        self._busy_timeout = seconds("SqliteStore", "busy_timeout", busy_timeout, positive=True)
+        self._log: Callable[[str], None] = log or _warn
+        self._guard = threading.Lock()
+        self._connection: sqlite3.Connection | None = None
+        self._pid = 0
+        self._closed = False
+        with self._guard:
+            self._connect()
+
+    # -- the connection -----------------------------------------------------------------
+
+    def _connect(self) -> sqlite3.Connection:
+        """This process's connection, opened (and the schema migrated) on first use; guard held."""
+        if self._closed:
+            raise StoreError(str(self.path), "closed", f"SqliteStore({str(self.path)!r}) is closed")
+        connection = self._connection
+        if connection is not None and self._pid == os.getpid():
+            return connection
+        if connection is not None:
+            # Inherited through fork: SQLite forbids using it here, so open our own.
+            self._connection = None
+            try:
+                connection.close()
+            except sqlite3.Error:
+                pass
+        with self._failing("open"):
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            connection = sqlite3.connect(
+                self.path,
+                timeout=self._busy_timeout,
+                isolation_level=None,  # transactions are explicit: BEGIN IMMEDIATE ... COMMIT
+                check_same_thread=False,  # the guard serializes this process's threads
+            )
+            try:
+                connection.execute(f"PRAGMA busy_timeout = {int(self._busy_timeout * 1000)}")
+                connection.execute("PRAGMA journal_mode = WAL")
+                # Durable across a crash of any process; only a power loss may cost the last
+                # commits, which WAL keeps consistent.
+                connection.execute("PRAGMA synchronous = NORMAL")
+                self._migrate(connection)
+            except BaseException:
+                connection.close()
+                raise
+        self._connection = connection
+        self._pid = os.getpid()
+        return connection
+
+    def _migrate(self, connection: sqlite3.Connection) -> None:
+        with self._transaction_on(connection):
+            found: int = connection.execute("PRAGMA user_version").fetchone()[0]
+            if found > SCHEMA_VERSION:
+                raise StoreError(
+                    str(self.path),
+                    f"schema version {found}",
+                    f"{self.path} has schema version {found}, newer than this agentshim "
+                    f"writes ({SCHEMA_VERSION}); upgrade agentshim in every process that "
+                    "shares it",
+                )
+            for version in range(found, SCHEMA_VERSION):
+                for statement in _MIGRATIONS[version]:
+                    connection.execute(statement)
+            if found != SCHEMA_VERSION:
+                connection.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+
+    @staticmethod
+    @contextmanager
+    def _transaction_on(connection: sqlite3.Connection) -> Generator[None, None, None]:
+        connection.execute("BEGIN IMMEDIATE")
+        try:
+            yield
+        except BaseException:
+            if connection.in_transaction:
+                connection.execute("ROLLBACK")
+            raise
+        connection.execute("COMMIT")
+
+    @contextmanager
+    def _failing(self, action: str) -> Generator[None, None, None]:
+        """Turn a database failure into a StoreError saying what could not be done."""
+        try:
+            yield
+        except StoreError:
+            raise
+        except sqlite3.Error as error:
+            raise StoreError(
+                str(self.path),
+                str(error),
+                f"could not {action} in {self.path}: {error}; check the file and its "
+                "directory are writable and on a local disk (if it is locked, another "
+                "process held it longer than busy_timeout)",
+            ) from error
+        except OSError as error:
+            raise StoreError(
+                str(self.path), str(error), f"could not {action} in {self.path}: {error}"
+            ) from error
+
+    @contextmanager
+    def _write(self, action: str) -> Generator[sqlite3.Connection, None, None]:
+        with self._guard, self._failing(action):
+            connection = self._connect()
+            with self._transaction_on(connection):
+                yield connection
+
+    @contextmanager
+    def _read(self, action: str) -> Generator[sqlite3.Connection, None, None]:
+        with self._guard, self._failing(action):
+            yield self._connect()
+
+    def close(self) -> None:
+        """Close this process's connection; idempotent. Later calls raise StoreError."""
+        with self._guard:
+            connection, self._connection = self._connection, None
+            self._closed = True
+            if connection is not None and self._pid == os.getpid():
+                connection.close()
+
+    def __enter__(self) -> SqliteStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- checkpoints --------------------------------------------------------------------
+
+    def load(self, key: str) -> Checkpoint | None:
+        """Return the checkpoint under ``key``; None when there is none or it cannot be decoded."""
+        validate_checkpoint_key(key)
+        with self._read("read checkpoint " + repr(key)) as connection:
+            row = connection.execute(
+                "SELECT data FROM checkpoints WHERE key = ?", (key,)
+            ).fetchone()
+        if row is None:
+            return None
+        try:
+            data = json.loads(row[0])
+            if not isinstance(data, dict):
+                raise ValueError("not a JSON object")
+            return Checkpoint.from_dict(data)  # pyright: ignore[reportUnknownArgumentType]
+        except (ValueError, TypeError, KeyError, AttributeError, RecursionError) as error:
+            self._log(
+                f"checkpoint {key!r} in {self.path} is corrupt ({error!r}); starting without it"
+            )
+            return None
+
+    def save(self, key: str, checkpoint: Checkpoint) -> None:
+        """Save ``checkpoint`` under ``key`` unless the one there is newer (``Checkpoint.replaces``)."""
+        validate_checkpoint_key(key)
+        payload = json.dumps(checkpoint.to_dict(), sort_keys=True)
+        with self._write("save checkpoint " + repr(key)) as connection:
+            connection.execute(_SAVE, (key, checkpoint.sequence, payload, time.time()))
+
+    def clear(self, key: str) -> None:
+        """Remove the checkpoint under ``key``; nothing to remove is fine."""
+        validate_checkpoint_key(key)
+        with self._write("clear checkpoint " + repr(key)) as connection:
+            connection.execute("DELETE FROM checkpoints WHERE key = ?", (key,))
+
+    # -- leases -------------------------------------------------------------------------
+
+    def acquire(self, key: str, holder: LeaseHolder, ttl: float) -> LeaseHolder:
+        """Take ``key``'s lease for ``holder`` for ``ttl`` seconds unless another live holder has it."""
+        validate_lease_key("SqliteStore.acquire", key)
+        ttl = seconds("SqliteStore.acquire", "ttl", ttl, positive=True)
+        # A read first: a turn waiting for a held lease polls without taking the write lock.
+        with self._read("read lease " + repr(key)) as connection:
+            keeper = _live_other(connection.execute(_HOLDER, (key,)).fetchone(), holder)
+        if keeper is not None:
+            return keeper
+        with self._write("take lease " + repr(key)) as connection:
+            keeper = _live_other(connection.execute(_HOLDER, (key,)).fetchone(), holder)
+            if keeper is not None:
+                return keeper
+            connection.execute(
+                _TAKE,
+                (key, holder.token, holder.pid, holder.host, holder.since, time.time() + ttl),
+            )
+        return holder
+
+    def renew(self, key: str, holder: LeaseHolder, ttl: float) -> bool:
+        """Extend ``holder``'s lease to ``ttl`` seconds from now; False when it is not its any more."""
+        validate_lease_key("SqliteStore.renew", key)
+        ttl = seconds("SqliteStore.renew", "ttl", ttl, positive=True)
+        with self._write("renew lease " + repr(key)) as connection:
+            cursor = connection.execute(
+                "UPDATE leases SET expires = ? WHERE key = ? AND token = ?",
+                (time.time() + ttl, key, holder.token),
+            )
+            return cursor.rowcount == 1
+
+    def release(self, key: str, holder: LeaseHolder) -> None:
+        """Drop ``holder``'s lease on ``key``, if it still has it."""
+        validate_lease_key("SqliteStore.release", key)
+        with self._write("release lease " + repr(key)) as connection:
+            connection.execute(
+                "DELETE FROM leases WHERE key = ? AND token = ?", (key, holder.token)
+            )
+
+
+def _live_other(
+    row: tuple[str, int, str, float, float] | None, holder: LeaseHolder
+) -> LeaseHolder | None:
+    """The holder in ``row`` when it is someone else and its lease has not expired."""
+    if row is None:
+        return None
+    token, pid, host, since, expires = row
+    if token == holder.token or expires <= time.time():
+        return None
+    return LeaseHolder(pid, host, since, token)
