@@ -1,0 +1,437 @@
+"""Live: Claude Code's stream transport on the real pinned binary, against the model server.
+
+Every test runs ``Agent("claude", transport=TransportKind.STREAM)`` on the real
+``HostCommandExecutor``: one long-lived ``claude -p --input-format stream-json`` process per
+session, offline (``agentshim.testing.offline``), the model scripted per test. What is
+asserted is what a user sees: results, errors, files the agent wrote, the processes that ran
+(counted at ``spawn``, found in ``/proc`` by the run's HOME) and what the model was sent.
+
+Run with ``pytest tests/live/test_claude_stream.py -s`` (``-s`` shows the measured start-up
+figures); skipped when the pinned claude is not installed.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from agentshim.agent import Agent
+from agentshim.core.approvals import ApprovalDecision, ApprovalRequest
+from agentshim.core.conversation import TransportKind
+from agentshim.core.errors import CliDiedError
+from agentshim.core.events import (
+    AgentEvent,
+    ApprovalAnswered,
+    ApprovalRequested,
+    Lifecycle,
+    TurnInterrupted,
+)
+from agentshim.core.permissions import ApprovalPolicy, NativePermissions
+from agentshim.execution.host import HostCommandExecutor
+from agentshim.execution.process import Process, SpawnRequest
+from agentshim.session import Session
+from agentshim.testing.model_server import (
+    Hang,
+    Match,
+    Message,
+    ModelServer,
+    RequestKind,
+    Rule,
+    Text,
+    ToolCall,
+)
+from agentshim.testing.offline import OfflineCli, offline_cli
+
+from .binaries import require_binary
+from .suite import assert_nothing_left_running
+
+pytestmark = pytest.mark.skipif(
+    not Path("/proc/self/environ").exists(), reason="the run's processes are found through /proc"
+)
+
+TURN_TIMEOUT = 120.0
+#: How long an interrupted or killed turn may take to come back.
+PROMPT_RETURN_S = 5.0
+#: How long to wait for something the CLI starts (a tool's ``sleep``) to show up.
+SEEN_WITHIN_S = 60.0
+
+HELLO = "Hello from the stream."
+AFTER_TOOL = "The command ran."
+
+
+class CountingExecutor(HostCommandExecutor):
+    """The host executor, keeping every long-lived process it spawns (and its argv)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.spawned: list[tuple[SpawnRequest, Process]] = []
+
+    def spawn(self, request: SpawnRequest) -> Process:  # type: ignore[override]
+        process = super().spawn(request)
+        self.spawned.append((request, process))
+        return process
+
+    @property
+    def argvs(self) -> list[tuple[str, ...]]:
+        return [tuple(request.argv) for request, _ in self.spawned]
+
+
+@dataclass(frozen=True)
+class StreamRig:
+    """The binary's offline setup and the server every test of this module shares."""
+
+    server: ModelServer
+    cli: OfflineCli
+    root: Path
+
+
+@pytest.fixture(scope="module")
+def stream_rig(tmp_path_factory: pytest.TempPathFactory) -> Iterator[StreamRig]:
+    binary = require_binary("claude")
+    root = tmp_path_factory.mktemp("live-claude-stream")
+    with ModelServer() as server:
+        cli = offline_cli("claude", server, root=root, bin_dir=binary.path.parent)
+        yield StreamRig(server, cli, root)
+
+
+@dataclass
+class Live:
+    """One test's work directory, executor and agents."""
+
+    rig: StreamRig
+    work: Path
+    executor: CountingExecutor
+    events: list[AgentEvent] = field(default_factory=list[AgentEvent])
+
+    @property
+    def server(self) -> ModelServer:
+        return self.rig.server
+
+    def agent(
+        self,
+        *,
+        permissions: NativePermissions | None = None,
+        approvals: object = ApprovalPolicy.DENY,
+        transport: TransportKind = TransportKind.STREAM,
+    ) -> Agent:
+        return Agent(
+            "claude",
+            permissions=permissions or NativePermissions.bypass(),
+            approvals=approvals,  # type: ignore[arg-type]
+            model=self.rig.cli.model,
+            env=dict(self.rig.cli.env),
+            executor=self.executor,
+            transport=transport,
+            event_handlers=self.events.append,
+            check_timeout=60.0,
+        )
+
+    def session(self, agent: Agent | None = None) -> Session:
+        return (agent or self.agent()).start_session(str(self.work))
+
+    def script(self, *rules: Rule) -> None:
+        self.server.set_script(rules)
+
+    def main_bodies(self) -> list[str]:
+        return [
+            r.raw_body.decode("utf-8", "replace")
+            for r in self.server.requests
+            if r.kind is RequestKind.MAIN
+        ]
+
+    def claude_pids(self) -> list[int]:
+        """The live stream-json CLI processes this test spawned."""
+        return [p.pid for _, p in self.executor.spawned if _alive(p.pid)]
+
+
+@pytest.fixture
+def live(stream_rig: StreamRig, request: pytest.FixtureRequest) -> Iterator[Live]:
+    stream_rig.server.set_script(())
+    stream_rig.server.clear_requests()
+    work = stream_rig.root / "work" / request.node.name
+    work.mkdir(parents=True)
+    yield Live(stream_rig, work, CountingExecutor())
+    assert_nothing_left_running(stream_rig.cli.home)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state != "Z"
+
+
+def _run_processes(home: Path, needle: str) -> list[int]:
+    """Live processes of the run (by HOME) whose command line contains ``needle``."""
+    marker = f"HOME={home}".encode()
+    found: list[int] = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            environ = (entry / "environ").read_bytes()
+            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except (OSError, UnicodeDecodeError):
+            continue
+        if marker in environ.split(b"\0") and needle in cmdline and _alive(int(entry.name)):
+            found.append(int(entry.name))
+    return found
+
+
+def _wait_for(condition: Callable[[], bool], within: float, what: str) -> None:
+    deadline = time.monotonic() + within
+    while not condition():
+        assert time.monotonic() < deadline, f"{what} did not happen within {within:g} s"
+        time.sleep(0.05)
+
+
+class _Background:
+    """A turn running on another thread: its result, or the error it raised."""
+
+    def __init__(self, run: Callable[[], object]) -> None:
+        self.value: object = None
+        self.error: BaseException | None = None
+        self.ended_at: float | None = None
+        self._thread = threading.Thread(target=self._main, args=(run,), daemon=True)
+        self._thread.start()
+
+    def _main(self, run: Callable[[], object]) -> None:
+        try:
+            self.value = run()
+        except BaseException as error:  # handed to the test thread
+            self.error = error
+        self.ended_at = time.monotonic()
+
+    def join(self, timeout: float) -> object:
+        self._thread.join(timeout)
+        assert not self._thread.is_alive(), f"the turn did not return within {timeout:g} s"
+        if self.error is not None:
+            raise self.error
+        return self.value
+
+
+def _text_rule(text: str, **match: object) -> Rule:
+    return Rule(match=Match(**match), respond=Text(text))  # type: ignore[arg-type]
+
+
+def _tool_then_text(command: str, text: str = AFTER_TOOL) -> tuple[Rule, ...]:
+    return (
+        Rule(
+            match=Match(last_input_is_tool_result=False),
+            respond=Message((Text("Running it."), ToolCall(command=command))),
+        ),
+        Rule(match=Match(last_input_is_tool_result=True), respond=Text(text)),
+    )
+
+
+# -- (a) two turns, one process ----------------------------------------------------------
+
+
+def test_two_turns_run_on_one_process_and_the_second_starts_fast(live: Live) -> None:
+    live.script(Rule(respond=Text(HELLO)))
+    with live.session(live.agent(transport=TransportKind.ONE_SHOT)) as one_shot:
+        started = time.monotonic()
+        baseline = one_shot.turn("Say hello.").result
+        one_shot_s = time.monotonic() - started
+    assert baseline.text == HELLO
+
+    spawned_before = len(live.executor.spawned)
+    first_event: list[float] = []
+
+    def on_event(event: AgentEvent) -> None:
+        if not first_event:
+            first_event.append(time.monotonic())
+
+    with live.session() as session:
+        cold_started = time.monotonic()
+        first = session.turn("Say hello.", on_event=on_event).result
+        cold_s = time.monotonic() - cold_started
+        cold_first_s = first_event[0] - cold_started
+        first_event.clear()
+        warm_started = time.monotonic()
+        second = session.turn("Say hello again.", on_event=on_event).result
+        warm_s = time.monotonic() - warm_started
+        warm_first_s = first_event[0] - warm_started
+    spawned = live.executor.argvs[spawned_before:]
+
+    print(
+        f"\nclaude stream start-up: one-shot turn {one_shot_s * 1000:.0f} ms wall; "
+        f"stream turn 1 first event {cold_first_s * 1000:.0f} ms (wall {cold_s * 1000:.0f} ms); "
+        f"stream turn 2 first event {warm_first_s * 1000:.0f} ms (wall {warm_s * 1000:.0f} ms) "
+        f"= {warm_first_s / one_shot_s:.1%} of the one-shot turn"
+    )
+    assert first.text == second.text == HELLO
+    assert len(spawned) == 1, f"expected one process for two turns, spawned: {spawned}"
+    assert "--input-format" in spawned[0]
+    assert second.session_id == first.session_id
+    assert not first.resumed
+    assert second.resumed
+    # The CLI's total_cost_usd runs over the process; each result carries its own turn's.
+    assert first.cost_usd is not None
+    assert first.cost_usd > 0
+    assert second.cost_usd == pytest.approx(first.cost_usd)
+    assert second.usage.tokens.input_tokens == first.usage.tokens.input_tokens > 0
+    assert warm_first_s < 0.25 * one_shot_s, (
+        f"the second turn's first event came {warm_first_s:.3f} s after it started, not under "
+        f"25% of a one-shot turn ({one_shot_s:.3f} s)"
+    )
+
+
+# -- (b) interrupt during a tool ---------------------------------------------------------
+
+
+def test_interrupt_during_sleep_returns_fast_kills_the_sleep_and_keeps_the_process(
+    live: Live,
+) -> None:
+    live.script(*_tool_then_text("sleep 30"))
+    home = live.rig.cli.home
+    with live.session() as session:
+        running = _Background(lambda: session.turn("Sleep for a while.").result)
+        _wait_for(lambda: bool(_run_processes(home, "sleep 30")), SEEN_WITHIN_S, "sleep 30")
+        interrupted_at = time.monotonic()
+        session.interrupt()
+        result = running.join(PROMPT_RETURN_S + TURN_TIMEOUT)
+        assert running.ended_at is not None
+        took = running.ended_at - interrupted_at
+        assert result.interrupted  # type: ignore[attr-defined]
+        assert any(isinstance(e, TurnInterrupted) for e in live.events)
+        assert took < PROMPT_RETURN_S, f"the interrupted turn took {took:.2f} s to return"
+        _wait_for(lambda: not _run_processes(home, "sleep 30"), 3.0, "the sleep ending")
+
+        live.script(Rule(respond=Text(HELLO)))
+        after = session.turn("Now just say hello.").result
+    assert after.text == HELLO
+    assert not after.interrupted
+    assert after.session_id == result.session_id  # type: ignore[attr-defined]
+    assert len(live.executor.spawned) == 1, live.executor.argvs
+
+
+# -- (c) approvals through a handler -----------------------------------------------------
+
+
+def test_an_approval_handler_denies_allows_and_rewrites_touch(live: Live) -> None:
+    # workspace_write() runs Claude Code in acceptEdits mode: a ``touch`` inside the
+    # workspace is an edit it makes without asking, so the files go to a directory outside
+    # it, which the CLI asks about (as a can_use_tool request the handler answers).
+    outside = live.work.parent / f"{live.work.name}-outside"
+    outside.mkdir()
+    asked: list[ApprovalRequest] = []
+
+    def decide(request: ApprovalRequest) -> ApprovalDecision:
+        asked.append(request)
+        command = str(request.args.get("command", ""))
+        if "denied.txt" in command:
+            return ApprovalDecision.deny("not that file")
+        if "rewrite-me.txt" in command:
+            rewritten = command.replace("rewrite-me.txt", "rewritten.txt")
+            return ApprovalDecision.allow({**request.args, "command": rewritten})
+        return ApprovalDecision.allow()
+
+    agent = live.agent(permissions=NativePermissions.workspace_write(), approvals=decide)
+    with live.session(agent) as session:
+        for name in ("denied.txt", "allowed.txt", "rewrite-me.txt"):
+            live.script(*_tool_then_text(f"touch {outside / name}"))
+            result = session.turn(f"Create {name}.").result
+            assert result.text.endswith(AFTER_TOOL)
+        asked_outside = len(asked)
+        live.script(*_tool_then_text("touch inside.txt"))
+        session.turn("Create inside.txt.")
+    assert sorted(p.name for p in outside.iterdir()) == ["allowed.txt", "rewritten.txt"]
+    assert (live.work / "inside.txt").exists()
+    assert asked_outside == len(asked) == 3, "the in-workspace touch was asked about"
+    assert [r.tool for r in asked] == ["Bash", "Bash", "Bash"]
+    assert all(r.tool_id for r in asked)
+    answers = [e for e in live.events if isinstance(e, ApprovalAnswered)]
+    assert [a.allowed for a in answers] == [False, True, True]
+    assert len([e for e in live.events if isinstance(e, ApprovalRequested)]) == 3
+    denied_body = next(b for b in live.main_bodies() if "not that file" in b)
+    assert "denied.txt" in denied_body
+    assert len(live.executor.spawned) == 1
+
+
+# -- (d) steer -----------------------------------------------------------------------------
+
+
+def test_steer_during_a_tool_folds_into_the_turn(live: Live) -> None:
+    steer_text = "STEER-MARKER also mention a banana"
+    live.script(*_tool_then_text("sleep 4"))
+    home = live.rig.cli.home
+    with live.session() as session:
+        running = _Background(lambda: session.turn("Sleep a little.").result)
+        _wait_for(lambda: bool(_run_processes(home, "sleep 4")), SEEN_WITHIN_S, "sleep 4")
+        session.steer(steer_text)
+        result = running.join(TURN_TIMEOUT)
+        assert result.text.endswith(AFTER_TOOL)  # type: ignore[attr-defined]
+        assert not result.interrupted  # type: ignore[attr-defined]
+        assert any(
+            isinstance(e, Lifecycle) and e.kind == "steered" and e.detail == steer_text
+            for e in live.events
+        )
+        bodies = live.main_bodies()
+        assert steer_text in bodies[-1], "the model's next request did not carry the steer"
+        # One result only: the next turn meets nothing left over from the steered one.
+        live.events.clear()
+        live.script(Rule(respond=Text(HELLO)))
+        after = session.turn("Say hello.").result
+    assert after.text == HELLO
+    leftovers = [e for e in live.events if isinstance(e, Lifecycle) and e.kind == "between_turns"]
+    assert leftovers == [], f"frames after the steered turn's result: {leftovers}"
+    assert len(live.executor.spawned) == 1
+
+
+# -- (e) the CLI killed mid-turn -----------------------------------------------------------
+
+
+def test_kill_9_mid_turn_raises_cli_died_and_the_next_turn_resumes(live: Live) -> None:
+    live.script(Rule(respond=Text(HELLO)))
+    with live.session() as session:
+        first = session.turn("Say hello.").result
+        assert first.session_id
+        requests_before = len(live.server.requests)
+        live.script(Rule(respond=Hang(60.0, after_text="Thinking")))
+        running = _Background(lambda: session.turn("Take your time.").result)
+        _wait_for(
+            lambda: any(r.kind is RequestKind.MAIN for r in live.server.requests[requests_before:]),
+            SEEN_WITHIN_S,
+            "the hanging model request",
+        )
+        (pid,) = live.claude_pids()
+        os.kill(pid, signal.SIGKILL)
+        with pytest.raises(CliDiedError) as died:
+            running.join(PROMPT_RETURN_S)
+        assert died.value.session_id == first.session_id
+        assert died.value.returncode == -signal.SIGKILL
+
+        live.script(Rule(respond=Text(HELLO)))
+        after = session.turn("Are you back?").result
+    assert after.text == HELLO
+    assert after.session_id == first.session_id
+    assert after.resumed
+    argvs = live.executor.argvs
+    assert len(argvs) == 2, argvs
+    assert "--resume" not in argvs[0]
+    resume_at = argvs[1].index("--resume")
+    assert argvs[1][resume_at + 1] == first.session_id
+
+
+def test_kill_9_during_a_tool_takes_the_tool_shell_with_it(live: Live) -> None:
+    # Claude Code's tool shells run in a session of their own: killing the CLI does not
+    # reach them, so agentshim ends them (found by the run marker) once the CLI is gone.
+    live.script(*_tool_then_text("sleep 30"))
+    home = live.rig.cli.home
+    with live.session() as session:
+        running = _Background(lambda: session.turn("Sleep for a while.").result)
+        _wait_for(lambda: bool(_run_processes(home, "sleep 30")), SEEN_WITHIN_S, "sleep 30")
+        (pid,) = live.claude_pids()
+        os.kill(pid, signal.SIGKILL)
+        with pytest.raises(CliDiedError):
+            running.join(PROMPT_RETURN_S)
+        assert _run_processes(home, "sleep 30") == [], "the tool's sleep outlived the CLI"
