@@ -34,8 +34,10 @@ from agentshim.core.events import (
     TurnInterrupted,
 )
 from agentshim.core.permissions import ApprovalPolicy, NativePermissions
+from agentshim.core.turn import TurnResult
 from agentshim.execution.host import HostCommandExecutor
-from agentshim.execution.process import Process, SpawnRequest
+from agentshim.execution.host_process import HostProcess
+from agentshim.execution.process import SpawnRequest
 from agentshim.session import Session
 from agentshim.testing.model_server import (
     Hang,
@@ -71,9 +73,9 @@ class CountingExecutor(HostCommandExecutor):
 
     def __init__(self) -> None:
         super().__init__()
-        self.spawned: list[tuple[SpawnRequest, Process]] = []
+        self.spawned: list[tuple[SpawnRequest, HostProcess]] = []
 
-    def spawn(self, request: SpawnRequest) -> Process:  # type: ignore[override]
+    def spawn(self, request: SpawnRequest) -> HostProcess:
         process = super().spawn(request)
         self.spawned.append((request, process))
         return process
@@ -196,30 +198,27 @@ def _wait_for(condition: Callable[[], bool], within: float, what: str) -> None:
 class _Background:
     """A turn running on another thread: its result, or the error it raised."""
 
-    def __init__(self, run: Callable[[], object]) -> None:
-        self.value: object = None
+    def __init__(self, run: Callable[[], TurnResult]) -> None:
+        self.value: TurnResult | None = None
         self.error: BaseException | None = None
         self.ended_at: float | None = None
         self._thread = threading.Thread(target=self._main, args=(run,), daemon=True)
         self._thread.start()
 
-    def _main(self, run: Callable[[], object]) -> None:
+    def _main(self, run: Callable[[], TurnResult]) -> None:
         try:
             self.value = run()
         except BaseException as error:  # handed to the test thread
             self.error = error
         self.ended_at = time.monotonic()
 
-    def join(self, timeout: float) -> object:
+    def join(self, timeout: float) -> TurnResult:
         self._thread.join(timeout)
         assert not self._thread.is_alive(), f"the turn did not return within {timeout:g} s"
         if self.error is not None:
             raise self.error
+        assert self.value is not None
         return self.value
-
-
-def _text_rule(text: str, **match: object) -> Rule:
-    return Rule(match=Match(**match), respond=Text(text))  # type: ignore[arg-type]
 
 
 def _tool_then_text(command: str, text: str = AFTER_TOOL) -> tuple[Rule, ...]:
@@ -301,7 +300,7 @@ def test_interrupt_during_sleep_returns_fast_kills_the_sleep_and_keeps_the_proce
         result = running.join(PROMPT_RETURN_S + TURN_TIMEOUT)
         assert running.ended_at is not None
         took = running.ended_at - interrupted_at
-        assert result.interrupted  # type: ignore[attr-defined]
+        assert result.interrupted
         assert any(isinstance(e, TurnInterrupted) for e in live.events)
         assert took < PROMPT_RETURN_S, f"the interrupted turn took {took:.2f} s to return"
         _wait_for(lambda: not _run_processes(home, "sleep 30"), 3.0, "the sleep ending")
@@ -310,7 +309,7 @@ def test_interrupt_during_sleep_returns_fast_kills_the_sleep_and_keeps_the_proce
         after = session.turn("Now just say hello.").result
     assert after.text == HELLO
     assert not after.interrupted
-    assert after.session_id == result.session_id  # type: ignore[attr-defined]
+    assert after.session_id == result.session_id
     assert len(live.executor.spawned) == 1, live.executor.argvs
 
 
@@ -369,8 +368,8 @@ def test_steer_during_a_tool_folds_into_the_turn(live: Live) -> None:
         _wait_for(lambda: bool(_run_processes(home, "sleep 4")), SEEN_WITHIN_S, "sleep 4")
         session.steer(steer_text)
         result = running.join(TURN_TIMEOUT)
-        assert result.text.endswith(AFTER_TOOL)  # type: ignore[attr-defined]
-        assert not result.interrupted  # type: ignore[attr-defined]
+        assert result.text.endswith(AFTER_TOOL)
+        assert not result.interrupted
         assert any(
             isinstance(e, Lifecycle) and e.kind == "steered" and e.detail == steer_text
             for e in live.events
