@@ -14,9 +14,10 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -24,7 +25,7 @@ import pytest
 
 from agentshim.agent import Agent
 from agentshim.core.approvals import ApprovalDecision, ApprovalRequest
-from agentshim.core.conversation import TransportKind
+from agentshim.core.conversation import Conversation, ConversationSpec, Transport, TransportKind
 from agentshim.core.errors import CliDiedError
 from agentshim.core.events import (
     AgentEvent,
@@ -34,6 +35,7 @@ from agentshim.core.events import (
     TurnInterrupted,
 )
 from agentshim.core.permissions import ApprovalPolicy, NativePermissions
+from agentshim.core.profile import ProviderProfile
 from agentshim.core.turn import TurnResult
 from agentshim.execution.host import HostCommandExecutor
 from agentshim.execution.host_process import HostProcess
@@ -50,6 +52,11 @@ from agentshim.testing.model_server import (
     ToolCall,
 )
 from agentshim.testing.offline import OfflineCli, offline_cli
+from agentshim.testing.session_contracts import (
+    ContractTurn,
+    ConversationContract,
+    TransportContract,
+)
 
 from .binaries import require_binary
 from .suite import assert_nothing_left_running
@@ -92,6 +99,7 @@ class StreamRig:
     server: ModelServer
     cli: OfflineCli
     root: Path
+    binary: Path
 
 
 @pytest.fixture(scope="module")
@@ -100,7 +108,7 @@ def stream_rig(tmp_path_factory: pytest.TempPathFactory) -> Iterator[StreamRig]:
     root = tmp_path_factory.mktemp("live-claude-stream")
     with ModelServer() as server:
         cli = offline_cli("claude", server, root=root, bin_dir=binary.path.parent)
-        yield StreamRig(server, cli, root)
+        yield StreamRig(server, cli, root, binary.path)
 
 
 @dataclass
@@ -434,3 +442,127 @@ def test_kill_9_during_a_tool_takes_the_tool_shell_with_it(live: Live) -> None:
         with pytest.raises(CliDiedError):
             running.join(PROMPT_RETURN_S)
         assert _run_processes(home, "sleep 30") == [], "the tool's sleep outlived the CLI"
+
+
+# -- (f) the shared contracts, on the real CLI ---------------------------------------------
+
+#: In the prompt of the turn that creates a conversation the contracts resume.
+SEED_MARKER = "AGENTSHIM-CONTRACT-SEED"
+
+
+def _contract_script(turns: Sequence[ContractTurn]) -> tuple[Rule, ...]:
+    """The model's answers: one per contract turn, in order (a hang holds its request)."""
+    seed = Rule(match=Match(user_text_contains=SEED_MARKER), respond=Text("Seeded."))
+    answers = [
+        Rule(respond=Hang(60.0) if turn.hang else Text(turn.text), times=1) for turn in turns
+    ]
+    return (seed, *answers)
+
+
+class _ContractRig:
+    """What one contract test runs on: a work dir the CLI runs in, and its conversations."""
+
+    def __init__(self, rig: StreamRig, work: Path) -> None:
+        self.rig = rig
+        self.work = work
+        self.opened: list[Conversation] = []
+        self.transport = Agent(
+            "claude",
+            permissions=NativePermissions.bypass(),
+            approvals=ApprovalPolicy.DENY,
+            model=rig.cli.model,
+            env=dict(rig.cli.env),
+            transport=TransportKind.STREAM,
+            check_timeout=60.0,
+        ).transport
+
+    def seed(self, session_id: str) -> None:
+        """Make the CLI hold conversation ``session_id`` here: one turn that starts it by id."""
+        argv = [str(self.rig.binary), "-p", "--session-id", session_id, "--output-format", "json"]
+        argv += ["--dangerously-skip-permissions", f"{SEED_MARKER}: start the conversation."]
+        subprocess.run(
+            argv,
+            cwd=self.work,
+            env=dict(self.rig.cli.env),
+            capture_output=True,
+            timeout=TURN_TIMEOUT,
+            check=True,
+        )
+
+    def open(self, spec: ConversationSpec) -> Conversation:
+        if spec.resume_session_id is not None:
+            self.seed(spec.resume_session_id)
+        conversation = self.transport.open(spec)
+        self.opened.append(conversation)
+        return conversation
+
+
+class _SeedingTransport:
+    """The stream transport, with every conversation it is asked to resume created first.
+
+    The contracts resume conversations by ids of their own; a real CLI resumes only
+    conversations it holds, so each is started (``claude -p --session-id ID``) on open.
+    """
+
+    kind = TransportKind.STREAM
+
+    def __init__(self, rig: _ContractRig) -> None:
+        self._rig = rig
+
+    @property
+    def profile(self) -> ProviderProfile:
+        return self._rig.transport.profile
+
+    def open(self, spec: ConversationSpec) -> Conversation:
+        return self._rig.open(spec)
+
+
+@pytest.fixture
+def contract_rig(
+    stream_rig: StreamRig, request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[_ContractRig]:
+    stream_rig.server.set_script(())
+    stream_rig.server.clear_requests()
+    work = stream_rig.root / "contracts" / request.node.name
+    work.mkdir(parents=True)
+    # The contracts open conversations without a cwd: the CLI runs in the test's own.
+    monkeypatch.chdir(work)
+    rig = _ContractRig(stream_rig, work)
+    yield rig
+    for conversation in rig.opened:
+        conversation.close()
+    assert_nothing_left_running(stream_rig.cli.home)
+
+
+class TestStreamConversationContract(ConversationContract):
+    """The Conversation contract on real Claude Code stream conversations."""
+
+    io_timeout = 30.0  # a cold start of the CLI on a busy machine takes seconds
+
+    @pytest.fixture(autouse=True)
+    def _rig(self, contract_rig: _ContractRig) -> None:
+        self.rig = contract_rig
+
+    def make_conversation(
+        self, turns: Sequence[ContractTurn], *, resume_session_id: str | None = None
+    ) -> Conversation:
+        self.rig.rig.server.set_script(_contract_script(turns))
+        spec = ConversationSpec(
+            cwd=str(self.rig.work),
+            permissions=NativePermissions.bypass(),
+            approvals=ApprovalPolicy.DENY,
+            resume_session_id=resume_session_id,
+        )
+        return self.rig.open(spec)
+
+
+class TestStreamTransportContract(TransportContract):
+    """The Transport contract on the real Claude Code stream transport."""
+
+    @pytest.fixture(autouse=True)
+    def _rig(self, contract_rig: _ContractRig) -> None:
+        self.rig = contract_rig
+
+    def make_transport(self, turns: Sequence[ContractTurn]) -> Transport:
+        self.rig.rig.server.set_script(_contract_script(turns))
+        return _SeedingTransport(self.rig)
