@@ -6,8 +6,10 @@
 #        PYTHON             the interpreter with agentshim and pytest (default .venv/bin/python)
 #        AGENTSHIM_CLI_DIR  install cache (default ~/.cache/agentshim/clis)
 #
-# Prints a table (provider, CLI version, scenarios passed/failed/skipped, wall time) and the
-# failures; exits 1 if any scenario failed or a CLI could not be installed.
+# Prints a table (provider, CLI version, scenarios passed/failed/skipped, wall time, and a
+# "stream" column for providers with a long-lived transport suite, tests/live/test_<provider>_stream.py:
+# its passed/failed/skipped and wall time) and the failures; exits 1 if any scenario of either
+# suite failed or a CLI could not be installed.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
@@ -28,20 +30,30 @@ printf '%s\n' "${providers[@]}" |
     xargs -P "$JOBS" -I{} "$PY" scripts/install_clis.py {} >"$out/install.log" 2>&1 || install_status=1
 cat "$out/install.log"
 
+# A suite is a provider's one-shot scenarios (test_<provider>.py) or its stream ones
+# (test_<provider>_stream.py, where the provider has a long-lived transport).
 run_one() {
-    local provider=$1 out=$2 py=$3 t0 t1 rc
+    local suite=$1 out=$2 py=$3 t0 t1 rc
     t0=$(date +%s.%N)
-    timeout 900 "$py" -m pytest "tests/live/test_${provider}.py" -p no:cacheprovider -rfEs \
-        --junitxml="$out/$provider.xml" >"$out/$provider.log" 2>&1
+    timeout 900 "$py" -m pytest "tests/live/test_${suite}.py" -p no:cacheprovider -rfEs \
+        --junitxml="$out/$suite.xml" >"$out/$suite.log" 2>&1
     rc=$?
     t1=$(date +%s.%N)
-    echo "$rc $t0 $t1" >"$out/$provider.status"
-    echo "    $provider done (exit $rc)"
+    echo "$rc $t0 $t1" >"$out/$suite.status"
+    echo "    $suite done (exit $rc)"
 }
 export -f run_one
 
-echo "==> running tests/live for ${#providers[@]} provider(s), $JOBS at a time"
-printf '%s\n' "${providers[@]}" | xargs -P "$JOBS" -I{} bash -c 'run_one "$@"' _ {} "$out" "$PY"
+suites=()
+for provider in "${providers[@]}"; do
+    suites+=("$provider")
+    if [ -f "tests/live/test_${provider}_stream.py" ]; then
+        suites+=("${provider}_stream")
+    fi
+done
+
+echo "==> running tests/live for ${#providers[@]} provider(s) (${#suites[@]} suites), $JOBS at a time"
+printf '%s\n' "${suites[@]}" | xargs -P "$JOBS" -I{} bash -c 'run_one "$@"' _ {} "$out" "$PY"
 
 "$PY" - "$out" "$started" "$install_status" "${providers[@]}" <<'PYEOF'
 import json
@@ -53,14 +65,14 @@ from pathlib import Path
 out, started, install_status, providers = Path(sys.argv[1]), float(sys.argv[2]), int(sys.argv[3]), sys.argv[4:]
 pins = json.loads(Path("scripts/cli_versions.json").read_text())
 rows, failures, bad = [], [], install_status != 0
-for provider in providers:
-    version = pins.get(provider, {}).get("version", "?")
-    status = out / f"{provider}.status"
-    xml = out / f"{provider}.xml"
+
+
+def tally(suite, label):
+    """(passed, failed, skipped, wall, exit code) of one suite; None if it did not run."""
+    status = out / f"{suite}.status"
+    xml = out / f"{suite}.xml"
     if not status.exists() or not xml.exists():
-        rows.append((provider, version, "-", "-", "-", "-", "did not run"))
-        bad = True
-        continue
+        return None
     rc, t0, t1 = status.read_text().split()
     passed = failed = skipped = 0
     for case in ET.parse(xml).getroot().iter("testcase"):
@@ -71,11 +83,34 @@ for provider in providers:
         if problem is not None:
             failed += 1
             message = (problem.get("message") or "").splitlines()
-            failures.append(f"{provider}::{name}: {message[0][:300] if message else '?'}")
+            failures.append(f"{label}::{name}: {message[0][:300] if message else '?'}")
         elif case.find("skipped") is not None:
             skipped += 1
         else:
             passed += 1
+    return passed, failed, skipped, float(t1) - float(t0), rc
+
+
+for provider in providers:
+    version = pins.get(provider, {}).get("version", "?")
+    stream = "-"
+    if Path(f"tests/live/test_{provider}_stream.py").exists():
+        counted = tally(f"{provider}_stream", f"{provider}[stream]")
+        if counted is None:
+            stream, bad = "did not run", True
+        else:
+            s_passed, s_failed, s_skipped, s_wall, s_rc = counted
+            stream = f"{s_passed}/{s_failed}/{s_skipped} in {s_wall:.0f}s"
+            if s_rc == "124":
+                stream += " (timed out)"
+            if s_rc not in ("0", "5") or s_failed:
+                bad = True
+    counted = tally(provider, provider)
+    if counted is None:
+        rows.append((provider, version, "-", "-", "-", "-", stream, "did not run"))
+        bad = True
+        continue
+    passed, failed, skipped, wall, rc = counted
     note = ""
     if skipped and not passed and not failed:
         note = "not installed"
@@ -83,9 +118,9 @@ for provider in providers:
         bad = True
         if rc == "124":
             note = "timed out"
-    rows.append((provider, version, passed, failed, skipped, f"{float(t1) - float(t0):.0f}s", note))
+    rows.append((provider, version, passed, failed, skipped, f"{wall:.0f}s", stream, note))
 
-header = ("provider", "CLI version", "passed", "failed", "skipped", "wall", "")
+header = ("provider", "CLI version", "passed", "failed", "skipped", "wall", "stream p/f/s", "")
 widths = [max(len(str(r[i])) for r in (header, *rows)) for i in range(len(header))]
 line = lambda r: "  ".join(str(c).ljust(w) for c, w in zip(r, widths)).rstrip()
 print()
@@ -104,6 +139,6 @@ status=$?
 if [ "$status" -eq 0 ]; then
     rm -rf "$out"
 else
-    echo "logs kept in $out (<provider>.log, <provider>.xml, install.log)"
+    echo "logs kept in $out (<suite>.log, <suite>.xml, install.log)"
 fi
 exit "$status"
