@@ -26,7 +26,7 @@ import pytest
 from agentshim.agent import Agent
 from agentshim.core.approvals import ApprovalDecision, ApprovalRequest
 from agentshim.core.conversation import Conversation, ConversationSpec, Transport, TransportKind
-from agentshim.core.errors import CliDiedError
+from agentshim.core.errors import CliDiedError, TurnStalledError
 from agentshim.core.events import (
     AgentEvent,
     ApprovalAnswered,
@@ -364,6 +364,57 @@ def test_an_approval_handler_denies_allows_and_rewrites_touch(live: Live) -> Non
     assert len(live.executor.spawned) == 1
 
 
+def test_interrupt_while_the_handler_decides_withdraws_the_request(live: Live) -> None:
+    # The CLI withdraws the pending request (control_cancel_request) and ignores the late
+    # allow, so the tool never runs; the process stays for the next turn.
+    outside = live.work.parent / f"{live.work.name}-outside"
+    outside.mkdir()
+    deciding = threading.Event()
+    release = threading.Event()
+
+    def decide(request: ApprovalRequest) -> ApprovalDecision:
+        deciding.set()
+        release.wait(TURN_TIMEOUT)
+        return ApprovalDecision.allow()
+
+    agent = live.agent(permissions=NativePermissions.workspace_write(), approvals=decide)
+    live.script(*_tool_then_text(f"touch {outside / 'late.txt'}"))
+    with live.session(agent) as session:
+        running = _Background(lambda: session.turn("Create late.txt.").result)
+        _wait_for(deciding.is_set, SEEN_WITHIN_S, "the approval request")
+        session.interrupt()
+        time.sleep(0.5)  # the CLI's cancel and its interrupted result arrive meanwhile
+        release.set()
+        result = running.join(PROMPT_RETURN_S)
+        assert result.interrupted
+        live.script(Rule(respond=Text(HELLO)))
+        after = session.turn("Say hello.").result
+    assert after.text == HELLO
+    assert list(outside.iterdir()) == [], "the withdrawn request's tool ran"
+    cancels = [e for e in live.events if isinstance(e, Lifecycle)]
+    assert any(e.kind == "control_cancel_request" for e in cancels)
+    assert len(live.executor.spawned) == 1
+
+
+def test_a_handler_that_raises_denies(live: Live) -> None:
+    outside = live.work.parent / f"{live.work.name}-outside"
+    outside.mkdir()
+
+    def decide(request: ApprovalRequest) -> ApprovalDecision:
+        raise RuntimeError("handler bug")
+
+    agent = live.agent(permissions=NativePermissions.workspace_write(), approvals=decide)
+    live.script(*_tool_then_text(f"touch {outside / 'never.txt'}"))
+    with live.session(agent) as session:
+        result = session.turn("Create never.txt.").result
+    assert result.text.endswith(AFTER_TOOL)
+    assert list(outside.iterdir()) == []
+    (answer,) = [e for e in live.events if isinstance(e, ApprovalAnswered)]
+    assert not answer.allowed
+    assert answer.decided_by == "handler_error"
+    assert "handler bug" in answer.message
+
+
 # -- (d) steer -----------------------------------------------------------------------------
 
 
@@ -392,6 +443,36 @@ def test_steer_during_a_tool_folds_into_the_turn(live: Live) -> None:
     leftovers = [e for e in live.events if isinstance(e, Lifecycle) and e.kind == "between_turns"]
     assert leftovers == [], f"frames after the steered turn's result: {leftovers}"
     assert len(live.executor.spawned) == 1
+
+
+# -- a silent turn ------------------------------------------------------------------------
+
+
+def test_a_silent_turn_stalls_and_the_process_takes_the_next_turn(live: Live) -> None:
+    stall_s = 3.0
+    agent = Agent(
+        "claude",
+        permissions=NativePermissions.bypass(),
+        approvals=ApprovalPolicy.DENY,
+        model=live.rig.cli.model,
+        env=dict(live.rig.cli.env),
+        executor=live.executor,
+        transport=TransportKind.STREAM,
+        stall_timeout=stall_s,
+        check_timeout=60.0,
+    )
+    live.script(Rule(respond=Hang(60.0), times=1), Rule(respond=Text(HELLO)))
+    with live.session(agent) as session:
+        started = time.monotonic()
+        with pytest.raises(TurnStalledError) as stalled:
+            session.turn("Say nothing for a while.")
+        took = time.monotonic() - started
+        assert stalled.value.silent_s is not None
+        assert stalled.value.silent_s >= stall_s
+        assert took < stall_s + PROMPT_RETURN_S + 10.0, f"the stalled turn took {took:.1f} s"
+        after = session.turn("Say hello.").result
+    assert after.text == HELLO
+    assert len(live.executor.spawned) == 1, live.executor.argvs
 
 
 # -- (e) the CLI killed mid-turn -----------------------------------------------------------
