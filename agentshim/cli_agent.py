@@ -188,10 +188,22 @@ class CliAgent:
         timeout: float | None = None,
         session_id: str | None = None,
         previous_usage: ProviderUsage | None = None,
+        stall_timeout: float | None = None,
+        fork: bool = False,
     ) -> AgentSession:
-        """Return a session whose turns run in ``cwd`` and resume ``session_id`` if given."""
+        """Return a session whose turns run in ``cwd`` and resume ``session_id`` if given.
+
+        ``stall_timeout`` kills a turn's CLI that prints nothing for that long (TurnStalledError);
+        ``fork`` starts a new conversation from ``session_id``'s history on the first turn.
+        """
         return AgentSession(
-            self, cwd=cwd, timeout=timeout, session_id=session_id, previous_usage=previous_usage
+            self,
+            cwd=cwd,
+            timeout=timeout,
+            session_id=session_id,
+            previous_usage=previous_usage,
+            stall_timeout=stall_timeout,
+            fork=fork,
         )
 
     def run(
@@ -285,7 +297,10 @@ class AgentSession:
     ``session_id`` names the provider conversation the next turn resumes (None: start fresh).
     ``cancel`` is the one thread-safe call. ``cancel_grace_s`` is how long a stopped CLI gets
     between SIGTERM and SIGKILL when the stop comes through a ``TurnStop`` rather than
-    ``cancel(grace_s)``.
+    ``cancel(grace_s)``. ``stall_timeout`` (None: off) kills a turn's CLI when it prints
+    nothing for that long, and the turn raises TurnStalledError. With ``fork`` the first turn
+    starts a new conversation from ``session_id``'s history (where the profile
+    ``supports_fork``); the session then holds the new conversation.
     """
 
     def __init__(
@@ -297,8 +312,22 @@ class AgentSession:
         session_id: str | None = None,
         previous_usage: ProviderUsage | None = None,
         cancel_grace_s: float = 5.0,
+        stall_timeout: float | None = None,
+        fork: bool = False,
     ) -> None:
         self.agent = agent
+        if fork and (session_id is None or not agent.profile.supports_fork):
+            raise ProviderCapabilityError(
+                f"{agent.profile.display_name} cannot fork a conversation"
+                if session_id is not None
+                else "fork=True needs the session_id of the conversation to fork"
+            )
+        self.fork = fork
+        self.stall_timeout = (
+            None
+            if stall_timeout is None
+            else seconds("AgentSession", "stall_timeout", stall_timeout, positive=True)
+        )
         self.cwd = directory("AgentSession", "cwd", cwd)
         self.timeout = timeout
         self.session_id: str | None = (
@@ -463,6 +492,7 @@ class AgentSession:
             cwd=turn.cwd,
             env=turn.env,
             timeout=turn.timeout,
+            idle_timeout=self.stall_timeout,
         )
         emit(RunStarted(tuple(argv)))
         started = time.monotonic()
@@ -483,7 +513,10 @@ class AgentSession:
         emit(RunFinished(outcome.returncode))
         parsed = _finish(parser, emit)
         resumed = resume_session_id is not None and parsed.session_id in (None, resume_session_id)
-        if resume_session_id is not None and parsed.session_id not in (None, resume_session_id):
+        if turn.fork and resume_session_id is not None and parsed.session_id:
+            resumed = False
+            emit(Lifecycle("forked", f"{resume_session_id} -> {parsed.session_id}"))
+        elif resume_session_id is not None and parsed.session_id not in (None, resume_session_id):
             emit(
                 Lifecycle(
                     "resume_replaced",
@@ -581,6 +614,8 @@ class AgentSession:
 
     def _adopt_from(self, parsed: ParsedTurn) -> None:
         if parsed.session_id:
+            if parsed.session_id != self.session_id:
+                self.fork = False  # the fork exists now; later turns continue it
             self.session_id = parsed.session_id
             if parsed.usage is not None:
                 self.previous_usage = parsed.usage
@@ -621,6 +656,7 @@ class _PreparedTurn:
                 f"the turn's cwd {self.cwd!r} is not an existing directory; create it or pass "
                 "another cwd",
             )
+        self.fork = session.fork
         self.schema_inline: str | None = None
         self.schema_path: str | None = None
         schema = request.output_schema
@@ -675,6 +711,7 @@ class _PreparedTurn:
                 mcp_argv=tuple(mcp_argv),
                 extra_args=tuple(self.request.extra_args),
                 cwd=self.cwd,
+                fork_session=self.fork and resume_session_id is not None,
             )
         )
 

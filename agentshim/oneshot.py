@@ -35,7 +35,7 @@ from agentshim.core.errors import (
     TurnCancelledError,
 )
 from agentshim.core.events import AgentEvent, AssistantText, RunStarted, TurnInterrupted
-from agentshim.core.permissions import NativeMode
+from agentshim.core.permissions import ApprovalPolicy, NativeMode
 from agentshim.core.profile import ProviderProfile
 from agentshim.core.turn import TurnRequest, TurnResult
 from agentshim.core.usage import ProviderUsage
@@ -142,6 +142,12 @@ class OneShotTransport:
 
 def check_permissions(profile: ProviderProfile, spec: ConversationSpec) -> None:
     """Refuse a spec whose native permissions the one-shot path cannot honour."""
+    if not isinstance(spec.approvals, ApprovalPolicy):
+        raise ProviderCapabilityError(
+            f"{profile.display_name} one-shot turns run with approvals off, so an approval "
+            "handler would never be asked; pass an ApprovalPolicy, or use "
+            "TransportKind.STREAM where the provider offers it"
+        )
     mode = spec.permissions.mode
     if mode is not NativeMode.BYPASS:
         raise ProviderCapabilityError(
@@ -170,6 +176,8 @@ class OneShotConversation:
             session_id=spec.resume_session_id,
             previous_usage=spec.previous_usage,
             cancel_grace_s=cancel_grace_s,
+            stall_timeout=spec.stall_timeout,
+            fork=spec.fork,
         )
         self._provider = agent.profile.name
         self._spec = spec

@@ -402,6 +402,36 @@ class Session:
             raise NoRunningTurnError("no turn is running; send the text as a new turn")
         executing.steer(text)
 
+    def fork(self) -> Session:
+        """A new session whose first turn starts a new conversation from this one's history.
+
+        This session and its conversation are unchanged; the fork shares its transport,
+        policy, clock, ids and handlers, and keeps no checkpoint (pass a key to
+        ``Agent.start_session(session_id=..., fork=True)`` for one).
+
+        Raises:
+            SessionStateError: this session holds no conversation yet.
+            ProviderCapabilityError: the provider cannot fork a conversation.
+        """
+        session_id = self.session_id
+        if session_id is None:
+            raise SessionStateError("there is no conversation to fork yet; run a turn first")
+        if not self._profile.supports_fork:
+            raise ProviderCapabilityError(
+                f"{self._profile.display_name} cannot fork a conversation; start a new one"
+            )
+        spec = replace(self._spec, resume_session_id=session_id, previous_usage=None, fork=True)
+        return Session(
+            self._transport,
+            spec,
+            policy=self._policy,
+            clock=self._clock,
+            ids=self._ids,
+            event_handlers=self._handlers,
+            locks=self._locks,
+            log=self._log,
+        )
+
     # -- the conversation between turns ---------------------------------------------------
 
     def adopt(self, session_id: str, previous_usage: ProviderUsage | None = None) -> bool:

@@ -95,6 +95,8 @@ class ProviderProfile:
     display_name: str
     binary: str
     supports_resume: bool = False
+    supports_fork: bool = False
+    """Whether a resumed conversation can start a new one from its history instead."""
     supports_reasoning_effort: bool = False
     mcp: McpMechanism = McpMechanism.NONE
     output_schema: OutputSchemaStyle = OutputSchemaStyle.NONE

@@ -135,6 +135,8 @@ class ArgvContext:
     mcp_argv: Sequence[str] = ()
     extra_args: Sequence[str] = ()
     cwd: str | None = None
+    fork_session: bool = False
+    """Start a new conversation from ``resume_session_id``'s history (profile.supports_fork)."""
 
     def ending(self, argv: list[str]) -> list[str]:
         """``argv`` followed by ``mcp_argv`` and then ``extra_args``, the end of a turn's argv.

@@ -46,8 +46,8 @@ def checked_argv(argv: Sequence[str], owner: str) -> tuple[str, ...]:
     return items
 
 
-def checked_timeout(timeout: float | None, owner: str) -> None:
-    """Accept ``None`` or a finite number of seconds above zero.
+def checked_timeout(timeout: float | None, owner: str, field: str = "timeout") -> None:
+    """Accept ``None`` or a finite number of seconds above zero (``field`` names it).
 
     Raises:
         InvalidRequestError: ``timeout`` is a bool, not a number, NaN, infinite, or <= 0.
@@ -56,9 +56,9 @@ def checked_timeout(timeout: float | None, owner: str) -> None:
         return
     if not is_positive_seconds(timeout):
         raise InvalidRequestError(
-            "timeout",
+            field,
             f"{timeout!r} is not a finite number of seconds above zero",
-            f"{owner}.timeout must be a finite number of seconds above zero, got "
+            f"{owner}.{field} must be a finite number of seconds above zero, got "
             f"{timeout!r}; pass None for no limit",
         )
 

@@ -48,6 +48,8 @@ class CommandRequest:
         env: The complete environment of the process (not an overlay); a host run adds
             only its run marker, ``AGENTSHIM_RUN_ID``, which finds what the run left behind.
         timeout: Seconds the whole run may take; ``None`` waits as long as it takes.
+        idle_timeout: Seconds the process may print nothing (on either stream) before its
+            process group is killed and the run raises TurnStalledError; ``None``: no limit.
     """
 
     argv: Sequence[str]
@@ -55,10 +57,12 @@ class CommandRequest:
     cwd: str | None = None
     env: Mapping[str, str] = field(default_factory=_empty_env)
     timeout: float | None = None
+    idle_timeout: float | None = None
 
     def __post_init__(self) -> None:
         argv = checked_argv(self.argv, "CommandRequest")
         checked_timeout(self.timeout, "CommandRequest")
+        checked_timeout(self.idle_timeout, "CommandRequest", "idle_timeout")
         object.__setattr__(self, "argv", argv)
 
 

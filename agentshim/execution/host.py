@@ -31,6 +31,7 @@ from agentshim.core.errors import (
     CliTimeoutError,
     InvalidRequestError,
     LineTooLongError,
+    TurnStalledError,
 )
 from agentshim.core.stream import DEFAULT_MAX_LINE_BYTES
 
@@ -262,6 +263,9 @@ class HostCommandExecutor:
         poll_exit = streams.polls_for_exit
         drain_until: float | None = None
         timed_out = False
+        idle = request.idle_timeout
+        heard = monotonic()
+        stalled = False
         code: int | None = None
 
         while code is None or streams.open_streams:
@@ -270,6 +274,8 @@ class HostCommandExecutor:
                 # Still running: wake for the timeout, a terminate's grace, or an exit poll.
                 now = monotonic()
                 wait = None if deadline is None or timed_out else deadline - now
+                if idle is not None and not (stalled or timed_out):
+                    wait = sooner(wait, heard + idle - now)
                 if kill_at is not None:
                     wait = sooner(wait, kill_at - now)
                 if poll_exit:
@@ -284,6 +290,7 @@ class HostCommandExecutor:
             tag = OUT
             try:
                 for tag, data in streams.poll(wait):
+                    heard = monotonic()
                     (out if tag == OUT else err).take(data)
             except LineOverflow as overflow:
                 # Kill first: the lines before the long one may take the sink a while.
@@ -309,6 +316,10 @@ class HostCommandExecutor:
             if code is None and deadline is not None and not timed_out and now >= deadline:
                 timed_out = True
                 child.kill_group()
+            stale = idle is not None and now - heard >= idle
+            if code is None and stale and not (stalled or timed_out):
+                stalled = True
+                child.kill_group()
             if code is None and kill_at is not None and now >= kill_at:
                 handle.kill_at = None
                 handle.kill()
@@ -323,6 +334,8 @@ class HostCommandExecutor:
         returncode = child.reap()
         if timed_out:
             raise CliTimeoutError(request.argv, request.timeout)
+        if stalled:
+            raise TurnStalledError(idle)
         return CommandResult(returncode, out.tail.text(), err.tail.text())
 
 

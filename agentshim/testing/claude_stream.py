@@ -460,35 +460,38 @@ class ClaudeRecordedPeer(FakePeer):
     """
 
     def __init__(self, transcript: Path | str) -> None:
-        self._steps: deque[tuple[dict[str, Any] | None, list[str], list[str]]] = deque()
+        self._steps: deque[_Step] = deque()
         self._exit = 0
-        current_in: dict[str, Any] | None = None
-        outs: list[str] = []
-        errs: list[str] = []
+        step = _Step(None)
         out_text = ""
+        stdin_closed = False
         for raw in Path(transcript).read_text(encoding="utf-8").splitlines():
             record: dict[str, Any] = json.loads(raw)
             direction, data = record.get("dir"), record.get("data")
             if direction == "in" and isinstance(data, str):
                 for line in data.splitlines():
-                    self._steps.append((current_in, outs, errs))
-                    current_in, outs, errs = json.loads(line), [], []
+                    self._steps.append(step)
+                    step = _Step(_recorded_input(line))
             elif direction == "out" and isinstance(data, str):
                 out_text += data
                 *complete, out_text = out_text.split("\n")
-                outs.extend(line + "\n" for line in complete if line)
+                step.outputs.extend(StdoutLine(line + "\n") for line in complete if line)
             elif direction == "err" and isinstance(data, str):
-                errs.extend(line + "\n" for line in data.splitlines())
+                step.outputs.extend(StderrLine(line + "\n") for line in data.splitlines())
+            elif direction == "in_eof":
+                stdin_closed = True
             elif direction == "exit" and isinstance(data, int):
                 self._exit = data
-        self._steps.append((current_in, outs, errs))
+                if not stdin_closed:
+                    # It died on its own (or was killed) with stdin still open.
+                    step.outputs.append(ProcessExited(data))
+        self._steps.append(step)
         self.unmatched: list[str] = []
         """Lines written to it that matched no recorded input."""
 
     def on_start(self) -> Iterable[PeerOutput]:
         """Print what the recording printed before its first input."""
-        _, outs, errs = self._steps.popleft()
-        return [*map(StdoutLine, outs), *map(StderrLine, errs)]
+        return self._steps.popleft().outputs
 
     def on_stdin(self, line: str) -> Iterable[PeerOutput]:
         """Print the recorded output that answered the matching recorded input."""
@@ -500,9 +503,9 @@ class ClaudeRecordedPeer(FakePeer):
         if sent is None:
             return ()
         while self._steps:
-            recorded, outs, errs = self._steps.popleft()
-            if recorded is not None and _kind(recorded) == _kind(sent):
-                return [*self._renamed(recorded, sent, outs), *map(StderrLine, errs)]
+            step = self._steps.popleft()
+            if step.recorded is not None and _kind(step.recorded) == _kind(sent):
+                return _renamed(step.recorded, sent, step.outputs)
         self.unmatched.append(line)
         return ()
 
@@ -510,16 +513,38 @@ class ClaudeRecordedPeer(FakePeer):
         """Print what is left of the recording, then exit with its status."""
         rest: list[PeerOutput] = []
         while self._steps:
-            _, outs, errs = self._steps.popleft()
-            rest.extend([*map(StdoutLine, outs), *map(StderrLine, errs)])
+            rest.extend(self._steps.popleft().outputs)
         return [*rest, ProcessExited(self._exit)]
 
-    @staticmethod
-    def _renamed(
-        recorded: Mapping[str, Any], sent: Mapping[str, Any], outs: list[str]
-    ) -> list[StdoutLine]:
-        old, new = recorded.get("request_id"), sent.get("request_id")
-        if not isinstance(old, str) or not isinstance(new, str) or old == new:
-            return [StdoutLine(line) for line in outs]
-        needle, replacement = json.dumps(old), json.dumps(new)
-        return [StdoutLine(line.replace(needle, replacement)) for line in outs]
+
+def _recorded_input(line: str) -> dict[str, Any]:
+    try:
+        frame = as_mapping(json.loads(line))
+    except ValueError:
+        frame = None
+    # A recorded line that is not a frame (a test of the CLI's own parser) matches nothing.
+    return dict(frame) if frame is not None else {"type": "<not a frame>"}
+
+
+@dataclass(slots=True)
+class _Step:
+    """A recorded input (None: the start) and the output that followed it."""
+
+    recorded: dict[str, Any] | None
+    outputs: list[PeerOutput] = field(default_factory=list[PeerOutput])
+
+
+def _renamed(
+    recorded: Mapping[str, Any], sent: Mapping[str, Any], outputs: list[PeerOutput]
+) -> list[PeerOutput]:
+    """``outputs`` with the recorded request id of our control request replaced by ours."""
+    old, new = recorded.get("request_id"), sent.get("request_id")
+    if not isinstance(old, str) or not isinstance(new, str) or old == new:
+        return list(outputs)
+    needle, replacement = json.dumps(old), json.dumps(new)
+    return [
+        StdoutLine(output.text.replace(needle, replacement))
+        if isinstance(output, StdoutLine)
+        else output
+        for output in outputs
+    ]

@@ -20,7 +20,7 @@ import signal
 import threading
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import ClassVar
 
 import pytest
@@ -31,6 +31,7 @@ from agentshim.core.errors import (
     CliTimeoutError,
     LineTooLongError,
     ProcessClosedError,
+    TurnStalledError,
 )
 from agentshim.execution.confinement import Confinement, confine
 from agentshim.execution.executor import (
@@ -268,6 +269,24 @@ class ExecutorContract:
         assert caught.value.timeout == 0.5
         assert list(caught.value.argv) == list(argv)
         assert sink.lines("stdout") == ["before\n"]
+
+    def test_a_run_silent_past_its_idle_timeout_raises_turn_stalled_error(self) -> None:
+        """Silent for ``request.idle_timeout``: TurnStalledError, after the lines so far."""
+        executor, argv = self.stage(ContractProgram(stdout=("before\n",), until_stopped=True))
+        sink = _Recorder()
+        started = time.monotonic()
+        request = replace(self._request(argv), idle_timeout=0.5)
+        with pytest.raises(TurnStalledError) as caught:
+            executor.run(request, sink)
+        assert 0.5 <= time.monotonic() - started < self.io_timeout
+        assert caught.value.timeout == 0.5
+        assert sink.lines("stdout") == ["before\n"]
+
+    def test_an_idle_timeout_does_not_end_a_run_that_keeps_printing(self) -> None:
+        """Output resets the idle clock: a run that prints and exits is not stalled."""
+        executor, argv = self.stage(ContractProgram(stdout=("a\n", "b\n")))
+        result = executor.run(replace(self._request(argv), idle_timeout=5.0), _Recorder())
+        assert result.returncode == 0
 
     def test_a_line_too_long_ends_the_run_after_the_lines_before_it(self) -> None:
         """A line past the limit raises LineTooLongError after the lines before it."""

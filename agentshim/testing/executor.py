@@ -13,7 +13,12 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TypeVar, cast
 
-from agentshim.core.errors import CliNotFoundError, CliTimeoutError, LineTooLongError
+from agentshim.core.errors import (
+    CliNotFoundError,
+    CliTimeoutError,
+    LineTooLongError,
+    TurnStalledError,
+)
 from agentshim.core.stream import DEFAULT_MAX_LINE_BYTES
 from agentshim.execution.executor import (
     CommandRequest,
@@ -41,8 +46,9 @@ class FakeRun:
     output does not end in a newline). With ``timeout=True`` the run delivers its lines and
     then raises CliTimeoutError at once, like a real run killed for overrunning. With
     ``until_stopped=True`` it delivers its lines and then keeps running, like a process that
-    waits, until its handle is terminated or killed (``-SIGTERM``/``-SIGKILL``) or the
-    request's timeout passes (CliTimeoutError).
+    waits, until its handle is terminated or killed (``-SIGTERM``/``-SIGKILL``), the
+    request's ``idle_timeout`` passes (TurnStalledError) or its timeout does
+    (CliTimeoutError).
     """
 
     stdout: Sequence[str] = ()
@@ -228,8 +234,14 @@ class FakeExecutor:
                 self._check_length(request, line)
                 emit(line)
                 kept.append(line)
-        if run.until_stopped and not handle.wait_stopped(request.timeout):
-            raise CliTimeoutError(request.argv, request.timeout)
+        if run.until_stopped:
+            # It prints nothing more: the idle limit, when sooner, ends it before the budget.
+            idle = request.idle_timeout
+            stalls = idle is not None and (request.timeout is None or idle < request.timeout)
+            if not handle.wait_stopped(idle if stalls else request.timeout):
+                if stalls:
+                    raise TurnStalledError(idle)
+                raise CliTimeoutError(request.argv, request.timeout)
         stopped = handle.stopped_code()
         if run.timeout and stopped is None:
             raise CliTimeoutError(request.argv, request.timeout)

@@ -26,8 +26,19 @@ from typing import ClassVar
 import pytest
 
 from agentshim.core.checkpoints import Checkpoint, CheckpointStore
-from agentshim.core.conversation import Conversation, ConversationSpec, Transport, TurnStop
-from agentshim.core.errors import ProviderCapabilityError, SessionStateError, TurnCancelledError
+from agentshim.core.conversation import (
+    Conversation,
+    ConversationSpec,
+    SteerableConversation,
+    Transport,
+    TurnStop,
+)
+from agentshim.core.errors import (
+    NoRunningTurnError,
+    ProviderCapabilityError,
+    SessionStateError,
+    TurnCancelledError,
+)
 from agentshim.core.events import AgentEvent, AssistantText, TurnInterrupted
 from agentshim.core.permissions import ApprovalPolicy, NativePermissions
 from agentshim.core.profile import ProviderProfile
@@ -38,6 +49,7 @@ __all__ = [
     "CheckpointStoreContract",
     "ContractTurn",
     "ConversationContract",
+    "SteerableConversationContract",
     "TransportContract",
 ]
 
@@ -241,6 +253,64 @@ class ConversationContract:
         conversation.close()
         with pytest.raises(SessionStateError):
             conversation.turn(TurnRequest("hi"), _Events())
+
+
+class SteerableConversationContract(ConversationContract):
+    """What a conversation that takes messages mid-turn does, on top of every conversation's.
+
+    ``make_conversation`` must return a
+    :class:`~agentshim.core.conversation.SteerableConversation`.
+    """
+
+    def _steerable(self, turns: Sequence[ContractTurn]) -> SteerableConversation:
+        conversation = self.make_conversation(turns, resume_session_id="conv-steer")
+        assert isinstance(conversation, SteerableConversation)
+        return conversation
+
+    def test_steer_with_no_turn_running_raises_no_running_turn(self) -> None:
+        """Steer with no turn running raises NoRunningTurnError, before and after a turn."""
+        conversation = self._steerable([ContractTurn("fine")])
+        with pytest.raises(NoRunningTurnError):
+            conversation.steer("too early")
+        conversation.turn(TurnRequest("hi"), _Events())
+        with pytest.raises(NoRunningTurnError):
+            conversation.steer("too late")
+
+    def test_steer_reaches_a_running_turn_which_still_ends_once(self) -> None:
+        """A message steered into a running turn is taken; the turn still ends with one result."""
+        conversation = self._steerable([ContractTurn(hang=True), ContractTurn("after")])
+        steered = threading.Event()
+        failures: list[BaseException] = []
+
+        def steer_then_interrupt() -> None:
+            deadline = time.monotonic() + self.io_timeout
+            while time.monotonic() < deadline:
+                try:
+                    conversation.steer("also this")
+                except NoRunningTurnError:
+                    time.sleep(0.01)  # the turn has not started yet
+                    continue
+                except BaseException as error:  # reported on the test's thread
+                    failures.append(error)
+                    return
+                steered.set()
+                break
+            conversation.interrupt()
+
+        helper = threading.Thread(target=steer_then_interrupt)
+        helper.start()
+        try:
+            try:
+                result: TurnResult | None = conversation.turn(TurnRequest("wait"), _Events())
+            except TurnCancelledError:
+                result = None
+        finally:
+            helper.join(self.io_timeout)
+        assert not failures, failures
+        assert steered.is_set(), "steer never reached the running turn"
+        assert result is None or result.interrupted
+        after = conversation.turn(TurnRequest("next"), _Events())
+        assert after.text.startswith("after")
 
 
 class TransportContract:

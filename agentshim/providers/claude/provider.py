@@ -3,7 +3,7 @@
 argv, in order::
 
     claude -p --output-format stream-json --verbose
-           [--resume ID] [--model M] [--effort E] [--json-schema JSON]
+           [--resume ID [--fork-session]] [--model M] [--effort E] [--json-schema JSON]
            (--dangerously-skip-permissions | --permission-mode MODE)
            [--settings JSON] [mcp argv] [extra_args]
 
@@ -81,6 +81,7 @@ PROFILE = ProviderProfile(
     display_name="Claude Code",
     binary="claude",
     supports_resume=True,
+    supports_fork=True,
     supports_reasoning_effort=True,
     mcp=McpMechanism.CONFIG_FILE,
     output_schema=OutputSchemaStyle.INLINE_JSON,
@@ -184,7 +185,7 @@ class ClaudeProvider:
     def build_argv(self, ctx: ArgvContext) -> list[str]:
         """Return the argv for one turn; InvalidSessionIdError for an unsafe resume id."""
         argv = [ctx.binary_path, "-p", "--output-format", "stream-json", "--verbose"]
-        argv += conversation_flags(ctx)
+        argv += conversation_flags(ctx, fork=ctx.fork_session)
         if ctx.schema_inline is not None:
             argv += ["--json-schema", ctx.schema_inline]
         if self.permission_mode is None:

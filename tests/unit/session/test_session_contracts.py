@@ -19,6 +19,7 @@ from agentshim.testing.conversation import FAKE_PROFILE, FakeOutcome, FakeTransp
 from agentshim.testing.session_contracts import (
     ContractTurn,
     ConversationContract,
+    SteerableConversationContract,
     TransportContract,
 )
 
@@ -46,7 +47,7 @@ class TestFakeConversation(ConversationContract):
         return FakeTransport([fake_outcome(t) for t in turns]).open(spec(resume_session_id))
 
 
-class TestFakeSteerableConversation(ConversationContract):
+class TestFakeSteerableConversation(SteerableConversationContract):
     def make_conversation(
         self, turns: Sequence[ContractTurn], *, resume_session_id: str | None = None
     ) -> Conversation:

@@ -1,0 +1,810 @@
+"""The Claude Code stream transport, against fake stream-json processes and recorded ones."""
+
+from __future__ import annotations
+
+import gc
+import json
+import threading
+import time
+import tracemalloc
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agentshim.core.approvals import ApprovalDecision, ApprovalRequest
+from agentshim.core.conversation import ConversationSpec, Transport, TurnStop
+from agentshim.core.errors import (
+    ApprovalRequiredError,
+    CliDiedError,
+    CliExitError,
+    CliTimeoutError,
+    FailureKind,
+    NoRunningTurnError,
+    ProviderCapabilityError,
+    SessionStateError,
+    TurnCancelledError,
+    TurnStalledError,
+)
+from agentshim.core.events import (
+    AgentEvent,
+    ApprovalAnswered,
+    ApprovalRequested,
+    AssistantText,
+    Lifecycle,
+    RawOutput,
+    RunStarted,
+    ToolResult,
+    TurnInterrupted,
+    UsageReport,
+)
+from agentshim.core.permissions import ApprovalPolicy, NativePermissions
+from agentshim.core.turn import TurnRequest
+from agentshim.execution.process import ProcessExited, SpawnRequest, StdoutLine
+from agentshim.providers.claude.provider import ClaudeProvider
+from agentshim.providers.claude.stream_transport import (
+    ClaudeStreamConversation,
+    ClaudeStreamTransport,
+)
+from agentshim.testing import FakeExecutor
+from agentshim.testing.claude_stream import (
+    ClaudePeerTurn,
+    ClaudeRecordedPeer,
+    ClaudeStreamPeer,
+    ClaudeStreamPeers,
+)
+from agentshim.testing.process import FakePeer, PeerOutput
+from agentshim.testing.session_contracts import (
+    ContractTurn,
+    SteerableConversationContract,
+    TransportContract,
+)
+from agentshim.transport.context import TransportContext
+
+FIXTURES = Path(__file__).parents[3] / "fixtures" / "claude" / "stream"
+BYPASS = NativePermissions.bypass()
+WRITE = NativePermissions.workspace_write()
+SLEEP = {"command": "sleep 30"}
+TOUCH = {"command": "touch x.txt"}
+
+
+class Events(list[AgentEvent]):
+    def __call__(self, event: AgentEvent) -> None:
+        self.append(event)
+
+    def of(self, kind: type[Any]) -> list[Any]:
+        return [event for event in self if isinstance(event, kind)]
+
+    def lifecycle(self, kind: str) -> list[str]:
+        return [event.detail for event in self.of(Lifecycle) if event.kind == kind]
+
+
+def context(
+    peers: Callable[[SpawnRequest], FakePeer], *, clock: Callable[[], float] = time.monotonic
+) -> tuple[TransportContext, FakeExecutor]:
+    executor = FakeExecutor(peers=peers)
+    ctx = TransportContext(
+        provider=ClaudeProvider(),
+        executor=executor,
+        binary_path="/usr/bin/claude",
+        env={"PATH": "/usr/bin"},
+        clock=clock,
+    )
+    return ctx, executor
+
+
+class Rig:
+    """A stream transport on a scripted fake Claude Code."""
+
+    def __init__(
+        self,
+        turns: Iterable[ClaudePeerTurn],
+        *,
+        permissions: NativePermissions = BYPASS,
+        approvals: object = ApprovalPolicy.DENY,
+        resume: str | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        interrupt_grace: float = 10.0,
+        **spec: Any,
+    ) -> None:
+        self.peers = ClaudeStreamPeers(turns)
+        ctx, self.executor = context(self.peers, clock=clock)
+        self.transport = ClaudeStreamTransport(ctx, interrupt_grace=interrupt_grace)
+        self.conversation = self.transport.open(
+            ConversationSpec(
+                permissions=permissions,
+                approvals=approvals,  # type: ignore[arg-type]
+                resume_session_id=resume,
+                **spec,
+            )
+        )
+
+    def turn(self, prompt: str = "go", **request: Any) -> tuple[Any, Events]:
+        events = Events()
+        return self.conversation.turn(TurnRequest(prompt, **request), events), events
+
+    def later(self, seconds: float, action: Callable[[], None]) -> threading.Timer:
+        timer = threading.Timer(seconds, action)
+        timer.start()
+        return timer
+
+    @property
+    def peer(self) -> ClaudeStreamPeer:
+        return self.peers.peers[-1]
+
+
+def sent_types(peer: ClaudeStreamPeer) -> list[str]:
+    out: list[str] = []
+    for frame in peer.received:
+        body = frame.get("request")
+        subtype = body.get("subtype") if isinstance(body, dict) else None
+        out.append(f"{frame['type']}:{subtype}" if subtype else str(frame["type"]))
+    return out
+
+
+class TestTurnsOnOneProcess:
+    def test_two_turns_run_on_one_process_and_continue_one_conversation(self) -> None:
+        rig = Rig([ClaudePeerTurn("one"), ClaudePeerTurn("two")])
+        first, _ = rig.turn("first")
+        second, events = rig.turn("second")
+        assert (first.text, second.text) == ("one", "two")
+        assert len(rig.executor.spawned) == 1
+        assert not first.resumed
+        assert second.resumed
+        assert first.session_id == second.session_id == rig.conversation.session_id
+        assert not events.of(RunStarted), "the second turn started a process"
+        assert sent_types(rig.peer) == ["user", "user"]
+
+    def test_argv_is_stream_json_both_ways_and_never_holds_the_prompt(self) -> None:
+        rig = Rig([ClaudePeerTurn("ok")])
+        rig.turn("a secret prompt")
+        argv = list(rig.executor.spawned[0].argv)
+        assert argv[:7] == [
+            "/usr/bin/claude",
+            "-p",
+            "--input-format",
+            "stream-json",
+            "--output-format",
+            "stream-json",
+            "--verbose",
+        ]
+        assert "--dangerously-skip-permissions" in argv
+        assert not any("secret" in arg for arg in argv)
+
+    def test_each_turn_reports_its_own_cost_not_the_process_total(self) -> None:
+        rig = Rig([ClaudePeerTurn("a", cost_usd=0.25), ClaudePeerTurn("b", cost_usd=0.5)])
+        first, _ = rig.turn()
+        second, events = rig.turn()
+        assert first.usage.total_cost_usd == pytest.approx(0.25)
+        assert second.usage.total_cost_usd == pytest.approx(0.5)
+        assert second.cost_usd == pytest.approx(0.5)
+        assert [r.cost_usd for r in events.of(UsageReport)] == [pytest.approx(0.5)]
+        assert second.usage.tokens.output_tokens == 20
+
+    def test_a_turn_may_switch_the_model_in_band(self) -> None:
+        rig = Rig([ClaudePeerTurn("a"), ClaudePeerTurn("b")])
+        rig.turn()
+        result, events = rig.turn(model="claude-sonnet-4-5")
+        assert result.text == "b"
+        assert sent_types(rig.peer) == ["user", "control_request:set_model", "user"]
+        assert rig.peer.model == "claude-sonnet-4-5"
+        assert events.lifecycle("model_switched") == ["claude-sonnet-4-5"]
+        assert len(rig.executor.spawned) == 1
+
+    @pytest.mark.parametrize(
+        "request_fields",
+        [
+            {"env": {"A": "1"}},
+            {"extra_args": ["--bare"]},
+            {"cwd": "/elsewhere"},
+            {"reasoning_effort": "high"},
+        ],
+    )
+    def test_what_a_running_process_cannot_change_is_refused_before_anything_is_sent(
+        self, request_fields: dict[str, Any]
+    ) -> None:
+        rig = Rig([ClaudePeerTurn("never")])
+        with pytest.raises(ProviderCapabilityError, match="ONE_SHOT"):
+            rig.turn(**request_fields)
+        assert rig.executor.spawned == []
+
+    def test_a_thousand_turns_keep_memory_and_threads_flat(self) -> None:
+        rig = Rig([ClaudePeerTurn(f"t{n}") for n in range(1000)])
+        threads = threading.active_count()
+        for _ in range(50):
+            rig.turn()
+        gc.collect()
+        tracemalloc.start()
+        try:
+            before, _ = tracemalloc.get_traced_memory()
+            for _ in range(950):
+                rig.turn()
+            gc.collect()
+            after, _ = tracemalloc.get_traced_memory()
+        finally:
+            tracemalloc.stop()
+        assert threading.active_count() == threads
+        assert len(rig.executor.spawned) == 1
+        # The fake peer keeps every frame it received (about 0.3 KB a turn); the transport
+        # itself must keep nothing per turn.
+        assert after - before < 950 * 1024, after - before
+
+
+class TestInterrupt:
+    def test_interrupt_mid_tool_returns_interrupted_and_the_next_turn_uses_the_same_process(
+        self,
+    ) -> None:
+        rig = Rig(
+            [ClaudePeerTurn(tool="Bash", tool_input=SLEEP, hang=True), ClaudePeerTurn("next")]
+        )
+        timer = rig.later(0.1, rig.conversation.interrupt)
+        started = time.monotonic()
+        result, events = rig.turn()
+        timer.cancel()
+        assert time.monotonic() - started < 5
+        assert result.interrupted
+        assert events.of(TurnInterrupted)
+        rejected = events.of(ToolResult)
+        assert rejected
+        assert rejected[0].failed
+        after, _ = rig.turn()
+        assert after.text == "next"
+        assert not after.interrupted
+        assert len(rig.executor.spawned) == 1
+        assert sent_types(rig.peer) == ["user", "control_request:interrupt", "user"]
+
+    def test_interrupt_mid_stream_returns_interrupted(self) -> None:
+        rig = Rig([ClaudePeerTurn(hang=True), ClaudePeerTurn("next")])
+        timer = rig.later(0.1, rig.conversation.interrupt)
+        result, events = rig.turn()
+        timer.cancel()
+        assert result.interrupted
+        assert result.text == ""
+        assert "[Request interrupted by user]" in events.lifecycle("user_message")
+        assert rig.turn()[0].text == "next"
+
+    def test_interrupt_while_idle_sends_nothing(self) -> None:
+        rig = Rig([ClaudePeerTurn("a"), ClaudePeerTurn("b")])
+        rig.turn()
+        rig.conversation.interrupt()
+        result, _ = rig.turn()
+        assert result.text == "b"
+        assert not result.interrupted
+        assert sent_types(rig.peer) == ["user", "user"]
+
+    def test_a_stop_requested_before_the_turn_sends_nothing(self) -> None:
+        rig = Rig([ClaudePeerTurn("kept")])
+        stop = TurnStop()
+        stop.request()
+        with pytest.raises(TurnCancelledError):
+            rig.conversation.turn(TurnRequest("go"), Events(), stop)
+        assert rig.executor.spawned == []
+        assert rig.turn()[0].text == "kept"
+
+    def test_interrupt_while_a_permission_answer_is_pending(self) -> None:
+        holder: list[ClaudeStreamConversation] = []
+
+        def interrupt_then_allow(request: ApprovalRequest) -> ApprovalDecision:
+            holder[0].interrupt()
+            return ApprovalDecision.allow()
+
+        rig = Rig(
+            [ClaudePeerTurn(tool="Bash", tool_input=TOUCH, ask=True), ClaudePeerTurn("next")],
+            permissions=WRITE,
+            approvals=interrupt_then_allow,
+        )
+        holder.append(rig.conversation)
+        result, events = rig.turn()
+        assert result.interrupted
+        assert events.lifecycle("control_cancel_request")
+        assert rig.peer.answers == [], "the CLI acted on an answer to a withdrawn request"
+        assert rig.turn()[0].text == "next"
+
+    def test_an_interrupt_nobody_answers_kills_the_process_and_the_next_turn_resumes(
+        self,
+    ) -> None:
+        class Deaf(FakePeer):
+            def on_stdin(self, line: str) -> Iterable[PeerOutput]:
+                frame = json.loads(line)
+                if frame["type"] == "user":
+                    return (StdoutLine(json.dumps(_init("deaf-1")) + "\n"),)
+                return ()
+
+        spawns: list[SpawnRequest] = []
+        fallback = ClaudeStreamPeers([ClaudePeerTurn("resumed")])
+
+        def peers(request: SpawnRequest) -> FakePeer:
+            spawns.append(request)
+            return Deaf() if len(spawns) == 1 else fallback(request)
+
+        ctx, _ = context(peers)
+        conversation = ClaudeStreamTransport(ctx, interrupt_grace=0.2).open(
+            ConversationSpec(permissions=BYPASS, approvals=ApprovalPolicy.DENY)
+        )
+        timer = threading.Timer(0.1, conversation.interrupt)
+        timer.start()
+        events = Events()
+        result = conversation.turn(TurnRequest("go"), events)
+        timer.cancel()
+        assert result.interrupted
+        assert events.lifecycle("interrupt_unanswered")
+        after = conversation.turn(TurnRequest("again"), Events())
+        assert after.text == "resumed"
+        assert "--resume" in spawns[1].argv
+        assert "deaf-1" in spawns[1].argv
+
+
+def _init(session_id: str) -> dict[str, Any]:
+    return {"type": "system", "subtype": "init", "session_id": session_id, "model": "m"}
+
+
+class TestApprovals:
+    def run(self, approvals: object, **rig: Any) -> tuple[Rig, Any, Events]:
+        built = Rig(
+            [ClaudePeerTurn("after the tool", tool="Bash", tool_input=TOUCH, ask=True)],
+            permissions=rig.pop("permissions", WRITE),
+            approvals=approvals,
+            **rig,
+        )
+        result, events = built.turn()
+        return built, result, events
+
+    def test_the_cli_is_asked_on_stdio_in_accept_edits_mode(self) -> None:
+        rig, _, _ = self.run(ApprovalPolicy.DENY)
+        argv = list(rig.executor.spawned[0].argv)
+        assert "--permission-prompt-tool" in argv
+        assert argv[argv.index("--permission-prompt-tool") + 1] == "stdio"
+        assert argv[argv.index("--permission-mode") + 1] == "acceptEdits"
+        assert "--dangerously-skip-permissions" not in argv
+
+    def test_a_handler_allow_runs_the_tool_with_its_own_args(self) -> None:
+        seen: list[ApprovalRequest] = []
+
+        def allow(request: ApprovalRequest) -> ApprovalDecision:
+            seen.append(request)
+            return ApprovalDecision.allow()
+
+        rig, result, events = self.run(allow)
+        assert seen[0].tool == "Bash"
+        assert dict(seen[0].args) == TOUCH
+        assert seen[0].tool_id is not None
+        assert rig.peer.answers == [{"behavior": "allow", "updatedInput": TOUCH}]
+        assert result.text == "after the tool"
+        requested, answered = events.of(ApprovalRequested), events.of(ApprovalAnswered)
+        assert requested[0].tool_id == answered[0].tool_id == seen[0].tool_id
+        assert answered[0].allowed
+        assert answered[0].decided_by == "handler"
+        assert thread_of_handler_is_the_turns(allow)
+
+    def test_an_allow_may_rewrite_the_args_and_the_cli_runs_the_rewrite(self) -> None:
+        rewritten = {"command": "touch y.txt"}
+        rig, _, events = self.run(lambda request: ApprovalDecision.allow(rewritten))
+        assert rig.peer.answers == [{"behavior": "allow", "updatedInput": rewritten}]
+        tool_output = events.of(ToolResult)[0].stdout
+        assert "touch y.txt" in tool_output
+        assert "x.txt" not in tool_output
+        assert events.of(ApprovalAnswered)[0].args == rewritten
+
+    def test_a_deny_reaches_the_agent_as_the_tools_error(self) -> None:
+        rig, result, events = self.run(lambda request: ApprovalDecision.deny("not today"))
+        assert rig.peer.answers == [{"behavior": "deny", "message": "not today"}]
+        failed = events.of(ToolResult)[0]
+        assert failed.failed
+        assert "not today" in failed.stderr
+        assert not result.interrupted
+
+    def test_a_handler_that_raises_is_a_reported_deny(self) -> None:
+        def broken(request: ApprovalRequest) -> ApprovalDecision:
+            raise RuntimeError("handler bug")
+
+        rig, _, events = self.run(broken)
+        assert rig.peer.answers[0]["behavior"] == "deny"
+        answered = events.of(ApprovalAnswered)[0]
+        assert not answered.allowed
+        assert answered.decided_by == "handler_error"
+        assert "handler bug" in answered.message
+
+    def test_a_handler_that_answers_too_late_is_a_reported_deny(self) -> None:
+        now = [0.0]
+
+        def clock() -> float:
+            return now[0]
+
+        def slow(request: ApprovalRequest) -> ApprovalDecision:
+            now[0] += 61.0
+            return ApprovalDecision.allow()
+
+        rig, _, events = self.run(slow, clock=clock, approval_timeout=60.0)
+        assert rig.peer.answers[0]["behavior"] == "deny"
+        answered = events.of(ApprovalAnswered)[0]
+        assert answered.decided_by == "handler_timeout"
+        assert "61.0 s" in answered.message
+
+    def test_policy_deny_answers_without_a_handler(self) -> None:
+        rig, result, events = self.run(ApprovalPolicy.DENY)
+        assert rig.peer.answers[0]["behavior"] == "deny"
+        assert events.of(ApprovalAnswered)[0].decided_by == "policy"
+        assert result.text == "after the tool"
+
+    def test_policy_fail_turn_denies_stops_the_turn_and_keeps_the_conversation(self) -> None:
+        rig = Rig(
+            [ClaudePeerTurn(tool="Bash", tool_input=TOUCH, ask=True), ClaudePeerTurn("later")],
+            permissions=WRITE,
+            approvals=ApprovalPolicy.FAIL_TURN,
+        )
+        with pytest.raises(ApprovalRequiredError) as caught:
+            rig.turn()
+        assert caught.value.tool == "Bash"
+        assert rig.peer.answers[0]["behavior"] == "deny"
+        assert rig.turn()[0].text == "later"
+
+    def test_read_only_denies_every_request_without_asking_the_handler(self) -> None:
+        asked: list[ApprovalRequest] = []
+
+        def never(request: ApprovalRequest) -> ApprovalDecision:
+            asked.append(request)
+            return ApprovalDecision.allow()
+
+        rig, _, events = self.run(never, permissions=NativePermissions.read_only())
+        assert asked == []
+        assert rig.peer.answers[0]["behavior"] == "deny"
+        assert events.of(ApprovalAnswered)[0].decided_by == "read_only"
+        argv = list(rig.executor.spawned[0].argv)
+        assert argv[argv.index("--permission-mode") + 1] == "default"
+
+
+def thread_of_handler_is_the_turns(_: object) -> bool:
+    threads: list[int] = []
+
+    def record(request: ApprovalRequest) -> ApprovalDecision:
+        threads.append(threading.get_ident())
+        return ApprovalDecision.allow()
+
+    Rig(
+        [ClaudePeerTurn(tool="Bash", tool_input=TOUCH, ask=True)],
+        permissions=WRITE,
+        approvals=record,
+    ).turn()
+    return threads == [threading.get_ident()]
+
+
+class TestSteer:
+    def test_a_steered_message_is_folded_into_the_running_turn(self) -> None:
+        rig = Rig([ClaudePeerTurn("answer", hang=True)])
+        steered = threading.Event()
+
+        def steer() -> None:
+            rig.conversation.steer("also say banana")
+            steered.set()
+            rig.conversation.interrupt()
+
+        timer = rig.later(0.1, steer)
+        result, events = rig.turn()
+        timer.cancel()
+        assert steered.is_set()
+        assert rig.peer.steered == ["also say banana"]
+        assert events.lifecycle("steered") == ["also say banana"]
+        assert result.interrupted
+
+    def test_steer_needs_a_running_turn(self) -> None:
+        rig = Rig([ClaudePeerTurn("a")])
+        with pytest.raises(NoRunningTurnError):
+            rig.conversation.steer("hello")
+
+    def test_no_text_is_ever_written_as_a_broken_line(self) -> None:
+        rig = Rig([ClaudePeerTurn(hang=True)])
+        awkward = 'line\nbreak \u2028 sep \ud800 lone \x00 nul "quote"'
+
+        def steer() -> None:
+            rig.conversation.steer(awkward)
+            rig.conversation.interrupt()
+
+        timer = rig.later(0.1, steer)
+        rig.turn()
+        timer.cancel()
+        assert rig.peer.steered == [awkward]
+
+
+class TestFailures:
+    def test_a_cli_killed_mid_turn_is_cli_died_and_the_next_turn_resumes(self) -> None:
+        rig = Rig(
+            [
+                ClaudePeerTurn("one"),
+                ClaudePeerTurn(tool="Bash", tool_input=SLEEP, die=-9),
+                ClaudePeerTurn("back"),
+            ]
+        )
+        first, _ = rig.turn()
+        with pytest.raises(CliDiedError) as caught:
+            rig.turn()
+        assert caught.value.returncode == -9
+        assert caught.value.session_id == first.session_id
+        assert rig.conversation.session_id == first.session_id
+        after, events = rig.turn()
+        assert after.text == "back"
+        assert after.resumed
+        assert after.session_id == first.session_id
+        assert events.of(RunStarted)
+        argv = list(rig.executor.spawned[1].argv)
+        assert argv[argv.index("--resume") + 1] == first.session_id
+
+    def test_an_api_error_result_is_classified_and_keeps_the_process(self) -> None:
+        rig = Rig(
+            [
+                ClaudePeerTurn(
+                    error="Invalid API key · Fix external API key", api_error_status=401
+                ),
+                ClaudePeerTurn("fine"),
+            ]
+        )
+        with pytest.raises(CliExitError) as caught:
+            rig.turn()
+        assert caught.value.kind is FailureKind.AUTH
+        assert rig.turn()[0].text == "fine"
+        assert len(rig.executor.spawned) == 1
+
+    def test_a_stalled_turn_is_interrupted_and_fails_as_stalled(self) -> None:
+        rig = Rig(
+            [ClaudePeerTurn(tool="Bash", tool_input=SLEEP, hang=True), ClaudePeerTurn("ok")],
+            stall_timeout=0.2,
+        )
+        started = time.monotonic()
+        with pytest.raises(TurnStalledError) as caught:
+            rig.turn()
+        assert time.monotonic() - started < 5
+        assert caught.value.timeout == 0.2
+        assert caught.value.silent_s is not None
+        assert "control_request:interrupt" in sent_types(rig.peer)
+        assert rig.turn()[0].text == "ok"
+        assert len(rig.executor.spawned) == 1
+
+    def test_a_turn_over_its_budget_is_a_timeout(self) -> None:
+        rig = Rig([ClaudePeerTurn(hang=True), ClaudePeerTurn("ok")])
+        with pytest.raises(CliTimeoutError):
+            rig.turn(timeout=0.2)
+        assert rig.turn()[0].text == "ok"
+
+    def test_a_line_that_is_not_json_costs_only_that_line(self) -> None:
+        class Noisy(ClaudeStreamPeer):
+            def on_stdin(self, line: str) -> Iterable[PeerOutput]:
+                return [StdoutLine("garbage {not json\n"), *super().on_stdin(line)]
+
+        family = ClaudeStreamPeers([ClaudePeerTurn("still fine")])
+        ctx, _ = context(lambda request: Noisy(family, "noisy-1", request.argv))
+        conversation = ClaudeStreamTransport(ctx).open(
+            ConversationSpec(permissions=BYPASS, approvals=ApprovalPolicy.DENY)
+        )
+        events = Events()
+        result = conversation.turn(TurnRequest("go"), events)
+        assert result.text == "still fine"
+        assert [e.text for e in events.of(RawOutput)] == ["garbage {not json"]
+
+    def test_close_during_a_turn_interrupts_it_then_ends_the_process(self) -> None:
+        rig = Rig([ClaudePeerTurn(tool="Bash", tool_input=SLEEP, hang=True)])
+        timer = rig.later(0.1, rig.conversation.close)
+        result, _ = rig.turn()
+        timer.cancel()
+        assert result.interrupted
+        process = rig.executor.processes[0]
+        assert process.stdin_closed
+        assert process.returncode is not None
+        with pytest.raises(SessionStateError):
+            rig.turn()
+
+    def test_close_ends_the_process_with_stdin_eof(self) -> None:
+        rig = Rig([ClaudePeerTurn("a")])
+        rig.turn()
+        rig.conversation.close()
+        rig.conversation.close()
+        process = rig.executor.processes[0]
+        assert process.stdin_closed
+        assert process.returncode == 0
+        assert process.terminate_calls == 0
+
+
+class TestBetweenTurns:
+    def test_frames_printed_between_turns_never_become_the_next_turns_output(self) -> None:
+        class Wakes(ClaudeStreamPeer):
+            def on_stdin(self, line: str) -> Iterable[PeerOutput]:
+                out = list(super().on_stdin(line))
+                if len(self.received) == 1:
+                    # A background task wakes a turn of the CLI's own after the result.
+                    own = {
+                        "type": "assistant",
+                        "session_id": self.session_id,
+                        "message": {
+                            "model": "claude-opus-4-8",
+                            "content": [{"type": "text", "text": "BACKGROUND"}],
+                        },
+                    }
+                    done = {
+                        "type": "result",
+                        "subtype": "success",
+                        "is_error": False,
+                        "result": "BACKGROUND",
+                        "session_id": self.session_id,
+                    }
+                    out += [StdoutLine(json.dumps(own) + "\n"), StdoutLine(json.dumps(done) + "\n")]
+                return out
+
+        family = ClaudeStreamPeers([ClaudePeerTurn("first"), ClaudePeerTurn("second")])
+        ctx, _ = context(lambda request: Wakes(family, "wakes-1", request.argv))
+        conversation = ClaudeStreamTransport(ctx).open(
+            ConversationSpec(permissions=BYPASS, approvals=ApprovalPolicy.DENY)
+        )
+        assert conversation.turn(TurnRequest("1"), Events()).text == "first"
+        events = Events()
+        second = conversation.turn(TurnRequest("2"), events)
+        assert second.text == "second"
+        assert [e.text for e in events.of(AssistantText)] == ["second"]
+        between = events.lifecycle("between_turns")
+        assert len(between) == 2
+        assert "BACKGROUND" in between[0]
+
+
+def replay(case: str, **spec: Any) -> tuple[ClaudeStreamConversation, ClaudeRecordedPeer]:
+    peer = ClaudeRecordedPeer(FIXTURES / f"{case}.transcript.jsonl")
+    ctx, _ = context(lambda request: peer)
+    conversation = ClaudeStreamTransport(ctx).open(
+        ConversationSpec(
+            permissions=spec.pop("permissions", BYPASS),
+            approvals=spec.pop("approvals", ApprovalPolicy.DENY),
+            **spec,
+        )
+    )
+    return conversation, peer
+
+
+class TestRecordedTranscripts:
+    def test_two_turns_as_claude_code_printed_them(self) -> None:
+        conversation, peer = replay("a1_two_turns")
+        first = conversation.turn(TurnRequest("TURN-ONE please"), Events())
+        events = Events()
+        second = conversation.turn(TurnRequest("TURN-TWO please"), events)
+        assert (first.text, second.text) == ("Reply one.", "Reply two.")
+        assert first.session_id == second.session_id == "3551485d-6518-4592-829f-6f99b447d975"
+        # Cumulative 0.014975 after the second turn: its own share is the difference.
+        assert first.usage.total_cost_usd == pytest.approx(0.005475)
+        assert second.usage.total_cost_usd == pytest.approx(0.0095)
+        assert second.usage.tokens.input_tokens == 2000
+        assert peer.unmatched == []
+
+    def test_an_interrupt_during_a_tool_as_recorded(self) -> None:
+        conversation, peer = replay("a2_interrupt")
+        events = Events()
+        stop = TurnStop()
+
+        def interrupt_on_tool(event: AgentEvent) -> None:
+            events(event)
+            if type(event).__name__ == "ToolCall":
+                stop.request()
+
+        result = conversation.turn(TurnRequest("SLOW20 run the slow tool"), interrupt_on_tool, stop)
+        assert result.interrupted
+        assert events.of(ToolResult)[0].failed
+        after = conversation.turn(TurnRequest("TURN-TWO after interrupt"), Events())
+        assert after.text == "Tool finished."
+        assert not after.interrupted
+        assert peer.unmatched == []
+
+    def test_permission_allow_with_rewrite_then_deny_as_recorded(self) -> None:
+        answers = iter(
+            [
+                ApprovalDecision.allow({"command": "touch perm-allowed-MODIFIED.txt"}),
+                ApprovalDecision.deny("tp denies this command"),
+            ]
+        )
+        conversation, peer = replay(
+            "a4_permissions", permissions=WRITE, approvals=lambda request: next(answers)
+        )
+        events = Events()
+        first = conversation.turn(TurnRequest("PERM-A"), events)
+        second = conversation.turn(TurnRequest("PERM-D"), events)
+        assert first.text == second.text == "Tool finished."
+        answered = events.of(ApprovalAnswered)
+        assert [a.allowed for a in answered] == [True, False]
+        assert [r.tool for r in events.of(ApprovalRequested)] == ["Bash", "Bash"]
+        assert events.lifecycle("permission_denied") == ["Bash"]
+        assert peer.unmatched == []
+
+    def test_an_interrupt_while_a_permission_request_is_pending_as_recorded(self) -> None:
+        holder: list[ClaudeStreamConversation] = []
+
+        def interrupt(request: ApprovalRequest) -> ApprovalDecision:
+            holder[0].interrupt()
+            return ApprovalDecision.allow()
+
+        conversation, _ = replay(
+            "a9_interrupt_while_can_use_tool_pending", permissions=WRITE, approvals=interrupt
+        )
+        holder.append(conversation)
+        events = Events()
+        result = conversation.turn(TurnRequest("PERM-A run touch"), events)
+        assert result.interrupted
+        assert events.lifecycle("control_cancel_request")
+        assert conversation.turn(TurnRequest("TURN-TWO next"), Events()).text == "Tool finished."
+
+    def test_an_api_error_turn_as_recorded(self) -> None:
+        conversation, _ = replay("a8_authfail_malformed_sdkshape")
+        with pytest.raises(CliExitError) as caught:
+            conversation.turn(TurnRequest("AUTHFAIL please fail"), Events())
+        assert caught.value.kind is FailureKind.AUTH
+
+    def test_sigkill_mid_tool_as_recorded_is_cli_died_keeping_the_conversation(self) -> None:
+        recorded = {frame.get("session_id") for frame in _turn_frames("a7b_sigkill_midturn")}
+        conversation, _ = replay("a7b_sigkill_midturn")
+        with pytest.raises(CliDiedError) as caught:
+            conversation.turn(TurnRequest("SLOW20 run the slow tool again"), Events())
+        assert caught.value.returncode == -9
+        assert caught.value.session_id == conversation.session_id
+        assert recorded == {conversation.session_id}
+
+
+def _turn_frames(case: str) -> Sequence[Mapping[str, Any]]:
+    frames: list[Mapping[str, Any]] = []
+    for raw in (FIXTURES / f"{case}.transcript.jsonl").read_text().splitlines():
+        record = json.loads(raw)
+        if record["dir"] == "out":
+            frames.extend(json.loads(line) for line in record["data"].splitlines())
+    return frames
+
+
+class TestRecordedFrameTypes:
+    @pytest.mark.parametrize(
+        "case", sorted(p.name.split(".")[0] for p in FIXTURES.glob("*.transcript.jsonl"))
+    )
+    def test_every_recorded_frame_type_is_understood(self, case: str) -> None:
+        known = {
+            "system",
+            "assistant",
+            "user",
+            "result",
+            "stream_event",
+            "control_request",
+            "control_response",
+            "control_cancel_request",
+            "rate_limit_event",
+        }
+        kinds = {str(frame.get("type")) for frame in _turn_frames(case)}
+        assert kinds <= known, kinds - known
+
+
+def contract_peers(turns: Sequence[ContractTurn]) -> ClaudeStreamPeers:
+    return ClaudeStreamPeers(ClaudePeerTurn(turn.text, hang=turn.hang) for turn in turns)
+
+
+class TestClaudeStreamConversationContract(SteerableConversationContract):
+    def make_conversation(
+        self, turns: Sequence[ContractTurn], *, resume_session_id: str | None = None
+    ) -> ClaudeStreamConversation:
+        ctx, _ = context(contract_peers(turns))
+        return ClaudeStreamTransport(ctx).open(
+            ConversationSpec(
+                permissions=BYPASS,
+                approvals=ApprovalPolicy.DENY,
+                resume_session_id=resume_session_id,
+            )
+        )
+
+
+class TestClaudeStreamTransportContract(TransportContract):
+    def make_transport(self, turns: Sequence[ContractTurn]) -> Transport:
+        ctx, _ = context(contract_peers(turns))
+        return ClaudeStreamTransport(ctx)
+
+
+class TestProcessExitShapes:
+    def test_a_process_that_exits_zero_before_the_result_is_cli_died(self) -> None:
+        class Quits(FakePeer):
+            def on_stdin(self, line: str) -> Iterable[PeerOutput]:
+                return (StdoutLine(json.dumps(_init("quits-1")) + "\n"), ProcessExited(0))
+
+        ctx, _ = context(lambda request: Quits())
+        conversation = ClaudeStreamTransport(ctx).open(
+            ConversationSpec(permissions=BYPASS, approvals=ApprovalPolicy.DENY)
+        )
+        with pytest.raises(CliDiedError) as caught:
+            conversation.turn(TurnRequest("go"), Events())
+        assert caught.value.session_id == "quits-1"
+        assert conversation.session_id == "quits-1"

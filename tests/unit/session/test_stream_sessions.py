@@ -1,0 +1,208 @@
+"""A service switching its sessions to Claude Code's long-lived stream transport."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from agentshim import Agent
+from agentshim.core.conversation import TransportKind
+from agentshim.core.errors import (
+    CliDiedError,
+    InvalidRequestError,
+    ProviderCapabilityError,
+    TurnStalledError,
+)
+from agentshim.core.permissions import ApprovalPolicy, NativePermissions
+from agentshim.core.session_policy import Continuity
+from agentshim.testing import FakeExecutor, FakeRun, scripted_turn
+from agentshim.testing.claude_stream import ClaudePeerTurn, ClaudeStreamPeers
+
+ENV = {"PATH": "/usr/bin"}
+SLEEP = {"command": "sleep 30"}
+
+
+def stream_agent(peers: ClaudeStreamPeers, **kwargs: object) -> tuple[Agent, FakeExecutor]:
+    executor = FakeExecutor(peers=peers, binaries={"claude": "/usr/bin/claude"})
+    agent = Agent(
+        "claude",
+        executor=executor,
+        env=ENV,
+        permissions=NativePermissions.bypass(),
+        approvals=ApprovalPolicy.DENY,
+        transport=TransportKind.STREAM,
+        **kwargs,  # type: ignore[arg-type]
+    )
+    return agent, executor
+
+
+class TestStreamSessions:
+    def test_one_argument_switches_every_turn_onto_one_process(self) -> None:
+        agent, executor = stream_agent(
+            ClaudeStreamPeers([ClaudePeerTurn("a"), ClaudePeerTurn("b")])
+        )
+        with agent.start_session() as session:
+            first = session.turn("one")
+            second = session.turn("two")
+        assert (first.result.text, second.result.text) == ("a", "b")
+        assert len(executor.spawned) == 1
+        assert second.continuity is Continuity.CONTINUED
+        assert executor.processes[0].stdin_closed, "closing the session ends the process"
+
+    def test_interrupt_keeps_the_conversation_and_the_process(self) -> None:
+        peers = ClaudeStreamPeers(
+            [ClaudePeerTurn(tool="Bash", tool_input=SLEEP, hang=True), ClaudePeerTurn("next")]
+        )
+        agent, executor = stream_agent(peers)
+        session = agent.start_session()
+        timer = threading.Timer(0.1, session.interrupt)
+        timer.start()
+        interrupted = session.turn("slow")
+        timer.cancel()
+        assert interrupted.result.interrupted
+        assert session.turn("again").result.text == "next"
+        assert len(executor.spawned) == 1
+        session.close()
+
+    def test_steer_reaches_the_running_turn(self) -> None:
+        peers = ClaudeStreamPeers([ClaudePeerTurn(hang=True)])
+        agent, _ = stream_agent(peers)
+        session = agent.start_session()
+
+        def steer() -> None:
+            session.steer("also this")
+            session.interrupt()
+
+        timer = threading.Timer(0.1, steer)
+        timer.start()
+        session.turn("go")
+        timer.cancel()
+        assert peers.peers[0].steered == ["also this"]
+        session.close()
+
+    def test_a_dead_process_fails_the_turn_and_the_next_turn_resumes_by_id(self) -> None:
+        peers = ClaudeStreamPeers(
+            [
+                ClaudePeerTurn("one"),
+                ClaudePeerTurn(tool="Bash", tool_input=SLEEP, die=-9),
+                ClaudePeerTurn("back"),
+            ]
+        )
+        agent, executor = stream_agent(peers)
+        session = agent.start_session()
+        first = session.turn("1")
+        with pytest.raises(CliDiedError):
+            session.turn("2")
+        assert session.session_id == first.session_id, "the conversation was forgotten"
+        after = session.turn("3")
+        assert after.result.text == "back"
+        assert after.session_id == first.session_id
+        assert after.continuity is Continuity.CONTINUED
+        assert "--resume" in executor.spawned[1].argv
+        session.close()
+
+    def test_idle_release_closes_the_process_and_reopens_it_by_id(self) -> None:
+        peers = ClaudeStreamPeers([ClaudePeerTurn("a"), ClaudePeerTurn("b")])
+        agent, executor = stream_agent(peers)
+        session = agent.start_session()
+        first = session.turn("1")
+        session.release()
+        assert executor.processes[0].stdin_closed
+        second = session.turn("2")
+        assert second.result.text == "b"
+        assert len(executor.spawned) == 2
+        argv = list(executor.spawned[1].argv)
+        assert argv[argv.index("--resume") + 1] == first.session_id
+        session.close()
+
+    def test_an_approval_handler_on_one_shot_is_refused(self) -> None:
+        with pytest.raises(ProviderCapabilityError, match="STREAM"):
+            Agent(
+                "claude",
+                executor=FakeExecutor(binaries={"claude": "/usr/bin/claude"}),
+                env=ENV,
+                permissions=NativePermissions.bypass(),
+                approvals=lambda request: None,  # type: ignore[arg-type,return-value]
+            )
+
+
+class TestOneShotStall:
+    def test_a_one_shot_cli_silent_past_stall_timeout_fails_as_stalled(self) -> None:
+
+        executor = FakeExecutor(
+            FakeRun(
+                stdout=['{"type":"system","subtype":"init","session_id":"s-1"}'], until_stopped=True
+            ),
+            binaries={"claude": "/usr/bin/claude"},
+        )
+        agent = Agent(
+            "claude",
+            executor=executor,
+            env=ENV,
+            permissions=NativePermissions.bypass(),
+            approvals=ApprovalPolicy.DENY,
+            stall_timeout=0.2,
+        )
+        session = agent.start_session()
+        with pytest.raises(TurnStalledError) as caught:
+            session.turn("go")
+        assert caught.value.timeout == 0.2
+        assert executor.requests[0].idle_timeout == 0.2
+        assert session.session_id == "s-1", "a stalled turn keeps the conversation it named"
+
+
+class TestFork:
+    def test_a_one_shot_fork_resumes_with_fork_session_once_then_continues_the_fork(self) -> None:
+
+        executor = FakeExecutor(
+            [
+                scripted_turn("claude", text="base", session_id="base-1"),
+                scripted_turn("claude", text="forked", session_id="fork-1"),
+                scripted_turn("claude", text="again", session_id="fork-1"),
+            ],
+            binaries={"claude": "/usr/bin/claude"},
+        )
+        agent = Agent(
+            "claude",
+            executor=executor,
+            env=ENV,
+            permissions=NativePermissions.bypass(),
+            approvals=ApprovalPolicy.DENY,
+        )
+        base = agent.start_session()
+        base.turn("start")
+        fork = base.fork()
+        first = fork.turn("branch")
+        fork.turn("more")
+        argv = [list(request.argv) for request in executor.requests]
+        assert argv[1][argv[1].index("--resume") + 1] == "base-1"
+        assert "--fork-session" in argv[1]
+        assert "--fork-session" not in argv[2]
+        assert argv[2][argv[2].index("--resume") + 1] == "fork-1"
+        assert first.result.session_id == fork.session_id == "fork-1"
+        assert base.session_id == "base-1"
+
+    def test_a_stream_fork_starts_its_process_with_fork_session(self) -> None:
+        peers = ClaudeStreamPeers([ClaudePeerTurn("forked")], session_id="base-2")
+        agent, executor = stream_agent(peers)
+        session = agent.start_session(session_id="base-2", fork=True)
+        turn = session.turn("branch")
+        assert "--fork-session" in executor.spawned[0].argv
+        assert turn.result.session_id == "base-2-fork"
+        session.close()
+
+    def test_a_provider_that_cannot_fork_says_so(self) -> None:
+
+        agent = Agent(
+            "codex",
+            executor=FakeExecutor(binaries={"codex": "/usr/bin/codex"}),
+            env=ENV,
+            permissions=NativePermissions.bypass(),
+            approvals=ApprovalPolicy.DENY,
+        )
+        session = agent.start_session(session_id="0199a213-81c0-7800-8aa1-bbab2a035a53", fork=True)
+        with pytest.raises(ProviderCapabilityError, match="cannot fork"):
+            session.turn("go")
+        with pytest.raises(InvalidRequestError, match="fork"):
+            agent.start_session(fork=True)
