@@ -71,6 +71,7 @@ _EARLY_ID = "c0de0000-0000-4000-8000-000000000004"
 _STOPPED_ID = "c0de0000-0000-4000-8000-000000000005"
 _BACK_ID = "c0de0000-0000-4000-8000-000000000006"
 _OTHER_ID = "c0de0000-0000-4000-8000-000000000007"
+_STEER_ID = "c0de0000-0000-4000-8000-000000000008"
 
 
 def _spec(resume_session_id: str | None = None) -> ConversationSpec:
@@ -263,7 +264,7 @@ class SteerableConversationContract(ConversationContract):
     """
 
     def _steerable(self, turns: Sequence[ContractTurn]) -> SteerableConversation:
-        conversation = self.make_conversation(turns, resume_session_id="conv-steer")
+        conversation = self.make_conversation(turns, resume_session_id=_STEER_ID)
         assert isinstance(conversation, SteerableConversation)
         return conversation
 

@@ -54,7 +54,7 @@ from agentshim.testing.model_server import (
 from agentshim.testing.offline import OfflineCli, offline_cli
 from agentshim.testing.session_contracts import (
     ContractTurn,
-    ConversationContract,
+    SteerableConversationContract,
     TransportContract,
 )
 
@@ -615,8 +615,8 @@ def contract_rig(
     assert_nothing_left_running(stream_rig.cli.home)
 
 
-class TestStreamConversationContract(ConversationContract):
-    """The Conversation contract on real Claude Code stream conversations."""
+class TestStreamConversationContract(SteerableConversationContract):
+    """The (steerable) Conversation contract on real Claude Code stream conversations."""
 
     io_timeout = 30.0  # a cold start of the CLI on a busy machine takes seconds
 
