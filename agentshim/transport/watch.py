@@ -32,7 +32,7 @@ class TurnWatch:
     runs instead, and :class:`Due.KILL` comes when it is over.
     """
 
-    __slots__ = ("_budget_end", "_kill_at", "_last_heard", "_stall", "reason")
+    __slots__ = ("_budget_end", "_kill_at", "_last_heard", "_stall", "reason", "stalled_for")
 
     def __init__(
         self, started: float, *, timeout: float | None, stall_timeout: float | None
@@ -43,6 +43,8 @@ class TurnWatch:
         self._kill_at: float | None = None
         self.reason: Due | None = None
         """What made the transport interrupt the turn itself, if it did."""
+        self.stalled_for: float | None = None
+        """How long the CLI had been silent when a stall interrupted the turn."""
 
     def heard(self, now: float) -> None:
         """The CLI printed something at ``now``."""
@@ -58,6 +60,9 @@ class TurnWatch:
             self._kill_at = now + grace
         if reason is not None and self.reason is None:
             self.reason = reason
+            if reason is Due.STALL:
+                # Kept now: the interrupt's own answer ends the silence it is about.
+                self.stalled_for = now - self._last_heard
 
     def deadline(self) -> float | None:
         """When the reader must wake next, or None when nothing is due ever."""

@@ -35,6 +35,16 @@ class TestTurnWatch:
         assert watch.reason is Due.STALL, "the first reason stands"
         assert watch.deadline() == 7.0
 
+    def test_a_stall_keeps_the_silence_that_made_it(self) -> None:
+        watch = TurnWatch(0.0, timeout=None, stall_timeout=1.0)
+        watch.heard(0.5)
+        watch.interrupted(1.75, 5.0, Due.STALL)
+        watch.heard(1.8)  # the interrupt's answer
+        assert watch.stalled_for == 1.25
+        other = TurnWatch(0.0, timeout=1.0, stall_timeout=None)
+        other.interrupted(1.0, 5.0, Due.TIMEOUT)
+        assert other.stalled_for is None
+
     @given(
         st.floats(0.01, 100),
         st.floats(0.01, 100),
