@@ -81,6 +81,8 @@ class TurnWatch:
             return Due.KILL if now >= self._kill_at else None
         if self._budget_end is not None and now >= self._budget_end:
             return Due.TIMEOUT
-        if self._stall is not None and now - self._last_heard >= self._stall:
+        # The same sum as deadline(): "now - heard >= stall" can round the other way, and a
+        # reader woken at the deadline would find nothing due and spin until it does.
+        if self._stall is not None and now >= self._last_heard + self._stall:
             return Due.STALL
         return None

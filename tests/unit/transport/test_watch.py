@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from agentshim.transport.watch import Due, TurnWatch
@@ -51,6 +51,8 @@ class TestTurnWatch:
         st.lists(st.floats(0, 200), max_size=10),
         st.floats(0, 300),
     )
+    # heard + stall rounds up here: "now - heard >= stall" was False at the deadline.
+    @example(timeout=9.0, stall=1.8281250363304453, heard=[7.0], probe=0.0)
     def test_the_deadline_is_exactly_when_something_first_becomes_due(
         self, timeout: float, stall: float, heard: list[float], probe: float
     ) -> None:
