@@ -251,28 +251,29 @@ def test_two_turns_run_on_one_process_and_the_second_starts_fast(live: Live) -> 
     assert baseline.text == HELLO
 
     spawned_before = len(live.executor.spawned)
-    first_event: list[float] = []
+    first_event: list[tuple[float, str]] = []
 
     def on_event(event: AgentEvent) -> None:
         if not first_event:
-            first_event.append(time.monotonic())
+            first_event.append((time.monotonic(), type(event).__name__))
 
     with live.session() as session:
         cold_started = time.monotonic()
         first = session.turn("Say hello.", on_event=on_event).result
         cold_s = time.monotonic() - cold_started
-        cold_first_s = first_event[0] - cold_started
+        cold_first_s, cold_name = first_event[0][0] - cold_started, first_event[0][1]
         first_event.clear()
         warm_started = time.monotonic()
         second = session.turn("Say hello again.", on_event=on_event).result
         warm_s = time.monotonic() - warm_started
-        warm_first_s = first_event[0] - warm_started
+        warm_first_s, warm_name = first_event[0][0] - warm_started, first_event[0][1]
     spawned = live.executor.argvs[spawned_before:]
 
     print(
         f"\nclaude stream start-up: one-shot turn {one_shot_s * 1000:.0f} ms wall; "
-        f"stream turn 1 first event {cold_first_s * 1000:.0f} ms (wall {cold_s * 1000:.0f} ms); "
-        f"stream turn 2 first event {warm_first_s * 1000:.0f} ms (wall {warm_s * 1000:.0f} ms) "
+        f"stream turn 1 first event ({cold_name}) {cold_first_s * 1000:.0f} ms "
+        f"(wall {cold_s * 1000:.0f} ms); stream turn 2 first event ({warm_name}) "
+        f"{warm_first_s * 1000:.0f} ms (wall {warm_s * 1000:.0f} ms) "
         f"= {warm_first_s / one_shot_s:.1%} of the one-shot turn"
     )
     assert first.text == second.text == HELLO
