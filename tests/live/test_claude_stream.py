@@ -36,7 +36,7 @@ from agentshim.core.events import (
 )
 from agentshim.core.permissions import ApprovalPolicy, NativePermissions
 from agentshim.core.profile import ProviderProfile
-from agentshim.core.turn import TurnResult
+from agentshim.core.turn import TurnRequest, TurnResult
 from agentshim.execution.host import HostCommandExecutor
 from agentshim.execution.host_process import HostProcess
 from agentshim.execution.process import SpawnRequest
@@ -474,6 +474,53 @@ def test_a_silent_turn_stalls_and_the_process_takes_the_next_turn(live: Live) ->
         after = session.turn("Say hello.").result
     assert after.text == HELLO
     assert len(live.executor.spawned) == 1, live.executor.argvs
+
+
+# -- model per turn, release, fork -------------------------------------------------------
+
+
+def test_a_turn_on_another_model_switches_in_band(live: Live) -> None:
+    live.script(Rule(respond=Text(HELLO)))
+    with live.session() as session:
+        session.turn("Say hello.")
+        before = len(live.server.requests)
+        switched = session.turn(TurnRequest("Say hello.", model="claude-sonnet-4-5")).result
+    assert switched.text == HELLO
+    models = {r.facts.model for r in live.server.requests[before:] if r.kind is RequestKind.MAIN}
+    assert models == {"claude-sonnet-4-5"}, models
+    assert any(isinstance(e, Lifecycle) and e.kind == "model_switched" for e in live.events)
+    assert len(live.executor.spawned) == 1
+
+
+def test_a_released_conversation_reopens_by_id(live: Live) -> None:
+    live.script(Rule(respond=Text(HELLO)))
+    with live.session() as session:
+        first = session.turn("Say hello.").result
+        session.release()
+        _wait_for(lambda: not live.claude_pids(), PROMPT_RETURN_S, "the released process ending")
+        after = session.turn("Say hello again.").result
+    assert after.session_id == first.session_id
+    assert after.resumed
+    argvs = live.executor.argvs
+    assert len(argvs) == 2, argvs
+    assert argvs[1][argvs[1].index("--resume") + 1] == first.session_id
+
+
+def test_a_fork_starts_a_new_conversation_from_the_history(live: Live) -> None:
+    live.script(
+        Rule(match=Match(assistant_turns=0), respond=Text("Noted: MANGOSTEEN.")),
+        Rule(match=Match(assistant_turns=1), respond=Text("You said MANGOSTEEN.")),
+    )
+    with live.session() as session:
+        first = session.turn("Remember the word MANGOSTEEN.").result
+        with session.fork() as forked:
+            recalled = forked.turn("Which word?").result
+    assert recalled.text == "You said MANGOSTEEN.", "the fork did not carry the history"
+    assert recalled.session_id
+    assert recalled.session_id != first.session_id
+    fork_argv = live.executor.argvs[-1]
+    assert "--fork-session" in fork_argv
+    assert fork_argv[fork_argv.index("--resume") + 1] == first.session_id
 
 
 # -- (e) the CLI killed mid-turn -----------------------------------------------------------
