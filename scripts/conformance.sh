@@ -9,7 +9,9 @@
 #        AGENTSHIM_CLI_DIR  install cache (default ~/.cache/agentshim/clis)
 #
 # Prints a table (provider, pinned version, version run, scenarios passed/failed/skipped, wall
-# time) and the failures; exits 1 if any scenario failed or a CLI could not be installed.
+# time, and a "stream" column for providers with a long-lived transport suite,
+# tests/live/test_<provider>_stream.py: its passed/failed/skipped and wall time) and the
+# failures; exits 1 if any scenario of either suite failed or a CLI could not be installed.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
@@ -40,20 +42,30 @@ while read -r provider version _; do
     [ -n "$provider" ] && export "AGENTSHIM_LIVE_VERSION_${provider^^}=$version"
 done <"$out/installed.txt"
 
+# A suite is a provider's one-shot scenarios (test_<provider>.py) or its stream ones
+# (test_<provider>_stream.py, where the provider has a long-lived transport).
 run_one() {
-    local provider=$1 out=$2 py=$3 t0 t1 rc
+    local suite=$1 out=$2 py=$3 t0 t1 rc
     t0=$(date +%s.%N)
-    timeout 900 "$py" -m pytest "tests/live/test_${provider}.py" -p no:cacheprovider -rfEs \
-        --junitxml="$out/$provider.xml" >"$out/$provider.log" 2>&1
+    timeout 900 "$py" -m pytest "tests/live/test_${suite}.py" -p no:cacheprovider -rfEs \
+        --junitxml="$out/$suite.xml" >"$out/$suite.log" 2>&1
     rc=$?
     t1=$(date +%s.%N)
-    echo "$rc $t0 $t1" >"$out/$provider.status"
-    echo "    $provider done (exit $rc)"
+    echo "$rc $t0 $t1" >"$out/$suite.status"
+    echo "    $suite done (exit $rc)"
 }
 export -f run_one
 
-echo "==> running tests/live for ${#providers[@]} provider(s), $JOBS at a time"
-printf '%s\n' "${providers[@]}" | xargs -P "$JOBS" -I{} bash -c 'run_one "$@"' _ {} "$out" "$PY"
+suites=()
+for provider in "${providers[@]}"; do
+    suites+=("$provider")
+    if [ -f "tests/live/test_${provider}_stream.py" ]; then
+        suites+=("${provider}_stream")
+    fi
+done
+
+echo "==> running tests/live for ${#providers[@]} provider(s) (${#suites[@]} suites), $JOBS at a time"
+printf '%s\n' "${suites[@]}" | xargs -P "$JOBS" -I{} bash -c 'run_one "$@"' _ {} "$out" "$PY"
 
 "$PY" - "$out" "$started" "$install_status" "${providers[@]}" <<'PYEOF'
 import json
@@ -124,6 +136,6 @@ status=$?
 if [ "$status" -eq 0 ]; then
     rm -rf "$out"
 else
-    echo "logs kept in $out (<provider>.log, <provider>.xml, install.log)"
+    echo "logs kept in $out (<suite>.log, <suite>.xml, install.log)"
 fi
 exit "$status"

@@ -16,6 +16,8 @@ the reaping guarantee, the drain period and the bounded output tails.
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import logging
 import os
 import shutil
@@ -193,13 +195,21 @@ class HostCommandExecutor:
                 self._reap(run_id)
 
     def spawn(self, request: SpawnRequest) -> HostProcess:
-        """Start a long-lived process in its own session; see :class:`HostProcess`."""
+        """Start a long-lived process in its own session; see :class:`HostProcess`.
+
+        On Linux the process carries a run marker of its own, so once it has ended, whatever
+        it started is ended too (its tool shells, which leave its process group).
+        """
+        run_id = self._run_id()
+        if run_id is not None:
+            request = dataclasses.replace(request, env={**request.env, RUN_MARKER: run_id})
         return HostProcess.start(
             request,
             drain_timeout=self._drain,
             terminate_grace=self._grace,
             max_line_bytes=self._max_line,
             use_threads=self._threads,
+            on_exit=None if run_id is None else functools.partial(self._reap, run_id),
         )
 
     def _run_id(self) -> str | None:

@@ -15,6 +15,7 @@ import sys
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 
 from agentshim.core.errors import LineTooLongError, ProcessClosedError
 from agentshim.core.stream import DEFAULT_MAX_LINE_BYTES
@@ -39,8 +40,9 @@ class HostProcess:
     the SIGKILL that follows an unanswered ``terminate`` is sent by the next ``next_output``
     or ``wait`` that runs after the grace (call ``wait`` to be sure it happens).
     When the process has exited and its output is exhausted (or something it started held
-    the pipes past the drain period, in which case the group is killed), it is reaped and
-    every descriptor is closed; :class:`ProcessExited` is then returned after the last line.
+    the pipes past the drain period, in which case the group is killed), it is reaped, every
+    descriptor is closed and ``on_exit`` runs (the executor ends there whatever the process
+    started outside its group); :class:`ProcessExited` is then returned after the last line.
     Output read by ``wait`` or a blocked ``write`` stays queued for ``next_output``.
 
     A line longer than ``max_line_bytes`` (bytes before its newline) is never buffered: the
@@ -58,8 +60,10 @@ class HostProcess:
         drain_timeout: float,
         terminate_grace: float,
         max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
+        on_exit: Callable[[], None] | None = None,
     ) -> None:
         self._child = child
+        self._on_exit = on_exit
         self._streams = streams
         self._drain = drain_timeout
         self._stop = GroupStop(child, streams, terminate_grace)
@@ -83,6 +87,7 @@ class HostProcess:
         terminate_grace: float,
         use_threads: bool,
         max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
+        on_exit: Callable[[], None] | None = None,
     ) -> HostProcess:
         """Start ``request`` in its own session with all three streams piped.
 
@@ -97,6 +102,8 @@ class HostProcess:
             streams: Streams = ThreadStreams(child) if use_threads else SelectorStreams(child)
         except BaseException:
             child.abandon()
+            if on_exit is not None:
+                on_exit()
             raise
         return cls(
             child,
@@ -104,6 +111,7 @@ class HostProcess:
             drain_timeout=drain_timeout,
             terminate_grace=terminate_grace,
             max_line_bytes=max_line_bytes,
+            on_exit=on_exit,
         )
 
     @property
@@ -312,6 +320,9 @@ class HostProcess:
                 self._close_stdin_locked()
             finally:
                 self._write_lock.release()
+        on_exit, self._on_exit = self._on_exit, None
+        if on_exit is not None:
+            on_exit()
         self._exit = ProcessExited(code)
 
     def _close_stdin_locked(self) -> None:

@@ -59,6 +59,18 @@ class ContractTurn:
     hang: bool = False
 
 
+# The conversations the suites resume. UUID-shaped, the only form some CLIs resume (Claude Code
+# refuses any other), so a suite run against a real CLI can give it conversations of these ids.
+_RESUMED_ID = "c0de0000-0000-4000-8000-000000000001"
+_KEPT_ID = "c0de0000-0000-4000-8000-000000000002"
+_INTERRUPTED_ID = "c0de0000-0000-4000-8000-000000000003"
+_EARLY_ID = "c0de0000-0000-4000-8000-000000000004"
+_STOPPED_ID = "c0de0000-0000-4000-8000-000000000005"
+_BACK_ID = "c0de0000-0000-4000-8000-000000000006"
+_OTHER_ID = "c0de0000-0000-4000-8000-000000000007"
+_STEER_ID = "c0de0000-0000-4000-8000-000000000008"
+
+
 def _spec(resume_session_id: str | None = None) -> ConversationSpec:
     return ConversationSpec(
         permissions=NativePermissions.bypass(),
@@ -142,29 +154,31 @@ class ConversationContract:
     def test_a_resumed_conversation_carries_its_id_from_the_start(self) -> None:
         """A resumed conversation carries its id from the start."""
         conversation = self.make_conversation(
-            [ContractTurn("again")], resume_session_id="conv-resumed"
+            [ContractTurn("again")], resume_session_id=_RESUMED_ID
         )
-        assert conversation.session_id == "conv-resumed"
+        assert conversation.session_id == _RESUMED_ID
         result = conversation.turn(TurnRequest("hi"), _Events())
         assert result.resumed
-        assert result.session_id == "conv-resumed"
+        assert result.session_id == _RESUMED_ID
 
     def test_interrupt_ends_a_running_turn_and_keeps_the_conversation(self) -> None:
         """Interrupt ends a running turn and keeps the conversation."""
         conversation = self.make_conversation(
-            [ContractTurn(hang=True), ContractTurn("after")], resume_session_id="conv-kept"
+            [ContractTurn(hang=True), ContractTurn("after")], resume_session_id=_KEPT_ID
         )
         result, elapsed = _run_hanging(conversation, self.io_timeout)
         assert elapsed < self.io_timeout
         assert result is None or result.interrupted
-        assert conversation.session_id == "conv-kept"
+        assert conversation.session_id == _KEPT_ID
         after = conversation.turn(TurnRequest("next"), _Events())
         assert after.text == "after"
         assert not after.interrupted
 
     def test_an_interrupted_result_comes_with_a_turn_interrupted_event(self) -> None:
         """An interrupted result comes with a turn interrupted event."""
-        conversation = self.make_conversation([ContractTurn(hang=True)], resume_session_id="conv-i")
+        conversation = self.make_conversation(
+            [ContractTurn(hang=True)], resume_session_id=_INTERRUPTED_ID
+        )
         done = threading.Event()
         helper = threading.Thread(target=_interrupt_when_running, args=(conversation, done))
         helper.start()
@@ -186,14 +200,14 @@ class ConversationContract:
         The conversation is kept, and the next turn gets the first scripted answer.
         """
         conversation = self.make_conversation(
-            [ContractTurn("first"), ContractTurn("second")], resume_session_id="conv-early"
+            [ContractTurn("first"), ContractTurn("second")], resume_session_id=_EARLY_ID
         )
         stop = TurnStop()
         stop.request()
         events = _Events()
         with pytest.raises(TurnCancelledError):
             conversation.turn(TurnRequest("hi"), events, stop)
-        assert conversation.session_id == "conv-early"
+        assert conversation.session_id == _EARLY_ID
         assert not any(isinstance(event, AssistantText) for event in events.events), (
             "the stopped turn ran: it emitted an answer"
         )
@@ -202,7 +216,9 @@ class ConversationContract:
 
     def test_a_stop_requested_while_the_turn_runs_ends_it(self) -> None:
         """A stop requested mid-turn ends it (interrupted, or TurnCancelledError)."""
-        conversation = self.make_conversation([ContractTurn(hang=True)], resume_session_id="conv-s")
+        conversation = self.make_conversation(
+            [ContractTurn(hang=True)], resume_session_id=_STOPPED_ID
+        )
         stop = TurnStop()
         events = _Events()
         timer = threading.Timer(0.1, stop.request)
@@ -218,7 +234,7 @@ class ConversationContract:
         assert result is None or result.interrupted
         if result is not None:
             assert any(isinstance(event, TurnInterrupted) for event in events.events)
-        assert conversation.session_id == "conv-s"
+        assert conversation.session_id == _STOPPED_ID
 
     def test_interrupt_with_no_turn_running_does_nothing(self) -> None:
         """Interrupt with no turn running does nothing."""
@@ -245,7 +261,7 @@ class SteerableConversationContract(ConversationContract):
     """
 
     def _steerable(self, turns: Sequence[ContractTurn]) -> SteerableConversation:
-        conversation = self.make_conversation(turns, resume_session_id="conv-steer")
+        conversation = self.make_conversation(turns, resume_session_id=_STEER_ID)
         assert isinstance(conversation, SteerableConversation)
         return conversation
 
@@ -325,22 +341,22 @@ class TransportContract:
     def test_open_with_resume_session_id_continues_that_conversation(self) -> None:
         """Open with resume id continues that conversation."""
         transport = self.make_transport([ContractTurn("back")])
-        conversation = transport.open(_spec(resume_session_id="conv-back"))
-        assert conversation.session_id == "conv-back"
+        conversation = transport.open(_spec(resume_session_id=_BACK_ID))
+        assert conversation.session_id == _BACK_ID
         result = conversation.turn(TurnRequest("hello"), _Events())
         assert result.resumed
-        assert result.session_id == "conv-back"
+        assert result.session_id == _BACK_ID
 
     def test_conversations_are_independent(self) -> None:
         """Conversations are independent."""
         transport = self.make_transport([ContractTurn("a"), ContractTurn("b")])
         first = transport.open(_spec())
-        second = transport.open(_spec(resume_session_id="conv-other"))
+        second = transport.open(_spec(resume_session_id=_OTHER_ID))
         first.turn(TurnRequest("1"), _Events())
         first.close()
         result = second.turn(TurnRequest("2"), _Events())
         assert result.text == "b"
-        assert second.session_id == "conv-other"
+        assert second.session_id == _OTHER_ID
         assert first.session_id != second.session_id
 
     def test_it_refuses_permissions_it_cannot_honour(self) -> None:

@@ -32,7 +32,7 @@ class TurnWatch:
     runs instead, and :class:`Due.KILL` comes when it is over.
     """
 
-    __slots__ = ("_budget_end", "_kill_at", "_last_heard", "_stall", "reason")
+    __slots__ = ("_budget_end", "_kill_at", "_last_heard", "_stall", "reason", "stalled_for")
 
     def __init__(
         self, started: float, *, timeout: float | None, stall_timeout: float | None
@@ -43,6 +43,8 @@ class TurnWatch:
         self._kill_at: float | None = None
         self.reason: Due | None = None
         """What made the transport interrupt the turn itself, if it did."""
+        self.stalled_for: float | None = None
+        """How long the CLI had been silent when a stall interrupted the turn."""
 
     def heard(self, now: float) -> None:
         """The CLI printed something at ``now``."""
@@ -58,6 +60,9 @@ class TurnWatch:
             self._kill_at = now + grace
         if reason is not None and self.reason is None:
             self.reason = reason
+            if reason is Due.STALL:
+                # Kept now: the interrupt's own answer ends the silence it is about.
+                self.stalled_for = now - self._last_heard
 
     def deadline(self) -> float | None:
         """When the reader must wake next, or None when nothing is due ever."""
@@ -76,7 +81,8 @@ class TurnWatch:
             return Due.KILL if now >= self._kill_at else None
         if self._budget_end is not None and now >= self._budget_end:
             return Due.TIMEOUT
-        # The same sum as deadline(): now - heard >= stall can miss it by a rounding.
+        # The same sum as deadline(): "now - heard >= stall" can round the other way, and a
+        # reader woken at the deadline would find nothing due and spin until it does.
         if self._stall is not None and now >= self._last_heard + self._stall:
             return Due.STALL
         return None

@@ -646,7 +646,7 @@ class ClaudeStreamConversation:
                 raise classified
         reason = turn.watch.reason
         if reason is Due.STALL:
-            raise TurnStalledError(self._spec.stall_timeout, turn.watch.silent_for(self._clock()))
+            raise TurnStalledError(self._spec.stall_timeout, turn.watch.stalled_for)
         if reason is Due.TIMEOUT:
             raise CliTimeoutError(argv, timeout, parsed)
         if turn.fail is not None:

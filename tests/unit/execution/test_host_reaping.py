@@ -20,6 +20,8 @@ from execution_helpers import ENV, is_alive, needs_proc, py, wait_dead
 
 from agentshim.core.errors import CliTimeoutError
 from agentshim.execution import CallbackSink, CommandHandle, CommandRequest, HostCommandExecutor
+from agentshim.execution.host_process import HostProcess
+from agentshim.execution.process import SpawnRequest, StdoutLine
 
 pytestmark = needs_proc
 
@@ -84,6 +86,35 @@ def request(tag: str, then: str, timeout: float | None = 30) -> CommandRequest:
 @pytest.fixture(params=[False, True], ids=["selector", "threads"])
 def executor(request: pytest.FixtureRequest) -> HostCommandExecutor:
     return HostCommandExecutor(use_threads=request.param, terminate_grace=2.0)
+
+
+class TestALongLivedProcessReaps:
+    """A spawned (long-lived) process takes what it started with it when it ends."""
+
+    @staticmethod
+    def spawn(executor: HostCommandExecutor, tag: str) -> tuple[HostProcess, list[int]]:
+        env = {**ENV, "AGENTSHIM_TEST_TAG": tag}
+        process = executor.spawn(SpawnRequest(py(ESCAPE.format(then=FOREVER)), env=env))
+        line = process.next_output(30)
+        assert isinstance(line, StdoutLine), line
+        assert line.text.strip() == "escaped"
+        pids = sleepers(tag)
+        assert len(pids) == 2, "the escaped sleep was not running beside the process"
+        return process, pids
+
+    def test_a_process_killed_from_outside(self, executor: HostCommandExecutor, tag: str) -> None:
+        # As when Claude Code is killed mid-tool: its tool shell is in a session of its own.
+        process, pids = self.spawn(executor, tag)
+        os.kill(process.pid, signal.SIGKILL)
+        assert process.wait(10) == -signal.SIGKILL
+        assert not any(is_alive(pid) for pid in pids)
+        assert sleepers(tag) == []
+
+    def test_a_terminated_process(self, executor: HostCommandExecutor, tag: str) -> None:
+        process, pids = self.spawn(executor, tag)
+        process.terminate()
+        assert process.wait(10) == -signal.SIGTERM
+        assert not any(is_alive(pid) for pid in pids)
 
 
 class TestEveryEndingReaps:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from agentshim.transport.watch import Due, TurnWatch
@@ -35,12 +35,24 @@ class TestTurnWatch:
         assert watch.reason is Due.STALL, "the first reason stands"
         assert watch.deadline() == 7.0
 
+    def test_a_stall_keeps_the_silence_that_made_it(self) -> None:
+        watch = TurnWatch(0.0, timeout=None, stall_timeout=1.0)
+        watch.heard(0.5)
+        watch.interrupted(1.75, 5.0, Due.STALL)
+        watch.heard(1.8)  # the interrupt's answer
+        assert watch.stalled_for == 1.25
+        other = TurnWatch(0.0, timeout=1.0, stall_timeout=None)
+        other.interrupted(1.0, 5.0, Due.TIMEOUT)
+        assert other.stalled_for is None
+
     @given(
         st.floats(0.01, 100),
         st.floats(0.01, 100),
         st.lists(st.floats(0, 200), max_size=10),
         st.floats(0, 300),
     )
+    # heard + stall rounds up here: "now - heard >= stall" was False at the deadline.
+    @example(timeout=9.0, stall=1.8281250363304453, heard=[7.0], probe=0.0)
     def test_the_deadline_is_exactly_when_something_first_becomes_due(
         self, timeout: float, stall: float, heard: list[float], probe: float
     ) -> None:

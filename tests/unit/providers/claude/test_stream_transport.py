@@ -563,6 +563,15 @@ class TestFailures:
         assert rig.turn()[0].text == "ok"
         assert len(rig.executor.spawned) == 1
 
+    def test_a_stalled_turn_reports_the_silence_that_stopped_it(self) -> None:
+        # The interrupt's answer comes at once; the error is about the silence before it.
+        rig = Rig([ClaudePeerTurn(tool="Bash", tool_input=SLEEP, hang=True)], stall_timeout=0.2)
+        with pytest.raises(TurnStalledError) as caught:
+            rig.turn()
+        assert caught.value.silent_s is not None
+        assert caught.value.silent_s >= 0.2
+        assert "printed nothing for 0.2 s" in str(caught.value)
+
     def test_a_turn_over_its_budget_is_a_timeout(self) -> None:
         rig = Rig([ClaudePeerTurn(hang=True), ClaudePeerTurn("ok")])
         with pytest.raises(CliTimeoutError):
