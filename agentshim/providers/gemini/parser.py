@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from types import MappingProxyType
 from typing import Any, cast
 
@@ -35,6 +36,8 @@ from .events import TODO_TOOL, plan_from_args, tool_call, tool_result
 __all__ = ["PROVIDER_NAME", "GeminiStreamParser"]
 
 PROVIDER_NAME = "gemini"
+# What ``init.model`` says when the CLI routes each request itself: no model name.
+_ROUTED_MODEL = "auto"
 # stderr lines the CLI prints on every run; never the reason a turn failed.
 _NOISE_PREFIXES = (
     "Warning: 256-color support",
@@ -44,12 +47,14 @@ _NOISE_PREFIXES = (
 )
 
 
-def _fold_usage(stats: Mapping[str, Any]) -> TokenUsage:
-    """Normalize one ``stats`` object (or one of its per-model entries).
+def _fold_usage(stats: Mapping[str, Any]) -> TokenUsage | None:
+    """Normalize one ``stats`` object (or one of its per-model entries); None if it cannot be.
 
     ``input_tokens`` is the prompt count and already includes ``cached`` (cache reads); Gemini
     reports no cache writes. ``output_tokens`` is the candidates count, which excludes thinking:
-    what ``total_tokens`` holds beyond input and output is counted as reasoning output.
+    what ``total_tokens`` holds beyond input and output is counted as reasoning output. Without
+    both ``input_tokens`` and ``output_tokens`` (a build that prints only ``total_tokens``) the
+    split is unknown, and guessing it would book the prompt as output: None.
     """
     get = stats.get
     input_tokens, output, total, cached = (
@@ -58,6 +63,8 @@ def _fold_usage(stats: Mapping[str, Any]) -> TokenUsage:
         get("total_tokens"),
         get("cached"),
     )
+    if input_tokens is None or output is None:
+        return None
     input_tokens = input_tokens if type(input_tokens) is int and input_tokens > 0 else 0
     output = output if type(output) is int and output > 0 else 0
     total = total if type(total) is int and total > 0 else 0
@@ -110,17 +117,24 @@ class GeminiStreamParser(FrameParser):
         self._runs: list[str] = []
         self._run: list[str] = []
         self._session_id: str | None = None
+        self._init_model: str | None = None
         self._usage: ProviderUsage | None = None
         self._cost: float | None = None
         self._finished = False
         self._error: str | None = None
         self._error_kind: FailureKind | None = None
         self._fatal_error: str | None = None
+        # The last error frame not marked a warning: the reason of a turn that ends without
+        # its result (a build may print no severity at all).
+        self._said_error: str | None = None
         self._stderr = StderrTail(emit)
 
     # stdout
 
     def _on_init(self, frame: Frame, out: list[AgentEvent]) -> None:
+        model = frame.get("model")
+        if isinstance(model, str) and model and model != _ROUTED_MODEL:
+            self._init_model = model
         session_id = frame.get("session_id")
         if isinstance(session_id, str) and session_id and self._session_id is None:
             self._session_id = session_id
@@ -162,9 +176,12 @@ class GeminiStreamParser(FrameParser):
     def _on_error(self, frame: Frame, out: list[AgentEvent]) -> None:
         message = frame.get("message")
         text = message if isinstance(message, str) else json.dumps(message)
-        fatal = frame.get("severity") == "error"
+        severity = frame.get("severity")
+        fatal = severity == "error"
         if fatal:
             self._fatal_error = text
+        if severity != "warning":
+            self._said_error = text
         out.append(ProviderErrorReported(text, fatal=fatal))
 
     def _on_result(self, frame: Frame, out: list[AgentEvent]) -> None:
@@ -177,9 +194,10 @@ class GeminiStreamParser(FrameParser):
             out.append(usage)
         self._finished = True
         status = frame.get("status")
-        if status == "success":
-            return
         error = frame.get("error")
+        if status == "success" or (status is None and error is None):
+            # A build that prints no status said nothing failed unless it gave an error.
+            return
         message = error.get("message") if isinstance(error, dict) else None  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
         text = message if isinstance(message, str) and message else f"gemini reported {status!r}"
         self._error = text
@@ -188,14 +206,22 @@ class GeminiStreamParser(FrameParser):
 
     def _usage_report(self, stats: dict[str, Any]) -> UsageReport:
         models = _model_entries(stats.get("models"))
+        tokens = _fold_usage(stats)
+        if tokens is None and models:
+            # The per-model entries may still hold the split the totals lack.
+            folded = [_fold_usage(entry) for _, entry in models.values()]
+            split = [t for t in folded if t is not None]
+            if len(split) == len(folded):
+                tokens = replace(sum(split, TokenUsage()), turns=1)
         cost, source = self._price(models)
         usage = ProviderUsage(
-            tokens=_fold_usage(stats),
+            tokens=tokens if tokens is not None else TokenUsage(turns=1),
             total_cost_usd=cost,
             provider=PROVIDER_NAME,
             raw=MappingProxyType(stats),
+            increment_known=tokens is not None,
             cost_source=source,
-            model=_main_model(models),
+            model=_main_model(models) or self._init_model,
         )
         return UsageReport(usage, cost)
 
@@ -212,7 +238,10 @@ class GeminiStreamParser(FrameParser):
             price = pricing.get(model)
             if price is None:
                 return None, CostSource.UNKNOWN_MODEL
-            total += cost_usd(_fold_usage(entry), price)
+            tokens = _fold_usage(entry)
+            if tokens is None:
+                return None, CostSource.NOT_REPORTED
+            total += cost_usd(tokens, price)
         return total, CostSource.PRICED
 
     # stderr
@@ -235,13 +264,12 @@ class GeminiStreamParser(FrameParser):
         """Summarize the turn; a stream without its ``result`` frame is a failure (OTHER)."""
         error, kind = self._error, self._error_kind
         if not self._finished:
-            reason = self._fatal_error or self._stderr_reason()
+            said = self._fatal_error or self._said_error
+            reason = said or self._stderr_reason()
             error = "gemini's stream ended before its result frame" + (
                 f": {reason}" if reason else ""
             )
-            kind = (kind_from_text(self._fatal_error) if self._fatal_error else None) or (
-                FailureKind.OTHER
-            )
+            kind = (kind_from_text(said) if said else None) or FailureKind.OTHER
         runs = [*self._runs, "".join(self._run)] if self._run else self._runs
         return ParsedTurn(
             text="\n".join(runs),
