@@ -109,6 +109,7 @@ class ClaudeStreamParser(FrameParser):
         self._texts: list[str] = []
         self._context_usage: Mapping[str, Any] | None = None
         self._assistant_error: str | None = None
+        self._assistant_error_text = ""
         self._rate_limit_rejected = False
         self._schema_rejection: str | None = None
         self._terminal: _Terminal | None = None
@@ -139,7 +140,7 @@ class ClaudeStreamParser(FrameParser):
                 text="\n".join(self._texts),
                 session_id=self._session_id,
                 error=self._early_end_error(),
-                error_kind=self._stderr_kind() or FailureKind.OTHER,
+                error_kind=self._early_end_kind(),
                 context_tokens=self._context_tokens(),
             )
         kind = terminal.kind
@@ -213,6 +214,8 @@ class ClaudeStreamParser(FrameParser):
                 if not text or text.__class__ is not str:
                     continue
                 if error is not None:
+                    if main:
+                        self._assistant_error_text = text
                     out.append(Lifecycle("api_error", f"{error}: {text}"))
                 elif main:
                     self._texts.append(text)
@@ -357,6 +360,7 @@ class ClaudeStreamParser(FrameParser):
         # A later turn on the same stream (stream-json input) starts from a clean slate.
         self._texts = []
         self._assistant_error = None
+        self._assistant_error_text = ""
         self._schema_rejection = None
 
     # -- helpers -------------------------------------------------------------------------------
@@ -431,8 +435,27 @@ class ClaudeStreamParser(FrameParser):
     def _stderr_kind(self) -> FailureKind | None:
         return kind_from_text(self._stderr.text()) if self._stderr else None
 
+    def _early_end_kind(self) -> FailureKind:
+        # What the synthetic assistant message said comes first, as on the result frame's
+        # path; stderr only when the stream said nothing classifiable.
+        if self._assistant_error is not None:
+            kind = classify_stream_failure(
+                StreamFailure(
+                    text=self._assistant_error_text,
+                    assistant_error=self._assistant_error,
+                    rate_limit_rejected=self._rate_limit_rejected,
+                )
+            )
+            if kind is not FailureKind.OTHER:
+                return kind
+        return self._stderr_kind() or FailureKind.OTHER
+
     def _early_end_error(self) -> str:
         message = "the Claude Code stream ended before the result frame"
+        if self._assistant_error is not None:
+            text = self._assistant_error_text[:_DETAIL_CHARS]
+            said = f"{self._assistant_error}: {text}" if text else self._assistant_error
+            message = f"{message}; the last assistant message reported {said}"
         if self._stderr:
             return f"{message}; stderr: {self._stderr.last()[:_DETAIL_CHARS]}"
         return f"{message} (the process died or was killed mid-turn)"
