@@ -370,7 +370,9 @@ class ClaudeStreamParser(FrameParser):
         reported = as_amount(frame.get("total_cost_usd"))
         if raw is None and reported is None:
             return None
-        tokens = _fold_usage(raw or {}, frame.get("num_turns"))
+        # A build that does not count round trips made at least one: 1, as other CLIs report.
+        num_turns = frame["num_turns"] if "num_turns" in frame else 1
+        tokens = _fold_usage(raw or {}, num_turns)
         model_usage = as_mapping(frame.get("modelUsage")) or {}
         model = next(iter(model_usage), None) or self._model or self._requested_model
         if reported is not None:
@@ -383,7 +385,8 @@ class ClaudeStreamParser(FrameParser):
             total_cost_usd=cost,
             provider=PROVIDER_NAME,
             raw=raw or {},
-            increment_known=raw is not None,
+            # A usage with neither an input nor an output count holds nothing to fold.
+            increment_known=raw is not None and ("input_tokens" in raw or "output_tokens" in raw),
             cost_source=source,
             model=model,
         )

@@ -95,6 +95,11 @@ def _fold_usage(raw: Mapping[str, Any]) -> _Counts:
     return (max(inp, read + write), read, write, max(out, reasoning), reasoning)
 
 
+def _has_counts(raw: Mapping[str, Any]) -> bool:
+    """Whether a usage report holds an input or an output count (its other fields refine them)."""
+    return "input_tokens" in raw or "output_tokens" in raw
+
+
 def _increment(current: _Counts, base: _Counts | None) -> TokenUsage | None:
     """Return ``current - base`` as one turn's usage; None when that is not a valid usage."""
     inp, read, write, out, reasoning = current
@@ -202,7 +207,7 @@ class CodexStreamParser(FrameParser):
         if context.resumed:
             raw = previous.raw if previous is not None else None
             # Only a Codex report is a baseline; an empty or foreign mapping is none at all.
-            usable = raw is not None and ("input_tokens" in raw or "output_tokens" in raw)
+            usable = raw is not None and _has_counts(raw)
             self._baseline = _fold_usage(raw) if raw is not None and usable else None
             self._baseline_missing = self._baseline is None
 
@@ -284,7 +289,9 @@ class CodexStreamParser(FrameParser):
     def _on_turn_completed(self, frame: Frame, out: list[AgentEvent]) -> None:
         self._terminal = True
         raw = frame.get("usage")
-        if not isinstance(raw, dict):
+        if not isinstance(raw, dict) or not _has_counts(raw):  # pyright: ignore[reportUnknownArgumentType]
+            # No usage, or one with neither an input nor an output count: nothing to fold,
+            # and a zero would read as a free turn.
             out.append(Lifecycle("turn_completed", ""))
             return
         report: dict[str, Any] = raw  # pyright: ignore[reportUnknownVariableType]

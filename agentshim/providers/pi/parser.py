@@ -125,6 +125,8 @@ class PiStreamParser(FrameParser):
         self._last_error: str | None = None
         self._retry_error: str | None = None
         self._tokens: TokenUsage | None = None
+        # A message_end whose usage had neither an input nor an output count.
+        self._usage_unknown = False
         self._cost: float | None = None
         self._usage_raw: Mapping[str, Any] = MappingProxyType({})
         self._model: str | None = None
@@ -320,6 +322,10 @@ class PiStreamParser(FrameParser):
     def _record_usage(self, usage: Mapping[str, Any] | None, out: list[AgentEvent]) -> None:
         if usage is None:
             return
+        counted = "input" in usage or "output" in usage
+        if not counted:
+            # Nothing to fold (a build with only totalTokens, say): unknown, never zero.
+            self._usage_unknown = True
         tokens = _fold_usage(usage)
         cost_block = as_mapping(usage.get("cost"))
         cost = as_amount(cost_block.get("total")) if cost_block is not None else None
@@ -335,6 +341,7 @@ class PiStreamParser(FrameParser):
             total_cost_usd=cost,
             provider=PROVIDER_NAME,
             raw=self._usage_raw,
+            increment_known=counted,
             cost_source=CostSource.REPORTED if cost is not None else CostSource.NOT_REPORTED,
             model=self._model,
         )
@@ -350,6 +357,7 @@ class PiStreamParser(FrameParser):
             total_cost_usd=cost,
             provider=PROVIDER_NAME,
             raw=self._usage_raw,
+            increment_known=not self._usage_unknown,
             cost_source=CostSource.REPORTED if cost is not None else CostSource.NOT_REPORTED,
             model=self._model,
         )
