@@ -14,7 +14,7 @@ from typing import Any, ClassVar, NamedTuple
 
 from agentshim.core.events import AgentEvent, Lifecycle, RawOutput, Stderr
 from agentshim.core.stderr_tail import StderrTail
-from agentshim.core.stream import parse_json_object
+from agentshim.core.stream import scan_json
 
 __all__ = [
     "UNKNOWN_DETAIL_CHARS",
@@ -134,11 +134,20 @@ class FrameDispatcher:
                 and line.endswith(_CLOSED)
             ):
                 return
-        frame = parse_json_object(line)
+        # parse_json_object's text path, inlined: this runs once for every line of every turn.
+        text = line.strip()
+        frame: Any = None
+        if text[:1] == "{":
+            try:
+                frame, end = scan_json(text, 0)
+            except (ValueError, RecursionError, StopIteration):
+                pass
+            else:
+                if end != len(text) or frame.__class__ is not dict:
+                    frame = None
         if frame is None:
-            text = line.rstrip("\r\n")
-            if text and not text.isspace():
-                self._emit(RawOutput(text))
+            if text:
+                self._emit(RawOutput(line.rstrip("\r\n")))
             return
         self.dispatch(frame, line)
 

@@ -19,6 +19,7 @@ __all__ = [
     "ToolTracker",
     "parse_json_object",
     "printed_exit_code",
+    "scan_json",
     "todo_plan",
     "tool_kind_in",
 ]
@@ -46,9 +47,14 @@ def _reject_constant(name: str) -> Any:
 # is stripped first, so the value must start at 0 and end at the end. The scanner keeps no
 # state between calls.
 # (JSONDecoder sets scan_once in __init__ and the type stubs do not declare it.)
-_SCAN_ONCE: Callable[[str, int], tuple[Any, int]] = vars(
+scan_json: Callable[[str, int], tuple[Any, int]] = vars(
     json.JSONDecoder(parse_constant=_reject_constant)
 )["scan_once"]
+"""``scan_json(text, start)``: the JSON value starting at ``text[start]`` and where it ends.
+
+Raises ValueError for invalid JSON (and for NaN or Infinity), StopIteration when nothing
+starts there, RecursionError for nesting too deep. :func:`parse_json_object` wraps it.
+"""
 
 
 def parse_json_object(line: str | bytes) -> dict[str, Any] | None:
@@ -71,7 +77,7 @@ def parse_json_object(line: str | bytes) -> dict[str, Any] | None:
     if text[:1] != "{":
         return None
     try:
-        value, end = _SCAN_ONCE(text, 0)
+        value, end = scan_json(text, 0)
     except (ValueError, RecursionError, StopIteration):
         return None
     if end == len(text) and type(value) is dict:

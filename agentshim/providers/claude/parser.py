@@ -294,8 +294,8 @@ class ClaudeStreamParser(FrameParser):
         out.append(Lifecycle(str(frame["type"]), as_str(body.get("subtype")) or ""))
 
     def _on_result(self, frame: Frame, out: list[AgentEvent]) -> None:
-        session_id = as_str(frame.get("session_id"))
-        if session_id:
+        session_id = frame.get("session_id")
+        if session_id and session_id != self._session_id:
             self._see_session(frame, out)
         subtype = as_str(frame.get("subtype"))
         result_text = as_str(frame.get("result"))
@@ -303,17 +303,16 @@ class ClaudeStreamParser(FrameParser):
         usage = self._usage(frame)
         if usage is not None:
             out.append(UsageReport(usage, usage.total_cost_usd))
-        for denial in list_or_empty(frame.get("permission_denials")):
-            entry = as_mapping(denial) or {}
-            out.append(Lifecycle("permission_denied", as_str(entry.get("tool_name")) or "?"))
-
+        denials = frame.get("permission_denials")
+        if denials:
+            for denial in list_or_empty(denials):
+                entry = as_mapping(denial) or {}
+                out.append(Lifecycle("permission_denied", as_str(entry.get("tool_name")) or "?"))
         structured: Any = None
         if self._expect_structured:
             structured = frame.get("structured_output")
             if structured is None and result_text is not None:
                 structured = _decode_payload(result_text)
-
-        errors = [e for e in list_or_empty(frame.get("errors")) if isinstance(e, str) and e]
         failed = frame.get("is_error") is True or (
             subtype is not None and subtype.startswith("error")
         )
@@ -321,22 +320,7 @@ class ClaudeStreamParser(FrameParser):
         kind: FailureKind | None = None
         stream_said = True
         if failed:
-            said = " ".join(part for part in (result_text, *errors) if part)
-            stream_said = bool(said) or self._assistant_error is not None
-            if subtype == SCHEMA_RETRIES_SUBTYPE and self._schema_rejection:
-                error = self._schema_rejection
-            else:
-                error = said or f"Claude Code reported {subtype or 'an error'} without a message"
-            kind = classify_stream_failure(
-                StreamFailure(
-                    text=said,
-                    subtype=subtype,
-                    terminal_reason=as_str(frame.get("terminal_reason")),
-                    api_error_status=_status(frame.get("api_error_status")),
-                    assistant_error=self._assistant_error,
-                    rate_limit_rejected=self._rate_limit_rejected,
-                )
-            )
+            error, kind, stream_said = self._result_failure(frame, subtype, result_text)
             structured = None
         elif self._expect_structured and structured is None:
             error = (
@@ -348,20 +332,36 @@ class ClaudeStreamParser(FrameParser):
             kind = FailureKind.SCHEMA
         if error is not None:
             out.append(ProviderErrorReported(error, fatal=True))
-        self._terminal = _Terminal(
-            text,
-            structured,
-            usage,
-            usage.total_cost_usd if usage else None,
-            error,
-            kind,
-            stream_said,
-        )
+        cost = usage.total_cost_usd if usage is not None else None
+        self._terminal = _Terminal(text, structured, usage, cost, error, kind, stream_said)
         # A later turn on the same stream (stream-json input) starts from a clean slate.
         self._texts = []
         self._assistant_error = None
         self._assistant_error_text = ""
         self._schema_rejection = None
+
+    def _result_failure(
+        self, frame: Frame, subtype: str | None, result_text: str | None
+    ) -> tuple[str, FailureKind, bool]:
+        """A failed result's error, its kind, and whether the stream said why."""
+        errors = [e for e in list_or_empty(frame.get("errors")) if isinstance(e, str) and e]
+        said = " ".join(part for part in (result_text, *errors) if part)
+        stream_said = bool(said) or self._assistant_error is not None
+        if subtype == SCHEMA_RETRIES_SUBTYPE and self._schema_rejection:
+            error = self._schema_rejection
+        else:
+            error = said or f"Claude Code reported {subtype or 'an error'} without a message"
+        kind = classify_stream_failure(
+            StreamFailure(
+                text=said,
+                subtype=subtype,
+                terminal_reason=as_str(frame.get("terminal_reason")),
+                api_error_status=_status(frame.get("api_error_status")),
+                assistant_error=self._assistant_error,
+                rate_limit_rejected=self._rate_limit_rejected,
+            )
+        )
+        return error, kind, stream_said
 
     # -- helpers -------------------------------------------------------------------------------
 
@@ -371,7 +371,7 @@ class ClaudeStreamParser(FrameParser):
         if raw is None and reported is None:
             return None
         # A build that does not count round trips made at least one: 1, as other CLIs report.
-        num_turns = frame["num_turns"] if "num_turns" in frame else 1
+        num_turns = frame.get("num_turns", 1)
         tokens = _fold_usage(raw or {}, num_turns)
         model_usage = as_mapping(frame.get("modelUsage")) or {}
         model = next(iter(model_usage), None) or self._model or self._requested_model

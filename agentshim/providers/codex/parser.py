@@ -31,6 +31,7 @@ from agentshim.core.events import (
     Reasoning,
     SessionStarted,
     ToolCall,
+    ToolKind,
     UsageReport,
 )
 from agentshim.core.frames import Frame, FrameParser, frame_label
@@ -46,6 +47,7 @@ from .events import (
     PLAN_ITEM,
     SHELL_TOOL,
     SUBAGENT_TOOL,
+    TOOL_KINDS,
     WEB_TOOL,
     plan_from_item,
     tool_args,
@@ -244,7 +246,9 @@ class CodexStreamParser(FrameParser):
     # -- frames -----------------------------------------------------------------------
 
     def _on_thread_started(self, frame: Frame, out: list[AgentEvent]) -> None:
-        thread_id = str_or_empty(frame.get("thread_id"))
+        thread_id: Any = frame.get("thread_id")
+        if thread_id.__class__ is not str:
+            thread_id = ""
         if thread_id and self._session_id is None:
             self._session_id = thread_id
             out.append(SessionStarted(thread_id))
@@ -288,13 +292,12 @@ class CodexStreamParser(FrameParser):
 
     def _on_turn_completed(self, frame: Frame, out: list[AgentEvent]) -> None:
         self._terminal = True
-        raw = frame.get("usage")
-        if not isinstance(raw, dict) or not _has_counts(raw):  # pyright: ignore[reportUnknownArgumentType]
+        report: Any = frame.get("usage")
+        if report.__class__ is not dict or not _has_counts(report):
             # No usage, or one with neither an input nor an output count: nothing to fold,
             # and a zero would read as a free turn.
             out.append(Lifecycle("turn_completed", ""))
             return
-        report: dict[str, Any] = raw  # pyright: ignore[reportUnknownVariableType]
         current = _fold_usage(report)
         out.append(
             Lifecycle("turn_completed", f"in={current[0]} cached={current[1]} out={current[3]}")
@@ -306,7 +309,8 @@ class CodexStreamParser(FrameParser):
             step = _increment(current, previous if previous is not None else self._baseline)
         self._last_report = current
         self._reports += 1
-        self._last_raw = raw_report = MappingProxyType(dict(report))
+        # The decoded frame is this parser's alone: a read-only view of it needs no copy.
+        self._last_raw = raw_report = MappingProxyType(report)
         usage, cost = self._priced(step, raw_report)
         if self._reports == 1:
             # The first report's step is the turn so far; finish() reuses it.
@@ -341,7 +345,9 @@ class CodexStreamParser(FrameParser):
     def _message(
         self, item_type: str, item: Frame, item_id: str | None, out: list[AgentEvent]
     ) -> None:
-        text = str_or_empty(item.get("text"))
+        text: Any = item.get("text")
+        if text.__class__ is not str:
+            text = ""
         phase = item.get("phase")
         self._messages.append((text, phase if type(phase) is str else None))
         out.append(AssistantText(text))
@@ -365,7 +371,8 @@ class CodexStreamParser(FrameParser):
             if item_id in self._started_at:
                 return
             self._started_at[item_id] = self._clock()
-        out.append(ToolCall(item_id, item_type, tool_args(item_type, item), tool_kind(item_type)))
+        kind = TOOL_KINDS.get(item_type, ToolKind.OTHER)
+        out.append(ToolCall(item_id, item_type, tool_args(item_type, item), kind))
 
     def _tool_completed(
         self, item_type: str, item: Frame, item_id: str | None, out: list[AgentEvent]
