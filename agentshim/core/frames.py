@@ -149,7 +149,22 @@ class FrameDispatcher:
             if text:
                 self._emit(RawOutput(line.rstrip("\r\n")))
             return
-        self.dispatch(frame, line)
+        # What dispatch does, inlined for the same reason; the two must stay alike.
+        kind = frame.get("type")
+        handler = self._handlers.get(kind) if kind.__class__ is str else None
+        out: list[AgentEvent] = []
+        try:
+            if self._before is not None:
+                self._before(frame, out)
+            if handler is not None:
+                handler(frame, out)
+            else:
+                out.append(_unknown(kind, line))
+        except Exception as exc:  # a frame of an unexpected shape costs that frame, not the turn
+            out = _malformed(kind, exc, line)
+        emit = self._emit
+        for event in out:
+            emit(event)
 
     def dispatch(self, frame: Frame, line: str = "") -> None:
         """Hand one decoded frame to its handler and emit its events; ``line`` is its text.
@@ -167,15 +182,22 @@ class FrameDispatcher:
             if handler is not None:
                 handler(frame, out)
             else:
-                detail = line.strip()[:UNKNOWN_DETAIL_CHARS]
-                out.append(Lifecycle(f"unknown_frame:{frame_label(kind)}", detail))
+                out.append(_unknown(kind, line))
         except Exception as exc:  # a frame of an unexpected shape costs that frame, not the turn
-            malformed = Lifecycle("malformed_frame", f"{frame_label(kind)}: {exc!r}")
-            text = line.rstrip("\r\n")
-            out = [RawOutput(text), malformed] if text else [malformed]
+            out = _malformed(kind, exc, line)
         emit = self._emit
         for event in out:
             emit(event)
+
+
+def _unknown(kind: object, line: str) -> Lifecycle:
+    return Lifecycle(f"unknown_frame:{frame_label(kind)}", line.strip()[:UNKNOWN_DETAIL_CHARS])
+
+
+def _malformed(kind: object, exc: Exception, line: str) -> list[AgentEvent]:
+    malformed = Lifecycle("malformed_frame", f"{frame_label(kind)}: {exc!r}")
+    text = line.rstrip("\r\n")
+    return [RawOutput(text), malformed] if text else [malformed]
 
 
 class FrameParser(FrameDispatcher):

@@ -63,6 +63,8 @@ PROVIDER_NAME = "claude"
 SYNTHETIC_MODEL = "<synthetic>"
 """The model name Claude Code gives the assistant message it makes up to report an API error."""
 
+# Looking an enum member up on its class costs ~0.1 us on CPython 3.11: read once a result.
+_REPORTED = CostSource.REPORTED
 _DETAIL_CHARS = 2000
 _ANSWER_CHARS = 300
 
@@ -377,19 +379,14 @@ class ClaudeStreamParser(FrameParser):
         model = next(iter(model_usage), None) or self._model or self._requested_model
         if reported is not None:
             cost: float | None = reported
-            source = CostSource.REPORTED
+            source = _REPORTED
         else:
             cost, source = self._price(model_usage, tokens, model)
-        return ProviderUsage(
-            tokens=tokens,
-            total_cost_usd=cost,
-            provider=PROVIDER_NAME,
-            raw=raw or {},
-            # A usage with neither an input nor an output count holds nothing to fold.
-            increment_known=raw is not None and ("input_tokens" in raw or "output_tokens" in raw),
-            cost_source=source,
-            model=model,
-        )
+        # A usage with neither an input nor an output count holds nothing to fold.
+        known = raw is not None and ("input_tokens" in raw or "output_tokens" in raw)
+        # In field order (tokens, cost, provider, raw, increment_known, cost_source, model):
+        # building a class with keywords costs a dict per call on CPython.
+        return ProviderUsage(tokens, cost, PROVIDER_NAME, raw or {}, known, source, model)
 
     def _price(
         self, model_usage: Mapping[str, Any], tokens: TokenUsage, model: str | None
@@ -471,13 +468,11 @@ def _fold_usage(usage: Mapping[str, Any], num_turns: object) -> TokenUsage:
     write = as_count(usage.get("cache_creation_input_tokens"))
     creation = as_mapping(usage.get("cache_creation"))
     write_1h = as_count(creation.get("ephemeral_1h_input_tokens")) if creation else 0
+    output = as_count(usage.get("output_tokens"))
+    # In field order (input, cache read, cache write, 1h write, output, reasoning, turns), as
+    # ProviderUsage above.
     return TokenUsage(
-        input_tokens=uncached + read + write,
-        cache_read_input_tokens=read,
-        cache_write_input_tokens=write,
-        cache_write_1h_input_tokens=min(write_1h, write),
-        output_tokens=as_count(usage.get("output_tokens")),
-        turns=as_count(num_turns),
+        uncached + read + write, read, write, min(write_1h, write), output, 0, as_count(num_turns)
     )
 
 

@@ -77,12 +77,8 @@ def tool_call(frame: Mapping[str, Any]) -> ToolCall:
         args = params
     else:
         args = to_text(params)
-    return ToolCall(
-        tool_id=tool_id if isinstance(tool_id, str) else None,
-        tool=name,
-        args=args,
-        kind=tool_kind(name),
-    )
+    # Positional (tool_id, tool, args, kind): keywords cost a dict per call on CPython.
+    return ToolCall(tool_id if isinstance(tool_id, str) else None, name, args, tool_kind(name))
 
 
 def tool_result(frame: Mapping[str, Any], name: str, duration_s: float | None) -> ToolResult:
@@ -98,7 +94,8 @@ def tool_result(frame: Mapping[str, Any], name: str, duration_s: float | None) -
     kind = tool_kind(name)
     tid = tool_id if isinstance(tool_id, str) else None
     if not failed:
-        return ToolResult(tid, name, stdout=output, exit_code=0, duration_s=duration_s, kind=kind)
+        # Positional (tool_id, tool, stdout, stderr, exit_code, duration_s, kind), as above.
+        return ToolResult(tid, name, output, "", 0, duration_s, kind)
     message = ""
     if isinstance(error, dict):
         message = to_text(cast("dict[str, Any]", error).get("message"))
