@@ -153,12 +153,6 @@ class FinishedTool(NamedTuple):
     duration_s: float
 
 
-class _Pending(NamedTuple):
-    name: str
-    args: ToolArgs
-    started_at: float
-
-
 class ToolTracker:
     """Pairs tool calls with their results by id, remembering each call's name and start time.
 
@@ -169,7 +163,8 @@ class ToolTracker:
     def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
         """Track calls, timing them with ``clock`` (seconds; ``time.monotonic`` by default)."""
         self._clock = clock
-        self._pending: dict[str, _Pending] = {}
+        # tool id -> (name, args, start time); plain tuples, as one is made for every call.
+        self._pending: dict[str, tuple[str, ToolArgs, float]] = {}
 
     def start(self, tool_id: str, name: str, args: ToolArgs = None) -> None:
         """Record that the call ``tool_id`` started.
@@ -178,8 +173,8 @@ class ToolTracker:
         updated) replaces its name and arguments but keeps the original start time.
         """
         previous = self._pending.get(tool_id)
-        started_at = previous.started_at if previous is not None else self._clock()
-        self._pending[tool_id] = _Pending(name, args, started_at)
+        started_at = previous[2] if previous is not None else self._clock()
+        self._pending[tool_id] = (name, args, started_at)
 
     def finish(self, tool_id: str) -> FinishedTool | None:
         """Pair a result with its call and forget the call; None if ``tool_id`` is not pending.
@@ -189,13 +184,14 @@ class ToolTracker:
         pending = self._pending.pop(tool_id, None)
         if pending is None:
             return None
-        duration = max(0.0, self._clock() - pending.started_at)
-        return FinishedTool(pending.name, pending.args, duration)
+        name, args, started_at = pending
+        duration = self._clock() - started_at
+        return FinishedTool(name, args, duration if duration > 0.0 else 0.0)
 
     def name_of(self, tool_id: str) -> str | None:
         """The tool name of a pending call, or None if ``tool_id`` is not pending."""
         pending = self._pending.get(tool_id)
-        return pending.name if pending is not None else None
+        return pending[0] if pending is not None else None
 
     def pending(self) -> tuple[str, ...]:
         """Ids of the calls still waiting for a result, in the order they started."""

@@ -168,7 +168,8 @@ class ClaudeStreamParser(FrameParser):
             out.append(SessionStarted(session_id))
 
     def _on_system(self, frame: Frame, out: list[AgentEvent]) -> None:
-        self._see_session(frame, out)
+        if frame.get("session_id") != self._session_id:
+            self._see_session(frame, out)
         subtype = frame.get("subtype")
         if subtype == "init":
             model = as_str(frame.get("model"))
@@ -248,7 +249,8 @@ class ClaudeStreamParser(FrameParser):
                 out.append(plan)
 
     def _on_user(self, frame: Frame, out: list[AgentEvent]) -> None:
-        self._see_session(frame, out)
+        if frame.get("session_id") != self._session_id:
+            self._see_session(frame, out)
         message = as_mapping(frame.get("message"))
         if message is None:
             return

@@ -158,7 +158,8 @@ class GeminiStreamParser(FrameParser):
             self._run = []
 
     def _on_tool_use(self, frame: Frame, out: list[AgentEvent]) -> None:
-        self._close_run()
+        if self._run:
+            self._close_run()
         event = tool_call(frame)
         if event.tool_id is not None:
             self._tools.start(event.tool_id, event.tool, event.args)
