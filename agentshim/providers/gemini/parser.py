@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import replace
 from types import MappingProxyType
-from typing import Any, cast
+from typing import Any
 
 from agentshim.core.errors import FailureKind
 from agentshim.core.events import (
@@ -295,12 +295,14 @@ def _model_entries(models: object) -> dict[str, tuple[int, Mapping[str, Any]]]:
     On a failed request the CLI lists the requested model with zero tokens beside the one that
     answered.
     """
-    if not isinstance(models, dict):
-        return {}
     result: dict[str, tuple[int, Mapping[str, Any]]] = {}
-    for name, entry in cast("dict[object, object]", models).items():
-        if isinstance(name, str) and isinstance(entry, dict):
-            fields = cast("dict[str, Any]", entry)
+    if models.__class__ is not dict:
+        return result
+    # Annotated rather than cast(): cast is a call, and this runs for every result.
+    entries: dict[str, Any] = models  # pyright: ignore[reportAssignmentType]
+    fields: Any
+    for name, fields in entries.items():
+        if fields.__class__ is dict:
             total = as_count(fields.get("total_tokens"), whole_floats=False) or (
                 as_count(fields.get("input_tokens"), whole_floats=False)
                 + as_count(fields.get("output_tokens"), whole_floats=False)
