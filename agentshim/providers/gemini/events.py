@@ -91,7 +91,9 @@ def tool_result(frame: Mapping[str, Any], name: str, duration_s: float | None) -
     tool_id = frame.get("tool_id")
     error = frame.get("error")
     failed = frame.get("status") == "error" or isinstance(error, dict)
-    output = to_text(frame.get("output"))
+    output: Any = frame.get("output")
+    if output.__class__ is not str:  # text is the usual output; to_text renders the rest
+        output = to_text(output)
     kind = tool_kind(name)
     tid = tool_id if isinstance(tool_id, str) else None
     if not failed:

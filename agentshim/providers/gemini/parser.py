@@ -147,10 +147,11 @@ class GeminiStreamParser(FrameParser):
         content = frame.get("content")
         if not isinstance(content, str) or not content:
             return
-        if frame.get("delta") is not True and self._run:
+        delta = frame.get("delta") is True
+        if not delta and self._run:
             self._close_run()
         self._run.append(content)
-        out.append(AssistantText(content, frame.get("delta") is True))
+        out.append(AssistantText(content, delta))
 
     def _close_run(self) -> None:
         if self._run:
