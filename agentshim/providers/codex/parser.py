@@ -71,6 +71,8 @@ _MODEL_METADATA = re.compile(r"Model metadata for `([^`]+)` not found")
 _OTHER_TOOL = ToolKind.OTHER
 _PRICED = CostSource.PRICED
 _UNKNOWN_MODEL = CostSource.UNKNOWN_MODEL
+# An event that never varies is one frozen value, built once rather than for every turn.
+_TURN_STARTED = Lifecycle("turn_started", "")
 _FINAL_PHASE = "final_answer"
 _COMMENTARY_PHASE = "commentary"
 _STREAM_ENDED_EARLY = (
@@ -270,7 +272,7 @@ class CodexStreamParser(FrameParser):
         out.append(Lifecycle("resume_not_found", detail))
 
     def _on_turn_started(self, frame: Frame, out: list[AgentEvent]) -> None:
-        out.append(Lifecycle("turn_started", ""))
+        out.append(_TURN_STARTED)
 
     def _on_error(self, frame: Frame, out: list[AgentEvent]) -> None:
         message = str_or_empty(frame.get("message")) or "codex reported an error without a message"

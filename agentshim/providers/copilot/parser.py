@@ -17,7 +17,7 @@ on frames the CLI does not persist), except the last, ``{"type": "result", "sess
 - ``session.error``: ProviderErrorReported(fatal); the turn fails, classified by ``failures.classify``.
 - ``assistant.turn_start`` / ``turn_end`` / ``turn_retry``, ``model.call_failure``,
   ``session.info`` / ``warning``, a failed MCP server: Lifecycle.
-- noise (skill and tool lists, background-task updates, per-call timings, the prompt echo,
+- noise (skill lists, background-task updates, per-call timings, the prompt echo,
   live shell output): skipped without decoding the line.
 - anything else: Lifecycle ``unknown_frame:<type>``; a line that is not a JSON object: RawOutput.
 """

@@ -39,6 +39,8 @@ PROVIDER_NAME = "opencode"
 # Looking an enum member up on its class costs ~0.1 us on CPython 3.11: read once a report.
 _REPORTED = CostSource.REPORTED
 _NOT_REPORTED = CostSource.NOT_REPORTED
+# An event that never varies is one frozen value, built once rather than for every step.
+_STEP_STARTED = Lifecycle("step_started")
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]")
 
 
@@ -173,7 +175,7 @@ class OpencodeStreamParser(FrameParser):
         if self._stop_unsaid:
             # The step without a reason was not the last: the turn goes on.
             self._stopped = self._stop_unsaid = False
-        out.append(Lifecycle("step_started"))
+        out.append(_STEP_STARTED)
 
     def _on_step_finish(self, frame: Frame, out: list[AgentEvent]) -> None:
         part = mapping_or_empty(frame.get("part"))

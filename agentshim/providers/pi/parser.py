@@ -63,6 +63,11 @@ __all__ = ["PROVIDER_NAME", "PiStreamParser", "short_session_id"]
 
 PROVIDER_NAME = "pi"
 
+# Events that never vary are frozen values, built once rather than for every frame.
+_AGENT_STARTED = Lifecycle("agent_started", "")
+_AGENT_COMPLETED = Lifecycle("agent_completed", "")
+_TURN_STARTED = Lifecycle("turn_started", "")
+_TURN_COMPLETED = Lifecycle("turn_completed", "")
 _FAILED_STOPS = frozenset({"error", "aborted"})
 _UPDATE_PREFIX = '{"type":"message_update","assistantMessageEvent":{"type":"'
 # Only text and thinking deltas carry anything; the other updates (block starts and ends,
@@ -204,17 +209,17 @@ class PiStreamParser(FrameParser):
     def _on_agent_start(self, frame: Frame, out: list[AgentEvent]) -> None:
         self._agent_started = True
         self._agent_open = True
-        out.append(Lifecycle("agent_started", ""))
+        out.append(_AGENT_STARTED)
 
     def _on_agent_end(self, frame: Frame, out: list[AgentEvent]) -> None:
         self._agent_open = False
-        out.append(Lifecycle("agent_completed", ""))
+        out.append(_AGENT_COMPLETED)
 
     def _on_turn_start(self, frame: Frame, out: list[AgentEvent]) -> None:
-        out.append(Lifecycle("turn_started", ""))
+        out.append(_TURN_STARTED)
 
     def _on_turn_end(self, frame: Frame, out: list[AgentEvent]) -> None:
-        out.append(Lifecycle("turn_completed", ""))
+        out.append(_TURN_COMPLETED)
 
     def _on_message_start(self, frame: Frame, out: list[AgentEvent]) -> None:
         message = as_mapping(frame.get("message"))
