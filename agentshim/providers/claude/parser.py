@@ -235,10 +235,15 @@ class ClaudeStreamParser(FrameParser):
                 out.append(Lifecycle(f"unknown_block:{as_str(block_type) or '?'}", ""))
 
     def _tool_use_block(self, block: Mapping[str, Any], out: list[AgentEvent]) -> None:
-        tool_id = as_str(block.get("id"))
-        name = as_str(block.get("name")) or "unknown"
-        raw_input = block.get("input")
-        args = as_mapping(raw_input)
+        # Once per tool call: type checks inlined, as in _on_assistant.
+        tool_id: Any = block.get("id")
+        if tool_id.__class__ is not str:
+            tool_id = None
+        name: Any = block.get("name")
+        if not name or name.__class__ is not str:
+            name = "unknown"
+        raw_input: Any = block.get("input")
+        args: Mapping[str, Any] | None = raw_input if raw_input.__class__ is dict else None
         shown: Mapping[str, Any] | str | None = args if args is not None else as_str(raw_input)
         if tool_id is not None:
             self._tools.start(tool_id, name, shown)
@@ -251,17 +256,19 @@ class ClaudeStreamParser(FrameParser):
     def _on_user(self, frame: Frame, out: list[AgentEvent]) -> None:
         if frame.get("session_id") != self._session_id:
             self._see_session(frame, out)
-        message = as_mapping(frame.get("message"))
-        if message is None:
+        message: Any = frame.get("message")
+        if message.__class__ is not dict:
             return
-        content = message.get("content")
-        if isinstance(content, str):
+        content: Any = message.get("content")
+        if content.__class__ is str:
             out.append(Lifecycle("user_message", content))
             return
+        if content.__class__ is not list:
+            return
         synthetic = frame.get("isSynthetic") is True
-        for raw_block in list_or_empty(content):
-            block = as_mapping(raw_block)
-            if block is None:
+        block: Any
+        for block in content:
+            if block.__class__ is not dict:
                 continue
             block_type = block.get("type")
             if block_type == "tool_result":
@@ -271,7 +278,9 @@ class ClaudeStreamParser(FrameParser):
                 out.append(Lifecycle(kind, as_str(block.get("text")) or ""))
 
     def _tool_result_block(self, block: Mapping[str, Any], out: list[AgentEvent]) -> None:
-        tool_id = as_str(block.get("tool_use_id"))
+        tool_id: Any = block.get("tool_use_id")
+        if tool_id.__class__ is not str:
+            tool_id = None
         finished = self._tools.finish(tool_id) if tool_id is not None else None
         name = finished.name if finished is not None else "unknown"
         duration = finished.duration_s if finished is not None else None
