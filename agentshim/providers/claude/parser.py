@@ -193,7 +193,9 @@ class ClaudeStreamParser(FrameParser):
         if message.__class__ is not dict:
             raise TypeError("an assistant frame without a message object")
         main = frame.get("parent_tool_use_id") is None
-        error = as_str(frame.get("error"))
+        error: Any = frame.get("error")
+        if error.__class__ is not str:
+            error = None
         if main:
             if error is not None:
                 self._assistant_error = error
@@ -474,12 +476,20 @@ class ClaudeStreamParser(FrameParser):
 
 def _fold_usage(usage: Mapping[str, Any], num_turns: object) -> TokenUsage:
     """Fold Claude's disjoint counts into the normalized breakdown (cache tokens into input)."""
-    uncached = as_count(usage.get("input_tokens"))
-    read = as_count(usage.get("cache_read_input_tokens"))
-    write = as_count(usage.get("cache_creation_input_tokens"))
-    creation = as_mapping(usage.get("cache_creation"))
+    get = usage.get
+    uncached, read, write, output = (
+        get("input_tokens"),
+        get("cache_read_input_tokens"),
+        get("cache_creation_input_tokens"),
+        get("output_tokens"),
+    )
+    # A non-negative int (the usual count) is taken as it is; anything else through as_count.
+    uncached = uncached if type(uncached) is int and uncached >= 0 else as_count(uncached)
+    read = read if type(read) is int and read >= 0 else as_count(read)
+    write = write if type(write) is int and write >= 0 else as_count(write)
+    output = output if type(output) is int and output >= 0 else as_count(output)
+    creation = as_mapping(get("cache_creation"))
     write_1h = as_count(creation.get("ephemeral_1h_input_tokens")) if creation else 0
-    output = as_count(usage.get("output_tokens"))
     # In field order (input, cache read, cache write, 1h write, output, reasoning, turns), as
     # ProviderUsage above.
     return TokenUsage(
