@@ -14,7 +14,7 @@ from typing import Any, ClassVar, NamedTuple
 
 from agentshim.core.events import AgentEvent, Lifecycle, RawOutput, Stderr
 from agentshim.core.stderr_tail import StderrTail
-from agentshim.core.stream import parse_json_object
+from agentshim.core.stream import scan_json
 
 __all__ = [
     "UNKNOWN_DETAIL_CHARS",
@@ -134,13 +134,46 @@ class FrameDispatcher:
                 and line.endswith(_CLOSED)
             ):
                 return
-        frame = parse_json_object(line)
+        # parse_json_object's text path, inlined: this runs once for every line of every turn.
+        text = line.strip()
+        frame: Any = None
+        if text[:1] == "{":
+            try:
+                frame, end = scan_json(text, 0)
+            except (ValueError, RecursionError, StopIteration):
+                pass
+            else:
+                if end != len(text) or frame.__class__ is not dict:
+                    frame = None
         if frame is None:
-            text = line.rstrip("\r\n")
-            if text and not text.isspace():
-                self._emit(RawOutput(text))
+            if text:
+                self._emit(RawOutput(line.rstrip("\r\n")))
             return
-        self.dispatch(frame, line)
+        # What dispatch does, inlined for the same reason; the two must stay alike.
+        kind = frame.get("type")
+        handler = self._handlers.get(kind) if kind.__class__ is str else None
+        out: list[AgentEvent] = []
+        try:
+            if self._before is not None:
+                self._before(frame, out)
+            if handler is not None:
+                handler(frame, out)
+            else:
+                out.append(self.unknown_frame(frame, line))
+        except Exception as exc:  # a frame of an unexpected shape costs that frame, not the turn
+            out = _malformed(kind, exc, line)
+        emit = self._emit
+        for event in out:
+            emit(event)
+
+    def unknown_frame(self, frame: Frame, line: str) -> AgentEvent:
+        """The event for a frame whose type has no handler: ``Lifecycle("unknown_frame:<type>")``.
+
+        A parser whose CLI prints a vocabulary of its own may say otherwise (the generic
+        ``jsonl`` provider keeps such a frame as RawOutput).
+        """
+        detail = line.strip()[:UNKNOWN_DETAIL_CHARS]
+        return Lifecycle(f"unknown_frame:{frame_label(frame.get('type'))}", detail)
 
     def dispatch(self, frame: Frame, line: str = "") -> None:
         """Hand one decoded frame to its handler and emit its events; ``line`` is its text.
@@ -158,15 +191,18 @@ class FrameDispatcher:
             if handler is not None:
                 handler(frame, out)
             else:
-                detail = line.strip()[:UNKNOWN_DETAIL_CHARS]
-                out.append(Lifecycle(f"unknown_frame:{frame_label(kind)}", detail))
+                out.append(self.unknown_frame(frame, line))
         except Exception as exc:  # a frame of an unexpected shape costs that frame, not the turn
-            malformed = Lifecycle("malformed_frame", f"{frame_label(kind)}: {exc!r}")
-            text = line.rstrip("\r\n")
-            out = [RawOutput(text), malformed] if text else [malformed]
+            out = _malformed(kind, exc, line)
         emit = self._emit
         for event in out:
             emit(event)
+
+
+def _malformed(kind: object, exc: Exception, line: str) -> list[AgentEvent]:
+    malformed = Lifecycle("malformed_frame", f"{frame_label(kind)}: {exc!r}")
+    text = line.rstrip("\r\n")
+    return [RawOutput(text), malformed] if text else [malformed]
 
 
 class FrameParser(FrameDispatcher):

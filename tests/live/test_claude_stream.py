@@ -171,6 +171,14 @@ def live(stream_rig: StreamRig, request: pytest.FixtureRequest) -> Iterator[Live
     assert_nothing_left_running(stream_rig.cli.home)
 
 
+# Claude Code 2.1.332 refuses a standalone `sleep N` ("use Monitor or run_in_background"),
+# so the tools that must run for a while sleep in Python; their command lines are unique.
+LONG_TOOL = "python3 -c 'import time; time.sleep(30)'"
+LONG_TOOL_SEEN = "time.sleep(30)"
+SHORT_TOOL = "python3 -c 'import time; time.sleep(4)'"
+SHORT_TOOL_SEEN = "time.sleep(4)"
+
+
 def _alive(pid: int) -> bool:
     try:
         state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
@@ -299,11 +307,11 @@ def test_two_turns_run_on_one_process_and_the_second_starts_fast(live: Live) -> 
 def test_interrupt_during_sleep_returns_fast_kills_the_sleep_and_keeps_the_process(
     live: Live,
 ) -> None:
-    live.script(*_tool_then_text("sleep 30"))
+    live.script(*_tool_then_text(LONG_TOOL))
     home = live.rig.cli.home
     with live.session() as session:
         running = _Background(lambda: session.turn("Sleep for a while.").result)
-        _wait_for(lambda: bool(_run_processes(home, "sleep 30")), SEEN_WITHIN_S, "sleep 30")
+        _wait_for(lambda: bool(_run_processes(home, LONG_TOOL_SEEN)), SEEN_WITHIN_S, "sleep 30")
         interrupted_at = time.monotonic()
         session.interrupt()
         result = running.join(PROMPT_RETURN_S + TURN_TIMEOUT)
@@ -312,7 +320,7 @@ def test_interrupt_during_sleep_returns_fast_kills_the_sleep_and_keeps_the_proce
         assert result.interrupted
         assert any(isinstance(e, TurnInterrupted) for e in live.events)
         assert took < PROMPT_RETURN_S, f"the interrupted turn took {took:.2f} s to return"
-        _wait_for(lambda: not _run_processes(home, "sleep 30"), 3.0, "the sleep ending")
+        _wait_for(lambda: not _run_processes(home, LONG_TOOL_SEEN), 3.0, "the sleep ending")
 
         live.script(Rule(respond=Text(HELLO)))
         after = session.turn("Now just say hello.").result
@@ -421,11 +429,11 @@ def test_a_handler_that_raises_denies(live: Live) -> None:
 
 def test_steer_during_a_tool_folds_into_the_turn(live: Live) -> None:
     steer_text = "STEER-MARKER also mention a banana"
-    live.script(*_tool_then_text("sleep 4"))
+    live.script(*_tool_then_text(SHORT_TOOL))
     home = live.rig.cli.home
     with live.session() as session:
         running = _Background(lambda: session.turn("Sleep a little.").result)
-        _wait_for(lambda: bool(_run_processes(home, "sleep 4")), SEEN_WITHIN_S, "sleep 4")
+        _wait_for(lambda: bool(_run_processes(home, SHORT_TOOL_SEEN)), SEEN_WITHIN_S, "sleep 4")
         session.steer(steer_text)
         result = running.join(TURN_TIMEOUT)
         assert result.text.endswith(AFTER_TOOL)
@@ -561,16 +569,16 @@ def test_kill_9_mid_turn_raises_cli_died_and_the_next_turn_resumes(live: Live) -
 def test_kill_9_during_a_tool_takes_the_tool_shell_with_it(live: Live) -> None:
     # Claude Code's tool shells run in a session of their own: killing the CLI does not
     # reach them, so agentshim ends them (found by the run marker) once the CLI is gone.
-    live.script(*_tool_then_text("sleep 30"))
+    live.script(*_tool_then_text(LONG_TOOL))
     home = live.rig.cli.home
     with live.session() as session:
         running = _Background(lambda: session.turn("Sleep for a while.").result)
-        _wait_for(lambda: bool(_run_processes(home, "sleep 30")), SEEN_WITHIN_S, "sleep 30")
+        _wait_for(lambda: bool(_run_processes(home, LONG_TOOL_SEEN)), SEEN_WITHIN_S, "sleep 30")
         (pid,) = live.claude_pids()
         os.kill(pid, signal.SIGKILL)
         with pytest.raises(CliDiedError):
             running.join(PROMPT_RETURN_S)
-        assert _run_processes(home, "sleep 30") == [], "the tool's sleep outlived the CLI"
+        assert _run_processes(home, LONG_TOOL_SEEN) == [], "the tool's sleep outlived the CLI"
 
 
 # -- (f) the shared contracts, on the real CLI ---------------------------------------------

@@ -79,7 +79,8 @@ TOOL_KINDS: Mapping[str, ToolKind] = MappingProxyType(
 
 def tool_kind(name: str) -> ToolKind:
     """Return what the tool ``name`` does; ``mcp__<server>__<tool>`` is MCP, unknown is OTHER."""
-    return tool_kind_in(TOOL_KINDS, name, mcp_prefix=MCP_TOOL_PREFIX)
+    # The table answers for the CLI's own tools without a second call (one per tool event).
+    return TOOL_KINDS.get(name) or tool_kind_in(TOOL_KINDS, name, mcp_prefix=MCP_TOOL_PREFIX)
 
 
 def tool_result_text(content: object) -> str:

@@ -31,6 +31,7 @@ from agentshim.core.events import (
     Reasoning,
     SessionStarted,
     ToolCall,
+    ToolKind,
     UsageReport,
 )
 from agentshim.core.frames import Frame, FrameParser, frame_label
@@ -46,6 +47,7 @@ from .events import (
     PLAN_ITEM,
     SHELL_TOOL,
     SUBAGENT_TOOL,
+    TOOL_KINDS,
     WEB_TOOL,
     plan_from_item,
     tool_args,
@@ -64,6 +66,13 @@ PROVIDER_NAME = "codex"
 _ItemHandler = Callable[[str, Frame, "str | None", list[AgentEvent]], None]
 _TOOL_ITEMS = frozenset({SHELL_TOOL, EDIT_TOOL, MCP_TOOL, WEB_TOOL, SUBAGENT_TOOL})
 _MODEL_METADATA = re.compile(r"Model metadata for `([^`]+)` not found")
+# Looking an enum member up on its class costs ~0.1 us on CPython 3.11; these are read for
+# every tool call and usage frame.
+_OTHER_TOOL = ToolKind.OTHER
+_PRICED = CostSource.PRICED
+_UNKNOWN_MODEL = CostSource.UNKNOWN_MODEL
+# An event that never varies is one frozen value, built once rather than for every turn.
+_TURN_STARTED = Lifecycle("turn_started", "")
 _FINAL_PHASE = "final_answer"
 _COMMENTARY_PHASE = "commentary"
 _STREAM_ENDED_EARLY = (
@@ -95,6 +104,11 @@ def _fold_usage(raw: Mapping[str, Any]) -> _Counts:
     return (max(inp, read + write), read, write, max(out, reasoning), reasoning)
 
 
+def _has_counts(raw: Mapping[str, Any]) -> bool:
+    """Whether a usage report holds an input or an output count (its other fields refine them)."""
+    return "input_tokens" in raw or "output_tokens" in raw
+
+
 def _increment(current: _Counts, base: _Counts | None) -> TokenUsage | None:
     """Return ``current - base`` as one turn's usage; None when that is not a valid usage."""
     inp, read, write, out, reasoning = current
@@ -106,14 +120,9 @@ def _increment(current: _Counts, base: _Counts | None) -> TokenUsage | None:
         reasoning -= base[4]
         if min(inp, read, write, out, reasoning) < 0 or read + write > inp or reasoning > out:
             return None
-    return TokenUsage(
-        input_tokens=inp,
-        cache_read_input_tokens=read,
-        cache_write_input_tokens=write,
-        output_tokens=out,
-        reasoning_output_tokens=reasoning,
-        turns=1,
-    )
+    # In field order (input, cache read, cache write, 1h write, output, reasoning, turns):
+    # building a class with keywords costs a dict per call on CPython.
+    return TokenUsage(inp, read, write, 0, out, reasoning, 1)
 
 
 class CodexStreamParser(FrameParser):
@@ -202,7 +211,7 @@ class CodexStreamParser(FrameParser):
         if context.resumed:
             raw = previous.raw if previous is not None else None
             # Only a Codex report is a baseline; an empty or foreign mapping is none at all.
-            usable = raw is not None and ("input_tokens" in raw or "output_tokens" in raw)
+            usable = raw is not None and _has_counts(raw)
             self._baseline = _fold_usage(raw) if raw is not None and usable else None
             self._baseline_missing = self._baseline is None
 
@@ -239,7 +248,9 @@ class CodexStreamParser(FrameParser):
     # -- frames -----------------------------------------------------------------------
 
     def _on_thread_started(self, frame: Frame, out: list[AgentEvent]) -> None:
-        thread_id = str_or_empty(frame.get("thread_id"))
+        thread_id: Any = frame.get("thread_id")
+        if thread_id.__class__ is not str:
+            thread_id = ""
         if thread_id and self._session_id is None:
             self._session_id = thread_id
             out.append(SessionStarted(thread_id))
@@ -261,7 +272,7 @@ class CodexStreamParser(FrameParser):
         out.append(Lifecycle("resume_not_found", detail))
 
     def _on_turn_started(self, frame: Frame, out: list[AgentEvent]) -> None:
-        out.append(Lifecycle("turn_started", ""))
+        out.append(_TURN_STARTED)
 
     def _on_error(self, frame: Frame, out: list[AgentEvent]) -> None:
         message = str_or_empty(frame.get("message")) or "codex reported an error without a message"
@@ -283,11 +294,12 @@ class CodexStreamParser(FrameParser):
 
     def _on_turn_completed(self, frame: Frame, out: list[AgentEvent]) -> None:
         self._terminal = True
-        raw = frame.get("usage")
-        if not isinstance(raw, dict):
+        report: Any = frame.get("usage")
+        if report.__class__ is not dict or not _has_counts(report):
+            # No usage, or one with neither an input nor an output count: nothing to fold,
+            # and a zero would read as a free turn.
             out.append(Lifecycle("turn_completed", ""))
             return
-        report: dict[str, Any] = raw  # pyright: ignore[reportUnknownVariableType]
         current = _fold_usage(report)
         out.append(
             Lifecycle("turn_completed", f"in={current[0]} cached={current[1]} out={current[3]}")
@@ -299,7 +311,8 @@ class CodexStreamParser(FrameParser):
             step = _increment(current, previous if previous is not None else self._baseline)
         self._last_report = current
         self._reports += 1
-        self._last_raw = raw_report = MappingProxyType(dict(report))
+        # The decoded frame is this parser's alone: a read-only view of it needs no copy.
+        self._last_raw = raw_report = MappingProxyType(report)
         usage, cost = self._priced(step, raw_report)
         if self._reports == 1:
             # The first report's step is the turn so far; finish() reuses it.
@@ -334,7 +347,9 @@ class CodexStreamParser(FrameParser):
     def _message(
         self, item_type: str, item: Frame, item_id: str | None, out: list[AgentEvent]
     ) -> None:
-        text = str_or_empty(item.get("text"))
+        text: Any = item.get("text")
+        if text.__class__ is not str:
+            text = ""
         phase = item.get("phase")
         self._messages.append((text, phase if type(phase) is str else None))
         out.append(AssistantText(text))
@@ -358,7 +373,8 @@ class CodexStreamParser(FrameParser):
             if item_id in self._started_at:
                 return
             self._started_at[item_id] = self._clock()
-        out.append(ToolCall(item_id, item_type, tool_args(item_type, item), tool_kind(item_type)))
+        kind = TOOL_KINDS.get(item_type, _OTHER_TOOL)
+        out.append(ToolCall(item_id, item_type, tool_args(item_type, item), kind))
 
     def _tool_completed(
         self, item_type: str, item: Frame, item_id: str | None, out: list[AgentEvent]
@@ -422,16 +438,14 @@ class CodexStreamParser(FrameParser):
                 model=model,
             )
             return usage, None
-        cost = cost_usd(tokens, pricing) if pricing is not None else None
-        usage = ProviderUsage(
-            tokens=tokens,
-            total_cost_usd=cost,
-            provider=PROVIDER_NAME,
-            raw=raw,
-            increment_known=True,
-            cost_source=CostSource.PRICED if pricing is not None else CostSource.UNKNOWN_MODEL,
-            model=model,
-        )
+        if pricing is not None:
+            cost: float | None = cost_usd(tokens, pricing)
+            source = _PRICED
+        else:
+            cost, source = None, _UNKNOWN_MODEL
+        # In field order (tokens, cost, provider, raw, increment_known, cost_source, model),
+        # for the same reason: one of these is built for every usage frame.
+        usage = ProviderUsage(tokens, cost, PROVIDER_NAME, raw, True, source, model)
         return usage, cost
 
     def _turn_usage(self) -> ProviderUsage | None:

@@ -10,11 +10,14 @@ on frames the CLI does not persist), except the last, ``{"type": "result", "sess
   main agent; sub-agent text (``parentToolCallId``) becomes Lifecycle ``subagent_text``.
 - ``assistant.reasoning_delta`` / ``assistant.reasoning``: Reasoning.
 - ``tool.execution_start`` / ``tool.execution_complete``: ToolCall / ToolResult.
-- ``assistant.usage``: UsageReport of scope CALL with the call's tokens (not printed by 1.0.102).
+- ``assistant.usage``: UsageReport of scope CALL with the call's tokens (not printed by 1.0.102); without
+  them, the ``outputTokens`` a build puts on ``assistant.message`` are what the turn reports.
+- ``session.start`` / ``session.tools_updated`` / ``assistant.message``: the model, the latest
+  named kept.
 - ``session.error``: ProviderErrorReported(fatal); the turn fails, classified by ``failures.classify``.
 - ``assistant.turn_start`` / ``turn_end`` / ``turn_retry``, ``model.call_failure``,
   ``session.info`` / ``warning``, a failed MCP server: Lifecycle.
-- noise (skill and tool lists, background-task updates, per-call timings, the prompt echo,
+- noise (skill lists, background-task updates, per-call timings, the prompt echo,
   live shell output): skipped without decoding the line.
 - anything else: Lifecycle ``unknown_frame:<type>``; a line that is not a JSON object: RawOutput.
 """
@@ -69,7 +72,6 @@ IGNORED_FRAMES = frozenset(
         "session.background_tasks_changed",
         "session.mcp_servers_loaded",
         "session.skills_loaded",
-        "session.tools_updated",
         "tool.execution_partial_result",
         "tool.shell_output",
         "user.message",
@@ -123,6 +125,10 @@ class CopilotStreamParser(FrameParser):
         self._reasoning_seen = False
         self._streamed_reasoning: set[str] = set()
         self._tokens: TokenUsage | None = None
+        # An assistant.usage frame without counts makes the turn's usage unknown.
+        self._usage_unknown = False
+        # outputTokens of the assistant.message frames, for a build without assistant.usage.
+        self._message_output: int | None = None
         self._usage_raw: Mapping[str, Any] = MappingProxyType({})
         self._result_usage: Mapping[str, Any] | None = None
         self._result_exit: int | None = None
@@ -145,6 +151,7 @@ class CopilotStreamParser(FrameParser):
                 "tool.execution_complete": self._on_tool_execution_complete,
                 "model.call_failure": self._on_model_call_failure,
                 "session.start": self._on_session_start,
+                "session.tools_updated": self._on_session_tools_updated,
                 "session.resume": self._on_session_resume,
                 "session.error": self._on_session_error,
                 "session.warning": self._on_session_warning,
@@ -182,6 +189,9 @@ class CopilotStreamParser(FrameParser):
         self._model = as_str(data.get("selectedModel")) or self._model
         self._announce(as_str(data.get("sessionId")), out)
 
+    def _on_session_tools_updated(self, frame: Frame, out: list[AgentEvent]) -> None:
+        self._model = as_str(_data(frame).get("model")) or self._model
+
     def _on_session_resume(self, frame: Frame, out: list[AgentEvent]) -> None:
         data = _data(frame)
         self._model = as_str(data.get("selectedModel")) or self._model
@@ -202,6 +212,9 @@ class CopilotStreamParser(FrameParser):
         data = _data(frame)
         content = as_str(data.get("content")) or ""
         self._model = as_str(data.get("model")) or self._model
+        if "outputTokens" in data:
+            # Every model call's output, a sub-agent's included, as assistant.usage counts it.
+            self._message_output = (self._message_output or 0) + as_count(data["outputTokens"])
         if data.get("parentToolCallId"):
             if content:
                 out.append(Lifecycle("subagent_text", content))
@@ -261,9 +274,21 @@ class CopilotStreamParser(FrameParser):
 
     def _on_assistant_usage(self, frame: Frame, out: list[AgentEvent]) -> None:
         data = _data(frame)
-        tokens = _fold_usage(data)
         self._model = as_str(data.get("model")) or self._model
         raw = MappingProxyType(dict(data))
+        if "inputTokens" not in data and "outputTokens" not in data:
+            # No counts to fold: unknown, never a measured zero.
+            self._usage_unknown = True
+            usage = ProviderUsage(
+                provider=PROVIDER_NAME,
+                raw=raw,
+                increment_known=False,
+                cost_source=CostSource.NOT_REPORTED,
+                model=self._model,
+            )
+            out.append(UsageReport(usage, None))
+            return
+        tokens = _fold_usage(data)
         # Priced before the totals take it: a count too large to price costs only this frame.
         usage = self._priced_usage(tokens, raw)
         self._tokens = tokens if self._tokens is None else self._tokens + tokens
@@ -371,7 +396,13 @@ class CopilotStreamParser(FrameParser):
         )
 
     def _unknown_usage(self) -> ProviderUsage:
+        # The output counts of assistant.message, when a build gives them, without any input
+        # count: what the stream reported, not a full (or priceable) breakdown.
+        output = self._message_output
         return ProviderUsage(
+            tokens=TokenUsage(output_tokens=output, turns=1)
+            if output is not None
+            else TokenUsage(),
             provider=PROVIDER_NAME,
             raw=self._result_usage or {},
             increment_known=False,
@@ -381,9 +412,11 @@ class CopilotStreamParser(FrameParser):
 
     def _usage(self) -> ProviderUsage | None:
         if self._tokens is None:
-            return self._unknown_usage() if self._result_usage is not None else None
+            seen = self._result_usage is not None or self._message_output is not None
+            return self._unknown_usage() if seen else None
         # One prompt is one turn, however many model calls it took.
-        return self._priced_usage(replace(self._tokens, turns=1), self._usage_raw)
+        usage = self._priced_usage(replace(self._tokens, turns=1), self._usage_raw)
+        return replace(usage, increment_known=False) if self._usage_unknown else usage
 
     def _cost(self) -> float | None:
         return self._price(self._tokens)[0] if self._tokens is not None else None

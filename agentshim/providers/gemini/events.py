@@ -61,7 +61,8 @@ TOOL_KINDS: Mapping[str, ToolKind] = MappingProxyType(
 
 def tool_kind(name: str) -> ToolKind:
     """Return what the Gemini CLI tool ``name`` does (OTHER for a name it does not ship)."""
-    return tool_kind_in(TOOL_KINDS, name, mcp_prefix=MCP_TOOL_PREFIX)
+    # The table answers for the CLI's own tools without a second call (one per tool event).
+    return TOOL_KINDS.get(name) or tool_kind_in(TOOL_KINDS, name, mcp_prefix=MCP_TOOL_PREFIX)
 
 
 def tool_call(frame: Mapping[str, Any]) -> ToolCall:
@@ -77,12 +78,8 @@ def tool_call(frame: Mapping[str, Any]) -> ToolCall:
         args = params
     else:
         args = to_text(params)
-    return ToolCall(
-        tool_id=tool_id if isinstance(tool_id, str) else None,
-        tool=name,
-        args=args,
-        kind=tool_kind(name),
-    )
+    # Positional (tool_id, tool, args, kind): keywords cost a dict per call on CPython.
+    return ToolCall(tool_id if isinstance(tool_id, str) else None, name, args, tool_kind(name))
 
 
 def tool_result(frame: Mapping[str, Any], name: str, duration_s: float | None) -> ToolResult:
@@ -94,11 +91,14 @@ def tool_result(frame: Mapping[str, Any], name: str, duration_s: float | None) -
     tool_id = frame.get("tool_id")
     error = frame.get("error")
     failed = frame.get("status") == "error" or isinstance(error, dict)
-    output = to_text(frame.get("output"))
+    output: Any = frame.get("output")
+    if output.__class__ is not str:  # text is the usual output; to_text renders the rest
+        output = to_text(output)
     kind = tool_kind(name)
     tid = tool_id if isinstance(tool_id, str) else None
     if not failed:
-        return ToolResult(tid, name, stdout=output, exit_code=0, duration_s=duration_s, kind=kind)
+        # Positional (tool_id, tool, stdout, stderr, exit_code, duration_s, kind), as above.
+        return ToolResult(tid, name, output, "", 0, duration_s, kind)
     message = ""
     if isinstance(error, dict):
         message = to_text(cast("dict[str, Any]", error).get("message"))

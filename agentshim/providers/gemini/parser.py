@@ -10,8 +10,9 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from types import MappingProxyType
-from typing import Any, cast
+from typing import Any
 
 from agentshim.core.errors import FailureKind
 from agentshim.core.events import (
@@ -35,6 +36,12 @@ from .events import TODO_TOOL, plan_from_args, tool_call, tool_result
 __all__ = ["PROVIDER_NAME", "GeminiStreamParser"]
 
 PROVIDER_NAME = "gemini"
+# What ``init.model`` says when the CLI routes each request itself: no model name.
+_ROUTED_MODEL = "auto"
+# Looking an enum member up on its class costs ~0.1 us on CPython 3.11; these are read for
+# every result.
+_NOT_REPORTED = CostSource.NOT_REPORTED
+_UNKNOWN_MODEL = CostSource.UNKNOWN_MODEL
 # stderr lines the CLI prints on every run; never the reason a turn failed.
 _NOISE_PREFIXES = (
     "Warning: 256-color support",
@@ -44,12 +51,14 @@ _NOISE_PREFIXES = (
 )
 
 
-def _fold_usage(stats: Mapping[str, Any]) -> TokenUsage:
-    """Normalize one ``stats`` object (or one of its per-model entries).
+def _fold_usage(stats: Mapping[str, Any]) -> TokenUsage | None:
+    """Normalize one ``stats`` object (or one of its per-model entries); None if it cannot be.
 
     ``input_tokens`` is the prompt count and already includes ``cached`` (cache reads); Gemini
     reports no cache writes. ``output_tokens`` is the candidates count, which excludes thinking:
-    what ``total_tokens`` holds beyond input and output is counted as reasoning output.
+    what ``total_tokens`` holds beyond input and output is counted as reasoning output. Without
+    both ``input_tokens`` and ``output_tokens`` (a build that prints only ``total_tokens``) the
+    split is unknown, and guessing it would book the prompt as output: None.
     """
     get = stats.get
     input_tokens, output, total, cached = (
@@ -58,6 +67,8 @@ def _fold_usage(stats: Mapping[str, Any]) -> TokenUsage:
         get("total_tokens"),
         get("cached"),
     )
+    if input_tokens is None or output is None:
+        return None
     input_tokens = input_tokens if type(input_tokens) is int and input_tokens > 0 else 0
     output = output if type(output) is int and output > 0 else 0
     total = total if type(total) is int and total > 0 else 0
@@ -65,13 +76,10 @@ def _fold_usage(stats: Mapping[str, Any]) -> TokenUsage:
     reasoning = total - input_tokens - output
     if reasoning < 0:
         reasoning = 0
-    return TokenUsage(
-        input_tokens=input_tokens,
-        cache_read_input_tokens=cached if cached < input_tokens else input_tokens,
-        output_tokens=output + reasoning,
-        reasoning_output_tokens=reasoning,
-        turns=1,
-    )
+    read = cached if cached < input_tokens else input_tokens
+    # In field order (input, cache read, cache write, 1h write, output, reasoning, turns):
+    # building a class with keywords costs a dict per call on CPython.
+    return TokenUsage(input_tokens, read, 0, 0, output + reasoning, reasoning, 1)
 
 
 class GeminiStreamParser(FrameParser):
@@ -110,17 +118,24 @@ class GeminiStreamParser(FrameParser):
         self._runs: list[str] = []
         self._run: list[str] = []
         self._session_id: str | None = None
+        self._init_model: str | None = None
         self._usage: ProviderUsage | None = None
         self._cost: float | None = None
         self._finished = False
         self._error: str | None = None
         self._error_kind: FailureKind | None = None
         self._fatal_error: str | None = None
+        # The last error frame not marked a warning: the reason of a turn that ends without
+        # its result (a build may print no severity at all).
+        self._said_error: str | None = None
         self._stderr = StderrTail(emit)
 
     # stdout
 
     def _on_init(self, frame: Frame, out: list[AgentEvent]) -> None:
+        model = frame.get("model")
+        if isinstance(model, str) and model and model != _ROUTED_MODEL:
+            self._init_model = model
         session_id = frame.get("session_id")
         if isinstance(session_id, str) and session_id and self._session_id is None:
             self._session_id = session_id
@@ -132,10 +147,11 @@ class GeminiStreamParser(FrameParser):
         content = frame.get("content")
         if not isinstance(content, str) or not content:
             return
-        if frame.get("delta") is not True and self._run:
+        delta = frame.get("delta") is True
+        if not delta and self._run:
             self._close_run()
         self._run.append(content)
-        out.append(AssistantText(content, delta=frame.get("delta") is True))
+        out.append(AssistantText(content, delta))
 
     def _close_run(self) -> None:
         if self._run:
@@ -143,7 +159,8 @@ class GeminiStreamParser(FrameParser):
             self._run = []
 
     def _on_tool_use(self, frame: Frame, out: list[AgentEvent]) -> None:
-        self._close_run()
+        if self._run:
+            self._close_run()
         event = tool_call(frame)
         if event.tool_id is not None:
             self._tools.start(event.tool_id, event.tool, event.args)
@@ -162,9 +179,12 @@ class GeminiStreamParser(FrameParser):
     def _on_error(self, frame: Frame, out: list[AgentEvent]) -> None:
         message = frame.get("message")
         text = message if isinstance(message, str) else json.dumps(message)
-        fatal = frame.get("severity") == "error"
+        severity = frame.get("severity")
+        fatal = severity == "error"
         if fatal:
             self._fatal_error = text
+        if severity != "warning":
+            self._said_error = text
         out.append(ProviderErrorReported(text, fatal=fatal))
 
     def _on_result(self, frame: Frame, out: list[AgentEvent]) -> None:
@@ -177,9 +197,10 @@ class GeminiStreamParser(FrameParser):
             out.append(usage)
         self._finished = True
         status = frame.get("status")
-        if status == "success":
-            return
         error = frame.get("error")
+        if status == "success" or (status is None and error is None):
+            # A build that prints no status said nothing failed unless it gave an error.
+            return
         message = error.get("message") if isinstance(error, dict) else None  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
         text = message if isinstance(message, str) and message else f"gemini reported {status!r}"
         self._error = text
@@ -188,14 +209,20 @@ class GeminiStreamParser(FrameParser):
 
     def _usage_report(self, stats: dict[str, Any]) -> UsageReport:
         models = _model_entries(stats.get("models"))
+        tokens = _fold_usage(stats)
+        if tokens is None and models:
+            # The per-model entries may still hold the split the totals lack.
+            folded = [_fold_usage(entry) for _, entry in models.values()]
+            split = [t for t in folded if t is not None]
+            if len(split) == len(folded):
+                tokens = replace(sum(split, TokenUsage()), turns=1)
         cost, source = self._price(models)
+        known = tokens is not None
+        model = _main_model(models) or self._init_model
+        raw = MappingProxyType(stats)
+        # In field order (tokens, cost, provider, raw, increment_known, cost_source, model).
         usage = ProviderUsage(
-            tokens=_fold_usage(stats),
-            total_cost_usd=cost,
-            provider=PROVIDER_NAME,
-            raw=MappingProxyType(stats),
-            cost_source=source,
-            model=_main_model(models),
+            tokens if known else TokenUsage(turns=1), cost, PROVIDER_NAME, raw, known, source, model
         )
         return UsageReport(usage, cost)
 
@@ -203,16 +230,19 @@ class GeminiStreamParser(FrameParser):
         self, models: Mapping[str, tuple[int, Mapping[str, Any]]]
     ) -> tuple[float | None, CostSource]:
         if not models:
-            return None, CostSource.NOT_REPORTED
+            return None, _NOT_REPORTED
         pricing = self._pricing
         if pricing is None or not pricing.prices:
-            return None, CostSource.UNKNOWN_MODEL
+            return None, _UNKNOWN_MODEL
         total = 0.0
         for model, (_, entry) in models.items():
             price = pricing.get(model)
             if price is None:
                 return None, CostSource.UNKNOWN_MODEL
-            total += cost_usd(_fold_usage(entry), price)
+            tokens = _fold_usage(entry)
+            if tokens is None:
+                return None, CostSource.NOT_REPORTED
+            total += cost_usd(tokens, price)
         return total, CostSource.PRICED
 
     # stderr
@@ -235,13 +265,12 @@ class GeminiStreamParser(FrameParser):
         """Summarize the turn; a stream without its ``result`` frame is a failure (OTHER)."""
         error, kind = self._error, self._error_kind
         if not self._finished:
-            reason = self._fatal_error or self._stderr_reason()
+            said = self._fatal_error or self._said_error
+            reason = said or self._stderr_reason()
             error = "gemini's stream ended before its result frame" + (
                 f": {reason}" if reason else ""
             )
-            kind = (kind_from_text(self._fatal_error) if self._fatal_error else None) or (
-                FailureKind.OTHER
-            )
+            kind = (kind_from_text(said) if said else None) or FailureKind.OTHER
         runs = [*self._runs, "".join(self._run)] if self._run else self._runs
         return ParsedTurn(
             text="\n".join(runs),
@@ -267,12 +296,14 @@ def _model_entries(models: object) -> dict[str, tuple[int, Mapping[str, Any]]]:
     On a failed request the CLI lists the requested model with zero tokens beside the one that
     answered.
     """
-    if not isinstance(models, dict):
-        return {}
     result: dict[str, tuple[int, Mapping[str, Any]]] = {}
-    for name, entry in cast("dict[object, object]", models).items():
-        if isinstance(name, str) and isinstance(entry, dict):
-            fields = cast("dict[str, Any]", entry)
+    if models.__class__ is not dict:
+        return result
+    # Annotated rather than cast(): cast is a call, and this runs for every result.
+    entries: dict[str, Any] = models  # pyright: ignore[reportAssignmentType]
+    fields: Any
+    for name, fields in entries.items():
+        if fields.__class__ is dict:
             total = as_count(fields.get("total_tokens"), whole_floats=False) or (
                 as_count(fields.get("input_tokens"), whole_floats=False)
                 + as_count(fields.get("output_tokens"), whole_floats=False)

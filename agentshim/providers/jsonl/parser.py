@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import replace
 
-from agentshim.core.event_json import EVENT_TYPES, event_from_json
+from agentshim.core.event_json import event_from_json
 from agentshim.core.events import (
     AgentEvent,
     AssistantText,
@@ -82,14 +82,10 @@ class JsonlStreamParser(FrameParser):
         }
         super().__init__(handlers, emit)
 
-    def dispatch(self, frame: Frame, line: str = "") -> None:
-        """Dispatch a frame of the vocabulary; any other object is RawOutput with its line."""
-        kind = frame.get("type")
-        if type(kind) is str and kind in EVENT_TYPES:
-            super().dispatch(frame, line)
-            return
+    def unknown_frame(self, frame: Frame, line: str) -> AgentEvent:
+        """An object whose type is not in the vocabulary: RawOutput with its line."""
         text = line.rstrip("\r\n")
-        self._emit(RawOutput(text) if text else event_from_json(frame))
+        return RawOutput(text) if text else event_from_json(frame)
 
     # -- frame handlers ------------------------------------------------------------------------
 

@@ -95,7 +95,8 @@ def tool_events(part: Mapping[str, Any]) -> tuple[ToolCall, ToolResult | None]:
     else:
         args = to_text(raw_input)
     kind = tool_kind(name)
-    call = ToolCall(tool_id=tool_id, tool=name, args=args, kind=kind)
+    # Positional (tool_id, tool, args, kind): keywords cost a dict per call on CPython.
+    call = ToolCall(tool_id, name, args, kind)
     status = state.get("status")
     # A list or dict status cannot be looked up in a set (TypeError); like an unknown status
     # it leaves the call without a result.
@@ -109,15 +110,8 @@ def tool_events(part: Mapping[str, Any]) -> tuple[ToolCall, ToolResult | None]:
         message = to_text(state.get("error")) if status == "error" else ""
         stdout, stderr = "", message or to_text(state.get("output")) or "the tool failed"
         result_code = code or 1
-    result = ToolResult(
-        tool_id,
-        name,
-        stdout=stdout,
-        stderr=stderr,
-        exit_code=result_code,
-        duration_s=_duration_s(state),
-        kind=kind,
-    )
+    # Positional (tool_id, tool, stdout, stderr, exit_code, duration_s, kind), as above.
+    result = ToolResult(tool_id, name, stdout, stderr, result_code, _duration_s(state), kind)
     return call, result
 
 

@@ -3,7 +3,8 @@
 Every frame is ``{"type", "timestamp", "sessionID", "part": {...}}`` (``error`` frames carry
 ``error`` instead of ``part``). There is no final result frame: the turn succeeded when a
 ``step_finish`` with ``reason: "stop"`` arrived and no ``error`` frame followed it;
-``"tool-calls"`` only ends a step.
+``"tool-calls"`` only ends a step. A build that prints ``step_finish`` without a ``reason``
+says nothing either way: its last step, with no step started and no error after it, is the stop.
 """
 
 from __future__ import annotations
@@ -35,6 +36,11 @@ from .failures import read_error as classify_error
 __all__ = ["PROVIDER_NAME", "OpencodeStreamParser", "strip_ansi"]
 
 PROVIDER_NAME = "opencode"
+# Looking an enum member up on its class costs ~0.1 us on CPython 3.11: read once a report.
+_REPORTED = CostSource.REPORTED
+_NOT_REPORTED = CostSource.NOT_REPORTED
+# An event that never varies is one frozen value, built once rather than for every step.
+_STEP_STARTED = Lifecycle("step_started")
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]")
 
 
@@ -43,13 +49,17 @@ def strip_ansi(text: str) -> str:
     return _ANSI.sub("", text)
 
 
-def _step_counts(tokens: Mapping[str, Any]) -> tuple[int, int, int, int, int]:
-    """One step's ``tokens`` in the normalized breakdown, as plain counts.
+def _step_counts(tokens: Mapping[str, Any]) -> tuple[int, int, int, int, int] | None:
+    """One step's ``tokens`` in the normalized breakdown, as plain counts; None if it has none.
 
     Returns (input, cache read, cache write, output, reasoning). opencode reports cache reads,
-    cache writes and reasoning apart from ``input`` and ``output``, so they are folded in.
+    cache writes and reasoning apart from ``input`` and ``output``, so they are folded in. A
+    ``tokens`` with neither ``input`` nor ``output`` (only a ``total``, say) counts nothing
+    this breakdown can hold: None, not zero.
     """
     get = tokens.get
+    if "input" not in tokens and "output" not in tokens:
+        return None
     cache = get("cache")
     read = write = 0
     if type(cache) is dict:
@@ -67,14 +77,9 @@ def _step_counts(tokens: Mapping[str, Any]) -> tuple[int, int, int, int, int]:
 
 
 def _token_usage(counts: list[int], turns: int) -> TokenUsage:
-    return TokenUsage(
-        input_tokens=counts[0],
-        cache_read_input_tokens=counts[1],
-        cache_write_input_tokens=counts[2],
-        output_tokens=counts[3],
-        reasoning_output_tokens=counts[4],
-        turns=turns,
-    )
+    # In field order (input, cache read, cache write, 1h write, output, reasoning, turns):
+    # building a class with keywords costs a dict per call on CPython.
+    return TokenUsage(counts[0], counts[1], counts[2], 0, counts[3], counts[4], turns)
 
 
 class OpencodeStreamParser(FrameParser):
@@ -122,6 +127,12 @@ class OpencodeStreamParser(FrameParser):
         self._context_tokens: int | None = None
         self._last_reason: str | None = None
         self._stopped = False
+        # True while the stop is a step_finish without a reason: a later step_start undoes it.
+        self._stop_unsaid = False
+        # A step_finish whose tokens held no counts makes the turn's usage unknown, and the
+        # report covering it.
+        self._counts_unknown = False
+        self._unreported_unknown = False
         # Error frames since the last stop; any of them fails the turn.
         self._errors: list[tuple[str, FailureKind]] = []
         self._stderr = StderrTail(emit)
@@ -161,7 +172,10 @@ class OpencodeStreamParser(FrameParser):
             out.append(result)
 
     def _on_step_start(self, frame: Frame, out: list[AgentEvent]) -> None:
-        out.append(Lifecycle("step_started"))
+        if self._stop_unsaid:
+            # The step without a reason was not the last: the turn goes on.
+            self._stopped = self._stop_unsaid = False
+        out.append(_STEP_STARTED)
 
     def _on_step_finish(self, frame: Frame, out: list[AgentEvent]) -> None:
         part = mapping_or_empty(frame.get("part"))
@@ -172,11 +186,15 @@ class OpencodeStreamParser(FrameParser):
             self._finished_steps.add(step_id)
         reason = part.get("reason")
         self._last_reason = reason if isinstance(reason, str) else None
-        if reason == "stop":
+        unsaid = self._last_reason is None
+        if reason == "stop" or unsaid:
             # The turn went on past any earlier error and finished: only an error after this
-            # stop fails it.
+            # stop fails it. A step without a reason is the stop if nothing follows it.
             self._stopped = True
+            self._stop_unsaid = unsaid
             self._errors.clear()
+        elif self._stop_unsaid:
+            self._stopped = self._stop_unsaid = False
         out.append(Lifecycle("step_finished", self._last_reason or ""))
         tokens = part.get("tokens")
         raw = cast("dict[str, Any]", tokens) if isinstance(tokens, dict) else None
@@ -186,12 +204,15 @@ class OpencodeStreamParser(FrameParser):
         self._counted = True
         if raw is not None:
             counts = _step_counts(raw)
-            totals = self._totals
-            for index, count in enumerate(counts):
-                totals[index] += count
+            if counts is None:
+                self._counts_unknown = self._unreported_unknown = True
+            else:
+                totals = self._totals
+                for index, count in enumerate(counts):
+                    totals[index] += count
+                # The prompt of the step's model call, as TurnResult.context_tokens defines it.
+                self._context_tokens = counts[0]
             self._raw = MappingProxyType(raw)
-            # The prompt of the step's model call, as TurnResult.context_tokens defines it.
-            self._context_tokens = counts[0]
         if cost is not None:
             self._cost = cost if self._cost is None else self._cost + cost
         if reason != "tool-calls":
@@ -203,14 +224,14 @@ class OpencodeStreamParser(FrameParser):
         cost = self._cost
         if cost is not None and self._cost_reported is not None:
             cost -= self._cost_reported
+        # The turn counts once, on its first report, so reports add up to the turn.
+        tokens = _token_usage(increment, 0 if self._report_count else 1)
+        source = _REPORTED if cost is not None else _NOT_REPORTED
+        # In field order (tokens, cost, provider, raw, increment_known, cost_source), as above.
         usage = ProviderUsage(
-            # The turn counts once, on its first report, so reports add up to the turn.
-            tokens=_token_usage(increment, 0 if self._report_count else 1),
-            total_cost_usd=cost,
-            provider=PROVIDER_NAME,
-            raw=self._raw,
-            cost_source=CostSource.REPORTED if cost is not None else CostSource.NOT_REPORTED,
+            tokens, cost, PROVIDER_NAME, self._raw, not self._unreported_unknown, source
         )
+        self._unreported_unknown = False
         if self._first_report is None:
             self._first_report = usage
         self._report_count += 1
@@ -262,7 +283,11 @@ class OpencodeStreamParser(FrameParser):
         kind: FailureKind | None = None
         if not self._stopped:
             error, kind = self._failure()
-        if self._counted and (self._totals != self._reported or self._cost != self._cost_reported):
+        if self._counted and (
+            self._totals != self._reported
+            or self._cost != self._cost_reported
+            or self._unreported_unknown
+        ):
             self._report(self._emit)  # steps the stream ended without reporting
         usage = None
         if self._report_count == 1:
@@ -273,6 +298,7 @@ class OpencodeStreamParser(FrameParser):
                 total_cost_usd=self._cost,
                 provider=PROVIDER_NAME,
                 raw=self._raw,
+                increment_known=not self._counts_unknown,
                 cost_source=CostSource.REPORTED
                 if self._cost is not None
                 else CostSource.NOT_REPORTED,

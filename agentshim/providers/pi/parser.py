@@ -64,6 +64,11 @@ __all__ = ["PROVIDER_NAME", "PiStreamParser", "short_session_id"]
 
 PROVIDER_NAME = "pi"
 
+# Events that never vary are frozen values, built once rather than for every frame.
+_AGENT_STARTED = Lifecycle("agent_started", "")
+_AGENT_COMPLETED = Lifecycle("agent_completed", "")
+_TURN_STARTED = Lifecycle("turn_started", "")
+_TURN_COMPLETED = Lifecycle("turn_completed", "")
 _FAILED_STOPS = frozenset({"error", "aborted"})
 _UPDATE_PREFIX = '{"type":"message_update","assistantMessageEvent":{"type":"'
 # Only text and thinking deltas carry anything; the other updates (block starts and ends,
@@ -126,6 +131,8 @@ class PiStreamParser(FrameParser):
         self._last_error: str | None = None
         self._retry_error: str | None = None
         self._tokens: TokenUsage | None = None
+        # A message_end whose usage had neither an input nor an output count.
+        self._usage_unknown = False
         self._cost: float | None = None
         self._usage_raw: Mapping[str, Any] = MappingProxyType({})
         self._model: str | None = None
@@ -203,17 +210,17 @@ class PiStreamParser(FrameParser):
     def _on_agent_start(self, frame: Frame, out: list[AgentEvent]) -> None:
         self._agent_started = True
         self._agent_open = True
-        out.append(Lifecycle("agent_started", ""))
+        out.append(_AGENT_STARTED)
 
     def _on_agent_end(self, frame: Frame, out: list[AgentEvent]) -> None:
         self._agent_open = False
-        out.append(Lifecycle("agent_completed", ""))
+        out.append(_AGENT_COMPLETED)
 
     def _on_turn_start(self, frame: Frame, out: list[AgentEvent]) -> None:
-        out.append(Lifecycle("turn_started", ""))
+        out.append(_TURN_STARTED)
 
     def _on_turn_end(self, frame: Frame, out: list[AgentEvent]) -> None:
-        out.append(Lifecycle("turn_completed", ""))
+        out.append(_TURN_COMPLETED)
 
     def _on_message_start(self, frame: Frame, out: list[AgentEvent]) -> None:
         message = as_mapping(frame.get("message"))
@@ -321,6 +328,10 @@ class PiStreamParser(FrameParser):
     def _record_usage(self, usage: Mapping[str, Any] | None, out: list[AgentEvent]) -> None:
         if usage is None:
             return
+        counted = "input" in usage or "output" in usage
+        if not counted:
+            # Nothing to fold (a build with only totalTokens, say): unknown, never zero.
+            self._usage_unknown = True
         tokens = _fold_usage(usage)
         cost_block = as_mapping(usage.get("cost"))
         cost = as_amount(cost_block.get("total")) if cost_block is not None else None
@@ -336,6 +347,7 @@ class PiStreamParser(FrameParser):
             total_cost_usd=cost,
             provider=PROVIDER_NAME,
             raw=self._usage_raw,
+            increment_known=counted,
             cost_source=CostSource.REPORTED if cost is not None else CostSource.NOT_REPORTED,
             model=self._model,
         )
@@ -351,6 +363,7 @@ class PiStreamParser(FrameParser):
             total_cost_usd=cost,
             provider=PROVIDER_NAME,
             raw=self._usage_raw,
+            increment_known=not self._usage_unknown,
             cost_source=CostSource.REPORTED if cost is not None else CostSource.NOT_REPORTED,
             model=self._model,
         )

@@ -17,6 +17,7 @@ from agentshim.core.frames import (
     LineSkip,
     ignore_frame,
 )
+from agentshim.core.stream import parse_json_object
 from tests.unit.providers.adversarial import json_values
 
 SKIP_PREFIX = '{"type":"'
@@ -233,3 +234,28 @@ def test_any_lines_give_exactly_their_own_outcome_in_order_and_never_raise(
             assert event.kind.startswith("unknown_frame:")
         else:
             assert got == expected, line
+
+
+def _seen(frame: Frame, out: list[AgentEvent]) -> None:
+    out.append(Lifecycle("seen", str(frame.get("x"))))
+
+
+@given(st.lists(LINES, max_size=30), st.booleans())
+def test_feeding_a_line_is_decoding_it_then_dispatching_the_frame(
+    lines: list[str], with_before: bool
+) -> None:
+    # feed decodes and dispatches inline (it runs for every line); this pins it to the
+    # public pieces it stands for: parse_json_object, then dispatch.
+    before = _seen if with_before else None
+    fed: list[AgentEvent] = []
+    by_parts: list[AgentEvent] = []
+    feeder = FrameDispatcher(HANDLERS, fed.append, before=before)
+    parts = FrameDispatcher(HANDLERS, by_parts.append, before=before)
+    for line in lines:
+        feeder.feed(line)
+        frame = parse_json_object(line)
+        if frame is not None:
+            parts.dispatch(frame, line)
+        elif line.strip():
+            by_parts.append(RawOutput(line.rstrip("\r\n")))
+    assert fed == by_parts

@@ -446,6 +446,17 @@ _DROP = object()
 
 
 class TestUsageAndCost:
+    def test_a_usage_without_input_or_output_counts_is_unknown(self) -> None:
+        turn, _ = parse([_result(usage={"server_tool_use": {"web_search_requests": 0}})])
+        assert turn.usage is not None
+        assert not turn.usage.increment_known
+        assert turn.usage.tokens.total_tokens == 0
+
+    def test_a_result_without_num_turns_counts_one(self) -> None:
+        turn, _ = parse([_result(num_turns=_DROP)])
+        assert turn.usage is not None
+        assert turn.usage.tokens.turns == 1
+
     def test_cache_tokens_are_folded_into_input(self) -> None:
         usage = {
             "input_tokens": 10,

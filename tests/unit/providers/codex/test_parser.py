@@ -331,12 +331,19 @@ class TestUsage:
         assert turn.usage.tokens.input_tokens == 250
 
     @pytest.mark.parametrize(
-        "raw", [{"input_tokens": "many"}, {"input_tokens": -5, "output_tokens": True}, {}]
+        "raw", [{"input_tokens": "many"}, {"input_tokens": -5, "output_tokens": True}]
     )
     def test_garbage_counts_are_zero(self, raw: dict[str, Any]) -> None:
         turn, _ = parse([line({"type": "turn.completed", "usage": raw})])
         assert turn.usage is not None
         assert turn.usage.tokens.input_tokens == 0
+
+    @pytest.mark.parametrize("raw", [{}, {"total_tokens": 1234}])
+    def test_a_usage_without_input_or_output_counts_is_no_report(self, raw: dict[str, Any]) -> None:
+        turn, events = parse([line({"type": "turn.completed", "usage": raw})])
+        assert turn.error is None
+        assert turn.usage is None
+        assert of(events, UsageReport) == []
 
 
 class TestFinalAnswer:

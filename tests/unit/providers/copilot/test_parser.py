@@ -164,6 +164,47 @@ class TestRecordedStreams:
 
 
 class TestFrames:
+    def test_message_output_tokens_stand_in_for_missing_usage_frames(self) -> None:
+        message = {"messageId": "m1", "content": "hi", "outputTokens": 7}
+        turn, events = parse(
+            [
+                frame("session.tools_updated", {"model": "gpt-5-mini"}),
+                frame("assistant.message", message),
+                result(),
+            ]
+        )
+        assert turn.usage is not None
+        assert turn.usage.tokens == TokenUsage(output_tokens=7, turns=1)
+        assert not turn.usage.increment_known
+        assert turn.usage.model == "gpt-5-mini"
+        assert [e.usage for e in of_type(events, UsageReport)] == [turn.usage]
+
+    def test_usage_frames_win_over_message_output_tokens(self) -> None:
+        usage = {"model": "m", "inputTokens": 10, "outputTokens": 3}
+        turn, _ = parse(
+            [
+                frame("assistant.message", {"messageId": "m1", "content": "hi", "outputTokens": 3}),
+                frame("assistant.usage", usage),
+                result(),
+            ]
+        )
+        assert turn.usage is not None
+        assert turn.usage.increment_known
+        assert turn.usage.tokens == TokenUsage(input_tokens=10, output_tokens=3, turns=1)
+
+    def test_a_usage_frame_without_counts_is_unknown(self) -> None:
+        turn, events = parse(
+            [
+                frame("assistant.usage", {"model": "m", "inputTokens": 10, "outputTokens": 3}),
+                frame("assistant.usage", {"model": "m", "duration": 812}),
+                result(),
+            ]
+        )
+        assert [e.usage.increment_known for e in of_type(events, UsageReport)] == [True, False]
+        assert turn.usage is not None
+        assert not turn.usage.increment_known
+        assert turn.usage.tokens == TokenUsage(input_tokens=10, output_tokens=3, turns=1)
+
     def test_session_start_names_the_session_before_the_result(self) -> None:
         parsed, events = parse(
             [

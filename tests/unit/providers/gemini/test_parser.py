@@ -271,6 +271,60 @@ class TestFrames:
         assert "quota exceeded" in turn.error
         assert turn.error_kind is FailureKind.USAGE_LIMIT
 
+    def test_error_without_severity_and_without_result_is_the_failure_reason(self) -> None:
+        warning = frame(type="error", severity="warning", message="Loop detected")
+        said = frame(type="error", message="API key not valid. Please pass a valid API key.")
+        turn, events = parse([init(), said, warning])
+        assert turn.error is not None
+        assert "API key not valid" in turn.error
+        assert "Loop detected" not in turn.error
+        assert turn.error_kind is FailureKind.AUTH
+        assert [e.fatal for e in of(events, ProviderErrorReported)] == [False, False]
+
+    def test_a_warning_alone_is_not_the_failure_reason(self) -> None:
+        turn, _ = parse([init(), frame(type="error", severity="warning", message="quota low")])
+        assert turn.error == "gemini's stream ended before its result frame"
+        assert turn.error_kind is FailureKind.OTHER
+
+    def test_a_result_without_status_or_error_is_a_success(self) -> None:
+        stats = {"input_tokens": 20, "output_tokens": 10, "total_tokens": 30}
+        turn, _ = parse([init(), delta("ok"), frame(type="result", stats=stats)])
+        assert (turn.error, turn.error_kind, turn.text) == (None, None, "ok")
+
+    def test_stats_with_only_a_total_are_unknown(self) -> None:
+        stats = {"total_tokens": 300, "models": {"m": {"total_tokens": 300}}}
+        pricing = PricingTable("t", "2026-11-29", {"m": ModelPricing(1.0, 1.0)})
+        turn, _ = parse(
+            [init(), frame(type="result", status="success", stats=stats)], pricing=pricing
+        )
+        assert turn.usage is not None
+        assert not turn.usage.increment_known
+        assert turn.usage.tokens == TokenUsage(turns=1)
+        assert (turn.cost_usd, turn.usage.cost_source) == (None, CostSource.NOT_REPORTED)
+        assert turn.usage.model == "m"
+
+    def test_per_model_counts_stand_in_for_missing_totals(self) -> None:
+        models = {
+            "a": {"total_tokens": 35, "input_tokens": 20, "output_tokens": 10},
+            "b": {"total_tokens": 4, "input_tokens": 3, "output_tokens": 1},
+        }
+        turn, _ = parse([init(), frame(type="result", status="success", stats={"models": models})])
+        assert turn.usage is not None
+        assert turn.usage.increment_known
+        assert turn.usage.tokens == TokenUsage(
+            input_tokens=23, output_tokens=16, reasoning_output_tokens=5, turns=1
+        )
+
+    def test_the_init_model_names_usage_without_per_model_stats(self) -> None:
+        stats = {"total_tokens": 30, "input_tokens": 20, "output_tokens": 10}
+        named = frame(type="init", session_id="s", model="gemini-2.5-pro")
+        turn, _ = parse([named, frame(type="result", status="success", stats=stats)])
+        assert turn.usage is not None
+        assert turn.usage.model == "gemini-2.5-pro"
+        turn, _ = parse([init(), frame(type="result", status="success", stats=stats)])
+        assert turn.usage is not None
+        assert turn.usage.model is None  # "auto" routes each request: no model name
+
     def test_tool_error_status(self) -> None:
         _, events = parse(
             [

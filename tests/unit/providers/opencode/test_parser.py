@@ -234,6 +234,36 @@ class TestRecordedStreams:
 
 
 class TestFrames:
+    def test_a_last_step_without_a_reason_is_the_stop(self) -> None:
+        unsaid = frame("step_finish", id="p2", tokens={"input": 4, "output": 1}, cost=0.1)
+        turn, _ = parse([error("APIError", message="x", statusCode=500), unsaid])
+        assert (turn.error, turn.error_kind) == (None, None)
+        assert turn.usage is not None
+        assert turn.usage.tokens == TokenUsage(input_tokens=4, output_tokens=1, turns=1)
+
+    def test_a_step_without_a_reason_followed_by_another_step_is_not_the_stop(self) -> None:
+        unsaid = frame("step_finish", id="p1", tokens={"input": 4, "output": 1})
+        turn, _ = parse([unsaid, frame("step_start", type="step-start")])
+        assert turn.error is not None
+        assert turn.error_kind is FailureKind.OTHER
+        turn, _ = parse([unsaid, step_finish("length")])
+        assert turn.error is not None
+
+    def test_an_error_after_a_step_without_a_reason_fails_the_turn(self) -> None:
+        unsaid = frame("step_finish", id="p1", tokens={"input": 4, "output": 1})
+        turn, _ = parse([unsaid, error("ProviderAuthError", message="no key")])
+        assert (turn.error, turn.error_kind) == ("no key", FailureKind.AUTH)
+
+    def test_tokens_without_input_or_output_are_unknown(self) -> None:
+        counted = frame("step_finish", id="p1", reason="tool-calls", tokens={"input": 3})
+        totals_only = frame("step_finish", id="p2", reason="stop", tokens={"total": 90}, cost=0.2)
+        turn, events = parse([counted, totals_only])
+        assert turn.usage is not None
+        assert not turn.usage.increment_known
+        assert turn.usage.tokens == TokenUsage(input_tokens=3, turns=1)
+        assert turn.cost_usd == pytest.approx(0.2)
+        assert [r.usage.increment_known for r in of(events, UsageReport)] == [False]
+
     def test_texts_join_with_newline_and_reasoning_is_separate(self) -> None:
         turn, events = parse(
             [

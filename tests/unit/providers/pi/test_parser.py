@@ -335,6 +335,16 @@ class TestFailureRules:
 
 
 class TestFrames:
+    def test_a_usage_without_input_or_output_counts_is_unknown(self) -> None:
+        counted = assistant([{"type": "text", "text": "a"}], usage={"input": 5, "output": 2})
+        totals_only = assistant([{"type": "text", "text": "b"}], usage={"totalTokens": 70})
+        result, events = parse(turn(message_end(counted), message_end(totals_only)))
+        reports = [e.usage for e in of_type(events, UsageReport)]
+        assert [r.increment_known for r in reports] == [True, False]
+        assert result.usage is not None
+        assert not result.usage.increment_known
+        assert result.usage.tokens == TokenUsage(input_tokens=5, output_tokens=2, turns=1)
+
     def test_usage_folds_cache_into_input_and_sums_cost(self) -> None:
         usage = {
             "input": 10,
