@@ -21,7 +21,7 @@ from agentshim.core.errors import (
     ProviderCapabilityError,
 )
 from agentshim.core.profile import McpMechanism, OutputSchemaStyle, ProviderProfile
-from agentshim.core.provider import ArgvContext, McpInstallation, NoMcpInstallation
+from agentshim.core.provider import ArgvContext, McpInstallation, refuse_mcp_servers
 
 if TYPE_CHECKING:
     from agentshim.core.mcp import McpServer
@@ -100,13 +100,11 @@ class HarnessProvider:
         Raises:
             ProviderCapabilityError: ``servers`` is not empty.
         """
-        if servers:
-            names = ", ".join(server.name for server in servers)
-            raise ProviderCapabilityError(
-                f"a {self.default_profile.display_name} takes no MCP servers ({names}); "
-                "configure them in the harness"
-            )
-        return NoMcpInstallation()
+        return refuse_mcp_servers(
+            servers,
+            f"a {self.default_profile.display_name} takes no MCP servers",
+            "configure them in the harness",
+        )
 
     def classify_exit(self, error: CliExitError, *, resumed: bool) -> AgentShimError:
         """The failure as it is: a harness says nothing agentshim could refine."""
