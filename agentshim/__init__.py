@@ -15,6 +15,7 @@ from agentshim.core._lazy import lazy_attributes
 if TYPE_CHECKING:
     from agentshim.agent import Agent
     from agentshim.cli_agent import AgentSession, CliAgent
+    from agentshim.core.approvals import ApprovalDecision, ApprovalHandler, ApprovalRequest
     from agentshim.core.checkpoints import (
         Checkpoint,
         CheckpointStore,
@@ -32,7 +33,9 @@ if TYPE_CHECKING:
     )
     from agentshim.core.errors import (
         AgentShimError,
+        ApprovalRequiredError,
         CliCheckError,
+        CliDiedError,
         CliExitError,
         CliNotFoundError,
         CliTimeoutError,
@@ -52,12 +55,15 @@ if TYPE_CHECKING:
         StoreError,
         TurnCancelledError,
         TurnFailedError,
+        TurnStalledError,
         TurnTimeoutError,
         UnknownProviderError,
     )
     from agentshim.core.events import (
         AgentEvent,
         AgentEventHandler,
+        ApprovalAnswered,
+        ApprovalRequested,
         AssistantText,
         BackgroundTask,
         BackgroundTasksChanged,
@@ -151,6 +157,12 @@ _LAZY_NAMES = MappingProxyType(
         "AgentShimError": "agentshim.core.errors",
         "CliCheckError": "agentshim.core.errors",
         "CliExitError": "agentshim.core.errors",
+        "CliDiedError": "agentshim.core.errors",
+        "ApprovalRequiredError": "agentshim.core.errors",
+        "TurnStalledError": "agentshim.core.errors",
+        "ApprovalDecision": "agentshim.core.approvals",
+        "ApprovalHandler": "agentshim.core.approvals",
+        "ApprovalRequest": "agentshim.core.approvals",
         "CliNotFoundError": "agentshim.core.errors",
         "CliTimeoutError": "agentshim.core.errors",
         "ContinuityError": "agentshim.core.errors",
@@ -192,6 +204,8 @@ _LAZY_NAMES = MappingProxyType(
         "ToolKind": "agentshim.core.events",
         "ToolResult": "agentshim.core.events",
         "TurnInterrupted": "agentshim.core.events",
+        "ApprovalAnswered": "agentshim.core.events",
+        "ApprovalRequested": "agentshim.core.events",
         "UsageReport": "agentshim.core.events",
         "UsageScope": "agentshim.core.events",
         "SessionTitle": "agentshim.core.events",
@@ -245,7 +259,13 @@ __all__ = [
     "AgentEventHandler",
     "AgentSession",
     "AgentShimError",
+    "ApprovalAnswered",
+    "ApprovalDecision",
+    "ApprovalHandler",
     "ApprovalPolicy",
+    "ApprovalRequest",
+    "ApprovalRequested",
+    "ApprovalRequiredError",
     "AssistantText",
     "BackgroundTask",
     "BackgroundTasksChanged",
@@ -254,6 +274,7 @@ __all__ = [
     "CheckpointStore",
     "CliAgent",
     "CliCheckError",
+    "CliDiedError",
     "CliExitError",
     "CliNotFoundError",
     "CliTimeoutError",
@@ -338,6 +359,7 @@ __all__ = [
     "TurnInterrupted",
     "TurnRequest",
     "TurnResult",
+    "TurnStalledError",
     "TurnStop",
     "TurnTicket",
     "TurnTimeoutError",

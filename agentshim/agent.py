@@ -187,6 +187,8 @@ class Agent:
             )
 
         self.transport = factories[transport](context)
+        # Readiness is the CLI's, whatever the transport: the one-shot probe reports it.
+        self._prober = OneShotTransport(cli_agent, profile=profile, check_timeout=check_timeout)
         self._session_leases = self._own_leases()
 
     @classmethod
@@ -290,6 +292,8 @@ class Agent:
             "Agent", "event_handlers", event_handlers
         )
         self.log: Callable[[str], None] = log or ignore_log_line
+        # Set by a long-lived transport's Agent: it probes the CLI the one-shot way.
+        self._prober: OneShotTransport | None = None
 
     def _timeouts(self, stall_timeout: float | None, approval_timeout: float) -> None:
         self.stall_timeout = (
@@ -311,6 +315,8 @@ class Agent:
         transport = self.transport
         if isinstance(transport, ProbingTransport):
             return transport.probe()
+        if self._prober is not None:
+            return self._prober.probe()
         return Readiness(
             self.profile.name,
             binary_found=False,

@@ -4,16 +4,25 @@
 tell, like ``claude -p --output-format stream-json --verbose``: the whole real path (process,
 parser, events, result) runs on a machine with no agent CLI installed. ``--version`` answers the
 health check. The answer is made up locally; no model is called.
+
+For ``claude`` with ``--input-format stream-json`` it is a long-lived process instead, like
+Claude Code's stream transport: one turn per user message on stdin, answered by
+:class:`~agentshim.testing.claude_stream.ClaudeStreamPeer` (interrupts, model switches and a
+process-wide cost included), until stdin ends.
 """
 
 from __future__ import annotations
 
+import json
 import sys
 import uuid
 from collections.abc import Sequence
 
+from agentshim.core.jsonvalues import as_mapping
 from agentshim.core.usage import TokenUsage
+from agentshim.execution.process import ProcessExited, SpawnRequest, StderrLine
 from agentshim.providers import provider_names
+from agentshim.testing.claude_stream import ClaudePeerTurn, ClaudeStreamPeers
 from agentshim.testing.scripted import scripted_turn
 
 __all__ = ["main", "stand_in_answer"]
@@ -58,6 +67,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if "--version" in flags:
         sys.stdout.write(f"0.0.0 (agentshim stand-in for {provider})\n")
         return 0
+    if provider == "claude" and "stream-json" in _flag_values(flags, "--input-format"):
+        return _stream(flags)
     prompt = sys.stdin.read()
     answer = stand_in_answer(prompt)
     run = scripted_turn(
@@ -72,6 +83,41 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stderr.write(line if line.endswith("\n") else line + "\n")
     sys.stdout.flush()
     return run.returncode
+
+
+def _flag_values(flags: Sequence[str], flag: str) -> list[str]:
+    return [flags[i + 1] for i, arg in enumerate(flags[:-1]) if arg == flag]
+
+
+def _prompt_of(line: str) -> str | None:
+    try:
+        frame = as_mapping(json.loads(line))
+    except ValueError:
+        return None
+    if frame is None or frame.get("type") != "user":
+        return None
+    content = (as_mapping(frame.get("message")) or {}).get("content")
+    return content if isinstance(content, str) else json.dumps(content)
+
+
+def _stream(flags: Sequence[str]) -> int:
+    """Answer stream-json stdin line by line until it ends, like a long-lived Claude Code."""
+    family = ClaudeStreamPeers((), session_id=_resume_id(flags) or str(uuid.uuid4()))
+    peer = family(SpawnRequest(["claude", *flags]))
+    for line in sys.stdin:
+        prompt = _prompt_of(line)
+        if prompt is not None:
+            answer = stand_in_answer(prompt)
+            family.extend([ClaudePeerTurn(answer, input_tokens=max(1, len(prompt) // 4))])
+        for output in peer.on_stdin(line):
+            if isinstance(output, ProcessExited):
+                sys.stdout.flush()
+                return output.returncode
+            stream = sys.stderr if isinstance(output, StderrLine) else sys.stdout
+            text = getattr(output, "text", "")
+            stream.write(text)
+        sys.stdout.flush()
+    return 0
 
 
 if __name__ == "__main__":

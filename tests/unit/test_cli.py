@@ -244,6 +244,14 @@ class TestRun:
         )
         assert "codex does not offer stream; choose from one-shot" in message
 
+    def test_a_stream_turn_on_the_stand_in_runs_on_one_long_lived_process(self) -> None:
+        code, out, err = run_cli("run", "--stand-in", "--transport", "stream", "--json", "hi")
+        assert code == EXIT_OK, err
+        records = [json.loads(line) for line in out.splitlines()]
+        started = [r for r in records if r["type"] == "run_started"]
+        assert "--input-format" in started[0]["argv"]
+        assert "stand-in CLI" in records[-1]["text"]
+
     def test_json_writes_every_event_then_the_result(self) -> None:
         code, out, err = run_cli("run", "--stand-in", "--json", "Say hello")
         assert code == EXIT_OK, err

@@ -41,7 +41,9 @@ from agentshim.core.errors import (
     ProviderCapabilityError,
     SessionResumeError,
     TurnCancelledError,
+    TurnFailedError,
     TurnStalledError,
+    TurnTimeoutError,
 )
 from agentshim.core.events import (
     AgentEvent,
@@ -256,6 +258,7 @@ class ClaudeStreamConversation:
             CliExitError: the turn's result reported a failure (kind as on one-shot).
             CliTimeoutError / TurnStalledError: the turn overran its budget, or went silent.
             ApprovalRequiredError: a permission request met ApprovalPolicy.FAIL_TURN.
+            TurnFailedError: the CLI refused the request's model (kind MODEL); nothing sent.
         """
         turn_stop = self._slot.begin(stop)
         try:
@@ -437,12 +440,17 @@ class ClaudeStreamConversation:
         with self._lock:
             pending = self._control.issue("set_model", self._clock() + _CONTROL_TIMEOUT)
         channel.send(control_request(pending.request_id, "set_model", model=model))
+        deadline = pending.deadline
+        assert deadline is not None
         while True:
-            output = channel.read(pending.deadline)
+            output = channel.read(deadline)
             if output is None:
-                raise ProviderCapabilityError(
+                if self._clock() < deadline:
+                    continue  # woken early: nothing this switch waits on came
+                raise TurnTimeoutError(
+                    _CONTROL_TIMEOUT,
                     f"Claude Code did not confirm the switch to model {model!r} within "
-                    f"{_CONTROL_TIMEOUT:g} s; the turn was not sent"
+                    f"{_CONTROL_TIMEOUT:g} s; the turn was not sent, the conversation is kept",
                 )
             if isinstance(output, ProcessExited):
                 return  # the turn's read meets the exit and reports it
@@ -460,8 +468,12 @@ class ClaudeStreamConversation:
             if answered is None or answered.request_id != pending.request_id:
                 continue
             if body.get("subtype") != "success":
-                raise ProviderCapabilityError(
-                    f"Claude Code refused model {model!r}: {as_str(body.get('error')) or 'no reason given'}"
+                reason = as_str(body.get("error")) or "no reason given"
+                raise TurnFailedError(
+                    f"Claude Code refused to switch to model {model!r}: {reason}; the turn was "
+                    "not sent; name another model",
+                    kind=FailureKind.MODEL,
+                    detail=reason,
                 )
             self._model = model
             emit(Lifecycle("model_switched", model))
@@ -736,7 +748,8 @@ class ClaudeStreamConversation:
 
     def _shut_down(self) -> None:
         self._release_process()
-        installation, self._mcp = self._mcp, None
+        with self._lock:  # close() and the turn's own thread may both get here
+            installation, self._mcp = self._mcp, None
         if installation is not None:
             note = installation.restore()
             if note:

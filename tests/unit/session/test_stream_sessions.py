@@ -223,3 +223,26 @@ class TestNoHelperThreads:
             session.turn("go", on_event=count)
         assert max(seen) == before, "a turn ran with a helper thread alive"
         session.close()
+
+
+class TestProbe:
+    def test_a_stream_agent_reports_the_clis_readiness(self) -> None:
+        executor = FakeExecutor(
+            [FakeRun(stdout=["2.1.197 (Claude Code)"])],  # what probing's --version prints
+            peers=ClaudeStreamPeers([]),
+            binaries={"claude": "/usr/bin/claude"},
+        )
+        agent = Agent(
+            "claude",
+            executor=executor,
+            env={**ENV, "ANTHROPIC_API_KEY": "k"},
+            permissions=NativePermissions.bypass(),
+            approvals=ApprovalPolicy.DENY,
+            transport=TransportKind.STREAM,
+        )
+        readiness = agent.probe()
+        assert readiness.ready
+        assert readiness.binary_path == "/usr/bin/claude"
+        assert readiness.version is not None
+        assert "2.1.197" in readiness.version
+        assert executor.spawned == [], "probing started a conversation process"

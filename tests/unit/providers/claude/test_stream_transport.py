@@ -25,6 +25,7 @@ from agentshim.core.errors import (
     ProviderCapabilityError,
     SessionStateError,
     TurnCancelledError,
+    TurnFailedError,
     TurnStalledError,
 )
 from agentshim.core.events import (
@@ -195,6 +196,37 @@ class TestTurnsOnOneProcess:
         assert rig.peer.model == "claude-sonnet-4-5"
         assert events.lifecycle("model_switched") == ["claude-sonnet-4-5"]
         assert len(rig.executor.spawned) == 1
+
+    def test_a_model_the_cli_refuses_fails_the_turn_before_it_is_sent(self) -> None:
+        class Refuses(ClaudeStreamPeer):
+            def on_stdin(self, line: str) -> Iterable[PeerOutput]:
+                frame = json.loads(line)
+                if frame.get("type") == "control_request":
+                    self.received.append(frame)
+                    body = {"subtype": "error", "request_id": frame["request_id"], "error": "no"}
+                    return [
+                        StdoutLine(
+                            json.dumps({"type": "control_response", "response": body}) + "\n"
+                        )
+                    ]
+                return super().on_stdin(line)
+
+        family = ClaudeStreamPeers([ClaudePeerTurn("still here")])
+        peers: list[Refuses] = []
+
+        def spawn(request: SpawnRequest) -> Refuses:
+            peers.append(Refuses(family, "refuses-1", request.argv))
+            return peers[-1]
+
+        ctx, _ = context(spawn)
+        conversation = ClaudeStreamTransport(ctx).open(
+            ConversationSpec(permissions=BYPASS, approvals=ApprovalPolicy.DENY)
+        )
+        with pytest.raises(TurnFailedError) as caught:
+            conversation.turn(TurnRequest("go", model="claude-nope"), Events())
+        assert caught.value.kind is FailureKind.MODEL
+        assert sent_types(peers[0]) == ["control_request:set_model"]
+        assert conversation.turn(TurnRequest("go"), Events()).text == "still here"
 
     @pytest.mark.parametrize(
         "request_fields",
