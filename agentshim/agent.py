@@ -32,7 +32,7 @@ from agentshim.core.conversation import (
 from agentshim.core.errors import AgentShimError, InvalidRequestError, ProviderCapabilityError
 from agentshim.core.events import EventSink, SessionTitle, event_callbacks
 from agentshim.core.ids import IdAllocator, RandomIds
-from agentshim.core.leases import ConversationLeases, InMemoryLeases, LeaseKeeper
+from agentshim.core.leases import ConversationLeases, InMemoryLeases, LeaseKeeper, kept_leases
 from agentshim.core.mcp import McpServer, StdioMcpServer
 from agentshim.core.permissions import NativePermissions
 from agentshim.core.profile import ProviderProfile, RenewalBudget
@@ -255,15 +255,7 @@ class Agent:
             hint = "a CheckpointStore such as FileCheckpointStore(directory), or None"
             instance("Agent", "checkpoints", checkpoints, CheckpointStore, hint)
         self.checkpoints = checkpoints
-        if leases is not None:
-            hint = "a ConversationLeases such as SqliteStore(path), or None"
-            instance("Agent", "leases", leases, ConversationLeases, hint)
-        # One keeper, so the renewals of all this Agent's running turns share one thread.
-        self._leases: ConversationLeases | None = (
-            leases
-            if leases is None or isinstance(leases, LeaseKeeper)
-            else LeaseKeeper(leases, log=self.log)
-        )
+        self._leases = kept_leases("Agent", leases, self.log)
         self.lease_ttl = seconds("Agent", "lease_ttl", lease_ttl, positive=True)
         self.lease_timeout = (
             None if lease_timeout is None else seconds("Agent", "lease_timeout", lease_timeout)

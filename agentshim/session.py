@@ -48,7 +48,7 @@ from agentshim.core.events import (
     event_callbacks,
 )
 from agentshim.core.ids import IdAllocator, RandomIds, validate_session_id
-from agentshim.core.leases import ConversationLeases, LeaseKeeper, TurnLease
+from agentshim.core.leases import ConversationLeases, TurnLease, kept_leases
 from agentshim.core.session_policy import (
     Abort,
     Adopt,
@@ -181,14 +181,7 @@ class Session:
         self._store = checkpoints
         self._key = checkpoint_key
         self._log: Callable[[str], None] = log or ignore_log_line
-        if leases is not None:
-            hint = "a ConversationLeases such as InMemoryLeases() or SqliteStore(path), or None"
-            instance("Session", "leases", leases, ConversationLeases, hint)
-        self._leases: ConversationLeases | None = (
-            leases
-            if leases is None or isinstance(leases, LeaseKeeper)
-            else LeaseKeeper(leases, log=self._log)
-        )
+        self._leases = kept_leases("Session", leases, self._log)
         self._lease_ttl = seconds("Session", "lease_ttl", lease_ttl, positive=True)
         self._lease_timeout = (
             None if lease_timeout is None else seconds("Session", "lease_timeout", lease_timeout)

@@ -23,7 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
-from agentshim.core._checks import seconds
+from agentshim.core._checks import instance, seconds
 from agentshim.core.clock import StopSignal
 from agentshim.core.errors import InvalidRequestError, LeaseTimeoutError
 from agentshim.core.events import AgentEvent, SessionStarted
@@ -34,6 +34,7 @@ __all__ = [
     "LeaseHolder",
     "LeaseKeeper",
     "TurnLease",
+    "kept_leases",
     "validate_lease_key",
 ]
 
@@ -276,6 +277,24 @@ class LeaseKeeper:
             )
             with self._cond:
                 self._held.pop(renewal.holder.token, None)
+
+
+def kept_leases(
+    owner: str, leases: ConversationLeases | None, log: Callable[[str], None]
+) -> ConversationLeases | None:
+    """``owner``'s ``leases`` checked and held by one LeaseKeeper (None stays None).
+
+    One keeper, so the renewals of all the owner's running turns share one thread; leases
+    that are a keeper already are kept as they are.
+
+    Raises:
+        InvalidRequestError: ``leases`` is not a ConversationLeases.
+    """
+    if leases is None:
+        return None
+    hint = "a ConversationLeases such as InMemoryLeases() or SqliteStore(path), or None"
+    instance(owner, "leases", leases, ConversationLeases, hint)
+    return leases if isinstance(leases, LeaseKeeper) else LeaseKeeper(leases, log=log)
 
 
 def _ignore(_: str) -> None:

@@ -7,7 +7,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from agentshim.core.errors import AgentShimError, CliExitError, FailureKind
+from agentshim.core.errors import (
+    AgentShimError,
+    CliExitError,
+    FailureKind,
+    ProviderCapabilityError,
+)
 from agentshim.core.events import BackgroundTask
 from agentshim.core.profile import ProviderProfile
 from agentshim.core.usage import ProviderUsage
@@ -27,6 +32,7 @@ __all__ = [
     "StreamParser",
     "mcp_env",
     "mcp_env_defaults",
+    "refuse_mcp_servers",
 ]
 
 
@@ -133,6 +139,19 @@ class NoMcpInstallation:
     def restore(self) -> str | None:
         """Nothing to undo."""
         return None
+
+
+def refuse_mcp_servers(servers: Sequence[McpServer], refusal: str, advice: str) -> McpInstallation:
+    """The ``install_mcp`` of a provider that takes no MCP servers: nothing to install.
+
+    Raises:
+        ProviderCapabilityError: ``servers`` is not empty; the message is ``refusal``, the
+            servers' names, then ``advice``.
+    """
+    if servers:
+        names = ", ".join(server.name for server in servers)
+        raise ProviderCapabilityError(f"{refusal} ({names}); {advice}")
+    return NoMcpInstallation()
 
 
 @dataclass(frozen=True, slots=True)

@@ -21,7 +21,8 @@ from __future__ import annotations
 import signal
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Generator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from typing import ClassVar
 
@@ -369,18 +370,23 @@ class ProcessContract:
                 return outputs, output
             outputs.append(output)
 
+    @contextmanager
+    def _stopped_after(self, process: Process) -> Generator[Process, None, None]:
+        """Yield ``process``; kill it and wait for it afterwards, whatever the test did."""
+        try:
+            yield process
+        finally:
+            process.kill()
+            process.wait(self.io_timeout)
+
     def test_lines_come_back_in_order_with_their_newlines(self) -> None:
         """Lines come back in the order written, each with its newline."""
-        process = self.make_echo_process()
-        try:
+        with self._stopped_after(self.make_echo_process()) as process:
             process.write("first\n")
             process.write("second\nthird\n")
             assert self._next(process) == StdoutLine("first\n")
             assert self._next(process) == StdoutLine("second\n")
             assert self._next(process) == StdoutLine("third\n")
-        finally:
-            process.kill()
-            process.wait(self.io_timeout)
 
     def test_exit_comes_after_every_line_and_then_forever(self) -> None:
         """ProcessExited follows the last line, carries the status, and repeats."""
@@ -422,19 +428,14 @@ class ProcessContract:
 
     def test_next_output_returns_none_when_nothing_comes(self) -> None:
         """next_output and wait return None when their timeout passes."""
-        process = self.make_silent_process()
-        try:
+        with self._stopped_after(self.make_silent_process()) as process:
             assert process.next_output(0) is None
             assert process.next_output(0.05) is None
             assert process.wait(0.05) is None
-        finally:
-            process.kill()
-            process.wait(self.io_timeout)
 
     def test_wake_ends_a_blocked_read_from_another_thread(self) -> None:
         """``wake`` from another thread makes a blocked ``next_output`` return None at once."""
-        process = self.make_silent_process()
-        try:
+        with self._stopped_after(self.make_silent_process()) as process:
             timer = threading.Timer(0.05, process.wake)
             started = time.monotonic()
             timer.start()
@@ -443,23 +444,16 @@ class ProcessContract:
             finally:
                 timer.cancel()
             assert time.monotonic() - started < self.io_timeout / 2
-        finally:
-            process.kill()
-            process.wait(self.io_timeout)
 
     def test_a_wake_before_the_read_ends_the_next_read_only(self) -> None:
         """A wake with no read blocked ends the next read; the one after waits again."""
-        process = self.make_echo_process()
-        try:
+        with self._stopped_after(self.make_echo_process()) as process:
             process.wake()
             assert process.next_output(self.io_timeout) is None
             process.write("after\n")
             output = process.next_output(self.io_timeout)
             assert isinstance(output, StdoutLine)
             assert output.text == "after\n"
-        finally:
-            process.kill()
-            process.wait(self.io_timeout)
 
     def test_terminate_ends_the_process_and_is_idempotent(self) -> None:
         """A terminate ends the process with -SIGTERM; stopping again is harmless."""

@@ -95,16 +95,21 @@ def _interrupt_when_running(conversation: Conversation, done: threading.Event) -
         conversation.interrupt()
 
 
+def _turn_unless_cancelled(conversation: Conversation) -> TurnResult | None:
+    """Run a turn that waits; None when it is cancelled instead of finishing."""
+    try:
+        return conversation.turn(TurnRequest("wait"), _Events())
+    except TurnCancelledError:
+        return None
+
+
 def _run_hanging(conversation: Conversation, limit: float) -> tuple[TurnResult | None, float]:
     done = threading.Event()
     helper = threading.Thread(target=_interrupt_when_running, args=(conversation, done))
     helper.start()
     started = time.monotonic()
     try:
-        try:
-            result: TurnResult | None = conversation.turn(TurnRequest("wait"), _Events())
-        except TurnCancelledError:
-            result = None
+        result = _turn_unless_cancelled(conversation)
     finally:
         done.set()
         helper.join(limit)
@@ -298,10 +303,7 @@ class SteerableConversationContract(ConversationContract):
         helper = threading.Thread(target=steer_then_interrupt)
         helper.start()
         try:
-            try:
-                result: TurnResult | None = conversation.turn(TurnRequest("wait"), _Events())
-            except TurnCancelledError:
-                result = None
+            result = _turn_unless_cancelled(conversation)
         finally:
             helper.join(self.io_timeout)
         assert not failures, failures

@@ -21,7 +21,7 @@ from agentshim.core.errors import (
 from agentshim.core.exit_errors import as_resume_failure, resume_missing_line
 from agentshim.core.ids import validate_session_id
 from agentshim.core.profile import ProviderProfile
-from agentshim.core.provider import ArgvContext, McpInstallation, NoMcpInstallation
+from agentshim.core.provider import ArgvContext, McpInstallation, refuse_mcp_servers
 
 from .parser import PiStreamParser
 
@@ -154,13 +154,11 @@ class PiProvider:
         Raises:
             ProviderCapabilityError: ``servers`` is not empty.
         """
-        if servers:
-            names = ", ".join(server.name for server in servers)
-            raise ProviderCapabilityError(
-                f"Pi does not support MCP servers ({names}); drop mcp_servers or add the tools "
-                "as a Pi extension"
-            )
-        return NoMcpInstallation()
+        return refuse_mcp_servers(
+            servers,
+            "Pi does not support MCP servers",
+            "drop mcp_servers or add the tools as a Pi extension",
+        )
 
     def classify_exit(self, error: CliExitError, *, resumed: bool) -> AgentShimError:
         """Return SessionResumeError only when Pi said the resumed session does not exist.

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import replace
 
+from agentshim.providers.harness import plugin_for_command
 from agentshim.providers.static_plugin import StaticProviderPlugin, builtin_plugin
 
 from .provider import TextProvider
@@ -20,5 +20,4 @@ def harness_plugin(binary: str, args: Sequence[str] = ()) -> StaticProviderPlugi
 
     ``Agent("text", catalog=ProviderCatalog({"text": harness_plugin("my-agent")}), ...)``.
     """
-    provider = TextProvider(binary=binary, args=tuple(args))
-    return replace(PLUGIN, profile=provider.profile, factory=lambda: provider)
+    return plugin_for_command(PLUGIN, TextProvider, binary, args)

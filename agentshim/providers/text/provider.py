@@ -1,117 +1,43 @@
 """TextProvider: runs a custom harness command whose stdout is the answer.
 
-The prompt goes on stdin and nothing else is agreed: no model, resume or schema flags. That
-poverty is what lets the command be anything (a shell script, another tool behind a wrapper).
+Everything but the parser is shared with the other harness provider (``providers/harness.py``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
-from pathlib import Path
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from agentshim.core._checks import sequence
-from agentshim.core.argv import checked_option_value
-from agentshim.core.errors import (
-    AgentShimError,
-    CliExitError,
-    InvalidRequestError,
-    ProviderCapabilityError,
-)
-from agentshim.core.profile import McpMechanism, OutputSchemaStyle, ProviderProfile
-from agentshim.core.provider import ArgvContext, McpInstallation, NoMcpInstallation
+from agentshim.providers.harness import DEFAULT_BINARY, HarnessProvider, harness_profile
 
 from .parser import TextStreamParser
 
 if TYPE_CHECKING:
     from agentshim.core.events import AgentEvent
-    from agentshim.core.mcp import McpServer
 
 __all__ = ["DEFAULT_BINARY", "PROFILE", "RESUME_ALIASES", "RESUME_TEMPLATE", "TextProvider"]
-
-DEFAULT_BINARY = "harness"
-"""The command run when none is named."""
 
 RESUME_TEMPLATE = ""
 """Empty: a harness has no agreed way to continue a conversation."""
 RESUME_ALIASES: tuple[str, ...] = ()
 
-PROFILE = ProviderProfile(
-    name="text",
-    display_name="text harness",
-    binary=DEFAULT_BINARY,
-    supports_resume=False,
-    supports_reasoning_effort=False,
-    mcp=McpMechanism.NONE,
-    output_schema=OutputSchemaStyle.NONE,
-    schema_dialect=None,
-)
+PROFILE = harness_profile("text", "text harness")
 """A harness's capabilities: a prompt on stdin, the answer on stdout, nothing else."""
 
 
 @dataclass(frozen=True, kw_only=True, eq=False)
-class TextProvider:
+class TextProvider(HarnessProvider):
     """Runs ``binary args...`` with the prompt on stdin; its stdout is the answer.
 
     A nonzero exit fails the turn with the stderr tail. The command must exit 0 when
     run with ``--version`` (the health check every agent runs once).
     """
 
-    binary: str = DEFAULT_BINARY
-    args: tuple[str, ...] = ()
-
-    def __post_init__(self) -> None:
-        checked_option_value("text harness", "binary", self.binary)
-        args = sequence("TextProvider", "args", self.args, "arguments (str)")
-        if not all(isinstance(arg, str) for arg in args):
-            raise InvalidRequestError(
-                "TextProvider.args", "holds a non-string", "TextProvider.args must be strings"
-            )
-        object.__setattr__(self, "args", args)
-
-    @property
-    def profile(self) -> ProviderProfile:
-        """The harness's capabilities, with its command as the binary."""
-        return PROFILE if self.binary == PROFILE.binary else replace(PROFILE, binary=self.binary)
-
-    def build_argv(self, ctx: ArgvContext) -> list[str]:
-        """Return ``[binary, *args, *extra_args]``; the prompt is never in it.
-
-        Raises:
-            ProviderCapabilityError: a model or a resume was asked for (a harness takes
-                neither from agentshim).
-        """
-        if ctx.model:
-            raise ProviderCapabilityError(
-                f"a text harness takes no model from agentshim (asked for {ctx.model!r:.80}); "
-                "configure the model in the harness command itself"
-            )
-        if ctx.resume_session_id is not None:
-            raise ProviderCapabilityError(
-                "a text harness cannot resume a conversation; start a new one"
-            )
-        return ctx.ending([ctx.binary_path, *self.args])
+    default_profile = PROFILE
 
     def new_parser(
         self, emit: Callable[[AgentEvent], None], *, expect_structured: bool
     ) -> TextStreamParser:
         """Return a fresh parser for one turn."""
         return TextStreamParser(emit)
-
-    def install_mcp(self, workspace: Path | None, servers: Sequence[McpServer]) -> McpInstallation:
-        """A harness takes no MCP servers from agentshim: nothing to install, servers refused.
-
-        Raises:
-            ProviderCapabilityError: ``servers`` is not empty.
-        """
-        if servers:
-            names = ", ".join(server.name for server in servers)
-            raise ProviderCapabilityError(
-                f"a text harness takes no MCP servers ({names}); configure them in the harness"
-            )
-        return NoMcpInstallation()
-
-    def classify_exit(self, error: CliExitError, *, resumed: bool) -> AgentShimError:
-        """The failure as it is: a harness says nothing agentshim could refine."""
-        return error
