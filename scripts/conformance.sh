@@ -82,15 +82,14 @@ for entry in (out / "installed.txt").read_text().splitlines():
         name, version = entry.split()[:2]
         ran[name] = version
 rows, failures, bad = [], [], install_status != 0
-for provider in providers:
-    pinned = pins.get(provider, {}).get("pinned", "?")
-    version = ran.get(provider, "?")
-    status = out / f"{provider}.status"
-    xml = out / f"{provider}.xml"
+
+
+def tally(suite, label):
+    """(passed, failed, skipped, wall, exit code) of one suite; None if it did not run."""
+    status = out / f"{suite}.status"
+    xml = out / f"{suite}.xml"
     if not status.exists() or not xml.exists():
-        rows.append((provider, pinned, version, "-", "-", "-", "-", "did not run"))
-        bad = True
-        continue
+        return None
     rc, t0, t1 = status.read_text().split()
     passed = failed = skipped = 0
     for case in ET.parse(xml).getroot().iter("testcase"):
@@ -101,11 +100,35 @@ for provider in providers:
         if problem is not None:
             failed += 1
             message = (problem.get("message") or "").splitlines()
-            failures.append(f"{provider}::{name}: {message[0][:300] if message else '?'}")
+            failures.append(f"{label}::{name}: {message[0][:300] if message else '?'}")
         elif case.find("skipped") is not None:
             skipped += 1
         else:
             passed += 1
+    return passed, failed, skipped, float(t1) - float(t0), rc
+
+
+for provider in providers:
+    pinned = pins.get(provider, {}).get("pinned", "?")
+    version = ran.get(provider, "?")
+    stream = "-"
+    if Path(f"tests/live/test_{provider}_stream.py").exists():
+        counted = tally(f"{provider}_stream", f"{provider}[stream]")
+        if counted is None:
+            stream, bad = "did not run", True
+        else:
+            s_passed, s_failed, s_skipped, s_wall, s_rc = counted
+            stream = f"{s_passed}/{s_failed}/{s_skipped} in {s_wall:.0f}s"
+            if s_rc == "124":
+                stream += " (timed out)"
+            if s_rc not in ("0", "5") or s_failed:
+                bad = True
+    counted = tally(provider, provider)
+    if counted is None:
+        rows.append((provider, pinned, version, "-", "-", "-", "-", stream, "did not run"))
+        bad = True
+        continue
+    passed, failed, skipped, wall, rc = counted
     note = ""
     if skipped and not passed and not failed:
         note = "not installed"
@@ -113,11 +136,9 @@ for provider in providers:
         bad = True
         if rc == "124":
             note = "timed out"
-    rows.append(
-        (provider, pinned, version, passed, failed, skipped, f"{float(t1) - float(t0):.0f}s", note)
-    )
+    rows.append((provider, pinned, version, passed, failed, skipped, f"{wall:.0f}s", stream, note))
 
-header = ("provider", "pinned", "ran", "passed", "failed", "skipped", "wall", "")
+header = ("provider", "pinned", "ran", "passed", "failed", "skipped", "wall", "stream p/f/s", "")
 widths = [max(len(str(r[i])) for r in (header, *rows)) for i in range(len(header))]
 line = lambda r: "  ".join(str(c).ljust(w) for c, w in zip(r, widths)).rstrip()
 print()
