@@ -23,6 +23,7 @@ from agentshim.core.events import (
     Reasoning,
     SessionStarted,
     UsageReport,
+    UsageScope,
 )
 from agentshim.core.frames import Frame, FrameParser
 from agentshim.core.jsonvalues import as_amount, as_count, mapping_or_empty
@@ -88,7 +89,8 @@ class OpencodeStreamParser(FrameParser):
     ``text`` parts are whole messages (no deltas) and are joined with a newline. Tokens and
     the cost opencode reports (``part.cost``) are summed over steps, each ``part.id`` once; a
     UsageReport covers everything since the previous one and is emitted when a step ends the
-    turn (any reason but ``tool-calls``) or, for a stream that ended early, by ``finish()``.
+    turn (any reason but ``tool-calls``) or, for a stream that ended early, by ``finish()``;
+    before it, each step with counts gets a UsageReport of scope CALL (its model call, no cost).
     """
 
     # Blank lines separate the parts of an error report: they are passed on as printed.
@@ -212,6 +214,16 @@ class OpencodeStreamParser(FrameParser):
                     totals[index] += count
                 # The prompt of the step's model call, as TurnResult.context_tokens defines it.
                 self._context_tokens = counts[0]
+                # Each step is one model call: reported as it ends, so a turn in flight counts.
+                call = ProviderUsage(
+                    _token_usage(list(counts), 0),
+                    None,
+                    PROVIDER_NAME,
+                    MappingProxyType(raw),
+                    True,
+                    _NOT_REPORTED,
+                )
+                out.append(UsageReport(call, None, UsageScope.CALL))
             self._raw = MappingProxyType(raw)
         if cost is not None:
             self._cost = cost if self._cost is None else self._cost + cost

@@ -13,7 +13,7 @@ import pytest
 
 from agentshim.cli_agent import CliAgent
 from agentshim.core.errors import CliExitError, FailureKind
-from agentshim.core.events import ToolCall, ToolResult, UsageReport
+from agentshim.core.events import ToolCall, ToolResult, UsageReport, UsageScope
 from agentshim.core.turn import TurnRequest, TurnResult
 from agentshim.core.usage import CostSource, TokenUsage
 from agentshim.testing import FakeExecutor, RecordingEventHandler
@@ -70,7 +70,14 @@ def test_opencode_last_step_without_a_reason_is_the_stop() -> None:
     assert result.context_tokens == 31 + 11412
     assert _paired(events) == [("call_4963b31882244c92", "call_4963b31882244c92")]
     reports = events.of_type(UsageReport)
-    assert sum((r.usage.tokens for r in reports), TokenUsage()) == result.usage.tokens
+    turn = [r for r in reports if r.scope is UsageScope.TURN]
+    calls = [r for r in reports if r.scope is UsageScope.CALL]
+    assert sum((r.usage.tokens for r in turn), TokenUsage()) == result.usage.tokens
+    # One call report per step, which together hold the turn's tokens (the turn counts once).
+    assert len(calls) == 2
+    summed = sum((r.usage.tokens for r in calls), TokenUsage())
+    assert summed.input_tokens == result.usage.tokens.input_tokens
+    assert summed.output_tokens == result.usage.tokens.output_tokens
 
 
 def test_gemini_stats_with_only_a_total_are_unknown_not_output() -> None:

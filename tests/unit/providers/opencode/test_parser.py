@@ -23,6 +23,7 @@ from agentshim.core.events import (
     ToolKind,
     ToolResult,
     UsageReport,
+    UsageScope,
 )
 from agentshim.core.provider import ParsedTurn
 from agentshim.core.usage import CostSource, TokenUsage
@@ -73,6 +74,15 @@ def tool(status: str, tool_name: str = "bash", call_id: str = "c1", **state: Any
 
 def of(events: list[AgentEvent], kind: type[Any]) -> list[Any]:
     return [e for e in events if isinstance(e, kind)]
+
+
+def turn_reports(events: list[AgentEvent]) -> list[UsageReport]:
+    """The turn's own usage reports (each step's call report comes before them)."""
+    return [e for e in events if isinstance(e, UsageReport) and e.scope is UsageScope.TURN]
+
+
+def call_reports(events: list[AgentEvent]) -> list[UsageReport]:
+    return [e for e in events if isinstance(e, UsageReport) and e.scope is UsageScope.CALL]
 
 
 class TestRecordedStreams:
@@ -157,7 +167,7 @@ class TestRecordedStreams:
         assert turn.usage is not None
         assert turn.usage.tokens == TokenUsage(input_tokens=200, output_tokens=20, turns=1)
         # One report when the turn ends, for both steps.
-        reports = of(events, UsageReport)
+        reports = turn_reports(events)
         assert [r.usage.tokens for r in reports] == [turn.usage.tokens]
         assert [e.detail for e in of(events, Lifecycle) if e.kind == "step_finished"] == [
             "tool-calls",
@@ -262,7 +272,7 @@ class TestFrames:
         assert not turn.usage.increment_known
         assert turn.usage.tokens == TokenUsage(input_tokens=3, turns=1)
         assert turn.cost_usd == pytest.approx(0.2)
-        assert [r.usage.increment_known for r in of(events, UsageReport)] == [False]
+        assert [r.usage.increment_known for r in turn_reports(events)] == [False]
 
     def test_texts_join_with_newline_and_reasoning_is_separate(self) -> None:
         turn, events = parse(
@@ -325,7 +335,7 @@ class TestFrames:
             turns=1,
         )
         assert turn.cost_usd == pytest.approx(0.75)
-        assert [r.cost_usd for r in of(events, UsageReport)] == [pytest.approx(0.75)]
+        assert [r.cost_usd for r in turn_reports(events)] == [pytest.approx(0.75)]
         assert turn.context_tokens == 80
 
     def test_steps_of_a_stream_that_ended_early_are_still_reported(self) -> None:
@@ -333,7 +343,7 @@ class TestFrames:
         assert turn.error is not None
         assert turn.usage is not None
         assert turn.usage.tokens == TokenUsage(input_tokens=5, output_tokens=1, turns=1)
-        assert [r.usage for r in of(events, UsageReport)] == [turn.usage]
+        assert [r.usage for r in turn_reports(events)] == [turn.usage]
 
     def test_reports_after_a_stop_add_up_to_the_turn(self) -> None:
         turn, events = parse(
@@ -342,7 +352,7 @@ class TestFrames:
                 step_finish("stop", cost=0.25, input=3, output=1),
             ]
         )
-        reports = of(events, UsageReport)
+        reports = turn_reports(events)
         assert len(reports) == 2
         assert turn.usage is not None
         assert sum((r.usage.tokens for r in reports), TokenUsage()) == turn.usage.tokens
