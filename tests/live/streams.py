@@ -89,7 +89,7 @@ class Background:
 
     def join(self, timeout: float) -> TurnResult:
         self._thread.join(timeout)
-        assert not self._thread.isalive(), f"the turn did not return within {timeout:g} s"
+        assert not self._thread.is_alive(), f"the turn did not return within {timeout:g} s"
         if self.error is not None:
             raise self.error
         assert self.value is not None
