@@ -56,7 +56,10 @@ class PiPeerTurn:
     tool run until a ``steer`` or ``follow_up`` arrives, which Pi then hands the model as the
     next user message (the answer says ``text (and: <message>)``); ``die`` makes the process
     exit with ``die`` (a negative signal number, say) once the tool has started. ``error`` is
-    the ``errorMessage`` of a failed model call (``"401 {...}"``), ending the run at once.
+    the ``errorMessage`` of a failed model call (``"401 {...}"``), ending the run at once;
+    ``retries`` makes Pi retry it that many times after the run's ``agent_end``, as it does
+    for a 5xx (``auto_retry_start``, a new run failing the same way, then ``auto_retry_end``
+    giving up).
     ``input_tokens``, ``output_tokens`` and ``cost_usd`` are the answer's usage.
     """
 
@@ -67,6 +70,7 @@ class PiPeerTurn:
     until_steered: bool = False
     die: int | None = None
     error: str | None = None
+    retries: int = 0
     input_tokens: int = 100
     output_tokens: int = 20
     cost_usd: float = 0.001
@@ -300,7 +304,16 @@ class PiRpcPeer(FakePeer):
         out += self._user(str(sent.get("message")))
         if turn.error is not None:
             failed = self._assistant([], "error", _usage(0, 0, 0), errorMessage=turn.error)
-            return [*out, *self._message(failed), *self._end(failed)]
+            out += [*self._message(failed), *self._end(failed)]
+            for attempt in range(1, turn.retries + 1):
+                retry = {"attempt": attempt, "maxAttempts": turn.retries, "delayMs": 1}
+                out.append(_line({"type": "auto_retry_start", **retry, "errorMessage": turn.error}))
+                out += [_line({"type": "agent_start"}), _line({"type": "turn_start"})]
+                out += [*self._message(failed), *self._end(failed)]
+            if turn.retries:
+                end = {"success": False, "attempt": turn.retries, "finalError": turn.error}
+                out.append(_line({"type": "auto_retry_end", **end}))
+            return out
         if turn.tool is None:
             if turn.hang:
                 self._phase = "streaming"

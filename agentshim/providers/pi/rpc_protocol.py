@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from agentshim.core.jsonvalues import as_mapping, as_str
 
@@ -22,6 +22,7 @@ __all__ = [
     "Response",
     "command",
     "dialog_cancelled",
+    "failed_run",
     "model_command",
     "read_response",
     "read_state",
@@ -94,3 +95,18 @@ def read_state(data: Mapping[str, Any]) -> PiState:
         model=as_str(model.get("id")) or None,
         model_provider=as_str(model.get("provider")) or None,
     )
+
+
+def failed_run(agent_end: Mapping[str, Any]) -> bool:
+    """Whether the run an ``agent_end`` closes ended on a failed model call.
+
+    That is its last assistant message having ``stopReason: "error"``, the case Pi may retry.
+    """
+    messages = agent_end.get("messages")
+    if not isinstance(messages, list):
+        return False
+    for item in reversed(cast("list[object]", messages)):
+        message = as_mapping(item)
+        if message is not None and message.get("role") == "assistant":
+            return message.get("stopReason") == "error"
+    return False

@@ -77,6 +77,7 @@ from .rpc_protocol import (
     Response,
     command,
     dialog_cancelled,
+    failed_run,
     model_command,
     read_response,
     read_state,
@@ -191,7 +192,10 @@ class _Turn:
         "emit",
         "interrupted",
         "parser",
+        "probe_answered",
+        "probe_id",
         "refused",
+        "retrying",
         "started",
         "steered",
         "watch",
@@ -213,6 +217,11 @@ class _Turn:
         """An interrupt came before the run began: the abort goes out at ``agent_start``."""
         self.abort_id: str | None = None
         self.abort_answered = False
+        self.retrying = False
+        """Pi is retrying a failed model call (``auto_retry_start`` until ``auto_retry_end``)."""
+        self.probe_id: str | None = None
+        """The ``get_state`` sent after a failed run, to learn whether Pi retries it."""
+        self.probe_answered = False
         self.steered: deque[tuple[str, str]] = deque()
 
     @property
@@ -225,7 +234,12 @@ class _Turn:
         """The reader may stop: the run ended and an abort sent for it was answered."""
         if self.refused is not None:
             return True
-        return self.agent_ended and (self.abort_id is None or self.abort_answered)
+        return (
+            self.agent_ended
+            and not self.retrying
+            and (self.abort_id is None or self.abort_answered)
+            and (self.probe_id is None or self.probe_answered)
+        )
 
 
 class PiRpcConversation:
@@ -680,18 +694,44 @@ class PiRpcConversation:
                 self._on_agent_start(channel, turn)
             elif kind == "agent_end":
                 turn.agent_ended = True
+                self._on_agent_end(channel, turn, frame)
+            elif kind == "auto_retry_start":
+                turn.retrying = True
+            elif kind == "auto_retry_end":
+                turn.retrying = False
 
     def _on_agent_start(self, channel: Channel, turn: _Turn) -> None:
+        turn.agent_ended = False  # a retry of the run, which ends at its own agent_end
         with self._lock:
             turn.started = True
             due, turn.abort_due = turn.abort_due, False
         if due:
             self._send_abort(channel, turn)
 
+    def _on_agent_end(self, channel: Channel, turn: _Turn, frame: Mapping[str, Any]) -> None:
+        """After a failed run, ask Pi's state: its retry (if any) is announced before the answer.
+
+        Pi retries a failed model call (a 5xx, an overload) after the run's ``agent_end``,
+        with ``auto_retry_start`` and a new run, or says it gives up with ``auto_retry_end``;
+        it prints either before it reads our next command, so the turn ends once the answer
+        to that ``get_state`` came with no retry under way.
+        """
+        if turn.interrupted or turn.retrying or not failed_run(frame):
+            return
+        with self._lock:
+            pending = self._commands.issue("get_state", None)
+            turn.probe_id, turn.probe_answered = pending.request_id, False
+        try:
+            channel.send(command(pending.request_id, "get_state"))
+        except ProcessClosedError:
+            turn.probe_answered = True  # the reader meets the exit
+
     def _on_response(self, turn: _Turn, response: Response) -> None:
         answered = self._resolve(response)
         name = answered.subtype if answered is not None else response.command
-        if name == "prompt" and not response.success:
+        if answered is not None and answered.request_id == turn.probe_id:
+            turn.probe_answered = True
+        elif name == "prompt" and not response.success:
             turn.refused = response.error or "no reason given"
         elif name == "abort" and answered is not None and answered.request_id == turn.abort_id:
             turn.abort_answered = True

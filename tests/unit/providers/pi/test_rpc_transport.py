@@ -466,6 +466,16 @@ class TestFailures:
             rig.turn()
         assert caught.value.kind is kind
 
+    def test_pis_own_retries_of_a_failed_call_stay_inside_the_turn(self) -> None:
+        error = '500 {"type":"error","error":{"type":"api_error"}}'
+        rig = Rig([PiPeerTurn(error=error, retries=2), PiPeerTurn("fine")])
+        with pytest.raises(CliExitError) as caught:
+            rig.turn()
+        assert caught.value.kind is FailureKind.TRANSIENT
+        after, events = rig.turn()
+        assert after.text == "fine"
+        assert events.lifecycle("between_turns") == [], "the retries leaked into the next turn"
+
     def test_resuming_a_session_pi_does_not_have_is_a_resume_error(self) -> None:
         gone = "01a23046-0000-7000-8000-00000000dead"
         rig = Rig([PiPeerTurn("never")], resume=gone, missing=[gone])
