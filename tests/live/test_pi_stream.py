@@ -34,6 +34,7 @@ from agentshim.core.errors import (
 from agentshim.core.events import AgentEvent, Lifecycle, TurnInterrupted
 from agentshim.core.permissions import ApprovalPolicy, NativePermissions
 from agentshim.core.profile import ProviderProfile
+from agentshim.core.retry import RetryPolicy
 from agentshim.core.turn import TurnRequest
 from agentshim.session import Session
 from agentshim.testing.model_server import (
@@ -116,6 +117,8 @@ class Live:
             transport=options.pop("transport", TransportKind.STREAM),  # type: ignore[arg-type]
             event_handlers=self.events.append,
             check_timeout=60.0,
+            # A failed turn is asserted as it failed, not retried by the session.
+            retry=RetryPolicy(delays=()),
             **options,  # type: ignore[arg-type]
         )
 
