@@ -24,6 +24,7 @@ __all__ = [
     "dialog_cancelled",
     "failed_run",
     "model_command",
+    "queued_messages",
     "read_response",
     "read_state",
 ]
@@ -110,3 +111,13 @@ def failed_run(agent_end: Mapping[str, Any]) -> bool:
         if message is not None and message.get("role") == "assistant":
             return message.get("stopReason") == "error"
     return False
+
+
+def queued_messages(queue_update: Mapping[str, Any]) -> list[str]:
+    """The steering and follow-up messages a ``queue_update`` says Pi still holds."""
+    texts: list[str] = []
+    for key in ("steering", "followUp"):
+        value = queue_update.get(key)
+        if isinstance(value, list):
+            texts += [text for text in cast("list[object]", value) if isinstance(text, str)]
+    return texts

@@ -79,6 +79,7 @@ from .rpc_protocol import (
     dialog_cancelled,
     failed_run,
     model_command,
+    queued_messages,
     read_response,
     read_state,
 )
@@ -194,6 +195,7 @@ class _Turn:
         "parser",
         "probe_answered",
         "probe_id",
+        "queued",
         "refused",
         "retrying",
         "started",
@@ -223,6 +225,8 @@ class _Turn:
         """The ``get_state`` sent after a failed run, to learn whether Pi retries it."""
         self.probe_answered = False
         self.steered: deque[tuple[str, str]] = deque()
+        self.queued: list[str] = []
+        """What Pi's last ``queue_update`` said is still waiting to be delivered."""
 
     @property
     def finished(self) -> bool:
@@ -699,6 +703,8 @@ class PiRpcConversation:
                 turn.retrying = True
             elif kind == "auto_retry_end":
                 turn.retrying = False
+            elif kind == "queue_update":
+                turn.queued = queued_messages(frame)
 
     def _on_agent_start(self, channel: Channel, turn: _Turn) -> None:
         turn.agent_ended = False  # a retry of the run, which ends at its own agent_end
@@ -817,6 +823,9 @@ class PiRpcConversation:
                 stderr=stderr,
                 detail=f"pi refused the prompt: {turn.refused}",
             )
+        if turn.queued:
+            # A steer that reached Pi as its run ended stays queued for the next run.
+            turn.emit(Lifecycle("steer_carried_over", " / ".join(turn.queued)))
         if turn.interrupted:
             turn.emit(TurnInterrupted("interrupted on request"))
         elif parsed.error is not None:

@@ -399,6 +399,33 @@ class TestSteer:
         assert events.lifecycle("followed_up") == ["then say kiwi"]
         assert rig.peer.received[2]["type"] == "follow_up"
 
+    def test_a_steer_pi_still_holds_when_the_run_ends_is_reported(self) -> None:
+        class Late(PiRpcPeer):
+            def on_stdin(self, line: str) -> Iterable[PeerOutput]:
+                out = list(super().on_stdin(line))
+                if json.loads(line)["type"] == "prompt":
+                    # The steer arrived as the run ended: Pi keeps it for the next run.
+                    late = {"type": "queue_update", "steering": ["too late"], "followUp": []}
+                    out.insert(-1, StdoutLine(json.dumps(late) + "\n"))
+                return out
+
+        family = PiRpcPeers([PiPeerTurn("done")])
+        sid = "01a23046-0000-7000-8000-000000000019"
+        ctx, _ = context(lambda request: Late(family, sid, request.argv))
+        conversation = PiRpcTransport(ctx).open(
+            ConversationSpec(permissions=BYPASS, approvals=ApprovalPolicy.DENY)
+        )
+        events = Events()
+        assert conversation.turn(TurnRequest("go"), events).text == "done"
+        assert events.lifecycle("steer_carried_over") == ["too late"]
+
+    def test_a_steer_taken_in_the_run_is_not_reported_as_carried_over(self) -> None:
+        rig = Rig([PiPeerTurn("answer", tool="bash", tool_input=SLEEP, until_steered=True)])
+        timer = rig.later(0.1, lambda: rig.conversation.steer("in time"))
+        _, events = rig.turn()
+        timer.cancel()
+        assert events.lifecycle("steer_carried_over") == []
+
     def test_steer_needs_a_running_turn(self) -> None:
         rig = Rig([PiPeerTurn("a")])
         with pytest.raises(NoRunningTurnError):
