@@ -369,6 +369,20 @@ def test_a_fork_starts_a_new_conversation_from_the_history(live: Live) -> None:
     assert fork_argv[fork_argv.index("--fork") + 1] == first.session_id
 
 
+def test_a_one_shot_fork_carries_the_history_too(live: Live) -> None:
+    # The profile's supports_fork covers both transports: one-shot turns fork with --fork too.
+    live.script(
+        Rule(match=Match(assistant_turns=0), respond=Text("Noted: MANGOSTEEN.")),
+        Rule(match=Match(assistant_turns=1), respond=Text("You said MANGOSTEEN.")),
+    )
+    with live.session(live.agent(transport=TransportKind.ONE_SHOT)) as session:
+        first = session.turn("Remember the word MANGOSTEEN.").result
+        with session.fork() as forked:
+            recalled = forked.turn("Which word?").result
+    assert recalled.text == "You said MANGOSTEEN."
+    assert recalled.session_id not in (None, first.session_id)
+
+
 # -- the shared contracts, on the real CLI -----------------------------------------------------
 
 
