@@ -481,6 +481,7 @@ class PiRpcConversation:
             exit_status = channel.exit
             if exit_status is None:
                 channel.kill()
+                self._release_process()
                 raise CliTimeoutError(
                     channel.argv,
                     _STARTUP_TIMEOUT,
@@ -491,6 +492,7 @@ class PiRpcConversation:
                 )
             self._startup_failed(channel, exit_status, emit)
         elif not response.success:
+            self._release_process()
             raise CliExitError(
                 channel.argv,
                 1,

@@ -48,7 +48,7 @@ from agentshim.providers.pi.rpc_protocol import read_response
 from agentshim.providers.pi.rpc_transport import PiRpcConversation, PiRpcTransport
 from agentshim.testing import FakeExecutor
 from agentshim.testing.pi_rpc import PiPeerTurn, PiRecordedPeer, PiRpcPeer, PiRpcPeers
-from agentshim.testing.process import FakePeer, PeerOutput
+from agentshim.testing.process import FakePeer, PeerOutput, SilentPeer
 from agentshim.testing.session_contracts import (
     ContractTurn,
     SteerableConversationContract,
@@ -509,6 +509,30 @@ class TestFailures:
         with pytest.raises(SessionResumeError) as caught:
             rig.turn()
         assert caught.value.session_id == gone
+
+    def test_a_process_that_never_answers_get_state_is_killed_and_replaced(self) -> None:
+        now = [0.0]
+
+        def clock() -> float:
+            now[0] += 30.0  # every look at the clock is half a minute later
+            return now[0]
+
+        family = PiRpcPeers([PiPeerTurn("second process")])
+        spawns: list[SpawnRequest] = []
+
+        def peers(request: SpawnRequest) -> FakePeer:
+            spawns.append(request)
+            return SilentPeer() if len(spawns) == 1 else family(request)
+
+        ctx, executor = context(peers, clock=clock)
+        conversation = PiRpcTransport(ctx).open(
+            ConversationSpec(permissions=BYPASS, approvals=ApprovalPolicy.DENY)
+        )
+        with pytest.raises(CliTimeoutError, match="get_state"):
+            conversation.turn(TurnRequest("go"), Events())
+        assert executor.processes[0].returncode is not None, "the silent process was left running"
+        assert conversation.turn(TurnRequest("again"), Events()).text == "second process"
+        assert len(spawns) == 2
 
     def test_a_refused_prompt_fails_the_turn_with_pis_reason(self) -> None:
         class Busy(PiRpcPeer):
