@@ -17,7 +17,7 @@ import signal
 import subprocess
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -36,10 +36,7 @@ from agentshim.core.events import (
 )
 from agentshim.core.permissions import ApprovalPolicy, NativePermissions
 from agentshim.core.profile import ProviderProfile
-from agentshim.core.turn import TurnRequest, TurnResult
-from agentshim.execution.host import HostCommandExecutor
-from agentshim.execution.host_process import HostProcess
-from agentshim.execution.process import SpawnRequest
+from agentshim.core.turn import TurnRequest
 from agentshim.session import Session
 from agentshim.testing.model_server import (
     Hang,
@@ -59,6 +56,7 @@ from agentshim.testing.session_contracts import (
 )
 
 from .binaries import require_binary
+from .streams import Background, CountingExecutor, alive, run_processes, wait_for
 from .suite import assert_nothing_left_running
 
 pytestmark = pytest.mark.skipif(
@@ -73,23 +71,6 @@ SEEN_WITHIN_S = 60.0
 
 HELLO = "Hello from the stream."
 AFTER_TOOL = "The command ran."
-
-
-class CountingExecutor(HostCommandExecutor):
-    """The host executor, keeping every long-lived process it spawns (and its argv)."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.spawned: list[tuple[SpawnRequest, HostProcess]] = []
-
-    def spawn(self, request: SpawnRequest) -> HostProcess:
-        process = super().spawn(request)
-        self.spawned.append((request, process))
-        return process
-
-    @property
-    def argvs(self) -> list[tuple[str, ...]]:
-        return [tuple(request.argv) for request, _ in self.spawned]
 
 
 @dataclass(frozen=True)
@@ -158,7 +139,7 @@ class Live:
 
     def claude_pids(self) -> list[int]:
         """The live stream-json CLI processes this test spawned."""
-        return [p.pid for _, p in self.executor.spawned if _alive(p.pid)]
+        return [p.pid for _, p in self.executor.spawned if alive(p.pid)]
 
 
 @pytest.fixture
@@ -177,64 +158,6 @@ LONG_TOOL = "python3 -c 'import time; time.sleep(30)'"
 LONG_TOOL_SEEN = "time.sleep(30)"
 SHORT_TOOL = "python3 -c 'import time; time.sleep(4)'"
 SHORT_TOOL_SEEN = "time.sleep(4)"
-
-
-def _alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (OSError, IndexError):
-        return False
-    return state != "Z"
-
-
-def _run_processes(home: Path, needle: str) -> list[int]:
-    """Live processes of the run (by HOME) whose command line contains ``needle``."""
-    marker = f"HOME={home}".encode()
-    found: list[int] = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit() or int(entry.name) == os.getpid():
-            continue
-        try:
-            environ = (entry / "environ").read_bytes()
-            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
-        except (OSError, UnicodeDecodeError):
-            continue
-        if marker in environ.split(b"\0") and needle in cmdline and _alive(int(entry.name)):
-            found.append(int(entry.name))
-    return found
-
-
-def _wait_for(condition: Callable[[], bool], within: float, what: str) -> None:
-    deadline = time.monotonic() + within
-    while not condition():
-        assert time.monotonic() < deadline, f"{what} did not happen within {within:g} s"
-        time.sleep(0.05)
-
-
-class _Background:
-    """A turn running on another thread: its result, or the error it raised."""
-
-    def __init__(self, run: Callable[[], TurnResult]) -> None:
-        self.value: TurnResult | None = None
-        self.error: BaseException | None = None
-        self.ended_at: float | None = None
-        self._thread = threading.Thread(target=self._main, args=(run,), daemon=True)
-        self._thread.start()
-
-    def _main(self, run: Callable[[], TurnResult]) -> None:
-        try:
-            self.value = run()
-        except BaseException as error:  # handed to the test thread
-            self.error = error
-        self.ended_at = time.monotonic()
-
-    def join(self, timeout: float) -> TurnResult:
-        self._thread.join(timeout)
-        assert not self._thread.is_alive(), f"the turn did not return within {timeout:g} s"
-        if self.error is not None:
-            raise self.error
-        assert self.value is not None
-        return self.value
 
 
 def _tool_then_text(command: str, text: str = AFTER_TOOL) -> tuple[Rule, ...]:
@@ -310,8 +233,8 @@ def test_interrupt_during_sleep_returns_fast_kills_the_sleep_and_keeps_the_proce
     live.script(*_tool_then_text(LONG_TOOL))
     home = live.rig.cli.home
     with live.session() as session:
-        running = _Background(lambda: session.turn("Sleep for a while.").result)
-        _wait_for(lambda: bool(_run_processes(home, LONG_TOOL_SEEN)), SEEN_WITHIN_S, "sleep 30")
+        running = Background(lambda: session.turn("Sleep for a while.").result)
+        wait_for(lambda: bool(run_processes(home, LONG_TOOL_SEEN)), SEEN_WITHIN_S, "sleep 30")
         interrupted_at = time.monotonic()
         session.interrupt()
         result = running.join(PROMPT_RETURN_S + TURN_TIMEOUT)
@@ -320,7 +243,7 @@ def test_interrupt_during_sleep_returns_fast_kills_the_sleep_and_keeps_the_proce
         assert result.interrupted
         assert any(isinstance(e, TurnInterrupted) for e in live.events)
         assert took < PROMPT_RETURN_S, f"the interrupted turn took {took:.2f} s to return"
-        _wait_for(lambda: not _run_processes(home, LONG_TOOL_SEEN), 3.0, "the sleep ending")
+        wait_for(lambda: not run_processes(home, LONG_TOOL_SEEN), 3.0, "the sleep ending")
 
         live.script(Rule(respond=Text(HELLO)))
         after = session.turn("Now just say hello.").result
@@ -389,8 +312,8 @@ def test_interrupt_while_the_handler_decides_withdraws_the_request(live: Live) -
     agent = live.agent(permissions=NativePermissions.workspace_write(), approvals=decide)
     live.script(*_tool_then_text(f"touch {outside / 'late.txt'}"))
     with live.session(agent) as session:
-        running = _Background(lambda: session.turn("Create late.txt.").result)
-        _wait_for(deciding.is_set, SEEN_WITHIN_S, "the approval request")
+        running = Background(lambda: session.turn("Create late.txt.").result)
+        wait_for(deciding.is_set, SEEN_WITHIN_S, "the approval request")
         session.interrupt()
         time.sleep(0.5)  # the CLI's cancel and its interrupted result arrive meanwhile
         release.set()
@@ -432,8 +355,8 @@ def test_steer_during_a_tool_folds_into_the_turn(live: Live) -> None:
     live.script(*_tool_then_text(SHORT_TOOL))
     home = live.rig.cli.home
     with live.session() as session:
-        running = _Background(lambda: session.turn("Sleep a little.").result)
-        _wait_for(lambda: bool(_run_processes(home, SHORT_TOOL_SEEN)), SEEN_WITHIN_S, "sleep 4")
+        running = Background(lambda: session.turn("Sleep a little.").result)
+        wait_for(lambda: bool(run_processes(home, SHORT_TOOL_SEEN)), SEEN_WITHIN_S, "sleep 4")
         session.steer(steer_text)
         result = running.join(TURN_TIMEOUT)
         assert result.text.endswith(AFTER_TOOL)
@@ -505,7 +428,7 @@ def test_a_released_conversation_reopens_by_id(live: Live) -> None:
     with live.session() as session:
         first = session.turn("Say hello.").result
         session.release()
-        _wait_for(lambda: not live.claude_pids(), PROMPT_RETURN_S, "the released process ending")
+        wait_for(lambda: not live.claude_pids(), PROMPT_RETURN_S, "the released process ending")
         after = session.turn("Say hello again.").result
     assert after.session_id == first.session_id
     assert after.resumed
@@ -541,8 +464,8 @@ def test_kill_9_mid_turn_raises_cli_died_and_the_next_turn_resumes(live: Live) -
         assert first.session_id
         requests_before = len(live.server.requests)
         live.script(Rule(respond=Hang(60.0, after_text="Thinking")))
-        running = _Background(lambda: session.turn("Take your time.").result)
-        _wait_for(
+        running = Background(lambda: session.turn("Take your time.").result)
+        wait_for(
             lambda: any(r.kind is RequestKind.MAIN for r in live.server.requests[requests_before:]),
             SEEN_WITHIN_S,
             "the hanging model request",
@@ -572,13 +495,13 @@ def test_kill_9_during_a_tool_takes_the_tool_shell_with_it(live: Live) -> None:
     live.script(*_tool_then_text(LONG_TOOL))
     home = live.rig.cli.home
     with live.session() as session:
-        running = _Background(lambda: session.turn("Sleep for a while.").result)
-        _wait_for(lambda: bool(_run_processes(home, LONG_TOOL_SEEN)), SEEN_WITHIN_S, "sleep 30")
+        running = Background(lambda: session.turn("Sleep for a while.").result)
+        wait_for(lambda: bool(run_processes(home, LONG_TOOL_SEEN)), SEEN_WITHIN_S, "sleep 30")
         (pid,) = live.claude_pids()
         os.kill(pid, signal.SIGKILL)
         with pytest.raises(CliDiedError):
             running.join(PROMPT_RETURN_S)
-        assert _run_processes(home, LONG_TOOL_SEEN) == [], "the tool's sleep outlived the CLI"
+        assert run_processes(home, LONG_TOOL_SEEN) == [], "the tool's sleep outlived the CLI"
 
 
 # -- (f) the shared contracts, on the real CLI ---------------------------------------------

@@ -13,7 +13,8 @@ What the frames become (docs/providers/pi.md has the full table):
   ``errorMessage`` gives ProviderErrorReported.
 - ``tool_execution_start`` / ``tool_execution_end``: ToolCall / ToolResult (``isError``).
 - ``agent_start``/``agent_end``, ``turn_start``/``turn_end``, ``auto_retry_start``/``end``,
-  ``compaction_start``/``end``: Lifecycle (a failed ``auto_retry_end`` also ProviderErrorReported).
+  ``compaction_start``/``end``: Lifecycle (a failed ``auto_retry_end`` also ProviderErrorReported);
+  ``session_info_changed`` (a session given a name): Lifecycle ``session_named``.
 - anything else: Lifecycle ``unknown_frame:<type>``; a line that is not a JSON object: RawOutput.
 
 ``--mode json`` exits 0 when the model API fails, so the stream decides: the turn failed when
@@ -156,6 +157,7 @@ class PiStreamParser(FrameParser):
                 "compaction_start": self._on_compaction_start,
                 "compaction_end": self._on_compaction_end,
                 "queue_update": ignore_frame,
+                "session_info_changed": self._on_session_info_changed,
             }
         )
         super().__init__(
@@ -310,6 +312,9 @@ class PiStreamParser(FrameParser):
         else:
             self._retry_error = None
             out.append(Lifecycle("api_retry_succeeded", f"attempt {attempt}"))
+
+    def _on_session_info_changed(self, frame: Frame, out: list[AgentEvent]) -> None:
+        out.append(Lifecycle("session_named", as_str(frame.get("name")) or ""))
 
     def _on_compaction_start(self, frame: Frame, out: list[AgentEvent]) -> None:
         out.append(Lifecycle("compaction_started", as_str(frame.get("reason")) or ""))

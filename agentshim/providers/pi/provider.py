@@ -42,6 +42,7 @@ RESUME_MISSING_TEXT = "No session found matching"
 """What Pi prints on stderr (exit 1) when ``--session`` names no session it has."""
 
 SESSION_FLAG = "--session"
+FORK_FLAG = "--fork"
 
 THINKING_LEVELS = ("off", "minimal", "low", "medium", "high", "xhigh")
 """The levels ``pi --thinking`` accepts (Pi 0.73.1)."""
@@ -57,6 +58,7 @@ PROFILE = ProviderProfile(
     display_name="Pi",
     binary="pi",
     supports_resume=True,
+    supports_fork=True,
     supports_reasoning_effort=True,
     state_dirs=(".pi/agent",),
     auth_env_vars=(
@@ -116,29 +118,43 @@ class PiProvider:
     def build_argv(self, ctx: ArgvContext) -> list[str]:
         """Return the turn's argv; the prompt is never in it.
 
-        ``pi --print --mode json [--provider P] [--model M] [--thinking L] [--session <id>]
-        [extra]``.
+        ``pi --print --mode json`` and :meth:`conversation_flags`, then ``extra``.
 
         Raises:
             InvalidSessionIdError: the resume id is not safe to pass (paths are refused too).
             ProviderCapabilityError: an unknown thinking level.
         """
         argv = [ctx.binary_path, "--print", "--mode", "json"]
+        argv += self.conversation_flags(ctx)
+        return ctx.ending(argv)
+
+    def conversation_flags(self, ctx: ArgvContext) -> list[str]:
+        """``[--provider P] [--model M] [--thinking L] [(--session | --fork) <id>]``.
+
+        ``ctx.fork_session`` makes the resumed id ``--fork``: Pi copies that session's history
+        into a new session with a new id.
+
+        Raises:
+            InvalidSessionIdError: the resume id is not safe to pass (paths are refused too).
+            ProviderCapabilityError: an unknown thinking level.
+        """
+        flags: list[str] = []
         if self.provider:
-            argv += ["--provider", self.provider]
+            flags += ["--provider", self.provider]
         if ctx.model:
-            argv += ["--model", checked_option_value("Pi", "model", ctx.model)]
+            flags += ["--model", checked_option_value("Pi", "model", ctx.model)]
         if ctx.reasoning_effort is not None:
             if ctx.reasoning_effort not in THINKING_LEVELS:
                 raise ProviderCapabilityError(
                     f"Pi has no thinking level {ctx.reasoning_effort!r}; use one of "
                     + ", ".join(THINKING_LEVELS)
                 )
-            argv += ["--thinking", ctx.reasoning_effort]
+            flags += ["--thinking", ctx.reasoning_effort]
         if ctx.resume_session_id is not None:
             # validate_session_id also refuses a leading "-", which Pi would read as a flag.
-            argv += [SESSION_FLAG, validate_session_id(ctx.resume_session_id)]
-        return ctx.ending(argv)
+            flag = FORK_FLAG if ctx.fork_session else SESSION_FLAG
+            flags += [flag, validate_session_id(ctx.resume_session_id)]
+        return flags
 
     def new_parser(
         self, emit: Callable[[AgentEvent], None], *, expect_structured: bool
@@ -172,12 +188,13 @@ class PiProvider:
 
 
 def resumed_session_id(argv: Sequence[str]) -> str | None:
-    """The session a Pi argv resumes (``--session <id>`` or ``--session=<id>``), if any."""
+    """The session a Pi argv resumes or forks (``--session <id>``, ``--fork=<id>``...), if any."""
     found: str | None = None
     args = list(argv)
     for index, arg in enumerate(args):
-        if arg.startswith(SESSION_FLAG + "="):
-            found = arg[len(SESSION_FLAG) + 1 :]
-        elif arg == SESSION_FLAG and index + 1 < len(args):
-            found = args[index + 1]
+        for flag in (SESSION_FLAG, FORK_FLAG):
+            if arg.startswith(flag + "="):
+                found = arg[len(flag) + 1 :]
+            elif arg == flag and index + 1 < len(args):
+                found = args[index + 1]
     return found

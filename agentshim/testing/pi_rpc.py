@@ -1,0 +1,590 @@
+"""Fake long-lived Pi processes that answer the ``--mode rpc`` protocol reactively.
+
+``FakeExecutor(peers=PiRpcPeers([...]))`` makes every spawn a :class:`PiRpcPeer` playing the
+next :class:`PiPeerTurn` of one shared script, so a conversation's turns keep their order
+across a process that died and a new one that resumed it. The frames copy what Pi 0.73.1
+prints (``../shared/transport-captures/pi``): a ``response`` per command (without ``id``
+for a line it cannot read or a command it does not know), ``get_state`` naming the session,
+``prompt`` accepted before ``agent_start``, the run ending at ``agent_end``, usage on every
+assistant ``message_end``, ``steer``/``follow_up`` queued (``queue_update``) and run inside
+the same run, and ``abort`` ending the run (the tool's "Command aborted", an empty
+``aborted`` assistant message) before its own response.
+
+:class:`PiRecordedPeer` replays a recorded transcript instead: each command written to it
+releases the recorded output that followed the matching recorded command.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import threading
+from collections import deque
+from collections.abc import Collection, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from agentshim.core.jsonvalues import as_mapping
+from agentshim.execution.process import ProcessExited, SpawnRequest, StderrLine, StdoutLine
+
+from .process import FakePeer, PeerOutput
+
+__all__ = ["PiPeerTurn", "PiRecordedPeer", "PiRpcPeer", "PiRpcPeers"]
+
+CLI_VERSION = "0.73.1"
+_PROVIDER = "fake"
+_MODEL = "claude-fake-1"
+_MILLIS = 1796106234422
+_BUSY = (
+    "Agent is already processing. Specify streamingBehavior ('steer' or 'followUp') to queue "
+    "the message."
+)
+
+
+def _empty_args() -> Mapping[str, Any]:
+    return {}
+
+
+@dataclass(frozen=True, slots=True)
+class PiPeerTurn:
+    """One scripted turn of a fake Pi process.
+
+    ``text`` is the answer. With ``tool`` set, the model first calls that tool with
+    ``tool_input``; ``hang`` makes the tool (or, without a tool, the answer's stream) run
+    until the turn is aborted (then ``text`` is never said); ``until_steered`` makes the
+    tool run until a ``steer`` or ``follow_up`` arrives, which Pi then hands the model as the
+    next user message (the answer says ``text (and: <message>)``); ``die`` makes the process
+    exit with ``die`` (a negative signal number, say) once the tool has started. ``error`` is
+    the ``errorMessage`` of a failed model call (``"401 {...}"``), ending the run at once;
+    ``retries`` makes Pi retry it that many times after the run's ``agent_end``, as it does
+    for a 5xx (``auto_retry_start``, a new run failing the same way, then ``auto_retry_end``
+    giving up).
+    ``input_tokens``, ``output_tokens`` and ``cost_usd`` are the answer's usage.
+    """
+
+    text: str = "done"
+    tool: str | None = None
+    tool_input: Mapping[str, Any] = field(default_factory=_empty_args)
+    hang: bool = False
+    until_steered: bool = False
+    die: int | None = None
+    error: str | None = None
+    retries: int = 0
+    input_tokens: int = 100
+    output_tokens: int = 20
+    cost_usd: float = 0.001
+
+
+class PiRpcPeers:
+    """The processes of one fake Pi: a factory for ``FakeExecutor(peers=...)``.
+
+    Every spawned process plays the next turn of ``turns``. A process started with
+    ``--session ID`` carries that id, one started with ``--fork ID`` a new one
+    (``ID-fork``); others make one up (``session_id`` or a numbered one). A ``--session``
+    id in ``missing`` makes the process fail as Pi does for a session it does not have.
+
+    Attributes:
+        peers: Every process spawned, in order.
+        requests: Their SpawnRequests.
+    """
+
+    def __init__(
+        self,
+        turns: Iterable[PiPeerTurn],
+        *,
+        session_id: str | None = None,
+        missing: Collection[str] = (),
+    ) -> None:
+        self._lock = threading.Lock()
+        self._turns: deque[PiPeerTurn] = deque(turns)
+        self._session_id = session_id
+        self._missing = frozenset(missing)
+        self._count = 0
+        self.peers: list[PiRpcPeer] = []
+        self.requests: list[SpawnRequest] = []
+
+    def extend(self, turns: Iterable[PiPeerTurn]) -> None:
+        """Add turns to the script."""
+        with self._lock:
+            self._turns.extend(turns)
+
+    def next_turn(self) -> PiPeerTurn | None:
+        """Take the next scripted turn (None when the script is used up)."""
+        with self._lock:
+            return self._turns.popleft() if self._turns else None
+
+    def __call__(self, request: SpawnRequest) -> FakePeer:
+        """Start the next process for ``request``."""
+        argv = list(request.argv)
+        with self._lock:
+            self._count += 1
+            made_up = self._session_id or f"01a23046-0000-7000-8000-{self._count:012d}"
+            if "--session" in argv:
+                session_id = argv[argv.index("--session") + 1]
+            elif "--fork" in argv:
+                session_id = f"{argv[argv.index('--fork') + 1]}-fork"
+            else:
+                session_id = made_up
+            self.requests.append(request)
+            if session_id in self._missing:
+                return _MissingSession(session_id)
+            peer = PiRpcPeer(self, session_id, argv)
+            self.peers.append(peer)
+            return peer
+
+
+class _MissingSession(FakePeer):
+    """``pi --session ID`` for a session Pi does not have: stderr, exit 1, at start."""
+
+    def __init__(self, session_id: str) -> None:
+        self._session_id = session_id
+
+    def on_start(self) -> Iterable[PeerOutput]:
+        return (StderrLine(f"No session found matching '{self._session_id}'\n"), ProcessExited(1))
+
+
+def _line(frame: Mapping[str, Any]) -> StdoutLine:
+    return StdoutLine(json.dumps(frame, separators=(",", ":")) + "\n")
+
+
+def _usage(input_tokens: int, output_tokens: int, cost: float) -> dict[str, Any]:
+    return {
+        "input": input_tokens,
+        "output": output_tokens,
+        "cacheRead": 0,
+        "cacheWrite": 0,
+        "totalTokens": input_tokens + output_tokens,
+        "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": cost},
+    }
+
+
+class PiRpcPeer(FakePeer):
+    """One fake ``pi --mode rpc`` process.
+
+    Attributes:
+        session_id: The conversation id ``get_state`` reports.
+        argv: What it was started with.
+        model: The model it runs (``set_model`` changes it; an id starting ``unknown`` is
+            refused as Pi refuses a model it does not know).
+        received: Every command written to it, decoded.
+        steered: The ``steer`` and ``follow_up`` messages it took, in order.
+    """
+
+    def __init__(self, family: PiRpcPeers, session_id: str, argv: Sequence[str]) -> None:
+        self._family = family
+        self.session_id = session_id
+        self.argv = tuple(argv)
+        self.model = _MODEL
+        self.provider = _PROVIDER
+        self.received: list[dict[str, Any]] = []
+        self.steered: list[str] = []
+        self._queued: list[str] = []
+        self._turn: PiPeerTurn | None = None
+        self._phase = "idle"  # idle | streaming | tool
+        self._calls = 0
+
+    # -- the FakePeer hooks ----------------------------------------------------------------
+
+    def on_stdin(self, line: str) -> Iterable[PeerOutput]:
+        """Answer one command the way Pi does."""
+        try:
+            frame: Any = json.loads(line)
+        except ValueError:
+            error = f"Failed to parse command: {line.strip()[:40]!r} is not valid JSON"
+            return [
+                _line({"type": "response", "command": "parse", "success": False, "error": error})
+            ]
+        decoded = as_mapping(frame)
+        if decoded is None:
+            return []
+        sent = dict(decoded)
+        self.received.append(sent)
+        kind = str(sent.get("type"))
+        command_id = sent.get("id")
+        handler = {
+            "get_state": self._get_state,
+            "prompt": self._prompt,
+            "steer": self._steer,
+            "follow_up": self._steer,
+            "abort": self._abort,
+            "set_model": self._set_model,
+        }.get(kind)
+        if kind == "extension_ui_response":
+            return []
+        if handler is None:
+            error = f"Unknown command: {kind}"
+            return [_line({"type": "response", "command": kind, "success": False, "error": error})]
+        return handler(command_id, sent)
+
+    def on_stdin_closed(self) -> Iterable[PeerOutput]:
+        """Stdin EOF: Pi exits 0 at once, even mid-turn."""
+        return (ProcessExited(0),)
+
+    def on_terminate(self) -> Iterable[PeerOutput]:
+        """SIGTERM: exit 143 at once, printing nothing more (as Pi does)."""
+        return (ProcessExited(-signal.SIGTERM),)
+
+    # -- frames ------------------------------------------------------------------------------
+
+    def _response(self, command_id: object, kind: str, **fields: Any) -> StdoutLine:
+        frame: dict[str, Any] = {"id": command_id, "type": "response", "command": kind}
+        frame.update({"success": True, **fields})
+        return _line(frame)
+
+    def _assistant(
+        self, content: list[dict[str, Any]], stop: str, usage: dict[str, Any], **extra: Any
+    ) -> dict[str, Any]:
+        return {
+            "role": "assistant",
+            "content": content,
+            "api": "anthropic-messages",
+            "provider": self.provider,
+            "model": self.model,
+            "usage": usage,
+            "stopReason": stop,
+            "timestamp": _MILLIS,
+            **extra,
+        }
+
+    def _user(self, text: str) -> list[PeerOutput]:
+        message = {
+            "role": "user",
+            "content": [{"type": "text", "text": text}],
+            "timestamp": _MILLIS,
+        }
+        return [
+            _line({"type": "message_start", "message": message}),
+            _line({"type": "message_end", "message": message}),
+        ]
+
+    def _message(self, message: Mapping[str, Any]) -> list[PeerOutput]:
+        start: dict[str, Any] = {**message, "content": []}
+        return [
+            _line({"type": "message_start", "message": start}),
+            _line({"type": "message_end", "message": dict(message)}),
+        ]
+
+    def _tool_id(self) -> str:
+        return f"toolu_{self._calls:05d}_1"
+
+    # -- reactions ---------------------------------------------------------------------------
+
+    def _get_state(self, command_id: object, sent: Mapping[str, Any]) -> list[PeerOutput]:
+        data = {
+            "model": {"id": self.model, "provider": self.provider, "api": "anthropic-messages"},
+            "thinkingLevel": "off",
+            "isStreaming": self._phase != "idle",
+            "sessionFile": f"/home/user/.pi/agent/sessions/--work--/{self.session_id}.jsonl",
+            "sessionId": self.session_id,
+            "messageCount": 0,
+            "pendingMessageCount": len(self._queued),
+        }
+        return [self._response(command_id, "get_state", data=data)]
+
+    def _set_model(self, command_id: object, sent: Mapping[str, Any]) -> list[PeerOutput]:
+        provider, model = str(sent.get("provider")), str(sent.get("modelId"))
+        if model.startswith("unknown"):
+            error = f"Model not found: {provider}/{model}"
+            return [self._response(command_id, "set_model", success=False, error=error)]
+        self.provider, self.model = provider, model
+        data = {"id": model, "provider": provider, "api": "anthropic-messages"}
+        return [self._response(command_id, "set_model", data=data)]
+
+    def _prompt(self, command_id: object, sent: Mapping[str, Any]) -> list[PeerOutput]:
+        if self._phase != "idle":
+            return [self._response(command_id, "prompt", success=False, error=_BUSY)]
+        turn = self._family.next_turn()
+        if turn is None:
+            return [StderrLine("fake pi: no scripted turn left\n"), ProcessExited(1)]
+        self._turn = turn
+        self._queued = []
+        out: list[PeerOutput] = [self._response(command_id, "prompt")]
+        out += [_line({"type": "agent_start"}), _line({"type": "turn_start"})]
+        out += self._user(str(sent.get("message")))
+        if turn.error is not None:
+            failed = self._assistant([], "error", _usage(0, 0, 0), errorMessage=turn.error)
+            out += [*self._message(failed), *self._end(failed)]
+            for attempt in range(1, turn.retries + 1):
+                retry = {"attempt": attempt, "maxAttempts": turn.retries, "delayMs": 1}
+                out.append(_line({"type": "auto_retry_start", **retry, "errorMessage": turn.error}))
+                out += [_line({"type": "agent_start"}), _line({"type": "turn_start"})]
+                out += [*self._message(failed), *self._end(failed)]
+            if turn.retries:
+                end = {"success": False, "attempt": turn.retries, "finalError": turn.error}
+                out.append(_line({"type": "auto_retry_end", **end}))
+            return out
+        if turn.tool is None:
+            if turn.hang:
+                self._phase = "streaming"
+                return out
+            return out + self._answer(turn)
+        self._calls += 1
+        call = {
+            "type": "toolCall",
+            "id": self._tool_id(),
+            "name": turn.tool,
+            "arguments": dict(turn.tool_input),
+        }
+        request = self._assistant([call], "toolUse", _usage(300, 30, 0))
+        out += self._message(request)
+        ids = {"toolCallId": call["id"], "toolName": turn.tool, "args": dict(turn.tool_input)}
+        out.append(_line({"type": "tool_execution_start", **ids}))
+        out.append(
+            _line({"type": "tool_execution_update", **ids, "partialResult": {"content": []}})
+        )
+        if turn.die is not None:
+            return [*out, ProcessExited(turn.die)]
+        self._phase = "tool"
+        if turn.hang or turn.until_steered:
+            return out
+        ran = f"ran {json.dumps(dict(turn.tool_input), sort_keys=True)}"
+        return out + self._tool_done(ran) + self._answer(turn)
+
+    def _tool_done(self, output: str, *, failed: bool = False) -> list[PeerOutput]:
+        turn = self._turn
+        assert turn is not None
+        assert turn.tool is not None
+        ids = {"toolCallId": self._tool_id(), "toolName": turn.tool}
+        content = [{"type": "text", "text": output}]
+        out: list[PeerOutput] = [
+            _line(
+                {
+                    "type": "tool_execution_end",
+                    **ids,
+                    "args": dict(turn.tool_input),
+                    "result": {"content": content, "details": {}},
+                    "isError": failed,
+                }
+            )
+        ]
+        result = {"role": "toolResult", **ids, "content": content, "isError": failed}
+        out += [
+            _line({"type": "message_start", "message": result}),
+            _line({"type": "message_end", "message": result}),
+            _line({"type": "turn_end", "message": {}, "toolResults": [result]}),
+            _line({"type": "turn_start"}),
+        ]
+        return out
+
+    def _answer(self, turn: PiPeerTurn) -> list[PeerOutput]:
+        out: list[PeerOutput] = []
+        text = turn.text
+        if self._queued:
+            out.append(_line({"type": "queue_update", "steering": [], "followUp": []}))
+            for queued in self._queued:
+                out += self._user(queued)
+            text = f"{text} (and: {' / '.join(self._queued)})"
+            self._queued = []
+        usage = _usage(turn.input_tokens, turn.output_tokens, turn.cost_usd)
+        final = self._assistant([{"type": "text", "text": text}], "stop", usage)
+        start: dict[str, Any] = {**final, "content": []}
+        out.append(_line({"type": "message_start", "message": start}))
+        delta = {"type": "text_delta", "contentIndex": 0, "delta": text, "partial": final}
+        out.append(
+            _line({"type": "message_update", "assistantMessageEvent": delta, "message": final})
+        )
+        out.append(_line({"type": "message_end", "message": final}))
+        return out + self._end(final)
+
+    def _end(self, final: Mapping[str, Any]) -> list[PeerOutput]:
+        self._phase, self._turn = "idle", None
+        return [
+            _line({"type": "turn_end", "message": dict(final), "toolResults": []}),
+            _line({"type": "agent_end", "messages": [dict(final)]}),
+        ]
+
+    def _steer(self, command_id: object, sent: Mapping[str, Any]) -> list[PeerOutput]:
+        kind = str(sent.get("type"))
+        text = str(sent.get("message"))
+        self.steered.append(text)
+        self._queued.append(text)
+        steering = self._queued if kind == "steer" else []
+        follow = self._queued if kind != "steer" else []
+        out: list[PeerOutput] = [
+            _line({"type": "queue_update", "steering": steering, "followUp": follow}),
+            self._response(command_id, kind),
+        ]
+        turn = self._turn
+        if turn is not None and turn.until_steered and self._phase == "tool":
+            out += self._tool_done("(no output)")
+            out += self._answer(turn)
+        return out
+
+    def _abort(self, command_id: object, sent: Mapping[str, Any]) -> list[PeerOutput]:
+        phase = self._phase
+        self._queued = []
+        done = self._response(command_id, "abort")
+        if phase == "idle":
+            return [done]
+        aborted = self._assistant(
+            [], "aborted", _usage(0, 0, 0), errorMessage="Request was aborted."
+        )
+        out: list[PeerOutput] = []
+        if phase == "tool":
+            out += self._tool_done("Command aborted", failed=True)
+            out += self._message(aborted)
+        else:
+            partial = self._assistant(
+                [{"type": "text", "text": "partial "}],
+                "aborted",
+                _usage(0, 0, 0),
+                errorMessage="Request was aborted.",
+            )
+            out.append(_line({"type": "message_end", "message": partial}))
+        return [*out, *self._end(aborted), done]
+
+
+class PiRecordedPeer(FakePeer):
+    """Replays a recorded Pi rpc transcript (``transcript.jsonl`` of a capture case).
+
+    Each command written to it is matched with the next recorded command of the same type;
+    recorded commands skipped on the way are dropped with their output. The recorded output
+    that followed the match is printed, with our command's id in place of the recorded one.
+    Recorded commands listed in ``folded`` (by their recorded id) were sent by the recorder
+    mid-run, and a transport would not send them: their output, less their own response, is
+    printed as part of the command before them. A ``get_state`` that matches nothing before
+    the next recorded prompt is answered with the recording's first ``get_state`` data. At
+    end of stdin it prints what the recording printed after its last command and exits with
+    the recorded status.
+    """
+
+    def __init__(self, transcript: Path | str, *, folded: Collection[str] = ()) -> None:
+        self._steps: deque[_Step] = deque()
+        self._exit = 0
+        self._state: dict[str, Any] = {}
+        step = _Step(None)
+        out_text = ""
+        stdin_closed = False
+        for raw in Path(transcript).read_text(encoding="utf-8").splitlines():
+            record: dict[str, Any] = json.loads(raw)
+            direction, data = record.get("dir"), record.get("data")
+            if direction == "in" and isinstance(data, str):
+                for line in data.splitlines():
+                    recorded = _recorded_input(line)
+                    if recorded.get("id") in folded:
+                        step.dropped.add(str(recorded["id"]))
+                        continue
+                    self._steps.append(step)
+                    step = _Step(recorded)
+            elif direction == "out" and isinstance(data, str):
+                out_text += data
+                *complete, out_text = out_text.split("\n")
+                for line in complete:
+                    if line and not _answers(line, step.dropped):
+                        step.outputs.append(StdoutLine(line + "\n"))
+                    self._remember_state(line)
+            elif direction == "err" and isinstance(data, str):
+                step.outputs.extend(StderrLine(line + "\n") for line in data.splitlines())
+            elif direction == "in_eof":
+                stdin_closed = True
+            elif direction == "exit" and isinstance(data, int):
+                self._exit = data
+                if not stdin_closed:
+                    # It died on its own (or was killed) with stdin still open.
+                    step.outputs.append(ProcessExited(data))
+        self._steps.append(step)
+        self.unmatched: list[str] = []
+        """Lines written to it that matched no recorded input."""
+        self.received: list[dict[str, Any]] = []
+        """Every command written to it, decoded."""
+
+    def _remember_state(self, line: str) -> None:
+        if self._state or '"command":"get_state"' not in line:
+            return
+        try:
+            frame = as_mapping(json.loads(line)) or {}
+        except ValueError:
+            return
+        self._state = dict(as_mapping(frame.get("data")) or {})
+
+    def on_start(self) -> Iterable[PeerOutput]:
+        """Print what the recording printed before its first input."""
+        return self._steps.popleft().outputs
+
+    def on_stdin(self, line: str) -> Iterable[PeerOutput]:
+        """Print the recorded output that answered the matching recorded command."""
+        try:
+            frame: Any = json.loads(line)
+        except ValueError:
+            return ()
+        sent = as_mapping(frame)
+        if sent is None:
+            return ()
+        self.received.append(dict(sent))
+        kind = sent.get("type")
+        if kind == "get_state" and not self._next_is("get_state"):
+            data = dict(self._state)
+            return [
+                _line(
+                    {
+                        "id": sent.get("id"),
+                        "type": "response",
+                        "command": "get_state",
+                        "success": True,
+                        "data": data,
+                    }
+                )
+            ]
+        while self._steps:
+            step = self._steps.popleft()
+            if step.recorded is not None and step.recorded.get("type") == kind:
+                return _renamed(step.recorded, sent, step.outputs)
+        self.unmatched.append(line)
+        return ()
+
+    def _next_is(self, kind: str) -> bool:
+        """Whether a recorded ``kind`` comes before the next recorded prompt."""
+        for step in self._steps:
+            recorded = step.recorded or {}
+            if recorded.get("type") == kind:
+                return True
+            if recorded.get("type") == "prompt":
+                return False
+        return False
+
+    def on_stdin_closed(self) -> Iterable[PeerOutput]:
+        """Print what is left of the recording, then exit with its status."""
+        rest: list[PeerOutput] = []
+        while self._steps:
+            rest.extend(self._steps.popleft().outputs)
+        return [*rest, ProcessExited(self._exit)]
+
+
+def _recorded_input(line: str) -> dict[str, Any]:
+    try:
+        frame = as_mapping(json.loads(line))
+    except ValueError:
+        frame = None
+    # A recorded line that is not a frame (a test of the CLI's own parser) matches nothing.
+    return dict(frame) if frame is not None else {"type": "<not a frame>"}
+
+
+def _answers(line: str, dropped: Collection[str]) -> bool:
+    """Whether ``line`` is the response to one of the ``dropped`` recorded commands."""
+    return any(line.startswith(f'{{"id":{json.dumps(old)},"type":"response"') for old in dropped)
+
+
+@dataclass(slots=True)
+class _Step:
+    """A recorded command (None: the start) and the output that followed it."""
+
+    recorded: dict[str, Any] | None
+    outputs: list[PeerOutput] = field(default_factory=list[PeerOutput])
+    dropped: set[str] = field(default_factory=set[str])
+
+
+def _renamed(
+    recorded: Mapping[str, Any], sent: Mapping[str, Any], outputs: list[PeerOutput]
+) -> list[PeerOutput]:
+    """``outputs`` with the recorded id of the command's response replaced by ours."""
+    old, new = recorded.get("id"), sent.get("id")
+    if not isinstance(old, str) or not isinstance(new, str) or old == new:
+        return list(outputs)
+    needle, replacement = f'{{"id":{json.dumps(old)},', f'{{"id":{json.dumps(new)},'
+    return [
+        StdoutLine(output.text.replace(needle, replacement, 1))
+        if isinstance(output, StdoutLine)
+        else output
+        for output in outputs
+    ]

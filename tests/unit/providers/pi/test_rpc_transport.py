@@ -1,0 +1,894 @@
+"""The Pi rpc transport, against fake ``pi --mode rpc`` processes and recorded ones."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from agentshim.core.approvals import ApprovalDecision
+from agentshim.core.conversation import ConversationSpec, Transport, TurnStop
+from agentshim.core.errors import (
+    CliDiedError,
+    CliExitError,
+    CliTimeoutError,
+    FailureKind,
+    NoRunningTurnError,
+    ProviderCapabilityError,
+    SessionResumeError,
+    SessionStateError,
+    TurnCancelledError,
+    TurnStalledError,
+)
+from agentshim.core.events import (
+    AgentEvent,
+    AssistantText,
+    Lifecycle,
+    RawOutput,
+    RunStarted,
+    SessionStarted,
+    ToolCall,
+    ToolResult,
+    TurnInterrupted,
+    UsageReport,
+    UsageScope,
+)
+from agentshim.core.permissions import ApprovalPolicy, NativePermissions
+from agentshim.core.turn import TurnRequest
+from agentshim.execution.process import ProcessExited, SpawnRequest, StdoutLine
+from agentshim.providers.pi.provider import PiProvider
+from agentshim.providers.pi.rpc_protocol import read_response
+from agentshim.providers.pi.rpc_transport import PiRpcConversation, PiRpcTransport
+from agentshim.testing import FakeExecutor
+from agentshim.testing.pi_rpc import PiPeerTurn, PiRecordedPeer, PiRpcPeer, PiRpcPeers
+from agentshim.testing.process import FakePeer, PeerOutput, SilentPeer
+from agentshim.testing.session_contracts import (
+    ContractTurn,
+    SteerableConversationContract,
+    TransportContract,
+)
+from agentshim.transport.context import TransportContext
+
+FIXTURES = Path(__file__).parents[3] / "fixtures" / "pi" / "stream"
+BYPASS = NativePermissions.bypass()
+SLEEP = {"command": "sleep 30"}
+AUTH_ERROR = (
+    '401 {"type":"error","error":{"type":"authentication_error","message":"invalid x-api-key"}}'
+)
+
+
+class Events(list[AgentEvent]):
+    def __call__(self, event: AgentEvent) -> None:
+        self.append(event)
+
+    def of(self, kind: type[Any]) -> list[Any]:
+        return [event for event in self if isinstance(event, kind)]
+
+    def lifecycle(self, kind: str) -> list[str]:
+        return [event.detail for event in self.of(Lifecycle) if event.kind == kind]
+
+
+def context(
+    peers: Callable[[SpawnRequest], FakePeer],
+    *,
+    clock: Callable[[], float] = time.monotonic,
+    provider: PiProvider | None = None,
+) -> tuple[TransportContext, FakeExecutor]:
+    executor = FakeExecutor(peers=peers)
+    ctx = TransportContext(
+        provider=provider or PiProvider(),
+        executor=executor,
+        binary_path="/usr/bin/pi",
+        env={"PATH": "/usr/bin"},
+        clock=clock,
+    )
+    return ctx, executor
+
+
+class Rig:
+    """An rpc transport on a scripted fake Pi."""
+
+    def __init__(
+        self,
+        turns: Iterable[PiPeerTurn],
+        *,
+        resume: str | None = None,
+        missing: Sequence[str] = (),
+        interrupt_grace: float = 10.0,
+        **spec: Any,
+    ) -> None:
+        self.peers = PiRpcPeers(turns, missing=missing)
+        ctx, self.executor = context(self.peers)
+        self.transport = PiRpcTransport(ctx, interrupt_grace=interrupt_grace)
+        self.conversation = self.transport.open(
+            ConversationSpec(
+                permissions=BYPASS,
+                approvals=ApprovalPolicy.DENY,
+                resume_session_id=resume,
+                **spec,
+            )
+        )
+
+    def turn(self, prompt: str = "go", **request: Any) -> tuple[Any, Events]:
+        events = Events()
+        return self.conversation.turn(TurnRequest(prompt, **request), events), events
+
+    def later(self, seconds: float, action: Callable[[], None]) -> threading.Timer:
+        timer = threading.Timer(seconds, action)
+        timer.start()
+        return timer
+
+    @property
+    def peer(self) -> PiRpcPeer:
+        return self.peers.peers[-1]
+
+
+def sent_types(peer: PiRpcPeer | PiRecordedPeer) -> list[str]:
+    return [str(frame["type"]) for frame in peer.received]
+
+
+class TestTurnsOnOneProcess:
+    def test_two_turns_run_on_one_process_and_continue_one_conversation(self) -> None:
+        rig = Rig([PiPeerTurn("one"), PiPeerTurn("two")])
+        first, first_events = rig.turn("first")
+        second, events = rig.turn("second")
+        assert (first.text, second.text) == ("one", "two")
+        assert len(rig.executor.spawned) == 1
+        assert not first.resumed
+        assert second.resumed
+        assert first.session_id == second.session_id == rig.conversation.session_id
+        assert first_events.of(SessionStarted)[0].session_id == first.session_id
+        assert not events.of(RunStarted), "the second turn started a process"
+        assert sent_types(rig.peer) == ["get_state", "prompt", "prompt"]
+        assert [f["message"] for f in rig.peer.received[1:]] == ["first", "second"]
+
+    def test_argv_is_rpc_mode_and_never_holds_the_prompt(self) -> None:
+        rig = Rig([PiPeerTurn("ok")], model="claude-fake-1", reasoning_effort="high")
+        rig.turn("a secret prompt")
+        argv = list(rig.executor.spawned[0].argv)
+        assert argv == [
+            "/usr/bin/pi",
+            "--mode",
+            "rpc",
+            "--model",
+            "claude-fake-1",
+            "--thinking",
+            "high",
+        ]
+
+    def test_command_ids_are_unique_for_the_process(self) -> None:
+        rig = Rig([PiPeerTurn("a"), PiPeerTurn("b"), PiPeerTurn("c")])
+        for _ in range(3):
+            rig.turn()
+        ids = [frame["id"] for frame in rig.peer.received]
+        assert len(set(ids)) == len(ids) == 4
+
+    def test_usage_is_the_turns_own_from_its_assistant_messages(self) -> None:
+        rig = Rig(
+            [
+                PiPeerTurn("a", input_tokens=100, output_tokens=20, cost_usd=0.25),
+                PiPeerTurn("b", tool="bash", tool_input={"command": "ls"}, cost_usd=0.5),
+            ]
+        )
+        first, _ = rig.turn()
+        second, events = rig.turn()
+        assert first.usage.total_cost_usd == pytest.approx(0.25)
+        assert first.usage.tokens.input_tokens == 100
+        assert second.usage.total_cost_usd == pytest.approx(0.5)
+        # Two model calls: the tool request (300 in) and the answer (100 in).
+        assert second.usage.tokens.input_tokens == 400
+        calls = [r for r in events.of(UsageReport) if r.scope is UsageScope.CALL]
+        assert len(calls) == 2
+
+    def test_a_tool_turn_reports_the_call_and_its_result(self) -> None:
+        rig = Rig([PiPeerTurn("listed", tool="bash", tool_input={"command": "ls"})])
+        result, events = rig.turn()
+        assert result.text == "listed"
+        (call,) = events.of(ToolCall)
+        assert call.tool == "bash"
+        (tool_result,) = events.of(ToolResult)
+        assert not tool_result.failed
+        assert '"command": "ls"' in tool_result.stdout
+
+    def test_a_turn_may_switch_the_model_in_band(self) -> None:
+        rig = Rig([PiPeerTurn("a"), PiPeerTurn("b")])
+        rig.turn()
+        result, events = rig.turn(model="other/claude-fake-2")
+        assert result.text == "b"
+        assert sent_types(rig.peer) == ["get_state", "prompt", "set_model", "prompt"]
+        assert rig.peer.received[2]["provider"] == "other"
+        assert rig.peer.received[2]["modelId"] == "claude-fake-2"
+        assert events.lifecycle("model_switched") == ["other/claude-fake-2"]
+        assert len(rig.executor.spawned) == 1
+
+    def test_a_bare_model_id_is_switched_under_the_current_provider(self) -> None:
+        rig = Rig([PiPeerTurn("a")])
+        rig.turn(model="claude-fake-2")
+        assert rig.peer.received[1] == {
+            "id": rig.peer.received[1]["id"],
+            "type": "set_model",
+            "provider": "fake",
+            "modelId": "claude-fake-2",
+        }
+        assert rig.peer.model == "claude-fake-2"
+
+    def test_a_model_pi_does_not_know_is_refused_before_the_prompt(self) -> None:
+        rig = Rig([PiPeerTurn("kept")])
+        with pytest.raises(ProviderCapabilityError, match="Model not found"):
+            rig.turn(model="unknown-model")
+        assert "prompt" not in sent_types(rig.peer)
+        assert rig.turn()[0].text == "kept"
+
+    @pytest.mark.parametrize(
+        "request_fields",
+        [
+            {"env": {"A": "1"}},
+            {"extra_args": ["--no-tools"]},
+            {"cwd": "/elsewhere"},
+            {"reasoning_effort": "high"},
+        ],
+    )
+    def test_what_a_running_process_cannot_change_is_refused_before_anything_is_sent(
+        self, request_fields: dict[str, Any]
+    ) -> None:
+        rig = Rig([PiPeerTurn("never")])
+        with pytest.raises(ProviderCapabilityError, match="ONE_SHOT"):
+            rig.turn(**request_fields)
+        assert rig.executor.spawned == []
+
+    def test_a_thousand_turns_keep_threads_flat_on_one_process(self) -> None:
+        rig = Rig([PiPeerTurn(f"t{n}") for n in range(1000)])
+        threads = threading.active_count()
+        for _ in range(1000):
+            rig.turn()
+        assert threading.active_count() == threads
+        assert len(rig.executor.spawned) == 1
+
+
+class TestSpecRefusals:
+    def test_an_approval_handler_is_refused_at_open(self) -> None:
+        ctx, _ = context(PiRpcPeers([]))
+        spec = ConversationSpec(permissions=BYPASS, approvals=lambda r: ApprovalDecision.allow())
+        with pytest.raises(ProviderCapabilityError, match="no approval flow"):
+            PiRpcTransport(ctx).open(spec)
+
+    @pytest.mark.parametrize(
+        "permissions", [NativePermissions.read_only(), NativePermissions.workspace_write()]
+    )
+    def test_native_permissions_other_than_bypass_are_refused(
+        self, permissions: NativePermissions
+    ) -> None:
+        ctx, executor = context(PiRpcPeers([]))
+        spec = ConversationSpec(permissions=permissions, approvals=ApprovalPolicy.DENY)
+        with pytest.raises(ProviderCapabilityError, match="bypass"):
+            PiRpcTransport(ctx).open(spec)
+        assert executor.spawned == []
+
+
+class TestInterrupt:
+    def test_abort_mid_tool_returns_interrupted_and_the_next_turn_uses_the_same_process(
+        self,
+    ) -> None:
+        rig = Rig([PiPeerTurn(tool="bash", tool_input=SLEEP, hang=True), PiPeerTurn("next")])
+        timer = rig.later(0.1, rig.conversation.interrupt)
+        started = time.monotonic()
+        result, events = rig.turn()
+        timer.cancel()
+        assert time.monotonic() - started < 5
+        assert result.interrupted
+        assert events.of(TurnInterrupted)
+        (aborted,) = events.of(ToolResult)
+        assert aborted.failed
+        assert "Command aborted" in aborted.stderr
+        after, after_events = rig.turn()
+        assert after.text == "next"
+        assert not after.interrupted
+        assert len(rig.executor.spawned) == 1
+        assert sent_types(rig.peer) == ["get_state", "prompt", "abort", "prompt"]
+        # The abort's own response came after agent_end: it never reaches the next turn.
+        assert after_events.lifecycle("between_turns") == []
+
+    def test_abort_mid_stream_returns_interrupted(self) -> None:
+        rig = Rig([PiPeerTurn(hang=True), PiPeerTurn("next")])
+        timer = rig.later(0.1, rig.conversation.interrupt)
+        result, _ = rig.turn()
+        timer.cancel()
+        assert result.interrupted
+        assert rig.turn()[0].text == "next"
+
+    def test_interrupt_while_idle_sends_nothing(self) -> None:
+        rig = Rig([PiPeerTurn("a"), PiPeerTurn("b")])
+        rig.turn()
+        rig.conversation.interrupt()
+        result, _ = rig.turn()
+        assert result.text == "b"
+        assert not result.interrupted
+        assert sent_types(rig.peer) == ["get_state", "prompt", "prompt"]
+
+    def test_a_stop_requested_before_the_turn_sends_nothing(self) -> None:
+        rig = Rig([PiPeerTurn("kept")])
+        stop = TurnStop()
+        stop.request()
+        with pytest.raises(TurnCancelledError):
+            rig.conversation.turn(TurnRequest("go"), Events(), stop)
+        assert rig.executor.spawned == []
+        assert rig.turn()[0].text == "kept"
+
+    def test_an_interrupt_before_the_run_starts_is_sent_once_it_does(self) -> None:
+        rig = Rig([PiPeerTurn(tool="bash", tool_input=SLEEP, hang=True), PiPeerTurn("next")])
+        events = Events()
+        stop = TurnStop()
+
+        def stop_on_prompt(event: AgentEvent) -> None:
+            events(event)
+            if isinstance(event, SessionStarted):
+                stop.request()  # before the prompt is even written
+
+        result = rig.conversation.turn(TurnRequest("go"), stop_on_prompt, stop)
+        assert result.interrupted
+        assert sent_types(rig.peer) == ["get_state", "prompt", "abort"]
+
+    def test_an_abort_nobody_answers_kills_the_process_and_the_next_turn_resumes(self) -> None:
+        class Deaf(PiRpcPeer):
+            def on_stdin(self, line: str) -> Iterable[PeerOutput]:
+                if json.loads(line)["type"] == "abort":
+                    return ()
+                return super().on_stdin(line)
+
+        family = PiRpcPeers(
+            [PiPeerTurn(tool="bash", tool_input=SLEEP, hang=True), PiPeerTurn("resumed")]
+        )
+        spawns: list[SpawnRequest] = []
+
+        def peers(request: SpawnRequest) -> FakePeer:
+            spawns.append(request)
+            if len(spawns) == 1:
+                return Deaf(family, "01a23046-dead-7000-8000-000000000001", request.argv)
+            return family(request)
+
+        ctx, _ = context(peers)
+        conversation = PiRpcTransport(ctx, interrupt_grace=0.2).open(
+            ConversationSpec(permissions=BYPASS, approvals=ApprovalPolicy.DENY)
+        )
+        timer = threading.Timer(0.1, conversation.interrupt)
+        timer.start()
+        events = Events()
+        result = conversation.turn(TurnRequest("go"), events)
+        timer.cancel()
+        assert result.interrupted
+        assert events.lifecycle("interrupt_unanswered")
+        after = conversation.turn(TurnRequest("again"), Events())
+        assert after.text == "resumed"
+        argv = list(spawns[1].argv)
+        assert argv[argv.index("--session") + 1] == "01a23046-dead-7000-8000-000000000001"
+
+
+class TestSteer:
+    def test_a_steer_runs_inside_the_turn_which_ends_once(self) -> None:
+        rig = Rig(
+            [
+                PiPeerTurn("answer", tool="bash", tool_input=SLEEP, until_steered=True),
+                PiPeerTurn("next"),
+            ]
+        )
+        timer = rig.later(0.1, lambda: rig.conversation.steer("also say banana"))
+        result, events = rig.turn()
+        timer.cancel()
+        assert result.text == "answer (and: also say banana)"
+        assert not result.interrupted
+        assert rig.peer.steered == ["also say banana"]
+        assert events.lifecycle("steered") == ["also say banana"]
+        assert rig.peer.received[2]["type"] == "steer"
+        after, after_events = rig.turn()
+        assert after.text == "next"
+        assert after_events.lifecycle("between_turns") == []
+
+    def test_a_follow_up_is_queued_for_the_end_of_the_turn(self) -> None:
+        rig = Rig([PiPeerTurn("answer", tool="bash", tool_input=SLEEP, until_steered=True)])
+        timer = rig.later(0.1, lambda: rig.conversation.follow_up("then say kiwi"))
+        result, events = rig.turn()
+        timer.cancel()
+        assert result.text == "answer (and: then say kiwi)"
+        assert events.lifecycle("followed_up") == ["then say kiwi"]
+        assert rig.peer.received[2]["type"] == "follow_up"
+
+    def test_a_steer_pi_still_holds_when_the_run_ends_is_reported(self) -> None:
+        class Late(PiRpcPeer):
+            def on_stdin(self, line: str) -> Iterable[PeerOutput]:
+                out = list(super().on_stdin(line))
+                if json.loads(line)["type"] == "prompt":
+                    # The steer arrived as the run ended: Pi keeps it for the next run.
+                    late = {"type": "queue_update", "steering": ["too late"], "followUp": []}
+                    out.insert(-1, StdoutLine(json.dumps(late) + "\n"))
+                return out
+
+        family = PiRpcPeers([PiPeerTurn("done")])
+        sid = "01a23046-0000-7000-8000-000000000019"
+        ctx, _ = context(lambda request: Late(family, sid, request.argv))
+        conversation = PiRpcTransport(ctx).open(
+            ConversationSpec(permissions=BYPASS, approvals=ApprovalPolicy.DENY)
+        )
+        events = Events()
+        assert conversation.turn(TurnRequest("go"), events).text == "done"
+        assert events.lifecycle("steer_carried_over") == ["too late"]
+
+    def test_a_steer_taken_in_the_run_is_not_reported_as_carried_over(self) -> None:
+        rig = Rig([PiPeerTurn("answer", tool="bash", tool_input=SLEEP, until_steered=True)])
+        timer = rig.later(0.1, lambda: rig.conversation.steer("in time"))
+        _, events = rig.turn()
+        timer.cancel()
+        assert events.lifecycle("steer_carried_over") == []
+
+    def test_steer_needs_a_running_turn(self) -> None:
+        rig = Rig([PiPeerTurn("a")])
+        with pytest.raises(NoRunningTurnError):
+            rig.conversation.steer("hello")
+        rig.turn()
+        with pytest.raises(NoRunningTurnError):
+            rig.conversation.steer("hello")
+
+    def test_no_text_is_ever_written_as_a_broken_line(self) -> None:
+        rig = Rig([PiPeerTurn(hang=True)])
+        awkward = 'line\nbreak \u2028 sep \ud800 lone \x00 nul "quote"'
+
+        def steer() -> None:
+            rig.conversation.steer(awkward)
+            rig.conversation.interrupt()
+
+        timer = rig.later(0.1, steer)
+        rig.turn()
+        timer.cancel()
+        assert rig.peer.steered == [awkward]
+
+
+class TestFailures:
+    def test_a_cli_killed_mid_turn_is_cli_died_and_the_next_turn_resumes(self) -> None:
+        rig = Rig(
+            [
+                PiPeerTurn("one"),
+                PiPeerTurn(tool="bash", tool_input=SLEEP, die=-9),
+                PiPeerTurn("back"),
+            ]
+        )
+        first, _ = rig.turn()
+        with pytest.raises(CliDiedError) as caught:
+            rig.turn()
+        assert caught.value.returncode == -9
+        assert caught.value.session_id == first.session_id
+        assert rig.conversation.session_id == first.session_id
+        after, events = rig.turn()
+        assert after.text == "back"
+        assert after.resumed
+        assert after.session_id == first.session_id
+        assert events.of(RunStarted)
+        argv = list(rig.executor.spawned[1].argv)
+        assert argv[argv.index("--session") + 1] == first.session_id
+
+    def test_an_api_error_is_classified_and_keeps_the_process(self) -> None:
+        rig = Rig([PiPeerTurn(error=AUTH_ERROR), PiPeerTurn("fine")])
+        with pytest.raises(CliExitError) as caught:
+            rig.turn()
+        assert caught.value.kind is FailureKind.AUTH
+        assert "invalid x-api-key" in str(caught.value)
+        assert rig.turn()[0].text == "fine"
+        assert len(rig.executor.spawned) == 1
+
+    @pytest.mark.parametrize(
+        ("error", "kind"),
+        [
+            ('500 {"type":"error","error":{"type":"api_error"}}', FailureKind.TRANSIENT),
+            ('529 {"type":"error","error":{"type":"overloaded_error"}}', FailureKind.TRANSIENT),
+        ],
+    )
+    def test_api_failures_keep_their_one_shot_kind(self, error: str, kind: FailureKind) -> None:
+        rig = Rig([PiPeerTurn(error=error)])
+        with pytest.raises(CliExitError) as caught:
+            rig.turn()
+        assert caught.value.kind is kind
+
+    def test_pis_own_retries_of_a_failed_call_stay_inside_the_turn(self) -> None:
+        error = '500 {"type":"error","error":{"type":"api_error"}}'
+        rig = Rig([PiPeerTurn(error=error, retries=2), PiPeerTurn("fine")])
+        with pytest.raises(CliExitError) as caught:
+            rig.turn()
+        assert caught.value.kind is FailureKind.TRANSIENT
+        after, events = rig.turn()
+        assert after.text == "fine"
+        assert events.lifecycle("between_turns") == [], "the retries leaked into the next turn"
+
+    def test_resuming_a_session_pi_does_not_have_is_a_resume_error(self) -> None:
+        gone = "01a23046-0000-7000-8000-00000000dead"
+        rig = Rig([PiPeerTurn("never")], resume=gone, missing=[gone])
+        with pytest.raises(SessionResumeError) as caught:
+            rig.turn()
+        assert caught.value.session_id == gone
+
+    def test_a_process_that_never_answers_get_state_is_killed_and_replaced(self) -> None:
+        now = [0.0]
+
+        def clock() -> float:
+            now[0] += 30.0  # every look at the clock is half a minute later
+            return now[0]
+
+        family = PiRpcPeers([PiPeerTurn("second process")])
+        spawns: list[SpawnRequest] = []
+
+        def peers(request: SpawnRequest) -> FakePeer:
+            spawns.append(request)
+            return SilentPeer() if len(spawns) == 1 else family(request)
+
+        ctx, executor = context(peers, clock=clock)
+        conversation = PiRpcTransport(ctx).open(
+            ConversationSpec(permissions=BYPASS, approvals=ApprovalPolicy.DENY)
+        )
+        with pytest.raises(CliTimeoutError, match="get_state"):
+            conversation.turn(TurnRequest("go"), Events())
+        assert executor.processes[0].returncode is not None, "the silent process was left running"
+        assert conversation.turn(TurnRequest("again"), Events()).text == "second process"
+        assert len(spawns) == 2
+
+    def test_a_refused_prompt_fails_the_turn_with_pis_reason(self) -> None:
+        class Busy(PiRpcPeer):
+            def on_stdin(self, line: str) -> Iterable[PeerOutput]:
+                frame = json.loads(line)
+                if frame["type"] == "prompt":
+                    error = "Agent is already processing."
+                    response = {
+                        "id": frame["id"],
+                        "type": "response",
+                        "command": "prompt",
+                        "success": False,
+                        "error": error,
+                    }
+                    return (StdoutLine(json.dumps(response) + "\n"),)
+                return super().on_stdin(line)
+
+        family = PiRpcPeers([])
+        ctx, _ = context(
+            lambda request: Busy(family, "01a23046-0000-7000-8000-00000000b05e", request.argv)
+        )
+        conversation = PiRpcTransport(ctx).open(
+            ConversationSpec(permissions=BYPASS, approvals=ApprovalPolicy.DENY)
+        )
+        with pytest.raises(CliExitError, match="already processing"):
+            conversation.turn(TurnRequest("go"), Events())
+
+    def test_a_stalled_turn_is_aborted_and_fails_as_stalled(self) -> None:
+        rig = Rig(
+            [PiPeerTurn(tool="bash", tool_input=SLEEP, hang=True), PiPeerTurn("ok")],
+            stall_timeout=0.2,
+        )
+        started = time.monotonic()
+        with pytest.raises(TurnStalledError) as caught:
+            rig.turn()
+        assert time.monotonic() - started < 5
+        assert caught.value.silent_s is not None
+        assert caught.value.silent_s >= 0.2
+        assert "abort" in sent_types(rig.peer)
+        assert rig.turn()[0].text == "ok"
+        assert len(rig.executor.spawned) == 1
+
+    def test_a_turn_over_its_budget_is_a_timeout(self) -> None:
+        rig = Rig([PiPeerTurn(hang=True), PiPeerTurn("ok")])
+        with pytest.raises(CliTimeoutError):
+            rig.turn(timeout=0.2)
+        assert rig.turn()[0].text == "ok"
+
+    def test_a_line_that_is_not_json_costs_only_that_line(self) -> None:
+        class Noisy(PiRpcPeer):
+            def on_stdin(self, line: str) -> Iterable[PeerOutput]:
+                return [StdoutLine("garbage {not json\n"), *super().on_stdin(line)]
+
+        family = PiRpcPeers([PiPeerTurn("still fine")])
+        ctx, _ = context(
+            lambda request: Noisy(family, "01a23046-0000-7000-8000-000000000015", request.argv)
+        )
+        conversation = PiRpcTransport(ctx).open(
+            ConversationSpec(permissions=BYPASS, approvals=ApprovalPolicy.DENY)
+        )
+        events = Events()
+        result = conversation.turn(TurnRequest("go"), events)
+        assert result.text == "still fine"
+        assert [e.text for e in events.of(RawOutput)] == ["garbage {not json"]
+
+    def test_a_process_that_exits_zero_mid_run_is_cli_died(self) -> None:
+        class Quits(PiRpcPeer):
+            def on_stdin(self, line: str) -> Iterable[PeerOutput]:
+                out = list(super().on_stdin(line))
+                if json.loads(line)["type"] == "prompt":
+                    return [*out[:3], ProcessExited(0)]
+                return out
+
+        family = PiRpcPeers([PiPeerTurn("never")])
+        sid = "01a23046-0000-7000-8000-000000000017"
+        ctx, _ = context(lambda request: Quits(family, sid, request.argv))
+        conversation = PiRpcTransport(ctx).open(
+            ConversationSpec(permissions=BYPASS, approvals=ApprovalPolicy.DENY)
+        )
+        with pytest.raises(CliDiedError) as caught:
+            conversation.turn(TurnRequest("go"), Events())
+        assert caught.value.session_id == sid
+        assert conversation.session_id == sid
+
+    def test_close_during_a_turn_aborts_it_then_ends_the_process(self) -> None:
+        rig = Rig([PiPeerTurn(tool="bash", tool_input=SLEEP, hang=True)])
+        timer = rig.later(0.1, rig.conversation.close)
+        result, _ = rig.turn()
+        timer.cancel()
+        assert result.interrupted
+        process = rig.executor.processes[0]
+        assert process.stdin_closed
+        assert process.returncode is not None
+        with pytest.raises(SessionStateError):
+            rig.turn()
+
+    def test_close_ends_the_process_with_stdin_eof(self) -> None:
+        rig = Rig([PiPeerTurn("a")])
+        rig.turn()
+        rig.conversation.close()
+        rig.conversation.close()
+        process = rig.executor.processes[0]
+        assert process.stdin_closed
+        assert process.returncode == 0
+        assert process.terminate_calls == 0
+
+
+class TestFork:
+    def test_a_fork_starts_with_fork_then_continues_the_new_session(self) -> None:
+        base = "01a23046-0000-7000-8000-0000000000ba"
+        rig = Rig([PiPeerTurn("forked"), PiPeerTurn("again")], resume=base, fork=True)
+        first, events = rig.turn()
+        assert first.session_id == f"{base}-fork"
+        assert not first.resumed
+        assert events.lifecycle("forked") == [f"{base} -> {base}-fork"]
+        argv = list(rig.executor.spawned[0].argv)
+        assert argv[argv.index("--fork") + 1] == base
+        assert "--session" not in argv
+        rig.conversation.close()
+
+    def test_one_shot_pi_forks_with_the_same_flag(self) -> None:
+        from agentshim.core.provider import ArgvContext
+
+        argv = PiProvider().build_argv(
+            ArgvContext(binary_path="pi", resume_session_id="abc-1", fork_session=True)
+        )
+        assert argv[-2:] == ["--fork", "abc-1"]
+
+
+# -- recorded transcripts --------------------------------------------------------------------
+
+
+def replay(case: str, **peer: Any) -> tuple[PiRpcConversation, PiRecordedPeer]:
+    recorded = PiRecordedPeer(FIXTURES / f"{case}.transcript.jsonl", **peer)
+    ctx, _ = context(lambda request: recorded)
+    conversation = PiRpcTransport(ctx).open(
+        ConversationSpec(permissions=BYPASS, approvals=ApprovalPolicy.DENY)
+    )
+    return conversation, recorded
+
+
+class TestRecordedTranscripts:
+    def test_two_turns_as_pi_printed_them(self) -> None:
+        conversation, peer = replay("c1_multiturn_commands")
+        first_events = Events()
+        first = conversation.turn(TurnRequest("TURN-ONE please"), first_events)
+        second = conversation.turn(TurnRequest("TURN-TWO please"), Events())
+        third = conversation.turn(TurnRequest("TURN-ONE after the commands"), Events())
+        assert (first.text, second.text, third.text) == ("Reply one.", "Reply two.", "Reply one.")
+        sid = "01a23046-29ba-772b-af14-af8ea4a10e4a"
+        assert first.session_id == second.session_id == third.session_id == sid
+        assert first_events.lifecycle("session_file")[0].endswith(f"_{sid}.jsonl")
+        # input 700 uncached + 200 cache read + 100 cache write.
+        assert first.usage.tokens.input_tokens == 1000
+        assert peer.unmatched == []
+
+    def test_an_abort_during_a_tool_as_recorded(self) -> None:
+        conversation, peer = replay("c2_abort_midtool")
+        events = Events()
+        stop = TurnStop()
+
+        def abort_on_tool(event: AgentEvent) -> None:
+            events(event)
+            if isinstance(event, ToolCall):
+                stop.request()
+
+        result = conversation.turn(TurnRequest("SLOW20 run the slow tool"), abort_on_tool, stop)
+        assert result.interrupted
+        assert "Command aborted" in events.of(ToolResult)[0].stderr
+        after_events = Events()
+        after = conversation.turn(TurnRequest("TURN-TWO after abort"), after_events)
+        assert after.text == "Reply two."
+        assert not after.interrupted
+        assert after_events.lifecycle("between_turns") == []
+        assert peer.unmatched == []
+
+    def test_an_abort_during_streamed_text_as_recorded(self) -> None:
+        conversation, _ = replay("c2_abort_midtool")
+        stop = TurnStop()
+
+        def abort_on_tool(event: AgentEvent) -> None:
+            if isinstance(event, ToolCall):
+                stop.request()
+
+        conversation.turn(TurnRequest("SLOW20 run the slow tool"), abort_on_tool, stop)
+        conversation.turn(TurnRequest("TURN-TWO after abort"), Events())
+        stop = TurnStop()
+
+        def abort_on_text(event: AgentEvent) -> None:
+            if isinstance(event, AssistantText):
+                stop.request()
+
+        result = conversation.turn(TurnRequest("SLOWTEXT stream slowly"), abort_on_text, stop)
+        assert result.interrupted
+        assert result.text.startswith("slow text")
+
+    def test_a_steer_and_a_follow_up_run_inside_one_turn_as_recorded(self) -> None:
+        conversation, peer = replay("c3_steer_followup", folded={"p-bad", "s1"})
+        holder: list[PiRpcConversation] = [conversation]
+        sent: list[str] = []
+
+        def steer_on_tool(event: AgentEvent) -> None:
+            if isinstance(event, ToolCall) and not sent:
+                sent.append("steer")
+                holder[0].steer("STEER-MSG also say banana")
+                holder[0].follow_up("FOLLOW-UP afterwards say kiwi")
+
+        events = Events()
+
+        def both(event: AgentEvent) -> None:
+            events(event)
+            steer_on_tool(event)
+
+        result = conversation.turn(TurnRequest("SLOW5 run the 5s tool"), both)
+        assert result.text == "Handled the follow-up."
+        assert not result.interrupted
+        assert events.lifecycle("steered") == ["STEER-MSG also say banana"]
+        assert events.lifecycle("followed_up") == ["FOLLOW-UP afterwards say kiwi"]
+        assert [e.text for e in events.of(AssistantText)] == [
+            "Sleeping 5.",
+            "Saw the steering",
+            " message.",
+            "Handled the foll",
+            "ow-up.",
+        ]
+        assert peer.unmatched == []
+
+    def test_an_auth_failure_as_recorded_is_classified_and_the_process_stays(self) -> None:
+        conversation, _ = replay("c4a_session_first")
+        first = conversation.turn(TurnRequest("TURN-ONE seed"), Events())
+        assert first.session_id == "01a23046-2a7f-737d-bd27-2e1b51959c9c"
+        with pytest.raises(CliExitError) as caught:
+            conversation.turn(TurnRequest("AUTHFAIL please"), Events())
+        assert caught.value.kind is FailureKind.AUTH
+
+    def test_sigterm_mid_tool_as_recorded_is_cli_died_keeping_the_conversation(self) -> None:
+        conversation, _ = replay("c4a_session_first")
+        conversation.turn(TurnRequest("TURN-ONE seed"), Events())
+        with pytest.raises(CliExitError):
+            conversation.turn(TurnRequest("AUTHFAIL please"), Events())
+        with pytest.raises(CliDiedError) as caught:
+            conversation.turn(TurnRequest("SLOW20 then get killed"), Events())
+        assert caught.value.returncode == 143
+        assert caught.value.session_id == "01a23046-2a7f-737d-bd27-2e1b51959c9c"
+
+    def test_a_resumed_session_as_recorded(self) -> None:
+        recorded = PiRecordedPeer(FIXTURES / "c4b_resume_session.transcript.jsonl")
+        ctx, _ = context(lambda request: recorded)
+        sid = "01a23046-2a7f-737d-bd27-2e1b51959c9c"
+        conversation = PiRpcTransport(ctx).open(
+            ConversationSpec(
+                permissions=BYPASS, approvals=ApprovalPolicy.DENY, resume_session_id=sid
+            )
+        )
+        result = conversation.turn(TurnRequest("TURN-TWO after resume"), Events())
+        assert result.text == "Reply two."
+        assert result.resumed
+        assert result.session_id == sid
+
+    def test_an_extensions_dialog_is_dismissed_as_recorded(self) -> None:
+        conversation, peer = replay("c7_extension_confirm_gate")
+        events = Events()
+        result = conversation.turn(TurnRequest("ECHO allow this one"), events)
+        assert result.text == "Tool finished."
+        answers = [f for f in peer.received if f["type"] == "extension_ui_response"]
+        assert answers == [
+            {
+                "type": "extension_ui_response",
+                "id": "3cefaa3d-f876-46d4-baf5-a559cbe5efd0",
+                "cancelled": True,
+            }
+        ]
+        assert events.lifecycle("extension_dialog_cancelled") == ["confirm: Approve bash?"]
+
+
+def _recorded_frames(case: str) -> list[Mapping[str, Any]]:
+    frames: list[Mapping[str, Any]] = []
+    text = ""
+    for raw in (FIXTURES / f"{case}.transcript.jsonl").read_text().splitlines():
+        record = json.loads(raw)
+        if record["dir"] == "out":
+            text += record["data"]
+    frames.extend(json.loads(line) for line in text.splitlines() if line)
+    return frames
+
+
+class TestRecordedFrameTypes:
+    @pytest.mark.parametrize(
+        "case", sorted(p.name.split(".")[0] for p in FIXTURES.glob("*.transcript.jsonl"))
+    )
+    def test_every_recorded_frame_is_understood(self, case: str) -> None:
+        """Every type Pi printed is read by the transport or the parser, never "unknown"."""
+        from agentshim.providers.pi.parser import PiStreamParser
+
+        events = Events()
+        parser = PiStreamParser(events)
+        for frame in _recorded_frames(case):
+            kind = frame.get("type")
+            if kind == "response":
+                assert read_response(frame).command != "?"
+            elif kind != "extension_ui_request":
+                parser.dispatch(frame, json.dumps(frame))
+        unknown = [e.kind for e in events.of(Lifecycle) if e.kind.startswith("unknown_frame")]
+        malformed = events.lifecycle("malformed_frame")
+        assert unknown == []
+        assert malformed == []
+
+    def test_responses_without_an_id_are_matched_by_command(self) -> None:
+        responses = [
+            read_response(f)
+            for f in _recorded_frames("c1_multiturn_commands")
+            if f["type"] == "response"
+        ]
+        without_id = {r.command for r in responses if r.command_id is None}
+        assert without_id == {"no_such_command", "parse"}
+
+
+@given(st.text(min_size=1).filter(lambda t: t.strip() != ""))
+def test_any_steered_text_reaches_pi_unchanged(text: str) -> None:
+    rig = Rig([PiPeerTurn("answer", tool="bash", tool_input=SLEEP, until_steered=True)])
+    steered = threading.Event()
+
+    def steer_on_tool(event: AgentEvent) -> None:
+        if isinstance(event, ToolCall) and not steered.is_set():
+            steered.set()
+            rig.conversation.steer(text)
+
+    rig.conversation.turn(TurnRequest("go"), steer_on_tool)
+    assert rig.peer.steered == [text]
+
+
+# -- the contracts ---------------------------------------------------------------------------
+
+
+def contract_peers(turns: Sequence[ContractTurn]) -> PiRpcPeers:
+    return PiRpcPeers(PiPeerTurn(turn.text, hang=turn.hang) for turn in turns)
+
+
+class TestPiRpcConversationContract(SteerableConversationContract):
+    def make_conversation(
+        self, turns: Sequence[ContractTurn], *, resume_session_id: str | None = None
+    ) -> PiRpcConversation:
+        ctx, _ = context(contract_peers(turns))
+        return PiRpcTransport(ctx).open(
+            ConversationSpec(
+                permissions=BYPASS,
+                approvals=ApprovalPolicy.DENY,
+                resume_session_id=resume_session_id,
+            )
+        )
+
+
+class TestPiRpcTransportContract(TransportContract):
+    def make_transport(self, turns: Sequence[ContractTurn]) -> Transport:
+        ctx, _ = context(contract_peers(turns))
+        return PiRpcTransport(ctx)
+
+    def unsupported_permissions(self) -> NativePermissions | None:
+        return NativePermissions.read_only()
