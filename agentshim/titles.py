@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from agentshim.core._text import MAX_TITLE_CHARS, clean_title
 from agentshim.core.events import SessionTitle
 from agentshim.core.ids import is_valid_session_id
 from agentshim.providers.claude import transcript as claude_transcript
@@ -27,22 +28,8 @@ __all__ = [
     "title_probe",
 ]
 
-MAX_TITLE_CHARS = 200
-"""The longest title :func:`clean_title` gives."""
-
 OUT_OF_BAND_PROVIDERS = frozenset({CLAUDE})
 """Providers whose titles are read from the session transcript rather than from the stream."""
-
-
-def clean_title(value: object) -> str | None:
-    """``value`` as a title: one line, whitespace runs collapsed, trimmed, at most 200 chars.
-
-    None for a non-string or an empty result.
-    """
-    if not isinstance(value, str):
-        return None
-    text = " ".join(value.split())[:MAX_TITLE_CHARS].rstrip()
-    return text or None
 
 
 def title_probe(provider: str, session_id: str) -> str | None:

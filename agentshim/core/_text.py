@@ -6,7 +6,15 @@ quote a version line, and all of them cut the same way.
 
 from __future__ import annotations
 
-__all__ = ["LINE_QUOTE_CHARS", "bounded_head", "bounded_tail", "first_line", "last_line"]
+__all__ = [
+    "LINE_QUOTE_CHARS",
+    "MAX_TITLE_CHARS",
+    "bounded_head",
+    "bounded_tail",
+    "clean_title",
+    "first_line",
+    "last_line",
+]
 
 _CUT = "[...truncated...]"
 
@@ -48,3 +56,18 @@ def last_line(text: str, limit: int = LINE_QUOTE_CHARS) -> str:
         if line.strip():
             return line.strip()[:limit]
     return ""
+
+
+MAX_TITLE_CHARS = 200
+"""The longest title :func:`clean_title` gives."""
+
+
+def clean_title(value: object) -> str | None:
+    """``value`` as a title: one line, whitespace runs collapsed, trimmed, at most 200 chars.
+
+    None for a non-string or an empty result.
+    """
+    if not isinstance(value, str):
+        return None
+    text = " ".join(value.split())[:MAX_TITLE_CHARS].rstrip()
+    return text or None

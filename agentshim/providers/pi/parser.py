@@ -14,7 +14,7 @@ What the frames become (docs/providers/pi.md has the full table):
 - ``tool_execution_start`` / ``tool_execution_end``: ToolCall / ToolResult (``isError``).
 - ``agent_start``/``agent_end``, ``turn_start``/``turn_end``, ``auto_retry_start``/``end``,
   ``compaction_start``/``end``: Lifecycle (a failed ``auto_retry_end`` also ProviderErrorReported);
-  ``session_info_changed`` (a session given a name): Lifecycle ``session_named``.
+  ``session_info_changed`` (a session given a name): SessionTitle.
 - anything else: Lifecycle ``unknown_frame:<type>``; a line that is not a JSON object: RawOutput.
 
 ``--mode json`` exits 0 when the model API fails, so the stream decides: the turn failed when
@@ -37,6 +37,7 @@ from dataclasses import replace
 from types import MappingProxyType
 from typing import Any
 
+from agentshim.core._text import clean_title
 from agentshim.core.errors import FailureKind
 from agentshim.core.events import (
     AgentEvent,
@@ -45,6 +46,7 @@ from agentshim.core.events import (
     ProviderErrorReported,
     Reasoning,
     SessionStarted,
+    SessionTitle,
     ToolCall,
     ToolResult,
     UsageReport,
@@ -314,7 +316,10 @@ class PiStreamParser(FrameParser):
             out.append(Lifecycle("api_retry_succeeded", f"attempt {attempt}"))
 
     def _on_session_info_changed(self, frame: Frame, out: list[AgentEvent]) -> None:
-        out.append(Lifecycle("session_named", as_str(frame.get("name")) or ""))
+        # Pi names the conversation in band (rpc ``set_session_name``, or the agent itself).
+        title = clean_title(frame.get("name"))
+        if title is not None:
+            out.append(SessionTitle(title, "session_info_changed"))
 
     def _on_compaction_start(self, frame: Frame, out: list[AgentEvent]) -> None:
         out.append(Lifecycle("compaction_started", as_str(frame.get("reason")) or ""))

@@ -15,6 +15,7 @@ from agentshim.core.events import (
     RawOutput,
     Reasoning,
     SessionStarted,
+    SessionTitle,
     Stderr,
     ToolCall,
     ToolKind,
@@ -335,6 +336,13 @@ class TestFailureRules:
 
 
 class TestFrames:
+    def test_a_session_name_is_the_conversations_title(self) -> None:
+        named = json.dumps({"type": "session_info_changed", "name": "  Fix the\n tests "})
+        _, events = parse(turn(message_end(assistant([{"type": "text", "text": "ok"}])), named))
+        assert of_type(events, SessionTitle) == [
+            SessionTitle("Fix the tests", "session_info_changed")
+        ]
+
     def test_a_usage_without_input_or_output_counts_is_unknown(self) -> None:
         counted = assistant([{"type": "text", "text": "a"}], usage={"input": 5, "output": 2})
         totals_only = assistant([{"type": "text", "text": "b"}], usage={"totalTokens": 70})
