@@ -49,13 +49,16 @@ class AcpQuirks:
     answered (Gemini CLI). ``updates_before_session_id``: an update for the new session comes
     before the ``session/new`` response (Copilot CLI). ``exits_on_stdin_eof``: False for an
     agent that keeps running after stdin closes (Gemini CLI with a stdio MCP child).
-    ``notice``: agent text sent before each answer that is the CLI's status, not the model's.
+    ``reports_cancelled_calls``: a cancel ends a running tool with a final update (Gemini CLI
+    reports it ``completed``; Copilot CLI sends none). ``notice``: agent text sent before each
+    answer that is the CLI's status, not the model's.
     """
 
     announces_permissioned_calls: bool = True
     cancel_waits_for_answer: bool = False
     updates_before_session_id: bool = False
     exits_on_stdin_eof: bool = True
+    reports_cancelled_calls: bool = True
     notice: str | None = None
 
 
@@ -257,7 +260,10 @@ class AcpPeer(FakePeer):
         )
 
     def _commands(self) -> StdoutLine:
-        update: dict[str, Any] = {"sessionUpdate": "available_commands_update", "availableCommands": []}
+        update: dict[str, Any] = {
+            "sessionUpdate": "available_commands_update",
+            "availableCommands": [],
+        }
         return self._update(update)
 
     def _new(self, request_id: object) -> list[PeerOutput]:
@@ -419,7 +425,8 @@ class AcpPeer(FakePeer):
             return []
         out: list[PeerOutput] = []
         turn = self._turn
-        if turn is not None and turn.tool is not None and self._phase == "running":
+        running = turn is not None and turn.tool is not None and self._phase == "running"
+        if running and self._quirks.reports_cancelled_calls:
             stopped = {
                 "sessionUpdate": "tool_call_update",
                 "toolCallId": f"call_{self._calls}",
