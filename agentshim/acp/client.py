@@ -153,6 +153,17 @@ class AcpTransport:
         self.close_grace = close_grace
         self.wall_clock = wall_clock
         self.sleep = sleep
+        self._created: dict[str, float] = {}
+
+    def created(self, session_id: str) -> float | None:
+        """When (on ``wall_clock``) a conversation of this transport created ``session_id``."""
+        with self._lock:
+            return self._created.get(session_id)
+
+    def note_created(self, session_id: str) -> None:
+        """Record that ``session_id`` was created now."""
+        with self._lock:
+            self._created[session_id] = self.wall_clock()
 
     @property
     def profile(self) -> ProviderProfile:
@@ -213,7 +224,11 @@ class _Turn:
 
 
 class AcpConversation:
-    """One ACP session on one long-lived agent process (a Conversation; it cannot steer)."""
+    """One ACP session on one long-lived agent process.
+
+    A Conversation, not a SteerableConversation: ACP has no message that adds to a running
+    turn, so ``Session.steer`` raises ProviderCapabilityError.
+    """
 
     def __init__(
         self, transport: AcpTransport, context: TransportContext, spec: ConversationSpec
@@ -233,7 +248,6 @@ class AcpConversation:
         self._requests = Correlator("agentshim")
         self._turn: _Turn | None = None
         self._session_id = spec.resume_session_id
-        self._created_at: float | None = None
         self._model = spec.model or context.model
         self._early: list[Mapping[str, Any]] = []
         self._stderr: deque[str] = deque(maxlen=200)
@@ -287,18 +301,6 @@ class AcpConversation:
     def interrupt(self) -> None:
         """Cancel the running turn in band (the process stays); nothing when idle."""
         self._slot.interrupt()
-
-    def steer(self, text: str) -> None:
-        """ACP has no way to add to a running turn.
-
-        Raises:
-            ProviderCapabilityError: always; send the text as the next turn.
-        """
-        del text
-        raise ProviderCapabilityError(
-            f"{self._name} over ACP cannot steer a running turn (the protocol has no such "
-            "message); interrupt it and send the text as a new turn"
-        )
 
     def close(self) -> None:
         """End the process: stdin EOF, then SIGTERM, then SIGKILL to its process group."""
@@ -439,11 +441,11 @@ class AcpConversation:
                     detail=f"session/new named no usable session id ({session_id!r:.80})",
                 )
             self._session_id = session_id
-            self._created_at = self._transport.wall_clock()
+            self._transport.note_created(session_id)
             emit(SessionStarted(session_id))
             return
-        self._defer_load(emit)
         session_id = self._session_id
+        self._defer_load(session_id, emit)
         response = self._call(
             channel,
             "session/load",
@@ -465,10 +467,12 @@ class AcpConversation:
                 )
             raise self._failure(channel, response.error, "session/load")
 
-    def _defer_load(self, emit: Callable[[AgentEvent], None]) -> None:
+    def _defer_load(self, session_id: str, emit: Callable[[AgentEvent], None]) -> None:
         """Wait for the next wall-clock minute before loading a session made in this one."""
-        created = self._created_at
-        if not self._dialect.load_in_a_later_minute or created is None:
+        if not self._dialect.load_in_a_later_minute:
+            return
+        created = self._transport.created(session_id)
+        if created is None:
             return
         now = self._transport.wall_clock()
         if int(now // 60) != int(created // 60):

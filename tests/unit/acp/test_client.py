@@ -9,9 +9,10 @@ from typing import Any
 
 import pytest
 
+from agentshim import Agent
 from agentshim.acp.client import AcpTransport
 from agentshim.core.approvals import ApprovalDecision, ApprovalRequest
-from agentshim.core.conversation import ConversationSpec, Transport
+from agentshim.core.conversation import ConversationSpec, Transport, TransportKind
 from agentshim.core.errors import (
     ApprovalRequiredError,
     CliDiedError,
@@ -36,6 +37,7 @@ from agentshim.core.events import (
 )
 from agentshim.core.mcp import HttpMcpServer, StdioMcpServer
 from agentshim.core.permissions import ApprovalPolicy, NativePermissions
+from agentshim.core.session_policy import Continuity
 from agentshim.core.turn import TurnRequest
 from agentshim.execution.process import SpawnRequest, StdoutLine
 from agentshim.providers.gemini.acp import GEMINI_ACP
@@ -399,11 +401,6 @@ class TestInterrupt:
         (result,) = events.of(ToolResult)
         assert result.stderr == "cancelled with the turn"
 
-    def test_steer_is_refused(self) -> None:
-        rig = Rig([AcpPeerTurn("x")])
-        with pytest.raises(ProviderCapabilityError, match="cannot steer"):
-            rig.conversation.steer("more")  # type: ignore[attr-defined]
-
     def test_a_stall_cancels_and_raises(self) -> None:
         rig = Rig([AcpPeerTurn("never", hang=True)], stall_timeout=0.3)
         with pytest.raises(TurnStalledError):
@@ -543,3 +540,58 @@ class TestAcpTransport(TransportContract):
     def make_transport(self, turns: Sequence[ContractTurn]) -> Transport:
         scripted = [AcpPeerTurn(t.text, hang=t.hang) for t in turns]
         return make_transport(AcpPeers(scripted))[0]
+
+
+def gemini_agent(peers: AcpPeers) -> tuple[Agent, FakeExecutor]:
+    executor = FakeExecutor(peers=peers, binaries={"gemini": "/usr/bin/gemini"})
+    agent = Agent(
+        "gemini",
+        executor=executor,
+        env={"PATH": "/usr/bin"},
+        permissions=BYPASS,
+        approvals=ApprovalPolicy.DENY,
+        transport=TransportKind.STREAM,
+    )
+    return agent, executor
+
+
+class TestGeminiStreamSessions:
+    def test_agent_gemini_stream_runs_every_turn_on_one_acp_process(self) -> None:
+        agent, executor = gemini_agent(AcpPeers([AcpPeerTurn("a"), AcpPeerTurn("b")]))
+        with agent.start_session() as session:
+            first = session.turn("one")
+            second = session.turn("two")
+        assert (first.result.text, second.result.text) == ("a", "b")
+        assert second.continuity is Continuity.CONTINUED
+        assert len(executor.spawned) == 1
+        assert executor.spawned[0].argv[1] == "--acp"
+        assert executor.processes[0].stdin_closed, "closing the session ends the process"
+
+    def test_steer_raises_provider_capability_error(self) -> None:
+        agent, _ = gemini_agent(AcpPeers([AcpPeerTurn("x", hang=True)]))
+        with agent.start_session() as session:
+            results: list[Any] = []
+            worker = threading.Thread(target=lambda: results.append(session.turn("think")))
+            worker.start()
+            time.sleep(0.2)
+            with pytest.raises(ProviderCapabilityError):
+                session.steer("more")
+            session.interrupt()
+            worker.join(10)
+        assert results[0].result.interrupted
+
+    def test_a_released_session_reopens_by_id_after_the_minute_of_its_creation(self) -> None:
+        peers = AcpPeers([AcpPeerTurn("a"), AcpPeerTurn("b")])
+        slept: list[float] = []
+        transport, executor = make_transport(peers, wall_clock=lambda: 610.0, sleep=slept.append)
+        agent = Agent.over(transport, permissions=BYPASS, approvals=ApprovalPolicy.DENY)
+        with agent.start_session() as session:
+            first = session.turn("one").result
+            session.release()
+            second = session.turn("two").result
+        assert second.session_id == first.session_id
+        assert second.resumed
+        assert (
+            next(m for m in methods(peers.peers[1]) if m.startswith("session/")) == "session/load"
+        )
+        assert len(executor.spawned) == 2
