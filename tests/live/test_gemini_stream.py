@@ -36,6 +36,7 @@ from agentshim.core.errors import (
 from agentshim.core.events import AgentEvent, ApprovalAnswered, Lifecycle, TurnInterrupted
 from agentshim.core.permissions import ApprovalPolicy, NativePermissions
 from agentshim.core.profile import ProviderProfile
+from agentshim.core.retry import RetryPolicy
 from agentshim.core.turn import TurnRequest, TurnResult
 from agentshim.execution.host import HostCommandExecutor
 from agentshim.execution.host_process import HostProcess
@@ -138,13 +139,15 @@ class Live:
             transport=TransportKind.STREAM,
             event_handlers=self.events.append,
             check_timeout=60.0,
-            **({"stall_timeout": stall_timeout} if stall_timeout is not None else {}),
+            stall_timeout=stall_timeout,
+            # A failure is this suite's to see, not the session's to retry.
+            retry=RetryPolicy(delays=()),
         )
 
     def session(self, agent: Agent | None = None, session_id: str | None = None) -> Session:
         agent = agent or self.agent()
         if session_id is not None:
-            return agent.resume_session(session_id, str(self.work))
+            return agent.start_session(str(self.work), session_id=session_id)
         return agent.start_session(str(self.work))
 
     def script(self, *rules: Rule) -> None:
