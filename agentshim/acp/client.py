@@ -453,6 +453,8 @@ class AcpConversation:
             deadline,
             replay=True,
         )
+        if response.error is None and self._dialect.replay_settle > 0:
+            self._drain_replay(channel, self._dialect.replay_settle, deadline)
         replayed, self._early = len(self._early), []
         if replayed:
             emit(Lifecycle("replay_suppressed", f"{replayed} updates of the loaded history"))
@@ -466,6 +468,28 @@ class AcpConversation:
                     detail=response.error.describe(),
                 )
             raise self._failure(channel, response.error, "session/load")
+
+    def _drain_replay(self, channel: Channel, settle: float, deadline: float) -> None:
+        """Keep reading the replay that goes on after the load response, until it goes quiet.
+
+        Nothing of the session's own comes before our first prompt, so every update read
+        here is history; it is counted with the rest and dropped.
+        """
+        while True:
+            output = channel.read(min(self._clock() + settle, deadline))
+            if output is None or isinstance(output, ProcessExited):
+                return  # quiet, or gone: the turn's read meets the exit
+            if isinstance(output, StderrLine):
+                self._stderr.append(output.text)
+                continue
+            frame = parse_json_object(output.text)
+            message = read_message(frame) if frame is not None else None
+            if isinstance(message, Notification):
+                update = _update_of(message)
+                if update is not None:
+                    self._early.append(update)
+            elif isinstance(message, Request):
+                self._refuse_request(channel, message)
 
     def _defer_load(self, session_id: str, emit: Callable[[AgentEvent], None]) -> None:
         """Wait for the next wall-clock minute before loading a session made in this one."""

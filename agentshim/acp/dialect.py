@@ -50,7 +50,9 @@ class AcpDialect:
     ``stdio_mcp`` is False for an agent that silently drops stdio MCP servers (they are then
     refused); ``load_in_a_later_minute`` makes a ``session/load`` of a session this client
     created wait for the next wall-clock minute, for an agent whose load in the minute of
-    creation destroys the session.
+    creation destroys the session. ``replay_settle`` is for an agent whose replay of the
+    loaded history goes on after the ``session/load`` response: the client reads (and drops)
+    updates until it has heard none for that many seconds, before the first prompt.
     """
 
     profile: ProviderProfile
@@ -61,3 +63,4 @@ class AcpDialect:
     notice: Callable[[str], bool] = never_a_notice
     stdio_mcp: bool = True
     load_in_a_later_minute: bool = False
+    replay_settle: float = 0.0

@@ -49,6 +49,8 @@ class AcpQuirks:
     answered (Gemini CLI). ``updates_before_session_id``: an update for the new session comes
     before the ``session/new`` response (Copilot CLI). ``exits_on_stdin_eof``: False for an
     agent that keeps running after stdin closes (Gemini CLI with a stdio MCP child).
+    ``replays_after_load_response``: of a loaded session's history only the first update
+    comes before the ``session/load`` response, the rest after it (Gemini CLI).
     ``reports_cancelled_calls``: a cancel ends a running tool with a final update (Gemini CLI
     reports it ``completed``; Copilot CLI sends none). ``notice``: agent text sent before each
     answer that is the CLI's status, not the model's.
@@ -59,10 +61,15 @@ class AcpQuirks:
     updates_before_session_id: bool = False
     exits_on_stdin_eof: bool = True
     reports_cancelled_calls: bool = True
+    replays_after_load_response: bool = False
     notice: str | None = None
 
 
-GEMINI_QUIRKS = AcpQuirks(announces_permissioned_calls=False, cancel_waits_for_answer=True)
+GEMINI_QUIRKS = AcpQuirks(
+    announces_permissioned_calls=False,
+    cancel_waits_for_answer=True,
+    replays_after_load_response=True,
+)
 """Gemini CLI 0.61.0, as captured."""
 
 
@@ -294,8 +301,10 @@ class AcpPeer(FakePeer):
             out.append(
                 self._update({"sessionUpdate": kind, "content": {"type": "text", "text": text}})
             )
-        out.append(_result(request_id, {"modes": {}}))
-        return out
+        answer = _result(request_id, {"modes": {}})
+        if self._quirks.replays_after_load_response and out:
+            return [out[0], answer, *out[1:]]
+        return [*out, answer]
 
     def _tool_call(self, turn: AcpPeerTurn, status: str) -> dict[str, Any]:
         call: dict[str, Any] = {

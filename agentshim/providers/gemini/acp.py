@@ -16,7 +16,8 @@ the upstream body; usage is per turn in ``result._meta.quota.token_count`` (inpu
 cached tokens, which it does not count apart; output excludes thinking); a mode change leaks
 ``[MODE_UPDATE] <mode>`` into the message stream; and a ``session/load`` in the wall-clock
 minute the session was created destroys the stored session, so such a load waits for the
-next minute. See docs/acp.md.
+next minute; and most of a loaded session's replayed history comes after the load response.
+See docs/acp.md.
 """
 
 from __future__ import annotations
@@ -128,6 +129,8 @@ GEMINI_ACP = AcpDialect(
     usage=usage,
     notice=is_notice,
     load_in_a_later_minute=True,
+    # 0.61.0 sends the first replayed update before the load response and the rest after.
+    replay_settle=0.5,
 )
 """The Gemini CLI's ACP dialect."""
 
