@@ -462,6 +462,7 @@ class AcpRecordedPeer(FakePeer):
     request ids are numbers, ours strings; the mapping is kept for the whole replay.
 
     Attributes:
+        written: Every line written to it.
         unmatched: Lines written to it that matched no recorded input.
     """
 
@@ -484,6 +485,7 @@ class AcpRecordedPeer(FakePeer):
                 step.outputs.extend(StderrLine(line + "\n") for line in data.splitlines())
         self._steps.append(step)
         self._ids: dict[object, object] = {}
+        self.written: list[str] = []
         self.unmatched: list[str] = []
 
     def on_start(self) -> Iterable[PeerOutput]:
@@ -492,6 +494,7 @@ class AcpRecordedPeer(FakePeer):
 
     def on_stdin(self, line: str) -> Iterable[PeerOutput]:
         """Print the recorded output that answered the matching recorded input."""
+        self.written.append(line)
         try:
             sent = as_mapping(json.loads(line))
         except ValueError:
