@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -34,6 +35,7 @@ from agentshim.core.errors import (
     TurnStalledError,
 )
 from agentshim.core.events import AgentEvent, ApprovalAnswered, Lifecycle, TurnInterrupted
+from agentshim.core.mcp import StdioMcpServer
 from agentshim.core.permissions import ApprovalPolicy, NativePermissions
 from agentshim.core.profile import ProviderProfile
 from agentshim.core.retry import RetryPolicy
@@ -60,7 +62,7 @@ from agentshim.testing.session_contracts import (
 )
 
 from .binaries import require_binary
-from .suite import assert_nothing_left_running
+from .suite import MCP_STUB, assert_nothing_left_running
 
 pytestmark = pytest.mark.skipif(
     not Path("/proc/self/environ").exists(), reason="the run's processes are found through /proc"
@@ -402,6 +404,30 @@ def test_kill_9_mid_turn_raises_cli_died_and_the_next_turn_loads_the_session(
     assert third.text == HELLO
     assert third.session_id == first.session_id
     assert len(live.executor.spawned) == 2
+
+
+def test_an_mcp_server_starts_with_the_session_and_close_ends_cli_and_server(
+    live: Live, tmp_path: Path
+) -> None:
+    # With a stdio MCP child, Gemini CLI does not exit on stdin EOF: closing goes on to
+    # SIGTERM its process group, and nothing of the session is left running.
+    marker = tmp_path / "mcp-stub-started"
+    server = StdioMcpServer(
+        name="agentshim-stub", command=sys.executable, args=(str(MCP_STUB), str(marker))
+    )
+    live.script(Rule(respond=Text(HELLO)))
+    agent = live.agent()
+    session = agent.start_session(str(live.work), mcp_servers=(server,))
+    assert session.turn("Say hello.").result.text == HELLO
+    assert marker.exists(), "the MCP server given to session/new was not started"
+    ((request, _),) = live.executor.spawned
+    assert not any("agentshim-stub" in arg for arg in request.argv)
+    started = time.monotonic()
+    session.close()
+    assert time.monotonic() - started < 20.0
+    _wait_for(
+        lambda: not _run_processes(live.rig.cli.home, str(MCP_STUB)), 5.0, "the MCP server ending"
+    )
 
 
 # -- the shared contracts, on the real CLI ---------------------------------------------
