@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -17,6 +18,7 @@ from agentshim.core.errors import (
     ApprovalRequiredError,
     CliDiedError,
     CliExitError,
+    CliTimeoutError,
     FailureKind,
     ProviderCapabilityError,
     SessionResumeError,
@@ -39,12 +41,12 @@ from agentshim.core.mcp import HttpMcpServer, StdioMcpServer
 from agentshim.core.permissions import ApprovalPolicy, NativePermissions
 from agentshim.core.session_policy import Continuity
 from agentshim.core.turn import TurnRequest
-from agentshim.execution.process import SpawnRequest, StdoutLine
+from agentshim.execution.process import ProcessExited, SpawnRequest, StderrLine, StdoutLine
 from agentshim.providers.gemini.acp import GEMINI_ACP
 from agentshim.providers.gemini.provider import GeminiProvider
 from agentshim.testing import FakeExecutor
 from agentshim.testing.acp import GEMINI_QUIRKS, AcpPeer, AcpPeers, AcpPeerTurn, AcpQuirks
-from agentshim.testing.process import FakePeer
+from agentshim.testing.process import FakePeer, SilentPeer
 from agentshim.testing.session_contracts import (
     ContractTurn,
     ConversationContract,
@@ -509,6 +511,52 @@ class TestFailures:
         assert time.monotonic() - started < 3
         process = rig.executor.processes[-1]
         assert process.returncode is not None
+
+
+class _DiesAtStart(FakePeer):
+    def on_start(self) -> Iterable[Any]:
+        return [StderrLine("Error: 401 Unauthorized: API key not valid\n"), ProcessExited(41)]
+
+
+class _RefusesInitialize(FakePeer):
+    def on_stdin(self, line: str) -> Iterable[Any]:
+        request_id = json.loads(line)["id"]
+        error = {"code": -32000, "message": "Authentication required"}
+        return [StdoutLine(json.dumps({"jsonrpc": "2.0", "id": request_id, "error": error}) + "\n")]
+
+
+class TestStartFailures:
+    def test_a_cli_that_dies_at_start_fails_the_turn_with_its_stderr_classified(self) -> None:
+        transport, executor = make_transport(lambda _: _DiesAtStart())
+        conversation = transport.open(
+            ConversationSpec(permissions=BYPASS, approvals=ApprovalPolicy.DENY)
+        )
+        with pytest.raises(CliExitError) as caught:
+            conversation.turn(TurnRequest("go"), Events())
+        assert caught.value.kind is FailureKind.AUTH
+        assert caught.value.returncode == 41
+        assert "API key not valid" in caught.value.stderr
+        assert len(executor.spawned) == 1
+
+    def test_an_initialize_error_fails_the_turn_and_closes_the_process(self) -> None:
+        transport, executor = make_transport(lambda _: _RefusesInitialize())
+        conversation = transport.open(
+            ConversationSpec(permissions=BYPASS, approvals=ApprovalPolicy.DENY)
+        )
+        with pytest.raises(CliExitError, match="Authentication required") as caught:
+            conversation.turn(TurnRequest("go"), Events())
+        assert caught.value.kind is FailureKind.AUTH
+        assert executor.processes[0].stdin_closed
+
+    def test_a_silent_start_times_out(self) -> None:
+        transport, _ = make_transport(
+            lambda _: SilentPeer(), handshake_timeout=0.3, close_grace=0.2
+        )
+        conversation = transport.open(
+            ConversationSpec(permissions=BYPASS, approvals=ApprovalPolicy.DENY)
+        )
+        with pytest.raises(CliTimeoutError, match="did not answer initialize"):
+            conversation.turn(TurnRequest("go"), Events())
 
 
 class TestRefusals:
