@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from agentshim.core.conversation import TransportKind
 from agentshim.providers.static_plugin import builtin_plugin
 
+from .acp import acp_transport
 from .provider import GeminiProvider
 
 __all__ = ["PLUGIN"]
 
-PLUGIN = builtin_plugin(__name__, GeminiProvider)
-"""Everything the catalog knows about the Gemini CLI."""
+PLUGIN = builtin_plugin(__name__, GeminiProvider, transports={TransportKind.STREAM: acp_transport})
+"""Everything the catalog knows about the Gemini CLI, and its long-lived ACP transport."""

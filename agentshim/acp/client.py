@@ -1,0 +1,837 @@
+"""AcpTransport: one long-lived ACP agent process per conversation, every turn on it.
+
+The process starts with the first turn: ``initialize`` (advertising no ``fs`` and no
+``terminal``, so the agent uses its own tools), then ``session/new`` with the conversation's
+MCP servers, or ``session/load`` when the conversation has an id (its replayed history is
+suppressed). Each turn is one ``session/prompt``; the response's ``stopReason`` is the only
+end of a turn. ``session/cancel`` interrupts it, and every permission request that is still
+open, or arrives after it, is answered ``cancelled`` (an agent may hold the turn open until
+it is). When the process dies the turn fails with CliDiedError, keeping the session id, and
+the next turn loads the session in a new process.
+
+Threading: a turn runs on the thread that calls :meth:`AcpConversation.turn`, the only one
+that reads the process, sends events or calls the approval handler. ``interrupt`` and
+``close`` may come from any thread: they write their frame and wake the reader.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from agentshim.core.approvals import ApprovalDecision, ApprovalRequest
+from agentshim.core.conversation import ConversationSpec, TransportKind, TurnSlot, TurnStop
+from agentshim.core.errors import (
+    AgentShimError,
+    ApprovalRequiredError,
+    CliDiedError,
+    CliExitError,
+    CliTimeoutError,
+    FailureKind,
+    InvalidRequestError,
+    ProcessClosedError,
+    ProviderCapabilityError,
+    SessionResumeError,
+    TurnCancelledError,
+    TurnStalledError,
+)
+from agentshim.core.events import (
+    AgentEvent,
+    ApprovalAnswered,
+    ApprovalRequested,
+    Lifecycle,
+    RunFinished,
+    RunStarted,
+    SessionStarted,
+    ToolResult,
+    TurnInterrupted,
+    UsageReport,
+)
+from agentshim.core.failures import kind_from_text
+from agentshim.core.ids import is_valid_session_id, validate_session_id
+from agentshim.core.jsonvalues import as_mapping, as_str, list_or_empty
+from agentshim.core.mcp import HttpMcpServer, McpServer
+from agentshim.core.permissions import NativeMode
+from agentshim.core.profile import ProviderProfile
+from agentshim.core.stream import parse_json_object
+from agentshim.core.turn import TurnRequest, TurnResult
+from agentshim.core.usage import ProviderUsage
+from agentshim.execution.process import ProcessExited, SpawnRequest, StderrLine, StdoutLine
+from agentshim.transport.approvals import decide
+from agentshim.transport.channel import Channel
+from agentshim.transport.context import TransportContext
+from agentshim.transport.correlator import Correlator
+from agentshim.transport.watch import Due, TurnWatch
+
+from .dialect import AcpArgv, AcpDialect
+from .jsonrpc import (
+    METHOD_NOT_FOUND,
+    Notification,
+    Request,
+    Response,
+    RpcError,
+    error_response,
+    notification,
+    read_message,
+    request,
+    result_response,
+)
+from .updates import UpdateReader
+
+__all__ = ["PROTOCOL_VERSION", "AcpConversation", "AcpTransport", "mcp_servers_param"]
+
+PROTOCOL_VERSION = 1
+"""The ACP version this client speaks."""
+
+_CLIENT_INFO = {"name": "agentshim", "title": "agentshim", "version": "1"}
+_CANCELLED = {"outcome": {"outcome": "cancelled"}}
+
+
+def mcp_servers_param(servers: Sequence[McpServer]) -> list[dict[str, Any]]:
+    """``servers`` in the shape of ``session/new``'s ``mcpServers``."""
+    out: list[dict[str, Any]] = []
+    for server in servers:
+        if isinstance(server, HttpMcpServer):
+            headers = [{"name": k, "value": v} for k, v in server.headers.items()]
+            out.append(
+                {
+                    "type": server.transport,
+                    "name": server.name,
+                    "url": server.url,
+                    "headers": headers,
+                }
+            )
+        else:
+            env = [{"name": k, "value": v} for k, v in server.env.items()]
+            out.append(
+                {
+                    "name": server.name,
+                    "command": server.command,
+                    "args": list(server.args),
+                    "env": env,
+                }
+            )
+    return out
+
+
+class AcpTransport:
+    """A Transport whose conversations each keep one ACP agent process.
+
+    ``dialect`` is how the agent speaks ACP; ``context`` resolves the installed CLI on first
+    use. ``turn_timeout`` is the budget of a turn whose request sets none;
+    ``handshake_timeout`` how long starting a session (``initialize`` plus ``session/new``
+    or ``session/load``) may take; ``interrupt_grace`` how long a cancelled turn may take to
+    end before its process is killed; ``close_grace`` each step of closing a process.
+    ``wall_clock`` and ``sleep`` time a dialect's deferred ``session/load``.
+    """
+
+    kind = TransportKind.STREAM
+
+    def __init__(
+        self,
+        context: TransportContext | Callable[[], TransportContext],
+        dialect: AcpDialect,
+        *,
+        turn_timeout: float | None = None,
+        handshake_timeout: float = 90.0,
+        interrupt_grace: float = 10.0,
+        close_grace: float = 5.0,
+        wall_clock: Callable[[], float] = time.time,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        self._lock = threading.Lock()
+        self._context = context if isinstance(context, TransportContext) else None
+        self._resolve = None if isinstance(context, TransportContext) else context
+        self.dialect = dialect
+        self.turn_timeout = turn_timeout
+        self.handshake_timeout = handshake_timeout
+        self.interrupt_grace = interrupt_grace
+        self.close_grace = close_grace
+        self.wall_clock = wall_clock
+        self.sleep = sleep
+        self._created: dict[str, float] = {}
+
+    def created(self, session_id: str) -> float | None:
+        """When (on ``wall_clock``) a conversation of this transport created ``session_id``."""
+        with self._lock:
+            return self._created.get(session_id)
+
+    def note_created(self, session_id: str) -> None:
+        """Record that ``session_id`` was created now."""
+        with self._lock:
+            self._created[session_id] = self.wall_clock()
+
+    @property
+    def profile(self) -> ProviderProfile:
+        """The agent's capabilities."""
+        return self.dialect.profile
+
+    @property
+    def context(self) -> TransportContext:
+        """The resolved CLI (found and checked on first use)."""
+        with self._lock:
+            if self._context is None:
+                assert self._resolve is not None
+                self._context = self._resolve()
+            return self._context
+
+    def open(self, spec: ConversationSpec) -> AcpConversation:
+        """Open a conversation; its process starts with its first turn.
+
+        Raises:
+            ProviderCapabilityError: the agent cannot honour the spec's permissions, fork,
+                or MCP servers (stdio ones, for an agent that drops them).
+            InvalidSessionIdError: the resume id is not safe to pass.
+        """
+        dialect = self.dialect
+        name = dialect.profile.display_name
+        if spec.fork:
+            raise ProviderCapabilityError(
+                f"{name} over ACP cannot fork a conversation; run the fork on "
+                "TransportKind.ONE_SHOT or start a fresh conversation"
+            )
+        if not dialect.stdio_mcp and any(
+            not isinstance(server, HttpMcpServer) for server in spec.mcp_servers
+        ):
+            raise ProviderCapabilityError(
+                f"{name} over ACP ignores stdio MCP servers; pass HTTP ones (HttpMcpServer) "
+                "or run on TransportKind.ONE_SHOT"
+            )
+        context = self.context
+        dialect.argv(AcpArgv(binary_path="", model=None, permissions=spec.permissions))
+        return AcpConversation(self, context, spec)
+
+
+class _Turn:
+    """What the reader knows about the turn in flight."""
+
+    __slots__ = ("emit", "fail", "interrupted", "prompt_id", "reader", "response", "watch")
+
+    def __init__(
+        self, reader: UpdateReader, emit: Callable[[AgentEvent], None], watch: TurnWatch
+    ) -> None:
+        self.reader = reader
+        self.emit = emit
+        self.watch = watch
+        self.prompt_id = ""
+        self.interrupted = False
+        self.response: Response | None = None
+        self.fail: AgentShimError | None = None
+
+
+class AcpConversation:
+    """One ACP session on one long-lived agent process.
+
+    A Conversation, not a SteerableConversation: ACP has no message that adds to a running
+    turn, so ``Session.steer`` raises ProviderCapabilityError.
+    """
+
+    def __init__(
+        self, transport: AcpTransport, context: TransportContext, spec: ConversationSpec
+    ) -> None:
+        if spec.resume_session_id is not None:
+            validate_session_id(spec.resume_session_id)
+        self._transport = transport
+        self._dialect = transport.dialect
+        self._name = transport.dialect.profile.display_name
+        self._context = context
+        self._spec = spec
+        self._clock = context.clock
+        self._slot = TurnSlot(f"this {self._name} conversation")
+        # Guards what other threads touch: the channel, the request ids, the turn in flight.
+        self._lock = threading.Lock()
+        self._channel: Channel | None = None
+        self._requests = Correlator("agentshim")
+        self._turn: _Turn | None = None
+        self._session_id = spec.resume_session_id
+        self._model = spec.model or context.model
+        self._early: list[Mapping[str, Any]] = []
+        self._stderr: deque[str] = deque(maxlen=200)
+
+    # -- the Conversation protocol -------------------------------------------------------
+
+    @property
+    def session_id(self) -> str | None:
+        """The session's id; None until the agent names it."""
+        return self._session_id
+
+    def turn(
+        self,
+        request: TurnRequest,
+        emit: Callable[[AgentEvent], None],
+        stop: TurnStop | None = None,
+    ) -> TurnResult:
+        """Run one turn (one ``session/prompt``) on the session's process.
+
+        A stop requested before the prompt is written raises TurnCancelledError with nothing
+        sent; one requested later sends ``session/cancel``, and the turn returns its result
+        marked ``interrupted`` (the process and the session stay).
+
+        Raises:
+            SessionStateError: the conversation is closed, or a turn is already running.
+            ProviderCapabilityError: the request asks for what a running process cannot
+                change (model, output schema, env, argv, cwd, MCP servers, effort).
+            TurnCancelledError: stopped before the prompt was sent.
+            CliDiedError: the process ended mid-turn (the session id is kept).
+            SessionResumeError: the agent no longer has the session to load.
+            CliExitError: the agent answered the prompt with an error (classified kind).
+            CliTimeoutError / TurnStalledError: the turn overran its budget, or went silent.
+            ApprovalRequiredError: a permission request met ApprovalPolicy.FAIL_TURN.
+        """
+        turn_stop = self._slot.begin(stop)
+        try:
+            self._refuse_unsupported(request)
+            if turn_stop.is_set():
+                raise TurnCancelledError(
+                    "the turn was cancelled before it was sent; nothing ran and the "
+                    "conversation is intact"
+                )
+            return self._run(request, emit, turn_stop)
+        finally:
+            with self._lock:
+                self._turn = None
+            self._slot.end()
+            if self._slot.closed:
+                self._release_process()
+
+    def interrupt(self) -> None:
+        """Cancel the running turn in band (the process stays); nothing when idle."""
+        self._slot.interrupt()
+
+    def close(self) -> None:
+        """End the process: stdin EOF, then SIGTERM, then SIGKILL to its process group."""
+        self._slot.close()
+        self._slot.interrupt()
+        if self._slot.running:
+            return  # the turn's own thread closes the process when its turn ends
+        self._release_process()
+
+    # -- the turn ------------------------------------------------------------------------
+
+    def _refuse_unsupported(self, request: TurnRequest) -> None:
+        fixed = self._spec
+        refused: list[str] = []
+        if request.output_schema is not None:
+            refused.append("output_schema")
+        if request.env:
+            refused.append("env")
+        if request.extra_args:
+            refused.append("extra_args")
+        if request.cwd is not None and request.cwd != fixed.cwd:
+            refused.append("cwd")
+        if request.mcp_servers and tuple(request.mcp_servers) != tuple(fixed.mcp_servers):
+            refused.append("mcp_servers")
+        if request.model is not None and request.model != self._model:
+            refused.append("model")
+        if (
+            request.reasoning_effort is not None
+            and request.reasoning_effort != fixed.reasoning_effort
+        ):
+            refused.append("reasoning_effort")
+        if refused:
+            raise ProviderCapabilityError(
+                f"a long-lived {self._name} process cannot change {', '.join(refused)} for one "
+                "turn; set them on the session (Agent.start_session) or run this turn on "
+                "TransportKind.ONE_SHOT"
+            )
+
+    def _run(
+        self, request: TurnRequest, emit: Callable[[AgentEvent], None], stop: TurnStop
+    ) -> TurnResult:
+        started = self._clock()
+        resumed = self._session_id is not None
+        timeout = request.timeout if request.timeout is not None else self._transport.turn_timeout
+        watch = TurnWatch(started, timeout=timeout, stall_timeout=self._spec.stall_timeout)
+        turn = _Turn(UpdateReader(emit, self._dialect.notice), emit, watch)
+        channel = self._ensure_process(emit)
+        early, self._early = self._early, []
+        for update in early:
+            turn.reader.read(update)
+        session_id = self._session_id
+        assert session_id is not None
+        with self._lock:
+            pending = self._requests.issue("session/prompt", None)
+            turn.prompt_id = pending.request_id
+            self._turn = turn
+        prompt = [{"type": "text", "text": request.prompt}]
+        try:
+            channel.send(
+                request_frame(
+                    pending.request_id, "session/prompt", sessionId=session_id, prompt=prompt
+                )
+            )
+        except ProcessClosedError:
+            pass  # the read below meets the exit and reports it
+        detach = stop.attach(lambda: self._interrupt_turn(None))
+        try:
+            self._read_turn(channel, turn)
+        finally:
+            detach()
+        return self._conclude(channel, turn, resumed, started, timeout)
+
+    # -- starting a session ----------------------------------------------------------------
+
+    def _ensure_process(self, emit: Callable[[AgentEvent], None]) -> Channel:
+        channel = self._channel
+        if channel is not None and channel.exit is None:
+            return channel
+        if channel is not None:
+            self._release_process()
+        context, spec = self._context, self._spec
+        argv = self._dialect.argv(
+            AcpArgv(
+                binary_path=context.binary_path, model=self._model, permissions=spec.permissions
+            )
+        )
+        emit(RunStarted(tuple(argv)))
+        process = context.executor.spawn(SpawnRequest(argv, cwd=spec.cwd, env=dict(context.env)))
+        channel = Channel(process, argv, clock=self._clock)
+        with self._lock:
+            self._channel = channel
+            self._requests.clear()
+        self._stderr.clear()
+        try:
+            self._handshake(channel, emit)
+        except BaseException:
+            self._release_process()
+            raise
+        return channel
+
+    def _handshake(self, channel: Channel, emit: Callable[[AgentEvent], None]) -> None:
+        deadline = self._clock() + self._transport.handshake_timeout
+        capabilities = {"fs": {"readTextFile": False, "writeTextFile": False}, "terminal": False}
+        init = self._call(
+            channel,
+            "initialize",
+            {
+                "protocolVersion": PROTOCOL_VERSION,
+                "clientCapabilities": capabilities,
+                "clientInfo": _CLIENT_INFO,
+            },
+            deadline,
+            replay=False,
+        )
+        if init.error is not None:
+            raise self._failure(channel, init.error, "initialize")
+        info = as_mapping((init.result or {}).get("agentInfo")) or {}
+        version = as_str(info.get("version"))
+        emit(
+            Lifecycle(
+                "acp_initialized", f"{as_str(info.get('name')) or '?'} {version or ''}".strip()
+            )
+        )
+        cwd = os.path.abspath(self._spec.cwd) if self._spec.cwd else os.getcwd()
+        servers = mcp_servers_param(self._spec.mcp_servers)
+        if self._session_id is None:
+            response = self._call(
+                channel, "session/new", {"cwd": cwd, "mcpServers": servers}, deadline, replay=False
+            )
+            if response.error is not None:
+                raise self._failure(channel, response.error, "session/new")
+            session_id = as_str((response.result or {}).get("sessionId"))
+            if session_id is None or not is_valid_session_id(session_id):
+                raise CliExitError(
+                    channel.argv,
+                    1,
+                    kind=FailureKind.OTHER,
+                    detail=f"session/new named no usable session id ({session_id!r:.80})",
+                )
+            self._session_id = session_id
+            self._transport.note_created(session_id)
+            emit(SessionStarted(session_id))
+            return
+        session_id = self._session_id
+        self._defer_load(session_id, emit)
+        response = self._call(
+            channel,
+            "session/load",
+            {"sessionId": session_id, "cwd": cwd, "mcpServers": servers},
+            deadline,
+            replay=True,
+        )
+        if response.error is None and self._dialect.replay_settle > 0:
+            self._drain_replay(channel, self._dialect.replay_settle, deadline)
+        replayed, self._early = len(self._early), []
+        if replayed:
+            emit(Lifecycle("replay_suppressed", f"{replayed} updates of the loaded history"))
+        if response.error is not None:
+            if self._dialect.session_lost(response.error):
+                raise SessionResumeError(
+                    channel.argv,
+                    1,
+                    stderr="".join(self._stderr),
+                    session_id=session_id,
+                    detail=response.error.describe(),
+                )
+            raise self._failure(channel, response.error, "session/load")
+
+    def _drain_replay(self, channel: Channel, settle: float, deadline: float) -> None:
+        """Keep reading the replay that goes on after the load response, until it goes quiet.
+
+        Nothing of the session's own comes before our first prompt, so every update read
+        here is history; it is counted with the rest and dropped.
+        """
+        while True:
+            output = channel.read(min(self._clock() + settle, deadline))
+            if output is None or isinstance(output, ProcessExited):
+                return  # quiet, or gone: the turn's read meets the exit
+            if isinstance(output, StderrLine):
+                self._stderr.append(output.text)
+                continue
+            frame = parse_json_object(output.text)
+            message = read_message(frame) if frame is not None else None
+            if isinstance(message, Notification):
+                update = _update_of(message)
+                if update is not None:
+                    self._early.append(update)
+            elif isinstance(message, Request):
+                self._refuse_request(channel, message)
+
+    def _defer_load(self, session_id: str, emit: Callable[[AgentEvent], None]) -> None:
+        """Wait for the next wall-clock minute before loading a session made in this one."""
+        if not self._dialect.load_in_a_later_minute:
+            return
+        created = self._transport.created(session_id)
+        if created is None:
+            return
+        now = self._transport.wall_clock()
+        if int(now // 60) != int(created // 60):
+            return
+        wait = 60.0 - (now % 60.0) + 1.0
+        emit(
+            Lifecycle(
+                "load_deferred",
+                f"waiting {wait:.0f} s: {self._name} loses a session loaded in the minute it "
+                "was created",
+            )
+        )
+        self._transport.sleep(wait)
+
+    def _call(
+        self,
+        channel: Channel,
+        method: str,
+        params: Mapping[str, Any],
+        deadline: float,
+        *,
+        replay: bool,
+    ) -> Response:
+        """Send ``method`` and read until its response; updates meanwhile are kept aside."""
+        with self._lock:
+            pending = self._requests.issue(method, deadline)
+        try:
+            channel.send(request(pending.request_id, method, params))
+        except ProcessClosedError:
+            pass
+        while True:
+            output = channel.read(deadline)
+            if output is None:
+                raise CliTimeoutError(
+                    channel.argv,
+                    self._transport.handshake_timeout,
+                    message=f"{self._name} did not answer {method} within "
+                    f"{self._transport.handshake_timeout:g} s; check the CLI's auth and settings",
+                )
+            if isinstance(output, ProcessExited):
+                raise self._start_died(channel, output, method)
+            if isinstance(output, StderrLine):
+                self._stderr.append(output.text)
+                continue
+            frame = parse_json_object(output.text)
+            message = read_message(frame) if frame is not None else None
+            if isinstance(message, Response):
+                with self._lock:
+                    answered = self._requests.resolve(message.request_id)
+                if answered is not None and answered.request_id == pending.request_id:
+                    return message
+            elif isinstance(message, Notification):
+                update = _update_of(message)
+                if update is not None:
+                    # Before session/new answers, an agent may already speak of the session;
+                    # during session/load this is the replayed history.
+                    self._early.append(update)
+            elif isinstance(message, Request):
+                self._refuse_request(channel, message)
+
+    def _start_died(self, channel: Channel, exited: ProcessExited, method: str) -> AgentShimError:
+        stderr = "".join(self._stderr)
+        return CliExitError(
+            channel.argv,
+            exited.returncode,
+            stderr=stderr,
+            kind=kind_from_text(stderr) or FailureKind.OTHER,
+            detail=f"{self._name} exited before answering {method}",
+        )
+
+    def _failure(self, channel: Channel, error: RpcError, method: str) -> CliExitError:
+        return CliExitError(
+            channel.argv,
+            1,
+            stderr="".join(self._stderr),
+            kind=self._dialect.classify(error),
+            detail=f"{method}: {error.describe()}",
+        )
+
+    def _refuse_request(self, channel: Channel, message: Request) -> None:
+        if message.method == "session/request_permission":
+            frame = result_response(message.request_id, _CANCELLED)
+        else:
+            text = f"agentshim does not offer {message.method}"
+            frame = error_response(message.request_id, METHOD_NOT_FOUND, text)
+        try:
+            channel.send(frame)
+        except (ProcessClosedError, InvalidRequestError):
+            pass
+
+    # -- reading a turn --------------------------------------------------------------------
+
+    def _read_turn(self, channel: Channel, turn: _Turn) -> None:
+        watch, clock = turn.watch, self._clock
+        while turn.response is None:
+            output = channel.read(watch.deadline())
+            if output is None:
+                self._on_quiet(channel, turn, clock())
+                if channel.exit is not None:
+                    return
+                continue
+            if isinstance(output, StdoutLine):
+                watch.heard(clock())
+                self._on_line(channel, turn, output.text)
+            elif isinstance(output, StderrLine):
+                watch.heard(clock())
+                self._stderr.append(output.text)
+            else:
+                return
+
+    def _on_quiet(self, channel: Channel, turn: _Turn, now: float) -> None:
+        due = turn.watch.due(now)
+        if due is Due.TIMEOUT or due is Due.STALL:
+            self._interrupt_turn(due)
+        elif due is Due.KILL:
+            grace = self._transport.interrupt_grace
+            turn.emit(
+                Lifecycle(
+                    "interrupt_unanswered",
+                    f"no prompt response {grace:g} s after session/cancel; killing the process",
+                )
+            )
+            channel.kill()
+            self._drain_exit(channel, turn)
+
+    def _drain_exit(self, channel: Channel, turn: _Turn) -> None:
+        while True:
+            output = channel.read(self._clock() + self._transport.close_grace)
+            if output is None or isinstance(output, ProcessExited):
+                return
+            if isinstance(output, StdoutLine):
+                self._on_line(channel, turn, output.text)
+            else:
+                self._stderr.append(output.text)
+
+    def _on_line(self, channel: Channel, turn: _Turn, line: str) -> None:
+        frame = parse_json_object(line)
+        message = read_message(frame) if frame is not None else None
+        if message is None:
+            turn.emit(Lifecycle("malformed_frame", line.strip()[:200]))
+        elif isinstance(message, Response):
+            with self._lock:
+                answered = self._requests.resolve(message.request_id)
+            if answered is not None and answered.request_id == turn.prompt_id:
+                turn.response = message
+        elif isinstance(message, Notification):
+            update = _update_of(message)
+            if update is not None:
+                turn.reader.read(update)
+        elif message.method == "session/request_permission":
+            self._on_permission(channel, turn, message)
+        else:
+            self._refuse_request(channel, message)
+
+    def _on_permission(self, channel: Channel, turn: _Turn, message: Request) -> None:
+        params = message.params
+        call = turn.reader.announce(as_mapping(params.get("toolCall")) or {})
+        raw = as_mapping((as_mapping(params.get("toolCall")) or {}).get("rawInput"))
+        args: dict[str, Any] = dict(raw) if raw else {"title": call.tool}
+        request_ = ApprovalRequest(
+            tool=call.tool, args=args, kind=call.kind, tool_id=call.tool_id, description=call.tool
+        )
+        turn.emit(
+            ApprovalRequested(
+                request_.tool, request_.args, request_.kind, request_.tool_id, request_.description
+            )
+        )
+        decision, decided_by, fail = self._decide(turn, request_)
+        if turn.interrupted:
+            # A cancel that came while the handler ran wins: the agent waits for this answer.
+            decision, decided_by = ApprovalDecision.deny("the turn was cancelled"), "interrupted"
+            outcome: Mapping[str, Any] = _CANCELLED
+        else:
+            decision, outcome = _outcome(decision, request_, params)
+        try:
+            channel.send(result_response(message.request_id, outcome))
+        except (ProcessClosedError, InvalidRequestError) as error:
+            turn.emit(Lifecycle("approval_not_sent", str(error)))
+        turn.emit(
+            ApprovalAnswered(
+                request_.tool_id,
+                decision.allowed,
+                decided_by,
+                decision.message,
+                decision.args if decision.allowed else None,
+            )
+        )
+        if fail and turn.fail is None:
+            turn.fail = ApprovalRequiredError(request_.tool, request_.tool_id)
+            self._interrupt_turn(None)
+
+    def _decide(self, turn: _Turn, request_: ApprovalRequest) -> tuple[ApprovalDecision, str, bool]:
+        if turn.interrupted:
+            return ApprovalDecision.deny("the turn was cancelled"), "interrupted", False
+        if self._spec.permissions.mode is NativeMode.READ_ONLY:
+            message = "denied: this conversation is read-only (NativePermissions.read_only())"
+            return ApprovalDecision.deny(message), "read_only", False
+        answer = decide(
+            self._spec.approvals, request_, timeout=self._spec.approval_timeout, clock=self._clock
+        )
+        return answer.decision, answer.decided_by, answer.fail_turn
+
+    def _interrupt_turn(self, reason: Due | None) -> None:
+        """Send ``session/cancel`` for the running turn (any thread; once per turn)."""
+        with self._lock:
+            turn, channel = self._turn, self._channel
+            if turn is None or channel is None or turn.response is not None:
+                return
+            if turn.interrupted:
+                if reason is not None and turn.watch.reason is None:
+                    turn.watch.reason = reason
+                return
+            turn.interrupted = True
+            turn.watch.interrupted(self._clock(), self._transport.interrupt_grace, reason)
+            session_id = self._session_id
+        try:
+            channel.send(notification("session/cancel", {"sessionId": session_id}))
+        except ProcessClosedError:
+            pass  # the reader meets the exit
+        channel.wake()
+
+    # -- the result ------------------------------------------------------------------------
+
+    def _conclude(
+        self, channel: Channel, turn: _Turn, resumed: bool, started: float, timeout: float | None
+    ) -> TurnResult:
+        response = turn.response
+        exit_status = channel.exit
+        stderr = "".join(self._stderr)
+        if exit_status is not None and response is None:
+            turn.emit(RunFinished(exit_status.returncode))
+        reason = turn.watch.reason
+        if reason is Due.STALL:
+            raise TurnStalledError(self._spec.stall_timeout, turn.watch.stalled_for)
+        if reason is Due.TIMEOUT:
+            raise CliTimeoutError(channel.argv, timeout)
+        if turn.fail is not None:
+            raise turn.fail
+        if response is None and not turn.interrupted:
+            assert exit_status is not None
+            raise CliDiedError(
+                session_id=self._session_id,
+                returncode=exit_status.returncode,
+                stderr=stderr,
+                kind=kind_from_text(stderr) or FailureKind.OTHER,
+            )
+        if response is not None and response.error is not None:
+            error = response.error
+            if self._dialect.session_lost(error):
+                raise SessionResumeError(
+                    channel.argv,
+                    1,
+                    stderr=stderr,
+                    session_id=self._session_id,
+                    detail=f"session/prompt: {error.describe()}",
+                )
+            raise self._failure(channel, error, "session/prompt")
+        result = response.result if response is not None else None
+        stop_reason = as_str((result or {}).get("stopReason")) or "cancelled"
+        interrupted = turn.interrupted or stop_reason == "cancelled"
+        if interrupted:
+            for call in turn.reader.open_calls():
+                # Agents send no end for a call the cancel stopped; the caller still sees one.
+                turn.emit(
+                    ToolResult(
+                        call.tool_id, call.tool, stderr="cancelled with the turn", kind=call.kind
+                    )
+                )
+            turn.emit(TurnInterrupted("interrupted on request"))
+        elif stop_reason != "end_turn":
+            turn.emit(Lifecycle("stop_reason", stop_reason))
+        usage = self._dialect.usage(result) if result is not None else None
+        if usage is not None:
+            turn.emit(UsageReport(usage, cost_usd=usage.total_cost_usd))
+        else:
+            usage = ProviderUsage(provider=self._dialect.profile.name, increment_known=False)
+        return TurnResult(
+            text=turn.reader.text,
+            structured_output=None,
+            session_id=self._session_id,
+            resumed=resumed,
+            usage=usage,
+            cost_usd=usage.total_cost_usd,
+            duration_ms=int((self._clock() - started) * 1000),
+            exit_code=0,
+            interrupted=interrupted,
+        )
+
+    # -- closing ---------------------------------------------------------------------------
+
+    def _release_process(self) -> None:
+        with self._lock:
+            channel, self._channel = self._channel, None
+            self._requests.clear()
+        if channel is not None:
+            channel.close(self._transport.close_grace)
+
+
+def request_frame(request_id: str, method: str, **params: Any) -> dict[str, Any]:
+    """Our request ``method`` with ``params`` given as keywords."""
+    return request(request_id, method, params)
+
+
+def _update_of(message: Notification) -> Mapping[str, Any] | None:
+    if message.method != "session/update":
+        return None
+    return as_mapping(message.params.get("update"))
+
+
+def _outcome(
+    decision: ApprovalDecision, request_: ApprovalRequest, params: Mapping[str, Any]
+) -> tuple[ApprovalDecision, Mapping[str, Any]]:
+    """The option that carries ``decision``, and the decision as it will be reported.
+
+    ACP answers by choosing one of the agent's options: an allow takes ``allow_once`` (else
+    ``allow_always``), a deny ``reject_once`` (else ``reject_always``). An allow that
+    rewrites the arguments cannot be carried (ACP has no such answer), so it is denied.
+    """
+    if (
+        decision.allowed
+        and decision.args is not None
+        and dict(decision.args) != dict(request_.args)
+    ):
+        decision = ApprovalDecision.deny(
+            "denied: ACP cannot run a tool with rewritten arguments; allow it as asked or deny it"
+        )
+    wanted = (
+        ("allow_once", "allow_always") if decision.allowed else ("reject_once", "reject_always")
+    )
+    options = [as_mapping(option) or {} for option in list_or_empty(params.get("options"))]
+    for kind in wanted:
+        for option in options:
+            option_id = as_str(option.get("optionId"))
+            if option.get("kind") == kind and option_id is not None:
+                return decision, {"outcome": {"outcome": "selected", "optionId": option_id}}
+    if decision.allowed:
+        decision = ApprovalDecision.deny("denied: the agent offered no option to allow it")
+    return decision, _CANCELLED

@@ -1,0 +1,554 @@
+"""Fake ACP agents: a reactive peer with per-agent quirks, and a replay of a recorded one.
+
+``FakeExecutor(peers=AcpPeers([...]))`` makes every spawn an :class:`AcpPeer` playing the next
+:class:`AcpPeerTurn` of one shared script, so a conversation's turns keep their order across
+a process that died and a new one that loaded the session. The messages copy what the real
+agents print (``../shared/transport-captures/{gemini,opencode,copilot}``): JSON-RPC 2.0 lines,
+``session/update`` notifications for text and tool calls, ``session/request_permission``
+with the agent's options, a ``session/prompt`` response whose ``stopReason`` ends the turn,
+and history replayed as updates before a ``session/load`` response. :class:`AcpQuirks` holds
+the switches in which the agents differ; :data:`GEMINI_QUIRKS` is Gemini CLI 0.61.0.
+
+:class:`AcpRecordedPeer` replays a recorded transcript instead: each line written to it
+releases the recorded output that followed the matching recorded input.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import threading
+from collections import deque
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from agentshim.core.jsonvalues import as_mapping, as_str
+from agentshim.execution.process import ProcessExited, SpawnRequest, StderrLine, StdoutLine
+
+from .process import FakePeer, PeerOutput
+
+__all__ = [
+    "GEMINI_QUIRKS",
+    "AcpPeer",
+    "AcpPeerTurn",
+    "AcpPeers",
+    "AcpQuirks",
+    "AcpRecordedPeer",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class AcpQuirks:
+    """How a fake agent departs from the protocol's common ground.
+
+    ``announces_permissioned_calls``: a ``tool_call`` update precedes a permission request
+    (Gemini CLI sends none: the request is the only announcement). ``cancel_waits_for_answer``:
+    with a permission request open, a cancel ends the prompt only once that request is
+    answered (Gemini CLI). ``updates_before_session_id``: an update for the new session comes
+    before the ``session/new`` response (Copilot CLI). ``exits_on_stdin_eof``: False for an
+    agent that keeps running after stdin closes (Gemini CLI with a stdio MCP child).
+    ``replays_after_load_response``: of a loaded session's history only the first update
+    comes before the ``session/load`` response, the rest after it (Gemini CLI).
+    ``reports_cancelled_calls``: a cancel ends a running tool with a final update (Gemini CLI
+    reports it ``completed``; Copilot CLI sends none). ``notice``: agent text sent before each
+    answer that is the CLI's status, not the model's.
+    """
+
+    announces_permissioned_calls: bool = True
+    cancel_waits_for_answer: bool = False
+    updates_before_session_id: bool = False
+    exits_on_stdin_eof: bool = True
+    reports_cancelled_calls: bool = True
+    replays_after_load_response: bool = False
+    notice: str | None = None
+
+
+GEMINI_QUIRKS = AcpQuirks(
+    announces_permissioned_calls=False,
+    cancel_waits_for_answer=True,
+    replays_after_load_response=True,
+)
+"""Gemini CLI 0.61.0, as captured."""
+
+
+def _no_args() -> Mapping[str, Any]:
+    return {}
+
+
+@dataclass(frozen=True, slots=True)
+class AcpPeerTurn:
+    """One scripted turn (one ``session/prompt``) of a fake ACP agent.
+
+    ``text`` is the answer, streamed in ``chunks`` pieces. With ``tool`` (a title, such as
+    ``"touch x.txt"``) the agent first calls a tool of ACP kind ``tool_kind``; ``ask`` makes
+    it ask permission (the turn waits for the answer; a reject answers ``"denied"``);
+    ``hang`` makes the tool, or with no tool the answer, run until cancelled; ``die`` makes
+    the process exit with that status once the tool has started. ``error`` is a JSON-RPC
+    error ``(code, message)`` answering the prompt. ``input_tokens`` / ``output_tokens`` go
+    in ``_meta.quota`` as Gemini CLI reports them.
+    """
+
+    text: str = "done"
+    tool: str | None = None
+    tool_kind: str = "execute"
+    raw_input: Mapping[str, Any] = field(default_factory=_no_args)
+    ask: bool = False
+    hang: bool = False
+    die: int | None = None
+    error: tuple[int, str] | None = None
+    chunks: int = 1
+    input_tokens: int = 1200
+    output_tokens: int = 32
+
+
+class AcpPeers:
+    """The processes of one fake ACP agent: a factory for ``FakeExecutor(peers=...)``.
+
+    Every process plays the next turn of ``turns``; sessions and their history outlive the
+    process that made them, as the agent's own store does. Loading an id in ``lost`` fails
+    as Gemini CLI's does for a session it no longer has.
+
+    Attributes:
+        peers: Every process spawned, in order.
+        requests: Their SpawnRequests.
+        history: Each session's replayable history, by session id.
+    """
+
+    def __init__(
+        self,
+        turns: Iterable[AcpPeerTurn],
+        *,
+        quirks: AcpQuirks = GEMINI_QUIRKS,
+        lost: Iterable[str] = (),
+    ) -> None:
+        self._lock = threading.Lock()
+        self._turns: deque[AcpPeerTurn] = deque(turns)
+        self.quirks = quirks
+        self.lost = set(lost)
+        self._count = 0
+        self.peers: list[AcpPeer] = []
+        self.requests: list[SpawnRequest] = []
+        self.history: dict[str, list[tuple[str, str]]] = {}
+
+    def next_turn(self) -> AcpPeerTurn | None:
+        """Take the next scripted turn (None when the script is used up)."""
+        with self._lock:
+            return self._turns.popleft() if self._turns else None
+
+    def new_session_id(self) -> str:
+        """A fresh UUID-shaped session id."""
+        with self._lock:
+            self._count += 1
+            return f"5e550000-0000-4000-8000-{self._count:012d}"
+
+    def __call__(self, request: SpawnRequest) -> AcpPeer:
+        """Start the next process for ``request``."""
+        peer = AcpPeer(self, request.argv)
+        with self._lock:
+            self.peers.append(peer)
+            self.requests.append(request)
+        return peer
+
+
+def _line(frame: Mapping[str, Any]) -> StdoutLine:
+    return StdoutLine(json.dumps(frame, separators=(",", ":")) + "\n")
+
+
+def _result(request_id: object, result: Mapping[str, Any]) -> StdoutLine:
+    return _line({"jsonrpc": "2.0", "id": request_id, "result": dict(result)})
+
+
+def _error(request_id: object, code: int, message: str, **data: Any) -> StdoutLine:
+    body: dict[str, Any] = {"code": code, "message": message}
+    if data:
+        body["data"] = data
+    return _line({"jsonrpc": "2.0", "id": request_id, "error": body})
+
+
+_OPTIONS = (
+    {"optionId": "proceed_always", "name": "Allow for this session", "kind": "allow_always"},
+    {"optionId": "proceed_once", "name": "Allow", "kind": "allow_once"},
+    {"optionId": "cancel", "name": "Reject", "kind": "reject_once"},
+)
+
+
+class AcpPeer(FakePeer):
+    """One fake ACP agent process (``gemini --acp`` by default quirks).
+
+    Attributes:
+        argv: What it was started with.
+        received: Every message written to it, decoded.
+        answers: The ``result`` of every answer to one of its permission requests.
+        client_capabilities: What ``initialize`` advertised.
+        session_id: The session it serves, once created or loaded.
+    """
+
+    def __init__(self, family: AcpPeers, argv: Sequence[str]) -> None:
+        self._family = family
+        self._quirks = family.quirks
+        self.argv = tuple(argv)
+        self.received: list[dict[str, Any]] = []
+        self.answers: list[dict[str, Any]] = []
+        self.client_capabilities: Mapping[str, Any] | None = None
+        self.session_id: str | None = None
+        self._turn: AcpPeerTurn | None = None
+        self._prompt_id: object = None
+        self._phase = "idle"  # idle | asking | running
+        self._ask_id = -1
+        self._asks = 0
+        self._cancel_pending = False
+        self._calls = 0
+
+    # -- the FakePeer hooks ----------------------------------------------------------------
+
+    def on_stdin(self, line: str) -> Iterable[PeerOutput]:
+        """Answer one stdin line the way the agent does."""
+        try:
+            decoded = as_mapping(json.loads(line))
+        except ValueError:
+            decoded = None
+        if decoded is None:
+            return (_error(None, -32700, "Parse error"),)
+        frame = dict(decoded)
+        self.received.append(frame)
+        method = as_str(frame.get("method"))
+        params = as_mapping(frame.get("params")) or {}
+        if method is None:
+            return self._on_answer(frame)
+        request_id = frame.get("id")
+        if method == "initialize":
+            self.client_capabilities = as_mapping(params.get("clientCapabilities"))
+            return (self._initialized(request_id),)
+        if method == "session/new":
+            return self._new(request_id)
+        if method == "session/load":
+            return self._load(request_id, as_str(params.get("sessionId")) or "")
+        if method == "session/prompt":
+            return self._prompt(request_id, params)
+        if method == "session/cancel":
+            return self._cancel()
+        if request_id is not None:
+            return (_error(request_id, -32601, f'"Method not found": {method}'),)
+        return ()
+
+    def on_stdin_closed(self) -> Iterable[PeerOutput]:
+        """Stdin EOF: exit 0, unless the quirk keeps it running."""
+        return (ProcessExited(0),) if self._quirks.exits_on_stdin_eof else ()
+
+    def on_terminate(self) -> Iterable[PeerOutput]:
+        """SIGTERM: exit at once."""
+        return (ProcessExited(-signal.SIGTERM),)
+
+    # -- messages ----------------------------------------------------------------------------
+
+    def _update(self, update: Mapping[str, Any]) -> StdoutLine:
+        params = {"sessionId": self.session_id, "update": dict(update)}
+        return _line({"jsonrpc": "2.0", "method": "session/update", "params": params})
+
+    def _text(self, text: str) -> StdoutLine:
+        chunk = {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": text}}
+        return self._update(chunk)
+
+    def _initialized(self, request_id: object) -> StdoutLine:
+        return _result(
+            request_id,
+            {
+                "protocolVersion": 1,
+                "agentInfo": {"name": "fake-acp", "title": "Fake ACP agent", "version": "0.0.1"},
+                "agentCapabilities": {
+                    "loadSession": True,
+                    "promptCapabilities": {"image": True, "embeddedContext": True},
+                    "mcpCapabilities": {"http": True, "sse": True},
+                },
+                "authMethods": [],
+            },
+        )
+
+    def _commands(self) -> StdoutLine:
+        update: dict[str, Any] = {
+            "sessionUpdate": "available_commands_update",
+            "availableCommands": [],
+        }
+        return self._update(update)
+
+    def _new(self, request_id: object) -> list[PeerOutput]:
+        self.session_id = self._family.new_session_id()
+        self._family.history[self.session_id] = []
+        out: list[PeerOutput] = []
+        if self._quirks.updates_before_session_id:
+            out.append(self._commands())
+        out.append(_result(request_id, {"sessionId": self.session_id, "modes": {}}))
+        out.append(self._commands())
+        return out
+
+    def _load(self, request_id: object, session_id: str) -> list[PeerOutput]:
+        if session_id in self._family.lost:
+            return [
+                _error(
+                    request_id,
+                    -32603,
+                    "Internal error",
+                    details="No previous sessions found for this project.",
+                )
+            ]
+        self.session_id = session_id
+        history = self._family.history.setdefault(session_id, [])
+        out: list[PeerOutput] = []
+        for role, text in history:
+            kind = "user_message_chunk" if role == "user" else "agent_message_chunk"
+            out.append(
+                self._update({"sessionUpdate": kind, "content": {"type": "text", "text": text}})
+            )
+        answer = _result(request_id, {"modes": {}})
+        if self._quirks.replays_after_load_response and out:
+            return [out[0], answer, *out[1:]]
+        return [*out, answer]
+
+    def _tool_call(self, turn: AcpPeerTurn, status: str) -> dict[str, Any]:
+        call: dict[str, Any] = {
+            "toolCallId": f"call_{self._calls}",
+            "status": status,
+            "title": turn.tool,
+            "kind": turn.tool_kind,
+            "content": [],
+            "locations": [],
+        }
+        if turn.raw_input:
+            call["rawInput"] = dict(turn.raw_input)
+        return call
+
+    def _prompt(self, request_id: object, params: Mapping[str, Any]) -> list[PeerOutput]:
+        if as_str(params.get("sessionId")) != self.session_id:
+            return [_error(request_id, -32602, f"Session not found: {params.get('sessionId')}")]
+        turn = self._family.next_turn()
+        if turn is None:
+            return [_error(request_id, -32603, "Internal error", details="no scripted turn left")]
+        prompt = [as_mapping(item) or {} for item in params.get("prompt") or ()]
+        text = "".join(as_str(item.get("text")) or "" for item in prompt)
+        assert self.session_id is not None
+        self._family.history[self.session_id].append(("user", text))
+        self._turn, self._prompt_id = turn, request_id
+        if turn.error is not None:
+            self._phase = "idle"
+            return [_error(request_id, *turn.error)]
+        out: list[PeerOutput] = []
+        if self._quirks.notice is not None:
+            out.append(self._text(self._quirks.notice))
+        if turn.tool is None:
+            if turn.hang:
+                self._phase = "running"
+                return [*out, self._text("thinking")]
+            return out + self._finish(turn.text)
+        self._calls += 1
+        if turn.ask:
+            if self._quirks.announces_permissioned_calls:
+                update = {"sessionUpdate": "tool_call", **self._tool_call(turn, "pending")}
+                out.append(self._update(update))
+            self._phase = "asking"
+            self._ask_id = self._asks
+            self._asks += 1
+            ask = {
+                "sessionId": self.session_id,
+                "options": list(_OPTIONS),
+                "toolCall": self._tool_call(turn, "pending"),
+            }
+            out.append(
+                _line(
+                    {
+                        "jsonrpc": "2.0",
+                        "id": self._ask_id,
+                        "method": "session/request_permission",
+                        "params": ask,
+                    }
+                )
+            )
+            return out
+        update = {"sessionUpdate": "tool_call", **self._tool_call(turn, "in_progress")}
+        return [*out, self._update(update), *self._run_tool(turn)]
+
+    def _run_tool(self, turn: AcpPeerTurn) -> list[PeerOutput]:
+        self._phase = "running"
+        if turn.die is not None:
+            return [ProcessExited(turn.die)]
+        if turn.hang:
+            return []
+        done = {
+            "sessionUpdate": "tool_call_update",
+            "toolCallId": f"call_{self._calls}",
+            "status": "completed",
+            "content": [
+                {"type": "content", "content": {"type": "text", "text": f"ran {turn.tool}"}}
+            ],
+        }
+        return [self._update(done), *self._finish(turn.text)]
+
+    def _finish(self, text: str) -> list[PeerOutput]:
+        turn = self._turn
+        assert turn is not None
+        pieces = max(turn.chunks, 1)
+        size = -(-len(text) // pieces) or 1
+        out: list[PeerOutput] = [self._text(text[i : i + size]) for i in range(0, len(text), size)]
+        assert self.session_id is not None
+        self._family.history[self.session_id].append(("agent", text))
+        usage = {"input_tokens": turn.input_tokens, "output_tokens": turn.output_tokens}
+        meta = {
+            "quota": {
+                "token_count": usage,
+                "model_usage": [{"model": "gemini-3.8-flash", "token_count": usage}],
+            }
+        }
+        out.append(_result(self._prompt_id, {"stopReason": "end_turn", "_meta": meta}))
+        self._phase, self._turn = "idle", None
+        return out
+
+    def _cancelled(self) -> list[PeerOutput]:
+        self._phase, self._turn, self._cancel_pending = "idle", None, False
+        return [_result(self._prompt_id, {"stopReason": "cancelled"})]
+
+    def _on_answer(self, frame: Mapping[str, Any]) -> list[PeerOutput]:
+        if frame.get("id") != self._ask_id or self._phase != "asking":
+            return []
+        result = dict(as_mapping(frame.get("result")) or {})
+        self.answers.append(result)
+        outcome = as_mapping(result.get("outcome")) or {}
+        turn = self._turn
+        assert turn is not None
+        if self._cancel_pending or outcome.get("outcome") == "cancelled":
+            if self._cancel_pending:
+                return self._cancelled()
+            self._phase = "running"  # cancelled without a cancel: the turn waits for one
+            return []
+        chosen = as_str(outcome.get("optionId")) or ""
+        if chosen.startswith("proceed"):
+            return self._run_tool(turn)
+        # Rejected: the model is told and answers again.
+        return self._finish("denied")
+
+    def _cancel(self) -> list[PeerOutput]:
+        if self._phase == "idle":
+            return []
+        if self._phase == "asking" and self._quirks.cancel_waits_for_answer:
+            self._cancel_pending = True
+            return []
+        out: list[PeerOutput] = []
+        turn = self._turn
+        running = turn is not None and turn.tool is not None and self._phase == "running"
+        if running and self._quirks.reports_cancelled_calls:
+            stopped = {
+                "sessionUpdate": "tool_call_update",
+                "toolCallId": f"call_{self._calls}",
+                "status": "completed",
+                "content": [
+                    {
+                        "type": "content",
+                        "content": {"type": "text", "text": "Command cancelled by user."},
+                    }
+                ],
+            }
+            out.append(self._update(stopped))
+        return out + self._cancelled()
+
+
+class AcpRecordedPeer(FakePeer):
+    """Replays a recorded ACP transcript (``transcript.jsonl`` of a capture case).
+
+    Each message written to it is matched with the next recorded input of the same kind (the
+    same method, or an answer); recorded inputs skipped on the way are dropped with their
+    output. The recorded output that followed the match is printed, with the id of the
+    recorded request in each response put back as the id we sent. At end of stdin it prints
+    what is left, then exits 0 (the recording's process was stopped by a signal). Recorded
+    request ids are numbers, ours strings; the mapping is kept for the whole replay.
+
+    Attributes:
+        written: Every line written to it.
+        unmatched: Lines written to it that matched no recorded input.
+    """
+
+    def __init__(self, transcript: Path | str) -> None:
+        self._steps: deque[_Step] = deque()
+        step = _Step(None)
+        out_text = ""
+        for raw in Path(transcript).read_text(encoding="utf-8").splitlines():
+            record: dict[str, Any] = json.loads(raw)
+            direction, data = record.get("dir"), record.get("data")
+            if direction == "in" and isinstance(data, str):
+                for line in data.splitlines():
+                    self._steps.append(step)
+                    step = _Step(dict(as_mapping(json.loads(line)) or {}))
+            elif direction == "out" and isinstance(data, str):
+                out_text += data
+                *complete, out_text = out_text.split("\n")
+                step.outputs.extend(StdoutLine(line + "\n") for line in complete if line)
+            elif direction == "err" and isinstance(data, str):
+                step.outputs.extend(StderrLine(line + "\n") for line in data.splitlines())
+        self._steps.append(step)
+        self._ids: dict[object, object] = {}
+        self.written: list[str] = []
+        self.unmatched: list[str] = []
+
+    def on_start(self) -> Iterable[PeerOutput]:
+        """Print what the recording printed before its first input."""
+        return self._steps.popleft().outputs
+
+    def on_stdin(self, line: str) -> Iterable[PeerOutput]:
+        """Print the recorded output that answered the matching recorded input."""
+        self.written.append(line)
+        try:
+            sent = as_mapping(json.loads(line))
+        except ValueError:
+            sent = None
+        if sent is None:
+            return ()
+        while self._steps:
+            step = self._steps.popleft()
+            if step.recorded is not None and _kind(step.recorded) == _kind(sent):
+                if "method" in sent and sent.get("id") is not None:
+                    self._ids[step.recorded.get("id")] = sent.get("id")
+                return _renamed(self._ids, step.outputs)
+        self.unmatched.append(line)
+        return ()
+
+    def on_stdin_closed(self) -> Iterable[PeerOutput]:
+        """Print what is left of the recording, then exit."""
+        rest: list[PeerOutput] = []
+        while self._steps:
+            rest.extend(self._steps.popleft().outputs)
+        return [*rest, ProcessExited(0)]
+
+    def on_terminate(self) -> Iterable[PeerOutput]:
+        """SIGTERM: exit at once."""
+        return (ProcessExited(-signal.SIGTERM),)
+
+
+def _kind(frame: Mapping[str, Any]) -> str:
+    return as_str(frame.get("method")) or "answer"
+
+
+@dataclass(slots=True)
+class _Step:
+    """A recorded input (None: the start) and the output that followed it."""
+
+    recorded: dict[str, Any] | None
+    outputs: list[PeerOutput] = field(default_factory=list[PeerOutput])
+
+
+def _renamed(ids: Mapping[object, object], outputs: list[PeerOutput]) -> list[PeerOutput]:
+    """``outputs`` with each response to a recorded request of ours addressed to our id."""
+    renamed: list[PeerOutput] = []
+    for output in outputs:
+        frame = _frame(output.text) if isinstance(output, StdoutLine) else None
+        recorded = frame.get("id") if frame is not None and "method" not in frame else None
+        if frame is not None and recorded is not None and recorded in ids:
+            renamed.append(_line({**frame, "id": ids[recorded]}))
+        else:
+            renamed.append(output)
+    return renamed
+
+
+def _frame(text: str) -> Mapping[str, Any] | None:
+    try:
+        return as_mapping(json.loads(text))
+    except ValueError:
+        return None

@@ -1,0 +1,333 @@
+"""Gemini CLI's ACP dialect, and the ACP transport replaying recorded ``gemini --acp`` sessions."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from agentshim.acp.client import AcpTransport
+from agentshim.acp.dialect import AcpArgv
+from agentshim.acp.jsonrpc import Notification, Request, Response, RpcError, read_message
+from agentshim.acp.updates import UpdateReader
+from agentshim.core.approvals import ApprovalDecision, ApprovalRequest
+from agentshim.core.conversation import ConversationSpec
+from agentshim.core.errors import CliExitError, FailureKind, InvalidRequestError, SessionResumeError
+from agentshim.core.events import (
+    AgentEvent,
+    ApprovalAnswered,
+    AssistantText,
+    Lifecycle,
+    ToolCall,
+    ToolResult,
+    TurnInterrupted,
+)
+from agentshim.core.permissions import ApprovalPolicy, NativePermissions
+from agentshim.core.turn import TurnRequest
+from agentshim.providers.gemini.acp import (
+    GEMINI_ACP,
+    acp_argv,
+    classify_rpc_error,
+    is_notice,
+    session_lost,
+    usage,
+)
+from agentshim.providers.gemini.provider import GeminiProvider
+from agentshim.testing import FakeExecutor
+from agentshim.testing.acp import AcpRecordedPeer
+from agentshim.transport.context import TransportContext
+
+FIXTURES = Path(__file__).parents[3] / "fixtures" / "gemini" / "acp"
+CASES = sorted(p.name for p in FIXTURES.iterdir() if p.is_dir())
+MAIN_SESSION = "52ef14f3-7988-4f13-a645-cb8c3d81aef9"
+HELLO = "Hello from the scripted model."
+
+
+class Events(list[AgentEvent]):
+    def __call__(self, event: AgentEvent) -> None:
+        self.append(event)
+
+    def of(self, kind: type[Any]) -> list[Any]:
+        return [event for event in self if isinstance(event, kind)]
+
+
+def recorded_lines(case: str, direction: str) -> Iterator[str]:
+    for raw in (FIXTURES / case / "transcript.jsonl").read_text(encoding="utf-8").splitlines():
+        record = json.loads(raw)
+        if record["dir"] == direction and isinstance(record["data"], str):
+            yield from (line for line in record["data"].splitlines() if line.startswith("{"))
+
+
+class TestArgv:
+    @pytest.mark.parametrize(
+        ("permissions", "tail"),
+        [
+            (NativePermissions.bypass(), ["--approval-mode", "yolo"]),
+            (NativePermissions.read_only(), ["--approval-mode", "plan"]),
+            (
+                NativePermissions.workspace_write(["/data"]),
+                ["--approval-mode", "auto_edit", "--include-directories", "/data"],
+            ),
+        ],
+    )
+    def test_permissions_map_to_approval_modes(
+        self, permissions: NativePermissions, tail: list[str]
+    ) -> None:
+        argv = acp_argv(AcpArgv(binary_path="gemini", model=None, permissions=permissions))
+        assert argv == ["gemini", "--acp", *tail]
+
+    def test_a_model_that_reads_as_a_flag_is_refused(self) -> None:
+        with pytest.raises(InvalidRequestError):
+            acp_argv(
+                AcpArgv(
+                    binary_path="gemini", model="--yolo", permissions=NativePermissions.bypass()
+                )
+            )
+
+
+class TestFailureClassification:
+    @pytest.mark.parametrize(
+        ("case", "kind"),
+        [("ERR500", FailureKind.TRANSIENT), ("ERRCTX", FailureKind.CONTEXT_OVERFLOW)],
+    )
+    def test_recorded_prompt_errors_are_classified(self, case: str, kind: FailureKind) -> None:
+        errors = [
+            message.error
+            for line in recorded_lines("session_main", "out")
+            if isinstance(message := read_message(json.loads(line)), Response)
+            and message.error is not None
+        ]
+        by_case = {"ERR500": errors[0], "ERRCTX": errors[1]}
+        assert classify_rpc_error(by_case[case]) is kind
+
+    @pytest.mark.parametrize(
+        ("code", "kind"),
+        [
+            (401, FailureKind.AUTH),
+            (403, FailureKind.AUTH),
+            (429, FailureKind.TRANSIENT),
+            (503, FailureKind.TRANSIENT),
+            (-32603, FailureKind.OTHER),
+        ],
+    )
+    def test_the_code_is_the_http_status(self, code: int, kind: FailureKind) -> None:
+        assert classify_rpc_error(RpcError(code, "{}", {})) is kind
+
+    @given(st.integers(), st.text(max_size=200))
+    def test_any_error_classifies_to_a_kind(self, code: int, message: str) -> None:
+        assert isinstance(classify_rpc_error(RpcError(code, message, {})), FailureKind)
+
+    def test_a_lost_session_is_recognised_in_the_recorded_answers(self) -> None:
+        errors = [
+            message.error
+            for line in recorded_lines("session_load_run1_clobbered", "out")
+            if isinstance(message := read_message(json.loads(line)), Response)
+            and message.error is not None
+        ]
+        assert [session_lost(error) for error in errors] == [True, True, True, False]
+
+
+class TestUsageAndText:
+    def test_usage_is_the_turns_quota_with_the_named_model(self) -> None:
+        results = [
+            message.result
+            for line in recorded_lines("session_main", "out")
+            if isinstance(message := read_message(json.loads(line)), Response)
+            and message.result is not None
+            and "stopReason" in message.result
+        ]
+        tool_turn = usage(results[1])
+        assert tool_turn is not None
+        assert (tool_turn.tokens.input_tokens, tool_turn.tokens.output_tokens) == (2400, 35)
+        assert tool_turn.model == "gemini-3.8-flash"
+        cancelled = [r for r in results if r["stopReason"] == "cancelled"]
+        assert cancelled
+        assert all(usage(r) is None for r in cancelled)
+
+    def test_mode_updates_are_notices(self) -> None:
+        assert is_notice("[MODE_UPDATE] yolo")
+        assert not is_notice("The mode is [MODE_UPDATE]")
+
+
+class TestEveryRecordedMessage:
+    @pytest.mark.parametrize("case", CASES)
+    def test_every_line_is_a_json_rpc_message(self, case: str) -> None:
+        for direction in ("in", "out"):
+            for line in recorded_lines(case, direction):
+                assert read_message(json.loads(line)) is not None, line[:200]
+
+    @pytest.mark.parametrize("case", CASES)
+    def test_every_update_is_a_known_kind(self, case: str) -> None:
+        events = Events()
+        reader = UpdateReader(events, is_notice)
+        for line in recorded_lines(case, "out"):
+            message = read_message(json.loads(line))
+            if isinstance(message, Notification):
+                reader.read(message.params["update"])
+            elif isinstance(message, Request) and message.method == "session/request_permission":
+                reader.announce(message.params["toolCall"])
+        assert not [e for e in events if isinstance(e, Lifecycle) and e.kind == "unknown_update"]
+
+    def test_the_mode_update_text_is_kept_out_of_the_answer(self) -> None:
+        events = Events()
+        reader = UpdateReader(events, is_notice)
+        for line in recorded_lines("session_fs_plan_mode", "out"):
+            message = read_message(json.loads(line))
+            if isinstance(message, Notification):
+                reader.read(message.params["update"])
+        assert "[MODE_UPDATE]" not in reader.text
+        assert reader.notices == ["[MODE_UPDATE] yolo"]
+
+
+def replay(case: str) -> tuple[AcpTransport, list[AcpRecordedPeer]]:
+    peers: list[AcpRecordedPeer] = []
+
+    def spawn(_: object) -> AcpRecordedPeer:
+        peers.append(AcpRecordedPeer(FIXTURES / case / "transcript.jsonl"))
+        return peers[-1]
+
+    ctx = TransportContext(
+        provider=GeminiProvider(),
+        executor=FakeExecutor(peers=spawn),
+        binary_path="/usr/bin/gemini",
+        env={"PATH": "/usr/bin"},
+    )
+    return AcpTransport(ctx, GEMINI_ACP, close_grace=0.5), peers
+
+
+class TestRecordedSession:
+    def test_the_main_session_replays_turn_by_turn(self) -> None:
+        transport, peers = replay("session_main")
+        asked: list[ApprovalRequest] = []
+        conversation_box: list[Any] = []
+
+        def decide(request: ApprovalRequest) -> ApprovalDecision:
+            asked.append(request)
+            if request.tool.startswith("touch"):
+                return ApprovalDecision.deny("no")
+            if len(asked) == 4:  # SLOWB: cancelled while its permission is pending
+                conversation_box[0].interrupt()
+            return ApprovalDecision.allow()
+
+        conversation = transport.open(
+            ConversationSpec(
+                permissions=NativePermissions.workspace_write(), approvals=decide, cwd="/work"
+            )
+        )
+        conversation_box.append(conversation)
+
+        def turn(prompt: str, *, interrupt_after: float | None = None) -> tuple[Any, Events]:
+            events = Events()
+            timer = None
+            if interrupt_after is not None:
+                timer = threading.Timer(interrupt_after, conversation.interrupt)
+                timer.start()
+            try:
+                return conversation.turn(TurnRequest(prompt), events), events
+            finally:
+                if timer is not None:
+                    timer.cancel()
+
+        plain, _ = turn("Say hello.")
+        assert plain.text == HELLO
+        assert plain.session_id == MAIN_SESSION
+        assert (plain.usage.tokens.input_tokens, plain.usage.tokens.output_tokens) == (1200, 32)
+
+        echo, events = turn("TOOLECHO run echo hello")
+        assert echo.text == "Running echo.Done."
+        (call,) = events.of(ToolCall)
+        assert (call.tool, call.kind.value) == ("echo hello", "command")
+        assert events.of(ToolResult)[0].exit_code == 0
+
+        rejected, events = turn("TOOLREJ touch a file")
+        assert rejected.text == "Done."
+        assert [a.allowed for a in events.of(ApprovalAnswered)] == [False]
+        assert events.of(ToolCall)[0].tool == "touch rejected.txt"
+
+        mcp, events = turn("MCPCALL call the ping tool")
+        assert [a.allowed for a in events.of(ApprovalAnswered)] == [True]
+        assert "pong from fakemcp" in events.of(ToolResult)[0].stdout
+        assert mcp.text == "Done."
+
+        slow_a, events = turn("SLOWA run sleep", interrupt_after=0.3)
+        assert slow_a.interrupted
+        assert events.of(ToolResult)[0].stdout == "Command cancelled by user."
+        assert events.of(TurnInterrupted)
+
+        slow_b, events = turn("SLOWB run sleep")
+        assert slow_b.interrupted
+        assert events.of(ApprovalAnswered)[0].decided_by == "interrupted"
+
+        drip, events = turn("DRIP stream", interrupt_after=0.3)
+        assert drip.interrupted
+        assert drip.text.startswith("yyyyyyyy")
+
+        after, _ = turn("Say hello after cancel.")
+        assert after.text == HELLO
+
+        with pytest.raises(CliExitError) as failed:
+            turn("ERR500 now")
+        assert failed.value.kind is FailureKind.TRANSIENT
+        assert "scripted 500 boom" in str(failed.value)
+        with pytest.raises(CliExitError) as overflow:
+            turn("ERRCTX now")
+        assert overflow.value.kind is FailureKind.CONTEXT_OVERFLOW
+
+        last, _ = turn("Say hello after errors.")
+        assert last.text == HELLO
+        conversation.close()
+        (peer,) = peers
+        assert peer.unmatched == []
+        answers = [
+            json.loads(line)["result"]["outcome"]
+            for line in peer.written
+            if "method" not in json.loads(line)
+        ]
+        assert answers == [
+            {"outcome": "selected", "optionId": "cancel"},
+            {"outcome": "selected", "optionId": "proceed_once"},
+            {"outcome": "selected", "optionId": "proceed_once"},
+            {"outcome": "cancelled"},
+        ]
+
+    def test_a_loaded_session_replays_no_history_into_the_turn(self) -> None:
+        transport, _ = replay("session_load")
+        conversation = transport.open(
+            ConversationSpec(
+                permissions=NativePermissions.bypass(),
+                approvals=ApprovalPolicy.DENY,
+                cwd="/work",
+                resume_session_id=MAIN_SESSION,
+            )
+        )
+        events = Events()
+        result = conversation.turn(TurnRequest("Say hello after load."), events)
+        conversation.close()
+        assert result.text == HELLO
+        assert result.resumed
+        assert [e.text for e in events.of(AssistantText)] == ["Hello from the s", "cripted model."]
+        (suppressed,) = [e.detail for e in events.of(Lifecycle) if e.kind == "replay_suppressed"]
+        # Every update before the first prompt: the history, and its commands list.
+        assert suppressed.startswith("24 ")
+
+    def test_a_load_in_the_minute_of_creation_is_a_lost_session(self) -> None:
+        transport, _ = replay("session_load_run1_clobbered")
+        conversation = transport.open(
+            ConversationSpec(
+                permissions=NativePermissions.bypass(),
+                approvals=ApprovalPolicy.DENY,
+                cwd="/work",
+                resume_session_id="bb3563b9-82bf-45db-94ca-5171c94e3fe2",
+            )
+        )
+        with pytest.raises(SessionResumeError) as caught:
+            conversation.turn(TurnRequest("Say hello after load."), Events())
+        conversation.close()
+        assert caught.value.session_id == "bb3563b9-82bf-45db-94ca-5171c94e3fe2"
+        assert "No previous sessions found" in str(caught.value)
