@@ -41,8 +41,6 @@ from agentshim.core.errors import (
 )
 from agentshim.core.events import (
     AgentEvent,
-    ApprovalAnswered,
-    ApprovalRequested,
     Lifecycle,
     RunFinished,
     RunStarted,
@@ -55,15 +53,14 @@ from agentshim.core.failures import kind_from_text
 from agentshim.core.ids import is_valid_session_id, validate_session_id
 from agentshim.core.jsonvalues import as_mapping, as_str, list_or_empty
 from agentshim.core.mcp import HttpMcpServer, McpServer
-from agentshim.core.permissions import NativeMode
 from agentshim.core.profile import ProviderProfile
 from agentshim.core.stream import parse_json_object
 from agentshim.core.turn import TurnRequest, TurnResult
 from agentshim.core.usage import ProviderUsage
 from agentshim.execution.process import ProcessExited, SpawnRequest, StderrLine, StdoutLine
-from agentshim.transport.approvals import decide
+from agentshim.transport.approvals import answered, decide_for_turn, requested
 from agentshim.transport.channel import Channel
-from agentshim.transport.context import TransportContext
+from agentshim.transport.context import ContextSource, TransportContext
 from agentshim.transport.correlator import Correlator
 from agentshim.transport.watch import Due, TurnWatch
 
@@ -144,8 +141,7 @@ class AcpTransport:
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         self._lock = threading.Lock()
-        self._context = context if isinstance(context, TransportContext) else None
-        self._resolve = None if isinstance(context, TransportContext) else context
+        self._source = ContextSource(context)
         self.dialect = dialect
         self.turn_timeout = turn_timeout
         self.handshake_timeout = handshake_timeout
@@ -173,11 +169,7 @@ class AcpTransport:
     @property
     def context(self) -> TransportContext:
         """The resolved CLI (found and checked on first use)."""
-        with self._lock:
-            if self._context is None:
-                assert self._resolve is not None
-                self._context = self._resolve()
-            return self._context
+        return self._source.get()
 
     def open(self, spec: ConversationSpec) -> AcpConversation:
         """Open a conversation; its process starts with its first turn.
@@ -659,12 +651,16 @@ class AcpConversation:
         request_ = ApprovalRequest(
             tool=call.tool, args=args, kind=call.kind, tool_id=call.tool_id, description=call.tool
         )
-        turn.emit(
-            ApprovalRequested(
-                request_.tool, request_.args, request_.kind, request_.tool_id, request_.description
-            )
+        turn.emit(requested(request_))
+        answer = decide_for_turn(
+            self._spec.approvals,
+            self._spec.permissions,
+            request_,
+            interrupted=turn.interrupted,
+            timeout=self._spec.approval_timeout,
+            clock=self._clock,
         )
-        decision, decided_by, fail = self._decide(turn, request_)
+        decision, decided_by, fail = answer.decision, answer.decided_by, answer.fail_turn
         if turn.interrupted:
             # A cancel that came while the handler ran wins: the agent waits for this answer.
             decision, decided_by = ApprovalDecision.deny("the turn was cancelled"), "interrupted"
@@ -675,29 +671,10 @@ class AcpConversation:
             channel.send(result_response(message.request_id, outcome))
         except (ProcessClosedError, InvalidRequestError) as error:
             turn.emit(Lifecycle("approval_not_sent", str(error)))
-        turn.emit(
-            ApprovalAnswered(
-                request_.tool_id,
-                decision.allowed,
-                decided_by,
-                decision.message,
-                decision.args if decision.allowed else None,
-            )
-        )
+        turn.emit(answered(request_, decision, decided_by))
         if fail and turn.fail is None:
             turn.fail = ApprovalRequiredError(request_.tool, request_.tool_id)
             self._interrupt_turn(None)
-
-    def _decide(self, turn: _Turn, request_: ApprovalRequest) -> tuple[ApprovalDecision, str, bool]:
-        if turn.interrupted:
-            return ApprovalDecision.deny("the turn was cancelled"), "interrupted", False
-        if self._spec.permissions.mode is NativeMode.READ_ONLY:
-            message = "denied: this conversation is read-only (NativePermissions.read_only())"
-            return ApprovalDecision.deny(message), "read_only", False
-        answer = decide(
-            self._spec.approvals, request_, timeout=self._spec.approval_timeout, clock=self._clock
-        )
-        return answer.decision, answer.decided_by, answer.fail_turn
 
     def _interrupt_turn(self, reason: Due | None) -> None:
         """Send ``session/cancel`` for the running turn (any thread; once per turn)."""

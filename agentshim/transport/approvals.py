@@ -12,9 +12,10 @@ from dataclasses import dataclass
 from typing import cast
 
 from agentshim.core.approvals import ApprovalDecision, ApprovalRequest, Approvals
-from agentshim.core.permissions import ApprovalPolicy
+from agentshim.core.events import ApprovalAnswered, ApprovalRequested
+from agentshim.core.permissions import ApprovalPolicy, NativeMode, NativePermissions
 
-__all__ = ["Answer", "decide"]
+__all__ = ["Answer", "answered", "decide", "decide_for_turn", "requested"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,3 +68,43 @@ def decide(
         )
         return Answer(ApprovalDecision.deny(message), "handler_timeout")
     return Answer(decision, "handler")
+
+
+def decide_for_turn(
+    approvals: Approvals,
+    permissions: NativePermissions,
+    request: ApprovalRequest,
+    *,
+    interrupted: bool,
+    timeout: float,
+    clock: Callable[[], float],
+) -> Answer:
+    """What a long-lived conversation answers to ``request`` during a turn.
+
+    A turn being interrupted denies without asking (``"interrupted"``); read-only permissions
+    deny every request the CLI makes, which is for a write or a command it cannot tell is
+    read-only (``"read_only"``); otherwise :func:`decide`.
+    """
+    if interrupted:
+        return Answer(ApprovalDecision.deny("the turn is being interrupted"), "interrupted")
+    if permissions.mode is NativeMode.READ_ONLY:
+        message = "denied: this conversation is read-only (NativePermissions.read_only())"
+        return Answer(ApprovalDecision.deny(message), "read_only")
+    return decide(approvals, request, timeout=timeout, clock=clock)
+
+
+def requested(request: ApprovalRequest) -> ApprovalRequested:
+    """The event that reports ``request``."""
+    return ApprovalRequested(
+        request.tool, request.args, request.kind, request.tool_id, request.description
+    )
+
+
+def answered(
+    request: ApprovalRequest, decision: ApprovalDecision, decided_by: str
+) -> ApprovalAnswered:
+    """The event that reports the answer sent for ``request``."""
+    rewritten = decision.args if decision.allowed else None
+    return ApprovalAnswered(
+        request.tool_id, decision.allowed, decided_by, decision.message, rewritten
+    )

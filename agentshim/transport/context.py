@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -10,7 +11,7 @@ from agentshim.core.conversation import Transport
 from agentshim.core.provider import Provider
 from agentshim.execution.executor import CommandExecutor
 
-__all__ = ["TransportContext", "TransportFactory"]
+__all__ = ["ContextSource", "TransportContext", "TransportFactory"]
 
 
 def _ignore(_: str) -> None:
@@ -40,3 +41,26 @@ TransportFactory = Callable[[Callable[[], TransportContext]], Transport]
 The context is resolved on first use (finding and checking the binary), so a missing CLI
 fails the first turn, as on the one-shot path, not the construction of the Agent.
 """
+
+
+class ContextSource:
+    """A transport's CLI: a ready TransportContext, or a function resolved on first use.
+
+    Resolving finds and checks the binary, so a missing CLI fails the first turn rather than
+    the construction of the Agent; it happens once, whichever thread asks first.
+    """
+
+    __slots__ = ("_context", "_lock", "_resolve")
+
+    def __init__(self, context: TransportContext | Callable[[], TransportContext]) -> None:
+        self._lock = threading.Lock()
+        self._context = context if isinstance(context, TransportContext) else None
+        self._resolve = None if isinstance(context, TransportContext) else context
+
+    def get(self) -> TransportContext:
+        """The resolved context (raising what resolving raises: CliNotFoundError, ...)."""
+        with self._lock:
+            if self._context is None:
+                assert self._resolve is not None
+                self._context = self._resolve()
+            return self._context

@@ -21,7 +21,6 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from agentshim.core.approvals import ApprovalDecision, ApprovalRequest
 from agentshim.core.conversation import (
     ConversationSpec,
     TransportKind,
@@ -47,8 +46,6 @@ from agentshim.core.errors import (
 )
 from agentshim.core.events import (
     AgentEvent,
-    ApprovalAnswered,
-    ApprovalRequested,
     Lifecycle,
     RunFinished,
     RunStarted,
@@ -59,7 +56,6 @@ from agentshim.core.events import (
 from agentshim.core.frames import UNKNOWN_DETAIL_CHARS
 from agentshim.core.ids import is_valid_session_id, validate_session_id
 from agentshim.core.jsonvalues import as_mapping, as_str
-from agentshim.core.permissions import NativeMode
 from agentshim.core.profile import ProviderProfile
 from agentshim.core.provider import (
     ArgvContext,
@@ -73,9 +69,9 @@ from agentshim.core.stream import parse_json_object
 from agentshim.core.turn import TurnRequest, TurnResult
 from agentshim.core.usage import CostSource, ProviderUsage
 from agentshim.execution.process import ProcessExited, SpawnRequest, StderrLine, StdoutLine
-from agentshim.transport.approvals import decide
+from agentshim.transport.approvals import answered, decide_for_turn, requested
 from agentshim.transport.channel import Channel
-from agentshim.transport.context import TransportContext
+from agentshim.transport.context import ContextSource, TransportContext
 from agentshim.transport.correlator import Correlator
 from agentshim.transport.watch import Due, TurnWatch
 
@@ -119,9 +115,7 @@ class ClaudeStreamTransport:
         interrupt_grace: float = 10.0,
         close_grace: float = 5.0,
     ) -> None:
-        self._lock = threading.Lock()
-        self._context = context if isinstance(context, TransportContext) else None
-        self._resolve = None if isinstance(context, TransportContext) else context
+        self._source = ContextSource(context)
         self.turn_timeout = turn_timeout
         self.interrupt_grace = interrupt_grace
         self.close_grace = close_grace
@@ -134,11 +128,7 @@ class ClaudeStreamTransport:
     @property
     def context(self) -> TransportContext:
         """The resolved CLI (found and checked on first use)."""
-        with self._lock:
-            if self._context is None:
-                assert self._resolve is not None
-                self._context = self._resolve()
-            return self._context
+        return self._source.get()
 
     def open(self, spec: ConversationSpec) -> ClaudeStreamConversation:
         """Open a conversation; its process starts with its first turn.
@@ -566,39 +556,24 @@ class ClaudeStreamConversation:
             self._answer_unsupported(channel, frame)
             return
         request = approval_request(body)
-        turn.emit(
-            ApprovalRequested(
-                request.tool, request.args, request.kind, request.tool_id, request.description
-            )
+        turn.emit(requested(request))
+        answer = decide_for_turn(
+            self._spec.approvals,
+            self._spec.permissions,
+            request,
+            interrupted=turn.interrupted,
+            timeout=self._spec.approval_timeout,
+            clock=self._clock,
         )
-        decision, decided_by, fail = self._decide(turn, request)
+        decision, fail = answer.decision, answer.fail_turn
         try:
             channel.send(control_success(request_id, decision_response(decision, request)))
         except (ProcessClosedError, InvalidRequestError) as error:
             turn.emit(Lifecycle("approval_not_sent", str(error)))
-        turn.emit(
-            ApprovalAnswered(
-                request.tool_id,
-                decision.allowed,
-                decided_by,
-                decision.message,
-                decision.args if decision.allowed else None,
-            )
-        )
+        turn.emit(answered(request, decision, answer.decided_by))
         if fail and turn.fail is None:
             turn.fail = ApprovalRequiredError(request.tool, request.tool_id)
             self._interrupt_turn(None)
-
-    def _decide(self, turn: _Turn, request: ApprovalRequest) -> tuple[ApprovalDecision, str, bool]:
-        if turn.interrupted:
-            return ApprovalDecision.deny("the turn is being interrupted"), "interrupted", False
-        if self._spec.permissions.mode is NativeMode.READ_ONLY:
-            message = "denied: this conversation is read-only (NativePermissions.read_only())"
-            return ApprovalDecision.deny(message), "read_only", False
-        answer = decide(
-            self._spec.approvals, request, timeout=self._spec.approval_timeout, clock=self._clock
-        )
-        return answer.decision, answer.decided_by, answer.fail_turn
 
     def _answer_unsupported(self, channel: Channel, frame: Mapping[str, Any]) -> None:
         request_id = as_str(frame.get("request_id"))

@@ -64,7 +64,7 @@ from agentshim.core.turn import TurnRequest, TurnResult
 from agentshim.core.usage import ProviderUsage
 from agentshim.execution.process import ProcessExited, SpawnRequest, StderrLine, StdoutLine
 from agentshim.transport.channel import Channel
-from agentshim.transport.context import TransportContext
+from agentshim.transport.context import ContextSource, TransportContext
 from agentshim.transport.correlator import Correlator, PendingRequest
 from agentshim.transport.watch import Due, TurnWatch
 
@@ -136,9 +136,7 @@ class PiRpcTransport:
         interrupt_grace: float = 10.0,
         close_grace: float = 5.0,
     ) -> None:
-        self._lock = threading.Lock()
-        self._context = context if isinstance(context, TransportContext) else None
-        self._resolve = None if isinstance(context, TransportContext) else context
+        self._source = ContextSource(context)
         self.turn_timeout = turn_timeout
         self.interrupt_grace = interrupt_grace
         self.close_grace = close_grace
@@ -151,11 +149,7 @@ class PiRpcTransport:
     @property
     def context(self) -> TransportContext:
         """The resolved CLI (found and checked on first use)."""
-        with self._lock:
-            if self._context is None:
-                assert self._resolve is not None
-                self._context = self._resolve()
-            return self._context
+        return self._source.get()
 
     def open(self, spec: ConversationSpec) -> PiRpcConversation:
         """Open a conversation; its process starts with its first turn.
