@@ -16,9 +16,8 @@ import os
 import signal
 import subprocess
 import sys
-import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -39,10 +38,7 @@ from agentshim.core.mcp import StdioMcpServer
 from agentshim.core.permissions import ApprovalPolicy, NativePermissions
 from agentshim.core.profile import ProviderProfile
 from agentshim.core.retry import RetryPolicy
-from agentshim.core.turn import TurnRequest, TurnResult
-from agentshim.execution.host import HostCommandExecutor
-from agentshim.execution.host_process import HostProcess
-from agentshim.execution.process import SpawnRequest
+from agentshim.core.turn import TurnRequest
 from agentshim.session import Session
 from agentshim.testing.model_server import (
     Hang,
@@ -62,6 +58,7 @@ from agentshim.testing.session_contracts import (
 )
 
 from .binaries import require_binary
+from .streams import Background, CountingExecutor, run_processes, wait_for
 from .suite import MCP_STUB, assert_nothing_left_running
 
 pytestmark = pytest.mark.skipif(
@@ -77,19 +74,6 @@ FAST_RETRY = {"retry-after-ms": "50"}
 
 HELLO = "Hello from the stream."
 AFTER_TOOL = "The command ran."
-
-
-class CountingExecutor(HostCommandExecutor):
-    """The host executor, keeping every long-lived process it spawns."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.spawned: list[tuple[SpawnRequest, HostProcess]] = []
-
-    def spawn(self, request: SpawnRequest) -> HostProcess:
-        process = super().spawn(request)
-        self.spawned.append((request, process))
-        return process
 
 
 @dataclass(frozen=True)
@@ -169,64 +153,6 @@ def live(stream_rig: StreamRig, request: pytest.FixtureRequest) -> Iterator[Live
     assert_nothing_left_running(stream_rig.cli.home)
 
 
-def _alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (OSError, IndexError):
-        return False
-    return state != "Z"
-
-
-def _run_processes(home: Path, needle: str) -> list[int]:
-    """Live processes of the run (by HOME) whose command line contains ``needle``."""
-    marker = f"HOME={home}".encode()
-    found: list[int] = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit() or int(entry.name) == os.getpid():
-            continue
-        try:
-            environ = (entry / "environ").read_bytes()
-            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
-        except (OSError, UnicodeDecodeError):
-            continue
-        if marker in environ.split(b"\0") and needle in cmdline and _alive(int(entry.name)):
-            found.append(int(entry.name))
-    return found
-
-
-def _wait_for(condition: Callable[[], bool], within: float, what: str) -> None:
-    deadline = time.monotonic() + within
-    while not condition():
-        assert time.monotonic() < deadline, f"{what} did not happen within {within:g} s"
-        time.sleep(0.05)
-
-
-class _Background:
-    """A turn running on another thread: its result, or the error it raised."""
-
-    def __init__(self, run: Callable[[], TurnResult]) -> None:
-        self.value: TurnResult | None = None
-        self.error: BaseException | None = None
-        self.ended_at: float | None = None
-        self._thread = threading.Thread(target=self._main, args=(run,), daemon=True)
-        self._thread.start()
-
-    def _main(self, run: Callable[[], TurnResult]) -> None:
-        try:
-            self.value = run()
-        except BaseException as error:  # handed to the test thread
-            self.error = error
-        self.ended_at = time.monotonic()
-
-    def join(self, timeout: float) -> TurnResult:
-        self._thread.join(timeout)
-        assert not self._thread.is_alive(), f"the turn did not return within {timeout:g} s"
-        if self.error is not None:
-            raise self.error
-        assert self.value is not None
-        return self.value
-
-
 def _tool_then_text(command: str, text: str = AFTER_TOOL) -> tuple[Rule, ...]:
     return (
         Rule(
@@ -259,8 +185,8 @@ def test_interrupt_during_sleep_returns_fast_kills_the_sleep_and_keeps_the_proce
     live.script(*_tool_then_text("sleep 30"))
     home = live.rig.cli.home
     with live.session() as session:
-        running = _Background(lambda: session.turn("Sleep for a while.").result)
-        _wait_for(lambda: bool(_run_processes(home, "sleep 30")), SEEN_WITHIN_S, "sleep 30")
+        running = Background(lambda: session.turn("Sleep for a while.").result)
+        wait_for(lambda: bool(run_processes(home, "sleep 30")), SEEN_WITHIN_S, "sleep 30")
         interrupted_at = time.monotonic()
         session.interrupt()
         result = running.join(PROMPT_RETURN_S + TURN_TIMEOUT)
@@ -269,7 +195,7 @@ def test_interrupt_during_sleep_returns_fast_kills_the_sleep_and_keeps_the_proce
         assert result.interrupted
         assert any(isinstance(e, TurnInterrupted) for e in live.events)
         assert took < PROMPT_RETURN_S, f"the interrupted turn took {took:.2f} s to return"
-        _wait_for(lambda: not _run_processes(home, "sleep 30"), 3.0, "the sleep ending")
+        wait_for(lambda: not run_processes(home, "sleep 30"), 3.0, "the sleep ending")
 
         live.script(Rule(respond=Text(HELLO)))
         after = session.turn("Now just say hello.").result
@@ -357,7 +283,7 @@ def test_a_silent_turn_stalls_and_the_process_takes_the_next_turn(live: Live) ->
 def test_steer_is_refused(live: Live) -> None:
     live.script(Rule(respond=Hang(30.0), times=1), Rule(respond=Text(HELLO)))
     with live.session() as session:
-        running = _Background(lambda: session.turn("Think.").result)
+        running = Background(lambda: session.turn("Think.").result)
         time.sleep(3.0)
         with pytest.raises(ProviderCapabilityError):
             session.steer("more")
@@ -392,8 +318,8 @@ def test_kill_9_mid_turn_raises_cli_died_and_the_next_turn_loads_the_session(
     with live.session() as session:
         first = session.turn("Say hello.").result
         live.script(Rule(respond=Hang(60.0, after_text="Thinking")))
-        running = _Background(lambda: session.turn("Think.").result)
-        _wait_for(lambda: bool(live.server.requests) and len(live.server.requests) >= 2, 30, "call")
+        running = Background(lambda: session.turn("Think.").result)
+        wait_for(lambda: bool(live.server.requests) and len(live.server.requests) >= 2, 30, "call")
         _, process = live.executor.spawned[0]
         os.killpg(process.pid, signal.SIGKILL)
         with pytest.raises(CliDiedError) as caught:
@@ -425,8 +351,8 @@ def test_an_mcp_server_starts_with_the_session_and_close_ends_cli_and_server(
     started = time.monotonic()
     session.close()
     assert time.monotonic() - started < 20.0
-    _wait_for(
-        lambda: not _run_processes(live.rig.cli.home, str(MCP_STUB)), 5.0, "the MCP server ending"
+    wait_for(
+        lambda: not run_processes(live.rig.cli.home, str(MCP_STUB)), 5.0, "the MCP server ending"
     )
 
 
