@@ -62,6 +62,7 @@ from agentshim.transport.approvals import answered, decide_for_turn, requested
 from agentshim.transport.channel import Channel
 from agentshim.transport.context import ContextSource, TransportContext
 from agentshim.transport.correlator import Correlator
+from agentshim.transport.fixed import refuse_fixed_changes
 from agentshim.transport.watch import Due, TurnWatch
 
 from .dialect import AcpArgv, AcpDialect
@@ -276,7 +277,9 @@ class AcpConversation:
         """
         turn_stop = self._slot.begin(stop)
         try:
-            self._refuse_unsupported(request)
+            switched = request.model is not None and request.model != self._model
+            also = ("model",) if switched else ()
+            refuse_fixed_changes(self._name, request, self._spec, also=also)
             if turn_stop.is_set():
                 raise TurnCancelledError(
                     "the turn was cancelled before it was sent; nothing ran and the "
@@ -303,33 +306,6 @@ class AcpConversation:
         self._release_process()
 
     # -- the turn ------------------------------------------------------------------------
-
-    def _refuse_unsupported(self, request: TurnRequest) -> None:
-        fixed = self._spec
-        refused: list[str] = []
-        if request.output_schema is not None:
-            refused.append("output_schema")
-        if request.env:
-            refused.append("env")
-        if request.extra_args:
-            refused.append("extra_args")
-        if request.cwd is not None and request.cwd != fixed.cwd:
-            refused.append("cwd")
-        if request.mcp_servers and tuple(request.mcp_servers) != tuple(fixed.mcp_servers):
-            refused.append("mcp_servers")
-        if request.model is not None and request.model != self._model:
-            refused.append("model")
-        if (
-            request.reasoning_effort is not None
-            and request.reasoning_effort != fixed.reasoning_effort
-        ):
-            refused.append("reasoning_effort")
-        if refused:
-            raise ProviderCapabilityError(
-                f"a long-lived {self._name} process cannot change {', '.join(refused)} for one "
-                "turn; set them on the session (Agent.start_session) or run this turn on "
-                "TransportKind.ONE_SHOT"
-            )
 
     def _run(
         self, request: TurnRequest, emit: Callable[[AgentEvent], None], stop: TurnStop

@@ -73,6 +73,7 @@ from agentshim.transport.approvals import answered, decide_for_turn, requested
 from agentshim.transport.channel import Channel
 from agentshim.transport.context import ContextSource, TransportContext
 from agentshim.transport.correlator import Correlator
+from agentshim.transport.fixed import refuse_fixed_changes
 from agentshim.transport.watch import Due, TurnWatch
 
 from .parser import ClaudeStreamParser
@@ -252,7 +253,7 @@ class ClaudeStreamConversation:
         """
         turn_stop = self._slot.begin(stop)
         try:
-            self._refuse_unsupported(request)
+            refuse_fixed_changes("Claude Code", request, self._spec)
             if turn_stop.is_set():
                 raise TurnCancelledError(
                     "the turn was cancelled before it was sent; nothing ran and the "
@@ -303,31 +304,6 @@ class ClaudeStreamConversation:
         self._shut_down()
 
     # -- the turn ------------------------------------------------------------------------
-
-    def _refuse_unsupported(self, request: TurnRequest) -> None:
-        fixed = self._spec
-        refused: list[str] = []
-        if request.output_schema is not None:
-            refused.append("output_schema")
-        if request.env:
-            refused.append("env")
-        if request.extra_args:
-            refused.append("extra_args")
-        if request.cwd is not None and request.cwd != fixed.cwd:
-            refused.append("cwd")
-        if request.mcp_servers and tuple(request.mcp_servers) != tuple(fixed.mcp_servers):
-            refused.append("mcp_servers")
-        if (
-            request.reasoning_effort is not None
-            and request.reasoning_effort != fixed.reasoning_effort
-        ):
-            refused.append("reasoning_effort")
-        if refused:
-            raise ProviderCapabilityError(
-                f"a long-lived Claude Code process cannot change {', '.join(refused)} for one "
-                "turn; set them on the session (Agent.start_session) or run this turn on "
-                "TransportKind.ONE_SHOT"
-            )
 
     def _run(
         self, request: TurnRequest, emit: Callable[[AgentEvent], None], stop: TurnStop

@@ -66,6 +66,7 @@ from agentshim.execution.process import ProcessExited, SpawnRequest, StderrLine,
 from agentshim.transport.channel import Channel
 from agentshim.transport.context import ContextSource, TransportContext
 from agentshim.transport.correlator import Correlator, PendingRequest
+from agentshim.transport.fixed import refuse_fixed_changes
 from agentshim.transport.watch import Due, TurnWatch
 
 from .parser import PiStreamParser
@@ -306,7 +307,13 @@ class PiRpcConversation:
         """
         turn_stop = self._slot.begin(stop)
         try:
-            self._refuse_unsupported(request)
+            refuse_fixed_changes(
+                "Pi",
+                request,
+                self._spec,
+                also=("mcp_servers",) if request.mcp_servers else (),
+                note=" (and Pi has no output schema nor MCP servers)",
+            )
             if turn_stop.is_set():
                 raise TurnCancelledError(
                     "the turn was cancelled before it was sent; nothing ran and the "
@@ -357,31 +364,6 @@ class PiRpcConversation:
         self._shut_down()
 
     # -- the turn ------------------------------------------------------------------------
-
-    def _refuse_unsupported(self, request: TurnRequest) -> None:
-        fixed = self._spec
-        refused: list[str] = []
-        if request.output_schema is not None:
-            refused.append("output_schema")
-        if request.env:
-            refused.append("env")
-        if request.extra_args:
-            refused.append("extra_args")
-        if request.cwd is not None and request.cwd != fixed.cwd:
-            refused.append("cwd")
-        if request.mcp_servers:
-            refused.append("mcp_servers")
-        if (
-            request.reasoning_effort is not None
-            and request.reasoning_effort != fixed.reasoning_effort
-        ):
-            refused.append("reasoning_effort")
-        if refused:
-            raise ProviderCapabilityError(
-                f"a long-lived Pi process cannot change {', '.join(refused)} for one turn "
-                "(and Pi has no output schema nor MCP servers); set them on the session "
-                "(Agent.start_session) or run this turn on TransportKind.ONE_SHOT"
-            )
 
     def _queue(self, kind: str, text: str) -> None:
         if not isinstance(text, str) or not text.strip():  # pyright: ignore[reportUnnecessaryIsInstance]
