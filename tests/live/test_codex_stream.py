@@ -170,7 +170,8 @@ def test_two_turns_run_on_one_process_with_their_own_usage(live: Live) -> None:
         assert result.usage.tokens.input_tokens == 1200
         assert result.usage.tokens.cache_read_input_tokens == 1000
         assert result.usage.tokens.output_tokens == 40
-        assert result.context_window is not None and result.context_window > 0
+        assert result.context_window is not None
+        assert result.context_window > 0
         assert result.context_tokens == 1200
 
 
