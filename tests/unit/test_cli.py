@@ -240,9 +240,9 @@ class TestRun:
         assert "argument --transport: invalid choice: 'tui'" in message
         assert "'one-shot', 'stream'" in message
         message = usage_error(
-            capsys, "run", "--stand-in", "--provider", "codex", "--transport", "stream", "hi"
+            capsys, "run", "--stand-in", "--provider", "copilot", "--transport", "stream", "hi"
         )
-        assert "codex does not offer stream; choose from one-shot" in message
+        assert "copilot does not offer stream; choose from one-shot" in message
 
     def test_a_stream_turn_on_the_stand_in_runs_on_one_long_lived_process(self) -> None:
         code, out, err = run_cli("run", "--stand-in", "--transport", "stream", "--json", "hi")

@@ -65,7 +65,7 @@ class TestConstruction:
     ) -> None:
         with pytest.raises(ProviderCapabilityError, match="offers no stream transport") as caught:
             Agent(
-                "codex",
+                "copilot",
                 executor=FakeExecutor(),
                 env=ENV,
                 permissions=BYPASS,

@@ -571,3 +571,40 @@ class TestCodexAppServerTransportContract(TransportContract):
     def make_transport(self, turns: Sequence[ContractTurn]) -> Transport:
         ctx, _ = context(contract_peers(turns))
         return CodexAppServerTransport(ctx, reap=lambda marker: 0)
+
+
+# -- permissions and deadlines ---------------------------------------------------------------
+
+
+def test_read_only_and_extra_writable_roots_reach_thread_and_turn_start() -> None:
+    rig = Rig([CodexPeerTurn("hi")], permissions=NativePermissions.read_only())
+    rig.turn()
+    (start,) = rig.sent("thread/start")
+    assert (start["params"]["sandbox"], start["params"]["approvalPolicy"]) == (
+        "read-only",
+        "untrusted",
+    )
+    assert "sandboxPolicy" not in rig.sent("turn/start")[0]["params"]
+
+    roots = NativePermissions.workspace_write(["/srv/data"], network=True)
+    rig = Rig([CodexPeerTurn("hi")], permissions=roots)
+    rig.turn()
+    (turn,) = rig.sent("turn/start")
+    assert turn["params"]["sandboxPolicy"] == {
+        "type": "workspaceWrite",
+        "networkAccess": True,
+        "writableRoots": ["/srv/data"],
+    }
+
+
+def test_a_silent_turn_is_interrupted_and_raises_turn_stalled() -> None:
+    from agentshim.core.errors import TurnStalledError
+
+    rig = Rig([CodexPeerTurn(hang=True), CodexPeerTurn("after")], stall_timeout=0.2)
+    started = time.monotonic()
+    with pytest.raises(TurnStalledError):
+        rig.turn()
+    assert time.monotonic() - started < 5
+    assert rig.sent("turn/interrupt")
+    after, _ = rig.turn()
+    assert after.text == "after"
