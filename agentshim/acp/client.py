@@ -183,9 +183,8 @@ class AcpTransport(ProcessTransport):
                 f"{name} over ACP ignores stdio MCP servers; pass HTTP ones (HttpMcpServer) "
                 "or run on TransportKind.ONE_SHOT"
             )
-        context = self.context
         dialect.argv(AcpArgv(binary_path="", model=None, permissions=spec.permissions))
-        return AcpConversation(self, context, spec)
+        return AcpConversation(self, spec)
 
 
 class _Turn(LiveTurn):
@@ -221,17 +220,8 @@ class AcpConversation(ProcessConversation[_Turn]):
 
     _unanswered = "no prompt response {grace:g} s after session/cancel; killing the process"
 
-    def __init__(
-        self, transport: AcpTransport, context: TransportContext, spec: ConversationSpec
-    ) -> None:
-        super().__init__(
-            context,
-            spec,
-            name=transport.dialect.profile.display_name,
-            turn_timeout=transport.turn_timeout,
-            interrupt_grace=transport.interrupt_grace,
-            close_grace=transport.close_grace,
-        )
+    def __init__(self, transport: AcpTransport, spec: ConversationSpec) -> None:
+        super().__init__(transport, spec, name=transport.dialect.profile.display_name)
         self._transport = transport
         self._dialect = transport.dialect
         self._early: list[Mapping[str, Any]] = []

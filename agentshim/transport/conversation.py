@@ -25,12 +25,13 @@ from agentshim.core.errors import (
     CliTimeoutError,
     FailureKind,
     ProcessClosedError,
+    ProviderCapabilityError,
     TurnCancelledError,
     TurnStalledError,
 )
 from agentshim.core.events import AgentEvent, Lifecycle, RunStarted
 from agentshim.core.ids import validate_session_id
-from agentshim.core.provider import ParsedTurn
+from agentshim.core.provider import ParsedTurn, Provider
 from agentshim.core.turn import TurnRequest, TurnResult
 from agentshim.core.usage import ProviderUsage
 from agentshim.execution.process import ProcessExited, SpawnRequest, StderrLine, StdoutLine
@@ -42,6 +43,8 @@ from .fixed import refuse_fixed_changes
 from .watch import Due, TurnWatch
 
 __all__ = ["LiveTurn", "ProcessConversation", "ProcessTransport"]
+
+ProviderT = TypeVar("ProviderT", bound=Provider)
 
 
 class ProcessTransport:
@@ -72,6 +75,21 @@ class ProcessTransport:
     def context(self) -> TransportContext:
         """The resolved CLI (found and checked on first use)."""
         return self._source.get()
+
+    def _provider(self, expected: type[ProviderT], protocol: str) -> ProviderT:
+        """The resolved CLI's provider, which must be an ``expected``: the CLI of ``protocol``.
+
+        Raises:
+            ProviderCapabilityError: it is another CLI.
+        """
+        provider = self.context.provider
+        if not isinstance(provider, expected):
+            name = provider.profile.display_name
+            raise ProviderCapabilityError(
+                f"this transport speaks {protocol}, which {name} does not; open it on an "
+                "Agent of that CLI"
+            )
+        return provider
 
 
 class LiveTurn:
@@ -112,7 +130,8 @@ TurnT = TypeVar("TurnT", bound=LiveTurn)
 class ProcessConversation(Generic[TurnT]):
     """One conversation on one long-lived CLI process: the part every transport shares.
 
-    ``name`` is what messages call the CLI. The process starts with the first turn (the
+    ``transport`` gives the CLI, the default turn budget and the graces; ``name`` is what
+    messages call the CLI. The process starts with the first turn (the
     subclass's ``_run`` calls :meth:`_start_process`) and is kept across turns; a turn that
     finds it dead starts another. ``_unanswered`` is what the ``interrupt_unanswered`` event
     says before an interrupted turn's process is killed (``{grace}`` is its grace).
@@ -120,25 +139,17 @@ class ProcessConversation(Generic[TurnT]):
 
     _unanswered = "no result {grace:g} s after the interrupt; killing the process"
 
-    def __init__(
-        self,
-        context: TransportContext,
-        spec: ConversationSpec,
-        *,
-        name: str,
-        turn_timeout: float | None,
-        interrupt_grace: float,
-        close_grace: float,
-    ) -> None:
+    def __init__(self, transport: ProcessTransport, spec: ConversationSpec, *, name: str) -> None:
         if spec.resume_session_id is not None:
             validate_session_id(spec.resume_session_id)
+        context = transport.context
         self._context = context
         self._spec = spec
         self._name = name
         self._clock = context.clock
-        self._turn_timeout = turn_timeout
-        self._interrupt_grace = interrupt_grace
-        self._close_grace = close_grace
+        self._turn_timeout = transport.turn_timeout
+        self._interrupt_grace = transport.interrupt_grace
+        self._close_grace = transport.close_grace
         self._slot = TurnSlot(f"this {name} conversation")
         # Guards what other threads touch: the channel, the request ids, the turn in flight.
         self._lock = threading.Lock()

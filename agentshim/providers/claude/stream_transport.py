@@ -30,7 +30,6 @@ from agentshim.core.errors import (
     InvalidRequestError,
     NoRunningTurnError,
     ProcessClosedError,
-    ProviderCapabilityError,
     SessionResumeError,
     TurnFailedError,
     TurnTimeoutError,
@@ -61,7 +60,6 @@ from agentshim.core.usage import CostSource, ProviderUsage
 from agentshim.execution.process import ProcessExited, StderrLine
 from agentshim.transport.approvals import answered, decide_for_turn, requested
 from agentshim.transport.channel import Channel
-from agentshim.transport.context import TransportContext
 from agentshim.transport.conversation import LiveTurn, ProcessConversation, ProcessTransport
 from agentshim.transport.watch import TurnWatch
 
@@ -103,20 +101,8 @@ class ClaudeStreamTransport(ProcessTransport):
         Raises:
             ProviderCapabilityError: the CLI's provider is not Claude Code.
         """
-        context = self.context
-        provider = context.provider
-        if not isinstance(provider, ClaudeProvider):
-            raise ProviderCapabilityError(
-                f"the stream transport speaks Claude Code's protocol, not {provider.profile.display_name}'s"
-            )
-        return ClaudeStreamConversation(
-            context,
-            provider,
-            spec,
-            turn_timeout=self.turn_timeout,
-            interrupt_grace=self.interrupt_grace,
-            close_grace=self.close_grace,
-        )
+        provider = self._provider(ClaudeProvider, "Claude Code's stream-json")
+        return ClaudeStreamConversation(self, provider, spec)
 
 
 class _Turn(LiveTurn):
@@ -158,23 +144,9 @@ class ClaudeStreamConversation(ProcessConversation[_Turn]):
     """
 
     def __init__(
-        self,
-        context: TransportContext,
-        provider: ClaudeProvider,
-        spec: ConversationSpec,
-        *,
-        turn_timeout: float | None,
-        interrupt_grace: float,
-        close_grace: float,
+        self, transport: ClaudeStreamTransport, provider: ClaudeProvider, spec: ConversationSpec
     ) -> None:
-        super().__init__(
-            context,
-            spec,
-            name="Claude Code",
-            turn_timeout=turn_timeout,
-            interrupt_grace=interrupt_grace,
-            close_grace=close_grace,
-        )
+        super().__init__(transport, spec, name="Claude Code")
         self._provider = provider
         self._fork = spec.fork
         self._process_cost = 0.0

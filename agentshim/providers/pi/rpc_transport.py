@@ -58,7 +58,6 @@ from agentshim.core.stream import parse_json_object
 from agentshim.core.turn import TurnRequest, TurnResult
 from agentshim.execution.process import ProcessExited, StderrLine
 from agentshim.transport.channel import Channel
-from agentshim.transport.context import TransportContext
 from agentshim.transport.conversation import LiveTurn, ProcessConversation, ProcessTransport
 from agentshim.transport.correlator import PendingRequest
 from agentshim.transport.fixed import refuse_fixed_changes
@@ -133,20 +132,8 @@ class PiRpcTransport(ProcessTransport):
             InvalidSessionIdError: ``spec.resume_session_id`` is not safe to pass.
         """
         refuse_unsupported_spec(spec)
-        context = self.context
-        provider = context.provider
-        if not isinstance(provider, PiProvider):
-            raise ProviderCapabilityError(
-                f"the rpc transport speaks Pi's protocol, not {provider.profile.display_name}'s"
-            )
-        return PiRpcConversation(
-            context,
-            provider,
-            spec,
-            turn_timeout=self.turn_timeout,
-            interrupt_grace=self.interrupt_grace,
-            close_grace=self.close_grace,
-        )
+        provider = self._provider(PiProvider, "Pi's rpc protocol")
+        return PiRpcConversation(self, provider, spec)
 
 
 class _Turn(LiveTurn):
@@ -224,23 +211,9 @@ class PiRpcConversation(ProcessConversation[_Turn]):
     _unanswered = "the run did not end {grace:g} s after the abort; killing the process"
 
     def __init__(
-        self,
-        context: TransportContext,
-        provider: PiProvider,
-        spec: ConversationSpec,
-        *,
-        turn_timeout: float | None,
-        interrupt_grace: float,
-        close_grace: float,
+        self, transport: PiRpcTransport, provider: PiProvider, spec: ConversationSpec
     ) -> None:
-        super().__init__(
-            context,
-            spec,
-            name="Pi",
-            turn_timeout=turn_timeout,
-            interrupt_grace=interrupt_grace,
-            close_grace=close_grace,
-        )
+        super().__init__(transport, spec, name="Pi")
         self._provider = provider
         self._fork = spec.fork
         self._model_provider: str | None = provider.provider
