@@ -17,14 +17,12 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import threading
-from collections import deque
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agentshim._version import __version__
-from agentshim.core.conversation import ConversationSpec, TurnSlot, TurnStop
+from agentshim.core.conversation import ConversationSpec, TurnStop
 from agentshim.core.errors import (
     AgentShimError,
     ApprovalRequiredError,
@@ -37,15 +35,12 @@ from agentshim.core.errors import (
     ProcessClosedError,
     SchemaDialectError,
     SessionResumeError,
-    TurnCancelledError,
-    TurnStalledError,
 )
 from agentshim.core.events import (
     AgentEvent,
     Lifecycle,
     ProviderErrorReported,
     RunFinished,
-    RunStarted,
     SessionStarted,
     Stderr,
     TurnInterrupted,
@@ -53,31 +48,33 @@ from agentshim.core.events import (
     UsageScope,
 )
 from agentshim.core.frames import UNKNOWN_DETAIL_CHARS
-from agentshim.core.ids import validate_session_id
 from agentshim.core.profile import SchemaDialect
 from agentshim.core.provider import McpInstallation, mcp_env, mcp_env_defaults
 from agentshim.core.schema import dialect_problems
 from agentshim.core.turn import TurnRequest, TurnResult
-from agentshim.core.usage import ProviderUsage
-from agentshim.execution.process import ProcessExited, SpawnRequest, StderrLine
+from agentshim.execution.process import ProcessExited, StderrLine, StdoutLine
 from agentshim.execution.reaping import can_scan, new_run_id, reap_marked
 from agentshim.providers.codex.provider import CodexProvider
 from agentshim.transport.approvals import answered, decide_for_turn, requested
 from agentshim.transport.channel import Channel
-from agentshim.transport.context import TransportContext
+from agentshim.transport.conversation import LiveTurn, ProcessConversation
 from agentshim.transport.correlator import PendingRequest
 from agentshim.transport.fixed import refuse_fixed_changes
-from agentshim.transport.watch import Due, TurnWatch
+from agentshim.transport.watch import TurnWatch
 
+from . import _wire
 from . import protocol as p
 from ._wire import encode
 from .approvals import approval_reply, approval_request
-from .channel import Malformed, Message, RpcChannel
+from .channel import Malformed, decode, pending_key, request_frame
 from .errors import failure_kind, is_unknown_thread
 from .items import TurnItems
 from .permissions import approval_policy, sandbox_mode, sandbox_policy
 from .profile import TOOL_MARKER, app_server_argv
-from .usage import PROVIDER_NAME, ThreadUsage
+from .usage import ThreadUsage
+
+if TYPE_CHECKING:
+    from .transport import CodexAppServerTransport
 
 __all__ = ["CodexAppServerConversation"]
 
@@ -89,6 +86,8 @@ _REPLAY_WAIT = 0.5
 
 _UNHANDLED = -32601
 _CLIENT_NAME = "agentshim"
+_IDS = "agentshim"
+"""The prefix of the conversation's Correlator ids (``agentshim_<n>`` goes out as ``n``)."""
 
 
 def _reap_by_marker(marker: str) -> int:
@@ -98,133 +97,86 @@ def _reap_by_marker(marker: str) -> int:
     return ended
 
 
-class _Turn:
+class _Turn(LiveTurn):
     """What the reader knows about the turn in flight."""
+
+    __slots__ = (
+        "completed",
+        "errors",
+        "interrupt_due",
+        "items",
+        "refused",
+        "start",
+        "turn_id",
+    )
 
     def __init__(
         self, emit: Callable[[AgentEvent], None], watch: TurnWatch, items: TurnItems
     ) -> None:
-        self.emit = emit
-        self.watch = watch
+        super().__init__(emit, watch)
         self.items = items
         self.start: PendingRequest | None = None
         self.turn_id: str | None = None
-        self.interrupted = False
         self.interrupt_due = False
         """An interrupt came before Codex named the turn: it goes out when it does."""
         self.completed: p.Turn | None = None
         self.refused: str | None = None
         """Why Codex refused ``turn/start``, when it did."""
-        self.fail: AgentShimError | None = None
         self.errors: list[tuple[str, object]] = []
-        self.steered: deque[str] = deque()
 
     @property
-    def done(self) -> bool:
-        """Nothing more of the turn is coming."""
+    def over(self) -> bool:
+        """Nothing more of the turn is coming: it completed, or Codex refused it."""
         return self.completed is not None or self.refused is not None
 
     def ours(self, turn_id: str) -> bool:
         """Whether ``turn_id`` is this turn (before Codex names it, any turn is)."""
         return self.turn_id is None or turn_id == self.turn_id
 
+    def feed_stderr(self, text: str) -> None:
+        """Codex's stderr is tracing lines, passed on as they are."""
+        self.emit(Stderr(text.rstrip("\n")))
 
-class CodexAppServerConversation:
-    """One Codex thread on one long-lived ``codex app-server`` process (a SteerableConversation)."""
+
+class CodexAppServerConversation(ProcessConversation[_Turn]):
+    """One Codex thread on one long-lived ``codex app-server`` process (a SteerableConversation).
+
+    The model, the reasoning effort and the output schema may change per turn. Besides the
+    failures every long-lived conversation has, a turn raises SchemaDialectError for an output
+    schema Codex's strict mode refuses, SessionResumeError when Codex has no thread of the
+    conversation's id, CliExitError when the turn failed (kind from Codex's error info) or
+    Codex refused it, and ApprovalRequiredError when a permission request met
+    ApprovalPolicy.FAIL_TURN. An interrupt is ``turn/interrupt``; the turn returns once every
+    command it started is ended.
+    """
+
+    _unanswered = "no turn/completed {grace:g} s after the interrupt; killing the process"
 
     def __init__(
         self,
-        context: TransportContext,
+        transport: CodexAppServerTransport,
         provider: CodexProvider,
         spec: ConversationSpec,
         *,
-        turn_timeout: float | None,
-        interrupt_grace: float,
-        close_grace: float,
         reap: Callable[[str], int] | None = None,
     ) -> None:
-        if spec.resume_session_id is not None:
-            validate_session_id(spec.resume_session_id)
-        self._context = context
+        super().__init__(transport, spec, name="Codex")
         self._provider = provider
-        self._spec = spec
-        self._clock = context.clock
-        self._turn_timeout = turn_timeout
-        self._interrupt_grace = interrupt_grace
-        self._close_grace = close_grace
         self._reap = reap or _reap_by_marker
-        self._slot = TurnSlot("this Codex conversation")
-        # Guards what other threads touch: the channel, the request ids, the turn in flight.
-        self._lock = threading.Lock()
-        self._rpc: RpcChannel | None = None
-        self._turn: _Turn | None = None
-        self._session_id = spec.resume_session_id
-        self._thread_open = False
-        self._model = spec.model or context.model
         self._usage = ThreadUsage(model=self._model)
         previous = spec.previous_usage
         self._usage.known(previous.raw if previous is not None else None)
         self._marker = new_run_id()
         self._mcp: McpInstallation | None = None
-        self._stderr: deque[str] = deque(maxlen=200)
 
-    # -- the Conversation protocol -------------------------------------------------------
-
-    @property
-    def session_id(self) -> str | None:
-        """The conversation's thread id; None until Codex names it."""
-        return self._session_id
-
-    def turn(
-        self,
-        request: TurnRequest,
-        emit: Callable[[AgentEvent], None],
-        stop: TurnStop | None = None,
-    ) -> TurnResult:
-        """Run one turn on the conversation's process; events go to ``emit`` on this thread.
-
-        The model, the reasoning effort and the output schema may change per turn. A stop
-        requested before the turn is written raises TurnCancelledError with nothing sent; one
-        requested later sends ``turn/interrupt``, and the turn returns its result marked
-        ``interrupted`` once every command it started is ended.
-
-        Raises:
-            SessionStateError: the conversation is closed, or a turn is already running.
-            ProviderCapabilityError: the request asks for what a running process cannot
-                change (its own env, argv, cwd or MCP servers).
-            SchemaDialectError: the output schema is not one Codex's strict mode accepts.
-            TurnCancelledError: stopped before the turn was sent.
-            CliDiedError: the process ended mid-turn (the conversation is kept).
-            SessionResumeError: Codex has no thread of the conversation's id.
-            CliExitError: the turn failed (kind from Codex's error info), or Codex refused it.
-            CliTimeoutError / TurnStalledError: the turn overran its budget, or went silent.
-            ApprovalRequiredError: a permission request met ApprovalPolicy.FAIL_TURN.
-        """
-        turn_stop = self._slot.begin(stop)
-        try:
-            per_turn = dataclasses.replace(request, output_schema=None, reasoning_effort=None)
-            refuse_fixed_changes("Codex app-server", per_turn, self._spec)
-            schema = request.output_schema
-            if schema is not None:
-                problems = dialect_problems(schema.schema, SchemaDialect.STRICT)
-                if problems:
-                    raise SchemaDialectError(problems)
-            if turn_stop.is_set():
-                raise TurnCancelledError(
-                    "the turn was cancelled before it was sent; nothing ran and the "
-                    "conversation is intact"
-                )
-            return self._run(request, emit, turn_stop)
-        finally:
-            with self._lock:
-                self._turn = None
-            self._slot.end()
-            if self._slot.closed:
-                self._shut_down()
-
-    def interrupt(self) -> None:
-        """Interrupt the running turn in band (the process stays); nothing when idle."""
-        self._slot.interrupt()
+    def _refuse(self, request: TurnRequest) -> None:
+        per_turn = dataclasses.replace(request, output_schema=None, reasoning_effort=None)
+        refuse_fixed_changes("Codex app-server", per_turn, self._spec)
+        schema = request.output_schema
+        if schema is not None:
+            problems = dialect_problems(schema.schema, SchemaDialect.STRICT)
+            if problems:
+                raise SchemaDialectError(problems)
 
     def steer(self, text: str) -> None:
         """Add ``text`` to the running turn (``turn/steer``).
@@ -241,13 +193,13 @@ class CodexAppServerConversation:
                 "steer.text", f"{text!r:.40} is empty", "steer() needs some text"
             )
         with self._lock:
-            turn, rpc, thread = self._turn, self._rpc, self._session_id
+            turn, channel, thread = self._turn, self._channel, self._session_id
             if (
                 turn is None
-                or rpc is None
+                or channel is None
                 or thread is None
                 or turn.turn_id is None
-                or turn.done
+                or turn.over
                 or turn.interrupted
             ):
                 raise NoRunningTurnError("no turn is running; send the text as a new turn")
@@ -256,22 +208,15 @@ class CodexAppServerConversation:
                 expected_turn_id=turn.turn_id,
                 input=(p.TextUserInput(text=text),),
             )
+            pending = self._requests.issue(params.METHOD, None)
             try:
-                rpc.request(params, None)
+                channel.send(request_frame(pending, params))
             except ProcessClosedError:
                 raise NoRunningTurnError(
                     "the turn's process has ended; send the text as a new turn"
                 ) from None
-            turn.steered.append(text)
-            rpc.wake()
-
-    def close(self) -> None:
-        """End the process (stdin EOF, then SIGTERM, then SIGKILL)."""
-        self._slot.close()
-        self._slot.interrupt()
-        if self._slot.running:
-            return  # the turn's own thread closes the process when its turn ends
-        self._shut_down()
+            turn.steered.append(Lifecycle("steered", text))
+            channel.wake()
 
     # -- the turn ------------------------------------------------------------------------
 
@@ -280,97 +225,41 @@ class CodexAppServerConversation:
     ) -> TurnResult:
         started = self._clock()
         resumed = self._session_id is not None
-        rpc = self._ensure_process(emit)
-        self._drain_between_turns(rpc, emit)
+        channel = self._ensure_process(emit)
+        self._drain_between_turns(channel, emit)
         thread_id = self._session_id
         assert thread_id is not None
-        timeout = request.timeout if request.timeout is not None else self._turn_timeout
-        watch = TurnWatch(started, timeout=timeout, stall_timeout=self._spec.stall_timeout)
-        turn = _Turn(emit, watch, TurnItems(emit, clock=self._clock))
-        model = request.model
-        if model is not None:
-            self._model = self._usage.model = model
+        turn = _Turn(emit, self._watch(request, started), TurnItems(emit, clock=self._clock))
+        if request.model is not None:
+            self._model = self._usage.model = request.model
         schema = request.output_schema
         params = p.TurnStartParams(
             thread_id=thread_id,
             input=(p.TextUserInput(text=request.prompt),),
-            model=model,
+            model=request.model,
             effort=request.reasoning_effort or self._spec.reasoning_effort,
             output_schema=dict(schema.schema) if schema is not None else None,
             sandbox_policy=sandbox_policy(self._spec.permissions),
         )
         self._usage.begin_turn()
         with self._lock:
-            self._turn = turn
-            try:
-                turn.start = rpc.request(params, None)
-            except ProcessClosedError:
-                pass  # the read below meets the exit and reports it
-        detach = stop.attach(lambda: self._interrupt_turn(None))
-        try:
-            self._read_turn(rpc, turn)
-        finally:
-            detach()
-        return self._conclude(rpc, turn, resumed, started, timeout, schema is not None)
+            turn.start = self._requests.issue(params.METHOD, None)
+        self._send_and_read(channel, turn, request_frame(turn.start, params), stop)
+        return self._conclude(channel, turn, resumed, started, schema is not None)
 
-    def _read_turn(self, rpc: RpcChannel, turn: _Turn) -> None:
-        watch, clock = turn.watch, self._clock
-        while not turn.done:
-            said = rpc.read(watch.deadline())
-            if turn.steered:
-                self._report_steers(turn)
-            if said is None:
-                self._on_quiet(rpc, turn, clock())
-                if rpc.exit is not None:
-                    return
-                continue
-            if isinstance(said, ProcessExited):
-                return
-            watch.heard(clock())
-            if isinstance(said, StderrLine):
-                self._stderr.append(said.text)
-                turn.emit(Stderr(said.text.rstrip("\n")))
-            else:
-                self._on_message(rpc, turn, said)
-
-    def _report_steers(self, turn: _Turn) -> None:
-        with self._lock:
-            texts = list(turn.steered)
-            turn.steered.clear()
-        for text in texts:
-            turn.emit(Lifecycle("steered", text))
-
-    def _on_quiet(self, rpc: RpcChannel, turn: _Turn, now: float) -> None:
-        due = turn.watch.due(now)
-        if due is Due.TIMEOUT or due is Due.STALL:
-            self._interrupt_turn(due)
-        elif due is Due.KILL:
-            turn.emit(
-                Lifecycle(
-                    "interrupt_unanswered",
-                    f"no turn/completed {self._interrupt_grace:g} s after the interrupt; "
-                    "killing the process",
-                )
-            )
-            rpc.kill()
-            while not isinstance(rpc.read(self._clock() + self._close_grace), ProcessExited | None):
-                pass
-
-    def _on_message(self, rpc: RpcChannel, turn: _Turn, said: Message | Malformed) -> None:
+    def _on_line(self, channel: Channel, turn: _Turn, line: str) -> None:
+        said = decode(line)
         if isinstance(said, Malformed):
-            turn.emit(
-                Lifecycle(
-                    "malformed_frame", f"{said.reason}: {said.line.strip()}"[:UNKNOWN_DETAIL_CHARS]
-                )
-            )
+            detail = f"{said.reason}: {said.line.strip()}"
+            turn.emit(Lifecycle("malformed_frame", detail[:UNKNOWN_DETAIL_CHARS]))
         elif isinstance(said, p.Notification):
-            self._on_notification(rpc, turn, said.params)
+            self._on_notification(channel, turn, said.params)
         elif isinstance(said, p.ServerRequest):
-            self._on_server_request(rpc, turn, said)
+            self._on_server_request(channel, turn, said)
         else:
-            self._on_response(turn, rpc, said)
+            self._on_response(channel, turn, said)
 
-    def _on_notification(self, rpc: RpcChannel, turn: _Turn, params: object) -> None:
+    def _on_notification(self, channel: Channel, turn: _Turn, params: object) -> None:
         emit, items = turn.emit, turn.items
         if isinstance(params, p.ItemStartedNotification):
             if turn.ours(params.turn_id):
@@ -390,7 +279,7 @@ class CodexAppServerConversation:
             turn.errors.append((message, params.error.codex_error_info))
             emit(ProviderErrorReported(message, fatal=not params.will_retry))
         elif isinstance(params, p.TurnStartedNotification):
-            self._named(rpc, turn, params.turn.id)
+            self._named(channel, turn, params.turn.id)
         elif isinstance(params, p.TurnCompletedNotification):
             if turn.ours(params.turn.id):
                 turn.completed = params.turn
@@ -403,10 +292,9 @@ class CodexAppServerConversation:
         elif isinstance(params, p.ConfigWarningNotification | p.DeprecationNoticeNotification):
             emit(Lifecycle("warning", params.summary))
         elif isinstance(params, p.McpServerStatusUpdatedNotification):
-            status = encode(params.status)
-            emit(Lifecycle("mcp_server_status", f"{params.name}: {status}"))
+            emit(Lifecycle("mcp_server_status", f"{params.name}: {encode(params.status)}"))
 
-    def _named(self, rpc: RpcChannel, turn: _Turn, turn_id: str) -> None:
+    def _named(self, channel: Channel, turn: _Turn, turn_id: str) -> None:
         with self._lock:
             if turn.turn_id is not None:
                 return
@@ -414,13 +302,12 @@ class CodexAppServerConversation:
             due, turn.interrupt_due = turn.interrupt_due, False
         turn.emit(Lifecycle("turn_started", turn_id))
         if due:
-            self._send_interrupt(rpc, turn)
+            self._send(channel, self._interrupt_frame(turn))
 
     def _on_response(
-        self, turn: _Turn, rpc: RpcChannel, said: p.Response | p.ErrorResponse
+        self, channel: Channel, turn: _Turn, said: p.Response | p.ErrorResponse
     ) -> None:
-        with self._lock:
-            pending = rpc.resolve(said)
+        pending = self._resolve(said)
         if pending is None:
             return
         if turn.start is not None and pending.request_id == turn.start.request_id:
@@ -430,19 +317,24 @@ class CodexAppServerConversation:
             try:
                 started = p.TurnStartParams.parse_result(said.result)
             except p.CodexProtocolError as error:
-                turn.emit(Lifecycle("malformed_frame", str(error)))
+                turn.emit(Lifecycle("malformed_frame", str(error)[:UNKNOWN_DETAIL_CHARS]))
                 return
-            self._named(rpc, turn, started.turn.id)
+            self._named(channel, turn, started.turn.id)
         elif isinstance(said, p.ErrorResponse):
             name = "steer_refused" if pending.subtype == "turn/steer" else "request_refused"
             turn.emit(Lifecycle(name, f"{pending.subtype}: {said.message}"))
 
-    def _on_server_request(self, rpc: RpcChannel, turn: _Turn, said: p.ServerRequest) -> None:
+    def _resolve(self, said: p.Response | p.ErrorResponse) -> PendingRequest | None:
+        key = pending_key(_IDS, said)
+        with self._lock:
+            return self._requests.resolve(key) if key is not None else None
+
+    def _on_server_request(self, channel: Channel, turn: _Turn, said: p.ServerRequest) -> None:
         item_id = getattr(said.params, "item_id", None)
         args = turn.items.item_args(item_id) if isinstance(item_id, str) else None
         request = approval_request(said.params, args)
         if request is None:
-            self._refuse_request(rpc, said, turn.emit)
+            self._refuse_request(channel, said, turn.emit)
             return
         turn.emit(requested(request))
         answer = decide_for_turn(
@@ -454,8 +346,9 @@ class CodexAppServerConversation:
             clock=self._clock,
         )
         decision = answer.decision
+        reply = approval_reply(said.params, decision, interrupted=turn.interrupted)
         try:
-            rpc.reply(said.id, approval_reply(said.params, decision, interrupted=turn.interrupted))
+            channel.send(p.reply(said.id, reply))
         except (ProcessClosedError, InvalidRequestError) as error:
             turn.emit(Lifecycle("approval_not_sent", str(error)))
         turn.emit(answered(request, decision, answer.decided_by))
@@ -464,54 +357,36 @@ class CodexAppServerConversation:
             self._interrupt_turn(None)
 
     def _refuse_request(
-        self, rpc: RpcChannel, said: p.ServerRequest, emit: Callable[[AgentEvent], None]
+        self, channel: Channel, said: p.ServerRequest, emit: Callable[[AgentEvent], None]
     ) -> None:
         # Codex waits for an answer to every request it makes: one nobody can give is refused.
+        message = f"agentshim does not handle {said.method} requests"
         try:
-            rpc.refuse(said.id, _UNHANDLED, f"agentshim does not handle {said.method} requests")
+            channel.send({"id": said.id, "error": {"code": _UNHANDLED, "message": message}})
         except ProcessClosedError:
             return
         emit(Lifecycle("server_request_refused", said.method))
 
-    def _interrupt_turn(self, reason: Due | None) -> None:
-        """Send ``turn/interrupt`` for the running turn (any thread; once per turn)."""
-        with self._lock:
-            turn, rpc = self._turn, self._rpc
-            if turn is None or rpc is None or turn.done:
-                return
-            if turn.interrupted:
-                if reason is not None and turn.watch.reason is None:
-                    turn.watch.reason = reason
-                return
-            turn.interrupted = True
-            turn.watch.interrupted(self._clock(), self._interrupt_grace, reason)
-            if turn.turn_id is None:
-                turn.interrupt_due = True
-                rpc.wake()
-                return
-        self._send_interrupt(rpc, turn)
+    def _defer_interrupt(self, turn: _Turn) -> bool:
+        # Until Codex names the turn there is nothing to name in turn/interrupt.
+        if turn.turn_id is None:
+            turn.interrupt_due = True
+            return True
+        return False
 
-    def _send_interrupt(self, rpc: RpcChannel, turn: _Turn) -> None:
+    def _interrupt_frame(self, turn: _Turn) -> dict[str, Any]:
         thread, turn_id = self._session_id, turn.turn_id
-        if thread is None or turn_id is None:
-            return
+        assert thread is not None
+        assert turn_id is not None
+        params = p.TurnInterruptParams(thread_id=thread, turn_id=turn_id)
         with self._lock:
-            try:
-                rpc.request(p.TurnInterruptParams(thread_id=thread, turn_id=turn_id), None)
-            except ProcessClosedError:
-                pass  # the reader meets the exit
-        rpc.wake()
+            pending = self._requests.issue(params.METHOD, None)
+        return request_frame(pending, params)
 
     # -- the result ------------------------------------------------------------------------
 
     def _conclude(
-        self,
-        rpc: RpcChannel,
-        turn: _Turn,
-        resumed: bool,
-        started: float,
-        timeout: float | None,
-        structured: bool,
+        self, channel: Channel, turn: _Turn, resumed: bool, started: float, structured: bool
     ) -> TurnResult:
         completed = turn.completed
         status = str(encode(completed.status)) if completed is not None else None
@@ -522,20 +397,14 @@ class CodexAppServerConversation:
             ended = self._reap(self._marker)
             if ended:
                 turn.emit(Lifecycle("commands_ended", f"{ended} left running by the interrupt"))
-        argv, exit_status, stderr = rpc.argv, rpc.exit, "".join(self._stderr)
+        argv, exit_status, stderr = channel.argv, channel.exit, "".join(self._stderr)
         if exit_status is not None and completed is None:
             turn.emit(RunFinished(exit_status.returncode))
-        reason = turn.watch.reason
-        if reason is Due.STALL:
-            raise TurnStalledError(self._spec.stall_timeout, turn.watch.stalled_for)
-        if reason is Due.TIMEOUT:
-            raise CliTimeoutError(argv, timeout)
+        self._raise_for_deadline(turn, argv)
         if turn.fail is not None:
             raise turn.fail
         if exit_status is not None and completed is None and not turn.interrupted:
-            raise CliDiedError(
-                session_id=self._session_id, returncode=exit_status.returncode, stderr=stderr
-            )
+            raise self._died(exit_status)
         if turn.refused is not None:
             raise CliExitError(
                 argv, 1, stderr=stderr, detail=f"codex refused turn/start: {turn.refused}"
@@ -554,21 +423,16 @@ class CodexAppServerConversation:
         usage = self._usage.turn_usage()
         if usage is not None:
             turn.emit(UsageReport(usage, usage.total_cost_usd))
-        else:
-            usage = ProviderUsage(provider=PROVIDER_NAME, increment_known=False, model=self._model)
-        return TurnResult(
-            text=text,
-            structured_output=payload,
-            session_id=self._session_id,
+        result = self._turn_result(
+            text,
+            usage,
+            started=started,
             resumed=resumed,
-            usage=usage,
-            cost_usd=usage.total_cost_usd,
-            duration_ms=int((self._clock() - started) * 1000),
-            exit_code=0,
             interrupted=interrupted,
             context_tokens=self._usage.context_tokens,
             context_window=self._usage.context_window,
         )
+        return dataclasses.replace(result, structured_output=payload) if payload else result
 
     def _failure(
         self,
@@ -591,12 +455,10 @@ class CodexAppServerConversation:
 
     # -- the process -----------------------------------------------------------------------
 
-    def _ensure_process(self, emit: Callable[[AgentEvent], None]) -> RpcChannel:
-        rpc = self._rpc
-        if rpc is not None and rpc.exit is None and self._thread_open:
-            return rpc
-        if rpc is not None:
-            self._release_process()
+    def _ensure_process(self, emit: Callable[[AgentEvent], None]) -> Channel:
+        channel = self._live_channel()
+        if channel is not None:
+            return channel
         context, spec = self._context, self._spec
         if self._mcp is None and spec.mcp_servers:
             workspace = Path(spec.cwd) if spec.cwd is not None else None
@@ -614,37 +476,31 @@ class CodexAppServerConversation:
                 env.setdefault(name, value)
             env.update(mcp_env(self._mcp))
         env[TOOL_MARKER] = self._marker
-        emit(RunStarted(tuple(argv)))
-        process = context.executor.spawn(SpawnRequest(argv, cwd=spec.cwd, env=env))
-        rpc = RpcChannel(Channel(process, argv, clock=self._clock), clock=self._clock)
-        with self._lock:
-            self._rpc = rpc
-        self._stderr.clear()
-        self._thread_open = False
-        self._handshake(rpc, emit)
-        self._open_thread(rpc, emit)
-        return rpc
+        channel = self._start_process(argv, env, emit)
+        self._handshake(channel, emit)
+        self._open_thread(channel, emit)
+        return channel
 
-    def _handshake(self, rpc: RpcChannel, emit: Callable[[AgentEvent], None]) -> None:
+    def _handshake(self, channel: Channel, emit: Callable[[AgentEvent], None]) -> None:
         params = p.InitializeParams(
             client_info=p.ClientInfo(name=_CLIENT_NAME, title=_CLIENT_NAME, version=__version__),
             capabilities=p.InitializeCapabilities(experimental_api=True),
         )
-        answer = self._call(rpc, params, emit)
+        answer = self._call(channel, params, emit)
         if isinstance(answer, p.ErrorResponse):
             self._release_process()
             raise CliExitError(
-                rpc.argv,
+                channel.argv,
                 1,
                 stderr="".join(self._stderr),
                 detail=f"codex refused initialize: {answer.message}",
             )
         try:
-            rpc.notify("initialized")
+            channel.send(_wire.notification("initialized"))
         except ProcessClosedError:
-            raise self._startup_failed(rpc, emit) from None
+            raise self._startup_failed(channel, emit) from None
 
-    def _open_thread(self, rpc: RpcChannel, emit: Callable[[AgentEvent], None]) -> None:
+    def _open_thread(self, channel: Channel, emit: Callable[[AgentEvent], None]) -> None:
         spec, thread_id = self._spec, self._session_id
         policy, sandbox = approval_policy(spec.permissions), sandbox_mode(spec.permissions)
         params: p.ThreadStartParams | p.ThreadResumeParams
@@ -661,22 +517,20 @@ class CodexAppServerConversation:
                 model=self._model,
                 exclude_turns=True,
             )
-        answer = self._call(rpc, params, emit)
+        answer = self._call(channel, params, emit)
         if isinstance(answer, p.ErrorResponse):
             self._release_process()
             detail = f"codex refused {params.METHOD}: {answer.message}"
             if thread_id is not None and is_unknown_thread(answer.code, answer.message):
-                raise SessionResumeError(rpc.argv, 1, session_id=thread_id, detail=detail)
-            raise CliExitError(rpc.argv, 1, stderr="".join(self._stderr), detail=detail)
+                raise SessionResumeError(channel.argv, 1, session_id=thread_id, detail=detail)
+            raise CliExitError(channel.argv, 1, stderr="".join(self._stderr), detail=detail)
         try:
             opened = params.parse_result(answer.result)
         except p.CodexProtocolError as error:
             self._release_process()
-            raise CliExitError(
-                rpc.argv, 1, detail=f"codex answered {params.METHOD}: {error}"
-            ) from None
+            detail = f"codex answered {params.METHOD} with {error}"
+            raise CliExitError(channel.argv, 1, detail=detail) from None
         self._session_id = opened.thread.id
-        self._thread_open = True
         emit(SessionStarted(opened.thread.id))
         if opened.thread.path:
             emit(Lifecycle("session_file", opened.thread.path))
@@ -684,29 +538,29 @@ class CodexAppServerConversation:
             # The stored total follows the response; it is the baseline of the next turn.
             deadline = self._clock() + _REPLAY_WAIT
             while not self._usage.has_total:
-                said = rpc.read(deadline)
-                if said is None or isinstance(said, ProcessExited):
+                output = channel.read(deadline)
+                if output is None or isinstance(output, ProcessExited):
                     return
-                self._between_turns(rpc, said, emit)
+                self._between_turns(channel, output, emit)
 
     def _call(
-        self, rpc: RpcChannel, params: Any, emit: Callable[[AgentEvent], None]
+        self, channel: Channel, params: Any, emit: Callable[[AgentEvent], None]
     ) -> p.Response | p.ErrorResponse:
         """Send one request before a turn and read until it is answered (or fail the turn)."""
         with self._lock:
-            try:
-                pending = rpc.request(params, self._clock() + _STARTUP_TIMEOUT)
-            except ProcessClosedError:
-                pending = None
-        while pending is not None:
-            said = rpc.read(pending.deadline)
-            if said is None:
-                if pending.deadline is not None and self._clock() < pending.deadline:
-                    continue
-                rpc.kill()
+            pending = self._requests.issue(str(params.METHOD), self._clock() + _STARTUP_TIMEOUT)
+        self._send(channel, request_frame(pending, params))
+        deadline = pending.deadline
+        assert deadline is not None
+        while True:
+            output = channel.read(deadline)
+            if output is None:
+                if self._clock() < deadline:
+                    continue  # woken early: nothing this request waits on came
+                channel.kill()
                 self._release_process()
                 raise CliTimeoutError(
-                    rpc.argv,
+                    channel.argv,
                     _STARTUP_TIMEOUT,
                     message=(
                         f"codex app-server did not answer {pending.subtype} within "
@@ -714,47 +568,45 @@ class CodexAppServerConversation:
                         "codex app-server)"
                     ),
                 )
-            if isinstance(said, ProcessExited):
-                break
-            if isinstance(said, p.Response | p.ErrorResponse):
-                with self._lock:
-                    answered_request = rpc.resolve(said)
-                if (
-                    answered_request is not None
-                    and answered_request.request_id == pending.request_id
-                ):
-                    return said
-                continue
-            self._between_turns(rpc, said, emit)
-        raise self._startup_failed(rpc, emit)
+            if isinstance(output, ProcessExited):
+                raise self._startup_failed(channel, emit)
+            if isinstance(output, StdoutLine):
+                said = decode(output.text)
+                if isinstance(said, p.Response | p.ErrorResponse):
+                    answered_request = self._resolve(said)
+                    if answered_request is not None and answered_request is pending:
+                        return said
+                    continue
+            self._between_turns(channel, output, emit)
 
-    def _startup_failed(self, rpc: RpcChannel, emit: Callable[[AgentEvent], None]) -> CliDiedError:
-        """The process ended before it was ready: release it, say how it ended."""
-        exit_status = rpc.exit
+    def _startup_failed(
+        self, channel: Channel, emit: Callable[[AgentEvent], None]
+    ) -> CliExitError | AgentShimError:
+        """The process ended before it was ready: release it and say how it ended."""
+        exit_status = channel.exit
         code = exit_status.returncode if exit_status is not None else None
         emit(RunFinished(code))
         stderr = "".join(self._stderr)
         self._release_process()
         return CliDiedError(session_id=self._session_id, returncode=code, stderr=stderr)
 
-    def _drain_between_turns(self, rpc: RpcChannel, emit: Callable[[AgentEvent], None]) -> None:
+    def _drain_between_turns(self, channel: Channel, emit: Callable[[AgentEvent], None]) -> None:
         """Take what Codex said since the last turn (late notifications) before this one."""
         while True:
-            said = rpc.read(self._clock())
-            if said is None or isinstance(said, ProcessExited):
+            output = channel.read(self._clock())
+            if output is None or isinstance(output, ProcessExited):
                 return
-            self._between_turns(rpc, said, emit)
+            self._between_turns(channel, output, emit)
 
     def _between_turns(
-        self,
-        rpc: RpcChannel,
-        said: Message | Malformed | StderrLine | Any,
-        emit: Callable[[AgentEvent], None],
+        self, channel: Channel, output: StdoutLine | StderrLine, emit: Callable[[AgentEvent], None]
     ) -> None:
-        if isinstance(said, StderrLine):
-            self._stderr.append(said.text)
-        elif isinstance(said, p.ServerRequest):
-            self._refuse_request(rpc, said, emit)
+        if isinstance(output, StderrLine):
+            self._stderr.append(output.text)
+            return
+        said = decode(output.text)
+        if isinstance(said, p.ServerRequest):
+            self._refuse_request(channel, said, emit)
         elif isinstance(said, p.Notification):
             params = said.params
             if isinstance(params, p.ThreadTokenUsageUpdatedNotification):
@@ -762,22 +614,14 @@ class CodexAppServerConversation:
             else:
                 self._notice(params, emit)
         elif isinstance(said, p.Response | p.ErrorResponse):
-            with self._lock:
-                rpc.resolve(said)
-        elif isinstance(said, Malformed):
+            self._resolve(said)
+        else:
             emit(Lifecycle("malformed_frame", said.reason[:UNKNOWN_DETAIL_CHARS]))
 
     # -- closing ---------------------------------------------------------------------------
 
-    def _release_process(self) -> None:
-        with self._lock:
-            rpc, self._rpc = self._rpc, None
-        self._thread_open = False
-        if rpc is not None:
-            rpc.close(self._close_grace)
-
     def _shut_down(self) -> None:
-        self._release_process()
+        super()._shut_down()
         with self._lock:  # close() and the turn's own thread may both get here
             installation, self._mcp = self._mcp, None
         if installation is not None:
