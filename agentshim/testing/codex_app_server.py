@@ -15,18 +15,18 @@ message inside the same turn once the running command ends.
 from __future__ import annotations
 
 import json
-import threading
-from collections import deque
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from agentshim.core.jsonvalues import as_mapping, as_str, list_or_empty
 from agentshim.execution.process import ProcessExited, SpawnRequest, StderrLine, StdoutLine
 
 from .process import FakePeer, PeerOutput
+from .transcript import PeerScript, RecordedPeer
 
-__all__ = ["CodexAppServerPeer", "CodexAppServerPeers", "CodexPeerTurn"]
+__all__ = ["CodexAppServerPeer", "CodexAppServerPeers", "CodexPeerTurn", "CodexRecordedPeer"]
 
 CLI_VERSION = "0.171.0"
 _MILLIS = 1796105839888
@@ -61,43 +61,30 @@ class CodexPeerTurn:
     phase: str | None = None
 
 
-class CodexAppServerPeers:
+class CodexAppServerPeers(PeerScript[CodexPeerTurn, "CodexAppServerPeer"]):
     """The processes of one fake Codex: a factory for ``FakeExecutor(peers=...)``.
 
     Every process plays the next turn of ``turns``. Threads are made up per family
     (UUID-shaped); ``thread/resume`` of an id in ``missing`` fails as Codex does for a thread it
-    has no rollout of. Totals of usage are kept per thread, across processes.
+    has no rollout of. Usage totals are kept per thread, across processes, as Codex keeps them
+    in the thread's rollout.
 
     Attributes:
         peers: Every process spawned, in order.
         requests: Their SpawnRequests.
+        totals: Each thread's running usage (input, cached, output, reasoning).
+        last_turns: Each thread's last turn id.
     """
 
     def __init__(self, turns: Iterable[CodexPeerTurn], *, missing: Collection[str] = ()) -> None:
-        self._lock = threading.Lock()
-        self._turns: deque[CodexPeerTurn] = deque(turns)
+        super().__init__(turns)
         self._missing = frozenset(missing)
-        self._count = 0
         self.totals: dict[str, list[int]] = {}
         self.last_turns: dict[str, str] = {}
-        self.peers: list[CodexAppServerPeer] = []
-        self.requests: list[SpawnRequest] = []
-
-    def extend(self, turns: Iterable[CodexPeerTurn]) -> None:
-        """Add turns to the script."""
-        with self._lock:
-            self._turns.extend(turns)
-
-    def next_turn(self) -> CodexPeerTurn | None:
-        """Take the next scripted turn (None when the script is used up)."""
-        with self._lock:
-            return self._turns.popleft() if self._turns else None
 
     def new_id(self) -> str:
         """A fresh UUIDv7-shaped id."""
-        with self._lock:
-            self._count += 1
-            return f"01a23040-0000-7000-8000-{self._count:012d}"
+        return f"01a23040-0000-7000-8000-{self.count():012d}"
 
     def missing(self, thread_id: str) -> bool:
         """Whether Codex has no rollout of ``thread_id``."""
@@ -106,9 +93,7 @@ class CodexAppServerPeers:
     def __call__(self, request: SpawnRequest) -> FakePeer:
         """Start the next process for ``request``."""
         peer = CodexAppServerPeer(self, request.argv)
-        with self._lock:
-            self.requests.append(request)
-            self.peers.append(peer)
+        self.spawned(request, peer)
         return peer
 
 
@@ -493,3 +478,50 @@ class CodexAppServerPeer(FakePeer):
             out += self._user(text)
             out += self._answer(turn)
         return out
+
+
+class CodexRecordedPeer(RecordedPeer):
+    """Replays a recorded app-server transcript (``tests/fixtures/codex/stream/<case>``).
+
+    Each message written to it is matched with the next recorded message of the same method
+    (a reply to one of its requests with the next recorded reply); recorded messages skipped
+    on the way are dropped with their output. The recorded output that followed the match is
+    printed, with our request's id in place of the recorded one in its response. At end of
+    stdin it prints what the recording printed after its last message and exits.
+
+    Attributes:
+        received: Every message written to it, decoded.
+    """
+
+    def __init__(self, transcript: Path | str) -> None:
+        self.received: list[dict[str, Any]] = []
+        super().__init__(transcript)
+
+    def kind(self, frame: Mapping[str, Any]) -> str:
+        """A request or notification by its method; our answers to its requests are replies."""
+        return as_str(frame.get("method")) or "reply"
+
+    def renamed(
+        self, recorded: Mapping[str, Any], sent: Mapping[str, Any], outputs: list[PeerOutput]
+    ) -> list[PeerOutput]:
+        """The response to the recorded request answers ours, by our id."""
+        self.received.append(dict(sent))
+        old, new = recorded.get("id"), sent.get("id")
+        if old is None or new is None or "method" not in recorded:
+            return list(outputs)
+        renamed: list[PeerOutput] = []
+        for output in outputs:
+            if isinstance(output, StdoutLine):
+                frame = _frame(output.text)
+                if frame is not None and "method" not in frame and frame.get("id") == old:
+                    output = _line({**frame, "id": new})
+            renamed.append(output)
+        return renamed
+
+
+def _frame(line: str) -> dict[str, Any] | None:
+    try:
+        frame = as_mapping(json.loads(line))
+    except ValueError:
+        return None
+    return dict(frame) if frame is not None else None
