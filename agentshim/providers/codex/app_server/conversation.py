@@ -534,10 +534,10 @@ class CodexAppServerConversation(ProcessConversation[_Turn]):
         emit(SessionStarted(opened.thread.id))
         if opened.thread.path:
             emit(Lifecycle("session_file", opened.thread.path))
-        if thread_id is not None and not self._usage.has_total:
+        if thread_id is not None:
             # The stored total follows the response; it is the baseline of the next turn.
-            deadline = self._clock() + _REPLAY_WAIT
-            while not self._usage.has_total:
+            deadline, before = self._clock() + _REPLAY_WAIT, self._usage.updates
+            while self._usage.updates == before:
                 output = channel.read(deadline)
                 if output is None or isinstance(output, ProcessExited):
                     return

@@ -71,6 +71,7 @@ class ThreadUsage:
         self._total: _Counts | None = None
         self._turn_base: _Counts | None = None
         self._turn_updates = 0
+        self._updates = 0
         self.context_tokens: int | None = None
         self.context_window: int | None = None
 
@@ -78,15 +79,19 @@ class ThreadUsage:
         """Take a thread total handed over from before (``ProviderUsage.raw``) as the baseline."""
         if self._total is not None or raw is None:
             return
-        values = [raw.get(key) for key in breakdown_raw((0, 0, 0, 0, 0))]
-        if all(type(value) is int and value >= 0 for value in values):
-            inp, read, write, out, reasoning = (int(value) for value in values)  # pyright: ignore[reportArgumentType]
-            self._total = (inp, read, write, out, reasoning)
+        if type(raw.get("input_tokens")) is not int or type(raw.get("output_tokens")) is not int:
+            return  # not a Codex total (another provider's, or none)
+        values: list[int] = []
+        for key in breakdown_raw((0, 0, 0, 0, 0)):
+            value: object = raw.get(key, 0)
+            values.append(value if type(value) is int and value >= 0 else 0)
+        inp, read, write, out, reasoning = values
+        self._total = (max(inp, read + write), read, write, max(out, reasoning), reasoning)
 
     @property
-    def has_total(self) -> bool:
-        """Whether a thread total is known (from an update or handed over)."""
-        return self._total is not None
+    def updates(self) -> int:
+        """How many updates were taken (a resumed thread's replay is awaited by this count)."""
+        return self._updates
 
     def begin_turn(self) -> None:
         """A turn starts: its share counts from the total known now."""
@@ -96,6 +101,7 @@ class ThreadUsage:
 
     def update(self, usage: p.ThreadTokenUsage) -> ProviderUsage | None:
         """Take one update; return the model call it reports (None when it reports no new one)."""
+        self._updates += 1
         total = _counts(usage.total)
         previous = self._total
         self._total = total

@@ -608,3 +608,34 @@ def test_a_silent_turn_is_interrupted_and_raises_turn_stalled() -> None:
     assert rig.sent("turn/interrupt")
     after, _ = rig.turn()
     assert after.text == "after"
+
+
+def test_a_thread_total_handed_over_from_a_one_shot_turn_is_the_baseline() -> None:
+    from agentshim.providers.codex.app_server import protocol as p
+    from agentshim.providers.codex.app_server.usage import ThreadUsage
+
+    def update(inp: int, out: int, last_in: int, last_out: int) -> p.ThreadTokenUsage:
+        def breakdown(i: int, o: int) -> dict[str, int]:
+            return {
+                "totalTokens": i + o,
+                "inputTokens": i,
+                "cachedInputTokens": 0,
+                "outputTokens": o,
+                "reasoningOutputTokens": 0,
+            }
+
+        return p.ThreadTokenUsage.from_wire(
+            {"total": breakdown(inp, out), "last": breakdown(last_in, last_out)}
+        )
+
+    usage = ThreadUsage(model=None)
+    # codex exec's usage frame: no cache-write count.
+    usage.known({"input_tokens": 5000, "cached_input_tokens": 0, "output_tokens": 100})
+    usage.begin_turn()
+    call = usage.update(update(5030, 104, 30, 4))
+    assert call is not None
+    assert call.tokens.input_tokens == 30
+    turn = usage.turn_usage()
+    assert turn is not None
+    assert (turn.tokens.input_tokens, turn.tokens.output_tokens) == (30, 4)
+    assert usage.update(update(5030, 104, 30, 4)) is None  # an interrupt's repeat counts nothing
