@@ -639,3 +639,26 @@ def test_a_thread_total_handed_over_from_a_one_shot_turn_is_the_baseline() -> No
     assert turn is not None
     assert (turn.tokens.input_tokens, turn.tokens.output_tokens) == (30, 4)
     assert usage.update(update(5030, 104, 30, 4)) is None  # an interrupt's repeat counts nothing
+
+
+def test_a_deny_while_the_turn_is_interrupted_is_sent_as_cancel() -> None:
+    from agentshim.core.approvals import approvals_value
+
+    holder: list[CodexAppServerConversation] = []
+
+    def interrupt_then_deny(request: ApprovalRequest) -> ApprovalDecision:
+        holder[0].interrupt()
+        return ApprovalDecision.deny("stopping")
+
+    rig = Rig(
+        [CodexPeerTurn("never", command="touch a", approve=True), CodexPeerTurn("after")],
+        permissions=NativePermissions.workspace_write(),
+        approvals=approvals_value("test", interrupt_then_deny),
+    )
+    holder.append(rig.conversation)
+    result, _ = rig.turn()
+    assert result.interrupted
+    replies = [m for m in rig.peer.received if "result" in m]
+    assert replies == [{"id": 0, "result": {"decision": "cancel"}}]
+    after, _ = rig.turn()
+    assert after.text == "after"
