@@ -13,7 +13,7 @@ installed.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -21,14 +21,16 @@ import pytest
 
 from agentshim.agent import Agent
 from agentshim.core.approvals import ApprovalDecision, ApprovalRequest
-from agentshim.core.conversation import ConversationSpec, TransportKind
+from agentshim.core.conversation import Conversation, ConversationSpec, Transport, TransportKind
 from agentshim.core.errors import CliExitError, FailureKind, SessionResumeError
 from agentshim.core.events import AgentEvent, ApprovalAnswered, Lifecycle, TurnInterrupted
 from agentshim.core.permissions import ApprovalPolicy, NativePermissions
+from agentshim.core.profile import ProviderProfile
 from agentshim.core.retry import RetryPolicy
 from agentshim.core.turn import OutputSchema, TurnRequest
 from agentshim.session import Session
 from agentshim.testing.model_server import (
+    Hang,
     HttpError,
     Match,
     Message,
@@ -41,6 +43,11 @@ from agentshim.testing.model_server import (
     Usage,
 )
 from agentshim.testing.offline import OfflineCli, offline_cli
+from agentshim.testing.session_contracts import (
+    ContractTurn,
+    SteerableConversationContract,
+    TransportContract,
+)
 
 from .binaries import require_binary
 from .streams import Background, CountingExecutor, alive, run_processes, wait_for
@@ -331,3 +338,149 @@ def test_an_output_schema_gives_the_structured_answer(live: Live, tmp_path: Path
         result = session.turn(request).result
     assert result.structured_output == {"answer": "hello", "count": 2}
     assert '"json_schema"' in live.main_bodies()[-1]
+
+
+# -- the shared contracts, on the real CLI -----------------------------------------------------
+
+
+def _contract_script(turns: Sequence[ContractTurn]) -> tuple[Rule, ...]:
+    """The model's answers: one per answering contract turn, in order; the rest hangs.
+
+    With a hanging turn in the script, the answers go to the contracts' later turns (their
+    prompt is "next") and everything else hangs: an interrupt that reaches Codex before its
+    model request leaves that request unsent, so the hang cannot be counted by its place, and
+    Codex then sends the unanswered prompt again with the next one.
+    """
+    answers = [turn for turn in turns if not turn.hang]
+    if len(answers) == len(turns):
+        return tuple(Rule(respond=Text(turn.text), times=1) for turn in answers)
+    later = Match(user_text_contains="next")
+    rules = [Rule(match=later, respond=Text(turn.text), times=1) for turn in answers]
+    return (*rules, Rule(respond=Hang(60.0)))
+
+
+class _ContractRig:
+    """What one contract test runs on: a work dir, a thread to copy, and its conversations."""
+
+    def __init__(self, rig: StreamRig, work: Path, template: Path) -> None:
+        self.rig = rig
+        self.work = work
+        self.template = template
+        self.opened: list[Conversation] = []
+        self.transport = Agent(
+            "codex",
+            permissions=NativePermissions.bypass(),
+            approvals=ApprovalPolicy.DENY,
+            model=rig.cli.model,
+            env=dict(rig.cli.env),
+            transport=TransportKind.STREAM,
+            check_timeout=60.0,
+        ).transport
+
+    def seed(self, session_id: str) -> None:
+        """Make Codex hold thread ``session_id``: a copy of a real rollout under that id."""
+        old = self.template.name.rsplit("-", 5)[-5:]
+        old_id = "-".join(old).removesuffix(".jsonl")
+        text = self.template.read_text().replace(old_id, session_id)
+        name = self.template.name.replace(old_id, session_id)
+        (self.template.parent / name).write_text(text)
+
+    def open(self, spec: ConversationSpec) -> Conversation:
+        if spec.resume_session_id is not None:
+            self.seed(spec.resume_session_id)
+        conversation = self.transport.open(spec)
+        self.opened.append(conversation)
+        return conversation
+
+
+class _SeedingTransport:
+    """The app-server transport, with every thread it is asked to resume created first."""
+
+    kind = TransportKind.STREAM
+
+    def __init__(self, rig: _ContractRig) -> None:
+        self._rig = rig
+
+    @property
+    def profile(self) -> ProviderProfile:
+        return self._rig.transport.profile
+
+    def open(self, spec: ConversationSpec) -> Conversation:
+        return self._rig.open(spec)
+
+
+@pytest.fixture(scope="module")
+def template_thread(stream_rig: StreamRig) -> Path:
+    """The rollout of one real thread, copied to make the threads the contracts resume."""
+    stream_rig.server.set_script((Rule(respond=Text(HELLO)),))
+    events: list[AgentEvent] = []
+    work = stream_rig.root / "template"
+    work.mkdir()
+    agent = Agent(
+        "codex",
+        permissions=NativePermissions.bypass(),
+        approvals=ApprovalPolicy.DENY,
+        model=stream_rig.cli.model,
+        env=dict(stream_rig.cli.env),
+        transport=TransportKind.STREAM,
+        event_handlers=events.append,
+        check_timeout=60.0,
+    )
+    with agent.start_session(str(work)) as session:
+        session.turn("Say hello.")
+    (path,) = [e.detail for e in events if isinstance(e, Lifecycle) and e.kind == "session_file"]
+    return Path(path)
+
+
+@pytest.fixture
+def contract_rig(
+    stream_rig: StreamRig,
+    template_thread: Path,
+    request: pytest.FixtureRequest,
+    monkeypatch: pytest.MonkeyPatch,
+) -> Iterator[_ContractRig]:
+    stream_rig.server.set_script(())
+    stream_rig.server.clear_requests()
+    work = stream_rig.root / "contracts" / request.node.name
+    work.mkdir(parents=True)
+    # The contracts open conversations without a cwd: the CLI runs in the test's own.
+    monkeypatch.chdir(work)
+    rig = _ContractRig(stream_rig, work, template_thread)
+    yield rig
+    for conversation in rig.opened:
+        conversation.close()
+    assert_nothing_left_running(stream_rig.cli.home)
+
+
+class TestStreamConversationContract(SteerableConversationContract):
+    """The (steerable) Conversation contract on real codex app-server conversations."""
+
+    io_timeout = 30.0  # a cold start of the CLI on a busy machine takes seconds
+
+    @pytest.fixture(autouse=True)
+    def _rig(self, contract_rig: _ContractRig) -> None:
+        self.rig = contract_rig
+
+    def make_conversation(
+        self, turns: Sequence[ContractTurn], *, resume_session_id: str | None = None
+    ) -> Conversation:
+        self.rig.rig.server.set_script(_contract_script(turns))
+        spec = ConversationSpec(
+            cwd=str(self.rig.work),
+            permissions=NativePermissions.bypass(),
+            approvals=ApprovalPolicy.DENY,
+            resume_session_id=resume_session_id,
+        )
+        return self.rig.open(spec)
+
+
+class TestStreamTransportContract(TransportContract):
+    """The Transport contract on the real app-server transport."""
+
+    @pytest.fixture(autouse=True)
+    def _rig(self, contract_rig: _ContractRig) -> None:
+        self.rig = contract_rig
+
+    def make_transport(self, turns: Sequence[ContractTurn]) -> Transport:
+        self.rig.rig.server.set_script(_contract_script(turns))
+        return _SeedingTransport(self.rig)

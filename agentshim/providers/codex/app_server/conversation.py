@@ -101,6 +101,7 @@ class _Turn(LiveTurn):
     """What the reader knows about the turn in flight."""
 
     __slots__ = (
+        "active",
         "completed",
         "errors",
         "interrupt_due",
@@ -117,8 +118,11 @@ class _Turn(LiveTurn):
         self.items = items
         self.start: PendingRequest | None = None
         self.turn_id: str | None = None
+        self.active = False
+        """Codex started the turn (``turn/started``): only now does it take an interrupt or a
+        steer; its ``turn/start`` response comes before, and one sent then is refused."""
         self.interrupt_due = False
-        """An interrupt came before Codex named the turn: it goes out when it does."""
+        """An interrupt came before the turn was active: it goes out when it is."""
         self.completed: p.Turn | None = None
         self.refused: str | None = None
         """Why Codex refused ``turn/start``, when it did."""
@@ -199,6 +203,7 @@ class CodexAppServerConversation(ProcessConversation[_Turn]):
                 or channel is None
                 or thread is None
                 or turn.turn_id is None
+                or not turn.active
                 or turn.over
                 or turn.interrupted
             ):
@@ -279,7 +284,7 @@ class CodexAppServerConversation(ProcessConversation[_Turn]):
             turn.errors.append((message, params.error.codex_error_info))
             emit(ProviderErrorReported(message, fatal=not params.will_retry))
         elif isinstance(params, p.TurnStartedNotification):
-            self._named(channel, turn, params.turn.id)
+            self._named(channel, turn, params.turn.id, active=True)
         elif isinstance(params, p.TurnCompletedNotification):
             if turn.ours(params.turn.id):
                 turn.completed = params.turn
@@ -294,13 +299,18 @@ class CodexAppServerConversation(ProcessConversation[_Turn]):
         elif isinstance(params, p.McpServerStatusUpdatedNotification):
             emit(Lifecycle("mcp_server_status", f"{params.name}: {encode(params.status)}"))
 
-    def _named(self, channel: Channel, turn: _Turn, turn_id: str) -> None:
+    def _named(self, channel: Channel, turn: _Turn, turn_id: str, *, active: bool = False) -> None:
+        """Codex named the turn (its ``turn/start`` response), or started it (``turn/started``)."""
         with self._lock:
-            if turn.turn_id is not None:
-                return
-            turn.turn_id = turn_id
-            due, turn.interrupt_due = turn.interrupt_due, False
-        turn.emit(Lifecycle("turn_started", turn_id))
+            if turn.turn_id is not None and turn.turn_id != turn_id:
+                return  # another turn's
+            named, turn.turn_id = turn.turn_id is None, turn_id
+            due = False
+            if active and not turn.active:
+                turn.active = True
+                due, turn.interrupt_due = turn.interrupt_due, False
+        if named:
+            turn.emit(Lifecycle("turn_started", turn_id))
         if due:
             self._send(channel, self._interrupt_frame(turn))
 
@@ -368,8 +378,8 @@ class CodexAppServerConversation(ProcessConversation[_Turn]):
         emit(Lifecycle("server_request_refused", said.method))
 
     def _defer_interrupt(self, turn: _Turn) -> bool:
-        # Until Codex names the turn there is nothing to name in turn/interrupt.
-        if turn.turn_id is None:
+        # Codex refuses an interrupt until the turn is active ("no active turn to interrupt").
+        if not turn.active:
             turn.interrupt_due = True
             return True
         return False
