@@ -662,3 +662,53 @@ def test_a_deny_while_the_turn_is_interrupted_is_sent_as_cancel() -> None:
     assert replies == [{"id": 0, "result": {"decision": "cancel"}}]
     after, _ = rig.turn()
     assert after.text == "after"
+
+
+def test_an_interrupt_before_codex_started_the_turn_waits_for_turn_started() -> None:
+    from agentshim.execution.process import StdoutLine
+    from agentshim.testing.process import GateMarker, ReplayGates
+
+    gates = ReplayGates(closed=["started"])
+
+    class Slow(CodexAppServerPeers):
+        """Codex answers turn/start before the turn is active, and refuses an interrupt then."""
+
+        def __call__(self, request: SpawnRequest) -> FakePeer:
+            peer = super().__call__(request)
+            original = peer.on_stdin
+
+            def on_stdin(line: str) -> Iterable[PeerOutput]:
+                if '"turn/interrupt"' in line and not gates.is_open("started"):
+                    sent = json.loads(line)
+                    error = {"code": -32600, "message": "no active turn to interrupt"}
+                    return [StdoutLine(json.dumps({"error": error, "id": sent["id"]}) + "\n")]
+                out = list(original(line))
+                if '"turn/start"' in line:
+                    return [*out[:2], GateMarker("started"), *out[2:]]
+                return out
+
+            peer.on_stdin = on_stdin  # type: ignore[method-assign]
+            return peer
+
+    peers = Slow([CodexPeerTurn(hang=True), CodexPeerTurn("after")])
+    executor = FakeExecutor(peers=peers, gates=gates)
+    ctx = TransportContext(
+        provider=CodexProvider(), executor=executor, binary_path="/usr/bin/codex", env={}
+    )
+    conversation = CodexAppServerTransport(ctx, interrupt_grace=2.0, reap=lambda m: 0).open(
+        ConversationSpec(permissions=BYPASS, approvals=ApprovalPolicy.DENY)
+    )
+    events = Events()
+
+    def interrupt_then_start(event: AgentEvent) -> None:
+        if isinstance(event, Lifecycle) and event.kind == "turn_started":
+            conversation.interrupt()  # named by the response, not yet active
+            gates.open("started")
+
+    result = conversation.turn(TurnRequest("wait"), lambda e: (events(e), interrupt_then_start(e)))
+    assert result.interrupted
+    assert events.lifecycle("request_refused") == []
+    assert events.lifecycle("interrupt_unanswered") == []
+    after = conversation.turn(TurnRequest("next"), Events())
+    assert after.text == "after"
+    assert len(peers.peers) == 1
