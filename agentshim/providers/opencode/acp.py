@@ -66,7 +66,7 @@ def acp_argv(args: AcpArgv) -> list[str]:
 
 
 def permission_rules(permissions: NativePermissions) -> dict[str, Any]:
-    """opencode's ``permission`` rules for ``permissions`` (see the module docstring)."""
+    """The ``permission`` rules opencode gets for ``permissions`` (see the module docstring)."""
     if permissions.mode is NativeMode.BYPASS:
         return {"*": "allow", "external_directory": "allow", "doom_loop": "allow"}
     outside: dict[str, str] = {"*": "ask"}
@@ -163,5 +163,5 @@ OPENCODE_ACP = AcpDialect(
 
 
 def acp_transport(context: TransportContext | Callable[[], TransportContext]) -> AcpTransport:
-    """opencode's long-lived transport: every turn on one ``opencode acp`` process."""
+    """The long-lived opencode transport: every turn on one ``opencode acp`` process."""
     return AcpTransport(context, OPENCODE_ACP)
