@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import threading
+import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -443,10 +444,8 @@ class TestOnTheFake:
         assert result.text == "Running echo.Done."
 
     def test_steer_is_refused(self) -> None:
-        executor = FakeExecutor(
-            peers=AcpPeers([AcpPeerTurn("x", hang=True)], quirks=OPENCODE_QUIRKS),
-            binaries={"opencode": "/usr/bin/opencode"},
-        )
+        peers = AcpPeers([AcpPeerTurn("x", hang=True)], quirks=OPENCODE_QUIRKS)
+        executor = FakeExecutor(peers=peers, binaries={"opencode": "/usr/bin/opencode"})
         agent = Agent(
             P,
             executor=executor,
@@ -458,6 +457,10 @@ class TestOnTheFake:
         with agent.start_session() as session:
             worker = threading.Thread(target=lambda: session.turn("think"))
             worker.start()
+            deadline = time.monotonic() + 10
+            while not (peers.peers and "session/prompt" in methods(peers.peers[0])):
+                assert time.monotonic() < deadline, "the turn never started"
+                time.sleep(0.01)
             try:
                 with pytest.raises(ProviderCapabilityError):
                     session.steer("more")
