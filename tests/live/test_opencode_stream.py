@@ -34,6 +34,7 @@ from agentshim.testing.model_server import (
     Match,
     Message,
     ModelServer,
+    RequestKind,
     Rule,
     Text,
     ToolCall,
@@ -130,6 +131,10 @@ def live(stream_rig: StreamRig, request: pytest.FixtureRequest) -> Iterator[Live
     work.mkdir(parents=True)
     yield Live(stream_rig, work, CountingExecutor())
     assert_nothing_left_running(stream_rig.cli.home)
+
+
+def _asked(server: ModelServer) -> bool:
+    return any(request.kind is RequestKind.MAIN for request in server.requests)
 
 
 def _tool_then_text(command: str, text: str = AFTER_TOOL) -> tuple[Rule, ...]:
@@ -233,7 +238,8 @@ def test_steer_is_refused(live: Live) -> None:
     live.script(Rule(respond=Hang(30.0), times=1), Rule(respond=Text(HELLO)))
     with live.session() as session:
         running = Background(lambda: session.turn("Think.").result)
-        time.sleep(3.0)
+        # The turn runs once the model is asked (a cold start takes seconds).
+        wait_for(lambda: _asked(live.server), SEEN_WITHIN_S, "the model call")
         with pytest.raises(ProviderCapabilityError):
             session.steer("more")
         session.interrupt()
