@@ -73,7 +73,7 @@ def test_garbage_lines_cost_only_themselves(
 
     def spawn(request: SpawnRequest) -> _Noisy:
         peer = _Noisy(peers, request.argv)
-        peers.peers.append(peer)
+        peers.spawned(request, peer)
         return peer
 
     transport, _ = transport_on(provider, dialect, spawn)
