@@ -219,6 +219,37 @@ def test_an_approval_handler_denies_then_allows_touch(live: Live) -> None:
 
 
 @pytest.mark.parametrize(
+    ("permissions", "written"),
+    [(NativePermissions.workspace_write(), True), (NativePermissions.read_only(), False)],
+    ids=["workspace_write", "read_only"],
+)
+def test_native_permissions_decide_whether_an_edit_runs(
+    live: Live, permissions: NativePermissions, written: bool
+) -> None:
+    # workspace_write() lets edits in the workspace run unasked; read_only() refuses them.
+    asked: list[ApprovalRequest] = []
+
+    def deny(request: ApprovalRequest) -> ApprovalDecision:
+        asked.append(request)
+        return ApprovalDecision.deny("no")
+
+    target = live.work / "made.txt"
+    edit = ToolCall(tool="write", arguments={"filePath": str(target), "content": "made\n"})
+    live.script(
+        Rule(
+            match=Match(last_input_is_tool_result=False),
+            respond=Message((Text("Writing it."), edit)),
+        ),
+        Rule(match=Match(last_input_is_tool_result=True), respond=Text(AFTER_TOOL)),
+    )
+    with live.session(live.agent(permissions=permissions, approvals=deny)) as session:
+        session.turn("Write made.txt.")
+    assert target.exists() is written
+    if written:
+        assert asked == []
+
+
+@pytest.mark.parametrize(
     ("status", "kind"), [(500, FailureKind.TRANSIENT), (401, FailureKind.AUTH)]
 )
 def test_an_api_failure_is_classified_and_the_session_survives(
