@@ -114,7 +114,7 @@ def _words(text: str) -> str:
     """``text`` drawn the way the TUI draws it: a column move between words."""
     out: list[str] = []
     for line in text.split("\n"):
-        column, parts = 2, []
+        column, parts = 2, list[str]()
         for word in line.split(" "):
             parts.append(f"\x1b[{column}G{word}")
             column += len(word) + 1

@@ -415,7 +415,7 @@ class ClaudeTuiConversation:
     ) -> TurnResult:
         started = self._clock()
         resumed = self._session_id is not None and not self._fork
-        terminal = self._ensure_terminal(emit, stop)
+        terminal = self._ensure_terminal(emit)
         timeout = request.timeout if request.timeout is not None else self._turn_timeout
         turn = _Turn(
             emit, TurnWatch(self._clock(), timeout=timeout, stall_timeout=self._spec.stall_timeout)
@@ -423,11 +423,7 @@ class ClaudeTuiConversation:
         turn.parser = self._parser(turn, resumed)
         with self._lock:
             self._turn = turn
-        if stop.is_set():
-            raise TurnCancelledError(
-                "the turn was cancelled before it was sent; nothing ran and the conversation "
-                "is intact"
-            )
+        # A stop that came while the CLI started presses Esc as soon as the prompt is in.
         self._submit(terminal, turn, text)
         detach = stop.attach(lambda: self._interrupt_turn(None))
         try:
@@ -693,7 +689,7 @@ class ClaudeTuiConversation:
 
     # -- the process -----------------------------------------------------------------------
 
-    def _ensure_terminal(self, emit: Callable[[AgentEvent], None], stop: TurnStop) -> _Terminal:
+    def _ensure_terminal(self, emit: Callable[[AgentEvent], None]) -> _Terminal:
         terminal = self._terminal
         if terminal is not None and terminal.pty.returncode is None:
             return terminal
@@ -701,7 +697,7 @@ class ClaudeTuiConversation:
             self._release_terminal()
         terminal = self._start(emit)
         try:
-            self._await_ready(terminal, emit, stop)
+            self._await_ready(terminal, emit)
         except BaseException:
             self._release_terminal()
             raise
@@ -771,9 +767,7 @@ class ClaudeTuiConversation:
         path.mkdir(parents=True, exist_ok=True, mode=0o700)
         return str(path)
 
-    def _await_ready(
-        self, terminal: _Terminal, emit: Callable[[AgentEvent], None], stop: TurnStop
-    ) -> None:
+    def _await_ready(self, terminal: _Terminal, emit: Callable[[AgentEvent], None]) -> None:
         pty, clock = terminal.pty, self._clock
         deadline = clock() + self._timing.ready
         changed = clock()
@@ -786,11 +780,6 @@ class ClaudeTuiConversation:
                     f"Claude Code did not get ready (no SessionStart hook) within "
                     f"{self._timing.ready:g} s; the terminal last showed: "
                     f"{_last_words(terminal)}",
-                )
-            if stop.is_set():
-                raise TurnCancelledError(
-                    "the turn was cancelled before it was sent; nothing ran and the "
-                    "conversation is intact"
                 )
             data = pty.read(min(_POLL, deadline - now))
             if data:
