@@ -28,10 +28,10 @@ from agentshim.core.events import (
     AgentEvent,
     ApprovalAnswered,
     Lifecycle,
-    ToolCall as ToolCallEvent,
     ToolResult,
     TurnInterrupted,
 )
+from agentshim.core.events import ToolCall as ToolCallEvent
 from agentshim.core.permissions import ApprovalPolicy, NativePermissions
 from agentshim.core.profile import ProviderProfile
 from agentshim.session import Session
@@ -230,7 +230,11 @@ def test_interrupt_while_the_model_is_silent(live: Live) -> None:
     live.script(Rule(respond=Hang(60.0), times=1), Rule(respond=Text(HELLO)))
     with live.session() as session:
         running = Background(lambda: session.turn("Take your time.").result)
-        wait_for(lambda: any(r.kind is RequestKind.MAIN for r in live.server.requests), SEEN_WITHIN_S, "the model request")
+        wait_for(
+            lambda: any(r.kind is RequestKind.MAIN for r in live.server.requests),
+            SEEN_WITHIN_S,
+            "the model request",
+        )
         time.sleep(0.5)
         session.interrupt()
         assert running.join(PROMPT_RETURN_S + TURN_TIMEOUT).interrupted
@@ -279,9 +283,8 @@ def test_close_leaves_no_process_behind(live: Live) -> None:
         session.turn("Say hello.")
         (pid,) = live.claude_pids()
     wait_for(lambda: not alive(pid), PROMPT_RETURN_S, "the TUI process ending")
-    assert [k for k in (e.kind for e in live.events if isinstance(e, Lifecycle))].count(
-        "dialog_answered"
-    ) == 1
+    kinds = [e.kind for e in live.events if isinstance(e, Lifecycle)]
+    assert kinds.count("dialog_answered") == 1
     assert not run_processes(home, "claude")
 
 
