@@ -285,6 +285,9 @@ def test_close_leaves_no_process_behind(live: Live) -> None:
     wait_for(lambda: not alive(pid), PROMPT_RETURN_S, "the TUI process ending")
     kinds = [e.kind for e in live.events if isinstance(e, Lifecycle)]
     assert kinds.count("dialog_answered") == 1
+    # Ctrl-C twice: the CLI exits 0 by itself (no signal was needed).
+    ((_, process),) = live.executor.spawned
+    assert process.wait(0) == 0
     assert not run_processes(home, "claude")
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import stat
 import threading
@@ -35,7 +36,7 @@ from agentshim.core.events import (
 )
 from agentshim.core.permissions import ApprovalPolicy, NativePermissions
 from agentshim.core.turn import TurnRequest
-from agentshim.execution import HostCommandExecutor
+from agentshim.execution import HostCommandExecutor, PtyProcess, PtySize, SpawnRequest
 from agentshim.providers.claude import ClaudeProvider
 from agentshim.providers.claude.tui_transport import ClaudeTuiConversation, ClaudeTuiTransport
 from agentshim.testing import FakeExecutor
@@ -306,14 +307,30 @@ def test_kill_mid_turn_is_cli_died_and_the_next_turn_resumes(make) -> None:  # t
     assert argvs[1][1:3] == ("--resume", first_id)
 
 
-def test_close_ends_the_process_with_ctrl_c_and_leaves_nothing(make) -> None:  # type: ignore[no-untyped-def]
-    rig, conversation = make(FakeTuiScript([FakeTuiTurn("hi")]))
+class _Keeping(HostCommandExecutor):
+    def __init__(self) -> None:
+        super().__init__()
+        self.processes: list[PtyProcess] = []
+
+    def spawn_pty(self, request: SpawnRequest, size: PtySize | None = None) -> PtyProcess:
+        process = super().spawn_pty(request, size)
+        self.processes.append(process)
+        return process
+
+
+def test_close_ends_the_process_with_ctrl_c_and_leaves_nothing(tmp_path: Path) -> None:
+    rig = Rig(tmp_path, FakeTuiScript([FakeTuiTurn("hi")]))
+    executor = _Keeping()
+    context = dataclasses.replace(rig.context, executor=executor)
+    conversation = ClaudeTuiTransport(context, first_paste_delay=0.0).open(
+        ConversationSpec(permissions=BYPASS, approvals=ApprovalPolicy.DENY, cwd=str(rig.work))
+    )
     conversation.turn(TurnRequest("hi"), lambda e: None)
     assert len(_pids_of(rig.binary)) == 1
     conversation.close()
     assert _pids_of(rig.binary) == []
-    transcript = next(rig.home.rglob("*.jsonl"))
-    assert transcript.exists()
+    (process,) = executor.processes
+    assert process.returncode == 0, "the CLI did not exit on Ctrl-C twice"
 
 
 def test_an_approval_handler_answers_the_permission_hook(make) -> None:  # type: ignore[no-untyped-def]
