@@ -17,17 +17,16 @@ from __future__ import annotations
 
 import json
 import signal
-import threading
-from collections import deque
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from agentshim.core.jsonvalues import as_mapping, as_str
-from agentshim.execution.process import ProcessExited, SpawnRequest, StderrLine, StdoutLine
+from agentshim.execution.process import ProcessExited, SpawnRequest, StdoutLine
 
 from .process import FakePeer, PeerOutput
+from .transcript import PeerScript, RecordedPeer, frame_line
 
 __all__ = [
     "GEMINI_QUIRKS",
@@ -103,7 +102,7 @@ class AcpPeerTurn:
     output_tokens: int = 32
 
 
-class AcpPeers:
+class AcpPeers(PeerScript[AcpPeerTurn, "AcpPeer"]):
     """The processes of one fake ACP agent: a factory for ``FakeExecutor(peers=...)``.
 
     Every process plays the next turn of ``turns``; sessions and their history outlive the
@@ -123,48 +122,31 @@ class AcpPeers:
         quirks: AcpQuirks = GEMINI_QUIRKS,
         lost: Iterable[str] = (),
     ) -> None:
-        self._lock = threading.Lock()
-        self._turns: deque[AcpPeerTurn] = deque(turns)
+        super().__init__(turns)
         self.quirks = quirks
         self.lost = set(lost)
-        self._count = 0
-        self.peers: list[AcpPeer] = []
-        self.requests: list[SpawnRequest] = []
         self.history: dict[str, list[tuple[str, str]]] = {}
-
-    def next_turn(self) -> AcpPeerTurn | None:
-        """Take the next scripted turn (None when the script is used up)."""
-        with self._lock:
-            return self._turns.popleft() if self._turns else None
 
     def new_session_id(self) -> str:
         """A fresh UUID-shaped session id."""
-        with self._lock:
-            self._count += 1
-            return f"5e550000-0000-4000-8000-{self._count:012d}"
+        return f"5e550000-0000-4000-8000-{self.count():012d}"
 
     def __call__(self, request: SpawnRequest) -> AcpPeer:
         """Start the next process for ``request``."""
         peer = AcpPeer(self, request.argv)
-        with self._lock:
-            self.peers.append(peer)
-            self.requests.append(request)
+        self.spawned(request, peer)
         return peer
 
 
-def _line(frame: Mapping[str, Any]) -> StdoutLine:
-    return StdoutLine(json.dumps(frame, separators=(",", ":")) + "\n")
-
-
 def _result(request_id: object, result: Mapping[str, Any]) -> StdoutLine:
-    return _line({"jsonrpc": "2.0", "id": request_id, "result": dict(result)})
+    return frame_line({"jsonrpc": "2.0", "id": request_id, "result": dict(result)})
 
 
 def _error(request_id: object, code: int, message: str, **data: Any) -> StdoutLine:
     body: dict[str, Any] = {"code": code, "message": message}
     if data:
         body["data"] = data
-    return _line({"jsonrpc": "2.0", "id": request_id, "error": body})
+    return frame_line({"jsonrpc": "2.0", "id": request_id, "error": body})
 
 
 _OPTIONS = (
@@ -245,7 +227,7 @@ class AcpPeer(FakePeer):
 
     def _update(self, update: Mapping[str, Any]) -> StdoutLine:
         params = {"sessionId": self.session_id, "update": dict(update)}
-        return _line({"jsonrpc": "2.0", "method": "session/update", "params": params})
+        return frame_line({"jsonrpc": "2.0", "method": "session/update", "params": params})
 
     def _text(self, text: str) -> StdoutLine:
         chunk = {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": text}}
@@ -355,7 +337,7 @@ class AcpPeer(FakePeer):
                 "toolCall": self._tool_call(turn, "pending"),
             }
             out.append(
-                _line(
+                frame_line(
                     {
                         "jsonrpc": "2.0",
                         "id": self._ask_id,
@@ -451,7 +433,7 @@ class AcpPeer(FakePeer):
         return out + self._cancelled()
 
 
-class AcpRecordedPeer(FakePeer):
+class AcpRecordedPeer(RecordedPeer):
     """Replays a recorded ACP transcript (``transcript.jsonl`` of a capture case).
 
     Each message written to it is matched with the next recorded input of the same kind (the
@@ -463,75 +445,29 @@ class AcpRecordedPeer(FakePeer):
 
     Attributes:
         written: Every line written to it.
-        unmatched: Lines written to it that matched no recorded input.
     """
 
     def __init__(self, transcript: Path | str) -> None:
-        self._steps: deque[_Step] = deque()
-        step = _Step(None)
-        out_text = ""
-        for raw in Path(transcript).read_text(encoding="utf-8").splitlines():
-            record: dict[str, Any] = json.loads(raw)
-            direction, data = record.get("dir"), record.get("data")
-            if direction == "in" and isinstance(data, str):
-                for line in data.splitlines():
-                    self._steps.append(step)
-                    step = _Step(dict(as_mapping(json.loads(line)) or {}))
-            elif direction == "out" and isinstance(data, str):
-                out_text += data
-                *complete, out_text = out_text.split("\n")
-                step.outputs.extend(StdoutLine(line + "\n") for line in complete if line)
-            elif direction == "err" and isinstance(data, str):
-                step.outputs.extend(StderrLine(line + "\n") for line in data.splitlines())
-        self._steps.append(step)
         self._ids: dict[object, object] = {}
         self.written: list[str] = []
-        self.unmatched: list[str] = []
+        super().__init__(transcript, exits_when_killed=False)
 
-    def on_start(self) -> Iterable[PeerOutput]:
-        """Print what the recording printed before its first input."""
-        return self._steps.popleft().outputs
+    def kind(self, frame: Mapping[str, Any]) -> str:
+        """The request's or notification's method; ``answer`` for a response."""
+        return as_str(frame.get("method")) or "answer"
 
     def on_stdin(self, line: str) -> Iterable[PeerOutput]:
         """Print the recorded output that answered the matching recorded input."""
         self.written.append(line)
-        try:
-            sent = as_mapping(json.loads(line))
-        except ValueError:
-            sent = None
-        if sent is None:
-            return ()
-        while self._steps:
-            step = self._steps.popleft()
-            if step.recorded is not None and _kind(step.recorded) == _kind(sent):
-                if "method" in sent and sent.get("id") is not None:
-                    self._ids[step.recorded.get("id")] = sent.get("id")
-                return _renamed(self._ids, step.outputs)
-        self.unmatched.append(line)
-        return ()
+        return super().on_stdin(line)
 
-    def on_stdin_closed(self) -> Iterable[PeerOutput]:
-        """Print what is left of the recording, then exit."""
-        rest: list[PeerOutput] = []
-        while self._steps:
-            rest.extend(self._steps.popleft().outputs)
-        return [*rest, ProcessExited(0)]
-
-    def on_terminate(self) -> Iterable[PeerOutput]:
-        """SIGTERM: exit at once."""
-        return (ProcessExited(-signal.SIGTERM),)
-
-
-def _kind(frame: Mapping[str, Any]) -> str:
-    return as_str(frame.get("method")) or "answer"
-
-
-@dataclass(slots=True)
-class _Step:
-    """A recorded input (None: the start) and the output that followed it."""
-
-    recorded: dict[str, Any] | None
-    outputs: list[PeerOutput] = field(default_factory=list[PeerOutput])
+    def renamed(
+        self, recorded: Mapping[str, Any], sent: Mapping[str, Any], outputs: list[PeerOutput]
+    ) -> list[PeerOutput]:
+        """``outputs`` with each response to a recorded request of ours addressed to our id."""
+        if "method" in sent and sent.get("id") is not None:
+            self._ids[recorded.get("id")] = sent.get("id")
+        return _renamed(self._ids, outputs)
 
 
 def _renamed(ids: Mapping[object, object], outputs: list[PeerOutput]) -> list[PeerOutput]:
@@ -541,7 +477,7 @@ def _renamed(ids: Mapping[object, object], outputs: list[PeerOutput]) -> list[Pe
         frame = _frame(output.text) if isinstance(output, StdoutLine) else None
         recorded = frame.get("id") if frame is not None and "method" not in frame else None
         if frame is not None and recorded is not None and recorded in ids:
-            renamed.append(_line({**frame, "id": ids[recorded]}))
+            renamed.append(frame_line({**frame, "id": ids[recorded]}))
         else:
             renamed.append(output)
     return renamed
