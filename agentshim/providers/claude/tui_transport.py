@@ -71,7 +71,8 @@ from agentshim.core.usage import ProviderUsage
 from agentshim.execution.process import SpawnRequest
 from agentshim.execution.pty_process import PtyExecutor, PtyProcess
 from agentshim.transport.approvals import answered, decide_for_turn, requested
-from agentshim.transport.context import ContextSource, TransportContext
+from agentshim.transport.context import TransportContext
+from agentshim.transport.conversation import ProcessTransport
 from agentshim.transport.fixed import refuse_fixed_changes
 from agentshim.transport.watch import Due, TurnWatch
 
@@ -116,7 +117,7 @@ _INTERRUPT_SETTLE = 1.0
 """After Esc, how long a Stop may still come before the turn counts as interrupted."""
 
 
-class ClaudeTuiTransport:
+class ClaudeTuiTransport(ProcessTransport):
     """A Transport whose conversations each keep one interactive ``claude`` on a terminal.
 
     ``context`` resolves the installed CLI on first use; its executor must be a
@@ -148,8 +149,12 @@ class ClaudeTuiTransport:
         close_grace: float = 5.0,
         scratch_cwd: str | None = None,
     ) -> None:
-        self._source = ContextSource(context)
-        self.turn_timeout = turn_timeout
+        super().__init__(
+            context,
+            turn_timeout=turn_timeout,
+            interrupt_grace=interrupt_grace,
+            close_grace=close_grace,
+        )
         self.timing = _Timing(
             ready=ready_timeout,
             retry=submit_retry_after,
@@ -166,11 +171,6 @@ class ClaudeTuiTransport:
         """Claude Code's capabilities."""
         return PROFILE
 
-    @property
-    def context(self) -> TransportContext:
-        """The resolved CLI (found and checked on first use)."""
-        return self._source.get()
-
     def open(self, spec: ConversationSpec) -> ClaudeTuiConversation:
         """Open a conversation; its process starts with its first turn.
 
@@ -178,13 +178,8 @@ class ClaudeTuiTransport:
             ProviderCapabilityError: the CLI is not Claude Code, or its executor cannot
                 start a process on a terminal.
         """
+        provider = self._provider(ClaudeProvider, "Claude Code's terminal protocol")
         context = self.context
-        provider = context.provider
-        if not isinstance(provider, ClaudeProvider):
-            raise ProviderCapabilityError(
-                "the TUI transport drives Claude Code's terminal interface, not "
-                f"{provider.profile.display_name}'s"
-            )
         if not isinstance(context.executor, PtyExecutor):
             raise ProviderCapabilityError(
                 f"the TUI transport needs an executor that can start a process on a terminal "
