@@ -9,9 +9,10 @@
 #        AGENTSHIM_CLI_DIR  install cache (default ~/.cache/agentshim/clis)
 #
 # Prints a table (provider, pinned version, version run, scenarios passed/failed/skipped, wall
-# time, and a "stream" column for providers with a long-lived transport suite,
-# tests/live/test_<provider>_stream.py: its passed/failed/skipped and wall time) and the
-# failures; exits 1 if any scenario of either suite failed or a CLI could not be installed.
+# time, a "stream" column for providers with a long-lived transport suite,
+# tests/live/test_<provider>_stream.py, and a "tui" column for those with a terminal transport
+# suite, tests/live/test_<provider>_tui.py: each its passed/failed/skipped and wall time) and
+# the failures; exits 1 if any scenario of any suite failed or a CLI could not be installed.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
@@ -42,8 +43,9 @@ while read -r provider version _; do
     [ -n "$provider" ] && export "AGENTSHIM_LIVE_VERSION_${provider^^}=$version"
 done <"$out/installed.txt"
 
-# A suite is a provider's one-shot scenarios (test_<provider>.py) or its stream ones
-# (test_<provider>_stream.py, where the provider has a long-lived transport).
+# A suite is a provider's one-shot scenarios (test_<provider>.py), its stream ones
+# (test_<provider>_stream.py, where the provider has a long-lived transport) or its TUI ones
+# (test_<provider>_tui.py, where it has a terminal transport).
 run_one() {
     local suite=$1 out=$2 py=$3 t0 t1 rc
     t0=$(date +%s.%N)
@@ -59,9 +61,11 @@ export -f run_one
 suites=()
 for provider in "${providers[@]}"; do
     suites+=("$provider")
-    if [ -f "tests/live/test_${provider}_stream.py" ]; then
-        suites+=("${provider}_stream")
-    fi
+    for column in stream tui; do
+        if [ -f "tests/live/test_${provider}_${column}.py" ]; then
+            suites+=("${provider}_${column}")
+        fi
+    done
 done
 
 echo "==> running tests/live for ${#providers[@]} provider(s) (${#suites[@]} suites), $JOBS at a time"
@@ -111,21 +115,25 @@ def tally(suite, label):
 for provider in providers:
     pinned = pins.get(provider, {}).get("pinned", "?")
     version = ran.get(provider, "?")
-    stream = "-"
-    if Path(f"tests/live/test_{provider}_stream.py").exists():
-        counted = tally(f"{provider}_stream", f"{provider}[stream]")
+    columns = {}
+    for column in ("stream", "tui"):
+        columns[column] = "-"
+        if not Path(f"tests/live/test_{provider}_{column}.py").exists():
+            continue
+        counted = tally(f"{provider}_{column}", f"{provider}[{column}]")
         if counted is None:
-            stream, bad = "did not run", True
-        else:
-            s_passed, s_failed, s_skipped, s_wall, s_rc = counted
-            stream = f"{s_passed}/{s_failed}/{s_skipped} in {s_wall:.0f}s"
-            if s_rc == "124":
-                stream += " (timed out)"
-            if s_rc not in ("0", "5") or s_failed:
-                bad = True
+            columns[column], bad = "did not run", True
+            continue
+        s_passed, s_failed, s_skipped, s_wall, s_rc = counted
+        columns[column] = f"{s_passed}/{s_failed}/{s_skipped} in {s_wall:.0f}s"
+        if s_rc == "124":
+            columns[column] += " (timed out)"
+        if s_rc not in ("0", "5") or s_failed:
+            bad = True
+    stream, tui = columns["stream"], columns["tui"]
     counted = tally(provider, provider)
     if counted is None:
-        rows.append((provider, pinned, version, "-", "-", "-", "-", stream, "did not run"))
+        rows.append((provider, pinned, version, "-", "-", "-", "-", stream, tui, "did not run"))
         bad = True
         continue
     passed, failed, skipped, wall, rc = counted
@@ -136,9 +144,9 @@ for provider in providers:
         bad = True
         if rc == "124":
             note = "timed out"
-    rows.append((provider, pinned, version, passed, failed, skipped, f"{wall:.0f}s", stream, note))
+    rows.append((provider, pinned, version, passed, failed, skipped, f"{wall:.0f}s", stream, tui, note))
 
-header = ("provider", "pinned", "ran", "passed", "failed", "skipped", "wall", "stream p/f/s", "")
+header = ("provider", "pinned", "ran", "passed", "failed", "skipped", "wall", "stream p/f/s", "tui p/f/s", "")
 widths = [max(len(str(r[i])) for r in (header, *rows)) for i in range(len(header))]
 line = lambda r: "  ".join(str(c).ljust(w) for c, w in zip(r, widths)).rstrip()
 print()

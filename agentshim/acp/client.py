@@ -2,8 +2,8 @@
 
 The process starts with the first turn: ``initialize`` (advertising no ``fs`` and no
 ``terminal``, so the agent uses its own tools), then ``session/new`` with the conversation's
-MCP servers, or ``session/load`` when the conversation has an id (its replayed history is
-suppressed). Each turn is one ``session/prompt``; the response's ``stopReason`` is the only
+MCP servers, or the dialect's ``attach`` (``session/load``, whose replayed history is
+suppressed, or ``session/resume``) when the conversation has an id. Each turn is one ``session/prompt``; the response's ``stopReason`` is the only
 end of a turn. ``session/cancel`` interrupts it, and every permission request that is still
 open, or arrives after it, is answered ``cancelled`` (an agent may hold the turn open until
 it is). When the process dies the turn fails with CliDiedError, keeping the session id, and
@@ -16,6 +16,7 @@ that reads the process, sends events or calls the approval handler. ``interrupt`
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import threading
 import time
@@ -51,6 +52,7 @@ from agentshim.core.mcp import HttpMcpServer, McpServer
 from agentshim.core.profile import ProviderProfile
 from agentshim.core.stream import parse_json_object
 from agentshim.core.turn import TurnRequest, TurnResult
+from agentshim.core.usage import ProviderUsage, TokenUsage
 from agentshim.execution.process import ProcessExited, StderrLine
 from agentshim.transport.approvals import answered, decide_for_turn, requested
 from agentshim.transport.channel import Channel
@@ -225,6 +227,8 @@ class AcpConversation(ProcessConversation[_Turn]):
         self._transport = transport
         self._dialect = transport.dialect
         self._early: list[Mapping[str, Any]] = []
+        # The last usage the process reported, for an agent whose reports add up.
+        self._reported: TokenUsage | None = None
 
     def _refuse(self, request: TurnRequest) -> None:
         switched = request.model is not None and request.model != self._model
@@ -237,7 +241,11 @@ class AcpConversation(ProcessConversation[_Turn]):
     ) -> TurnResult:
         started = self._clock()
         resumed = self._session_id is not None
-        turn = _Turn(UpdateReader(emit, self._dialect.notice), emit, self._watch(request, started))
+        dialect = self._dialect
+        reader = UpdateReader(
+            emit, dialect.notice, failed=dialect.failed, superseded=dialect.superseded_messages
+        )
+        turn = _Turn(reader, emit, self._watch(request, started))
         channel = self._ensure_process(emit)
         early, self._early = self._early, []
         for update in early:
@@ -261,12 +269,12 @@ class AcpConversation(ProcessConversation[_Turn]):
         if channel is not None:
             return channel
         context, spec = self._context, self._spec
-        argv = self._dialect.argv(
-            AcpArgv(
-                binary_path=context.binary_path, model=self._model, permissions=spec.permissions
-            )
+        args = AcpArgv(
+            binary_path=context.binary_path, model=self._model, permissions=spec.permissions
         )
-        channel = self._start_process(argv, dict(context.env), emit)
+        argv = self._dialect.argv(args)
+        channel = self._start_process(argv, {**context.env, **self._dialect.env(args)}, emit)
+        self._reported = None
         try:
             self._handshake(channel, emit)
         except BaseException:
@@ -319,9 +327,10 @@ class AcpConversation(ProcessConversation[_Turn]):
             return
         session_id = self._session_id
         self._defer_load(session_id, emit)
+        attach = self._dialect.attach
         response = self._call(
             channel,
-            "session/load",
+            attach,
             {"sessionId": session_id, "cwd": cwd, "mcpServers": servers},
             deadline,
             replay=True,
@@ -340,7 +349,7 @@ class AcpConversation(ProcessConversation[_Turn]):
                     session_id=session_id,
                     detail=response.error.describe(),
                 )
-            raise self._failure(channel, response.error, "session/load")
+            raise self._failure(channel, response.error, attach)
 
     def _drain_replay(self, channel: Channel, settle: float, deadline: float) -> None:
         """Keep reading the replay that goes on after the load response, until it goes quiet.
@@ -483,11 +492,15 @@ class AcpConversation(ProcessConversation[_Turn]):
 
     def _on_permission(self, channel: Channel, turn: _Turn, message: Request) -> None:
         params = message.params
-        call = turn.reader.announce(as_mapping(params.get("toolCall")) or {})
-        raw = as_mapping((as_mapping(params.get("toolCall")) or {}).get("rawInput"))
-        args: dict[str, Any] = dict(raw) if raw else {"title": call.tool}
+        tool_call = as_mapping(params.get("toolCall")) or {}
+        call = turn.reader.announce(tool_call)
+        # What is asked about is the request's own toolCall: an agent may have announced the
+        # call earlier under a vaguer title (opencode: "bash", then the command).
+        tool = as_str(tool_call.get("title")) or call.tool
+        raw = as_mapping(tool_call.get("rawInput"))
+        args: dict[str, Any] = dict(raw) if raw else {"title": tool}
         request_ = ApprovalRequest(
-            tool=call.tool, args=args, kind=call.kind, tool_id=call.tool_id, description=call.tool
+            tool=tool, args=args, kind=call.kind, tool_id=call.tool_id, description=tool
         )
         turn.emit(requested(request_))
         answer = decide_for_turn(
@@ -531,6 +544,11 @@ class AcpConversation(ProcessConversation[_Turn]):
         if response is None and not turn.interrupted:
             assert exit_status is not None
             raise self._died(exit_status, kind_from_text(stderr) or FailureKind.OTHER)
+        if response is not None and response.error is not None and turn.interrupted:
+            # The error answers our cancel (opencode cancelling a model call that has not
+            # started to answer says "Internal service failure"): the turn was interrupted.
+            turn.emit(Lifecycle("cancel_answered_with_error", response.error.describe()))
+            response = Response(response.request_id, {"stopReason": "cancelled"}, None)
         if response is not None and response.error is not None:
             error = response.error
             if self._dialect.session_lost(error):
@@ -556,12 +574,39 @@ class AcpConversation(ProcessConversation[_Turn]):
             turn.emit(TurnInterrupted("interrupted on request"))
         elif stop_reason != "end_turn":
             turn.emit(Lifecycle("stop_reason", stop_reason))
-        usage = self._dialect.usage(result) if result is not None else None
+        usage = self._turn_usage(result, several_calls=bool(turn.reader.calls))
+        failure = turn.reader.failure
+        if failure is not None and not interrupted:
+            kind, text = failure
+            raise CliExitError(
+                channel.argv,
+                1,
+                stderr=stderr,
+                kind=kind,
+                detail=f"{self._name} ended the turn with a failure: {text[:500]}",
+            )
         if usage is not None:
             turn.emit(UsageReport(usage, cost_usd=usage.total_cost_usd))
         return self._turn_result(
             turn.reader.text, usage, started=started, resumed=resumed, interrupted=interrupted
         )
+
+    def _turn_usage(
+        self, result: Mapping[str, Any] | None, *, several_calls: bool
+    ) -> ProviderUsage | None:
+        """The turn's usage; for an agent whose reports add up, this turn's share of them."""
+        usage = self._dialect.usage(result) if result is not None else None
+        if usage is not None and several_calls and self._dialect.usage_of_last_call:
+            # The report is the last model call's; the calls before the tool's are not in it.
+            return dataclasses.replace(usage, increment_known=False)
+        if usage is None or not self._dialect.cumulative_usage:
+            return usage
+        baseline, self._reported = self._reported, usage.tokens
+        share = usage.tokens.minus(baseline) if baseline is not None else usage.tokens
+        if share is None:
+            # Less than before: not a report of this process's running total.
+            return dataclasses.replace(usage, tokens=TokenUsage(), increment_known=False)
+        return dataclasses.replace(usage, tokens=dataclasses.replace(share, turns=1))
 
 
 def request_frame(request_id: str, method: str, **params: Any) -> dict[str, Any]:

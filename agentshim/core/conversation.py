@@ -45,6 +45,8 @@ class TransportKind(enum.Enum):
     """One CLI process per turn; the conversation continues by resuming its id."""
     STREAM = "stream"
     """One long-lived CLI process per conversation, where the provider has one."""
+    TUI = "tui"
+    """One long-lived interactive CLI per conversation, driven on a terminal (Claude Code)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

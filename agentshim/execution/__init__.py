@@ -35,6 +35,7 @@ if TYPE_CHECKING:
         StderrLine,
         StdoutLine,
     )
+    from .pty_process import PtyExecutor, PtyProcess, PtySize
     from .readiness import ProbeResult, ProbeSpec, run_probe
     from .transform import TransformingExecutor
 
@@ -54,6 +55,9 @@ _SOURCES = MappingProxyType(
         "NullSink": "agentshim.execution.executor",
         "PathMap": "agentshim.execution.confinement",
         "ProbeResult": "agentshim.execution.readiness",
+        "PtyExecutor": "agentshim.execution.pty_process",
+        "PtyProcess": "agentshim.execution.pty_process",
+        "PtySize": "agentshim.execution.pty_process",
         "ProbeSpec": "agentshim.execution.readiness",
         "Process": "agentshim.execution.process",
         "ProcessExited": "agentshim.execution.process",
@@ -86,6 +90,9 @@ __all__ = [
     "Process",
     "ProcessExited",
     "ProcessOutput",
+    "PtyExecutor",
+    "PtyProcess",
+    "PtySize",
     "SpawnRequest",
     "StderrLine",
     "StdoutLine",

@@ -25,7 +25,7 @@ from ._validate import check_start
 if sys.platform != "win32":
     import fcntl
 
-__all__ = ["POSIX", "ChildProcess"]
+__all__ = ["POSIX", "ChildProcess", "start_error"]
 
 POSIX = sys.platform != "win32"
 """Whether process groups and ``killpg`` are available."""
@@ -101,7 +101,7 @@ class ChildProcess:
                 creationflags=_NEW_PROCESS_GROUP,
             )
         except OSError as exc:
-            raise _start_error(exc, argv, cwd) from exc
+            raise start_error(exc, argv, cwd) from exc
         except (ValueError, TypeError) as exc:
             # Popen's own checks, for whatever check_start does not foresee (a value of the
             # wrong type, a platform's extra rule); nothing was started.
@@ -277,7 +277,7 @@ def _widen_pipe(fd: int) -> None:
         pass  # over the system's pipe-max-size: the default size works, only slower
 
 
-def _start_error(exc: OSError, argv: Sequence[str], cwd: str | None) -> AgentShimError:
+def start_error(exc: OSError, argv: Sequence[str], cwd: str | None) -> AgentShimError:
     program = argv[0]
     if cwd is not None and exc.filename == cwd:
         return AgentShimError(

@@ -43,6 +43,7 @@ from ._streams import OUT, SelectorStreams, Streams, ThreadStreams
 from .executor import CommandRequest, CommandResult, CommandStreamSink
 from .host_process import HostProcess
 from .process import SpawnRequest
+from .pty_process import PtyProcess, PtySize
 from .readiness import check_version
 
 __all__ = [
@@ -209,6 +210,21 @@ class HostCommandExecutor:
             terminate_grace=self._grace,
             max_line_bytes=self._max_line,
             use_threads=self._threads,
+            on_exit=None if run_id is None else functools.partial(self._reap, run_id),
+        )
+
+    def spawn_pty(self, request: SpawnRequest, size: PtySize | None = None) -> PtyProcess:
+        """Start a long-lived process on a pseudo-terminal of its own; see :class:`PtyProcess`.
+
+        It carries a run marker as :meth:`spawn`'s processes do, so whatever it started
+        outside its process group is ended once it has ended.
+        """
+        run_id = self._run_id()
+        if run_id is not None:
+            request = dataclasses.replace(request, env={**request.env, RUN_MARKER: run_id})
+        return PtyProcess.start(
+            request,
+            size=size,
             on_exit=None if run_id is None else functools.partial(self._reap, run_id),
         )
 

@@ -17,6 +17,7 @@ from agentshim.core.turn import TurnResult
 from agentshim.execution.host import HostCommandExecutor
 from agentshim.execution.host_process import HostProcess
 from agentshim.execution.process import SpawnRequest
+from agentshim.execution.pty_process import PtyProcess, PtySize
 
 __all__ = ["Background", "CountingExecutor", "alive", "run_processes", "wait_for"]
 
@@ -26,10 +27,15 @@ class CountingExecutor(HostCommandExecutor):
 
     def __init__(self) -> None:
         super().__init__()
-        self.spawned: list[tuple[SpawnRequest, HostProcess]] = []
+        self.spawned: list[tuple[SpawnRequest, HostProcess | PtyProcess]] = []
 
     def spawn(self, request: SpawnRequest) -> HostProcess:
         process = super().spawn(request)
+        self.spawned.append((request, process))
+        return process
+
+    def spawn_pty(self, request: SpawnRequest, size: PtySize | None = None) -> PtyProcess:
+        process = super().spawn_pty(request, size)
         self.spawned.append((request, process))
         return process
 

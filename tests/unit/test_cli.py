@@ -236,13 +236,13 @@ class TestRun:
     ) -> None:
         code, _, err = run_cli("run", "--stand-in", "--transport", "one-shot", "hi")
         assert code == EXIT_OK, err
-        message = usage_error(capsys, "run", "--stand-in", "--transport", "tui", "hi")
-        assert "argument --transport: invalid choice: 'tui'" in message
-        assert "'one-shot', 'stream'" in message
+        message = usage_error(capsys, "run", "--stand-in", "--transport", "pty", "hi")
+        assert "argument --transport: invalid choice: 'pty'" in message
+        assert "'one-shot', 'stream', 'tui'" in message
         message = usage_error(
-            capsys, "run", "--stand-in", "--provider", "copilot", "--transport", "stream", "hi"
+            capsys, "run", "--stand-in", "--provider", "pi", "--transport", "tui", "hi"
         )
-        assert "copilot does not offer stream; choose from one-shot" in message
+        assert "pi does not offer tui; choose from one-shot, stream" in message
 
     def test_a_stream_turn_on_the_stand_in_runs_on_one_long_lived_process(self) -> None:
         code, out, err = run_cli("run", "--stand-in", "--transport", "stream", "--json", "hi")
@@ -316,7 +316,7 @@ class TestProviders:
             assert cells[name][2] == ("yes" if profile.supports_resume else "no")
             offered = transports_offered(DEFAULT_CATALOG.plugin(name))
             assert cells[name][6] == ", ".join(flag_name(kind) for kind in offered)
-        assert cells["claude"][6] == "one-shot, stream"
+        assert cells["claude"][6] == "one-shot, stream, tui"
         assert cells["claude"][8].endswith("handler (long-lived)")
 
 

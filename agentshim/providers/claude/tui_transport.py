@@ -1,0 +1,898 @@
+"""ClaudeTuiTransport: one interactive ``claude`` per conversation, driven on a terminal.
+
+For deployments that can only use the interactive CLI. The process runs on a pseudo-terminal
+of its own (``PtyExecutor.spawn_pty``) with a settings file of the transport's (in a private
+directory, mode 0600) registering command hooks; the hooks, never the screen, say when the
+CLI is ready (SessionStart), took a prompt (UserPromptSubmit), finished a turn (Stop, with
+the reply in ``last_assistant_message``) or failed one (StopFailure, with its ``error``).
+Prompts go in as a bracketed paste, sanitized, then Enter a moment later; Enter is sent once
+more when no UserPromptSubmit came within ``submit_retry_after``. Tool calls, tool results,
+per-call usage and the conversation's title are read from the session transcript, which may
+lag the hooks (best effort). The screen is read only for the start-up dialogs (answered),
+authentication failures before the CLI is ready (a typed AUTH error at once) and the
+weekly-limit banner (``Lifecycle("rate_limit")``).
+
+Threading: a turn runs on the thread that calls :meth:`ClaudeTuiConversation.turn`, the only
+one that reads the terminal and the hooks and the only one that sends events or calls the
+approval handler; ``interrupt`` and ``close`` may come from any thread (they wake it).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import tempfile
+import threading
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+
+from agentshim.core.conversation import ConversationSpec, TransportKind, TurnSlot, TurnStop
+from agentshim.core.errors import (
+    AgentShimError,
+    ApprovalRequiredError,
+    CliDiedError,
+    CliExitError,
+    CliTimeoutError,
+    FailureKind,
+    InvalidRequestError,
+    ProcessClosedError,
+    ProviderCapabilityError,
+    TurnCancelledError,
+    TurnStalledError,
+    TurnTimeoutError,
+)
+from agentshim.core.events import (
+    AgentEvent,
+    Lifecycle,
+    RunFinished,
+    RunStarted,
+    SessionStarted,
+    SessionTitle,
+    TurnInterrupted,
+    UsageReport,
+    UsageScope,
+)
+from agentshim.core.ids import validate_session_id
+from agentshim.core.jsonvalues import as_str
+from agentshim.core.permissions import NativeMode
+from agentshim.core.profile import ProviderProfile
+from agentshim.core.provider import (
+    ArgvContext,
+    McpInstallation,
+    ParserContext,
+    mcp_env,
+    mcp_env_defaults,
+)
+from agentshim.core.turn import TurnRequest, TurnResult
+from agentshim.core.usage import ProviderUsage
+from agentshim.execution.process import SpawnRequest
+from agentshim.execution.pty_process import PtyExecutor, PtyProcess
+from agentshim.transport.approvals import answered, decide_for_turn, requested
+from agentshim.transport.context import TransportContext
+from agentshim.transport.conversation import ProcessTransport
+from agentshim.transport.fixed import refuse_fixed_changes
+from agentshim.transport.watch import Due, TurnWatch
+
+from .failures import StreamFailure, classify
+from .parser import ClaudeStreamParser
+from .provider import PROFILE, ClaudeProvider
+from .transcript import TITLE_FIELD, TITLE_RECORD
+from .tui_argv import tui_argv
+from .tui_protocol import (
+    CLEAR_LINE,
+    CTRL_C,
+    ENTER,
+    ESCAPE,
+    EVENTS_FILE,
+    HookRecord,
+    answer_path,
+    approval_request,
+    auth_marker,
+    dialog_answer,
+    hook_output,
+    munged_cwd,
+    parse_hook_line,
+    paste,
+    sanitize_prompt,
+    screen_text,
+    tui_settings,
+    weekly_limit_used,
+)
+from .tui_transcript import TURN_END, TranscriptFollower, transcript_path
+
+__all__ = ["ClaudeTuiConversation", "ClaudeTuiTransport"]
+
+_POLL = 0.05
+"""How often the hooks' file and the transcript are looked at while the terminal is quiet."""
+_TAIL_CHARS = 64 * 1024
+"""How much of what the terminal showed is kept (for errors and the dialogs)."""
+_DIALOG_QUIET = 0.5
+"""How long a dialog must stay still on screen before it is answered (it may redraw)."""
+_KEY_GAP = 0.3
+"""Between two keys that answer one dialog."""
+_INTERRUPT_SETTLE = 1.0
+"""After Esc, how long a Stop may still come before the turn counts as interrupted."""
+
+
+class ClaudeTuiTransport(ProcessTransport):
+    """A Transport whose conversations each keep one interactive ``claude`` on a terminal.
+
+    ``context`` resolves the installed CLI on first use; its executor must be a
+    :class:`~agentshim.execution.PtyExecutor` (the host executor is). ``turn_timeout`` is
+    the budget of a turn whose request sets none; ``ready_timeout`` how long the CLI may take
+    to fire SessionStart; ``submit_retry_after`` how long after Enter a UserPromptSubmit must
+    come before Enter is sent once more; ``paste_to_enter`` the pause between the paste and
+    Enter (the CLI drops an Enter that arrives with the paste); ``first_paste_delay`` the
+    pause after SessionStart before the first paste; ``transcript_wait`` how long after Stop
+    the transcript may take to close the turn (for usage); ``interrupt_grace`` and
+    ``close_grace`` bound an interrupt and each step of closing. ``scratch_cwd`` is where a
+    conversation without a cwd runs (default ``~/.cache/agentshim/claude-tui/cwd``, stable,
+    so the workspace trust the CLI remembers by path is asked for once).
+    """
+
+    kind = TransportKind.TUI
+
+    def __init__(
+        self,
+        context: TransportContext | Callable[[], TransportContext],
+        *,
+        turn_timeout: float | None = None,
+        ready_timeout: float = 60.0,
+        submit_retry_after: float = 2.0,
+        paste_to_enter: float = 0.03,
+        first_paste_delay: float = 0.75,
+        transcript_wait: float = 1.0,
+        interrupt_grace: float = 10.0,
+        close_grace: float = 5.0,
+        scratch_cwd: str | None = None,
+    ) -> None:
+        super().__init__(
+            context,
+            turn_timeout=turn_timeout,
+            interrupt_grace=interrupt_grace,
+            close_grace=close_grace,
+        )
+        self.timing = _Timing(
+            ready=ready_timeout,
+            retry=submit_retry_after,
+            paste_to_enter=paste_to_enter,
+            first_paste=first_paste_delay,
+            transcript=transcript_wait,
+            interrupt=interrupt_grace,
+            close=close_grace,
+        )
+        self.scratch_cwd = scratch_cwd
+
+    @property
+    def profile(self) -> ProviderProfile:
+        """Claude Code's capabilities."""
+        return PROFILE
+
+    def open(self, spec: ConversationSpec) -> ClaudeTuiConversation:
+        """Open a conversation; its process starts with its first turn.
+
+        Raises:
+            ProviderCapabilityError: the CLI is not Claude Code, or its executor cannot
+                start a process on a terminal.
+        """
+        provider = self._provider(ClaudeProvider, "Claude Code's terminal protocol")
+        context = self.context
+        if not isinstance(context.executor, PtyExecutor):
+            raise ProviderCapabilityError(
+                f"the TUI transport needs an executor that can start a process on a terminal "
+                f"(HostCommandExecutor); {type(context.executor).__name__} cannot; use "
+                "TransportKind.STREAM with this executor"
+            )
+        return ClaudeTuiConversation(
+            context,
+            provider,
+            context.executor,
+            spec,
+            turn_timeout=self.turn_timeout,
+            timing=self.timing,
+            scratch_cwd=self.scratch_cwd,
+        )
+
+
+class _Timing:
+    """The transport's waits, in seconds."""
+
+    __slots__ = (
+        "close",
+        "first_paste",
+        "interrupt",
+        "paste_to_enter",
+        "ready",
+        "retry",
+        "transcript",
+    )
+
+    def __init__(
+        self,
+        *,
+        ready: float,
+        retry: float,
+        paste_to_enter: float,
+        first_paste: float,
+        transcript: float,
+        interrupt: float,
+        close: float,
+    ) -> None:
+        self.ready = ready
+        self.retry = retry
+        self.paste_to_enter = paste_to_enter
+        self.first_paste = first_paste
+        self.transcript = transcript
+        self.interrupt = interrupt
+        self.close = close
+
+
+class _Terminal:
+    """One running interactive CLI: its terminal, its private directory, what it showed."""
+
+    def __init__(
+        self, pty: PtyProcess, argv: list[str], directory: Path, session_id: str, cwd: str
+    ) -> None:
+        self.pty = pty
+        self.argv = tuple(argv)
+        self.directory = directory
+        self.session_id = session_id
+        self.cwd = cwd
+        self.tail = ""
+        self.events_offset = 0
+        self.events_partial = b""
+        self.ready_at: float | None = None
+        self.pasted = False
+        self.transcript = TranscriptFollower()
+        self.titles: set[str] = set()
+        self.weekly: int | None = None
+
+    def show(self, data: bytes) -> str:
+        """Keep what the terminal drew; return its words."""
+        text = data.decode("utf-8", "replace")
+        self.tail = (self.tail + text)[-_TAIL_CHARS:]
+        return screen_text(text)
+
+    def words(self) -> str:
+        """The words of the kept tail."""
+        return screen_text(self.tail)
+
+    def hooks(self) -> list[HookRecord]:
+        """The hook records appended since the last call (a malformed line costs that line)."""
+        try:
+            with (self.directory / EVENTS_FILE).open("rb") as handle:
+                handle.seek(self.events_offset)
+                data = handle.read()
+        except OSError:
+            return []
+        self.events_offset += len(data)
+        lines = (self.events_partial + data).split(b"\n")
+        self.events_partial = lines.pop()
+        records: list[HookRecord] = []
+        for line in lines:
+            record = parse_hook_line(line.decode("utf-8", "replace"))
+            if record is not None:
+                records.append(record)
+        return records
+
+
+class _Turn:
+    """What the reader knows about the turn in flight."""
+
+    def __init__(self, emit: Callable[[AgentEvent], None], watch: TurnWatch) -> None:
+        self.emit = emit
+        self.watch = watch
+        self.prompt_id: str | None = None
+        self.submitted = False
+        self.entered_at: float | None = None
+        self.retried = False
+        self.interrupted = False
+        self.interrupted_at: float | None = None
+        self.stop: HookRecord | None = None
+        self.failure: HookRecord | None = None
+        self.fail: AgentShimError | None = None
+        self.transcript_done = False
+        self.in_transcript = False
+        self.calls: list[ProviderUsage] = []
+        self.parser: ClaudeStreamParser | None = None
+
+
+class ClaudeTuiConversation:
+    """One Claude Code conversation on one interactive process."""
+
+    def __init__(
+        self,
+        context: TransportContext,
+        provider: ClaudeProvider,
+        executor: PtyExecutor,
+        spec: ConversationSpec,
+        *,
+        turn_timeout: float | None,
+        timing: _Timing,
+        scratch_cwd: str | None,
+    ) -> None:
+        if spec.resume_session_id is not None:
+            validate_session_id(spec.resume_session_id)
+        self._context = context
+        self._provider = provider
+        self._executor = executor
+        self._spec = spec
+        self._clock = context.clock
+        self._turn_timeout = turn_timeout
+        self._timing = timing
+        self._scratch = scratch_cwd
+        self._slot = TurnSlot("this Claude Code conversation")
+        self._lock = threading.Lock()
+        self._terminal: _Terminal | None = None
+        self._turn: _Turn | None = None
+        self._session_id = spec.resume_session_id
+        self._fork = spec.fork
+        self._model = spec.model or context.model
+        self._mcp: McpInstallation | None = None
+
+    # -- the Conversation protocol -------------------------------------------------------
+
+    @property
+    def session_id(self) -> str | None:
+        """The conversation's id; None until its first process started."""
+        return self._session_id
+
+    def turn(
+        self,
+        request: TurnRequest,
+        emit: Callable[[AgentEvent], None],
+        stop: TurnStop | None = None,
+    ) -> TurnResult:
+        """Run one turn on the conversation's process; events go to ``emit`` on this thread.
+
+        A stop requested before the prompt is pasted raises TurnCancelledError with nothing
+        sent; one requested later presses Esc, and the turn returns its result marked
+        ``interrupted`` (the process and the conversation stay).
+
+        Raises:
+            SessionStateError: the conversation is closed, or a turn is already running.
+            ProviderCapabilityError: the request asks for what a running process cannot
+                change (an output schema, its own env, argv, cwd, MCP servers or model).
+            InvalidRequestError: the prompt is empty once terminal controls are removed.
+            TurnCancelledError: stopped before the prompt was sent.
+            CliExitError: the CLI could not start (kind AUTH for an authentication
+                failure, with the marker and the terminal's tail), or the turn failed
+                (StopFailure, classified into its FailureKind).
+            SessionResumeError: the CLI no longer has the conversation to resume.
+            CliDiedError: the process ended mid-turn (the conversation is kept).
+            TurnTimeoutError: the CLI did not get ready within ``ready_timeout``.
+            CliTimeoutError / TurnStalledError: the turn overran its budget, or went silent.
+            ApprovalRequiredError: a permission request met ApprovalPolicy.FAIL_TURN.
+        """
+        turn_stop = self._slot.begin(stop)
+        try:
+            also = ("model",) if request.model is not None and request.model != self._model else ()
+            refuse_fixed_changes("Claude Code", request, self._spec, also=also)
+            text = sanitize_prompt(request.prompt)
+            if not text.strip():
+                raise InvalidRequestError(
+                    "TurnRequest.prompt",
+                    "empty once terminal control characters are removed",
+                    "the interactive CLI ignores an empty prompt; send some text",
+                )
+            if turn_stop.is_set():
+                raise TurnCancelledError(
+                    "the turn was cancelled before it was sent; nothing ran and the "
+                    "conversation is intact"
+                )
+            return self._run(request, text, emit, turn_stop)
+        finally:
+            with self._lock:
+                self._turn = None
+            self._slot.end()
+            if self._slot.closed:
+                self._shut_down()
+
+    def interrupt(self) -> None:
+        """Interrupt the running turn with Esc (the process stays); nothing when idle."""
+        self._slot.interrupt()
+
+    def close(self) -> None:
+        """End the process (Ctrl-C twice, then SIGTERM, then SIGKILL) and its files."""
+        self._slot.close()
+        self._slot.interrupt()
+        if self._slot.running:
+            return  # the turn's own thread closes the process when its turn ends
+        self._shut_down()
+
+    # -- the turn ------------------------------------------------------------------------
+
+    def _run(
+        self, request: TurnRequest, text: str, emit: Callable[[AgentEvent], None], stop: TurnStop
+    ) -> TurnResult:
+        started = self._clock()
+        resumed = self._session_id is not None and not self._fork
+        terminal = self._ensure_terminal(emit)
+        timeout = request.timeout if request.timeout is not None else self._turn_timeout
+        turn = _Turn(
+            emit, TurnWatch(self._clock(), timeout=timeout, stall_timeout=self._spec.stall_timeout)
+        )
+        turn.parser = self._parser(turn, resumed)
+        with self._lock:
+            self._turn = turn
+        # A stop that came while the CLI started presses Esc as soon as the prompt is in.
+        self._submit(terminal, turn, text)
+        detach = stop.attach(lambda: self._interrupt_turn(None))
+        try:
+            self._read_turn(terminal, turn)
+        finally:
+            detach()
+        return self._conclude(terminal, turn, resumed, started, timeout)
+
+    def _parser(self, turn: _Turn, resumed: bool) -> ClaudeStreamParser:
+        def on_event(event: AgentEvent) -> None:
+            if isinstance(event, UsageReport) and event.scope is UsageScope.CALL:
+                turn.calls.append(event.usage)
+            if not isinstance(event, SessionStarted):
+                turn.emit(event)
+
+        parser = self._provider.new_parser(on_event, expect_structured=False)
+        parser.configure(ParserContext(model=self._model, resumed=resumed))
+        return parser
+
+    def _submit(self, terminal: _Terminal, turn: _Turn, text: str) -> None:
+        if not terminal.pasted and terminal.ready_at is not None:
+            self._pause(terminal, turn, terminal.ready_at + self._timing.first_paste)
+        terminal.pasted = True
+        # Whatever a previous turn left (a Stop after its interrupt) is not this turn's.
+        for record in terminal.hooks():
+            turn.emit(Lifecycle("between_turns", record.event))
+        try:
+            terminal.pty.write(paste(text))
+            self._pause(terminal, turn, self._clock() + self._timing.paste_to_enter)
+            terminal.pty.write(ENTER)
+        except ProcessClosedError:
+            return  # the read meets the exit and reports it
+        turn.entered_at = self._clock()
+
+    def _pause(self, terminal: _Terminal, turn: _Turn | None, until: float) -> None:
+        """Wait until ``until``, drawing the terminal meanwhile."""
+        while True:
+            left = until - self._clock()
+            if left <= 0 or terminal.pty.returncode is not None:
+                return
+            data = terminal.pty.read(left)
+            if data:
+                self._on_screen(terminal, turn, terminal.show(data))
+
+    def _on_screen(self, terminal: _Terminal, turn: _Turn | None, words: str) -> None:
+        used = weekly_limit_used(words)
+        if used is not None and used != terminal.weekly:
+            terminal.weekly = used
+            event = Lifecycle("rate_limit", f"weekly {used}% used")
+            if turn is not None:
+                turn.emit(event)
+
+    def _read_turn(self, terminal: _Terminal, turn: _Turn) -> None:
+        pty, watch, clock = terminal.pty, turn.watch, self._clock
+        while True:
+            due_at = watch.deadline()
+            now = clock()
+            wait = _POLL if due_at is None else min(max(due_at - now, 0.0), _POLL)
+            data = pty.read(wait)
+            if data:
+                self._on_screen(terminal, turn, terminal.show(data))
+            for record in terminal.hooks():
+                self._on_hook(terminal, turn, record)
+            if turn.submitted:
+                self._read_transcript(terminal, turn)
+            if turn.stop is not None or turn.failure is not None or turn.fail is not None:
+                return
+            if pty.returncode is not None:
+                return
+            now = clock()
+            if (
+                not turn.submitted
+                and not turn.retried
+                and not turn.interrupted
+                and turn.entered_at is not None
+                and now - turn.entered_at >= self._timing.retry
+            ):
+                turn.retried = True
+                turn.emit(
+                    Lifecycle(
+                        "submit_retried",
+                        f"no UserPromptSubmit {self._timing.retry:g} s after Enter; Enter again",
+                    )
+                )
+                with contextlib.suppress(ProcessClosedError):
+                    pty.write(ENTER)
+            if turn.interrupted_at is not None and now - turn.interrupted_at >= _INTERRUPT_SETTLE:
+                # Esc ends the turn without a hook; the prompt comes back into the box.
+                with contextlib.suppress(ProcessClosedError):
+                    pty.write(CLEAR_LINE)
+                return
+            due = watch.due(now)
+            if due is Due.TIMEOUT or due is Due.STALL:
+                self._interrupt_turn(due)
+            elif due is Due.KILL:
+                turn.emit(
+                    Lifecycle(
+                        "interrupt_unanswered",
+                        f"the turn did not end {self._timing.interrupt:g} s after Esc; "
+                        "killing the process",
+                    )
+                )
+                pty.kill()
+                pty.wait(self._timing.close)
+                return
+
+    def _on_hook(self, terminal: _Terminal, turn: _Turn, record: HookRecord) -> None:
+        event, prompt_id = record.event, record.field("prompt_id")
+        ours = turn.prompt_id is None or prompt_id is None or prompt_id == turn.prompt_id
+        if event == "UserPromptSubmit":
+            if not turn.submitted:
+                turn.submitted = True
+                turn.prompt_id = prompt_id
+                turn.watch.heard(self._clock())
+                turn.emit(Lifecycle("prompt_submitted", prompt_id or ""))
+        elif event == "PermissionRequest":
+            turn.watch.heard(self._clock())
+            self._answer(terminal, turn, record)
+        elif event == "Stop" and ours and turn.submitted:
+            turn.stop = record
+        elif event == "StopFailure" and ours and turn.submitted:
+            turn.failure = record
+        elif event == "SessionEnd":
+            turn.emit(Lifecycle("session_end", record.field("reason") or ""))
+        else:
+            turn.emit(Lifecycle("between_turns", f"{event} {prompt_id or ''}".strip()))
+
+    def _answer(self, terminal: _Terminal, turn: _Turn, record: HookRecord) -> None:
+        request = approval_request(record)
+        turn.emit(requested(request))
+        answer = decide_for_turn(
+            self._spec.approvals,
+            self._spec.permissions,
+            request,
+            interrupted=turn.interrupted,
+            timeout=self._spec.approval_timeout,
+            clock=self._clock,
+        )
+        if record.hook is None:
+            turn.emit(Lifecycle("approval_not_sent", "the hook record names no hook to answer"))
+        else:
+            target = answer_path(terminal.directory, record.hook)
+            staged = target.with_suffix(".tmp")
+            try:
+                _write_private(staged, json.dumps(hook_output(answer.decision, request)))
+                os.replace(staged, target)  # the hook sees the whole answer or none
+            except OSError as error:
+                turn.emit(Lifecycle("approval_not_sent", str(error)))
+        turn.emit(answered(request, answer.decision, answer.decided_by))
+        if answer.fail_turn and turn.fail is None:
+            turn.fail = ApprovalRequiredError(request.tool, request.tool_id)
+            self._interrupt_turn(None)
+
+    def _read_transcript(self, terminal: _Terminal, turn: _Turn) -> None:
+        for record, line in terminal.transcript.read():
+            kind = record.get("type")
+            if kind == TITLE_RECORD:
+                title = as_str(record.get(TITLE_FIELD))
+                if title and title not in terminal.titles:
+                    terminal.titles.add(title)
+                    turn.emit(SessionTitle(title, line))
+                continue
+            if turn.parser is None:
+                continue
+            if kind == "user" and not turn.in_transcript:
+                # The turn's lines begin at its own prompt (read once the prompt id is known).
+                turn.in_transcript = record.get("promptId") in (None, turn.prompt_id)
+                continue
+            if not turn.in_transcript:
+                continue
+            if kind == "system" and record.get("subtype") == TURN_END:
+                turn.transcript_done = True
+            elif kind in ("assistant", "user"):
+                turn.watch.heard(self._clock())
+                turn.parser.dispatch(dict(record), line)
+
+    def _interrupt_turn(self, reason: Due | None) -> None:
+        """Press Esc for the running turn (any thread; once per turn)."""
+        with self._lock:
+            turn, terminal = self._turn, self._terminal
+            if turn is None or terminal is None or turn.stop is not None:
+                return
+            if turn.interrupted:
+                if reason is not None and turn.watch.reason is None:
+                    turn.watch.reason = reason
+                return
+            turn.interrupted = True
+            now = self._clock()
+            turn.interrupted_at = now
+            turn.watch.interrupted(now, self._timing.interrupt, reason)
+        with contextlib.suppress(ProcessClosedError):
+            terminal.pty.write(ESCAPE)
+        terminal.pty.wake()
+
+    # -- the result ------------------------------------------------------------------------
+
+    def _conclude(
+        self, terminal: _Terminal, turn: _Turn, resumed: bool, started: float, timeout: float | None
+    ) -> TurnResult:
+        pty = terminal.pty
+        if turn.stop is not None:
+            self._await_transcript(terminal, turn)
+        reason = turn.watch.reason
+        if reason is Due.STALL:
+            raise TurnStalledError(self._spec.stall_timeout, turn.watch.stalled_for)
+        if reason is Due.TIMEOUT:
+            raise CliTimeoutError(terminal.argv, timeout)
+        if turn.fail is not None:
+            raise turn.fail
+        if turn.failure is not None:
+            raise self._failed(terminal, turn.failure)
+        code = pty.returncode
+        if turn.stop is None and code is not None and not turn.interrupted:
+            turn.emit(RunFinished(code))
+            raise CliDiedError(
+                session_id=self._session_id,
+                returncode=code,
+                stderr=terminal.words()[-4000:],
+            )
+        if turn.interrupted and turn.stop is None:
+            turn.emit(TurnInterrupted("interrupted on request (Esc)"))
+        text = (turn.stop.field("last_assistant_message") if turn.stop is not None else None) or ""
+        usage = _sum(turn.calls, self._model, known=turn.transcript_done)
+        return TurnResult(
+            text=text,
+            structured_output=None,
+            session_id=self._session_id,
+            resumed=resumed,
+            usage=usage,
+            cost_usd=None,
+            duration_ms=int((self._clock() - started) * 1000),
+            exit_code=0,
+            interrupted=turn.interrupted and turn.stop is None,
+        )
+
+    def _await_transcript(self, terminal: _Terminal, turn: _Turn) -> None:
+        until = self._clock() + self._timing.transcript
+        while not turn.transcript_done and self._clock() < until:
+            data = terminal.pty.read(_POLL)
+            if data:
+                self._on_screen(terminal, turn, terminal.show(data))
+            self._read_transcript(terminal, turn)
+        if not turn.transcript_done:
+            turn.emit(
+                Lifecycle(
+                    "usage_unknown",
+                    f"the transcript did not close the turn within {self._timing.transcript:g} s",
+                )
+            )
+
+    def _failed(self, terminal: _Terminal, record: HookRecord) -> AgentShimError:
+        error = record.field("error") or ""
+        said = record.field("last_assistant_message") or error or "no error text"
+        kind = classify(StreamFailure(text=said, assistant_error=error or None))
+        failure = CliExitError(
+            terminal.argv,
+            1,
+            stdout=terminal.words()[-4000:],
+            kind=kind,
+            detail=f"{error}: {said}" if error else said,
+        )
+        return self._provider.classify_exit(failure, resumed=False)
+
+    # -- the process -----------------------------------------------------------------------
+
+    def _ensure_terminal(self, emit: Callable[[AgentEvent], None]) -> _Terminal:
+        terminal = self._terminal
+        if terminal is not None and terminal.pty.returncode is None:
+            return terminal
+        if terminal is not None:
+            self._release_terminal()
+        terminal = self._start(emit)
+        try:
+            self._await_ready(terminal, emit)
+        except BaseException:
+            self._release_terminal()
+            raise
+        return terminal
+
+    def _start(self, emit: Callable[[AgentEvent], None]) -> _Terminal:
+        context, spec = self._context, self._spec
+        if self._mcp is None and spec.mcp_servers:
+            workspace = Path(spec.cwd) if spec.cwd is not None else None
+            self._mcp = self._provider.install_mcp(workspace, spec.mcp_servers)
+        cwd = spec.cwd or self._scratch_cwd()
+        directory = Path(tempfile.mkdtemp(prefix="agentshim-claude-tui-"))
+        try:
+            _write_private(directory / EVENTS_FILE, "")
+            settings = tui_settings(
+                directory,
+                self._provider.settings_json,
+                approval_wait=spec.approval_timeout + 5.0,
+                bypass=spec.permissions.mode is NativeMode.BYPASS,
+            )
+            settings_file = directory / "settings.json"
+            _write_private(settings_file, json.dumps(settings))
+            fresh = self._session_id is None or self._fork
+            session_id = str(uuid.uuid4()) if fresh else self._session_id
+            assert session_id is not None
+            ctx = ArgvContext(
+                binary_path=context.binary_path,
+                model=self._model,
+                env=context.env,
+                resume_session_id=self._session_id,
+                reasoning_effort=spec.reasoning_effort,
+                mcp_argv=tuple(self._mcp.argv) if self._mcp is not None else (),
+                cwd=cwd,
+            )
+            argv = tui_argv(
+                ctx,
+                spec.permissions,
+                session_id=session_id,
+                settings_file=str(settings_file),
+                fork=self._fork,
+            )
+            env = dict(context.env)
+            env.setdefault("TERM", "xterm-256color")
+            if self._mcp is not None:
+                for name, value in mcp_env_defaults(self._mcp).items():
+                    env.setdefault(name, value)
+                env.update(mcp_env(self._mcp))
+            emit(RunStarted(tuple(argv)))
+            pty = self._executor.spawn_pty(SpawnRequest(argv, cwd=cwd, env=env))
+        except BaseException:
+            shutil.rmtree(directory, ignore_errors=True)
+            raise
+        terminal = _Terminal(pty, argv, directory, session_id, cwd)
+        terminal.transcript.path = transcript_path(env, munged_cwd(cwd), session_id)
+        with self._lock:
+            self._terminal = terminal
+        self._session_id = session_id
+        self._fork = False
+        return terminal
+
+    def _scratch_cwd(self) -> str:
+        if self._scratch is not None:
+            path = Path(self._scratch)
+        else:
+            home = self._context.env.get("HOME") or str(Path.home())
+            path = Path(home) / ".cache" / "agentshim" / "claude-tui" / "cwd"
+        path.mkdir(parents=True, exist_ok=True, mode=0o700)
+        return str(path)
+
+    def _await_ready(self, terminal: _Terminal, emit: Callable[[AgentEvent], None]) -> None:
+        pty, clock = terminal.pty, self._clock
+        deadline = clock() + self._timing.ready
+        changed = clock()
+        answered_at: dict[str, float] = {}
+        while terminal.ready_at is None:
+            now = clock()
+            if now >= deadline:
+                raise TurnTimeoutError(
+                    self._timing.ready,
+                    f"Claude Code did not get ready (no SessionStart hook) within "
+                    f"{self._timing.ready:g} s; the terminal last showed: "
+                    f"{_last_words(terminal)}",
+                )
+            data = pty.read(min(_POLL, deadline - now))
+            if data:
+                changed = clock()
+                self._on_screen(terminal, None, terminal.show(data))
+            for record in terminal.hooks():
+                if record.event == "SessionStart":
+                    terminal.ready_at = clock()
+                    path = record.field("transcript_path")
+                    if path:
+                        terminal.transcript.path = Path(path)
+                    emit(SessionStarted(terminal.session_id))
+            if terminal.ready_at is not None:
+                return
+            words = terminal.words()
+            marker = auth_marker(words)
+            if marker is not None or pty.returncode is not None:
+                raise self._not_started(terminal, marker)
+            dialog = dialog_answer(words[-4000:])
+            if dialog is not None and clock() - changed >= _DIALOG_QUIET:
+                last = answered_at.get(dialog.name)
+                if last is None or changed > last:
+                    answered_at[dialog.name] = clock()
+                    emit(Lifecycle("dialog_answered", dialog.name))
+                    self._press(terminal, dialog.keys)
+
+    def _press(self, terminal: _Terminal, keys: tuple[bytes, ...]) -> None:
+        for index, key in enumerate(keys):
+            if index:
+                self._pause(terminal, None, self._clock() + _KEY_GAP)
+            with contextlib.suppress(ProcessClosedError):
+                terminal.pty.write(key)
+        # What the keys redraw is not the dialog any more.
+        terminal.tail = ""
+
+    def _not_started(self, terminal: _Terminal, marker: str | None) -> AgentShimError:
+        pty = terminal.pty
+        if pty.returncode is None:
+            pty.kill()
+            pty.wait(self._timing.close)
+        code = pty.returncode if pty.returncode is not None else -9
+        words = terminal.words()
+        tail = words[-4000:]
+        if marker is not None:
+            return CliExitError(
+                terminal.argv,
+                code,
+                stdout=tail,
+                stderr=tail,
+                kind=FailureKind.AUTH,
+                detail=marker,
+                message=(
+                    f"Claude Code cannot authenticate: its terminal shows {marker!r} "
+                    f"({_last_words(terminal)}); log in (claude, then /login) or set "
+                    "ANTHROPIC_API_KEY in the agent's env"
+                ),
+            )
+        error = CliExitError(
+            terminal.argv, code, stdout=tail, stderr=tail, detail=_last_words(terminal)
+        )
+        return self._provider.classify_exit(error, resumed=self._session_id is not None)
+
+    # -- closing ---------------------------------------------------------------------------
+
+    def _release_terminal(self) -> None:
+        with self._lock:
+            terminal, self._terminal = self._terminal, None
+        if terminal is None:
+            return
+        pty, grace = terminal.pty, self._timing.close
+        try:
+            if pty.returncode is None:
+                with contextlib.suppress(ProcessClosedError):
+                    pty.write(CTRL_C)
+                    pty.read(0.2)
+                    pty.write(CTRL_C)
+                if pty.wait(grace) is None:
+                    pty.terminate()
+                    if pty.wait(grace) is None:
+                        pty.kill()
+                        pty.wait(grace)
+        finally:
+            shutil.rmtree(terminal.directory, ignore_errors=True)
+
+    def _shut_down(self) -> None:
+        self._release_terminal()
+        with self._lock:
+            installation, self._mcp = self._mcp, None
+        if installation is not None:
+            note = installation.restore()
+            if note:
+                self._context.log(note)
+
+
+def _write_private(path: Path, text: str) -> None:
+    """Write ``text`` to a new file only its owner can read (0600)."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        handle.write(text)
+
+
+def _last_words(terminal: _Terminal) -> str:
+    words = " ".join(terminal.words().split())
+    return repr(words[-300:]) if words else "nothing"
+
+
+def _sum(calls: list[ProviderUsage], model: str | None, *, known: bool) -> ProviderUsage:
+    if not calls:
+        return ProviderUsage(provider=PROFILE.name, increment_known=False, model=model)
+    total = calls[0]
+    for call in calls[1:]:
+        total = total + call
+    if not known:
+        total = ProviderUsage(
+            tokens=total.tokens,
+            provider=PROFILE.name,
+            raw=total.raw,
+            increment_known=False,
+            model=total.model or model,
+        )
+    return total

@@ -1,0 +1,466 @@
+"""The Claude Code TUI transport against the fake interactive CLI, on a real terminal."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import stat
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+import pytest
+
+from agentshim.agent import Agent
+from agentshim.core.approvals import ApprovalDecision, ApprovalRequest
+from agentshim.core.conversation import ConversationSpec, Transport, TransportKind
+from agentshim.core.errors import (
+    ApprovalRequiredError,
+    CliDiedError,
+    CliExitError,
+    FailureKind,
+    InvalidRequestError,
+    ProviderCapabilityError,
+)
+from agentshim.core.events import (
+    AgentEvent,
+    ApprovalAnswered,
+    AssistantText,
+    Lifecycle,
+    RunStarted,
+    SessionTitle,
+    ToolCall,
+    ToolResult,
+    TurnInterrupted,
+)
+from agentshim.core.permissions import ApprovalPolicy, NativePermissions
+from agentshim.core.turn import TurnRequest
+from agentshim.execution import HostCommandExecutor, PtyProcess, PtySize, SpawnRequest
+from agentshim.providers.claude import ClaudeProvider
+from agentshim.providers.claude.tui_transport import ClaudeTuiConversation, ClaudeTuiTransport
+from agentshim.testing import FakeExecutor
+from agentshim.testing.claude_tui import FakeTuiScript, FakeTuiTurn, install_fake_claude_tui
+from agentshim.testing.session_contracts import (
+    ContractTurn,
+    ConversationContract,
+    TransportContract,
+)
+from agentshim.transport.context import TransportContext
+
+pytestmark = pytest.mark.skipif(os.name != "posix", reason="the TUI runs on a pseudo-terminal")
+
+BYPASS = NativePermissions.bypass()
+
+
+class Rig:
+    """A fake CLI install, its HOME and a work directory."""
+
+    def __init__(self, root: Path, script: FakeTuiScript) -> None:
+        self.root = root
+        self.home = root / "home"
+        self.work = root / "work"
+        self.home.mkdir(parents=True, exist_ok=True)
+        self.work.mkdir(parents=True, exist_ok=True)
+        self.binary = install_fake_claude_tui(root / "bin", script)
+        self.env = {"PATH": "/usr/bin:/bin", "HOME": str(self.home), "SECRET_TOKEN": "s3cr3t"}
+        self.context = TransportContext(
+            provider=ClaudeProvider(),
+            executor=HostCommandExecutor(),
+            binary_path=str(self.binary),
+            env=self.env,
+        )
+
+    def transport(self, **timing: float) -> ClaudeTuiTransport:
+        values = {"first_paste_delay": 0.0, "submit_retry_after": 0.5, "transcript_wait": 1.0}
+        values.update(timing)
+        return ClaudeTuiTransport(self.context, scratch_cwd=str(self.root / "scratch"), **values)
+
+    def open(
+        self,
+        *,
+        permissions: NativePermissions = BYPASS,
+        approvals: object = ApprovalPolicy.DENY,
+        resume_session_id: str | None = None,
+        cwd: str | None = "work",
+        **timing: float,
+    ) -> ClaudeTuiConversation:
+        spec = ConversationSpec(
+            permissions=permissions,
+            approvals=approvals,  # type: ignore[arg-type]
+            cwd=str(self.work) if cwd == "work" else cwd,
+            resume_session_id=resume_session_id,
+        )
+        return self.transport(**timing).open(spec)
+
+
+@pytest.fixture
+def make(tmp_path: Path) -> Iterator[object]:
+    opened: list[ClaudeTuiConversation] = []
+
+    def build(script: FakeTuiScript, **options: object) -> tuple[Rig, ClaudeTuiConversation]:
+        rig = Rig(tmp_path, script)
+        conversation = rig.open(**options)  # type: ignore[arg-type]
+        opened.append(conversation)
+        return rig, conversation
+
+    yield build
+    for conversation in opened:
+        conversation.close()
+
+
+def _pids_of(binary: Path) -> list[int]:
+    found: list[int] = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes()
+            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
+        except (OSError, IndexError):
+            continue
+        if str(binary).encode() in cmdline and state != "Z":
+            found.append(int(entry.name))
+    return found
+
+
+def _kinds(events: Sequence[AgentEvent], kind: str) -> list[Lifecycle]:
+    return [e for e in events if isinstance(e, Lifecycle) and e.kind == kind]
+
+
+def test_two_turns_run_on_one_process_with_reply_usage_and_title(make) -> None:  # type: ignore[no-untyped-def]
+    _rig, conversation = make(
+        FakeTuiScript(
+            [FakeTuiTurn("one", input_tokens=120, output_tokens=7), FakeTuiTurn("two")],
+            title="Fake title",
+        )
+    )
+    events: list[AgentEvent] = []
+    first = conversation.turn(TurnRequest("hi"), events.append)
+    second = conversation.turn(TurnRequest("again"), events.append)
+    assert (first.text, second.text) == ("one", "two")
+    assert first.session_id == second.session_id == conversation.session_id
+    assert not first.resumed
+    assert second.resumed
+    assert first.usage.tokens.input_tokens == 120
+    assert first.usage.tokens.output_tokens == 7
+    assert first.usage.increment_known
+    assert len([e for e in events if isinstance(e, RunStarted)]) == 1
+    assert [e.title for e in events if isinstance(e, SessionTitle)] == ["Fake title"]
+    assert [e.text for e in events if isinstance(e, AssistantText)] == ["one", "two"]
+
+
+def test_the_argv_names_the_session_and_settings_and_carries_no_secret(make) -> None:  # type: ignore[no-untyped-def]
+    rig, conversation = make(FakeTuiScript([FakeTuiTurn("ok")]))
+    events: list[AgentEvent] = []
+    result = conversation.turn(TurnRequest("hi"), events.append)
+    (started,) = [e for e in events if isinstance(e, RunStarted)]
+    argv = list(started.argv)
+    assert argv[:3] == [str(rig.binary), "--session-id", result.session_id]
+    settings_file = Path(argv[argv.index("--settings") + 1])
+    assert "--dangerously-skip-permissions" in argv
+    assert not any("s3cr3t" in part for part in argv)
+    mode = stat.S_IMODE(settings_file.stat().st_mode)
+    assert mode == 0o600
+    assert stat.S_IMODE(settings_file.parent.stat().st_mode) == 0o700
+    conversation.close()
+    assert not settings_file.parent.exists(), "the private directory outlived the conversation"
+
+
+def test_the_trust_dialog_is_answered_in_either_order(tmp_path: Path) -> None:
+    for refuse_first in (False, True):
+        rig = Rig(
+            tmp_path / str(refuse_first),
+            FakeTuiScript([FakeTuiTurn("in")], trust_prompt=True, refuse_first=refuse_first),
+        )
+        conversation = rig.open()
+        events: list[AgentEvent] = []
+        try:
+            assert conversation.turn(TurnRequest("hi"), events.append).text == "in"
+        finally:
+            conversation.close()
+        assert [e.detail for e in _kinds(events, "dialog_answered")] == ["trust"]
+
+
+def test_a_lost_enter_is_retried_once(make) -> None:  # type: ignore[no-untyped-def]
+    _, conversation = make(
+        FakeTuiScript([FakeTuiTurn("took it"), FakeTuiTurn("next")], drop_enters=1)
+    )
+    events: list[AgentEvent] = []
+    assert conversation.turn(TurnRequest("hi"), events.append).text == "took it"
+    assert len(_kinds(events, "submit_retried")) == 1
+    events.clear()
+    assert conversation.turn(TurnRequest("hi"), events.append).text == "next"
+    assert _kinds(events, "submit_retried") == []
+
+
+def test_the_enter_comes_after_the_paste_not_with_it(make) -> None:  # type: ignore[no-untyped-def]
+    # The fake drops an Enter within 10 ms of the paste; the transport waits 30 ms.
+    _, conversation = make(FakeTuiScript([FakeTuiTurn("first try")], enter_race=0.01))
+    events: list[AgentEvent] = []
+    assert conversation.turn(TurnRequest("hi"), events.append).text == "first try"
+    assert _kinds(events, "submit_retried") == []
+
+
+def test_a_stop_failure_is_classified_at_once_and_the_conversation_goes_on(make) -> None:  # type: ignore[no-untyped-def]
+    _, conversation = make(
+        FakeTuiScript(
+            [
+                FakeTuiTurn(
+                    error="authentication_failed",
+                    error_text="Invalid API key · Fix external API key",
+                ),
+                FakeTuiTurn(error="rate_limit", error_text="API Error: 429"),
+                FakeTuiTurn("fine again"),
+            ]
+        )
+    )
+    started = time.monotonic()
+    with pytest.raises(CliExitError) as auth:
+        conversation.turn(TurnRequest("go"), lambda e: None)
+    assert time.monotonic() - started < 5.0
+    assert auth.value.kind is FailureKind.AUTH
+    assert "authentication_failed" in auth.value.detail
+    with pytest.raises(CliExitError) as limited:
+        conversation.turn(TurnRequest("go"), lambda e: None)
+    assert limited.value.kind is FailureKind.TRANSIENT
+    assert conversation.turn(TurnRequest("go"), lambda e: None).text == "fine again"
+
+
+def test_an_auth_failure_before_ready_is_auth_with_its_marker_and_tail(make) -> None:  # type: ignore[no-untyped-def]
+    rig, conversation = make(FakeTuiScript(auth_failure="Not logged in · Please run /login"))
+    started = time.monotonic()
+    with pytest.raises(CliExitError) as caught:
+        conversation.turn(TurnRequest("hi"), lambda e: None)
+    assert time.monotonic() - started < 5.0
+    assert caught.value.kind is FailureKind.AUTH
+    assert caught.value.detail in ("Not logged in", "Please run /login")
+    assert "Please run /login" in caught.value.stdout
+    assert "Please run /login" in str(caught.value)
+    assert _pids_of(rig.binary) == []
+
+
+def test_usage_is_read_when_the_transcript_lags_the_hook(make) -> None:  # type: ignore[no-untyped-def]
+    _, conversation = make(
+        FakeTuiScript([FakeTuiTurn("late", input_tokens=300, transcript_delay=0.4)])
+    )
+    result = conversation.turn(TurnRequest("hi"), lambda e: None)
+    assert result.text == "late"
+    assert result.usage.tokens.input_tokens == 300
+    assert result.usage.increment_known
+
+
+def test_a_transcript_too_late_leaves_usage_unknown_but_the_reply_intact(make) -> None:  # type: ignore[no-untyped-def]
+    _, conversation = make(
+        FakeTuiScript([FakeTuiTurn("reply first", transcript_delay=3.0)]), transcript_wait=0.3
+    )
+    events: list[AgentEvent] = []
+    result = conversation.turn(TurnRequest("hi"), events.append)
+    assert result.text == "reply first"
+    assert not result.usage.increment_known
+    assert len(_kinds(events, "usage_unknown")) == 1
+
+
+def test_interrupt_presses_esc_and_the_next_turn_gets_a_clean_box(make) -> None:  # type: ignore[no-untyped-def]
+    _, conversation = make(FakeTuiScript([FakeTuiTurn(hang=True), FakeTuiTurn("after")]))
+    events: list[AgentEvent] = []
+    submitted = threading.Event()
+
+    def on_event(event: AgentEvent) -> None:
+        events.append(event)
+        if isinstance(event, Lifecycle) and event.kind == "prompt_submitted":
+            submitted.set()
+
+    def interrupt_once_submitted() -> None:
+        if submitted.wait(10):
+            conversation.interrupt()
+
+    helper = threading.Thread(target=interrupt_once_submitted)
+    helper.start()
+    result = conversation.turn(TurnRequest("wait"), on_event)
+    helper.join(5)
+    assert result.interrupted
+    assert any(isinstance(e, TurnInterrupted) for e in events)
+    after = conversation.turn(TurnRequest("next"), events.append)
+    assert after.text == "after"
+
+
+def test_kill_mid_turn_is_cli_died_and_the_next_turn_resumes(make) -> None:  # type: ignore[no-untyped-def]
+    rig, conversation = make(FakeTuiScript([FakeTuiTurn(hang=True), FakeTuiTurn("back")]))
+    events: list[AgentEvent] = []
+
+    def kill_it() -> None:
+        for pid in _pids_of(rig.binary):
+            os.kill(pid, 9)
+
+    timer = threading.Timer(1.0, kill_it)
+    timer.start()
+    with pytest.raises(CliDiedError) as caught:
+        conversation.turn(TurnRequest("wait"), events.append)
+    first_id = caught.value.session_id
+    assert first_id is not None
+    after = conversation.turn(TurnRequest("again"), events.append)
+    assert after.text == "back"
+    assert after.resumed
+    assert after.session_id == first_id
+    argvs = [e.argv for e in events if isinstance(e, RunStarted)]
+    assert argvs[1][1:3] == ("--resume", first_id)
+
+
+class _Keeping(HostCommandExecutor):
+    def __init__(self) -> None:
+        super().__init__()
+        self.processes: list[PtyProcess] = []
+
+    def spawn_pty(self, request: SpawnRequest, size: PtySize | None = None) -> PtyProcess:
+        process = super().spawn_pty(request, size)
+        self.processes.append(process)
+        return process
+
+
+def test_close_ends_the_process_with_ctrl_c_and_leaves_nothing(tmp_path: Path) -> None:
+    rig = Rig(tmp_path, FakeTuiScript([FakeTuiTurn("hi")]))
+    executor = _Keeping()
+    context = dataclasses.replace(rig.context, executor=executor)
+    conversation = ClaudeTuiTransport(context, first_paste_delay=0.0).open(
+        ConversationSpec(permissions=BYPASS, approvals=ApprovalPolicy.DENY, cwd=str(rig.work))
+    )
+    conversation.turn(TurnRequest("hi"), lambda e: None)
+    assert len(_pids_of(rig.binary)) == 1
+    conversation.close()
+    assert _pids_of(rig.binary) == []
+    (process,) = executor.processes
+    assert process.returncode == 0, "the CLI did not exit on Ctrl-C twice"
+
+
+def test_an_approval_handler_answers_the_permission_hook(make) -> None:  # type: ignore[no-untyped-def]
+    asked: list[ApprovalRequest] = []
+
+    def handler(request: ApprovalRequest) -> ApprovalDecision:
+        asked.append(request)
+        return ApprovalDecision.allow({"command": "ls -la"})
+
+    _rig, conversation = make(
+        FakeTuiScript([FakeTuiTurn("ran", tool="Bash", tool_input={"command": "ls"}, ask=True)]),
+        permissions=NativePermissions.workspace_write([str(Path.cwd())]),
+        approvals=handler,
+    )
+    events: list[AgentEvent] = []
+    assert conversation.turn(TurnRequest("list"), events.append).text == "ran"
+    assert [r.args for r in asked] == [{"command": "ls"}]
+    (answer,) = [e for e in events if isinstance(e, ApprovalAnswered)]
+    assert answer.allowed
+    assert answer.decided_by == "handler"
+    (result,) = [e for e in events if isinstance(e, ToolResult)]
+    assert "ls -la" in result.stdout
+    assert [e.tool for e in events if isinstance(e, ToolCall)] == ["Bash"]
+
+
+def test_read_only_denies_and_fail_turn_fails(make, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    turn = FakeTuiTurn("after deny", tool="Bash", tool_input={"command": "touch x"}, ask=True)
+    _, conversation = make(FakeTuiScript([turn]), permissions=NativePermissions.read_only())
+    events: list[AgentEvent] = []
+    assert conversation.turn(TurnRequest("touch"), events.append).text == "after deny"
+    (answer,) = [e for e in events if isinstance(e, ApprovalAnswered)]
+    assert not answer.allowed
+    assert answer.decided_by == "read_only"
+    rig = Rig(tmp_path / "strict", FakeTuiScript([turn]))
+    strict = rig.open(
+        permissions=NativePermissions.workspace_write([str(rig.work)]),
+        approvals=ApprovalPolicy.FAIL_TURN,
+    )
+    try:
+        with pytest.raises(ApprovalRequiredError):
+            strict.turn(TurnRequest("touch"), lambda e: None)
+    finally:
+        strict.close()
+
+
+def test_the_weekly_limit_banner_is_a_rate_limit_event(make) -> None:  # type: ignore[no-untyped-def]
+    _, conversation = make(FakeTuiScript([FakeTuiTurn("one"), FakeTuiTurn("two")], weekly_used=42))
+    events: list[AgentEvent] = []
+    conversation.turn(TurnRequest("hi"), events.append)
+    conversation.turn(TurnRequest("hi"), events.append)
+    time.sleep(0.1)
+    assert [e.detail for e in _kinds(events, "rate_limit")] == ["weekly 42% used"]
+
+
+def test_a_prompt_of_only_controls_is_refused_and_one_with_escapes_is_sanitized(make) -> None:  # type: ignore[no-untyped-def]
+    rig, conversation = make(FakeTuiScript([FakeTuiTurn("clean")]))
+    with pytest.raises(InvalidRequestError):
+        conversation.turn(TurnRequest("\x1b\x07\x00"), lambda e: None)
+    result = conversation.turn(TurnRequest("say \x1b[201~ hi\r\nthere"), lambda e: None)
+    assert result.text == "clean"
+    hooks = next((Path(p) for p in rig.home.rglob("*.jsonl")), None)
+    assert hooks is not None
+    assert "say [201~ hi\\nthere" in hooks.read_text()
+
+
+def test_no_cwd_runs_in_the_stable_scratch_directory(make) -> None:  # type: ignore[no-untyped-def]
+    rig, conversation = make(FakeTuiScript([FakeTuiTurn("a")], trust_prompt=True), cwd=None)
+    events: list[AgentEvent] = []
+    conversation.turn(TurnRequest("hi"), events.append)
+    conversation.close()
+    scratch = rig.root / "scratch"
+    assert scratch.is_dir()
+    assert any(p.parent.name.endswith("scratch") for p in rig.home.rglob("*.jsonl"))
+
+
+def test_a_turn_cannot_change_the_model_or_schema_of_the_running_process(make) -> None:  # type: ignore[no-untyped-def]
+    _, conversation = make(FakeTuiScript([FakeTuiTurn("a")]))
+    with pytest.raises(ProviderCapabilityError):
+        conversation.turn(TurnRequest("hi", model="other-model"), lambda e: None)
+
+
+def test_an_executor_without_a_terminal_is_refused(tmp_path: Path) -> None:
+    context = TransportContext(
+        provider=ClaudeProvider(), executor=FakeExecutor([]), binary_path="/bin/claude"
+    )
+    with pytest.raises(ProviderCapabilityError):
+        ClaudeTuiTransport(context).open(
+            ConversationSpec(permissions=BYPASS, approvals=ApprovalPolicy.DENY)
+        )
+
+
+def test_agent_offers_the_tui_transport_for_claude_only() -> None:
+    agent = Agent(
+        "claude", permissions=BYPASS, approvals=ApprovalPolicy.DENY, transport=TransportKind.TUI
+    )
+    assert isinstance(agent.transport, ClaudeTuiTransport)
+    with pytest.raises(ProviderCapabilityError):
+        Agent("pi", permissions=BYPASS, approvals=ApprovalPolicy.DENY, transport=TransportKind.TUI)
+
+
+# -- the shared contracts, on the fake ----------------------------------------------------------
+
+
+def _script(turns: Sequence[ContractTurn]) -> FakeTuiScript:
+    return FakeTuiScript([FakeTuiTurn(turn.text, hang=turn.hang) for turn in turns])
+
+
+class TestClaudeTuiConversationContract(ConversationContract):
+    @pytest.fixture(autouse=True)
+    def _root(self, tmp_path: Path) -> Iterator[None]:
+        self.root = tmp_path
+        self.opened: list[ClaudeTuiConversation] = []
+        yield
+        for conversation in self.opened:
+            conversation.close()
+
+    def make_conversation(
+        self, turns: Sequence[ContractTurn], *, resume_session_id: str | None = None
+    ) -> ClaudeTuiConversation:
+        rig = Rig(self.root, _script(turns))
+        conversation = rig.open(resume_session_id=resume_session_id)
+        self.opened.append(conversation)
+        return conversation
+
+
+class TestClaudeTuiTransportContract(TransportContract):
+    @pytest.fixture(autouse=True)
+    def _root(self, tmp_path: Path) -> None:
+        self.root = tmp_path
+
+    def make_transport(self, turns: Sequence[ContractTurn]) -> Transport:
+        rig = Rig(self.root, _script(turns))
+        return rig.transport()
