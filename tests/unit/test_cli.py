@@ -240,10 +240,6 @@ class TestRun:
         assert "argument --transport: invalid choice: 'pty'" in message
         assert "'one-shot', 'stream', 'tui'" in message
         message = usage_error(
-            capsys, "run", "--stand-in", "--provider", "codex", "--transport", "stream", "hi"
-        )
-        assert "codex does not offer stream; choose from one-shot" in message
-        message = usage_error(
             capsys, "run", "--stand-in", "--provider", "pi", "--transport", "tui", "hi"
         )
         assert "pi does not offer tui; choose from one-shot, stream" in message

@@ -39,6 +39,7 @@ from agentshim.core.errors import (
 )
 from agentshim.core.provider import ParsedTurn
 from agentshim.core.usage import ProviderUsage, TokenUsage
+from agentshim.providers.codex.app_server._wire import CodexProtocolError
 from agentshim.testing.model_server import ModelServerError
 
 # One error of every class, each built with a value other than the default for every
@@ -87,6 +88,7 @@ SAMPLES: list[AgentShimError] = [
     LineTooLongError(10, 2, ["a\n"], message="too long"),
     UnknownProviderError("nope", ["claude", "codex"], message="no such provider"),
     ModelServerError("not started"),
+    CodexProtocolError("Notification.params.turn.id", "is required and missing", "bad line"),
     CliDiedError(
         "died",
         session_id="s1",

@@ -63,16 +63,16 @@ class TestConstruction:
     def test_a_transport_the_provider_lacks_is_a_capability_error_naming_what_it_has(
         self,
     ) -> None:
-        with pytest.raises(ProviderCapabilityError, match="offers no stream transport") as caught:
+        with pytest.raises(ProviderCapabilityError, match="offers no tui transport") as caught:
             Agent(
                 "codex",
                 executor=FakeExecutor(),
                 env=ENV,
                 permissions=BYPASS,
                 approvals=DENY,
-                transport=TransportKind.STREAM,
+                transport=TransportKind.TUI,
             )
-        assert "it offers one_shot" in str(caught.value)
+        assert "it offers one_shot, stream" in str(caught.value)
 
     def test_env_and_confinement_together_are_refused(self) -> None:
         with pytest.raises(InvalidRequestError, match="not both") as caught:

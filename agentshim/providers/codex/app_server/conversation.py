@@ -1,0 +1,640 @@
+"""CodexAppServerConversation: every turn of one Codex thread on one ``codex app-server``.
+
+A process starts with the first turn: ``initialize``, ``initialized``, then ``thread/start``
+(or ``thread/resume`` of the conversation's thread). Each turn is a ``turn/start``; its items
+arrive as notifications, and ``turn/completed`` (completed, interrupted or failed) is the only
+end. ``turn/interrupt`` ends a turn in band but leaves its running command alive, so after an
+interrupted turn every command the agent started is ended by its marker. ``turn/steer`` adds
+input to the running turn, which Codex delivers once the running tool finishes. Approvals come
+as server requests, answered from the conversation's approvals, fail closed.
+
+Threading: a turn runs on the thread that calls :meth:`CodexAppServerConversation.turn`, the
+only thread that reads the process, sends events or calls the approval handler. ``interrupt``,
+``steer`` and ``close`` may come from any thread: they write their request and wake the reader.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from agentshim._version import __version__
+from agentshim.core.conversation import ConversationSpec, TurnStop
+from agentshim.core.errors import (
+    AgentShimError,
+    ApprovalRequiredError,
+    CliDiedError,
+    CliExitError,
+    CliTimeoutError,
+    FailureKind,
+    InvalidRequestError,
+    NoRunningTurnError,
+    ProcessClosedError,
+    SchemaDialectError,
+    SessionResumeError,
+)
+from agentshim.core.events import (
+    AgentEvent,
+    Lifecycle,
+    ProviderErrorReported,
+    RunFinished,
+    SessionStarted,
+    Stderr,
+    TurnInterrupted,
+    UsageReport,
+    UsageScope,
+)
+from agentshim.core.frames import UNKNOWN_DETAIL_CHARS
+from agentshim.core.profile import SchemaDialect
+from agentshim.core.provider import McpInstallation, mcp_env, mcp_env_defaults
+from agentshim.core.schema import dialect_problems
+from agentshim.core.turn import TurnRequest, TurnResult
+from agentshim.execution.process import ProcessExited, StderrLine, StdoutLine
+from agentshim.execution.reaping import can_scan, new_run_id, reap_marked
+from agentshim.providers.codex.provider import CodexProvider
+from agentshim.transport.approvals import answered, decide_for_turn, requested
+from agentshim.transport.channel import Channel
+from agentshim.transport.conversation import LiveTurn, ProcessConversation
+from agentshim.transport.correlator import PendingRequest
+from agentshim.transport.fixed import refuse_fixed_changes
+from agentshim.transport.watch import TurnWatch
+
+from . import _wire
+from . import protocol as p
+from ._wire import encode
+from .approvals import approval_reply, approval_request
+from .channel import Malformed, decode, pending_key, request_frame
+from .errors import failure_kind, is_unknown_thread
+from .items import TurnItems
+from .permissions import approval_policy, sandbox_mode, sandbox_policy
+from .profile import TOOL_MARKER, app_server_argv
+from .usage import ThreadUsage
+
+if TYPE_CHECKING:
+    from .transport import CodexAppServerTransport
+
+__all__ = ["CodexAppServerConversation"]
+
+_STARTUP_TIMEOUT = 60.0
+"""How long a new process may take to answer ``initialize`` and open its thread."""
+
+_REPLAY_WAIT = 0.5
+"""How long a resumed thread's replayed usage total is waited for (it follows the response)."""
+
+_UNHANDLED = -32601
+_CLIENT_NAME = "agentshim"
+_IDS = "agentshim"
+"""The prefix of the conversation's Correlator ids (``agentshim_<n>`` goes out as ``n``)."""
+
+
+def _reap_by_marker(marker: str) -> int:
+    if not can_scan():
+        return 0
+    ended, _ = reap_marked(marker, 1.0)
+    return ended
+
+
+class _Turn(LiveTurn):
+    """What the reader knows about the turn in flight."""
+
+    __slots__ = (
+        "active",
+        "completed",
+        "errors",
+        "interrupt_due",
+        "items",
+        "refused",
+        "start",
+        "turn_id",
+    )
+
+    def __init__(
+        self, emit: Callable[[AgentEvent], None], watch: TurnWatch, items: TurnItems
+    ) -> None:
+        super().__init__(emit, watch)
+        self.items = items
+        self.start: PendingRequest | None = None
+        self.turn_id: str | None = None
+        self.active = False
+        """Codex started the turn (``turn/started``): only now does it take an interrupt or a
+        steer; its ``turn/start`` response comes before, and one sent then is refused."""
+        self.interrupt_due = False
+        """An interrupt came before the turn was active: it goes out when it is."""
+        self.completed: p.Turn | None = None
+        self.refused: str | None = None
+        """Why Codex refused ``turn/start``, when it did."""
+        self.errors: list[tuple[str, object]] = []
+
+    @property
+    def over(self) -> bool:
+        """Nothing more of the turn is coming: it completed, or Codex refused it."""
+        return self.completed is not None or self.refused is not None
+
+    def ours(self, turn_id: str) -> bool:
+        """Whether ``turn_id`` is this turn (before Codex names it, any turn is)."""
+        return self.turn_id is None or turn_id == self.turn_id
+
+    def feed_stderr(self, text: str) -> None:
+        """Codex's stderr is tracing lines, passed on as they are."""
+        self.emit(Stderr(text.rstrip("\n")))
+
+
+class CodexAppServerConversation(ProcessConversation[_Turn]):
+    """One Codex thread on one long-lived ``codex app-server`` process (a SteerableConversation).
+
+    The model, the reasoning effort and the output schema may change per turn. Besides the
+    failures every long-lived conversation has, a turn raises SchemaDialectError for an output
+    schema Codex's strict mode refuses, SessionResumeError when Codex has no thread of the
+    conversation's id, CliExitError when the turn failed (kind from Codex's error info) or
+    Codex refused it, and ApprovalRequiredError when a permission request met
+    ApprovalPolicy.FAIL_TURN. An interrupt is ``turn/interrupt``; the turn returns once every
+    command it started is ended.
+    """
+
+    _unanswered = "no turn/completed {grace:g} s after the interrupt; killing the process"
+
+    def __init__(
+        self,
+        transport: CodexAppServerTransport,
+        provider: CodexProvider,
+        spec: ConversationSpec,
+        *,
+        reap: Callable[[str], int] | None = None,
+    ) -> None:
+        super().__init__(transport, spec, name="Codex")
+        self._provider = provider
+        self._reap = reap or _reap_by_marker
+        self._usage = ThreadUsage(model=self._model)
+        previous = spec.previous_usage
+        self._usage.known(previous.raw if previous is not None else None)
+        self._marker = new_run_id()
+        self._mcp: McpInstallation | None = None
+
+    def _refuse(self, request: TurnRequest) -> None:
+        per_turn = dataclasses.replace(request, output_schema=None, reasoning_effort=None)
+        refuse_fixed_changes("Codex app-server", per_turn, self._spec)
+        schema = request.output_schema
+        if schema is not None:
+            problems = dialect_problems(schema.schema, SchemaDialect.STRICT)
+            if problems:
+                raise SchemaDialectError(problems)
+
+    def steer(self, text: str) -> None:
+        """Add ``text`` to the running turn (``turn/steer``).
+
+        Codex delivers it once the tool running now finishes, inside the same turn, which
+        still ends with one result.
+
+        Raises:
+            NoRunningTurnError: no turn is running (or Codex has not named it yet).
+            InvalidRequestError: ``text`` is empty.
+        """
+        if not isinstance(text, str) or not text.strip():  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise InvalidRequestError(
+                "steer.text", f"{text!r:.40} is empty", "steer() needs some text"
+            )
+        with self._lock:
+            turn, channel, thread = self._turn, self._channel, self._session_id
+            if (
+                turn is None
+                or channel is None
+                or thread is None
+                or turn.turn_id is None
+                or not turn.active
+                or turn.over
+                or turn.interrupted
+            ):
+                raise NoRunningTurnError("no turn is running; send the text as a new turn")
+            params = p.TurnSteerParams(
+                thread_id=thread,
+                expected_turn_id=turn.turn_id,
+                input=(p.TextUserInput(text=text),),
+            )
+            pending = self._requests.issue(params.METHOD, None)
+            try:
+                channel.send(request_frame(pending, params))
+            except ProcessClosedError:
+                raise NoRunningTurnError(
+                    "the turn's process has ended; send the text as a new turn"
+                ) from None
+            turn.steered.append(Lifecycle("steered", text))
+            channel.wake()
+
+    # -- the turn ------------------------------------------------------------------------
+
+    def _run(
+        self, request: TurnRequest, emit: Callable[[AgentEvent], None], stop: TurnStop
+    ) -> TurnResult:
+        started = self._clock()
+        resumed = self._session_id is not None
+        channel = self._ensure_process(emit)
+        self._drain_between_turns(channel, emit)
+        thread_id = self._session_id
+        assert thread_id is not None
+        turn = _Turn(emit, self._watch(request, started), TurnItems(emit, clock=self._clock))
+        if request.model is not None:
+            self._model = self._usage.model = request.model
+        schema = request.output_schema
+        params = p.TurnStartParams(
+            thread_id=thread_id,
+            input=(p.TextUserInput(text=request.prompt),),
+            model=request.model,
+            effort=request.reasoning_effort or self._spec.reasoning_effort,
+            output_schema=dict(schema.schema) if schema is not None else None,
+            sandbox_policy=sandbox_policy(self._spec.permissions),
+        )
+        self._usage.begin_turn()
+        with self._lock:
+            turn.start = self._requests.issue(params.METHOD, None)
+        self._send_and_read(channel, turn, request_frame(turn.start, params), stop)
+        return self._conclude(channel, turn, resumed, started, schema is not None)
+
+    def _on_line(self, channel: Channel, turn: _Turn, line: str) -> None:
+        said = decode(line)
+        if isinstance(said, Malformed):
+            detail = f"{said.reason}: {said.line.strip()}"
+            turn.emit(Lifecycle("malformed_frame", detail[:UNKNOWN_DETAIL_CHARS]))
+        elif isinstance(said, p.Notification):
+            self._on_notification(channel, turn, said.params)
+        elif isinstance(said, p.ServerRequest):
+            self._on_server_request(channel, turn, said)
+        else:
+            self._on_response(channel, turn, said)
+
+    def _on_notification(self, channel: Channel, turn: _Turn, params: object) -> None:
+        emit, items = turn.emit, turn.items
+        if isinstance(params, p.ItemStartedNotification):
+            if turn.ours(params.turn_id):
+                items.started(params.item)
+        elif isinstance(params, p.ItemCompletedNotification):
+            if turn.ours(params.turn_id):
+                items.completed(params.item)
+        elif isinstance(params, p.AgentMessageDeltaNotification):
+            if turn.ours(params.turn_id):
+                items.delta(params.item_id, params.delta)
+        elif isinstance(params, p.ThreadTokenUsageUpdatedNotification):
+            call = self._usage.update(params.token_usage)
+            if call is not None:
+                emit(UsageReport(call, call.total_cost_usd, UsageScope.CALL))
+        elif isinstance(params, p.ErrorNotification):
+            message = params.error.message
+            turn.errors.append((message, params.error.codex_error_info))
+            emit(ProviderErrorReported(message, fatal=not params.will_retry))
+        elif isinstance(params, p.TurnStartedNotification):
+            self._named(channel, turn, params.turn.id, active=True)
+        elif isinstance(params, p.TurnCompletedNotification):
+            if turn.ours(params.turn.id):
+                turn.completed = params.turn
+        else:
+            self._notice(params, emit)
+
+    def _notice(self, params: object, emit: Callable[[AgentEvent], None]) -> None:
+        if isinstance(params, p.WarningNotification):
+            emit(Lifecycle("warning", params.message))
+        elif isinstance(params, p.ConfigWarningNotification | p.DeprecationNoticeNotification):
+            emit(Lifecycle("warning", params.summary))
+        elif isinstance(params, p.McpServerStatusUpdatedNotification):
+            emit(Lifecycle("mcp_server_status", f"{params.name}: {encode(params.status)}"))
+
+    def _named(self, channel: Channel, turn: _Turn, turn_id: str, *, active: bool = False) -> None:
+        """Codex named the turn (its ``turn/start`` response), or started it (``turn/started``)."""
+        with self._lock:
+            if turn.turn_id is not None and turn.turn_id != turn_id:
+                return  # another turn's
+            named, turn.turn_id = turn.turn_id is None, turn_id
+            due = False
+            if active and not turn.active:
+                turn.active = True
+                due, turn.interrupt_due = turn.interrupt_due, False
+        if named:
+            turn.emit(Lifecycle("turn_started", turn_id))
+        if due:
+            self._send(channel, self._interrupt_frame(turn))
+
+    def _on_response(
+        self, channel: Channel, turn: _Turn, said: p.Response | p.ErrorResponse
+    ) -> None:
+        pending = self._resolve(said)
+        if pending is None:
+            return
+        if turn.start is not None and pending.request_id == turn.start.request_id:
+            if isinstance(said, p.ErrorResponse):
+                turn.refused = said.message or f"error {said.code}"
+                return
+            try:
+                started = p.TurnStartParams.parse_result(said.result)
+            except p.CodexProtocolError as error:
+                turn.emit(Lifecycle("malformed_frame", str(error)[:UNKNOWN_DETAIL_CHARS]))
+                return
+            self._named(channel, turn, started.turn.id)
+        elif isinstance(said, p.ErrorResponse):
+            name = "steer_refused" if pending.subtype == "turn/steer" else "request_refused"
+            turn.emit(Lifecycle(name, f"{pending.subtype}: {said.message}"))
+
+    def _resolve(self, said: p.Response | p.ErrorResponse) -> PendingRequest | None:
+        key = pending_key(_IDS, said)
+        with self._lock:
+            return self._requests.resolve(key) if key is not None else None
+
+    def _on_server_request(self, channel: Channel, turn: _Turn, said: p.ServerRequest) -> None:
+        item_id = getattr(said.params, "item_id", None)
+        args = turn.items.item_args(item_id) if isinstance(item_id, str) else None
+        request = approval_request(said.params, args)
+        if request is None:
+            self._refuse_request(channel, said, turn.emit)
+            return
+        turn.emit(requested(request))
+        answer = decide_for_turn(
+            self._spec.approvals,
+            self._spec.permissions,
+            request,
+            interrupted=turn.interrupted,
+            timeout=self._spec.approval_timeout,
+            clock=self._clock,
+        )
+        decision = answer.decision
+        reply = approval_reply(said.params, decision, interrupted=turn.interrupted)
+        try:
+            channel.send(p.reply(said.id, reply))
+        except (ProcessClosedError, InvalidRequestError) as error:
+            turn.emit(Lifecycle("approval_not_sent", str(error)))
+        turn.emit(answered(request, decision, answer.decided_by))
+        if answer.fail_turn and turn.fail is None:
+            turn.fail = ApprovalRequiredError(request.tool, request.tool_id)
+            self._interrupt_turn(None)
+
+    def _refuse_request(
+        self, channel: Channel, said: p.ServerRequest, emit: Callable[[AgentEvent], None]
+    ) -> None:
+        # Codex waits for an answer to every request it makes: one nobody can give is refused.
+        message = f"agentshim does not handle {said.method} requests"
+        try:
+            channel.send({"id": said.id, "error": {"code": _UNHANDLED, "message": message}})
+        except ProcessClosedError:
+            return
+        emit(Lifecycle("server_request_refused", said.method))
+
+    def _defer_interrupt(self, turn: _Turn) -> bool:
+        # Codex refuses an interrupt until the turn is active ("no active turn to interrupt").
+        if not turn.active:
+            turn.interrupt_due = True
+            return True
+        return False
+
+    def _interrupt_frame(self, turn: _Turn) -> dict[str, Any]:
+        thread, turn_id = self._session_id, turn.turn_id
+        assert thread is not None
+        assert turn_id is not None
+        params = p.TurnInterruptParams(thread_id=thread, turn_id=turn_id)
+        with self._lock:
+            pending = self._requests.issue(params.METHOD, None)
+        return request_frame(pending, params)
+
+    # -- the result ------------------------------------------------------------------------
+
+    def _conclude(
+        self, channel: Channel, turn: _Turn, resumed: bool, started: float, structured: bool
+    ) -> TurnResult:
+        completed = turn.completed
+        status = str(encode(completed.status)) if completed is not None else None
+        interrupted = turn.interrupted or status == "interrupted"
+        if turn.items.open_tools or completed is None or interrupted:
+            turn.items.close_open("interrupted before it finished")
+        if interrupted:
+            ended = self._reap(self._marker)
+            if ended:
+                turn.emit(Lifecycle("commands_ended", f"{ended} left running by the interrupt"))
+        argv, exit_status, stderr = channel.argv, channel.exit, "".join(self._stderr)
+        if exit_status is not None and completed is None:
+            turn.emit(RunFinished(exit_status.returncode))
+        self._raise_for_deadline(turn, argv)
+        if turn.fail is not None:
+            raise turn.fail
+        if exit_status is not None and completed is None and not turn.interrupted:
+            raise self._died(exit_status)
+        if turn.refused is not None:
+            raise CliExitError(
+                argv, 1, stderr=stderr, detail=f"codex refused turn/start: {turn.refused}"
+            )
+        if status == "failed" and not interrupted:
+            raise self._failure(argv, stderr, completed, turn.errors)
+        if interrupted:
+            turn.emit(TurnInterrupted("interrupted on request"))
+        text = turn.items.final_text()
+        payload: Any | None = None
+        if structured and text and not interrupted:
+            try:
+                payload = json.loads(text)
+            except (ValueError, RecursionError):
+                payload = None
+        usage = self._usage.turn_usage()
+        if usage is not None:
+            turn.emit(UsageReport(usage, usage.total_cost_usd))
+        result = self._turn_result(
+            text,
+            usage,
+            started=started,
+            resumed=resumed,
+            interrupted=interrupted,
+            context_tokens=self._usage.context_tokens,
+            context_window=self._usage.context_window,
+        )
+        return dataclasses.replace(result, structured_output=payload) if payload else result
+
+    def _failure(
+        self,
+        argv: tuple[str, ...],
+        stderr: str,
+        completed: p.Turn | None,
+        errors: list[tuple[str, object]],
+    ) -> CliExitError:
+        error = completed.error if completed is not None else None
+        if error is not None:
+            message, info = error.message, error.codex_error_info
+        elif errors:
+            message, info = errors[-1]
+        else:
+            message, info = "codex reported the turn failed without a reason", None
+        kind = failure_kind(info, message)
+        if kind is FailureKind.OTHER and errors:
+            kind = failure_kind(errors[-1][1], errors[-1][0])
+        return CliExitError(argv, 1, stderr=stderr, kind=kind, detail=message)
+
+    # -- the process -----------------------------------------------------------------------
+
+    def _ensure_process(self, emit: Callable[[AgentEvent], None]) -> Channel:
+        channel = self._live_channel()
+        if channel is not None:
+            return channel
+        context, spec = self._context, self._spec
+        if self._mcp is None and spec.mcp_servers:
+            workspace = Path(spec.cwd) if spec.cwd is not None else None
+            self._mcp = self._provider.install_mcp(workspace, spec.mcp_servers)
+        mcp_argv = tuple(self._mcp.argv) if self._mcp is not None else ()
+        argv = app_server_argv(
+            context.binary_path,
+            path=context.env.get("PATH"),
+            marker=self._marker,
+            mcp_argv=mcp_argv,
+        )
+        env = dict(context.env)
+        if self._mcp is not None:
+            for name, value in mcp_env_defaults(self._mcp).items():
+                env.setdefault(name, value)
+            env.update(mcp_env(self._mcp))
+        env[TOOL_MARKER] = self._marker
+        channel = self._start_process(argv, env, emit)
+        self._handshake(channel, emit)
+        self._open_thread(channel, emit)
+        return channel
+
+    def _handshake(self, channel: Channel, emit: Callable[[AgentEvent], None]) -> None:
+        params = p.InitializeParams(
+            client_info=p.ClientInfo(name=_CLIENT_NAME, title=_CLIENT_NAME, version=__version__),
+            capabilities=p.InitializeCapabilities(experimental_api=True),
+        )
+        answer = self._call(channel, params, emit)
+        if isinstance(answer, p.ErrorResponse):
+            self._release_process()
+            raise CliExitError(
+                channel.argv,
+                1,
+                stderr="".join(self._stderr),
+                detail=f"codex refused initialize: {answer.message}",
+            )
+        try:
+            channel.send(_wire.notification("initialized"))
+        except ProcessClosedError:
+            raise self._startup_failed(channel, emit) from None
+
+    def _open_thread(self, channel: Channel, emit: Callable[[AgentEvent], None]) -> None:
+        spec, thread_id = self._spec, self._session_id
+        policy, sandbox = approval_policy(spec.permissions), sandbox_mode(spec.permissions)
+        params: p.ThreadStartParams | p.ThreadResumeParams
+        if thread_id is None:
+            params = p.ThreadStartParams(
+                cwd=spec.cwd, approval_policy=policy, sandbox=sandbox, model=self._model
+            )
+        else:
+            params = p.ThreadResumeParams(
+                thread_id=thread_id,
+                cwd=spec.cwd,
+                approval_policy=policy,
+                sandbox=sandbox,
+                model=self._model,
+                exclude_turns=True,
+            )
+        answer = self._call(channel, params, emit)
+        if isinstance(answer, p.ErrorResponse):
+            self._release_process()
+            detail = f"codex refused {params.METHOD}: {answer.message}"
+            if thread_id is not None and is_unknown_thread(answer.code, answer.message):
+                raise SessionResumeError(channel.argv, 1, session_id=thread_id, detail=detail)
+            raise CliExitError(channel.argv, 1, stderr="".join(self._stderr), detail=detail)
+        try:
+            opened = params.parse_result(answer.result)
+        except p.CodexProtocolError as error:
+            self._release_process()
+            detail = f"codex answered {params.METHOD} with {error}"
+            raise CliExitError(channel.argv, 1, detail=detail) from None
+        self._session_id = opened.thread.id
+        emit(SessionStarted(opened.thread.id))
+        if opened.thread.path:
+            emit(Lifecycle("session_file", opened.thread.path))
+        if thread_id is not None:
+            # The stored total follows the response; it is the baseline of the next turn.
+            deadline, before = self._clock() + _REPLAY_WAIT, self._usage.updates
+            while self._usage.updates == before:
+                output = channel.read(deadline)
+                if output is None or isinstance(output, ProcessExited):
+                    return
+                self._between_turns(channel, output, emit)
+
+    def _call(
+        self, channel: Channel, params: Any, emit: Callable[[AgentEvent], None]
+    ) -> p.Response | p.ErrorResponse:
+        """Send one request before a turn and read until it is answered (or fail the turn)."""
+        with self._lock:
+            pending = self._requests.issue(str(params.METHOD), self._clock() + _STARTUP_TIMEOUT)
+        self._send(channel, request_frame(pending, params))
+        deadline = pending.deadline
+        assert deadline is not None
+        while True:
+            output = channel.read(deadline)
+            if output is None:
+                if self._clock() < deadline:
+                    continue  # woken early: nothing this request waits on came
+                channel.kill()
+                self._release_process()
+                raise CliTimeoutError(
+                    channel.argv,
+                    _STARTUP_TIMEOUT,
+                    message=(
+                        f"codex app-server did not answer {pending.subtype} within "
+                        f"{_STARTUP_TIMEOUT:g} s; it was killed (check that it starts: "
+                        "codex app-server)"
+                    ),
+                )
+            if isinstance(output, ProcessExited):
+                raise self._startup_failed(channel, emit)
+            if isinstance(output, StdoutLine):
+                said = decode(output.text)
+                if isinstance(said, p.Response | p.ErrorResponse):
+                    answered_request = self._resolve(said)
+                    if answered_request is not None and answered_request is pending:
+                        return said
+                    continue
+            self._between_turns(channel, output, emit)
+
+    def _startup_failed(
+        self, channel: Channel, emit: Callable[[AgentEvent], None]
+    ) -> CliExitError | AgentShimError:
+        """The process ended before it was ready: release it and say how it ended."""
+        exit_status = channel.exit
+        code = exit_status.returncode if exit_status is not None else None
+        emit(RunFinished(code))
+        stderr = "".join(self._stderr)
+        self._release_process()
+        return CliDiedError(session_id=self._session_id, returncode=code, stderr=stderr)
+
+    def _drain_between_turns(self, channel: Channel, emit: Callable[[AgentEvent], None]) -> None:
+        """Take what Codex said since the last turn (late notifications) before this one."""
+        while True:
+            output = channel.read(self._clock())
+            if output is None or isinstance(output, ProcessExited):
+                return
+            self._between_turns(channel, output, emit)
+
+    def _between_turns(
+        self, channel: Channel, output: StdoutLine | StderrLine, emit: Callable[[AgentEvent], None]
+    ) -> None:
+        if isinstance(output, StderrLine):
+            self._stderr.append(output.text)
+            return
+        said = decode(output.text)
+        if isinstance(said, p.ServerRequest):
+            self._refuse_request(channel, said, emit)
+        elif isinstance(said, p.Notification):
+            params = said.params
+            if isinstance(params, p.ThreadTokenUsageUpdatedNotification):
+                self._usage.update(params.token_usage)
+            else:
+                self._notice(params, emit)
+        elif isinstance(said, p.Response | p.ErrorResponse):
+            self._resolve(said)
+        else:
+            emit(Lifecycle("malformed_frame", said.reason[:UNKNOWN_DETAIL_CHARS]))
+
+    # -- closing ---------------------------------------------------------------------------
+
+    def _shut_down(self) -> None:
+        super()._shut_down()
+        with self._lock:  # close() and the turn's own thread may both get here
+            installation, self._mcp = self._mcp, None
+        if installation is not None:
+            note = installation.restore()
+            if note:
+                self._context.log(note)

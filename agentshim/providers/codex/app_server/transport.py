@@ -1,0 +1,77 @@
+"""CodexAppServerTransport: one long-lived ``codex app-server`` process per conversation.
+
+The transport itself is cheap to import: the generated protocol, and everything that speaks
+it, loads when the first conversation opens (``conversation.py``), so ``import agentshim`` and
+one-shot Codex turns never pay for it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from agentshim.core.conversation import ConversationSpec
+from agentshim.core.errors import ProviderCapabilityError
+from agentshim.core.profile import ProviderProfile
+from agentshim.providers.codex.provider import CodexProvider
+from agentshim.transport.context import TransportContext
+from agentshim.transport.conversation import ProcessTransport
+
+from .profile import APP_SERVER_PROFILE
+
+if TYPE_CHECKING:
+    from .conversation import CodexAppServerConversation
+
+__all__ = ["CodexAppServerTransport", "Reaper"]
+
+Reaper = Callable[[str], int]
+"""Ends every process whose environment carries the given tool marker; returns how many."""
+
+
+class CodexAppServerTransport(ProcessTransport):
+    """A Transport whose conversations each keep one ``codex app-server`` process.
+
+    The keywords are :class:`~agentshim.transport.conversation.ProcessTransport`'s, and
+    ``reap``, which ends the commands an interrupted turn left running (default: every process
+    carrying the conversation's marker, found in ``/proc`` where there is one).
+    """
+
+    def __init__(
+        self,
+        context: TransportContext | Callable[[], TransportContext],
+        *,
+        turn_timeout: float | None = None,
+        interrupt_grace: float = 10.0,
+        close_grace: float = 5.0,
+        reap: Reaper | None = None,
+    ) -> None:
+        super().__init__(
+            context,
+            turn_timeout=turn_timeout,
+            interrupt_grace=interrupt_grace,
+            close_grace=close_grace,
+        )
+        self.reap = reap
+
+    @property
+    def profile(self) -> ProviderProfile:
+        """Codex CLI's capabilities over app-server."""
+        return APP_SERVER_PROFILE
+
+    def open(self, spec: ConversationSpec) -> CodexAppServerConversation:
+        """Open a conversation; its process starts with its first turn.
+
+        Raises:
+            ProviderCapabilityError: the CLI's provider is not Codex, or ``spec`` asks for a
+                fork (not offered over app-server).
+            InvalidSessionIdError: ``spec.resume_session_id`` is not safe to pass.
+        """
+        provider = self._provider(CodexProvider, "Codex's app-server protocol")
+        if spec.fork:
+            raise ProviderCapabilityError(
+                "the Codex app-server transport does not fork conversations; fork on "
+                "TransportKind.ONE_SHOT"
+            )
+        from .conversation import CodexAppServerConversation
+
+        return CodexAppServerConversation(self, provider, spec, reap=self.reap)

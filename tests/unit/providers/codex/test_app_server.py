@@ -1,0 +1,714 @@
+"""The Codex app-server transport, against fake ``codex app-server`` processes."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
+import pytest
+
+from agentshim.core.approvals import ApprovalDecision, ApprovalRequest
+from agentshim.core.conversation import ConversationSpec, Transport
+from agentshim.core.errors import (
+    ApprovalRequiredError,
+    CliDiedError,
+    CliExitError,
+    FailureKind,
+    NoRunningTurnError,
+    ProviderCapabilityError,
+    SchemaDialectError,
+    SessionResumeError,
+)
+from agentshim.core.events import (
+    AgentEvent,
+    ApprovalAnswered,
+    AssistantText,
+    Lifecycle,
+    SessionStarted,
+    ToolCall,
+    ToolResult,
+    TurnInterrupted,
+    UsageReport,
+    UsageScope,
+)
+from agentshim.core.permissions import ApprovalPolicy, NativePermissions
+from agentshim.core.turn import OutputSchema, TurnRequest
+from agentshim.execution.process import ProcessExited, SpawnRequest
+from agentshim.providers.codex.app_server.conversation import CodexAppServerConversation
+from agentshim.providers.codex.app_server.transport import CodexAppServerTransport
+from agentshim.providers.codex.provider import CodexProvider
+from agentshim.providers.pi.provider import PiProvider
+from agentshim.testing import FakeExecutor
+from agentshim.testing.codex_app_server import (
+    CodexAppServerPeer,
+    CodexAppServerPeers,
+    CodexPeerTurn,
+)
+from agentshim.testing.process import FakePeer, PeerOutput
+from agentshim.testing.session_contracts import (
+    ContractTurn,
+    SteerableConversationContract,
+    TransportContract,
+)
+from agentshim.transport.context import TransportContext
+
+BYPASS = NativePermissions.bypass()
+SCHEMA = {
+    "type": "object",
+    "properties": {"answer": {"type": "string"}},
+    "required": ["answer"],
+    "additionalProperties": False,
+}
+
+
+class Events(list[AgentEvent]):
+    def __call__(self, event: AgentEvent) -> None:
+        self.append(event)
+
+    def of(self, kind: type[Any]) -> list[Any]:
+        return [event for event in self if isinstance(event, kind)]
+
+    def lifecycle(self, kind: str) -> list[str]:
+        return [event.detail for event in self.of(Lifecycle) if event.kind == kind]
+
+
+def context(
+    peers: Callable[[SpawnRequest], FakePeer], *, provider: Any = None
+) -> tuple[TransportContext, FakeExecutor]:
+    executor = FakeExecutor(peers=peers)
+    ctx = TransportContext(
+        provider=provider or CodexProvider(),
+        executor=executor,
+        binary_path="/usr/bin/codex",
+        env={"PATH": "/usr/bin"},
+    )
+    return ctx, executor
+
+
+class Rig:
+    """An app-server transport on a scripted fake Codex."""
+
+    def __init__(
+        self,
+        turns: Iterable[CodexPeerTurn],
+        *,
+        resume: str | None = None,
+        missing: Sequence[str] = (),
+        permissions: NativePermissions = BYPASS,
+        approvals: Any = ApprovalPolicy.DENY,
+        interrupt_grace: float = 10.0,
+        **spec: Any,
+    ) -> None:
+        self.peers = CodexAppServerPeers(turns, missing=missing)
+        self.reaped: list[str] = []
+        ctx, self.executor = context(self.peers)
+        self.transport = CodexAppServerTransport(
+            ctx, interrupt_grace=interrupt_grace, reap=self._reap
+        )
+        self.conversation = self.transport.open(
+            ConversationSpec(
+                permissions=permissions,
+                approvals=approvals,
+                resume_session_id=resume,
+                **spec,
+            )
+        )
+
+    def _reap(self, marker: str) -> int:
+        self.reaped.append(marker)
+        return 1
+
+    def turn(self, prompt: str | TurnRequest = "go") -> tuple[Any, Events]:
+        events = Events()
+        request = prompt if isinstance(prompt, TurnRequest) else TurnRequest(prompt)
+        return self.conversation.turn(request, events), events
+
+    @property
+    def peer(self) -> CodexAppServerPeer:
+        return self.peers.peers[-1]
+
+    def sent(self, method: str) -> list[dict[str, Any]]:
+        return [m for peer in self.peers.peers for m in peer.received if m.get("method") == method]
+
+
+def run_then(
+    rig: Rig, action: Callable[[], None], *, when: Callable[[], bool]
+) -> tuple[Any, Events]:
+    """Run a turn on another thread; do ``action`` once ``when`` holds."""
+    done: list[tuple[Any, Events]] = []
+    failures: list[BaseException] = []
+
+    def main() -> None:
+        try:
+            done.append(rig.turn())
+        except BaseException as error:
+            failures.append(error)
+
+    thread = threading.Thread(target=main)
+    thread.start()
+    deadline = time.monotonic() + 5
+    while not when():
+        assert time.monotonic() < deadline, "the turn never reached the point to act"
+        time.sleep(0.005)
+    action()
+    thread.join(5)
+    assert not thread.is_alive()
+    if failures:
+        raise failures[0]
+    return done[0]
+
+
+def command_running(rig: Rig) -> Callable[[], bool]:
+    def check() -> bool:
+        peers = rig.peers.peers
+        return bool(peers) and peers[-1]._phase in ("command", "streaming")  # pyright: ignore[reportPrivateUsage]
+
+    return check
+
+
+# -- the wire --------------------------------------------------------------------------------
+
+
+def test_the_first_turn_starts_a_thread_and_nothing_written_has_a_jsonrpc_member() -> None:
+    rig = Rig([CodexPeerTurn("hello")])
+    result, events = rig.turn("hi")
+    assert result.text == "hello"
+    assert result.session_id == rig.peer.thread_id
+    assert events.of(SessionStarted) == [SessionStarted(rig.peer.thread_id or "")]
+    methods = [m.get("method") for m in rig.peer.received]
+    assert methods == ["initialize", "initialized", "thread/start", "turn/start"]
+    assert all("jsonrpc" not in m for m in rig.peer.received)
+    assert [m["id"] for m in rig.peer.received if "id" in m] == [1, 2, 3]
+    (start,) = rig.sent("thread/start")
+    assert start["params"]["approvalPolicy"] == "never"
+    assert start["params"]["sandbox"] == "danger-full-access"
+    (turn,) = rig.sent("turn/start")
+    assert turn["params"]["input"] == [{"type": "text", "text": "hi"}]
+
+
+def test_the_argv_marks_the_agents_commands_and_carries_mcp_flags_without_secrets() -> None:
+    from agentshim.core.mcp import StdioMcpServer
+
+    server = StdioMcpServer(name="fake", command="/usr/bin/python3", env={"TOKEN_X": "s3cret"})
+    rig = Rig([CodexPeerTurn("hi")], mcp_servers=(server,))
+    rig.turn()
+    (request,) = rig.peers.requests
+    argv = list(request.argv)
+    assert argv[:2] == ["/usr/bin/codex", "app-server"]
+    assert any(a.startswith("shell_environment_policy.set.AGENTSHIM_TOOL_RUN=") for a in argv)
+    assert 'mcp_servers.fake.command="/usr/bin/python3"' in argv
+    assert "s3cret" not in " ".join(argv)
+    assert request.env["TOKEN_X"] == "s3cret"
+
+
+def test_two_turns_share_one_process_and_the_second_is_resumed() -> None:
+    rig = Rig([CodexPeerTurn("one"), CodexPeerTurn("two")])
+    first, _ = rig.turn()
+    second, _ = rig.turn()
+    assert (first.text, second.text) == ("one", "two")
+    assert len(rig.peers.peers) == 1
+    assert not first.resumed
+    assert second.resumed
+    assert second.session_id == first.session_id
+
+
+def test_model_effort_and_output_schema_go_on_each_turn_start(tmp_path: Any) -> None:
+    rig = Rig([CodexPeerTurn('{"answer": "yes"}')], reasoning_effort="low")
+    schema = OutputSchema(SCHEMA, tmp_path)
+    result, _ = rig.turn(TurnRequest("hi", model="gpt-x", output_schema=schema))
+    (turn,) = rig.sent("turn/start")
+    assert turn["params"]["model"] == "gpt-x"
+    assert turn["params"]["effort"] == "low"
+    assert turn["params"]["outputSchema"] == SCHEMA
+    assert result.structured_output == {"answer": "yes"}
+
+
+def test_a_schema_codex_strict_mode_refuses_is_refused_before_anything_runs(
+    tmp_path: Any,
+) -> None:
+    rig = Rig([CodexPeerTurn("never")])
+    loose = {"type": "object", "properties": {"a": {"type": "string"}}}
+    with pytest.raises(SchemaDialectError):
+        rig.turn(TurnRequest("hi", output_schema=OutputSchema(loose, tmp_path)))
+    assert rig.peers.peers == []
+
+
+def test_what_a_running_process_cannot_change_is_refused() -> None:
+    rig = Rig([CodexPeerTurn("never")])
+    with pytest.raises(ProviderCapabilityError, match="env"):
+        rig.turn(TurnRequest("hi", env={"A": "1"}))
+
+
+def test_the_answer_is_the_final_phase_message_and_tool_output_comes_from_item_completed() -> None:
+    rig = Rig([CodexPeerTurn("done", command="printf 'line1\\nline2'", output="line1\nline2\n")])
+    result, events = rig.turn()
+    assert result.text == "done"
+    (call,) = events.of(ToolCall)
+    assert call.tool == "command_execution"
+    assert "printf" in call.args["command"]
+    (tool,) = events.of(ToolResult)
+    assert tool.tool_id == call.tool_id
+    assert tool.stdout == "line1\nline2\n"  # the first line never came as a delta
+    assert [e.text for e in events.of(AssistantText)] == ["Running it.", "done"]
+
+
+def test_a_malformed_line_costs_that_line_only() -> None:
+    class Noisy(CodexAppServerPeers):
+        def __call__(self, request: SpawnRequest) -> FakePeer:
+            peer = super().__call__(request)
+            original = peer.on_stdin
+
+            def on_stdin(line: str) -> Iterable[PeerOutput]:
+                from agentshim.execution.process import StdoutLine
+
+                out = list(original(line))
+                if '"turn/start"' in line:
+                    out.insert(0, StdoutLine("not json\n"))
+                    out.insert(1, StdoutLine('{"method":"turn/completed","params":{}}\n'))
+                return out
+
+            peer.on_stdin = on_stdin  # type: ignore[method-assign]
+            return peer
+
+    peers = Noisy([CodexPeerTurn("fine")])
+    ctx, _ = context(peers)
+    conversation = CodexAppServerTransport(ctx).open(
+        ConversationSpec(permissions=BYPASS, approvals=ApprovalPolicy.DENY)
+    )
+    events = Events()
+    result = conversation.turn(TurnRequest("hi"), events)
+    assert result.text == "fine"
+    malformed = events.lifecycle("malformed_frame")
+    assert len(malformed) == 2
+    assert "Notification.params.threadId" in malformed[1]
+
+
+# -- usage -----------------------------------------------------------------------------------
+
+
+def test_each_turn_reports_its_own_share_of_the_thread_total_and_the_window() -> None:
+    rig = Rig([CodexPeerTurn("one", input_tokens=1000), CodexPeerTurn("two", input_tokens=500)])
+    first, first_events = rig.turn()
+    second, _ = rig.turn()
+    assert first.usage.tokens.input_tokens == 1000
+    assert second.usage.tokens.input_tokens == 500
+    assert second.context_tokens == 500
+    assert second.context_window == 258400
+    calls = [e for e in first_events.of(UsageReport) if e.scope is UsageScope.CALL]
+    assert len(calls) == 1
+
+
+def test_a_resumed_thread_counts_from_its_replayed_total() -> None:
+    peers = CodexAppServerPeers([CodexPeerTurn("one"), CodexPeerTurn("two", input_tokens=7)])
+    ctx, _ = context(peers)
+    transport = CodexAppServerTransport(ctx)
+    spec = ConversationSpec(permissions=BYPASS, approvals=ApprovalPolicy.DENY)
+    first = transport.open(spec)
+    one = first.turn(TurnRequest("1"), Events())
+    first.close()
+    again = transport.open(
+        ConversationSpec(
+            permissions=BYPASS, approvals=ApprovalPolicy.DENY, resume_session_id=one.session_id
+        )
+    )
+    two = again.turn(TurnRequest("2"), Events())
+    assert two.resumed
+    assert two.usage.tokens.input_tokens == 7
+    assert [m["method"] for m in peers.peers[1].received][:3] == [
+        "initialize",
+        "initialized",
+        "thread/resume",
+    ]
+
+
+# -- interrupt and steer ---------------------------------------------------------------------
+
+
+def test_an_interrupt_closes_the_open_command_and_reaps_what_the_turn_started() -> None:
+    rig = Rig([CodexPeerTurn("never", command="sleep 30", hang=True), CodexPeerTurn("after")])
+    result, events = run_then(rig, rig.conversation.interrupt, when=command_running(rig))
+    assert result.interrupted
+    assert events.of(TurnInterrupted)
+    (tool,) = events.of(ToolResult)
+    assert tool.failed
+    assert tool.stderr == "interrupted before it finished"
+    (interrupt,) = rig.sent("turn/interrupt")
+    assert set(interrupt["params"]) == {"threadId", "turnId"}
+    assert rig.reaped
+    assert rig.reaped[0] == rig.peers.requests[0].env["AGENTSHIM_TOOL_RUN"]
+    after, _ = rig.turn()
+    assert after.text == "after"
+    assert len(rig.peers.peers) == 1
+
+
+def test_a_completed_turn_reaps_nothing() -> None:
+    rig = Rig([CodexPeerTurn("hi", command="echo hi")])
+    rig.turn()
+    assert rig.reaped == []
+
+
+def test_steer_goes_into_the_running_turn() -> None:
+    rig = Rig([CodexPeerTurn("done", command="sleep 3", until_steered=True)])
+    result, events = run_then(
+        rig, lambda: rig.conversation.steer("also this"), when=command_running(rig)
+    )
+    assert result.text == "done (and: also this)"
+    assert events.lifecycle("steered") == ["also this"]
+    (steer,) = rig.sent("turn/steer")
+    assert steer["params"]["expectedTurnId"]
+    assert steer["params"]["input"] == [{"type": "text", "text": "also this"}]
+
+
+def test_steer_with_no_turn_running_raises() -> None:
+    rig = Rig([CodexPeerTurn("hi")])
+    with pytest.raises(NoRunningTurnError):
+        rig.conversation.steer("early")
+
+
+# -- approvals -------------------------------------------------------------------------------
+
+
+def _approvals(answer: bool) -> Callable[[ApprovalRequest], ApprovalDecision]:
+    def decide(request: ApprovalRequest) -> ApprovalDecision:
+        return ApprovalDecision.allow() if answer else ApprovalDecision.deny("no")
+
+    return decide
+
+
+@pytest.mark.parametrize(("allow", "decision"), [(True, "accept"), (False, "decline")])
+def test_an_approval_request_is_answered_by_the_handler(allow: bool, decision: str) -> None:
+    from agentshim.core.approvals import approvals_value
+
+    rig = Rig(
+        [CodexPeerTurn("ok", command="touch a", approve=True)],
+        permissions=NativePermissions.workspace_write(),
+        approvals=approvals_value("test", _approvals(allow)),
+    )
+    result, events = rig.turn()
+    assert result.text == "ok"
+    replies = [m for m in rig.peer.received if "result" in m]
+    assert replies == [{"id": 0, "result": {"decision": decision}}]
+    (answer,) = events.of(ApprovalAnswered)
+    assert answer.allowed is allow
+    (tool,) = events.of(ToolResult)
+    assert tool.failed is not allow
+    (start,) = rig.sent("thread/start")
+    assert start["params"]["approvalPolicy"] == "untrusted"
+    assert start["params"]["sandbox"] == "workspace-write"
+
+
+def test_a_handler_that_raises_declines() -> None:
+    from agentshim.core.approvals import approvals_value
+
+    def broken(request: ApprovalRequest) -> ApprovalDecision:
+        raise RuntimeError("boom")
+
+    rig = Rig(
+        [CodexPeerTurn("ok", command="touch a", approve=True)],
+        permissions=NativePermissions.workspace_write(),
+        approvals=approvals_value("test", broken),
+    )
+    rig.turn()
+    assert [m for m in rig.peer.received if "result" in m] == [
+        {"id": 0, "result": {"decision": "decline"}}
+    ]
+
+
+def test_fail_turn_cancels_and_fails_the_turn() -> None:
+    rig = Rig(
+        [CodexPeerTurn("never", command="touch a", approve=True)],
+        permissions=NativePermissions.workspace_write(),
+        approvals=ApprovalPolicy.FAIL_TURN,
+    )
+    with pytest.raises(ApprovalRequiredError):
+        rig.turn()
+
+
+def test_a_server_request_nobody_handles_is_refused_with_an_error() -> None:
+    class Asking(CodexAppServerPeers):
+        def __call__(self, request: SpawnRequest) -> FakePeer:
+            peer = super().__call__(request)
+            original = peer.on_stdin
+
+            def on_stdin(line: str) -> Iterable[PeerOutput]:
+                from agentshim.execution.process import StdoutLine
+
+                out = list(original(line))
+                if '"turn/start"' in line:
+                    ask = {"method": "item/tool/requestUserInput", "id": 0, "params": {}}
+                    out.insert(1, StdoutLine(json.dumps(ask) + "\n"))
+                return out
+
+            peer.on_stdin = on_stdin  # type: ignore[method-assign]
+            return peer
+
+    peers = Asking([CodexPeerTurn("fine")])
+    ctx, _ = context(peers)
+    conversation = CodexAppServerTransport(ctx).open(
+        ConversationSpec(permissions=BYPASS, approvals=ApprovalPolicy.DENY)
+    )
+    events = Events()
+    conversation.turn(TurnRequest("hi"), events)
+    refusals = [m for m in peers.peers[0].received if "error" in m]
+    assert refusals
+    assert refusals[0]["id"] == 0
+    assert events.lifecycle("server_request_refused") == ["item/tool/requestUserInput"]
+
+
+# -- failures --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("info", "message", "kind"),
+    [
+        ("contextWindowExceeded", "Codex ran out of room", FailureKind.CONTEXT_OVERFLOW),
+        ("internalServerError", "high demand", FailureKind.TRANSIENT),
+        ("usageLimitExceeded", "limit", FailureKind.USAGE_LIMIT),
+        ({"httpConnectionFailed": {"httpStatusCode": 401}}, "401 Unauthorized", FailureKind.AUTH),
+        ({"httpConnectionFailed": {"httpStatusCode": 503}}, "unavailable", FailureKind.TRANSIENT),
+        ("other", "stream disconnected before completion: Overloaded", FailureKind.TRANSIENT),
+    ],
+)
+def test_a_failed_turn_is_classified_from_codex_error_info(
+    info: object, message: str, kind: FailureKind
+) -> None:
+    rig = Rig([CodexPeerTurn(error=info, error_message=message), CodexPeerTurn("after")])
+    with pytest.raises(CliExitError) as failed:
+        rig.turn()
+    assert failed.value.kind is kind
+    assert message in str(failed.value)
+    after, _ = rig.turn()
+    assert after.text == "after"
+    assert len(rig.peers.peers) == 1
+
+
+def test_resuming_a_thread_codex_does_not_have_raises_session_resume_error() -> None:
+    missing = "00000000-0000-7000-8000-000000000000"
+    rig = Rig([CodexPeerTurn("never")], resume=missing, missing=[missing])
+    with pytest.raises(SessionResumeError) as failed:
+        rig.turn()
+    assert failed.value.session_id == missing
+    assert rig.sent("turn/start") == []
+
+
+def test_a_process_that_dies_mid_turn_raises_cli_died_and_the_next_turn_resumes() -> None:
+    class Dying(CodexAppServerPeers):
+        def __call__(self, request: SpawnRequest) -> FakePeer:
+            peer = super().__call__(request)
+            if len(self.peers) == 1:
+                original = peer.on_stdin
+
+                def on_stdin(line: str) -> Iterable[PeerOutput]:
+                    out = list(original(line))
+                    if '"turn/start"' in line:
+                        return [*out[:3], ProcessExited(-9)]
+                    return out
+
+                peer.on_stdin = on_stdin  # type: ignore[method-assign]
+            return peer
+
+    peers = Dying([CodexPeerTurn("lost"), CodexPeerTurn("back")])
+    ctx, _ = context(peers)
+    conversation = CodexAppServerTransport(ctx).open(
+        ConversationSpec(permissions=BYPASS, approvals=ApprovalPolicy.DENY)
+    )
+    with pytest.raises(CliDiedError) as died:
+        conversation.turn(TurnRequest("hi"), Events())
+    assert died.value.returncode == -9
+    thread = died.value.session_id
+    assert thread
+    after = conversation.turn(TurnRequest("again"), Events())
+    assert after.text == "back"
+    assert after.session_id == thread
+    resume = [m for m in peers.peers[1].received if m.get("method") == "thread/resume"]
+    assert resume
+    assert resume[0]["params"]["threadId"] == thread
+
+
+def test_open_refuses_another_provider_and_a_fork() -> None:
+    ctx, _ = context(CodexAppServerPeers([]), provider=PiProvider())
+    with pytest.raises(ProviderCapabilityError):
+        CodexAppServerTransport(ctx).open(
+            ConversationSpec(permissions=BYPASS, approvals=ApprovalPolicy.DENY)
+        )
+    ctx, _ = context(CodexAppServerPeers([]))
+    with pytest.raises(ProviderCapabilityError, match="fork"):
+        CodexAppServerTransport(ctx).open(
+            ConversationSpec(
+                permissions=BYPASS,
+                approvals=ApprovalPolicy.DENY,
+                resume_session_id="01a23040-0000-7000-8000-000000000001",
+                fork=True,
+            )
+        )
+
+
+# -- the contracts ---------------------------------------------------------------------------
+
+
+def contract_peers(turns: Sequence[ContractTurn]) -> CodexAppServerPeers:
+    return CodexAppServerPeers(CodexPeerTurn(turn.text, hang=turn.hang) for turn in turns)
+
+
+class TestCodexAppServerConversationContract(SteerableConversationContract):
+    def make_conversation(
+        self, turns: Sequence[ContractTurn], *, resume_session_id: str | None = None
+    ) -> CodexAppServerConversation:
+        ctx, _ = context(contract_peers(turns))
+        return CodexAppServerTransport(ctx, reap=lambda marker: 0).open(
+            ConversationSpec(
+                permissions=BYPASS,
+                approvals=ApprovalPolicy.DENY,
+                resume_session_id=resume_session_id,
+            )
+        )
+
+
+class TestCodexAppServerTransportContract(TransportContract):
+    def make_transport(self, turns: Sequence[ContractTurn]) -> Transport:
+        ctx, _ = context(contract_peers(turns))
+        return CodexAppServerTransport(ctx, reap=lambda marker: 0)
+
+
+# -- permissions and deadlines ---------------------------------------------------------------
+
+
+def test_read_only_and_extra_writable_roots_reach_thread_and_turn_start() -> None:
+    rig = Rig([CodexPeerTurn("hi")], permissions=NativePermissions.read_only())
+    rig.turn()
+    (start,) = rig.sent("thread/start")
+    assert (start["params"]["sandbox"], start["params"]["approvalPolicy"]) == (
+        "read-only",
+        "untrusted",
+    )
+    assert "sandboxPolicy" not in rig.sent("turn/start")[0]["params"]
+
+    roots = NativePermissions.workspace_write(["/srv/data"], network=True)
+    rig = Rig([CodexPeerTurn("hi")], permissions=roots)
+    rig.turn()
+    (turn,) = rig.sent("turn/start")
+    assert turn["params"]["sandboxPolicy"] == {
+        "type": "workspaceWrite",
+        "networkAccess": True,
+        "writableRoots": ["/srv/data"],
+    }
+
+
+def test_a_silent_turn_is_interrupted_and_raises_turn_stalled() -> None:
+    from agentshim.core.errors import TurnStalledError
+
+    rig = Rig([CodexPeerTurn(hang=True), CodexPeerTurn("after")], stall_timeout=0.2)
+    started = time.monotonic()
+    with pytest.raises(TurnStalledError):
+        rig.turn()
+    assert time.monotonic() - started < 5
+    assert rig.sent("turn/interrupt")
+    after, _ = rig.turn()
+    assert after.text == "after"
+
+
+def test_a_thread_total_handed_over_from_a_one_shot_turn_is_the_baseline() -> None:
+    from agentshim.providers.codex.app_server import protocol as p
+    from agentshim.providers.codex.app_server.usage import ThreadUsage
+
+    def update(inp: int, out: int, last_in: int, last_out: int) -> p.ThreadTokenUsage:
+        def breakdown(i: int, o: int) -> dict[str, int]:
+            return {
+                "totalTokens": i + o,
+                "inputTokens": i,
+                "cachedInputTokens": 0,
+                "outputTokens": o,
+                "reasoningOutputTokens": 0,
+            }
+
+        return p.ThreadTokenUsage.from_wire(
+            {"total": breakdown(inp, out), "last": breakdown(last_in, last_out)}
+        )
+
+    usage = ThreadUsage(model=None)
+    # codex exec's usage frame: no cache-write count.
+    usage.known({"input_tokens": 5000, "cached_input_tokens": 0, "output_tokens": 100})
+    usage.begin_turn()
+    call = usage.update(update(5030, 104, 30, 4))
+    assert call is not None
+    assert call.tokens.input_tokens == 30
+    turn = usage.turn_usage()
+    assert turn is not None
+    assert (turn.tokens.input_tokens, turn.tokens.output_tokens) == (30, 4)
+    assert usage.update(update(5030, 104, 30, 4)) is None  # an interrupt's repeat counts nothing
+
+
+def test_a_deny_while_the_turn_is_interrupted_is_sent_as_cancel() -> None:
+    from agentshim.core.approvals import approvals_value
+
+    holder: list[CodexAppServerConversation] = []
+
+    def interrupt_then_deny(request: ApprovalRequest) -> ApprovalDecision:
+        holder[0].interrupt()
+        return ApprovalDecision.deny("stopping")
+
+    rig = Rig(
+        [CodexPeerTurn("never", command="touch a", approve=True), CodexPeerTurn("after")],
+        permissions=NativePermissions.workspace_write(),
+        approvals=approvals_value("test", interrupt_then_deny),
+    )
+    holder.append(rig.conversation)
+    result, _ = rig.turn()
+    assert result.interrupted
+    replies = [m for m in rig.peer.received if "result" in m]
+    assert replies == [{"id": 0, "result": {"decision": "cancel"}}]
+    after, _ = rig.turn()
+    assert after.text == "after"
+
+
+def test_an_interrupt_before_codex_started_the_turn_waits_for_turn_started() -> None:
+    from agentshim.execution.process import StdoutLine
+    from agentshim.testing.process import GateMarker, ReplayGates
+
+    gates = ReplayGates(closed=["started"])
+
+    class Slow(CodexAppServerPeers):
+        """Codex answers turn/start before the turn is active, and refuses an interrupt then."""
+
+        def __call__(self, request: SpawnRequest) -> FakePeer:
+            peer = super().__call__(request)
+            original = peer.on_stdin
+
+            def on_stdin(line: str) -> Iterable[PeerOutput]:
+                if '"turn/interrupt"' in line and not gates.is_open("started"):
+                    sent = json.loads(line)
+                    error = {"code": -32600, "message": "no active turn to interrupt"}
+                    return [StdoutLine(json.dumps({"error": error, "id": sent["id"]}) + "\n")]
+                out = list(original(line))
+                if '"turn/start"' in line:
+                    return [*out[:2], GateMarker("started"), *out[2:]]
+                return out
+
+            peer.on_stdin = on_stdin  # type: ignore[method-assign]
+            return peer
+
+    peers = Slow([CodexPeerTurn(hang=True), CodexPeerTurn("after")])
+    executor = FakeExecutor(peers=peers, gates=gates)
+    ctx = TransportContext(
+        provider=CodexProvider(), executor=executor, binary_path="/usr/bin/codex", env={}
+    )
+    conversation = CodexAppServerTransport(ctx, interrupt_grace=2.0, reap=lambda m: 0).open(
+        ConversationSpec(permissions=BYPASS, approvals=ApprovalPolicy.DENY)
+    )
+    events = Events()
+
+    def interrupt_then_start(event: AgentEvent) -> None:
+        if isinstance(event, Lifecycle) and event.kind == "turn_started":
+            conversation.interrupt()  # named by the response, not yet active
+            gates.open("started")
+
+    result = conversation.turn(TurnRequest("wait"), lambda e: (events(e), interrupt_then_start(e)))
+    assert result.interrupted
+    assert events.lifecycle("request_refused") == []
+    assert events.lifecycle("interrupt_unanswered") == []
+    after = conversation.turn(TurnRequest("next"), Events())
+    assert after.text == "after"
+    assert len(peers.peers) == 1
