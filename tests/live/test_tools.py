@@ -18,14 +18,20 @@ from pathlib import Path
 import pytest
 
 from agentshim import CliAgent, TurnRequest
-from agentshim.core.events import RunStarted, ToolCall, ToolKind, ToolResult
+from agentshim.agent import Agent
+from agentshim.core.approvals import ApprovalDecision, ApprovalRequest
+from agentshim.core.conversation import TransportKind
+from agentshim.core.events import AgentEvent, RunStarted, ToolCall, ToolKind, ToolResult
+from agentshim.core.hooks import HookCallbacks, HookEvent
+from agentshim.core.permissions import ApprovalPolicy, NativePermissions
 from agentshim.testing import RecordingEventHandler
-from agentshim.testing.model_server import Match, Message, ModelServer, Rule, Text
+from agentshim.testing.model_server import Match, Message, ModelServer, RequestKind, Rule, Text
 from agentshim.testing.model_server import ToolCall as ScriptedCall
 from agentshim.testing.offline import offline_cli
 from agentshim.tools import tool
 
 from .binaries import require_binary
+from .streams import CountingExecutor
 
 # What each CLI calls tool ``lookup`` of MCP server ``agentshim``: (offered as, called as,
 # namespace of the call). Codex offers an MCP server as one Responses ``namespace`` tool,
@@ -100,3 +106,59 @@ def test_the_function_runs_and_its_result_reaches_the_model(provider: str, tmp_p
     results_seen = [e for e in events.of_type(ToolResult) if e.kind is ToolKind.MCP]
     assert calls_seen, events.of_type(ToolCall)
     assert any("42-blue" in e.stdout for e in results_seen), results_seen
+
+
+def test_claude_stream_serves_tools_in_band_and_calls_its_hooks(tmp_path: Path) -> None:
+    binary = require_binary("claude")
+    work = tmp_path / "work"
+    work.mkdir()
+    calls: list[tuple[str, int, int]] = []
+    seen: list[tuple[str, str | None]] = []
+
+    @tool
+    def lookup(key: str, count: int) -> str:
+        """Look a key up; returns what it holds."""
+        calls.append((key, count, threading.get_ident()))
+        return f"{count}-blue"
+
+    def before(request: ApprovalRequest) -> ApprovalDecision | None:
+        seen.append(("PreToolUse", request.tool))
+        if request.tool == "mcp__agentshim__lookup":
+            return ApprovalDecision.allow({**request.args, "count": 43})  # rewritten
+        return None
+
+    def after(event: HookEvent) -> None:
+        seen.append((event.name, event.tool))
+
+    def stopped(event: HookEvent) -> None:
+        seen.append((event.name, None))
+
+    events: list[AgentEvent] = []
+    with ModelServer() as model:
+        model.set_script(_script("claude"))
+        cli = offline_cli("claude", model, root=tmp_path, bin_dir=binary.path.parent)
+        agent = Agent(
+            "claude",
+            permissions=NativePermissions.bypass(),
+            approvals=ApprovalPolicy.DENY,
+            model=cli.model,
+            env=dict(cli.env),
+            executor=CountingExecutor(),
+            transport=TransportKind.STREAM,
+            event_handlers=events.append,
+            check_timeout=60.0,
+        )
+        hooks = HookCallbacks(pre_tool_use=before, post_tool_use=after, stop=stopped)
+        with agent.start_session(str(work), tools=(lookup,), hooks=hooks) as session:
+            result = session.turn("Look up the colour.").result
+        bodies = [r.raw_body for r in model.requests if r.kind is RequestKind.MAIN]
+    assert calls == [("colour", 43, threading.get_ident())]
+    assert result.text == ANSWER
+    assert any(b"43-blue" in body for body in bodies[1:])
+    assert ("PreToolUse", "mcp__agentshim__lookup") in seen
+    assert ("PostToolUse", "mcp__agentshim__lookup") in seen
+    assert ("Stop", None) in seen
+    assert not list(work.iterdir()), "the in-band route writes no MCP config"
+    started = [e for e in events if isinstance(e, RunStarted)]
+    assert started and not any("blue" in arg for arg in started[0].argv)
+    assert any(isinstance(e, ToolCall) and e.kind is ToolKind.MCP for e in events)
