@@ -160,5 +160,6 @@ def test_claude_stream_serves_tools_in_band_and_calls_its_hooks(tmp_path: Path) 
     assert ("Stop", None) in seen
     assert not list(work.iterdir()), "the in-band route writes no MCP config"
     started = [e for e in events if isinstance(e, RunStarted)]
-    assert started and not any("blue" in arg for arg in started[0].argv)
+    assert started
+    assert not any("blue" in arg for arg in started[0].argv)
     assert any(isinstance(e, ToolCall) and e.kind is ToolKind.MCP for e in events)
