@@ -68,7 +68,7 @@ from agentshim.execution.executor import (
 )
 from agentshim.execution.host import HostCommandExecutor
 from agentshim.providers import DEFAULT_CATALOG, ProviderCatalog
-from agentshim.tools.local import LocalToolServer, serve_tools
+from agentshim.tools.local import InstallsTools, LocalToolServer, serve_tools, with_tools
 
 __all__ = ["AgentSession", "CliAgent", "EnvDefaultsProvider"]
 
@@ -744,7 +744,7 @@ class _PreparedTurn:
         if not tools:
             return None
         profile = self.agent.profile
-        if profile.mcp is McpMechanism.NONE:
+        if profile.mcp is McpMechanism.NONE and not isinstance(self.agent.provider, InstallsTools):
             raise ProviderCapabilityError(
                 f"{profile.display_name} has no MCP support, so it cannot call Python tools; "
                 "drop tools, or use a provider that takes MCP servers"
@@ -765,13 +765,17 @@ class _PreparedTurn:
         return serve_tools(tools, emit=emit)
 
     def install_mcp(self, serving: LocalToolServer | None) -> McpInstallation:
+        provider = self.agent.provider
         servers = tuple(self.request.mcp_servers)
-        if serving is not None:
+        if serving is not None and not isinstance(provider, InstallsTools):
             servers = (*servers, serving.server)
         workspace = self.request.mcp_workspace
         if workspace is None and self.cwd is not None:
             workspace = Path(self.cwd)
-        return self.agent.provider.install_mcp(workspace, servers)
+        installation = provider.install_mcp(workspace, servers)
+        if serving is not None and isinstance(provider, InstallsTools):
+            installation = with_tools(installation, provider.install_tools(serving))
+        return installation
 
     def add_env(self, extra: Mapping[str, str]) -> None:
         """Give the CLI the variables its MCP servers read by name; refuse a clash."""

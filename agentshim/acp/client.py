@@ -58,6 +58,7 @@ from agentshim.core.stream import parse_json_object
 from agentshim.core.turn import TurnRequest, TurnResult
 from agentshim.core.usage import ProviderUsage
 from agentshim.execution.process import ProcessExited, SpawnRequest, StderrLine, StdoutLine
+from agentshim.tools.local import LocalToolServer, serve_tools
 from agentshim.transport.approvals import answered, decide_for_turn, requested
 from agentshim.transport.channel import Channel
 from agentshim.transport.context import ContextSource, TransportContext
@@ -194,6 +195,16 @@ class AcpTransport:
                 f"{name} over ACP ignores stdio MCP servers; pass HTTP ones (HttpMcpServer) "
                 "or run on TransportKind.ONE_SHOT"
             )
+        if spec.tools and not dialect.stdio_mcp:
+            raise ProviderCapabilityError(
+                f"{name} over ACP ignores stdio MCP servers, and tools are served as one; "
+                "run on TransportKind.ONE_SHOT"
+            )
+        if spec.hooks is not None:
+            raise ProviderCapabilityError(
+                f"{name} over ACP has no hook callbacks; drop hooks (Claude Code's stream "
+                "transport has them)"
+            )
         context = self.context
         dialect.argv(AcpArgv(binary_path="", model=None, permissions=spec.permissions))
         return AcpConversation(self, context, spec)
@@ -244,6 +255,8 @@ class AcpConversation:
         self._model = spec.model or context.model
         self._early: list[Mapping[str, Any]] = []
         self._stderr: deque[str] = deque(maxlen=200)
+        # The conversation's tools, served to the process as a local MCP server while it runs.
+        self._serving: LocalToolServer | None = None
 
     # -- the Conversation protocol -------------------------------------------------------
 
@@ -316,6 +329,8 @@ class AcpConversation:
         watch = TurnWatch(started, timeout=timeout, stall_timeout=self._spec.stall_timeout)
         turn = _Turn(UpdateReader(emit, self._dialect.notice), emit, watch)
         channel = self._ensure_process(emit)
+        if self._serving is not None:
+            self._serving.host.emit = emit
         early, self._early = self._early, []
         for update in early:
             turn.reader.read(update)
@@ -355,9 +370,17 @@ class AcpConversation:
                 binary_path=context.binary_path, model=self._model, permissions=spec.permissions
             )
         )
+        if spec.tools:
+            self._serving = serve_tools(spec.tools, emit=emit)
         emit(RunStarted(tuple(argv)))
-        process = context.executor.spawn(SpawnRequest(argv, cwd=spec.cwd, env=dict(context.env)))
-        channel = Channel(process, argv, clock=self._clock)
+        try:
+            process = context.executor.spawn(
+                SpawnRequest(argv, cwd=spec.cwd, env=dict(context.env))
+            )
+        except BaseException:
+            self._release_process()
+            raise
+        channel = Channel(process, argv, clock=self._clock, side=self._serving)
         with self._lock:
             self._channel = channel
             self._requests.clear()
@@ -393,7 +416,8 @@ class AcpConversation:
             )
         )
         cwd = os.path.abspath(self._spec.cwd) if self._spec.cwd else os.getcwd()
-        servers = mcp_servers_param(self._spec.mcp_servers)
+        served = () if self._serving is None else (self._serving.server,)
+        servers = mcp_servers_param((*self._spec.mcp_servers, *served))
         if self._session_id is None:
             response = self._call(
                 channel, "session/new", {"cwd": cwd, "mcpServers": servers}, deadline, replay=False
@@ -744,8 +768,13 @@ class AcpConversation:
         with self._lock:
             channel, self._channel = self._channel, None
             self._requests.clear()
-        if channel is not None:
-            channel.close(self._transport.close_grace)
+        serving, self._serving = self._serving, None
+        try:
+            if channel is not None:
+                channel.close(self._transport.close_grace)
+        finally:
+            if serving is not None:
+                serving.close()
 
 
 def request_frame(request_id: str, method: str, **params: Any) -> dict[str, Any]:

@@ -20,18 +20,20 @@ import shutil
 import socket
 import sys
 import tempfile
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 from agentshim.core.errors import ProviderCapabilityError
 from agentshim.core.events import AgentEvent, Lifecycle
 from agentshim.core.mcp import StdioMcpServer
+from agentshim.core.provider import McpInstallation, mcp_env, mcp_env_defaults
 from agentshim.core.tools import TOOL_SERVER_NAME, Tool
 
 from .host import ToolHost
 
-__all__ = ["BRIDGE", "LocalToolServer", "serve_tools"]
+__all__ = ["BRIDGE", "InstallsTools", "LocalToolServer", "serve_tools", "with_tools"]
 
 BRIDGE = Path(__file__).with_name("bridge.py")
 """The relay script the CLI runs as the tools' MCP server."""
@@ -62,7 +64,7 @@ class LocalToolServer:
     turn's) calls ``ready``; ``close`` is idempotent.
     """
 
-    __slots__ = ("_directory", "_host", "_listener", "_selector", "server")
+    __slots__ = ("_directory", "_host", "_listener", "_path", "_selector", "server")
 
     def __init__(
         self,
@@ -78,6 +80,7 @@ class LocalToolServer:
         self._host = host
         self._directory = tempfile.mkdtemp(prefix="agentshim-tools-")  # mode 0700
         path = os.path.join(self._directory, "s")
+        self._path = path
         self._selector = selectors.DefaultSelector()
         self._listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
@@ -99,6 +102,16 @@ class LocalToolServer:
     def host(self) -> ToolHost:
         """What answers the messages."""
         return self._host
+
+    @property
+    def directory(self) -> str:
+        """The private directory (mode 0700) that holds the socket; removed by ``close``."""
+        return self._directory
+
+    @property
+    def socket_path(self) -> str:
+        """The Unix socket a client of the tools connects to."""
+        return self._path
 
     def fileno(self) -> int:
         """A descriptor that is readable while a connection or a message waits to be served."""
@@ -216,3 +229,39 @@ def serve_tools(
             or wait on the socket without a thread.
     """
     return LocalToolServer(ToolHost(tools, server_name=server_name, emit=emit))
+
+
+@runtime_checkable
+class InstallsTools(Protocol):
+    """A provider whose CLI takes tools some way other than an MCP server (Pi's extensions)."""
+
+    def install_tools(self, serving: LocalToolServer) -> McpInstallation:
+        """Give the next turn ``serving``'s tools; undone by the installation's ``restore``."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class _WithTools:
+    inner: McpInstallation
+    tools: McpInstallation
+
+    @property
+    def argv(self) -> Sequence[str]:
+        return (*self.inner.argv, *self.tools.argv)
+
+    @property
+    def env(self) -> Mapping[str, str]:
+        return {**mcp_env(self.inner), **mcp_env(self.tools)}
+
+    @property
+    def env_defaults(self) -> Mapping[str, str]:
+        return {**mcp_env_defaults(self.tools), **mcp_env_defaults(self.inner)}
+
+    def restore(self) -> str | None:
+        notes = [note for note in (self.inner.restore(), self.tools.restore()) if note]
+        return "; ".join(notes) or None
+
+
+def with_tools(inner: McpInstallation, tools: McpInstallation) -> McpInstallation:
+    """One installation of both: ``inner``'s flags then ``tools``', both restored."""
+    return _WithTools(inner, tools)

@@ -3,7 +3,9 @@
 The thread that runs a turn reads (``read`` blocks until output, the deadline, or a
 ``wake`` from another thread); any thread may ``send``, since one write is never interleaved
 with another. Closing is orderly first: end of stdin, then SIGTERM, then SIGKILL, each after
-its grace, so nothing the CLI started outlives the conversation.
+its grace, so nothing the CLI started outlives the conversation. A channel given a
+``side`` (a conversation's tools, :class:`~agentshim.execution.executor.SideChannel`) serves it
+from ``read``, on the reading thread, at least every ``SIDE_POLL`` seconds while it waits.
 """
 
 from __future__ import annotations
@@ -12,11 +14,15 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from agentshim.execution.executor import SideChannel
 from agentshim.execution.process import Process, ProcessExited, ProcessOutput
 
 from .ndjson import encode_frame
 
-__all__ = ["Channel"]
+__all__ = ["SIDE_POLL", "Channel"]
+
+SIDE_POLL = 0.05
+"""Seconds a read waits at most before it serves the side channel again."""
 
 
 class Channel:
@@ -26,7 +32,7 @@ class Channel:
     deadlines are read on.
     """
 
-    __slots__ = ("_clock", "_exit", "_process", "argv")
+    __slots__ = ("_clock", "_exit", "_process", "_side", "argv")
 
     def __init__(
         self,
@@ -34,9 +40,11 @@ class Channel:
         argv: Sequence[str],
         *,
         clock: Callable[[], float] = time.monotonic,
+        side: SideChannel | None = None,
     ) -> None:
         self._process = process
         self._clock = clock
+        self._side = side
         self._exit: ProcessExited | None = None
         self.argv = tuple(argv)
 
@@ -55,10 +63,17 @@ class Channel:
         self._process.write(encode_frame(frame))
 
     def read(self, deadline: float | None) -> ProcessOutput | None:
-        """The next output, or None at ``deadline`` (on this clock) or on a ``wake``."""
+        """The next output, or None at ``deadline`` (on this clock) or on a ``wake``.
+
+        With a side channel it may also return None early, after serving it.
+        """
         if self._exit is not None:
             return self._exit
         timeout = None if deadline is None else max(deadline - self._clock(), 0.0)
+        side = self._side
+        if side is not None:
+            side.ready()
+            timeout = SIDE_POLL if timeout is None else min(timeout, SIDE_POLL)
         output = self._process.next_output(timeout)
         if isinstance(output, ProcessExited):
             self._exit = output

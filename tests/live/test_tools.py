@@ -43,11 +43,13 @@ TOOL_NAMES = {
     "gemini": ("mcp_agentshim_lookup", "mcp_agentshim_lookup", None),
     "opencode": ("agentshim_lookup", "agentshim_lookup", None),
 }
+# Pi has no MCP client: the tools reach it as an extension that names them agentshim_<tool>.
+SCRIPTED = {**TOOL_NAMES, "pi": ("agentshim_lookup", "agentshim_lookup", None)}
 ANSWER = "the tool said 42-blue"
 
 
 def _script(provider: str) -> tuple[Rule, ...]:
-    offered, called, namespace = TOOL_NAMES[provider]
+    offered, called, namespace = SCRIPTED[provider]
     call = ScriptedCall(tool=called, arguments={"key": "colour", "count": 42}, namespace=namespace)
     return (
         Rule(
@@ -163,3 +165,39 @@ def test_claude_stream_serves_tools_in_band_and_calls_its_hooks(tmp_path: Path) 
     assert started
     assert not any("blue" in arg for arg in started[0].argv)
     assert any(isinstance(e, ToolCall) and e.kind is ToolKind.MCP for e in events)
+
+
+def test_pi_gets_the_tools_as_an_extension(tmp_path: Path) -> None:
+    binary = require_binary("pi")
+    work = tmp_path / "work"
+    work.mkdir()
+    calls: list[tuple[str, int, int]] = []
+
+    @tool
+    def lookup(key: str, count: int) -> str:
+        """Look a key up; returns what it holds."""
+        calls.append((key, count, threading.get_ident()))
+        return f"{count}-blue"
+
+    events = RecordingEventHandler()
+    with ModelServer() as model:
+        model.set_script(_script("pi"))
+        cli = offline_cli("pi", model, root=tmp_path, bin_dir=binary.path.parent)
+        env = {**cli.env, "PATH": f"{binary.path.parent}:/usr/bin:/bin"}
+        agent = CliAgent("pi", env=env, model=cli.model, event_handler=events)
+        result = agent.run(
+            TurnRequest(
+                "Look up the colour.",
+                cwd=str(work),
+                tools=(lookup,),
+                extra_args=tuple(cli.extra_args),
+                timeout=180,
+            )
+        )
+        requests = [r for r in model.requests if r.raw_body]
+    assert calls == [("colour", 42, threading.get_ident())]
+    assert result.text == ANSWER
+    assert any(b"42-blue" in r.raw_body for r in requests[1:])
+    assert not list(work.iterdir())
+    results_seen = [e for e in events.of_type(ToolResult) if e.tool == "agentshim_lookup"]
+    assert any("42-blue" in e.stdout for e in results_seen), events.of_type(ToolResult)

@@ -63,6 +63,7 @@ from agentshim.core.stream import parse_json_object
 from agentshim.core.turn import TurnRequest, TurnResult
 from agentshim.core.usage import ProviderUsage
 from agentshim.execution.process import ProcessExited, SpawnRequest, StderrLine, StdoutLine
+from agentshim.tools.local import LocalToolServer, serve_tools
 from agentshim.transport.channel import Channel
 from agentshim.transport.context import ContextSource, TransportContext
 from agentshim.transport.correlator import Correlator, PendingRequest
@@ -84,6 +85,7 @@ from .rpc_protocol import (
     read_response,
     read_state,
 )
+from .tools import tool_extension
 
 __all__ = ["PiRpcConversation", "PiRpcTransport"]
 
@@ -104,6 +106,11 @@ def refuse_unsupported_spec(spec: ConversationSpec) -> None:
     Raises:
         ProviderCapabilityError: ``spec`` asks for one of them.
     """
+    if spec.hooks is not None:
+        raise ProviderCapabilityError(
+            "Pi has no hook callbacks agentshim can register; drop hooks (its extensions can "
+            "intercept tool calls, but only from code loaded into Pi)"
+        )
     if not isinstance(spec.approvals, ApprovalPolicy):
         raise ProviderCapabilityError(
             "Pi has no approval flow: it runs every tool at once and never asks, so an "
@@ -274,6 +281,8 @@ class PiRpcConversation:
         self._model = spec.model or context.model
         self._model_provider: str | None = provider.provider
         self._stderr: deque[str] = deque(maxlen=200)
+        # The conversation's tools, served to the extension that relays them while it runs.
+        self._serving: LocalToolServer | None = None
 
     # -- the Conversation protocol -------------------------------------------------------
 
@@ -390,6 +399,8 @@ class PiRpcConversation:
         started = self._clock()
         resumed = self._session_id is not None and not self._fork
         channel = self._ensure_process(emit)
+        if self._serving is not None:
+            self._serving.host.emit = emit
         self._drain_between_turns(channel, emit)
         if request.model is not None and request.model != self._model:
             self._switch_model(channel, request.model, emit)
@@ -421,12 +432,15 @@ class PiRpcConversation:
         if channel is not None:
             self._release_process()
         context, spec = self._context, self._spec
+        if spec.tools:
+            self._serving = serve_tools(spec.tools, emit=emit)
         ctx = ArgvContext(
             binary_path=context.binary_path,
             model=self._model,
             env=context.env,
             resume_session_id=self._session_id,
             reasoning_effort=spec.reasoning_effort,
+            mcp_argv=() if self._serving is None else tuple(tool_extension(self._serving).argv),
             cwd=spec.cwd,
             fork_session=self._fork,
         )
@@ -435,8 +449,12 @@ class PiRpcConversation:
         for name, value in self._provider.env_defaults.items():
             env.setdefault(name, value)
         emit(RunStarted(tuple(argv)))
-        process = context.executor.spawn(SpawnRequest(argv, cwd=spec.cwd, env=env))
-        channel = Channel(process, argv, clock=self._clock)
+        try:
+            process = context.executor.spawn(SpawnRequest(argv, cwd=spec.cwd, env=env))
+        except BaseException:
+            self._release_process()
+            raise
+        channel = Channel(process, argv, clock=self._clock, side=self._serving)
         with self._lock:
             self._channel = channel
             self._commands.clear()
@@ -838,8 +856,13 @@ class PiRpcConversation:
         with self._lock:
             channel, self._channel = self._channel, None
             self._commands.clear()
-        if channel is not None:
-            channel.close(self._close_grace)
+        serving, self._serving = self._serving, None
+        try:
+            if channel is not None:
+                channel.close(self._close_grace)
+        finally:
+            if serving is not None:
+                serving.close()
 
     def _shut_down(self) -> None:
         self._release_process()
