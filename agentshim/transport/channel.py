@@ -10,6 +10,7 @@ from ``read``, on the reading thread, at least every ``SIDE_POLL`` seconds while
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -32,7 +33,7 @@ class Channel:
     deadlines are read on.
     """
 
-    __slots__ = ("_clock", "_exit", "_process", "_side", "argv")
+    __slots__ = ("_clock", "_exit", "_process", "_side", "_woken", "argv")
 
     def __init__(
         self,
@@ -45,6 +46,7 @@ class Channel:
         self._process = process
         self._clock = clock
         self._side = side
+        self._woken = threading.Event()
         self._exit: ProcessExited | None = None
         self.argv = tuple(argv)
 
@@ -63,24 +65,37 @@ class Channel:
         self._process.write(encode_frame(frame))
 
     def read(self, deadline: float | None) -> ProcessOutput | None:
-        """The next output, or None at ``deadline`` (on this clock) or on a ``wake``.
-
-        With a side channel it may also return None early, after serving it.
-        """
+        """The next output, or None at ``deadline`` (on this clock) or on a ``wake``."""
         if self._exit is not None:
             return self._exit
-        timeout = None if deadline is None else max(deadline - self._clock(), 0.0)
-        side = self._side
-        if side is not None:
-            side.ready()
-            timeout = SIDE_POLL if timeout is None else min(timeout, SIDE_POLL)
-        output = self._process.next_output(timeout)
+        if self._side is not None:
+            output = self._read_serving(self._side, deadline)
+        else:
+            timeout = None if deadline is None else max(deadline - self._clock(), 0.0)
+            output = self._process.next_output(timeout)
         if isinstance(output, ProcessExited):
             self._exit = output
         return output
 
+    def _read_serving(self, side: SideChannel, deadline: float | None) -> ProcessOutput | None:
+        """``read``, serving ``side`` between waits of at most SIDE_POLL seconds."""
+        while True:
+            side.ready()
+            timeout = SIDE_POLL
+            if deadline is not None:
+                timeout = min(timeout, max(deadline - self._clock(), 0.0))
+            output = self._process.next_output(timeout)
+            if output is not None:
+                return output
+            if self._woken.is_set():
+                self._woken.clear()
+                return None
+            if deadline is not None and self._clock() >= deadline:
+                return None
+
     def wake(self) -> None:
         """End a ``read`` blocked on another thread now; thread-safe."""
+        self._woken.set()
         self._process.wake()
 
     def kill(self, wait: float = 5.0) -> None:

@@ -201,3 +201,45 @@ def test_pi_gets_the_tools_as_an_extension(tmp_path: Path) -> None:
     assert not list(work.iterdir())
     results_seen = [e for e in events.of_type(ToolResult) if e.tool == "agentshim_lookup"]
     assert any("42-blue" in e.stdout for e in results_seen), events.of_type(ToolResult)
+
+
+@pytest.mark.parametrize("provider", ["gemini", "pi"])
+def test_a_long_lived_conversation_serves_its_tools_to_every_turn(
+    provider: str, tmp_path: Path
+) -> None:
+    binary = require_binary(provider)
+    work = tmp_path / "work"
+    work.mkdir()
+    calls: list[tuple[str, int, int]] = []
+
+    @tool
+    def lookup(key: str, count: int) -> str:
+        """Look a key up; returns what it holds."""
+        calls.append((key, count, threading.get_ident()))
+        return f"{count}-blue"
+
+    events: list[AgentEvent] = []
+    tmp_before = set(os.listdir("/tmp"))
+    with ModelServer() as model:
+        model.set_script(_script(provider))
+        cli = offline_cli(provider, model, root=tmp_path, bin_dir=binary.path.parent)
+        agent = Agent(
+            provider,
+            permissions=NativePermissions.bypass(),
+            approvals=ApprovalPolicy.DENY,
+            model=cli.model,
+            env={**cli.env, "PATH": f"{binary.path.parent}:/usr/bin:/bin"},
+            executor=CountingExecutor(),
+            transport=TransportKind.STREAM,
+            event_handlers=events.append,
+            check_timeout=60.0,
+        )
+        with agent.start_session(str(work), tools=(lookup,)) as session:
+            result = session.turn("Look up the colour.").result
+        bodies = [r.raw_body for r in model.requests if r.kind is RequestKind.MAIN]
+    assert calls == [("colour", 42, threading.get_ident())]
+    assert result.text == ANSWER
+    assert any(b"42-blue" in body for body in bodies[1:])
+    assert not list(work.iterdir())
+    left = {n for n in set(os.listdir("/tmp")) - tmp_before if n.startswith("agentshim-tools-")}
+    assert not left, f"the tool socket directory outlived the conversation: {left}"
