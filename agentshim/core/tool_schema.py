@@ -292,11 +292,15 @@ def _convert(value: object, annotation: Any, where: str) -> object:
     if annotation in _PRIMITIVES:
         return _primitive(value, cast("type", annotation), where)
     if origin in _UNION_TYPES:
+        failures: list[ArgumentError] = []
         for member in args:
             try:
                 return _convert(value, member, where)
-            except ArgumentError:
-                continue
+            except ArgumentError as error:
+                if member is not type(None):
+                    failures.append(error)
+        if len(failures) == 1:  # an Optional: what is wrong with the one real type
+            raise failures[0]
         raise ArgumentError(f"argument {where!r}: {_json_type(value)} fits none of {annotation}")
     if origin is Literal:
         if any(value == _plain(option) for option in args):

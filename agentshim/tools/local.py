@@ -199,10 +199,10 @@ class LocalToolServer:
     def close(self) -> None:
         """Close every connection and the socket, and remove its directory."""
         selector = self._selector
-        with contextlib.suppress(RuntimeError, OSError):
-            for key in list(selector.get_map().values()):
-                if isinstance(key.data, _Connection):
-                    self._drop(key.data)
+        registered: Mapping[object, selectors.SelectorKey] | None = selector.get_map()
+        for key in list(registered.values()) if registered is not None else []:  # None: closed
+            if isinstance(key.data, _Connection):
+                self._drop(key.data)
         with contextlib.suppress(OSError):
             self._listener.close()
         with contextlib.suppress(OSError):
