@@ -23,7 +23,7 @@ import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, cast, runtime_checkable
 
 from agentshim.core.errors import ProviderCapabilityError
 from agentshim.core.events import AgentEvent, Lifecycle
@@ -199,8 +199,9 @@ class LocalToolServer:
     def close(self) -> None:
         """Close every connection and the socket, and remove its directory."""
         selector = self._selector
-        registered: Mapping[object, selectors.SelectorKey] | None = selector.get_map()
-        for key in list(registered.values()) if registered is not None else []:  # None: closed
+        registered: object = selector.get_map()  # None once the selector is closed
+        keys = list(registered.values()) if isinstance(registered, Mapping) else []
+        for key in cast("list[selectors.SelectorKey]", keys):
             if isinstance(key.data, _Connection):
                 self._drop(key.data)
         with contextlib.suppress(OSError):
