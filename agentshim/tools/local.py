@@ -199,9 +199,9 @@ class LocalToolServer:
     def close(self) -> None:
         """Close every connection and the socket, and remove its directory."""
         selector = self._selector
-        registered: object = selector.get_map()  # None once the selector is closed
-        keys = list(registered.values()) if isinstance(registered, Mapping) else []
-        for key in cast("list[selectors.SelectorKey]", keys):
+        # None once the selector is closed, whatever its annotation says.
+        registered = cast("Mapping[Any, selectors.SelectorKey] | None", selector.get_map())
+        for key in list(registered.values()) if registered is not None else []:
             if isinstance(key.data, _Connection):
                 self._drop(key.data)
         with contextlib.suppress(OSError):
