@@ -749,18 +749,18 @@ class _PreparedTurn:
                 f"{profile.display_name} has no MCP support, so it cannot call Python tools; "
                 "drop tools, or use a provider that takes MCP servers"
             )
-        if not _is_host(self.agent.executor):
-            raise ProviderCapabilityError(
-                "tools are served to a CLI running on this machine (HostCommandExecutor); "
-                f"{type(self.agent.executor).__name__} runs it elsewhere, where the tools' "
-                "bridge cannot reach this process; drop tools or run the CLI on the host"
-            )
         if any(server.name == TOOL_SERVER_NAME for server in self.request.mcp_servers):
             raise InvalidRequestError(
                 "TurnRequest.mcp_servers",
                 f"an MCP server is named {TOOL_SERVER_NAME!r}",
                 f"an MCP server is named {TOOL_SERVER_NAME!r}, the name the turn's tools are "
                 "served under; rename that server",
+            )
+        if not _is_host(self.agent.executor):
+            raise ProviderCapabilityError(
+                "tools are served to a CLI running on this machine (HostCommandExecutor); "
+                f"{type(self.agent.executor).__name__} runs it elsewhere, where the tools' "
+                "bridge cannot reach this process; drop tools or run the CLI on the host"
             )
         return serve_tools(tools, emit=emit)
 
