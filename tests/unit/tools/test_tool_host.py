@@ -66,7 +66,8 @@ def test_initialize_speaks_the_version_the_client_asks_for_when_it_knows_it() ->
             "params": {"protocolVersion": "1999-01-01"},
         }
     )
-    assert isinstance(known, dict) and isinstance(unknown, dict)
+    assert isinstance(known, dict)
+    assert isinstance(unknown, dict)
     assert known["result"]["protocolVersion"] == "2025-06-18"
     assert unknown["result"]["protocolVersion"] == "2025-11-25"
     assert known["result"]["capabilities"] == {"tools": {}}
@@ -143,7 +144,8 @@ def test_unknown_tools_and_methods_are_json_rpc_errors_and_notifications_get_not
     host = ToolHost([lookup])
     assert call(host, "nope", {})["error"]["code"] == -32602
     answer = host.answer({"jsonrpc": "2.0", "id": 3, "method": "resources/list"})
-    assert isinstance(answer, dict) and answer["error"]["code"] == -32601
+    assert isinstance(answer, dict)
+    assert answer["error"]["code"] == -32601
     assert host.answer({"jsonrpc": "2.0", "method": "notifications/initialized"}) is None
     assert host.answer({"jsonrpc": "2.0", "id": 9, "result": {}}) is None  # a response
     assert host.answer({"jsonrpc": "2.0", "id": 1, "method": "ping"}) == {

@@ -50,9 +50,11 @@ def test_hooks_are_refused_where_the_transport_has_none(
         transport=transport,
     )
     hooks = HookCallbacks(stop=lambda _: None)
-    with pytest.raises(ProviderCapabilityError, match=match):
-        with agent.start_session("/tmp", hooks=hooks) as session:
-            session.turn("go")
+    with (
+        agent.start_session("/tmp", hooks=hooks) as session,
+        pytest.raises(ProviderCapabilityError, match=match),
+    ):
+        session.turn("go")
 
 
 def test_hook_callbacks_must_be_callable() -> None:

@@ -91,7 +91,7 @@ def test_dataclasses_and_typed_dicts_become_nested_objects() -> None:
 
 
 def test_an_annotated_string_is_the_parameters_description_and_any_takes_anything() -> None:
-    def f(n: Annotated[int, "how many"], anything: Any, untyped=None) -> None:  # type: ignore[no-untyped-def]  # noqa: ANN001
+    def f(n: Annotated[int, "how many"], anything: Any, untyped=None) -> None:  # type: ignore[no-untyped-def]
         del n, anything, untyped
 
     props = arguments_schema(f)["properties"]
@@ -122,7 +122,7 @@ def test_what_has_no_json_schema_is_refused_when_the_tool_is_made(
     source: str, why: str | None
 ) -> None:
     namespace: dict[str, Any] = {}
-    exec(source, namespace)  # noqa: S102 - builds signatures that cannot be written inline
+    exec(source, namespace)
     if why is None:
         assert tool(namespace["f"]).input_schema["properties"]["a"] == {"type": "array"}
         return
@@ -162,7 +162,7 @@ def test_async_functions_bad_names_schemas_and_timeouts_are_refused() -> None:
         tool(later)
     with pytest.raises(InvalidRequestError, match="tool name"):
         tool(name="no spaces")(lambda: None)
-    with pytest.raises(InvalidRequestError, match="type.*object"):
+    with pytest.raises(InvalidRequestError, match=r"type.*object"):
         Tool("t", "", lambda: None, {"type": "string"})
     with pytest.raises(InvalidRequestError, match="timeout_s"):
         tool(name="t", timeout_s=0)(lambda: None)
