@@ -68,7 +68,13 @@ from agentshim.execution.executor import (
 )
 from agentshim.execution.host import HostCommandExecutor
 from agentshim.providers import DEFAULT_CATALOG, ProviderCatalog
-from agentshim.tools.local import InstallsTools, LocalToolServer, serve_tools, with_tools
+from agentshim.tools.local import (
+    InstallsTools,
+    LocalToolServer,
+    refuse_remote_executor,
+    serve_tools,
+    with_tools,
+)
 
 __all__ = ["AgentSession", "CliAgent", "EnvDefaultsProvider"]
 
@@ -756,12 +762,7 @@ class _PreparedTurn:
                 f"an MCP server is named {TOOL_SERVER_NAME!r}, the name the turn's tools are "
                 "served under; rename that server",
             )
-        if not _is_host(self.agent.executor):
-            raise ProviderCapabilityError(
-                "tools are served to a CLI running on this machine (HostCommandExecutor); "
-                f"{type(self.agent.executor).__name__} runs it elsewhere, where the tools' "
-                "bridge cannot reach this process; drop tools or run the CLI on the host"
-            )
+        refuse_remote_executor(self.agent.executor)
         return serve_tools(tools, emit=emit)
 
     def install_mcp(self, serving: LocalToolServer | None) -> McpInstallation:

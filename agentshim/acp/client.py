@@ -58,7 +58,7 @@ from agentshim.core.stream import parse_json_object
 from agentshim.core.turn import TurnRequest, TurnResult
 from agentshim.core.usage import ProviderUsage
 from agentshim.execution.process import ProcessExited, SpawnRequest, StderrLine, StdoutLine
-from agentshim.tools.local import LocalToolServer, serve_tools
+from agentshim.tools.local import LocalToolServer, refuse_remote_executor, serve_tools
 from agentshim.transport.approvals import answered, decide_for_turn, requested
 from agentshim.transport.channel import Channel
 from agentshim.transport.context import ContextSource, TransportContext
@@ -371,6 +371,7 @@ class AcpConversation:
             )
         )
         if spec.tools:
+            refuse_remote_executor(context.executor)
             self._serving = serve_tools(spec.tools, emit=emit)
         emit(RunStarted(tuple(argv)))
         try:

@@ -30,10 +30,18 @@ from agentshim.core.events import AgentEvent, Lifecycle
 from agentshim.core.mcp import StdioMcpServer
 from agentshim.core.provider import McpInstallation, mcp_env, mcp_env_defaults
 from agentshim.core.tools import TOOL_SERVER_NAME, Tool
+from agentshim.execution.host import HostCommandExecutor
 
 from .host import ToolHost
 
-__all__ = ["BRIDGE", "InstallsTools", "LocalToolServer", "serve_tools", "with_tools"]
+__all__ = [
+    "BRIDGE",
+    "InstallsTools",
+    "LocalToolServer",
+    "refuse_remote_executor",
+    "serve_tools",
+    "with_tools",
+]
 
 BRIDGE = Path(__file__).with_name("bridge.py")
 """The relay script the CLI runs as the tools' MCP server."""
@@ -215,6 +223,21 @@ class LocalToolServer:
 
     def __exit__(self, *exc_info: object) -> None:
         self.close()
+
+
+def refuse_remote_executor(executor: object) -> None:
+    """Refuse to serve tools to a CLI that ``executor`` runs somewhere else than this machine.
+
+    Raises:
+        ProviderCapabilityError: ``executor`` is not a HostCommandExecutor; the bridge it
+            would start could not reach this process's socket.
+    """
+    if not isinstance(executor, HostCommandExecutor):
+        raise ProviderCapabilityError(
+            "tools are served to a CLI running on this machine (HostCommandExecutor); "
+            f"{type(executor).__name__} runs it elsewhere, where the tools' bridge cannot "
+            "reach this process; drop tools or run the CLI on the host"
+        )
 
 
 def serve_tools(

@@ -63,7 +63,7 @@ from agentshim.core.stream import parse_json_object
 from agentshim.core.turn import TurnRequest, TurnResult
 from agentshim.core.usage import ProviderUsage
 from agentshim.execution.process import ProcessExited, SpawnRequest, StderrLine, StdoutLine
-from agentshim.tools.local import LocalToolServer, serve_tools
+from agentshim.tools.local import LocalToolServer, refuse_remote_executor, serve_tools
 from agentshim.transport.channel import Channel
 from agentshim.transport.context import ContextSource, TransportContext
 from agentshim.transport.correlator import Correlator, PendingRequest
@@ -433,6 +433,7 @@ class PiRpcConversation:
             self._release_process()
         context, spec = self._context, self._spec
         if spec.tools:
+            refuse_remote_executor(context.executor)
             self._serving = serve_tools(spec.tools, emit=emit)
         ctx = ArgvContext(
             binary_path=context.binary_path,

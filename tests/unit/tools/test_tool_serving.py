@@ -48,7 +48,11 @@ class _Sink(CallbackSink):
 
 
 def run_cli(
-    lines: list[str], *, tools: list[object], events: list[AgentEvent] | None = None
+    lines: list[str],
+    *,
+    tools: list[object],
+    events: list[AgentEvent] | None = None,
+    threads: bool = False,
 ) -> list[dict[str, object]]:
     printed: list[str] = []
     with serve_tools(tools, emit=(events or []).append) as serving:  # type: ignore[arg-type]
@@ -60,12 +64,15 @@ def run_cli(
             env={"PATH": os.environ.get("PATH", "/usr/bin:/bin")},
             timeout=60,
         )
-        result = HostCommandExecutor().run(request, sink)
+        result = HostCommandExecutor(use_threads=threads).run(request, sink)
     assert result.returncode == 0, result.stderr
     return [json.loads(line.split(" ", 1)[1]) for line in printed if line.startswith("ANSWER ")]
 
 
-def test_a_call_through_the_bridge_runs_the_function_on_the_thread_that_runs_the_command() -> None:
+@pytest.mark.parametrize("reader_threads", [False, True], ids=["selector", "reader-threads"])
+def test_a_call_through_the_bridge_runs_the_function_on_the_thread_that_runs_the_command(
+    reader_threads: bool,
+) -> None:
     threads: list[int] = []
 
     @tool
@@ -82,7 +89,9 @@ def test_a_call_through_the_bridge_runs_the_function_on_the_thread_that_runs_the
             "params": {"protocolVersion": "2025-06-18"},
         }
     )
-    answers = run_cli([initialize, _call("lookup", {"key": "k"})], tools=[lookup])
+    answers = run_cli(
+        [initialize, _call("lookup", {"key": "k"})], tools=[lookup], threads=reader_threads
+    )
     assert answers[0]["result"]["serverInfo"]["name"] == "agentshim"  # type: ignore[index]
     assert answers[1]["result"] == {  # type: ignore[index]
         "content": [{"type": "text", "text": "value of k"}],
