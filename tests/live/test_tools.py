@@ -220,6 +220,7 @@ def test_a_long_lived_conversation_serves_its_tools_to_every_turn(
 
     events: list[AgentEvent] = []
     tmp_before = set(os.listdir("/tmp"))
+    executor = CountingExecutor()
     with ModelServer() as model:
         model.set_script(_script(provider))
         cli = offline_cli(provider, model, root=tmp_path, bin_dir=binary.path.parent)
@@ -229,17 +230,50 @@ def test_a_long_lived_conversation_serves_its_tools_to_every_turn(
             approvals=ApprovalPolicy.DENY,
             model=cli.model,
             env={**cli.env, "PATH": f"{binary.path.parent}:/usr/bin:/bin"},
-            executor=CountingExecutor(),
+            executor=executor,
             transport=TransportKind.STREAM,
             event_handlers=events.append,
             check_timeout=60.0,
         )
         with agent.start_session(str(work), tools=(lookup,)) as session:
-            result = session.turn("Look up the colour.").result
+            first = session.turn("Look up the colour.").result
+            second = session.turn("Look it up again.").result
+            spawned = len(executor.spawned)
         bodies = [r.raw_body for r in model.requests if r.kind is RequestKind.MAIN]
-    assert calls == [("colour", 42, threading.get_ident())]
-    assert result.text == ANSWER
-    assert any(b"42-blue" in body for body in bodies[1:])
+    assert calls == [("colour", 42, threading.get_ident())] * 2
+    assert (first.text, second.text) == (ANSWER, ANSWER)
+    assert spawned == 1, "both turns ran on one process"
+    assert sum(b"42-blue" in body for body in bodies) >= 2
     assert not list(work.iterdir())
     left = {n for n in set(os.listdir("/tmp")) - tmp_before if n.startswith("agentshim-tools-")}
     assert not left, f"the tool socket directory outlived the conversation: {left}"
+
+
+@pytest.mark.parametrize("provider", sorted(SCRIPTED))
+def test_a_raising_function_is_a_tool_error_the_model_reads(provider: str, tmp_path: Path) -> None:
+    binary = require_binary(provider)
+    work = tmp_path / "work"
+    work.mkdir()
+
+    @tool
+    def lookup(key: str, count: int) -> str:
+        """Look a key up; returns what it holds."""
+        raise LookupError(f"no record {key}-{count}-missing")
+
+    with ModelServer() as model:
+        model.set_script(_script(provider))
+        cli = offline_cli(provider, model, root=tmp_path, bin_dir=binary.path.parent)
+        env = {**cli.env, "PATH": f"{binary.path.parent}:/usr/bin:/bin"}
+        agent = CliAgent(provider, env=env, model=cli.model)
+        result = agent.run(
+            TurnRequest(
+                "Look up the colour.",
+                cwd=str(work),
+                tools=(lookup,),
+                extra_args=tuple(cli.extra_args),
+                timeout=180,
+            )
+        )
+        bodies = [r.raw_body for r in model.requests if r.raw_body]
+    assert result.text == ANSWER, "the turn went on after the tool failed"
+    assert any(b"colour-42-missing" in body for body in bodies[1:]), "the error never reached it"
