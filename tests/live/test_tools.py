@@ -201,6 +201,10 @@ def test_pi_gets_the_tools_as_an_extension(tmp_path: Path) -> None:
     assert not list(work.iterdir())
     results_seen = [e for e in events.of_type(ToolResult) if e.tool == "agentshim_lookup"]
     assert any("42-blue" in e.stdout for e in results_seen), events.of_type(ToolResult)
+    assert all(e.kind is ToolKind.MCP for e in results_seen)
+    assert [e.kind for e in events.of_type(ToolCall) if e.tool == "agentshim_lookup"] == [
+        ToolKind.MCP
+    ]
 
 
 @pytest.mark.parametrize("provider", ["gemini", "pi"])
