@@ -115,7 +115,7 @@ def tool_extension(serving: LocalToolServer) -> ToolExtension:
     text = _EXTENSION % {
         "socket": json.dumps(serving.socket_path),
         "prefix": json.dumps(TOOL_PREFIX),
-        "tools": json.dumps(tools, ensure_ascii=False),
+        "tools": json.dumps(tools),  # ASCII: no line separator can split the literal
     }
     path = os.path.join(serving.directory, "agentshim-tools.ts")
     descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
