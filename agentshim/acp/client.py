@@ -2,8 +2,8 @@
 
 The process starts with the first turn: ``initialize`` (advertising no ``fs`` and no
 ``terminal``, so the agent uses its own tools), then ``session/new`` with the conversation's
-MCP servers, or ``session/load`` when the conversation has an id (its replayed history is
-suppressed). Each turn is one ``session/prompt``; the response's ``stopReason`` is the only
+MCP servers, or the dialect's ``attach`` (``session/load``, whose replayed history is
+suppressed, or ``session/resume``) when the conversation has an id. Each turn is one ``session/prompt``; the response's ``stopReason`` is the only
 end of a turn. ``session/cancel`` interrupts it, and every permission request that is still
 open, or arrives after it, is answered ``cancelled`` (an agent may hold the turn open until
 it is). When the process dies the turn fails with CliDiedError, keeping the session id, and
@@ -16,19 +16,18 @@ that reads the process, sends events or calls the approval handler. ``interrupt`
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import threading
 import time
-from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from agentshim.core.approvals import ApprovalDecision, ApprovalRequest
-from agentshim.core.conversation import ConversationSpec, TransportKind, TurnSlot, TurnStop
+from agentshim.core.conversation import ConversationSpec, TurnStop
 from agentshim.core.errors import (
     AgentShimError,
     ApprovalRequiredError,
-    CliDiedError,
     CliExitError,
     CliTimeoutError,
     FailureKind,
@@ -36,35 +35,32 @@ from agentshim.core.errors import (
     ProcessClosedError,
     ProviderCapabilityError,
     SessionResumeError,
-    TurnCancelledError,
-    TurnStalledError,
 )
 from agentshim.core.events import (
     AgentEvent,
     Lifecycle,
     RunFinished,
-    RunStarted,
     SessionStarted,
     ToolResult,
     TurnInterrupted,
     UsageReport,
 )
 from agentshim.core.failures import kind_from_text
-from agentshim.core.ids import is_valid_session_id, validate_session_id
+from agentshim.core.ids import is_valid_session_id
 from agentshim.core.jsonvalues import as_mapping, as_str, list_or_empty
 from agentshim.core.mcp import HttpMcpServer, McpServer
+from agentshim.tools.local import LocalToolServer, refuse_remote_executor, serve_tools
 from agentshim.core.profile import ProviderProfile
 from agentshim.core.stream import parse_json_object
 from agentshim.core.turn import TurnRequest, TurnResult
-from agentshim.core.usage import ProviderUsage
-from agentshim.execution.process import ProcessExited, SpawnRequest, StderrLine, StdoutLine
-from agentshim.tools.local import LocalToolServer, refuse_remote_executor, serve_tools
+from agentshim.core.usage import ProviderUsage, TokenUsage
+from agentshim.execution.process import ProcessExited, StderrLine
 from agentshim.transport.approvals import answered, decide_for_turn, requested
 from agentshim.transport.channel import Channel
-from agentshim.transport.context import ContextSource, TransportContext
-from agentshim.transport.correlator import Correlator
+from agentshim.transport.context import TransportContext
+from agentshim.transport.conversation import LiveTurn, ProcessConversation, ProcessTransport
 from agentshim.transport.fixed import refuse_fixed_changes
-from agentshim.transport.watch import Due, TurnWatch
+from agentshim.transport.watch import TurnWatch
 
 from .dialect import AcpArgv, AcpDialect
 from .jsonrpc import (
@@ -117,7 +113,7 @@ def mcp_servers_param(servers: Sequence[McpServer]) -> list[dict[str, Any]]:
     return out
 
 
-class AcpTransport:
+class AcpTransport(ProcessTransport):
     """A Transport whose conversations each keep one ACP agent process.
 
     ``dialect`` is how the agent speaks ACP; ``context`` resolves the installed CLI on first
@@ -127,8 +123,6 @@ class AcpTransport:
     end before its process is killed; ``close_grace`` each step of closing a process.
     ``wall_clock`` and ``sleep`` time a dialect's deferred ``session/load``.
     """
-
-    kind = TransportKind.STREAM
 
     def __init__(
         self,
@@ -142,13 +136,15 @@ class AcpTransport:
         wall_clock: Callable[[], float] = time.time,
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
+        super().__init__(
+            context,
+            turn_timeout=turn_timeout,
+            interrupt_grace=interrupt_grace,
+            close_grace=close_grace,
+        )
         self._lock = threading.Lock()
-        self._source = ContextSource(context)
         self.dialect = dialect
-        self.turn_timeout = turn_timeout
         self.handshake_timeout = handshake_timeout
-        self.interrupt_grace = interrupt_grace
-        self.close_grace = close_grace
         self.wall_clock = wall_clock
         self.sleep = sleep
         self._created: dict[str, float] = {}
@@ -167,11 +163,6 @@ class AcpTransport:
     def profile(self) -> ProviderProfile:
         """The agent's capabilities."""
         return self.dialect.profile
-
-    @property
-    def context(self) -> TransportContext:
-        """The resolved CLI (found and checked on first use)."""
-        return self._source.get()
 
     def open(self, spec: ConversationSpec) -> AcpConversation:
         """Open a conversation; its process starts with its first turn.
@@ -205,118 +196,56 @@ class AcpTransport:
                 f"{name} over ACP has no hook callbacks; drop hooks (Claude Code's stream "
                 "transport has them)"
             )
-        context = self.context
         dialect.argv(AcpArgv(binary_path="", model=None, permissions=spec.permissions))
-        return AcpConversation(self, context, spec)
+        return AcpConversation(self, spec)
 
 
-class _Turn:
+class _Turn(LiveTurn):
     """What the reader knows about the turn in flight."""
 
-    __slots__ = ("emit", "fail", "interrupted", "prompt_id", "reader", "response", "watch")
+    __slots__ = ("prompt_id", "reader", "response")
 
     def __init__(
         self, reader: UpdateReader, emit: Callable[[AgentEvent], None], watch: TurnWatch
     ) -> None:
+        super().__init__(emit, watch)
         self.reader = reader
-        self.emit = emit
-        self.watch = watch
         self.prompt_id = ""
-        self.interrupted = False
         self.response: Response | None = None
-        self.fail: AgentShimError | None = None
+
+    @property
+    def over(self) -> bool:
+        """The agent answered the turn's ``session/prompt``."""
+        return self.response is not None
 
 
-class AcpConversation:
+class AcpConversation(ProcessConversation[_Turn]):
     """One ACP session on one long-lived agent process.
 
     A Conversation, not a SteerableConversation: ACP has no message that adds to a running
-    turn, so ``Session.steer`` raises ProviderCapabilityError.
+    turn, so ``Session.steer`` raises ProviderCapabilityError. An interrupt is
+    ``session/cancel``. Besides the failures every long-lived conversation has, a turn raises
+    ProviderCapabilityError for a model other than the process's, SessionResumeError when
+    the agent no longer has the session to load, CliExitError when it answered the prompt
+    with an error (classified kind), and ApprovalRequiredError when a permission request met
+    ApprovalPolicy.FAIL_TURN.
     """
 
-    def __init__(
-        self, transport: AcpTransport, context: TransportContext, spec: ConversationSpec
-    ) -> None:
-        if spec.resume_session_id is not None:
-            validate_session_id(spec.resume_session_id)
+    _unanswered = "no prompt response {grace:g} s after session/cancel; killing the process"
+
+    def __init__(self, transport: AcpTransport, spec: ConversationSpec) -> None:
+        super().__init__(transport, spec, name=transport.dialect.profile.display_name)
         self._transport = transport
         self._dialect = transport.dialect
-        self._name = transport.dialect.profile.display_name
-        self._context = context
-        self._spec = spec
-        self._clock = context.clock
-        self._slot = TurnSlot(f"this {self._name} conversation")
-        # Guards what other threads touch: the channel, the request ids, the turn in flight.
-        self._lock = threading.Lock()
-        self._channel: Channel | None = None
-        self._requests = Correlator("agentshim")
-        self._turn: _Turn | None = None
-        self._session_id = spec.resume_session_id
-        self._model = spec.model or context.model
         self._early: list[Mapping[str, Any]] = []
-        self._stderr: deque[str] = deque(maxlen=200)
+        # The last usage the process reported, for an agent whose reports add up.
+        self._reported: TokenUsage | None = None
         # The conversation's tools, served to the process as a local MCP server while it runs.
         self._serving: LocalToolServer | None = None
 
-    # -- the Conversation protocol -------------------------------------------------------
-
-    @property
-    def session_id(self) -> str | None:
-        """The session's id; None until the agent names it."""
-        return self._session_id
-
-    def turn(
-        self,
-        request: TurnRequest,
-        emit: Callable[[AgentEvent], None],
-        stop: TurnStop | None = None,
-    ) -> TurnResult:
-        """Run one turn (one ``session/prompt``) on the session's process.
-
-        A stop requested before the prompt is written raises TurnCancelledError with nothing
-        sent; one requested later sends ``session/cancel``, and the turn returns its result
-        marked ``interrupted`` (the process and the session stay).
-
-        Raises:
-            SessionStateError: the conversation is closed, or a turn is already running.
-            ProviderCapabilityError: the request asks for what a running process cannot
-                change (model, output schema, env, argv, cwd, MCP servers, effort).
-            TurnCancelledError: stopped before the prompt was sent.
-            CliDiedError: the process ended mid-turn (the session id is kept).
-            SessionResumeError: the agent no longer has the session to load.
-            CliExitError: the agent answered the prompt with an error (classified kind).
-            CliTimeoutError / TurnStalledError: the turn overran its budget, or went silent.
-            ApprovalRequiredError: a permission request met ApprovalPolicy.FAIL_TURN.
-        """
-        turn_stop = self._slot.begin(stop)
-        try:
-            switched = request.model is not None and request.model != self._model
-            also = ("model",) if switched else ()
-            refuse_fixed_changes(self._name, request, self._spec, also=also)
-            if turn_stop.is_set():
-                raise TurnCancelledError(
-                    "the turn was cancelled before it was sent; nothing ran and the "
-                    "conversation is intact"
-                )
-            return self._run(request, emit, turn_stop)
-        finally:
-            with self._lock:
-                self._turn = None
-            self._slot.end()
-            if self._slot.closed:
-                self._release_process()
-
-    def interrupt(self) -> None:
-        """Cancel the running turn in band (the process stays); nothing when idle."""
-        self._slot.interrupt()
-
-    def close(self) -> None:
-        """End the process: stdin EOF, then SIGTERM, then SIGKILL to its process group."""
-        self._slot.close()
-        self._slot.interrupt()
-        if self._slot.running:
-            return  # the turn's own thread closes the process when its turn ends
-        self._release_process()
+    def _refuse(self, request: TurnRequest) -> None:
+        switched = request.model is not None and request.model != self._model
+        refuse_fixed_changes(self._name, request, self._spec, also=("model",) if switched else ())
 
     # -- the turn ------------------------------------------------------------------------
 
@@ -325,9 +254,11 @@ class AcpConversation:
     ) -> TurnResult:
         started = self._clock()
         resumed = self._session_id is not None
-        timeout = request.timeout if request.timeout is not None else self._transport.turn_timeout
-        watch = TurnWatch(started, timeout=timeout, stall_timeout=self._spec.stall_timeout)
-        turn = _Turn(UpdateReader(emit, self._dialect.notice), emit, watch)
+        dialect = self._dialect
+        reader = UpdateReader(
+            emit, dialect.notice, failed=dialect.failed, superseded=dialect.superseded_messages
+        )
+        turn = _Turn(reader, emit, self._watch(request, started))
         channel = self._ensure_process(emit)
         if self._serving is not None:
             self._serving.host.emit = emit
@@ -338,54 +269,36 @@ class AcpConversation:
         assert session_id is not None
         with self._lock:
             pending = self._requests.issue("session/prompt", None)
-            turn.prompt_id = pending.request_id
-            self._turn = turn
+        turn.prompt_id = pending.request_id
         prompt = [{"type": "text", "text": request.prompt}]
-        try:
-            channel.send(
-                request_frame(
-                    pending.request_id, "session/prompt", sessionId=session_id, prompt=prompt
-                )
-            )
-        except ProcessClosedError:
-            pass  # the read below meets the exit and reports it
-        detach = stop.attach(lambda: self._interrupt_turn(None))
-        try:
-            self._read_turn(channel, turn)
-        finally:
-            detach()
-        return self._conclude(channel, turn, resumed, started, timeout)
+        frame = request_frame(
+            pending.request_id, "session/prompt", sessionId=session_id, prompt=prompt
+        )
+        self._send_and_read(channel, turn, frame, stop)
+        return self._conclude(channel, turn, resumed, started)
 
     # -- starting a session ----------------------------------------------------------------
 
     def _ensure_process(self, emit: Callable[[AgentEvent], None]) -> Channel:
-        channel = self._channel
-        if channel is not None and channel.exit is None:
-            return channel
+        channel = self._live_channel()
         if channel is not None:
-            self._release_process()
+            return channel
         context, spec = self._context, self._spec
-        argv = self._dialect.argv(
-            AcpArgv(
-                binary_path=context.binary_path, model=self._model, permissions=spec.permissions
-            )
+        args = AcpArgv(
+            binary_path=context.binary_path, model=self._model, permissions=spec.permissions
         )
+        argv = self._dialect.argv(args)
         if spec.tools:
             refuse_remote_executor(context.executor)
             self._serving = serve_tools(spec.tools, emit=emit)
-        emit(RunStarted(tuple(argv)))
         try:
-            process = context.executor.spawn(
-                SpawnRequest(argv, cwd=spec.cwd, env=dict(context.env))
+            channel = self._start_process(
+                argv, {**context.env, **self._dialect.env(args)}, emit, side=self._serving
             )
         except BaseException:
             self._release_process()
             raise
-        channel = Channel(process, argv, clock=self._clock, side=self._serving)
-        with self._lock:
-            self._channel = channel
-            self._requests.clear()
-        self._stderr.clear()
+        self._reported = None
         try:
             self._handshake(channel, emit)
         except BaseException:
@@ -439,9 +352,10 @@ class AcpConversation:
             return
         session_id = self._session_id
         self._defer_load(session_id, emit)
+        attach = self._dialect.attach
         response = self._call(
             channel,
-            "session/load",
+            attach,
             {"sessionId": session_id, "cwd": cwd, "mcpServers": servers},
             deadline,
             replay=True,
@@ -460,7 +374,7 @@ class AcpConversation:
                     session_id=session_id,
                     detail=response.error.describe(),
                 )
-            raise self._failure(channel, response.error, "session/load")
+            raise self._failure(channel, response.error, attach)
 
     def _drain_replay(self, channel: Channel, settle: float, deadline: float) -> None:
         """Keep reading the replay that goes on after the load response, until it goes quiet.
@@ -582,49 +496,6 @@ class AcpConversation:
 
     # -- reading a turn --------------------------------------------------------------------
 
-    def _read_turn(self, channel: Channel, turn: _Turn) -> None:
-        watch, clock = turn.watch, self._clock
-        while turn.response is None:
-            output = channel.read(watch.deadline())
-            if output is None:
-                self._on_quiet(channel, turn, clock())
-                if channel.exit is not None:
-                    return
-                continue
-            if isinstance(output, StdoutLine):
-                watch.heard(clock())
-                self._on_line(channel, turn, output.text)
-            elif isinstance(output, StderrLine):
-                watch.heard(clock())
-                self._stderr.append(output.text)
-            else:
-                return
-
-    def _on_quiet(self, channel: Channel, turn: _Turn, now: float) -> None:
-        due = turn.watch.due(now)
-        if due is Due.TIMEOUT or due is Due.STALL:
-            self._interrupt_turn(due)
-        elif due is Due.KILL:
-            grace = self._transport.interrupt_grace
-            turn.emit(
-                Lifecycle(
-                    "interrupt_unanswered",
-                    f"no prompt response {grace:g} s after session/cancel; killing the process",
-                )
-            )
-            channel.kill()
-            self._drain_exit(channel, turn)
-
-    def _drain_exit(self, channel: Channel, turn: _Turn) -> None:
-        while True:
-            output = channel.read(self._clock() + self._transport.close_grace)
-            if output is None or isinstance(output, ProcessExited):
-                return
-            if isinstance(output, StdoutLine):
-                self._on_line(channel, turn, output.text)
-            else:
-                self._stderr.append(output.text)
-
     def _on_line(self, channel: Channel, turn: _Turn, line: str) -> None:
         frame = parse_json_object(line)
         message = read_message(frame) if frame is not None else None
@@ -646,11 +517,15 @@ class AcpConversation:
 
     def _on_permission(self, channel: Channel, turn: _Turn, message: Request) -> None:
         params = message.params
-        call = turn.reader.announce(as_mapping(params.get("toolCall")) or {})
-        raw = as_mapping((as_mapping(params.get("toolCall")) or {}).get("rawInput"))
-        args: dict[str, Any] = dict(raw) if raw else {"title": call.tool}
+        tool_call = as_mapping(params.get("toolCall")) or {}
+        call = turn.reader.announce(tool_call)
+        # What is asked about is the request's own toolCall: an agent may have announced the
+        # call earlier under a vaguer title (opencode: "bash", then the command).
+        tool = as_str(tool_call.get("title")) or call.tool
+        raw = as_mapping(tool_call.get("rawInput"))
+        args: dict[str, Any] = dict(raw) if raw else {"title": tool}
         request_ = ApprovalRequest(
-            tool=call.tool, args=args, kind=call.kind, tool_id=call.tool_id, description=call.tool
+            tool=tool, args=args, kind=call.kind, tool_id=call.tool_id, description=tool
         )
         turn.emit(requested(request_))
         answer = decide_for_turn(
@@ -677,50 +552,28 @@ class AcpConversation:
             turn.fail = ApprovalRequiredError(request_.tool, request_.tool_id)
             self._interrupt_turn(None)
 
-    def _interrupt_turn(self, reason: Due | None) -> None:
-        """Send ``session/cancel`` for the running turn (any thread; once per turn)."""
-        with self._lock:
-            turn, channel = self._turn, self._channel
-            if turn is None or channel is None or turn.response is not None:
-                return
-            if turn.interrupted:
-                if reason is not None and turn.watch.reason is None:
-                    turn.watch.reason = reason
-                return
-            turn.interrupted = True
-            turn.watch.interrupted(self._clock(), self._transport.interrupt_grace, reason)
-            session_id = self._session_id
-        try:
-            channel.send(notification("session/cancel", {"sessionId": session_id}))
-        except ProcessClosedError:
-            pass  # the reader meets the exit
-        channel.wake()
+    def _interrupt_frame(self, turn: _Turn) -> Mapping[str, Any]:
+        return notification("session/cancel", {"sessionId": self._session_id})
 
     # -- the result ------------------------------------------------------------------------
 
-    def _conclude(
-        self, channel: Channel, turn: _Turn, resumed: bool, started: float, timeout: float | None
-    ) -> TurnResult:
+    def _conclude(self, channel: Channel, turn: _Turn, resumed: bool, started: float) -> TurnResult:
         response = turn.response
         exit_status = channel.exit
         stderr = "".join(self._stderr)
         if exit_status is not None and response is None:
             turn.emit(RunFinished(exit_status.returncode))
-        reason = turn.watch.reason
-        if reason is Due.STALL:
-            raise TurnStalledError(self._spec.stall_timeout, turn.watch.stalled_for)
-        if reason is Due.TIMEOUT:
-            raise CliTimeoutError(channel.argv, timeout)
+        self._raise_for_deadline(turn, channel.argv)
         if turn.fail is not None:
             raise turn.fail
         if response is None and not turn.interrupted:
             assert exit_status is not None
-            raise CliDiedError(
-                session_id=self._session_id,
-                returncode=exit_status.returncode,
-                stderr=stderr,
-                kind=kind_from_text(stderr) or FailureKind.OTHER,
-            )
+            raise self._died(exit_status, kind_from_text(stderr) or FailureKind.OTHER)
+        if response is not None and response.error is not None and turn.interrupted:
+            # The error answers our cancel (opencode cancelling a model call that has not
+            # started to answer says "Internal service failure"): the turn was interrupted.
+            turn.emit(Lifecycle("cancel_answered_with_error", response.error.describe()))
+            response = Response(response.request_id, {"stopReason": "cancelled"}, None)
         if response is not None and response.error is not None:
             error = response.error
             if self._dialect.session_lost(error):
@@ -746,36 +599,48 @@ class AcpConversation:
             turn.emit(TurnInterrupted("interrupted on request"))
         elif stop_reason != "end_turn":
             turn.emit(Lifecycle("stop_reason", stop_reason))
-        usage = self._dialect.usage(result) if result is not None else None
+        usage = self._turn_usage(result, several_calls=bool(turn.reader.calls))
+        failure = turn.reader.failure
+        if failure is not None and not interrupted:
+            kind, text = failure
+            raise CliExitError(
+                channel.argv,
+                1,
+                stderr=stderr,
+                kind=kind,
+                detail=f"{self._name} ended the turn with a failure: {text[:500]}",
+            )
         if usage is not None:
             turn.emit(UsageReport(usage, cost_usd=usage.total_cost_usd))
-        else:
-            usage = ProviderUsage(provider=self._dialect.profile.name, increment_known=False)
-        return TurnResult(
-            text=turn.reader.text,
-            structured_output=None,
-            session_id=self._session_id,
-            resumed=resumed,
-            usage=usage,
-            cost_usd=usage.total_cost_usd,
-            duration_ms=int((self._clock() - started) * 1000),
-            exit_code=0,
-            interrupted=interrupted,
+        return self._turn_result(
+            turn.reader.text, usage, started=started, resumed=resumed, interrupted=interrupted
         )
 
-    # -- closing ---------------------------------------------------------------------------
-
     def _release_process(self) -> None:
-        with self._lock:
-            channel, self._channel = self._channel, None
-            self._requests.clear()
-        serving, self._serving = self._serving, None
+        """End the process, then stop serving its tools (the socket goes with it)."""
         try:
-            if channel is not None:
-                channel.close(self._transport.close_grace)
+            super()._release_process()
         finally:
+            serving, self._serving = self._serving, None
             if serving is not None:
                 serving.close()
+
+    def _turn_usage(
+        self, result: Mapping[str, Any] | None, *, several_calls: bool
+    ) -> ProviderUsage | None:
+        """The turn's usage; for an agent whose reports add up, this turn's share of them."""
+        usage = self._dialect.usage(result) if result is not None else None
+        if usage is not None and several_calls and self._dialect.usage_of_last_call:
+            # The report is the last model call's; the calls before the tool's are not in it.
+            return dataclasses.replace(usage, increment_known=False)
+        if usage is None or not self._dialect.cumulative_usage:
+            return usage
+        baseline, self._reported = self._reported, usage.tokens
+        share = usage.tokens.minus(baseline) if baseline is not None else usage.tokens
+        if share is None:
+            # Less than before: not a report of this process's running total.
+            return dataclasses.replace(usage, tokens=TokenUsage(), increment_known=False)
+        return dataclasses.replace(usage, tokens=dataclasses.replace(share, turns=1))
 
 
 def request_frame(request_id: str, method: str, **params: Any) -> dict[str, Any]:

@@ -3,7 +3,9 @@
 The protocol is one, its speakers are not: how the agent is started, what a JSON-RPC error
 from ``session/prompt`` means, where a turn's usage is, which agent text is the CLI's own
 status rather than the model's answer, which MCP servers it takes, and how its
-``session/load`` must be timed. A provider's ``acp.py`` fills an :class:`AcpDialect`.
+``session/load`` must be timed, which environment it reads its permissions from, whether it
+reports a failure as agent text, whether its usage adds up over the process, and how it
+reopens a session. A provider's ``acp.py`` fills an :class:`AcpDialect`.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from agentshim.core.usage import ProviderUsage
 
 from .jsonrpc import RpcError
 
-__all__ = ["AcpArgv", "AcpDialect", "never_a_notice"]
+__all__ = ["AcpArgv", "AcpDialect", "never_a_failure", "never_a_notice", "no_env"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -38,6 +40,18 @@ def never_a_notice(text: str) -> bool:
     return False
 
 
+def never_a_failure(text: str) -> FailureKind | None:
+    """No notice says the turn failed (the default: failures are JSON-RPC errors)."""
+    del text
+    return None
+
+
+def no_env(args: AcpArgv) -> Mapping[str, str]:
+    """No environment of the agent's own (the default: everything goes in argv)."""
+    del args
+    return {}
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class AcpDialect:
     """How one agent speaks ACP.
@@ -53,6 +67,21 @@ class AcpDialect:
     creation destroys the session. ``replay_settle`` is for an agent whose replay of the
     loaded history goes on after the ``session/load`` response: the client reads (and drops)
     updates until it has heard none for that many seconds, before the first prompt.
+
+    ``env`` adds variables to the process's environment, for an agent that reads its model
+    or permissions there (opencode). ``failed`` reads a notice that says the turn failed, for an
+    agent that ends a failed turn ``end_turn`` with the failure in its text (Copilot CLI):
+    the turn then raises CliExitError with that kind. ``cumulative_usage`` is for an agent
+    whose reported usage adds up over the process (Copilot CLI): a turn's share is the
+    difference from the previous report of the same process. ``usage_of_last_call`` is for
+    an agent whose report covers only the turn's last model call (opencode): a turn that
+    called a tool (so the model more than once) has its usage marked not known.
+    ``superseded_messages`` is for
+    an agent that streams text that is not the answer as a message of its own, followed by
+    another message with no tool call between (opencode's compaction summary, told apart by
+    ``messageId``): that text is kept out of the answer. ``attach`` is the method that
+    reopens a session in a new process: ``session/load`` (the history is replayed, and
+    dropped), or ``session/resume`` for an agent that offers it (no replay).
     """
 
     profile: ProviderProfile
@@ -64,3 +93,9 @@ class AcpDialect:
     stdio_mcp: bool = True
     load_in_a_later_minute: bool = False
     replay_settle: float = 0.0
+    env: Callable[[AcpArgv], Mapping[str, str]] = no_env
+    failed: Callable[[str], FailureKind | None] = never_a_failure
+    cumulative_usage: bool = False
+    usage_of_last_call: bool = False
+    superseded_messages: bool = False
+    attach: str = "session/load"

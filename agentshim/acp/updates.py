@@ -5,7 +5,11 @@ announce every call the same way: a ``tool_call_update`` for an id never announc
 the call, and so does the ``toolCall`` of a permission request (Gemini CLI's only
 announcement of a call that needs permission). Agent text the dialect calls a notice (a
 CLI's status line in the message stream) is reported as ``Lifecycle("agent_notice")`` and
-kept out of the answer. An update the reader does not know costs only itself.
+kept out of the answer; a notice the dialect reads as a failure is kept as the turn's
+``failure``. With ``superseded`` on, an agent message followed by another one with no tool
+call between is not the answer (opencode's compaction summary): its text leaves the answer
+and is reported as ``Lifecycle("message_superseded")``. An update the reader does not know
+costs only itself.
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from agentshim.core.errors import FailureKind
 from agentshim.core.events import (
     AgentEvent,
     AssistantText,
@@ -100,14 +105,28 @@ class UpdateReader:
     far: every agent message chunk that is not a notice, joined.
     """
 
-    def __init__(self, emit: Callable[[AgentEvent], None], notice: Callable[[str], bool]) -> None:
+    def __init__(
+        self,
+        emit: Callable[[AgentEvent], None],
+        notice: Callable[[str], bool],
+        *,
+        failed: Callable[[str], FailureKind | None] | None = None,
+        superseded: bool = False,
+    ) -> None:
         self._emit = emit
         self._notice = notice
+        self._failed = failed
+        self._superseded = superseded
         self._calls: dict[str, ToolCall] = {}
         self._done: set[str] = set()
         self._text: list[str] = []
+        # The agent message being streamed: its id, and where its text starts in _text.
+        self._message_id: str | None = None
+        self._message_start = 0
         self.notices: list[str] = []
         """Agent text read as the CLI's status lines, in order."""
+        self.failure: tuple[FailureKind, str] | None = None
+        """The kind and text of a notice that said the turn failed, unless an answer followed."""
 
     @property
     def text(self) -> str:
@@ -117,6 +136,8 @@ class UpdateReader:
     def announce(self, call: Mapping[str, Any]) -> ToolCall:
         """The call ``call`` describes, announced with a ToolCall the first time it is seen."""
         event = tool_call_event(call)
+        # A tool call between two messages makes the first one part of the answer.
+        self._message_id = None
         known = self._calls.get(event.tool_id or "")
         if known is not None:
             return known
@@ -124,6 +145,11 @@ class UpdateReader:
             self._calls[event.tool_id] = event
         self._emit(event)
         return event
+
+    @property
+    def calls(self) -> list[ToolCall]:
+        """Every tool call of the turn, in the order they were announced."""
+        return list(self._calls.values())
 
     def open_calls(self) -> list[ToolCall]:
         """Calls announced that never reported an end (a cancel ends them without one)."""
@@ -161,9 +187,27 @@ class UpdateReader:
         if self._notice(text):
             self.notices.append(text)
             self._emit(Lifecycle("agent_notice", text.strip()[:UNKNOWN_DETAIL_CHARS]))
+            kind = self._failed(text) if self._failed is not None else None
+            if kind is not None:
+                self.failure = (kind, text.strip())
             return
+        if self._superseded:
+            self._follow_message(as_str(update.get("messageId")))
+        self.failure = None
         self._text.append(text)
         self._emit(AssistantText(text, delta=True))
+
+    def _follow_message(self, message_id: str | None) -> None:
+        """Drop the text of a message that a new one follows with no tool call between."""
+        if message_id is None or message_id == self._message_id:
+            return
+        if self._message_id is not None:
+            dropped = "".join(self._text[self._message_start :]).strip()
+            del self._text[self._message_start :]
+            if dropped:
+                self._emit(Lifecycle("message_superseded", dropped[:UNKNOWN_DETAIL_CHARS]))
+        self._message_id = message_id
+        self._message_start = len(self._text)
 
     def _tool_update(self, update: Mapping[str, Any]) -> None:
         tool_id = as_str(update.get("toolCallId"))

@@ -32,7 +32,8 @@ _USAGE_LIMIT = re.compile(
     re.IGNORECASE,
 )
 _AUTH = re.compile(
-    r"\b401\b|\b403\b|unauthori[sz]ed|authentication|invalid api key|invalid x-api-key|"
+    r"\b401\b|\b403\b|unauthori[sz]ed|authentication|(?:invalid|incorrect) api key|"
+    r"invalid x-api-key|"
     r"api key not valid|not logged in|please run /login|permission denied.*api|forbidden|"
     r"invalid_api_key|oauth token",
     re.IGNORECASE,

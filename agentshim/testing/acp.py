@@ -7,7 +7,8 @@ agents print (``../shared/transport-captures/{gemini,opencode,copilot}``): JSON-
 ``session/update`` notifications for text and tool calls, ``session/request_permission``
 with the agent's options, a ``session/prompt`` response whose ``stopReason`` ends the turn,
 and history replayed as updates before a ``session/load`` response. :class:`AcpQuirks` holds
-the switches in which the agents differ; :data:`GEMINI_QUIRKS` is Gemini CLI 0.61.0.
+the switches in which the agents differ; :data:`GEMINI_QUIRKS` is Gemini CLI 0.61.0,
+:data:`OPENCODE_QUIRKS` opencode 1.18.33 and :data:`COPILOT_QUIRKS` Copilot CLI 1.0.102.
 
 :class:`AcpRecordedPeer` replays a recorded transcript instead: each line written to it
 releases the recorded output that followed the matching recorded input.
@@ -17,26 +18,36 @@ from __future__ import annotations
 
 import json
 import signal
-import threading
-from collections import deque
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from agentshim.core.jsonvalues import as_mapping, as_str
-from agentshim.execution.process import ProcessExited, SpawnRequest, StderrLine, StdoutLine
+from agentshim.execution.process import ProcessExited, SpawnRequest, StdoutLine
 
 from .process import FakePeer, PeerOutput
+from .transcript import PeerScript, RecordedPeer, frame_line
 
 __all__ = [
+    "COPILOT_QUIRKS",
+    "GEMINI_OPTIONS",
     "GEMINI_QUIRKS",
+    "OPENCODE_QUIRKS",
     "AcpPeer",
     "AcpPeerTurn",
     "AcpPeers",
     "AcpQuirks",
     "AcpRecordedPeer",
 ]
+
+
+GEMINI_OPTIONS: tuple[Mapping[str, str], ...] = (
+    {"optionId": "proceed_always", "name": "Allow for this session", "kind": "allow_always"},
+    {"optionId": "proceed_once", "name": "Allow", "kind": "allow_once"},
+    {"optionId": "cancel", "name": "Reject", "kind": "reject_once"},
+)
+"""The options Gemini CLI offers with a permission request (ids ``proceed_*``, ``cancel``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,6 +65,23 @@ class AcpQuirks:
     ``reports_cancelled_calls``: a cancel ends a running tool with a final update (Gemini CLI
     reports it ``completed``; Copilot CLI sends none). ``notice``: agent text sent before each
     answer that is the CLI's status, not the model's.
+
+    ``usage`` is where a turn's usage goes in the prompt result: ``quota`` (Gemini CLI's
+    ``_meta.quota``, per turn), ``last_call`` (opencode's ``usage``, the last model call, cache
+    and reasoning apart from input and output) or ``cumulative`` (Copilot CLI's ``usage``,
+    adding up over the process). ``message_ids``: agent chunks carry a ``messageId``
+    (opencode). ``vague_title``: a permissioned call is first announced under this title and
+    only the request names the command (opencode: ``bash``). ``reject_ends_turn``: a rejected
+    call gets a ``failed`` update and the turn ends without the model (opencode, Copilot
+    CLI), after ``reject_notice`` when set. ``fails_in_text``: a scripted error is not a
+    JSON-RPC error but ``retry_notices`` ``Info:`` chunks, an ``Error: <message>`` chunk and
+    ``end_turn`` (Copilot CLI). ``error_data`` is the ``data`` of a JSON-RPC error answering a
+    prompt (opencode's ``errorName``). ``cancel_of_silent_call_errors``: a cancel while the
+    model has sent nothing answers the prompt with a JSON-RPC error (opencode).
+    ``offers_resume``: ``session/resume`` reopens a session without replay (opencode).
+    ``lost_error`` is the ``(code, message, data)`` answering a load of a session the agent
+    does not have (``{id}`` in the message is the id). ``options`` are those a permission
+    request offers.
     """
 
     announces_permissioned_calls: bool = True
@@ -63,6 +91,22 @@ class AcpQuirks:
     reports_cancelled_calls: bool = True
     replays_after_load_response: bool = False
     notice: str | None = None
+    usage: Literal["quota", "last_call", "cumulative"] = "quota"
+    message_ids: bool = False
+    vague_title: str | None = None
+    reject_ends_turn: bool = False
+    reject_notice: str | None = None
+    fails_in_text: bool = False
+    retry_notices: int = 0
+    error_data: Mapping[str, Any] | None = None
+    cancel_of_silent_call_errors: bool = False
+    offers_resume: bool = False
+    lost_error: tuple[int, str, Mapping[str, Any]] = (
+        -32603,
+        "Internal error",
+        {"details": "No previous sessions found for this project."},
+    )
+    options: tuple[Mapping[str, str], ...] = GEMINI_OPTIONS
 
 
 GEMINI_QUIRKS = AcpQuirks(
@@ -71,6 +115,44 @@ GEMINI_QUIRKS = AcpQuirks(
     replays_after_load_response=True,
 )
 """Gemini CLI 0.61.0, as captured."""
+
+OPENCODE_QUIRKS = AcpQuirks(
+    usage="last_call",
+    message_ids=True,
+    vague_title="bash",
+    reject_ends_turn=True,
+    error_data={"service": "session", "errorName": "APIError"},
+    cancel_of_silent_call_errors=True,
+    offers_resume=True,
+    lost_error=(-32603, "Internal error: OpenCode service failure", {"service": "session"}),
+    options=(
+        {"optionId": "once", "kind": "allow_once", "name": "Allow once"},
+        {"optionId": "always", "kind": "allow_always", "name": "Always allow"},
+        {"optionId": "reject", "kind": "reject_once", "name": "Reject"},
+    ),
+)
+"""opencode 1.18.33, as captured."""
+
+COPILOT_QUIRKS = AcpQuirks(
+    updates_before_session_id=True,
+    reports_cancelled_calls=False,
+    usage="cumulative",
+    reject_ends_turn=True,
+    reject_notice="Info: Operation cancelled by user",
+    fails_in_text=True,
+    retry_notices=2,
+    lost_error=(
+        -32002,
+        "Resource not found: Session {id} not found",
+        {"uri": "Session {id} not found"},
+    ),
+    options=(
+        {"optionId": "allow_once", "kind": "allow_once", "name": "Allow once"},
+        {"optionId": "allow_always", "kind": "allow_always", "name": "Always allow"},
+        {"optionId": "reject_once", "kind": "reject_once", "name": "Deny"},
+    ),
+)
+"""Copilot CLI 1.0.102, as captured."""
 
 
 def _no_args() -> Mapping[str, Any]:
@@ -83,11 +165,15 @@ class AcpPeerTurn:
 
     ``text`` is the answer, streamed in ``chunks`` pieces. With ``tool`` (a title, such as
     ``"touch x.txt"``) the agent first calls a tool of ACP kind ``tool_kind``; ``ask`` makes
-    it ask permission (the turn waits for the answer; a reject answers ``"denied"``);
+    it ask permission (the turn waits for the answer; a reject answers ``"denied"``, or ends
+    the turn where the quirks say so);
     ``hang`` makes the tool, or with no tool the answer, run until cancelled; ``die`` makes
     the process exit with that status once the tool has started. ``error`` is a JSON-RPC
-    error ``(code, message)`` answering the prompt. ``input_tokens`` / ``output_tokens`` go
-    in ``_meta.quota`` as Gemini CLI reports them.
+    error ``(code, message)`` answering the prompt (or, for an agent that fails in text,
+    its ``Error:`` line). ``summary`` is text streamed as a message of its own before the
+    answer (opencode's compaction summary). ``input_tokens`` / ``output_tokens`` (of which
+    ``cached_tokens`` / ``thought_tokens``) are the turn's usage, reported where the quirks
+    put it.
     """
 
     text: str = "done"
@@ -99,11 +185,14 @@ class AcpPeerTurn:
     die: int | None = None
     error: tuple[int, str] | None = None
     chunks: int = 1
+    summary: str | None = None
     input_tokens: int = 1200
     output_tokens: int = 32
+    cached_tokens: int = 0
+    thought_tokens: int = 0
 
 
-class AcpPeers:
+class AcpPeers(PeerScript[AcpPeerTurn, "AcpPeer"]):
     """The processes of one fake ACP agent: a factory for ``FakeExecutor(peers=...)``.
 
     Every process plays the next turn of ``turns``; sessions and their history outlive the
@@ -123,55 +212,31 @@ class AcpPeers:
         quirks: AcpQuirks = GEMINI_QUIRKS,
         lost: Iterable[str] = (),
     ) -> None:
-        self._lock = threading.Lock()
-        self._turns: deque[AcpPeerTurn] = deque(turns)
+        super().__init__(turns)
         self.quirks = quirks
         self.lost = set(lost)
-        self._count = 0
-        self.peers: list[AcpPeer] = []
-        self.requests: list[SpawnRequest] = []
         self.history: dict[str, list[tuple[str, str]]] = {}
-
-    def next_turn(self) -> AcpPeerTurn | None:
-        """Take the next scripted turn (None when the script is used up)."""
-        with self._lock:
-            return self._turns.popleft() if self._turns else None
 
     def new_session_id(self) -> str:
         """A fresh UUID-shaped session id."""
-        with self._lock:
-            self._count += 1
-            return f"5e550000-0000-4000-8000-{self._count:012d}"
+        return f"5e550000-0000-4000-8000-{self.count():012d}"
 
     def __call__(self, request: SpawnRequest) -> AcpPeer:
         """Start the next process for ``request``."""
         peer = AcpPeer(self, request.argv)
-        with self._lock:
-            self.peers.append(peer)
-            self.requests.append(request)
+        self.spawned(request, peer)
         return peer
 
 
-def _line(frame: Mapping[str, Any]) -> StdoutLine:
-    return StdoutLine(json.dumps(frame, separators=(",", ":")) + "\n")
-
-
 def _result(request_id: object, result: Mapping[str, Any]) -> StdoutLine:
-    return _line({"jsonrpc": "2.0", "id": request_id, "result": dict(result)})
+    return frame_line({"jsonrpc": "2.0", "id": request_id, "result": dict(result)})
 
 
 def _error(request_id: object, code: int, message: str, **data: Any) -> StdoutLine:
     body: dict[str, Any] = {"code": code, "message": message}
     if data:
         body["data"] = data
-    return _line({"jsonrpc": "2.0", "id": request_id, "error": body})
-
-
-_OPTIONS = (
-    {"optionId": "proceed_always", "name": "Allow for this session", "kind": "allow_always"},
-    {"optionId": "proceed_once", "name": "Allow", "kind": "allow_once"},
-    {"optionId": "cancel", "name": "Reject", "kind": "reject_once"},
-)
+    return frame_line({"jsonrpc": "2.0", "id": request_id, "error": body})
 
 
 class AcpPeer(FakePeer):
@@ -200,6 +265,9 @@ class AcpPeer(FakePeer):
         self._asks = 0
         self._cancel_pending = False
         self._calls = 0
+        self._messages = 0
+        # What the process has reported so far, for an agent whose usage adds up.
+        self._totals = {"input": 0, "output": 0, "cached": 0, "thought": 0}
 
     # -- the FakePeer hooks ----------------------------------------------------------------
 
@@ -225,6 +293,8 @@ class AcpPeer(FakePeer):
             return self._new(request_id)
         if method == "session/load":
             return self._load(request_id, as_str(params.get("sessionId")) or "")
+        if method == "session/resume" and self._quirks.offers_resume:
+            return self._load(request_id, as_str(params.get("sessionId")) or "", replay=False)
         if method == "session/prompt":
             return self._prompt(request_id, params)
         if method == "session/cancel":
@@ -245,11 +315,20 @@ class AcpPeer(FakePeer):
 
     def _update(self, update: Mapping[str, Any]) -> StdoutLine:
         params = {"sessionId": self.session_id, "update": dict(update)}
-        return _line({"jsonrpc": "2.0", "method": "session/update", "params": params})
+        return frame_line({"jsonrpc": "2.0", "method": "session/update", "params": params})
 
-    def _text(self, text: str) -> StdoutLine:
-        chunk = {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": text}}
+    def _text(self, text: str, message: int | None = None) -> StdoutLine:
+        chunk: dict[str, Any] = {
+            "sessionUpdate": "agent_message_chunk",
+            "content": {"type": "text", "text": text},
+        }
+        if self._quirks.message_ids and message is not None:
+            chunk["messageId"] = f"msg_{message:04d}"
         return self._update(chunk)
+
+    def _new_message(self) -> int:
+        self._messages += 1
+        return self._messages
 
     def _initialized(self, request_id: object) -> StdoutLine:
         return _result(
@@ -283,18 +362,19 @@ class AcpPeer(FakePeer):
         out.append(self._commands())
         return out
 
-    def _load(self, request_id: object, session_id: str) -> list[PeerOutput]:
+    def _load(
+        self, request_id: object, session_id: str, *, replay: bool = True
+    ) -> list[PeerOutput]:
         if session_id in self._family.lost:
-            return [
-                _error(
-                    request_id,
-                    -32603,
-                    "Internal error",
-                    details="No previous sessions found for this project.",
-                )
-            ]
+            code, message, data = self._quirks.lost_error
+            body: dict[str, Any] = {"code": code, "message": message.format(id=session_id)}
+            if data:
+                body["data"] = {k: str(v).format(id=session_id) for k, v in data.items()}
+            return [frame_line({"jsonrpc": "2.0", "id": request_id, "error": body})]
         self.session_id = session_id
         history = self._family.history.setdefault(session_id, [])
+        if not replay:
+            return [_result(request_id, {"configOptions": []})]
         out: list[PeerOutput] = []
         for role, text in history:
             kind = "user_message_chunk" if role == "user" else "agent_message_chunk"
@@ -331,31 +411,38 @@ class AcpPeer(FakePeer):
         self._family.history[self.session_id].append(("user", text))
         self._turn, self._prompt_id = turn, request_id
         if turn.error is not None:
-            self._phase = "idle"
-            return [_error(request_id, *turn.error)]
+            return self._failed(request_id, turn.error)
         out: list[PeerOutput] = []
         if self._quirks.notice is not None:
             out.append(self._text(self._quirks.notice))
+        if turn.summary is not None:
+            out.append(self._text(turn.summary, self._new_message()))
         if turn.tool is None:
             if turn.hang:
                 self._phase = "running"
-                return [*out, self._text("thinking")]
+                # An agent that errs on a cancel does so while the model has said nothing.
+                if self._quirks.cancel_of_silent_call_errors:
+                    return out
+                return [*out, self._text("thinking", self._new_message())]
             return out + self._finish(turn.text)
         self._calls += 1
         if turn.ask:
             if self._quirks.announces_permissioned_calls:
-                update = {"sessionUpdate": "tool_call", **self._tool_call(turn, "pending")}
-                out.append(self._update(update))
+                call = self._tool_call(turn, "pending")
+                if self._quirks.vague_title is not None:
+                    call["title"] = self._quirks.vague_title
+                    call.pop("rawInput", None)
+                out.append(self._update({"sessionUpdate": "tool_call", **call}))
             self._phase = "asking"
             self._ask_id = self._asks
             self._asks += 1
             ask = {
                 "sessionId": self.session_id,
-                "options": list(_OPTIONS),
+                "options": [dict(option) for option in self._quirks.options],
                 "toolCall": self._tool_call(turn, "pending"),
             }
             out.append(
-                _line(
+                frame_line(
                     {
                         "jsonrpc": "2.0",
                         "id": self._ask_id,
@@ -384,28 +471,97 @@ class AcpPeer(FakePeer):
         }
         return [self._update(done), *self._finish(turn.text)]
 
+    def _failed(self, request_id: object, error: tuple[int, str]) -> list[PeerOutput]:
+        self._phase, self._turn = "idle", None
+        quirks = self._quirks
+        if not quirks.fails_in_text:
+            code, message = error
+            return [_error(request_id, code, message, **(quirks.error_data or {}))]
+        retrying = "Info: Request failed due to a transient API error. Retrying..."
+        out: list[PeerOutput] = [self._text(retrying) for _ in range(quirks.retry_notices)]
+        out.append(self._text(f"Error: {error[1]}"))
+        out.append(_result(request_id, {"stopReason": "end_turn", **self._usage(None)}))
+        return out
+
+    def _usage(self, turn: AcpPeerTurn | None) -> dict[str, Any]:
+        """The usage members of a prompt result, for ``turn`` (None: a turn that spent none)."""
+        spent = {"input": 0, "output": 0, "cached": 0, "thought": 0}
+        if turn is not None:
+            spent = {
+                "input": turn.input_tokens,
+                "output": turn.output_tokens,
+                "cached": turn.cached_tokens,
+                "thought": turn.thought_tokens,
+            }
+        style = self._quirks.usage
+        if style == "quota":
+            if turn is None:
+                return {}
+            usage = {"input_tokens": spent["input"], "output_tokens": spent["output"]}
+            quota = {
+                "token_count": usage,
+                "model_usage": [{"model": "gemini-3.8-flash", "token_count": usage}],
+            }
+            return {"_meta": {"quota": quota}}
+        if style == "cumulative":
+            for key, value in spent.items():
+                self._totals[key] += value
+            spent = dict(self._totals)
+            counted = {
+                "inputTokens": spent["input"],
+                "outputTokens": spent["output"],
+                "cachedReadTokens": spent["cached"],
+                "thoughtTokens": spent["thought"],
+            }
+        else:
+            counted = {
+                "inputTokens": spent["input"] - spent["cached"],
+                "outputTokens": spent["output"] - spent["thought"],
+                "cachedReadTokens": spent["cached"],
+                "thoughtTokens": spent["thought"],
+            }
+        counted["totalTokens"] = spent["input"] + spent["output"]
+        return {"usage": counted}
+
     def _finish(self, text: str) -> list[PeerOutput]:
         turn = self._turn
         assert turn is not None
         pieces = max(turn.chunks, 1)
         size = -(-len(text) // pieces) or 1
-        out: list[PeerOutput] = [self._text(text[i : i + size]) for i in range(0, len(text), size)]
+        message = self._new_message()
+        out: list[PeerOutput] = [
+            self._text(text[i : i + size], message) for i in range(0, len(text), size)
+        ]
         assert self.session_id is not None
         self._family.history[self.session_id].append(("agent", text))
-        usage = {"input_tokens": turn.input_tokens, "output_tokens": turn.output_tokens}
-        meta = {
-            "quota": {
-                "token_count": usage,
-                "model_usage": [{"model": "gemini-3.8-flash", "token_count": usage}],
-            }
+        out.append(_result(self._prompt_id, {"stopReason": "end_turn", **self._usage(turn)}))
+        self._phase, self._turn = "idle", None
+        return out
+
+    def _rejected(self) -> list[PeerOutput]:
+        """A rejected call that ends the turn, with no further model call."""
+        failed = {
+            "sessionUpdate": "tool_call_update",
+            "toolCallId": f"call_{self._calls}",
+            "status": "failed",
+            "rawOutput": {"message": "The user rejected this tool call.", "code": "rejected"},
         }
-        out.append(_result(self._prompt_id, {"stopReason": "end_turn", "_meta": meta}))
+        out: list[PeerOutput] = [self._update(failed)]
+        if self._quirks.reject_notice is not None:
+            out.append(self._text(self._quirks.reject_notice))
+        out.append(_result(self._prompt_id, {"stopReason": "end_turn", **self._usage(None)}))
         self._phase, self._turn = "idle", None
         return out
 
     def _cancelled(self) -> list[PeerOutput]:
+        silent = self._turn is not None and self._turn.tool is None and self._phase == "running"
         self._phase, self._turn, self._cancel_pending = "idle", None, False
-        return [_result(self._prompt_id, {"stopReason": "cancelled"})]
+        if silent and self._quirks.cancel_of_silent_call_errors:
+            return [_error(self._prompt_id, -32603, "Internal error: Internal service failure")]
+        result = {"stopReason": "cancelled"}
+        if self._quirks.usage != "quota":
+            result.update(self._usage(None))
+        return [_result(self._prompt_id, result)]
 
     def _on_answer(self, frame: Mapping[str, Any]) -> list[PeerOutput]:
         if frame.get("id") != self._ask_id or self._phase != "asking":
@@ -421,8 +577,11 @@ class AcpPeer(FakePeer):
             self._phase = "running"  # cancelled without a cancel: the turn waits for one
             return []
         chosen = as_str(outcome.get("optionId")) or ""
-        if chosen.startswith("proceed"):
+        kinds = {option.get("optionId"): option.get("kind") for option in self._quirks.options}
+        if (kinds.get(chosen) or "").startswith("allow"):
             return self._run_tool(turn)
+        if self._quirks.reject_ends_turn:
+            return self._rejected()
         # Rejected: the model is told and answers again.
         return self._finish("denied")
 
@@ -451,7 +610,7 @@ class AcpPeer(FakePeer):
         return out + self._cancelled()
 
 
-class AcpRecordedPeer(FakePeer):
+class AcpRecordedPeer(RecordedPeer):
     """Replays a recorded ACP transcript (``transcript.jsonl`` of a capture case).
 
     Each message written to it is matched with the next recorded input of the same kind (the
@@ -463,75 +622,29 @@ class AcpRecordedPeer(FakePeer):
 
     Attributes:
         written: Every line written to it.
-        unmatched: Lines written to it that matched no recorded input.
     """
 
     def __init__(self, transcript: Path | str) -> None:
-        self._steps: deque[_Step] = deque()
-        step = _Step(None)
-        out_text = ""
-        for raw in Path(transcript).read_text(encoding="utf-8").splitlines():
-            record: dict[str, Any] = json.loads(raw)
-            direction, data = record.get("dir"), record.get("data")
-            if direction == "in" and isinstance(data, str):
-                for line in data.splitlines():
-                    self._steps.append(step)
-                    step = _Step(dict(as_mapping(json.loads(line)) or {}))
-            elif direction == "out" and isinstance(data, str):
-                out_text += data
-                *complete, out_text = out_text.split("\n")
-                step.outputs.extend(StdoutLine(line + "\n") for line in complete if line)
-            elif direction == "err" and isinstance(data, str):
-                step.outputs.extend(StderrLine(line + "\n") for line in data.splitlines())
-        self._steps.append(step)
         self._ids: dict[object, object] = {}
         self.written: list[str] = []
-        self.unmatched: list[str] = []
+        super().__init__(transcript, exits_when_killed=False)
 
-    def on_start(self) -> Iterable[PeerOutput]:
-        """Print what the recording printed before its first input."""
-        return self._steps.popleft().outputs
+    def kind(self, frame: Mapping[str, Any]) -> str:
+        """The request's or notification's method; ``answer`` for a response."""
+        return as_str(frame.get("method")) or "answer"
 
     def on_stdin(self, line: str) -> Iterable[PeerOutput]:
         """Print the recorded output that answered the matching recorded input."""
         self.written.append(line)
-        try:
-            sent = as_mapping(json.loads(line))
-        except ValueError:
-            sent = None
-        if sent is None:
-            return ()
-        while self._steps:
-            step = self._steps.popleft()
-            if step.recorded is not None and _kind(step.recorded) == _kind(sent):
-                if "method" in sent and sent.get("id") is not None:
-                    self._ids[step.recorded.get("id")] = sent.get("id")
-                return _renamed(self._ids, step.outputs)
-        self.unmatched.append(line)
-        return ()
+        return super().on_stdin(line)
 
-    def on_stdin_closed(self) -> Iterable[PeerOutput]:
-        """Print what is left of the recording, then exit."""
-        rest: list[PeerOutput] = []
-        while self._steps:
-            rest.extend(self._steps.popleft().outputs)
-        return [*rest, ProcessExited(0)]
-
-    def on_terminate(self) -> Iterable[PeerOutput]:
-        """SIGTERM: exit at once."""
-        return (ProcessExited(-signal.SIGTERM),)
-
-
-def _kind(frame: Mapping[str, Any]) -> str:
-    return as_str(frame.get("method")) or "answer"
-
-
-@dataclass(slots=True)
-class _Step:
-    """A recorded input (None: the start) and the output that followed it."""
-
-    recorded: dict[str, Any] | None
-    outputs: list[PeerOutput] = field(default_factory=list[PeerOutput])
+    def renamed(
+        self, recorded: Mapping[str, Any], sent: Mapping[str, Any], outputs: list[PeerOutput]
+    ) -> list[PeerOutput]:
+        """``outputs`` with each response to a recorded request of ours addressed to our id."""
+        if "method" in sent and sent.get("id") is not None:
+            self._ids[recorded.get("id")] = sent.get("id")
+        return _renamed(self._ids, outputs)
 
 
 def _renamed(ids: Mapping[object, object], outputs: list[PeerOutput]) -> list[PeerOutput]:
@@ -541,7 +654,7 @@ def _renamed(ids: Mapping[object, object], outputs: list[PeerOutput]) -> list[Pe
         frame = _frame(output.text) if isinstance(output, StdoutLine) else None
         recorded = frame.get("id") if frame is not None and "method" not in frame else None
         if frame is not None and recorded is not None and recorded in ids:
-            renamed.append(_line({**frame, "id": ids[recorded]}))
+            renamed.append(frame_line({**frame, "id": ids[recorded]}))
         else:
             renamed.append(output)
     return renamed

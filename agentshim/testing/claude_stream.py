@@ -25,17 +25,15 @@ from __future__ import annotations
 import dataclasses
 import json
 import signal
-import threading
-from collections import deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from agentshim.core.jsonvalues import as_mapping, list_or_empty
 from agentshim.execution.process import ProcessExited, SpawnRequest, StderrLine, StdoutLine
 
 from .process import FakePeer, PeerOutput
+from .transcript import PeerScript, RecordedPeer, frame_line
 
 __all__ = ["ClaudePeerTurn", "ClaudeRecordedPeer", "ClaudeStreamPeer", "ClaudeStreamPeers"]
 
@@ -79,7 +77,7 @@ class ClaudePeerTurn:
     cost_usd: float = 0.001
 
 
-class ClaudeStreamPeers:
+class ClaudeStreamPeers(PeerScript[ClaudePeerTurn, "ClaudeStreamPeer"]):
     """The processes of one fake Claude Code: a factory for ``FakeExecutor(peers=...)``.
 
     Every spawned process plays the next turn of ``turns``. A process started with
@@ -91,42 +89,22 @@ class ClaudeStreamPeers:
     """
 
     def __init__(self, turns: Iterable[ClaudePeerTurn], *, session_id: str | None = None) -> None:
-        self._lock = threading.Lock()
-        self._turns: deque[ClaudePeerTurn] = deque(turns)
+        super().__init__(turns)
         self._session_id = session_id
-        self._count = 0
-        self.peers: list[ClaudeStreamPeer] = []
-        self.requests: list[SpawnRequest] = []
-
-    def extend(self, turns: Iterable[ClaudePeerTurn]) -> None:
-        """Add turns to the script."""
-        with self._lock:
-            self._turns.extend(turns)
-
-    def next_turn(self) -> ClaudePeerTurn | None:
-        """Take the next scripted turn (None when the script is used up)."""
-        with self._lock:
-            return self._turns.popleft() if self._turns else None
 
     def __call__(self, request: SpawnRequest) -> ClaudeStreamPeer:
         """Start the next process for ``request``."""
         argv = list(request.argv)
-        with self._lock:
-            self._count += 1
-            if "--resume" in argv and "--fork-session" not in argv:
-                session_id = argv[argv.index("--resume") + 1]
-            else:
-                session_id = self._session_id or f"00000000-0000-4000-8000-{self._count:012d}"
-                if self._session_id is not None and "--fork-session" in argv:
-                    session_id = f"{self._session_id}-fork"
-            peer = ClaudeStreamPeer(self, session_id, argv)
-            self.peers.append(peer)
-            self.requests.append(request)
-            return peer
-
-
-def _line(frame: Mapping[str, Any]) -> StdoutLine:
-    return StdoutLine(json.dumps(frame, separators=(",", ":")) + "\n")
+        number = self.count()
+        if "--resume" in argv and "--fork-session" not in argv:
+            session_id = argv[argv.index("--resume") + 1]
+        else:
+            session_id = self._session_id or f"00000000-0000-4000-8000-{number:012d}"
+            if self._session_id is not None and "--fork-session" in argv:
+                session_id = f"{self._session_id}-fork"
+        peer = ClaudeStreamPeer(self, session_id, argv)
+        self.spawned(request, peer)
+        return peer
 
 
 class ClaudeStreamPeer(FakePeer):
@@ -196,7 +174,7 @@ class ClaudeStreamPeer(FakePeer):
         return {"session_id": self.session_id, "uuid": f"uuid-{self._messages}"}
 
     def _init(self) -> StdoutLine:
-        return _line(
+        return frame_line(
             {
                 "type": "system",
                 "subtype": "init",
@@ -230,13 +208,13 @@ class ClaudeStreamPeer(FakePeer):
             "usage": usage,
             "context_management": None,
         }
-        return _line(
+        return frame_line(
             {"type": "assistant", "message": message, "parent_tool_use_id": None, **self._common()}
         )
 
     def _user(self, content: list[dict[str, Any]], **extra: Any) -> StdoutLine:
         message = {"role": "user", "content": content}
-        return _line(
+        return frame_line(
             {
                 "type": "user",
                 "message": message,
@@ -280,7 +258,7 @@ class ClaudeStreamPeer(FakePeer):
             frame["stop_reason"] = "end_turn"
         else:
             frame["errors"] = ["[ede_diagnostic] result_type=user"]
-        return _line(frame)
+        return frame_line(frame)
 
     def _answer_text(self, turn: ClaudePeerTurn) -> str:
         if self.steered:
@@ -385,7 +363,7 @@ class ClaudeStreamPeer(FakePeer):
             self._phase = "asking"
             self._ask_id = f"ask-{self._messages}"
             out.append(
-                _line(
+                frame_line(
                     {
                         "type": "control_request",
                         "request_id": self._ask_id,
@@ -526,7 +504,7 @@ class ClaudeStreamPeer(FakePeer):
             self.model = str(model) if model else _MODEL
             echo = f"<local-command-stdout>Set model to {self.model}</local-command-stdout>"
             return [
-                _line(
+                frame_line(
                     {
                         "type": "user",
                         "message": {"role": "user", "content": echo},
@@ -534,7 +512,7 @@ class ClaudeStreamPeer(FakePeer):
                         "isReplay": True,
                     }
                 ),
-                _line(ok),
+                frame_line(ok),
             ]
         error = {
             "type": "control_response",
@@ -544,17 +522,17 @@ class ClaudeStreamPeer(FakePeer):
                 "error": f"Unsupported control request subtype: {subtype}",
             },
         }
-        return [_line(error)]
+        return [frame_line(error)]
 
     def _interrupted(self, ok: Mapping[str, Any]) -> list[PeerOutput]:
         turn, phase = self._turn, self._phase
         self._waiting.clear()  # what the turn waited on is withdrawn with it
         if turn is None or phase == "idle":
-            return [_line(ok)]
+            return [frame_line(ok)]
         out: list[PeerOutput] = []
         if phase == "asking":
-            out.append(_line({"type": "control_cancel_request", "request_id": self._ask_id}))
-        out.append(_line(ok))
+            out.append(frame_line({"type": "control_cancel_request", "request_id": self._ask_id}))
+        out.append(frame_line(ok))
         if turn.tool is not None:
             rejected = {
                 "type": "tool_result",
@@ -572,15 +550,7 @@ class ClaudeStreamPeer(FakePeer):
         return out
 
 
-def _kind(frame: Mapping[str, Any]) -> str:
-    kind = str(frame.get("type"))
-    body = frame.get("request")
-    if kind == "control_request" and isinstance(body, dict):
-        return f"{kind}:{body.get('subtype')}"  # pyright: ignore[reportUnknownMemberType]
-    return kind
-
-
-class ClaudeRecordedPeer(FakePeer):
+class ClaudeRecordedPeer(RecordedPeer):
     """Replays a recorded Claude Code transcript (``transcript.jsonl`` of a capture case).
 
     Each line written to it is matched with the next recorded input of the same kind (a
@@ -591,92 +561,36 @@ class ClaudeRecordedPeer(FakePeer):
     its last input and exits with the recorded status.
     """
 
-    def __init__(self, transcript: Path | str) -> None:
-        self._steps: deque[_Step] = deque()
-        self._exit = 0
-        step = _Step(None)
-        out_text = ""
-        stdin_closed = False
-        for raw in Path(transcript).read_text(encoding="utf-8").splitlines():
-            record: dict[str, Any] = json.loads(raw)
-            direction, data = record.get("dir"), record.get("data")
-            if direction == "in" and isinstance(data, str):
-                for line in data.splitlines():
-                    self._steps.append(step)
-                    step = _Step(_recorded_input(line))
-            elif direction == "out" and isinstance(data, str):
-                out_text += data
-                *complete, out_text = out_text.split("\n")
-                step.outputs.extend(StdoutLine(line + "\n") for line in complete if line)
-            elif direction == "err" and isinstance(data, str):
-                step.outputs.extend(StderrLine(line + "\n") for line in data.splitlines())
-            elif direction == "in_eof":
-                stdin_closed = True
-            elif direction == "exit" and isinstance(data, int):
-                self._exit = data
-                if not stdin_closed:
-                    # It died on its own (or was killed) with stdin still open.
-                    step.outputs.append(ProcessExited(data))
-        self._steps.append(step)
-        self.unmatched: list[str] = []
-        """Lines written to it that matched no recorded input."""
+    def kind(self, frame: Mapping[str, Any]) -> str:
+        """The frame's type; a control request's with its subtype."""
+        kind = str(frame.get("type"))
+        body = frame.get("request")
+        if kind == "control_request" and isinstance(body, dict):
+            return f"{kind}:{body.get('subtype')}"  # pyright: ignore[reportUnknownMemberType]
+        return kind
 
-    def on_start(self) -> Iterable[PeerOutput]:
-        """Print what the recording printed before its first input."""
-        return self._steps.popleft().outputs
+    def renamed(
+        self, recorded: Mapping[str, Any], sent: Mapping[str, Any], outputs: list[PeerOutput]
+    ) -> list[PeerOutput]:
+        """``outputs`` with the recorded request id of our control request replaced by ours."""
+        old, new = recorded.get("request_id"), sent.get("request_id")
+        if not isinstance(old, str) or not isinstance(new, str) or old == new:
+            return list(outputs)
+        needle, replacement = json.dumps(old), json.dumps(new)
+        return [
+            StdoutLine(output.text.replace(needle, replacement))
+            if isinstance(output, StdoutLine)
+            else output
+            for output in outputs
+        ]
 
     def on_stdin(self, line: str) -> Iterable[PeerOutput]:
-        """Print the recorded output that answered the matching recorded input."""
+        """Print the recorded output that answered the matching recorded input.
+
+        A line that is not JSON ends the process, as Claude Code does.
+        """
         try:
-            frame: Any = json.loads(line)
+            json.loads(line)
         except ValueError:
             return (StderrLine("Error parsing streaming input line\n"), ProcessExited(1))
-        sent = as_mapping(frame)
-        if sent is None:
-            return ()
-        while self._steps:
-            step = self._steps.popleft()
-            if step.recorded is not None and _kind(step.recorded) == _kind(sent):
-                return _renamed(step.recorded, sent, step.outputs)
-        self.unmatched.append(line)
-        return ()
-
-    def on_stdin_closed(self) -> Iterable[PeerOutput]:
-        """Print what is left of the recording, then exit with its status."""
-        rest: list[PeerOutput] = []
-        while self._steps:
-            rest.extend(self._steps.popleft().outputs)
-        return [*rest, ProcessExited(self._exit)]
-
-
-def _recorded_input(line: str) -> dict[str, Any]:
-    try:
-        frame = as_mapping(json.loads(line))
-    except ValueError:
-        frame = None
-    # A recorded line that is not a frame (a test of the CLI's own parser) matches nothing.
-    return dict(frame) if frame is not None else {"type": "<not a frame>"}
-
-
-@dataclass(slots=True)
-class _Step:
-    """A recorded input (None: the start) and the output that followed it."""
-
-    recorded: dict[str, Any] | None
-    outputs: list[PeerOutput] = field(default_factory=list[PeerOutput])
-
-
-def _renamed(
-    recorded: Mapping[str, Any], sent: Mapping[str, Any], outputs: list[PeerOutput]
-) -> list[PeerOutput]:
-    """``outputs`` with the recorded request id of our control request replaced by ours."""
-    old, new = recorded.get("request_id"), sent.get("request_id")
-    if not isinstance(old, str) or not isinstance(new, str) or old == new:
-        return list(outputs)
-    needle, replacement = json.dumps(old), json.dumps(new)
-    return [
-        StdoutLine(output.text.replace(needle, replacement))
-        if isinstance(output, StdoutLine)
-        else output
-        for output in outputs
-    ]
+        return super().on_stdin(line)

@@ -18,8 +18,6 @@ from __future__ import annotations
 
 import json
 import signal
-import threading
-from collections import deque
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,6 +27,7 @@ from agentshim.core.jsonvalues import as_mapping
 from agentshim.execution.process import ProcessExited, SpawnRequest, StderrLine, StdoutLine
 
 from .process import FakePeer, PeerOutput
+from .transcript import PeerScript, RecordedPeer, frame_line
 
 __all__ = ["PiPeerTurn", "PiRecordedPeer", "PiRpcPeer", "PiRpcPeers"]
 
@@ -76,7 +75,7 @@ class PiPeerTurn:
     cost_usd: float = 0.001
 
 
-class PiRpcPeers:
+class PiRpcPeers(PeerScript[PiPeerTurn, "PiRpcPeer"]):
     """The processes of one fake Pi: a factory for ``FakeExecutor(peers=...)``.
 
     Every spawned process plays the next turn of ``turns``. A process started with
@@ -96,42 +95,26 @@ class PiRpcPeers:
         session_id: str | None = None,
         missing: Collection[str] = (),
     ) -> None:
-        self._lock = threading.Lock()
-        self._turns: deque[PiPeerTurn] = deque(turns)
+        super().__init__(turns)
         self._session_id = session_id
         self._missing = frozenset(missing)
-        self._count = 0
-        self.peers: list[PiRpcPeer] = []
-        self.requests: list[SpawnRequest] = []
-
-    def extend(self, turns: Iterable[PiPeerTurn]) -> None:
-        """Add turns to the script."""
-        with self._lock:
-            self._turns.extend(turns)
-
-    def next_turn(self) -> PiPeerTurn | None:
-        """Take the next scripted turn (None when the script is used up)."""
-        with self._lock:
-            return self._turns.popleft() if self._turns else None
 
     def __call__(self, request: SpawnRequest) -> FakePeer:
         """Start the next process for ``request``."""
         argv = list(request.argv)
-        with self._lock:
-            self._count += 1
-            made_up = self._session_id or f"01a23046-0000-7000-8000-{self._count:012d}"
-            if "--session" in argv:
-                session_id = argv[argv.index("--session") + 1]
-            elif "--fork" in argv:
-                session_id = f"{argv[argv.index('--fork') + 1]}-fork"
-            else:
-                session_id = made_up
-            self.requests.append(request)
-            if session_id in self._missing:
-                return _MissingSession(session_id)
-            peer = PiRpcPeer(self, session_id, argv)
-            self.peers.append(peer)
-            return peer
+        made_up = self._session_id or f"01a23046-0000-7000-8000-{self.count():012d}"
+        if "--session" in argv:
+            session_id = argv[argv.index("--session") + 1]
+        elif "--fork" in argv:
+            session_id = f"{argv[argv.index('--fork') + 1]}-fork"
+        else:
+            session_id = made_up
+        if session_id in self._missing:
+            self.spawned(request, None)
+            return _MissingSession(session_id)
+        peer = PiRpcPeer(self, session_id, argv)
+        self.spawned(request, peer)
+        return peer
 
 
 class _MissingSession(FakePeer):
@@ -142,10 +125,6 @@ class _MissingSession(FakePeer):
 
     def on_start(self) -> Iterable[PeerOutput]:
         return (StderrLine(f"No session found matching '{self._session_id}'\n"), ProcessExited(1))
-
-
-def _line(frame: Mapping[str, Any]) -> StdoutLine:
-    return StdoutLine(json.dumps(frame, separators=(",", ":")) + "\n")
 
 
 def _usage(input_tokens: int, output_tokens: int, cost: float) -> dict[str, Any]:
@@ -193,7 +172,9 @@ class PiRpcPeer(FakePeer):
         except ValueError:
             error = f"Failed to parse command: {line.strip()[:40]!r} is not valid JSON"
             return [
-                _line({"type": "response", "command": "parse", "success": False, "error": error})
+                frame_line(
+                    {"type": "response", "command": "parse", "success": False, "error": error}
+                )
             ]
         decoded = as_mapping(frame)
         if decoded is None:
@@ -214,7 +195,9 @@ class PiRpcPeer(FakePeer):
             return []
         if handler is None:
             error = f"Unknown command: {kind}"
-            return [_line({"type": "response", "command": kind, "success": False, "error": error})]
+            return [
+                frame_line({"type": "response", "command": kind, "success": False, "error": error})
+            ]
         return handler(command_id, sent)
 
     def on_stdin_closed(self) -> Iterable[PeerOutput]:
@@ -230,7 +213,7 @@ class PiRpcPeer(FakePeer):
     def _response(self, command_id: object, kind: str, **fields: Any) -> StdoutLine:
         frame: dict[str, Any] = {"id": command_id, "type": "response", "command": kind}
         frame.update({"success": True, **fields})
-        return _line(frame)
+        return frame_line(frame)
 
     def _assistant(
         self, content: list[dict[str, Any]], stop: str, usage: dict[str, Any], **extra: Any
@@ -254,15 +237,15 @@ class PiRpcPeer(FakePeer):
             "timestamp": _MILLIS,
         }
         return [
-            _line({"type": "message_start", "message": message}),
-            _line({"type": "message_end", "message": message}),
+            frame_line({"type": "message_start", "message": message}),
+            frame_line({"type": "message_end", "message": message}),
         ]
 
     def _message(self, message: Mapping[str, Any]) -> list[PeerOutput]:
         start: dict[str, Any] = {**message, "content": []}
         return [
-            _line({"type": "message_start", "message": start}),
-            _line({"type": "message_end", "message": dict(message)}),
+            frame_line({"type": "message_start", "message": start}),
+            frame_line({"type": "message_end", "message": dict(message)}),
         ]
 
     def _tool_id(self) -> str:
@@ -300,19 +283,21 @@ class PiRpcPeer(FakePeer):
         self._turn = turn
         self._queued = []
         out: list[PeerOutput] = [self._response(command_id, "prompt")]
-        out += [_line({"type": "agent_start"}), _line({"type": "turn_start"})]
+        out += [frame_line({"type": "agent_start"}), frame_line({"type": "turn_start"})]
         out += self._user(str(sent.get("message")))
         if turn.error is not None:
             failed = self._assistant([], "error", _usage(0, 0, 0), errorMessage=turn.error)
             out += [*self._message(failed), *self._end(failed)]
             for attempt in range(1, turn.retries + 1):
                 retry = {"attempt": attempt, "maxAttempts": turn.retries, "delayMs": 1}
-                out.append(_line({"type": "auto_retry_start", **retry, "errorMessage": turn.error}))
-                out += [_line({"type": "agent_start"}), _line({"type": "turn_start"})]
+                out.append(
+                    frame_line({"type": "auto_retry_start", **retry, "errorMessage": turn.error})
+                )
+                out += [frame_line({"type": "agent_start"}), frame_line({"type": "turn_start"})]
                 out += [*self._message(failed), *self._end(failed)]
             if turn.retries:
                 end = {"success": False, "attempt": turn.retries, "finalError": turn.error}
-                out.append(_line({"type": "auto_retry_end", **end}))
+                out.append(frame_line({"type": "auto_retry_end", **end}))
             return out
         if turn.tool is None:
             if turn.hang:
@@ -329,9 +314,9 @@ class PiRpcPeer(FakePeer):
         request = self._assistant([call], "toolUse", _usage(300, 30, 0))
         out += self._message(request)
         ids = {"toolCallId": call["id"], "toolName": turn.tool, "args": dict(turn.tool_input)}
-        out.append(_line({"type": "tool_execution_start", **ids}))
+        out.append(frame_line({"type": "tool_execution_start", **ids}))
         out.append(
-            _line({"type": "tool_execution_update", **ids, "partialResult": {"content": []}})
+            frame_line({"type": "tool_execution_update", **ids, "partialResult": {"content": []}})
         )
         if turn.die is not None:
             return [*out, ProcessExited(turn.die)]
@@ -348,7 +333,7 @@ class PiRpcPeer(FakePeer):
         ids = {"toolCallId": self._tool_id(), "toolName": turn.tool}
         content = [{"type": "text", "text": output}]
         out: list[PeerOutput] = [
-            _line(
+            frame_line(
                 {
                     "type": "tool_execution_end",
                     **ids,
@@ -360,10 +345,10 @@ class PiRpcPeer(FakePeer):
         ]
         result = {"role": "toolResult", **ids, "content": content, "isError": failed}
         out += [
-            _line({"type": "message_start", "message": result}),
-            _line({"type": "message_end", "message": result}),
-            _line({"type": "turn_end", "message": {}, "toolResults": [result]}),
-            _line({"type": "turn_start"}),
+            frame_line({"type": "message_start", "message": result}),
+            frame_line({"type": "message_end", "message": result}),
+            frame_line({"type": "turn_end", "message": {}, "toolResults": [result]}),
+            frame_line({"type": "turn_start"}),
         ]
         return out
 
@@ -371,7 +356,7 @@ class PiRpcPeer(FakePeer):
         out: list[PeerOutput] = []
         text = turn.text
         if self._queued:
-            out.append(_line({"type": "queue_update", "steering": [], "followUp": []}))
+            out.append(frame_line({"type": "queue_update", "steering": [], "followUp": []}))
             for queued in self._queued:
                 out += self._user(queued)
             text = f"{text} (and: {' / '.join(self._queued)})"
@@ -379,19 +364,19 @@ class PiRpcPeer(FakePeer):
         usage = _usage(turn.input_tokens, turn.output_tokens, turn.cost_usd)
         final = self._assistant([{"type": "text", "text": text}], "stop", usage)
         start: dict[str, Any] = {**final, "content": []}
-        out.append(_line({"type": "message_start", "message": start}))
+        out.append(frame_line({"type": "message_start", "message": start}))
         delta = {"type": "text_delta", "contentIndex": 0, "delta": text, "partial": final}
         out.append(
-            _line({"type": "message_update", "assistantMessageEvent": delta, "message": final})
+            frame_line({"type": "message_update", "assistantMessageEvent": delta, "message": final})
         )
-        out.append(_line({"type": "message_end", "message": final}))
+        out.append(frame_line({"type": "message_end", "message": final}))
         return out + self._end(final)
 
     def _end(self, final: Mapping[str, Any]) -> list[PeerOutput]:
         self._phase, self._turn = "idle", None
         return [
-            _line({"type": "turn_end", "message": dict(final), "toolResults": []}),
-            _line({"type": "agent_end", "messages": [dict(final)]}),
+            frame_line({"type": "turn_end", "message": dict(final), "toolResults": []}),
+            frame_line({"type": "agent_end", "messages": [dict(final)]}),
         ]
 
     def _steer(self, command_id: object, sent: Mapping[str, Any]) -> list[PeerOutput]:
@@ -402,7 +387,7 @@ class PiRpcPeer(FakePeer):
         steering = self._queued if kind == "steer" else []
         follow = self._queued if kind != "steer" else []
         out: list[PeerOutput] = [
-            _line({"type": "queue_update", "steering": steering, "followUp": follow}),
+            frame_line({"type": "queue_update", "steering": steering, "followUp": follow}),
             self._response(command_id, kind),
         ]
         turn = self._turn
@@ -431,11 +416,11 @@ class PiRpcPeer(FakePeer):
                 _usage(0, 0, 0),
                 errorMessage="Request was aborted.",
             )
-            out.append(_line({"type": "message_end", "message": partial}))
+            out.append(frame_line({"type": "message_end", "message": partial}))
         return [*out, *self._end(aborted), done]
 
 
-class PiRecordedPeer(FakePeer):
+class PiRecordedPeer(RecordedPeer):
     """Replays a recorded Pi rpc transcript (``transcript.jsonl`` of a capture case).
 
     Each command written to it is matched with the next recorded command of the same type;
@@ -447,47 +432,28 @@ class PiRecordedPeer(FakePeer):
     the next recorded prompt is answered with the recording's first ``get_state`` data. At
     end of stdin it prints what the recording printed after its last command and exits with
     the recorded status.
+
+    Attributes:
+        received: Every command written to it, decoded.
     """
 
     def __init__(self, transcript: Path | str, *, folded: Collection[str] = ()) -> None:
-        self._steps: deque[_Step] = deque()
-        self._exit = 0
+        self._folded = frozenset(folded)
         self._state: dict[str, Any] = {}
-        step = _Step(None)
-        out_text = ""
-        stdin_closed = False
-        for raw in Path(transcript).read_text(encoding="utf-8").splitlines():
-            record: dict[str, Any] = json.loads(raw)
-            direction, data = record.get("dir"), record.get("data")
-            if direction == "in" and isinstance(data, str):
-                for line in data.splitlines():
-                    recorded = _recorded_input(line)
-                    if recorded.get("id") in folded:
-                        step.dropped.add(str(recorded["id"]))
-                        continue
-                    self._steps.append(step)
-                    step = _Step(recorded)
-            elif direction == "out" and isinstance(data, str):
-                out_text += data
-                *complete, out_text = out_text.split("\n")
-                for line in complete:
-                    if line and not _answers(line, step.dropped):
-                        step.outputs.append(StdoutLine(line + "\n"))
-                    self._remember_state(line)
-            elif direction == "err" and isinstance(data, str):
-                step.outputs.extend(StderrLine(line + "\n") for line in data.splitlines())
-            elif direction == "in_eof":
-                stdin_closed = True
-            elif direction == "exit" and isinstance(data, int):
-                self._exit = data
-                if not stdin_closed:
-                    # It died on its own (or was killed) with stdin still open.
-                    step.outputs.append(ProcessExited(data))
-        self._steps.append(step)
-        self.unmatched: list[str] = []
-        """Lines written to it that matched no recorded input."""
         self.received: list[dict[str, Any]] = []
-        """Every command written to it, decoded."""
+        super().__init__(transcript)
+
+    def folds(self, recorded: Mapping[str, Any]) -> bool:
+        """A command the recorder sent mid-run (named in ``folded``)."""
+        return recorded.get("id") in self._folded
+
+    def answers_folded(self, line: str, folded: set[str]) -> bool:
+        """The response to one of the step's folded commands."""
+        return any(line.startswith(f'{{"id":{json.dumps(old)},"type":"response"') for old in folded)
+
+    def heard(self, line: str) -> None:
+        """Keep the first recorded ``get_state`` data."""
+        self._remember_state(line)
 
     def _remember_state(self, line: str) -> None:
         if self._state or '"command":"get_state"' not in line:
@@ -498,17 +464,9 @@ class PiRecordedPeer(FakePeer):
             return
         self._state = dict(as_mapping(frame.get("data")) or {})
 
-    def on_start(self) -> Iterable[PeerOutput]:
-        """Print what the recording printed before its first input."""
-        return self._steps.popleft().outputs
-
     def on_stdin(self, line: str) -> Iterable[PeerOutput]:
         """Print the recorded output that answered the matching recorded command."""
-        try:
-            frame: Any = json.loads(line)
-        except ValueError:
-            return ()
-        sent = as_mapping(frame)
+        sent = self.decode(line)
         if sent is None:
             return ()
         self.received.append(dict(sent))
@@ -516,7 +474,7 @@ class PiRecordedPeer(FakePeer):
         if kind == "get_state" and not self._next_is("get_state"):
             data = dict(self._state)
             return [
-                _line(
+                frame_line(
                     {
                         "id": sent.get("id"),
                         "type": "response",
@@ -526,16 +484,11 @@ class PiRecordedPeer(FakePeer):
                     }
                 )
             ]
-        while self._steps:
-            step = self._steps.popleft()
-            if step.recorded is not None and step.recorded.get("type") == kind:
-                return _renamed(step.recorded, sent, step.outputs)
-        self.unmatched.append(line)
-        return ()
+        return self.replay(line, sent)
 
     def _next_is(self, kind: str) -> bool:
         """Whether a recorded ``kind`` comes before the next recorded prompt."""
-        for step in self._steps:
+        for step in self.upcoming():
             recorded = step.recorded or {}
             if recorded.get("type") == kind:
                 return True
@@ -543,48 +496,17 @@ class PiRecordedPeer(FakePeer):
                 return False
         return False
 
-    def on_stdin_closed(self) -> Iterable[PeerOutput]:
-        """Print what is left of the recording, then exit with its status."""
-        rest: list[PeerOutput] = []
-        while self._steps:
-            rest.extend(self._steps.popleft().outputs)
-        return [*rest, ProcessExited(self._exit)]
-
-
-def _recorded_input(line: str) -> dict[str, Any]:
-    try:
-        frame = as_mapping(json.loads(line))
-    except ValueError:
-        frame = None
-    # A recorded line that is not a frame (a test of the CLI's own parser) matches nothing.
-    return dict(frame) if frame is not None else {"type": "<not a frame>"}
-
-
-def _answers(line: str, dropped: Collection[str]) -> bool:
-    """Whether ``line`` is the response to one of the ``dropped`` recorded commands."""
-    return any(line.startswith(f'{{"id":{json.dumps(old)},"type":"response"') for old in dropped)
-
-
-@dataclass(slots=True)
-class _Step:
-    """A recorded command (None: the start) and the output that followed it."""
-
-    recorded: dict[str, Any] | None
-    outputs: list[PeerOutput] = field(default_factory=list[PeerOutput])
-    dropped: set[str] = field(default_factory=set[str])
-
-
-def _renamed(
-    recorded: Mapping[str, Any], sent: Mapping[str, Any], outputs: list[PeerOutput]
-) -> list[PeerOutput]:
-    """``outputs`` with the recorded id of the command's response replaced by ours."""
-    old, new = recorded.get("id"), sent.get("id")
-    if not isinstance(old, str) or not isinstance(new, str) or old == new:
-        return list(outputs)
-    needle, replacement = f'{{"id":{json.dumps(old)},', f'{{"id":{json.dumps(new)},'
-    return [
-        StdoutLine(output.text.replace(needle, replacement, 1))
-        if isinstance(output, StdoutLine)
-        else output
-        for output in outputs
-    ]
+    def renamed(
+        self, recorded: Mapping[str, Any], sent: Mapping[str, Any], outputs: list[PeerOutput]
+    ) -> list[PeerOutput]:
+        """``outputs`` with the recorded id of the command's response replaced by ours."""
+        old, new = recorded.get("id"), sent.get("id")
+        if not isinstance(old, str) or not isinstance(new, str) or old == new:
+            return list(outputs)
+        needle, replacement = f'{{"id":{json.dumps(old)},', f'{{"id":{json.dumps(new)},'
+        return [
+            StdoutLine(output.text.replace(needle, replacement, 1))
+            if isinstance(output, StdoutLine)
+            else output
+            for output in outputs
+        ]

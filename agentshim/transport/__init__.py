@@ -6,8 +6,10 @@ to a CLI's stdin, :mod:`.correlator` pairs requests with their responses under d
 :mod:`.watch` is the pure clock of a turn (its budget, its stall window, the grace of an
 interrupt), :mod:`.approvals` runs the caller's approval handler fail-closed, :mod:`.channel`
 is the thin shell over a :class:`~agentshim.execution.process.Process` that reads on the
-turn's thread and wakes it from any other, and :mod:`.context` is what a provider's plugin
-gets to build its transport. Nothing here starts a thread.
+turn's thread and wakes it from any other, :mod:`.context` is what a provider's plugin
+gets to build its transport, and :mod:`.conversation` is the skeleton every conversation on
+one process shares (one turn at a time, the read loop and its deadlines, the in-band
+interrupt, closing). Nothing here starts a thread.
 """
 
 from __future__ import annotations

@@ -32,11 +32,21 @@ class TurnWatch:
     runs instead, and :class:`Due.KILL` comes when it is over.
     """
 
-    __slots__ = ("_budget_end", "_kill_at", "_last_heard", "_stall", "reason", "stalled_for")
+    __slots__ = (
+        "_budget_end",
+        "_kill_at",
+        "_last_heard",
+        "_stall",
+        "reason",
+        "stalled_for",
+        "timeout",
+    )
 
     def __init__(
         self, started: float, *, timeout: float | None, stall_timeout: float | None
     ) -> None:
+        self.timeout = timeout
+        """The turn's budget in seconds (None: no limit)."""
         self._budget_end = None if timeout is None else started + timeout
         self._stall = stall_timeout
         self._last_heard = started

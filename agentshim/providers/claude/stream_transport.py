@@ -15,46 +15,35 @@ their frame to stdin and wake the reader, so no helper thread exists and no read
 from __future__ import annotations
 
 import dataclasses
-import threading
-from collections import deque
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 from agentshim.core.conversation import (
     ConversationSpec,
-    TransportKind,
-    TurnSlot,
     TurnStop,
 )
 from agentshim.core.errors import (
-    AgentShimError,
     ApprovalRequiredError,
-    CliDiedError,
     CliExitError,
-    CliTimeoutError,
     FailureKind,
     InvalidRequestError,
     NoRunningTurnError,
     ProcessClosedError,
-    ProviderCapabilityError,
     SessionResumeError,
-    TurnCancelledError,
     TurnFailedError,
-    TurnStalledError,
     TurnTimeoutError,
 )
 from agentshim.core.events import (
     AgentEvent,
     Lifecycle,
     RunFinished,
-    RunStarted,
     TurnInterrupted,
     UsageReport,
     UsageScope,
 )
 from agentshim.core.frames import UNKNOWN_DETAIL_CHARS
-from agentshim.core.ids import is_valid_session_id, validate_session_id
+from agentshim.core.ids import is_valid_session_id
 from agentshim.core.jsonvalues import as_mapping, as_str
 from agentshim.core.profile import ProviderProfile
 from agentshim.core.provider import (
@@ -68,14 +57,12 @@ from agentshim.core.provider import (
 from agentshim.core.stream import parse_json_object
 from agentshim.core.turn import TurnRequest, TurnResult
 from agentshim.core.usage import CostSource, ProviderUsage
-from agentshim.execution.process import ProcessExited, SpawnRequest, StderrLine, StdoutLine
-from agentshim.tools.host import ToolHost
+from agentshim.execution.process import ProcessExited, StderrLine
 from agentshim.transport.approvals import answered, decide_for_turn, requested
 from agentshim.transport.channel import Channel
-from agentshim.transport.context import ContextSource, TransportContext
-from agentshim.transport.correlator import Correlator
-from agentshim.transport.fixed import refuse_fixed_changes
-from agentshim.transport.watch import Due, TurnWatch
+from agentshim.transport.conversation import LiveTurn, ProcessConversation, ProcessTransport
+from agentshim.transport.watch import TurnWatch
+from agentshim.tools.host import ToolHost
 
 from .parser import ClaudeStreamParser
 from .provider import PROFILE, TOOL_SEARCH_ENV, ClaudeProvider
@@ -99,39 +86,16 @@ _CONTROL_TIMEOUT = 30.0
 """How long a control request of ours (``set_model``) may go unanswered."""
 
 
-class ClaudeStreamTransport:
+class ClaudeStreamTransport(ProcessTransport):
     """A Transport whose conversations each keep one ``claude -p`` stream-json process.
 
-    ``context`` resolves the installed CLI (binary, env, executor) on first use.
-    ``turn_timeout`` is the budget of a turn whose request sets none; ``interrupt_grace`` how
-    long an interrupted turn may take to end before its process is killed; ``close_grace``
-    how long each step of closing a process (stdin EOF, SIGTERM) is given.
+    The constructor's keywords are :class:`~agentshim.transport.conversation.ProcessTransport`'s.
     """
-
-    kind = TransportKind.STREAM
-
-    def __init__(
-        self,
-        context: TransportContext | Callable[[], TransportContext],
-        *,
-        turn_timeout: float | None = None,
-        interrupt_grace: float = 10.0,
-        close_grace: float = 5.0,
-    ) -> None:
-        self._source = ContextSource(context)
-        self.turn_timeout = turn_timeout
-        self.interrupt_grace = interrupt_grace
-        self.close_grace = close_grace
 
     @property
     def profile(self) -> ProviderProfile:
         """Claude Code's capabilities."""
         return PROFILE
-
-    @property
-    def context(self) -> TransportContext:
-        """The resolved CLI (found and checked on first use)."""
-        return self._source.get()
 
     def open(self, spec: ConversationSpec) -> ClaudeStreamConversation:
         """Open a conversation; its process starts with its first turn.
@@ -139,35 +103,14 @@ class ClaudeStreamTransport:
         Raises:
             ProviderCapabilityError: the CLI's provider is not Claude Code.
         """
-        context = self.context
-        provider = context.provider
-        if not isinstance(provider, ClaudeProvider):
-            raise ProviderCapabilityError(
-                f"the stream transport speaks Claude Code's protocol, not {provider.profile.display_name}'s"
-            )
-        return ClaudeStreamConversation(
-            context,
-            provider,
-            spec,
-            turn_timeout=self.turn_timeout,
-            interrupt_grace=self.interrupt_grace,
-            close_grace=self.close_grace,
-        )
+        provider = self._provider(ClaudeProvider, "Claude Code's stream-json")
+        return ClaudeStreamConversation(self, provider, spec)
 
 
-class _Turn:
+class _Turn(LiveTurn):
     """What the reader knows about the turn in flight."""
 
-    __slots__ = (
-        "emit",
-        "fail",
-        "interrupted",
-        "parser",
-        "result_seen",
-        "steered",
-        "usage",
-        "watch",
-    )
+    __slots__ = ("parser", "result_seen", "usage")
 
     def __init__(
         self,
@@ -176,104 +119,42 @@ class _Turn:
         watch: TurnWatch,
         usage: list[ProviderUsage],
     ) -> None:
+        super().__init__(emit, watch)
         self.parser = parser
-        self.emit = emit
-        self.watch = watch
-        self.interrupted = False
         self.result_seen = False
-        self.fail: AgentShimError | None = None
-        self.steered: deque[str] = deque()
         self.usage = usage
         """The turn's own usage, once its result reported it (a list of at most one)."""
 
+    @property
+    def over(self) -> bool:
+        """The turn's ``result`` frame came."""
+        return self.result_seen
 
-class ClaudeStreamConversation:
-    """One Claude Code conversation on one long-lived process (a SteerableConversation)."""
+    def feed_stderr(self, text: str) -> None:
+        """The one-shot parser reads stderr too."""
+        self.parser.feed_stderr(text)
+
+
+class ClaudeStreamConversation(ProcessConversation[_Turn]):
+    """One Claude Code conversation on one long-lived process (a SteerableConversation).
+
+    Besides the failures every long-lived conversation has, a turn raises
+    SessionResumeError when the CLI no longer has the conversation to resume, CliExitError
+    when its result reported a failure (kind as on one-shot), ApprovalRequiredError when a
+    permission request met ApprovalPolicy.FAIL_TURN, and TurnFailedError (kind MODEL) when
+    the CLI refused the request's model (nothing sent). Closing also restores MCP files.
+    """
 
     def __init__(
-        self,
-        context: TransportContext,
-        provider: ClaudeProvider,
-        spec: ConversationSpec,
-        *,
-        turn_timeout: float | None,
-        interrupt_grace: float,
-        close_grace: float,
+        self, transport: ClaudeStreamTransport, provider: ClaudeProvider, spec: ConversationSpec
     ) -> None:
-        if spec.resume_session_id is not None:
-            validate_session_id(spec.resume_session_id)
-        self._context = context
+        super().__init__(transport, spec, name="Claude Code")
         self._provider = provider
-        self._spec = spec
-        self._clock = context.clock
-        self._turn_timeout = turn_timeout
-        self._interrupt_grace = interrupt_grace
-        self._close_grace = close_grace
-        self._slot = TurnSlot("this Claude Code conversation")
-        # Guards what other threads touch: the channel, the control ids, the turn in flight.
-        self._lock = threading.Lock()
-        self._channel: Channel | None = None
-        self._control = Correlator("agentshim")
-        self._turn: _Turn | None = None
-        self._session_id = spec.resume_session_id
         self._fork = spec.fork
-        self._model = spec.model or context.model
         self._process_cost = 0.0
         self._mcp: McpInstallation | None = None
-        self._stderr: deque[str] = deque(maxlen=200)
         # The conversation's tools, answered in band (mcp_message) on the turn's thread.
         self._tools = ToolHost(spec.tools) if spec.tools else None
-
-    # -- the Conversation protocol -------------------------------------------------------
-
-    @property
-    def session_id(self) -> str | None:
-        """The conversation's id; None until the CLI names it."""
-        return self._session_id
-
-    def turn(
-        self,
-        request: TurnRequest,
-        emit: Callable[[AgentEvent], None],
-        stop: TurnStop | None = None,
-    ) -> TurnResult:
-        """Run one turn on the conversation's process; events go to ``emit`` on this thread.
-
-        A stop requested before the turn is written raises TurnCancelledError with nothing
-        sent; one requested later sends the in-band interrupt, and the turn returns its
-        result marked ``interrupted`` (the process and the conversation stay).
-
-        Raises:
-            SessionStateError: the conversation is closed, or a turn is already running.
-            ProviderCapabilityError: the request asks for what a running process cannot
-                change (an output schema, its own env, argv, cwd or MCP servers).
-            TurnCancelledError: stopped before the turn was sent.
-            CliDiedError: the process ended mid-turn (the conversation is kept).
-            SessionResumeError: the CLI no longer has the conversation to resume.
-            CliExitError: the turn's result reported a failure (kind as on one-shot).
-            CliTimeoutError / TurnStalledError: the turn overran its budget, or went silent.
-            ApprovalRequiredError: a permission request met ApprovalPolicy.FAIL_TURN.
-            TurnFailedError: the CLI refused the request's model (kind MODEL); nothing sent.
-        """
-        turn_stop = self._slot.begin(stop)
-        try:
-            refuse_fixed_changes("Claude Code", request, self._spec)
-            if turn_stop.is_set():
-                raise TurnCancelledError(
-                    "the turn was cancelled before it was sent; nothing ran and the "
-                    "conversation is intact"
-                )
-            return self._run(request, emit, turn_stop)
-        finally:
-            with self._lock:
-                self._turn = None
-            self._slot.end()
-            if self._slot.closed:
-                self._shut_down()
-
-    def interrupt(self) -> None:
-        """Interrupt the running turn in band (the process stays); nothing when idle."""
-        self._slot.interrupt()
 
     def steer(self, text: str) -> None:
         """Write ``text`` into the running turn; Claude Code folds it into that turn.
@@ -288,7 +169,7 @@ class ClaudeStreamConversation:
             )
         with self._lock:
             turn, channel = self._turn, self._channel
-            if turn is None or channel is None or turn.result_seen:
+            if turn is None or channel is None or turn.over:
                 raise NoRunningTurnError("no turn is running; send the text as a new turn")
             try:
                 channel.send(user_message(text))
@@ -296,16 +177,8 @@ class ClaudeStreamConversation:
                 raise NoRunningTurnError(
                     "the turn's process has ended; send the text as a new turn"
                 ) from None
-            turn.steered.append(text)
+            turn.steered.append(Lifecycle("steered", text))
             channel.wake()
-
-    def close(self) -> None:
-        """End the process (stdin EOF, then SIGTERM, then SIGKILL) and restore MCP files."""
-        self._slot.close()
-        self._slot.interrupt()
-        if self._slot.running:
-            return  # the turn's own thread closes the process when its turn ends
-        self._shut_down()
 
     # -- the turn ------------------------------------------------------------------------
 
@@ -318,33 +191,20 @@ class ClaudeStreamConversation:
         self._drain_between_turns(channel, emit, started)
         if request.model is not None and request.model != self._model:
             self._switch_model(channel, request.model, emit)
-        timeout = request.timeout if request.timeout is not None else self._turn_timeout
-        watch = TurnWatch(started, timeout=timeout, stall_timeout=self._spec.stall_timeout)
+        watch = self._watch(request, started)
         usage: list[ProviderUsage] = []
         parser = self._provider.new_parser(
             self._per_turn_usage(emit, usage), expect_structured=False
         )
         parser.configure(ParserContext(model=self._model, resumed=resumed))
         turn = _Turn(parser, emit, watch, usage)
-        with self._lock:
-            self._turn = turn
-        try:
-            channel.send(user_message(request.prompt))
-        except ProcessClosedError:
-            pass  # the read below meets the exit and reports it
-        detach = stop.attach(lambda: self._interrupt_turn(None))
-        try:
-            self._read_turn(channel, turn)
-        finally:
-            detach()
-        return self._conclude(turn, resumed, started, timeout)
+        self._send_and_read(channel, turn, user_message(request.prompt), stop)
+        return self._conclude(turn, resumed, started)
 
     def _ensure_process(self, emit: Callable[[AgentEvent], None]) -> Channel:
-        channel = self._channel
-        if channel is not None and channel.exit is None:
-            return channel
+        channel = self._live_channel()
         if channel is not None:
-            self._release_process()
+            return channel
         context, spec = self._context, self._spec
         if self._mcp is None and spec.mcp_servers:
             workspace = Path(spec.cwd) if spec.cwd is not None else None
@@ -371,14 +231,8 @@ class ClaudeStreamConversation:
             # Offered up front, as on one-shot: a deferred tool needs a ToolSearch first.
             for name, value in TOOL_SEARCH_ENV.items():
                 env.setdefault(name, value)
-        emit(RunStarted(tuple(argv)))
-        process = context.executor.spawn(SpawnRequest(argv, cwd=spec.cwd, env=env))
-        channel = Channel(process, argv, clock=self._clock)
-        with self._lock:
-            self._channel = channel
-            self._control.clear()
+        channel = self._start_process(argv, env, emit)
         self._process_cost = 0.0
-        self._stderr.clear()
         self._initialize(channel)
         return channel
 
@@ -392,7 +246,7 @@ class ClaudeStreamConversation:
         if not fields:
             return
         with self._lock:
-            pending = self._control.issue("initialize", None)
+            pending = self._requests.issue("initialize", None)
         try:
             channel.send(control_request(pending.request_id, "initialize", **fields))
         except ProcessClosedError:
@@ -432,7 +286,7 @@ class ClaudeStreamConversation:
         self, channel: Channel, model: str, emit: Callable[[AgentEvent], None]
     ) -> None:
         with self._lock:
-            pending = self._control.issue("set_model", self._clock() + _CONTROL_TIMEOUT)
+            pending = self._requests.issue("set_model", self._clock() + _CONTROL_TIMEOUT)
         channel.send(control_request(pending.request_id, "set_model", model=model))
         deadline = pending.deadline
         assert deadline is not None
@@ -458,7 +312,7 @@ class ClaudeStreamConversation:
                 continue
             body = as_mapping(frame.get("response")) or {}
             with self._lock:
-                answered = self._control.resolve(body.get("request_id"))
+                answered = self._requests.resolve(body.get("request_id"))
             if answered is None or answered.request_id != pending.request_id:
                 continue
             if body.get("subtype") != "success":
@@ -472,58 +326,6 @@ class ClaudeStreamConversation:
             self._model = model
             emit(Lifecycle("model_switched", model))
             return
-
-    def _read_turn(self, channel: Channel, turn: _Turn) -> None:
-        parser, watch, clock = turn.parser, turn.watch, self._clock
-        while not turn.result_seen:
-            output = channel.read(watch.deadline())
-            if turn.steered:
-                self._report_steers(turn)
-            if output is None:
-                self._on_quiet(channel, turn, clock())
-                if channel.exit is not None:
-                    return
-                continue
-            if isinstance(output, StdoutLine):
-                watch.heard(clock())
-                self._on_line(channel, turn, output.text)
-            elif isinstance(output, StderrLine):
-                watch.heard(clock())
-                self._stderr.append(output.text)
-                parser.feed_stderr(output.text)
-            else:
-                return
-
-    def _report_steers(self, turn: _Turn) -> None:
-        with self._lock:
-            texts = list(turn.steered)
-            turn.steered.clear()
-        for text in texts:
-            turn.emit(Lifecycle("steered", text))
-
-    def _on_quiet(self, channel: Channel, turn: _Turn, now: float) -> None:
-        due = turn.watch.due(now)
-        if due is Due.TIMEOUT or due is Due.STALL:
-            self._interrupt_turn(due)
-        elif due is Due.KILL:
-            turn.emit(
-                Lifecycle(
-                    "interrupt_unanswered",
-                    f"no result {self._interrupt_grace:g} s after the interrupt; killing the process",
-                )
-            )
-            channel.kill()
-            self._drain_exit(channel, turn)
-
-    def _drain_exit(self, channel: Channel, turn: _Turn) -> None:
-        while True:
-            output = channel.read(self._clock() + self._close_grace)
-            if output is None or isinstance(output, ProcessExited):
-                return
-            if isinstance(output, StdoutLine):
-                self._on_line(channel, turn, output.text)
-            else:
-                turn.parser.feed_stderr(output.text)
 
     def _on_line(self, channel: Channel, turn: _Turn, line: str) -> None:
         frame = parse_json_object(line)
@@ -545,7 +347,7 @@ class ClaudeStreamConversation:
     def _on_control_response(self, turn: _Turn, frame: Mapping[str, Any]) -> None:
         body = as_mapping(frame.get("response")) or {}
         with self._lock:
-            answered = self._control.resolve(body.get("request_id"))
+            answered = self._requests.resolve(body.get("request_id"))
         subtype = as_str(body.get("subtype")) or "?"
         name = answered.subtype if answered is not None else "unknown request"
         turn.emit(Lifecycle("control_response", f"{name}: {subtype}"))
@@ -616,31 +418,14 @@ class ClaudeStreamConversation:
         except ProcessClosedError:
             pass
 
-    def _interrupt_turn(self, reason: Due | None) -> None:
-        """Send the in-band interrupt for the running turn (any thread; once per turn)."""
+    def _interrupt_frame(self, turn: _Turn) -> Mapping[str, Any]:
         with self._lock:
-            turn, channel = self._turn, self._channel
-            if turn is None or channel is None or turn.result_seen:
-                return
-            if turn.interrupted:
-                if reason is not None and turn.watch.reason is None:
-                    turn.watch.reason = reason
-                return
-            turn.interrupted = True
-            now = self._clock()
-            turn.watch.interrupted(now, self._interrupt_grace, reason)
-            pending = self._control.issue("interrupt", None)
-        try:
-            channel.send(control_request(pending.request_id, "interrupt"))
-        except ProcessClosedError:
-            pass  # the reader meets the exit
-        channel.wake()
+            pending = self._requests.issue("interrupt", None)
+        return control_request(pending.request_id, "interrupt")
 
     # -- the result ------------------------------------------------------------------------
 
-    def _conclude(
-        self, turn: _Turn, resumed: bool, started: float, timeout: float | None
-    ) -> TurnResult:
+    def _conclude(self, turn: _Turn, resumed: bool, started: float) -> TurnResult:
         channel = self._channel
         assert channel is not None
         parsed = self._finish(turn)
@@ -661,19 +446,11 @@ class ClaudeStreamConversation:
             classified = self._provider.classify_exit(error, resumed=False)
             if isinstance(classified, SessionResumeError):
                 raise classified
-        reason = turn.watch.reason
-        if reason is Due.STALL:
-            raise TurnStalledError(self._spec.stall_timeout, turn.watch.stalled_for)
-        if reason is Due.TIMEOUT:
-            raise CliTimeoutError(argv, timeout, parsed)
+        self._raise_for_deadline(turn, argv, parsed)
         if turn.fail is not None:
             raise turn.fail
         if exit_status is not None and not turn.result_seen and not turn.interrupted:
-            raise CliDiedError(
-                session_id=self._session_id,
-                returncode=exit_status.returncode,
-                stderr="".join(self._stderr),
-            )
+            raise self._died(exit_status)
         if turn.interrupted:
             turn.emit(TurnInterrupted("interrupted on request"))
         elif parsed.error is not None:
@@ -685,18 +462,11 @@ class ClaudeStreamConversation:
                 detail=parsed.error,
             )
             raise self._provider.classify_exit(error, resumed=False)
-        usage = turn.usage[0] if turn.usage else parsed.usage
-        if usage is None:
-            usage = ProviderUsage(provider=PROFILE.name, increment_known=False)
-        return TurnResult(
-            text=parsed.text,
-            structured_output=None,
-            session_id=self._session_id,
+        return self._turn_result(
+            parsed.text,
+            turn.usage[0] if turn.usage else parsed.usage,
+            started=started,
             resumed=resumed and parsed.session_id in (None, self._session_id),
-            usage=usage,
-            cost_usd=usage.total_cost_usd,
-            duration_ms=int((self._clock() - started) * 1000),
-            exit_code=0,
             interrupted=turn.interrupted,
             context_tokens=parsed.context_tokens,
             context_window=parsed.context_window,
@@ -744,15 +514,8 @@ class ClaudeStreamConversation:
 
     # -- closing ---------------------------------------------------------------------------
 
-    def _release_process(self) -> None:
-        with self._lock:
-            channel, self._channel = self._channel, None
-            self._control.clear()
-        if channel is not None:
-            channel.close(self._close_grace)
-
     def _shut_down(self) -> None:
-        self._release_process()
+        super()._shut_down()
         with self._lock:  # close() and the turn's own thread may both get here
             installation, self._mcp = self._mcp, None
         if installation is not None:

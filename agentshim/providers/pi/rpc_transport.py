@@ -25,12 +25,10 @@ thread that reads the process and sends events. ``interrupt``, ``steer``, ``foll
 
 from __future__ import annotations
 
-import threading
-from collections import deque
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from agentshim.core.conversation import ConversationSpec, TransportKind, TurnSlot, TurnStop
+from agentshim.core.conversation import ConversationSpec, TurnStop
 from agentshim.core.errors import (
     AgentShimError,
     CliDiedError,
@@ -42,37 +40,34 @@ from agentshim.core.errors import (
     ProcessClosedError,
     ProviderCapabilityError,
     SessionResumeError,
-    TurnCancelledError,
-    TurnStalledError,
 )
 from agentshim.core.events import (
     AgentEvent,
     Lifecycle,
     RunFinished,
-    RunStarted,
     SessionStarted,
     TurnInterrupted,
 )
 from agentshim.core.frames import UNKNOWN_DETAIL_CHARS
-from agentshim.core.ids import is_valid_session_id, validate_session_id
+from agentshim.core.ids import is_valid_session_id
 from agentshim.core.jsonvalues import as_str
 from agentshim.core.permissions import ApprovalPolicy, NativeMode
 from agentshim.core.profile import ProviderProfile
 from agentshim.core.provider import ArgvContext, ParserContext
 from agentshim.core.stream import parse_json_object
 from agentshim.core.turn import TurnRequest, TurnResult
-from agentshim.core.usage import ProviderUsage
-from agentshim.execution.process import ProcessExited, SpawnRequest, StderrLine, StdoutLine
-from agentshim.tools.local import LocalToolServer, refuse_remote_executor, serve_tools
+from agentshim.execution.process import ProcessExited, StderrLine
 from agentshim.transport.channel import Channel
-from agentshim.transport.context import ContextSource, TransportContext
-from agentshim.transport.correlator import Correlator, PendingRequest
+from agentshim.transport.conversation import LiveTurn, ProcessConversation, ProcessTransport
+from agentshim.transport.correlator import PendingRequest
 from agentshim.transport.fixed import refuse_fixed_changes
-from agentshim.transport.watch import Due, TurnWatch
+from agentshim.transport.watch import TurnWatch
+from agentshim.tools.local import LocalToolServer, refuse_remote_executor, serve_tools
 
 from .parser import PiStreamParser
 from .provider import PROFILE, PiProvider
 from .rpc_argv import rpc_argv
+from .tools import tool_extension
 from .rpc_protocol import (
     DIALOG_METHODS,
     PiState,
@@ -85,7 +80,6 @@ from .rpc_protocol import (
     read_response,
     read_state,
 )
-from .tools import tool_extension
 
 __all__ = ["PiRpcConversation", "PiRpcTransport"]
 
@@ -125,39 +119,16 @@ def refuse_unsupported_spec(spec: ConversationSpec) -> None:
         )
 
 
-class PiRpcTransport:
+class PiRpcTransport(ProcessTransport):
     """A Transport whose conversations each keep one ``pi --mode rpc`` process.
 
-    ``context`` resolves the installed CLI (binary, env, executor) on first use.
-    ``turn_timeout`` is the budget of a turn whose request sets none; ``interrupt_grace`` how
-    long an aborted turn may take to end before its process is killed; ``close_grace`` how
-    long each step of closing a process (stdin EOF, SIGTERM) is given.
+    The constructor's keywords are :class:`~agentshim.transport.conversation.ProcessTransport`'s.
     """
-
-    kind = TransportKind.STREAM
-
-    def __init__(
-        self,
-        context: TransportContext | Callable[[], TransportContext],
-        *,
-        turn_timeout: float | None = None,
-        interrupt_grace: float = 10.0,
-        close_grace: float = 5.0,
-    ) -> None:
-        self._source = ContextSource(context)
-        self.turn_timeout = turn_timeout
-        self.interrupt_grace = interrupt_grace
-        self.close_grace = close_grace
 
     @property
     def profile(self) -> ProviderProfile:
         """Pi's capabilities."""
         return PROFILE
-
-    @property
-    def context(self) -> TransportContext:
-        """The resolved CLI (found and checked on first use)."""
-        return self._source.get()
 
     def open(self, spec: ConversationSpec) -> PiRpcConversation:
         """Open a conversation; its process starts with its first turn.
@@ -168,23 +139,11 @@ class PiRpcTransport:
             InvalidSessionIdError: ``spec.resume_session_id`` is not safe to pass.
         """
         refuse_unsupported_spec(spec)
-        context = self.context
-        provider = context.provider
-        if not isinstance(provider, PiProvider):
-            raise ProviderCapabilityError(
-                f"the rpc transport speaks Pi's protocol, not {provider.profile.display_name}'s"
-            )
-        return PiRpcConversation(
-            context,
-            provider,
-            spec,
-            turn_timeout=self.turn_timeout,
-            interrupt_grace=self.interrupt_grace,
-            close_grace=self.close_grace,
-        )
+        provider = self._provider(PiProvider, "Pi's rpc protocol")
+        return PiRpcConversation(self, provider, spec)
 
 
-class _Turn:
+class _Turn(LiveTurn):
     """What the reader knows about the turn in flight."""
 
     __slots__ = (
@@ -192,8 +151,6 @@ class _Turn:
         "abort_due",
         "abort_id",
         "agent_ended",
-        "emit",
-        "interrupted",
         "parser",
         "probe_answered",
         "probe_id",
@@ -201,22 +158,18 @@ class _Turn:
         "refused",
         "retrying",
         "started",
-        "steered",
-        "watch",
     )
 
     def __init__(
         self, parser: PiStreamParser, emit: Callable[[AgentEvent], None], watch: TurnWatch
     ) -> None:
+        super().__init__(emit, watch)
         self.parser = parser
-        self.emit = emit
-        self.watch = watch
         self.started = False
         """Pi began the run (``agent_start``): an abort now reaches it."""
         self.agent_ended = False
         self.refused: str | None = None
         """Why Pi refused the prompt, when it did (the run never starts then)."""
-        self.interrupted = False
         self.abort_due = False
         """An interrupt came before the run began: the abort goes out at ``agent_start``."""
         self.abort_id: str | None = None
@@ -226,12 +179,11 @@ class _Turn:
         self.probe_id: str | None = None
         """The ``get_state`` sent after a failed run, to learn whether Pi retries it."""
         self.probe_answered = False
-        self.steered: deque[tuple[str, str]] = deque()
         self.queued: list[str] = []
         """What Pi's last ``queue_update`` said is still waiting to be delivered."""
 
     @property
-    def finished(self) -> bool:
+    def over(self) -> bool:
         """Nothing more of the run is coming: it ended, or it never started."""
         return self.agent_ended or self.refused is not None
 
@@ -247,98 +199,42 @@ class _Turn:
             and (self.probe_id is None or self.probe_answered)
         )
 
+    def feed_stderr(self, text: str) -> None:
+        """The one-shot parser reads stderr too."""
+        self.parser.feed_stderr(text)
 
-class PiRpcConversation:
-    """One Pi conversation on one long-lived ``pi --mode rpc`` process (a SteerableConversation)."""
+
+class PiRpcConversation(ProcessConversation[_Turn]):
+    """One Pi conversation on one long-lived ``pi --mode rpc`` process (a SteerableConversation).
+
+    Besides the failures every long-lived conversation has, a turn raises
+    ProviderCapabilityError for a request Pi cannot honour on a running process (an output
+    schema, MCP servers, a thinking level) or a model Pi refuses to switch to,
+    SessionResumeError when Pi no longer has the conversation to resume, and CliExitError
+    when the model API failed (kind as on one-shot) or Pi refused the prompt. An interrupt
+    is Pi's ``abort``.
+    """
+
+    _unanswered = "the run did not end {grace:g} s after the abort; killing the process"
 
     def __init__(
-        self,
-        context: TransportContext,
-        provider: PiProvider,
-        spec: ConversationSpec,
-        *,
-        turn_timeout: float | None,
-        interrupt_grace: float,
-        close_grace: float,
+        self, transport: PiRpcTransport, provider: PiProvider, spec: ConversationSpec
     ) -> None:
-        if spec.resume_session_id is not None:
-            validate_session_id(spec.resume_session_id)
-        self._context = context
+        super().__init__(transport, spec, name="Pi")
         self._provider = provider
-        self._spec = spec
-        self._clock = context.clock
-        self._turn_timeout = turn_timeout
-        self._interrupt_grace = interrupt_grace
-        self._close_grace = close_grace
-        self._slot = TurnSlot("this Pi conversation")
-        # Guards what other threads touch: the channel, the command ids, the turn in flight.
-        self._lock = threading.Lock()
-        self._channel: Channel | None = None
-        self._commands = Correlator("agentshim")
-        self._turn: _Turn | None = None
-        self._session_id = spec.resume_session_id
         self._fork = spec.fork
-        self._model = spec.model or context.model
         self._model_provider: str | None = provider.provider
-        self._stderr: deque[str] = deque(maxlen=200)
         # The conversation's tools, served to the extension that relays them while it runs.
         self._serving: LocalToolServer | None = None
 
-    # -- the Conversation protocol -------------------------------------------------------
-
-    @property
-    def session_id(self) -> str | None:
-        """The conversation's id; None until Pi names it."""
-        return self._session_id
-
-    def turn(
-        self,
-        request: TurnRequest,
-        emit: Callable[[AgentEvent], None],
-        stop: TurnStop | None = None,
-    ) -> TurnResult:
-        """Run one turn on the conversation's process; events go to ``emit`` on this thread.
-
-        A stop requested before the prompt is written raises TurnCancelledError with nothing
-        sent; one requested later sends ``abort``, and the turn returns its result marked
-        ``interrupted`` (the process and the conversation stay).
-
-        Raises:
-            SessionStateError: the conversation is closed, or a turn is already running.
-            ProviderCapabilityError: the request asks for what a running process cannot
-                change (an output schema, its own env, argv, cwd, MCP servers or thinking
-                level), or a model Pi refuses to switch to.
-            TurnCancelledError: stopped before the prompt was sent.
-            CliDiedError: the process ended mid-turn (the conversation is kept).
-            SessionResumeError: Pi no longer has the conversation to resume.
-            CliExitError: the model API failed (kind as on one-shot), or Pi refused the prompt.
-            CliTimeoutError / TurnStalledError: the turn overran its budget, or went silent.
-        """
-        turn_stop = self._slot.begin(stop)
-        try:
-            refuse_fixed_changes(
-                "Pi",
-                request,
-                self._spec,
-                also=("mcp_servers",) if request.mcp_servers else (),
-                note=" (and Pi has no output schema nor MCP servers)",
-            )
-            if turn_stop.is_set():
-                raise TurnCancelledError(
-                    "the turn was cancelled before it was sent; nothing ran and the "
-                    "conversation is intact"
-                )
-            return self._run(request, emit, turn_stop)
-        finally:
-            with self._lock:
-                self._turn = None
-            self._slot.end()
-            if self._slot.closed:
-                self._shut_down()
-
-    def interrupt(self) -> None:
-        """Abort the running turn in band (the process stays); nothing when idle."""
-        self._slot.interrupt()
+    def _refuse(self, request: TurnRequest) -> None:
+        refuse_fixed_changes(
+            "Pi",
+            request,
+            self._spec,
+            also=("mcp_servers",) if request.mcp_servers else (),
+            note=" (and Pi has no output schema nor MCP servers)",
+        )
 
     def steer(self, text: str) -> None:
         """Send ``text`` into the running turn (Pi's ``steer``).
@@ -364,14 +260,6 @@ class PiRpcConversation:
         """
         self._queue("follow_up", text)
 
-    def close(self) -> None:
-        """End the process (stdin EOF, then SIGTERM, then SIGKILL)."""
-        self._slot.close()
-        self._slot.interrupt()
-        if self._slot.running:
-            return  # the turn's own thread closes the process when its turn ends
-        self._shut_down()
-
     # -- the turn ------------------------------------------------------------------------
 
     def _queue(self, kind: str, text: str) -> None:
@@ -381,16 +269,16 @@ class PiRpcConversation:
             )
         with self._lock:
             turn, channel = self._turn, self._channel
-            if turn is None or channel is None or turn.finished or turn.interrupted:
+            if turn is None or channel is None or turn.over or turn.interrupted:
                 raise NoRunningTurnError("no turn is running; send the text as a new turn")
-            pending = self._commands.issue(kind, None)
+            pending = self._requests.issue(kind, None)
             try:
                 channel.send(command(pending.request_id, kind, message=text))
             except ProcessClosedError:
                 raise NoRunningTurnError(
                     "the turn's process has ended; send the text as a new turn"
                 ) from None
-            turn.steered.append((kind, text))
+            turn.steered.append(Lifecycle("steered" if kind == "steer" else "followed_up", text))
             channel.wake()
 
     def _run(
@@ -404,33 +292,22 @@ class PiRpcConversation:
         self._drain_between_turns(channel, emit)
         if request.model is not None and request.model != self._model:
             self._switch_model(channel, request.model, emit)
-        timeout = request.timeout if request.timeout is not None else self._turn_timeout
-        watch = TurnWatch(started, timeout=timeout, stall_timeout=self._spec.stall_timeout)
         parser = self._provider.new_parser(emit, expect_structured=False)
         parser.configure(ParserContext(model=self._model, resumed=resumed))
-        turn = _Turn(parser, emit, watch)
+        turn = _Turn(parser, emit, self._watch(request, started))
         with self._lock:
-            self._turn = turn
-            prompt = self._commands.issue("prompt", None)
-        try:
-            channel.send(command(prompt.request_id, "prompt", message=request.prompt))
-        except ProcessClosedError:
-            pass  # the read below meets the exit and reports it
-        detach = stop.attach(lambda: self._interrupt_turn(None))
-        try:
-            self._read_turn(channel, turn)
-        finally:
-            detach()
-        return self._conclude(turn, resumed, started, timeout)
+            prompt = self._requests.issue("prompt", None)
+        self._send_and_read(
+            channel, turn, command(prompt.request_id, "prompt", message=request.prompt), stop
+        )
+        return self._conclude(turn, resumed, started)
 
     # -- the process -----------------------------------------------------------------------
 
     def _ensure_process(self, emit: Callable[[AgentEvent], None]) -> Channel:
-        channel = self._channel
-        if channel is not None and channel.exit is None:
-            return channel
+        channel = self._live_channel()
         if channel is not None:
-            self._release_process()
+            return channel
         context, spec = self._context, self._spec
         if spec.tools:
             refuse_remote_executor(context.executor)
@@ -449,24 +326,18 @@ class PiRpcConversation:
         env = dict(context.env)
         for name, value in self._provider.env_defaults.items():
             env.setdefault(name, value)
-        emit(RunStarted(tuple(argv)))
         try:
-            process = context.executor.spawn(SpawnRequest(argv, cwd=spec.cwd, env=env))
+            channel = self._start_process(argv, env, emit, side=self._serving)
         except BaseException:
             self._release_process()
             raise
-        channel = Channel(process, argv, clock=self._clock, side=self._serving)
-        with self._lock:
-            self._channel = channel
-            self._commands.clear()
-        self._stderr.clear()
         self._handshake(channel, emit)
         return channel
 
     def _handshake(self, channel: Channel, emit: Callable[[AgentEvent], None]) -> None:
         """Ask the new process for its state: it is ready once it answers, and names its session."""
         with self._lock:
-            pending = self._commands.issue("get_state", self._clock() + _STARTUP_TIMEOUT)
+            pending = self._requests.issue("get_state", self._clock() + _STARTUP_TIMEOUT)
         try:
             channel.send(command(pending.request_id, "get_state"))
         except ProcessClosedError:
@@ -591,15 +462,15 @@ class PiRpcConversation:
         """The pending command ``response`` answers: by its id, else (no id) by its command."""
         with self._lock:
             if response.command_id is not None:
-                return self._commands.resolve(response.command_id)
-            oldest = self._commands.pending(response.command)
-            return self._commands.resolve(oldest.request_id) if oldest is not None else None
+                return self._requests.resolve(response.command_id)
+            oldest = self._requests.pending(response.command)
+            return self._requests.resolve(oldest.request_id) if oldest is not None else None
 
     def _switch_model(
         self, channel: Channel, model: str, emit: Callable[[AgentEvent], None]
     ) -> None:
         with self._lock:
-            pending = self._commands.issue("set_model", self._clock() + _COMMAND_TIMEOUT)
+            pending = self._requests.issue("set_model", self._clock() + _COMMAND_TIMEOUT)
         try:
             channel.send(model_command(pending.request_id, model, self._model_provider))
         except ProcessClosedError:
@@ -622,59 +493,6 @@ class PiRpcConversation:
         emit(Lifecycle("model_switched", model))
 
     # -- reading a turn --------------------------------------------------------------------
-
-    def _read_turn(self, channel: Channel, turn: _Turn) -> None:
-        parser, watch, clock = turn.parser, turn.watch, self._clock
-        while not turn.done:
-            output = channel.read(watch.deadline())
-            if turn.steered:
-                self._report_steers(turn)
-            if output is None:
-                self._on_quiet(channel, turn, clock())
-                if channel.exit is not None:
-                    return
-                continue
-            if isinstance(output, StdoutLine):
-                watch.heard(clock())
-                self._on_line(channel, turn, output.text)
-            elif isinstance(output, StderrLine):
-                watch.heard(clock())
-                self._stderr.append(output.text)
-                parser.feed_stderr(output.text)
-            else:
-                return
-
-    def _report_steers(self, turn: _Turn) -> None:
-        with self._lock:
-            queued = list(turn.steered)
-            turn.steered.clear()
-        for kind, text in queued:
-            turn.emit(Lifecycle("steered" if kind == "steer" else "followed_up", text))
-
-    def _on_quiet(self, channel: Channel, turn: _Turn, now: float) -> None:
-        due = turn.watch.due(now)
-        if due is Due.TIMEOUT or due is Due.STALL:
-            self._interrupt_turn(due)
-        elif due is Due.KILL:
-            turn.emit(
-                Lifecycle(
-                    "interrupt_unanswered",
-                    f"the run did not end {self._interrupt_grace:g} s after the abort; "
-                    "killing the process",
-                )
-            )
-            channel.kill()
-            self._drain_exit(channel, turn)
-
-    def _drain_exit(self, channel: Channel, turn: _Turn) -> None:
-        while True:
-            output = channel.read(self._clock() + self._close_grace)
-            if output is None or isinstance(output, ProcessExited):
-                return
-            if isinstance(output, StdoutLine):
-                self._on_line(channel, turn, output.text)
-            else:
-                turn.parser.feed_stderr(output.text)
 
     def _on_line(self, channel: Channel, turn: _Turn, line: str) -> None:
         if line.startswith(_UPDATE_PREFIX):
@@ -709,7 +527,7 @@ class PiRpcConversation:
             turn.started = True
             due, turn.abort_due = turn.abort_due, False
         if due:
-            self._send_abort(channel, turn)
+            self._send(channel, self._interrupt_frame(turn))
 
     def _on_agent_end(self, channel: Channel, turn: _Turn, frame: Mapping[str, Any]) -> None:
         """After a failed run, ask Pi's state: its retry (if any) is announced before the answer.
@@ -722,7 +540,7 @@ class PiRpcConversation:
         if turn.interrupted or turn.retrying or not failed_run(frame):
             return
         with self._lock:
-            pending = self._commands.issue("get_state", None)
+            pending = self._requests.issue("get_state", None)
             turn.probe_id, turn.probe_answered = pending.request_id, False
         try:
             channel.send(command(pending.request_id, "get_state"))
@@ -762,40 +580,31 @@ class PiRpcConversation:
             Lifecycle("extension_dialog_cancelled", f"{method}: {title}"[:UNKNOWN_DETAIL_CHARS])
         )
 
-    def _interrupt_turn(self, reason: Due | None) -> None:
-        """Abort the running turn (any thread; once per turn)."""
-        with self._lock:
-            turn, channel = self._turn, self._channel
-            if turn is None or channel is None or turn.finished:
-                return
-            if turn.interrupted:
-                if reason is not None and turn.watch.reason is None:
-                    turn.watch.reason = reason
-                return
-            turn.interrupted = True
-            turn.watch.interrupted(self._clock(), self._interrupt_grace, reason)
-            if not turn.started:
-                # An abort before the run begins would find Pi idle and be lost.
-                turn.abort_due = True
-                channel.wake()
-                return
-        self._send_abort(channel, turn)
-
-    def _send_abort(self, channel: Channel, turn: _Turn) -> None:
-        with self._lock:
-            pending = self._commands.issue("abort", None)
-            turn.abort_id = pending.request_id
+    def _release_process(self) -> None:
+        """End the process, then stop serving its tools (the extension goes with the socket)."""
         try:
-            channel.send(command(pending.request_id, "abort"))
-        except ProcessClosedError:
-            pass  # the reader meets the exit
-        channel.wake()
+            super()._release_process()
+        finally:
+            serving, self._serving = self._serving, None
+            if serving is not None:
+                serving.close()
+
+    def _defer_interrupt(self, turn: _Turn) -> bool:
+        if turn.started:
+            return False
+        # An abort before the run begins would find Pi idle and be lost.
+        turn.abort_due = True
+        return True
+
+    def _interrupt_frame(self, turn: _Turn) -> Mapping[str, Any]:
+        with self._lock:
+            pending = self._requests.issue("abort", None)
+            turn.abort_id = pending.request_id
+        return command(pending.request_id, "abort")
 
     # -- the result ------------------------------------------------------------------------
 
-    def _conclude(
-        self, turn: _Turn, resumed: bool, started: float, timeout: float | None
-    ) -> TurnResult:
+    def _conclude(self, turn: _Turn, resumed: bool, started: float) -> TurnResult:
         channel = self._channel
         assert channel is not None
         parsed = turn.parser.finish()
@@ -804,15 +613,9 @@ class PiRpcConversation:
         stderr = "".join(self._stderr)
         if exit_status is not None and not turn.agent_ended:
             turn.emit(RunFinished(exit_status.returncode))
-        reason = turn.watch.reason
-        if reason is Due.STALL:
-            raise TurnStalledError(self._spec.stall_timeout, turn.watch.stalled_for)
-        if reason is Due.TIMEOUT:
-            raise CliTimeoutError(argv, timeout, parsed)
+        self._raise_for_deadline(turn, argv, parsed)
         if exit_status is not None and not turn.agent_ended and not turn.interrupted:
-            raise CliDiedError(
-                session_id=self._session_id, returncode=exit_status.returncode, stderr=stderr
-            )
+            raise self._died(exit_status)
         if turn.refused is not None:
             raise CliExitError(
                 argv,
@@ -835,35 +638,11 @@ class PiRpcConversation:
             )
             failure: AgentShimError = self._provider.classify_exit(error, resumed=False)
             raise failure
-        usage = parsed.usage
-        if usage is None:
-            usage = ProviderUsage(provider=PROFILE.name, increment_known=False)
-        return TurnResult(
-            text=parsed.text,
-            structured_output=None,
-            session_id=self._session_id,
+        return self._turn_result(
+            parsed.text,
+            parsed.usage,
+            started=started,
             resumed=resumed,
-            usage=usage,
-            cost_usd=usage.total_cost_usd,
-            duration_ms=int((self._clock() - started) * 1000),
-            exit_code=0,
             interrupted=turn.interrupted,
             context_tokens=parsed.context_tokens,
         )
-
-    # -- closing ---------------------------------------------------------------------------
-
-    def _release_process(self) -> None:
-        with self._lock:
-            channel, self._channel = self._channel, None
-            self._commands.clear()
-        serving, self._serving = self._serving, None
-        try:
-            if channel is not None:
-                channel.close(self._close_grace)
-        finally:
-            if serving is not None:
-                serving.close()
-
-    def _shut_down(self) -> None:
-        self._release_process()

@@ -15,6 +15,9 @@ import pytest
 
 import agentshim
 from agentshim import CliAgent, ToolKind
+from agentshim.acp.client import AcpTransport
+from agentshim.acp.dialect import AcpDialect
+from agentshim.core.conversation import TransportKind
 from agentshim.core.errors import (
     CliExitError,
     FailureKind,
@@ -38,6 +41,7 @@ from agentshim.core.profile import McpMechanism, OutputSchemaStyle
 from agentshim.core.provider import ArgvContext
 from agentshim.core.turn import OutputSchema, TurnRequest
 from agentshim.providers import HARNESS_CATALOG, get_plugin, provider_names
+from agentshim.providers.catalog import transport_factories
 from agentshim.testing import FakeExecutor, RecordingEventHandler, scripted_turn
 from agentshim.testing.scripted import ToolFailure
 
@@ -118,6 +122,36 @@ class TestPackageShape:
         events = importlib.import_module(f"agentshim.providers.{provider}.events")
         assert events.tool_kind(events.SHELL_TOOL) is ToolKind.COMMAND
         assert events.tool_kind(events.EDIT_TOOL) is ToolKind.FILE_CHANGE
+
+
+def _speaks_acp(provider: str) -> bool:
+    """Whether the provider's long-lived transport is the shared ACP client."""
+    factory = transport_factories(get_plugin(provider)).get(TransportKind.STREAM)
+    return factory is not None and factory.__module__ == f"agentshim.providers.{provider}.acp"
+
+
+ACP_PROVIDERS = [p for p in PROVIDERS if _speaks_acp(p)]
+
+
+def test_the_agents_known_to_speak_acp_have_their_dialect() -> None:
+    assert {"gemini", "opencode", "copilot"} <= set(ACP_PROVIDERS)
+
+
+@pytest.mark.parametrize("provider", ACP_PROVIDERS)
+def test_an_acp_provider_keeps_its_dialect_in_acp_py(provider: str) -> None:
+    """Its ``acp.py`` holds ``<NAME>_ACP`` and ``acp_transport``; tests and fixtures exist."""
+    module = importlib.import_module(f"agentshim.providers.{provider}.acp")
+    dialect = getattr(module, f"{provider.upper()}_ACP")
+    assert isinstance(dialect, AcpDialect)
+    assert dialect.profile is get_plugin(provider).profile
+    names = {"acp_transport", "acp_argv", "classify_rpc_error", "session_lost", "usage"}
+    assert names <= set(module.__all__)
+    assert (ROOT / "tests" / "unit" / "providers" / provider / "test_acp.py").is_file()
+    assert any((ROOT / "tests" / "fixtures" / provider / "acp").iterdir())
+    assert (ROOT / "tests" / "live" / f"test_{provider}_stream.py").is_file()
+    transport = module.acp_transport(lambda: None)
+    assert isinstance(transport, AcpTransport)
+    assert transport.dialect is dialect
 
 
 @pytest.mark.parametrize("provider", PROVIDERS)

@@ -1,0 +1,164 @@
+"""How GitHub Copilot CLI speaks ACP (``copilot --acp``, checked against 1.0.102).
+
+::
+
+    copilot --acp --no-auto-update [--model M]
+            (--allow-all | --allow-tool write [--add-dir ROOT]... | --deny-tool write)
+            [extra_args]
+
+Native permissions map onto its tool permissions: ``bypass()`` is ``--allow-all`` (no
+permission requests); ``workspace_write(roots)`` allows the ``write`` tool and adds each
+root, so edits proceed and every shell command, URL and MCP tool goes to the conversation's
+approvals; ``read_only()`` denies the ``write`` tool and asks about the rest (which a
+read-only conversation denies).
+
+Its differences from the protocol's common ground: a failed model call (after Copilot's own
+retries) ends the turn ``end_turn``, the failure only in an agent text chunk starting
+``Error:`` (``Info:`` chunks are its status lines: retries, compaction, a cancelled tool),
+so those chunks are notices and an ``Error:`` one fails the turn; updates for a new session
+come before the ``session/new`` response; the prompt result's ``usage`` adds up over the
+process (input includes cache reads, output includes reasoning); stdio MCP servers passed in
+``session/new`` are dropped without a word (only its log says so), so they are refused;
+and a session it does not have is JSON-RPC error -32002 "Resource not found". See
+docs/acp.md.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from types import MappingProxyType
+from typing import Any
+
+from agentshim.acp.client import AcpTransport
+from agentshim.acp.dialect import AcpArgv, AcpDialect
+from agentshim.acp.jsonrpc import RpcError
+from agentshim.core.argv import checked_option_value
+from agentshim.core.errors import FailureKind
+from agentshim.core.failures import kind_from_status, kind_from_text
+from agentshim.core.jsonvalues import as_int, as_mapping
+from agentshim.core.permissions import NativeMode
+from agentshim.core.usage import ProviderUsage, TokenUsage
+from agentshim.transport.context import TransportContext
+
+from .provider import PROFILE
+
+__all__ = [
+    "COPILOT_ACP",
+    "acp_argv",
+    "acp_transport",
+    "classify_rpc_error",
+    "failure_kind",
+    "is_notice",
+    "session_lost",
+    "usage",
+]
+
+RESOURCE_NOT_FOUND = -32002
+"""The JSON-RPC code of Copilot's answer for a session it does not have."""
+
+_NOTICE_PREFIXES = ("Info: ", "Error: ")
+_FAILURE_PREFIX = "Error: "
+# "(HTTP 401)" or "Last error: 500 ...": the status of the call that failed.
+_STATUS = re.compile(r"\(HTTP (\d{3})\)|Last error: (\d{3})\b")
+
+
+def acp_argv(args: AcpArgv) -> list[str]:
+    """The argv of one long-lived ``copilot --acp`` process (see the module docstring).
+
+    Raises:
+        InvalidRequestError: a model or root that would read as a flag.
+    """
+    permissions = args.permissions
+    argv = [args.binary_path, "--acp", "--no-auto-update"]
+    if args.model:
+        argv += ["--model", checked_option_value("Copilot CLI", "model", args.model)]
+    if permissions.mode is NativeMode.BYPASS:
+        argv.append("--allow-all")
+    elif permissions.mode is NativeMode.WORKSPACE_WRITE:
+        argv.append("--allow-tool=write")
+        for root in permissions.writable_roots:
+            argv += ["--add-dir", checked_option_value("Copilot CLI", "root", root)]
+    else:
+        argv.append("--deny-tool=write")
+    return [*argv, *args.extra_args]
+
+
+def is_notice(text: str) -> bool:
+    """Whether agent text is Copilot's own status (``Info: ...``, ``Error: ...``)."""
+    return text.startswith(_NOTICE_PREFIXES)
+
+
+def failure_kind(text: str) -> FailureKind | None:
+    """The kind of failure an ``Error:`` notice reports; None for any other text.
+
+    What the text says counts first (a context overflow, an authentication failure), then
+    the HTTP status it names; a failure it does not explain is OTHER.
+    """
+    if not text.startswith(_FAILURE_PREFIX):
+        return None
+    said = kind_from_text(text)
+    if said is FailureKind.CONTEXT_OVERFLOW or said is FailureKind.AUTH:
+        return said
+    match = _STATUS.search(text)
+    if match is not None:
+        kind = kind_from_status(int(match.group(1) or match.group(2)))
+        if kind is not FailureKind.OTHER:
+            return kind
+    return said or FailureKind.OTHER
+
+
+def classify_rpc_error(error: RpcError) -> FailureKind:
+    """The FailureKind of a JSON-RPC error on ``session/prompt`` (from its text)."""
+    return kind_from_text(error.message) or FailureKind.OTHER
+
+
+def session_lost(error: RpcError) -> bool:
+    """Whether ``error`` says Copilot has no such session."""
+    return error.code == RESOURCE_NOT_FOUND and "not found" in error.message
+
+
+def usage(result: Mapping[str, Any]) -> ProviderUsage | None:
+    """The process's usage so far, from the ``session/prompt`` result (None if absent).
+
+    It adds up over the process: the transport takes each turn's share
+    (``AcpDialect.cumulative_usage``).
+    """
+    raw = as_mapping(result.get("usage"))
+    if raw is None:
+        return None
+
+    def count(key: str) -> int:
+        return max(as_int(raw.get(key)) or 0, 0)
+
+    output = count("outputTokens")
+    total_input = count("inputTokens")
+    cache_read = min(count("cachedReadTokens"), total_input)
+    cache_write = min(count("cachedWriteTokens"), total_input - cache_read)
+    tokens = TokenUsage(
+        input_tokens=total_input,
+        cache_read_input_tokens=cache_read,
+        cache_write_input_tokens=cache_write,
+        output_tokens=output,
+        reasoning_output_tokens=min(count("thoughtTokens"), output),
+    )
+    return ProviderUsage(tokens=tokens, provider=PROFILE.name, raw=MappingProxyType(dict(raw)))
+
+
+COPILOT_ACP = AcpDialect(
+    profile=PROFILE,
+    argv=acp_argv,
+    classify=classify_rpc_error,
+    session_lost=session_lost,
+    usage=usage,
+    notice=is_notice,
+    failed=failure_kind,
+    stdio_mcp=False,
+    cumulative_usage=True,
+)
+"""Copilot CLI's ACP dialect."""
+
+
+def acp_transport(context: TransportContext | Callable[[], TransportContext]) -> AcpTransport:
+    """Copilot CLI's long-lived transport: every turn on one ``copilot --acp`` process."""
+    return AcpTransport(context, COPILOT_ACP)

@@ -1,0 +1,440 @@
+"""The skeleton every conversation on one long-lived CLI process shares.
+
+A transport's conversation subclasses :class:`ProcessConversation` and supplies what its
+protocol says: how a turn goes out (``_run``), what a line of output means (``_on_line``),
+which frame stops the running turn in band (``_interrupt_frame``) and, through its
+:class:`LiveTurn`, when the turn is over. The skeleton owns what is the same for every
+transport, so that each behaves alike where the Conversation protocol promises it: one turn
+at a time; a stop before anything is sent is a TurnCancelledError with nothing run; the read
+loop on the turn's own thread with its budget, stall window and kill after an unanswered
+interrupt; steers reported on that thread; closing the process (stdin EOF, SIGTERM, SIGKILL)
+when the conversation closes, from whichever thread gets there last.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import deque
+from collections.abc import Callable, Mapping
+from typing import Any, Generic, TypeVar
+
+from agentshim.core.conversation import ConversationSpec, TransportKind, TurnSlot, TurnStop
+from agentshim.core.errors import (
+    AgentShimError,
+    CliDiedError,
+    CliTimeoutError,
+    FailureKind,
+    ProcessClosedError,
+    ProviderCapabilityError,
+    TurnCancelledError,
+    TurnStalledError,
+)
+from agentshim.core.events import AgentEvent, Lifecycle, RunStarted
+from agentshim.core.ids import validate_session_id
+from agentshim.core.provider import ParsedTurn, Provider
+from agentshim.core.turn import TurnRequest, TurnResult
+from agentshim.core.usage import ProviderUsage
+from agentshim.execution.executor import SideChannel
+from agentshim.execution.process import ProcessExited, SpawnRequest, StderrLine, StdoutLine
+
+from .channel import Channel
+from .context import ContextSource, TransportContext
+from .correlator import Correlator
+from .fixed import refuse_fixed_changes
+from .watch import Due, TurnWatch
+
+__all__ = ["LiveTurn", "ProcessConversation", "ProcessTransport"]
+
+ProviderT = TypeVar("ProviderT", bound=Provider)
+
+
+class ProcessTransport:
+    """What every long-lived transport keeps: its CLI, a turn's default budget and its graces.
+
+    ``context`` resolves the installed CLI (binary, env, executor) on first use.
+    ``turn_timeout`` is the budget of a turn whose request sets none; ``interrupt_grace`` how
+    long an interrupted turn may take to end before its process is killed; ``close_grace``
+    how long each step of closing a process (stdin EOF, SIGTERM) is given.
+    """
+
+    kind = TransportKind.STREAM
+
+    def __init__(
+        self,
+        context: TransportContext | Callable[[], TransportContext],
+        *,
+        turn_timeout: float | None = None,
+        interrupt_grace: float = 10.0,
+        close_grace: float = 5.0,
+    ) -> None:
+        self._source = ContextSource(context)
+        self.turn_timeout = turn_timeout
+        self.interrupt_grace = interrupt_grace
+        self.close_grace = close_grace
+
+    @property
+    def context(self) -> TransportContext:
+        """The resolved CLI (found and checked on first use)."""
+        return self._source.get()
+
+    def _provider(self, expected: type[ProviderT], protocol: str) -> ProviderT:
+        """The resolved CLI's provider, which must be an ``expected``: the CLI of ``protocol``.
+
+        Raises:
+            ProviderCapabilityError: it is another CLI.
+        """
+        provider = self.context.provider
+        if not isinstance(provider, expected):
+            name = provider.profile.display_name
+            raise ProviderCapabilityError(
+                f"this transport speaks {protocol}, which {name} does not; open it on an "
+                "Agent of that CLI"
+            )
+        return provider
+
+
+class LiveTurn:
+    """What the reader knows of the turn in flight; each transport adds its protocol's state.
+
+    ``emit`` delivers the turn's events (on the turn's thread only), ``watch`` is its clock,
+    ``interrupted`` says an in-band stop went out (or is due), ``fail`` is a failure decided
+    while reading that ends the turn once it is over, and ``steered`` holds the events of
+    what other threads added to the turn, reported on the turn's thread at its next read.
+    """
+
+    __slots__ = ("emit", "fail", "interrupted", "steered", "watch")
+
+    def __init__(self, emit: Callable[[AgentEvent], None], watch: TurnWatch) -> None:
+        self.emit = emit
+        self.watch = watch
+        self.interrupted = False
+        self.fail: AgentShimError | None = None
+        self.steered: deque[AgentEvent] = deque()
+
+    @property
+    def over(self) -> bool:
+        """Nothing more of the turn's run is coming: no interrupt or steer can reach it."""
+        raise NotImplementedError
+
+    @property
+    def done(self) -> bool:
+        """The reader may stop reading (by default once the turn is over)."""
+        return self.over
+
+    def feed_stderr(self, text: str) -> None:
+        """Hand a stderr line to whatever reads the turn (nothing, unless a transport says)."""
+
+
+TurnT = TypeVar("TurnT", bound=LiveTurn)
+
+
+class ProcessConversation(Generic[TurnT]):
+    """One conversation on one long-lived CLI process: the part every transport shares.
+
+    ``transport`` gives the CLI, the default turn budget and the graces; ``name`` is what
+    messages call the CLI. The process starts with the first turn (the
+    subclass's ``_run`` calls :meth:`_start_process`) and is kept across turns; a turn that
+    finds it dead starts another. ``_unanswered`` is what the ``interrupt_unanswered`` event
+    says before an interrupted turn's process is killed (``{grace}`` is its grace).
+    """
+
+    _unanswered = "no result {grace:g} s after the interrupt; killing the process"
+
+    def __init__(self, transport: ProcessTransport, spec: ConversationSpec, *, name: str) -> None:
+        if spec.resume_session_id is not None:
+            validate_session_id(spec.resume_session_id)
+        context = transport.context
+        self._context = context
+        self._spec = spec
+        self._name = name
+        self._clock = context.clock
+        self._turn_timeout = transport.turn_timeout
+        self._interrupt_grace = transport.interrupt_grace
+        self._close_grace = transport.close_grace
+        self._slot = TurnSlot(f"this {name} conversation")
+        # Guards what other threads touch: the channel, the request ids, the turn in flight.
+        self._lock = threading.Lock()
+        self._channel: Channel | None = None
+        self._requests = Correlator("agentshim")
+        self._turn: TurnT | None = None
+        self._session_id: str | None = spec.resume_session_id
+        self._model = spec.model or context.model
+        self._stderr: deque[str] = deque(maxlen=200)
+
+    # -- the Conversation protocol -------------------------------------------------------
+
+    @property
+    def session_id(self) -> str | None:
+        """The conversation's id; None until the CLI names it."""
+        return self._session_id
+
+    def turn(
+        self,
+        request: TurnRequest,
+        emit: Callable[[AgentEvent], None],
+        stop: TurnStop | None = None,
+    ) -> TurnResult:
+        """Run one turn on the conversation's process; events go to ``emit`` on this thread.
+
+        A stop requested before the turn is written raises TurnCancelledError with nothing
+        sent; one requested later stops the turn in band, and the turn returns its result
+        marked ``interrupted`` (the process and the conversation stay). Each transport's
+        class docstring lists the failures its protocol adds.
+
+        Raises:
+            SessionStateError: the conversation is closed, or a turn is already running.
+            ProviderCapabilityError: the request asks for what a running process cannot
+                change (an output schema, its own env, argv, cwd or MCP servers, ...).
+            TurnCancelledError: stopped before the turn was sent.
+            CliDiedError: the process ended mid-turn (the conversation is kept).
+            CliTimeoutError / TurnStalledError: the turn overran its budget, or went silent.
+        """
+        turn_stop = self._slot.begin(stop)
+        try:
+            self._refuse(request)
+            if turn_stop.is_set():
+                raise TurnCancelledError(
+                    "the turn was cancelled before it was sent; nothing ran and the "
+                    "conversation is intact"
+                )
+            return self._run(request, emit, turn_stop)
+        finally:
+            with self._lock:
+                self._turn = None
+            self._slot.end()
+            if self._slot.closed:
+                self._shut_down()
+
+    def interrupt(self) -> None:
+        """Stop the running turn in band (the process stays); nothing when idle."""
+        self._slot.interrupt()
+
+    def close(self) -> None:
+        """End the process: stdin EOF, then SIGTERM, then SIGKILL to its process group."""
+        self._slot.close()
+        self._slot.interrupt()
+        if self._slot.running:
+            return  # the turn's own thread closes the process when its turn ends
+        self._shut_down()
+
+    # -- what a transport supplies ---------------------------------------------------------
+
+    def _refuse(self, request: TurnRequest) -> None:
+        """Raise for what ``request`` asks that the running process cannot change."""
+        refuse_fixed_changes(self._name, request, self._spec)
+
+    def _run(
+        self, request: TurnRequest, emit: Callable[[AgentEvent], None], stop: TurnStop
+    ) -> TurnResult:
+        """Send the turn and read it to its end (see :meth:`_send_and_read`)."""
+        raise NotImplementedError
+
+    def _on_line(self, channel: Channel, turn: TurnT, line: str) -> None:
+        """Act on one line of the CLI's stdout during ``turn``."""
+        raise NotImplementedError
+
+    def _interrupt_frame(self, turn: TurnT) -> Mapping[str, Any]:
+        """The frame that stops ``turn`` in band (called without the lock held)."""
+        raise NotImplementedError
+
+    def _defer_interrupt(self, turn: TurnT) -> bool:
+        """Whether the stop must wait (the CLI would drop it now); called under the lock."""
+        return False
+
+    # -- the turn --------------------------------------------------------------------------
+
+    def _watch(self, request: TurnRequest, started: float) -> TurnWatch:
+        """The clock of a turn begun at ``started``: its own budget, else the transport's."""
+        return TurnWatch(
+            started, timeout=self._timeout(request), stall_timeout=self._spec.stall_timeout
+        )
+
+    def _timeout(self, request: TurnRequest) -> float | None:
+        return request.timeout if request.timeout is not None else self._turn_timeout
+
+    def _send_and_read(
+        self, channel: Channel, turn: TurnT, frame: Mapping[str, Any], stop: TurnStop
+    ) -> None:
+        """Make ``turn`` the one in flight, send ``frame`` and read until the turn is done.
+
+        ``stop`` interrupts the turn in band from any thread while it is read.
+        """
+        with self._lock:
+            self._turn = turn
+        self._send(channel, frame)
+        detach = stop.attach(lambda: self._interrupt_turn(None))
+        try:
+            self._read_turn(channel, turn)
+        finally:
+            detach()
+
+    def _send(self, channel: Channel, frame: Mapping[str, Any]) -> None:
+        """Write ``frame``; a process that has ended is met and reported by the reader."""
+        try:
+            channel.send(frame)
+        except ProcessClosedError:
+            pass
+
+    def _read_turn(self, channel: Channel, turn: TurnT) -> None:
+        watch, clock = turn.watch, self._clock
+        while not turn.done:
+            output = channel.read(watch.deadline())
+            if turn.steered:
+                self._report_steers(turn)
+            if output is None:
+                self._on_quiet(channel, turn, clock())
+                if channel.exit is not None:
+                    return
+                continue
+            if isinstance(output, StdoutLine):
+                watch.heard(clock())
+                self._on_line(channel, turn, output.text)
+            elif isinstance(output, StderrLine):
+                watch.heard(clock())
+                self._stderr.append(output.text)
+                turn.feed_stderr(output.text)
+            else:
+                return
+
+    def _report_steers(self, turn: TurnT) -> None:
+        with self._lock:
+            events = list(turn.steered)
+            turn.steered.clear()
+        for event in events:
+            turn.emit(event)
+
+    def _on_quiet(self, channel: Channel, turn: TurnT, now: float) -> None:
+        due = turn.watch.due(now)
+        if due is Due.TIMEOUT or due is Due.STALL:
+            self._interrupt_turn(due)
+        elif due is Due.KILL:
+            note = self._unanswered.format(grace=self._interrupt_grace)
+            turn.emit(Lifecycle("interrupt_unanswered", note))
+            channel.kill()
+            self._drain_exit(channel, turn)
+
+    def _drain_exit(self, channel: Channel, turn: TurnT) -> None:
+        """Read what a killed process still printed, up to its exit."""
+        while True:
+            output = channel.read(self._clock() + self._close_grace)
+            if output is None or isinstance(output, ProcessExited):
+                return
+            if isinstance(output, StdoutLine):
+                self._on_line(channel, turn, output.text)
+            else:
+                self._stderr.append(output.text)
+                turn.feed_stderr(output.text)
+
+    def _interrupt_turn(self, reason: Due | None) -> None:
+        """Stop the running turn in band (any thread; once per turn).
+
+        ``reason`` is the deadline that asked for it (None: the caller did).
+        """
+        with self._lock:
+            turn, channel = self._turn, self._channel
+            if turn is None or channel is None or turn.over:
+                return
+            if turn.interrupted:
+                if reason is not None and turn.watch.reason is None:
+                    turn.watch.reason = reason
+                return
+            turn.interrupted = True
+            turn.watch.interrupted(self._clock(), self._interrupt_grace, reason)
+            deferred = self._defer_interrupt(turn)
+        if not deferred:
+            self._send(channel, self._interrupt_frame(turn))
+        channel.wake()
+
+    # -- the result ------------------------------------------------------------------------
+
+    def _raise_for_deadline(
+        self, turn: TurnT, argv: tuple[str, ...], partial: ParsedTurn | None = None
+    ) -> None:
+        """Raise when the turn ended because its budget ran out or it went silent."""
+        reason = turn.watch.reason
+        if reason is Due.STALL:
+            raise TurnStalledError(self._spec.stall_timeout, turn.watch.stalled_for)
+        if reason is Due.TIMEOUT:
+            raise CliTimeoutError(argv, turn.watch.timeout, partial)
+
+    def _died(
+        self, exit_status: ProcessExited, kind: FailureKind = FailureKind.OTHER
+    ) -> CliDiedError:
+        """The failure of a turn whose process ended before the turn did."""
+        return CliDiedError(
+            session_id=self._session_id,
+            returncode=exit_status.returncode,
+            stderr="".join(self._stderr),
+            kind=kind,
+        )
+
+    def _turn_result(
+        self,
+        text: str,
+        usage: ProviderUsage | None,
+        *,
+        started: float,
+        resumed: bool,
+        interrupted: bool,
+        **more: Any,
+    ) -> TurnResult:
+        """The result of a turn that ended; usage it did not report is marked unknown."""
+        if usage is None:
+            usage = ProviderUsage(
+                provider=self._context.provider.profile.name, increment_known=False
+            )
+        return TurnResult(
+            text=text,
+            structured_output=None,
+            session_id=self._session_id,
+            resumed=resumed,
+            usage=usage,
+            cost_usd=usage.total_cost_usd,
+            duration_ms=int((self._clock() - started) * 1000),
+            exit_code=0,
+            interrupted=interrupted,
+            **more,
+        )
+
+    # -- the process -----------------------------------------------------------------------
+
+    def _live_channel(self) -> Channel | None:
+        """The running process's channel; None (after releasing a dead one) when it ended."""
+        channel = self._channel
+        if channel is not None and channel.exit is None:
+            return channel
+        if channel is not None:
+            self._release_process()
+        return None
+
+    def _start_process(
+        self,
+        argv: list[str],
+        env: dict[str, str],
+        emit: Callable[[AgentEvent], None],
+        *,
+        side: SideChannel | None = None,
+    ) -> Channel:
+        """Spawn ``argv`` in the conversation's cwd and make it the conversation's process.
+
+        ``side`` (the conversation's tools) is served by every read of its channel.
+        """
+        emit(RunStarted(tuple(argv)))
+        process = self._context.executor.spawn(SpawnRequest(argv, cwd=self._spec.cwd, env=env))
+        channel = Channel(process, argv, clock=self._clock, side=side)
+        with self._lock:
+            self._channel = channel
+            self._requests.clear()
+        self._stderr.clear()
+        return channel
+
+    def _release_process(self) -> None:
+        with self._lock:
+            channel, self._channel = self._channel, None
+            self._requests.clear()
+        if channel is not None:
+            channel.close(self._close_grace)
+
+    def _shut_down(self) -> None:
+        """Release the process and whatever the conversation installed for it."""
+        self._release_process()

@@ -1,0 +1,303 @@
+"""Live: Copilot CLI's ACP transport on the real pinned binary, against the model server.
+
+Every test runs ``Agent("copilot", transport=TransportKind.STREAM)`` on the real
+``HostCommandExecutor``: one long-lived ``copilot --acp`` process per session, offline
+(``agentshim.testing.offline``), the model scripted per test. What is asserted is what a
+user sees: results, errors, files the agent wrote, the processes that ran (counted at
+``spawn``, found in ``/proc`` by the run's HOME) and what the model was sent.
+
+Run with ``pytest tests/live/test_copilot_stream.py``; skipped when the pinned copilot is
+not installed.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from agentshim.agent import Agent
+from agentshim.core.approvals import ApprovalDecision, ApprovalRequest
+from agentshim.core.conversation import TransportKind
+from agentshim.core.errors import CliExitError, FailureKind, ProviderCapabilityError
+from agentshim.core.events import AgentEvent, ApprovalAnswered, Lifecycle, TurnInterrupted
+from agentshim.core.mcp import StdioMcpServer
+from agentshim.core.permissions import ApprovalPolicy, NativePermissions
+from agentshim.core.retry import RetryPolicy
+from agentshim.session import Session
+from agentshim.testing.model_server import (
+    Hang,
+    HttpError,
+    Match,
+    Message,
+    ModelServer,
+    RequestKind,
+    Rule,
+    Text,
+    ToolCall,
+)
+from agentshim.testing.offline import OfflineCli, offline_cli
+
+from .binaries import require_binary
+from .streams import Background, CountingExecutor, run_processes, wait_for
+from .suite import assert_nothing_left_running
+
+pytestmark = pytest.mark.skipif(
+    not Path("/proc/self/environ").exists(), reason="the run's processes are found through /proc"
+)
+
+PROVIDER = "copilot"
+TURN_TIMEOUT = 120.0
+#: How long an interrupted turn may take to come back.
+PROMPT_RETURN_S = 5.0
+#: How long to wait for something the CLI starts (a tool's ``sleep``) to show up.
+SEEN_WITHIN_S = 60.0
+#: Copilot waits between its own retries of a failed call as the answer says.
+FAST_RETRY = {"retry-after-ms": "50"}
+
+HELLO = "Hello from the stream."
+AFTER_TOOL = "The command ran."
+
+
+@dataclass(frozen=True)
+class StreamRig:
+    """The binary's offline setup and the server every test of this module shares."""
+
+    server: ModelServer
+    cli: OfflineCli
+    root: Path
+
+
+@pytest.fixture(scope="module")
+def stream_rig(tmp_path_factory: pytest.TempPathFactory) -> Iterator[StreamRig]:
+    binary = require_binary(PROVIDER)
+    root = tmp_path_factory.mktemp(f"live-{PROVIDER}-stream")
+    with ModelServer() as server:
+        cli = offline_cli(PROVIDER, server, root=root, bin_dir=binary.path.parent)
+        yield StreamRig(server, cli, root)
+
+
+@dataclass
+class Live:
+    """One test's work directory, executor and agents."""
+
+    rig: StreamRig
+    work: Path
+    executor: CountingExecutor
+    events: list[AgentEvent] = field(default_factory=list[AgentEvent])
+
+    @property
+    def server(self) -> ModelServer:
+        return self.rig.server
+
+    def agent(
+        self, *, permissions: NativePermissions | None = None, approvals: object = None
+    ) -> Agent:
+        return Agent(
+            PROVIDER,
+            permissions=permissions or NativePermissions.bypass(),
+            approvals=approvals or ApprovalPolicy.DENY,  # type: ignore[arg-type]
+            model=self.rig.cli.model,
+            env=dict(self.rig.cli.env),
+            executor=self.executor,
+            transport=TransportKind.STREAM,
+            event_handlers=self.events.append,
+            check_timeout=60.0,
+            # A failure is this suite's to see, not the session's to retry.
+            retry=RetryPolicy(delays=()),
+        )
+
+    def session(self, agent: Agent | None = None, session_id: str | None = None) -> Session:
+        agent = agent or self.agent()
+        if session_id is not None:
+            return agent.start_session(str(self.work), session_id=session_id)
+        return agent.start_session(str(self.work))
+
+    def script(self, *rules: Rule) -> None:
+        self.server.set_script(rules)
+
+    def lifecycle(self, kind: str) -> list[str]:
+        return [e.detail for e in self.events if isinstance(e, Lifecycle) and e.kind == kind]
+
+
+@pytest.fixture
+def live(stream_rig: StreamRig, request: pytest.FixtureRequest) -> Iterator[Live]:
+    stream_rig.server.set_script(())
+    stream_rig.server.clear_requests()
+    work = stream_rig.root / "work" / request.node.name
+    work.mkdir(parents=True)
+    yield Live(stream_rig, work, CountingExecutor())
+    assert_nothing_left_running(stream_rig.cli.home)
+
+
+def _asked(server: ModelServer) -> bool:
+    return any(request.kind is RequestKind.MAIN for request in server.requests)
+
+
+def _tool_then_text(command: str, text: str = AFTER_TOOL) -> tuple[Rule, ...]:
+    return (
+        Rule(
+            match=Match(last_input_is_tool_result=False),
+            respond=Message((Text("Running it."), ToolCall(command=command))),
+        ),
+        Rule(match=Match(last_input_is_tool_result=True), respond=Text(text)),
+    )
+
+
+def test_two_turns_run_on_one_process_and_the_second_starts_fast(live: Live) -> None:
+    live.script(Rule(respond=Text(HELLO)))
+    with live.session() as session:
+        first = session.turn("Say hello.").result
+        started = time.monotonic()
+        second = session.turn("Say hello again.").result
+        second_s = time.monotonic() - started
+    assert (first.text, second.text) == (HELLO, HELLO)
+    assert (first.resumed, second.resumed) == (False, True)
+    assert first.session_id == second.session_id
+    assert first.session_id is not None
+    assert first.usage.tokens.input_tokens > 0
+    assert first.usage.increment_known
+    ((request, _),) = live.executor.spawned
+    assert request.argv[1:] == ("--acp", "--no-auto-update", "--model", "fake-model", "--allow-all")
+    assert second_s < 10.0, f"the second turn took {second_s:.1f} s on a running process"
+
+
+def test_interrupt_during_sleep_returns_fast_kills_the_sleep_and_keeps_the_process(
+    live: Live,
+) -> None:
+    live.script(*_tool_then_text("sleep 30"))
+    home = live.rig.cli.home
+    with live.session() as session:
+        running = Background(lambda: session.turn("Sleep for a while.").result)
+        wait_for(lambda: bool(run_processes(home, "sleep 30")), SEEN_WITHIN_S, "sleep 30")
+        interrupted_at = time.monotonic()
+        session.interrupt()
+        result = running.join(PROMPT_RETURN_S + TURN_TIMEOUT)
+        assert running.ended_at is not None
+        took = running.ended_at - interrupted_at
+        assert result.interrupted
+        assert any(isinstance(e, TurnInterrupted) for e in live.events)
+        assert took < PROMPT_RETURN_S, f"the interrupted turn took {took:.2f} s to return"
+        wait_for(lambda: not run_processes(home, "sleep 30"), 3.0, "the sleep ending")
+
+        live.script(Rule(respond=Text(HELLO)))
+        after = session.turn("Now just say hello.").result
+    assert after.text == HELLO
+    assert not after.interrupted
+    assert after.session_id == result.session_id
+    assert len(live.executor.spawned) == 1
+
+
+def test_an_approval_handler_denies_then_allows_touch(live: Live) -> None:
+    # workspace_write() allows only the write tool: every shell command is asked about, as a
+    # session/request_permission, decided by the handler.
+    asked: list[ApprovalRequest] = []
+
+    def decide(request: ApprovalRequest) -> ApprovalDecision:
+        asked.append(request)
+        if "denied.txt" in request.tool:
+            return ApprovalDecision.deny("not that file")
+        return ApprovalDecision.allow()
+
+    agent = live.agent(permissions=NativePermissions.workspace_write(), approvals=decide)
+    with live.session(agent) as session:
+        live.script(*_tool_then_text("touch denied.txt"))
+        session.turn("Create denied.txt.")
+        live.script(*_tool_then_text("touch allowed.txt"))
+        allowed = session.turn("Create allowed.txt.").result
+    assert allowed.text.endswith(AFTER_TOOL)
+    assert not (live.work / "denied.txt").exists()
+    assert (live.work / "allowed.txt").exists()
+    assert [r.tool for r in asked] == ["Run touch denied.txt", "Run touch allowed.txt"]
+    assert [a.allowed for a in live.events if isinstance(a, ApprovalAnswered)] == [False, True]
+    assert len(live.executor.spawned) == 1
+
+
+@pytest.mark.parametrize(
+    ("permissions", "written"),
+    [(NativePermissions.workspace_write(), True), (NativePermissions.read_only(), False)],
+    ids=["workspace_write", "read_only"],
+)
+def test_native_permissions_decide_whether_an_edit_runs(
+    live: Live, permissions: NativePermissions, written: bool
+) -> None:
+    # workspace_write() lets edits in the workspace run unasked; read_only() refuses them.
+    asked: list[ApprovalRequest] = []
+
+    def deny(request: ApprovalRequest) -> ApprovalDecision:
+        asked.append(request)
+        return ApprovalDecision.deny("no")
+
+    target = live.work / "made.txt"
+    edit = ToolCall(tool="create", arguments={"path": str(target), "file_text": "made\n"})
+    live.script(
+        Rule(
+            match=Match(last_input_is_tool_result=False),
+            respond=Message((Text("Writing it."), edit)),
+        ),
+        Rule(match=Match(last_input_is_tool_result=True), respond=Text(AFTER_TOOL)),
+    )
+    with live.session(live.agent(permissions=permissions, approvals=deny)) as session:
+        session.turn("Write made.txt.")
+    assert target.exists() is written
+    if written:
+        assert asked == []
+
+
+@pytest.mark.parametrize(
+    ("status", "kind"), [(500, FailureKind.TRANSIENT), (401, FailureKind.AUTH)]
+)
+def test_an_api_failure_is_classified_and_the_session_survives(
+    live: Live, status: int, kind: FailureKind
+) -> None:
+    live.script(Rule(respond=HttpError(status, headers=FAST_RETRY)))
+    with live.session() as session:
+        with pytest.raises(CliExitError) as caught:
+            session.turn("Fail, please.")
+        assert caught.value.kind is kind
+        live.script(Rule(respond=Text(HELLO)))
+        assert session.turn("Say hello.").result.text == HELLO
+    assert len(live.executor.spawned) == 1
+
+
+def test_steer_is_refused(live: Live) -> None:
+    live.script(Rule(respond=Hang(30.0), times=1), Rule(respond=Text(HELLO)))
+    with live.session() as session:
+        running = Background(lambda: session.turn("Think.").result)
+        # The turn runs once the model is asked (a cold start takes seconds).
+        wait_for(lambda: _asked(live.server), SEEN_WITHIN_S, "the model call")
+        with pytest.raises(ProviderCapabilityError):
+            session.steer("more")
+        session.interrupt()
+        assert running.join(PROMPT_RETURN_S + TURN_TIMEOUT).interrupted
+
+
+def test_a_session_loads_in_a_new_process_of_a_new_agent(live: Live) -> None:
+    live.script(
+        Rule(match=Match(assistant_turns=0), respond=Text("Noted: MANGOSTEEN.")),
+        Rule(respond=Text("You said MANGOSTEEN.")),
+    )
+    with live.session() as session:
+        first = session.turn("Remember MANGOSTEEN.").result
+    assert first.session_id is not None
+    with live.session(session_id=first.session_id) as again:
+        second = again.turn("What did I say?").result
+    assert second.text == "You said MANGOSTEEN."
+    assert second.resumed
+    assert second.session_id == first.session_id
+    assert len(live.executor.spawned) == 2
+    # The answer's rule needs an assistant turn in the request: the history was sent. Its
+    # replay before the load response reached no turn.
+    assert live.lifecycle("replay_suppressed")
+
+
+def test_a_stdio_mcp_server_is_refused_before_anything_runs(live: Live) -> None:
+    # Copilot CLI drops stdio MCP servers passed over ACP without a word.
+    server = StdioMcpServer(name="local", command=sys.executable, args=("-c", "pass"))
+    with pytest.raises(ProviderCapabilityError, match="stdio MCP"):
+        live.agent().start_session(str(live.work), mcp_servers=(server,)).turn("Say hello.")
+    assert live.executor.spawned == []

@@ -1,0 +1,144 @@
+"""What the per-agent ACP tests share: a transport on a fake or recorded agent, and events."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+from agentshim.acp.client import AcpTransport
+from agentshim.acp.dialect import AcpDialect
+from agentshim.acp.jsonrpc import Notification, Request, Response, read_message
+from agentshim.core.conversation import ConversationSpec
+from agentshim.core.events import AgentEvent, Lifecycle
+from agentshim.core.permissions import ApprovalPolicy, NativePermissions
+from agentshim.core.turn import TurnRequest
+from agentshim.execution.process import SpawnRequest
+from agentshim.providers import get_plugin
+from agentshim.testing import FakeExecutor
+from agentshim.testing.acp import AcpPeer, AcpPeers, AcpPeerTurn, AcpQuirks, AcpRecordedPeer
+from agentshim.testing.process import FakePeer
+from agentshim.transport.context import TransportContext
+
+FIXTURES = Path(__file__).parents[2] / "fixtures"
+
+
+class Events(list[AgentEvent]):
+    def __call__(self, event: AgentEvent) -> None:
+        self.append(event)
+
+    def of(self, kind: type[Any]) -> list[Any]:
+        return [event for event in self if isinstance(event, kind)]
+
+    def lifecycle(self, kind: str) -> list[str]:
+        return [event.detail for event in self.of(Lifecycle) if event.kind == kind]
+
+
+def transport_on(
+    provider: str, dialect: AcpDialect, peers: Callable[[SpawnRequest], FakePeer], **options: Any
+) -> tuple[AcpTransport, FakeExecutor]:
+    """``dialect``'s transport, every spawn of which is a peer made by ``peers``."""
+    executor = FakeExecutor(peers=peers)
+    binary = get_plugin(provider).profile.binary
+    ctx = TransportContext(
+        provider=get_plugin(provider).create_provider(),
+        executor=executor,
+        binary_path=f"/usr/bin/{binary}",
+        env={"PATH": "/usr/bin"},
+    )
+    return AcpTransport(ctx, dialect, **options), executor
+
+
+class Rig:
+    """An ACP transport with ``dialect`` on a scripted fake agent with ``quirks``."""
+
+    def __init__(
+        self,
+        provider: str,
+        dialect: AcpDialect,
+        quirks: AcpQuirks,
+        turns: Iterable[AcpPeerTurn],
+        *,
+        permissions: NativePermissions | None = None,
+        approvals: object = ApprovalPolicy.DENY,
+        resume: str | None = None,
+        lost: Iterable[str] = (),
+        **spec: Any,
+    ) -> None:
+        self.peers = AcpPeers(turns, quirks=quirks, lost=lost)
+        self.transport, self.executor = transport_on(provider, dialect, self.peers)
+        self.conversation = self.transport.open(
+            ConversationSpec(
+                permissions=permissions or NativePermissions.bypass(),
+                approvals=approvals,  # type: ignore[arg-type]
+                resume_session_id=resume,
+                cwd="/work",
+                **spec,
+            )
+        )
+
+    def turn(self, prompt: str = "go", **request: Any) -> tuple[Any, Events]:
+        events = Events()
+        return self.conversation.turn(TurnRequest(prompt, **request), events), events
+
+    def later(self, seconds: float, action: Callable[[], None]) -> threading.Timer:
+        timer = threading.Timer(seconds, action)
+        timer.start()
+        return timer
+
+    @property
+    def peer(self) -> AcpPeer:
+        return self.peers.peers[-1]
+
+
+def methods(peer: AcpPeer) -> list[str]:
+    return [str(frame.get("method", "answer")) for frame in peer.received]
+
+
+def recorded_lines(provider: str, case: str, direction: str) -> Iterator[str]:
+    """The complete lines one direction of a recorded ACP session carried."""
+    path = FIXTURES / provider / "acp" / case / "transcript.jsonl"
+    pending = ""
+    for raw in path.read_text(encoding="utf-8").splitlines():
+        record = json.loads(raw)
+        if record["dir"] == direction and isinstance(record["data"], str):
+            pending += record["data"]
+            *lines, pending = pending.split("\n")
+            yield from (line for line in lines if line.startswith("{"))
+
+
+def recorded_messages(
+    provider: str, case: str, direction: str = "out"
+) -> list[Response | Request | Notification]:
+    messages: list[Response | Request | Notification] = []
+    for line in recorded_lines(provider, case, direction):
+        message = read_message(json.loads(line))
+        assert message is not None, line[:200]
+        messages.append(message)
+    return messages
+
+
+def recorded_cases(provider: str) -> list[str]:
+    return sorted(p.name for p in (FIXTURES / provider / "acp").iterdir() if p.is_dir())
+
+
+def replay(
+    provider: str, dialect: AcpDialect, case: str
+) -> tuple[AcpTransport, list[AcpRecordedPeer]]:
+    """``dialect``'s transport on the recording ``case``: each spawn replays it anew."""
+    peers: list[AcpRecordedPeer] = []
+    transcript = FIXTURES / provider / "acp" / case / "transcript.jsonl"
+
+    def spawn(_: SpawnRequest) -> AcpRecordedPeer:
+        peers.append(AcpRecordedPeer(transcript))
+        return peers[-1]
+
+    return transport_on(provider, dialect, spawn, close_grace=0.5)[0], peers
+
+
+def answers(peer: AcpRecordedPeer) -> list[dict[str, Any]]:
+    """The outcome of every answer written to a recorded peer."""
+    frames = [json.loads(line) for line in peer.written]
+    return [frame["result"]["outcome"] for frame in frames if "method" not in frame]

@@ -1,0 +1,422 @@
+"""Copilot CLI's ACP dialect, on recorded ``copilot --acp`` sessions and on the fake agent."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from agentshim.acp.dialect import AcpArgv
+from agentshim.acp.jsonrpc import Notification, Request, Response, RpcError
+from agentshim.acp.updates import UpdateReader
+from agentshim.core.approvals import ApprovalDecision, ApprovalRequest
+from agentshim.core.conversation import ConversationSpec, Transport
+from agentshim.core.errors import (
+    CliDiedError,
+    CliExitError,
+    FailureKind,
+    InvalidRequestError,
+    ProviderCapabilityError,
+    SessionResumeError,
+)
+from agentshim.core.events import (
+    ApprovalAnswered,
+    AssistantText,
+    Lifecycle,
+    SessionTitle,
+    ToolResult,
+    TurnInterrupted,
+    UsageReport,
+)
+from agentshim.core.mcp import HttpMcpServer, StdioMcpServer
+from agentshim.core.permissions import ApprovalPolicy, NativePermissions
+from agentshim.core.turn import TurnRequest
+from agentshim.providers.copilot.acp import (
+    COPILOT_ACP,
+    acp_argv,
+    failure_kind,
+    is_notice,
+    session_lost,
+    usage,
+)
+from agentshim.testing.acp import COPILOT_QUIRKS, AcpPeers, AcpPeerTurn
+from agentshim.testing.session_contracts import (
+    ContractTurn,
+    ConversationContract,
+    TransportContract,
+)
+from tests.unit.acp.rigs import (
+    Events,
+    Rig,
+    answers,
+    methods,
+    recorded_cases,
+    recorded_messages,
+    replay,
+    transport_on,
+)
+
+P = "copilot"
+MAIN_SESSION = "01c62b18-3ff4-498e-af30-e6a63fea9e89"
+HELLO = "Hello from the scripted model."
+WRITE = NativePermissions.workspace_write()
+RECORDED_500 = (
+    "Error: Failed to get response from the AI model; retried 5 times (total retry wait "
+    "time: 15.39 seconds) Last error: 500 scripted 500 boom"
+)
+# What 1.0.102 printed for a 401 from the model server.
+SEEN_401 = (
+    "Error: Authentication failed with provider at http://127.0.0.1:36549/v1 (HTTP 401).\n"
+    "  Check your COPILOT_PROVIDER_API_KEY, COPILOT_PROVIDER_BEARER_TOKEN, or provider "
+    "configuration."
+)
+
+
+def rig(turns: Sequence[AcpPeerTurn], **options: Any) -> Rig:
+    return Rig(P, COPILOT_ACP, COPILOT_QUIRKS, turns, **options)
+
+
+def args(permissions: NativePermissions, model: str | None = None) -> AcpArgv:
+    return AcpArgv(binary_path="copilot", model=model, permissions=permissions)
+
+
+def agent_texts(case: str) -> list[str]:
+    return [
+        m.params["update"]["content"]["text"]
+        for m in recorded_messages(P, case)
+        if isinstance(m, Notification)
+        and m.params["update"]["sessionUpdate"] == "agent_message_chunk"
+    ]
+
+
+class TestArgv:
+    @pytest.mark.parametrize(
+        ("permissions", "tail"),
+        [
+            (NativePermissions.bypass(), ["--allow-all"]),
+            (NativePermissions.read_only(), ["--deny-tool=write"]),
+            (
+                NativePermissions.workspace_write(["/data"]),
+                ["--allow-tool=write", "--add-dir", "/data"],
+            ),
+        ],
+    )
+    def test_permissions_map_to_tool_permissions(
+        self, permissions: NativePermissions, tail: list[str]
+    ) -> None:
+        assert acp_argv(args(permissions)) == ["copilot", "--acp", "--no-auto-update", *tail]
+
+    def test_the_model_is_a_flag(self) -> None:
+        argv = acp_argv(args(NativePermissions.bypass(), "fake-model"))
+        assert argv[3:5] == ["--model", "fake-model"]
+
+    def test_a_model_that_reads_as_a_flag_is_refused(self) -> None:
+        with pytest.raises(InvalidRequestError):
+            acp_argv(args(NativePermissions.bypass(), "--yolo"))
+
+
+class TestNoticesAndFailures:
+    def test_the_recorded_status_lines_are_notices(self) -> None:
+        notices = [t for t in agent_texts("session_main") if is_notice(t)]
+        assert "Info: Operation cancelled by user" in notices
+        assert RECORDED_500 in notices
+        assert not is_notice(HELLO)
+
+    @pytest.mark.parametrize(
+        ("text", "kind"),
+        [
+            (RECORDED_500, FailureKind.TRANSIENT),
+            (SEEN_401, FailureKind.AUTH),
+            ("Error: the conversation exceeded the context window", FailureKind.CONTEXT_OVERFLOW),
+            ("Error: something went wrong", FailureKind.OTHER),
+        ],
+    )
+    def test_an_error_line_says_how_the_turn_failed(self, text: str, kind: FailureKind) -> None:
+        assert failure_kind(text) is kind
+
+    def test_info_lines_and_answers_are_no_failure(self) -> None:
+        for text in agent_texts("session_main"):
+            if not text.startswith("Error: "):
+                assert failure_kind(text) is None, text
+
+    @given(st.text(max_size=300))
+    def test_any_text_reads_as_no_failure_or_a_kind(self, text: str) -> None:
+        kind = failure_kind(text)
+        assert kind is None or isinstance(kind, FailureKind)
+        assert (kind is None) == (not text.startswith("Error: "))
+
+    def test_the_recorded_answer_for_an_unknown_session_is_a_lost_session(self) -> None:
+        errors = [
+            m.error
+            for m in recorded_messages(P, "session_load")
+            if isinstance(m, Response) and m.error is not None
+        ]
+        assert [session_lost(e) for e in errors] == [True]
+        assert not session_lost(RpcError(-32603, "Internal error", {}))
+
+
+class TestUsage:
+    def test_usage_adds_up_over_the_process(self) -> None:
+        results = [
+            dict(m.result)
+            for m in recorded_messages(P, "session_main")
+            if isinstance(m, Response) and m.result is not None and "stopReason" in m.result
+        ]
+        first, second = usage(results[0]), usage(results[1])
+        assert first is not None
+        assert second is not None
+        assert (first.tokens.input_tokens, first.tokens.cache_read_input_tokens) == (1200, 1000)
+        assert (first.tokens.output_tokens, first.tokens.reasoning_output_tokens) == (40, 8)
+        assert (second.tokens.input_tokens, second.tokens.output_tokens) == (3600, 75)
+
+    @given(
+        st.dictionaries(
+            st.sampled_from(
+                [
+                    "inputTokens",
+                    "outputTokens",
+                    "thoughtTokens",
+                    "cachedReadTokens",
+                    "cachedWriteTokens",
+                ]
+            ),
+            st.integers() | st.text(max_size=5) | st.none(),
+        )
+    )
+    def test_any_usage_reads_without_raising(self, raw: dict[str, Any]) -> None:
+        assert usage({"usage": raw}) is not None
+
+    def test_each_turn_reports_its_share_and_a_new_process_starts_again(self) -> None:
+        r = rig(
+            [
+                AcpPeerTurn("a", input_tokens=1200, output_tokens=40),
+                AcpPeerTurn("b", input_tokens=2400, output_tokens=35),
+                AcpPeerTurn("x", tool="t", die=-9),
+                AcpPeerTurn("c", input_tokens=1300, output_tokens=5),
+            ]
+        )
+        first, _ = r.turn()
+        second, events = r.turn()
+        assert (first.usage.tokens.input_tokens, first.usage.tokens.output_tokens) == (1200, 40)
+        assert (second.usage.tokens.input_tokens, second.usage.tokens.output_tokens) == (2400, 35)
+        assert second.usage.tokens.turns == 1
+        assert [u.usage for u in events.of(UsageReport)] == [second.usage]
+        with pytest.raises(CliDiedError):
+            r.turn()
+        third, _ = r.turn()
+        assert (third.usage.tokens.input_tokens, third.usage.tokens.output_tokens) == (1300, 5)
+
+
+class TestEveryRecordedMessage:
+    @pytest.mark.parametrize("case", recorded_cases(P))
+    def test_every_line_is_a_json_rpc_message(self, case: str) -> None:
+        for direction in ("in", "out"):
+            assert recorded_messages(P, case, direction)
+
+    @pytest.mark.parametrize("case", recorded_cases(P))
+    def test_every_update_is_a_known_kind(self, case: str) -> None:
+        events = Events()
+        reader = UpdateReader(events, is_notice, failed=failure_kind)
+        for message in recorded_messages(P, case):
+            if isinstance(message, Notification):
+                reader.read(message.params["update"])
+            elif isinstance(message, Request) and message.method == "session/request_permission":
+                reader.announce(message.params["toolCall"])
+        unknown = [
+            e for e in events.of(Lifecycle) if e.kind in ("unknown_update", "malformed_update")
+        ]
+        assert unknown == []
+        assert not any(t.startswith(("Info:", "Error:")) for t in [reader.text])
+
+
+class TestRecordedSession:
+    def test_the_main_session_replays_turn_by_turn(self) -> None:
+        transport, peers = replay(P, COPILOT_ACP, "session_main")
+        box: list[Any] = []
+
+        def decide(request: ApprovalRequest) -> ApprovalDecision:
+            if "touch" in request.tool:
+                return ApprovalDecision.deny("no")
+            if request.tool == "Run sleep 21":  # SLOWB: cancelled while its permission is pending
+                box[0].interrupt()
+            return ApprovalDecision.allow()
+
+        conversation = transport.open(
+            ConversationSpec(permissions=WRITE, approvals=decide, cwd="/work")
+        )
+        box.append(conversation)
+
+        def turn(prompt: str, *, interrupt_after: float | None = None) -> tuple[Any, Events]:
+            events = Events()
+            timer = (
+                threading.Timer(interrupt_after, conversation.interrupt)
+                if interrupt_after
+                else None
+            )
+            if timer is not None:
+                timer.start()
+            try:
+                return conversation.turn(TurnRequest(prompt), events), events
+            finally:
+                if timer is not None:
+                    timer.cancel()
+
+        plain, events = turn("Say hello.")
+        assert plain.text == HELLO
+        assert plain.session_id == MAIN_SESSION
+        # Copilot spoke of the session before session/new answered: kept, not lost.
+        assert len(events.lifecycle("available_commands_update")) == 2
+        assert events.of(SessionTitle)[0].title == "Say hello."
+        assert (plain.usage.tokens.input_tokens, plain.usage.tokens.output_tokens) == (1200, 40)
+
+        echo, events = turn("TOOLECHO run echo hello")
+        assert echo.text == "Running echo.Done."
+        assert "hello" in events.of(ToolResult)[0].stdout
+        assert (echo.usage.tokens.input_tokens, echo.usage.tokens.output_tokens) == (2400, 35)
+
+        rejected, events = turn("TOOLREJ touch a file")
+        assert rejected.text == ""
+        assert events.lifecycle("agent_notice") == ["Info: Operation cancelled by user"]
+        assert events.of(ToolResult)[0].stderr == "The user rejected this tool call."
+
+        slow_a, events = turn("SLOWA run sleep", interrupt_after=0.3)
+        assert slow_a.interrupted
+        # Copilot sends no end for the stopped command; the transport gives it one.
+        assert events.of(ToolResult)[0].stderr == "cancelled with the turn"
+        assert events.of(TurnInterrupted)
+
+        slow_b, events = turn("SLOWB run sleep")
+        assert slow_b.interrupted
+        assert events.of(ApprovalAnswered)[0].decided_by == "interrupted"
+
+        drip, _ = turn("DRIP stream", interrupt_after=0.3)
+        assert drip.interrupted
+        assert drip.text.startswith("yyyyyyyy")
+
+        assert turn("Say hello after cancel.")[0].text == HELLO
+        with pytest.raises(CliExitError, match="scripted 500 boom") as failed:
+            turn("ERR500 now")
+        assert failed.value.kind is FailureKind.TRANSIENT
+        compacted, events = turn("ERRCTX now")
+        assert compacted.text == HELLO
+        assert events.lifecycle("agent_notice")[0].startswith("Info: The conversation exceeded")
+        assert turn("Say hello after errors.")[0].text == HELLO
+        conversation.close()
+        (peer,) = peers
+        assert peer.unmatched == []
+        assert answers(peer) == [
+            {"outcome": "selected", "optionId": "allow_once"},
+            {"outcome": "selected", "optionId": "reject_once"},
+            {"outcome": "selected", "optionId": "allow_once"},
+            {"outcome": "cancelled"},
+        ]
+
+    def test_a_loaded_session_replays_no_history_and_no_old_failure(self) -> None:
+        transport, _ = replay(P, COPILOT_ACP, "session_load")
+        conversation = transport.open(
+            ConversationSpec(
+                permissions=NativePermissions.bypass(),
+                approvals=ApprovalPolicy.DENY,
+                cwd="/work",
+                resume_session_id=MAIN_SESSION,
+            )
+        )
+        events = Events()
+        result = conversation.turn(TurnRequest("Say hello after load."), events)
+        conversation.close()
+        # The replay holds the old "Error: ..." line: it fails nothing now.
+        assert result.text == HELLO
+        assert result.resumed
+        assert events.lifecycle("replay_suppressed")
+        assert [e.text for e in events.of(AssistantText)] == ["Hello from the s", "cripted model."]
+        # A new process starts its count again.
+        assert result.usage.tokens.input_tokens == 1200
+
+
+class TestOnTheFake:
+    def test_a_failure_in_text_fails_the_turn_and_the_session_goes_on(self) -> None:
+        r = rig(
+            [
+                AcpPeerTurn(error=(0, "Failed to get response; Last error: 500 boom")),
+                AcpPeerTurn("ok"),
+            ]
+        )
+        with pytest.raises(CliExitError, match="500 boom") as caught:
+            r.turn()
+        assert caught.value.kind is FailureKind.TRANSIENT
+        second, events = r.turn()
+        assert second.text == "ok"
+        assert events.lifecycle("agent_notice") == []
+
+    def test_an_answer_after_an_error_line_is_a_success(self) -> None:
+        r = rig([AcpPeerTurn("recovered", summary="Error: first try failed (HTTP 500)")])
+        assert r.turn()[0].text == "recovered"
+
+    def test_stdio_mcp_servers_are_refused_before_anything_runs(self) -> None:
+        peers = AcpPeers([], quirks=COPILOT_QUIRKS)
+        transport, executor = transport_on(P, COPILOT_ACP, peers)
+        spec = ConversationSpec(
+            permissions=NativePermissions.bypass(),
+            approvals=ApprovalPolicy.DENY,
+            mcp_servers=(StdioMcpServer("local", "/usr/bin/tool"),),
+        )
+        with pytest.raises(ProviderCapabilityError, match="stdio MCP"):
+            transport.open(spec)
+        assert executor.spawned == []
+
+    def test_http_mcp_servers_go_to_session_new(self) -> None:
+        server = HttpMcpServer("remote", "http://127.0.0.1:9/mcp")
+        r = rig([AcpPeerTurn("ok")], mcp_servers=(server,))
+        r.turn()
+        assert r.peer.received[1]["params"]["mcpServers"][0]["url"] == "http://127.0.0.1:9/mcp"
+
+    def test_a_lost_session_raises_session_resume_error(self) -> None:
+        gone = "c0de0000-0000-4000-8000-00000000dead"
+        r = rig([AcpPeerTurn("never")], resume=gone, lost=[gone])
+        with pytest.raises(SessionResumeError) as caught:
+            r.turn()
+        assert caught.value.session_id == gone
+        assert methods(r.peer) == ["initialize", "session/load"]
+
+    def test_a_cancelled_permission_is_answered_cancelled(self) -> None:
+        holder: list[Rig] = []
+
+        def interrupt_then_allow(_: ApprovalRequest) -> ApprovalDecision:
+            holder[0].conversation.interrupt()
+            return ApprovalDecision.allow()
+
+        r = rig(
+            [AcpPeerTurn("never", tool="sleep 30", ask=True), AcpPeerTurn("after")],
+            permissions=WRITE,
+            approvals=interrupt_then_allow,
+        )
+        holder.append(r)
+        result, _ = r.turn()
+        assert result.interrupted
+        assert r.turn()[0].text == "after"
+
+
+def _fake(turns: Sequence[ContractTurn]) -> AcpPeers:
+    return AcpPeers([AcpPeerTurn(t.text, hang=t.hang) for t in turns], quirks=COPILOT_QUIRKS)
+
+
+class TestCopilotAcpConversation(ConversationContract):
+    def make_conversation(
+        self, turns: Sequence[ContractTurn], *, resume_session_id: str | None = None
+    ) -> Any:
+        transport, _ = transport_on(P, COPILOT_ACP, _fake(turns))
+        spec = ConversationSpec(
+            permissions=NativePermissions.bypass(),
+            approvals=ApprovalPolicy.DENY,
+            resume_session_id=resume_session_id,
+        )
+        return transport.open(spec)
+
+
+class TestCopilotAcpTransport(TransportContract):
+    def make_transport(self, turns: Sequence[ContractTurn]) -> Transport:
+        return transport_on(P, COPILOT_ACP, _fake(turns))[0]

@@ -1,0 +1,492 @@
+"""opencode's ACP dialect, on recorded ``opencode acp`` sessions and on the fake agent."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import threading
+import time
+from collections.abc import Sequence
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from agentshim import Agent
+from agentshim.acp.dialect import AcpArgv
+from agentshim.acp.jsonrpc import Notification, Request, Response, RpcError
+from agentshim.acp.updates import UpdateReader
+from agentshim.core.approvals import ApprovalDecision, ApprovalRequest
+from agentshim.core.conversation import ConversationSpec, Transport, TransportKind
+from agentshim.core.errors import (
+    CliDiedError,
+    CliExitError,
+    FailureKind,
+    InvalidRequestError,
+    ProviderCapabilityError,
+    SessionResumeError,
+)
+from agentshim.core.events import (
+    ApprovalAnswered,
+    ApprovalRequested,
+    AssistantText,
+    Lifecycle,
+    ToolCall,
+    ToolResult,
+    TurnInterrupted,
+)
+from agentshim.core.permissions import ApprovalPolicy, NativePermissions
+from agentshim.core.turn import TurnRequest
+from agentshim.providers.opencode.acp import (
+    OPENCODE_ACP,
+    acp_argv,
+    acp_env,
+    classify_rpc_error,
+    permission_rules,
+    session_lost,
+    usage,
+)
+from agentshim.testing import FakeExecutor
+from agentshim.testing.acp import OPENCODE_QUIRKS, AcpPeers, AcpPeerTurn
+from agentshim.testing.session_contracts import (
+    ContractTurn,
+    ConversationContract,
+    TransportContract,
+)
+from tests.unit.acp.rigs import (
+    Events,
+    Rig,
+    answers,
+    methods,
+    recorded_cases,
+    recorded_messages,
+    replay,
+    transport_on,
+)
+
+P = "opencode"
+MAIN_SESSION = "ses_dcfb717f2ffeDOHbTbkvtpW974"
+HELLO = "Hello from the scripted model."
+WRITE = NativePermissions.workspace_write()
+
+
+def rig(turns: Sequence[AcpPeerTurn], **options: Any) -> Rig:
+    return Rig(P, OPENCODE_ACP, OPENCODE_QUIRKS, turns, **options)
+
+
+def args(permissions: NativePermissions, model: str | None = None) -> AcpArgv:
+    return AcpArgv(binary_path="opencode", model=model, permissions=permissions)
+
+
+def prompt_results(case: str) -> list[dict[str, Any]]:
+    return [
+        dict(m.result)
+        for m in recorded_messages(P, case)
+        if isinstance(m, Response) and m.result is not None and "stopReason" in m.result
+    ]
+
+
+def prompt_errors(case: str) -> list[RpcError]:
+    return [
+        m.error
+        for m in recorded_messages(P, case)
+        if isinstance(m, Response) and m.error is not None
+    ]
+
+
+class TestArgvAndEnv:
+    def test_argv_is_the_acp_subcommand_and_never_the_model(self) -> None:
+        assert acp_argv(args(NativePermissions.bypass(), "fake/m")) == ["opencode", "acp"]
+
+    def test_the_model_goes_in_the_config_content(self) -> None:
+        env = acp_env(args(NativePermissions.bypass(), "fake/fake-model"))
+        assert json.loads(env["OPENCODE_CONFIG_CONTENT"]) == {"model": "fake/fake-model"}
+        assert "OPENCODE_CONFIG_CONTENT" not in acp_env(args(NativePermissions.bypass()))
+
+    def test_a_model_that_reads_as_a_flag_is_refused(self) -> None:
+        with pytest.raises(InvalidRequestError):
+            acp_env(args(NativePermissions.bypass(), "--yolo"))
+
+    def test_bypass_allows_everything(self) -> None:
+        rules = permission_rules(NativePermissions.bypass())
+        assert set(rules.values()) == {"allow"}
+
+    def test_workspace_write_allows_edits_and_asks_about_commands_and_outside_paths(
+        self,
+    ) -> None:
+        rules = permission_rules(NativePermissions.workspace_write(["/data/"]))
+        assert (rules["edit"], rules["bash"], rules["webfetch"]) == ("allow", "ask", "ask")
+        assert rules["external_directory"] == {"*": "ask", "/data/*": "allow"}
+
+    def test_read_only_denies_edits(self) -> None:
+        rules = permission_rules(NativePermissions.read_only())
+        assert (rules["edit"], rules["bash"]) == ("deny", "ask")
+
+    def test_the_spawned_process_gets_the_rules_in_its_env(self) -> None:
+        r = rig([AcpPeerTurn("ok")], permissions=WRITE, model="fake/fake-model")
+        r.turn()
+        (spawned,) = r.executor.spawned
+        assert list(spawned.argv) == ["/usr/bin/opencode", "acp"]
+        assert json.loads(spawned.env["OPENCODE_PERMISSION"])["bash"] == "ask"
+        assert spawned.env["PATH"] == "/usr/bin"
+
+
+class TestFailures:
+    def test_the_recorded_500_is_transient(self) -> None:
+        (error,) = prompt_errors("session_main")
+        assert error.data["errorName"] == "APIError"
+        assert classify_rpc_error(error) is FailureKind.TRANSIENT
+        assert not session_lost(error)
+
+    @pytest.mark.parametrize(
+        ("message", "name", "kind"),
+        [
+            # What 1.18.33 answered for a 401 from the model server.
+            ("Internal error: Incorrect API key provided.", "APIError", FailureKind.AUTH),
+            ("Internal error: Internal server error", "APIError", FailureKind.TRANSIENT),
+            (
+                "Internal error: prompt too long",
+                "ContextOverflowError",
+                FailureKind.CONTEXT_OVERFLOW,
+            ),
+            ("Internal error: no key", "ProviderAuthError", FailureKind.AUTH),
+            ("Internal error: something odd", "APIError", FailureKind.TRANSIENT),
+            ("Internal error: something odd", "UnknownError", FailureKind.OTHER),
+        ],
+    )
+    def test_error_names_and_messages_classify(
+        self, message: str, name: str, kind: FailureKind
+    ) -> None:
+        error = RpcError(-32603, message, {"service": "session", "errorName": name})
+        assert classify_rpc_error(error) is kind
+
+    def test_the_recorded_answer_for_an_unknown_session_is_a_lost_session(self) -> None:
+        (error,) = prompt_errors("session_load")
+        assert session_lost(error)
+
+    @given(st.integers(), st.text(max_size=200), st.none() | st.text(max_size=30))
+    def test_any_error_classifies_to_a_kind(
+        self, code: int, message: str, name: str | None
+    ) -> None:
+        data = {"errorName": name} if name is not None else {}
+        assert isinstance(classify_rpc_error(RpcError(code, message, data)), FailureKind)
+
+    def test_a_prompt_error_fails_the_turn_and_the_session_goes_on(self) -> None:
+        r = rig(
+            [AcpPeerTurn(error=(-32603, "Internal error: scripted 500 boom")), AcpPeerTurn("ok")]
+        )
+        with pytest.raises(CliExitError, match="scripted 500 boom") as caught:
+            r.turn()
+        assert caught.value.kind is FailureKind.TRANSIENT
+        assert r.turn()[0].text == "ok"
+
+    def test_resuming_a_session_opencode_lacks_raises_session_resume_error(self) -> None:
+        gone = "ses_00000000000000000000000000"
+        r = rig([AcpPeerTurn("never")], resume=gone, lost=[gone])
+        with pytest.raises(SessionResumeError) as caught:
+            r.turn()
+        assert caught.value.session_id == gone
+
+
+class TestUsage:
+    def test_cache_and_reasoning_are_folded_into_input_and_output(self) -> None:
+        plain = usage(prompt_results("session_main")[0])
+        assert plain is not None
+        tokens = plain.tokens
+        assert (tokens.input_tokens, tokens.cache_read_input_tokens) == (1200, 1000)
+        assert (tokens.output_tokens, tokens.reasoning_output_tokens) == (40, 8)
+
+    def test_a_cancelled_turn_reports_zero(self) -> None:
+        cancelled = [r for r in prompt_results("session_main") if r["stopReason"] == "cancelled"]
+        assert len(cancelled) == 3
+        for result in cancelled:
+            reported = usage(result)
+            assert reported is not None
+            assert reported.tokens.total_tokens == 0
+
+    @given(
+        st.dictionaries(
+            st.sampled_from(
+                [
+                    "inputTokens",
+                    "outputTokens",
+                    "thoughtTokens",
+                    "cachedReadTokens",
+                    "cachedWriteTokens",
+                ]
+            ),
+            st.integers() | st.text(max_size=5) | st.none(),
+        )
+    )
+    def test_any_usage_reads_without_raising(self, raw: dict[str, Any]) -> None:
+        reported = usage({"usage": raw})
+        assert reported is not None
+        assert reported.tokens.input_tokens >= reported.tokens.cache_read_input_tokens
+
+    def test_a_turn_with_a_tool_has_its_usage_marked_not_known(self) -> None:
+        r = rig([AcpPeerTurn("a"), AcpPeerTurn("b", tool="echo hello")])
+        plain, _ = r.turn()
+        with_tool, _ = r.turn()
+        assert plain.usage.increment_known
+        assert plain.usage.tokens.input_tokens == 1200
+        assert not with_tool.usage.increment_known
+
+
+class TestEveryRecordedMessage:
+    @pytest.mark.parametrize("case", recorded_cases(P))
+    def test_every_line_is_a_json_rpc_message(self, case: str) -> None:
+        for direction in ("in", "out"):
+            assert recorded_messages(P, case, direction)
+
+    @pytest.mark.parametrize("case", recorded_cases(P))
+    def test_every_update_is_a_known_kind(self, case: str) -> None:
+        events = Events()
+        reader = UpdateReader(events, OPENCODE_ACP.notice, superseded=True)
+        for message in recorded_messages(P, case):
+            if isinstance(message, Notification):
+                reader.read(message.params["update"])
+            elif isinstance(message, Request) and message.method == "session/request_permission":
+                reader.announce(message.params["toolCall"])
+        unknown = [
+            e for e in events.of(Lifecycle) if e.kind in ("unknown_update", "malformed_update")
+        ]
+        assert unknown == []
+
+    def test_a_compaction_summary_is_kept_out_of_the_answer(self) -> None:
+        # The ERRCTX turn: a summary message, then the answer as another message.
+        events = Events()
+        reader = UpdateReader(events, OPENCODE_ACP.notice, superseded=True)
+        messages = recorded_messages(P, "session_main")
+        prompts = [i for i, m in enumerate(messages) if isinstance(m, Response)]
+        start, end = prompts[-3], prompts[-2]  # after the 500's error, up to ERRCTX's result
+        for message in messages[start + 1 : end]:
+            if isinstance(message, Notification):
+                reader.read(message.params["update"])
+        assert reader.text == HELLO
+        assert events.lifecycle("message_superseded") == [
+            "Summary: a scripted conversation, nothing left to do."
+        ]
+        assert "".join(e.text for e in events.of(AssistantText)).startswith("Summary")
+
+
+class TestRecordedSession:
+    def test_the_main_session_replays_turn_by_turn(self) -> None:
+        transport, peers = replay(P, OPENCODE_ACP, "session_main")
+        asked: list[ApprovalRequest] = []
+        box: list[Any] = []
+
+        def decide(request: ApprovalRequest) -> ApprovalDecision:
+            asked.append(request)
+            if request.tool.startswith("touch"):
+                return ApprovalDecision.deny("no")
+            if request.tool == "sleep 21":  # SLOWB: cancelled while its permission is pending
+                box[0].interrupt()
+            return ApprovalDecision.allow()
+
+        conversation = transport.open(
+            ConversationSpec(permissions=WRITE, approvals=decide, cwd="/work")
+        )
+        box.append(conversation)
+
+        def turn(prompt: str, *, interrupt_after: float | None = None) -> tuple[Any, Events]:
+            events = Events()
+            timer = (
+                threading.Timer(interrupt_after, conversation.interrupt)
+                if interrupt_after
+                else None
+            )
+            if timer is not None:
+                timer.start()
+            try:
+                return conversation.turn(TurnRequest(prompt), events), events
+            finally:
+                if timer is not None:
+                    timer.cancel()
+
+        plain, _ = turn("Say hello.")
+        assert plain.text == HELLO
+        assert plain.session_id == MAIN_SESSION
+        assert plain.usage.tokens.input_tokens == 1200
+
+        echo, events = turn("TOOLECHO run echo hello")
+        assert echo.text == "Running echo.Done."
+        (call,) = events.of(ToolCall)
+        assert (call.tool, call.kind.value) == ("bash", "command")
+        assert events.of(ToolResult)[0].stdout == "hello\n"
+        # The request names the command, not the "bash" the call was announced as.
+        assert events.of(ApprovalRequested)[0].tool == "echo hello"
+        assert not echo.usage.increment_known
+
+        rejected, events = turn("TOOLREJ touch a file")
+        assert rejected.text == ""
+        (failed,) = events.of(ToolResult)
+        assert failed.failed
+        assert "rejected permission" in failed.stderr
+
+        mcp, events = turn("MCPCALL call the ping tool")
+        assert mcp.text == "Done."
+        assert events.of(ToolResult)[0].stdout == "pong from fakemcp"
+
+        slow_a, events = turn("SLOWA run sleep", interrupt_after=0.3)
+        assert slow_a.interrupted
+        assert "User aborted the command" in events.of(ToolResult)[0].stdout
+        assert events.of(TurnInterrupted)
+
+        slow_b, events = turn("SLOWB run sleep")
+        assert slow_b.interrupted
+        assert events.of(ApprovalAnswered)[0].decided_by == "interrupted"
+        assert events.of(ToolResult)[0].stderr == "Tool execution aborted"
+
+        drip, _ = turn("DRIP stream", interrupt_after=0.3)
+        assert drip.interrupted
+        assert drip.text == "y" * 48
+
+        assert turn("Say hello after cancel.")[0].text == HELLO
+        with pytest.raises(CliExitError, match="scripted 500 boom") as failed_turn:
+            turn("ERR500 now")
+        assert failed_turn.value.kind is FailureKind.TRANSIENT
+        compacted, events = turn("ERRCTX now")
+        assert compacted.text == HELLO
+        assert events.lifecycle("message_superseded")
+        assert turn("Say hello after errors.")[0].text == HELLO
+        conversation.close()
+        (peer,) = peers
+        assert peer.unmatched == []
+        assert answers(peer) == [
+            {"outcome": "selected", "optionId": "once"},
+            {"outcome": "selected", "optionId": "reject"},
+            {"outcome": "selected", "optionId": "once"},
+            {"outcome": "cancelled"},
+        ]
+
+    def test_a_load_drops_the_replayed_history(self) -> None:
+        # The capture loaded with session/load; the dialect reattaches with session/resume,
+        # which replays nothing. A load replays the history before its response.
+        loading = dataclasses.replace(OPENCODE_ACP, attach="session/load")
+        transport, _ = replay(P, loading, "session_load")
+        conversation = transport.open(
+            ConversationSpec(
+                permissions=NativePermissions.bypass(),
+                approvals=ApprovalPolicy.DENY,
+                cwd="/work",
+                resume_session_id=MAIN_SESSION,
+            )
+        )
+        events = Events()
+        result = conversation.turn(TurnRequest("Say hello after load."), events)
+        conversation.close()
+        assert result.text == HELLO
+        assert result.resumed
+        (suppressed,) = events.lifecycle("replay_suppressed")
+        assert suppressed.startswith("33 ")
+        assert events.lifecycle("message_superseded") == []
+
+
+class TestOnTheFake:
+    def test_two_turns_one_process(self) -> None:
+        r = rig([AcpPeerTurn("one"), AcpPeerTurn("two")])
+        assert (r.turn()[0].text, r.turn()[0].text) == ("one", "two")
+        assert len(r.executor.spawned) == 1
+
+    def test_a_new_process_resumes_the_session_without_replay(self) -> None:
+        r = rig([AcpPeerTurn("one"), AcpPeerTurn("x", tool="t", die=-9), AcpPeerTurn("three")])
+        first, _ = r.turn()
+        with pytest.raises(CliDiedError):
+            r.turn()
+        third, events = r.turn()
+        assert third.text == "three"
+        assert third.session_id == first.session_id
+        assert methods(r.peer)[:3] == ["initialize", "session/resume", "session/prompt"]
+        assert events.lifecycle("replay_suppressed") == []
+
+    def test_a_permission_names_the_command_and_a_reject_ends_the_turn(self) -> None:
+        seen: list[ApprovalRequest] = []
+
+        def deny(request: ApprovalRequest) -> ApprovalDecision:
+            seen.append(request)
+            return ApprovalDecision.deny("no")
+
+        r = rig(
+            [
+                AcpPeerTurn(
+                    "never", tool="touch x.txt", ask=True, raw_input={"command": "touch x.txt"}
+                )
+            ],
+            permissions=WRITE,
+            approvals=deny,
+        )
+        result, events = r.turn()
+        assert [s.tool for s in seen] == ["touch x.txt"]
+        assert events.of(ToolCall)[0].tool == "bash"
+        assert result.text == ""
+        assert events.of(ToolResult)[0].failed
+        assert r.peer.answers == [{"outcome": {"outcome": "selected", "optionId": "reject"}}]
+
+    def test_a_cancel_answered_with_an_error_is_an_interrupted_turn(self) -> None:
+        r = rig([AcpPeerTurn("never", hang=True), AcpPeerTurn("after")])
+        r.later(0.2, r.conversation.interrupt)
+        result, events = r.turn()
+        assert result.interrupted
+        assert events.lifecycle("cancel_answered_with_error")
+        assert events.of(TurnInterrupted)
+        assert r.turn()[0].text == "after"
+
+    def test_a_summary_before_the_answer_is_not_the_answer(self) -> None:
+        r = rig([AcpPeerTurn("the answer", summary="Summary: what happened so far.")])
+        result, events = r.turn()
+        assert result.text == "the answer"
+        assert events.lifecycle("message_superseded") == ["Summary: what happened so far."]
+
+    def test_text_before_a_tool_call_stays_in_the_answer(self) -> None:
+        r = rig([AcpPeerTurn("Done.", tool="echo hello", summary="Running echo.")])
+        result, _ = r.turn()
+        assert result.text == "Running echo.Done."
+
+    def test_steer_is_refused(self) -> None:
+        peers = AcpPeers([AcpPeerTurn("x", hang=True)], quirks=OPENCODE_QUIRKS)
+        executor = FakeExecutor(peers=peers, binaries={"opencode": "/usr/bin/opencode"})
+        agent = Agent(
+            P,
+            executor=executor,
+            env={"PATH": "/usr/bin"},
+            permissions=NativePermissions.bypass(),
+            approvals=ApprovalPolicy.DENY,
+            transport=TransportKind.STREAM,
+        )
+        with agent.start_session() as session:
+            worker = threading.Thread(target=lambda: session.turn("think"))
+            worker.start()
+            deadline = time.monotonic() + 10
+            while not (peers.peers and "session/prompt" in methods(peers.peers[0])):
+                assert time.monotonic() < deadline, "the turn never started"
+                time.sleep(0.01)
+            try:
+                with pytest.raises(ProviderCapabilityError):
+                    session.steer("more")
+            finally:
+                session.interrupt()
+                worker.join(10)
+        assert executor.spawned[0].argv[1] == "acp"
+
+
+def _fake(turns: Sequence[ContractTurn]) -> AcpPeers:
+    return AcpPeers([AcpPeerTurn(t.text, hang=t.hang) for t in turns], quirks=OPENCODE_QUIRKS)
+
+
+class TestOpencodeAcpConversation(ConversationContract):
+    def make_conversation(
+        self, turns: Sequence[ContractTurn], *, resume_session_id: str | None = None
+    ) -> Any:
+        transport, _ = transport_on(P, OPENCODE_ACP, _fake(turns))
+        spec = ConversationSpec(
+            permissions=NativePermissions.bypass(),
+            approvals=ApprovalPolicy.DENY,
+            resume_session_id=resume_session_id,
+        )
+        return transport.open(spec)
+
+
+class TestOpencodeAcpTransport(TransportContract):
+    def make_transport(self, turns: Sequence[ContractTurn]) -> Transport:
+        return transport_on(P, OPENCODE_ACP, _fake(turns))[0]
