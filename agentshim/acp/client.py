@@ -49,12 +49,12 @@ from agentshim.core.failures import kind_from_text
 from agentshim.core.ids import is_valid_session_id
 from agentshim.core.jsonvalues import as_mapping, as_str, list_or_empty
 from agentshim.core.mcp import HttpMcpServer, McpServer
-from agentshim.tools.local import LocalToolServer, refuse_remote_executor, serve_tools
 from agentshim.core.profile import ProviderProfile
 from agentshim.core.stream import parse_json_object
 from agentshim.core.turn import TurnRequest, TurnResult
 from agentshim.core.usage import ProviderUsage, TokenUsage
 from agentshim.execution.process import ProcessExited, StderrLine
+from agentshim.tools.local import LocalToolServer, refuse_remote_executor, serve_tools
 from agentshim.transport.approvals import answered, decide_for_turn, requested
 from agentshim.transport.channel import Channel
 from agentshim.transport.context import TransportContext

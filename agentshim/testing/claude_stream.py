@@ -336,7 +336,9 @@ class ClaudeStreamPeer(FakePeer):
         callback = self.hooks[event][0] if self.hooks[event] else ""
         payload = {"session_id": self.session_id, "hook_event_name": event, **fields}
         request = {"subtype": "hook_callback", "callback_id": callback, "input": payload}
-        return [_line({"type": "control_request", "request_id": request_id, "request": request})]
+        return [
+            frame_line({"type": "control_request", "request_id": request_id, "request": request})
+        ]
 
     def _after_pre_hook(self, turn: ClaudePeerTurn, answer: Mapping[str, Any]) -> list[PeerOutput]:
         output = as_mapping(answer.get("hookSpecificOutput")) or {}
@@ -412,7 +414,9 @@ class ClaudeStreamPeer(FakePeer):
             return self._tool_done(turn, text, failed=failed, args=args)
 
         self._waiting[request_id] = answered
-        return [_line({"type": "control_request", "request_id": request_id, "request": request})]
+        return [
+            frame_line({"type": "control_request", "request_id": request_id, "request": request})
+        ]
 
     def _tool_done(
         self, turn: ClaudePeerTurn, text: str, *, failed: bool, args: Mapping[str, Any]
@@ -498,7 +502,7 @@ class ClaudeStreamPeer(FakePeer):
                 self.hooks[event] = ids
             done: dict[str, Any] = {"commands": [], "models": [], "pid": 1}
             answer = {"subtype": "success", "request_id": request_id, "response": done}
-            return [_line({"type": "control_response", "response": answer})]
+            return [frame_line({"type": "control_response", "response": answer})]
         if subtype == "set_model":
             model = body.get("model")
             self.model = str(model) if model else _MODEL

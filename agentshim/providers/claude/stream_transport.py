@@ -58,11 +58,11 @@ from agentshim.core.stream import parse_json_object
 from agentshim.core.turn import TurnRequest, TurnResult
 from agentshim.core.usage import CostSource, ProviderUsage
 from agentshim.execution.process import ProcessExited, StderrLine
+from agentshim.tools.host import ToolHost
 from agentshim.transport.approvals import answered, decide_for_turn, requested
 from agentshim.transport.channel import Channel
 from agentshim.transport.conversation import LiveTurn, ProcessConversation, ProcessTransport
 from agentshim.transport.watch import TurnWatch
-from agentshim.tools.host import ToolHost
 
 from .parser import ClaudeStreamParser
 from .provider import PROFILE, TOOL_SEARCH_ENV, ClaudeProvider

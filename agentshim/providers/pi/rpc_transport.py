@@ -57,17 +57,16 @@ from agentshim.core.provider import ArgvContext, ParserContext
 from agentshim.core.stream import parse_json_object
 from agentshim.core.turn import TurnRequest, TurnResult
 from agentshim.execution.process import ProcessExited, StderrLine
+from agentshim.tools.local import LocalToolServer, refuse_remote_executor, serve_tools
 from agentshim.transport.channel import Channel
 from agentshim.transport.conversation import LiveTurn, ProcessConversation, ProcessTransport
 from agentshim.transport.correlator import PendingRequest
 from agentshim.transport.fixed import refuse_fixed_changes
 from agentshim.transport.watch import TurnWatch
-from agentshim.tools.local import LocalToolServer, refuse_remote_executor, serve_tools
 
 from .parser import PiStreamParser
 from .provider import PROFILE, PiProvider
 from .rpc_argv import rpc_argv
-from .tools import tool_extension
 from .rpc_protocol import (
     DIALOG_METHODS,
     PiState,
@@ -80,6 +79,7 @@ from .rpc_protocol import (
     read_response,
     read_state,
 )
+from .tools import tool_extension
 
 __all__ = ["PiRpcConversation", "PiRpcTransport"]
 
