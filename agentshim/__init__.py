@@ -90,6 +90,7 @@ if TYPE_CHECKING:
         UsageReport,
         UsageScope,
     )
+    from agentshim.core.hooks import HookCallbacks, HookEvent
     from agentshim.core.leases import (
         ConversationLeases,
         InMemoryLeases,
@@ -112,6 +113,7 @@ if TYPE_CHECKING:
     from agentshim.core.session_policy import Continuity, FailureOutcome, SessionPolicy
     from agentshim.core.sqlite_store import SqliteStore
     from agentshim.core.summary import UsageSummary, summarize_usage
+    from agentshim.core.tools import Tool, tool
     from agentshim.core.turn import OutputSchema, TurnRequest, TurnResult
     from agentshim.core.usage import CostSource, ProviderUsage, TokenUsage, TokenWeights
     from agentshim.oneshot import OneShotTransport
@@ -211,6 +213,10 @@ _LAZY_NAMES = MappingProxyType(
         "SessionTitle": "agentshim.core.events",
         "BackgroundTask": "agentshim.core.events",
         "BackgroundTasksChanged": "agentshim.core.events",
+        "HookCallbacks": "agentshim.core.hooks",
+        "HookEvent": "agentshim.core.hooks",
+        "Tool": "agentshim.core.tools",
+        "tool": "agentshim.core.tools",
         "HttpMcpServer": "agentshim.core.mcp",
         "McpServer": "agentshim.core.mcp",
         "StdioMcpServer": "agentshim.core.mcp",
@@ -290,6 +296,8 @@ __all__ = [
     "FailureKind",
     "FailureOutcome",
     "FileCheckpointStore",
+    "HookCallbacks",
+    "HookEvent",
     "HttpMcpServer",
     "InMemoryCheckpointStore",
     "InMemoryLeases",
@@ -348,6 +356,7 @@ __all__ = [
     "StreamParser",
     "TokenUsage",
     "TokenWeights",
+    "Tool",
     "ToolCall",
     "ToolKind",
     "ToolResult",
@@ -376,6 +385,7 @@ __all__ = [
     "provider_names",
     "resume_command",
     "summarize_usage",
+    "tool",
 ]
 
 

@@ -31,6 +31,7 @@ from agentshim.core.conversation import (
 )
 from agentshim.core.errors import AgentShimError, InvalidRequestError, ProviderCapabilityError
 from agentshim.core.events import EventSink, SessionTitle, event_callbacks
+from agentshim.core.hooks import HookCallbacks
 from agentshim.core.ids import IdAllocator, RandomIds
 from agentshim.core.leases import ConversationLeases, InMemoryLeases, LeaseKeeper, kept_leases
 from agentshim.core.mcp import McpServer, StdioMcpServer
@@ -38,6 +39,7 @@ from agentshim.core.permissions import NativePermissions
 from agentshim.core.profile import ProviderProfile, RenewalBudget
 from agentshim.core.retry import RetryPolicy
 from agentshim.core.session_policy import SessionPolicy
+from agentshim.core.tools import Tool
 from agentshim.core.usage import ProviderUsage
 from agentshim.execution.confinement import Confinement, confine
 from agentshim.execution.executor import CommandExecutor
@@ -359,6 +361,8 @@ class Agent:
         renewal: RenewalBudget | None = None,
         stall_timeout: float | None = None,
         fork: bool = False,
+        tools: Sequence[Tool] = (),
+        hooks: HookCallbacks | None = None,
     ) -> Session:
         """Open a Session working in ``cwd`` (a host path).
 
@@ -368,6 +372,8 @@ class Agent:
         names a conversation to resume and wins over a saved one, and with ``fork`` the
         session starts a new conversation from that one's history (where the transport can;
         Claude Code can). ``stall_timeout`` overrides the Agent's for this session.
+        ``tools`` are Python functions the agent may call in every turn (agentshim.tools);
+        ``hooks`` are callbacks on its tool use, where the transport has them.
 
         Raises:
             InvalidRequestError: ``cwd`` (or an MCP server's host path) is not visible inside
@@ -388,6 +394,8 @@ class Agent:
             stall_timeout=stall_timeout if stall_timeout is not None else self.stall_timeout,
             approval_timeout=self.approval_timeout,
             fork=fork,
+            tools=tools,
+            hooks=hooks,
         )
         policy = SessionPolicy(
             retry=self.retry,

@@ -43,7 +43,7 @@ from agentshim.core.events import (
 )
 from agentshim.core.ids import is_valid_session_id, validate_session_id
 from agentshim.core.locks import ConversationLock, KeyedLocks
-from agentshim.core.profile import OutputSchemaStyle, ProviderProfile
+from agentshim.core.profile import McpMechanism, OutputSchemaStyle, ProviderProfile
 from agentshim.core.provider import (
     ArgvContext,
     ContextualStreamParser,
@@ -56,6 +56,7 @@ from agentshim.core.provider import (
     mcp_env_defaults,
 )
 from agentshim.core.schema import compact_json, dialect_problems, materialize
+from agentshim.core.tools import TOOL_SERVER_NAME
 from agentshim.core.turn import OutputSchema, TurnRequest, TurnResult
 from agentshim.core.usage import ProviderUsage
 from agentshim.execution.executor import (
@@ -67,6 +68,13 @@ from agentshim.execution.executor import (
 )
 from agentshim.execution.host import HostCommandExecutor
 from agentshim.providers import DEFAULT_CATALOG, ProviderCatalog
+from agentshim.tools.local import (
+    InstallsTools,
+    LocalToolServer,
+    refuse_remote_executor,
+    serve_tools,
+    with_tools,
+)
 
 __all__ = ["AgentSession", "CliAgent", "EnvDefaultsProvider"]
 
@@ -285,7 +293,17 @@ def _running_as_root() -> bool:
 class _TurnSink:
     """Feeds executor output into the parser; a stop ends the process once it exists."""
 
-    __slots__ = ("_detach", "_done", "_grace", "_guard", "_kill_timer", "_stop", "stderr", "stdout")
+    __slots__ = (
+        "_detach",
+        "_done",
+        "_grace",
+        "_guard",
+        "_kill_timer",
+        "_stop",
+        "side_channel",
+        "stderr",
+        "stdout",
+    )
 
     def __init__(self, parser: StreamParser, stop: TurnStop, grace: Callable[[], float]) -> None:
         # Bound methods: the executor calls these once per line, so skip a layer of dispatch.
@@ -297,6 +315,8 @@ class _TurnSink:
         self._done = False
         self._kill_timer: threading.Timer | None = None
         self._detach: Callable[[], None] = do_nothing
+        # The turn's tools, served by the executor on this thread between output lines.
+        self.side_channel: LocalToolServer | None = None
 
     def started(self, handle: CommandHandle) -> None:
         def terminate() -> None:
@@ -452,6 +472,7 @@ class AgentSession:
             self._stop = turn_stop
             self._grace_s = self._default_grace_s
         installation: McpInstallation | None = None
+        serving: LocalToolServer | None = None
         lock = ConversationLock(self.agent.locks, self.agent.profile.name)
         try:
             turn = _PreparedTurn(self, _as_request(request))
@@ -460,15 +481,16 @@ class AgentSession:
                 raise _cancelled_before_start()
             if turn_stop.is_set():
                 raise _cancelled_before_start()
-            installation = turn.install_mcp()
-            turn.add_env(mcp_env(installation))
-            turn.add_env_defaults(mcp_env_defaults(installation))
-            argv = turn.build_argv(resume_session_id, installation.argv)
             watched = _Handlers(handlers)
             emit: Callable[[AgentEvent], None] = watched
             if resume_session_id is None:
                 emit = lock.watching(emit)
-            result = self._execute(turn, argv, resume_session_id, emit, watched, turn_stop)
+            serving = turn.serve_tools(emit)
+            installation = turn.install_mcp(serving)
+            turn.add_env(mcp_env(installation))
+            turn.add_env_defaults(mcp_env_defaults(installation))
+            argv = turn.build_argv(resume_session_id, installation.argv)
+            result = self._execute(turn, argv, resume_session_id, emit, watched, turn_stop, serving)
             # Restored before the result is returned, so what restore could not do exactly
             # reaches the caller on the result and the event stream, not only the log.
             done, installation = installation, None
@@ -482,6 +504,8 @@ class AgentSession:
                 if installation is not None:
                     self._restore(installation)
             finally:
+                if serving is not None:
+                    serving.close()
                 lock.release()
                 with self._state:
                     self._stop = None
@@ -506,6 +530,7 @@ class AgentSession:
         emit: Callable[[AgentEvent], None],
         handler: _Handlers,
         stop: TurnStop,
+        serving: LocalToolServer | None,
     ) -> TurnResult:
         provider = self.agent.provider
         parser = provider.new_parser(emit, expect_structured=turn.request.output_schema is not None)
@@ -529,6 +554,7 @@ class AgentSession:
         emit(RunStarted(tuple(argv)))
         started = time.monotonic()
         sink = _TurnSink(parser, stop, lambda: self._grace_s)
+        sink.side_channel = serving
         try:
             outcome = self.agent.executor.run(command, sink)
         except BaseException as error:
@@ -718,12 +744,39 @@ class _PreparedTurn:
         written = materialize(schema.schema, schema.host_dir)
         self.schema_path = f"{schema.cli_dir_or_host.rstrip('/')}/{written.name}"
 
-    def install_mcp(self) -> McpInstallation:
-        servers = self.request.mcp_servers
+    def serve_tools(self, emit: Callable[[AgentEvent], None]) -> LocalToolServer | None:
+        """Start serving the request's tools (None when it has none); see agentshim.tools."""
+        tools = self.request.tools
+        if not tools:
+            return None
+        profile = self.agent.profile
+        if profile.mcp is McpMechanism.NONE and not isinstance(self.agent.provider, InstallsTools):
+            raise ProviderCapabilityError(
+                f"{profile.display_name} has no MCP support, so it cannot call Python tools; "
+                "drop tools, or use a provider that takes MCP servers"
+            )
+        if any(server.name == TOOL_SERVER_NAME for server in self.request.mcp_servers):
+            raise InvalidRequestError(
+                "TurnRequest.mcp_servers",
+                f"an MCP server is named {TOOL_SERVER_NAME!r}",
+                f"an MCP server is named {TOOL_SERVER_NAME!r}, the name the turn's tools are "
+                "served under; rename that server",
+            )
+        refuse_remote_executor(self.agent.executor)
+        return serve_tools(tools, emit=emit)
+
+    def install_mcp(self, serving: LocalToolServer | None) -> McpInstallation:
+        provider = self.agent.provider
+        servers = tuple(self.request.mcp_servers)
+        if serving is not None and not isinstance(provider, InstallsTools):
+            servers = (*servers, serving.server)
         workspace = self.request.mcp_workspace
         if workspace is None and self.cwd is not None:
             workspace = Path(self.cwd)
-        return self.agent.provider.install_mcp(workspace, servers)
+        installation = provider.install_mcp(workspace, servers)
+        if serving is not None and isinstance(provider, InstallsTools):
+            installation = with_tools(installation, provider.install_tools(serving))
+        return installation
 
     def add_env(self, extra: Mapping[str, str]) -> None:
         """Give the CLI the variables its MCP servers read by name; refuse a clash."""

@@ -141,7 +141,12 @@ class OneShotTransport:
 
 
 def check_permissions(profile: ProviderProfile, spec: ConversationSpec) -> None:
-    """Refuse a spec whose native permissions the one-shot path cannot honour."""
+    """Refuse a spec whose native permissions (or hooks) the one-shot path cannot honour."""
+    if spec.hooks is not None:
+        raise ProviderCapabilityError(
+            f"{profile.display_name} one-shot turns cannot call hook callbacks back; drop "
+            "hooks, or use Claude Code's TransportKind.STREAM, which has them"
+        )
     if not isinstance(spec.approvals, ApprovalPolicy):
         raise ProviderCapabilityError(
             f"{profile.display_name} one-shot turns run with approvals off, so an approval "
@@ -243,6 +248,8 @@ class OneShotConversation:
         spec = self._spec
         if not request.mcp_servers and spec.mcp_servers:
             request = replace(request, mcp_servers=tuple(spec.mcp_servers))
+        if not request.tools and spec.tools:
+            request = replace(request, tools=tuple(spec.tools))
         if request.reasoning_effort is None and spec.reasoning_effort is not None:
             request = replace(request, reasoning_effort=spec.reasoning_effort)
         return request

@@ -54,6 +54,7 @@ from agentshim.core.stream import parse_json_object
 from agentshim.core.turn import TurnRequest, TurnResult
 from agentshim.core.usage import ProviderUsage, TokenUsage
 from agentshim.execution.process import ProcessExited, StderrLine
+from agentshim.tools.local import LocalToolServer, refuse_remote_executor, serve_tools
 from agentshim.transport.approvals import answered, decide_for_turn, requested
 from agentshim.transport.channel import Channel
 from agentshim.transport.context import TransportContext
@@ -185,6 +186,16 @@ class AcpTransport(ProcessTransport):
                 f"{name} over ACP ignores stdio MCP servers; pass HTTP ones (HttpMcpServer) "
                 "or run on TransportKind.ONE_SHOT"
             )
+        if spec.tools and not dialect.stdio_mcp:
+            raise ProviderCapabilityError(
+                f"{name} over ACP ignores stdio MCP servers, and tools are served as one; "
+                "run on TransportKind.ONE_SHOT"
+            )
+        if spec.hooks is not None:
+            raise ProviderCapabilityError(
+                f"{name} over ACP has no hook callbacks; drop hooks (Claude Code's stream "
+                "transport has them)"
+            )
         dialect.argv(AcpArgv(binary_path="", model=None, permissions=spec.permissions))
         return AcpConversation(self, spec)
 
@@ -229,6 +240,8 @@ class AcpConversation(ProcessConversation[_Turn]):
         self._early: list[Mapping[str, Any]] = []
         # The last usage the process reported, for an agent whose reports add up.
         self._reported: TokenUsage | None = None
+        # The conversation's tools, served to the process as a local MCP server while it runs.
+        self._serving: LocalToolServer | None = None
 
     def _refuse(self, request: TurnRequest) -> None:
         switched = request.model is not None and request.model != self._model
@@ -247,6 +260,8 @@ class AcpConversation(ProcessConversation[_Turn]):
         )
         turn = _Turn(reader, emit, self._watch(request, started))
         channel = self._ensure_process(emit)
+        if self._serving is not None:
+            self._serving.host.emit = emit
         early, self._early = self._early, []
         for update in early:
             turn.reader.read(update)
@@ -273,7 +288,16 @@ class AcpConversation(ProcessConversation[_Turn]):
             binary_path=context.binary_path, model=self._model, permissions=spec.permissions
         )
         argv = self._dialect.argv(args)
-        channel = self._start_process(argv, {**context.env, **self._dialect.env(args)}, emit)
+        if spec.tools:
+            refuse_remote_executor(context.executor)
+            self._serving = serve_tools(spec.tools, emit=emit)
+        try:
+            channel = self._start_process(
+                argv, {**context.env, **self._dialect.env(args)}, emit, side=self._serving
+            )
+        except BaseException:
+            self._release_process()
+            raise
         self._reported = None
         try:
             self._handshake(channel, emit)
@@ -306,7 +330,8 @@ class AcpConversation(ProcessConversation[_Turn]):
             )
         )
         cwd = os.path.abspath(self._spec.cwd) if self._spec.cwd else os.getcwd()
-        servers = mcp_servers_param(self._spec.mcp_servers)
+        served = () if self._serving is None else (self._serving.server,)
+        servers = mcp_servers_param((*self._spec.mcp_servers, *served))
         if self._session_id is None:
             response = self._call(
                 channel, "session/new", {"cwd": cwd, "mcpServers": servers}, deadline, replay=False
@@ -590,6 +615,15 @@ class AcpConversation(ProcessConversation[_Turn]):
         return self._turn_result(
             turn.reader.text, usage, started=started, resumed=resumed, interrupted=interrupted
         )
+
+    def _release_process(self) -> None:
+        """End the process, then stop serving its tools (the socket goes with it)."""
+        try:
+            super()._release_process()
+        finally:
+            serving, self._serving = self._serving, None
+            if serving is not None:
+                serving.close()
 
     def _turn_usage(
         self, result: Mapping[str, Any] | None, *, several_calls: bool

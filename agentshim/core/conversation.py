@@ -19,9 +19,11 @@ from agentshim.core._checks import instance, seconds, sequence
 from agentshim.core.approvals import Approvals, approvals_value
 from agentshim.core.errors import InvalidRequestError, SessionStateError
 from agentshim.core.events import AgentEvent
+from agentshim.core.hooks import HookCallbacks
 from agentshim.core.mcp import McpServer
 from agentshim.core.permissions import NativePermissions
 from agentshim.core.profile import ProviderProfile
+from agentshim.core.tools import Tool, tool_tuple
 from agentshim.core.turn import TurnRequest, TurnResult
 from agentshim.core.usage import ProviderUsage
 
@@ -64,7 +66,10 @@ class ConversationSpec:
     a handler answering later than ``approval_timeout`` seconds counts as a deny.
     ``stall_timeout`` (None: off) stops a turn whose CLI prints nothing for that long and
     fails it with TurnStalledError. ``fork`` makes the first turn start a new conversation
-    from the history of ``resume_session_id`` instead of continuing it.
+    from the history of ``resume_session_id`` instead of continuing it. ``tools`` are
+    Python functions the agent may call in every turn (see :mod:`agentshim.tools`);
+    ``hooks`` are callbacks on its tool use, where the transport has them (Claude Code's
+    stream transport; others refuse them).
     """
 
     permissions: NativePermissions
@@ -78,6 +83,8 @@ class ConversationSpec:
     stall_timeout: float | None = None
     approval_timeout: float = 60.0
     fork: bool = False
+    tools: Sequence[Tool] = ()
+    hooks: HookCallbacks | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "approvals", approvals_value("ConversationSpec", self.approvals))
@@ -94,6 +101,10 @@ class ConversationSpec:
         object.__setattr__(self, "cwd", directory("ConversationSpec", "cwd", self.cwd))
         servers = mcp_server_tuple("ConversationSpec", "mcp_servers", self.mcp_servers)
         object.__setattr__(self, "mcp_servers", servers)
+        if self.tools != ():
+            object.__setattr__(self, "tools", tool_tuple("ConversationSpec", "tools", self.tools))
+        if self.hooks is not None:
+            instance("ConversationSpec", "hooks", self.hooks, HookCallbacks, "HookCallbacks")
 
 
 _SERVERS = "MCP servers such as (StdioMcpServer(...),)"

@@ -15,6 +15,7 @@ from agentshim.core.usage import ProviderUsage
 
 if TYPE_CHECKING:
     from agentshim.core.mcp import McpServer
+    from agentshim.core.tools import Tool
 
 __all__ = ["OutputSchema", "TurnRequest", "TurnResult"]
 
@@ -53,7 +54,9 @@ class TurnRequest:
     The prompt must hold something other than whitespace: an empty one is refused with
     InvalidRequestError before anything runs. ``model`` runs this turn on another model than
     the agent's: a one-shot turn passes it to the CLI, a long-lived conversation switches in
-    band before the turn (and stays on it until a turn names another).
+    band before the turn (and stays on it until a turn names another). ``tools`` are Python
+    functions the agent may call during the turn (see :mod:`agentshim.tools`); a plain
+    function in it is made a tool with ``agentshim.tools.tool``.
     """
 
     prompt: str
@@ -66,6 +69,7 @@ class TurnRequest:
     mcp_servers: Sequence[McpServer] = ()
     mcp_workspace: Path | None = None
     model: str | None = None
+    tools: Sequence[Tool] = ()
 
     def __post_init__(self) -> None:
         # Checked here, so a wrong type fails where it was written and not deep in a turn.
@@ -102,6 +106,10 @@ class TurnRequest:
         if env is not None and not _is_str_mapping(env):
             _refuse("env", "a mapping of str to str or None", env)
         object.__setattr__(self, "mcp_servers", _servers(given["mcp_servers"]))
+        if given["tools"] != ():
+            from agentshim.core.tools import tool_tuple
+
+            object.__setattr__(self, "tools", tool_tuple("TurnRequest", "tools", given["tools"]))
         workspace = given["mcp_workspace"]
         if workspace is not None:
             if not isinstance(workspace, (str, os.PathLike)):

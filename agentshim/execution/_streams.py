@@ -19,12 +19,14 @@ from typing import Protocol
 
 from ._child import ChildProcess
 
-__all__ = ["ERR", "OUT", "SelectorStreams", "Streams", "ThreadStreams"]
+__all__ = ["ERR", "OUT", "SIDE", "SelectorStreams", "Streams", "ThreadStreams"]
 
 OUT = 1
 """Tag of a stdout chunk."""
 ERR = 2
 """Tag of a stderr chunk."""
+SIDE = 7
+"""Tag of a readiness report of a watched side channel (its data is always ``b""``)."""
 _STDIN = 3
 _WAKE = 4
 _PIDFD = 5
@@ -71,6 +73,10 @@ class Streams(Protocol):
 
     def poll(self, timeout: float | None) -> list[tuple[int, bytes]]:
         """Wait up to ``timeout`` for output, an exit hint or a wake-up; return the chunks."""
+        ...
+
+    def watch(self, fd: int) -> bool:
+        """Also wait on ``fd``, reported as a ``(SIDE, b"")`` chunk; False if it cannot."""
         ...
 
     def wake(self) -> None:
@@ -144,6 +150,11 @@ class SelectorStreams:
         self._stdin_data = memoryview(data)
         self._selector.register(stdin_fd, selectors.EVENT_WRITE, _STDIN)
 
+    def watch(self, fd: int) -> bool:
+        """Also wait on ``fd``; a readable one is reported as ``(SIDE, b"")``."""
+        self._selector.register(fd, selectors.EVENT_READ, SIDE)
+        return True
+
     def poll(self, timeout: float | None) -> list[tuple[int, bytes]]:
         """Wait up to ``timeout`` and do every read and write that became possible."""
         self._exit_hint = False
@@ -168,6 +179,8 @@ class SelectorStreams:
                 self._selector.unregister(key.fd)
             elif tag == _WAKE:
                 self._drain_wake()
+            elif tag == SIDE:
+                chunks.append((SIDE, b""))
         return chunks
 
     def _write_stdin(self) -> None:
@@ -297,6 +310,11 @@ class ThreadStreams:
             pass  # the child stopped reading or is gone; the rest is moot
         finally:
             self._child.close_stdin()
+
+    def watch(self, fd: int) -> bool:
+        """Threads cannot wait on another descriptor here: the caller polls it instead."""
+        del fd
+        return False
 
     def poll(self, timeout: float | None) -> list[tuple[int, bytes]]:
         """Wait up to ``timeout`` for the first queued item, then take all that are queued."""

@@ -24,6 +24,7 @@ __all__ = [
     "CommandResult",
     "CommandStreamSink",
     "NullSink",
+    "SideChannel",
 ]
 
 
@@ -95,12 +96,31 @@ class CommandHandle(Protocol):
         ...
 
 
+class SideChannel(Protocol):
+    """Something else a run serves while it waits on the command (a turn's tools, say).
+
+    A sink that has a ``side_channel`` attribute holding one gets it served on the thread
+    that called ``run``: the run waits on ``fileno()`` next to the command's pipes and calls
+    ``ready()`` when it is readable (an executor that cannot wait on it calls ``ready()``
+    every few tens of milliseconds instead).
+    """
+
+    def fileno(self) -> int:
+        """A descriptor that is readable while something waits to be served."""
+        ...
+
+    def ready(self) -> bool:
+        """Serve what waits, without blocking on it; whether anything was served."""
+        ...
+
+
 class CommandStreamSink(Protocol):
     """Receives a running command's handle and output, on the thread that called ``run``.
 
     Lines keep their trailing newline; a final line the process did not terminate arrives
     without one. A sink that raises stops the command: the process group is killed and the
-    exception propagates out of ``run``.
+    exception propagates out of ``run``. A sink may also carry a ``side_channel``
+    (:class:`SideChannel`) the run serves on the same thread.
     """
 
     def started(self, handle: CommandHandle) -> None:

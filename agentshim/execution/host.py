@@ -39,8 +39,8 @@ from ._child import ChildProcess
 from ._lines import LineAssembler, LineOverflow, OutputTail, split_lines
 from ._reap import RUN_MARKER, can_scan, new_run_id, reap_marked
 from ._stop import GroupStop, sooner
-from ._streams import OUT, SelectorStreams, Streams, ThreadStreams
-from .executor import CommandRequest, CommandResult, CommandStreamSink
+from ._streams import OUT, SIDE, SelectorStreams, Streams, ThreadStreams
+from .executor import CommandRequest, CommandResult, CommandStreamSink, SideChannel
 from .host_process import HostProcess
 from .process import SpawnRequest
 from .pty_process import PtyProcess, PtySize
@@ -63,6 +63,8 @@ DEFAULT_OUTPUT_TAIL = 1 << 20
 _OWNER = "HostCommandExecutor"
 # Without a pidfd, exit is noticed by polling this often while the pipes stay open.
 _EXIT_POLL = 0.05
+# A side channel the streams cannot wait on is served this often.
+_SIDE_POLL = 0.05
 
 
 class HostCommandExecutor:
@@ -273,6 +275,8 @@ class HostCommandExecutor:
         else:
             child.close_stdin()
         sink.started(handle)
+        side: SideChannel | None = getattr(sink, "side_channel", None)
+        side_polled = side is not None and not streams.watch(side.fileno())
 
         out = _Output(self._max_line, self._tail, sink.stdout)
         err = _Output(self._max_line, self._tail, sink.stderr)
@@ -296,6 +300,8 @@ class HostCommandExecutor:
                     wait = sooner(wait, kill_at - now)
                 if poll_exit:
                     wait = sooner(wait, _EXIT_POLL)
+                if side_polled:
+                    wait = sooner(wait, _SIDE_POLL)
             else:
                 # Exited, but the pipes are still open: wake when the drain period ends.
                 assert drain_until is not None
@@ -304,9 +310,13 @@ class HostCommandExecutor:
                 wait = 0
 
             tag = OUT
+            side_due = side_polled
             try:
                 for tag, data in streams.poll(wait):
                     heard = monotonic()
+                    if tag == SIDE:
+                        side_due = True
+                        continue
                     (out if tag == OUT else err).take(data)
             except LineOverflow as overflow:
                 # Kill first: the lines before the long one may take the sink a while.
@@ -324,6 +334,9 @@ class HostCommandExecutor:
                     ),
                 ) from None
 
+            if side_due and side is not None and side.ready():
+                # A tool call is the CLI at work: the time the function took is not silence.
+                heard = monotonic()
             if code is None and (poll_exit or streams.exit_hint):
                 code = child.poll_exit()
                 if code is not None:

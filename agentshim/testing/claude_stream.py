@@ -12,17 +12,24 @@ interrupt withdrew, a process-wide ``total_cost_usd``, and exit 1 on a line that
 
 :class:`ClaudeRecordedPeer` replays a recorded transcript instead: each line written to it
 releases the recorded output that followed the matching recorded input.
+
+A process sent ``initialize`` with ``sdkMcpServers`` runs a scripted ``mcp__<server>__<tool>``
+call through an ``mcp_message`` ``tools/call`` request and reports what the answer holds; one
+sent ``hooks`` asks its PreToolUse hook before a tool (a deny or an ``updatedInput`` is
+honoured), its PostToolUse hook after one, and its Stop hook before the result, each as a
+``hook_callback`` request it waits on, as the a3 capture shows.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import signal
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from agentshim.core.jsonvalues import as_mapping
+from agentshim.core.jsonvalues import as_mapping, list_or_empty
 from agentshim.execution.process import ProcessExited, SpawnRequest, StderrLine, StdoutLine
 
 from .process import FakePeer, PeerOutput
@@ -124,6 +131,10 @@ class ClaudeStreamPeer(FakePeer):
         self._ask_id = ""
         self._messages = 0
         self._cost = 0.0
+        self.sdk_servers: tuple[str, ...] = ()
+        self.hooks: dict[str, list[str]] = {}
+        self._waiting: dict[str, Callable[[Mapping[str, Any]], list[PeerOutput]]] = {}
+        self._asked = 0
 
     # -- the FakePeer hooks ----------------------------------------------------------------
 
@@ -254,7 +265,10 @@ class ClaudeStreamPeer(FakePeer):
             return f"{turn.text} (and: {' / '.join(self.steered)})"
         return turn.text
 
-    def _finish(self, turn: ClaudePeerTurn) -> list[PeerOutput]:
+    def _finish(self, turn: ClaudePeerTurn, *, stop_asked: bool = False) -> list[PeerOutput]:
+        if "Stop" in self.hooks and not stop_asked:
+            fields = {"stop_hook_active": False, "last_assistant_message": turn.text}
+            return self._hook("Stop", fields, lambda _: self._finish(turn, stop_asked=True))
         self._phase, self._turn = "idle", None
         text = self._answer_text(turn)
         out: list[PeerOutput] = []
@@ -296,6 +310,57 @@ class ClaudeStreamPeer(FakePeer):
                 }
             )
         )
+        if "PreToolUse" in self.hooks:
+            self._phase = "running"
+            return out + self._hook(
+                "PreToolUse",
+                {
+                    "tool_name": turn.tool,
+                    "tool_input": dict(turn.tool_input),
+                    "tool_use_id": tool_id,
+                },
+                lambda answer: self._after_pre_hook(turn, answer),
+            )
+        return out + self._use_tool(turn)
+
+    def _hook(
+        self,
+        event: str,
+        fields: Mapping[str, Any],
+        then: Callable[[Mapping[str, Any]], list[PeerOutput]],
+    ) -> list[PeerOutput]:
+        """Ask the hook registered for ``event``; ``then`` gets its answer."""
+        self._asked += 1
+        request_id = f"hook-{self._asked}"
+        self._waiting[request_id] = then
+        callback = self.hooks[event][0] if self.hooks[event] else ""
+        payload = {"session_id": self.session_id, "hook_event_name": event, **fields}
+        request = {"subtype": "hook_callback", "callback_id": callback, "input": payload}
+        return [
+            frame_line({"type": "control_request", "request_id": request_id, "request": request})
+        ]
+
+    def _after_pre_hook(self, turn: ClaudePeerTurn, answer: Mapping[str, Any]) -> list[PeerOutput]:
+        output = as_mapping(answer.get("hookSpecificOutput")) or {}
+        if output.get("permissionDecision") == "deny":
+            reason = str(output.get("permissionDecisionReason") or "denied")
+            denied = {
+                "type": "tool_result",
+                "tool_use_id": self._tool_id(),
+                "content": reason,
+                "is_error": True,
+            }
+            return [self._user([denied]), *self._finish(turn)]
+        updated = as_mapping(output.get("updatedInput"))
+        if updated is not None:
+            turn = dataclasses.replace(turn, tool_input=dict(updated))
+            self._turn = turn
+        return self._use_tool(turn)
+
+    def _use_tool(self, turn: ClaudePeerTurn) -> list[PeerOutput]:
+        assert turn.tool is not None
+        tool_id = self._tool_id()
+        out: list[PeerOutput] = []
         if turn.ask:
             self._phase = "asking"
             self._ask_id = f"ask-{self._messages}"
@@ -319,6 +384,60 @@ class ClaudeStreamPeer(FakePeer):
             return out
         return out + self._run_tool(turn, dict(turn.tool_input))
 
+    def _sdk_call(self, turn: ClaudePeerTurn, args: Mapping[str, Any]) -> list[PeerOutput] | None:
+        """Run an ``mcp__<server>__<tool>`` call in band, when ``server`` is in process."""
+        assert turn.tool is not None
+        parts = turn.tool.split("__")
+        if len(parts) != 3 or parts[0] != "mcp" or parts[1] not in self.sdk_servers:
+            return None
+        self._asked += 1
+        request_id = f"mcp-{self._asked}"
+        message = {
+            "method": "tools/call",
+            "params": {"name": parts[2], "arguments": dict(args)},
+            "jsonrpc": "2.0",
+            "id": self._asked,
+        }
+        request = {"subtype": "mcp_message", "server_name": parts[1], "message": message}
+
+        def answered(answer: Mapping[str, Any]) -> list[PeerOutput]:
+            reply = as_mapping(answer.get("mcp_response")) or {}
+            result = as_mapping(reply.get("result")) or {}
+            error = as_mapping(reply.get("error"))
+            content: list[object] = list_or_empty(result.get("content"))
+            text = (
+                "".join(str((as_mapping(c) or {}).get("text", "")) for c in content)
+                if error is None
+                else str(error.get("message", ""))
+            )
+            failed = bool(result.get("isError")) or error is not None
+            return self._tool_done(turn, text, failed=failed, args=args)
+
+        self._waiting[request_id] = answered
+        return [
+            frame_line({"type": "control_request", "request_id": request_id, "request": request})
+        ]
+
+    def _tool_done(
+        self, turn: ClaudePeerTurn, text: str, *, failed: bool, args: Mapping[str, Any]
+    ) -> list[PeerOutput]:
+        result = {
+            "type": "tool_result",
+            "tool_use_id": self._tool_id(),
+            "content": text,
+            "is_error": failed,
+        }
+        out: list[PeerOutput] = [self._user([result])]
+        if "PostToolUse" in self.hooks:
+            fields = {
+                "tool_name": turn.tool,
+                "tool_input": dict(args),
+                "tool_response": text,
+                "tool_use_id": self._tool_id(),
+            }
+            return out + self._hook("PostToolUse", fields, lambda _: self._finish(turn))
+        return out + self._finish(turn)
+
     def _run_tool(self, turn: ClaudePeerTurn, args: Mapping[str, Any]) -> list[PeerOutput]:
         if turn.die is not None:
             self._phase = "running"
@@ -327,18 +446,22 @@ class ClaudeStreamPeer(FakePeer):
             self._phase = "running"
             return []
         self._phase = "running"
-        result = {
-            "type": "tool_result",
-            "tool_use_id": self._tool_id(),
-            "content": f"ran {json.dumps(dict(args), sort_keys=True)}",
-            "is_error": False,
-        }
-        return [self._user([result]), *self._finish(turn)]
+        in_band = self._sdk_call(turn, args)
+        if in_band is not None:
+            return in_band
+        return self._tool_done(
+            turn, f"ran {json.dumps(dict(args), sort_keys=True)}", failed=False, args=args
+        )
 
     def _on_answer(self, frame: Mapping[str, Any]) -> list[PeerOutput]:
         body_dict = as_mapping(frame.get("response"))
         if body_dict is None:
             return []
+        waiting = self._waiting.pop(str(body_dict.get("request_id")), None)
+        if waiting is not None:
+            answer = dict(as_mapping(body_dict.get("response")) or {})
+            self.answers.append(answer)
+            return waiting(answer)
         if body_dict.get("request_id") != self._ask_id or self._phase != "asking":
             return []  # a late answer to a withdrawn request is ignored, as the CLI does
         turn = self._turn
@@ -368,6 +491,18 @@ class ClaudeStreamPeer(FakePeer):
         }
         if subtype == "interrupt":
             return self._interrupted(ok)
+        if subtype == "initialize":
+            servers: list[object] = list_or_empty(body.get("sdkMcpServers"))
+            self.sdk_servers = tuple(str(name) for name in servers)
+            for event, matchers in (as_mapping(body.get("hooks")) or {}).items():
+                ids: list[str] = []
+                for matcher in list_or_empty(matchers):
+                    callbacks = list_or_empty((as_mapping(matcher) or {}).get("hookCallbackIds"))
+                    ids += [str(i) for i in callbacks]
+                self.hooks[event] = ids
+            done: dict[str, Any] = {"commands": [], "models": [], "pid": 1}
+            answer = {"subtype": "success", "request_id": request_id, "response": done}
+            return [frame_line({"type": "control_response", "response": answer})]
         if subtype == "set_model":
             model = body.get("model")
             self.model = str(model) if model else _MODEL
@@ -395,6 +530,7 @@ class ClaudeStreamPeer(FakePeer):
 
     def _interrupted(self, ok: Mapping[str, Any]) -> list[PeerOutput]:
         turn, phase = self._turn, self._phase
+        self._waiting.clear()  # what the turn waited on is withdrawn with it
         if turn is None or phase == "idle":
             return [frame_line(ok)]
         out: list[PeerOutput] = []

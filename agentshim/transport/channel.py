@@ -3,20 +3,27 @@
 The thread that runs a turn reads (``read`` blocks until output, the deadline, or a
 ``wake`` from another thread); any thread may ``send``, since one write is never interleaved
 with another. Closing is orderly first: end of stdin, then SIGTERM, then SIGKILL, each after
-its grace, so nothing the CLI started outlives the conversation.
+its grace, so nothing the CLI started outlives the conversation. A channel given a
+``side`` (a conversation's tools, :class:`~agentshim.execution.executor.SideChannel`) serves it
+from ``read``, on the reading thread, at least every ``SIDE_POLL`` seconds while it waits.
 """
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from agentshim.execution.executor import SideChannel
 from agentshim.execution.process import Process, ProcessExited, ProcessOutput
 
 from .ndjson import encode_frame
 
-__all__ = ["Channel"]
+__all__ = ["SIDE_POLL", "Channel"]
+
+SIDE_POLL = 0.05
+"""Seconds a read waits at most before it serves the side channel again."""
 
 
 class Channel:
@@ -26,7 +33,7 @@ class Channel:
     deadlines are read on.
     """
 
-    __slots__ = ("_clock", "_exit", "_process", "argv")
+    __slots__ = ("_clock", "_exit", "_process", "_side", "_woken", "argv")
 
     def __init__(
         self,
@@ -34,9 +41,12 @@ class Channel:
         argv: Sequence[str],
         *,
         clock: Callable[[], float] = time.monotonic,
+        side: SideChannel | None = None,
     ) -> None:
         self._process = process
         self._clock = clock
+        self._side = side
+        self._woken = threading.Event()
         self._exit: ProcessExited | None = None
         self.argv = tuple(argv)
 
@@ -58,14 +68,34 @@ class Channel:
         """The next output, or None at ``deadline`` (on this clock) or on a ``wake``."""
         if self._exit is not None:
             return self._exit
-        timeout = None if deadline is None else max(deadline - self._clock(), 0.0)
-        output = self._process.next_output(timeout)
+        if self._side is not None:
+            output = self._read_serving(self._side, deadline)
+        else:
+            timeout = None if deadline is None else max(deadline - self._clock(), 0.0)
+            output = self._process.next_output(timeout)
         if isinstance(output, ProcessExited):
             self._exit = output
         return output
 
+    def _read_serving(self, side: SideChannel, deadline: float | None) -> ProcessOutput | None:
+        """``read``, serving ``side`` between waits of at most SIDE_POLL seconds."""
+        while True:
+            side.ready()
+            timeout = SIDE_POLL
+            if deadline is not None:
+                timeout = min(timeout, max(deadline - self._clock(), 0.0))
+            output = self._process.next_output(timeout)
+            if output is not None:
+                return output
+            if self._woken.is_set():
+                self._woken.clear()
+                return None
+            if deadline is not None and self._clock() >= deadline:
+                return None
+
     def wake(self) -> None:
         """End a ``read`` blocked on another thread now; thread-safe."""
+        self._woken.set()
         self._process.wake()
 
     def kill(self, wait: float = 5.0) -> None:

@@ -34,6 +34,7 @@ from agentshim.core.ids import validate_session_id
 from agentshim.core.provider import ParsedTurn, Provider
 from agentshim.core.turn import TurnRequest, TurnResult
 from agentshim.core.usage import ProviderUsage
+from agentshim.execution.executor import SideChannel
 from agentshim.execution.process import ProcessExited, SpawnRequest, StderrLine, StdoutLine
 
 from .channel import Channel
@@ -407,12 +408,20 @@ class ProcessConversation(Generic[TurnT]):
         return None
 
     def _start_process(
-        self, argv: list[str], env: dict[str, str], emit: Callable[[AgentEvent], None]
+        self,
+        argv: list[str],
+        env: dict[str, str],
+        emit: Callable[[AgentEvent], None],
+        *,
+        side: SideChannel | None = None,
     ) -> Channel:
-        """Spawn ``argv`` in the conversation's cwd and make it the conversation's process."""
+        """Spawn ``argv`` in the conversation's cwd and make it the conversation's process.
+
+        ``side`` (the conversation's tools) is served by every read of its channel.
+        """
         emit(RunStarted(tuple(argv)))
         process = self._context.executor.spawn(SpawnRequest(argv, cwd=self._spec.cwd, env=env))
-        channel = Channel(process, argv, clock=self._clock)
+        channel = Channel(process, argv, clock=self._clock, side=side)
         with self._lock:
             self._channel = channel
             self._requests.clear()

@@ -19,7 +19,7 @@ def refuse_fixed_changes(
 ) -> None:
     """Refuse a turn that asks for what its running process was not started with.
 
-    That is its own output schema, env, extra args, cwd, MCP servers or reasoning effort,
+    That is its own output schema, env, extra args, cwd, MCP servers, tools or reasoning effort,
     plus the names in ``also`` (what the transport itself cannot switch in band); ``note``
     adds why, in the message.
 
@@ -37,6 +37,8 @@ def refuse_fixed_changes(
         refused.append("cwd")
     if request.mcp_servers and tuple(request.mcp_servers) != tuple(spec.mcp_servers):
         refused.append("mcp_servers")
+    if request.tools and tuple(request.tools) != tuple(spec.tools):
+        refused.append("tools")
     if request.reasoning_effort is not None and request.reasoning_effort != spec.reasoning_effort:
         refused.append("reasoning_effort")
     refused.extend(name for name in also if name not in refused)

@@ -84,6 +84,8 @@ PUBLIC_NAMES = [
     "FailureKind",
     "FailureOutcome",
     "FileCheckpointStore",
+    "HookCallbacks",
+    "HookEvent",
     "HttpMcpServer",
     "InMemoryCheckpointStore",
     "InMemoryLeases",
@@ -141,6 +143,7 @@ PUBLIC_NAMES = [
     "StreamParser",
     "TokenUsage",
     "TokenWeights",
+    "Tool",
     "ToolCall",
     "ToolKind",
     "ToolResult",
@@ -172,6 +175,7 @@ PUBLIC_NAMES = [
     "get_provider",
     "provider_names",
     "resume_command",
+    "tool",
 ]
 
 #: Where each session-layer name lives: the module named for it.

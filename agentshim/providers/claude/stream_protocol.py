@@ -5,7 +5,7 @@ carry a top-level ``request_id``) such as ``interrupt`` or ``set_model``; and th
 ``control_response`` that answers one of the CLI's own requests, with the id nested in
 ``response``. What the CLI asks (``control_request``): ``can_use_tool`` when it wants
 permission, ``hook_callback`` and ``mcp_message`` for hooks and in-process MCP servers
-registered with ``initialize`` (which this transport never registers); it may withdraw a
+registered with ``initialize`` (see :mod:`.stream_callbacks`); it may withdraw a
 request with ``control_cancel_request``. See docs/providers/claude.md, "Stream transport".
 """
 

@@ -58,14 +58,16 @@ from agentshim.core.stream import parse_json_object
 from agentshim.core.turn import TurnRequest, TurnResult
 from agentshim.core.usage import CostSource, ProviderUsage
 from agentshim.execution.process import ProcessExited, StderrLine
+from agentshim.tools.host import ToolHost
 from agentshim.transport.approvals import answered, decide_for_turn, requested
 from agentshim.transport.channel import Channel
 from agentshim.transport.conversation import LiveTurn, ProcessConversation, ProcessTransport
 from agentshim.transport.watch import TurnWatch
 
 from .parser import ClaudeStreamParser
-from .provider import PROFILE, ClaudeProvider
+from .provider import PROFILE, TOOL_SEARCH_ENV, ClaudeProvider
 from .stream_argv import stream_argv
+from .stream_callbacks import hook_answer, initialize_fields, mcp_answer, sdk_mcp_argv
 from .stream_protocol import (
     approval_request,
     control_error,
@@ -151,6 +153,8 @@ class ClaudeStreamConversation(ProcessConversation[_Turn]):
         self._fork = spec.fork
         self._process_cost = 0.0
         self._mcp: McpInstallation | None = None
+        # The conversation's tools, answered in band (mcp_message) on the turn's thread.
+        self._tools = ToolHost(spec.tools) if spec.tools else None
 
     def steer(self, text: str) -> None:
         """Write ``text`` into the running turn; Claude Code folds it into that turn.
@@ -205,13 +209,16 @@ class ClaudeStreamConversation(ProcessConversation[_Turn]):
         if self._mcp is None and spec.mcp_servers:
             workspace = Path(spec.cwd) if spec.cwd is not None else None
             self._mcp = self._provider.install_mcp(workspace, spec.mcp_servers)
+        mcp_argv = tuple(self._mcp.argv) if self._mcp is not None else ()
+        if self._tools is not None:
+            mcp_argv += sdk_mcp_argv(self._tools.server_name)
         ctx = ArgvContext(
             binary_path=context.binary_path,
             model=self._model,
             env=context.env,
             resume_session_id=self._session_id,
             reasoning_effort=spec.reasoning_effort,
-            mcp_argv=tuple(self._mcp.argv) if self._mcp is not None else (),
+            mcp_argv=mcp_argv,
             cwd=spec.cwd,
         )
         argv = stream_argv(self._provider, ctx, spec.permissions, fork=self._fork)
@@ -220,9 +227,30 @@ class ClaudeStreamConversation(ProcessConversation[_Turn]):
             for name, value in mcp_env_defaults(self._mcp).items():
                 env.setdefault(name, value)
             env.update(mcp_env(self._mcp))
+        if self._tools is not None:
+            # Offered up front, as on one-shot: a deferred tool needs a ToolSearch first.
+            for name, value in TOOL_SEARCH_ENV.items():
+                env.setdefault(name, value)
         channel = self._start_process(argv, env, emit)
         self._process_cost = 0.0
+        self._initialize(channel)
         return channel
+
+    def _initialize(self, channel: Channel) -> None:
+        """Register the tools and hooks; the answer is read with the turn's output.
+
+        Not waited for: the CLI holds its answer until it has asked the in-process MCP
+        server its ``initialize``, which only the turn's read loop answers.
+        """
+        fields = initialize_fields(self._tools, self._spec.hooks)
+        if not fields:
+            return
+        with self._lock:
+            pending = self._requests.issue("initialize", None)
+        try:
+            channel.send(control_request(pending.request_id, "initialize", **fields))
+        except ProcessClosedError:
+            pass  # the turn's read meets the exit and reports it
 
     def _drain_between_turns(
         self, channel: Channel, emit: Callable[[AgentEvent], None], started: float
@@ -248,7 +276,7 @@ class ClaudeStreamConversation(ProcessConversation[_Turn]):
             frame = parse_json_object(line)
             kind = frame.get("type") if frame is not None else None
             if kind == "control_request" and frame is not None:
-                self._answer_unsupported(channel, frame)
+                self._answer_callback(channel, frame, emit)
             elif kind == "result":
                 in_turn = False
             elif kind in ("system", "assistant", "user", "stream_event"):
@@ -280,7 +308,7 @@ class ClaudeStreamConversation(ProcessConversation[_Turn]):
             frame = parse_json_object(output.text)
             if frame is None or frame.get("type") != "control_response":
                 if frame is not None and frame.get("type") == "control_request":
-                    self._answer_unsupported(channel, frame)
+                    self._answer_callback(channel, frame, emit)
                 continue
             body = as_mapping(frame.get("response")) or {}
             with self._lock:
@@ -331,7 +359,7 @@ class ClaudeStreamConversation(ProcessConversation[_Turn]):
             turn.emit(Lifecycle("malformed_frame", "control_request: no request_id"))
             return
         if body.get("subtype") != "can_use_tool":
-            self._answer_unsupported(channel, frame)
+            self._answer_callback(channel, frame, turn.emit)
             return
         request = approval_request(body)
         turn.emit(requested(request))
@@ -352,6 +380,32 @@ class ClaudeStreamConversation(ProcessConversation[_Turn]):
         if fail and turn.fail is None:
             turn.fail = ApprovalRequiredError(request.tool, request.tool_id)
             self._interrupt_turn(None)
+
+    def _answer_callback(
+        self, channel: Channel, frame: Mapping[str, Any], emit: Callable[[AgentEvent], None]
+    ) -> None:
+        """Answer an ``mcp_message`` or ``hook_callback`` here, on the reading thread.
+
+        Anything else (or one for a server or hook this conversation never registered) is
+        refused as unsupported.
+        """
+        request_id = as_str(frame.get("request_id"))
+        body = as_mapping(frame.get("request")) or {}
+        subtype = body.get("subtype")
+        response: dict[str, Any] | None = None
+        if subtype == "mcp_message":
+            if self._tools is not None:
+                self._tools.emit = emit
+            response = mcp_answer(self._tools, body)
+        elif subtype == "hook_callback":
+            response = hook_answer(self._spec.hooks, body, emit)
+        if response is None or request_id is None:
+            self._answer_unsupported(channel, frame)
+            return
+        try:
+            channel.send(control_success(request_id, response))
+        except (ProcessClosedError, InvalidRequestError) as error:
+            emit(Lifecycle("callback_not_sent", f"{subtype}: {error}"))
 
     def _answer_unsupported(self, channel: Channel, frame: Mapping[str, Any]) -> None:
         request_id = as_str(frame.get("request_id"))

@@ -14,6 +14,7 @@ from typing import Any, cast
 from agentshim.core.events import Plan, ToolCall, ToolKind, ToolResult
 from agentshim.core.jsonvalues import as_amount, mapping_or_empty, to_text
 from agentshim.core.stream import todo_plan, tool_kind_in
+from agentshim.core.tools import TOOL_SERVER_NAME
 
 __all__ = [
     "EDIT_TOOL",
@@ -62,8 +63,12 @@ TERMINAL_STATUSES = frozenset({"completed", "error"})
 
 
 def tool_kind(name: str) -> ToolKind:
-    """Return what the opencode tool ``name`` does (OTHER for MCP and unknown tools)."""
-    return tool_kind_in(TOOL_KINDS, name)
+    """Return what the opencode tool ``name`` does (OTHER for unknown tools).
+
+    opencode names an MCP tool ``<server>_<tool>``, which reads like any other name; only
+    the tools agentshim serves itself (server ``agentshim``) are known to be MCP.
+    """
+    return tool_kind_in(TOOL_KINDS, name, mcp_prefix=f"{TOOL_SERVER_NAME}_")
 
 
 def _duration_s(state: Mapping[str, Any]) -> float | None:

@@ -16,6 +16,7 @@ from typing import cast
 from agentshim.core.events import ToolKind
 from agentshim.core.jsonvalues import as_mapping, as_str, compact_json
 from agentshim.core.stream import printed_exit_code, tool_kind_in
+from agentshim.core.tools import TOOL_SERVER_NAME
 
 __all__ = [
     "EDIT_TOOL",
@@ -50,8 +51,12 @@ TOOL_KINDS: Mapping[str, ToolKind] = MappingProxyType(
 
 
 def tool_kind(name: str) -> ToolKind:
-    """Return what the tool ``name`` does; a name Pi does not build in is OTHER."""
-    return tool_kind_in(TOOL_KINDS, name)
+    """Return what the tool ``name`` does; a name Pi does not build in is OTHER.
+
+    The exception is a Python tool agentshim serves (``agentshim_<tool>``, through the
+    extension of :mod:`.tools`): MCP, as on every other CLI.
+    """
+    return tool_kind_in(TOOL_KINDS, name, mcp_prefix=f"{TOOL_SERVER_NAME}_")
 
 
 def content_text(content: object, block_type: str = "text") -> str:

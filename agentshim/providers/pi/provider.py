@@ -22,8 +22,10 @@ from agentshim.core.exit_errors import as_resume_failure, resume_missing_line
 from agentshim.core.ids import validate_session_id
 from agentshim.core.profile import ProviderProfile
 from agentshim.core.provider import ArgvContext, McpInstallation, refuse_mcp_servers
+from agentshim.tools.local import LocalToolServer
 
 from .parser import PiStreamParser
+from .tools import tool_extension
 
 if TYPE_CHECKING:
     from agentshim.core.events import AgentEvent
@@ -163,6 +165,10 @@ class PiProvider:
         return PiStreamParser(
             emit, expect_structured=expect_structured, short_session_ids=self.short_session_ids
         )
+
+    def install_tools(self, serving: LocalToolServer) -> McpInstallation:
+        """Give the turn ``serving``'s tools as a generated extension (``-e``); see .tools."""
+        return tool_extension(serving)
 
     def install_mcp(self, workspace: Path | None, servers: Sequence[McpServer]) -> McpInstallation:
         """Pi has no MCP support: nothing to install, and servers are refused.

@@ -57,6 +57,7 @@ from agentshim.core.provider import ArgvContext, ParserContext
 from agentshim.core.stream import parse_json_object
 from agentshim.core.turn import TurnRequest, TurnResult
 from agentshim.execution.process import ProcessExited, StderrLine
+from agentshim.tools.local import LocalToolServer, refuse_remote_executor, serve_tools
 from agentshim.transport.channel import Channel
 from agentshim.transport.conversation import LiveTurn, ProcessConversation, ProcessTransport
 from agentshim.transport.correlator import PendingRequest
@@ -78,6 +79,7 @@ from .rpc_protocol import (
     read_response,
     read_state,
 )
+from .tools import tool_extension
 
 __all__ = ["PiRpcConversation", "PiRpcTransport"]
 
@@ -98,6 +100,11 @@ def refuse_unsupported_spec(spec: ConversationSpec) -> None:
     Raises:
         ProviderCapabilityError: ``spec`` asks for one of them.
     """
+    if spec.hooks is not None:
+        raise ProviderCapabilityError(
+            "Pi has no hook callbacks agentshim can register; drop hooks (its extensions can "
+            "intercept tool calls, but only from code loaded into Pi)"
+        )
     if not isinstance(spec.approvals, ApprovalPolicy):
         raise ProviderCapabilityError(
             "Pi has no approval flow: it runs every tool at once and never asks, so an "
@@ -217,6 +224,8 @@ class PiRpcConversation(ProcessConversation[_Turn]):
         self._provider = provider
         self._fork = spec.fork
         self._model_provider: str | None = provider.provider
+        # The conversation's tools, served to the extension that relays them while it runs.
+        self._serving: LocalToolServer | None = None
 
     def _refuse(self, request: TurnRequest) -> None:
         refuse_fixed_changes(
@@ -278,6 +287,8 @@ class PiRpcConversation(ProcessConversation[_Turn]):
         started = self._clock()
         resumed = self._session_id is not None and not self._fork
         channel = self._ensure_process(emit)
+        if self._serving is not None:
+            self._serving.host.emit = emit
         self._drain_between_turns(channel, emit)
         if request.model is not None and request.model != self._model:
             self._switch_model(channel, request.model, emit)
@@ -298,12 +309,16 @@ class PiRpcConversation(ProcessConversation[_Turn]):
         if channel is not None:
             return channel
         context, spec = self._context, self._spec
+        if spec.tools:
+            refuse_remote_executor(context.executor)
+            self._serving = serve_tools(spec.tools, emit=emit)
         ctx = ArgvContext(
             binary_path=context.binary_path,
             model=self._model,
             env=context.env,
             resume_session_id=self._session_id,
             reasoning_effort=spec.reasoning_effort,
+            mcp_argv=() if self._serving is None else tuple(tool_extension(self._serving).argv),
             cwd=spec.cwd,
             fork_session=self._fork,
         )
@@ -311,7 +326,11 @@ class PiRpcConversation(ProcessConversation[_Turn]):
         env = dict(context.env)
         for name, value in self._provider.env_defaults.items():
             env.setdefault(name, value)
-        channel = self._start_process(argv, env, emit)
+        try:
+            channel = self._start_process(argv, env, emit, side=self._serving)
+        except BaseException:
+            self._release_process()
+            raise
         self._handshake(channel, emit)
         return channel
 
@@ -560,6 +579,15 @@ class PiRpcConversation(ProcessConversation[_Turn]):
         turn.emit(
             Lifecycle("extension_dialog_cancelled", f"{method}: {title}"[:UNKNOWN_DETAIL_CHARS])
         )
+
+    def _release_process(self) -> None:
+        """End the process, then stop serving its tools (the extension goes with the socket)."""
+        try:
+            super()._release_process()
+        finally:
+            serving, self._serving = self._serving, None
+            if serving is not None:
+                serving.close()
 
     def _defer_interrupt(self, turn: _Turn) -> bool:
         if turn.started:

@@ -33,6 +33,7 @@ class ToolUsePart:
     name: str
     arguments: Mapping[str, JsonValue]
     chunk_size: int = _JSON_CHUNK
+    namespace: str | None = None
 
     @property
     def arguments_json(self) -> str:
@@ -94,7 +95,7 @@ def _part(
             name, arguments = shell_call(facts, part.command or "", part.arguments)
         else:
             name, arguments = part.tool, dict(part.arguments or {})
-        return ToolUsePart(call_id, name, arguments, part.chunk_size)
+        return ToolUsePart(call_id, name, arguments, part.chunk_size, part.namespace)
     value = part.value
     structured_tool = facts.tool("StructuredOutput")
     if (

@@ -105,7 +105,9 @@ class ToolCall:
     ``run_shell_command {command}``, opencode, Pi and Copilot ``bash {command}``; string fields
     the tool requires besides the command (``description``) are filled in. ``arguments`` are
     merged over that. Any other ``tool`` is called by that name with ``arguments`` as given.
-    The JSON arguments stream as deltas of ``chunk_size`` characters.
+    ``namespace`` names the Responses ``namespace`` tool that holds ``tool`` (Codex offers an
+    MCP server's tools as one, ``mcp__<server>``); the call then carries it, as Codex reads
+    it. The JSON arguments stream as deltas of ``chunk_size`` characters.
     """
 
     tool: str = "shell"
@@ -114,6 +116,7 @@ class ToolCall:
     call_id: str | None = None
     chunk_size: int = _DEFAULT_CHUNK
     usage: Usage | None = None
+    namespace: str | None = None
 
     def __post_init__(self) -> None:
         _check_chunking("ToolCall", self.chunk_size, 0.0)

@@ -74,7 +74,7 @@ class ResponsesWire:
                 "role": "assistant",
                 "content": [{"type": "output_text", "text": part.text, "annotations": []}],
             }
-        return {
+        item: JsonObject = {
             "id": f"fc_{ctx.request_id}_{index}",
             "type": "function_call",
             "status": "completed",
@@ -82,6 +82,9 @@ class ResponsesWire:
             "name": part.name,
             "arguments": part.arguments_json,
         }
+        if part.namespace is not None:
+            item["namespace"] = part.namespace
+        return item
 
     def _response(
         self, ctx: ReplyContext, status: str, output: list[JsonValue], usage: Usage | None

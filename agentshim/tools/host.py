@@ -1,0 +1,171 @@
+"""The MCP server side of a set of tools: one JSON-RPC message in, its answer out, in process.
+
+:class:`ToolHost` answers what an MCP client (the CLI) sends: ``initialize``, ``ping``,
+``tools/list`` and ``tools/call``; notifications get no answer. A call runs the tool's
+function right there, on the calling thread. Whatever goes wrong in it (bad arguments, an
+exception, a call that outlasts its timeout) becomes a tool result with ``isError`` the agent
+reads; a message that is not JSON-RPC costs only itself. Both routes use it: the local server
+(:mod:`agentshim.tools.local`) and Claude Code's in-band ``mcp_message`` requests.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import time
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, cast
+
+from agentshim._version import __version__
+from agentshim.core.events import AgentEvent, Lifecycle
+from agentshim.core.tool_schema import ArgumentError, bind
+from agentshim.core.tools import TOOL_SERVER_NAME, Tool
+
+__all__ = ["PROTOCOL_VERSIONS", "ToolHost", "tool_output"]
+
+PROTOCOL_VERSIONS = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")
+"""MCP protocol versions the host speaks, newest first; a client asking another gets the first."""
+
+_METHOD_NOT_FOUND = -32601
+_INVALID_PARAMS = -32602
+_INVALID_REQUEST = -32600
+
+
+def _ignore(event: AgentEvent) -> None:
+    del event
+
+
+def tool_output(value: object) -> str:
+    """What a function's return value reads as for the agent: text, else compact JSON."""
+    if isinstance(value, str):
+        return value
+    if value is None:
+        return ""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        value = dataclasses.asdict(value)
+    try:
+        return json.dumps(value, ensure_ascii=False, allow_nan=False)
+    except (TypeError, ValueError):
+        return str(value)
+
+
+class ToolHost:
+    """Answers MCP messages for ``tools`` under the server name ``server_name``.
+
+    ``emit`` receives a ``Lifecycle`` event (``tool_failed`` or ``tool_timed_out``) when a
+    function raises or overruns its timeout, besides the error result the agent gets;
+    ``clock`` times the calls.
+    """
+
+    __slots__ = ("_clock", "_tools", "emit", "server_name")
+
+    def __init__(
+        self,
+        tools: Sequence[Tool],
+        *,
+        server_name: str = TOOL_SERVER_NAME,
+        emit: Callable[[AgentEvent], None] = _ignore,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._tools = {t.name: t for t in tools}
+        self.server_name = server_name
+        self.emit = emit
+        self._clock = clock
+
+    @property
+    def tools(self) -> tuple[Tool, ...]:
+        """The tools served, in the order given."""
+        return tuple(self._tools.values())
+
+    def answer(self, message: object) -> dict[str, Any] | list[dict[str, Any]] | None:
+        """The JSON-RPC answer to ``message``; None for a notification or a response.
+
+        A batch (a list) gets a list of answers, or None when none of it needs one. Never
+        raises for what the message holds.
+        """
+        if isinstance(message, list):
+            answers = [self.answer(item) for item in cast("list[object]", message)]
+            flat = [a for a in answers if isinstance(a, dict)]
+            return flat or None
+        if not isinstance(message, Mapping):
+            return _error(None, _INVALID_REQUEST, "a JSON-RPC message is an object")
+        body = cast("Mapping[str, Any]", message)
+        method = body.get("method")
+        has_id = "id" in body
+        if not isinstance(method, str):
+            # A response to something we never sent, or garbage: an id gets an error back.
+            if has_id and "result" not in body and "error" not in body:
+                return _error(body.get("id"), _INVALID_REQUEST, "no method")
+            return None
+        if not has_id:
+            return None  # a notification (notifications/initialized, cancelled, ...)
+        request_id = body.get("id")
+        given = body.get("params")
+        params: Mapping[str, Any] = (
+            cast("Mapping[str, Any]", given) if isinstance(given, Mapping) else {}
+        )
+        if method == "initialize":
+            return _result(request_id, self._initialize(params))
+        if method == "ping":
+            return _result(request_id, {})
+        if method == "tools/list":
+            return _result(request_id, {"tools": [_listed(t) for t in self._tools.values()]})
+        if method == "tools/call":
+            name = params.get("name")
+            chosen = self._tools.get(name) if isinstance(name, str) else None
+            if chosen is None:
+                return _error(request_id, _INVALID_PARAMS, f"unknown tool {name!r:.80}")
+            return _result(request_id, self.call(chosen, params.get("arguments")))
+        return _error(request_id, _METHOD_NOT_FOUND, f"method {method!r:.80} is not supported")
+
+    def _initialize(self, params: Mapping[str, Any]) -> dict[str, Any]:
+        asked = params.get("protocolVersion")
+        version = asked if asked in PROTOCOL_VERSIONS else PROTOCOL_VERSIONS[0]
+        return {
+            "protocolVersion": version,
+            "capabilities": {"tools": {}},
+            "serverInfo": {"name": self.server_name, "version": __version__},
+        }
+
+    def call(self, chosen: Tool, arguments: object) -> dict[str, Any]:
+        """Run ``chosen`` with ``arguments`` here and now; the MCP ``tools/call`` result."""
+        try:
+            kwargs = bind(chosen.function, arguments, derived=chosen.derived)
+        except ArgumentError as error:
+            return _failed(f"invalid arguments for {chosen.name}: {error}")
+        started = self._clock()
+        try:
+            value = chosen.function(**kwargs)
+        except Exception as error:  # the agent reads it as the tool's error; the turn goes on
+            text = f"{type(error).__name__}: {error}"
+            self.emit(Lifecycle("tool_failed", f"{chosen.name}: {text}"[:2000]))
+            return _failed(text)
+        elapsed = self._clock() - started
+        if elapsed > chosen.timeout_s:
+            text = (
+                f"{chosen.name} took {elapsed:.1f} s, longer than its timeout of "
+                f"{chosen.timeout_s:g} s; its result was dropped"
+            )
+            self.emit(Lifecycle("tool_timed_out", text))
+            return _failed(text)
+        return {"content": [{"type": "text", "text": tool_output(value)}], "isError": False}
+
+
+def _listed(chosen: Tool) -> dict[str, Any]:
+    return {
+        "name": chosen.name,
+        "description": chosen.description,
+        "inputSchema": dict(chosen.input_schema),
+    }
+
+
+def _failed(text: str) -> dict[str, Any]:
+    return {"content": [{"type": "text", "text": text}], "isError": True}
+
+
+def _result(request_id: object, result: Mapping[str, Any]) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": request_id, "result": dict(result)}
+
+
+def _error(request_id: object, code: int, message: str) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": request_id, "error": {"code": code, "message": message}}

@@ -1,0 +1,283 @@
+"""Live: a Python function given as a tool runs when the scripted model calls it, on every CLI.
+
+Each pinned CLI runs one one-shot turn against the model server. The script calls the tool by
+the name that CLI gives an MCP tool, then answers once the tool's result comes back. The test
+checks that the function ran with the model's arguments on the turn's thread, that its return
+value reached the model's next request, that nothing the turn installed is left behind, and
+that no argv holds anything but the socket's path. Claude Code's stream transport is checked
+too, with its in-band route (``sdkMcpServers``) and a PreToolUse hook. Not part of the
+conformance count; run ``pytest tests/live/test_tools.py``.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from pathlib import Path
+
+import pytest
+
+from agentshim import CliAgent, TurnRequest
+from agentshim.agent import Agent
+from agentshim.core.approvals import ApprovalDecision, ApprovalRequest
+from agentshim.core.conversation import TransportKind
+from agentshim.core.events import AgentEvent, RunStarted, ToolCall, ToolKind, ToolResult
+from agentshim.core.hooks import HookCallbacks, HookEvent
+from agentshim.core.permissions import ApprovalPolicy, NativePermissions
+from agentshim.testing import RecordingEventHandler
+from agentshim.testing.model_server import Match, Message, ModelServer, RequestKind, Rule, Text
+from agentshim.testing.model_server import ToolCall as ScriptedCall
+from agentshim.testing.offline import offline_cli
+from agentshim.tools import tool
+
+from .binaries import require_binary
+from .streams import CountingExecutor
+
+# What each CLI calls tool ``lookup`` of MCP server ``agentshim``: (offered as, called as,
+# namespace of the call). Codex offers an MCP server as one Responses ``namespace`` tool,
+# ``mcp__agentshim``, and the call names the function inside it plus that namespace.
+TOOL_NAMES = {
+    "claude": ("mcp__agentshim__lookup", "mcp__agentshim__lookup", None),
+    "codex": ("mcp__agentshim", "lookup", "mcp__agentshim"),
+    "copilot": ("agentshim-lookup", "agentshim-lookup", None),
+    "gemini": ("mcp_agentshim_lookup", "mcp_agentshim_lookup", None),
+    "opencode": ("agentshim_lookup", "agentshim_lookup", None),
+}
+# Pi has no MCP client: the tools reach it as an extension that names them agentshim_<tool>.
+SCRIPTED = {**TOOL_NAMES, "pi": ("agentshim_lookup", "agentshim_lookup", None)}
+ANSWER = "the tool said 42-blue"
+
+
+def _script(provider: str) -> tuple[Rule, ...]:
+    offered, called, namespace = SCRIPTED[provider]
+    call = ScriptedCall(tool=called, arguments={"key": "colour", "count": 42}, namespace=namespace)
+    return (
+        Rule(
+            match=Match(last_input_is_tool_result=False, offers_tool=offered),
+            respond=Message((call,)),
+        ),
+        Rule(match=Match(last_input_is_tool_result=True), respond=Text(ANSWER)),
+    )
+
+
+def _files(root: Path) -> set[str]:
+    return {str(p.relative_to(root)) for p in root.rglob("*")}
+
+
+@pytest.mark.parametrize("provider", sorted(TOOL_NAMES))
+def test_the_function_runs_and_its_result_reaches_the_model(provider: str, tmp_path: Path) -> None:
+    binary = require_binary(provider)
+    work = tmp_path / "work"
+    work.mkdir()
+    calls: list[tuple[str, int, int]] = []
+
+    @tool
+    def lookup(key: str, count: int) -> str:
+        """Look a key up; returns what it holds."""
+        calls.append((key, count, threading.get_ident()))
+        return f"{count}-blue"
+
+    events = RecordingEventHandler()
+    with ModelServer() as model:
+        model.set_script(_script(provider))
+        cli = offline_cli(provider, model, root=tmp_path, bin_dir=binary.path.parent)
+        env = {**cli.env, "PATH": f"{binary.path.parent}:/usr/bin:/bin"}
+        agent = CliAgent(provider, env=env, model=cli.model, event_handler=events)
+        before = _files(work)
+        tmp_before = set(os.listdir("/tmp"))
+        result = agent.run(
+            TurnRequest(
+                "Look up the colour.",
+                cwd=str(work),
+                tools=(lookup,),
+                extra_args=tuple(cli.extra_args),
+                timeout=180,
+            )
+        )
+        requests = [r for r in model.requests if r.raw_body]
+    assert calls == [("colour", 42, threading.get_ident())]
+    assert result.text == ANSWER
+    assert any(b"42-blue" in r.raw_body for r in requests[1:]), "the result never reached it"
+    assert _files(work) == before, "the turn left files in the workspace"
+    left = {n for n in set(os.listdir("/tmp")) - tmp_before if n.startswith("agentshim-tools-")}
+    assert not left, f"the tool socket directory was left: {left}"
+    (started,) = events.of_type(RunStarted)
+    # The only trace of the tools in argv is the bridge and its socket path (no secret).
+    assert not any("42-blue" in arg for arg in started.argv)
+    calls_seen = [e for e in events.of_type(ToolCall) if e.kind is ToolKind.MCP]
+    results_seen = [e for e in events.of_type(ToolResult) if e.kind is ToolKind.MCP]
+    assert calls_seen, events.of_type(ToolCall)
+    assert any("42-blue" in e.stdout for e in results_seen), results_seen
+
+
+def test_claude_stream_serves_tools_in_band_and_calls_its_hooks(tmp_path: Path) -> None:
+    binary = require_binary("claude")
+    work = tmp_path / "work"
+    work.mkdir()
+    calls: list[tuple[str, int, int]] = []
+    seen: list[tuple[str, str | None]] = []
+
+    @tool
+    def lookup(key: str, count: int) -> str:
+        """Look a key up; returns what it holds."""
+        calls.append((key, count, threading.get_ident()))
+        return f"{count}-blue"
+
+    def before(request: ApprovalRequest) -> ApprovalDecision | None:
+        seen.append(("PreToolUse", request.tool))
+        if request.tool == "mcp__agentshim__lookup":
+            return ApprovalDecision.allow({**request.args, "count": 43})  # rewritten
+        return None
+
+    def after(event: HookEvent) -> None:
+        seen.append((event.name, event.tool))
+
+    def stopped(event: HookEvent) -> None:
+        seen.append((event.name, None))
+
+    events: list[AgentEvent] = []
+    with ModelServer() as model:
+        model.set_script(_script("claude"))
+        cli = offline_cli("claude", model, root=tmp_path, bin_dir=binary.path.parent)
+        agent = Agent(
+            "claude",
+            permissions=NativePermissions.bypass(),
+            approvals=ApprovalPolicy.DENY,
+            model=cli.model,
+            env=dict(cli.env),
+            executor=CountingExecutor(),
+            transport=TransportKind.STREAM,
+            event_handlers=events.append,
+            check_timeout=60.0,
+        )
+        hooks = HookCallbacks(pre_tool_use=before, post_tool_use=after, stop=stopped)
+        with agent.start_session(str(work), tools=(lookup,), hooks=hooks) as session:
+            result = session.turn("Look up the colour.").result
+        bodies = [r.raw_body for r in model.requests if r.kind is RequestKind.MAIN]
+    assert calls == [("colour", 43, threading.get_ident())]
+    assert result.text == ANSWER
+    assert any(b"43-blue" in body for body in bodies[1:])
+    assert ("PreToolUse", "mcp__agentshim__lookup") in seen
+    assert ("PostToolUse", "mcp__agentshim__lookup") in seen
+    assert ("Stop", None) in seen
+    assert not list(work.iterdir()), "the in-band route writes no MCP config"
+    started = [e for e in events if isinstance(e, RunStarted)]
+    assert started
+    assert not any("blue" in arg for arg in started[0].argv)
+    assert any(isinstance(e, ToolCall) and e.kind is ToolKind.MCP for e in events)
+
+
+def test_pi_gets_the_tools_as_an_extension(tmp_path: Path) -> None:
+    binary = require_binary("pi")
+    work = tmp_path / "work"
+    work.mkdir()
+    calls: list[tuple[str, int, int]] = []
+
+    @tool
+    def lookup(key: str, count: int) -> str:
+        """Look a key up; returns what it holds."""
+        calls.append((key, count, threading.get_ident()))
+        return f"{count}-blue"
+
+    events = RecordingEventHandler()
+    with ModelServer() as model:
+        model.set_script(_script("pi"))
+        cli = offline_cli("pi", model, root=tmp_path, bin_dir=binary.path.parent)
+        env = {**cli.env, "PATH": f"{binary.path.parent}:/usr/bin:/bin"}
+        agent = CliAgent("pi", env=env, model=cli.model, event_handler=events)
+        result = agent.run(
+            TurnRequest(
+                "Look up the colour.",
+                cwd=str(work),
+                tools=(lookup,),
+                extra_args=tuple(cli.extra_args),
+                timeout=180,
+            )
+        )
+        requests = [r for r in model.requests if r.raw_body]
+    assert calls == [("colour", 42, threading.get_ident())]
+    assert result.text == ANSWER
+    assert any(b"42-blue" in r.raw_body for r in requests[1:])
+    assert not list(work.iterdir())
+    results_seen = [e for e in events.of_type(ToolResult) if e.tool == "agentshim_lookup"]
+    assert any("42-blue" in e.stdout for e in results_seen), events.of_type(ToolResult)
+    assert all(e.kind is ToolKind.MCP for e in results_seen)
+    assert [e.kind for e in events.of_type(ToolCall) if e.tool == "agentshim_lookup"] == [
+        ToolKind.MCP
+    ]
+
+
+@pytest.mark.parametrize("provider", ["gemini", "opencode", "pi"])
+def test_a_long_lived_conversation_serves_its_tools_to_every_turn(
+    provider: str, tmp_path: Path
+) -> None:
+    binary = require_binary(provider)
+    work = tmp_path / "work"
+    work.mkdir()
+    calls: list[tuple[str, int, int]] = []
+
+    @tool
+    def lookup(key: str, count: int) -> str:
+        """Look a key up; returns what it holds."""
+        calls.append((key, count, threading.get_ident()))
+        return f"{count}-blue"
+
+    events: list[AgentEvent] = []
+    tmp_before = set(os.listdir("/tmp"))
+    executor = CountingExecutor()
+    with ModelServer() as model:
+        model.set_script(_script(provider))
+        cli = offline_cli(provider, model, root=tmp_path, bin_dir=binary.path.parent)
+        agent = Agent(
+            provider,
+            permissions=NativePermissions.bypass(),
+            approvals=ApprovalPolicy.DENY,
+            model=cli.model,
+            env={**cli.env, "PATH": f"{binary.path.parent}:/usr/bin:/bin"},
+            executor=executor,
+            transport=TransportKind.STREAM,
+            event_handlers=events.append,
+            check_timeout=60.0,
+        )
+        with agent.start_session(str(work), tools=(lookup,)) as session:
+            first = session.turn("Look up the colour.").result
+            second = session.turn("Look it up again.").result
+            spawned = len(executor.spawned)
+        bodies = [r.raw_body for r in model.requests if r.kind is RequestKind.MAIN]
+    assert calls == [("colour", 42, threading.get_ident())] * 2
+    assert (first.text, second.text) == (ANSWER, ANSWER)
+    assert spawned == 1, "both turns ran on one process"
+    assert sum(b"42-blue" in body for body in bodies) >= 2
+    assert not list(work.iterdir())
+    left = {n for n in set(os.listdir("/tmp")) - tmp_before if n.startswith("agentshim-tools-")}
+    assert not left, f"the tool socket directory outlived the conversation: {left}"
+
+
+@pytest.mark.parametrize("provider", sorted(SCRIPTED))
+def test_a_raising_function_is_a_tool_error_the_model_reads(provider: str, tmp_path: Path) -> None:
+    binary = require_binary(provider)
+    work = tmp_path / "work"
+    work.mkdir()
+
+    @tool
+    def lookup(key: str, count: int) -> str:
+        """Look a key up; returns what it holds."""
+        raise LookupError(f"no record {key}-{count}-missing")
+
+    with ModelServer() as model:
+        model.set_script(_script(provider))
+        cli = offline_cli(provider, model, root=tmp_path, bin_dir=binary.path.parent)
+        env = {**cli.env, "PATH": f"{binary.path.parent}:/usr/bin:/bin"}
+        agent = CliAgent(provider, env=env, model=cli.model)
+        result = agent.run(
+            TurnRequest(
+                "Look up the colour.",
+                cwd=str(work),
+                tools=(lookup,),
+                extra_args=tuple(cli.extra_args),
+                timeout=180,
+            )
+        )
+        bodies = [r.raw_body for r in model.requests if r.raw_body]
+    assert result.text == ANSWER, "the turn went on after the tool failed"
+    assert any(b"colour-42-missing" in body for body in bodies[1:]), "the error never reached it"
