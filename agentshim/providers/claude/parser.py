@@ -24,19 +24,23 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
 
+from agentshim.core._builders import (
+    build_assistant_text,
+    build_provider_usage,
+    build_token_usage,
+    build_tool_call,
+    build_tool_result,
+    build_usage_report,
+)
 from agentshim.core.errors import FailureKind
 from agentshim.core.events import (
     AgentEvent,
-    AssistantText,
     BackgroundTask,
     BackgroundTasksChanged,
     Lifecycle,
     ProviderErrorReported,
     Reasoning,
     SessionStarted,
-    ToolCall,
-    ToolResult,
-    UsageReport,
     UsageScope,
 )
 from agentshim.core.failures import kind_from_text
@@ -68,6 +72,9 @@ SYNTHETIC_MODEL = "<synthetic>"
 
 # Looking an enum member up on its class costs ~0.1 us on CPython 3.11: read once a result.
 _REPORTED = CostSource.REPORTED
+_NOT_REPORTED = CostSource.NOT_REPORTED
+_CALL = UsageScope.CALL
+_TURN = UsageScope.TURN
 _DETAIL_CHARS = 2000
 _ANSWER_CHARS = 300
 
@@ -244,7 +251,7 @@ class ClaudeStreamParser(FrameParser):
                     out.append(Lifecycle("api_error", f"{error}: {text}"))
                 elif main:
                     self._texts.append(text)
-                    out.append(AssistantText(text))
+                    out.append(build_assistant_text(text, False))
                 else:
                     out.append(Lifecycle("subagent_text", text))
             elif block_type == "tool_use" or block_type == "server_tool_use":
@@ -275,15 +282,18 @@ class ClaudeStreamParser(FrameParser):
         ):
             if uncached + read + write + output <= 0:
                 return
-            tokens = TokenUsage(uncached + read + write, read, write, 0, output)
+            # Valid by construction (non-negative ints, cache within input): built unchecked.
+            tokens = build_token_usage(uncached + read + write, read, write, 0, output, 0, 0)
         else:
             tokens = _fold_usage(usage, 0)
             if tokens.total_tokens == 0:
                 return
-        report = ProviderUsage(
-            tokens, None, PROVIDER_NAME, usage, True, CostSource.NOT_REPORTED, self._model
+        # The builders make the values the classes would, at a third of the cost of a class
+        # call: three of them for every model call.
+        report = build_provider_usage(
+            tokens, None, PROVIDER_NAME, usage, True, _NOT_REPORTED, self._model
         )
-        out.append(UsageReport(report, None, UsageScope.CALL))
+        out.append(build_usage_report(report, None, _CALL, None))
 
     def _tool_use_block(self, block: Mapping[str, Any], out: list[AgentEvent]) -> None:
         # Once per tool call: type checks inlined, as in _on_assistant.
@@ -298,7 +308,7 @@ class ClaudeStreamParser(FrameParser):
         shown: Mapping[str, Any] | str | None = args if args is not None else as_str(raw_input)
         if tool_id is not None:
             self._tools.start(tool_id, name, shown)
-        out.append(ToolCall(tool_id, name, shown, tool_kind(name)))
+        out.append(build_tool_call(tool_id, name, shown, tool_kind(name)))
         if name == TODO_TOOL and args is not None:
             plan = plan_from_todos(args, tool_id)
             if plan is not None:
@@ -341,9 +351,9 @@ class ClaudeStreamParser(FrameParser):
             if name == STRUCTURED_OUTPUT_TOOL:
                 self._schema_rejection = text
             code = failed_exit_code(name, text)
-            out.append(ToolResult(tool_id, name, "", text, code, duration, kind))
+            out.append(build_tool_result(tool_id, name, "", text, code, duration, kind))
         else:
-            out.append(ToolResult(tool_id, name, text, "", 0, duration, kind))
+            out.append(build_tool_result(tool_id, name, text, "", 0, duration, kind))
 
     def _on_rate_limit_event(self, frame: Frame, out: list[AgentEvent]) -> None:
         info = as_mapping(frame.get("rate_limit_info")) or {}
@@ -368,7 +378,7 @@ class ClaudeStreamParser(FrameParser):
         if usage is not None:
             duration = frame.get("duration_ms")
             duration_ms = duration if type(duration) is int and duration >= 0 else None
-            out.append(UsageReport(usage, usage.total_cost_usd, UsageScope.TURN, duration_ms))
+            out.append(build_usage_report(usage, usage.total_cost_usd, _TURN, duration_ms))
         self._context_window = _reported_window(frame, self._model)
         denials = frame.get("permission_denials")
         if denials:
@@ -452,7 +462,7 @@ class ClaudeStreamParser(FrameParser):
         known = raw is not None and ("input_tokens" in raw or "output_tokens" in raw)
         # In field order (tokens, cost, provider, raw, increment_known, cost_source, model):
         # building a class with keywords costs a dict per call on CPython.
-        return ProviderUsage(tokens, cost, PROVIDER_NAME, raw or {}, known, source, model)
+        return build_provider_usage(tokens, cost, PROVIDER_NAME, raw or {}, known, source, model)
 
     def _price(
         self, model_usage: Mapping[str, Any], tokens: TokenUsage, model: str | None
@@ -543,9 +553,10 @@ def _fold_usage(usage: Mapping[str, Any], num_turns: object) -> TokenUsage:
     output = output if type(output) is int and output >= 0 else as_count(output)
     creation = as_mapping(get("cache_creation"))
     write_1h = as_count(creation.get("ephemeral_1h_input_tokens")) if creation else 0
-    # In field order (input, cache read, cache write, 1h write, output, reasoning, turns), as
-    # ProviderUsage above.
-    return TokenUsage(
+    # Valid by construction (non-negative ints, cache within input, 1h writes within writes):
+    # built unchecked, in field order (input, cache read, cache write, 1h write, output,
+    # reasoning, turns).
+    return build_token_usage(
         uncached + read + write, read, write, min(write_1h, write), output, 0, as_count(num_turns)
     )
 
