@@ -371,15 +371,23 @@ class ClaudeStreamParser(FrameParser):
         session_id = frame.get("session_id")
         if session_id and session_id != self._session_id:
             self._see_session(frame, out)
-        subtype = as_str(frame.get("subtype"))
-        result_text = as_str(frame.get("result"))
+        # Once per turn, but a long frame: the as_str/as_mapping reads are inlined.
+        subtype: Any = frame.get("subtype")
+        if subtype.__class__ is not str:
+            subtype = None
+        result_text: Any = frame.get("result")
+        if result_text.__class__ is not str:
+            result_text = None
         text = result_text if result_text is not None else "\n".join(self._texts)
-        usage = self._usage(frame)
+        model_usage: Any = frame.get("modelUsage")
+        if model_usage.__class__ is not dict:
+            model_usage = None
+        usage = self._usage(frame, model_usage)
         if usage is not None:
             duration = frame.get("duration_ms")
             duration_ms = duration if type(duration) is int and duration >= 0 else None
             out.append(build_usage_report(usage, usage.total_cost_usd, _TURN, duration_ms))
-        self._context_window = _reported_window(frame, self._model)
+        self._context_window = _reported_window(model_usage, self._model)
         denials = frame.get("permission_denials")
         if denials:
             for denial in list_or_empty(denials):
@@ -443,15 +451,24 @@ class ClaudeStreamParser(FrameParser):
 
     # -- helpers -------------------------------------------------------------------------------
 
-    def _usage(self, frame: Frame) -> ProviderUsage | None:
-        raw = as_mapping(frame.get("usage"))
-        reported = as_amount(frame.get("total_cost_usd"))
+    def _usage(
+        self, frame: Frame, reported_models: Mapping[str, Any] | None
+    ) -> ProviderUsage | None:
+        raw: Any = frame.get("usage")
+        if raw.__class__ is not dict:
+            raw = None
+        cost_field: Any = frame.get("total_cost_usd")
+        reported: float | None = cost_field
+        if cost_field.__class__ is not float:  # a float is the usual case, read without a call
+            reported = as_amount(cost_field)
+        elif not 0 <= cost_field < math.inf:  # as as_amount: NaN, infinities, negatives
+            reported = None
         if raw is None and reported is None:
             return None
         # A build that does not count round trips made at least one: 1, as other CLIs report.
         num_turns = frame.get("num_turns", 1)
         tokens = _fold_usage(raw or {}, num_turns)
-        model_usage = as_mapping(frame.get("modelUsage")) or {}
+        model_usage: Mapping[str, Any] = reported_models or {}
         model = next(iter(model_usage), None) or self._model or self._requested_model
         if reported is not None:
             cost: float | None = reported
@@ -551,13 +568,17 @@ def _fold_usage(usage: Mapping[str, Any], num_turns: object) -> TokenUsage:
     read = read if type(read) is int and read >= 0 else as_count(read)
     write = write if type(write) is int and write >= 0 else as_count(write)
     output = output if type(output) is int and output >= 0 else as_count(output)
-    creation = as_mapping(get("cache_creation"))
-    write_1h = as_count(creation.get("ephemeral_1h_input_tokens")) if creation else 0
+    creation: Any = get("cache_creation")
+    write_1h = 0
+    if creation.__class__ is dict and creation:
+        write_1h = creation.get("ephemeral_1h_input_tokens")
+        write_1h = write_1h if type(write_1h) is int and write_1h >= 0 else as_count(write_1h)
+    turns = num_turns if type(num_turns) is int and num_turns >= 0 else as_count(num_turns)
     # Valid by construction (non-negative ints, cache within input, 1h writes within writes):
     # built unchecked, in field order (input, cache read, cache write, 1h write, output,
     # reasoning, turns).
     return build_token_usage(
-        uncached + read + write, read, write, min(write_1h, write), output, 0, as_count(num_turns)
+        uncached + read + write, read, write, min(write_1h, write), output, 0, turns
     )
 
 
@@ -574,16 +595,15 @@ def _background_tasks(value: object) -> list[BackgroundTask]:
     return tasks
 
 
-def _reported_window(frame: Frame, model: str | None) -> int | None:
-    """The ``contextWindow`` Claude Code's ``modelUsage`` reports for ``model`` (or its only one)."""
-    model_usage = as_mapping(frame.get("modelUsage"))
+def _reported_window(model_usage: Mapping[str, Any] | None, model: str | None) -> int | None:
+    """The ``contextWindow`` a result's ``modelUsage`` reports for ``model`` (or its only one)."""
     if not model_usage:
         return None
-    entry = model_usage.get(model) if model is not None else None
+    entry: Any = model_usage.get(model) if model is not None else None
     if entry is None and len(model_usage) == 1:
         entry = next(iter(model_usage.values()))
-    counts = as_mapping(entry)
-    window = counts.get("contextWindow") if counts is not None else None
+    counts: Any = entry
+    window = counts.get("contextWindow") if counts.__class__ is dict else None
     return window if type(window) is int and window > 0 else None
 
 

@@ -22,17 +22,23 @@ from collections.abc import Callable, Mapping
 from types import MappingProxyType
 from typing import Any
 
+from agentshim.core._builders import (
+    build_assistant_text,
+    build_lifecycle,
+    build_provider_usage,
+    build_token_usage,
+    build_tool_call,
+    build_usage_report,
+)
 from agentshim.core.errors import FailureKind
 from agentshim.core.events import (
     AgentEvent,
-    AssistantText,
     Lifecycle,
     ProviderErrorReported,
     Reasoning,
     SessionStarted,
-    ToolCall,
     ToolKind,
-    UsageReport,
+    UsageScope,
 )
 from agentshim.core.frames import Frame, FrameParser, frame_label
 from agentshim.core.jsonvalues import as_mapping, str_or_empty
@@ -71,6 +77,7 @@ _MODEL_METADATA = re.compile(r"Model metadata for `([^`]+)` not found")
 _OTHER_TOOL = ToolKind.OTHER
 _PRICED = CostSource.PRICED
 _UNKNOWN_MODEL = CostSource.UNKNOWN_MODEL
+_TURN = UsageScope.TURN
 # An event that never varies is one frozen value, built once rather than for every turn.
 _TURN_STARTED = Lifecycle("turn_started", "")
 _FINAL_PHASE = "final_answer"
@@ -120,9 +127,10 @@ def _increment(current: _Counts, base: _Counts | None) -> TokenUsage | None:
         reasoning -= base[4]
         if min(inp, read, write, out, reasoning) < 0 or read + write > inp or reasoning > out:
             return None
-    # In field order (input, cache read, cache write, 1h write, output, reasoning, turns):
-    # building a class with keywords costs a dict per call on CPython.
-    return TokenUsage(inp, read, write, 0, out, reasoning, 1)
+    # Valid by construction (_fold_usage widens a report to the invariants, and a difference
+    # that breaks them was refused above): built unchecked, in field order (input, cache
+    # read, cache write, 1h write, output, reasoning, turns).
+    return build_token_usage(inp, read, write, 0, out, reasoning, 1)
 
 
 class CodexStreamParser(FrameParser):
@@ -301,9 +309,8 @@ class CodexStreamParser(FrameParser):
             out.append(Lifecycle("turn_completed", ""))
             return
         current = _fold_usage(report)
-        out.append(
-            Lifecycle("turn_completed", f"in={current[0]} cached={current[1]} out={current[3]}")
-        )
+        detail = f"in={current[0]} cached={current[1]} out={current[3]}"
+        out.append(build_lifecycle("turn_completed", detail))
         previous = self._last_report
         if previous is None and self._baseline_missing:
             step = None
@@ -317,7 +324,7 @@ class CodexStreamParser(FrameParser):
         if self._reports == 1:
             # The first report's step is the turn so far; finish() reuses it.
             self._first_usage = usage
-        out.append(UsageReport(usage, cost))
+        out.append(build_usage_report(usage, cost, _TURN, None))
 
     # -- items ------------------------------------------------------------------------
 
@@ -352,7 +359,7 @@ class CodexStreamParser(FrameParser):
             text = ""
         phase = item.get("phase")
         self._messages.append((text, phase if type(phase) is str else None))
-        out.append(AssistantText(text))
+        out.append(build_assistant_text(text, False))
 
     def _reasoning(
         self, item_type: str, item: Frame, item_id: str | None, out: list[AgentEvent]
@@ -374,7 +381,7 @@ class CodexStreamParser(FrameParser):
                 return
             self._started_at[item_id] = self._clock()
         kind = TOOL_KINDS.get(item_type, _OTHER_TOOL)
-        out.append(ToolCall(item_id, item_type, tool_args(item_type, item), kind))
+        out.append(build_tool_call(item_id, item_type, tool_args(item_type, item), kind))
 
     def _tool_completed(
         self, item_type: str, item: Frame, item_id: str | None, out: list[AgentEvent]
@@ -383,7 +390,7 @@ class CodexStreamParser(FrameParser):
         if started is None:
             # Codex reports some items (web searches, patches) only once they are done.
             args = tool_args(item_type, item)
-            out.append(ToolCall(item_id, item_type, args, tool_kind(item_type)))
+            out.append(build_tool_call(item_id, item_type, args, tool_kind(item_type)))
             duration = None
         else:
             duration = max(0.0, self._clock() - started)
@@ -443,9 +450,8 @@ class CodexStreamParser(FrameParser):
             source = _PRICED
         else:
             cost, source = None, _UNKNOWN_MODEL
-        # In field order (tokens, cost, provider, raw, increment_known, cost_source, model),
-        # for the same reason: one of these is built for every usage frame.
-        usage = ProviderUsage(tokens, cost, PROVIDER_NAME, raw, True, source, model)
+        # Built as ProviderUsage(...) would, at a third of the cost: one for every usage frame.
+        usage = build_provider_usage(tokens, cost, PROVIDER_NAME, raw, True, source, model)
         return usage, cost
 
     def _turn_usage(self) -> ProviderUsage | None:
