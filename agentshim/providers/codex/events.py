@@ -58,6 +58,9 @@ TOOL_KINDS: Mapping[str, ToolKind] = MappingProxyType(
 
 # Looking an enum member up on its class costs ~0.1 us on CPython 3.11, once per tool result.
 _OTHER = ToolKind.OTHER
+# A read-only view answers get() slower than the dict behind it: this copy is read on the hot
+# path (once per tool result).
+_KINDS: dict[str, ToolKind] = dict(TOOL_KINDS)
 
 
 def tool_kind(name: str) -> ToolKind:
@@ -129,11 +132,16 @@ def tool_result(
     A failure (status ``failed`` or ``declined``, or a nonzero exit code) has an empty stdout,
     its message on stderr, and the CLI's exit code (1 where Codex gives none).
     """
-    status = str_or_empty(item.get("status"))
-    kind = TOOL_KINDS.get(item_type, _OTHER)
+    # Once per tool call: str_or_empty inlined, and the kinds read from a plain dict.
+    status: Any = item.get("status")
+    if status.__class__ is not str:
+        status = ""
+    kind = _KINDS.get(item_type, _OTHER)
     exit_code: int | None = None
     if item_type == SHELL_TOOL:
-        output = str_or_empty(item.get("aggregated_output"))
+        output: Any = item.get("aggregated_output")
+        if output.__class__ is not str:
+            output = ""
         raw_code = item.get("exit_code")
         if raw_code.__class__ is int:
             exit_code = raw_code
