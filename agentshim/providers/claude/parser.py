@@ -343,9 +343,10 @@ class ClaudeStreamParser(FrameParser):
         if tool_id.__class__ is not str:
             tool_id = None
         finished = self._tools.finish(tool_id) if tool_id is not None else None
-        name = finished.name if finished is not None else "unknown"
-        duration = finished.duration_s if finished is not None else None
-        text = tool_result_text(block.get("content"))
+        name, duration = ("unknown", None) if finished is None else (finished[0], finished[2])
+        content: Any = block.get("content")
+        # Text is the usual content: taken as it is, without a call.
+        text = content if content.__class__ is str else tool_result_text(content)
         kind = tool_kind(name)
         if block.get("is_error") is True:
             if name == STRUCTURED_OUTPUT_TOOL:
