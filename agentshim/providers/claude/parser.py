@@ -26,6 +26,7 @@ from typing import Any, NamedTuple
 
 from agentshim.core._builders import (
     build_assistant_text,
+    build_lifecycle,
     build_provider_usage,
     build_token_usage,
     build_tool_call,
@@ -189,11 +190,17 @@ class ClaudeStreamParser(FrameParser):
             self._see_session(frame, out)
         subtype = frame.get("subtype")
         if subtype == "init":
-            model = as_str(frame.get("model"))
-            if model:
+            # Once per turn, but a long frame: as_str inlined.
+            model: Any = frame.get("model")
+            if model.__class__ is not str:
+                model = None
+            elif model:
                 self._model = model
-            version = as_str(frame.get("claude_code_version")) or "?"
-            out.append(Lifecycle("init", f"model={model or '?'} claude_code_version={version}"))
+            version: Any = frame.get("claude_code_version")
+            if not version or version.__class__ is not str:
+                version = "?"
+            detail = f"model={model or '?'} claude_code_version={version}"
+            out.append(build_lifecycle("init", detail))
         elif subtype == "api_retry":
             out.append(Lifecycle("api_retry", _retry_detail(frame)))
         elif subtype == "status":

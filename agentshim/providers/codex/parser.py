@@ -405,7 +405,8 @@ class CodexStreamParser(FrameParser):
             out.append(build_tool_call(item_id, item_type, args, tool_kind(item_type)))
             duration = None
         else:
-            duration = max(0.0, self._clock() - started)
+            duration = self._clock() - started
+            duration = duration if duration > 0.0 else 0.0  # max(0.0, duration), without a call
         out.append(tool_result(item_type, item, tool_id=item_id, duration_s=duration))
 
     def _warning(
