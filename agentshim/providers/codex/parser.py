@@ -172,7 +172,13 @@ class CodexStreamParser(FrameParser):
         self._baseline: _Counts | None = None
         self._baseline_missing = False
         self._session_id: str | None = None
-        self._messages: list[tuple[str, str | None]] = []
+        # What _final_text reads, kept as the messages come rather than as a list of them: a
+        # long stream then holds three strings, not one tuple per message for the collector
+        # to walk. The last message in the final-answer phase, the last one not in the
+        # commentary phase, and the last one.
+        self._final_answer: str | None = None
+        self._last_uncommented: str | None = None
+        self._last_message: str | None = None
         self._errors: list[str] = []
         self._failure: str | None = None
         self._terminal = False
@@ -370,7 +376,11 @@ class CodexStreamParser(FrameParser):
         if text.__class__ is not str:
             text = ""
         phase = item.get("phase")
-        self._messages.append((text, phase if type(phase) is str else None))
+        if phase == _FINAL_PHASE:
+            self._final_answer = text
+        if phase != _COMMENTARY_PHASE:
+            self._last_uncommented = text
+        self._last_message = text
         out.append(build_assistant_text(text, False))
 
     def _reasoning(
@@ -422,14 +432,12 @@ class CodexStreamParser(FrameParser):
     # -- results ----------------------------------------------------------------------
 
     def _final_text(self) -> str:
-        messages = self._messages
-        for text, phase in reversed(messages):
-            if phase == _FINAL_PHASE:
+        # The last final answer; failing that the last message not marked commentary (a build
+        # that names no phase); failing that the last message.
+        for text in (self._final_answer, self._last_uncommented, self._last_message):
+            if text is not None:
                 return text
-        for text, phase in reversed(messages):
-            if phase != _COMMENTARY_PHASE:
-                return text
-        return messages[-1][0] if messages else ""
+        return ""
 
     def _stderr_error(self) -> str:
         lines = [line.strip() for line in self._stderr if not line.startswith("WARNING:")]
