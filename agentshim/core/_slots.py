@@ -103,11 +103,15 @@ def slot_builder(cls: type[_T]) -> Callable[..., _T]:
     if params is None or not params.frozen or not slots or slots != names:
         raise TypeError(f"slot_builder needs a frozen slotted dataclass, not {cls!r}")
     twin = type(f"_{cls.__name__}Layout", (), {"__slots__": slots})
-    namespace: dict[str, Any] = {"_new": object.__new__, "_twin": twin, "_cls": cls}
-    body = "".join(f"    value.{name} = {name}\n" for name in names)
+    # The generated function's own names must not be any field's name (its parameters).
+    own = "_"
+    while any(name.startswith(own) for name in names):
+        own += "_"
+    namespace: dict[str, Any] = {f"{own}new": object.__new__, f"{own}twin": twin, f"{own}cls": cls}
+    body = "".join(f"    {own}value.{name} = {name}\n" for name in names)
     source = (
-        f"def build({', '.join(names)}):\n    value = _new(_twin)\n{body}"
-        "    value.__class__ = _cls\n    return value\n"
+        f"def build({', '.join(names)}):\n    {own}value = {own}new({own}twin)\n{body}"
+        f"    {own}value.__class__ = {own}cls\n    return {own}value\n"
     )
     exec(source, namespace)
     build: Callable[..., _T] = namespace["build"]
