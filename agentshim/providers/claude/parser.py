@@ -427,7 +427,10 @@ class ClaudeStreamParser(FrameParser):
         if error is not None:
             out.append(ProviderErrorReported(error, fatal=True))
         cost = usage.total_cost_usd if usage is not None else None
-        self._terminal = _Terminal(text, structured, usage, cost, error, kind, stream_said)
+        # The same _Terminal, made by tuple.__new__ without the NamedTuple's Python-level
+        # __new__ (half the cost).
+        parts = (text, structured, usage, cost, error, kind, stream_said)
+        self._terminal = tuple.__new__(_Terminal, parts)  # pyright: ignore[reportUnknownMemberType]
         # A later turn on the same stream (stream-json input) starts from a clean slate.
         self._texts = []
         self._assistant_error = None
