@@ -222,7 +222,7 @@ class ClaudeStreamParser(FrameParser):
             raise TypeError("an assistant frame without a message object")
         main = frame.get("parent_tool_use_id") is None
         error: Any = frame.get("error")
-        if error.__class__ is not str:
+        if error is not None and error.__class__ is not str:  # usually absent: one test
             error = None
         if main:
             if error is not None:
@@ -333,7 +333,6 @@ class ClaudeStreamParser(FrameParser):
             return
         if content.__class__ is not list:
             return
-        synthetic = frame.get("isSynthetic") is True
         block: Any
         for block in content:
             if block.__class__ is not dict:
@@ -342,6 +341,7 @@ class ClaudeStreamParser(FrameParser):
             if block_type == "tool_result":
                 self._tool_result_block(block, out)
             elif block_type == "text":
+                synthetic = frame.get("isSynthetic") is True
                 kind = "synthetic_user_message" if synthetic else "user_message"
                 out.append(Lifecycle(kind, as_str(block.get("text")) or ""))
 
@@ -568,17 +568,24 @@ class ClaudeStreamParser(FrameParser):
 def _fold_usage(usage: Mapping[str, Any], num_turns: object) -> TokenUsage:
     """Fold Claude's disjoint counts into the normalized breakdown (cache tokens into input)."""
     get = usage.get
-    uncached, read, write, output = (
-        get("input_tokens"),
-        get("cache_read_input_tokens"),
-        get("cache_creation_input_tokens"),
-        get("output_tokens"),
-    )
-    # A non-negative int (the usual count) is taken as it is; anything else through as_count.
-    uncached = uncached if type(uncached) is int and uncached >= 0 else as_count(uncached)
-    read = read if type(read) is int and read >= 0 else as_count(read)
-    write = write if type(write) is int and write >= 0 else as_count(write)
-    output = output if type(output) is int and output >= 0 else as_count(output)
+    uncached: Any = get("input_tokens")
+    read: Any = get("cache_read_input_tokens")
+    write: Any = get("cache_creation_input_tokens")
+    output: Any = get("output_tokens")
+    # Non-negative ints (the usual counts) are taken as they are, in one test; anything else
+    # through as_count, which gives the same for such an int.
+    if not (
+        uncached.__class__ is int
+        and read.__class__ is int
+        and write.__class__ is int
+        and output.__class__ is int
+        and uncached >= 0
+        and read >= 0
+        and write >= 0
+        and output >= 0
+    ):
+        uncached, read, write = as_count(uncached), as_count(read), as_count(write)
+        output = as_count(output)
     creation: Any = get("cache_creation")
     write_1h = 0
     if creation.__class__ is dict and creation:
