@@ -13,8 +13,9 @@ are untouched. A class it cannot speed up (not a frozen slotted dataclass, or a 
 not an ``__init__`` parameter) is returned unchanged.
 
 :func:`slot_builder` goes further for the few values a parser builds for nearly every line: a
-plain function that takes every field positionally and returns the same value, for about a
-third of the cost of calling the class.
+plain function that takes every field positionally and returns the same value, for two thirds
+(two fields) to a fifth (seven fields, with a ``__post_init__`` it skips) of the cost of
+calling the class on CPython 3.11.
 """
 
 from __future__ import annotations

@@ -295,8 +295,8 @@ class ClaudeStreamParser(FrameParser):
             tokens = _fold_usage(usage, 0)
             if tokens.total_tokens == 0:
                 return
-        # The builders make the values the classes would, at a third of the cost of a class
-        # call: three of them for every model call.
+        # The builders make the values the classes would, cheaper than the class calls (see
+        # core/_builders.py): three of them for every model call.
         report = build_provider_usage(
             tokens, None, PROVIDER_NAME, usage, True, _NOT_REPORTED, self._model
         )

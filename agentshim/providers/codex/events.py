@@ -160,7 +160,7 @@ def tool_result(
         output = ""
         failed = status == "failed"
         message = _error_message(item.get("error")) or f"{item_type} failed"
-    # Built as ToolResult(...) would, at a third of the cost: one for every tool call.
+    # Built as ToolResult(...) would, cheaper than the class call: one for every tool call.
     if failed:
         code = exit_code if exit_code not in (None, 0) else 1
         return build_tool_result(tool_id, item_type, "", message, code, duration_s, kind)

@@ -471,7 +471,7 @@ class CodexStreamParser(FrameParser):
             source = _PRICED
         else:
             cost, source = None, _UNKNOWN_MODEL
-        # Built as ProviderUsage(...) would, at a third of the cost: one for every usage frame.
+        # Built as ProviderUsage(...) would, cheaper than the class call: one for every usage frame.
         usage = build_provider_usage(tokens, cost, PROVIDER_NAME, raw, True, source, model)
         return usage, cost
 

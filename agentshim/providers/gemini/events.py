@@ -82,7 +82,7 @@ def tool_call(frame: Mapping[str, Any]) -> ToolCall:
     args: Mapping[str, Any] | str | None = params
     if params.__class__ is not dict and params.__class__ is not str and params is not None:
         args = to_text(params)
-    # Built as ToolCall(...) would, at a third of the cost.
+    # Built as ToolCall(...) would, cheaper than the class call.
     return build_tool_call(tool_id, name, args, tool_kind(name))
 
 
@@ -101,7 +101,7 @@ def tool_result(frame: Mapping[str, Any], name: str, duration_s: float | None) -
     kind = tool_kind(name)
     tid: str | None = tool_id if tool_id.__class__ is str else None
     if not failed:
-        # Built as ToolResult(...) would, at a third of the cost.
+        # Built as ToolResult(...) would, cheaper than the class call.
         return build_tool_result(tid, name, output, "", 0, duration_s, kind)
     message = ""
     if isinstance(error, dict):

@@ -228,7 +228,7 @@ class GeminiStreamParser(FrameParser):
         known = tokens is not None
         model = _main_model(models) or self._init_model
         raw = MappingProxyType(stats)
-        # Built as ProviderUsage(...) and UsageReport(...) would, at a third of the cost.
+        # Built as ProviderUsage(...) and UsageReport(...) would, cheaper than the class call.
         usage = build_provider_usage(
             tokens if known else TokenUsage(turns=1), cost, PROVIDER_NAME, raw, known, source, model
         )
