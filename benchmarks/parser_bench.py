@@ -9,8 +9,10 @@ that drops them: what a handler does with an event is the handler's cost, not th
 The figures reported are those of the round with the median ratio (target <= 1.3x); the
 spread column is the lowest and the highest ratio of all the rounds.
 
-The floor column is what json.loads plus only building the same events (no parsing) costs,
-as a ratio of json.loads: no parser can get below it.
+The floor column is what json.loads plus only building the same events by calling their
+classes (no parsing) costs, as a ratio of json.loads: a parser that builds its events that way
+cannot get below it (the parsers' builders, agentshim.core._builders, cost less than a class
+call, so a parser using them can).
 
 Run: .venv/bin/python benchmarks/parser_bench.py [--provider NAME ...] [--rounds N] [--lines N]
 Exits nonzero when a provider misses the target.

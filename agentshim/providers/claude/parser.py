@@ -24,19 +24,24 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
 
+from agentshim.core._builders import (
+    build_assistant_text,
+    build_lifecycle,
+    build_provider_usage,
+    build_token_usage,
+    build_tool_call,
+    build_tool_result,
+    build_usage_report,
+)
 from agentshim.core.errors import FailureKind
 from agentshim.core.events import (
     AgentEvent,
-    AssistantText,
     BackgroundTask,
     BackgroundTasksChanged,
     Lifecycle,
     ProviderErrorReported,
     Reasoning,
     SessionStarted,
-    ToolCall,
-    ToolResult,
-    UsageReport,
     UsageScope,
 )
 from agentshim.core.failures import kind_from_text
@@ -68,6 +73,9 @@ SYNTHETIC_MODEL = "<synthetic>"
 
 # Looking an enum member up on its class costs ~0.1 us on CPython 3.11: read once a result.
 _REPORTED = CostSource.REPORTED
+_NOT_REPORTED = CostSource.NOT_REPORTED
+_CALL = UsageScope.CALL
+_TURN = UsageScope.TURN
 _DETAIL_CHARS = 2000
 _ANSWER_CHARS = 300
 
@@ -182,11 +190,17 @@ class ClaudeStreamParser(FrameParser):
             self._see_session(frame, out)
         subtype = frame.get("subtype")
         if subtype == "init":
-            model = as_str(frame.get("model"))
-            if model:
+            # Once per turn, but a long frame: as_str inlined.
+            model: Any = frame.get("model")
+            if model.__class__ is not str:
+                model = None
+            elif model:
                 self._model = model
-            version = as_str(frame.get("claude_code_version")) or "?"
-            out.append(Lifecycle("init", f"model={model or '?'} claude_code_version={version}"))
+            version: Any = frame.get("claude_code_version")
+            if not version or version.__class__ is not str:
+                version = "?"
+            detail = f"model={model or '?'} claude_code_version={version}"
+            out.append(build_lifecycle("init", detail))
         elif subtype == "api_retry":
             out.append(Lifecycle("api_retry", _retry_detail(frame)))
         elif subtype == "status":
@@ -208,7 +222,7 @@ class ClaudeStreamParser(FrameParser):
             raise TypeError("an assistant frame without a message object")
         main = frame.get("parent_tool_use_id") is None
         error: Any = frame.get("error")
-        if error.__class__ is not str:
+        if error is not None and error.__class__ is not str:  # usually absent: one test
             error = None
         if main:
             if error is not None:
@@ -244,7 +258,7 @@ class ClaudeStreamParser(FrameParser):
                     out.append(Lifecycle("api_error", f"{error}: {text}"))
                 elif main:
                     self._texts.append(text)
-                    out.append(AssistantText(text))
+                    out.append(build_assistant_text(text, False))
                 else:
                     out.append(Lifecycle("subagent_text", text))
             elif block_type == "tool_use" or block_type == "server_tool_use":
@@ -275,15 +289,18 @@ class ClaudeStreamParser(FrameParser):
         ):
             if uncached + read + write + output <= 0:
                 return
-            tokens = TokenUsage(uncached + read + write, read, write, 0, output)
+            # Valid by construction (non-negative ints, cache within input): built unchecked.
+            tokens = build_token_usage(uncached + read + write, read, write, 0, output, 0, 0)
         else:
             tokens = _fold_usage(usage, 0)
             if tokens.total_tokens == 0:
                 return
-        report = ProviderUsage(
-            tokens, None, PROVIDER_NAME, usage, True, CostSource.NOT_REPORTED, self._model
+        # The builders make the values the classes would, cheaper than the class calls (see
+        # core/_builders.py): three of them for every model call.
+        report = build_provider_usage(
+            tokens, None, PROVIDER_NAME, usage, True, _NOT_REPORTED, self._model
         )
-        out.append(UsageReport(report, None, UsageScope.CALL))
+        out.append(build_usage_report(report, None, _CALL, None))
 
     def _tool_use_block(self, block: Mapping[str, Any], out: list[AgentEvent]) -> None:
         # Once per tool call: type checks inlined, as in _on_assistant.
@@ -298,7 +315,7 @@ class ClaudeStreamParser(FrameParser):
         shown: Mapping[str, Any] | str | None = args if args is not None else as_str(raw_input)
         if tool_id is not None:
             self._tools.start(tool_id, name, shown)
-        out.append(ToolCall(tool_id, name, shown, tool_kind(name)))
+        out.append(build_tool_call(tool_id, name, shown, tool_kind(name)))
         if name == TODO_TOOL and args is not None:
             plan = plan_from_todos(args, tool_id)
             if plan is not None:
@@ -316,7 +333,6 @@ class ClaudeStreamParser(FrameParser):
             return
         if content.__class__ is not list:
             return
-        synthetic = frame.get("isSynthetic") is True
         block: Any
         for block in content:
             if block.__class__ is not dict:
@@ -325,6 +341,7 @@ class ClaudeStreamParser(FrameParser):
             if block_type == "tool_result":
                 self._tool_result_block(block, out)
             elif block_type == "text":
+                synthetic = frame.get("isSynthetic") is True
                 kind = "synthetic_user_message" if synthetic else "user_message"
                 out.append(Lifecycle(kind, as_str(block.get("text")) or ""))
 
@@ -333,17 +350,18 @@ class ClaudeStreamParser(FrameParser):
         if tool_id.__class__ is not str:
             tool_id = None
         finished = self._tools.finish(tool_id) if tool_id is not None else None
-        name = finished.name if finished is not None else "unknown"
-        duration = finished.duration_s if finished is not None else None
-        text = tool_result_text(block.get("content"))
+        name, duration = ("unknown", None) if finished is None else (finished[0], finished[2])
+        content: Any = block.get("content")
+        # Text is the usual content: taken as it is, without a call.
+        text = content if content.__class__ is str else tool_result_text(content)
         kind = tool_kind(name)
         if block.get("is_error") is True:
             if name == STRUCTURED_OUTPUT_TOOL:
                 self._schema_rejection = text
             code = failed_exit_code(name, text)
-            out.append(ToolResult(tool_id, name, "", text, code, duration, kind))
+            out.append(build_tool_result(tool_id, name, "", text, code, duration, kind))
         else:
-            out.append(ToolResult(tool_id, name, text, "", 0, duration, kind))
+            out.append(build_tool_result(tool_id, name, text, "", 0, duration, kind))
 
     def _on_rate_limit_event(self, frame: Frame, out: list[AgentEvent]) -> None:
         info = as_mapping(frame.get("rate_limit_info")) or {}
@@ -361,15 +379,23 @@ class ClaudeStreamParser(FrameParser):
         session_id = frame.get("session_id")
         if session_id and session_id != self._session_id:
             self._see_session(frame, out)
-        subtype = as_str(frame.get("subtype"))
-        result_text = as_str(frame.get("result"))
+        # Once per turn, but a long frame: the as_str/as_mapping reads are inlined.
+        subtype: Any = frame.get("subtype")
+        if subtype.__class__ is not str:
+            subtype = None
+        result_text: Any = frame.get("result")
+        if result_text.__class__ is not str:
+            result_text = None
         text = result_text if result_text is not None else "\n".join(self._texts)
-        usage = self._usage(frame)
+        model_usage: Any = frame.get("modelUsage")
+        if model_usage.__class__ is not dict:
+            model_usage = None
+        usage = self._usage(frame, model_usage)
         if usage is not None:
             duration = frame.get("duration_ms")
             duration_ms = duration if type(duration) is int and duration >= 0 else None
-            out.append(UsageReport(usage, usage.total_cost_usd, UsageScope.TURN, duration_ms))
-        self._context_window = _reported_window(frame, self._model)
+            out.append(build_usage_report(usage, usage.total_cost_usd, _TURN, duration_ms))
+        self._context_window = _reported_window(model_usage, self._model)
         denials = frame.get("permission_denials")
         if denials:
             for denial in list_or_empty(denials):
@@ -401,7 +427,10 @@ class ClaudeStreamParser(FrameParser):
         if error is not None:
             out.append(ProviderErrorReported(error, fatal=True))
         cost = usage.total_cost_usd if usage is not None else None
-        self._terminal = _Terminal(text, structured, usage, cost, error, kind, stream_said)
+        # The same _Terminal, made by tuple.__new__ without the NamedTuple's Python-level
+        # __new__ (half the cost).
+        parts = (text, structured, usage, cost, error, kind, stream_said)
+        self._terminal = tuple.__new__(_Terminal, parts)  # pyright: ignore[reportUnknownMemberType]
         # A later turn on the same stream (stream-json input) starts from a clean slate.
         self._texts = []
         self._assistant_error = None
@@ -433,15 +462,24 @@ class ClaudeStreamParser(FrameParser):
 
     # -- helpers -------------------------------------------------------------------------------
 
-    def _usage(self, frame: Frame) -> ProviderUsage | None:
-        raw = as_mapping(frame.get("usage"))
-        reported = as_amount(frame.get("total_cost_usd"))
+    def _usage(
+        self, frame: Frame, reported_models: Mapping[str, Any] | None
+    ) -> ProviderUsage | None:
+        raw: Any = frame.get("usage")
+        if raw.__class__ is not dict:
+            raw = None
+        cost_field: Any = frame.get("total_cost_usd")
+        reported: float | None = cost_field
+        if cost_field.__class__ is not float:  # a float is the usual case, read without a call
+            reported = as_amount(cost_field)
+        elif not 0 <= cost_field < math.inf:  # as as_amount: NaN, infinities, negatives
+            reported = None
         if raw is None and reported is None:
             return None
         # A build that does not count round trips made at least one: 1, as other CLIs report.
         num_turns = frame.get("num_turns", 1)
         tokens = _fold_usage(raw or {}, num_turns)
-        model_usage = as_mapping(frame.get("modelUsage")) or {}
+        model_usage: Mapping[str, Any] = reported_models or {}
         model = next(iter(model_usage), None) or self._model or self._requested_model
         if reported is not None:
             cost: float | None = reported
@@ -452,7 +490,7 @@ class ClaudeStreamParser(FrameParser):
         known = raw is not None and ("input_tokens" in raw or "output_tokens" in raw)
         # In field order (tokens, cost, provider, raw, increment_known, cost_source, model):
         # building a class with keywords costs a dict per call on CPython.
-        return ProviderUsage(tokens, cost, PROVIDER_NAME, raw or {}, known, source, model)
+        return build_provider_usage(tokens, cost, PROVIDER_NAME, raw or {}, known, source, model)
 
     def _price(
         self, model_usage: Mapping[str, Any], tokens: TokenUsage, model: str | None
@@ -530,23 +568,35 @@ class ClaudeStreamParser(FrameParser):
 def _fold_usage(usage: Mapping[str, Any], num_turns: object) -> TokenUsage:
     """Fold Claude's disjoint counts into the normalized breakdown (cache tokens into input)."""
     get = usage.get
-    uncached, read, write, output = (
-        get("input_tokens"),
-        get("cache_read_input_tokens"),
-        get("cache_creation_input_tokens"),
-        get("output_tokens"),
-    )
-    # A non-negative int (the usual count) is taken as it is; anything else through as_count.
-    uncached = uncached if type(uncached) is int and uncached >= 0 else as_count(uncached)
-    read = read if type(read) is int and read >= 0 else as_count(read)
-    write = write if type(write) is int and write >= 0 else as_count(write)
-    output = output if type(output) is int and output >= 0 else as_count(output)
-    creation = as_mapping(get("cache_creation"))
-    write_1h = as_count(creation.get("ephemeral_1h_input_tokens")) if creation else 0
-    # In field order (input, cache read, cache write, 1h write, output, reasoning, turns), as
-    # ProviderUsage above.
-    return TokenUsage(
-        uncached + read + write, read, write, min(write_1h, write), output, 0, as_count(num_turns)
+    uncached: Any = get("input_tokens")
+    read: Any = get("cache_read_input_tokens")
+    write: Any = get("cache_creation_input_tokens")
+    output: Any = get("output_tokens")
+    # Non-negative ints (the usual counts) are taken as they are, in one test; anything else
+    # through as_count, which gives the same for such an int.
+    if not (
+        uncached.__class__ is int
+        and read.__class__ is int
+        and write.__class__ is int
+        and output.__class__ is int
+        and uncached >= 0
+        and read >= 0
+        and write >= 0
+        and output >= 0
+    ):
+        uncached, read, write = as_count(uncached), as_count(read), as_count(write)
+        output = as_count(output)
+    creation: Any = get("cache_creation")
+    write_1h = 0
+    if creation.__class__ is dict and creation:
+        write_1h = creation.get("ephemeral_1h_input_tokens")
+        write_1h = write_1h if type(write_1h) is int and write_1h >= 0 else as_count(write_1h)
+    turns = num_turns if type(num_turns) is int and num_turns >= 0 else as_count(num_turns)
+    # Valid by construction (non-negative ints, cache within input, 1h writes within writes):
+    # built unchecked, in field order (input, cache read, cache write, 1h write, output,
+    # reasoning, turns).
+    return build_token_usage(
+        uncached + read + write, read, write, min(write_1h, write), output, 0, turns
     )
 
 
@@ -563,16 +613,15 @@ def _background_tasks(value: object) -> list[BackgroundTask]:
     return tasks
 
 
-def _reported_window(frame: Frame, model: str | None) -> int | None:
-    """The ``contextWindow`` Claude Code's ``modelUsage`` reports for ``model`` (or its only one)."""
-    model_usage = as_mapping(frame.get("modelUsage"))
+def _reported_window(model_usage: Mapping[str, Any] | None, model: str | None) -> int | None:
+    """The ``contextWindow`` a result's ``modelUsage`` reports for ``model`` (or its only one)."""
     if not model_usage:
         return None
-    entry = model_usage.get(model) if model is not None else None
+    entry: Any = model_usage.get(model) if model is not None else None
     if entry is None and len(model_usage) == 1:
         entry = next(iter(model_usage.values()))
-    counts = as_mapping(entry)
-    window = counts.get("contextWindow") if counts is not None else None
+    counts: Any = entry
+    window = counts.get("contextWindow") if counts.__class__ is dict else None
     return window if type(window) is int and window > 0 else None
 
 

@@ -22,17 +22,23 @@ from collections.abc import Callable, Mapping
 from types import MappingProxyType
 from typing import Any
 
+from agentshim.core._builders import (
+    build_assistant_text,
+    build_lifecycle,
+    build_provider_usage,
+    build_token_usage,
+    build_tool_call,
+    build_usage_report,
+)
 from agentshim.core.errors import FailureKind
 from agentshim.core.events import (
     AgentEvent,
-    AssistantText,
     Lifecycle,
     ProviderErrorReported,
     Reasoning,
     SessionStarted,
-    ToolCall,
     ToolKind,
-    UsageReport,
+    UsageScope,
 )
 from agentshim.core.frames import Frame, FrameParser, frame_label
 from agentshim.core.jsonvalues import as_mapping, str_or_empty
@@ -71,6 +77,7 @@ _MODEL_METADATA = re.compile(r"Model metadata for `([^`]+)` not found")
 _OTHER_TOOL = ToolKind.OTHER
 _PRICED = CostSource.PRICED
 _UNKNOWN_MODEL = CostSource.UNKNOWN_MODEL
+_TURN = UsageScope.TURN
 # An event that never varies is one frozen value, built once rather than for every turn.
 _TURN_STARTED = Lifecycle("turn_started", "")
 _FINAL_PHASE = "final_answer"
@@ -89,19 +96,27 @@ _Counts = tuple[int, int, int, int, int]
 def _fold_usage(raw: Mapping[str, Any]) -> _Counts:
     """Normalize one Codex usage report (its input already includes cached tokens)."""
     get = raw.get
-    inp = get("input_tokens")
-    read = get("cached_input_tokens")
-    write = get("cache_write_input_tokens")
-    out = get("output_tokens")
-    reasoning = get("reasoning_output_tokens")
-    # type() rather than isinstance(): a JSON true is not a count.
-    inp = inp if type(inp) is int and inp > 0 else 0
-    read = read if type(read) is int and read > 0 else 0
-    write = write if type(write) is int and write > 0 else 0
-    out = out if type(out) is int and out > 0 else 0
-    reasoning = reasoning if type(reasoning) is int and reasoning > 0 else 0
-    # A report that breaks the breakdown's invariants is widened, never rejected.
-    return (max(inp, read + write), read, write, max(out, reasoning), reasoning)
+    inp: Any = get("input_tokens")
+    read: Any = get("cached_input_tokens")
+    write: Any = get("cache_write_input_tokens")
+    out: Any = get("output_tokens")
+    reasoning: Any = get("reasoning_output_tokens")
+    # An exact class check rather than isinstance(): a JSON true is not a count.
+    inp = inp if inp.__class__ is int and inp > 0 else 0
+    read = read if read.__class__ is int and read > 0 else 0
+    write = write if write.__class__ is int and write > 0 else 0
+    out = out if out.__class__ is int and out > 0 else 0
+    reasoning = reasoning if reasoning.__class__ is int and reasoning > 0 else 0
+    # A report that breaks the breakdown's invariants is widened, never rejected (max() by
+    # hand: a conditional costs less than a call, once per usage frame).
+    cached = read + write
+    return (
+        inp if inp >= cached else cached,
+        read,
+        write,
+        out if out >= reasoning else reasoning,
+        reasoning,
+    )
 
 
 def _has_counts(raw: Mapping[str, Any]) -> bool:
@@ -120,9 +135,10 @@ def _increment(current: _Counts, base: _Counts | None) -> TokenUsage | None:
         reasoning -= base[4]
         if min(inp, read, write, out, reasoning) < 0 or read + write > inp or reasoning > out:
             return None
-    # In field order (input, cache read, cache write, 1h write, output, reasoning, turns):
-    # building a class with keywords costs a dict per call on CPython.
-    return TokenUsage(inp, read, write, 0, out, reasoning, 1)
+    # Valid by construction (_fold_usage widens a report to the invariants, and a difference
+    # that breaks them was refused above): built unchecked, in field order (input, cache
+    # read, cache write, 1h write, output, reasoning, turns).
+    return build_token_usage(inp, read, write, 0, out, reasoning, 1)
 
 
 class CodexStreamParser(FrameParser):
@@ -156,7 +172,13 @@ class CodexStreamParser(FrameParser):
         self._baseline: _Counts | None = None
         self._baseline_missing = False
         self._session_id: str | None = None
-        self._messages: list[tuple[str, str | None]] = []
+        # What _final_text reads, kept as the messages come rather than as a list of them: a
+        # long stream then holds three strings, not one tuple per message for the collector
+        # to walk. The last message in the final-answer phase, the last one not in the
+        # commentary phase, and the last one.
+        self._final_answer: str | None = None
+        self._last_uncommented: str | None = None
+        self._last_message: str | None = None
         self._errors: list[str] = []
         self._failure: str | None = None
         self._terminal = False
@@ -257,7 +279,7 @@ class CodexStreamParser(FrameParser):
             requested = self._requested_id
             if requested is not None and thread_id != requested:
                 self._resume_missed(requested, thread_id, out)
-        out.append(Lifecycle("thread_started", thread_id))
+        out.append(build_lifecycle("thread_started", thread_id))
 
     def _resume_missed(self, requested: str, thread_id: str, out: list[AgentEvent]) -> None:
         # `codex exec resume <name>` that matches nothing starts a new thread and exits 0: the
@@ -295,15 +317,17 @@ class CodexStreamParser(FrameParser):
     def _on_turn_completed(self, frame: Frame, out: list[AgentEvent]) -> None:
         self._terminal = True
         report: Any = frame.get("usage")
-        if report.__class__ is not dict or not _has_counts(report):
+        # _has_counts, inlined.
+        if report.__class__ is not dict or not (
+            "input_tokens" in report or "output_tokens" in report
+        ):
             # No usage, or one with neither an input nor an output count: nothing to fold,
             # and a zero would read as a free turn.
             out.append(Lifecycle("turn_completed", ""))
             return
         current = _fold_usage(report)
-        out.append(
-            Lifecycle("turn_completed", f"in={current[0]} cached={current[1]} out={current[3]}")
-        )
+        detail = f"in={current[0]} cached={current[1]} out={current[3]}"
+        out.append(build_lifecycle("turn_completed", detail))
         previous = self._last_report
         if previous is None and self._baseline_missing:
             step = None
@@ -317,21 +341,22 @@ class CodexStreamParser(FrameParser):
         if self._reports == 1:
             # The first report's step is the turn so far; finish() reuses it.
             self._first_usage = usage
-        out.append(UsageReport(usage, cost))
+        out.append(build_usage_report(usage, cost, _TURN, None))
 
     # -- items ------------------------------------------------------------------------
 
     def _on_item(self, frame: Frame, out: list[AgentEvent]) -> None:
+        # Most frames of a turn are items: the type checks are inlined, with __class__ so the
+        # values stay typed Any (JSON) for the checker.
         handlers = self._item_handlers[frame["type"]]
-        item = frame.get("item")
-        if type(item) is not dict:
-            raise TypeError(f"the item is {frame_label(item)}, not an object")
-        payload: Frame = item  # pyright: ignore[reportUnknownVariableType]
-        item_type = payload.get("type")
-        item_id = payload.get("id")
-        if type(item_id) is not str:
+        payload: Any = frame.get("item")
+        if payload.__class__ is not dict:
+            raise TypeError(f"the item is {frame_label(payload)}, not an object")
+        item_type: Any = payload.get("type")
+        item_id: Any = payload.get("id")
+        if item_id.__class__ is not str:
             item_id = None
-        if type(item_type) is str:
+        if item_type.__class__ is str:
             handler = handlers.get(item_type)
             if handler is not None:
                 handler(item_type, payload, item_id, out)
@@ -351,8 +376,12 @@ class CodexStreamParser(FrameParser):
         if text.__class__ is not str:
             text = ""
         phase = item.get("phase")
-        self._messages.append((text, phase if type(phase) is str else None))
-        out.append(AssistantText(text))
+        if phase == _FINAL_PHASE:
+            self._final_answer = text
+        if phase != _COMMENTARY_PHASE:
+            self._last_uncommented = text
+        self._last_message = text
+        out.append(build_assistant_text(text, False))
 
     def _reasoning(
         self, item_type: str, item: Frame, item_id: str | None, out: list[AgentEvent]
@@ -374,7 +403,7 @@ class CodexStreamParser(FrameParser):
                 return
             self._started_at[item_id] = self._clock()
         kind = TOOL_KINDS.get(item_type, _OTHER_TOOL)
-        out.append(ToolCall(item_id, item_type, tool_args(item_type, item), kind))
+        out.append(build_tool_call(item_id, item_type, tool_args(item_type, item), kind))
 
     def _tool_completed(
         self, item_type: str, item: Frame, item_id: str | None, out: list[AgentEvent]
@@ -383,10 +412,11 @@ class CodexStreamParser(FrameParser):
         if started is None:
             # Codex reports some items (web searches, patches) only once they are done.
             args = tool_args(item_type, item)
-            out.append(ToolCall(item_id, item_type, args, tool_kind(item_type)))
+            out.append(build_tool_call(item_id, item_type, args, tool_kind(item_type)))
             duration = None
         else:
-            duration = max(0.0, self._clock() - started)
+            duration = self._clock() - started
+            duration = duration if duration > 0.0 else 0.0  # max(0.0, duration), without a call
         out.append(tool_result(item_type, item, tool_id=item_id, duration_s=duration))
 
     def _warning(
@@ -397,19 +427,17 @@ class CodexStreamParser(FrameParser):
             match = _MODEL_METADATA.search(message)
             if match is not None:
                 self._warned_model = match.group(1)
-        out.append(Lifecycle("warning", message))
+        out.append(build_lifecycle("warning", message))
 
     # -- results ----------------------------------------------------------------------
 
     def _final_text(self) -> str:
-        messages = self._messages
-        for text, phase in reversed(messages):
-            if phase == _FINAL_PHASE:
+        # The last final answer; failing that the last message not marked commentary (a build
+        # that names no phase); failing that the last message.
+        for text in (self._final_answer, self._last_uncommented, self._last_message):
+            if text is not None:
                 return text
-        for text, phase in reversed(messages):
-            if phase != _COMMENTARY_PHASE:
-                return text
-        return messages[-1][0] if messages else ""
+        return ""
 
     def _stderr_error(self) -> str:
         lines = [line.strip() for line in self._stderr if not line.startswith("WARNING:")]
@@ -443,9 +471,8 @@ class CodexStreamParser(FrameParser):
             source = _PRICED
         else:
             cost, source = None, _UNKNOWN_MODEL
-        # In field order (tokens, cost, provider, raw, increment_known, cost_source, model),
-        # for the same reason: one of these is built for every usage frame.
-        usage = ProviderUsage(tokens, cost, PROVIDER_NAME, raw, True, source, model)
+        # Built as ProviderUsage(...) would, cheaper than the class call: one for every usage frame.
+        usage = build_provider_usage(tokens, cost, PROVIDER_NAME, raw, True, source, model)
         return usage, cost
 
     def _turn_usage(self) -> ProviderUsage | None:

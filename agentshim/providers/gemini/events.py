@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any, cast
 
+from agentshim.core._builders import build_tool_call, build_tool_result
 from agentshim.core.events import Plan, ToolCall, ToolKind, ToolResult
 from agentshim.core.jsonvalues import to_text
 from agentshim.core.stream import todo_plan, tool_kind_in
@@ -58,28 +59,31 @@ TOOL_KINDS: Mapping[str, ToolKind] = MappingProxyType(
 )
 """Gemini CLI tool name -> what the tool does."""
 
+_KINDS: dict[str, ToolKind] = dict(TOOL_KINDS)
+
 
 def tool_kind(name: str) -> ToolKind:
     """Return what the Gemini CLI tool ``name`` does (OTHER for a name it does not ship)."""
-    # The table answers for the CLI's own tools without a second call (one per tool event).
-    return TOOL_KINDS.get(name) or tool_kind_in(TOOL_KINDS, name, mcp_prefix=MCP_TOOL_PREFIX)
+    # The table answers for the CLI's own tools without a second call (one per tool event),
+    # from a plain dict: a read-only view answers get() slower.
+    return _KINDS.get(name) or tool_kind_in(TOOL_KINDS, name, mcp_prefix=MCP_TOOL_PREFIX)
 
 
 def tool_call(frame: Mapping[str, Any]) -> ToolCall:
     """Translate a ``tool_use`` frame (``tool_name``, ``tool_id``, ``parameters``)."""
-    name = frame.get("tool_name")
-    name = name if isinstance(name, str) else ""
-    tool_id = frame.get("tool_id")
-    params = frame.get("parameters")
-    args: Mapping[str, Any] | str | None
-    if isinstance(params, dict):
-        args = cast("dict[str, Any]", params)
-    elif isinstance(params, str) or params is None:
-        args = params
-    else:
+    # Once per tool call: the type checks are inlined (__class__ keeps the values typed Any).
+    name: Any = frame.get("tool_name")
+    if name.__class__ is not str:
+        name = ""
+    tool_id: Any = frame.get("tool_id")
+    if tool_id.__class__ is not str:
+        tool_id = None
+    params: Any = frame.get("parameters")
+    args: Mapping[str, Any] | str | None = params
+    if params.__class__ is not dict and params.__class__ is not str and params is not None:
         args = to_text(params)
-    # Positional (tool_id, tool, args, kind): keywords cost a dict per call on CPython.
-    return ToolCall(tool_id if isinstance(tool_id, str) else None, name, args, tool_kind(name))
+    # Built as ToolCall(...) would, cheaper than the class call.
+    return build_tool_call(tool_id, name, args, tool_kind(name))
 
 
 def tool_result(frame: Mapping[str, Any], name: str, duration_s: float | None) -> ToolResult:
@@ -88,17 +92,17 @@ def tool_result(frame: Mapping[str, Any], name: str, duration_s: float | None) -
     A failure has an empty stdout, the CLI's error message on stderr and exit code 1 (the CLI
     reports no code of its own).
     """
-    tool_id = frame.get("tool_id")
+    tool_id: Any = frame.get("tool_id")
     error = frame.get("error")
     failed = frame.get("status") == "error" or isinstance(error, dict)
     output: Any = frame.get("output")
     if output.__class__ is not str:  # text is the usual output; to_text renders the rest
         output = to_text(output)
     kind = tool_kind(name)
-    tid = tool_id if isinstance(tool_id, str) else None
+    tid: str | None = tool_id if tool_id.__class__ is str else None
     if not failed:
-        # Positional (tool_id, tool, stdout, stderr, exit_code, duration_s, kind), as above.
-        return ToolResult(tid, name, output, "", 0, duration_s, kind)
+        # Built as ToolResult(...) would, cheaper than the class call.
+        return build_tool_result(tid, name, output, "", 0, duration_s, kind)
     message = ""
     if isinstance(error, dict):
         message = to_text(cast("dict[str, Any]", error).get("message"))

@@ -14,13 +14,19 @@ from dataclasses import replace
 from types import MappingProxyType
 from typing import Any
 
+from agentshim.core._builders import (
+    build_assistant_text,
+    build_provider_usage,
+    build_token_usage,
+    build_usage_report,
+)
 from agentshim.core.errors import FailureKind
 from agentshim.core.events import (
     AgentEvent,
-    AssistantText,
     ProviderErrorReported,
     SessionStarted,
     UsageReport,
+    UsageScope,
 )
 from agentshim.core.failures import kind_from_text
 from agentshim.core.frames import Frame, FrameParser
@@ -42,6 +48,7 @@ _ROUTED_MODEL = "auto"
 # every result.
 _NOT_REPORTED = CostSource.NOT_REPORTED
 _UNKNOWN_MODEL = CostSource.UNKNOWN_MODEL
+_TURN = UsageScope.TURN
 # stderr lines the CLI prints on every run; never the reason a turn failed.
 _NOISE_PREFIXES = (
     "Warning: 256-color support",
@@ -77,9 +84,10 @@ def _fold_usage(stats: Mapping[str, Any]) -> TokenUsage | None:
     if reasoning < 0:
         reasoning = 0
     read = cached if cached < input_tokens else input_tokens
-    # In field order (input, cache read, cache write, 1h write, output, reasoning, turns):
-    # building a class with keywords costs a dict per call on CPython.
-    return TokenUsage(input_tokens, read, 0, 0, output + reasoning, reasoning, 1)
+    # Valid by construction (non-negative ints, cache reads within input, reasoning within
+    # output): built unchecked, in field order (input, cache read, cache write, 1h write,
+    # output, reasoning, turns).
+    return build_token_usage(input_tokens, read, 0, 0, output + reasoning, reasoning, 1)
 
 
 class GeminiStreamParser(FrameParser):
@@ -151,7 +159,7 @@ class GeminiStreamParser(FrameParser):
         if not delta and self._run:
             self._close_run()
         self._run.append(content)
-        out.append(AssistantText(content, delta))
+        out.append(build_assistant_text(content, delta))
 
     def _close_run(self) -> None:
         if self._run:
@@ -220,11 +228,11 @@ class GeminiStreamParser(FrameParser):
         known = tokens is not None
         model = _main_model(models) or self._init_model
         raw = MappingProxyType(stats)
-        # In field order (tokens, cost, provider, raw, increment_known, cost_source, model).
-        usage = ProviderUsage(
+        # Built as ProviderUsage(...) and UsageReport(...) would, cheaper than the class call.
+        usage = build_provider_usage(
             tokens if known else TokenUsage(turns=1), cost, PROVIDER_NAME, raw, known, source, model
         )
-        return UsageReport(usage, cost)
+        return build_usage_report(usage, cost, _TURN, None)
 
     def _price(
         self, models: Mapping[str, tuple[int, Mapping[str, Any]]]

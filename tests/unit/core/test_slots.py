@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from agentshim.core._slots import fast_frozen_init
+from agentshim.core._slots import fast_frozen_init, slot_builder
 from agentshim.core.events import Lifecycle, ToolCall
 from agentshim.core.usage import ProviderUsage, TokenUsage
 
@@ -126,3 +126,65 @@ def test_classes_it_cannot_speed_up_are_left_alone() -> None:
         before = cls.__init__
         assert fast_frozen_init(cls) is cls
         assert cls.__init__ is before
+
+
+# -- slot_builder --------------------------------------------------------------------------
+
+
+def test_a_builder_gives_the_value_the_class_gives() -> None:
+    build = slot_builder(Fast)
+    value = build("a", 2, ["x"], "n")
+    assert type(value) is Fast
+    assert value == Fast("a", 2, ["x"], note="n")
+    assert hash(build("a", 2, (), None)) == hash(Fast("a", 2, (), note=None))  # pyright: ignore[reportArgumentType]
+    assert repr(value) == repr(Fast("a", 2, ["x"], note="n"))
+    assert pickle.loads(pickle.dumps(value)) == value
+    assert dataclasses.replace(value, count=5) == Fast("a", 5, ["x"], note="n")
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        value.name = "b"  # pyright: ignore[reportAttributeAccessIssue]
+
+
+def test_a_builder_takes_every_field_positionally() -> None:
+    build = slot_builder(Fast)
+    assert list(inspect.signature(build).parameters) == ["name", "count", "tags", "note"]
+    with pytest.raises(TypeError):
+        build("a")
+
+
+def test_a_builder_skips_post_init() -> None:
+    # What the builder promises: the caller checks; the class call still refuses.
+    assert slot_builder(Checked)(-1).value == -1
+    with pytest.raises(ValueError, match="negative"):
+        Checked(-1)
+
+
+def test_a_builder_is_refused_for_a_class_it_cannot_build() -> None:
+    @dataclass(frozen=True)
+    class NoSlots:
+        name: str
+
+    @dataclass(slots=True)
+    class Mutable:
+        name: str
+
+    @dataclass(frozen=True, slots=True)
+    class Base:
+        name: str
+
+    @dataclass(frozen=True, slots=True)
+    class Derived(Base):
+        size: int
+
+    for cls in (NoSlots, Mutable, Derived, int):
+        with pytest.raises(TypeError, match="frozen slotted dataclass"):
+            slot_builder(cls)
+
+
+def test_a_builder_takes_fields_named_like_its_own_variables() -> None:
+    @dataclass(frozen=True, slots=True)
+    class Awkward:
+        value: int
+        _new: int
+        _cls: str
+
+    assert slot_builder(Awkward)(1, 2, "c") == Awkward(1, 2, "c")

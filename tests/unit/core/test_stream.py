@@ -104,6 +104,8 @@ class TestToolTracker:
         clock.now += 2.5
         finished = tracker.finish("t1")
         assert finished == FinishedTool("Bash", {"command": "ls"}, 2.5)
+        assert type(finished) is FinishedTool
+        assert (finished.name, finished.duration_s) == ("Bash", 2.5)
         name, args, duration = finished
         assert (name, args, duration) == ("Bash", {"command": "ls"}, 2.5)
 

@@ -370,6 +370,32 @@ class TestFinalAnswer:
         assert turn.text == "answer"
         assert [e.text for e in of(events, AssistantText)] == ["answer", "aside"]
 
+    @settings(max_examples=200, deadline=None)
+    @given(
+        st.lists(
+            st.tuples(
+                st.sampled_from(["a", "b", "c", ""]),
+                st.sampled_from(["final_answer", "commentary", None, 5, "other", "absent"]),
+            ),
+            max_size=6,
+        )
+    )
+    def test_the_text_is_the_last_answer_of_the_most_final_phase(
+        self, messages: list[tuple[str, object]]
+    ) -> None:
+        frames = [
+            item("completed", id=f"m{i}", type="agent_message", text=text)
+            if phase == "absent"
+            else item("completed", id=f"m{i}", type="agent_message", text=text, phase=phase)
+            for i, (text, phase) in enumerate(messages)
+        ]
+        turn, _ = parse([*frames, usage_frame(1, 1)])
+        finals = [text for text, phase in messages if phase == "final_answer"]
+        plain = [text for text, phase in messages if phase != "commentary"]
+        anything = [text for text, _ in messages]
+        expected = (finals or plain or anything or [""])[-1]
+        assert turn.text == expected
+
     def test_commentary_only_is_used_when_nothing_else_exists(self) -> None:
         turn, _ = parse(
             [item("completed", id="a", type="agent_message", text="aside", phase="commentary")]
