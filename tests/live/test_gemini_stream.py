@@ -46,6 +46,7 @@ from agentshim.testing.model_server import (
     Match,
     Message,
     ModelServer,
+    RequestKind,
     Rule,
     Text,
     ToolCall,
@@ -280,11 +281,16 @@ def test_a_silent_turn_stalls_and_the_process_takes_the_next_turn(live: Live) ->
     assert len(live.executor.spawned) == 1
 
 
+def _asked(server: ModelServer) -> bool:
+    return any(request.kind is RequestKind.MAIN for request in server.requests)
+
+
 def test_steer_is_refused(live: Live) -> None:
     live.script(Rule(respond=Hang(30.0), times=1), Rule(respond=Text(HELLO)))
     with live.session() as session:
         running = Background(lambda: session.turn("Think.").result)
-        time.sleep(3.0)
+        # The turn runs once the model is asked (a cold start under load takes seconds).
+        wait_for(lambda: _asked(live.server), SEEN_WITHIN_S, "the model call")
         with pytest.raises(ProviderCapabilityError):
             session.steer("more")
         session.interrupt()
