@@ -34,7 +34,9 @@ from agentshim.core.events import (
     UsageReport,
     UsageScope,
 )
+from agentshim.core.hooks import HookCallbacks
 from agentshim.core.permissions import ApprovalPolicy, NativePermissions
+from agentshim.core.tools import tool
 from agentshim.core.turn import OutputSchema, TurnRequest
 from agentshim.execution.process import ProcessExited, SpawnRequest
 from agentshim.providers.codex.app_server.conversation import CodexAppServerConversation
@@ -542,6 +544,24 @@ def test_open_refuses_another_provider_and_a_fork() -> None:
                 approvals=ApprovalPolicy.DENY,
                 resume_session_id="01a23040-0000-7000-8000-000000000001",
                 fork=True,
+            )
+        )
+
+
+def test_open_refuses_tools_and_hooks_rather_than_dropping_them() -> None:
+    def ping(text: str) -> str:
+        """Echo ``text``."""
+        return text
+
+    ctx, _ = context(CodexAppServerPeers([]))
+    with pytest.raises(ProviderCapabilityError, match="tools"):
+        CodexAppServerTransport(ctx).open(
+            ConversationSpec(permissions=BYPASS, approvals=ApprovalPolicy.DENY, tools=(tool(ping),))
+        )
+    with pytest.raises(ProviderCapabilityError, match="hook"):
+        CodexAppServerTransport(ctx).open(
+            ConversationSpec(
+                permissions=BYPASS, approvals=ApprovalPolicy.DENY, hooks=HookCallbacks()
             )
         )
 
