@@ -175,10 +175,16 @@ class ClaudeTuiTransport(ProcessTransport):
         """Open a conversation; its process starts with its first turn.
 
         Raises:
-            ProviderCapabilityError: the CLI is not Claude Code, or its executor cannot
-                start a process on a terminal.
+            ProviderCapabilityError: the CLI is not Claude Code, its executor cannot
+                start a process on a terminal, or ``spec`` asks for Python tools or hook
+                callbacks (the stream transport has both).
         """
         provider = self._provider(ClaudeProvider, "Claude Code's terminal protocol")
+        if spec.tools or spec.hooks is not None:
+            raise ProviderCapabilityError(
+                "the Claude Code TUI transport serves no Python tools and no hook callbacks; "
+                "use TransportKind.STREAM, which has both"
+            )
         context = self.context
         if not isinstance(context.executor, PtyExecutor):
             raise ProviderCapabilityError(

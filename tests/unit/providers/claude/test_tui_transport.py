@@ -34,7 +34,9 @@ from agentshim.core.events import (
     ToolResult,
     TurnInterrupted,
 )
+from agentshim.core.hooks import HookCallbacks
 from agentshim.core.permissions import ApprovalPolicy, NativePermissions
+from agentshim.core.tools import tool
 from agentshim.core.turn import TurnRequest
 from agentshim.execution import HostCommandExecutor, PtyProcess, PtySize, SpawnRequest
 from agentshim.providers.claude import ClaudeProvider
@@ -420,6 +422,22 @@ def test_an_executor_without_a_terminal_is_refused(tmp_path: Path) -> None:
         ClaudeTuiTransport(context).open(
             ConversationSpec(permissions=BYPASS, approvals=ApprovalPolicy.DENY)
         )
+
+
+def test_tools_and_hooks_are_refused_rather_than_dropped() -> None:
+    def ping(text: str) -> str:
+        """Echo ``text``."""
+        return text
+
+    context = TransportContext(
+        provider=ClaudeProvider(), executor=HostCommandExecutor(), binary_path="/bin/claude"
+    )
+    for spec in (
+        ConversationSpec(permissions=BYPASS, approvals=ApprovalPolicy.DENY, tools=(tool(ping),)),
+        ConversationSpec(permissions=BYPASS, approvals=ApprovalPolicy.DENY, hooks=HookCallbacks()),
+    ):
+        with pytest.raises(ProviderCapabilityError, match="STREAM"):
+            ClaudeTuiTransport(context).open(spec)
 
 
 def test_agent_offers_the_tui_transport_for_claude_only() -> None:
