@@ -1,8 +1,11 @@
-"""What the live stream-transport suites share: counting spawns, finding processes, waiting.
+"""What the live stream-transport suites share: the rig, counting spawns, finding processes.
 
 Each provider's ``test_<provider>_stream.py`` runs a long-lived transport on the real CLI;
 these helpers see what a user would: the processes it spawned (and which are still alive,
-found in ``/proc`` by the run's HOME), and a turn running on another thread.
+found in ``/proc`` by the run's HOME), and a turn running on another thread. A suite whose
+tests need nothing of their own builds its fixtures from :func:`stream_rig` (the pinned
+binary, offline, and one model server per module) and :func:`live_test` (a work directory,
+a counting executor and the events of one test, with nothing left running after it).
 """
 
 from __future__ import annotations
@@ -10,16 +13,50 @@ from __future__ import annotations
 import os
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 
+import pytest
+
+from agentshim.agent import Agent
+from agentshim.core.conversation import TransportKind
+from agentshim.core.events import AgentEvent, Lifecycle
+from agentshim.core.permissions import ApprovalPolicy, NativePermissions
+from agentshim.core.retry import RetryPolicy
 from agentshim.core.turn import TurnResult
 from agentshim.execution.host import HostCommandExecutor
 from agentshim.execution.host_process import HostProcess
 from agentshim.execution.process import SpawnRequest
 from agentshim.execution.pty_process import PtyProcess, PtySize
+from agentshim.session import Session
+from agentshim.testing.model_server import (
+    Match,
+    Message,
+    ModelServer,
+    RequestKind,
+    Rule,
+    Text,
+    ToolCall,
+)
+from agentshim.testing.offline import OfflineCli, offline_cli
 
-__all__ = ["Background", "CountingExecutor", "alive", "run_processes", "wait_for"]
+from .binaries import require_binary
+from .suite import assert_nothing_left_running
+
+__all__ = [
+    "Background",
+    "CountingExecutor",
+    "Live",
+    "StreamRig",
+    "alive",
+    "live_test",
+    "model_asked",
+    "run_processes",
+    "stream_rig",
+    "tool_then_text",
+    "wait_for",
+]
 
 
 class CountingExecutor(HostCommandExecutor):
@@ -100,3 +137,92 @@ class Background:
             raise self.error
         assert self.value is not None
         return self.value
+
+
+@dataclass(frozen=True)
+class StreamRig:
+    """A provider's pinned binary set up offline, and the model server its suite shares."""
+
+    provider: str
+    server: ModelServer
+    cli: OfflineCli
+    root: Path
+
+
+def stream_rig(provider: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[StreamRig]:
+    """The body of a suite's module-scoped rig fixture (skips when the binary is missing)."""
+    binary = require_binary(provider)
+    root = tmp_path_factory.mktemp(f"live-{provider}-stream")
+    with ModelServer() as server:
+        cli = offline_cli(provider, server, root=root, bin_dir=binary.path.parent)
+        yield StreamRig(provider, server, cli, root)
+
+
+@dataclass
+class Live:
+    """One test's work directory, executor and the events its agents reported."""
+
+    rig: StreamRig
+    work: Path
+    executor: CountingExecutor
+    events: list[AgentEvent] = field(default_factory=list[AgentEvent])
+
+    @property
+    def server(self) -> ModelServer:
+        return self.rig.server
+
+    def agent(
+        self, *, permissions: NativePermissions | None = None, approvals: object = None
+    ) -> Agent:
+        """A stream Agent of the rig's provider on this test's executor, retrying nothing."""
+        return Agent(
+            self.rig.provider,
+            permissions=permissions or NativePermissions.bypass(),
+            approvals=approvals or ApprovalPolicy.DENY,  # type: ignore[arg-type]
+            model=self.rig.cli.model,
+            env=dict(self.rig.cli.env),
+            executor=self.executor,
+            transport=TransportKind.STREAM,
+            event_handlers=self.events.append,
+            check_timeout=60.0,
+            # A failure is the suite's to see, not the session's to retry.
+            retry=RetryPolicy(delays=()),
+        )
+
+    def session(self, agent: Agent | None = None, session_id: str | None = None) -> Session:
+        agent = agent or self.agent()
+        if session_id is not None:
+            return agent.start_session(str(self.work), session_id=session_id)
+        return agent.start_session(str(self.work))
+
+    def script(self, *rules: Rule) -> None:
+        self.server.set_script(rules)
+
+    def lifecycle(self, kind: str) -> list[str]:
+        return [e.detail for e in self.events if isinstance(e, Lifecycle) and e.kind == kind]
+
+
+def live_test(rig: StreamRig, request: pytest.FixtureRequest) -> Iterator[Live]:
+    """The body of a suite's per-test fixture: a fresh script, and nothing left running after."""
+    rig.server.set_script(())
+    rig.server.clear_requests()
+    work = rig.root / "work" / request.node.name
+    work.mkdir(parents=True)
+    yield Live(rig, work, CountingExecutor())
+    assert_nothing_left_running(rig.cli.home)
+
+
+def model_asked(server: ModelServer) -> bool:
+    """Whether the CLI has asked the model for its answer yet (the turn is running)."""
+    return any(request.kind is RequestKind.MAIN for request in server.requests)
+
+
+def tool_then_text(command: str, text: str) -> tuple[Rule, ...]:
+    """A script that runs ``command`` in the CLI's shell tool, then answers ``text``."""
+    return (
+        Rule(
+            match=Match(last_input_is_tool_result=False),
+            respond=Message((Text("Running it."), ToolCall(command=command))),
+        ),
+        Rule(match=Match(last_input_is_tool_result=True), respond=Text(text)),
+    )

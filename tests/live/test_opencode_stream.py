@@ -15,35 +15,35 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
 
-from agentshim.agent import Agent
 from agentshim.core.approvals import ApprovalDecision, ApprovalRequest
-from agentshim.core.conversation import TransportKind
 from agentshim.core.errors import CliExitError, FailureKind, ProviderCapabilityError
-from agentshim.core.events import AgentEvent, ApprovalAnswered, Lifecycle, TurnInterrupted
-from agentshim.core.permissions import ApprovalPolicy, NativePermissions
-from agentshim.core.retry import RetryPolicy
-from agentshim.session import Session
+from agentshim.core.events import ApprovalAnswered, TurnInterrupted
+from agentshim.core.permissions import NativePermissions
 from agentshim.testing.model_server import (
     Hang,
     HttpError,
     Match,
     Message,
-    ModelServer,
-    RequestKind,
     Rule,
     Text,
     ToolCall,
 )
-from agentshim.testing.offline import OfflineCli, offline_cli
 
-from .binaries import require_binary
-from .streams import Background, CountingExecutor, run_processes, wait_for
-from .suite import assert_nothing_left_running
+from .streams import (
+    Background,
+    Live,
+    StreamRig,
+    live_test,
+    model_asked,
+    run_processes,
+    stream_rig,
+    tool_then_text,
+    wait_for,
+)
 
 pytestmark = pytest.mark.skipif(
     not Path("/proc/self/environ").exists(), reason="the run's processes are found through /proc"
@@ -62,89 +62,18 @@ HELLO = "Hello from the stream."
 AFTER_TOOL = "The command ran."
 
 
-@dataclass(frozen=True)
-class StreamRig:
-    """The binary's offline setup and the server every test of this module shares."""
-
-    server: ModelServer
-    cli: OfflineCli
-    root: Path
-
-
 @pytest.fixture(scope="module")
-def stream_rig(tmp_path_factory: pytest.TempPathFactory) -> Iterator[StreamRig]:
-    binary = require_binary(PROVIDER)
-    root = tmp_path_factory.mktemp(f"live-{PROVIDER}-stream")
-    with ModelServer() as server:
-        cli = offline_cli(PROVIDER, server, root=root, bin_dir=binary.path.parent)
-        yield StreamRig(server, cli, root)
-
-
-@dataclass
-class Live:
-    """One test's work directory, executor and agents."""
-
-    rig: StreamRig
-    work: Path
-    executor: CountingExecutor
-    events: list[AgentEvent] = field(default_factory=list[AgentEvent])
-
-    @property
-    def server(self) -> ModelServer:
-        return self.rig.server
-
-    def agent(
-        self, *, permissions: NativePermissions | None = None, approvals: object = None
-    ) -> Agent:
-        return Agent(
-            PROVIDER,
-            permissions=permissions or NativePermissions.bypass(),
-            approvals=approvals or ApprovalPolicy.DENY,  # type: ignore[arg-type]
-            model=self.rig.cli.model,
-            env=dict(self.rig.cli.env),
-            executor=self.executor,
-            transport=TransportKind.STREAM,
-            event_handlers=self.events.append,
-            check_timeout=60.0,
-            # A failure is this suite's to see, not the session's to retry.
-            retry=RetryPolicy(delays=()),
-        )
-
-    def session(self, agent: Agent | None = None, session_id: str | None = None) -> Session:
-        agent = agent or self.agent()
-        if session_id is not None:
-            return agent.start_session(str(self.work), session_id=session_id)
-        return agent.start_session(str(self.work))
-
-    def script(self, *rules: Rule) -> None:
-        self.server.set_script(rules)
-
-    def lifecycle(self, kind: str) -> list[str]:
-        return [e.detail for e in self.events if isinstance(e, Lifecycle) and e.kind == kind]
+def rig(tmp_path_factory: pytest.TempPathFactory) -> Iterator[StreamRig]:
+    yield from stream_rig(PROVIDER, tmp_path_factory)
 
 
 @pytest.fixture
-def live(stream_rig: StreamRig, request: pytest.FixtureRequest) -> Iterator[Live]:
-    stream_rig.server.set_script(())
-    stream_rig.server.clear_requests()
-    work = stream_rig.root / "work" / request.node.name
-    work.mkdir(parents=True)
-    yield Live(stream_rig, work, CountingExecutor())
-    assert_nothing_left_running(stream_rig.cli.home)
-
-
-def _asked(server: ModelServer) -> bool:
-    return any(request.kind is RequestKind.MAIN for request in server.requests)
+def live(rig: StreamRig, request: pytest.FixtureRequest) -> Iterator[Live]:
+    yield from live_test(rig, request)
 
 
 def _tool_then_text(command: str, text: str = AFTER_TOOL) -> tuple[Rule, ...]:
-    return (
-        Rule(
-            match=Match(last_input_is_tool_result=False),
-            respond=Message((Text("Running it."), ToolCall(command=command))),
-        ),
-        Rule(match=Match(last_input_is_tool_result=True), respond=Text(text)),
-    )
+    return tool_then_text(command, text)
 
 
 def test_two_turns_run_on_one_process_and_the_second_starts_fast(live: Live) -> None:
@@ -270,7 +199,7 @@ def test_steer_is_refused(live: Live) -> None:
     with live.session() as session:
         running = Background(lambda: session.turn("Think.").result)
         # The turn runs once the model is asked (a cold start takes seconds).
-        wait_for(lambda: _asked(live.server), SEEN_WITHIN_S, "the model call")
+        wait_for(lambda: model_asked(live.server), SEEN_WITHIN_S, "the model call")
         with pytest.raises(ProviderCapabilityError):
             session.steer("more")
         session.interrupt()
