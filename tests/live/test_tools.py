@@ -207,7 +207,7 @@ def test_pi_gets_the_tools_as_an_extension(tmp_path: Path) -> None:
     ]
 
 
-@pytest.mark.parametrize("provider", ["gemini", "opencode", "pi"])
+@pytest.mark.parametrize("provider", ["codex", "gemini", "opencode", "pi"])
 def test_a_long_lived_conversation_serves_its_tools_to_every_turn(
     provider: str, tmp_path: Path
 ) -> None:

@@ -55,6 +55,7 @@ from agentshim.core.turn import TurnRequest, TurnResult
 from agentshim.execution.process import ProcessExited, StderrLine, StdoutLine
 from agentshim.execution.reaping import can_scan, new_run_id, reap_marked
 from agentshim.providers.codex.provider import CodexProvider
+from agentshim.tools.local import LocalToolServer, refuse_remote_executor, serve_tools
 from agentshim.transport.approvals import answered, decide_for_turn, requested
 from agentshim.transport.channel import Channel
 from agentshim.transport.conversation import LiveTurn, ProcessConversation
@@ -172,6 +173,8 @@ class CodexAppServerConversation(ProcessConversation[_Turn]):
         self._usage.known(previous.raw if previous is not None else None)
         self._marker = new_run_id()
         self._mcp: McpInstallation | None = None
+        # The conversation's tools, served to the process as a local MCP server while it runs.
+        self._serving: LocalToolServer | None = None
 
     def _refuse(self, request: TurnRequest) -> None:
         per_turn = dataclasses.replace(request, output_schema=None, reasoning_effort=None)
@@ -470,9 +473,17 @@ class CodexAppServerConversation(ProcessConversation[_Turn]):
         if channel is not None:
             return channel
         context, spec = self._context, self._spec
-        if self._mcp is None and spec.mcp_servers:
+        servers = tuple(spec.mcp_servers)
+        if spec.tools:
+            refuse_remote_executor(context.executor)
+            self._serving = serve_tools(spec.tools, emit=emit)
+            # Each process gets its own socket; Codex's MCP flags write nothing, so they are
+            # simply built again.
+            servers = (*servers, self._serving.server)
+            self._mcp = None
+        if self._mcp is None and servers:
             workspace = Path(spec.cwd) if spec.cwd is not None else None
-            self._mcp = self._provider.install_mcp(workspace, spec.mcp_servers)
+            self._mcp = self._provider.install_mcp(workspace, servers)
         mcp_argv = tuple(self._mcp.argv) if self._mcp is not None else ()
         argv = app_server_argv(
             context.binary_path,
@@ -486,9 +497,13 @@ class CodexAppServerConversation(ProcessConversation[_Turn]):
                 env.setdefault(name, value)
             env.update(mcp_env(self._mcp))
         env[TOOL_MARKER] = self._marker
-        channel = self._start_process(argv, env, emit)
-        self._handshake(channel, emit)
-        self._open_thread(channel, emit)
+        try:
+            channel = self._start_process(argv, env, emit, side=self._serving)
+            self._handshake(channel, emit)
+            self._open_thread(channel, emit)
+        except BaseException:
+            self._release_process()  # and the tools' socket with it
+            raise
         return channel
 
     def _handshake(self, channel: Channel, emit: Callable[[AgentEvent], None]) -> None:
@@ -629,6 +644,15 @@ class CodexAppServerConversation(ProcessConversation[_Turn]):
             emit(Lifecycle("malformed_frame", said.reason[:UNKNOWN_DETAIL_CHARS]))
 
     # -- closing ---------------------------------------------------------------------------
+
+    def _release_process(self) -> None:
+        """End the process, then stop serving its tools (the socket goes with it)."""
+        try:
+            super()._release_process()
+        finally:
+            serving, self._serving = self._serving, None
+            if serving is not None:
+                serving.close()
 
     def _shut_down(self) -> None:
         super()._shut_down()

@@ -63,7 +63,7 @@ class CodexAppServerTransport(ProcessTransport):
 
         Raises:
             ProviderCapabilityError: the CLI's provider is not Codex, or ``spec`` asks for a
-                fork, Python tools or hook callbacks (none offered over app-server yet).
+                fork or hook callbacks (neither is offered over app-server).
             InvalidSessionIdError: ``spec.resume_session_id`` is not safe to pass.
         """
         provider = self._provider(CodexProvider, "Codex's app-server protocol")
@@ -71,11 +71,6 @@ class CodexAppServerTransport(ProcessTransport):
             raise ProviderCapabilityError(
                 "the Codex app-server transport does not fork conversations; fork on "
                 "TransportKind.ONE_SHOT"
-            )
-        if spec.tools:
-            raise ProviderCapabilityError(
-                "the Codex app-server transport does not serve Python tools yet; run them on "
-                "TransportKind.ONE_SHOT, where codex gets them as an MCP server"
             )
         if spec.hooks is not None:
             raise ProviderCapabilityError(

@@ -548,22 +548,28 @@ def test_open_refuses_another_provider_and_a_fork() -> None:
         )
 
 
-def test_open_refuses_tools_and_hooks_rather_than_dropping_them() -> None:
-    def ping(text: str) -> str:
-        """Echo ``text``."""
-        return text
-
+def test_open_refuses_hooks_rather_than_dropping_them() -> None:
     ctx, _ = context(CodexAppServerPeers([]))
-    with pytest.raises(ProviderCapabilityError, match="tools"):
-        CodexAppServerTransport(ctx).open(
-            ConversationSpec(permissions=BYPASS, approvals=ApprovalPolicy.DENY, tools=(tool(ping),))
-        )
     with pytest.raises(ProviderCapabilityError, match="hook"):
         CodexAppServerTransport(ctx).open(
             ConversationSpec(
                 permissions=BYPASS, approvals=ApprovalPolicy.DENY, hooks=HookCallbacks()
             )
         )
+
+
+def test_tools_on_another_machine_are_refused_before_anything_starts() -> None:
+    def ping(text: str) -> str:
+        """Echo ``text``."""
+        return text
+
+    ctx, executor = context(CodexAppServerPeers([]))
+    spec = ConversationSpec(permissions=BYPASS, approvals=ApprovalPolicy.DENY, tools=(tool(ping),))
+    conversation = CodexAppServerTransport(ctx).open(spec)
+    with pytest.raises(ProviderCapabilityError, match="HostCommandExecutor"):
+        conversation.turn(TurnRequest("hi"), Events())
+    assert not executor.spawned
+    conversation.close()
 
 
 # -- the contracts ---------------------------------------------------------------------------
