@@ -20,12 +20,9 @@ from pathlib import Path
 import pytest
 
 from agentshim.core.approvals import ApprovalDecision, ApprovalRequest
-from agentshim.core.errors import CliExitError, FailureKind, ProviderCapabilityError
-from agentshim.core.events import ApprovalAnswered, TurnInterrupted
+from agentshim.core.events import ApprovalAnswered
 from agentshim.core.permissions import NativePermissions
 from agentshim.testing.model_server import (
-    Hang,
-    HttpError,
     Match,
     Message,
     Rule,
@@ -33,16 +30,17 @@ from agentshim.testing.model_server import (
     ToolCall,
 )
 
+from .acp_stream_checks import (
+    AFTER_TOOL,
+    HELLO,
+    AcpStreamChecks,
+)
 from .streams import (
-    Background,
     Live,
     StreamRig,
     live_test,
-    model_asked,
-    run_processes,
     stream_rig,
     tool_then_text,
-    wait_for,
 )
 
 pytestmark = pytest.mark.skipif(
@@ -50,16 +48,6 @@ pytestmark = pytest.mark.skipif(
 )
 
 PROVIDER = "opencode"
-TURN_TIMEOUT = 120.0
-#: How long an interrupted turn may take to come back.
-PROMPT_RETURN_S = 5.0
-#: How long to wait for something the CLI starts (a tool's ``sleep``) to show up.
-SEEN_WITHIN_S = 60.0
-#: opencode waits between its own retries of a failed call as the answer says.
-FAST_RETRY = {"retry-after-ms": "50"}
-
-HELLO = "Hello from the stream."
-AFTER_TOOL = "The command ran."
 
 
 @pytest.fixture(scope="module")
@@ -94,32 +82,6 @@ def test_two_turns_run_on_one_process_and_the_second_starts_fast(live: Live) -> 
     assert request.argv[1:] == ("acp",)
     assert json.loads(request.env["OPENCODE_PERMISSION"])["*"] == "allow"
     assert second_s < 10.0, f"the second turn took {second_s:.1f} s on a running process"
-
-
-def test_interrupt_during_sleep_returns_fast_kills_the_sleep_and_keeps_the_process(
-    live: Live,
-) -> None:
-    live.script(*_tool_then_text("sleep 30"))
-    home = live.rig.cli.home
-    with live.session() as session:
-        running = Background(lambda: session.turn("Sleep for a while.").result)
-        wait_for(lambda: bool(run_processes(home, "sleep 30")), SEEN_WITHIN_S, "sleep 30")
-        interrupted_at = time.monotonic()
-        session.interrupt()
-        result = running.join(PROMPT_RETURN_S + TURN_TIMEOUT)
-        assert running.ended_at is not None
-        took = running.ended_at - interrupted_at
-        assert result.interrupted
-        assert any(isinstance(e, TurnInterrupted) for e in live.events)
-        assert took < PROMPT_RETURN_S, f"the interrupted turn took {took:.2f} s to return"
-        wait_for(lambda: not run_processes(home, "sleep 30"), 3.0, "the sleep ending")
-
-        live.script(Rule(respond=Text(HELLO)))
-        after = session.turn("Now just say hello.").result
-    assert after.text == HELLO
-    assert not after.interrupted
-    assert after.session_id == result.session_id
-    assert len(live.executor.spawned) == 1
 
 
 def test_an_approval_handler_denies_then_allows_touch(live: Live) -> None:
@@ -178,34 +140,6 @@ def test_native_permissions_decide_whether_an_edit_runs(
         assert asked == []
 
 
-@pytest.mark.parametrize(
-    ("status", "kind"), [(500, FailureKind.TRANSIENT), (401, FailureKind.AUTH)]
-)
-def test_an_api_failure_is_classified_and_the_session_survives(
-    live: Live, status: int, kind: FailureKind
-) -> None:
-    live.script(Rule(respond=HttpError(status, headers=FAST_RETRY)))
-    with live.session() as session:
-        with pytest.raises(CliExitError) as caught:
-            session.turn("Fail, please.")
-        assert caught.value.kind is kind
-        live.script(Rule(respond=Text(HELLO)))
-        assert session.turn("Say hello.").result.text == HELLO
-    assert len(live.executor.spawned) == 1
-
-
-def test_steer_is_refused(live: Live) -> None:
-    live.script(Rule(respond=Hang(30.0), times=1), Rule(respond=Text(HELLO)))
-    with live.session() as session:
-        running = Background(lambda: session.turn("Think.").result)
-        # The turn runs once the model is asked (a cold start takes seconds).
-        wait_for(lambda: model_asked(live.server), SEEN_WITHIN_S, "the model call")
-        with pytest.raises(ProviderCapabilityError):
-            session.steer("more")
-        session.interrupt()
-        assert running.join(PROMPT_RETURN_S + TURN_TIMEOUT).interrupted
-
-
 def test_a_session_resumes_in_a_new_process_of_a_new_agent(live: Live) -> None:
     live.script(
         Rule(match=Match(assistant_turns=0), respond=Text("Noted: MANGOSTEEN.")),
@@ -221,3 +155,7 @@ def test_a_session_resumes_in_a_new_process_of_a_new_agent(live: Live) -> None:
     assert second.session_id == first.session_id
     assert len(live.executor.spawned) == 2
     # The answer's rule needs an assistant turn in the request: the history was sent.
+
+
+class TestAcpChecks(AcpStreamChecks):
+    """The checks every ACP agent passes, on opencode."""
