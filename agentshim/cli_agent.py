@@ -33,6 +33,7 @@ from agentshim.core.errors import (
 )
 from agentshim.core.events import (
     AgentEvent,
+    Emit,
     EventSink,
     Lifecycle,
     RunFinished,
@@ -88,7 +89,7 @@ class _Handlers:
 
     __slots__ = ("_callbacks", "error")
 
-    def __init__(self, callbacks: Sequence[Callable[[AgentEvent], None]]) -> None:
+    def __init__(self, callbacks: Sequence[Emit]) -> None:
         self._callbacks = tuple(callbacks)
         self.error: BaseException | None = None
 
@@ -166,9 +167,7 @@ class CliAgent:
         self.env: dict[str, str] = _compose_env(self.provider, env)
         self.binary_path: str = self.executor.find_binary(self.profile.binary, self.env)
         self.executor.check_binary(self.binary_path, self.env, timeout=check_timeout)
-        self.handlers: tuple[Callable[[AgentEvent], None], ...] = _handlers(
-            "CliAgent", event_handler, event_handlers
-        )
+        self.handlers: tuple[Emit, ...] = _handlers("CliAgent", event_handler, event_handlers)
         self.locks: KeyedLocks = locks if locks is not None else KeyedLocks()
 
     def derive(
@@ -260,9 +259,7 @@ class CliAgent:
         return parse_title(self.profile.name, "".join(printed))
 
 
-def _handlers(
-    owner: str, handler: EventSink | None, handlers: object
-) -> tuple[Callable[[AgentEvent], None], ...]:
+def _handlers(owner: str, handler: EventSink | None, handlers: object) -> tuple[Emit, ...]:
     first = (event_callback("event_handler", handler),) if handler is not None else ()
     return (*first, *event_callbacks(owner, "event_handlers", handlers))
 
@@ -482,7 +479,7 @@ class AgentSession:
             if turn_stop.is_set():
                 raise _cancelled_before_start()
             watched = _Handlers(handlers)
-            emit: Callable[[AgentEvent], None] = watched
+            emit: Emit = watched
             if resume_session_id is None:
                 emit = lock.watching(emit)
             serving = turn.serve_tools(emit)
@@ -527,7 +524,7 @@ class AgentSession:
         turn: _PreparedTurn,
         argv: list[str],
         resume_session_id: str | None,
-        emit: Callable[[AgentEvent], None],
+        emit: Emit,
         handler: _Handlers,
         stop: TurnStop,
         serving: LocalToolServer | None,
@@ -620,7 +617,7 @@ class AgentSession:
         self,
         error: BaseException,
         parser: StreamParser,
-        emit: Callable[[AgentEvent], None],
+        emit: Emit,
         stop: TurnStop,
         argv: list[str],
     ) -> None:
@@ -744,7 +741,7 @@ class _PreparedTurn:
         written = materialize(schema.schema, schema.host_dir)
         self.schema_path = f"{schema.cli_dir_or_host.rstrip('/')}/{written.name}"
 
-    def serve_tools(self, emit: Callable[[AgentEvent], None]) -> LocalToolServer | None:
+    def serve_tools(self, emit: Emit) -> LocalToolServer | None:
         """Start serving the request's tools (None when it has none); see agentshim.tools."""
         tools = self.request.tools
         if not tools:
@@ -817,7 +814,7 @@ def _is_host(executor: CommandExecutor) -> bool:
     return isinstance(executor, HostCommandExecutor)
 
 
-def _finish(parser: StreamParser, emit: Callable[[AgentEvent], None]) -> ParsedTurn:
+def _finish(parser: StreamParser, emit: Emit) -> ParsedTurn:
     """End the parse; a session id that may not reach argv or a path is dropped, with a notice.
 
     The id comes from the CLI's output. Adopting an unsafe one would hand it back in the

@@ -34,7 +34,7 @@ from agentshim.core.errors import (
     SessionStateError,
     TurnCancelledError,
 )
-from agentshim.core.events import AgentEvent, AssistantText, RunStarted, TurnInterrupted
+from agentshim.core.events import AgentEvent, AssistantText, Emit, RunStarted, TurnInterrupted
 from agentshim.core.permissions import ApprovalPolicy, NativeMode
 from agentshim.core.profile import ProviderProfile
 from agentshim.core.turn import TurnRequest, TurnResult
@@ -193,12 +193,7 @@ class OneShotConversation:
         """The provider's id for this conversation; None until a turn names one."""
         return self._session.session_id
 
-    def turn(
-        self,
-        request: TurnRequest,
-        emit: Callable[[AgentEvent], None],
-        stop: TurnStop | None = None,
-    ) -> TurnResult:
+    def turn(self, request: TurnRequest, emit: Emit, stop: TurnStop | None = None) -> TurnResult:
         """Run one turn as one CLI process; events go to ``emit`` on this thread.
 
         A stop (``interrupt()`` or ``stop``) that comes before the CLI starts makes the turn

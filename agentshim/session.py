@@ -42,6 +42,7 @@ from agentshim.core.errors import (
 )
 from agentshim.core.events import (
     AgentEvent,
+    Emit,
     EventSink,
     Lifecycle,
     event_callback,
@@ -519,7 +520,7 @@ class Session:
         with self._lock:
             return self._step(event)
 
-    def _leased(self, ticket: TurnTicket, on_event: Callable[[AgentEvent], None] | None) -> Turn:
+    def _leased(self, ticket: TurnTicket, on_event: Emit | None) -> Turn:
         """Run the turn holding its checkpoint key's lease, when the session has both."""
         if self._leases is None or self._store is None or self._key is None:
             return self._drive(ticket, on_event)
@@ -550,7 +551,7 @@ class Session:
             for command in self._step(event):
                 self._bookkeep(command)
 
-    def _drive(self, ticket: TurnTicket, on_event: Callable[[AgentEvent], None] | None) -> Turn:
+    def _drive(self, ticket: TurnTicket, on_event: Emit | None) -> Turn:
         emit = self._emitter(on_event)
         with self._lock:
             notices, self._notices = self._notices, []
@@ -605,9 +606,7 @@ class Session:
             return _cancelled_error(ticket)
         return self._last_error
 
-    def _perform(
-        self, command: Command, request: TurnRequest, emit: Callable[[AgentEvent], None]
-    ) -> Event | None:
+    def _perform(self, command: Command, request: TurnRequest, emit: Emit) -> Event | None:
         """Carry out one command; return the event that reports its result, if it has one."""
         if isinstance(command, OpenConversation):
             return self._open(command)
@@ -636,7 +635,7 @@ class Session:
             self._conversation = conversation
         return Opened(conversation.session_id)
 
-    def _execute(self, request: TurnRequest, emit: Callable[[AgentEvent], None]) -> Event:
+    def _execute(self, request: TurnRequest, emit: Emit) -> Event:
         conversation = self._conversation
         if conversation is None:  # pragma: no cover - the policy never executes without one
             raise SessionStateError("internal error: no live conversation to run the turn in")
@@ -734,9 +733,7 @@ class Session:
             # As with a failed save: logged, never undoing the turn's work.
             self._log(f"could not clear checkpoint {self._key!r}: {error}")
 
-    def _emitter(
-        self, on_event: Callable[[AgentEvent], None] | None
-    ) -> Callable[[AgentEvent], None]:
+    def _emitter(self, on_event: Emit | None) -> Emit:
         handlers = self._handlers
 
         def emit(event: AgentEvent) -> None:

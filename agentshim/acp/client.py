@@ -37,7 +37,7 @@ from agentshim.core.errors import (
     SessionResumeError,
 )
 from agentshim.core.events import (
-    AgentEvent,
+    Emit,
     Lifecycle,
     RunFinished,
     SessionStarted,
@@ -205,9 +205,7 @@ class _Turn(LiveTurn):
 
     __slots__ = ("prompt_id", "reader", "response")
 
-    def __init__(
-        self, reader: UpdateReader, emit: Callable[[AgentEvent], None], watch: TurnWatch
-    ) -> None:
+    def __init__(self, reader: UpdateReader, emit: Emit, watch: TurnWatch) -> None:
         super().__init__(emit, watch)
         self.reader = reader
         self.prompt_id = ""
@@ -249,9 +247,7 @@ class AcpConversation(ProcessConversation[_Turn]):
 
     # -- the turn ------------------------------------------------------------------------
 
-    def _run(
-        self, request: TurnRequest, emit: Callable[[AgentEvent], None], stop: TurnStop
-    ) -> TurnResult:
+    def _run(self, request: TurnRequest, emit: Emit, stop: TurnStop) -> TurnResult:
         started = self._clock()
         resumed = self._session_id is not None
         dialect = self._dialect
@@ -279,7 +275,7 @@ class AcpConversation(ProcessConversation[_Turn]):
 
     # -- starting a session ----------------------------------------------------------------
 
-    def _ensure_process(self, emit: Callable[[AgentEvent], None]) -> Channel:
+    def _ensure_process(self, emit: Emit) -> Channel:
         channel = self._live_channel()
         if channel is not None:
             return channel
@@ -306,7 +302,7 @@ class AcpConversation(ProcessConversation[_Turn]):
             raise
         return channel
 
-    def _handshake(self, channel: Channel, emit: Callable[[AgentEvent], None]) -> None:
+    def _handshake(self, channel: Channel, emit: Emit) -> None:
         deadline = self._clock() + self._transport.handshake_timeout
         capabilities = {"fs": {"readTextFile": False, "writeTextFile": False}, "terminal": False}
         init = self._call(
@@ -398,7 +394,7 @@ class AcpConversation(ProcessConversation[_Turn]):
             elif isinstance(message, Request):
                 self._refuse_request(channel, message)
 
-    def _defer_load(self, session_id: str, emit: Callable[[AgentEvent], None]) -> None:
+    def _defer_load(self, session_id: str, emit: Emit) -> None:
         """Wait for the next wall-clock minute before loading a session made in this one."""
         if not self._dialect.load_in_a_later_minute:
             return

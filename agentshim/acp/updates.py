@@ -19,8 +19,8 @@ from typing import Any
 
 from agentshim.core.errors import FailureKind
 from agentshim.core.events import (
-    AgentEvent,
     AssistantText,
+    Emit,
     Lifecycle,
     Plan,
     PlanItem,
@@ -107,7 +107,7 @@ class UpdateReader:
 
     def __init__(
         self,
-        emit: Callable[[AgentEvent], None],
+        emit: Emit,
         notice: Callable[[str], bool],
         *,
         failed: Callable[[str], FailureKind | None] | None = None,

@@ -18,7 +18,7 @@ from typing import Protocol, cast, runtime_checkable
 from agentshim.core._checks import instance, seconds, sequence
 from agentshim.core.approvals import Approvals, approvals_value
 from agentshim.core.errors import InvalidRequestError, SessionStateError
-from agentshim.core.events import AgentEvent
+from agentshim.core.events import Emit
 from agentshim.core.hooks import HookCallbacks
 from agentshim.core.mcp import McpServer
 from agentshim.core.permissions import NativePermissions
@@ -267,12 +267,7 @@ class Conversation(Protocol):
         """The provider's id for this conversation; None until the provider names one."""
         ...
 
-    def turn(
-        self,
-        request: TurnRequest,
-        emit: Callable[[AgentEvent], None],
-        stop: TurnStop | None = None,
-    ) -> TurnResult:
+    def turn(self, request: TurnRequest, emit: Emit, stop: TurnStop | None = None) -> TurnResult:
         """Run one turn and return its result; failures raise typed AgentShimErrors."""
         ...
 

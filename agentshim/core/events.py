@@ -333,12 +333,15 @@ class AgentEventHandler(Protocol):
         ...
 
 
-EventSink = AgentEventHandler | Callable[[AgentEvent], None]
+Emit = Callable[[AgentEvent], None]
+"""Where a turn's events go: called once per event, in order, on the thread that runs the turn."""
+
+EventSink = AgentEventHandler | Emit
 """What every door that takes an event handler accepts: an object with ``on_event(event)``,
 or a plain function of one event."""
 
 
-def event_callback(field: str, handler: object) -> Callable[[AgentEvent], None]:
+def event_callback(field: str, handler: object) -> Emit:
     """The function to call with each event: ``handler.on_event``, or ``handler`` itself.
 
     Raises:
@@ -347,9 +350,9 @@ def event_callback(field: str, handler: object) -> Callable[[AgentEvent], None]:
     """
     on_event: object = getattr(handler, "on_event", None)
     if callable(on_event):
-        return cast("Callable[[AgentEvent], None]", on_event)
+        return cast("Emit", on_event)
     if callable(handler):
-        return cast("Callable[[AgentEvent], None]", handler)
+        return cast("Emit", handler)
     raise InvalidRequestError(
         field,
         f"{handler!r:.200} is neither callable nor has an on_event(event) method",
@@ -358,9 +361,7 @@ def event_callback(field: str, handler: object) -> Callable[[AgentEvent], None]:
     )
 
 
-def event_callbacks(
-    owner: str, field: str, handlers: object
-) -> tuple[Callable[[AgentEvent], None], ...]:
+def event_callbacks(owner: str, field: str, handlers: object) -> tuple[Emit, ...]:
     """The functions to call with each event, for a door's ``event_handlers``.
 
     ``handlers`` is a sequence of handlers, or a single one (an AgentEventHandler or a plain
@@ -390,7 +391,7 @@ class NullEventHandler(EventHandlerBase):
 class CallbackEventHandler:
     """Adapts a plain callable to the handler protocol."""
 
-    def __init__(self, callback: Callable[[AgentEvent], None]) -> None:
+    def __init__(self, callback: Emit) -> None:
         self._callback = callback
 
     def on_event(self, event: AgentEvent) -> None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any, ClassVar, NamedTuple
 
-from agentshim.core.events import AgentEvent, Lifecycle, RawOutput, Stderr
+from agentshim.core.events import AgentEvent, Emit, Lifecycle, RawOutput, Stderr
 from agentshim.core.stderr_tail import StderrTail
 from agentshim.core.stream import scan_json
 
@@ -107,7 +107,7 @@ class FrameDispatcher:
     def __init__(
         self,
         handlers: Mapping[str, FrameHandler],
-        emit: Callable[[AgentEvent], None],
+        emit: Emit,
         *,
         skip: LineSkip | None = None,
         before: FrameHandler | None = None,

@@ -26,7 +26,7 @@ from typing import Protocol, runtime_checkable
 from agentshim.core._checks import instance, seconds
 from agentshim.core.clock import StopSignal
 from agentshim.core.errors import InvalidRequestError, LeaseTimeoutError
-from agentshim.core.events import AgentEvent, SessionStarted
+from agentshim.core.events import AgentEvent, Emit, SessionStarted
 
 __all__ = [
     "ConversationLeases",
@@ -340,9 +340,7 @@ class TurnLease:
                 return False
             pause = min(pause * 2, _LONGEST_PAUSE_S)
 
-    def watching(
-        self, emit: Callable[[AgentEvent], None], key_of: Callable[[str], str]
-    ) -> Callable[[AgentEvent], None]:
+    def watching(self, emit: Emit, key_of: Callable[[str], str]) -> Emit:
         """``emit``, taking the lease on ``key_of(session_id)`` first when an event names one.
 
         The lease is taken only if it is free: the conversation is brand new, so another

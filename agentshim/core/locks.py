@@ -6,12 +6,12 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Generator, Hashable
+from collections.abc import Generator, Hashable
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from agentshim.core.clock import StopSignal
-from agentshim.core.events import AgentEvent, SessionStarted
+from agentshim.core.events import AgentEvent, Emit, SessionStarted
 
 __all__ = ["ConversationLock", "KeyedLocks"]
 
@@ -108,7 +108,7 @@ class ConversationLock:
         self._held = key
         return True
 
-    def watching(self, emit: Callable[[AgentEvent], None]) -> Callable[[AgentEvent], None]:
+    def watching(self, emit: Emit) -> Emit:
         """``emit``, taking the conversation's lock first when an event names it."""
 
         def locking_emit(event: AgentEvent) -> None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
@@ -13,12 +13,11 @@ from agentshim.core.errors import (
     FailureKind,
     ProviderCapabilityError,
 )
-from agentshim.core.events import BackgroundTask
+from agentshim.core.events import BackgroundTask, Emit
 from agentshim.core.profile import ProviderProfile
 from agentshim.core.usage import ProviderUsage
 
 if TYPE_CHECKING:
-    from agentshim.core.events import AgentEvent
     from agentshim.core.mcp import McpServer
 
 __all__ = [
@@ -196,9 +195,7 @@ class Provider(Protocol):
         """
         ...
 
-    def new_parser(
-        self, emit: Callable[[AgentEvent], None], *, expect_structured: bool
-    ) -> StreamParser:
+    def new_parser(self, emit: Emit, *, expect_structured: bool) -> StreamParser:
         """Return a fresh parser that emits events through ``emit``."""
         ...
 

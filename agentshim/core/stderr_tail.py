@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 
-from agentshim.core.events import AgentEvent, Stderr
+from agentshim.core.events import Emit, Stderr
 
 __all__ = ["DEFAULT_STDERR_LINES", "StderrTail"]
 
@@ -22,9 +22,7 @@ class StderrTail:
 
     __slots__ = ("_emit", "_lines")
 
-    def __init__(
-        self, emit: Callable[[AgentEvent], None], max_lines: int = DEFAULT_STDERR_LINES
-    ) -> None:
+    def __init__(self, emit: Emit, max_lines: int = DEFAULT_STDERR_LINES) -> None:
         self._emit = emit
         self._lines: deque[str] = deque(maxlen=max_lines)
 

@@ -30,6 +30,7 @@ from agentshim.core.errors import (
 from agentshim.core.events import (
     AgentEvent,
     AssistantText,
+    Emit,
     RunFinished,
     RunStarted,
     SessionStarted,
@@ -319,12 +320,7 @@ class FakeConversation:
         """Whether ``close()`` was called."""
         return self._slot.closed
 
-    def turn(
-        self,
-        request: TurnRequest,
-        emit: Callable[[AgentEvent], None],
-        stop: TurnStop | None = None,
-    ) -> TurnResult:
+    def turn(self, request: TurnRequest, emit: Emit, stop: TurnStop | None = None) -> TurnResult:
         """Play the next scripted outcome; events go to ``emit`` on this thread.
 
         A ``stop`` already requested makes the turn raise TurnCancelledError without playing
@@ -348,9 +344,7 @@ class FakeConversation:
         with self._lock:
             self.interrupts += 1
 
-    def _play(
-        self, call: FakeCall, emit: Callable[[AgentEvent], None], stop: TurnStop
-    ) -> TurnResult:
+    def _play(self, call: FakeCall, emit: Emit, stop: TurnStop) -> TurnResult:
         outcome = call.outcome
         resumed = call.session_id is not None
         emit(
@@ -411,13 +405,7 @@ class FakeConversation:
             raise AssertionError("FakeOutcome.raises needs an error")
         raise outcome.error
 
-    def _hang(
-        self,
-        outcome: FakeOutcome,
-        resumed: bool,
-        emit: Callable[[AgentEvent], None],
-        stop: TurnStop,
-    ) -> TurnResult:
+    def _hang(self, outcome: FakeOutcome, resumed: bool, emit: Emit, stop: TurnStop) -> TurnResult:
         if not stop.wait(outcome.seconds):
             emit(RunFinished(None))
             raise TurnTimeoutError(outcome.seconds)
@@ -435,9 +423,7 @@ class FakeConversation:
             interrupted=True,
         )
 
-    def _name(
-        self, named: str | None, emit: Callable[[AgentEvent], None], *, fresh_default: bool
-    ) -> None:
+    def _name(self, named: str | None, emit: Emit, *, fresh_default: bool) -> None:
         with self._lock:
             current = self._id
         new = named

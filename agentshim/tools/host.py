@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, cast
 
 from agentshim._version import __version__
-from agentshim.core.events import AgentEvent, Lifecycle
+from agentshim.core.events import AgentEvent, Emit, Lifecycle
 from agentshim.core.tool_schema import ArgumentError, bind
 from agentshim.core.tools import TOOL_SERVER_NAME, Tool
 
@@ -64,7 +64,7 @@ class ToolHost:
         tools: Sequence[Tool],
         *,
         server_name: str = TOOL_SERVER_NAME,
-        emit: Callable[[AgentEvent], None] = _ignore,
+        emit: Emit = _ignore,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._tools = {t.name: t for t in tools}

@@ -20,13 +20,13 @@ import shutil
 import socket
 import sys
 import tempfile
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, cast, runtime_checkable
 
 from agentshim.core.errors import ProviderCapabilityError
-from agentshim.core.events import AgentEvent, Lifecycle
+from agentshim.core.events import AgentEvent, Emit, Lifecycle
 from agentshim.core.mcp import StdioMcpServer
 from agentshim.core.provider import McpInstallation, mcp_env, mcp_env_defaults
 from agentshim.core.tools import TOOL_SERVER_NAME, Tool
@@ -74,12 +74,7 @@ class LocalToolServer:
 
     __slots__ = ("_directory", "_host", "_listener", "_path", "_selector", "server")
 
-    def __init__(
-        self,
-        host: ToolHost,
-        *,
-        python: str = sys.executable,
-    ) -> None:
+    def __init__(self, host: ToolHost, *, python: str = sys.executable) -> None:
         if not python or not os.path.isabs(python):
             raise ProviderCapabilityError(
                 "agentshim cannot tell which Python runs it (sys.executable is empty), so it "
@@ -244,7 +239,7 @@ def serve_tools(
     tools: Sequence[Tool],
     *,
     server_name: str = TOOL_SERVER_NAME,
-    emit: Callable[[AgentEvent], None] = _ignore,
+    emit: Emit = _ignore,
 ) -> LocalToolServer:
     """Serve ``tools`` as a local MCP server: install ``.server``, drive ``.ready``, ``close``.
 

@@ -29,7 +29,7 @@ from agentshim.core.errors import (
     TurnCancelledError,
     TurnStalledError,
 )
-from agentshim.core.events import AgentEvent, Lifecycle, RunStarted
+from agentshim.core.events import AgentEvent, Emit, Lifecycle, RunStarted
 from agentshim.core.ids import validate_session_id
 from agentshim.core.provider import ParsedTurn, Provider
 from agentshim.core.turn import TurnRequest, TurnResult
@@ -104,7 +104,7 @@ class LiveTurn:
 
     __slots__ = ("emit", "fail", "interrupted", "steered", "watch")
 
-    def __init__(self, emit: Callable[[AgentEvent], None], watch: TurnWatch) -> None:
+    def __init__(self, emit: Emit, watch: TurnWatch) -> None:
         self.emit = emit
         self.watch = watch
         self.interrupted = False
@@ -168,12 +168,7 @@ class ProcessConversation(Generic[TurnT]):
         """The conversation's id; None until the CLI names it."""
         return self._session_id
 
-    def turn(
-        self,
-        request: TurnRequest,
-        emit: Callable[[AgentEvent], None],
-        stop: TurnStop | None = None,
-    ) -> TurnResult:
+    def turn(self, request: TurnRequest, emit: Emit, stop: TurnStop | None = None) -> TurnResult:
         """Run one turn on the conversation's process; events go to ``emit`` on this thread.
 
         A stop requested before the turn is written raises TurnCancelledError with nothing
@@ -223,9 +218,7 @@ class ProcessConversation(Generic[TurnT]):
         """Raise for what ``request`` asks that the running process cannot change."""
         refuse_fixed_changes(self._name, request, self._spec)
 
-    def _run(
-        self, request: TurnRequest, emit: Callable[[AgentEvent], None], stop: TurnStop
-    ) -> TurnResult:
+    def _run(self, request: TurnRequest, emit: Emit, stop: TurnStop) -> TurnResult:
         """Send the turn and read it to its end (see :meth:`_send_and_read`)."""
         raise NotImplementedError
 
@@ -411,7 +404,7 @@ class ProcessConversation(Generic[TurnT]):
         self,
         argv: list[str],
         env: dict[str, str],
-        emit: Callable[[AgentEvent], None],
+        emit: Emit,
         *,
         side: SideChannel | None = None,
     ) -> Channel:

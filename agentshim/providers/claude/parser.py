@@ -38,6 +38,7 @@ from agentshim.core.events import (
     AgentEvent,
     BackgroundTask,
     BackgroundTasksChanged,
+    Emit,
     Lifecycle,
     ProviderErrorReported,
     Reasoning,
@@ -106,7 +107,7 @@ class ClaudeStreamParser(FrameParser):
 
     def __init__(
         self,
-        emit: Callable[[AgentEvent], None],
+        emit: Emit,
         *,
         expect_structured: bool = False,
         pricing: PricingTable = PRICING_TABLE,

@@ -14,7 +14,7 @@ refuses stream-json in print mode and exits 1.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -28,7 +28,7 @@ from agentshim.core.errors import (
     InvalidRequestError,
     SessionResumeError,
 )
-from agentshim.core.events import AgentEvent
+from agentshim.core.events import Emit
 from agentshim.core.exit_errors import as_resume_failure, resume_missing_line
 from agentshim.core.ids import validate_session_id
 from agentshim.core.jsonvalues import as_mapping, list_or_empty
@@ -215,9 +215,7 @@ class ClaudeProvider:
             argv += ["--settings", self.settings_json]
         return ctx.ending(argv)
 
-    def new_parser(
-        self, emit: Callable[[AgentEvent], None], *, expect_structured: bool
-    ) -> ClaudeStreamParser:
+    def new_parser(self, emit: Emit, *, expect_structured: bool) -> ClaudeStreamParser:
         """Return a fresh stream-json parser for one turn."""
         return ClaudeStreamParser(emit, expect_structured=expect_structured, pricing=self.pricing)
 

@@ -14,11 +14,11 @@ a3 capture and Claude Code's hooks reference; see docs/tools.md.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from agentshim.core.approvals import ApprovalRequest
-from agentshim.core.events import AgentEvent, Lifecycle
+from agentshim.core.events import Emit, Lifecycle
 from agentshim.core.hooks import HookCallbacks, HookEvent
 from agentshim.core.jsonvalues import as_mapping, as_str
 from agentshim.core.tools import TOOL_SERVER_NAME
@@ -81,7 +81,7 @@ def mcp_answer(host: ToolHost | None, request: Mapping[str, Any]) -> dict[str, A
 def hook_answer(
     hooks: HookCallbacks | None,
     request: Mapping[str, Any],
-    emit: Callable[[AgentEvent], None],
+    emit: Emit,
 ) -> dict[str, Any] | None:
     """The response to a ``hook_callback`` request; None when no callback has its id.
 
@@ -118,7 +118,7 @@ def _pre_tool_use(
     tool: str,
     args: dict[str, Any],
     tool_id: str | None,
-    emit: Callable[[AgentEvent], None],
+    emit: Emit,
 ) -> dict[str, Any]:
     assert hooks.pre_tool_use is not None
     decision = hooks.pre_tool_use(ApprovalRequest(tool, args, tool_kind(tool), tool_id))

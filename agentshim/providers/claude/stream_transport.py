@@ -15,7 +15,7 @@ their frame to stdin and wake the reader, so no helper thread exists and no read
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +36,7 @@ from agentshim.core.errors import (
 )
 from agentshim.core.events import (
     AgentEvent,
+    Emit,
     Lifecycle,
     RunFinished,
     TurnInterrupted,
@@ -115,7 +116,7 @@ class _Turn(LiveTurn):
     def __init__(
         self,
         parser: ClaudeStreamParser,
-        emit: Callable[[AgentEvent], None],
+        emit: Emit,
         watch: TurnWatch,
         usage: list[ProviderUsage],
     ) -> None:
@@ -182,9 +183,7 @@ class ClaudeStreamConversation(ProcessConversation[_Turn]):
 
     # -- the turn ------------------------------------------------------------------------
 
-    def _run(
-        self, request: TurnRequest, emit: Callable[[AgentEvent], None], stop: TurnStop
-    ) -> TurnResult:
+    def _run(self, request: TurnRequest, emit: Emit, stop: TurnStop) -> TurnResult:
         started = self._clock()
         resumed = self._session_id is not None and not self._fork
         channel = self._ensure_process(emit)
@@ -201,7 +200,7 @@ class ClaudeStreamConversation(ProcessConversation[_Turn]):
         self._send_and_read(channel, turn, user_message(request.prompt), stop)
         return self._conclude(turn, resumed, started)
 
-    def _ensure_process(self, emit: Callable[[AgentEvent], None]) -> Channel:
+    def _ensure_process(self, emit: Emit) -> Channel:
         channel = self._live_channel()
         if channel is not None:
             return channel
@@ -252,9 +251,7 @@ class ClaudeStreamConversation(ProcessConversation[_Turn]):
         except ProcessClosedError:
             pass  # the turn's read meets the exit and reports it
 
-    def _drain_between_turns(
-        self, channel: Channel, emit: Callable[[AgentEvent], None], started: float
-    ) -> None:
+    def _drain_between_turns(self, channel: Channel, emit: Emit, started: float) -> None:
         """Report what the CLI printed since the last turn, and let a turn it began finish.
 
         Claude Code's background tasks can wake a turn of their own after a result. Its
@@ -282,9 +279,7 @@ class ClaudeStreamConversation(ProcessConversation[_Turn]):
             elif kind in ("system", "assistant", "user", "stream_event"):
                 in_turn = True
 
-    def _switch_model(
-        self, channel: Channel, model: str, emit: Callable[[AgentEvent], None]
-    ) -> None:
+    def _switch_model(self, channel: Channel, model: str, emit: Emit) -> None:
         with self._lock:
             pending = self._requests.issue("set_model", self._clock() + _CONTROL_TIMEOUT)
         channel.send(control_request(pending.request_id, "set_model", model=model))
@@ -381,9 +376,7 @@ class ClaudeStreamConversation(ProcessConversation[_Turn]):
             turn.fail = ApprovalRequiredError(request.tool, request.tool_id)
             self._interrupt_turn(None)
 
-    def _answer_callback(
-        self, channel: Channel, frame: Mapping[str, Any], emit: Callable[[AgentEvent], None]
-    ) -> None:
+    def _answer_callback(self, channel: Channel, frame: Mapping[str, Any], emit: Emit) -> None:
         """Answer an ``mcp_message`` or ``hook_callback`` here, on the reading thread.
 
         Anything else (or one for a server or hook this conversation never registered) is
@@ -485,9 +478,7 @@ class ClaudeStreamConversation(ProcessConversation[_Turn]):
             parsed = dataclasses.replace(parsed, session_id=None)
         return parsed
 
-    def _per_turn_usage(
-        self, emit: Callable[[AgentEvent], None], usage: list[ProviderUsage]
-    ) -> Callable[[AgentEvent], None]:
+    def _per_turn_usage(self, emit: Emit, usage: list[ProviderUsage]) -> Emit:
         """Turn the result's process-wide cost into this turn's share, on the event too.
 
         ``total_cost_usd`` in a result is cumulative over the process; the token counts in

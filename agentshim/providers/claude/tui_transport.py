@@ -46,6 +46,7 @@ from agentshim.core.errors import (
 )
 from agentshim.core.events import (
     AgentEvent,
+    Emit,
     Lifecycle,
     RunFinished,
     RunStarted,
@@ -288,7 +289,7 @@ class _Terminal:
 class _Turn:
     """What the reader knows about the turn in flight."""
 
-    def __init__(self, emit: Callable[[AgentEvent], None], watch: TurnWatch) -> None:
+    def __init__(self, emit: Emit, watch: TurnWatch) -> None:
         self.emit = emit
         self.watch = watch
         self.prompt_id: str | None = None
@@ -346,12 +347,7 @@ class ClaudeTuiConversation:
         """The conversation's id; None until its first process started."""
         return self._session_id
 
-    def turn(
-        self,
-        request: TurnRequest,
-        emit: Callable[[AgentEvent], None],
-        stop: TurnStop | None = None,
-    ) -> TurnResult:
+    def turn(self, request: TurnRequest, emit: Emit, stop: TurnStop | None = None) -> TurnResult:
         """Run one turn on the conversation's process; events go to ``emit`` on this thread.
 
         A stop requested before the prompt is pasted raises TurnCancelledError with nothing
@@ -411,9 +407,7 @@ class ClaudeTuiConversation:
 
     # -- the turn ------------------------------------------------------------------------
 
-    def _run(
-        self, request: TurnRequest, text: str, emit: Callable[[AgentEvent], None], stop: TurnStop
-    ) -> TurnResult:
+    def _run(self, request: TurnRequest, text: str, emit: Emit, stop: TurnStop) -> TurnResult:
         started = self._clock()
         resumed = self._session_id is not None and not self._fork
         terminal = self._ensure_terminal(emit)
@@ -690,7 +684,7 @@ class ClaudeTuiConversation:
 
     # -- the process -----------------------------------------------------------------------
 
-    def _ensure_terminal(self, emit: Callable[[AgentEvent], None]) -> _Terminal:
+    def _ensure_terminal(self, emit: Emit) -> _Terminal:
         terminal = self._terminal
         if terminal is not None and terminal.pty.returncode is None:
             return terminal
@@ -704,7 +698,7 @@ class ClaudeTuiConversation:
             raise
         return terminal
 
-    def _start(self, emit: Callable[[AgentEvent], None]) -> _Terminal:
+    def _start(self, emit: Emit) -> _Terminal:
         context, spec = self._context, self._spec
         if self._mcp is None and spec.mcp_servers:
             workspace = Path(spec.cwd) if spec.cwd is not None else None
@@ -768,7 +762,7 @@ class ClaudeTuiConversation:
         path.mkdir(parents=True, exist_ok=True, mode=0o700)
         return str(path)
 
-    def _await_ready(self, terminal: _Terminal, emit: Callable[[AgentEvent], None]) -> None:
+    def _await_ready(self, terminal: _Terminal, emit: Emit) -> None:
         pty, clock = terminal.pty, self._clock
         deadline = clock() + self._timing.ready
         changed = clock()

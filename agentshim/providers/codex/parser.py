@@ -33,6 +33,7 @@ from agentshim.core._builders import (
 from agentshim.core.errors import FailureKind
 from agentshim.core.events import (
     AgentEvent,
+    Emit,
     Lifecycle,
     ProviderErrorReported,
     Reasoning,
@@ -154,7 +155,7 @@ class CodexStreamParser(FrameParser):
 
     def __init__(
         self,
-        emit: Callable[[AgentEvent], None],
+        emit: Emit,
         *,
         expect_structured: bool = False,
         model: str | None = None,

@@ -17,7 +17,7 @@ id directly (the CLI ignores stdin otherwise), so a resumed argv has no trailing
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -28,7 +28,7 @@ from agentshim.core.errors import (
     CliExitError,
     ProviderCapabilityError,
 )
-from agentshim.core.events import AgentEvent
+from agentshim.core.events import Emit
 from agentshim.core.exit_errors import as_resume_failure, resume_missing_line
 from agentshim.core.ids import validate_session_id
 from agentshim.core.jsonvalues import as_mapping, list_or_empty
@@ -344,9 +344,7 @@ class CodexProvider:
                 f"the sandbox settings cannot be passed to Codex as TOML: {error}"
             ) from error
 
-    def new_parser(
-        self, emit: Callable[[AgentEvent], None], *, expect_structured: bool
-    ) -> CodexStreamParser:
+    def new_parser(self, emit: Emit, *, expect_structured: bool) -> CodexStreamParser:
         """Return a fresh parser for one turn's output."""
         return CodexStreamParser(emit, expect_structured=expect_structured)
 

@@ -34,6 +34,7 @@ from agentshim.core.errors import FailureKind
 from agentshim.core.events import (
     AgentEvent,
     AssistantText,
+    Emit,
     Lifecycle,
     ProviderErrorReported,
     Reasoning,
@@ -103,7 +104,7 @@ class CopilotStreamParser(FrameParser):
 
     def __init__(
         self,
-        emit: Callable[[AgentEvent], None],
+        emit: Emit,
         *,
         expect_structured: bool = False,
         pricing: PricingTable = PRICING_TABLE,

@@ -11,7 +11,7 @@ import json
 import os
 import shutil
 import tempfile
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -24,6 +24,7 @@ from agentshim.core.errors import (
     McpConfigError,
     ProviderCapabilityError,
 )
+from agentshim.core.events import Emit
 from agentshim.core.exit_errors import as_resume_failure, resume_missing_line
 from agentshim.core.ids import validate_session_id
 from agentshim.core.jsonvalues import as_mapping, list_or_empty
@@ -41,7 +42,7 @@ from agentshim.core.provider import ArgvContext, McpInstallation, NoMcpInstallat
 from .parser import CopilotStreamParser
 
 if TYPE_CHECKING:
-    from agentshim.core.events import AgentEvent
+    pass
 
 __all__ = [
     "MCP_FLAG",
@@ -144,9 +145,7 @@ class CopilotProvider:
             argv += ["--model", checked_option_value("Copilot CLI", "model", ctx.model)]
         return ctx.ending(argv)
 
-    def new_parser(
-        self, emit: Callable[[AgentEvent], None], *, expect_structured: bool
-    ) -> CopilotStreamParser:
+    def new_parser(self, emit: Emit, *, expect_structured: bool) -> CopilotStreamParser:
         """Return a fresh parser for one turn."""
         return CopilotStreamParser(emit, expect_structured=expect_structured)
 

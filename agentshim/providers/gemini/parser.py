@@ -23,6 +23,7 @@ from agentshim.core._builders import (
 from agentshim.core.errors import FailureKind
 from agentshim.core.events import (
     AgentEvent,
+    Emit,
     ProviderErrorReported,
     SessionStarted,
     UsageReport,
@@ -103,7 +104,7 @@ class GeminiStreamParser(FrameParser):
 
     def __init__(
         self,
-        emit: Callable[[AgentEvent], None],
+        emit: Emit,
         *,
         expect_structured: bool = False,
         pricing: PricingTable | None = None,

@@ -6,7 +6,7 @@ prompt (checked against 0.61.0), so no ``-p`` is needed and the prompt never rea
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -17,7 +17,7 @@ from agentshim.core.errors import (
     CliExitError,
     ProviderCapabilityError,
 )
-from agentshim.core.events import AgentEvent
+from agentshim.core.events import Emit
 from agentshim.core.exit_errors import as_resume_failure, resume_missing_line, with_kind
 from agentshim.core.ids import validate_session_id
 from agentshim.core.mcp import (
@@ -137,9 +137,7 @@ class GeminiProvider:
             argv += ["--approval-mode", "plan"]
         return ctx.ending(argv)
 
-    def new_parser(
-        self, emit: Callable[[AgentEvent], None], *, expect_structured: bool
-    ) -> GeminiStreamParser:
+    def new_parser(self, emit: Emit, *, expect_structured: bool) -> GeminiStreamParser:
         """Return a fresh stream-json parser pricing with this provider's table."""
         return GeminiStreamParser(emit, expect_structured=expect_structured, pricing=self.pricing)
 

@@ -10,7 +10,6 @@ an object of another type included, is RawOutput with the line. A ``message`` is
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import replace
 
 from agentshim.core.event_json import event_from_json
@@ -19,6 +18,7 @@ from agentshim.core.events import (
     AssistantText,
     BackgroundTask,
     BackgroundTasksChanged,
+    Emit,
     ProviderErrorReported,
     RawOutput,
     SessionStarted,
@@ -49,7 +49,7 @@ class JsonlStreamParser(FrameParser):
     fails the turn with its message.
     """
 
-    def __init__(self, emit: Callable[[AgentEvent], None]) -> None:
+    def __init__(self, emit: Emit) -> None:
         """Parse one turn, sending events to ``emit``."""
         self._session_id: str | None = None
         self._texts: list[str] = []

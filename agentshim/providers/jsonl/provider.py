@@ -5,16 +5,16 @@ Everything but the parser is shared with the other harness provider (``providers
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from agentshim.core.events import Emit
 from agentshim.providers.harness import DEFAULT_BINARY, HarnessProvider, harness_profile
 
 from .parser import JsonlStreamParser
 
 if TYPE_CHECKING:
-    from agentshim.core.events import AgentEvent
+    pass
 
 __all__ = ["DEFAULT_BINARY", "PROFILE", "RESUME_ALIASES", "RESUME_TEMPLATE", "JsonlProvider"]
 
@@ -37,8 +37,6 @@ class JsonlProvider(HarnessProvider):
 
     default_profile = PROFILE
 
-    def new_parser(
-        self, emit: Callable[[AgentEvent], None], *, expect_structured: bool
-    ) -> JsonlStreamParser:
+    def new_parser(self, emit: Emit, *, expect_structured: bool) -> JsonlStreamParser:
         """Return a fresh parser for one turn."""
         return JsonlStreamParser(emit)

@@ -10,7 +10,7 @@ says nothing either way: its last step, with no step started and no error after 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any, cast
 
@@ -18,6 +18,7 @@ from agentshim.core.errors import FailureKind
 from agentshim.core.events import (
     AgentEvent,
     AssistantText,
+    Emit,
     Lifecycle,
     ProviderErrorReported,
     Reasoning,
@@ -96,9 +97,7 @@ class OpencodeStreamParser(FrameParser):
     # Blank lines separate the parts of an error report: they are passed on as printed.
     BLANK_STDERR = True
 
-    def __init__(
-        self, emit: Callable[[AgentEvent], None], *, expect_structured: bool = False
-    ) -> None:
+    def __init__(self, emit: Emit, *, expect_structured: bool = False) -> None:
         """Emit events through ``emit``; ``expect_structured`` is accepted and unused (no schema)."""
         handlers = MappingProxyType(
             {
@@ -230,7 +229,7 @@ class OpencodeStreamParser(FrameParser):
         if reason != "tool-calls":
             self._report(out.append)
 
-    def _report(self, send: Callable[[AgentEvent], None]) -> None:
+    def _report(self, send: Emit) -> None:
         """Emit one UsageReport for everything counted since the last one."""
         increment = [t - r for t, r in zip(self._totals, self._reported, strict=True)]
         cost = self._cost

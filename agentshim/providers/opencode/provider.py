@@ -7,7 +7,7 @@ never reaches argv.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -18,7 +18,7 @@ from agentshim.core.errors import (
     CliExitError,
     FailureKind,
 )
-from agentshim.core.events import AgentEvent
+from agentshim.core.events import Emit
 from agentshim.core.exit_errors import as_resume_failure, resume_missing_line, with_kind
 from agentshim.core.failures import kind_from_text
 from agentshim.core.ids import validate_session_id
@@ -138,9 +138,7 @@ class OpencodeProvider:
             argv.append("--auto")
         return ctx.ending(argv)
 
-    def new_parser(
-        self, emit: Callable[[AgentEvent], None], *, expect_structured: bool
-    ) -> OpencodeStreamParser:
+    def new_parser(self, emit: Emit, *, expect_structured: bool) -> OpencodeStreamParser:
         """Return a fresh parser for opencode's JSON events."""
         return OpencodeStreamParser(emit, expect_structured=expect_structured)
 

@@ -42,6 +42,7 @@ from agentshim.core.errors import FailureKind
 from agentshim.core.events import (
     AgentEvent,
     AssistantText,
+    Emit,
     Lifecycle,
     ProviderErrorReported,
     Reasoning,
@@ -107,7 +108,7 @@ class PiStreamParser(FrameParser):
 
     def __init__(
         self,
-        emit: Callable[[AgentEvent], None],
+        emit: Emit,
         *,
         expect_structured: bool = False,
         short_session_ids: bool = False,

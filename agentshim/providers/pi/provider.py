@@ -6,7 +6,7 @@ prompt (the recordings pass nothing else), so it never appears in argv.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
@@ -18,6 +18,7 @@ from agentshim.core.errors import (
     CliExitError,
     ProviderCapabilityError,
 )
+from agentshim.core.events import Emit
 from agentshim.core.exit_errors import as_resume_failure, resume_missing_line
 from agentshim.core.ids import validate_session_id
 from agentshim.core.profile import ProviderProfile
@@ -28,7 +29,6 @@ from .parser import PiStreamParser
 from .tools import tool_extension
 
 if TYPE_CHECKING:
-    from agentshim.core.events import AgentEvent
     from agentshim.core.mcp import McpServer
 
 __all__ = [
@@ -158,9 +158,7 @@ class PiProvider:
             flags += [flag, validate_session_id(ctx.resume_session_id)]
         return flags
 
-    def new_parser(
-        self, emit: Callable[[AgentEvent], None], *, expect_structured: bool
-    ) -> PiStreamParser:
+    def new_parser(self, emit: Emit, *, expect_structured: bool) -> PiStreamParser:
         """Return a fresh parser for one turn."""
         return PiStreamParser(
             emit, expect_structured=expect_structured, short_session_ids=self.short_session_ids

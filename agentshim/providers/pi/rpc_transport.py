@@ -25,7 +25,7 @@ thread that reads the process and sends events. ``interrupt``, ``steer``, ``foll
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from agentshim.core.conversation import ConversationSpec, TurnStop
@@ -42,7 +42,7 @@ from agentshim.core.errors import (
     SessionResumeError,
 )
 from agentshim.core.events import (
-    AgentEvent,
+    Emit,
     Lifecycle,
     RunFinished,
     SessionStarted,
@@ -160,9 +160,7 @@ class _Turn(LiveTurn):
         "started",
     )
 
-    def __init__(
-        self, parser: PiStreamParser, emit: Callable[[AgentEvent], None], watch: TurnWatch
-    ) -> None:
+    def __init__(self, parser: PiStreamParser, emit: Emit, watch: TurnWatch) -> None:
         super().__init__(emit, watch)
         self.parser = parser
         self.started = False
@@ -281,9 +279,7 @@ class PiRpcConversation(ProcessConversation[_Turn]):
             turn.steered.append(Lifecycle("steered" if kind == "steer" else "followed_up", text))
             channel.wake()
 
-    def _run(
-        self, request: TurnRequest, emit: Callable[[AgentEvent], None], stop: TurnStop
-    ) -> TurnResult:
+    def _run(self, request: TurnRequest, emit: Emit, stop: TurnStop) -> TurnResult:
         started = self._clock()
         resumed = self._session_id is not None and not self._fork
         channel = self._ensure_process(emit)
@@ -304,7 +300,7 @@ class PiRpcConversation(ProcessConversation[_Turn]):
 
     # -- the process -----------------------------------------------------------------------
 
-    def _ensure_process(self, emit: Callable[[AgentEvent], None]) -> Channel:
+    def _ensure_process(self, emit: Emit) -> Channel:
         channel = self._live_channel()
         if channel is not None:
             return channel
@@ -334,7 +330,7 @@ class PiRpcConversation(ProcessConversation[_Turn]):
         self._handshake(channel, emit)
         return channel
 
-    def _handshake(self, channel: Channel, emit: Callable[[AgentEvent], None]) -> None:
+    def _handshake(self, channel: Channel, emit: Emit) -> None:
         """Ask the new process for its state: it is ready once it answers, and names its session."""
         with self._lock:
             pending = self._requests.issue("get_state", self._clock() + _STARTUP_TIMEOUT)
@@ -368,9 +364,7 @@ class PiRpcConversation(ProcessConversation[_Turn]):
         else:
             self._adopt_state(read_state(response.data), emit)
 
-    def _startup_failed(
-        self, channel: Channel, exit_status: ProcessExited, emit: Callable[[AgentEvent], None]
-    ) -> None:
+    def _startup_failed(self, channel: Channel, exit_status: ProcessExited, emit: Emit) -> None:
         emit(RunFinished(exit_status.returncode))
         stderr = "".join(self._stderr)
         error = CliExitError(
@@ -386,7 +380,7 @@ class PiRpcConversation(ProcessConversation[_Turn]):
             session_id=self._session_id, returncode=exit_status.returncode, stderr=stderr
         )
 
-    def _adopt_state(self, state: PiState, emit: Callable[[AgentEvent], None]) -> None:
+    def _adopt_state(self, state: PiState, emit: Emit) -> None:
         if state.model_provider is not None:
             self._model_provider = state.model_provider
         reported = state.session_id
@@ -416,9 +410,7 @@ class PiRpcConversation(ProcessConversation[_Turn]):
         if state.session_file is not None:
             emit(Lifecycle("session_file", state.session_file))
 
-    def _await(
-        self, channel: Channel, pending: PendingRequest, emit: Callable[[AgentEvent], None]
-    ) -> Response | None:
+    def _await(self, channel: Channel, pending: PendingRequest, emit: Emit) -> Response | None:
         """Read until ``pending`` is answered; None at its deadline or the process's exit.
 
         What else Pi prints meanwhile is no turn's output: it is reported as
@@ -435,7 +427,7 @@ class PiRpcConversation(ProcessConversation[_Turn]):
             if answered is not None and answered[0].request_id == pending.request_id:
                 return answered[1]
 
-    def _drain_between_turns(self, channel: Channel, emit: Callable[[AgentEvent], None]) -> None:
+    def _drain_between_turns(self, channel: Channel, emit: Emit) -> None:
         """Report what Pi printed since the last turn (late responses, say) before this one."""
         while True:
             output = channel.read(self._clock())
@@ -446,9 +438,7 @@ class PiRpcConversation(ProcessConversation[_Turn]):
             else:
                 self._between_turns_line(output.text, emit)
 
-    def _between_turns_line(
-        self, line: str, emit: Callable[[AgentEvent], None]
-    ) -> tuple[PendingRequest, Response] | None:
+    def _between_turns_line(self, line: str, emit: Emit) -> tuple[PendingRequest, Response] | None:
         frame = parse_json_object(line)
         if frame is not None and frame.get("type") == "response":
             response = read_response(frame)
@@ -466,9 +456,7 @@ class PiRpcConversation(ProcessConversation[_Turn]):
             oldest = self._requests.pending(response.command)
             return self._requests.resolve(oldest.request_id) if oldest is not None else None
 
-    def _switch_model(
-        self, channel: Channel, model: str, emit: Callable[[AgentEvent], None]
-    ) -> None:
+    def _switch_model(self, channel: Channel, model: str, emit: Emit) -> None:
         with self._lock:
             pending = self._requests.issue("set_model", self._clock() + _COMMAND_TIMEOUT)
         try:

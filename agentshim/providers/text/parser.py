@@ -8,9 +8,7 @@ Stderr is kept in a StderrTail for the failure message of a run that exits nonze
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
-from agentshim.core.events import AgentEvent, AssistantText
+from agentshim.core.events import AssistantText, Emit
 from agentshim.core.provider import ParsedTurn
 from agentshim.core.stderr_tail import StderrTail
 
@@ -22,7 +20,7 @@ PROVIDER_NAME = "text"
 class TextStreamParser:
     """Turns a harness's stdout into streamed answer text and a ParsedTurn; never raises."""
 
-    def __init__(self, emit: Callable[[AgentEvent], None]) -> None:
+    def __init__(self, emit: Emit) -> None:
         """Parse one turn, sending events to ``emit``."""
         self._emit = emit
         self._pieces: list[str] = []

@@ -5,16 +5,16 @@ Everything but the parser is shared with the other harness provider (``providers
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from agentshim.core.events import Emit
 from agentshim.providers.harness import DEFAULT_BINARY, HarnessProvider, harness_profile
 
 from .parser import TextStreamParser
 
 if TYPE_CHECKING:
-    from agentshim.core.events import AgentEvent
+    pass
 
 __all__ = ["DEFAULT_BINARY", "PROFILE", "RESUME_ALIASES", "RESUME_TEMPLATE", "TextProvider"]
 
@@ -36,8 +36,6 @@ class TextProvider(HarnessProvider):
 
     default_profile = PROFILE
 
-    def new_parser(
-        self, emit: Callable[[AgentEvent], None], *, expect_structured: bool
-    ) -> TextStreamParser:
+    def new_parser(self, emit: Emit, *, expect_structured: bool) -> TextStreamParser:
         """Return a fresh parser for one turn."""
         return TextStreamParser(emit)

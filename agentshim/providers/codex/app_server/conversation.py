@@ -37,7 +37,7 @@ from agentshim.core.errors import (
     SessionResumeError,
 )
 from agentshim.core.events import (
-    AgentEvent,
+    Emit,
     Lifecycle,
     ProviderErrorReported,
     RunFinished,
@@ -112,9 +112,7 @@ class _Turn(LiveTurn):
         "turn_id",
     )
 
-    def __init__(
-        self, emit: Callable[[AgentEvent], None], watch: TurnWatch, items: TurnItems
-    ) -> None:
+    def __init__(self, emit: Emit, watch: TurnWatch, items: TurnItems) -> None:
         super().__init__(emit, watch)
         self.items = items
         self.start: PendingRequest | None = None
@@ -228,9 +226,7 @@ class CodexAppServerConversation(ProcessConversation[_Turn]):
 
     # -- the turn ------------------------------------------------------------------------
 
-    def _run(
-        self, request: TurnRequest, emit: Callable[[AgentEvent], None], stop: TurnStop
-    ) -> TurnResult:
+    def _run(self, request: TurnRequest, emit: Emit, stop: TurnStop) -> TurnResult:
         started = self._clock()
         resumed = self._session_id is not None
         channel = self._ensure_process(emit)
@@ -294,7 +290,7 @@ class CodexAppServerConversation(ProcessConversation[_Turn]):
         else:
             self._notice(params, emit)
 
-    def _notice(self, params: object, emit: Callable[[AgentEvent], None]) -> None:
+    def _notice(self, params: object, emit: Emit) -> None:
         if isinstance(params, p.WarningNotification):
             emit(Lifecycle("warning", params.message))
         elif isinstance(params, p.ConfigWarningNotification | p.DeprecationNoticeNotification):
@@ -369,9 +365,7 @@ class CodexAppServerConversation(ProcessConversation[_Turn]):
             turn.fail = ApprovalRequiredError(request.tool, request.tool_id)
             self._interrupt_turn(None)
 
-    def _refuse_request(
-        self, channel: Channel, said: p.ServerRequest, emit: Callable[[AgentEvent], None]
-    ) -> None:
+    def _refuse_request(self, channel: Channel, said: p.ServerRequest, emit: Emit) -> None:
         # Codex waits for an answer to every request it makes: one nobody can give is refused.
         message = f"agentshim does not handle {said.method} requests"
         try:
@@ -468,7 +462,7 @@ class CodexAppServerConversation(ProcessConversation[_Turn]):
 
     # -- the process -----------------------------------------------------------------------
 
-    def _ensure_process(self, emit: Callable[[AgentEvent], None]) -> Channel:
+    def _ensure_process(self, emit: Emit) -> Channel:
         channel = self._live_channel()
         if channel is not None:
             return channel
@@ -506,7 +500,7 @@ class CodexAppServerConversation(ProcessConversation[_Turn]):
             raise
         return channel
 
-    def _handshake(self, channel: Channel, emit: Callable[[AgentEvent], None]) -> None:
+    def _handshake(self, channel: Channel, emit: Emit) -> None:
         params = p.InitializeParams(
             client_info=p.ClientInfo(name=_CLIENT_NAME, title=_CLIENT_NAME, version=__version__),
             capabilities=p.InitializeCapabilities(experimental_api=True),
@@ -525,7 +519,7 @@ class CodexAppServerConversation(ProcessConversation[_Turn]):
         except ProcessClosedError:
             raise self._startup_failed(channel, emit) from None
 
-    def _open_thread(self, channel: Channel, emit: Callable[[AgentEvent], None]) -> None:
+    def _open_thread(self, channel: Channel, emit: Emit) -> None:
         spec, thread_id = self._spec, self._session_id
         policy, sandbox = approval_policy(spec.permissions), sandbox_mode(spec.permissions)
         params: p.ThreadStartParams | p.ThreadResumeParams
@@ -568,9 +562,7 @@ class CodexAppServerConversation(ProcessConversation[_Turn]):
                     return
                 self._between_turns(channel, output, emit)
 
-    def _call(
-        self, channel: Channel, params: Any, emit: Callable[[AgentEvent], None]
-    ) -> p.Response | p.ErrorResponse:
+    def _call(self, channel: Channel, params: Any, emit: Emit) -> p.Response | p.ErrorResponse:
         """Send one request before a turn and read until it is answered (or fail the turn)."""
         with self._lock:
             pending = self._requests.issue(str(params.METHOD), self._clock() + _STARTUP_TIMEOUT)
@@ -604,9 +596,7 @@ class CodexAppServerConversation(ProcessConversation[_Turn]):
                     continue
             self._between_turns(channel, output, emit)
 
-    def _startup_failed(
-        self, channel: Channel, emit: Callable[[AgentEvent], None]
-    ) -> CliExitError | AgentShimError:
+    def _startup_failed(self, channel: Channel, emit: Emit) -> CliExitError | AgentShimError:
         """The process ended before it was ready: release it and say how it ended."""
         exit_status = channel.exit
         code = exit_status.returncode if exit_status is not None else None
@@ -615,7 +605,7 @@ class CodexAppServerConversation(ProcessConversation[_Turn]):
         self._release_process()
         return CliDiedError(session_id=self._session_id, returncode=code, stderr=stderr)
 
-    def _drain_between_turns(self, channel: Channel, emit: Callable[[AgentEvent], None]) -> None:
+    def _drain_between_turns(self, channel: Channel, emit: Emit) -> None:
         """Take what Codex said since the last turn (late notifications) before this one."""
         while True:
             output = channel.read(self._clock())
@@ -623,9 +613,7 @@ class CodexAppServerConversation(ProcessConversation[_Turn]):
                 return
             self._between_turns(channel, output, emit)
 
-    def _between_turns(
-        self, channel: Channel, output: StdoutLine | StderrLine, emit: Callable[[AgentEvent], None]
-    ) -> None:
+    def _between_turns(self, channel: Channel, output: StdoutLine | StderrLine, emit: Emit) -> None:
         if isinstance(output, StderrLine):
             self._stderr.append(output.text)
             return

@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from agentshim.core.events import AgentEvent, AssistantText, Reasoning, ToolCall, ToolResult
+from agentshim.core.events import AssistantText, Emit, Reasoning, ToolCall, ToolResult
 from agentshim.core.jsonvalues import as_mapping, list_or_empty, str_or_empty
 from agentshim.core.stream import ToolArgs
 from agentshim.providers.codex.events import (
@@ -123,9 +123,7 @@ class TurnItems:
     ``emit`` gets every event; ``clock`` times tool calls.
     """
 
-    def __init__(
-        self, emit: Callable[[AgentEvent], None], *, clock: Callable[[], float] = time.monotonic
-    ) -> None:
+    def __init__(self, emit: Emit, *, clock: Callable[[], float] = time.monotonic) -> None:
         self._emit = emit
         self._clock = clock
         self._open: dict[str, tuple[p.ThreadItem, float]] = {}
