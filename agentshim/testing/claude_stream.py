@@ -33,7 +33,7 @@ from agentshim.core.jsonvalues import as_mapping, list_or_empty
 from agentshim.execution.process import ProcessExited, SpawnRequest, StderrLine, StdoutLine
 
 from .process import FakePeer, PeerOutput
-from .transcript import PeerScript, RecordedPeer, frame_line
+from .transcript import PeerScript, RecordedPeer, frame_line, json_frame
 
 __all__ = ["ClaudePeerTurn", "ClaudeRecordedPeer", "ClaudeStreamPeer", "ClaudeStreamPeers"]
 
@@ -141,23 +141,21 @@ class ClaudeStreamPeer(FakePeer):
     def on_stdin(self, line: str) -> Iterable[PeerOutput]:
         """Answer one stdin line the way Claude Code does."""
         try:
-            frame: Any = json.loads(line)
+            frame = json_frame(line)
         except ValueError:
             text = line.strip()
             message = f"Error parsing streaming input line: {text}: SyntaxError: JSON Parse error"
             return (StderrLine(message + "\n"), ProcessExited(1))
-        decoded = as_mapping(frame)
-        if decoded is None:
+        if frame is None:
             return (StderrLine("Error parsing streaming input line\n"), ProcessExited(1))
-        frame_dict = dict(decoded)
-        self.received.append(frame_dict)
-        kind = frame_dict.get("type")
+        self.received.append(frame)
+        kind = frame.get("type")
         if kind == "user":
-            return self._on_user(frame_dict)
+            return self._on_user(frame)
         if kind == "control_request":
-            return self._on_control(frame_dict)
+            return self._on_control(frame)
         if kind == "control_response":
-            return self._on_answer(frame_dict)
+            return self._on_answer(frame)
         return ()
 
     def on_stdin_closed(self) -> Iterable[PeerOutput]:

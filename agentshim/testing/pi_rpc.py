@@ -27,7 +27,7 @@ from agentshim.core.jsonvalues import as_mapping
 from agentshim.execution.process import ProcessExited, SpawnRequest, StderrLine, StdoutLine
 
 from .process import FakePeer, PeerOutput
-from .transcript import PeerScript, RecordedPeer, frame_line
+from .transcript import PeerScript, RecordedPeer, frame_line, json_frame
 
 __all__ = ["PiPeerTurn", "PiRecordedPeer", "PiRpcPeer", "PiRpcPeers"]
 
@@ -168,7 +168,7 @@ class PiRpcPeer(FakePeer):
     def on_stdin(self, line: str) -> Iterable[PeerOutput]:
         """Answer one command the way Pi does."""
         try:
-            frame: Any = json.loads(line)
+            sent = json_frame(line)
         except ValueError:
             error = f"Failed to parse command: {line.strip()[:40]!r} is not valid JSON"
             return [
@@ -176,10 +176,8 @@ class PiRpcPeer(FakePeer):
                     {"type": "response", "command": "parse", "success": False, "error": error}
                 )
             ]
-        decoded = as_mapping(frame)
-        if decoded is None:
+        if sent is None:
             return []
-        sent = dict(decoded)
         self.received.append(sent)
         kind = str(sent.get("type"))
         command_id = sent.get("id")

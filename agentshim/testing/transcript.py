@@ -28,12 +28,22 @@ from agentshim.execution.process import ProcessExited, SpawnRequest, StderrLine,
 
 from .process import FakePeer, PeerOutput
 
-__all__ = ["PeerScript", "RecordedPeer", "RecordedStep", "frame_line"]
+__all__ = ["PeerScript", "RecordedPeer", "RecordedStep", "frame_line", "json_frame"]
 
 
 def frame_line(frame: Mapping[str, Any]) -> StdoutLine:
     """``frame`` printed as a CLI prints it: compact JSON on one line."""
     return StdoutLine(json.dumps(frame, separators=(",", ":")) + "\n")
+
+
+def json_frame(line: str) -> dict[str, Any] | None:
+    """The JSON object written on ``line``, as a dict of its own; None for JSON of another kind.
+
+    Raises:
+        ValueError: ``line`` is not JSON.
+    """
+    frame = as_mapping(json.loads(line))
+    return dict(frame) if frame is not None else None
 
 
 @dataclass(slots=True)
