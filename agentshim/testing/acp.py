@@ -27,7 +27,7 @@ from agentshim.core.jsonvalues import as_mapping, as_str
 from agentshim.execution.process import ProcessExited, SpawnRequest, StdoutLine
 
 from .process import FakePeer, PeerOutput
-from .transcript import PeerScript, RecordedPeer, frame_line
+from .transcript import PeerScript, RecordedPeer, frame_line, no_tool_input
 
 __all__ = [
     "COPILOT_QUIRKS",
@@ -155,10 +155,6 @@ COPILOT_QUIRKS = AcpQuirks(
 """Copilot CLI 1.0.102, as captured."""
 
 
-def _no_args() -> Mapping[str, Any]:
-    return {}
-
-
 @dataclass(frozen=True, slots=True)
 class AcpPeerTurn:
     """One scripted turn (one ``session/prompt``) of a fake ACP agent.
@@ -179,7 +175,7 @@ class AcpPeerTurn:
     text: str = "done"
     tool: str | None = None
     tool_kind: str = "execute"
-    raw_input: Mapping[str, Any] = field(default_factory=_no_args)
+    raw_input: Mapping[str, Any] = field(default_factory=no_tool_input)
     ask: bool = False
     hang: bool = False
     die: int | None = None

@@ -10,7 +10,9 @@ a "kind" is and how the ids of our requests take the place of the recorded ones.
 
 :class:`PeerScript` is the other half of every reactive fake: the scripted turns that all
 the processes of one fake CLI play in order, so that a conversation's turns keep their order
-across a process that died and the new one that continued it.
+across a process that died and the new one that continued it. :class:`PeerTurn` holds what
+every fake's scripted turn has; :func:`json_frame` reads a line written to a fake and
+:func:`id_replaced` puts our ids in place of recorded ones.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from __future__ import annotations
 import json
 import threading
 from collections import deque
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Generic, TypeVar
@@ -28,7 +30,16 @@ from agentshim.execution.process import ProcessExited, SpawnRequest, StderrLine,
 
 from .process import FakePeer, PeerOutput
 
-__all__ = ["PeerScript", "RecordedPeer", "RecordedStep", "frame_line", "json_frame"]
+__all__ = [
+    "PeerScript",
+    "PeerTurn",
+    "RecordedPeer",
+    "RecordedStep",
+    "frame_line",
+    "id_replaced",
+    "json_frame",
+    "no_tool_input",
+]
 
 
 def frame_line(frame: Mapping[str, Any]) -> StdoutLine:
@@ -182,6 +193,48 @@ def _recorded_input(line: str) -> dict[str, Any]:
         frame = None
     # A recorded line that is not a frame (a test of the CLI's own parser) matches nothing.
     return dict(frame) if frame is not None else {"type": "<not a frame>"}
+
+
+def no_tool_input() -> dict[str, Any]:
+    """The tool input of a scripted turn that gives none: a fresh empty dict each time."""
+    return {}
+
+
+def id_replaced(
+    outputs: Iterable[PeerOutput],
+    old: object,
+    new: object,
+    spelled: Callable[[str], str] = json.dumps,
+    *,
+    count: int = -1,
+) -> list[PeerOutput]:
+    """``outputs`` with the recorded id ``old`` put as ``new`` in every stdout line.
+
+    An id is found as ``spelled(id)`` (its JSON string by default), at most ``count`` times a
+    line (-1: every time); unless both are strings and differ, ``outputs`` are kept as they are.
+    """
+    if not isinstance(old, str) or not isinstance(new, str) or old == new:
+        return list(outputs)
+    needle, replacement = spelled(old), spelled(new)
+    return [
+        StdoutLine(output.text.replace(needle, replacement, count))
+        if isinstance(output, StdoutLine)
+        else output
+        for output in outputs
+    ]
+
+
+@dataclass(frozen=True, slots=True)
+class PeerTurn:
+    """What every scripted turn of a fake CLI process says: ``text``, after a tool call or not.
+
+    With ``tool`` set, the model first calls that tool with ``tool_input``; each fake's own
+    turn (ClaudePeerTurn, PiPeerTurn) adds how that call and the answer go.
+    """
+
+    text: str = "done"
+    tool: str | None = None
+    tool_input: Mapping[str, Any] = field(default_factory=no_tool_input)
 
 
 TurnT = TypeVar("TurnT")
