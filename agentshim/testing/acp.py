@@ -16,7 +16,6 @@ releases the recorded output that followed the matching recorded input.
 
 from __future__ import annotations
 
-import json
 import signal
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -27,7 +26,7 @@ from agentshim.core.jsonvalues import as_mapping, as_str
 from agentshim.execution.process import ProcessExited, SpawnRequest, StdoutLine
 
 from .process import FakePeer, PeerOutput
-from .transcript import PeerScript, RecordedPeer, frame_line, no_tool_input
+from .transcript import PeerScript, RecordedPeer, frame_line, json_frame, no_tool_input
 
 __all__ = [
     "COPILOT_QUIRKS",
@@ -270,12 +269,11 @@ class AcpPeer(FakePeer):
     def on_stdin(self, line: str) -> Iterable[PeerOutput]:
         """Answer one stdin line the way the agent does."""
         try:
-            decoded = as_mapping(json.loads(line))
+            frame = json_frame(line)
         except ValueError:
-            decoded = None
-        if decoded is None:
+            frame = None
+        if frame is None:
             return (_error(None, -32700, "Parse error"),)
-        frame = dict(decoded)
         self.received.append(frame)
         method = as_str(frame.get("method"))
         params = as_mapping(frame.get("params")) or {}
@@ -658,6 +656,6 @@ def _renamed(ids: Mapping[object, object], outputs: list[PeerOutput]) -> list[Pe
 
 def _frame(text: str) -> Mapping[str, Any] | None:
     try:
-        return as_mapping(json.loads(text))
+        return json_frame(text)
     except ValueError:
         return None
