@@ -20,6 +20,7 @@ __all__ = [
     "as_mapping",
     "as_str",
     "compact_json",
+    "json_kind",
     "list_or_empty",
     "mapping_or_empty",
     "str_or_empty",
@@ -115,3 +116,22 @@ def as_amount(value: object) -> float | None:
     if not math.isfinite(number) or number < 0:
         return None
     return number
+
+
+def json_kind(value: object) -> str:
+    """How a message names the JSON type of ``value`` ("a string", "an array", ...).
+
+    ``"null"``, ``"a boolean"``, ``"a number"``, ``"a string"``, ``"an array"`` (a list) or
+    ``"an object"`` (a mapping); any other value by its Python type's name.
+    """
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "an array"
+    return "an object" if isinstance(value, Mapping) else type(value).__name__
