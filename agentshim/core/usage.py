@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from types import MappingProxyType
 from typing import Any
 
-from agentshim.core._slots import fast_frozen_init
+from agentshim.core._slots import fast_value
 from agentshim.core.errors import InvalidRequestError
 
 __all__ = ["CostSource", "ProviderUsage", "TokenUsage", "TokenWeights"]
@@ -31,8 +31,7 @@ _COUNT_FIELDS = (
 )
 
 
-@fast_frozen_init
-@dataclass(frozen=True, slots=True)
+@fast_value
 class TokenUsage:
     """Token counts in the normalized breakdown; adds field-wise into session totals.
 
@@ -148,8 +147,7 @@ class TokenUsage:
         return cls(**values)
 
 
-@fast_frozen_init
-@dataclass(frozen=True, slots=True)
+@fast_value
 class TokenWeights:
     """Relative weight of each token class, for comparing usage in one number.
 
@@ -192,8 +190,7 @@ def _empty_raw() -> Mapping[str, Any]:
     return MappingProxyType({})
 
 
-@fast_frozen_init
-@dataclass(frozen=True, slots=True)
+@fast_value
 class ProviderUsage:
     """One turn's accounting as a provider reported it, normalized.
 
