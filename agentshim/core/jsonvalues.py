@@ -28,6 +28,16 @@ __all__ = [
 ]
 
 
+# bool before the numbers: a JSON true is not a number, although Python's bool is an int.
+_JSON_KINDS: tuple[tuple[type | tuple[type, ...], str], ...] = (
+    (bool, "a boolean"),
+    ((int, float), "a number"),
+    (str, "a string"),
+    (list, "an array"),
+    (Mapping, "an object"),
+)
+
+
 def as_mapping(value: object) -> Mapping[str, Any] | None:
     """Return ``value`` when it is a JSON object, else None."""
     if isinstance(value, dict):
@@ -126,12 +136,7 @@ def json_kind(value: object) -> str:
     """
     if value is None:
         return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, int | float):
-        return "a number"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, list):
-        return "an array"
-    return "an object" if isinstance(value, Mapping) else type(value).__name__
+    for types, kind in _JSON_KINDS:
+        if isinstance(value, types):
+            return kind
+    return type(value).__name__
