@@ -15,6 +15,7 @@ from dataclasses import field
 from types import MappingProxyType
 from typing import Any
 
+from agentshim.core._readonly import empty_mapping
 from agentshim.core._slots import fast_value
 from agentshim.core.errors import InvalidRequestError
 
@@ -186,10 +187,6 @@ class CostSource(enum.Enum):
     """The CLI reported nothing to price, so the cost is None."""
 
 
-def _empty_raw() -> Mapping[str, Any]:
-    return MappingProxyType({})
-
-
 @fast_value
 class ProviderUsage:
     """One turn's accounting as a provider reported it, normalized.
@@ -203,7 +200,7 @@ class ProviderUsage:
     tokens: TokenUsage = field(default_factory=TokenUsage)
     total_cost_usd: float | None = None
     provider: str = ""
-    raw: Mapping[str, Any] = field(default_factory=_empty_raw)
+    raw: Mapping[str, Any] = field(default_factory=empty_mapping)
     increment_known: bool = True
     cost_source: CostSource = CostSource.NOT_REPORTED
     model: str | None = None
