@@ -26,7 +26,14 @@ from agentshim.core.jsonvalues import as_mapping, as_str
 from agentshim.execution.process import ProcessExited, SpawnRequest, StdoutLine
 
 from .process import FakePeer, PeerOutput
-from .transcript import PeerScript, RecordedPeer, frame_line, json_frame, no_tool_input
+from .transcript import (
+    PeerScript,
+    RecordedPeer,
+    frame_line,
+    json_frame,
+    no_tool_input,
+    responses_readdressed,
+)
 
 __all__ = [
     "COPILOT_QUIRKS",
@@ -638,24 +645,4 @@ class AcpRecordedPeer(RecordedPeer):
         """``outputs`` with each response to a recorded request of ours addressed to our id."""
         if "method" in sent and sent.get("id") is not None:
             self._ids[recorded.get("id")] = sent.get("id")
-        return _renamed(self._ids, outputs)
-
-
-def _renamed(ids: Mapping[object, object], outputs: list[PeerOutput]) -> list[PeerOutput]:
-    """``outputs`` with each response to a recorded request of ours addressed to our id."""
-    renamed: list[PeerOutput] = []
-    for output in outputs:
-        frame = _frame(output.text) if isinstance(output, StdoutLine) else None
-        recorded = frame.get("id") if frame is not None and "method" not in frame else None
-        if frame is not None and recorded is not None and recorded in ids:
-            renamed.append(frame_line({**frame, "id": ids[recorded]}))
-        else:
-            renamed.append(output)
-    return renamed
-
-
-def _frame(text: str) -> Mapping[str, Any] | None:
-    try:
-        return json_frame(text)
-    except ValueError:
-        return None
+        return responses_readdressed(outputs, self._ids)

@@ -24,7 +24,7 @@ from agentshim.core.jsonvalues import as_mapping, as_str, list_or_empty
 from agentshim.execution.process import ProcessExited, SpawnRequest, StderrLine, StdoutLine
 
 from .process import FakePeer, PeerOutput
-from .transcript import PeerScript, RecordedPeer, json_frame
+from .transcript import PeerScript, RecordedPeer, json_frame, responses_readdressed
 
 __all__ = ["CodexAppServerPeer", "CodexAppServerPeers", "CodexPeerTurn", "CodexRecordedPeer"]
 
@@ -507,18 +507,4 @@ class CodexRecordedPeer(RecordedPeer):
         old, new = recorded.get("id"), sent.get("id")
         if old is None or new is None or "method" not in recorded:
             return list(outputs)
-        renamed: list[PeerOutput] = []
-        for output in outputs:
-            if isinstance(output, StdoutLine):
-                frame = _frame(output.text)
-                if frame is not None and "method" not in frame and frame.get("id") == old:
-                    output = _line({**frame, "id": new})
-            renamed.append(output)
-        return renamed
-
-
-def _frame(line: str) -> dict[str, Any] | None:
-    try:
-        return json_frame(line)
-    except ValueError:
-        return None
+        return responses_readdressed(outputs, {old: new}, _line)

@@ -12,7 +12,7 @@ a "kind" is and how the ids of our requests take the place of the recorded ones.
 the processes of one fake CLI play in order, so that a conversation's turns keep their order
 across a process that died and the new one that continued it. :class:`PeerTurn` holds what
 every fake's scripted turn has; :func:`json_frame` reads a line written to a fake and
-:func:`id_replaced` puts our ids in place of recorded ones.
+:func:`id_replaced` and :func:`responses_readdressed` put our ids in place of recorded ones.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 import threading
 from collections import deque
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Generic, TypeVar
@@ -39,6 +39,7 @@ __all__ = [
     "id_replaced",
     "json_frame",
     "no_tool_input",
+    "responses_readdressed",
 ]
 
 
@@ -55,6 +56,13 @@ def json_frame(line: str) -> dict[str, Any] | None:
     """
     frame = as_mapping(json.loads(line))
     return dict(frame) if frame is not None else None
+
+
+def _frame_or_none(text: str) -> dict[str, Any] | None:
+    try:
+        return json_frame(text)
+    except ValueError:
+        return None
 
 
 @dataclass(slots=True)
@@ -159,10 +167,7 @@ class RecordedPeer(FakePeer):
 
     def decode(self, line: str) -> Mapping[str, Any] | None:
         """The frame a written line holds (None: not a JSON object, ignored)."""
-        try:
-            return as_mapping(json.loads(line))
-        except ValueError:
-            return None
+        return _frame_or_none(line)
 
     def replay(self, line: str, sent: Mapping[str, Any]) -> list[PeerOutput]:
         """Release the output of the next recorded input of ``sent``'s kind."""
@@ -187,12 +192,9 @@ class RecordedPeer(FakePeer):
 
 
 def _recorded_input(line: str) -> dict[str, Any]:
-    try:
-        frame = as_mapping(json.loads(line))
-    except ValueError:
-        frame = None
+    frame = _frame_or_none(line)
     # A recorded line that is not a frame (a test of the CLI's own parser) matches nothing.
-    return dict(frame) if frame is not None else {"type": "<not a frame>"}
+    return frame if frame is not None else {"type": "<not a frame>"}
 
 
 def no_tool_input() -> dict[str, Any]:
@@ -222,6 +224,29 @@ def id_replaced(
         else output
         for output in outputs
     ]
+
+
+def responses_readdressed(
+    outputs: Iterable[PeerOutput],
+    ids: Mapping[object, object],
+    write: Callable[[Mapping[str, Any]], StdoutLine] = frame_line,
+) -> list[PeerOutput]:
+    """``outputs`` with each JSON-RPC response to a recorded id in ``ids`` sent to its new id.
+
+    A response is a stdout frame with an ``id`` and no ``method``; ``write`` prints the
+    readdressed frame. Every other output is kept as it is.
+    """
+    readdressed: list[PeerOutput] = []
+    for output in outputs:
+        frame = _frame_or_none(output.text) if isinstance(output, StdoutLine) else None
+        recorded = frame.get("id") if frame is not None and "method" not in frame else None
+        # An id that is not a JSON-RPC one (a list, say) addresses nothing.
+        known = recorded is not None and isinstance(recorded, Hashable) and recorded in ids
+        if frame is not None and known:
+            readdressed.append(write({**frame, "id": ids[recorded]}))
+        else:
+            readdressed.append(output)
+    return readdressed
 
 
 @dataclass(frozen=True, slots=True)
