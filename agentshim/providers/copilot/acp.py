@@ -31,7 +31,7 @@ from types import MappingProxyType
 from typing import Any
 
 from agentshim.acp.client import AcpTransport
-from agentshim.acp.dialect import AcpArgv, AcpDialect
+from agentshim.acp.dialect import AcpArgv
 from agentshim.acp.jsonrpc import RpcError
 from agentshim.core.argv import checked_option_value
 from agentshim.core.errors import FailureKind
@@ -39,6 +39,7 @@ from agentshim.core.failures import kind_from_status, kind_from_text
 from agentshim.core.jsonvalues import as_int, as_mapping
 from agentshim.core.permissions import NativeMode
 from agentshim.core.usage import ProviderUsage, TokenUsage
+from agentshim.providers.acp_package import dialect_of
 from agentshim.transport.context import TransportContext
 
 from .provider import PROFILE
@@ -145,12 +146,8 @@ def usage(result: Mapping[str, Any]) -> ProviderUsage | None:
     return ProviderUsage(tokens=tokens, provider=PROFILE.name, raw=MappingProxyType(dict(raw)))
 
 
-COPILOT_ACP = AcpDialect(
-    profile=PROFILE,
-    argv=acp_argv,
-    classify=classify_rpc_error,
-    session_lost=session_lost,
-    usage=usage,
+COPILOT_ACP = dialect_of(
+    __name__,
     notice=is_notice,
     failed=failure_kind,
     stdio_mcp=False,

@@ -30,13 +30,14 @@ from types import MappingProxyType
 from typing import Any
 
 from agentshim.acp.client import AcpTransport
-from agentshim.acp.dialect import AcpArgv, AcpDialect
+from agentshim.acp.dialect import AcpArgv
 from agentshim.acp.jsonrpc import RpcError
 from agentshim.core.argv import checked_option_value
 from agentshim.core.errors import FailureKind
 from agentshim.core.jsonvalues import as_int, as_mapping, as_str
 from agentshim.core.permissions import NativeMode, NativePermissions
 from agentshim.core.usage import ProviderUsage, TokenUsage
+from agentshim.providers.acp_package import dialect_of
 from agentshim.transport.context import TransportContext
 
 from .failures import classify
@@ -148,12 +149,8 @@ def usage(result: Mapping[str, Any]) -> ProviderUsage | None:
     return ProviderUsage(tokens=tokens, provider=PROFILE.name, raw=MappingProxyType(dict(raw)))
 
 
-OPENCODE_ACP = AcpDialect(
-    profile=PROFILE,
-    argv=acp_argv,
-    classify=classify_rpc_error,
-    session_lost=session_lost,
-    usage=usage,
+OPENCODE_ACP = dialect_of(
+    __name__,
     env=acp_env,
     usage_of_last_call=True,
     superseded_messages=True,
