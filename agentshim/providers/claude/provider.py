@@ -43,7 +43,7 @@ from agentshim.core.profile import McpMechanism, OutputSchemaStyle, ProviderProf
 from agentshim.core.provider import ArgvContext, McpInstallation, NoMcpInstallation, mcp_env
 
 from .model_data import PRICING_TABLE
-from .parser import ClaudeStreamParser
+from .parser import PROVIDER_NAME, ClaudeStreamParser
 from .sandbox import SANDBOX_ENV, SandboxConfig
 from .user_hooks import ClaudeHook, build_settings
 
@@ -96,7 +96,7 @@ RESUME_ALIASES: tuple[str, ...] = ("claude -r {id}", "claude --resume={id}")
 """Other spellings of the resume line Claude Code accepts, which ``extract_resume`` recognises."""
 
 PROFILE = ProviderProfile(
-    name="claude",
+    name=PROVIDER_NAME,
     display_name="Claude Code",
     binary="claude",
     supports_resume=True,

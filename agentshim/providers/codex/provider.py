@@ -39,7 +39,7 @@ from agentshim.core.provider import ArgvContext, McpInstallation, NoMcpInstallat
 
 from ._config_flags import config_flag, read_config_flags
 from ._toml import TomlError
-from .parser import CodexStreamParser
+from .parser import PROVIDER_NAME, CodexStreamParser
 from .rules import CODEX_HOME_ENV, check_codex_home, install_rules
 from .sandbox import CodexSandboxConfig, render_sandbox
 
@@ -74,7 +74,7 @@ RESUME_ALIASES: tuple[str, ...] = ("codex exec resume {id}",)
 """Other spellings of the resume line Codex accepts, which ``extract_resume`` recognises."""
 
 PROFILE = ProviderProfile(
-    name="codex",
+    name=PROVIDER_NAME,
     display_name="Codex CLI",
     binary="codex",
     supports_resume=True,

@@ -14,7 +14,7 @@ import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from agentshim.core.argv import checked_option_value
 from agentshim.core.errors import (
@@ -39,10 +39,7 @@ from agentshim.core.mcp import (
 from agentshim.core.profile import McpMechanism, ProviderProfile
 from agentshim.core.provider import ArgvContext, McpInstallation, NoMcpInstallation
 
-from .parser import CopilotStreamParser
-
-if TYPE_CHECKING:
-    pass
+from .parser import PROVIDER_NAME, CopilotStreamParser
 
 __all__ = [
     "MCP_FLAG",
@@ -74,7 +71,7 @@ RESUME_ALIASES: tuple[str, ...] = ("copilot --resume {id}", "copilot -r {id}")
 """Other spellings of the resume line Copilot CLI accepts, which ``extract_resume`` recognises."""
 
 PROFILE = ProviderProfile(
-    name="copilot",
+    name=PROVIDER_NAME,
     display_name="GitHub Copilot CLI",
     binary="copilot",
     supports_resume=True,

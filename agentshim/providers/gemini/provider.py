@@ -34,7 +34,7 @@ from agentshim.core.provider import ArgvContext, McpInstallation, NoMcpInstallat
 
 from .failures import classify
 from .model_data import PRICING_TABLE
-from .parser import GeminiStreamParser
+from .parser import PROVIDER_NAME, GeminiStreamParser
 
 __all__ = [
     "MCP_CONFIG_FILE",
@@ -61,7 +61,7 @@ RESUME_ALIASES: tuple[str, ...] = ("gemini -r {id}", "gemini --resume={id}")
 """Other spellings of the resume line Gemini CLI accepts, which ``extract_resume`` recognises."""
 
 PROFILE = ProviderProfile(
-    name="gemini",
+    name=PROVIDER_NAME,
     display_name="Gemini CLI",
     binary="gemini",
     supports_resume=True,

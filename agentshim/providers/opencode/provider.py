@@ -27,7 +27,7 @@ from agentshim.core.mcp_config import install_json_config, workspace_config_file
 from agentshim.core.profile import McpMechanism, ProviderProfile
 from agentshim.core.provider import ArgvContext, McpInstallation, NoMcpInstallation
 
-from .parser import OpencodeStreamParser, strip_ansi
+from .parser import PROVIDER_NAME, OpencodeStreamParser, strip_ansi
 
 __all__ = [
     "CONFIG_SCHEMA_URL",
@@ -62,7 +62,7 @@ RESUME_ALIASES: tuple[str, ...] = (
 """Other spellings of the resume line opencode accepts, which ``extract_resume`` recognises."""
 
 PROFILE = ProviderProfile(
-    name="opencode",
+    name=PROVIDER_NAME,
     display_name="opencode",
     binary="opencode",
     supports_resume=True,

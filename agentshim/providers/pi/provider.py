@@ -25,7 +25,7 @@ from agentshim.core.profile import ProviderProfile
 from agentshim.core.provider import ArgvContext, McpInstallation, refuse_mcp_servers
 from agentshim.tools.local import LocalToolServer
 
-from .parser import PiStreamParser
+from .parser import PROVIDER_NAME, PiStreamParser
 from .tools import tool_extension
 
 if TYPE_CHECKING:
@@ -56,7 +56,7 @@ RESUME_ALIASES: tuple[str, ...] = ()
 """Other spellings of the resume line Pi accepts, which ``extract_resume`` recognises."""
 
 PROFILE = ProviderProfile(
-    name="pi",
+    name=PROVIDER_NAME,
     display_name="Pi",
     binary="pi",
     supports_resume=True,
