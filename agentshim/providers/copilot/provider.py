@@ -16,7 +16,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from agentshim.core.argv import checked_option_value
 from agentshim.core.errors import (
     AgentShimError,
     CliExitError,
@@ -38,6 +37,7 @@ from agentshim.core.mcp import (
 )
 from agentshim.core.profile import McpMechanism, ProviderProfile
 from agentshim.core.provider import ArgvContext, McpInstallation, NoMcpInstallation
+from agentshim.core.turn_flags import model_flag
 
 from .parser import PROVIDER_NAME, CopilotStreamParser
 
@@ -138,8 +138,7 @@ class CopilotProvider:
             # read as the prompt or the next flag.
             # Only the id's own safety matters then.
             argv.append(f"{RESUME_FLAG}={validate_session_id(ctx.resume_session_id)}")
-        if ctx.model:
-            argv += ["--model", checked_option_value("Copilot CLI", "model", ctx.model)]
+        argv += model_flag("Copilot CLI", ctx)
         return ctx.ending(argv)
 
     def new_parser(self, emit: Emit, *, expect_structured: bool) -> CopilotStreamParser:
