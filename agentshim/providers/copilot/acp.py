@@ -30,14 +30,14 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from agentshim.acp.client import AcpTransport
-from agentshim.acp.dialect import AcpArgv
+from agentshim.acp.dialect import AcpArgv, AcpDialect
 from agentshim.acp.jsonrpc import RpcError
 from agentshim.core.argv import checked_option_value
 from agentshim.core.errors import FailureKind
 from agentshim.core.failures import kind_from_status, kind_from_text
 from agentshim.core.permissions import NativeMode
 from agentshim.core.usage import ProviderUsage, TokenUsage
-from agentshim.providers.acp_package import Count, dialect_of, prompt_usage
+from agentshim.providers.acp_prompt_usage import Count, prompt_usage
 from agentshim.transport.context import TransportContext
 
 from .provider import PROFILE
@@ -140,8 +140,12 @@ def _tokens(count: Count) -> TokenUsage:
     )
 
 
-COPILOT_ACP = dialect_of(
-    __name__,
+COPILOT_ACP = AcpDialect(
+    profile=PROFILE,
+    argv=acp_argv,
+    classify=classify_rpc_error,
+    session_lost=session_lost,
+    usage=usage,
     notice=is_notice,
     failed=failure_kind,
     stdio_mcp=False,

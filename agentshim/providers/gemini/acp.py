@@ -27,7 +27,7 @@ from types import MappingProxyType
 from typing import Any
 
 from agentshim.acp.client import AcpTransport
-from agentshim.acp.dialect import AcpArgv
+from agentshim.acp.dialect import AcpArgv, AcpDialect
 from agentshim.acp.jsonrpc import RpcError
 from agentshim.core.argv import checked_option_value
 from agentshim.core.errors import FailureKind
@@ -35,7 +35,6 @@ from agentshim.core.failures import kind_from_status, kind_from_text
 from agentshim.core.jsonvalues import as_count, as_mapping, as_str, list_or_empty
 from agentshim.core.permissions import NativeMode
 from agentshim.core.usage import ProviderUsage, TokenUsage
-from agentshim.providers.acp_package import dialect_of
 from agentshim.transport.context import TransportContext
 
 from .provider import PROFILE
@@ -122,8 +121,12 @@ def is_notice(text: str) -> bool:
     return text.startswith("[MODE_UPDATE]")
 
 
-GEMINI_ACP = dialect_of(
-    __name__,
+GEMINI_ACP = AcpDialect(
+    profile=PROFILE,
+    argv=acp_argv,
+    classify=classify_rpc_error,
+    session_lost=session_lost,
+    usage=usage,
     notice=is_notice,
     load_in_a_later_minute=True,
     # 0.61.0 sends the first replayed update before the load response and the rest after.

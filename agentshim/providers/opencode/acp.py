@@ -29,14 +29,14 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from agentshim.acp.client import AcpTransport
-from agentshim.acp.dialect import AcpArgv
+from agentshim.acp.dialect import AcpArgv, AcpDialect
 from agentshim.acp.jsonrpc import RpcError
 from agentshim.core.argv import checked_option_value
 from agentshim.core.errors import FailureKind
 from agentshim.core.jsonvalues import as_str
 from agentshim.core.permissions import NativeMode, NativePermissions
 from agentshim.core.usage import ProviderUsage, TokenUsage
-from agentshim.providers.acp_package import Count, dialect_of, prompt_usage
+from agentshim.providers.acp_prompt_usage import Count, prompt_usage
 from agentshim.transport.context import TransportContext
 
 from .failures import classify
@@ -144,8 +144,12 @@ def _tokens(count: Count) -> TokenUsage:
     )
 
 
-OPENCODE_ACP = dialect_of(
-    __name__,
+OPENCODE_ACP = AcpDialect(
+    profile=PROFILE,
+    argv=acp_argv,
+    classify=classify_rpc_error,
+    session_lost=session_lost,
+    usage=usage,
     env=acp_env,
     usage_of_last_call=True,
     superseded_messages=True,
