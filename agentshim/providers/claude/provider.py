@@ -98,7 +98,6 @@ RESUME_ALIASES: tuple[str, ...] = ("claude -r {id}", "claude --resume={id}")
 PROFILE = ProviderProfile(
     name=PROVIDER_NAME,
     display_name="Claude Code",
-    binary="claude",
     supports_resume=True,
     supports_fork=True,
     supports_reasoning_effort=True,

@@ -77,7 +77,6 @@ RESUME_ALIASES: tuple[str, ...] = ("codex exec resume {id}",)
 PROFILE = ProviderProfile(
     name=PROVIDER_NAME,
     display_name="Codex CLI",
-    binary="codex",
     supports_resume=True,
     supports_reasoning_effort=True,
     mcp=McpMechanism.CLI_FLAGS,

@@ -63,7 +63,6 @@ RESUME_ALIASES: tuple[str, ...] = ("gemini -r {id}", "gemini --resume={id}")
 PROFILE = ProviderProfile(
     name=PROVIDER_NAME,
     display_name="Gemini CLI",
-    binary="gemini",
     supports_resume=True,
     mcp=McpMechanism.CONFIG_FILE,
     state_dirs=(".gemini",),

@@ -64,7 +64,6 @@ RESUME_ALIASES: tuple[str, ...] = (
 PROFILE = ProviderProfile(
     name=PROVIDER_NAME,
     display_name="opencode",
-    binary="opencode",
     supports_resume=True,
     mcp=McpMechanism.CONFIG_FILE,
     state_dirs=(".local/share/opencode", ".config/opencode"),
