@@ -170,16 +170,7 @@ class Agent:
         clock = self.clock
 
         def context() -> TransportContext:
-            cli = one_shot.cli_agent
-            return TransportContext(
-                provider=cli.provider,
-                executor=cli.executor,
-                binary_path=cli.binary_path,
-                env=cli.env,
-                model=cli.model,
-                log=log_line,
-                clock=clock.monotonic,
-            )
+            return one_shot.cli_agent.transport_context(clock.monotonic)
 
         self.transport = factories[transport](context)
         self._session_leases = self._own_leases()
