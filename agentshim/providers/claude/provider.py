@@ -185,10 +185,8 @@ class ClaudeProvider:
         object.__setattr__(self, "hooks", hooks)
         object.__setattr__(self, "settings_json", settings_json)
 
-    @property
-    def profile(self) -> ProviderProfile:
-        """Claude Code's capabilities."""
-        return PROFILE
+    profile = PROFILE
+    """Claude Code's capabilities."""
 
     @property
     def sandbox_env(self) -> Mapping[str, str]:

@@ -292,10 +292,8 @@ class CodexProvider:
 
     sandbox: CodexSandboxConfig | None = None
 
-    @property
-    def profile(self) -> ProviderProfile:
-        """Codex CLI's static capabilities."""
-        return PROFILE
+    profile = PROFILE
+    """Codex CLI's static capabilities."""
 
     def build_argv(self, ctx: ArgvContext) -> list[str]:
         """Return one turn's argv (see the module docstring); the prompt is never in it.

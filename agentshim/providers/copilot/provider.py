@@ -108,10 +108,8 @@ class CopilotProvider:
     allow_all_urls: bool = True
     auto_update: bool = False
 
-    @property
-    def profile(self) -> ProviderProfile:
-        """Copilot CLI's static capabilities."""
-        return PROFILE
+    profile = PROFILE
+    """Copilot CLI's static capabilities."""
 
     def build_argv(self, ctx: ArgvContext) -> list[str]:
         """Return the turn's argv; the prompt is never in it.

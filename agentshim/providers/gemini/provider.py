@@ -117,10 +117,8 @@ class GeminiProvider:
                 "or read_only (--approval-mode plan)"
             )
 
-    @property
-    def profile(self) -> ProviderProfile:
-        """The Gemini CLI's static capabilities."""
-        return PROFILE
+    profile = PROFILE
+    """The Gemini CLI's static capabilities."""
 
     def build_argv(self, ctx: ArgvContext) -> list[str]:
         """``gemini --output-format stream-json [--model m] [--resume id] <mode> [extra]``."""

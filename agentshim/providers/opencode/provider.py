@@ -118,10 +118,8 @@ class OpencodeProvider:
     thinking: bool = False
     auto_approve: bool = False
 
-    @property
-    def profile(self) -> ProviderProfile:
-        """Opencode's static capabilities."""
-        return PROFILE
+    profile = PROFILE
+    """Opencode's static capabilities."""
 
     def build_argv(self, ctx: ArgvContext) -> list[str]:
         """``opencode run --format json [--session id] [--model provider/model] [extra]``."""

@@ -109,10 +109,8 @@ class PiProvider:
     provider: str | None = None
     short_session_ids: bool = False
 
-    @property
-    def profile(self) -> ProviderProfile:
-        """Pi's static capabilities."""
-        return PROFILE
+    profile = PROFILE
+    """Pi's static capabilities."""
 
     def build_argv(self, ctx: ArgvContext) -> list[str]:
         """Return the turn's argv; the prompt is never in it.
