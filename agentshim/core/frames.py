@@ -149,25 +149,7 @@ class FrameDispatcher:
             if text:
                 self._emit(RawOutput(line.rstrip("\r\n")))
             return
-        # What dispatch does, inlined for the same reason; the two must stay alike.
-        kind = frame.get("type")
-        try:
-            handler = self._handlers.get(kind)
-        except TypeError:  # an unhashable type (an object or an array) has no handler
-            handler = None
-        out: list[AgentEvent] = []
-        try:
-            if self._before is not None:
-                self._before(frame, out)
-            if handler is not None:
-                handler(frame, out)
-            else:
-                out.append(self.unknown_frame(frame, line))
-        except Exception as exc:  # a frame of an unexpected shape costs that frame, not the turn
-            out = _malformed(kind, exc, line)
-        emit = self._emit
-        for event in out:
-            emit(event)
+        self.dispatch(frame, line)
 
     def unknown_frame(self, frame: Frame, line: str) -> AgentEvent:
         """The event for a frame whose type has no handler: ``Lifecycle("unknown_frame:<type>")``.

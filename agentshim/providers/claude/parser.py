@@ -22,6 +22,7 @@ import json
 import math
 import time
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from typing import Any, NamedTuple
 
 from agentshim.core._builders import (
@@ -153,26 +154,26 @@ class ClaudeStreamParser(FrameParser):
         """Summarize the turn; a stream without a result frame is a failure (kind OTHER)."""
         terminal = self._terminal
         if terminal is None:
-            return ParsedTurn(
-                text="\n".join(self._texts),
-                session_id=self._session_id,
-                error=self._early_end_error(),
-                error_kind=self._early_end_kind(),
-                context_tokens=self._context_tokens(),
-                context_window=self._context_window,
-                background_tasks=self._background,
+            text = "\n".join(self._texts)
+            turn = ParsedTurn(
+                text, error=self._early_end_error(), error_kind=self._early_end_kind()
             )
-        kind = terminal.kind
-        if terminal.error is not None and not terminal.stream_said:
-            kind = self._stderr_kind() or kind
-        return ParsedTurn(
-            text=terminal.text,
-            structured_output=terminal.structured,
+        else:
+            kind = terminal.kind
+            if terminal.error is not None and not terminal.stream_said:
+                kind = self._stderr_kind() or kind
+            turn = ParsedTurn(
+                terminal.text,
+                terminal.structured,
+                usage=terminal.usage,
+                cost_usd=terminal.cost,
+                error=terminal.error,
+                error_kind=kind,
+            )
+        # What the whole stream said, whether it reached its result or not.
+        return replace(
+            turn,
             session_id=self._session_id,
-            usage=terminal.usage,
-            cost_usd=terminal.cost,
-            error=terminal.error,
-            error_kind=kind,
             context_tokens=self._context_tokens(),
             context_window=self._context_window,
             background_tasks=self._background,
@@ -272,30 +273,9 @@ class ClaudeStreamParser(FrameParser):
                 out.append(Lifecycle(f"unknown_block:{as_str(block_type) or '?'}", ""))
 
     def _report_call(self, usage: Mapping[str, Any], out: list[AgentEvent]) -> None:
-        # Once per message: the plain-int case is read inline, anything else by _fold_usage.
-        uncached: Any = usage.get("input_tokens", 0)
-        read: Any = usage.get("cache_read_input_tokens", 0)
-        write: Any = usage.get("cache_creation_input_tokens", 0)
-        output: Any = usage.get("output_tokens", 0)
-        if (
-            uncached.__class__ is int
-            and read.__class__ is int
-            and write.__class__ is int
-            and output.__class__ is int
-            and uncached >= 0
-            and read >= 0
-            and write >= 0
-            and output >= 0
-            and "cache_creation" not in usage
-        ):
-            if uncached + read + write + output <= 0:
-                return
-            # Valid by construction (non-negative ints, cache within input): built unchecked.
-            tokens = build_token_usage(uncached + read + write, read, write, 0, output, 0, 0)
-        else:
-            tokens = _fold_usage(usage, 0)
-            if tokens.total_tokens == 0:
-                return
+        tokens = _fold_usage(usage, 0)
+        if tokens.input_tokens + tokens.output_tokens == 0:
+            return
         # The builders make the values the classes would, cheaper than the class calls (see
         # core/_builders.py): three of them for every model call.
         report = build_provider_usage(
@@ -336,9 +316,7 @@ class ClaudeStreamParser(FrameParser):
             return
         block: Any
         for block in content:
-            if block.__class__ is not dict:
-                continue
-            block_type = block.get("type")
+            block_type = block.get("type") if block.__class__ is dict else None
             if block_type == "tool_result":
                 self._tool_result_block(block, out)
             elif block_type == "text":
@@ -592,13 +570,12 @@ def _fold_usage(usage: Mapping[str, Any], num_turns: object) -> TokenUsage:
     if creation.__class__ is dict and creation:
         write_1h = creation.get("ephemeral_1h_input_tokens")
         write_1h = write_1h if type(write_1h) is int and write_1h >= 0 else as_count(write_1h)
+        write_1h = write_1h if write_1h < write else write  # min(), without a call
     turns = num_turns if type(num_turns) is int and num_turns >= 0 else as_count(num_turns)
     # Valid by construction (non-negative ints, cache within input, 1h writes within writes):
     # built unchecked, in field order (input, cache read, cache write, 1h write, output,
     # reasoning, turns).
-    return build_token_usage(
-        uncached + read + write, read, write, min(write_1h, write), output, 0, turns
-    )
+    return build_token_usage(uncached + read + write, read, write, write_1h, output, 0, turns)
 
 
 def _background_tasks(value: object) -> list[BackgroundTask]:
