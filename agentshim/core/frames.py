@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any, ClassVar, NamedTuple
 
-from agentshim.core.events import AgentEvent, Emit, Lifecycle, RawOutput, Stderr
+from agentshim.core.events import AgentEvent, Emit, Lifecycle, RawOutput, SessionStarted, Stderr
 from agentshim.core.stderr_tail import StderrTail
 from agentshim.core.stream import scan_json
 
@@ -200,13 +200,16 @@ class FrameParser(FrameDispatcher):
     ``_stderr`` (its :class:`~agentshim.core.stderr_tail.StderrTail`), and writes ``finish``.
     ``feed_stdout`` is :meth:`FrameDispatcher.feed` itself, so a line costs no extra call.
     With ``BLANK_STDERR`` true a blank stderr line is emitted too (as ``Stderr``) but not
-    kept, for CLIs whose blank lines separate the parts of what they print.
+    kept, for CLIs whose blank lines separate the parts of what they print. The session the
+    stream names is ``_session_id``, announced once by :meth:`_start_session`.
     """
 
     __slots__ = ()
 
     BLANK_STDERR: ClassVar[bool] = False
     _stderr: StderrTail
+    # Until the stream names its session; an instance's own value shadows this default.
+    _session_id: str | None = None
 
     feed_stdout = FrameDispatcher.feed
 
@@ -219,3 +222,15 @@ class FrameParser(FrameDispatcher):
             self._emit(Stderr(line.rstrip("\r\n")))
         else:
             self._stderr.feed(line)
+
+    def _start_session(self, session_id: object, out: list[AgentEvent]) -> bool:
+        """Announce the turn's session (SessionStarted) from the first id the stream names.
+
+        ``session_id`` counts when it is a non-empty string and no session is known yet; then
+        it becomes ``_session_id`` and True is returned. Anything else changes nothing.
+        """
+        if self._session_id is None and type(session_id) is str and session_id:
+            self._session_id = session_id
+            out.append(SessionStarted(session_id))
+            return True
+        return False

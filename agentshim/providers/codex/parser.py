@@ -37,7 +37,6 @@ from agentshim.core.events import (
     Lifecycle,
     ProviderErrorReported,
     Reasoning,
-    SessionStarted,
     ToolKind,
     UsageScope,
 )
@@ -172,7 +171,6 @@ class CodexStreamParser(FrameParser):
         self._requested_id: str | None = None
         self._baseline: _Counts | None = None
         self._baseline_missing = False
-        self._session_id: str | None = None
         # What _final_text reads, kept as the messages come rather than as a list of them: a
         # long stream then holds three strings, not one tuple per message for the collector
         # to walk. The last message in the final-answer phase, the last one not in the
@@ -274,9 +272,7 @@ class CodexStreamParser(FrameParser):
         thread_id: Any = frame.get("thread_id")
         if thread_id.__class__ is not str:
             thread_id = ""
-        if thread_id and self._session_id is None:
-            self._session_id = thread_id
-            out.append(SessionStarted(thread_id))
+        if self._start_session(thread_id, out):
             requested = self._requested_id
             if requested is not None and thread_id != requested:
                 self._resume_missed(requested, thread_id, out)

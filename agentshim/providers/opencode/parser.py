@@ -14,15 +14,14 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any, cast
 
+from agentshim.core._builders import build_assistant_text
 from agentshim.core.errors import FailureKind
 from agentshim.core.events import (
     AgentEvent,
-    AssistantText,
     Emit,
     Lifecycle,
     ProviderErrorReported,
     Reasoning,
-    SessionStarted,
     UsageReport,
     UsageScope,
 )
@@ -111,7 +110,6 @@ class OpencodeStreamParser(FrameParser):
         )
         super().__init__(handlers, emit, before=self._see_session)
         self._texts: list[str] = []
-        self._session_id: str | None = None
         self._called: set[str] = set()
         # part.id of every step_finish seen: a repeated frame is the same step, counted once.
         self._finished_steps: set[str] = set()
@@ -143,16 +141,13 @@ class OpencodeStreamParser(FrameParser):
     def _see_session(self, frame: Frame, out: list[AgentEvent]) -> None:
         # Every frame carries the session id; the first that does announces it.
         if self._session_id is None:
-            session_id = frame.get("sessionID")
-            if isinstance(session_id, str) and session_id:
-                self._session_id = session_id
-                out.append(SessionStarted(session_id))
+            self._start_session(frame.get("sessionID"), out)
 
     def _on_text(self, frame: Frame, out: list[AgentEvent]) -> None:
         text = mapping_or_empty(frame.get("part")).get("text")
         if isinstance(text, str) and text:
             self._texts.append(text)
-            out.append(AssistantText(text))
+            out.append(build_assistant_text(text, False))
 
     def _on_reasoning(self, frame: Frame, out: list[AgentEvent]) -> None:
         text = mapping_or_empty(frame.get("part")).get("text")
@@ -304,19 +299,13 @@ class OpencodeStreamParser(FrameParser):
         if self._report_count == 1:
             usage = self._first_report
         elif self._report_count:
-            usage = ProviderUsage(
-                tokens=_token_usage(self._totals, 1),
-                total_cost_usd=self._cost,
-                provider=PROVIDER_NAME,
-                raw=self._raw,
-                increment_known=not self._counts_unknown,
-                cost_source=CostSource.REPORTED
-                if self._cost is not None
-                else CostSource.NOT_REPORTED,
-            )
+            source = _REPORTED if self._cost is not None else _NOT_REPORTED
+            # In field order (tokens, cost, provider, raw, increment_known, cost_source), as above.
+            known = not self._counts_unknown
+            tokens = _token_usage(self._totals, 1)
+            usage = ProviderUsage(tokens, self._cost, PROVIDER_NAME, self._raw, known, source)
         return ParsedTurn(
-            text="\n".join(self._texts),
-            structured_output=None,
+            "\n".join(self._texts),
             session_id=self._session_id,
             usage=usage,
             cost_usd=self._cost,
