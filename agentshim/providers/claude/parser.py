@@ -34,6 +34,7 @@ from agentshim.core._builders import (
     build_tool_result,
     build_usage_report,
 )
+from agentshim.core._enum_members import COST_NOT_REPORTED, COST_REPORTED, SCOPE_CALL, SCOPE_TURN
 from agentshim.core.errors import FailureKind
 from agentshim.core.events import (
     AgentEvent,
@@ -44,7 +45,6 @@ from agentshim.core.events import (
     ProviderErrorReported,
     Reasoning,
     SessionStarted,
-    UsageScope,
 )
 from agentshim.core.failures import kind_from_text
 from agentshim.core.frames import Frame, FrameParser, ignore_frame
@@ -73,11 +73,6 @@ PROVIDER_NAME = "claude"
 SYNTHETIC_MODEL = "<synthetic>"
 """The model name Claude Code gives the assistant message it makes up to report an API error."""
 
-# Looking an enum member up on its class costs ~0.1 us on CPython 3.11: read once a result.
-_REPORTED = CostSource.REPORTED
-_NOT_REPORTED = CostSource.NOT_REPORTED
-_CALL = UsageScope.CALL
-_TURN = UsageScope.TURN
 _DETAIL_CHARS = 2000
 _ANSWER_CHARS = 300
 
@@ -279,9 +274,9 @@ class ClaudeStreamParser(FrameParser):
         # The builders make the values the classes would, cheaper than the class calls (see
         # core/_builders.py): three of them for every model call.
         report = build_provider_usage(
-            tokens, None, PROVIDER_NAME, usage, True, _NOT_REPORTED, self._model
+            tokens, None, PROVIDER_NAME, usage, True, COST_NOT_REPORTED, self._model
         )
-        out.append(build_usage_report(report, None, _CALL, None))
+        out.append(build_usage_report(report, None, SCOPE_CALL, None))
 
     def _tool_use_block(self, block: Mapping[str, Any], out: list[AgentEvent]) -> None:
         # Once per tool call: type checks inlined, as in _on_assistant.
@@ -373,7 +368,7 @@ class ClaudeStreamParser(FrameParser):
         if usage is not None:
             duration = frame.get("duration_ms")
             duration_ms = duration if type(duration) is int and duration >= 0 else None
-            out.append(build_usage_report(usage, usage.total_cost_usd, _TURN, duration_ms))
+            out.append(build_usage_report(usage, usage.total_cost_usd, SCOPE_TURN, duration_ms))
         self._context_window = _reported_window(model_usage, self._model)
         denials = frame.get("permission_denials")
         if denials:
@@ -462,7 +457,7 @@ class ClaudeStreamParser(FrameParser):
         model = next(iter(model_usage), None) or self._model or self._requested_model
         if reported is not None:
             cost: float | None = reported
-            source = _REPORTED
+            source = COST_REPORTED
         else:
             cost, source = self._price(model_usage, tokens, model)
         # A usage with neither an input nor an output count holds nothing to fold.

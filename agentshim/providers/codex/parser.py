@@ -30,6 +30,7 @@ from agentshim.core._builders import (
     build_tool_call,
     build_usage_report,
 )
+from agentshim.core._enum_members import COST_PRICED, COST_UNKNOWN_MODEL, KIND_OTHER, SCOPE_TURN
 from agentshim.core.errors import FailureKind
 from agentshim.core.events import (
     AgentEvent,
@@ -37,8 +38,6 @@ from agentshim.core.events import (
     Lifecycle,
     ProviderErrorReported,
     Reasoning,
-    ToolKind,
-    UsageScope,
 )
 from agentshim.core.frames import Frame, FrameParser, frame_label
 from agentshim.core.jsonvalues import as_mapping, str_or_empty
@@ -72,12 +71,6 @@ PROVIDER_NAME = "codex"
 _ItemHandler = Callable[[str, Frame, "str | None", list[AgentEvent]], None]
 _TOOL_ITEMS = frozenset({SHELL_TOOL, EDIT_TOOL, MCP_TOOL, WEB_TOOL, SUBAGENT_TOOL})
 _MODEL_METADATA = re.compile(r"Model metadata for `([^`]+)` not found")
-# Looking an enum member up on its class costs ~0.1 us on CPython 3.11; these are read for
-# every tool call and usage frame.
-_OTHER_TOOL = ToolKind.OTHER
-_PRICED = CostSource.PRICED
-_UNKNOWN_MODEL = CostSource.UNKNOWN_MODEL
-_TURN = UsageScope.TURN
 # An event that never varies is one frozen value, built once rather than for every turn.
 _TURN_STARTED = Lifecycle("turn_started", "")
 _FINAL_PHASE = "final_answer"
@@ -338,7 +331,7 @@ class CodexStreamParser(FrameParser):
         if self._reports == 1:
             # The first report's step is the turn so far; finish() reuses it.
             self._first_usage = usage
-        out.append(build_usage_report(usage, cost, _TURN, None))
+        out.append(build_usage_report(usage, cost, SCOPE_TURN, None))
 
     # -- items ------------------------------------------------------------------------
 
@@ -399,7 +392,7 @@ class CodexStreamParser(FrameParser):
             if item_id in self._started_at:
                 return
             self._started_at[item_id] = self._clock()
-        kind = TOOL_KINDS.get(item_type, _OTHER_TOOL)
+        kind = TOOL_KINDS.get(item_type, KIND_OTHER)
         out.append(build_tool_call(item_id, item_type, tool_args(item_type, item), kind))
 
     def _tool_completed(
@@ -465,9 +458,9 @@ class CodexStreamParser(FrameParser):
             return usage, None
         if pricing is not None:
             cost: float | None = cost_usd(tokens, pricing)
-            source = _PRICED
+            source = COST_PRICED
         else:
-            cost, source = None, _UNKNOWN_MODEL
+            cost, source = None, COST_UNKNOWN_MODEL
         # Built as ProviderUsage(...) would, cheaper than the class call: one for every usage frame.
         usage = build_provider_usage(tokens, cost, PROVIDER_NAME, raw, True, source, model)
         return usage, cost

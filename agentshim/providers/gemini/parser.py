@@ -20,13 +20,13 @@ from agentshim.core._builders import (
     build_token_usage,
     build_usage_report,
 )
+from agentshim.core._enum_members import COST_NOT_REPORTED, COST_UNKNOWN_MODEL, SCOPE_TURN
 from agentshim.core.errors import FailureKind
 from agentshim.core.events import (
     AgentEvent,
     Emit,
     ProviderErrorReported,
     UsageReport,
-    UsageScope,
 )
 from agentshim.core.failures import kind_from_text
 from agentshim.core.frames import Frame, FrameParser
@@ -44,11 +44,6 @@ __all__ = ["PROVIDER_NAME", "GeminiStreamParser"]
 PROVIDER_NAME = "gemini"
 # What ``init.model`` says when the CLI routes each request itself: no model name.
 _ROUTED_MODEL = "auto"
-# Looking an enum member up on its class costs ~0.1 us on CPython 3.11; these are read for
-# every result.
-_NOT_REPORTED = CostSource.NOT_REPORTED
-_UNKNOWN_MODEL = CostSource.UNKNOWN_MODEL
-_TURN = UsageScope.TURN
 # stderr lines the CLI prints on every run; never the reason a turn failed.
 _NOISE_PREFIXES = (
     "Warning: 256-color support",
@@ -226,16 +221,16 @@ class GeminiStreamParser(FrameParser):
         usage = build_provider_usage(
             tokens if known else TokenUsage(turns=1), cost, PROVIDER_NAME, raw, known, source, model
         )
-        return build_usage_report(usage, cost, _TURN, None)
+        return build_usage_report(usage, cost, SCOPE_TURN, None)
 
     def _price(
         self, models: Mapping[str, tuple[int, Mapping[str, Any]]]
     ) -> tuple[float | None, CostSource]:
         if not models:
-            return None, _NOT_REPORTED
+            return None, COST_NOT_REPORTED
         pricing = self._pricing
         if pricing is None or not pricing.prices:
-            return None, _UNKNOWN_MODEL
+            return None, COST_UNKNOWN_MODEL
         total = 0.0
         for model, (_, entry) in models.items():
             price = pricing.get(model)

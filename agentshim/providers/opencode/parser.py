@@ -15,6 +15,7 @@ from types import MappingProxyType
 from typing import Any, cast
 
 from agentshim.core._builders import build_assistant_text
+from agentshim.core._enum_members import COST_NOT_REPORTED, COST_REPORTED
 from agentshim.core.errors import FailureKind
 from agentshim.core.events import (
     AgentEvent,
@@ -29,7 +30,7 @@ from agentshim.core.frames import Frame, FrameParser
 from agentshim.core.jsonvalues import as_amount, as_count, mapping_or_empty
 from agentshim.core.provider import ParsedTurn
 from agentshim.core.stderr_tail import StderrTail
-from agentshim.core.usage import CostSource, ProviderUsage, TokenUsage
+from agentshim.core.usage import ProviderUsage, TokenUsage
 
 from .events import TODO_TOOL, plan_from_args, tool_events
 from .failures import read_error as classify_error
@@ -37,9 +38,6 @@ from .failures import read_error as classify_error
 __all__ = ["PROVIDER_NAME", "OpencodeStreamParser", "strip_ansi"]
 
 PROVIDER_NAME = "opencode"
-# Looking an enum member up on its class costs ~0.1 us on CPython 3.11: read once a report.
-_REPORTED = CostSource.REPORTED
-_NOT_REPORTED = CostSource.NOT_REPORTED
 # An event that never varies is one frozen value, built once rather than for every step.
 _STEP_STARTED = Lifecycle("step_started")
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]")
@@ -215,7 +213,7 @@ class OpencodeStreamParser(FrameParser):
                     PROVIDER_NAME,
                     MappingProxyType(raw),
                     True,
-                    _NOT_REPORTED,
+                    COST_NOT_REPORTED,
                 )
                 out.append(UsageReport(call, None, UsageScope.CALL))
             self._raw = MappingProxyType(raw)
@@ -232,7 +230,7 @@ class OpencodeStreamParser(FrameParser):
             cost -= self._cost_reported
         # The turn counts once, on its first report, so reports add up to the turn.
         tokens = _token_usage(increment, 0 if self._report_count else 1)
-        source = _REPORTED if cost is not None else _NOT_REPORTED
+        source = COST_REPORTED if cost is not None else COST_NOT_REPORTED
         # In field order (tokens, cost, provider, raw, increment_known, cost_source), as above.
         usage = ProviderUsage(
             tokens, cost, PROVIDER_NAME, self._raw, not self._unreported_unknown, source
@@ -299,7 +297,7 @@ class OpencodeStreamParser(FrameParser):
         if self._report_count == 1:
             usage = self._first_report
         elif self._report_count:
-            source = _REPORTED if self._cost is not None else _NOT_REPORTED
+            source = COST_REPORTED if self._cost is not None else COST_NOT_REPORTED
             # In field order (tokens, cost, provider, raw, increment_known, cost_source), as above.
             known = not self._counts_unknown
             tokens = _token_usage(self._totals, 1)
