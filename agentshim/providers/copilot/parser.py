@@ -109,14 +109,13 @@ class CopilotStreamParser(FrameParser):
         self,
         emit: Emit,
         *,
-        expect_structured: bool = False,
         pricing: PricingTable = PRICING_TABLE,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         """Parse one turn, sending events to ``emit``.
 
-        ``expect_structured`` is accepted for the protocol and unused (Copilot has no output
-        schema); ``pricing`` prices reported tokens; ``clock`` times tool calls.
+        ``pricing`` prices reported tokens; ``clock`` times tool calls. There is no
+        ``expect_structured``: Copilot CLI takes no output schema.
         """
         self._pricing = pricing
         self._tools = ToolTracker(clock)

@@ -100,11 +100,10 @@ class GeminiStreamParser(FrameParser):
         self,
         emit: Emit,
         *,
-        expect_structured: bool = False,
         pricing: PricingTable | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        """Emit events through ``emit``; ``expect_structured`` is accepted and unused (no schema)."""
+        """Emit events through ``emit``; ``pricing`` prices the turn, ``clock`` times tool calls."""
         self._pricing = pricing
         self._tools = ToolTracker(clock)
         handlers = MappingProxyType(

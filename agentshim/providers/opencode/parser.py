@@ -94,8 +94,8 @@ class OpencodeStreamParser(FrameParser):
     # Blank lines separate the parts of an error report: they are passed on as printed.
     BLANK_STDERR = True
 
-    def __init__(self, emit: Emit, *, expect_structured: bool = False) -> None:
-        """Emit events through ``emit``; ``expect_structured`` is accepted and unused (no schema)."""
+    def __init__(self, emit: Emit) -> None:
+        """Emit events through ``emit`` (opencode takes no output schema, so none is expected)."""
         handlers = MappingProxyType(
             {
                 "text": self._on_text,

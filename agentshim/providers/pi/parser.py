@@ -107,14 +107,13 @@ class PiStreamParser(FrameParser):
         self,
         emit: Emit,
         *,
-        expect_structured: bool = False,
         short_session_ids: bool = False,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         """Parse one turn, sending events to ``emit``.
 
-        ``expect_structured`` is accepted for the protocol and unused (Pi has no output
-        schema); ``clock`` times tool calls.
+        ``clock`` times tool calls. There is no ``expect_structured``: Pi takes no output
+        schema.
         """
         self._short_ids = short_session_ids
         self._tools = ToolTracker(clock)
