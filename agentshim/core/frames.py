@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any, ClassVar, NamedTuple
 
-from agentshim.core.events import AgentEvent, Emit, Lifecycle, RawOutput, Stderr
+from agentshim.core.events import AgentEvent, Emit, Lifecycle, RawOutput, SessionStarted, Stderr
 from agentshim.core.stderr_tail import StderrTail
 from agentshim.core.stream import scan_json
 
@@ -149,25 +149,7 @@ class FrameDispatcher:
             if text:
                 self._emit(RawOutput(line.rstrip("\r\n")))
             return
-        # What dispatch does, inlined for the same reason; the two must stay alike.
-        kind = frame.get("type")
-        try:
-            handler = self._handlers.get(kind)
-        except TypeError:  # an unhashable type (an object or an array) has no handler
-            handler = None
-        out: list[AgentEvent] = []
-        try:
-            if self._before is not None:
-                self._before(frame, out)
-            if handler is not None:
-                handler(frame, out)
-            else:
-                out.append(self.unknown_frame(frame, line))
-        except Exception as exc:  # a frame of an unexpected shape costs that frame, not the turn
-            out = _malformed(kind, exc, line)
-        emit = self._emit
-        for event in out:
-            emit(event)
+        self.dispatch(frame, line)
 
     def unknown_frame(self, frame: Frame, line: str) -> AgentEvent:
         """The event for a frame whose type has no handler: ``Lifecycle("unknown_frame:<type>")``.
@@ -218,13 +200,16 @@ class FrameParser(FrameDispatcher):
     ``_stderr`` (its :class:`~agentshim.core.stderr_tail.StderrTail`), and writes ``finish``.
     ``feed_stdout`` is :meth:`FrameDispatcher.feed` itself, so a line costs no extra call.
     With ``BLANK_STDERR`` true a blank stderr line is emitted too (as ``Stderr``) but not
-    kept, for CLIs whose blank lines separate the parts of what they print.
+    kept, for CLIs whose blank lines separate the parts of what they print. The session the
+    stream names is ``_session_id``, announced once by :meth:`_start_session`.
     """
 
     __slots__ = ()
 
     BLANK_STDERR: ClassVar[bool] = False
     _stderr: StderrTail
+    # Until the stream names its session; an instance's own value shadows this default.
+    _session_id: str | None = None
 
     feed_stdout = FrameDispatcher.feed
 
@@ -237,3 +222,15 @@ class FrameParser(FrameDispatcher):
             self._emit(Stderr(line.rstrip("\r\n")))
         else:
             self._stderr.feed(line)
+
+    def _start_session(self, session_id: object, out: list[AgentEvent]) -> bool:
+        """Announce the turn's session (SessionStarted) from the first id the stream names.
+
+        ``session_id`` counts when it is a non-empty string and no session is known yet; then
+        it becomes ``_session_id`` and True is returned. Anything else changes nothing.
+        """
+        if self._session_id is None and type(session_id) is str and session_id:
+            self._session_id = session_id
+            out.append(SessionStarted(session_id))
+            return True
+        return False

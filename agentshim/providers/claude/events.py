@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from types import MappingProxyType
 from typing import Any
 
 from agentshim.core.events import Plan, ToolKind
 from agentshim.core.jsonvalues import as_mapping, as_str, compact_json, list_or_empty
-from agentshim.core.stream import printed_exit_code, todo_plan, tool_kind_in
+from agentshim.core.stream import printed_exit_code, todo_plan
+from agentshim.core.tool_kind_table import kinds_by_name, tool_kind_reader
 
 __all__ = [
     "EDIT_TOOL",
@@ -44,46 +44,25 @@ MCP_TOOL_PREFIX = "mcp__"
 # A failed Bash result starts with the command's status: "Exit code 2\n<stderr>".
 _SHELL_EXIT = re.compile(r"\AExit code (-?\d{1,9})(?:\n|$)")
 
-TOOL_KINDS: Mapping[str, ToolKind] = MappingProxyType(
+# New in 2.1.332: ToolSearch loads the definitions of the MCP tools the CLI deferred, so it is
+# the first step of an MCP call; Monitor watches a background command's output, as BashOutput
+# does; ListAgents lists the subagents.
+TOOL_KINDS: Mapping[str, ToolKind] = kinds_by_name(
     {
-        SHELL_TOOL: ToolKind.COMMAND,
-        "BashOutput": ToolKind.COMMAND,
-        "KillShell": ToolKind.COMMAND,
-        EDIT_TOOL: ToolKind.FILE_CHANGE,
-        "MultiEdit": ToolKind.FILE_CHANGE,
-        "Write": ToolKind.FILE_CHANGE,
-        "NotebookEdit": ToolKind.FILE_CHANGE,
-        "Read": ToolKind.FILE_READ,
-        "Glob": ToolKind.SEARCH,
-        "Grep": ToolKind.SEARCH,
-        "LS": ToolKind.SEARCH,
-        "WebFetch": ToolKind.WEB,
-        "WebSearch": ToolKind.WEB,
-        TODO_TOOL: ToolKind.PLAN,
-        "TaskCreate": ToolKind.PLAN,
-        "TaskGet": ToolKind.PLAN,
-        "TaskList": ToolKind.PLAN,
-        "TaskUpdate": ToolKind.PLAN,
-        "Task": ToolKind.SUBAGENT,
-        "Agent": ToolKind.SUBAGENT,
-        # New in 2.1.332. ToolSearch loads the definitions of the MCP tools the CLI deferred,
-        # so it is the first step of an MCP call; Monitor watches a background command's
-        # output, as BashOutput does; ListAgents lists the subagents.
-        "ToolSearch": ToolKind.MCP,
-        "Monitor": ToolKind.COMMAND,
-        "ListAgents": ToolKind.SUBAGENT,
+        ToolKind.COMMAND: (SHELL_TOOL, "BashOutput", "KillShell", "Monitor"),
+        ToolKind.FILE_CHANGE: (EDIT_TOOL, "MultiEdit", "Write", "NotebookEdit"),
+        ToolKind.FILE_READ: ("Read",),
+        ToolKind.SEARCH: ("Glob", "Grep", "LS"),
+        ToolKind.WEB: ("WebFetch", "WebSearch"),
+        ToolKind.PLAN: (TODO_TOOL, "TaskCreate", "TaskGet", "TaskList", "TaskUpdate"),
+        ToolKind.SUBAGENT: ("Task", "Agent", "ListAgents"),
+        ToolKind.MCP: ("ToolSearch",),
     }
 )
 """Claude Code's own tool names (as its ``system/init`` frame lists them) by what they do."""
 
-_KINDS: dict[str, ToolKind] = dict(TOOL_KINDS)
-
-
-def tool_kind(name: str) -> ToolKind:
-    """Return what the tool ``name`` does; ``mcp__<server>__<tool>`` is MCP, unknown is OTHER."""
-    # The table answers for the CLI's own tools without a second call (one per tool event),
-    # from a plain dict: a read-only view answers get() slower.
-    return _KINDS.get(name) or tool_kind_in(TOOL_KINDS, name, mcp_prefix=MCP_TOOL_PREFIX)
+tool_kind = tool_kind_reader(TOOL_KINDS, mcp_prefix=MCP_TOOL_PREFIX)
+"""Return what the tool ``name`` does; ``mcp__<server>__<tool>`` is MCP, unknown is OTHER."""
 
 
 def tool_result_text(content: object) -> str:

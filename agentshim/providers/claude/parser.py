@@ -22,6 +22,7 @@ import json
 import math
 import time
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from typing import Any, NamedTuple
 
 from agentshim.core._builders import (
@@ -33,6 +34,7 @@ from agentshim.core._builders import (
     build_tool_result,
     build_usage_report,
 )
+from agentshim.core._enum_members import COST_NOT_REPORTED, COST_REPORTED, SCOPE_CALL, SCOPE_TURN
 from agentshim.core.errors import FailureKind
 from agentshim.core.events import (
     AgentEvent,
@@ -43,7 +45,6 @@ from agentshim.core.events import (
     ProviderErrorReported,
     Reasoning,
     SessionStarted,
-    UsageScope,
 )
 from agentshim.core.failures import kind_from_text
 from agentshim.core.frames import Frame, FrameParser, ignore_frame
@@ -72,11 +73,6 @@ PROVIDER_NAME = "claude"
 SYNTHETIC_MODEL = "<synthetic>"
 """The model name Claude Code gives the assistant message it makes up to report an API error."""
 
-# Looking an enum member up on its class costs ~0.1 us on CPython 3.11: read once a result.
-_REPORTED = CostSource.REPORTED
-_NOT_REPORTED = CostSource.NOT_REPORTED
-_CALL = UsageScope.CALL
-_TURN = UsageScope.TURN
 _DETAIL_CHARS = 2000
 _ANSWER_CHARS = 300
 
@@ -153,26 +149,26 @@ class ClaudeStreamParser(FrameParser):
         """Summarize the turn; a stream without a result frame is a failure (kind OTHER)."""
         terminal = self._terminal
         if terminal is None:
-            return ParsedTurn(
-                text="\n".join(self._texts),
-                session_id=self._session_id,
-                error=self._early_end_error(),
-                error_kind=self._early_end_kind(),
-                context_tokens=self._context_tokens(),
-                context_window=self._context_window,
-                background_tasks=self._background,
+            text = "\n".join(self._texts)
+            turn = ParsedTurn(
+                text, error=self._early_end_error(), error_kind=self._early_end_kind()
             )
-        kind = terminal.kind
-        if terminal.error is not None and not terminal.stream_said:
-            kind = self._stderr_kind() or kind
-        return ParsedTurn(
-            text=terminal.text,
-            structured_output=terminal.structured,
+        else:
+            kind = terminal.kind
+            if terminal.error is not None and not terminal.stream_said:
+                kind = self._stderr_kind() or kind
+            turn = ParsedTurn(
+                terminal.text,
+                terminal.structured,
+                usage=terminal.usage,
+                cost_usd=terminal.cost,
+                error=terminal.error,
+                error_kind=kind,
+            )
+        # What the whole stream said, whether it reached its result or not.
+        return replace(
+            turn,
             session_id=self._session_id,
-            usage=terminal.usage,
-            cost_usd=terminal.cost,
-            error=terminal.error,
-            error_kind=kind,
             context_tokens=self._context_tokens(),
             context_window=self._context_window,
             background_tasks=self._background,
@@ -272,36 +268,15 @@ class ClaudeStreamParser(FrameParser):
                 out.append(Lifecycle(f"unknown_block:{as_str(block_type) or '?'}", ""))
 
     def _report_call(self, usage: Mapping[str, Any], out: list[AgentEvent]) -> None:
-        # Once per message: the plain-int case is read inline, anything else by _fold_usage.
-        uncached: Any = usage.get("input_tokens", 0)
-        read: Any = usage.get("cache_read_input_tokens", 0)
-        write: Any = usage.get("cache_creation_input_tokens", 0)
-        output: Any = usage.get("output_tokens", 0)
-        if (
-            uncached.__class__ is int
-            and read.__class__ is int
-            and write.__class__ is int
-            and output.__class__ is int
-            and uncached >= 0
-            and read >= 0
-            and write >= 0
-            and output >= 0
-            and "cache_creation" not in usage
-        ):
-            if uncached + read + write + output <= 0:
-                return
-            # Valid by construction (non-negative ints, cache within input): built unchecked.
-            tokens = build_token_usage(uncached + read + write, read, write, 0, output, 0, 0)
-        else:
-            tokens = _fold_usage(usage, 0)
-            if tokens.total_tokens == 0:
-                return
+        tokens = _fold_usage(usage, 0)
+        if tokens.input_tokens + tokens.output_tokens == 0:
+            return
         # The builders make the values the classes would, cheaper than the class calls (see
         # core/_builders.py): three of them for every model call.
         report = build_provider_usage(
-            tokens, None, PROVIDER_NAME, usage, True, _NOT_REPORTED, self._model
+            tokens, None, PROVIDER_NAME, usage, True, COST_NOT_REPORTED, self._model
         )
-        out.append(build_usage_report(report, None, _CALL, None))
+        out.append(build_usage_report(report, None, SCOPE_CALL, None))
 
     def _tool_use_block(self, block: Mapping[str, Any], out: list[AgentEvent]) -> None:
         # Once per tool call: type checks inlined, as in _on_assistant.
@@ -336,9 +311,7 @@ class ClaudeStreamParser(FrameParser):
             return
         block: Any
         for block in content:
-            if block.__class__ is not dict:
-                continue
-            block_type = block.get("type")
+            block_type = block.get("type") if block.__class__ is dict else None
             if block_type == "tool_result":
                 self._tool_result_block(block, out)
             elif block_type == "text":
@@ -395,7 +368,7 @@ class ClaudeStreamParser(FrameParser):
         if usage is not None:
             duration = frame.get("duration_ms")
             duration_ms = duration if type(duration) is int and duration >= 0 else None
-            out.append(build_usage_report(usage, usage.total_cost_usd, _TURN, duration_ms))
+            out.append(build_usage_report(usage, usage.total_cost_usd, SCOPE_TURN, duration_ms))
         self._context_window = _reported_window(model_usage, self._model)
         denials = frame.get("permission_denials")
         if denials:
@@ -484,7 +457,7 @@ class ClaudeStreamParser(FrameParser):
         model = next(iter(model_usage), None) or self._model or self._requested_model
         if reported is not None:
             cost: float | None = reported
-            source = _REPORTED
+            source = COST_REPORTED
         else:
             cost, source = self._price(model_usage, tokens, model)
         # A usage with neither an input nor an output count holds nothing to fold.
@@ -592,13 +565,12 @@ def _fold_usage(usage: Mapping[str, Any], num_turns: object) -> TokenUsage:
     if creation.__class__ is dict and creation:
         write_1h = creation.get("ephemeral_1h_input_tokens")
         write_1h = write_1h if type(write_1h) is int and write_1h >= 0 else as_count(write_1h)
+        write_1h = write_1h if write_1h < write else write  # min(), without a call
     turns = num_turns if type(num_turns) is int and num_turns >= 0 else as_count(num_turns)
     # Valid by construction (non-negative ints, cache within input, 1h writes within writes):
     # built unchecked, in field order (input, cache read, cache write, 1h write, output,
     # reasoning, turns).
-    return build_token_usage(
-        uncached + read + write, read, write, min(write_1h, write), output, 0, turns
-    )
+    return build_token_usage(uncached + read + write, read, write, write_1h, output, 0, turns)
 
 
 def _background_tasks(value: object) -> list[BackgroundTask]:

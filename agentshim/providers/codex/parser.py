@@ -30,6 +30,7 @@ from agentshim.core._builders import (
     build_tool_call,
     build_usage_report,
 )
+from agentshim.core._enum_members import COST_PRICED, COST_UNKNOWN_MODEL, KIND_OTHER, SCOPE_TURN
 from agentshim.core.errors import FailureKind
 from agentshim.core.events import (
     AgentEvent,
@@ -37,9 +38,6 @@ from agentshim.core.events import (
     Lifecycle,
     ProviderErrorReported,
     Reasoning,
-    SessionStarted,
-    ToolKind,
-    UsageScope,
 )
 from agentshim.core.frames import Frame, FrameParser, frame_label
 from agentshim.core.jsonvalues import as_mapping, str_or_empty
@@ -73,12 +71,6 @@ PROVIDER_NAME = "codex"
 _ItemHandler = Callable[[str, Frame, "str | None", list[AgentEvent]], None]
 _TOOL_ITEMS = frozenset({SHELL_TOOL, EDIT_TOOL, MCP_TOOL, WEB_TOOL, SUBAGENT_TOOL})
 _MODEL_METADATA = re.compile(r"Model metadata for `([^`]+)` not found")
-# Looking an enum member up on its class costs ~0.1 us on CPython 3.11; these are read for
-# every tool call and usage frame.
-_OTHER_TOOL = ToolKind.OTHER
-_PRICED = CostSource.PRICED
-_UNKNOWN_MODEL = CostSource.UNKNOWN_MODEL
-_TURN = UsageScope.TURN
 # An event that never varies is one frozen value, built once rather than for every turn.
 _TURN_STARTED = Lifecycle("turn_started", "")
 _FINAL_PHASE = "final_answer"
@@ -172,7 +164,6 @@ class CodexStreamParser(FrameParser):
         self._requested_id: str | None = None
         self._baseline: _Counts | None = None
         self._baseline_missing = False
-        self._session_id: str | None = None
         # What _final_text reads, kept as the messages come rather than as a list of them: a
         # long stream then holds three strings, not one tuple per message for the collector
         # to walk. The last message in the final-answer phase, the last one not in the
@@ -274,9 +265,7 @@ class CodexStreamParser(FrameParser):
         thread_id: Any = frame.get("thread_id")
         if thread_id.__class__ is not str:
             thread_id = ""
-        if thread_id and self._session_id is None:
-            self._session_id = thread_id
-            out.append(SessionStarted(thread_id))
+        if self._start_session(thread_id, out):
             requested = self._requested_id
             if requested is not None and thread_id != requested:
                 self._resume_missed(requested, thread_id, out)
@@ -342,7 +331,7 @@ class CodexStreamParser(FrameParser):
         if self._reports == 1:
             # The first report's step is the turn so far; finish() reuses it.
             self._first_usage = usage
-        out.append(build_usage_report(usage, cost, _TURN, None))
+        out.append(build_usage_report(usage, cost, SCOPE_TURN, None))
 
     # -- items ------------------------------------------------------------------------
 
@@ -403,7 +392,7 @@ class CodexStreamParser(FrameParser):
             if item_id in self._started_at:
                 return
             self._started_at[item_id] = self._clock()
-        kind = TOOL_KINDS.get(item_type, _OTHER_TOOL)
+        kind = TOOL_KINDS.get(item_type, KIND_OTHER)
         out.append(build_tool_call(item_id, item_type, tool_args(item_type, item), kind))
 
     def _tool_completed(
@@ -469,9 +458,9 @@ class CodexStreamParser(FrameParser):
             return usage, None
         if pricing is not None:
             cost: float | None = cost_usd(tokens, pricing)
-            source = _PRICED
+            source = COST_PRICED
         else:
-            cost, source = None, _UNKNOWN_MODEL
+            cost, source = None, COST_UNKNOWN_MODEL
         # Built as ProviderUsage(...) would, cheaper than the class call: one for every usage frame.
         usage = build_provider_usage(tokens, cost, PROVIDER_NAME, raw, True, source, model)
         return usage, cost

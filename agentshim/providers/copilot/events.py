@@ -10,12 +10,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from types import MappingProxyType
 from typing import cast
 
 from agentshim.core.events import ToolKind
 from agentshim.core.jsonvalues import as_mapping, as_str, compact_json
-from agentshim.core.stream import tool_kind_in
+from agentshim.core.tool_kind_table import kinds_by_name, tool_kind_reader
 
 __all__ = [
     "EDIT_TOOL",
@@ -31,30 +30,26 @@ SHELL_TOOL = "bash"
 EDIT_TOOL = "edit"
 """Copilot CLI's file edit tool."""
 
-TOOL_KINDS: Mapping[str, ToolKind] = MappingProxyType(
+TOOL_KINDS: Mapping[str, ToolKind] = kinds_by_name(
     {
-        SHELL_TOOL: ToolKind.COMMAND,
-        "powershell": ToolKind.COMMAND,
-        "read_bash": ToolKind.COMMAND,
-        "write_bash": ToolKind.COMMAND,
-        "stop_bash": ToolKind.COMMAND,
-        "list_bash": ToolKind.COMMAND,
-        EDIT_TOOL: ToolKind.FILE_CHANGE,
-        "create": ToolKind.FILE_CHANGE,
-        "apply_patch": ToolKind.FILE_CHANGE,
-        "str_replace_editor": ToolKind.FILE_CHANGE,
-        "view": ToolKind.FILE_READ,
-        "grep": ToolKind.SEARCH,
-        "glob": ToolKind.SEARCH,
-        "web_fetch": ToolKind.WEB,
-        "web_search": ToolKind.WEB,
-        "task": ToolKind.SUBAGENT,
-        "read_agent": ToolKind.SUBAGENT,
-        "write_agent": ToolKind.SUBAGENT,
-        "list_agents": ToolKind.SUBAGENT,
+        ToolKind.COMMAND: (
+            SHELL_TOOL,
+            "powershell",
+            "read_bash",
+            "write_bash",
+            "stop_bash",
+            "list_bash",
+        ),
+        ToolKind.FILE_CHANGE: (EDIT_TOOL, "create", "apply_patch", "str_replace_editor"),
+        ToolKind.FILE_READ: ("view",),
+        ToolKind.SEARCH: ("grep", "glob"),
+        ToolKind.WEB: ("web_fetch", "web_search"),
+        ToolKind.SUBAGENT: ("task", "read_agent", "write_agent", "list_agents"),
     }
 )
 """Copilot CLI's own tool names by what they do; any other name is OTHER (or MCP, see below)."""
+
+_kind_of = tool_kind_reader(TOOL_KINDS)
 
 # The shell tool appends a status marker the model reads but a caller does not want as output.
 _SHELL_MARKER = re.compile(r"<shellId: [^>\n]*>\s*\Z")
@@ -67,7 +62,7 @@ def tool_kind(name: str, *, mcp_server: str | None = None) -> ToolKind:
     """
     if mcp_server:
         return ToolKind.MCP
-    return tool_kind_in(TOOL_KINDS, name)
+    return _kind_of(name)
 
 
 def tool_output(result: object) -> str:

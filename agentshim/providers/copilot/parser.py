@@ -30,18 +30,21 @@ from dataclasses import replace
 from types import MappingProxyType
 from typing import Any, cast
 
+from agentshim.core._builders import (
+    build_assistant_text,
+    build_provider_usage,
+    build_tool_call,
+    build_tool_result,
+)
+from agentshim.core._enum_members import KIND_OTHER
 from agentshim.core.errors import FailureKind
 from agentshim.core.events import (
     AgentEvent,
-    AssistantText,
     Emit,
     Lifecycle,
     ProviderErrorReported,
     Reasoning,
-    SessionStarted,
-    ToolCall,
     ToolKind,
-    ToolResult,
     UsageReport,
     UsageScope,
 )
@@ -106,19 +109,17 @@ class CopilotStreamParser(FrameParser):
         self,
         emit: Emit,
         *,
-        expect_structured: bool = False,
         pricing: PricingTable = PRICING_TABLE,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         """Parse one turn, sending events to ``emit``.
 
-        ``expect_structured`` is accepted for the protocol and unused (Copilot has no output
-        schema); ``pricing`` prices reported tokens; ``clock`` times tool calls.
+        ``pricing`` prices reported tokens; ``clock`` times tool calls. There is no
+        ``expect_structured``: Copilot CLI takes no output schema.
         """
         self._pricing = pricing
         self._tools = ToolTracker(clock)
         self._tool_kinds: dict[str, ToolKind] = {}
-        self._session_id: str | None = None
         self._model: str | None = None
         self._streamed: set[str] = set()
         self._live: dict[str, list[str]] = {}
@@ -188,7 +189,7 @@ class CopilotStreamParser(FrameParser):
     def _on_session_start(self, frame: Frame, out: list[AgentEvent]) -> None:
         data = _data(frame)
         self._model = as_str(data.get("selectedModel")) or self._model
-        self._announce(as_str(data.get("sessionId")), out)
+        self._start_session(data.get("sessionId"), out)
 
     def _on_session_tools_updated(self, frame: Frame, out: list[AgentEvent]) -> None:
         self._model = as_str(_data(frame).get("model")) or self._model
@@ -207,7 +208,7 @@ class CopilotStreamParser(FrameParser):
         message_id = as_str(data.get("messageId")) or ""
         self._streamed.add(message_id)
         self._live.setdefault(message_id, []).append(piece)
-        out.append(AssistantText(piece, delta=True))
+        out.append(build_assistant_text(piece, True))
 
     def _on_assistant_message(self, frame: Frame, out: list[AgentEvent]) -> None:
         data = _data(frame)
@@ -229,7 +230,7 @@ class CopilotStreamParser(FrameParser):
             return
         self._final_text = content
         if message_id not in self._streamed:
-            out.append(AssistantText(content))
+            out.append(build_assistant_text(content, False))
 
     def _on_assistant_reasoning_delta(self, frame: Frame, out: list[AgentEvent]) -> None:
         data = _data(frame)
@@ -310,13 +311,13 @@ class CopilotStreamParser(FrameParser):
         if tool_id is not None:
             self._tools.start(tool_id, name, args)
             self._tool_kinds[tool_id] = kind
-        out.append(ToolCall(tool_id, name, args, kind))
+        out.append(build_tool_call(tool_id, name, args, kind))
 
     def _on_tool_execution_complete(self, frame: Frame, out: list[AgentEvent]) -> None:
         data = _data(frame)
         tool_id = as_str(data.get("toolCallId"))
         finished = self._tools.finish(tool_id) if tool_id is not None else None
-        kind = self._tool_kinds.pop(tool_id, ToolKind.OTHER) if tool_id is not None else None
+        kind = self._tool_kinds.pop(tool_id, KIND_OTHER) if tool_id is not None else KIND_OTHER
         name = finished.name if finished is not None else "unknown"
         duration = finished.duration_s if finished is not None else None
         shell = as_mapping(data.get("shellExecution"))
@@ -324,13 +325,13 @@ class CopilotStreamParser(FrameParser):
         success = data.get("success") is True
         output = tool_output(data.get("result"))
         if success and not code:
-            out.append(ToolResult(tool_id, name, output, "", 0, duration, kind or ToolKind.OTHER))
+            out.append(build_tool_result(tool_id, name, output, "", 0, duration, kind))
             return
         error = as_mapping(data.get("error"))
         message = (as_str(error.get("message")) if error is not None else None) or output
         if code is None or code == 0:
             code = 1
-        out.append(ToolResult(tool_id, name, "", message, code, duration, kind or ToolKind.OTHER))
+        out.append(build_tool_result(tool_id, name, "", message, code, duration, kind))
 
     def _on_session_error(self, frame: Frame, out: list[AgentEvent]) -> None:
         data = _data(frame)
@@ -360,7 +361,7 @@ class CopilotStreamParser(FrameParser):
             out.append(Lifecycle("mcp_server_failed", f"{name}: {as_str(data.get('error')) or ''}"))
 
     def _on_result(self, frame: Frame, out: list[AgentEvent]) -> None:
-        self._announce(as_str(frame.get("sessionId")), out)
+        self._start_session(frame.get("sessionId"), out)
         code = as_int(frame.get("exitCode"))
         self._result_exit = code if code is not None else 0
         usage = as_mapping(frame.get("usage"))
@@ -369,11 +370,6 @@ class CopilotStreamParser(FrameParser):
             out.append(UsageReport(self._unknown_usage(), None))
 
     # -- helpers -------------------------------------------------------------------------------
-
-    def _announce(self, session_id: str | None, out: list[AgentEvent]) -> None:
-        if session_id and self._session_id is None:
-            self._session_id = session_id
-            out.append(SessionStarted(session_id))
 
     def _text(self) -> str:
         if self._final_text is not None:
@@ -387,14 +383,9 @@ class CopilotStreamParser(FrameParser):
 
     def _priced_usage(self, tokens: TokenUsage, raw: Mapping[str, Any]) -> ProviderUsage:
         cost, source = self._price(tokens)
-        return ProviderUsage(
-            tokens=tokens,
-            total_cost_usd=cost,
-            provider=PROVIDER_NAME,
-            raw=raw,
-            cost_source=source,
-            model=self._model,
-        )
+        # In field order (tokens, cost, provider, raw, increment_known, cost_source, model):
+        # one for every assistant.usage frame, cheaper than the class call.
+        return build_provider_usage(tokens, cost, PROVIDER_NAME, raw, True, source, self._model)
 
     def _unknown_usage(self) -> ProviderUsage:
         # The output counts of assistant.message, when a build gives them, without any input

@@ -138,8 +138,8 @@ class CopilotProvider:
         return ctx.ending(argv)
 
     def new_parser(self, emit: Emit, *, expect_structured: bool) -> CopilotStreamParser:
-        """Return a fresh parser for one turn."""
-        return CopilotStreamParser(emit, expect_structured=expect_structured)
+        """Return a fresh parser for one turn (the CLI takes no output schema)."""
+        return CopilotStreamParser(emit)
 
     def install_mcp(self, workspace: Path | None, servers: Sequence[McpServer]) -> McpInstallation:
         """Return the ``--additional-mcp-config`` flag carrying ``servers``.

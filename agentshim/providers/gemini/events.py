@@ -7,13 +7,13 @@ reach the stream as ``mcp_<server>_<tool>``.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from types import MappingProxyType
 from typing import Any, cast
 
 from agentshim.core._builders import build_tool_call, build_tool_result
 from agentshim.core.events import Plan, ToolCall, ToolKind, ToolResult
 from agentshim.core.jsonvalues import to_text
-from agentshim.core.stream import todo_plan, tool_kind_in
+from agentshim.core.stream import todo_plan
+from agentshim.core.tool_kind_table import kinds_by_name, tool_kind_reader
 
 __all__ = [
     "EDIT_TOOL",
@@ -39,34 +39,23 @@ TODO_TOOL = "write_todos"
 MCP_TOOL_PREFIX = "mcp_"
 """Prefix of every MCP tool name (``mcp_<server>_<tool>``)."""
 
-TOOL_KINDS: Mapping[str, ToolKind] = MappingProxyType(
+TOOL_KINDS: Mapping[str, ToolKind] = kinds_by_name(
     {
-        SHELL_TOOL: ToolKind.COMMAND,
-        EDIT_TOOL: ToolKind.FILE_CHANGE,
-        WRITE_TOOL: ToolKind.FILE_CHANGE,
-        "read_file": ToolKind.FILE_READ,
-        "read_many_files": ToolKind.FILE_READ,
-        "list_directory": ToolKind.FILE_READ,
-        "glob": ToolKind.SEARCH,
-        "grep_search": ToolKind.SEARCH,
-        "google_web_search": ToolKind.WEB,
-        "web_fetch": ToolKind.WEB,
-        TODO_TOOL: ToolKind.PLAN,
-        "invoke_agent": ToolKind.SUBAGENT,
-        "read_mcp_resource": ToolKind.MCP,
-        "list_mcp_resources": ToolKind.MCP,
+        ToolKind.COMMAND: (SHELL_TOOL,),
+        ToolKind.FILE_CHANGE: (EDIT_TOOL, WRITE_TOOL),
+        ToolKind.FILE_READ: ("read_file", "read_many_files", "list_directory"),
+        ToolKind.SEARCH: ("glob", "grep_search"),
+        ToolKind.WEB: ("google_web_search", "web_fetch"),
+        ToolKind.PLAN: (TODO_TOOL,),
+        ToolKind.SUBAGENT: ("invoke_agent",),
+        ToolKind.MCP: ("read_mcp_resource", "list_mcp_resources"),
     }
 )
 """Gemini CLI tool name -> what the tool does."""
 
-_KINDS: dict[str, ToolKind] = dict(TOOL_KINDS)
-
-
-def tool_kind(name: str) -> ToolKind:
-    """Return what the Gemini CLI tool ``name`` does (OTHER for a name it does not ship)."""
-    # The table answers for the CLI's own tools without a second call (one per tool event),
-    # from a plain dict: a read-only view answers get() slower.
-    return _KINDS.get(name) or tool_kind_in(TOOL_KINDS, name, mcp_prefix=MCP_TOOL_PREFIX)
+tool_kind = tool_kind_reader(TOOL_KINDS, mcp_prefix=MCP_TOOL_PREFIX)
+"""Return what the Gemini CLI tool ``name`` does (MCP for ``mcp_<server>_<tool>``, else OTHER
+for a name it does not ship)."""
 
 
 def tool_call(frame: Mapping[str, Any]) -> ToolCall:

@@ -20,14 +20,13 @@ from agentshim.core._builders import (
     build_token_usage,
     build_usage_report,
 )
+from agentshim.core._enum_members import COST_NOT_REPORTED, COST_UNKNOWN_MODEL, SCOPE_TURN
 from agentshim.core.errors import FailureKind
 from agentshim.core.events import (
     AgentEvent,
     Emit,
     ProviderErrorReported,
-    SessionStarted,
     UsageReport,
-    UsageScope,
 )
 from agentshim.core.failures import kind_from_text
 from agentshim.core.frames import Frame, FrameParser
@@ -36,7 +35,7 @@ from agentshim.core.pricing import PricingTable, cost_usd
 from agentshim.core.provider import ParsedTurn
 from agentshim.core.stderr_tail import StderrTail
 from agentshim.core.stream import ToolTracker
-from agentshim.core.usage import CostSource, ProviderUsage, TokenUsage
+from agentshim.core.usage import CostSource, TokenUsage
 
 from .events import TODO_TOOL, plan_from_args, tool_call, tool_result
 
@@ -45,11 +44,6 @@ __all__ = ["PROVIDER_NAME", "GeminiStreamParser"]
 PROVIDER_NAME = "gemini"
 # What ``init.model`` says when the CLI routes each request itself: no model name.
 _ROUTED_MODEL = "auto"
-# Looking an enum member up on its class costs ~0.1 us on CPython 3.11; these are read for
-# every result.
-_NOT_REPORTED = CostSource.NOT_REPORTED
-_UNKNOWN_MODEL = CostSource.UNKNOWN_MODEL
-_TURN = UsageScope.TURN
 # stderr lines the CLI prints on every run; never the reason a turn failed.
 _NOISE_PREFIXES = (
     "Warning: 256-color support",
@@ -106,11 +100,10 @@ class GeminiStreamParser(FrameParser):
         self,
         emit: Emit,
         *,
-        expect_structured: bool = False,
         pricing: PricingTable | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        """Emit events through ``emit``; ``expect_structured`` is accepted and unused (no schema)."""
+        """Emit events through ``emit``; ``pricing`` prices the turn, ``clock`` times tool calls."""
         self._pricing = pricing
         self._tools = ToolTracker(clock)
         handlers = MappingProxyType(
@@ -126,13 +119,11 @@ class GeminiStreamParser(FrameParser):
         super().__init__(handlers, emit)
         self._runs: list[str] = []
         self._run: list[str] = []
-        self._session_id: str | None = None
         self._init_model: str | None = None
-        self._usage: ProviderUsage | None = None
-        self._cost: float | None = None
+        self._report: UsageReport | None = None
         self._finished = False
-        self._error: str | None = None
-        self._error_kind: FailureKind | None = None
+        # What a result frame that says the turn failed said, and its kind.
+        self._failure: tuple[str, FailureKind] | None = None
         self._fatal_error: str | None = None
         # The last error frame not marked a warning: the reason of a turn that ends without
         # its result (a build may print no severity at all).
@@ -145,10 +136,7 @@ class GeminiStreamParser(FrameParser):
         model = frame.get("model")
         if isinstance(model, str) and model and model != _ROUTED_MODEL:
             self._init_model = model
-        session_id = frame.get("session_id")
-        if isinstance(session_id, str) and session_id and self._session_id is None:
-            self._session_id = session_id
-            out.append(SessionStarted(session_id))
+        self._start_session(frame.get("session_id"), out)
 
     def _on_message(self, frame: Frame, out: list[AgentEvent]) -> None:
         if frame.get("role") != "assistant":
@@ -201,9 +189,9 @@ class GeminiStreamParser(FrameParser):
         if isinstance(stats, dict):
             # Priced before the turn counts as finished: a result whose counts cannot be
             # priced costs its frame, and the turn ends without a result.
-            usage = self._usage_report(stats)  # pyright: ignore[reportUnknownArgumentType]
-            self._usage, self._cost = usage.usage, usage.cost_usd
-            out.append(usage)
+            report = self._usage_report(stats)  # pyright: ignore[reportUnknownArgumentType]
+            self._report = report
+            out.append(report)
         self._finished = True
         status = frame.get("status")
         error = frame.get("error")
@@ -212,8 +200,7 @@ class GeminiStreamParser(FrameParser):
             return
         message = error.get("message") if isinstance(error, dict) else None  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
         text = message if isinstance(message, str) and message else f"gemini reported {status!r}"
-        self._error = text
-        self._error_kind = kind_from_text(text) or FailureKind.OTHER
+        self._failure = (text, kind_from_text(text) or FailureKind.OTHER)
         out.append(ProviderErrorReported(text, fatal=True))
 
     def _usage_report(self, stats: dict[str, Any]) -> UsageReport:
@@ -233,16 +220,16 @@ class GeminiStreamParser(FrameParser):
         usage = build_provider_usage(
             tokens if known else TokenUsage(turns=1), cost, PROVIDER_NAME, raw, known, source, model
         )
-        return build_usage_report(usage, cost, _TURN, None)
+        return build_usage_report(usage, cost, SCOPE_TURN, None)
 
     def _price(
         self, models: Mapping[str, tuple[int, Mapping[str, Any]]]
     ) -> tuple[float | None, CostSource]:
         if not models:
-            return None, _NOT_REPORTED
+            return None, COST_NOT_REPORTED
         pricing = self._pricing
         if pricing is None or not pricing.prices:
-            return None, _UNKNOWN_MODEL
+            return None, COST_UNKNOWN_MODEL
         total = 0.0
         for model, (_, entry) in models.items():
             price = pricing.get(model)
@@ -272,7 +259,7 @@ class GeminiStreamParser(FrameParser):
 
     def finish(self) -> ParsedTurn:
         """Summarize the turn; a stream without its ``result`` frame is a failure (OTHER)."""
-        error, kind = self._error, self._error_kind
+        error, kind = self._failure or (None, None)
         if not self._finished:
             said = self._fatal_error or self._said_error
             reason = said or self._stderr_reason()
@@ -281,12 +268,12 @@ class GeminiStreamParser(FrameParser):
             )
             kind = (kind_from_text(said) if said else None) or FailureKind.OTHER
         runs = [*self._runs, "".join(self._run)] if self._run else self._runs
+        report = self._report
         return ParsedTurn(
-            text="\n".join(runs),
-            structured_output=None,
+            "\n".join(runs),
             session_id=self._session_id,
-            usage=self._usage,
-            cost_usd=self._cost,
+            usage=report.usage if report is not None else None,
+            cost_usd=report.cost_usd if report is not None else None,
             error=error,
             error_kind=kind,
         )

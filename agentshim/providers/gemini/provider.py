@@ -133,7 +133,7 @@ class GeminiProvider:
 
     def new_parser(self, emit: Emit, *, expect_structured: bool) -> GeminiStreamParser:
         """Return a fresh stream-json parser pricing with this provider's table."""
-        return GeminiStreamParser(emit, expect_structured=expect_structured, pricing=self.pricing)
+        return GeminiStreamParser(emit, pricing=self.pricing)
 
     def install_mcp(self, workspace: Path | None, servers: Sequence[McpServer]) -> McpInstallation:
         """Merge ``servers`` into ``<workspace>/.gemini/settings.json`` for one turn.

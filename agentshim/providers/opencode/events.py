@@ -8,12 +8,12 @@ report ToolKind.OTHER.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from types import MappingProxyType
 from typing import Any, cast
 
 from agentshim.core.events import Plan, ToolCall, ToolKind, ToolResult
 from agentshim.core.jsonvalues import as_amount, mapping_or_empty, to_text
-from agentshim.core.stream import todo_plan, tool_kind_in
+from agentshim.core.stream import todo_plan
+from agentshim.core.tool_kind_table import kinds_by_name, tool_kind_reader
 from agentshim.core.tools import TOOL_SERVER_NAME
 
 __all__ = [
@@ -36,24 +36,15 @@ WRITE_TOOL = "write"
 TODO_TOOL = "todowrite"
 """opencode's todo-list tool; its ``todos`` argument becomes a Plan event."""
 
-TOOL_KINDS: Mapping[str, ToolKind] = MappingProxyType(
+TOOL_KINDS: Mapping[str, ToolKind] = kinds_by_name(
     {
-        SHELL_TOOL: ToolKind.COMMAND,
-        EDIT_TOOL: ToolKind.FILE_CHANGE,
-        WRITE_TOOL: ToolKind.FILE_CHANGE,
-        "patch": ToolKind.FILE_CHANGE,
-        "apply_patch": ToolKind.FILE_CHANGE,
-        "multiedit": ToolKind.FILE_CHANGE,
-        "read": ToolKind.FILE_READ,
-        "list": ToolKind.FILE_READ,
-        "glob": ToolKind.SEARCH,
-        "grep": ToolKind.SEARCH,
-        "codesearch": ToolKind.SEARCH,
-        "webfetch": ToolKind.WEB,
-        "websearch": ToolKind.WEB,
-        TODO_TOOL: ToolKind.PLAN,
-        "todoread": ToolKind.PLAN,
-        "task": ToolKind.SUBAGENT,
+        ToolKind.COMMAND: (SHELL_TOOL,),
+        ToolKind.FILE_CHANGE: (EDIT_TOOL, WRITE_TOOL, "patch", "apply_patch", "multiedit"),
+        ToolKind.FILE_READ: ("read", "list"),
+        ToolKind.SEARCH: ("glob", "grep", "codesearch"),
+        ToolKind.WEB: ("webfetch", "websearch"),
+        ToolKind.PLAN: (TODO_TOOL, "todoread"),
+        ToolKind.SUBAGENT: ("task",),
     }
 )
 """opencode tool name -> what the tool does."""
@@ -62,13 +53,12 @@ TERMINAL_STATUSES = frozenset({"completed", "error"})
 """Tool states after which opencode prints a ``tool_use`` frame."""
 
 
-def tool_kind(name: str) -> ToolKind:
-    """Return what the opencode tool ``name`` does (OTHER for unknown tools).
+tool_kind = tool_kind_reader(TOOL_KINDS, mcp_prefix=f"{TOOL_SERVER_NAME}_")
+"""Return what the opencode tool ``name`` does (OTHER for unknown tools).
 
-    opencode names an MCP tool ``<server>_<tool>``, which reads like any other name; only
-    the tools agentshim serves itself (server ``agentshim``) are known to be MCP.
-    """
-    return tool_kind_in(TOOL_KINDS, name, mcp_prefix=f"{TOOL_SERVER_NAME}_")
+opencode names an MCP tool ``<server>_<tool>``, which reads like any other name; only the tools
+agentshim serves itself (server ``agentshim``) are known to be MCP.
+"""
 
 
 def _duration_s(state: Mapping[str, Any]) -> float | None:

@@ -14,15 +14,15 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any, cast
 
+from agentshim.core._builders import build_assistant_text
+from agentshim.core._enum_members import COST_NOT_REPORTED, COST_REPORTED
 from agentshim.core.errors import FailureKind
 from agentshim.core.events import (
     AgentEvent,
-    AssistantText,
     Emit,
     Lifecycle,
     ProviderErrorReported,
     Reasoning,
-    SessionStarted,
     UsageReport,
     UsageScope,
 )
@@ -30,7 +30,7 @@ from agentshim.core.frames import Frame, FrameParser
 from agentshim.core.jsonvalues import as_amount, as_count, mapping_or_empty
 from agentshim.core.provider import ParsedTurn
 from agentshim.core.stderr_tail import StderrTail
-from agentshim.core.usage import CostSource, ProviderUsage, TokenUsage
+from agentshim.core.usage import ProviderUsage, TokenUsage
 
 from .events import TODO_TOOL, plan_from_args, tool_events
 from .failures import read_error as classify_error
@@ -38,9 +38,6 @@ from .failures import read_error as classify_error
 __all__ = ["PROVIDER_NAME", "OpencodeStreamParser", "strip_ansi"]
 
 PROVIDER_NAME = "opencode"
-# Looking an enum member up on its class costs ~0.1 us on CPython 3.11: read once a report.
-_REPORTED = CostSource.REPORTED
-_NOT_REPORTED = CostSource.NOT_REPORTED
 # An event that never varies is one frozen value, built once rather than for every step.
 _STEP_STARTED = Lifecycle("step_started")
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]")
@@ -97,8 +94,8 @@ class OpencodeStreamParser(FrameParser):
     # Blank lines separate the parts of an error report: they are passed on as printed.
     BLANK_STDERR = True
 
-    def __init__(self, emit: Emit, *, expect_structured: bool = False) -> None:
-        """Emit events through ``emit``; ``expect_structured`` is accepted and unused (no schema)."""
+    def __init__(self, emit: Emit) -> None:
+        """Emit events through ``emit`` (opencode takes no output schema, so none is expected)."""
         handlers = MappingProxyType(
             {
                 "text": self._on_text,
@@ -111,7 +108,6 @@ class OpencodeStreamParser(FrameParser):
         )
         super().__init__(handlers, emit, before=self._see_session)
         self._texts: list[str] = []
-        self._session_id: str | None = None
         self._called: set[str] = set()
         # part.id of every step_finish seen: a repeated frame is the same step, counted once.
         self._finished_steps: set[str] = set()
@@ -143,16 +139,13 @@ class OpencodeStreamParser(FrameParser):
     def _see_session(self, frame: Frame, out: list[AgentEvent]) -> None:
         # Every frame carries the session id; the first that does announces it.
         if self._session_id is None:
-            session_id = frame.get("sessionID")
-            if isinstance(session_id, str) and session_id:
-                self._session_id = session_id
-                out.append(SessionStarted(session_id))
+            self._start_session(frame.get("sessionID"), out)
 
     def _on_text(self, frame: Frame, out: list[AgentEvent]) -> None:
         text = mapping_or_empty(frame.get("part")).get("text")
         if isinstance(text, str) and text:
             self._texts.append(text)
-            out.append(AssistantText(text))
+            out.append(build_assistant_text(text, False))
 
     def _on_reasoning(self, frame: Frame, out: list[AgentEvent]) -> None:
         text = mapping_or_empty(frame.get("part")).get("text")
@@ -220,7 +213,7 @@ class OpencodeStreamParser(FrameParser):
                     PROVIDER_NAME,
                     MappingProxyType(raw),
                     True,
-                    _NOT_REPORTED,
+                    COST_NOT_REPORTED,
                 )
                 out.append(UsageReport(call, None, UsageScope.CALL))
             self._raw = MappingProxyType(raw)
@@ -237,7 +230,7 @@ class OpencodeStreamParser(FrameParser):
             cost -= self._cost_reported
         # The turn counts once, on its first report, so reports add up to the turn.
         tokens = _token_usage(increment, 0 if self._report_count else 1)
-        source = _REPORTED if cost is not None else _NOT_REPORTED
+        source = COST_REPORTED if cost is not None else COST_NOT_REPORTED
         # In field order (tokens, cost, provider, raw, increment_known, cost_source), as above.
         usage = ProviderUsage(
             tokens, cost, PROVIDER_NAME, self._raw, not self._unreported_unknown, source
@@ -304,19 +297,13 @@ class OpencodeStreamParser(FrameParser):
         if self._report_count == 1:
             usage = self._first_report
         elif self._report_count:
-            usage = ProviderUsage(
-                tokens=_token_usage(self._totals, 1),
-                total_cost_usd=self._cost,
-                provider=PROVIDER_NAME,
-                raw=self._raw,
-                increment_known=not self._counts_unknown,
-                cost_source=CostSource.REPORTED
-                if self._cost is not None
-                else CostSource.NOT_REPORTED,
-            )
+            source = COST_REPORTED if self._cost is not None else COST_NOT_REPORTED
+            # In field order (tokens, cost, provider, raw, increment_known, cost_source), as above.
+            known = not self._counts_unknown
+            tokens = _token_usage(self._totals, 1)
+            usage = ProviderUsage(tokens, self._cost, PROVIDER_NAME, self._raw, known, source)
         return ParsedTurn(
-            text="\n".join(self._texts),
-            structured_output=None,
+            "\n".join(self._texts),
             session_id=self._session_id,
             usage=usage,
             cost_usd=self._cost,

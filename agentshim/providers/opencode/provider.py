@@ -134,7 +134,7 @@ class OpencodeProvider:
 
     def new_parser(self, emit: Emit, *, expect_structured: bool) -> OpencodeStreamParser:
         """Return a fresh parser for opencode's JSON events."""
-        return OpencodeStreamParser(emit, expect_structured=expect_structured)
+        return OpencodeStreamParser(emit)
 
     def install_mcp(self, workspace: Path | None, servers: Sequence[McpServer]) -> McpInstallation:
         """Merge ``servers`` into ``<workspace>/opencode.json`` under ``mcp`` for one turn.

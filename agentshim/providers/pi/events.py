@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from types import MappingProxyType
 from typing import cast
 
 from agentshim.core.events import ToolKind
 from agentshim.core.jsonvalues import as_mapping, as_str, compact_json
-from agentshim.core.stream import printed_exit_code, tool_kind_in
+from agentshim.core.stream import printed_exit_code
+from agentshim.core.tool_kind_table import kinds_by_name, tool_kind_reader
 from agentshim.core.tools import TOOL_SERVER_NAME
 
 __all__ = [
@@ -36,27 +36,22 @@ EDIT_TOOL = "edit"
 # A failed bash result ends with the command's status: "<output>\n\nCommand exited with code 2".
 _SHELL_EXIT = re.compile(r"Command exited with code (-?\d{1,9})\s*$")
 
-TOOL_KINDS: Mapping[str, ToolKind] = MappingProxyType(
+TOOL_KINDS: Mapping[str, ToolKind] = kinds_by_name(
     {
-        SHELL_TOOL: ToolKind.COMMAND,
-        EDIT_TOOL: ToolKind.FILE_CHANGE,
-        "write": ToolKind.FILE_CHANGE,
-        "read": ToolKind.FILE_READ,
-        "grep": ToolKind.SEARCH,
-        "find": ToolKind.SEARCH,
-        "ls": ToolKind.SEARCH,
+        ToolKind.COMMAND: (SHELL_TOOL,),
+        ToolKind.FILE_CHANGE: (EDIT_TOOL, "write"),
+        ToolKind.FILE_READ: ("read",),
+        ToolKind.SEARCH: ("grep", "find", "ls"),
     }
 )
 """Pi's built-in tool names by what they do; an extension's tool is OTHER."""
 
+tool_kind = tool_kind_reader(TOOL_KINDS, mcp_prefix=f"{TOOL_SERVER_NAME}_")
+"""Return what the tool ``name`` does; a name Pi does not build in is OTHER.
 
-def tool_kind(name: str) -> ToolKind:
-    """Return what the tool ``name`` does; a name Pi does not build in is OTHER.
-
-    The exception is a Python tool agentshim serves (``agentshim_<tool>``, through the
-    extension of :mod:`.tools`): MCP, as on every other CLI.
-    """
-    return tool_kind_in(TOOL_KINDS, name, mcp_prefix=f"{TOOL_SERVER_NAME}_")
+The exception is a Python tool agentshim serves (``agentshim_<tool>``, through the extension of
+:mod:`.tools`): MCP, as on every other CLI.
+"""
 
 
 def content_text(content: object, block_type: str = "text") -> str:

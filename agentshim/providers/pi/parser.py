@@ -37,19 +37,16 @@ from dataclasses import replace
 from types import MappingProxyType
 from typing import Any
 
+from agentshim.core._builders import build_assistant_text, build_tool_call, build_tool_result
 from agentshim.core._text import clean_title
 from agentshim.core.errors import FailureKind
 from agentshim.core.events import (
     AgentEvent,
-    AssistantText,
     Emit,
     Lifecycle,
     ProviderErrorReported,
     Reasoning,
-    SessionStarted,
     SessionTitle,
-    ToolCall,
-    ToolResult,
     UsageReport,
     UsageScope,
 )
@@ -110,20 +107,17 @@ class PiStreamParser(FrameParser):
         self,
         emit: Emit,
         *,
-        expect_structured: bool = False,
         short_session_ids: bool = False,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         """Parse one turn, sending events to ``emit``.
 
-        ``expect_structured`` is accepted for the protocol and unused (Pi has no output
-        schema); ``clock`` times tool calls.
+        ``clock`` times tool calls. There is no ``expect_structured``: Pi takes no output
+        schema.
         """
         self._short_ids = short_session_ids
         self._tools = ToolTracker(clock)
         self._requested: str | None = None
-        self._session_id: str | None = None
-        self._header_seen = False
         # Whether any frame was decoded (the updates skipped undecoded only ever follow one).
         self._frames_seen = False
         self._agent_started = False
@@ -197,9 +191,8 @@ class PiStreamParser(FrameParser):
 
     def _on_session(self, frame: Frame, out: list[AgentEvent]) -> None:
         header_id = as_str(frame.get("id"))
-        if not header_id or self._header_seen:
+        if not header_id or self._session_id is not None:
             return
-        self._header_seen = True
         requested = self._requested
         if requested and header_id.startswith(requested):
             session_id = requested
@@ -209,8 +202,7 @@ class PiStreamParser(FrameParser):
             session_id = short_session_id(header_id)
         else:
             session_id = header_id
-        self._session_id = session_id
-        out.append(SessionStarted(session_id))
+        self._start_session(session_id, out)
 
     def _on_agent_start(self, frame: Frame, out: list[AgentEvent]) -> None:
         self._agent_started = True
@@ -242,7 +234,7 @@ class PiStreamParser(FrameParser):
             delta = as_str(update.get("delta"))
             if delta:
                 self._text_streamed = True
-                out.append(AssistantText(delta, delta=True))
+                out.append(build_assistant_text(delta, True))
         elif kind == "thinking_delta":
             delta = as_str(update.get("delta"))
             if delta:
@@ -262,7 +254,7 @@ class PiStreamParser(FrameParser):
         if text:
             self._final_text = text
             if not self._text_streamed:
-                out.append(AssistantText(text))
+                out.append(build_assistant_text(text, False))
         self._record_usage(as_mapping(message.get("usage")), out)
         stop = as_str(message.get("stopReason"))
         error = as_str(message.get("errorMessage")) or None
@@ -282,7 +274,7 @@ class PiStreamParser(FrameParser):
         )
         if tool_id is not None:
             self._tools.start(tool_id, name, args)
-        out.append(ToolCall(tool_id, name, args, tool_kind(name)))
+        out.append(build_tool_call(tool_id, name, args, tool_kind(name)))
 
     def _on_tool_execution_end(self, frame: Frame, out: list[AgentEvent]) -> None:
         tool_id = as_str(frame.get("toolCallId"))
@@ -295,9 +287,9 @@ class PiStreamParser(FrameParser):
         if frame.get("isError") is True:
             message = output or f"the {name} tool failed"
             code = failed_exit_code(name, output)
-            out.append(ToolResult(tool_id, name, "", message, code, duration, kind))
+            out.append(build_tool_result(tool_id, name, "", message, code, duration, kind))
         else:
-            out.append(ToolResult(tool_id, name, output, "", 0, duration, kind))
+            out.append(build_tool_result(tool_id, name, output, "", 0, duration, kind))
 
     def _on_auto_retry_start(self, frame: Frame, out: list[AgentEvent]) -> None:
         attempt = as_count(frame.get("attempt"))

@@ -150,10 +150,8 @@ class PiProvider:
         return flags
 
     def new_parser(self, emit: Emit, *, expect_structured: bool) -> PiStreamParser:
-        """Return a fresh parser for one turn."""
-        return PiStreamParser(
-            emit, expect_structured=expect_structured, short_session_ids=self.short_session_ids
-        )
+        """Return a fresh parser for one turn (the CLI takes no output schema)."""
+        return PiStreamParser(emit, short_session_ids=self.short_session_ids)
 
     def install_tools(self, serving: LocalToolServer) -> McpInstallation:
         """Give the turn ``serving``'s tools as a generated extension (``-e``); see .tools."""

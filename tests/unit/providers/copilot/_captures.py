@@ -53,7 +53,7 @@ def parse(
     stdout: Sequence[str], stderr: Sequence[str] = (), **options: Any
 ) -> tuple[ParsedTurn, list[AgentEvent]]:
     return feed(
-        lambda emit: CopilotStreamParser(emit, expect_structured=False, **options), stdout, stderr
+        lambda emit: CopilotStreamParser(emit, **options), stdout, stderr
     )
 
 

@@ -102,7 +102,7 @@ def parse(
     **options: Any,
 ) -> tuple[ParsedTurn, list[AgentEvent]]:
     def make(emit: Callable[[AgentEvent], None]) -> PiStreamParser:
-        parser = PiStreamParser(emit, expect_structured=False, **options)
+        parser = PiStreamParser(emit, **options)
         parser.configure(ParserContext(resumed=resume is not None, requested_session_id=resume))
         return parser
 
