@@ -170,7 +170,16 @@ class Agent:
         clock = self.clock
 
         def context() -> TransportContext:
-            return one_shot.cli_agent.transport_context(clock.monotonic)
+            cli = one_shot.cli_agent
+            return TransportContext(
+                provider=cli.provider,
+                executor=cli.executor,
+                binary_path=cli.binary_path,
+                env=cli.env,
+                model=cli.model,
+                log=log_line,
+                clock=clock.monotonic,
+            )
 
         self.transport = factories[transport](context)
         self._session_leases = self._own_leases()

@@ -76,7 +76,6 @@ from agentshim.tools.local import (
     serve_tools,
     with_tools,
 )
-from agentshim.transport.context import TransportContext
 
 __all__ = ["AgentSession", "CliAgent", "EnvDefaultsProvider"]
 
@@ -191,21 +190,6 @@ class CliAgent:
         derived.model = model if model is not None else self.model
         derived.handlers = handlers
         return derived
-
-    def transport_context(self, clock: Callable[[], float]) -> TransportContext:
-        """This checked install as a long-lived transport runs it, reading deadlines on ``clock``.
-
-        The context carries this agent's provider, executor, binary path, env, model and log.
-        """
-        return TransportContext(
-            provider=self.provider,
-            executor=self.executor,
-            binary_path=self.binary_path,
-            env=self.env,
-            model=self.model,
-            log=self.log,
-            clock=clock,
-        )
 
     def start_session(
         self,

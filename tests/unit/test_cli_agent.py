@@ -60,18 +60,6 @@ class TestConstruction:
         with pytest.raises(CliCheckError, match="exit 127"):
             CliAgent("claude", executor=fake, env={})
 
-    def test_transport_context_is_the_checked_install(self) -> None:
-        lines: list[str] = []
-        agent, fake = make((), model="claude-sonnet-4-5", log=lines.append)
-        context = agent.transport_context(lambda: 12.5)
-        assert (context.provider, context.executor) == (agent.provider, fake)
-        assert context.binary_path == "/opt/bin/claude"
-        assert context.env == agent.env
-        assert context.model == "claude-sonnet-4-5"
-        assert context.clock() == 12.5
-        context.log("a line")
-        assert lines == ["a line"]
-
     def test_derive_keeps_the_install_and_changes_model(self) -> None:
         agent, fake = make(scripted_turn("claude", text="a", session_id="s"))
         other = agent.derive(model="claude-opus-4-1")
