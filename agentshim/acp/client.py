@@ -27,7 +27,6 @@ from agentshim.core.approvals import ApprovalDecision, ApprovalRequest
 from agentshim.core.conversation import ConversationSpec, TurnStop
 from agentshim.core.errors import (
     AgentShimError,
-    ApprovalRequiredError,
     CliExitError,
     CliTimeoutError,
     FailureKind,
@@ -55,7 +54,6 @@ from agentshim.core.turn import TurnRequest, TurnResult
 from agentshim.core.usage import ProviderUsage, TokenUsage
 from agentshim.execution.process import ProcessExited, StderrLine
 from agentshim.tools.local import LocalToolServer, refuse_remote_executor, serve_tools
-from agentshim.transport.approvals import answered, decide_for_turn, requested
 from agentshim.transport.channel import Channel
 from agentshim.transport.context import TransportContext
 from agentshim.transport.conversation import LiveTurn, ProcessConversation, ProcessTransport
@@ -523,30 +521,17 @@ class AcpConversation(ProcessConversation[_Turn]):
         request_ = ApprovalRequest(
             tool=tool, args=args, kind=call.kind, tool_id=call.tool_id, description=tool
         )
-        turn.emit(requested(request_))
-        answer = decide_for_turn(
-            self._spec.approvals,
-            self._spec.permissions,
-            request_,
-            interrupted=turn.interrupted,
-            timeout=self._spec.approval_timeout,
-            clock=self._clock,
-        )
-        decision, decided_by, fail = answer.decision, answer.decided_by, answer.fail_turn
+        answer = self._decide(turn, request_)
         if turn.interrupted:
             # A cancel that came while the handler ran wins: the agent waits for this answer.
-            decision, decided_by = ApprovalDecision.deny("the turn was cancelled"), "interrupted"
+            cancelled = ApprovalDecision.deny("the turn was cancelled")
+            answer = dataclasses.replace(answer, decision=cancelled, decided_by="interrupted")
             outcome: Mapping[str, Any] = _CANCELLED
         else:
-            decision, outcome = _outcome(decision, request_, params)
-        try:
-            channel.send(result_response(message.request_id, outcome))
-        except (ProcessClosedError, InvalidRequestError) as error:
-            turn.emit(Lifecycle("approval_not_sent", str(error)))
-        turn.emit(answered(request_, decision, decided_by))
-        if fail and turn.fail is None:
-            turn.fail = ApprovalRequiredError(request_.tool, request_.tool_id)
-            self._interrupt_turn(None)
+            decision, outcome = _outcome(answer.decision, request_, params)
+            answer = dataclasses.replace(answer, decision=decision)
+        frame = result_response(message.request_id, outcome)
+        self._answer_approval(channel, turn, request_, answer, frame)
 
     def _interrupt_frame(self, turn: _Turn) -> Mapping[str, Any]:
         return notification("session/cancel", {"sessionId": self._session_id})

@@ -1,29 +1,37 @@
 """The skeleton every conversation on one long-lived CLI process shares.
 
-A transport's conversation subclasses :class:`ProcessConversation` and supplies what its
-protocol says: how a turn goes out (``_run``), what a line of output means (``_on_line``),
-which frame stops the running turn in band (``_interrupt_frame``) and, through its
-:class:`LiveTurn`, when the turn is over. The skeleton owns what is the same for every
-transport, so that each behaves alike where the Conversation protocol promises it: one turn
-at a time; a stop before anything is sent is a TurnCancelledError with nothing run; the read
-loop on the turn's own thread with its budget, stall window and kill after an unanswered
-interrupt; steers reported on that thread; closing the process (stdin EOF, SIGTERM, SIGKILL)
-when the conversation closes, from whichever thread gets there last.
+:class:`LongLivedConversation` is the part that does not depend on how the process is read:
+one turn at a time; a stop before anything is sent is a TurnCancelledError with nothing run;
+an interrupt marked once per turn and delivered in band; the turn's clock, the approvals it
+answers and the failures its deadlines raise; shutting the process down when the
+conversation closes, from whichever thread gets there last. A conversation read through a
+terminal builds on it directly.
+
+A transport whose process speaks lines on stdout subclasses :class:`ProcessConversation`
+and supplies what its protocol says: how a turn goes out (``_run``), what a line of output
+means (``_on_line``), which frame stops the running turn in band (``_interrupt_frame``) and,
+through its :class:`LiveTurn`, when the turn is over. That skeleton adds the read loop on the
+turn's own thread with its budget, stall window and kill after an unanswered interrupt;
+steers reported on that thread; closing the process (stdin EOF, SIGTERM, SIGKILL).
 """
 
 from __future__ import annotations
 
 import threading
 from collections import deque
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Generator, Mapping
+from contextlib import contextmanager
 from typing import Any, Generic, TypeVar
 
+from agentshim.core.approvals import ApprovalRequest
 from agentshim.core.conversation import ConversationSpec, TransportKind, TurnSlot, TurnStop
 from agentshim.core.errors import (
     AgentShimError,
+    ApprovalRequiredError,
     CliDiedError,
     CliTimeoutError,
     FailureKind,
+    InvalidRequestError,
     ProcessClosedError,
     ProviderCapabilityError,
     TurnCancelledError,
@@ -37,13 +45,14 @@ from agentshim.core.usage import ProviderUsage
 from agentshim.execution.executor import SideChannel
 from agentshim.execution.process import ProcessExited, SpawnRequest, StderrLine, StdoutLine
 
+from .approvals import Answer, answered, decide_for_turn, requested
 from .channel import Channel
 from .context import ContextSource, TransportContext
 from .correlator import Correlator
 from .fixed import refuse_fixed_changes
 from .watch import Due, TurnWatch
 
-__all__ = ["LiveTurn", "ProcessConversation", "ProcessTransport"]
+__all__ = ["LiveTurn", "LongLivedConversation", "ProcessConversation", "ProcessTransport"]
 
 ProviderT = TypeVar("ProviderT", bound=Provider)
 
@@ -128,14 +137,15 @@ class LiveTurn:
 TurnT = TypeVar("TurnT", bound=LiveTurn)
 
 
-class ProcessConversation(Generic[TurnT]):
-    """One conversation on one long-lived CLI process: the part every transport shares.
+class LongLivedConversation(Generic[TurnT]):
+    """One conversation on one long-lived CLI process, however that process is read.
 
     ``transport`` gives the CLI, the default turn budget and the graces; ``name`` is what
-    messages call the CLI. The process starts with the first turn (the
-    subclass's ``_run`` calls :meth:`_start_process`) and is kept across turns; a turn that
-    finds it dead starts another. ``_unanswered`` is what the ``interrupt_unanswered`` event
-    says before an interrupted turn's process is killed (``{grace}`` is its grace).
+    messages call the CLI. A subclass supplies ``_run`` (start the process when none runs,
+    send the turn, read it to its end), ``_stop_in_band`` (how an interrupt reaches the
+    process) and ``_shut_down``, and keeps ``_turn`` (under ``_lock``) while a turn is read.
+    ``_unanswered`` is what the ``interrupt_unanswered`` event says before an interrupted
+    turn's process is killed (``{grace}`` is its grace).
     """
 
     _unanswered = "no result {grace:g} s after the interrupt; killing the process"
@@ -152,14 +162,11 @@ class ProcessConversation(Generic[TurnT]):
         self._interrupt_grace = transport.interrupt_grace
         self._close_grace = transport.close_grace
         self._slot = TurnSlot(f"this {name} conversation")
-        # Guards what other threads touch: the channel, the request ids, the turn in flight.
+        # Guards what other threads touch: the process, the request ids, the turn in flight.
         self._lock = threading.Lock()
-        self._channel: Channel | None = None
-        self._requests = Correlator("agentshim")
         self._turn: TurnT | None = None
         self._session_id: str | None = spec.resume_session_id
         self._model = spec.model or context.model
-        self._stderr: deque[str] = deque(maxlen=200)
 
     # -- the Conversation protocol -------------------------------------------------------
 
@@ -205,22 +212,139 @@ class ProcessConversation(Generic[TurnT]):
         self._slot.interrupt()
 
     def close(self) -> None:
-        """End the process: stdin EOF, then SIGTERM, then SIGKILL to its process group."""
+        """End the process and release what the conversation installed for it."""
         self._slot.close()
         self._slot.interrupt()
         if self._slot.running:
             return  # the turn's own thread closes the process when its turn ends
         self._shut_down()
 
-    # -- what a transport supplies ---------------------------------------------------------
+    # -- what a subclass supplies ----------------------------------------------------------
 
     def _refuse(self, request: TurnRequest) -> None:
         """Raise for what ``request`` asks that the running process cannot change."""
         refuse_fixed_changes(self._name, request, self._spec)
 
     def _run(self, request: TurnRequest, emit: Emit, stop: TurnStop) -> TurnResult:
-        """Send the turn and read it to its end (see :meth:`_send_and_read`)."""
+        """Send the turn and read it to its end."""
         raise NotImplementedError
+
+    def _stop_in_band(self, turn: TurnT, now: float) -> Callable[[], None] | None:
+        """What stops ``turn``, interrupted at ``now``, once the lock is released.
+
+        Called under the lock; None when no process runs (nothing is marked then).
+        """
+        raise NotImplementedError
+
+    def _shut_down(self) -> None:
+        """Release the process and whatever the conversation installed for it."""
+        raise NotImplementedError
+
+    # -- the turn --------------------------------------------------------------------------
+
+    def _watch(self, request: TurnRequest, started: float) -> TurnWatch:
+        """The clock of a turn begun at ``started``: its own budget, else the transport's."""
+        return TurnWatch(
+            started, timeout=self._timeout(request), stall_timeout=self._spec.stall_timeout
+        )
+
+    def _timeout(self, request: TurnRequest) -> float | None:
+        return request.timeout if request.timeout is not None else self._turn_timeout
+
+    @contextmanager
+    def _stoppable(self, stop: TurnStop) -> Generator[None, None, None]:
+        """While the block reads the turn in flight, ``stop`` interrupts it from any thread."""
+        detach = stop.attach(lambda: self._interrupt_turn(None))
+        try:
+            yield
+        finally:
+            detach()
+
+    def _act_on_due(self, turn: TurnT, now: float) -> bool:
+        """Interrupt ``turn`` when its budget or stall window ran out at ``now``.
+
+        True when its interrupt went unanswered past the grace: the ``interrupt_unanswered``
+        event is out and the caller kills the process.
+        """
+        due = turn.watch.due(now)
+        if due is Due.TIMEOUT or due is Due.STALL:
+            self._interrupt_turn(due)
+        elif due is Due.KILL:
+            note = self._unanswered.format(grace=self._interrupt_grace)
+            turn.emit(Lifecycle("interrupt_unanswered", note))
+            return True
+        return False
+
+    def _interrupt_turn(self, reason: Due | None) -> None:
+        """Stop the running turn in band (any thread; once per turn).
+
+        ``reason`` is the deadline that asked for it (None: the caller did).
+        """
+        with self._lock:
+            turn = self._turn
+            if turn is None or turn.over:
+                return
+            if turn.interrupted:
+                if reason is not None and turn.watch.reason is None:
+                    turn.watch.reason = reason
+                return
+            now = self._clock()
+            deliver = self._stop_in_band(turn, now)
+            if deliver is None:
+                return
+            turn.interrupted = True
+            turn.watch.interrupted(now, self._interrupt_grace, reason)
+        deliver()
+
+    # -- approvals ---------------------------------------------------------------------------
+
+    def _decide(self, turn: TurnT, request: ApprovalRequest) -> Answer:
+        """Report ``request`` and decide it from the conversation's approvals, fail closed."""
+        turn.emit(requested(request))
+        return decide_for_turn(
+            self._spec.approvals,
+            self._spec.permissions,
+            request,
+            interrupted=turn.interrupted,
+            timeout=self._spec.approval_timeout,
+            clock=self._clock,
+        )
+
+    def _approval_sent(self, turn: TurnT, request: ApprovalRequest, answer: Answer) -> None:
+        """Report the answer sent for ``request``; one that fails the turn interrupts it."""
+        turn.emit(answered(request, answer.decision, answer.decided_by))
+        if answer.fail_turn and turn.fail is None:
+            turn.fail = ApprovalRequiredError(request.tool, request.tool_id)
+            self._interrupt_turn(None)
+
+    # -- the result ------------------------------------------------------------------------
+
+    def _raise_for_deadline(
+        self, turn: TurnT, argv: tuple[str, ...], partial: ParsedTurn | None = None
+    ) -> None:
+        """Raise when the turn ended because its budget ran out or it went silent."""
+        reason = turn.watch.reason
+        if reason is Due.STALL:
+            raise TurnStalledError(self._spec.stall_timeout, turn.watch.stalled_for)
+        if reason is Due.TIMEOUT:
+            raise CliTimeoutError(argv, turn.watch.timeout, partial)
+
+
+class ProcessConversation(LongLivedConversation[TurnT]):
+    """One conversation on one long-lived CLI process read through a :class:`Channel`.
+
+    The process starts with the first turn (the subclass's ``_run`` calls
+    :meth:`_start_process`) and is kept across turns; a turn that finds it dead starts
+    another.
+    """
+
+    def __init__(self, transport: ProcessTransport, spec: ConversationSpec, *, name: str) -> None:
+        super().__init__(transport, spec, name=name)
+        self._channel: Channel | None = None
+        self._requests = Correlator("agentshim")
+        self._stderr: deque[str] = deque(maxlen=200)
+
+    # -- what a transport supplies ---------------------------------------------------------
 
     def _on_line(self, channel: Channel, turn: TurnT, line: str) -> None:
         """Act on one line of the CLI's stdout during ``turn``."""
@@ -236,15 +360,6 @@ class ProcessConversation(Generic[TurnT]):
 
     # -- the turn --------------------------------------------------------------------------
 
-    def _watch(self, request: TurnRequest, started: float) -> TurnWatch:
-        """The clock of a turn begun at ``started``: its own budget, else the transport's."""
-        return TurnWatch(
-            started, timeout=self._timeout(request), stall_timeout=self._spec.stall_timeout
-        )
-
-    def _timeout(self, request: TurnRequest) -> float | None:
-        return request.timeout if request.timeout is not None else self._turn_timeout
-
     def _send_and_read(
         self, channel: Channel, turn: TurnT, frame: Mapping[str, Any], stop: TurnStop
     ) -> None:
@@ -255,11 +370,8 @@ class ProcessConversation(Generic[TurnT]):
         with self._lock:
             self._turn = turn
         self._send(channel, frame)
-        detach = stop.attach(lambda: self._interrupt_turn(None))
-        try:
+        with self._stoppable(stop):
             self._read_turn(channel, turn)
-        finally:
-            detach()
 
     def _send(self, channel: Channel, frame: Mapping[str, Any]) -> None:
         """Write ``frame``; a process that has ended is met and reported by the reader."""
@@ -297,12 +409,7 @@ class ProcessConversation(Generic[TurnT]):
             turn.emit(event)
 
     def _on_quiet(self, channel: Channel, turn: TurnT, now: float) -> None:
-        due = turn.watch.due(now)
-        if due is Due.TIMEOUT or due is Due.STALL:
-            self._interrupt_turn(due)
-        elif due is Due.KILL:
-            note = self._unanswered.format(grace=self._interrupt_grace)
-            turn.emit(Lifecycle("interrupt_unanswered", note))
+        if self._act_on_due(turn, now):
             channel.kill()
             self._drain_exit(channel, turn)
 
@@ -318,37 +425,33 @@ class ProcessConversation(Generic[TurnT]):
                 self._stderr.append(output.text)
                 turn.feed_stderr(output.text)
 
-    def _interrupt_turn(self, reason: Due | None) -> None:
-        """Stop the running turn in band (any thread; once per turn).
+    def _answer_approval(
+        self, channel: Channel, turn: TurnT, request: ApprovalRequest, answer: Answer, frame: Any
+    ) -> None:
+        """Send ``frame``, the CLI's answer to ``request``, and report it as sent.
 
-        ``reason`` is the deadline that asked for it (None: the caller did).
+        An answer that cannot go out costs an ``approval_not_sent`` notice, not the turn.
         """
-        with self._lock:
-            turn, channel = self._turn, self._channel
-            if turn is None or channel is None or turn.over:
-                return
-            if turn.interrupted:
-                if reason is not None and turn.watch.reason is None:
-                    turn.watch.reason = reason
-                return
-            turn.interrupted = True
-            turn.watch.interrupted(self._clock(), self._interrupt_grace, reason)
-            deferred = self._defer_interrupt(turn)
-        if not deferred:
-            self._send(channel, self._interrupt_frame(turn))
-        channel.wake()
+        try:
+            channel.send(frame)
+        except (ProcessClosedError, InvalidRequestError) as error:
+            turn.emit(Lifecycle("approval_not_sent", str(error)))
+        self._approval_sent(turn, request, answer)
+
+    def _stop_in_band(self, turn: TurnT, now: float) -> Callable[[], None] | None:
+        channel = self._channel
+        if channel is None:
+            return None
+        deferred = self._defer_interrupt(turn)
+
+        def deliver() -> None:
+            if not deferred:
+                self._send(channel, self._interrupt_frame(turn))
+            channel.wake()
+
+        return deliver
 
     # -- the result ------------------------------------------------------------------------
-
-    def _raise_for_deadline(
-        self, turn: TurnT, argv: tuple[str, ...], partial: ParsedTurn | None = None
-    ) -> None:
-        """Raise when the turn ended because its budget ran out or it went silent."""
-        reason = turn.watch.reason
-        if reason is Due.STALL:
-            raise TurnStalledError(self._spec.stall_timeout, turn.watch.stalled_for)
-        if reason is Due.TIMEOUT:
-            raise CliTimeoutError(argv, turn.watch.timeout, partial)
 
     def _died(
         self, exit_status: ProcessExited, kind: FailureKind = FailureKind.OTHER

@@ -24,7 +24,6 @@ from agentshim.core.conversation import (
     TurnStop,
 )
 from agentshim.core.errors import (
-    ApprovalRequiredError,
     CliExitError,
     FailureKind,
     InvalidRequestError,
@@ -60,7 +59,6 @@ from agentshim.core.turn import TurnRequest, TurnResult
 from agentshim.core.usage import CostSource, ProviderUsage
 from agentshim.execution.process import ProcessExited, StderrLine
 from agentshim.tools.host import ToolHost
-from agentshim.transport.approvals import answered, decide_for_turn, requested
 from agentshim.transport.channel import Channel
 from agentshim.transport.conversation import LiveTurn, ProcessConversation, ProcessTransport
 from agentshim.transport.watch import TurnWatch
@@ -357,24 +355,9 @@ class ClaudeStreamConversation(ProcessConversation[_Turn]):
             self._answer_callback(channel, frame, turn.emit)
             return
         request = approval_request(body)
-        turn.emit(requested(request))
-        answer = decide_for_turn(
-            self._spec.approvals,
-            self._spec.permissions,
-            request,
-            interrupted=turn.interrupted,
-            timeout=self._spec.approval_timeout,
-            clock=self._clock,
-        )
-        decision, fail = answer.decision, answer.fail_turn
-        try:
-            channel.send(control_success(request_id, decision_response(decision, request)))
-        except (ProcessClosedError, InvalidRequestError) as error:
-            turn.emit(Lifecycle("approval_not_sent", str(error)))
-        turn.emit(answered(request, decision, answer.decided_by))
-        if fail and turn.fail is None:
-            turn.fail = ApprovalRequiredError(request.tool, request.tool_id)
-            self._interrupt_turn(None)
+        answer = self._decide(turn, request)
+        frame = control_success(request_id, decision_response(answer.decision, request))
+        self._answer_approval(channel, turn, request, answer, frame)
 
     def _answer_callback(self, channel: Channel, frame: Mapping[str, Any], emit: Emit) -> None:
         """Answer an ``mcp_message`` or ``hook_callback`` here, on the reading thread.

@@ -25,7 +25,6 @@ from agentshim._version import __version__
 from agentshim.core.conversation import ConversationSpec, TurnStop
 from agentshim.core.errors import (
     AgentShimError,
-    ApprovalRequiredError,
     CliDiedError,
     CliExitError,
     CliTimeoutError,
@@ -56,7 +55,6 @@ from agentshim.execution.process import ProcessExited, StderrLine, StdoutLine
 from agentshim.execution.reaping import can_scan, new_run_id, reap_marked
 from agentshim.providers.codex.provider import CodexProvider
 from agentshim.tools.local import LocalToolServer, refuse_remote_executor, serve_tools
-from agentshim.transport.approvals import answered, decide_for_turn, requested
 from agentshim.transport.channel import Channel
 from agentshim.transport.conversation import LiveTurn, ProcessConversation
 from agentshim.transport.correlator import PendingRequest
@@ -345,25 +343,9 @@ class CodexAppServerConversation(ProcessConversation[_Turn]):
         if request is None:
             self._refuse_request(channel, said, turn.emit)
             return
-        turn.emit(requested(request))
-        answer = decide_for_turn(
-            self._spec.approvals,
-            self._spec.permissions,
-            request,
-            interrupted=turn.interrupted,
-            timeout=self._spec.approval_timeout,
-            clock=self._clock,
-        )
-        decision = answer.decision
-        reply = approval_reply(said.params, decision, interrupted=turn.interrupted)
-        try:
-            channel.send(p.reply(said.id, reply))
-        except (ProcessClosedError, InvalidRequestError) as error:
-            turn.emit(Lifecycle("approval_not_sent", str(error)))
-        turn.emit(answered(request, decision, answer.decided_by))
-        if answer.fail_turn and turn.fail is None:
-            turn.fail = ApprovalRequiredError(request.tool, request.tool_id)
-            self._interrupt_turn(None)
+        answer = self._decide(turn, request)
+        reply = approval_reply(said.params, answer.decision, interrupted=turn.interrupted)
+        self._answer_approval(channel, turn, request, answer, p.reply(said.id, reply))
 
     def _refuse_request(self, channel: Channel, said: p.ServerRequest, emit: Emit) -> None:
         # Codex waits for an answer to every request it makes: one nobody can give is refused.
