@@ -19,8 +19,9 @@ from __future__ import annotations
 
 import threading
 from collections import deque
-from collections.abc import Callable, Generator, Mapping
+from collections.abc import Callable, Generator, Mapping, Sequence
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any, Generic, TypeVar
 
 from agentshim.core.approvals import ApprovalRequest
@@ -39,7 +40,15 @@ from agentshim.core.errors import (
 )
 from agentshim.core.events import AgentEvent, Emit, Lifecycle, RunStarted
 from agentshim.core.ids import validate_session_id
-from agentshim.core.provider import ParsedTurn, Provider
+from agentshim.core.mcp import McpServer
+from agentshim.core.provider import (
+    ArgvContext,
+    McpInstallation,
+    ParsedTurn,
+    Provider,
+    mcp_env,
+    mcp_env_defaults,
+)
 from agentshim.core.turn import TurnRequest, TurnResult
 from agentshim.core.usage import ProviderUsage
 from agentshim.execution.executor import SideChannel
@@ -167,6 +176,7 @@ class LongLivedConversation(Generic[TurnT]):
         self._turn: TurnT | None = None
         self._session_id: str | None = spec.resume_session_id
         self._model = spec.model or context.model
+        self._mcp: McpInstallation | None = None
 
     # -- the Conversation protocol -------------------------------------------------------
 
@@ -236,9 +246,55 @@ class LongLivedConversation(Generic[TurnT]):
         """
         raise NotImplementedError
 
-    def _shut_down(self) -> None:
-        """Release the process and whatever the conversation installed for it."""
+    def _release_process(self) -> None:
+        """End the running process, if one runs (any thread)."""
         raise NotImplementedError
+
+    # -- what a process starts with ---------------------------------------------------------
+
+    def _argv_context(
+        self, mcp_argv: Sequence[str], *, cwd: str | None = None, fork_session: bool = False
+    ) -> ArgvContext:
+        """The conversation as its next process starts it (in ``cwd``, default the spec's)."""
+        context, spec = self._context, self._spec
+        return ArgvContext(
+            binary_path=context.binary_path,
+            model=self._model,
+            env=context.env,
+            resume_session_id=self._session_id,
+            reasoning_effort=spec.reasoning_effort,
+            mcp_argv=tuple(mcp_argv),
+            cwd=spec.cwd if cwd is None else cwd,
+            fork_session=fork_session,
+        )
+
+    def _install_mcp(self, servers: Sequence[McpServer]) -> tuple[str, ...]:
+        """Install ``servers`` for the conversation once (restored when it closes); the argv.
+
+        The argv is what the CLI is started with to find them (empty without servers).
+        """
+        if self._mcp is None and servers:
+            workspace = Path(self._spec.cwd) if self._spec.cwd is not None else None
+            self._mcp = self._context.provider.install_mcp(workspace, servers)
+        return tuple(self._mcp.argv) if self._mcp is not None else ()
+
+    def _add_mcp_env(self, env: dict[str, str]) -> None:
+        """Put what the installed MCP servers need into ``env`` (their defaults where unset)."""
+        if self._mcp is None:
+            return
+        for name, value in mcp_env_defaults(self._mcp).items():
+            env.setdefault(name, value)
+        env.update(mcp_env(self._mcp))
+
+    def _shut_down(self) -> None:
+        """Release the process and restore what the conversation installed for it."""
+        self._release_process()
+        with self._lock:  # close() and the turn's own thread may both get here
+            installation, self._mcp = self._mcp, None
+        if installation is not None:
+            note = installation.restore()
+            if note:
+                self._context.log(note)
 
     # -- the turn --------------------------------------------------------------------------
 
@@ -525,12 +581,9 @@ class ProcessConversation(LongLivedConversation[TurnT]):
         return channel
 
     def _release_process(self) -> None:
+        """Close the channel's process: stdin EOF, then SIGTERM, then SIGKILL to its group."""
         with self._lock:
             channel, self._channel = self._channel, None
             self._requests.clear()
         if channel is not None:
             channel.close(self._close_grace)
-
-    def _shut_down(self) -> None:
-        """Release the process and whatever the conversation installed for it."""
-        self._release_process()

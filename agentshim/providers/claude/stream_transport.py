@@ -16,13 +16,9 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
-from agentshim.core.conversation import (
-    ConversationSpec,
-    TurnStop,
-)
+from agentshim.core.conversation import ConversationSpec, TurnStop
 from agentshim.core.errors import (
     CliExitError,
     FailureKind,
@@ -46,14 +42,7 @@ from agentshim.core.frames import UNKNOWN_DETAIL_CHARS
 from agentshim.core.ids import is_valid_session_id
 from agentshim.core.jsonvalues import as_mapping, as_str
 from agentshim.core.profile import ProviderProfile
-from agentshim.core.provider import (
-    ArgvContext,
-    McpInstallation,
-    ParsedTurn,
-    ParserContext,
-    mcp_env,
-    mcp_env_defaults,
-)
+from agentshim.core.provider import ParsedTurn, ParserContext
 from agentshim.core.stream import parse_json_object
 from agentshim.core.turn import TurnRequest, TurnResult
 from agentshim.core.usage import CostSource, ProviderUsage
@@ -151,7 +140,6 @@ class ClaudeStreamConversation(ProcessConversation[_Turn]):
         self._provider = provider
         self._fork = spec.fork
         self._process_cost = 0.0
-        self._mcp: McpInstallation | None = None
         # The conversation's tools, answered in band (mcp_message) on the turn's thread.
         self._tools = ToolHost(spec.tools) if spec.tools else None
 
@@ -202,28 +190,14 @@ class ClaudeStreamConversation(ProcessConversation[_Turn]):
         channel = self._live_channel()
         if channel is not None:
             return channel
-        context, spec = self._context, self._spec
-        if self._mcp is None and spec.mcp_servers:
-            workspace = Path(spec.cwd) if spec.cwd is not None else None
-            self._mcp = self._provider.install_mcp(workspace, spec.mcp_servers)
-        mcp_argv = tuple(self._mcp.argv) if self._mcp is not None else ()
+        spec = self._spec
+        mcp_argv = self._install_mcp(spec.mcp_servers)
         if self._tools is not None:
             mcp_argv += sdk_mcp_argv(self._tools.server_name)
-        ctx = ArgvContext(
-            binary_path=context.binary_path,
-            model=self._model,
-            env=context.env,
-            resume_session_id=self._session_id,
-            reasoning_effort=spec.reasoning_effort,
-            mcp_argv=mcp_argv,
-            cwd=spec.cwd,
-        )
+        ctx = self._argv_context(mcp_argv)
         argv = stream_argv(self._provider, ctx, spec.permissions, fork=self._fork)
-        env = dict(context.env)
-        if self._mcp is not None:
-            for name, value in mcp_env_defaults(self._mcp).items():
-                env.setdefault(name, value)
-            env.update(mcp_env(self._mcp))
+        env = dict(self._context.env)
+        self._add_mcp_env(env)
         if self._tools is not None:
             # Offered up front, as on one-shot: a deferred tool needs a ToolSearch first.
             for name, value in TOOL_SEARCH_ENV.items():
@@ -485,14 +459,3 @@ class ClaudeStreamConversation(ProcessConversation[_Turn]):
         share = max(total - self._process_cost, 0.0)
         self._process_cost = total
         return dataclasses.replace(usage, total_cost_usd=share)
-
-    # -- closing ---------------------------------------------------------------------------
-
-    def _shut_down(self) -> None:
-        super()._shut_down()
-        with self._lock:  # close() and the turn's own thread may both get here
-            installation, self._mcp = self._mcp, None
-        if installation is not None:
-            note = installation.restore()
-            if note:
-                self._context.log(note)

@@ -56,11 +56,7 @@ from agentshim.core.jsonvalues import as_str
 from agentshim.core.permissions import NativeMode
 from agentshim.core.profile import ProviderProfile
 from agentshim.core.provider import (
-    ArgvContext,
-    McpInstallation,
     ParserContext,
-    mcp_env,
-    mcp_env_defaults,
 )
 from agentshim.core.turn import TurnRequest, TurnResult
 from agentshim.core.usage import ProviderUsage
@@ -315,7 +311,6 @@ class ClaudeTuiConversation(LongLivedConversation[_Turn]):
         self._scratch = transport.scratch_cwd
         self._terminal: _Terminal | None = None
         self._fork = spec.fork
-        self._mcp: McpInstallation | None = None
 
     def _refuse(self, request: TurnRequest) -> None:
         also = ("model",) if request.model is not None and request.model != self._model else ()
@@ -576,20 +571,18 @@ class ClaudeTuiConversation(LongLivedConversation[_Turn]):
         if terminal is not None and terminal.pty.returncode is None:
             return terminal
         if terminal is not None:
-            self._release_terminal()
+            self._release_process()
         terminal = self._start(emit)
         try:
             self._await_ready(terminal, emit)
         except BaseException:
-            self._release_terminal()
+            self._release_process()
             raise
         return terminal
 
     def _start(self, emit: Emit) -> _Terminal:
         context, spec = self._context, self._spec
-        if self._mcp is None and spec.mcp_servers:
-            workspace = Path(spec.cwd) if spec.cwd is not None else None
-            self._mcp = self._provider.install_mcp(workspace, spec.mcp_servers)
+        mcp_argv = self._install_mcp(spec.mcp_servers)
         cwd = spec.cwd or self._scratch_cwd()
         directory = Path(tempfile.mkdtemp(prefix="agentshim-claude-tui-"))
         try:
@@ -605,17 +598,8 @@ class ClaudeTuiConversation(LongLivedConversation[_Turn]):
             fresh = self._session_id is None or self._fork
             session_id = str(uuid.uuid4()) if fresh else self._session_id
             assert session_id is not None
-            ctx = ArgvContext(
-                binary_path=context.binary_path,
-                model=self._model,
-                env=context.env,
-                resume_session_id=self._session_id,
-                reasoning_effort=spec.reasoning_effort,
-                mcp_argv=tuple(self._mcp.argv) if self._mcp is not None else (),
-                cwd=cwd,
-            )
             argv = tui_argv(
-                ctx,
+                self._argv_context(mcp_argv, cwd=cwd),
                 spec.permissions,
                 session_id=session_id,
                 settings_file=str(settings_file),
@@ -623,10 +607,7 @@ class ClaudeTuiConversation(LongLivedConversation[_Turn]):
             )
             env = dict(context.env)
             env.setdefault("TERM", "xterm-256color")
-            if self._mcp is not None:
-                for name, value in mcp_env_defaults(self._mcp).items():
-                    env.setdefault(name, value)
-                env.update(mcp_env(self._mcp))
+            self._add_mcp_env(env)
             emit(RunStarted(tuple(argv)))
             pty = self._executor.spawn_pty(SpawnRequest(argv, cwd=cwd, env=env))
         except BaseException:
@@ -726,7 +707,8 @@ class ClaudeTuiConversation(LongLivedConversation[_Turn]):
 
     # -- closing ---------------------------------------------------------------------------
 
-    def _release_terminal(self) -> None:
+    def _release_process(self) -> None:
+        """Ctrl-C twice, then SIGTERM, then SIGKILL; the terminal's files go with it."""
         with self._lock:
             terminal, self._terminal = self._terminal, None
         if terminal is None:
@@ -745,15 +727,6 @@ class ClaudeTuiConversation(LongLivedConversation[_Turn]):
                         pty.wait(grace)
         finally:
             shutil.rmtree(terminal.directory, ignore_errors=True)
-
-    def _shut_down(self) -> None:
-        self._release_terminal()
-        with self._lock:
-            installation, self._mcp = self._mcp, None
-        if installation is not None:
-            note = installation.restore()
-            if note:
-                self._context.log(note)
 
 
 def _write_private(path: Path, text: str) -> None:

@@ -53,7 +53,7 @@ from agentshim.core.ids import is_valid_session_id
 from agentshim.core.jsonvalues import as_str
 from agentshim.core.permissions import ApprovalPolicy, NativeMode
 from agentshim.core.profile import ProviderProfile
-from agentshim.core.provider import ArgvContext, ParserContext
+from agentshim.core.provider import ParserContext
 from agentshim.core.stream import parse_json_object
 from agentshim.core.turn import TurnRequest, TurnResult
 from agentshim.execution.process import ProcessExited, StderrLine
@@ -308,17 +308,8 @@ class PiRpcConversation(ProcessConversation[_Turn]):
         if spec.tools:
             refuse_remote_executor(context.executor)
             self._serving = serve_tools(spec.tools, emit=emit)
-        ctx = ArgvContext(
-            binary_path=context.binary_path,
-            model=self._model,
-            env=context.env,
-            resume_session_id=self._session_id,
-            reasoning_effort=spec.reasoning_effort,
-            mcp_argv=() if self._serving is None else tuple(tool_extension(self._serving).argv),
-            cwd=spec.cwd,
-            fork_session=self._fork,
-        )
-        argv = rpc_argv(self._provider, ctx)
+        tools = () if self._serving is None else tool_extension(self._serving).argv
+        argv = rpc_argv(self._provider, self._argv_context(tools, fork_session=self._fork))
         env = dict(context.env)
         for name, value in self._provider.env_defaults.items():
             env.setdefault(name, value)

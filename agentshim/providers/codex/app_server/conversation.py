@@ -18,7 +18,6 @@ from __future__ import annotations
 import dataclasses
 import json
 from collections.abc import Callable
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agentshim._version import __version__
@@ -48,7 +47,6 @@ from agentshim.core.events import (
 )
 from agentshim.core.frames import UNKNOWN_DETAIL_CHARS
 from agentshim.core.profile import SchemaDialect
-from agentshim.core.provider import McpInstallation, mcp_env, mcp_env_defaults
 from agentshim.core.schema import dialect_problems
 from agentshim.core.turn import TurnRequest, TurnResult
 from agentshim.execution.process import ProcessExited, StderrLine, StdoutLine
@@ -168,7 +166,6 @@ class CodexAppServerConversation(ProcessConversation[_Turn]):
         previous = spec.previous_usage
         self._usage.known(previous.raw if previous is not None else None)
         self._marker = new_run_id()
-        self._mcp: McpInstallation | None = None
         # The conversation's tools, served to the process as a local MCP server while it runs.
         self._serving: LocalToolServer | None = None
 
@@ -457,21 +454,14 @@ class CodexAppServerConversation(ProcessConversation[_Turn]):
             # simply built again.
             servers = (*servers, self._serving.server)
             self._mcp = None
-        if self._mcp is None and servers:
-            workspace = Path(spec.cwd) if spec.cwd is not None else None
-            self._mcp = self._provider.install_mcp(workspace, servers)
-        mcp_argv = tuple(self._mcp.argv) if self._mcp is not None else ()
         argv = app_server_argv(
             context.binary_path,
             path=context.env.get("PATH"),
             marker=self._marker,
-            mcp_argv=mcp_argv,
+            mcp_argv=self._install_mcp(servers),
         )
         env = dict(context.env)
-        if self._mcp is not None:
-            for name, value in mcp_env_defaults(self._mcp).items():
-                env.setdefault(name, value)
-            env.update(mcp_env(self._mcp))
+        self._add_mcp_env(env)
         env[TOOL_MARKER] = self._marker
         try:
             channel = self._start_process(argv, env, emit, side=self._serving)
@@ -623,12 +613,3 @@ class CodexAppServerConversation(ProcessConversation[_Turn]):
             serving, self._serving = self._serving, None
             if serving is not None:
                 serving.close()
-
-    def _shut_down(self) -> None:
-        super()._shut_down()
-        with self._lock:  # close() and the turn's own thread may both get here
-            installation, self._mcp = self._mcp, None
-        if installation is not None:
-            note = installation.restore()
-            if note:
-                self._context.log(note)
