@@ -21,7 +21,7 @@ import os
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agentshim.core.approvals import ApprovalDecision, ApprovalRequest
 from agentshim.core.conversation import ConversationSpec, TurnStop
@@ -56,7 +56,12 @@ from agentshim.execution.process import ProcessExited, StderrLine
 from agentshim.tools.local import LocalToolServer, refuse_remote_executor, serve_tools
 from agentshim.transport.channel import Channel
 from agentshim.transport.context import TransportContext
-from agentshim.transport.conversation import LiveTurn, ProcessConversation, ProcessTransport
+from agentshim.transport.conversation import (
+    LiveTurn,
+    ProcessConversation,
+    ProcessOptions,
+    ProcessTransport,
+)
 from agentshim.transport.fixed import refuse_fixed_changes
 from agentshim.transport.watch import TurnWatch
 
@@ -74,6 +79,9 @@ from .jsonrpc import (
     result_response,
 )
 from .updates import UpdateReader
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 __all__ = ["PROTOCOL_VERSION", "AcpConversation", "AcpTransport", "mcp_servers_param"]
 
@@ -127,19 +135,12 @@ class AcpTransport(ProcessTransport):
         context: TransportContext | Callable[[], TransportContext],
         dialect: AcpDialect,
         *,
-        turn_timeout: float | None = None,
         handshake_timeout: float = 90.0,
-        interrupt_grace: float = 10.0,
-        close_grace: float = 5.0,
         wall_clock: Callable[[], float] = time.time,
         sleep: Callable[[float], None] = time.sleep,
+        **options: Unpack[ProcessOptions],
     ) -> None:
-        super().__init__(
-            context,
-            turn_timeout=turn_timeout,
-            interrupt_grace=interrupt_grace,
-            close_grace=close_grace,
-        )
+        super().__init__(context, **options)
         self._lock = threading.Lock()
         self.dialect = dialect
         self.handshake_timeout = handshake_timeout

@@ -22,7 +22,7 @@ from collections import deque
 from collections.abc import Callable, Generator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, TypedDict, TypeVar
 
 from agentshim.core.approvals import ApprovalRequest
 from agentshim.core.conversation import ConversationSpec, TransportKind, TurnSlot, TurnStop
@@ -61,9 +61,27 @@ from .correlator import Correlator
 from .fixed import refuse_fixed_changes
 from .watch import Due, TurnWatch
 
-__all__ = ["LiveTurn", "LongLivedConversation", "ProcessConversation", "ProcessTransport"]
+__all__ = [
+    "LiveTurn",
+    "LongLivedConversation",
+    "ProcessConversation",
+    "ProcessOptions",
+    "ProcessTransport",
+]
 
 ProviderT = TypeVar("ProviderT", bound=Provider)
+
+
+class ProcessOptions(TypedDict, total=False):
+    """The keywords every long-lived transport takes, as :class:`ProcessTransport` has them.
+
+    A transport with options of its own takes these as ``**options`` and passes them on, so
+    their defaults are stated once.
+    """
+
+    turn_timeout: float | None
+    interrupt_grace: float
+    close_grace: float
 
 
 class ProcessTransport:

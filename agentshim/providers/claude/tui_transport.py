@@ -28,6 +28,7 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from agentshim.core.conversation import ConversationSpec, TransportKind, TurnStop
 from agentshim.core.errors import (
@@ -63,7 +64,12 @@ from agentshim.core.usage import ProviderUsage
 from agentshim.execution.process import SpawnRequest
 from agentshim.execution.pty_process import PtyExecutor, PtyProcess
 from agentshim.transport.context import TransportContext
-from agentshim.transport.conversation import LiveTurn, LongLivedConversation, ProcessTransport
+from agentshim.transport.conversation import (
+    LiveTurn,
+    LongLivedConversation,
+    ProcessOptions,
+    ProcessTransport,
+)
 from agentshim.transport.fixed import refuse_fixed_changes
 from agentshim.transport.watch import TurnWatch
 
@@ -93,6 +99,9 @@ from .tui_protocol import (
     weekly_limit_used,
 )
 from .tui_transcript import TURN_END, TranscriptFollower, transcript_path
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 __all__ = ["ClaudeTuiConversation", "ClaudeTuiTransport"]
 
@@ -130,22 +139,15 @@ class ClaudeTuiTransport(ProcessTransport):
         self,
         context: TransportContext | Callable[[], TransportContext],
         *,
-        turn_timeout: float | None = None,
         ready_timeout: float = 60.0,
         submit_retry_after: float = 2.0,
         paste_to_enter: float = 0.03,
         first_paste_delay: float = 0.75,
         transcript_wait: float = 1.0,
-        interrupt_grace: float = 10.0,
-        close_grace: float = 5.0,
         scratch_cwd: str | None = None,
+        **options: Unpack[ProcessOptions],
     ) -> None:
-        super().__init__(
-            context,
-            turn_timeout=turn_timeout,
-            interrupt_grace=interrupt_grace,
-            close_grace=close_grace,
-        )
+        super().__init__(context, **options)
         self.timing = _Timing(
             ready=ready_timeout,
             retry=submit_retry_after,
