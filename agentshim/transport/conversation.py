@@ -33,6 +33,7 @@ from agentshim.core.errors import (
     CliTimeoutError,
     FailureKind,
     InvalidRequestError,
+    NoRunningTurnError,
     ProcessClosedError,
     ProviderCapabilityError,
     TurnCancelledError,
@@ -433,6 +434,36 @@ class ProcessConversation(LongLivedConversation[TurnT]):
         return False
 
     # -- the turn --------------------------------------------------------------------------
+
+    def _add_to_turn(
+        self, kind: str, text: str, event: str, frame: Callable[[TurnT], Mapping[str, Any] | None]
+    ) -> None:
+        """Send ``text`` into the running turn (``kind`` is the caller's verb, ``steer``).
+
+        ``frame`` builds what goes out, under the lock, from the running turn (None: the
+        turn cannot take it now); ``Lifecycle(event, text)`` reports it on the turn's thread.
+
+        Raises:
+            NoRunningTurnError: no turn is running (or it cannot take the text now).
+            InvalidRequestError: ``text`` is empty.
+        """
+        if not isinstance(text, str) or not text.strip():  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise InvalidRequestError(
+                f"{kind}.text", f"{text!r:.40} is empty", f"{kind}() needs some text"
+            )
+        with self._lock:
+            turn, channel = self._turn, self._channel
+            out = None if turn is None or channel is None or turn.over else frame(turn)
+            if turn is None or channel is None or out is None:
+                raise NoRunningTurnError("no turn is running; send the text as a new turn")
+            try:
+                channel.send(out)
+            except ProcessClosedError:
+                raise NoRunningTurnError(
+                    "the turn's process has ended; send the text as a new turn"
+                ) from None
+            turn.steered.append(Lifecycle(event, text))
+            channel.wake()
 
     def _send_and_read(
         self, channel: Channel, turn: TurnT, frame: Mapping[str, Any], stop: TurnStop

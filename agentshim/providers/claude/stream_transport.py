@@ -23,7 +23,6 @@ from agentshim.core.errors import (
     CliExitError,
     FailureKind,
     InvalidRequestError,
-    NoRunningTurnError,
     ProcessClosedError,
     SessionResumeError,
     TurnFailedError,
@@ -150,22 +149,7 @@ class ClaudeStreamConversation(ProcessConversation[_Turn]):
             NoRunningTurnError: no turn is running.
             InvalidRequestError: ``text`` is empty.
         """
-        if not isinstance(text, str) or not text.strip():  # pyright: ignore[reportUnnecessaryIsInstance]
-            raise InvalidRequestError(
-                "steer.text", f"{text!r:.40} is empty", "steer() needs some text"
-            )
-        with self._lock:
-            turn, channel = self._turn, self._channel
-            if turn is None or channel is None or turn.over:
-                raise NoRunningTurnError("no turn is running; send the text as a new turn")
-            try:
-                channel.send(user_message(text))
-            except ProcessClosedError:
-                raise NoRunningTurnError(
-                    "the turn's process has ended; send the text as a new turn"
-                ) from None
-            turn.steered.append(Lifecycle("steered", text))
-            channel.wake()
+        self._add_to_turn("steer", text, "steered", lambda turn: user_message(text))
 
     # -- the turn ------------------------------------------------------------------------
 

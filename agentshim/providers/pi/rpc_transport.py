@@ -35,8 +35,6 @@ from agentshim.core.errors import (
     CliExitError,
     CliTimeoutError,
     FailureKind,
-    InvalidRequestError,
-    NoRunningTurnError,
     ProcessClosedError,
     ProviderCapabilityError,
     SessionResumeError,
@@ -261,23 +259,12 @@ class PiRpcConversation(ProcessConversation[_Turn]):
     # -- the turn ------------------------------------------------------------------------
 
     def _queue(self, kind: str, text: str) -> None:
-        if not isinstance(text, str) or not text.strip():  # pyright: ignore[reportUnnecessaryIsInstance]
-            raise InvalidRequestError(
-                f"{kind}.text", f"{text!r:.40} is empty", f"{kind}() needs some text"
-            )
-        with self._lock:
-            turn, channel = self._turn, self._channel
-            if turn is None or channel is None or turn.over or turn.interrupted:
-                raise NoRunningTurnError("no turn is running; send the text as a new turn")
-            pending = self._requests.issue(kind, None)
-            try:
-                channel.send(command(pending.request_id, kind, message=text))
-            except ProcessClosedError:
-                raise NoRunningTurnError(
-                    "the turn's process has ended; send the text as a new turn"
-                ) from None
-            turn.steered.append(Lifecycle("steered" if kind == "steer" else "followed_up", text))
-            channel.wake()
+        def frame(turn: _Turn) -> Mapping[str, Any] | None:
+            if turn.interrupted:
+                return None
+            return command(self._requests.issue(kind, None).request_id, kind, message=text)
+
+        self._add_to_turn(kind, text, "steered" if kind == "steer" else "followed_up", frame)
 
     def _run(self, request: TurnRequest, emit: Emit, stop: TurnStop) -> TurnResult:
         started = self._clock()

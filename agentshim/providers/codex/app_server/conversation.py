@@ -28,8 +28,6 @@ from agentshim.core.errors import (
     CliExitError,
     CliTimeoutError,
     FailureKind,
-    InvalidRequestError,
-    NoRunningTurnError,
     ProcessClosedError,
     SchemaDialectError,
     SessionResumeError,
@@ -188,36 +186,19 @@ class CodexAppServerConversation(ProcessConversation[_Turn]):
             NoRunningTurnError: no turn is running (or Codex has not named it yet).
             InvalidRequestError: ``text`` is empty.
         """
-        if not isinstance(text, str) or not text.strip():  # pyright: ignore[reportUnnecessaryIsInstance]
-            raise InvalidRequestError(
-                "steer.text", f"{text!r:.40} is empty", "steer() needs some text"
-            )
-        with self._lock:
-            turn, channel, thread = self._turn, self._channel, self._session_id
-            if (
-                turn is None
-                or channel is None
-                or thread is None
-                or turn.turn_id is None
-                or not turn.active
-                or turn.over
-                or turn.interrupted
-            ):
-                raise NoRunningTurnError("no turn is running; send the text as a new turn")
+
+        def frame(turn: _Turn) -> dict[str, Any] | None:
+            thread = self._session_id
+            if thread is None or turn.turn_id is None or not turn.active or turn.interrupted:
+                return None
             params = p.TurnSteerParams(
                 thread_id=thread,
                 expected_turn_id=turn.turn_id,
                 input=(p.TextUserInput(text=text),),
             )
-            pending = self._requests.issue(params.METHOD, None)
-            try:
-                channel.send(request_frame(pending, params))
-            except ProcessClosedError:
-                raise NoRunningTurnError(
-                    "the turn's process has ended; send the text as a new turn"
-                ) from None
-            turn.steered.append(Lifecycle("steered", text))
-            channel.wake()
+            return request_frame(self._requests.issue(params.METHOD, None), params)
+
+        self._add_to_turn("steer", text, "steered", frame)
 
     # -- the turn ------------------------------------------------------------------------
 
