@@ -404,6 +404,34 @@ class LongLivedConversation(Generic[TurnT]):
         if reason is Due.TIMEOUT:
             raise CliTimeoutError(argv, turn.watch.timeout, partial)
 
+    def _turn_result(
+        self,
+        text: str,
+        usage: ProviderUsage | None,
+        *,
+        started: float,
+        resumed: bool,
+        interrupted: bool,
+        **more: Any,
+    ) -> TurnResult:
+        """The result of a turn that ended; usage it did not report is marked unknown."""
+        if usage is None:
+            usage = ProviderUsage(
+                provider=self._context.provider.profile.name, increment_known=False
+            )
+        return TurnResult(
+            text=text,
+            structured_output=None,
+            session_id=self._session_id,
+            resumed=resumed,
+            usage=usage,
+            cost_usd=usage.total_cost_usd,
+            duration_ms=int((self._clock() - started) * 1000),
+            exit_code=0,
+            interrupted=interrupted,
+            **more,
+        )
+
 
 class ProcessConversation(LongLivedConversation[TurnT]):
     """One conversation on one long-lived CLI process read through a :class:`Channel`.
@@ -567,34 +595,6 @@ class ProcessConversation(LongLivedConversation[TurnT]):
             returncode=exit_status.returncode,
             stderr="".join(self._stderr),
             kind=kind,
-        )
-
-    def _turn_result(
-        self,
-        text: str,
-        usage: ProviderUsage | None,
-        *,
-        started: float,
-        resumed: bool,
-        interrupted: bool,
-        **more: Any,
-    ) -> TurnResult:
-        """The result of a turn that ended; usage it did not report is marked unknown."""
-        if usage is None:
-            usage = ProviderUsage(
-                provider=self._context.provider.profile.name, increment_known=False
-            )
-        return TurnResult(
-            text=text,
-            structured_output=None,
-            session_id=self._session_id,
-            resumed=resumed,
-            usage=usage,
-            cost_usd=usage.total_cost_usd,
-            duration_ms=int((self._clock() - started) * 1000),
-            exit_code=0,
-            interrupted=interrupted,
-            **more,
         )
 
     # -- the process -----------------------------------------------------------------------

@@ -526,16 +526,10 @@ class ClaudeTuiConversation(LongLivedConversation[_Turn]):
             turn.emit(TurnInterrupted("interrupted on request (Esc)"))
         text = (turn.stop.field("last_assistant_message") if turn.stop is not None else None) or ""
         usage = _sum(turn.calls, self._model, known=turn.transcript_done)
-        return TurnResult(
-            text=text,
-            structured_output=None,
-            session_id=self._session_id,
-            resumed=resumed,
-            usage=usage,
-            cost_usd=None,
-            duration_ms=int((self._clock() - started) * 1000),
-            exit_code=0,
-            interrupted=turn.interrupted and turn.stop is None,
+        # The transcript's calls carry no cost, so neither does their sum.
+        interrupted = turn.interrupted and turn.stop is None
+        return self._turn_result(
+            text, usage, started=started, resumed=resumed, interrupted=interrupted
         )
 
     def _await_transcript(self, terminal: _Terminal, turn: _Turn) -> None:
