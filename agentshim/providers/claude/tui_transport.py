@@ -526,8 +526,8 @@ class ClaudeTuiConversation(LongLivedConversation[_Turn]):
             turn.emit(TurnInterrupted("interrupted on request (Esc)"))
         text = (turn.stop.field("last_assistant_message") if turn.stop is not None else None) or ""
         usage = _sum(turn.calls, self._model, known=turn.transcript_done)
-        # The transcript's calls carry no cost, so neither does their sum.
         interrupted = turn.interrupted and turn.stop is None
+        # The transcript's calls carry no cost, so neither does their sum.
         return self._turn_result(
             text, usage, started=started, resumed=resumed, interrupted=interrupted
         )
