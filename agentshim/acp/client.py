@@ -384,14 +384,7 @@ class AcpConversation(ProcessConversation[_Turn]):
             if isinstance(output, StderrLine):
                 self._stderr.append(output.text)
                 continue
-            frame = parse_json_object(output.text)
-            message = read_message(frame) if frame is not None else None
-            if isinstance(message, Notification):
-                update = _update_of(message)
-                if update is not None:
-                    self._early.append(update)
-            elif isinstance(message, Request):
-                self._refuse_request(channel, message)
+            self._set_aside(channel, _message_of(output.text))
 
     def _defer_load(self, session_id: str, emit: Emit) -> None:
         """Wait for the next wall-clock minute before loading a session made in this one."""
@@ -425,10 +418,7 @@ class AcpConversation(ProcessConversation[_Turn]):
         """Send ``method`` and read until its response; updates meanwhile are kept aside."""
         with self._lock:
             pending = self._requests.issue(method, deadline)
-        try:
-            channel.send(request(pending.request_id, method, params))
-        except ProcessClosedError:
-            pass
+        self._send(channel, request(pending.request_id, method, params))
         while True:
             output = channel.read(deadline)
             if output is None:
@@ -443,21 +433,31 @@ class AcpConversation(ProcessConversation[_Turn]):
             if isinstance(output, StderrLine):
                 self._stderr.append(output.text)
                 continue
-            frame = parse_json_object(output.text)
-            message = read_message(frame) if frame is not None else None
+            message = _message_of(output.text)
             if isinstance(message, Response):
                 with self._lock:
                     answered = self._requests.resolve(message.request_id)
                 if answered is not None and answered.request_id == pending.request_id:
                     return message
-            elif isinstance(message, Notification):
-                update = _update_of(message)
-                if update is not None:
-                    # Before session/new answers, an agent may already speak of the session;
-                    # during session/load this is the replayed history.
-                    self._early.append(update)
-            elif isinstance(message, Request):
-                self._refuse_request(channel, message)
+            else:
+                self._set_aside(channel, message)
+
+    def _set_aside(
+        self, channel: Channel, message: Notification | Request | Response | None
+    ) -> None:
+        """Keep an update read before the turn's prompt for it; refuse a request meanwhile.
+
+        Anything else (a response nobody waits for, a line that is no message) is dropped.
+
+        Before session/new answers, an agent may already speak of the session; during
+        session/load this is the replayed history.
+        """
+        if isinstance(message, Notification):
+            update = _update_of(message)
+            if update is not None:
+                self._early.append(update)
+        elif isinstance(message, Request):
+            self._refuse_request(channel, message)
 
     def _start_died(self, channel: Channel, exited: ProcessExited, method: str) -> AgentShimError:
         stderr = "".join(self._stderr)
@@ -492,8 +492,7 @@ class AcpConversation(ProcessConversation[_Turn]):
     # -- reading a turn --------------------------------------------------------------------
 
     def _on_line(self, channel: Channel, turn: _Turn, line: str) -> None:
-        frame = parse_json_object(line)
-        message = read_message(frame) if frame is not None else None
+        message = _message_of(line)
         if message is None:
             turn.emit(Lifecycle("malformed_frame", line.strip()[:200]))
         elif isinstance(message, Response):
@@ -623,6 +622,12 @@ class AcpConversation(ProcessConversation[_Turn]):
             # Less than before: not a report of this process's running total.
             return dataclasses.replace(usage, tokens=TokenUsage(), increment_known=False)
         return dataclasses.replace(usage, tokens=dataclasses.replace(share, turns=1))
+
+
+def _message_of(line: str) -> Notification | Request | Response | None:
+    """The JSON-RPC message on ``line``; None for a line that is not one."""
+    frame = parse_json_object(line)
+    return read_message(frame) if frame is not None else None
 
 
 def request_frame(request_id: str, method: str, **params: Any) -> dict[str, Any]:
