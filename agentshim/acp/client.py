@@ -262,8 +262,7 @@ class AcpConversation(ProcessConversation[_Turn]):
             turn.reader.read(update)
         session_id = self._session_id
         assert session_id is not None
-        with self._lock:
-            pending = self._requests.issue("session/prompt", None)
+        pending = self._issue("session/prompt", None)
         turn.prompt_id = pending.request_id
         prompt = [{"type": "text", "text": request.prompt}]
         frame = request_frame(
@@ -416,8 +415,7 @@ class AcpConversation(ProcessConversation[_Turn]):
         replay: bool,
     ) -> Response:
         """Send ``method`` and read until its response; updates meanwhile are kept aside."""
-        with self._lock:
-            pending = self._requests.issue(method, deadline)
+        pending = self._issue(method, deadline)
         self._send(channel, request(pending.request_id, method, params))
         while True:
             output = channel.read(deadline)

@@ -200,8 +200,7 @@ class ClaudeStreamConversation(ProcessConversation[_Turn]):
         fields = initialize_fields(self._tools, self._spec.hooks)
         if not fields:
             return
-        with self._lock:
-            pending = self._requests.issue("initialize", None)
+        pending = self._issue("initialize", None)
         try:
             channel.send(control_request(pending.request_id, "initialize", **fields))
         except ProcessClosedError:
@@ -236,16 +235,12 @@ class ClaudeStreamConversation(ProcessConversation[_Turn]):
                 in_turn = True
 
     def _switch_model(self, channel: Channel, model: str, emit: Emit) -> None:
-        with self._lock:
-            pending = self._requests.issue("set_model", self._clock() + _CONTROL_TIMEOUT)
+        deadline = self._clock() + _CONTROL_TIMEOUT
+        pending = self._issue("set_model", deadline)
         channel.send(control_request(pending.request_id, "set_model", model=model))
-        deadline = pending.deadline
-        assert deadline is not None
         while True:
-            output = channel.read(deadline)
+            output = self._read_until(channel, deadline)
             if output is None:
-                if self._clock() < deadline:
-                    continue  # woken early: nothing this switch waits on came
                 raise TurnTimeoutError(
                     _CONTROL_TIMEOUT,
                     f"Claude Code did not confirm the switch to model {model!r} within "
@@ -353,8 +348,7 @@ class ClaudeStreamConversation(ProcessConversation[_Turn]):
             pass
 
     def _interrupt_frame(self, turn: _Turn) -> Mapping[str, Any]:
-        with self._lock:
-            pending = self._requests.issue("interrupt", None)
+        pending = self._issue("interrupt", None)
         return control_request(pending.request_id, "interrupt")
 
     # -- the result ------------------------------------------------------------------------

@@ -278,8 +278,7 @@ class PiRpcConversation(ProcessConversation[_Turn]):
         parser = self._provider.new_parser(emit, expect_structured=False)
         parser.configure(ParserContext(model=self._model, resumed=resumed))
         turn = _Turn(parser, emit, self._watch(request, started))
-        with self._lock:
-            prompt = self._requests.issue("prompt", None)
+        prompt = self._issue("prompt", None)
         self._send_and_read(
             channel, turn, command(prompt.request_id, "prompt", message=request.prompt), stop
         )
@@ -310,8 +309,7 @@ class PiRpcConversation(ProcessConversation[_Turn]):
 
     def _handshake(self, channel: Channel, emit: Emit) -> None:
         """Ask the new process for its state: it is ready once it answers, and names its session."""
-        with self._lock:
-            pending = self._requests.issue("get_state", self._clock() + _STARTUP_TIMEOUT)
+        pending = self._issue("get_state", self._clock() + _STARTUP_TIMEOUT)
         try:
             channel.send(command(pending.request_id, "get_state"))
         except ProcessClosedError:
@@ -435,8 +433,7 @@ class PiRpcConversation(ProcessConversation[_Turn]):
             return self._requests.resolve(oldest.request_id) if oldest is not None else None
 
     def _switch_model(self, channel: Channel, model: str, emit: Emit) -> None:
-        with self._lock:
-            pending = self._requests.issue("set_model", self._clock() + _COMMAND_TIMEOUT)
+        pending = self._issue("set_model", self._clock() + _COMMAND_TIMEOUT)
         try:
             channel.send(model_command(pending.request_id, model, self._model_provider))
         except ProcessClosedError:

@@ -222,8 +222,7 @@ class CodexAppServerConversation(ProcessConversation[_Turn]):
             sandbox_policy=sandbox_policy(self._spec.permissions),
         )
         self._usage.begin_turn()
-        with self._lock:
-            turn.start = self._requests.issue(params.METHOD, None)
+        turn.start = self._issue(params.METHOD, None)
         self._send_and_read(channel, turn, request_frame(turn.start, params), stop)
         return self._conclude(channel, turn, resumed, started, schema is not None)
 
@@ -346,8 +345,7 @@ class CodexAppServerConversation(ProcessConversation[_Turn]):
         assert thread is not None
         assert turn_id is not None
         params = p.TurnInterruptParams(thread_id=thread, turn_id=turn_id)
-        with self._lock:
-            pending = self._requests.issue(params.METHOD, None)
+        pending = self._issue(params.METHOD, None)
         return request_frame(pending, params)
 
     # -- the result ------------------------------------------------------------------------
@@ -517,16 +515,12 @@ class CodexAppServerConversation(ProcessConversation[_Turn]):
 
     def _call(self, channel: Channel, params: Any, emit: Emit) -> p.Response | p.ErrorResponse:
         """Send one request before a turn and read until it is answered (or fail the turn)."""
-        with self._lock:
-            pending = self._requests.issue(str(params.METHOD), self._clock() + _STARTUP_TIMEOUT)
+        deadline = self._clock() + _STARTUP_TIMEOUT
+        pending = self._issue(str(params.METHOD), deadline)
         self._send(channel, request_frame(pending, params))
-        deadline = pending.deadline
-        assert deadline is not None
         while True:
-            output = channel.read(deadline)
+            output = self._read_until(channel, deadline)
             if output is None:
-                if self._clock() < deadline:
-                    continue  # woken early: nothing this request waits on came
                 channel.kill()
                 self._release_process()
                 raise CliTimeoutError(
