@@ -595,15 +595,6 @@ class AcpConversation(ProcessConversation[_Turn]):
             turn.reader.text, usage, started=started, resumed=resumed, interrupted=interrupted
         )
 
-    def _release_process(self) -> None:
-        """End the process, then stop serving its tools (the socket goes with it)."""
-        try:
-            super()._release_process()
-        finally:
-            serving, self._serving = self._serving, None
-            if serving is not None:
-                serving.close()
-
     def _turn_usage(
         self, result: Mapping[str, Any] | None, *, several_calls: bool
     ) -> ProviderUsage | None:

@@ -22,7 +22,7 @@ from collections import deque
 from collections.abc import Callable, Generator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Generic, TypedDict, TypeVar
+from typing import Any, Generic, Protocol, TypedDict, TypeVar
 
 from agentshim.core.approvals import ApprovalRequest
 from agentshim.core.conversation import ConversationSpec, TransportKind, TurnSlot, TurnStop
@@ -74,6 +74,7 @@ __all__ = [
     "ProcessConversation",
     "ProcessOptions",
     "ProcessTransport",
+    "ServedSide",
 ]
 
 ProviderT = TypeVar("ProviderT", bound=Provider)
@@ -134,6 +135,14 @@ class ProcessTransport:
                 "Agent of that CLI"
             )
         return provider
+
+
+class ServedSide(SideChannel, Protocol):
+    """What a conversation serves beside its process (its tools), closed with the process."""
+
+    def close(self) -> None:
+        """Stop serving and release what serving holds (a socket, say)."""
+        ...
 
 
 class LiveTurn:
@@ -450,6 +459,7 @@ class ProcessConversation(LongLivedConversation[TurnT]):
     def __init__(self, transport: ProcessTransport, spec: ConversationSpec, *, name: str) -> None:
         super().__init__(transport, spec, name=name)
         self._channel: Channel | None = None
+        self._side: ServedSide | None = None
         self._requests = Correlator("agentshim")
         self._stderr: deque[str] = deque(maxlen=200)
 
@@ -632,12 +642,14 @@ class ProcessConversation(LongLivedConversation[TurnT]):
         env: dict[str, str],
         emit: Emit,
         *,
-        side: SideChannel | None = None,
+        side: ServedSide | None = None,
     ) -> Channel:
         """Spawn ``argv`` in the conversation's cwd and make it the conversation's process.
 
-        ``side`` (the conversation's tools) is served by every read of its channel.
+        ``side`` (the conversation's tools) is served by every read of its channel and
+        closed with the process (also when it cannot be spawned: release it then).
         """
+        self._side = side
         emit(RunStarted(tuple(argv)))
         process = self._context.executor.spawn(SpawnRequest(argv, cwd=self._spec.cwd, env=env))
         channel = Channel(process, argv, clock=self._clock, side=side)
@@ -648,9 +660,17 @@ class ProcessConversation(LongLivedConversation[TurnT]):
         return channel
 
     def _release_process(self) -> None:
-        """Close the channel's process: stdin EOF, then SIGTERM, then SIGKILL to its group."""
+        """Close the channel's process: stdin EOF, then SIGTERM, then SIGKILL to its group.
+
+        What it served beside the process stops then too (its socket goes with it).
+        """
         with self._lock:
             channel, self._channel = self._channel, None
             self._requests.clear()
-        if channel is not None:
-            channel.close(self._close_grace)
+        try:
+            if channel is not None:
+                channel.close(self._close_grace)
+        finally:
+            side, self._side = self._side, None
+            if side is not None:
+                side.close()

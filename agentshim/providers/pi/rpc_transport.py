@@ -543,15 +543,6 @@ class PiRpcConversation(ProcessConversation[_Turn]):
             Lifecycle("extension_dialog_cancelled", f"{method}: {title}"[:UNKNOWN_DETAIL_CHARS])
         )
 
-    def _release_process(self) -> None:
-        """End the process, then stop serving its tools (the extension goes with the socket)."""
-        try:
-            super()._release_process()
-        finally:
-            serving, self._serving = self._serving, None
-            if serving is not None:
-                serving.close()
-
     def _defer_interrupt(self, turn: _Turn) -> bool:
         if turn.started:
             return False

@@ -579,12 +579,3 @@ class CodexAppServerConversation(ProcessConversation[_Turn]):
             emit(Lifecycle("malformed_frame", said.reason[:UNKNOWN_DETAIL_CHARS]))
 
     # -- closing ---------------------------------------------------------------------------
-
-    def _release_process(self) -> None:
-        """End the process, then stop serving its tools (the socket goes with it)."""
-        try:
-            super()._release_process()
-        finally:
-            serving, self._serving = self._serving, None
-            if serving is not None:
-                serving.close()
