@@ -53,13 +53,7 @@ from agentshim.core.provider import (
 from agentshim.core.turn import TurnRequest, TurnResult
 from agentshim.core.usage import ProviderUsage
 from agentshim.execution.executor import SideChannel
-from agentshim.execution.process import (
-    ProcessExited,
-    ProcessOutput,
-    SpawnRequest,
-    StderrLine,
-    StdoutLine,
-)
+from agentshim.execution.process import ProcessExited, SpawnRequest, StderrLine, StdoutLine
 
 from .approvals import Answer, answered, decide_for_turn, requested
 from .channel import Channel
@@ -526,13 +520,6 @@ class ProcessConversation(LongLivedConversation[TurnT]):
         """A new id for our request ``subtype``, to be answered by ``deadline`` (any thread)."""
         with self._lock:
             return self._requests.issue(subtype, deadline)
-
-    def _read_until(self, channel: Channel, deadline: float) -> ProcessOutput | None:
-        """The next output, or None once ``deadline`` has passed (a wake reads on)."""
-        while True:
-            output = channel.read(deadline)
-            if output is not None or self._clock() >= deadline:
-                return output
 
     def _send(self, channel: Channel, frame: Mapping[str, Any]) -> None:
         """Write ``frame``; a process that has ended is met and reported by the reader."""

@@ -239,7 +239,7 @@ class ClaudeStreamConversation(ProcessConversation[_Turn]):
         pending = self._issue("set_model", deadline)
         channel.send(control_request(pending.request_id, "set_model", model=model))
         while True:
-            output = self._read_until(channel, deadline)
+            output = channel.read_until(deadline)
             if output is None:
                 raise TurnTimeoutError(
                     _CONTROL_TIMEOUT,

@@ -519,7 +519,7 @@ class CodexAppServerConversation(ProcessConversation[_Turn]):
         pending = self._issue(str(params.METHOD), deadline)
         self._send(channel, request_frame(pending, params))
         while True:
-            output = self._read_until(channel, deadline)
+            output = channel.read_until(deadline)
             if output is None:
                 channel.kill()
                 self._release_process()
