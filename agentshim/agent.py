@@ -140,7 +140,6 @@ class Agent:
                 profile, ConversationSpec(permissions=permissions, approvals=self.approvals)
             )
         self._confinement = confinement
-        self._cli_agent: Callable[[], CliAgent] | None = None
         base = executor if executor is not None else HostCommandExecutor()
         run_on = confine(base, confinement) if confinement is not None else base
         agent_env = dict(confinement.env) if confinement is not None else env
@@ -157,27 +156,21 @@ class Agent:
                 catalog=catalog,
             )
 
+        one_shot = OneShotTransport(build, profile=profile, check_timeout=check_timeout)
         if transport is TransportKind.ONE_SHOT:
-            self.transport: Transport = OneShotTransport(
-                build, profile=profile, check_timeout=check_timeout
-            )
+            self.transport: Transport = one_shot
             # The CliAgent takes the in-process conversation locks itself; sessions take
             # leases only when they reach beyond this process.
             self._session_leases: ConversationLeases | None = self._leases
             return
-        built: list[CliAgent] = []
+        # Readiness is the CLI's, whatever the transport: the one-shot probe reports it, and
+        # session titles are read with a command of their own. The transport runs the same
+        # CliAgent, built (binary found and checked) once, on first use.
+        self._prober = one_shot
         clock = self.clock
 
-        def cli_agent() -> CliAgent:
-            if not built:
-                built.append(build())
-            return built[0]
-
-        # Session titles are read with a command of their own, on the same checked install.
-        self._cli_agent = cli_agent
-
         def context() -> TransportContext:
-            cli = cli_agent()
+            cli = one_shot.cli_agent
             return TransportContext(
                 provider=cli.provider,
                 executor=cli.executor,
@@ -189,8 +182,6 @@ class Agent:
             )
 
         self.transport = factories[transport](context)
-        # Readiness is the CLI's, whatever the transport: the one-shot probe reports it.
-        self._prober = OneShotTransport(cli_agent, profile=profile, check_timeout=check_timeout)
         self._session_leases = self._own_leases()
 
     @classmethod
@@ -232,7 +223,6 @@ class Agent:
         agent._share_state(checkpoints, leases, lease_ttl, lease_timeout)
         agent._timeouts(stall_timeout, approval_timeout)
         agent._confinement = None
-        agent._cli_agent = None
         agent.transport = transport
         one_shot = isinstance(transport, OneShotTransport)
         agent._session_leases = agent._leases if one_shot else agent._own_leases()
@@ -336,9 +326,7 @@ class Agent:
             CliNotFoundError, CliCheckError: the CLI is not installed or fails its check.
             InvalidSessionIdError: ``session_id`` is not a safe id.
         """
-        transport = self.transport
-        if self._cli_agent is not None:
-            return self._cli_agent().session_title(session_id, timeout=timeout)
+        transport = self._prober if self._prober is not None else self.transport
         if not isinstance(transport, OneShotTransport):
             raise ProviderCapabilityError(
                 f"this Agent's transport ({type(transport).__name__}) runs no commands of its "

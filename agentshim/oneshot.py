@@ -31,7 +31,6 @@ from agentshim.core.errors import (
     CliNotFoundError,
     InvalidRequestError,
     ProviderCapabilityError,
-    SessionStateError,
     TurnCancelledError,
 )
 from agentshim.core.events import AgentEvent, AssistantText, Emit, RunStarted, TurnInterrupted
@@ -67,21 +66,16 @@ class OneShotTransport:
         cancel_grace_s: float = 5.0,
         check_timeout: float = 15.0,
     ) -> None:
-        self._lock = threading.Lock()
         if isinstance(agent, CliAgent):
-            self._agent: CliAgent | None = agent
-            self._factory: Callable[[], CliAgent] | None = None
-            self._profile = agent.profile
-        else:
-            if profile is None:
-                raise InvalidRequestError(
-                    "profile",
-                    "missing",
-                    "pass the provider's profile with a CliAgent factory",
-                )
-            self._agent = None
-            self._factory = agent
-            self._profile = profile
+            profile = agent.profile
+        elif profile is None:
+            raise InvalidRequestError(
+                "profile", "missing", "pass the provider's profile with a CliAgent factory"
+            )
+        self._lock = threading.Lock()
+        # The CliAgent, or until its first use the function that builds it.
+        self._agent: CliAgent | Callable[[], CliAgent] = agent
+        self._profile: ProviderProfile = profile
         self.turn_timeout = turn_timeout
         self.cancel_grace_s = cancel_grace_s
         self.check_timeout = check_timeout
@@ -100,11 +94,8 @@ class OneShotTransport:
             CliCheckError: its health check failed.
         """
         with self._lock:
-            if self._agent is None:
-                factory = self._factory
-                if factory is None:  # pragma: no cover - one of the two is always set
-                    raise SessionStateError("OneShotTransport has no CliAgent")
-                self._agent = factory()
+            if not isinstance(self._agent, CliAgent):
+                self._agent = self._agent()
             return self._agent
 
     def open(self, spec: ConversationSpec) -> OneShotConversation:

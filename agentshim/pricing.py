@@ -22,11 +22,7 @@ def model_pricing(
 
 
 def estimate_cost(
-    provider: str,
-    model: str,
-    usage: TokenUsage,
-    *,
-    catalog: ProviderCatalog = DEFAULT_CATALOG,
+    provider: str, model: str, usage: TokenUsage, *, catalog: ProviderCatalog = DEFAULT_CATALOG
 ) -> float | None:
     """Return what ``usage`` costs on ``model``, or None when its price is unknown (never 0)."""
     pricing = model_pricing(provider, model, catalog=catalog)

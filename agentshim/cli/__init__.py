@@ -17,6 +17,7 @@ from agentshim.core.mcp_config import recover_config_files
 from agentshim.providers import DEFAULT_CATALOG, DEFAULT_PROVIDER, provider_names
 from agentshim.providers.catalog import transports_offered
 
+from . import _exits
 from ._caps import (
     CAPABILITY_HEADER,
     capability_rows,
@@ -24,26 +25,11 @@ from ._caps import (
     kind_of_flag,
     table,
 )
-from ._run import (
-    EXIT_INTERRUPTED,
-    EXIT_NOT_INSTALLED,
-    EXIT_OK,
-    EXIT_TURN_FAILED,
-    EXIT_USAGE,
-    RunOptions,
-    run_turn,
-    stand_in_executor,
-)
+from ._exits import EXIT_INTERRUPTED, EXIT_NOT_INSTALLED, EXIT_OK, EXIT_TURN_FAILED, EXIT_USAGE
+from ._run import RunOptions, run_turn, stand_in_executor
 
-__all__ = [
-    "EXIT_INTERRUPTED",
-    "EXIT_NOT_INSTALLED",
-    "EXIT_OK",
-    "EXIT_TURN_FAILED",
-    "EXIT_USAGE",
-    "main",
-    "stand_in_executor",
-]
+__all__ = ["main", "stand_in_executor"]
+__all__ += _exits.__all__
 
 _EXIT_CODES = f"""\
 exit status:

@@ -31,30 +31,10 @@ from agentshim.execution.process import Process, SpawnRequest
 from agentshim.execution.transform import TransformingExecutor
 from agentshim.providers import DEFAULT_CATALOG
 
+from ._exits import EXIT_INTERRUPTED, EXIT_NOT_INSTALLED, EXIT_OK, EXIT_TURN_FAILED
 from ._status import StatusLine, is_terminal
 
-__all__ = [
-    "EXIT_INTERRUPTED",
-    "EXIT_NOT_INSTALLED",
-    "EXIT_OK",
-    "EXIT_TURN_FAILED",
-    "EXIT_USAGE",
-    "RunOptions",
-    "run_turn",
-    "stand_in_executor",
-    "summary",
-]
-
-EXIT_OK = 0
-"""The command did what it was asked."""
-EXIT_TURN_FAILED = 1
-"""The turn failed (the CLI or the model reported an error), or doctor found a provider not ready."""
-EXIT_USAGE = 2
-"""The command line was wrong (argparse's own status)."""
-EXIT_NOT_INSTALLED = 3
-"""The provider's CLI is not installed (not on PATH)."""
-EXIT_INTERRUPTED = 130
-"""Ctrl-C stopped the turn (128 + SIGINT, as a shell reports it)."""
+__all__ = ["RunOptions", "run_turn", "stand_in_executor", "summary"]
 
 
 def stand_in_executor(provider: str) -> CommandExecutor:

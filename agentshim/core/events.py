@@ -14,7 +14,7 @@ from types import MappingProxyType
 from typing import Any, Protocol, TextIO, cast, runtime_checkable
 
 from agentshim.core._checks import sequence
-from agentshim.core._slots import fast_frozen_init
+from agentshim.core._slots import fast_value
 from agentshim.core.errors import InvalidRequestError
 from agentshim.core.usage import ProviderUsage
 
@@ -68,32 +68,28 @@ class ToolKind(enum.Enum):
     OTHER = "other"
 
 
-@fast_frozen_init
-@dataclass(frozen=True, slots=True)
+@fast_value
 class RunStarted:
     """The CLI process is about to start with ``argv``."""
 
     argv: tuple[str, ...]
 
 
-@fast_frozen_init
-@dataclass(frozen=True, slots=True)
+@fast_value
 class RunFinished:
     """The CLI process ended; ``exit_code`` is None when it never produced one (a timeout)."""
 
     exit_code: int | None
 
 
-@fast_frozen_init
-@dataclass(frozen=True, slots=True)
+@fast_value
 class SessionStarted:
     """The provider named the conversation; ``session_id`` resumes it later."""
 
     session_id: str
 
 
-@fast_frozen_init
-@dataclass(frozen=True, slots=True)
+@fast_value
 class AssistantText:
     """Assistant message text.
 
@@ -105,16 +101,14 @@ class AssistantText:
     delta: bool = False
 
 
-@fast_frozen_init
-@dataclass(frozen=True, slots=True)
+@fast_value
 class Reasoning:
     """Thinking or reasoning text the model showed, as the CLI printed it (never in the answer)."""
 
     text: str
 
 
-@fast_frozen_init
-@dataclass(frozen=True, slots=True)
+@fast_value
 class ToolCall:
     """The agent invoked a tool.
 
@@ -129,8 +123,7 @@ class ToolCall:
     kind: ToolKind = ToolKind.OTHER
 
 
-@fast_frozen_init
-@dataclass(frozen=True, slots=True)
+@fast_value
 class ToolResult:
     """A tool finished. A failure has empty stdout, its message on stderr, a nonzero exit_code."""
 
@@ -148,8 +141,7 @@ class ToolResult:
         return self.exit_code is not None and self.exit_code != 0
 
 
-@fast_frozen_init
-@dataclass(frozen=True, slots=True)
+@fast_value
 class PlanItem:
     """One entry of the agent's plan or todo list; ``status`` as the CLI names it."""
 
@@ -157,8 +149,7 @@ class PlanItem:
     status: str
 
 
-@fast_frozen_init
-@dataclass(frozen=True, slots=True)
+@fast_value
 class Plan:
     """The agent's current plan (a todo-list tool call), every item with its status."""
 
@@ -175,8 +166,7 @@ class UsageScope(enum.Enum):
     """The whole turn (or what it used since the previous turn report), reported at its end."""
 
 
-@fast_frozen_init
-@dataclass(frozen=True, slots=True)
+@fast_value
 class UsageReport:
     """Provider accounting for one model call or for the turn (``scope``).
 
@@ -193,8 +183,7 @@ class UsageReport:
     duration_ms: int | None = None
 
 
-@fast_frozen_init
-@dataclass(frozen=True, slots=True)
+@fast_value
 class SessionTitle:
     """The conversation's title, as the CLI named it; ``source`` is the line it was read from."""
 
@@ -202,8 +191,7 @@ class SessionTitle:
     source: str = ""
 
 
-@fast_frozen_init
-@dataclass(frozen=True, slots=True)
+@fast_value
 class BackgroundTask:
     """One task the agent left running in the background (a shell, a subagent, ...).
 
@@ -216,8 +204,7 @@ class BackgroundTask:
     description: str = ""
 
 
-@fast_frozen_init
-@dataclass(frozen=True, slots=True)
+@fast_value
 class BackgroundTasksChanged:
     """The set of background tasks still running changed; ``tasks`` is the whole new set.
 
@@ -227,8 +214,7 @@ class BackgroundTasksChanged:
     tasks: tuple[BackgroundTask, ...] = ()
 
 
-@fast_frozen_init
-@dataclass(frozen=True, slots=True)
+@fast_value
 class Lifecycle:
     """Provider plumbing: thread_started, turn_started, api_retry, warning, ...."""
 
@@ -236,24 +222,21 @@ class Lifecycle:
     detail: str = ""
 
 
-@fast_frozen_init
-@dataclass(frozen=True, slots=True)
+@fast_value
 class Stderr:
     """One line the CLI wrote to stderr (without its newline)."""
 
     text: str
 
 
-@fast_frozen_init
-@dataclass(frozen=True, slots=True)
+@fast_value
 class RawOutput:
     """One stdout line that was not a provider event (without its newline)."""
 
     text: str
 
 
-@fast_frozen_init
-@dataclass(frozen=True, slots=True)
+@fast_value
 class ProviderErrorReported:
     """The provider reported an error (it may or may not end the turn)."""
 
@@ -261,16 +244,14 @@ class ProviderErrorReported:
     fatal: bool = False
 
 
-@fast_frozen_init
-@dataclass(frozen=True, slots=True)
+@fast_value
 class TurnInterrupted:
     """The running turn was interrupted on request; its result is marked interrupted."""
 
     reason: str = "interrupted"
 
 
-@fast_frozen_init
-@dataclass(frozen=True, slots=True)
+@fast_value
 class ApprovalRequested:
     """The agent asked permission to run ``tool`` with ``args`` (``tool_id`` pairs it)."""
 
@@ -281,8 +262,7 @@ class ApprovalRequested:
     description: str = ""
 
 
-@fast_frozen_init
-@dataclass(frozen=True, slots=True)
+@fast_value
 class ApprovalAnswered:
     """The answer sent for the request of ``tool_id``, and who gave it.
 

@@ -12,17 +12,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from types import MappingProxyType
 from typing import Any
 
+from agentshim.core._readonly import empty_mapping
 from agentshim.core.approvals import ApprovalDecision, ApprovalRequest
 from agentshim.core.errors import InvalidRequestError
 
 __all__ = ["HookCallbacks", "HookEvent"]
-
-
-def _empty() -> Mapping[str, Any]:
-    return MappingProxyType({})
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,7 +35,7 @@ class HookEvent:
     args: Mapping[str, Any] | None = None
     tool_id: str | None = None
     response: object = None
-    payload: Mapping[str, Any] = field(default_factory=_empty)
+    payload: Mapping[str, Any] = field(default_factory=empty_mapping)
 
 
 @dataclass(frozen=True, slots=True)

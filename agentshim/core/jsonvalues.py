@@ -20,11 +20,22 @@ __all__ = [
     "as_mapping",
     "as_str",
     "compact_json",
+    "json_kind",
     "list_or_empty",
     "mapping_or_empty",
     "str_or_empty",
     "to_text",
 ]
+
+
+# bool before the numbers: a JSON true is not a number, although Python's bool is an int.
+_JSON_KINDS: tuple[tuple[type | tuple[type, ...], str], ...] = (
+    (bool, "a boolean"),
+    ((int, float), "a number"),
+    (str, "a string"),
+    (list, "an array"),
+    (Mapping, "an object"),
+)
 
 
 def as_mapping(value: object) -> Mapping[str, Any] | None:
@@ -115,3 +126,17 @@ def as_amount(value: object) -> float | None:
     if not math.isfinite(number) or number < 0:
         return None
     return number
+
+
+def json_kind(value: object) -> str:
+    """How a message names the JSON type of ``value`` ("a string", "an array", ...).
+
+    ``"null"``, ``"a boolean"``, ``"a number"``, ``"a string"``, ``"an array"`` (a list) or
+    ``"an object"`` (a mapping); any other value by its Python type's name.
+    """
+    if value is None:
+        return "null"
+    for types, kind in _JSON_KINDS:
+        if isinstance(value, types):
+            return kind
+    return type(value).__name__

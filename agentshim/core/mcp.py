@@ -18,6 +18,7 @@ from types import MappingProxyType
 from typing import Any, Literal, cast
 
 from agentshim.core._checks import seconds
+from agentshim.core._readonly import empty_mapping
 from agentshim.core.errors import InvalidRequestError, ProviderCapabilityError
 
 __all__ = [
@@ -38,10 +39,6 @@ McpTransport = Literal["http", "sse"]
 _SERVER_NAME = re.compile(r"[A-Za-z0-9._-]{1,64}")
 # RFC 9110 token characters.
 _HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
-
-
-def _empty() -> Mapping[str, str]:
-    return MappingProxyType({})
 
 
 def _check_name(owner: str, name: object) -> None:
@@ -147,7 +144,7 @@ class StdioMcpServer(_ProxiedMappings):
     name: str
     command: str
     args: Sequence[str] = ()
-    env: Mapping[str, str] = field(default_factory=_empty)
+    env: Mapping[str, str] = field(default_factory=empty_mapping)
     startup_timeout_s: float | None = None
     tool_timeout_s: float | None = None
 
@@ -211,7 +208,7 @@ class HttpMcpServer(_ProxiedMappings):
     name: str
     url: str
     transport: McpTransport = "http"
-    headers: Mapping[str, str] = field(default_factory=_empty)
+    headers: Mapping[str, str] = field(default_factory=empty_mapping)
     startup_timeout_s: float | None = None
     tool_timeout_s: float | None = None
 

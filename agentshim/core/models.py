@@ -12,6 +12,7 @@ from types import MappingProxyType
 from typing import cast
 
 from agentshim.core._checks import sequence
+from agentshim.core._readonly import empty_mapping
 from agentshim.core.errors import InvalidRequestError
 
 __all__ = ["ModelSpec", "ModelTable", "api_model_id"]
@@ -115,10 +116,6 @@ class ModelSpec:
         object.__setattr__(self, "aliases", names)
 
 
-def _empty_index() -> Mapping[str, ModelSpec]:
-    return MappingProxyType({})
-
-
 @dataclass(frozen=True)
 class ModelTable:
     """An immutable, versioned set of model facts with normalized lookup.
@@ -130,7 +127,9 @@ class ModelTable:
     models: tuple[ModelSpec, ...] = ()
     version: str = ""
     date: str = ""
-    _index: Mapping[str, ModelSpec] = field(default_factory=_empty_index, repr=False, compare=False)
+    _index: Mapping[str, ModelSpec] = field(
+        default_factory=empty_mapping, repr=False, compare=False
+    )
 
     def __post_init__(self) -> None:
         models = cast("object", self.models)

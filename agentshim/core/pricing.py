@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
+from agentshim.core._readonly import empty_mapping
 from agentshim.core.errors import InvalidRequestError
 from agentshim.core.models import api_model_id
 from agentshim.core.usage import TokenUsage
@@ -78,10 +79,6 @@ def cost_usd(usage: TokenUsage, pricing: ModelPricing) -> float:
     return total / _PER
 
 
-def _empty_prices() -> Mapping[str, ModelPricing]:
-    return MappingProxyType({})
-
-
 @dataclass(frozen=True)
 class PricingTable:
     """Prices for a set of models, as of ``date`` (ISO) in table ``version``.
@@ -92,7 +89,7 @@ class PricingTable:
 
     version: str
     date: str
-    prices: Mapping[str, ModelPricing] = field(default_factory=_empty_prices)
+    prices: Mapping[str, ModelPricing] = field(default_factory=empty_mapping)
 
     def __post_init__(self) -> None:
         if not isinstance(self.prices, Mapping):  # pyright: ignore[reportUnnecessaryIsInstance]

@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
+from agentshim.core._readonly import empty_mapping
 from agentshim.core.errors import InvalidRequestError
 from agentshim.core.permissions import NativeMode
 
@@ -79,10 +80,6 @@ class RenewalBudget:
                 )
 
 
-def _empty_env() -> Mapping[str, str]:
-    return MappingProxyType({})
-
-
 @dataclass(frozen=True, slots=True)
 class ProviderProfile:
     """Static facts about one provider's CLI: names, capabilities and where it keeps state.
@@ -106,7 +103,7 @@ class ProviderProfile:
     auth_env_vars: tuple[str, ...] = ()
     skill_dirs: tuple[str, ...] = ()
     container_install: tuple[str, ...] = ()
-    container_env: Mapping[str, str] = field(default_factory=_empty_env)
+    container_env: Mapping[str, str] = field(default_factory=empty_mapping)
     state_root_env: str | None = None
     auth_files: tuple[str, ...] = ()
     credential_files: tuple[str, ...] = ()

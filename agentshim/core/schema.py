@@ -35,6 +35,7 @@ from typing import Any, cast
 
 from agentshim.core._files import atomic_write
 from agentshim.core.errors import AgentShimError, InvalidRequestError, SchemaDialectError
+from agentshim.core.jsonvalues import json_kind
 from agentshim.core.profile import SchemaDialect
 
 __all__ = [
@@ -240,22 +241,8 @@ def _expressible_copy(schema: Any) -> dict[str, Any]:
         )
     root = _as_dict(plain)
     if root is None:
-        raise SchemaDialectError([f"#: the schema must be a JSON object, not {_kind(plain)}"])
+        raise SchemaDialectError([f"#: the schema must be a JSON object, not {json_kind(plain)}"])
     return root
-
-
-def _kind(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, int | float):
-        return "a number"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, list):
-        return "an array"
-    return "an object"
 
 
 # --- shared structure ------------------------------------------------------------------------
@@ -323,7 +310,7 @@ def dialect_problems(schema: Mapping[str, Any], dialect: SchemaDialect) -> list[
     rules = _rules(dialect)
     root = _as_dict(plain)
     if root is None:
-        return [f"#: the schema must be a JSON object, not {_kind(plain)}"]
+        return [f"#: the schema must be a JSON object, not {json_kind(plain)}"]
     if root.get("type") != "object":
         problems.append('#: the root must be an object schema ("type": "object")')
     if not rules.root_any_of and "anyOf" in root:
@@ -340,7 +327,7 @@ def _check(
         return
     schema = _as_dict(node)
     if schema is None:
-        problems.append(f"{where}: a schema must be an object or a boolean, not {_kind(node)}")
+        problems.append(f"{where}: a schema must be an object or a boolean, not {json_kind(node)}")
         return
     _check_shapes(schema, where, problems)
     for keyword in rules.rejected_keywords:
@@ -389,7 +376,7 @@ def _check_ref(
     if not found:
         problems.append(f"{where}: $ref {ref!r} does not resolve inside the document")
     elif not isinstance(target, bool | dict):
-        problems.append(f"{where}: $ref {ref!r} points at {_kind(target)}, not a schema")
+        problems.append(f"{where}: $ref {ref!r} points at {json_kind(target)}, not a schema")
     siblings = sorted(k for k in schema if k not in _REF_NEIGHBOURS)
     if siblings and not rules.ref_siblings:
         problems.append(

@@ -463,10 +463,7 @@ class SessionPolicy:
             seconds("SessionPolicy", "idle_release_after", self.idle_release_after)
 
     def initial(
-        self,
-        session_id: str | None = None,
-        usage: ProviderUsage | None = None,
-        turns: int = 0,
+        self, session_id: str | None = None, usage: ProviderUsage | None = None, turns: int = 0
     ) -> PolicyState:
         """The state of a new session, continuing ``session_id`` if given."""
         return PolicyState(session_id=session_id, usage=usage, turns=turns)

@@ -21,6 +21,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal, Union, cast
 
 from agentshim.core.errors import InvalidRequestError
+from agentshim.core.jsonvalues import json_kind
 
 __all__ = ["ArgumentError", "arguments_schema", "bind"]
 
@@ -243,7 +244,7 @@ def bind(function: Callable[..., object], arguments: object, *, derived: bool) -
     if arguments is None:
         arguments = {}
     if not isinstance(arguments, Mapping):
-        raise ArgumentError(f"the arguments must be a JSON object, not {_json_type(arguments)}")
+        raise ArgumentError(f"the arguments must be a JSON object, not {json_kind(arguments)}")
     given = dict(cast("Mapping[str, object]", arguments))
     if not derived:
         return given
@@ -268,20 +269,6 @@ def bind(function: Callable[..., object], arguments: object, *, derived: bool) -
     return bound
 
 
-def _json_type(value: object) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, (int, float)):
-        return "a number"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, list):
-        return "an array"
-    return "an object" if isinstance(value, Mapping) else type(value).__name__
-
-
 def _convert(value: object, annotation: Any, where: str) -> object:
     if annotation is Any or annotation is object:
         return value
@@ -301,14 +288,14 @@ def _convert(value: object, annotation: Any, where: str) -> object:
                     failures.append(error)
         if len(failures) == 1:  # an Optional: what is wrong with the one real type
             raise failures[0]
-        raise ArgumentError(f"argument {where!r}: {_json_type(value)} fits none of {annotation}")
+        raise ArgumentError(f"argument {where!r}: {json_kind(value)} fits none of {annotation}")
     if origin is Literal:
         if any(value == _plain(option) for option in args):
             return next(option for option in args if value == _plain(option))
         raise ArgumentError(f"argument {where!r}: {value!r:.80} is not one of {list(args)!r}")
     if origin in (list, set, frozenset, Sequence, tuple) or annotation in (list, tuple):
         if not isinstance(value, list):
-            raise ArgumentError(f"argument {where!r}: expected an array, got {_json_type(value)}")
+            raise ArgumentError(f"argument {where!r}: expected an array, got {json_kind(value)}")
         items = cast("list[object]", value)
         if origin is tuple and args and not (len(args) == 2 and args[1] is Ellipsis):
             if len(items) != len(args):
@@ -323,7 +310,7 @@ def _convert(value: object, annotation: Any, where: str) -> object:
         return tuple(converted) if origin is tuple else converted
     if origin in (dict, Mapping) or annotation in (dict, Mapping):
         if not isinstance(value, Mapping):
-            raise ArgumentError(f"argument {where!r}: expected an object, got {_json_type(value)}")
+            raise ArgumentError(f"argument {where!r}: expected an object, got {json_kind(value)}")
         values = args[1] if args else Any
         mapping = cast("Mapping[str, object]", value)
         return {k: _convert(v, values, f"{where}.{k}") for k, v in mapping.items()}
@@ -342,7 +329,7 @@ def _primitive(value: object, kind: type, where: str) -> object:
         ok = value is None
     if not ok:
         wanted = _PRIMITIVES[kind]
-        raise ArgumentError(f"argument {where!r}: expected {wanted}, got {_json_type(value)}")
+        raise ArgumentError(f"argument {where!r}: expected {wanted}, got {json_kind(value)}")
     return value
 
 
@@ -353,7 +340,7 @@ def _instance(value: object, cls: Any, where: str) -> object:
                 return member
         raise ArgumentError(f"argument {where!r}: {value!r:.80} is not a {cls.__name__}")
     if not isinstance(value, Mapping):
-        raise ArgumentError(f"argument {where!r}: expected an object, got {_json_type(value)}")
+        raise ArgumentError(f"argument {where!r}: expected an object, got {json_kind(value)}")
     fields_given = dict(cast("Mapping[str, object]", value))
     hints = _hints(cls)
     if dataclasses.is_dataclass(cls):

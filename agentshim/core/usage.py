@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from types import MappingProxyType
 from typing import Any
 
-from agentshim.core._slots import fast_frozen_init
+from agentshim.core._readonly import empty_mapping
+from agentshim.core._slots import fast_value
 from agentshim.core.errors import InvalidRequestError
 
 __all__ = ["CostSource", "ProviderUsage", "TokenUsage", "TokenWeights"]
@@ -31,8 +32,7 @@ _COUNT_FIELDS = (
 )
 
 
-@fast_frozen_init
-@dataclass(frozen=True, slots=True)
+@fast_value
 class TokenUsage:
     """Token counts in the normalized breakdown; adds field-wise into session totals.
 
@@ -148,8 +148,7 @@ class TokenUsage:
         return cls(**values)
 
 
-@fast_frozen_init
-@dataclass(frozen=True, slots=True)
+@fast_value
 class TokenWeights:
     """Relative weight of each token class, for comparing usage in one number.
 
@@ -188,12 +187,7 @@ class CostSource(enum.Enum):
     """The CLI reported nothing to price, so the cost is None."""
 
 
-def _empty_raw() -> Mapping[str, Any]:
-    return MappingProxyType({})
-
-
-@fast_frozen_init
-@dataclass(frozen=True, slots=True)
+@fast_value
 class ProviderUsage:
     """One turn's accounting as a provider reported it, normalized.
 
@@ -206,7 +200,7 @@ class ProviderUsage:
     tokens: TokenUsage = field(default_factory=TokenUsage)
     total_cost_usd: float | None = None
     provider: str = ""
-    raw: Mapping[str, Any] = field(default_factory=_empty_raw)
+    raw: Mapping[str, Any] = field(default_factory=empty_mapping)
     increment_known: bool = True
     cost_source: CostSource = CostSource.NOT_REPORTED
     model: str | None = None

@@ -25,7 +25,7 @@ from ._validate import check_start
 if sys.platform != "win32":
     import fcntl
 
-__all__ = ["POSIX", "ChildProcess", "start_error"]
+__all__ = ["POSIX", "ChildProcess", "exit_status", "open_pidfd", "start_error"]
 
 POSIX = sys.platform != "win32"
 """Whether process groups and ``killpg`` are available."""
@@ -73,7 +73,7 @@ class ChildProcess:
         self.stdin_fd: int | None = popen.stdin.fileno()
         self.stdout_fd = popen.stdout.fileno()
         self.stderr_fd = popen.stderr.fileno()
-        self.pidfd = _open_pidfd(popen.pid)
+        self.pidfd = open_pidfd(popen.pid)
 
     @classmethod
     def start(cls, argv: Sequence[str], cwd: str | None, env: Mapping[str, str]) -> ChildProcess:
@@ -139,7 +139,7 @@ class ChildProcess:
             return self._returncode
         if info is None:
             return None
-        self._returncode = _status(info)
+        self._returncode = exit_status(info)
         return self._returncode
 
     def terminate_group(self) -> None:
@@ -172,7 +172,7 @@ class ChildProcess:
                 info = os.waitid(os.P_PID, self.pid, os.WEXITED | os.WNOWAIT)
             except ChildProcessError:
                 info = None
-            self._returncode = _status(info) if info is not None else self._foreign_reap()
+            self._returncode = exit_status(info) if info is not None else self._foreign_reap()
         with self._lock:
             if not self._reaped:
                 code = self._popen.wait()
@@ -248,13 +248,15 @@ def _killpg(pgid: int, *signals: int) -> None:
                 return
 
 
-def _status(info: os.waitid_result) -> int:
+def exit_status(info: os.waitid_result) -> int:
+    """The exit status ``waitid`` reported: the code it exited with, or minus its signal."""
     if info.si_code == os.CLD_EXITED:
         return info.si_status
     return -info.si_status
 
 
-def _open_pidfd(pid: int) -> int | None:
+def open_pidfd(pid: int) -> int | None:
+    """A descriptor that becomes readable when ``pid`` exits; None where pidfds do not exist."""
     pidfd_open = getattr(os, "pidfd_open", None)
     if pidfd_open is None:
         return None

@@ -14,11 +14,16 @@ from collections.abc import Mapping, Sequence
 from agentshim.core._checks import is_positive_seconds
 from agentshim.core.errors import InvalidRequestError
 
-__all__ = ["check_start", "checked_argv", "checked_timeout"]
+__all__ = ["check_start", "checked_argv", "checked_timeout", "empty_env"]
 
 # Windows keeps per-drive directories in variables named like "=C:", so there a name may
 # start with "=" (CPython refuses "=" anywhere else); POSIX names may not contain it at all.
 _NAME_MAY_START_WITH_EQUALS = 1 if sys.platform == "win32" else 0
+
+
+def empty_env() -> Mapping[str, str]:
+    """The environment of a request that names none: empty (a request's env is the whole one)."""
+    return {}
 
 
 def checked_argv(argv: Sequence[str], owner: str) -> tuple[str, ...]:

@@ -11,7 +11,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
-from ._validate import checked_argv, checked_timeout
+from ._validate import checked_argv, checked_timeout, empty_env
 
 if TYPE_CHECKING:
     from .process import Process, SpawnRequest
@@ -26,10 +26,6 @@ __all__ = [
     "NullSink",
     "SideChannel",
 ]
-
-
-def _empty_env() -> Mapping[str, str]:
-    return {}
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,7 +52,7 @@ class CommandRequest:
     argv: Sequence[str]
     stdin: str | None = None
     cwd: str | None = None
-    env: Mapping[str, str] = field(default_factory=_empty_env)
+    env: Mapping[str, str] = field(default_factory=empty_env)
     timeout: float | None = None
     idle_timeout: float | None = None
 

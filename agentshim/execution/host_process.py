@@ -59,9 +59,10 @@ class HostProcess:
         *,
         drain_timeout: float,
         terminate_grace: float,
-        max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
-        on_exit: Callable[[], None] | None = None,
+        max_line_bytes: int,
+        on_exit: Callable[[], None] | None,
     ) -> None:
+        # Built only by start(), which holds the defaults and passes every setting.
         self._child = child
         self._on_exit = on_exit
         self._streams = streams

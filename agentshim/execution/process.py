@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from ._validate import checked_argv
+from ._validate import checked_argv, empty_env
 
 __all__ = [
     "Process",
@@ -23,10 +23,6 @@ __all__ = [
     "StderrLine",
     "StdoutLine",
 ]
-
-
-def _empty_env() -> Mapping[str, str]:
-    return {}
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,7 +40,7 @@ class SpawnRequest:
 
     argv: Sequence[str]
     cwd: str | None = None
-    env: Mapping[str, str] = field(default_factory=_empty_env)
+    env: Mapping[str, str] = field(default_factory=empty_env)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "argv", checked_argv(self.argv, "SpawnRequest"))

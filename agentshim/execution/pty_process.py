@@ -24,7 +24,7 @@ from typing import Protocol, runtime_checkable
 
 from agentshim.core.errors import ProcessClosedError, ProviderCapabilityError
 
-from ._child import start_error
+from ._child import exit_status, open_pidfd, start_error
 from ._validate import check_start
 from .process import SpawnRequest
 
@@ -92,7 +92,7 @@ class PtyProcess:
         self._exited_at: float | None = None
         self._returncode: int | None = None
         self._reaped = False
-        self._pidfd = _pidfd(popen.pid)
+        self._pidfd = open_pidfd(popen.pid)
 
     @classmethod
     def start(
@@ -278,7 +278,7 @@ class PtyProcess:
             return True
         if info is None:
             return False
-        self._returncode = info.si_status if info.si_code == os.CLD_EXITED else -info.si_status
+        self._returncode = exit_status(info)
         return True
 
     def _finish(self) -> None:
@@ -313,14 +313,3 @@ def _read_now(master: int) -> bytes | None:
         return b""
     except OSError:
         return None
-
-
-def _pidfd(pid: int) -> int | None:
-    pidfd_open = getattr(os, "pidfd_open", None)
-    if pidfd_open is None:
-        return None
-    try:
-        fd: int = pidfd_open(pid)
-    except OSError:
-        return None
-    return fd

@@ -78,11 +78,7 @@ class ProbeResult:
 
 
 def run_probe(
-    executor: CommandExecutor,
-    spec: ProbeSpec,
-    env: Mapping[str, str],
-    *,
-    cwd: str | None = None,
+    executor: CommandExecutor, spec: ProbeSpec, env: Mapping[str, str], *, cwd: str | None = None
 ) -> ProbeResult:
     """Run ``spec`` on ``executor`` and judge the answer; never raises an AgentShimError.
 

@@ -16,7 +16,6 @@ releases the recorded output that followed the matching recorded input.
 
 from __future__ import annotations
 
-import json
 import signal
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -27,7 +26,14 @@ from agentshim.core.jsonvalues import as_mapping, as_str
 from agentshim.execution.process import ProcessExited, SpawnRequest, StdoutLine
 
 from .process import FakePeer, PeerOutput
-from .transcript import PeerScript, RecordedPeer, frame_line
+from .transcript import (
+    PeerScript,
+    RecordedPeer,
+    frame_line,
+    json_frame,
+    no_tool_input,
+    responses_readdressed,
+)
 
 __all__ = [
     "COPILOT_QUIRKS",
@@ -155,10 +161,6 @@ COPILOT_QUIRKS = AcpQuirks(
 """Copilot CLI 1.0.102, as captured."""
 
 
-def _no_args() -> Mapping[str, Any]:
-    return {}
-
-
 @dataclass(frozen=True, slots=True)
 class AcpPeerTurn:
     """One scripted turn (one ``session/prompt``) of a fake ACP agent.
@@ -179,7 +181,7 @@ class AcpPeerTurn:
     text: str = "done"
     tool: str | None = None
     tool_kind: str = "execute"
-    raw_input: Mapping[str, Any] = field(default_factory=_no_args)
+    raw_input: Mapping[str, Any] = field(default_factory=no_tool_input)
     ask: bool = False
     hang: bool = False
     die: int | None = None
@@ -274,12 +276,11 @@ class AcpPeer(FakePeer):
     def on_stdin(self, line: str) -> Iterable[PeerOutput]:
         """Answer one stdin line the way the agent does."""
         try:
-            decoded = as_mapping(json.loads(line))
+            frame = json_frame(line)
         except ValueError:
-            decoded = None
-        if decoded is None:
+            frame = None
+        if frame is None:
             return (_error(None, -32700, "Parse error"),)
-        frame = dict(decoded)
         self.received.append(frame)
         method = as_str(frame.get("method"))
         params = as_mapping(frame.get("params")) or {}
@@ -644,24 +645,4 @@ class AcpRecordedPeer(RecordedPeer):
         """``outputs`` with each response to a recorded request of ours addressed to our id."""
         if "method" in sent and sent.get("id") is not None:
             self._ids[recorded.get("id")] = sent.get("id")
-        return _renamed(self._ids, outputs)
-
-
-def _renamed(ids: Mapping[object, object], outputs: list[PeerOutput]) -> list[PeerOutput]:
-    """``outputs`` with each response to a recorded request of ours addressed to our id."""
-    renamed: list[PeerOutput] = []
-    for output in outputs:
-        frame = _frame(output.text) if isinstance(output, StdoutLine) else None
-        recorded = frame.get("id") if frame is not None and "method" not in frame else None
-        if frame is not None and recorded is not None and recorded in ids:
-            renamed.append(frame_line({**frame, "id": ids[recorded]}))
-        else:
-            renamed.append(output)
-    return renamed
-
-
-def _frame(text: str) -> Mapping[str, Any] | None:
-    try:
-        return as_mapping(json.loads(text))
-    except ValueError:
-        return None
+        return responses_readdressed(outputs, self._ids)

@@ -26,14 +26,14 @@ import dataclasses
 import json
 import signal
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from agentshim.core.jsonvalues import as_mapping, list_or_empty
 from agentshim.execution.process import ProcessExited, SpawnRequest, StderrLine, StdoutLine
 
 from .process import FakePeer, PeerOutput
-from .transcript import PeerScript, RecordedPeer, frame_line
+from .transcript import PeerScript, PeerTurn, RecordedPeer, frame_line, id_replaced, json_frame
 
 __all__ = ["ClaudePeerTurn", "ClaudeRecordedPeer", "ClaudeStreamPeer", "ClaudeStreamPeers"]
 
@@ -46,12 +46,8 @@ _REJECTED = (
 )
 
 
-def _empty_args() -> Mapping[str, Any]:
-    return {}
-
-
 @dataclass(frozen=True, slots=True)
-class ClaudePeerTurn:
+class ClaudePeerTurn(PeerTurn):
     """One scripted turn of a fake Claude Code process.
 
     ``text`` is the answer. With ``tool`` set, the model first calls that tool with
@@ -64,9 +60,6 @@ class ClaudePeerTurn:
     the process's running total, as the real CLI does.
     """
 
-    text: str = "done"
-    tool: str | None = None
-    tool_input: Mapping[str, Any] = field(default_factory=_empty_args)
     ask: bool = False
     hang: bool = False
     die: int | None = None
@@ -141,23 +134,21 @@ class ClaudeStreamPeer(FakePeer):
     def on_stdin(self, line: str) -> Iterable[PeerOutput]:
         """Answer one stdin line the way Claude Code does."""
         try:
-            frame: Any = json.loads(line)
+            frame = json_frame(line)
         except ValueError:
             text = line.strip()
             message = f"Error parsing streaming input line: {text}: SyntaxError: JSON Parse error"
             return (StderrLine(message + "\n"), ProcessExited(1))
-        decoded = as_mapping(frame)
-        if decoded is None:
+        if frame is None:
             return (StderrLine("Error parsing streaming input line\n"), ProcessExited(1))
-        frame_dict = dict(decoded)
-        self.received.append(frame_dict)
-        kind = frame_dict.get("type")
+        self.received.append(frame)
+        kind = frame.get("type")
         if kind == "user":
-            return self._on_user(frame_dict)
+            return self._on_user(frame)
         if kind == "control_request":
-            return self._on_control(frame_dict)
+            return self._on_control(frame)
         if kind == "control_response":
-            return self._on_answer(frame_dict)
+            return self._on_answer(frame)
         return ()
 
     def on_stdin_closed(self) -> Iterable[PeerOutput]:
@@ -577,16 +568,7 @@ class ClaudeRecordedPeer(RecordedPeer):
         self, recorded: Mapping[str, Any], sent: Mapping[str, Any], outputs: list[PeerOutput]
     ) -> list[PeerOutput]:
         """``outputs`` with the recorded request id of our control request replaced by ours."""
-        old, new = recorded.get("request_id"), sent.get("request_id")
-        if not isinstance(old, str) or not isinstance(new, str) or old == new:
-            return list(outputs)
-        needle, replacement = json.dumps(old), json.dumps(new)
-        return [
-            StdoutLine(output.text.replace(needle, replacement))
-            if isinstance(output, StdoutLine)
-            else output
-            for output in outputs
-        ]
+        return id_replaced(outputs, recorded.get("request_id"), sent.get("request_id"))
 
     def on_stdin(self, line: str) -> Iterable[PeerOutput]:
         """Print the recorded output that answered the matching recorded input.

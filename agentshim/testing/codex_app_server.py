@@ -24,7 +24,7 @@ from agentshim.core.jsonvalues import as_mapping, as_str, list_or_empty
 from agentshim.execution.process import ProcessExited, SpawnRequest, StderrLine, StdoutLine
 
 from .process import FakePeer, PeerOutput
-from .transcript import PeerScript, RecordedPeer
+from .transcript import PeerScript, RecordedPeer, json_frame, responses_readdressed
 
 __all__ = ["CodexAppServerPeer", "CodexAppServerPeers", "CodexPeerTurn", "CodexRecordedPeer"]
 
@@ -157,13 +157,11 @@ class CodexAppServerPeer(FakePeer):
     def on_stdin(self, line: str) -> Iterable[PeerOutput]:
         """Answer one message the way the app-server does."""
         try:
-            frame: Any = json.loads(line)
+            sent = json_frame(line)
         except ValueError:
             return [StderrLine(f"ERROR codex_app_server: invalid JSON-RPC message: {line[:40]}\n")]
-        decoded = as_mapping(frame)
-        if decoded is None:
+        if sent is None:
             return []
-        sent = dict(decoded)
         self.received.append(sent)
         method = as_str(sent.get("method"))
         request_id = sent.get("id")
@@ -509,19 +507,4 @@ class CodexRecordedPeer(RecordedPeer):
         old, new = recorded.get("id"), sent.get("id")
         if old is None or new is None or "method" not in recorded:
             return list(outputs)
-        renamed: list[PeerOutput] = []
-        for output in outputs:
-            if isinstance(output, StdoutLine):
-                frame = _frame(output.text)
-                if frame is not None and "method" not in frame and frame.get("id") == old:
-                    output = _line({**frame, "id": new})
-            renamed.append(output)
-        return renamed
-
-
-def _frame(line: str) -> dict[str, Any] | None:
-    try:
-        frame = as_mapping(json.loads(line))
-    except ValueError:
-        return None
-    return dict(frame) if frame is not None else None
+        return responses_readdressed(outputs, {old: new}, _line)

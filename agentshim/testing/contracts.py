@@ -21,10 +21,10 @@ from __future__ import annotations
 import signal
 import threading
 import time
-from collections.abc import Generator, Mapping, Sequence
+from collections.abc import Callable, Generator, Iterable, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
-from typing import ClassVar
+from typing import ClassVar, TypeVar
 
 import pytest
 
@@ -67,6 +67,18 @@ __all__ = [
     "LeasesContract",
     "ProcessContract",
 ]
+
+
+_Arg = TypeVar("_Arg")
+
+
+def _on_threads(target: Callable[[_Arg], None], args: Iterable[_Arg]) -> None:
+    """Call ``target`` once per argument, all at the same time on threads of their own; wait."""
+    threads = [threading.Thread(target=target, args=(arg,)) for arg in args]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
 
 
 @dataclass(frozen=True, slots=True)
@@ -489,11 +501,7 @@ class ProcessContract:
             for number in range(per_thread):
                 process.write(f"{tag}{number:04d}".ljust(width, tag) + "\n")
 
-        threads = [threading.Thread(target=writer, args=(tag,)) for tag in "abcd"]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
+        _on_threads(writer, "abcd")
         process.close_stdin()
         outputs, exited = self._drain(process)
         assert exited == ProcessExited(0)
@@ -726,11 +734,7 @@ class CheckpointStoreContract:
             for turns in range(10):
                 store.save("shared", Checkpoint(session_id, _USAGE, turns))
 
-        threads = [threading.Thread(target=save_many, args=(cid,)) for cid in ids]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
+        _on_threads(save_many, ids)
         loaded = store.load("shared")
         assert loaded is not None
         assert loaded.session_id in ids
@@ -769,11 +773,7 @@ class CheckpointStoreContract:
             for sequence in range(first, 41, 4):
                 store.save("shared", Checkpoint(f"conv-{first}", _USAGE, sequence, sequence))
 
-        threads = [threading.Thread(target=save_every_fourth, args=(n,)) for n in range(1, 5)]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
+        _on_threads(save_every_fourth, range(1, 5))
         loaded = store.load("shared")
         assert loaded is not None
         assert (loaded.session_id, loaded.sequence) == ("conv-4", 40)
@@ -793,6 +793,15 @@ class LeasesContract:
         """Return leases with nothing held."""
         raise NotImplementedError
 
+    def held_leases(
+        self, key: str = "conv-1"
+    ) -> tuple[ConversationLeases, LeaseHolder, LeaseHolder]:
+        """Return (leases, first, second): fresh leases with ``key`` held by ``first``."""
+        leases = self.make_leases()
+        first, second = LeaseHolder.here(), LeaseHolder.here()
+        leases.acquire(key, first, 30)
+        return leases, first, second
+
     def test_a_free_lease_is_taken(self) -> None:
         """A free lease is taken: acquire returns the holder that asked."""
         leases = self.make_leases()
@@ -809,24 +818,18 @@ class LeasesContract:
 
     def test_the_holder_may_acquire_again(self) -> None:
         """Acquiring a lease one already holds keeps it (and renews it)."""
-        leases = self.make_leases()
-        me = LeaseHolder.here()
-        leases.acquire("conv-1", me, 30)
+        leases, me, _ = self.held_leases()
         assert leases.acquire("conv-1", me, 30) == me
 
     def test_release_frees_it_for_the_next_holder(self) -> None:
         """Release frees it for the next holder."""
-        leases = self.make_leases()
-        first, second = LeaseHolder.here(), LeaseHolder.here()
-        leases.acquire("conv-1", first, 30)
+        leases, first, second = self.held_leases()
         leases.release("conv-1", first)
         assert leases.acquire("conv-1", second, 30) == second
 
     def test_only_the_holder_releases_or_renews_it(self) -> None:
         """Another holder's release leaves the lease alone, and its renew says False."""
-        leases = self.make_leases()
-        first, second = LeaseHolder.here(), LeaseHolder.here()
-        leases.acquire("conv-1", first, 30)
+        leases, first, second = self.held_leases()
         leases.release("conv-1", second)
         assert not leases.renew("conv-1", second, 30)
         assert leases.acquire("conv-1", second, 30) == first
@@ -834,9 +837,7 @@ class LeasesContract:
 
     def test_a_released_lease_cannot_be_renewed(self) -> None:
         """A released lease cannot be renewed, and releasing it again is fine."""
-        leases = self.make_leases()
-        me = LeaseHolder.here()
-        leases.acquire("conv-1", me, 30)
+        leases, me, _ = self.held_leases()
         leases.release("conv-1", me)
         assert not leases.renew("conv-1", me, 30)
         leases.release("conv-1", me)
@@ -844,9 +845,7 @@ class LeasesContract:
 
     def test_keys_are_independent(self) -> None:
         """Keys are independent."""
-        leases = self.make_leases()
-        first, second = LeaseHolder.here(), LeaseHolder.here()
-        leases.acquire("conv-a", first, 30)
+        leases, _, second = self.held_leases("conv-a")
         assert leases.acquire("conv-b", second, 30) == second
         assert leases.acquire("claude/conv-a", second, 30) == second
 
@@ -882,10 +881,6 @@ class LeasesContract:
             start.wait()
             results.append(leases.acquire("conv-1", holder, 30))
 
-        threads = [threading.Thread(target=race, args=(holder,)) for holder in holders]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
+        _on_threads(race, holders)
         assert len({result.token for result in results}) == 1
         assert results[0] in holders

@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 import signal
 from collections.abc import Collection, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +27,7 @@ from agentshim.core.jsonvalues import as_mapping
 from agentshim.execution.process import ProcessExited, SpawnRequest, StderrLine, StdoutLine
 
 from .process import FakePeer, PeerOutput
-from .transcript import PeerScript, RecordedPeer, frame_line
+from .transcript import PeerScript, PeerTurn, RecordedPeer, frame_line, id_replaced, json_frame
 
 __all__ = ["PiPeerTurn", "PiRecordedPeer", "PiRpcPeer", "PiRpcPeers"]
 
@@ -41,12 +41,8 @@ _BUSY = (
 )
 
 
-def _empty_args() -> Mapping[str, Any]:
-    return {}
-
-
 @dataclass(frozen=True, slots=True)
-class PiPeerTurn:
+class PiPeerTurn(PeerTurn):
     """One scripted turn of a fake Pi process.
 
     ``text`` is the answer. With ``tool`` set, the model first calls that tool with
@@ -62,9 +58,6 @@ class PiPeerTurn:
     ``input_tokens``, ``output_tokens`` and ``cost_usd`` are the answer's usage.
     """
 
-    text: str = "done"
-    tool: str | None = None
-    tool_input: Mapping[str, Any] = field(default_factory=_empty_args)
     hang: bool = False
     until_steered: bool = False
     die: int | None = None
@@ -168,7 +161,7 @@ class PiRpcPeer(FakePeer):
     def on_stdin(self, line: str) -> Iterable[PeerOutput]:
         """Answer one command the way Pi does."""
         try:
-            frame: Any = json.loads(line)
+            sent = json_frame(line)
         except ValueError:
             error = f"Failed to parse command: {line.strip()[:40]!r} is not valid JSON"
             return [
@@ -176,10 +169,8 @@ class PiRpcPeer(FakePeer):
                     {"type": "response", "command": "parse", "success": False, "error": error}
                 )
             ]
-        decoded = as_mapping(frame)
-        if decoded is None:
+        if sent is None:
             return []
-        sent = dict(decoded)
         self.received.append(sent)
         kind = str(sent.get("type"))
         command_id = sent.get("id")
@@ -420,6 +411,11 @@ class PiRpcPeer(FakePeer):
         return [*out, *self._end(aborted), done]
 
 
+def _response_id(command_id: str) -> str:
+    """How a response line of Pi's begins when it answers ``command_id``."""
+    return f'{{"id":{json.dumps(command_id)},'
+
+
 class PiRecordedPeer(RecordedPeer):
     """Replays a recorded Pi rpc transcript (``transcript.jsonl`` of a capture case).
 
@@ -500,13 +496,4 @@ class PiRecordedPeer(RecordedPeer):
         self, recorded: Mapping[str, Any], sent: Mapping[str, Any], outputs: list[PeerOutput]
     ) -> list[PeerOutput]:
         """``outputs`` with the recorded id of the command's response replaced by ours."""
-        old, new = recorded.get("id"), sent.get("id")
-        if not isinstance(old, str) or not isinstance(new, str) or old == new:
-            return list(outputs)
-        needle, replacement = f'{{"id":{json.dumps(old)},', f'{{"id":{json.dumps(new)},'
-        return [
-            StdoutLine(output.text.replace(needle, replacement, 1))
-            if isinstance(output, StdoutLine)
-            else output
-            for output in outputs
-        ]
+        return id_replaced(outputs, recorded.get("id"), sent.get("id"), _response_id, count=1)

@@ -10,7 +10,9 @@ a "kind" is and how the ids of our requests take the place of the recorded ones.
 
 :class:`PeerScript` is the other half of every reactive fake: the scripted turns that all
 the processes of one fake CLI play in order, so that a conversation's turns keep their order
-across a process that died and the new one that continued it.
+across a process that died and the new one that continued it. :class:`PeerTurn` holds what
+every fake's scripted turn has; :func:`json_frame` reads a line written to a fake and
+:func:`id_replaced` and :func:`responses_readdressed` put our ids in place of recorded ones.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from __future__ import annotations
 import json
 import threading
 from collections import deque
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Generic, TypeVar
@@ -28,12 +30,39 @@ from agentshim.execution.process import ProcessExited, SpawnRequest, StderrLine,
 
 from .process import FakePeer, PeerOutput
 
-__all__ = ["PeerScript", "RecordedPeer", "RecordedStep", "frame_line"]
+__all__ = [
+    "PeerScript",
+    "PeerTurn",
+    "RecordedPeer",
+    "RecordedStep",
+    "frame_line",
+    "id_replaced",
+    "json_frame",
+    "no_tool_input",
+    "responses_readdressed",
+]
 
 
 def frame_line(frame: Mapping[str, Any]) -> StdoutLine:
     """``frame`` printed as a CLI prints it: compact JSON on one line."""
     return StdoutLine(json.dumps(frame, separators=(",", ":")) + "\n")
+
+
+def json_frame(line: str) -> dict[str, Any] | None:
+    """The JSON object written on ``line``, as a dict of its own; None for JSON of another kind.
+
+    Raises:
+        ValueError: ``line`` is not JSON.
+    """
+    frame = as_mapping(json.loads(line))
+    return dict(frame) if frame is not None else None
+
+
+def _frame_or_none(text: str) -> dict[str, Any] | None:
+    try:
+        return json_frame(text)
+    except ValueError:
+        return None
 
 
 @dataclass(slots=True)
@@ -138,10 +167,7 @@ class RecordedPeer(FakePeer):
 
     def decode(self, line: str) -> Mapping[str, Any] | None:
         """The frame a written line holds (None: not a JSON object, ignored)."""
-        try:
-            return as_mapping(json.loads(line))
-        except ValueError:
-            return None
+        return _frame_or_none(line)
 
     def replay(self, line: str, sent: Mapping[str, Any]) -> list[PeerOutput]:
         """Release the output of the next recorded input of ``sent``'s kind."""
@@ -166,12 +192,74 @@ class RecordedPeer(FakePeer):
 
 
 def _recorded_input(line: str) -> dict[str, Any]:
-    try:
-        frame = as_mapping(json.loads(line))
-    except ValueError:
-        frame = None
+    frame = _frame_or_none(line)
     # A recorded line that is not a frame (a test of the CLI's own parser) matches nothing.
-    return dict(frame) if frame is not None else {"type": "<not a frame>"}
+    return frame if frame is not None else {"type": "<not a frame>"}
+
+
+def no_tool_input() -> dict[str, Any]:
+    """The tool input of a scripted turn that gives none: a fresh empty dict each time."""
+    return {}
+
+
+def id_replaced(
+    outputs: Iterable[PeerOutput],
+    old: object,
+    new: object,
+    spelled: Callable[[str], str] = json.dumps,
+    *,
+    count: int = -1,
+) -> list[PeerOutput]:
+    """``outputs`` with the recorded id ``old`` put as ``new`` in every stdout line.
+
+    An id is found as ``spelled(id)`` (its JSON string by default), at most ``count`` times a
+    line (-1: every time); unless both are strings and differ, ``outputs`` are kept as they are.
+    """
+    if not isinstance(old, str) or not isinstance(new, str) or old == new:
+        return list(outputs)
+    needle, replacement = spelled(old), spelled(new)
+    return [
+        StdoutLine(output.text.replace(needle, replacement, count))
+        if isinstance(output, StdoutLine)
+        else output
+        for output in outputs
+    ]
+
+
+def responses_readdressed(
+    outputs: Iterable[PeerOutput],
+    ids: Mapping[object, object],
+    write: Callable[[Mapping[str, Any]], StdoutLine] = frame_line,
+) -> list[PeerOutput]:
+    """``outputs`` with each JSON-RPC response to a recorded id in ``ids`` sent to its new id.
+
+    A response is a stdout frame with an ``id`` and no ``method``; ``write`` prints the
+    readdressed frame. Every other output is kept as it is.
+    """
+    readdressed: list[PeerOutput] = []
+    for output in outputs:
+        frame = _frame_or_none(output.text) if isinstance(output, StdoutLine) else None
+        recorded = frame.get("id") if frame is not None and "method" not in frame else None
+        # An id that is not a JSON-RPC one (a list, say) addresses nothing.
+        known = recorded is not None and isinstance(recorded, Hashable) and recorded in ids
+        if frame is not None and known:
+            readdressed.append(write({**frame, "id": ids[recorded]}))
+        else:
+            readdressed.append(output)
+    return readdressed
+
+
+@dataclass(frozen=True, slots=True)
+class PeerTurn:
+    """What every scripted turn of a fake CLI process says: ``text``, after a tool call or not.
+
+    With ``tool`` set, the model first calls that tool with ``tool_input``; each fake's own
+    turn (ClaudePeerTurn, PiPeerTurn) adds how that call and the answer go.
+    """
+
+    text: str = "done"
+    tool: str | None = None
+    tool_input: Mapping[str, Any] = field(default_factory=no_tool_input)
 
 
 TurnT = TypeVar("TurnT")

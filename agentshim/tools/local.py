@@ -236,10 +236,7 @@ def refuse_remote_executor(executor: object) -> None:
 
 
 def serve_tools(
-    tools: Sequence[Tool],
-    *,
-    server_name: str = TOOL_SERVER_NAME,
-    emit: Emit = _ignore,
+    tools: Sequence[Tool], *, server_name: str = TOOL_SERVER_NAME, emit: Emit = _ignore
 ) -> LocalToolServer:
     """Serve ``tools`` as a local MCP server: install ``.server``, drive ``.ready``, ``close``.
 

@@ -30,7 +30,6 @@ from agentshim.core.errors import (
 )
 from agentshim.core.events import Emit
 from agentshim.core.exit_errors import as_resume_failure, resume_missing_line
-from agentshim.core.ids import validate_session_id
 from agentshim.core.jsonvalues import as_mapping, list_or_empty
 from agentshim.core.mcp import (
     McpServer,
@@ -41,9 +40,10 @@ from agentshim.core.mcp_config import install_json_config, workspace_config_file
 from agentshim.core.pricing import PricingTable
 from agentshim.core.profile import McpMechanism, OutputSchemaStyle, ProviderProfile, SchemaDialect
 from agentshim.core.provider import ArgvContext, McpInstallation, NoMcpInstallation, mcp_env
+from agentshim.core.turn_flags import model_flag, resume_flag
 
 from .model_data import PRICING_TABLE
-from .parser import ClaudeStreamParser
+from .parser import PROVIDER_NAME, ClaudeStreamParser
 from .sandbox import SANDBOX_ENV, SandboxConfig
 from .user_hooks import ClaudeHook, build_settings
 
@@ -96,7 +96,7 @@ RESUME_ALIASES: tuple[str, ...] = ("claude -r {id}", "claude --resume={id}")
 """Other spellings of the resume line Claude Code accepts, which ``extract_resume`` recognises."""
 
 PROFILE = ProviderProfile(
-    name="claude",
+    name=PROVIDER_NAME,
     display_name="Claude Code",
     binary="claude",
     supports_resume=True,
@@ -261,14 +261,10 @@ def conversation_flags(ctx: ArgvContext, *, fork: bool = False) -> list[str]:
         InvalidSessionIdError: the resume id is not safe to pass.
         InvalidRequestError: a model or effort that would read as a flag.
     """
-    flags: list[str] = []
-    if ctx.resume_session_id is not None:
-        # validate_session_id also refuses a leading "-", which the CLI would read as a flag.
-        flags += ["--resume", validate_session_id(ctx.resume_session_id)]
-        if fork:
-            flags.append("--fork-session")
-    if ctx.model:
-        flags += ["--model", checked_option_value("Claude Code", "model", ctx.model)]
+    flags = resume_flag("--resume", ctx)
+    if flags and fork:
+        flags.append("--fork-session")
+    flags += model_flag("Claude Code", ctx)
     if ctx.reasoning_effort:
         effort = checked_option_value("Claude Code", "reasoning_effort", ctx.reasoning_effort)
         flags += ["--effort", effort]

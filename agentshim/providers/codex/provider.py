@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from agentshim.core.argv import checked_option_value, word_after
+from agentshim.core.argv import word_after
 from agentshim.core.errors import (
     AgentShimError,
     CliExitError,
@@ -36,10 +36,11 @@ from agentshim.core.mcp import HttpMcpServer, McpServer, StdioMcpServer, url_car
 from agentshim.core.permissions import NativeMode
 from agentshim.core.profile import McpMechanism, OutputSchemaStyle, ProviderProfile, SchemaDialect
 from agentshim.core.provider import ArgvContext, McpInstallation, NoMcpInstallation
+from agentshim.core.turn_flags import model_flag
 
 from ._config_flags import config_flag, read_config_flags
 from ._toml import TomlError
-from .parser import CodexStreamParser
+from .parser import PROVIDER_NAME, CodexStreamParser
 from .rules import CODEX_HOME_ENV, check_codex_home, install_rules
 from .sandbox import CodexSandboxConfig, render_sandbox
 
@@ -74,7 +75,7 @@ RESUME_ALIASES: tuple[str, ...] = ("codex exec resume {id}",)
 """Other spellings of the resume line Codex accepts, which ``extract_resume`` recognises."""
 
 PROFILE = ProviderProfile(
-    name="codex",
+    name=PROVIDER_NAME,
     display_name="Codex CLI",
     binary="codex",
     supports_resume=True,
@@ -312,8 +313,7 @@ class CodexProvider:
             argv += ["resume", validate_session_id(resume), _STDIN_PROMPT]
         argv += self._sandbox_argv(ctx)
         argv += ["--skip-git-repo-check", "--json"]
-        if ctx.model:
-            argv += ["--model", checked_option_value("Codex", "model", ctx.model)]
+        argv += model_flag("Codex", ctx)
         try:
             path = ctx.env.get("PATH")
             if path:

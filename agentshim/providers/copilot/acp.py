@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping
-from types import MappingProxyType
 from typing import Any
 
 from agentshim.acp.client import AcpTransport
@@ -36,9 +35,9 @@ from agentshim.acp.jsonrpc import RpcError
 from agentshim.core.argv import checked_option_value
 from agentshim.core.errors import FailureKind
 from agentshim.core.failures import kind_from_status, kind_from_text
-from agentshim.core.jsonvalues import as_int, as_mapping
 from agentshim.core.permissions import NativeMode
 from agentshim.core.usage import ProviderUsage, TokenUsage
+from agentshim.providers.acp_prompt_usage import Count, prompt_usage
 from agentshim.transport.context import TransportContext
 
 from .provider import PROFILE
@@ -124,25 +123,21 @@ def usage(result: Mapping[str, Any]) -> ProviderUsage | None:
     It adds up over the process: the transport takes each turn's share
     (``AcpDialect.cumulative_usage``).
     """
-    raw = as_mapping(result.get("usage"))
-    if raw is None:
-        return None
+    return prompt_usage(result, PROFILE.name, _tokens)
 
-    def count(key: str) -> int:
-        return max(as_int(raw.get(key)) or 0, 0)
 
+def _tokens(count: Count) -> TokenUsage:
     output = count("outputTokens")
     total_input = count("inputTokens")
     cache_read = min(count("cachedReadTokens"), total_input)
     cache_write = min(count("cachedWriteTokens"), total_input - cache_read)
-    tokens = TokenUsage(
+    return TokenUsage(
         input_tokens=total_input,
         cache_read_input_tokens=cache_read,
         cache_write_input_tokens=cache_write,
         output_tokens=output,
         reasoning_output_tokens=min(count("thoughtTokens"), output),
     )
-    return ProviderUsage(tokens=tokens, provider=PROFILE.name, raw=MappingProxyType(dict(raw)))
 
 
 COPILOT_ACP = AcpDialect(

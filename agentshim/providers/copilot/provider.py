@@ -14,9 +14,8 @@ import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from agentshim.core.argv import checked_option_value
 from agentshim.core.errors import (
     AgentShimError,
     CliExitError,
@@ -38,11 +37,9 @@ from agentshim.core.mcp import (
 )
 from agentshim.core.profile import McpMechanism, ProviderProfile
 from agentshim.core.provider import ArgvContext, McpInstallation, NoMcpInstallation
+from agentshim.core.turn_flags import model_flag
 
-from .parser import CopilotStreamParser
-
-if TYPE_CHECKING:
-    pass
+from .parser import PROVIDER_NAME, CopilotStreamParser
 
 __all__ = [
     "MCP_FLAG",
@@ -74,7 +71,7 @@ RESUME_ALIASES: tuple[str, ...] = ("copilot --resume {id}", "copilot -r {id}")
 """Other spellings of the resume line Copilot CLI accepts, which ``extract_resume`` recognises."""
 
 PROFILE = ProviderProfile(
-    name="copilot",
+    name=PROVIDER_NAME,
     display_name="GitHub Copilot CLI",
     binary="copilot",
     supports_resume=True,
@@ -141,8 +138,7 @@ class CopilotProvider:
             # read as the prompt or the next flag.
             # Only the id's own safety matters then.
             argv.append(f"{RESUME_FLAG}={validate_session_id(ctx.resume_session_id)}")
-        if ctx.model:
-            argv += ["--model", checked_option_value("Copilot CLI", "model", ctx.model)]
+        argv += model_flag("Copilot CLI", ctx)
         return ctx.ending(argv)
 
     def new_parser(self, emit: Emit, *, expect_structured: bool) -> CopilotStreamParser:

@@ -32,7 +32,7 @@ from agentshim.acp.jsonrpc import RpcError
 from agentshim.core.argv import checked_option_value
 from agentshim.core.errors import FailureKind
 from agentshim.core.failures import kind_from_status, kind_from_text
-from agentshim.core.jsonvalues import as_int, as_mapping, as_str, list_or_empty
+from agentshim.core.jsonvalues import as_count, as_mapping, as_str, list_or_empty
 from agentshim.core.permissions import NativeMode
 from agentshim.core.usage import ProviderUsage, TokenUsage
 from agentshim.transport.context import TransportContext
@@ -104,8 +104,8 @@ def usage(result: Mapping[str, Any]) -> ProviderUsage | None:
         return None
     counts = as_mapping(quota.get("token_count")) or {}
     tokens = TokenUsage(
-        input_tokens=max(as_int(counts.get("input_tokens")) or 0, 0),
-        output_tokens=max(as_int(counts.get("output_tokens")) or 0, 0),
+        input_tokens=as_count(counts.get("input_tokens")),
+        output_tokens=as_count(counts.get("output_tokens")),
         turns=1,
     )
     models = [as_mapping(entry) or {} for entry in list_or_empty(quota.get("model_usage"))]

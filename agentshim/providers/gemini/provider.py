@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from agentshim.core.argv import checked_option_value, word_after
+from agentshim.core.argv import word_after
 from agentshim.core.errors import (
     AgentShimError,
     CliExitError,
@@ -19,7 +19,6 @@ from agentshim.core.errors import (
 )
 from agentshim.core.events import Emit
 from agentshim.core.exit_errors import as_resume_failure, resume_missing_line, with_kind
-from agentshim.core.ids import validate_session_id
 from agentshim.core.mcp import (
     McpServer,
     mcp_servers_entry,
@@ -31,10 +30,11 @@ from agentshim.core.permissions import NativeMode, NativePermissions
 from agentshim.core.pricing import PricingTable
 from agentshim.core.profile import McpMechanism, ProviderProfile
 from agentshim.core.provider import ArgvContext, McpInstallation, NoMcpInstallation
+from agentshim.core.turn_flags import model_flag, resume_flag
 
 from .failures import classify
 from .model_data import PRICING_TABLE
-from .parser import GeminiStreamParser
+from .parser import PROVIDER_NAME, GeminiStreamParser
 
 __all__ = [
     "MCP_CONFIG_FILE",
@@ -61,7 +61,7 @@ RESUME_ALIASES: tuple[str, ...] = ("gemini -r {id}", "gemini --resume={id}")
 """Other spellings of the resume line Gemini CLI accepts, which ``extract_resume`` recognises."""
 
 PROFILE = ProviderProfile(
-    name="gemini",
+    name=PROVIDER_NAME,
     display_name="Gemini CLI",
     binary="gemini",
     supports_resume=True,
@@ -126,11 +126,8 @@ class GeminiProvider:
     def build_argv(self, ctx: ArgvContext) -> list[str]:
         """``gemini --output-format stream-json [--model m] [--resume id] <mode> [extra]``."""
         argv = [ctx.binary_path, "--output-format", "stream-json"]
-        if ctx.model:
-            argv += ["--model", checked_option_value("the Gemini CLI", "model", ctx.model)]
-        if ctx.resume_session_id is not None:
-            # validate_session_id also refuses a leading "-", which the CLI would read as a flag.
-            argv += ["--resume", validate_session_id(ctx.resume_session_id)]
+        argv += model_flag("the Gemini CLI", ctx)
+        argv += resume_flag("--resume", ctx)
         if self.permissions.mode is NativeMode.BYPASS:
             argv.append("--yolo")
         else:

@@ -6,15 +6,11 @@ Everything but the parser is shared with the other harness provider (``providers
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from agentshim.core.events import Emit
 from agentshim.providers.harness import DEFAULT_BINARY, HarnessProvider, harness_profile
 
-from .parser import JsonlStreamParser
-
-if TYPE_CHECKING:
-    pass
+from .parser import PROVIDER_NAME, JsonlStreamParser
 
 __all__ = ["DEFAULT_BINARY", "PROFILE", "RESUME_ALIASES", "RESUME_TEMPLATE", "JsonlProvider"]
 
@@ -22,7 +18,7 @@ RESUME_TEMPLATE = ""
 """Empty: a harness has no agreed way to continue a conversation."""
 RESUME_ALIASES: tuple[str, ...] = ()
 
-PROFILE = harness_profile("jsonl", "JSONL harness")
+PROFILE = harness_profile(PROVIDER_NAME, "JSONL harness")
 """A harness's capabilities: a prompt on stdin, events on stdout, nothing else."""
 
 

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping
-from types import MappingProxyType
 from typing import Any
 
 from agentshim.acp.client import AcpTransport
@@ -34,9 +33,10 @@ from agentshim.acp.dialect import AcpArgv, AcpDialect
 from agentshim.acp.jsonrpc import RpcError
 from agentshim.core.argv import checked_option_value
 from agentshim.core.errors import FailureKind
-from agentshim.core.jsonvalues import as_int, as_mapping, as_str
+from agentshim.core.jsonvalues import as_str
 from agentshim.core.permissions import NativeMode, NativePermissions
 from agentshim.core.usage import ProviderUsage, TokenUsage
+from agentshim.providers.acp_prompt_usage import Count, prompt_usage
 from agentshim.transport.context import TransportContext
 
 from .failures import classify
@@ -128,16 +128,13 @@ def usage(result: Mapping[str, Any]) -> ProviderUsage | None:
     opencode counts cache reads and writes apart from ``inputTokens`` and reasoning apart
     from ``outputTokens``; both are folded in, as the library's breakdown counts them.
     """
-    raw = as_mapping(result.get("usage"))
-    if raw is None:
-        return None
+    return prompt_usage(result, PROFILE.name, _tokens)
 
-    def count(key: str) -> int:
-        return max(as_int(raw.get(key)) or 0, 0)
 
+def _tokens(count: Count) -> TokenUsage:
     cache_read, cache_write = count("cachedReadTokens"), count("cachedWriteTokens")
     reasoning = count("thoughtTokens")
-    tokens = TokenUsage(
+    return TokenUsage(
         input_tokens=count("inputTokens") + cache_read + cache_write,
         cache_read_input_tokens=cache_read,
         cache_write_input_tokens=cache_write,
@@ -145,7 +142,6 @@ def usage(result: Mapping[str, Any]) -> ProviderUsage | None:
         reasoning_output_tokens=reasoning,
         turns=1,
     )
-    return ProviderUsage(tokens=tokens, provider=PROFILE.name, raw=MappingProxyType(dict(raw)))
 
 
 OPENCODE_ACP = AcpDialect(

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from agentshim.core.argv import checked_option_value, word_after
+from agentshim.core.argv import word_after
 from agentshim.core.errors import (
     AgentShimError,
     CliExitError,
@@ -21,13 +21,13 @@ from agentshim.core.errors import (
 from agentshim.core.events import Emit
 from agentshim.core.exit_errors import as_resume_failure, resume_missing_line, with_kind
 from agentshim.core.failures import kind_from_text
-from agentshim.core.ids import validate_session_id
 from agentshim.core.mcp import McpServer, StdioMcpServer, refuse_timeouts, tool_timeout_ms
 from agentshim.core.mcp_config import install_json_config, workspace_config_file
 from agentshim.core.profile import McpMechanism, ProviderProfile
 from agentshim.core.provider import ArgvContext, McpInstallation, NoMcpInstallation
+from agentshim.core.turn_flags import model_flag, resume_flag
 
-from .parser import OpencodeStreamParser, strip_ansi
+from .parser import PROVIDER_NAME, OpencodeStreamParser, strip_ansi
 
 __all__ = [
     "CONFIG_SCHEMA_URL",
@@ -62,7 +62,7 @@ RESUME_ALIASES: tuple[str, ...] = (
 """Other spellings of the resume line opencode accepts, which ``extract_resume`` recognises."""
 
 PROFILE = ProviderProfile(
-    name="opencode",
+    name=PROVIDER_NAME,
     display_name="opencode",
     binary="opencode",
     supports_resume=True,
@@ -127,11 +127,8 @@ class OpencodeProvider:
     def build_argv(self, ctx: ArgvContext) -> list[str]:
         """``opencode run --format json [--session id] [--model provider/model] [extra]``."""
         argv = [ctx.binary_path, "run", "--format", "json"]
-        if ctx.resume_session_id is not None:
-            # validate_session_id also refuses a leading "-", which the CLI would read as a flag.
-            argv += ["--session", validate_session_id(ctx.resume_session_id)]
-        if ctx.model:
-            argv += ["--model", checked_option_value("opencode", "model", ctx.model)]
+        argv += resume_flag("--session", ctx)
+        argv += model_flag("opencode", ctx)
         if self.thinking:
             argv.append("--thinking")
         if self.auto_approve:

@@ -12,7 +12,6 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import TYPE_CHECKING, ClassVar
 
-from agentshim.core.argv import checked_option_value
 from agentshim.core.errors import (
     AgentShimError,
     CliExitError,
@@ -20,12 +19,12 @@ from agentshim.core.errors import (
 )
 from agentshim.core.events import Emit
 from agentshim.core.exit_errors import as_resume_failure, resume_missing_line
-from agentshim.core.ids import validate_session_id
 from agentshim.core.profile import ProviderProfile
 from agentshim.core.provider import ArgvContext, McpInstallation, refuse_mcp_servers
+from agentshim.core.turn_flags import model_flag, resume_flag
 from agentshim.tools.local import LocalToolServer
 
-from .parser import PiStreamParser
+from .parser import PROVIDER_NAME, PiStreamParser
 from .tools import tool_extension
 
 if TYPE_CHECKING:
@@ -56,7 +55,7 @@ RESUME_ALIASES: tuple[str, ...] = ()
 """Other spellings of the resume line Pi accepts, which ``extract_resume`` recognises."""
 
 PROFILE = ProviderProfile(
-    name="pi",
+    name=PROVIDER_NAME,
     display_name="Pi",
     binary="pi",
     supports_resume=True,
@@ -143,8 +142,7 @@ class PiProvider:
         flags: list[str] = []
         if self.provider:
             flags += ["--provider", self.provider]
-        if ctx.model:
-            flags += ["--model", checked_option_value("Pi", "model", ctx.model)]
+        flags += model_flag("Pi", ctx)
         if ctx.reasoning_effort is not None:
             if ctx.reasoning_effort not in THINKING_LEVELS:
                 raise ProviderCapabilityError(
@@ -152,10 +150,7 @@ class PiProvider:
                     + ", ".join(THINKING_LEVELS)
                 )
             flags += ["--thinking", ctx.reasoning_effort]
-        if ctx.resume_session_id is not None:
-            # validate_session_id also refuses a leading "-", which Pi would read as a flag.
-            flag = FORK_FLAG if ctx.fork_session else SESSION_FLAG
-            flags += [flag, validate_session_id(ctx.resume_session_id)]
+        flags += resume_flag(FORK_FLAG if ctx.fork_session else SESSION_FLAG, ctx)
         return flags
 
     def new_parser(self, emit: Emit, *, expect_structured: bool) -> PiStreamParser:

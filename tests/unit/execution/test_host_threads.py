@@ -88,7 +88,7 @@ def test_without_pidfd_or_waitid_exit_is_found_by_polling(monkeypatch: pytest.Mo
     def no_pidfd(pid: int) -> None:
         del pid
 
-    monkeypatch.setattr(_child, "_open_pidfd", no_pidfd)
+    monkeypatch.setattr(_child, "open_pidfd", no_pidfd)
     executor = HostCommandExecutor(drain_timeout=0.3)
     sink = RecordingSink()
     result = executor.run(CommandRequest(py("import sys; print('hi'); sys.exit(3)"), env=ENV), sink)
