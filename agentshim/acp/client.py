@@ -542,9 +542,7 @@ class AcpConversation(ProcessConversation[_Turn]):
         stderr = "".join(self._stderr)
         if exit_status is not None and response is None:
             turn.emit(RunFinished(exit_status.returncode))
-        self._raise_for_deadline(turn, channel.argv)
-        if turn.fail is not None:
-            raise turn.fail
+        self._raise_for_reading(turn, channel.argv)
         if response is None and not turn.interrupted:
             assert exit_status is not None
             raise self._died(exit_status, kind_from_text(stderr) or FailureKind.OTHER)

@@ -403,15 +403,20 @@ class LongLivedConversation(Generic[TurnT]):
 
     # -- the result ------------------------------------------------------------------------
 
-    def _raise_for_deadline(
+    def _raise_for_reading(
         self, turn: TurnT, argv: tuple[str, ...], partial: ParsedTurn | None = None
     ) -> None:
-        """Raise when the turn ended because its budget ran out or it went silent."""
+        """Raise what ended the turn while it was read: its budget, its silence, or ``fail``.
+
+        ``fail`` is a failure decided while reading (an approval that fails the turn).
+        """
         reason = turn.watch.reason
         if reason is Due.STALL:
             raise TurnStalledError(self._spec.stall_timeout, turn.watch.stalled_for)
         if reason is Due.TIMEOUT:
             raise CliTimeoutError(argv, turn.watch.timeout, partial)
+        if turn.fail is not None:
+            raise turn.fail
 
     def _turn_result(
         self,

@@ -374,9 +374,7 @@ class ClaudeStreamConversation(ProcessConversation[_Turn]):
             classified = self._provider.classify_exit(error, resumed=False)
             if isinstance(classified, SessionResumeError):
                 raise classified
-        self._raise_for_deadline(turn, argv, parsed)
-        if turn.fail is not None:
-            raise turn.fail
+        self._raise_for_reading(turn, argv, parsed)
         if exit_status is not None and not turn.result_seen and not turn.interrupted:
             raise self._died(exit_status)
         if turn.interrupted:

@@ -509,9 +509,7 @@ class ClaudeTuiConversation(LongLivedConversation[_Turn]):
         pty = terminal.pty
         if turn.stop is not None:
             self._await_transcript(terminal, turn)
-        self._raise_for_deadline(turn, terminal.argv)
-        if turn.fail is not None:
-            raise turn.fail
+        self._raise_for_reading(turn, terminal.argv)
         if turn.failure is not None:
             raise self._failed(terminal, turn.failure)
         code = pty.returncode

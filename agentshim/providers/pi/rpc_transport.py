@@ -567,7 +567,7 @@ class PiRpcConversation(ProcessConversation[_Turn]):
         stderr = "".join(self._stderr)
         if exit_status is not None and not turn.agent_ended:
             turn.emit(RunFinished(exit_status.returncode))
-        self._raise_for_deadline(turn, argv, parsed)
+        self._raise_for_reading(turn, argv, parsed)
         if exit_status is not None and not turn.agent_ended and not turn.interrupted:
             raise self._died(exit_status)
         if turn.refused is not None:

@@ -365,9 +365,7 @@ class CodexAppServerConversation(ProcessConversation[_Turn]):
         argv, exit_status, stderr = channel.argv, channel.exit, "".join(self._stderr)
         if exit_status is not None and completed is None:
             turn.emit(RunFinished(exit_status.returncode))
-        self._raise_for_deadline(turn, argv)
-        if turn.fail is not None:
-            raise turn.fail
+        self._raise_for_reading(turn, argv)
         if exit_status is not None and completed is None and not turn.interrupted:
             raise self._died(exit_status)
         if turn.refused is not None:
