@@ -52,9 +52,7 @@ EXPECTED: dict[str, Expected] = {
 def parse(
     stdout: Sequence[str], stderr: Sequence[str] = (), **options: Any
 ) -> tuple[ParsedTurn, list[AgentEvent]]:
-    return feed(
-        lambda emit: CopilotStreamParser(emit, **options), stdout, stderr
-    )
+    return feed(lambda emit: CopilotStreamParser(emit, **options), stdout, stderr)
 
 
 def of_type(events: Sequence[AgentEvent], kind: type[Any]) -> list[Any]:
