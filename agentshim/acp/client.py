@@ -21,13 +21,12 @@ import os
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agentshim.core.approvals import ApprovalDecision, ApprovalRequest
 from agentshim.core.conversation import ConversationSpec, TurnStop
 from agentshim.core.errors import (
     AgentShimError,
-    ApprovalRequiredError,
     CliExitError,
     CliTimeoutError,
     FailureKind,
@@ -55,10 +54,14 @@ from agentshim.core.turn import TurnRequest, TurnResult
 from agentshim.core.usage import ProviderUsage, TokenUsage
 from agentshim.execution.process import ProcessExited, StderrLine
 from agentshim.tools.local import LocalToolServer, refuse_remote_executor, serve_tools
-from agentshim.transport.approvals import answered, decide_for_turn, requested
 from agentshim.transport.channel import Channel
 from agentshim.transport.context import TransportContext
-from agentshim.transport.conversation import LiveTurn, ProcessConversation, ProcessTransport
+from agentshim.transport.conversation import (
+    LiveTurn,
+    ProcessConversation,
+    ProcessOptions,
+    ProcessTransport,
+)
 from agentshim.transport.fixed import refuse_fixed_changes
 from agentshim.transport.watch import TurnWatch
 
@@ -76,6 +79,9 @@ from .jsonrpc import (
     result_response,
 )
 from .updates import UpdateReader
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 __all__ = ["PROTOCOL_VERSION", "AcpConversation", "AcpTransport", "mcp_servers_param"]
 
@@ -129,19 +135,12 @@ class AcpTransport(ProcessTransport):
         context: TransportContext | Callable[[], TransportContext],
         dialect: AcpDialect,
         *,
-        turn_timeout: float | None = None,
         handshake_timeout: float = 90.0,
-        interrupt_grace: float = 10.0,
-        close_grace: float = 5.0,
         wall_clock: Callable[[], float] = time.time,
         sleep: Callable[[float], None] = time.sleep,
+        **options: Unpack[ProcessOptions],
     ) -> None:
-        super().__init__(
-            context,
-            turn_timeout=turn_timeout,
-            interrupt_grace=interrupt_grace,
-            close_grace=close_grace,
-        )
+        super().__init__(context, **options)
         self._lock = threading.Lock()
         self.dialect = dialect
         self.handshake_timeout = handshake_timeout
@@ -263,8 +262,7 @@ class AcpConversation(ProcessConversation[_Turn]):
             turn.reader.read(update)
         session_id = self._session_id
         assert session_id is not None
-        with self._lock:
-            pending = self._requests.issue("session/prompt", None)
+        pending = self._issue("session/prompt", None)
         turn.prompt_id = pending.request_id
         prompt = [{"type": "text", "text": request.prompt}]
         frame = request_frame(
@@ -385,14 +383,7 @@ class AcpConversation(ProcessConversation[_Turn]):
             if isinstance(output, StderrLine):
                 self._stderr.append(output.text)
                 continue
-            frame = parse_json_object(output.text)
-            message = read_message(frame) if frame is not None else None
-            if isinstance(message, Notification):
-                update = _update_of(message)
-                if update is not None:
-                    self._early.append(update)
-            elif isinstance(message, Request):
-                self._refuse_request(channel, message)
+            self._set_aside(channel, _message_of(output.text))
 
     def _defer_load(self, session_id: str, emit: Emit) -> None:
         """Wait for the next wall-clock minute before loading a session made in this one."""
@@ -424,12 +415,8 @@ class AcpConversation(ProcessConversation[_Turn]):
         replay: bool,
     ) -> Response:
         """Send ``method`` and read until its response; updates meanwhile are kept aside."""
-        with self._lock:
-            pending = self._requests.issue(method, deadline)
-        try:
-            channel.send(request(pending.request_id, method, params))
-        except ProcessClosedError:
-            pass
+        pending = self._issue(method, deadline)
+        self._send(channel, request(pending.request_id, method, params))
         while True:
             output = channel.read(deadline)
             if output is None:
@@ -444,21 +431,31 @@ class AcpConversation(ProcessConversation[_Turn]):
             if isinstance(output, StderrLine):
                 self._stderr.append(output.text)
                 continue
-            frame = parse_json_object(output.text)
-            message = read_message(frame) if frame is not None else None
+            message = _message_of(output.text)
             if isinstance(message, Response):
                 with self._lock:
                     answered = self._requests.resolve(message.request_id)
                 if answered is not None and answered.request_id == pending.request_id:
                     return message
-            elif isinstance(message, Notification):
-                update = _update_of(message)
-                if update is not None:
-                    # Before session/new answers, an agent may already speak of the session;
-                    # during session/load this is the replayed history.
-                    self._early.append(update)
-            elif isinstance(message, Request):
-                self._refuse_request(channel, message)
+            else:
+                self._set_aside(channel, message)
+
+    def _set_aside(
+        self, channel: Channel, message: Notification | Request | Response | None
+    ) -> None:
+        """Keep an update read before the turn's prompt for it; refuse a request meanwhile.
+
+        Anything else (a response nobody waits for, a line that is no message) is dropped.
+
+        Before session/new answers, an agent may already speak of the session; during
+        session/load this is the replayed history.
+        """
+        if isinstance(message, Notification):
+            update = _update_of(message)
+            if update is not None:
+                self._early.append(update)
+        elif isinstance(message, Request):
+            self._refuse_request(channel, message)
 
     def _start_died(self, channel: Channel, exited: ProcessExited, method: str) -> AgentShimError:
         stderr = "".join(self._stderr)
@@ -493,8 +490,7 @@ class AcpConversation(ProcessConversation[_Turn]):
     # -- reading a turn --------------------------------------------------------------------
 
     def _on_line(self, channel: Channel, turn: _Turn, line: str) -> None:
-        frame = parse_json_object(line)
-        message = read_message(frame) if frame is not None else None
+        message = _message_of(line)
         if message is None:
             turn.emit(Lifecycle("malformed_frame", line.strip()[:200]))
         elif isinstance(message, Response):
@@ -523,30 +519,17 @@ class AcpConversation(ProcessConversation[_Turn]):
         request_ = ApprovalRequest(
             tool=tool, args=args, kind=call.kind, tool_id=call.tool_id, description=tool
         )
-        turn.emit(requested(request_))
-        answer = decide_for_turn(
-            self._spec.approvals,
-            self._spec.permissions,
-            request_,
-            interrupted=turn.interrupted,
-            timeout=self._spec.approval_timeout,
-            clock=self._clock,
-        )
-        decision, decided_by, fail = answer.decision, answer.decided_by, answer.fail_turn
+        answer = self._decide(turn, request_)
         if turn.interrupted:
             # A cancel that came while the handler ran wins: the agent waits for this answer.
-            decision, decided_by = ApprovalDecision.deny("the turn was cancelled"), "interrupted"
+            cancelled = ApprovalDecision.deny("the turn was cancelled")
+            answer = dataclasses.replace(answer, decision=cancelled, decided_by="interrupted")
             outcome: Mapping[str, Any] = _CANCELLED
         else:
-            decision, outcome = _outcome(decision, request_, params)
-        try:
-            channel.send(result_response(message.request_id, outcome))
-        except (ProcessClosedError, InvalidRequestError) as error:
-            turn.emit(Lifecycle("approval_not_sent", str(error)))
-        turn.emit(answered(request_, decision, decided_by))
-        if fail and turn.fail is None:
-            turn.fail = ApprovalRequiredError(request_.tool, request_.tool_id)
-            self._interrupt_turn(None)
+            decision, outcome = _outcome(answer.decision, request_, params)
+            answer = dataclasses.replace(answer, decision=decision)
+        frame = result_response(message.request_id, outcome)
+        self._answer_approval(channel, turn, request_, answer, frame)
 
     def _interrupt_frame(self, turn: _Turn) -> Mapping[str, Any]:
         return notification("session/cancel", {"sessionId": self._session_id})
@@ -559,9 +542,7 @@ class AcpConversation(ProcessConversation[_Turn]):
         stderr = "".join(self._stderr)
         if exit_status is not None and response is None:
             turn.emit(RunFinished(exit_status.returncode))
-        self._raise_for_deadline(turn, channel.argv)
-        if turn.fail is not None:
-            raise turn.fail
+        self._raise_for_reading(turn, channel.argv)
         if response is None and not turn.interrupted:
             assert exit_status is not None
             raise self._died(exit_status, kind_from_text(stderr) or FailureKind.OTHER)
@@ -612,15 +593,6 @@ class AcpConversation(ProcessConversation[_Turn]):
             turn.reader.text, usage, started=started, resumed=resumed, interrupted=interrupted
         )
 
-    def _release_process(self) -> None:
-        """End the process, then stop serving its tools (the socket goes with it)."""
-        try:
-            super()._release_process()
-        finally:
-            serving, self._serving = self._serving, None
-            if serving is not None:
-                serving.close()
-
     def _turn_usage(
         self, result: Mapping[str, Any] | None, *, several_calls: bool
     ) -> ProviderUsage | None:
@@ -637,6 +609,12 @@ class AcpConversation(ProcessConversation[_Turn]):
             # Less than before: not a report of this process's running total.
             return dataclasses.replace(usage, tokens=TokenUsage(), increment_known=False)
         return dataclasses.replace(usage, tokens=dataclasses.replace(share, turns=1))
+
+
+def _message_of(line: str) -> Notification | Request | Response | None:
+    """The JSON-RPC message on ``line``; None for a line that is not one."""
+    frame = parse_json_object(line)
+    return read_message(frame) if frame is not None else None
 
 
 def request_frame(request_id: str, method: str, **params: Any) -> dict[str, Any]:

@@ -64,6 +64,16 @@ class Channel:
         """
         self._process.write(encode_frame(frame))
 
+    def read_until(self, deadline: float) -> ProcessOutput | None:
+        """The next output, or None once ``deadline`` (on this clock) has passed.
+
+        Unlike :meth:`read`, a ``wake`` does not end the wait.
+        """
+        while True:
+            output = self.read(deadline)
+            if output is not None or self._clock() >= deadline:
+                return output
+
     def read(self, deadline: float | None) -> ProcessOutput | None:
         """The next output, or None at ``deadline`` (on this clock) or on a ``wake``."""
         if self._exit is not None:

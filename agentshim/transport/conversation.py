@@ -1,29 +1,39 @@
 """The skeleton every conversation on one long-lived CLI process shares.
 
-A transport's conversation subclasses :class:`ProcessConversation` and supplies what its
-protocol says: how a turn goes out (``_run``), what a line of output means (``_on_line``),
-which frame stops the running turn in band (``_interrupt_frame``) and, through its
-:class:`LiveTurn`, when the turn is over. The skeleton owns what is the same for every
-transport, so that each behaves alike where the Conversation protocol promises it: one turn
-at a time; a stop before anything is sent is a TurnCancelledError with nothing run; the read
-loop on the turn's own thread with its budget, stall window and kill after an unanswered
-interrupt; steers reported on that thread; closing the process (stdin EOF, SIGTERM, SIGKILL)
-when the conversation closes, from whichever thread gets there last.
+:class:`LongLivedConversation` is the part that does not depend on how the process is read:
+one turn at a time; a stop before anything is sent is a TurnCancelledError with nothing run;
+an interrupt marked once per turn and delivered in band; the turn's clock, the approvals it
+answers and the failures its deadlines raise; shutting the process down when the
+conversation closes, from whichever thread gets there last. A conversation read through a
+terminal builds on it directly.
+
+A transport whose process speaks lines on stdout subclasses :class:`ProcessConversation`
+and supplies what its protocol says: how a turn goes out (``_run``), what a line of output
+means (``_on_line``), which frame stops the running turn in band (``_interrupt_frame``) and,
+through its :class:`LiveTurn`, when the turn is over. That skeleton adds the read loop on the
+turn's own thread with its budget, stall window and kill after an unanswered interrupt;
+steers reported on that thread; closing the process (stdin EOF, SIGTERM, SIGKILL).
 """
 
 from __future__ import annotations
 
 import threading
 from collections import deque
-from collections.abc import Callable, Mapping
-from typing import Any, Generic, TypeVar
+from collections.abc import Callable, Generator, Mapping, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Generic, Protocol, TypedDict, TypeVar
 
+from agentshim.core.approvals import ApprovalRequest
 from agentshim.core.conversation import ConversationSpec, TransportKind, TurnSlot, TurnStop
 from agentshim.core.errors import (
     AgentShimError,
+    ApprovalRequiredError,
     CliDiedError,
     CliTimeoutError,
     FailureKind,
+    InvalidRequestError,
+    NoRunningTurnError,
     ProcessClosedError,
     ProviderCapabilityError,
     TurnCancelledError,
@@ -31,21 +41,49 @@ from agentshim.core.errors import (
 )
 from agentshim.core.events import AgentEvent, Emit, Lifecycle, RunStarted
 from agentshim.core.ids import validate_session_id
-from agentshim.core.provider import ParsedTurn, Provider
+from agentshim.core.mcp import McpServer
+from agentshim.core.provider import (
+    ArgvContext,
+    McpInstallation,
+    ParsedTurn,
+    Provider,
+    mcp_env,
+    mcp_env_defaults,
+)
 from agentshim.core.turn import TurnRequest, TurnResult
 from agentshim.core.usage import ProviderUsage
 from agentshim.execution.executor import SideChannel
 from agentshim.execution.process import ProcessExited, SpawnRequest, StderrLine, StdoutLine
 
+from .approvals import Answer, answered, decide_for_turn, requested
 from .channel import Channel
 from .context import ContextSource, TransportContext
-from .correlator import Correlator
+from .correlator import Correlator, PendingRequest
 from .fixed import refuse_fixed_changes
 from .watch import Due, TurnWatch
 
-__all__ = ["LiveTurn", "ProcessConversation", "ProcessTransport"]
+__all__ = [
+    "LiveTurn",
+    "LongLivedConversation",
+    "ProcessConversation",
+    "ProcessOptions",
+    "ProcessTransport",
+    "ServedSide",
+]
 
 ProviderT = TypeVar("ProviderT", bound=Provider)
+
+
+class ProcessOptions(TypedDict, total=False):
+    """The keywords every long-lived transport takes, as :class:`ProcessTransport` has them.
+
+    A transport with options of its own takes these as ``**options`` and passes them on, so
+    their defaults are stated once.
+    """
+
+    turn_timeout: float | None
+    interrupt_grace: float
+    close_grace: float
 
 
 class ProcessTransport:
@@ -93,6 +131,14 @@ class ProcessTransport:
         return provider
 
 
+class ServedSide(SideChannel, Protocol):
+    """What a conversation serves beside its process (its tools), closed with the process."""
+
+    def close(self) -> None:
+        """Stop serving and release what serving holds (a socket, say)."""
+        ...
+
+
 class LiveTurn:
     """What the reader knows of the turn in flight; each transport adds its protocol's state.
 
@@ -128,14 +174,15 @@ class LiveTurn:
 TurnT = TypeVar("TurnT", bound=LiveTurn)
 
 
-class ProcessConversation(Generic[TurnT]):
-    """One conversation on one long-lived CLI process: the part every transport shares.
+class LongLivedConversation(Generic[TurnT]):
+    """One conversation on one long-lived CLI process, however that process is read.
 
     ``transport`` gives the CLI, the default turn budget and the graces; ``name`` is what
-    messages call the CLI. The process starts with the first turn (the
-    subclass's ``_run`` calls :meth:`_start_process`) and is kept across turns; a turn that
-    finds it dead starts another. ``_unanswered`` is what the ``interrupt_unanswered`` event
-    says before an interrupted turn's process is killed (``{grace}`` is its grace).
+    messages call the CLI. A subclass supplies ``_run`` (start the process when none runs,
+    send the turn, read it to its end), ``_stop_in_band`` (how an interrupt reaches the
+    process) and ``_shut_down``, and keeps ``_turn`` (under ``_lock``) while a turn is read.
+    ``_unanswered`` is what the ``interrupt_unanswered`` event says before an interrupted
+    turn's process is killed (``{grace}`` is its grace).
     """
 
     _unanswered = "no result {grace:g} s after the interrupt; killing the process"
@@ -152,14 +199,12 @@ class ProcessConversation(Generic[TurnT]):
         self._interrupt_grace = transport.interrupt_grace
         self._close_grace = transport.close_grace
         self._slot = TurnSlot(f"this {name} conversation")
-        # Guards what other threads touch: the channel, the request ids, the turn in flight.
+        # Guards what other threads touch: the process, the request ids, the turn in flight.
         self._lock = threading.Lock()
-        self._channel: Channel | None = None
-        self._requests = Correlator("agentshim")
         self._turn: TurnT | None = None
         self._session_id: str | None = spec.resume_session_id
         self._model = spec.model or context.model
-        self._stderr: deque[str] = deque(maxlen=200)
+        self._mcp: McpInstallation | None = None
 
     # -- the Conversation protocol -------------------------------------------------------
 
@@ -205,22 +250,219 @@ class ProcessConversation(Generic[TurnT]):
         self._slot.interrupt()
 
     def close(self) -> None:
-        """End the process: stdin EOF, then SIGTERM, then SIGKILL to its process group."""
+        """End the process and release what the conversation installed for it."""
         self._slot.close()
         self._slot.interrupt()
         if self._slot.running:
             return  # the turn's own thread closes the process when its turn ends
         self._shut_down()
 
-    # -- what a transport supplies ---------------------------------------------------------
+    # -- what a subclass supplies ----------------------------------------------------------
 
     def _refuse(self, request: TurnRequest) -> None:
         """Raise for what ``request`` asks that the running process cannot change."""
         refuse_fixed_changes(self._name, request, self._spec)
 
     def _run(self, request: TurnRequest, emit: Emit, stop: TurnStop) -> TurnResult:
-        """Send the turn and read it to its end (see :meth:`_send_and_read`)."""
+        """Send the turn and read it to its end."""
         raise NotImplementedError
+
+    def _stop_in_band(self, turn: TurnT, now: float) -> Callable[[], None] | None:
+        """What stops ``turn``, interrupted at ``now``, once the lock is released.
+
+        Called under the lock; None when no process runs (nothing is marked then).
+        """
+        raise NotImplementedError
+
+    def _release_process(self) -> None:
+        """End the running process, if one runs (any thread)."""
+        raise NotImplementedError
+
+    # -- what a process starts with ---------------------------------------------------------
+
+    def _argv_context(
+        self, mcp_argv: Sequence[str], *, cwd: str | None = None, fork_session: bool = False
+    ) -> ArgvContext:
+        """The conversation as its next process starts it (in ``cwd``, default the spec's)."""
+        context, spec = self._context, self._spec
+        return ArgvContext(
+            binary_path=context.binary_path,
+            model=self._model,
+            env=context.env,
+            resume_session_id=self._session_id,
+            reasoning_effort=spec.reasoning_effort,
+            mcp_argv=tuple(mcp_argv),
+            cwd=spec.cwd if cwd is None else cwd,
+            fork_session=fork_session,
+        )
+
+    def _install_mcp(self, servers: Sequence[McpServer]) -> tuple[str, ...]:
+        """Install ``servers`` for the conversation once (restored when it closes); the argv.
+
+        The argv is what the CLI is started with to find them (empty without servers).
+        """
+        if self._mcp is None and servers:
+            workspace = Path(self._spec.cwd) if self._spec.cwd is not None else None
+            self._mcp = self._context.provider.install_mcp(workspace, servers)
+        return tuple(self._mcp.argv) if self._mcp is not None else ()
+
+    def _add_mcp_env(self, env: dict[str, str]) -> None:
+        """Put what the installed MCP servers need into ``env`` (their defaults where unset)."""
+        if self._mcp is None:
+            return
+        for name, value in mcp_env_defaults(self._mcp).items():
+            env.setdefault(name, value)
+        env.update(mcp_env(self._mcp))
+
+    def _shut_down(self) -> None:
+        """Release the process and restore what the conversation installed for it."""
+        self._release_process()
+        with self._lock:  # close() and the turn's own thread may both get here
+            installation, self._mcp = self._mcp, None
+        if installation is not None:
+            note = installation.restore()
+            if note:
+                self._context.log(note)
+
+    # -- the turn --------------------------------------------------------------------------
+
+    def _watch(self, request: TurnRequest, started: float) -> TurnWatch:
+        """The clock of a turn begun at ``started``: its own budget, else the transport's."""
+        return TurnWatch(
+            started, timeout=self._timeout(request), stall_timeout=self._spec.stall_timeout
+        )
+
+    def _timeout(self, request: TurnRequest) -> float | None:
+        return request.timeout if request.timeout is not None else self._turn_timeout
+
+    @contextmanager
+    def _stoppable(self, stop: TurnStop) -> Generator[None, None, None]:
+        """While the block reads the turn in flight, ``stop`` interrupts it from any thread."""
+        detach = stop.attach(lambda: self._interrupt_turn(None))
+        try:
+            yield
+        finally:
+            detach()
+
+    def _act_on_due(self, turn: TurnT, now: float) -> bool:
+        """Interrupt ``turn`` when its budget or stall window ran out at ``now``.
+
+        True when its interrupt went unanswered past the grace: the ``interrupt_unanswered``
+        event is out and the caller kills the process.
+        """
+        due = turn.watch.due(now)
+        if due is Due.TIMEOUT or due is Due.STALL:
+            self._interrupt_turn(due)
+        elif due is Due.KILL:
+            note = self._unanswered.format(grace=self._interrupt_grace)
+            turn.emit(Lifecycle("interrupt_unanswered", note))
+            return True
+        return False
+
+    def _interrupt_turn(self, reason: Due | None) -> None:
+        """Stop the running turn in band (any thread; once per turn).
+
+        ``reason`` is the deadline that asked for it (None: the caller did).
+        """
+        with self._lock:
+            turn = self._turn
+            if turn is None or turn.over:
+                return
+            if turn.interrupted:
+                if reason is not None and turn.watch.reason is None:
+                    turn.watch.reason = reason
+                return
+            now = self._clock()
+            deliver = self._stop_in_band(turn, now)
+            if deliver is None:
+                return
+            turn.interrupted = True
+            turn.watch.interrupted(now, self._interrupt_grace, reason)
+        deliver()
+
+    # -- approvals ---------------------------------------------------------------------------
+
+    def _decide(self, turn: TurnT, request: ApprovalRequest) -> Answer:
+        """Report ``request`` and decide it from the conversation's approvals, fail closed."""
+        turn.emit(requested(request))
+        return decide_for_turn(
+            self._spec.approvals,
+            self._spec.permissions,
+            request,
+            interrupted=turn.interrupted,
+            timeout=self._spec.approval_timeout,
+            clock=self._clock,
+        )
+
+    def _approval_sent(self, turn: TurnT, request: ApprovalRequest, answer: Answer) -> None:
+        """Report the answer sent for ``request``; one that fails the turn interrupts it."""
+        turn.emit(answered(request, answer.decision, answer.decided_by))
+        if answer.fail_turn and turn.fail is None:
+            turn.fail = ApprovalRequiredError(request.tool, request.tool_id)
+            self._interrupt_turn(None)
+
+    # -- the result ------------------------------------------------------------------------
+
+    def _raise_for_reading(
+        self, turn: TurnT, argv: tuple[str, ...], partial: ParsedTurn | None = None
+    ) -> None:
+        """Raise what ended the turn while it was read: its budget, its silence, or ``fail``.
+
+        ``fail`` is a failure decided while reading (an approval that fails the turn).
+        """
+        reason = turn.watch.reason
+        if reason is Due.STALL:
+            raise TurnStalledError(self._spec.stall_timeout, turn.watch.stalled_for)
+        if reason is Due.TIMEOUT:
+            raise CliTimeoutError(argv, turn.watch.timeout, partial)
+        if turn.fail is not None:
+            raise turn.fail
+
+    def _turn_result(
+        self,
+        text: str,
+        usage: ProviderUsage | None,
+        *,
+        started: float,
+        resumed: bool,
+        interrupted: bool,
+        **more: Any,
+    ) -> TurnResult:
+        """The result of a turn that ended; usage it did not report is marked unknown."""
+        if usage is None:
+            usage = ProviderUsage(
+                provider=self._context.provider.profile.name, increment_known=False
+            )
+        return TurnResult(
+            text=text,
+            structured_output=None,
+            session_id=self._session_id,
+            resumed=resumed,
+            usage=usage,
+            cost_usd=usage.total_cost_usd,
+            duration_ms=int((self._clock() - started) * 1000),
+            exit_code=0,
+            interrupted=interrupted,
+            **more,
+        )
+
+
+class ProcessConversation(LongLivedConversation[TurnT]):
+    """One conversation on one long-lived CLI process read through a :class:`Channel`.
+
+    The process starts with the first turn (the subclass's ``_run`` calls
+    :meth:`_start_process`) and is kept across turns; a turn that finds it dead starts
+    another.
+    """
+
+    def __init__(self, transport: ProcessTransport, spec: ConversationSpec, *, name: str) -> None:
+        super().__init__(transport, spec, name=name)
+        self._channel: Channel | None = None
+        self._side: ServedSide | None = None
+        self._requests = Correlator("agentshim")
+        self._stderr: deque[str] = deque(maxlen=200)
+
+    # -- what a transport supplies ---------------------------------------------------------
 
     def _on_line(self, channel: Channel, turn: TurnT, line: str) -> None:
         """Act on one line of the CLI's stdout during ``turn``."""
@@ -236,14 +478,35 @@ class ProcessConversation(Generic[TurnT]):
 
     # -- the turn --------------------------------------------------------------------------
 
-    def _watch(self, request: TurnRequest, started: float) -> TurnWatch:
-        """The clock of a turn begun at ``started``: its own budget, else the transport's."""
-        return TurnWatch(
-            started, timeout=self._timeout(request), stall_timeout=self._spec.stall_timeout
-        )
+    def _add_to_turn(
+        self, kind: str, text: str, event: str, frame: Callable[[TurnT], Mapping[str, Any] | None]
+    ) -> None:
+        """Send ``text`` into the running turn (``kind`` is the caller's verb, ``steer``).
 
-    def _timeout(self, request: TurnRequest) -> float | None:
-        return request.timeout if request.timeout is not None else self._turn_timeout
+        ``frame`` builds what goes out, under the lock, from the running turn (None: the
+        turn cannot take it now); ``Lifecycle(event, text)`` reports it on the turn's thread.
+
+        Raises:
+            NoRunningTurnError: no turn is running (or it cannot take the text now).
+            InvalidRequestError: ``text`` is empty.
+        """
+        if not isinstance(text, str) or not text.strip():  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise InvalidRequestError(
+                f"{kind}.text", f"{text!r:.40} is empty", f"{kind}() needs some text"
+            )
+        with self._lock:
+            turn, channel = self._turn, self._channel
+            out = None if turn is None or channel is None or turn.over else frame(turn)
+            if turn is None or channel is None or out is None:
+                raise NoRunningTurnError("no turn is running; send the text as a new turn")
+            try:
+                channel.send(out)
+            except ProcessClosedError:
+                raise NoRunningTurnError(
+                    "the turn's process has ended; send the text as a new turn"
+                ) from None
+            turn.steered.append(Lifecycle(event, text))
+            channel.wake()
 
     def _send_and_read(
         self, channel: Channel, turn: TurnT, frame: Mapping[str, Any], stop: TurnStop
@@ -255,11 +518,13 @@ class ProcessConversation(Generic[TurnT]):
         with self._lock:
             self._turn = turn
         self._send(channel, frame)
-        detach = stop.attach(lambda: self._interrupt_turn(None))
-        try:
+        with self._stoppable(stop):
             self._read_turn(channel, turn)
-        finally:
-            detach()
+
+    def _issue(self, subtype: str, deadline: float | None) -> PendingRequest:
+        """A new id for our request ``subtype``, to be answered by ``deadline`` (any thread)."""
+        with self._lock:
+            return self._requests.issue(subtype, deadline)
 
     def _send(self, channel: Channel, frame: Mapping[str, Any]) -> None:
         """Write ``frame``; a process that has ended is met and reported by the reader."""
@@ -297,12 +562,7 @@ class ProcessConversation(Generic[TurnT]):
             turn.emit(event)
 
     def _on_quiet(self, channel: Channel, turn: TurnT, now: float) -> None:
-        due = turn.watch.due(now)
-        if due is Due.TIMEOUT or due is Due.STALL:
-            self._interrupt_turn(due)
-        elif due is Due.KILL:
-            note = self._unanswered.format(grace=self._interrupt_grace)
-            turn.emit(Lifecycle("interrupt_unanswered", note))
+        if self._act_on_due(turn, now):
             channel.kill()
             self._drain_exit(channel, turn)
 
@@ -318,37 +578,33 @@ class ProcessConversation(Generic[TurnT]):
                 self._stderr.append(output.text)
                 turn.feed_stderr(output.text)
 
-    def _interrupt_turn(self, reason: Due | None) -> None:
-        """Stop the running turn in band (any thread; once per turn).
+    def _answer_approval(
+        self, channel: Channel, turn: TurnT, request: ApprovalRequest, answer: Answer, frame: Any
+    ) -> None:
+        """Send ``frame``, the CLI's answer to ``request``, and report it as sent.
 
-        ``reason`` is the deadline that asked for it (None: the caller did).
+        An answer that cannot go out costs an ``approval_not_sent`` notice, not the turn.
         """
-        with self._lock:
-            turn, channel = self._turn, self._channel
-            if turn is None or channel is None or turn.over:
-                return
-            if turn.interrupted:
-                if reason is not None and turn.watch.reason is None:
-                    turn.watch.reason = reason
-                return
-            turn.interrupted = True
-            turn.watch.interrupted(self._clock(), self._interrupt_grace, reason)
-            deferred = self._defer_interrupt(turn)
-        if not deferred:
-            self._send(channel, self._interrupt_frame(turn))
-        channel.wake()
+        try:
+            channel.send(frame)
+        except (ProcessClosedError, InvalidRequestError) as error:
+            turn.emit(Lifecycle("approval_not_sent", str(error)))
+        self._approval_sent(turn, request, answer)
+
+    def _stop_in_band(self, turn: TurnT, now: float) -> Callable[[], None] | None:
+        channel = self._channel
+        if channel is None:
+            return None
+        deferred = self._defer_interrupt(turn)
+
+        def deliver() -> None:
+            if not deferred:
+                self._send(channel, self._interrupt_frame(turn))
+            channel.wake()
+
+        return deliver
 
     # -- the result ------------------------------------------------------------------------
-
-    def _raise_for_deadline(
-        self, turn: TurnT, argv: tuple[str, ...], partial: ParsedTurn | None = None
-    ) -> None:
-        """Raise when the turn ended because its budget ran out or it went silent."""
-        reason = turn.watch.reason
-        if reason is Due.STALL:
-            raise TurnStalledError(self._spec.stall_timeout, turn.watch.stalled_for)
-        if reason is Due.TIMEOUT:
-            raise CliTimeoutError(argv, turn.watch.timeout, partial)
 
     def _died(
         self, exit_status: ProcessExited, kind: FailureKind = FailureKind.OTHER
@@ -359,34 +615,6 @@ class ProcessConversation(Generic[TurnT]):
             returncode=exit_status.returncode,
             stderr="".join(self._stderr),
             kind=kind,
-        )
-
-    def _turn_result(
-        self,
-        text: str,
-        usage: ProviderUsage | None,
-        *,
-        started: float,
-        resumed: bool,
-        interrupted: bool,
-        **more: Any,
-    ) -> TurnResult:
-        """The result of a turn that ended; usage it did not report is marked unknown."""
-        if usage is None:
-            usage = ProviderUsage(
-                provider=self._context.provider.profile.name, increment_known=False
-            )
-        return TurnResult(
-            text=text,
-            structured_output=None,
-            session_id=self._session_id,
-            resumed=resumed,
-            usage=usage,
-            cost_usd=usage.total_cost_usd,
-            duration_ms=int((self._clock() - started) * 1000),
-            exit_code=0,
-            interrupted=interrupted,
-            **more,
         )
 
     # -- the process -----------------------------------------------------------------------
@@ -406,12 +634,14 @@ class ProcessConversation(Generic[TurnT]):
         env: dict[str, str],
         emit: Emit,
         *,
-        side: SideChannel | None = None,
+        side: ServedSide | None = None,
     ) -> Channel:
         """Spawn ``argv`` in the conversation's cwd and make it the conversation's process.
 
-        ``side`` (the conversation's tools) is served by every read of its channel.
+        ``side`` (the conversation's tools) is served by every read of its channel and
+        closed with the process (also when it cannot be spawned: release it then).
         """
+        self._side = side
         emit(RunStarted(tuple(argv)))
         process = self._context.executor.spawn(SpawnRequest(argv, cwd=self._spec.cwd, env=env))
         channel = Channel(process, argv, clock=self._clock, side=side)
@@ -422,12 +652,17 @@ class ProcessConversation(Generic[TurnT]):
         return channel
 
     def _release_process(self) -> None:
+        """Close the channel's process: stdin EOF, then SIGTERM, then SIGKILL to its group.
+
+        What it served beside the process stops then too (its socket goes with it).
+        """
         with self._lock:
             channel, self._channel = self._channel, None
             self._requests.clear()
-        if channel is not None:
-            channel.close(self._close_grace)
-
-    def _shut_down(self) -> None:
-        """Release the process and whatever the conversation installed for it."""
-        self._release_process()
+        try:
+            if channel is not None:
+                channel.close(self._close_grace)
+        finally:
+            side, self._side = self._side, None
+            if side is not None:
+                side.close()

@@ -27,13 +27,19 @@ from .provider import ClaudeProvider, conversation_flags
 __all__ = ["permission_flags", "stream_argv"]
 
 
-def permission_flags(permissions: NativePermissions) -> list[str]:
-    """The flags that give Claude Code ``permissions`` (see the module docstring)."""
+def permission_flags(permissions: NativePermissions, *, prompt_tool: bool = True) -> list[str]:
+    """The flags that give Claude Code ``permissions`` (see the module docstring).
+
+    ``prompt_tool`` has the CLI ask on stdio; without it, it asks where it runs (the
+    interactive CLI's PermissionRequest hook answers there).
+    """
     mode = permissions.mode
     if mode is NativeMode.BYPASS:
         return ["--dangerously-skip-permissions"]
     name = "acceptEdits" if mode is NativeMode.WORKSPACE_WRITE else "default"
-    flags = ["--permission-mode", name, "--permission-prompt-tool", "stdio"]
+    flags = ["--permission-mode", name]
+    if prompt_tool:
+        flags += ["--permission-prompt-tool", "stdio"]
     for root in permissions.writable_roots:
         flags += ["--add-dir", root]
     return flags

@@ -16,19 +16,13 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
-from agentshim.core.conversation import (
-    ConversationSpec,
-    TurnStop,
-)
+from agentshim.core.conversation import ConversationSpec, TurnStop
 from agentshim.core.errors import (
-    ApprovalRequiredError,
     CliExitError,
     FailureKind,
     InvalidRequestError,
-    NoRunningTurnError,
     ProcessClosedError,
     SessionResumeError,
     TurnFailedError,
@@ -47,20 +41,12 @@ from agentshim.core.frames import UNKNOWN_DETAIL_CHARS
 from agentshim.core.ids import is_valid_session_id
 from agentshim.core.jsonvalues import as_mapping, as_str
 from agentshim.core.profile import ProviderProfile
-from agentshim.core.provider import (
-    ArgvContext,
-    McpInstallation,
-    ParsedTurn,
-    ParserContext,
-    mcp_env,
-    mcp_env_defaults,
-)
+from agentshim.core.provider import ParsedTurn, ParserContext
 from agentshim.core.stream import parse_json_object
 from agentshim.core.turn import TurnRequest, TurnResult
 from agentshim.core.usage import CostSource, ProviderUsage
 from agentshim.execution.process import ProcessExited, StderrLine
 from agentshim.tools.host import ToolHost
-from agentshim.transport.approvals import answered, decide_for_turn, requested
 from agentshim.transport.channel import Channel
 from agentshim.transport.conversation import LiveTurn, ProcessConversation, ProcessTransport
 from agentshim.transport.watch import TurnWatch
@@ -153,7 +139,6 @@ class ClaudeStreamConversation(ProcessConversation[_Turn]):
         self._provider = provider
         self._fork = spec.fork
         self._process_cost = 0.0
-        self._mcp: McpInstallation | None = None
         # The conversation's tools, answered in band (mcp_message) on the turn's thread.
         self._tools = ToolHost(spec.tools) if spec.tools else None
 
@@ -164,22 +149,7 @@ class ClaudeStreamConversation(ProcessConversation[_Turn]):
             NoRunningTurnError: no turn is running.
             InvalidRequestError: ``text`` is empty.
         """
-        if not isinstance(text, str) or not text.strip():  # pyright: ignore[reportUnnecessaryIsInstance]
-            raise InvalidRequestError(
-                "steer.text", f"{text!r:.40} is empty", "steer() needs some text"
-            )
-        with self._lock:
-            turn, channel = self._turn, self._channel
-            if turn is None or channel is None or turn.over:
-                raise NoRunningTurnError("no turn is running; send the text as a new turn")
-            try:
-                channel.send(user_message(text))
-            except ProcessClosedError:
-                raise NoRunningTurnError(
-                    "the turn's process has ended; send the text as a new turn"
-                ) from None
-            turn.steered.append(Lifecycle("steered", text))
-            channel.wake()
+        self._add_to_turn("steer", text, "steered", lambda turn: user_message(text))
 
     # -- the turn ------------------------------------------------------------------------
 
@@ -204,28 +174,14 @@ class ClaudeStreamConversation(ProcessConversation[_Turn]):
         channel = self._live_channel()
         if channel is not None:
             return channel
-        context, spec = self._context, self._spec
-        if self._mcp is None and spec.mcp_servers:
-            workspace = Path(spec.cwd) if spec.cwd is not None else None
-            self._mcp = self._provider.install_mcp(workspace, spec.mcp_servers)
-        mcp_argv = tuple(self._mcp.argv) if self._mcp is not None else ()
+        spec = self._spec
+        mcp_argv = self._install_mcp(spec.mcp_servers)
         if self._tools is not None:
             mcp_argv += sdk_mcp_argv(self._tools.server_name)
-        ctx = ArgvContext(
-            binary_path=context.binary_path,
-            model=self._model,
-            env=context.env,
-            resume_session_id=self._session_id,
-            reasoning_effort=spec.reasoning_effort,
-            mcp_argv=mcp_argv,
-            cwd=spec.cwd,
-        )
+        ctx = self._argv_context(mcp_argv)
         argv = stream_argv(self._provider, ctx, spec.permissions, fork=self._fork)
-        env = dict(context.env)
-        if self._mcp is not None:
-            for name, value in mcp_env_defaults(self._mcp).items():
-                env.setdefault(name, value)
-            env.update(mcp_env(self._mcp))
+        env = dict(self._context.env)
+        self._add_mcp_env(env)
         if self._tools is not None:
             # Offered up front, as on one-shot: a deferred tool needs a ToolSearch first.
             for name, value in TOOL_SEARCH_ENV.items():
@@ -244,8 +200,7 @@ class ClaudeStreamConversation(ProcessConversation[_Turn]):
         fields = initialize_fields(self._tools, self._spec.hooks)
         if not fields:
             return
-        with self._lock:
-            pending = self._requests.issue("initialize", None)
+        pending = self._issue("initialize", None)
         try:
             channel.send(control_request(pending.request_id, "initialize", **fields))
         except ProcessClosedError:
@@ -280,16 +235,12 @@ class ClaudeStreamConversation(ProcessConversation[_Turn]):
                 in_turn = True
 
     def _switch_model(self, channel: Channel, model: str, emit: Emit) -> None:
-        with self._lock:
-            pending = self._requests.issue("set_model", self._clock() + _CONTROL_TIMEOUT)
+        deadline = self._clock() + _CONTROL_TIMEOUT
+        pending = self._issue("set_model", deadline)
         channel.send(control_request(pending.request_id, "set_model", model=model))
-        deadline = pending.deadline
-        assert deadline is not None
         while True:
-            output = channel.read(deadline)
+            output = channel.read_until(deadline)
             if output is None:
-                if self._clock() < deadline:
-                    continue  # woken early: nothing this switch waits on came
                 raise TurnTimeoutError(
                     _CONTROL_TIMEOUT,
                     f"Claude Code did not confirm the switch to model {model!r} within "
@@ -357,24 +308,9 @@ class ClaudeStreamConversation(ProcessConversation[_Turn]):
             self._answer_callback(channel, frame, turn.emit)
             return
         request = approval_request(body)
-        turn.emit(requested(request))
-        answer = decide_for_turn(
-            self._spec.approvals,
-            self._spec.permissions,
-            request,
-            interrupted=turn.interrupted,
-            timeout=self._spec.approval_timeout,
-            clock=self._clock,
-        )
-        decision, fail = answer.decision, answer.fail_turn
-        try:
-            channel.send(control_success(request_id, decision_response(decision, request)))
-        except (ProcessClosedError, InvalidRequestError) as error:
-            turn.emit(Lifecycle("approval_not_sent", str(error)))
-        turn.emit(answered(request, decision, answer.decided_by))
-        if fail and turn.fail is None:
-            turn.fail = ApprovalRequiredError(request.tool, request.tool_id)
-            self._interrupt_turn(None)
+        answer = self._decide(turn, request)
+        frame = control_success(request_id, decision_response(answer.decision, request))
+        self._answer_approval(channel, turn, request, answer, frame)
 
     def _answer_callback(self, channel: Channel, frame: Mapping[str, Any], emit: Emit) -> None:
         """Answer an ``mcp_message`` or ``hook_callback`` here, on the reading thread.
@@ -412,8 +348,7 @@ class ClaudeStreamConversation(ProcessConversation[_Turn]):
             pass
 
     def _interrupt_frame(self, turn: _Turn) -> Mapping[str, Any]:
-        with self._lock:
-            pending = self._requests.issue("interrupt", None)
+        pending = self._issue("interrupt", None)
         return control_request(pending.request_id, "interrupt")
 
     # -- the result ------------------------------------------------------------------------
@@ -439,9 +374,7 @@ class ClaudeStreamConversation(ProcessConversation[_Turn]):
             classified = self._provider.classify_exit(error, resumed=False)
             if isinstance(classified, SessionResumeError):
                 raise classified
-        self._raise_for_deadline(turn, argv, parsed)
-        if turn.fail is not None:
-            raise turn.fail
+        self._raise_for_reading(turn, argv, parsed)
         if exit_status is not None and not turn.result_seen and not turn.interrupted:
             raise self._died(exit_status)
         if turn.interrupted:
@@ -502,14 +435,3 @@ class ClaudeStreamConversation(ProcessConversation[_Turn]):
         share = max(total - self._process_cost, 0.0)
         self._process_cost = total
         return dataclasses.replace(usage, total_cost_usd=share)
-
-    # -- closing ---------------------------------------------------------------------------
-
-    def _shut_down(self) -> None:
-        super()._shut_down()
-        with self._lock:  # close() and the turn's own thread may both get here
-            installation, self._mcp = self._mcp, None
-        if installation is not None:
-            note = installation.restore()
-            if note:
-                self._context.log(note)

@@ -18,23 +18,13 @@ the settings file holds the hooks, and the env holds the credentials.
 from __future__ import annotations
 
 from agentshim.core.ids import validate_session_id
-from agentshim.core.permissions import NativeMode, NativePermissions
+from agentshim.core.permissions import NativePermissions
 from agentshim.core.provider import ArgvContext
 
 from .provider import conversation_flags
+from .stream_argv import permission_flags
 
-__all__ = ["tui_argv", "tui_permission_flags"]
-
-
-def tui_permission_flags(permissions: NativePermissions) -> list[str]:
-    """The flags that give the interactive CLI ``permissions`` (see the module docstring)."""
-    if permissions.mode is NativeMode.BYPASS:
-        return ["--dangerously-skip-permissions"]
-    name = "acceptEdits" if permissions.mode is NativeMode.WORKSPACE_WRITE else "default"
-    flags = ["--permission-mode", name]
-    for root in permissions.writable_roots:
-        flags += ["--add-dir", root]
-    return flags
+__all__ = ["tui_argv"]
 
 
 def tui_argv(
@@ -61,5 +51,5 @@ def tui_argv(
     if not resuming or fork:
         argv += ["--session-id", session_id]
     argv += ["--settings", settings_file]
-    argv += tui_permission_flags(permissions)
+    argv += permission_flags(permissions, prompt_tool=False)
     return ctx.ending(argv)

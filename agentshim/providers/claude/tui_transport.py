@@ -24,24 +24,21 @@ import json
 import os
 import shutil
 import tempfile
-import threading
 import uuid
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from agentshim.core.conversation import ConversationSpec, TransportKind, TurnSlot, TurnStop
+from agentshim.core.conversation import ConversationSpec, TransportKind, TurnStop
 from agentshim.core.errors import (
     AgentShimError,
-    ApprovalRequiredError,
     CliDiedError,
     CliExitError,
-    CliTimeoutError,
     FailureKind,
     InvalidRequestError,
     ProcessClosedError,
     ProviderCapabilityError,
-    TurnCancelledError,
-    TurnStalledError,
     TurnTimeoutError,
 )
 from agentshim.core.events import (
@@ -56,26 +53,25 @@ from agentshim.core.events import (
     UsageReport,
     UsageScope,
 )
-from agentshim.core.ids import validate_session_id
 from agentshim.core.jsonvalues import as_str
 from agentshim.core.permissions import NativeMode
 from agentshim.core.profile import ProviderProfile
 from agentshim.core.provider import (
-    ArgvContext,
-    McpInstallation,
     ParserContext,
-    mcp_env,
-    mcp_env_defaults,
 )
 from agentshim.core.turn import TurnRequest, TurnResult
 from agentshim.core.usage import ProviderUsage
 from agentshim.execution.process import SpawnRequest
 from agentshim.execution.pty_process import PtyExecutor, PtyProcess
-from agentshim.transport.approvals import answered, decide_for_turn, requested
 from agentshim.transport.context import TransportContext
-from agentshim.transport.conversation import ProcessTransport
+from agentshim.transport.conversation import (
+    LiveTurn,
+    LongLivedConversation,
+    ProcessOptions,
+    ProcessTransport,
+)
 from agentshim.transport.fixed import refuse_fixed_changes
-from agentshim.transport.watch import Due, TurnWatch
+from agentshim.transport.watch import TurnWatch
 
 from .failures import StreamFailure, classify
 from .parser import ClaudeStreamParser
@@ -103,6 +99,9 @@ from .tui_protocol import (
     weekly_limit_used,
 )
 from .tui_transcript import TURN_END, TranscriptFollower, transcript_path
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 __all__ = ["ClaudeTuiConversation", "ClaudeTuiTransport"]
 
@@ -140,30 +139,21 @@ class ClaudeTuiTransport(ProcessTransport):
         self,
         context: TransportContext | Callable[[], TransportContext],
         *,
-        turn_timeout: float | None = None,
         ready_timeout: float = 60.0,
         submit_retry_after: float = 2.0,
         paste_to_enter: float = 0.03,
         first_paste_delay: float = 0.75,
         transcript_wait: float = 1.0,
-        interrupt_grace: float = 10.0,
-        close_grace: float = 5.0,
         scratch_cwd: str | None = None,
+        **options: Unpack[ProcessOptions],
     ) -> None:
-        super().__init__(
-            context,
-            turn_timeout=turn_timeout,
-            interrupt_grace=interrupt_grace,
-            close_grace=close_grace,
-        )
+        super().__init__(context, **options)
         self.timing = _Timing(
             ready=ready_timeout,
             retry=submit_retry_after,
             paste_to_enter=paste_to_enter,
             first_paste=first_paste_delay,
             transcript=transcript_wait,
-            interrupt=interrupt_grace,
-            close=close_grace,
         )
         self.scratch_cwd = scratch_cwd
 
@@ -193,48 +183,18 @@ class ClaudeTuiTransport(ProcessTransport):
                 f"(HostCommandExecutor); {type(context.executor).__name__} cannot; use "
                 "TransportKind.STREAM with this executor"
             )
-        return ClaudeTuiConversation(
-            context,
-            provider,
-            context.executor,
-            spec,
-            turn_timeout=self.turn_timeout,
-            timing=self.timing,
-            scratch_cwd=self.scratch_cwd,
-        )
+        return ClaudeTuiConversation(self, provider, context.executor, spec)
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
 class _Timing:
-    """The transport's waits, in seconds."""
+    """The transport's waits of its own, in seconds (the graces are every transport's)."""
 
-    __slots__ = (
-        "close",
-        "first_paste",
-        "interrupt",
-        "paste_to_enter",
-        "ready",
-        "retry",
-        "transcript",
-    )
-
-    def __init__(
-        self,
-        *,
-        ready: float,
-        retry: float,
-        paste_to_enter: float,
-        first_paste: float,
-        transcript: float,
-        interrupt: float,
-        close: float,
-    ) -> None:
-        self.ready = ready
-        self.retry = retry
-        self.paste_to_enter = paste_to_enter
-        self.first_paste = first_paste
-        self.transcript = transcript
-        self.interrupt = interrupt
-        self.close = close
+    ready: float
+    retry: float
+    paste_to_enter: float
+    first_paste: float
+    transcript: float
 
 
 class _Terminal:
@@ -286,146 +246,100 @@ class _Terminal:
         return records
 
 
-class _Turn:
+class _Turn(LiveTurn):
     """What the reader knows about the turn in flight."""
 
+    __slots__ = (
+        "calls",
+        "entered_at",
+        "failure",
+        "in_transcript",
+        "interrupted_at",
+        "parser",
+        "prompt_id",
+        "retried",
+        "stop",
+        "submitted",
+        "transcript_done",
+    )
+
     def __init__(self, emit: Emit, watch: TurnWatch) -> None:
-        self.emit = emit
-        self.watch = watch
+        super().__init__(emit, watch)
         self.prompt_id: str | None = None
         self.submitted = False
         self.entered_at: float | None = None
         self.retried = False
-        self.interrupted = False
         self.interrupted_at: float | None = None
         self.stop: HookRecord | None = None
         self.failure: HookRecord | None = None
-        self.fail: AgentShimError | None = None
         self.transcript_done = False
         self.in_transcript = False
         self.calls: list[ProviderUsage] = []
         self.parser: ClaudeStreamParser | None = None
 
+    @property
+    def over(self) -> bool:
+        """The turn's Stop hook came: Esc can no longer reach it."""
+        return self.stop is not None
 
-class ClaudeTuiConversation:
-    """One Claude Code conversation on one interactive process."""
+
+class ClaudeTuiConversation(LongLivedConversation[_Turn]):
+    """One Claude Code conversation on one interactive process.
+
+    An interrupt presses Esc (the process stays); closing presses Ctrl-C twice, then sends
+    SIGTERM, then SIGKILL, and removes the conversation's files. Besides the failures every
+    long-lived conversation has, a turn raises InvalidRequestError for a prompt that is empty
+    once terminal controls are removed, CliExitError when the CLI could not start (kind AUTH
+    for an authentication failure, with the marker and the terminal's tail) or the turn
+    failed (StopFailure, classified into its FailureKind), SessionResumeError when the CLI no
+    longer has the conversation to resume, TurnTimeoutError when the CLI did not get ready
+    within ``ready_timeout``, and ApprovalRequiredError when a permission request met
+    ApprovalPolicy.FAIL_TURN. A model other than the conversation's cannot be asked for.
+    """
+
+    _unanswered = "the turn did not end {grace:g} s after Esc; killing the process"
 
     def __init__(
         self,
-        context: TransportContext,
+        transport: ClaudeTuiTransport,
         provider: ClaudeProvider,
         executor: PtyExecutor,
         spec: ConversationSpec,
-        *,
-        turn_timeout: float | None,
-        timing: _Timing,
-        scratch_cwd: str | None,
     ) -> None:
-        if spec.resume_session_id is not None:
-            validate_session_id(spec.resume_session_id)
-        self._context = context
+        super().__init__(transport, spec, name="Claude Code")
         self._provider = provider
         self._executor = executor
-        self._spec = spec
-        self._clock = context.clock
-        self._turn_timeout = turn_timeout
-        self._timing = timing
-        self._scratch = scratch_cwd
-        self._slot = TurnSlot("this Claude Code conversation")
-        self._lock = threading.Lock()
+        self._timing = transport.timing
+        self._scratch = transport.scratch_cwd
         self._terminal: _Terminal | None = None
-        self._turn: _Turn | None = None
-        self._session_id = spec.resume_session_id
         self._fork = spec.fork
-        self._model = spec.model or context.model
-        self._mcp: McpInstallation | None = None
 
-    # -- the Conversation protocol -------------------------------------------------------
-
-    @property
-    def session_id(self) -> str | None:
-        """The conversation's id; None until its first process started."""
-        return self._session_id
-
-    def turn(self, request: TurnRequest, emit: Emit, stop: TurnStop | None = None) -> TurnResult:
-        """Run one turn on the conversation's process; events go to ``emit`` on this thread.
-
-        A stop requested before the prompt is pasted raises TurnCancelledError with nothing
-        sent; one requested later presses Esc, and the turn returns its result marked
-        ``interrupted`` (the process and the conversation stay).
-
-        Raises:
-            SessionStateError: the conversation is closed, or a turn is already running.
-            ProviderCapabilityError: the request asks for what a running process cannot
-                change (an output schema, its own env, argv, cwd, MCP servers or model).
-            InvalidRequestError: the prompt is empty once terminal controls are removed.
-            TurnCancelledError: stopped before the prompt was sent.
-            CliExitError: the CLI could not start (kind AUTH for an authentication
-                failure, with the marker and the terminal's tail), or the turn failed
-                (StopFailure, classified into its FailureKind).
-            SessionResumeError: the CLI no longer has the conversation to resume.
-            CliDiedError: the process ended mid-turn (the conversation is kept).
-            TurnTimeoutError: the CLI did not get ready within ``ready_timeout``.
-            CliTimeoutError / TurnStalledError: the turn overran its budget, or went silent.
-            ApprovalRequiredError: a permission request met ApprovalPolicy.FAIL_TURN.
-        """
-        turn_stop = self._slot.begin(stop)
-        try:
-            also = ("model",) if request.model is not None and request.model != self._model else ()
-            refuse_fixed_changes("Claude Code", request, self._spec, also=also)
-            text = sanitize_prompt(request.prompt)
-            if not text.strip():
-                raise InvalidRequestError(
-                    "TurnRequest.prompt",
-                    "empty once terminal control characters are removed",
-                    "the interactive CLI ignores an empty prompt; send some text",
-                )
-            if turn_stop.is_set():
-                raise TurnCancelledError(
-                    "the turn was cancelled before it was sent; nothing ran and the "
-                    "conversation is intact"
-                )
-            return self._run(request, text, emit, turn_stop)
-        finally:
-            with self._lock:
-                self._turn = None
-            self._slot.end()
-            if self._slot.closed:
-                self._shut_down()
-
-    def interrupt(self) -> None:
-        """Interrupt the running turn with Esc (the process stays); nothing when idle."""
-        self._slot.interrupt()
-
-    def close(self) -> None:
-        """End the process (Ctrl-C twice, then SIGTERM, then SIGKILL) and its files."""
-        self._slot.close()
-        self._slot.interrupt()
-        if self._slot.running:
-            return  # the turn's own thread closes the process when its turn ends
-        self._shut_down()
+    def _refuse(self, request: TurnRequest) -> None:
+        also = ("model",) if request.model is not None and request.model != self._model else ()
+        refuse_fixed_changes("Claude Code", request, self._spec, also=also)
+        if not sanitize_prompt(request.prompt).strip():
+            raise InvalidRequestError(
+                "TurnRequest.prompt",
+                "empty once terminal control characters are removed",
+                "the interactive CLI ignores an empty prompt; send some text",
+            )
 
     # -- the turn ------------------------------------------------------------------------
 
-    def _run(self, request: TurnRequest, text: str, emit: Emit, stop: TurnStop) -> TurnResult:
+    def _run(self, request: TurnRequest, emit: Emit, stop: TurnStop) -> TurnResult:
         started = self._clock()
         resumed = self._session_id is not None and not self._fork
         terminal = self._ensure_terminal(emit)
-        timeout = request.timeout if request.timeout is not None else self._turn_timeout
-        turn = _Turn(
-            emit, TurnWatch(self._clock(), timeout=timeout, stall_timeout=self._spec.stall_timeout)
-        )
+        # The turn's clock starts once the CLI is ready: starting it has a budget of its own.
+        turn = _Turn(emit, self._watch(request, self._clock()))
         turn.parser = self._parser(turn, resumed)
         with self._lock:
             self._turn = turn
         # A stop that came while the CLI started presses Esc as soon as the prompt is in.
-        self._submit(terminal, turn, text)
-        detach = stop.attach(lambda: self._interrupt_turn(None))
-        try:
+        self._submit(terminal, turn, sanitize_prompt(request.prompt))
+        with self._stoppable(stop):
             self._read_turn(terminal, turn)
-        finally:
-            detach()
-        return self._conclude(terminal, turn, resumed, started, timeout)
+        return self._conclude(terminal, turn, resumed, started)
 
     def _parser(self, turn: _Turn, resumed: bool) -> ClaudeStreamParser:
         def on_event(event: AgentEvent) -> None:
@@ -510,19 +424,9 @@ class ClaudeTuiConversation:
                 with contextlib.suppress(ProcessClosedError):
                     pty.write(CLEAR_LINE)
                 return
-            due = watch.due(now)
-            if due is Due.TIMEOUT or due is Due.STALL:
-                self._interrupt_turn(due)
-            elif due is Due.KILL:
-                turn.emit(
-                    Lifecycle(
-                        "interrupt_unanswered",
-                        f"the turn did not end {self._timing.interrupt:g} s after Esc; "
-                        "killing the process",
-                    )
-                )
+            if self._act_on_due(turn, now):
                 pty.kill()
-                pty.wait(self._timing.close)
+                pty.wait(self._close_grace)
                 return
 
     def _on_hook(self, terminal: _Terminal, turn: _Turn, record: HookRecord) -> None:
@@ -548,15 +452,7 @@ class ClaudeTuiConversation:
 
     def _answer(self, terminal: _Terminal, turn: _Turn, record: HookRecord) -> None:
         request = approval_request(record)
-        turn.emit(requested(request))
-        answer = decide_for_turn(
-            self._spec.approvals,
-            self._spec.permissions,
-            request,
-            interrupted=turn.interrupted,
-            timeout=self._spec.approval_timeout,
-            clock=self._clock,
-        )
+        answer = self._decide(turn, request)
         if record.hook is None:
             turn.emit(Lifecycle("approval_not_sent", "the hook record names no hook to answer"))
         else:
@@ -567,10 +463,7 @@ class ClaudeTuiConversation:
                 os.replace(staged, target)  # the hook sees the whole answer or none
             except OSError as error:
                 turn.emit(Lifecycle("approval_not_sent", str(error)))
-        turn.emit(answered(request, answer.decision, answer.decided_by))
-        if answer.fail_turn and turn.fail is None:
-            turn.fail = ApprovalRequiredError(request.tool, request.tool_id)
-            self._interrupt_turn(None)
+        self._approval_sent(turn, request, answer)
 
     def _read_transcript(self, terminal: _Terminal, turn: _Turn) -> None:
         for record, line in terminal.transcript.read():
@@ -595,39 +488,28 @@ class ClaudeTuiConversation:
                 turn.watch.heard(self._clock())
                 turn.parser.dispatch(dict(record), line)
 
-    def _interrupt_turn(self, reason: Due | None) -> None:
-        """Press Esc for the running turn (any thread; once per turn)."""
-        with self._lock:
-            turn, terminal = self._turn, self._terminal
-            if turn is None or terminal is None or turn.stop is not None:
-                return
-            if turn.interrupted:
-                if reason is not None and turn.watch.reason is None:
-                    turn.watch.reason = reason
-                return
-            turn.interrupted = True
-            now = self._clock()
-            turn.interrupted_at = now
-            turn.watch.interrupted(now, self._timing.interrupt, reason)
-        with contextlib.suppress(ProcessClosedError):
-            terminal.pty.write(ESCAPE)
-        terminal.pty.wake()
+    def _stop_in_band(self, turn: _Turn, now: float) -> Callable[[], None] | None:
+        terminal = self._terminal
+        if terminal is None:
+            return None
+        turn.interrupted_at = now
+
+        def press_escape() -> None:
+            with contextlib.suppress(ProcessClosedError):
+                terminal.pty.write(ESCAPE)
+            terminal.pty.wake()
+
+        return press_escape
 
     # -- the result ------------------------------------------------------------------------
 
     def _conclude(
-        self, terminal: _Terminal, turn: _Turn, resumed: bool, started: float, timeout: float | None
+        self, terminal: _Terminal, turn: _Turn, resumed: bool, started: float
     ) -> TurnResult:
         pty = terminal.pty
         if turn.stop is not None:
             self._await_transcript(terminal, turn)
-        reason = turn.watch.reason
-        if reason is Due.STALL:
-            raise TurnStalledError(self._spec.stall_timeout, turn.watch.stalled_for)
-        if reason is Due.TIMEOUT:
-            raise CliTimeoutError(terminal.argv, timeout)
-        if turn.fail is not None:
-            raise turn.fail
+        self._raise_for_reading(turn, terminal.argv)
         if turn.failure is not None:
             raise self._failed(terminal, turn.failure)
         code = pty.returncode
@@ -642,16 +524,10 @@ class ClaudeTuiConversation:
             turn.emit(TurnInterrupted("interrupted on request (Esc)"))
         text = (turn.stop.field("last_assistant_message") if turn.stop is not None else None) or ""
         usage = _sum(turn.calls, self._model, known=turn.transcript_done)
-        return TurnResult(
-            text=text,
-            structured_output=None,
-            session_id=self._session_id,
-            resumed=resumed,
-            usage=usage,
-            cost_usd=None,
-            duration_ms=int((self._clock() - started) * 1000),
-            exit_code=0,
-            interrupted=turn.interrupted and turn.stop is None,
+        interrupted = turn.interrupted and turn.stop is None
+        # The transcript's calls carry no cost, so neither does their sum.
+        return self._turn_result(
+            text, usage, started=started, resumed=resumed, interrupted=interrupted
         )
 
     def _await_transcript(self, terminal: _Terminal, turn: _Turn) -> None:
@@ -689,20 +565,18 @@ class ClaudeTuiConversation:
         if terminal is not None and terminal.pty.returncode is None:
             return terminal
         if terminal is not None:
-            self._release_terminal()
+            self._release_process()
         terminal = self._start(emit)
         try:
             self._await_ready(terminal, emit)
         except BaseException:
-            self._release_terminal()
+            self._release_process()
             raise
         return terminal
 
     def _start(self, emit: Emit) -> _Terminal:
         context, spec = self._context, self._spec
-        if self._mcp is None and spec.mcp_servers:
-            workspace = Path(spec.cwd) if spec.cwd is not None else None
-            self._mcp = self._provider.install_mcp(workspace, spec.mcp_servers)
+        mcp_argv = self._install_mcp(spec.mcp_servers)
         cwd = spec.cwd or self._scratch_cwd()
         directory = Path(tempfile.mkdtemp(prefix="agentshim-claude-tui-"))
         try:
@@ -718,17 +592,8 @@ class ClaudeTuiConversation:
             fresh = self._session_id is None or self._fork
             session_id = str(uuid.uuid4()) if fresh else self._session_id
             assert session_id is not None
-            ctx = ArgvContext(
-                binary_path=context.binary_path,
-                model=self._model,
-                env=context.env,
-                resume_session_id=self._session_id,
-                reasoning_effort=spec.reasoning_effort,
-                mcp_argv=tuple(self._mcp.argv) if self._mcp is not None else (),
-                cwd=cwd,
-            )
             argv = tui_argv(
-                ctx,
+                self._argv_context(mcp_argv, cwd=cwd),
                 spec.permissions,
                 session_id=session_id,
                 settings_file=str(settings_file),
@@ -736,10 +601,7 @@ class ClaudeTuiConversation:
             )
             env = dict(context.env)
             env.setdefault("TERM", "xterm-256color")
-            if self._mcp is not None:
-                for name, value in mcp_env_defaults(self._mcp).items():
-                    env.setdefault(name, value)
-                env.update(mcp_env(self._mcp))
+            self._add_mcp_env(env)
             emit(RunStarted(tuple(argv)))
             pty = self._executor.spawn_pty(SpawnRequest(argv, cwd=cwd, env=env))
         except BaseException:
@@ -814,7 +676,7 @@ class ClaudeTuiConversation:
         pty = terminal.pty
         if pty.returncode is None:
             pty.kill()
-            pty.wait(self._timing.close)
+            pty.wait(self._close_grace)
         code = pty.returncode if pty.returncode is not None else -9
         words = terminal.words()
         tail = words[-4000:]
@@ -839,12 +701,13 @@ class ClaudeTuiConversation:
 
     # -- closing ---------------------------------------------------------------------------
 
-    def _release_terminal(self) -> None:
+    def _release_process(self) -> None:
+        """Ctrl-C twice, then SIGTERM, then SIGKILL; the terminal's files go with it."""
         with self._lock:
             terminal, self._terminal = self._terminal, None
         if terminal is None:
             return
-        pty, grace = terminal.pty, self._timing.close
+        pty, grace = terminal.pty, self._close_grace
         try:
             if pty.returncode is None:
                 with contextlib.suppress(ProcessClosedError):
@@ -858,15 +721,6 @@ class ClaudeTuiConversation:
                         pty.wait(grace)
         finally:
             shutil.rmtree(terminal.directory, ignore_errors=True)
-
-    def _shut_down(self) -> None:
-        self._release_terminal()
-        with self._lock:
-            installation, self._mcp = self._mcp, None
-        if installation is not None:
-            note = installation.restore()
-            if note:
-                self._context.log(note)
 
 
 def _write_private(path: Path, text: str) -> None:

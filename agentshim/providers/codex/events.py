@@ -26,6 +26,7 @@ __all__ = [
     "SUBAGENT_TOOL",
     "TOOL_KINDS",
     "WEB_TOOL",
+    "mcp_output",
     "plan_from_item",
     "tool_args",
     "tool_kind",
@@ -96,22 +97,30 @@ def _change_lines(changes: object) -> str:
     return "\n".join(lines)
 
 
-def _mcp_output(result: object) -> str:
-    payload = as_mapping(result)
-    if payload is None:
-        return ""
+def mcp_output(content: object, structured: object) -> str:
+    """The text of an MCP tool call's result, as both of Codex's outputs carry it.
+
+    Its text blocks joined by newlines; failing those, ``structured`` (the result's
+    ``structured_content``) as JSON; failing both, "".
+    """
     texts: list[str] = []
-    for block in list_or_empty(payload.get("content")):
+    for block in list_or_empty(content):
         entry = as_mapping(block)
         text = str_or_empty(entry.get("text")) if entry is not None else ""
         if text:
             texts.append(text)
     if texts:
         return "\n".join(texts)
-    structured = payload.get("structured_content")
     if structured is not None:
         return json.dumps(structured, ensure_ascii=False)
     return ""
+
+
+def _mcp_output(result: object) -> str:
+    payload = as_mapping(result)
+    if payload is None:
+        return ""
+    return mcp_output(payload.get("content"), payload.get("structured_content"))
 
 
 def _error_message(error: object) -> str:

@@ -35,8 +35,6 @@ from agentshim.core.errors import (
     CliExitError,
     CliTimeoutError,
     FailureKind,
-    InvalidRequestError,
-    NoRunningTurnError,
     ProcessClosedError,
     ProviderCapabilityError,
     SessionResumeError,
@@ -53,7 +51,7 @@ from agentshim.core.ids import is_valid_session_id
 from agentshim.core.jsonvalues import as_str
 from agentshim.core.permissions import ApprovalPolicy, NativeMode
 from agentshim.core.profile import ProviderProfile
-from agentshim.core.provider import ArgvContext, ParserContext
+from agentshim.core.provider import ParserContext
 from agentshim.core.stream import parse_json_object
 from agentshim.core.turn import TurnRequest, TurnResult
 from agentshim.execution.process import ProcessExited, StderrLine
@@ -261,23 +259,12 @@ class PiRpcConversation(ProcessConversation[_Turn]):
     # -- the turn ------------------------------------------------------------------------
 
     def _queue(self, kind: str, text: str) -> None:
-        if not isinstance(text, str) or not text.strip():  # pyright: ignore[reportUnnecessaryIsInstance]
-            raise InvalidRequestError(
-                f"{kind}.text", f"{text!r:.40} is empty", f"{kind}() needs some text"
-            )
-        with self._lock:
-            turn, channel = self._turn, self._channel
-            if turn is None or channel is None or turn.over or turn.interrupted:
-                raise NoRunningTurnError("no turn is running; send the text as a new turn")
-            pending = self._requests.issue(kind, None)
-            try:
-                channel.send(command(pending.request_id, kind, message=text))
-            except ProcessClosedError:
-                raise NoRunningTurnError(
-                    "the turn's process has ended; send the text as a new turn"
-                ) from None
-            turn.steered.append(Lifecycle("steered" if kind == "steer" else "followed_up", text))
-            channel.wake()
+        def frame(turn: _Turn) -> Mapping[str, Any] | None:
+            if turn.interrupted:
+                return None
+            return command(self._requests.issue(kind, None).request_id, kind, message=text)
+
+        self._add_to_turn(kind, text, "steered" if kind == "steer" else "followed_up", frame)
 
     def _run(self, request: TurnRequest, emit: Emit, stop: TurnStop) -> TurnResult:
         started = self._clock()
@@ -291,8 +278,7 @@ class PiRpcConversation(ProcessConversation[_Turn]):
         parser = self._provider.new_parser(emit, expect_structured=False)
         parser.configure(ParserContext(model=self._model, resumed=resumed))
         turn = _Turn(parser, emit, self._watch(request, started))
-        with self._lock:
-            prompt = self._requests.issue("prompt", None)
+        prompt = self._issue("prompt", None)
         self._send_and_read(
             channel, turn, command(prompt.request_id, "prompt", message=request.prompt), stop
         )
@@ -308,17 +294,8 @@ class PiRpcConversation(ProcessConversation[_Turn]):
         if spec.tools:
             refuse_remote_executor(context.executor)
             self._serving = serve_tools(spec.tools, emit=emit)
-        ctx = ArgvContext(
-            binary_path=context.binary_path,
-            model=self._model,
-            env=context.env,
-            resume_session_id=self._session_id,
-            reasoning_effort=spec.reasoning_effort,
-            mcp_argv=() if self._serving is None else tuple(tool_extension(self._serving).argv),
-            cwd=spec.cwd,
-            fork_session=self._fork,
-        )
-        argv = rpc_argv(self._provider, ctx)
+        tools = () if self._serving is None else tool_extension(self._serving).argv
+        argv = rpc_argv(self._provider, self._argv_context(tools, fork_session=self._fork))
         env = dict(context.env)
         for name, value in self._provider.env_defaults.items():
             env.setdefault(name, value)
@@ -332,8 +309,7 @@ class PiRpcConversation(ProcessConversation[_Turn]):
 
     def _handshake(self, channel: Channel, emit: Emit) -> None:
         """Ask the new process for its state: it is ready once it answers, and names its session."""
-        with self._lock:
-            pending = self._requests.issue("get_state", self._clock() + _STARTUP_TIMEOUT)
+        pending = self._issue("get_state", self._clock() + _STARTUP_TIMEOUT)
         try:
             channel.send(command(pending.request_id, "get_state"))
         except ProcessClosedError:
@@ -457,8 +433,7 @@ class PiRpcConversation(ProcessConversation[_Turn]):
             return self._requests.resolve(oldest.request_id) if oldest is not None else None
 
     def _switch_model(self, channel: Channel, model: str, emit: Emit) -> None:
-        with self._lock:
-            pending = self._requests.issue("set_model", self._clock() + _COMMAND_TIMEOUT)
+        pending = self._issue("set_model", self._clock() + _COMMAND_TIMEOUT)
         try:
             channel.send(model_command(pending.request_id, model, self._model_provider))
         except ProcessClosedError:
@@ -568,15 +543,6 @@ class PiRpcConversation(ProcessConversation[_Turn]):
             Lifecycle("extension_dialog_cancelled", f"{method}: {title}"[:UNKNOWN_DETAIL_CHARS])
         )
 
-    def _release_process(self) -> None:
-        """End the process, then stop serving its tools (the extension goes with the socket)."""
-        try:
-            super()._release_process()
-        finally:
-            serving, self._serving = self._serving, None
-            if serving is not None:
-                serving.close()
-
     def _defer_interrupt(self, turn: _Turn) -> bool:
         if turn.started:
             return False
@@ -601,7 +567,7 @@ class PiRpcConversation(ProcessConversation[_Turn]):
         stderr = "".join(self._stderr)
         if exit_status is not None and not turn.agent_ended:
             turn.emit(RunFinished(exit_status.returncode))
-        self._raise_for_deadline(turn, argv, parsed)
+        self._raise_for_reading(turn, argv, parsed)
         if exit_status is not None and not turn.agent_ended and not turn.interrupted:
             raise self._died(exit_status)
         if turn.refused is not None:

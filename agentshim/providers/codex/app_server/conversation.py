@@ -18,20 +18,16 @@ from __future__ import annotations
 import dataclasses
 import json
 from collections.abc import Callable
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agentshim._version import __version__
 from agentshim.core.conversation import ConversationSpec, TurnStop
 from agentshim.core.errors import (
     AgentShimError,
-    ApprovalRequiredError,
     CliDiedError,
     CliExitError,
     CliTimeoutError,
     FailureKind,
-    InvalidRequestError,
-    NoRunningTurnError,
     ProcessClosedError,
     SchemaDialectError,
     SessionResumeError,
@@ -49,14 +45,12 @@ from agentshim.core.events import (
 )
 from agentshim.core.frames import UNKNOWN_DETAIL_CHARS
 from agentshim.core.profile import SchemaDialect
-from agentshim.core.provider import McpInstallation, mcp_env, mcp_env_defaults
 from agentshim.core.schema import dialect_problems
 from agentshim.core.turn import TurnRequest, TurnResult
 from agentshim.execution.process import ProcessExited, StderrLine, StdoutLine
 from agentshim.execution.reaping import can_scan, new_run_id, reap_marked
 from agentshim.providers.codex.provider import CodexProvider
 from agentshim.tools.local import LocalToolServer, refuse_remote_executor, serve_tools
-from agentshim.transport.approvals import answered, decide_for_turn, requested
 from agentshim.transport.channel import Channel
 from agentshim.transport.conversation import LiveTurn, ProcessConversation
 from agentshim.transport.correlator import PendingRequest
@@ -170,7 +164,6 @@ class CodexAppServerConversation(ProcessConversation[_Turn]):
         previous = spec.previous_usage
         self._usage.known(previous.raw if previous is not None else None)
         self._marker = new_run_id()
-        self._mcp: McpInstallation | None = None
         # The conversation's tools, served to the process as a local MCP server while it runs.
         self._serving: LocalToolServer | None = None
 
@@ -193,36 +186,19 @@ class CodexAppServerConversation(ProcessConversation[_Turn]):
             NoRunningTurnError: no turn is running (or Codex has not named it yet).
             InvalidRequestError: ``text`` is empty.
         """
-        if not isinstance(text, str) or not text.strip():  # pyright: ignore[reportUnnecessaryIsInstance]
-            raise InvalidRequestError(
-                "steer.text", f"{text!r:.40} is empty", "steer() needs some text"
-            )
-        with self._lock:
-            turn, channel, thread = self._turn, self._channel, self._session_id
-            if (
-                turn is None
-                or channel is None
-                or thread is None
-                or turn.turn_id is None
-                or not turn.active
-                or turn.over
-                or turn.interrupted
-            ):
-                raise NoRunningTurnError("no turn is running; send the text as a new turn")
+
+        def frame(turn: _Turn) -> dict[str, Any] | None:
+            thread = self._session_id
+            if thread is None or turn.turn_id is None or not turn.active or turn.interrupted:
+                return None
             params = p.TurnSteerParams(
                 thread_id=thread,
                 expected_turn_id=turn.turn_id,
                 input=(p.TextUserInput(text=text),),
             )
-            pending = self._requests.issue(params.METHOD, None)
-            try:
-                channel.send(request_frame(pending, params))
-            except ProcessClosedError:
-                raise NoRunningTurnError(
-                    "the turn's process has ended; send the text as a new turn"
-                ) from None
-            turn.steered.append(Lifecycle("steered", text))
-            channel.wake()
+            return request_frame(self._requests.issue(params.METHOD, None), params)
+
+        self._add_to_turn("steer", text, "steered", frame)
 
     # -- the turn ------------------------------------------------------------------------
 
@@ -246,8 +222,7 @@ class CodexAppServerConversation(ProcessConversation[_Turn]):
             sandbox_policy=sandbox_policy(self._spec.permissions),
         )
         self._usage.begin_turn()
-        with self._lock:
-            turn.start = self._requests.issue(params.METHOD, None)
+        turn.start = self._issue(params.METHOD, None)
         self._send_and_read(channel, turn, request_frame(turn.start, params), stop)
         return self._conclude(channel, turn, resumed, started, schema is not None)
 
@@ -345,25 +320,9 @@ class CodexAppServerConversation(ProcessConversation[_Turn]):
         if request is None:
             self._refuse_request(channel, said, turn.emit)
             return
-        turn.emit(requested(request))
-        answer = decide_for_turn(
-            self._spec.approvals,
-            self._spec.permissions,
-            request,
-            interrupted=turn.interrupted,
-            timeout=self._spec.approval_timeout,
-            clock=self._clock,
-        )
-        decision = answer.decision
-        reply = approval_reply(said.params, decision, interrupted=turn.interrupted)
-        try:
-            channel.send(p.reply(said.id, reply))
-        except (ProcessClosedError, InvalidRequestError) as error:
-            turn.emit(Lifecycle("approval_not_sent", str(error)))
-        turn.emit(answered(request, decision, answer.decided_by))
-        if answer.fail_turn and turn.fail is None:
-            turn.fail = ApprovalRequiredError(request.tool, request.tool_id)
-            self._interrupt_turn(None)
+        answer = self._decide(turn, request)
+        reply = approval_reply(said.params, answer.decision, interrupted=turn.interrupted)
+        self._answer_approval(channel, turn, request, answer, p.reply(said.id, reply))
 
     def _refuse_request(self, channel: Channel, said: p.ServerRequest, emit: Emit) -> None:
         # Codex waits for an answer to every request it makes: one nobody can give is refused.
@@ -386,8 +345,7 @@ class CodexAppServerConversation(ProcessConversation[_Turn]):
         assert thread is not None
         assert turn_id is not None
         params = p.TurnInterruptParams(thread_id=thread, turn_id=turn_id)
-        with self._lock:
-            pending = self._requests.issue(params.METHOD, None)
+        pending = self._issue(params.METHOD, None)
         return request_frame(pending, params)
 
     # -- the result ------------------------------------------------------------------------
@@ -407,9 +365,7 @@ class CodexAppServerConversation(ProcessConversation[_Turn]):
         argv, exit_status, stderr = channel.argv, channel.exit, "".join(self._stderr)
         if exit_status is not None and completed is None:
             turn.emit(RunFinished(exit_status.returncode))
-        self._raise_for_deadline(turn, argv)
-        if turn.fail is not None:
-            raise turn.fail
+        self._raise_for_reading(turn, argv)
         if exit_status is not None and completed is None and not turn.interrupted:
             raise self._died(exit_status)
         if turn.refused is not None:
@@ -475,21 +431,14 @@ class CodexAppServerConversation(ProcessConversation[_Turn]):
             # simply built again.
             servers = (*servers, self._serving.server)
             self._mcp = None
-        if self._mcp is None and servers:
-            workspace = Path(spec.cwd) if spec.cwd is not None else None
-            self._mcp = self._provider.install_mcp(workspace, servers)
-        mcp_argv = tuple(self._mcp.argv) if self._mcp is not None else ()
         argv = app_server_argv(
             context.binary_path,
             path=context.env.get("PATH"),
             marker=self._marker,
-            mcp_argv=mcp_argv,
+            mcp_argv=self._install_mcp(servers),
         )
         env = dict(context.env)
-        if self._mcp is not None:
-            for name, value in mcp_env_defaults(self._mcp).items():
-                env.setdefault(name, value)
-            env.update(mcp_env(self._mcp))
+        self._add_mcp_env(env)
         env[TOOL_MARKER] = self._marker
         try:
             channel = self._start_process(argv, env, emit, side=self._serving)
@@ -564,16 +513,12 @@ class CodexAppServerConversation(ProcessConversation[_Turn]):
 
     def _call(self, channel: Channel, params: Any, emit: Emit) -> p.Response | p.ErrorResponse:
         """Send one request before a turn and read until it is answered (or fail the turn)."""
-        with self._lock:
-            pending = self._requests.issue(str(params.METHOD), self._clock() + _STARTUP_TIMEOUT)
+        deadline = self._clock() + _STARTUP_TIMEOUT
+        pending = self._issue(str(params.METHOD), deadline)
         self._send(channel, request_frame(pending, params))
-        deadline = pending.deadline
-        assert deadline is not None
         while True:
-            output = channel.read(deadline)
+            output = channel.read_until(deadline)
             if output is None:
-                if self._clock() < deadline:
-                    continue  # woken early: nothing this request waits on came
                 channel.kill()
                 self._release_process()
                 raise CliTimeoutError(
@@ -632,21 +577,3 @@ class CodexAppServerConversation(ProcessConversation[_Turn]):
             emit(Lifecycle("malformed_frame", said.reason[:UNKNOWN_DETAIL_CHARS]))
 
     # -- closing ---------------------------------------------------------------------------
-
-    def _release_process(self) -> None:
-        """End the process, then stop serving its tools (the socket goes with it)."""
-        try:
-            super()._release_process()
-        finally:
-            serving, self._serving = self._serving, None
-            if serving is not None:
-                serving.close()
-
-    def _shut_down(self) -> None:
-        super()._shut_down()
-        with self._lock:  # close() and the turn's own thread may both get here
-            installation, self._mcp = self._mcp, None
-        if installation is not None:
-            note = installation.restore()
-            if note:
-                self._context.log(note)

@@ -11,13 +11,11 @@ ends them.
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
 from agentshim.core.events import AssistantText, Emit, Reasoning, ToolCall, ToolResult
-from agentshim.core.jsonvalues import as_mapping, list_or_empty, str_or_empty
 from agentshim.core.stream import ToolArgs
 from agentshim.providers.codex.events import (
     EDIT_TOOL,
@@ -25,6 +23,7 @@ from agentshim.providers.codex.events import (
     SHELL_TOOL,
     SUBAGENT_TOOL,
     WEB_TOOL,
+    mcp_output,
     tool_kind,
 )
 
@@ -76,22 +75,6 @@ def _args(item: p.ThreadItem) -> ToolArgs:
     return {k: v for k, v in wire.items() if k not in ("id", "type", "status")}
 
 
-def _mcp_output(result: p.McpToolCallResult | None) -> str:
-    if result is None:
-        return ""
-    texts: list[str] = []
-    for block in list_or_empty(result.content):
-        entry = as_mapping(block)
-        text = str_or_empty(entry.get("text")) if entry is not None else ""
-        if text:
-            texts.append(text)
-    if texts:
-        return "\n".join(texts)
-    if result.structured_content is not None:
-        return json.dumps(result.structured_content, ensure_ascii=False)
-    return ""
-
-
 def _result(item: p.ThreadItem, name: str, duration: float | None) -> tuple[str, str, int | None]:
     """(stdout, stderr, exit code) of a completed tool item; a failure has no stdout."""
     status = str(encode(getattr(item, "status", "")) or "")
@@ -110,7 +93,10 @@ def _result(item: p.ThreadItem, name: str, duration: float | None) -> tuple[str,
         if item.error is not None or status == "failed":
             message = item.error.message if item.error is not None else "MCP tool call failed"
             return "", message, 1
-        return _mcp_output(item.result), "", 0
+        result = item.result
+        if result is None:
+            return "", "", 0
+        return mcp_output(result.content, result.structured_content), "", 0
     del name, duration
     if status in ("failed", "declined"):
         return "", f"{status}", 1

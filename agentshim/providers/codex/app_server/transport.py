@@ -15,11 +15,13 @@ from agentshim.core.errors import ProviderCapabilityError
 from agentshim.core.profile import ProviderProfile
 from agentshim.providers.codex.provider import CodexProvider
 from agentshim.transport.context import TransportContext
-from agentshim.transport.conversation import ProcessTransport
+from agentshim.transport.conversation import ProcessOptions, ProcessTransport
 
 from .profile import APP_SERVER_PROFILE
 
 if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
     from .conversation import CodexAppServerConversation
 
 __all__ = ["CodexAppServerTransport", "Reaper"]
@@ -40,17 +42,10 @@ class CodexAppServerTransport(ProcessTransport):
         self,
         context: TransportContext | Callable[[], TransportContext],
         *,
-        turn_timeout: float | None = None,
-        interrupt_grace: float = 10.0,
-        close_grace: float = 5.0,
         reap: Reaper | None = None,
+        **options: Unpack[ProcessOptions],
     ) -> None:
-        super().__init__(
-            context,
-            turn_timeout=turn_timeout,
-            interrupt_grace=interrupt_grace,
-            close_grace=close_grace,
-        )
+        super().__init__(context, **options)
         self.reap = reap
 
     @property
