@@ -90,7 +90,8 @@ class ProviderProfile:
 
     name: str
     display_name: str
-    binary: str
+    binary: str = ""
+    """The executable looked up on PATH; empty means it is ``name``."""
     supports_resume: bool = False
     supports_fork: bool = False
     """Whether a resumed conversation can start a new one from its history instead."""
@@ -112,6 +113,8 @@ class ProviderProfile:
     native_permission_modes: tuple[NativeMode, ...] = (NativeMode.BYPASS,)
 
     def __post_init__(self) -> None:
+        if not self.binary:
+            object.__setattr__(self, "binary", self.name)
         if (self.mcp is McpMechanism.CONFIG_FILE) != (self.mcp_config_file is not None):
             raise InvalidRequestError(
                 "ProviderProfile.mcp_config_file",

@@ -98,7 +98,6 @@ RESUME_ALIASES: tuple[str, ...] = ("claude -r {id}", "claude --resume={id}")
 PROFILE = ProviderProfile(
     name=PROVIDER_NAME,
     display_name="Claude Code",
-    binary="claude",
     supports_resume=True,
     supports_fork=True,
     supports_reasoning_effort=True,
@@ -186,10 +185,8 @@ class ClaudeProvider:
         object.__setattr__(self, "hooks", hooks)
         object.__setattr__(self, "settings_json", settings_json)
 
-    @property
-    def profile(self) -> ProviderProfile:
-        """Claude Code's capabilities."""
-        return PROFILE
+    profile = PROFILE
+    """Claude Code's capabilities."""
 
     @property
     def sandbox_env(self) -> Mapping[str, str]:

@@ -77,7 +77,6 @@ RESUME_ALIASES: tuple[str, ...] = ("codex exec resume {id}",)
 PROFILE = ProviderProfile(
     name=PROVIDER_NAME,
     display_name="Codex CLI",
-    binary="codex",
     supports_resume=True,
     supports_reasoning_effort=True,
     mcp=McpMechanism.CLI_FLAGS,
@@ -293,10 +292,8 @@ class CodexProvider:
 
     sandbox: CodexSandboxConfig | None = None
 
-    @property
-    def profile(self) -> ProviderProfile:
-        """Codex CLI's static capabilities."""
-        return PROFILE
+    profile = PROFILE
+    """Codex CLI's static capabilities."""
 
     def build_argv(self, ctx: ArgvContext) -> list[str]:
         """Return one turn's argv (see the module docstring); the prompt is never in it.

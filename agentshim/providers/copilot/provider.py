@@ -73,7 +73,6 @@ RESUME_ALIASES: tuple[str, ...] = ("copilot --resume {id}", "copilot -r {id}")
 PROFILE = ProviderProfile(
     name=PROVIDER_NAME,
     display_name="GitHub Copilot CLI",
-    binary="copilot",
     supports_resume=True,
     mcp=McpMechanism.CLI_FLAGS,
     state_dirs=(".copilot",),
@@ -90,7 +89,6 @@ PROFILE = ProviderProfile(
     auth_files=(".copilot/config.json",),
     credential_files=(".copilot/config.json",),
     resume_state_paths=(".copilot/session-state", ".copilot/session-store.db"),
-    mcp_config_file=None,
 )
 """Copilot CLI's capabilities (checked against 1.0.102 and its ``help`` topics)."""
 
@@ -110,10 +108,8 @@ class CopilotProvider:
     allow_all_urls: bool = True
     auto_update: bool = False
 
-    @property
-    def profile(self) -> ProviderProfile:
-        """Copilot CLI's static capabilities."""
-        return PROFILE
+    profile = PROFILE
+    """Copilot CLI's static capabilities."""
 
     def build_argv(self, ctx: ArgvContext) -> list[str]:
         """Return the turn's argv; the prompt is never in it.

@@ -63,7 +63,6 @@ RESUME_ALIASES: tuple[str, ...] = ("gemini -r {id}", "gemini --resume={id}")
 PROFILE = ProviderProfile(
     name=PROVIDER_NAME,
     display_name="Gemini CLI",
-    binary="gemini",
     supports_resume=True,
     mcp=McpMechanism.CONFIG_FILE,
     state_dirs=(".gemini",),
@@ -118,10 +117,8 @@ class GeminiProvider:
                 "or read_only (--approval-mode plan)"
             )
 
-    @property
-    def profile(self) -> ProviderProfile:
-        """The Gemini CLI's static capabilities."""
-        return PROFILE
+    profile = PROFILE
+    """The Gemini CLI's static capabilities."""
 
     def build_argv(self, ctx: ArgvContext) -> list[str]:
         """``gemini --output-format stream-json [--model m] [--resume id] <mode> [extra]``."""

@@ -64,7 +64,6 @@ RESUME_ALIASES: tuple[str, ...] = (
 PROFILE = ProviderProfile(
     name=PROVIDER_NAME,
     display_name="opencode",
-    binary="opencode",
     supports_resume=True,
     mcp=McpMechanism.CONFIG_FILE,
     state_dirs=(".local/share/opencode", ".config/opencode"),
@@ -119,10 +118,8 @@ class OpencodeProvider:
     thinking: bool = False
     auto_approve: bool = False
 
-    @property
-    def profile(self) -> ProviderProfile:
-        """Opencode's static capabilities."""
-        return PROFILE
+    profile = PROFILE
+    """Opencode's static capabilities."""
 
     def build_argv(self, ctx: ArgvContext) -> list[str]:
         """``opencode run --format json [--session id] [--model provider/model] [extra]``."""

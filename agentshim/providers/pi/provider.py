@@ -57,7 +57,6 @@ RESUME_ALIASES: tuple[str, ...] = ()
 PROFILE = ProviderProfile(
     name=PROVIDER_NAME,
     display_name="Pi",
-    binary="pi",
     supports_resume=True,
     supports_fork=True,
     supports_reasoning_effort=True,
@@ -86,7 +85,6 @@ PROFILE = ProviderProfile(
     auth_files=(".pi/agent/auth.json",),
     credential_files=(".pi/agent/auth.json",),
     resume_state_paths=(".pi/agent/sessions",),
-    mcp_config_file=None,
 )
 """Pi's capabilities (checked against 0.73.1 and its documentation)."""
 
@@ -111,10 +109,8 @@ class PiProvider:
     provider: str | None = None
     short_session_ids: bool = False
 
-    @property
-    def profile(self) -> ProviderProfile:
-        """Pi's static capabilities."""
-        return PROFILE
+    profile = PROFILE
+    """Pi's static capabilities."""
 
     def build_argv(self, ctx: ArgvContext) -> list[str]:
         """Return the turn's argv; the prompt is never in it.

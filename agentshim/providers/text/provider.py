@@ -9,14 +9,11 @@ from dataclasses import dataclass
 
 from agentshim.core.events import Emit
 from agentshim.providers.harness import DEFAULT_BINARY, HarnessProvider, harness_profile
+from agentshim.providers.harness_resume import RESUME_ALIASES, RESUME_TEMPLATE
 
 from .parser import PROVIDER_NAME, TextStreamParser
 
 __all__ = ["DEFAULT_BINARY", "PROFILE", "RESUME_ALIASES", "RESUME_TEMPLATE", "TextProvider"]
-
-RESUME_TEMPLATE = ""
-"""Empty: a harness has no agreed way to continue a conversation."""
-RESUME_ALIASES: tuple[str, ...] = ()
 
 PROFILE = harness_profile(PROVIDER_NAME, "text harness")
 """A harness's capabilities: a prompt on stdin, the answer on stdout, nothing else."""

@@ -152,6 +152,10 @@ class TestPermissionsAndProfile:
                 schema_dialect=None,
             )
 
+    def test_profile_binary_is_its_name_unless_given(self) -> None:
+        assert ProviderProfile(name="x", display_name="X").binary == "x"
+        assert ProviderProfile(name="x", display_name="X", binary="x-cli").binary == "x-cli"
+
     def test_profile_env_is_read_only(self) -> None:
         profile = ProviderProfile(
             name="x",
