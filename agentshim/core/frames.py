@@ -196,8 +196,9 @@ def _malformed(kind: object, exc: Exception, line: str) -> list[AgentEvent]:
 class FrameParser(FrameDispatcher):
     """A JSONL stream parser: a :class:`FrameDispatcher` over its stdout, plus its stderr.
 
-    A subclass calls ``super().__init__`` with its handlers (and ``skip``/``before``), sets
-    ``_stderr`` (its :class:`~agentshim.core.stderr_tail.StderrTail`), and writes ``finish``.
+    A subclass calls ``super().__init__`` with its handlers (and ``skip``/``before``) and
+    writes ``finish``; the stderr it reads a failure from is ``_stderr``, a
+    :class:`~agentshim.core.stderr_tail.StderrTail` made here.
     ``feed_stdout`` is :meth:`FrameDispatcher.feed` itself, so a line costs no extra call.
     With ``BLANK_STDERR`` true a blank stderr line is emitted too (as ``Stderr``) but not
     kept, for CLIs whose blank lines separate the parts of what they print. The session the
@@ -212,6 +213,18 @@ class FrameParser(FrameDispatcher):
     _session_id: str | None = None
 
     feed_stdout = FrameDispatcher.feed
+
+    def __init__(
+        self,
+        handlers: Mapping[str, FrameHandler],
+        emit: Emit,
+        *,
+        skip: LineSkip | None = None,
+        before: FrameHandler | None = None,
+    ) -> None:
+        """Dispatch stdout to ``handlers`` and keep stderr, sending events to ``emit``."""
+        super().__init__(handlers, emit, skip=skip, before=before)
+        self._stderr = StderrTail(emit)
 
     def feed_stderr(self, line: str) -> None:
         """Take one stderr line: emit it as Stderr and keep it for summing up a failure.

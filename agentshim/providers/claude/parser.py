@@ -51,7 +51,6 @@ from agentshim.core.frames import Frame, FrameParser, ignore_frame
 from agentshim.core.jsonvalues import as_amount, as_count, as_mapping, as_str, list_or_empty
 from agentshim.core.pricing import PricingTable
 from agentshim.core.provider import ParsedTurn, ParserContext
-from agentshim.core.stderr_tail import StderrTail
 from agentshim.core.stream import ToolTracker
 from agentshim.core.usage import CostSource, ProviderUsage, TokenUsage
 
@@ -126,7 +125,6 @@ class ClaudeStreamParser(FrameParser):
         self._rate_limit_rejected = False
         self._schema_rejection: str | None = None
         self._terminal: _Terminal | None = None
-        self._stderr = StderrTail(emit)
         handlers = {
             "assistant": self._on_assistant,
             "user": self._on_user,

@@ -43,7 +43,6 @@ from agentshim.core.frames import Frame, FrameParser, frame_label
 from agentshim.core.jsonvalues import as_mapping, str_or_empty
 from agentshim.core.pricing import ModelPricing, PricingTable, cost_usd
 from agentshim.core.provider import ParsedTurn, ParserContext
-from agentshim.core.stderr_tail import StderrTail
 from agentshim.core.usage import CostSource, ProviderUsage, TokenUsage
 
 from .events import (
@@ -179,7 +178,6 @@ class CodexStreamParser(FrameParser):
         self._first_usage: ProviderUsage | None = None
         self._last_raw: Mapping[str, Any] = MappingProxyType({})
         self._notes: list[str] = []
-        self._stderr = StderrTail(emit)
         tools: dict[str, _ItemHandler] = dict.fromkeys(_TOOL_ITEMS, self._tool_seen)
         self._started_items: dict[str, _ItemHandler] = {
             **tools,

@@ -53,7 +53,6 @@ from agentshim.core.frames import Frame, FrameHandler, FrameParser, LineSkip, ig
 from agentshim.core.jsonvalues import as_count, as_int, as_mapping, as_str, mapping_or_empty
 from agentshim.core.pricing import PricingTable
 from agentshim.core.provider import ParsedTurn
-from agentshim.core.stderr_tail import StderrTail
 from agentshim.core.stream import ToolTracker
 from agentshim.core.usage import CostSource, ProviderUsage, TokenUsage
 
@@ -136,7 +135,6 @@ class CopilotStreamParser(FrameParser):
         self._result_exit: int | None = None
         self._session_error: SessionErrorFrame | None = None
         self._last_call: CallFailure | None = None
-        self._stderr = StderrTail(emit)
         handlers: dict[str, FrameHandler] = dict.fromkeys(IGNORED_FRAMES, ignore_frame)
         handlers.update(
             {

@@ -33,7 +33,6 @@ from agentshim.core.frames import Frame, FrameParser
 from agentshim.core.jsonvalues import as_count
 from agentshim.core.pricing import PricingTable, cost_usd
 from agentshim.core.provider import ParsedTurn
-from agentshim.core.stderr_tail import StderrTail
 from agentshim.core.stream import ToolTracker
 from agentshim.core.usage import CostSource, TokenUsage
 
@@ -128,7 +127,6 @@ class GeminiStreamParser(FrameParser):
         # The last error frame not marked a warning: the reason of a turn that ends without
         # its result (a build may print no severity at all).
         self._said_error: str | None = None
-        self._stderr = StderrTail(emit)
 
     # stdout
 

@@ -29,7 +29,6 @@ from agentshim.core.events import (
 )
 from agentshim.core.frames import Frame, FrameParser
 from agentshim.core.provider import ParsedTurn
-from agentshim.core.stderr_tail import StderrTail
 from agentshim.core.usage import ProviderUsage
 
 from .events import tool_kind
@@ -59,7 +58,6 @@ class JsonlStreamParser(FrameParser):
         self._cost: float | None = None
         self._error: str | None = None
         self._background: tuple[BackgroundTask, ...] = ()
-        self._stderr = StderrTail(emit)
         handlers = {
             "message": self._on_message,
             "session.started": self._on_session_started,

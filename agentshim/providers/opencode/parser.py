@@ -29,7 +29,6 @@ from agentshim.core.events import (
 from agentshim.core.frames import Frame, FrameParser
 from agentshim.core.jsonvalues import as_amount, as_count, mapping_or_empty
 from agentshim.core.provider import ParsedTurn
-from agentshim.core.stderr_tail import StderrTail
 from agentshim.core.usage import ProviderUsage, TokenUsage
 
 from .events import TODO_TOOL, plan_from_args, tool_events
@@ -132,7 +131,6 @@ class OpencodeStreamParser(FrameParser):
         self._unreported_unknown = False
         # Error frames since the last stop; any of them fails the turn.
         self._errors: list[tuple[str, FailureKind]] = []
-        self._stderr = StderrTail(emit)
 
     # stdout
 

@@ -54,7 +54,6 @@ from agentshim.core.failures import kind_from_text
 from agentshim.core.frames import Frame, FrameParser, LineSkip, ignore_frame
 from agentshim.core.jsonvalues import as_amount, as_count, as_mapping, as_str
 from agentshim.core.provider import ParsedTurn, ParserContext
-from agentshim.core.stderr_tail import StderrTail
 from agentshim.core.stream import ToolTracker
 from agentshim.core.usage import CostSource, ProviderUsage, TokenUsage
 
@@ -135,7 +134,6 @@ class PiStreamParser(FrameParser):
         self._usage_raw: Mapping[str, Any] = MappingProxyType({})
         self._model: str | None = None
         self._context_tokens: int | None = None
-        self._stderr = StderrTail(emit)
         handlers = MappingProxyType(
             {
                 "message_update": self._on_message_update,

@@ -451,7 +451,9 @@ class TestParserShape:
     def test_keeps_stderr_in_a_stderr_tail(self, provider: str) -> None:
         tree = _parser_tree(provider)
         module = importlib.import_module(f"agentshim.providers.{provider}.parser")
-        assert "StderrTail" in {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
+        # FrameParser keeps stderr in a StderrTail; a parser never reads it another way.
+        assert issubclass(_parser_class(provider), FrameParser)
+        assert "feed_stderr" not in vars(_parser_class(provider))
         constants = {
             target.id
             for node in tree.body
