@@ -29,6 +29,8 @@ class ClaudeChecks(InterruptChecks):
 
     long_tool: ClassVar[str] = LONG_TOOL
     long_tool_seen: ClassVar[str] = LONG_TOOL_SEEN
+    #: Whether an approval request names the tool call it is about (its ``tool_id``).
+    approvals_name_the_call: ClassVar[bool] = True
 
     def test_an_approval_handler_denies_allows_and_rewrites_touch(self, live: Live) -> None:
         # workspace_write() runs Claude Code in acceptEdits mode: a ``touch`` inside the
@@ -60,7 +62,8 @@ class ClaudeChecks(InterruptChecks):
         assert (live.work / "inside.txt").exists()
         assert asked_outside == len(asked) == 3, "the in-workspace touch was asked about"
         assert [r.tool for r in asked] == ["Bash", "Bash", "Bash"]
-        assert all(r.tool_id for r in asked)
+        if self.approvals_name_the_call:
+            assert all(r.tool_id for r in asked)
         answers = [e for e in live.events if isinstance(e, ApprovalAnswered)]
         assert [a.allowed for a in answers] == [False, True, True]
         assert {a.decided_by for a in answers} == {"handler"}
