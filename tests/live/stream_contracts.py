@@ -108,7 +108,7 @@ class _SeedingTransport:
 
     @property
     def kind(self) -> TransportKind:
-        return self._rig.transport.kind
+        return self._rig.rig.transport
 
     @property
     def profile(self) -> ProviderProfile:
