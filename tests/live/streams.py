@@ -45,6 +45,13 @@ from .binaries import require_binary
 from .suite import assert_nothing_left_running
 
 __all__ = [
+    "AFTER_TOOL",
+    "FAST_RETRY",
+    "HELLO",
+    "NEEDS_PROC",
+    "PROMPT_RETURN_S",
+    "SEEN_WITHIN_S",
+    "TURN_TIMEOUT",
     "Background",
     "CountingExecutor",
     "Live",
@@ -54,9 +61,26 @@ __all__ = [
     "model_asked",
     "run_processes",
     "stream_rig",
+    "suite_fixtures",
     "tool_then_text",
     "wait_for",
 ]
+
+TURN_TIMEOUT = 120.0
+#: How long an interrupted or killed turn may take to come back.
+PROMPT_RETURN_S = 5.0
+#: How long to wait for something the CLI starts (a tool's ``sleep``) to show up.
+SEEN_WITHIN_S = 60.0
+#: The CLIs wait between their own retries of a failed call as the answer says.
+FAST_RETRY = {"retry-after-ms": "50"}
+
+#: Every live suite's mark: the processes of a run are found through ``/proc``.
+NEEDS_PROC = pytest.mark.skipif(
+    not Path("/proc/self/environ").exists(), reason="the run's processes are found through /proc"
+)
+
+HELLO = "Hello from the stream."
+AFTER_TOOL = "The command ran."
 
 
 class CountingExecutor(HostCommandExecutor):
@@ -147,15 +171,21 @@ class StreamRig:
     server: ModelServer
     cli: OfflineCli
     root: Path
+    binary: Path
+    transport: TransportKind = TransportKind.STREAM
 
 
-def stream_rig(provider: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[StreamRig]:
+def stream_rig(
+    provider: str,
+    tmp_path_factory: pytest.TempPathFactory,
+    transport: TransportKind = TransportKind.STREAM,
+) -> Iterator[StreamRig]:
     """The body of a suite's module-scoped rig fixture (skips when the binary is missing)."""
     binary = require_binary(provider)
-    root = tmp_path_factory.mktemp(f"live-{provider}-stream")
+    root = tmp_path_factory.mktemp(f"live-{provider}-{transport.value}")
     with ModelServer() as server:
         cli = offline_cli(provider, server, root=root, bin_dir=binary.path.parent)
-        yield StreamRig(provider, server, cli, root)
+        yield StreamRig(provider, server, cli, root, binary.path, transport)
 
 
 @dataclass
@@ -172,9 +202,14 @@ class Live:
         return self.rig.server
 
     def agent(
-        self, *, permissions: NativePermissions | None = None, approvals: object = None
+        self,
+        *,
+        permissions: NativePermissions | None = None,
+        approvals: object = None,
+        transport: TransportKind | None = None,
+        stall_timeout: float | None = None,
     ) -> Agent:
-        """A stream Agent of the rig's provider on this test's executor, retrying nothing."""
+        """An Agent of the rig's provider and transport on this test's executor, retrying nothing."""
         return Agent(
             self.rig.provider,
             permissions=permissions or NativePermissions.bypass(),
@@ -182,9 +217,10 @@ class Live:
             model=self.rig.cli.model,
             env=dict(self.rig.cli.env),
             executor=self.executor,
-            transport=TransportKind.STREAM,
+            transport=transport or self.rig.transport,
             event_handlers=self.events.append,
             check_timeout=60.0,
+            stall_timeout=stall_timeout,
             # A failure is the suite's to see, not the session's to retry.
             retry=RetryPolicy(delays=()),
         )
@@ -201,6 +237,47 @@ class Live:
     def lifecycle(self, kind: str) -> list[str]:
         return [e.detail for e in self.events if isinstance(e, Lifecycle) and e.kind == kind]
 
+    def main_bodies(self) -> list[str]:
+        """The bodies of the model requests that asked for an answer, in order."""
+        return [
+            r.raw_body.decode("utf-8", "replace")
+            for r in self.server.requests
+            if r.kind is RequestKind.MAIN
+        ]
+
+    def cli_pids(self) -> list[int]:
+        """The CLI processes this test spawned that are still alive."""
+        return [p.pid for _, p in self.executor.spawned if alive(p.pid)]
+
+    def running(self, seen: str) -> bool:
+        """Whether a process of the run whose command line holds ``seen`` is alive."""
+        return bool(run_processes(self.rig.cli.home, seen))
+
+    def tool_turn(self, session: Session, prompt: str, seen: str) -> Background:
+        """A turn started on another thread, once the tool it runs (``seen``) is running."""
+        running = Background(lambda: session.turn(prompt).result)
+        wait_for(lambda: self.running(seen), SEEN_WITHIN_S, seen)
+        return running
+
+    def one_shot_seconds(self) -> float:
+        """How long a one-shot turn of the provider takes (a stream turn's yardstick).
+
+        The model answers HELLO from here on.
+        """
+        self.script(Rule(respond=Text(HELLO)))
+        with self.session(self.agent(transport=TransportKind.ONE_SHOT)) as one_shot:
+            started = time.monotonic()
+            baseline = one_shot.turn("Say hello.").result
+            took = time.monotonic() - started
+        assert baseline.text == HELLO
+        return took
+
+    def outside(self) -> Path:
+        """A fresh directory next to the work directory (outside the agent's workspace)."""
+        outside = self.work.parent / f"{self.work.name}-outside"
+        outside.mkdir()
+        return outside
+
 
 def live_test(rig: StreamRig, request: pytest.FixtureRequest) -> Iterator[Live]:
     """The body of a suite's per-test fixture: a fresh script, and nothing left running after."""
@@ -212,12 +289,29 @@ def live_test(rig: StreamRig, request: pytest.FixtureRequest) -> Iterator[Live]:
     assert_nothing_left_running(rig.cli.home)
 
 
+def suite_fixtures(
+    provider: str, transport: TransportKind = TransportKind.STREAM
+) -> tuple[Callable[..., Iterator[StreamRig]], Callable[..., Iterator[Live]]]:
+    """A suite's ``rig`` (one per module) and ``live`` (one per test) fixtures, for
+    ``rig, live = suite_fixtures("pi")`` at the top of its module."""
+
+    @pytest.fixture(scope="module", name="rig")
+    def rig(tmp_path_factory: pytest.TempPathFactory) -> Iterator[StreamRig]:
+        yield from stream_rig(provider, tmp_path_factory, transport)
+
+    @pytest.fixture(name="live")
+    def live(rig: StreamRig, request: pytest.FixtureRequest) -> Iterator[Live]:
+        yield from live_test(rig, request)
+
+    return rig, live
+
+
 def model_asked(server: ModelServer) -> bool:
     """Whether the CLI has asked the model for its answer yet (the turn is running)."""
     return any(request.kind is RequestKind.MAIN for request in server.requests)
 
 
-def tool_then_text(command: str, text: str) -> tuple[Rule, ...]:
+def tool_then_text(command: str, text: str = AFTER_TOOL) -> tuple[Rule, ...]:
     """A script that runs ``command`` in the CLI's shell tool, then answers ``text``."""
     return (
         Rule(

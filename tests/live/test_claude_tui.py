@@ -4,7 +4,8 @@ Every test runs ``Agent("claude", transport=TransportKind.TUI)`` on the real hos
 one interactive ``claude`` per session on a pseudo-terminal, driven by its command hooks,
 offline (``agentshim.testing.offline``), the model scripted per test. What is asserted is
 what a user sees: results, errors and their kind, events, files the agent wrote, the
-processes that ran (counted at ``spawn_pty``, found in ``/proc`` by the run's HOME).
+processes that ran (counted at ``spawn_pty``, found in ``/proc`` by the run's HOME). The
+checks it shares with the stream-json transport are in ``claude_checks.py``.
 
 Run with ``pytest tests/live/test_claude_tui.py -s``; skipped when the pinned claude is not
 installed.
@@ -12,143 +13,53 @@ installed.
 
 from __future__ import annotations
 
-import subprocess
 import time
-from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
-from pathlib import Path
 
 import pytest
 
-from agentshim.agent import Agent
-from agentshim.core.approvals import ApprovalDecision, ApprovalRequest
-from agentshim.core.conversation import Conversation, ConversationSpec, Transport, TransportKind
+from agentshim.core.conversation import TransportKind
 from agentshim.core.errors import CliExitError, FailureKind
-from agentshim.core.events import (
-    AgentEvent,
-    ApprovalAnswered,
-    Lifecycle,
-    ToolResult,
-    TurnInterrupted,
-)
+from agentshim.core.events import Lifecycle, ToolResult
 from agentshim.core.events import ToolCall as ToolCallEvent
-from agentshim.core.permissions import ApprovalPolicy, NativePermissions
-from agentshim.core.profile import ProviderProfile
-from agentshim.session import Session
-from agentshim.testing.model_server import (
-    Hang,
-    HttpError,
-    Match,
-    Message,
-    ModelServer,
-    RequestKind,
-    Rule,
-    Text,
-    ToolCall,
-)
-from agentshim.testing.offline import OfflineCli, offline_cli
-from agentshim.testing.session_contracts import (
-    ContractTurn,
-    ConversationContract,
-    TransportContract,
-)
+from agentshim.testing.model_server import Hang, HttpError, RequestKind, Rule, Text
+from agentshim.testing.session_contracts import ConversationContract, TransportContract
 
-from .binaries import require_binary
-from .streams import Background, CountingExecutor, alive, run_processes, wait_for
-from .suite import assert_nothing_left_running
-
-pytestmark = pytest.mark.skipif(
-    not Path("/proc/self/environ").exists(), reason="the run's processes are found through /proc"
+from .claude_checks import ClaudeChecks
+from .stream_contracts import (
+    LiveConversationContract,
+    LiveTransportContract,
+    claude_seed,
+    contract_fixture,
+)
+from .streams import (
+    AFTER_TOOL,
+    HELLO,
+    NEEDS_PROC,
+    PROMPT_RETURN_S,
+    SEEN_WITHIN_S,
+    TURN_TIMEOUT,
+    Background,
+    Live,
+    alive,
+    model_asked,
+    run_processes,
+    suite_fixtures,
+    tool_then_text,
+    wait_for,
 )
 
-TURN_TIMEOUT = 120.0
-PROMPT_RETURN_S = 5.0
-SEEN_WITHIN_S = 60.0
+pytestmark = NEEDS_PROC
 
-HELLO = "Hello from the terminal."
-AFTER_TOOL = "The command ran."
-LONG_TOOL = "python3 -c 'import time; time.sleep(30)'"
-LONG_TOOL_SEEN = "time.sleep(30)"
+rig, live = suite_fixtures("claude", TransportKind.TUI)
 
 
-@dataclass(frozen=True)
-class TuiRig:
-    """The binary's offline setup and the server every test of this module shares."""
+class TestClaudeChecks(ClaudeChecks):
+    """The checks Claude Code passes on both transports, on its TUI (the approval handler's
+    answer goes back through the PermissionRequest hook)."""
 
-    server: ModelServer
-    cli: OfflineCli
-    root: Path
-    binary: Path
-
-
-@pytest.fixture(scope="module")
-def tui_rig(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TuiRig]:
-    binary = require_binary("claude")
-    root = tmp_path_factory.mktemp("live-claude-tui")
-    with ModelServer() as server:
-        cli = offline_cli("claude", server, root=root, bin_dir=binary.path.parent)
-        yield TuiRig(server, cli, root, binary.path)
-
-
-@dataclass
-class Live:
-    """One test's work directory, executor and agents."""
-
-    rig: TuiRig
-    work: Path
-    executor: CountingExecutor
-    events: list[AgentEvent] = field(default_factory=list[AgentEvent])
-
-    @property
-    def server(self) -> ModelServer:
-        return self.rig.server
-
-    def agent(
-        self,
-        *,
-        permissions: NativePermissions | None = None,
-        approvals: object = ApprovalPolicy.DENY,
-    ) -> Agent:
-        return Agent(
-            "claude",
-            permissions=permissions or NativePermissions.bypass(),
-            approvals=approvals,  # type: ignore[arg-type]
-            model=self.rig.cli.model,
-            env=dict(self.rig.cli.env),
-            executor=self.executor,
-            transport=TransportKind.TUI,
-            event_handlers=self.events.append,
-            check_timeout=60.0,
-        )
-
-    def session(self, agent: Agent | None = None) -> Session:
-        return (agent or self.agent()).start_session(str(self.work))
-
-    def script(self, *rules: Rule) -> None:
-        self.server.set_script(rules)
-
-    def claude_pids(self) -> list[int]:
-        return [p.pid for _, p in self.executor.spawned if alive(p.pid)]
-
-
-@pytest.fixture
-def live(tui_rig: TuiRig, request: pytest.FixtureRequest) -> Iterator[Live]:
-    tui_rig.server.set_script(())
-    tui_rig.server.clear_requests()
-    work = tui_rig.root / "work" / request.node.name
-    work.mkdir(parents=True)
-    yield Live(tui_rig, work, CountingExecutor())
-    assert_nothing_left_running(tui_rig.cli.home)
-
-
-def _tool_then_text(command: str, text: str = AFTER_TOOL) -> tuple[Rule, ...]:
-    return (
-        Rule(
-            match=Match(last_input_is_tool_result=False),
-            respond=Message((Text("Running it."), ToolCall(command=command))),
-        ),
-        Rule(match=Match(last_input_is_tool_result=True), respond=Text(text)),
-    )
+    tool_ends_within_s = 5.0
+    # The PermissionRequest hook's input does not name the tool call.
+    approvals_name_the_call = False
 
 
 def test_two_turns_run_on_one_process(live: Live) -> None:
@@ -178,7 +89,7 @@ def test_two_turns_run_on_one_process(live: Live) -> None:
 
 
 def test_a_tool_turn_reports_the_call_and_its_result(live: Live) -> None:
-    live.script(*_tool_then_text("echo tui-tool-output"))
+    live.script(*tool_then_text("echo tui-tool-output"))
     with live.session() as session:
         result = session.turn("Run echo.").result
     assert result.text == AFTER_TOOL
@@ -202,39 +113,11 @@ def test_a_401_turn_is_auth_within_ten_seconds(live: Live) -> None:
     assert took < 10.0
 
 
-def test_interrupt_during_a_tool_returns_fast_and_the_process_takes_the_next_turn(
-    live: Live,
-) -> None:
-    live.script(*_tool_then_text(LONG_TOOL))
-    home = live.rig.cli.home
-    with live.session() as session:
-        running = Background(lambda: session.turn("Sleep for a while.").result)
-        wait_for(lambda: bool(run_processes(home, LONG_TOOL_SEEN)), SEEN_WITHIN_S, "sleep 30")
-        interrupted_at = time.monotonic()
-        session.interrupt()
-        result = running.join(PROMPT_RETURN_S + TURN_TIMEOUT)
-        assert running.ended_at is not None
-        took = running.ended_at - interrupted_at
-        assert result.interrupted
-        assert any(isinstance(e, TurnInterrupted) for e in live.events)
-        assert took < PROMPT_RETURN_S, f"the interrupted turn took {took:.2f} s to return"
-        wait_for(lambda: not run_processes(home, LONG_TOOL_SEEN), 5.0, "the sleep ending")
-        live.script(Rule(respond=Text(HELLO)))
-        after = session.turn("Now just say hello.").result
-    assert after.text == HELLO
-    assert not after.interrupted
-    assert len(live.executor.spawned) == 1, live.executor.argvs
-
-
 def test_interrupt_while_the_model_is_silent(live: Live) -> None:
     live.script(Rule(respond=Hang(60.0), times=1), Rule(respond=Text(HELLO)))
     with live.session() as session:
         running = Background(lambda: session.turn("Take your time.").result)
-        wait_for(
-            lambda: any(r.kind is RequestKind.MAIN for r in live.server.requests),
-            SEEN_WITHIN_S,
-            "the model request",
-        )
+        wait_for(lambda: model_asked(live.server), SEEN_WITHIN_S, "the model request")
         time.sleep(0.5)
         session.interrupt()
         assert running.join(PROMPT_RETURN_S + TURN_TIMEOUT).interrupted
@@ -245,43 +128,12 @@ def test_interrupt_while_the_model_is_silent(live: Live) -> None:
     assert "Take your time" not in last.split("Say hello")[-1]
 
 
-def test_an_approval_handler_answers_through_the_permission_hook(live: Live) -> None:
-    # acceptEdits (workspace_write) makes a touch inside the workspace without asking, so the
-    # files go to a directory outside it, which the CLI asks about: its PermissionRequest hook
-    # prints the handler's decision (allow, allow with rewritten input, deny).
-    outside = live.work.parent / f"{live.work.name}-outside"
-    outside.mkdir()
-    seen: list[ApprovalRequest] = []
-
-    def handler(request: ApprovalRequest) -> ApprovalDecision:
-        seen.append(request)
-        command = str(request.args.get("command", ""))
-        if "denied.txt" in command:
-            return ApprovalDecision.deny("not that one")
-        if "rewrite-me.txt" in command:
-            rewritten = command.replace("rewrite-me.txt", "rewritten.txt")
-            return ApprovalDecision.allow({**request.args, "command": rewritten})
-        return ApprovalDecision.allow()
-
-    agent = live.agent(permissions=NativePermissions.workspace_write(), approvals=handler)
-    with live.session(agent) as session:
-        for name in ("denied.txt", "allowed.txt", "rewrite-me.txt"):
-            live.script(*_tool_then_text(f"touch {outside / name}"))
-            assert session.turn(f"Create {name}.").result.text.endswith(AFTER_TOOL)
-    answers = [e for e in live.events if isinstance(e, ApprovalAnswered)]
-    assert [a.allowed for a in answers] == [False, True, True]
-    assert {a.decided_by for a in answers} == {"handler"}
-    assert sorted(p.name for p in outside.iterdir()) == ["allowed.txt", "rewritten.txt"]
-    assert [r.tool for r in seen] == ["Bash", "Bash", "Bash"]
-    assert len(live.executor.spawned) == 1
-
-
 def test_close_leaves_no_process_behind(live: Live) -> None:
     live.script(Rule(respond=Text(HELLO)))
     home = live.rig.cli.home
     with live.session() as session:
         session.turn("Say hello.")
-        (pid,) = live.claude_pids()
+        (pid,) = live.cli_pids()
     wait_for(lambda: not alive(pid), PROMPT_RETURN_S, "the TUI process ending")
     kinds = [e.kind for e in live.events if isinstance(e, Lifecycle)]
     assert kinds.count("dialog_answered") == 1
@@ -293,112 +145,13 @@ def test_close_leaves_no_process_behind(live: Live) -> None:
 
 # -- the shared contracts, on the real CLI ---------------------------------------------
 
-SEED_MARKER = "AGENTSHIM-CONTRACT-SEED"
+
+contract_rig = contract_fixture(claude_seed, pin_cwd=True)
 
 
-def _contract_script(turns: Sequence[ContractTurn]) -> tuple[Rule, ...]:
-    seed = Rule(match=Match(user_text_contains=SEED_MARKER), respond=Text("Seeded."))
-    answers = [
-        Rule(respond=Hang(60.0) if turn.hang else Text(turn.text), times=1) for turn in turns
-    ]
-    return (seed, *answers)
-
-
-class _ContractRig:
-    def __init__(self, rig: TuiRig, work: Path) -> None:
-        self.rig = rig
-        self.work = work
-        self.opened: list[Conversation] = []
-        self.transport = Agent(
-            "claude",
-            permissions=NativePermissions.bypass(),
-            approvals=ApprovalPolicy.DENY,
-            model=rig.cli.model,
-            env=dict(rig.cli.env),
-            transport=TransportKind.TUI,
-            check_timeout=60.0,
-        ).transport
-
-    def seed(self, session_id: str) -> None:
-        argv = [str(self.rig.binary), "-p", "--session-id", session_id, "--output-format", "json"]
-        argv += ["--dangerously-skip-permissions", f"{SEED_MARKER}: start the conversation."]
-        subprocess.run(
-            argv,
-            cwd=self.work,
-            env=dict(self.rig.cli.env),
-            capture_output=True,
-            timeout=TURN_TIMEOUT,
-            check=True,
-        )
-
-    def open(self, spec: ConversationSpec) -> Conversation:
-        if spec.resume_session_id is not None:
-            self.seed(spec.resume_session_id)
-        conversation = self.transport.open(spec)
-        self.opened.append(conversation)
-        return conversation
-
-
-class _SeedingTransport:
-    kind = TransportKind.TUI
-
-    def __init__(self, rig: _ContractRig) -> None:
-        self._rig = rig
-
-    @property
-    def profile(self) -> ProviderProfile:
-        return self._rig.transport.profile
-
-    def open(self, spec: ConversationSpec) -> Conversation:
-        return self._rig.open(spec.__class__(**{**_fields(spec), "cwd": str(self._rig.work)}))
-
-
-def _fields(spec: ConversationSpec) -> dict[str, object]:
-    return {name: getattr(spec, name) for name in spec.__dataclass_fields__}
-
-
-@pytest.fixture
-def contract_rig(tui_rig: TuiRig, request: pytest.FixtureRequest) -> Iterator[_ContractRig]:
-    tui_rig.server.set_script(())
-    tui_rig.server.clear_requests()
-    work = tui_rig.root / "contracts" / request.node.name
-    work.mkdir(parents=True)
-    rig = _ContractRig(tui_rig, work)
-    yield rig
-    for conversation in rig.opened:
-        conversation.close()
-    assert_nothing_left_running(tui_rig.cli.home)
-
-
-class TestTuiConversationContract(ConversationContract):
+class TestTuiConversationContract(LiveConversationContract, ConversationContract):
     """The Conversation contract on real interactive Claude Code conversations."""
 
-    io_timeout = 30.0
 
-    @pytest.fixture(autouse=True)
-    def _rig(self, contract_rig: _ContractRig) -> None:
-        self.rig = contract_rig
-
-    def make_conversation(
-        self, turns: Sequence[ContractTurn], *, resume_session_id: str | None = None
-    ) -> Conversation:
-        self.rig.rig.server.set_script(_contract_script(turns))
-        spec = ConversationSpec(
-            cwd=str(self.rig.work),
-            permissions=NativePermissions.bypass(),
-            approvals=ApprovalPolicy.DENY,
-            resume_session_id=resume_session_id,
-        )
-        return self.rig.open(spec)
-
-
-class TestTuiTransportContract(TransportContract):
+class TestTuiTransportContract(LiveTransportContract, TransportContract):
     """The Transport contract on the real Claude Code TUI transport."""
-
-    @pytest.fixture(autouse=True)
-    def _rig(self, contract_rig: _ContractRig) -> None:
-        self.rig = contract_rig
-
-    def make_transport(self, turns: Sequence[ContractTurn]) -> Transport:
-        self.rig.rig.server.set_script(_contract_script(turns))
-        return _SeedingTransport(self.rig)

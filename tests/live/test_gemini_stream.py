@@ -4,7 +4,8 @@ Every test runs ``Agent("gemini", transport=TransportKind.STREAM)`` on the real
 ``HostCommandExecutor``: one long-lived ``gemini --acp`` process per session, offline
 (``agentshim.testing.offline``), the model scripted per test. What is asserted is what a
 user sees: results, errors, files the agent wrote, the processes that ran (counted at
-``spawn``, found in ``/proc`` by the run's HOME) and what the model was sent.
+``spawn``, found in ``/proc`` by the run's HOME) and what the model was sent. The checks every
+ACP agent passes are in ``acp_stream_checks.py``.
 
 Run with ``pytest tests/live/test_gemini_stream.py``; skipped when the pinned gemini is not
 installed.
@@ -17,218 +18,72 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
 
-from agentshim.agent import Agent
 from agentshim.core.approvals import ApprovalDecision, ApprovalRequest
-from agentshim.core.conversation import Conversation, ConversationSpec, Transport, TransportKind
-from agentshim.core.errors import (
-    CliDiedError,
-    CliExitError,
-    FailureKind,
-    ProviderCapabilityError,
-    TurnStalledError,
-)
-from agentshim.core.events import AgentEvent, ApprovalAnswered, Lifecycle, TurnInterrupted
+from agentshim.core.conversation import ConversationSpec
+from agentshim.core.errors import CliDiedError
+from agentshim.core.events import ApprovalAnswered
 from agentshim.core.mcp import StdioMcpServer
 from agentshim.core.permissions import ApprovalPolicy, NativePermissions
-from agentshim.core.profile import ProviderProfile
-from agentshim.core.retry import RetryPolicy
-from agentshim.core.turn import TurnRequest
+from agentshim.core.turn import TurnRequest, TurnResult
+from agentshim.execution.process import SpawnRequest
 from agentshim.session import Session
-from agentshim.testing.model_server import (
-    Hang,
-    HttpError,
-    Match,
-    Message,
-    ModelServer,
-    RequestKind,
-    Rule,
-    Text,
-    ToolCall,
+from agentshim.testing.model_server import Hang, Rule, Text
+from agentshim.testing.session_contracts import ConversationContract, TransportContract
+
+from .acp_stream_checks import AcpStreamChecks
+from .stream_checks import StallChecks
+from .stream_contracts import (
+    SEED_MARKER,
+    ContractRig,
+    LiveConversationContract,
+    LiveTransportContract,
+    contract_fixture,
 )
-from agentshim.testing.offline import OfflineCli, offline_cli
-from agentshim.testing.session_contracts import (
-    ContractTurn,
-    ConversationContract,
-    TransportContract,
+from .streams import (
+    HELLO,
+    NEEDS_PROC,
+    PROMPT_RETURN_S,
+    TURN_TIMEOUT,
+    Background,
+    Live,
+    run_processes,
+    suite_fixtures,
+    tool_then_text,
+    wait_for,
 )
+from .suite import MCP_STUB
 
-from .binaries import require_binary
-from .streams import Background, CountingExecutor, run_processes, wait_for
-from .suite import MCP_STUB, assert_nothing_left_running
+pytestmark = NEEDS_PROC
 
-pytestmark = pytest.mark.skipif(
-    not Path("/proc/self/environ").exists(), reason="the run's processes are found through /proc"
-)
-
-TURN_TIMEOUT = 120.0
-#: How long an interrupted or killed turn may take to come back.
-PROMPT_RETURN_S = 5.0
-#: How long to wait for something the CLI starts (a tool's ``sleep``) to show up.
-SEEN_WITHIN_S = 60.0
-FAST_RETRY = {"retry-after-ms": "50"}
-
-HELLO = "Hello from the stream."
-AFTER_TOOL = "The command ran."
+rig, live = suite_fixtures("gemini")
 
 
-@dataclass(frozen=True)
-class StreamRig:
-    """The binary's offline setup and the server every test of this module shares."""
-
-    server: ModelServer
-    cli: OfflineCli
-    root: Path
-    binary: Path
+def _next_minute() -> None:
+    # Gemini CLI loses a session loaded in the wall-clock minute it was created in; a new
+    # Agent cannot know when that was, so the test waits for the next minute itself.
+    time.sleep(61.0 - time.time() % 60.0)
 
 
-@pytest.fixture(scope="module")
-def stream_rig(tmp_path_factory: pytest.TempPathFactory) -> Iterator[StreamRig]:
-    binary = require_binary("gemini")
-    root = tmp_path_factory.mktemp("live-gemini-stream")
-    with ModelServer() as server:
-        cli = offline_cli("gemini", server, root=root, bin_dir=binary.path.parent)
-        yield StreamRig(server, cli, root, binary.path)
+class TestAcpChecks(AcpStreamChecks, StallChecks):
+    """The checks every ACP agent passes, on Gemini CLI.
 
+    workspace_write() runs it in auto_edit mode: a shell command it does not consider safe
+    (touch) is asked about; a denied one is answered as a tool result, and the turn goes on.
+    """
 
-@dataclass
-class Live:
-    """One test's work directory, executor and agents."""
+    replays_history = True
+    a_denial_ends_the_turn = False
+    stall_s = 5.0
 
-    rig: StreamRig
-    work: Path
-    executor: CountingExecutor
-    events: list[AgentEvent] = field(default_factory=list[AgentEvent])
+    def check_spawn(self, request: SpawnRequest, first: TurnResult) -> None:
+        assert request.argv[1:] == ("--acp", "--approval-mode", "yolo")
 
-    @property
-    def server(self) -> ModelServer:
-        return self.rig.server
-
-    def agent(
-        self,
-        *,
-        permissions: NativePermissions | None = None,
-        approvals: object = ApprovalPolicy.DENY,
-        stall_timeout: float | None = None,
-    ) -> Agent:
-        return Agent(
-            "gemini",
-            permissions=permissions or NativePermissions.bypass(),
-            approvals=approvals,  # type: ignore[arg-type]
-            model=self.rig.cli.model,
-            env=dict(self.rig.cli.env),
-            executor=self.executor,
-            transport=TransportKind.STREAM,
-            event_handlers=self.events.append,
-            check_timeout=60.0,
-            stall_timeout=stall_timeout,
-            # A failure is this suite's to see, not the session's to retry.
-            retry=RetryPolicy(delays=()),
-        )
-
-    def session(self, agent: Agent | None = None, session_id: str | None = None) -> Session:
-        agent = agent or self.agent()
-        if session_id is not None:
-            return agent.start_session(str(self.work), session_id=session_id)
-        return agent.start_session(str(self.work))
-
-    def script(self, *rules: Rule) -> None:
-        self.server.set_script(rules)
-
-    def lifecycle(self, kind: str) -> list[str]:
-        return [e.detail for e in self.events if isinstance(e, Lifecycle) and e.kind == kind]
-
-
-@pytest.fixture
-def live(stream_rig: StreamRig, request: pytest.FixtureRequest) -> Iterator[Live]:
-    stream_rig.server.set_script(())
-    stream_rig.server.clear_requests()
-    work = stream_rig.root / "work" / request.node.name
-    work.mkdir(parents=True)
-    yield Live(stream_rig, work, CountingExecutor())
-    assert_nothing_left_running(stream_rig.cli.home)
-
-
-def _tool_then_text(command: str, text: str = AFTER_TOOL) -> tuple[Rule, ...]:
-    return (
-        Rule(
-            match=Match(last_input_is_tool_result=False),
-            respond=Message((Text("Running it."), ToolCall(command=command))),
-        ),
-        Rule(match=Match(last_input_is_tool_result=True), respond=Text(text)),
-    )
-
-
-def test_two_turns_run_on_one_process_and_the_second_starts_fast(live: Live) -> None:
-    live.script(Rule(respond=Text(HELLO)))
-    with live.session() as session:
-        first = session.turn("Say hello.").result
-        started = time.monotonic()
-        second = session.turn("Say hello again.").result
-        second_s = time.monotonic() - started
-    assert (first.text, second.text) == (HELLO, HELLO)
-    assert (first.resumed, second.resumed) == (False, True)
-    assert first.session_id == second.session_id
-    assert first.usage.tokens.input_tokens > 0
-    assert len(live.executor.spawned) == 1
-    assert live.executor.spawned[0][0].argv[1:] == ("--acp", "--approval-mode", "yolo")
-    assert second_s < 10.0, f"the second turn took {second_s:.1f} s on a running process"
-
-
-def test_interrupt_during_sleep_returns_fast_kills_the_sleep_and_keeps_the_process(
-    live: Live,
-) -> None:
-    live.script(*_tool_then_text("sleep 30"))
-    home = live.rig.cli.home
-    with live.session() as session:
-        running = Background(lambda: session.turn("Sleep for a while.").result)
-        wait_for(lambda: bool(run_processes(home, "sleep 30")), SEEN_WITHIN_S, "sleep 30")
-        interrupted_at = time.monotonic()
-        session.interrupt()
-        result = running.join(PROMPT_RETURN_S + TURN_TIMEOUT)
-        assert running.ended_at is not None
-        took = running.ended_at - interrupted_at
-        assert result.interrupted
-        assert any(isinstance(e, TurnInterrupted) for e in live.events)
-        assert took < PROMPT_RETURN_S, f"the interrupted turn took {took:.2f} s to return"
-        wait_for(lambda: not run_processes(home, "sleep 30"), 3.0, "the sleep ending")
-
-        live.script(Rule(respond=Text(HELLO)))
-        after = session.turn("Now just say hello.").result
-    assert after.text == HELLO
-    assert not after.interrupted
-    assert after.session_id == result.session_id
-    assert len(live.executor.spawned) == 1
-
-
-def test_an_approval_handler_denies_then_allows_touch(live: Live) -> None:
-    # workspace_write() runs Gemini CLI in auto_edit mode: a shell command it does not
-    # consider safe (touch) is asked about, as a session/request_permission.
-    asked: list[ApprovalRequest] = []
-
-    def decide(request: ApprovalRequest) -> ApprovalDecision:
-        asked.append(request)
-        if "denied.txt" in request.tool:
-            return ApprovalDecision.deny("not that file")
-        return ApprovalDecision.allow()
-
-    agent = live.agent(permissions=NativePermissions.workspace_write(), approvals=decide)
-    with live.session(agent) as session:
-        for name in ("denied.txt", "allowed.txt"):
-            live.script(*_tool_then_text(f"touch {name}"))
-            result = session.turn(f"Create {name}.").result
-            assert result.text.endswith(AFTER_TOOL)
-    assert not (live.work / "denied.txt").exists()
-    assert (live.work / "allowed.txt").exists()
-    assert [r.tool for r in asked] == ["touch denied.txt", "touch allowed.txt"]
-    answers = [e for e in live.events if isinstance(e, ApprovalAnswered)]
-    assert [a.allowed for a in answers] == [False, True]
-    assert len(live.executor.spawned) == 1
+    def before_load(self) -> None:
+        _next_minute()
 
 
 def test_interrupt_while_the_handler_decides_ends_the_turn(live: Live) -> None:
@@ -243,7 +98,7 @@ def test_interrupt_while_the_handler_decides_ends_the_turn(live: Live) -> None:
     agent = live.agent(
         permissions=NativePermissions.workspace_write(), approvals=interrupt_then_allow
     )
-    live.script(*_tool_then_text("touch never.txt"))
+    live.script(*tool_then_text("touch never.txt"))
     with live.session(agent) as session:
         session_box.append(session)
         started = time.monotonic()
@@ -254,67 +109,6 @@ def test_interrupt_while_the_handler_decides_ends_the_turn(live: Live) -> None:
         assert session.turn("Say hello.").result.text == HELLO
     assert not (live.work / "never.txt").exists()
     assert [a.decided_by for a in live.events if isinstance(a, ApprovalAnswered)] == ["interrupted"]
-
-
-@pytest.mark.parametrize(
-    ("status", "kind"), [(500, FailureKind.TRANSIENT), (401, FailureKind.AUTH)]
-)
-def test_an_api_failure_is_classified_and_the_session_survives(
-    live: Live, status: int, kind: FailureKind
-) -> None:
-    live.script(Rule(respond=HttpError(status, headers=FAST_RETRY)))
-    with live.session() as session:
-        with pytest.raises(CliExitError) as caught:
-            session.turn("Fail, please.")
-        assert caught.value.kind is kind
-        live.script(Rule(respond=Text(HELLO)))
-        assert session.turn("Say hello.").result.text == HELLO
-    assert len(live.executor.spawned) == 1
-
-
-def test_a_silent_turn_stalls_and_the_process_takes_the_next_turn(live: Live) -> None:
-    live.script(Rule(respond=Hang(60.0), times=1), Rule(respond=Text(HELLO)))
-    with live.session(live.agent(stall_timeout=5.0)) as session:
-        with pytest.raises(TurnStalledError):
-            session.turn("Think forever.")
-        assert session.turn("Say hello.").result.text == HELLO
-    assert len(live.executor.spawned) == 1
-
-
-def _asked(server: ModelServer) -> bool:
-    return any(request.kind is RequestKind.MAIN for request in server.requests)
-
-
-def test_steer_is_refused(live: Live) -> None:
-    live.script(Rule(respond=Hang(30.0), times=1), Rule(respond=Text(HELLO)))
-    with live.session() as session:
-        running = Background(lambda: session.turn("Think.").result)
-        # The turn runs once the model is asked (a cold start under load takes seconds).
-        wait_for(lambda: _asked(live.server), SEEN_WITHIN_S, "the model call")
-        with pytest.raises(ProviderCapabilityError):
-            session.steer("more")
-        session.interrupt()
-        assert running.join(PROMPT_RETURN_S + TURN_TIMEOUT).interrupted
-
-
-def test_a_session_loads_in_a_new_process_of_a_new_agent(live: Live) -> None:
-    live.script(
-        Rule(match=Match(assistant_turns=0), respond=Text("Noted: MANGOSTEEN.")),
-        Rule(respond=Text("You said MANGOSTEEN.")),
-    )
-    with live.session() as session:
-        first = session.turn("Remember MANGOSTEEN.").result
-    assert first.session_id is not None
-    # Gemini CLI loses a session loaded in the wall-clock minute it was created in; a new
-    # Agent cannot know when that was, so the test waits for the next minute itself.
-    time.sleep(61.0 - time.time() % 60.0)
-    with live.session(session_id=first.session_id) as again:
-        second = again.turn("What did I say?").result
-    assert second.text == "You said MANGOSTEEN."
-    assert second.resumed
-    assert second.session_id == first.session_id
-    assert len(live.executor.spawned) == 2
-    assert live.lifecycle("replay_suppressed")
 
 
 def test_kill_9_mid_turn_raises_cli_died_and_the_next_turn_loads_the_session(
@@ -362,132 +156,6 @@ def test_an_mcp_server_starts_with_the_session_and_close_ends_cli_and_server(
     )
 
 
-# -- the shared contracts, on the real CLI ---------------------------------------------
-
-#: In the prompt of the turn that creates a session the contracts resume.
-SEED_MARKER = "AGENTSHIM-CONTRACT-SEED"
-
-
-def _contract_script(turns: Sequence[ContractTurn]) -> tuple[Rule, ...]:
-    """The model's answers: one per contract turn, in order (a hang holds its request)."""
-    seed = Rule(match=Match(user_text_contains=SEED_MARKER), respond=Text("Seeded."))
-    answers = [
-        Rule(respond=Hang(60.0) if turn.hang else Text(turn.text), times=1) for turn in turns
-    ]
-    return (seed, *answers)
-
-
-class _ContractRig:
-    """What one contract test runs on: a work dir the CLI runs in, and its conversations."""
-
-    def __init__(self, rig: StreamRig, work: Path) -> None:
-        self.rig = rig
-        self.work = work
-        self.opened: list[Conversation] = []
-        self.transport = Agent(
-            "gemini",
-            permissions=NativePermissions.bypass(),
-            approvals=ApprovalPolicy.DENY,
-            model=rig.cli.model,
-            env=dict(rig.cli.env),
-            transport=TransportKind.STREAM,
-            check_timeout=60.0,
-        ).transport
-
-    def seed(self, session_id: str) -> None:
-        """Make the CLI hold session ``session_id`` here: one headless turn that starts it.
-
-        A load in the minute of creation loses the session, so this returns in a later one.
-        """
-        argv = [str(self.rig.binary), "--session-id", session_id, "--yolo"]
-        argv += ["--output-format", "json"]
-        subprocess.run(
-            argv,
-            input=f"{SEED_MARKER}: start the session.",
-            text=True,
-            cwd=self.work,
-            env=dict(self.rig.cli.env),
-            capture_output=True,
-            timeout=TURN_TIMEOUT,
-            check=True,
-        )
-        time.sleep(61.0 - time.time() % 60.0)
-
-    def open(self, spec: ConversationSpec) -> Conversation:
-        if spec.resume_session_id is not None:
-            self.seed(spec.resume_session_id)
-        conversation = self.transport.open(spec)
-        self.opened.append(conversation)
-        return conversation
-
-
-class _SeedingTransport:
-    """The ACP transport, with every session it is asked to resume created first."""
-
-    kind = TransportKind.STREAM
-
-    def __init__(self, rig: _ContractRig) -> None:
-        self._rig = rig
-
-    @property
-    def profile(self) -> ProviderProfile:
-        return self._rig.transport.profile
-
-    def open(self, spec: ConversationSpec) -> Conversation:
-        return self._rig.open(spec)
-
-
-@pytest.fixture
-def contract_rig(
-    stream_rig: StreamRig, request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
-) -> Iterator[_ContractRig]:
-    stream_rig.server.set_script(())
-    stream_rig.server.clear_requests()
-    work = stream_rig.root / "contracts" / request.node.name
-    work.mkdir(parents=True)
-    # The contracts open conversations without a cwd: the CLI runs in the test's own.
-    monkeypatch.chdir(work)
-    rig = _ContractRig(stream_rig, work)
-    yield rig
-    for conversation in rig.opened:
-        conversation.close()
-    assert_nothing_left_running(stream_rig.cli.home)
-
-
-class TestStreamConversationContract(ConversationContract):
-    """The Conversation contract on real Gemini CLI ACP sessions."""
-
-    io_timeout = 30.0  # a cold start of the CLI on a busy machine takes seconds
-
-    @pytest.fixture(autouse=True)
-    def _rig(self, contract_rig: _ContractRig) -> None:
-        self.rig = contract_rig
-
-    def make_conversation(
-        self, turns: Sequence[ContractTurn], *, resume_session_id: str | None = None
-    ) -> Conversation:
-        self.rig.rig.server.set_script(_contract_script(turns))
-        spec = ConversationSpec(
-            cwd=str(self.rig.work),
-            permissions=NativePermissions.bypass(),
-            approvals=ApprovalPolicy.DENY,
-            resume_session_id=resume_session_id,
-        )
-        return self.rig.open(spec)
-
-
-class TestStreamTransportContract(TransportContract):
-    """The Transport contract on the real Gemini CLI ACP transport."""
-
-    @pytest.fixture(autouse=True)
-    def _rig(self, contract_rig: _ContractRig) -> None:
-        self.rig = contract_rig
-
-    def make_transport(self, turns: Sequence[ContractTurn]) -> Transport:
-        self.rig.rig.server.set_script(_contract_script(turns))
-        return _SeedingTransport(self.rig)
-
-
 def test_a_turn_request_is_one_prompt(live: Live) -> None:
     live.script(Rule(respond=Text(HELLO)))
     agent = live.agent()
@@ -503,3 +171,37 @@ def test_a_turn_request_is_one_prompt(live: Live) -> None:
     finally:
         conversation.close()
     assert result.text == HELLO
+
+
+# -- the shared contracts, on the real CLI ---------------------------------------------
+
+
+def _seed(contract: ContractRig, session_id: str) -> None:
+    """Make the CLI hold session ``session_id`` here: one headless turn that starts it.
+
+    A load in the minute of creation loses the session, so this returns in a later one.
+    """
+    argv = [str(contract.rig.binary), "--session-id", session_id, "--yolo"]
+    argv += ["--output-format", "json"]
+    subprocess.run(
+        argv,
+        input=f"{SEED_MARKER}: start the session.",
+        text=True,
+        cwd=contract.work,
+        env=dict(contract.rig.cli.env),
+        capture_output=True,
+        timeout=TURN_TIMEOUT,
+        check=True,
+    )
+    _next_minute()
+
+
+contract_rig = contract_fixture(_seed)
+
+
+class TestStreamConversationContract(LiveConversationContract, ConversationContract):
+    """The Conversation contract on real Gemini CLI ACP sessions."""
+
+
+class TestStreamTransportContract(LiveTransportContract, TransportContract):
+    """The Transport contract on the real Gemini CLI ACP transport."""
