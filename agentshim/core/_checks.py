@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import math
 import numbers
+import re
 from collections.abc import Iterable
 from typing import TypeVar, cast
 
 from agentshim.core.errors import InvalidRequestError
 
-__all__ = ["instance", "is_positive_seconds", "seconds", "sequence"]
+__all__ = ["instance", "is_positive_seconds", "matching", "seconds", "sequence"]
 
 _T = TypeVar("_T")
 
@@ -69,6 +70,22 @@ def instance(owner: str, field: str, value: object, cls: type[_T], hint: str) ->
         f"{type(value).__name__} is not {cls.__name__}",
         f"{name} must be {hint}, not {type(value).__name__} {value!r:.80}",
     )
+
+
+def matching(
+    owner: str, field: str, value: object, pattern: re.Pattern[str], what: str, hint: str
+) -> str:
+    """``value`` itself when it is a string that ``pattern`` matches whole.
+
+    ``what`` names a good value, for example ``"a valid tool name"``; ``hint`` is the whole
+    advice the error gives, saying what a good value looks like.
+
+    Raises:
+        InvalidRequestError: ``value`` is not a string, or ``pattern`` does not match all of it.
+    """
+    if isinstance(value, str) and pattern.fullmatch(value):
+        return value
+    raise InvalidRequestError(_field(owner, field), f"{value!r} is not {what}", hint)
 
 
 def sequence(owner: str, field: str, value: object, holds: str) -> tuple[object, ...]:

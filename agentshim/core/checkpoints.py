@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
-from agentshim.core._checks import instance
+from agentshim.core._checks import instance, matching
 from agentshim.core._files import atomic_write
 from agentshim.core.errors import InvalidRequestError
 from agentshim.core.ids import is_valid_session_id
@@ -52,15 +52,11 @@ def validate_checkpoint_key(key: str) -> str:
     it can name a file in a directory without ever leaving it (no ``/``, no ``..``, no hidden
     files).
     """
-    if not isinstance(key, str) or not _KEY.fullmatch(key):  # pyright: ignore[reportUnnecessaryIsInstance]
-        raise InvalidRequestError(
-            "checkpoint_key",
-            f"{key!r} is not a safe file name",
-            f"invalid checkpoint key {key!r} (checkpoint_key): use 1-200 letters, digits, '.', "
-            "'_' or '-', not starting with '.' (hash or encode ids that contain other "
-            "characters)",
-        )
-    return key
+    hint = (
+        f"invalid checkpoint key {key!r} (checkpoint_key): use 1-200 letters, digits, '.', "
+        "'_' or '-', not starting with '.' (hash or encode ids that contain other characters)"
+    )
+    return matching("", "checkpoint_key", key, _KEY, "a safe file name", hint)
 
 
 @dataclass(frozen=True, slots=True)

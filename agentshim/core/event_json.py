@@ -121,29 +121,32 @@ def _plain(value: Any) -> Any:
     return value
 
 
+def _tool_event(event_type: str, event: ToolCall | ToolResult, **fields: Any) -> JsonObject:
+    """A tool call's or result's object: the tool's identity first, its kind last."""
+    return {
+        "type": event_type,
+        "tool_id": event.tool_id,
+        "tool": event.tool,
+        **fields,
+        "kind": event.kind.value,
+    }
+
+
 def _encode(event: AgentEvent) -> JsonObject:
     if isinstance(event, AssistantText):
         return {"type": "message", "role": "assistant", "text": event.text, "delta": event.delta}
     if isinstance(event, ToolCall):
         args = _plain(event.args) if isinstance(event.args, Mapping) else event.args
-        return {
-            "type": "tool.call",
-            "tool_id": event.tool_id,
-            "tool": event.tool,
-            "args": args,
-            "kind": event.kind.value,
-        }
+        return _tool_event("tool.call", event, args=args)
     if isinstance(event, ToolResult):
-        return {
-            "type": "tool.result",
-            "tool_id": event.tool_id,
-            "tool": event.tool,
-            "stdout": event.stdout,
-            "stderr": event.stderr,
-            "exit_code": event.exit_code,
-            "duration_s": event.duration_s,
-            "kind": event.kind.value,
-        }
+        return _tool_event(
+            "tool.result",
+            event,
+            stdout=event.stdout,
+            stderr=event.stderr,
+            exit_code=event.exit_code,
+            duration_s=event.duration_s,
+        )
     if isinstance(event, UsageReport):
         return {
             "type": "usage",

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field, fields
 from types import MappingProxyType
 from typing import Any, Literal, cast
 
-from agentshim.core._checks import seconds
+from agentshim.core._checks import matching, seconds
 from agentshim.core._readonly import empty_mapping
 from agentshim.core.errors import InvalidRequestError, ProviderCapabilityError
 
@@ -42,13 +42,11 @@ _HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
 
 
 def _check_name(owner: str, name: object) -> None:
-    if not isinstance(name, str) or not _SERVER_NAME.fullmatch(name):
-        raise InvalidRequestError(
-            f"{owner}.name",
-            f"{name!r} is not a valid server name",
-            f"invalid MCP server name {name!r} ({owner}.name): use 1-64 letters, digits, '.', "
-            "'_' or '-'",
-        )
+    hint = (
+        f"invalid MCP server name {name!r} ({owner}.name): use 1-64 letters, digits, '.', "
+        "'_' or '-'"
+    )
+    matching(owner, "name", name, _SERVER_NAME, "a valid server name", hint)
 
 
 def _check_timeout(owner: str, label: str, value: object) -> None:

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, overload
 
-from agentshim.core._checks import seconds, sequence
+from agentshim.core._checks import matching, seconds, sequence
 from agentshim.core.errors import InvalidRequestError
 
 __all__ = ["DEFAULT_TOOL_TIMEOUT", "TOOL_SERVER_NAME", "Tool", "tool", "tool_tuple"]
@@ -55,13 +55,11 @@ class Tool:
     derived: bool = False
 
     def __post_init__(self) -> None:
-        if not isinstance(self.name, str) or not _NAME.fullmatch(self.name):  # pyright: ignore[reportUnnecessaryIsInstance]
-            raise InvalidRequestError(
-                "Tool.name",
-                f"{self.name!r} is not a valid tool name",
-                f"tool name {self.name!r} is invalid; use 1-48 letters, digits, '_' or '-', "
-                "starting with a letter",
-            )
+        hint = (
+            f"tool name {self.name!r} is invalid; use 1-48 letters, digits, '_' or '-', "
+            "starting with a letter"
+        )
+        matching("Tool", "name", self.name, _NAME, "a valid tool name", hint)
         if not isinstance(self.description, str):  # pyright: ignore[reportUnnecessaryIsInstance]
             raise InvalidRequestError(
                 "Tool.description", "not a str", f"tool {self.name!r} needs a str description"

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from agentshim.core._checks import seconds
+from agentshim.core._checks import matching, seconds
 from agentshim.core.errors import InvalidRequestError
 
 from .sandbox import SandboxConfig, confine_reads_hook
@@ -40,13 +40,11 @@ class ClaudeHook:
     timeout_s: float | None = None
 
     def __post_init__(self) -> None:
-        if not isinstance(self.event, str) or not _EVENT_NAME.fullmatch(self.event):  # pyright: ignore[reportUnnecessaryIsInstance]
-            raise InvalidRequestError(
-                "ClaudeHook.event",
-                f"{self.event!r} is not a hook event name",
-                f"ClaudeHook event {self.event!r} must be a PascalCase hook event name "
-                "such as 'PreToolUse' or 'Stop'",
-            )
+        hint = (
+            f"ClaudeHook event {self.event!r} must be a PascalCase hook event name "
+            "such as 'PreToolUse' or 'Stop'"
+        )
+        matching("ClaudeHook", "event", self.event, _EVENT_NAME, "a hook event name", hint)
         if isinstance(self.command, str) or not isinstance(self.command, Iterable):  # pyright: ignore[reportUnnecessaryIsInstance]
             raise InvalidRequestError(
                 "ClaudeHook.command",

@@ -113,35 +113,41 @@ def mcp_entry(server: McpServer) -> dict[str, Any]:
         ProviderCapabilityError: an SSE server, which ``codex exec`` cannot reach, or a URL
             with user info or a query string (a credential Codex would get in argv).
     """
-    entry: dict[str, Any]
-    if isinstance(server, StdioMcpServer):
-        entry = {"command": server.command, "args": list(server.args)}
-        if server.env:
-            entry["env_vars"] = sorted(server.env)
-    else:
-        if server.transport != "http":
-            raise ProviderCapabilityError(
-                f"Codex reaches MCP servers over stdio or streamable HTTP, not "
-                f"{server.transport!r} (server {server.name!r}); use transport='http'"
-            )
-        if url_carries_secrets(server.url):
-            # The URL can only go into a --config flag, readable by every local user.
-            raise ProviderCapabilityError(
-                f"MCP server {server.name!r}: its url has user info or a query string, which "
-                "Codex would get in argv where every local user can read it; pass the token "
-                "as a header instead (headers={'Authorization': 'Bearer ...'}), which Codex "
-                "reads from an environment variable it is given by name"
-            )
-        entry = {"url": server.url}
-        if server.headers:
-            entry["env_http_headers"] = {
-                header: header_variable(server.name, header) for header in server.headers
-            }
+    entry = _stdio_entry(server) if isinstance(server, StdioMcpServer) else _http_entry(server)
     entry["required"] = True
     if server.startup_timeout_s is not None:
         entry["startup_timeout_sec"] = float(server.startup_timeout_s)
     if server.tool_timeout_s is not None:
         entry["tool_timeout_sec"] = float(server.tool_timeout_s)
+    return entry
+
+
+def _stdio_entry(server: StdioMcpServer) -> dict[str, Any]:
+    entry: dict[str, Any] = {"command": server.command, "args": list(server.args)}
+    if server.env:
+        entry["env_vars"] = sorted(server.env)
+    return entry
+
+
+def _http_entry(server: HttpMcpServer) -> dict[str, Any]:
+    if server.transport != "http":
+        raise ProviderCapabilityError(
+            f"Codex reaches MCP servers over stdio or streamable HTTP, not "
+            f"{server.transport!r} (server {server.name!r}); use transport='http'"
+        )
+    if url_carries_secrets(server.url):
+        # The URL can only go into a --config flag, readable by every local user.
+        raise ProviderCapabilityError(
+            f"MCP server {server.name!r}: its url has user info or a query string, which "
+            "Codex would get in argv where every local user can read it; pass the token "
+            "as a header instead (headers={'Authorization': 'Bearer ...'}), which Codex "
+            "reads from an environment variable it is given by name"
+        )
+    entry: dict[str, Any] = {"url": server.url}
+    if server.headers:
+        entry["env_http_headers"] = {
+            header: header_variable(server.name, header) for header in server.headers
+        }
     return entry
 
 

@@ -1,11 +1,12 @@
 from __future__ import annotations
 
 import math
+import re
 
 import pytest
 
 from agentshim import InvalidRequestError
-from agentshim.core._checks import instance, is_positive_seconds, seconds, sequence
+from agentshim.core._checks import instance, is_positive_seconds, matching, seconds, sequence
 
 
 @pytest.mark.parametrize("value", [0, 0.0, 1, 2.5, 10**6])
@@ -49,3 +50,19 @@ def test_sequence_refuses_a_string_and_what_does_not_iterate(value: object) -> N
         sequence("Owner", "field", value, "things")
     assert caught.value.field == "Owner.field"
     assert "wrap a single one in a list" in str(caught.value)
+
+
+_WORD = re.compile(r"[a-z]+")
+
+
+def test_matching_returns_a_string_the_pattern_matches_whole() -> None:
+    assert matching("Owner", "field", "abc", _WORD, "a word", "use a word") == "abc"
+
+
+@pytest.mark.parametrize("value", ["abc1", "", "1abc", 3, None])
+def test_matching_refuses_a_partial_match_or_a_non_string(value: object) -> None:
+    with pytest.raises(InvalidRequestError) as caught:
+        matching("Owner", "field", value, _WORD, "a word", "use lower-case letters")
+    assert caught.value.field == "Owner.field"
+    assert caught.value.problem == f"{value!r} is not a word"
+    assert str(caught.value) == "use lower-case letters"
