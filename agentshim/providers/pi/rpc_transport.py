@@ -49,7 +49,6 @@ from agentshim.core.frames import UNKNOWN_DETAIL_CHARS
 from agentshim.core.ids import is_valid_session_id
 from agentshim.core.jsonvalues import as_str
 from agentshim.core.permissions import ApprovalPolicy, NativeMode
-from agentshim.core.profile import ProviderProfile
 from agentshim.core.provider import ParserContext
 from agentshim.core.stream import parse_json_object
 from agentshim.core.turn import TurnRequest, TurnResult
@@ -122,10 +121,8 @@ class PiRpcTransport(ProcessTransport):
     The constructor's keywords are :class:`~agentshim.transport.conversation.ProcessTransport`'s.
     """
 
-    @property
-    def profile(self) -> ProviderProfile:
-        """Pi's capabilities."""
-        return PROFILE
+    profile = PROFILE
+    """Pi's capabilities."""
 
     def open(self, spec: ConversationSpec) -> PiRpcConversation:
         """Open a conversation; its process starts with its first turn.
