@@ -468,12 +468,8 @@ class AcpConversation(ProcessConversation[_Turn]):
         )
 
     def _failure(self, channel: Channel, error: RpcError, method: str) -> CliExitError:
-        return CliExitError(
-            channel.argv,
-            1,
-            stderr="".join(self._stderr),
-            kind=self._dialect.classify(error),
-            detail=f"{method}: {error.describe()}",
+        return self._refused(
+            channel, f"{method}: {error.describe()}", self._dialect.classify(error)
         )
 
     def _refuse_request(self, channel: Channel, message: Request) -> None:

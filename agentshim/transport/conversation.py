@@ -30,6 +30,7 @@ from agentshim.core.errors import (
     AgentShimError,
     ApprovalRequiredError,
     CliDiedError,
+    CliExitError,
     CliTimeoutError,
     FailureKind,
     InvalidRequestError,
@@ -146,9 +147,11 @@ class LiveTurn:
     ``interrupted`` says an in-band stop went out (or is due), ``fail`` is a failure decided
     while reading that ends the turn once it is over, and ``steered`` holds the events of
     what other threads added to the turn, reported on the turn's thread at its next read.
+    For a CLI that drops a stop sent before the turn's run begins, ``started`` says the run
+    began and ``stop_due`` that a stop waits for it.
     """
 
-    __slots__ = ("emit", "fail", "interrupted", "steered", "watch")
+    __slots__ = ("emit", "fail", "interrupted", "started", "steered", "stop_due", "watch")
 
     def __init__(self, emit: Emit, watch: TurnWatch) -> None:
         self.emit = emit
@@ -156,6 +159,8 @@ class LiveTurn:
         self.interrupted = False
         self.fail: AgentShimError | None = None
         self.steered: deque[AgentEvent] = deque()
+        self.started = False
+        self.stop_due = False
 
     @property
     def over(self) -> bool:
@@ -472,9 +477,9 @@ class ProcessConversation(LongLivedConversation[TurnT]):
         """The frame that stops ``turn`` in band (called without the lock held)."""
         raise NotImplementedError
 
-    def _defer_interrupt(self, turn: TurnT) -> bool:
-        """Whether the stop must wait (the CLI would drop it now); called under the lock."""
-        return False
+    _stop_waits_for_start = False
+    """Whether a stop that comes before the turn's run began waits for :meth:`_run_began`
+    (for a CLI that would drop it then)."""
 
     # -- the turn --------------------------------------------------------------------------
 
@@ -525,6 +530,14 @@ class ProcessConversation(LongLivedConversation[TurnT]):
         """A new id for our request ``subtype``, to be answered by ``deadline`` (any thread)."""
         with self._lock:
             return self._requests.issue(subtype, deadline)
+
+    def _run_began(self, channel: Channel, turn: TurnT) -> None:
+        """The CLI began ``turn``'s run: a stop that waited for it goes out now."""
+        with self._lock:
+            turn.started = True
+            due, turn.stop_due = turn.stop_due, False
+        if due:
+            self._send(channel, self._interrupt_frame(turn))
 
     def _send(self, channel: Channel, frame: Mapping[str, Any]) -> None:
         """Write ``frame``; a process that has ended is met and reported by the reader."""
@@ -595,7 +608,9 @@ class ProcessConversation(LongLivedConversation[TurnT]):
         channel = self._channel
         if channel is None:
             return None
-        deferred = self._defer_interrupt(turn)
+        deferred = self._stop_waits_for_start and not turn.started
+        if deferred:
+            turn.stop_due = True
 
         def deliver() -> None:
             if not deferred:
@@ -615,6 +630,28 @@ class ProcessConversation(LongLivedConversation[TurnT]):
             returncode=exit_status.returncode,
             stderr="".join(self._stderr),
             kind=kind,
+        )
+
+    def _refused(
+        self, channel: Channel, detail: str, kind: FailureKind = FailureKind.OTHER
+    ) -> CliExitError:
+        """The failure of something the CLI refused (``detail`` says what and why)."""
+        return CliExitError(channel.argv, 1, stderr="".join(self._stderr), kind=kind, detail=detail)
+
+    def _start_unanswered(
+        self, channel: Channel, seconds: float, what: str, command: str
+    ) -> CliTimeoutError:
+        """Kill a new process that left ``what`` unanswered for ``seconds``; the failure says so.
+
+        ``command`` is how a user checks by hand that the CLI starts.
+        """
+        channel.kill()
+        self._release_process()
+        return CliTimeoutError(
+            channel.argv,
+            seconds,
+            message=f"{command} did not answer {what} within {seconds:g} s of starting; it was "
+            f"killed (check that it starts: {command})",
         )
 
     # -- the process -----------------------------------------------------------------------

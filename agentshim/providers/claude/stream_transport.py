@@ -40,7 +40,6 @@ from agentshim.core.events import (
 from agentshim.core.frames import UNKNOWN_DETAIL_CHARS
 from agentshim.core.ids import is_valid_session_id
 from agentshim.core.jsonvalues import as_mapping, as_str
-from agentshim.core.profile import ProviderProfile
 from agentshim.core.provider import ParsedTurn, ParserContext
 from agentshim.core.stream import parse_json_object
 from agentshim.core.turn import TurnRequest, TurnResult
@@ -79,10 +78,8 @@ class ClaudeStreamTransport(ProcessTransport):
     The constructor's keywords are :class:`~agentshim.transport.conversation.ProcessTransport`'s.
     """
 
-    @property
-    def profile(self) -> ProviderProfile:
-        """Claude Code's capabilities."""
-        return PROFILE
+    profile = PROFILE
+    """Claude Code's capabilities."""
 
     def open(self, spec: ConversationSpec) -> ClaudeStreamConversation:
         """Open a conversation; its process starts with its first turn.

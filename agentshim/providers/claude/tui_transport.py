@@ -55,7 +55,6 @@ from agentshim.core.events import (
 )
 from agentshim.core.jsonvalues import as_str
 from agentshim.core.permissions import NativeMode
-from agentshim.core.profile import ProviderProfile
 from agentshim.core.provider import (
     ParserContext,
 )
@@ -157,10 +156,8 @@ class ClaudeTuiTransport(ProcessTransport):
         )
         self.scratch_cwd = scratch_cwd
 
-    @property
-    def profile(self) -> ProviderProfile:
-        """Claude Code's capabilities."""
-        return PROFILE
+    profile = PROFILE
+    """Claude Code's capabilities."""
 
     def open(self, spec: ConversationSpec) -> ClaudeTuiConversation:
         """Open a conversation; its process starts with its first turn.

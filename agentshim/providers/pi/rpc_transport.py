@@ -33,7 +33,6 @@ from agentshim.core.errors import (
     AgentShimError,
     CliDiedError,
     CliExitError,
-    CliTimeoutError,
     FailureKind,
     ProcessClosedError,
     ProviderCapabilityError,
@@ -50,7 +49,6 @@ from agentshim.core.frames import UNKNOWN_DETAIL_CHARS
 from agentshim.core.ids import is_valid_session_id
 from agentshim.core.jsonvalues import as_str
 from agentshim.core.permissions import ApprovalPolicy, NativeMode
-from agentshim.core.profile import ProviderProfile
 from agentshim.core.provider import ParserContext
 from agentshim.core.stream import parse_json_object
 from agentshim.core.turn import TurnRequest, TurnResult
@@ -123,10 +121,8 @@ class PiRpcTransport(ProcessTransport):
     The constructor's keywords are :class:`~agentshim.transport.conversation.ProcessTransport`'s.
     """
 
-    @property
-    def profile(self) -> ProviderProfile:
-        """Pi's capabilities."""
-        return PROFILE
+    profile = PROFILE
+    """Pi's capabilities."""
 
     def open(self, spec: ConversationSpec) -> PiRpcConversation:
         """Open a conversation; its process starts with its first turn.
@@ -146,7 +142,6 @@ class _Turn(LiveTurn):
 
     __slots__ = (
         "abort_answered",
-        "abort_due",
         "abort_id",
         "agent_ended",
         "parser",
@@ -155,19 +150,14 @@ class _Turn(LiveTurn):
         "queued",
         "refused",
         "retrying",
-        "started",
     )
 
     def __init__(self, parser: PiStreamParser, emit: Emit, watch: TurnWatch) -> None:
         super().__init__(emit, watch)
         self.parser = parser
-        self.started = False
-        """Pi began the run (``agent_start``): an abort now reaches it."""
         self.agent_ended = False
         self.refused: str | None = None
         """Why Pi refused the prompt, when it did (the run never starts then)."""
-        self.abort_due = False
-        """An interrupt came before the run began: the abort goes out at ``agent_start``."""
         self.abort_id: str | None = None
         self.abort_answered = False
         self.retrying = False
@@ -212,6 +202,8 @@ class PiRpcConversation(ProcessConversation[_Turn]):
     """
 
     _unanswered = "the run did not end {grace:g} s after the abort; killing the process"
+    # An abort before the run begins (``agent_start``) would find Pi idle and be lost.
+    _stop_waits_for_start = True
 
     def __init__(
         self, transport: PiRpcTransport, provider: PiProvider, spec: ConversationSpec
@@ -318,25 +310,14 @@ class PiRpcConversation(ProcessConversation[_Turn]):
         if response is None:
             exit_status = channel.exit
             if exit_status is None:
-                channel.kill()
-                self._release_process()
-                raise CliTimeoutError(
-                    channel.argv,
-                    _STARTUP_TIMEOUT,
-                    message=(
-                        f"pi did not answer get_state within {_STARTUP_TIMEOUT:g} s of starting; "
-                        "it was killed (check that it starts: pi --mode rpc)"
-                    ),
+                raise self._start_unanswered(
+                    channel, _STARTUP_TIMEOUT, "get_state", "pi --mode rpc"
                 )
             self._startup_failed(channel, exit_status, emit)
         elif not response.success:
             self._release_process()
-            raise CliExitError(
-                channel.argv,
-                1,
-                stderr="".join(self._stderr),
-                detail=f"pi refused get_state: {response.error or 'no reason given'}",
-            )
+            detail = f"pi refused get_state: {response.error or 'no reason given'}"
+            raise self._refused(channel, detail)
         else:
             self._adopt_state(read_state(response.data), emit)
 
@@ -486,11 +467,7 @@ class PiRpcConversation(ProcessConversation[_Turn]):
 
     def _on_agent_start(self, channel: Channel, turn: _Turn) -> None:
         turn.agent_ended = False  # a retry of the run, which ends at its own agent_end
-        with self._lock:
-            turn.started = True
-            due, turn.abort_due = turn.abort_due, False
-        if due:
-            self._send(channel, self._interrupt_frame(turn))
+        self._run_began(channel, turn)
 
     def _on_agent_end(self, channel: Channel, turn: _Turn, frame: Mapping[str, Any]) -> None:
         """After a failed run, ask Pi's state: its retry (if any) is announced before the answer.
@@ -543,13 +520,6 @@ class PiRpcConversation(ProcessConversation[_Turn]):
             Lifecycle("extension_dialog_cancelled", f"{method}: {title}"[:UNKNOWN_DETAIL_CHARS])
         )
 
-    def _defer_interrupt(self, turn: _Turn) -> bool:
-        if turn.started:
-            return False
-        # An abort before the run begins would find Pi idle and be lost.
-        turn.abort_due = True
-        return True
-
     def _interrupt_frame(self, turn: _Turn) -> Mapping[str, Any]:
         with self._lock:
             pending = self._requests.issue("abort", None)
@@ -571,12 +541,7 @@ class PiRpcConversation(ProcessConversation[_Turn]):
         if exit_status is not None and not turn.agent_ended and not turn.interrupted:
             raise self._died(exit_status)
         if turn.refused is not None:
-            raise CliExitError(
-                argv,
-                1,
-                stderr=stderr,
-                detail=f"pi refused the prompt: {turn.refused}",
-            )
+            raise self._refused(channel, f"pi refused the prompt: {turn.refused}")
         if turn.queued:
             # A steer that reached Pi as its run ended stays queued for the next run.
             turn.emit(Lifecycle("steer_carried_over", " / ".join(turn.queued)))

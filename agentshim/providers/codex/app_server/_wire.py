@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar, cast
 
 from agentshim.core.errors import AgentShimError
+from agentshim.core.jsonvalues import json_kind
 
 __all__ = [
     "ClientNotification",
@@ -49,36 +50,20 @@ class CodexProtocolError(AgentShimError, ValueError):
         self.reason = reason
 
 
-def _label(value: object) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, int | float):
-        return "a number"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, list):
-        return "an array"
-    if isinstance(value, dict):
-        return "an object"
-    return type(value).__name__
-
-
 # -- decoders --------------------------------------------------------------------------------
 
 
 def obj(value: object, path: str) -> Mapping[str, Any]:
     """``value`` as a JSON object."""
     if not isinstance(value, dict):
-        raise CodexProtocolError(path, f"expected an object, got {_label(value)}")
+        raise CodexProtocolError(path, f"expected an object, got {json_kind(value)}")
     return cast("dict[str, Any]", value)
 
 
 def string(value: object, path: str) -> str:
     """A JSON string."""
     if not isinstance(value, str):
-        raise CodexProtocolError(path, f"expected a string, got {_label(value)}")
+        raise CodexProtocolError(path, f"expected a string, got {json_kind(value)}")
     return value
 
 
@@ -87,21 +72,21 @@ def integer(value: object, path: str) -> int:
     if type(value) is not int:
         if isinstance(value, float) and value.is_integer():
             return int(value)
-        raise CodexProtocolError(path, f"expected an integer, got {_label(value)}")
+        raise CodexProtocolError(path, f"expected an integer, got {json_kind(value)}")
     return value
 
 
 def number(value: object, path: str) -> float:
     """A JSON number."""
     if isinstance(value, bool) or not isinstance(value, int | float):
-        raise CodexProtocolError(path, f"expected a number, got {_label(value)}")
+        raise CodexProtocolError(path, f"expected a number, got {json_kind(value)}")
     return float(value)
 
 
 def boolean(value: object, path: str) -> bool:
     """A JSON boolean."""
     if not isinstance(value, bool):
-        raise CodexProtocolError(path, f"expected a boolean, got {_label(value)}")
+        raise CodexProtocolError(path, f"expected a boolean, got {json_kind(value)}")
     return value
 
 
@@ -125,7 +110,7 @@ def array(decode: Decoder[T]) -> Decoder[tuple[T, ...]]:
 
     def decoder(value: object, path: str) -> tuple[T, ...]:
         if not isinstance(value, list):
-            raise CodexProtocolError(path, f"expected an array, got {_label(value)}")
+            raise CodexProtocolError(path, f"expected an array, got {json_kind(value)}")
         items = cast("list[object]", value)
         return tuple(decode(item, f"{path}[{index}]") for index, item in enumerate(items))
 
@@ -285,12 +270,16 @@ class Notification:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class ServerRequest:
-    """A request from the server (an approval); its ids are the server's own, from 0."""
-
+class _Request:
+    # The request envelope is the same in both directions; the class names the sender.
     id: int | str
     method: str
     params: Any
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ServerRequest(_Request):
+    """A request from the server (an approval); its ids are the server's own, from 0."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -312,12 +301,8 @@ class ErrorResponse:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class ClientRequest:
+class ClientRequest(_Request):
     """A request from the client, as a fake server reads it."""
-
-    id: int | str
-    method: str
-    params: Any
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -358,49 +343,67 @@ def _response(members: Mapping[str, Any]) -> Response | ErrorResponse:
     raise CodexProtocolError("message", "has neither a method, a result nor an error")
 
 
-def parse_message(
-    value: object, notifications: Mapping[str, Any], requests: Mapping[str, Any]
-) -> Notification | ServerRequest | Response | ErrorResponse:
-    """One line from the server, by its members; params decoded by the tables' decoders."""
+Req = TypeVar("Req", ServerRequest, ClientRequest)
+Note = TypeVar("Note", Notification, ClientNotification)
+
+
+def _read(
+    value: object,
+    requests: Mapping[str, Any],
+    notifications: Mapping[str, Any],
+    request: type[Req],
+    notification: Callable[[Mapping[str, Any], str, Mapping[str, Any]], Note],
+) -> Req | Note | Response | ErrorResponse:
+    # One reading for both directions: no method is a response, an id makes a request, and
+    # anything else is a notification, which each direction builds itself.
     members = obj(value, "message")
     if "method" not in members:
         return _response(members)
     method = field(members, "method", "message", string)
-    if "id" in members:
-        return ServerRequest(
-            id=_request_id(members["id"], "ServerRequest.id"),
-            method=method,
-            params=_params(requests, method, members.get("params"), "ServerRequest.params"),
-        )
+    if "id" not in members:
+        return notification(notifications, method, members)
+    name = request.__name__
+    return request(
+        id=_request_id(members["id"], f"{name}.id"),
+        method=method,
+        params=_params(requests, method, members.get("params"), f"{name}.params"),
+    )
+
+
+def _server_notification(
+    table: Mapping[str, Any], method: str, members: Mapping[str, Any]
+) -> Notification:
     emitted = members.get("emittedAtMs")
     return Notification(
         method=method,
-        params=_params(notifications, method, members.get("params"), "Notification.params"),
+        params=_params(table, method, members.get("params"), "Notification.params"),
         emitted_at_ms=emitted if type(emitted) is int else None,
     )
+
+
+def _client_notification(
+    table: Mapping[str, Any], method: str, members: Mapping[str, Any]
+) -> ClientNotification:
+    params = members.get("params")
+    if params is None:
+        return ClientNotification(method=method)
+    return ClientNotification(
+        method=method, params=_params(table, method, params, "ClientNotification.params")
+    )
+
+
+def parse_message(
+    value: object, notifications: Mapping[str, Any], requests: Mapping[str, Any]
+) -> Notification | ServerRequest | Response | ErrorResponse:
+    """One line from the server, by its members; params decoded by the tables' decoders."""
+    return _read(value, requests, notifications, ServerRequest, _server_notification)
 
 
 def parse_client(
     value: object, requests: Mapping[str, Any], notifications: Mapping[str, Any]
 ) -> ClientRequest | ClientNotification | Response | ErrorResponse:
     """One line from the client (the inverse direction, for fakes and tests)."""
-    members = obj(value, "message")
-    if "method" not in members:
-        return _response(members)
-    method = field(members, "method", "message", string)
-    if "id" in members:
-        return ClientRequest(
-            id=_request_id(members["id"], "ClientRequest.id"),
-            method=method,
-            params=_params(requests, method, members.get("params"), "ClientRequest.params"),
-        )
-    params = members.get("params")
-    return ClientNotification(
-        method=method,
-        params=_params(notifications, method, params, "ClientNotification.params")
-        if params is not None
-        else None,
-    )
+    return _read(value, requests, notifications, ClientRequest, _client_notification)
 
 
 def reply(request_id: int | str, result: object) -> dict[str, Any]:

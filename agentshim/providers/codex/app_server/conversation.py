@@ -26,7 +26,6 @@ from agentshim.core.errors import (
     AgentShimError,
     CliDiedError,
     CliExitError,
-    CliTimeoutError,
     FailureKind,
     ProcessClosedError,
     SchemaDialectError,
@@ -95,27 +94,13 @@ def _reap_by_marker(marker: str) -> int:
 class _Turn(LiveTurn):
     """What the reader knows about the turn in flight."""
 
-    __slots__ = (
-        "active",
-        "completed",
-        "errors",
-        "interrupt_due",
-        "items",
-        "refused",
-        "start",
-        "turn_id",
-    )
+    __slots__ = ("completed", "errors", "items", "refused", "start", "turn_id")
 
     def __init__(self, emit: Emit, watch: TurnWatch, items: TurnItems) -> None:
         super().__init__(emit, watch)
         self.items = items
         self.start: PendingRequest | None = None
         self.turn_id: str | None = None
-        self.active = False
-        """Codex started the turn (``turn/started``): only now does it take an interrupt or a
-        steer; its ``turn/start`` response comes before, and one sent then is refused."""
-        self.interrupt_due = False
-        """An interrupt came before the turn was active: it goes out when it is."""
         self.completed: p.Turn | None = None
         self.refused: str | None = None
         """Why Codex refused ``turn/start``, when it did."""
@@ -148,6 +133,9 @@ class CodexAppServerConversation(ProcessConversation[_Turn]):
     """
 
     _unanswered = "no turn/completed {grace:g} s after the interrupt; killing the process"
+    # Codex takes an interrupt or a steer only once it started the turn (``turn/started``);
+    # its ``turn/start`` response comes before, and one sent then is refused.
+    _stop_waits_for_start = True
 
     def __init__(
         self,
@@ -189,7 +177,7 @@ class CodexAppServerConversation(ProcessConversation[_Turn]):
 
         def frame(turn: _Turn) -> dict[str, Any] | None:
             thread = self._session_id
-            if thread is None or turn.turn_id is None or not turn.active or turn.interrupted:
+            if thread is None or turn.turn_id is None or not turn.started or turn.interrupted:
                 return None
             params = p.TurnSteerParams(
                 thread_id=thread,
@@ -279,14 +267,10 @@ class CodexAppServerConversation(ProcessConversation[_Turn]):
             if turn.turn_id is not None and turn.turn_id != turn_id:
                 return  # another turn's
             named, turn.turn_id = turn.turn_id is None, turn_id
-            due = False
-            if active and not turn.active:
-                turn.active = True
-                due, turn.interrupt_due = turn.interrupt_due, False
         if named:
             turn.emit(Lifecycle("turn_started", turn_id))
-        if due:
-            self._send(channel, self._interrupt_frame(turn))
+        if active:
+            self._run_began(channel, turn)
 
     def _on_response(
         self, channel: Channel, turn: _Turn, said: p.Response | p.ErrorResponse
@@ -333,13 +317,6 @@ class CodexAppServerConversation(ProcessConversation[_Turn]):
             return
         emit(Lifecycle("server_request_refused", said.method))
 
-    def _defer_interrupt(self, turn: _Turn) -> bool:
-        # Codex refuses an interrupt until the turn is active ("no active turn to interrupt").
-        if not turn.active:
-            turn.interrupt_due = True
-            return True
-        return False
-
     def _interrupt_frame(self, turn: _Turn) -> dict[str, Any]:
         thread, turn_id = self._session_id, turn.turn_id
         assert thread is not None
@@ -369,9 +346,7 @@ class CodexAppServerConversation(ProcessConversation[_Turn]):
         if exit_status is not None and completed is None and not turn.interrupted:
             raise self._died(exit_status)
         if turn.refused is not None:
-            raise CliExitError(
-                argv, 1, stderr=stderr, detail=f"codex refused turn/start: {turn.refused}"
-            )
+            raise self._refused(channel, f"codex refused turn/start: {turn.refused}")
         if status == "failed" and not interrupted:
             raise self._failure(argv, stderr, completed, turn.errors)
         if interrupted:
@@ -457,12 +432,7 @@ class CodexAppServerConversation(ProcessConversation[_Turn]):
         answer = self._call(channel, params, emit)
         if isinstance(answer, p.ErrorResponse):
             self._release_process()
-            raise CliExitError(
-                channel.argv,
-                1,
-                stderr="".join(self._stderr),
-                detail=f"codex refused initialize: {answer.message}",
-            )
+            raise self._refused(channel, f"codex refused initialize: {answer.message}")
         try:
             channel.send(_wire.notification("initialized"))
         except ProcessClosedError:
@@ -491,7 +461,7 @@ class CodexAppServerConversation(ProcessConversation[_Turn]):
             detail = f"codex refused {params.METHOD}: {answer.message}"
             if thread_id is not None and is_unknown_thread(answer.code, answer.message):
                 raise SessionResumeError(channel.argv, 1, session_id=thread_id, detail=detail)
-            raise CliExitError(channel.argv, 1, stderr="".join(self._stderr), detail=detail)
+            raise self._refused(channel, detail)
         try:
             opened = params.parse_result(answer.result)
         except p.CodexProtocolError as error:
@@ -519,17 +489,8 @@ class CodexAppServerConversation(ProcessConversation[_Turn]):
         while True:
             output = channel.read_until(deadline)
             if output is None:
-                channel.kill()
-                self._release_process()
-                raise CliTimeoutError(
-                    channel.argv,
-                    _STARTUP_TIMEOUT,
-                    message=(
-                        f"codex app-server did not answer {pending.subtype} within "
-                        f"{_STARTUP_TIMEOUT:g} s; it was killed (check that it starts: "
-                        "codex app-server)"
-                    ),
-                )
+                what = pending.subtype
+                raise self._start_unanswered(channel, _STARTUP_TIMEOUT, what, "codex app-server")
             if isinstance(output, ProcessExited):
                 raise self._startup_failed(channel, emit)
             if isinstance(output, StdoutLine):

@@ -12,7 +12,6 @@ from typing import TYPE_CHECKING
 
 from agentshim.core.conversation import ConversationSpec
 from agentshim.core.errors import ProviderCapabilityError
-from agentshim.core.profile import ProviderProfile
 from agentshim.providers.codex.provider import CodexProvider
 from agentshim.transport.context import TransportContext
 from agentshim.transport.conversation import ProcessOptions, ProcessTransport
@@ -48,10 +47,8 @@ class CodexAppServerTransport(ProcessTransport):
         super().__init__(context, **options)
         self.reap = reap
 
-    @property
-    def profile(self) -> ProviderProfile:
-        """Codex CLI's capabilities over app-server."""
-        return APP_SERVER_PROFILE
+    profile = APP_SERVER_PROFILE
+    """Codex CLI's capabilities over app-server."""
 
     def open(self, spec: ConversationSpec) -> CodexAppServerConversation:
         """Open a conversation; its process starts with its first turn.
