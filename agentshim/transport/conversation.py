@@ -210,6 +210,8 @@ class LongLivedConversation(Generic[TurnT]):
         self._session_id: str | None = spec.resume_session_id
         self._model = spec.model or context.model
         self._mcp: McpInstallation | None = None
+        # The next process forks the resumed conversation: the spec's fork, until it exists.
+        self._fork = spec.fork
 
     # -- the Conversation protocol -------------------------------------------------------
 
@@ -284,6 +286,11 @@ class LongLivedConversation(Generic[TurnT]):
         raise NotImplementedError
 
     # -- what a process starts with ---------------------------------------------------------
+
+    @property
+    def _resumes(self) -> bool:
+        """Whether the next turn continues a conversation the CLI already has (not a fork)."""
+        return self._session_id is not None and not self._fork
 
     def _argv_context(
         self, mcp_argv: Sequence[str], *, cwd: str | None = None, fork_session: bool = False

@@ -134,7 +134,6 @@ class ClaudeStreamConversation(ProcessConversation[_Turn]):
     ) -> None:
         super().__init__(transport, spec, name="Claude Code")
         self._provider = provider
-        self._fork = spec.fork
         self._process_cost = 0.0
         # The conversation's tools, answered in band (mcp_message) on the turn's thread.
         self._tools = ToolHost(spec.tools) if spec.tools else None
@@ -152,7 +151,7 @@ class ClaudeStreamConversation(ProcessConversation[_Turn]):
 
     def _run(self, request: TurnRequest, emit: Emit, stop: TurnStop) -> TurnResult:
         started = self._clock()
-        resumed = self._session_id is not None and not self._fork
+        resumed = self._resumes
         channel = self._ensure_process(emit)
         self._drain_between_turns(channel, emit, started)
         if request.model is not None and request.model != self._model:

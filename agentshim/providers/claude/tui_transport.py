@@ -309,7 +309,6 @@ class ClaudeTuiConversation(LongLivedConversation[_Turn]):
         self._timing = transport.timing
         self._scratch = transport.scratch_cwd
         self._terminal: _Terminal | None = None
-        self._fork = spec.fork
 
     def _refuse(self, request: TurnRequest) -> None:
         also = ("model",) if request.model is not None and request.model != self._model else ()
@@ -325,7 +324,7 @@ class ClaudeTuiConversation(LongLivedConversation[_Turn]):
 
     def _run(self, request: TurnRequest, emit: Emit, stop: TurnStop) -> TurnResult:
         started = self._clock()
-        resumed = self._session_id is not None and not self._fork
+        resumed = self._resumes
         terminal = self._ensure_terminal(emit)
         # The turn's clock starts once the CLI is ready: starting it has a budget of its own.
         turn = _Turn(emit, self._watch(request, self._clock()))

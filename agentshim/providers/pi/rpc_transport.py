@@ -210,7 +210,6 @@ class PiRpcConversation(ProcessConversation[_Turn]):
     ) -> None:
         super().__init__(transport, spec, name="Pi")
         self._provider = provider
-        self._fork = spec.fork
         self._model_provider: str | None = provider.provider
         # The conversation's tools, served to the extension that relays them while it runs.
         self._serving: LocalToolServer | None = None
@@ -260,7 +259,7 @@ class PiRpcConversation(ProcessConversation[_Turn]):
 
     def _run(self, request: TurnRequest, emit: Emit, stop: TurnStop) -> TurnResult:
         started = self._clock()
-        resumed = self._session_id is not None and not self._fork
+        resumed = self._resumes
         channel = self._ensure_process(emit)
         if self._serving is not None:
             self._serving.host.emit = emit
