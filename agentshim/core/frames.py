@@ -10,6 +10,7 @@ events on every provider. The handlers stay in each provider's parser.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from functools import cached_property
 from typing import Any, ClassVar, NamedTuple
 
 from agentshim.core.events import AgentEvent, Emit, Lifecycle, RawOutput, SessionStarted, Stderr
@@ -198,7 +199,7 @@ class FrameParser(FrameDispatcher):
 
     A subclass calls ``super().__init__`` with its handlers (and ``skip``/``before``) and
     writes ``finish``; the stderr it reads a failure from is ``_stderr``, a
-    :class:`~agentshim.core.stderr_tail.StderrTail` made here.
+    :class:`~agentshim.core.stderr_tail.StderrTail` made on first use.
     ``feed_stdout`` is :meth:`FrameDispatcher.feed` itself, so a line costs no extra call.
     With ``BLANK_STDERR`` true a blank stderr line is emitted too (as ``Stderr``) but not
     kept, for CLIs whose blank lines separate the parts of what they print. The session the
@@ -208,23 +209,16 @@ class FrameParser(FrameDispatcher):
     __slots__ = ()
 
     BLANK_STDERR: ClassVar[bool] = False
-    _stderr: StderrTail
     # Until the stream names its session; an instance's own value shadows this default.
     _session_id: str | None = None
 
     feed_stdout = FrameDispatcher.feed
 
-    def __init__(
-        self,
-        handlers: Mapping[str, FrameHandler],
-        emit: Emit,
-        *,
-        skip: LineSkip | None = None,
-        before: FrameHandler | None = None,
-    ) -> None:
-        """Dispatch stdout to ``handlers`` and keep stderr, sending events to ``emit``."""
-        super().__init__(handlers, emit, skip=skip, before=before)
-        self._stderr = StderrTail(emit)
+    @cached_property
+    def _stderr(self) -> StderrTail:
+        """The stderr lines kept for summing up a failure."""
+        # Cached in the instance dict, so every later read costs what a plain attribute does.
+        return StderrTail(self._emit)
 
     def feed_stderr(self, line: str) -> None:
         """Take one stderr line: emit it as Stderr and keep it for summing up a failure.
