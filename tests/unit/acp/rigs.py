@@ -52,7 +52,11 @@ def transport_on(
 
 
 class Rig:
-    """An ACP transport with ``dialect`` on a scripted fake agent with ``quirks``."""
+    """An ACP transport with ``dialect`` on a scripted fake agent with ``quirks``.
+
+    ``transport_options`` go to the transport (``sleep``, timeouts), ``spec`` to its
+    ConversationSpec.
+    """
 
     def __init__(
         self,
@@ -65,10 +69,13 @@ class Rig:
         approvals: object = ApprovalPolicy.DENY,
         resume: str | None = None,
         lost: Iterable[str] = (),
+        transport_options: dict[str, Any] | None = None,
         **spec: Any,
     ) -> None:
         self.peers = AcpPeers(turns, quirks=quirks, lost=lost)
-        self.transport, self.executor = transport_on(provider, dialect, self.peers)
+        self.transport, self.executor = transport_on(
+            provider, dialect, self.peers, **(transport_options or {})
+        )
         self.conversation = self.transport.open(
             ConversationSpec(
                 permissions=permissions or NativePermissions.bypass(),

@@ -25,11 +25,9 @@ from agentshim.core.errors import (
     TurnStalledError,
 )
 from agentshim.core.events import (
-    AgentEvent,
     ApprovalAnswered,
     ApprovalRequested,
     AssistantText,
-    Lifecycle,
     RunStarted,
     SessionStarted,
     ToolCall,
@@ -43,7 +41,6 @@ from agentshim.core.session_policy import Continuity
 from agentshim.core.turn import TurnRequest
 from agentshim.execution.process import ProcessExited, SpawnRequest, StderrLine, StdoutLine
 from agentshim.providers.gemini.acp import GEMINI_ACP
-from agentshim.providers.gemini.provider import GeminiProvider
 from agentshim.testing import FakeExecutor
 from agentshim.testing.acp import GEMINI_QUIRKS, AcpPeer, AcpPeers, AcpPeerTurn, AcpQuirks
 from agentshim.testing.process import FakePeer, SilentPeer
@@ -52,81 +49,36 @@ from agentshim.testing.session_contracts import (
     ConversationContract,
     TransportContract,
 )
-from agentshim.transport.context import TransportContext
+
+from .rigs import Events, methods, transport_on
+from .rigs import Rig as AcpRig
 
 BYPASS = NativePermissions.bypass()
 WRITE = NativePermissions.workspace_write()
 
 
-class Events(list[AgentEvent]):
-    def __call__(self, event: AgentEvent) -> None:
-        self.append(event)
-
-    def of(self, kind: type[Any]) -> list[Any]:
-        return [event for event in self if isinstance(event, kind)]
-
-    def lifecycle(self, kind: str) -> list[str]:
-        return [event.detail for event in self.of(Lifecycle) if event.kind == kind]
-
-
 def make_transport(
     peers: Callable[[SpawnRequest], FakePeer], **options: Any
 ) -> tuple[AcpTransport, FakeExecutor]:
-    executor = FakeExecutor(peers=peers)
-    ctx = TransportContext(
-        provider=GeminiProvider(),
-        executor=executor,
-        binary_path="/usr/bin/gemini",
-        env={"PATH": "/usr/bin"},
-    )
-    return AcpTransport(ctx, GEMINI_ACP, **options), executor
+    return transport_on("gemini", GEMINI_ACP, peers, **options)
 
 
-class Rig:
-    """An ACP transport on a scripted fake agent."""
+class Rig(AcpRig):
+    """Gemini's ACP transport on a scripted fake agent; its backoff sleeps are recorded."""
 
     def __init__(
         self,
         turns: Iterable[AcpPeerTurn],
         *,
         quirks: AcpQuirks = GEMINI_QUIRKS,
-        permissions: NativePermissions = BYPASS,
-        approvals: object = ApprovalPolicy.DENY,
-        resume: str | None = None,
-        lost: Iterable[str] = (),
         transport_options: dict[str, Any] | None = None,
-        **spec: Any,
+        **options: Any,
     ) -> None:
-        self.peers = AcpPeers(turns, quirks=quirks, lost=lost)
         self.slept: list[float] = []
-        options = {"sleep": self.slept.append, **(transport_options or {})}
-        self.transport, self.executor = make_transport(self.peers, **options)
-        self.conversation = self.transport.open(
-            ConversationSpec(
-                permissions=permissions,
-                approvals=approvals,  # type: ignore[arg-type]
-                resume_session_id=resume,
-                cwd="/work",
-                **spec,
-            )
+        transport = {"sleep": self.slept.append, **(transport_options or {})}
+        super().__init__(
+            "gemini", GEMINI_ACP, quirks, turns, transport_options=transport, **options
         )
-
-    def turn(self, prompt: str = "go", **request: Any) -> tuple[Any, Events]:
-        events = Events()
-        return self.conversation.turn(TurnRequest(prompt, **request), events), events
-
-    def later(self, seconds: float, action: Callable[[], None]) -> threading.Timer:
-        timer = threading.Timer(seconds, action)
-        timer.start()
-        return timer
-
-    @property
-    def peer(self) -> AcpPeer:
-        return self.peers.peers[-1]
-
-
-def methods(peer: AcpPeer) -> list[str]:
-    return [str(frame.get("method", "answer")) for frame in peer.received]
 
 
 class TestTurnsOnOneProcess:
