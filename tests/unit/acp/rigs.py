@@ -11,7 +11,7 @@ from typing import Any
 from agentshim.acp.client import AcpTransport
 from agentshim.acp.dialect import AcpDialect
 from agentshim.acp.jsonrpc import Notification, Request, Response, read_message
-from agentshim.core.conversation import ConversationSpec
+from agentshim.core.conversation import Conversation, ConversationSpec
 from agentshim.core.events import AgentEvent, Lifecycle
 from agentshim.core.permissions import ApprovalPolicy, NativePermissions
 from agentshim.core.turn import TurnRequest
@@ -98,6 +98,22 @@ class Rig:
     @property
     def peer(self) -> AcpPeer:
         return self.peers.peers[-1]
+
+
+def turn_on(
+    conversation: Conversation, prompt: str, *, interrupt_after: float | None = None
+) -> tuple[Any, Events]:
+    """One turn of ``prompt`` on ``conversation``, interrupted ``interrupt_after`` s in if given."""
+    events = Events()
+    timer = None
+    if interrupt_after is not None:
+        timer = threading.Timer(interrupt_after, conversation.interrupt)
+        timer.start()
+    try:
+        return conversation.turn(TurnRequest(prompt), events), events
+    finally:
+        if timer is not None:
+            timer.cancel()
 
 
 def methods(peer: AcpPeer) -> list[str]:

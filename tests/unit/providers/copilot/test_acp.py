@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import threading
+import functools
 from collections.abc import Sequence
 from typing import Any
 
@@ -58,6 +58,7 @@ from tests.unit.acp.rigs import (
     recorded_messages,
     replay,
     transport_on,
+    turn_on,
 )
 
 P = "copilot"
@@ -250,20 +251,7 @@ class TestRecordedSession:
         )
         box.append(conversation)
 
-        def turn(prompt: str, *, interrupt_after: float | None = None) -> tuple[Any, Events]:
-            events = Events()
-            timer = (
-                threading.Timer(interrupt_after, conversation.interrupt)
-                if interrupt_after
-                else None
-            )
-            if timer is not None:
-                timer.start()
-            try:
-                return conversation.turn(TurnRequest(prompt), events), events
-            finally:
-                if timer is not None:
-                    timer.cancel()
+        turn = functools.partial(turn_on, conversation)
 
         plain, events = turn("Say hello.")
         assert plain.text == HELLO

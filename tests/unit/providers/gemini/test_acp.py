@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+import functools
 import json
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -42,6 +42,7 @@ from agentshim.providers.gemini.provider import GeminiProvider
 from agentshim.testing import FakeExecutor
 from agentshim.testing.acp import AcpRecordedPeer
 from agentshim.transport.context import TransportContext
+from tests.unit.acp.rigs import turn_on
 
 FIXTURES = Path(__file__).parents[3] / "fixtures" / "gemini" / "acp"
 CASES = sorted(p.name for p in FIXTURES.iterdir() if p.is_dir())
@@ -222,17 +223,7 @@ class TestRecordedSession:
         )
         conversation_box.append(conversation)
 
-        def turn(prompt: str, *, interrupt_after: float | None = None) -> tuple[Any, Events]:
-            events = Events()
-            timer = None
-            if interrupt_after is not None:
-                timer = threading.Timer(interrupt_after, conversation.interrupt)
-                timer.start()
-            try:
-                return conversation.turn(TurnRequest(prompt), events), events
-            finally:
-                if timer is not None:
-                    timer.cancel()
+        turn = functools.partial(turn_on, conversation)
 
         plain, _ = turn("Say hello.")
         assert plain.text == HELLO

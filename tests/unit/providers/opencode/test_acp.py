@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import threading
 import time
@@ -63,6 +64,7 @@ from tests.unit.acp.rigs import (
     recorded_messages,
     replay,
     transport_on,
+    turn_on,
 )
 
 P = "opencode"
@@ -289,20 +291,7 @@ class TestRecordedSession:
         )
         box.append(conversation)
 
-        def turn(prompt: str, *, interrupt_after: float | None = None) -> tuple[Any, Events]:
-            events = Events()
-            timer = (
-                threading.Timer(interrupt_after, conversation.interrupt)
-                if interrupt_after
-                else None
-            )
-            if timer is not None:
-                timer.start()
-            try:
-                return conversation.turn(TurnRequest(prompt), events), events
-            finally:
-                if timer is not None:
-                    timer.cancel()
+        turn = functools.partial(turn_on, conversation)
 
         plain, _ = turn("Say hello.")
         assert plain.text == HELLO
