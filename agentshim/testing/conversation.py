@@ -12,10 +12,10 @@ clock::
 
 from __future__ import annotations
 
-import enum
 import threading
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from typing import Literal
 
 from agentshim.core.conversation import ConversationSpec, TransportKind, TurnSlot, TurnStop
 from agentshim.core.errors import (
@@ -62,20 +62,15 @@ FAKE_PROFILE = ProviderProfile(
 """The profile a FakeTransport reports unless given another: resumable, every native mode."""
 
 
-class _Kind(enum.Enum):
-    SUCCESS = "success"
-    FAILURE = "failure"
-    RESUME_REFUSED = "resume_refused"
-    TIMEOUT = "timeout"
-    HANG = "hang"
-    RAISE = "raise"
-
-
 @dataclass(frozen=True, slots=True)
 class FakeOutcome:
-    """What one scripted turn attempt does; build one with the class methods."""
+    """What one scripted turn attempt does; build one with the class methods.
 
-    kind: _Kind
+    ``kind`` names the class method that built it (``"success"``, ``"failure"``,
+    ``"resume_refused"``, ``"timeout"``, ``"hang"`` or ``"raise"``).
+    """
+
+    kind: Literal["success", "failure", "resume_refused", "timeout", "hang", "raise"]
     text: str = ""
     session_id: str | None = None
     usage: TokenUsage | None = None
@@ -107,7 +102,7 @@ class FakeOutcome:
         emitted before the answer.
         """
         return cls(
-            _Kind.SUCCESS,
+            "success",
             text=text,
             session_id=session_id,
             usage=usage,
@@ -131,7 +126,7 @@ class FakeOutcome:
         ``retry_after_s`` is set on the error as the provider's own retry hint.
         """
         return cls(
-            _Kind.FAILURE,
+            "failure",
             failure_kind=kind,
             session_id=session_id,
             detail=detail,
@@ -141,12 +136,12 @@ class FakeOutcome:
     @classmethod
     def resume_refused(cls) -> FakeOutcome:
         """The provider no longer has the conversation: SessionResumeError."""
-        return cls(_Kind.RESUME_REFUSED)
+        return cls("resume_refused")
 
     @classmethod
     def timeout(cls, seconds: float = 60.0) -> FakeOutcome:
         """The turn overruns its budget: TurnTimeoutError."""
-        return cls(_Kind.TIMEOUT, seconds=seconds)
+        return cls("timeout", seconds=seconds)
 
     @classmethod
     def hang(cls, *, raise_cancelled: bool = False, limit_s: float = 30.0) -> FakeOutcome:
@@ -156,12 +151,12 @@ class FakeOutcome:
         raises TurnCancelledError with ``raise_cancelled``; past ``limit_s`` it raises
         TurnTimeoutError, so a test that forgets to interrupt fails instead of hanging.
         """
-        return cls(_Kind.HANG, seconds=limit_s, raise_cancelled=raise_cancelled)
+        return cls("hang", seconds=limit_s, raise_cancelled=raise_cancelled)
 
     @classmethod
     def raises(cls, error: BaseException) -> FakeOutcome:
         """The turn raises ``error`` as it is."""
-        return cls(_Kind.RAISE, error=error)
+        return cls("raise", error=error)
 
 
 @dataclass(frozen=True, slots=True)
@@ -267,7 +262,7 @@ class FakeTransport:
             return f"conv-{self._counters.ids}"
 
     def _next(self, conversation: FakeConversation, request: TurnRequest) -> FakeCall:
-        placeholder = FakeOutcome(_Kind.SUCCESS)
+        placeholder = FakeOutcome("success")
         started_in = conversation.session_id
         outcome = placeholder
         with self._lock:
@@ -354,7 +349,7 @@ class FakeConversation:
                 else ("fake-agent",)
             )
         )
-        if outcome.kind is _Kind.SUCCESS:
+        if outcome.kind == "success":
             self._name(outcome.session_id, emit, fresh_default=True)
             for event in outcome.events:
                 emit(event)
@@ -378,7 +373,7 @@ class FakeConversation:
                 duration_ms=outcome.duration_ms,
                 interrupted=outcome.interrupted,
             )
-        if outcome.kind is _Kind.FAILURE:
+        if outcome.kind == "failure":
             self._name(outcome.session_id, emit, fresh_default=False)
             emit(RunFinished(1))
             error = TurnFailedError(
@@ -388,7 +383,7 @@ class FakeConversation:
                 retry_after_s=outcome.retry_after_s,
             )
             raise error
-        if outcome.kind is _Kind.RESUME_REFUSED:
+        if outcome.kind == "resume_refused":
             emit(RunFinished(1))
             raise SessionResumeError(
                 ("fake-agent", "--resume", str(call.session_id)),
@@ -396,10 +391,10 @@ class FakeConversation:
                 stderr=f"no conversation {call.session_id}\n",
                 session_id=call.session_id,
             )
-        if outcome.kind is _Kind.TIMEOUT:
+        if outcome.kind == "timeout":
             emit(RunFinished(None))
             raise TurnTimeoutError(outcome.seconds)
-        if outcome.kind is _Kind.HANG:
+        if outcome.kind == "hang":
             return self._hang(outcome, resumed, emit, stop)
         if outcome.error is None:  # pragma: no cover - raises() always sets it
             raise AssertionError("FakeOutcome.raises needs an error")

@@ -33,6 +33,20 @@ def test_a_script_function_sees_each_call_and_picks_its_outcome() -> None:
     assert seen == [("hello", "conv-3")]
 
 
+def test_an_outcome_names_the_method_that_built_it() -> None:
+    built = [
+        FakeOutcome.success(),
+        FakeOutcome.failure(FailureKind.TRANSIENT),
+        FakeOutcome.resume_refused(),
+        FakeOutcome.timeout(),
+        FakeOutcome.hang(),
+        FakeOutcome.raises(ValueError("boom")),
+    ]
+    kinds = [outcome.kind for outcome in built]
+    assert kinds == ["success", "failure", "resume_refused", "timeout", "hang", "raise"]
+    assert repr(built[0]).startswith("FakeOutcome(kind='success'")
+
+
 def test_a_used_up_script_fails_loudly() -> None:
     conversation = FakeTransport([]).open(spec())
     with pytest.raises(AssertionError, match="script is used up"):
