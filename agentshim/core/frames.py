@@ -15,7 +15,7 @@ from typing import Any, ClassVar, NamedTuple
 
 from agentshim.core.events import AgentEvent, Emit, Lifecycle, RawOutput, SessionStarted, Stderr
 from agentshim.core.stderr_tail import StderrTail
-from agentshim.core.stream import scan_json
+from agentshim.core.stream import parse_json_object, scan_json
 
 __all__ = [
     "UNKNOWN_DETAIL_CHARS",
@@ -91,7 +91,8 @@ class FrameDispatcher:
     (for a field every frame may carry, such as a session id) and appends to the same list.
 
     :meth:`dispatch` does the same for one frame already decoded (a long-lived transport that
-    frames its own input). The dispatcher keeps nothing between calls, so it can be fed one
+    frames its own input), and :meth:`frame_or_feed` decodes a line for a caller that routes
+    some frame types itself. The dispatcher keeps nothing between calls, so it can be fed one
     line or one frame at a time for as long as the stream lasts.
     """
 
@@ -151,6 +152,17 @@ class FrameDispatcher:
                 self._emit(RawOutput(line.rstrip("\r\n")))
             return
         self.dispatch(frame, line)
+
+    def frame_or_feed(self, line: str) -> Frame | None:
+        """The frame ``line`` holds, for a caller that routes some frame types itself.
+
+        A line that is not one JSON object is fed instead (RawOutput, or nothing when blank)
+        and None is returned, so only a frame reaches the caller.
+        """
+        frame = parse_json_object(line)
+        if frame is None:
+            self.feed(line)
+        return frame
 
     def unknown_frame(self, frame: Frame, line: str) -> AgentEvent:
         """The event for a frame whose type has no handler: ``Lifecycle("unknown_frame:<type>")``.

@@ -270,9 +270,8 @@ class ClaudeStreamConversation(ProcessConversation[_Turn]):
             return
 
     def _on_line(self, channel: Channel, turn: _Turn, line: str) -> None:
-        frame = parse_json_object(line)
+        frame = turn.parser.frame_or_feed(line)
         if frame is None:
-            turn.parser.feed_stdout(line)
             return
         kind = frame.get("type")
         if kind == "control_request":

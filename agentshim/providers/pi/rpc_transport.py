@@ -441,9 +441,8 @@ class PiRpcConversation(ProcessConversation[_Turn]):
         if line.startswith(_UPDATE_PREFIX):
             turn.parser.feed_stdout(line)
             return
-        frame = parse_json_object(line)
+        frame = turn.parser.frame_or_feed(line)
         if frame is None:
-            turn.parser.feed_stdout(line)
             return
         kind = frame.get("type")
         if kind == "response":

@@ -259,3 +259,20 @@ def test_feeding_a_line_is_decoding_it_then_dispatching_the_frame(
         elif line.strip():
             by_parts.append(RawOutput(line.rstrip("\r\n")))
     assert fed == by_parts
+
+
+@given(st.lists(LINES, max_size=30))
+def test_frame_or_feed_returns_each_frame_and_feeds_every_other_line(lines: list[str]) -> None:
+    # A transport routes some frame types itself and dispatches the rest: that must give what
+    # feeding every line does, with each frame handed back exactly once.
+    fed: list[AgentEvent] = []
+    routed: list[AgentEvent] = []
+    feeder = FrameDispatcher(HANDLERS, fed.append)
+    router = FrameDispatcher(HANDLERS, routed.append)
+    for line in lines:
+        feeder.feed(line)
+        frame = router.frame_or_feed(line)
+        assert frame == parse_json_object(line)
+        if frame is not None:
+            router.dispatch(frame, line)
+    assert routed == fed
