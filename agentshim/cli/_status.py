@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
 from typing import TextIO
 
+from agentshim.core.clock import Monotonic
 from agentshim.core.events import (
     AgentEvent,
     AssistantText,
@@ -46,7 +46,7 @@ class StatusLine:
         color: bool,
         quiet_after: float = 1.0,
         interval: float = 0.25,
-        clock: Callable[[], float] = time.monotonic,
+        clock: Monotonic = time.monotonic,
     ) -> None:
         self.stream = stream
         self.color = color

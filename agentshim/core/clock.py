@@ -4,9 +4,14 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from typing import Protocol, runtime_checkable
 
-__all__ = ["Clock", "StopSignal", "SystemClock"]
+__all__ = ["Clock", "Monotonic", "StopSignal", "SystemClock"]
+
+Monotonic = Callable[[], float]
+"""A function giving seconds on a clock that never goes backwards: ``time.monotonic``, or a
+test's fake. What a deadline, a timeout or a tool call's duration is measured on."""
 
 # The longest timeout a threading wait accepts; Event.wait raises OverflowError past it.
 _LONGEST_WAIT = threading.TIMEOUT_MAX

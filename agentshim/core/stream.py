@@ -8,6 +8,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple, cast
 
+from agentshim.core.clock import Monotonic
 from agentshim.core.errors import InvalidRequestError, LineTooLongError
 from agentshim.core.events import Plan, PlanItem, ToolKind
 
@@ -180,7 +181,7 @@ class ToolTracker:
     parser calls ``start`` when a call appears and ``finish`` when its result does.
     """
 
-    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(self, clock: Monotonic = time.monotonic) -> None:
         """Track calls, timing them with ``clock`` (seconds; ``time.monotonic`` by default)."""
         self._clock = clock
         # tool id -> (name, args, start time); plain tuples, as one is made for every call.

@@ -21,7 +21,8 @@ import os
 import secrets
 import signal
 import time
-from collections.abc import Callable
+
+from agentshim.core.clock import Monotonic
 
 __all__ = ["RUN_MARKER", "can_scan", "marked_processes", "new_run_id", "reap_marked"]
 
@@ -114,7 +115,7 @@ def _carries(name: str, bare: bytes, entry: bytes) -> bool:
 
 
 def reap_marked(
-    value: str, grace: float, *, monotonic: Callable[[], float] = time.monotonic
+    value: str, grace: float, *, monotonic: Monotonic = time.monotonic
 ) -> tuple[int, int]:
     """End every process carrying the marker ``value``; return (ended, left running).
 

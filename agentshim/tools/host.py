@@ -13,10 +13,11 @@ from __future__ import annotations
 import dataclasses
 import json
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, cast
 
 from agentshim._version import __version__
+from agentshim.core.clock import Monotonic
 from agentshim.core.events import AgentEvent, Emit, Lifecycle
 from agentshim.core.tool_schema import ArgumentError, bind
 from agentshim.core.tools import TOOL_SERVER_NAME, Tool
@@ -65,7 +66,7 @@ class ToolHost:
         *,
         server_name: str = TOOL_SERVER_NAME,
         emit: Emit = _ignore,
-        clock: Callable[[], float] = time.monotonic,
+        clock: Monotonic = time.monotonic,
     ) -> None:
         self._tools = {t.name: t for t in tools}
         self.server_name = server_name

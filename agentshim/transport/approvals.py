@@ -7,11 +7,11 @@ timeout is not cut short; its late answer is replaced by a deny.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import cast
 
 from agentshim.core.approvals import ApprovalDecision, ApprovalRequest, Approvals
+from agentshim.core.clock import Monotonic
 from agentshim.core.events import ApprovalAnswered, ApprovalRequested
 from agentshim.core.permissions import ApprovalPolicy, NativeMode, NativePermissions
 
@@ -36,7 +36,7 @@ def decide(
     request: ApprovalRequest,
     *,
     timeout: float,
-    clock: Callable[[], float],
+    clock: Monotonic,
 ) -> Answer:
     """What ``approvals`` answers to ``request``; a handler gets ``timeout`` seconds.
 
@@ -77,7 +77,7 @@ def decide_for_turn(
     *,
     interrupted: bool,
     timeout: float,
-    clock: Callable[[], float],
+    clock: Monotonic,
 ) -> Answer:
     """What a long-lived conversation answers to ``request`` during a turn.
 

@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
+from agentshim.core.clock import Monotonic
 from agentshim.execution.executor import SideChannel
 from agentshim.execution.process import Process, ProcessExited, ProcessOutput
 
@@ -40,7 +41,7 @@ class Channel:
         process: Process,
         argv: Sequence[str],
         *,
-        clock: Callable[[], float] = time.monotonic,
+        clock: Monotonic = time.monotonic,
         side: SideChannel | None = None,
     ) -> None:
         self._process = process

@@ -7,6 +7,7 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
+from agentshim.core.clock import Monotonic
 from agentshim.core.conversation import Transport
 from agentshim.core.provider import Provider
 from agentshim.execution.executor import CommandExecutor
@@ -32,7 +33,7 @@ class TransportContext:
     env: Mapping[str, str] = field(default_factory=dict[str, str])
     model: str | None = None
     log: Callable[[str], None] = _ignore
-    clock: Callable[[], float] = time.monotonic
+    clock: Monotonic = time.monotonic
 
 
 TransportFactory = Callable[[Callable[[], TransportContext]], Transport]

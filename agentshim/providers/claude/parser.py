@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 import math
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any, NamedTuple
 
@@ -35,6 +35,7 @@ from agentshim.core._builders import (
     build_usage_report,
 )
 from agentshim.core._enum_members import COST_NOT_REPORTED, COST_REPORTED, SCOPE_CALL, SCOPE_TURN
+from agentshim.core.clock import Monotonic
 from agentshim.core.errors import FailureKind
 from agentshim.core.events import (
     AgentEvent,
@@ -106,7 +107,7 @@ class ClaudeStreamParser(FrameParser):
         *,
         expect_structured: bool = False,
         pricing: PricingTable = PRICING_TABLE,
-        clock: Callable[[], float] = time.monotonic,
+        clock: Monotonic = time.monotonic,
     ) -> None:
         """Parse one turn, sending events to ``emit``; ``pricing`` prices unreported costs."""
         self._expect_structured = expect_structured

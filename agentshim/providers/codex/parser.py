@@ -31,6 +31,7 @@ from agentshim.core._builders import (
     build_usage_report,
 )
 from agentshim.core._enum_members import COST_PRICED, COST_UNKNOWN_MODEL, KIND_OTHER, SCOPE_TURN
+from agentshim.core.clock import Monotonic
 from agentshim.core.errors import FailureKind
 from agentshim.core.events import (
     AgentEvent,
@@ -151,7 +152,7 @@ class CodexStreamParser(FrameParser):
         expect_structured: bool = False,
         model: str | None = None,
         pricing: PricingTable = PRICING_TABLE,
-        clock: Callable[[], float] = time.monotonic,
+        clock: Monotonic = time.monotonic,
     ) -> None:
         self._expect_structured = expect_structured
         self._model = model

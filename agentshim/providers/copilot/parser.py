@@ -25,7 +25,7 @@ on frames the CLI does not persist), except the last, ``{"type": "result", "sess
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import replace
 from types import MappingProxyType
 from typing import Any, cast
@@ -37,6 +37,7 @@ from agentshim.core._builders import (
     build_tool_result,
 )
 from agentshim.core._enum_members import KIND_OTHER
+from agentshim.core.clock import Monotonic
 from agentshim.core.errors import FailureKind
 from agentshim.core.events import (
     AgentEvent,
@@ -109,7 +110,7 @@ class CopilotStreamParser(FrameParser):
         emit: Emit,
         *,
         pricing: PricingTable = PRICING_TABLE,
-        clock: Callable[[], float] = time.monotonic,
+        clock: Monotonic = time.monotonic,
     ) -> None:
         """Parse one turn, sending events to ``emit``.
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import replace
 from types import MappingProxyType
 from typing import Any
@@ -21,6 +21,7 @@ from agentshim.core._builders import (
     build_usage_report,
 )
 from agentshim.core._enum_members import COST_NOT_REPORTED, COST_UNKNOWN_MODEL, SCOPE_TURN
+from agentshim.core.clock import Monotonic
 from agentshim.core.errors import FailureKind
 from agentshim.core.events import (
     AgentEvent,
@@ -96,11 +97,7 @@ class GeminiStreamParser(FrameParser):
     BLANK_STDERR = True
 
     def __init__(
-        self,
-        emit: Emit,
-        *,
-        pricing: PricingTable | None = None,
-        clock: Callable[[], float] = time.monotonic,
+        self, emit: Emit, *, pricing: PricingTable | None = None, clock: Monotonic = time.monotonic
     ) -> None:
         """Emit events through ``emit``; ``pricing`` prices the turn, ``clock`` times tool calls."""
         self._pricing = pricing

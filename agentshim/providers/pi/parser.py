@@ -32,13 +32,14 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import replace
 from types import MappingProxyType
 from typing import Any
 
 from agentshim.core._builders import build_assistant_text, build_tool_call, build_tool_result
 from agentshim.core._text import clean_title
+from agentshim.core.clock import Monotonic
 from agentshim.core.errors import FailureKind
 from agentshim.core.events import (
     AgentEvent,
@@ -103,11 +104,7 @@ class PiStreamParser(FrameParser):
     """
 
     def __init__(
-        self,
-        emit: Emit,
-        *,
-        short_session_ids: bool = False,
-        clock: Callable[[], float] = time.monotonic,
+        self, emit: Emit, *, short_session_ids: bool = False, clock: Monotonic = time.monotonic
     ) -> None:
         """Parse one turn, sending events to ``emit``.
 

@@ -12,9 +12,10 @@ ends them.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
+from agentshim.core.clock import Monotonic
 from agentshim.core.events import AssistantText, Emit, Reasoning, ToolCall, ToolResult
 from agentshim.core.stream import ToolArgs
 from agentshim.providers.codex.events import (
@@ -109,7 +110,7 @@ class TurnItems:
     ``emit`` gets every event; ``clock`` times tool calls.
     """
 
-    def __init__(self, emit: Emit, *, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(self, emit: Emit, *, clock: Monotonic = time.monotonic) -> None:
         self._emit = emit
         self._clock = clock
         self._open: dict[str, tuple[p.ThreadItem, float]] = {}
