@@ -4,22 +4,24 @@ The normalized breakdown: ``input_tokens`` counts every prompt token the model r
 cache reads and cache writes; ``cache_read_input_tokens`` and ``cache_write_input_tokens`` are
 parts of it, and ``uncached_input_tokens`` is the rest. ``output_tokens`` counts every generated
 token, including ``reasoning_output_tokens``. A CLI that reports cache tokens disjoint from input
-(Claude Code, opencode, Pi) has them folded in by its parser.
+(Claude Code, opencode, Pi, Copilot) has them folded in by its parser, through
+:meth:`TokenUsage.cache_apart` where a frame is not on the hot path.
 """
 
 from __future__ import annotations
 
 import enum
 from collections.abc import Mapping
-from dataclasses import field
+from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
 from agentshim.core._readonly import empty_mapping
 from agentshim.core._slots import fast_value
 from agentshim.core.errors import InvalidRequestError
+from agentshim.core.jsonvalues import as_count
 
-__all__ = ["CostSource", "ProviderUsage", "TokenUsage", "TokenWeights"]
+__all__ = ["CostSource", "ProviderUsage", "TokenUsage", "TokenWeights", "UsageKeys"]
 
 _COUNT_FIELDS = (
     "input_tokens",
@@ -105,6 +107,34 @@ class TokenUsage:
                 f"({self.reasoning_output_tokens} > {self.output_tokens})",
             )
 
+    @classmethod
+    def cache_apart(
+        cls,
+        uncached_input: int,
+        cache_read: int,
+        cache_write: int,
+        output: int,
+        *,
+        reasoning: int = 0,
+        turns: int = 0,
+    ) -> TokenUsage:
+        """The breakdown of a CLI that counts cache reads and writes apart from its input.
+
+        They are folded into ``input_tokens``, as the normalized breakdown counts them.
+        ``reasoning`` is the part of ``output`` spent reasoning; a count above ``output``
+        is cut to it, since the output includes it. Raises InvalidRequestError for a
+        negative count, as the constructor does.
+        """
+        return cls(
+            uncached_input + cache_read + cache_write,
+            cache_read,
+            cache_write,
+            0,
+            output,
+            min(reasoning, output),
+            turns,
+        )
+
     @property
     def uncached_input_tokens(self) -> int:
         """Input tokens that were neither read from nor written to a cache."""
@@ -146,6 +176,32 @@ class TokenUsage:
         if "cache_read_input_tokens" not in values and "cached_input_tokens" in data:
             values["cache_read_input_tokens"] = int(data["cached_input_tokens"])
         return cls(**values)
+
+
+@dataclass(frozen=True, slots=True)
+class UsageKeys:
+    """The keys under which a CLI that counts cache apart from its input reports each count."""
+
+    input: str
+    cache_read: str
+    cache_write: str
+    output: str
+    reasoning: str | None = None
+
+    def read(self, counts: Mapping[str, Any]) -> TokenUsage:
+        """The counts under these keys, folded by :meth:`TokenUsage.cache_apart`.
+
+        A missing or malformed count reads as 0 (:func:`~agentshim.core.jsonvalues.as_count`).
+        """
+        get = counts.get
+        reasoning = 0 if self.reasoning is None else as_count(get(self.reasoning))
+        return TokenUsage.cache_apart(
+            as_count(get(self.input)),
+            as_count(get(self.cache_read)),
+            as_count(get(self.cache_write)),
+            as_count(get(self.output)),
+            reasoning=reasoning,
+        )
 
 
 @fast_value

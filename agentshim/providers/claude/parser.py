@@ -53,7 +53,7 @@ from agentshim.core.jsonvalues import as_amount, as_count, as_mapping, as_str, l
 from agentshim.core.pricing import PricingTable
 from agentshim.core.provider import ParsedTurn, ParserContext
 from agentshim.core.stream import ToolTracker
-from agentshim.core.usage import CostSource, ProviderUsage, TokenUsage
+from agentshim.core.usage import CostSource, ProviderUsage, TokenUsage, UsageKeys
 
 from .events import (
     STRUCTURED_OUTPUT_TOOL,
@@ -87,6 +87,12 @@ class _Terminal(NamedTuple):
     error: str | None
     kind: FailureKind | None
     stream_said: bool
+
+
+_MODEL_USAGE_KEYS = UsageKeys(
+    "inputTokens", "cacheReadInputTokens", "cacheCreationInputTokens", "outputTokens"
+)
+"""Where a ``result`` frame's ``modelUsage`` entry has each count (cache apart from input)."""
 
 
 class ClaudeStreamParser(FrameParser):
@@ -475,14 +481,7 @@ class ClaudeStreamParser(FrameParser):
                 counts = as_mapping(entry)
                 if counts is None:
                     continue
-                read = as_count(counts.get("cacheReadInputTokens"))
-                write = as_count(counts.get("cacheCreationInputTokens"))
-                per_model = TokenUsage(
-                    input_tokens=as_count(counts.get("inputTokens")) + read + write,
-                    cache_read_input_tokens=read,
-                    cache_write_input_tokens=write,
-                    output_tokens=as_count(counts.get("outputTokens")),
-                )
+                per_model = _MODEL_USAGE_KEYS.read(counts)
                 if per_model.total_tokens == 0:
                     continue
                 cost = self._pricing.cost(name, per_model)

@@ -55,7 +55,7 @@ from agentshim.core.jsonvalues import as_count, as_int, as_mapping, as_str, mapp
 from agentshim.core.pricing import PricingTable
 from agentshim.core.provider import ParsedTurn
 from agentshim.core.stream import ToolTracker
-from agentshim.core.usage import CostSource, ProviderUsage, TokenUsage
+from agentshim.core.usage import CostSource, ProviderUsage, TokenUsage, UsageKeys
 
 from .events import tool_kind, tool_output
 from .failures import CallFailure, SessionErrorFrame, classify
@@ -90,6 +90,14 @@ among them; so is the prompt echo ``user.message``.
 """
 
 _TYPE_PREFIX = '{"type":"'
+
+
+_USAGE_KEYS = UsageKeys(
+    "inputTokens", "cacheReadTokens", "cacheWriteTokens", "outputTokens", "reasoningTokens"
+)
+"""Where an ``assistant.usage`` frame has each count. Copilot reports cache reads and writes
+apart from ``inputTokens``, so they are folded in; ``reasoningTokens`` are the part of
+``outputTokens`` spent reasoning."""
 
 
 class CopilotStreamParser(FrameParser):
@@ -289,7 +297,7 @@ class CopilotStreamParser(FrameParser):
             )
             out.append(UsageReport(usage, None))
             return
-        tokens = _fold_usage(data)
+        tokens = _USAGE_KEYS.read(data)
         # Priced before the totals take it: a count too large to price costs only this frame.
         usage = self._priced_usage(tokens, raw)
         self._tokens = tokens if self._tokens is None else self._tokens + tokens
@@ -435,21 +443,3 @@ class CopilotStreamParser(FrameParser):
 
 def _data(frame: Frame) -> Mapping[str, Any]:
     return mapping_or_empty(frame.get("data"))
-
-
-def _fold_usage(data: Mapping[str, Any]) -> TokenUsage:
-    """Normalize one ``assistant.usage`` frame.
-
-    Copilot reports cache reads and writes apart from ``inputTokens``, so they are added to it;
-    ``reasoningTokens`` are the part of ``outputTokens`` spent reasoning.
-    """
-    cache_read = as_count(data.get("cacheReadTokens"))
-    cache_write = as_count(data.get("cacheWriteTokens"))
-    output = as_count(data.get("outputTokens"))
-    return TokenUsage(
-        input_tokens=as_count(data.get("inputTokens")) + cache_read + cache_write,
-        cache_read_input_tokens=cache_read,
-        cache_write_input_tokens=cache_write,
-        output_tokens=output,
-        reasoning_output_tokens=min(as_count(data.get("reasoningTokens")), output),
-    )

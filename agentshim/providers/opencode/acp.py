@@ -132,14 +132,13 @@ def usage(result: Mapping[str, Any]) -> ProviderUsage | None:
 
 
 def _tokens(count: Count) -> TokenUsage:
-    cache_read, cache_write = count("cachedReadTokens"), count("cachedWriteTokens")
     reasoning = count("thoughtTokens")
-    return TokenUsage(
-        input_tokens=count("inputTokens") + cache_read + cache_write,
-        cache_read_input_tokens=cache_read,
-        cache_write_input_tokens=cache_write,
-        output_tokens=count("outputTokens") + reasoning,
-        reasoning_output_tokens=reasoning,
+    return TokenUsage.cache_apart(
+        count("inputTokens"),
+        count("cachedReadTokens"),
+        count("cachedWriteTokens"),
+        count("outputTokens") + reasoning,
+        reasoning=reasoning,
         turns=1,
     )
 

@@ -56,7 +56,7 @@ from agentshim.core.frames import Frame, FrameParser, LineSkip, ignore_frame
 from agentshim.core.jsonvalues import as_amount, as_count, as_mapping, as_str
 from agentshim.core.provider import ParsedTurn, ParserContext
 from agentshim.core.stream import ToolTracker
-from agentshim.core.usage import CostSource, ProviderUsage, TokenUsage
+from agentshim.core.usage import CostSource, ProviderUsage, TokenUsage, UsageKeys
 
 from .events import content_text, failed_exit_code, tool_kind
 from .failures import classify
@@ -87,6 +87,11 @@ def short_session_id(session_id: str) -> str:
     can name several sessions: use it for display, or where sessions start far apart.
     """
     return session_id[:8] if _UUID.fullmatch(session_id) else session_id
+
+
+_USAGE_KEYS = UsageKeys("input", "cacheRead", "cacheWrite", "output")
+"""Where an assistant message's ``usage`` has each count. Pi's ``input`` excludes cache reads
+and writes (``cacheRead``, ``cacheWrite``), which are folded in; Pi reports no reasoning."""
 
 
 class PiStreamParser(FrameParser):
@@ -330,7 +335,7 @@ class PiStreamParser(FrameParser):
         if not counted:
             # Nothing to fold (a build with only totalTokens, say): unknown, never zero.
             self._usage_unknown = True
-        tokens = _fold_usage(usage)
+        tokens = _USAGE_KEYS.read(usage)
         cost_block = as_mapping(usage.get("cost"))
         cost = as_amount(cost_block.get("total")) if cost_block is not None else None
         self._tokens = tokens if self._tokens is None else self._tokens + tokens
@@ -388,19 +393,3 @@ class PiStreamParser(FrameParser):
                 return f"{message}: {said}", kind_from_text(said) or FailureKind.OTHER
             return f"{message} (see stderr)", FailureKind.OTHER
         return None, None
-
-
-def _fold_usage(usage: Mapping[str, Any]) -> TokenUsage:
-    """Normalize one assistant message's ``usage``.
-
-    Pi's ``input`` excludes cache reads and writes, which it reports as ``cacheRead`` and
-    ``cacheWrite``; they are folded into ``input_tokens``. Pi reports no reasoning count.
-    """
-    cache_read = as_count(usage.get("cacheRead"))
-    cache_write = as_count(usage.get("cacheWrite"))
-    return TokenUsage(
-        input_tokens=as_count(usage.get("input")) + cache_read + cache_write,
-        cache_read_input_tokens=cache_read,
-        cache_write_input_tokens=cache_write,
-        output_tokens=as_count(usage.get("output")),
-    )

@@ -5,7 +5,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from agentshim.core.errors import InvalidRequestError
-from agentshim.core.usage import CostSource, ProviderUsage, TokenUsage, TokenWeights
+from agentshim.core.usage import CostSource, ProviderUsage, TokenUsage, TokenWeights, UsageKeys
 
 
 @st.composite
@@ -120,3 +120,44 @@ class TestWeights:
             uncached_input=1, cache_read=0.1, cache_write=1.25, cache_write_1h=2, output=4
         )
         assert weights.weigh(usage) == pytest.approx(30 + 5 + 12.5 + 20 + 40)
+
+
+COUNTS = st.integers(0, 10**9)
+
+
+class TestCacheApart:
+    @given(COUNTS, COUNTS, COUNTS, COUNTS, COUNTS, st.integers(0, 100))
+    def test_cache_counted_apart_is_folded_into_input(
+        self, uncached: int, read: int, write: int, output: int, reasoning: int, turns: int
+    ) -> None:
+        usage = TokenUsage.cache_apart(
+            uncached, read, write, output, reasoning=reasoning, turns=turns
+        )
+        assert usage.uncached_input_tokens == uncached
+        assert usage.input_tokens == uncached + read + write
+        assert (usage.cache_read_input_tokens, usage.cache_write_input_tokens) == (read, write)
+        assert usage.cache_write_1h_input_tokens == 0
+        assert usage.output_tokens == output
+        assert usage.reasoning_output_tokens == min(reasoning, output)
+        assert usage.turns == turns
+
+    def test_a_negative_count_is_refused(self) -> None:
+        with pytest.raises(InvalidRequestError, match="must not be negative"):
+            TokenUsage.cache_apart(-1, 0, 0, 0)
+
+    def test_keys_read_each_count_where_the_cli_puts_it(self) -> None:
+        keys = UsageKeys("in", "read", "write", "out", "thought")
+        usage = keys.read({"in": 10, "read": 5, "write": 2, "out": 8, "thought": 3})
+        assert usage == TokenUsage(
+            input_tokens=17,
+            cache_read_input_tokens=5,
+            cache_write_input_tokens=2,
+            output_tokens=8,
+            reasoning_output_tokens=3,
+        )
+
+    @pytest.mark.parametrize("bad", [None, "7", -3, 2.5, True, [1], {"n": 1}])
+    def test_a_missing_or_malformed_count_reads_as_zero(self, bad: object) -> None:
+        keys = UsageKeys("in", "read", "write", "out")
+        usage = keys.read({"in": 10, "read": bad, "out": 4, "thought": 99})
+        assert usage == TokenUsage(input_tokens=10, output_tokens=4)
