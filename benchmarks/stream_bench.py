@@ -260,6 +260,11 @@ BENCHMARKS: dict[str, Callable[[Fake], dict[str, object]]] = {"latency": latency
 
 def main(argv: list[str]) -> int:
     chosen = argv or list(BENCHMARKS)
+    unknown = [name for name in chosen if name not in BENCHMARKS]
+    if unknown:
+        print(f"usage: stream_bench.py [{' | '.join(BENCHMARKS)} ...]", file=sys.stderr)
+        print(f"unknown benchmark: {', '.join(unknown)}", file=sys.stderr)
+        return 2
     failed = False
     with tempfile.TemporaryDirectory(prefix="agentshim-stream-bench-") as root:
         fake = Fake(Path(root))
