@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agentshim.core.errors import InvalidRequestError, McpConfigError
@@ -353,9 +353,7 @@ def encodings(draw: st.DrawFn, document: dict[str, Any]) -> bytes:
     return (text + draw(st.sampled_from(["", "\n", "\r\n", "  \n\n"]))).encode()
 
 
-mcp_settings = settings(
-    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow]
-)
+mcp_settings = settings(max_examples=60)
 
 
 class TestMergeRestoreProperties:

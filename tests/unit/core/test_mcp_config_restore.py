@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agentshim.cli import main
@@ -799,7 +799,7 @@ def _act(action: str, path: Path, outside: Path) -> None:
 
 
 class TestRestoreProperty:
-    @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    @settings(max_examples=80)
     @given(originals, st.sampled_from([0o600, 0o644, 0o640]), st.sampled_from(ACTIONS))
     def test_the_original_survives_every_action_and_nothing_of_ours_remains(
         self, original: bytes | None, mode: int, action: str
@@ -848,7 +848,7 @@ json_tokens = st.one_of(
 
 
 class TestAnyValueInTheAgentsRewrite:
-    @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    @settings(max_examples=80)
     @given(json_tokens)
     def test_never_leaves_our_entries_nor_wedges_the_next_install(self, token: str) -> None:
         with tempfile.TemporaryDirectory() as directory:

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agentshim.core.errors import AgentShimError, InvalidRequestError, SchemaDialectError
@@ -627,9 +627,7 @@ json_objects = st.recursive(
 
 # Generating nested schemas is the slow part; keep the example count modest and do not let a
 # busy machine fail the run on generation speed.
-schema_settings = settings(
-    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow]
-)
+schema_settings = settings(max_examples=60)
 
 
 class TestSchemaProperties:

@@ -451,7 +451,7 @@ SAVES = st.lists(
 )
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=40)
 @given(saves=SAVES)
 def test_sqlite_keeps_what_checkpoint_replaces_says_for_any_order_of_saves(
     saves: list[tuple[str, int] | None],

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from hypothesis import HealthCheck, settings
+from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import (
     RuleBasedStateMachine,
@@ -394,7 +394,5 @@ class PolicyMachine(RuleBasedStateMachine):
 PolicyMachine.TestCase.settings = settings(
     max_examples=150,
     stateful_step_count=30,
-    deadline=None,
-    suppress_health_check=[HealthCheck.too_slow],
 )
 TestSessionPolicyMachine = PolicyMachine.TestCase

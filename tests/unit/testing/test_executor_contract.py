@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import os
 import sys
-import tempfile
 from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
 
 from agentshim.core.stream import DEFAULT_MAX_LINE_BYTES
 from agentshim.execution import CommandExecutor, CommandRequest, HostCommandExecutor
@@ -45,9 +47,13 @@ class TestHostExecutorContract(ExecutorContract):
         )
         return executor, [sys.executable, "-u", "-c", _script(program)]
 
+    @pytest.fixture(autouse=True)
+    def _binaries_in(self, tmp_path: Path) -> None:
+        # Staged binaries go in the test's own directory, which pytest removes.
+        self._directory = tmp_path
+
     def stage_binary(self, program: ContractProgram) -> tuple[CommandExecutor, str]:
-        directory = tempfile.mkdtemp(prefix="agentshim-contract-")
-        path = os.path.join(directory, "tool")
+        path = os.path.join(self._directory, "tool")
         with open(path, "w") as handle:
             handle.write(f"#!{sys.executable}\n{_script(program)}\n")
         os.chmod(path, 0o755)

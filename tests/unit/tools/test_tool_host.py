@@ -175,7 +175,7 @@ JSON = st.recursive(
 METHODS = st.sampled_from(["initialize", "ping", "tools/list", "tools/call", "x/y"]) | st.text()
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=300)
 @given(
     message=JSON
     | st.fixed_dictionaries(
@@ -194,7 +194,7 @@ def test_no_message_crashes_the_host_and_every_answer_is_json_with_the_requests_
         assert answer["id"] == message.get("id")
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=300)
 @given(arguments=JSON)
 def test_any_arguments_give_a_result_never_an_exception(arguments: object) -> None:
     answer = call(ToolHost([lookup, broken, structured]), "lookup", arguments)

@@ -199,7 +199,7 @@ TOKEN_USAGES = st.builds(
 
 
 class TestRoundTrip:
-    @settings(max_examples=100, deadline=None)
+    @settings(max_examples=100)
     @given(TOKEN_USAGES)
     def test_usage_parses_back_exactly(self, usage: TokenUsage) -> None:
         turn, _ = parse(scripted_lines(ScriptedTurn(text="x", usage=usage)).stdout)
@@ -208,7 +208,7 @@ class TestRoundTrip:
         assert turn.usage.cost_source is CostSource.REPORTED
         assert turn.cost_usd == pytest.approx(PRICING_TABLE.cost("claude-opus-4-8", usage))
 
-    @settings(max_examples=100, deadline=None)
+    @settings(max_examples=100)
     @given(st.text(min_size=1), st.lists(st.tuples(st.text(min_size=1), st.text()), max_size=3))
     def test_text_and_tool_output_survive(self, text: str, calls: list[tuple[str, str]]) -> None:
         tool_calls = [(name, {"arg": output}, output) for name, output in calls]

@@ -27,7 +27,7 @@ from agentshim.providers.claude.tui_protocol import (
     weekly_limit_used,
 )
 
-CAPTURES = Path("/work/shared/transport-captures/claude")
+CAPTURES = Path(__file__).resolve().parents[3] / "fixtures" / "claude" / "tui"
 _C1 = {chr(code) for code in range(0x80, 0xA0)}
 _C0_DROPPED = {chr(code) for code in range(0x20)} - {"\n", "\t"}
 

@@ -370,7 +370,7 @@ class TestFinalAnswer:
         assert turn.text == "answer"
         assert [e.text for e in of(events, AssistantText)] == ["answer", "aside"]
 
-    @settings(max_examples=200, deadline=None)
+    @settings(max_examples=200)
     @given(
         st.lists(
             st.tuples(
@@ -757,7 +757,7 @@ class TestAdversarialInput:
     def test_arbitrary_json_values(self, lines: list[str]) -> None:
         _never_raises(lines)
 
-    @settings(max_examples=150, deadline=None)
+    @settings(max_examples=150)
     @given(
         st.lists(frames.map(json.dumps), max_size=10),
         st.builds(

@@ -195,7 +195,7 @@ class TestMcpFlags:
         with pytest.raises(ProviderCapabilityError, match="named 's'"):
             CopilotProvider().install_mcp(None, servers)
 
-    @settings(max_examples=100, deadline=None)
+    @settings(max_examples=100)
     @given(st.lists(STDIO | HTTP, max_size=4, unique_by=lambda s: s.name))
     def test_parse_inverts_render(self, servers: list[McpServer]) -> None:
         built = argv(mcp_argv=(MCP_FLAG, render_mcp_config(servers)) if servers else ())

@@ -525,17 +525,17 @@ def with_field(frame_value: Any, path: tuple[str | int, ...], new: Any) -> Any:
 
 
 class TestAdversarial:
-    @settings(max_examples=150, deadline=None)
+    @settings(max_examples=150)
     @given(st.lists(st.text(max_size=60), max_size=10))
     def test_arbitrary_text(self, lines: list[str]) -> None:
         never_raises(OpencodeStreamParser, lines, lines)
 
-    @settings(max_examples=150, deadline=None)
+    @settings(max_examples=150)
     @given(st.lists(JSON_VALUES, max_size=8))
     def test_arbitrary_json_values(self, values: list[Any]) -> None:
         never_raises(OpencodeStreamParser, [json.dumps(v) for v in values])
 
-    @settings(max_examples=100, deadline=None)
+    @settings(max_examples=100)
     @given(
         st.lists(
             st.tuples(
@@ -570,7 +570,7 @@ class TestAdversarial:
                     stdout = [*lines[:index], changed, *lines[index + 1 :]]
                     never_raises(OpencodeStreamParser, stdout, rec.stderr_lines)
 
-    @settings(max_examples=150, deadline=None)
+    @settings(max_examples=150)
     @given(st.sampled_from(RECORDED_LINES), st.integers(min_value=0, max_value=2500))
     def test_truncated_recorded_lines(self, line: str, cut: int) -> None:
         never_raises(OpencodeStreamParser, [line[:cut], line])

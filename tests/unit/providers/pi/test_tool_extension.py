@@ -47,7 +47,7 @@ def test_the_extension_is_private_loaded_with_e_and_gone_with_the_socket() -> No
     assert not Path(path).exists()
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=60)
 @given(description=st.text(), title=st.text())
 def test_any_description_and_schema_text_reach_pi_exactly(description: str, title: str) -> None:
     chosen = Tool(

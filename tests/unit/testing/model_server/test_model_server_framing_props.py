@@ -43,7 +43,7 @@ def gemini_text(client: Any) -> str:
 READERS = st.sampled_from([anthropic_text, responses_text, chat_text, gemini_text])
 
 
-@settings(max_examples=80, deadline=None)
+@settings(max_examples=80)
 @given(text=texts, size=sizes, reader=READERS)
 def test_streamed_text_reassembles_exactly_in_every_api(shared_server, text, size, reader):
     server, client = shared_server
@@ -58,7 +58,7 @@ arguments = st.dictionaries(
 )
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=60)
 @given(args=arguments, size=sizes)
 def test_tool_arguments_reassemble_in_anthropic_and_chat(shared_server, args, size):
     server, client = shared_server

@@ -262,7 +262,7 @@ def test_explicit_tool_call_arguments_pass_through(server: ModelServer, client):
 roles = st.lists(st.sampled_from(["user", "assistant", "tool"]), max_size=12)
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=60)
 @given(roles)
 def test_facts_count_assistant_runs_and_final_tool_result(shared_server, sequence):
     server, client = shared_server

@@ -1,0 +1,20 @@
+"""Settings every test shares.
+
+One Hypothesis profile for the whole suite: the suite has to pass on a loaded two-core machine,
+so no example is failed for taking long (no deadline, no "too slow" or "large base example"
+health check), and no example database is written into the checkout. A test may still choose
+how many examples it runs (``@settings(max_examples=...)``); it never sets timing of its own.
+"""
+
+from __future__ import annotations
+
+from hypothesis import HealthCheck, settings
+
+settings.register_profile(
+    "agentshim",
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.large_base_example],
+    database=None,
+    print_blob=True,
+)
+settings.load_profile("agentshim")
