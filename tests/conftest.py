@@ -8,6 +8,12 @@ how many examples it runs (``@settings(max_examples=...)``); it never sets timin
 
 from __future__ import annotations
 
+import contextlib
+import getpass
+import tempfile
+from pathlib import Path
+
+import pytest
 from hypothesis import HealthCheck, settings
 
 settings.register_profile(
@@ -18,3 +24,15 @@ settings.register_profile(
     print_blob=True,
 )
 settings.load_profile("agentshim")
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_sessionfinish() -> None:
+    """Remove pytest's per-user temp root when a green run left it empty.
+
+    pytest removes each run's own directory (``tmp_path_retention_policy``) but keeps the root
+    it made them in; a failed test's directory stays, and so does the root then.
+    """
+    root = Path(tempfile.gettempdir()) / f"pytest-of-{getpass.getuser()}"
+    with contextlib.suppress(OSError):
+        root.rmdir()

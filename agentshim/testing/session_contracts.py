@@ -334,32 +334,41 @@ class TransportContract:
         """Open returns a fresh conversation."""
         transport = self.make_transport([ContractTurn("hi")])
         conversation = transport.open(_spec())
-        assert isinstance(conversation, Conversation)
-        assert conversation.session_id is None
-        result = conversation.turn(TurnRequest("hello"), _Events())
-        assert result.text == "hi"
-        assert not result.resumed
+        try:
+            assert isinstance(conversation, Conversation)
+            assert conversation.session_id is None
+            result = conversation.turn(TurnRequest("hello"), _Events())
+            assert result.text == "hi"
+            assert not result.resumed
+        finally:
+            conversation.close()
 
     def test_open_with_resume_session_id_continues_that_conversation(self) -> None:
         """Open with resume id continues that conversation."""
         transport = self.make_transport([ContractTurn("back")])
         conversation = transport.open(_spec(resume_session_id=_BACK_ID))
-        assert conversation.session_id == _BACK_ID
-        result = conversation.turn(TurnRequest("hello"), _Events())
-        assert result.resumed
-        assert result.session_id == _BACK_ID
+        try:
+            assert conversation.session_id == _BACK_ID
+            result = conversation.turn(TurnRequest("hello"), _Events())
+            assert result.resumed
+            assert result.session_id == _BACK_ID
+        finally:
+            conversation.close()
 
     def test_conversations_are_independent(self) -> None:
         """Conversations are independent."""
         transport = self.make_transport([ContractTurn("a"), ContractTurn("b")])
         first = transport.open(_spec())
         second = transport.open(_spec(resume_session_id=_OTHER_ID))
-        first.turn(TurnRequest("1"), _Events())
-        first.close()
-        result = second.turn(TurnRequest("2"), _Events())
-        assert result.text == "b"
-        assert second.session_id == _OTHER_ID
-        assert first.session_id != second.session_id
+        try:
+            first.turn(TurnRequest("1"), _Events())
+            first.close()
+            result = second.turn(TurnRequest("2"), _Events())
+            assert result.text == "b"
+            assert second.session_id == _OTHER_ID
+            assert first.session_id != second.session_id
+        finally:
+            second.close()
 
     def test_it_refuses_permissions_it_cannot_honour(self) -> None:
         """It refuses permissions it cannot honour."""
