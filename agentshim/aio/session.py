@@ -185,13 +185,15 @@ class AsyncSession:
         *,
         expect_session_id: str | None = None,
         pin: bool = False,
+        max_cost_usd: float | None = None,
+        max_tokens: int | None = None,
     ) -> TurnStream:
         """Run one turn and yield its events as they happen: ``async for event in ...``.
 
         The arguments are those of :meth:`Session.turn`; the turn starts when the iteration
         does, and ``stream.turn`` holds the Turn once it has ended.
         """
-        return self._stream(request, None, expect_session_id, pin)
+        return self._stream(request, None, expect_session_id, pin, (max_cost_usd, max_tokens))
 
     async def turn(
         self,
@@ -200,6 +202,8 @@ class AsyncSession:
         on_event: EventSink | None = None,
         expect_session_id: str | None = None,
         pin: bool = False,
+        max_cost_usd: float | None = None,
+        max_tokens: int | None = None,
     ) -> Turn:
         """Run one turn and return its :class:`Turn`; see :meth:`Session.turn`.
 
@@ -211,7 +215,7 @@ class AsyncSession:
         Raises:
             AgentShimError: as :meth:`Session.turn`.
         """
-        stream = self._stream(request, on_event, expect_session_id, pin)
+        stream = self._stream(request, on_event, expect_session_id, pin, (max_cost_usd, max_tokens))
         iterator = stream.__aiter__()
         try:
             async for _ in iterator:
@@ -226,6 +230,7 @@ class AsyncSession:
         on_event: EventSink | None,
         expect_session_id: str | None,
         pin: bool,
+        limits: tuple[float | None, int | None],
     ) -> TurnStream:
         handlers = list(self._handlers)
         if on_event is not None:
@@ -240,7 +245,7 @@ class AsyncSession:
         )
 
         def run(emit: Emit) -> Turn:
-            return session.turn(ticket, on_event=emit)
+            return session.turn(ticket, on_event=emit, max_cost_usd=limits[0], max_tokens=limits[1])
 
         return TurnStream(self, run, handlers, self._capacity)
 

@@ -212,3 +212,19 @@ def test_steer_and_interrupt_are_awaitable() -> None:
     turn, steered = asyncio.run(main())
     assert turn.result.interrupted
     assert steered == ["also this"]
+
+
+def test_a_spending_limit_stops_an_async_turn_with_the_typed_error() -> None:
+    from agentshim.core.errors import SpendingLimitError
+
+    async def main() -> Turn:
+        agent, _ = stream_agent(
+            [ClaudePeerTurn(tool="Bash", tool_input=SLEEP, hang=True), ClaudePeerTurn("next")],
+            max_cost_usd=0.001,
+        )
+        async with agent.start_session() as session:
+            with pytest.raises(SpendingLimitError):
+                await session.turn("spend")
+            return await session.turn("go on", max_cost_usd=1.0)
+
+    assert asyncio.run(main()).result.text == "next"
