@@ -46,6 +46,7 @@ from agentshim.execution.confinement import Confinement, confine
 from agentshim.execution.executor import CommandExecutor
 from agentshim.execution.host import HostCommandExecutor
 from agentshim.oneshot import OneShotTransport, check_permissions
+from agentshim.otel import Tracing
 from agentshim.providers import DEFAULT_CATALOG, ProviderCatalog
 from agentshim.providers.catalog import transport_factories, transports_offered
 from agentshim.session import Session
@@ -79,7 +80,9 @@ class Agent:
     ``max_cost_usd`` and ``max_tokens`` bound each turn, ``max_session_cost_usd`` and
     ``max_session_tokens`` each session (defaults that ``start_session`` and ``turn`` may
     override); ``unknown_cost`` says whether usage that cannot be priced is refused (the
-    default) or allowed under a cost limit. See ``docs/sessions.md``.
+    default) or allowed under a cost limit. See ``docs/sessions.md``. ``tracing``
+    (``agentshim.otel.Tracing``, the ``agentshim[otel]`` extra) traces every turn of every
+    session; see ``docs/observability.md``.
 
     Raises:
         InvalidRequestError: ``provider`` is not a name, ``permissions`` or ``approvals`` of
@@ -118,6 +121,7 @@ class Agent:
         max_session_cost_usd: float | None = None,
         max_session_tokens: int | None = None,
         unknown_cost: UnknownCost = UnknownCost.REFUSE,
+        tracing: Tracing | None = None,
     ) -> None:
         if not isinstance(provider, str):  # pyright: ignore[reportUnnecessaryIsInstance]
             raise InvalidRequestError(
@@ -132,6 +136,7 @@ class Agent:
         self.limits = SpendingLimits(
             max_cost_usd, max_tokens, max_session_cost_usd, max_session_tokens, unknown_cost
         )
+        self.tracing = tracing
         if confinement is not None and env is not None:
             raise InvalidRequestError(
                 "env",
@@ -223,6 +228,7 @@ class Agent:
         max_session_cost_usd: float | None = None,
         max_session_tokens: int | None = None,
         unknown_cost: UnknownCost = UnknownCost.REFUSE,
+        tracing: Tracing | None = None,
     ) -> Agent:
         """An Agent whose sessions open conversations on a ready-made ``transport``.
 
@@ -244,6 +250,7 @@ class Agent:
         agent.limits = SpendingLimits(
             max_cost_usd, max_tokens, max_session_cost_usd, max_session_tokens, unknown_cost
         )
+        agent.tracing = tracing
         agent._confinement = None
         agent.transport = transport
         one_shot = isinstance(transport, OneShotTransport)
@@ -440,6 +447,7 @@ class Agent:
                 max_session_tokens=max_session_tokens,
                 unknown_cost=unknown_cost,
             ),
+            tracing=self.tracing,
         )
 
     def _agent_path(self, host_path: str) -> str:

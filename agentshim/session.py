@@ -89,6 +89,7 @@ from agentshim.core.session_policy import (
 )
 from agentshim.core.turn import TurnRequest, TurnResult
 from agentshim.core.usage import ProviderUsage
+from agentshim.otel import Tracing, TurnTrace
 from agentshim.pricing import pricing_table
 
 __all__ = ["Continuity", "Session", "Turn", "TurnTicket"]
@@ -143,7 +144,8 @@ class Session:
 
     ``limits`` bound what each turn and the whole session may spend (``docs/sessions.md``):
     a turn whose live usage crosses a limit is interrupted and raises SpendingLimitError, and
-    a session at a session limit refuses the next turn before it starts.
+    a session at a session limit refuses the next turn before it starts. ``tracing`` (from
+    :mod:`agentshim.otel`) traces every turn as an OpenTelemetry span.
     """
 
     def __init__(
@@ -162,6 +164,7 @@ class Session:
         lease_timeout: float | None = None,
         log: Callable[[str], None] | None = None,
         limits: SpendingLimits | None = None,
+        tracing: Tracing | None = None,
     ) -> None:
         if (checkpoints is None) != (checkpoint_key is None):
             missing, given = (
@@ -227,6 +230,12 @@ class Session:
         self._meter: SpendingMeter | None = None
         self._crossing: Crossing | None = None
         self._prices: PricingTable | None = None
+        self._tracing = (
+            None
+            if tracing is None
+            else instance("Session", "tracing", tracing, Tracing, "an agentshim.otel.Tracing")
+        )
+        self._trace: TurnTrace | None = None
 
     def _initial_state(self) -> PolicyState:
         spec = self._spec
@@ -408,8 +417,9 @@ class Session:
             self._meter = (
                 SpendingMeter(limits, self._spent, self._price) if limits.limited else None
             )
+            self._trace = self._start_trace(ticket)
         try:
-            return self._leased(ticket, callback)
+            return self._traced(ticket, callback)
         finally:
             with self._lock:
                 self._running = False
@@ -426,6 +436,32 @@ class Session:
                     for command in self._step(Close()):
                         self._bookkeep(command)
                     self._close_requested = False
+
+    def _start_trace(self, ticket: TurnTicket) -> TurnTrace | None:
+        """The turn's span, child of the caller's current one; None without tracing."""
+        if self._tracing is None:
+            return None
+        return self._tracing.turn(
+            provider=self._profile.name,
+            model=self._spec.model,
+            turn_id=ticket.turn_id,
+            session_id=self._state.session_id,
+            prompt=ticket.request.prompt,
+        )
+
+    def _traced(self, ticket: TurnTicket, on_event: Emit | None) -> Turn:
+        trace = self._trace
+        if trace is None:
+            return self._leased(ticket, on_event)
+        try:
+            turn = self._leased(ticket, on_event)
+        except BaseException as error:
+            trace.finish(self._last_result, self._last_turn_session_id, error)
+            raise
+        finally:
+            self._trace = None
+        trace.finish(turn.result, turn.session_id, None)
+        return turn
 
     def interrupt(self) -> None:
         """Cut the running turn short; thread-safe.
@@ -498,6 +534,7 @@ class Session:
             lease_timeout=self._lease_timeout,
             log=self._log,
             limits=self._limits,
+            tracing=self._tracing,
         )
 
     # -- the conversation between turns ---------------------------------------------------
@@ -711,6 +748,12 @@ class Session:
                 except Exception as error:  # LeaseTimeoutError, or a store that failed
                     self._last_error = error
                     return Failed(self._clock.monotonic(), classify_failure(error), None)
+        trace = self._trace
+        if trace is not None and getattr(self._transport, "kind", None) is TransportKind.ONE_SHOT:
+            # A fresh CLI process per turn: its env can name the turn's span.
+            context = trace.env()
+            if context:
+                request = replace(request, env={**(request.env or {}), **context})
         try:
             with self._lock:
                 if self._stop.is_set():
@@ -791,8 +834,11 @@ class Session:
     def _emitter(self, on_event: Emit | None) -> Emit:
         handlers = self._handlers
         meter = self._meter
+        trace = self._trace
 
         def emit(event: AgentEvent) -> None:
+            if trace is not None:
+                trace.event(event)
             if meter is not None and isinstance(event, UsageReport):
                 self._watch(meter, event)
             for handler in handlers:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import inspect
 import threading
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Sequence
@@ -92,7 +93,11 @@ class TurnStream:
                     error = raised
             pipe.finish(turn, error)
 
-        thread = threading.Thread(target=work, name="agentshim-aio-turn", daemon=True)
+        # The caller's context (its current span, say) goes with the turn onto the thread.
+        context = contextvars.copy_context()
+        thread = threading.Thread(
+            target=context.run, args=(work,), name="agentshim-aio-turn", daemon=True
+        )
         thread.start()
         try:
             end = await self._relay(pipe)
