@@ -221,3 +221,27 @@ def test_an_async_turn_is_a_child_of_the_awaiting_task_span() -> None:
     (root,) = traces.named("invoke_agent fake")
     assert root.parent is not None
     assert root.parent.span_id == parent
+
+
+def test_a_replaced_conversation_is_a_span_inside_its_turn() -> None:
+    traces = Traces()
+    transport = FakeTransport(
+        [FakeOutcome.success("one"), FakeOutcome.resume_refused(), FakeOutcome.success("two")]
+    )
+    agent = Agent.over(
+        transport,
+        permissions=NativePermissions.bypass(),
+        approvals=ApprovalPolicy.DENY,
+        tracing=traces.tracing,
+    )
+    session = agent.start_session()
+    first = session.turn("one")
+    second = session.turn("two")
+    assert second.session_id != first.session_id
+    (replaced,) = traces.named("agentshim.conversation_replaced")
+    turns = traces.named("invoke_agent fake")
+    assert len(turns) == 2
+    assert replaced.parent is not None
+    assert replaced.parent.span_id == turns[1].context.span_id
+    assert (replaced.attributes or {})["agentshim.reason"] == "conversation_replaced"
+    assert (turns[1].attributes or {})["gen_ai.response.id"] == second.session_id
