@@ -24,6 +24,9 @@ __all__ = ["DEFAULT_CAPACITY", "EventPipe", "PipeEnd"]
 DEFAULT_CAPACITY = 256
 """How many events may wait for the consumer before the turn's thread waits for it."""
 
+_FAIR_SHARE = 32
+"""How many waiting events a consumer takes before it lets the loop run other tasks."""
+
 T = TypeVar("T")
 R = TypeVar("R")
 
@@ -53,6 +56,7 @@ class EventPipe(Generic[T, R]):
         # True while a wake-up is queued on the loop: it will see whatever is added meanwhile.
         self._wake_queued = False
         self._waiter: asyncio.Future[None] | None = None
+        self._streak = 0
 
     def put(self, item: T) -> None:
         """Hand ``item`` to the loop; blocks while ``capacity`` items wait for the consumer.
@@ -79,6 +83,12 @@ class EventPipe(Generic[T, R]):
 
     async def get(self) -> T | PipeEnd[R]:
         """The next event, or the :class:`PipeEnd` after the last one."""
+        self._streak += 1
+        if self._streak > _FAIR_SHARE:
+            # Events waiting mean get() never suspends: without this a busy turn's consumer
+            # would keep the loop from every other task for as long as its turn kept up.
+            self._streak = 0
+            await asyncio.sleep(0)
         while True:
             with self._room:
                 if self._items:
@@ -89,6 +99,7 @@ class EventPipe(Generic[T, R]):
                     return self._end
                 waiter = self._loop.create_future()
                 self._waiter = waiter
+            self._streak = 0
             await waiter
 
     def drop(self) -> None:
