@@ -137,7 +137,9 @@ def tool(
 
         @functools.wraps(fn)
         def on_loop(*args: Any, **kwargs: Any) -> object:
-            return call_on_loop(label, cast("Awaitable[Any]", fn(*args, **kwargs)), None)
+            # Unlike a plain function, a coroutine can be cut short: past timeout_s it is
+            # cancelled, and the agent gets the timeout as the tool's error.
+            return call_on_loop(label, cast("Awaitable[Any]", fn(*args, **kwargs)), timeout_s)
 
         return sync_tool(
             name=name, description=description, input_schema=input_schema, timeout_s=timeout_s

@@ -228,3 +228,32 @@ def test_a_spending_limit_stops_an_async_turn_with_the_typed_error() -> None:
             return await session.turn("go on", max_cost_usd=1.0)
 
     assert asyncio.run(main()).result.text == "next"
+
+
+def test_a_coroutine_tool_past_its_timeout_is_cancelled_and_the_turn_goes_on() -> None:
+    cancelled: list[bool] = []
+
+    @tool(timeout_s=0.2)
+    async def lookup(key: str) -> str:
+        """Never answers."""
+        try:
+            await asyncio.sleep(60)
+        except asyncio.CancelledError:
+            cancelled.append(True)
+            raise
+        return key
+
+    async def main() -> list[AgentEvent]:
+        agent, _ = stream_agent(
+            [ClaudePeerTurn("went on", tool="mcp__agentshim__lookup", tool_input={"key": "k"})]
+        )
+        events: list[AgentEvent] = []
+        async with agent.start_session(tools=[lookup]) as session:
+            turn = await session.turn("look", on_event=events.append)
+        assert turn.result.text == "went on"
+        return events
+
+    events = asyncio.run(main())
+    (result,) = [e for e in events if isinstance(e, ToolResult)]
+    assert result.failed
+    assert cancelled == [True]
