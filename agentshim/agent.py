@@ -34,6 +34,7 @@ from agentshim.core.events import EventSink, SessionTitle, event_callbacks
 from agentshim.core.hooks import HookCallbacks
 from agentshim.core.ids import IdAllocator, RandomIds
 from agentshim.core.leases import ConversationLeases, InMemoryLeases, LeaseKeeper, kept_leases
+from agentshim.core.limits import SpendingLimits, UnknownCost
 from agentshim.core.mcp import McpServer, StdioMcpServer
 from agentshim.core.permissions import NativePermissions
 from agentshim.core.profile import ProviderProfile, RenewalBudget
@@ -45,6 +46,7 @@ from agentshim.execution.confinement import Confinement, confine
 from agentshim.execution.executor import CommandExecutor
 from agentshim.execution.host import HostCommandExecutor
 from agentshim.oneshot import OneShotTransport, check_permissions
+from agentshim.otel import Tracing
 from agentshim.providers import DEFAULT_CATALOG, ProviderCatalog
 from agentshim.providers.catalog import transport_factories, transports_offered
 from agentshim.session import Session
@@ -74,6 +76,13 @@ class Agent:
     get it within ``lease_timeout`` seconds (None: waits until it comes free) raises
     LeaseTimeoutError with nothing run. Without ``leases`` the Agent's own in-process locks
     serialize its sessions, as before.
+
+    ``max_cost_usd`` and ``max_tokens`` bound each turn, ``max_session_cost_usd`` and
+    ``max_session_tokens`` each session (defaults that ``start_session`` and ``turn`` may
+    override); ``unknown_cost`` says whether usage that cannot be priced is refused (the
+    default) or allowed under a cost limit. See ``docs/sessions.md``. ``tracing``
+    (``agentshim.otel.Tracing``, the ``agentshim[otel]`` extra) traces every turn of every
+    session; see ``docs/observability.md``.
 
     Raises:
         InvalidRequestError: ``provider`` is not a name, ``permissions`` or ``approvals`` of
@@ -107,6 +116,12 @@ class Agent:
         lease_timeout: float | None = None,
         stall_timeout: float | None = None,
         approval_timeout: float = 60.0,
+        max_cost_usd: float | None = None,
+        max_tokens: int | None = None,
+        max_session_cost_usd: float | None = None,
+        max_session_tokens: int | None = None,
+        unknown_cost: UnknownCost = UnknownCost.REFUSE,
+        tracing: Tracing | None = None,
     ) -> None:
         if not isinstance(provider, str):  # pyright: ignore[reportUnnecessaryIsInstance]
             raise InvalidRequestError(
@@ -118,6 +133,10 @@ class Agent:
         self._share(permissions, approvals, model, clock, ids, retry, renewal, event_handlers, log)
         self._share_state(checkpoints, leases, lease_ttl, lease_timeout)
         self._timeouts(stall_timeout, approval_timeout)
+        self.limits = SpendingLimits(
+            max_cost_usd, max_tokens, max_session_cost_usd, max_session_tokens, unknown_cost
+        )
+        self.tracing = tracing
         if confinement is not None and env is not None:
             raise InvalidRequestError(
                 "env",
@@ -204,12 +223,18 @@ class Agent:
         lease_timeout: float | None = None,
         stall_timeout: float | None = None,
         approval_timeout: float = 60.0,
+        max_cost_usd: float | None = None,
+        max_tokens: int | None = None,
+        max_session_cost_usd: float | None = None,
+        max_session_tokens: int | None = None,
+        unknown_cost: UnknownCost = UnknownCost.REFUSE,
+        tracing: Tracing | None = None,
     ) -> Agent:
         """An Agent whose sessions open conversations on a ready-made ``transport``.
 
         Its sessions take the Agent's conversation lock around each turn (``leases``, or the
         Agent's in-process ones; ``checkpoints`` and the lease settings as in the
-        constructor). A :class:`~agentshim.oneshot.OneShotTransport` locks each turn in its
+        constructor; the spending limits too). A :class:`~agentshim.oneshot.OneShotTransport` locks each turn in its
         CliAgent's registry already, so over one and without ``leases`` the sessions leave the
         locking to it: one registry, which also holds turns run on that CliAgent directly.
 
@@ -222,6 +247,10 @@ class Agent:
         agent._share(permissions, approvals, model, clock, ids, retry, renewal, event_handlers, log)
         agent._share_state(checkpoints, leases, lease_ttl, lease_timeout)
         agent._timeouts(stall_timeout, approval_timeout)
+        agent.limits = SpendingLimits(
+            max_cost_usd, max_tokens, max_session_cost_usd, max_session_tokens, unknown_cost
+        )
+        agent.tracing = tracing
         agent._confinement = None
         agent.transport = transport
         one_shot = isinstance(transport, OneShotTransport)
@@ -351,6 +380,11 @@ class Agent:
         fork: bool = False,
         tools: Sequence[Tool] = (),
         hooks: HookCallbacks | None = None,
+        max_cost_usd: float | None = None,
+        max_tokens: int | None = None,
+        max_session_cost_usd: float | None = None,
+        max_session_tokens: int | None = None,
+        unknown_cost: UnknownCost | None = None,
     ) -> Session:
         """Open a Session working in ``cwd`` (a host path).
 
@@ -361,7 +395,8 @@ class Agent:
         session starts a new conversation from that one's history (where the transport can;
         Claude Code can). ``stall_timeout`` overrides the Agent's for this session.
         ``tools`` are Python functions the agent may call in every turn (agentshim.tools);
-        ``hooks`` are callbacks on its tool use, where the transport has them.
+        ``hooks`` are callbacks on its tool use, where the transport has them. The spending
+        limits given here replace the Agent's for this session.
 
         Raises:
             InvalidRequestError: ``cwd`` (or an MCP server's host path) is not visible inside
@@ -405,6 +440,14 @@ class Agent:
             lease_ttl=self.lease_ttl,
             lease_timeout=self.lease_timeout,
             log=self.log,
+            limits=self.limits.overridden(
+                max_cost_usd=max_cost_usd,
+                max_tokens=max_tokens,
+                max_session_cost_usd=max_session_cost_usd,
+                max_session_tokens=max_session_tokens,
+                unknown_cost=unknown_cost,
+            ),
+            tracing=self.tracing,
         )
 
     def _agent_path(self, host_path: str) -> str:

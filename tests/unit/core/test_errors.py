@@ -30,6 +30,7 @@ from agentshim.core.errors import (
     SchemaDialectError,
     SessionResumeError,
     SessionStateError,
+    SpendingLimitError,
     StoreError,
     TurnCancelledError,
     TurnFailedError,
@@ -38,6 +39,7 @@ from agentshim.core.errors import (
     UnknownProviderError,
 )
 from agentshim.core.provider import ParsedTurn
+from agentshim.core.turn import TurnResult
 from agentshim.core.usage import ProviderUsage, TokenUsage
 from agentshim.providers.codex.app_server._wire import CodexProtocolError
 from agentshim.testing.model_server import ModelServerError
@@ -100,6 +102,17 @@ SAMPLES: list[AgentShimError] = [
     ),
     TurnStalledError(30.0, 31.5, "silent"),
     ApprovalRequiredError("Bash", "toolu_1", "asked"),
+    SpendingLimitError(
+        "over",
+        limit_name="max_cost_usd",
+        limit=0.5,
+        spent=0.75,
+        session_id="s1",
+        result=TurnResult("partial", None, "s1", False, interrupted=True),
+        kind=FailureKind.OTHER,
+        detail="spent",
+        retry_after_s=1.0,
+    ),
 ]
 
 # More values that must survive pickling: a partial turn with usage, and an empty one.
