@@ -15,12 +15,13 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
-from agentshim.core._checks import is_positive_seconds, seconds
+from agentshim.core._checks import is_positive_seconds, model_name, seconds, working_directory
 from agentshim.core.conversation import TurnStop, directory, do_nothing
 from agentshim.core.env import interactive_env
 from agentshim.core.errors import (
     AgentShimError,
     CliExitError,
+    CliNotFoundError,
     CliTimeoutError,
     FailureKind,
     InvalidRequestError,
@@ -161,11 +162,19 @@ class CliAgent:
             catalog.plugin(provider).create_provider() if isinstance(provider, str) else provider
         )
         self.profile: ProviderProfile = self.provider.profile
-        self.model = model
+        self.model = model_name("CliAgent", "model", model)
         self.executor: CommandExecutor = executor if executor is not None else HostCommandExecutor()
         self.log: Callable[[str], None] = log or ignore_log_line
         self.env: dict[str, str] = _compose_env(self.provider, env)
-        self.binary_path: str = self.executor.find_binary(self.profile.binary, self.env)
+        try:
+            self.binary_path: str = self.executor.find_binary(self.profile.binary, self.env)
+        except CliNotFoundError as error:
+            install = self.profile.container_install[-1] if self.profile.container_install else None
+            if install is None or error.install is not None:
+                raise
+            raise CliNotFoundError(
+                error.binary, f"{error}; install it with: {install}", install=install
+            ) from None
         self.executor.check_binary(self.binary_path, self.env, timeout=check_timeout)
         self.handlers: tuple[Emit, ...] = _handlers("CliAgent", event_handler, event_handlers)
         self.locks: KeyedLocks = locks if locks is not None else KeyedLocks()
@@ -205,7 +214,13 @@ class CliAgent:
 
         ``stall_timeout`` kills a turn's CLI that prints nothing for that long (TurnStalledError);
         ``fork`` starts a new conversation from ``session_id``'s history on the first turn.
+
+        Raises:
+            InvalidRequestError: ``timeout`` is not a positive number of seconds, or ``cwd``
+                is not an existing directory of this machine when the CLI runs here.
         """
+        if isinstance(self.executor, HostCommandExecutor):
+            cwd = working_directory("", "cwd", directory("", "cwd", cwd))
         return AgentSession(
             self,
             cwd=cwd,
@@ -377,7 +392,9 @@ class AgentSession:
             else seconds("AgentSession", "stall_timeout", stall_timeout, positive=True)
         )
         self.cwd = directory("AgentSession", "cwd", cwd)
-        self.timeout = timeout
+        self.timeout = (
+            None if timeout is None else seconds("AgentSession", "timeout", timeout, positive=True)
+        )
         self.session_id: str | None = (
             validate_session_id(session_id) if session_id is not None else None
         )

@@ -25,8 +25,11 @@ from agentshim.agent import Agent
 from agentshim.core.conversation import TransportKind
 from agentshim.core.errors import (
     AgentShimError,
+    CliExitError,
     CliNotFoundError,
     ContinuityError,
+    FailureKind,
+    InvalidRequestError,
     SessionResumeError,
 )
 from agentshim.core.event_json import event_to_json
@@ -47,7 +50,7 @@ from agentshim.execution.readiness import check_version
 from agentshim.execution.transform import TransformingExecutor
 from agentshim.providers import DEFAULT_CATALOG
 
-from ._exits import EXIT_INTERRUPTED, EXIT_NOT_INSTALLED, EXIT_OK, EXIT_TURN_FAILED
+from ._exits import EXIT_INTERRUPTED, EXIT_NOT_INSTALLED, EXIT_OK, EXIT_TURN_FAILED, EXIT_USAGE
 from ._status import StatusLine, is_terminal, wants_color
 
 __all__ = [
@@ -485,17 +488,44 @@ def _report(
     return EXIT_TURN_FAILED  # pragma: no cover - the worker always records an outcome
 
 
+# The library's advice names its own API; the command says it in its own words.
+_IN_COMMAND_WORDS = {
+    "see stderr and stdout on this error for the CLI's own output": "its last output is below",
+    "(the model= option)": "(--model)",
+}
+_OUTPUT_LINES = 10
+
+
+def _in_command_words(error: AgentShimError) -> tuple[str, list[str]]:
+    """The error's message for the terminal, and the CLI's last stderr lines worth showing."""
+    message = str(error)
+    for library, command in _IN_COMMAND_WORDS.items():
+        message = message.replace(library, command)
+    shown: list[str] = []
+    if isinstance(error, CliExitError) and "its last output is below" in message:
+        output = (error.stderr or error.stdout).strip().splitlines()
+        shown = [f"  | {line}" for line in output[-_OUTPUT_LINES:]]
+    return message, shown
+
+
 def _failed(options: RunOptions, screen: _Screen, error: AgentShimError) -> int:
     if isinstance(error, CliNotFoundError):
         return _not_installed(options, screen, error)
-    message = str(error)
+    message, output = _in_command_words(error)
     if isinstance(error, (SessionResumeError, ContinuityError)) and options.resume is not None:
         message = (
             f"could not resume conversation {options.resume}: {error}; nothing was answered "
             "in it. Run without --resume to start a new conversation, or add --resume-or-new "
             "to start one whenever the conversation cannot be resumed"
         )
+    # A request refused before it ran, or a model the CLI does not know, is the command
+    # line's fault: the usage status, not a failed turn.
+    usage = isinstance(error, InvalidRequestError) or (
+        isinstance(error, CliExitError) and error.kind is FailureKind.MODEL
+    )
     if options.json:
         _json_error(screen, type(error).__name__, message)
-    screen.say(screen.err, f"turn failed: {message}")
-    return EXIT_TURN_FAILED
+    screen.say(screen.err, f"{'error' if usage else 'turn failed'}: {message}")
+    for line in output:
+        screen.say(screen.err, line)
+    return EXIT_USAGE if usage else EXIT_TURN_FAILED
