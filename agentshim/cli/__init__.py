@@ -9,6 +9,7 @@ import os
 import re
 import signal
 import sys
+import textwrap
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, NoReturn, TextIO, cast
 
@@ -52,17 +53,15 @@ exit status:
 
 _RUN_EXAMPLES = """\
 examples:
-  agentshim run "Fix the failing test"             events as they come, then a summary
-  echo "Explain this repo" | agentshim run -       the prompt from stdin
-  agentshim run --stand-in "Say hello"             no agent CLI needed, no model called
+  agentshim run "Fix the failing test"        events as they come, a summary
+  echo "Explain this repo" | agentshim run -  the prompt from stdin
+  agentshim run --stand-in "Say hello"        no CLI needed, no model called
   agentshim run --provider codex --model gpt-5 "Review the diff"
-  agentshim run --resume SESSION_ID "And now?"     fails (exit 1) if it cannot resume
-  agentshim run --json "Say hello" | jq -c .type   one JSON object per event, then the result
-  agentshim run --schema answer.schema.json "Name the three largest files"
+  agentshim run --resume ID "And now?"        exit 1 if it cannot resume ID
+  agentshim run --json hi | jq -c .type       JSON lines: each event, the result
+  agentshim run --schema answer.json "List the three largest files"
 
 """
-
-_DOCS = "More: agentshim run --help, and docs/cli.md in the project's repository.\n"
 
 
 class _Parser(argparse.ArgumentParser):
@@ -146,11 +145,12 @@ def _parser() -> tuple[argparse.ArgumentParser, argparse.ArgumentParser]:
     doctor = commands.add_parser(
         "doctor",
         help="check each provider's CLI: found, version, credentials, Node, an offline turn",
-        description=(
+        description=textwrap.fill(
             "For each provider (default: all): the binary agentshim run would use and its "
             "version (pinned, inside the checked range, or untested), the credentials seen "
             "(names only, never values), Node.js where the CLI needs it. Exits 1 when a "
-            "provider asked for is not ready."
+            "provider asked for is not ready.",
+            width=79,
         ),
         epilog=_EXIT_CODES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -202,12 +202,13 @@ def _add_run(
     run = commands.add_parser(
         "run",
         help="run one turn, show its events as they come and a summary",
-        description=(
+        description=textwrap.fill(
             "Run one turn of a provider's CLI. The prompt is PROMPT, or stdin when PROMPT is "
             "'-' or left out. On a terminal a status line (time, tokens, current tool) shows "
             "while the CLI is quiet. Ctrl-C (or SIGTERM, SIGHUP) stops the turn, ends the "
             "processes it started and prints what it got; a second one kills the CLI. "
-            "Colour only on a terminal, never with NO_COLOR set."
+            "Colour only on a terminal, never with NO_COLOR set.",
+            width=79,
         ),
         epilog=_RUN_EXAMPLES + _EXIT_CODES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
