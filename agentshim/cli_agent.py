@@ -754,6 +754,13 @@ class _PreparedTurn:
         if profile.output_schema is OutputSchemaStyle.INLINE_JSON:
             self.schema_inline = compact_json(schema.schema)
             return
+        if schema.host_dir is None:
+            raise InvalidRequestError(
+                "output_schema.host_dir",
+                "is needed: this CLI reads its schema from a file",
+                f"{profile.display_name} reads its output schema from a file; give "
+                "OutputSchema(schema, host_dir=<an absolute directory it may be written to>)",
+            )
         # materialize reports a directory it cannot write as an AgentShimError itself.
         written = materialize(schema.schema, schema.host_dir)
         self.schema_path = f"{schema.cli_dir_or_host.rstrip('/')}/{written.name}"

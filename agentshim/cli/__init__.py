@@ -107,7 +107,7 @@ def _schema(text: str) -> Mapping[str, Any]:
         with open(text, encoding="utf-8") as handle:
             document: object = json.load(handle)
     except OSError as error:
-        raise argparse.ArgumentTypeError(f"cannot read {text!r}: {error.strerror}") from None
+        raise argparse.ArgumentTypeError(f"{text!r} cannot be read: {error.strerror}") from None
     except ValueError as error:
         raise argparse.ArgumentTypeError(f"{text!r} is not JSON: {error}") from None
     if not isinstance(document, dict):
@@ -339,7 +339,7 @@ def _providers(as_json: bool, out: TextIO) -> int:
     return EXIT_OK
 
 
-def _doctor(parser: argparse.ArgumentParser, args: argparse.Namespace, out: TextIO) -> int:
+def _doctor_command(parser: argparse.ArgumentParser, args: argparse.Namespace, out: TextIO) -> int:
     # Imported here: the model server it brings is not needed by the other commands.
     from ._doctor import diagnose, write_report
 
@@ -415,6 +415,6 @@ def _main(argv: Sequence[str] | None, stdout: TextIO, stderr: TextIO, stdin: Tex
     if args.command == "mcp":
         return _recover(args.directory, stdout)
     if args.command == "doctor":
-        return _doctor(parser, args, stdout)
+        return _doctor_command(parser, args, stdout)
     options = _run_options(run_parser, args, stdin, stderr)
     return run_turn(options, stdout, stderr)

@@ -9,6 +9,7 @@ import select
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -276,6 +277,73 @@ class TestRun:
         assert result["usage"]["tokens"]["output_tokens"] > 0
         assert result["interrupted"] is False
         assert err == ""
+
+    def test_schema_file_asks_the_cli_for_that_shape(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        temp = tmp_path / "tmp"
+        temp.mkdir()
+        monkeypatch.setattr(tempfile, "tempdir", str(temp))
+        schema = {"type": "object", "properties": {"files": {"type": "array"}}}
+        path = tmp_path / "answer.json"
+        path.write_text(json.dumps(schema))
+        # Whether the stand-in answers in that shape is the stand-in's business; the command's
+        # is to ask the CLI for it and to leave no schema file behind.
+        _, out, _ = run_cli("run", "--stand-in", "--json", "--schema", str(path), "hi")
+        records = [json.loads(line) for line in out.splitlines()]
+        argv = next(r["argv"] for r in records if r["type"] == "run.started")
+        assert json.loads(argv[argv.index("--json-schema") + 1]) == schema
+        assert list(temp.iterdir()) == []  # the schema's private directory went with the turn
+
+    @pytest.mark.parametrize(
+        ("content", "said"),
+        [("[1, 2]", "holds no JSON object"), ("{nope", "is not JSON"), (None, "cannot be read")],
+    )
+    def test_a_schema_file_that_is_no_schema_is_a_usage_error(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str], content: str | None, said: str
+    ) -> None:
+        path = tmp_path / "schema.json"
+        if content is not None:
+            path.write_text(content)
+        message = usage_error(capsys, "run", "--stand-in", "--schema", str(path), "hi")
+        assert f"argument --schema: {str(path)!r} {said}" in message
+
+    def test_a_provider_without_output_schemas_refuses_the_flag(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        path = tmp_path / "schema.json"
+        path.write_text("{}")
+        message = usage_error(
+            capsys, "run", "--stand-in", "--provider", "gemini", "--schema", str(path), "hi"
+        )
+        assert "argument --schema: gemini cannot hold its answer to a schema" in message
+        assert "claude, codex" in message
+
+    def test_resume_or_new_needs_resume(self, capsys: pytest.CaptureFixture[str]) -> None:
+        message = usage_error(capsys, "run", "--stand-in", "--resume-or-new", "hi")
+        assert "argument --resume-or-new" in message
+
+    @pytest.mark.parametrize(
+        ("argv", "suggestion"),
+        [
+            (["runn", "hi"], "did you mean 'run'?"),
+            (["run", "--provider", "cladue", "hi"], "did you mean 'claude'?"),
+            (["run", "--transport", "stram", "hi"], "did you mean 'stream'?"),
+            (["doctor", "codx"], "did you mean 'codex'?"),
+        ],
+    )
+    def test_a_typo_gets_a_suggestion(
+        self, argv: list[str], suggestion: str, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        assert suggestion in usage_error(capsys, *argv)
+
+    def test_help_shows_examples(self, capsys: pytest.CaptureFixture[str]) -> None:
+        with pytest.raises(SystemExit):
+            main(["run", "--help"])
+        text = capsys.readouterr().out
+        assert "examples:" in text
+        assert "agentshim run --stand-in" in text
+        assert max(len(line) for line in text.splitlines()) <= 80
 
     def test_missing_cli_says_how_to_install(
         self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from agentshim import Agent, ApprovalPolicy, CliAgent, NativePermissions
+from agentshim import Agent, ApprovalPolicy, CliAgent, NativePermissions, OutputSchema, TurnRequest
 from agentshim.core.errors import CliNotFoundError, InvalidRequestError
 from agentshim.execution.host import HostCommandExecutor
 from agentshim.testing import FakeExecutor, scripted_turn
@@ -129,3 +129,23 @@ def test_a_plain_function_as_approvals_passes_pyright_strict(tmp_path: Path) -> 
         check=False,
     )
     assert done.returncode == 0, done.stdout
+
+
+def test_an_inline_schema_needs_no_directory() -> None:
+    fake = FakeExecutor(scripted_turn("claude", text='{"ok": true}'), binaries=BINARIES)
+    agent = CliAgent("claude", executor=fake, env={})
+    schema = {"type": "object", "properties": {"ok": {"type": "boolean"}}}
+    result = agent.run(TurnRequest("hi", output_schema=OutputSchema(schema)))
+    argv = fake.requests[0].argv
+    assert "--json-schema" in argv
+    assert result.structured_output == {"ok": True}
+
+
+def test_a_schema_file_without_a_directory_is_refused_before_anything_runs() -> None:
+    fake = FakeExecutor(scripted_turn("codex", text="{}"), binaries={"codex": "/usr/bin/codex"})
+    agent = CliAgent("codex", executor=fake, env={})
+    schema = {"type": "object", "properties": {}, "required": [], "additionalProperties": False}
+    with pytest.raises(InvalidRequestError) as caught:
+        agent.run(TurnRequest("hi", output_schema=OutputSchema(schema)))
+    assert caught.value.field == "output_schema.host_dir"
+    assert fake.requests == []
