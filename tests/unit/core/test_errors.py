@@ -46,7 +46,7 @@ from agentshim.testing.model_server import ModelServerError
 # parameter its constructor takes, so a parameter that pickling forgot shows in the copy.
 SAMPLES: list[AgentShimError] = [
     AgentShimError("boom"),
-    CliNotFoundError("claude", message="claude is missing"),
+    CliNotFoundError("claude", message="claude is missing", install="npm install -g claude"),
     CliCheckError("/usr/bin/claude", "exit 1", message="check failed"),
     CliInstallError("@openai/codex@0.1.0", message="npm failed"),
     TurnFailedError("failed", kind=FailureKind.AUTH, detail="401", retry_after_s=3.0),
