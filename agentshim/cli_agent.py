@@ -163,6 +163,7 @@ class CliAgent:
         )
         self.profile: ProviderProfile = self.provider.profile
         self.model = model_name("CliAgent", "model", model)
+        check_timeout = seconds("CliAgent", "check_timeout", check_timeout, positive=True)
         self.executor: CommandExecutor = executor if executor is not None else HostCommandExecutor()
         self.log: Callable[[str], None] = log or ignore_log_line
         self.env: dict[str, str] = _compose_env(self.provider, env)

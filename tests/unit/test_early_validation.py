@@ -149,3 +149,11 @@ def test_a_schema_file_without_a_directory_is_refused_before_anything_runs() -> 
         agent.run(TurnRequest("hi", output_schema=OutputSchema(schema)))
     assert caught.value.field == "output_schema.host_dir"
     assert fake.requests == []
+
+
+@pytest.mark.parametrize("check_timeout", [0, -1.0, float("inf")])
+def test_a_health_check_timeout_is_named_as_the_agents(check_timeout: float) -> None:
+    with pytest.raises(InvalidRequestError) as caught:
+        fake_agent(check_timeout=check_timeout)
+    assert caught.value.field == "CliAgent.check_timeout"
+    assert "ProbeSpec" not in str(caught.value)
