@@ -223,3 +223,13 @@ class TestFields:
         assert error.problems == ["one", "two"]
         assert "one" in str(error)
         assert "two" in str(error)
+
+
+def test_a_cli_that_died_before_a_conversation_says_so_without_none() -> None:
+    from agentshim.core.errors import CliDiedError
+
+    early = CliDiedError(returncode=1, stderr="boom")
+    assert "None" not in str(early)
+    assert "no conversation had started" in str(early)
+    later = CliDiedError(session_id="s-1", returncode=1, stderr="boom")
+    assert "the conversation 's-1' is kept" in str(later)
