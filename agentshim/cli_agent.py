@@ -170,7 +170,7 @@ class CliAgent:
         try:
             self.binary_path: str = self.executor.find_binary(self.profile.binary, self.env)
         except CliNotFoundError as error:
-            install = self.profile.container_install[-1] if self.profile.container_install else None
+            install = self.profile.install_command
             if install is None or error.install is not None:
                 raise
             raise CliNotFoundError(

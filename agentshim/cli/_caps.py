@@ -119,7 +119,7 @@ def capability_records() -> list[dict[str, Any]]:
                     "one-shot": ["off"],
                     **({"long-lived": ["deny", "fail-turn", "handler"]} if long_lived else {}),
                 },
-                "install": profile.container_install[-1] if profile.container_install else None,
+                "install": profile.install_command,
             }
         )
     return records

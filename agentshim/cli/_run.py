@@ -333,15 +333,9 @@ def _has_tokens(usage: ProviderUsage) -> bool:
     return bool(usage.tokens.input_tokens or usage.tokens.output_tokens)
 
 
-def install_hint(provider: str) -> str | None:
-    """The command that installs ``provider``'s CLI, where the profile names one."""
-    profile = DEFAULT_CATALOG.plugin(provider).profile
-    return profile.container_install[-1] if profile.container_install else None
-
-
 def _not_installed(options: RunOptions, screen: _Screen, error: CliNotFoundError) -> int:
     profile = DEFAULT_CATALOG.plugin(options.provider).profile
-    install = install_hint(options.provider)
+    install = error.install or profile.install_command
     message = f"{profile.display_name} is not installed ({profile.binary} is not on PATH)"
     if options.json:
         _json_error(screen, "CliNotFoundError", message, install=install)
