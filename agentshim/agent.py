@@ -16,8 +16,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 
 from agentshim.cli_agent import CliAgent, ignore_log_line
-from agentshim.core._checks import instance, seconds
-from agentshim.core.approvals import Approvals, approvals_value
+from agentshim.core._checks import instance, model_name, seconds, working_directory
+from agentshim.core.approvals import Approvals, ApprovalsArgument, approvals_value
 from agentshim.core.checkpoints import CheckpointStore
 from agentshim.core.clock import Clock, SystemClock
 from agentshim.core.conversation import (
@@ -96,7 +96,7 @@ class Agent:
         provider: str,
         *,
         permissions: NativePermissions,
-        approvals: Approvals,
+        approvals: ApprovalsArgument,
         model: str | None = None,
         executor: CommandExecutor | None = None,
         confinement: Confinement | None = None,
@@ -160,6 +160,8 @@ class Agent:
             )
         self._confinement = confinement
         base = executor if executor is not None else HostCommandExecutor()
+        # A cwd the host runs the CLI in is checked when the session opens, not mid-turn.
+        self._host_paths = confinement is None and isinstance(base, HostCommandExecutor)
         run_on = confine(base, confinement) if confinement is not None else base
         agent_env = dict(confinement.env) if confinement is not None else env
         log_line = self.log
@@ -209,7 +211,7 @@ class Agent:
         transport: Transport,
         *,
         permissions: NativePermissions,
-        approvals: Approvals,
+        approvals: ApprovalsArgument,
         model: str | None = None,
         clock: Clock | None = None,
         ids: IdAllocator | None = None,
@@ -285,7 +287,7 @@ class Agent:
     def _share(
         self,
         permissions: NativePermissions,
-        approvals: Approvals,
+        approvals: ApprovalsArgument,
         model: str | None,
         clock: Clock | None,
         ids: IdAllocator | None,
@@ -304,7 +306,8 @@ class Agent:
             "workspace_write()",
         )
         self.approvals: Approvals = approvals_value("Agent", approvals)
-        self.model = model
+        self.model = model_name("Agent", "model", model)
+        self._host_paths = False
         self.clock: Clock = clock if clock is not None else SystemClock()
         self.ids: IdAllocator = ids if ids is not None else RandomIds()
         self.retry = retry if retry is not None else RetryPolicy()
@@ -404,6 +407,8 @@ class Agent:
                 session setting is invalid.
         """
         host_cwd = directory("Agent.start_session", "cwd", cwd)
+        if self._host_paths:
+            working_directory("", "cwd", host_cwd)
         servers = mcp_server_tuple("Agent.start_session", "mcp_servers", mcp_servers)
         spec = ConversationSpec(
             permissions=self.permissions,

@@ -193,7 +193,7 @@ def diagnose(provider: str, *, offline_check: bool = False) -> Diagnosis:
         credentials=credentials,
     )
     if binary is None:
-        install = profile.container_install[-1] if profile.container_install else None
+        install = profile.install_command
         hint = f"; install it with: {install}" if install else ""
         return _with(base, problems=[f"{profile.binary} is not on PATH{hint}"], notes=notes)
     if source != "PATH":

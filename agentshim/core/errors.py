@@ -137,16 +137,22 @@ def _rebuild(cls: type[AgentShimError], state: dict[str, Any]) -> AgentShimError
 
 
 class CliNotFoundError(AgentShimError):
-    """The CLI binary could not be found on the environment's PATH."""
+    """The CLI binary could not be found on the environment's PATH.
 
-    _fields = ("binary",)
+    ``install`` is the command that installs it, where the provider names one.
+    """
 
-    def __init__(self, binary: str, message: str | None = None) -> None:
-        super().__init__(
-            message
-            or f"{binary!r} was not found on PATH; install it or pass a PATH that contains it"
-        )
+    _fields = ("binary", "install")
+
+    def __init__(
+        self, binary: str, message: str | None = None, *, install: str | None = None
+    ) -> None:
+        if message is None:
+            how = f"install it ({install})" if install else "install it"
+            message = f"{binary!r} was not found on PATH; {how} or pass a PATH that contains it"
+        super().__init__(message)
         self.binary = binary
+        self.install = install
 
 
 class CliCheckError(AgentShimError):
@@ -300,10 +306,13 @@ class CliDiedError(TurnFailedError):
         self.stderr = bounded_tail(stderr, EXIT_OUTPUT_TAIL_CHARS)
         if message is None:
             said = last_line(self.stderr) or "it printed nothing on stderr"
-            message = (
-                f"the CLI process ended mid-turn (exit {returncode}): {said}; the conversation "
-                f"{session_id!r} is kept, and the next turn resumes it in a new process"
+            kept = (
+                f"the conversation {session_id!r} is kept, and the next turn resumes it in a "
+                "new process"
+                if session_id is not None
+                else "no conversation had started, so the next turn starts a new one"
             )
+            message = f"the CLI process ended mid-turn (exit {returncode}): {said}; {kept}"
         super().__init__(message, kind=kind, detail=detail, retry_after_s=retry_after_s)
 
 

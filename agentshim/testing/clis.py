@@ -21,6 +21,7 @@ import os
 import re
 import shutil
 import subprocess
+import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -209,10 +210,13 @@ def install_cli(
     cache: Path | None = None,
     timeout: float = 600.0,
     log: Callable[[str], None] | None = None,
+    progress_every: float = 15.0,
 ) -> Path:
     """Install ``provider``'s CLI at ``version`` (default: pinned) unless cached; return its binary.
 
-    ``log`` receives a line when an install starts and when it ends (nothing for a cached one).
+    ``log`` receives a line when an install starts and when it ends (nothing for a cached one),
+    and a progress line every ``progress_every`` seconds while npm works (downloads can take
+    minutes), so a caller showing ``log`` never looks hung.
 
     Raises:
         InvalidRequestError: no pinned CLI for ``provider``, or ``version`` is not a version.
@@ -234,12 +238,16 @@ def install_cli(
     started = time.monotonic()
     say(f"installing {spec} into {directory} ...")
     argv = [npm, "install", "--no-audit", "--no-fund", "--prefix", str(directory), spec]
+    ticking = _progress(say, spec, started, progress_every) if log is not None else None
     try:
         done = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, check=False)
     except subprocess.TimeoutExpired:
         raise CliInstallError(
             spec, f"npm install {spec} took longer than {timeout:g} s; try again or raise timeout"
         ) from None
+    finally:
+        if ticking is not None:
+            ticking()
     binary = _bin_path(cli, directory)
     if done.returncode != 0 or not binary.exists():
         raise CliInstallError(
@@ -250,6 +258,26 @@ def install_cli(
     (directory / _DONE_MARKER).write_text(spec + "\n", encoding="utf-8")
     say(f"installed {spec} in {time.monotonic() - started:.0f}s")
     return binary
+
+
+def _progress(
+    say: Callable[[str], None], spec: str, started: float, every: float
+) -> Callable[[], None]:
+    """Say how long the install has taken every ``every`` seconds; returns the stop."""
+    stop = threading.Event()
+
+    def tick() -> None:
+        while not stop.wait(every):
+            say(f"still installing {spec}: {time.monotonic() - started:.0f}s so far (npm works)")
+
+    thread = threading.Thread(target=tick, name="agentshim-install-progress", daemon=True)
+    thread.start()
+
+    def end() -> None:
+        stop.set()
+        thread.join()
+
+    return end
 
 
 def latest_version(provider: str, *, timeout: float = 60.0) -> str:

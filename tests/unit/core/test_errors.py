@@ -48,7 +48,7 @@ from agentshim.testing.model_server import ModelServerError
 # parameter its constructor takes, so a parameter that pickling forgot shows in the copy.
 SAMPLES: list[AgentShimError] = [
     AgentShimError("boom"),
-    CliNotFoundError("claude", message="claude is missing"),
+    CliNotFoundError("claude", message="claude is missing", install="npm install -g claude"),
     CliCheckError("/usr/bin/claude", "exit 1", message="check failed"),
     CliInstallError("@openai/codex@0.1.0", message="npm failed"),
     TurnFailedError("failed", kind=FailureKind.AUTH, detail="401", retry_after_s=3.0),
@@ -236,3 +236,13 @@ class TestFields:
         assert error.problems == ["one", "two"]
         assert "one" in str(error)
         assert "two" in str(error)
+
+
+def test_a_cli_that_died_before_a_conversation_says_so_without_none() -> None:
+    from agentshim.core.errors import CliDiedError
+
+    early = CliDiedError(returncode=1, stderr="boom")
+    assert "None" not in str(early)
+    assert "no conversation had started" in str(early)
+    later = CliDiedError(session_id="s-1", returncode=1, stderr="boom")
+    assert "the conversation 's-1' is kept" in str(later)
