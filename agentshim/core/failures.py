@@ -9,7 +9,23 @@ import re
 
 from agentshim.core.errors import FailureKind
 
-__all__ = ["kind_from_status", "kind_from_text"]
+__all__ = ["OUTPUT_TRUNCATED", "kind_from_status", "kind_from_text", "truncation_notice"]
+
+OUTPUT_TRUNCATED = "output_truncated"
+"""The Lifecycle name of an answer the model cut off at its output-token limit.
+
+Not a failure: the turn keeps the text it got. Every provider whose CLI says so reports it
+the same way: this Lifecycle, and :func:`truncation_notice` in ``TurnResult.notices``.
+"""
+
+
+def truncation_notice(reason: str) -> str:
+    """The notice of an answer cut off at the output-token limit (``reason``: the CLI's word)."""
+    return (
+        f"the answer was cut off at the model's output-token limit (stop reason {reason!r}); "
+        "ask for a shorter answer or raise the model's output limit"
+    )
+
 
 _CONTEXT = re.compile(
     r"prompt is too long|context[ _]length[ _]exceeded|context window|ran out of room|"

@@ -562,4 +562,5 @@ class PiRpcConversation(ProcessConversation[_Turn]):
             resumed=resumed,
             interrupted=turn.interrupted,
             context_tokens=parsed.context_tokens,
+            notices=parsed.notes,
         )

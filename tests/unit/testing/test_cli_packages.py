@@ -182,7 +182,8 @@ class TestNodeProvisioning:
     ) -> None:
         monkeypatch.setenv("FAKE_SYSTEM_NODE", "v22.19.0")
         binary = install_cli("pi", "1.6.0", cache=tmp_path / "cache")
-        assert binary.name == "pi" and binary.parent.name == ".bin"
+        assert binary.name == "pi"
+        assert binary.parent.name == ".bin"
         assert not any("node@" in line for line in calls(npm))
 
     def test_a_provided_node_still_too_old_is_a_typed_error_naming_the_minimum(
