@@ -30,8 +30,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from agentshim.testing.clis import install_cli, install_dir, pinned_cli  # noqa: E402
-from agentshim.testing.model_server import (  # noqa: E402
+from agentshim.testing.clis import install_cli, install_dir, pinned_cli
+from agentshim.testing.model_server import (
     Match,
     Message,
     ModelServer,
@@ -39,7 +39,7 @@ from agentshim.testing.model_server import (  # noqa: E402
     Text,
     ToolCall,
 )
-from agentshim.testing.offline import offline_cli  # noqa: E402
+from agentshim.testing.offline import offline_cli
 
 ROOT = Path(__file__).resolve().parents[1]
 WAIT_S = 60.0
