@@ -39,19 +39,22 @@ _MODEL = re.compile(
     r"issue with the selected model|model_not_found|modelnotfounderror|"
     r"\bthe model [`'\"]?[^\s`'\"]+[`'\"]? does not exist|"
     r"\bmodel [`'\"][^`'\"\n]+[`'\"] (?:is )?not found|"
-    r"\bmodels/\S+ is not found|\bmodel not found\b|\bunknown model\b",
+    r"\bmodels/\S+ is not found|\bmodel not found\b|\bunknown model\b|"
+    r"\bmodel\b[^.\n]{0,80}\bis not supported\b",
     re.IGNORECASE,
 )
 _USAGE_LIMIT = re.compile(
     r"usage limit|quota exceeded|insufficient[_ ]quota|billing|credit balance|"
-    r"spending limit|out of credits|resource_exhausted.*quota",
+    r"spending limit|out of credits|resource_exhausted.*quota|hit your limit|"
+    r"exhausted your [^.\n]{0,40}quota|payment required",
     re.IGNORECASE,
 )
 _AUTH = re.compile(
     r"\b401\b|\b403\b|unauthori[sz]ed|authentication|(?:invalid|incorrect) api key|"
-    r"invalid x-api-key|"
+    r"invalid x-api-key|api key (?:is )?(?:invalid|expired|not valid)|no api key found|"
     r"api key not valid|not logged in|please run /login|permission denied.*api|forbidden|"
-    r"invalid_api_key|oauth token",
+    r"invalid_api_key|oauth token|token (?:has )?expired|invalid auth method|"
+    r"set an auth method|(?:log|sign) ?in again",
     re.IGNORECASE,
 )
 _TRANSIENT = re.compile(
@@ -65,9 +68,12 @@ _STATUS = re.compile(r"\b([45]\d\d)\b")
 
 
 def kind_from_status(status: int) -> FailureKind:
-    """Classify an HTTP status: 401/403 AUTH, 408/409/429/5xx TRANSIENT, 413 CONTEXT_OVERFLOW."""
+    """Classify an HTTP status: 401/403 AUTH, 402 USAGE_LIMIT, 408/409/429/5xx TRANSIENT,
+    413 CONTEXT_OVERFLOW."""
     if status in (401, 403):
         return FailureKind.AUTH
+    if status == 402:
+        return FailureKind.USAGE_LIMIT
     if status == 413:
         return FailureKind.CONTEXT_OVERFLOW
     if status in (408, 409, 429) or 500 <= status <= 599:

@@ -168,7 +168,7 @@ class PiStreamParser(FrameParser):
                 "entry_appended": self._on_entry_appended,
                 "thinking_level_changed": self._on_thinking_level_changed,
                 "summarization_retry_scheduled": self._on_summarization_retry_scheduled,
-                "summarization_retry_attempt_start": self._on_summarization_retry_started,
+                "summarization_retry_attempt_start": self._on_summarization_retry_attempt_start,
                 "summarization_retry_finished": self._on_summarization_retry_finished,
                 "extension_error": self._on_extension_error,
                 # The output of an rpc ``bash`` command, which agentshim never sends.
@@ -254,7 +254,7 @@ class PiStreamParser(FrameParser):
         detail = f"attempt {attempt} of {limit} in {delay} ms: {said}"
         out.append(Lifecycle("summarization_retry", detail))
 
-    def _on_summarization_retry_started(self, frame: Frame, out: list[AgentEvent]) -> None:
+    def _on_summarization_retry_attempt_start(self, frame: Frame, out: list[AgentEvent]) -> None:
         source = as_str(frame.get("source")) or ""
         reason = as_str(frame.get("reason"))
         detail = f"{source} ({reason})" if reason else source
