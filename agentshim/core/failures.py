@@ -68,13 +68,12 @@ _STATUS = re.compile(r"\b([45]\d\d)\b")
 
 
 def kind_from_status(status: int) -> FailureKind:
-    """Classify an HTTP status: 401/403 AUTH, 402 USAGE_LIMIT, 408/409/429/5xx TRANSIENT,
-    413 CONTEXT_OVERFLOW."""
+    """Classify an HTTP status: 401/403 AUTH, 402 USAGE_LIMIT, 408/409/429/5xx TRANSIENT, 413."""
     if status in (401, 403):
         return FailureKind.AUTH
     if status == 402:
         return FailureKind.USAGE_LIMIT
-    if status == 413:
+    if status == 413:  # a request too large for the model: CONTEXT_OVERFLOW
         return FailureKind.CONTEXT_OVERFLOW
     if status in (408, 409, 429) or 500 <= status <= 599:
         return FailureKind.TRANSIENT
