@@ -627,6 +627,7 @@ class AgentSession:
             context_window=parsed.context_window
             or context_window_of(usage.model or turn.request.model or self.agent.model),
             background_tasks=parsed.background_tasks,
+            notices=parsed.notes,
         )
         self.last_result = result
         return result
