@@ -7,7 +7,6 @@ import enum
 import json
 import re
 import signal
-import sys
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TextIO, cast
@@ -28,7 +27,7 @@ from agentshim.execution.executor import (
 )
 from agentshim.execution.host import HostCommandExecutor
 from agentshim.execution.process import Process, SpawnRequest
-from agentshim.execution.transform import TransformingExecutor
+from agentshim.execution.pty_process import PtyExecutor, PtyProcess, PtySize
 from agentshim.providers import DEFAULT_CATALOG
 
 from ._exits import EXIT_INTERRUPTED, EXIT_NOT_INSTALLED, EXIT_OK, EXIT_TURN_FAILED
@@ -38,16 +37,14 @@ __all__ = ["RunOptions", "run_turn", "stand_in_executor", "summary"]
 
 
 def stand_in_executor(provider: str) -> CommandExecutor:
-    """Return a host executor that runs the bundled stand-in CLI in place of ``provider``'s."""
+    """Return a host executor that runs the bundled stand-in CLI in place of ``provider``'s.
 
-    def to_stand_in(request: CommandRequest) -> CommandRequest:
-        argv = (sys.executable, "-m", "agentshim.testing.stand_in", provider, *request.argv[1:])
-        return dataclasses.replace(request, argv=argv)
+    It runs every transport the provider offers, the terminal one included.
+    """
+    # Imported here: the protocol fakes it brings are needed only with --stand-in.
+    from agentshim.testing.stand_in import stand_in_executor as stand_in
 
-    def find_stand_in(name: str, env: object) -> str:
-        return name
-
-    return TransformingExecutor(HostCommandExecutor(), to_stand_in, find_binary=find_stand_in)
+    return stand_in(provider)
 
 
 class _KillableExecutor:
@@ -100,6 +97,34 @@ class _KillableExecutor:
             handle.kill()
         for process in processes:
             process.kill()
+
+
+class _KillablePtyExecutor(_KillableExecutor):
+    """A killable executor that can also start a process on a terminal (the TUI transport)."""
+
+    def __init__(self, inner: CommandExecutor, pty: PtyExecutor) -> None:
+        super().__init__(inner)
+        self._pty = pty
+        self._terminals: list[PtyProcess] = []
+
+    def spawn_pty(self, request: SpawnRequest, size: PtySize | None = None) -> PtyProcess:
+        """Start on a terminal through ``pty``, keeping the process so it can be killed."""
+        process = self._pty.spawn_pty(request, size)
+        self._terminals.append(process)
+        return process
+
+    def kill(self) -> None:
+        """SIGKILL every command and process started here, terminals included."""
+        super().kill()
+        for process in list(self._terminals):
+            process.kill()
+
+
+def _killable(base: CommandExecutor) -> _KillableExecutor:
+    """``base`` made killable; it keeps its terminal (and so the TUI transport) if it has one."""
+    if isinstance(base, PtyExecutor):
+        return _KillablePtyExecutor(base, base)
+    return _KillableExecutor(base)
 
 
 class _CtrlC:
@@ -253,7 +278,7 @@ def run_turn(options: RunOptions, out: TextIO, err: TextIO) -> int:
     the turn (what it produced so far is shown, status 130), the second kills the CLI.
     """
     base = stand_in_executor(options.provider) if options.stand_in else HostCommandExecutor()
-    executor = _KillableExecutor(base)
+    executor = _killable(base)
     screen = _Screen(options, out, err)
     try:
         agent = Agent(
