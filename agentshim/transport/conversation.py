@@ -17,6 +17,7 @@ steers reported on that thread; closing the process (stdin EOF, SIGTERM, SIGKILL
 
 from __future__ import annotations
 
+import shlex
 import threading
 from collections import deque
 from collections.abc import Callable, Generator, Mapping, Sequence
@@ -212,6 +213,8 @@ class LongLivedConversation(Generic[TurnT]):
         self._mcp: McpInstallation | None = None
         # The next process forks the resumed conversation: the spec's fork, until it exists.
         self._fork = spec.fork
+        # The turn's stop or budget ended its start-up: a process spawned now is killed at once.
+        self._start_ended = False
 
     # -- the Conversation protocol -------------------------------------------------------
 
@@ -244,7 +247,8 @@ class LongLivedConversation(Generic[TurnT]):
                     "the turn was cancelled before it was sent; nothing ran and the "
                     "conversation is intact"
                 )
-            return self._run(request, emit, turn_stop)
+            with self._start_bounded(request, turn_stop):
+                return self._run(request, emit, turn_stop)
         finally:
             with self._lock:
                 self._turn = None
@@ -284,6 +288,70 @@ class LongLivedConversation(Generic[TurnT]):
     def _release_process(self) -> None:
         """End the running process, if one runs (any thread)."""
         raise NotImplementedError
+
+    def _end_start(self) -> tuple[str, ...] | None:
+        """Kill the process that is starting, if one is (any thread); return its argv.
+
+        Called when the turn's stop or budget comes while no turn is in flight yet; the
+        start-up's own read then meets the exit. None when no process was started yet.
+        """
+        raise NotImplementedError
+
+    # -- starting ----------------------------------------------------------------------------
+
+    @contextmanager
+    def _start_bounded(self, request: TurnRequest, stop: TurnStop) -> Generator[None, None, None]:
+        """Until the turn is in flight, its stop and its budget end a CLI that is starting.
+
+        A CLI that hangs at start-up (a handshake never answered, a terminal that never gets
+        ready) is killed when the turn is stopped (TurnCancelledError) or when the turn's
+        timeout runs out (CliTimeoutError naming the command run), not only after the
+        transport's own start-up limit. A timer, not polling: it fires once, and does nothing
+        once the turn is in flight (the turn's own watch has it then).
+        """
+        ended: list[str] = []
+        argv: list[tuple[str, ...]] = []
+
+        def end(why: str) -> None:
+            with self._lock:
+                if self._turn is not None or ended:
+                    return
+                ended.append(why)
+                self._start_ended = True
+            started = self._end_start()
+            if started is not None:
+                argv.append(started)
+
+        detach = stop.attach(lambda: end("stop"))
+        timeout = self._timeout(request)
+        timer: threading.Timer | None = None
+        if timeout is not None:
+            timer = threading.Timer(timeout, end, args=("timeout",))
+            timer.daemon = True
+            timer.start()
+        try:
+            yield
+        except AgentShimError as error:
+            if not ended:
+                raise
+            ran = _shown(argv[0]) if argv else f"the {self._name} CLI"
+            if ended[0] == "stop":
+                raise TurnCancelledError(
+                    f"the turn was cancelled while {ran} was starting; it was killed before "
+                    "the prompt was sent, and the conversation is intact"
+                ) from error
+            raise CliTimeoutError(
+                argv[0] if argv else (),
+                timeout,
+                message=f"{ran} was not ready within the turn's timeout of {timeout:g} s and "
+                "was killed; raise the timeout, or check that the command starts by hand",
+            ) from error
+        finally:
+            detach()
+            if timer is not None:
+                timer.cancel()
+            with self._lock:
+                self._start_ended = False
 
     # -- what a process starts with ---------------------------------------------------------
 
@@ -650,15 +718,17 @@ class ProcessConversation(LongLivedConversation[TurnT]):
     ) -> CliTimeoutError:
         """Kill a new process that left ``what`` unanswered for ``seconds``; the failure says so.
 
-        ``command`` is how a user checks by hand that the CLI starts.
+        The failure names the command that was actually run (a wrapper, a stand-in), which
+        is how a user checks by hand that it starts; ``command`` is what the CLI is called.
         """
         channel.kill()
         self._release_process()
+        ran = _shown(channel.argv) if channel.argv else command
         return CliTimeoutError(
             channel.argv,
             seconds,
-            message=f"{command} did not answer {what} within {seconds:g} s of starting; it was "
-            f"killed (check that it starts: {command})",
+            message=f"{ran} did not answer {what} within {seconds:g} s of starting; it was "
+            f"killed (check that it starts by hand)",
         )
 
     # -- the process -----------------------------------------------------------------------
@@ -692,8 +762,20 @@ class ProcessConversation(LongLivedConversation[TurnT]):
         with self._lock:
             self._channel = channel
             self._requests.clear()
+            ended = self._start_ended
         self._stderr.clear()
+        if ended:  # the turn was stopped, or ran out of time, while the process was spawned
+            channel.kill()
         return channel
+
+    def _end_start(self) -> tuple[str, ...] | None:
+        """Kill the channel's process (starting: no turn is in flight); return its argv."""
+        with self._lock:
+            channel = self._channel
+        if channel is None:
+            return None
+        channel.kill()
+        return channel.argv
 
     def _release_process(self) -> None:
         """Close the channel's process: stdin EOF, then SIGTERM, then SIGKILL to its group.
@@ -710,3 +792,9 @@ class ProcessConversation(LongLivedConversation[TurnT]):
             side, self._side = self._side, None
             if side is not None:
                 side.close()
+
+
+def _shown(argv: Sequence[str], limit: int = 300) -> str:
+    """``argv`` as a shell would take it, cut to ``limit`` characters for a message."""
+    text = shlex.join(argv)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
