@@ -301,8 +301,11 @@ def run_turn(options: RunOptions, out: TextIO, err: TextIO) -> int:
 
     def work() -> None:
         try:
-            request = TurnRequest(options.prompt, timeout=options.timeout)
-            outcome.append(session.turn(request).result)
+            # Closed with the turn: a long-lived CLI (and the files its transport made for
+            # it, such as the terminal transport's hook settings) ends with the command.
+            with session:
+                request = TurnRequest(options.prompt, timeout=options.timeout)
+                outcome.append(session.turn(request).result)
         except BaseException as error:
             outcome.append(error)
         finally:
