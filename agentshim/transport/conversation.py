@@ -71,6 +71,7 @@ __all__ = [
     "ProcessOptions",
     "ProcessTransport",
     "ServedSide",
+    "shown_argv",
 ]
 
 ProviderT = TypeVar("ProviderT", bound=Provider)
@@ -301,20 +302,23 @@ class LongLivedConversation(Generic[TurnT]):
 
     @contextmanager
     def _start_bounded(self, request: TurnRequest, stop: TurnStop) -> Generator[None, None, None]:
-        """Until the turn is in flight, its stop and its budget end a CLI that is starting.
+        """Until the turn is in flight, its budget and its stop end a CLI that is starting.
 
         A CLI that hangs at start-up (a handshake never answered, a terminal that never gets
-        ready) is killed when the turn is stopped (TurnCancelledError) or when the turn's
-        timeout runs out (CliTimeoutError naming the command run), not only after the
-        transport's own start-up limit. A timer, not polling: it fires once, and does nothing
-        once the turn is in flight (the turn's own watch has it then).
+        ready) is killed when the turn's timeout runs out (CliTimeoutError naming the command
+        run), or when the turn was stopped and the start-up has not finished within the
+        interrupt grace (TurnCancelledError: nothing was sent); a start-up that finishes in
+        time gets the stop in band, as any running turn does. Timers, not polling: each fires
+        once, and does nothing once the turn is in flight (the turn's own watch has it then).
         """
         ended: list[str] = []
         argv: list[tuple[str, ...]] = []
+        timers: list[threading.Timer] = []
+        over = threading.Event()  # the block is left: no timer may act any more
 
         def end(why: str) -> None:
             with self._lock:
-                if self._turn is not None or ended:
+                if self._turn is not None or ended or over.is_set():
                     return
                 ended.append(why)
                 self._start_ended = True
@@ -322,23 +326,30 @@ class LongLivedConversation(Generic[TurnT]):
             if started is not None:
                 argv.append(started)
 
-        detach = stop.attach(lambda: end("stop"))
-        timeout = self._timeout(request)
-        timer: threading.Timer | None = None
-        if timeout is not None:
-            timer = threading.Timer(timeout, end, args=("timeout",))
+        def after(seconds: float, why: str) -> None:
+            timer = threading.Timer(seconds, end, args=(why,))
             timer.daemon = True
+            with self._lock:
+                if over.is_set():
+                    return
+                timers.append(timer)
             timer.start()
+
+        timeout = self._timeout(request)
+        if timeout is not None:
+            after(timeout, "timeout")
+        detach = stop.attach(lambda: after(self._interrupt_grace, "stop"))
         try:
             yield
         except AgentShimError as error:
             if not ended:
                 raise
-            ran = _shown(argv[0]) if argv else f"the {self._name} CLI"
+            ran = shown_argv(argv[0]) if argv else f"the {self._name} CLI"
             if ended[0] == "stop":
                 raise TurnCancelledError(
-                    f"the turn was cancelled while {ran} was starting; it was killed before "
-                    "the prompt was sent, and the conversation is intact"
+                    f"the turn was stopped while {ran} was starting, which did not finish "
+                    f"within {self._interrupt_grace:g} s; it was killed before the prompt was "
+                    "sent, and the conversation is intact"
                 ) from error
             raise CliTimeoutError(
                 argv[0] if argv else (),
@@ -348,10 +359,11 @@ class LongLivedConversation(Generic[TurnT]):
             ) from error
         finally:
             detach()
-            if timer is not None:
-                timer.cancel()
             with self._lock:
+                over.set()
                 self._start_ended = False
+            for timer in timers:
+                timer.cancel()
 
     # -- what a process starts with ---------------------------------------------------------
 
@@ -723,7 +735,7 @@ class ProcessConversation(LongLivedConversation[TurnT]):
         """
         channel.kill()
         self._release_process()
-        ran = _shown(channel.argv) if channel.argv else command
+        ran = shown_argv(channel.argv) if channel.argv else command
         return CliTimeoutError(
             channel.argv,
             seconds,
@@ -794,7 +806,7 @@ class ProcessConversation(LongLivedConversation[TurnT]):
                 side.close()
 
 
-def _shown(argv: Sequence[str], limit: int = 300) -> str:
-    """``argv`` as a shell would take it, cut to ``limit`` characters for a message."""
+def shown_argv(argv: Sequence[str], limit: int = 300) -> str:
+    """``argv`` as a shell would take it, cut to ``limit`` characters: how messages name a command."""
     text = shlex.join(argv)
     return text if len(text) <= limit else text[: limit - 3] + "..."
