@@ -290,11 +290,11 @@ class LongLivedConversation(Generic[TurnT]):
         """End the running process, if one runs (any thread)."""
         raise NotImplementedError
 
-    def _end_start(self) -> tuple[str, ...] | None:
-        """Kill the process that is starting, if one is (any thread); return its argv.
+    def _starting_process(self) -> tuple[tuple[str, ...], Callable[[], None]] | None:
+        """The argv of the process that is starting, and what kills it (any thread).
 
-        Called when the turn's stop or budget comes while no turn is in flight yet; the
-        start-up's own read then meets the exit. None when no process was started yet.
+        Used when the turn's stop or budget comes while no turn is in flight yet; once it is
+        killed, the start-up's own read meets the exit. None when no process was started yet.
         """
         raise NotImplementedError
 
@@ -322,9 +322,10 @@ class LongLivedConversation(Generic[TurnT]):
                     return
                 ended.append(why)
                 self._start_ended = True
-            started = self._end_start()
-            if started is not None:
-                argv.append(started)
+            starting = self._starting_process()
+            if starting is not None:
+                argv.append(starting[0])  # before the kill: the turn's thread then reads it
+                starting[1]()
 
         def after(seconds: float, why: str) -> None:
             timer = threading.Timer(seconds, end, args=(why,))
@@ -780,14 +781,11 @@ class ProcessConversation(LongLivedConversation[TurnT]):
             channel.kill()
         return channel
 
-    def _end_start(self) -> tuple[str, ...] | None:
-        """Kill the channel's process (starting: no turn is in flight); return its argv."""
+    def _starting_process(self) -> tuple[tuple[str, ...], Callable[[], None]] | None:
+        """The channel's process (starting: no turn is in flight): its argv and its kill."""
         with self._lock:
             channel = self._channel
-        if channel is None:
-            return None
-        channel.kill()
-        return channel.argv
+        return None if channel is None else (channel.argv, channel.kill)
 
     def _release_process(self) -> None:
         """Close the channel's process: stdin EOF, then SIGTERM, then SIGKILL to its group.

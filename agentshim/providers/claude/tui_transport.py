@@ -700,14 +700,11 @@ class ClaudeTuiConversation(LongLivedConversation[_Turn]):
 
     # -- closing ---------------------------------------------------------------------------
 
-    def _end_start(self) -> tuple[str, ...] | None:
-        """Kill the terminal's process (starting: no turn is in flight); return its argv."""
+    def _starting_process(self) -> tuple[tuple[str, ...], Callable[[], None]] | None:
+        """The terminal's process (starting: no turn is in flight): its argv and its kill."""
         with self._lock:
             terminal = self._terminal
-        if terminal is None:
-            return None
-        terminal.pty.kill()
-        return terminal.argv
+        return None if terminal is None else (terminal.argv, terminal.pty.kill)
 
     def _release_process(self) -> None:
         """Ctrl-C twice, then SIGTERM, then SIGKILL; the terminal's files go with it."""
