@@ -61,6 +61,7 @@ from agentshim.transport.conversation import (
     ProcessConversation,
     ProcessOptions,
     ProcessTransport,
+    shown_argv,
 )
 from agentshim.transport.fixed import refuse_fixed_changes
 from agentshim.transport.watch import TurnWatch
@@ -423,8 +424,9 @@ class AcpConversation(ProcessConversation[_Turn]):
                 raise CliTimeoutError(
                     channel.argv,
                     self._transport.handshake_timeout,
-                    message=f"{self._name} did not answer {method} within "
-                    f"{self._transport.handshake_timeout:g} s; check the CLI's auth and settings",
+                    message=f"{self._name} ({shown_argv(channel.argv)}) did not answer {method} "
+                    f"within {self._transport.handshake_timeout:g} s; check the CLI's auth and "
+                    "settings, and that the command starts by hand",
                 )
             if isinstance(output, ProcessExited):
                 raise self._start_died(channel, output, method)

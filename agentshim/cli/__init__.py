@@ -293,8 +293,12 @@ def _run_options(
     kind = kind_of_flag(args.transport)
     offered = transports_offered(plugin)
     if kind not in offered:
+        having = [
+            n for n in provider_names() if kind in transports_offered(DEFAULT_CATALOG.plugin(n))
+        ]
         parser.error(
-            f"argument --transport: {provider} does not offer {args.transport}; choose from "
+            f"argument --transport: {provider} does not offer {args.transport} (offered by "
+            f"--provider {' or '.join(having)}); choose from "
             + ", ".join(flag_name(k) for k in offered)
         )
     if args.resume is not None and not plugin.profile.supports_resume:

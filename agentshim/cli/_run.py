@@ -13,7 +13,6 @@ import enum
 import json
 import queue
 import signal
-import sys
 import tempfile
 import threading
 from collections.abc import Callable, Generator, Mapping, Sequence
@@ -46,8 +45,8 @@ from agentshim.execution.executor import (
 )
 from agentshim.execution.host import HostCommandExecutor
 from agentshim.execution.process import Process, SpawnRequest
+from agentshim.execution.pty_process import PtyExecutor, PtyProcess, PtySize
 from agentshim.execution.readiness import check_version
-from agentshim.execution.transform import TransformingExecutor
 from agentshim.providers import DEFAULT_CATALOG
 
 from ._exits import EXIT_INTERRUPTED, EXIT_NOT_INSTALLED, EXIT_OK, EXIT_TURN_FAILED, EXIT_USAGE
@@ -77,16 +76,14 @@ def exit_status_of(signum: int) -> int:
 
 
 def stand_in_executor(provider: str) -> CommandExecutor:
-    """Return a host executor that runs the bundled stand-in CLI in place of ``provider``'s."""
+    """Return a host executor that runs the bundled stand-in CLI in place of ``provider``'s.
 
-    def to_stand_in(request: CommandRequest) -> CommandRequest:
-        argv = (sys.executable, "-m", "agentshim.testing.stand_in", provider, *request.argv[1:])
-        return dataclasses.replace(request, argv=argv)
+    It runs every transport the provider offers, the terminal one included.
+    """
+    # Imported here: the protocol fakes it brings are needed only with --stand-in.
+    from agentshim.testing.stand_in import stand_in_executor as stand_in
 
-    def find_stand_in(name: str, env: object) -> str:
-        return name
-
-    return TransformingExecutor(HostCommandExecutor(), to_stand_in, find_binary=find_stand_in)
+    return stand_in(provider)
 
 
 class _KillableExecutor:
@@ -157,6 +154,34 @@ class _KillableExecutor:
             handle.kill()
         for process in processes:
             process.kill()
+
+
+class _KillablePtyExecutor(_KillableExecutor):
+    """A killable executor that can also start a process on a terminal (the TUI transport)."""
+
+    def __init__(self, inner: CommandExecutor, pty: PtyExecutor) -> None:
+        super().__init__(inner)
+        self._pty = pty
+        self._terminals: list[PtyProcess] = []
+
+    def spawn_pty(self, request: SpawnRequest, size: PtySize | None = None) -> PtyProcess:
+        """Start on a terminal through ``pty``, keeping the process so it can be killed."""
+        process = self._pty.spawn_pty(request, size)
+        self._terminals.append(process)
+        return process
+
+    def kill(self) -> None:
+        """SIGKILL every command and process started here, terminals included."""
+        super().kill()
+        for process in list(self._terminals):
+            process.kill()
+
+
+def _killable(base: CommandExecutor) -> _KillableExecutor:
+    """``base`` made killable; it keeps its terminal (and so the TUI transport) if it has one."""
+    if isinstance(base, PtyExecutor):
+        return _KillablePtyExecutor(base, base)
+    return _KillableExecutor(base)
 
 
 class _Sink:
@@ -370,7 +395,7 @@ def run_turn(options: RunOptions, out: TextIO, err: TextIO) -> int:
     module's docstring); what the turn produced so far is shown either way.
     """
     base = stand_in_executor(options.provider) if options.stand_in else HostCommandExecutor()
-    executor = _KillableExecutor(base)
+    executor = _killable(base)
     inbox: queue.SimpleQueue[int] = queue.SimpleQueue()
     # A closed stdout stops the turn like SIGPIPE would have stopped a plain program.
     screen = _Screen(options, out, err, lambda: inbox.put(signal.SIGPIPE))
@@ -392,7 +417,10 @@ def run_turn(options: RunOptions, out: TextIO, err: TextIO) -> int:
             # Pinned: a conversation the CLI cannot resume fails the turn instead of being
             # replaced by a new one that lacks the context the caller asked for.
             pin = options.resume is not None and not options.resume_or_new
-            outcome.append(session.turn(request, pin=pin).result)
+            # Closed with the turn: a long-lived CLI (and the files its transport made for
+            # it, such as the terminal transport's hook settings) ends with the command.
+            with session:
+                outcome.append(session.turn(request, pin=pin).result)
         except BaseException as error:
             outcome.append(error)
         finally:

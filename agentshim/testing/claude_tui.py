@@ -28,6 +28,7 @@ import sys
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -123,7 +124,10 @@ def _words(text: str) -> str:
 
 
 class _Fake:
-    def __init__(self, script_file: str, argv: list[str]) -> None:
+    def __init__(
+        self, script_file: str, argv: list[str], answer: Callable[[str], str] | None = None
+    ) -> None:
+        self.answer = answer
         self.dir = Path(script_file).parent
         self.script: dict[str, Any] = json.loads(Path(script_file).read_text())
         self.argv = argv
@@ -403,7 +407,7 @@ class _Fake:
                     },
                 }
             )
-        text = turn.get("text", "done")
+        text = turn.get("text", "done") if self.answer is None else self.answer(prompt)
         lines.append(self.message(prompt_id, [{"type": "text", "text": text}], turn))
         lines.append({"type": "system", "subtype": "turn_duration", "durationMs": 5})
         self.out(_words(f"\u25cf {text}"))
@@ -426,12 +430,15 @@ def _decision(printed: str) -> dict[str, Any]:
     return dict(value.get("hookSpecificOutput", {}).get("decision") or {})
 
 
-def main(script_file: str) -> int:
-    """Run the fake CLI on the terminal on stdin (its argv is ``sys.argv[1:]``)."""
+def main(script_file: str, answer: Callable[[str], str] | None = None) -> int:
+    """Run the fake CLI on the terminal on stdin (its argv is ``sys.argv[1:]``).
+
+    ``answer`` makes the reply to each prompt (default: the scripted turn's ``text``).
+    """
     import termios
     import tty
 
-    fake = _Fake(script_file, sys.argv[1:])
+    fake = _Fake(script_file, sys.argv[1:], answer)
     saved = termios.tcgetattr(0)
     tty.setraw(0)
     try:

@@ -17,6 +17,7 @@ steers reported on that thread; closing the process (stdin EOF, SIGTERM, SIGKILL
 
 from __future__ import annotations
 
+import shlex
 import threading
 from collections import deque
 from collections.abc import Callable, Generator, Mapping, Sequence
@@ -70,6 +71,7 @@ __all__ = [
     "ProcessOptions",
     "ProcessTransport",
     "ServedSide",
+    "shown_argv",
 ]
 
 ProviderT = TypeVar("ProviderT", bound=Provider)
@@ -212,6 +214,8 @@ class LongLivedConversation(Generic[TurnT]):
         self._mcp: McpInstallation | None = None
         # The next process forks the resumed conversation: the spec's fork, until it exists.
         self._fork = spec.fork
+        # The turn's stop or budget ended its start-up: a process spawned now is killed at once.
+        self._start_ended = False
 
     # -- the Conversation protocol -------------------------------------------------------
 
@@ -244,7 +248,8 @@ class LongLivedConversation(Generic[TurnT]):
                     "the turn was cancelled before it was sent; nothing ran and the "
                     "conversation is intact"
                 )
-            return self._run(request, emit, turn_stop)
+            with self._start_bounded(request, turn_stop):
+                return self._run(request, emit, turn_stop)
         finally:
             with self._lock:
                 self._turn = None
@@ -284,6 +289,82 @@ class LongLivedConversation(Generic[TurnT]):
     def _release_process(self) -> None:
         """End the running process, if one runs (any thread)."""
         raise NotImplementedError
+
+    def _starting_process(self) -> tuple[tuple[str, ...], Callable[[], None]] | None:
+        """The argv of the process that is starting, and what kills it (any thread).
+
+        Used when the turn's stop or budget comes while no turn is in flight yet; once it is
+        killed, the start-up's own read meets the exit. None when no process was started yet.
+        """
+        raise NotImplementedError
+
+    # -- starting ----------------------------------------------------------------------------
+
+    @contextmanager
+    def _start_bounded(self, request: TurnRequest, stop: TurnStop) -> Generator[None, None, None]:
+        """Until the turn is in flight, its budget and its stop end a CLI that is starting.
+
+        A CLI that hangs at start-up (a handshake never answered, a terminal that never gets
+        ready) is killed when the turn's timeout runs out (CliTimeoutError naming the command
+        run), or when the turn was stopped and the start-up has not finished within the
+        interrupt grace (TurnCancelledError: nothing was sent); a start-up that finishes in
+        time gets the stop in band, as any running turn does. Timers, not polling: each fires
+        once, and does nothing once the turn is in flight (the turn's own watch has it then).
+        """
+        ended: list[str] = []
+        argv: list[tuple[str, ...]] = []
+        timers: list[threading.Timer] = []
+        over = threading.Event()  # the block is left: no timer may act any more
+
+        def end(why: str) -> None:
+            with self._lock:
+                if self._turn is not None or ended or over.is_set():
+                    return
+                ended.append(why)
+                self._start_ended = True
+            starting = self._starting_process()
+            if starting is not None:
+                argv.append(starting[0])  # before the kill: the turn's thread then reads it
+                starting[1]()
+
+        def after(seconds: float, why: str) -> None:
+            timer = threading.Timer(seconds, end, args=(why,))
+            timer.daemon = True
+            with self._lock:
+                if over.is_set():
+                    return
+                timers.append(timer)
+            timer.start()
+
+        timeout = self._timeout(request)
+        if timeout is not None:
+            after(timeout, "timeout")
+        detach = stop.attach(lambda: after(self._interrupt_grace, "stop"))
+        try:
+            yield
+        except AgentShimError as error:
+            if not ended:
+                raise
+            ran = shown_argv(argv[0]) if argv else f"the {self._name} CLI"
+            if ended[0] == "stop":
+                raise TurnCancelledError(
+                    f"the turn was stopped while {ran} was starting, which did not finish "
+                    f"within {self._interrupt_grace:g} s; it was killed before the prompt was "
+                    "sent, and the conversation is intact"
+                ) from error
+            raise CliTimeoutError(
+                argv[0] if argv else (),
+                timeout,
+                message=f"{ran} was not ready within the turn's timeout of {timeout:g} s and "
+                "was killed; raise the timeout, or check that the command starts by hand",
+            ) from error
+        finally:
+            detach()
+            with self._lock:
+                over.set()
+                self._start_ended = False
+            for timer in timers:
+                timer.cancel()
 
     # -- what a process starts with ---------------------------------------------------------
 
@@ -650,15 +731,17 @@ class ProcessConversation(LongLivedConversation[TurnT]):
     ) -> CliTimeoutError:
         """Kill a new process that left ``what`` unanswered for ``seconds``; the failure says so.
 
-        ``command`` is how a user checks by hand that the CLI starts.
+        The failure names the command that was actually run (a wrapper, a stand-in), which
+        is how a user checks by hand that it starts; ``command`` is what the CLI is called.
         """
         channel.kill()
         self._release_process()
+        ran = shown_argv(channel.argv) if channel.argv else command
         return CliTimeoutError(
             channel.argv,
             seconds,
-            message=f"{command} did not answer {what} within {seconds:g} s of starting; it was "
-            f"killed (check that it starts: {command})",
+            message=f"{ran} did not answer {what} within {seconds:g} s of starting; it was "
+            f"killed (check that it starts by hand)",
         )
 
     # -- the process -----------------------------------------------------------------------
@@ -692,8 +775,17 @@ class ProcessConversation(LongLivedConversation[TurnT]):
         with self._lock:
             self._channel = channel
             self._requests.clear()
+            ended = self._start_ended
         self._stderr.clear()
+        if ended:  # the turn was stopped, or ran out of time, while the process was spawned
+            channel.kill()
         return channel
+
+    def _starting_process(self) -> tuple[tuple[str, ...], Callable[[], None]] | None:
+        """The channel's process (starting: no turn is in flight): its argv and its kill."""
+        with self._lock:
+            channel = self._channel
+        return None if channel is None else (channel.argv, channel.kill)
 
     def _release_process(self) -> None:
         """Close the channel's process: stdin EOF, then SIGTERM, then SIGKILL to its group.
@@ -710,3 +802,9 @@ class ProcessConversation(LongLivedConversation[TurnT]):
             side, self._side = self._side, None
             if side is not None:
                 side.close()
+
+
+def shown_argv(argv: Sequence[str], limit: int = 300) -> str:
+    """``argv`` as a shell would take it, cut to ``limit`` characters: how messages name a command."""
+    text = shlex.join(argv)
+    return text if len(text) <= limit else text[: limit - 3] + "..."

@@ -249,7 +249,10 @@ class TestRun:
         message = usage_error(
             capsys, "run", "--stand-in", "--provider", "pi", "--transport", "tui", "hi"
         )
-        assert "pi does not offer tui; choose from one-shot, stream" in message
+        assert (
+            "pi does not offer tui (offered by --provider claude); choose from one-shot, stream"
+            in message
+        )
 
     def test_a_stream_turn_on_the_stand_in_runs_on_one_long_lived_process(self) -> None:
         code, out, err = run_cli("run", "--stand-in", "--transport", "stream", "--json", "hi")

@@ -607,6 +607,9 @@ class ClaudeTuiConversation(LongLivedConversation[_Turn]):
         terminal.transcript.path = transcript_path(env, munged_cwd(cwd), session_id)
         with self._lock:
             self._terminal = terminal
+            ended = self._start_ended
+        if ended:  # the turn was stopped, or ran out of time, while the process was spawned
+            pty.kill()
         self._session_id = session_id
         self._fork = False
         return terminal
@@ -696,6 +699,12 @@ class ClaudeTuiConversation(LongLivedConversation[_Turn]):
         return self._provider.classify_exit(error, resumed=self._session_id is not None)
 
     # -- closing ---------------------------------------------------------------------------
+
+    def _starting_process(self) -> tuple[tuple[str, ...], Callable[[], None]] | None:
+        """The terminal's process (starting: no turn is in flight): its argv and its kill."""
+        with self._lock:
+            terminal = self._terminal
+        return None if terminal is None else (terminal.argv, terminal.pty.kill)
 
     def _release_process(self) -> None:
         """Ctrl-C twice, then SIGTERM, then SIGKILL; the terminal's files go with it."""
