@@ -34,6 +34,7 @@ from agentshim.core.conversation import (
 from agentshim.core.errors import (
     ContinuityError,
     InvalidRequestError,
+    LeaseLostError,
     NoRunningTurnError,
     ProviderCapabilityError,
     SessionStateError,
@@ -49,7 +50,7 @@ from agentshim.core.events import (
     event_callbacks,
 )
 from agentshim.core.ids import IdAllocator, RandomIds, validate_session_id
-from agentshim.core.leases import ConversationLeases, TurnLease, kept_leases
+from agentshim.core.leases import ConversationLeases, LeaseKeeper, TurnLease, kept_leases
 from agentshim.core.session_policy import (
     Abort,
     Adopt,
@@ -189,6 +190,11 @@ class Session:
         )
         # The sequence of the last checkpoint seen under the key; each save is one more.
         self._sequence = 0
+        # The fencing token of the lease the running turn holds on the key (0: none), and
+        # why its writes were refused once it lost that lease.
+        self._fence = 0
+        self._lost: LeaseLostError | None = None
+        self._lease_gone = False
         self._random = random.Random(self._policy.retry.seed)
 
         # Re-entrant: commands are carried out both with the lock held (between turns) and
@@ -524,14 +530,37 @@ class Session:
         """Run the turn holding its checkpoint key's lease, when the session has both."""
         if self._leases is None or self._store is None or self._key is None:
             return self._drive(ticket, on_event)
-        lease = TurnLease(self._leases, self._lease_ttl, self._lease_timeout)
+        lease = TurnLease(
+            self._leases, self._lease_ttl, self._lease_timeout, on_lost=self._on_lease_lost
+        )
         if not lease.wait(self._key, self._stop):
             raise _cancelled_error(ticket)
+        self._fence, self._lost, self._lease_gone = lease.fence, None, False
         try:
             self._resync(self._store, self._key)
-            return self._drive(ticket, on_event)
+            turn = self._drive(ticket, on_event)
         finally:
             lease.release()
+            fence, self._fence = self._fence, 0
+        lost = self._lost
+        if lost is None and self._lease_gone:
+            now = self._leases.holder(self._key) if isinstance(self._leases, LeaseKeeper) else None
+            lost = (
+                LeaseLostError(self._key, fence)
+                if now is None
+                else LeaseLostError(self._key, fence, now.pid, now.host, now.since, now.fence)
+            )
+        if lost is not None:
+            # Another worker holds the conversation now; this turn's result must not count.
+            raise lost
+        return turn
+
+    def _on_lease_lost(self) -> None:
+        """The renewal found this turn's lease taken by another worker: stop the turn."""
+        with self._lock:
+            self._lease_gone = True
+            stop = self._stop
+        stop.request()
 
     def _resync(self, store: CheckpointStore, key: str) -> None:
         """Continue what the store holds now: another process may have moved the conversation on."""
@@ -719,7 +748,12 @@ class Session:
             return
         self._sequence += 1
         try:
-            self._store.save(self._key, replace(checkpoint, sequence=self._sequence))
+            self._store.save(
+                self._key, replace(checkpoint, sequence=self._sequence, fence=self._fence)
+            )
+        except LeaseLostError as error:
+            self._lost = error
+            self._log(f"checkpoint {self._key!r} not saved: {error}")
         except (OSError, ValueError) as error:
             # The turn's work is done; losing durability is logged rather than undoing it.
             self._log(f"could not save checkpoint {self._key!r}: {error}")

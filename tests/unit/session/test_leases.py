@@ -20,6 +20,7 @@ from agentshim.core.checkpoints import Checkpoint, CheckpointStore, InMemoryChec
 from agentshim.core.clock import SystemClock
 from agentshim.core.errors import (
     InvalidRequestError,
+    LeaseLostError,
     LeaseTimeoutError,
     StoreError,
     TurnCancelledError,
@@ -80,6 +81,11 @@ class TestSqliteCheckpointStore(CheckpointStoreContract):
         store = SqliteStore(self.path, log=self.log_line)
         self.stores.append(store)
         return store
+
+    def make_fenced_store(self) -> tuple[CheckpointStore, ConversationLeases]:
+        store = SqliteStore(self.path, log=self.log_line)
+        self.stores.append(store)
+        return store, store
 
     def log_line(self, line: str) -> None:
         raise AssertionError(f"unexpected log line: {line}")
@@ -386,6 +392,55 @@ class TestSessionsOnOneKey:
             session_on(transport, leases=InMemoryLeases(), lease_timeout=-1)
         with pytest.raises(InvalidRequestError, match="leases"):
             session_on(transport, leases="sqlite:///state.db")
+
+
+class FrozenRenewals(InMemoryLeases):
+    """InMemoryLeases whose renewals stall until ``thaw`` is set, as in a stopped process."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.thaw = threading.Event()
+
+    def renew(self, key: str, holder: LeaseHolder, ttl: float) -> bool:
+        self.thaw.wait(LIMIT)
+        return super().renew(key, holder, ttl)
+
+
+class TestFencing:
+    def test_a_turn_that_lost_its_lease_is_stopped_and_its_checkpoint_refused(self) -> None:
+        leases = FrozenRenewals()
+        store = InMemoryCheckpointStore(leases=leases)
+        transport = FakeTransport([FakeOutcome.hang()])
+        session = session_on(
+            transport, checkpoints=store, checkpoint_key=KEY, leases=leases, lease_ttl=0.3
+        )
+        runner = Runner(session, "one")
+        assert runner.started.wait(LIMIT)
+        time.sleep(0.45)  # past the unrenewed lease's time-to-live
+        newer = leases.acquire(KEY, LeaseHolder(4343, "worker-b", time.time(), "b"), 30)
+        assert newer.token == "b", "the expired lease was not free"
+        leases.thaw.set()
+        runner.join()
+        assert isinstance(runner.error, LeaseLostError)
+        assert (runner.error.holder_pid, runner.error.holder_host) == (4343, "worker-b")
+        assert runner.error.holder_fence == newer.fence
+        assert "worker-b" in str(runner.error)
+        assert store.load(KEY) is None, "the lost holder's checkpoint was saved"
+        assert leases.holder(KEY) == newer, "the lost holder released the new holder's lease"
+        assert renewal_threads() == 0
+
+    def test_a_turn_holding_its_lease_saves_under_its_fence(self) -> None:
+        leases = InMemoryLeases()
+        store = InMemoryCheckpointStore(leases=leases)
+        transport = FakeTransport([FakeOutcome.success("one"), FakeOutcome.success("two")])
+        session = session_on(transport, checkpoints=store, checkpoint_key=KEY, leases=leases)
+        session.turn("one")
+        first = store.load(KEY)
+        session.turn("two")
+        second = store.load(KEY)
+        assert first is not None
+        assert second is not None
+        assert 0 < first.fence < second.fence
 
 
 class TestSessionsWithoutAKey:
