@@ -113,6 +113,41 @@ class TestSqliteFile:
         with SqliteStore(path) as again:
             assert again.load(KEY) == Checkpoint("conv-1", turns=3, sequence=3)
 
+    def test_a_wall_clock_step_lets_no_second_holder_in(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        with SqliteStore(tmp_path / "state.db") as store:
+            first = store.acquire(KEY, LeaseHolder.here(), 30)
+            stepped = time.time() + 3600
+            monkeypatch.setattr(time, "time", lambda: stepped)
+            assert store.acquire(KEY, LeaseHolder.here(), 30) == first
+
+    def test_a_version_1_file_is_migrated_and_its_leases_count_as_expired(
+        self, tmp_path: Path
+    ) -> None:
+        path = tmp_path / "state.db"
+        raw = sqlite3.connect(path)
+        raw.executescript(
+            """
+            CREATE TABLE checkpoints (key TEXT PRIMARY KEY, sequence INTEGER NOT NULL,
+                data TEXT NOT NULL, saved_at REAL NOT NULL);
+            CREATE TABLE leases (key TEXT PRIMARY KEY, token TEXT NOT NULL, pid INTEGER NOT NULL,
+                host TEXT NOT NULL, since REAL NOT NULL, expires REAL NOT NULL);
+            PRAGMA user_version = 1;
+            """
+        )
+        raw.execute("INSERT INTO leases VALUES ('user-1', 'old', 1, 'h', 0, 1e18)")
+        raw.commit()
+        raw.close()
+        with SqliteStore(path) as store:
+            me = LeaseHolder.here()
+            granted = store.acquire(KEY, me, 30)
+            assert granted == me
+            assert granted.fence == 1
+            store.save(KEY, Checkpoint("conv-1", sequence=1, fence=granted.fence))
+            store.save_blob(KEY, b"state", fence=granted.fence)
+            assert store.load_blob(KEY) == b"state"
+
     def test_a_file_from_a_newer_version_is_refused_untouched(self, tmp_path: Path) -> None:
         path = tmp_path / "state.db"
         raw = sqlite3.connect(path)
