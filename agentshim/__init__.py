@@ -104,6 +104,7 @@ if TYPE_CHECKING:
     from agentshim.core.mcp import HttpMcpServer, McpServer, StdioMcpServer
     from agentshim.core.models import ModelSpec, ModelTable, api_model_id
     from agentshim.core.permissions import ApprovalPolicy, NativeMode, NativePermissions
+    from agentshim.core.postgres_store import PostgresStore
     from agentshim.core.pricing import ModelPricing, PricingTable, cost_usd
     from agentshim.core.profile import (
         McpMechanism,
@@ -159,6 +160,7 @@ _LAZY_NAMES = MappingProxyType(
         "InMemoryLeases": "agentshim.core.leases",
         "LeaseHolder": "agentshim.core.leases",
         "LeaseKeeper": "agentshim.core.leases",
+        "PostgresStore": "agentshim.core.postgres_store",
         "SqliteStore": "agentshim.core.sqlite_store",
         "AgentSession": "agentshim.cli_agent",
         "CliAgent": "agentshim.cli_agent",
@@ -336,6 +338,7 @@ __all__ = [
     "ParsedTurn",
     "Plan",
     "PlanItem",
+    "PostgresStore",
     "PricingTable",
     "ProcessClosedError",
     "Provider",

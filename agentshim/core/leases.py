@@ -40,6 +40,7 @@ __all__ = [
     "InMemoryLeases",
     "LeaseHolder",
     "LeaseKeeper",
+    "QueuedLeases",
     "TurnLease",
     "kept_leases",
     "validate_lease_key",
@@ -125,6 +126,28 @@ class FencedLeases(ConversationLeases, Protocol):
 
     def holder(self, key: str) -> LeaseHolder | None:
         """The live holder of ``key``'s lease (with its ``fence``), or None when it is free."""
+        ...
+
+
+@runtime_checkable
+class QueuedLeases(ConversationLeases, Protocol):
+    """Leases that can wait for a held key themselves: waiters woken by the store, served in order.
+
+    A turn waiting on such leases makes no repeated tries: the store wakes it when the lease
+    is released or expires (``PostgresStore`` with ``LISTEN/NOTIFY``), and hands the lease to
+    the waiters of a key first come, first served.
+    """
+
+    def acquire_waiting(
+        self, key: str, holder: LeaseHolder, ttl: float, stop: StopSignal, timeout: float | None
+    ) -> LeaseHolder | None:
+        """Take ``key``'s lease for ``holder``, waiting in line while others hold or wait for it.
+
+        Returns the granted holder (with its ``fence``), or None when ``stop`` fired first.
+
+        Raises:
+            LeaseTimeoutError: the lease did not come to ``holder`` within ``timeout`` seconds.
+        """
         ...
 
 
@@ -244,8 +267,14 @@ class LeaseKeeper:
     def acquire(self, key: str, holder: LeaseHolder, ttl: float) -> LeaseHolder:
         """Take the lease as ``leases.acquire`` does, and renew it from now on while it is held."""
         got = self.leases.acquire(key, holder, ttl)
-        if got.token != holder.token or getattr(self.leases, "expires", True) is False:
-            return got  # not ours, or a lease that never runs out: nothing to renew
+        if got.token == holder.token:
+            self._keep(key, holder, ttl)
+        return got
+
+    def _keep(self, key: str, holder: LeaseHolder, ttl: float) -> None:
+        """Renew ``holder``'s new grant from now on (not a lease that never runs out)."""
+        if getattr(self.leases, "expires", True) is False:
+            return
         try:
             with self._cond:
                 self._held[holder.token] = _Renewal(key, holder, ttl, time.monotonic() + ttl / 3)
@@ -260,11 +289,28 @@ class LeaseKeeper:
         except BaseException:
             self.release(key, holder)
             raise
-        return got
 
     def renew(self, key: str, holder: LeaseHolder, ttl: float) -> bool:
         """Renew at once, as ``leases.renew`` does."""
         return self.leases.renew(key, holder, ttl)
+
+    def acquire_waiting(
+        self, key: str, holder: LeaseHolder, ttl: float, stop: StopSignal, timeout: float | None
+    ) -> LeaseHolder | None:
+        """Wait in line as ``leases.acquire_waiting`` does (QueuedLeases), then renew the grant.
+
+        Raises:
+            InvalidRequestError: the leases cannot wait (they are not QueuedLeases).
+        """
+        leases = self.leases
+        if not isinstance(leases, QueuedLeases):
+            raise InvalidRequestError(
+                "leases", "not QueuedLeases", "these leases cannot wait; use acquire"
+            )
+        got = leases.acquire_waiting(key, holder, ttl, stop, timeout)
+        if got is not None:
+            self._keep(key, holder, ttl)
+        return got
 
     def holder(self, key: str) -> LeaseHolder | None:
         """The live holder of ``key`` where the leases can tell (FencedLeases), else None."""
@@ -410,6 +456,15 @@ class TurnLease:
         """
         holder = LeaseHolder.here()
         timeout = self._timeout
+        leases = self._leases
+        queued = leases.leases if isinstance(leases, LeaseKeeper) else leases
+        if isinstance(queued, QueuedLeases):
+            waiting = leases if isinstance(leases, LeaseKeeper) else queued
+            granted = waiting.acquire_waiting(key, holder, self._ttl, stop, timeout)
+            if granted is None:
+                return False
+            self._hold(key, granted)
+            return True
         deadline = time.monotonic() + timeout if timeout is not None else float("inf")
         pause = _FIRST_PAUSE_S
         while True:

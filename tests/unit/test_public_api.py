@@ -116,6 +116,7 @@ PUBLIC_NAMES = [
     "ParsedTurn",
     "Plan",
     "PlanItem",
+    "PostgresStore",
     "PricingTable",
     "ProcessClosedError",
     "Provider",
