@@ -18,7 +18,7 @@ from dataclasses import replace
 from agentshim.cli_agent import CliAgent, ignore_log_line
 from agentshim.core._checks import instance, seconds
 from agentshim.core.approvals import Approvals, approvals_value
-from agentshim.core.checkpoints import CheckpointStore
+from agentshim.core.checkpoints import CheckpointStore, ConversationBlobs
 from agentshim.core.clock import Clock, SystemClock
 from agentshim.core.conversation import (
     ConversationSpec,
@@ -36,6 +36,7 @@ from agentshim.core.ids import IdAllocator, RandomIds
 from agentshim.core.leases import ConversationLeases, InMemoryLeases, LeaseKeeper, kept_leases
 from agentshim.core.mcp import McpServer, StdioMcpServer
 from agentshim.core.permissions import NativePermissions
+from agentshim.core.portability import ConversationPorter
 from agentshim.core.profile import ProviderProfile, RenewalBudget
 from agentshim.core.retry import RetryPolicy
 from agentshim.core.session_policy import SessionPolicy
@@ -44,9 +45,11 @@ from agentshim.core.usage import ProviderUsage
 from agentshim.execution.confinement import Confinement, confine
 from agentshim.execution.executor import CommandExecutor
 from agentshim.execution.host import HostCommandExecutor
+from agentshim.execution.state_files import StateFiles
 from agentshim.oneshot import OneShotTransport, check_permissions
 from agentshim.providers import DEFAULT_CATALOG, ProviderCatalog
 from agentshim.providers.catalog import transport_factories, transports_offered
+from agentshim.providers.portability import LazyPorter, porter_for
 from agentshim.session import Session
 from agentshim.transport.context import TransportContext
 
@@ -74,6 +77,11 @@ class Agent:
     get it within ``lease_timeout`` seconds (None: waits until it comes free) raises
     LeaseTimeoutError with nothing run. Without ``leases`` the Agent's own in-process locks
     serialize its sessions, as before.
+
+    ``portable`` moves conversations between hosts through the checkpoint store: each turn's
+    CLI files are saved beside its checkpoint and imported on the host that runs the next
+    turn (see ``docs/scaling-out.md``). None (the default) does so when the store spans hosts
+    (``PostgresStore``); it needs a store that keeps blobs (``ConversationBlobs``).
 
     Raises:
         InvalidRequestError: ``provider`` is not a name, ``permissions`` or ``approvals`` of
@@ -107,6 +115,7 @@ class Agent:
         lease_timeout: float | None = None,
         stall_timeout: float | None = None,
         approval_timeout: float = 60.0,
+        portable: bool | None = None,
     ) -> None:
         if not isinstance(provider, str):  # pyright: ignore[reportUnnecessaryIsInstance]
             raise InvalidRequestError(
@@ -118,6 +127,7 @@ class Agent:
         self._share(permissions, approvals, model, clock, ids, retry, renewal, event_handlers, log)
         self._share_state(checkpoints, leases, lease_ttl, lease_timeout)
         self._timeouts(stall_timeout, approval_timeout)
+        self.portable = portable
         if confinement is not None and env is not None:
             raise InvalidRequestError(
                 "env",
@@ -157,6 +167,7 @@ class Agent:
             )
 
         one_shot = OneShotTransport(build, profile=profile, check_timeout=check_timeout)
+        self._porter_source: OneShotTransport | None = one_shot
         if transport is TransportKind.ONE_SHOT:
             self.transport: Transport = one_shot
             # The CliAgent takes the in-process conversation locks itself; sessions take
@@ -204,6 +215,7 @@ class Agent:
         lease_timeout: float | None = None,
         stall_timeout: float | None = None,
         approval_timeout: float = 60.0,
+        portable: bool | None = None,
     ) -> Agent:
         """An Agent whose sessions open conversations on a ready-made ``transport``.
 
@@ -224,9 +236,27 @@ class Agent:
         agent._timeouts(stall_timeout, approval_timeout)
         agent._confinement = None
         agent.transport = transport
+        agent.portable = portable
         one_shot = isinstance(transport, OneShotTransport)
+        agent._porter_source = transport if isinstance(transport, OneShotTransport) else None
         agent._session_leases = agent._leases if one_shot else agent._own_leases()
         return agent
+
+    def _porter_for(self, store: CheckpointStore | None) -> ConversationPorter | None:
+        """The porter sessions on ``store`` move their conversations with, if they do."""
+        portable = self.portable
+        if portable is None:
+            portable = bool(getattr(store, "spans_hosts", False))
+        source = self._porter_source
+        if not portable or source is None or not isinstance(store, ConversationBlobs):
+            return None
+        profile = self.profile
+
+        def build() -> ConversationPorter | None:
+            cli = source.cli_agent
+            return porter_for(profile, StateFiles(cli.executor, cli.env), cli.binary_path)
+
+        return LazyPorter(profile.name, build)
 
     def _own_leases(self) -> ConversationLeases:
         """The leases sessions take themselves: the caller's, or this Agent's in-process ones."""
@@ -390,6 +420,9 @@ class Agent:
             renewal=renewal if renewal is not None else self.renewal,
             idle_release_after=idle_release_after,
         )
+        store = (
+            checkpoints if checkpoints is not None or checkpoint_key is None else self.checkpoints
+        )
         return Session(
             self.transport,
             spec,
@@ -397,14 +430,13 @@ class Agent:
             clock=self.clock,
             ids=self.ids,
             event_handlers=self.event_handlers,
-            checkpoints=checkpoints
-            if checkpoints is not None or checkpoint_key is None
-            else self.checkpoints,
+            checkpoints=store,
             checkpoint_key=checkpoint_key,
             leases=self._session_leases,
             lease_ttl=self.lease_ttl,
             lease_timeout=self.lease_timeout,
             log=self.log,
+            porter=self._porter_for(store) if checkpoint_key is not None else None,
         )
 
     def _agent_path(self, host_path: str) -> str:

@@ -187,6 +187,8 @@ class PostgresStore:
 
     expires = True
     """Leases end on their own when their time-to-live passes unrenewed."""
+    spans_hosts = True
+    """Workers on other hosts share it: an Agent moves conversations through it by default."""
 
     def __init__(
         self,

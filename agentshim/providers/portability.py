@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import importlib
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from agentshim.core.errors import ConversationImportError
 from agentshim.core.ids import validate_session_id
@@ -25,7 +25,7 @@ from agentshim.core.portability import (
 from agentshim.core.profile import ProviderProfile
 from agentshim.execution.state_files import StateFiles
 
-__all__ = ["FilePorter", "porter_for"]
+__all__ = ["FilePorter", "LazyPorter", "porter_for"]
 
 _VERSION = re.compile(r"\d+\.\d+(?:\.\d+)?(?:[-+][0-9A-Za-z.]+)?")
 
@@ -110,3 +110,35 @@ def porter_for(
         return None
     porter: ConversationPorter = module.Porter(profile, files, binary)
     return porter
+
+
+class LazyPorter:
+    """A ConversationPorter built on first use (the CLI is found and checked only then).
+
+    ``build`` returns the real porter, or None when the provider has none: then nothing is
+    exported and an import is refused.
+    """
+
+    def __init__(self, provider: str, build: Callable[[], ConversationPorter | None]) -> None:
+        self._provider = provider
+        self._build = build
+        self._porter: ConversationPorter | None = None
+        self._built = False
+
+    def _get(self) -> ConversationPorter | None:
+        if not self._built:
+            self._porter = self._build()
+            self._built = True
+        return self._porter
+
+    def export_blob(self, session_id: str, cwd: str | None) -> bytes | None:
+        """Export through the real porter (None without one)."""
+        porter = self._get()
+        return porter.export_blob(session_id, cwd) if porter is not None else None
+
+    def import_blob(self, blob: bytes, cwd: str | None) -> str:
+        """Import through the real porter (ConversationImportError without one)."""
+        porter = self._get()
+        if porter is None:
+            raise ConversationImportError(self._provider, "this provider has no porter")
+        return porter.import_blob(blob, cwd)
