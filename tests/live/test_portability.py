@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import os
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -57,11 +56,6 @@ def _cases() -> list[tuple[str, TransportKind]]:
     return cases
 
 
-@pytest.fixture
-def schema(postgres_uri: str) -> Iterator[str]:
-    yield f"live_{uuid.uuid4().hex[:12]}"
-
-
 def _agent(
     provider: str, root: Path, server: ModelServer, kind: TransportKind, store: PostgresStore
 ) -> tuple[Agent, Path]:
@@ -84,8 +78,9 @@ def _agent(
 
 @pytest.mark.parametrize(("provider", "kind"), _cases(), ids=lambda v: getattr(v, "value", v))
 def test_turn_2_on_another_host_resumes_turn_1(
-    provider: str, kind: TransportKind, tmp_path: Path, postgres_uri: str, schema: str
+    provider: str, kind: TransportKind, tmp_path: Path, postgres_uri: str
 ) -> None:
+    schema = f"live_{uuid.uuid4().hex[:12]}"
     a_work, b_work = tmp_path / "A" / "ws-alpha", tmp_path / "B" / "ws-beta"
     a_work.mkdir(parents=True)
     b_work.mkdir(parents=True)
