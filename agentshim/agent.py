@@ -381,6 +381,7 @@ class Agent:
         fork: bool = False,
         tools: Sequence[Tool] = (),
         hooks: HookCallbacks | None = None,
+        porter: ConversationPorter | None = None,
     ) -> Session:
         """Open a Session working in ``cwd`` (a host path).
 
@@ -391,7 +392,9 @@ class Agent:
         session starts a new conversation from that one's history (where the transport can;
         Claude Code can). ``stall_timeout`` overrides the Agent's for this session.
         ``tools`` are Python functions the agent may call in every turn (agentshim.tools);
-        ``hooks`` are callbacks on its tool use, where the transport has them.
+        ``hooks`` are callbacks on its tool use, where the transport has them. ``porter``
+        moves the conversation's CLI files between hosts in place of the provider's own (see
+        ``portable``; it needs a checkpoint key and a store that keeps blobs).
 
         Raises:
             InvalidRequestError: ``cwd`` (or an MCP server's host path) is not visible inside
@@ -436,7 +439,9 @@ class Agent:
             lease_ttl=self.lease_ttl,
             lease_timeout=self.lease_timeout,
             log=self.log,
-            porter=self._porter_for(store) if checkpoint_key is not None else None,
+            porter=porter
+            if porter is not None
+            else (self._porter_for(store) if checkpoint_key is not None else None),
         )
 
     def _agent_path(self, host_path: str) -> str:

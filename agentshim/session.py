@@ -644,7 +644,8 @@ class Session:
         if self._porter is None or key is None or session_id is None:
             return
         if leases is None:
-            self._carry_out(session_id)
+            if self._saved_last(key):
+                self._carry_out(session_id)
             return
         holder = LeaseHolder.here()
         try:
@@ -656,10 +657,26 @@ class Session:
             return  # another worker runs a turn in it and saves what it leaves
         self._fence = granted.fence
         try:
-            self._carry_out(session_id)
+            if self._saved_last(key):
+                self._carry_out(session_id)
         finally:
             self._fence = 0
             leases.release(key, holder)
+
+    def _saved_last(self, key: str) -> bool:
+        """Whether the saved conversation is still the one this session saved or imported.
+
+        Only then are this host's files the newest: another worker may have run a turn
+        since, and files from before it must not replace what it saved.
+        """
+        store = self._store
+        assert isinstance(store, ConversationBlobs)
+        try:
+            blob = store.load_blob(key)
+        except (OSError, ValueError) as error:
+            self._log(f"could not read the saved conversation {key!r}: {error}")
+            return False
+        return blob is not None and hashlib.sha256(blob).hexdigest() == self._blob_digest
 
     def _on_lease_lost(self) -> None:
         """The renewal found this turn's lease taken by another worker: stop the turn."""

@@ -114,12 +114,27 @@ def test_closing_saves_the_conversation_under_a_lease() -> None:
     porter = FakePorter()
     transport = FakeTransport([FakeOutcome.success("one", session_id="conv-1")])
     session = _session(transport, store, porter, leases=leases)
+    porter.conversations["conv-1"] = b"turn 1"
     session.turn("one")
     porter.conversations["conv-1"] = b"written as the CLI exited"
     session.close()
-    assert store.blobs[KEY] != b""
     assert unpack_state(store.blobs[KEY], "claude").files[0].data == b"written as the CLI exited"
     assert len(leases) == 0
+
+
+def test_closing_on_a_host_another_host_has_moved_on_from_saves_nothing() -> None:
+    hosts = Hosts()
+    hosts.a_transport.extend([FakeOutcome.success("one", session_id="conv-1")])
+    hosts.b_transport.extend([FakeOutcome.success("two")])
+    hosts.a.conversations["conv-1"] = b"turn 1"
+    hosts.on_a.turn("one")
+    hosts.on_b.turn("two")
+    hosts.b.conversations["conv-1"] = b"turn 1 and 2"
+    hosts.on_b.close()
+    hosts.on_a.close()  # A's files still hold turn 1 only
+    blob = hosts.store.load_blob(KEY)
+    assert blob is not None
+    assert unpack_state(blob, "claude").files[0].data == b"turn 1 and 2"
 
 
 def test_without_a_store_that_keeps_blobs_nothing_moves() -> None:
