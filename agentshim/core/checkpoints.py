@@ -328,9 +328,9 @@ class FileCheckpointStore:
     checkpoint counts as no checkpoint: ``load`` returns None and says why through ``log``
     (by default a ``RuntimeWarning``), so a damaged file costs the conversation, never the
     service. ``save`` and ``clear`` raise OSError when the directory is not writable.
-    Conversation blobs are kept as ``<key>.blob`` beside the checkpoint, with the fence of
-    their writer in ``<key>.fence``. Given ``leases``, fenced writes are refused while another
-    grant holds the key (``LeaseLostError``).
+    Conversation blobs are kept as ``<key>.blob`` beside the checkpoint. A fenced write is
+    refused (``LeaseLostError``) while another grant holds the key (given ``leases``) or when
+    this store object saw a newer grant's write to it.
     """
 
     def __init__(
@@ -344,6 +344,7 @@ class FileCheckpointStore:
         self._log: Callable[[str], None] = log or _warn
         self._lock = threading.Lock()
         self._leases = _fenced_leases("FileCheckpointStore", leases)
+        self._fences: dict[str, int] = {}
 
     def path_for(self, key: str) -> Path:
         """Return the file that holds the checkpoint for ``key``."""
@@ -386,12 +387,22 @@ class FileCheckpointStore:
         payload = json.dumps(checkpoint.to_dict(), sort_keys=True, indent=2) + "\n"
         holder = _live_holder(self._leases, key)
         with self._lock:
-            stored = self._quiet_load(path)
-            check_fence(key, checkpoint.fence, holder, stored.fence if stored else 0)
-            if checkpoint.sequence > 0 and not checkpoint.replaces(stored):
+            self._fence_check(key, checkpoint.fence, holder)
+            if checkpoint.sequence > 0 and not checkpoint.replaces(self._quiet_load(path)):
                 return
             self.directory.mkdir(parents=True, exist_ok=True)
             atomic_write(path, payload)
+
+    def _fence_check(self, key: str, fence: int, holder: LeaseHolder | None) -> None:
+        """Refuse a write fenced out; the lock is held.
+
+        The newest fence is remembered by this store object, not read from the files: the
+        leases' tokens start again when their process does, and a token from an earlier
+        process must not shut out every later one.
+        """
+        check_fence(key, fence, holder, self._fences.get(key, 0))
+        if fence > 0:
+            self._fences[key] = fence
 
     @staticmethod
     def _quiet_load(path: Path) -> Checkpoint | None:
@@ -425,21 +436,12 @@ class FileCheckpointStore:
         data = as_blob(blob)
         holder = _live_holder(self._leases, key)
         with self._lock:
-            check_fence(key, fence, holder, self._blob_fence(base))
+            self._fence_check(key, fence, holder)
             self.directory.mkdir(parents=True, exist_ok=True)
             atomic_write(base.with_suffix(".blob"), data)
-            atomic_write(base.with_suffix(".fence"), f"{fence}\n")
-
-    @staticmethod
-    def _blob_fence(base: Path) -> int:
-        try:
-            return int(base.with_suffix(".fence").read_text(encoding="ascii").strip() or 0)
-        except (OSError, ValueError):
-            return 0
 
     def clear_blob(self, key: str) -> None:
         """Delete the blob for ``key``, if there is one."""
         base = self.path_for(key)
         with self._lock:
             base.with_suffix(".blob").unlink(missing_ok=True)
-            base.with_suffix(".fence").unlink(missing_ok=True)

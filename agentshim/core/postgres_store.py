@@ -128,8 +128,8 @@ _GRANT: str = """
 """
 # The oldest waiter whose connection is still open: a waiter that died leaves the line.
 _HEAD: str = """
-    SELECT id, token, pid, host, since, ttl FROM {s}.waiters
-    WHERE key = %s AND backend IN (SELECT pid FROM pg_stat_activity)
+    SELECT id, token, pid, host, since, ttl FROM {s}.waiters AS w
+    WHERE key = %s AND EXISTS (SELECT 1 FROM pg_stat_activity AS a WHERE a.pid = w.backend)
     ORDER BY id LIMIT 1
 """
 _SAVE: str = """
@@ -301,6 +301,12 @@ class PostgresStore:
             ) from error
 
     @contextmanager
+    def _read(self, action: str) -> Generator[_Connection, None, None]:
+        """The connection for one statement that only reads (autocommit: no transaction)."""
+        with self._guard, self._failing(action):
+            yield self._connect()
+
+    @contextmanager
     def _transaction(self, action: str) -> Generator[_Connection, None, None]:
         with self._guard, self._failing(action):
             connection = self._connect()
@@ -326,7 +332,7 @@ class PostgresStore:
     def load(self, key: str) -> Checkpoint | None:
         """Return the checkpoint under ``key``; None when there is none or it cannot be decoded."""
         validate_checkpoint_key(key)
-        with self._transaction("read checkpoint " + repr(key)) as connection:
+        with self._read("read checkpoint " + repr(key)) as connection:
             row = connection.execute(
                 self._q("SELECT data FROM {s}.checkpoints WHERE key = %s"), (key,)
             ).fetchone()
@@ -366,7 +372,7 @@ class PostgresStore:
     def load_blob(self, key: str) -> bytes | None:
         """The conversation blob under ``key``, or None."""
         validate_checkpoint_key(key)
-        with self._transaction("read blob " + repr(key)) as connection:
+        with self._read("read blob " + repr(key)) as connection:
             row = connection.execute(
                 self._q("SELECT data FROM {s}.blobs WHERE key = %s"), (key,)
             ).fetchone()
@@ -463,7 +469,7 @@ class PostgresStore:
     def holder(self, key: str) -> LeaseHolder | None:
         """The live holder of ``key``'s lease (with its fencing token), or None."""
         validate_lease_key("PostgresStore.holder", key)
-        with self._transaction("read lease " + repr(key)) as connection:
+        with self._read("read lease " + repr(key)) as connection:
             return self._live(connection, key)
 
     def renew(self, key: str, holder: LeaseHolder, ttl: float) -> bool:
