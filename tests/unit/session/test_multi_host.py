@@ -34,7 +34,7 @@ WORKERS = 8
 HOSTS = ("host-a", "host-b")
 TURNS = 20
 KEYS = ("conv-a", "conv-b", "conv-c", "conv-d")
-TTL_S = 1.0
+TTL_S = 3.0  # renewals every second: a loaded machine must not lose a lease
 LIMIT_S = 90.0
 
 WORKER = textwrap.dedent(
