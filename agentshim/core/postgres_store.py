@@ -22,7 +22,7 @@ import os
 import re
 import threading
 import time
-from collections.abc import Callable, Generator, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import replace
 from typing import Any, Protocol
@@ -54,7 +54,9 @@ class _Connection(Protocol):
     @property
     def closed(self) -> bool: ...
 
-    def execute(self, query: Any, params: Sequence[Any] | None = None) -> _Cursor: ...
+    def execute(
+        self, query: Any, params: Sequence[Any] | Mapping[str, Any] | None = None
+    ) -> _Cursor: ...
 
     def transaction(self) -> AbstractContextManager[Any]: ...
 
@@ -126,10 +128,15 @@ _GRANT: str = """
         since = excluded.since, fence = excluded.fence, expires = excluded.expires
     RETURNING fence
 """
-# The oldest waiter whose connection is still open: a waiter that died leaves the line.
+# The oldest waiter whose connection is still open; waiters whose connection closed (a
+# process that died while it waited) leave the line in the same statement.
 _HEAD: str = """
+    WITH gone AS (
+        DELETE FROM {s}.waiters AS d WHERE d.key = %(key)s
+        AND NOT EXISTS (SELECT 1 FROM pg_stat_activity AS a WHERE a.pid = d.backend)
+    )
     SELECT id, token, pid, host, since, ttl FROM {s}.waiters AS w
-    WHERE key = %s AND EXISTS (SELECT 1 FROM pg_stat_activity AS a WHERE a.pid = w.backend)
+    WHERE key = %(key)s AND EXISTS (SELECT 1 FROM pg_stat_activity AS a WHERE a.pid = w.backend)
     ORDER BY id LIMIT 1
 """
 _SAVE: str = """
@@ -425,7 +432,7 @@ class PostgresStore:
 
     def _hand_off(self, connection: _Connection, key: str) -> LeaseHolder | None:
         """Grant the free ``key`` to its oldest live waiter, if any, and wake the waiters."""
-        row = connection.execute(self._q(_HEAD), (key,)).fetchone()
+        row = connection.execute(self._q(_HEAD), {"key": key}).fetchone()
         if row is None:
             return None
         waiter_id, token, pid, host, since, ttl = row

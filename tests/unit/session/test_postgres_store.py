@@ -179,3 +179,23 @@ def test_importing_agentshim_imports_no_psycopg() -> None:
         "assert 'psycopg' not in sys.modules, sorted(m for m in sys.modules if 'psycopg' in m)"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+class TestDeadWaiters(_Stores):
+    def test_a_waiter_whose_process_died_is_passed_over_and_leaves_the_line(self) -> None:
+        import psycopg
+
+        store = self.open()
+        held = store.acquire("k", LeaseHolder.here(), 30)
+        with psycopg.connect(self.uri, autocommit=True) as raw:
+            # A waiter whose connection is gone (no backend has pid 0): it died in line.
+            raw.execute(
+                f"INSERT INTO {self.schema}.waiters (key, token, pid, host, since, ttl, backend) "
+                "VALUES ('k', 'dead', 1, 'gone', 0, 30, 0)"
+            )
+        store.release("k", held)
+        me = LeaseHolder.here()
+        assert store.acquire("k", me, 30) == me
+        with psycopg.connect(self.uri, autocommit=True) as raw:
+            row = raw.execute(f"SELECT count(*) FROM {self.schema}.waiters").fetchone()
+        assert row == (0,)
