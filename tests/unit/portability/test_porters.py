@@ -232,3 +232,23 @@ def test_credentials_never_travel(tmp_path: Path, provider: str) -> None:
     assert blob is not None
     assert all(b"tok-7f3a9c" not in f.data for f in unpack_state(blob, provider).files)
     assert not {f.path for f in unpack_state(blob, provider).files} & set(profile.credential_files)
+
+
+def test_a_confined_cli_is_exported_and_imported_inside_its_confinement(tmp_path: Path) -> None:
+    """Every read and write is a command wrapped by the confinement, with its env's HOME."""
+    from agentshim.execution.confinement import confine
+    from agentshim.testing import FakeConfinement
+
+    a = _host_a(tmp_path, "pi")  # the files, where the "container" has its HOME
+    inside = {"HOME": str(a.home), "PATH": os.environ["PATH"], "VERSION": VERSIONS["pi"]}
+    confinement = FakeConfinement(prefix=("env",), env=inside)
+    executor = confine(HostCommandExecutor(), confinement, host_env={"PATH": os.environ["PATH"]})
+    porter = porter_for(
+        get_plugin("pi").profile, StateFiles(executor, confinement.env), str(a.binary)
+    )
+    assert porter is not None
+    blob = porter.export_blob(SESSIONS["pi"], A1.format(provider="pi"))
+    assert blob is not None
+    porter.import_blob(blob, "/work/other")
+    assert [call.argv[0] for call in confinement.wraps].count("sh") >= 2
+    assert any(path.startswith(".pi/agent/sessions/--work-other--/") for path in a.files())
