@@ -609,6 +609,12 @@ class Session:
         digest = hashlib.sha256(blob).hexdigest()
         if digest == self._blob_digest:
             return False  # the files here are the ones this session saved
+        with self._lock:
+            # A live CLI holds the history it had before another worker moved on, and may
+            # write its files as it exits: close it first; the turn reopens it by id.
+            if self._state.live:
+                for command in self._step(Release()):
+                    self._bookkeep(command)
         try:
             imported = porter.import_blob(blob, self._spec.cwd)
         except (AgentShimError, OSError, ValueError) as error:

@@ -166,3 +166,23 @@ def test_a_session_without_leases_still_moves_its_conversation() -> None:
     moved = _session(FakeTransport([FakeOutcome.success("2")]), store, b).turn("2")
     assert moved.continuity is Continuity.IMPORTED
     assert b.conversations == {"conv-1": b"t1"}
+
+
+def test_a_live_conversation_is_closed_before_newer_files_are_imported() -> None:
+    hosts = Hosts()
+    hosts.a_transport.extend(
+        [FakeOutcome.success("one", session_id="conv-1"), FakeOutcome.success("three")]
+    )
+    hosts.b_transport.extend([FakeOutcome.success("two")])
+    hosts.a.conversations["conv-1"] = b"turn 1"
+    hosts.on_a.turn("one")
+    hosts.on_b.turn("two")
+    hosts.b.conversations["conv-1"] = b"turn 1 and 2"
+    hosts.b_transport.extend([FakeOutcome.success("two, saved")])
+    hosts.on_b.turn("two, saved")
+    assert len(hosts.a_transport.opened) == 1
+    back = hosts.on_a.turn("three")
+    assert back.continuity is Continuity.IMPORTED
+    # The conversation A kept open knew only turn 1: it was closed and reopened by id.
+    assert len(hosts.a_transport.opened) == 2
+    assert hosts.a_transport.opened[1].resume_session_id == "conv-1"
