@@ -43,8 +43,9 @@ class Porter(FilePorter):
     """Exports a Pi session file; imports it into the new workspace's directory, header rewritten."""
 
     def collect(self, session_id: str, cwd: str | None) -> tuple[StateFile, ...]:
-        """The session file of ``session_id``, from whichever workspace directory holds it."""
-        return self.files.read([f"{_SESSIONS}/*/*_{session_id}.jsonl"])[:1]
+        """The session file of ``session_id``: the longest, if several workspaces hold one."""
+        found = self.files.read([f"{_SESSIONS}/*/*_{session_id}.jsonl"])
+        return (max(found, key=lambda file: len(file.data)),) if found else ()
 
     def place(self, state: ConversationState, cwd: str | None) -> Sequence[StateFile]:
         """The file moved into ``cwd``'s sessions directory with the header's ``cwd`` set."""
