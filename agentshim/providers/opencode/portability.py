@@ -48,7 +48,10 @@ class Porter(FilePorter):
         try:
             status, _, stderr = self.files.run([self.binary, "import", path], cwd=cwd)
         finally:
-            self.files.run(["rm", "-f", path])
+            # The staged file and its directory (when nothing else is in it) go.
+            self.files.run(
+                ["sh", "-c", 'rm -f "$1"; rmdir "${1%/*}" 2>/dev/null; true', "sh", path]
+            )
         if status != 0:
             raise StoreError(
                 path,

@@ -191,9 +191,8 @@ def test_opencode_travels_through_its_own_export_and_import(tmp_path: Path) -> N
     assert file.data.strip() == exported.strip()
     assert (b.home / "imported.json").read_bytes().strip() == exported.strip()
     assert (b.home / "imported.cwd").read_text().strip() == str(tmp_path / "other host" / "ws-beta")
-    assert not (b.home / ".agentshim-import").exists() or not any(
-        (b.home / ".agentshim-import").iterdir()
-    )
+    assert set(b.files()) == {"imported.json", "imported.cwd"}, "the staged export stayed"
+    assert not (b.home / ".agentshim-import").exists()
 
 
 @pytest.mark.parametrize("provider", sorted(SESSIONS))
