@@ -650,7 +650,7 @@ class Session:
         if self._porter is None or key is None or session_id is None:
             return
         if leases is None:
-            if self._saved_last(key):
+            if self._saved_last(key, session_id):
                 self._carry_out(session_id)
             return
         holder = LeaseHolder.here()
@@ -663,26 +663,30 @@ class Session:
             return  # another worker runs a turn in it and saves what it leaves
         self._fence = granted.fence
         try:
-            if self._saved_last(key):
+            if self._saved_last(key, session_id):
                 self._carry_out(session_id)
         finally:
             self._fence = 0
             leases.release(key, holder)
 
-    def _saved_last(self, key: str) -> bool:
-        """Whether the saved conversation is still the one this session saved or imported.
+    def _saved_last(self, key: str, session_id: str) -> bool:
+        """Whether the checkpoint is still the one this session saved last, for ``session_id``.
 
         Only then are this host's files the newest: another worker may have run a turn
         since, and files from before it must not replace what it saved.
         """
         store = self._store
-        assert isinstance(store, ConversationBlobs)
+        assert store is not None
         try:
-            blob = store.load_blob(key)
+            saved = store.load(key)
         except (OSError, ValueError) as error:
-            self._log(f"could not read the saved conversation {key!r}: {error}")
+            self._log(f"could not read checkpoint {key!r} again: {error}")
             return False
-        return blob is not None and hashlib.sha256(blob).hexdigest() == self._blob_digest
+        return (
+            saved is not None
+            and saved.session_id == session_id
+            and saved.sequence == self._sequence
+        )
 
     def _on_lease_lost(self) -> None:
         """The renewal found this turn's lease taken by another worker: stop the turn."""

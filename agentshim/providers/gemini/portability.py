@@ -5,11 +5,14 @@ workspace path, and only when ``tmp/<id>/.project_root`` holds that same path (o
 picks a new id). An import therefore writes all three: the chat under the id, the id in
 ``projects.json`` (merged with what the host has), and ``.project_root`` (under ``tmp/`` and
 ``history/``). The id is the workspace's base name, with a number added when another
-workspace has it already. Nothing inside the chat is rewritten.
+workspace has it already. The chat's header lines carry ``projectHash``, the SHA-256 of the
+workspace path: a resume by ``--resume`` does without it, but a ``session/load`` over ACP
+does not find the session in another project, so it is set for the new workspace.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -33,6 +36,23 @@ def _session_of(data: bytes) -> str | None:
         return None
     found = header.get("sessionId") if isinstance(header, dict) else None  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
     return found if isinstance(found, str) else None
+
+
+def _with_project_hash(data: bytes, cwd: str) -> bytes:
+    """The chat with every header line's ``projectHash`` set to the one of ``cwd``."""
+    digest = hashlib.sha256(cwd.encode("utf-8")).hexdigest()
+    lines = data.split(b"\n")
+    for index, line in enumerate(lines):
+        if b'"projectHash"' not in line:
+            continue
+        try:
+            header = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(header, dict) and "projectHash" in header:
+            header["projectHash"] = digest
+            lines[index] = json.dumps(header, ensure_ascii=False, separators=(",", ":")).encode()
+    return b"\n".join(lines)
 
 
 def project_id(cwd: str, projects: dict[str, str]) -> str:
@@ -88,7 +108,10 @@ class Porter(FilePorter):
         listing = json.dumps({"projects": projects}, indent=2, ensure_ascii=False)
         return (
             *(
-                StateFile(f".gemini/tmp/{name}/chats/{file.path.rsplit('/', 1)[-1]}", file.data)
+                StateFile(
+                    f".gemini/tmp/{name}/chats/{file.path.rsplit('/', 1)[-1]}",
+                    _with_project_hash(file.data, cwd),
+                )
                 for file in state.files
             ),
             StateFile(f".gemini/tmp/{name}/.project_root", root),

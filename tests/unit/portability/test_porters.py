@@ -9,6 +9,7 @@ answers ``--version`` (and opencode's ``export``/``import``).
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -145,10 +146,14 @@ def test_gemini_files_the_chat_under_the_project_id_of_the_new_workspace(
     a, b, _ = _moved(tmp_path, "gemini")
     chat = ".gemini/tmp/ws-alpha/chats/session-2026-12-02T00-46-e8a915a0.jsonl"
     files = b.files()
-    assert (
-        files[".gemini/tmp/ws-beta/chats/session-2026-12-02T00-46-e8a915a0.jsonl"]
-        == (a.files()[chat])
-    )
+    moved = files[".gemini/tmp/ws-beta/chats/session-2026-12-02T00-46-e8a915a0.jsonl"]
+    old_header, _, old_rest = a.files()[chat].partition(b"\n")
+    new_header, _, new_rest = moved.partition(b"\n")
+    assert new_rest == old_rest
+    assert json.loads(new_header) == {
+        **json.loads(old_header),
+        "projectHash": hashlib.sha256(B1.encode()).hexdigest(),
+    }
     assert files[".gemini/tmp/ws-beta/.project_root"] == B1.encode()
     assert files[".gemini/history/ws-beta/.project_root"] == B1.encode()
     assert json.loads(files[".gemini/projects.json"]) == {"projects": {B1: "ws-beta"}}

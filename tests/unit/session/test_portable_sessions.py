@@ -186,3 +186,16 @@ def test_a_live_conversation_is_closed_before_newer_files_are_imported() -> None
     # The conversation A kept open knew only turn 1: it was closed and reopened by id.
     assert len(hosts.a_transport.opened) == 2
     assert hosts.a_transport.opened[1].resume_session_id == "conv-1"
+
+
+def test_files_a_cli_writes_only_as_it_exits_are_saved_at_close() -> None:
+    leases = InMemoryLeases()
+    store = FakeCheckpointStore(leases=leases)
+    porter = FakePorter()
+    transport = FakeTransport([FakeOutcome.success("one", session_id="conv-1")])
+    session = _session(transport, store, porter, leases=leases)
+    session.turn("one")
+    assert KEY not in store.blobs  # nothing on disk yet when the turn ended
+    porter.conversations["conv-1"] = b"flushed on exit"
+    session.close()
+    assert unpack_state(store.blobs[KEY], "claude").files[0].data == b"flushed on exit"
