@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from agentshim.core.checkpoints import (
         Checkpoint,
         CheckpointStore,
+        ConversationBlobs,
         FileCheckpointStore,
         InMemoryCheckpointStore,
     )
@@ -40,9 +41,11 @@ if TYPE_CHECKING:
         CliNotFoundError,
         CliTimeoutError,
         ContinuityError,
+        ConversationImportError,
         FailureKind,
         InvalidRequestError,
         InvalidSessionIdError,
+        LeaseLostError,
         LeaseTimeoutError,
         LineTooLongError,
         McpConfigError,
@@ -94,6 +97,7 @@ if TYPE_CHECKING:
     from agentshim.core.hooks import HookCallbacks, HookEvent
     from agentshim.core.leases import (
         ConversationLeases,
+        FencedLeases,
         InMemoryLeases,
         LeaseHolder,
         LeaseKeeper,
@@ -102,6 +106,7 @@ if TYPE_CHECKING:
     from agentshim.core.mcp import HttpMcpServer, McpServer, StdioMcpServer
     from agentshim.core.models import ModelSpec, ModelTable, api_model_id
     from agentshim.core.permissions import ApprovalPolicy, NativeMode, NativePermissions
+    from agentshim.core.postgres_store import PostgresStore
     from agentshim.core.pricing import ModelPricing, PricingTable, cost_usd
     from agentshim.core.profile import (
         McpMechanism,
@@ -150,11 +155,14 @@ _LAZY_NAMES = MappingProxyType(
         "Checkpoint": "agentshim.core.checkpoints",
         "CheckpointStore": "agentshim.core.checkpoints",
         "FileCheckpointStore": "agentshim.core.checkpoints",
+        "ConversationBlobs": "agentshim.core.checkpoints",
         "InMemoryCheckpointStore": "agentshim.core.checkpoints",
         "ConversationLeases": "agentshim.core.leases",
+        "FencedLeases": "agentshim.core.leases",
         "InMemoryLeases": "agentshim.core.leases",
         "LeaseHolder": "agentshim.core.leases",
         "LeaseKeeper": "agentshim.core.leases",
+        "PostgresStore": "agentshim.core.postgres_store",
         "SqliteStore": "agentshim.core.sqlite_store",
         "AgentSession": "agentshim.cli_agent",
         "CliAgent": "agentshim.cli_agent",
@@ -169,10 +177,12 @@ _LAZY_NAMES = MappingProxyType(
         "ApprovalRequest": "agentshim.core.approvals",
         "CliNotFoundError": "agentshim.core.errors",
         "CliTimeoutError": "agentshim.core.errors",
+        "ConversationImportError": "agentshim.core.errors",
         "ContinuityError": "agentshim.core.errors",
         "FailureKind": "agentshim.core.errors",
         "InvalidRequestError": "agentshim.core.errors",
         "InvalidSessionIdError": "agentshim.core.errors",
+        "LeaseLostError": "agentshim.core.errors",
         "LeaseTimeoutError": "agentshim.core.errors",
         "LineTooLongError": "agentshim.core.errors",
         "McpConfigError": "agentshim.core.errors",
@@ -295,12 +305,15 @@ __all__ = [
     "Continuity",
     "ContinuityError",
     "Conversation",
+    "ConversationBlobs",
+    "ConversationImportError",
     "ConversationLeases",
     "ConversationSpec",
     "CostSource",
     "EventHandlerBase",
     "FailureKind",
     "FailureOutcome",
+    "FencedLeases",
     "FileCheckpointStore",
     "HookCallbacks",
     "HookEvent",
@@ -311,6 +324,7 @@ __all__ = [
     "InvalidSessionIdError",
     "LeaseHolder",
     "LeaseKeeper",
+    "LeaseLostError",
     "LeaseTimeoutError",
     "Lifecycle",
     "LineTooLongError",
@@ -330,6 +344,7 @@ __all__ = [
     "ParsedTurn",
     "Plan",
     "PlanItem",
+    "PostgresStore",
     "PricingTable",
     "ProcessClosedError",
     "Provider",

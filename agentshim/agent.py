@@ -18,7 +18,7 @@ from dataclasses import replace
 from agentshim.cli_agent import CliAgent, ignore_log_line
 from agentshim.core._checks import instance, model_name, seconds, working_directory
 from agentshim.core.approvals import Approvals, ApprovalsArgument, approvals_value
-from agentshim.core.checkpoints import CheckpointStore
+from agentshim.core.checkpoints import CheckpointStore, ConversationBlobs
 from agentshim.core.clock import Clock, SystemClock
 from agentshim.core.conversation import (
     ConversationSpec,
@@ -37,6 +37,7 @@ from agentshim.core.leases import ConversationLeases, InMemoryLeases, LeaseKeepe
 from agentshim.core.limits import SpendingLimits, UnknownCost
 from agentshim.core.mcp import McpServer, StdioMcpServer
 from agentshim.core.permissions import NativePermissions
+from agentshim.core.portability import ConversationPorter
 from agentshim.core.profile import ProviderProfile, RenewalBudget
 from agentshim.core.retry import RetryPolicy
 from agentshim.core.session_policy import SessionPolicy
@@ -45,10 +46,12 @@ from agentshim.core.usage import ProviderUsage
 from agentshim.execution.confinement import Confinement, confine
 from agentshim.execution.executor import CommandExecutor
 from agentshim.execution.host import HostCommandExecutor
+from agentshim.execution.state_files import StateFiles
 from agentshim.oneshot import OneShotTransport, check_permissions
 from agentshim.otel import Tracing
 from agentshim.providers import DEFAULT_CATALOG, ProviderCatalog
 from agentshim.providers.catalog import transport_factories, transports_offered
+from agentshim.providers.portability import LazyPorter, porter_for
 from agentshim.session import Session
 from agentshim.transport.context import TransportContext
 
@@ -83,6 +86,10 @@ class Agent:
     default) or allowed under a cost limit. See ``docs/sessions.md``. ``tracing``
     (``agentshim.otel.Tracing``, the ``agentshim[otel]`` extra) traces every turn of every
     session; see ``docs/observability.md``.
+    ``portable`` moves conversations between hosts through the checkpoint store: each turn's
+    CLI files are saved beside its checkpoint and imported on the host that runs the next
+    turn (see ``docs/scaling-out.md``). None (the default) does so when the store spans hosts
+    (``PostgresStore``); it needs a store that keeps blobs (``ConversationBlobs``).
 
     Raises:
         InvalidRequestError: ``provider`` is not a name, ``permissions`` or ``approvals`` of
@@ -122,6 +129,7 @@ class Agent:
         max_session_tokens: int | None = None,
         unknown_cost: UnknownCost = UnknownCost.REFUSE,
         tracing: Tracing | None = None,
+        portable: bool | None = None,
     ) -> None:
         if not isinstance(provider, str):  # pyright: ignore[reportUnnecessaryIsInstance]
             raise InvalidRequestError(
@@ -137,6 +145,7 @@ class Agent:
             max_cost_usd, max_tokens, max_session_cost_usd, max_session_tokens, unknown_cost
         )
         self.tracing = tracing
+        self.portable = portable
         if confinement is not None and env is not None:
             raise InvalidRequestError(
                 "env",
@@ -178,6 +187,7 @@ class Agent:
             )
 
         one_shot = OneShotTransport(build, profile=profile, check_timeout=check_timeout)
+        self._porter_source: OneShotTransport | None = one_shot
         if transport is TransportKind.ONE_SHOT:
             self.transport: Transport = one_shot
             # The CliAgent takes the in-process conversation locks itself; sessions take
@@ -231,6 +241,7 @@ class Agent:
         max_session_tokens: int | None = None,
         unknown_cost: UnknownCost = UnknownCost.REFUSE,
         tracing: Tracing | None = None,
+        portable: bool | None = None,
     ) -> Agent:
         """An Agent whose sessions open conversations on a ready-made ``transport``.
 
@@ -255,9 +266,27 @@ class Agent:
         agent.tracing = tracing
         agent._confinement = None
         agent.transport = transport
+        agent.portable = portable
         one_shot = isinstance(transport, OneShotTransport)
+        agent._porter_source = transport if isinstance(transport, OneShotTransport) else None
         agent._session_leases = agent._leases if one_shot else agent._own_leases()
         return agent
+
+    def _porter_for(self, store: CheckpointStore | None) -> ConversationPorter | None:
+        """The porter sessions on ``store`` move their conversations with, if they do."""
+        portable = self.portable
+        if portable is None:
+            portable = bool(getattr(store, "spans_hosts", False))
+        source = self._porter_source
+        if not portable or source is None or not isinstance(store, ConversationBlobs):
+            return None
+        profile = self.profile
+
+        def build() -> ConversationPorter | None:
+            cli = source.cli_agent
+            return porter_for(profile, StateFiles(cli.executor, cli.env), cli.binary_path)
+
+        return LazyPorter(profile.name, build)
 
     def _own_leases(self) -> ConversationLeases:
         """The leases sessions take themselves: the caller's, or this Agent's in-process ones."""
@@ -388,6 +417,7 @@ class Agent:
         max_session_cost_usd: float | None = None,
         max_session_tokens: int | None = None,
         unknown_cost: UnknownCost | None = None,
+        porter: ConversationPorter | None = None,
     ) -> Session:
         """Open a Session working in ``cwd`` (a host path).
 
@@ -400,6 +430,9 @@ class Agent:
         ``tools`` are Python functions the agent may call in every turn (agentshim.tools);
         ``hooks`` are callbacks on its tool use, where the transport has them. The spending
         limits given here replace the Agent's for this session.
+        ``hooks`` are callbacks on its tool use, where the transport has them. ``porter``
+        moves the conversation's CLI files between hosts in place of the provider's own (see
+        ``portable``; it needs a checkpoint key and a store that keeps blobs).
 
         Raises:
             InvalidRequestError: ``cwd`` (or an MCP server's host path) is not visible inside
@@ -430,6 +463,9 @@ class Agent:
             renewal=renewal if renewal is not None else self.renewal,
             idle_release_after=idle_release_after,
         )
+        store = (
+            checkpoints if checkpoints is not None or checkpoint_key is None else self.checkpoints
+        )
         return Session(
             self.transport,
             spec,
@@ -437,9 +473,7 @@ class Agent:
             clock=self.clock,
             ids=self.ids,
             event_handlers=self.event_handlers,
-            checkpoints=checkpoints
-            if checkpoints is not None or checkpoint_key is None
-            else self.checkpoints,
+            checkpoints=store,
             checkpoint_key=checkpoint_key,
             leases=self._session_leases,
             lease_ttl=self.lease_ttl,
@@ -453,6 +487,9 @@ class Agent:
                 unknown_cost=unknown_cost,
             ),
             tracing=self.tracing,
+            porter=porter
+            if porter is not None
+            else (self._porter_for(store) if checkpoint_key is not None else None),
         )
 
     def _agent_path(self, host_path: str) -> str:

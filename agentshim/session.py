@@ -13,6 +13,7 @@ that owns the session.
 
 from __future__ import annotations
 
+import hashlib
 import random
 import threading
 from collections import deque
@@ -21,7 +22,12 @@ from dataclasses import dataclass, replace
 
 from agentshim.cli_agent import ignore_log_line
 from agentshim.core._checks import instance, seconds
-from agentshim.core.checkpoints import Checkpoint, CheckpointStore, validate_checkpoint_key
+from agentshim.core.checkpoints import (
+    Checkpoint,
+    CheckpointStore,
+    ConversationBlobs,
+    validate_checkpoint_key,
+)
 from agentshim.core.clock import Clock, SystemClock
 from agentshim.core.conversation import (
     Conversation,
@@ -32,8 +38,10 @@ from agentshim.core.conversation import (
     TurnStop,
 )
 from agentshim.core.errors import (
+    AgentShimError,
     ContinuityError,
     InvalidRequestError,
+    LeaseLostError,
     NoRunningTurnError,
     ProviderCapabilityError,
     SessionStateError,
@@ -52,8 +60,15 @@ from agentshim.core.events import (
     event_callbacks,
 )
 from agentshim.core.ids import IdAllocator, RandomIds, validate_session_id
-from agentshim.core.leases import ConversationLeases, TurnLease, kept_leases
+from agentshim.core.leases import (
+    ConversationLeases,
+    LeaseHolder,
+    LeaseKeeper,
+    TurnLease,
+    kept_leases,
+)
 from agentshim.core.limits import Crossing, Spend, SpendingLimits, SpendingMeter
+from agentshim.core.portability import ConversationPorter
 from agentshim.core.pricing import PricingTable
 from agentshim.core.session_policy import (
     Abort,
@@ -146,6 +161,12 @@ class Session:
     a turn whose live usage crosses a limit is interrupted and raises SpendingLimitError, and
     a session at a session limit refuses the next turn before it starts. ``tracing`` (from
     :mod:`agentshim.otel`) traces every turn as an OpenTelemetry span.
+    With a ``porter`` and a store that keeps blobs (``ConversationBlobs``) the conversation
+    moves between hosts: after each turn (and when the conversation is closed or released)
+    its CLI files are exported and saved beside the checkpoint, and before a turn the saved
+    files are imported when they are not the ones this session left, so the CLI resumes on
+    any host; such a turn reports ``Continuity.IMPORTED``. A worker that lost its lease
+    mid-turn has its turn stopped and its writes refused: the turn raises LeaseLostError.
     """
 
     def __init__(
@@ -165,6 +186,7 @@ class Session:
         log: Callable[[str], None] | None = None,
         limits: SpendingLimits | None = None,
         tracing: Tracing | None = None,
+        porter: ConversationPorter | None = None,
     ) -> None:
         if (checkpoints is None) != (checkpoint_key is None):
             missing, given = (
@@ -203,6 +225,15 @@ class Session:
         )
         # The sequence of the last checkpoint seen under the key; each save is one more.
         self._sequence = 0
+        # The fencing token of the lease the running turn holds on the key (0: none), and
+        # why its writes were refused once it lost that lease.
+        self._fence = 0
+        self._lost: LeaseLostError | None = None
+        self._lease_gone = False
+        # Conversation portability: the porter, and the digest of the blob this session
+        # last saved or imported (what the CLI's files here hold).
+        self._porter = porter if isinstance(checkpoints, ConversationBlobs) else None
+        self._blob_digest: str | None = None
         self._random = random.Random(self._policy.retry.seed)
 
         # Re-entrant: commands are carried out both with the lock held (between turns) and
@@ -609,15 +640,145 @@ class Session:
     def _leased(self, ticket: TurnTicket, on_event: Emit | None) -> Turn:
         """Run the turn holding its checkpoint key's lease, when the session has both."""
         if self._leases is None or self._store is None or self._key is None:
-            return self._drive(ticket, on_event)
-        lease = TurnLease(self._leases, self._lease_ttl, self._lease_timeout)
+            return self._imported(self._carry_in(), self._drive(ticket, on_event))
+        lease = TurnLease(
+            self._leases, self._lease_ttl, self._lease_timeout, on_lost=self._on_lease_lost
+        )
         if not lease.wait(self._key, self._stop):
             raise _cancelled_error(ticket)
+        self._fence, self._lost, self._lease_gone = lease.fence, None, False
         try:
             self._resync(self._store, self._key)
-            return self._drive(ticket, on_event)
+            imported = self._carry_in()
+            turn = self._imported(imported, self._drive(ticket, on_event))
         finally:
             lease.release()
+            fence, self._fence = self._fence, 0
+        lost = self._lost
+        if lost is None and self._lease_gone:
+            now = self._leases.holder(self._key) if isinstance(self._leases, LeaseKeeper) else None
+            lost = (
+                LeaseLostError(self._key, fence)
+                if now is None
+                else LeaseLostError(self._key, fence, now.pid, now.host, now.since, now.fence)
+            )
+        if lost is not None:
+            # Another worker holds the conversation now; this turn's result must not count.
+            raise lost
+        return turn
+
+    @staticmethod
+    def _imported(imported: bool, turn: Turn) -> Turn:
+        if imported and turn.continuity is Continuity.CONTINUED:
+            return replace(turn, continuity=Continuity.IMPORTED)
+        return turn
+
+    def _carry_in(self) -> bool:
+        """Import the saved CLI files of the conversation when they are not what is here.
+
+        True when they were imported. A failure is logged: the turn then resumes what this
+        host has, or the policy replaces a conversation the CLI cannot find.
+        """
+        store, key, porter = self._store, self._key, self._porter
+        session_id = self._state.session_id
+        if porter is None or key is None or session_id is None:
+            return False
+        assert isinstance(store, ConversationBlobs)
+        try:
+            blob = store.load_blob(key)
+        except (OSError, ValueError) as error:
+            self._log(f"could not read the saved conversation {key!r}: {error}")
+            return False
+        if blob is None:
+            return False
+        digest = hashlib.sha256(blob).hexdigest()
+        if digest == self._blob_digest:
+            return False  # the files here are the ones this session saved
+        with self._lock:
+            # A live CLI holds the history it had before another worker moved on, and may
+            # write its files as it exits: close it first; the turn reopens it by id.
+            if self._state.live:
+                for command in self._step(Release()):
+                    self._bookkeep(command)
+        try:
+            imported = porter.import_blob(blob, self._spec.cwd)
+        except (AgentShimError, OSError, ValueError) as error:
+            self._log(f"could not import the saved conversation {key!r}: {error}")
+            return False
+        self._blob_digest = digest
+        return imported == session_id
+
+    def _carry_out(self, session_id: str | None) -> None:
+        """Export the conversation's CLI files and save them beside the checkpoint (fenced)."""
+        store, key, porter = self._store, self._key, self._porter
+        if porter is None or key is None or session_id is None:
+            return
+        assert isinstance(store, ConversationBlobs)
+        try:
+            blob = porter.export_blob(session_id, self._spec.cwd)
+            if blob is None:
+                return
+            store.save_blob(key, blob, fence=self._fence)
+        except LeaseLostError as error:
+            self._lost = error
+            self._log(f"conversation {key!r} not saved: {error}")
+            return
+        except (AgentShimError, OSError, ValueError) as error:
+            # The turn's work is done; a conversation that cannot travel stays on this host.
+            self._log(f"could not save conversation {key!r} for other hosts: {error}")
+            return
+        self._blob_digest = hashlib.sha256(blob).hexdigest()
+
+    def _carry_out_between_turns(self, session_id: str | None) -> None:
+        """Save the closed conversation's files, under a lease when the session takes them."""
+        leases, key = self._leases, self._key
+        if self._porter is None or key is None or session_id is None:
+            return
+        if leases is None:
+            if self._saved_last(key, session_id):
+                self._carry_out(session_id)
+            return
+        holder = LeaseHolder.here()
+        try:
+            granted = leases.acquire(key, holder, self._lease_ttl)
+        except (OSError, ValueError) as error:
+            self._log(f"could not lease {key!r} to save the conversation: {error}")
+            return
+        if granted.token != holder.token:
+            return  # another worker runs a turn in it and saves what it leaves
+        self._fence = granted.fence
+        try:
+            if self._saved_last(key, session_id):
+                self._carry_out(session_id)
+        finally:
+            self._fence = 0
+            leases.release(key, holder)
+
+    def _saved_last(self, key: str, session_id: str) -> bool:
+        """Whether the checkpoint is still the one this session saved last, for ``session_id``.
+
+        Only then are this host's files the newest: another worker may have run a turn
+        since, and files from before it must not replace what it saved.
+        """
+        store = self._store
+        assert store is not None
+        try:
+            saved = store.load(key)
+        except (OSError, ValueError) as error:
+            self._log(f"could not read checkpoint {key!r} again: {error}")
+            return False
+        return (
+            saved is not None
+            and saved.session_id == session_id
+            and saved.sequence == self._sequence
+        )
+
+    def _on_lease_lost(self) -> None:
+        """The renewal found this turn's lease taken by another worker: stop the turn."""
+        with self._lock:
+            self._lease_gone = True
+            stop = self._stop
+        stop.request()
 
     def _resync(self, store: CheckpointStore, key: str) -> None:
         """Continue what the store holds now: another process may have moved the conversation on."""
@@ -797,17 +958,27 @@ class Session:
         if isinstance(command, CloseConversation):
             with self._lock:  # steer() reads it from other threads
                 conversation, self._conversation = self._conversation, None
+                between_turns = not self._running
             if conversation is not None:
                 try:
                     conversation.close()
                 except Exception as error:
                     self._log(f"closing the conversation failed: {error!r}")
+                if between_turns:
+                    # A long-lived CLI may write its last files as it exits.
+                    self._carry_out_between_turns(
+                        conversation.session_id or self._last_turn_session_id
+                    )
         elif isinstance(command, SaveCheckpoint):
             try:
                 checkpoint = Checkpoint(command.session_id, command.usage, command.turns)
             except ValueError as error:
                 self._log(f"not saving a checkpoint: {error}")
             else:
+                if self._running:
+                    # The files first: a checkpoint never names a conversation whose
+                    # saved files are older than it.
+                    self._carry_out(command.session_id)
                 self._save(checkpoint)
         elif isinstance(command, ClearCheckpoint):
             self._clear()
@@ -817,7 +988,12 @@ class Session:
             return
         self._sequence += 1
         try:
-            self._store.save(self._key, replace(checkpoint, sequence=self._sequence))
+            self._store.save(
+                self._key, replace(checkpoint, sequence=self._sequence, fence=self._fence)
+            )
+        except LeaseLostError as error:
+            self._lost = error
+            self._log(f"checkpoint {self._key!r} not saved: {error}")
         except (OSError, ValueError) as error:
             # The turn's work is done; losing durability is logged rather than undoing it.
             self._log(f"could not save checkpoint {self._key!r}: {error}")

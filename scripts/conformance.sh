@@ -13,8 +13,9 @@
 # Prints a table (provider, pinned version, version run, scenarios passed/failed/skipped, wall
 # time, a "stream" column for providers with a long-lived transport suite,
 # tests/live/test_<provider>_stream.py, and a "tui" column for those with a terminal transport
-# suite, tests/live/test_<provider>_tui.py: each its passed/failed/skipped and wall time) and
-# the failures, then the frame types the parsers did not know ("unknown frames", per suite: a
+# suite, tests/live/test_<provider>_tui.py: each its passed/failed/skipped and wall time, and a
+# "moves" column for tests/live/test_portability.py, the conversation moved to another host
+# through a PostgresStore) and the failures, then the frame types the parsers did not know ("unknown frames", per suite: a
 # CLI that changed its output says where); exits 1 if any scenario of any suite failed or a
 # CLI could not be installed.
 set -uo pipefail
@@ -44,10 +45,16 @@ install_status=0
 # (test_<provider>_stream.py, where the provider has a long-lived transport) or its TUI ones
 # (test_<provider>_tui.py, where it has a terminal transport).
 run_one() {
-    local suite=$1 out=$2 py=$3 t0 t1 rc
+    local suite=$1 out=$2 py=$3 t0 t1 rc file
     t0=$(date +%s.%N)
+    file="tests/live/test_${suite}.py"
+    # <provider>_moves: the portability test, for that provider only.
+    case "$suite" in
+        *_moves) file=tests/live/test_portability.py
+            export AGENTSHIM_LIVE_PROVIDERS=${suite%_moves} ;;
+    esac
     AGENTSHIM_UNKNOWN_FRAMES_LOG="$out/$suite.frames" \
-        timeout 900 "$py" -m pytest "tests/live/test_${suite}.py" -p no:cacheprovider -rfEs \
+        timeout 900 "$py" -m pytest "$file" -p no:cacheprovider -rfEs \
         --junitxml="$out/$suite.xml" >"$out/$suite.log" 2>&1
     rc=$?
     t1=$(date +%s.%N)
@@ -86,6 +93,7 @@ for round in "${rounds[@]}"; do
                 suites+=("${provider}_${column}")
             fi
         done
+        suites+=("${provider}_moves")
     done <"$dir/installed.txt"
     [ ${#suites[@]} -gt 0 ] || continue
     echo "==> running tests/live at $round versions (${#suites[@]} suites), $JOBS at a time"
@@ -159,12 +167,13 @@ for provider in providers:
         version = versions(round_dir, "ran.txt").get(provider)
         label = f"{provider} {version or installed or '?'}"
         if installed is not None and version is None:
-            rows.append((provider, round_name, pinned, installed, "", "", "", "", "", "", "ran above"))
+            rows.append((provider, round_name, pinned, installed, "", "", "", "", "", "", "", "ran above"))
             continue
         columns = {}
-        for column in ("stream", "tui"):
+        for column in ("stream", "tui", "moves"):
             columns[column] = "-"
-            if not Path(f"tests/live/test_{provider}_{column}.py").exists():
+            suite_file = "test_portability.py" if column == "moves" else f"test_{provider}_{column}.py"
+            if not Path(f"tests/live/{suite_file}").exists():
                 continue
             counted = tally(round_dir, f"{provider}_{column}", f"{label} [{column}]")
             if counted is None:
@@ -176,10 +185,10 @@ for provider in providers:
                 columns[column] += " (timed out)"
             if s_rc not in ("0", "5") or s_failed:
                 bad = True
-        stream, tui = columns["stream"], columns["tui"]
+        stream, tui, moves = columns["stream"], columns["tui"], columns["moves"]
         counted = tally(round_dir, provider, label)
         if counted is None:
-            rows.append((provider, round_name, pinned, version or "?", "-", "-", "-", "-", stream, tui, "did not run"))
+            rows.append((provider, round_name, pinned, version or "?", "-", "-", "-", "-", stream, tui, moves, "did not run"))
             bad = True
             continue
         passed, failed, skipped, wall, rc = counted
@@ -190,9 +199,9 @@ for provider in providers:
             bad = True
             if rc == "124":
                 note = "timed out"
-        rows.append((provider, round_name, pinned, version, passed, failed, skipped, f"{wall:.0f}s", stream, tui, note))
+        rows.append((provider, round_name, pinned, version, passed, failed, skipped, f"{wall:.0f}s", stream, tui, moves, note))
 
-header = ("provider", "which", "pinned", "ran", "passed", "failed", "skipped", "wall", "stream p/f/s", "tui p/f/s", "")
+header = ("provider", "which", "pinned", "ran", "passed", "failed", "skipped", "wall", "stream p/f/s", "tui p/f/s", "moves p/f/s", "")
 widths = [max(len(str(r[i])) for r in (header, *rows)) for i in range(len(header))]
 line = lambda r: "  ".join(str(c).ljust(w) for c, w in zip(r, widths)).rstrip()
 print()

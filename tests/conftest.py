@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import getpass
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -36,3 +37,12 @@ def pytest_sessionfinish() -> None:
     root = Path(tempfile.gettempdir()) / f"pytest-of-{getpass.getuser()}"
     with contextlib.suppress(OSError):
         root.rmdir()
+
+
+@pytest.fixture(scope="session")
+def postgres_uri() -> Iterator[str]:
+    """One PostgreSQL server for the whole test run, started on first use, removed at the end."""
+    from tests.postgres_server import embedded_postgres_uri
+
+    with embedded_postgres_uri() as uri:
+        yield uri

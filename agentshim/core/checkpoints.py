@@ -11,6 +11,12 @@ Every checkpoint a session saves carries a ``sequence``, one more than the last 
 under its key, and a store never lets a save replace a newer checkpoint
 (:meth:`Checkpoint.replaces`): a process that lost a race cannot overwrite what another
 process saved since.
+
+A save made under a lease carries the lease's fencing token (``Checkpoint.fence``). A store
+refuses it with ``LeaseLostError`` when a newer grant holds the key (stores given
+``FencedLeases``, and the stores that keep leases themselves) or when the checkpoint there was
+written under a newer grant. A :class:`ConversationBlobs` store also keeps one opaque blob per
+key beside the checkpoint, the conversation's CLI state, fenced the same way.
 """
 
 from __future__ import annotations
@@ -26,15 +32,19 @@ from typing import Any, Protocol, runtime_checkable
 
 from agentshim.core._checks import instance, matching
 from agentshim.core._files import atomic_write
-from agentshim.core.errors import InvalidRequestError
+from agentshim.core.errors import InvalidRequestError, LeaseLostError
 from agentshim.core.ids import is_valid_session_id
+from agentshim.core.leases import FencedLeases, LeaseHolder
 from agentshim.core.usage import ProviderUsage
 
 __all__ = [
     "Checkpoint",
     "CheckpointStore",
+    "ConversationBlobs",
     "FileCheckpointStore",
     "InMemoryCheckpointStore",
+    "as_blob",
+    "check_fence",
     "validate_checkpoint_key",
 ]
 
@@ -66,13 +76,16 @@ class Checkpoint:
     ``turns`` counts the completed turns in this conversation, so a renewal budget keeps
     counting across a restart. ``sequence`` orders the saves under one key (each save of a
     session is one more than the last it saw); 0 means unordered, as in a checkpoint built by
-    hand or saved by an older version.
+    hand or saved by an older version. ``fence`` is the fencing token of the lease the save
+    was made under (0: none); a store refuses a save fenced by a grant older than the one it
+    knows for the key.
     """
 
     session_id: str
     usage: ProviderUsage | None = None
     turns: int = 0
     sequence: int = 0
+    fence: int = 0
 
     def __post_init__(self) -> None:
         if not is_valid_session_id(self.session_id):
@@ -86,6 +99,7 @@ class Checkpoint:
             instance("Checkpoint", "usage", self.usage, ProviderUsage, "a ProviderUsage or None")
         _count("turns", self.turns)
         _count("sequence", self.sequence)
+        _count("fence", self.fence)
 
     def replaces(self, stored: Checkpoint | None) -> bool:
         """Whether saving this checkpoint over ``stored`` keeps this one.
@@ -103,6 +117,7 @@ class Checkpoint:
             "usage": self.usage.to_dict() if self.usage is not None else None,
             "turns": self.turns,
             "sequence": self.sequence,
+            "fence": self.fence,
         }
 
     @classmethod
@@ -133,7 +148,26 @@ class Checkpoint:
             usage=usage,
             turns=data.get("turns", 0),
             sequence=data.get("sequence", 0),
+            fence=data.get("fence", 0),
         )
+
+
+def check_fence(key: str, fence: int, holder: LeaseHolder | None, stored_fence: int = 0) -> None:
+    """Refuse a write fenced by ``fence`` when a newer grant owns ``key``; every store applies it.
+
+    ``holder`` is the live holder of the key's lease (None: free or unknown) and
+    ``stored_fence`` the token the stored checkpoint or blob was written under. An unfenced
+    write (``fence`` 0) is never refused.
+
+    Raises:
+        LeaseLostError: ``holder`` holds another grant, or ``stored_fence`` is newer.
+    """
+    if fence <= 0:
+        return
+    if holder is not None and holder.fence > 0 and holder.fence != fence:
+        raise LeaseLostError(key, fence, holder.pid, holder.host, holder.since, holder.fence)
+    if stored_fence > fence:
+        raise LeaseLostError(key, fence, holder_fence=stored_fence)
 
 
 def _count(name: str, value: object) -> None:
@@ -172,12 +206,55 @@ class CheckpointStore(Protocol):
         ...
 
 
-class InMemoryCheckpointStore:
-    """A thread-safe store that lives as long as the process."""
+@runtime_checkable
+class ConversationBlobs(Protocol):
+    """Keeps one opaque blob per key beside its checkpoint: a conversation's packed CLI state.
 
-    def __init__(self) -> None:
+    What makes a store *portable*: a session saves the conversation's CLI files here after
+    each turn, so a worker on another host can import them and resume. Writes carry the
+    fencing token of the writer's lease, refused as checkpoint saves are. Prove an
+    implementation with ``agentshim.testing.contracts.CheckpointStoreContract``.
+    """
+
+    def load_blob(self, key: str) -> bytes | None:
+        """The blob saved under ``key``, or None."""
+        ...
+
+    def save_blob(self, key: str, blob: bytes, *, fence: int = 0) -> None:
+        """Keep ``blob`` under ``key``, replacing the earlier one.
+
+        Raises:
+            LeaseLostError: ``fence`` is older than the grant the store knows for ``key``.
+        """
+        ...
+
+    def clear_blob(self, key: str) -> None:
+        """Remove the blob under ``key``; nothing to remove is fine."""
+        ...
+
+
+def _live_holder(leases: FencedLeases | None, key: str) -> LeaseHolder | None:
+    return leases.holder(key) if leases is not None else None
+
+
+def _fenced_leases(owner: str, leases: FencedLeases | None) -> FencedLeases | None:
+    if leases is None:
+        return None
+    return instance(owner, "leases", leases, FencedLeases, "a FencedLeases such as InMemoryLeases")
+
+
+class InMemoryCheckpointStore:
+    """A thread-safe store of checkpoints and conversation blobs that lives as long as the process.
+
+    Given ``leases`` (the ones the sessions lease keys on), a fenced save is refused when
+    another grant holds the key; without, when the stored checkpoint has a newer fence.
+    """
+
+    def __init__(self, *, leases: FencedLeases | None = None) -> None:
         self._lock = threading.Lock()
         self._saved: dict[str, Checkpoint] = {}
+        self._blobs: dict[str, tuple[int, bytes]] = {}
+        self._leases = _fenced_leases("InMemoryCheckpointStore", leases)
 
     def load(self, key: str) -> Checkpoint | None:
         """Return the checkpoint under ``key``, or None."""
@@ -186,10 +263,17 @@ class InMemoryCheckpointStore:
             return self._saved.get(key)
 
     def save(self, key: str, checkpoint: Checkpoint) -> None:
-        """Keep ``checkpoint`` under ``key``, unless a newer one is kept there."""
+        """Keep ``checkpoint`` under ``key``, unless a newer one is kept there.
+
+        Raises:
+            LeaseLostError: the save is fenced by an older grant than the key's.
+        """
         validate_checkpoint_key(key)
+        holder = _live_holder(self._leases, key)
         with self._lock:
-            if checkpoint.replaces(self._saved.get(key)):
+            stored = self._saved.get(key)
+            check_fence(key, checkpoint.fence, holder, stored.fence if stored else 0)
+            if checkpoint.replaces(stored):
                 self._saved[key] = checkpoint
 
     def clear(self, key: str) -> None:
@@ -197,6 +281,40 @@ class InMemoryCheckpointStore:
         validate_checkpoint_key(key)
         with self._lock:
             self._saved.pop(key, None)
+
+    def load_blob(self, key: str) -> bytes | None:
+        """The blob under ``key``, or None."""
+        validate_checkpoint_key(key)
+        with self._lock:
+            kept = self._blobs.get(key)
+            return kept[1] if kept is not None else None
+
+    def save_blob(self, key: str, blob: bytes, *, fence: int = 0) -> None:
+        """Keep ``blob`` under ``key`` (LeaseLostError when fenced out)."""
+        validate_checkpoint_key(key)
+        data = as_blob(blob)
+        holder = _live_holder(self._leases, key)
+        with self._lock:
+            kept = self._blobs.get(key)
+            check_fence(key, fence, holder, kept[0] if kept is not None else 0)
+            self._blobs[key] = (fence, data)
+
+    def clear_blob(self, key: str) -> None:
+        """Forget the blob under ``key``."""
+        validate_checkpoint_key(key)
+        with self._lock:
+            self._blobs.pop(key, None)
+
+
+def as_blob(blob: object) -> bytes:
+    """``blob`` as bytes, or InvalidRequestError when it is not bytes-like."""
+    if isinstance(blob, bytes):
+        return blob
+    if isinstance(blob, bytearray):
+        return bytes(blob)
+    raise InvalidRequestError(
+        "blob", f"{type(blob).__name__} is not bytes", "a conversation blob is bytes"
+    )
 
 
 def _warn(line: str) -> None:
@@ -210,12 +328,23 @@ class FileCheckpointStore:
     checkpoint counts as no checkpoint: ``load`` returns None and says why through ``log``
     (by default a ``RuntimeWarning``), so a damaged file costs the conversation, never the
     service. ``save`` and ``clear`` raise OSError when the directory is not writable.
+    Conversation blobs are kept as ``<key>.blob`` beside the checkpoint. A fenced write is
+    refused (``LeaseLostError``) while another grant holds the key (given ``leases``) or when
+    this store object saw a newer grant's write to it.
     """
 
-    def __init__(self, directory: str | Path, *, log: Callable[[str], None] | None = None) -> None:
+    def __init__(
+        self,
+        directory: str | Path,
+        *,
+        log: Callable[[str], None] | None = None,
+        leases: FencedLeases | None = None,
+    ) -> None:
         self.directory = Path(directory)
         self._log: Callable[[str], None] = log or _warn
         self._lock = threading.Lock()
+        self._leases = _fenced_leases("FileCheckpointStore", leases)
+        self._fences: dict[str, int] = {}
 
     def path_for(self, key: str) -> Path:
         """Return the file that holds the checkpoint for ``key``."""
@@ -256,11 +385,24 @@ class FileCheckpointStore:
         """
         path = self.path_for(key)
         payload = json.dumps(checkpoint.to_dict(), sort_keys=True, indent=2) + "\n"
+        holder = _live_holder(self._leases, key)
         with self._lock:
+            self._fence_check(key, checkpoint.fence, holder)
             if checkpoint.sequence > 0 and not checkpoint.replaces(self._quiet_load(path)):
                 return
             self.directory.mkdir(parents=True, exist_ok=True)
             atomic_write(path, payload)
+
+    def _fence_check(self, key: str, fence: int, holder: LeaseHolder | None) -> None:
+        """Refuse a write fenced out; the lock is held.
+
+        The newest fence is remembered by this store object, not read from the files: the
+        leases' tokens start again when their process does, and a token from an earlier
+        process must not shut out every later one.
+        """
+        check_fence(key, fence, holder, self._fences.get(key, 0))
+        if fence > 0:
+            self._fences[key] = fence
 
     @staticmethod
     def _quiet_load(path: Path) -> Checkpoint | None:
@@ -276,3 +418,30 @@ class FileCheckpointStore:
         path = self.path_for(key)
         with self._lock:
             path.unlink(missing_ok=True)
+
+    def load_blob(self, key: str) -> bytes | None:
+        """The blob saved for ``key``, or None (an unreadable file is reported and counts as none)."""
+        path = self.path_for(key).with_suffix(".blob")
+        try:
+            return path.read_bytes()
+        except FileNotFoundError:
+            return None
+        except OSError as error:
+            self._log(f"conversation blob {path} is unreadable ({error}); going on without it")
+            return None
+
+    def save_blob(self, key: str, blob: bytes, *, fence: int = 0) -> None:
+        """Write ``blob`` for ``key`` atomically (LeaseLostError when fenced out)."""
+        base = self.path_for(key)
+        data = as_blob(blob)
+        holder = _live_holder(self._leases, key)
+        with self._lock:
+            self._fence_check(key, fence, holder)
+            self.directory.mkdir(parents=True, exist_ok=True)
+            atomic_write(base.with_suffix(".blob"), data)
+
+    def clear_blob(self, key: str) -> None:
+        """Delete the blob for ``key``, if there is one."""
+        base = self.path_for(key)
+        with self._lock:
+            base.with_suffix(".blob").unlink(missing_ok=True)

@@ -17,6 +17,8 @@
         TurnStalledError          the CLI printed nothing for stall_timeout seconds: silent_s
       ContinuityError             a turn required a conversation the session does not hold
       LeaseTimeoutError           another holder kept the conversation's lease: key, pid, host, since
+      LeaseLostError              a holder's lease passed to another: key, fence, holder_* (None: unknown)
+      ConversationImportError     a conversation blob cannot be imported here: provider, reason
       SessionStateError           closed session, second concurrent turn, stale or reused ticket
         NoRunningTurnError        steer() with no turn running
       TurnCancelledError          the turn was cancelled (before it started, or while it ran)
@@ -59,9 +61,11 @@ __all__ = [
     "CliNotFoundError",
     "CliTimeoutError",
     "ContinuityError",
+    "ConversationImportError",
     "FailureKind",
     "InvalidRequestError",
     "InvalidSessionIdError",
+    "LeaseLostError",
     "LeaseTimeoutError",
     "LineTooLongError",
     "McpConfigError",
@@ -479,6 +483,70 @@ class LeaseTimeoutError(AgentShimError):
         self.host = host
         self.since = since
         self.timeout = timeout
+
+
+class LeaseLostError(AgentShimError):
+    """This holder lost the conversation's lease to another: its write was refused, its turn stopped.
+
+    It paused (a GC pause, a stopped process, a slow host) past its lease's time-to-live and
+    another worker took the lease with a newer fencing token. ``fence`` is the token this
+    holder had; ``holder_pid``, ``holder_host``, ``holder_since`` and ``holder_fence`` name the
+    new holder where the store knows it (None otherwise). Nothing is lost: the new holder
+    continues the conversation from the last checkpoint.
+    """
+
+    _fields = ("key", "fence", "holder_pid", "holder_host", "holder_since", "holder_fence")
+
+    def __init__(
+        self,
+        key: str,
+        fence: int,
+        holder_pid: int | None = None,
+        holder_host: str | None = None,
+        holder_since: float | None = None,
+        holder_fence: int | None = None,
+        message: str | None = None,
+    ) -> None:
+        if holder_pid is not None and holder_host is not None:
+            who = f"process {holder_pid} on {holder_host!r}"
+            if holder_since is not None:
+                who += f" (holding it since {_utc(holder_since)})"
+        else:
+            who = "another holder"
+        newer = f", fencing token {holder_fence}" if holder_fence is not None else ""
+        super().__init__(
+            message
+            or f"the lease on conversation {key!r} (fencing token {fence}) passed to {who}"
+            f"{newer}: this worker held it past its time-to-live, so its writes are refused "
+            "and its turn was stopped. The new holder continues the conversation; raise "
+            "lease_ttl if pauses this long are expected"
+        )
+        self.key = key
+        self.fence = fence
+        self.holder_pid = holder_pid
+        self.holder_host = holder_host
+        self.holder_since = holder_since
+        self.holder_fence = holder_fence
+
+
+class ConversationImportError(AgentShimError):
+    """A saved conversation could not be carried to this host; nothing of it was written.
+
+    ``provider`` is the CLI it belongs to and ``reason`` what is wrong (a blob from an
+    incompatible CLI version, a damaged blob, a file the CLI could not take).
+    """
+
+    _fields = ("provider", "reason")
+
+    def __init__(self, provider: str, reason: str, message: str | None = None) -> None:
+        super().__init__(
+            message
+            or f"cannot import the saved {provider} conversation: {reason}; nothing was "
+            "written. Install the CLI version the conversation was saved with, or start a "
+            "new conversation"
+        )
+        self.provider = provider
+        self.reason = reason
 
 
 def _utc(epoch_s: float) -> str:

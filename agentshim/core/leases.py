@@ -9,10 +9,16 @@ database it already runs; :class:`InMemoryLeases` serves one process (the defaul
 :class:`LeaseKeeper` renews the leases taken through it; :class:`TurnLease` is how one turn
 takes, waits for and releases its lease. Lease waits and time-to-live are real time, whatever
 clock the session's policy runs on: the other holders live in real time.
+
+Every grant carries a fencing token (:attr:`LeaseHolder.fence`), larger than any the store
+granted before. A store that keeps checkpoints too refuses a write carrying an older token
+than the current holder's (``LeaseLostError``), so a worker that paused past its lease cannot
+overwrite what the new holder wrote.
 """
 
 from __future__ import annotations
 
+import itertools
 import math
 import os
 import secrets
@@ -20,7 +26,7 @@ import socket
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Protocol, runtime_checkable
 
 from agentshim.core._checks import instance, seconds
@@ -30,9 +36,11 @@ from agentshim.core.events import AgentEvent, Emit, SessionStarted
 
 __all__ = [
     "ConversationLeases",
+    "FencedLeases",
     "InMemoryLeases",
     "LeaseHolder",
     "LeaseKeeper",
+    "QueuedLeases",
     "TurnLease",
     "kept_leases",
     "validate_lease_key",
@@ -61,12 +69,16 @@ class LeaseHolder:
 
     ``since`` is wall-clock seconds since the epoch, comparable between machines; ``token``
     tells two holders in one process apart, and is what renew and release match on.
+    ``fence`` is the fencing token of the grant: 0 in a holder that asks, and in the holder
+    ``acquire`` returns the store's token for that grant, larger than every earlier grant's.
+    It takes no part in equality: a holder is the same holder whatever grant it carries.
     """
 
     pid: int
     host: str
     since: float
     token: str
+    fence: int = field(default=0, compare=False)
 
     @classmethod
     def here(cls) -> LeaseHolder:
@@ -87,7 +99,9 @@ class ConversationLeases(Protocol):
         """Take ``key``'s lease for ``holder`` for ``ttl`` seconds if it is free or expired.
 
         Returns the holder of the lease after the call: ``holder`` when it was taken (or
-        ``holder`` already held it, which renews it), else the live holder that keeps it.
+        ``holder`` already held it, which renews it), else the live holder that keeps it;
+        either carries the grant's fencing token in ``fence`` (a store that keeps none
+        returns 0). A renewed grant keeps its token; a new grant gets a larger one.
         """
         ...
 
@@ -100,6 +114,40 @@ class ConversationLeases(Protocol):
 
     def release(self, key: str, holder: LeaseHolder) -> None:
         """Give up ``holder``'s lease on ``key``; a lease someone else holds is left alone."""
+        ...
+
+
+@runtime_checkable
+class FencedLeases(ConversationLeases, Protocol):
+    """Leases that can say who holds a key now, with the grant's fencing token.
+
+    A checkpoint store given such leases refuses writes fenced by an older grant.
+    """
+
+    def holder(self, key: str) -> LeaseHolder | None:
+        """The live holder of ``key``'s lease (with its ``fence``), or None when it is free."""
+        ...
+
+
+@runtime_checkable
+class QueuedLeases(ConversationLeases, Protocol):
+    """Leases that can wait for a held key themselves: waiters woken by the store, served in order.
+
+    A turn waiting on such leases makes no repeated tries: the store wakes it when the lease
+    is released or expires (``PostgresStore`` with ``LISTEN/NOTIFY``), and hands the lease to
+    the waiters of a key first come, first served.
+    """
+
+    def acquire_waiting(
+        self, key: str, holder: LeaseHolder, ttl: float, stop: StopSignal, timeout: float | None
+    ) -> LeaseHolder | None:
+        """Take ``key``'s lease for ``holder``, waiting in line while others hold or wait for it.
+
+        Returns the granted holder (with its ``fence``), or None when ``stop`` fired first.
+
+        Raises:
+            LeaseTimeoutError: the lease did not come to ``holder`` within ``timeout`` seconds.
+        """
         ...
 
 
@@ -124,6 +172,9 @@ class InMemoryLeases:
     def __init__(self, *, expires: bool = True) -> None:
         self._guard = threading.Lock()
         self._granted: dict[str, _Granted] = {}
+        # One counter for every key: tokens only need to grow per key, and one counter does
+        # not grow with the number of keys ever seen.
+        self._fences = itertools.count(1)
         self.expires = expires
         """Whether a lease ends on its own when its time-to-live passes unrenewed."""
 
@@ -134,11 +185,25 @@ class InMemoryLeases:
         now = time.monotonic()
         with self._guard:
             current = self._granted.get(key)
-            taken = current is not None and current.holder.token != holder.token
-            if taken and current is not None and current.expires > now:
+            live = current is not None and current.expires > now
+            if current is not None and live and current.holder.token != holder.token:
                 return current.holder
-            self._granted[key] = _Granted(holder, now + ttl if self.expires else math.inf)
-            return holder
+            expires = now + ttl if self.expires else math.inf
+            if current is not None and live:  # the holder's own live grant: renewed
+                current.expires = expires
+                return current.holder
+            granted = replace(holder, fence=next(self._fences))
+            self._granted[key] = _Granted(granted, expires)
+            return granted
+
+    def holder(self, key: str) -> LeaseHolder | None:
+        """The live holder of ``key``'s lease, or None."""
+        validate_lease_key("InMemoryLeases.holder", key)
+        with self._guard:
+            current = self._granted.get(key)
+            if current is None or current.expires <= time.monotonic():
+                return None
+            return current.holder
 
     def renew(self, key: str, holder: LeaseHolder, ttl: float) -> bool:
         """Extend ``holder``'s lease; False when it is not ``holder``'s any more."""
@@ -172,6 +237,7 @@ class _Renewal:
     holder: LeaseHolder
     ttl: float
     due: float = field(default=0.0)
+    on_lost: Callable[[], None] | None = None
 
 
 class LeaseKeeper:
@@ -183,9 +249,10 @@ class LeaseKeeper:
     silent for minutes during a tool call, so nothing on that thread could renew in time. An
     ``Agent`` shares one keeper among its sessions, so concurrent turns share one thread.
 
-    A renewal that finds the lease gone (it expired and another holder took it) or that
-    raises is reported through ``log``; the turn goes on, and the checkpoint sequence orders
-    its late saves against the new holder's.
+    A renewal that finds the lease gone (it expired and another holder took it) is reported
+    through ``log`` and to the callback given with :meth:`on_lost` (a session stops its turn
+    there); one that raises is reported through ``log`` and tried again a third of the
+    time-to-live later. Either way the store's fencing refuses the lost holder's writes.
     """
 
     def __init__(
@@ -200,8 +267,14 @@ class LeaseKeeper:
     def acquire(self, key: str, holder: LeaseHolder, ttl: float) -> LeaseHolder:
         """Take the lease as ``leases.acquire`` does, and renew it from now on while it is held."""
         got = self.leases.acquire(key, holder, ttl)
-        if got.token != holder.token or getattr(self.leases, "expires", True) is False:
-            return got  # not ours, or a lease that never runs out: nothing to renew
+        if got.token == holder.token:
+            self._keep(key, holder, ttl)
+        return got
+
+    def _keep(self, key: str, holder: LeaseHolder, ttl: float) -> None:
+        """Renew ``holder``'s new grant from now on (not a lease that never runs out)."""
+        if getattr(self.leases, "expires", True) is False:
+            return
         try:
             with self._cond:
                 self._held[holder.token] = _Renewal(key, holder, ttl, time.monotonic() + ttl / 3)
@@ -216,11 +289,44 @@ class LeaseKeeper:
         except BaseException:
             self.release(key, holder)
             raise
-        return got
 
     def renew(self, key: str, holder: LeaseHolder, ttl: float) -> bool:
         """Renew at once, as ``leases.renew`` does."""
         return self.leases.renew(key, holder, ttl)
+
+    def acquire_waiting(
+        self, key: str, holder: LeaseHolder, ttl: float, stop: StopSignal, timeout: float | None
+    ) -> LeaseHolder | None:
+        """Wait in line as ``leases.acquire_waiting`` does (QueuedLeases), then renew the grant.
+
+        Raises:
+            InvalidRequestError: the leases cannot wait (they are not QueuedLeases).
+        """
+        leases = self.leases
+        if not isinstance(leases, QueuedLeases):
+            raise InvalidRequestError(
+                "leases", "not QueuedLeases", "these leases cannot wait; use acquire"
+            )
+        got = leases.acquire_waiting(key, holder, ttl, stop, timeout)
+        if got is not None:
+            self._keep(key, holder, ttl)
+        return got
+
+    def holder(self, key: str) -> LeaseHolder | None:
+        """The live holder of ``key`` where the leases can tell (FencedLeases), else None."""
+        leases = self.leases
+        return leases.holder(key) if isinstance(leases, FencedLeases) else None
+
+    def on_lost(self, holder: LeaseHolder, callback: Callable[[], None]) -> None:
+        """Call ``callback`` (on the renewal thread) if ``holder``'s lease is found lost.
+
+        Only a lease taken through this keeper and still renewed is watched; the callback
+        must not block.
+        """
+        with self._cond:
+            renewal = self._held.get(holder.token)
+            if renewal is not None:
+                renewal.on_lost = callback
 
     def release(self, key: str, holder: LeaseHolder) -> None:
         """Stop renewing ``holder``'s lease and release it, joining the helper thread after the last.
@@ -277,6 +383,11 @@ class LeaseKeeper:
             )
             with self._cond:
                 self._held.pop(renewal.holder.token, None)
+            if renewal.on_lost is not None:
+                try:
+                    renewal.on_lost()
+                except Exception as error:
+                    self._log(f"reacting to the lost lease on {renewal.key!r} failed: {error!r}")
 
 
 def kept_leases(
@@ -307,16 +418,35 @@ class TurnLease:
     ``wait`` takes a lease by key before anything runs, waiting while another holder has it;
     a fresh turn knows no conversation yet, so its events go through ``watching``, which
     takes the lease the moment ``SessionStarted`` names the conversation. ``release`` frees
-    whatever was taken.
+    whatever was taken. ``on_lost`` is called (from the renewal thread) when the lease is
+    found taken by another holder while this turn runs; ``fence`` is the grant's token.
     """
 
-    __slots__ = ("_held", "_leases", "_timeout", "_ttl")
+    __slots__ = ("_held", "_leases", "_on_lost", "_timeout", "_ttl")
 
-    def __init__(self, leases: ConversationLeases, ttl: float, timeout: float | None) -> None:
+    def __init__(
+        self,
+        leases: ConversationLeases,
+        ttl: float,
+        timeout: float | None,
+        on_lost: Callable[[], None] | None = None,
+    ) -> None:
         self._leases = leases
         self._ttl = ttl
         self._timeout = timeout
+        self._on_lost = on_lost
         self._held: tuple[str, LeaseHolder] | None = None
+
+    @property
+    def fence(self) -> int:
+        """The fencing token of the lease held (0 when none is held or the store keeps none)."""
+        held = self._held
+        return held[1].fence if held is not None else 0
+
+    def _hold(self, key: str, granted: LeaseHolder) -> None:
+        self._held = (key, granted)
+        if self._on_lost is not None and isinstance(self._leases, LeaseKeeper):
+            self._leases.on_lost(granted, self._on_lost)
 
     def wait(self, key: str, stop: StopSignal) -> bool:
         """Take ``key``'s lease; False (nothing taken) when ``stop`` fires first.
@@ -326,12 +456,21 @@ class TurnLease:
         """
         holder = LeaseHolder.here()
         timeout = self._timeout
+        leases = self._leases
+        queued = leases.leases if isinstance(leases, LeaseKeeper) else leases
+        if isinstance(queued, QueuedLeases):
+            waiting = leases if isinstance(leases, LeaseKeeper) else queued
+            granted = waiting.acquire_waiting(key, holder, self._ttl, stop, timeout)
+            if granted is None:
+                return False
+            self._hold(key, granted)
+            return True
         deadline = time.monotonic() + timeout if timeout is not None else float("inf")
         pause = _FIRST_PAUSE_S
         while True:
             current = self._leases.acquire(key, holder, self._ttl)
             if current.token == holder.token:
-                self._held = (key, holder)
+                self._hold(key, current)
                 return True
             remaining = deadline - time.monotonic()
             if remaining <= 0 and timeout is not None:
@@ -351,8 +490,9 @@ class TurnLease:
             if self._held is None and isinstance(event, SessionStarted):
                 key = key_of(event.session_id)
                 holder = LeaseHolder.here()
-                if self._leases.acquire(key, holder, self._ttl).token == holder.token:
-                    self._held = (key, holder)
+                granted = self._leases.acquire(key, holder, self._ttl)
+                if granted.token == holder.token:
+                    self._hold(key, granted)
             emit(event)
 
         return leasing_emit

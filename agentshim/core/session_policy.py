@@ -97,6 +97,9 @@ class Continuity(enum.Enum):
     """The session had retired or forgotten its conversation, so the turn started cold."""
     REPLACED = "replaced"
     """The session's conversation was gone; the turn was replayed in a fresh one."""
+    IMPORTED = "imported"
+    """The turn continued the conversation after importing its CLI files from a portable
+    store: another host (or process) ran its last turn. Set by the Session, not the policy."""
 
 
 class FailureOutcome(enum.Enum):

@@ -5,6 +5,13 @@ The file is in WAL mode, so readers never wait for the writer; every connection 
 ``BEGIN IMMEDIATE`` transaction. The schema carries its version (``PRAGMA user_version``) and
 is migrated forward when the store opens; a file from a newer version is refused, not
 rewritten. WAL needs a local file system: a file on a network share is not safe for it.
+
+Lease expiry is kept on the machine's monotonic clock (``time.monotonic``: on Linux the
+system-wide CLOCK_MONOTONIC, which every process on the machine shares and which a change
+of the wall clock does not move), tagged with the boot it was read in (``boot_id``), so a
+lease written before a reboot counts as expired after it. Every grant takes the next
+fencing token from a counter kept in the file, and fenced checkpoint and blob writes are
+checked against the key's lease in the same transaction.
 """
 
 from __future__ import annotations
@@ -17,10 +24,16 @@ import time
 import warnings
 from collections.abc import Callable, Generator
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 
 from agentshim.core._checks import seconds
-from agentshim.core.checkpoints import Checkpoint, validate_checkpoint_key
+from agentshim.core.checkpoints import (
+    Checkpoint,
+    as_blob,
+    check_fence,
+    validate_checkpoint_key,
+)
 from agentshim.core.errors import StoreError
 from agentshim.core.leases import LeaseHolder, validate_lease_key
 
@@ -44,23 +57,61 @@ _MIGRATIONS: tuple[tuple[str, ...], ...] = (
             expires REAL NOT NULL
         )""",
     ),
+    (
+        # Version 2: fencing tokens, blobs, and expiry on the monotonic clock of one boot.
+        "ALTER TABLE leases ADD COLUMN fence INTEGER NOT NULL DEFAULT 0",
+        "ALTER TABLE leases ADD COLUMN boot TEXT NOT NULL DEFAULT ''",
+        "ALTER TABLE checkpoints ADD COLUMN fence INTEGER NOT NULL DEFAULT 0",
+        """CREATE TABLE blobs (
+            key TEXT PRIMARY KEY,
+            fence INTEGER NOT NULL,
+            data BLOB NOT NULL,
+            saved_at REAL NOT NULL
+        )""",
+        "CREATE TABLE fences (last INTEGER NOT NULL)",
+        "INSERT INTO fences (last) VALUES (0)",
+    ),
 )
 SCHEMA_VERSION = len(_MIGRATIONS)
 """The schema version this agentshim writes."""
 
 _SAVE = """
-    INSERT INTO checkpoints (key, sequence, data, saved_at) VALUES (?, ?, ?, ?)
+    INSERT INTO checkpoints (key, sequence, data, saved_at, fence) VALUES (?, ?, ?, ?, ?)
     ON CONFLICT (key) DO UPDATE SET
-        sequence = excluded.sequence, data = excluded.data, saved_at = excluded.saved_at
+        sequence = excluded.sequence, data = excluded.data, saved_at = excluded.saved_at,
+        fence = max(checkpoints.fence, excluded.fence)
     WHERE NOT (0 < excluded.sequence AND excluded.sequence <= checkpoints.sequence)
 """
 _TAKE = """
-    INSERT INTO leases (key, token, pid, host, since, expires) VALUES (?, ?, ?, ?, ?, ?)
+    INSERT INTO leases (key, token, pid, host, since, expires, fence, boot)
+    VALUES (?, ?, ?, ?, ?, ?, ?, ?)
     ON CONFLICT (key) DO UPDATE SET
         token = excluded.token, pid = excluded.pid, host = excluded.host,
-        since = excluded.since, expires = excluded.expires
+        since = excluded.since, expires = excluded.expires, fence = excluded.fence,
+        boot = excluded.boot
 """
-_HOLDER = "SELECT token, pid, host, since, expires FROM leases WHERE key = ?"
+_HOLDER = "SELECT token, pid, host, since, expires, fence, boot FROM leases WHERE key = ?"
+_SAVE_BLOB = """
+    INSERT INTO blobs (key, fence, data, saved_at) VALUES (?, ?, ?, ?)
+    ON CONFLICT (key) DO UPDATE SET
+        fence = excluded.fence, data = excluded.data, saved_at = excluded.saved_at
+"""
+
+
+def _boot_id() -> str:
+    """This boot of the machine: monotonic readings compare only within one boot."""
+    try:
+        with open("/proc/sys/kernel/random/boot_id", encoding="ascii") as file:
+            return file.read().strip()
+    except OSError:
+        # No boot id (not Linux): the boot time, from the wall clock minus the monotonic one,
+        # rounded so readings taken moments apart agree.
+        return f"t{round(time.time() - time.monotonic(), -1):.0f}"
+
+
+_BOOT = _boot_id()
+
+Row = tuple[str, int, str, float, float, int, str]
 
 
 def _warn(line: str) -> None:
@@ -68,7 +119,7 @@ def _warn(line: str) -> None:
 
 
 class SqliteStore:
-    """A CheckpointStore and ConversationLeases in the SQLite file ``path``, safe for many processes.
+    """A CheckpointStore, ConversationBlobs and FencedLeases in the SQLite file ``path``, for many processes.
 
     Open one store per process (one connection, shared by its threads); a store carried into
     a forked child opens a connection of its own there. The file and its directory are
@@ -236,11 +287,27 @@ class SqliteStore:
             return None
 
     def save(self, key: str, checkpoint: Checkpoint) -> None:
-        """Save ``checkpoint`` under ``key`` unless the one there is newer (``Checkpoint.replaces``)."""
+        """Save ``checkpoint`` under ``key`` unless the one there is newer (``Checkpoint.replaces``).
+
+        Raises:
+            LeaseLostError: the save is fenced by an older grant than the key's lease.
+        """
         validate_checkpoint_key(key)
         payload = json.dumps(checkpoint.to_dict(), sort_keys=True)
         with self._write("save checkpoint " + repr(key)) as connection:
-            connection.execute(_SAVE, (key, checkpoint.sequence, payload, time.time()))
+            self._check_fence(connection, "checkpoints", key, checkpoint.fence)
+            connection.execute(
+                _SAVE, (key, checkpoint.sequence, payload, time.time(), checkpoint.fence)
+            )
+
+    @staticmethod
+    def _check_fence(connection: sqlite3.Connection, table: str, key: str, fence: int) -> None:
+        if fence <= 0:
+            return
+        row = connection.execute(_HOLDER, (key,)).fetchone()
+        holder = _live(row)
+        stored = connection.execute(f"SELECT fence FROM {table} WHERE key = ?", (key,)).fetchone()
+        check_fence(key, fence, holder, stored[0] if stored is not None else 0)
 
     def clear(self, key: str) -> None:
         """Remove the checkpoint under ``key``; nothing to remove is fine."""
@@ -248,26 +315,72 @@ class SqliteStore:
         with self._write("clear checkpoint " + repr(key)) as connection:
             connection.execute("DELETE FROM checkpoints WHERE key = ?", (key,))
 
+    # -- conversation blobs ---------------------------------------------------------------
+
+    def load_blob(self, key: str) -> bytes | None:
+        """The conversation blob under ``key``, or None."""
+        validate_checkpoint_key(key)
+        with self._read("read blob " + repr(key)) as connection:
+            row = connection.execute("SELECT data FROM blobs WHERE key = ?", (key,)).fetchone()
+        return bytes(row[0]) if row is not None else None
+
+    def save_blob(self, key: str, blob: bytes, *, fence: int = 0) -> None:
+        """Keep ``blob`` under ``key`` (LeaseLostError when fenced out)."""
+        validate_checkpoint_key(key)
+        data = as_blob(blob)
+        with self._write("save blob " + repr(key)) as connection:
+            self._check_fence(connection, "blobs", key, fence)
+            connection.execute(_SAVE_BLOB, (key, fence, data, time.time()))
+
+    def clear_blob(self, key: str) -> None:
+        """Remove the blob under ``key``; nothing to remove is fine."""
+        validate_checkpoint_key(key)
+        with self._write("clear blob " + repr(key)) as connection:
+            connection.execute("DELETE FROM blobs WHERE key = ?", (key,))
+
     # -- leases -------------------------------------------------------------------------
 
     def acquire(self, key: str, holder: LeaseHolder, ttl: float) -> LeaseHolder:
         """Take ``key``'s lease for ``holder`` for ``ttl`` seconds unless another live holder has it."""
         validate_lease_key("SqliteStore.acquire", key)
         ttl = seconds("SqliteStore.acquire", "ttl", ttl, positive=True)
-        # A read first: a turn waiting for a held lease polls without taking the write lock.
+        # A read first: a turn waiting for a held lease looks without taking the write lock.
         with self._read("read lease " + repr(key)) as connection:
-            keeper = _live_other(connection.execute(_HOLDER, (key,)).fetchone(), holder)
-        if keeper is not None:
+            keeper = _live(connection.execute(_HOLDER, (key,)).fetchone())
+        if keeper is not None and keeper.token != holder.token:
             return keeper
         with self._write("take lease " + repr(key)) as connection:
-            keeper = _live_other(connection.execute(_HOLDER, (key,)).fetchone(), holder)
-            if keeper is not None:
+            row: Row | None = connection.execute(_HOLDER, (key,)).fetchone()
+            keeper = _live(row)
+            if keeper is not None and keeper.token != holder.token:
                 return keeper
+            if keeper is not None:  # the holder's own live grant: renewed, same fence
+                connection.execute(
+                    "UPDATE leases SET expires = ? WHERE key = ?", (time.monotonic() + ttl, key)
+                )
+                return keeper
+            connection.execute("UPDATE fences SET last = last + 1")
+            fence: int = connection.execute("SELECT last FROM fences").fetchone()[0]
             connection.execute(
                 _TAKE,
-                (key, holder.token, holder.pid, holder.host, holder.since, time.time() + ttl),
+                (
+                    key,
+                    holder.token,
+                    holder.pid,
+                    holder.host,
+                    holder.since,
+                    time.monotonic() + ttl,
+                    fence,
+                    _BOOT,
+                ),
             )
-        return holder
+        return replace(holder, fence=fence)
+
+    def holder(self, key: str) -> LeaseHolder | None:
+        """The live holder of ``key``'s lease (with its fencing token), or None."""
+        validate_lease_key("SqliteStore.holder", key)
+        with self._read("read lease " + repr(key)) as connection:
+            return _live(connection.execute(_HOLDER, (key,)).fetchone())
 
     def renew(self, key: str, holder: LeaseHolder, ttl: float) -> bool:
         """Extend ``holder``'s lease to ``ttl`` seconds from now; False when it is not its any more."""
@@ -275,8 +388,8 @@ class SqliteStore:
         ttl = seconds("SqliteStore.renew", "ttl", ttl, positive=True)
         with self._write("renew lease " + repr(key)) as connection:
             cursor = connection.execute(
-                "UPDATE leases SET expires = ? WHERE key = ? AND token = ?",
-                (time.time() + ttl, key, holder.token),
+                "UPDATE leases SET expires = ?, boot = ? WHERE key = ? AND token = ?",
+                (time.monotonic() + ttl, _BOOT, key, holder.token),
             )
             return cursor.rowcount == 1
 
@@ -289,13 +402,11 @@ class SqliteStore:
             )
 
 
-def _live_other(
-    row: tuple[str, int, str, float, float] | None, holder: LeaseHolder
-) -> LeaseHolder | None:
-    """The holder in ``row`` when it is someone else and its lease has not expired."""
+def _live(row: Row | None) -> LeaseHolder | None:
+    """The holder in ``row`` when its lease has not expired (a lease of another boot has)."""
     if row is None:
         return None
-    token, pid, host, since, expires = row
-    if token == holder.token or expires <= time.time():
+    token, pid, host, since, expires, fence, boot = row
+    if boot != _BOOT or expires <= time.monotonic():
         return None
-    return LeaseHolder(pid, host, since, token)
+    return LeaseHolder(pid, host, since, token, fence)

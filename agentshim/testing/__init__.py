@@ -20,6 +20,7 @@ from agentshim.testing.conversation import (
     FakeTransport,
 )
 from agentshim.testing.executor import FakeCommandHandle, FakeExecutor, FakeRun
+from agentshim.testing.portability import FakePorter
 from agentshim.testing.process import (
     EchoPeer,
     FakePeer,
@@ -53,6 +54,7 @@ __all__ = [
     "FakeExecutor",
     "FakeOutcome",
     "FakePeer",
+    "FakePorter",
     "FakeProcess",
     "FakeRun",
     "FakeSteerableConversation",

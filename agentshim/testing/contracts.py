@@ -28,16 +28,18 @@ from typing import ClassVar, TypeVar
 
 import pytest
 
-from agentshim.core.checkpoints import Checkpoint, CheckpointStore
+from agentshim.core.checkpoints import Checkpoint, CheckpointStore, ConversationBlobs
 from agentshim.core.clock import Clock
 from agentshim.core.errors import (
     CliCheckError,
     CliTimeoutError,
+    InvalidRequestError,
+    LeaseLostError,
     LineTooLongError,
     ProcessClosedError,
     TurnStalledError,
 )
-from agentshim.core.leases import ConversationLeases, LeaseHolder
+from agentshim.core.leases import ConversationLeases, FencedLeases, LeaseHolder
 from agentshim.core.usage import CostSource, ProviderUsage, TokenUsage
 from agentshim.execution.confinement import Confinement, confine
 from agentshim.execution.executor import (
@@ -661,11 +663,101 @@ _BAD_KEYS = ("", "../escape", "a/b", ".hidden", "a\\b", "x" * 201, "white space"
 
 
 class CheckpointStoreContract:
-    """What every :class:`~agentshim.core.checkpoints.CheckpointStore` does."""
+    """What every :class:`~agentshim.core.checkpoints.CheckpointStore` does.
+
+    A store that is also :class:`~agentshim.core.checkpoints.ConversationBlobs` keeps blobs as
+    it keeps checkpoints; :meth:`make_fenced_store` gives the store with the leases it checks
+    fenced writes against (the store itself, when it keeps leases).
+    """
 
     def make_store(self) -> CheckpointStore:
         """Return an empty store."""
         raise NotImplementedError
+
+    def make_fenced_store(self) -> tuple[CheckpointStore, ConversationLeases]:
+        """Return an empty store and the (empty) leases it checks fenced writes against."""
+        raise NotImplementedError
+
+    def _blobs(self) -> ConversationBlobs:
+        store = self.make_store()
+        assert isinstance(store, ConversationBlobs), "a portable store keeps blobs"
+        return store
+
+    def test_a_blob_round_trips_is_replaced_and_cleared(self) -> None:
+        """A blob loads back byte for byte, a save replaces it, clear removes it."""
+        store = self._blobs()
+        assert store.load_blob("k") is None
+        blob = bytes(range(256)) * 64
+        store.save_blob("k", blob)
+        assert store.load_blob("k") == blob
+        store.save_blob("k", b"second")
+        assert store.load_blob("k") == b"second"
+        store.save_blob("other", b"")
+        assert store.load_blob("other") == b""
+        store.clear_blob("k")
+        assert store.load_blob("k") is None
+        assert store.load_blob("other") == b""
+        store.clear_blob("k")
+
+    def test_blob_keys_are_checked_and_blobs_are_bytes(self) -> None:
+        """Unsafe keys and blobs that are not bytes are refused."""
+        store = self._blobs()
+        for key in _BAD_KEYS:
+            with pytest.raises(ValueError, match="checkpoint key"):
+                store.save_blob(key, b"x")
+            with pytest.raises(ValueError, match="checkpoint key"):
+                store.load_blob(key)
+        with pytest.raises(InvalidRequestError):
+            store.save_blob("k", "text")  # type: ignore[arg-type]  # pyright: ignore[reportArgumentType]
+
+    def _lost_grant(self) -> tuple[CheckpointStore, LeaseHolder, LeaseHolder]:
+        """A store, an old grant released, and the newer grant that holds the key now."""
+        store, leases = self.make_fenced_store()
+        old = leases.acquire("k", LeaseHolder(4242, "worker-a", 1.0, "token-a"), 30)
+        leases.release("k", old)
+        new = leases.acquire("k", LeaseHolder(4343, "worker-b", 2.0, "token-b"), 30)
+        assert new.token == "token-b"
+        assert 0 < old.fence < new.fence
+        return store, old, new
+
+    def test_a_save_fenced_by_a_lost_grant_is_refused_naming_the_new_holder(self) -> None:
+        """A holder that lost its lease cannot save; the error names who holds it now."""
+        store, old, new = self._lost_grant()
+        with pytest.raises(LeaseLostError) as caught:
+            store.save("k", Checkpoint("conv-late", sequence=9, fence=old.fence))
+        assert (caught.value.holder_pid, caught.value.holder_host) == (4343, "worker-b")
+        assert caught.value.holder_fence == new.fence
+        assert caught.value.fence == old.fence
+        assert store.load("k") is None
+        store.save("k", Checkpoint("conv-new", sequence=1, fence=new.fence))
+        assert store.load("k") == Checkpoint("conv-new", sequence=1, fence=new.fence)
+
+    def test_a_blob_fenced_by_a_lost_grant_is_refused(self) -> None:
+        """A lost holder's blob is refused; the new holder's is kept."""
+        store, old, new = self._lost_grant()
+        assert isinstance(store, ConversationBlobs)
+        with pytest.raises(LeaseLostError, match="worker-b"):
+            store.save_blob("k", b"late", fence=old.fence)
+        assert store.load_blob("k") is None
+        store.save_blob("k", b"current", fence=new.fence)
+        assert store.load_blob("k") == b"current"
+
+    def test_a_lost_grant_stays_refused_after_the_new_holder_left(self) -> None:
+        """Once a newer grant wrote, an older one's writes stay refused; unfenced ones pass."""
+        store, old, new = self._lost_grant()
+        assert isinstance(store, ConversationBlobs)
+        store.save("k", Checkpoint("conv-new", sequence=2, fence=new.fence))
+        store.save_blob("k", b"current", fence=new.fence)
+        for write in (
+            lambda: store.save("k", Checkpoint("conv-late", sequence=3, fence=old.fence)),
+            lambda: store.save_blob("k", b"late", fence=old.fence),
+        ):
+            with pytest.raises(LeaseLostError):
+                write()
+        assert store.load("k") == Checkpoint("conv-new", sequence=2, fence=new.fence)
+        assert store.load_blob("k") == b"current"
+        store.save("k", Checkpoint("conv-by-hand"))
+        assert store.load("k") == Checkpoint("conv-by-hand")
 
     def test_nothing_saved_loads_as_none(self) -> None:
         """Nothing saved loads as none."""
@@ -869,6 +961,48 @@ class LeasesContract:
             time.sleep(self.short_ttl / 4)
             assert leases.renew("conv-1", me, self.short_ttl)
         assert leases.acquire("conv-1", LeaseHolder.here(), 30) == me
+
+    def test_every_grant_carries_a_larger_fencing_token(self) -> None:
+        """Each new grant's fence is larger than every earlier one; a renewal keeps it."""
+        leases = self.make_leases()
+        first, second = LeaseHolder.here(), LeaseHolder.here()
+        granted = leases.acquire("conv-1", first, 30)
+        assert granted.fence > 0
+        assert leases.acquire("conv-1", first, 30).fence == granted.fence
+        assert leases.acquire("conv-1", second, 30).fence == granted.fence
+        leases.release("conv-1", first)
+        again = leases.acquire("conv-1", second, 30)
+        assert again.fence > granted.fence
+        other = leases.acquire("conv-2", first, 30)
+        assert other.fence > 0
+        leases.release("conv-1", second)
+        assert leases.acquire("conv-1", first, 30).fence > max(again.fence, other.fence)
+
+    def test_a_lease_taken_over_after_expiry_gets_a_larger_fence(self) -> None:
+        """The holder that takes an expired lease gets a newer token than the one who lost it."""
+        leases = self.make_leases()
+        lost = leases.acquire("conv-1", LeaseHolder.here(), self.short_ttl)
+        time.sleep(self.short_ttl * 1.5)
+        taken = leases.acquire("conv-1", LeaseHolder.here(), 30)
+        assert taken.fence > lost.fence > 0
+
+    def test_the_current_holder_is_named_with_its_fence(self) -> None:
+        """``holder(key)`` names the live holder and its token, None when the lease is free."""
+        leases = self.make_leases()
+        if not isinstance(leases, FencedLeases):
+            pytest.skip("these leases cannot name their holder (not FencedLeases)")
+        assert leases.holder("conv-1") is None
+        granted = leases.acquire("conv-1", LeaseHolder(7, "host-h", 3.5, "tok"), 30)
+        named = leases.holder("conv-1")
+        assert named is not None
+        assert (named.pid, named.host, named.token, named.fence) == (
+            7,
+            "host-h",
+            "tok",
+            granted.fence,
+        )
+        leases.release("conv-1", granted)
+        assert leases.holder("conv-1") is None
 
     def test_of_many_racing_holders_exactly_one_gets_it(self) -> None:
         """Of many threads acquiring at once, exactly one gets the lease."""

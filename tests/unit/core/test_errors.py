@@ -18,9 +18,11 @@ from agentshim.core.errors import (
     CliNotFoundError,
     CliTimeoutError,
     ContinuityError,
+    ConversationImportError,
     FailureKind,
     InvalidRequestError,
     InvalidSessionIdError,
+    LeaseLostError,
     LeaseTimeoutError,
     LineTooLongError,
     McpConfigError,
@@ -77,6 +79,8 @@ SAMPLES: list[AgentShimError] = [
     CliTimeoutError(["gemini"], 2.5, ParsedTurn(text="partial", session_id="s"), "killed"),
     ContinuityError("a", "b", message="elsewhere"),
     LeaseTimeoutError("user-1", 4242, "web-2", 1_764_580_000.5, 3.0, message="busy"),
+    LeaseLostError("user-1", 3, 4343, "web-3", 1_764_580_001.5, 4, message="lost"),
+    ConversationImportError("gemini", "saved by 0.61.0", message="cannot import"),
     SessionStateError("closed"),
     NoRunningTurnError("no turn"),
     TurnCancelledError("cancelled while it ran", returncode=-15),
@@ -119,6 +123,7 @@ SAMPLES: list[AgentShimError] = [
 MORE_SAMPLES: list[AgentShimError] = [
     TurnCancelledError("cancelled"),
     LeaseTimeoutError("claude/s-1", 7, "h", 0.0, 0.5),
+    LeaseLostError("user-1", 5),
     CliTimeoutError(
         ["codex"],
         1.0,

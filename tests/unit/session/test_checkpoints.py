@@ -19,6 +19,7 @@ from agentshim.core.checkpoints import (
     validate_checkpoint_key,
 )
 from agentshim.core.errors import InvalidRequestError
+from agentshim.core.leases import ConversationLeases, InMemoryLeases
 from agentshim.core.usage import ProviderUsage, TokenUsage
 from agentshim.session import Session
 from agentshim.testing.checkpoints import FakeCheckpointStore
@@ -35,6 +36,10 @@ class TestInMemoryCheckpointStore(CheckpointStoreContract):
     def make_store(self) -> CheckpointStore:
         return InMemoryCheckpointStore()
 
+    def make_fenced_store(self) -> tuple[CheckpointStore, ConversationLeases]:
+        leases = InMemoryLeases()
+        return InMemoryCheckpointStore(leases=leases), leases
+
 
 class TestFileCheckpointStore(CheckpointStoreContract):
     @pytest.fixture(autouse=True)
@@ -44,6 +49,10 @@ class TestFileCheckpointStore(CheckpointStoreContract):
     def make_store(self) -> CheckpointStore:
         return FileCheckpointStore(self.directory, log=self.log_line)
 
+    def make_fenced_store(self) -> tuple[CheckpointStore, ConversationLeases]:
+        leases = InMemoryLeases()
+        return FileCheckpointStore(self.directory, log=self.log_line, leases=leases), leases
+
     def log_line(self, line: str) -> None:
         raise AssertionError(f"unexpected log line: {line}")
 
@@ -51,6 +60,10 @@ class TestFileCheckpointStore(CheckpointStoreContract):
 class TestFakeCheckpointStore(CheckpointStoreContract):
     def make_store(self) -> CheckpointStore:
         return FakeCheckpointStore()
+
+    def make_fenced_store(self) -> tuple[CheckpointStore, ConversationLeases]:
+        leases = InMemoryLeases()
+        return FakeCheckpointStore(leases=leases), leases
 
 
 WRITER = """

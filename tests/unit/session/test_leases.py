@@ -20,6 +20,7 @@ from agentshim.core.checkpoints import Checkpoint, CheckpointStore, InMemoryChec
 from agentshim.core.clock import SystemClock
 from agentshim.core.errors import (
     InvalidRequestError,
+    LeaseLostError,
     LeaseTimeoutError,
     StoreError,
     TurnCancelledError,
@@ -81,6 +82,11 @@ class TestSqliteCheckpointStore(CheckpointStoreContract):
         self.stores.append(store)
         return store
 
+    def make_fenced_store(self) -> tuple[CheckpointStore, ConversationLeases]:
+        store = SqliteStore(self.path, log=self.log_line)
+        self.stores.append(store)
+        return store, store
+
     def log_line(self, line: str) -> None:
         raise AssertionError(f"unexpected log line: {line}")
 
@@ -106,6 +112,41 @@ class TestSqliteFile:
             store.save(KEY, Checkpoint("conv-1", turns=3, sequence=3))
         with SqliteStore(path) as again:
             assert again.load(KEY) == Checkpoint("conv-1", turns=3, sequence=3)
+
+    def test_a_wall_clock_step_lets_no_second_holder_in(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        with SqliteStore(tmp_path / "state.db") as store:
+            first = store.acquire(KEY, LeaseHolder.here(), 30)
+            stepped = time.time() + 3600
+            monkeypatch.setattr(time, "time", lambda: stepped)
+            assert store.acquire(KEY, LeaseHolder.here(), 30) == first
+
+    def test_a_version_1_file_is_migrated_and_its_leases_count_as_expired(
+        self, tmp_path: Path
+    ) -> None:
+        path = tmp_path / "state.db"
+        raw = sqlite3.connect(path)
+        raw.executescript(
+            """
+            CREATE TABLE checkpoints (key TEXT PRIMARY KEY, sequence INTEGER NOT NULL,
+                data TEXT NOT NULL, saved_at REAL NOT NULL);
+            CREATE TABLE leases (key TEXT PRIMARY KEY, token TEXT NOT NULL, pid INTEGER NOT NULL,
+                host TEXT NOT NULL, since REAL NOT NULL, expires REAL NOT NULL);
+            PRAGMA user_version = 1;
+            """
+        )
+        raw.execute("INSERT INTO leases VALUES ('user-1', 'old', 1, 'h', 0, 1e18)")
+        raw.commit()
+        raw.close()
+        with SqliteStore(path) as store:
+            me = LeaseHolder.here()
+            granted = store.acquire(KEY, me, 30)
+            assert granted == me
+            assert granted.fence == 1
+            store.save(KEY, Checkpoint("conv-1", sequence=1, fence=granted.fence))
+            store.save_blob(KEY, b"state", fence=granted.fence)
+            assert store.load_blob(KEY) == b"state"
 
     def test_a_file_from_a_newer_version_is_refused_untouched(self, tmp_path: Path) -> None:
         path = tmp_path / "state.db"
@@ -386,6 +427,55 @@ class TestSessionsOnOneKey:
             session_on(transport, leases=InMemoryLeases(), lease_timeout=-1)
         with pytest.raises(InvalidRequestError, match="leases"):
             session_on(transport, leases="sqlite:///state.db")
+
+
+class FrozenRenewals(InMemoryLeases):
+    """InMemoryLeases whose renewals stall until ``thaw`` is set, as in a stopped process."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.thaw = threading.Event()
+
+    def renew(self, key: str, holder: LeaseHolder, ttl: float) -> bool:
+        self.thaw.wait(LIMIT)
+        return super().renew(key, holder, ttl)
+
+
+class TestFencing:
+    def test_a_turn_that_lost_its_lease_is_stopped_and_its_checkpoint_refused(self) -> None:
+        leases = FrozenRenewals()
+        store = InMemoryCheckpointStore(leases=leases)
+        transport = FakeTransport([FakeOutcome.hang()])
+        session = session_on(
+            transport, checkpoints=store, checkpoint_key=KEY, leases=leases, lease_ttl=0.3
+        )
+        runner = Runner(session, "one")
+        assert runner.started.wait(LIMIT)
+        time.sleep(0.45)  # past the unrenewed lease's time-to-live
+        newer = leases.acquire(KEY, LeaseHolder(4343, "worker-b", time.time(), "b"), 30)
+        assert newer.token == "b", "the expired lease was not free"
+        leases.thaw.set()
+        runner.join()
+        assert isinstance(runner.error, LeaseLostError)
+        assert (runner.error.holder_pid, runner.error.holder_host) == (4343, "worker-b")
+        assert runner.error.holder_fence == newer.fence
+        assert "worker-b" in str(runner.error)
+        assert store.load(KEY) is None, "the lost holder's checkpoint was saved"
+        assert leases.holder(KEY) == newer, "the lost holder released the new holder's lease"
+        assert renewal_threads() == 0
+
+    def test_a_turn_holding_its_lease_saves_under_its_fence(self) -> None:
+        leases = InMemoryLeases()
+        store = InMemoryCheckpointStore(leases=leases)
+        transport = FakeTransport([FakeOutcome.success("one"), FakeOutcome.success("two")])
+        session = session_on(transport, checkpoints=store, checkpoint_key=KEY, leases=leases)
+        session.turn("one")
+        first = store.load(KEY)
+        session.turn("two")
+        second = store.load(KEY)
+        assert first is not None
+        assert second is not None
+        assert 0 < first.fence < second.fence
 
 
 class TestSessionsWithoutAKey:
