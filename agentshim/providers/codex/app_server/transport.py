@@ -7,14 +7,17 @@ one-shot Codex turns never pay for it.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TYPE_CHECKING
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from agentshim.core.conversation import ConversationSpec
 from agentshim.core.errors import ProviderCapabilityError
+from agentshim.execution.process import Process, SpawnRequest
 from agentshim.providers.codex.provider import CodexProvider
 from agentshim.transport.context import TransportContext
 from agentshim.transport.conversation import ProcessOptions, ProcessTransport
+from agentshim.transport.shared import ProcessPool, ProcessSharing
 
 from .profile import APP_SERVER_PROFILE
 
@@ -29,12 +32,24 @@ Reaper = Callable[[str], int]
 """Ends every process whose environment carries the given tool marker; returns how many."""
 
 
+def _thread_of(params: Mapping[str, Any]) -> str | None:
+    """The thread an app-server frame is about (every thread event names its ``threadId``)."""
+    thread = params.get("threadId")
+    return thread if isinstance(thread, str) else None
+
+
 class CodexAppServerTransport(ProcessTransport):
     """A Transport whose conversations each keep one ``codex app-server`` process.
 
     The keywords are :class:`~agentshim.transport.conversation.ProcessTransport`'s, and
     ``reap``, which ends the commands an interrupted turn left running (default: every process
     carrying the conversation's marker, found in ``/proc`` where there is one).
+
+    With ``sharing`` the conversations share processes: each is a thread on one of at most
+    ``sharing.max_processes`` processes per process-wide configuration (the environment and
+    the MCP servers' ``--config`` flags; the conversation's cwd, permissions, model and tool
+    marker go per thread). A conversation with tools of its own keeps a process of its own.
+    See ``docs/sessions.md``.
     """
 
     def __init__(
@@ -42,10 +57,36 @@ class CodexAppServerTransport(ProcessTransport):
         context: TransportContext | Callable[[], TransportContext],
         *,
         reap: Reaper | None = None,
+        sharing: ProcessSharing | None = None,
         **options: Unpack[ProcessOptions],
     ) -> None:
         super().__init__(context, **options)
         self.reap = reap
+        self.sharing = sharing
+        self._pool: ProcessPool | None = None
+        self._pool_lock = threading.Lock()
+
+    def pool(self) -> ProcessPool | None:
+        """The shared processes of this transport's conversations; None when not sharing."""
+        sharing = self.sharing
+        if sharing is None:
+            return None
+        with self._pool_lock:
+            if self._pool is None:
+                context = self.context
+                executor = context.executor
+
+                def spawn(argv: Sequence[str], env: Mapping[str, str]) -> Process:
+                    return executor.spawn(SpawnRequest(list(argv), env=dict(env)))
+
+                self._pool = ProcessPool(
+                    sharing,
+                    spawn,
+                    _thread_of,
+                    clock=context.clock,
+                    close_grace=self.close_grace,
+                )
+            return self._pool
 
     profile = APP_SERVER_PROFILE
     """Codex CLI's capabilities over app-server."""
@@ -71,4 +112,4 @@ class CodexAppServerTransport(ProcessTransport):
             )
         from .conversation import CodexAppServerConversation
 
-        return CodexAppServerConversation(self, provider, spec, reap=self.reap)
+        return CodexAppServerConversation(self, provider, spec, reap=self.reap, pool=self.pool())

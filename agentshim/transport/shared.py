@@ -1,0 +1,347 @@
+"""Several conversations on one long-lived JSON-RPC process: a pool of shared processes.
+
+Codex app-server threads and ACP sessions tag every frame with the conversation it belongs
+to, so one CLI process can serve several conversations at once. :class:`ProcessPool` keeps,
+per distinct process-wide configuration (argv and environment), at most
+``ProcessSharing.max_processes`` processes; each conversation gets a :class:`SharedChannel`
+on one of them, which a conversation reads and writes as it would its own
+:class:`~agentshim.transport.channel.Channel`:
+
+- its requests go out under ids unique on the process (the conversation's own ids are put
+  back on the answers), so two conversations' requests never meet;
+- what it reads is what a :class:`~agentshim.transport.router.FrameRouter` routed to it: the
+  answers to its requests and the frames tagged with its conversation id (``bind_session``);
+  a frame tagged with no conversation (a process-wide notice) goes to nobody;
+- the process's stderr is kept once, for the process; a conversation that meets the
+  process's end gets its tail before the exit, as a conversation on its own process would;
+- closing it leaves the process to the others; the process ends when its last conversation
+  leaves;
+- ``kill`` kills the process, and so ends every conversation's turn on it, each as a process
+  that died (their next turns start a new process and re-attach their conversations).
+
+A process that has served ``ProcessSharing.recycle_after`` conversations takes no new one
+(some CLIs cannot close a conversation, so a long-lived process only grows) and ends when the
+conversations it has leave; a running turn is never disturbed.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections import deque
+from collections.abc import Callable, Hashable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from agentshim.core.clock import Monotonic
+from agentshim.core.errors import InvalidRequestError
+from agentshim.core.stream import parse_json_object
+from agentshim.execution.process import (
+    Process,
+    ProcessExited,
+    ProcessOutput,
+    StderrLine,
+    StdoutLine,
+)
+
+from .channel import Channel
+from .ndjson import encode_frame
+from .router import FrameRouter, Mailbox
+
+__all__ = ["ProcessPool", "ProcessSharing", "SessionKey", "SharedChannel", "SharedProcess"]
+
+SessionKey = Callable[[Mapping[str, Any]], str | None]
+"""The conversation a frame from the process names (its ``threadId``, ``sessionId``), or None."""
+
+_STDERR_TAIL = 200
+
+
+@dataclass(frozen=True, slots=True)
+class ProcessSharing:
+    """How a long-lived transport shares CLI processes between its conversations.
+
+    Attributes:
+        max_processes: At most this many processes per distinct process-wide configuration
+            (argv and environment). A new conversation joins the running process with the
+            fewest conversations; another process starts only while there are fewer than this
+            and each running one already serves a conversation.
+        recycle_after: A process that has taken this many conversations takes no more; it
+            ends once they have all left (None: never recycled).
+
+    Raises:
+        InvalidRequestError: ``max_processes`` or ``recycle_after`` is below 1.
+    """
+
+    max_processes: int = 1
+    recycle_after: int | None = 200
+
+    def __post_init__(self) -> None:
+        if type(self.max_processes) is not int or self.max_processes < 1:
+            raise InvalidRequestError(
+                "max_processes", f"{self.max_processes!r} is not an integer of 1 or more"
+            )
+        recycle = self.recycle_after
+        if recycle is not None and (type(recycle) is not int or recycle < 1):
+            raise InvalidRequestError(
+                "recycle_after", f"{recycle!r} is not an integer of 1 or more, nor None"
+            )
+
+
+class SharedProcess:
+    """One running CLI process and the conversations it serves (made by :class:`ProcessPool`).
+
+    ``session_key`` finds the conversation a frame names.
+    """
+
+    def __init__(
+        self,
+        process: Process,
+        argv: Sequence[str],
+        session_key: SessionKey,
+        *,
+        clock: Monotonic,
+        close_grace: float,
+    ) -> None:
+        self.argv = tuple(argv)
+        self.process = process
+        self._session_key = session_key
+        self._clock = clock
+        self._close_grace = close_grace
+        self.router = FrameRouter(process, self._route, unrouted=self._unrouted, clock=clock)
+        self.stderr: deque[str] = deque(maxlen=_STDERR_TAIL)
+        self._lock = threading.Lock()
+        self._next_id = 0
+        self._ready = threading.Lock()
+        self.prepared = False
+        self.sessions = 0
+        """Conversations on it now."""
+        self.taken = 0
+        """Conversations it has taken in all."""
+        self.retired = False
+        """It takes no new conversation."""
+
+    @property
+    def ended(self) -> bool:
+        """The process has ended (a read met its end, or it has been reaped)."""
+        return self.router.exit is not None or self.process.wait(0) is not None
+
+    def next_id(self) -> int:
+        """A request id no other request on the process has."""
+        with self._lock:
+            self._next_id += 1
+            return self._next_id
+
+    def prepare_once(self, handshake: Callable[[], None]) -> None:
+        """Run ``handshake`` if no conversation has completed it on this process yet.
+
+        The first conversation on a process says hello for all; the others wait for it
+        (a lock, not a poll). A handshake that raises leaves the process unprepared.
+        """
+        with self._ready:
+            if not self.prepared:
+                handshake()
+                self.prepared = True
+
+    def _route(self, output: ProcessOutput) -> Hashable | None:
+        if not isinstance(output, StdoutLine):
+            return None
+        frame = parse_json_object(output.text)
+        if frame is None:
+            return None
+        if "method" not in frame:
+            identifier = frame.get("id")
+            return ("id", identifier) if type(identifier) is int else None
+        params = frame.get("params")
+        if not isinstance(params, dict):
+            return None
+        key = self._session_key(params)  # pyright: ignore[reportUnknownArgumentType]
+        return None if key is None else ("session", key)
+
+    def _unrouted(self, output: ProcessOutput) -> None:
+        if isinstance(output, StderrLine):
+            self.stderr.append(output.text)
+
+    def close(self) -> None:
+        """End the process: stdin EOF, then SIGTERM, then SIGKILL, each after the grace."""
+        process, grace = self.process, self._close_grace
+        process.close_stdin()
+        if process.wait(grace) is None:
+            process.terminate()
+            if process.wait(grace) is None:
+                process.kill()
+                process.wait(grace)
+
+
+class SharedChannel(Channel):
+    """One conversation's view of a :class:`SharedProcess`, used like its own Channel."""
+
+    __slots__ = ("_box", "_ids", "_pool", "_shared", "_tail", "fresh")
+
+    def __init__(self, pool: ProcessPool, shared: SharedProcess, *, fresh: bool) -> None:
+        super().__init__(shared.process, shared.argv, clock=pool.clock)
+        self._pool = pool
+        self._shared = shared
+        self._box: Mailbox = shared.router.open()
+        self._ids: dict[int, object] = {}
+        self._tail: deque[str] | None = None
+        self.fresh = fresh
+        """The process was started for this conversation (it was not running before)."""
+
+    @property
+    def process(self) -> SharedProcess:
+        """The shared process this conversation is on."""
+        return self._shared
+
+    @property
+    def exit(self) -> ProcessExited | None:
+        """How the process ended, once this or another conversation met its end.
+
+        A process that ended while nobody read it counts as ended too, so a conversation's
+        next turn starts another process instead of writing to a dead one.
+        """
+        if self._exit is not None:
+            return self._exit
+        ended = self._shared.router.exit
+        if ended is None:
+            code = self._shared.process.wait(0)
+            ended = None if code is None else ProcessExited(code)
+        return ended
+
+    def bind_session(self, key: str) -> None:
+        """Deliver the frames that name conversation ``key`` to this channel."""
+        self._shared.router.bind(("session", key), self._box)
+
+    def send(self, frame: Mapping[str, Any]) -> None:
+        """Write ``frame``; a request goes out under an id unique on the process.
+
+        Raises:
+            InvalidRequestError: the frame cannot be JSON (nothing is written).
+            ProcessClosedError: the process is gone.
+        """
+        if "method" in frame and "id" in frame:
+            wire = self._shared.next_id()
+            self._ids[wire] = frame["id"]
+            self._shared.router.bind(("id", wire), self._box)
+            frame = {**frame, "id": wire}
+        self._process.write(encode_frame(frame))
+
+    def read(self, deadline: float | None) -> ProcessOutput | None:
+        """The conversation's next output, or None at ``deadline`` or on a ``wake``."""
+        if self._exit is not None:
+            return self._exit
+        tail = self._tail
+        if tail is not None:
+            return StderrLine(tail.popleft()) if tail else self._ended()
+        output = self._shared.router.wait(self._box, deadline)
+        if isinstance(output, ProcessExited):
+            # Hand over what the process said on stderr before its end, then the end.
+            self._tail = deque(self._shared.stderr)
+            return self.read(deadline)
+        if isinstance(output, StdoutLine):
+            return self._readdressed(output)
+        return output
+
+    def _ended(self) -> ProcessExited | None:
+        self._exit = self._shared.router.exit
+        return self._exit
+
+    def _readdressed(self, output: StdoutLine) -> StdoutLine:
+        """An answer to one of our requests, under the id the conversation sent it with."""
+        frame = parse_json_object(output.text)
+        if frame is None or "method" in frame:
+            return output
+        wire = frame.get("id")
+        if type(wire) is not int or wire not in self._ids:
+            return output
+        self._shared.router.unbind(("id", wire))
+        return StdoutLine(json.dumps({**frame, "id": self._ids.pop(wire)}) + "\n")
+
+    def wake(self) -> None:
+        """End this conversation's ``read`` blocked on another thread now; thread-safe."""
+        self._shared.router.wake(self._box)
+
+    def kill(self, wait: float = 5.0) -> None:
+        """Kill the shared process now: every conversation on it meets its end."""
+        self._process.kill()
+        self._process.wait(wait)
+
+    def close(self, grace: float) -> int | None:
+        """Leave the process; it ends when its last conversation has left (None: it runs on)."""
+        del grace
+        self._shared.router.close(self._box)
+        return self._pool.release(self._shared)
+
+
+class ProcessPool:
+    """The shared processes of one transport, per process-wide configuration.
+
+    ``spawn`` starts a process for an argv and environment; ``session_key`` finds the
+    conversation a frame names; ``close_grace`` is how long each step of ending a process
+    is given. Thread-safe.
+    """
+
+    def __init__(
+        self,
+        sharing: ProcessSharing,
+        spawn: Callable[[Sequence[str], Mapping[str, str]], Process],
+        session_key: SessionKey,
+        *,
+        clock: Monotonic,
+        close_grace: float,
+    ) -> None:
+        self.sharing = sharing
+        self.clock = clock
+        self._spawn = spawn
+        self._session_key = session_key
+        self._close_grace = close_grace
+        self._lock = threading.Lock()
+        self._processes: dict[tuple[Any, ...], list[SharedProcess]] = {}
+
+    def attach(self, argv: Sequence[str], env: Mapping[str, str]) -> SharedChannel:
+        """A channel on a process of this configuration, started when none can take it.
+
+        Raises:
+            CliNotFoundError / AgentShimError: the process could not be started.
+        """
+        key = (tuple(argv), tuple(sorted(env.items())))
+        with self._lock:
+            running = [p for p in self._processes.get(key, []) if not p.ended]
+            self._processes[key] = running
+            open_ = [p for p in running if not p.retired]
+            least = min(open_, key=lambda p: p.sessions, default=None)
+            fresh = least is None or (
+                least.sessions > 0 and len(running) < self.sharing.max_processes
+            )
+            if fresh or least is None:
+                process = self._spawn(argv, env)
+                least = SharedProcess(
+                    process,
+                    argv,
+                    self._session_key,
+                    clock=self.clock,
+                    close_grace=self._close_grace,
+                )
+                running.append(least)
+            least.sessions += 1
+            least.taken += 1
+            recycle = self.sharing.recycle_after
+            if recycle is not None and least.taken >= recycle:
+                least.retired = True
+            return SharedChannel(self, least, fresh=fresh)
+
+    def release(self, shared: SharedProcess) -> int | None:
+        """A conversation left ``shared``; end it when it was the last (its status, else None)."""
+        with self._lock:
+            shared.sessions -= 1
+            if shared.sessions > 0:
+                return None
+            for running in self._processes.values():
+                if shared in running:
+                    running.remove(shared)
+        shared.close()
+        return shared.process.wait(0)
+
+    def processes(self) -> list[SharedProcess]:
+        """The processes running now, of every configuration."""
+        with self._lock:
+            return [p for running in self._processes.values() for p in running if not p.ended]
