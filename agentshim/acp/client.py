@@ -63,6 +63,14 @@ from agentshim.transport.conversation import (
     ProcessTransport,
 )
 from agentshim.transport.fixed import refuse_fixed_changes
+from agentshim.transport.shared import (
+    PoolSlot,
+    ProcessPool,
+    ProcessSharing,
+    bind_session,
+    join_shared,
+    once_per_process,
+)
 from agentshim.transport.watch import TurnWatch
 
 from .dialect import AcpArgv, AcpDialect
@@ -78,6 +86,7 @@ from .jsonrpc import (
     request,
     result_response,
 )
+from .sharing import session_of
 from .updates import UpdateReader
 
 if TYPE_CHECKING:
@@ -127,7 +136,9 @@ class AcpTransport(ProcessTransport):
     ``handshake_timeout`` how long starting a session (``initialize`` plus ``session/new``
     or ``session/load``) may take; ``interrupt_grace`` how long a cancelled turn may take to
     end before its process is killed; ``close_grace`` each step of closing a process.
-    ``wall_clock`` and ``sleep`` time a dialect's deferred ``session/load``.
+    ``wall_clock`` and ``sleep`` time a dialect's deferred ``session/load``. With
+    ``sharing`` the conversations share processes, one ACP session each (see
+    :mod:`agentshim.acp.sharing`).
     """
 
     def __init__(
@@ -138,15 +149,22 @@ class AcpTransport(ProcessTransport):
         handshake_timeout: float = 90.0,
         wall_clock: Callable[[], float] = time.time,
         sleep: Callable[[float], None] = time.sleep,
+        sharing: ProcessSharing | None = None,
         **options: Unpack[ProcessOptions],
     ) -> None:
         super().__init__(context, **options)
+        self.sharing = sharing
+        self._pools = PoolSlot(session_of)
         self._lock = threading.Lock()
         self.dialect = dialect
         self.handshake_timeout = handshake_timeout
         self.wall_clock = wall_clock
         self.sleep = sleep
         self._created: dict[str, float] = {}
+
+    def pool(self) -> ProcessPool | None:
+        """The processes its conversations share (see :mod:`agentshim.transport.shared`)."""
+        return self._pools.get(self.sharing, self.context, close_grace=self.close_grace)
 
     def created(self, session_id: str) -> float | None:
         """When (on ``wall_clock``) a conversation of this transport created ``session_id``."""
@@ -285,10 +303,14 @@ class AcpConversation(ProcessConversation[_Turn]):
         if spec.tools:
             refuse_remote_executor(context.executor)
             self._serving = serve_tools(spec.tools, emit=emit)
+        env = {**context.env, **self._dialect.env(args)}
+        pool = None if spec.tools else self._transport.pool()
         try:
-            channel = self._start_process(
-                argv, {**context.env, **self._dialect.env(args)}, emit, side=self._serving
-            )
+            if pool is not None:
+                channel = join_shared(pool, argv, env, emit)
+                self._adopt_channel(channel)
+            else:
+                channel = self._start_process(argv, env, emit, side=self._serving)
         except BaseException:
             self._release_process()
             raise
@@ -302,6 +324,10 @@ class AcpConversation(ProcessConversation[_Turn]):
 
     def _handshake(self, channel: Channel, emit: Emit) -> None:
         deadline = self._clock() + self._transport.handshake_timeout
+        once_per_process(channel, lambda: self._initialize(channel, emit, deadline))
+        self._open_session(channel, emit, deadline)
+
+    def _initialize(self, channel: Channel, emit: Emit, deadline: float) -> None:
         capabilities = {"fs": {"readTextFile": False, "writeTextFile": False}, "terminal": False}
         init = self._call(
             channel,
@@ -323,6 +349,8 @@ class AcpConversation(ProcessConversation[_Turn]):
                 "acp_initialized", f"{as_str(info.get('name')) or '?'} {version or ''}".strip()
             )
         )
+
+    def _open_session(self, channel: Channel, emit: Emit, deadline: float) -> None:
         cwd = os.path.abspath(self._spec.cwd) if self._spec.cwd else os.getcwd()
         served = () if self._serving is None else (self._serving.server,)
         servers = mcp_servers_param((*self._spec.mcp_servers, *served))
@@ -341,10 +369,12 @@ class AcpConversation(ProcessConversation[_Turn]):
                     detail=f"session/new named no usable session id ({session_id!r:.80})",
                 )
             self._session_id = session_id
+            bind_session(channel, session_id)
             self._transport.note_created(session_id)
             emit(SessionStarted(session_id))
             return
         session_id = self._session_id
+        bind_session(channel, session_id)
         self._defer_load(session_id, emit)
         attach = self._dialect.attach
         response = self._call(

@@ -695,6 +695,13 @@ class ProcessConversation(LongLivedConversation[TurnT]):
         self._stderr.clear()
         return channel
 
+    def _adopt_channel(self, channel: Channel) -> None:
+        """Make ``channel`` (on a process shared with other conversations) the conversation's."""
+        with self._lock:
+            self._channel = channel
+            self._requests.clear()
+        self._stderr.clear()
+
     def _release_process(self) -> None:
         """Close the channel's process: stdin EOF, then SIGTERM, then SIGKILL to its group.
 

@@ -31,24 +31,38 @@ import threading
 from collections import deque
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 from agentshim.core.clock import Monotonic
 from agentshim.core.errors import InvalidRequestError
+from agentshim.core.events import Emit, RunStarted
 from agentshim.core.stream import parse_json_object
 from agentshim.execution.process import (
     Process,
     ProcessExited,
     ProcessOutput,
+    SpawnRequest,
     StderrLine,
     StdoutLine,
 )
 
 from .channel import Channel
+from .context import TransportContext
 from .ndjson import encode_frame
 from .router import FrameRouter, Mailbox
 
-__all__ = ["ProcessPool", "ProcessSharing", "SessionKey", "SharedChannel", "SharedProcess"]
+__all__ = [
+    "PoolSlot",
+    "ProcessPool",
+    "ProcessSharing",
+    "SessionKey",
+    "SharedChannel",
+    "SharedProcess",
+    "SharingTransport",
+    "bind_session",
+    "join_shared",
+    "once_per_process",
+]
 
 SessionKey = Callable[[Mapping[str, Any]], str | None]
 """The conversation a frame from the process names (its ``threadId``, ``sessionId``), or None."""
@@ -345,3 +359,69 @@ class ProcessPool:
         """The processes running now, of every configuration."""
         with self._lock:
             return [p for running in self._processes.values() for p in running if not p.ended]
+
+
+@runtime_checkable
+class SharingTransport(Protocol):
+    """A long-lived transport whose conversations can share processes.
+
+    ``sharing`` is how (None: each conversation keeps a process of its own); set it before
+    the first conversation opens.
+    """
+
+    sharing: ProcessSharing | None
+
+
+class PoolSlot:
+    """A transport's :class:`ProcessPool`, made on first use from its resolved CLI.
+
+    ``session_key`` finds the conversation a frame of this protocol names.
+    """
+
+    def __init__(self, session_key: SessionKey) -> None:
+        self._session_key = session_key
+        self._lock = threading.Lock()
+        self._pool: ProcessPool | None = None
+
+    def get(
+        self, sharing: ProcessSharing | None, context: TransportContext, *, close_grace: float
+    ) -> ProcessPool | None:
+        """The pool (made now if needed); None when ``sharing`` is None."""
+        if sharing is None:
+            return None
+        with self._lock:
+            if self._pool is None:
+                executor = context.executor
+
+                def spawn(argv: Sequence[str], env: Mapping[str, str]) -> Process:
+                    return executor.spawn(SpawnRequest(list(argv), env=dict(env)))
+
+                self._pool = ProcessPool(
+                    sharing, spawn, self._session_key, clock=context.clock, close_grace=close_grace
+                )
+            return self._pool
+
+
+def join_shared(
+    pool: ProcessPool, argv: Sequence[str], env: Mapping[str, str], emit: Emit
+) -> SharedChannel:
+    """A conversation's channel on a process of ``pool`` for ``argv`` and ``env``.
+
+    ``RunStarted`` reports the argv the conversation runs on, as a process of its own would.
+    """
+    emit(RunStarted(tuple(argv)))
+    return pool.attach(argv, env)
+
+
+def once_per_process(channel: Channel, handshake: Callable[[], None]) -> None:
+    """Run ``handshake`` now, or, on a shared process, only if no conversation has run it yet."""
+    if isinstance(channel, SharedChannel):
+        channel.process.prepare_once(handshake)
+    else:
+        handshake()
+
+
+def bind_session(channel: Channel, session_id: str) -> None:
+    """On a shared process, deliver the frames naming ``session_id`` to ``channel``."""
+    if isinstance(channel, SharedChannel):
+        channel.bind_session(session_id)

@@ -36,7 +36,6 @@ from agentshim.core.events import (
     Lifecycle,
     ProviderErrorReported,
     RunFinished,
-    RunStarted,
     SessionStarted,
     Stderr,
     TurnInterrupted,
@@ -55,7 +54,12 @@ from agentshim.transport.channel import Channel
 from agentshim.transport.conversation import LiveTurn, ProcessConversation
 from agentshim.transport.correlator import PendingRequest
 from agentshim.transport.fixed import refuse_fixed_changes
-from agentshim.transport.shared import ProcessPool, SharedChannel
+from agentshim.transport.shared import (
+    ProcessPool,
+    SharedChannel,
+    join_shared,
+    once_per_process,
+)
 from agentshim.transport.watch import TurnWatch
 
 from . import _wire
@@ -447,14 +451,10 @@ class CodexAppServerConversation(ProcessConversation[_Turn]):
         )
         env = dict(context.env)
         self._add_mcp_env(env)
-        emit(RunStarted(tuple(argv)))
-        channel = pool.attach(argv, env)
-        with self._lock:
-            self._channel = channel
-            self._requests.clear()
-        self._stderr.clear()
+        channel = join_shared(pool, argv, env, emit)
+        self._adopt_channel(channel)
         try:
-            channel.process.prepare_once(lambda: self._handshake(channel, emit))
+            once_per_process(channel, lambda: self._handshake(channel, emit))
             self._open_thread(channel, emit)
         except BaseException:
             self._release_process()

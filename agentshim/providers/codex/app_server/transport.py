@@ -7,17 +7,15 @@ one-shot Codex turns never pay for it.
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from agentshim.core.conversation import ConversationSpec
 from agentshim.core.errors import ProviderCapabilityError
-from agentshim.execution.process import Process, SpawnRequest
 from agentshim.providers.codex.provider import CodexProvider
 from agentshim.transport.context import TransportContext
 from agentshim.transport.conversation import ProcessOptions, ProcessTransport
-from agentshim.transport.shared import ProcessPool, ProcessSharing
+from agentshim.transport.shared import PoolSlot, ProcessPool, ProcessSharing
 
 from .profile import APP_SERVER_PROFILE
 
@@ -63,30 +61,11 @@ class CodexAppServerTransport(ProcessTransport):
         super().__init__(context, **options)
         self.reap = reap
         self.sharing = sharing
-        self._pool: ProcessPool | None = None
-        self._pool_lock = threading.Lock()
+        self._pools = PoolSlot(_thread_of)
 
     def pool(self) -> ProcessPool | None:
         """The shared processes of this transport's conversations; None when not sharing."""
-        sharing = self.sharing
-        if sharing is None:
-            return None
-        with self._pool_lock:
-            if self._pool is None:
-                context = self.context
-                executor = context.executor
-
-                def spawn(argv: Sequence[str], env: Mapping[str, str]) -> Process:
-                    return executor.spawn(SpawnRequest(list(argv), env=dict(env)))
-
-                self._pool = ProcessPool(
-                    sharing,
-                    spawn,
-                    _thread_of,
-                    clock=context.clock,
-                    close_grace=self.close_grace,
-                )
-            return self._pool
+        return self._pools.get(self.sharing, self.context, close_grace=self.close_grace)
 
     profile = APP_SERVER_PROFILE
     """Codex CLI's capabilities over app-server."""

@@ -1,0 +1,173 @@
+"""ACP conversations sharing processes: one session each on a shared agent process."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import pytest
+
+from agentshim.acp.client import AcpTransport
+from agentshim.acp.dialect import AcpDialect
+from agentshim.core.conversation import ConversationSpec, Transport
+from agentshim.core.errors import CliDiedError
+from agentshim.core.events import AgentEvent
+from agentshim.core.permissions import ApprovalPolicy, NativePermissions
+from agentshim.core.turn import TurnRequest
+from agentshim.providers.copilot.acp import COPILOT_ACP
+from agentshim.providers.gemini.acp import GEMINI_ACP
+from agentshim.providers.opencode.acp import OPENCODE_ACP
+from agentshim.testing import FakeExecutor
+from agentshim.testing.acp import (
+    COPILOT_QUIRKS,
+    GEMINI_QUIRKS,
+    OPENCODE_QUIRKS,
+    AcpPeers,
+    AcpPeerTurn,
+    AcpQuirks,
+)
+from agentshim.testing.session_contracts import (
+    ContractTurn,
+    ConversationContract,
+    TransportContract,
+)
+from agentshim.transport.shared import ProcessSharing
+
+from .rigs import transport_on
+
+BYPASS = NativePermissions.bypass()
+AGENTS = {
+    "gemini": (GEMINI_ACP, GEMINI_QUIRKS),
+    "opencode": (OPENCODE_ACP, OPENCODE_QUIRKS),
+    "copilot": (COPILOT_ACP, COPILOT_QUIRKS),
+}
+
+
+def shared(
+    provider: str, turns: Sequence[AcpPeerTurn], sharing: ProcessSharing | None = None
+) -> tuple[AcpTransport, FakeExecutor, AcpPeers]:
+    dialect, quirks = AGENTS[provider]
+    peers = AcpPeers(turns, quirks=quirks)
+    transport, executor = transport_on(
+        provider, dialect, peers, sharing=sharing or ProcessSharing()
+    )
+    return transport, executor, peers
+
+
+def spec(resume: str | None = None) -> ConversationSpec:
+    return ConversationSpec(
+        permissions=BYPASS, approvals=ApprovalPolicy.DENY, resume_session_id=resume
+    )
+
+
+def ignore() -> Callable[[AgentEvent], None]:
+    return [].append
+
+
+def sent(peers: AcpPeers, method: str) -> list[dict[str, Any]]:
+    return [m for peer in peers.peers for m in peer.received if m.get("method") == method]
+
+
+def contract(turns: Sequence[ContractTurn]) -> list[AcpPeerTurn]:
+    return [AcpPeerTurn(t.text, hang=t.hang) for t in turns]
+
+
+class TestSharedGeminiConversationContract(ConversationContract):
+    def make_conversation(
+        self, turns: Sequence[ContractTurn], *, resume_session_id: str | None = None
+    ) -> Any:
+        return shared("gemini", contract(turns))[0].open(spec(resume_session_id))
+
+
+class TestSharedOpencodeConversationContract(ConversationContract):
+    def make_conversation(
+        self, turns: Sequence[ContractTurn], *, resume_session_id: str | None = None
+    ) -> Any:
+        return shared("opencode", contract(turns))[0].open(spec(resume_session_id))
+
+
+class TestSharedCopilotConversationContract(ConversationContract):
+    def make_conversation(
+        self, turns: Sequence[ContractTurn], *, resume_session_id: str | None = None
+    ) -> Any:
+        return shared("copilot", contract(turns))[0].open(spec(resume_session_id))
+
+
+class TestSharedAcpTransportContract(TransportContract):
+    def make_transport(self, turns: Sequence[ContractTurn]) -> Transport:
+        return shared("gemini", contract(turns))[0]
+
+
+@pytest.mark.parametrize("provider", sorted(AGENTS))
+def test_two_conversations_are_two_sessions_on_one_process(provider: str) -> None:
+    transport, executor, peers = shared(
+        provider, [AcpPeerTurn("a1"), AcpPeerTurn("b1"), AcpPeerTurn("a2")]
+    )
+    first, second = transport.open(spec()), transport.open(spec())
+    assert first.turn(TurnRequest("one"), ignore()).text == "a1"
+    assert second.turn(TurnRequest("two"), ignore()).text == "b1"
+    assert first.turn(TurnRequest("three"), ignore()).text == "a2"
+    assert len(executor.spawned) == 1
+    assert len(sent(peers, "initialize")) == 1
+    assert len(sent(peers, "session/new")) == 2
+    prompts = [m["params"]["sessionId"] for m in sent(peers, "session/prompt")]
+    assert prompts == [first.session_id, second.session_id, first.session_id]
+    assert peers.history[first.session_id or ""] == [
+        ("user", "one"),
+        ("agent", "a1"),
+        ("user", "three"),
+        ("agent", "a2"),
+    ]
+    first.close()
+    assert executor.processes[0].returncode is None
+    second.close()
+    assert executor.processes[0].returncode is not None
+
+
+def test_a_cancel_names_only_the_interrupted_session() -> None:
+    transport, _, peers = shared("gemini", [AcpPeerTurn("a1"), AcpPeerTurn("hang", hang=True)])
+    quiet, interrupted = transport.open(spec()), transport.open(spec())
+    quiet.turn(TurnRequest("one"), ignore())
+    timer = threading.Timer(0.2, interrupted.interrupt)
+    timer.start()
+    result = interrupted.turn(TurnRequest("two"), ignore())
+    timer.join()
+    assert result.interrupted
+    cancels = [m["params"]["sessionId"] for m in sent(peers, "session/cancel")]
+    assert cancels == [interrupted.session_id]
+
+
+def test_a_dead_shared_process_fails_the_running_turn_and_both_load_on_a_new_one() -> None:
+    turns = [AcpPeerTurn("a1"), AcpPeerTurn("hang", hang=True), AcpPeerTurn("b2")]
+    transport, executor, peers = shared("opencode", [*turns, AcpPeerTurn("a2")])
+    first, second = transport.open(spec()), transport.open(spec())
+    first.turn(TurnRequest("one"), ignore())
+    timer = threading.Timer(0.2, executor.processes[0].kill)
+    timer.start()
+    with pytest.raises(CliDiedError):
+        second.turn(TurnRequest("two"), ignore())
+    timer.join()
+    assert second.turn(TurnRequest("three"), ignore()).text == "b2"
+    assert first.turn(TurnRequest("four"), ignore()).text == "a2"
+    assert len(executor.spawned) == 2
+    loaded = [m["params"]["sessionId"] for m in sent(peers, OPENCODE_ACP.attach)]
+    assert sorted(loaded) == sorted([first.session_id, second.session_id])
+    first.close()
+    second.close()
+
+
+def test_conversations_with_other_process_wide_settings_get_other_processes() -> None:
+    dialect: AcpDialect = GEMINI_ACP
+    quirks: AcpQuirks = GEMINI_QUIRKS
+    peers = AcpPeers([AcpPeerTurn("a"), AcpPeerTurn("b")], quirks=quirks)
+    transport, executor = transport_on("gemini", dialect, peers, sharing=ProcessSharing())
+    bypass = transport.open(spec())
+    planning = transport.open(
+        ConversationSpec(permissions=NativePermissions.read_only(), approvals=ApprovalPolicy.DENY)
+    )
+    bypass.turn(TurnRequest("one"), ignore())
+    planning.turn(TurnRequest("two"), ignore())
+    assert len(executor.spawned) == 2
+    bypass.close()
+    planning.close()
