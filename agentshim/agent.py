@@ -40,6 +40,7 @@ from agentshim.core.permissions import NativePermissions
 from agentshim.core.profile import ProviderProfile, RenewalBudget
 from agentshim.core.retry import RetryPolicy
 from agentshim.core.session_policy import SessionPolicy
+from agentshim.core.sharing import ProcessSharing
 from agentshim.core.tools import Tool
 from agentshim.core.usage import ProviderUsage
 from agentshim.execution.confinement import Confinement, confine
@@ -51,6 +52,7 @@ from agentshim.providers import DEFAULT_CATALOG, ProviderCatalog
 from agentshim.providers.catalog import transport_factories, transports_offered
 from agentshim.session import Session
 from agentshim.transport.context import TransportContext
+from agentshim.transport.shared import SharingTransport
 
 __all__ = ["Agent"]
 
@@ -84,11 +86,17 @@ class Agent:
     (``agentshim.otel.Tracing``, the ``agentshim[otel]`` extra) traces every turn of every
     session; see ``docs/observability.md``.
 
+    ``share_processes`` (a :class:`~agentshim.core.sharing.ProcessSharing`) lets the
+    conversations of a long-lived transport share CLI processes: each is a thread (Codex
+    app-server) or an ACP session (Gemini CLI, opencode, Copilot CLI) on one of at most
+    ``max_processes`` processes per process-wide configuration. See ``docs/sessions.md``.
+
     Raises:
         InvalidRequestError: ``provider`` is not a name, ``permissions`` or ``approvals`` of
             the wrong type, or both ``env`` and ``confinement``.
-        ProviderCapabilityError: the transport cannot honour ``permissions``, or the provider
-            has no transport of the requested kind.
+        ProviderCapabilityError: the transport cannot honour ``permissions``, the provider
+            has no transport of the requested kind, or ``share_processes`` is given for a
+            transport that serves one conversation per process.
     """
 
     def __init__(
@@ -122,6 +130,7 @@ class Agent:
         max_session_tokens: int | None = None,
         unknown_cost: UnknownCost = UnknownCost.REFUSE,
         tracing: Tracing | None = None,
+        share_processes: ProcessSharing | None = None,
     ) -> None:
         if not isinstance(provider, str):  # pyright: ignore[reportUnnecessaryIsInstance]
             raise InvalidRequestError(
@@ -153,6 +162,11 @@ class Agent:
             raise ProviderCapabilityError(
                 f"{profile.display_name} offers no {transport.value} transport; it offers "
                 f"{', '.join(kind.value for kind in offered)}"
+            )
+        if transport is TransportKind.ONE_SHOT and share_processes is not None:
+            raise ProviderCapabilityError(
+                "share_processes needs a long-lived transport: pass "
+                "transport=TransportKind.STREAM (one-shot turns start a process each)"
             )
         if transport is TransportKind.ONE_SHOT:
             check_permissions(
@@ -202,6 +216,19 @@ class Agent:
 
         self.transport = factories[transport](context)
         self._session_leases = self._own_leases()
+        if share_processes is not None:
+            self._share_processes(share_processes)
+
+    def _share_processes(self, sharing: ProcessSharing) -> None:
+        instance("Agent", "share_processes", sharing, ProcessSharing, "a ProcessSharing")
+        transport = self.transport
+        if not isinstance(transport, SharingTransport):
+            raise ProviderCapabilityError(
+                f"{self.profile.display_name} over {type(transport).__name__} serves one "
+                "conversation per process; drop share_processes (Codex app-server and the "
+                "ACP agents can share)"
+            )
+        transport.sharing = sharing
 
     @classmethod
     def over(

@@ -30,12 +30,11 @@ import json
 import threading
 from collections import deque
 from collections.abc import Callable, Hashable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 from agentshim.core.clock import Monotonic
-from agentshim.core.errors import InvalidRequestError
 from agentshim.core.events import Emit, RunStarted
+from agentshim.core.sharing import ProcessSharing
 from agentshim.core.stream import parse_json_object
 from agentshim.execution.process import (
     Process,
@@ -68,37 +67,6 @@ SessionKey = Callable[[Mapping[str, Any]], str | None]
 """The conversation a frame from the process names (its ``threadId``, ``sessionId``), or None."""
 
 _STDERR_TAIL = 200
-
-
-@dataclass(frozen=True, slots=True)
-class ProcessSharing:
-    """How a long-lived transport shares CLI processes between its conversations.
-
-    Attributes:
-        max_processes: At most this many processes per distinct process-wide configuration
-            (argv and environment). A new conversation joins the running process with the
-            fewest conversations; another process starts only while there are fewer than this
-            and each running one already serves a conversation.
-        recycle_after: A process that has taken this many conversations takes no more; it
-            ends once they have all left (None: never recycled).
-
-    Raises:
-        InvalidRequestError: ``max_processes`` or ``recycle_after`` is below 1.
-    """
-
-    max_processes: int = 1
-    recycle_after: int | None = 200
-
-    def __post_init__(self) -> None:
-        if type(self.max_processes) is not int or self.max_processes < 1:
-            raise InvalidRequestError(
-                "max_processes", f"{self.max_processes!r} is not an integer of 1 or more"
-            )
-        recycle = self.recycle_after
-        if recycle is not None and (type(recycle) is not int or recycle < 1):
-            raise InvalidRequestError(
-                "recycle_after", f"{recycle!r} is not an integer of 1 or more, nor None"
-            )
 
 
 class SharedProcess:

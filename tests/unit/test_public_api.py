@@ -126,6 +126,7 @@ PUBLIC_NAMES = [
     "RenewalBudget",
     "ResumeLine",
     "RetryPolicy",
+    "ProcessSharing",
     "RunFinished",
     "RunStarted",
     "SchemaDialect",

@@ -8,10 +8,11 @@ from typing import Any
 
 import pytest
 
+from agentshim import Agent
 from agentshim.acp.client import AcpTransport
 from agentshim.acp.dialect import AcpDialect
-from agentshim.core.conversation import ConversationSpec, Transport
-from agentshim.core.errors import CliDiedError
+from agentshim.core.conversation import ConversationSpec, Transport, TransportKind
+from agentshim.core.errors import CliDiedError, InvalidRequestError, ProviderCapabilityError
 from agentshim.core.events import AgentEvent
 from agentshim.core.permissions import ApprovalPolicy, NativePermissions
 from agentshim.core.turn import TurnRequest
@@ -171,3 +172,50 @@ def test_conversations_with_other_process_wide_settings_get_other_processes() ->
     assert len(executor.spawned) == 2
     bypass.close()
     planning.close()
+
+
+def test_an_agent_with_share_processes_runs_its_sessions_on_one_process() -> None:
+    peers = AcpPeers([AcpPeerTurn("a"), AcpPeerTurn("b")])
+    executor = FakeExecutor(peers=peers, binaries={"gemini": "/usr/bin/gemini"})
+    agent = Agent(
+        "gemini",
+        executor=executor,
+        env={"PATH": "/usr/bin"},
+        permissions=BYPASS,
+        approvals=ApprovalPolicy.DENY,
+        transport=TransportKind.STREAM,
+        share_processes=ProcessSharing(),
+    )
+    with agent.start_session() as first, agent.start_session() as second:
+        assert first.turn("one").result.text == "a"
+        assert second.turn("two").result.text == "b"
+        assert first.session_id != second.session_id
+    assert len(executor.spawned) == 1
+    assert executor.processes[0].returncode is not None
+
+
+@pytest.mark.parametrize(
+    ("provider", "kind"),
+    [("claude", TransportKind.STREAM), ("pi", TransportKind.STREAM), ("gemini", None)],
+)
+def test_share_processes_is_refused_where_a_process_serves_one_conversation(
+    provider: str, kind: TransportKind | None
+) -> None:
+    executor = FakeExecutor(binaries={provider: f"/usr/bin/{provider}"})
+    with pytest.raises(ProviderCapabilityError, match="share_processes"):
+        Agent(
+            provider,
+            executor=executor,
+            env={"PATH": "/usr/bin"},
+            permissions=BYPASS,
+            approvals=ApprovalPolicy.DENY,
+            transport=kind or TransportKind.ONE_SHOT,
+            share_processes=ProcessSharing(),
+        )
+
+
+def test_process_sharing_refuses_nonsense() -> None:
+    with pytest.raises(InvalidRequestError):
+        ProcessSharing(max_processes=0)
+    with pytest.raises(InvalidRequestError):
+        ProcessSharing(recycle_after=0)
