@@ -52,7 +52,7 @@ from agentshim.providers import DEFAULT_CATALOG, ProviderCatalog
 from agentshim.providers.catalog import transport_factories, transports_offered
 from agentshim.session import Session
 from agentshim.transport.context import TransportContext
-from agentshim.transport.shared import SharingTransport
+from agentshim.transport.shared import SharingTransport, WarmingTransport
 
 __all__ = ["Agent"]
 
@@ -218,6 +218,43 @@ class Agent:
         self._session_leases = self._own_leases()
         if share_processes is not None:
             self._share_processes(share_processes)
+
+    def prewarm(self, count: int = 1) -> None:
+        """Start ``count`` CLI processes now, so new sessions' first turns do not spawn one.
+
+        Each process is started and handshaken (for opencode, past its slow first session)
+        before this returns; it waits, warm, for the sessions this Agent starts with its
+        default settings (its permissions and model, no MCP servers or tools), which join it
+        instead of starting a process. Needs ``share_processes``; at most its
+        ``max_processes`` are started. Warm processes run until :meth:`release_warm`.
+
+        Raises:
+            ProviderCapabilityError: the Agent does not share processes.
+            InvalidRequestError: ``count`` is not a whole number of 1 or more.
+            CliDiedError / CliTimeoutError: a process could not be started.
+        """
+        if type(count) is not int or count < 1:
+            raise InvalidRequestError("count", f"{count!r} is not a whole number of 1 or more")
+        transport = self.transport
+        if not isinstance(transport, WarmingTransport) or transport.sharing is None:
+            raise ProviderCapabilityError(
+                "prewarm keeps processes that sessions share: open the Agent with "
+                "transport=TransportKind.STREAM and share_processes=ProcessSharing(...) "
+                "(Codex, Gemini CLI, opencode, Copilot CLI)"
+            )
+        spec = ConversationSpec(
+            permissions=self.permissions,
+            approvals=self.approvals,
+            model=self.model,
+            approval_timeout=self.approval_timeout,
+        )
+        transport.prewarm(count, spec)
+
+    def release_warm(self) -> None:
+        """End the warm processes no session is on (nothing when there are none)."""
+        transport = self.transport
+        if isinstance(transport, WarmingTransport):
+            transport.release_warm()
 
     def _share_processes(self, sharing: ProcessSharing) -> None:
         instance("Agent", "share_processes", sharing, ProcessSharing, "a ProcessSharing")

@@ -67,9 +67,11 @@ from agentshim.transport.shared import (
     PoolSlot,
     ProcessPool,
     ProcessSharing,
+    SharedChannel,
     bind_session,
     join_shared,
     once_per_process,
+    warm_up,
 )
 from agentshim.transport.watch import TurnWatch
 
@@ -166,6 +168,28 @@ class AcpTransport(ProcessTransport):
         """The processes its conversations share (see :mod:`agentshim.transport.shared`)."""
         return self._pools.get(self.sharing, self.context, close_grace=self.close_grace)
 
+    def prewarm(self, count: int, spec: ConversationSpec) -> None:
+        """Start ``count`` processes for conversations like ``spec`` and keep them warm.
+
+        Each is started, initialized and has made one session (opencode's first is slow)
+        before this returns. At most ``sharing.max_processes`` are started.
+
+        Raises:
+            ProviderCapabilityError: the transport does not share processes.
+        """
+        if self.sharing is None:
+            raise ProviderCapabilityError(
+                "warm processes are kept by a transport that shares them; pass "
+                "share_processes=ProcessSharing(...)"
+            )
+        warm_up(lambda: self.open(spec), min(count, self.sharing.max_processes))
+
+    def release_warm(self) -> None:
+        """End the warm processes no conversation is on."""
+        pool = self.pool()
+        if pool is not None:
+            pool.cool()
+
     def created(self, session_id: str) -> float | None:
         """When (on ``wall_clock``) a conversation of this transport created ``session_id``."""
         with self._lock:
@@ -257,6 +281,15 @@ class AcpConversation(ProcessConversation[_Turn]):
         self._reported: TokenUsage | None = None
         # The conversation's tools, served to the process as a local MCP server while it runs.
         self._serving: LocalToolServer | None = None
+
+    def warm(self) -> None:
+        """Join (or start) a shared process and open the conversation's session on it now.
+
+        The process stays running, warm, when the conversation closes.
+        """
+        channel = self._ensure_process(lambda _: None)
+        if isinstance(channel, SharedChannel):
+            channel.keep_warm()
 
     def _refuse(self, request: TurnRequest) -> None:
         switched = request.model is not None and request.model != self._model

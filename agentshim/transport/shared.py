@@ -33,6 +33,7 @@ from collections.abc import Callable, Hashable, Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 from agentshim.core.clock import Monotonic
+from agentshim.core.conversation import ConversationSpec
 from agentshim.core.events import Emit, RunStarted
 from agentshim.core.sharing import ProcessSharing
 from agentshim.core.stream import parse_json_object
@@ -58,9 +59,12 @@ __all__ = [
     "SharedChannel",
     "SharedProcess",
     "SharingTransport",
+    "WarmableConversation",
+    "WarmingTransport",
     "bind_session",
     "join_shared",
     "once_per_process",
+    "warm_up",
 ]
 
 SessionKey = Callable[[Mapping[str, Any]], str | None]
@@ -101,6 +105,8 @@ class SharedProcess:
         """Conversations it has taken in all."""
         self.retired = False
         """It takes no new conversation."""
+        self.warm = False
+        """It is kept running while no conversation is on it (a warm process)."""
 
     @property
     def ended(self) -> bool:
@@ -238,6 +244,10 @@ class SharedChannel(Channel):
         self._shared.router.unbind(("id", wire))
         return StdoutLine(json.dumps({**frame, "id": self._ids.pop(wire)}) + "\n")
 
+    def keep_warm(self) -> None:
+        """Keep the process running once no conversation is on it (until the pool cools)."""
+        self._shared.warm = True
+
     def wake(self) -> None:
         """End this conversation's ``read`` blocked on another thread now; thread-safe."""
         self._shared.router.wake(self._box)
@@ -317,11 +327,26 @@ class ProcessPool:
             shared.sessions -= 1
             if shared.sessions > 0:
                 return None
+            if shared.warm and not shared.retired and not shared.ended:
+                return None  # a warm process waits for the next conversation
             for running in self._processes.values():
                 if shared in running:
                     running.remove(shared)
         shared.close()
         return shared.process.wait(0)
+
+    def cool(self) -> None:
+        """End every warm process no conversation is on; the busy ones end with their last."""
+        idle: list[SharedProcess] = []
+        with self._lock:
+            for running in self._processes.values():
+                for shared in list(running):
+                    shared.warm = False
+                    if shared.sessions == 0:
+                        running.remove(shared)
+                        idle.append(shared)
+        for shared in idle:
+            shared.close()
 
     def processes(self) -> list[SharedProcess]:
         """The processes running now, of every configuration."""
@@ -338,6 +363,19 @@ class SharingTransport(Protocol):
     """
 
     sharing: ProcessSharing | None
+
+
+@runtime_checkable
+class WarmingTransport(SharingTransport, Protocol):
+    """A sharing transport that can start processes before any conversation needs one."""
+
+    def prewarm(self, count: int, spec: ConversationSpec) -> None:
+        """Start ``count`` processes for conversations like ``spec`` and keep them warm."""
+        ...
+
+    def release_warm(self) -> None:
+        """End the warm processes no conversation is on."""
+        ...
 
 
 class PoolSlot:
@@ -393,3 +431,34 @@ def bind_session(channel: Channel, session_id: str) -> None:
     """On a shared process, deliver the frames naming ``session_id`` to ``channel``."""
     if isinstance(channel, SharedChannel):
         channel.bind_session(session_id)
+
+
+class WarmableConversation(Protocol):
+    """A conversation that can start its process and session before its first turn."""
+
+    def warm(self) -> None:
+        """Start (or join) its process and open its session now; keep the process warm."""
+        ...
+
+    def close(self) -> None:
+        """Leave the process (a warm one keeps running)."""
+        ...
+
+
+def warm_up(open_conversation: Callable[[], WarmableConversation], count: int) -> None:
+    """Start ``count`` warm processes: open that many conversations, warm each, close them.
+
+    Each conversation holds its process while the next one is warmed, so a pool with room
+    for them starts ``count`` processes; closed, they leave the processes warm. The
+    conversations' sessions are thrown away (for opencode this is what makes a process
+    quick: its first session is slow to make).
+    """
+    opened: list[WarmableConversation] = []
+    try:
+        for _ in range(count):
+            conversation = open_conversation()
+            opened.append(conversation)
+            conversation.warm()
+    finally:
+        for conversation in opened:
+            conversation.close()

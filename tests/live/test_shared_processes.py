@@ -129,5 +129,7 @@ def test_two_conversations_share_one_process_through_interrupt_and_crash(live: L
         bodies = live.main_bodies()
         again_a = [body for body in bodies if "AGAIN-A" in body]
         again_b = [body for body in bodies if "AGAIN-B" in body]
-        assert again_a and all("ALPHA: say" in b and "BETA: say" not in b for b in again_a)
-        assert again_b and all("BETA: say" in b and "ALPHA: say" not in b for b in again_b)
+        assert again_a
+        assert again_b
+        assert all("ALPHA: say" in b and "BETA: say" not in b for b in again_a)
+        assert all("BETA: say" in b and "ALPHA: say" not in b for b in again_b)

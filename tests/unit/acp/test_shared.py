@@ -219,3 +219,58 @@ def test_process_sharing_refuses_nonsense() -> None:
         ProcessSharing(max_processes=0)
     with pytest.raises(InvalidRequestError):
         ProcessSharing(recycle_after=0)
+
+
+def sharing_agent(provider: str, peers: AcpPeers, **options: Any) -> tuple[Agent, FakeExecutor]:
+    executor = FakeExecutor(peers=peers, binaries={provider: f"/usr/bin/{provider}"})
+    agent = Agent(
+        provider,
+        executor=executor,
+        env={"PATH": "/usr/bin"},
+        permissions=BYPASS,
+        approvals=ApprovalPolicy.DENY,
+        transport=TransportKind.STREAM,
+        **options,
+    )
+    return agent, executor
+
+
+class TestWarmPool:
+    def test_a_prewarmed_process_serves_the_first_turn_of_a_new_session(self) -> None:
+        peers = AcpPeers([AcpPeerTurn("a")], quirks=OPENCODE_QUIRKS)
+        agent, executor = sharing_agent("opencode", peers, share_processes=ProcessSharing())
+        agent.prewarm()
+        assert len(executor.spawned) == 1
+        # Started, initialized and past its first session before any session of ours.
+        assert [m.get("method") for m in peers.peers[0].received if "id" in m] == [
+            "initialize",
+            "session/new",
+        ]
+        with agent.start_session() as session:
+            assert session.turn("one").result.text == "a"
+        assert len(executor.spawned) == 1
+        assert len(sent(peers, "initialize")) == 1
+        assert executor.processes[0].returncode is None  # warm, waiting for the next session
+        agent.release_warm()
+        assert executor.processes[0].returncode is not None
+
+    def test_prewarm_starts_up_to_max_processes(self) -> None:
+        peers = AcpPeers([], quirks=COPILOT_QUIRKS)
+        agent, executor = sharing_agent(
+            "copilot", peers, share_processes=ProcessSharing(max_processes=2)
+        )
+        agent.prewarm(3)
+        assert len(executor.spawned) == 2
+        agent.release_warm()
+        assert all(process.returncode is not None for process in executor.processes)
+
+    def test_prewarm_needs_share_processes(self) -> None:
+        agent, executor = sharing_agent("gemini", AcpPeers([]))
+        with pytest.raises(ProviderCapabilityError, match="share_processes"):
+            agent.prewarm()
+        assert not executor.spawned
+
+    def test_prewarm_refuses_a_count_below_one(self) -> None:
+        agent, _ = sharing_agent("gemini", AcpPeers([]), share_processes=ProcessSharing())
+        with pytest.raises(InvalidRequestError):
+            agent.prewarm(0)

@@ -90,6 +90,10 @@ _IDS = "agentshim"
 """The prefix of the conversation's Correlator ids (``agentshim_<n>`` goes out as ``n``)."""
 
 
+def _ignore(_: object) -> None:
+    """Drop an event (a warming conversation reports to nobody)."""
+
+
 def _reap_by_marker(marker: str) -> int:
     if not can_scan():
         return 0
@@ -164,6 +168,16 @@ class CodexAppServerConversation(ProcessConversation[_Turn]):
         self._marker = new_run_id()
         # The conversation's tools, served to the process as a local MCP server while it runs.
         self._serving: LocalToolServer | None = None
+
+    def warm(self) -> None:
+        """Join (or start) a shared process and open the conversation's thread on it now.
+
+        The process stays running, warm, when the conversation closes (see
+        :meth:`CodexAppServerTransport.prewarm`).
+        """
+        channel = self._ensure_process(_ignore)
+        if isinstance(channel, SharedChannel):
+            channel.keep_warm()
 
     def _refuse(self, request: TurnRequest) -> None:
         per_turn = dataclasses.replace(request, output_schema=None, reasoning_effort=None)

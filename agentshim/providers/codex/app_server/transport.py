@@ -15,7 +15,7 @@ from agentshim.core.errors import ProviderCapabilityError
 from agentshim.providers.codex.provider import CodexProvider
 from agentshim.transport.context import TransportContext
 from agentshim.transport.conversation import ProcessOptions, ProcessTransport
-from agentshim.transport.shared import PoolSlot, ProcessPool, ProcessSharing
+from agentshim.transport.shared import PoolSlot, ProcessPool, ProcessSharing, warm_up
 
 from .profile import APP_SERVER_PROFILE
 
@@ -69,6 +69,30 @@ class CodexAppServerTransport(ProcessTransport):
 
     profile = APP_SERVER_PROFILE
     """Codex CLI's capabilities over app-server."""
+
+    def prewarm(self, count: int, spec: ConversationSpec) -> None:
+        """Start ``count`` processes for conversations like ``spec`` and keep them warm.
+
+        Each is started and handshaken (``initialize``, one thread made and left) before
+        this returns, so a new conversation's first turn starts without spawning. At most
+        ``sharing.max_processes`` are started.
+
+        Raises:
+            ProviderCapabilityError: the transport does not share processes.
+            CliDiedError / CliTimeoutError: a process could not be started.
+        """
+        if self.sharing is None:
+            raise ProviderCapabilityError(
+                "warm processes are kept by a transport that shares them; pass "
+                "share_processes=ProcessSharing(...)"
+            )
+        warm_up(lambda: self.open(spec), min(count, self.sharing.max_processes))
+
+    def release_warm(self) -> None:
+        """End the warm processes no conversation is on."""
+        pool = self.pool()
+        if pool is not None:
+            pool.cool()
 
     def open(self, spec: ConversationSpec) -> CodexAppServerConversation:
         """Open a conversation; its process starts with its first turn.

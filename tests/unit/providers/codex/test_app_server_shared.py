@@ -185,3 +185,20 @@ def test_up_to_max_processes_share_the_conversations() -> None:
     for conversation in conversations:
         conversation.close()
     assert all(process.returncode is not None for process in executor.processes)
+
+
+def test_prewarm_starts_handshaken_processes_the_next_conversations_join() -> None:
+    peers = CodexAppServerPeers([CodexPeerTurn("a"), CodexPeerTurn("b")])
+    transport, executor, _ = shared_transport(peers, ProcessSharing(max_processes=2))
+    transport.prewarm(2, spec())
+    assert len(executor.spawned) == 2
+    assert len(sent(peers, "initialize")) == 2
+    first, second = transport.open(spec()), transport.open(spec())
+    assert first.turn(TurnRequest("one"), events()).text == "a"
+    assert second.turn(TurnRequest("two"), events()).text == "b"
+    assert len(executor.spawned) == 2
+    first.close()
+    second.close()
+    assert all(process.returncode is None for process in executor.processes)
+    transport.release_warm()
+    assert all(process.returncode is not None for process in executor.processes)
