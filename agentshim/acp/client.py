@@ -71,6 +71,7 @@ from agentshim.transport.shared import (
     bind_session,
     join_shared,
     once_per_process,
+    opening_session,
     warm_up,
 )
 from agentshim.transport.watch import TurnWatch
@@ -388,9 +389,14 @@ class AcpConversation(ProcessConversation[_Turn]):
         served = () if self._serving is None else (self._serving.server,)
         servers = mcp_servers_param((*self._spec.mcp_servers, *served))
         if self._session_id is None:
-            response = self._call(
-                channel, "session/new", {"cwd": cwd, "mcpServers": servers}, deadline, replay=False
-            )
+            with opening_session(channel):
+                response = self._call(
+                    channel,
+                    "session/new",
+                    {"cwd": cwd, "mcpServers": servers},
+                    deadline,
+                    replay=False,
+                )
             if response.error is not None:
                 raise self._failure(channel, response.error, "session/new")
             session_id = as_str((response.result or {}).get("sessionId"))
@@ -410,13 +416,14 @@ class AcpConversation(ProcessConversation[_Turn]):
         bind_session(channel, session_id)
         self._defer_load(session_id, emit)
         attach = self._dialect.attach
-        response = self._call(
-            channel,
-            attach,
-            {"sessionId": session_id, "cwd": cwd, "mcpServers": servers},
-            deadline,
-            replay=True,
-        )
+        with opening_session(channel):
+            response = self._call(
+                channel,
+                attach,
+                {"sessionId": session_id, "cwd": cwd, "mcpServers": servers},
+                deadline,
+                replay=True,
+            )
         if response.error is None and self._dialect.replay_settle > 0:
             self._drain_replay(channel, self._dialect.replay_settle, deadline)
         replayed, self._early = len(self._early), []

@@ -59,6 +59,7 @@ from agentshim.transport.shared import (
     SharedChannel,
     join_shared,
     once_per_process,
+    opening_session,
 )
 from agentshim.transport.watch import TurnWatch
 
@@ -517,7 +518,8 @@ class CodexAppServerConversation(ProcessConversation[_Turn]):
                 exclude_turns=True,
                 config=config,
             )
-        answer = self._call(channel, params, emit)
+        with opening_session(channel):
+            answer = self._call(channel, params, emit)
         if isinstance(answer, p.ErrorResponse):
             self._release_process()
             detail = f"codex refused {params.METHOD}: {answer.message}"
