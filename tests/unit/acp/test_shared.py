@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Sequence
+import time
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import pytest
@@ -16,6 +17,8 @@ from agentshim.core.errors import CliDiedError, InvalidRequestError, ProviderCap
 from agentshim.core.events import AgentEvent
 from agentshim.core.permissions import ApprovalPolicy, NativePermissions
 from agentshim.core.turn import TurnRequest
+from agentshim.execution.process import SpawnRequest
+from agentshim.providers import get_plugin
 from agentshim.providers.copilot.acp import COPILOT_ACP
 from agentshim.providers.gemini.acp import GEMINI_ACP
 from agentshim.providers.opencode.acp import OPENCODE_ACP
@@ -28,11 +31,13 @@ from agentshim.testing.acp import (
     AcpPeerTurn,
     AcpQuirks,
 )
+from agentshim.testing.process import FakePeer, GateMarker, PeerOutput, ReplayGates
 from agentshim.testing.session_contracts import (
     ContractTurn,
     ConversationContract,
     TransportContract,
 )
+from agentshim.transport.context import TransportContext
 from agentshim.transport.shared import ProcessSharing
 
 from .rigs import transport_on
@@ -274,3 +279,70 @@ class TestWarmPool:
         agent, _ = sharing_agent("gemini", AcpPeers([]), share_processes=ProcessSharing())
         with pytest.raises(InvalidRequestError):
             agent.prewarm(0)
+
+
+class _HeldFirstSession(FakePeer):
+    """An ACP agent whose first ``session/new`` answer waits at gate ``first``."""
+
+    def __init__(self, inner: FakePeer, gates: ReplayGates) -> None:
+        self.inner = inner
+        self.gates = gates
+        self.opened = 0
+        self.asked_while_held = 0
+
+    def on_start(self) -> Iterable[PeerOutput]:
+        return self.inner.on_start()
+
+    def on_stdin(self, line: str) -> Iterable[PeerOutput]:
+        answer = list(self.inner.on_stdin(line))
+        if '"session/new"' not in line:
+            return answer
+        self.opened += 1
+        if self.opened == 1:
+            return [GateMarker("first"), *answer]
+        if not self.gates.is_open("first"):
+            self.asked_while_held += 1
+        return answer
+
+    def on_stdin_closed(self) -> Iterable[PeerOutput]:
+        return self.inner.on_stdin_closed()
+
+
+def test_conversations_open_their_sessions_on_a_shared_process_one_at_a_time() -> None:
+    peers = AcpPeers([AcpPeerTurn("a"), AcpPeerTurn("b")])
+    gates = ReplayGates(closed=["first"])
+    held: list[_HeldFirstSession] = []
+
+    def spawn(request: SpawnRequest) -> FakePeer:
+        held.append(_HeldFirstSession(peers(request), gates))
+        return held[-1]
+
+    executor = FakeExecutor(peers=spawn, gates=gates)
+    context = TransportContext(
+        provider=get_plugin("gemini").create_provider(),
+        executor=executor,
+        binary_path="/usr/bin/gemini",
+        env={"PATH": "/usr/bin"},
+    )
+    transport = AcpTransport(context, GEMINI_ACP, sharing=ProcessSharing())
+    first, second = transport.open(spec()), transport.open(spec())
+    texts: list[str] = []
+    threads = [
+        threading.Thread(target=lambda c=c: texts.append(c.turn(TurnRequest("go"), ignore()).text))
+        for c in (first, second)
+    ]
+    for thread in threads:
+        thread.start()
+    deadline = time.monotonic() + 30
+    while not gates.reached("first"):
+        assert time.monotonic() < deadline, "the first session/new never went out"
+        time.sleep(0.01)
+    time.sleep(0.3)  # the other conversation's session/new, if it went out now, is counted
+    gates.open("first")
+    for thread in threads:
+        thread.join(30)
+    assert sorted(texts) == ["a", "b"]
+    assert held[0].opened == 2
+    assert held[0].asked_while_held == 0
+    first.close()
+    second.close()
