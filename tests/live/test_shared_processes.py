@@ -5,7 +5,8 @@ pinned Codex (app-server threads), Gemini CLI, opencode and Copilot CLI (ACP ses
 offline against the model server. One test per CLI: two conversations run interleaved turns
 on one process; one is interrupted while the other finishes its turn; then the shared
 process (its whole process group) is killed with SIGKILL, and both conversations resume on a
-new process, each with its own history.
+new process, each with its own history. For Codex, an interrupt ends the commands of the
+interrupted conversation's thread only.
 
 Run with ``pytest tests/live/test_shared_processes.py``; a CLI that is not installed is
 skipped.
@@ -26,10 +27,11 @@ from agentshim.core.permissions import ApprovalPolicy, NativePermissions
 from agentshim.core.retry import RetryPolicy
 from agentshim.core.sharing import ProcessSharing
 from agentshim.session import Session
-from agentshim.testing.model_server import Hang, Match, Rule, Text
+from agentshim.testing.model_server import Hang, Match, Message, Rule, Text, ToolCall
 
 from .streams import (
     NEEDS_PROC,
+    SEEN_WITHIN_S,
     TURN_TIMEOUT,
     Background,
     Live,
@@ -133,3 +135,36 @@ def test_two_conversations_share_one_process_through_interrupt_and_crash(live: L
         assert again_b
         assert all("ALPHA: say" in b and "BETA: say" not in b for b in again_a)
         assert all("BETA: say" in b and "ALPHA: say" not in b for b in again_b)
+
+
+def test_codex_reaps_only_the_interrupted_threads_commands(live: Live) -> None:
+    if live.rig.provider != "codex":
+        pytest.skip("the per-thread tool marker is Codex's")
+    live.script(
+        Rule(
+            match=Match(user_text_contains="ALPHA", last_input_is_tool_result=False),
+            respond=Message((Text("Running it."), ToolCall(command="sleep 301"))),
+        ),
+        Rule(
+            match=Match(user_text_contains="BETA", last_input_is_tool_result=False),
+            respond=Message((Text("Running it."), ToolCall(command="sleep 302"))),
+        ),
+        Rule(match=Match(last_input_is_tool_result=True), respond=Text("slept")),
+    )
+    agent = shared_agent(live)
+    with live.session(agent) as first, live.session(agent) as second:
+        alpha = answer(first, "ALPHA: sleep.")
+        beta = answer(second, "BETA: sleep.")
+        wait_for(lambda: live.running("sleep 301"), SEEN_WITHIN_S, "sleep 301")
+        wait_for(lambda: live.running("sleep 302"), SEEN_WITHIN_S, "sleep 302")
+        first.interrupt()
+        assert alpha.join(TURN_TIMEOUT).interrupted
+        wait_for(
+            lambda: not live.running("sleep 301"), 5.0, "the interrupted thread's sleep ending"
+        )
+        # The other conversation's command on the same process is left running.
+        assert live.running("sleep 302")
+        assert len(live.executor.spawned) == 1
+        second.interrupt()
+        assert beta.join(TURN_TIMEOUT).interrupted
+        wait_for(lambda: not live.running("sleep 302"), 5.0, "the second sleep ending")
