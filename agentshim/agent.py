@@ -219,33 +219,40 @@ class Agent:
         if share_processes is not None:
             self._share_processes(share_processes)
 
-    def prewarm(self, count: int = 1) -> None:
-        """Start ``count`` CLI processes now, so new sessions' first turns do not spawn one.
+    def prewarm(self, count: int = 1, *, cwd: str | None = None) -> None:
+        """Start ``count`` CLI processes now, so new sessions' first turns do not start one.
 
-        Each process is started and handshaken (for opencode, past its slow first session)
-        before this returns; it waits, warm, for the sessions this Agent starts with its
-        default settings (its permissions and model, no MCP servers or tools), which join it
-        instead of starting a process. Needs ``share_processes``; at most its
-        ``max_processes`` are started. Warm processes run until :meth:`release_warm`.
+        For the sessions this Agent starts in ``cwd`` with its defaults (its permissions and
+        model, no MCP servers or tools); a Codex or ACP process serves sessions of any cwd. Returns once they are started: with ``share_processes``
+        (Codex, Gemini CLI, opencode, Copilot CLI) up to ``max_processes`` shared processes,
+        each handshaken (for opencode, past its slow first session), which new sessions join;
+        on Claude Code's stream transport ``count`` processes, each taken by one new session
+        (not a resumed one: Claude Code resumes only with ``--resume`` at launch). Warm
+        processes run until :meth:`release_warm`.
 
         Raises:
-            ProviderCapabilityError: the Agent does not share processes.
+            ProviderCapabilityError: the transport keeps no warm processes (one-shot, Pi,
+                Claude Code's TUI), or an ACP/Codex Agent without ``share_processes``.
             InvalidRequestError: ``count`` is not a whole number of 1 or more.
             CliDiedError / CliTimeoutError: a process could not be started.
         """
         if type(count) is not int or count < 1:
             raise InvalidRequestError("count", f"{count!r} is not a whole number of 1 or more")
         transport = self.transport
-        if not isinstance(transport, WarmingTransport) or transport.sharing is None:
+        if not isinstance(transport, WarmingTransport):
             raise ProviderCapabilityError(
-                "prewarm keeps processes that sessions share: open the Agent with "
-                "transport=TransportKind.STREAM and share_processes=ProcessSharing(...) "
-                "(Codex, Gemini CLI, opencode, Copilot CLI)"
+                f"{self.profile.display_name} over {type(transport).__name__} keeps no warm "
+                "processes; prewarm needs transport=TransportKind.STREAM on Claude Code, or "
+                "share_processes=ProcessSharing(...) on Codex, Gemini CLI, opencode or "
+                "Copilot CLI"
             )
+        host_cwd = directory("Agent.prewarm", "cwd", cwd)
         spec = ConversationSpec(
             permissions=self.permissions,
             approvals=self.approvals,
+            cwd=self._agent_path(host_cwd) if host_cwd is not None else None,
             model=self.model,
+            stall_timeout=self.stall_timeout,
             approval_timeout=self.approval_timeout,
         )
         transport.prewarm(count, spec)

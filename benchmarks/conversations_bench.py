@@ -20,10 +20,11 @@ sharing  (Codex, Gemini CLI, opencode, Copilot CLI) For each N, N conversations 
          per configuration, total PSS <= 0.25x dedicated (Codex <= 0.6x), p99 within 1.5x.
 warm     (all six) The first turn of a new conversation on an Agent whose CLI was already
          checked: cold (the turn starts the process), and warm (``Agent.prewarm(1)`` ran
-         first, so the turn joins a running process). Target for the CLIs started through
-         node (Gemini CLI, Pi, and Codex and Copilot CLI, whose launcher is node): warm <=
-         0.2x cold. Claude Code and Pi have no warm pool yet: their line says so and counts
-         as a missed target.
+         first, so the turn joins a running process; for Codex and the ACP agents with
+         ``share_processes``, for Claude Code a process started for a new conversation in
+         that cwd). Target for the CLIs started through node (Gemini CLI, Pi, and Codex and
+         Copilot CLI, whose launcher is node): warm <= 0.2x cold. Pi has no warm pool yet:
+         its line says so and counts as a missed target.
 
 The script exits nonzero when a target is missed. The machine's load shows in the latencies;
 PSS splits pages shared with any other process on the machine, so compare ratios.
@@ -257,8 +258,8 @@ def sharing_part(clis: list[str], ns: list[int], turns: int) -> bool:
 def first_turn(cli: OfflineCli, work: Path, prepare: Callable[[Agent], None] | None) -> float:
     """Seconds of a new conversation's first turn (the Agent's CLI already checked)."""
     executor = Spawns()
-    sharing = ProcessSharing() if prepare is not None else None
-    the_agent = agent(cli, executor, sharing)
+    shares = prepare is not None and cli.provider in SHARING_CLIS
+    the_agent = agent(cli, executor, ProcessSharing() if shares else None)
     if prepare is not None:
         prepare(the_agent)
     with the_agent.start_session(str(work)) as session:
@@ -281,7 +282,7 @@ def warm_part(clis: list[str], rounds: int) -> bool:
             cold = statistics.median(first_turn(cli, work, None) for _ in range(rounds))
             try:
                 warm = statistics.median(
-                    first_turn(cli, work, lambda a: a.prewarm(1)) for _ in range(rounds)
+                    first_turn(cli, work, lambda a: a.prewarm(1, cwd=str(work))) for _ in range(rounds)
                 )
             except AgentShimError as error:
                 print(f"warm    {provider:8} cold_s={cold:.3f} warm=unsupported ({error.message})")

@@ -381,8 +381,8 @@ class SharingTransport(Protocol):
 
 
 @runtime_checkable
-class WarmingTransport(SharingTransport, Protocol):
-    """A sharing transport that can start processes before any conversation needs one."""
+class WarmingTransport(Protocol):
+    """A long-lived transport that can start processes before any conversation needs one."""
 
     def prewarm(self, count: int, spec: ConversationSpec) -> None:
         """Start ``count`` processes for conversations like ``spec`` and keep them warm."""
