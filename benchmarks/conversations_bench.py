@@ -33,6 +33,7 @@ PSS splits pages shared with any other process on the machine, so compare ratios
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import statistics
 import sys
@@ -272,6 +273,11 @@ def first_turn(cli: OfflineCli, work: Path, prepare: Callable[[Agent], None] | N
     return took
 
 
+def prewarm_in(work: Path, the_agent: Agent) -> None:
+    """Start one warm process for new conversations in ``work``."""
+    the_agent.prewarm(1, cwd=str(work))
+
+
 def warm_part(clis: list[str], rounds: int) -> bool:
     ok = True
     for provider in clis:
@@ -282,7 +288,8 @@ def warm_part(clis: list[str], rounds: int) -> bool:
             cold = statistics.median(first_turn(cli, work, None) for _ in range(rounds))
             try:
                 warm = statistics.median(
-                    first_turn(cli, work, lambda a: a.prewarm(1, cwd=str(work))) for _ in range(rounds)
+                    first_turn(cli, work, functools.partial(prewarm_in, work))
+                    for _ in range(rounds)
                 )
             except AgentShimError as error:
                 print(f"warm    {provider:8} cold_s={cold:.3f} warm=unsupported ({error.message})")
