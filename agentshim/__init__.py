@@ -118,6 +118,7 @@ if TYPE_CHECKING:
     from agentshim.core.provider import ParsedTurn, Provider, StreamParser
     from agentshim.core.retry import RetryPolicy
     from agentshim.core.session_policy import Continuity, FailureOutcome, SessionPolicy
+    from agentshim.core.sharing import ProcessSharing
     from agentshim.core.sqlite_store import SqliteStore
     from agentshim.core.summary import UsageSummary, summarize_usage
     from agentshim.core.tools import Tool, tool
@@ -144,6 +145,7 @@ _LAZY_NAMES = MappingProxyType(
         "Continuity": "agentshim.core.session_policy",
         "FailureOutcome": "agentshim.core.session_policy",
         "RetryPolicy": "agentshim.core.retry",
+        "ProcessSharing": "agentshim.core.sharing",
         "SessionPolicy": "agentshim.core.session_policy",
         "Conversation": "agentshim.core.conversation",
         "ConversationSpec": "agentshim.core.conversation",
@@ -347,6 +349,7 @@ __all__ = [
     "PostgresStore",
     "PricingTable",
     "ProcessClosedError",
+    "ProcessSharing",
     "Provider",
     "ProviderCapabilityError",
     "ProviderCatalog",

@@ -41,6 +41,7 @@ from agentshim.core.portability import ConversationPorter
 from agentshim.core.profile import ProviderProfile, RenewalBudget
 from agentshim.core.retry import RetryPolicy
 from agentshim.core.session_policy import SessionPolicy
+from agentshim.core.sharing import ProcessSharing
 from agentshim.core.tools import Tool
 from agentshim.core.usage import ProviderUsage
 from agentshim.execution.confinement import Confinement, confine
@@ -54,6 +55,7 @@ from agentshim.providers.catalog import transport_factories, transports_offered
 from agentshim.providers.portability import LazyPorter, porter_for
 from agentshim.session import Session
 from agentshim.transport.context import TransportContext
+from agentshim.transport.shared import SharingTransport, WarmingTransport
 
 __all__ = ["Agent"]
 
@@ -91,11 +93,17 @@ class Agent:
     turn (see ``docs/scaling-out.md``). None (the default) does so when the store spans hosts
     (``PostgresStore``); it needs a store that keeps blobs (``ConversationBlobs``).
 
+    ``share_processes`` (a :class:`~agentshim.core.sharing.ProcessSharing`) lets the
+    conversations of a long-lived transport share CLI processes: each is a thread (Codex
+    app-server) or an ACP session (Gemini CLI, opencode, Copilot CLI) on one of at most
+    ``max_processes`` processes per process-wide configuration. See ``docs/sessions.md``.
+
     Raises:
         InvalidRequestError: ``provider`` is not a name, ``permissions`` or ``approvals`` of
             the wrong type, or both ``env`` and ``confinement``.
-        ProviderCapabilityError: the transport cannot honour ``permissions``, or the provider
-            has no transport of the requested kind.
+        ProviderCapabilityError: the transport cannot honour ``permissions``, the provider
+            has no transport of the requested kind, or ``share_processes`` is given for a
+            transport that serves one conversation per process.
     """
 
     def __init__(
@@ -130,6 +138,7 @@ class Agent:
         unknown_cost: UnknownCost = UnknownCost.REFUSE,
         tracing: Tracing | None = None,
         portable: bool | None = None,
+        share_processes: ProcessSharing | None = None,
     ) -> None:
         if not isinstance(provider, str):  # pyright: ignore[reportUnnecessaryIsInstance]
             raise InvalidRequestError(
@@ -162,6 +171,11 @@ class Agent:
             raise ProviderCapabilityError(
                 f"{profile.display_name} offers no {transport.value} transport; it offers "
                 f"{', '.join(kind.value for kind in offered)}"
+            )
+        if transport is TransportKind.ONE_SHOT and share_processes is not None:
+            raise ProviderCapabilityError(
+                "share_processes needs a long-lived transport: pass "
+                "transport=TransportKind.STREAM (one-shot turns start a process each)"
             )
         if transport is TransportKind.ONE_SHOT:
             check_permissions(
@@ -214,6 +228,63 @@ class Agent:
 
         self.transport = factories[transport](context)
         self._session_leases = self._own_leases()
+        if share_processes is not None:
+            self._share_processes(share_processes)
+
+    def prewarm(self, count: int = 1, *, cwd: str | None = None) -> None:
+        """Start ``count`` CLI processes now, so new sessions' first turns do not start one.
+
+        For the sessions this Agent starts in ``cwd`` with its defaults (its permissions and
+        model, no MCP servers or tools); a Codex or ACP process serves sessions of any cwd. Returns once they are started: with ``share_processes``
+        (Codex, Gemini CLI, opencode, Copilot CLI) up to ``max_processes`` shared processes,
+        each handshaken (for opencode, past its slow first session), which new sessions join;
+        on Claude Code's stream transport ``count`` processes, each taken by one new session
+        (not a resumed one: Claude Code resumes only with ``--resume`` at launch). Warm
+        processes run until :meth:`release_warm`.
+
+        Raises:
+            ProviderCapabilityError: the transport keeps no warm processes (one-shot, Pi,
+                Claude Code's TUI), or an ACP/Codex Agent without ``share_processes``.
+            InvalidRequestError: ``count`` is not a whole number of 1 or more.
+            CliDiedError / CliTimeoutError: a process could not be started.
+        """
+        if type(count) is not int or count < 1:
+            raise InvalidRequestError("count", f"{count!r} is not a whole number of 1 or more")
+        transport = self.transport
+        if not isinstance(transport, WarmingTransport):
+            raise ProviderCapabilityError(
+                f"{self.profile.display_name} over {type(transport).__name__} keeps no warm "
+                "processes; prewarm needs transport=TransportKind.STREAM on Claude Code, or "
+                "share_processes=ProcessSharing(...) on Codex, Gemini CLI, opencode or "
+                "Copilot CLI"
+            )
+        host_cwd = directory("Agent.prewarm", "cwd", cwd)
+        spec = ConversationSpec(
+            permissions=self.permissions,
+            approvals=self.approvals,
+            cwd=self._agent_path(host_cwd) if host_cwd is not None else None,
+            model=self.model,
+            stall_timeout=self.stall_timeout,
+            approval_timeout=self.approval_timeout,
+        )
+        transport.prewarm(count, spec)
+
+    def release_warm(self) -> None:
+        """End the warm processes no session is on (nothing when there are none)."""
+        transport = self.transport
+        if isinstance(transport, WarmingTransport):
+            transport.release_warm()
+
+    def _share_processes(self, sharing: ProcessSharing) -> None:
+        instance("Agent", "share_processes", sharing, ProcessSharing, "a ProcessSharing")
+        transport = self.transport
+        if not isinstance(transport, SharingTransport):
+            raise ProviderCapabilityError(
+                f"{self.profile.display_name} over {type(transport).__name__} serves one "
+                "conversation per process; drop share_processes (Codex app-server and the "
+                "ACP agents can share)"
+            )
+        transport.sharing = sharing
 
     @classmethod
     def over(

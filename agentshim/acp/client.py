@@ -64,6 +64,17 @@ from agentshim.transport.conversation import (
     shown_argv,
 )
 from agentshim.transport.fixed import refuse_fixed_changes
+from agentshim.transport.shared import (
+    PoolSlot,
+    ProcessPool,
+    ProcessSharing,
+    SharedChannel,
+    bind_session,
+    join_shared,
+    once_per_process,
+    opening_session,
+    warm_up,
+)
 from agentshim.transport.watch import TurnWatch
 
 from .dialect import AcpArgv, AcpDialect
@@ -79,6 +90,7 @@ from .jsonrpc import (
     request,
     result_response,
 )
+from .sharing import session_of
 from .updates import UpdateReader
 
 if TYPE_CHECKING:
@@ -128,7 +140,9 @@ class AcpTransport(ProcessTransport):
     ``handshake_timeout`` how long starting a session (``initialize`` plus ``session/new``
     or ``session/load``) may take; ``interrupt_grace`` how long a cancelled turn may take to
     end before its process is killed; ``close_grace`` each step of closing a process.
-    ``wall_clock`` and ``sleep`` time a dialect's deferred ``session/load``.
+    ``wall_clock`` and ``sleep`` time a dialect's deferred ``session/load``. With
+    ``sharing`` the conversations share processes, one ACP session each (see
+    :mod:`agentshim.acp.sharing`).
     """
 
     def __init__(
@@ -139,15 +153,44 @@ class AcpTransport(ProcessTransport):
         handshake_timeout: float = 90.0,
         wall_clock: Callable[[], float] = time.time,
         sleep: Callable[[float], None] = time.sleep,
+        sharing: ProcessSharing | None = None,
         **options: Unpack[ProcessOptions],
     ) -> None:
         super().__init__(context, **options)
+        self.sharing = sharing
+        self._pools = PoolSlot(session_of)
         self._lock = threading.Lock()
         self.dialect = dialect
         self.handshake_timeout = handshake_timeout
         self.wall_clock = wall_clock
         self.sleep = sleep
         self._created: dict[str, float] = {}
+
+    def pool(self) -> ProcessPool | None:
+        """The processes its conversations share (see :mod:`agentshim.transport.shared`)."""
+        return self._pools.get(self.sharing, self.context, close_grace=self.close_grace)
+
+    def prewarm(self, count: int, spec: ConversationSpec) -> None:
+        """Start ``count`` processes for conversations like ``spec`` and keep them warm.
+
+        Each is started, initialized and has made one session (opencode's first is slow)
+        before this returns. At most ``sharing.max_processes`` are started.
+
+        Raises:
+            ProviderCapabilityError: the transport does not share processes.
+        """
+        if self.sharing is None:
+            raise ProviderCapabilityError(
+                "warm processes are kept by a transport that shares them; pass "
+                "share_processes=ProcessSharing(...)"
+            )
+        warm_up(lambda: self.open(spec), min(count, self.sharing.max_processes))
+
+    def release_warm(self) -> None:
+        """End the warm processes no conversation is on."""
+        pool = self.pool()
+        if pool is not None:
+            pool.cool()
 
     def created(self, session_id: str) -> float | None:
         """When (on ``wall_clock``) a conversation of this transport created ``session_id``."""
@@ -241,6 +284,15 @@ class AcpConversation(ProcessConversation[_Turn]):
         # The conversation's tools, served to the process as a local MCP server while it runs.
         self._serving: LocalToolServer | None = None
 
+    def warm(self) -> None:
+        """Join (or start) a shared process and open the conversation's session on it now.
+
+        The process stays running, warm, when the conversation closes.
+        """
+        channel = self._ensure_process(lambda _: None)
+        if isinstance(channel, SharedChannel):
+            channel.keep_warm()
+
     def _refuse(self, request: TurnRequest) -> None:
         switched = request.model is not None and request.model != self._model
         refuse_fixed_changes(self._name, request, self._spec, also=("model",) if switched else ())
@@ -286,10 +338,14 @@ class AcpConversation(ProcessConversation[_Turn]):
         if spec.tools:
             refuse_remote_executor(context.executor)
             self._serving = serve_tools(spec.tools, emit=emit)
+        env = {**context.env, **self._dialect.env(args)}
+        pool = None if spec.tools else self._transport.pool()
         try:
-            channel = self._start_process(
-                argv, {**context.env, **self._dialect.env(args)}, emit, side=self._serving
-            )
+            if pool is not None:
+                channel = join_shared(pool, argv, env, emit)
+                self._adopt_channel(channel)
+            else:
+                channel = self._start_process(argv, env, emit, side=self._serving)
         except BaseException:
             self._release_process()
             raise
@@ -303,6 +359,10 @@ class AcpConversation(ProcessConversation[_Turn]):
 
     def _handshake(self, channel: Channel, emit: Emit) -> None:
         deadline = self._clock() + self._transport.handshake_timeout
+        once_per_process(channel, lambda: self._initialize(channel, emit, deadline))
+        self._open_session(channel, emit, deadline)
+
+    def _initialize(self, channel: Channel, emit: Emit, deadline: float) -> None:
         capabilities = {"fs": {"readTextFile": False, "writeTextFile": False}, "terminal": False}
         init = self._call(
             channel,
@@ -324,13 +384,20 @@ class AcpConversation(ProcessConversation[_Turn]):
                 "acp_initialized", f"{as_str(info.get('name')) or '?'} {version or ''}".strip()
             )
         )
+
+    def _open_session(self, channel: Channel, emit: Emit, deadline: float) -> None:
         cwd = os.path.abspath(self._spec.cwd) if self._spec.cwd else os.getcwd()
         served = () if self._serving is None else (self._serving.server,)
         servers = mcp_servers_param((*self._spec.mcp_servers, *served))
         if self._session_id is None:
-            response = self._call(
-                channel, "session/new", {"cwd": cwd, "mcpServers": servers}, deadline, replay=False
-            )
+            with opening_session(channel):
+                response = self._call(
+                    channel,
+                    "session/new",
+                    {"cwd": cwd, "mcpServers": servers},
+                    deadline,
+                    replay=False,
+                )
             if response.error is not None:
                 raise self._failure(channel, response.error, "session/new")
             session_id = as_str((response.result or {}).get("sessionId"))
@@ -342,19 +409,22 @@ class AcpConversation(ProcessConversation[_Turn]):
                     detail=f"session/new named no usable session id ({session_id!r:.80})",
                 )
             self._session_id = session_id
+            bind_session(channel, session_id)
             self._transport.note_created(session_id)
             emit(SessionStarted(session_id))
             return
         session_id = self._session_id
+        bind_session(channel, session_id)
         self._defer_load(session_id, emit)
         attach = self._dialect.attach
-        response = self._call(
-            channel,
-            attach,
-            {"sessionId": session_id, "cwd": cwd, "mcpServers": servers},
-            deadline,
-            replay=True,
-        )
+        with opening_session(channel):
+            response = self._call(
+                channel,
+                attach,
+                {"sessionId": session_id, "cwd": cwd, "mcpServers": servers},
+                deadline,
+                replay=True,
+            )
         if response.error is None and self._dialect.replay_settle > 0:
             self._drain_replay(channel, self._dialect.replay_settle, deadline)
         replayed, self._early = len(self._early), []

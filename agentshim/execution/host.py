@@ -40,6 +40,8 @@ from ._lines import LineAssembler, LineOverflow, OutputTail, split_lines
 from ._reap import RUN_MARKER, can_scan, new_run_id, reap_marked
 from ._stop import GroupStop, sooner
 from ._streams import OUT, SIDE, SelectorStreams, Streams, ThreadStreams
+from ._validate import checked_timeout
+from .checked_binaries import CHECKED_BINARIES, BinaryIdentity
 from .executor import CommandRequest, CommandResult, CommandStreamSink, SideChannel
 from .host_process import HostProcess
 from .process import SpawnRequest
@@ -142,11 +144,22 @@ class HostCommandExecutor:
     def check_binary(self, path: str, env: Mapping[str, str], *, timeout: float) -> None:
         """Run ``path --version`` through :meth:`run` (stdin a pipe) and require exit 0.
 
+        A check that passed is remembered for the life of the Python process under the
+        file's identity (path, inode, size, modification time, and the env; see
+        :mod:`~agentshim.execution.checked_binaries`): checking the same unchanged binary
+        again returns at once. A failed check is never remembered.
+
         Raises:
             CliCheckError: It could not start, timed out, or exited nonzero.
             InvalidRequestError: ``timeout`` is not a finite number of seconds above zero.
         """
+        checked_timeout(timeout, "check_binary")
+        identity = BinaryIdentity.of(path, env)
+        if identity is not None and CHECKED_BINARIES.passed(identity):
+            return
         check_version(self, path, env, timeout=timeout)
+        if identity is not None:
+            CHECKED_BINARIES.remember(identity)
 
     def run(self, request: CommandRequest, sink: CommandStreamSink) -> CommandResult:
         """Run ``request`` to completion on the calling thread, streaming lines to ``sink``.

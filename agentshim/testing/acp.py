@@ -260,6 +260,8 @@ class AcpPeer(FakePeer):
         self.answers: list[dict[str, Any]] = []
         self.client_capabilities: Mapping[str, Any] | None = None
         self.session_id: str | None = None
+        # Every session this process holds; a prompt runs on the one it names.
+        self.sessions: list[str] = []
         self._turn: AcpPeerTurn | None = None
         self._prompt_id: object = None
         self._phase = "idle"  # idle | asking | running
@@ -355,6 +357,7 @@ class AcpPeer(FakePeer):
 
     def _new(self, request_id: object) -> list[PeerOutput]:
         self.session_id = self._family.new_session_id()
+        self.sessions.append(self.session_id)
         self._family.history[self.session_id] = []
         out: list[PeerOutput] = []
         if self._quirks.updates_before_session_id:
@@ -373,6 +376,7 @@ class AcpPeer(FakePeer):
                 body["data"] = {k: str(v).format(id=session_id) for k, v in data.items()}
             return [frame_line({"jsonrpc": "2.0", "id": request_id, "error": body})]
         self.session_id = session_id
+        self.sessions.append(session_id)
         history = self._family.history.setdefault(session_id, [])
         if not replay:
             return [_result(request_id, {"configOptions": []})]
@@ -401,7 +405,10 @@ class AcpPeer(FakePeer):
         return call
 
     def _prompt(self, request_id: object, params: Mapping[str, Any]) -> list[PeerOutput]:
-        if as_str(params.get("sessionId")) != self.session_id:
+        named = as_str(params.get("sessionId"))
+        if self._phase == "idle" and named in self.sessions:
+            self.session_id = named
+        if named != self.session_id:
             return [_error(request_id, -32602, f"Session not found: {params.get('sessionId')}")]
         turn = self._family.next_turn()
         if turn is None:

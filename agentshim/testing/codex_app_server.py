@@ -350,6 +350,8 @@ class CodexAppServerPeer(FakePeer):
             return [StderrLine("fake codex: no scripted turn left\n"), ProcessExited(1)]
         self._turn = turn
         self._queued = []
+        # One process may hold several threads: the turn runs on the thread it names.
+        self.thread_id = as_str(params.get("threadId")) or self.thread_id
         self._turn_id = self._family.new_id()
         self._family.last_turns[self.thread_id or ""] = self._turn_id
         self._calls += 1

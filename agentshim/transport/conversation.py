@@ -787,6 +787,13 @@ class ProcessConversation(LongLivedConversation[TurnT]):
             channel = self._channel
         return None if channel is None else (channel.argv, channel.kill)
 
+    def _adopt_channel(self, channel: Channel) -> None:
+        """Make ``channel`` (on a process shared with other conversations) the conversation's."""
+        with self._lock:
+            self._channel = channel
+            self._requests.clear()
+        self._stderr.clear()
+
     def _release_process(self) -> None:
         """Close the channel's process: stdin EOF, then SIGTERM, then SIGKILL to its group.
 

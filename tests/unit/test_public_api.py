@@ -131,6 +131,7 @@ PUBLIC_NAMES = [
     "RenewalBudget",
     "ResumeLine",
     "RetryPolicy",
+    "ProcessSharing",
     "RunFinished",
     "RunStarted",
     "SchemaDialect",

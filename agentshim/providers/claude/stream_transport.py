@@ -15,12 +15,14 @@ their frame to stdin and wake the reader, so no helper thread exists and no read
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
 
 from agentshim.core.conversation import ConversationSpec, TurnStop
 from agentshim.core.errors import (
+    CliDiedError,
     CliExitError,
+    CliTimeoutError,
     FailureKind,
     InvalidRequestError,
     ProcessClosedError,
@@ -33,6 +35,7 @@ from agentshim.core.events import (
     Emit,
     Lifecycle,
     RunFinished,
+    RunStarted,
     TurnInterrupted,
     UsageReport,
     UsageScope,
@@ -44,10 +47,17 @@ from agentshim.core.provider import ParsedTurn, ParserContext
 from agentshim.core.stream import parse_json_object
 from agentshim.core.turn import TurnRequest, TurnResult
 from agentshim.core.usage import CostSource, ProviderUsage
-from agentshim.execution.process import ProcessExited, StderrLine
+from agentshim.execution.process import ProcessExited, SpawnRequest, StderrLine
 from agentshim.tools.host import ToolHost
 from agentshim.transport.channel import Channel
-from agentshim.transport.conversation import LiveTurn, ProcessConversation, ProcessTransport
+from agentshim.transport.context import TransportContext
+from agentshim.transport.conversation import (
+    LiveTurn,
+    ProcessConversation,
+    ProcessOptions,
+    ProcessTransport,
+)
+from agentshim.transport.warm import WarmProcesses
 from agentshim.transport.watch import TurnWatch
 
 from .parser import ClaudeStreamParser
@@ -63,6 +73,9 @@ from .stream_protocol import (
     user_message,
 )
 
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
 __all__ = ["ClaudeStreamConversation", "ClaudeStreamTransport"]
 
 _BETWEEN_TURNS_WAIT = 30.0
@@ -76,10 +89,54 @@ class ClaudeStreamTransport(ProcessTransport):
     """A Transport whose conversations each keep one ``claude -p`` stream-json process.
 
     The constructor's keywords are :class:`~agentshim.transport.conversation.ProcessTransport`'s.
+    :meth:`prewarm` starts processes ahead of new conversations (``warm`` keeps them).
     """
 
     profile = PROFILE
     """Claude Code's capabilities."""
+
+    def __init__(
+        self,
+        context: TransportContext | Callable[[], TransportContext],
+        **options: Unpack[ProcessOptions],
+    ) -> None:
+        super().__init__(context, **options)
+        self.warm = WarmProcesses(self.close_grace)
+
+    def prewarm(self, count: int, spec: ConversationSpec) -> None:
+        """Start ``count`` processes for new conversations like ``spec``, kept until one opens.
+
+        A new conversation (one with no id to resume) that starts exactly like one of them
+        (the same argv, cwd and environment) runs its first turn on it instead of starting
+        the CLI. A resumed conversation never does: Claude Code resumes only with ``--resume``
+        on its command line.
+
+        Each is asked ``initialize`` and answers before this returns, so it is ready.
+
+        Raises:
+            ProviderCapabilityError: the CLI's provider is not Claude Code.
+            CliDiedError / CliTimeoutError: a process ended or did not answer in time.
+        """
+        conversation = self.open(spec)
+        try:
+            argv, env = conversation.launch()
+        finally:
+            conversation.close()
+        context = self.context
+        for _ in range(count):
+            request = SpawnRequest(argv, cwd=spec.cwd, env=env)
+            process = context.executor.spawn(request)
+            try:
+                _say_hello(Channel(process, argv, clock=context.clock), context.clock)
+            except BaseException:
+                process.kill()
+                process.wait(self.close_grace)
+                raise
+            self.warm.add(request, process)
+
+    def release_warm(self) -> None:
+        """End the warm processes no conversation took."""
+        self.warm.release()
 
     def open(self, spec: ConversationSpec) -> ClaudeStreamConversation:
         """Open a conversation; its process starts with its first turn.
@@ -89,6 +146,43 @@ class ClaudeStreamTransport(ProcessTransport):
         """
         provider = self._provider(ClaudeProvider, "Claude Code's stream-json")
         return ClaudeStreamConversation(self, provider, spec)
+
+
+_HELLO_TIMEOUT = 60.0
+"""How long a warm process may take to answer its ``initialize``."""
+_HELLO_ID = "agentshim_warm"
+
+
+def _say_hello(channel: Channel, clock: Callable[[], float]) -> None:
+    """Ask a new process ``initialize`` and read until it answers: then it is ready.
+
+    Raises:
+        CliDiedError: it ended first.
+        CliTimeoutError: it did not answer within ``_HELLO_TIMEOUT``.
+    """
+    channel.send(control_request(_HELLO_ID, "initialize"))
+    deadline = clock() + _HELLO_TIMEOUT
+    stderr: list[str] = []
+    while True:
+        output = channel.read_until(deadline)
+        if output is None:
+            raise CliTimeoutError(
+                channel.argv,
+                _HELLO_TIMEOUT,
+                message=f"Claude Code did not answer initialize within {_HELLO_TIMEOUT:g} s of "
+                "starting a warm process; check that it starts: claude --version",
+            )
+        if isinstance(output, ProcessExited):
+            raise CliDiedError(
+                session_id=None, returncode=output.returncode, stderr="".join(stderr)
+            )
+        if isinstance(output, StderrLine):
+            stderr.append(output.text)
+            continue
+        frame = parse_json_object(output.text) or {}
+        body = as_mapping(frame.get("response")) or {}
+        if frame.get("type") == "control_response" and body.get("request_id") == _HELLO_ID:
+            return
 
 
 class _Turn(LiveTurn):
@@ -134,6 +228,7 @@ class ClaudeStreamConversation(ProcessConversation[_Turn]):
     ) -> None:
         super().__init__(transport, spec, name="Claude Code")
         self._provider = provider
+        self._warm = transport.warm
         self._process_cost = 0.0
         # The conversation's tools, answered in band (mcp_message) on the turn's thread.
         self._tools = ToolHost(spec.tools) if spec.tools else None
@@ -166,10 +261,11 @@ class ClaudeStreamConversation(ProcessConversation[_Turn]):
         self._send_and_read(channel, turn, user_message(request.prompt), stop)
         return self._conclude(turn, resumed, started)
 
-    def _ensure_process(self, emit: Emit) -> Channel:
-        channel = self._live_channel()
-        if channel is not None:
-            return channel
+    def launch(self) -> tuple[list[str], dict[str, str]]:
+        """The argv and environment the conversation's next process starts with.
+
+        Installs the conversation's MCP servers first, when it has any (restored on close).
+        """
         spec = self._spec
         mcp_argv = self._install_mcp(spec.mcp_servers)
         if self._tools is not None:
@@ -182,7 +278,22 @@ class ClaudeStreamConversation(ProcessConversation[_Turn]):
             # Offered up front, as on one-shot: a deferred tool needs a ToolSearch first.
             for name, value in TOOL_SEARCH_ENV.items():
                 env.setdefault(name, value)
-        channel = self._start_process(argv, env, emit)
+        return argv, env
+
+    def _ensure_process(self, emit: Emit) -> Channel:
+        channel = self._live_channel()
+        if channel is not None:
+            return channel
+        argv, env = self.launch()
+        # A new conversation may take a process started ahead of it (a resumed one cannot:
+        # --resume is on the command line).
+        warm = None if self._session_id is not None else self._warm.take(argv, self._spec.cwd, env)
+        if warm is not None:
+            emit(RunStarted(tuple(argv)))
+            channel = Channel(warm, argv, clock=self._clock)
+            self._adopt_channel(channel)
+        else:
+            channel = self._start_process(argv, env, emit)
         self._process_cost = 0.0
         self._initialize(channel)
         return channel

@@ -6,7 +6,8 @@ prompt (checked against 0.61.0), so no ``-p`` is needed and the prompt never rea
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import os
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -97,6 +98,24 @@ def mcp_entry(server: McpServer, *, trust: bool = True) -> dict[str, Any]:
     return entry
 
 
+def gemini_start_env() -> dict[str, str]:
+    """``GEMINI_CLI_NO_RELAUNCH`` and the heap limit the CLI's relaunch would set (see below)."""
+    env = {"GEMINI_CLI_NO_RELAUNCH": "true"}
+    half = _half_of_memory_mib()
+    if half is not None:
+        env["NODE_OPTIONS"] = f"--max-old-space-size={half}"
+    return env
+
+
+def _half_of_memory_mib() -> int | None:
+    # What the CLI's relaunch computes (os.totalmem() / 2); node's own default is below it.
+    try:
+        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (AttributeError, ValueError, OSError):
+        return None  # no sysconf (Windows): the CLI's node default stands
+    return total // (2 * 1024 * 1024) if total > 0 else None
+
+
 @dataclass(frozen=True, kw_only=True, eq=False)
 class GeminiProvider:
     """Runs ``gemini --output-format stream-json`` with the prompt on stdin.
@@ -119,6 +138,20 @@ class GeminiProvider:
 
     profile = PROFILE
     """The Gemini CLI's static capabilities."""
+
+    @property
+    def env_defaults(self) -> Mapping[str, str]:
+        """Start the CLI as one node process, with the heap limit its relaunch would give it.
+
+        Unless ``GEMINI_CLI_NO_RELAUNCH`` is set, the Gemini CLI starts a second node process
+        of itself, for two things only: a V8 heap limit of half the machine's memory
+        (``--max-old-space-size``) and a loop that starts it again when it asks to be
+        restarted (an interactive feature). That second process costs about 140 MiB and a
+        second of start-up per run. CliAgent adds these where the env is silent: the variable
+        the relaunched process itself gets, and the same heap limit in ``NODE_OPTIONS``. Set
+        ``GEMINI_CLI_NO_RELAUNCH`` or ``NODE_OPTIONS`` in the agent's env to choose otherwise.
+        """
+        return gemini_start_env()
 
     def build_argv(self, ctx: ArgvContext) -> list[str]:
         """``gemini --output-format stream-json [--model m] [--resume id] <mode> [extra]``."""

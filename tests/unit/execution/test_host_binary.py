@@ -75,3 +75,47 @@ class TestCheckBinary:
         with pytest.raises(CliCheckError):
             HostCommandExecutor().check_binary(path, ENV, timeout=10)
         assert os.environ.get("AGENTSHIM_TOKEN") is None
+
+
+class TestCheckBinaryIsRemembered:
+    """A passed health check is not run again on the same unchanged binary and env."""
+
+    def counting(self, directory: Path, *, healthy: bool = True) -> tuple[str, Path]:
+        runs = directory / "runs"
+        status = 0 if healthy else 3
+        return script(directory, "cli", f'echo run >> "{runs}"; echo v1; exit {status}'), runs
+
+    def test_a_second_check_of_the_same_binary_does_not_run_it(self, tmp_path: Path) -> None:
+        path, runs = self.counting(tmp_path)
+        HostCommandExecutor().check_binary(path, ENV, timeout=10)
+        HostCommandExecutor().check_binary(path, ENV, timeout=10)
+        assert runs.read_text().splitlines() == ["run"]
+
+    def test_a_changed_binary_is_checked_again(self, tmp_path: Path) -> None:
+        path, runs = self.counting(tmp_path)
+        HostCommandExecutor().check_binary(path, ENV, timeout=10)
+        with open(path, "a") as handle:
+            handle.write("# upgraded\n")
+        HostCommandExecutor().check_binary(path, ENV, timeout=10)
+        assert runs.read_text().splitlines() == ["run", "run"]
+
+    def test_a_touched_binary_is_checked_again(self, tmp_path: Path) -> None:
+        path, runs = self.counting(tmp_path)
+        HostCommandExecutor().check_binary(path, ENV, timeout=10)
+        later = os.stat(path).st_mtime_ns + 5_000_000_000
+        os.utime(path, ns=(later, later))
+        HostCommandExecutor().check_binary(path, ENV, timeout=10)
+        assert runs.read_text().splitlines() == ["run", "run"]
+
+    def test_another_env_is_checked_again(self, tmp_path: Path) -> None:
+        path, runs = self.counting(tmp_path)
+        HostCommandExecutor().check_binary(path, ENV, timeout=10)
+        HostCommandExecutor().check_binary(path, {**ENV, "HOME": str(tmp_path)}, timeout=10)
+        assert runs.read_text().splitlines() == ["run", "run"]
+
+    def test_a_failed_check_is_never_remembered(self, tmp_path: Path) -> None:
+        path, runs = self.counting(tmp_path, healthy=False)
+        for _ in range(2):
+            with pytest.raises(CliCheckError):
+                HostCommandExecutor().check_binary(path, ENV, timeout=10)
+        assert runs.read_text().splitlines() == ["run", "run"]

@@ -54,6 +54,13 @@ from agentshim.transport.channel import Channel
 from agentshim.transport.conversation import LiveTurn, ProcessConversation
 from agentshim.transport.correlator import PendingRequest
 from agentshim.transport.fixed import refuse_fixed_changes
+from agentshim.transport.shared import (
+    ProcessPool,
+    SharedChannel,
+    join_shared,
+    once_per_process,
+    opening_session,
+)
 from agentshim.transport.watch import TurnWatch
 
 from . import _wire
@@ -64,7 +71,7 @@ from .channel import Malformed, decode, pending_key, request_frame
 from .errors import failure_kind, is_unknown_thread
 from .items import TurnItems
 from .permissions import approval_policy, sandbox_mode, sandbox_policy
-from .profile import TOOL_MARKER, app_server_argv
+from .profile import TOOL_MARKER, app_server_argv, thread_config
 from .usage import ThreadUsage
 
 if TYPE_CHECKING:
@@ -82,6 +89,10 @@ _UNHANDLED = -32601
 _CLIENT_NAME = "agentshim"
 _IDS = "agentshim"
 """The prefix of the conversation's Correlator ids (``agentshim_<n>`` goes out as ``n``)."""
+
+
+def _ignore(_: object) -> None:
+    """Drop an event (a warming conversation reports to nobody)."""
 
 
 def _reap_by_marker(marker: str) -> int:
@@ -144,9 +155,13 @@ class CodexAppServerConversation(ProcessConversation[_Turn]):
         spec: ConversationSpec,
         *,
         reap: Callable[[str], int] | None = None,
+        pool: ProcessPool | None = None,
     ) -> None:
         super().__init__(transport, spec, name="Codex")
         self._provider = provider
+        # Tools are served on a socket of the conversation's own, named in its argv: such a
+        # conversation keeps a process of its own.
+        self._pool = pool if not spec.tools else None
         self._reap = reap or _reap_by_marker
         self._usage = ThreadUsage(model=self._model)
         previous = spec.previous_usage
@@ -154,6 +169,16 @@ class CodexAppServerConversation(ProcessConversation[_Turn]):
         self._marker = new_run_id()
         # The conversation's tools, served to the process as a local MCP server while it runs.
         self._serving: LocalToolServer | None = None
+
+    def warm(self) -> None:
+        """Join (or start) a shared process and open the conversation's thread on it now.
+
+        The process stays running, warm, when the conversation closes (see
+        :meth:`CodexAppServerTransport.prewarm`).
+        """
+        channel = self._ensure_process(_ignore)
+        if isinstance(channel, SharedChannel):
+            channel.keep_warm()
 
     def _refuse(self, request: TurnRequest) -> None:
         per_turn = dataclasses.replace(request, output_schema=None, reasoning_effort=None)
@@ -397,6 +422,8 @@ class CodexAppServerConversation(ProcessConversation[_Turn]):
         channel = self._live_channel()
         if channel is not None:
             return channel
+        if self._pool is not None:
+            return self._join_shared(self._pool, emit)
         context, spec = self._context, self._spec
         servers = tuple(spec.mcp_servers)
         if spec.tools:
@@ -424,6 +451,31 @@ class CodexAppServerConversation(ProcessConversation[_Turn]):
             raise
         return channel
 
+    def _join_shared(self, pool: ProcessPool, emit: Emit) -> Channel:
+        """Open the conversation's thread on a shared process (started when none can take it).
+
+        The process-wide configuration (the environment, the MCP servers' flags) decides
+        which processes it may share; its marker goes per thread.
+        """
+        context = self._context
+        argv = app_server_argv(
+            context.binary_path,
+            path=context.env.get("PATH"),
+            marker=None,
+            mcp_argv=self._install_mcp(tuple(self._spec.mcp_servers)),
+        )
+        env = dict(context.env)
+        self._add_mcp_env(env)
+        channel = join_shared(pool, argv, env, emit)
+        self._adopt_channel(channel)
+        try:
+            once_per_process(channel, lambda: self._handshake(channel, emit))
+            self._open_thread(channel, emit)
+        except BaseException:
+            self._release_process()
+            raise
+        return channel
+
     def _handshake(self, channel: Channel, emit: Emit) -> None:
         params = p.InitializeParams(
             client_info=p.ClientInfo(name=_CLIENT_NAME, title=_CLIENT_NAME, version=__version__),
@@ -442,11 +494,21 @@ class CodexAppServerConversation(ProcessConversation[_Turn]):
         spec, thread_id = self._spec, self._session_id
         policy, sandbox = approval_policy(spec.permissions), sandbox_mode(spec.permissions)
         params: p.ThreadStartParams | p.ThreadResumeParams
+        shared = channel if isinstance(channel, SharedChannel) else None
+        config = None
+        if shared is not None:
+            config = thread_config(path=self._context.env.get("PATH"), marker=self._marker)
         if thread_id is None:
             params = p.ThreadStartParams(
-                cwd=spec.cwd, approval_policy=policy, sandbox=sandbox, model=self._model
+                cwd=spec.cwd,
+                approval_policy=policy,
+                sandbox=sandbox,
+                model=self._model,
+                config=config,
             )
         else:
+            if shared is not None:
+                shared.bind_session(thread_id)
             params = p.ThreadResumeParams(
                 thread_id=thread_id,
                 cwd=spec.cwd,
@@ -454,8 +516,10 @@ class CodexAppServerConversation(ProcessConversation[_Turn]):
                 sandbox=sandbox,
                 model=self._model,
                 exclude_turns=True,
+                config=config,
             )
-        answer = self._call(channel, params, emit)
+        with opening_session(channel):
+            answer = self._call(channel, params, emit)
         if isinstance(answer, p.ErrorResponse):
             self._release_process()
             detail = f"codex refused {params.METHOD}: {answer.message}"
@@ -469,6 +533,8 @@ class CodexAppServerConversation(ProcessConversation[_Turn]):
             detail = f"codex answered {params.METHOD} with {error}"
             raise CliExitError(channel.argv, 1, detail=detail) from None
         self._session_id = opened.thread.id
+        if shared is not None:
+            shared.bind_session(opened.thread.id)
         emit(SessionStarted(opened.thread.id))
         if opened.thread.path:
             emit(Lifecycle("session_file", opened.thread.path))

@@ -24,7 +24,7 @@ from agentshim.providers.codex._config_flags import config_flag
 from agentshim.providers.codex._toml import TomlError
 from agentshim.providers.codex.provider import PROFILE
 
-__all__ = ["APP_SERVER_PROFILE", "TOOL_MARKER", "app_server_argv"]
+__all__ = ["APP_SERVER_PROFILE", "TOOL_MARKER", "app_server_argv", "thread_config"]
 
 APP_SERVER_PROFILE: ProviderProfile = dataclasses.replace(
     PROFILE, output_schema=OutputSchemaStyle.INLINE_JSON
@@ -40,11 +40,14 @@ def app_server_argv(
     binary: str,
     *,
     path: str | None,
-    marker: str,
+    marker: str | None,
     mcp_argv: Sequence[str] = (),
     extra_args: Sequence[str] = (),
 ) -> list[str]:
     """The argv of one long-lived process (see the module docstring).
+
+    ``marker`` None leaves the marker out: a process shared by several conversations gets
+    each one's marker per thread (:func:`thread_config`).
 
     Raises:
         ProviderCapabilityError: a value has no TOML form.
@@ -53,9 +56,22 @@ def app_server_argv(
     try:
         if path:
             argv += config_flag(("shell_environment_policy", "set", "PATH"), path)
-        argv += config_flag(("shell_environment_policy", "set", TOOL_MARKER), marker)
+        if marker is not None:
+            argv += config_flag(("shell_environment_policy", "set", TOOL_MARKER), marker)
     except TomlError as error:
         raise ProviderCapabilityError(
             f"a setting cannot be passed to Codex as TOML: {error}"
         ) from error
     return [*argv, *mcp_argv, *extra_args]
+
+
+def thread_config(*, path: str | None, marker: str) -> dict[str, object]:
+    """The ``config`` of one thread on a shared process: its commands' ``PATH`` and marker.
+
+    Codex applies a thread's config over the process's, so every command of that thread, and
+    of no other, carries the marker an interrupt's clean-up ends them by.
+    """
+    variables = {TOOL_MARKER: marker}
+    if path:
+        variables["PATH"] = path
+    return {"shell_environment_policy": {"set": variables}}

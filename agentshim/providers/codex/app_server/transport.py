@@ -7,14 +7,15 @@ one-shot Codex turns never pay for it.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
 
 from agentshim.core.conversation import ConversationSpec
 from agentshim.core.errors import ProviderCapabilityError
 from agentshim.providers.codex.provider import CodexProvider
 from agentshim.transport.context import TransportContext
 from agentshim.transport.conversation import ProcessOptions, ProcessTransport
+from agentshim.transport.shared import PoolSlot, ProcessPool, ProcessSharing, warm_up
 
 from .profile import APP_SERVER_PROFILE
 
@@ -29,12 +30,24 @@ Reaper = Callable[[str], int]
 """Ends every process whose environment carries the given tool marker; returns how many."""
 
 
+def _thread_of(params: Mapping[str, Any]) -> str | None:
+    """The thread an app-server frame is about (every thread event names its ``threadId``)."""
+    thread = params.get("threadId")
+    return thread if isinstance(thread, str) else None
+
+
 class CodexAppServerTransport(ProcessTransport):
     """A Transport whose conversations each keep one ``codex app-server`` process.
 
     The keywords are :class:`~agentshim.transport.conversation.ProcessTransport`'s, and
     ``reap``, which ends the commands an interrupted turn left running (default: every process
     carrying the conversation's marker, found in ``/proc`` where there is one).
+
+    With ``sharing`` the conversations share processes: each is a thread on one of at most
+    ``sharing.max_processes`` processes per process-wide configuration (the environment and
+    the MCP servers' ``--config`` flags; the conversation's cwd, permissions, model and tool
+    marker go per thread). A conversation with tools of its own keeps a process of its own.
+    See ``docs/sessions.md``.
     """
 
     def __init__(
@@ -42,13 +55,44 @@ class CodexAppServerTransport(ProcessTransport):
         context: TransportContext | Callable[[], TransportContext],
         *,
         reap: Reaper | None = None,
+        sharing: ProcessSharing | None = None,
         **options: Unpack[ProcessOptions],
     ) -> None:
         super().__init__(context, **options)
         self.reap = reap
+        self.sharing = sharing
+        self._pools = PoolSlot(_thread_of)
+
+    def pool(self) -> ProcessPool | None:
+        """The shared processes of this transport's conversations; None when not sharing."""
+        return self._pools.get(self.sharing, self.context, close_grace=self.close_grace)
 
     profile = APP_SERVER_PROFILE
     """Codex CLI's capabilities over app-server."""
+
+    def prewarm(self, count: int, spec: ConversationSpec) -> None:
+        """Start ``count`` processes for conversations like ``spec`` and keep them warm.
+
+        Each is started and handshaken (``initialize``, one thread made and left) before
+        this returns, so a new conversation's first turn starts without spawning. At most
+        ``sharing.max_processes`` are started.
+
+        Raises:
+            ProviderCapabilityError: the transport does not share processes.
+            CliDiedError / CliTimeoutError: a process could not be started.
+        """
+        if self.sharing is None:
+            raise ProviderCapabilityError(
+                "warm processes are kept by a transport that shares them; pass "
+                "share_processes=ProcessSharing(...)"
+            )
+        warm_up(lambda: self.open(spec), min(count, self.sharing.max_processes))
+
+    def release_warm(self) -> None:
+        """End the warm processes no conversation is on."""
+        pool = self.pool()
+        if pool is not None:
+            pool.cool()
 
     def open(self, spec: ConversationSpec) -> CodexAppServerConversation:
         """Open a conversation; its process starts with its first turn.
@@ -71,4 +115,4 @@ class CodexAppServerTransport(ProcessTransport):
             )
         from .conversation import CodexAppServerConversation
 
-        return CodexAppServerConversation(self, provider, spec, reap=self.reap)
+        return CodexAppServerConversation(self, provider, spec, reap=self.reap, pool=self.pool())

@@ -395,3 +395,24 @@ class TestProcessGroup:
         assert session.session_id == "s-1"
         pid = int(pidfile.read_text())
         assert _gone_within(pid, 15)
+
+
+class TestStartsAsOneNodeProcess:
+    """The CLI is asked not to relaunch itself, and gets the heap limit the relaunch gave it."""
+
+    def test_a_turn_runs_without_the_relaunch_and_with_half_the_memory_as_heap(self) -> None:
+        agent, fake, _ = agent_for(load_capture("gemini", "plain").fake_run())
+        agent.run("Say hello.")
+        (request,) = fake.requests
+        assert request.env["GEMINI_CLI_NO_RELAUNCH"] == "true"
+        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+        expected = f"--max-old-space-size={total // (2 * 1024 * 1024)}"
+        assert request.env["NODE_OPTIONS"] == expected
+
+    def test_the_callers_env_wins(self) -> None:
+        fake = FakeExecutor(load_capture("gemini", "plain").fake_run(), binaries={"gemini": BIN})
+        env = {**ENV, "GEMINI_CLI_NO_RELAUNCH": "", "NODE_OPTIONS": "--no-warnings"}
+        CliAgent("gemini", executor=fake, env=env).run("Say hello.")
+        (request,) = fake.requests
+        assert request.env["GEMINI_CLI_NO_RELAUNCH"] == ""
+        assert request.env["NODE_OPTIONS"] == "--no-warnings"

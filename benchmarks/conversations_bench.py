@@ -1,0 +1,333 @@
+"""Many conversations, few processes: dedicated vs shared CLI processes, and the warm pool.
+
+Run from the repository root (the pinned CLIs installed by ``scripts/install_clis.py``):
+
+    .venv/bin/python benchmarks/conversations_bench.py                      # everything
+    .venv/bin/python benchmarks/conversations_bench.py --clis codex,copilot --n 1,5
+    .venv/bin/python benchmarks/conversations_bench.py --skip-sharing       # warm pool only
+
+Every CLI is the real pinned binary, offline against ``agentshim.testing.model_server``
+(``agentshim.testing.offline``), through ``Agent(..., transport=TransportKind.STREAM)`` on the
+host executor. Two parts, each printing one line per case:
+
+sharing  (Codex, Gemini CLI, opencode, Copilot CLI) For each N, N conversations each run
+         ``--turns`` turns at once (one thread per conversation), first with a process of
+         their own each (dedicated), then with ``share_processes=ProcessSharing()`` (shared).
+         After the turns, with every conversation still open: the CLI processes running (the
+         spawned ones, and their whole trees), the total PSS of those trees (from
+         ``/proc/PID/smaps_rollup``), and the latency of the turns after each conversation's
+         first (p50/p99). Then the ratios shared/dedicated. Targets at N = 20: one process
+         per configuration, total PSS <= 0.25x dedicated (Codex <= 0.6x), p99 within 1.5x.
+warm     (all six) The first turn of a new conversation on an Agent whose CLI was already
+         checked: cold (the turn starts the process), and warm (``Agent.prewarm(1)`` ran
+         first, so the turn joins a running process; for Codex and the ACP agents with
+         ``share_processes``, for Claude Code a process started for a new conversation in
+         that cwd). Target for the CLIs started through node (Gemini CLI, Pi, and Codex and
+         Copilot CLI, whose launcher is node): warm <= 0.2x cold. Pi has no warm pool yet:
+         its line says so and counts as a missed target.
+
+The script exits nonzero when a target is missed. The machine's load shows in the latencies;
+PSS splits pages shared with any other process on the machine, so compare ratios.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import os
+import statistics
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from agentshim.agent import Agent
+from agentshim.core.conversation import TransportKind
+from agentshim.core.errors import AgentShimError
+from agentshim.core.permissions import ApprovalPolicy, NativePermissions
+from agentshim.core.retry import RetryPolicy
+from agentshim.core.sharing import ProcessSharing
+from agentshim.execution.host import HostCommandExecutor
+from agentshim.execution.host_process import HostProcess
+from agentshim.execution.process import SpawnRequest
+from agentshim.session import Session
+from agentshim.testing.clis import find_cli
+from agentshim.testing.model_server import ModelServer, Rule, Text
+from agentshim.testing.offline import OfflineCli, offline_cli
+
+SHARING_CLIS = ("codex", "gemini", "opencode", "copilot")
+ALL_CLIS = ("claude", "codex", "gemini", "opencode", "copilot", "pi")
+NODE_CLIS = frozenset({"codex", "gemini", "copilot", "pi"})
+"""The CLIs started through node (Codex and Copilot CLI by a node launcher); opencode is Bun."""
+PSS_TARGET = {"codex": 0.6}
+PSS_DEFAULT_TARGET = 0.25
+P99_TARGET = 1.5
+WARM_TARGET = 0.2
+ANSWER = "All done here."
+
+
+class Spawns(HostCommandExecutor):
+    """The host executor, keeping every long-lived process it spawns."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.processes: list[HostProcess] = []
+
+    def spawn(self, request: SpawnRequest) -> HostProcess:
+        process = super().spawn(request)
+        self.processes.append(process)
+        return process
+
+
+@dataclass(frozen=True)
+class Footprint:
+    spawned: int
+    processes: int
+    pss_mib: float
+
+
+def _children() -> dict[int, list[int]]:
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as handle:
+                fields = handle.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        children.setdefault(int(fields[1]), []).append(int(entry))
+    return children
+
+
+def _pss_kib(pid: int) -> int:
+    try:
+        with open(f"/proc/{pid}/smaps_rollup") as handle:
+            for line in handle:
+                if line.startswith("Pss:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+def footprint(executor: Spawns) -> Footprint:
+    """The CLI processes running now (spawned, and whole trees) and their total PSS."""
+    children = _children()
+    alive = [p.pid for p in executor.processes if os.path.exists(f"/proc/{p.pid}")]
+    tree: list[int] = []
+    todo = list(alive)
+    while todo:
+        pid = todo.pop()
+        tree.append(pid)
+        todo.extend(children.get(pid, []))
+    return Footprint(len(alive), len(tree), sum(_pss_kib(pid) for pid in tree) / 1024)
+
+
+@contextmanager
+def offline(provider: str) -> Iterator[tuple[ModelServer, OfflineCli]]:
+    binary = find_cli(provider)
+    if binary is None:
+        raise SystemExit(f"{provider} is not installed: run scripts/install_clis.py")
+    with tempfile.TemporaryDirectory(prefix=f"bench-{provider}-") as root, ModelServer() as server:
+        server.set_script((Rule(respond=Text(ANSWER)),))
+        yield server, offline_cli(provider, server, root=Path(root), bin_dir=binary.parent)
+
+
+def agent(cli: OfflineCli, executor: Spawns, sharing: ProcessSharing | None) -> Agent:
+    return Agent(
+        cli.provider,
+        permissions=NativePermissions.bypass(),
+        approvals=ApprovalPolicy.DENY,
+        model=cli.model,
+        env=dict(cli.env),
+        executor=executor,
+        transport=TransportKind.STREAM,
+        check_timeout=120.0,
+        retry=RetryPolicy(delays=()),
+        share_processes=sharing,
+    )
+
+
+def percentile(values: list[float], fraction: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(fraction * (len(ordered) - 1)))]
+
+
+@dataclass(frozen=True)
+class Run:
+    footprint: Footprint
+    p50_ms: float
+    p99_ms: float
+    failures: int
+
+
+def run_conversations(cli: OfflineCli, work: Path, n: int, turns: int, shared: bool) -> Run:
+    """N conversations at once, ``turns`` turns each; measured with every one still open."""
+    executor = Spawns()
+    sharing = ProcessSharing() if shared else None
+    the_agent = agent(cli, executor, sharing)
+    sessions: list[Session] = [the_agent.start_session(str(work)) for _ in range(n)]
+    latencies: list[float] = []
+    failures: list[BaseException] = []
+    lock = threading.Lock()
+
+    def converse(session: Session) -> None:
+        for index in range(turns):
+            started = time.monotonic()
+            try:
+                result = session.turn(f"Turn {index}: say you are done.").result
+            except AgentShimError as error:
+                with lock:
+                    failures.append(error)
+                return
+            took = time.monotonic() - started
+            if result.text != ANSWER:
+                with lock:
+                    failures.append(AssertionError(result.text))
+            elif index > 0:  # the first turn starts (or joins) a process
+                with lock:
+                    latencies.append(took)
+
+    threads = [threading.Thread(target=converse, args=(s,)) for s in sessions]
+    try:
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        measured = footprint(executor)
+    finally:
+        for session in sessions:
+            session.close()
+    for error in failures[:3]:
+        print(f"  ! {cli.provider} n={n} {'shared' if shared else 'dedicated'}: {error}")
+    p50 = percentile(latencies, 0.5) * 1000 if latencies else float("nan")
+    p99 = percentile(latencies, 0.99) * 1000 if latencies else float("nan")
+    return Run(measured, p50, p99, len(failures))
+
+
+def sharing_part(clis: list[str], ns: list[int], turns: int) -> bool:
+    ok = True
+    for provider in clis:
+        if provider not in SHARING_CLIS:
+            continue
+        with offline(provider) as (_, cli):
+            work = Path(cli.home) / "work"
+            work.mkdir(exist_ok=True)
+            for n in ns:
+                runs: dict[str, Run] = {}
+                for mode in ("dedicated", "shared"):
+                    run = run_conversations(cli, work, n, turns, mode == "shared")
+                    runs[mode] = run
+                    fp = run.footprint
+                    print(
+                        f"sharing {provider:8} n={n:<3} {mode:9} spawned={fp.spawned:<3} "
+                        f"processes={fp.processes:<3} pss_mib={fp.pss_mib:8.1f} "
+                        f"p50_ms={run.p50_ms:8.1f} p99_ms={run.p99_ms:8.1f} "
+                        f"failures={run.failures}",
+                        flush=True,
+                    )
+                ded, sha = runs["dedicated"], runs["shared"]
+                pss_ratio = sha.footprint.pss_mib / ded.footprint.pss_mib
+                p99_ratio = sha.p99_ms / ded.p99_ms
+                target = PSS_TARGET.get(provider, PSS_DEFAULT_TARGET)
+                missed: list[str] = []
+                if ded.failures or sha.failures:
+                    missed.append("turns failed")
+                if n == max(ns) and n >= 20:
+                    if sha.footprint.spawned != 1:
+                        missed.append("processes")
+                    if not pss_ratio <= target:
+                        missed.append(f"pss>{target}")
+                    if not p99_ratio <= P99_TARGET:
+                        missed.append(f"p99>{P99_TARGET}")
+                verdict = "ok" if not missed else "MISSED " + ",".join(missed)
+                print(
+                    f"sharing {provider:8} n={n:<3} ratio     "
+                    f"processes={sha.footprint.spawned}/{ded.footprint.spawned} "
+                    f"pss={pss_ratio:.3f} p99={p99_ratio:.3f} {verdict}",
+                    flush=True,
+                )
+                ok = ok and not missed
+    return ok
+
+
+def first_turn(cli: OfflineCli, work: Path, prepare: Callable[[Agent], None] | None) -> float:
+    """Seconds of a new conversation's first turn (the Agent's CLI already checked)."""
+    executor = Spawns()
+    shares = prepare is not None and cli.provider in SHARING_CLIS
+    the_agent = agent(cli, executor, ProcessSharing() if shares else None)
+    if prepare is not None:
+        prepare(the_agent)
+    with the_agent.start_session(str(work)) as session:
+        started = time.monotonic()
+        result = session.turn("Say you are done.").result
+        took = time.monotonic() - started
+    the_agent.release_warm()
+    if result.text != ANSWER:
+        raise AssertionError(result.text)
+    return took
+
+
+def prewarm_in(work: Path, the_agent: Agent) -> None:
+    """Start one warm process for new conversations in ``work``."""
+    the_agent.prewarm(1, cwd=str(work))
+
+
+def warm_part(clis: list[str], rounds: int) -> bool:
+    ok = True
+    for provider in clis:
+        with offline(provider) as (_, cli):
+            work = Path(cli.home) / "work"
+            work.mkdir(exist_ok=True)
+            first_turn(cli, work, None)  # the CLI's own first run in a fresh HOME, and its check
+            cold = statistics.median(first_turn(cli, work, None) for _ in range(rounds))
+            try:
+                warm = statistics.median(
+                    first_turn(cli, work, functools.partial(prewarm_in, work))
+                    for _ in range(rounds)
+                )
+            except AgentShimError as error:
+                print(f"warm    {provider:8} cold_s={cold:.3f} warm=unsupported ({error.message})")
+                ok = False
+                continue
+            ratio = warm / cold
+            needs = provider in NODE_CLIS
+            missed = needs and not ratio <= WARM_TARGET
+            verdict = "MISSED" if missed else "ok"
+            target = f"target<={WARM_TARGET}" if needs else "no target"
+            print(
+                f"warm    {provider:8} cold_s={cold:.3f} warm_s={warm:.3f} "
+                f"ratio={ratio:.3f} {target} {verdict}",
+                flush=True,
+            )
+            ok = ok and not missed
+    return ok
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--clis", default=",".join(ALL_CLIS))
+    parser.add_argument("--n", default="1,5,20")
+    parser.add_argument("--turns", type=int, default=3)
+    parser.add_argument("--rounds", type=int, default=3, help="first turns timed per case")
+    parser.add_argument("--skip-sharing", action="store_true")
+    parser.add_argument("--skip-warm", action="store_true")
+    args = parser.parse_args()
+    clis = [name for name in args.clis.split(",") if name]
+    ns = [int(value) for value in args.n.split(",")]
+    ok = True
+    if not args.skip_sharing:
+        ok = sharing_part(clis, ns, args.turns) and ok
+    if not args.skip_warm:
+        ok = warm_part(clis, args.rounds) and ok
+    print("all targets met" if ok else "a target was missed")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,348 @@
+"""ACP conversations sharing processes: one session each on a shared agent process."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
+import pytest
+
+from agentshim import Agent
+from agentshim.acp.client import AcpTransport
+from agentshim.acp.dialect import AcpDialect
+from agentshim.core.conversation import ConversationSpec, Transport, TransportKind
+from agentshim.core.errors import CliDiedError, InvalidRequestError, ProviderCapabilityError
+from agentshim.core.events import AgentEvent
+from agentshim.core.permissions import ApprovalPolicy, NativePermissions
+from agentshim.core.turn import TurnRequest
+from agentshim.execution.process import SpawnRequest
+from agentshim.providers import get_plugin
+from agentshim.providers.copilot.acp import COPILOT_ACP
+from agentshim.providers.gemini.acp import GEMINI_ACP
+from agentshim.providers.opencode.acp import OPENCODE_ACP
+from agentshim.testing import FakeExecutor
+from agentshim.testing.acp import (
+    COPILOT_QUIRKS,
+    GEMINI_QUIRKS,
+    OPENCODE_QUIRKS,
+    AcpPeers,
+    AcpPeerTurn,
+    AcpQuirks,
+)
+from agentshim.testing.process import FakePeer, GateMarker, PeerOutput, ReplayGates
+from agentshim.testing.session_contracts import (
+    ContractTurn,
+    ConversationContract,
+    TransportContract,
+)
+from agentshim.transport.context import TransportContext
+from agentshim.transport.shared import ProcessSharing
+
+from .rigs import transport_on
+
+BYPASS = NativePermissions.bypass()
+AGENTS = {
+    "gemini": (GEMINI_ACP, GEMINI_QUIRKS),
+    "opencode": (OPENCODE_ACP, OPENCODE_QUIRKS),
+    "copilot": (COPILOT_ACP, COPILOT_QUIRKS),
+}
+
+
+def shared(
+    provider: str, turns: Sequence[AcpPeerTurn], sharing: ProcessSharing | None = None
+) -> tuple[AcpTransport, FakeExecutor, AcpPeers]:
+    dialect, quirks = AGENTS[provider]
+    peers = AcpPeers(turns, quirks=quirks)
+    transport, executor = transport_on(
+        provider, dialect, peers, sharing=sharing or ProcessSharing()
+    )
+    return transport, executor, peers
+
+
+def spec(resume: str | None = None) -> ConversationSpec:
+    return ConversationSpec(
+        permissions=BYPASS, approvals=ApprovalPolicy.DENY, resume_session_id=resume
+    )
+
+
+def ignore() -> Callable[[AgentEvent], None]:
+    return [].append
+
+
+def sent(peers: AcpPeers, method: str) -> list[dict[str, Any]]:
+    return [m for peer in peers.peers for m in peer.received if m.get("method") == method]
+
+
+def contract(turns: Sequence[ContractTurn]) -> list[AcpPeerTurn]:
+    return [AcpPeerTurn(t.text, hang=t.hang) for t in turns]
+
+
+class TestSharedGeminiConversationContract(ConversationContract):
+    def make_conversation(
+        self, turns: Sequence[ContractTurn], *, resume_session_id: str | None = None
+    ) -> Any:
+        return shared("gemini", contract(turns))[0].open(spec(resume_session_id))
+
+
+class TestSharedOpencodeConversationContract(ConversationContract):
+    def make_conversation(
+        self, turns: Sequence[ContractTurn], *, resume_session_id: str | None = None
+    ) -> Any:
+        return shared("opencode", contract(turns))[0].open(spec(resume_session_id))
+
+
+class TestSharedCopilotConversationContract(ConversationContract):
+    def make_conversation(
+        self, turns: Sequence[ContractTurn], *, resume_session_id: str | None = None
+    ) -> Any:
+        return shared("copilot", contract(turns))[0].open(spec(resume_session_id))
+
+
+class TestSharedAcpTransportContract(TransportContract):
+    def make_transport(self, turns: Sequence[ContractTurn]) -> Transport:
+        return shared("gemini", contract(turns))[0]
+
+
+@pytest.mark.parametrize("provider", sorted(AGENTS))
+def test_two_conversations_are_two_sessions_on_one_process(provider: str) -> None:
+    transport, executor, peers = shared(
+        provider, [AcpPeerTurn("a1"), AcpPeerTurn("b1"), AcpPeerTurn("a2")]
+    )
+    first, second = transport.open(spec()), transport.open(spec())
+    assert first.turn(TurnRequest("one"), ignore()).text == "a1"
+    assert second.turn(TurnRequest("two"), ignore()).text == "b1"
+    assert first.turn(TurnRequest("three"), ignore()).text == "a2"
+    assert len(executor.spawned) == 1
+    assert len(sent(peers, "initialize")) == 1
+    assert len(sent(peers, "session/new")) == 2
+    prompts = [m["params"]["sessionId"] for m in sent(peers, "session/prompt")]
+    assert prompts == [first.session_id, second.session_id, first.session_id]
+    assert peers.history[first.session_id or ""] == [
+        ("user", "one"),
+        ("agent", "a1"),
+        ("user", "three"),
+        ("agent", "a2"),
+    ]
+    first.close()
+    assert executor.processes[0].returncode is None
+    second.close()
+    assert executor.processes[0].returncode is not None
+
+
+def test_a_cancel_names_only_the_interrupted_session() -> None:
+    transport, _, peers = shared("gemini", [AcpPeerTurn("a1"), AcpPeerTurn("hang", hang=True)])
+    quiet, interrupted = transport.open(spec()), transport.open(spec())
+    quiet.turn(TurnRequest("one"), ignore())
+    timer = threading.Timer(0.2, interrupted.interrupt)
+    timer.start()
+    result = interrupted.turn(TurnRequest("two"), ignore())
+    timer.join()
+    assert result.interrupted
+    cancels = [m["params"]["sessionId"] for m in sent(peers, "session/cancel")]
+    assert cancels == [interrupted.session_id]
+
+
+def test_a_dead_shared_process_fails_the_running_turn_and_both_load_on_a_new_one() -> None:
+    turns = [AcpPeerTurn("a1"), AcpPeerTurn("hang", hang=True), AcpPeerTurn("b2")]
+    transport, executor, peers = shared("opencode", [*turns, AcpPeerTurn("a2")])
+    first, second = transport.open(spec()), transport.open(spec())
+    first.turn(TurnRequest("one"), ignore())
+    timer = threading.Timer(0.2, executor.processes[0].kill)
+    timer.start()
+    with pytest.raises(CliDiedError):
+        second.turn(TurnRequest("two"), ignore())
+    timer.join()
+    assert second.turn(TurnRequest("three"), ignore()).text == "b2"
+    assert first.turn(TurnRequest("four"), ignore()).text == "a2"
+    assert len(executor.spawned) == 2
+    loaded = [m["params"]["sessionId"] for m in sent(peers, OPENCODE_ACP.attach)]
+    assert sorted(loaded) == sorted([first.session_id, second.session_id])
+    first.close()
+    second.close()
+
+
+def test_conversations_with_other_process_wide_settings_get_other_processes() -> None:
+    dialect: AcpDialect = GEMINI_ACP
+    quirks: AcpQuirks = GEMINI_QUIRKS
+    peers = AcpPeers([AcpPeerTurn("a"), AcpPeerTurn("b")], quirks=quirks)
+    transport, executor = transport_on("gemini", dialect, peers, sharing=ProcessSharing())
+    bypass = transport.open(spec())
+    planning = transport.open(
+        ConversationSpec(permissions=NativePermissions.read_only(), approvals=ApprovalPolicy.DENY)
+    )
+    bypass.turn(TurnRequest("one"), ignore())
+    planning.turn(TurnRequest("two"), ignore())
+    assert len(executor.spawned) == 2
+    bypass.close()
+    planning.close()
+
+
+def test_an_agent_with_share_processes_runs_its_sessions_on_one_process() -> None:
+    peers = AcpPeers([AcpPeerTurn("a"), AcpPeerTurn("b")])
+    executor = FakeExecutor(peers=peers, binaries={"gemini": "/usr/bin/gemini"})
+    agent = Agent(
+        "gemini",
+        executor=executor,
+        env={"PATH": "/usr/bin"},
+        permissions=BYPASS,
+        approvals=ApprovalPolicy.DENY,
+        transport=TransportKind.STREAM,
+        share_processes=ProcessSharing(),
+    )
+    with agent.start_session() as first, agent.start_session() as second:
+        assert first.turn("one").result.text == "a"
+        assert second.turn("two").result.text == "b"
+        assert first.session_id != second.session_id
+    assert len(executor.spawned) == 1
+    assert executor.processes[0].returncode is not None
+
+
+@pytest.mark.parametrize(
+    ("provider", "kind"),
+    [("claude", TransportKind.STREAM), ("pi", TransportKind.STREAM), ("gemini", None)],
+)
+def test_share_processes_is_refused_where_a_process_serves_one_conversation(
+    provider: str, kind: TransportKind | None
+) -> None:
+    executor = FakeExecutor(binaries={provider: f"/usr/bin/{provider}"})
+    with pytest.raises(ProviderCapabilityError, match="share_processes"):
+        Agent(
+            provider,
+            executor=executor,
+            env={"PATH": "/usr/bin"},
+            permissions=BYPASS,
+            approvals=ApprovalPolicy.DENY,
+            transport=kind or TransportKind.ONE_SHOT,
+            share_processes=ProcessSharing(),
+        )
+
+
+def test_process_sharing_refuses_nonsense() -> None:
+    with pytest.raises(InvalidRequestError):
+        ProcessSharing(max_processes=0)
+    with pytest.raises(InvalidRequestError):
+        ProcessSharing(recycle_after=0)
+
+
+def sharing_agent(provider: str, peers: AcpPeers, **options: Any) -> tuple[Agent, FakeExecutor]:
+    executor = FakeExecutor(peers=peers, binaries={provider: f"/usr/bin/{provider}"})
+    agent = Agent(
+        provider,
+        executor=executor,
+        env={"PATH": "/usr/bin"},
+        permissions=BYPASS,
+        approvals=ApprovalPolicy.DENY,
+        transport=TransportKind.STREAM,
+        **options,
+    )
+    return agent, executor
+
+
+class TestWarmPool:
+    def test_a_prewarmed_process_serves_the_first_turn_of_a_new_session(self) -> None:
+        peers = AcpPeers([AcpPeerTurn("a")], quirks=OPENCODE_QUIRKS)
+        agent, executor = sharing_agent("opencode", peers, share_processes=ProcessSharing())
+        agent.prewarm()
+        assert len(executor.spawned) == 1
+        # Started, initialized and past its first session before any session of ours.
+        assert [m.get("method") for m in peers.peers[0].received if "id" in m] == [
+            "initialize",
+            "session/new",
+        ]
+        with agent.start_session() as session:
+            assert session.turn("one").result.text == "a"
+        assert len(executor.spawned) == 1
+        assert len(sent(peers, "initialize")) == 1
+        assert executor.processes[0].returncode is None  # warm, waiting for the next session
+        agent.release_warm()
+        assert executor.processes[0].returncode is not None
+
+    def test_prewarm_starts_up_to_max_processes(self) -> None:
+        peers = AcpPeers([], quirks=COPILOT_QUIRKS)
+        agent, executor = sharing_agent(
+            "copilot", peers, share_processes=ProcessSharing(max_processes=2)
+        )
+        agent.prewarm(3)
+        assert len(executor.spawned) == 2
+        agent.release_warm()
+        assert all(process.returncode is not None for process in executor.processes)
+
+    def test_prewarm_needs_share_processes(self) -> None:
+        agent, executor = sharing_agent("gemini", AcpPeers([]))
+        with pytest.raises(ProviderCapabilityError, match="share_processes"):
+            agent.prewarm()
+        assert not executor.spawned
+
+    def test_prewarm_refuses_a_count_below_one(self) -> None:
+        agent, _ = sharing_agent("gemini", AcpPeers([]), share_processes=ProcessSharing())
+        with pytest.raises(InvalidRequestError):
+            agent.prewarm(0)
+
+
+class _HeldFirstSession(FakePeer):
+    """An ACP agent whose first ``session/new`` answer waits at gate ``first``."""
+
+    def __init__(self, inner: FakePeer, gates: ReplayGates) -> None:
+        self.inner = inner
+        self.gates = gates
+        self.opened = 0
+        self.asked_while_held = 0
+
+    def on_start(self) -> Iterable[PeerOutput]:
+        return self.inner.on_start()
+
+    def on_stdin(self, line: str) -> Iterable[PeerOutput]:
+        answer = list(self.inner.on_stdin(line))
+        if '"session/new"' not in line:
+            return answer
+        self.opened += 1
+        if self.opened == 1:
+            return [GateMarker("first"), *answer]
+        if not self.gates.is_open("first"):
+            self.asked_while_held += 1
+        return answer
+
+    def on_stdin_closed(self) -> Iterable[PeerOutput]:
+        return self.inner.on_stdin_closed()
+
+
+def test_conversations_open_their_sessions_on_a_shared_process_one_at_a_time() -> None:
+    peers = AcpPeers([AcpPeerTurn("a"), AcpPeerTurn("b")])
+    gates = ReplayGates(closed=["first"])
+    held: list[_HeldFirstSession] = []
+
+    def spawn(request: SpawnRequest) -> FakePeer:
+        held.append(_HeldFirstSession(peers(request), gates))
+        return held[-1]
+
+    executor = FakeExecutor(peers=spawn, gates=gates)
+    context = TransportContext(
+        provider=get_plugin("gemini").create_provider(),
+        executor=executor,
+        binary_path="/usr/bin/gemini",
+        env={"PATH": "/usr/bin"},
+    )
+    transport = AcpTransport(context, GEMINI_ACP, sharing=ProcessSharing())
+    first, second = transport.open(spec()), transport.open(spec())
+    texts: list[str] = []
+    threads = [
+        threading.Thread(target=lambda c=c: texts.append(c.turn(TurnRequest("go"), ignore()).text))
+        for c in (first, second)
+    ]
+    for thread in threads:
+        thread.start()
+    deadline = time.monotonic() + 30
+    while not gates.reached("first"):
+        assert time.monotonic() < deadline, "the first session/new never went out"
+        time.sleep(0.01)
+    time.sleep(0.3)  # the other conversation's session/new, if it went out now, is counted
+    gates.open("first")
+    for thread in threads:
+        thread.join(30)
+    assert sorted(texts) == ["a", "b"]
+    assert held[0].opened == 2
+    assert held[0].asked_while_held == 0
+    first.close()
+    second.close()

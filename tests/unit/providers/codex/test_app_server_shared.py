@@ -1,0 +1,204 @@
+"""Codex app-server conversations sharing processes: threads on one process, crash, recycling."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import pytest
+
+from agentshim.core.conversation import ConversationSpec, Transport
+from agentshim.core.errors import CliDiedError
+from agentshim.core.events import AgentEvent, SessionStarted
+from agentshim.core.permissions import ApprovalPolicy, NativePermissions
+from agentshim.core.turn import TurnRequest
+from agentshim.providers.codex.app_server.conversation import CodexAppServerConversation
+from agentshim.providers.codex.app_server.transport import CodexAppServerTransport
+from agentshim.providers.codex.provider import CodexProvider
+from agentshim.testing import FakeExecutor
+from agentshim.testing.codex_app_server import CodexAppServerPeers, CodexPeerTurn
+from agentshim.testing.session_contracts import (
+    ContractTurn,
+    SteerableConversationContract,
+    TransportContract,
+)
+from agentshim.transport.context import TransportContext
+from agentshim.transport.shared import ProcessSharing
+
+BYPASS = NativePermissions.bypass()
+MARKER = "AGENTSHIM_TOOL_RUN"
+
+
+def shared_transport(
+    peers: CodexAppServerPeers, sharing: ProcessSharing | None = None, **options: Any
+) -> tuple[CodexAppServerTransport, FakeExecutor, list[str]]:
+    executor = FakeExecutor(peers=peers)
+    context = TransportContext(
+        provider=CodexProvider(),
+        executor=executor,
+        binary_path="/usr/bin/codex",
+        env={"PATH": "/usr/bin"},
+    )
+    reaped: list[str] = []
+
+    def reap(marker: str) -> int:
+        reaped.append(marker)
+        return 0
+
+    transport = CodexAppServerTransport(
+        context, reap=reap, sharing=sharing or ProcessSharing(), **options
+    )
+    return transport, executor, reaped
+
+
+def spec(resume: str | None = None) -> ConversationSpec:
+    return ConversationSpec(
+        permissions=BYPASS, approvals=ApprovalPolicy.DENY, resume_session_id=resume
+    )
+
+
+def events() -> Callable[[AgentEvent], None]:
+    return [].append
+
+
+def sent(peers: CodexAppServerPeers, method: str) -> list[dict[str, Any]]:
+    return [m for peer in peers.peers for m in peer.received if m.get("method") == method]
+
+
+def marker_of(request: dict[str, Any]) -> str:
+    return request["params"]["config"]["shell_environment_policy"]["set"][MARKER]
+
+
+def contract_peers(turns: Sequence[ContractTurn]) -> CodexAppServerPeers:
+    return CodexAppServerPeers(CodexPeerTurn(turn.text, hang=turn.hang) for turn in turns)
+
+
+class TestSharedCodexConversationContract(SteerableConversationContract):
+    def make_conversation(
+        self, turns: Sequence[ContractTurn], *, resume_session_id: str | None = None
+    ) -> CodexAppServerConversation:
+        transport, _, _ = shared_transport(contract_peers(turns))
+        return transport.open(spec(resume_session_id))
+
+
+class TestSharedCodexTransportContract(TransportContract):
+    def make_transport(self, turns: Sequence[ContractTurn]) -> Transport:
+        transport, _, _ = shared_transport(contract_peers(turns))
+        return transport
+
+
+def test_two_conversations_are_two_threads_on_one_process_each_with_its_marker() -> None:
+    peers = CodexAppServerPeers([CodexPeerTurn("a1"), CodexPeerTurn("b1"), CodexPeerTurn("a2")])
+    transport, executor, _ = shared_transport(peers)
+    first, second = transport.open(spec()), transport.open(spec())
+    assert first.turn(TurnRequest("one"), events()).text == "a1"
+    assert second.turn(TurnRequest("two"), events()).text == "b1"
+    assert first.turn(TurnRequest("three"), events()).text == "a2"
+    assert len(executor.spawned) == 1
+    assert len(sent(peers, "initialize")) == 1
+    starts = sent(peers, "thread/start")
+    assert len(starts) == 2
+    assert marker_of(starts[0]) != marker_of(starts[1])
+    assert all(MARKER not in " ".join(request.argv) for request in executor.spawned)
+    assert MARKER not in executor.spawned[0].env
+    turns = sent(peers, "turn/start")
+    threads = [turn["params"]["threadId"] for turn in turns]
+    assert threads == [first.session_id, second.session_id, first.session_id]
+    assert first.session_id != second.session_id
+    # Every request went out under an id of its own on the process.
+    ids = [m["id"] for m in peers.peers[0].received if "method" in m and "id" in m]
+    assert len(ids) == len(set(ids))
+    first.close()
+    assert executor.processes[0].returncode is None  # the other conversation still holds it
+    second.close()
+    assert executor.processes[0].returncode is not None
+
+
+def test_an_interrupt_reaps_only_the_interrupted_threads_commands() -> None:
+    peers = CodexAppServerPeers([CodexPeerTurn("a1"), CodexPeerTurn("hang", hang=True)])
+    transport, _, reaped = shared_transport(peers)
+    quiet, interrupted = transport.open(spec()), transport.open(spec())
+    quiet.turn(TurnRequest("one"), events())
+    timer = threading.Timer(0.2, interrupted.interrupt)
+    timer.start()
+    result = interrupted.turn(TurnRequest("two"), events())
+    timer.join()
+    assert result.interrupted
+    starts = sent(peers, "thread/start")
+    assert reaped == [marker_of(starts[1])]
+
+
+def test_a_dead_shared_process_fails_the_running_turn_and_both_resume_on_a_new_one() -> None:
+    peers = CodexAppServerPeers(
+        [
+            CodexPeerTurn("a1"),
+            CodexPeerTurn("hang", hang=True),
+            CodexPeerTurn("b2"),
+            CodexPeerTurn("a2"),
+        ]
+    )
+    transport, executor, _ = shared_transport(peers)
+    first, second = transport.open(spec()), transport.open(spec())
+    first.turn(TurnRequest("one"), events())
+    timer = threading.Timer(0.2, executor.processes[0].kill)
+    timer.start()
+    with pytest.raises(CliDiedError):
+        second.turn(TurnRequest("two"), events())
+    timer.join()
+    seen: list[AgentEvent] = []
+    assert second.turn(TurnRequest("three"), seen.append).text == "b2"
+    assert first.turn(TurnRequest("four"), events()).text == "a2"
+    assert len(executor.spawned) == 2
+    resumed = [m["params"]["threadId"] for m in sent(peers, "thread/resume")]
+    assert sorted(resumed) == sorted([first.session_id, second.session_id])
+    assert SessionStarted(second.session_id or "") in seen
+    first.close()
+    second.close()
+
+
+def test_a_process_is_recycled_after_its_conversations_and_ends_when_they_leave() -> None:
+    peers = CodexAppServerPeers([CodexPeerTurn(f"t{n}") for n in range(3)])
+    transport, executor, _ = shared_transport(peers, ProcessSharing(recycle_after=2))
+    conversations = [transport.open(spec()) for _ in range(3)]
+    for conversation in conversations:
+        conversation.turn(TurnRequest("go"), events())
+    assert len(executor.spawned) == 2
+    served = [
+        len([m for m in p.received if m.get("method") == "thread/start"]) for p in peers.peers
+    ]
+    assert served == [2, 1]
+    conversations[0].close()
+    assert executor.processes[0].returncode is None
+    conversations[1].close()
+    assert executor.processes[0].returncode is not None
+    conversations[2].close()
+
+
+def test_up_to_max_processes_share_the_conversations() -> None:
+    peers = CodexAppServerPeers([CodexPeerTurn(f"t{n}") for n in range(4)])
+    transport, executor, _ = shared_transport(peers, ProcessSharing(max_processes=2))
+    conversations = [transport.open(spec()) for _ in range(4)]
+    for conversation in conversations:
+        conversation.turn(TurnRequest("go"), events())
+    assert len(executor.spawned) == 2
+    for conversation in conversations:
+        conversation.close()
+    assert all(process.returncode is not None for process in executor.processes)
+
+
+def test_prewarm_starts_handshaken_processes_the_next_conversations_join() -> None:
+    peers = CodexAppServerPeers([CodexPeerTurn("a"), CodexPeerTurn("b")])
+    transport, executor, _ = shared_transport(peers, ProcessSharing(max_processes=2))
+    transport.prewarm(2, spec())
+    assert len(executor.spawned) == 2
+    assert len(sent(peers, "initialize")) == 2
+    first, second = transport.open(spec()), transport.open(spec())
+    assert first.turn(TurnRequest("one"), events()).text == "a"
+    assert second.turn(TurnRequest("two"), events()).text == "b"
+    assert len(executor.spawned) == 2
+    first.close()
+    second.close()
+    assert all(process.returncode is None for process in executor.processes)
+    transport.release_warm()
+    assert all(process.returncode is not None for process in executor.processes)
