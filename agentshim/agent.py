@@ -46,9 +46,10 @@ from agentshim.execution.executor import CommandExecutor
 from agentshim.execution.host import HostCommandExecutor
 from agentshim.oneshot import OneShotTransport, check_permissions
 from agentshim.providers import DEFAULT_CATALOG, ProviderCatalog
-from agentshim.providers.catalog import transport_factories, transports_offered
+from agentshim.providers.catalog import one_shot_over, transport_factories, transports_offered
 from agentshim.session import Session
 from agentshim.transport.context import TransportContext
+from agentshim.transport.per_turn import PerTurnTransport
 
 __all__ = ["Agent"]
 
@@ -135,7 +136,9 @@ class Agent:
                 f"{profile.display_name} offers no {transport.value} transport; it offers "
                 f"{', '.join(kind.value for kind in offered)}"
             )
-        if transport is TransportKind.ONE_SHOT:
+        # An agent with no one-turn command runs a one-shot turn as a conversation of its own.
+        per_turn = one_shot_over(plugin) if transport is TransportKind.ONE_SHOT else None
+        if transport is TransportKind.ONE_SHOT and per_turn is None:
             check_permissions(
                 profile, ConversationSpec(permissions=permissions, approvals=self.approvals)
             )
@@ -157,7 +160,7 @@ class Agent:
             )
 
         one_shot = OneShotTransport(build, profile=profile, check_timeout=check_timeout)
-        if transport is TransportKind.ONE_SHOT:
+        if transport is TransportKind.ONE_SHOT and per_turn is None:
             self.transport: Transport = one_shot
             # The CliAgent takes the in-process conversation locks itself; sessions take
             # leases only when they reach beyond this process.
@@ -181,7 +184,10 @@ class Agent:
                 clock=clock.monotonic,
             )
 
-        self.transport = factories[transport](context)
+        if per_turn is not None:
+            self.transport = PerTurnTransport(factories[per_turn](context))
+        else:
+            self.transport = factories[transport](context)
         self._session_leases = self._own_leases()
 
     @classmethod

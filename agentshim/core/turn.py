@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import enum
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -17,7 +18,7 @@ if TYPE_CHECKING:
     from agentshim.core.mcp import McpServer
     from agentshim.core.tools import Tool
 
-__all__ = ["OutputSchema", "TurnRequest", "TurnResult"]
+__all__ = ["OutputSchema", "StopReason", "TurnRequest", "TurnResult"]
 
 
 @dataclass(frozen=True)
@@ -162,6 +163,21 @@ def _strings(field: str, value: object) -> tuple[str, ...]:
     return tuple(strings)
 
 
+class StopReason(enum.Enum):
+    """Why the agent ended a turn, where its protocol says (ACP's ``stopReason``)."""
+
+    END_TURN = "end_turn"
+    """It finished its answer."""
+    MAX_TOKENS = "max_tokens"
+    """It reached its token limit: the answer may be cut short."""
+    MAX_TURN_REQUESTS = "max_turn_requests"
+    """It reached its limit of model requests within one turn: the work may be unfinished."""
+    REFUSAL = "refusal"
+    """It refused to go on; the agent drops the prompt and what followed from its history."""
+    CANCELLED = "cancelled"
+    """The turn was cancelled (by the caller's interrupt, or by the agent itself)."""
+
+
 @dataclass(frozen=True)
 class TurnResult:
     """The outcome of a successful (or interrupted) turn.
@@ -174,7 +190,8 @@ class TurnResult:
     (:func:`agentshim.models.context_window_of`); None when neither knows, never a guess.
     ``background_tasks`` are the tasks the turn left running (Claude Code's background
     shells and subagents): while there are any, the agent may start a turn of its own.
-    ``notices`` are things the library could not do exactly and the caller should know, such
+    ``stop_reason`` is why the agent ended the turn, where its protocol says (ACP agents);
+    None elsewhere. ``notices`` are things the library could not do exactly and the caller should know, such
     as an MCP config file whose original had to be kept next to it because the agent put
     something of its own in its place.
     """
@@ -192,3 +209,4 @@ class TurnResult:
     notices: tuple[str, ...] = ()
     context_window: int | None = None
     background_tasks: tuple[BackgroundTask, ...] = ()
+    stop_reason: StopReason | None = None

@@ -150,6 +150,7 @@ COPILOT_ACP = AcpDialect(
     failed=failure_kind,
     stdio_mcp=False,
     cumulative_usage=True,
+    attach="session/load",
 )
 """Copilot CLI's ACP dialect."""
 
