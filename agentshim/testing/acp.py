@@ -227,6 +227,11 @@ class AcpPeers(PeerScript[AcpPeerTurn, "AcpPeer"]):
         self.lost = set(lost)
         self.history: dict[str, list[tuple[str, str]]] = {}
 
+    def turn_for(self, prompt: str) -> AcpPeerTurn | None:
+        """The turn that answers ``prompt``: the script's next (None when it is used up)."""
+        del prompt
+        return self.next_turn()
+
     def new_session_id(self) -> str:
         """A fresh UUID-shaped session id."""
         return f"5e550000-0000-4000-8000-{self.count():012d}"
@@ -453,11 +458,11 @@ class AcpPeer(FakePeer):
     def _prompt(self, request_id: object, params: Mapping[str, Any]) -> list[PeerOutput]:
         if as_str(params.get("sessionId")) != self.session_id:
             return [_error(request_id, -32602, f"Session not found: {params.get('sessionId')}")]
-        turn = self._family.next_turn()
-        if turn is None:
-            return [_error(request_id, -32603, "Internal error", details="no scripted turn left")]
         prompt = [as_mapping(item) or {} for item in params.get("prompt") or ()]
         text = "".join(as_str(item.get("text")) or "" for item in prompt)
+        turn = self._family.turn_for(text)
+        if turn is None:
+            return [_error(request_id, -32603, "Internal error", details="no scripted turn left")]
         assert self.session_id is not None
         self._family.history[self.session_id].append(("user", text))
         self._turn, self._prompt_id = turn, request_id
