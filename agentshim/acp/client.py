@@ -1019,6 +1019,8 @@ class AcpConversation(ProcessConversation[_Turn]):
     ) -> ProviderUsage | None:
         """The turn's usage; for an agent whose reports add up, this turn's share of them."""
         usage = self._dialect.usage(result) if result is not None else None
+        if usage is not None and not usage.provider:
+            usage = dataclasses.replace(usage, provider=self._dialect.profile.name)
         if usage is not None and several_calls and self._dialect.usage_of_last_call:
             # The report is the last model call's; the calls before the tool's are not in it.
             return dataclasses.replace(usage, increment_known=False)

@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from agentshim import Agent
+from agentshim.core.approvals import ApprovalDecision
 from agentshim.core.conversation import TransportKind
 from agentshim.core.errors import InvalidRequestError, ProviderCapabilityError
 from agentshim.core.events import AgentEvent, ConfigOptionsChanged, ModeChanged
@@ -137,7 +138,7 @@ class TestOneShot:
             executor=executor,
             env={"PATH": "/usr/bin"},
             permissions=NativePermissions.workspace_write(),
-            approvals=lambda request: __import__("agentshim").ApprovalDecision.allow(),
+            approvals=lambda request: ApprovalDecision.allow(),
             catalog=acp_catalog(AcpAgentConfig(name="fake", command="fake-agent")),
         )
         with agent.start_session() as session:
