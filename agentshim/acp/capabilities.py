@@ -14,7 +14,14 @@ from typing import Any
 
 from agentshim.core.jsonvalues import as_mapping, as_str, list_or_empty
 
-__all__ = ["SUPPORTED_VERSIONS", "AgentCapabilities", "AuthMethod", "read_initialize"]
+__all__ = [
+    "SUPPORTED_VERSIONS",
+    "AgentCapabilities",
+    "AgentSession",
+    "AuthMethod",
+    "read_initialize",
+    "read_sessions",
+]
 
 SUPPORTED_VERSIONS: tuple[int, ...] = (1,)
 """The ACP versions this client speaks."""
@@ -122,3 +129,31 @@ def read_initialize(result: Mapping[str, Any]) -> AgentCapabilities:
         fork_session=_present(session, "fork"),
         auth_methods=tuple(methods),
     )
+
+
+@dataclass(frozen=True, slots=True)
+class AgentSession:
+    """One session an agent lists (``session/list``): its id, directory, title and last change."""
+
+    session_id: str
+    cwd: str
+    title: str = ""
+    updated_at: str = ""
+
+
+def read_sessions(result: Mapping[str, Any]) -> tuple[tuple[AgentSession, ...], str | None]:
+    """The sessions of a ``session/list`` result, and its ``nextCursor`` (None: the last page)."""
+    sessions: list[AgentSession] = []
+    for entry in list_or_empty(result.get("sessions")):
+        info = as_mapping(entry) or {}
+        session_id = as_str(info.get("sessionId"))
+        if session_id:
+            sessions.append(
+                AgentSession(
+                    session_id,
+                    as_str(info.get("cwd")) or "",
+                    as_str(info.get("title")) or "",
+                    as_str(info.get("updatedAt")) or "",
+                )
+            )
+    return tuple(sessions), as_str(result.get("nextCursor"))

@@ -70,7 +70,13 @@ from agentshim.transport.conversation import (
 from agentshim.transport.fixed import refuse_fixed_changes
 from agentshim.transport.watch import TurnWatch
 
-from .capabilities import SUPPORTED_VERSIONS, AgentCapabilities, read_initialize
+from .capabilities import (
+    SUPPORTED_VERSIONS,
+    AgentCapabilities,
+    AgentSession,
+    read_initialize,
+    read_sessions,
+)
 from .clientside import AcpClientMethods, FileRefused, read_text, write_text
 from .dialect import AcpArgv, AcpDialect
 from .jsonrpc import (
@@ -349,6 +355,69 @@ class AcpConversation(ProcessConversation[_Turn]):
             params["type"] = "boolean"
         with self._lock:
             self._settings.append(("session/set_config_option", params))
+
+    def list_sessions(self, cwd: str | None = None) -> tuple[AgentSession, ...]:
+        """The sessions the agent keeps (``session/list``), every page; in ``cwd`` if given.
+
+        Runs between turns, on the conversation's process (started, with its session, if none
+        runs yet).
+
+        Raises:
+            ProviderCapabilityError: the agent does not offer ``session/list``.
+            SessionStateError: a turn is running, or the conversation is closed.
+            CliExitError: the agent answered with an error.
+        """
+        self._slot.begin(None)
+        try:
+            channel = self._ensure_process(_ignore_event)
+            capabilities = self._capabilities
+            if capabilities is None or not capabilities.list_sessions:
+                raise ProviderCapabilityError(
+                    f"{self._name} does not offer session/list (its initialize answer says so)"
+                )
+            found: list[AgentSession] = []
+            cursor: str | None = None
+            deadline = self._clock() + self._transport.handshake_timeout
+            while True:
+                params: dict[str, Any] = {}
+                if cwd is not None:
+                    params["cwd"] = cwd
+                if cursor is not None:
+                    params["cursor"] = cursor
+                response = self._call(channel, "session/list", params, deadline, replay=False)
+                self._early.clear()  # nothing of a turn's: not kept for the next one
+                if response.error is not None:
+                    raise self._failure(channel, response.error, "session/list")
+                page, cursor = read_sessions(response.result or {})
+                found.extend(page)
+                if cursor is None or not page:
+                    return tuple(found)
+        finally:
+            self._slot.end()
+
+    def _shut_down(self) -> None:
+        """Close the agent's session where it offers ``session/close``, then the process."""
+        channel = self._channel
+        capabilities = self._capabilities
+        if (
+            channel is not None
+            and channel.exit is None
+            and capabilities is not None
+            and capabilities.close_session
+            and self._dialect.close_session
+            and self._session_id is not None
+        ):
+            try:
+                self._call(
+                    channel,
+                    "session/close",
+                    {"sessionId": self._session_id},
+                    self._clock() + self._close_grace,
+                    replay=False,
+                )
+            except AgentShimError:
+                pass  # the process is ended next whatever the agent answered
+        super()._shut_down()
 
     def _model_option(self) -> ConfigOption | None:
         return next((option for option in self._config if option.category == "model"), None)
@@ -1032,6 +1101,11 @@ class AcpConversation(ProcessConversation[_Turn]):
             # Less than before: not a report of this process's running total.
             return dataclasses.replace(usage, tokens=TokenUsage(), increment_known=False)
         return dataclasses.replace(usage, tokens=dataclasses.replace(share, turns=1))
+
+
+def _ignore_event(event: object) -> None:
+    """Drop an event: nothing of a turn's happens outside one."""
+    del event
 
 
 def _message_of(line: str) -> Notification | Request | Response | None:

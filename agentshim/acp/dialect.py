@@ -95,6 +95,8 @@ class AcpDialect:
     the agent's ``authMethods`` the caller has credentials for (in the agent's environment):
     ``authenticate`` is called with it after ``initialize``. ``permission_modes`` names the
     agent's own mode for a native permission mode: a session is put in it when it starts.
+    ``close_session`` sends ``session/close`` before the process is closed, where the agent
+    offers it.
     """
 
     profile: ProviderProfile
@@ -114,3 +116,4 @@ class AcpDialect:
     attach: str = "auto"
     auth_method: str | None = None
     permission_modes: Mapping[NativeMode, str] = field(default_factory=dict[NativeMode, str])
+    close_session: bool = True

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from importlib.metadata import EntryPoint
 from typing import Any
 
 import pytest
@@ -15,7 +16,9 @@ from agentshim.core.events import AgentEvent, ConfigOptionsChanged, ModeChanged
 from agentshim.core.permissions import ApprovalPolicy, NativeMode, NativePermissions
 from agentshim.core.turn import TurnRequest
 from agentshim.execution.process import SpawnRequest
-from agentshim.providers.acp import AcpAgentConfig, acp_catalog
+from agentshim.providers import DEFAULT_CATALOG, ENTRY_POINT_GROUP
+from agentshim.providers.acp import AcpAgentConfig, acp_catalog, acp_plugin
+from agentshim.providers.discovery import discover
 from agentshim.testing import FakeExecutor
 from agentshim.testing.acp import FAKE_MODELS, AcpPeer, AcpPeers, AcpPeerTurn, AcpQuirks
 
@@ -45,8 +48,27 @@ def agent_on(
     return agent, executor
 
 
-def collect(events: list[AgentEvent]) -> Any:
-    return events.append
+PLUGIN = acp_plugin(AcpAgentConfig(name="my-agent", command=["fake-agent", "--acp"]))
+"""What a third-party package registers under the ``agentshim.providers`` entry points."""
+
+
+def test_an_acp_agent_registers_as_an_entry_point_plugin() -> None:
+    point = EntryPoint("my-agent", f"{__name__}:PLUGIN", ENTRY_POINT_GROUP)
+    logged: list[str] = []
+    catalog = discover(DEFAULT_CATALOG, log=logged.append, found=[point])
+    assert logged == []
+    peers = AcpPeers([AcpPeerTurn("hello")], quirks=AcpQuirks())
+    executor = FakeExecutor(peers=peers, binaries={"fake-agent": "/usr/bin/fake-agent"})
+    agent = Agent(
+        "my-agent",
+        executor=executor,
+        env={"PATH": "/usr/bin"},
+        permissions=BYPASS,
+        approvals=ApprovalPolicy.DENY,
+        catalog=catalog,
+    )
+    with agent.start_session() as session:
+        assert session.turn("hi").result.text == "hello"
 
 
 class TestConfig:

@@ -468,3 +468,49 @@ def test_any_sequence_of_updates_pairs_tool_events_and_answers_with_streamed_tex
     assert result.text == "".join(e.text for e in events.of(AssistantText))
     assert not events.lifecycle("unknown_update")
     assert all(not isinstance(e, Lifecycle) or e.kind != "malformed_update" for e in events)
+
+
+class TestSessions:
+    def test_close_closes_the_agents_session_when_it_offers_it(self) -> None:
+        rig = Rig([Script([text("ok")])])
+        rig.turn()
+        rig.close()
+        assert [f.get("method") for f in rig.agent.received][-1] == "session/close"
+
+    def test_list_sessions_reads_every_page(self) -> None:
+        rig = Rig([])
+        pages = iter(
+            [
+                {
+                    "sessions": [{"sessionId": "s1", "cwd": "/a", "title": "one"}],
+                    "nextCursor": "p2",
+                },
+                {"sessions": [{"sessionId": "s2", "cwd": "/b"}]},
+            ]
+        )
+        original = rig.agent.on_stdin
+
+        def on_stdin(raw: str) -> Any:
+            if '"session/list"' in raw:
+                import json
+
+                from .schema_agent import line
+
+                frame = json.loads(raw)
+                rig.agent.received.append(frame)
+                return [line({"jsonrpc": "2.0", "id": frame["id"], "result": next(pages)})]
+            return original(raw)
+
+        rig.agent.on_stdin = on_stdin  # type: ignore[method-assign]
+        sessions = rig.conversation.list_sessions()  # type: ignore[attr-defined]
+        rig.close()
+        assert [(s.session_id, s.cwd, s.title) for s in sessions] == [
+            ("s1", "/a", "one"),
+            ("s2", "/b", ""),
+        ]
+        cursors = [
+            f["params"].get("cursor")
+            for f in rig.agent.received
+            if f.get("method") == "session/list"
+        ]
+        assert cursors == [None, "p2"]
