@@ -724,6 +724,11 @@ class _PreparedTurn:
         schema = request.output_schema
         if schema is not None:
             self._prepare_schema(profile, schema)
+        if request.attachments:
+            raise ProviderCapabilityError(
+                f"{profile.display_name} one-shot turns take the prompt as text only; drop "
+                "attachments, or use an ACP agent's transport, which sends them"
+            )
 
     def _prepare_schema(self, profile: ProviderProfile, schema: OutputSchema) -> None:
         if profile.output_schema is OutputSchemaStyle.NONE or profile.schema_dialect is None:

@@ -16,6 +16,7 @@ that reads the process, sends events or calls the approval handler. ``interrupt`
 
 from __future__ import annotations
 
+import base64
 import dataclasses
 import os
 import threading
@@ -24,6 +25,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from agentshim.core.approvals import ApprovalDecision, ApprovalRequest
+from agentshim.core.attachments import PromptImage, PromptLink
 from agentshim.core.conversation import ConversationSpec, TurnStop
 from agentshim.core.errors import (
     AgentShimError,
@@ -102,6 +104,7 @@ __all__ = [
     "AcpConversation",
     "AcpTransport",
     "mcp_servers_param",
+    "prompt_blocks",
 ]
 
 PROTOCOL_VERSION = 1
@@ -433,7 +436,7 @@ class AcpConversation(ProcessConversation[_Turn]):
         # before the first process it is not known yet whether it has such a setting.
         in_band = self._capabilities is None or self._model_option() is not None
         also = ("model",) if switched and not in_band else ()
-        refuse_fixed_changes(self._name, request, self._spec, also=also)
+        refuse_fixed_changes(self._name, request, self._spec, also=also, takes=("attachments",))
 
     # -- the turn ------------------------------------------------------------------------
 
@@ -456,7 +459,7 @@ class AcpConversation(ProcessConversation[_Turn]):
             turn.reader.read(update)
         pending = self._issue("session/prompt", None)
         turn.prompt_id = pending.request_id
-        prompt = [{"type": "text", "text": request.prompt}]
+        prompt = prompt_blocks(self._name, request, self._capabilities)
         frame = request_frame(
             pending.request_id, "session/prompt", sessionId=session_id, prompt=prompt
         )
@@ -1101,6 +1104,45 @@ class AcpConversation(ProcessConversation[_Turn]):
             # Less than before: not a report of this process's running total.
             return dataclasses.replace(usage, tokens=TokenUsage(), increment_known=False)
         return dataclasses.replace(usage, tokens=dataclasses.replace(share, turns=1))
+
+
+def prompt_blocks(
+    name: str, request: TurnRequest, capabilities: AgentCapabilities | None
+) -> list[dict[str, Any]]:
+    """The ``prompt`` of ``session/prompt``: the text, then each attachment as its block.
+
+    Raises:
+        ProviderCapabilityError: an image or a resource's text for an agent whose
+            ``initialize`` answer does not take it (resource links every agent takes).
+    """
+    blocks: list[dict[str, Any]] = [{"type": "text", "text": request.prompt}]
+    image = capabilities is not None and capabilities.image
+    embedded = capabilities is not None and capabilities.embedded_context
+    for item in request.attachments:
+        if isinstance(item, PromptImage):
+            if not image:
+                raise ProviderCapabilityError(
+                    f"{name} does not take images in a prompt (its initialize answer says "
+                    "so); drop the PromptImage"
+                )
+            data = base64.b64encode(item.data).decode("ascii")
+            blocks.append({"type": "image", "data": data, "mimeType": item.mime_type})
+        elif isinstance(item, PromptLink):
+            link: dict[str, Any] = {"type": "resource_link", "uri": item.uri, "name": item.name}
+            if item.mime_type:
+                link["mimeType"] = item.mime_type
+            blocks.append(link)
+        else:
+            if not embedded:
+                raise ProviderCapabilityError(
+                    f"{name} does not take a resource's text in a prompt (its initialize "
+                    "answer says so); pass a PromptLink to it instead"
+                )
+            resource: dict[str, Any] = {"uri": item.uri, "text": item.text}
+            if item.mime_type:
+                resource["mimeType"] = item.mime_type
+            blocks.append({"type": "resource", "resource": resource})
+    return blocks
 
 
 def _ignore_event(event: object) -> None:

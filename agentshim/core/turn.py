@@ -7,9 +7,10 @@ import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn, cast
 
 from agentshim.core._checks import is_positive_seconds
+from agentshim.core.attachments import Attachment, PromptImage, PromptLink, PromptResource
 from agentshim.core.errors import InvalidRequestError
 from agentshim.core.events import BackgroundTask
 from agentshim.core.usage import ProviderUsage
@@ -57,7 +58,9 @@ class TurnRequest:
     the agent's: a one-shot turn passes it to the CLI, a long-lived conversation switches in
     band before the turn (and stays on it until a turn names another). ``tools`` are Python
     functions the agent may call during the turn (see :mod:`agentshim.tools`); a plain
-    function in it is made a tool with ``agentshim.tools.tool``.
+    function in it is made a tool with ``agentshim.tools.tool``. ``attachments`` go with the
+    prompt (images, resource links, resources' text) where the transport's agent takes them
+    (ACP agents); any other transport refuses them.
     """
 
     prompt: str
@@ -71,6 +74,7 @@ class TurnRequest:
     mcp_workspace: Path | None = None
     model: str | None = None
     tools: Sequence[Tool] = ()
+    attachments: Sequence[Attachment] = ()
 
     def __post_init__(self) -> None:
         # Checked here, so a wrong type fails where it was written and not deep in a turn.
@@ -116,6 +120,20 @@ class TurnRequest:
             if not isinstance(workspace, (str, os.PathLike)):
                 _refuse("mcp_workspace", "a path or None", workspace)
             object.__setattr__(self, "mcp_workspace", Path(workspace))  # pyright: ignore[reportUnknownArgumentType]
+        attachments = given["attachments"]
+        if isinstance(attachments, (str, bytes)) or not isinstance(attachments, Sequence):
+            _refuse(
+                "attachments",
+                "a sequence of PromptImage, PromptLink or PromptResource",
+                attachments,
+            )
+        attached: tuple[object, ...] = tuple(cast("Sequence[object]", attachments))
+        for item in attached:
+            if not isinstance(item, (PromptImage, PromptLink, PromptResource)):
+                _refuse(
+                    "attachments", "a sequence of PromptImage, PromptLink or PromptResource", item
+                )
+        object.__setattr__(self, "attachments", attached)
 
 
 def _is_str_mapping(value: object) -> bool:

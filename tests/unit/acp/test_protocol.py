@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from agentshim.acp.client import AcpTransport
 from agentshim.acp.clientside import AcpClientMethods
 from agentshim.core.approvals import ApprovalDecision, ApprovalRequest
+from agentshim.core.attachments import PromptImage, PromptLink, PromptResource
 from agentshim.core.conversation import ConversationSpec
 from agentshim.core.errors import CliExitError, FailureKind, ProviderCapabilityError
 from agentshim.core.events import (
@@ -514,3 +515,48 @@ class TestSessions:
             if f.get("method") == "session/list"
         ]
         assert cursors == [None, "p2"]
+
+
+class TestPromptContent:
+    def test_attachments_go_as_blocks_the_agent_takes(self) -> None:
+        rig = Rig([Script([text("seen")])])
+        request = TurnRequest(
+            "look",
+            attachments=(
+                PromptImage(b"\x89PNG", "image/png"),
+                PromptLink("file:///work/a.py", "a.py"),
+                PromptResource("file:///work/b.py", "print(2)", "text/x-python"),
+            ),
+        )
+        assert rig.conversation.turn(request, Events()).text == "seen"
+        rig.close()
+        (prompt,) = [f for f in rig.agent.received if f.get("method") == "session/prompt"]
+        assert prompt["params"]["prompt"] == [
+            {"type": "text", "text": "look"},
+            {"type": "image", "data": "iVBORw==", "mimeType": "image/png"},
+            {"type": "resource_link", "uri": "file:///work/a.py", "name": "a.py"},
+            {
+                "type": "resource",
+                "resource": {
+                    "uri": "file:///work/b.py",
+                    "text": "print(2)",
+                    "mimeType": "text/x-python",
+                },
+            },
+        ]
+
+    def test_an_image_for_an_agent_that_takes_none_is_refused_before_the_prompt(self) -> None:
+        rig = Rig([Script([text("never")])], init=Initialize(agent_capabilities={}))
+        request = TurnRequest("look", attachments=(PromptImage(b"x", "image/png"),))
+        with pytest.raises(ProviderCapabilityError, match="images"):
+            rig.conversation.turn(request, Events())
+        rig.close()
+        assert "session/prompt" not in [f.get("method") for f in rig.agent.received]
+
+    def test_other_transports_refuse_attachments(self) -> None:
+        from agentshim.transport.fixed import refuse_fixed_changes
+
+        spec = ConversationSpec(permissions=WRITE, approvals=allow)
+        request = TurnRequest("x", attachments=(PromptLink("file:///a", "a"),))
+        with pytest.raises(ProviderCapabilityError, match="attachments"):
+            refuse_fixed_changes("Some CLI", request, spec)
