@@ -93,6 +93,7 @@ from .jsonrpc import (
     request,
     result_response,
 )
+from .terminals import Terminals
 from .updates import UpdateReader, config_options
 
 if TYPE_CHECKING:
@@ -283,6 +284,8 @@ class AcpConversation(ProcessConversation[_Turn]):
         self._config: tuple[ConfigOption, ...] = ()
         # Settings asked for since the last prompt, sent before the next one.
         self._settings: list[tuple[str, dict[str, Any]]] = []
+        # The terminals the agent runs during a turn; none outlives it.
+        self._terminals: Terminals | None = None
 
     # -- modes and settings ----------------------------------------------------------------
 
@@ -463,7 +466,12 @@ class AcpConversation(ProcessConversation[_Turn]):
         frame = request_frame(
             pending.request_id, "session/prompt", sessionId=session_id, prompt=prompt
         )
-        self._send_and_read(channel, turn, frame, stop)
+        try:
+            self._send_and_read(channel, turn, frame, stop)
+        finally:
+            terminals, self._terminals = self._terminals, None
+            if terminals is not None:
+                terminals.release_all()
         return self._conclude(channel, turn, resumed, started)
 
     def _apply_settings(self, channel: Channel, request: TurnRequest, emit: Emit) -> None:
@@ -933,6 +941,8 @@ class AcpConversation(ProcessConversation[_Turn]):
                 frame = result_response(message.request_id, {"content": content})
             elif message.method == "fs/write_text_file":
                 frame = self._write_file(turn, workspace, message)
+            elif message.method.startswith("terminal/"):
+                frame = result_response(message.request_id, self._terminal(workspace, message))
             else:
                 frame = result_response(message.request_id, self._elicit(turn, params))
         except FileRefused as refusal:
@@ -942,6 +952,32 @@ class AcpConversation(ProcessConversation[_Turn]):
             channel.send(frame)
         except (ProcessClosedError, InvalidRequestError):
             pass
+
+    def _terminal(self, workspace: str, message: Request) -> Mapping[str, Any]:
+        """Run a ``terminal/*`` method through the conversation's executor."""
+        with self._lock:
+            if self._terminals is None:
+                self._terminals = Terminals(
+                    self._context.executor,
+                    self._context.env,
+                    workspace,
+                    self._transport.client.max_output_bytes,
+                )
+            terminals = self._terminals
+        return terminals.handle(message.method, message.params)
+
+    def _stop_in_band(self, turn: _Turn, now: float) -> Callable[[], None] | None:
+        deliver = super()._stop_in_band(turn, now)
+        terminals = self._terminals
+        if deliver is None or terminals is None:
+            return deliver
+
+        def stop() -> None:
+            # A wait on a terminal holds the reading thread: ending the commands frees it.
+            terminals.kill_all()
+            deliver()
+
+        return stop
 
     def _write_file(self, turn: _Turn, workspace: str, message: Request) -> dict[str, Any]:
         """Ask the approvals about a write, then write; a deny is the agent's error to see."""
@@ -1061,7 +1097,7 @@ class AcpConversation(ProcessConversation[_Turn]):
         if turn.refused and not interrupted:
             asked = sorted(set(turn.refused))
             enable = sorted(
-                {_NOT_ENABLED.get(method, "nothing: terminals are not offered") for method in asked}
+                {_NOT_ENABLED.get(method, "AcpClientMethods(terminal=True)") for method in asked}
             )
             raise ProviderCapabilityError(
                 f"{self._name} called {', '.join(asked)}, which this conversation did not "

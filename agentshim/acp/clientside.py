@@ -31,20 +31,24 @@ class AcpClientMethods:
     ``read_files`` / ``write_files`` offer ``fs/read_text_file`` / ``fs/write_text_file``
     inside the workspace (writes also go to the approvals handler, and a read-only
     conversation refuses them). ``elicitation`` answers ``elicitation/create`` (form mode);
-    a handler that raises or returns no ``action`` cancels the elicitation.
-    ``max_read_bytes`` caps what one read returns.
+    a handler that raises or returns no ``action`` cancels the elicitation. ``terminal``
+    offers ``terminal/*``: commands run through the conversation's executor, in the workspace,
+    killed and reaped when the turn ends or is interrupted (see :mod:`.terminals`).
+    ``max_read_bytes`` caps what one read returns, ``max_output_bytes`` what a terminal keeps.
     """
 
     read_files: bool = False
     write_files: bool = False
+    terminal: bool = False
     elicitation: Elicitation | None = None
     max_read_bytes: int = 1_000_000
+    max_output_bytes: int = 1_000_000
 
     def capabilities(self) -> dict[str, Any]:
         """The ``clientCapabilities`` of ``initialize`` that say what is on."""
         offered: dict[str, Any] = {
             "fs": {"readTextFile": self.read_files, "writeTextFile": self.write_files},
-            "terminal": False,
+            "terminal": self.terminal,
         }
         if self.elicitation is not None:
             offered["elicitation"] = {"form": {}}
@@ -56,6 +60,7 @@ class AcpClientMethods:
             (method == "fs/read_text_file" and self.read_files)
             or (method == "fs/write_text_file" and self.write_files)
             or (method == "elicitation/create" and self.elicitation is not None)
+            or (method.startswith("terminal/") and self.terminal)
         )
 
 

@@ -4,7 +4,7 @@ client method, every stop reason, for the generic provider's defaults."""
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -36,8 +36,10 @@ from agentshim.core.events import (
 )
 from agentshim.core.permissions import NativePermissions
 from agentshim.core.turn import StopReason, TurnRequest, TurnResult
+from agentshim.execution.process import ProcessExited, SpawnRequest, StdoutLine
 from agentshim.providers.acp import AcpAgentConfig, AcpProvider
 from agentshim.testing import FakeExecutor
+from agentshim.testing.process import FakePeer, PeerOutput
 from agentshim.transport.context import TransportContext
 
 from .rigs import Events
@@ -62,7 +64,10 @@ class Rig:
         **config: Any,
     ) -> None:
         self.agent = SchemaAgent(scripts, init)
-        executor = FakeExecutor(peers=lambda _: self.agent)
+        # Other processes (a terminal's commands) are made by ``commands``, when set.
+        self.commands: Any = None
+        executor = FakeExecutor(peers=self._spawn)
+        self.executor = executor
         config = AcpAgentConfig(name="schema", command="schema-agent", **config)
         context = TransportContext(
             provider=AcpProvider(profile=config.profile()),
@@ -74,6 +79,11 @@ class Rig:
         self.conversation = self.transport.open(
             ConversationSpec(permissions=WRITE, approvals=approvals, cwd=str(cwd))
         )
+
+    def _spawn(self, request: SpawnRequest) -> FakePeer:
+        if request.argv[0] == "/usr/bin/schema-agent" or self.commands is None:
+            return self.agent
+        return self.commands(request)
 
     def turn(self, prompt: str = "go") -> tuple[TurnResult, Events]:
         events = Events()
@@ -560,3 +570,66 @@ class TestPromptContent:
         request = TurnRequest("x", attachments=(PromptLink("file:///a", "a"),))
         with pytest.raises(ProviderCapabilityError, match="attachments"):
             refuse_fixed_changes("Some CLI", request, spec)
+
+
+class _Command(FakePeer):
+    """A command a terminal runs: prints its output and exits, or runs until killed."""
+
+    def __init__(self, argv: Sequence[str]) -> None:
+        self.argv = list(argv)
+
+    def on_start(self) -> Iterable[PeerOutput]:
+        if self.argv[0] == "sleep":
+            return ()
+        return (StdoutLine("x" * 30 + "\n"), StdoutLine("tail\n"), ProcessExited(3))
+
+    def on_terminate(self) -> Iterable[PeerOutput]:
+        return (ProcessExited(-9),)
+
+
+class TestTerminals:
+    def _rig(self, frames: list[dict[str, Any]], **client: Any) -> tuple[Rig, list[_Command]]:
+        commands: list[_Command] = []
+        rig = Rig([Script(frames)], client=AcpClientMethods(terminal=True, **client))
+
+        def spawn(request: SpawnRequest) -> FakePeer:
+            commands.append(_Command(request.argv))
+            return commands[-1]
+
+        rig.commands = spawn
+        return rig, commands
+
+    def test_a_command_runs_through_the_executor_with_its_output_limited(self) -> None:
+        frames = [
+            ask(1, "terminal/create", command="make", args=["test"], outputByteLimit=10),
+            ask(2, "terminal/wait_for_exit", terminalId="term_1"),
+            ask(3, "terminal/output", terminalId="term_1"),
+            ask(4, "terminal/release", terminalId="term_1"),
+            ask(5, "terminal/create", command="make", cwd="/elsewhere"),
+            text("ran"),
+        ]
+        rig, commands = self._rig(frames)
+        result, _ = rig.turn()
+        rig.close()
+        assert result.text == "ran"
+        assert commands[0].argv == ["make", "test"]
+        assert rig.answer(1)["result"] == {"terminalId": "term_1"}
+        assert rig.answer(2)["result"] == {"exitCode": 3, "signal": None}
+        output = rig.answer(3)["result"]
+        assert output["truncated"] is True
+        assert output["output"].endswith("tail\n")
+        assert len(output["output"].encode()) <= 10
+        assert "outside" in rig.answer(5)["error"]["message"]
+        assert len(commands) == 1
+
+    def test_a_terminal_left_running_is_killed_when_the_turn_ends(self) -> None:
+        frames = [ask(1, "terminal/create", command="sleep", args=["30"]), text("left it")]
+        rig, _ = self._rig(frames)
+        rig.turn()
+        (command,) = [
+            process
+            for process, request in zip(rig.executor.processes, rig.executor.spawned, strict=True)
+            if request.argv[0] == "sleep"
+        ]
+        assert command.returncode is not None
+        rig.close()
