@@ -101,6 +101,9 @@ def _parser() -> tuple[argparse.ArgumentParser, argparse.ArgumentParser]:
     )
     doctor.add_argument("--json", action="store_true", help="one JSON document on stdout")
     doctor.add_argument(
+        "--acp", metavar="CMD", default=None, help="check the ACP agent this command starts"
+    )
+    doctor.add_argument(
         "--offline-check",
         action="store_true",
         help="also run one real turn of each CLI against the bundled model server "
@@ -143,6 +146,9 @@ def _add_run(
     )
     run.add_argument("prompt", nargs="?", default=None, metavar="PROMPT|-")
     run.add_argument("--provider", default=DEFAULT_PROVIDER, choices=provider_names())
+    run.add_argument(
+        "--acp", metavar="CMD", default=None, help="run the ACP agent this command starts"
+    )
     run.add_argument("--model", default=None, help="the model (default: the CLI's own)")
     run.add_argument("--cwd", type=_directory, default=None, help="directory the agent works in")
     run.add_argument(
@@ -191,14 +197,22 @@ def _run_options(
     parser: argparse.ArgumentParser, args: argparse.Namespace, stdin: TextIO, err: TextIO
 ) -> RunOptions:
     provider: str = args.provider
+    catalog = DEFAULT_CATALOG
+    if args.acp is not None:
+        from ._acp import ACP_PROVIDER, acp_run_catalog
+
+        try:
+            provider, catalog = ACP_PROVIDER, acp_run_catalog(args.acp)
+        except InvalidRequestError as error:
+            parser.error(f"argument --acp: {error}")
     kind = kind_of_flag(args.transport)
-    offered = transports_offered(DEFAULT_CATALOG.plugin(provider))
+    offered = transports_offered(catalog.plugin(provider))
     if kind not in offered:
         parser.error(
             f"argument --transport: {provider} does not offer {args.transport}; choose from "
             + ", ".join(flag_name(k) for k in offered)
         )
-    if args.resume is not None and not DEFAULT_CATALOG.plugin(provider).profile.supports_resume:
+    if args.resume is not None and not catalog.plugin(provider).profile.supports_resume:
         parser.error(f"argument --resume: {provider} cannot resume a session")
     prompt: str | None = args.prompt
     if prompt is None or prompt == "-":
@@ -217,6 +231,7 @@ def _run_options(
         transport=kind,
         json=args.json,
         stand_in=args.stand_in,
+        catalog=catalog,
     )
 
 
@@ -243,6 +258,13 @@ def main(
     if args.command == "doctor":
         # Imported here: the model server it brings is not needed by the other commands.
         from ._doctor import diagnose, write_report
+
+        if args.acp is not None:
+            from ._acp import check_acp_agent, write_acp_check
+
+            check = check_acp_agent(args.acp)
+            write_acp_check(check, stdout, as_json=args.json)
+            return EXIT_OK if check.ready else EXIT_TURN_FAILED
 
         names: list[str] = args.providers or list(provider_names())
         unknown = [name for name in names if name not in provider_names()]

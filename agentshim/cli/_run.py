@@ -29,7 +29,7 @@ from agentshim.execution.executor import (
 from agentshim.execution.host import HostCommandExecutor
 from agentshim.execution.process import Process, SpawnRequest
 from agentshim.execution.transform import TransformingExecutor
-from agentshim.providers import DEFAULT_CATALOG
+from agentshim.providers import DEFAULT_CATALOG, ProviderCatalog
 
 from ._exits import EXIT_INTERRUPTED, EXIT_NOT_INSTALLED, EXIT_OK, EXIT_TURN_FAILED
 from ._status import StatusLine, is_terminal
@@ -190,6 +190,7 @@ class RunOptions:
     transport: TransportKind = TransportKind.ONE_SHOT
     json: bool = False
     stand_in: bool = False
+    catalog: ProviderCatalog = DEFAULT_CATALOG
 
 
 class _Screen:
@@ -264,6 +265,7 @@ def run_turn(options: RunOptions, out: TextIO, err: TextIO) -> int:
             executor=executor,
             transport=options.transport,
             event_handlers=(screen,),
+            catalog=options.catalog,
         )
         session = agent.start_session(options.cwd, session_id=options.resume)
     except AgentShimError as error:
