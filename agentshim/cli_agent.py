@@ -166,7 +166,9 @@ class CliAgent:
         self.log: Callable[[str], None] = log or ignore_log_line
         self.env: dict[str, str] = _compose_env(self.provider, env)
         self.binary_path: str = self.executor.find_binary(self.profile.binary, self.env)
-        self.executor.check_binary(self.binary_path, self.env, timeout=check_timeout)
+        # A provider may say its binary has no --version to check (an ACP adapter).
+        if getattr(self.provider, "checks_version", True) is not False:
+            self.executor.check_binary(self.binary_path, self.env, timeout=check_timeout)
         self.handlers: tuple[Emit, ...] = _handlers("CliAgent", event_handler, event_handlers)
         self.locks: KeyedLocks = locks if locks is not None else KeyedLocks()
 

@@ -34,8 +34,8 @@ class AcpAgentConfig:
     """An ACP agent, as a caller describes it.
 
     ``command`` starts it: a list of words, or one string split as a shell would (no shell
-    runs it). Its first word is found on PATH and must answer ``--version`` (the health
-    check every agent runs once; ``python``, ``node`` and ``npx`` do). ``name`` is the
+    runs it). Its first word is found on PATH; with ``version_check`` it must also answer
+    ``--version`` (many ACP adapters do not, so it is off by default). ``name`` is the
     provider name an ``Agent`` is built with; ``display_name`` what messages call it (the
     name by default). ``env`` is added to its environment (credentials go there, never in
     argv). ``models`` and ``modes`` are the model and mode ids it offers, where the caller
@@ -63,6 +63,7 @@ class AcpAgentConfig:
     notice_prefixes: Sequence[str] = ()
     client: AcpClientMethods = field(default_factory=_no_client)
     cumulative_usage: bool = True
+    version_check: bool = False
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name.strip():  # pyright: ignore[reportUnnecessaryIsInstance]

@@ -56,7 +56,7 @@ class AcpPlugin:
 
     def create_provider(self) -> Provider:
         """The agent's Provider (health check and readiness; turns go through Agent)."""
-        return AcpProvider(profile=self.profile)
+        return AcpProvider(profile=self.profile, checks_version=self.config.version_check)
 
     def model_table(self) -> ModelTable:
         """The models the config names, with nothing else known of them."""

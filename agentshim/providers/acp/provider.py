@@ -25,9 +25,15 @@ __all__ = ["AcpProvider"]
 
 @dataclass(frozen=True, kw_only=True, eq=False)
 class AcpProvider:
-    """The Provider of one ACP agent; its turns run through ``Agent``, never a CliAgent."""
+    """The Provider of one ACP agent; its turns run through ``Agent``, never a CliAgent.
+
+    ``checks_version`` False (the default) skips the ``--version`` health check: many ACP
+    agents and adapters answer it with an error; ``agentshim doctor --acp`` checks
+    ``initialize`` instead.
+    """
 
     profile: ProviderProfile
+    checks_version: bool = False
 
     def _refuse(self) -> NoReturn:
         name = self.profile.name
