@@ -1,0 +1,199 @@
+"""Live: third-party ACP adapters through the public generic provider, offline.
+
+``@zed-industries/codex-acp`` (Codex behind ACP) is installed from npm into agentshim's CLI
+cache (``agentshim.testing.clis.cache_root()``) on first use and pointed at the scripted model
+server with Codex's offline recipe. It is named only by its command line
+(``AcpAgentConfig``), as a user would name it. Skipped when npm is missing or the install
+fails.
+
+Run with ``pytest tests/live/test_acp_adapters.py``.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from agentshim import Agent
+from agentshim.core.approvals import ApprovalDecision
+from agentshim.core.conversation import TransportKind
+from agentshim.core.events import (
+    AgentEvent,
+    ConfigOptionsChanged,
+    ModeChanged,
+    ToolCallUpdated,
+    ToolResult,
+    UsageReport,
+)
+from agentshim.core.events import ToolCall as ToolCallEvent
+from agentshim.core.permissions import NativeMode, NativePermissions
+from agentshim.providers.acp import AcpAgentConfig, acp_catalog
+from agentshim.testing.clis import cache_root
+from agentshim.testing.model_server import Match, Message, ModelServer, Rule, Text, ToolCall
+from agentshim.testing.offline import offline_cli
+
+from .streams import NEEDS_PROC, TURN_TIMEOUT, Background, alive, wait_for
+
+pytestmark = NEEDS_PROC
+
+CODEX_ACP = "@zed-industries/codex-acp"
+CODEX_ACP_VERSION = "0.16.0"
+ANSWER = "Hello from codex-acp."
+AFTER_TOOL = "The command ran."
+# Codex's own warning, which codex-acp sends as agent text before the answer.
+CODEX_WARNING = "Model metadata for"
+
+
+def _installed(package: str, version: str) -> Path:
+    directory = cache_root() / f"{package}@{version}"
+    binary = directory / "node_modules" / ".bin" / package.rsplit("/", 1)[-1]
+    if binary.exists():
+        return binary
+    npm = shutil.which("npm")
+    if npm is None:
+        pytest.skip("npm is not on PATH")
+    directory.mkdir(parents=True, exist_ok=True)
+    argv = [npm, "install", "--no-audit", "--no-fund", "--prefix", str(directory)]
+    done = subprocess.run(
+        [*argv, f"{package}@{version}"], capture_output=True, text=True, timeout=600, check=False
+    )
+    if done.returncode != 0 or not binary.exists():
+        pytest.skip(f"could not install {package}@{version}: {done.stderr[-300:]}")
+    return binary
+
+
+def _left(home: Path) -> list[int]:
+    """Live processes whose environment has this run's HOME."""
+    marker = f"HOME={home}".encode()
+    found: list[int] = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            environ = (entry / "environ").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if marker in environ and alive(int(entry.name)):
+            found.append(int(entry.name))
+    return found
+
+
+class CodexAcp:
+    def __init__(self, root: Path, server: ModelServer) -> None:
+        binary = _installed(CODEX_ACP, CODEX_ACP_VERSION)
+        self.cli = offline_cli("codex", server, root=root, bin_dir=binary.parent)
+        self.work = root / "work"
+        self.work.mkdir()
+        self.config = AcpAgentConfig(
+            name="codex-acp",
+            command=[str(binary)],
+            env=dict(self.cli.env),
+            notice_prefixes=(CODEX_WARNING,),
+            # It starts read-only; each native mode is one of its presets.
+            permission_modes={
+                NativeMode.BYPASS: "full-access",
+                NativeMode.WORKSPACE_WRITE: "auto",
+                NativeMode.READ_ONLY: "read-only",
+            },
+        )
+
+    def agent(
+        self,
+        transport: TransportKind = TransportKind.STREAM,
+        permissions: NativePermissions | None = None,
+    ) -> Agent:
+        return Agent(
+            "codex-acp",
+            permissions=permissions or NativePermissions.workspace_write(),
+            approvals=lambda request: ApprovalDecision.allow(),
+            env=dict(self.cli.env),
+            transport=transport,
+            catalog=acp_catalog(self.config),
+        )
+
+
+SCRIPT = [
+    Rule(
+        match=Match(last_input_is_tool_result=False, user_text_contains="TOUCH"),
+        respond=Message((Text("Running it."), ToolCall(command="touch made.txt"))),
+    ),
+    Rule(
+        match=Match(last_input_is_tool_result=False, user_text_contains="SLOW"),
+        respond=Message((Text("Waiting."), ToolCall(command="sleep 30"))),
+    ),
+    Rule(match=Match(last_input_is_tool_result=True), respond=Text(AFTER_TOOL)),
+    Rule(respond=Text(ANSWER)),
+]
+
+
+@pytest.fixture
+def codex_acp(tmp_path: Path) -> Iterator[CodexAcp]:
+    with ModelServer(SCRIPT) as server:
+        adapter = CodexAcp(tmp_path, server)
+        yield adapter
+        wait_for(lambda: _left(adapter.cli.home) == [], 15, "codex-acp's exit")
+
+
+class TestCodexAcp:
+    def test_two_turns_a_mode_switch_its_warning_kept_out_and_close(
+        self, codex_acp: CodexAcp
+    ) -> None:
+        events: list[AgentEvent] = []
+        with codex_acp.agent().start_session(str(codex_acp.work)) as session:
+            first = session.turn("Say hello.", on_event=events.append).result
+            session.set_mode("read-only")
+            second = session.turn("Again.", on_event=events.append).result
+        assert first.text == ANSWER
+        assert second.text == ANSWER
+        modes = [e.mode_id for e in events if isinstance(e, ModeChanged)]
+        # Put in "auto" for workspace_write() when the session started, then switched.
+        assert modes[0] == "read-only" and "auto" in modes and modes[-1] == "read-only"
+        assert any(isinstance(e, ConfigOptionsChanged) for e in events)
+        assert any(isinstance(e, UsageReport) for e in events)
+        assert first.context_window is not None
+
+    def test_one_shot_turns_reopen_the_session_in_a_new_process(self, codex_acp: CodexAcp) -> None:
+        with codex_acp.agent(TransportKind.ONE_SHOT).start_session(str(codex_acp.work)) as session:
+            first = session.turn("Say hello.").result
+            second = session.turn("Again.").result
+        assert second.session_id == first.session_id
+        assert second.resumed
+        assert second.text == ANSWER
+
+    def test_a_tool_runs_in_bypass_and_its_call_is_reported_end_to_end(
+        self, codex_acp: CodexAcp
+    ) -> None:
+        # Its sandboxed presets need bubblewrap; bypass is its "full-access" preset.
+        events: list[AgentEvent] = []
+        agent = codex_acp.agent(permissions=NativePermissions.bypass())
+        with agent.start_session(str(codex_acp.work)) as session:
+            result = session.turn("TOUCH it", on_event=events.append).result
+        assert result.text.endswith(AFTER_TOOL)
+        assert (codex_acp.work / "made.txt").exists()
+        (call,) = [e for e in events if isinstance(e, ToolCallEvent)]
+        assert call.tool == "touch made.txt"
+        statuses = [e.status for e in events if isinstance(e, ToolCallUpdated)]
+        assert statuses[0] == "in_progress" and statuses[-1] == "completed"
+        assert [e.exit_code for e in events if isinstance(e, ToolResult)] == [0]
+
+    def test_an_interrupt_mid_tool_ends_the_turn_and_leaves_no_process(
+        self, codex_acp: CodexAcp
+    ) -> None:
+        events: list[AgentEvent] = []
+        agent = codex_acp.agent(permissions=NativePermissions.bypass())
+        with agent.start_session(str(codex_acp.work)) as session:
+            running = Background(lambda: session.turn("SLOW", on_event=events.append).result)
+            wait_for(
+                lambda: any(isinstance(e, ToolCallEvent) for e in events), 60, "the tool's start"
+            )
+            session.interrupt()
+            result = running.join(TURN_TIMEOUT)
+            assert result.interrupted
+            assert session.turn("Again.").result.text == ANSWER
+        ended = {e.tool_id for e in events if isinstance(e, ToolResult)}
+        assert ended == {e.tool_id for e in events if isinstance(e, ToolCallEvent)}
