@@ -152,7 +152,9 @@ class TestCodexAcp:
         assert second.text == ANSWER
         modes = [e.mode_id for e in events if isinstance(e, ModeChanged)]
         # Put in "auto" for workspace_write() when the session started, then switched.
-        assert modes[0] == "read-only" and "auto" in modes and modes[-1] == "read-only"
+        assert modes[0] == "read-only"
+        assert "auto" in modes
+        assert modes[-1] == "read-only"
         assert any(isinstance(e, ConfigOptionsChanged) for e in events)
         assert any(isinstance(e, UsageReport) for e in events)
         assert first.context_window is not None
@@ -178,7 +180,8 @@ class TestCodexAcp:
         (call,) = [e for e in events if isinstance(e, ToolCallEvent)]
         assert call.tool == "touch made.txt"
         statuses = [e.status for e in events if isinstance(e, ToolCallUpdated)]
-        assert statuses[0] == "in_progress" and statuses[-1] == "completed"
+        assert statuses[0] == "in_progress"
+        assert statuses[-1] == "completed"
         assert [e.exit_code for e in events if isinstance(e, ToolResult)] == [0]
 
     def test_an_interrupt_mid_tool_ends_the_turn_and_leaves_no_process(
