@@ -197,3 +197,20 @@ def test_an_agent_on_another_protocol_version_is_refused_with_both_versions() ->
     assert "version 2" in str(caught.value)
     assert "speaks version 1" in str(caught.value)
     assert methods(peers.peers[0]) == ["initialize"]
+
+
+def test_set_mode_on_a_transport_without_modes_fails_the_turn_it_would_apply_to() -> None:
+    from agentshim.testing import scripted_turn
+
+    executor = FakeExecutor(scripted_turn("claude"), binaries={"claude": "/usr/bin/claude"})  # type: ignore[arg-type]
+    agent = Agent(
+        "claude",
+        executor=executor,
+        env={"PATH": "/usr/bin"},
+        permissions=BYPASS,
+        approvals=ApprovalPolicy.DENY,
+    )
+    with agent.start_session() as session:
+        session.set_mode("plan")
+        with pytest.raises(ProviderCapabilityError, match="no modes or settings"):
+            session.turn("hi")
