@@ -52,6 +52,7 @@ if TYPE_CHECKING:
         SchemaDialectError,
         SessionResumeError,
         SessionStateError,
+        SpendingLimitError,
         StoreError,
         TurnCancelledError,
         TurnFailedError,
@@ -97,6 +98,7 @@ if TYPE_CHECKING:
         LeaseHolder,
         LeaseKeeper,
     )
+    from agentshim.core.limits import Spend, SpendingLimits, UnknownCost
     from agentshim.core.mcp import HttpMcpServer, McpServer, StdioMcpServer
     from agentshim.core.models import ModelSpec, ModelTable, api_model_id
     from agentshim.core.permissions import ApprovalPolicy, NativeMode, NativePermissions
@@ -180,6 +182,10 @@ _LAZY_NAMES = MappingProxyType(
         "SchemaDialectError": "agentshim.core.errors",
         "SessionResumeError": "agentshim.core.errors",
         "SessionStateError": "agentshim.core.errors",
+        "SpendingLimitError": "agentshim.core.errors",
+        "Spend": "agentshim.core.limits",
+        "SpendingLimits": "agentshim.core.limits",
+        "UnknownCost": "agentshim.core.limits",
         "StoreError": "agentshim.core.errors",
         "TurnCancelledError": "agentshim.core.errors",
         "TurnFailedError": "agentshim.core.errors",
@@ -348,6 +354,9 @@ __all__ = [
     "SessionStarted",
     "SessionStateError",
     "SessionTitle",
+    "Spend",
+    "SpendingLimitError",
+    "SpendingLimits",
     "SqliteStore",
     "Stderr",
     "StdioMcpServer",
@@ -372,6 +381,7 @@ __all__ = [
     "TurnStop",
     "TurnTicket",
     "TurnTimeoutError",
+    "UnknownCost",
     "UnknownProviderError",
     "UsageReport",
     "UsageScope",

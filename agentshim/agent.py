@@ -16,8 +16,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 
 from agentshim.cli_agent import CliAgent, ignore_log_line
-from agentshim.core._checks import instance, seconds
-from agentshim.core.approvals import Approvals, approvals_value
+from agentshim.core._checks import instance, model_name, seconds, working_directory
+from agentshim.core.approvals import Approvals, ApprovalsArgument, approvals_value
 from agentshim.core.checkpoints import CheckpointStore
 from agentshim.core.clock import Clock, SystemClock
 from agentshim.core.conversation import (
@@ -34,6 +34,7 @@ from agentshim.core.events import EventSink, SessionTitle, event_callbacks
 from agentshim.core.hooks import HookCallbacks
 from agentshim.core.ids import IdAllocator, RandomIds
 from agentshim.core.leases import ConversationLeases, InMemoryLeases, LeaseKeeper, kept_leases
+from agentshim.core.limits import SpendingLimits, UnknownCost
 from agentshim.core.mcp import McpServer, StdioMcpServer
 from agentshim.core.permissions import NativePermissions
 from agentshim.core.profile import ProviderProfile, RenewalBudget
@@ -45,6 +46,7 @@ from agentshim.execution.confinement import Confinement, confine
 from agentshim.execution.executor import CommandExecutor
 from agentshim.execution.host import HostCommandExecutor
 from agentshim.oneshot import OneShotTransport, check_permissions
+from agentshim.otel import Tracing
 from agentshim.providers import DEFAULT_CATALOG, ProviderCatalog
 from agentshim.providers.catalog import one_shot_over, transport_factories, transports_offered
 from agentshim.session import Session
@@ -76,6 +78,13 @@ class Agent:
     LeaseTimeoutError with nothing run. Without ``leases`` the Agent's own in-process locks
     serialize its sessions, as before.
 
+    ``max_cost_usd`` and ``max_tokens`` bound each turn, ``max_session_cost_usd`` and
+    ``max_session_tokens`` each session (defaults that ``start_session`` and ``turn`` may
+    override); ``unknown_cost`` says whether usage that cannot be priced is refused (the
+    default) or allowed under a cost limit. See ``docs/sessions.md``. ``tracing``
+    (``agentshim.otel.Tracing``, the ``agentshim[otel]`` extra) traces every turn of every
+    session; see ``docs/observability.md``.
+
     Raises:
         InvalidRequestError: ``provider`` is not a name, ``permissions`` or ``approvals`` of
             the wrong type, or both ``env`` and ``confinement``.
@@ -88,7 +97,7 @@ class Agent:
         provider: str,
         *,
         permissions: NativePermissions,
-        approvals: Approvals,
+        approvals: ApprovalsArgument,
         model: str | None = None,
         executor: CommandExecutor | None = None,
         confinement: Confinement | None = None,
@@ -108,6 +117,12 @@ class Agent:
         lease_timeout: float | None = None,
         stall_timeout: float | None = None,
         approval_timeout: float = 60.0,
+        max_cost_usd: float | None = None,
+        max_tokens: int | None = None,
+        max_session_cost_usd: float | None = None,
+        max_session_tokens: int | None = None,
+        unknown_cost: UnknownCost = UnknownCost.REFUSE,
+        tracing: Tracing | None = None,
     ) -> None:
         if not isinstance(provider, str):  # pyright: ignore[reportUnnecessaryIsInstance]
             raise InvalidRequestError(
@@ -119,6 +134,10 @@ class Agent:
         self._share(permissions, approvals, model, clock, ids, retry, renewal, event_handlers, log)
         self._share_state(checkpoints, leases, lease_ttl, lease_timeout)
         self._timeouts(stall_timeout, approval_timeout)
+        self.limits = SpendingLimits(
+            max_cost_usd, max_tokens, max_session_cost_usd, max_session_tokens, unknown_cost
+        )
+        self.tracing = tracing
         if confinement is not None and env is not None:
             raise InvalidRequestError(
                 "env",
@@ -144,6 +163,8 @@ class Agent:
             )
         self._confinement = confinement
         base = executor if executor is not None else HostCommandExecutor()
+        # A cwd the host runs the CLI in is checked when the session opens, not mid-turn.
+        self._host_paths = confinement is None and isinstance(base, HostCommandExecutor)
         run_on = confine(base, confinement) if confinement is not None else base
         agent_env = dict(confinement.env) if confinement is not None else env
         log_line = self.log
@@ -196,7 +217,7 @@ class Agent:
         transport: Transport,
         *,
         permissions: NativePermissions,
-        approvals: Approvals,
+        approvals: ApprovalsArgument,
         model: str | None = None,
         clock: Clock | None = None,
         ids: IdAllocator | None = None,
@@ -210,12 +231,18 @@ class Agent:
         lease_timeout: float | None = None,
         stall_timeout: float | None = None,
         approval_timeout: float = 60.0,
+        max_cost_usd: float | None = None,
+        max_tokens: int | None = None,
+        max_session_cost_usd: float | None = None,
+        max_session_tokens: int | None = None,
+        unknown_cost: UnknownCost = UnknownCost.REFUSE,
+        tracing: Tracing | None = None,
     ) -> Agent:
         """An Agent whose sessions open conversations on a ready-made ``transport``.
 
         Its sessions take the Agent's conversation lock around each turn (``leases``, or the
         Agent's in-process ones; ``checkpoints`` and the lease settings as in the
-        constructor). A :class:`~agentshim.oneshot.OneShotTransport` locks each turn in its
+        constructor; the spending limits too). A :class:`~agentshim.oneshot.OneShotTransport` locks each turn in its
         CliAgent's registry already, so over one and without ``leases`` the sessions leave the
         locking to it: one registry, which also holds turns run on that CliAgent directly.
 
@@ -228,6 +255,10 @@ class Agent:
         agent._share(permissions, approvals, model, clock, ids, retry, renewal, event_handlers, log)
         agent._share_state(checkpoints, leases, lease_ttl, lease_timeout)
         agent._timeouts(stall_timeout, approval_timeout)
+        agent.limits = SpendingLimits(
+            max_cost_usd, max_tokens, max_session_cost_usd, max_session_tokens, unknown_cost
+        )
+        agent.tracing = tracing
         agent._confinement = None
         agent.transport = transport
         one_shot = isinstance(transport, OneShotTransport)
@@ -262,7 +293,7 @@ class Agent:
     def _share(
         self,
         permissions: NativePermissions,
-        approvals: Approvals,
+        approvals: ApprovalsArgument,
         model: str | None,
         clock: Clock | None,
         ids: IdAllocator | None,
@@ -281,7 +312,8 @@ class Agent:
             "workspace_write()",
         )
         self.approvals: Approvals = approvals_value("Agent", approvals)
-        self.model = model
+        self.model = model_name("Agent", "model", model)
+        self._host_paths = False
         self.clock: Clock = clock if clock is not None else SystemClock()
         self.ids: IdAllocator = ids if ids is not None else RandomIds()
         self.retry = retry if retry is not None else RetryPolicy()
@@ -357,6 +389,11 @@ class Agent:
         fork: bool = False,
         tools: Sequence[Tool] = (),
         hooks: HookCallbacks | None = None,
+        max_cost_usd: float | None = None,
+        max_tokens: int | None = None,
+        max_session_cost_usd: float | None = None,
+        max_session_tokens: int | None = None,
+        unknown_cost: UnknownCost | None = None,
     ) -> Session:
         """Open a Session working in ``cwd`` (a host path).
 
@@ -367,7 +404,8 @@ class Agent:
         session starts a new conversation from that one's history (where the transport can;
         Claude Code can). ``stall_timeout`` overrides the Agent's for this session.
         ``tools`` are Python functions the agent may call in every turn (agentshim.tools);
-        ``hooks`` are callbacks on its tool use, where the transport has them.
+        ``hooks`` are callbacks on its tool use, where the transport has them. The spending
+        limits given here replace the Agent's for this session.
 
         Raises:
             InvalidRequestError: ``cwd`` (or an MCP server's host path) is not visible inside
@@ -375,6 +413,8 @@ class Agent:
                 session setting is invalid.
         """
         host_cwd = directory("Agent.start_session", "cwd", cwd)
+        if self._host_paths:
+            working_directory("", "cwd", host_cwd)
         servers = mcp_server_tuple("Agent.start_session", "mcp_servers", mcp_servers)
         spec = ConversationSpec(
             permissions=self.permissions,
@@ -411,6 +451,14 @@ class Agent:
             lease_ttl=self.lease_ttl,
             lease_timeout=self.lease_timeout,
             log=self.log,
+            limits=self.limits.overridden(
+                max_cost_usd=max_cost_usd,
+                max_tokens=max_tokens,
+                max_session_cost_usd=max_session_cost_usd,
+                max_session_tokens=max_session_tokens,
+                unknown_cost=unknown_cost,
+            ),
+            tracing=self.tracing,
         )
 
     def _agent_path(self, host_path: str) -> str:

@@ -15,12 +15,13 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
-from agentshim.core._checks import is_positive_seconds, seconds
+from agentshim.core._checks import is_positive_seconds, model_name, seconds, working_directory
 from agentshim.core.conversation import TurnStop, directory, do_nothing
 from agentshim.core.env import interactive_env
 from agentshim.core.errors import (
     AgentShimError,
     CliExitError,
+    CliNotFoundError,
     CliTimeoutError,
     FailureKind,
     InvalidRequestError,
@@ -161,11 +162,20 @@ class CliAgent:
             catalog.plugin(provider).create_provider() if isinstance(provider, str) else provider
         )
         self.profile: ProviderProfile = self.provider.profile
-        self.model = model
+        self.model = model_name("CliAgent", "model", model)
+        check_timeout = seconds("CliAgent", "check_timeout", check_timeout, positive=True)
         self.executor: CommandExecutor = executor if executor is not None else HostCommandExecutor()
         self.log: Callable[[str], None] = log or ignore_log_line
         self.env: dict[str, str] = _compose_env(self.provider, env)
-        self.binary_path: str = self.executor.find_binary(self.profile.binary, self.env)
+        try:
+            self.binary_path: str = self.executor.find_binary(self.profile.binary, self.env)
+        except CliNotFoundError as error:
+            install = self.profile.install_command
+            if install is None or error.install is not None:
+                raise
+            raise CliNotFoundError(
+                error.binary, f"{error}; install it with: {install}", install=install
+            ) from None
         # A provider may say its binary has no --version to check (an ACP adapter).
         if getattr(self.provider, "checks_version", True) is not False:
             self.executor.check_binary(self.binary_path, self.env, timeout=check_timeout)
@@ -207,7 +217,13 @@ class CliAgent:
 
         ``stall_timeout`` kills a turn's CLI that prints nothing for that long (TurnStalledError);
         ``fork`` starts a new conversation from ``session_id``'s history on the first turn.
+
+        Raises:
+            InvalidRequestError: ``timeout`` is not a positive number of seconds, or ``cwd``
+                is not an existing directory of this machine when the CLI runs here.
         """
+        if isinstance(self.executor, HostCommandExecutor):
+            cwd = working_directory("", "cwd", directory("", "cwd", cwd))
         return AgentSession(
             self,
             cwd=cwd,
@@ -379,7 +395,9 @@ class AgentSession:
             else seconds("AgentSession", "stall_timeout", stall_timeout, positive=True)
         )
         self.cwd = directory("AgentSession", "cwd", cwd)
-        self.timeout = timeout
+        self.timeout = (
+            None if timeout is None else seconds("AgentSession", "timeout", timeout, positive=True)
+        )
         self.session_id: str | None = (
             validate_session_id(session_id) if session_id is not None else None
         )
@@ -611,6 +629,7 @@ class AgentSession:
             context_window=parsed.context_window
             or context_window_of(usage.model or turn.request.model or self.agent.model),
             background_tasks=parsed.background_tasks,
+            notices=parsed.notes,
         )
         self.last_result = result
         return result
@@ -744,6 +763,13 @@ class _PreparedTurn:
         if profile.output_schema is OutputSchemaStyle.INLINE_JSON:
             self.schema_inline = compact_json(schema.schema)
             return
+        if schema.host_dir is None:
+            raise InvalidRequestError(
+                "output_schema.host_dir",
+                "is needed: this CLI reads its schema from a file",
+                f"{profile.display_name} reads its output schema from a file; give "
+                "OutputSchema(schema, host_dir=<an absolute directory it may be written to>)",
+            )
         # materialize reports a directory it cannot write as an AgentShimError itself.
         written = materialize(schema.schema, schema.host_dir)
         self.schema_path = f"{schema.cli_dir_or_host.rstrip('/')}/{written.name}"

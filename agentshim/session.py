@@ -40,19 +40,24 @@ from agentshim.core.errors import (
     NoRunningTurnError,
     ProviderCapabilityError,
     SessionStateError,
+    SpendingLimitError,
     TurnCancelledError,
     TurnFailedError,
+    UnknownProviderError,
 )
 from agentshim.core.events import (
     AgentEvent,
     Emit,
     EventSink,
     Lifecycle,
+    UsageReport,
     event_callback,
     event_callbacks,
 )
 from agentshim.core.ids import IdAllocator, RandomIds, validate_session_id
 from agentshim.core.leases import ConversationLeases, TurnLease, kept_leases
+from agentshim.core.limits import Crossing, Spend, SpendingLimits, SpendingMeter
+from agentshim.core.pricing import PricingTable
 from agentshim.core.session_policy import (
     Abort,
     Adopt,
@@ -87,6 +92,8 @@ from agentshim.core.session_policy import (
 )
 from agentshim.core.turn import TurnRequest, TurnResult
 from agentshim.core.usage import ProviderUsage
+from agentshim.otel import Tracing, TurnTrace
+from agentshim.pricing import pricing_table
 
 __all__ = ["Continuity", "Session", "Turn", "TurnTicket"]
 
@@ -137,6 +144,11 @@ class Session:
     and is renewed while the turn runs; a turn that cannot get it within ``lease_timeout``
     seconds (None: waits until it comes free) raises LeaseTimeoutError with nothing run. Each
     of ``event_handlers`` is an AgentEventHandler or a plain function of one event.
+
+    ``limits`` bound what each turn and the whole session may spend (``docs/sessions.md``):
+    a turn whose live usage crosses a limit is interrupted and raises SpendingLimitError, and
+    a session at a session limit refuses the next turn before it starts. ``tracing`` (from
+    :mod:`agentshim.otel`) traces every turn as an OpenTelemetry span.
     """
 
     def __init__(
@@ -154,6 +166,8 @@ class Session:
         lease_ttl: float = 30.0,
         lease_timeout: float | None = None,
         log: Callable[[str], None] | None = None,
+        limits: SpendingLimits | None = None,
+        tracing: Tracing | None = None,
     ) -> None:
         if (checkpoints is None) != (checkpoint_key is None):
             missing, given = (
@@ -212,6 +226,21 @@ class Session:
         self._last_error: BaseException | None = None
         self._last_result: TurnResult | None = None
         self._last_turn_session_id: str | None = None
+        self._limits = (
+            SpendingLimits()
+            if limits is None
+            else instance("Session", "limits", limits, SpendingLimits, "a SpendingLimits")
+        )
+        self._spent = Spend()
+        self._meter: SpendingMeter | None = None
+        self._crossing: Crossing | None = None
+        self._prices: PricingTable | None = None
+        self._tracing = (
+            None
+            if tracing is None
+            else instance("Session", "tracing", tracing, Tracing, "an agentshim.otel.Tracing")
+        )
+        self._trace: TurnTrace | None = None
 
     def _initial_state(self) -> PolicyState:
         spec = self._spec
@@ -256,6 +285,17 @@ class Session:
         """True once ``close`` was called."""
         with self._lock:
             return self._closing()
+
+    @property
+    def spent(self) -> Spend:
+        """What this session's turns have spent since it was opened (tokens and priced cost)."""
+        with self._lock:
+            return self._spent
+
+    @property
+    def limits(self) -> SpendingLimits:
+        """The spending limits every turn of this session runs under."""
+        return self._limits
 
     @property
     def spec(self) -> ConversationSpec:
@@ -314,6 +354,8 @@ class Session:
         on_event: EventSink | None = None,
         expect_session_id: str | None = None,
         pin: bool = False,
+        max_cost_usd: float | None = None,
+        max_tokens: int | None = None,
     ) -> Turn:
         """Run one turn; events go to the agent's handlers, then ``on_event``.
 
@@ -325,6 +367,8 @@ class Session:
         Recovery happens inside: transient failures are retried after the policy's delays, a
         lost conversation is replaced once, and so on (see ``docs/sessions.md``).
 
+        ``max_cost_usd`` and ``max_tokens`` replace the session's per-turn limits for this turn.
+
         Raises:
             InvalidRequestError: ``expect_session_id`` or ``pin`` given with a ticket (they
                 belong to ``prepare_turn``), or a request of the wrong type.
@@ -333,10 +377,13 @@ class Session:
                 turn started.
             ContinuityError: a strict turn whose conversation the session no longer holds, or a
                 strict or pinned turn the provider answered in another conversation.
+            SpendingLimitError: the turn crossed a spending limit and was stopped (the
+                conversation is kept), or the session is at a session limit (nothing ran).
             AgentShimError: the turn failed for good (the last attempt's error).
         """
         # Checked first: a refused handler must not spend the ticket prepared below.
         callback = event_callback("on_event", on_event) if on_event is not None else None
+        limits = self._limits.overridden(max_cost_usd=max_cost_usd, max_tokens=max_tokens)
         if isinstance(request, TurnTicket):
             if expect_session_id is not None or pin:
                 field = "expect_session_id" if expect_session_id is not None else "pin"
@@ -364,16 +411,27 @@ class Session:
             if self._pending_cancelled:
                 self._pending_cancelled = False
                 raise _cancelled_error(ticket)
+            refused = limits.refusal(self._spent)
+            if refused is not None:
+                raise _spending_error(refused, self._state.session_id, None)
             self._running = True
             self._stop = TurnStop()
             self._last_error = None
             self._last_result = None
+            self._crossing = None
+            self._meter = (
+                SpendingMeter(limits, self._spent, self._price) if limits.limited else None
+            )
+            self._trace = self._start_trace(ticket)
         try:
-            return self._leased(ticket, callback)
+            return self._traced(ticket, callback)
         finally:
             with self._lock:
                 self._running = False
                 self._executing = None
+                if self._meter is not None:
+                    self._spent = self._spent + self._meter.spent
+                    self._meter = None
                 if self._state.phase in _IN_TURN:
                     # Something outside the policy's events broke the turn (a clock or a
                     # store that raised); end it so the session stays usable.
@@ -383,6 +441,32 @@ class Session:
                     for command in self._step(Close()):
                         self._bookkeep(command)
                     self._close_requested = False
+
+    def _start_trace(self, ticket: TurnTicket) -> TurnTrace | None:
+        """The turn's span, child of the caller's current one; None without tracing."""
+        if self._tracing is None:
+            return None
+        return self._tracing.turn(
+            provider=self._profile.name,
+            model=self._spec.model,
+            turn_id=ticket.turn_id,
+            session_id=self._state.session_id,
+            prompt=ticket.request.prompt,
+        )
+
+    def _traced(self, ticket: TurnTicket, on_event: Emit | None) -> Turn:
+        trace = self._trace
+        if trace is None:
+            return self._leased(ticket, on_event)
+        try:
+            turn = self._leased(ticket, on_event)
+        except BaseException as error:
+            trace.finish(self._last_result, self._last_turn_session_id, error)
+            raise
+        finally:
+            self._trace = None
+        trace.finish(turn.result, turn.session_id, None)
+        return turn
 
     def interrupt(self) -> None:
         """Cut the running turn short; thread-safe.
@@ -492,6 +576,8 @@ class Session:
             lease_ttl=self._lease_ttl,
             lease_timeout=self._lease_timeout,
             log=self._log,
+            limits=self._limits,
+            tracing=self._tracing,
         )
 
     # -- the conversation between turns ---------------------------------------------------
@@ -638,6 +724,8 @@ class Session:
         result = self._last_result
         if result is None:  # pragma: no cover - the policy finishes only after a result
             raise SessionStateError("internal error: the turn finished without a result")
+        if self._crossing is not None:
+            raise _spending_error(self._crossing, command.session_id, result)
         return Turn(result, command.continuity, ticket.turn_id, command.session_id)
 
     def _failure(
@@ -645,6 +733,10 @@ class Session:
     ) -> BaseException:
         if handler_error is not None:
             return handler_error
+        if self._crossing is not None:
+            with self._lock:
+                held = self._state.session_id
+            return _spending_error(self._crossing, held, self._last_result)
         if command.cancelled or self._last_error is None:
             return _cancelled_error(ticket)
         return self._last_error
@@ -713,6 +805,12 @@ class Session:
                 except Exception as error:  # LeaseTimeoutError, or a store that failed
                     self._last_error = error
                     return Failed(self._clock.monotonic(), classify_failure(error), None)
+        trace = self._trace
+        if trace is not None and getattr(self._transport, "kind", None) is TransportKind.ONE_SHOT:
+            # A fresh CLI process per turn: its env can name the turn's span.
+            context = trace.env()
+            if context:
+                request = replace(request, env={**(request.env or {}), **context})
         try:
             with self._lock:
                 if self._stop.is_set():
@@ -792,14 +890,37 @@ class Session:
 
     def _emitter(self, on_event: Emit | None) -> Emit:
         handlers = self._handlers
+        meter = self._meter
+        trace = self._trace
 
         def emit(event: AgentEvent) -> None:
+            if trace is not None:
+                trace.event(event)
+            if meter is not None and isinstance(event, UsageReport):
+                self._watch(meter, event)
             for handler in handlers:
                 handler(event)
             if on_event is not None:
                 on_event(event)
 
         return emit
+
+    def _watch(self, meter: SpendingMeter, report: UsageReport) -> None:
+        """Count a live usage report; stop the turn at once when it crosses a limit."""
+        crossing = meter.observe(report)
+        if crossing is not None and self._crossing is None:
+            self._crossing = crossing
+            self._log(f"spending limit {crossing.limit_name} crossed; interrupting the turn")
+            self._stop.request()
+
+    def _price(self, usage: ProviderUsage) -> float | None:
+        """What ``usage`` costs by the provider's price table, or None when unknown."""
+        if self._prices is None:
+            try:
+                self._prices = pricing_table(self._profile.name)
+            except UnknownProviderError:
+                self._prices = PricingTable("none", "")
+        return self._prices.cost(usage.model or self._spec.model, usage.tokens)
 
 
 def _awaits_result(command: Command) -> bool:
@@ -814,6 +935,18 @@ def _retry_after(error: BaseException) -> float | None:
 def _cancelled_error(ticket: TurnTicket) -> TurnCancelledError:
     return TurnCancelledError(
         f"turn {ticket.turn_id} was interrupted before it started; nothing ran"
+    )
+
+
+def _spending_error(
+    crossing: Crossing, session_id: str | None, result: TurnResult | None
+) -> SpendingLimitError:
+    return SpendingLimitError(
+        limit_name=crossing.limit_name,
+        limit=crossing.limit,
+        spent=crossing.spent,
+        session_id=session_id,
+        result=result,
     )
 
 

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Real-CLI conformance: install the pinned CLIs (cached) and run tests/live for each provider.
 #
-# Usage: scripts/conformance.sh [--latest | --oldest] [PROVIDER ...]
+# Usage: scripts/conformance.sh [--latest | --oldest | --matrix] [PROVIDER ...]
 #        (default: every provider in agentshim/testing/cli_versions.json, at its pinned version;
-#        --latest: the newest version the npm registry serves; --oldest: the oldest checked one)
+#        --latest: the newest version the npm registry serves, asking every package the CLI was
+#        published under; --oldest: the oldest checked one; --matrix: each provider at its
+#        oldest checked, pinned and newest version, one table row per distinct version)
 # Env:   CONFORMANCE_JOBS   providers run at once (default 3)
 #        PYTHON             the interpreter with agentshim and pytest (default .venv/bin/python)
 #        AGENTSHIM_CLI_DIR  install cache (default ~/.cache/agentshim/clis)
@@ -12,15 +14,19 @@
 # time, a "stream" column for providers with a long-lived transport suite,
 # tests/live/test_<provider>_stream.py, and a "tui" column for those with a terminal transport
 # suite, tests/live/test_<provider>_tui.py: each its passed/failed/skipped and wall time) and
-# the failures; exits 1 if any scenario of any suite failed or a CLI could not be installed.
+# the failures, then the frame types the parsers did not know ("unknown frames", per suite: a
+# CLI that changed its output says where); exits 1 if any scenario of any suite failed or a
+# CLI could not be installed.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
 PY=${PYTHON:-.venv/bin/python}
 JOBS=${CONFORMANCE_JOBS:-3}
-which=()
+rounds=(pinned)
 case "${1:-}" in
-    --latest | --oldest) which=("$1"); shift ;;
+    --latest) rounds=(newest); shift ;;
+    --oldest) rounds=(oldest); shift ;;
+    --matrix) rounds=(oldest pinned newest); shift ;;
 esac
 VERSIONS=agentshim/testing/cli_versions.json
 if [ $# -gt 0 ]; then
@@ -32,16 +38,7 @@ fi
 out=$(mktemp -d "${TMPDIR:-/tmp}/agentshim-conformance.XXXXXX")
 started=$(date +%s)
 
-echo "==> installing ${which[*]:-pinned} CLIs (cached): ${providers[*]}"
 install_status=0
-printf '%s\n' "${providers[@]}" |
-    xargs -P "$JOBS" -I{} "$PY" scripts/install_clis.py "${which[@]}" {} \
-        >"$out/installed.txt" 2>"$out/install.log" || install_status=1
-cat "$out/install.log" "$out/installed.txt"
-# Each line of installed.txt is "provider version bin-path": the live tests run that version.
-while read -r provider version _; do
-    [ -n "$provider" ] && export "AGENTSHIM_LIVE_VERSION_${provider^^}=$version"
-done <"$out/installed.txt"
 
 # A suite is a provider's one-shot scenarios (test_<provider>.py), its stream ones
 # (test_<provider>_stream.py, where the provider has a long-lived transport) or its TUI ones
@@ -49,7 +46,8 @@ done <"$out/installed.txt"
 run_one() {
     local suite=$1 out=$2 py=$3 t0 t1 rc
     t0=$(date +%s.%N)
-    timeout 900 "$py" -m pytest "tests/live/test_${suite}.py" -p no:cacheprovider -rfEs \
+    AGENTSHIM_UNKNOWN_FRAMES_LOG="$out/$suite.frames" \
+        timeout 900 "$py" -m pytest "tests/live/test_${suite}.py" -p no:cacheprovider -rfEs \
         --junitxml="$out/$suite.xml" >"$out/$suite.log" 2>&1
     rc=$?
     t1=$(date +%s.%N)
@@ -58,42 +56,83 @@ run_one() {
 }
 export -f run_one
 
-suites=()
-for provider in "${providers[@]}"; do
-    suites+=("$provider")
-    for column in stream tui; do
-        if [ -f "tests/live/test_${provider}_${column}.py" ]; then
-            suites+=("${provider}_${column}")
+# One round: every provider at one version (pinned, oldest checked or newest), its results
+# in $out/<round>/. A version a former round of the same provider already ran is not run again.
+for round in "${rounds[@]}"; do
+    dir="$out/$round"
+    mkdir -p "$dir"
+    case $round in
+        newest) flag=(--latest) ;;
+        oldest) flag=(--oldest) ;;
+        *) flag=() ;;
+    esac
+    echo "==> installing $round CLIs (cached): ${providers[*]}"
+    printf '%s\n' "${providers[@]}" |
+        xargs -P "$JOBS" -I{} "$PY" scripts/install_clis.py "${flag[@]}" {} \
+            >"$dir/installed.txt" 2>"$dir/install.log" || install_status=1
+    cat "$dir/install.log" "$dir/installed.txt"
+    # Each line of installed.txt is "provider version bin-path": the live tests run that version.
+    suites=()
+    while read -r provider version _; do
+        [ -n "$provider" ] || continue
+        if grep -qsx "$provider $version" "$out"/*/ran.txt; then
+            echo "    $provider $version already ran in an earlier round"
+            continue
         fi
-    done
+        echo "$provider $version" >>"$dir/ran.txt"
+        suites+=("$provider")
+        for column in stream tui; do
+            if [ -f "tests/live/test_${provider}_${column}.py" ]; then
+                suites+=("${provider}_${column}")
+            fi
+        done
+    done <"$dir/installed.txt"
+    [ ${#suites[@]} -gt 0 ] || continue
+    echo "==> running tests/live at $round versions (${#suites[@]} suites), $JOBS at a time"
+    (
+        while read -r provider version _; do
+            [ -n "$provider" ] && export "AGENTSHIM_LIVE_VERSION_${provider^^}=$version"
+        done <"$dir/ran.txt"
+        printf '%s\n' "${suites[@]}" | xargs -P "$JOBS" -I{} bash -c 'run_one "$@"' _ {} "$dir" "$PY"
+    )
 done
 
-echo "==> running tests/live for ${#providers[@]} provider(s) (${#suites[@]} suites), $JOBS at a time"
-printf '%s\n' "${suites[@]}" | xargs -P "$JOBS" -I{} bash -c 'run_one "$@"' _ {} "$out" "$PY"
-
-"$PY" - "$out" "$started" "$install_status" "${providers[@]}" <<'PYEOF'
+"$PY" - "$out" "$started" "$install_status" "${#rounds[@]}" "${rounds[@]}" "${providers[@]}" <<'PYEOF'
 import json
 import sys
 import time
 import xml.etree.ElementTree as ET
+from collections import Counter
 from pathlib import Path
 
-out, started, install_status, providers = Path(sys.argv[1]), float(sys.argv[2]), int(sys.argv[3]), sys.argv[4:]
+out, started, install_status = Path(sys.argv[1]), float(sys.argv[2]), int(sys.argv[3])
+count = int(sys.argv[4])
+rounds, providers = sys.argv[5 : 5 + count], sys.argv[5 + count :]
 pins = json.loads(Path("agentshim/testing/cli_versions.json").read_text())
-ran = {}
-for entry in (out / "installed.txt").read_text().splitlines():
-    if entry.strip():
-        name, version = entry.split()[:2]
-        ran[name] = version
-rows, failures, bad = [], [], install_status != 0
+rows, failures, unknown, bad = [], [], [], install_status != 0
 
 
-def tally(suite, label):
+def versions(round_dir, name):
+    """provider -> version, from one round's ``name`` file."""
+    found = {}
+    path = round_dir / name
+    for entry in path.read_text().splitlines() if path.exists() else ():
+        if entry.strip():
+            provider, version = entry.split()[:2]
+            found[provider] = version
+    return found
+
+
+def tally(round_dir, suite, label):
     """(passed, failed, skipped, wall, exit code) of one suite; None if it did not run."""
-    status = out / f"{suite}.status"
-    xml = out / f"{suite}.xml"
+    status = round_dir / f"{suite}.status"
+    xml = round_dir / f"{suite}.xml"
     if not status.exists() or not xml.exists():
         return None
+    frames = round_dir / f"{suite}.frames"
+    if frames.exists():
+        seen = Counter(frames.read_text().splitlines())
+        unknown.append(f"{label}: " + ", ".join(f"{k} x{n}" for k, n in seen.most_common()))
     rc, t0, t1 = status.read_text().split()
     passed = failed = skipped = 0
     for case in ET.parse(xml).getroot().iter("testcase"):
@@ -114,39 +153,46 @@ def tally(suite, label):
 
 for provider in providers:
     pinned = pins.get(provider, {}).get("pinned", "?")
-    version = ran.get(provider, "?")
-    columns = {}
-    for column in ("stream", "tui"):
-        columns[column] = "-"
-        if not Path(f"tests/live/test_{provider}_{column}.py").exists():
+    for round_name in rounds:
+        round_dir = out / round_name
+        installed = versions(round_dir, "installed.txt").get(provider)
+        version = versions(round_dir, "ran.txt").get(provider)
+        label = f"{provider} {version or installed or '?'}"
+        if installed is not None and version is None:
+            rows.append((provider, round_name, pinned, installed, "", "", "", "", "", "", "ran above"))
             continue
-        counted = tally(f"{provider}_{column}", f"{provider}[{column}]")
+        columns = {}
+        for column in ("stream", "tui"):
+            columns[column] = "-"
+            if not Path(f"tests/live/test_{provider}_{column}.py").exists():
+                continue
+            counted = tally(round_dir, f"{provider}_{column}", f"{label} [{column}]")
+            if counted is None:
+                columns[column], bad = "did not run", True
+                continue
+            s_passed, s_failed, s_skipped, s_wall, s_rc = counted
+            columns[column] = f"{s_passed}/{s_failed}/{s_skipped} in {s_wall:.0f}s"
+            if s_rc == "124":
+                columns[column] += " (timed out)"
+            if s_rc not in ("0", "5") or s_failed:
+                bad = True
+        stream, tui = columns["stream"], columns["tui"]
+        counted = tally(round_dir, provider, label)
         if counted is None:
-            columns[column], bad = "did not run", True
-            continue
-        s_passed, s_failed, s_skipped, s_wall, s_rc = counted
-        columns[column] = f"{s_passed}/{s_failed}/{s_skipped} in {s_wall:.0f}s"
-        if s_rc == "124":
-            columns[column] += " (timed out)"
-        if s_rc not in ("0", "5") or s_failed:
+            rows.append((provider, round_name, pinned, version or "?", "-", "-", "-", "-", stream, tui, "did not run"))
             bad = True
-    stream, tui = columns["stream"], columns["tui"]
-    counted = tally(provider, provider)
-    if counted is None:
-        rows.append((provider, pinned, version, "-", "-", "-", "-", stream, tui, "did not run"))
-        bad = True
-        continue
-    passed, failed, skipped, wall, rc = counted
-    note = ""
-    if skipped and not passed and not failed:
-        note = "not installed"
-    if rc not in ("0", "5") or failed:
-        bad = True
-        if rc == "124":
-            note = "timed out"
-    rows.append((provider, pinned, version, passed, failed, skipped, f"{wall:.0f}s", stream, tui, note))
+            continue
+        passed, failed, skipped, wall, rc = counted
+        note = ""
+        if skipped and not passed and not failed:
+            note = "not installed"
+        if rc not in ("0", "5") or failed:
+            bad = True
+            if rc == "124":
+                note = "timed out"
+        rows.append((provider, round_name, pinned, version, passed, failed, skipped, f"{wall:.0f}s", stream, tui, note))
 
-header = ("provider", "pinned", "ran", "passed", "failed", "skipped", "wall", "stream p/f/s", "tui p/f/s", "")
+header = ("provider", "which", "pinned", "ran", "passed", "failed", "skipped", "wall", "stream p/f/s", "tui p/f/s", "")
 widths = [max(len(str(r[i])) for r in (header, *rows)) for i in range(len(header))]
 line = lambda r: "  ".join(str(c).ljust(w) for c, w in zip(r, widths)).rstrip()
 print()
@@ -159,12 +205,16 @@ if failures:
     print("\nfailures:")
     for failure in failures:
         print("  " + failure)
+if unknown:
+    print("\nunknown frames (a parser had no handler for these types; the CLI changed its output):")
+    for entry in unknown:
+        print("  " + entry)
 sys.exit(1 if bad else 0)
 PYEOF
 status=$?
 if [ "$status" -eq 0 ]; then
     rm -rf "$out"
 else
-    echo "logs kept in $out (<suite>.log, <suite>.xml, install.log)"
+    echo "logs kept in $out (<round>/<suite>.log, .xml, .frames, install.log)"
 fi
 exit "$status"

@@ -44,7 +44,7 @@ from agentshim.core.profile import OutputSchemaStyle  # noqa: E402
 from agentshim.core.provider import ArgvContext, Provider  # noqa: E402
 from agentshim.core.schema import compact_json  # noqa: E402
 from agentshim.providers import DEFAULT_CATALOG  # noqa: E402
-from agentshim.testing.clis import PinnedCli, install_cli, pinned_clis  # noqa: E402
+from agentshim.testing.clis import PinnedCli, install_cli, install_dir, pinned_clis  # noqa: E402
 from agentshim.testing.model_server import ModelServer  # noqa: E402
 from agentshim.testing.offline import OfflineCli, offline_cli  # noqa: E402
 from tests.live import scenarios as sc  # noqa: E402
@@ -185,7 +185,7 @@ class ProviderRecorder:
     def _record_in(self, root: Path, cases: Sequence[sc.Scenario]) -> list[Recording]:
         work = root / "work"
         work.mkdir()
-        install = self.binary.parents[2]
+        install = install_dir(self.name, self.cli_version)
         with ModelServer() as server:
             cli = offline_cli(self.name, server, root=root, bin_dir=self.binary.parent)
             env = _turn_env(self.provider, cli)
@@ -293,7 +293,7 @@ class ProviderRecorder:
             "scenario": scenario.name,
             "description": scenario.description,
             "cli": {
-                "package": self.pin.package,
+                "package": self.pin.package_for(self.cli_version),
                 "version": self.cli_version,
                 "version_output": n(self.version),
             },

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import shutil
 import subprocess
 import tempfile
@@ -21,8 +20,16 @@ from agentshim.core.turn import TurnRequest
 from agentshim.execution.host import HostCommandExecutor
 from agentshim.execution.readiness import check_version
 from agentshim.providers import DEFAULT_CATALOG
-from agentshim.testing.clis import PinnedCli, VersionStatus, find_cli, pinned_clis, version_status
+from agentshim.testing.clis import (
+    PinnedCli,
+    VersionStatus,
+    find_cli,
+    pinned_clis,
+    version_key,
+    version_status,
+)
 from agentshim.testing.model_server import ModelServer, Rule, Text
+from agentshim.testing.node_runtime import format_version, minimum_node
 from agentshim.testing.offline import OFFLINE_PROVIDERS, offline_cli
 
 __all__ = ["OFFLINE_ANSWER", "Diagnosis", "diagnose", "write_report"]
@@ -72,8 +79,8 @@ def _credentials(profile: ProviderProfile, env: Mapping[str, str]) -> tuple[str,
     return tuple(seen)
 
 
-def _package_json(binary: Path, package: str) -> Mapping[str, Any] | None:
-    """The ``package.json`` of ``package`` that ``binary`` belongs to, if it is in one."""
+def _package_json(binary: Path, packages: Sequence[str]) -> Mapping[str, Any] | None:
+    """The ``package.json`` of one of ``packages`` that ``binary`` belongs to, if any."""
     for directory in binary.resolve().parents:
         candidate = directory / "package.json"
         if candidate.is_file():
@@ -81,7 +88,7 @@ def _package_json(binary: Path, package: str) -> Mapping[str, Any] | None:
                 data: Any = json.loads(candidate.read_text(encoding="utf-8"))
             except (OSError, ValueError):
                 return None
-            if isinstance(data, dict) and data.get("name") == package:  # pyright: ignore[reportUnknownMemberType]
+            if isinstance(data, dict) and data.get("name") in packages:  # pyright: ignore[reportUnknownMemberType]
                 return data  # pyright: ignore[reportUnknownVariableType]
     return None
 
@@ -108,18 +115,13 @@ def _node_version(env: Mapping[str, str]) -> str | None:
     return done.stdout.strip() or None
 
 
-def _major(text: str) -> int | None:
-    match = re.search(r"[0-9]+", text)
-    return int(match.group(0)) if match else None
-
-
 def _node_facts(
     binary: Path, pin: PinnedCli, env: Mapping[str, str]
 ) -> tuple[str | None, str | None, list[str], list[str]]:
     """Node's version and the package's declared range; problems and notes about them."""
     problems: list[str] = []
     notes: list[str] = []
-    manifest = _package_json(binary, pin.package)
+    manifest = _package_json(binary, pin.packages)
     engines: object = manifest.get("engines") if manifest is not None else None
     required: object = (
         cast("Mapping[str, object]", engines).get("node") if isinstance(engines, dict) else None
@@ -131,10 +133,14 @@ def _node_facts(
     node = _node_version(env)
     if needs_node and node is None:
         problems.append("the CLI runs on Node.js, which is not on PATH")
-    least = _major(wanted) if wanted is not None and ">=" in wanted else None
-    found = _major(node) if node is not None else None
+    least = minimum_node(wanted) if wanted is not None else None
+    found = version_key(node) if node is not None else None
     if least is not None and found is not None and found < least:
-        text = f"the package declares Node {wanted}; found {node}"
+        text = (
+            f"the package declares Node {wanted}; found {node}: install Node.js "
+            f"{format_version(least)} or newer first on PATH (or let "
+            f"`python scripts/install_clis.py {pin.provider}` provide one)"
+        )
         if needs_node:
             problems.append(text)
         else:
@@ -193,7 +199,7 @@ def diagnose(provider: str, *, offline_check: bool = False) -> Diagnosis:
         credentials=credentials,
     )
     if binary is None:
-        install = profile.container_install[-1] if profile.container_install else None
+        install = profile.install_command
         hint = f"; install it with: {install}" if install else ""
         return _with(base, problems=[f"{profile.binary} is not on PATH{hint}"], notes=notes)
     if source != "PATH":

@@ -1,23 +1,41 @@
-"""``agentshim run``: one turn, shown as it happens; Ctrl-C interrupts, a second Ctrl-C kills."""
+"""``agentshim run``: one turn, shown as it happens; a stop signal interrupts, a second kills.
+
+Ctrl-C (SIGINT), SIGTERM and SIGHUP are one thing here: the first stops the turn (its CLI and
+everything the CLI started end, what the turn got is printed), the second kills the CLI, and
+the command exits 128 + the first signal's number, as a shell reports a process a signal
+ended.
+"""
 
 from __future__ import annotations
 
 import dataclasses
 import enum
 import json
-import re
+import queue
 import signal
 import sys
+import tempfile
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Generator, Mapping, Sequence
+from contextlib import contextmanager
+from pathlib import Path
 from typing import Any, TextIO, cast
 
 from agentshim.agent import Agent
 from agentshim.core.conversation import TransportKind
-from agentshim.core.errors import AgentShimError, CliNotFoundError
-from agentshim.core.events import AgentEvent, ConsoleEventHandler, UsageReport
+from agentshim.core.errors import (
+    AgentShimError,
+    CliExitError,
+    CliNotFoundError,
+    ContinuityError,
+    FailureKind,
+    InvalidRequestError,
+    SessionResumeError,
+)
+from agentshim.core.event_json import event_to_json
+from agentshim.core.events import AgentEvent, ConsoleEventHandler, UsageReport, UsageScope
 from agentshim.core.permissions import ApprovalPolicy, NativePermissions
-from agentshim.core.turn import TurnRequest, TurnResult
+from agentshim.core.turn import OutputSchema, TurnRequest, TurnResult
 from agentshim.core.usage import ProviderUsage
 from agentshim.execution.executor import (
     CommandExecutor,
@@ -28,13 +46,34 @@ from agentshim.execution.executor import (
 )
 from agentshim.execution.host import HostCommandExecutor
 from agentshim.execution.process import Process, SpawnRequest
+from agentshim.execution.readiness import check_version
 from agentshim.execution.transform import TransformingExecutor
 from agentshim.providers import DEFAULT_CATALOG, ProviderCatalog
 
-from ._exits import EXIT_INTERRUPTED, EXIT_NOT_INSTALLED, EXIT_OK, EXIT_TURN_FAILED
-from ._status import StatusLine, is_terminal
+from ._exits import EXIT_INTERRUPTED, EXIT_NOT_INSTALLED, EXIT_OK, EXIT_TURN_FAILED, EXIT_USAGE
+from ._status import StatusLine, is_terminal, wants_color
 
-__all__ = ["RunOptions", "run_turn", "stand_in_executor", "summary"]
+__all__ = [
+    "STOP_SIGNALS",
+    "RunOptions",
+    "exit_status_of",
+    "run_turn",
+    "stand_in_executor",
+    "summary",
+]
+
+#: The signals that stop a turn: Ctrl-C, a polite stop (``kill``, ``timeout``, a service
+#: manager) and a closed terminal. SIGHUP does not exist on every platform.
+STOP_SIGNALS: tuple[signal.Signals, ...] = (
+    signal.SIGINT,
+    signal.SIGTERM,
+    *((signal.SIGHUP,) if hasattr(signal, "SIGHUP") else ()),
+)
+
+
+def exit_status_of(signum: int) -> int:
+    """The exit status after a stop by signal ``signum``: 128 + its number, as a shell says."""
+    return 128 + signum
 
 
 def stand_in_executor(provider: str) -> CommandExecutor:
@@ -51,12 +90,18 @@ def stand_in_executor(provider: str) -> CommandExecutor:
 
 
 class _KillableExecutor:
-    """Runs on ``inner`` and remembers the running command, so a second Ctrl-C can kill it."""
+    """Runs on ``inner`` and remembers what runs, so a stop can end it at any phase.
+
+    The CLI's ``--version`` health check goes through :meth:`run` too (tracked apart as a
+    probe), so a stop that arrives while it runs ends it at once instead of waiting for it.
+    """
 
     def __init__(self, inner: CommandExecutor) -> None:
         self._inner = inner
         self._lock = threading.Lock()
+        self._probing = threading.local()
         self._handles: list[CommandHandle] = []
+        self._probes: list[CommandHandle] = []
         self._processes: list[Process] = []
 
     def find_binary(self, name: str, env: Mapping[str, str]) -> str:
@@ -64,26 +109,30 @@ class _KillableExecutor:
         return self._inner.find_binary(name, env)
 
     def check_binary(self, path: str, env: Mapping[str, str], *, timeout: float) -> None:
-        """Health-check ``path`` on ``inner``."""
-        self._inner.check_binary(path, env, timeout=timeout)
+        """Health-check ``path`` (``--version``) through :meth:`run`, as a probe."""
+        self._probing.active = True
+        try:
+            check_version(self, path, env, timeout=timeout)
+        finally:
+            self._probing.active = False
 
     def run(self, request: CommandRequest, sink: CommandStreamSink) -> CommandResult:
         """Run on ``inner``, keeping the command's handle while it runs."""
         kept: list[CommandHandle] = []
+        into = self._probes if getattr(self._probing, "active", False) else self._handles
 
         def started(handle: CommandHandle) -> None:
             with self._lock:
-                self._handles.append(handle)
+                into.append(handle)
             kept.append(handle)
             sink.started(handle)
 
-        watched = _Sink(started, sink)
         try:
-            return self._inner.run(request, watched)
+            return self._inner.run(request, _Sink(started, sink))
         finally:
             with self._lock:
                 for handle in kept:
-                    self._handles.remove(handle)
+                    into.remove(handle)
 
     def spawn(self, request: SpawnRequest) -> Process:
         """Spawn on ``inner``, keeping the process so it can be killed."""
@@ -92,41 +141,22 @@ class _KillableExecutor:
             self._processes.append(process)
         return process
 
+    def kill_probes(self) -> None:
+        """SIGKILL a running health check: a stop before the CLI runs has nothing to wait for."""
+        with self._lock:
+            probes = list(self._probes)
+        for handle in probes:
+            handle.kill()
+
     def kill(self) -> None:
         """SIGKILL every command and process started here that may still run."""
         with self._lock:
-            handles, processes = list(self._handles), list(self._processes)
+            handles = [*self._probes, *self._handles]
+            processes = list(self._processes)
         for handle in handles:
             handle.kill()
         for process in processes:
             process.kill()
-
-
-class _CtrlC:
-    """Counts Ctrl-C presses while in use, instead of letting each raise KeyboardInterrupt.
-
-    A KeyboardInterrupt can land anywhere, even inside the code handling the previous one;
-    a handler that only counts cannot be interrupted half-way. Off the main thread (where no
-    handler can be set) Ctrl-C keeps its default behaviour.
-    """
-
-    def __init__(self) -> None:
-        self.count = 0
-        self._previous: Any = None
-        self._installed = False
-
-    def _pressed(self, signum: int, frame: object) -> None:
-        self.count += 1
-
-    def __enter__(self) -> _CtrlC:
-        if threading.current_thread() is threading.main_thread():
-            self._previous = signal.signal(signal.SIGINT, self._pressed)
-            self._installed = True
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        if self._installed:
-            signal.signal(signal.SIGINT, self._previous)
 
 
 class _Sink:
@@ -140,6 +170,270 @@ class _Sink:
     def started(self, handle: CommandHandle) -> None:
         """Record the handle, then pass it on."""
         self._on_started(handle)
+
+
+_DONE = 0
+"""Put on the inbox when the turn's worker has finished (no signal has number 0)."""
+
+
+@contextmanager
+def _signals_to(inbox: queue.SimpleQueue[int]) -> Generator[None]:
+    """While in use, each stop signal puts its number on ``inbox`` instead of acting.
+
+    A handler that only enqueues cannot be interrupted half-way (a KeyboardInterrupt can land
+    anywhere, even inside the code handling the previous one); ``SimpleQueue.put`` is safe in
+    a signal handler. Off the main thread no handler can be set and nothing changes.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def arrived(signum: int, frame: object) -> None:
+        inbox.put(signum)
+
+    previous = {signum: signal.signal(signum, arrived) for signum in STOP_SIGNALS}
+    try:
+        yield
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+
+
+@dataclasses.dataclass(frozen=True)
+class RunOptions:
+    """What ``agentshim run`` was asked to do, checked by the parser.
+
+    ``resume_or_new`` lets a ``resume`` the CLI cannot honour start a new conversation;
+    without it such a turn fails. ``schema`` is the JSON Schema the answer must follow.
+    ``catalog`` holds the provider (``--acp`` adds the agent it names).
+    """
+
+    provider: str
+    prompt: str
+    model: str | None = None
+    cwd: str | None = None
+    timeout: float = 600.0
+    resume: str | None = None
+    resume_or_new: bool = False
+    transport: TransportKind = TransportKind.ONE_SHOT
+    json: bool = False
+    stand_in: bool = False
+    schema: Mapping[str, Any] | None = None
+    catalog: ProviderCatalog = DEFAULT_CATALOG
+
+
+class _Reported:
+    """The usage a turn reported so far: the turn's report, or the sum of its calls' reports."""
+
+    def __init__(self) -> None:
+        self.calls = ProviderUsage()
+        self.turn: ProviderUsage | None = None
+
+    def note(self, event: UsageReport) -> None:
+        if event.scope is UsageScope.TURN:
+            self.turn = event.usage
+            self.calls = ProviderUsage()
+        else:
+            self.calls = self.calls + event.usage
+
+    @property
+    def usage(self) -> ProviderUsage | None:
+        """What was reported, or None when nothing was."""
+        if self.turn is not None:
+            return self.turn
+        tokens = self.calls.tokens
+        return self.calls if tokens.input_tokens or tokens.output_tokens else None
+
+
+class _Screen:
+    """Where a turn's events go: readable lines or JSON lines on ``out``, a status line on ``err``.
+
+    A stream that went away (a closed pipe, a hung-up terminal) is not an error of the turn:
+    writing to it stops, and ``on_gone`` is called once so the turn can be stopped.
+    """
+
+    def __init__(
+        self, options: RunOptions, out: TextIO, err: TextIO, on_gone: Callable[[], None]
+    ) -> None:
+        self.out = out
+        self.err = err
+        self.json = options.json
+        self.console = ConsoleEventHandler(stream=out, color=wants_color(out))
+        self.status = (
+            StatusLine(err, color=wants_color(err))
+            if is_terminal(err) and not options.json
+            else None
+        )
+        self.lock = self.status.lock if self.status is not None else threading.RLock()
+        self.reported = _Reported()
+        self._gone: set[int] = set()
+        self._on_gone = on_gone
+
+    def on_event(self, event: AgentEvent) -> None:
+        """Show ``event``: as a JSON line, or readably (usage only in the summary)."""
+        if isinstance(event, UsageReport):
+            self.reported.note(event)
+        with self.lock:
+            self._guarded(self.out, lambda: self._show(event))
+
+    def _show(self, event: AgentEvent) -> None:
+        if self.status is not None:
+            self.status.erase()
+        if self.json:
+            self.out.write(json.dumps(event_to_json(event), ensure_ascii=False) + "\n")
+            self.out.flush()
+        elif not isinstance(event, UsageReport):
+            self.console.on_event(event)
+        if self.status is not None:
+            self.status.note(event)
+
+    def say(self, stream: TextIO, text: str) -> None:
+        """Write a line of the command's own (not the CLI's) without tearing the status line."""
+
+        def write() -> None:
+            if self.status is not None:
+                self.status.erase()
+            if stream is self.out and not self.json:
+                self.console.end_line()
+            stream.write(text + "\n")
+            stream.flush()
+
+        with self.lock:
+            self._guarded(stream, write)
+
+    def _guarded(self, stream: TextIO, write: Callable[[], None]) -> None:
+        if id(stream) in self._gone:
+            return
+        try:
+            write()
+        except (OSError, ValueError):  # EPIPE, EIO after a hang-up, a closed stream
+            self._gone.add(id(stream))
+            if stream is self.out:
+                self._on_gone()
+
+
+def summary(result: TurnResult, reported: ProviderUsage | None = None) -> str:
+    """The one-line summary printed after a turn.
+
+    ``reported`` is the usage the turn's events reported; an interrupted turn whose result
+    has no counts shows it instead of zeros.
+    """
+    usage = result.usage
+    counted = "" if usage.increment_known else " (not reported)"
+    if result.interrupted and reported is not None and not _has_tokens(usage):
+        usage, counted = reported, " (reported before the interrupt)"
+    tokens = usage.tokens
+    cost = f"${result.cost_usd:.4f}" if result.cost_usd is not None else "cost unknown"
+    state = "interrupted | " if result.interrupted else ""
+    return (
+        f"{state}session {result.session_id or '-'} | tokens {tokens.input_tokens:,} in, "
+        f"{tokens.output_tokens:,} out{counted} | {cost} | {result.duration_ms / 1000:.2f} s"
+    )
+
+
+def _has_tokens(usage: ProviderUsage) -> bool:
+    return bool(usage.tokens.input_tokens or usage.tokens.output_tokens)
+
+
+def _not_installed(options: RunOptions, screen: _Screen, error: CliNotFoundError) -> int:
+    profile = options.catalog.plugin(options.provider).profile
+    install = error.install or profile.install_command
+    message = f"{profile.display_name} is not installed ({profile.binary} is not on PATH)"
+    if options.json:
+        _json_error(screen, "CliNotFoundError", message, install=install)
+    screen.say(screen.err, message)
+    if install:
+        screen.say(screen.err, f"install it with: {install}")
+    screen.say(screen.err, "or try the bundled stand-in CLI: add --stand-in")
+    return EXIT_NOT_INSTALLED
+
+
+def _json_error(screen: _Screen, kind: str, message: str, **more: Any) -> None:
+    line = {"type": "error", "error": kind, "message": message, **more}
+    screen.say(screen.out, json.dumps(line, ensure_ascii=False))
+
+
+def _agent(options: RunOptions, executor: CommandExecutor, screen: _Screen) -> Agent:
+    return Agent(
+        options.provider,
+        permissions=NativePermissions.bypass(),
+        approvals=ApprovalPolicy.DENY,
+        model=options.model,
+        executor=executor,
+        transport=options.transport,
+        event_handlers=(screen,),
+        catalog=options.catalog,
+    )
+
+
+def run_turn(options: RunOptions, out: TextIO, err: TextIO) -> int:
+    """Run one turn as ``options`` say; return the exit status (see the ``EXIT_*`` values).
+
+    The turn runs on a worker thread so that this one can take the stop signals (see the
+    module's docstring); what the turn produced so far is shown either way.
+    """
+    base = stand_in_executor(options.provider) if options.stand_in else HostCommandExecutor()
+    executor = _KillableExecutor(base)
+    inbox: queue.SimpleQueue[int] = queue.SimpleQueue()
+    # A closed stdout stops the turn like SIGPIPE would have stopped a plain program.
+    screen = _Screen(options, out, err, lambda: inbox.put(signal.SIGPIPE))
+    try:
+        agent = _agent(options, executor, screen)
+        session = agent.start_session(options.cwd, session_id=options.resume)
+    except AgentShimError as error:
+        return _failed(options, screen, error)
+    outcome: list[TurnResult | BaseException] = []
+    # The schema file lives as long as the turn: a private directory removed after it.
+    schema_dir = tempfile.TemporaryDirectory(prefix="agentshim-schema-")
+    schema = (
+        OutputSchema(options.schema, Path(schema_dir.name)) if options.schema is not None else None
+    )
+
+    def work() -> None:
+        try:
+            request = TurnRequest(options.prompt, timeout=options.timeout, output_schema=schema)
+            # Pinned: a conversation the CLI cannot resume fails the turn instead of being
+            # replaced by a new one that lacks the context the caller asked for.
+            pin = options.resume is not None and not options.resume_or_new
+            outcome.append(session.turn(request, pin=pin).result)
+        except BaseException as error:
+            outcome.append(error)
+        finally:
+            inbox.put(_DONE)
+
+    worker = threading.Thread(target=work, name="agentshim-turn", daemon=True)
+    stops: list[int] = []
+    if screen.status is not None:
+        screen.status.start()
+    with _signals_to(inbox):
+        worker.start()
+        while (signum := inbox.get()) != _DONE:
+            if signum == signal.SIGPIPE and stops:
+                continue  # the output went away while the turn was already stopping
+            stops.append(signum)
+            if len(stops) == 1:
+                _first_stop(signum, screen)
+                session.interrupt()
+                executor.kill_probes()
+            elif len(stops) == 2:
+                screen.say(err, "killing the CLI")
+                executor.kill()
+    if screen.status is not None:
+        screen.status.stop()
+    try:
+        session.close()
+    except AgentShimError:
+        pass  # the turn's own outcome is what gets reported
+    schema_dir.cleanup()
+    return _report(options, screen, outcome, stops[0] if stops else None)
+
+
+def _first_stop(signum: int, screen: _Screen) -> None:
+    if signum == signal.SIGINT:
+        screen.say(screen.err, "interrupting the turn (Ctrl-C again to kill the CLI)")
+    elif signum != signal.SIGPIPE:
+        name = signal.Signals(signum).name
+        screen.say(screen.err, f"{name}: stopping the turn ({name} again to kill the CLI)")
 
 
 def _json_value(value: object) -> Any:
@@ -160,180 +454,75 @@ def _json_value(value: object) -> Any:
     return repr(value)
 
 
-def _snake(name: str) -> str:
-    return re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()
-
-
-def _event_json(event: AgentEvent) -> dict[str, Any]:
-    """One event as a JSON object: ``{"type": "tool_call", <its fields>}``.
-
-    The one place the event encoding lives, so the library's stored-event encoder can take its
-    place without touching the rest of the command.
-    """
-    return {"type": _snake(type(event).__name__), **_json_value(event)}
-
-
 def _result_json(result: TurnResult) -> dict[str, Any]:
+    """The result line of ``--json``: ``{"type": "result", <the TurnResult's fields>}``."""
     return {"type": "result", **_json_value(result)}
-
-
-@dataclasses.dataclass(frozen=True)
-class RunOptions:
-    """What ``agentshim run`` was asked to do, checked by the parser."""
-
-    provider: str
-    prompt: str
-    model: str | None = None
-    cwd: str | None = None
-    timeout: float = 600.0
-    resume: str | None = None
-    transport: TransportKind = TransportKind.ONE_SHOT
-    json: bool = False
-    stand_in: bool = False
-    catalog: ProviderCatalog = DEFAULT_CATALOG
-
-
-class _Screen:
-    """Where a turn's events go: readable lines or JSON lines on ``out``, a status line on ``err``."""
-
-    def __init__(self, options: RunOptions, out: TextIO, err: TextIO) -> None:
-        self.out = out
-        self.json = options.json
-        self.console = ConsoleEventHandler(stream=out, color=is_terminal(out))
-        self.status = StatusLine(err, color=True) if is_terminal(err) and not options.json else None
-        self.lock = self.status.lock if self.status is not None else threading.RLock()
-
-    def on_event(self, event: AgentEvent) -> None:
-        """Show ``event``: as a JSON line, or readably (usage only in the summary)."""
-        with self.lock:
-            if self.status is not None:
-                self.status.erase()
-            if self.json:
-                self.out.write(json.dumps(_event_json(event), ensure_ascii=False) + "\n")
-                self.out.flush()
-            elif not isinstance(event, UsageReport):
-                self.console.on_event(event)
-            if self.status is not None:
-                self.status.note(event)
-
-    def say(self, stream: TextIO, text: str) -> None:
-        """Write a line of the command's own (not the CLI's) without tearing the status line."""
-        with self.lock:
-            if self.status is not None:
-                self.status.erase()
-            stream.write(text + "\n")
-            stream.flush()
-
-
-def summary(result: TurnResult) -> str:
-    """The one-line summary printed after a turn."""
-    tokens = result.usage.tokens
-    cost = f"${result.cost_usd:.4f}" if result.cost_usd is not None else "cost unknown"
-    counted = "" if result.usage.increment_known else " (not reported)"
-    state = "interrupted | " if result.interrupted else ""
-    return (
-        f"{state}session {result.session_id or '-'} | tokens {tokens.input_tokens} in, "
-        f"{tokens.output_tokens} out{counted} | {cost} | {result.duration_ms / 1000:.2f} s"
-    )
-
-
-def _not_installed(provider: str, error: CliNotFoundError, err: TextIO) -> int:
-    profile = DEFAULT_CATALOG.plugin(provider).profile
-    install = profile.container_install[-1] if profile.container_install else None
-    err.write(f"{profile.display_name} is not installed: {error}\n")
-    if install:
-        err.write(f"install it with: {install}\n")
-    err.write("or try the bundled stand-in CLI: add --stand-in\n")
-    return EXIT_NOT_INSTALLED
-
-
-def run_turn(options: RunOptions, out: TextIO, err: TextIO) -> int:
-    """Run one turn as ``options`` say; return the exit status (see the ``EXIT_*`` values).
-
-    The turn runs on a worker thread so that this one can take Ctrl-C: the first interrupts
-    the turn (what it produced so far is shown, status 130), the second kills the CLI.
-    """
-    base = stand_in_executor(options.provider) if options.stand_in else HostCommandExecutor()
-    executor = _KillableExecutor(base)
-    screen = _Screen(options, out, err)
-    try:
-        agent = Agent(
-            options.provider,
-            permissions=NativePermissions.bypass(),
-            approvals=ApprovalPolicy.DENY,
-            model=options.model,
-            executor=executor,
-            transport=options.transport,
-            event_handlers=(screen,),
-            catalog=options.catalog,
-        )
-        session = agent.start_session(options.cwd, session_id=options.resume)
-    except AgentShimError as error:
-        err.write(f"error: {error}\n")
-        return EXIT_TURN_FAILED
-    outcome: list[TurnResult | BaseException] = []
-    # Waited on instead of Thread.join: a Ctrl-C that lands inside join() can leave the
-    # thread looking finished while it still runs.
-    finished = threading.Event()
-
-    def work() -> None:
-        try:
-            request = TurnRequest(options.prompt, timeout=options.timeout)
-            outcome.append(session.turn(request).result)
-        except BaseException as error:
-            outcome.append(error)
-        finally:
-            finished.set()
-
-    worker = threading.Thread(target=work, name="agentshim-turn", daemon=True)
-    presses = _CtrlC()
-    if screen.status is not None:
-        screen.status.start()
-    with presses:
-        worker.start()
-        handled = 0
-        while not finished.is_set():
-            finished.wait(0.1)
-            while handled < presses.count and not finished.is_set():
-                handled += 1
-                if handled == 1:
-                    screen.say(err, "interrupting the turn (Ctrl-C again to kill the CLI)")
-                    session.interrupt()
-                elif handled == 2:
-                    screen.say(err, "killing the CLI")
-                    executor.kill()
-    interrupts = presses.count
-    if screen.status is not None:
-        screen.status.stop()
-    return _report(options, screen, outcome, interrupts, err)
 
 
 def _report(
     options: RunOptions,
     screen: _Screen,
     outcome: list[TurnResult | BaseException],
-    interrupts: int,
-    err: TextIO,
+    stopped_by: int | None,
 ) -> int:
     done = outcome[0] if outcome else None
+    stopped = exit_status_of(stopped_by) if stopped_by is not None else None
     if isinstance(done, TurnResult):
         if options.json:
             screen.say(screen.out, json.dumps(_result_json(done), ensure_ascii=False))
         else:
-            screen.say(screen.out, summary(done))
-        return EXIT_INTERRUPTED if done.interrupted or interrupts else EXIT_OK
-    if interrupts:
-        reason = f": {done}" if isinstance(done, AgentShimError) else ""
-        screen.say(err, f"interrupted{reason}")
-        return EXIT_INTERRUPTED
-    if isinstance(done, CliNotFoundError):
-        return _not_installed(options.provider, done, err)
+            screen.say(screen.out, summary(done, screen.reported.usage))
+        if stopped is not None:
+            return stopped
+        return EXIT_INTERRUPTED if done.interrupted else EXIT_OK
+    if stopped is not None:
+        screen.say(screen.err, "interrupted before the CLI answered")
+        return stopped
     if isinstance(done, AgentShimError):
-        if options.json:
-            line = {"type": "error", "error": type(done).__name__, "message": str(done)}
-            screen.say(screen.out, json.dumps(line, ensure_ascii=False))
-        screen.say(err, f"turn failed: {done}")
-        return EXIT_TURN_FAILED
+        return _failed(options, screen, done)
     if done is not None:
         raise done
     return EXIT_TURN_FAILED  # pragma: no cover - the worker always records an outcome
+
+
+# The library's advice names its own API; the command says it in its own words.
+_IN_COMMAND_WORDS = {
+    "see stderr and stdout on this error for the CLI's own output": "its last output is below",
+    "(the model= option)": "(--model)",
+}
+_OUTPUT_LINES = 10
+
+
+def _in_command_words(error: AgentShimError) -> tuple[str, list[str]]:
+    """The error's message for the terminal, and the CLI's last stderr lines worth showing."""
+    message = str(error)
+    for library, command in _IN_COMMAND_WORDS.items():
+        message = message.replace(library, command)
+    shown: list[str] = []
+    if isinstance(error, CliExitError) and "its last output is below" in message:
+        output = (error.stderr or error.stdout).strip().splitlines()
+        shown = [f"  | {line}" for line in output[-_OUTPUT_LINES:]]
+    return message, shown
+
+
+def _failed(options: RunOptions, screen: _Screen, error: AgentShimError) -> int:
+    if isinstance(error, CliNotFoundError):
+        return _not_installed(options, screen, error)
+    message, output = _in_command_words(error)
+    if isinstance(error, (SessionResumeError, ContinuityError)) and options.resume is not None:
+        message = (
+            f"could not resume conversation {options.resume}: {error}; nothing was answered "
+            "in it. Run without --resume to start a new conversation, or add --resume-or-new "
+            "to start one whenever the conversation cannot be resumed"
+        )
+    # A request refused before it ran, or a model the CLI does not know, is the command
+    # line's fault: the usage status, not a failed turn.
+    usage = isinstance(error, InvalidRequestError) or (
+        isinstance(error, CliExitError) and error.kind is FailureKind.MODEL
+    )
+    if options.json:
+        _json_error(screen, type(error).__name__, message)
+    screen.say(screen.err, f"{'error' if usage else 'turn failed'}: {message}")
+    for line in output:
+        screen.say(screen.err, line)
+    return EXIT_USAGE if usage else EXIT_TURN_FAILED

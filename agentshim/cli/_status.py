@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import threading
 import time
+from collections.abc import Mapping
 from typing import TextIO
 
 from agentshim.core.clock import Monotonic
@@ -15,7 +17,7 @@ from agentshim.core.events import (
     UsageReport,
 )
 
-__all__ = ["StatusLine", "is_terminal"]
+__all__ = ["StatusLine", "is_terminal", "wants_color"]
 
 _ERASE = "\r\x1b[K"
 _DIM = "\x1b[2m"
@@ -29,6 +31,15 @@ def is_terminal(stream: TextIO) -> bool:
         return bool(isatty()) if callable(isatty) else False
     except ValueError:  # a closed stream
         return False
+
+
+def wants_color(stream: TextIO, env: Mapping[str, str] | None = None) -> bool:
+    """Whether to colour what goes to ``stream``: a terminal, and ``NO_COLOR`` not set.
+
+    ``NO_COLOR`` set to anything but the empty string turns colour off (https://no-color.org).
+    """
+    variables = os.environ if env is None else env
+    return is_terminal(stream) and not variables.get("NO_COLOR")
 
 
 class StatusLine:
@@ -86,13 +97,21 @@ class StatusLine:
             elif isinstance(event, AssistantText):
                 self._mid_line = event.delta and not event.text.endswith("\n")
 
+    def _write(self, text: str) -> bool:
+        """Write ``text``; False when the terminal is gone (hung up, closed): not worth a crash."""
+        try:
+            self.stream.write(text)
+            self.stream.flush()
+        except (OSError, ValueError):
+            return False
+        return True
+
     def erase(self) -> None:
         """Remove the line if it is shown (call with :attr:`lock` held, before writing)."""
         with self.lock:
             if self._shown:
-                self.stream.write(_ERASE)
-                self.stream.flush()
                 self._shown = False
+                self._write(_ERASE)
 
     def draw(self) -> None:
         """Draw the line now if the CLI has been quiet long enough."""
@@ -104,9 +123,7 @@ class StatusLine:
             line = self.text()
             if self.color:
                 line = f"{_DIM}{line}{_RESET}"
-            self.stream.write(_ERASE + line)
-            self.stream.flush()
-            self._shown = True
+            self._shown = self._write(_ERASE + line)
 
     def start(self) -> None:
         """Redraw every ``interval`` seconds on a daemon thread until :meth:`stop`."""

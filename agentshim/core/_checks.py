@@ -9,13 +9,22 @@ from __future__ import annotations
 
 import math
 import numbers
+import os
 import re
 from collections.abc import Iterable
 from typing import TypeVar, cast
 
 from agentshim.core.errors import InvalidRequestError
 
-__all__ = ["instance", "is_positive_seconds", "matching", "seconds", "sequence"]
+__all__ = [
+    "instance",
+    "is_positive_seconds",
+    "matching",
+    "model_name",
+    "seconds",
+    "sequence",
+    "working_directory",
+]
 
 _T = TypeVar("_T")
 
@@ -106,3 +115,43 @@ def sequence(owner: str, field: str, value: object, holds: str) -> tuple[object,
             f"{name} must be a sequence of {holds}, not {value!r}; wrap a single one in a list",
         )
     return tuple(cast("Iterable[object]", value))
+
+
+def model_name(owner: str, field: str, value: object) -> str | None:
+    """``value`` as a model name, or None (the CLI's own model).
+
+    Raises:
+        InvalidRequestError: ``value`` is not a str, or is empty, only whitespace, or holds a
+            control character.
+    """
+    if value is None:
+        return None
+    name = _field(owner, field)
+    if not isinstance(value, str) or not value.strip() or not value.isprintable():
+        raise InvalidRequestError(
+            name,
+            f"{value!r:.80} is not a model name",
+            f"{name} must be a model name (such as the CLI's --model takes) or None for the "
+            f"CLI's default, not {value!r:.80}",
+        )
+    return value
+
+
+def working_directory(owner: str, field: str, value: str | None) -> str | None:
+    """``value`` when it names an existing directory of this machine, or None.
+
+    For paths the host itself runs a CLI in; a path another machine or a container sees is
+    checked where it is used.
+
+    Raises:
+        InvalidRequestError: ``value`` does not exist or is not a directory.
+    """
+    if value is None or os.path.isdir(value):
+        return value
+    name = _field(owner, field)
+    what = "is not a directory" if os.path.exists(value) else "does not exist"
+    raise InvalidRequestError(
+        name,
+        f"{value!r} {what}",
+        f"the working directory {value!r} ({name}) {what}; create it or pass another cwd",
+    )

@@ -20,9 +20,11 @@ from agentshim.core.permissions import ApprovalPolicy
 
 __all__ = [
     "ApprovalDecision",
+    "ApprovalFunction",
     "ApprovalHandler",
     "ApprovalRequest",
     "Approvals",
+    "ApprovalsArgument",
     "approvals_value",
 ]
 
@@ -76,6 +78,12 @@ class ApprovalHandler(Protocol):
 
 Approvals = ApprovalPolicy | ApprovalHandler
 """What a conversation does with the agent's permission requests."""
+
+ApprovalFunction = Callable[[ApprovalRequest], ApprovalDecision]
+"""A plain function that decides each request, as ``Agent(approvals=decide)`` takes it."""
+
+ApprovalsArgument = ApprovalPolicy | ApprovalHandler | ApprovalFunction
+"""What ``approvals=`` accepts: a policy, a handler object, or a plain function of a request."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,6 +10,8 @@
         CliExitError              the CLI exited nonzero (or its stream reported failure)
           SessionResumeError      a resumed turn failed because the conversation is gone
         CliDiedError              a long-lived CLI died mid-turn: session_id, returncode, stderr
+        SpendingLimitError        a turn or session crossed a spending limit: limit_name, limit,
+                                  spent, session_id, result
       TurnTimeoutError            a turn overran its budget: timeout
         CliTimeoutError           argv, partial: ParsedTurn | None
         TurnStalledError          the CLI printed nothing for stall_timeout seconds: silent_s
@@ -45,6 +47,7 @@ from agentshim.core._text import bounded_head, bounded_tail, last_line
 
 if TYPE_CHECKING:
     from agentshim.core.provider import ParsedTurn
+    from agentshim.core.turn import TurnResult
 
 __all__ = [
     "AgentShimError",
@@ -68,6 +71,7 @@ __all__ = [
     "SchemaDialectError",
     "SessionResumeError",
     "SessionStateError",
+    "SpendingLimitError",
     "StoreError",
     "TurnCancelledError",
     "TurnFailedError",
@@ -133,16 +137,22 @@ def _rebuild(cls: type[AgentShimError], state: dict[str, Any]) -> AgentShimError
 
 
 class CliNotFoundError(AgentShimError):
-    """The CLI binary could not be found on the environment's PATH."""
+    """The CLI binary could not be found on the environment's PATH.
 
-    _fields = ("binary",)
+    ``install`` is the command that installs it, where the provider names one.
+    """
 
-    def __init__(self, binary: str, message: str | None = None) -> None:
-        super().__init__(
-            message
-            or f"{binary!r} was not found on PATH; install it or pass a PATH that contains it"
-        )
+    _fields = ("binary", "install")
+
+    def __init__(
+        self, binary: str, message: str | None = None, *, install: str | None = None
+    ) -> None:
+        if message is None:
+            how = f"install it ({install})" if install else "install it"
+            message = f"{binary!r} was not found on PATH; {how} or pass a PATH that contains it"
+        super().__init__(message)
         self.binary = binary
+        self.install = install
 
 
 class CliCheckError(AgentShimError):
@@ -296,11 +306,68 @@ class CliDiedError(TurnFailedError):
         self.stderr = bounded_tail(stderr, EXIT_OUTPUT_TAIL_CHARS)
         if message is None:
             said = last_line(self.stderr) or "it printed nothing on stderr"
-            message = (
-                f"the CLI process ended mid-turn (exit {returncode}): {said}; the conversation "
-                f"{session_id!r} is kept, and the next turn resumes it in a new process"
+            kept = (
+                f"the conversation {session_id!r} is kept, and the next turn resumes it in a "
+                "new process"
+                if session_id is not None
+                else "no conversation had started, so the next turn starts a new one"
             )
+            message = f"the CLI process ended mid-turn (exit {returncode}): {said}; {kept}"
         super().__init__(message, kind=kind, detail=detail, retry_after_s=retry_after_s)
+
+
+class SpendingLimitError(TurnFailedError):
+    """A turn crossed a spending limit and was stopped, or a session at its limit refused one.
+
+    ``limit_name`` is the limit (``max_cost_usd``, ``max_tokens``, ``max_session_cost_usd``,
+    ``max_session_tokens``), ``limit`` its value and ``spent`` what was spent against it (USD
+    or tokens; None when the cost is unknown and unknown cost is refused). ``result`` is the
+    stopped turn's result (None when nothing ran); ``session_id`` the conversation, which the
+    session keeps. ``kind`` is ``FailureKind.USAGE_LIMIT``: retrying will not help until the
+    limit is raised.
+    """
+
+    _fields = ("limit_name", "limit", "spent", "session_id", "result")
+
+    def __init__(
+        self,
+        message: str | None = None,
+        *,
+        limit_name: str,
+        limit: float,
+        spent: float | None,
+        session_id: str | None = None,
+        result: TurnResult | None = None,
+        kind: FailureKind = FailureKind.USAGE_LIMIT,
+        detail: str = "",
+        retry_after_s: float | None = None,
+    ) -> None:
+        self.limit_name = limit_name
+        self.limit = limit
+        self.spent = spent
+        self.session_id = session_id
+        self.result = result
+        if message is None:
+            message = _spending_message(limit_name, limit, spent, ran=result is not None)
+        super().__init__(message, kind=kind, detail=detail, retry_after_s=retry_after_s)
+
+
+def _spending_message(limit_name: str, limit: float, spent: float | None, *, ran: bool) -> str:
+    tokens = limit_name.endswith("tokens")
+
+    def unit(value: float) -> str:
+        return f"{value:g} tokens" if tokens else f"${value:.4f}"
+
+    said = "an unknown cost (no price for the model)" if spent is None else unit(spent)
+    if not ran:
+        return (
+            f"the session has spent {said}, at its {limit_name} of {unit(limit)}; no turn was "
+            "started. Raise the limit or open a new session"
+        )
+    return (
+        f"the turn was stopped: it spent {said}, past {limit_name} of {unit(limit)}; the "
+        "conversation is kept. Raise the limit (or allow unknown cost) to go on"
+    )
 
 
 class TurnTimeoutError(AgentShimError):

@@ -7,6 +7,7 @@ thread that called ``turn()``.
 from __future__ import annotations
 
 import enum
+import os
 import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -523,7 +524,7 @@ def _printable(text: str) -> str:
 
 @dataclass
 class ConsoleEventHandler:
-    r"""Renders events readably to a text stream; colour only when the stream is a TTY.
+    r"""Renders events readably to a text stream; colour only on a TTY without ``NO_COLOR``.
 
     Tool output is cut to ``max_tool_output_lines`` lines of at most ``max_line_chars``
     characters each; streamed assistant text is written as it arrives. Control characters in
@@ -543,15 +544,20 @@ class ConsoleEventHandler:
         color = self.color
         if color is None:
             isatty = getattr(self.stream, "isatty", None)
-            color = bool(isatty()) if callable(isatty) else False
+            color = bool(isatty()) and not os.environ.get("NO_COLOR") if callable(isatty) else False
         return f"{_STYLES[style]}{text}{_RESET}" if color else text
 
     def _write(self, text: str) -> None:
-        if self._mid_line:
-            self.stream.write("\n")
-            self._mid_line = False
+        self.end_line()
         self.stream.write(text + "\n")
         self.stream.flush()
+
+    def end_line(self) -> None:
+        """End a line of streamed text left open, so what the caller writes next starts afresh."""
+        if self._mid_line:
+            self.stream.write("\n")
+            self.stream.flush()
+            self._mid_line = False
 
     def on_event(self, event: AgentEvent) -> None:
         """Write one readable line (or a few) for ``event``; streamed text is written inline."""
@@ -583,7 +589,9 @@ class ConsoleEventHandler:
         elif isinstance(event, SessionStarted):
             self._write(self._paint(f"session {_printable(event.session_id)}", "dim"))
         elif isinstance(event, TurnInterrupted):
-            self._write(self._paint(f"interrupted: {_printable(event.reason)}", "red"))
+            reason = _printable(event.reason)
+            said = reason if reason.startswith("interrupted") else f"interrupted: {reason}"
+            self._write(self._paint(said, "red"))
 
     def _render_tool_result(self, event: ToolResult) -> None:
         body = event.stderr if event.failed else event.stdout

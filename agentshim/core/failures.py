@@ -9,7 +9,23 @@ import re
 
 from agentshim.core.errors import FailureKind
 
-__all__ = ["kind_from_status", "kind_from_text"]
+__all__ = ["OUTPUT_TRUNCATED", "kind_from_status", "kind_from_text", "truncation_notice"]
+
+OUTPUT_TRUNCATED = "output_truncated"
+"""The Lifecycle name of an answer the model cut off at its output-token limit.
+
+Not a failure: the turn keeps the text it got. Every provider whose CLI says so reports it
+the same way: this Lifecycle, and :func:`truncation_notice` in ``TurnResult.notices``.
+"""
+
+
+def truncation_notice(reason: str) -> str:
+    """The notice of an answer cut off at the output-token limit (``reason``: the CLI's word)."""
+    return (
+        f"the answer was cut off at the model's output-token limit (stop reason {reason!r}); "
+        "ask for a shorter answer or raise the model's output limit"
+    )
+
 
 _CONTEXT = re.compile(
     r"prompt is too long|context[ _]length[ _]exceeded|context window|ran out of room|"
@@ -23,19 +39,22 @@ _MODEL = re.compile(
     r"issue with the selected model|model_not_found|modelnotfounderror|"
     r"\bthe model [`'\"]?[^\s`'\"]+[`'\"]? does not exist|"
     r"\bmodel [`'\"][^`'\"\n]+[`'\"] (?:is )?not found|"
-    r"\bmodels/\S+ is not found|\bmodel not found\b|\bunknown model\b",
+    r"\bmodels/\S+ is not found|\bmodel not found\b|\bunknown model\b|"
+    r"\bmodel\b[^.\n]{0,80}\bis not supported\b",
     re.IGNORECASE,
 )
 _USAGE_LIMIT = re.compile(
     r"usage limit|quota exceeded|insufficient[_ ]quota|billing|credit balance|"
-    r"spending limit|out of credits|resource_exhausted.*quota",
+    r"spending limit|out of credits|resource_exhausted.*quota|hit your limit|"
+    r"exhausted your [^.\n]{0,40}quota|payment required",
     re.IGNORECASE,
 )
 _AUTH = re.compile(
     r"\b401\b|\b403\b|unauthori[sz]ed|authentication|(?:invalid|incorrect) api key|"
-    r"invalid x-api-key|"
+    r"invalid x-api-key|api key (?:is )?(?:invalid|expired|not valid)|no api key found|"
     r"api key not valid|not logged in|please run /login|permission denied.*api|forbidden|"
-    r"invalid_api_key|oauth token",
+    r"invalid_api_key|oauth token|token (?:has )?expired|invalid auth method|"
+    r"set an auth method|(?:log|sign) ?in again",
     re.IGNORECASE,
 )
 _TRANSIENT = re.compile(
@@ -49,10 +68,12 @@ _STATUS = re.compile(r"\b([45]\d\d)\b")
 
 
 def kind_from_status(status: int) -> FailureKind:
-    """Classify an HTTP status: 401/403 AUTH, 408/409/429/5xx TRANSIENT, 413 CONTEXT_OVERFLOW."""
+    """Classify an HTTP status: 401/403 AUTH, 402 USAGE_LIMIT, 408/409/429/5xx TRANSIENT, 413."""
     if status in (401, 403):
         return FailureKind.AUTH
-    if status == 413:
+    if status == 402:
+        return FailureKind.USAGE_LIMIT
+    if status == 413:  # a request too large for the model: CONTEXT_OVERFLOW
         return FailureKind.CONTEXT_OVERFLOW
     if status in (408, 409, 429) or 500 <= status <= 599:
         return FailureKind.TRANSIENT

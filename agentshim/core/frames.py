@@ -47,13 +47,17 @@ class LineSkip(NamedTuple):
     A line is skipped when it starts with ``prefix``, the text from there to the next ``"``
     (a frame type, or a nested ``type``) is in ``names`` (or, with ``listed=False``, is not),
     and the line ends with ``}``: a cut-off line still reaches the decoder and comes out as
-    RawOutput. For CLIs whose most frequent frames carry nothing a turn needs: recognising
-    them this way saves decoding them, and a line without the prefix costs one ``startswith``.
+    RawOutput. With ``marker``, the name is the text after the first ``marker`` past the
+    prefix instead (for a CLI that puts another field between the frame type and the nested
+    ``type``); a line without the marker is decoded. For CLIs whose most frequent frames
+    carry nothing a turn needs: recognising them this way saves decoding them, and a line
+    without the prefix costs one ``startswith``.
     """
 
     prefix: str
     names: frozenset[str]
     listed: bool = True
+    marker: str = ""
 
 
 def frame_label(value: object) -> str:
@@ -103,6 +107,7 @@ class FrameDispatcher:
         "_skip",
         "_skip_at",
         "_skip_listed",
+        "_skip_marker",
         "_skip_names",
     )
 
@@ -124,12 +129,17 @@ class FrameDispatcher:
         self._skip_at = len(skip.prefix) if skip is not None else 0
         self._skip_names = skip.names if skip is not None else frozenset[str]()
         self._skip_listed = skip.listed if skip is not None else True
+        self._skip_marker = skip.marker if skip is not None else ""
 
     def feed(self, line: str) -> None:
         """Read one line (trailing newline optional) and emit what it means; see the class."""
         prefix = self._skip
         if prefix is not None and line.startswith(prefix):
             start = self._skip_at
+            marker = self._skip_marker
+            if marker:
+                found = line.find(marker, start)
+                start = found + len(marker) if found >= 0 else len(line)
             end = line.find('"', start)
             if (
                 end > 0

@@ -130,3 +130,8 @@ class ProviderProfile:
                 "schema style is; set both or neither",
             )
         object.__setattr__(self, "container_env", MappingProxyType(dict(self.container_env)))
+
+    @property
+    def install_command(self) -> str | None:
+        """The shell command that installs the CLI (the last of ``container_install``), if any."""
+        return self.container_install[-1] if self.container_install else None

@@ -42,7 +42,9 @@ class ParsedTurn:
     ``error`` is set when the stream itself said the turn failed (or ended before its terminal
     frame); ``error_kind`` classifies it. ``context_window`` is the window the CLI itself
     reported for the turn's model, and ``background_tasks`` what it last said was still
-    running in the background. A parser never raises for bad input.
+    running in the background. ``notes`` become the turn's ``TurnResult.notices``: what the
+    caller should know about a turn that did not fail (an answer cut off at the output-token
+    limit, say). A parser never raises for bad input.
     """
 
     text: str = ""

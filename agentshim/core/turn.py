@@ -28,15 +28,17 @@ class OutputSchema:
 
     ``host_dir`` is an absolute host directory where a schema file may be written; ``cli_dir``
     is that directory as the CLI process sees it (inside a container, say) and defaults to
-    ``str(host_dir)``.
+    ``str(host_dir)``. Only a CLI that reads its schema from a file (one-shot Codex) needs
+    them: ``OutputSchema(schema)`` alone serves the CLIs that take the schema inline, and a
+    turn that would need the file refuses it with InvalidRequestError before anything runs.
     """
 
     schema: Mapping[str, Any]
-    host_dir: Path
+    host_dir: Path | None = None
     cli_dir: str | None = None
 
     def __post_init__(self) -> None:
-        if not Path(self.host_dir).is_absolute():
+        if self.host_dir is not None and not Path(self.host_dir).is_absolute():
             raise InvalidRequestError(
                 "output_schema.host_dir",
                 f"must be an absolute directory, got {str(self.host_dir)!r}; a relative one "
@@ -46,7 +48,9 @@ class OutputSchema:
     @property
     def cli_dir_or_host(self) -> str:
         """The directory the CLI should read the schema file from."""
-        return self.cli_dir if self.cli_dir is not None else str(self.host_dir)
+        if self.cli_dir is not None:
+            return self.cli_dir
+        return str(self.host_dir) if self.host_dir is not None else ""
 
 
 @dataclass(frozen=True)

@@ -282,9 +282,11 @@ def _widen_pipe(fd: int) -> None:
 def start_error(exc: OSError, argv: Sequence[str], cwd: str | None) -> AgentShimError:
     program = argv[0]
     if cwd is not None and exc.filename == cwd:
-        return AgentShimError(
+        return InvalidRequestError(
+            "cwd",
+            f"{cwd!r} is not usable ({exc.strerror})",
             f"cannot run {program!r}: working directory {cwd!r} is not usable "
-            f"({exc.strerror}); create it or pass another cwd"
+            f"({exc.strerror}); create it or pass another cwd",
         )
     if exc.errno in (errno.ENOENT, errno.ENOTDIR):
         return CliNotFoundError(program)

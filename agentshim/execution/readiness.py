@@ -129,6 +129,8 @@ def check_version(
             nonzero; ``detail`` says which, with the last line it printed.
         InvalidRequestError: ``timeout`` is not a finite number of seconds above zero.
     """
+    # Checked here, so a bad timeout is named as the health check's, not ProbeSpec's.
+    checked_timeout(timeout, "check_binary")
     result = run_probe(executor, ProbeSpec((path, "--version"), timeout=timeout), env)
     if not result.ready:
         raise CliCheckError(path, result.problem.removeprefix(f"{path}: "))

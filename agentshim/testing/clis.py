@@ -10,7 +10,14 @@ and the bundled model server) without reading a version file by hand::
 Each CLI is installed with ``npm install --prefix <cache>/<package>@<version>``; the cache is
 ``$AGENTSHIM_CLI_DIR`` or ``~/.cache/agentshim/clis``, and an install is reused once it has
 finished. ``cli_versions.json`` (shipped in this package) holds, per provider, the npm package,
-the binary, the pinned version and the range of versions the conformance suite was run on.
+the binary, the pinned version and the range of versions the conformance suite was run on, and
+``moved``: the packages a CLI moved to and from which version (Pi moved from
+``@mariozechner/pi-coding-agent`` to ``@earendil-works/pi-coding-agent`` at 0.74.0), so each
+version is installed from the package that published it.
+
+A CLI that declares a newer Node.js (``engines.node``) than the machine's ``node`` gets npm's
+``node@<major>`` package installed beside it and a launcher that runs it on that Node
+(:mod:`agentshim.testing.node_runtime`); :func:`find_cli` returns the launcher then.
 """
 
 from __future__ import annotations
@@ -21,6 +28,7 @@ import os
 import re
 import shutil
 import subprocess
+import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -31,9 +39,18 @@ from typing import Any
 
 from agentshim.core.errors import CliInstallError, InvalidRequestError
 
+from .node_runtime import (
+    format_version,
+    launcher_path,
+    node_requirement,
+    node_version,
+    write_launcher,
+)
+
 __all__ = [
     "CACHE_ENV",
     "CliInstallError",
+    "PackageMove",
     "PinnedCli",
     "VersionStatus",
     "cache_root",
@@ -59,11 +76,21 @@ _VERSION = re.compile(r"^[0-9]+(\.[0-9]+)*([-+][0-9A-Za-z.-]+)?$")
 
 
 @dataclass(frozen=True, slots=True)
+class PackageMove:
+    """A CLI published under another npm package from version ``since`` on."""
+
+    package: str
+    since: str
+
+
+@dataclass(frozen=True, slots=True)
 class PinnedCli:
     """One provider's CLI as agentshim checks it: npm package, binary, pinned version, range.
 
     ``oldest_checked`` and ``newest_checked`` bound the versions the conformance suite passed
-    on; the pinned version lies between them.
+    on; the pinned version lies between them. ``package`` is where the CLI was first
+    published; ``moved`` lists, oldest first, the packages it moved to and from which
+    version, so :meth:`package_for` names the package that has a given version.
     """
 
     provider: str
@@ -72,10 +99,27 @@ class PinnedCli:
     pinned: str
     oldest_checked: str
     newest_checked: str
+    moved: tuple[PackageMove, ...] = ()
+
+    @property
+    def packages(self) -> tuple[str, ...]:
+        """Every npm package the CLI was published under, oldest first."""
+        return (self.package, *(move.package for move in self.moved))
+
+    def package_for(self, version: str | None = None) -> str:
+        """The npm package that publishes ``version`` (the pinned one when None)."""
+        key = version_key(version or self.pinned)
+        found = self.package
+        for move in self.moved:
+            since = version_key(move.since)
+            if key is not None and since is not None and key >= since:
+                found = move.package
+        return found
 
     def spec(self, version: str | None = None) -> str:
         """The npm spec ``package@version`` (the pinned version when ``version`` is None)."""
-        return f"{self.package}@{version or self.pinned}"
+        chosen = version or self.pinned
+        return f"{self.package_for(chosen)}@{chosen}"
 
 
 class VersionStatus(enum.Enum):
@@ -98,6 +142,7 @@ def pinned_clis() -> Mapping[str, PinnedCli]:
     pins: dict[str, PinnedCli] = {}
     for name, entry in raw.items():
         checked: dict[str, str] = entry["checked"]
+        moves: list[dict[str, str]] = entry.get("moved", [])
         pins[name] = PinnedCli(
             provider=name,
             package=entry["package"],
@@ -105,6 +150,7 @@ def pinned_clis() -> Mapping[str, PinnedCli]:
             pinned=entry["pinned"],
             oldest_checked=checked["oldest"],
             newest_checked=checked["newest"],
+            moved=tuple(PackageMove(move["package"], move["from"]) for move in moves),
         )
     return MappingProxyType(pins)
 
@@ -188,18 +234,111 @@ def find_cli(
 ) -> Path | None:
     """The cached binary of ``provider`` at ``version`` (default: pinned), or None.
 
-    An install that never finished (npm was interrupted) does not count.
+    An install that never finished (npm was interrupted) does not count. Where the install
+    has a launcher (the CLI needs a newer Node than the machine's), that is the binary.
     """
     cli = pinned_cli(provider)
     directory = install_dir(provider, version, cache=cache)
+    if not (directory / _DONE_MARKER).is_file():
+        return None
+    launcher = launcher_path(directory, cli.binary)
+    if launcher.is_file():
+        return launcher
     binary = _bin_path(cli, directory)
-    if (directory / _DONE_MARKER).is_file() and binary.exists():
-        return binary
-    return None
+    return binary if binary.exists() else None
 
 
 def _ignore(_: str) -> None:
     """Drop a progress line."""
+
+
+def _npm(spec: str) -> str:
+    npm = shutil.which("npm")
+    if npm is None:
+        raise CliInstallError(
+            spec, f"cannot install {spec}: npm is not on PATH; install Node.js and npm first"
+        )
+    return npm
+
+
+def _npm_install(directory: Path, spec: str, timeout: float) -> None:
+    """``npm install --prefix directory spec``.
+
+    Raises:
+        CliInstallError: npm is missing, failed or timed out.
+    """
+    npm = _npm(spec)
+    directory.mkdir(parents=True, exist_ok=True)
+    argv = [npm, "install", "--no-audit", "--no-fund", "--prefix", str(directory), spec]
+    try:
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, check=False)
+    except subprocess.TimeoutExpired:
+        raise CliInstallError(
+            spec, f"npm install {spec} took longer than {timeout:g} s; try again or raise timeout"
+        ) from None
+    if done.returncode != 0:
+        raise CliInstallError(
+            spec,
+            f"npm install {spec} failed (exit {done.returncode}); its output ends:\n"
+            f"{done.stdout[-2000:]}\n{done.stderr[-4000:]}",
+        )
+
+
+def _provision_node(
+    needed: tuple[int, ...], cache: Path, timeout: float, say: Callable[[str], None]
+) -> Path:
+    """A Node binary of at least ``needed``: npm's ``node@<major>`` package, cached.
+
+    Raises:
+        CliInstallError: npm failed, or the package's Node is still older than ``needed``.
+    """
+    spec = f"node@{needed[0]}"
+    directory = cache / spec
+    node = directory / "node_modules" / ".bin" / "node"
+    if not (directory / _DONE_MARKER).is_file() or not node.exists():
+        say(f"installing {spec} (Node >= {format_version(needed)}) into {directory} ...")
+        _npm_install(directory, spec, timeout)
+    found = node_version(node)
+    if found is None or found < needed:
+        shown = format_version(found) if found is not None else "no version"
+        raise CliInstallError(
+            spec,
+            f"npm's {spec} gave {node} ({shown}), not Node >= {format_version(needed)}; "
+            f"install Node {format_version(needed)} or newer and put it first on PATH",
+        )
+    (directory / _DONE_MARKER).write_text(spec + "\n", encoding="utf-8")
+    return node
+
+
+def _ensure_node(
+    cli: PinnedCli,
+    version: str,
+    directory: Path,
+    cache: Path,
+    timeout: float,
+    say: Callable[[str], None],
+) -> None:
+    """Give the install a launcher on a newer Node when the machine's is older than declared."""
+    package = cli.package_for(version)
+    needed = node_requirement(directory, package)
+    if needed is None:
+        return
+    system = shutil.which("node")
+    found = node_version(system) if system is not None else None
+    if found is not None and found >= needed:
+        return
+    node = _provision_node(needed, cache, timeout, say)
+    entry = _bin_path(cli, directory).resolve()
+    shown = format_version(found) if found is not None else "none on PATH"
+    write_launcher(
+        directory,
+        cli.binary,
+        node,
+        entry,
+        f"{package}@{version} needs Node >= {format_version(needed)} (this machine's node: "
+        f"{shown}); agentshim's installer runs it on npm's node@{needed[0]}.",
+    )
+    say(f"{package}@{version} runs on {node} (Node >= {format_version(needed)})")
 
 
 def install_cli(
@@ -209,10 +348,16 @@ def install_cli(
     cache: Path | None = None,
     timeout: float = 600.0,
     log: Callable[[str], None] | None = None,
+    progress_every: float = 15.0,
 ) -> Path:
     """Install ``provider``'s CLI at ``version`` (default: pinned) unless cached; return its binary.
 
-    ``log`` receives a line when an install starts and when it ends (nothing for a cached one).
+    The package is the one that publishes that version (:meth:`PinnedCli.package_for`). When
+    the CLI declares a newer Node (``engines.node``) than the ``node`` on PATH, npm's
+    ``node@<major>`` is installed into the cache too, and the binary returned is a launcher
+    that runs the CLI on it. ``log`` receives a line when an install starts and when it ends
+    (nothing for a cached one), and a progress line every ``progress_every`` seconds while npm
+    works (downloads can take minutes), so a caller showing ``log`` never looks hung.
 
     Raises:
         InvalidRequestError: no pinned CLI for ``provider``, or ``version`` is not a version.
@@ -220,40 +365,82 @@ def install_cli(
     """
     say = log or _ignore
     cli = pinned_cli(provider)
-    spec = cli.spec(_checked_version(version, cli))
-    cached = find_cli(provider, version, cache=cache)
+    chosen = _checked_version(version, cli)
+    spec = cli.spec(chosen)
+    root = cache or cache_root()
+    cached = find_cli(provider, chosen, cache=root)
     if cached is not None:
         return cached
-    npm = shutil.which("npm")
-    if npm is None:
-        raise CliInstallError(
-            spec, f"cannot install {spec}: npm is not on PATH; install Node.js and npm first"
-        )
-    directory = install_dir(provider, version, cache=cache)
-    directory.mkdir(parents=True, exist_ok=True)
+    directory = install_dir(provider, chosen, cache=root)
     started = time.monotonic()
     say(f"installing {spec} into {directory} ...")
-    argv = [npm, "install", "--no-audit", "--no-fund", "--prefix", str(directory), spec]
+    ticking = _progress(say, spec, started, progress_every) if log is not None else None
     try:
-        done = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, check=False)
-    except subprocess.TimeoutExpired:
-        raise CliInstallError(
-            spec, f"npm install {spec} took longer than {timeout:g} s; try again or raise timeout"
-        ) from None
+        _npm_install(directory, spec, timeout)
+    finally:
+        if ticking is not None:
+            ticking()
     binary = _bin_path(cli, directory)
-    if done.returncode != 0 or not binary.exists():
+    if not binary.exists():
         raise CliInstallError(
-            spec,
-            f"npm install {spec} failed (exit {done.returncode}); its output ends:\n"
-            f"{done.stdout[-2000:]}\n{done.stderr[-4000:]}",
+            spec, f"npm install {spec} left no {cli.binary} in {binary.parent}; is it the CLI?"
         )
+    _ensure_node(cli, chosen, directory, root, timeout, say)
     (directory / _DONE_MARKER).write_text(spec + "\n", encoding="utf-8")
     say(f"installed {spec} in {time.monotonic() - started:.0f}s")
-    return binary
+    found = find_cli(provider, chosen, cache=root)
+    assert found is not None  # just installed and marked done
+    return found
+
+
+def _registry_version(npm: str, package: str, timeout: float) -> str:
+    try:
+        done = subprocess.run(
+            [npm, "view", package, "version"],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
+        )
+    except subprocess.TimeoutExpired:
+        raise CliInstallError(
+            package, f"npm view {package} version took longer than {timeout:g} s"
+        ) from None
+    version = done.stdout.strip().splitlines()[-1].strip() if done.stdout.strip() else ""
+    if done.returncode != 0 or not _VERSION.match(version):
+        raise CliInstallError(
+            package,
+            f"npm view {package} version gave no version (exit {done.returncode}): "
+            f"{(done.stderr or done.stdout)[-500:]}",
+        )
+    return version
+
+
+def _progress(
+    say: Callable[[str], None], spec: str, started: float, every: float
+) -> Callable[[], None]:
+    """Say how long the install has taken every ``every`` seconds; returns the stop."""
+    stop = threading.Event()
+
+    def tick() -> None:
+        while not stop.wait(every):
+            say(f"still installing {spec}: {time.monotonic() - started:.0f}s so far (npm works)")
+
+    thread = threading.Thread(target=tick, name="agentshim-install-progress", daemon=True)
+    thread.start()
+
+    def end() -> None:
+        stop.set()
+        thread.join()
+
+    return end
 
 
 def latest_version(provider: str, *, timeout: float = 60.0) -> str:
     """The newest version of ``provider``'s CLI the npm registry serves (``npm view``).
+
+    Every package the CLI was published under is asked (:attr:`PinnedCli.packages`), so a
+    CLI that moved to a new package reports the new package's version.
 
     Raises:
         InvalidRequestError: no pinned CLI for ``provider``.
@@ -265,23 +452,10 @@ def latest_version(provider: str, *, timeout: float = 60.0) -> str:
         raise CliInstallError(
             cli.package, "cannot ask the registry: npm is not on PATH; install Node.js and npm"
         )
-    try:
-        done = subprocess.run(
-            [npm, "view", cli.package, "version"],
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-            check=False,
-        )
-    except subprocess.TimeoutExpired:
-        raise CliInstallError(
-            cli.package, f"npm view {cli.package} version took longer than {timeout:g} s"
-        ) from None
-    version = done.stdout.strip().splitlines()[-1].strip() if done.stdout.strip() else ""
-    if done.returncode != 0 or not _VERSION.match(version):
-        raise CliInstallError(
-            cli.package,
-            f"npm view {cli.package} version gave no version (exit {done.returncode}): "
-            f"{(done.stderr or done.stdout)[-500:]}",
-        )
-    return version
+    newest: str | None = None
+    for package in cli.packages:
+        version = _registry_version(npm, package, timeout)
+        if newest is None or (version_key(version) or ()) > (version_key(newest) or ()):
+            newest = version
+    assert newest is not None  # every CLI has at least one package
+    return newest

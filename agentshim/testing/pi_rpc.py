@@ -10,6 +10,13 @@ assistant ``message_end``, ``steer``/``follow_up`` queued (``queue_update``) and
 the same run, and ``abort`` ending the run (the tool's "Command aborted", an empty
 ``aborted`` assistant message) before its own response.
 
+``PiRpcPeers(..., cli_version="1.6.0")`` speaks Pi 1.x instead (as recorded from 1.6.0 in
+``tests/fixtures/pi/stream-1.6.0/``): ``prompt``, ``steer`` and ``follow_up`` responses carry
+a ``disposition``, ``message_update`` carries the running usage and the delta only,
+``agent_end`` says ``willRetry``, and every run ends with ``agent_settled`` (``aborted`` after
+an abort, before the abort's response). A version from 0.80.4 to 0.98 settles without a
+disposition.
+
 :class:`PiRecordedPeer` replays a recorded transcript instead: each command written to it
 releases the recorded output that followed the matching recorded command.
 """
@@ -26,6 +33,7 @@ from typing import Any
 from agentshim.core.jsonvalues import as_mapping
 from agentshim.execution.process import ProcessExited, SpawnRequest, StderrLine, StdoutLine
 
+from .clis import version_key
 from .process import FakePeer, PeerOutput
 from .transcript import PeerScript, PeerTurn, RecordedPeer, frame_line, id_replaced, json_frame
 
@@ -35,6 +43,8 @@ CLI_VERSION = "0.73.1"
 _PROVIDER = "fake"
 _MODEL = "claude-fake-1"
 _MILLIS = 1796106234422
+_SETTLES_FROM = (0, 80, 4)
+_DISPOSITION_FROM = (0, 99)
 _BUSY = (
     "Agent is already processing. Specify streamingBehavior ('steer' or 'followUp') to queue "
     "the message."
@@ -56,8 +66,10 @@ class PiPeerTurn(PeerTurn):
     for a 5xx (``auto_retry_start``, a new run failing the same way, then ``auto_retry_end``
     giving up).
     ``input_tokens``, ``output_tokens`` and ``cost_usd`` are the answer's usage.
+    ``handled`` (Pi 1.x) makes the prompt's response say ``"handled"``: no run starts.
     """
 
+    handled: bool = False
     hang: bool = False
     until_steered: bool = False
     die: int | None = None
@@ -87,10 +99,16 @@ class PiRpcPeers(PeerScript[PiPeerTurn, "PiRpcPeer"]):
         *,
         session_id: str | None = None,
         missing: Collection[str] = (),
+        cli_version: str = CLI_VERSION,
     ) -> None:
         super().__init__(turns)
         self._session_id = session_id
         self._missing = frozenset(missing)
+        key = version_key(cli_version) or ()
+        self.settles = key >= _SETTLES_FROM
+        """Runs end with ``agent_settled`` (Pi 0.80.4 and later)."""
+        self.disposes = key >= _DISPOSITION_FROM
+        """Responses to prompts and steers carry a ``disposition`` (Pi 0.99 and later)."""
 
     def __call__(self, request: SpawnRequest) -> FakePeer:
         """Start the next process for ``request``."""
@@ -273,22 +291,26 @@ class PiRpcPeer(FakePeer):
             return [StderrLine("fake pi: no scripted turn left\n"), ProcessExited(1)]
         self._turn = turn
         self._queued = []
-        out: list[PeerOutput] = [self._response(command_id, "prompt")]
+        if turn.handled and self._family.disposes:
+            self._turn = None
+            return [self._response(command_id, "prompt", data={"disposition": "handled"})]
+        out: list[PeerOutput] = [self._response(command_id, "prompt", **self._disposed("started"))]
         out += [frame_line({"type": "agent_start"}), frame_line({"type": "turn_start"})]
         out += self._user(str(sent.get("message")))
         if turn.error is not None:
             failed = self._assistant([], "error", _usage(0, 0, 0), errorMessage=turn.error)
-            out += [*self._message(failed), *self._end(failed)]
+            out += [*self._message(failed), *self._end(failed, retrying=turn.retries > 0)]
             for attempt in range(1, turn.retries + 1):
                 retry = {"attempt": attempt, "maxAttempts": turn.retries, "delayMs": 1}
                 out.append(
                     frame_line({"type": "auto_retry_start", **retry, "errorMessage": turn.error})
                 )
                 out += [frame_line({"type": "agent_start"}), frame_line({"type": "turn_start"})]
-                out += [*self._message(failed), *self._end(failed)]
+                out += [*self._message(failed), *self._end(failed, retrying=attempt < turn.retries)]
             if turn.retries:
                 end = {"success": False, "attempt": turn.retries, "finalError": turn.error}
                 out.append(frame_line({"type": "auto_retry_end", **end}))
+                out += self._settled()
             return out
         if turn.tool is None:
             if turn.hang:
@@ -356,19 +378,39 @@ class PiRpcPeer(FakePeer):
         final = self._assistant([{"type": "text", "text": text}], "stop", usage)
         start: dict[str, Any] = {**final, "content": []}
         out.append(frame_line({"type": "message_start", "message": start}))
-        delta = {"type": "text_delta", "contentIndex": 0, "delta": text, "partial": final}
-        out.append(
-            frame_line({"type": "message_update", "assistantMessageEvent": delta, "message": final})
-        )
+        if self._family.disposes:
+            # 1.x: the running usage first, the delta only.
+            delta = {"type": "text_delta", "contentIndex": 0, "delta": text}
+            update = {"type": "message_update", "usage": usage, "assistantMessageEvent": delta}
+        else:
+            delta = {"type": "text_delta", "contentIndex": 0, "delta": text, "partial": final}
+            update = {"type": "message_update", "assistantMessageEvent": delta, "message": final}
+        out.append(frame_line(update))
         out.append(frame_line({"type": "message_end", "message": final}))
         return out + self._end(final)
 
-    def _end(self, final: Mapping[str, Any]) -> list[PeerOutput]:
+    def _end(
+        self, final: Mapping[str, Any], *, retrying: bool = False, aborted: bool = False
+    ) -> list[PeerOutput]:
+        """A run's end; ``retrying``: Pi retries it after this ``agent_end`` (no settle yet)."""
         self._phase, self._turn = "idle", None
-        return [
+        end: dict[str, Any] = {"type": "agent_end", "messages": [dict(final)]}
+        if self._family.settles:
+            end["willRetry"] = retrying
+        out: list[PeerOutput] = [
             frame_line({"type": "turn_end", "message": dict(final), "toolResults": []}),
-            frame_line({"type": "agent_end", "messages": [dict(final)]}),
+            frame_line(end),
         ]
+        return out if retrying else out + self._settled(aborted=aborted)
+
+    def _settled(self, *, aborted: bool = False) -> list[PeerOutput]:
+        if not self._family.settles:
+            return []
+        return [frame_line({"type": "agent_settled", "aborted": aborted})]
+
+    def _disposed(self, disposition: str) -> dict[str, Any]:
+        """The ``data`` a 1.x response carries for input Pi ``disposition``-ed."""
+        return {"data": {"disposition": disposition}} if self._family.disposes else {}
 
     def _steer(self, command_id: object, sent: Mapping[str, Any]) -> list[PeerOutput]:
         kind = str(sent.get("type"))
@@ -379,7 +421,7 @@ class PiRpcPeer(FakePeer):
         follow = self._queued if kind != "steer" else []
         out: list[PeerOutput] = [
             frame_line({"type": "queue_update", "steering": steering, "followUp": follow}),
-            self._response(command_id, kind),
+            self._response(command_id, kind, **self._disposed("queued")),
         ]
         turn = self._turn
         if turn is not None and turn.until_steered and self._phase == "tool":
@@ -408,7 +450,7 @@ class PiRpcPeer(FakePeer):
                 errorMessage="Request was aborted.",
             )
             out.append(frame_line({"type": "message_end", "message": partial}))
-        return [*out, *self._end(aborted), done]
+        return [*out, *self._end(aborted, aborted=True), done]
 
 
 def _response_id(command_id: str) -> str:

@@ -9,21 +9,24 @@ import select
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from agentshim import __version__
+from agentshim import RawOutput, __version__
 from agentshim.cli import (
     EXIT_INTERRUPTED,
     EXIT_NOT_INSTALLED,
     EXIT_OK,
     EXIT_TURN_FAILED,
+    EXIT_USAGE,
     main,
 )
 from agentshim.cli._caps import flag_name
+from agentshim.core.event_json import event_from_json
 from agentshim.providers import DEFAULT_CATALOG, provider_names
 from agentshim.providers.catalog import transports_offered
 from agentshim.testing.clis import find_cli, pinned_cli
@@ -141,8 +144,12 @@ class TestCommand:
             assert "exit status:" in text
             assert f"{EXIT_INTERRUPTED}  Ctrl-C" in text
 
-    def test_no_command_is_a_usage_error(self, capsys: pytest.CaptureFixture[str]) -> None:
-        assert "COMMAND" in usage_error(capsys)
+    def test_no_command_shows_the_help_as_a_usage_error(self) -> None:
+        code, out, err = run_cli()
+        assert code == EXIT_USAGE
+        assert out == ""
+        assert "COMMAND" in err
+        assert "exit status:" in err
 
     def test_console_script_resolves_to_main(self) -> None:
         tomllib = pytest.importorskip("tomllib")
@@ -222,7 +229,7 @@ class TestRun:
         code, out, err = run_cli("run", "--stand-in", "--json", "--resume", "abc-123", "again")
         assert code == EXIT_OK, err
         events = [json.loads(line) for line in out.splitlines()]
-        argv = next(e["argv"] for e in events if e["type"] == "run_started")
+        argv = next(e["argv"] for e in events if e["type"] == "run.started")
         assert argv[argv.index("--resume") + 1] == "abc-123"
         assert events[-1]["session_id"] == "abc-123"
         assert events[-1]["resumed"] is True
@@ -248,7 +255,7 @@ class TestRun:
         code, out, err = run_cli("run", "--stand-in", "--transport", "stream", "--json", "hi")
         assert code == EXIT_OK, err
         records = [json.loads(line) for line in out.splitlines()]
-        started = [r for r in records if r["type"] == "run_started"]
+        started = [r for r in records if r["type"] == "run.started"]
         assert "--input-format" in started[0]["argv"]
         assert "stand-in CLI" in records[-1]["text"]
 
@@ -257,16 +264,86 @@ class TestRun:
         assert code == EXIT_OK, err
         records = [json.loads(line) for line in out.splitlines()]
         types = [r["type"] for r in records]
-        assert types[0] == "run_started"
-        assert "session_started" in types
-        assert "assistant_text" in types
-        assert "usage_report" in types
+        assert types[0] == "run.started"
+        assert "session.started" in types
+        assert "message" in types
+        assert "usage" in types
         assert types[-1] == "result"
+        # Every event line is the library's stored-event encoding, read back without loss.
+        for record in records[:-1]:
+            assert not isinstance(event_from_json(record), RawOutput), record
         result = records[-1]
         assert "Say hello" in result["text"]
         assert result["usage"]["tokens"]["output_tokens"] > 0
         assert result["interrupted"] is False
         assert err == ""
+
+    def test_schema_file_asks_the_cli_for_that_shape(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        temp = tmp_path / "tmp"
+        temp.mkdir()
+        monkeypatch.setattr(tempfile, "tempdir", str(temp))
+        schema = {"type": "object", "properties": {"files": {"type": "array"}}}
+        path = tmp_path / "answer.json"
+        path.write_text(json.dumps(schema))
+        # Whether the stand-in answers in that shape is the stand-in's business; the command's
+        # is to ask the CLI for it and to leave no schema file behind.
+        _, out, _ = run_cli("run", "--stand-in", "--json", "--schema", str(path), "hi")
+        records = [json.loads(line) for line in out.splitlines()]
+        argv = next(r["argv"] for r in records if r["type"] == "run.started")
+        assert json.loads(argv[argv.index("--json-schema") + 1]) == schema
+        assert list(temp.iterdir()) == []  # the schema's private directory went with the turn
+
+    @pytest.mark.parametrize(
+        ("content", "said"),
+        [("[1, 2]", "holds no JSON object"), ("{nope", "is not JSON"), (None, "cannot be read")],
+    )
+    def test_a_schema_file_that_is_no_schema_is_a_usage_error(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str], content: str | None, said: str
+    ) -> None:
+        path = tmp_path / "schema.json"
+        if content is not None:
+            path.write_text(content)
+        message = usage_error(capsys, "run", "--stand-in", "--schema", str(path), "hi")
+        assert f"argument --schema: {str(path)!r} {said}" in message
+
+    def test_a_provider_without_output_schemas_refuses_the_flag(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        path = tmp_path / "schema.json"
+        path.write_text("{}")
+        message = usage_error(
+            capsys, "run", "--stand-in", "--provider", "gemini", "--schema", str(path), "hi"
+        )
+        assert "argument --schema: gemini cannot hold its answer to a schema" in message
+        assert "claude, codex" in message
+
+    def test_resume_or_new_needs_resume(self, capsys: pytest.CaptureFixture[str]) -> None:
+        message = usage_error(capsys, "run", "--stand-in", "--resume-or-new", "hi")
+        assert "argument --resume-or-new" in message
+
+    @pytest.mark.parametrize(
+        ("argv", "suggestion"),
+        [
+            (["runn", "hi"], "did you mean 'run'?"),
+            (["run", "--provider", "cladue", "hi"], "did you mean 'claude'?"),
+            (["run", "--transport", "stram", "hi"], "did you mean 'stream'?"),
+            (["doctor", "codx"], "did you mean 'codex'?"),
+        ],
+    )
+    def test_a_typo_gets_a_suggestion(
+        self, argv: list[str], suggestion: str, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        assert suggestion in usage_error(capsys, *argv)
+
+    def test_help_shows_examples(self, capsys: pytest.CaptureFixture[str]) -> None:
+        with pytest.raises(SystemExit):
+            main(["run", "--help"])
+        text = capsys.readouterr().out
+        assert "examples:" in text
+        assert "agentshim run --stand-in" in text
+        assert max(len(line) for line in text.splitlines()) <= 80
 
     def test_missing_cli_says_how_to_install(
         self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
@@ -296,28 +373,39 @@ class TestRun:
 
 
 class TestProviders:
-    def test_a_capability_row_per_provider(self) -> None:
+    def test_a_capability_row_per_provider_in_80_columns(self) -> None:
         code, out, _ = run_cli("providers")
         assert code == EXIT_OK
-        header, rule, *rows = out.splitlines()
-        for column in ("resume", "MCP", "output schema", "reasoning effort", "transports"):
+        assert max(len(line) for line in out.splitlines()) <= 80
+        header, rule, *rest = out.splitlines()
+        rows = rest[: len(provider_names())]
+        for column in ("resume", "MCP", "schema", "effort", "transports", "approvals"):
             assert column in header
-        assert "approvals" in header
         assert set(rule) <= {"-", " "}
         assert [row.split()[0] for row in rows] == list(provider_names())
         cells = {row.split()[0]: re.split(r"\s{2,}", row) for row in rows}
-        assert cells["claude"][3] == "config file"
-        assert cells["codex"][3] == "CLI flags"
-        assert cells["pi"][3] == "no"
-        assert cells["codex"][4] == "file"
+        assert cells["claude"][2] == "config"
+        assert cells["codex"][2] == "flags"
+        assert cells["pi"][2] == "no"
+        assert cells["codex"][3] == "file"
         for name in provider_names():
             profile = DEFAULT_CATALOG.plugin(name).profile
-            assert cells[name][1] == profile.display_name
-            assert cells[name][2] == ("yes" if profile.supports_resume else "no")
+            assert cells[name][1] == ("yes" if profile.supports_resume else "no")
             offered = transports_offered(DEFAULT_CATALOG.plugin(name))
-            assert cells[name][6] == ", ".join(flag_name(kind) for kind in offered)
-        assert cells["claude"][6] == "one-shot, stream, tui"
-        assert cells["claude"][8].endswith("handler (long-lived)")
+            assert cells[name][5] == ",".join(flag_name(kind) for kind in offered)
+        assert cells["claude"][5] == "one-shot,stream,tui"
+
+    def test_json_has_every_capability(self) -> None:
+        code, out, _ = run_cli("providers", "--json")
+        assert code == EXIT_OK
+        records = json.loads(out)
+        assert [r["provider"] for r in records] == list(provider_names())
+        claude = records[0]
+        assert claude["cli"] == "Claude Code"
+        assert claude["transports"] == ["one-shot", "stream", "tui"]
+        assert claude["mcp"] == "config file"
+        assert claude["approvals"]["long-lived"] == ["deny", "fail-turn", "handler"]
+        assert claude["install"] == "npm install -g @anthropic-ai/claude-code"
 
 
 class TestDoctor:
@@ -532,7 +620,7 @@ class TestMcpRecover:
         assert main(["mcp", "recover", str(tmp_path)], out=out) == 0
         assert out.getvalue() == f"nothing to recover under {tmp_path}\n"
 
-    def test_a_killed_install_is_restored_and_exits_1(
+    def test_a_killed_install_is_restored_and_exits_0(
         self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     ) -> None:
         state = tmp_path / "state"
@@ -550,10 +638,15 @@ class TestMcpRecover:
         assert done.returncode == -9
         assert '"s"' in config.read_text()
         out = io.StringIO()
-        assert main(["mcp", "recover", str(tmp_path)], out=out) == 1
+        assert main(["mcp", "recover", str(tmp_path)], out=out) == EXIT_OK
         assert out.getvalue() == f"restored: {config}\n"
         assert config.read_bytes() == b'{"mine": true}\n'
 
-    def test_recover_needs_a_directory(self) -> None:
-        with pytest.raises(SystemExit):
-            main(["mcp", "recover"], out=io.StringIO(), err=io.StringIO())
+    def test_recover_needs_a_directory(self, capsys: pytest.CaptureFixture[str]) -> None:
+        assert "DIR" in usage_error(capsys, "mcp", "recover")
+
+    def test_a_missing_directory_is_a_usage_error(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        message = usage_error(capsys, "mcp", "recover", str(tmp_path / "nonexistent"))
+        assert "is not a directory" in message

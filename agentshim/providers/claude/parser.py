@@ -47,7 +47,7 @@ from agentshim.core.events import (
     Reasoning,
     SessionStarted,
 )
-from agentshim.core.failures import kind_from_text
+from agentshim.core.failures import OUTPUT_TRUNCATED, kind_from_text, truncation_notice
 from agentshim.core.frames import Frame, FrameParser, ignore_frame
 from agentshim.core.jsonvalues import as_amount, as_count, as_mapping, as_str, list_or_empty
 from agentshim.core.pricing import PricingTable
@@ -75,6 +75,10 @@ SYNTHETIC_MODEL = "<synthetic>"
 
 _DETAIL_CHARS = 2000
 _ANSWER_CHARS = 300
+
+
+_TRUNCATED_STOP = "max_tokens"
+"""The result's ``stop_reason`` when the answer was cut off at the output-token limit."""
 
 
 class _Terminal(NamedTuple):
@@ -132,6 +136,8 @@ class ClaudeStreamParser(FrameParser):
         self._rate_limit_rejected = False
         self._schema_rejection: str | None = None
         self._terminal: _Terminal | None = None
+        # The notice of a result whose answer hit the output-token limit (stop_reason).
+        self._truncated: str | None = None
         handlers = {
             "assistant": self._on_assistant,
             "user": self._on_user,
@@ -177,6 +183,7 @@ class ClaudeStreamParser(FrameParser):
             context_tokens=self._context_tokens(),
             context_window=self._context_window,
             background_tasks=self._background,
+            notes=(self._truncated,) if self._truncated is not None else (),
         )
 
     # -- frame handlers ------------------------------------------------------------------------
@@ -405,6 +412,10 @@ class ClaudeStreamParser(FrameParser):
             kind = FailureKind.SCHEMA
         if error is not None:
             out.append(ProviderErrorReported(error, fatal=True))
+        self._truncated = None
+        if not failed and frame.get("stop_reason") == _TRUNCATED_STOP:
+            self._truncated = truncation_notice(_TRUNCATED_STOP)
+            out.append(Lifecycle(OUTPUT_TRUNCATED, self._truncated))
         cost = usage.total_cost_usd if usage is not None else None
         # The same _Terminal, made by tuple.__new__ without the NamedTuple's Python-level
         # __new__ (half the cost).

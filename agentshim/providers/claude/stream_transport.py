@@ -392,6 +392,7 @@ class ClaudeStreamConversation(ProcessConversation[_Turn]):
             context_tokens=parsed.context_tokens,
             context_window=parsed.context_window,
             background_tasks=parsed.background_tasks,
+            notices=parsed.notes,
         )
 
     def _finish(self, turn: _Turn) -> ParsedTurn:

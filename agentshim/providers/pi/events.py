@@ -24,6 +24,7 @@ __all__ = [
     "TOOL_KINDS",
     "content_text",
     "failed_exit_code",
+    "structured_exit_code",
     "tool_kind",
 ]
 
@@ -83,3 +84,12 @@ def content_text(content: object, block_type: str = "text") -> str:
 def failed_exit_code(tool: str, text: str) -> int:
     """The exit code of a failed tool result: the shell's own status when it printed one, else 1."""
     return printed_exit_code(_SHELL_EXIT, text) if tool == SHELL_TOOL else 1
+
+
+def structured_exit_code(result: Mapping[str, object] | None) -> int | None:
+    """The exit code Pi 1.x gives in a bash result's ``structuredContent.exit_code``, if any."""
+    structured = as_mapping(result.get("structuredContent")) if result is not None else None
+    code = structured.get("exit_code") if structured is not None else None
+    if isinstance(code, int) and not isinstance(code, bool) and code != 0:
+        return code
+    return None

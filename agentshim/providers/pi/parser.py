@@ -51,14 +51,14 @@ from agentshim.core.events import (
     UsageReport,
     UsageScope,
 )
-from agentshim.core.failures import kind_from_text
+from agentshim.core.failures import OUTPUT_TRUNCATED, kind_from_text, truncation_notice
 from agentshim.core.frames import Frame, FrameParser, LineSkip, ignore_frame
 from agentshim.core.jsonvalues import as_amount, as_count, as_mapping, as_str
 from agentshim.core.provider import ParsedTurn, ParserContext
 from agentshim.core.stream import ToolTracker
 from agentshim.core.usage import CostSource, ProviderUsage, TokenUsage, UsageKeys
 
-from .events import content_text, failed_exit_code, tool_kind
+from .events import content_text, failed_exit_code, structured_exit_code, tool_kind
 from .failures import classify
 
 __all__ = ["PROVIDER_NAME", "PiStreamParser", "short_session_id"]
@@ -71,11 +71,17 @@ _AGENT_COMPLETED = Lifecycle("agent_completed", "")
 _TURN_STARTED = Lifecycle("turn_started", "")
 _TURN_COMPLETED = Lifecycle("turn_completed", "")
 _FAILED_STOPS = frozenset({"error", "aborted"})
-_UPDATE_PREFIX = '{"type":"message_update","assistantMessageEvent":{"type":"'
+_UPDATE_PREFIX = '{"type":"message_update",'
+# Pi 0.73 puts the update right after the type; 1.x puts the message's running usage first.
+_UPDATE_MARKER = '"assistantMessageEvent":{"type":"'
 # Only text and thinking deltas carry anything; the other updates (block starts and ends,
-# tool-call argument chunks) are the largest lines Pi prints, since each repeats the whole
-# message twice, so they are dropped undecoded.
+# tool-call argument chunks) are the most frequent lines Pi prints (in 0.73 also the largest,
+# each repeating the whole message twice), so they are dropped undecoded.
 _DELTAS = frozenset({"text_delta", "thinking_delta"})
+TRUNCATED_STOP = "length"
+"""The stopReason of an answer cut off at the model's output-token limit."""
+DEFERRED_STOP = "deferred"
+"""The stopReason of a model call whose answer the provider delivers later (Pi 1.x)."""
 _UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
 
 
@@ -89,9 +95,10 @@ def short_session_id(session_id: str) -> str:
     return session_id[:8] if _UUID.fullmatch(session_id) else session_id
 
 
-_USAGE_KEYS = UsageKeys("input", "cacheRead", "cacheWrite", "output")
+_USAGE_KEYS = UsageKeys("input", "cacheRead", "cacheWrite", "output", reasoning="reasoning")
 """Where an assistant message's ``usage`` has each count. Pi's ``input`` excludes cache reads
-and writes (``cacheRead``, ``cacheWrite``), which are folded in; Pi reports no reasoning."""
+and writes (``cacheRead``, ``cacheWrite``), which are folded in; ``reasoning`` (Pi 1.x, when
+the provider reports it) is part of ``output``."""
 
 
 class PiStreamParser(FrameParser):
@@ -136,6 +143,7 @@ class PiStreamParser(FrameParser):
         self._usage_raw: Mapping[str, Any] = MappingProxyType({})
         self._model: str | None = None
         self._context_tokens: int | None = None
+        self._notes: list[str] = []
         handlers = MappingProxyType(
             {
                 "message_update": self._on_message_update,
@@ -155,12 +163,22 @@ class PiStreamParser(FrameParser):
                 "compaction_end": self._on_compaction_end,
                 "queue_update": ignore_frame,
                 "session_info_changed": self._on_session_info_changed,
+                # Pi 1.x
+                "agent_settled": self._on_agent_settled,
+                "entry_appended": self._on_entry_appended,
+                "thinking_level_changed": self._on_thinking_level_changed,
+                "summarization_retry_scheduled": self._on_summarization_retry_scheduled,
+                "summarization_retry_attempt_start": self._on_summarization_retry_attempt_start,
+                "summarization_retry_finished": self._on_summarization_retry_finished,
+                "extension_error": self._on_extension_error,
+                # The output of an rpc ``bash`` command, which agentshim never sends.
+                "bash_execution_update": ignore_frame,
             }
         )
         super().__init__(
             handlers,
             emit,
-            skip=LineSkip(_UPDATE_PREFIX, _DELTAS, listed=False),
+            skip=LineSkip(_UPDATE_PREFIX, _DELTAS, listed=False, marker=_UPDATE_MARKER),
             before=self._see_frame,
         )
 
@@ -185,6 +203,7 @@ class PiStreamParser(FrameParser):
             error=error,
             error_kind=kind,
             context_tokens=self._context_tokens,
+            notes=tuple(self._notes),
         )
 
     # -- frame handlers ------------------------------------------------------------------------
@@ -212,6 +231,44 @@ class PiStreamParser(FrameParser):
     def _on_agent_end(self, frame: Frame, out: list[AgentEvent]) -> None:
         self._agent_open = False
         out.append(_AGENT_COMPLETED)
+
+    def _on_agent_settled(self, frame: Frame, out: list[AgentEvent]) -> None:
+        # Pi 1.x: nothing more of the run is coming (no retry, no recovery, no queued input).
+        out.append(Lifecycle("agent_settled", "aborted" if frame.get("aborted") is True else ""))
+
+    def _on_entry_appended(self, frame: Frame, out: list[AgentEvent]) -> None:
+        # A session entry written in band (a context edit after a failed call, an extension's
+        # entry): the session file's business, reported by its type only.
+        entry = as_mapping(frame.get("entry"))
+        kind = as_str(entry.get("type")) if entry is not None else None
+        out.append(Lifecycle("entry_appended", kind or ""))
+
+    def _on_thinking_level_changed(self, frame: Frame, out: list[AgentEvent]) -> None:
+        out.append(Lifecycle("thinking_level_changed", as_str(frame.get("level")) or ""))
+
+    def _on_summarization_retry_scheduled(self, frame: Frame, out: list[AgentEvent]) -> None:
+        attempt = as_count(frame.get("attempt"))
+        limit = as_count(frame.get("maxAttempts"))
+        delay = as_count(frame.get("delayMs"))
+        said = as_str(frame.get("errorMessage")) or ""
+        detail = f"attempt {attempt} of {limit} in {delay} ms: {said}"
+        out.append(Lifecycle("summarization_retry", detail))
+
+    def _on_summarization_retry_attempt_start(self, frame: Frame, out: list[AgentEvent]) -> None:
+        source = as_str(frame.get("source")) or ""
+        reason = as_str(frame.get("reason"))
+        detail = f"{source} ({reason})" if reason else source
+        out.append(Lifecycle("summarization_retry_started", detail))
+
+    def _on_summarization_retry_finished(self, frame: Frame, out: list[AgentEvent]) -> None:
+        out.append(Lifecycle("summarization_retry_finished", ""))
+
+    def _on_extension_error(self, frame: Frame, out: list[AgentEvent]) -> None:
+        # An extension's handler threw; Pi carries on, so the turn does too.
+        path = as_str(frame.get("extensionPath")) or "?"
+        event = as_str(frame.get("event")) or "?"
+        error = as_str(frame.get("error")) or ""
+        out.append(Lifecycle("extension_error", f"{path} ({event}): {error}"[:2000]))
 
     def _on_turn_start(self, frame: Frame, out: list[AgentEvent]) -> None:
         out.append(_TURN_STARTED)
@@ -264,6 +321,14 @@ class PiStreamParser(FrameParser):
             out.append(
                 ProviderErrorReported(error or f"the model call ended with stopReason {stop!r}")
             )
+        elif stop == TRUNCATED_STOP:
+            note = truncation_notice(as_str(message.get("rawStopReason")) or stop)
+            self._notes.append(note)
+            out.append(Lifecycle(OUTPUT_TRUNCATED, note))
+        elif stop == DEFERRED_STOP:
+            note = "the model call was deferred (stopReason 'deferred'): its answer is not here"
+            self._notes.append(note)
+            out.append(Lifecycle("model_call_deferred", note))
 
     def _on_tool_execution_start(self, frame: Frame, out: list[AgentEvent]) -> None:
         tool_id = as_str(frame.get("toolCallId"))
@@ -284,9 +349,13 @@ class PiStreamParser(FrameParser):
         result = as_mapping(frame.get("result"))
         output = content_text(result.get("content")) if result is not None else ""
         kind = tool_kind(name)
+        # Pi 1.x times the tool itself, and gives bash's exit code as a field.
+        took = as_count(frame.get("durationMs")) if "durationMs" in frame else None
+        if took is not None:
+            duration = took / 1000
         if frame.get("isError") is True:
             message = output or f"the {name} tool failed"
-            code = failed_exit_code(name, output)
+            code = structured_exit_code(result) or failed_exit_code(name, output)
             out.append(build_tool_result(tool_id, name, "", message, code, duration, kind))
         else:
             out.append(build_tool_result(tool_id, name, output, "", 0, duration, kind))
@@ -336,6 +405,13 @@ class PiStreamParser(FrameParser):
             # Nothing to fold (a build with only totalTokens, say): unknown, never zero.
             self._usage_unknown = True
         tokens = _USAGE_KEYS.read(usage)
+        hour_writes = as_count(usage.get("cacheWrite1h"))
+        if hour_writes:
+            # Pi 1.x: the part of cacheWrite kept for an hour.
+            tokens = replace(
+                tokens,
+                cache_write_1h_input_tokens=min(hour_writes, tokens.cache_write_input_tokens),
+            )
         cost_block = as_mapping(usage.get("cost"))
         cost = as_amount(cost_block.get("total")) if cost_block is not None else None
         self._tokens = tokens if self._tokens is None else self._tokens + tokens

@@ -45,8 +45,8 @@ RESUME_MISSING_TEXT = "No session found matching"
 SESSION_FLAG = "--session"
 FORK_FLAG = "--fork"
 
-THINKING_LEVELS = ("off", "minimal", "low", "medium", "high", "xhigh")
-"""The levels ``pi --thinking`` accepts (Pi 0.73.1)."""
+THINKING_LEVELS = ("off", "minimal", "low", "medium", "high", "xhigh", "max")
+"""The levels ``pi --thinking`` accepts; ``max`` is Pi 1.x's (0.73 warns and ignores it)."""
 
 RESUME_TEMPLATE = "pi --session {id}"
 """The shell line that continues a Pi conversation, with ``{id}`` for its session id."""
@@ -158,15 +158,21 @@ class PiProvider:
         return tool_extension(serving)
 
     def install_mcp(self, workspace: Path | None, servers: Sequence[McpServer]) -> McpInstallation:
-        """Pi has no MCP support: nothing to install, and servers are refused.
+        """MCP servers are not passed to Pi: nothing to install, and servers are refused.
+
+        Pi 0.73 has no MCP. Pi 1.x has it built in, but reads servers only from its own
+        ``mcp.json`` files (``~/.pi/agent/mcp.json``, and ``.pi/mcp.json`` of a project
+        trusted with ``--approve``), with no per-run flag, so agentshim cannot give one turn
+        its servers without changing the user's or the project's configuration.
 
         Raises:
             ProviderCapabilityError: ``servers`` is not empty.
         """
         return refuse_mcp_servers(
             servers,
-            "Pi does not support MCP servers",
-            "drop mcp_servers or add the tools as a Pi extension",
+            "agentshim does not pass MCP servers to Pi",
+            "drop mcp_servers, add the tools as a Pi extension, or (Pi 1.x) configure the "
+            "servers in Pi's own ~/.pi/agent/mcp.json",
         )
 
     def classify_exit(self, error: CliExitError, *, resumed: bool) -> AgentShimError:

@@ -18,6 +18,8 @@ from agentshim.core.jsonvalues import as_mapping, as_str
 
 __all__ = [
     "DIALOG_METHODS",
+    "HANDLED",
+    "SETTLED",
     "PiState",
     "Response",
     "command",
@@ -25,12 +27,20 @@ __all__ = [
     "failed_run",
     "model_command",
     "queued_messages",
+    "read_disposition",
     "read_response",
     "read_state",
 ]
 
 DIALOG_METHODS = frozenset({"select", "confirm", "input", "editor"})
 """The ``extension_ui_request`` methods that block until the client answers."""
+
+
+SETTLED = "agent_settled"
+"""The event after a run's last ``agent_end`` (Pi 1.x): nothing more comes without new input."""
+
+HANDLED = "handled"
+"""The ``disposition`` of input Pi consumed without a run (an extension's command, say)."""
 
 
 def command(command_id: str, kind: str, **fields: Any) -> dict[str, Any]:
@@ -75,6 +85,15 @@ def read_response(frame: Mapping[str, Any]) -> Response:
         data=as_mapping(frame.get("data")) or {},
         error=as_str(frame.get("error")) or "",
     )
+
+
+def read_disposition(response: Response) -> str | None:
+    """What Pi 1.x did with a ``prompt``, ``steer`` or ``follow_up``: its ``data.disposition``.
+
+    ``started``, ``queued`` or ``handled`` (no run starts); None from a Pi that does not say
+    (0.73).
+    """
+    return as_str(response.data.get("disposition"))
 
 
 @dataclass(frozen=True, slots=True)

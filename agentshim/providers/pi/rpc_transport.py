@@ -3,7 +3,11 @@
 Every turn of a conversation is a ``prompt`` command written to the same process. Pi answers
 it with a ``response`` that means "accepted" and then runs the prompt; its events are the
 one-shot parser's (rpc mode prints the same event stream as ``--mode json``), read from the
-same stdout, and the turn ends at ``agent_end``. Messages steered into a running turn are
+same stdout, and the turn ends at ``agent_end``, or, from a Pi that says it settles (1.x:
+its prompt response carries a ``disposition``, or it sent ``agent_settled`` before), at the
+``agent_settled`` that follows the run's last ``agent_end``, so that frame never spills into
+the next turn. A prompt Pi answers ``"handled"`` (an extension consumed it) starts no run and
+ends the turn at once. Messages steered into a running turn are
 ``steer`` (or ``follow_up``) commands that Pi runs inside the same run, so the turn still
 ends at one ``agent_end``. An interrupt is ``abort``: Pi kills the running tool, ends the run
 with ``agent_end`` and only then answers the abort.
@@ -65,6 +69,8 @@ from .provider import PROFILE, PiProvider
 from .rpc_argv import rpc_argv
 from .rpc_protocol import (
     DIALOG_METHODS,
+    HANDLED,
+    SETTLED,
     PiState,
     Response,
     command,
@@ -72,6 +78,7 @@ from .rpc_protocol import (
     failed_run,
     model_command,
     queued_messages,
+    read_disposition,
     read_response,
     read_state,
 )
@@ -144,15 +151,20 @@ class _Turn(LiveTurn):
         "abort_answered",
         "abort_id",
         "agent_ended",
+        "handled",
         "parser",
         "probe_answered",
         "probe_id",
         "queued",
         "refused",
         "retrying",
+        "settled",
+        "settles",
     )
 
-    def __init__(self, parser: PiStreamParser, emit: Emit, watch: TurnWatch) -> None:
+    def __init__(
+        self, parser: PiStreamParser, emit: Emit, watch: TurnWatch, *, settles: bool
+    ) -> None:
         super().__init__(emit, watch)
         self.parser = parser
         self.agent_ended = False
@@ -167,19 +179,25 @@ class _Turn(LiveTurn):
         self.probe_answered = False
         self.queued: list[str] = []
         """What Pi's last ``queue_update`` said is still waiting to be delivered."""
+        self.settles = settles
+        """This Pi ends every run with ``agent_settled`` after its last ``agent_end``."""
+        self.settled = False
+        self.handled = False
+        """Pi answered the prompt ``"handled"``: no run starts for it."""
 
     @property
     def over(self) -> bool:
         """Nothing more of the run is coming: it ended, or it never started."""
-        return self.agent_ended or self.refused is not None
+        return self.agent_ended or self.refused is not None or self.handled
 
     @property
     def done(self) -> bool:
-        """The reader may stop: the run ended and an abort sent for it was answered."""
-        if self.refused is not None:
+        """The reader may stop: the run ended (and settled, where Pi says so), any abort answered."""
+        if self.refused is not None or self.handled:
             return True
         return (
             self.agent_ended
+            and (self.settled or not self.settles)
             and not self.retrying
             and (self.abort_id is None or self.abort_answered)
             and (self.probe_id is None or self.probe_answered)
@@ -213,6 +231,8 @@ class PiRpcConversation(ProcessConversation[_Turn]):
         self._model_provider: str | None = provider.provider
         # The conversation's tools, served to the extension that relays them while it runs.
         self._serving: LocalToolServer | None = None
+        # Whether this Pi ends its runs with agent_settled (learned from what it prints).
+        self._settles = False
 
     def _refuse(self, request: TurnRequest) -> None:
         refuse_fixed_changes(
@@ -268,7 +288,7 @@ class PiRpcConversation(ProcessConversation[_Turn]):
             self._switch_model(channel, request.model, emit)
         parser = self._provider.new_parser(emit, expect_structured=False)
         parser.configure(ParserContext(model=self._model, resumed=resumed))
-        turn = _Turn(parser, emit, self._watch(request, started))
+        turn = _Turn(parser, emit, self._watch(request, started), settles=self._settles)
         prompt = self._issue("prompt", None)
         self._send_and_read(
             channel, turn, command(prompt.request_id, "prompt", message=request.prompt), stop
@@ -396,6 +416,10 @@ class PiRpcConversation(ProcessConversation[_Turn]):
 
     def _between_turns_line(self, line: str, emit: Emit) -> tuple[PendingRequest, Response] | None:
         frame = parse_json_object(line)
+        if frame is not None and frame.get("type") == SETTLED:
+            # The end of the last turn's run, from a Pi not yet known to settle: now it is.
+            self._settles = True
+            return None
         if frame is not None and frame.get("type") == "response":
             response = read_response(frame)
             answered = self._resolve(response)
@@ -456,6 +480,8 @@ class PiRpcConversation(ProcessConversation[_Turn]):
             elif kind == "agent_end":
                 turn.agent_ended = True
                 self._on_agent_end(channel, turn, frame)
+            elif kind == SETTLED:
+                turn.settled = self._settles = turn.settles = True
             elif kind == "auto_retry_start":
                 turn.retrying = True
             elif kind == "auto_retry_end":
@@ -465,6 +491,7 @@ class PiRpcConversation(ProcessConversation[_Turn]):
 
     def _on_agent_start(self, channel: Channel, turn: _Turn) -> None:
         turn.agent_ended = False  # a retry of the run, which ends at its own agent_end
+        turn.settled = False
         self._run_began(channel, turn)
 
     def _on_agent_end(self, channel: Channel, turn: _Turn, frame: Mapping[str, Any]) -> None:
@@ -475,8 +502,8 @@ class PiRpcConversation(ProcessConversation[_Turn]):
         it prints either before it reads our next command, so the turn ends once the answer
         to that ``get_state`` came with no retry under way.
         """
-        if turn.interrupted or turn.retrying or not failed_run(frame):
-            return
+        if turn.settles or turn.interrupted or turn.retrying or not failed_run(frame):
+            return  # a Pi that settles says so once its retries are over
         with self._lock:
             pending = self._requests.issue("get_state", None)
             turn.probe_id, turn.probe_answered = pending.request_id, False
@@ -488,10 +515,19 @@ class PiRpcConversation(ProcessConversation[_Turn]):
     def _on_response(self, turn: _Turn, response: Response) -> None:
         answered = self._resolve(response)
         name = answered.subtype if answered is not None else response.command
+        disposition = read_disposition(response)
+        if disposition is not None and name in ("prompt", "steer", "follow_up"):
+            # Only a Pi that ends its runs with agent_settled answers with a disposition.
+            turn.settles = self._settles = True
         if answered is not None and answered.request_id == turn.probe_id:
             turn.probe_answered = True
         elif name == "prompt" and not response.success:
             turn.refused = response.error or "no reason given"
+        elif name == "prompt" and disposition == HANDLED:
+            turn.handled = True
+            turn.emit(Lifecycle("prompt_handled", "pi handled the prompt without a run"))
+        elif name in ("steer", "follow_up") and disposition == HANDLED:
+            turn.emit(Lifecycle(f"{name}_handled", "pi handled it without queueing it"))
         elif name == "abort" and answered is not None and answered.request_id == turn.abort_id:
             turn.abort_answered = True
         elif name in ("steer", "follow_up") and not response.success:
@@ -540,6 +576,9 @@ class PiRpcConversation(ProcessConversation[_Turn]):
             raise self._died(exit_status)
         if turn.refused is not None:
             raise self._refused(channel, f"pi refused the prompt: {turn.refused}")
+        if turn.handled:
+            # An extension consumed the prompt: no run, no answer, no usage.
+            return self._turn_result("", None, started=started, resumed=resumed, interrupted=False)
         if turn.queued:
             # A steer that reached Pi as its run ended stays queued for the next run.
             turn.emit(Lifecycle("steer_carried_over", " / ".join(turn.queued)))
@@ -562,4 +601,5 @@ class PiRpcConversation(ProcessConversation[_Turn]):
             resumed=resumed,
             interrupted=turn.interrupted,
             context_tokens=parsed.context_tokens,
+            notices=parsed.notes,
         )

@@ -1,4 +1,10 @@
-"""Made-up Pi turns in the CLI's real ``--mode json`` format (modelled on 0.73.1 recordings)."""
+"""Made-up Pi turns in the CLI's real ``--mode json`` format, as Pi 1.x prints it.
+
+Modelled on the 1.6.0 recordings (``tests/fixtures/pi/recorded-1.6.0/``): updates carry the
+message's running usage and the delta only, ``agent_end`` says ``willRetry`` and the run ends
+with ``agent_settled``; bash results carry ``structuredContent`` with the exit code. The parser
+reads 0.73.1's shape too, so the turns stand for both lines.
+"""
 
 from __future__ import annotations
 
@@ -35,14 +41,30 @@ def _usage(tokens: TokenUsage | None) -> dict[str, Any]:
     usage = tokens or TokenUsage()
     uncached = usage.uncached_input_tokens
     total = usage.input_tokens + usage.output_tokens
-    return {
+    counts: dict[str, Any] = {
         "input": uncached,
         "output": usage.output_tokens,
         "cacheRead": usage.cache_read_input_tokens,
         "cacheWrite": usage.cache_write_input_tokens,
         "totalTokens": total,
-        "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 0},
+        "cost": {
+            "input": 0,
+            "output": 0,
+            "cacheRead": 0,
+            "cacheWrite": 0,
+            "total": 0,
+            "totalFromProvider": False,
+        },
+        "cacheWrite1h": usage.cache_write_1h_input_tokens,
     }
+    if usage.reasoning_output_tokens:
+        # Pi 1.x reports it where the provider does, as a part of output.
+        counts["reasoning"] = usage.reasoning_output_tokens
+    return counts
+
+
+_RAW_STOPS = {"stop": "end_turn", "toolUse": "tool_use"}
+"""The API's own stop reason Pi 1.x adds to a finished call (``rawStopReason``)."""
 
 
 def _assistant(
@@ -63,17 +85,21 @@ def _assistant(
     }
     if error is not None:
         message["errorMessage"] = error
+    raw = _RAW_STOPS.get(stop)
+    if raw is not None:
+        message.update(rawStopReason=raw, durationMs=0, thinkingLevel="off")
     return message
 
 
-def _update(event: dict[str, Any], partial: dict[str, Any]) -> str:
-    # Pi repeats the whole message in "partial" and "message" on every update.
+def _pending() -> dict[str, Any]:
+    """The assistant ``message_start`` of a call in flight: no content, no usage yet."""
+    return _assistant([], None, "pending")
+
+
+def _update(event: dict[str, Any], message: dict[str, Any]) -> str:
+    # Pi 1.x: the message's running usage, then the update with its delta only.
     return _line(
-        {
-            "type": "message_update",
-            "assistantMessageEvent": {**event, "partial": partial},
-            "message": partial,
-        }
+        {"type": "message_update", "usage": message["usage"], "assistantMessageEvent": event}
     )
 
 
@@ -87,10 +113,10 @@ def scripted_lines(script: ScriptedTurn) -> ScriptedRun:
 
     ``tool_calls`` are ``(tool name, arguments, output)``, all requested by a first assistant
     message and run; an output that is an ``agentshim.testing.ToolFailure`` fails the
-    call (``isError: true``; for ``bash`` the text ends "Command exited with code N", as the
-    CLI prints it). The answer ``text`` is the second message, which carries all
-    of ``usage`` (Pi reports no reasoning count, so reasoning tokens stay plain output, and
-    1-hour cache writes count as cache writes; the reported cost is 0, as for a model with no
+    call (``isError: true``; for ``bash`` the text ends "Command exited with code N" and
+    ``structuredContent.exit_code`` is N, as the CLI prints it). The answer ``text`` is the
+    second message, which carries all of ``usage`` (reasoning as ``usage.reasoning``, 1-hour
+    cache writes as ``usage.cacheWrite1h``; the reported cost is 0, as for a model with no
     price configured). A nonzero ``returncode`` makes the answer a failed model call
     (``stopReason: "error"``), as Pi prints it, and exits with that code (Pi itself exits 0).
 
@@ -126,7 +152,8 @@ def scripted_lines(script: ScriptedTurn) -> ScriptedRun:
         out.append(_line({"type": "message_start", "message": final}))
         out.append(_line({"type": "message_end", "message": final}))
     out.append(_line({"type": "turn_end", "message": final, "toolResults": []}))
-    out.append(_line({"type": "agent_end", "messages": [*messages, final]}))
+    out.append(_line({"type": "agent_end", "messages": [*messages, final], "willRetry": False}))
+    out.append(_line({"type": "agent_settled", "aborted": False}))
     return ScriptedRun(stdout=tuple(out), stderr=(), returncode=script.returncode)
 
 
@@ -138,7 +165,7 @@ def _tool_turn(
         for index, (name, args, _) in enumerate(tool_calls)
     ]
     request = _assistant(calls, None, "toolUse")
-    out.append(_line({"type": "message_start", "message": _assistant([], None, "stop")}))
+    out.append(_line({"type": "message_start", "message": _pending()}))
     for index, call in enumerate(calls):
         out.append(_update({"type": "toolcall_start", "contentIndex": index}, request))
         out.append(
@@ -154,11 +181,27 @@ def _tool_turn(
             # As recorded: bash appends the exit code to the command's output.
             text = f"{text}\n\nCommand exited with code {exit_code}"
         partial = {"content": [{"type": "text", "text": str(output)}]}
-        body = {"content": [{"type": "text", "text": text}]}
+        body: dict[str, Any] = {"content": [{"type": "text", "text": text}]}
         failed = exit_code != 0
+        if name == SHELL_TOOL:
+            body["structuredContent"] = {
+                "output": str(output),
+                "truncated": False,
+                "exit_code": exit_code,
+                "wall_time_seconds": 0,
+            }
+            if failed:
+                body["isError"] = True
+        ended = {
+            "toolCallId": call["id"],
+            "toolName": call["name"],
+            "result": body,
+            "isError": failed,
+            "durationMs": 0,
+        }
         out.append(_line({"type": "tool_execution_start", **ids}))
         out.append(_line({"type": "tool_execution_update", **ids, "partialResult": partial}))
-        out.append(_line({"type": "tool_execution_end", **ids, "result": body, "isError": failed}))
+        out.append(_line({"type": "tool_execution_end", **ended}))
         result = {
             "role": "toolResult",
             "toolCallId": call["id"],
@@ -181,7 +224,7 @@ def _exit_code(output: str) -> int:
 
 def _answer(out: list[str], text: str, usage: TokenUsage | None) -> dict[str, Any]:
     final = _assistant([{"type": "text", "text": text}] if text else [], usage, "stop")
-    out.append(_line({"type": "message_start", "message": _assistant([], None, "stop")}))
+    out.append(_line({"type": "message_start", "message": _pending()}))
     if text:
         out.append(_update({"type": "text_start", "contentIndex": 0}, final))
         for piece in _deltas(text):

@@ -30,6 +30,7 @@ from agentshim.core.errors import (
     SchemaDialectError,
     SessionResumeError,
     SessionStateError,
+    SpendingLimitError,
     StoreError,
     TurnCancelledError,
     TurnFailedError,
@@ -38,6 +39,7 @@ from agentshim.core.errors import (
     UnknownProviderError,
 )
 from agentshim.core.provider import ParsedTurn
+from agentshim.core.turn import TurnResult
 from agentshim.core.usage import ProviderUsage, TokenUsage
 from agentshim.providers.codex.app_server._wire import CodexProtocolError
 from agentshim.testing.model_server import ModelServerError
@@ -46,7 +48,7 @@ from agentshim.testing.model_server import ModelServerError
 # parameter its constructor takes, so a parameter that pickling forgot shows in the copy.
 SAMPLES: list[AgentShimError] = [
     AgentShimError("boom"),
-    CliNotFoundError("claude", message="claude is missing"),
+    CliNotFoundError("claude", message="claude is missing", install="npm install -g claude"),
     CliCheckError("/usr/bin/claude", "exit 1", message="check failed"),
     CliInstallError("@openai/codex@0.1.0", message="npm failed"),
     TurnFailedError("failed", kind=FailureKind.AUTH, detail="401", retry_after_s=3.0),
@@ -100,6 +102,17 @@ SAMPLES: list[AgentShimError] = [
     ),
     TurnStalledError(30.0, 31.5, "silent"),
     ApprovalRequiredError("Bash", "toolu_1", "asked"),
+    SpendingLimitError(
+        "over",
+        limit_name="max_cost_usd",
+        limit=0.5,
+        spent=0.75,
+        session_id="s1",
+        result=TurnResult("partial", None, "s1", False, interrupted=True),
+        kind=FailureKind.OTHER,
+        detail="spent",
+        retry_after_s=1.0,
+    ),
 ]
 
 # More values that must survive pickling: a partial turn with usage, and an empty one.
@@ -223,3 +236,13 @@ class TestFields:
         assert error.problems == ["one", "two"]
         assert "one" in str(error)
         assert "two" in str(error)
+
+
+def test_a_cli_that_died_before_a_conversation_says_so_without_none() -> None:
+    from agentshim.core.errors import CliDiedError
+
+    early = CliDiedError(returncode=1, stderr="boom")
+    assert "None" not in str(early)
+    assert "no conversation had started" in str(early)
+    later = CliDiedError(session_id="s-1", returncode=1, stderr="boom")
+    assert "the conversation 's-1' is kept" in str(later)

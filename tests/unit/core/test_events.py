@@ -22,6 +22,7 @@ from agentshim.core.events import (
     ToolCall,
     ToolKind,
     ToolResult,
+    TurnInterrupted,
     UsageReport,
     UsageScope,
 )
@@ -184,3 +185,42 @@ class TestConsoleDeltas:
             handler.on_event(AssistantText(piece, delta=True))
         handler.on_event(ToolCall("t", "Bash", {"command": "ls"}))
         assert stream.getvalue().splitlines() == ["Hello world", "> Bash ls"]
+
+    def test_end_line_closes_streamed_text_once(self) -> None:
+        stream = io.StringIO()
+        handler = ConsoleEventHandler(stream=stream)
+        handler.on_event(AssistantText("Hello", delta=True))
+        handler.end_line()
+        handler.end_line()  # nothing open any more: nothing written
+        assert stream.getvalue() == "Hello\n"
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+class TestConsoleColourAndWords:
+    def test_no_color_turns_colour_off_on_a_terminal(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        call = ToolCall("t", "Bash", {"command": "ls"})
+        monkeypatch.delenv("NO_COLOR", raising=False)
+        coloured = _Terminal()
+        ConsoleEventHandler(stream=coloured).on_event(call)
+        assert "\x1b[" in coloured.getvalue()
+        monkeypatch.setenv("NO_COLOR", "1")
+        plain = _Terminal()
+        ConsoleEventHandler(stream=plain).on_event(call)
+        assert plain.getvalue() == "> Bash ls\n"
+
+    @pytest.mark.parametrize(
+        ("reason", "shown"),
+        [
+            ("interrupted on request", "interrupted on request"),
+            ("interrupted", "interrupted"),
+            ("the user pressed Esc", "interrupted: the user pressed Esc"),
+        ],
+    )
+    def test_an_interruption_is_said_once(self, reason: str, shown: str) -> None:
+        stream = io.StringIO()
+        ConsoleEventHandler(stream=stream).on_event(TurnInterrupted(reason))
+        assert stream.getvalue() == shown + "\n"

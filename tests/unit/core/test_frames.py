@@ -137,6 +137,17 @@ class TestOneLine:
         dispatcher.feed('{"type":"say","text":"hi"}')
         assert events == [AssistantText("hi")]
 
+    def test_with_a_marker_the_name_after_it_decides(self) -> None:
+        events: list[AgentEvent] = []
+        skip = LineSkip('{"type":"wrap",', frozenset({"noise"}), marker='"inner":{"type":"')
+        handlers = {**HANDLERS, "wrap": lambda frame, out: out.append(AssistantText("wrap"))}
+        dispatcher = FrameDispatcher(handlers, events.append, skip=skip)
+        dispatcher.feed('{"type":"wrap","usage":{"n":1},"inner":{"type":"noise","x":1}}')
+        dispatcher.feed('{"type":"wrap","inner":{"type":"noise"}}')
+        dispatcher.feed('{"type":"wrap","usage":{"n":1},"inner":{"type":"say"}}')
+        dispatcher.feed('{"type":"wrap","usage":{"n":1}}')  # no marker: decoded
+        assert events == [AssistantText("wrap"), AssistantText("wrap")]
+
     def test_before_sees_every_frame_and_its_events_come_first(self) -> None:
         def before(frame: Frame, out: list[AgentEvent]) -> None:
             out.append(Lifecycle("seen", str(frame.get("type"))))

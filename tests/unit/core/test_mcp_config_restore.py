@@ -567,7 +567,7 @@ class TestHostKilledMidTurn:
         path.write_bytes(JSONC)
         install_in_a_child_and_kill_it(path)
         out = io.StringIO()
-        assert main(["mcp", "recover", str(tmp_path)], out=out) == 1
+        assert main(["mcp", "recover", str(tmp_path)], out=out) == 0  # nothing left to restore
         assert f"restored: {path}" in out.getvalue()
         assert path.read_bytes() == JSONC
         out = io.StringIO()
@@ -583,12 +583,12 @@ class TestHostKilledMidTurn:
         (mine / ".mcp.json").write_bytes(ORIGINAL)
         install_in_a_child_and_kill_it(mine / ".mcp.json")
         running = install(live / ".mcp.json")
-        assert main(["mcp", "recover", str(live)], out=io.StringIO()) == 2
+        assert main(["mcp", "recover", str(live)], out=io.StringIO()) == 1  # in use
         assert SECRET in (mine / ".mcp.json").read_text()
         assert SECRET in (live / ".mcp.json").read_text()
         assert running.restore() is None
         assert not (live / ".mcp.json").exists()
-        assert main(["mcp", "recover", str(tmp_path)], out=io.StringIO()) == 1
+        assert main(["mcp", "recover", str(tmp_path)], out=io.StringIO()) == 0  # restored
         assert (mine / ".mcp.json").read_bytes() == ORIGINAL
 
     def test_a_damaged_journal_is_reported_not_trusted(
@@ -603,7 +603,7 @@ class TestHostKilledMidTurn:
             install(path)
         assert str(journal) in str(raised.value)
         out = io.StringIO()
-        assert main(["mcp", "recover", str(tmp_path)], out=out) == 2
+        assert main(["mcp", "recover", str(tmp_path)], out=out) == 1  # not restored
         assert "damaged journal" in out.getvalue()
         assert journal.exists()
 

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import os
+import re
 import stat
 import subprocess
 import sys
@@ -30,6 +31,7 @@ ROOT = Path(__file__).resolve().parents[3]
 # logs the call; "view PKG version" prints $FAKE_NPM_LATEST; $FAKE_NPM_FAIL makes it exit 1.
 FAKE_NPM = """#!/bin/sh
 echo "$@" >> "$FAKE_NPM_LOG"
+if [ -n "$FAKE_NPM_WAIT" ]; then read go < "$FAKE_NPM_WAIT"; fi
 if [ -n "$FAKE_NPM_FAIL" ]; then echo "npm ERR! 404 no such package" >&2; exit 1; fi
 if [ "$1" = view ]; then echo "$FAKE_NPM_LATEST"; exit 0; fi
 while [ "$1" != --prefix ]; do shift; done
@@ -52,6 +54,7 @@ def npm(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("FAKE_NPM_BINARY", "codex")
     monkeypatch.setenv("FAKE_NPM_LATEST", "0.999.1")
     monkeypatch.delenv("FAKE_NPM_FAIL", raising=False)
+    monkeypatch.delenv("FAKE_NPM_WAIT", raising=False)
     return log
 
 
@@ -111,6 +114,29 @@ class TestInstall:
         assert len(calls(npm)) == 1
         assert pin.spec() in calls(npm)[0]
         assert len(lines) == 2
+
+    def test_a_long_install_says_it_is_still_working(
+        self, npm: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        # npm waits on a FIFO that only the first progress line opens: it cannot finish
+        # before one was said, however fast or slow the machine.
+        gate = tmp_path / "gate"
+        os.mkfifo(gate)
+        monkeypatch.setenv("FAKE_NPM_WAIT", str(gate))
+        said: list[str] = []
+
+        def log(line: str) -> None:
+            said.append(line)
+            if (
+                line.startswith("still installing")
+                and sum(x.startswith("still") for x in said) == 1
+            ):
+                gate.write_text("go\n")
+
+        install_cli("codex", cache=tmp_path / "cache", log=log, progress_every=0.01)
+        assert said[0].startswith("installing ")
+        assert any(re.match(r"still installing @openai/codex@\S+: \d+s so far", x) for x in said)
+        assert said[-1].startswith("installed ")
 
     def test_a_given_version_goes_to_its_own_directory(self, npm: Path, tmp_path: Path) -> None:
         cache = tmp_path / "cache"

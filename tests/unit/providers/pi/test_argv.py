@@ -60,7 +60,7 @@ class TestArgv:
 
     def test_unknown_thinking_level_is_refused(self) -> None:
         with pytest.raises(ProviderCapabilityError, match="thinking level"):
-            argv(reasoning_effort="max")
+            argv(reasoning_effort="ultra")
 
     @pytest.mark.parametrize(
         "bad",

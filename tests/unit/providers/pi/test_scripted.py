@@ -8,7 +8,14 @@ import pytest
 
 from agentshim.cli_agent import CliAgent
 from agentshim.core.errors import CliExitError, FailureKind, SessionResumeError
-from agentshim.core.events import AgentEvent, AssistantText, ToolCall, ToolResult, UsageReport
+from agentshim.core.events import (
+    AgentEvent,
+    AssistantText,
+    Lifecycle,
+    ToolCall,
+    ToolResult,
+    UsageReport,
+)
 from agentshim.core.usage import CostSource, TokenUsage
 from agentshim.providers.pi import resume_failure_lines, scripted_lines
 from agentshim.testing import (
@@ -25,9 +32,14 @@ from ._captures import EXPECTED, parse
 
 
 def normalized(events: list[AgentEvent]) -> list[AgentEvent]:
-    """Events with the values a scripted turn cannot share with a recording made equal."""
+    """Events with the values a scripted turn cannot share with a recording made equal.
+
+    A scripted turn is what Pi 1.x prints; Pi 0.73's recordings lack only its settle.
+    """
     out: list[AgentEvent] = []
     for event in events:
+        if event == Lifecycle("agent_settled", ""):
+            continue
         if isinstance(event, ToolResult | ToolCall):
             event = dataclasses.replace(event, tool_id="id")
             if isinstance(event, ToolResult):
@@ -97,7 +109,7 @@ class TestScriptedParsesLikeRecorded:
         ("case", "tool", "args", "failure"),
         [
             (
-                "b2_tool_bash_failed",
+                "recorded-1.6.0/rec_failed_tool_call",
                 "bash",
                 {"command": "ls /agentshim-missing-dir"},
                 ToolFailure(
@@ -142,6 +154,7 @@ class TestScriptedParsesLikeRecorded:
                 frame.pop("timestamp", None)
                 frame.pop("args", None)
                 frame.pop("details", None)
+                frame.pop("durationMs", None)  # how long the recorded tool ran
                 frame.get("result", {}).pop("details", None)
             return found
 
@@ -163,7 +176,7 @@ class TestScriptedParsesLikeRecorded:
     def test_failed_turn_fails_like_a_recorded_one(self) -> None:
         run = scripted_lines(ScriptedTurn(session_id="s-9", returncode=1))
         scripted, scripted_events = parse(run.stdout)
-        _, recorded_events = parse(load_capture("pi", "e3_http401").stdout_lines)
+        _, recorded_events = parse(load_capture("pi", "recorded-1.6.0/rec_http_401").stdout_lines)
         assert [type(e) for e in scripted_events] == [type(e) for e in recorded_events]
         assert scripted.error == "500 scripted failure (exit 1)"
         assert scripted.error_kind is FailureKind.TRANSIENT
@@ -176,7 +189,9 @@ class TestScriptedOptions:
             input_tokens=500,
             cache_read_input_tokens=200,
             cache_write_input_tokens=50,
+            cache_write_1h_input_tokens=20,
             output_tokens=80,
+            reasoning_output_tokens=30,
             turns=1,
         )
         parsed, _ = parse(

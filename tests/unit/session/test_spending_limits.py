@@ -1,0 +1,308 @@
+"""Spending limits: a turn crossing one is stopped with a typed error, a session at one refuses."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agentshim import Agent
+from agentshim.core.conversation import TransportKind
+from agentshim.core.errors import FailureKind, InvalidRequestError, SpendingLimitError
+from agentshim.core.events import AgentEvent, UsageReport
+from agentshim.core.limits import UnknownCost
+from agentshim.core.permissions import ApprovalPolicy, NativePermissions
+from agentshim.core.usage import TokenUsage
+from agentshim.session import Session
+from agentshim.testing import FakeExecutor, FakeOutcome, FakeTransport, scripted_turn
+from agentshim.testing.acp import (
+    COPILOT_QUIRKS,
+    GEMINI_QUIRKS,
+    OPENCODE_QUIRKS,
+    AcpPeers,
+    AcpPeerTurn,
+    AcpQuirks,
+)
+from agentshim.testing.claude_stream import ClaudePeerTurn, ClaudeStreamPeers
+from agentshim.testing.codex_app_server import CodexAppServerPeers, CodexPeerTurn
+from agentshim.testing.pi_rpc import PiPeerTurn, PiRpcPeers
+
+BYPASS = NativePermissions.bypass()
+ENV = {"PATH": "/usr/bin"}
+SLEEP = {"command": "sleep 30"}
+ACP = [("gemini", GEMINI_QUIRKS), ("opencode", OPENCODE_QUIRKS), ("copilot", COPILOT_QUIRKS)]
+
+
+def fake_agent(outcomes: list[FakeOutcome], **limits: Any) -> tuple[Agent, FakeTransport]:
+    transport = FakeTransport(outcomes)
+    agent = Agent.over(transport, permissions=BYPASS, approvals=ApprovalPolicy.DENY, **limits)
+    return agent, transport
+
+
+def used(tokens: int) -> FakeOutcome:
+    return FakeOutcome.success(f"used {tokens}", usage=TokenUsage(input_tokens=tokens))
+
+
+class Reports:
+    def __init__(self) -> None:
+        self.usage: list[UsageReport] = []
+
+    def __call__(self, event: AgentEvent) -> None:
+        if isinstance(event, UsageReport):
+            self.usage.append(event)
+
+
+@pytest.fixture
+def safety() -> Iterator[list[Session]]:
+    """Interrupts a session whose limit failed to stop a hanging turn, so the test fails."""
+    sessions: list[Session] = []
+    timers: list[threading.Timer] = []
+
+    def interrupt_all() -> None:
+        for session in sessions:
+            session.interrupt()
+
+    timer = threading.Timer(20.0, interrupt_all)
+    timers.append(timer)
+    timer.start()
+    yield sessions
+    timer.cancel()
+    for session in sessions:
+        session.close()
+
+
+class TestSessionRules:
+    def test_a_turn_past_max_tokens_raises_with_what_it_spent_and_keeps_the_conversation(
+        self,
+    ) -> None:
+        agent, transport = fake_agent([used(500), used(10)], max_tokens=100)
+        session = agent.start_session()
+        with pytest.raises(SpendingLimitError) as raised:
+            session.turn("big")
+        error = raised.value
+        assert (error.limit_name, error.limit, error.spent) == ("max_tokens", 100, 500)
+        assert error.kind is FailureKind.USAGE_LIMIT
+        assert error.result is not None
+        assert error.result.text == "used 500"
+        assert error.session_id == session.session_id is not None
+        assert "max_tokens" in str(error)
+        second = session.turn("small")
+        assert transport.calls[1].resumed, "the conversation was not kept"
+        assert second.session_id == error.session_id
+
+    def test_a_session_at_its_total_refuses_the_next_turn_before_it_starts(self) -> None:
+        agent, transport = fake_agent([used(60), used(60), used(1)], max_session_tokens=100)
+        session = agent.start_session()
+        session.turn("one")
+        with pytest.raises(SpendingLimitError) as crossed:
+            session.turn("two")
+        assert (crossed.value.limit_name, crossed.value.spent) == ("max_session_tokens", 120)
+        with pytest.raises(SpendingLimitError) as refused:
+            session.turn("three")
+        assert refused.value.result is None
+        assert "no turn was started" in str(refused.value)
+        assert len(transport.calls) == 2, "the refused turn ran"
+        assert session.spent.tokens == 120
+
+    def test_a_turn_may_override_the_per_turn_limits(self) -> None:
+        agent, _ = fake_agent([used(500), used(500)], max_tokens=100)
+        session = agent.start_session()
+        assert session.turn("big", max_tokens=1000).result.text == "used 500"
+        with pytest.raises(SpendingLimitError):
+            session.turn("big again")
+
+    def test_start_session_overrides_the_agent_limits(self) -> None:
+        agent, _ = fake_agent([used(500)], max_tokens=100)
+        session = agent.start_session(max_tokens=1000)
+        assert session.turn("big").result.text == "used 500"
+
+    def test_unknown_cost_is_refused_by_default_and_allowed_on_request(self) -> None:
+        agent, _ = fake_agent([used(5), used(5)], max_cost_usd=1.0)
+        with pytest.raises(SpendingLimitError) as refused:
+            agent.start_session().turn("unpriced")
+        assert refused.value.spent is None
+        assert "unknown cost" in str(refused.value)
+        allowing = agent.start_session(unknown_cost=UnknownCost.ALLOW)
+        assert allowing.turn("unpriced").result.text == "used 5"
+
+    def test_without_limits_nothing_is_counted_against_the_turn(self) -> None:
+        agent, _ = fake_agent([used(10**9)])
+        assert agent.start_session().turn("huge").result.text == f"used {10**9}"
+
+    @pytest.mark.parametrize(
+        "limits",
+        [
+            {"max_cost_usd": -1.0},
+            {"max_tokens": 1.5},
+            {"max_session_cost_usd": float("nan")},
+            {"max_session_tokens": True},
+            {"unknown_cost": "allow"},
+        ],
+    )
+    def test_an_invalid_limit_is_a_typed_error(self, limits: dict[str, Any]) -> None:
+        with pytest.raises(InvalidRequestError):
+            fake_agent([], **limits)
+
+
+def stream_agent(provider: str, peers: Any, **options: Any) -> tuple[Agent, FakeExecutor]:
+    executor = FakeExecutor(peers=peers, binaries={provider: f"/usr/bin/{provider}"})
+    agent = Agent(
+        provider,
+        executor=executor,
+        env=ENV,
+        permissions=BYPASS,
+        approvals=ApprovalPolicy.DENY,
+        transport=TransportKind.STREAM,
+        **options,
+    )
+    return agent, executor
+
+
+class TestLiveTransports:
+    """Transports that report usage while the turn runs: the turn is interrupted at once."""
+
+    def test_claude_stream(self, safety: list[Session]) -> None:
+        peers = ClaudeStreamPeers(
+            [ClaudePeerTurn(tool="Bash", tool_input=SLEEP, hang=True), ClaudePeerTurn("next")]
+        )
+        agent, executor = stream_agent("claude", peers, max_cost_usd=0.001)
+        session = agent.start_session()
+        safety.append(session)
+        reports = Reports()
+        with pytest.raises(SpendingLimitError) as raised:
+            session.turn("spend", on_event=reports)
+        error = raised.value
+        assert error.result is not None
+        assert error.result.interrupted
+        # The first call report crossed the limit; the turn stopped there.
+        assert error.spent == pytest.approx(0.001525)
+        assert session.turn("go on", max_cost_usd=1.0).result.text == "next"
+        assert len(executor.spawned) == 1, "the interrupt was not in band"
+
+    def test_codex_app_server(self, safety: list[Session]) -> None:
+        peers = CodexAppServerPeers(
+            [CodexPeerTurn(command="sleep 30", hang=True), CodexPeerTurn("next")]
+        )
+        agent, executor = stream_agent("codex", peers, model="gpt-5.1-codex", max_cost_usd=0.00001)
+        session = agent.start_session()
+        safety.append(session)
+        with pytest.raises(SpendingLimitError) as raised:
+            session.turn("spend")
+        error = raised.value
+        assert error.result is not None
+        assert error.result.interrupted
+        assert error.spent is not None
+        assert error.spent > 0.00001
+        assert session.turn("go on", max_cost_usd=1.0).result.text == "next"
+        assert len(executor.spawned) == 1
+
+    def test_pi_rpc(self, safety: list[Session]) -> None:
+        peers = PiRpcPeers([PiPeerTurn("costly", cost_usd=0.002), PiPeerTurn("next")])
+        agent, _ = stream_agent("pi", peers, max_cost_usd=0.001)
+        session = agent.start_session()
+        safety.append(session)
+        reports = Reports()
+        with pytest.raises(SpendingLimitError) as raised:
+            session.turn("spend", on_event=reports)
+        assert raised.value.spent == pytest.approx(0.002)
+        costs = [r.cost_usd for r in reports.usage]
+        assert costs.index(0.002) >= len(costs) - 2, "the turn ran past the crossing report"
+        assert session.turn("go on", max_cost_usd=1.0).result.text == "next"
+
+
+class TestEndReportingTransports:
+    """Transports that report usage when the turn ends: it is stopped at that report."""
+
+    @pytest.mark.parametrize(("provider", "quirks"), ACP)
+    def test_acp(self, provider: str, quirks: AcpQuirks, safety: list[Session]) -> None:
+        peers = AcpPeers(
+            [AcpPeerTurn("spent", input_tokens=5000), AcpPeerTurn("next")], quirks=quirks
+        )
+        agent, executor = stream_agent(provider, peers, max_tokens=1000)
+        session = agent.start_session()
+        safety.append(session)
+        with pytest.raises(SpendingLimitError) as raised:
+            session.turn("spend")
+        error = raised.value
+        assert error.result is not None
+        assert error.result.text == "spent"
+        assert error.spent is not None
+        assert error.spent >= 5000
+        assert session.turn("go on", max_tokens=10**6).result.text == "next"
+        assert len(executor.spawned) == 1
+
+    @pytest.mark.parametrize(("provider", "quirks"), ACP)
+    def test_acp_cost_limit_on_an_unpriced_model(
+        self, provider: str, quirks: AcpQuirks, safety: list[Session]
+    ) -> None:
+        peers = AcpPeers([AcpPeerTurn("spent", input_tokens=5000)], quirks=quirks)
+        agent, _ = stream_agent(provider, peers, max_cost_usd=0.001)
+        session = agent.start_session()
+        safety.append(session)
+        with pytest.raises(SpendingLimitError) as raised:
+            session.turn("spend")
+        # None of these CLIs prices its models over ACP: unknown cost, refused by default.
+        assert raised.value.spent is None
+        assert raised.value.limit_name == "max_cost_usd"
+
+    def test_one_shot_scripted_turn(self) -> None:
+        fake = FakeExecutor(
+            [
+                scripted_turn("claude", text="spent", usage=TokenUsage(input_tokens=400_000)),
+                scripted_turn("claude", text="next"),
+            ],
+            binaries={"claude": "/usr/bin/claude"},
+        )
+        agent = Agent(
+            "claude",
+            executor=fake,
+            env=ENV,
+            permissions=BYPASS,
+            approvals=ApprovalPolicy.DENY,
+            max_cost_usd=0.5,
+        )
+        session = agent.start_session()
+        with pytest.raises(SpendingLimitError) as raised:
+            session.turn("spend")
+        assert raised.value.spent is not None
+        assert raised.value.spent > 0.5
+        assert session.turn("go on", max_cost_usd=10.0).result.text == "next"
+
+
+def test_claude_tui_stops_at_the_turn_report(tmp_path: Path) -> None:
+    from agentshim.execution import HostCommandExecutor
+    from agentshim.providers.claude import ClaudeProvider
+    from agentshim.providers.claude.tui_transport import ClaudeTuiTransport
+    from agentshim.testing.claude_tui import FakeTuiScript, FakeTuiTurn, install_fake_claude_tui
+    from agentshim.transport.context import TransportContext
+
+    home, work = tmp_path / "home", tmp_path / "work"
+    home.mkdir()
+    work.mkdir()
+    script = FakeTuiScript([FakeTuiTurn("spent", input_tokens=5000), FakeTuiTurn("next")])
+    binary = install_fake_claude_tui(tmp_path / "bin", script)
+    context = TransportContext(
+        provider=ClaudeProvider(),
+        executor=HostCommandExecutor(),
+        binary_path=str(binary),
+        env={"PATH": "/usr/bin:/bin", "HOME": str(home)},
+    )
+    transport = ClaudeTuiTransport(
+        context,
+        scratch_cwd=str(tmp_path / "scratch"),
+        first_paste_delay=0.0,
+        submit_retry_after=0.5,
+        transcript_wait=1.0,
+    )
+    agent = Agent.over(transport, permissions=BYPASS, approvals=ApprovalPolicy.DENY)
+    with agent.start_session(str(work), max_tokens=1000) as session:
+        with pytest.raises(SpendingLimitError) as raised:
+            session.turn("spend")
+        assert raised.value.result is not None
+        assert raised.value.result.text == "spent"
+        assert raised.value.spent is not None
+        assert raised.value.spent >= 5000
+        assert session.turn("go on", max_tokens=10**6).result.text == "next"
