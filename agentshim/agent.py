@@ -51,10 +51,11 @@ from agentshim.execution.state_files import StateFiles
 from agentshim.oneshot import OneShotTransport, check_permissions
 from agentshim.otel import Tracing
 from agentshim.providers import DEFAULT_CATALOG, ProviderCatalog
-from agentshim.providers.catalog import transport_factories, transports_offered
+from agentshim.providers.catalog import one_shot_over, transport_factories, transports_offered
 from agentshim.providers.portability import LazyPorter, porter_for
 from agentshim.session import Session
 from agentshim.transport.context import TransportContext
+from agentshim.transport.per_turn import PerTurnTransport
 from agentshim.transport.shared import SharingTransport, WarmingTransport
 
 __all__ = ["Agent"]
@@ -177,7 +178,9 @@ class Agent:
                 "share_processes needs a long-lived transport: pass "
                 "transport=TransportKind.STREAM (one-shot turns start a process each)"
             )
-        if transport is TransportKind.ONE_SHOT:
+        # An agent with no one-turn command runs a one-shot turn as a conversation of its own.
+        per_turn = one_shot_over(plugin) if transport is TransportKind.ONE_SHOT else None
+        if transport is TransportKind.ONE_SHOT and per_turn is None:
             check_permissions(
                 profile, ConversationSpec(permissions=permissions, approvals=self.approvals)
             )
@@ -202,7 +205,7 @@ class Agent:
 
         one_shot = OneShotTransport(build, profile=profile, check_timeout=check_timeout)
         self._porter_source: OneShotTransport | None = one_shot
-        if transport is TransportKind.ONE_SHOT:
+        if transport is TransportKind.ONE_SHOT and per_turn is None:
             self.transport: Transport = one_shot
             # The CliAgent takes the in-process conversation locks itself; sessions take
             # leases only when they reach beyond this process.
@@ -226,7 +229,10 @@ class Agent:
                 clock=clock.monotonic,
             )
 
-        self.transport = factories[transport](context)
+        if per_turn is not None:
+            self.transport = PerTurnTransport(factories[per_turn](context))
+        else:
+            self.transport = factories[transport](context)
         self._session_leases = self._own_leases()
         if share_processes is not None:
             self._share_processes(share_processes)

@@ -176,7 +176,9 @@ class CliAgent:
             raise CliNotFoundError(
                 error.binary, f"{error}; install it with: {install}", install=install
             ) from None
-        self.executor.check_binary(self.binary_path, self.env, timeout=check_timeout)
+        # A provider may say its binary has no --version to check (an ACP adapter).
+        if getattr(self.provider, "checks_version", True) is not False:
+            self.executor.check_binary(self.binary_path, self.env, timeout=check_timeout)
         self.handlers: tuple[Emit, ...] = _handlers("CliAgent", event_handler, event_handlers)
         self.locks: KeyedLocks = locks if locks is not None else KeyedLocks()
 
@@ -743,6 +745,11 @@ class _PreparedTurn:
         schema = request.output_schema
         if schema is not None:
             self._prepare_schema(profile, schema)
+        if request.attachments:
+            raise ProviderCapabilityError(
+                f"{profile.display_name} one-shot turns take the prompt as text only; drop "
+                "attachments, or use an ACP agent's transport, which sends them"
+            )
 
     def _prepare_schema(self, profile: ProviderProfile, schema: OutputSchema) -> None:
         if profile.output_schema is OutputSchemaStyle.NONE or profile.schema_dialect is None:

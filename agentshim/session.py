@@ -19,6 +19,7 @@ import threading
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
+from typing import Any
 
 from agentshim.cli_agent import ignore_log_line
 from agentshim.core._checks import instance, seconds
@@ -30,6 +31,7 @@ from agentshim.core.checkpoints import (
 )
 from agentshim.core.clock import Clock, SystemClock
 from agentshim.core.conversation import (
+    ConfigurableConversation,
     Conversation,
     ConversationSpec,
     SteerableConversation,
@@ -241,6 +243,8 @@ class Session:
         self._lock = threading.RLock()
         self._state: PolicyState = self._initial_state()
         self._conversation: Conversation | None = None
+        # Modes and settings asked for before the first conversation opened.
+        self._settings: list[tuple[str, tuple[Any, ...]]] = []
         self._executing: Conversation | None = None
         self._running = False
         self._close_requested = False
@@ -533,6 +537,44 @@ class Session:
         if not isinstance(executing, SteerableConversation):
             raise NoRunningTurnError("no turn is running; send the text as a new turn")
         executing.steer(text)
+
+    def set_mode(self, mode_id: str) -> None:
+        """Put the conversation in the agent's mode ``mode_id`` from the next turn on.
+
+        For agents with session modes (ACP agents: ``plan``, ``default``, ...). Asked before
+        the first turn, it applies from the first.
+
+        Raises:
+            ProviderCapabilityError: the conversation has no modes.
+            InvalidRequestError: a mode the agent has said it does not offer.
+        """
+        self._configure("set_mode", mode_id)
+
+    def set_config_option(self, option_id: str, value: str | bool) -> None:
+        """Set the agent's session setting ``option_id`` to ``value`` from the next turn on.
+
+        For agents with session settings (ACP agents' ``configOptions``); a bool for a
+        boolean setting, a value id otherwise.
+
+        Raises:
+            ProviderCapabilityError: the conversation has no settings.
+            InvalidRequestError: a setting or value the agent has said it does not have.
+        """
+        self._configure("set_config_option", option_id, value)
+
+    def _configure(self, method: str, *args: Any) -> None:
+        with self._lock:
+            conversation = self._conversation
+            if conversation is None:
+                # Applied by _open to the conversation the first turn opens.
+                self._settings.append((method, args))
+                return
+        if not isinstance(conversation, ConfigurableConversation):
+            raise ProviderCapabilityError(
+                f"{self._profile.display_name} conversations on this transport have no modes "
+                "or settings"
+            )
+        getattr(conversation, method)(*args)
 
     def fork(self) -> Session:
         """A new session whose first turn starts a new conversation from this one's history.
@@ -882,6 +924,20 @@ class Session:
         try:
             conversation = self._transport.open(spec)
         except BaseException as error:
+            self._last_error = error
+            return Failed(self._clock.monotonic(), classify_failure(error), None)
+        with self._lock:
+            settings, self._settings = self._settings, []
+        try:
+            if settings and not isinstance(conversation, ConfigurableConversation):
+                raise ProviderCapabilityError(
+                    f"{self._profile.display_name} conversations on this transport have no "
+                    "modes or settings; drop set_mode / set_config_option"
+                )
+            for method, args in settings:
+                getattr(conversation, method)(*args)
+        except AgentShimError as error:
+            conversation.close()
             self._last_error = error
             return Failed(self._clock.monotonic(), classify_failure(error), None)
         with self._lock:

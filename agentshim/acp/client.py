@@ -16,6 +16,7 @@ that reads the process, sends events or calls the approval handler. ``interrupt`
 
 from __future__ import annotations
 
+import base64
 import dataclasses
 import os
 import threading
@@ -24,6 +25,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from agentshim.core.approvals import ApprovalDecision, ApprovalRequest
+from agentshim.core.attachments import PromptImage, PromptLink
 from agentshim.core.conversation import ConversationSpec, TurnStop
 from agentshim.core.errors import (
     AgentShimError,
@@ -36,10 +38,15 @@ from agentshim.core.errors import (
     SessionResumeError,
 )
 from agentshim.core.events import (
+    ConfigOption,
+    ConfigOptionsChanged,
     Emit,
+    HistoryReplayed,
     Lifecycle,
+    ModeChanged,
     RunFinished,
     SessionStarted,
+    ToolKind,
     ToolResult,
     TurnInterrupted,
     UsageReport,
@@ -50,7 +57,7 @@ from agentshim.core.jsonvalues import as_mapping, as_str, list_or_empty
 from agentshim.core.mcp import HttpMcpServer, McpServer
 from agentshim.core.profile import ProviderProfile
 from agentshim.core.stream import parse_json_object
-from agentshim.core.turn import TurnRequest, TurnResult
+from agentshim.core.turn import StopReason, TurnRequest, TurnResult
 from agentshim.core.usage import ProviderUsage, TokenUsage
 from agentshim.execution.process import ProcessExited, StderrLine
 from agentshim.tools.local import LocalToolServer, refuse_remote_executor, serve_tools
@@ -77,6 +84,14 @@ from agentshim.transport.shared import (
 )
 from agentshim.transport.watch import TurnWatch
 
+from .capabilities import (
+    SUPPORTED_VERSIONS,
+    AgentCapabilities,
+    AgentSession,
+    read_initialize,
+    read_sessions,
+)
+from .clientside import AcpClientMethods, FileRefused, read_text, write_text
 from .dialect import AcpArgv, AcpDialect
 from .jsonrpc import (
     METHOD_NOT_FOUND,
@@ -91,18 +106,33 @@ from .jsonrpc import (
     result_response,
 )
 from .sharing import session_of
-from .updates import UpdateReader
+from .terminals import Terminals
+from .updates import UpdateReader, config_options
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
 
-__all__ = ["PROTOCOL_VERSION", "AcpConversation", "AcpTransport", "mcp_servers_param"]
+__all__ = [
+    "PROTOCOL_VERSION",
+    "AcpClientMethods",
+    "AcpConversation",
+    "AcpTransport",
+    "mcp_servers_param",
+    "prompt_blocks",
+]
 
 PROTOCOL_VERSION = 1
 """The ACP version this client speaks."""
 
 _CLIENT_INFO = {"name": "agentshim", "title": "agentshim", "version": "1"}
 _CANCELLED = {"outcome": {"outcome": "cancelled"}}
+_INTERNAL_ERROR = -32603
+_STOP_REASONS = {reason.value: reason for reason in StopReason}
+_NOT_ENABLED = {
+    "fs/read_text_file": "AcpClientMethods(read_files=True)",
+    "fs/write_text_file": "AcpClientMethods(write_files=True)",
+    "elicitation/create": "AcpClientMethods(elicitation=handler)",
+}
 
 
 def mcp_servers_param(servers: Sequence[McpServer]) -> list[dict[str, Any]]:
@@ -140,8 +170,9 @@ class AcpTransport(ProcessTransport):
     ``handshake_timeout`` how long starting a session (``initialize`` plus ``session/new``
     or ``session/load``) may take; ``interrupt_grace`` how long a cancelled turn may take to
     end before its process is killed; ``close_grace`` each step of closing a process.
-    ``wall_clock`` and ``sleep`` time a dialect's deferred ``session/load``. With
-    ``sharing`` the conversations share processes, one ACP session each (see
+    ``wall_clock`` and ``sleep`` time a dialect's deferred ``session/load``. ``client`` says
+    which client methods (file reads and writes, elicitation) the agent may call; none by
+    default. With ``sharing`` the conversations share processes, one ACP session each (see
     :mod:`agentshim.acp.sharing`).
     """
 
@@ -154,6 +185,7 @@ class AcpTransport(ProcessTransport):
         wall_clock: Callable[[], float] = time.time,
         sleep: Callable[[float], None] = time.sleep,
         sharing: ProcessSharing | None = None,
+        client: AcpClientMethods | None = None,
         **options: Unpack[ProcessOptions],
     ) -> None:
         super().__init__(context, **options)
@@ -161,6 +193,7 @@ class AcpTransport(ProcessTransport):
         self._pools = PoolSlot(session_of)
         self._lock = threading.Lock()
         self.dialect = dialect
+        self.client = client if client is not None else AcpClientMethods()
         self.handshake_timeout = handshake_timeout
         self.wall_clock = wall_clock
         self.sleep = sleep
@@ -210,18 +243,15 @@ class AcpTransport(ProcessTransport):
     def open(self, spec: ConversationSpec) -> AcpConversation:
         """Open a conversation; its process starts with its first turn.
 
+        A fork is checked against the agent's capabilities when the process starts.
+
         Raises:
-            ProviderCapabilityError: the agent cannot honour the spec's permissions, fork,
+            ProviderCapabilityError: the agent cannot honour the spec's permissions
                 or MCP servers (stdio ones, for an agent that drops them).
             InvalidSessionIdError: the resume id is not safe to pass.
         """
         dialect = self.dialect
         name = dialect.profile.display_name
-        if spec.fork:
-            raise ProviderCapabilityError(
-                f"{name} over ACP cannot fork a conversation; run the fork on "
-                "TransportKind.ONE_SHOT or start a fresh conversation"
-            )
         if not dialect.stdio_mcp and any(
             not isinstance(server, HttpMcpServer) for server in spec.mcp_servers
         ):
@@ -246,13 +276,15 @@ class AcpTransport(ProcessTransport):
 class _Turn(LiveTurn):
     """What the reader knows about the turn in flight."""
 
-    __slots__ = ("prompt_id", "reader", "response")
+    __slots__ = ("prompt_id", "reader", "refused", "response")
 
     def __init__(self, reader: UpdateReader, emit: Emit, watch: TurnWatch) -> None:
         super().__init__(emit, watch)
         self.reader = reader
         self.prompt_id = ""
         self.response: Response | None = None
+        # Client methods the agent called that the caller did not turn on.
+        self.refused: list[str] = []
 
     @property
     def over(self) -> bool:
@@ -268,8 +300,14 @@ class AcpConversation(ProcessConversation[_Turn]):
     ``session/cancel``. Besides the failures every long-lived conversation has, a turn raises
     ProviderCapabilityError for a model other than the process's, SessionResumeError when
     the agent no longer has the session to load, CliExitError when it answered the prompt
-    with an error (classified kind), and ApprovalRequiredError when a permission request met
-    ApprovalPolicy.FAIL_TURN.
+    with an error (classified kind), ApprovalRequiredError when a permission request met
+    ApprovalPolicy.FAIL_TURN, and ProviderCapabilityError when the agent called a client
+    method the caller did not turn on (:class:`AcpClientMethods`).
+
+    ``set_mode`` and ``set_config_option`` change the session's mode and settings: the
+    change is sent before the next prompt (after the process starts, for the first one), and
+    a refusal fails that turn. ``modes``, ``mode`` and ``config`` are what the agent last
+    said of them.
     """
 
     _unanswered = "no prompt response {grace:g} s after session/cancel; killing the process"
@@ -283,6 +321,160 @@ class AcpConversation(ProcessConversation[_Turn]):
         self._reported: TokenUsage | None = None
         # The conversation's tools, served to the process as a local MCP server while it runs.
         self._serving: LocalToolServer | None = None
+        self._capabilities: AgentCapabilities | None = None
+        self._modes: tuple[str, ...] = ()
+        self._mode: str | None = None
+        self._config: tuple[ConfigOption, ...] = ()
+        # Settings asked for since the last prompt, sent before the next one.
+        self._settings: list[tuple[str, dict[str, Any]]] = []
+        # The terminals the agent runs during a turn; none outlives it.
+        self._terminals: Terminals | None = None
+
+    # -- modes and settings ----------------------------------------------------------------
+
+    @property
+    def capabilities(self) -> AgentCapabilities | None:
+        """What the agent's ``initialize`` answer offered; None before the process started."""
+        return self._capabilities
+
+    @property
+    def modes(self) -> tuple[str, ...]:
+        """The mode ids the agent offers for this session (empty when it named none)."""
+        return self._modes
+
+    @property
+    def mode(self) -> str | None:
+        """The session's current mode, as the agent last said."""
+        return self._mode
+
+    @property
+    def config(self) -> tuple[ConfigOption, ...]:
+        """The session's settings, as the agent last reported them."""
+        return self._config
+
+    def set_mode(self, mode_id: str) -> None:
+        """Put the session in mode ``mode_id`` (``session/set_mode``) before the next prompt.
+
+        Raises:
+            InvalidRequestError: ``mode_id`` is not a str, or not one the agent offers (when
+                it has said which it offers).
+        """
+        if not isinstance(mode_id, str) or not mode_id:  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise InvalidRequestError("mode_id", "is not a mode id", "pass a mode id (a str)")
+        if self._modes and mode_id not in self._modes:
+            raise InvalidRequestError(
+                "mode_id",
+                f"{mode_id!r:.80} is not a mode of this session",
+                f"{self._name} offers the modes {', '.join(self._modes)}",
+            )
+        with self._lock:
+            self._settings.append(("session/set_mode", {"modeId": mode_id}))
+
+    def set_config_option(self, option_id: str, value: str | bool) -> None:
+        """Set the session's setting ``option_id`` (``session/set_config_option``) before the next prompt.
+
+        ``value`` is a select's value id, or a bool for a boolean setting.
+
+        Raises:
+            InvalidRequestError: not a str id, a value neither a str nor a bool, or (when the
+                agent has listed its settings) a setting or choice it does not have.
+        """
+        if not isinstance(option_id, str) or not option_id:  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise InvalidRequestError("option_id", "is not a setting id", "pass its id (a str)")
+        if not isinstance(value, (str, bool)):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise InvalidRequestError(
+                "value", "is neither a str nor a bool", "pass a value id (str) or a bool"
+            )
+        known = {option.option_id: option for option in self._config}
+        option = known.get(option_id)
+        if known and option is None:
+            raise InvalidRequestError(
+                "option_id",
+                f"{option_id!r:.80} is not a setting of this session",
+                f"{self._name} has the settings {', '.join(known)}",
+            )
+        if option is not None and option.choices and value not in option.choices:
+            raise InvalidRequestError(
+                "value",
+                f"{value!r:.80} is not a choice of {option_id}",
+                f"choose one of {', '.join(option.choices)}",
+            )
+        params: dict[str, Any] = {"configId": option_id, "value": value}
+        if isinstance(value, bool):
+            params["type"] = "boolean"
+        with self._lock:
+            self._settings.append(("session/set_config_option", params))
+
+    def list_sessions(self, cwd: str | None = None) -> tuple[AgentSession, ...]:
+        """The sessions the agent keeps (``session/list``), every page; in ``cwd`` if given.
+
+        Runs between turns, on the conversation's process (started, with its session, if none
+        runs yet).
+
+        Raises:
+            ProviderCapabilityError: the agent does not offer ``session/list``.
+            SessionStateError: a turn is running, or the conversation is closed.
+            CliExitError: the agent answered with an error.
+        """
+        self._slot.begin(None)
+        try:
+            channel = self._ensure_process(_ignore_event)
+            capabilities = self._capabilities
+            if capabilities is None or not capabilities.list_sessions:
+                raise ProviderCapabilityError(
+                    f"{self._name} does not offer session/list (its initialize answer says so)"
+                )
+            found: list[AgentSession] = []
+            cursor: str | None = None
+            deadline = self._clock() + self._transport.handshake_timeout
+            while True:
+                params: dict[str, Any] = {}
+                if cwd is not None:
+                    params["cwd"] = cwd
+                if cursor is not None:
+                    params["cursor"] = cursor
+                response = self._call(channel, "session/list", params, deadline, replay=False)
+                self._early.clear()  # nothing of a turn's: not kept for the next one
+                if response.error is not None:
+                    raise self._failure(channel, response.error, "session/list")
+                page, cursor = read_sessions(response.result or {})
+                found.extend(page)
+                if cursor is None or not page:
+                    return tuple(found)
+        finally:
+            self._slot.end()
+
+    def _shut_down(self) -> None:
+        """Close the agent's session where it offers ``session/close``, then the process."""
+        channel = self._channel
+        capabilities = self._capabilities
+        if (
+            channel is not None
+            and channel.exit is None
+            and capabilities is not None
+            and capabilities.close_session
+            and self._dialect.close_session
+            and self._session_id is not None
+        ):
+            try:
+                self._call(
+                    channel,
+                    "session/close",
+                    {"sessionId": self._session_id},
+                    self._clock() + self._close_grace,
+                    replay=False,
+                )
+            except AgentShimError:
+                pass  # the process is ended next whatever the agent answered
+        super()._shut_down()
+
+    def _model_option(self) -> ConfigOption | None:
+        return next((option for option in self._config if option.category == "model"), None)
+
+    def _current_model(self) -> str | None:
+        """The model the session runs on: the agent's model setting, else the process's."""
+        option = self._model_option()
+        return option.value if option is not None and option.value else self._model
 
     def warm(self) -> None:
         """Join (or start) a shared process and open the conversation's session on it now.
@@ -294,8 +486,12 @@ class AcpConversation(ProcessConversation[_Turn]):
             channel.keep_warm()
 
     def _refuse(self, request: TurnRequest) -> None:
-        switched = request.model is not None and request.model != self._model
-        refuse_fixed_changes(self._name, request, self._spec, also=("model",) if switched else ())
+        switched = request.model is not None and request.model != self._current_model()
+        # A model the agent offers as a session setting is switched in band before the turn;
+        # before the first process it is not known yet whether it has such a setting.
+        in_band = self._capabilities is None or self._model_option() is not None
+        also = ("model",) if switched and not in_band else ()
+        refuse_fixed_changes(self._name, request, self._spec, also=also, takes=("attachments",))
 
     # -- the turn ------------------------------------------------------------------------
 
@@ -310,19 +506,123 @@ class AcpConversation(ProcessConversation[_Turn]):
         channel = self._ensure_process(emit)
         if self._serving is not None:
             self._serving.host.emit = emit
+        session_id = self._session_id
+        assert session_id is not None
+        self._apply_settings(channel, request, emit)
         early, self._early = self._early, []
         for update in early:
             turn.reader.read(update)
-        session_id = self._session_id
-        assert session_id is not None
         pending = self._issue("session/prompt", None)
         turn.prompt_id = pending.request_id
-        prompt = [{"type": "text", "text": request.prompt}]
+        prompt = prompt_blocks(self._name, request, self._capabilities)
         frame = request_frame(
             pending.request_id, "session/prompt", sessionId=session_id, prompt=prompt
         )
-        self._send_and_read(channel, turn, frame, stop)
+        try:
+            self._send_and_read(channel, turn, frame, stop)
+        finally:
+            terminals, self._terminals = self._terminals, None
+            if terminals is not None:
+                terminals.release_all()
         return self._conclude(channel, turn, resumed, started)
+
+    def _apply_settings(self, channel: Channel, request: TurnRequest, emit: Emit) -> None:
+        """Send the modes and settings asked for since the last prompt, and the turn's model.
+
+        Raises:
+            ProviderCapabilityError: the turn names another model and the agent has no model
+                setting.
+            InvalidRequestError: the agent refused a mode, setting or model.
+        """
+        with self._lock:
+            settings, self._settings = self._settings, []
+        if request.model is not None and request.model != self._current_model():
+            option = self._model_option()
+            if option is None:
+                refuse_fixed_changes(self._name, request, self._spec, also=("model",))
+            elif option.choices and request.model not in option.choices:
+                raise InvalidRequestError(
+                    "TurnRequest.model",
+                    f"{request.model!r:.80} is not a model {self._name} offers",
+                    f"{self._name} offers the models {', '.join(option.choices)}",
+                )
+            else:
+                settings.append(
+                    (
+                        "session/set_config_option",
+                        {"configId": option.option_id, "value": request.model},
+                    )
+                )
+        deadline = self._clock() + self._transport.handshake_timeout
+        for method, params in settings:
+            response = self._call(
+                channel, method, {"sessionId": self._session_id, **params}, deadline, replay=False
+            )
+            if response.error is not None:
+                raise InvalidRequestError(
+                    "mode_id" if method == "session/set_mode" else "option_id",
+                    f"refused by {self._name}: {response.error.describe()}",
+                    f"{self._name} answered {method} with an error; choose a mode or setting "
+                    "it offers",
+                )
+            if method == "session/set_mode":
+                self._mode = as_str(params.get("modeId"))
+                emit(ModeChanged(self._mode or ""))
+                continue
+            self._config = config_options((response.result or {}).get("configOptions"))
+            emit(ConfigOptionsChanged(self._config))
+
+    def _session_state(self, result: Mapping[str, Any], emit: Emit) -> None:
+        """Keep the modes and settings a session answer names, and report them.
+
+        A session not in the mode the dialect names for the conversation's permissions is
+        put in it before the first prompt.
+        """
+        self._read_session_state(result, emit)
+        wanted = self._dialect.permission_modes.get(self._spec.permissions.mode)
+        if wanted and wanted != self._mode:
+            with self._lock:
+                self._settings.insert(0, ("session/set_mode", {"modeId": wanted}))
+
+    def _read_session_state(self, result: Mapping[str, Any], emit: Emit) -> None:
+        modes = as_mapping(result.get("modes"))
+        if modes is not None:
+            self._modes = tuple(
+                mode_id
+                for entry in list_or_empty(modes.get("availableModes"))
+                if (mode_id := as_str((as_mapping(entry) or {}).get("id")))
+            )
+            current = as_str(modes.get("currentModeId"))
+            if current:
+                self._mode = current
+                emit(ModeChanged(current))
+        if result.get("configOptions") is not None:
+            self._config = config_options(result.get("configOptions"))
+            emit(ConfigOptionsChanged(self._config))
+
+    def _client_capabilities(self) -> dict[str, Any]:
+        return self._transport.client.capabilities()
+
+    def _report_replay(self, emit: Emit) -> None:
+        """Report the history a reopened session replayed, kept out of any answer."""
+        replayed, self._early = self._early, []
+        if not replayed:
+            return
+        roles = {
+            "user_message_chunk": "user",
+            "agent_message_chunk": "assistant",
+            "agent_thought_chunk": "thought",
+        }
+        for update in replayed:
+            kind = as_str(update.get("sessionUpdate")) or ""
+            if kind in roles:
+                content = as_mapping(update.get("content")) or {}
+                text = as_str(content.get("text"))
+                if text:
+                    emit(HistoryReplayed(roles[kind], text))
+            elif kind == "tool_call":
+                emit(HistoryReplayed("tool", as_str(update.get("title")) or "tool"))
+        emit(Lifecycle("replay_suppressed", f"{len(replayed)} updates of the loaded history"))
 
     # -- starting a session ----------------------------------------------------------------
 
@@ -359,17 +659,18 @@ class AcpConversation(ProcessConversation[_Turn]):
 
     def _handshake(self, channel: Channel, emit: Emit) -> None:
         deadline = self._clock() + self._transport.handshake_timeout
-        once_per_process(channel, lambda: self._initialize(channel, emit, deadline))
-        self._open_session(channel, emit, deadline)
+        capabilities = once_per_process(channel, lambda: self._initialize(channel, emit, deadline))
+        self._capabilities = capabilities
+        self._open_session(channel, capabilities, emit, deadline)
 
-    def _initialize(self, channel: Channel, emit: Emit, deadline: float) -> None:
-        capabilities = {"fs": {"readTextFile": False, "writeTextFile": False}, "terminal": False}
+    def _initialize(self, channel: Channel, emit: Emit, deadline: float) -> AgentCapabilities:
+        """``initialize`` (and ``authenticate``): on a shared process, once for all."""
         init = self._call(
             channel,
             "initialize",
             {
                 "protocolVersion": PROTOCOL_VERSION,
-                "clientCapabilities": capabilities,
+                "clientCapabilities": self._client_capabilities(),
                 "clientInfo": _CLIENT_INFO,
             },
             deadline,
@@ -377,15 +678,22 @@ class AcpConversation(ProcessConversation[_Turn]):
         )
         if init.error is not None:
             raise self._failure(channel, init.error, "initialize")
-        info = as_mapping((init.result or {}).get("agentInfo")) or {}
-        version = as_str(info.get("version"))
-        emit(
-            Lifecycle(
-                "acp_initialized", f"{as_str(info.get('name')) or '?'} {version or ''}".strip()
+        capabilities = read_initialize(init.result or {})
+        self._capabilities = capabilities
+        if not capabilities.supported:
+            spoken = ", ".join(str(version) for version in SUPPORTED_VERSIONS)
+            raise ProviderCapabilityError(
+                f"{self._name} answered initialize with ACP version "
+                f"{capabilities.protocol_version!r}; agentshim speaks version {spoken}: use a "
+                "release of the agent that speaks it"
             )
-        )
+        emit(Lifecycle("acp_initialized", capabilities.describe()))
+        self._authenticate(channel, capabilities, deadline)
+        return capabilities
 
-    def _open_session(self, channel: Channel, emit: Emit, deadline: float) -> None:
+    def _open_session(
+        self, channel: Channel, capabilities: AgentCapabilities, emit: Emit, deadline: float
+    ) -> None:
         cwd = os.path.abspath(self._spec.cwd) if self._spec.cwd else os.getcwd()
         served = () if self._serving is None else (self._serving.server,)
         servers = mcp_servers_param((*self._spec.mcp_servers, *served))
@@ -412,11 +720,15 @@ class AcpConversation(ProcessConversation[_Turn]):
             bind_session(channel, session_id)
             self._transport.note_created(session_id)
             emit(SessionStarted(session_id))
+            self._session_state(response.result or {}, emit)
             return
         session_id = self._session_id
         bind_session(channel, session_id)
+        if self._fork:
+            self._fork_session(channel, capabilities, session_id, cwd, servers, deadline, emit)
+            return
+        attach = self._attach_method(capabilities)
         self._defer_load(session_id, emit)
-        attach = self._dialect.attach
         with opening_session(channel):
             response = self._call(
                 channel,
@@ -427,9 +739,7 @@ class AcpConversation(ProcessConversation[_Turn]):
             )
         if response.error is None and self._dialect.replay_settle > 0:
             self._drain_replay(channel, self._dialect.replay_settle, deadline)
-        replayed, self._early = len(self._early), []
-        if replayed:
-            emit(Lifecycle("replay_suppressed", f"{replayed} updates of the loaded history"))
+        self._report_replay(emit)
         if response.error is not None:
             if self._dialect.session_lost(response.error):
                 raise SessionResumeError(
@@ -440,6 +750,96 @@ class AcpConversation(ProcessConversation[_Turn]):
                     detail=response.error.describe(),
                 )
             raise self._failure(channel, response.error, attach)
+        self._session_state(response.result or {}, emit)
+
+    def _fork_session(
+        self,
+        channel: Channel,
+        capabilities: AgentCapabilities,
+        session_id: str,
+        cwd: str,
+        servers: list[dict[str, Any]],
+        deadline: float,
+        emit: Emit,
+    ) -> None:
+        """Start a new session from ``session_id``'s history (``session/fork``).
+
+        Raises:
+            ProviderCapabilityError: the agent does not offer ``session/fork``.
+        """
+        if not capabilities.fork_session:
+            raise ProviderCapabilityError(
+                f"{self._name} does not offer session/fork (its initialize answer says so); "
+                "continue the conversation instead, or start a fresh one"
+            )
+        params = {"sessionId": session_id, "cwd": cwd, "mcpServers": servers}
+        response = self._call(channel, "session/fork", params, deadline, replay=False)
+        if response.error is not None:
+            if self._dialect.session_lost(response.error):
+                raise SessionResumeError(
+                    channel.argv,
+                    1,
+                    stderr="".join(self._stderr),
+                    session_id=session_id,
+                    detail=response.error.describe(),
+                )
+            raise self._failure(channel, response.error, "session/fork")
+        forked = as_str((response.result or {}).get("sessionId"))
+        if forked is None or not is_valid_session_id(forked):
+            raise CliExitError(
+                channel.argv,
+                1,
+                kind=FailureKind.OTHER,
+                detail=f"session/fork named no usable session id ({forked!r:.80})",
+            )
+        self._session_id, self._fork = forked, False
+        self._transport.note_created(forked)
+        emit(SessionStarted(forked))
+        self._session_state(response.result or {}, emit)
+
+    def _attach_method(self, capabilities: AgentCapabilities) -> str:
+        """The method that reopens the session, as the dialect says and the agent offers.
+
+        Raises:
+            ProviderCapabilityError: the agent offers no way to reopen a session.
+        """
+        attach = self._dialect.attach
+        if attach == "auto":
+            if capabilities.resume_session:
+                return "session/resume"
+            if capabilities.load_session:
+                return "session/load"
+        elif attach == "session/resume" or capabilities.load_session:
+            return attach
+        raise ProviderCapabilityError(
+            f"{self._name} cannot reopen a session (its initialize answer offers neither "
+            "session/load nor session/resume); keep the conversation on one Session, or "
+            "start a fresh one"
+        )
+
+    def _authenticate(
+        self, channel: Channel, capabilities: AgentCapabilities, deadline: float
+    ) -> None:
+        """Call ``authenticate`` with the caller's method, when the agent lists it.
+
+        Raises:
+            ProviderCapabilityError: the caller named a method the agent does not list.
+            CliExitError: the agent refused the authentication (kind AUTH).
+        """
+        method = self._dialect.auth_method
+        if method is None:
+            return
+        listed = [entry.method_id for entry in capabilities.auth_methods]
+        if method not in listed:
+            raise ProviderCapabilityError(
+                f"{self._name} offers no auth method {method!r} (it lists "
+                f"{', '.join(listed) or 'none'}); name one of those, or none"
+            )
+        response = self._call(channel, "authenticate", {"methodId": method}, deadline, replay=False)
+        if response.error is not None:
+            raise self._refused(
+                channel, f"authenticate: {response.error.describe()}", FailureKind.AUTH
+            )
 
     def _drain_replay(self, channel: Channel, settle: float, deadline: float) -> None:
         """Keep reading the replay that goes on after the load response, until it goes quiet.
@@ -491,6 +891,8 @@ class AcpConversation(ProcessConversation[_Turn]):
         while True:
             output = channel.read(deadline)
             if output is None:
+                # The agent may still be working on it: tell it the answer is not wanted.
+                self._cancel_request(channel, pending.request_id)
                 raise CliTimeoutError(
                     channel.argv,
                     self._transport.handshake_timeout,
@@ -512,6 +914,26 @@ class AcpConversation(ProcessConversation[_Turn]):
             else:
                 self._set_aside(channel, message)
 
+    def _cancel_request(self, channel: Channel, request_id: object) -> None:
+        """Send ``$/cancel_request`` for our request ``request_id``; a closed pipe costs nothing."""
+        try:
+            channel.send(notification("$/cancel_request", {"requestId": request_id}))
+        except (ProcessClosedError, InvalidRequestError):
+            pass
+
+    def _update_of(self, message: Notification) -> Mapping[str, Any] | None:
+        """The update ``message`` carries for this conversation's session, else None.
+
+        An update naming another session (an agent serving several) is not this one's; one
+        that names none, or comes before the session has an id, is kept.
+        """
+        if message.method != "session/update":
+            return None
+        named = as_str(message.params.get("sessionId"))
+        if named is not None and self._session_id is not None and named != self._session_id:
+            return None
+        return as_mapping(message.params.get("update"))
+
     def _set_aside(
         self, channel: Channel, message: Notification | Request | Response | None
     ) -> None:
@@ -523,7 +945,7 @@ class AcpConversation(ProcessConversation[_Turn]):
         session/load this is the replayed history.
         """
         if isinstance(message, Notification):
-            update = _update_of(message)
+            update = self._update_of(message)
             if update is not None:
                 self._early.append(update)
         elif isinstance(message, Request):
@@ -567,13 +989,102 @@ class AcpConversation(ProcessConversation[_Turn]):
             if answered is not None and answered.request_id == turn.prompt_id:
                 turn.response = message
         elif isinstance(message, Notification):
-            update = _update_of(message)
+            if message.method == "$/cancel_request":
+                # Its requests are answered as they come, on this thread: nothing is left
+                # to abandon by the time the cancel is read.
+                turn.emit(Lifecycle("request_cancelled", str(message.params.get("requestId"))))
+                return
+            update = self._update_of(message)
             if update is not None:
                 turn.reader.read(update)
         elif message.method == "session/request_permission":
             self._on_permission(channel, turn, message)
+        elif self._transport.client.offers(message.method):
+            self._on_client_method(channel, turn, message)
         else:
+            if message.method in _NOT_ENABLED or message.method.startswith("terminal/"):
+                turn.refused.append(message.method)
             self._refuse_request(channel, message)
+
+    def _on_client_method(self, channel: Channel, turn: _Turn, message: Request) -> None:
+        """Carry out a client method the caller turned on, confined to the workspace."""
+        workspace = os.path.abspath(self._spec.cwd) if self._spec.cwd else os.getcwd()
+        client = self._transport.client
+        params = message.params
+        try:
+            if message.method == "fs/read_text_file":
+                content = read_text(workspace, params, client.max_read_bytes)
+                frame = result_response(message.request_id, {"content": content})
+            elif message.method == "fs/write_text_file":
+                frame = self._write_file(turn, workspace, message)
+            elif message.method.startswith("terminal/"):
+                frame = result_response(message.request_id, self._terminal(workspace, message))
+            else:
+                frame = result_response(message.request_id, self._elicit(turn, params))
+        except FileRefused as refusal:
+            turn.emit(Lifecycle("client_method_refused", f"{message.method}: {refusal}"))
+            frame = error_response(message.request_id, -32602, str(refusal))
+        try:
+            channel.send(frame)
+        except (ProcessClosedError, InvalidRequestError):
+            pass
+
+    def _terminal(self, workspace: str, message: Request) -> Mapping[str, Any]:
+        """Run a ``terminal/*`` method through the conversation's executor."""
+        with self._lock:
+            if self._terminals is None:
+                self._terminals = Terminals(
+                    self._context.executor,
+                    self._context.env,
+                    workspace,
+                    self._transport.client.max_output_bytes,
+                )
+            terminals = self._terminals
+        return terminals.handle(message.method, message.params)
+
+    def _stop_in_band(self, turn: _Turn, now: float) -> Callable[[], None] | None:
+        deliver = super()._stop_in_band(turn, now)
+        terminals = self._terminals
+        if deliver is None or terminals is None:
+            return deliver
+
+        def stop() -> None:
+            # A wait on a terminal holds the reading thread: ending the commands frees it.
+            terminals.kill_all()
+            deliver()
+
+        return stop
+
+    def _write_file(self, turn: _Turn, workspace: str, message: Request) -> dict[str, Any]:
+        """Ask the approvals about a write, then write; a deny is the agent's error to see."""
+        path = as_str(message.params.get("path")) or ""
+        content = message.params.get("content")
+        asked = ApprovalRequest(
+            tool="fs/write_text_file",
+            args={"path": path, "content": content if isinstance(content, str) else ""},
+            kind=ToolKind.FILE_CHANGE,
+            description=f"write {path}",
+        )
+        answer = self._decide(turn, asked)
+        self._approval_sent(turn, asked, answer)
+        if not answer.decision.allowed:
+            reason = answer.decision.message or "denied by the client's approvals"
+            return error_response(message.request_id, _INTERNAL_ERROR, reason)
+        write_text(workspace, message.params)
+        return result_response(message.request_id, {})
+
+    def _elicit(self, turn: _Turn, params: Mapping[str, Any]) -> Mapping[str, Any]:
+        """The caller's answer to an elicitation; a handler that fails cancels it."""
+        handler = self._transport.client.elicitation
+        assert handler is not None
+        try:
+            answer = handler(params)
+        except Exception as error:  # the caller's code must not break the turn
+            turn.emit(Lifecycle("elicitation_failed", str(error)[:200]))
+            return {"action": "cancel"}
+        if not isinstance(answer, Mapping) or as_str(answer.get("action")) is None:  # pyright: ignore[reportUnnecessaryIsInstance]
+            return {"action": "cancel"}
+        return dict(answer)
 
     def _on_permission(self, channel: Channel, turn: _Turn, message: Request) -> None:
         params = message.params
@@ -631,19 +1142,23 @@ class AcpConversation(ProcessConversation[_Turn]):
                 )
             raise self._failure(channel, error, "session/prompt")
         result = response.result if response is not None else None
-        stop_reason = as_str((result or {}).get("stopReason")) or "cancelled"
-        interrupted = turn.interrupted or stop_reason == "cancelled"
+        said = as_str((result or {}).get("stopReason")) or "cancelled"
+        stop_reason = _STOP_REASONS.get(said, StopReason.END_TURN)
+        if said not in _STOP_REASONS:
+            turn.emit(Lifecycle("stop_reason", said))
+        interrupted = turn.interrupted
         if interrupted:
-            for call in turn.reader.open_calls():
-                # Agents send no end for a call the cancel stopped; the caller still sees one.
-                turn.emit(
-                    ToolResult(
-                        call.tool_id, call.tool, stderr="cancelled with the turn", kind=call.kind
-                    )
-                )
+            stop_reason = StopReason.CANCELLED
+        elif stop_reason is StopReason.CANCELLED:
+            # The agent ended the turn itself (codex-acp does on a denied command): not an
+            # interrupt of the caller's.
+            turn.emit(Lifecycle("cancelled_by_agent", "the agent cancelled its own turn"))
+        why = "cancelled with the turn" if interrupted else "the turn ended without its end"
+        for call in turn.reader.open_calls():
+            # Agents send no end for a call the turn's end stopped; the caller still sees one.
+            turn.emit(ToolResult(call.tool_id, call.tool, stderr=why, kind=call.kind))
+        if interrupted:
             turn.emit(TurnInterrupted("interrupted on request"))
-        elif stop_reason != "end_turn":
-            turn.emit(Lifecycle("stop_reason", stop_reason))
         usage = self._turn_usage(result, several_calls=bool(turn.reader.calls))
         failure = turn.reader.failure
         if failure is not None and not interrupted:
@@ -655,10 +1170,32 @@ class AcpConversation(ProcessConversation[_Turn]):
                 kind=kind,
                 detail=f"{self._name} ended the turn with a failure: {text[:500]}",
             )
+        if turn.refused and not interrupted:
+            asked = sorted(set(turn.refused))
+            enable = sorted(
+                {_NOT_ENABLED.get(method, "AcpClientMethods(terminal=True)") for method in asked}
+            )
+            raise ProviderCapabilityError(
+                f"{self._name} called {', '.join(asked)}, which this conversation did not "
+                f"turn on; to allow it, pass {' / '.join(enable)} to the transport "
+                "(AcpAgentConfig.client for the generic provider)"
+            )
+        if turn.reader.mode is not None:
+            self._mode = turn.reader.mode
+        if turn.reader.config is not None:
+            self._config = turn.reader.config
         if usage is not None:
             turn.emit(UsageReport(usage, cost_usd=usage.total_cost_usd))
+        context = turn.reader.context
         return self._turn_result(
-            turn.reader.text, usage, started=started, resumed=resumed, interrupted=interrupted
+            turn.reader.text,
+            usage,
+            started=started,
+            resumed=resumed,
+            interrupted=interrupted,
+            stop_reason=stop_reason,
+            context_tokens=context[0] if context else None,
+            context_window=context[1] if context else None,
         )
 
     def _turn_usage(
@@ -666,6 +1203,8 @@ class AcpConversation(ProcessConversation[_Turn]):
     ) -> ProviderUsage | None:
         """The turn's usage; for an agent whose reports add up, this turn's share of them."""
         usage = self._dialect.usage(result) if result is not None else None
+        if usage is not None and not usage.provider:
+            usage = dataclasses.replace(usage, provider=self._dialect.profile.name)
         if usage is not None and several_calls and self._dialect.usage_of_last_call:
             # The report is the last model call's; the calls before the tool's are not in it.
             return dataclasses.replace(usage, increment_known=False)
@@ -679,6 +1218,50 @@ class AcpConversation(ProcessConversation[_Turn]):
         return dataclasses.replace(usage, tokens=dataclasses.replace(share, turns=1))
 
 
+def prompt_blocks(
+    name: str, request: TurnRequest, capabilities: AgentCapabilities | None
+) -> list[dict[str, Any]]:
+    """The ``prompt`` of ``session/prompt``: the text, then each attachment as its block.
+
+    Raises:
+        ProviderCapabilityError: an image or a resource's text for an agent whose
+            ``initialize`` answer does not take it (resource links every agent takes).
+    """
+    blocks: list[dict[str, Any]] = [{"type": "text", "text": request.prompt}]
+    image = capabilities is not None and capabilities.image
+    embedded = capabilities is not None and capabilities.embedded_context
+    for item in request.attachments:
+        if isinstance(item, PromptImage):
+            if not image:
+                raise ProviderCapabilityError(
+                    f"{name} does not take images in a prompt (its initialize answer says "
+                    "so); drop the PromptImage"
+                )
+            data = base64.b64encode(item.data).decode("ascii")
+            blocks.append({"type": "image", "data": data, "mimeType": item.mime_type})
+        elif isinstance(item, PromptLink):
+            link: dict[str, Any] = {"type": "resource_link", "uri": item.uri, "name": item.name}
+            if item.mime_type:
+                link["mimeType"] = item.mime_type
+            blocks.append(link)
+        else:
+            if not embedded:
+                raise ProviderCapabilityError(
+                    f"{name} does not take a resource's text in a prompt (its initialize "
+                    "answer says so); pass a PromptLink to it instead"
+                )
+            resource: dict[str, Any] = {"uri": item.uri, "text": item.text}
+            if item.mime_type:
+                resource["mimeType"] = item.mime_type
+            blocks.append({"type": "resource", "resource": resource})
+    return blocks
+
+
+def _ignore_event(event: object) -> None:
+    """Drop an event: nothing of a turn's happens outside one."""
+    del event
+
+
 def _message_of(line: str) -> Notification | Request | Response | None:
     """The JSON-RPC message on ``line``; None for a line that is not one."""
     frame = parse_json_object(line)
@@ -688,12 +1271,6 @@ def _message_of(line: str) -> Notification | Request | Response | None:
 def request_frame(request_id: str, method: str, **params: Any) -> dict[str, Any]:
     """Our request ``method`` with ``params`` given as keywords."""
     return request(request_id, method, params)
-
-
-def _update_of(message: Notification) -> Mapping[str, Any] | None:
-    if message.method != "session/update":
-        return None
-    return as_mapping(message.params.get("update"))
 
 
 def _outcome(

@@ -11,15 +11,18 @@ reopens a session. A provider's ``acp.py`` fills an :class:`AcpDialect`.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from agentshim.core.errors import FailureKind
-from agentshim.core.permissions import NativePermissions
+from agentshim.core.permissions import NativeMode, NativePermissions
 from agentshim.core.profile import ProviderProfile
 from agentshim.core.usage import ProviderUsage
 
+from .defaults import classify_error
+from .defaults import session_lost as lost_by_code
 from .jsonrpc import RpcError
+from .usage import protocol_usage
 
 __all__ = ["AcpArgv", "AcpDialect", "never_a_failure", "never_a_notice", "no_env"]
 
@@ -80,15 +83,27 @@ class AcpDialect:
     an agent that streams text that is not the answer as a message of its own, followed by
     another message with no tool call between (opencode's compaction summary, told apart by
     ``messageId``): that text is kept out of the answer. ``attach`` is the method that
-    reopens a session in a new process: ``session/load`` (the history is replayed, and
-    dropped), or ``session/resume`` for an agent that offers it (no replay).
+    reopens a session in a new process: ``session/load`` (the history is replayed and
+    reported as the loading turn's ``HistoryReplayed``), ``session/resume`` (no replay), or
+    ``auto`` (the default): ``session/resume`` where the agent's capabilities offer it, else
+    ``session/load`` where they offer that.
+
+    What an agent nothing is known about gets: ``classify`` reads the protocol's error codes
+    (``-32000`` is AUTH) and then the text; ``session_lost`` is ``-32002``; ``usage`` reads
+    the prompt result's ``usage`` object, as adding up over the session (set
+    ``cumulative_usage``, as the generic provider does). ``auth_method`` is the id of one of
+    the agent's ``authMethods`` the caller has credentials for (in the agent's environment):
+    ``authenticate`` is called with it after ``initialize``. ``permission_modes`` names the
+    agent's own mode for a native permission mode: a session is put in it when it starts.
+    ``close_session`` sends ``session/close`` before the process is closed, where the agent
+    offers it.
     """
 
     profile: ProviderProfile
     argv: Callable[[AcpArgv], list[str]]
-    classify: Callable[[RpcError], FailureKind]
-    session_lost: Callable[[RpcError], bool]
-    usage: Callable[[Mapping[str, Any]], ProviderUsage | None]
+    classify: Callable[[RpcError], FailureKind] = classify_error
+    session_lost: Callable[[RpcError], bool] = lost_by_code
+    usage: Callable[[Mapping[str, Any]], ProviderUsage | None] = protocol_usage
     notice: Callable[[str], bool] = never_a_notice
     stdio_mcp: bool = True
     load_in_a_later_minute: bool = False
@@ -98,4 +113,7 @@ class AcpDialect:
     cumulative_usage: bool = False
     usage_of_last_call: bool = False
     superseded_messages: bool = False
-    attach: str = "session/load"
+    attach: str = "auto"
+    auth_method: str | None = None
+    permission_modes: Mapping[NativeMode, str] = field(default_factory=dict[NativeMode, str])
+    close_session: bool = True

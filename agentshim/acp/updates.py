@@ -15,25 +15,42 @@ costs only itself.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from types import MappingProxyType
 from typing import Any
 
 from agentshim.core.errors import FailureKind
 from agentshim.core.events import (
+    AgentContent,
     AssistantText,
+    CommandsAvailable,
+    ConfigOption,
+    ConfigOptionsChanged,
     Emit,
+    FileDiff,
     Lifecycle,
+    ModeChanged,
     Plan,
     PlanItem,
     Reasoning,
     SessionTitle,
     ToolCall,
+    ToolCallUpdated,
     ToolKind,
     ToolResult,
+    UsageReport,
+    UsageScope,
 )
 from agentshim.core.frames import UNKNOWN_DETAIL_CHARS
-from agentshim.core.jsonvalues import as_mapping, as_str, list_or_empty
+from agentshim.core.jsonvalues import as_count, as_int, as_mapping, as_str, list_or_empty
+from agentshim.core.usage import ProviderUsage
 
-__all__ = ["UpdateReader", "tool_call_event", "tool_kind"]
+__all__ = [
+    "UpdateReader",
+    "config_options",
+    "content_event",
+    "tool_call_event",
+    "tool_kind",
+]
 
 _KINDS: Mapping[str, ToolKind] = {
     "read": ToolKind.FILE_READ,
@@ -44,17 +61,6 @@ _KINDS: Mapping[str, ToolKind] = {
     "execute": ToolKind.COMMAND,
     "fetch": ToolKind.WEB,
 }
-
-# Updates that describe the session, not the turn: reported by name only.
-_SESSION_UPDATES = frozenset(
-    {
-        "available_commands_update",
-        "current_mode_update",
-        "config_option_update",
-        "usage_update",
-        "user_message_chunk",
-    }
-)
 
 
 def tool_kind(kind: object) -> ToolKind:
@@ -98,6 +104,74 @@ def _content_text(update: Mapping[str, Any]) -> str:
     return "\n".join(parts)
 
 
+def _locations(update: Mapping[str, Any]) -> tuple[str, ...]:
+    found: list[str] = []
+    for item in list_or_empty(update.get("locations")):
+        entry = as_mapping(item) or {}
+        path = as_str(entry.get("path"))
+        if path:
+            line = as_int(entry.get("line"))
+            found.append(path if line is None else f"{path}:{line}")
+    return tuple(found)
+
+
+def _diffs(update: Mapping[str, Any]) -> tuple[FileDiff, ...]:
+    found: list[FileDiff] = []
+    for item in list_or_empty(update.get("content")):
+        entry = as_mapping(item) or {}
+        path, new = as_str(entry.get("path")), as_str(entry.get("newText"))
+        if entry.get("type") == "diff" and path is not None and new is not None:
+            found.append(FileDiff(path, as_str(entry.get("oldText")), new))
+    return tuple(found)
+
+
+def config_options(value: object) -> tuple[ConfigOption, ...]:
+    """The ``configOptions`` of a session answer or update, as ConfigOptions.
+
+    A select's choices are its option values, grouped ones included; a boolean's value is
+    ``"true"`` or ``"false"``. An entry without an id is skipped.
+    """
+    options: list[ConfigOption] = []
+    for item in list_or_empty(value):
+        entry = as_mapping(item) or {}
+        option_id = as_str(entry.get("id"))
+        if not option_id:
+            continue
+        current = entry.get("currentValue")
+        shown = ("true" if current else "false") if isinstance(current, bool) else as_str(current)
+        choices: list[str] = []
+        for choice in list_or_empty(entry.get("options")):
+            group = as_mapping(choice) or {}
+            members = group.get("options") if "options" in group else [group]
+            for member in list_or_empty(members):
+                chosen = as_str((as_mapping(member) or {}).get("value"))
+                if chosen is not None:
+                    choices.append(chosen)
+        options.append(
+            ConfigOption(
+                option_id,
+                as_str(entry.get("name")) or option_id,
+                as_str(entry.get("category")) or "",
+                shown or "",
+                tuple(choices),
+            )
+        )
+    return tuple(options)
+
+
+def content_event(content: Mapping[str, Any], *, thought: bool = False) -> AgentContent:
+    """The AgentContent of a content block that is not text (image, audio, resource, link)."""
+    kind = as_str(content.get("type")) or "unknown"
+    resource = as_mapping(content.get("resource")) or {}
+    return AgentContent(
+        kind,
+        as_str(content.get("mimeType")) or as_str(resource.get("mimeType")) or "",
+        as_str(content.get("uri")) or as_str(resource.get("uri")) or "",
+        as_str(resource.get("text")) or "",
+        thought,
+    )
+
+
 class UpdateReader:
     """Reads one turn's ``session/update`` notifications into events for ``emit``.
 
@@ -119,6 +193,12 @@ class UpdateReader:
         self._superseded = superseded
         self._calls: dict[str, ToolCall] = {}
         self._done: set[str] = set()
+        self.mode: str | None = None
+        """The mode the agent last said the session is in, during this turn."""
+        self.config: tuple[ConfigOption, ...] | None = None
+        """The session's settings as the agent last reported them, during this turn."""
+        self.context: tuple[int, int] | None = None
+        """Tokens in the context and the window's size, as the last ``usage_update`` said."""
         self._text: list[str] = []
         # The agent message being streamed: its id, and where its text starts in _text.
         self._message_id: str | None = None
@@ -161,13 +241,12 @@ class UpdateReader:
         if kind == "agent_message_chunk":
             self._agent_text(update)
         elif kind == "agent_thought_chunk":
-            text = _chunk_text(update)
-            if text:
+            content = as_mapping(update.get("content")) or {}
+            if content.get("type") != "text":
+                self._emit(content_event(content, thought=True))
+            elif text := _chunk_text(update):
                 self._emit(Reasoning(text))
-        elif kind == "tool_call":
-            self.announce(update)
-            self._maybe_finished(update)
-        elif kind == "tool_call_update":
+        elif kind in ("tool_call", "tool_call_update"):
             self._tool_update(update)
         elif kind == "plan":
             self._plan(update)
@@ -175,12 +254,52 @@ class UpdateReader:
             title = as_str(update.get("title"))
             if title:
                 self._emit(SessionTitle(title, "session_info_update"))
-        elif kind in _SESSION_UPDATES:
+        elif kind == "current_mode_update":
+            mode = as_str(update.get("currentModeId"))
+            if mode:
+                self.mode = mode
+                self._emit(ModeChanged(mode))
+        elif kind == "config_option_update":
+            self.config = config_options(update.get("configOptions"))
+            self._emit(ConfigOptionsChanged(self.config))
+        elif kind == "available_commands_update":
+            names = [
+                as_str((as_mapping(item) or {}).get("name"))
+                for item in list_or_empty(update.get("availableCommands"))
+            ]
+            self._emit(CommandsAvailable(tuple(name for name in names if name)))
+        elif kind == "usage_update":
+            self._context_usage(update)
+        elif kind == "user_message_chunk":
             self._emit(Lifecycle(kind, _short(update)))
         else:
             self._emit(Lifecycle("unknown_update", _short(update)))
 
+    def _context_usage(self, update: Mapping[str, Any]) -> None:
+        """A ``usage_update``: how full the context is, reported live as a call's usage.
+
+        It carries no token counts of a model call, so the usage's increment is not known;
+        the counts are in its ``raw``, and the turn's result takes them as its context.
+        """
+        used, size = as_count(update.get("used")), as_count(update.get("size"))
+        self.context = (used, size)
+        cost = as_mapping(update.get("cost")) or {}
+        amount = cost.get("amount")
+        usd = (
+            float(amount)
+            if isinstance(amount, (int, float))
+            and not isinstance(amount, bool)
+            and cost.get("currency") == "USD"
+            else None
+        )
+        usage = ProviderUsage(raw=MappingProxyType(dict(update)), increment_known=False)
+        self._emit(UsageReport(usage, cost_usd=usd, scope=UsageScope.CALL))
+
     def _agent_text(self, update: Mapping[str, Any]) -> None:
+        content = as_mapping(update.get("content")) or {}
+        if content and content.get("type") != "text":
+            self._emit(content_event(content))
+            return
         text = _chunk_text(update)
         if not text:
             return
@@ -210,12 +329,39 @@ class UpdateReader:
         self._message_start = len(self._text)
 
     def _tool_update(self, update: Mapping[str, Any]) -> None:
+        """A ``tool_call`` or ``tool_call_update``: a new call, a refinement, or its end."""
         tool_id = as_str(update.get("toolCallId"))
         if tool_id is None:
-            self._emit(Lifecycle("malformed_update", "tool_call_update without toolCallId"))
+            self._emit(Lifecycle("malformed_update", "tool call without toolCallId"))
             return
-        self.announce(update)
+        known = tool_id in self._calls
+        call = self.announce(update)
+        if tool_id in self._done:
+            return
+        if known:
+            call = self._refine(call, update)
+        status = as_str(update.get("status")) or ""
+        locations, diffs = _locations(update), _diffs(update)
+        if known or status == "in_progress" or locations or diffs:
+            self._emit(
+                ToolCallUpdated(tool_id, call.tool, status, call.args, call.kind, locations, diffs)
+            )
         self._maybe_finished(update)
+
+    def _refine(self, call: ToolCall, update: Mapping[str, Any]) -> ToolCall:
+        """``call`` with the title, input and kind an update gives it."""
+        title = as_str(update.get("title"))
+        raw = as_mapping(update.get("rawInput"))
+        kind = update.get("kind")
+        refined = ToolCall(
+            call.tool_id,
+            title or call.tool,
+            dict(raw) if raw else call.args,
+            tool_kind(kind) if isinstance(kind, str) else call.kind,
+        )
+        if refined != call and call.tool_id is not None:
+            self._calls[call.tool_id] = refined
+        return refined
 
     def _maybe_finished(self, update: Mapping[str, Any]) -> None:
         status = update.get("status")

@@ -163,6 +163,9 @@ def _parser() -> tuple[argparse.ArgumentParser, argparse.ArgumentParser]:
     )
     doctor.add_argument("--json", action="store_true", help="one JSON document on stdout")
     doctor.add_argument(
+        "--acp", metavar="CMD", default=None, help="check the ACP agent this command starts"
+    )
+    doctor.add_argument(
         "--offline-check",
         action="store_true",
         help="also run one real turn of each CLI against the bundled model server "
@@ -215,6 +218,9 @@ def _add_run(
     )
     run.add_argument("prompt", nargs="?", default=None, metavar="PROMPT|-")
     run.add_argument("--provider", default=DEFAULT_PROVIDER, choices=provider_names())
+    run.add_argument(
+        "--acp", metavar="CMD", default=None, help="run the ACP agent this command starts"
+    )
     run.add_argument(
         "--model", type=_model, default=None, help="the model (default: the CLI's own)"
     )
@@ -289,7 +295,15 @@ def _run_options(
     parser: argparse.ArgumentParser, args: argparse.Namespace, stdin: TextIO, err: TextIO
 ) -> RunOptions:
     provider: str = args.provider
-    plugin = DEFAULT_CATALOG.plugin(provider)
+    catalog = DEFAULT_CATALOG
+    if args.acp is not None:
+        from ._acp import ACP_PROVIDER, acp_run_catalog
+
+        try:
+            provider, catalog = ACP_PROVIDER, acp_run_catalog(args.acp)
+        except InvalidRequestError as error:
+            parser.error(f"argument --acp: {error}")
+    plugin = catalog.plugin(provider)
     kind = kind_of_flag(args.transport)
     offered = transports_offered(plugin)
     if kind not in offered:
@@ -332,6 +346,7 @@ def _run_options(
         json=args.json,
         stand_in=args.stand_in,
         schema=args.schema,
+        catalog=catalog,
     )
 
 
@@ -344,6 +359,12 @@ def _providers(as_json: bool, out: TextIO) -> int:
 
 
 def _doctor_command(parser: argparse.ArgumentParser, args: argparse.Namespace, out: TextIO) -> int:
+    if args.acp is not None:
+        from ._acp import check_acp_agent, write_acp_check
+
+        check = check_acp_agent(args.acp)
+        write_acp_check(check, out, as_json=args.json)
+        return EXIT_OK if check.ready else EXIT_TURN_FAILED
     # Imported here: the model server it brings is not needed by the other commands.
     from ._doctor import diagnose, write_report
 

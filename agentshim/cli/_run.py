@@ -47,7 +47,7 @@ from agentshim.execution.host import HostCommandExecutor
 from agentshim.execution.process import Process, SpawnRequest
 from agentshim.execution.pty_process import PtyExecutor, PtyProcess, PtySize
 from agentshim.execution.readiness import check_version
-from agentshim.providers import DEFAULT_CATALOG
+from agentshim.providers import DEFAULT_CATALOG, ProviderCatalog
 
 from ._exits import EXIT_INTERRUPTED, EXIT_NOT_INSTALLED, EXIT_OK, EXIT_TURN_FAILED, EXIT_USAGE
 from ._status import StatusLine, is_terminal, wants_color
@@ -230,6 +230,7 @@ class RunOptions:
 
     ``resume_or_new`` lets a ``resume`` the CLI cannot honour start a new conversation;
     without it such a turn fails. ``schema`` is the JSON Schema the answer must follow.
+    ``catalog`` holds the provider (``--acp`` adds the agent it names).
     """
 
     provider: str
@@ -243,6 +244,7 @@ class RunOptions:
     json: bool = False
     stand_in: bool = False
     schema: Mapping[str, Any] | None = None
+    catalog: ProviderCatalog = DEFAULT_CATALOG
 
 
 class _Reported:
@@ -359,7 +361,7 @@ def _has_tokens(usage: ProviderUsage) -> bool:
 
 
 def _not_installed(options: RunOptions, screen: _Screen, error: CliNotFoundError) -> int:
-    profile = DEFAULT_CATALOG.plugin(options.provider).profile
+    profile = options.catalog.plugin(options.provider).profile
     install = error.install or profile.install_command
     message = f"{profile.display_name} is not installed ({profile.binary} is not on PATH)"
     if options.json:
@@ -385,6 +387,7 @@ def _agent(options: RunOptions, executor: CommandExecutor, screen: _Screen) -> A
         executor=executor,
         transport=options.transport,
         event_handlers=(screen,),
+        catalog=options.catalog,
     )
 
 

@@ -28,6 +28,7 @@ from agentshim.core.turn import TurnRequest, TurnResult
 from agentshim.core.usage import ProviderUsage
 
 __all__ = [
+    "ConfigurableConversation",
     "Conversation",
     "ConversationSpec",
     "ProbingTransport",
@@ -286,6 +287,23 @@ class SteerableConversation(Conversation, Protocol):
 
     def steer(self, text: str) -> None:
         """Send ``text`` into the running turn; thread-safe."""
+        ...
+
+
+@runtime_checkable
+class ConfigurableConversation(Conversation, Protocol):
+    """A conversation whose agent has modes and settings a caller may change (ACP agents).
+
+    A change applies from the next turn on: it is sent before that turn's prompt, and the
+    agent's refusal fails that turn.
+    """
+
+    def set_mode(self, mode_id: str) -> None:
+        """Put the session in the agent's mode ``mode_id`` from the next turn on."""
+        ...
+
+    def set_config_option(self, option_id: str, value: str | bool) -> None:
+        """Set the agent's session setting ``option_id`` to ``value`` from the next turn on."""
         ...
 
 

@@ -17,13 +17,20 @@ from types import MappingProxyType
 from typing import Any, cast
 
 from agentshim.core.events import (
+    AgentContent,
     AgentEvent,
     ApprovalAnswered,
     ApprovalRequested,
     AssistantText,
     BackgroundTask,
     BackgroundTasksChanged,
+    CommandsAvailable,
+    ConfigOption,
+    ConfigOptionsChanged,
+    FileDiff,
+    HistoryReplayed,
     Lifecycle,
+    ModeChanged,
     Plan,
     PlanItem,
     ProviderErrorReported,
@@ -35,6 +42,7 @@ from agentshim.core.events import (
     SessionTitle,
     Stderr,
     ToolCall,
+    ToolCallUpdated,
     ToolKind,
     ToolResult,
     TurnInterrupted,
@@ -200,7 +208,61 @@ def _encode(event: AgentEvent) -> JsonObject:
             "message": event.message,
             "args": _plain(event.args) if event.args is not None else None,
         }
-    return {"type": "turn.interrupted", "reason": event.reason}
+    if isinstance(event, TurnInterrupted):
+        return {"type": "turn.interrupted", "reason": event.reason}
+    return _encode_session_update(event)
+
+
+def _encode_session_update(
+    event: ToolCallUpdated
+    | AgentContent
+    | ModeChanged
+    | ConfigOptionsChanged
+    | CommandsAvailable
+    | HistoryReplayed,
+) -> JsonObject:
+    if isinstance(event, ToolCallUpdated):
+        args = _plain(event.args) if isinstance(event.args, Mapping) else event.args
+        diffs = [
+            {"path": diff.path, "old_text": diff.old_text, "new_text": diff.new_text}
+            for diff in event.diffs
+        ]
+        return {
+            "type": "tool.update",
+            "tool_id": event.tool_id,
+            "tool": event.tool,
+            "status": event.status,
+            "args": args,
+            "locations": list(event.locations),
+            "diffs": diffs,
+            "kind": event.kind.value,
+        }
+    if isinstance(event, AgentContent):
+        return {
+            "type": "content",
+            "content_type": event.content_type,
+            "mime_type": event.mime_type,
+            "uri": event.uri,
+            "text": event.text,
+            "thought": event.thought,
+        }
+    if isinstance(event, ModeChanged):
+        return {"type": "session.mode", "mode_id": event.mode_id}
+    if isinstance(event, ConfigOptionsChanged):
+        options = [
+            {
+                "option_id": option.option_id,
+                "name": option.name,
+                "category": option.category,
+                "value": option.value,
+                "choices": list(option.choices),
+            }
+            for option in event.options
+        ]
+        return {"type": "session.config", "options": options}
+    if isinstance(event, CommandsAvailable):
+        return {"type": "session.commands", "commands": list(event.commands)}
+    return {"type": "history", "role": event.role, "text": event.text}
 
 
 def event_to_json(event: AgentEvent) -> JsonObject:
@@ -306,6 +368,60 @@ def _run_started(obj: Mapping[str, Any]) -> AgentEvent:
     return RunStarted(tuple(argv))
 
 
+def _texts(obj: Mapping[str, Any], key: str) -> tuple[str, ...]:
+    values = _list(obj, key)
+    if any(type(value) is not str for value in values):
+        raise _Unreadable(key)
+    return tuple(values)
+
+
+def _tool_update(obj: Mapping[str, Any]) -> AgentEvent:
+    args: Any = obj.get("args")
+    if args is not None and type(args) not in (dict, str):
+        raise _Unreadable("args")
+    diffs: list[FileDiff] = []
+    for entry in _list(obj, "diffs"):
+        diff = _object(entry, "diffs")
+        diffs.append(
+            FileDiff(_text(diff, "path"), _optional_text(diff, "old_text"), _text(diff, "new_text"))
+        )
+    return ToolCallUpdated(
+        _optional_text(obj, "tool_id"),
+        _text(obj, "tool"),
+        _text(obj, "status", ""),
+        args,
+        _kind(obj),
+        _texts(obj, "locations"),
+        tuple(diffs),
+    )
+
+
+def _content(obj: Mapping[str, Any]) -> AgentEvent:
+    return AgentContent(
+        _text(obj, "content_type"),
+        _text(obj, "mime_type", ""),
+        _text(obj, "uri", ""),
+        _text(obj, "text", ""),
+        _flag(obj, "thought"),
+    )
+
+
+def _config(obj: Mapping[str, Any]) -> AgentEvent:
+    options: list[ConfigOption] = []
+    for entry in _list(obj, "options"):
+        option = _object(entry, "options")
+        options.append(
+            ConfigOption(
+                _text(option, "option_id"),
+                _text(option, "name"),
+                _text(option, "category", ""),
+                _text(option, "value", ""),
+                _texts(option, "choices"),
+            )
+        )
+    return ConfigOptionsChanged(tuple(options))
+
+
 _DECODERS: Mapping[str, Callable[[Mapping[str, Any]], AgentEvent]] = MappingProxyType(
     {
         "message": _message,
@@ -326,6 +442,12 @@ _DECODERS: Mapping[str, Callable[[Mapping[str, Any]], AgentEvent]] = MappingProx
         "turn.interrupted": lambda o: TurnInterrupted(_text(o, "reason", "interrupted")),
         "approval.requested": _approval_requested,
         "approval.answered": _approval_answered,
+        "tool.update": _tool_update,
+        "content": _content,
+        "session.mode": lambda o: ModeChanged(_text(o, "mode_id")),
+        "session.config": _config,
+        "session.commands": lambda o: CommandsAvailable(_texts(o, "commands")),
+        "history": lambda o: HistoryReplayed(_text(o, "role"), _text(o, "text")),
     }
 )
 

@@ -20,6 +20,7 @@ from agentshim.core.errors import InvalidRequestError
 from agentshim.core.usage import ProviderUsage
 
 __all__ = [
+    "AgentContent",
     "AgentEvent",
     "AgentEventHandler",
     "ApprovalAnswered",
@@ -28,11 +29,17 @@ __all__ = [
     "BackgroundTask",
     "BackgroundTasksChanged",
     "CallbackEventHandler",
+    "CommandsAvailable",
     "CompositeEventHandler",
+    "ConfigOption",
+    "ConfigOptionsChanged",
     "ConsoleEventHandler",
     "EventHandlerBase",
     "EventSink",
+    "FileDiff",
+    "HistoryReplayed",
     "Lifecycle",
+    "ModeChanged",
     "NullEventHandler",
     "Plan",
     "PlanItem",
@@ -45,6 +52,7 @@ __all__ = [
     "SessionTitle",
     "Stderr",
     "ToolCall",
+    "ToolCallUpdated",
     "ToolKind",
     "ToolResult",
     "TurnInterrupted",
@@ -282,6 +290,101 @@ class ApprovalAnswered:
     args: Mapping[str, Any] | None = None
 
 
+@fast_value
+class FileDiff:
+    """An edit a tool made or proposes: the file, its text before (None: a new file) and after."""
+
+    path: str
+    old_text: str | None
+    new_text: str
+
+
+@fast_value
+class ToolCallUpdated:
+    """What the agent says of a tool call it announced, after the ToolCall.
+
+    ``status`` is the call's state as the agent names it (``pending``, ``in_progress``,
+    ``completed``, ``failed``); ``tool``, ``args`` and ``kind`` are the call as it now stands
+    (refined titles, inputs and kinds included); ``locations`` the files it touches
+    (``path`` or ``path:line``); ``diffs`` the edits it made or proposes. A call's end is
+    still its ToolResult.
+    """
+
+    tool_id: str | None
+    tool: str
+    status: str = ""
+    args: Mapping[str, Any] | str | None = None
+    kind: ToolKind = ToolKind.OTHER
+    locations: tuple[str, ...] = ()
+    diffs: tuple[FileDiff, ...] = ()
+
+
+@fast_value
+class AgentContent:
+    """Content the agent sent that is not text: an image, audio, a resource or a link to one.
+
+    ``content_type`` is the protocol's (``image``, ``audio``, ``resource``,
+    ``resource_link``); ``text`` is an embedded resource's text (empty otherwise);
+    ``thought`` is True for content of the agent's reasoning rather than its answer. It is
+    never part of the answer text.
+    """
+
+    content_type: str
+    mime_type: str = ""
+    uri: str = ""
+    text: str = ""
+    thought: bool = False
+
+
+@fast_value
+class ModeChanged:
+    """The session is now in mode ``mode_id`` (the agent's own mode ids, such as ``plan``)."""
+
+    mode_id: str
+
+
+@fast_value
+class ConfigOption:
+    """One of the session's settings: its id, name, category, current value and choices.
+
+    ``value`` is a select's value id or ``"true"`` / ``"false"`` for a boolean; ``choices``
+    are a select's value ids (empty for a boolean).
+    """
+
+    option_id: str
+    name: str
+    category: str = ""
+    value: str = ""
+    choices: tuple[str, ...] = ()
+
+
+@fast_value
+class ConfigOptionsChanged:
+    """The session's settings as they now stand, every one of them."""
+
+    options: tuple[ConfigOption, ...]
+
+
+@fast_value
+class CommandsAvailable:
+    """The commands the agent now offers (slash commands), by name."""
+
+    commands: tuple[str, ...]
+
+
+@fast_value
+class HistoryReplayed:
+    """A message of a reopened conversation's history, as the agent replayed it.
+
+    Reported by the turn that reopened the conversation, before its own events; ``role`` is
+    ``user``, ``assistant``, ``thought`` or ``tool`` (a tool call's title). Never part of the
+    answer text.
+    """
+
+    role: str
+    text: str
+
+
 AgentEvent = (
     RunStarted
     | RunFinished
@@ -301,6 +404,12 @@ AgentEvent = (
     | BackgroundTasksChanged
     | ApprovalRequested
     | ApprovalAnswered
+    | ToolCallUpdated
+    | AgentContent
+    | ModeChanged
+    | ConfigOptionsChanged
+    | CommandsAvailable
+    | HistoryReplayed
 )
 """Every event a turn can emit."""
 

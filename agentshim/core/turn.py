@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import enum
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn, cast
 
 from agentshim.core._checks import is_positive_seconds
+from agentshim.core.attachments import Attachment, PromptImage, PromptLink, PromptResource
 from agentshim.core.errors import InvalidRequestError
 from agentshim.core.events import BackgroundTask
 from agentshim.core.usage import ProviderUsage
@@ -17,7 +19,7 @@ if TYPE_CHECKING:
     from agentshim.core.mcp import McpServer
     from agentshim.core.tools import Tool
 
-__all__ = ["OutputSchema", "TurnRequest", "TurnResult"]
+__all__ = ["OutputSchema", "StopReason", "TurnRequest", "TurnResult"]
 
 
 @dataclass(frozen=True)
@@ -60,7 +62,9 @@ class TurnRequest:
     the agent's: a one-shot turn passes it to the CLI, a long-lived conversation switches in
     band before the turn (and stays on it until a turn names another). ``tools`` are Python
     functions the agent may call during the turn (see :mod:`agentshim.tools`); a plain
-    function in it is made a tool with ``agentshim.tools.tool``.
+    function in it is made a tool with ``agentshim.tools.tool``. ``attachments`` go with the
+    prompt (images, resource links, resources' text) where the transport's agent takes them
+    (ACP agents); any other transport refuses them.
     """
 
     prompt: str
@@ -74,6 +78,7 @@ class TurnRequest:
     mcp_workspace: Path | None = None
     model: str | None = None
     tools: Sequence[Tool] = ()
+    attachments: Sequence[Attachment] = ()
 
     def __post_init__(self) -> None:
         # Checked here, so a wrong type fails where it was written and not deep in a turn.
@@ -119,6 +124,20 @@ class TurnRequest:
             if not isinstance(workspace, (str, os.PathLike)):
                 _refuse("mcp_workspace", "a path or None", workspace)
             object.__setattr__(self, "mcp_workspace", Path(workspace))  # pyright: ignore[reportUnknownArgumentType]
+        attachments = given["attachments"]
+        if isinstance(attachments, (str, bytes)) or not isinstance(attachments, Sequence):
+            _refuse(
+                "attachments",
+                "a sequence of PromptImage, PromptLink or PromptResource",
+                attachments,
+            )
+        attached: tuple[object, ...] = tuple(cast("Sequence[object]", attachments))
+        for item in attached:
+            if not isinstance(item, (PromptImage, PromptLink, PromptResource)):
+                _refuse(
+                    "attachments", "a sequence of PromptImage, PromptLink or PromptResource", item
+                )
+        object.__setattr__(self, "attachments", attached)
 
 
 def _is_str_mapping(value: object) -> bool:
@@ -166,6 +185,21 @@ def _strings(field: str, value: object) -> tuple[str, ...]:
     return tuple(strings)
 
 
+class StopReason(enum.Enum):
+    """Why the agent ended a turn, where its protocol says (ACP's ``stopReason``)."""
+
+    END_TURN = "end_turn"
+    """It finished its answer."""
+    MAX_TOKENS = "max_tokens"
+    """It reached its token limit: the answer may be cut short."""
+    MAX_TURN_REQUESTS = "max_turn_requests"
+    """It reached its limit of model requests within one turn: the work may be unfinished."""
+    REFUSAL = "refusal"
+    """It refused to go on; the agent drops the prompt and what followed from its history."""
+    CANCELLED = "cancelled"
+    """The turn was cancelled (by the caller's interrupt, or by the agent itself)."""
+
+
 @dataclass(frozen=True)
 class TurnResult:
     """The outcome of a successful (or interrupted) turn.
@@ -178,7 +212,8 @@ class TurnResult:
     (:func:`agentshim.models.context_window_of`); None when neither knows, never a guess.
     ``background_tasks`` are the tasks the turn left running (Claude Code's background
     shells and subagents): while there are any, the agent may start a turn of its own.
-    ``notices`` are things the library could not do exactly and the caller should know, such
+    ``stop_reason`` is why the agent ended the turn, where its protocol says (ACP agents);
+    None elsewhere. ``notices`` are things the library could not do exactly and the caller should know, such
     as an MCP config file whose original had to be kept next to it because the agent put
     something of its own in its place.
     """
@@ -196,3 +231,4 @@ class TurnResult:
     notices: tuple[str, ...] = ()
     context_window: int | None = None
     background_tasks: tuple[BackgroundTask, ...] = ()
+    stop_reason: StopReason | None = None

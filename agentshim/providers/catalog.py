@@ -121,6 +121,18 @@ def transport_factories(plugin: ProviderPlugin) -> Mapping[TransportKind, Transp
     return factories
 
 
+def one_shot_over(plugin: ProviderPlugin) -> TransportKind | None:
+    """The long-lived kind whose conversations ``plugin``'s one-shot turns open and close.
+
+    None (the usual case) when its one-shot turns are runs of its CLI. A plugin of an agent
+    with no one-turn command (an ACP agent) names the kind in its optional ``one_shot_over``.
+    """
+    kind: object = getattr(plugin, "one_shot_over", None)
+    if isinstance(kind, TransportKind) and kind in transport_factories(plugin):
+        return kind
+    return None
+
+
 def transports_offered(plugin: ProviderPlugin) -> tuple[TransportKind, ...]:
     """Every transport kind ``plugin``'s provider runs on: one-shot first, then its own."""
     return (TransportKind.ONE_SHOT, *transport_factories(plugin))

@@ -37,6 +37,8 @@ from .transcript import (
 
 __all__ = [
     "COPILOT_QUIRKS",
+    "FAKE_MODELS",
+    "FAKE_MODES",
     "GEMINI_OPTIONS",
     "GEMINI_QUIRKS",
     "OPENCODE_QUIRKS",
@@ -47,6 +49,12 @@ __all__ = [
     "AcpRecordedPeer",
 ]
 
+
+FAKE_MODES: tuple[str, ...] = ("default", "plan")
+"""The session modes the fake agent offers; a session starts in the first."""
+
+FAKE_MODELS: tuple[str, ...] = ("fake-small", "fake-large")
+"""The models the fake agent offers as its ``model`` setting; a session starts on the first."""
 
 GEMINI_OPTIONS: tuple[Mapping[str, str], ...] = (
     {"optionId": "proceed_always", "name": "Allow for this session", "kind": "allow_always"},
@@ -219,6 +227,11 @@ class AcpPeers(PeerScript[AcpPeerTurn, "AcpPeer"]):
         self.lost = set(lost)
         self.history: dict[str, list[tuple[str, str]]] = {}
 
+    def turn_for(self, prompt: str) -> AcpPeerTurn | None:
+        """The turn that answers ``prompt``: the script's next (None when it is used up)."""
+        del prompt
+        return self.next_turn()
+
     def new_session_id(self) -> str:
         """A fresh UUID-shaped session id."""
         return f"5e550000-0000-4000-8000-{self.count():012d}"
@@ -262,6 +275,8 @@ class AcpPeer(FakePeer):
         self.session_id: str | None = None
         # Every session this process holds; a prompt runs on the one it names.
         self.sessions: list[str] = []
+        self.mode = FAKE_MODES[0]
+        self.model = FAKE_MODELS[0]
         self._turn: AcpPeerTurn | None = None
         self._prompt_id: object = None
         self._phase = "idle"  # idle | asking | running
@@ -300,6 +315,10 @@ class AcpPeer(FakePeer):
             return self._load(request_id, as_str(params.get("sessionId")) or "", replay=False)
         if method == "session/prompt":
             return self._prompt(request_id, params)
+        if method == "session/set_mode":
+            return self._set_mode(request_id, as_str(params.get("modeId")) or "")
+        if method == "session/set_config_option":
+            return self._set_option(request_id, params)
         if method == "session/cancel":
             return self._cancel()
         if request_id is not None:
@@ -348,6 +367,42 @@ class AcpPeer(FakePeer):
             },
         )
 
+    def _state(self) -> dict[str, Any]:
+        """The ``modes`` and ``configOptions`` of a session answer (valid v1 shapes)."""
+        return {
+            "modes": {
+                "currentModeId": self.mode,
+                "availableModes": [{"id": mode, "name": mode.title()} for mode in FAKE_MODES],
+            },
+            "configOptions": self._options(),
+        }
+
+    def _options(self) -> list[dict[str, Any]]:
+        return [
+            {
+                "id": "model",
+                "name": "Model",
+                "category": "model",
+                "type": "select",
+                "currentValue": self.model,
+                "options": [{"value": model, "name": model} for model in FAKE_MODELS],
+            }
+        ]
+
+    def _set_mode(self, request_id: object, mode: str) -> list[PeerOutput]:
+        if mode not in FAKE_MODES:
+            return [_error(request_id, -32602, f"Invalid params: no mode {mode}")]
+        self.mode = mode
+        update = {"sessionUpdate": "current_mode_update", "currentModeId": mode}
+        return [self._update(update), _result(request_id, {})]
+
+    def _set_option(self, request_id: object, params: Mapping[str, Any]) -> list[PeerOutput]:
+        value = as_str(params.get("value"))
+        if params.get("configId") != "model" or value not in FAKE_MODELS:
+            return [_error(request_id, -32602, "Invalid params: no such setting or value")]
+        self.model = value
+        return [_result(request_id, {"configOptions": self._options()})]
+
     def _commands(self) -> StdoutLine:
         update: dict[str, Any] = {
             "sessionUpdate": "available_commands_update",
@@ -362,7 +417,7 @@ class AcpPeer(FakePeer):
         out: list[PeerOutput] = []
         if self._quirks.updates_before_session_id:
             out.append(self._commands())
-        out.append(_result(request_id, {"sessionId": self.session_id, "modes": {}}))
+        out.append(_result(request_id, {"sessionId": self.session_id, **self._state()}))
         out.append(self._commands())
         return out
 
@@ -386,7 +441,7 @@ class AcpPeer(FakePeer):
             out.append(
                 self._update({"sessionUpdate": kind, "content": {"type": "text", "text": text}})
             )
-        answer = _result(request_id, {"modes": {}})
+        answer = _result(request_id, self._state())
         if self._quirks.replays_after_load_response and out:
             return [out[0], answer, *out[1:]]
         return [*out, answer]
@@ -410,11 +465,11 @@ class AcpPeer(FakePeer):
             self.session_id = named
         if named != self.session_id:
             return [_error(request_id, -32602, f"Session not found: {params.get('sessionId')}")]
-        turn = self._family.next_turn()
-        if turn is None:
-            return [_error(request_id, -32603, "Internal error", details="no scripted turn left")]
         prompt = [as_mapping(item) or {} for item in params.get("prompt") or ()]
         text = "".join(as_str(item.get("text")) or "" for item in prompt)
+        turn = self._family.turn_for(text)
+        if turn is None:
+            return [_error(request_id, -32603, "Internal error", details="no scripted turn left")]
         assert self.session_id is not None
         self._family.history[self.session_id].append(("user", text))
         self._turn, self._prompt_id = turn, request_id

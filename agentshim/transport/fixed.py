@@ -15,13 +15,14 @@ def refuse_fixed_changes(
     spec: ConversationSpec,
     *,
     also: tuple[str, ...] = (),
+    takes: tuple[str, ...] = (),
     note: str = "",
 ) -> None:
     """Refuse a turn that asks for what its running process was not started with.
 
     That is its own output schema, env, extra args, cwd, MCP servers, tools or reasoning effort,
-    plus the names in ``also`` (what the transport itself cannot switch in band); ``note``
-    adds why, in the message.
+    and prompt attachments unless ``takes`` names them, plus the names in ``also`` (what the
+    transport itself cannot switch in band); ``note`` adds why, in the message.
 
     Raises:
         ProviderCapabilityError: naming every field refused, before anything is written.
@@ -41,6 +42,8 @@ def refuse_fixed_changes(
         refused.append("tools")
     if request.reasoning_effort is not None and request.reasoning_effort != spec.reasoning_effort:
         refused.append("reasoning_effort")
+    if request.attachments and "attachments" not in takes:
+        refused.append("attachments")
     refused.extend(name for name in also if name not in refused)
     if refused:
         raise ProviderCapabilityError(

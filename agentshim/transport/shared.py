@@ -31,7 +31,7 @@ import threading
 from collections import deque
 from collections.abc import Callable, Generator, Hashable, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, TypeVar, cast, runtime_checkable
 
 from agentshim.core.clock import Monotonic
 from agentshim.core.conversation import ConversationSpec
@@ -74,6 +74,8 @@ SessionKey = Callable[[Mapping[str, Any]], str | None]
 
 _STDERR_TAIL = 200
 
+_Answer = TypeVar("_Answer")
+
 
 class SharedProcess:
     """One running CLI process and the conversations it serves (made by :class:`ProcessPool`).
@@ -102,6 +104,7 @@ class SharedProcess:
         self._ready = threading.Lock()
         self._opening = threading.Lock()
         self.prepared = False
+        self._handshake_answer: object = None
         self.sessions = 0
         """Conversations on it now."""
         self.taken = 0
@@ -122,16 +125,18 @@ class SharedProcess:
             self._next_id += 1
             return self._next_id
 
-    def prepare_once(self, handshake: Callable[[], None]) -> None:
+    def prepare_once(self, handshake: Callable[[], _Answer]) -> _Answer:
         """Run ``handshake`` if no conversation has completed it on this process yet.
 
         The first conversation on a process says hello for all; the others wait for it
-        (a lock, not a poll). A handshake that raises leaves the process unprepared.
+        (a lock, not a poll) and get what its handshake returned (what the CLI said of
+        itself). A handshake that raises leaves the process unprepared.
         """
         with self._ready:
             if not self.prepared:
-                handshake()
+                self._handshake_answer = handshake()
                 self.prepared = True
+            return cast(_Answer, self._handshake_answer)
 
     @contextmanager
     def opening(self) -> Generator[None, None, None]:
@@ -434,12 +439,14 @@ def join_shared(
     return pool.attach(argv, env)
 
 
-def once_per_process(channel: Channel, handshake: Callable[[], None]) -> None:
-    """Run ``handshake`` now, or, on a shared process, only if no conversation has run it yet."""
+def once_per_process(channel: Channel, handshake: Callable[[], _Answer]) -> _Answer:
+    """Run ``handshake`` now, or, on a shared process, only if no conversation has run it yet.
+
+    Returns what the handshake returned, on a shared process what its first run returned.
+    """
     if isinstance(channel, SharedChannel):
-        channel.process.prepare_once(handshake)
-    else:
-        handshake()
+        return channel.process.prepare_once(handshake)
+    return handshake()
 
 
 def bind_session(channel: Channel, session_id: str) -> None:

@@ -14,13 +14,20 @@ from hypothesis import strategies as st
 
 from agentshim.core.errors import InvalidRequestError
 from agentshim.core.events import (
+    AgentContent,
     AgentEvent,
     ApprovalAnswered,
     ApprovalRequested,
     AssistantText,
     BackgroundTask,
     BackgroundTasksChanged,
+    CommandsAvailable,
+    ConfigOption,
+    ConfigOptionsChanged,
+    FileDiff,
+    HistoryReplayed,
     Lifecycle,
+    ModeChanged,
     Plan,
     PlanItem,
     ProviderErrorReported,
@@ -32,6 +39,7 @@ from agentshim.core.events import (
     SessionTitle,
     Stderr,
     ToolCall,
+    ToolCallUpdated,
     ToolKind,
     ToolResult,
     TurnInterrupted,
@@ -153,6 +161,27 @@ EVENTS: dict[type[Any], st.SearchStrategy[Any]] = {
         BackgroundTasksChanged,
         st.lists(st.builds(BackgroundTask, text, text, text), max_size=3).map(tuple),
     ),
+    ToolCallUpdated: st.builds(
+        ToolCallUpdated,
+        optional_text,
+        text,
+        text,
+        st.none() | text | st.dictionaries(text, json_value, max_size=3),
+        st.sampled_from(ToolKind),
+        st.lists(text, max_size=3).map(tuple),
+        st.lists(st.builds(FileDiff, text, optional_text, text), max_size=2).map(tuple),
+    ),
+    AgentContent: st.builds(AgentContent, text, text, text, text, st.booleans()),
+    ModeChanged: st.builds(ModeChanged, text),
+    ConfigOptionsChanged: st.builds(
+        ConfigOptionsChanged,
+        st.lists(
+            st.builds(ConfigOption, text, text, text, text, st.lists(text, max_size=3).map(tuple)),
+            max_size=3,
+        ).map(tuple),
+    ),
+    CommandsAvailable: st.builds(CommandsAvailable, st.lists(text, max_size=3).map(tuple)),
+    HistoryReplayed: st.builds(HistoryReplayed, text, text),
 }
 
 

@@ -150,6 +150,9 @@ COPILOT_ACP = AcpDialect(
     failed=failure_kind,
     stdio_mcp=False,
     cumulative_usage=True,
+    attach="session/load",
+    # It offers session/close; as checked, its sessions end with the process alone.
+    close_session=False,
 )
 """Copilot CLI's ACP dialect."""
 

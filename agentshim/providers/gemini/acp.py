@@ -131,6 +131,7 @@ GEMINI_ACP = AcpDialect(
     load_in_a_later_minute=True,
     # 0.61.0 sends the first replayed update before the load response and the rest after.
     replay_settle=0.5,
+    attach="session/load",
 )
 """The Gemini CLI's ACP dialect."""
 

@@ -153,6 +153,8 @@ OPENCODE_ACP = AcpDialect(
     usage_of_last_call=True,
     superseded_messages=True,
     attach="session/resume",
+    # It offers session/close; as checked, its sessions end with the process alone.
+    close_session=False,
 )
 """opencode's ACP dialect."""
 

@@ -20,6 +20,7 @@ from agentshim.core.errors import (
     CliExitError,
     CliTimeoutError,
     FailureKind,
+    InvalidRequestError,
     ProviderCapabilityError,
     SessionResumeError,
     TurnStalledError,
@@ -28,6 +29,7 @@ from agentshim.core.events import (
     ApprovalAnswered,
     ApprovalRequested,
     AssistantText,
+    CommandsAvailable,
     RunStarted,
     SessionStarted,
     ToolCall,
@@ -188,10 +190,7 @@ class TestTurnsOnOneProcess:
         rig = Rig([AcpPeerTurn("ok")], quirks=quirks)
         result, events = rig.turn()
         assert result.text == "ok"
-        assert events.lifecycle("available_commands_update") == [
-            "available_commands_update",
-            "available_commands_update",
-        ]
+        assert len(events.of(CommandsAvailable)) == 2
 
     def test_a_tool_call_and_its_update_become_call_and_result(self) -> None:
         rig = Rig([AcpPeerTurn("Done.", tool="echo hello")])
@@ -210,7 +209,6 @@ class TestTurnsOnOneProcess:
     @pytest.mark.parametrize(
         "request_fields",
         [
-            {"model": "other"},
             {"env": {"A": "1"}},
             {"extra_args": ("--x",)},
             {"cwd": "/elsewhere"},
@@ -224,6 +222,13 @@ class TestTurnsOnOneProcess:
         with pytest.raises(ProviderCapabilityError, match="cannot change"):
             rig.turn(**request_fields)
         assert rig.executor.spawned == []
+
+    def test_a_model_the_agent_does_not_offer_is_refused(self) -> None:
+        rig = Rig([AcpPeerTurn("never")])
+        with pytest.raises(InvalidRequestError, match="offers the models"):
+            rig.turn(model="other")
+        # Whether it has one is known only from its answer: nothing was prompted.
+        assert "session/prompt" not in methods(rig.peer)
 
 
 class TestApprovals:
@@ -431,7 +436,7 @@ class TestFailures:
         assert caught.value.session_id == gone
         assert rig.slept == []  # not a session this client made: no wait
 
-    def test_an_agent_request_we_do_not_offer_is_refused_not_ignored(self) -> None:
+    def test_an_agent_request_we_do_not_offer_is_refused_and_fails_the_turn(self) -> None:
         class AsksToRead(AcpPeer):
             def on_stdin(self, line: str) -> Iterable[Any]:
                 out = list(super().on_stdin(line))
@@ -449,7 +454,8 @@ class TestFailures:
 
         transport, _ = make_transport(spawn)
         spec = ConversationSpec(permissions=BYPASS, approvals=ApprovalPolicy.DENY)
-        assert transport.open(spec).turn(TurnRequest("go"), Events()).text == "ok"
+        with pytest.raises(ProviderCapabilityError, match=r"fs/read_text_file.*read_files=True"):
+            transport.open(spec).turn(TurnRequest("go"), Events())
         (refusal,) = [f for f in started[0].received if "method" not in f]
         assert refusal["id"] == 0
         assert refusal["error"]["code"] == -32601
@@ -512,16 +518,18 @@ class TestStartFailures:
 
 
 class TestRefusals:
-    def test_fork_is_refused(self) -> None:
-        transport, _ = make_transport(AcpPeers([]))
+    def test_fork_is_refused_when_the_agent_does_not_offer_it(self) -> None:
+        transport, _ = make_transport(AcpPeers([]), close_grace=0.2)
         spec = ConversationSpec(
             permissions=BYPASS,
             approvals=ApprovalPolicy.DENY,
             resume_session_id="c0de0000-0000-4000-8000-000000000001",
             fork=True,
         )
-        with pytest.raises(ProviderCapabilityError, match="fork"):
-            transport.open(spec)
+        conversation = transport.open(spec)
+        with pytest.raises(ProviderCapabilityError, match="session/fork"):
+            conversation.turn(TurnRequest("go"), Events())
+        conversation.close()
 
 
 class TestAcpConversation(ConversationContract):

@@ -26,6 +26,7 @@ from agentshim.core.errors import (
 from agentshim.core.events import (
     ApprovalAnswered,
     AssistantText,
+    CommandsAvailable,
     Lifecycle,
     SessionTitle,
     ToolResult,
@@ -257,7 +258,7 @@ class TestRecordedSession:
         assert plain.text == HELLO
         assert plain.session_id == MAIN_SESSION
         # Copilot spoke of the session before session/new answered: kept, not lost.
-        assert len(events.lifecycle("available_commands_update")) == 2
+        assert len(events.of(CommandsAvailable)) == 2
         assert events.of(SessionTitle)[0].title == "Say hello."
         assert (plain.usage.tokens.input_tokens, plain.usage.tokens.output_tokens) == (1200, 40)
 
