@@ -689,6 +689,7 @@ class Session:
             result.interrupted,
             result.usage.tokens.input_tokens,
             result.duration_ms / 1000.0,
+            respawned=result.respawned,
         )
 
     def _conversation_key(self, session_id: str) -> str:

@@ -97,6 +97,10 @@ class Continuity(enum.Enum):
     """The session had retired or forgotten its conversation, so the turn started cold."""
     REPLACED = "replaced"
     """The session's conversation was gone; the turn was replayed in a fresh one."""
+    RESUMED = "resumed"
+    """The turn continued the session's conversation in a new CLI process: the long-lived
+    one it ran in had ended (killed while the conversation was idle, or dead in the last
+    turn), so the turn started another and resumed the conversation there by id."""
 
 
 class FailureOutcome(enum.Enum):
@@ -233,6 +237,8 @@ class Succeeded:
     interrupted: bool = False
     input_tokens: int = 0
     duration_s: float = 0.0
+    respawned: bool = False
+    """The turn resumed the conversation in a new process (the last one had ended)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -566,6 +572,8 @@ class SessionPolicy:
             continuity = Continuity.REPLACED
         elif turn.cold_start:
             continuity = Continuity.RESET
+        elif event.respawned:
+            continuity = Continuity.RESUMED
         else:
             continuity = Continuity.CONTINUED
         state = replace(

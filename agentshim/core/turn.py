@@ -176,7 +176,9 @@ class TurnResult:
     shells and subagents): while there are any, the agent may start a turn of its own.
     ``notices`` are things the library could not do exactly and the caller should know, such
     as an MCP config file whose original had to be kept next to it because the agent put
-    something of its own in its place.
+    something of its own in its place. ``respawned`` says the conversation's long-lived
+    process had ended since its last turn (killed while idle, or dead in that turn): this
+    turn started a new one and resumed the conversation in it by id.
     """
 
     text: str
@@ -192,3 +194,4 @@ class TurnResult:
     notices: tuple[str, ...] = ()
     context_window: int | None = None
     background_tasks: tuple[BackgroundTask, ...] = ()
+    respawned: bool = False

@@ -31,6 +31,8 @@ __all__ = ["HostProcess"]
 _EXIT_POLL = 0.05
 # A write waiting for room in stdin re-checks whether the process is gone this often.
 _WRITE_RECHECK = 0.1
+# How many non-blocking reads a wait(0) does at most before it answers.
+_LOOKS = 64
 
 
 class HostProcess:
@@ -204,13 +206,19 @@ class HostProcess:
         """Wait until the process has exited and been cleaned up; return its exit status.
 
         Returns ``None`` if that takes longer than ``timeout`` seconds. Output read while
-        waiting is kept for :meth:`next_output`.
+        waiting is kept for :meth:`next_output`. ``wait(0)`` does not block but still looks:
+        it reads what the pipes already hold and notices an exit that happened meanwhile.
         """
         deadline = None if timeout is None else time.monotonic() + max(timeout, 0.0)
+        looked = False
         while self._exit is None:
             remaining = None if deadline is None else deadline - time.monotonic()
             if remaining is not None and remaining <= 0:
-                return None
+                if looked:
+                    return None
+                looked = True
+                self._look()
+                continue
             if not self._acquire_reader(remaining):
                 return None
             try:
@@ -237,8 +245,25 @@ class HostProcess:
             return self._read_lock.acquire()
         return self._read_lock.acquire(timeout=max(timeout, 0.0))
 
-    def _pump(self, timeout: float | None) -> None:
-        """Read for up to ``timeout`` and advance the exit state; the read lock is held."""
+    def _look(self) -> None:
+        """Read what the pipes hold now, without blocking, and advance the exit state.
+
+        Bounded, so a process that prints without pause cannot hold the caller.
+        """
+        if not self._read_lock.acquire(blocking=False):
+            return  # another thread is reading; it notices the exit itself
+        try:
+            for _ in range(_LOOKS):
+                if self._exit is not None or not self._pump(0.0):
+                    return
+        finally:
+            self._read_lock.release()
+
+    def _pump(self, timeout: float | None) -> bool:
+        """Read for up to ``timeout`` and advance the exit state; the read lock is held.
+
+        Returns whether anything was read (output, end of a stream).
+        """
         wait = timeout
         now = time.monotonic()
         if self._child.returncode is None:
@@ -249,8 +274,10 @@ class HostProcess:
                 wait = sooner(wait, _EXIT_POLL)
         elif self._drain_until is not None:
             wait = sooner(wait, self._drain_until - now)
-        self._absorb(self._streams.poll(None if wait is None else max(wait, 0.0)))
+        chunks = self._streams.poll(None if wait is None else max(wait, 0.0))
+        self._absorb(chunks)
         self._advance()
+        return bool(chunks) or self._streams.exit_hint
 
     def _absorb(self, chunks: list[tuple[int, bytes]]) -> None:
         queue = self._queue

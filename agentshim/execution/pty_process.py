@@ -40,6 +40,8 @@ _EXIT_POLL = 0.05
 _CHUNK = 1 << 16
 # How long output is still read after the program exited, while something else draws.
 _DRAIN = 1.0
+# How many non-blocking reads a wait(0) does at most before it answers.
+_LOOKS = 64
 
 
 class PtySize:
@@ -203,13 +205,22 @@ class PtyProcess:
     def wait(self, timeout: float | None) -> int | None:
         """Wait until the process has ended (reading and dropping what it draws); its status.
 
-        Returns None if that takes longer than ``timeout`` seconds.
+        Returns None if that takes longer than ``timeout`` seconds. ``wait(0)`` does not
+        block but still looks: it notices an exit that happened while nobody read.
         """
         deadline = None if timeout is None else time.monotonic() + max(timeout, 0.0)
+        looked = False
         while not self._reaped:
             remaining = None if deadline is None else deadline - time.monotonic()
             if remaining is not None and remaining <= 0:
-                return None
+                if looked:
+                    return None
+                looked = True
+                # Bounded, so a program that draws without pause cannot hold the caller.
+                for _ in range(_LOOKS):
+                    if self.read(0.0) is None:
+                        break
+                continue
             self.read(remaining)
         return self._returncode
 

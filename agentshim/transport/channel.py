@@ -56,6 +56,17 @@ class Channel:
         """How the process ended, once a read has returned its exit."""
         return self._exit
 
+    def ended(self) -> ProcessExited | None:
+        """How the process ended, looked at now without blocking; None while it runs.
+
+        Sees also a process that died while nobody read it (killed between turns); what it
+        printed stays readable.
+        """
+        if self._exit is not None:
+            return self._exit
+        code = self._process.wait(0)
+        return None if code is None else ProcessExited(code)
+
     def send(self, frame: Mapping[str, Any]) -> None:
         """Write ``frame`` as one JSON line; thread-safe.
 

@@ -212,6 +212,10 @@ class LongLivedConversation(Generic[TurnT]):
         self._mcp: McpInstallation | None = None
         # The next process forks the resumed conversation: the spec's fork, until it exists.
         self._fork = spec.fork
+        # How the conversation's previous process ended, when a turn found it gone; the
+        # turn that starts the next one resumes the conversation in it and says so.
+        self._ended: str | None = None
+        self._respawned = False
 
     # -- the Conversation protocol -------------------------------------------------------
 
@@ -237,6 +241,7 @@ class LongLivedConversation(Generic[TurnT]):
             CliTimeoutError / TurnStalledError: the turn overran its budget, or went silent.
         """
         turn_stop = self._slot.begin(stop)
+        self._respawned = False
         try:
             self._refuse(request)
             if turn_stop.is_set():
@@ -325,6 +330,28 @@ class LongLivedConversation(Generic[TurnT]):
         for name, value in mcp_env_defaults(self._mcp).items():
             env.setdefault(name, value)
         env.update(mcp_env(self._mcp))
+
+    def _process_ended(self, exit_status: ProcessExited | None) -> None:
+        """A turn found the conversation's process gone (``exit_status``: how, if read).
+
+        The next process resumes the conversation by id, and :meth:`_announce_respawn`
+        reports it when it starts.
+        """
+        code = "" if exit_status is None else f" (exit status {exit_status.returncode})"
+        self._ended = f"the {self._name} process had ended{code}"
+
+    def _announce_respawn(self, emit: Emit) -> None:
+        """Report that the starting process replaces one that ended, if it does."""
+        ended, self._ended = self._ended, None
+        if ended is None or self._session_id is None or self._fork:
+            return
+        self._respawned = True
+        emit(
+            Lifecycle(
+                "process_respawned",
+                f"{ended}; a new one resumes conversation {self._session_id}",
+            )
+        )
 
     def _shut_down(self) -> None:
         """Release the process and restore what the conversation installed for it."""
@@ -455,6 +482,7 @@ class LongLivedConversation(Generic[TurnT]):
             duration_ms=int((self._clock() - started) * 1000),
             exit_code=0,
             interrupted=interrupted,
+            respawned=self._respawned,
             **more,
         )
 
@@ -664,12 +692,20 @@ class ProcessConversation(LongLivedConversation[TurnT]):
     # -- the process -----------------------------------------------------------------------
 
     def _live_channel(self) -> Channel | None:
-        """The running process's channel; None (after releasing a dead one) when it ended."""
+        """The running process's channel; None (after releasing a dead one) when it ended.
+
+        Looked at before anything of the turn is written, so a process that died while the
+        conversation was idle is replaced, and the conversation resumed in the new one,
+        rather than failing a turn that never reached it.
+        """
         channel = self._channel
-        if channel is not None and channel.exit is None:
+        if channel is None:
+            return None
+        ended = channel.ended()
+        if ended is None:
             return channel
-        if channel is not None:
-            self._release_process()
+        self._process_ended(ended)
+        self._release_process()
         return None
 
     def _start_process(
@@ -686,6 +722,7 @@ class ProcessConversation(LongLivedConversation[TurnT]):
         closed with the process (also when it cannot be spawned: release it then).
         """
         self._side = side
+        self._announce_respawn(emit)
         emit(RunStarted(tuple(argv)))
         process = self._context.executor.spawn(SpawnRequest(argv, cwd=self._spec.cwd, env=env))
         channel = Channel(process, argv, clock=self._clock, side=side)

@@ -60,7 +60,7 @@ from agentshim.core.provider import (
 )
 from agentshim.core.turn import TurnRequest, TurnResult
 from agentshim.core.usage import ProviderUsage
-from agentshim.execution.process import SpawnRequest
+from agentshim.execution.process import ProcessExited, SpawnRequest
 from agentshim.execution.pty_process import PtyExecutor, PtyProcess
 from agentshim.transport.context import TransportContext
 from agentshim.transport.conversation import (
@@ -558,9 +558,12 @@ class ClaudeTuiConversation(LongLivedConversation[_Turn]):
 
     def _ensure_terminal(self, emit: Emit) -> _Terminal:
         terminal = self._terminal
-        if terminal is not None and terminal.pty.returncode is None:
-            return terminal
         if terminal is not None:
+            # Looked at now: a CLI killed while the conversation was idle is replaced.
+            code = terminal.pty.wait(0)
+            if code is None:
+                return terminal
+            self._process_ended(ProcessExited(code))
             self._release_process()
         terminal = self._start(emit)
         try:
@@ -598,6 +601,7 @@ class ClaudeTuiConversation(LongLivedConversation[_Turn]):
             env = dict(context.env)
             env.setdefault("TERM", "xterm-256color")
             self._add_mcp_env(env)
+            self._announce_respawn(emit)
             emit(RunStarted(tuple(argv)))
             pty = self._executor.spawn_pty(SpawnRequest(argv, cwd=cwd, env=env))
         except BaseException:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import signal
 import stat
 import threading
 import time
@@ -55,6 +56,19 @@ pytestmark = pytest.mark.skipif(os.name != "posix", reason="the TUI runs on a ps
 BYPASS = NativePermissions.bypass()
 
 
+class RecordingExecutor(HostCommandExecutor):
+    """The host executor, keeping every terminal it starts (to kill one as an operator would)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.terminals: list[PtyProcess] = []
+
+    def spawn_pty(self, request: SpawnRequest, size: PtySize | None = None) -> PtyProcess:
+        process = super().spawn_pty(request, size)
+        self.terminals.append(process)
+        return process
+
+
 class Rig:
     """A fake CLI install, its HOME and a work directory."""
 
@@ -66,9 +80,10 @@ class Rig:
         self.work.mkdir(parents=True, exist_ok=True)
         self.binary = install_fake_claude_tui(root / "bin", script)
         self.env = {"PATH": "/usr/bin:/bin", "HOME": str(self.home), "SECRET_TOKEN": "s3cr3t"}
+        self.executor = RecordingExecutor()
         self.context = TransportContext(
             provider=ClaudeProvider(),
-            executor=HostCommandExecutor(),
+            executor=self.executor,
             binary_path=str(self.binary),
             env=self.env,
         )
@@ -469,9 +484,17 @@ class TestClaudeTuiConversationContract(ConversationContract):
         self, turns: Sequence[ContractTurn], *, resume_session_id: str | None = None
     ) -> ClaudeTuiConversation:
         rig = Rig(self.root, _script(turns))
+        self.executor = rig.executor
         conversation = rig.open(resume_session_id=resume_session_id)
         self.opened.append(conversation)
         return conversation
+
+    def kill_idle_process(self, conversation: object) -> bool:
+        del conversation
+        (terminal,) = self.executor.terminals
+        os.kill(terminal.pid, signal.SIGKILL)
+        os.waitid(os.P_PID, terminal.pid, os.WEXITED | os.WNOWAIT)
+        return True
 
 
 class TestClaudeTuiTransportContract(TransportContract):

@@ -583,7 +583,7 @@ class TestCodexAppServerConversationContract(SteerableConversationContract):
     def make_conversation(
         self, turns: Sequence[ContractTurn], *, resume_session_id: str | None = None
     ) -> CodexAppServerConversation:
-        ctx, _ = context(contract_peers(turns))
+        ctx, self.executor = context(contract_peers(turns))
         return CodexAppServerTransport(ctx, reap=lambda marker: 0).open(
             ConversationSpec(
                 permissions=BYPASS,
@@ -591,6 +591,10 @@ class TestCodexAppServerConversationContract(SteerableConversationContract):
                 resume_session_id=resume_session_id,
             )
         )
+
+    def kill_idle_process(self, conversation: object) -> bool:
+        self.executor.processes[-1].kill()
+        return True
 
 
 class TestCodexAppServerTransportContract(TransportContract):
