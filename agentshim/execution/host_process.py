@@ -23,7 +23,7 @@ from agentshim.core.stream import DEFAULT_MAX_LINE_BYTES
 from ._child import ChildProcess
 from ._lines import LineAssembler, LineOverflow, split_lines
 from ._stop import GroupStop, sooner
-from ._streams import ERR, OUT, SelectorStreams, Streams, ThreadStreams
+from ._streams import ERR, OUT, SIDE, SelectorStreams, Streams, ThreadStreams
 from .process import ProcessExited, ProcessOutput, SpawnRequest, StderrLine, StdoutLine
 
 __all__ = ["HostProcess"]
@@ -80,6 +80,7 @@ class HostProcess:
         self._stdin_closed = False
         self._exit: ProcessExited | None = None
         self._woken = threading.Event()
+        self._side_ready = False
 
     @classmethod
     def start(
@@ -182,12 +183,27 @@ class HostProcess:
                 if self._woken.is_set():
                     self._woken.clear()
                     return None
+                if self._side_ready:
+                    self._side_ready = False
+                    return None
                 remaining = None if deadline is None else deadline - time.monotonic()
                 self._pump(None if remaining is None else max(remaining, 0.0))
                 if remaining is not None and remaining <= 0 and not self._queue:
                     return self._exit
         finally:
             self._read_lock.release()
+
+    def watch(self, fd: int) -> bool:
+        """Also wait on ``fd``: :meth:`next_output` returns ``None`` while it is readable.
+
+        For something served beside the process on the reading thread (a turn's tools), so
+        the reader wakes when it has work and at no other time. False where it cannot be
+        waited on with the pipes (the caller must then look at it by itself).
+        """
+        try:
+            return self._streams.watch(fd)
+        except (OSError, ValueError, KeyError):
+            return False  # the process has ended (its selector is closed), or fd is bad
 
     def wake(self) -> None:
         """Make a blocked :meth:`next_output` return now (``None`` if nothing came); thread-safe."""
@@ -277,11 +293,14 @@ class HostProcess:
         chunks = self._streams.poll(None if wait is None else max(wait, 0.0))
         self._absorb(chunks)
         self._advance()
-        return bool(chunks) or self._streams.exit_hint
+        return any(tag != SIDE for tag, _ in chunks) or self._streams.exit_hint
 
     def _absorb(self, chunks: list[tuple[int, bytes]]) -> None:
         queue = self._queue
         for tag, data in chunks:
+            if tag == SIDE:
+                self._side_ready = True
+                continue
             assembler, kind = (self._out, StdoutLine) if tag == OUT else (self._err, StderrLine)
             if data:
                 try:

@@ -95,6 +95,7 @@ class PtyProcess:
         self._returncode: int | None = None
         self._reaped = False
         self._pidfd = open_pidfd(popen.pid)
+        self._watched: int | None = None
 
     @classmethod
     def start(
@@ -187,6 +188,14 @@ class PtyProcess:
         finally:
             self._read_lock.release()
 
+    def watch(self, fd: int | None) -> None:
+        """Also wait on ``fd`` (None: no more): :meth:`read` returns None while it is readable.
+
+        For a signal the caller gets beside the terminal (a hook that ran), so the reader
+        wakes when it comes and at no other time; the caller drains ``fd`` itself.
+        """
+        self._watched = fd
+
     def wake(self) -> None:
         """End a :meth:`read` blocked on another thread now (it returns None)."""
         with self._wake_lock:
@@ -258,6 +267,9 @@ class PtyProcess:
             waits = [master, self._wake_r]
             if self._pidfd is not None:
                 waits.append(self._pidfd)
+            watched = self._watched
+            if watched is not None:
+                waits.append(watched)
             now = time.monotonic()
             wait = None if deadline is None else max(deadline - now, 0.0)
             if self._pidfd is None:
@@ -269,6 +281,8 @@ class PtyProcess:
             if self._wake_r >= 0 and self._wake_r in ready:
                 with contextlib.suppress(BlockingIOError, OSError):
                     os.read(self._wake_r, 4096)
+                return None
+            if watched is not None and watched in ready and master not in ready:
                 return None
             if master in ready:
                 data = _read_now(master)

@@ -61,6 +61,7 @@ from .channel import Channel
 from .context import ContextSource, TransportContext
 from .correlator import Correlator, PendingRequest
 from .fixed import refuse_fixed_changes
+from .leftovers import TurnLeftovers
 from .watch import Due, TurnWatch
 
 __all__ = [
@@ -216,6 +217,8 @@ class LongLivedConversation(Generic[TurnT]):
         # turn that starts the next one resumes the conversation in it and says so.
         self._ended: str | None = None
         self._respawned = False
+        # What a turn starts beside the CLI, ended when the turn is interrupted or fails.
+        self._leftovers = TurnLeftovers()
 
     # -- the Conversation protocol -------------------------------------------------------
 
@@ -242,6 +245,7 @@ class LongLivedConversation(Generic[TurnT]):
         """
         turn_stop = self._slot.begin(stop)
         self._respawned = False
+        self._leftovers.turn_begins()
         try:
             self._refuse(request)
             if turn_stop.is_set():
@@ -249,7 +253,14 @@ class LongLivedConversation(Generic[TurnT]):
                     "the turn was cancelled before it was sent; nothing ran and the "
                     "conversation is intact"
                 )
-            return self._run(request, emit, turn_stop)
+            result = self._run(request, emit, turn_stop)
+        except BaseException:
+            self._end_leftovers(emit)
+            raise
+        else:
+            if result.interrupted:
+                self._end_leftovers(emit)
+            return result
         finally:
             with self._lock:
                 self._turn = None
@@ -330,6 +341,16 @@ class LongLivedConversation(Generic[TurnT]):
         for name, value in mcp_env_defaults(self._mcp).items():
             env.setdefault(name, value)
         env.update(mcp_env(self._mcp))
+
+    def _end_leftovers(self, emit: Emit) -> None:
+        """End what the turn started beside the CLI and left running (interrupted, failed)."""
+        ended = self._leftovers.end()
+        if ended:
+            emit(
+                Lifecycle(
+                    "commands_ended", f"{ended} process(es) the turn started were still running"
+                )
+            )
 
     def _process_ended(self, exit_status: ProcessExited | None) -> None:
         """A turn found the conversation's process gone (``exit_status``: how, if read).
@@ -557,6 +578,7 @@ class ProcessConversation(LongLivedConversation[TurnT]):
         """
         with self._lock:
             self._turn = turn
+        self._leftovers.turn_sent()
         self._send(channel, frame)
         with self._stoppable(stop):
             self._read_turn(channel, turn)
@@ -723,6 +745,10 @@ class ProcessConversation(LongLivedConversation[TurnT]):
         """
         self._side = side
         self._announce_respawn(emit)
+        served = getattr(side, "server", None)
+        self._leftovers.mark(
+            env, (*self._spec.mcp_servers, *([served] if isinstance(served, McpServer) else []))
+        )
         emit(RunStarted(tuple(argv)))
         process = self._context.executor.spawn(SpawnRequest(argv, cwd=self._spec.cwd, env=env))
         channel = Channel(process, argv, clock=self._clock, side=side)

@@ -87,7 +87,8 @@ _IDS = "agentshim"
 def _reap_by_marker(marker: str) -> int:
     if not can_scan():
         return 0
-    ended, _ = reap_marked(marker, 1.0)
+    # Codex sets the marker on its commands under its own name (shell_environment_policy).
+    ended, _ = reap_marked(marker, 1.0, name=TOOL_MARKER)
     return ended
 
 

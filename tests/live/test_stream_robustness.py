@@ -1,0 +1,127 @@
+"""Live: every long-lived transport survives what happens between and inside turns.
+
+On each of the seven long-lived transports (Claude stream-json and TUI, Codex app-server,
+Gemini, opencode and Copilot over ACP, Pi rpc), on the real pinned CLI against the model
+server:
+
+- a CLI killed with SIGKILL while its conversation is idle costs no turn: the next turn
+  starts a new process, resumes the conversation by id and says so (``RESUMED``);
+- an interrupt while a tool runs leaves nothing that tool started running, whatever its
+  shape: exec'd by the shell, put in the background after ``setsid``, ``nohup``'d next to a
+  grandchild of a subshell.
+
+Run one transport at a time with ``pytest tests/live/test_stream_robustness.py -k codex``.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from collections.abc import Iterator
+
+import pytest
+
+from agentshim.core.conversation import TransportKind
+from agentshim.core.session_policy import Continuity
+from agentshim.testing.model_server import Rule, Text
+
+from .streams import (
+    HELLO,
+    NEEDS_PROC,
+    PROMPT_RETURN_S,
+    SEEN_WITHIN_S,
+    TURN_TIMEOUT,
+    Background,
+    Live,
+    StreamRig,
+    alive,
+    live_test,
+    run_processes,
+    stream_rig,
+    tool_then_text,
+    wait_for,
+)
+
+pytestmark = NEEDS_PROC
+
+TRANSPORTS = [
+    ("claude", TransportKind.STREAM),
+    ("claude", TransportKind.TUI),
+    ("codex", TransportKind.STREAM),
+    ("gemini", TransportKind.STREAM),
+    ("opencode", TransportKind.STREAM),
+    ("copilot", TransportKind.STREAM),
+    ("pi", TransportKind.STREAM),
+]
+
+#: Tool commands that each leave something behind a plain process-group kill, by the part of
+#: a command line that shows them running.
+SHAPES = {
+    "execd": ("python3 -c 'import time; time.sleep(71)'", "time.sleep(71)", ("time.sleep(71)",)),
+    "setsid": (
+        "setsid sleep 72 >/dev/null 2>&1 & sleep 73",
+        "sleep 73",
+        ("sleep 72", "sleep 73"),
+    ),
+    "nohup": (
+        "nohup sleep 74 >/dev/null 2>&1 & (sleep 75; true)",
+        "sleep 75",
+        ("sleep 74", "sleep 75"),
+    ),
+}
+
+
+@pytest.fixture(
+    scope="module", name="rig", params=TRANSPORTS, ids=[f"{p}-{t.value}" for p, t in TRANSPORTS]
+)
+def _rig(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[StreamRig]:
+    provider, transport = request.param
+    yield from stream_rig(provider, tmp_path_factory, transport)
+
+
+@pytest.fixture(name="live")
+def _live(rig: StreamRig, request: pytest.FixtureRequest) -> Iterator[Live]:
+    yield from live_test(rig, request)
+
+
+def _next_minute_for_gemini(live: Live) -> None:
+    # Gemini CLI loses a session loaded in the wall-clock minute it was created in.
+    if live.rig.provider == "gemini":
+        time.sleep(61.0 - time.time() % 60.0)
+
+
+def test_a_cli_killed_while_idle_costs_no_turn_and_the_turn_says_resumed(live: Live) -> None:
+    live.script(Rule(respond=Text(HELLO)))
+    with live.session() as session:
+        first = session.turn("Say hello.")
+        (pid,) = live.cli_pids()
+        os.kill(pid, signal.SIGKILL)  # the OOM killer, or an operator
+        wait_for(lambda: not alive(pid), 10.0, "the CLI dying")
+        _next_minute_for_gemini(live)
+        second = session.turn("Say hello again.")
+    assert second.result.text == HELLO
+    assert second.session_id == first.session_id
+    assert second.continuity is Continuity.RESUMED
+    assert second.result.respawned
+    assert len(live.executor.spawned) == 2
+    assert live.lifecycle("process_respawned")
+
+
+@pytest.mark.parametrize("shape", sorted(SHAPES))
+def test_an_interrupt_during_a_tool_leaves_nothing_it_started(live: Live, shape: str) -> None:
+    command, seen, needles = SHAPES[shape]
+    live.script(*tool_then_text(command))
+    with live.session() as session:
+        running = Background(lambda: session.turn("Run the command.").result)
+        wait_for(lambda: live.running(seen), SEEN_WITHIN_S, seen)
+        for needle in needles:
+            wait_for(lambda needle=needle: live.running(needle), SEEN_WITHIN_S, needle)
+        session.interrupt()
+        result = running.join(PROMPT_RETURN_S + TURN_TIMEOUT)
+        left = {n: run_processes(live.rig.cli.home, n) for n in needles}
+        assert result.interrupted
+        assert not any(left.values()), f"still running after the turn returned: {left}"
+        assert live.cli_pids(), "the interrupt keeps the CLI"
