@@ -12,6 +12,7 @@ that holds across every worker process that shares them.
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 
@@ -44,6 +45,7 @@ from agentshim.core.usage import ProviderUsage
 from agentshim.execution.confinement import Confinement, confine
 from agentshim.execution.executor import CommandExecutor
 from agentshim.execution.host import HostCommandExecutor
+from agentshim.idle import IdleHousekeeper
 from agentshim.oneshot import OneShotTransport, check_permissions
 from agentshim.providers import DEFAULT_CATALOG, ProviderCatalog
 from agentshim.providers.catalog import transport_factories, transports_offered
@@ -286,6 +288,9 @@ class Agent:
         self.log: Callable[[str], None] = log or ignore_log_line
         # Set by a long-lived transport's Agent: it probes the CLI the one-shot way.
         self._prober: OneShotTransport | None = None
+        # Made with the first session that has idle_release_after: idle release on time.
+        self._idle: IdleHousekeeper | None = None
+        self._idle_lock = threading.Lock()
 
     def _timeouts(self, stall_timeout: float | None, approval_timeout: float) -> None:
         self.stall_timeout = (
@@ -405,7 +410,15 @@ class Agent:
             lease_ttl=self.lease_ttl,
             lease_timeout=self.lease_timeout,
             log=self.log,
+            idle_housekeeper=self._idle_housekeeper() if idle_release_after is not None else None,
         )
+
+    def _idle_housekeeper(self) -> IdleHousekeeper:
+        """The one housekeeper of this Agent's idle sessions (its thread runs only when due)."""
+        with self._idle_lock:
+            if self._idle is None:
+                self._idle = IdleHousekeeper(self.clock, log=self.log)
+            return self._idle
 
     def _agent_path(self, host_path: str) -> str:
         if self._confinement is None:

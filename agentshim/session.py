@@ -84,6 +84,7 @@ from agentshim.core.session_policy import (
 )
 from agentshim.core.turn import TurnRequest, TurnResult
 from agentshim.core.usage import ProviderUsage
+from agentshim.idle import IdleHousekeeper
 
 __all__ = ["Continuity", "Session", "Turn", "TurnTicket"]
 
@@ -133,7 +134,10 @@ class Session:
     as the one-shot transport an ``Agent`` builds does. A lease lives ``lease_ttl`` seconds
     and is renewed while the turn runs; a turn that cannot get it within ``lease_timeout``
     seconds (None: waits until it comes free) raises LeaseTimeoutError with nothing run. Each
-    of ``event_handlers`` is an AgentEventHandler or a plain function of one event.
+    of ``event_handlers`` is an AgentEventHandler or a plain function of one event. Given an
+    ``idle_housekeeper`` (an Agent shares one among its sessions), a policy's
+    ``idle_release_after`` closes the conversation's process as soon as it is due, not when
+    the next turn is prepared.
     """
 
     def __init__(
@@ -151,6 +155,7 @@ class Session:
         lease_ttl: float = 30.0,
         lease_timeout: float | None = None,
         log: Callable[[str], None] | None = None,
+        idle_housekeeper: IdleHousekeeper | None = None,
     ) -> None:
         if (checkpoints is None) != (checkpoint_key is None):
             missing, given = (
@@ -203,6 +208,7 @@ class Session:
         self._pending_cancelled = False
         # What the policy decided while a turn was prepared, reported when the turn runs.
         self._notices: list[Notify] = []
+        self._idle = idle_housekeeper
         self._stop = TurnStop()
         self._last_error: BaseException | None = None
         self._last_result: TurnResult | None = None
@@ -360,6 +366,8 @@ class Session:
                 self._pending_cancelled = False
                 raise _cancelled_error(ticket)
             self._running = True
+            if self._idle is not None:
+                self._idle.forget(self)
             self._stop = TurnStop()
             self._last_error = None
             self._last_result = None
@@ -378,6 +386,35 @@ class Session:
                     for command in self._step(Close()):
                         self._bookkeep(command)
                     self._close_requested = False
+                self._schedule_idle()
+
+    def release_if_idle(self) -> bool:
+        """Close the live conversation if it has been idle ``idle_release_after`` seconds.
+
+        What the Agent's idle housekeeper calls when the session is due; thread-safe. The
+        conversation's id is kept and the next turn reopens it, its first event being
+        ``Lifecycle("conversation_released")``. Nothing happens while a turn runs, once the
+        session is closed, or when it has not been idle long enough. Whether it released.
+        """
+        with self._lock:
+            if self._closing() or self._running:
+                return False
+            released = False
+            for command in self._step(Prepare(self._clock.monotonic(), None)):
+                if isinstance(command, Notify):
+                    self._notices.append(command)
+                elif not isinstance(command, RefuseTurn):
+                    self._bookkeep(command)
+                    released = True
+            return released
+
+    def _schedule_idle(self) -> None:
+        """Ask the housekeeper to look at the session once it has been idle long enough."""
+        limit, state = self._policy.idle_release_after, self._state
+        if self._idle is None or limit is None or self._closing():
+            return
+        if state.live and state.last_active is not None:
+            self._idle.schedule(self, state.last_active + limit)
 
     def interrupt(self) -> None:
         """Cut the running turn short; thread-safe.
@@ -493,6 +530,8 @@ class Session:
             if self._closing():
                 return
             self._pending = None
+            if self._idle is not None:
+                self._idle.forget(self)
             if self._running:
                 self._close_requested = True
                 stop = self._stop

@@ -443,7 +443,8 @@ class SessionPolicy:
     """The pure recovery policy (see the module docstring for its rules).
 
     ``renewal`` retires a conversation once it has served enough; ``idle_release_after``
-    (seconds) closes a conversation left idle that long when the next turn is prepared.
+    (seconds) closes a conversation left idle that long when the next turn is prepared (or,
+    in a session given an idle housekeeper, as soon as it is due).
 
     Raises:
         InvalidRequestError: ``retry`` or ``renewal`` of the wrong type, or an
@@ -514,11 +515,11 @@ class SessionPolicy:
             limit is not None
             and state.live
             and state.last_active is not None
-            and event.now - state.last_active > limit
+            and event.now - state.last_active >= limit
         ):
             return replace(state, live=False), (
                 CloseConversation(),
-                Notify("conversation_released", f"idle for more than {limit:g} s"),
+                Notify("conversation_released", f"idle for {limit:g} s or more"),
             )
         return state, ()
 

@@ -223,7 +223,9 @@ class HostProcess:
 
         Returns ``None`` if that takes longer than ``timeout`` seconds. Output read while
         waiting is kept for :meth:`next_output`. ``wait(0)`` does not block but still looks:
-        it reads what the pipes already hold and notices an exit that happened meanwhile.
+        it reads what the pipes already hold and notices an exit that happened meanwhile; a
+        process that has exited counts as ended then, even if something it started still
+        holds its pipes (the drain period is not waited for).
         """
         deadline = None if timeout is None else time.monotonic() + max(timeout, 0.0)
         looked = False
@@ -271,7 +273,14 @@ class HostProcess:
         try:
             for _ in range(_LOOKS):
                 if self._exit is not None or not self._pump(0.0):
-                    return
+                    break
+            if self._exit is None and self._child.poll_exit() is not None:
+                # The process is gone; what it left holding its pipes (outside its group,
+                # say) is not waited for: stop reading now, as after a drain period.
+                self._child.kill_group()
+                self._streams.stop_reading()
+                self._absorb([(OUT, b""), (ERR, b"")])
+                self._finish()
         finally:
             self._read_lock.release()
 

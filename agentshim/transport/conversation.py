@@ -751,6 +751,7 @@ class ProcessConversation(LongLivedConversation[TurnT]):
         )
         emit(RunStarted(tuple(argv)))
         process = self._context.executor.spawn(SpawnRequest(argv, cwd=self._spec.cwd, env=env))
+        self._leftovers.started(getattr(process, "pid", None))
         channel = Channel(process, argv, clock=self._clock, side=side)
         with self._lock:
             self._channel = channel

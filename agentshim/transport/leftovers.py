@@ -47,22 +47,28 @@ class TurnLeftovers:
     so a turn that fails before it is sent ends nothing of the turn before it).
     """
 
-    __slots__ = ("_grace", "_kept", "_since", "value")
+    __slots__ = ("_cli", "_grace", "_kept", "_since", "value")
 
     def __init__(self, *, grace: float = 1.0) -> None:
         self.value = new_run_id()
         self._grace = grace
         self._since: int | None = None
         self._kept: tuple[tuple[str, tuple[str, ...]], ...] = ()
+        self._cli: int | None = None
 
     def mark(self, env: dict[str, str], servers: Iterable[McpServer] = ()) -> None:
         """Mark ``env`` (a new process's) and remember the MCP servers that process keeps."""
         env[TURN_PROCESS_MARKER] = self.value
+        self._cli = None
         self._kept = tuple(
             (os.path.basename(server.command), tuple(server.args))
             for server in servers
             if isinstance(server, StdioMcpServer)
         )
+
+    def started(self, pid: int | None) -> None:
+        """The CLI the marked environment went to is ``pid`` (never the turn's, however new)."""
+        self._cli = pid
 
     def turn_begins(self) -> None:
         """A turn begins: nothing is the turn's until it is sent."""
@@ -70,7 +76,9 @@ class TurnLeftovers:
 
     def turn_sent(self) -> None:
         """A turn is going out now: what starts from here on is the turn's."""
-        self._since = boot_ticks() if can_scan() else None
+        # From the next tick on: what started in this one (the CLI, spawned for this very
+        # turn a moment ago) cannot be the turn's, which the model has not even seen yet.
+        self._since = boot_ticks() + 1 if can_scan() else None
 
     def end(self) -> int:
         """End what the turn sent last started and left running; how many processes ended."""
@@ -87,6 +95,8 @@ class TurnLeftovers:
 
     def _keeps(self, pid: int, since: int) -> bool:
         """Whether ``pid`` is not the turn's: it started before the turn, or serves MCP."""
+        if pid == self._cli:
+            return True
         found = parent_and_start(pid)
         if found is None:
             return True  # gone already

@@ -98,13 +98,18 @@ def test_a_cli_killed_while_idle_costs_no_turn_and_the_turn_says_resumed(live: L
     with live.session() as session:
         first = session.turn("Say hello.")
         (pid,) = live.cli_pids()
-        os.kill(pid, signal.SIGKILL)  # the OOM killer, or an operator
+        # An operator's kill -9 of the CLI (and of the native binary a launcher script runs).
+        os.killpg(pid, signal.SIGKILL)
         wait_for(lambda: not alive(pid), 10.0, "the CLI dying")
         _next_minute_for_gemini(live)
         second = session.turn("Say hello again.")
-    assert second.result.text == HELLO
+    assert second.result.text == HELLO, live.events
     assert second.session_id == first.session_id
-    assert second.continuity is Continuity.RESUMED
+    assert second.continuity is Continuity.RESUMED, [
+        (type(e).__name__, getattr(e, "kind", ""), str(getattr(e, "detail", ""))[:80])
+        for e in live.events
+        if type(e).__name__ in ("RunStarted", "Lifecycle", "SessionStarted")
+    ]
     assert second.result.respawned
     assert len(live.executor.spawned) == 2
     assert live.lifecycle("process_respawned")

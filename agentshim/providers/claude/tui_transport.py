@@ -640,6 +640,7 @@ class ClaudeTuiConversation(LongLivedConversation[_Turn]):
             shutil.rmtree(directory, ignore_errors=True)
             raise
         terminal = _Terminal(pty, argv, directory, session_id, cwd)
+        self._leftovers.started(pty.pid)
         terminal.transcript.path = transcript_path(env, munged_cwd(cwd), session_id)
         try:
             # Read-write: with a writer always there (this one), the FIFO never reads as

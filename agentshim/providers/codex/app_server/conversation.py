@@ -415,7 +415,6 @@ class CodexAppServerConversation(ProcessConversation[_Turn]):
         )
         env = dict(context.env)
         self._add_mcp_env(env)
-        env[TOOL_MARKER] = self._marker
         try:
             channel = self._start_process(argv, env, emit, side=self._serving)
             self._handshake(channel, emit)

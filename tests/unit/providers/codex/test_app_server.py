@@ -340,7 +340,9 @@ def test_an_interrupt_closes_the_open_command_and_reaps_what_the_turn_started() 
     (interrupt,) = rig.sent("turn/interrupt")
     assert set(interrupt["params"]) == {"threadId", "turnId"}
     assert rig.reaped
-    assert rig.reaped[0] == rig.peers.requests[0].env["AGENTSHIM_TOOL_RUN"]
+    spawned = rig.peers.requests[0]
+    assert any("AGENTSHIM_TOOL_RUN" in arg and rig.reaped[0] in arg for arg in spawned.argv)
+    assert "AGENTSHIM_TOOL_RUN" not in spawned.env, "the app-server is no command to reap"
     after, _ = rig.turn()
     assert after.text == "after"
     assert len(rig.peers.peers) == 1
