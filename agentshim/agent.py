@@ -55,6 +55,13 @@ from agentshim.transport.context import TransportContext
 __all__ = ["Agent"]
 
 
+def _catalogue_window(model: str | None) -> int | None:
+    """The catalogue's context window of ``model`` (the catalogue is imported when asked)."""
+    from agentshim.models import context_window_of
+
+    return context_window_of(model)
+
+
 class Agent:
     """One provider, with everything its sessions share.
 
@@ -181,6 +188,7 @@ class Agent:
                 model=cli.model,
                 log=log_line,
                 clock=clock.monotonic,
+                context_window=_catalogue_window,
             )
 
         self.transport = factories[transport](context)

@@ -493,6 +493,9 @@ class LongLivedConversation(Generic[TurnT]):
             usage = ProviderUsage(
                 provider=self._context.provider.profile.name, increment_known=False
             )
+        if more.get("context_window") is None:
+            # What the CLI did not report, the catalogue may know (never a guess).
+            more["context_window"] = self._context.context_window(usage.model or self._model)
         return TurnResult(
             text=text,
             structured_output=None,

@@ -261,3 +261,10 @@ class TestProbe:
         assert readiness.version is not None
         assert "2.1.197" in readiness.version
         assert executor.spawned == [], "probing started a conversation process"
+
+
+def test_a_long_lived_turn_has_the_catalogues_context_window_where_the_cli_says_none() -> None:
+    agent, _ = stream_agent(ClaudeStreamPeers([ClaudePeerTurn("a")]), model="claude-opus-4-8[1m]")
+    with agent.start_session() as session:
+        turn = session.turn("hi")
+    assert turn.result.context_window == 1_000_000
