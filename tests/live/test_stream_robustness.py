@@ -130,3 +130,17 @@ def test_an_interrupt_during_a_tool_leaves_nothing_it_started(live: Live, shape:
         assert result.interrupted
         assert not any(left.values()), f"still running after the turn returned: {left}"
         assert live.cli_pids(), "the interrupt keeps the CLI"
+
+
+def test_codex_app_server_forks_a_conversation(live: Live) -> None:
+    if live.rig.provider != "codex":
+        pytest.skip("the fork over thread/fork is Codex's app-server")
+    live.script(Rule(respond=Text(HELLO)))
+    agent = live.agent()
+    with live.session(agent) as source:
+        first = source.turn("Say hello.")
+    fork = agent.start_session(str(live.work), session_id=first.session_id, fork=True)
+    with fork:
+        forked = fork.turn("Say hello again.")
+    assert forked.result.text == HELLO
+    assert forked.session_id not in (None, first.session_id)

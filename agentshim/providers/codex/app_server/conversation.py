@@ -441,10 +441,20 @@ class CodexAppServerConversation(ProcessConversation[_Turn]):
     def _open_thread(self, channel: Channel, emit: Emit) -> None:
         spec, thread_id = self._spec, self._session_id
         policy, sandbox = approval_policy(spec.permissions), sandbox_mode(spec.permissions)
-        params: p.ThreadStartParams | p.ThreadResumeParams
+        params: p.ThreadStartParams | p.ThreadResumeParams | p.ThreadForkParams
         if thread_id is None:
             params = p.ThreadStartParams(
                 cwd=spec.cwd, approval_policy=policy, sandbox=sandbox, model=self._model
+            )
+        elif self._fork:
+            # A new thread with the history of thread_id; the conversation becomes the fork.
+            params = p.ThreadForkParams(
+                thread_id=thread_id,
+                cwd=spec.cwd,
+                approval_policy=policy,
+                sandbox=sandbox,
+                model=self._model,
+                exclude_turns=True,
             )
         else:
             params = p.ThreadResumeParams(
@@ -469,6 +479,7 @@ class CodexAppServerConversation(ProcessConversation[_Turn]):
             detail = f"codex answered {params.METHOD} with {error}"
             raise CliExitError(channel.argv, 1, detail=detail) from None
         self._session_id = opened.thread.id
+        self._fork = False
         emit(SessionStarted(opened.thread.id))
         if opened.thread.path:
             emit(Lifecycle("session_file", opened.thread.path))

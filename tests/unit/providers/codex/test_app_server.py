@@ -532,22 +532,34 @@ def test_a_process_that_dies_mid_turn_raises_cli_died_and_the_next_turn_resumes(
     assert resume[0]["params"]["threadId"] == thread
 
 
-def test_open_refuses_another_provider_and_a_fork() -> None:
+def test_open_refuses_another_provider() -> None:
     ctx, _ = context(CodexAppServerPeers([]), provider=PiProvider())
     with pytest.raises(ProviderCapabilityError):
         CodexAppServerTransport(ctx).open(
             ConversationSpec(permissions=BYPASS, approvals=ApprovalPolicy.DENY)
         )
-    ctx, _ = context(CodexAppServerPeers([]))
-    with pytest.raises(ProviderCapabilityError, match="fork"):
-        CodexAppServerTransport(ctx).open(
-            ConversationSpec(
-                permissions=BYPASS,
-                approvals=ApprovalPolicy.DENY,
-                resume_session_id="01a23040-0000-7000-8000-000000000001",
-                fork=True,
-            )
+
+
+def test_a_fork_opens_a_new_thread_with_the_history_and_continues_it() -> None:
+    source = Rig([CodexPeerTurn("first"), CodexPeerTurn("forked"), CodexPeerTurn("again")])
+    first, _ = source.turn("remember")
+    fork = source.transport.open(
+        ConversationSpec(
+            permissions=BYPASS,
+            approvals=ApprovalPolicy.DENY,
+            resume_session_id=first.session_id,
+            fork=True,
         )
+    )
+    forked = fork.turn(TurnRequest("go on"), Events())
+    assert forked.text == "forked"
+    assert forked.session_id not in (None, first.session_id)
+    (asked,) = [m for m in source.peer.received if m.get("method") == "thread/fork"]
+    assert asked["params"]["threadId"] == first.session_id
+    assert not [m for m in source.peer.received if m.get("method") == "thread/resume"]
+    again = fork.turn(TurnRequest("more"), Events())
+    assert again.session_id == forked.session_id, "the fork is the conversation now"
+    fork.close()
 
 
 def test_open_refuses_hooks_rather_than_dropping_them() -> None:
