@@ -215,15 +215,16 @@ class PtyProcess:
         """Wait until the process has ended (reading and dropping what it draws); its status.
 
         Returns None if that takes longer than ``timeout`` seconds. ``wait(0)`` does not
-        block but still looks: it notices an exit that happened while nobody read.
+        block but still looks: it notices an exit that happened while nobody read (and reads
+        nothing of a program still running).
         """
         deadline = None if timeout is None else time.monotonic() + max(timeout, 0.0)
         looked = False
         while not self._reaped:
             remaining = None if deadline is None else deadline - time.monotonic()
             if remaining is not None and remaining <= 0:
-                if looked:
-                    return None
+                if looked or not self._leader_exited():
+                    return None  # still running: what it drew stays for the next read
                 looked = True
                 # Bounded, so a program that draws without pause cannot hold the caller.
                 for _ in range(_LOOKS):
