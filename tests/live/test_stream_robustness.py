@@ -8,7 +8,9 @@ server:
   starts a new process, resumes the conversation by id and says so (``RESUMED``);
 - an interrupt while a tool runs leaves nothing that tool started running, whatever its
   shape: exec'd by the shell, put in the background after ``setsid``, ``nohup``'d next to a
-  grandchild of a subshell.
+  grandchild of a subshell;
+- a turn silent for seconds (a ``sleep`` running, Python tools offered where the transport
+  takes them) wakes its reader a handful of times, not every 50 ms.
 
 Run one transport at a time with ``pytest tests/live/test_stream_robustness.py -k codex``.
 """
@@ -19,11 +21,16 @@ import os
 import signal
 import time
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
 from agentshim.core.conversation import TransportKind
 from agentshim.core.session_policy import Continuity
+from agentshim.core.tools import tool
+from agentshim.execution.host import HostCommandExecutor
+from agentshim.execution.process import SpawnRequest
+from agentshim.execution.pty_process import PtySize
 from agentshim.testing.model_server import Rule, Text
 
 from .streams import (
@@ -33,6 +40,7 @@ from .streams import (
     SEEN_WITHIN_S,
     TURN_TIMEOUT,
     Background,
+    CountingExecutor,
     Live,
     StreamRig,
     alive,
@@ -144,3 +152,64 @@ def test_codex_app_server_forks_a_conversation(live: Live) -> None:
         forked = fork.turn("Say hello again.")
     assert forked.result.text == HELLO
     assert forked.session_id not in (None, first.session_id)
+
+
+class _CountingProcess:
+    """A CLI process that counts the reads that woke its reader with nothing to read."""
+
+    def __init__(self, process: Any) -> None:
+        self.process = process
+        self.empty_wakes = 0
+
+    def next_output(self, timeout: float | None) -> Any:
+        output = self.process.next_output(timeout)
+        self.empty_wakes += output is None
+        return output
+
+    def read(self, timeout: float | None) -> Any:
+        data = self.process.read(timeout)
+        self.empty_wakes += not data
+        return data
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.process, name)
+
+
+class _WakeCountingExecutor(CountingExecutor):
+    def spawn(self, request: SpawnRequest) -> Any:
+        process = _CountingProcess(HostCommandExecutor.spawn(self, request))
+        self.spawned.append((request, process))  # type: ignore[arg-type]
+        return process
+
+    def spawn_pty(self, request: SpawnRequest, size: PtySize | None = None) -> Any:
+        process = _CountingProcess(HostCommandExecutor.spawn_pty(self, request, size))
+        self.spawned.append((request, process))  # type: ignore[arg-type]
+        return process
+
+
+@tool
+def echo(text: str) -> str:
+    """Say ``text`` back."""
+    return text
+
+
+#: Where Python tools are refused (ProviderCapabilityError): the silent turn runs without them.
+_NO_TOOLS = {("copilot", TransportKind.STREAM), ("claude", TransportKind.TUI)}
+
+
+def test_a_silent_turn_wakes_its_reader_only_a_handful_of_times(live: Live) -> None:
+    live.executor = _WakeCountingExecutor()
+    live.script(*tool_then_text("sleep 3"))
+    tools = () if (live.rig.provider, live.rig.transport) in _NO_TOOLS else (echo,)
+    session = live.agent().start_session(str(live.work), tools=tools)
+    with session:
+        running = Background(lambda: session.turn("Run the command.").result)
+        wait_for(lambda: live.running("sleep 3"), SEEN_WITHIN_S, "sleep 3")
+        (process,) = [p for _, p in live.executor.spawned]
+        before = process.empty_wakes  # type: ignore[attr-defined]
+        wait_for(lambda: not live.running("sleep 3"), SEEN_WITHIN_S, "the sleep ending")
+        silent = process.empty_wakes - before  # type: ignore[attr-defined]
+        result = running.join(TURN_TIMEOUT)
+    assert result.text
+    # Polling every 50 ms would be about 60 wakes in those 3 s.
+    assert silent <= 6, f"the reader woke {silent} times with nothing to read in 3 s"
