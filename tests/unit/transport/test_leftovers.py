@@ -77,6 +77,7 @@ def test_every_shape_a_turn_started_ends_and_what_came_before_it_stays(
     wait_until(lambda: any("sleep 60" in c for c in marked(found.value).values()), "the CLI")
     time.sleep(0.05)  # past the tick the turn is sent in
     found.turn_sent()
+    time.sleep(0.05)  # a turn's commands come after the model answered, never in its first tick
     shells = [start(env, script) for script in SHAPES.values()]
     shells.append(
         subprocess.Popen([server.command, *server.args], env=env, stdin=subprocess.DEVNULL)
