@@ -12,6 +12,7 @@ that holds across every worker process that shares them.
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 
@@ -48,6 +49,7 @@ from agentshim.execution.confinement import Confinement, confine
 from agentshim.execution.executor import CommandExecutor
 from agentshim.execution.host import HostCommandExecutor
 from agentshim.execution.state_files import StateFiles
+from agentshim.idle import IdleHousekeeper
 from agentshim.oneshot import OneShotTransport, check_permissions
 from agentshim.otel import Tracing
 from agentshim.providers import DEFAULT_CATALOG, ProviderCatalog
@@ -59,6 +61,13 @@ from agentshim.transport.per_turn import PerTurnTransport
 from agentshim.transport.shared import SharingTransport, WarmingTransport
 
 __all__ = ["Agent"]
+
+
+def _catalogue_window(model: str | None) -> int | None:
+    """The catalogue's context window of ``model`` (the catalogue is imported when asked)."""
+    from agentshim.models import context_window_of
+
+    return context_window_of(model)
 
 
 class Agent:
@@ -227,6 +236,7 @@ class Agent:
                 model=cli.model,
                 log=log_line,
                 clock=clock.monotonic,
+                context_window=_catalogue_window,
             )
 
         if per_turn is not None:
@@ -424,6 +434,9 @@ class Agent:
         self.log: Callable[[str], None] = log or ignore_log_line
         # Set by a long-lived transport's Agent: it probes the CLI the one-shot way.
         self._prober: OneShotTransport | None = None
+        # Made with the first session that has idle_release_after: idle release on time.
+        self._idle: IdleHousekeeper | None = None
+        self._idle_lock = threading.Lock()
 
     def _timeouts(self, stall_timeout: float | None, approval_timeout: float) -> None:
         self.stall_timeout = (
@@ -567,7 +580,15 @@ class Agent:
             porter=porter
             if porter is not None
             else (self._porter_for(store) if checkpoint_key is not None else None),
+            idle_housekeeper=self._idle_housekeeper() if idle_release_after is not None else None,
         )
+
+    def _idle_housekeeper(self) -> IdleHousekeeper:
+        """The one housekeeper of this Agent's idle sessions (its thread runs only when due)."""
+        with self._idle_lock:
+            if self._idle is None:
+                self._idle = IdleHousekeeper(self.clock, log=self.log)
+            return self._idle
 
     def _agent_path(self, host_path: str) -> str:
         if self._confinement is None:

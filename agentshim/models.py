@@ -145,7 +145,9 @@ class ContextWindows:
     """Context windows from the Models API, memoised, with the catalogue as the fallback.
 
     ``base_url`` is the API's root (``https://api.anthropic.com``, or a local server in
-    tests); ``timeout`` bounds each request; ``clock`` (``monotonic()``) times the memo. The
+    tests); ``timeout`` bounds each lookup as a whole (connecting, the name lookup, every
+    read: a server that answers a byte at a time cannot stretch it); ``clock``
+    (``monotonic()``) times the memo. The
     memo belongs to this object: a window the API gave is kept for the object's life, a
     lookup that failed is asked again after :data:`MISS_RETRY_S` seconds. Safe to share
     between threads. Only the standard library talks HTTP.
@@ -221,6 +223,28 @@ class ContextWindows:
         return context_window_of(model)
 
     def _ask(self, model_id: str, credential: ModelCredential) -> int | None:
+        """The API's answer within ``timeout`` in all, else None.
+
+        A socket's timeout bounds each of its reads, not their sum, and nothing bounds the
+        name lookup, so the request runs on a thread of its own while this one waits at most
+        ``timeout``; one that overruns is abandoned (its thread ends by its own socket
+        timeouts) and counts as not known.
+        """
+        answer: list[int | None] = []
+        done = threading.Event()
+
+        def fetch() -> None:
+            try:
+                answer.append(self._fetch(model_id, credential))
+            finally:
+                done.set()
+
+        threading.Thread(target=fetch, name="agentshim-model-lookup", daemon=True).start()
+        if not done.wait(self.timeout):
+            return None
+        return answer[0] if answer else None
+
+    def _fetch(self, model_id: str, credential: ModelCredential) -> int | None:
         url = f"{self.base_url}/v1/models/{urllib.parse.quote(model_id, safe='')}"
         headers = {"anthropic-version": _API_VERSION, "accept": "application/json"}
         headers.update(credential.headers())

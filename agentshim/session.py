@@ -106,6 +106,7 @@ from agentshim.core.session_policy import (
 )
 from agentshim.core.turn import TurnRequest, TurnResult
 from agentshim.core.usage import ProviderUsage
+from agentshim.idle import IdleHousekeeper
 from agentshim.otel import Tracing, TurnTrace
 from agentshim.pricing import pricing_table
 
@@ -169,6 +170,9 @@ class Session:
     files are imported when they are not the ones this session left, so the CLI resumes on
     any host; such a turn reports ``Continuity.IMPORTED``. A worker that lost its lease
     mid-turn has its turn stopped and its writes refused: the turn raises LeaseLostError.
+    Given an ``idle_housekeeper`` (an Agent shares one among its sessions), a policy's
+    ``idle_release_after`` closes the conversation's process as soon as it is due, not when
+    the next turn is prepared.
     """
 
     def __init__(
@@ -189,6 +193,7 @@ class Session:
         limits: SpendingLimits | None = None,
         tracing: Tracing | None = None,
         porter: ConversationPorter | None = None,
+        idle_housekeeper: IdleHousekeeper | None = None,
     ) -> None:
         if (checkpoints is None) != (checkpoint_key is None):
             missing, given = (
@@ -252,6 +257,7 @@ class Session:
         self._pending_cancelled = False
         # What the policy decided while a turn was prepared, reported when the turn runs.
         self._notices: list[Notify] = []
+        self._idle = idle_housekeeper
         self._stop = TurnStop()
         self._last_error: BaseException | None = None
         self._last_result: TurnResult | None = None
@@ -445,6 +451,8 @@ class Session:
             if refused is not None:
                 raise _spending_error(refused, self._state.session_id, None)
             self._running = True
+            if self._idle is not None:
+                self._idle.forget(self)
             self._stop = TurnStop()
             self._last_error = None
             self._last_result = None
@@ -471,6 +479,35 @@ class Session:
                     for command in self._step(Close()):
                         self._bookkeep(command)
                     self._close_requested = False
+                self._schedule_idle()
+
+    def release_if_idle(self) -> bool:
+        """Close the live conversation if it has been idle ``idle_release_after`` seconds.
+
+        What the Agent's idle housekeeper calls when the session is due; thread-safe. The
+        conversation's id is kept and the next turn reopens it, its first event being
+        ``Lifecycle("conversation_released")``. Nothing happens while a turn runs, once the
+        session is closed, or when it has not been idle long enough. Whether it released.
+        """
+        with self._lock:
+            if self._closing() or self._running:
+                return False
+            released = False
+            for command in self._step(Prepare(self._clock.monotonic(), None)):
+                if isinstance(command, Notify):
+                    self._notices.append(command)
+                elif not isinstance(command, RefuseTurn):
+                    self._bookkeep(command)
+                    released = True
+            return released
+
+    def _schedule_idle(self) -> None:
+        """Ask the housekeeper to look at the session once it has been idle long enough."""
+        limit, state = self._policy.idle_release_after, self._state
+        if self._idle is None or limit is None or self._closing():
+            return
+        if state.live and state.last_active is not None:
+            self._idle.schedule(self, state.last_active + limit)
 
     def _start_trace(self, ticket: TurnTicket) -> TurnTrace | None:
         """The turn's span, child of the caller's current one; None without tracing."""
@@ -652,6 +689,8 @@ class Session:
             if self._closing():
                 return
             self._pending = None
+            if self._idle is not None:
+                self._idle.forget(self)
             if self._running:
                 self._close_requested = True
                 stop = self._stop
@@ -1004,6 +1043,7 @@ class Session:
             result.interrupted,
             result.usage.tokens.input_tokens,
             result.duration_ms / 1000.0,
+            respawned=result.respawned,
         )
 
     def _conversation_key(self, session_id: str) -> str:

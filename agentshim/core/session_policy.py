@@ -100,6 +100,10 @@ class Continuity(enum.Enum):
     IMPORTED = "imported"
     """The turn continued the conversation after importing its CLI files from a portable
     store: another host (or process) ran its last turn. Set by the Session, not the policy."""
+    RESUMED = "resumed"
+    """The turn continued the session's conversation in a new CLI process: the long-lived
+    one it ran in had ended (killed while the conversation was idle, or dead in the last
+    turn), so the turn started another and resumed the conversation there by id."""
 
 
 class FailureOutcome(enum.Enum):
@@ -236,6 +240,8 @@ class Succeeded:
     interrupted: bool = False
     input_tokens: int = 0
     duration_s: float = 0.0
+    respawned: bool = False
+    """The turn resumed the conversation in a new process (the last one had ended)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -440,7 +446,8 @@ class SessionPolicy:
     """The pure recovery policy (see the module docstring for its rules).
 
     ``renewal`` retires a conversation once it has served enough; ``idle_release_after``
-    (seconds) closes a conversation left idle that long when the next turn is prepared.
+    (seconds) closes a conversation left idle that long when the next turn is prepared (or,
+    in a session given an idle housekeeper, as soon as it is due).
 
     Raises:
         InvalidRequestError: ``retry`` or ``renewal`` of the wrong type, or an
@@ -511,11 +518,11 @@ class SessionPolicy:
             limit is not None
             and state.live
             and state.last_active is not None
-            and event.now - state.last_active > limit
+            and event.now - state.last_active >= limit
         ):
             return replace(state, live=False), (
                 CloseConversation(),
-                Notify("conversation_released", f"idle for more than {limit:g} s"),
+                Notify("conversation_released", f"idle for {limit:g} s or more"),
             )
         return state, ()
 
@@ -569,6 +576,8 @@ class SessionPolicy:
             continuity = Continuity.REPLACED
         elif turn.cold_start:
             continuity = Continuity.RESET
+        elif event.respawned:
+            continuity = Continuity.RESUMED
         else:
             continuity = Continuity.CONTINUED
         state = replace(

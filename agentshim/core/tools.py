@@ -41,8 +41,8 @@ class Tool:
     ``name`` is 1-48 letters, digits, ``_`` or ``-`` starting with a letter (the CLI puts
     its own prefix in front); ``input_schema`` a JSON Schema object for the arguments;
     ``timeout_s`` how long a call may take before the agent gets a timeout error instead of
-    the result (the function itself runs to its end: it runs on the turn's thread, which
-    nothing can preempt). ``derived`` says the schema came from the annotations, so a
+    the result, on time (the function runs on a thread of its own and goes on to its end,
+    its result dropped: Python cannot stop it). ``derived`` says the schema came from the annotations, so a
     call's arguments are checked against them and dataclasses and enums are built.
     Build one with :func:`tool`; invalid values raise InvalidRequestError.
     """

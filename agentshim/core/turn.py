@@ -215,7 +215,9 @@ class TurnResult:
     ``stop_reason`` is why the agent ended the turn, where its protocol says (ACP agents);
     None elsewhere. ``notices`` are things the library could not do exactly and the caller should know, such
     as an MCP config file whose original had to be kept next to it because the agent put
-    something of its own in its place.
+    something of its own in its place. ``respawned`` says the conversation's long-lived
+    process had ended since its last turn (killed while idle, or dead in that turn): this
+    turn started a new one and resumed the conversation in it by id.
     """
 
     text: str
@@ -232,3 +234,4 @@ class TurnResult:
     context_window: int | None = None
     background_tasks: tuple[BackgroundTask, ...] = ()
     stop_reason: StopReason | None = None
+    respawned: bool = False

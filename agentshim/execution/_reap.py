@@ -21,10 +21,20 @@ import os
 import secrets
 import signal
 import time
+from collections.abc import Callable
 
 from agentshim.core.clock import Monotonic
 
-__all__ = ["RUN_MARKER", "can_scan", "marked_processes", "new_run_id", "reap_marked"]
+__all__ = [
+    "RUN_MARKER",
+    "boot_ticks",
+    "can_scan",
+    "command_line",
+    "marked_processes",
+    "new_run_id",
+    "parent_and_start",
+    "reap_marked",
+]
 
 RUN_MARKER = "AGENTSHIM_RUN_ID"
 """The variable that marks every process started for one host run."""
@@ -60,14 +70,44 @@ def can_scan() -> bool:
     return True
 
 
-def marked_processes(value: str) -> list[tuple[int, int]]:
+def boot_ticks() -> int:
+    """Now, in the clock ticks since boot that ``/proc/<pid>/stat`` gives start times in."""
+    return int(time.clock_gettime(time.CLOCK_BOOTTIME) * os.sysconf("SC_CLK_TCK"))
+
+
+def parent_and_start(pid: int) -> tuple[int, int] | None:
+    """A process's parent pid and start time (ticks since boot); None once it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            stat = handle.read()
+    except OSError:
+        return None
+    # The command name may hold spaces and parentheses: the fields follow the last ")".
+    fields = stat.rsplit(b")", 1)[-1].split()
+    try:
+        return int(fields[1]), int(fields[19])
+    except (IndexError, ValueError):
+        return None
+
+
+def command_line(pid: int) -> tuple[str, ...]:
+    """A process's argv (empty once it is gone, or for a kernel thread)."""
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as handle:
+            data = handle.read()
+    except OSError:
+        return ()
+    return tuple(part.decode("utf-8", "replace") for part in data.split(b"\0")[:-1])
+
+
+def marked_processes(value: str, name: str = RUN_MARKER) -> list[tuple[int, int]]:
     """Every process of this user, other than this one, whose environment has the marker.
 
     Returns ``(pid, pidfd)`` pairs; the caller closes the pidfds. A process found here was
-    still carrying ``AGENTSHIM_RUN_ID=value`` after its pidfd was opened, so the pidfd is
-    that process and not one that reused its pid.
+    still carrying ``name=value`` (``AGENTSHIM_RUN_ID=value`` by default) after its pidfd
+    was opened, so the pidfd is that process and not one that reused its pid.
     """
-    entry = f"\0{RUN_MARKER}={value}\0".encode()
+    entry = f"\0{name}={value}\0".encode()
     bare = entry[1:-1]
     me = os.getpid()
     uid = os.getuid()
@@ -115,21 +155,34 @@ def _carries(name: str, bare: bytes, entry: bytes) -> bool:
 
 
 def reap_marked(
-    value: str, grace: float, *, monotonic: Monotonic = time.monotonic
+    value: str,
+    grace: float,
+    *,
+    name: str = RUN_MARKER,
+    keep: Callable[[int], bool] | None = None,
+    monotonic: Monotonic = time.monotonic,
 ) -> tuple[int, int]:
-    """End every process carrying the marker ``value``; return (ended, left running).
+    """End every process carrying the marker ``name=value``; return (ended, left running).
 
     Marked processes get SIGTERM (and SIGCONT, so a stopped one can act on it); those still
     there after ``grace`` seconds get SIGKILL. Scanning repeats until a scan finds none, so
     a child forked meanwhile is found and ended too; once SIGKILL is being sent it repeats
     a bounded number of times, and ``left running`` counts what the last scan still found
     (a process forking faster than it can be ended, or one this user may not signal).
+    A process for which ``keep(pid)`` is True is left alone (and not counted).
     """
     signalled: set[int] = set()
+    kept: set[int] = set()
     terminate_until = monotonic() + grace
     hard_passes = 0
     while True:
-        found = marked_processes(value)
+        found: list[tuple[int, int]] = []
+        for pid, pidfd in marked_processes(value, name):
+            if pid in kept or (keep is not None and keep(pid)):
+                kept.add(pid)
+                os.close(pidfd)
+            else:
+                found.append((pid, pidfd))
         if not found:
             return len(signalled), 0
         if hard_passes >= _MAX_PASSES:

@@ -23,7 +23,7 @@ from agentshim.core.stream import DEFAULT_MAX_LINE_BYTES
 from ._child import ChildProcess
 from ._lines import LineAssembler, LineOverflow, split_lines
 from ._stop import GroupStop, sooner
-from ._streams import ERR, OUT, SelectorStreams, Streams, ThreadStreams
+from ._streams import ERR, OUT, SIDE, SelectorStreams, Streams, ThreadStreams
 from .process import ProcessExited, ProcessOutput, SpawnRequest, StderrLine, StdoutLine
 
 __all__ = ["HostProcess"]
@@ -31,6 +31,8 @@ __all__ = ["HostProcess"]
 _EXIT_POLL = 0.05
 # A write waiting for room in stdin re-checks whether the process is gone this often.
 _WRITE_RECHECK = 0.1
+# How many non-blocking reads a wait(0) does at most before it answers.
+_LOOKS = 64
 
 
 class HostProcess:
@@ -78,6 +80,7 @@ class HostProcess:
         self._stdin_closed = False
         self._exit: ProcessExited | None = None
         self._woken = threading.Event()
+        self._side_ready = False
 
     @classmethod
     def start(
@@ -180,12 +183,27 @@ class HostProcess:
                 if self._woken.is_set():
                     self._woken.clear()
                     return None
+                if self._side_ready:
+                    self._side_ready = False
+                    return None
                 remaining = None if deadline is None else deadline - time.monotonic()
                 self._pump(None if remaining is None else max(remaining, 0.0))
                 if remaining is not None and remaining <= 0 and not self._queue:
                     return self._exit
         finally:
             self._read_lock.release()
+
+    def watch(self, fd: int) -> bool:
+        """Also wait on ``fd``: :meth:`next_output` returns ``None`` while it is readable.
+
+        For something served beside the process on the reading thread (a turn's tools), so
+        the reader wakes when it has work and at no other time. False where it cannot be
+        waited on with the pipes (the caller must then look at it by itself).
+        """
+        try:
+            return self._streams.watch(fd)
+        except (OSError, ValueError, KeyError):
+            return False  # the process has ended (its selector is closed), or fd is bad
 
     def wake(self) -> None:
         """Make a blocked :meth:`next_output` return now (``None`` if nothing came); thread-safe."""
@@ -204,13 +222,21 @@ class HostProcess:
         """Wait until the process has exited and been cleaned up; return its exit status.
 
         Returns ``None`` if that takes longer than ``timeout`` seconds. Output read while
-        waiting is kept for :meth:`next_output`.
+        waiting is kept for :meth:`next_output`. ``wait(0)`` does not block but still looks:
+        it reads what the pipes already hold and notices an exit that happened meanwhile; a
+        process that has exited counts as ended then, even if something it started still
+        holds its pipes (the drain period is not waited for).
         """
         deadline = None if timeout is None else time.monotonic() + max(timeout, 0.0)
+        looked = False
         while self._exit is None:
             remaining = None if deadline is None else deadline - time.monotonic()
             if remaining is not None and remaining <= 0:
-                return None
+                if looked:
+                    return None
+                looked = True
+                self._look()
+                continue
             if not self._acquire_reader(remaining):
                 return None
             try:
@@ -237,8 +263,32 @@ class HostProcess:
             return self._read_lock.acquire()
         return self._read_lock.acquire(timeout=max(timeout, 0.0))
 
-    def _pump(self, timeout: float | None) -> None:
-        """Read for up to ``timeout`` and advance the exit state; the read lock is held."""
+    def _look(self) -> None:
+        """Read what the pipes hold now, without blocking, and advance the exit state.
+
+        Bounded, so a process that prints without pause cannot hold the caller.
+        """
+        if not self._read_lock.acquire(blocking=False):
+            return  # another thread is reading; it notices the exit itself
+        try:
+            for _ in range(_LOOKS):
+                if self._exit is not None or not self._pump(0.0):
+                    break
+            if self._exit is None and self._child.poll_exit() is not None:
+                # The process is gone; what it left holding its pipes (outside its group,
+                # say) is not waited for: stop reading now, as after a drain period.
+                self._child.kill_group()
+                self._streams.stop_reading()
+                self._absorb([(OUT, b""), (ERR, b"")])
+                self._finish()
+        finally:
+            self._read_lock.release()
+
+    def _pump(self, timeout: float | None) -> bool:
+        """Read for up to ``timeout`` and advance the exit state; the read lock is held.
+
+        Returns whether anything was read (output, end of a stream).
+        """
         wait = timeout
         now = time.monotonic()
         if self._child.returncode is None:
@@ -249,12 +299,17 @@ class HostProcess:
                 wait = sooner(wait, _EXIT_POLL)
         elif self._drain_until is not None:
             wait = sooner(wait, self._drain_until - now)
-        self._absorb(self._streams.poll(None if wait is None else max(wait, 0.0)))
+        chunks = self._streams.poll(None if wait is None else max(wait, 0.0))
+        self._absorb(chunks)
         self._advance()
+        return any(tag != SIDE for tag, _ in chunks) or self._streams.exit_hint
 
     def _absorb(self, chunks: list[tuple[int, bytes]]) -> None:
         queue = self._queue
         for tag, data in chunks:
+            if tag == SIDE:
+                self._side_ready = True
+                continue
             assembler, kind = (self._out, StdoutLine) if tag == OUT else (self._err, StderrLine)
             if data:
                 try:

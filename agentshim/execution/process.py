@@ -113,5 +113,9 @@ class Process(Protocol):
         ...
 
     def wait(self, timeout: float | None) -> int | None:
-        """Wait for the process to end; return its exit status, or ``None`` on timeout."""
+        """Wait for the process to end; return its exit status, or ``None`` on timeout.
+
+        ``wait(0)`` never blocks and still looks: it says whether the process has ended by
+        now (a process killed while nobody read it included), keeping its output queued.
+        """
         ...

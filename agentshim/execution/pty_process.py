@@ -40,6 +40,8 @@ _EXIT_POLL = 0.05
 _CHUNK = 1 << 16
 # How long output is still read after the program exited, while something else draws.
 _DRAIN = 1.0
+# How many non-blocking reads a wait(0) does at most before it answers.
+_LOOKS = 64
 
 
 class PtySize:
@@ -93,6 +95,7 @@ class PtyProcess:
         self._returncode: int | None = None
         self._reaped = False
         self._pidfd = open_pidfd(popen.pid)
+        self._watched: int | None = None
 
     @classmethod
     def start(
@@ -185,6 +188,14 @@ class PtyProcess:
         finally:
             self._read_lock.release()
 
+    def watch(self, fd: int | None) -> None:
+        """Also wait on ``fd`` (None: no more): :meth:`read` returns None while it is readable.
+
+        For a signal the caller gets beside the terminal (a hook that ran), so the reader
+        wakes when it comes and at no other time; the caller drains ``fd`` itself.
+        """
+        self._watched = fd
+
     def wake(self) -> None:
         """End a :meth:`read` blocked on another thread now (it returns None)."""
         with self._wake_lock:
@@ -203,13 +214,23 @@ class PtyProcess:
     def wait(self, timeout: float | None) -> int | None:
         """Wait until the process has ended (reading and dropping what it draws); its status.
 
-        Returns None if that takes longer than ``timeout`` seconds.
+        Returns None if that takes longer than ``timeout`` seconds. ``wait(0)`` does not
+        block but still looks: it notices an exit that happened while nobody read (and reads
+        nothing of a program still running).
         """
         deadline = None if timeout is None else time.monotonic() + max(timeout, 0.0)
+        looked = False
         while not self._reaped:
             remaining = None if deadline is None else deadline - time.monotonic()
             if remaining is not None and remaining <= 0:
-                return None
+                if looked or not self._leader_exited():
+                    return None  # still running: what it drew stays for the next read
+                looked = True
+                # Bounded, so a program that draws without pause cannot hold the caller.
+                for _ in range(_LOOKS):
+                    if self.read(0.0) is None:
+                        break
+                continue
             self.read(remaining)
         return self._returncode
 
@@ -247,6 +268,9 @@ class PtyProcess:
             waits = [master, self._wake_r]
             if self._pidfd is not None:
                 waits.append(self._pidfd)
+            watched = self._watched
+            if watched is not None:
+                waits.append(watched)
             now = time.monotonic()
             wait = None if deadline is None else max(deadline - now, 0.0)
             if self._pidfd is None:
@@ -258,6 +282,8 @@ class PtyProcess:
             if self._wake_r >= 0 and self._wake_r in ready:
                 with contextlib.suppress(BlockingIOError, OSError):
                     os.read(self._wake_r, 4096)
+                return None
+            if watched is not None and watched in ready and master not in ready:
                 return None
             if master in ready:
                 data = _read_now(master)

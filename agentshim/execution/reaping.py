@@ -7,6 +7,13 @@ environment) and must end them when a turn is interrupted, without ending the CL
 
 from __future__ import annotations
 
-from ._reap import can_scan, new_run_id, reap_marked
+from ._reap import boot_ticks, can_scan, command_line, new_run_id, parent_and_start, reap_marked
 
-__all__ = ["can_scan", "new_run_id", "reap_marked"]
+__all__ = [
+    "boot_ticks",
+    "can_scan",
+    "command_line",
+    "new_run_id",
+    "parent_and_start",
+    "reap_marked",
+]

@@ -174,6 +174,7 @@ class CodexAppServerPeer(FakePeer):
             "initialize": self._initialize,
             "thread/start": self._thread_start,
             "thread/resume": self._thread_resume,
+            "thread/fork": self._thread_fork,
             "turn/start": self._turn_start,
             "turn/interrupt": self._interrupt,
             "turn/steer": self._steer,
@@ -339,6 +340,25 @@ class CodexAppServerPeer(FakePeer):
         if thread_id in self._family.totals:
             # The stored total is replayed at once, naming the thread's last turn.
             self._turn_id = self._family.last_turns.get(thread_id, self._family.new_id())
+            out.append(self._token_usage(None))
+        return out
+
+    def _thread_fork(self, request_id: object, params: Mapping[str, Any]) -> list[PeerOutput]:
+        source = as_str(params.get("threadId")) or ""
+        if self._family.missing(source):
+            message = f"no rollout found for thread id {source}"
+            return [self._error(request_id, _UNKNOWN_THREAD, message)]
+        self.thread_id = self._family.new_id()
+        result = self._thread_result(self.thread_id)
+        result["thread"]["forkedFromId"] = source
+        out: list[PeerOutput] = [
+            self._result(request_id, result),
+            _note("thread/started", {"thread": result["thread"]}),
+        ]
+        if source in self._family.totals:
+            # The fork carries the source's history, and so its usage total.
+            self._family.totals[self.thread_id] = list(self._family.totals[source])
+            self._turn_id = self._family.last_turns.get(source, self._family.new_id())
             out.append(self._token_usage(None))
         return out
 

@@ -38,7 +38,7 @@ from agentshim.core.errors import (
     SessionStateError,
     TurnCancelledError,
 )
-from agentshim.core.events import AgentEvent, AssistantText, TurnInterrupted
+from agentshim.core.events import AgentEvent, AssistantText, Lifecycle, TurnInterrupted
 from agentshim.core.permissions import ApprovalPolicy, NativePermissions
 from agentshim.core.profile import ProviderProfile
 from agentshim.core.turn import TurnRequest, TurnResult
@@ -127,6 +127,33 @@ class ConversationContract:
     ) -> Conversation:
         """Open a conversation whose turns play ``turns`` (resuming ``resume_session_id`` if given)."""
         raise NotImplementedError
+
+    def kill_idle_process(self, conversation: Conversation) -> bool:
+        """SIGKILL the process ``conversation`` keeps between turns, as an operator would.
+
+        Return False when the conversation keeps no process of its own (the default): the
+        suite's test of a process dying while idle is then skipped.
+        """
+        del conversation
+        return False
+
+    def test_a_process_killed_while_idle_is_replaced_and_the_conversation_resumed(
+        self,
+    ) -> None:
+        """A process killed between turns costs no turn: the next resumes in a new process."""
+        conversation = self.make_conversation([ContractTurn("one"), ContractTurn("two")])
+        first = conversation.turn(TurnRequest("1"), _Events())
+        if not self.kill_idle_process(conversation):
+            pytest.skip("the conversation keeps no process between turns")
+        events = _Events()
+        second = conversation.turn(TurnRequest("2"), events)
+        assert second.text == "two"
+        assert second.resumed
+        assert second.respawned
+        assert second.session_id == first.session_id == conversation.session_id
+        kinds = [e.kind for e in events.events if isinstance(e, Lifecycle)]
+        assert "process_respawned" in kinds
+        conversation.close()
 
     def test_a_fresh_conversation_is_unnamed_until_a_turn_names_it(self) -> None:
         """A fresh conversation is unnamed until a turn names it."""

@@ -6,12 +6,19 @@ function right there, on the calling thread. Whatever goes wrong in it (bad argu
 exception, a call that outlasts its timeout) becomes a tool result with ``isError`` the agent
 reads; a message that is not JSON-RPC costs only itself. Both routes use it: the local server
 (:mod:`agentshim.tools.local`) and Claude Code's in-band ``mcp_message`` requests.
+
+A call's function runs on a thread of its own, started for that call, while the calling
+thread waits for it at most the tool's ``timeout_s``: a function that overruns gets the agent
+a timeout error on time, so it holds the turn no longer than its budget. Python cannot stop a
+running function, so an overrunning one goes on to its end on its thread (a daemon thread,
+which then ends), and its result is dropped.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
+import threading
 import time
 from collections.abc import Mapping, Sequence
 from typing import Any, cast
@@ -135,12 +142,20 @@ class ToolHost:
         except ArgumentError as error:
             return _failed(f"invalid arguments for {chosen.name}: {error}")
         started = self._clock()
-        try:
-            value = chosen.function(**kwargs)
-        except Exception as error:  # the agent reads it as the tool's error; the turn goes on
-            text = f"{type(error).__name__}: {error}"
+        call = _Call(chosen, kwargs)
+        if not call.finished(chosen.timeout_s):
+            text = (
+                f"{chosen.name} did not return within its timeout of {chosen.timeout_s:g} s; "
+                "the agent was answered without it (the function goes on to its end, and its "
+                "result is dropped)"
+            )
+            self.emit(Lifecycle("tool_timed_out", text))
+            return _failed(text)
+        if call.error is not None:  # the agent reads it as the tool's error; the turn goes on
+            text = f"{type(call.error).__name__}: {call.error}"
             self.emit(Lifecycle("tool_failed", f"{chosen.name}: {text}"[:2000]))
             return _failed(text)
+        value = call.value
         elapsed = self._clock() - started
         if elapsed > chosen.timeout_s:
             text = (
@@ -150,6 +165,35 @@ class ToolHost:
             self.emit(Lifecycle("tool_timed_out", text))
             return _failed(text)
         return {"content": [{"type": "text", "text": tool_output(value)}], "isError": False}
+
+
+class _Call:
+    """One call of a tool's function, on a thread of its own (see the module docstring)."""
+
+    __slots__ = ("_done", "error", "value")
+
+    def __init__(self, chosen: Tool, kwargs: Mapping[str, Any]) -> None:
+        self.value: object = None
+        self.error: Exception | None = None
+        self._done = threading.Event()
+        threading.Thread(
+            target=self._run,
+            args=(chosen, kwargs),
+            name=f"agentshim-tool-{chosen.name}",
+            daemon=True,
+        ).start()
+
+    def _run(self, chosen: Tool, kwargs: Mapping[str, Any]) -> None:
+        try:
+            self.value = chosen.function(**kwargs)
+        except Exception as error:
+            self.error = error
+        finally:
+            self._done.set()
+
+    def finished(self, timeout: float) -> bool:
+        """Wait up to ``timeout`` seconds for the function to return (or raise)."""
+        return self._done.wait(timeout)
 
 
 def _listed(chosen: Tool) -> dict[str, Any]:

@@ -5,14 +5,17 @@ The thread that runs a turn reads (``read`` blocks until output, the deadline, o
 with another. Closing is orderly first: end of stdin, then SIGTERM, then SIGKILL, each after
 its grace, so nothing the CLI started outlives the conversation. A channel given a
 ``side`` (a conversation's tools, :class:`~agentshim.execution.executor.SideChannel`) serves it
-from ``read``, on the reading thread, at least every ``SIDE_POLL`` seconds while it waits.
+from ``read``, on the reading thread: the process waits on the side's descriptor next to its
+pipes (``watch``), so the reader wakes when a tool call comes and at no other time. Only a
+process that cannot wait on it (a test double) has the side looked at every ``SIDE_POLL``
+seconds instead.
 """
 
 from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from agentshim.core.clock import Monotonic
@@ -24,7 +27,8 @@ from .ndjson import encode_frame
 __all__ = ["SIDE_POLL", "Channel"]
 
 SIDE_POLL = 0.05
-"""Seconds a read waits at most before it serves the side channel again."""
+"""Seconds a read waits at most before it serves the side channel again, on a process that
+cannot wait on the side's descriptor itself."""
 
 
 class Channel:
@@ -34,7 +38,7 @@ class Channel:
     deadlines are read on.
     """
 
-    __slots__ = ("_clock", "_exit", "_process", "_side", "_woken", "argv")
+    __slots__ = ("_clock", "_exit", "_process", "_side", "_side_watched", "_woken", "argv")
 
     def __init__(
         self,
@@ -50,11 +54,24 @@ class Channel:
         self._woken = threading.Event()
         self._exit: ProcessExited | None = None
         self.argv = tuple(argv)
+        watch: Callable[[int], bool] | None = getattr(process, "watch", None)
+        self._side_watched = side is not None and watch is not None and watch(side.fileno())
 
     @property
     def exit(self) -> ProcessExited | None:
         """How the process ended, once a read has returned its exit."""
         return self._exit
+
+    def ended(self) -> ProcessExited | None:
+        """How the process ended, looked at now without blocking; None while it runs.
+
+        Sees also a process that died while nobody read it (killed between turns); what it
+        printed stays readable.
+        """
+        if self._exit is not None:
+            return self._exit
+        code = self._process.wait(0)
+        return None if code is None else ProcessExited(code)
 
     def send(self, frame: Mapping[str, Any]) -> None:
         """Write ``frame`` as one JSON line; thread-safe.
@@ -89,12 +106,17 @@ class Channel:
         return output
 
     def _read_serving(self, side: SideChannel, deadline: float | None) -> ProcessOutput | None:
-        """``read``, serving ``side`` between waits of at most SIDE_POLL seconds."""
+        """``read``, serving ``side`` whenever the wait ends with nothing to return.
+
+        The wait ends when the side has work (the process watches its descriptor), or
+        after SIDE_POLL seconds on a process that cannot.
+        """
         while True:
             side.ready()
-            timeout = SIDE_POLL
+            timeout = None if self._side_watched else SIDE_POLL
             if deadline is not None:
-                timeout = min(timeout, max(deadline - self._clock(), 0.0))
+                left = max(deadline - self._clock(), 0.0)
+                timeout = left if timeout is None else min(timeout, left)
             output = self._process.next_output(timeout)
             if output is not None:
                 return output

@@ -19,12 +19,19 @@ def _ignore(_: str) -> None:
     """Drop a log line."""
 
 
+def _unknown_window(_: str | None) -> int | None:
+    """Know no model's context window."""
+    return None
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class TransportContext:
     """An installed, checked CLI: the provider, where its binary is, what it runs with.
 
     ``env`` is the CLI's complete environment; ``model`` the agent's default model;
-    ``clock`` the monotonic clock every deadline is read on.
+    ``clock`` the monotonic clock every deadline is read on; ``context_window`` the
+    catalogue's window of a model (None when it does not know), for a turn whose CLI did not
+    report one (an Agent gives :func:`agentshim.models.context_window_of`).
     """
 
     provider: Provider
@@ -34,6 +41,7 @@ class TransportContext:
     model: str | None = None
     log: Callable[[str], None] = _ignore
     clock: Monotonic = time.monotonic
+    context_window: Callable[[str | None], int | None] = _unknown_window
 
 
 TransportFactory = Callable[[Callable[[], TransportContext]], Transport]

@@ -62,6 +62,7 @@ from .channel import Channel
 from .context import ContextSource, TransportContext
 from .correlator import Correlator, PendingRequest
 from .fixed import refuse_fixed_changes
+from .leftovers import TurnLeftovers
 from .watch import Due, TurnWatch
 
 __all__ = [
@@ -216,6 +217,12 @@ class LongLivedConversation(Generic[TurnT]):
         self._fork = spec.fork
         # The turn's stop or budget ended its start-up: a process spawned now is killed at once.
         self._start_ended = False
+        # How the conversation's previous process ended, when a turn found it gone; the
+        # turn that starts the next one resumes the conversation in it and says so.
+        self._ended: str | None = None
+        self._respawned = False
+        # What a turn starts beside the CLI, ended when the turn is interrupted or fails.
+        self._leftovers = TurnLeftovers()
 
     # -- the Conversation protocol -------------------------------------------------------
 
@@ -241,6 +248,8 @@ class LongLivedConversation(Generic[TurnT]):
             CliTimeoutError / TurnStalledError: the turn overran its budget, or went silent.
         """
         turn_stop = self._slot.begin(stop)
+        self._respawned = False
+        self._leftovers.turn_begins()
         try:
             self._refuse(request)
             if turn_stop.is_set():
@@ -249,7 +258,14 @@ class LongLivedConversation(Generic[TurnT]):
                     "conversation is intact"
                 )
             with self._start_bounded(request, turn_stop):
-                return self._run(request, emit, turn_stop)
+                result = self._run(request, emit, turn_stop)
+        except BaseException:
+            self._end_leftovers(emit)
+            raise
+        else:
+            if result.interrupted:
+                self._end_leftovers(emit)
+            return result
         finally:
             with self._lock:
                 self._turn = None
@@ -407,6 +423,38 @@ class LongLivedConversation(Generic[TurnT]):
             env.setdefault(name, value)
         env.update(mcp_env(self._mcp))
 
+    def _end_leftovers(self, emit: Emit) -> None:
+        """End what the turn started beside the CLI and left running (interrupted, failed)."""
+        ended = self._leftovers.end()
+        if ended:
+            emit(
+                Lifecycle(
+                    "commands_ended", f"{ended} process(es) the turn started were still running"
+                )
+            )
+
+    def _process_ended(self, exit_status: ProcessExited | None) -> None:
+        """A turn found the conversation's process gone (``exit_status``: how, if read).
+
+        The next process resumes the conversation by id, and :meth:`_announce_respawn`
+        reports it when it starts.
+        """
+        code = "" if exit_status is None else f" (exit status {exit_status.returncode})"
+        self._ended = f"the {self._name} process had ended{code}"
+
+    def _announce_respawn(self, emit: Emit) -> None:
+        """Report that the starting process replaces one that ended, if it does."""
+        ended, self._ended = self._ended, None
+        if ended is None or self._session_id is None or self._fork:
+            return
+        self._respawned = True
+        emit(
+            Lifecycle(
+                "process_respawned",
+                f"{ended}; a new one resumes conversation {self._session_id}",
+            )
+        )
+
     def _shut_down(self) -> None:
         """Release the process and restore what the conversation installed for it."""
         self._release_process()
@@ -526,6 +574,9 @@ class LongLivedConversation(Generic[TurnT]):
             usage = ProviderUsage(
                 provider=self._context.provider.profile.name, increment_known=False
             )
+        if more.get("context_window") is None:
+            # What the CLI did not report, the catalogue may know (never a guess).
+            more["context_window"] = self._context.context_window(usage.model or self._model)
         return TurnResult(
             text=text,
             structured_output=None,
@@ -536,6 +587,7 @@ class LongLivedConversation(Generic[TurnT]):
             duration_ms=int((self._clock() - started) * 1000),
             exit_code=0,
             interrupted=interrupted,
+            respawned=self._respawned,
             **more,
         )
 
@@ -610,6 +662,7 @@ class ProcessConversation(LongLivedConversation[TurnT]):
         """
         with self._lock:
             self._turn = turn
+        self._leftovers.turn_sent()
         self._send(channel, frame)
         with self._stoppable(stop):
             self._read_turn(channel, turn)
@@ -747,12 +800,20 @@ class ProcessConversation(LongLivedConversation[TurnT]):
     # -- the process -----------------------------------------------------------------------
 
     def _live_channel(self) -> Channel | None:
-        """The running process's channel; None (after releasing a dead one) when it ended."""
+        """The running process's channel; None (after releasing a dead one) when it ended.
+
+        Looked at before anything of the turn is written, so a process that died while the
+        conversation was idle is replaced, and the conversation resumed in the new one,
+        rather than failing a turn that never reached it.
+        """
         channel = self._channel
-        if channel is not None and channel.exit is None:
+        if channel is None:
+            return None
+        ended = channel.ended()
+        if ended is None:
             return channel
-        if channel is not None:
-            self._release_process()
+        self._process_ended(ended)
+        self._release_process()
         return None
 
     def _start_process(
@@ -769,8 +830,14 @@ class ProcessConversation(LongLivedConversation[TurnT]):
         closed with the process (also when it cannot be spawned: release it then).
         """
         self._side = side
+        self._announce_respawn(emit)
+        served = getattr(side, "server", None)
+        self._leftovers.mark(
+            env, (*self._spec.mcp_servers, *([served] if isinstance(served, McpServer) else []))
+        )
         emit(RunStarted(tuple(argv)))
         process = self._context.executor.spawn(SpawnRequest(argv, cwd=self._spec.cwd, env=env))
+        self._leftovers.started(getattr(process, "pid", None))
         channel = Channel(process, argv, clock=self._clock, side=side)
         with self._lock:
             self._channel = channel

@@ -1,4 +1,4 @@
-"""Live: an MCP server's env value reaches the server while no argv the CLI got carries it.
+"""Live: an MCP server's env value reaches the server while no argv or file the CLI got has it.
 
 Each MCP-capable pinned CLI runs one plain turn against the scripted model server with a stdio
 server whose ``env`` holds a secret. The server (the live stub, behind a shell that first
@@ -25,8 +25,13 @@ from .binaries import require_binary
 
 SECRET = "live-mcp-secret-3b7e1d"
 STUB = Path(__file__).with_name("mcp_stub_server.py")
-# $0 is the file to write, then the stub's command line.
-DUMP_THEN_SERVE = 'printf %s "$AGENTSHIM_LIVE_TOKEN" > "$0"; exec "$1" "$2" "$3"'
+# $0 is the file to write, then the stub's command line, then where to copy the workspace's
+# MCP config files to and the workspace (they are restored when the turn ends).
+DUMP_THEN_SERVE = (
+    'printf %s "$AGENTSHIM_LIVE_TOKEN" > "$0"; '
+    'cat "$5/.mcp.json" "$5/.gemini/settings.json" "$5/opencode.json" > "$4" 2>/dev/null; '
+    'exec "$1" "$2" "$3"'
+)
 
 
 @pytest.mark.parametrize("provider", ["claude", "codex", "copilot", "gemini", "opencode"])
@@ -38,10 +43,20 @@ def test_the_server_sees_its_env_value_and_argv_never_holds_it(
     work.mkdir()
     seen = tmp_path / "seen-token"
     marker = tmp_path / "stub-started"
+    config = tmp_path / "config-during-the-turn"
     server = StdioMcpServer(
         "agentshim-stub",
         "/bin/sh",
-        ("-c", DUMP_THEN_SERVE, str(seen), sys.executable, str(STUB), str(marker)),
+        (
+            "-c",
+            DUMP_THEN_SERVE,
+            str(seen),
+            sys.executable,
+            str(STUB),
+            str(marker),
+            str(config),
+            str(work),
+        ),
         env={"AGENTSHIM_LIVE_TOKEN": SECRET},
     )
     events = RecordingEventHandler()
@@ -64,3 +79,7 @@ def test_the_server_sees_its_env_value_and_argv_never_holds_it(
     assert seen.read_text() == SECRET
     (started,) = events.of_type(RunStarted)
     assert not any(SECRET in arg for arg in started.argv)
+    # The config file the CLI read names a variable; the secret was never on disk.
+    assert SECRET not in (config.read_text() if config.exists() else "")
+    if provider in ("claude", "gemini", "opencode"):  # the CLIs that read a config file
+        assert "AGENTSHIM_MCP_" in config.read_text(), "the file holds the reference"

@@ -263,3 +263,48 @@ class _serving:
         self._httpd.shutdown()
         self._httpd.server_close()
         self._thread.join(5)
+
+
+class _Dripping:
+    """An HTTP server that answers a byte at a time, each well within a socket's timeout."""
+
+    def __init__(self) -> None:
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.listener.getsockname()[1]}"
+
+    def _serve(self) -> None:
+        conn, _ = self.listener.accept()
+        with conn:
+            conn.recv(65536)
+            for byte in b"HTTP/1.1 200 OK\r\nContent-Length: 999999\r\n\r\n" + b" " * 999999:
+                if self.stop.wait(0.1):
+                    return
+                try:
+                    conn.sendall(bytes([byte]))
+                except OSError:
+                    return
+
+    def close(self) -> None:
+        self.stop.set()
+        self.listener.close()
+        self.thread.join(10)
+
+
+def test_a_lookup_against_a_dripping_server_ends_within_its_budget() -> None:
+    server = _Dripping()
+    windows = ContextWindows(base_url=server.base_url, timeout=0.5)
+    answers: list[int | None] = []
+    asking = threading.Thread(target=lambda: answers.append(windows.live("claude-x-1", KEY)))
+    try:
+        asking.start()
+        asking.join(30)  # a budget per read would let the drip hold it for a day
+        assert not asking.is_alive(), "the lookup outlived its budget"
+        assert answers == [None]
+    finally:
+        server.close()

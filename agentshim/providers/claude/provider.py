@@ -37,6 +37,7 @@ from agentshim.core.mcp import (
     refuse_timeouts,
 )
 from agentshim.core.mcp_config import install_json_config, workspace_config_file
+from agentshim.core.mcp_secrets import SecretReferences, WithSecretEnv
 from agentshim.core.pricing import PricingTable
 from agentshim.core.profile import McpMechanism, OutputSchemaStyle, ProviderProfile, SchemaDialect
 from agentshim.core.provider import ArgvContext, McpInstallation, NoMcpInstallation, mcp_env
@@ -124,15 +125,30 @@ PROFILE = ProviderProfile(
 """Claude Code's capabilities. ``IS_SANDBOX=1`` lets a root container use the bypass flags."""
 
 
-def mcp_entry(server: McpServer) -> dict[str, Any]:
+def mcp_entry(server: McpServer, refs: SecretReferences | None = None) -> dict[str, Any]:
     """Render ``server`` as a ``.mcp.json`` entry.
 
     A stdio server is ``{"command", "args", "env"?}``; an HTTP one ``{"type", "url",
-    "headers"?}``. Claude Code has no per-server startup or tool timeout, so a server that sets
-    one is refused with ProviderCapabilityError rather than silently run without it.
+    "headers"?}``. Given ``refs``, every env and header value is written as ``${NAME}``, a
+    variable Claude Code expands from its own environment (``refs.env`` holds the values).
+    Claude Code has no per-server startup or tool timeout, so a server that sets one is
+    refused with ProviderCapabilityError rather than silently run without it.
     """
     refuse_timeouts(server, "Claude Code")
-    return mcp_servers_entry(server)
+    entry = mcp_servers_entry(server)
+    if refs is not None:
+        for key in ("env", "headers"):
+            if key in entry:
+                entry[key] = refs.refer(entry[key])
+    return entry
+
+
+def _reference(name: str) -> str:
+    return "${" + name + "}"
+
+
+REFERENCE_PATTERN = r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}"
+"""A whole value that is a reference Claude Code expands (the group is the variable)."""
 
 
 @dataclass(frozen=True, kw_only=True, eq=False)
@@ -227,9 +243,11 @@ class ClaudeProvider:
         if not servers:
             return NoMcpInstallation()
         path = workspace_config_file(workspace, MCP_CONFIG_FILE)
-        entries = {server.name: mcp_entry(server) for server in servers}
+        refs = SecretReferences(_reference)
+        entries = {server.name: mcp_entry(server, refs) for server in servers}
         # Claude Code reads .mcp.json as strict JSON, so a commented file is refused up front.
-        return _UpFrontTools(install_json_config(path, (MCP_SERVERS_KEY,), entries, jsonc=False))
+        installed = install_json_config(path, (MCP_SERVERS_KEY,), entries, jsonc=False)
+        return _UpFrontTools(WithSecretEnv(installed, refs.env))
 
     def classify_exit(self, error: CliExitError, *, resumed: bool) -> AgentShimError:
         """Return SessionResumeError when the conversation is gone, else ``error`` unchanged.

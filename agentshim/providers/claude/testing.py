@@ -7,9 +7,10 @@ from pathlib import Path
 from typing import Any
 
 from agentshim.core.jsonvalues import as_mapping, as_str, list_or_empty
+from agentshim.core.mcp_secrets import resolve_references
 from agentshim.execution.executor import CommandRequest
 
-from .provider import MCP_CONFIG_FILE, MCP_SERVERS_KEY
+from .provider import MCP_CONFIG_FILE, MCP_SERVERS_KEY, REFERENCE_PATTERN
 
 __all__ = ["installed_mcp_servers"]
 
@@ -19,10 +20,10 @@ def installed_mcp_servers(request: CommandRequest, workspace: Path) -> dict[str,
 
     A stdio server is ``{"command", "args", "env"}``, an HTTP one ``{"url", "transport"}``.
     Call it while the turn is in flight (inside a FakeExecutor run callback): the file is
-    restored when the turn ends. ``request`` is unused: Claude Code takes its servers from the
-    file, not from argv. A missing file means no servers.
+    restored when the turn ends. ``request`` gives the environment the file's references name
+    (Claude Code takes its servers from the file, not from argv). A missing file means no
+    servers.
     """
-    del request
     path = Path(workspace) / MCP_CONFIG_FILE
     try:
         document: Any = json.loads(path.read_text(encoding="utf-8"))
@@ -38,7 +39,8 @@ def installed_mcp_servers(request: CommandRequest, workspace: Path) -> dict[str,
             found[name] = {
                 "command": command,
                 "args": [str(arg) for arg in list_or_empty(entry.get("args"))],
-                "env": {str(key): str(value) for key, value in env.items()},
+                # The file names variables; the values are in the CLI's environment.
+                "env": resolve_references(env, request.env, REFERENCE_PATTERN),
             }
         else:
             found[name] = {

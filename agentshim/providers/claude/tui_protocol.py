@@ -74,6 +74,11 @@ HOOK_EVENTS = (
 EVENTS_FILE = "hooks.ndjson"
 """The file in the transport's private directory every hook appends its line to."""
 
+WAKE_FIFO = "wake"
+"""The FIFO in the same directory every hook writes a byte to once its line is in: the
+transport's reader waits on it next to the terminal, so a hook wakes it and nothing else
+needs to (opened read-write by the hook, so no hook ever blocks on it)."""
+
 AUTH_MARKERS = (
     "Invalid API key",
     "Please run /login",
@@ -215,9 +220,11 @@ def answer_path(directory: Path, hook: int) -> Path:
 
 def _report_command(events: Path) -> str:
     # One printf per record: one write, so records of hooks running at once do not mix.
+    wake = shlex.quote(str(events.with_name(WAKE_FIFO)))
     return (
         'p=$(cat); printf \'{"agentshim_hook":%s,"payload":%s}\\n\' "$$" "${p:-null}" >> '
         + shlex.quote(str(events))
+        + f"; if [ -p {wake} ]; then printf . 1<> {wake}; fi"
     )
 
 

@@ -60,7 +60,7 @@ from agentshim.core.provider import (
 )
 from agentshim.core.turn import TurnRequest, TurnResult
 from agentshim.core.usage import ProviderUsage
-from agentshim.execution.process import SpawnRequest
+from agentshim.execution.process import ProcessExited, SpawnRequest
 from agentshim.execution.pty_process import PtyExecutor, PtyProcess
 from agentshim.transport.context import TransportContext
 from agentshim.transport.conversation import (
@@ -83,6 +83,7 @@ from .tui_protocol import (
     ENTER,
     ESCAPE,
     EVENTS_FILE,
+    WAKE_FIFO,
     HookRecord,
     answer_path,
     approval_request,
@@ -105,7 +106,9 @@ if TYPE_CHECKING:
 __all__ = ["ClaudeTuiConversation", "ClaudeTuiTransport"]
 
 _POLL = 0.05
-"""How often the hooks' file and the transcript are looked at while the terminal is quiet."""
+"""While the CLI starts, and after Stop until the transcript closes the turn, how often the
+hooks' file and the transcript are looked at (a turn's reader waits on the hooks' FIFO and the
+terminal instead, and wakes only when one of them has something)."""
 _TAIL_CHARS = 64 * 1024
 """How much of what the terminal showed is kept (for errors and the dialogs)."""
 _DIALOG_QUIET = 0.5
@@ -213,6 +216,15 @@ class _Terminal:
         self.transcript = TranscriptFollower()
         self.titles: set[str] = set()
         self.weekly: int | None = None
+        self.wake: int | None = None
+
+    def drain_wake(self) -> None:
+        """Take the bytes the hooks wrote to the FIFO (each says a hook's line is in)."""
+        if self.wake is None:
+            return
+        with contextlib.suppress(BlockingIOError, OSError):
+            while os.read(self.wake, 4096):
+                pass
 
     def show(self, data: bytes) -> str:
         """Keep what the terminal drew; return its words."""
@@ -332,6 +344,7 @@ class ClaudeTuiConversation(LongLivedConversation[_Turn]):
         with self._lock:
             self._turn = turn
         # A stop that came while the CLI started presses Esc as soon as the prompt is in.
+        self._leftovers.turn_sent()
         self._submit(terminal, turn, sanitize_prompt(request.prompt))
         with self._stoppable(stop):
             self._read_turn(terminal, turn)
@@ -381,13 +394,29 @@ class ClaudeTuiConversation(LongLivedConversation[_Turn]):
             if turn is not None:
                 turn.emit(event)
 
+    def _next_due(self, terminal: _Terminal, turn: _Turn) -> float | None:
+        """When the reader must look again though nothing happened: a deadline, a retry."""
+        dues = [turn.watch.deadline()]
+        if terminal.wake is None:
+            dues.append(self._clock() + _POLL)  # no FIFO: the hooks' file is looked at
+        if (
+            not turn.submitted
+            and not turn.retried
+            and not turn.interrupted
+            and turn.entered_at is not None
+        ):
+            dues.append(turn.entered_at + self._timing.retry)
+        if turn.interrupted_at is not None:
+            dues.append(turn.interrupted_at + _INTERRUPT_SETTLE)
+        known = [due for due in dues if due is not None]
+        return min(known) if known else None
+
     def _read_turn(self, terminal: _Terminal, turn: _Turn) -> None:
-        pty, watch, clock = terminal.pty, turn.watch, self._clock
+        pty, clock = terminal.pty, self._clock
         while True:
-            due_at = watch.deadline()
-            now = clock()
-            wait = _POLL if due_at is None else min(max(due_at - now, 0.0), _POLL)
-            data = pty.read(wait)
+            due_at = self._next_due(terminal, turn)
+            data = pty.read(None if due_at is None else max(due_at - clock(), 0.0))
+            terminal.drain_wake()
             if data:
                 self._on_screen(terminal, turn, terminal.show(data))
             for record in terminal.hooks():
@@ -558,9 +587,12 @@ class ClaudeTuiConversation(LongLivedConversation[_Turn]):
 
     def _ensure_terminal(self, emit: Emit) -> _Terminal:
         terminal = self._terminal
-        if terminal is not None and terminal.pty.returncode is None:
-            return terminal
         if terminal is not None:
+            # Looked at now: a CLI killed while the conversation was idle is replaced.
+            code = terminal.pty.wait(0)
+            if code is None:
+                return terminal
+            self._process_ended(ProcessExited(code))
             self._release_process()
         terminal = self._start(emit)
         try:
@@ -577,6 +609,8 @@ class ClaudeTuiConversation(LongLivedConversation[_Turn]):
         directory = Path(tempfile.mkdtemp(prefix="agentshim-claude-tui-"))
         try:
             _write_private(directory / EVENTS_FILE, "")
+            with contextlib.suppress(OSError):  # without it, the hooks' file is looked at
+                os.mkfifo(directory / WAKE_FIFO, 0o600)
             settings = tui_settings(
                 directory,
                 self._provider.settings_json,
@@ -598,13 +632,23 @@ class ClaudeTuiConversation(LongLivedConversation[_Turn]):
             env = dict(context.env)
             env.setdefault("TERM", "xterm-256color")
             self._add_mcp_env(env)
+            self._leftovers.mark(env, spec.mcp_servers)
+            self._announce_respawn(emit)
             emit(RunStarted(tuple(argv)))
             pty = self._executor.spawn_pty(SpawnRequest(argv, cwd=cwd, env=env))
         except BaseException:
             shutil.rmtree(directory, ignore_errors=True)
             raise
         terminal = _Terminal(pty, argv, directory, session_id, cwd)
+        self._leftovers.started(pty.pid)
         terminal.transcript.path = transcript_path(env, munged_cwd(cwd), session_id)
+        try:
+            # Read-write: with a writer always there (this one), the FIFO never reads as
+            # ended between two hooks, so it is readable only while a hook's byte waits.
+            terminal.wake = os.open(directory / WAKE_FIFO, os.O_RDWR | os.O_NONBLOCK)
+        except OSError:
+            terminal.wake = None  # the reader looks at the hooks' file every _POLL instead
+        pty.watch(terminal.wake)
         with self._lock:
             self._terminal = terminal
             ended = self._start_ended
@@ -725,6 +769,11 @@ class ClaudeTuiConversation(LongLivedConversation[_Turn]):
                         pty.kill()
                         pty.wait(grace)
         finally:
+            terminal.pty.watch(None)
+            if terminal.wake is not None:
+                with contextlib.suppress(OSError):
+                    os.close(terminal.wake)
+                terminal.wake = None
             shutil.rmtree(terminal.directory, ignore_errors=True)
 
 

@@ -27,6 +27,7 @@ from agentshim.core.mcp import (
     tool_timeout_ms,
 )
 from agentshim.core.mcp_config import install_json_config, workspace_config_file
+from agentshim.core.mcp_secrets import SecretReferences, WithSecretEnv
 from agentshim.core.permissions import NativeMode, NativePermissions
 from agentshim.core.pricing import PricingTable
 from agentshim.core.profile import McpMechanism, ProviderProfile
@@ -78,12 +79,16 @@ PROFILE = ProviderProfile(
 """The Gemini CLI's static capabilities."""
 
 
-def mcp_entry(server: McpServer, *, trust: bool = True) -> dict[str, Any]:
+def mcp_entry(
+    server: McpServer, *, trust: bool = True, refs: SecretReferences | None = None
+) -> dict[str, Any]:
     """Render one server as a ``mcpServers`` entry of Gemini CLI 0.61.0's settings.
 
     Stdio: ``command``, ``args``, ``env`` (when set); HTTP: ``url`` with ``type`` ``"http"`` or
     ``"sse"`` and ``headers`` (when set). ``trust`` skips the CLI's per-call confirmation, which
     headless mode cannot answer. ``tool_timeout_s`` becomes ``timeout`` in milliseconds.
+    Given ``refs``, every env and header value is written as ``${NAME}``, a variable Gemini
+    CLI expands in its settings from its own environment (``refs.env`` holds the values).
 
     Raises:
         ProviderCapabilityError: ``startup_timeout_s`` was set; the CLI has no separate
@@ -91,6 +96,10 @@ def mcp_entry(server: McpServer, *, trust: bool = True) -> dict[str, Any]:
     """
     refuse_timeouts(server, "the Gemini CLI", tool_timeout=True)
     entry = mcp_servers_entry(server)
+    if refs is not None:
+        for key in ("env", "headers"):
+            if key in entry:
+                entry[key] = refs.refer(entry[key])
     timeout = tool_timeout_ms(server)
     if timeout is not None:
         entry["timeout"] = timeout
@@ -114,6 +123,14 @@ def _half_of_memory_mib() -> int | None:
     except (AttributeError, ValueError, OSError):
         return None  # no sysconf (Windows): the CLI's node default stands
     return total // (2 * 1024 * 1024) if total > 0 else None
+
+
+def _reference(name: str) -> str:
+    return "${" + name + "}"
+
+
+REFERENCE_PATTERN = r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}"
+"""A whole value that is a reference Gemini CLI expands (the group is the variable)."""
 
 
 @dataclass(frozen=True, kw_only=True, eq=False)
@@ -178,8 +195,9 @@ class GeminiProvider:
             return NoMcpInstallation()
         path = workspace_config_file(workspace, MCP_CONFIG_FILE)
         trust = self.permissions.mode is NativeMode.BYPASS
-        entries = {server.name: mcp_entry(server, trust=trust) for server in servers}
-        return install_json_config(path, (MCP_SERVERS_KEY,), entries)
+        refs = SecretReferences(_reference)
+        entries = {server.name: mcp_entry(server, trust=trust, refs=refs) for server in servers}
+        return WithSecretEnv(install_json_config(path, (MCP_SERVERS_KEY,), entries), refs.env)
 
     def classify_exit(self, error: CliExitError, *, resumed: bool) -> AgentShimError:
         """Refine a failed run using the CLI's exit code and messages.

@@ -2,23 +2,25 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from agentshim.core.mcp_config import configured_servers
+from agentshim.core.mcp_secrets import resolve_references
 from agentshim.execution.executor import CommandRequest
 
-from .provider import MCP_CONFIG_FILE, MCP_SERVERS_KEY
+from .provider import MCP_CONFIG_FILE, MCP_SERVERS_KEY, REFERENCE_PATTERN
 
 __all__ = ["installed_mcp_servers"]
 
 
-def _canonical(entry: dict[str, Any]) -> dict[str, Any]:
+def _canonical(entry: dict[str, Any], env: Mapping[str, str]) -> dict[str, Any]:
     if "command" in entry:
         return {
             "command": entry.get("command"),
             "args": list(entry.get("args") or []),
-            "env": dict(entry.get("env") or {}),
+            "env": resolve_references(entry.get("env") or {}, env, REFERENCE_PATTERN),
         }
     if "httpUrl" in entry:
         return {"url": entry["httpUrl"], "transport": "http"}
@@ -29,8 +31,9 @@ def installed_mcp_servers(request: CommandRequest, workspace: Path) -> dict[str,
     """Return the servers in ``<workspace>/.gemini/settings.json``, in the canonical shape.
 
     Call it while the turn is in flight (from a FakeExecutor run callback): the file is
-    restored when the turn ends. ``request`` is not needed: the servers are in the file.
+    restored when the turn ends. ``request`` gives the environment the file's references
+    name.
     """
-    del request
     servers = configured_servers(Path(workspace) / MCP_CONFIG_FILE, MCP_SERVERS_KEY)
-    return {name: _canonical(entry) for name, entry in servers.items()}
+    # The file names variables; the values are in the CLI's environment.
+    return {name: _canonical(entry, request.env) for name, entry in servers.items()}

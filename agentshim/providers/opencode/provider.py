@@ -23,6 +23,7 @@ from agentshim.core.exit_errors import as_resume_failure, resume_missing_line, w
 from agentshim.core.failures import kind_from_text
 from agentshim.core.mcp import McpServer, StdioMcpServer, refuse_timeouts, tool_timeout_ms
 from agentshim.core.mcp_config import install_json_config, workspace_config_file
+from agentshim.core.mcp_secrets import SecretReferences, WithSecretEnv
 from agentshim.core.profile import McpMechanism, ProviderProfile
 from agentshim.core.provider import ArgvContext, McpInstallation, NoMcpInstallation
 from agentshim.core.turn_flags import model_flag, resume_flag
@@ -76,13 +77,15 @@ PROFILE = ProviderProfile(
 """opencode's static capabilities."""
 
 
-def mcp_entry(server: McpServer) -> dict[str, Any]:
+def mcp_entry(server: McpServer, refs: SecretReferences | None = None) -> dict[str, Any]:
     """Render one server as an ``mcp`` entry of opencode 1.18.33's config.
 
     Stdio: ``{"type": "local", "command": [command, *args], "environment"?, "enabled": true}``;
     HTTP: ``{"type": "remote", "url", "headers"?, "enabled": true}``. opencode picks the HTTP
     transport itself (streamable HTTP, then SSE), so ``transport`` is not written.
-    ``tool_timeout_s`` becomes ``timeout`` in milliseconds.
+    ``tool_timeout_s`` becomes ``timeout`` in milliseconds. Given ``refs``, every env and
+    header value is written as ``{env:NAME}``, a variable opencode substitutes from its own
+    environment (``refs.env`` holds the values).
 
     Raises:
         ProviderCapabilityError: ``startup_timeout_s`` was set; opencode has one request
@@ -93,16 +96,24 @@ def mcp_entry(server: McpServer) -> dict[str, Any]:
     if isinstance(server, StdioMcpServer):
         entry = {"type": "local", "command": [server.command, *server.args]}
         if server.env:
-            entry["environment"] = dict(server.env)
+            entry["environment"] = refs.refer(server.env) if refs else dict(server.env)
     else:
         entry = {"type": "remote", "url": server.url}
         if server.headers:
-            entry["headers"] = dict(server.headers)
+            entry["headers"] = refs.refer(server.headers) if refs else dict(server.headers)
     entry["enabled"] = True
     timeout = tool_timeout_ms(server)
     if timeout is not None:
         entry["timeout"] = timeout
     return entry
+
+
+def _reference(name: str) -> str:
+    return "{env:" + name + "}"
+
+
+REFERENCE_PATTERN = r"\{env:([A-Za-z_][A-Za-z0-9_]*)\}"
+"""A whole value that is a reference opencode substitutes (the group is the variable)."""
 
 
 @dataclass(frozen=True, kw_only=True, eq=False)
@@ -144,13 +155,15 @@ class OpencodeProvider:
         if not servers:
             return NoMcpInstallation()
         path = workspace_config_file(workspace, MCP_CONFIG_FILE)
-        entries = {server.name: mcp_entry(server) for server in servers}
-        return install_json_config(
+        refs = SecretReferences(_reference)
+        entries = {server.name: mcp_entry(server, refs) for server in servers}
+        installed = install_json_config(
             path,
             (MCP_SERVERS_KEY,),
             entries,
             defaults={"$schema": CONFIG_SCHEMA_URL},
         )
+        return WithSecretEnv(installed, refs.env)
 
     def classify_exit(self, error: CliExitError, *, resumed: bool) -> AgentShimError:
         """Refine a failed run.

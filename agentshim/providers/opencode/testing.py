@@ -2,25 +2,27 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, cast
 
 from agentshim.core.mcp_config import configured_servers
+from agentshim.core.mcp_secrets import resolve_references
 from agentshim.execution.executor import CommandRequest
 
-from .provider import MCP_CONFIG_FILE, MCP_SERVERS_KEY
+from .provider import MCP_CONFIG_FILE, MCP_SERVERS_KEY, REFERENCE_PATTERN
 
 __all__ = ["installed_mcp_servers"]
 
 
-def _canonical(entry: dict[str, Any]) -> dict[str, Any]:
+def _canonical(entry: dict[str, Any], env: Mapping[str, str]) -> dict[str, Any]:
     if entry.get("type") == "local":
         command: object = entry.get("command")
         parts = [str(p) for p in cast("list[object]", command)] if isinstance(command, list) else []
         return {
             "command": parts[0] if parts else "",
             "args": parts[1:],
-            "env": dict(entry.get("environment") or {}),
+            "env": resolve_references(entry.get("environment") or {}, env, REFERENCE_PATTERN),
         }
     # opencode chooses the HTTP transport itself (streamable HTTP, then SSE).
     return {"url": entry.get("url"), "transport": "http"}
@@ -31,8 +33,9 @@ def installed_mcp_servers(request: CommandRequest, workspace: Path) -> dict[str,
 
     Call it while the turn is in flight (from a FakeExecutor run callback): the file is
     restored when the turn ends. A remote server always reads back with transport ``"http"``:
-    the file does not say which transport opencode will use. ``request`` is not needed.
+    the file does not say which transport opencode will use. ``request`` gives the
+    environment the file's references name.
     """
-    del request
     servers = configured_servers(Path(workspace) / MCP_CONFIG_FILE, MCP_SERVERS_KEY)
-    return {name: _canonical(entry) for name, entry in servers.items()}
+    # The file names variables; the values are in the CLI's environment.
+    return {name: _canonical(entry, request.env) for name, entry in servers.items()}

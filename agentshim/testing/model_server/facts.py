@@ -117,6 +117,24 @@ def _facts(
     )
 
 
+_NOT_A_PROMPT = ("<system-reminder>", "[Request interrupted by user")
+"""How the texts a CLI attaches to tool results begin: reminders, and the note an interrupt
+leaves; neither is something the user said."""
+
+
+def _prompt_beside_results(content: object) -> str:
+    """The user's own text in a message of tool results (none: only attachments, or none)."""
+    pieces: list[str] = []
+    for part in as_list(content):
+        obj = as_object(part)
+        text = obj.get("text")
+        if obj.get("type") != "text" or not isinstance(text, str) or not text.strip():
+            continue
+        if not text.lstrip().startswith(_NOT_A_PROMPT):
+            pieces.append(text)
+    return "\n".join(pieces)
+
+
 def _latest_user_text(entries: Sequence[_Entry]) -> str:
     texts: list[str] = []
     for entry in reversed(entries):
@@ -162,7 +180,13 @@ def _anthropic(body: Mapping[str, object]) -> RequestFacts:
             has_result = any(
                 as_object(part).get("type") == "tool_result" for part in as_list(content)
             )
-            entries.append(_Entry("user", text_of(content), tool_result=has_result))
+            prompt = _prompt_beside_results(content) if has_result else ""
+            if prompt:
+                # Claude Code sends the prompt after an interrupted tool call in the message
+                # that carries the rejected call's result: the last input is that prompt.
+                entries.append(_Entry("user", prompt))
+            else:
+                entries.append(_Entry("user", text_of(content), tool_result=has_result))
         elif role == "assistant":
             entries.append(_Entry("assistant"))
         else:

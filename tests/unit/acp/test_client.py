@@ -537,11 +537,15 @@ class TestAcpConversation(ConversationContract):
         self, turns: Sequence[ContractTurn], *, resume_session_id: str | None = None
     ) -> Any:
         scripted = [AcpPeerTurn(t.text, hang=t.hang) for t in turns]
-        transport, _ = make_transport(AcpPeers(scripted))
+        transport, self.executor = make_transport(AcpPeers(scripted))
         spec = ConversationSpec(
             permissions=BYPASS, approvals=ApprovalPolicy.DENY, resume_session_id=resume_session_id
         )
         return transport.open(spec)
+
+    def kill_idle_process(self, conversation: object) -> bool:
+        self.executor.processes[-1].kill()
+        return True
 
 
 class TestAcpTransport(TransportContract):

@@ -244,7 +244,9 @@ class TestThroughATurn:
         path.write_bytes(ORIGINAL)
 
         def agent_plants_a_link(request: CommandRequest) -> Any:
-            assert SECRET in path.read_text()
+            # The file names a variable; the secret itself is only in the CLI's environment.
+            assert SECRET not in path.read_text()
+            assert SECRET in request.env.values()
             path.unlink()
             path.symlink_to(victim)
             return scripted_turn("claude", text="done")

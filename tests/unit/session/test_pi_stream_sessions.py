@@ -92,7 +92,7 @@ class TestPiStreamSessions:
         after = session.turn("3")
         assert after.result.text == "back"
         assert after.session_id == first.session_id
-        assert after.continuity is Continuity.CONTINUED
+        assert after.continuity is Continuity.RESUMED
         argv = list(executor.spawned[1].argv)
         assert argv[argv.index("--session") + 1] == first.session_id
         session.close()

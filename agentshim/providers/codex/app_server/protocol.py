@@ -2925,93 +2925,12 @@ class ApprovalsReviewer(str, enum.Enum):
     GUARDIAN_SUBAGENT = "guardian_subagent"
 
 
-class Personality(str, enum.Enum):
-    """Deprecated: `friendly` and `pragmatic` no longer select a style. (strict)"""
-
-    NONE = "none"
-    FRIENDLY = "friendly"
-    PRAGMATIC = "pragmatic"
-
-
 class SandboxMode(str, enum.Enum):
     """(strict)"""
 
     READ_ONLY = "read-only"
     WORKSPACE_WRITE = "workspace-write"
     DANGER_FULL_ACCESS = "danger-full-access"
-
-
-class ModeKind(str, enum.Enum):
-    """
-    Initial collaboration mode to use when the TUI starts. (an unlisted value decodes as a plain
-    str)
-    """
-
-    PLAN = "plan"
-    DEFAULT = "default"
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Settings:
-    """Settings for a collaboration mode."""
-
-    developer_instructions: str | None = None
-    model: str
-    reasoning_effort: ReasoningEffort | None = None
-    extra_keys: Mapping[str, Any] = _field(default_factory=dict[str, Any])
-    """Members the schema does not list, kept to be re-encoded."""
-
-    _KEYS: ClassVar[frozenset[str]] = frozenset(("developer_instructions", "model", "reasoning_effort"))
-
-    @classmethod
-    def from_wire(cls, value: object, path: str = "Settings") -> Settings:
-        """Decode one from its JSON; CodexProtocolError names a bad member's path."""
-        obj = _w.obj(value, path)
-        return cls(
-            developer_instructions=_w.optional(obj, "developer_instructions", path, _w.string),
-            model=_w.field(obj, "model", path, _w.string),
-            reasoning_effort=_w.optional(obj, "reasoning_effort", path, _w.string),
-            extra_keys=_w.extra(obj, cls._KEYS),
-        )
-
-    def to_wire(self) -> dict[str, Any]:
-        """The exact JSON the other side expects (camelCase, None omitted unless required)."""
-        out: dict[str, Any] = {}
-        _w.put(out, "developer_instructions", self.developer_instructions, False)
-        _w.put(out, "model", self.model, True)
-        _w.put(out, "reasoning_effort", self.reasoning_effort, False)
-        out.update(self.extra_keys)
-        return out
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class CollaborationMode:
-    """Collaboration mode for a Codex session."""
-
-    mode: ModeKind | str
-    settings: Settings
-    extra_keys: Mapping[str, Any] = _field(default_factory=dict[str, Any])
-    """Members the schema does not list, kept to be re-encoded."""
-
-    _KEYS: ClassVar[frozenset[str]] = frozenset(("mode", "settings"))
-
-    @classmethod
-    def from_wire(cls, value: object, path: str = "CollaborationMode") -> CollaborationMode:
-        """Decode one from its JSON; CodexProtocolError names a bad member's path."""
-        obj = _w.obj(value, path)
-        return cls(
-            mode=_w.field(obj, "mode", path, _w.tolerant_enum(ModeKind)),
-            settings=_w.field(obj, "settings", path, Settings.from_wire),
-            extra_keys=_w.extra(obj, cls._KEYS),
-        )
-
-    def to_wire(self) -> dict[str, Any]:
-        """The exact JSON the other side expects (camelCase, None omitted unless required)."""
-        out: dict[str, Any] = {}
-        _w.put(out, "mode", self.mode, True)
-        _w.put(out, "settings", self.settings, True)
-        out.update(self.extra_keys)
-        return out
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -3628,6 +3547,243 @@ class Thread:
         _w.put(out, "threadSource", self.thread_source, False)
         _w.put(out, "turns", self.turns, True)
         _w.put(out, "updatedAt", self.updated_at, True)
+        out.update(self.extra_keys)
+        return out
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ThreadForkResponse:
+    """The ThreadForkResponse object."""
+
+    approval_policy: AskForApproval
+    approvals_reviewer: ApprovalsReviewer | str
+    """Reviewer currently used for approval requests on this thread."""
+    cwd: AbsolutePathBuf
+    disabled_plugin_ids: tuple[str, ...] | None = None
+    """Saved list of disabled plugin IDs. Does not yet filter plugin capabilities."""
+    instruction_sources: tuple[LegacyAppPathString, ...] | None = None
+    """Environment-native paths to instruction source files currently loaded for this thread."""
+    model: str
+    model_provider: str
+    reasoning_effort: ReasoningEffort | None = None
+    sandbox: SandboxPolicy
+    """
+    Legacy sandbox policy retained for compatibility. Experimental clients should prefer
+    `activePermissionProfile` for profile provenance.
+    """
+    service_tier: str | None = None
+    thread: Thread
+    extra_keys: Mapping[str, Any] = _field(default_factory=dict[str, Any])
+    """Members the schema does not list, kept to be re-encoded."""
+
+    _KEYS: ClassVar[frozenset[str]] = frozenset(("approvalPolicy", "approvalsReviewer", "cwd", "disabledPluginIds", "instructionSources", "model", "modelProvider", "reasoningEffort", "sandbox", "serviceTier", "thread"))
+
+    @classmethod
+    def from_wire(cls, value: object, path: str = "ThreadForkResponse") -> ThreadForkResponse:
+        """Decode one from its JSON; CodexProtocolError names a bad member's path."""
+        obj = _w.obj(value, path)
+        return cls(
+            approval_policy=_w.field(obj, "approvalPolicy", path, _w.external(("untrusted", "on-request", "never"), ("granular",), strict=False)),
+            approvals_reviewer=_w.field(obj, "approvalsReviewer", path, _w.tolerant_enum(ApprovalsReviewer)),
+            cwd=_w.field(obj, "cwd", path, _w.string),
+            disabled_plugin_ids=_w.optional(obj, "disabledPluginIds", path, _w.array(_w.string)),
+            instruction_sources=_w.optional(obj, "instructionSources", path, _w.array(_w.string)),
+            model=_w.field(obj, "model", path, _w.string),
+            model_provider=_w.field(obj, "modelProvider", path, _w.string),
+            reasoning_effort=_w.optional(obj, "reasoningEffort", path, _w.string),
+            sandbox=_w.field(obj, "sandbox", path, sandbox_policy_from_wire),
+            service_tier=_w.optional(obj, "serviceTier", path, _w.string),
+            thread=_w.field(obj, "thread", path, Thread.from_wire),
+            extra_keys=_w.extra(obj, cls._KEYS),
+        )
+
+    def to_wire(self) -> dict[str, Any]:
+        """The exact JSON the other side expects (camelCase, None omitted unless required)."""
+        out: dict[str, Any] = {}
+        _w.put(out, "approvalPolicy", self.approval_policy, True)
+        _w.put(out, "approvalsReviewer", self.approvals_reviewer, True)
+        _w.put(out, "cwd", self.cwd, True)
+        _w.put(out, "disabledPluginIds", self.disabled_plugin_ids, False)
+        _w.put(out, "instructionSources", self.instruction_sources, False)
+        _w.put(out, "model", self.model, True)
+        _w.put(out, "modelProvider", self.model_provider, True)
+        _w.put(out, "reasoningEffort", self.reasoning_effort, False)
+        _w.put(out, "sandbox", self.sandbox, True)
+        _w.put(out, "serviceTier", self.service_tier, False)
+        _w.put(out, "thread", self.thread, True)
+        out.update(self.extra_keys)
+        return out
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ThreadForkParams:
+    """
+    There are two ways to fork a thread: 1. By thread_id: load the thread from disk by thread_id
+    and fork it into a new thread. 2. By path: load the thread from disk by path and fork it
+    into a new thread. If using a non-empty path, the thread_id param will be ignored. Empty
+    string path values are treated as absent. Prefer using thread_id whenever possible.
+    """
+
+    METHOD: ClassVar[str] = "thread/fork"
+    approval_policy: AskForApproval | None = None
+    approvals_reviewer: ApprovalsReviewer | str | None = None
+    """
+    Override where approval requests are routed for review on this thread and subsequent turns.
+    """
+    base_instructions: str | None = None
+    config: Any | None = None
+    cwd: str | None = None
+    developer_instructions: str | None = None
+    ephemeral: bool | None = None
+    exclude_turns: bool | None = None
+    """
+    When true, return only thread metadata and live fork state without populating
+    `thread.turns`. This is useful when the client plans to call `thread/turns/list` immediately
+    after forking. Full-history hydration is deprecated for paginated threads; use this with
+    `thread/turns/list` and `thread/items/list` instead.
+    """
+    last_turn_id: str | None = None
+    """
+    Optional last turn id to fork through, inclusive. When specified, turns after `last_turn_id`
+    are omitted from the fork. The referenced turn cannot be in progress.
+    """
+    model: str | None = None
+    """Configuration overrides for the forked thread, if any."""
+    model_provider: str | None = None
+    sandbox: SandboxMode | None = None
+    service_tier: str | None = None
+    thread_id: str
+    thread_source: ThreadSource | None = None
+    """Optional client-supplied analytics source classification for this forked thread."""
+
+    _KEYS: ClassVar[frozenset[str]] = frozenset(("approvalPolicy", "approvalsReviewer", "baseInstructions", "config", "cwd", "developerInstructions", "ephemeral", "excludeTurns", "lastTurnId", "model", "modelProvider", "sandbox", "serviceTier", "threadId", "threadSource"))
+
+    @classmethod
+    def from_wire(cls, value: object, path: str = "ThreadForkParams") -> ThreadForkParams:
+        """Decode one from its JSON; CodexProtocolError names a bad member's path."""
+        obj = _w.obj(value, path)
+        _w.closed(obj, cls._KEYS, path)
+        return cls(
+            approval_policy=_w.optional(obj, "approvalPolicy", path, _w.external(("untrusted", "on-request", "never"), ("granular",), strict=False)),
+            approvals_reviewer=_w.optional(obj, "approvalsReviewer", path, _w.tolerant_enum(ApprovalsReviewer)),
+            base_instructions=_w.optional(obj, "baseInstructions", path, _w.string),
+            config=_w.optional(obj, "config", path, _w.raw),
+            cwd=_w.optional(obj, "cwd", path, _w.string),
+            developer_instructions=_w.optional(obj, "developerInstructions", path, _w.string),
+            ephemeral=_w.optional(obj, "ephemeral", path, _w.boolean),
+            exclude_turns=_w.optional(obj, "excludeTurns", path, _w.boolean),
+            last_turn_id=_w.optional(obj, "lastTurnId", path, _w.string),
+            model=_w.optional(obj, "model", path, _w.string),
+            model_provider=_w.optional(obj, "modelProvider", path, _w.string),
+            sandbox=_w.optional(obj, "sandbox", path, _w.strict_enum(SandboxMode)),
+            service_tier=_w.optional(obj, "serviceTier", path, _w.string),
+            thread_id=_w.field(obj, "threadId", path, _w.string),
+            thread_source=_w.optional(obj, "threadSource", path, _w.string),
+        )
+
+    def to_wire(self) -> dict[str, Any]:
+        """The exact JSON the other side expects (camelCase, None omitted unless required)."""
+        out: dict[str, Any] = {}
+        _w.put(out, "approvalPolicy", self.approval_policy, False)
+        _w.put(out, "approvalsReviewer", self.approvals_reviewer, False)
+        _w.put(out, "baseInstructions", self.base_instructions, False)
+        _w.put(out, "config", self.config, False)
+        _w.put(out, "cwd", self.cwd, False)
+        _w.put(out, "developerInstructions", self.developer_instructions, False)
+        _w.put(out, "ephemeral", self.ephemeral, False)
+        _w.put(out, "excludeTurns", self.exclude_turns, False)
+        _w.put(out, "lastTurnId", self.last_turn_id, False)
+        _w.put(out, "model", self.model, False)
+        _w.put(out, "modelProvider", self.model_provider, False)
+        _w.put(out, "sandbox", self.sandbox, False)
+        _w.put(out, "serviceTier", self.service_tier, False)
+        _w.put(out, "threadId", self.thread_id, True)
+        _w.put(out, "threadSource", self.thread_source, False)
+        return out
+
+    @staticmethod
+    def parse_result(result: object) -> ThreadForkResponse:
+        """Decode the response to thread/fork."""
+        return ThreadForkResponse.from_wire(result, "Response.result")
+
+
+class Personality(str, enum.Enum):
+    """Deprecated: `friendly` and `pragmatic` no longer select a style. (strict)"""
+
+    NONE = "none"
+    FRIENDLY = "friendly"
+    PRAGMATIC = "pragmatic"
+
+
+class ModeKind(str, enum.Enum):
+    """
+    Initial collaboration mode to use when the TUI starts. (an unlisted value decodes as a plain
+    str)
+    """
+
+    PLAN = "plan"
+    DEFAULT = "default"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Settings:
+    """Settings for a collaboration mode."""
+
+    developer_instructions: str | None = None
+    model: str
+    reasoning_effort: ReasoningEffort | None = None
+    extra_keys: Mapping[str, Any] = _field(default_factory=dict[str, Any])
+    """Members the schema does not list, kept to be re-encoded."""
+
+    _KEYS: ClassVar[frozenset[str]] = frozenset(("developer_instructions", "model", "reasoning_effort"))
+
+    @classmethod
+    def from_wire(cls, value: object, path: str = "Settings") -> Settings:
+        """Decode one from its JSON; CodexProtocolError names a bad member's path."""
+        obj = _w.obj(value, path)
+        return cls(
+            developer_instructions=_w.optional(obj, "developer_instructions", path, _w.string),
+            model=_w.field(obj, "model", path, _w.string),
+            reasoning_effort=_w.optional(obj, "reasoning_effort", path, _w.string),
+            extra_keys=_w.extra(obj, cls._KEYS),
+        )
+
+    def to_wire(self) -> dict[str, Any]:
+        """The exact JSON the other side expects (camelCase, None omitted unless required)."""
+        out: dict[str, Any] = {}
+        _w.put(out, "developer_instructions", self.developer_instructions, False)
+        _w.put(out, "model", self.model, True)
+        _w.put(out, "reasoning_effort", self.reasoning_effort, False)
+        out.update(self.extra_keys)
+        return out
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CollaborationMode:
+    """Collaboration mode for a Codex session."""
+
+    mode: ModeKind | str
+    settings: Settings
+    extra_keys: Mapping[str, Any] = _field(default_factory=dict[str, Any])
+    """Members the schema does not list, kept to be re-encoded."""
+
+    _KEYS: ClassVar[frozenset[str]] = frozenset(("mode", "settings"))
+
+    @classmethod
+    def from_wire(cls, value: object, path: str = "CollaborationMode") -> CollaborationMode:
+        """Decode one from its JSON; CodexProtocolError names a bad member's path."""
+        obj = _w.obj(value, path)
+        return cls(
+            mode=_w.field(obj, "mode", path, _w.tolerant_enum(ModeKind)),
+            settings=_w.field(obj, "settings", path, Settings.from_wire),
+            extra_keys=_w.extra(obj, cls._KEYS),
+        )
+
+    def to_wire(self) -> dict[str, Any]:
+        """The exact JSON the other side expects (camelCase, None omitted unless required)."""
+        out: dict[str, Any] = {}
+        _w.put(out, "mode", self.mode, True)
+        _w.put(out, "settings", self.settings, True)
         out.update(self.extra_keys)
         return out
 
@@ -4594,6 +4750,10 @@ AskForApproval: TypeAlias = "Any"
 """One of the strings untrusted, on-request, never, or an object with one key of granular."""
 
 
+ThreadSource: TypeAlias = "str"
+"""ThreadSource: kept as the JSON the wire carries."""
+
+
 SandboxPolicy: TypeAlias = DangerFullAccessSandboxPolicy | ReadOnlySandboxPolicy | ExternalSandboxSandboxPolicy | WorkspaceWriteSandboxPolicy | UnknownSandboxPolicy
 """One of the SandboxPolicy variants, by 'type'."""
 
@@ -4604,10 +4764,6 @@ SessionSource: TypeAlias = "Any"
 
 ThreadStatus: TypeAlias = NotLoadedThreadStatus | IdleThreadStatus | SystemErrorThreadStatus | ActiveThreadStatus | UnknownThreadStatus
 """One of the ThreadStatus variants, by 'type'."""
-
-
-ThreadSource: TypeAlias = "str"
-"""ThreadSource: kept as the JSON the wire carries."""
 
 
 TurnInterruptResponse: TypeAlias = "Any"
@@ -4700,6 +4856,7 @@ def thread_status_from_wire(value: object, path: str = "ThreadStatus") -> Thread
 
 CLIENT_REQUESTS: Mapping[str, Any] = MappingProxyType({
     "initialize": InitializeParams.from_wire,
+    "thread/fork": ThreadForkParams.from_wire,
     "thread/resume": ThreadResumeParams.from_wire,
     "thread/start": ThreadStartParams.from_wire,
     "turn/interrupt": TurnInterruptParams.from_wire,
@@ -4710,6 +4867,7 @@ CLIENT_REQUESTS: Mapping[str, Any] = MappingProxyType({
 
 CLIENT_RESULTS: Mapping[str, Any] = MappingProxyType({
     "initialize": InitializeResponse.from_wire,
+    "thread/fork": ThreadForkResponse.from_wire,
     "thread/resume": ThreadResumeResponse.from_wire,
     "thread/start": ThreadStartResponse.from_wire,
     "turn/interrupt": _w.raw,

@@ -98,16 +98,13 @@ class CodexAppServerTransport(ProcessTransport):
         """Open a conversation; its process starts with its first turn.
 
         Raises:
-            ProviderCapabilityError: the CLI's provider is not Codex, or ``spec`` asks for a
-                fork or hook callbacks (neither is offered over app-server).
+            ProviderCapabilityError: the CLI's provider is not Codex, or ``spec`` asks for
+                hook callbacks (none are offered over app-server). A fork (``spec.fork`` with
+                ``resume_session_id``) opens with ``thread/fork``: a new thread with that
+                one's history, which the conversation then continues.
             InvalidSessionIdError: ``spec.resume_session_id`` is not safe to pass.
         """
         provider = self._provider(CodexProvider, "Codex's app-server protocol")
-        if spec.fork:
-            raise ProviderCapabilityError(
-                "the Codex app-server transport does not fork conversations; fork on "
-                "TransportKind.ONE_SHOT"
-            )
         if spec.hooks is not None:
             raise ProviderCapabilityError(
                 "Codex has no hook callbacks agentshim can register; drop hooks (Claude Code's "

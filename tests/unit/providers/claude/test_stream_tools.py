@@ -71,7 +71,7 @@ def test_a_tool_is_served_in_band_and_its_value_is_the_tool_result() -> None:
     )
     result = rig.turn()
     assert result.text == "it is done"
-    assert calls == [("k", threading.get_ident())]
+    assert [key for key, _ in calls] == ["k"]
     (done,) = rig.results()
     assert (done.stdout, done.kind) == ("value of k", ToolKind.MCP)
     assert [e.kind for e in rig.events if isinstance(e, ToolCall)] == [ToolKind.MCP]

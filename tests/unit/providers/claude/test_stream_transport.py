@@ -829,7 +829,7 @@ class TestClaudeStreamConversationContract(SteerableConversationContract):
     def make_conversation(
         self, turns: Sequence[ContractTurn], *, resume_session_id: str | None = None
     ) -> ClaudeStreamConversation:
-        ctx, _ = context(contract_peers(turns))
+        ctx, self.executor = context(contract_peers(turns))
         return ClaudeStreamTransport(ctx).open(
             ConversationSpec(
                 permissions=BYPASS,
@@ -837,6 +837,10 @@ class TestClaudeStreamConversationContract(SteerableConversationContract):
                 resume_session_id=resume_session_id,
             )
         )
+
+    def kill_idle_process(self, conversation: object) -> bool:
+        self.executor.processes[-1].kill()
+        return True
 
 
 class TestClaudeStreamTransportContract(TransportContract):

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import signal
 import stat
 import threading
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import Any, cast
 
 import pytest
 
@@ -55,6 +57,35 @@ pytestmark = pytest.mark.skipif(os.name != "posix", reason="the TUI runs on a ps
 BYPASS = NativePermissions.bypass()
 
 
+class CountingPty:
+    """A terminal that counts how often its reader waits on it."""
+
+    def __init__(self, process: PtyProcess) -> None:
+        self.process = process
+        self.reads = 0
+
+    def read(self, timeout: float | None) -> bytes | None:
+        self.reads += 1
+        return self.process.read(timeout)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.process, name)
+
+
+class RecordingExecutor(HostCommandExecutor):
+    """The host executor, keeping every terminal it starts (to kill one as an operator would,
+    or count its reader's waits)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.terminals: list[CountingPty] = []
+
+    def spawn_pty(self, request: SpawnRequest, size: PtySize | None = None) -> PtyProcess:
+        process = CountingPty(super().spawn_pty(request, size))
+        self.terminals.append(process)
+        return cast(PtyProcess, process)
+
+
 class Rig:
     """A fake CLI install, its HOME and a work directory."""
 
@@ -66,9 +97,10 @@ class Rig:
         self.work.mkdir(parents=True, exist_ok=True)
         self.binary = install_fake_claude_tui(root / "bin", script)
         self.env = {"PATH": "/usr/bin:/bin", "HOME": str(self.home), "SECRET_TOKEN": "s3cr3t"}
+        self.executor = RecordingExecutor()
         self.context = TransportContext(
             provider=ClaudeProvider(),
-            executor=HostCommandExecutor(),
+            executor=self.executor,
             binary_path=str(self.binary),
             env=self.env,
         )
@@ -320,6 +352,29 @@ class _Keeping(HostCommandExecutor):
         return process
 
 
+def test_a_silent_turn_wakes_its_reader_only_when_something_happens(make) -> None:  # type: ignore[no-untyped-def]
+    rig, conversation = make(FakeTuiScript([FakeTuiTurn(hang=True)]))
+    events: list[AgentEvent] = []
+    submitted = threading.Event()
+
+    def on_event(event: AgentEvent) -> None:
+        events.append(event)
+        if isinstance(event, Lifecycle) and event.kind == "prompt_submitted":
+            submitted.set()
+
+    runner = threading.Thread(target=lambda: conversation.turn(TurnRequest("wait"), on_event))
+    runner.start()
+    assert submitted.wait(30), "the prompt was never submitted"
+    (terminal,) = rig.executor.terminals
+    before = terminal.reads
+    time.sleep(2.0)  # two seconds of a turn in which nothing happens
+    woke = terminal.reads - before
+    conversation.interrupt()
+    runner.join(30)
+    assert not runner.is_alive()
+    assert woke <= 5, f"the reader woke {woke} times in 2 s of silence"
+
+
 def test_close_ends_the_process_with_ctrl_c_and_leaves_nothing(tmp_path: Path) -> None:
     rig = Rig(tmp_path, FakeTuiScript([FakeTuiTurn("hi")]))
     executor = _Keeping()
@@ -469,9 +524,17 @@ class TestClaudeTuiConversationContract(ConversationContract):
         self, turns: Sequence[ContractTurn], *, resume_session_id: str | None = None
     ) -> ClaudeTuiConversation:
         rig = Rig(self.root, _script(turns))
+        self.executor = rig.executor
         conversation = rig.open(resume_session_id=resume_session_id)
         self.opened.append(conversation)
         return conversation
+
+    def kill_idle_process(self, conversation: object) -> bool:
+        del conversation
+        (terminal,) = self.executor.terminals
+        os.kill(terminal.pid, signal.SIGKILL)
+        os.waitid(os.P_PID, terminal.pid, os.WEXITED | os.WNOWAIT)
+        return True
 
 
 class TestClaudeTuiTransportContract(TransportContract):

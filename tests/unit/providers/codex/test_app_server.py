@@ -340,7 +340,9 @@ def test_an_interrupt_closes_the_open_command_and_reaps_what_the_turn_started() 
     (interrupt,) = rig.sent("turn/interrupt")
     assert set(interrupt["params"]) == {"threadId", "turnId"}
     assert rig.reaped
-    assert rig.reaped[0] == rig.peers.requests[0].env["AGENTSHIM_TOOL_RUN"]
+    spawned = rig.peers.requests[0]
+    assert any("AGENTSHIM_TOOL_RUN" in arg and rig.reaped[0] in arg for arg in spawned.argv)
+    assert "AGENTSHIM_TOOL_RUN" not in spawned.env, "the app-server is no command to reap"
     after, _ = rig.turn()
     assert after.text == "after"
     assert len(rig.peers.peers) == 1
@@ -530,22 +532,34 @@ def test_a_process_that_dies_mid_turn_raises_cli_died_and_the_next_turn_resumes(
     assert resume[0]["params"]["threadId"] == thread
 
 
-def test_open_refuses_another_provider_and_a_fork() -> None:
+def test_open_refuses_another_provider() -> None:
     ctx, _ = context(CodexAppServerPeers([]), provider=PiProvider())
     with pytest.raises(ProviderCapabilityError):
         CodexAppServerTransport(ctx).open(
             ConversationSpec(permissions=BYPASS, approvals=ApprovalPolicy.DENY)
         )
-    ctx, _ = context(CodexAppServerPeers([]))
-    with pytest.raises(ProviderCapabilityError, match="fork"):
-        CodexAppServerTransport(ctx).open(
-            ConversationSpec(
-                permissions=BYPASS,
-                approvals=ApprovalPolicy.DENY,
-                resume_session_id="01a23040-0000-7000-8000-000000000001",
-                fork=True,
-            )
+
+
+def test_a_fork_opens_a_new_thread_with_the_history_and_continues_it() -> None:
+    source = Rig([CodexPeerTurn("first"), CodexPeerTurn("forked"), CodexPeerTurn("again")])
+    first, _ = source.turn("remember")
+    fork = source.transport.open(
+        ConversationSpec(
+            permissions=BYPASS,
+            approvals=ApprovalPolicy.DENY,
+            resume_session_id=first.session_id,
+            fork=True,
         )
+    )
+    forked = fork.turn(TurnRequest("go on"), Events())
+    assert forked.text == "forked"
+    assert forked.session_id not in (None, first.session_id)
+    (asked,) = [m for m in source.peer.received if m.get("method") == "thread/fork"]
+    assert asked["params"]["threadId"] == first.session_id
+    assert not [m for m in source.peer.received if m.get("method") == "thread/resume"]
+    again = fork.turn(TurnRequest("more"), Events())
+    assert again.session_id == forked.session_id, "the fork is the conversation now"
+    fork.close()
 
 
 def test_open_refuses_hooks_rather_than_dropping_them() -> None:
@@ -583,7 +597,7 @@ class TestCodexAppServerConversationContract(SteerableConversationContract):
     def make_conversation(
         self, turns: Sequence[ContractTurn], *, resume_session_id: str | None = None
     ) -> CodexAppServerConversation:
-        ctx, _ = context(contract_peers(turns))
+        ctx, self.executor = context(contract_peers(turns))
         return CodexAppServerTransport(ctx, reap=lambda marker: 0).open(
             ConversationSpec(
                 permissions=BYPASS,
@@ -591,6 +605,10 @@ class TestCodexAppServerConversationContract(SteerableConversationContract):
                 resume_session_id=resume_session_id,
             )
         )
+
+    def kill_idle_process(self, conversation: object) -> bool:
+        self.executor.processes[-1].kill()
+        return True
 
 
 class TestCodexAppServerTransportContract(TransportContract):

@@ -397,13 +397,17 @@ class TestCopilotAcpConversation(ConversationContract):
     def make_conversation(
         self, turns: Sequence[ContractTurn], *, resume_session_id: str | None = None
     ) -> Any:
-        transport, _ = transport_on(P, COPILOT_ACP, _fake(turns))
+        transport, self.executor = transport_on(P, COPILOT_ACP, _fake(turns))
         spec = ConversationSpec(
             permissions=NativePermissions.bypass(),
             approvals=ApprovalPolicy.DENY,
             resume_session_id=resume_session_id,
         )
         return transport.open(spec)
+
+    def kill_idle_process(self, conversation: object) -> bool:
+        self.executor.processes[-1].kill()
+        return True
 
 
 class TestCopilotAcpTransport(TransportContract):

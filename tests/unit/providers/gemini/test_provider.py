@@ -259,6 +259,7 @@ class TestMcp:
         def run(request: CommandRequest) -> FakeRun:
             seen["servers"] = installed_mcp_servers("gemini", request, tmp_path)
             seen["file"] = _settings(tmp_path)
+            seen["env"] = dict(request.env)
             return plain
 
         agent, _, _ = agent_for(run)
@@ -274,12 +275,11 @@ class TestMcp:
         assert seen["servers"]["docs"] == {"url": "https://example.test/mcp", "transport": "http"}
         assert seen["servers"]["old"] == {"url": "https://example.test/sse", "transport": "sse"}
         written = seen["file"]["mcpServers"]
-        assert written["docs"] == {
-            "url": "https://example.test/mcp",
-            "type": "http",
-            "headers": {"Authorization": "x"},
-            "trust": True,
-        }
+        header = written["docs"].pop("headers")["Authorization"]
+        assert written["docs"] == {"url": "https://example.test/mcp", "type": "http", "trust": True}
+        # The file names a variable; the secret is only in the CLI's environment.
+        assert header.startswith("${AGENTSHIM_MCP_")
+        assert seen["env"][header[2:-1]] == "x"
         assert written["old"]["timeout"] == 2500
         assert written["mine"] == {"command": "keep"}
         assert seen["file"]["general"] == {"vimMode": True}

@@ -467,13 +467,17 @@ class TestOpencodeAcpConversation(ConversationContract):
     def make_conversation(
         self, turns: Sequence[ContractTurn], *, resume_session_id: str | None = None
     ) -> Any:
-        transport, _ = transport_on(P, OPENCODE_ACP, _fake(turns))
+        transport, self.executor = transport_on(P, OPENCODE_ACP, _fake(turns))
         spec = ConversationSpec(
             permissions=NativePermissions.bypass(),
             approvals=ApprovalPolicy.DENY,
             resume_session_id=resume_session_id,
         )
         return transport.open(spec)
+
+    def kill_idle_process(self, conversation: object) -> bool:
+        self.executor.processes[-1].kill()
+        return True
 
 
 class TestOpencodeAcpTransport(TransportContract):

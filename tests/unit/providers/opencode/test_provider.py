@@ -152,6 +152,7 @@ class TestMcp:
         def run(request: CommandRequest) -> FakeRun:
             seen["servers"] = installed_mcp_servers("opencode", request, tmp_path)
             seen["file"] = _config(tmp_path)
+            seen["env"] = dict(request.env)
             return plain
 
         agent, _, _ = agent_for(run)
@@ -167,19 +168,23 @@ class TestMcp:
         }
         assert seen["servers"]["docs"] == {"url": "https://example.test/mcp", "transport": "http"}
         written = seen["file"]["mcp"]
+        token = written["files"].pop("environment")["TOKEN"]
         assert written["files"] == {
             "type": "local",
             "command": ["/usr/bin/mcp-files", "--root", "/w"],
-            "environment": {"TOKEN": "t"},
             "enabled": True,
             "timeout": 3000,
         }
+        header = written["docs"].pop("headers")["Authorization"]
         assert written["docs"] == {
             "type": "remote",
             "url": "https://example.test/mcp",
-            "headers": {"Authorization": "x"},
             "enabled": True,
         }
+        # The file names variables; the secrets are only in the CLI's environment.
+        for reference, value in ((token, "t"), (header, "x")):
+            assert reference.startswith("{env:AGENTSHIM_MCP_")
+            assert seen["env"][reference[5:-1]] == value
         assert written["mine"] == original["mcp"]["mine"]
         assert seen["file"]["model"] == "fake/fake-model"
         assert "$schema" in seen["file"]

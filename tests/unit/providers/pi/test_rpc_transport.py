@@ -875,7 +875,7 @@ class TestPiRpcConversationContract(SteerableConversationContract):
     def make_conversation(
         self, turns: Sequence[ContractTurn], *, resume_session_id: str | None = None
     ) -> PiRpcConversation:
-        ctx, _ = context(contract_peers(turns))
+        ctx, self.executor = context(contract_peers(turns))
         return PiRpcTransport(ctx).open(
             ConversationSpec(
                 permissions=BYPASS,
@@ -883,6 +883,10 @@ class TestPiRpcConversationContract(SteerableConversationContract):
                 resume_session_id=resume_session_id,
             )
         )
+
+    def kill_idle_process(self, conversation: object) -> bool:
+        self.executor.processes[-1].kill()
+        return True
 
 
 class TestPiRpcTransportContract(TransportContract):

@@ -126,6 +126,24 @@ def test_user_text_is_the_latest_turn_not_earlier_ones(server: ModelServer, clie
     )
 
 
+def test_the_prompt_after_an_interrupted_tool_call_is_the_user_text(server: ModelServer, client):
+    # Claude Code sends it in the message that carries the rejected tool call's result.
+    server.set_script(
+        [
+            Rule(respond=Text("old"), match=Match(user_text_contains="remember PAPAYA")),
+            Rule(respond=Text("new"), match=Match(user_text_contains="what was it")),
+        ]
+    )
+    after_interrupt = tool_result()
+    after_interrupt["content"] += [
+        {"type": "text", "text": "[Request interrupted by user for tool use]"},
+        {"type": "text", "text": "<system-reminder>be brief</system-reminder>"},
+        {"type": "text", "text": "what was it?"},
+    ]
+    conversation = [user("remember PAPAYA"), assistant("calling"), after_interrupt]
+    assert said(client, anthropic(conversation)) == "new"
+
+
 def test_api_condition(server: ModelServer, client):
     server.set_script(
         [
