@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextvars
 import functools
 import inspect
-import threading
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, cast
 
@@ -23,7 +23,12 @@ from agentshim.core.tools import tool as sync_tool
 
 __all__ = ["approvals_for_agent", "bound_to", "call_on_loop", "tool"]
 
-_bound = threading.local()
+# A context variable, not a thread-local: what the turn's thread calls on a thread of its own
+# (a tool's function, which the tool host runs in a copy of the caller's context) still
+# finds the loop.
+_bound: contextvars.ContextVar[asyncio.AbstractEventLoop | None] = contextvars.ContextVar(
+    "agentshim_aio_loop", default=None
+)
 
 
 class bound_to:
@@ -31,12 +36,15 @@ class bound_to:
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         self._loop = loop
+        self._token: contextvars.Token[asyncio.AbstractEventLoop | None] | None = None
 
     def __enter__(self) -> None:
-        _bound.loop = self._loop
+        self._token = _bound.set(self._loop)
 
     def __exit__(self, *exc: object) -> None:
-        _bound.loop = None
+        if self._token is not None:
+            _bound.reset(self._token)
+            self._token = None
 
 
 def call_on_loop(what: str, awaitable: Awaitable[Any], timeout: float | None) -> Any:
@@ -49,7 +57,7 @@ def call_on_loop(what: str, awaitable: Awaitable[Any], timeout: float | None) ->
         InvalidRequestError: this thread runs no turn of an AsyncSession (``what`` names the
             coroutine function for the message).
     """
-    loop: asyncio.AbstractEventLoop | None = getattr(_bound, "loop", None)
+    loop = _bound.get()
     if loop is None:
         if inspect.iscoroutine(awaitable):
             awaitable.close()

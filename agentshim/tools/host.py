@@ -16,6 +16,7 @@ which then ends), and its result is dropped.
 
 from __future__ import annotations
 
+import contextvars
 import dataclasses
 import json
 import threading
@@ -176,9 +177,12 @@ class _Call:
         self.value: object = None
         self.error: Exception | None = None
         self._done = threading.Event()
+        # In the caller's context: what the turn set up for its tools (an asyncio session's
+        # loop, the current trace span) reaches the function on its own thread.
+        context = contextvars.copy_context()
         threading.Thread(
-            target=self._run,
-            args=(chosen, kwargs),
+            target=context.run,
+            args=(self._run, chosen, kwargs),
             name=f"agentshim-tool-{chosen.name}",
             daemon=True,
         ).start()
