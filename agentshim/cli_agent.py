@@ -15,6 +15,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
+from agentshim.core import lifecycle_kinds as lk
 from agentshim.core._checks import is_positive_seconds, model_name, seconds, working_directory
 from agentshim.core.conversation import TurnStop, directory, do_nothing
 from agentshim.core.env import interactive_env
@@ -513,7 +514,7 @@ class AgentSession:
             done, installation = installation, None
             note = self._restore(done)
             if note:
-                emit(Lifecycle("mcp_config_restore", note))
+                emit(Lifecycle(lk.MCP_CONFIG_RESTORE, note))
                 result = dataclasses.replace(result, notices=(*result.notices, note))
             return result
         finally:
@@ -590,11 +591,11 @@ class AgentSession:
         resumed = resume_session_id is not None and parsed.session_id in (None, resume_session_id)
         if turn.fork and resume_session_id is not None and parsed.session_id:
             resumed = False
-            emit(Lifecycle("forked", f"{resume_session_id} -> {parsed.session_id}"))
+            emit(Lifecycle(lk.FORKED, f"{resume_session_id} -> {parsed.session_id}"))
         elif resume_session_id is not None and parsed.session_id not in (None, resume_session_id):
             emit(
                 Lifecycle(
-                    "resume_replaced",
+                    lk.RESUME_REPLACED,
                     f"asked to resume {resume_session_id} but the CLI continued in "
                     f"{parsed.session_id}",
                 )
@@ -859,7 +860,7 @@ def _finish(parser: StreamParser, emit: Emit) -> ParsedTurn:
         return parsed
     emit(
         Lifecycle(
-            "session_id_refused",
+            lk.SESSION_ID_REFUSED,
             f"the CLI named its session {session_id[:200]!r}, which is not a safe id; "
             "the turn keeps no session id",
         )

@@ -24,6 +24,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from agentshim.core import lifecycle_kinds as lk
 from agentshim.core.approvals import ApprovalDecision, ApprovalRequest
 from agentshim.core.attachments import PromptImage, PromptLink
 from agentshim.core.conversation import ConversationSpec, TurnStop
@@ -622,7 +623,7 @@ class AcpConversation(ProcessConversation[_Turn]):
                     emit(HistoryReplayed(roles[kind], text))
             elif kind == "tool_call":
                 emit(HistoryReplayed("tool", as_str(update.get("title")) or "tool"))
-        emit(Lifecycle("replay_suppressed", f"{len(replayed)} updates of the loaded history"))
+        emit(Lifecycle(lk.REPLAY_SUPPRESSED, f"{len(replayed)} updates of the loaded history"))
 
     # -- starting a session ----------------------------------------------------------------
 
@@ -687,7 +688,7 @@ class AcpConversation(ProcessConversation[_Turn]):
                 f"{capabilities.protocol_version!r}; agentshim speaks version {spoken}: use a "
                 "release of the agent that speaks it"
             )
-        emit(Lifecycle("acp_initialized", capabilities.describe()))
+        emit(Lifecycle(lk.ACP_INITIALIZED, capabilities.describe()))
         self._authenticate(channel, capabilities, deadline)
         return capabilities
 
@@ -869,7 +870,7 @@ class AcpConversation(ProcessConversation[_Turn]):
         wait = 60.0 - (now % 60.0) + 1.0
         emit(
             Lifecycle(
-                "load_deferred",
+                lk.LOAD_DEFERRED,
                 f"waiting {wait:.0f} s: {self._name} loses a session loaded in the minute it "
                 "was created",
             )
@@ -982,7 +983,7 @@ class AcpConversation(ProcessConversation[_Turn]):
     def _on_line(self, channel: Channel, turn: _Turn, line: str) -> None:
         message = _message_of(line)
         if message is None:
-            turn.emit(Lifecycle("malformed_frame", line.strip()[:200]))
+            turn.emit(Lifecycle(lk.MALFORMED_FRAME, line.strip()[:200]))
         elif isinstance(message, Response):
             with self._lock:
                 answered = self._requests.resolve(message.request_id)
@@ -992,7 +993,7 @@ class AcpConversation(ProcessConversation[_Turn]):
             if message.method == "$/cancel_request":
                 # Its requests are answered as they come, on this thread: nothing is left
                 # to abandon by the time the cancel is read.
-                turn.emit(Lifecycle("request_cancelled", str(message.params.get("requestId"))))
+                turn.emit(Lifecycle(lk.REQUEST_CANCELLED, str(message.params.get("requestId"))))
                 return
             update = self._update_of(message)
             if update is not None:
@@ -1022,7 +1023,7 @@ class AcpConversation(ProcessConversation[_Turn]):
             else:
                 frame = result_response(message.request_id, self._elicit(turn, params))
         except FileRefused as refusal:
-            turn.emit(Lifecycle("client_method_refused", f"{message.method}: {refusal}"))
+            turn.emit(Lifecycle(lk.CLIENT_METHOD_REFUSED, f"{message.method}: {refusal}"))
             frame = error_response(message.request_id, -32602, str(refusal))
         try:
             channel.send(frame)
@@ -1080,7 +1081,7 @@ class AcpConversation(ProcessConversation[_Turn]):
         try:
             answer = handler(params)
         except Exception as error:  # the caller's code must not break the turn
-            turn.emit(Lifecycle("elicitation_failed", str(error)[:200]))
+            turn.emit(Lifecycle(lk.ELICITATION_FAILED, str(error)[:200]))
             return {"action": "cancel"}
         if not isinstance(answer, Mapping) or as_str(answer.get("action")) is None:  # pyright: ignore[reportUnnecessaryIsInstance]
             return {"action": "cancel"}
@@ -1128,7 +1129,7 @@ class AcpConversation(ProcessConversation[_Turn]):
         if response is not None and response.error is not None and turn.interrupted:
             # The error answers our cancel (opencode cancelling a model call that has not
             # started to answer says "Internal service failure"): the turn was interrupted.
-            turn.emit(Lifecycle("cancel_answered_with_error", response.error.describe()))
+            turn.emit(Lifecycle(lk.CANCEL_ANSWERED_WITH_ERROR, response.error.describe()))
             response = Response(response.request_id, {"stopReason": "cancelled"}, None)
         if response is not None and response.error is not None:
             error = response.error
@@ -1145,14 +1146,14 @@ class AcpConversation(ProcessConversation[_Turn]):
         said = as_str((result or {}).get("stopReason")) or "cancelled"
         stop_reason = _STOP_REASONS.get(said, StopReason.END_TURN)
         if said not in _STOP_REASONS:
-            turn.emit(Lifecycle("stop_reason", said))
+            turn.emit(Lifecycle(lk.STOP_REASON, said))
         interrupted = turn.interrupted
         if interrupted:
             stop_reason = StopReason.CANCELLED
         elif stop_reason is StopReason.CANCELLED:
             # The agent ended the turn itself (codex-acp does on a denied command): not an
             # interrupt of the caller's.
-            turn.emit(Lifecycle("cancelled_by_agent", "the agent cancelled its own turn"))
+            turn.emit(Lifecycle(lk.CANCELLED_BY_AGENT, "the agent cancelled its own turn"))
         why = "cancelled with the turn" if interrupted else "the turn ended without its end"
         for call in turn.reader.open_calls():
             # Agents send no end for a call the turn's end stopped; the caller still sees one.

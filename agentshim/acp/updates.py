@@ -18,6 +18,7 @@ from collections.abc import Callable, Mapping
 from types import MappingProxyType
 from typing import Any
 
+from agentshim.core import lifecycle_kinds as lk
 from agentshim.core.errors import FailureKind
 from agentshim.core.events import (
     AgentContent,
@@ -271,9 +272,9 @@ class UpdateReader:
         elif kind == "usage_update":
             self._context_usage(update)
         elif kind == "user_message_chunk":
-            self._emit(Lifecycle(kind, _short(update)))
+            self._emit(Lifecycle(lk.USER_MESSAGE_CHUNK, _short(update)))
         else:
-            self._emit(Lifecycle("unknown_update", _short(update)))
+            self._emit(Lifecycle(lk.UNKNOWN_UPDATE, _short(update)))
 
     def _context_usage(self, update: Mapping[str, Any]) -> None:
         """A ``usage_update``: how full the context is, reported live as a call's usage.
@@ -305,7 +306,7 @@ class UpdateReader:
             return
         if self._notice(text):
             self.notices.append(text)
-            self._emit(Lifecycle("agent_notice", text.strip()[:UNKNOWN_DETAIL_CHARS]))
+            self._emit(Lifecycle(lk.AGENT_NOTICE, text.strip()[:UNKNOWN_DETAIL_CHARS]))
             kind = self._failed(text) if self._failed is not None else None
             if kind is not None:
                 self.failure = (kind, text.strip())
@@ -324,7 +325,7 @@ class UpdateReader:
             dropped = "".join(self._text[self._message_start :]).strip()
             del self._text[self._message_start :]
             if dropped:
-                self._emit(Lifecycle("message_superseded", dropped[:UNKNOWN_DETAIL_CHARS]))
+                self._emit(Lifecycle(lk.MESSAGE_SUPERSEDED, dropped[:UNKNOWN_DETAIL_CHARS]))
         self._message_id = message_id
         self._message_start = len(self._text)
 
@@ -332,7 +333,7 @@ class UpdateReader:
         """A ``tool_call`` or ``tool_call_update``: a new call, a refinement, or its end."""
         tool_id = as_str(update.get("toolCallId"))
         if tool_id is None:
-            self._emit(Lifecycle("malformed_update", "tool call without toolCallId"))
+            self._emit(Lifecycle(lk.MALFORMED_UPDATE, "tool call without toolCallId"))
             return
         known = tool_id in self._calls
         call = self.announce(update)

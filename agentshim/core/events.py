@@ -225,7 +225,12 @@ class BackgroundTasksChanged:
 
 @fast_value
 class Lifecycle:
-    """Provider plumbing: thread_started, turn_started, api_retry, warning, ...."""
+    """Provider plumbing: a retry, a warning, a frame nobody knows, a policy decision.
+
+    ``kind`` is always one of the constants of :mod:`agentshim.core.lifecycle_kinds` (or a name
+    built by one of its prefix helpers, such as ``unknown_frame:<type>``); that module says
+    when each is emitted. ``detail`` is free text for people, not for code.
+    """
 
     kind: str
     detail: str = ""

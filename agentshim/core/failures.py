@@ -8,15 +8,12 @@ from __future__ import annotations
 import re
 
 from agentshim.core.errors import FailureKind
+from agentshim.core.lifecycle_kinds import OUTPUT_TRUNCATED
 
 __all__ = ["OUTPUT_TRUNCATED", "kind_from_status", "kind_from_text", "truncation_notice"]
 
-OUTPUT_TRUNCATED = "output_truncated"
-"""The Lifecycle name of an answer the model cut off at its output-token limit.
-
-Not a failure: the turn keeps the text it got. Every provider whose CLI says so reports it
-the same way: this Lifecycle, and :func:`truncation_notice` in ``TurnResult.notices``.
-"""
+# OUTPUT_TRUNCATED (re-exported here): the Lifecycle kind of an answer cut off at the model's
+# output-token limit, reported with :func:`truncation_notice` in ``TurnResult.notices``.
 
 
 def truncation_notice(reason: str) -> str:

@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping
 from functools import cached_property
 from typing import Any, ClassVar, NamedTuple
 
+from agentshim.core import lifecycle_kinds as lk
 from agentshim.core.events import AgentEvent, Emit, Lifecycle, RawOutput, SessionStarted, Stderr
 from agentshim.core.stderr_tail import StderrTail
 from agentshim.core.stream import parse_json_object, scan_json
@@ -181,7 +182,7 @@ class FrameDispatcher:
         ``jsonl`` provider keeps such a frame as RawOutput).
         """
         detail = line.strip()[:UNKNOWN_DETAIL_CHARS]
-        return Lifecycle(f"unknown_frame:{frame_label(frame.get('type'))}", detail)
+        return Lifecycle(lk.unknown_frame(frame_label(frame.get("type"))), detail)
 
     def dispatch(self, frame: Frame, line: str = "") -> None:
         """Hand one decoded frame to its handler and emit its events; ``line`` is its text.
@@ -211,7 +212,7 @@ class FrameDispatcher:
 
 
 def _malformed(kind: object, exc: Exception, line: str) -> list[AgentEvent]:
-    malformed = Lifecycle("malformed_frame", f"{frame_label(kind)}: {exc!r}")
+    malformed = Lifecycle(lk.MALFORMED_FRAME, f"{frame_label(kind)}: {exc!r}")
     text = line.rstrip("\r\n")
     return [RawOutput(text), malformed] if text else [malformed]
 

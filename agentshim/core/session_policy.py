@@ -39,6 +39,7 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass, field, replace
 
+from agentshim.core import lifecycle_kinds as lk
 from agentshim.core._checks import instance, seconds
 from agentshim.core.errors import (
     CliDiedError,
@@ -522,7 +523,7 @@ class SessionPolicy:
         ):
             return replace(state, live=False), (
                 CloseConversation(),
-                Notify("conversation_released", f"idle for {limit:g} s or more"),
+                Notify(lk.CONVERSATION_RELEASED, f"idle for {limit:g} s or more"),
             )
         return state, ()
 
@@ -596,7 +597,7 @@ class SessionPolicy:
             and self._budget_reached(turns, event)
         )
         if retire:
-            state = _forget(state, commands, "conversation_retired", "renewal budget reached")
+            state = _forget(state, commands, lk.CONVERSATION_RETIRED, "renewal budget reached")
         elif session_id is not None:
             commands.append(SaveCheckpoint(session_id, usage, turns))
         else:
@@ -644,7 +645,7 @@ class SessionPolicy:
             state = replace(state, phase=Phase.WAITING, turn=replace(turn, retries=retry))
             commands.append(
                 Notify(
-                    "retry_scheduled",
+                    lk.RETRY_SCHEDULED,
                     f"transient failure; retry {retry} of {self.retry.max_retries} in {wait:g} s",
                 )
             )
@@ -656,13 +657,13 @@ class SessionPolicy:
                 return _fail(state, event.now, outcome, commands)
             if turn.resumed and not turn.replaced:
                 state = _forget(
-                    state, commands, "conversation_replaced", "the provider refused the resume"
+                    state, commands, lk.CONVERSATION_REPLACED, "the provider refused the resume"
                 )
                 state = replace(state, turn=replace(_turn(state), replaced=True))
                 state, more = _attempt(state)
                 return state, (*commands, *more)
             state = _forget(
-                state, commands, "conversation_forgotten", "the provider refused the resume"
+                state, commands, lk.CONVERSATION_FORGOTTEN, "the provider refused the resume"
             )
             return _fail(state, event.now, outcome, commands)
 
@@ -671,7 +672,7 @@ class SessionPolicy:
             or (outcome is FailureKind.OTHER and turn.resumed)
         )
         if forget:
-            state = _forget(state, commands, "conversation_forgotten", outcome.value)
+            state = _forget(state, commands, lk.CONVERSATION_FORGOTTEN, outcome.value)
         return _fail(state, event.now, outcome, commands)
 
     def _cancelled(self, state: PolicyState, event: Cancelled) -> Step:
@@ -815,7 +816,7 @@ def _lost(state: PolicyState, now: float | None, named: str) -> Step:
 
 def _lost_notice(expected: str | None, actual: str) -> Notify:
     return Notify(
-        "conversation_lost",
+        lk.CONVERSATION_LOST,
         f"resumed {expected} but the provider answered in another conversation, {actual}",
     )
 

@@ -25,6 +25,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, cast
 
 from agentshim._version import __version__
+from agentshim.core import lifecycle_kinds as lk
 from agentshim.core.clock import Monotonic
 from agentshim.core.events import AgentEvent, Emit, Lifecycle
 from agentshim.core.tool_schema import ArgumentError, bind
@@ -150,11 +151,11 @@ class ToolHost:
                 "the agent was answered without it (the function goes on to its end, and its "
                 "result is dropped)"
             )
-            self.emit(Lifecycle("tool_timed_out", text))
+            self.emit(Lifecycle(lk.TOOL_TIMED_OUT, text))
             return _failed(text)
         if call.error is not None:  # the agent reads it as the tool's error; the turn goes on
             text = f"{type(call.error).__name__}: {call.error}"
-            self.emit(Lifecycle("tool_failed", f"{chosen.name}: {text}"[:2000]))
+            self.emit(Lifecycle(lk.TOOL_FAILED, f"{chosen.name}: {text}"[:2000]))
             return _failed(text)
         value = call.value
         elapsed = self._clock() - started
@@ -163,7 +164,7 @@ class ToolHost:
                 f"{chosen.name} took {elapsed:.1f} s, longer than its timeout of "
                 f"{chosen.timeout_s:g} s; its result was dropped"
             )
-            self.emit(Lifecycle("tool_timed_out", text))
+            self.emit(Lifecycle(lk.TOOL_TIMED_OUT, text))
             return _failed(text)
         return {"content": [{"type": "text", "text": tool_output(value)}], "isError": False}
 

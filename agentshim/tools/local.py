@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, cast, runtime_checkable
 
+from agentshim.core import lifecycle_kinds as lk
 from agentshim.core.errors import ProviderCapabilityError
 from agentshim.core.events import AgentEvent, Emit, Lifecycle
 from agentshim.core.mcp import StdioMcpServer
@@ -191,7 +192,7 @@ class LocalToolServer:
         return True
 
     def _host_note(self, text: str) -> None:
-        self._host.emit(Lifecycle("tool_message_dropped", text))
+        self._host.emit(Lifecycle(lk.TOOL_MESSAGE_DROPPED, text))
 
     def _drop(self, connection: _Connection) -> None:
         with contextlib.suppress(KeyError, ValueError):

@@ -25,6 +25,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Generic, Protocol, TypedDict, TypeVar
 
+from agentshim.core import lifecycle_kinds as lk
 from agentshim.core.approvals import ApprovalRequest
 from agentshim.core.conversation import ConversationSpec, TransportKind, TurnSlot, TurnStop
 from agentshim.core.errors import (
@@ -429,7 +430,7 @@ class LongLivedConversation(Generic[TurnT]):
         if ended:
             emit(
                 Lifecycle(
-                    "commands_ended", f"{ended} process(es) the turn started were still running"
+                    lk.COMMANDS_ENDED, f"{ended} process(es) the turn started were still running"
                 )
             )
 
@@ -450,7 +451,7 @@ class LongLivedConversation(Generic[TurnT]):
         self._respawned = True
         emit(
             Lifecycle(
-                "process_respawned",
+                lk.PROCESS_RESPAWNED,
                 f"{ended}; a new one resumes conversation {self._session_id}",
             )
         )
@@ -496,7 +497,7 @@ class LongLivedConversation(Generic[TurnT]):
             self._interrupt_turn(due)
         elif due is Due.KILL:
             note = self._unanswered.format(grace=self._interrupt_grace)
-            turn.emit(Lifecycle("interrupt_unanswered", note))
+            turn.emit(Lifecycle(lk.INTERRUPT_UNANSWERED, note))
             return True
         return False
 
@@ -742,7 +743,7 @@ class ProcessConversation(LongLivedConversation[TurnT]):
         try:
             channel.send(frame)
         except (ProcessClosedError, InvalidRequestError) as error:
-            turn.emit(Lifecycle("approval_not_sent", str(error)))
+            turn.emit(Lifecycle(lk.APPROVAL_NOT_SENT, str(error)))
         self._approval_sent(turn, request, answer)
 
     def _stop_in_band(self, turn: TurnT, now: float) -> Callable[[], None] | None:

@@ -25,6 +25,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any, NamedTuple
 
+from agentshim.core import lifecycle_kinds as lk
 from agentshim.core._builders import (
     build_assistant_text,
     build_lifecycle,
@@ -47,7 +48,7 @@ from agentshim.core.events import (
     Reasoning,
     SessionStarted,
 )
-from agentshim.core.failures import OUTPUT_TRUNCATED, kind_from_text, truncation_notice
+from agentshim.core.failures import kind_from_text, truncation_notice
 from agentshim.core.frames import Frame, FrameParser, ignore_frame
 from agentshim.core.jsonvalues import as_amount, as_count, as_mapping, as_str, list_or_empty
 from agentshim.core.pricing import PricingTable
@@ -209,17 +210,17 @@ class ClaudeStreamParser(FrameParser):
             if not version or version.__class__ is not str:
                 version = "?"
             detail = f"model={model or '?'} claude_code_version={version}"
-            out.append(build_lifecycle("init", detail))
+            out.append(build_lifecycle(lk.INIT, detail))
         elif subtype == "api_retry":
-            out.append(Lifecycle("api_retry", _retry_detail(frame)))
+            out.append(Lifecycle(lk.API_RETRY, _retry_detail(frame)))
         elif subtype == "status":
-            out.append(Lifecycle("status", as_str(frame.get("status")) or ""))
+            out.append(Lifecycle(lk.STATUS, as_str(frame.get("status")) or ""))
         elif subtype == "background_tasks_changed":
             tasks = tuple(_background_tasks(frame.get("tasks")))
             self._background = tasks
             out.append(BackgroundTasksChanged(tasks))
         else:
-            out.append(Lifecycle(f"system:{as_str(subtype) or '?'}", ""))
+            out.append(Lifecycle(lk.system(as_str(subtype) or "?"), ""))
 
     def _on_assistant(self, frame: Frame, out: list[AgentEvent]) -> None:
         # The hottest handler: several frames per message, so type checks are inlined.
@@ -264,12 +265,12 @@ class ClaudeStreamParser(FrameParser):
                 if error is not None:
                     if main:
                         self._assistant_error_text = text
-                    out.append(Lifecycle("api_error", f"{error}: {text}"))
+                    out.append(Lifecycle(lk.API_ERROR, f"{error}: {text}"))
                 elif main:
                     self._texts.append(text)
                     out.append(build_assistant_text(text, False))
                 else:
-                    out.append(Lifecycle("subagent_text", text))
+                    out.append(Lifecycle(lk.SUBAGENT_TEXT, text))
             elif block_type == "tool_use" or block_type == "server_tool_use":
                 self._tool_use_block(block, out)
             elif block_type == "thinking":
@@ -277,7 +278,7 @@ class ClaudeStreamParser(FrameParser):
                 if thinking:
                     out.append(Reasoning(thinking))
             elif block_type != "redacted_thinking":
-                out.append(Lifecycle(f"unknown_block:{as_str(block_type) or '?'}", ""))
+                out.append(Lifecycle(lk.unknown_block(as_str(block_type) or "?"), ""))
 
     def _report_call(self, usage: Mapping[str, Any], out: list[AgentEvent]) -> None:
         tokens = _fold_usage(usage, 0)
@@ -317,7 +318,7 @@ class ClaudeStreamParser(FrameParser):
             return
         content: Any = message.get("content")
         if content.__class__ is str:
-            out.append(Lifecycle("user_message", content))
+            out.append(Lifecycle(lk.USER_MESSAGE, content))
             return
         if content.__class__ is not list:
             return
@@ -328,7 +329,7 @@ class ClaudeStreamParser(FrameParser):
                 self._tool_result_block(block, out)
             elif block_type == "text":
                 synthetic = frame.get("isSynthetic") is True
-                kind = "synthetic_user_message" if synthetic else "user_message"
+                kind = lk.SYNTHETIC_USER_MESSAGE if synthetic else lk.USER_MESSAGE
                 out.append(Lifecycle(kind, as_str(block.get("text")) or ""))
 
     def _tool_result_block(self, block: Mapping[str, Any], out: list[AgentEvent]) -> None:
@@ -355,11 +356,12 @@ class ClaudeStreamParser(FrameParser):
         if status == "rejected":
             self._rate_limit_rejected = True
         limit_type = as_str(info.get("rateLimitType")) or ""
-        out.append(Lifecycle("rate_limit", f"{status} {limit_type}".strip()))
+        out.append(Lifecycle(lk.RATE_LIMIT, f"{status} {limit_type}".strip()))
 
     def _on_control(self, frame: Frame, out: list[AgentEvent]) -> None:
         body = as_mapping(frame.get("response")) or as_mapping(frame.get("request")) or {}
-        out.append(Lifecycle(str(frame["type"]), as_str(body.get("subtype")) or ""))
+        kind = lk.CONTROL_RESPONSE if frame["type"] == "control_response" else lk.CONTROL_REQUEST
+        out.append(Lifecycle(kind, as_str(body.get("subtype")) or ""))
 
     def _on_result(self, frame: Frame, out: list[AgentEvent]) -> None:
         session_id = frame.get("session_id")
@@ -386,7 +388,7 @@ class ClaudeStreamParser(FrameParser):
         if denials:
             for denial in list_or_empty(denials):
                 entry = as_mapping(denial) or {}
-                out.append(Lifecycle("permission_denied", as_str(entry.get("tool_name")) or "?"))
+                out.append(Lifecycle(lk.PERMISSION_DENIED, as_str(entry.get("tool_name")) or "?"))
 
         structured: Any = None
         if self._expect_structured:
@@ -415,7 +417,7 @@ class ClaudeStreamParser(FrameParser):
         self._truncated = None
         if not failed and frame.get("stop_reason") == _TRUNCATED_STOP:
             self._truncated = truncation_notice(_TRUNCATED_STOP)
-            out.append(Lifecycle(OUTPUT_TRUNCATED, self._truncated))
+            out.append(Lifecycle(lk.OUTPUT_TRUNCATED, self._truncated))
         cost = usage.total_cost_usd if usage is not None else None
         # The same _Terminal, made by tuple.__new__ without the NamedTuple's Python-level
         # __new__ (half the cost).

@@ -17,6 +17,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from agentshim.core import lifecycle_kinds as lk
 from agentshim.core.approvals import ApprovalRequest
 from agentshim.core.events import Emit, Lifecycle
 from agentshim.core.hooks import HookCallbacks, HookEvent
@@ -108,7 +109,7 @@ def hook_answer(
             hooks.stop(HookEvent("Stop", payload=dict(given)))
             return {}
     except Exception as error:  # a broken hook costs its own decision, never the turn
-        emit(Lifecycle("hook_failed", f"{callback_id}: {type(error).__name__}: {error}"[:2000]))
+        emit(Lifecycle(lk.HOOK_FAILED, f"{callback_id}: {type(error).__name__}: {error}"[:2000]))
         return {}
     return None
 
@@ -132,5 +133,5 @@ def _pre_tool_use(
     else:
         output["permissionDecision"] = "deny"
         output["permissionDecisionReason"] = decision.message or "denied by a PreToolUse hook"
-    emit(Lifecycle("hook_decided", f"PreToolUse {tool}: {output['permissionDecision']}"))
+    emit(Lifecycle(lk.HOOK_DECIDED, f"PreToolUse {tool}: {output['permissionDecision']}"))
     return {"hookSpecificOutput": output}

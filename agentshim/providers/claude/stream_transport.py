@@ -18,6 +18,7 @@ import dataclasses
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from agentshim.core import lifecycle_kinds as lk
 from agentshim.core.conversation import ConversationSpec, TurnStop
 from agentshim.core.errors import (
     CliDiedError,
@@ -240,7 +241,7 @@ class ClaudeStreamConversation(ProcessConversation[_Turn]):
             NoRunningTurnError: no turn is running.
             InvalidRequestError: ``text`` is empty.
         """
-        self._add_to_turn("steer", text, "steered", lambda turn: user_message(text))
+        self._add_to_turn("steer", text, lk.STEERED, lambda turn: user_message(text))
 
     # -- the turn ------------------------------------------------------------------------
 
@@ -331,7 +332,7 @@ class ClaudeStreamConversation(ProcessConversation[_Turn]):
                 self._stderr.append(output.text)
                 continue
             line = output.text
-            emit(Lifecycle("between_turns", line.strip()[:UNKNOWN_DETAIL_CHARS]))
+            emit(Lifecycle(lk.BETWEEN_TURNS, line.strip()[:UNKNOWN_DETAIL_CHARS]))
             frame = parse_json_object(line)
             kind = frame.get("type") if frame is not None else None
             if kind == "control_request" and frame is not None:
@@ -377,7 +378,7 @@ class ClaudeStreamConversation(ProcessConversation[_Turn]):
                     detail=reason,
                 )
             self._model = model
-            emit(Lifecycle("model_switched", model))
+            emit(Lifecycle(lk.MODEL_SWITCHED, model))
             return
 
     def _on_line(self, channel: Channel, turn: _Turn, line: str) -> None:
@@ -390,7 +391,7 @@ class ClaudeStreamConversation(ProcessConversation[_Turn]):
         elif kind == "control_response":
             self._on_control_response(turn, frame)
         elif kind == "control_cancel_request":
-            turn.emit(Lifecycle("control_cancel_request", as_str(frame.get("request_id")) or ""))
+            turn.emit(Lifecycle(lk.CONTROL_CANCEL_REQUEST, as_str(frame.get("request_id")) or ""))
         else:
             turn.parser.dispatch(frame, line)
             if kind == "result":
@@ -402,13 +403,13 @@ class ClaudeStreamConversation(ProcessConversation[_Turn]):
             answered = self._requests.resolve(body.get("request_id"))
         subtype = as_str(body.get("subtype")) or "?"
         name = answered.subtype if answered is not None else "unknown request"
-        turn.emit(Lifecycle("control_response", f"{name}: {subtype}"))
+        turn.emit(Lifecycle(lk.CONTROL_RESPONSE, f"{name}: {subtype}"))
 
     def _on_cli_request(self, channel: Channel, turn: _Turn, frame: Mapping[str, Any]) -> None:
         request_id = as_str(frame.get("request_id"))
         body = as_mapping(frame.get("request")) or {}
         if request_id is None:
-            turn.emit(Lifecycle("malformed_frame", "control_request: no request_id"))
+            turn.emit(Lifecycle(lk.MALFORMED_FRAME, "control_request: no request_id"))
             return
         if body.get("subtype") != "can_use_tool":
             self._answer_callback(channel, frame, turn.emit)
@@ -440,7 +441,7 @@ class ClaudeStreamConversation(ProcessConversation[_Turn]):
         try:
             channel.send(control_success(request_id, response))
         except (ProcessClosedError, InvalidRequestError) as error:
-            emit(Lifecycle("callback_not_sent", f"{subtype}: {error}"))
+            emit(Lifecycle(lk.CALLBACK_NOT_SENT, f"{subtype}: {error}"))
 
     def _answer_unsupported(self, channel: Channel, frame: Mapping[str, Any]) -> None:
         request_id = as_str(frame.get("request_id"))
@@ -511,7 +512,7 @@ class ClaudeStreamConversation(ProcessConversation[_Turn]):
         if parsed.session_id is not None and not is_valid_session_id(parsed.session_id):
             turn.emit(
                 Lifecycle(
-                    "session_id_refused",
+                    lk.SESSION_ID_REFUSED,
                     f"the CLI named its session {parsed.session_id[:200]!r}, which is not a safe id",
                 )
             )

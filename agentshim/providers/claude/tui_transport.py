@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from agentshim.core import lifecycle_kinds as lk
 from agentshim.core.conversation import ConversationSpec, TransportKind, TurnStop
 from agentshim.core.errors import (
     AgentShimError,
@@ -367,7 +368,7 @@ class ClaudeTuiConversation(LongLivedConversation[_Turn]):
         terminal.pasted = True
         # Whatever a previous turn left (a Stop after its interrupt) is not this turn's.
         for record in terminal.hooks():
-            turn.emit(Lifecycle("between_turns", record.event))
+            turn.emit(Lifecycle(lk.BETWEEN_TURNS, record.event))
         try:
             terminal.pty.write(paste(text))
             self._pause(terminal, turn, self._clock() + self._timing.paste_to_enter)
@@ -390,7 +391,7 @@ class ClaudeTuiConversation(LongLivedConversation[_Turn]):
         used = weekly_limit_used(words)
         if used is not None and used != terminal.weekly:
             terminal.weekly = used
-            event = Lifecycle("rate_limit", f"weekly {used}% used")
+            event = Lifecycle(lk.RATE_LIMIT, f"weekly {used}% used")
             if turn is not None:
                 turn.emit(event)
 
@@ -438,7 +439,7 @@ class ClaudeTuiConversation(LongLivedConversation[_Turn]):
                 turn.retried = True
                 turn.emit(
                     Lifecycle(
-                        "submit_retried",
+                        lk.SUBMIT_RETRIED,
                         f"no UserPromptSubmit {self._timing.retry:g} s after Enter; Enter again",
                     )
                 )
@@ -462,7 +463,7 @@ class ClaudeTuiConversation(LongLivedConversation[_Turn]):
                 turn.submitted = True
                 turn.prompt_id = prompt_id
                 turn.watch.heard(self._clock())
-                turn.emit(Lifecycle("prompt_submitted", prompt_id or ""))
+                turn.emit(Lifecycle(lk.PROMPT_SUBMITTED, prompt_id or ""))
         elif event == "PermissionRequest":
             turn.watch.heard(self._clock())
             self._answer(terminal, turn, record)
@@ -471,15 +472,15 @@ class ClaudeTuiConversation(LongLivedConversation[_Turn]):
         elif event == "StopFailure" and ours and turn.submitted:
             turn.failure = record
         elif event == "SessionEnd":
-            turn.emit(Lifecycle("session_end", record.field("reason") or ""))
+            turn.emit(Lifecycle(lk.SESSION_END, record.field("reason") or ""))
         else:
-            turn.emit(Lifecycle("between_turns", f"{event} {prompt_id or ''}".strip()))
+            turn.emit(Lifecycle(lk.BETWEEN_TURNS, f"{event} {prompt_id or ''}".strip()))
 
     def _answer(self, terminal: _Terminal, turn: _Turn, record: HookRecord) -> None:
         request = approval_request(record)
         answer = self._decide(turn, request)
         if record.hook is None:
-            turn.emit(Lifecycle("approval_not_sent", "the hook record names no hook to answer"))
+            turn.emit(Lifecycle(lk.APPROVAL_NOT_SENT, "the hook record names no hook to answer"))
         else:
             target = answer_path(terminal.directory, record.hook)
             staged = target.with_suffix(".tmp")
@@ -487,7 +488,7 @@ class ClaudeTuiConversation(LongLivedConversation[_Turn]):
                 _write_private(staged, json.dumps(hook_output(answer.decision, request)))
                 os.replace(staged, target)  # the hook sees the whole answer or none
             except OSError as error:
-                turn.emit(Lifecycle("approval_not_sent", str(error)))
+                turn.emit(Lifecycle(lk.APPROVAL_NOT_SENT, str(error)))
         self._approval_sent(turn, request, answer)
 
     def _read_transcript(self, terminal: _Terminal, turn: _Turn) -> None:
@@ -565,7 +566,7 @@ class ClaudeTuiConversation(LongLivedConversation[_Turn]):
         if not turn.transcript_done:
             turn.emit(
                 Lifecycle(
-                    "usage_unknown",
+                    lk.USAGE_UNKNOWN,
                     f"the transcript did not close the turn within {self._timing.transcript:g} s",
                 )
             )
@@ -703,7 +704,7 @@ class ClaudeTuiConversation(LongLivedConversation[_Turn]):
                 last = answered_at.get(dialog.name)
                 if last is None or changed > last:
                     answered_at[dialog.name] = clock()
-                    emit(Lifecycle("dialog_answered", dialog.name))
+                    emit(Lifecycle(lk.DIALOG_ANSWERED, dialog.name))
                     self._press(terminal, dialog.keys)
 
     def _press(self, terminal: _Terminal, keys: tuple[bytes, ...]) -> None:

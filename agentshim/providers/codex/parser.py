@@ -22,6 +22,7 @@ from collections.abc import Callable, Mapping
 from types import MappingProxyType
 from typing import Any
 
+from agentshim.core import lifecycle_kinds as lk
 from agentshim.core._builders import (
     build_assistant_text,
     build_lifecycle,
@@ -72,7 +73,7 @@ _ItemHandler = Callable[[str, Frame, "str | None", list[AgentEvent]], None]
 _TOOL_ITEMS = frozenset({SHELL_TOOL, EDIT_TOOL, MCP_TOOL, WEB_TOOL, SUBAGENT_TOOL})
 _MODEL_METADATA = re.compile(r"Model metadata for `([^`]+)` not found")
 # An event that never varies is one frozen value, built once rather than for every turn.
-_TURN_STARTED = Lifecycle("turn_started", "")
+_TURN_STARTED = Lifecycle(lk.TURN_STARTED, "")
 _FINAL_PHASE = "final_answer"
 _COMMENTARY_PHASE = "commentary"
 _STREAM_ENDED_EARLY = (
@@ -268,7 +269,7 @@ class CodexStreamParser(FrameParser):
             requested = self._requested_id
             if requested is not None and thread_id != requested:
                 self._resume_missed(requested, thread_id, out)
-        out.append(build_lifecycle("thread_started", thread_id))
+        out.append(build_lifecycle(lk.THREAD_STARTED, thread_id))
 
     def _resume_missed(self, requested: str, thread_id: str, out: list[AgentEvent]) -> None:
         # `codex exec resume <name>` that matches nothing starts a new thread and exits 0: the
@@ -280,7 +281,7 @@ class CodexStreamParser(FrameParser):
             "the requested conversation was not found"
         )
         self._notes.append(f"resume_not_found: {detail}")
-        out.append(Lifecycle("resume_not_found", detail))
+        out.append(Lifecycle(lk.RESUME_NOT_FOUND, detail))
 
     def _on_turn_started(self, frame: Frame, out: list[AgentEvent]) -> None:
         out.append(_TURN_STARTED)
@@ -301,7 +302,7 @@ class CodexStreamParser(FrameParser):
         self._failure = message
         self._terminal = True
         out.append(ProviderErrorReported(message, fatal=True))
-        out.append(Lifecycle("turn_failed", message))
+        out.append(Lifecycle(lk.TURN_FAILED, message))
 
     def _on_turn_completed(self, frame: Frame, out: list[AgentEvent]) -> None:
         self._terminal = True
@@ -312,11 +313,11 @@ class CodexStreamParser(FrameParser):
         ):
             # No usage, or one with neither an input nor an output count: nothing to fold,
             # and a zero would read as a free turn.
-            out.append(Lifecycle("turn_completed", ""))
+            out.append(Lifecycle(lk.TURN_COMPLETED, ""))
             return
         current = _fold_usage(report)
         detail = f"in={current[0]} cached={current[1]} out={current[3]}"
-        out.append(build_lifecycle("turn_completed", detail))
+        out.append(build_lifecycle(lk.TURN_COMPLETED, detail))
         previous = self._last_report
         if previous is None and self._baseline_missing:
             step = None
@@ -351,7 +352,7 @@ class CodexStreamParser(FrameParser):
                 handler(item_type, payload, item_id, out)
                 return
         if handlers is not self._updated_items:
-            out.append(Lifecycle(f"unknown_item:{frame_label(item_type)}", item_id or ""))
+            out.append(Lifecycle(lk.unknown_item(frame_label(item_type)), item_id or ""))
 
     def _ignore(
         self, item_type: str, item: Frame, item_id: str | None, out: list[AgentEvent]
@@ -416,7 +417,7 @@ class CodexStreamParser(FrameParser):
             match = _MODEL_METADATA.search(message)
             if match is not None:
                 self._warned_model = match.group(1)
-        out.append(build_lifecycle("warning", message))
+        out.append(build_lifecycle(lk.WARNING, message))
 
     # -- results ----------------------------------------------------------------------
 

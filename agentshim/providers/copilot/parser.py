@@ -30,6 +30,7 @@ from dataclasses import replace
 from types import MappingProxyType
 from typing import Any, cast
 
+from agentshim.core import lifecycle_kinds as lk
 from agentshim.core._builders import (
     build_assistant_text,
     build_provider_usage,
@@ -205,7 +206,7 @@ class CopilotStreamParser(FrameParser):
         data = _data(frame)
         self._model = as_str(data.get("selectedModel")) or self._model
         count = as_int(data.get("eventCount"))
-        out.append(Lifecycle("session_resumed", f"{count} events" if count is not None else ""))
+        out.append(Lifecycle(lk.SESSION_RESUMED, f"{count} events" if count is not None else ""))
 
     def _on_assistant_message_delta(self, frame: Frame, out: list[AgentEvent]) -> None:
         data = _data(frame)
@@ -226,7 +227,7 @@ class CopilotStreamParser(FrameParser):
             self._message_output = (self._message_output or 0) + as_count(data["outputTokens"])
         if data.get("parentToolCallId"):
             if content:
-                out.append(Lifecycle("subagent_text", content))
+                out.append(Lifecycle(lk.SUBAGENT_TEXT, content))
             return
         message_id = as_str(data.get("messageId")) or ""
         self._live.pop(message_id, None)
@@ -257,16 +258,16 @@ class CopilotStreamParser(FrameParser):
     def _on_assistant_intent(self, frame: Frame, out: list[AgentEvent]) -> None:
         intent = as_str(_data(frame).get("intent"))
         if intent:
-            out.append(Lifecycle("intent", intent))
+            out.append(Lifecycle(lk.INTENT, intent))
 
     def _on_assistant_turn_start(self, frame: Frame, out: list[AgentEvent]) -> None:
-        out.append(Lifecycle("turn_started", as_str(_data(frame).get("turnId")) or ""))
+        out.append(Lifecycle(lk.TURN_STARTED, as_str(_data(frame).get("turnId")) or ""))
 
     def _on_assistant_turn_end(self, frame: Frame, out: list[AgentEvent]) -> None:
-        out.append(Lifecycle("turn_completed", as_str(_data(frame).get("turnId")) or ""))
+        out.append(Lifecycle(lk.TURN_COMPLETED, as_str(_data(frame).get("turnId")) or ""))
 
     def _on_assistant_turn_retry(self, frame: Frame, out: list[AgentEvent]) -> None:
-        out.append(Lifecycle("api_retry", as_str(_data(frame).get("reason")) or ""))
+        out.append(Lifecycle(lk.API_RETRY, as_str(_data(frame).get("reason")) or ""))
 
     def _on_model_call_failure(self, frame: Frame, out: list[AgentEvent]) -> None:
         data = _data(frame)
@@ -279,7 +280,7 @@ class CopilotStreamParser(FrameParser):
         attempt = as_int(data.get("retryAttempt"))
         said = as_str(data.get("errorMessage")) or ""
         where = f"HTTP {status}" if status is not None else (self._last_call.failure_kind or "")
-        out.append(Lifecycle("model_call_failed", f"attempt {attempt}, {where}: {said}"))
+        out.append(Lifecycle(lk.MODEL_CALL_FAILED, f"attempt {attempt}, {where}: {said}"))
 
     def _on_assistant_usage(self, frame: Frame, out: list[AgentEvent]) -> None:
         data = _data(frame)
@@ -354,18 +355,20 @@ class CopilotStreamParser(FrameParser):
     def _on_session_warning(self, frame: Frame, out: list[AgentEvent]) -> None:
         data = _data(frame)
         kind = as_str(data.get("warningType")) or "warning"
-        out.append(Lifecycle("warning", f"{kind}: {as_str(data.get('message')) or ''}"))
+        out.append(Lifecycle(lk.WARNING, f"{kind}: {as_str(data.get('message')) or ''}"))
 
     def _on_session_info(self, frame: Frame, out: list[AgentEvent]) -> None:
         data = _data(frame)
         kind = as_str(data.get("infoType")) or "info"
-        out.append(Lifecycle("info", f"{kind}: {as_str(data.get('message')) or ''}"))
+        out.append(Lifecycle(lk.INFO, f"{kind}: {as_str(data.get('message')) or ''}"))
 
     def _on_session_mcp_server_status_changed(self, frame: Frame, out: list[AgentEvent]) -> None:
         data = _data(frame)
         if data.get("status") == "failed":
             name = as_str(data.get("serverName")) or "?"
-            out.append(Lifecycle("mcp_server_failed", f"{name}: {as_str(data.get('error')) or ''}"))
+            out.append(
+                Lifecycle(lk.MCP_SERVER_FAILED, f"{name}: {as_str(data.get('error')) or ''}")
+            )
 
     def _on_result(self, frame: Frame, out: list[AgentEvent]) -> None:
         self._start_session(frame.get("sessionId"), out)

@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any, cast
 
+from agentshim.core import lifecycle_kinds as lk
 from agentshim.core._builders import build_assistant_text
 from agentshim.core._enum_members import COST_NOT_REPORTED, COST_REPORTED
 from agentshim.core.errors import FailureKind
@@ -38,7 +39,7 @@ __all__ = ["PROVIDER_NAME", "OpencodeStreamParser", "strip_ansi"]
 
 PROVIDER_NAME = "opencode"
 # An event that never varies is one frozen value, built once rather than for every step.
-_STEP_STARTED = Lifecycle("step_started")
+_STEP_STARTED = Lifecycle(lk.STEP_STARTED)
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]")
 
 
@@ -187,7 +188,7 @@ class OpencodeStreamParser(FrameParser):
             self._errors.clear()
         elif self._stop_unsaid:
             self._stopped = self._stop_unsaid = False
-        out.append(Lifecycle("step_finished", self._last_reason or ""))
+        out.append(Lifecycle(lk.STEP_FINISHED, self._last_reason or ""))
         tokens = part.get("tokens")
         raw = cast("dict[str, Any]", tokens) if isinstance(tokens, dict) else None
         cost = as_amount(part.get("cost"))

@@ -37,6 +37,7 @@ from dataclasses import replace
 from types import MappingProxyType
 from typing import Any
 
+from agentshim.core import lifecycle_kinds as lk
 from agentshim.core._builders import build_assistant_text, build_tool_call, build_tool_result
 from agentshim.core._text import clean_title
 from agentshim.core.clock import Monotonic
@@ -51,7 +52,7 @@ from agentshim.core.events import (
     UsageReport,
     UsageScope,
 )
-from agentshim.core.failures import OUTPUT_TRUNCATED, kind_from_text, truncation_notice
+from agentshim.core.failures import kind_from_text, truncation_notice
 from agentshim.core.frames import Frame, FrameParser, LineSkip, ignore_frame
 from agentshim.core.jsonvalues import as_amount, as_count, as_mapping, as_str
 from agentshim.core.provider import ParsedTurn, ParserContext
@@ -66,10 +67,10 @@ __all__ = ["PROVIDER_NAME", "PiStreamParser", "short_session_id"]
 PROVIDER_NAME = "pi"
 
 # Events that never vary are frozen values, built once rather than for every frame.
-_AGENT_STARTED = Lifecycle("agent_started", "")
-_AGENT_COMPLETED = Lifecycle("agent_completed", "")
-_TURN_STARTED = Lifecycle("turn_started", "")
-_TURN_COMPLETED = Lifecycle("turn_completed", "")
+_AGENT_STARTED = Lifecycle(lk.AGENT_STARTED, "")
+_AGENT_COMPLETED = Lifecycle(lk.AGENT_COMPLETED, "")
+_TURN_STARTED = Lifecycle(lk.TURN_STARTED, "")
+_TURN_COMPLETED = Lifecycle(lk.TURN_COMPLETED, "")
 _FAILED_STOPS = frozenset({"error", "aborted"})
 _UPDATE_PREFIX = '{"type":"message_update",'
 # Pi 0.73 puts the update right after the type; 1.x puts the message's running usage first.
@@ -216,7 +217,7 @@ class PiStreamParser(FrameParser):
         if requested and header_id.startswith(requested):
             session_id = requested
             if header_id != requested:
-                out.append(Lifecycle("session_resolved", header_id))
+                out.append(Lifecycle(lk.SESSION_RESOLVED, header_id))
         elif self._short_ids and requested is None:
             session_id = short_session_id(header_id)
         else:
@@ -234,17 +235,17 @@ class PiStreamParser(FrameParser):
 
     def _on_agent_settled(self, frame: Frame, out: list[AgentEvent]) -> None:
         # Pi 1.x: nothing more of the run is coming (no retry, no recovery, no queued input).
-        out.append(Lifecycle("agent_settled", "aborted" if frame.get("aborted") is True else ""))
+        out.append(Lifecycle(lk.AGENT_SETTLED, "aborted" if frame.get("aborted") is True else ""))
 
     def _on_entry_appended(self, frame: Frame, out: list[AgentEvent]) -> None:
         # A session entry written in band (a context edit after a failed call, an extension's
         # entry): the session file's business, reported by its type only.
         entry = as_mapping(frame.get("entry"))
         kind = as_str(entry.get("type")) if entry is not None else None
-        out.append(Lifecycle("entry_appended", kind or ""))
+        out.append(Lifecycle(lk.ENTRY_APPENDED, kind or ""))
 
     def _on_thinking_level_changed(self, frame: Frame, out: list[AgentEvent]) -> None:
-        out.append(Lifecycle("thinking_level_changed", as_str(frame.get("level")) or ""))
+        out.append(Lifecycle(lk.THINKING_LEVEL_CHANGED, as_str(frame.get("level")) or ""))
 
     def _on_summarization_retry_scheduled(self, frame: Frame, out: list[AgentEvent]) -> None:
         attempt = as_count(frame.get("attempt"))
@@ -252,23 +253,23 @@ class PiStreamParser(FrameParser):
         delay = as_count(frame.get("delayMs"))
         said = as_str(frame.get("errorMessage")) or ""
         detail = f"attempt {attempt} of {limit} in {delay} ms: {said}"
-        out.append(Lifecycle("summarization_retry", detail))
+        out.append(Lifecycle(lk.SUMMARIZATION_RETRY, detail))
 
     def _on_summarization_retry_attempt_start(self, frame: Frame, out: list[AgentEvent]) -> None:
         source = as_str(frame.get("source")) or ""
         reason = as_str(frame.get("reason"))
         detail = f"{source} ({reason})" if reason else source
-        out.append(Lifecycle("summarization_retry_started", detail))
+        out.append(Lifecycle(lk.SUMMARIZATION_RETRY_STARTED, detail))
 
     def _on_summarization_retry_finished(self, frame: Frame, out: list[AgentEvent]) -> None:
-        out.append(Lifecycle("summarization_retry_finished", ""))
+        out.append(Lifecycle(lk.SUMMARIZATION_RETRY_FINISHED, ""))
 
     def _on_extension_error(self, frame: Frame, out: list[AgentEvent]) -> None:
         # An extension's handler threw; Pi carries on, so the turn does too.
         path = as_str(frame.get("extensionPath")) or "?"
         event = as_str(frame.get("event")) or "?"
         error = as_str(frame.get("error")) or ""
-        out.append(Lifecycle("extension_error", f"{path} ({event}): {error}"[:2000]))
+        out.append(Lifecycle(lk.EXTENSION_ERROR, f"{path} ({event}): {error}"[:2000]))
 
     def _on_turn_start(self, frame: Frame, out: list[AgentEvent]) -> None:
         out.append(_TURN_STARTED)
@@ -324,11 +325,11 @@ class PiStreamParser(FrameParser):
         elif stop == TRUNCATED_STOP:
             note = truncation_notice(as_str(message.get("rawStopReason")) or stop)
             self._notes.append(note)
-            out.append(Lifecycle(OUTPUT_TRUNCATED, note))
+            out.append(Lifecycle(lk.OUTPUT_TRUNCATED, note))
         elif stop == DEFERRED_STOP:
             note = "the model call was deferred (stopReason 'deferred'): its answer is not here"
             self._notes.append(note)
-            out.append(Lifecycle("model_call_deferred", note))
+            out.append(Lifecycle(lk.MODEL_CALL_DEFERRED, note))
 
     def _on_tool_execution_start(self, frame: Frame, out: list[AgentEvent]) -> None:
         tool_id = as_str(frame.get("toolCallId"))
@@ -365,7 +366,7 @@ class PiStreamParser(FrameParser):
         limit = as_count(frame.get("maxAttempts"))
         delay = as_count(frame.get("delayMs"))
         said = as_str(frame.get("errorMessage")) or ""
-        out.append(Lifecycle("api_retry", f"attempt {attempt} of {limit} in {delay} ms: {said}"))
+        out.append(Lifecycle(lk.API_RETRY, f"attempt {attempt} of {limit} in {delay} ms: {said}"))
 
     def _on_auto_retry_end(self, frame: Frame, out: list[AgentEvent]) -> None:
         attempt = as_count(frame.get("attempt"))
@@ -375,7 +376,7 @@ class PiStreamParser(FrameParser):
             out.append(ProviderErrorReported(final, fatal=True))
         else:
             self._retry_error = None
-            out.append(Lifecycle("api_retry_succeeded", f"attempt {attempt}"))
+            out.append(Lifecycle(lk.API_RETRY_SUCCEEDED, f"attempt {attempt}"))
 
     def _on_session_info_changed(self, frame: Frame, out: list[AgentEvent]) -> None:
         # Pi names the conversation in band (rpc ``set_session_name``, or the agent itself).
@@ -384,14 +385,14 @@ class PiStreamParser(FrameParser):
             out.append(SessionTitle(title, "session_info_changed"))
 
     def _on_compaction_start(self, frame: Frame, out: list[AgentEvent]) -> None:
-        out.append(Lifecycle("compaction_started", as_str(frame.get("reason")) or ""))
+        out.append(Lifecycle(lk.COMPACTION_STARTED, as_str(frame.get("reason")) or ""))
 
     def _on_compaction_end(self, frame: Frame, out: list[AgentEvent]) -> None:
         reason = as_str(frame.get("reason")) or ""
         error = as_str(frame.get("errorMessage"))
         if frame.get("aborted") is True:
             reason = f"{reason} (aborted)"
-        out.append(Lifecycle("compaction_completed", reason))
+        out.append(Lifecycle(lk.COMPACTION_COMPLETED, reason))
         if error:
             out.append(ProviderErrorReported(f"compaction failed: {error}"))
 

@@ -32,6 +32,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from agentshim.core import lifecycle_kinds as lk
 from agentshim.core.conversation import ConversationSpec, TurnStop
 from agentshim.core.errors import (
     AgentShimError,
@@ -275,7 +276,7 @@ class PiRpcConversation(ProcessConversation[_Turn]):
                 return None
             return command(self._requests.issue(kind, None).request_id, kind, message=text)
 
-        self._add_to_turn(kind, text, "steered" if kind == "steer" else "followed_up", frame)
+        self._add_to_turn(kind, text, lk.STEERED if kind == "steer" else lk.FOLLOWED_UP, frame)
 
     def _run(self, request: TurnRequest, emit: Emit, stop: TurnStop) -> TurnResult:
         started = self._clock()
@@ -365,26 +366,26 @@ class PiRpcConversation(ProcessConversation[_Turn]):
         if not is_valid_session_id(reported):
             emit(
                 Lifecycle(
-                    "session_id_refused",
+                    lk.SESSION_ID_REFUSED,
                     f"pi named its session {reported[:200]!r}, which is not a safe id",
                 )
             )
             return
         requested = self._session_id
         if self._fork:
-            emit(Lifecycle("forked", f"{requested} -> {reported}"))
+            emit(Lifecycle(lk.FORKED, f"{requested} -> {reported}"))
             self._session_id = reported
             self._fork = False  # the fork exists now; later processes continue it
         elif requested is not None and reported.startswith(requested):
             if reported != requested:
                 # Pi resolved a partial id: the caller's id stays the conversation's name.
-                emit(Lifecycle("session_resolved", reported))
+                emit(Lifecycle(lk.SESSION_RESOLVED, reported))
         else:
             self._session_id = reported
         assert self._session_id is not None
         emit(SessionStarted(self._session_id))
         if state.session_file is not None:
-            emit(Lifecycle("session_file", state.session_file))
+            emit(Lifecycle(lk.SESSION_FILE, state.session_file))
 
     def _await(self, channel: Channel, pending: PendingRequest, emit: Emit) -> Response | None:
         """Read until ``pending`` is answered; None at its deadline or the process's exit.
@@ -425,7 +426,7 @@ class PiRpcConversation(ProcessConversation[_Turn]):
             answered = self._resolve(response)
             if answered is not None and answered.subtype in ("get_state", "set_model"):
                 return answered, response
-        emit(Lifecycle("between_turns", line.strip()[:UNKNOWN_DETAIL_CHARS]))
+        emit(Lifecycle(lk.BETWEEN_TURNS, line.strip()[:UNKNOWN_DETAIL_CHARS]))
         return None
 
     def _resolve(self, response: Response) -> PendingRequest | None:
@@ -457,7 +458,7 @@ class PiRpcConversation(ProcessConversation[_Turn]):
             )
         self._model = model
         self._model_provider = as_str(response.data.get("provider")) or self._model_provider
-        emit(Lifecycle("model_switched", model))
+        emit(Lifecycle(lk.MODEL_SWITCHED, model))
 
     # -- reading a turn --------------------------------------------------------------------
 
@@ -525,16 +526,18 @@ class PiRpcConversation(ProcessConversation[_Turn]):
             turn.refused = response.error or "no reason given"
         elif name == "prompt" and disposition == HANDLED:
             turn.handled = True
-            turn.emit(Lifecycle("prompt_handled", "pi handled the prompt without a run"))
+            turn.emit(Lifecycle(lk.PROMPT_HANDLED, "pi handled the prompt without a run"))
         elif name in ("steer", "follow_up") and disposition == HANDLED:
-            turn.emit(Lifecycle(f"{name}_handled", "pi handled it without queueing it"))
+            handled = lk.STEER_HANDLED if name == "steer" else lk.FOLLOW_UP_HANDLED
+            turn.emit(Lifecycle(handled, "pi handled it without queueing it"))
         elif name == "abort" and answered is not None and answered.request_id == turn.abort_id:
             turn.abort_answered = True
         elif name in ("steer", "follow_up") and not response.success:
-            turn.emit(Lifecycle(f"{name}_refused", response.error))
+            refused = lk.STEER_REFUSED if name == "steer" else lk.FOLLOW_UP_REFUSED
+            turn.emit(Lifecycle(refused, response.error))
         elif name != "prompt" or answered is None:
             status = "ok" if response.success else f"failed: {response.error}"
-            turn.emit(Lifecycle("command_response", f"{name}: {status}"))
+            turn.emit(Lifecycle(lk.COMMAND_RESPONSE, f"{name}: {status}"))
 
     def _on_extension_request(
         self, channel: Channel, turn: _Turn, frame: Mapping[str, Any]
@@ -543,7 +546,7 @@ class PiRpcConversation(ProcessConversation[_Turn]):
         method = as_str(frame.get("method")) or "?"
         title = as_str(frame.get("title")) or as_str(frame.get("message")) or ""
         if method not in DIALOG_METHODS or request_id is None:
-            turn.emit(Lifecycle("extension_ui", f"{method}: {title}"[:UNKNOWN_DETAIL_CHARS]))
+            turn.emit(Lifecycle(lk.EXTENSION_UI, f"{method}: {title}"[:UNKNOWN_DETAIL_CHARS]))
             return
         # Nobody is there to answer an extension's dialog, and Pi blocks until it is answered.
         try:
@@ -551,7 +554,7 @@ class PiRpcConversation(ProcessConversation[_Turn]):
         except ProcessClosedError:
             pass
         turn.emit(
-            Lifecycle("extension_dialog_cancelled", f"{method}: {title}"[:UNKNOWN_DETAIL_CHARS])
+            Lifecycle(lk.EXTENSION_DIALOG_CANCELLED, f"{method}: {title}"[:UNKNOWN_DETAIL_CHARS])
         )
 
     def _interrupt_frame(self, turn: _Turn) -> Mapping[str, Any]:
@@ -581,7 +584,7 @@ class PiRpcConversation(ProcessConversation[_Turn]):
             return self._turn_result("", None, started=started, resumed=resumed, interrupted=False)
         if turn.queued:
             # A steer that reached Pi as its run ended stays queued for the next run.
-            turn.emit(Lifecycle("steer_carried_over", " / ".join(turn.queued)))
+            turn.emit(Lifecycle(lk.STEER_CARRIED_OVER, " / ".join(turn.queued)))
         if turn.interrupted:
             turn.emit(TurnInterrupted("interrupted on request"))
         elif parsed.error is not None:

@@ -21,6 +21,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from agentshim._version import __version__
+from agentshim.core import lifecycle_kinds as lk
 from agentshim.core.conversation import ConversationSpec, TurnStop
 from agentshim.core.errors import (
     AgentShimError,
@@ -212,7 +213,7 @@ class CodexAppServerConversation(ProcessConversation[_Turn]):
             )
             return request_frame(self._requests.issue(params.METHOD, None), params)
 
-        self._add_to_turn("steer", text, "steered", frame)
+        self._add_to_turn("steer", text, lk.STEERED, frame)
 
     # -- the turn ------------------------------------------------------------------------
 
@@ -244,7 +245,7 @@ class CodexAppServerConversation(ProcessConversation[_Turn]):
         said = decode(line)
         if isinstance(said, Malformed):
             detail = f"{said.reason}: {said.line.strip()}"
-            turn.emit(Lifecycle("malformed_frame", detail[:UNKNOWN_DETAIL_CHARS]))
+            turn.emit(Lifecycle(lk.MALFORMED_FRAME, detail[:UNKNOWN_DETAIL_CHARS]))
         elif isinstance(said, p.Notification):
             self._on_notification(channel, turn, said.params)
         elif isinstance(said, p.ServerRequest):
@@ -281,11 +282,11 @@ class CodexAppServerConversation(ProcessConversation[_Turn]):
 
     def _notice(self, params: object, emit: Emit) -> None:
         if isinstance(params, p.WarningNotification):
-            emit(Lifecycle("warning", params.message))
+            emit(Lifecycle(lk.WARNING, params.message))
         elif isinstance(params, p.ConfigWarningNotification | p.DeprecationNoticeNotification):
-            emit(Lifecycle("warning", params.summary))
+            emit(Lifecycle(lk.WARNING, params.summary))
         elif isinstance(params, p.McpServerStatusUpdatedNotification):
-            emit(Lifecycle("mcp_server_status", f"{params.name}: {encode(params.status)}"))
+            emit(Lifecycle(lk.MCP_SERVER_STATUS, f"{params.name}: {encode(params.status)}"))
 
     def _named(self, channel: Channel, turn: _Turn, turn_id: str, *, active: bool = False) -> None:
         """Codex named the turn (its ``turn/start`` response), or started it (``turn/started``)."""
@@ -294,7 +295,7 @@ class CodexAppServerConversation(ProcessConversation[_Turn]):
                 return  # another turn's
             named, turn.turn_id = turn.turn_id is None, turn_id
         if named:
-            turn.emit(Lifecycle("turn_started", turn_id))
+            turn.emit(Lifecycle(lk.TURN_STARTED, turn_id))
         if active:
             self._run_began(channel, turn)
 
@@ -311,11 +312,11 @@ class CodexAppServerConversation(ProcessConversation[_Turn]):
             try:
                 started = p.TurnStartParams.parse_result(said.result)
             except p.CodexProtocolError as error:
-                turn.emit(Lifecycle("malformed_frame", str(error)[:UNKNOWN_DETAIL_CHARS]))
+                turn.emit(Lifecycle(lk.MALFORMED_FRAME, str(error)[:UNKNOWN_DETAIL_CHARS]))
                 return
             self._named(channel, turn, started.turn.id)
         elif isinstance(said, p.ErrorResponse):
-            name = "steer_refused" if pending.subtype == "turn/steer" else "request_refused"
+            name = lk.STEER_REFUSED if pending.subtype == "turn/steer" else lk.REQUEST_REFUSED
             turn.emit(Lifecycle(name, f"{pending.subtype}: {said.message}"))
 
     def _resolve(self, said: p.Response | p.ErrorResponse) -> PendingRequest | None:
@@ -341,7 +342,7 @@ class CodexAppServerConversation(ProcessConversation[_Turn]):
             channel.send({"id": said.id, "error": {"code": _UNHANDLED, "message": message}})
         except ProcessClosedError:
             return
-        emit(Lifecycle("server_request_refused", said.method))
+        emit(Lifecycle(lk.SERVER_REQUEST_REFUSED, said.method))
 
     def _interrupt_frame(self, turn: _Turn) -> dict[str, Any]:
         thread, turn_id = self._session_id, turn.turn_id
@@ -364,7 +365,7 @@ class CodexAppServerConversation(ProcessConversation[_Turn]):
         if interrupted:
             ended = self._reap(self._marker)
             if ended:
-                turn.emit(Lifecycle("commands_ended", f"{ended} left running by the interrupt"))
+                turn.emit(Lifecycle(lk.COMMANDS_ENDED, f"{ended} left running by the interrupt"))
         argv, exit_status, stderr = channel.argv, channel.exit, "".join(self._stderr)
         if exit_status is not None and completed is None:
             turn.emit(RunFinished(exit_status.returncode))
@@ -548,7 +549,7 @@ class CodexAppServerConversation(ProcessConversation[_Turn]):
         self._fork = False
         emit(SessionStarted(opened.thread.id))
         if opened.thread.path:
-            emit(Lifecycle("session_file", opened.thread.path))
+            emit(Lifecycle(lk.SESSION_FILE, opened.thread.path))
         if thread_id is not None:
             # The stored total follows the response; it is the baseline of the next turn.
             deadline, before = self._clock() + _REPLAY_WAIT, self._usage.updates
@@ -612,6 +613,6 @@ class CodexAppServerConversation(ProcessConversation[_Turn]):
         elif isinstance(said, p.Response | p.ErrorResponse):
             self._resolve(said)
         else:
-            emit(Lifecycle("malformed_frame", said.reason[:UNKNOWN_DETAIL_CHARS]))
+            emit(Lifecycle(lk.MALFORMED_FRAME, said.reason[:UNKNOWN_DETAIL_CHARS]))
 
     # -- closing ---------------------------------------------------------------------------
