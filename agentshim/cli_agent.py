@@ -362,9 +362,9 @@ class AgentSession:
     """A conversation with one CLI, one process per turn; not safe to ``turn()`` concurrently.
 
     ``session_id`` names the provider conversation the next turn resumes (None: start fresh).
-    ``cancel`` is the one thread-safe call. ``cancel_grace_s`` is how long a stopped CLI gets
+    ``cancel`` is the one thread-safe call. ``cancel_grace`` is how long a stopped CLI gets
     between SIGTERM and SIGKILL when the stop comes through a ``TurnStop`` rather than
-    ``cancel(grace_s)``. ``stall_timeout`` (None: off) kills a turn's CLI when it prints
+    ``cancel(grace)``. ``stall_timeout`` (None: off) kills a turn's CLI when it prints
     nothing for that long, and the turn raises TurnStalledError. With ``fork`` the first turn
     starts a new conversation from ``session_id``'s history (where the profile
     ``supports_fork``); the session then holds the new conversation.
@@ -378,7 +378,7 @@ class AgentSession:
         timeout: float | None = None,
         session_id: str | None = None,
         previous_usage: ProviderUsage | None = None,
-        cancel_grace_s: float = 5.0,
+        cancel_grace: float = 5.0,
         stall_timeout: float | None = None,
         fork: bool = False,
     ) -> None:
@@ -407,8 +407,8 @@ class AgentSession:
         self._state = threading.Lock()
         self._busy = False
         self._stop: TurnStop | None = None
-        self._default_grace_s = seconds("AgentSession", "cancel_grace_s", cancel_grace_s)
-        self._grace_s = self._default_grace_s
+        self._default_grace = seconds("AgentSession", "cancel_grace", cancel_grace)
+        self._grace_s = self._default_grace
 
     # -- conversation bookkeeping -------------------------------------------------------
 
@@ -436,19 +436,19 @@ class AgentSession:
             self.previous_usage = previous_usage
             return True
 
-    def cancel(self, grace_s: float = 5.0) -> None:
+    def cancel(self, grace: float = 5.0) -> None:
         """Cancel the turn in flight: it raises TurnCancelledError; the session id is kept.
 
-        Thread-safe. The CLI's process group gets SIGTERM, then SIGKILL after ``grace_s`` or
+        Thread-safe. The CLI's process group gets SIGTERM, then SIGKILL after ``grace`` or
         after the executor's own grace, whichever is sooner: ``HostCommandExecutor`` kills a
         terminated process after its ``terminate_grace`` (5 s by default), so a longer
-        ``grace_s`` needs a longer ``terminate_grace`` too. A cancel that arrives before the
+        ``grace`` needs a longer ``terminate_grace`` too. A cancel that arrives before the
         process exists is not lost: the CLI is not started, or is terminated the moment it
         starts. The outcome is the same however late in the turn the cancel comes, even when
         the CLI then exits cleanly. With no turn in flight it does nothing (the next turn is
         not affected).
         """
-        grace = seconds("AgentSession.cancel", "grace_s", grace_s)
+        grace = seconds("AgentSession.cancel", "grace", grace)
         with self._state:
             stop = self._stop
             if stop is None:
@@ -488,7 +488,7 @@ class AgentSession:
                 )
             self._busy = True
             self._stop = turn_stop
-            self._grace_s = self._default_grace_s
+            self._grace_s = self._default_grace
         installation: McpInstallation | None = None
         serving: LocalToolServer | None = None
         lock = ConversationLock(self.agent.locks, self.agent.profile.name)

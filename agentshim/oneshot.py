@@ -52,7 +52,7 @@ class OneShotTransport:
     ``profile``): building a CliAgent looks the binary up and health-checks it, and a
     factory lets that failure surface on the first turn (or in ``probe()``) instead of at
     construction. ``turn_timeout`` is the default budget of a turn whose request sets none;
-    ``cancel_grace_s`` is how long an interrupted CLI gets between SIGTERM and SIGKILL.
+    ``cancel_grace`` is how long an interrupted CLI gets between SIGTERM and SIGKILL.
     """
 
     kind = TransportKind.ONE_SHOT
@@ -63,7 +63,7 @@ class OneShotTransport:
         *,
         profile: ProviderProfile | None = None,
         turn_timeout: float | None = None,
-        cancel_grace_s: float = 5.0,
+        cancel_grace: float = 5.0,
         check_timeout: float = 15.0,
     ) -> None:
         if isinstance(agent, CliAgent):
@@ -77,7 +77,7 @@ class OneShotTransport:
         self._agent: CliAgent | Callable[[], CliAgent] = agent
         self._profile: ProviderProfile = profile
         self.turn_timeout = turn_timeout
-        self.cancel_grace_s = cancel_grace_s
+        self.cancel_grace = cancel_grace
         self.check_timeout = check_timeout
 
     @property
@@ -109,7 +109,7 @@ class OneShotTransport:
         if spec.model is not None and spec.model != agent.model:
             agent = agent.derive(model=spec.model)
         return OneShotConversation(
-            agent, spec, timeout=self.turn_timeout, cancel_grace_s=self.cancel_grace_s
+            agent, spec, timeout=self.turn_timeout, cancel_grace=self.cancel_grace
         )
 
     def probe(self) -> Readiness:
@@ -163,7 +163,7 @@ class OneShotConversation:
         spec: ConversationSpec,
         *,
         timeout: float | None = None,
-        cancel_grace_s: float = 5.0,
+        cancel_grace: float = 5.0,
     ) -> None:
         self._session = AgentSession(
             agent,
@@ -171,7 +171,7 @@ class OneShotConversation:
             timeout=timeout,
             session_id=spec.resume_session_id,
             previous_usage=spec.previous_usage,
-            cancel_grace_s=cancel_grace_s,
+            cancel_grace=cancel_grace,
             stall_timeout=spec.stall_timeout,
             fork=spec.fork,
         )

@@ -1,4 +1,4 @@
-"""Process transport: running commands and long-lived processes, here or confined elsewhere.
+"""The executor seam: running commands and long-lived processes, here or confined elsewhere.
 
 Only :mod:`agentshim.core` is imported from here. The seam is :class:`CommandExecutor`;
 :class:`HostCommandExecutor` is the real one, :class:`TransformingExecutor` and

@@ -251,7 +251,7 @@ class TestConcurrency:
         class CancelOnFirstEvent:
             def on_event(self, event: AgentEvent) -> None:
                 if not isinstance(event, RunStarted) and holder:
-                    holder.pop().cancel(grace_s=5.0)
+                    holder.pop().cancel(grace=5.0)
 
         agent, fake = make(
             scripted_turn(provider, text="a", session_id="sess-1"),
@@ -274,7 +274,7 @@ class TestConcurrency:
         class CancelOnStart:
             def on_event(self, event: AgentEvent) -> None:
                 if isinstance(event, RunStarted) and len(holder) == 1:
-                    holder[0].cancel(grace_s=5.0)
+                    holder[0].cancel(grace=5.0)
                     holder.append(holder[0])
 
         agent, fake = make(

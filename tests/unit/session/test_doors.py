@@ -263,7 +263,7 @@ class TestCancelTimings:
         running = InThread(lambda: session.turn("x"))
         while not executor.handles:
             running.thread.join(0.01)
-        session.cancel(grace_s=1)
+        session.cancel(grace=1)
         running.join()
         assert isinstance(running.error, TurnCancelledError)
         assert running.error.returncode == -signal.SIGTERM

@@ -380,7 +380,7 @@ class TestProcessGroup:
             # The fake CLI prints its init frame after spawning the grandchild; on a loaded
             # machine starting two interpreters can take many seconds.
             if started.wait(60):
-                session.cancel(grace_s=5.0)
+                session.cancel(grace=5.0)
             else:
                 outcome.append(AssertionError("the turn never reported SessionStarted"))
 
