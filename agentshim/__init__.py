@@ -1,7 +1,26 @@
 """agentshim: run coding-agent CLIs as subprocesses, get typed events and typed turn results.
 
-Everything importable from this module is supported public API. Names are imported on first
-use, so ``import agentshim`` stays cheap.
+What is public comes in three tiers; a name is supported only if one of them lists it.
+
+1. **The doors and their values**: every name in this module's ``__all__`` (``Agent`` and
+   ``Session`` for services, ``CliAgent`` and ``AgentSession`` for scripts, the requests,
+   results, policies and stores they take and give, and, for convenience, the events and
+   errors of tier 2). Names are imported on first use, so ``import agentshim`` stays cheap.
+2. **The vocabularies**: the ``__all__`` of :mod:`agentshim.core.events` (every event and
+   the handler protocols), :mod:`agentshim.core.errors` (every error a caller can see, and
+   ``FailureKind``) and :mod:`agentshim.core.lifecycle_kinds` (every ``Lifecycle`` kind).
+3. **The extension surface**, for authors of provider plugins and of seam implementations:
+   the ``__all__`` of :mod:`agentshim.core.provider`, :mod:`agentshim.core.profile`,
+   :mod:`agentshim.core.plugin`, :mod:`agentshim.providers.catalog`,
+   :mod:`agentshim.core.conversation`, :mod:`agentshim.core.checkpoints`,
+   :mod:`agentshim.core.leases`, :mod:`agentshim.core.clock`,
+   :mod:`agentshim.transport.context`, :mod:`agentshim.execution`, :mod:`agentshim.testing`,
+   :mod:`agentshim.testing.contracts` and :mod:`agentshim.testing.session_contracts`.
+
+Everything else is internal, whatever its ``__all__`` says (there it names what the module
+offers the rest of the package): it may change in any release without notice. Tiers 1 and 2
+change only with a CHANGELOG line; tier 3 does too, but may move faster before 1.0.
+``tests/unit/test_public_api.py`` pins these lists.
 """
 
 from __future__ import annotations

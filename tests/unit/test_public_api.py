@@ -1,8 +1,11 @@
 from __future__ import annotations
 
 import ast
+import importlib
+import re
 import subprocess
 import sys
+import typing
 from pathlib import Path
 
 import pytest
@@ -255,6 +258,84 @@ def test_the_top_level_namespace_is_pinned() -> None:
 @pytest.mark.parametrize(("name", "module"), sorted(HOMES.items()))
 def test_each_front_door_lives_in_the_module_named_for_it(name: str, module: str) -> None:
     assert getattr(agentshim, name).__module__ == module
+
+
+#: Tier 2, the vocabularies: these modules' ``__all__`` is supported public API.
+VOCABULARIES = (
+    "agentshim.core.events",
+    "agentshim.core.errors",
+    "agentshim.core.lifecycle_kinds",
+)
+
+#: Tier 3, the extension surface for plugin and seam authors.
+EXTENSION_SURFACE = (
+    "agentshim.core.provider",
+    "agentshim.core.profile",
+    "agentshim.core.plugin",
+    "agentshim.providers.catalog",
+    "agentshim.core.conversation",
+    "agentshim.core.checkpoints",
+    "agentshim.core.leases",
+    "agentshim.core.clock",
+    "agentshim.transport.context",
+    "agentshim.execution",
+    "agentshim.testing",
+    "agentshim.testing.contracts",
+    "agentshim.testing.session_contracts",
+)
+
+
+def _documented_tier(number: int) -> list[str]:
+    """The modules the package docstring lists under tier ``number``, in its order."""
+    doc = agentshim.__doc__ or ""
+    start = doc.index(f"\n{number}. ")
+    end = doc.find(f"\n{number + 1}. ", start)
+    section = doc[start : end if end != -1 else doc.index("\n\n", start)]
+    return re.findall(r":mod:`([a-z_.]+)`", section)
+
+
+def test_the_package_docstring_states_the_tiers_this_test_pins() -> None:
+    assert _documented_tier(2) == list(VOCABULARIES)
+    assert _documented_tier(3) == list(EXTENSION_SURFACE)
+
+
+@pytest.mark.parametrize("module_name", [*VOCABULARIES, *EXTENSION_SURFACE])
+def test_each_tiered_module_exports_what_its_all_says(module_name: str) -> None:
+    module = importlib.import_module(module_name)
+    names = list(module.__all__)
+    assert names, f"{module_name} declares no public names"
+    assert len(names) == len(set(names))
+    assert [name for name in names if name.startswith("_")] == []
+    assert [name for name in names if not hasattr(module, name)] == []
+
+
+def test_the_event_vocabulary_exports_every_event() -> None:
+    events = importlib.import_module("agentshim.core.events")
+    members = set(typing.get_args(events.AgentEvent))
+    assert members, "AgentEvent is no union"
+    assert {member.__name__ for member in members} <= set(events.__all__)
+
+
+def test_the_error_vocabulary_exports_every_error_it_defines() -> None:
+    errors = importlib.import_module("agentshim.core.errors")
+    defined = {
+        name
+        for name, value in vars(errors).items()
+        if isinstance(value, type)
+        and issubclass(value, errors.AgentShimError)
+        and value.__module__ == errors.__name__
+    }
+    assert defined - set(errors.__all__) == set()
+
+
+def test_top_level_events_and_errors_come_from_the_vocabularies() -> None:
+    vocabulary = {
+        name for module in VOCABULARIES for name in importlib.import_module(module).__all__
+    }
+    for name in agentshim.__all__:
+        home = getattr(getattr(agentshim, name), "__module__", "")
+        if home in ("agentshim.core.events", "agentshim.core.errors"):
+            assert name in vocabulary, name
 
 
 def test_the_removed_runtime_module_is_gone() -> None:
