@@ -687,13 +687,10 @@ class InvalidRequestError(AgentShimError, ValueError):
 class LineTooLongError(AgentShimError):
     """A line of output was longer than the limit and was dropped; ``limit`` is the cap in bytes.
 
-    From :class:`~agentshim.core.stream.LineFramer`: ``lines`` holds the good lines the same ``feed`` call framed (in
-    order), so nothing but the long line is lost; ``dropped`` is how many lines that call
-    dropped. The framer stays usable: keep feeding it.
-
-    From ``HostCommandExecutor`` and ``HostProcess`` (``max_line_bytes``): the process group
-    was killed, because a CLI printing such a line is stuck or broken; every line before it
-    was delivered.
+    From ``HostCommandExecutor`` and ``HostProcess`` (``max_line_bytes``), and
+    ``FakeExecutor`` likewise: the process group was killed, because a CLI printing such a
+    line is stuck or broken; every line before it was delivered. ``dropped`` is how many
+    lines were dropped and ``lines`` any good lines that came with the error.
     """
 
     _fields = ("limit", "dropped", "lines")

@@ -1,4 +1,4 @@
-"""Shared pieces of stream parsing: JSON lines, tool call/result pairing, byte-chunk framing."""
+"""Shared pieces of stream parsing: JSON lines, tool call/result pairing, the line limit."""
 
 from __future__ import annotations
 
@@ -9,13 +9,11 @@ from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple, cast
 
 from agentshim.core.clock import Monotonic
-from agentshim.core.errors import InvalidRequestError, LineTooLongError
 from agentshim.core.events import Plan, PlanItem, ToolKind
 
 __all__ = [
     "DEFAULT_MAX_LINE_BYTES",
     "FinishedTool",
-    "LineFramer",
     "ToolArgs",
     "ToolTracker",
     "parse_json_object",
@@ -226,106 +224,3 @@ class ToolTracker:
 
     def __len__(self) -> int:
         return len(self._pending)
-
-
-def _content_length_lower_bound(tail: bytes) -> int:
-    # A line's content excludes a final "\r" that turns out to be half of "\r\n", so an
-    # unfinished line ending in "\r" may still be one byte shorter than it looks.
-    if tail.endswith(b"\r"):
-        return len(tail) - 1
-    return len(tail)
-
-
-class LineFramer:
-    r"""Turns arbitrary chunks of bytes into whole lines of text.
-
-    Lines end at ``"\n"``; a ``"\r"`` right before it (CRLF) is dropped, so every line ``feed``
-    returns ends with exactly one ``"\n"`` (the newline is kept, as process output lines keep
-    it). A line split across chunks comes back whole once its newline arrives. Each line is
-    decoded as UTF-8 with invalid bytes replaced by U+FFFD; because a newline byte never occurs
-    inside a UTF-8 sequence, a character split across chunks decodes intact. The same bytes
-    give the same lines however they are chunked.
-
-    A line whose content (without its line ending) exceeds ``max_line_bytes`` is dropped and
-    reported with :class:`~agentshim.core.errors.LineTooLongError`; the buffer never holds
-    more than ``max_line_bytes + 1`` bytes. After the error the framer discards the rest of
-    that line and carries on with the next one.
-    """
-
-    def __init__(self, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES) -> None:
-        """Frame lines of at most ``max_line_bytes`` bytes (at least 1)."""
-        if max_line_bytes < 1:
-            raise InvalidRequestError("max_line_bytes", f"must be at least 1, not {max_line_bytes}")
-        self._max = max_line_bytes
-        self._partial = bytearray()
-        # True while skipping the rest of a line already reported as too long.
-        self._discarding = False
-
-    @property
-    def max_line_bytes(self) -> int:
-        """The longest line content, in bytes, this framer passes on."""
-        return self._max
-
-    def feed(self, chunk: bytes | bytearray | memoryview) -> list[str]:
-        r"""Add ``chunk`` and return the lines it completed, each ending in ``"\n"``.
-
-        Raises:
-            LineTooLongError: a line exceeded ``max_line_bytes``; the error's ``lines`` are
-                the good lines this call framed, which are not returned otherwise.
-        """
-        data = bytes(chunk)
-        lines: list[str] = []
-        dropped = 0
-        pos = 0
-        end = len(data)
-        while pos < end:
-            newline = data.find(b"\n", pos)
-            if newline < 0:
-                if not self._discarding:
-                    tail = data[pos:]
-                    if len(self._partial) + _content_length_lower_bound(tail) > self._max:
-                        dropped += 1
-                        self._partial.clear()
-                        self._discarding = True
-                    else:
-                        self._partial += tail
-                break
-            if self._discarding:
-                self._discarding = False
-            else:
-                if self._partial:
-                    self._partial += data[pos:newline]
-                    raw = bytes(self._partial)
-                    self._partial.clear()
-                else:
-                    raw = data[pos:newline]
-                text = self._decode(raw)
-                if text is None:
-                    dropped += 1
-                else:
-                    lines.append(text + "\n")
-            pos = newline + 1
-        if dropped:
-            raise LineTooLongError(self._max, dropped, lines)
-        return lines
-
-    def flush(self) -> str | None:
-        r"""Return the final line if the input did not end with a newline, else None.
-
-        The line comes back without a newline; a trailing ``"\r"`` is dropped, and a final
-        line that is nothing but ``"\r"`` gives None. The framer is empty afterwards and can
-        be reused. A final line never exceeds the limit here: ``feed`` already reported and
-        discarded one that did.
-        """
-        raw = bytes(self._partial)
-        self._partial.clear()
-        self._discarding = False
-        return raw.removesuffix(b"\r").decode("utf-8", "replace") or None
-
-    def _decode(self, raw: bytes) -> str | None:
-        """Decode one line's bytes without its newline; None if it is too long."""
-        if raw.endswith(b"\r"):
-            raw = raw[:-1]
-        if len(raw) > self._max:
-            return None
-        return raw.decode("utf-8", "replace")

@@ -17,6 +17,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from agentshim.core._text import first_line, last_line
 from agentshim.core.errors import AgentShimError, CliCheckError, CliTimeoutError
 
 from ._validate import checked_argv, checked_timeout
@@ -102,7 +103,7 @@ def run_probe(
     matched: str | None = None
     problems: list[str] = []
     if spec.expect_returncode is not None and result.returncode != spec.expect_returncode:
-        said = _last_line(result.stderr) or _last_line(result.stdout) or "no output"
+        said = last_line(result.stderr) or last_line(result.stdout) or "no output"
         problems.append(f"exited {result.returncode}, expected {spec.expect_returncode}: {said}")
     if spec.expect_stdout is not None:
         found = re.search(spec.expect_stdout, result.stdout)
@@ -134,18 +135,4 @@ def check_version(
     result = run_probe(executor, ProbeSpec((path, "--version"), timeout=timeout), env)
     if not result.ready:
         raise CliCheckError(path, result.problem.removeprefix(f"{path}: "))
-    return _first_line(result.stdout) or _first_line(result.stderr)
-
-
-def _first_line(text: str) -> str:
-    for line in text.splitlines():
-        if line.strip():
-            return line.strip()[:300]
-    return ""
-
-
-def _last_line(text: str) -> str:
-    for line in reversed(text.splitlines()):
-        if line.strip():
-            return line.strip()[:300]
-    return ""
+    return first_line(result.stdout) or first_line(result.stderr)

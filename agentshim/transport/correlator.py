@@ -1,12 +1,11 @@
 """Requests sent to a CLI that await its response, each with a deadline.
 
 Pure bookkeeping, no I/O and no lock: the transport holds its own lock around it, and reads
-the deadlines to decide how long its next read may block.
+a request's deadline to decide how long its wait for the answer may block.
 """
 
 from __future__ import annotations
 
-import heapq
 from dataclasses import dataclass
 
 __all__ = ["Correlator", "PendingRequest"]
@@ -25,22 +24,19 @@ class Correlator:
     """Issues request ids, and pairs each response with the request it answers.
 
     Ids are ``<prefix>_<n>``, unique for the correlator's life. A response to an id that is
-    not pending (never issued, already answered, or expired) pairs with nothing.
+    not pending (never issued, already answered, or cleared) pairs with nothing.
     """
 
     def __init__(self, prefix: str) -> None:
         self._prefix = prefix
         self._count = 0
         self._pending: dict[str, PendingRequest] = {}
-        self._deadlines: list[tuple[float, str]] = []
 
     def issue(self, subtype: str, deadline: float | None) -> PendingRequest:
         """Record a new request of ``subtype`` that gives up at ``deadline`` (None: never)."""
         self._count += 1
         request = PendingRequest(f"{self._prefix}_{self._count}", subtype, deadline)
         self._pending[request.request_id] = request
-        if deadline is not None:
-            heapq.heappush(self._deadlines, (deadline, request.request_id))
         return request
 
     def resolve(self, request_id: object) -> PendingRequest | None:
@@ -48,24 +44,6 @@ class Correlator:
         if type(request_id) is not str:
             return None
         return self._pending.pop(request_id, None)
-
-    def next_deadline(self) -> float | None:
-        """The earliest deadline of a pending request, or None when none has one."""
-        heap = self._deadlines
-        while heap and heap[0][1] not in self._pending:
-            heapq.heappop(heap)
-        return heap[0][0] if heap else None
-
-    def expire(self, now: float) -> list[PendingRequest]:
-        """Remove and return every pending request whose deadline is not after ``now``."""
-        expired: list[PendingRequest] = []
-        heap = self._deadlines
-        while heap and heap[0][0] <= now:
-            _, request_id = heapq.heappop(heap)
-            request = self._pending.pop(request_id, None)
-            if request is not None:
-                expired.append(request)
-        return expired
 
     def pending(self, subtype: str) -> PendingRequest | None:
         """The oldest pending request of ``subtype``, or None."""
@@ -77,7 +55,6 @@ class Correlator:
     def clear(self) -> None:
         """Forget every pending request (the process they went to is gone)."""
         self._pending.clear()
-        self._deadlines.clear()
 
     def __len__(self) -> int:
         return len(self._pending)

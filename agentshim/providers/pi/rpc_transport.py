@@ -308,11 +308,8 @@ class PiRpcConversation(ProcessConversation[_Turn]):
             self._serving = serve_tools(spec.tools, emit=emit)
         tools = () if self._serving is None else tool_extension(self._serving).argv
         argv = rpc_argv(self._provider, self._argv_context(tools, fork_session=self._fork))
-        env = dict(context.env)
-        for name, value in self._provider.env_defaults.items():
-            env.setdefault(name, value)
         try:
-            channel = self._start_process(argv, env, emit, side=self._serving)
+            channel = self._start_process(argv, dict(context.env), emit, side=self._serving)
         except BaseException:
             self._release_process()
             raise

@@ -1,19 +1,15 @@
 from __future__ import annotations
 
-import itertools
 import json
-import pickle
 import re
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
-from agentshim.core.errors import AgentShimError, LineTooLongError
 from agentshim.core.stream import (
     FinishedTool,
-    LineFramer,
     ToolTracker,
     parse_json_object,
     printed_exit_code,
@@ -164,187 +160,6 @@ class TestToolTracker:
         finished = tracker.finish("t")
         assert finished is not None
         assert 0.0 <= finished.duration_s < 5.0
-
-
-def _frame(chunks: list[bytes], max_line_bytes: int = 1 << 20) -> tuple[list[str], int, str | None]:
-    """Feed chunks; return every line (including those carried by errors), drops, final line."""
-    framer = LineFramer(max_line_bytes)
-    lines: list[str] = []
-    dropped = 0
-    for chunk in chunks:
-        try:
-            lines.extend(framer.feed(chunk))
-        except LineTooLongError as exc:
-            lines.extend(exc.lines)
-            dropped += exc.dropped
-    try:
-        final = framer.flush()
-    except LineTooLongError as exc:
-        dropped += exc.dropped
-        final = None
-    return lines, dropped, final
-
-
-def _split(data: bytes, cuts: list[int]) -> list[bytes]:
-    points = sorted({c % (len(data) + 1) for c in cuts})
-    bounds = [0, *points, len(data)]
-    return [data[a:b] for a, b in itertools.pairwise(bounds)]
-
-
-pieces = st.sampled_from(
-    [b"\n", b"\r", b"\r\n", b"a", b"bc", b"{}", "é".encode(), "😀".encode(), b"\xff", b"\xe2\x82"]
-)
-stream_bytes = st.lists(pieces, max_size=40).map(b"".join) | st.binary(max_size=200)
-
-
-class TestLineFramer:
-    def test_whole_lines_keep_their_newline(self) -> None:
-        framer = LineFramer()
-        assert framer.feed(b"one\ntwo\n") == ["one\n", "two\n"]
-        assert framer.flush() is None
-
-    def test_line_straddling_chunks_is_kept(self) -> None:
-        framer = LineFramer()
-        assert framer.feed(b'{"type": "ass') == []
-        assert framer.feed(b'istant"}\n{"ne') == ['{"type": "assistant"}\n']
-        assert framer.feed(b'xt": 1}\n') == ['{"next": 1}\n']
-
-    def test_crlf_becomes_lf(self) -> None:
-        framer = LineFramer()
-        assert framer.feed(b"a\r\nb\r") == ["a\n"]
-        assert framer.feed(b"\nc\rd\n") == ["b\n", "c\rd\n"]
-
-    def test_invalid_utf8_becomes_replacement_character(self) -> None:
-        assert LineFramer().feed(b"ok \xff\xfe end\n") == ["ok \ufffd\ufffd end\n"]
-
-    def test_character_split_across_chunks_decodes_intact(self) -> None:
-        snowman = "☃".encode()
-        framer = LineFramer()
-        assert framer.feed(b"x" + snowman[:1]) == []
-        assert framer.feed(snowman[1:2]) == []
-        assert framer.feed(snowman[2:] + b"\n") == ["x☃\n"]
-
-    def test_flush_returns_unterminated_final_line(self) -> None:
-        framer = LineFramer()
-        assert framer.feed(b"done\npartial") == ["done\n"]
-        assert framer.flush() == "partial"
-        assert framer.flush() is None
-
-    def test_flush_drops_final_carriage_return(self) -> None:
-        framer = LineFramer()
-        framer.feed(b"last\r")
-        assert framer.flush() == "last"
-        framer.feed(b"\r")
-        assert framer.flush() is None
-
-    def test_empty_lines_are_lines(self) -> None:
-        assert LineFramer().feed(b"\n\r\n\n") == ["\n", "\n", "\n"]
-
-    def test_framer_is_reusable_after_flush(self) -> None:
-        framer = LineFramer()
-        framer.feed(b"first")
-        assert framer.flush() == "first"
-        assert framer.feed(b"second\n") == ["second\n"]
-
-    def test_accepts_bytearray_and_memoryview(self) -> None:
-        framer = LineFramer()
-        assert framer.feed(bytearray(b"a\n")) == ["a\n"]
-        assert framer.feed(memoryview(b"b\n")) == ["b\n"]
-
-    def test_rejects_nonpositive_limit(self) -> None:
-        with pytest.raises(ValueError, match="max_line_bytes"):
-            LineFramer(0)
-
-
-class TestLineLimit:
-    def test_line_at_the_limit_passes(self) -> None:
-        framer = LineFramer(max_line_bytes=4)
-        assert framer.feed(b"abcd\nabcd\r\n") == ["abcd\n", "abcd\n"]
-
-    def test_long_line_in_one_chunk_is_dropped_and_others_kept(self) -> None:
-        framer = LineFramer(max_line_bytes=4)
-        with pytest.raises(LineTooLongError) as caught:
-            framer.feed(b"ok\ntoo long\nfine\n")
-        assert caught.value.lines == ["ok\n", "fine\n"]
-        assert caught.value.dropped == 1
-        assert caught.value.limit == 4
-        assert framer.feed(b"next\n") == ["next\n"]
-
-    def test_long_line_across_chunks_raises_once_and_is_skipped(self) -> None:
-        framer = LineFramer(max_line_bytes=8)
-        assert framer.feed(b"start\n0123") == ["start\n"]
-        with pytest.raises(LineTooLongError) as caught:
-            framer.feed(b"456789")
-        assert caught.value.lines == []
-        # The rest of the long line is discarded without another error.
-        assert framer.feed(b"x" * 10_000) == []
-        assert framer.feed(b"yyy\nafter\n") == ["after\n"]
-
-    def test_unterminated_final_line_at_the_limit_is_returned(self) -> None:
-        framer = LineFramer(max_line_bytes=3)
-        framer.feed(b"abc")
-        framer.feed(b"\r")  # may still be the first half of CRLF
-        assert framer.flush() == "abc"
-
-    def test_unterminated_long_final_line_is_reported_by_feed(self) -> None:
-        framer = LineFramer(max_line_bytes=3)
-        with pytest.raises(LineTooLongError):
-            framer.feed(b"ok\nabcd")
-        assert framer.flush() is None
-
-    def test_carriage_return_before_newline_does_not_count(self) -> None:
-        framer = LineFramer(max_line_bytes=3)
-        assert framer.feed(b"abc\r") == []
-        assert framer.feed(b"\n") == ["abc\n"]
-
-    def test_error_is_typed_and_pickles(self) -> None:
-        error = LineTooLongError(10, 2, ["a\n"])
-        assert isinstance(error, AgentShimError)
-        assert "10 bytes" in str(error)
-        copy = pickle.loads(pickle.dumps(error))
-        assert (copy.limit, copy.dropped, copy.lines, str(copy)) == (10, 2, ["a\n"], str(error))
-
-
-class TestFramingProperties:
-    @given(stream_bytes, st.lists(st.integers(min_value=0), max_size=12))
-    def test_every_chunking_gives_the_same_lines(self, data: bytes, cuts: list[int]) -> None:
-        assert _frame(_split(data, cuts)) == _frame([data])
-
-    @given(stream_bytes)
-    def test_byte_at_a_time_equals_one_chunk(self, data: bytes) -> None:
-        assert _frame([data[i : i + 1] for i in range(len(data))]) == _frame([data])
-
-    @given(stream_bytes, st.lists(st.integers(min_value=0), max_size=12))
-    def test_lines_match_decoding_the_whole_stream(self, data: bytes, cuts: list[int]) -> None:
-        text = data.decode("utf-8", "replace")
-        *complete, tail = text.split("\n")
-        expected = [line.removesuffix("\r") + "\n" for line in complete]
-        lines, dropped, final = _frame(_split(data, cuts))
-        assert lines == expected
-        assert dropped == 0
-        assert final == (tail.removesuffix("\r") or None)
-
-    @settings(max_examples=200)
-    @given(
-        stream_bytes,
-        st.lists(st.integers(min_value=0), max_size=12),
-        st.integers(min_value=1, max_value=6),
-    )
-    def test_limit_is_independent_of_chunking(
-        self, data: bytes, cuts: list[int], limit: int
-    ) -> None:
-        chunked = _frame(_split(data, cuts), limit)
-        assert chunked == _frame([data], limit)
-        *complete, tail = [raw.removesuffix(b"\r") for raw in data.split(b"\n")]
-        kept = [raw.decode("utf-8", "replace") + "\n" for raw in complete if len(raw) <= limit]
-        too_long = [raw for raw in [*complete, tail] if len(raw) > limit]
-        assert chunked[0] == kept
-        assert chunked[1] == len(too_long)
-        lines, _, final = chunked
-        for line in [*lines, final or ""]:
-            raw = line.removesuffix("\n").encode("utf-8")
-            # Each U+FFFD stands for at least one input byte; count it as one.
-            assert len(raw.replace("\ufffd".encode(), b"?")) <= limit
 
 
 class TestPrintedExitCode:

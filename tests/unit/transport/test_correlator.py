@@ -1,4 +1,4 @@
-"""Pairing a CLI's responses with the requests they answer, under deadlines."""
+"""Pairing a CLI's responses with the requests they answer."""
 
 from __future__ import annotations
 
@@ -20,30 +20,29 @@ class TestCorrelator:
         assert control.resolve(None) is None
         assert len(control) == 1
 
-    def test_expired_requests_leave_and_no_longer_pair(self) -> None:
+    def test_the_oldest_pending_request_of_a_subtype_is_found_until_cleared(self) -> None:
         control = Correlator("ours")
-        soon = control.issue("set_model", 1.0)
-        later = control.issue("set_model", 5.0)
-        assert control.next_deadline() == 1.0
-        assert control.expire(0.5) == []
-        assert control.expire(1.0) == [soon]
-        assert control.resolve(soon.request_id) is None
-        assert control.next_deadline() == 5.0
-        control.resolve(later.request_id)
-        assert control.next_deadline() is None
+        first = control.issue("set_model", 1.0)
+        control.issue("set_model", None)
+        assert control.pending("set_model") == first
+        assert control.pending("interrupt") is None
+        control.clear()
+        assert control.pending("set_model") is None
+        assert control.resolve(first.request_id) is None
+        assert len(control) == 0
 
-    @given(st.lists(st.tuples(st.booleans(), st.floats(0, 100)), max_size=30), st.floats(0, 100))
-    def test_deadlines_and_pairing_agree_with_a_plain_model(
-        self, issued: list[tuple[bool, float]], now: float
-    ) -> None:
+    @given(st.lists(st.tuples(st.sampled_from("ab"), st.booleans()), max_size=30))
+    def test_pairing_agrees_with_a_plain_model(self, issued: list[tuple[str, bool]]) -> None:
         control = Correlator("p")
-        model: dict[str, float | None] = {}
-        for has_deadline, deadline in issued:
-            request = control.issue("x", deadline if has_deadline else None)
-            model[request.request_id] = request.deadline
-        expired = {r.request_id for r in control.expire(now)}
-        assert expired == {i for i, d in model.items() if d is not None and d <= now}
-        left = {i: d for i, d in model.items() if i not in expired}
-        dated = [d for d in left.values() if d is not None]
-        assert control.next_deadline() == (min(dated) if dated else None)
-        assert len(control) == len(left)
+        model: dict[str, str] = {}
+        for subtype, answered in issued:
+            request = control.issue(subtype, None)
+            model[request.request_id] = subtype
+            if answered:
+                assert control.resolve(request.request_id) == request
+                del model[request.request_id]
+        assert len(control) == len(model)
+        for subtype in "ab":
+            oldest = next((i for i, s in model.items() if s == subtype), None)
+            found = control.pending(subtype)
+            assert (found.request_id if found else None) == oldest
