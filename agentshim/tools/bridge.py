@@ -2,10 +2,12 @@
 
 ``python bridge.py SOCKET`` (or ``python -m agentshim.tools.bridge SOCKET``) connects to the
 Unix socket ``SOCKET`` that :func:`agentshim.tools.local.serve_tools` listens on and copies
-bytes both ways: the CLI's stdin to the socket, the socket to the CLI's stdout. It knows
-nothing of MCP, holds no secret (the socket sits in a directory only its user can enter), and
-imports only the standard library, so it runs with ``-I`` whatever the CLI's environment.
-It exits when either side closes.
+bytes both ways: the CLI's stdin to the socket, the socket to the CLI's stdout. It first sends
+the turn's credential, which it reads from its environment (``AGENTSHIM_TOOLS_CREDENTIAL``, set
+by the MCP server config the CLI starts it from, never in argv): the socket answers nothing
+to a connection that does not begin with it. It knows nothing of MCP and imports only the
+standard library, so it runs with ``-I`` whatever the CLI's environment. It exits when either
+side closes.
 """
 
 from __future__ import annotations
@@ -15,7 +17,10 @@ import select
 import socket
 import sys
 
-__all__ = ["main"]
+__all__ = ["CREDENTIAL_VARIABLE", "main"]
+
+CREDENTIAL_VARIABLE = "AGENTSHIM_TOOLS_CREDENTIAL"
+"""The variable that hands the bridge (and Pi's extension) the turn's tool credential."""
 
 _CHUNK = 1 << 16
 
@@ -32,9 +37,14 @@ def main(argv: list[str]) -> int:
     if len(argv) != 2:
         sys.stderr.write("usage: bridge.py SOCKET\n")
         return 2
+    credential = os.environ.get(CREDENTIAL_VARIABLE, "")
+    if not credential:
+        sys.stderr.write(f"agentshim tools: {CREDENTIAL_VARIABLE} is not set\n")
+        return 2
     connection = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
         connection.connect(argv[1])
+        connection.sendall(credential.encode("ascii", "replace") + b"\n")
     except OSError as error:
         sys.stderr.write(f"agentshim tools: cannot reach the turn's tool socket ({error})\n")
         return 1

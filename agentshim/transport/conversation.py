@@ -25,7 +25,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Generic, Protocol, TypedDict, TypeVar
 
-from agentshim.core.approvals import ApprovalRequest
+from agentshim.core.approvals import ApprovalDecision, ApprovalRequest
 from agentshim.core.conversation import ConversationSpec, TransportKind, TurnSlot, TurnStop
 from agentshim.core.errors import (
     AgentShimError,
@@ -44,6 +44,7 @@ from agentshim.core.errors import (
 from agentshim.core.events import AgentEvent, Emit, Lifecycle, RunStarted
 from agentshim.core.ids import validate_session_id
 from agentshim.core.mcp import McpServer
+from agentshim.core.permissions import ApprovalPolicy
 from agentshim.core.provider import (
     ArgvContext,
     McpInstallation,
@@ -534,6 +535,23 @@ class LongLivedConversation(Generic[TurnT]):
             timeout=self._spec.approval_timeout,
             clock=self._clock,
         )
+
+    def _tool_approvals(self, turn: TurnT) -> Callable[[ApprovalRequest], ApprovalDecision] | None:
+        """How the tools' socket asks ``turn``'s approvals before a Python tool runs.
+
+        None when the approvals are an ApprovalPolicy: a policy answers the CLI's own
+        permission requests, and Python tools run as they always have. With a handler, every
+        call that reaches the socket, from the CLI or around it, is asked and reported.
+        """
+        if isinstance(self._spec.approvals, ApprovalPolicy):
+            return None
+
+        def approve(request: ApprovalRequest) -> ApprovalDecision:
+            answer = self._decide(turn, request)
+            self._approval_sent(turn, request, answer)
+            return answer.decision
+
+        return approve
 
     def _approval_sent(self, turn: TurnT, request: ApprovalRequest, answer: Answer) -> None:
         """Report the answer sent for ``request``; one that fails the turn interrupts it."""
