@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -17,6 +18,11 @@ import pytest
 from agentshim import tool
 from agentshim.core.approvals import ApprovalDecision, ApprovalRequest
 from agentshim.core.events import AgentEvent, Lifecycle, ToolCall, ToolKind, ToolResult
+from agentshim.core.mcp import HttpMcpServer, StdioMcpServer
+from agentshim.core.provider import mcp_env
+from agentshim.providers.claude.provider import ClaudeProvider
+from agentshim.providers.gemini.provider import GeminiProvider
+from agentshim.providers.opencode.provider import OpencodeProvider
 from agentshim.tools import serve_tools
 from agentshim.tools.local import CREDENTIAL_VARIABLE
 from tests.unit.tools.serving import serve_while
@@ -237,3 +243,48 @@ def test_another_user_cannot_reach_the_socket_nor_read_the_credential() -> None:
             bridge.stdin.close()
             bridge.wait(60)
     assert ran == []
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="dropping to another uid needs root")
+@pytest.mark.parametrize(
+    ("provider", "config"),
+    [
+        (ClaudeProvider(), ".mcp.json"),
+        (GeminiProvider(), ".gemini/settings.json"),
+        (OpencodeProvider(), "opencode.json"),
+    ],
+    ids=["claude", "gemini", "opencode"],
+)
+def test_another_user_reads_no_secret_in_the_workspace_config(
+    provider: ClaudeProvider | GeminiProvider | OpencodeProvider, config: str
+) -> None:
+    secret, header = "stdio-secret-4b1d", "Bearer http-secret-9c2e"
+    servers = (
+        StdioMcpServer("files", "/usr/bin/env", env={"TOKEN": secret}),
+        HttpMcpServer("remote", "https://mcp.example/", headers={"Authorization": header}),
+    )
+    workspace = Path(tempfile.mkdtemp(prefix="agentshim-readable-", dir="/tmp"))
+    try:
+        workspace.chmod(0o755)  # a workspace other users may read, as many are
+        with serve_tools([lookup]) as serving:
+            credential = serving.credential_env[CREDENTIAL_VARIABLE]
+            installation = provider.install_mcp(workspace, (*servers, serving.server))
+            try:
+                path = workspace / config
+                path.parent.chmod(0o755)
+                values = set(mcp_env(installation).values())
+                # The values the CLI needs are in its environment for the turn, nowhere else.
+                assert {secret, header, credential} <= values
+                assert not any(secret in arg or credential in arg for arg in installation.argv)
+
+                def attacker() -> None:
+                    text = path.read_bytes()  # readable: the point is what it holds
+                    assert text
+                    for value in (secret, header, credential):
+                        assert value.encode() not in text
+
+                _as_nobody(attacker)
+            finally:
+                installation.restore()
+    finally:
+        shutil.rmtree(workspace, ignore_errors=True)
