@@ -4,7 +4,8 @@
 bridge, :mod:`agentshim.tools.bridge`, started by the CLI), and the handle that serves it, a
 :class:`LocalToolServer`. The bridge relays the CLI's MCP messages over a Unix socket in a
 fresh directory only this user can enter (mode 0700). Each handle has a random credential,
-handed to the bridge in the MCP server's ``env`` (which every route keeps out of argv and out
+handed to the bridge in the MCP server's ``env`` (a variable whose name starts with
+``AGENTSHIM_TOOLS_CREDENTIAL_``) (which every route keeps out of argv and out
 of files others can read): a connection that does not begin with it is refused before any
 message is read, and the refusal is reported. The handle does no I/O by itself: whoever drives the turn waits on
 :meth:`LocalToolServer.fileno` next to the CLI's output and calls
@@ -89,6 +90,7 @@ class LocalToolServer:
         "_listener",
         "_path",
         "_selector",
+        "_variable",
         "server",
     )
 
@@ -100,6 +102,9 @@ class LocalToolServer:
             )
         self._host = host
         self._credential = secrets.token_hex(32)
+        # Random per server: a variable an outer turn left in the environment never collides
+        # (Codex forwards a server's variable under its own name and refuses a clash).
+        self._variable = f"{CREDENTIAL_VARIABLE}_{secrets.token_hex(4).upper()}"
         self._directory = tempfile.mkdtemp(prefix="agentshim-tools-")  # mode 0700
         path = os.path.join(self._directory, "s")
         self._path = path
@@ -119,7 +124,10 @@ class LocalToolServer:
             self.close()
             raise
         self.server = StdioMcpServer(
-            host.server_name, python, ("-I", str(BRIDGE), path), env=self.credential_env
+            host.server_name,
+            python,
+            ("-I", str(BRIDGE), path, self._variable),
+            env=self.credential_env,
         )
 
     @property
@@ -144,7 +152,7 @@ class LocalToolServer:
         Never put it in argv or in a file others can read: whoever holds it can call the
         tools (still asked through the approvals the host has, and reported).
         """
-        return {CREDENTIAL_VARIABLE: self._credential}
+        return {self._variable: self._credential}
 
     def fileno(self) -> int:
         """A descriptor that is readable while a connection or a message waits to be served."""

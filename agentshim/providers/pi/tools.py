@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from agentshim.core.tools import TOOL_SERVER_NAME
-from agentshim.tools.local import CREDENTIAL_VARIABLE, LocalToolServer
+from agentshim.tools.local import LocalToolServer
 
 __all__ = ["TOOL_PREFIX", "ToolExtension", "tool_extension"]
 
@@ -121,7 +121,7 @@ def tool_extension(serving: LocalToolServer) -> ToolExtension:
         "socket": json.dumps(serving.socket_path),
         "prefix": json.dumps(TOOL_PREFIX),
         "tools": json.dumps(tools),  # ASCII: no line separator can split the literal
-        "credential_variable": json.dumps(CREDENTIAL_VARIABLE),
+        "credential_variable": json.dumps(next(iter(serving.credential_env))),
     }
     path = os.path.join(serving.directory, "agentshim-tools.ts")
     descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)

@@ -23,8 +23,7 @@ from agentshim.core.provider import mcp_env
 from agentshim.providers.claude.provider import ClaudeProvider
 from agentshim.providers.gemini.provider import GeminiProvider
 from agentshim.providers.opencode.provider import OpencodeProvider
-from agentshim.tools import serve_tools
-from agentshim.tools.local import CREDENTIAL_VARIABLE
+from agentshim.tools import LocalToolServer, serve_tools
 from tests.unit.tools.serving import serve_while
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="Unix sockets")
@@ -39,6 +38,11 @@ def lookup(key: str) -> str:
     """Look a key up."""
     ran.append(key)
     return f"value of {key}"
+
+
+def _credential(serving: LocalToolServer) -> str:
+    [value] = serving.credential_env.values()
+    return value
 
 
 def _call_line(key: str) -> bytes:
@@ -66,10 +70,13 @@ def _answers(received: list[bytes]) -> list[dict[str, object]]:
 
 def test_the_credential_is_random_per_server_and_only_in_the_servers_env() -> None:
     with serve_tools([lookup]) as first, serve_tools([lookup]) as second:
-        credential = first.credential_env[CREDENTIAL_VARIABLE]
+        credential = _credential(first)
         assert len(credential) >= 32
-        assert credential != second.credential_env[CREDENTIAL_VARIABLE]
-        assert dict(first.server.env) == {CREDENTIAL_VARIABLE: credential}
+        assert credential != _credential(second)
+        assert dict(first.server.env) == dict(first.credential_env)
+        [variable] = first.credential_env
+        assert variable.startswith("AGENTSHIM_TOOLS_CREDENTIAL_")
+        assert first.server.args[-1] == variable  # the name, not the value, is in argv
         assert all(credential not in arg for arg in (first.server.command, *first.server.args))
 
 
@@ -108,7 +115,7 @@ def test_a_call_with_the_credential_is_still_asked_and_reported(allowed: bool) -
 
     received: list[bytes] = []
     with serve_tools([lookup], emit=events.append, approve=approve) as serving:
-        credential = serving.credential_env[CREDENTIAL_VARIABLE].encode() + b"\n"
+        credential = _credential(serving).encode() + b"\n"
         lines = [credential, _call_line("around-the-cli")]
         serve_while(serving, lambda: _client(serving.socket_path, lines, received))
 
@@ -142,7 +149,7 @@ def test_the_bridge_presents_the_credential_from_its_environment_only() -> None:
     events: list[AgentEvent] = []
     with serve_tools([lookup], emit=events.append) as serving:
         server = serving.server
-        credential = serving.credential_env[CREDENTIAL_VARIABLE]
+        credential = _credential(serving)
         outputs: list[str] = []
 
         def cli(env: dict[str, str]) -> None:
@@ -165,7 +172,7 @@ def test_the_bridge_presents_the_credential_from_its_environment_only() -> None:
 
         base = {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}
         serve_while(serving, lambda: cli({**base, **server.env}))
-        serve_while(serving, lambda: cli({**base, CREDENTIAL_VARIABLE: "guessed"}))
+        serve_while(serving, lambda: cli({**base, **dict.fromkeys(server.env, "guessed")}))
         assert credential not in " ".join(server.args)
     assert ran == ["via-bridge"]
     assert json.loads(outputs[0])["result"]["content"][0]["text"] == "value of via-bridge"
@@ -205,7 +212,7 @@ def test_another_user_cannot_reach_the_socket_nor_read_the_credential() -> None:
     ran.clear()
     with serve_tools([lookup]) as serving:
         server = serving.server
-        credential = serving.credential_env[CREDENTIAL_VARIABLE]
+        credential = _credential(serving)
         env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), **server.env}
         # A bridge running as the CLI would start it, waiting on its stdin.
         bridge = subprocess.Popen(
@@ -267,7 +274,7 @@ def test_another_user_reads_no_secret_in_the_workspace_config(
     try:
         workspace.chmod(0o755)  # a workspace other users may read, as many are
         with serve_tools([lookup]) as serving:
-            credential = serving.credential_env[CREDENTIAL_VARIABLE]
+            credential = _credential(serving)
             installation = provider.install_mcp(workspace, (*servers, serving.server))
             try:
                 path = workspace / config

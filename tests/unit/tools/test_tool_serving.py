@@ -134,9 +134,15 @@ def test_the_socket_is_private_and_gone_after_close_and_argv_holds_no_secret() -
     directory = Path(serving.directory)
     assert stat.S_IMODE(directory.stat().st_mode) == 0o700
     assert serving.server.command == sys.executable
-    assert serving.server.args == ("-I", str(Path(serving.server.args[1])), serving.socket_path)
+    [variable] = serving.credential_env
+    assert serving.server.args == (
+        "-I",
+        str(Path(serving.server.args[1])),
+        serving.socket_path,
+        variable,
+    )
     assert Path(serving.server.args[1]).name == "bridge.py"
-    assert set(serving.server.env) == {"AGENTSHIM_TOOLS_CREDENTIAL"}
+    assert set(serving.server.env) == {variable}
     serving.close()
     serving.close()  # idempotent
     assert not directory.exists()
@@ -148,9 +154,9 @@ def test_the_bridge_says_why_when_the_socket_is_gone(tmp_path: Path) -> None:
     from agentshim.tools.local import BRIDGE
 
     done = subprocess.run(
-        [sys.executable, "-I", str(BRIDGE), str(tmp_path / "missing")],
+        [sys.executable, "-I", str(BRIDGE), str(tmp_path / "missing"), "CREDENTIAL"],
         input="",
-        env={"AGENTSHIM_TOOLS_CREDENTIAL": "c" * 64},
+        env={"CREDENTIAL": "c" * 64},
         capture_output=True,
         text=True,
         timeout=30,

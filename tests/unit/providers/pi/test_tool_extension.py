@@ -16,14 +16,18 @@ from hypothesis import strategies as st
 from agentshim import Tool, tool
 from agentshim.core.events import AgentEvent, Lifecycle, ToolCall
 from agentshim.providers.pi.provider import PiProvider
-from agentshim.tools import serve_tools
-from agentshim.tools.local import CREDENTIAL_VARIABLE
+from agentshim.tools import LocalToolServer, serve_tools
 from tests.unit.tools.serving import serve_while
 
 
 def _literal(text: str, name: str) -> object:
     (line,) = [line for line in text.splitlines() if line.startswith(f"const {name} = ")]
     return json.loads(line.removeprefix(f"const {name} = ").removesuffix(";"))
+
+
+def _credential(serving: LocalToolServer) -> str:
+    [value] = serving.credential_env.values()
+    return value
 
 
 @tool
@@ -88,8 +92,9 @@ def test_the_extension_presents_the_credential_from_pis_environment(tmp_path: Pa
         installation = PiProvider().install_tools(serving)
         _, path = installation.argv
         text = Path(path).read_text(encoding="utf-8")
-        credential = serving.credential_env[CREDENTIAL_VARIABLE]
-        assert dict(installation.env) == {CREDENTIAL_VARIABLE: credential}
+        credential = _credential(serving)
+        assert dict(installation.env) == dict(serving.credential_env)
+        assert list(installation.env.values()) == [credential]
         assert credential not in text
         assert credential not in " ".join(installation.argv)
         module = tmp_path / "extension.mjs"  # node 20 runs the same text as a module
