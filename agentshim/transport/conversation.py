@@ -58,7 +58,7 @@ from agentshim.core.usage import ProviderUsage
 from agentshim.execution.executor import SideChannel
 from agentshim.execution.process import ProcessExited, SpawnRequest, StderrLine, StdoutLine
 
-from .approvals import Answer, answered, decide_for_turn, requested
+from .approvals import Answer, answered, decide, decide_for_turn, requested
 from .channel import Channel
 from .context import ContextSource, TransportContext
 from .correlator import Correlator, PendingRequest
@@ -541,13 +541,25 @@ class LongLivedConversation(Generic[TurnT]):
 
         None when the approvals are an ApprovalPolicy: a policy answers the CLI's own
         permission requests, and Python tools run as they always have. With a handler, every
-        call that reaches the socket, from the CLI or around it, is asked and reported.
+        call that reaches the socket, from the CLI or around it, is asked and reported; a turn
+        being interrupted denies without asking. Read-only permissions do not deny it.
         """
-        if isinstance(self._spec.approvals, ApprovalPolicy):
+        approvals = self._spec.approvals
+        if isinstance(approvals, ApprovalPolicy):
             return None
 
         def approve(request: ApprovalRequest) -> ApprovalDecision:
-            answer = self._decide(turn, request)
+            turn.emit(requested(request))
+            if turn.interrupted:
+                answer = Answer(
+                    ApprovalDecision.deny("the turn is being interrupted"), "interrupted"
+                )
+            else:
+                # Not decide_for_turn: read-only permissions bound the CLI's own tools; a Python
+                # tool is the caller's code, and the handler decides it.
+                answer = decide(
+                    approvals, request, timeout=self._spec.approval_timeout, clock=self._clock
+                )
             self._approval_sent(turn, request, answer)
             return answer.decision
 
