@@ -507,6 +507,7 @@ class AcpConversation(ProcessConversation[_Turn]):
         channel = self._ensure_process(emit)
         if self._serving is not None:
             self._serving.host.emit = emit
+            self._serving.host.approve = self._tool_approvals(turn)
         session_id = self._session_id
         assert session_id is not None
         self._apply_settings(channel, request, emit)

@@ -108,6 +108,7 @@ __all__ = [
     "SYNTHETIC_USER_MESSAGE",
     "THINKING_LEVEL_CHANGED",
     "THREAD_STARTED",
+    "TOOL_CONNECTION_REFUSED",
     "TOOL_FAILED",
     "TOOL_MESSAGE_DROPPED",
     "TOOL_TIMED_OUT",
@@ -305,6 +306,10 @@ HOOK_FAILED: Final = _kind("hook_failed", "a hook callback raised; it was answer
 # Tools served by agentshim, and MCP configuration.
 TOOL_FAILED: Final = _kind("tool_failed", "a tool agentshim serves raised; detail: the error")
 TOOL_TIMED_OUT: Final = _kind("tool_timed_out", "a tool agentshim serves ran out of time")
+TOOL_CONNECTION_REFUSED: Final = _kind(
+    "tool_connection_refused",
+    "a connection to the tools' socket did not present the turn's credential and was closed",
+)
 TOOL_MESSAGE_DROPPED: Final = _kind(
     "tool_message_dropped", "a message to a local tool server could not be read"
 )

@@ -270,6 +270,17 @@ def _read_config(path: Path) -> _Found:
             f"it is a symbolic link to {link!r}, which does not exist; create the "
             "target or remove the link",
         )
+    if link is not None:
+        # Written through, the turn's servers would land in a file elsewhere that other
+        # workspaces (or other users) read; replacing the link would hide from the CLI what
+        # the user linked in. Neither is the user's intent, so the user chooses.
+        raise McpConfigError(
+            where,
+            f"it is a symbolic link to {link!r}, and agentshim does not write a turn's MCP "
+            "servers through a link into another file; replace the link with a copy of its "
+            f"target (cp --remove-destination {os.path.realpath(path)!r} {where!r}) or "
+            "remove it",
+        )
     info = os.stat(path) if original is not None else None
     try:
         parent_mode: int | None = stat.S_IMODE(os.stat(path.parent).st_mode)
@@ -454,9 +465,10 @@ def install_json_config(
     there replaces it for the turn. ``defaults`` are top-level keys set only when the
     document lacks them (opencode's ``"$schema"``). Missing parent directories are created.
     The merged file is written atomically, pretty-printed with two-space indents, keeping the
-    file's mode. A symbolic link at the path (or as its directory) is written through; restore
-    writes there again only while it leads to the same directory (else the original is kept
-    next to the link).
+    file's mode. A symbolic link at the path is refused (:class:`McpConfigError` saying what
+    to do): the turn's servers are never written through it into another file. A link as the
+    file's directory is followed; restore writes there again only while it leads to the same
+    directory (else the original is kept next to the path).
 
     A file with comments or trailing commas (JSONC) is accepted when ``jsonc`` is true: the
     merged file the CLI reads during the turn is plain JSON, and the original, comments
@@ -483,7 +495,7 @@ def install_json_config(
     content there (without agentshim's entries).
 
     Raises:
-        McpConfigError: the file is unreadable, not UTF-8, not JSON (or JSONC with
+        McpConfigError: the path is a symbolic link, the file is unreadable, not UTF-8, not JSON (or JSONC with
             ``jsonc=False``), not an object, an object on ``key_path`` is something else, the
             file or the journal cannot be written, or a dead turn's leftovers cannot be
             removed.

@@ -12,6 +12,14 @@ thread waits for it at most the tool's ``timeout_s``: a function that overruns g
 a timeout error on time, so it holds the turn no longer than its budget. Python cannot stop a
 running function, so an overrunning one goes on to its end on its thread (a daemon thread,
 which then ends), and its result is dropped.
+
+With ``report_calls`` (what a socket anyone of this user may reach needs), every call the
+host runs is reported, whoever made it: a ``ToolCall`` before the function runs and a
+``ToolResult`` after (the tool's own name, ``ToolKind.MCP``, an id ``agentshim-tool-<n>``).
+Claude Code's in-band route leaves it off: only the CLI can call there, and it reports its
+calls itself. With ``approve`` set, each call is first asked: ``ApprovalRequest``
+with that id; a denied call does not run and the agent reads the denial as the tool's error.
+So a call that reached the tools some way other than through the CLI is still asked and seen.
 """
 
 from __future__ import annotations
@@ -21,17 +29,23 @@ import dataclasses
 import json
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, cast
 
 from agentshim._version import __version__
 from agentshim.core import lifecycle_kinds as lk
+from agentshim.core.approvals import ApprovalDecision, ApprovalRequest
 from agentshim.core.clock import Monotonic
-from agentshim.core.events import AgentEvent, Emit, Lifecycle
+from agentshim.core.events import AgentEvent, Emit, Lifecycle, ToolCall, ToolKind, ToolResult
 from agentshim.core.tool_schema import ArgumentError, bind
 from agentshim.core.tools import TOOL_SERVER_NAME, Tool
 
-__all__ = ["PROTOCOL_VERSIONS", "ToolHost", "tool_output"]
+__all__ = ["PROTOCOL_VERSIONS", "Approve", "ToolHost", "tool_output"]
+
+Approve = Callable[[ApprovalRequest], ApprovalDecision]
+"""Decides one tool call before it runs (the caller's approvals, reported by whoever sets it)."""
+
+CALL_ID_PREFIX = "agentshim-tool-"
 
 PROTOCOL_VERSIONS = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")
 """MCP protocol versions the host speaks, newest first; a client asking another gets the first."""
@@ -62,12 +76,14 @@ def tool_output(value: object) -> str:
 class ToolHost:
     """Answers MCP messages for ``tools`` under the server name ``server_name``.
 
-    ``emit`` receives a ``Lifecycle`` event (``tool_failed`` or ``tool_timed_out``) when a
-    function raises or overruns its timeout, besides the error result the agent gets;
-    ``clock`` times the calls.
+    ``emit`` receives each call's ``ToolCall`` and ``ToolResult``, and a ``Lifecycle`` event
+    (``tool_failed`` or ``tool_timed_out``) when a function raises or overruns its timeout,
+    besides the error result the agent gets; ``approve``, when set, decides each call before
+    it runs; ``report_calls`` says whether calls are reported (see the module docstring);
+    ``clock`` times the calls. ``emit`` and ``approve`` may be replaced between turns.
     """
 
-    __slots__ = ("_clock", "_tools", "emit", "server_name")
+    __slots__ = ("_calls", "_clock", "_report", "_tools", "approve", "emit", "server_name")
 
     def __init__(
         self,
@@ -75,12 +91,17 @@ class ToolHost:
         *,
         server_name: str = TOOL_SERVER_NAME,
         emit: Emit = _ignore,
+        approve: Approve | None = None,
+        report_calls: bool = False,
         clock: Monotonic = time.monotonic,
     ) -> None:
         self._tools = {t.name: t for t in tools}
         self.server_name = server_name
         self.emit = emit
+        self.approve = approve
         self._clock = clock
+        self._calls = 0
+        self._report = report_calls
 
     @property
     def tools(self) -> tuple[Tool, ...]:
@@ -137,8 +158,46 @@ class ToolHost:
             "serverInfo": {"name": self.server_name, "version": __version__},
         }
 
+    def _report_event(self, event: AgentEvent) -> None:
+        if self._report:
+            self.emit(event)
+
     def call(self, chosen: Tool, arguments: object) -> dict[str, Any]:
-        """Run ``chosen`` with ``arguments`` here and now; the MCP ``tools/call`` result."""
+        """Ask, report and run ``chosen`` with ``arguments``; the MCP ``tools/call`` result."""
+        self._calls += 1
+        call_id = f"{CALL_ID_PREFIX}{self._calls}"
+        args: Mapping[str, Any] = (
+            dict(cast("Mapping[str, Any]", arguments)) if isinstance(arguments, Mapping) else {}
+        )
+        given = cast(object, arguments)
+        approve = self.approve
+        if approve is not None:
+            request = ApprovalRequest(chosen.name, args, ToolKind.MCP, call_id, chosen.name)
+            decision = approve(request)
+            if not decision.allowed:
+                text = decision.message or "denied by the caller's approvals"
+                self._report_event(ToolCall(call_id, chosen.name, args, ToolKind.MCP))
+                self._report_event(_reported(call_id, chosen.name, text, failed=True))
+                return _failed(text)
+            if decision.args is not None:
+                given = args = dict(decision.args)
+        self._report_event(ToolCall(call_id, chosen.name, args, ToolKind.MCP))
+        started = self._clock()
+        result = self._run(chosen, given)
+        content = cast("list[dict[str, Any]]", result["content"])
+        text = "".join(str(part.get("text", "")) for part in content)
+        self._report_event(
+            _reported(
+                call_id,
+                chosen.name,
+                text,
+                failed=bool(result["isError"]),
+                duration_s=self._clock() - started,
+            )
+        )
+        return result
+
+    def _run(self, chosen: Tool, arguments: object) -> dict[str, Any]:
         try:
             kwargs = bind(chosen.function, arguments, derived=chosen.derived)
         except ArgumentError as error:
@@ -207,6 +266,14 @@ def _listed(chosen: Tool) -> dict[str, Any]:
         "description": chosen.description,
         "inputSchema": dict(chosen.input_schema),
     }
+
+
+def _reported(
+    call_id: str, name: str, text: str, *, failed: bool, duration_s: float | None = None
+) -> ToolResult:
+    if failed:
+        return ToolResult(call_id, name, "", text, 1, duration_s, ToolKind.MCP)
+    return ToolResult(call_id, name, text, "", 0, duration_s, ToolKind.MCP)
 
 
 def _failed(text: str) -> dict[str, Any]:

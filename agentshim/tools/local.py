@@ -3,8 +3,11 @@
 :func:`serve_tools` makes the one value a provider needs, a :class:`StdioMcpServer` (the
 bridge, :mod:`agentshim.tools.bridge`, started by the CLI), and the handle that serves it, a
 :class:`LocalToolServer`. The bridge relays the CLI's MCP messages over a Unix socket in a
-fresh directory only this user can enter (mode 0700), so there is no secret to pass and none
-in argv. The handle does no I/O by itself: whoever drives the turn waits on
+fresh directory only this user can enter (mode 0700). Each handle has a random credential,
+handed to the bridge in the MCP server's ``env`` (a variable whose name starts with
+``AGENTSHIM_TOOLS_CREDENTIAL_``) (which every route keeps out of argv and out
+of files others can read): a connection that does not begin with it is refused before any
+message is read, and the refusal is reported. The handle does no I/O by itself: whoever drives the turn waits on
 :meth:`LocalToolServer.fileno` next to the CLI's output and calls
 :meth:`LocalToolServer.ready` when it is readable (or every so often), so each tool call
 runs on the turn's own thread. ``close`` removes the socket and its directory.
@@ -13,8 +16,10 @@ runs on the turn's own thread. ``close`` removes the socket and its directory.
 from __future__ import annotations
 
 import contextlib
+import hmac
 import json
 import os
+import secrets
 import selectors
 import shutil
 import socket
@@ -33,10 +38,12 @@ from agentshim.core.provider import McpInstallation, mcp_env, mcp_env_defaults
 from agentshim.core.tools import TOOL_SERVER_NAME, Tool
 from agentshim.execution.host import HostCommandExecutor
 
-from .host import ToolHost
+from .bridge import CREDENTIAL_VARIABLE
+from .host import Approve, ToolHost
 
 __all__ = [
     "BRIDGE",
+    "CREDENTIAL_VARIABLE",
     "InstallsTools",
     "LocalToolServer",
     "refuse_remote_executor",
@@ -50,6 +57,8 @@ BRIDGE = Path(__file__).with_name("bridge.py")
 # A message longer than this is not a tool call: the connection is dropped, the turn goes on.
 _MAX_MESSAGE = 32 << 20
 _CHUNK = 1 << 16
+# The credential line is 65 bytes; a longer first line is not one.
+_MAX_CREDENTIAL_LINE = 256
 # A reply is written whole; the bridge reads continuously, so only a dead one takes this long.
 _SEND_TIMEOUT = 10.0
 
@@ -59,11 +68,13 @@ def _ignore(event: AgentEvent) -> None:
 
 
 class _Connection:
-    __slots__ = ("buffer", "sock")
+    __slots__ = ("admitted", "buffer", "sock")
 
     def __init__(self, sock: socket.socket) -> None:
         self.sock = sock
         self.buffer = bytearray()
+        # False until the first line, the credential, has been checked.
+        self.admitted = False
 
 
 class LocalToolServer:
@@ -73,7 +84,16 @@ class LocalToolServer:
     turn's) calls ``ready``; ``close`` is idempotent.
     """
 
-    __slots__ = ("_directory", "_host", "_listener", "_path", "_selector", "server")
+    __slots__ = (
+        "_credential",
+        "_directory",
+        "_host",
+        "_listener",
+        "_path",
+        "_selector",
+        "_variable",
+        "server",
+    )
 
     def __init__(self, host: ToolHost, *, python: str = sys.executable) -> None:
         if not python or not os.path.isabs(python):
@@ -82,6 +102,10 @@ class LocalToolServer:
                 "cannot start the tools' MCP bridge; run it with a Python interpreter on disk"
             )
         self._host = host
+        self._credential = secrets.token_hex(32)
+        # Random per server: a variable an outer turn left in the environment never collides
+        # (Codex forwards a server's variable under its own name and refuses a clash).
+        self._variable = f"{CREDENTIAL_VARIABLE}_{secrets.token_hex(4).upper()}"
         self._directory = tempfile.mkdtemp(prefix="agentshim-tools-")  # mode 0700
         path = os.path.join(self._directory, "s")
         self._path = path
@@ -100,7 +124,12 @@ class LocalToolServer:
         except BaseException:
             self.close()
             raise
-        self.server = StdioMcpServer(host.server_name, python, ("-I", str(BRIDGE), path))
+        self.server = StdioMcpServer(
+            host.server_name,
+            python,
+            ("-I", str(BRIDGE), path, self._variable),
+            env=self.credential_env,
+        )
 
     @property
     def host(self) -> ToolHost:
@@ -116,6 +145,15 @@ class LocalToolServer:
     def socket_path(self) -> str:
         """The Unix socket a client of the tools connects to."""
         return self._path
+
+    @property
+    def credential_env(self) -> Mapping[str, str]:
+        """The variable a client of the socket needs: the bridge's and Pi's extension's env.
+
+        Never put it in argv or in a file others can read: whoever holds it can call the
+        tools (still asked through the approvals the host has, and reported).
+        """
+        return {self._variable: self._credential}
 
     def fileno(self) -> int:
         """A descriptor that is readable while a connection or a message waits to be served."""
@@ -162,11 +200,32 @@ class LocalToolServer:
                 break
             line = bytes(connection.buffer[:end])
             del connection.buffer[: end + 1]
+            if not connection.admitted:
+                if not self._admit(connection, line):
+                    return
+                continue
             if not self._serve_line(connection, line):
                 return
-        if len(connection.buffer) > _MAX_MESSAGE:
+        if not connection.admitted and len(connection.buffer) > _MAX_CREDENTIAL_LINE:
+            self._admit(connection, b"")
+        elif len(connection.buffer) > _MAX_MESSAGE:
             self._host_note(f"a message of over {_MAX_MESSAGE} bytes; the connection was dropped")
             self._drop(connection)
+
+    def _admit(self, connection: _Connection, line: bytes) -> bool:
+        expected = self._credential.encode("ascii")
+        if hmac.compare_digest(line.strip(), expected):
+            connection.admitted = True
+            return True
+        self._host.emit(
+            Lifecycle(
+                lk.TOOL_CONNECTION_REFUSED,
+                "a connection to the tools' socket did not present the turn's credential; "
+                "it was closed unanswered",
+            )
+        )
+        self._drop(connection)
+        return False
 
     def _serve_line(self, connection: _Connection, line: bytes) -> bool:
         if not line.strip():
@@ -237,15 +296,24 @@ def refuse_remote_executor(executor: object) -> None:
 
 
 def serve_tools(
-    tools: Sequence[Tool], *, server_name: str = TOOL_SERVER_NAME, emit: Emit = _ignore
+    tools: Sequence[Tool],
+    *,
+    server_name: str = TOOL_SERVER_NAME,
+    emit: Emit = _ignore,
+    approve: Approve | None = None,
 ) -> LocalToolServer:
     """Serve ``tools`` as a local MCP server: install ``.server``, drive ``.ready``, ``close``.
+
+    ``emit`` gets every call's events; ``approve``, when given, decides each call first
+    (see :class:`~agentshim.tools.host.ToolHost`).
 
     Raises:
         ProviderCapabilityError: this process cannot start the bridge (no interpreter path)
             or wait on the socket without a thread.
     """
-    return LocalToolServer(ToolHost(tools, server_name=server_name, emit=emit))
+    return LocalToolServer(
+        ToolHost(tools, server_name=server_name, emit=emit, approve=approve, report_calls=True)
+    )
 
 
 @runtime_checkable

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any, Generic, Protocol, TypedDict, TypeVar
 
 from agentshim.core import lifecycle_kinds as lk
-from agentshim.core.approvals import ApprovalRequest
+from agentshim.core.approvals import ApprovalDecision, ApprovalRequest
 from agentshim.core.conversation import ConversationSpec, TransportKind, TurnSlot, TurnStop
 from agentshim.core.errors import (
     AgentShimError,
@@ -45,6 +45,7 @@ from agentshim.core.errors import (
 from agentshim.core.events import AgentEvent, Emit, Lifecycle, RunStarted
 from agentshim.core.ids import validate_session_id
 from agentshim.core.mcp import McpServer
+from agentshim.core.permissions import ApprovalPolicy
 from agentshim.core.provider import (
     ArgvContext,
     McpInstallation,
@@ -58,7 +59,7 @@ from agentshim.core.usage import ProviderUsage
 from agentshim.execution.executor import SideChannel
 from agentshim.execution.process import ProcessExited, SpawnRequest, StderrLine, StdoutLine
 
-from .approvals import Answer, answered, decide_for_turn, requested
+from .approvals import Answer, answered, decide, decide_for_turn, requested
 from .channel import Channel
 from .context import ContextSource, TransportContext
 from .correlator import Correlator, PendingRequest
@@ -535,6 +536,35 @@ class LongLivedConversation(Generic[TurnT]):
             timeout=self._spec.approval_timeout,
             clock=self._clock,
         )
+
+    def _tool_approvals(self, turn: TurnT) -> Callable[[ApprovalRequest], ApprovalDecision] | None:
+        """How the tools' socket asks ``turn``'s approvals before a Python tool runs.
+
+        None when the approvals are an ApprovalPolicy: a policy answers the CLI's own
+        permission requests, and Python tools run as they always have. With a handler, every
+        call that reaches the socket, from the CLI or around it, is asked and reported; a turn
+        being interrupted denies without asking. Read-only permissions do not deny it.
+        """
+        approvals = self._spec.approvals
+        if isinstance(approvals, ApprovalPolicy):
+            return None
+
+        def approve(request: ApprovalRequest) -> ApprovalDecision:
+            turn.emit(requested(request))
+            if turn.interrupted:
+                answer = Answer(
+                    ApprovalDecision.deny("the turn is being interrupted"), "interrupted"
+                )
+            else:
+                # Not decide_for_turn: read-only permissions bound the CLI's own tools; a Python
+                # tool is the caller's code, and the handler decides it.
+                answer = decide(
+                    approvals, request, timeout=self._spec.approval_timeout, clock=self._clock
+                )
+            self._approval_sent(turn, request, answer)
+            return answer.decision
+
+        return approve
 
     def _approval_sent(self, turn: TurnT, request: ApprovalRequest, answer: Answer) -> None:
         """Report the answer sent for ``request``; one that fails the turn interrupts it."""

@@ -1,4 +1,4 @@
-"""Live: an MCP server's env value reaches the server while no argv or file the CLI got has it.
+"""Live: an MCP server's env value (or an HTTP server's header) reaches the server, in no argv or file.
 
 Each MCP-capable pinned CLI runs one plain turn against the scripted model server with a stdio
 server whose ``env`` holds a secret. The server (the live stub, behind a shell that first
@@ -9,14 +9,18 @@ not contain it. Not part of the conformance count (``scripts/conformance.sh`` ru
 
 from __future__ import annotations
 
+import http.server
+import json
 import sys
+import threading
 from pathlib import Path
+from typing import ClassVar
 
 import pytest
 
 from agentshim import CliAgent, TurnRequest
 from agentshim.core.events import RunStarted
-from agentshim.core.mcp import StdioMcpServer
+from agentshim.core.mcp import HttpMcpServer, StdioMcpServer
 from agentshim.testing import RecordingEventHandler
 from agentshim.testing.model_server import ModelServer, Rule, Text
 from agentshim.testing.offline import offline_cli
@@ -83,3 +87,105 @@ def test_the_server_sees_its_env_value_and_argv_never_holds_it(
     assert SECRET not in (config.read_text() if config.exists() else "")
     if provider in ("claude", "gemini", "opencode"):  # the CLIs that read a config file
         assert "AGENTSHIM_MCP_" in config.read_text(), "the file holds the reference"
+
+
+class _HeaderRecorder(http.server.BaseHTTPRequestHandler):
+    """A minimal streamable-HTTP MCP server that records each request's headers.
+
+    It answers ``initialize`` and ``tools/list`` (no tools) and accepts notifications; on the
+    first request it copies the workspace's MCP config files, as the CLI had them then.
+    """
+
+    seen: ClassVar[list[dict[str, str]]] = []
+    workspace: ClassVar[Path]
+    config: ClassVar[Path]
+
+    def do_POST(self) -> None:
+        type(self).seen.append({k.lower(): v for k, v in self.headers.items()})
+        if not self.config.exists():
+            names = (".mcp.json", ".gemini/settings.json", "opencode.json")
+            texts = [
+                (self.workspace / n).read_text() for n in names if (self.workspace / n).exists()
+            ]
+            self.config.write_text("\n".join(texts))
+        length = int(self.headers.get("Content-Length") or 0)
+        try:
+            message = json.loads(self.rfile.read(length) or b"{}")
+        except ValueError:
+            message = {}
+        if not isinstance(message, dict) or "id" not in message:
+            self.send_response(202)
+            self.end_headers()
+            return
+        method = message.get("method")
+        if method == "initialize":
+            result: object = {
+                "protocolVersion": message.get("params", {}).get("protocolVersion", "2025-06-18"),
+                "capabilities": {"tools": {}},
+                "serverInfo": {"name": "recorder", "version": "1"},
+            }
+        elif method == "tools/list":
+            result = {"tools": []}
+        else:
+            result = {}
+        body = json.dumps({"jsonrpc": "2.0", "id": message["id"], "result": result}).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def do_GET(self) -> None:
+        self.send_response(405)
+        self.end_headers()
+
+    def log_message(self, format: str, *args: object) -> None:
+        del format, args
+
+
+@pytest.mark.parametrize("provider", ["claude", "gemini", "opencode"])
+def test_an_http_server_gets_its_header_and_no_file_or_argv_holds_it(
+    provider: str, tmp_path: Path
+) -> None:
+    binary = require_binary(provider)
+    work = tmp_path / "work"
+    work.mkdir()
+    _HeaderRecorder.seen = []
+    _HeaderRecorder.workspace = work
+    _HeaderRecorder.config = tmp_path / "config-during-the-turn"
+    header = f"Bearer {SECRET}"
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _HeaderRecorder)
+    serving = threading.Thread(target=httpd.serve_forever, daemon=True)
+    serving.start()
+    try:
+        server = HttpMcpServer(
+            "agentshim-recorder",
+            f"http://127.0.0.1:{httpd.server_address[1]}/mcp",
+            headers={"Authorization": header},
+        )
+        events = RecordingEventHandler()
+        with ModelServer() as model:
+            model.set_script((Rule(respond=Text("hello")),))
+            cli = offline_cli(provider, model, root=tmp_path, bin_dir=binary.path.parent)
+            env = {**cli.env, "PATH": f"{binary.path.parent}:/usr/bin:/bin"}
+            agent = CliAgent(provider, env=env, model=cli.model, event_handler=events)
+            result = agent.run(
+                TurnRequest(
+                    "Say hello.",
+                    cwd=str(work),
+                    mcp_servers=(server,),
+                    extra_args=tuple(cli.extra_args),
+                    timeout=180,
+                )
+            )
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+    assert result.text == "hello"
+    assert _HeaderRecorder.seen, "the CLI never reached the HTTP server"
+    assert {h.get("authorization") for h in _HeaderRecorder.seen} == {header}
+    (started,) = events.of_type(RunStarted)
+    assert not any(SECRET in arg for arg in started.argv)
+    config = _HeaderRecorder.config.read_text()
+    assert SECRET not in config
+    assert "AGENTSHIM_MCP_" in config, "the file holds the reference"

@@ -252,6 +252,57 @@ def test_a_long_lived_conversation_serves_its_tools_to_every_turn(
     assert not left, f"the tool socket directory outlived the conversation: {left}"
 
 
+@pytest.mark.parametrize("provider", ["codex", "gemini", "opencode"])
+def test_an_approval_handler_is_asked_at_the_tools_socket_and_the_call_reported(
+    provider: str, tmp_path: Path
+) -> None:
+    """With bypass the CLI asks nothing; the socket still asks the handler and reports the call."""
+    binary = require_binary(provider)
+    work = tmp_path / "work"
+    work.mkdir()
+    calls: list[tuple[str, int]] = []
+    asked: list[ApprovalRequest] = []
+
+    @tool
+    def lookup(key: str, count: int) -> str:
+        """Look a key up; returns what it holds."""
+        calls.append((key, count))
+        return f"{count}-blue"
+
+    def decide(request: ApprovalRequest) -> ApprovalDecision:
+        asked.append(request)
+        return ApprovalDecision.allow()
+
+    events: list[AgentEvent] = []
+    with ModelServer() as model:
+        model.set_script(_script(provider))
+        cli = offline_cli(provider, model, root=tmp_path, bin_dir=binary.path.parent)
+        agent = Agent(
+            provider,
+            permissions=NativePermissions.bypass(),
+            approvals=decide,
+            model=cli.model,
+            env={**cli.env, "PATH": f"{binary.path.parent}:/usr/bin:/bin"},
+            transport=TransportKind.STREAM,
+            event_handlers=events.append,
+            check_timeout=60.0,
+        )
+        with agent.start_session(str(work), tools=(lookup,)) as session:
+            result = session.turn("Look up the colour.").result
+    assert calls == [("colour", 42)]
+    assert result.text == ANSWER
+    at_socket = [r for r in asked if (r.tool_id or "").startswith("agentshim-tool-")]
+    assert [(r.tool, dict(r.args)) for r in at_socket] == [
+        ("lookup", {"key": "colour", "count": 42})
+    ]
+    reported = [e for e in events if isinstance(e, ToolCall) and e.tool == "lookup"]
+    assert [e.tool_id for e in reported] == [at_socket[0].tool_id]
+    assert any(
+        isinstance(e, ToolResult) and e.tool_id == at_socket[0].tool_id and "42-blue" in e.stdout
+        for e in events
+    )
+
+
 @pytest.mark.parametrize("provider", sorted(SCRIPTED))
 def test_a_raising_function_is_a_tool_error_the_model_reads(provider: str, tmp_path: Path) -> None:
     binary = require_binary(provider)

@@ -306,10 +306,14 @@ class PiRpcConversation(ProcessConversation[_Turn]):
         if spec.tools:
             refuse_remote_executor(context.executor)
             self._serving = serve_tools(spec.tools, emit=emit)
-        tools = () if self._serving is None else tool_extension(self._serving).argv
+        extension = None if self._serving is None else tool_extension(self._serving)
+        tools = () if extension is None else extension.argv
         argv = rpc_argv(self._provider, self._argv_context(tools, fork_session=self._fork))
+        env = dict(context.env)
+        if extension is not None:
+            env.update(extension.env)  # the tools' credential: Pi's env, never argv or a file
         try:
-            channel = self._start_process(argv, dict(context.env), emit, side=self._serving)
+            channel = self._start_process(argv, env, emit, side=self._serving)
         except BaseException:
             self._release_process()
             raise

@@ -5,9 +5,10 @@ registers tools with ``pi.registerTool({name, label, description, parameters, ex
 ``parameters`` may be a plain JSON Schema, and a tool whose ``execute`` throws ends with
 ``isError``. The extension written here registers each tool as ``agentshim_<name>`` and, for
 each call, opens the turn's tool socket (:mod:`agentshim.tools.local`) and sends one MCP
-``tools/call``; the process running the turn answers it on its own thread, exactly as it
-answers the bridge of every other CLI. The file lives in the socket's private directory and
-goes with it.
+``tools/call``, after the turn's credential, which it reads from Pi's environment (the
+installation's ``env``, never the file or argv); the process running the turn answers it on
+its own thread, exactly as it answers the bridge of every other CLI. The file lives in the
+socket's private directory and goes with it.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ import { createConnection } from "node:net";
 const SOCKET = %(socket)s;
 const PREFIX = %(prefix)s;
 const TOOLS = %(tools)s;
+const CREDENTIAL = process.env[%(credential_variable)s] ?? "";
 let nextId = 0;
 
 function callTool(name, args, signal) {
@@ -42,6 +44,7 @@ function callTool(name, args, signal) {
     sock.setEncoding("utf8");
     sock.on("connect", () => {
       const params = { name, arguments: args ?? {} };
+      sock.write(CREDENTIAL + "\\n");
       sock.write(JSON.stringify({ jsonrpc: "2.0", id, method: "tools/call", params }) + "\\n");
     });
     sock.on("data", (chunk) => {
@@ -86,10 +89,12 @@ export default function (pi) {
 class ToolExtension:
     """The installation of a turn's tools into Pi: ``-e <extension>``; nothing to restore.
 
-    The extension file is removed with the serving handle's directory.
+    ``env`` hands Pi (and so the extension) the tools' credential. The extension file is
+    removed with the serving handle's directory.
     """
 
     path: str
+    credential_env: Mapping[str, str]
 
     @property
     def argv(self) -> Sequence[str]:
@@ -98,8 +103,8 @@ class ToolExtension:
 
     @property
     def env(self) -> Mapping[str, str]:
-        """No variables: the socket's path is in the file."""
-        return {}
+        """The tools' credential (the socket's path is in the file)."""
+        return self.credential_env
 
     def restore(self) -> str | None:
         """Nothing: the file goes with the socket's directory when the turn ends."""
@@ -116,9 +121,10 @@ def tool_extension(serving: LocalToolServer) -> ToolExtension:
         "socket": json.dumps(serving.socket_path),
         "prefix": json.dumps(TOOL_PREFIX),
         "tools": json.dumps(tools),  # ASCII: no line separator can split the literal
+        "credential_variable": json.dumps(next(iter(serving.credential_env))),
     }
     path = os.path.join(serving.directory, "agentshim-tools.ts")
     descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     with os.fdopen(descriptor, "w", encoding="utf-8") as file:
         file.write(text)
-    return ToolExtension(path)
+    return ToolExtension(path, serving.credential_env)

@@ -51,19 +51,25 @@ class TestInstallIntoExistingFile:
         assert installation.restore() is None
         assert path.read_bytes() == self.ORIGINAL
 
-    def test_a_linked_file_is_merged_through_the_link_and_the_link_survives(
+    def test_a_linked_file_is_refused_and_neither_link_nor_target_changes(
         self, tmp_path: Path
     ) -> None:
+        # Written through, the servers would land in a file other workspaces read.
         target = tmp_path / "shared.json"
         target.write_bytes(self.ORIGINAL)
         path = tmp_path / ".mcp.json"
         path.symlink_to(target)
-        installation = install_json_config(path, ("mcpServers",), OURS)
-        assert "agentshim-tools" in read_json(path)["mcpServers"]
-        assert installation.restore() is None
-        assert path.is_symlink()
+        with pytest.raises(McpConfigError, match=r"symbolic link.*cp --remove-destination"):
+            install_json_config(path, ("mcpServers",), OURS)
         assert os.readlink(path) == str(target)
         assert target.read_bytes() == self.ORIGINAL
+        assert sorted(p.name for p in tmp_path.iterdir()) == [".mcp.json", "shared.json"]
+        # The fix the message names works: a copy in place of the link is merged and restored.
+        path.unlink()
+        path.write_bytes(self.ORIGINAL)
+        installation = install_json_config(path, ("mcpServers",), OURS)
+        assert installation.restore() is None
+        assert path.read_bytes() == target.read_bytes() == self.ORIGINAL
 
     def test_a_link_to_nothing_is_refused_and_left_alone(self, tmp_path: Path) -> None:
         path = tmp_path / ".mcp.json"

@@ -22,10 +22,11 @@ pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="Unix sockets")
 # A stand-in CLI: starts the MCP server it is given, as a real CLI would, sends it the lines
 # of argv[2:], and prints each answer. A line "close" ends the server's stdin at once.
 FAKE_CLI = """
-import json, subprocess, sys
+import json, os, subprocess, sys
 server = json.loads(sys.argv[1])
 child = subprocess.Popen([server["command"], *server["args"]], stdin=subprocess.PIPE,
-                         stdout=subprocess.PIPE, text=True)
+                         stdout=subprocess.PIPE, text=True,
+                         env={**os.environ, **server["env"]})
 for line in sys.argv[2:]:
     child.stdin.write(line + "\\n")
     child.stdin.flush()
@@ -56,7 +57,11 @@ def run_cli(
 ) -> list[dict[str, object]]:
     printed: list[str] = []
     with serve_tools(tools, emit=(events or []).append) as serving:  # type: ignore[arg-type]
-        server = {"command": serving.server.command, "args": list(serving.server.args)}
+        server = {
+            "command": serving.server.command,
+            "args": list(serving.server.args),
+            "env": dict(serving.server.env),
+        }
         sink = _Sink(on_stdout=printed.append)
         sink.side_channel = serving
         request = CommandRequest(
@@ -129,9 +134,15 @@ def test_the_socket_is_private_and_gone_after_close_and_argv_holds_no_secret() -
     directory = Path(serving.directory)
     assert stat.S_IMODE(directory.stat().st_mode) == 0o700
     assert serving.server.command == sys.executable
-    assert serving.server.args == ("-I", str(Path(serving.server.args[1])), serving.socket_path)
+    [variable] = serving.credential_env
+    assert serving.server.args == (
+        "-I",
+        str(Path(serving.server.args[1])),
+        serving.socket_path,
+        variable,
+    )
     assert Path(serving.server.args[1]).name == "bridge.py"
-    assert dict(serving.server.env) == {}
+    assert set(serving.server.env) == {variable}
     serving.close()
     serving.close()  # idempotent
     assert not directory.exists()
@@ -143,8 +154,9 @@ def test_the_bridge_says_why_when_the_socket_is_gone(tmp_path: Path) -> None:
     from agentshim.tools.local import BRIDGE
 
     done = subprocess.run(
-        [sys.executable, "-I", str(BRIDGE), str(tmp_path / "missing")],
+        [sys.executable, "-I", str(BRIDGE), str(tmp_path / "missing"), "CREDENTIAL"],
         input="",
+        env={"CREDENTIAL": "c" * 64},
         capture_output=True,
         text=True,
         timeout=30,

@@ -225,6 +225,9 @@ class CodexAppServerConversation(ProcessConversation[_Turn]):
         thread_id = self._session_id
         assert thread_id is not None
         turn = _Turn(emit, self._watch(request, started), TurnItems(emit, clock=self._clock))
+        if self._serving is not None:
+            self._serving.host.emit = emit
+            self._serving.host.approve = self._tool_approvals(turn)
         if request.model is not None:
             self._model = self._usage.model = request.model
         schema = request.output_schema
