@@ -137,11 +137,16 @@ class PiRpcTransport(ProcessTransport):
 
         Raises:
             ProviderCapabilityError: the CLI's provider is not Pi, or ``spec`` asks for
-                native permissions other than bypass or for an approval handler.
+                native permissions other than bypass, for an approval handler or for MCP
+                servers (as a one-shot turn is refused them).
             InvalidSessionIdError: ``spec.resume_session_id`` is not safe to pass.
         """
         refuse_unsupported_spec(spec)
         provider = self._provider(PiProvider, "Pi's rpc protocol")
+        if spec.mcp_servers:
+            # The refusal a one-shot turn gets: Pi is handed no servers, and a conversation
+            # that went on without them would let the caller believe it had them.
+            provider.install_mcp(None, spec.mcp_servers)
         return PiRpcConversation(self, provider, spec)
 
 

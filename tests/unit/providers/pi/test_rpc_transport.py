@@ -40,6 +40,7 @@ from agentshim.core.events import (
     UsageReport,
     UsageScope,
 )
+from agentshim.core.mcp import StdioMcpServer
 from agentshim.core.permissions import ApprovalPolicy, NativePermissions
 from agentshim.core.turn import TurnRequest
 from agentshim.execution.process import ProcessExited, SpawnRequest, StdoutLine
@@ -268,6 +269,16 @@ class TestSpecRefusals:
         ctx, executor = context(PiRpcPeers([]))
         spec = ConversationSpec(permissions=permissions, approvals=ApprovalPolicy.DENY)
         with pytest.raises(ProviderCapabilityError, match="bypass"):
+            PiRpcTransport(ctx).open(spec)
+        assert executor.spawned == []
+
+    def test_mcp_servers_are_refused_at_open_as_a_one_shot_turn_refuses_them(self) -> None:
+        ctx, executor = context(PiRpcPeers([]))
+        server = StdioMcpServer("notes", "notes-server", env={"TOKEN": "s3cret"})
+        spec = ConversationSpec(
+            permissions=BYPASS, approvals=ApprovalPolicy.DENY, mcp_servers=(server,)
+        )
+        with pytest.raises(ProviderCapabilityError, match="does not pass MCP servers to Pi"):
             PiRpcTransport(ctx).open(spec)
         assert executor.spawned == []
 
