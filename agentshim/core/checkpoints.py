@@ -45,6 +45,7 @@ __all__ = [
     "InMemoryCheckpointStore",
     "as_blob",
     "check_fence",
+    "stored_checkpoint",
     "validate_checkpoint_key",
 ]
 
@@ -150,6 +151,29 @@ class Checkpoint:
             sequence=data.get("sequence", 0),
             fence=data.get("fence", 0),
         )
+
+
+def stored_checkpoint(text: str, where: str, log: Callable[[str], None]) -> Checkpoint | None:
+    """The checkpoint a store kept as ``text`` (its JSON), or None when it cannot be decoded.
+
+    A store that finds its copy corrupt goes on without it: ``log`` gets a line naming it
+    (``where``, e.g. ``"checkpoint 'user-42' in /srv/state.db"``) and what was wrong.
+    """
+    try:
+        data = json.loads(text)
+        if not isinstance(data, dict):
+            raise ValueError("not a JSON object")
+        return Checkpoint.from_dict(data)  # pyright: ignore[reportUnknownArgumentType]
+    except (
+        ValueError,
+        TypeError,
+        KeyError,
+        AttributeError,
+        RecursionError,  # nesting too deep to decode
+        OverflowError,  # a count such as 1e999
+    ) as error:
+        log(f"{where} is corrupt ({error!r}); starting without it")
+        return None
 
 
 def check_fence(key: str, fence: int, holder: LeaseHolder | None, stored_fence: int = 0) -> None:
@@ -360,21 +384,7 @@ class FileCheckpointStore:
         except (OSError, UnicodeDecodeError) as error:
             self._log(f"checkpoint {path} is unreadable ({error}); starting without it")
             return None
-        try:
-            data = json.loads(text)
-            if not isinstance(data, dict):
-                raise ValueError("not a JSON object")
-            return Checkpoint.from_dict(data)  # pyright: ignore[reportUnknownArgumentType]
-        except (
-            ValueError,
-            TypeError,
-            KeyError,
-            AttributeError,
-            RecursionError,  # nesting too deep to decode
-            OverflowError,  # a count such as 1e999
-        ) as error:
-            self._log(f"checkpoint {path} is corrupt ({error!r}); starting without it")
-            return None
+        return stored_checkpoint(text, f"checkpoint {path}", self._log)
 
     def save(self, key: str, checkpoint: Checkpoint) -> None:
         """Write the checkpoint for ``key`` so a reader sees the old file or the new one.

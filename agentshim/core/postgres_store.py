@@ -32,6 +32,7 @@ from agentshim.core.checkpoints import (
     Checkpoint,
     as_blob,
     check_fence,
+    stored_checkpoint,
     validate_checkpoint_key,
 )
 from agentshim.core.clock import StopSignal
@@ -345,16 +346,7 @@ class PostgresStore:
             ).fetchone()
         if row is None:
             return None
-        try:
-            data = json.loads(row[0])
-            if not isinstance(data, dict):
-                raise ValueError("not a JSON object")
-            return Checkpoint.from_dict(data)  # pyright: ignore[reportUnknownArgumentType]
-        except (ValueError, TypeError, KeyError, AttributeError, RecursionError) as error:
-            self._log(
-                f"checkpoint {key!r} in PostgreSQL is corrupt ({error!r}); starting without it"
-            )
-            return None
+        return stored_checkpoint(row[0], f"checkpoint {key!r} in PostgreSQL", self._log)
 
     def save(self, key: str, checkpoint: Checkpoint) -> None:
         """Save ``checkpoint`` under ``key`` unless the one there is newer (``Checkpoint.replaces``).

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import sqlite3
 import subprocess
 import sys
 import textwrap
@@ -20,6 +21,7 @@ from agentshim.core.checkpoints import (
 )
 from agentshim.core.errors import InvalidRequestError
 from agentshim.core.leases import ConversationLeases, InMemoryLeases
+from agentshim.core.sqlite_store import SqliteStore
 from agentshim.core.usage import ProviderUsage, TokenUsage
 from agentshim.session import Session
 from agentshim.testing.checkpoints import FakeCheckpointStore
@@ -230,6 +232,33 @@ def test_a_corrupt_file_counts_as_no_checkpoint_and_is_logged(tmp_path: Path, co
     assert store.load("user-1") is None
     assert len(log) == 1
     assert "user-1.json" in log[0]
+    assert "corrupt" in log[0]
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        "{not json",
+        '{"version": 2}',
+        '{"version": 2, "session_id": "conv-1", "usage": {"tokens": {"input_tokens": 1e999}}}',
+        "[" * 100_000 + "]" * 100_000,
+    ],
+    ids=["not-json", "no-id", "infinite-count", "too-deep"],
+)
+def test_a_corrupt_row_in_sqlite_counts_as_no_checkpoint_and_is_logged(
+    tmp_path: Path, content: str
+) -> None:
+    path = tmp_path / "state.db"
+    log: list[str] = []
+    with SqliteStore(path, log=log.append) as store:
+        store.save("user-1", Checkpoint("conv-1"))
+    with sqlite3.connect(path) as database:  # damaged behind the store's back
+        database.execute("UPDATE checkpoints SET data = ? WHERE key = ?", (content, "user-1"))
+    database.close()
+    with SqliteStore(path, log=log.append) as store:
+        assert store.load("user-1") is None
+    assert len(log) == 1
+    assert "'user-1'" in log[0]
     assert "corrupt" in log[0]
 
 
