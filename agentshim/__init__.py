@@ -12,8 +12,8 @@ What is public comes in three tiers; a name is supported only if one of them lis
 3. **The extension surface**, for authors of provider plugins and of seam implementations:
    the ``__all__`` of :mod:`agentshim.core.provider`, :mod:`agentshim.core.profile`,
    :mod:`agentshim.core.plugin`, :mod:`agentshim.providers.catalog`,
-   :mod:`agentshim.core.conversation`, :mod:`agentshim.core.checkpoints`,
-   :mod:`agentshim.core.leases`, :mod:`agentshim.core.clock`,
+   :mod:`agentshim.core.conversation`, :mod:`agentshim.state.checkpoints`,
+   :mod:`agentshim.state.leases`, :mod:`agentshim.core.clock`,
    :mod:`agentshim.transport.context`, :mod:`agentshim.execution`, :mod:`agentshim.testing`,
    :mod:`agentshim.testing.contracts` and :mod:`agentshim.testing.session_contracts`.
 
@@ -35,13 +35,6 @@ if TYPE_CHECKING:
     from agentshim.agent import Agent
     from agentshim.cli_agent import AgentSession, CliAgent
     from agentshim.core.approvals import ApprovalDecision, ApprovalHandler, ApprovalRequest
-    from agentshim.core.checkpoints import (
-        Checkpoint,
-        CheckpointStore,
-        ConversationBlobs,
-        FileCheckpointStore,
-        InMemoryCheckpointStore,
-    )
     from agentshim.core.conversation import (
         Conversation,
         ConversationSpec,
@@ -114,18 +107,10 @@ if TYPE_CHECKING:
         UsageScope,
     )
     from agentshim.core.hooks import HookCallbacks, HookEvent
-    from agentshim.core.leases import (
-        ConversationLeases,
-        FencedLeases,
-        InMemoryLeases,
-        LeaseHolder,
-        LeaseKeeper,
-    )
     from agentshim.core.limits import Spend, SpendingLimits, UnknownCost
     from agentshim.core.mcp import HttpMcpServer, McpServer, StdioMcpServer
     from agentshim.core.models import ModelSpec, ModelTable, api_model_id
     from agentshim.core.permissions import ApprovalPolicy, NativeMode, NativePermissions
-    from agentshim.core.postgres_store import PostgresStore
     from agentshim.core.pricing import ModelPricing, PricingTable, cost_usd
     from agentshim.core.profile import (
         McpMechanism,
@@ -138,7 +123,6 @@ if TYPE_CHECKING:
     from agentshim.core.retry import RetryPolicy
     from agentshim.core.session_policy import Continuity, FailureOutcome, SessionPolicy
     from agentshim.core.sharing import ProcessSharing
-    from agentshim.core.sqlite_store import SqliteStore
     from agentshim.core.summary import UsageSummary, summarize_usage
     from agentshim.core.tools import Tool, tool
     from agentshim.core.turn import OutputSchema, TurnRequest, TurnResult
@@ -153,6 +137,22 @@ if TYPE_CHECKING:
     )
     from agentshim.resume import ResumeLine, extract_resume, resume_command
     from agentshim.session import Session, Turn, TurnTicket
+    from agentshim.state.checkpoints import (
+        Checkpoint,
+        CheckpointStore,
+        ConversationBlobs,
+        FileCheckpointStore,
+        InMemoryCheckpointStore,
+    )
+    from agentshim.state.leases import (
+        ConversationLeases,
+        FencedLeases,
+        InMemoryLeases,
+        LeaseHolder,
+        LeaseKeeper,
+    )
+    from agentshim.state.postgres_store import PostgresStore
+    from agentshim.state.sqlite_store import SqliteStore
 
 _LAZY_NAMES = MappingProxyType(
     {
@@ -173,18 +173,18 @@ _LAZY_NAMES = MappingProxyType(
         "Transport": "agentshim.core.conversation",
         "TransportKind": "agentshim.core.conversation",
         "TurnStop": "agentshim.core.conversation",
-        "Checkpoint": "agentshim.core.checkpoints",
-        "CheckpointStore": "agentshim.core.checkpoints",
-        "FileCheckpointStore": "agentshim.core.checkpoints",
-        "ConversationBlobs": "agentshim.core.checkpoints",
-        "InMemoryCheckpointStore": "agentshim.core.checkpoints",
-        "ConversationLeases": "agentshim.core.leases",
-        "FencedLeases": "agentshim.core.leases",
-        "InMemoryLeases": "agentshim.core.leases",
-        "LeaseHolder": "agentshim.core.leases",
-        "LeaseKeeper": "agentshim.core.leases",
-        "PostgresStore": "agentshim.core.postgres_store",
-        "SqliteStore": "agentshim.core.sqlite_store",
+        "Checkpoint": "agentshim.state.checkpoints",
+        "CheckpointStore": "agentshim.state.checkpoints",
+        "FileCheckpointStore": "agentshim.state.checkpoints",
+        "ConversationBlobs": "agentshim.state.checkpoints",
+        "InMemoryCheckpointStore": "agentshim.state.checkpoints",
+        "ConversationLeases": "agentshim.state.leases",
+        "FencedLeases": "agentshim.state.leases",
+        "InMemoryLeases": "agentshim.state.leases",
+        "LeaseHolder": "agentshim.state.leases",
+        "LeaseKeeper": "agentshim.state.leases",
+        "PostgresStore": "agentshim.state.postgres_store",
+        "SqliteStore": "agentshim.state.sqlite_store",
         "AgentSession": "agentshim.cli_agent",
         "CliAgent": "agentshim.cli_agent",
         "AgentShimError": "agentshim.core.errors",

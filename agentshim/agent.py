@@ -19,7 +19,6 @@ from dataclasses import replace
 from agentshim.cli_agent import CliAgent, ignore_log_line
 from agentshim.core._checks import instance, model_name, seconds, working_directory
 from agentshim.core.approvals import Approvals, ApprovalsArgument, approvals_value
-from agentshim.core.checkpoints import CheckpointStore, ConversationBlobs
 from agentshim.core.clock import Clock, SystemClock
 from agentshim.core.conversation import (
     ConversationSpec,
@@ -34,7 +33,6 @@ from agentshim.core.errors import AgentShimError, InvalidRequestError, ProviderC
 from agentshim.core.events import EventSink, SessionTitle, event_callbacks
 from agentshim.core.hooks import HookCallbacks
 from agentshim.core.ids import IdAllocator, RandomIds
-from agentshim.core.leases import ConversationLeases, InMemoryLeases, LeaseKeeper, kept_leases
 from agentshim.core.limits import SpendingLimits, UnknownCost
 from agentshim.core.mcp import McpServer, StdioMcpServer
 from agentshim.core.permissions import NativePermissions
@@ -56,6 +54,8 @@ from agentshim.providers import DEFAULT_CATALOG, ProviderCatalog
 from agentshim.providers.catalog import one_shot_over, transport_factories, transports_offered
 from agentshim.providers.portability import LazyPorter, porter_for
 from agentshim.session import Session
+from agentshim.state.checkpoints import CheckpointStore, ConversationBlobs
+from agentshim.state.leases import ConversationLeases, InMemoryLeases, LeaseKeeper, kept_leases
 from agentshim.transport.context import TransportContext
 from agentshim.transport.per_turn import PerTurnTransport
 from agentshim.transport.shared import SharingTransport, WarmingTransport

@@ -18,7 +18,6 @@ from typing import Protocol, runtime_checkable
 from agentshim.core import lifecycle_kinds as lk
 from agentshim.core._checks import is_positive_seconds, model_name, seconds, working_directory
 from agentshim.core.conversation import TurnStop, directory, do_nothing
-from agentshim.core.env import interactive_env
 from agentshim.core.errors import (
     AgentShimError,
     CliExitError,
@@ -45,7 +44,6 @@ from agentshim.core.events import (
     event_callbacks,
 )
 from agentshim.core.ids import is_valid_session_id, validate_session_id
-from agentshim.core.locks import ConversationLock, KeyedLocks
 from agentshim.core.profile import McpMechanism, OutputSchemaStyle, ProviderProfile
 from agentshim.core.provider import (
     ArgvContext,
@@ -62,6 +60,7 @@ from agentshim.core.schema import compact_json, dialect_problems, materialize
 from agentshim.core.tools import TOOL_SERVER_NAME
 from agentshim.core.turn import OutputSchema, TurnRequest, TurnResult
 from agentshim.core.usage import ProviderUsage
+from agentshim.execution.env import interactive_env
 from agentshim.execution.executor import (
     CallbackSink,
     CommandExecutor,
@@ -71,6 +70,7 @@ from agentshim.execution.executor import (
 )
 from agentshim.execution.host import HostCommandExecutor
 from agentshim.providers import DEFAULT_CATALOG, ProviderCatalog
+from agentshim.state.locks import ConversationLock, KeyedLocks
 from agentshim.tools.local import (
     InstallsTools,
     LocalToolServer,

@@ -23,12 +23,6 @@ from typing import Any
 
 from agentshim.cli_agent import ignore_log_line
 from agentshim.core._checks import instance, seconds
-from agentshim.core.checkpoints import (
-    Checkpoint,
-    CheckpointStore,
-    ConversationBlobs,
-    validate_checkpoint_key,
-)
 from agentshim.core.clock import Clock, SystemClock
 from agentshim.core.conversation import (
     ConfigurableConversation,
@@ -62,13 +56,6 @@ from agentshim.core.events import (
     event_callbacks,
 )
 from agentshim.core.ids import IdAllocator, RandomIds, validate_session_id
-from agentshim.core.leases import (
-    ConversationLeases,
-    LeaseHolder,
-    LeaseKeeper,
-    TurnLease,
-    kept_leases,
-)
 from agentshim.core.limits import Crossing, Spend, SpendingLimits, SpendingMeter
 from agentshim.core.portability import ConversationPorter
 from agentshim.core.pricing import PricingTable
@@ -109,6 +96,19 @@ from agentshim.core.usage import ProviderUsage
 from agentshim.idle import IdleHousekeeper
 from agentshim.otel import Tracing, TurnTrace
 from agentshim.pricing import pricing_table
+from agentshim.state.checkpoints import (
+    Checkpoint,
+    CheckpointStore,
+    ConversationBlobs,
+    validate_checkpoint_key,
+)
+from agentshim.state.leases import (
+    ConversationLeases,
+    LeaseHolder,
+    LeaseKeeper,
+    TurnLease,
+    kept_leases,
+)
 
 __all__ = ["Continuity", "Session", "Turn", "TurnTicket"]
 

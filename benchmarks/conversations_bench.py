@@ -6,8 +6,8 @@ Run from the repository root (the pinned CLIs installed by ``scripts/install_cli
     .venv/bin/python benchmarks/conversations_bench.py --clis codex,copilot --n 1,5
     .venv/bin/python benchmarks/conversations_bench.py --skip-sharing       # warm pool only
 
-Every CLI is the real pinned binary, offline against ``agentshim.testing.model_server``
-(``agentshim.testing.offline``), through ``Agent(..., transport=TransportKind.STREAM)`` on the
+Every CLI is the real pinned binary, offline against ``agentshim.doctor.model_server``
+(``agentshim.doctor.offline``), through ``Agent(..., transport=TransportKind.STREAM)`` on the
 host executor. Two parts, each printing one line per case:
 
 sharing  (Codex, Gemini CLI, opencode, Copilot CLI) For each N, N conversations each run
@@ -51,13 +51,13 @@ from agentshim.core.errors import AgentShimError
 from agentshim.core.permissions import ApprovalPolicy, NativePermissions
 from agentshim.core.retry import RetryPolicy
 from agentshim.core.sharing import ProcessSharing
+from agentshim.doctor.clis import find_cli
+from agentshim.doctor.model_server import ModelServer, Rule, Text
+from agentshim.doctor.offline import OfflineCli, offline_cli
 from agentshim.execution.host import HostCommandExecutor
 from agentshim.execution.host_process import HostProcess
 from agentshim.execution.process import SpawnRequest
 from agentshim.session import Session
-from agentshim.testing.clis import find_cli
-from agentshim.testing.model_server import ModelServer, Rule, Text
-from agentshim.testing.offline import OfflineCli, offline_cli
 
 SHARING_CLIS = ("codex", "gemini", "opencode", "copilot")
 ALL_CLIS = ("claude", "codex", "gemini", "opencode", "copilot", "pi")

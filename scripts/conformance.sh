@@ -2,7 +2,7 @@
 # Real-CLI conformance: install the pinned CLIs (cached) and run tests/live for each provider.
 #
 # Usage: scripts/conformance.sh [--latest | --oldest | --matrix] [PROVIDER ...]
-#        (default: every provider in agentshim/testing/cli_versions.json, at its pinned version;
+#        (default: every provider in agentshim/doctor/cli_versions.json, at its pinned version;
 #        --latest: the newest version the npm registry serves, asking every package the CLI was
 #        published under; --oldest: the oldest checked one; --matrix: each provider at its
 #        oldest checked, pinned and newest version, one table row per distinct version)
@@ -29,7 +29,7 @@ case "${1:-}" in
     --oldest) rounds=(oldest); shift ;;
     --matrix) rounds=(oldest pinned newest); shift ;;
 esac
-VERSIONS=agentshim/testing/cli_versions.json
+VERSIONS=agentshim/doctor/cli_versions.json
 if [ $# -gt 0 ]; then
     providers=("$@")
 else
@@ -116,7 +116,7 @@ from pathlib import Path
 out, started, install_status = Path(sys.argv[1]), float(sys.argv[2]), int(sys.argv[3])
 count = int(sys.argv[4])
 rounds, providers = sys.argv[5 : 5 + count], sys.argv[5 + count :]
-pins = json.loads(Path("agentshim/testing/cli_versions.json").read_text())
+pins = json.loads(Path("agentshim/doctor/cli_versions.json").read_text())
 rows, failures, unknown, bad = [], [], [], install_status != 0
 
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Install agent CLIs with npm into the per-version cache (``agentshim.testing.clis``).
+"""Install agent CLIs with npm into the per-version cache (``agentshim.doctor.clis``).
 
 Usage: install_clis.py [PROVIDER ...] [--cli-version V | --latest | --oldest] [--cache DIR]
 
@@ -17,7 +17,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from agentshim.core.errors import AgentShimError
-from agentshim.testing.clis import install_cli, latest_version, pinned_clis
+from agentshim.doctor.clis import install_cli, latest_version, pinned_clis
 
 
 def _log(line: str) -> None:

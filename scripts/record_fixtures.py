@@ -3,9 +3,9 @@
 
 Usage: record_fixtures.py [--provider P ...] [--cli-version V] [--out DIR] [--scenario S ...]
 
-For each provider this installs the pinned CLI (``agentshim.testing.clis``; cached under
+For each provider this installs the pinned CLI (``agentshim.doctor.clis``; cached under
 ``~/.cache/agentshim/clis``), starts the scripted ``ModelServer``, points the CLI at it with
-``agentshim.testing.offline`` and runs each scenario of ``tests/live/scenarios.py`` with the
+``agentshim.doctor.offline`` and runs each scenario of ``tests/live/scenarios.py`` with the
 argv the provider's own ``build_argv`` makes and the prompt on stdin. It writes
 ``<out>/<provider>/recorded/rec_<case>.{stdout.jsonl,stderr,meta.json}`` for the oldest
 checked version, ``recorded-<version>/`` for any other (so a second version's recordings sit
@@ -43,10 +43,10 @@ from agentshim.core.events import AgentEvent  # noqa: E402
 from agentshim.core.profile import OutputSchemaStyle  # noqa: E402
 from agentshim.core.provider import ArgvContext, Provider  # noqa: E402
 from agentshim.core.schema import compact_json  # noqa: E402
+from agentshim.doctor.clis import PinnedCli, install_cli, install_dir, pinned_clis  # noqa: E402
+from agentshim.doctor.model_server import ModelServer  # noqa: E402
+from agentshim.doctor.offline import OfflineCli, offline_cli  # noqa: E402
 from agentshim.providers import DEFAULT_CATALOG  # noqa: E402
-from agentshim.testing.clis import PinnedCli, install_cli, install_dir, pinned_clis  # noqa: E402
-from agentshim.testing.model_server import ModelServer  # noqa: E402
-from agentshim.testing.offline import OfflineCli, offline_cli  # noqa: E402
 from tests.live import scenarios as sc  # noqa: E402
 
 DEFAULT_OUT = REPO / "tests" / "fixtures"

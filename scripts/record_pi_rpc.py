@@ -6,7 +6,7 @@ Usage: record_pi_rpc.py [--cli-version V] [--out DIR] [CASE ...]
 Writes ``<out>/<case>.transcript.jsonl`` (default ``tests/fixtures/pi/stream-<version>/``),
 one record per line: ``{"t": seconds since spawn, "abs": epoch, "dir": "in"|"out"|"err"|
 "exit"|"meta", "data": ...}``, the format ``agentshim.testing.pi_rpc.PiRecordedPeer``
-replays. Each case drives the real binary (installed with ``agentshim.testing.clis``) the
+replays. Each case drives the real binary (installed with ``agentshim.doctor.clis``) the
 way the rpc transport does: ``get_state`` first, then its commands, each sent once the frame
 it waits for was printed. Paths of the throw-away run directory are rewritten to neutral ones.
 """
@@ -30,8 +30,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from agentshim.testing.clis import install_cli, install_dir, pinned_cli
-from agentshim.testing.model_server import (
+from agentshim.doctor.clis import install_cli, install_dir, pinned_cli
+from agentshim.doctor.model_server import (
     Match,
     Message,
     ModelServer,
@@ -39,7 +39,7 @@ from agentshim.testing.model_server import (
     Text,
     ToolCall,
 )
-from agentshim.testing.offline import offline_cli
+from agentshim.doctor.offline import offline_cli
 
 ROOT = Path(__file__).resolve().parents[1]
 WAIT_S = 60.0

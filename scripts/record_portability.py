@@ -16,9 +16,9 @@ from pathlib import Path
 
 from agentshim.cli_agent import CliAgent
 from agentshim.core.turn import TurnRequest
+from agentshim.doctor.model_server import Match, ModelServer, Rule, Text
+from agentshim.doctor.offline import offline_cli
 from agentshim.execution.host import HostCommandExecutor
-from agentshim.testing.model_server import Match, ModelServer, Rule, Text
-from agentshim.testing.offline import offline_cli
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from tests.live.binaries import require_binary

@@ -13,14 +13,10 @@ from pathlib import Path
 from typing import Any, TextIO, cast
 
 from agentshim.cli_agent import CliAgent
-from agentshim.core.env import interactive_env
 from agentshim.core.errors import AgentShimError, CliCheckError, CliNotFoundError
 from agentshim.core.profile import ProviderProfile
 from agentshim.core.turn import TurnRequest
-from agentshim.execution.host import HostCommandExecutor
-from agentshim.execution.readiness import check_version
-from agentshim.providers import DEFAULT_CATALOG
-from agentshim.testing.clis import (
+from agentshim.doctor.clis import (
     PinnedCli,
     VersionStatus,
     find_cli,
@@ -28,9 +24,13 @@ from agentshim.testing.clis import (
     version_key,
     version_status,
 )
-from agentshim.testing.model_server import ModelServer, Rule, Text
-from agentshim.testing.node_runtime import format_version, minimum_node
-from agentshim.testing.offline import OFFLINE_PROVIDERS, offline_cli
+from agentshim.doctor.model_server import ModelServer, Rule, Text
+from agentshim.doctor.node_runtime import format_version, minimum_node
+from agentshim.doctor.offline import OFFLINE_PROVIDERS, offline_cli
+from agentshim.execution.env import interactive_env
+from agentshim.execution.host import HostCommandExecutor
+from agentshim.execution.readiness import check_version
+from agentshim.providers import DEFAULT_CATALOG
 
 __all__ = ["OFFLINE_ANSWER", "Diagnosis", "diagnose", "write_report"]
 

@@ -4,7 +4,7 @@ A server is a :class:`StdioMcpServer` (a command agentshim's CLI starts and talk
 stdin/stdout) or an :class:`HttpMcpServer` (a URL it connects to). Both are frozen values,
 checked when they are built. How a server is written into a provider's config (key names,
 extra fields) is the provider's business; :func:`canonical` is the provider-neutral shape.
-The merge and restore of a provider's JSON config file is in :mod:`agentshim.core.mcp_config`.
+The merge and restore of a provider's JSON config file is in :mod:`agentshim.mcp.install`.
 """
 
 from __future__ import annotations

@@ -6,8 +6,8 @@ import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from agentshim.core.checkpoints import Checkpoint, as_blob, check_fence, validate_checkpoint_key
-from agentshim.core.leases import FencedLeases
+from agentshim.state.checkpoints import Checkpoint, as_blob, check_fence, validate_checkpoint_key
+from agentshim.state.leases import FencedLeases
 
 __all__ = ["CheckpointOp", "FakeCheckpointStore"]
 

@@ -28,7 +28,6 @@ from typing import ClassVar, TypeVar
 
 import pytest
 
-from agentshim.core.checkpoints import Checkpoint, CheckpointStore, ConversationBlobs
 from agentshim.core.clock import Clock
 from agentshim.core.errors import (
     CliCheckError,
@@ -39,7 +38,6 @@ from agentshim.core.errors import (
     ProcessClosedError,
     TurnStalledError,
 )
-from agentshim.core.leases import ConversationLeases, FencedLeases, LeaseHolder
 from agentshim.core.usage import CostSource, ProviderUsage, TokenUsage
 from agentshim.execution.confinement import Confinement, confine
 from agentshim.execution.executor import (
@@ -56,6 +54,8 @@ from agentshim.execution.process import (
     SpawnRequest,
     StdoutLine,
 )
+from agentshim.state.checkpoints import Checkpoint, CheckpointStore, ConversationBlobs
+from agentshim.state.leases import ConversationLeases, FencedLeases, LeaseHolder
 
 from .executor import FakeExecutor, FakeRun
 from .process import SilentPeer
@@ -663,9 +663,9 @@ _BAD_KEYS = ("", "../escape", "a/b", ".hidden", "a\\b", "x" * 201, "white space"
 
 
 class CheckpointStoreContract:
-    """What every :class:`~agentshim.core.checkpoints.CheckpointStore` does.
+    """What every :class:`~agentshim.state.checkpoints.CheckpointStore` does.
 
-    A store that is also :class:`~agentshim.core.checkpoints.ConversationBlobs` keeps blobs as
+    A store that is also :class:`~agentshim.state.checkpoints.ConversationBlobs` keeps blobs as
     it keeps checkpoints; :meth:`make_fenced_store` gives the store with the leases it checks
     fenced writes against (the store itself, when it keeps leases).
     """
@@ -872,7 +872,7 @@ class CheckpointStoreContract:
 
 
 class LeasesContract:
-    """What every :class:`~agentshim.core.leases.ConversationLeases` does.
+    """What every :class:`~agentshim.state.leases.ConversationLeases` does.
 
     The expiry tests wait for real: a lease's time-to-live is kept by the implementation's
     own clock (a database server's, say), which a test cannot move.

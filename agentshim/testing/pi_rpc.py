@@ -31,9 +31,9 @@ from pathlib import Path
 from typing import Any
 
 from agentshim.core.jsonvalues import as_mapping
+from agentshim.doctor.clis import version_key
 from agentshim.execution.process import ProcessExited, SpawnRequest, StderrLine, StdoutLine
 
-from .clis import version_key
 from .process import FakePeer, PeerOutput
 from .transcript import PeerScript, PeerTurn, RecordedPeer, frame_line, id_replaced, json_frame
 

@@ -40,6 +40,7 @@ from typing import Any
 
 from agentshim.core.jsonvalues import as_mapping, as_str, list_or_empty
 from agentshim.core.usage import TokenUsage
+from agentshim.doctor.model_server.schema_example import example_for
 from agentshim.execution.executor import (
     CommandExecutor,
     CommandRequest,
@@ -67,7 +68,6 @@ from agentshim.testing.acp import (
 )
 from agentshim.testing.claude_stream import ClaudePeerTurn, ClaudeStreamPeers
 from agentshim.testing.codex_app_server import CodexAppServerPeers, CodexPeerTurn
-from agentshim.testing.model_server.schema_example import example_for
 from agentshim.testing.pi_rpc import PiPeerTurn, PiRpcPeers
 from agentshim.testing.process import FakePeer, PeerOutput
 from agentshim.testing.scripted import scripted_turn

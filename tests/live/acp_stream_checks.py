@@ -21,8 +21,8 @@ from agentshim.core.errors import ProviderCapabilityError
 from agentshim.core.events import ApprovalAnswered
 from agentshim.core.permissions import NativePermissions
 from agentshim.core.turn import TurnResult
+from agentshim.doctor.model_server import Hang, Match, Message, Rule, Text, ToolCall
 from agentshim.execution.process import SpawnRequest
-from agentshim.testing.model_server import Hang, Match, Message, Rule, Text, ToolCall
 
 from .stream_checks import ApiFailureChecks, InterruptChecks
 from .streams import (

@@ -4,7 +4,7 @@ The version is the pinned one, or ``$AGENTSHIM_LIVE_VERSION_<PROVIDER>`` (``scri
 --latest`` and ``--oldest`` set it). The binary is looked up in this order: ``$AGENTSHIM_CLI_DIR``
 (a directory holding the binary, or an install cache laid out as
 ``<package>@<version>/node_modules/.bin/``), the default install cache
-(``~/.cache/agentshim/clis``, filled by ``agentshim.testing.clis.install_cli`` or
+(``~/.cache/agentshim/clis``, filled by ``agentshim.doctor.clis.install_cli`` or
 ``scripts/install_clis.py``), then ``PATH``.
 """
 
@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from agentshim.testing.clis import CACHE_ENV, find_cli, pinned_cli
+from agentshim.doctor.clis import CACHE_ENV, find_cli, pinned_cli
 
 CLI_DIR_ENV = CACHE_ENV
 

@@ -20,7 +20,7 @@ from agentshim.core.events import (
     ToolResult,
 )
 from agentshim.core.turn import TurnResult
-from agentshim.testing.model_server import Usage
+from agentshim.doctor.model_server import Usage
 
 from . import scenarios as sc
 

@@ -11,7 +11,7 @@ from agentshim.core.errors import SpendingLimitError
 from agentshim.core.events import ToolCall, UsageReport
 from agentshim.core.permissions import ApprovalPolicy, NativePermissions
 from agentshim.core.retry import RetryPolicy
-from agentshim.testing.model_server import Rule, Text
+from agentshim.doctor.model_server import Rule, Text
 
 from .streams import HELLO, PROMPT_RETURN_S, Live, tool_then_text, wait_for
 

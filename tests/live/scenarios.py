@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from agentshim.core.errors import FailureKind
-from agentshim.testing.model_server import (
+from agentshim.doctor.model_server import (
     HttpError,
     Match,
     Message,

@@ -19,7 +19,7 @@ import pytest
 
 from agentshim.core.errors import CliDiedError, CliExitError, FailureKind, TurnStalledError
 from agentshim.core.events import TurnInterrupted
-from agentshim.testing.model_server import Hang, HttpError, Match, RequestKind, Rule, Text
+from agentshim.doctor.model_server import Hang, HttpError, Match, RequestKind, Rule, Text
 
 from .streams import (
     AFTER_TOOL,

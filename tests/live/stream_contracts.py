@@ -22,7 +22,7 @@ from agentshim.agent import Agent
 from agentshim.core.conversation import Conversation, ConversationSpec, Transport, TransportKind
 from agentshim.core.permissions import ApprovalPolicy, NativePermissions
 from agentshim.core.profile import ProviderProfile
-from agentshim.testing.model_server import Hang, Match, Rule, Text
+from agentshim.doctor.model_server import Hang, Match, Rule, Text
 from agentshim.testing.session_contracts import ContractTurn
 
 from .streams import TURN_TIMEOUT, StreamRig

@@ -25,12 +25,7 @@ from agentshim.core.events import AgentEvent, Lifecycle
 from agentshim.core.permissions import ApprovalPolicy, NativePermissions
 from agentshim.core.retry import RetryPolicy
 from agentshim.core.turn import TurnResult
-from agentshim.execution.host import HostCommandExecutor
-from agentshim.execution.host_process import HostProcess
-from agentshim.execution.process import SpawnRequest
-from agentshim.execution.pty_process import PtyProcess, PtySize
-from agentshim.session import Session
-from agentshim.testing.model_server import (
+from agentshim.doctor.model_server import (
     Match,
     Message,
     ModelServer,
@@ -39,7 +34,12 @@ from agentshim.testing.model_server import (
     Text,
     ToolCall,
 )
-from agentshim.testing.offline import OfflineCli, offline_cli
+from agentshim.doctor.offline import OfflineCli, offline_cli
+from agentshim.execution.host import HostCommandExecutor
+from agentshim.execution.host_process import HostProcess
+from agentshim.execution.process import SpawnRequest
+from agentshim.execution.pty_process import PtyProcess, PtySize
+from agentshim.session import Session
 
 from .binaries import require_binary
 from .suite import assert_nothing_left_running

@@ -30,9 +30,9 @@ from agentshim.core.events import RunStarted
 from agentshim.core.mcp import StdioMcpServer
 from agentshim.core.profile import McpMechanism, OutputSchemaStyle
 from agentshim.core.turn import OutputSchema, TurnRequest, TurnResult
+from agentshim.doctor.model_server import LoggedRequest, ModelServer, RequestKind, Usage
+from agentshim.doctor.offline import OfflineCli, offline_cli
 from agentshim.execution.host import HostCommandExecutor
-from agentshim.testing.model_server import LoggedRequest, ModelServer, RequestKind, Usage
-from agentshim.testing.offline import OfflineCli, offline_cli
 from agentshim.testing.recording import RecordingEventHandler
 
 from . import checks

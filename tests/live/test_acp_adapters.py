@@ -2,7 +2,7 @@
 
 ``@zed-industries/codex-acp`` (Codex behind ACP) and ``@agentclientprotocol/claude-agent-acp``
 (Claude Code behind ACP) are installed from npm into agentshim's CLI cache
-(``agentshim.testing.clis.cache_root()``) on first use and pointed at the scripted model
+(``agentshim.doctor.clis.cache_root()``) on first use and pointed at the scripted model
 server with Codex's and Claude Code's offline recipes. Each is named only by its command line
 (``AcpAgentConfig``), as a user would name it. Skipped when npm is missing or the install
 fails (the Claude adapter also needs Node.js 22: the cache's ``node@22``, else the system's).
@@ -33,10 +33,10 @@ from agentshim.core.events import (
 )
 from agentshim.core.events import ToolCall as ToolCallEvent
 from agentshim.core.permissions import NativeMode, NativePermissions
+from agentshim.doctor.clis import cache_root
+from agentshim.doctor.model_server import Match, Message, ModelServer, Rule, Text, ToolCall
+from agentshim.doctor.offline import offline_cli
 from agentshim.providers.acp import AcpAgentConfig, acp_catalog
-from agentshim.testing.clis import cache_root
-from agentshim.testing.model_server import Match, Message, ModelServer, Rule, Text, ToolCall
-from agentshim.testing.offline import offline_cli
 
 from .streams import NEEDS_PROC, TURN_TIMEOUT, Background, alive, wait_for
 

@@ -12,8 +12,8 @@ import threading
 from agentshim.aio import AsyncAgent
 from agentshim.core.permissions import ApprovalPolicy, NativePermissions
 from agentshim.core.retry import RetryPolicy
+from agentshim.doctor.model_server import Rule, Text
 from agentshim.session import Turn
-from agentshim.testing.model_server import Rule, Text
 
 from .claude_checks import LONG_TOOL, LONG_TOOL_SEEN
 from .streams import HELLO, NEEDS_PROC, Live, suite_fixtures, tool_then_text

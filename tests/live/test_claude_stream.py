@@ -2,7 +2,7 @@
 
 Every test runs ``Agent("claude", transport=TransportKind.STREAM)`` on the real
 ``HostCommandExecutor``: one long-lived ``claude -p --input-format stream-json`` process per
-session, offline (``agentshim.testing.offline``), the model scripted per test. What is
+session, offline (``agentshim.doctor.offline``), the model scripted per test. What is
 asserted is what a user sees: results, errors, files the agent wrote, the processes that ran
 (counted at ``spawn``, found in ``/proc`` by the run's HOME) and what the model was sent. The
 checks long-lived transports share are in ``stream_checks.py``.
@@ -25,7 +25,7 @@ from agentshim.core.errors import CliDiedError
 from agentshim.core.events import AgentEvent, ApprovalAnswered
 from agentshim.core.permissions import NativePermissions
 from agentshim.core.turn import TurnRequest
-from agentshim.testing.model_server import RequestKind, Rule, Text
+from agentshim.doctor.model_server import RequestKind, Rule, Text
 from agentshim.testing.session_contracts import (
     SteerableConversationContract,
     TransportContract,

@@ -2,7 +2,7 @@
 
 Every test runs ``Agent("claude", transport=TransportKind.TUI)`` on the real host executor:
 one interactive ``claude`` per session on a pseudo-terminal, driven by its command hooks,
-offline (``agentshim.testing.offline``), the model scripted per test. What is asserted is
+offline (``agentshim.doctor.offline``), the model scripted per test. What is asserted is
 what a user sees: results, errors and their kind, events, files the agent wrote, the
 processes that ran (counted at ``spawn_pty``, found in ``/proc`` by the run's HOME). The
 checks it shares with the stream-json transport are in ``claude_checks.py``.
@@ -21,7 +21,7 @@ from agentshim.core.conversation import TransportKind
 from agentshim.core.errors import CliExitError, FailureKind
 from agentshim.core.events import Lifecycle, ToolResult
 from agentshim.core.events import ToolCall as ToolCallEvent
-from agentshim.testing.model_server import Hang, HttpError, RequestKind, Rule, Text
+from agentshim.doctor.model_server import Hang, HttpError, RequestKind, Rule, Text
 from agentshim.testing.session_contracts import ConversationContract, TransportContract
 
 from .claude_checks import ClaudeChecks

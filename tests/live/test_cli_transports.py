@@ -3,7 +3,7 @@
 For each ``--transport`` / ``--provider`` pair the command offers (each provider's
 ``transports_offered``, so a new pair is tested here without a change), a real
 ``python -m agentshim run`` process runs one turn of the pinned CLI against the scripted
-model server (``agentshim.testing.offline``) and must print the model's answer and exit 0.
+model server (``agentshim.doctor.offline``) and must print the model's answer and exit 0.
 Skipped per provider when its binary is not installed.
 
 Run with ``pytest tests/live/test_cli_transports.py``.
@@ -22,10 +22,10 @@ import pytest
 
 from agentshim.cli import EXIT_OK
 from agentshim.cli._caps import flag_name
+from agentshim.doctor.model_server import ModelServer, Rule, Text
+from agentshim.doctor.offline import offline_cli
 from agentshim.providers import DEFAULT_CATALOG, provider_names
 from agentshim.providers.catalog import transports_offered
-from agentshim.testing.model_server import ModelServer, Rule, Text
-from agentshim.testing.offline import offline_cli
 
 from .binaries import require_binary
 

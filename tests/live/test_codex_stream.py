@@ -2,7 +2,7 @@
 
 Every test runs ``Agent("codex", transport=TransportKind.STREAM)`` on the real
 ``HostCommandExecutor``: one long-lived ``codex app-server`` process per session, offline
-(``agentshim.testing.offline``), the model scripted per test. What is asserted is what a user
+(``agentshim.doctor.offline``), the model scripted per test. What is asserted is what a user
 sees: results, errors, files, the processes that ran (counted at ``spawn``, found in ``/proc``
 by the run's HOME) and what the model was sent. The checks long-lived transports share are
 in ``stream_checks.py``.
@@ -26,7 +26,7 @@ from agentshim.core.errors import FailureKind, SessionResumeError
 from agentshim.core.events import AgentEvent, ApprovalAnswered, Lifecycle
 from agentshim.core.permissions import ApprovalPolicy, NativePermissions
 from agentshim.core.turn import OutputSchema, TurnRequest
-from agentshim.testing.model_server import (
+from agentshim.doctor.model_server import (
     Hang,
     HttpError,
     Match,

@@ -2,7 +2,7 @@
 
 Every test runs ``Agent("copilot", transport=TransportKind.STREAM)`` on the real
 ``HostCommandExecutor``: one long-lived ``copilot --acp`` process per session, offline
-(``agentshim.testing.offline``), the model scripted per test. What is asserted is what a
+(``agentshim.doctor.offline``), the model scripted per test. What is asserted is what a
 user sees: results, errors, files the agent wrote, the processes that ran (counted at
 ``spawn``, found in ``/proc`` by the run's HOME) and what the model was sent. The checks every
 ACP agent passes are in ``acp_stream_checks.py``.
@@ -20,8 +20,8 @@ import pytest
 from agentshim.core.errors import ProviderCapabilityError
 from agentshim.core.mcp import StdioMcpServer
 from agentshim.core.turn import TurnResult
+from agentshim.doctor.model_server import ToolCall
 from agentshim.execution.process import SpawnRequest
-from agentshim.testing.model_server import ToolCall
 
 from .acp_stream_checks import AcpEditChecks, AcpStreamChecks
 from .streams import NEEDS_PROC, Live, suite_fixtures

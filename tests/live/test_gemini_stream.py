@@ -2,7 +2,7 @@
 
 Every test runs ``Agent("gemini", transport=TransportKind.STREAM)`` on the real
 ``HostCommandExecutor``: one long-lived ``gemini --acp`` process per session, offline
-(``agentshim.testing.offline``), the model scripted per test. What is asserted is what a
+(``agentshim.doctor.offline``), the model scripted per test. What is asserted is what a
 user sees: results, errors, files the agent wrote, the processes that ran (counted at
 ``spawn``, found in ``/proc`` by the run's HOME) and what the model was sent. The checks every
 ACP agent passes are in ``acp_stream_checks.py``.
@@ -29,9 +29,9 @@ from agentshim.core.events import ApprovalAnswered
 from agentshim.core.mcp import StdioMcpServer
 from agentshim.core.permissions import ApprovalPolicy, NativePermissions
 from agentshim.core.turn import TurnRequest, TurnResult
+from agentshim.doctor.model_server import Hang, Rule, Text
 from agentshim.execution.process import SpawnRequest
 from agentshim.session import Session
-from agentshim.testing.model_server import Hang, Rule, Text
 from agentshim.testing.session_contracts import ConversationContract, TransportContract
 
 from .acp_stream_checks import AcpStreamChecks

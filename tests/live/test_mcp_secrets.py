@@ -21,9 +21,9 @@ import pytest
 from agentshim import CliAgent, TurnRequest
 from agentshim.core.events import RunStarted
 from agentshim.core.mcp import HttpMcpServer, StdioMcpServer
+from agentshim.doctor.model_server import ModelServer, Rule, Text
+from agentshim.doctor.offline import offline_cli
 from agentshim.testing import RecordingEventHandler
-from agentshim.testing.model_server import ModelServer, Rule, Text
-from agentshim.testing.offline import offline_cli
 
 from .binaries import require_binary
 

@@ -2,7 +2,7 @@
 
 Every test runs ``Agent("opencode", transport=TransportKind.STREAM)`` on the real
 ``HostCommandExecutor``: one long-lived ``opencode acp`` process per session, offline
-(``agentshim.testing.offline``), the model scripted per test. What is asserted is what a
+(``agentshim.doctor.offline``), the model scripted per test. What is asserted is what a
 user sees: results, errors, files the agent wrote, the processes that ran (counted at
 ``spawn``, found in ``/proc`` by the run's HOME) and what the model was sent. The checks every
 ACP agent passes are in ``acp_stream_checks.py``.
@@ -16,8 +16,8 @@ from __future__ import annotations
 import json
 
 from agentshim.core.turn import TurnResult
+from agentshim.doctor.model_server import ToolCall
 from agentshim.execution.process import SpawnRequest
-from agentshim.testing.model_server import ToolCall
 
 from .acp_stream_checks import AcpEditChecks, AcpStreamChecks
 from .streams import NEEDS_PROC, suite_fixtures

@@ -2,7 +2,7 @@
 
 Every test runs ``Agent("pi", transport=TransportKind.STREAM)`` on the real
 ``HostCommandExecutor``: one long-lived ``pi --mode rpc`` process per session, offline
-(``agentshim.testing.offline``), the model scripted per test. What is asserted is what a
+(``agentshim.doctor.offline``), the model scripted per test. What is asserted is what a
 user sees: results, errors, the processes that ran (counted at ``spawn``, found in ``/proc``
 by the run's HOME) and what the model was sent. The checks long-lived transports share are
 in ``stream_checks.py``.
@@ -23,7 +23,7 @@ from agentshim.core.conversation import TransportKind
 from agentshim.core.errors import ProviderCapabilityError
 from agentshim.core.permissions import NativePermissions
 from agentshim.core.turn import TurnRequest
-from agentshim.testing.model_server import Match, Rule, Text
+from agentshim.doctor.model_server import Match, Rule, Text
 from agentshim.testing.session_contracts import (
     SteerableConversationContract,
     TransportContract,

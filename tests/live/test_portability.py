@@ -21,13 +21,13 @@ import pytest
 from agentshim.agent import Agent
 from agentshim.core.conversation import TransportKind
 from agentshim.core.permissions import ApprovalPolicy, NativePermissions
-from agentshim.core.postgres_store import PostgresStore
 from agentshim.core.retry import RetryPolicy
 from agentshim.core.session_policy import Continuity
+from agentshim.doctor.model_server import Match, ModelServer, Rule, Text
+from agentshim.doctor.offline import OFFLINE_PROVIDERS, offline_cli
 from agentshim.providers import get_plugin
 from agentshim.providers.catalog import transports_offered
-from agentshim.testing.model_server import Match, ModelServer, Rule, Text
-from agentshim.testing.offline import OFFLINE_PROVIDERS, offline_cli
+from agentshim.state.postgres_store import PostgresStore
 
 from .binaries import require_binary
 from .suite import assert_nothing_left_running

@@ -23,7 +23,7 @@ import pytest
 
 from agentshim.core.errors import AgentShimError, CliTimeoutError, TurnCancelledError
 from agentshim.core.turn import TurnRequest
-from agentshim.testing.model_server import Match, Message, Rule, ToolCall
+from agentshim.doctor.model_server import Match, Message, Rule, ToolCall
 
 from .suite import Rig
 

@@ -26,8 +26,8 @@ from agentshim.core.errors import CliDiedError
 from agentshim.core.permissions import ApprovalPolicy, NativePermissions
 from agentshim.core.retry import RetryPolicy
 from agentshim.core.sharing import ProcessSharing
+from agentshim.doctor.model_server import Hang, Match, Message, Rule, Text, ToolCall
 from agentshim.session import Session
-from agentshim.testing.model_server import Hang, Match, Message, Rule, Text, ToolCall
 
 from .streams import (
     NEEDS_PROC,

@@ -28,10 +28,10 @@ import pytest
 from agentshim.core.conversation import TransportKind
 from agentshim.core.session_policy import Continuity
 from agentshim.core.tools import tool
+from agentshim.doctor.model_server import Rule, Text
 from agentshim.execution.host import HostCommandExecutor
 from agentshim.execution.process import SpawnRequest
 from agentshim.execution.pty_process import PtySize
-from agentshim.testing.model_server import Rule, Text
 
 from .streams import (
     HELLO,

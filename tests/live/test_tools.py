@@ -23,10 +23,10 @@ from agentshim.core.conversation import TransportKind
 from agentshim.core.events import AgentEvent, RunStarted, ToolCall, ToolKind, ToolResult
 from agentshim.core.hooks import HookCallbacks, HookEvent
 from agentshim.core.permissions import ApprovalPolicy, NativePermissions
+from agentshim.doctor.model_server import Match, Message, ModelServer, RequestKind, Rule, Text
+from agentshim.doctor.model_server import ToolCall as ScriptedCall
+from agentshim.doctor.offline import offline_cli
 from agentshim.testing import RecordingEventHandler
-from agentshim.testing.model_server import Match, Message, ModelServer, RequestKind, Rule, Text
-from agentshim.testing.model_server import ToolCall as ScriptedCall
-from agentshim.testing.offline import offline_cli
 from agentshim.tools import tool
 
 from .binaries import require_binary

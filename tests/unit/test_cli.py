@@ -27,9 +27,9 @@ from agentshim.cli import (
 )
 from agentshim.cli._caps import flag_name
 from agentshim.core.event_json import event_from_json
+from agentshim.doctor.clis import find_cli, pinned_cli
 from agentshim.providers import DEFAULT_CATALOG, provider_names
 from agentshim.providers.catalog import transports_offered
-from agentshim.testing.clis import find_cli, pinned_cli
 
 ROOT = Path(__file__).resolve().parents[2]
 TOOL_TURN = ROOT / "tests" / "fixtures" / "claude" / "b_tool_bash.stdout.jsonl"
@@ -632,7 +632,7 @@ class TestMcpRecover:
         config.write_bytes(b'{"mine": true}\n')
         code = (
             "import os, sys\n"
-            "from agentshim.core.mcp_config import install_json_config\n"
+            "from agentshim.mcp.install import install_json_config\n"
             "install_json_config(sys.argv[1], ('mcpServers',), {'s': {'command': 'x'}})\n"
             "os.kill(os.getpid(), 9)\n"
         )

@@ -10,6 +10,7 @@ from collections.abc import Iterator
 import pytest
 
 from agentshim.core.errors import InvalidRequestError
+from agentshim.doctor.model_server import Hang, HttpError, Match, ModelServer, RequestKind, Rule
 from agentshim.models import (
     CATALOGUE,
     MISS_RETRY_S,
@@ -20,7 +21,6 @@ from agentshim.models import (
 )
 from agentshim.providers.claude.model_data import MODEL_TABLE as CLAUDE_MODELS
 from agentshim.testing.clock import FakeClock
-from agentshim.testing.model_server import Hang, HttpError, Match, ModelServer, RequestKind, Rule
 
 KEY = ModelCredential("api-key", "sk-test")
 MODELS_ENDPOINT = Match(kind=RequestKind.MODEL_LIST)

@@ -68,7 +68,7 @@ def test_the_wheel_carries_the_license_the_types_and_the_version_data(wheel: Pat
         metadata = archive.read(f"agentshim-{__version__}.dist-info/METADATA").decode()
     assert any(name.endswith("licenses/LICENSE") for name in names)
     assert "agentshim/py.typed" in names
-    assert "agentshim/testing/cli_versions.json" in names
+    assert "agentshim/doctor/cli_versions.json" in names
     assert "License-Expression: MIT" in metadata
     assert "Classifier: Typing :: Typed" in metadata
     assert "Requires-Python: >=3.10" in metadata

@@ -67,7 +67,7 @@ class TestOnlyTypedErrors:
         def refuse(path: Path | str, data: bytes | str) -> None:
             raise PermissionError(13, "Permission denied", str(path))
 
-        monkeypatch.setattr("agentshim.core.mcp_config.atomic_write", refuse)
+        monkeypatch.setattr("agentshim.mcp.install.atomic_write", refuse)
         with pytest.raises(McpConfigError) as raised:
             agent("claude", scripted_turn("claude", text="x")).run(
                 TurnRequest(

@@ -13,11 +13,9 @@ from collections.abc import Callable
 import pytest
 
 from agentshim.agent import Agent
-from agentshim.core.checkpoints import Checkpoint, validate_checkpoint_key
 from agentshim.core.conversation import ConversationSpec
 from agentshim.core.errors import AgentShimError, InvalidRequestError
 from agentshim.core.mcp import HttpMcpServer, StdioMcpServer
-from agentshim.core.mcp_config import install_json_config
 from agentshim.core.models import ModelSpec, ModelTable, api_model_id
 from agentshim.core.permissions import ApprovalPolicy, NativeMode, NativePermissions
 from agentshim.core.pricing import ModelPricing, PricingTable
@@ -31,11 +29,13 @@ from agentshim.core.retry import RetryPolicy
 from agentshim.core.session_policy import SessionPolicy
 from agentshim.execution.confinement import PathMap
 from agentshim.execution.docker import DockerExecConfinement
+from agentshim.mcp.install import install_json_config
 from agentshim.providers.claude import ClaudeHook, ClaudeProvider, SandboxConfig
 from agentshim.providers.claude.sandbox import confine_reads_hook
 from agentshim.providers.codex import CodexSandboxConfig, CodexSandboxMode, parse_sandbox
 from agentshim.providers.codex.rules import read_rules
 from agentshim.session import Session
+from agentshim.state.checkpoints import Checkpoint, validate_checkpoint_key
 from agentshim.testing.checkpoints import FakeCheckpointStore
 from agentshim.testing.conversation import FakeTransport
 

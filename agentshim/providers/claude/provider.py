@@ -36,12 +36,12 @@ from agentshim.core.mcp import (
     mcp_servers_entry,
     refuse_timeouts,
 )
-from agentshim.core.mcp_config import install_json_config, workspace_config_file
-from agentshim.core.mcp_secrets import SecretReferences, WithSecretEnv
 from agentshim.core.pricing import PricingTable
 from agentshim.core.profile import McpMechanism, OutputSchemaStyle, ProviderProfile, SchemaDialect
 from agentshim.core.provider import ArgvContext, McpInstallation, NoMcpInstallation, mcp_env
 from agentshim.core.turn_flags import model_flag, resume_flag
+from agentshim.mcp.install import install_json_config, workspace_config_file
+from agentshim.mcp.secrets import SecretReferences, WithSecretEnv
 
 from .model_data import PRICING_TABLE
 from .parser import PROVIDER_NAME, ClaudeStreamParser

@@ -7,8 +7,8 @@ from pathlib import Path
 from typing import Any
 
 from agentshim.core.jsonvalues import as_mapping, as_str, list_or_empty
-from agentshim.core.mcp_secrets import resolve_references
 from agentshim.execution.executor import CommandRequest
+from agentshim.mcp.secrets import resolve_references
 
 from .provider import MCP_CONFIG_FILE, MCP_SERVERS_KEY, REFERENCE_PATTERN
 

@@ -26,13 +26,13 @@ from agentshim.core.mcp import (
     refuse_timeouts,
     tool_timeout_ms,
 )
-from agentshim.core.mcp_config import install_json_config, workspace_config_file
-from agentshim.core.mcp_secrets import SecretReferences, WithSecretEnv
 from agentshim.core.permissions import NativeMode, NativePermissions
 from agentshim.core.pricing import PricingTable
 from agentshim.core.profile import McpMechanism, ProviderProfile
 from agentshim.core.provider import ArgvContext, McpInstallation, NoMcpInstallation
 from agentshim.core.turn_flags import model_flag, resume_flag
+from agentshim.mcp.install import install_json_config, workspace_config_file
+from agentshim.mcp.secrets import SecretReferences, WithSecretEnv
 
 from .failures import classify
 from .model_data import PRICING_TABLE

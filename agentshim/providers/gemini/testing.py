@@ -6,9 +6,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from agentshim.core.mcp_config import configured_servers
-from agentshim.core.mcp_secrets import resolve_references
 from agentshim.execution.executor import CommandRequest
+from agentshim.mcp.install import configured_servers
+from agentshim.mcp.secrets import resolve_references
 
 from .provider import MCP_CONFIG_FILE, MCP_SERVERS_KEY, REFERENCE_PATTERN
 

@@ -22,11 +22,11 @@ from agentshim.core.events import Emit
 from agentshim.core.exit_errors import as_resume_failure, resume_missing_line, with_kind
 from agentshim.core.failures import kind_from_text
 from agentshim.core.mcp import McpServer, StdioMcpServer, refuse_timeouts, tool_timeout_ms
-from agentshim.core.mcp_config import install_json_config, workspace_config_file
-from agentshim.core.mcp_secrets import SecretReferences, WithSecretEnv
 from agentshim.core.profile import McpMechanism, ProviderProfile
 from agentshim.core.provider import ArgvContext, McpInstallation, NoMcpInstallation
 from agentshim.core.turn_flags import model_flag, resume_flag
+from agentshim.mcp.install import install_json_config, workspace_config_file
+from agentshim.mcp.secrets import SecretReferences, WithSecretEnv
 
 from .parser import PROVIDER_NAME, OpencodeStreamParser, strip_ansi
 

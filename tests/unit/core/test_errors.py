@@ -43,8 +43,8 @@ from agentshim.core.errors import (
 from agentshim.core.provider import ParsedTurn
 from agentshim.core.turn import TurnResult
 from agentshim.core.usage import ProviderUsage, TokenUsage
+from agentshim.doctor.model_server import ModelServerError
 from agentshim.providers.codex.app_server._wire import CodexProtocolError
-from agentshim.testing.model_server import ModelServerError
 
 # One error of every class, each built with a value other than the default for every
 # parameter its constructor takes, so a parameter that pickling forgot shows in the copy.
@@ -139,7 +139,7 @@ MORE_SAMPLES: list[AgentShimError] = [
 
 def _error_classes() -> set[type[AgentShimError]]:
     # Every subclass in the package: importing the modules that define errors registers them.
-    importlib.import_module("agentshim.testing.model_server")
+    importlib.import_module("agentshim.doctor.model_server")
     found: set[type[AgentShimError]] = set()
     pending: list[type[AgentShimError]] = [AgentShimError]
     while pending:

@@ -10,7 +10,6 @@ from agentshim.core.clock import SystemClock
 from agentshim.core.errors import FailureKind, InvalidRequestError, InvalidSessionIdError
 from agentshim.core.failures import kind_from_status, kind_from_text
 from agentshim.core.ids import RandomIds, is_valid_session_id, validate_session_id
-from agentshim.core.locks import KeyedLocks
 from agentshim.core.models import ModelSpec, ModelTable, api_model_id
 from agentshim.core.permissions import NativeMode, NativePermissions
 from agentshim.core.pricing import ModelPricing, PricingTable, cost_usd
@@ -22,6 +21,7 @@ from agentshim.core.profile import (
     SchemaDialect,
 )
 from agentshim.core.usage import TokenUsage
+from agentshim.state.locks import KeyedLocks
 
 
 class TestModels:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from agentshim.core.checkpoints import Checkpoint
 from agentshim.core.conversation import ConversationSpec
 from agentshim.core.events import AgentEventHandler
 from agentshim.core.permissions import ApprovalPolicy, NativePermissions
@@ -12,6 +11,7 @@ from agentshim.core.profile import RenewalBudget
 from agentshim.core.retry import RetryPolicy
 from agentshim.core.session_policy import SessionPolicy
 from agentshim.session import Session
+from agentshim.state.checkpoints import Checkpoint
 from agentshim.testing.checkpoints import FakeCheckpointStore
 from agentshim.testing.clock import FakeClock, SequentialIds
 from agentshim.testing.conversation import FakeOutcome, FakeTransport

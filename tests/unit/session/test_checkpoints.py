@@ -12,18 +12,18 @@ from pathlib import Path
 
 import pytest
 
-from agentshim.core.checkpoints import (
+from agentshim.core.errors import InvalidRequestError
+from agentshim.core.usage import ProviderUsage, TokenUsage
+from agentshim.session import Session
+from agentshim.state.checkpoints import (
     Checkpoint,
     CheckpointStore,
     FileCheckpointStore,
     InMemoryCheckpointStore,
     validate_checkpoint_key,
 )
-from agentshim.core.errors import InvalidRequestError
-from agentshim.core.leases import ConversationLeases, InMemoryLeases
-from agentshim.core.sqlite_store import SqliteStore
-from agentshim.core.usage import ProviderUsage, TokenUsage
-from agentshim.session import Session
+from agentshim.state.leases import ConversationLeases, InMemoryLeases
+from agentshim.state.sqlite_store import SqliteStore
 from agentshim.testing.checkpoints import FakeCheckpointStore
 from agentshim.testing.clock import FakeClock
 from agentshim.testing.contracts import CheckpointStoreContract
@@ -69,7 +69,7 @@ class TestFakeCheckpointStore(CheckpointStoreContract):
 
 
 WRITER = """
-from agentshim.core.checkpoints import FileCheckpointStore
+from agentshim.state.checkpoints import FileCheckpointStore
 from agentshim.core.usage import TokenUsage
 from agentshim.session import Session
 from agentshim.testing.conversation import FakeOutcome, FakeTransport
@@ -86,7 +86,7 @@ session.close()
 
 READER = """
 import json, sys
-from agentshim.core.checkpoints import FileCheckpointStore
+from agentshim.state.checkpoints import FileCheckpointStore
 from agentshim.session import Session
 from agentshim.testing.conversation import FakeOutcome, FakeTransport
 from tests.unit.session.helpers import spec

@@ -9,13 +9,13 @@ import pytest
 
 from agentshim.agent import Agent
 from agentshim.cli_agent import CliAgent
-from agentshim.core.checkpoints import FileCheckpointStore
 from agentshim.core.errors import FailureKind, TurnFailedError
 from agentshim.core.events import AgentEvent, Lifecycle
 from agentshim.core.permissions import ApprovalPolicy, NativePermissions
 from agentshim.core.session_policy import Continuity
 from agentshim.core.usage import TokenUsage
 from agentshim.execution.executor import CommandRequest
+from agentshim.state.checkpoints import FileCheckpointStore
 from agentshim.testing import FakeExecutor, FakeRun, scripted_resume_failure, scripted_turn
 from agentshim.testing.clock import FakeClock, SequentialIds
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pytest
 
-from agentshim.core.checkpoints import Checkpoint
 from agentshim.core.errors import (
     FailureKind,
     SessionResumeError,
@@ -14,6 +13,7 @@ from agentshim.core.errors import (
 from agentshim.core.events import AgentEvent, Reasoning, SessionStarted, UsageReport
 from agentshim.core.turn import TurnRequest
 from agentshim.core.usage import TokenUsage
+from agentshim.state.checkpoints import Checkpoint
 from agentshim.testing.checkpoints import CheckpointOp, FakeCheckpointStore
 from agentshim.testing.conversation import FakeCall, FakeOutcome, FakeTransport
 

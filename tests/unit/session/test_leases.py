@@ -16,7 +16,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agentshim.agent import Agent
-from agentshim.core.checkpoints import Checkpoint, CheckpointStore, InMemoryCheckpointStore
 from agentshim.core.clock import SystemClock
 from agentshim.core.errors import (
     InvalidRequestError,
@@ -26,10 +25,11 @@ from agentshim.core.errors import (
     TurnCancelledError,
 )
 from agentshim.core.events import AgentEvent, RunStarted
-from agentshim.core.leases import ConversationLeases, InMemoryLeases, LeaseHolder, LeaseKeeper
 from agentshim.core.permissions import ApprovalPolicy, NativePermissions
-from agentshim.core.sqlite_store import SCHEMA_VERSION, SqliteStore
 from agentshim.session import Session, Turn
+from agentshim.state.checkpoints import Checkpoint, CheckpointStore, InMemoryCheckpointStore
+from agentshim.state.leases import ConversationLeases, InMemoryLeases, LeaseHolder, LeaseKeeper
+from agentshim.state.sqlite_store import SCHEMA_VERSION, SqliteStore
 from agentshim.testing.contracts import CheckpointStoreContract, LeasesContract
 from agentshim.testing.conversation import FakeOutcome, FakeTransport
 

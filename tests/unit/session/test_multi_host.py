@@ -27,7 +27,7 @@ from pathlib import Path
 
 import pytest
 
-from agentshim.core.postgres_store import PostgresStore
+from agentshim.state.postgres_store import PostgresStore
 
 REPO = Path(__file__).resolve().parents[3]
 WORKERS = 8

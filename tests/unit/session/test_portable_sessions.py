@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from agentshim.core.checkpoints import InMemoryCheckpointStore
 from agentshim.core.clock import SystemClock
-from agentshim.core.leases import InMemoryLeases
 from agentshim.core.portability import unpack_state
 from agentshim.core.session_policy import Continuity
 from agentshim.session import Session
+from agentshim.state.checkpoints import InMemoryCheckpointStore
+from agentshim.state.leases import InMemoryLeases
 from agentshim.testing.checkpoints import FakeCheckpointStore
 from agentshim.testing.conversation import FakeOutcome, FakeTransport
 from agentshim.testing.portability import FakePorter

@@ -11,10 +11,10 @@ from collections.abc import Iterator
 
 import pytest
 
-from agentshim.core.checkpoints import Checkpoint, CheckpointStore
 from agentshim.core.errors import InvalidRequestError, LeaseTimeoutError, StoreError
-from agentshim.core.leases import ConversationLeases, LeaseHolder
-from agentshim.core.postgres_store import POSTGRES_SCHEMA_VERSION, PostgresStore
+from agentshim.state.checkpoints import Checkpoint, CheckpointStore
+from agentshim.state.leases import ConversationLeases, LeaseHolder
+from agentshim.state.postgres_store import POSTGRES_SCHEMA_VERSION, PostgresStore
 from agentshim.testing.contracts import CheckpointStoreContract, LeasesContract
 
 LIMIT = 10.0

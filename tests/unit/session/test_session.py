@@ -7,7 +7,6 @@ from dataclasses import replace
 
 import pytest
 
-from agentshim.core.checkpoints import Checkpoint
 from agentshim.core.conversation import ConversationSpec
 from agentshim.core.errors import (
     FailureKind,
@@ -25,6 +24,7 @@ from agentshim.core.retry import RetryPolicy
 from agentshim.core.session_policy import Continuity, SessionPolicy
 from agentshim.core.usage import ProviderUsage, TokenUsage
 from agentshim.session import Session
+from agentshim.state.checkpoints import Checkpoint
 from agentshim.testing import RecordingEventHandler
 from agentshim.testing.checkpoints import FakeCheckpointStore
 from agentshim.testing.clock import FakeClock, SequentialIds

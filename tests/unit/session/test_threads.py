@@ -17,12 +17,12 @@ from agentshim.core.errors import (
     TurnFailedError,
 )
 from agentshim.core.events import AgentEvent, Lifecycle, RunStarted, TurnInterrupted
-from agentshim.core.leases import InMemoryLeases
 from agentshim.core.profile import ProviderProfile
 from agentshim.core.retry import RetryPolicy
 from agentshim.core.session_policy import SessionPolicy
 from agentshim.core.turn import TurnRequest, TurnResult
 from agentshim.session import Session, Turn, TurnTicket
+from agentshim.state.leases import InMemoryLeases
 from agentshim.testing.conversation import FakeOutcome, FakeTransport
 
 from .helpers import spec

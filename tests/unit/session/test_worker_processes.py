@@ -20,7 +20,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 
-from agentshim.core.sqlite_store import SqliteStore
+from agentshim.state.sqlite_store import SqliteStore
 
 REPO = Path(__file__).resolve().parents[3]
 WORKERS = 8

@@ -19,7 +19,7 @@ from agentshim import Agent
 from agentshim.core.conversation import TransportKind
 from agentshim.core.permissions import ApprovalPolicy, NativePermissions
 from agentshim.core.turn import OutputSchema, TurnRequest
-from agentshim.testing.model_server.schema_example import example_for
+from agentshim.doctor.model_server.schema_example import example_for
 from agentshim.testing.stand_in import stand_in_executor
 
 SCHEMA: dict[str, Any] = {

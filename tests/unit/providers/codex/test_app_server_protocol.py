@@ -14,8 +14,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from agentshim.doctor.clis import pinned_cli
 from agentshim.providers.codex.app_server import protocol as p
-from agentshim.testing.clis import pinned_cli
 from agentshim.transport.ndjson import encode_frame
 
 ROOT = Path(__file__).parents[4]

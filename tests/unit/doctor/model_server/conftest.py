@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from agentshim.testing.model_server import ModelServer
+from agentshim.doctor.model_server import ModelServer
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from agentshim.core.env import (
+from agentshim.execution.env import (
     clear_interactive_env_cache,
     interactive_env,
     read_interactive_env,

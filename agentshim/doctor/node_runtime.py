@@ -2,7 +2,7 @@
 
 An npm-installed CLI says which Node it needs in its ``package.json`` (``engines.node``, such
 as ``">=22.19.0"``); started under an older Node it may crash at start-up. When the machine's
-``node`` is too old, :func:`agentshim.testing.clis.install_cli` installs npm's ``node@<major>``
+``node`` is too old, :func:`agentshim.doctor.clis.install_cli` installs npm's ``node@<major>``
 package (which ships a Node binary) into the install cache and writes a launcher with
 :func:`write_launcher`: a small shell script that runs the CLI's entry point on that Node, so
 the CLI works without touching the machine's own Node or ``PATH``.

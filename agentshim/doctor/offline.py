@@ -29,7 +29,7 @@ from pathlib import Path
 from types import MappingProxyType
 
 from agentshim.core.errors import InvalidRequestError
-from agentshim.testing.model_server import ModelServer
+from agentshim.doctor.model_server import ModelServer
 
 __all__ = [
     "OFFLINE_API_KEY",

@@ -4,7 +4,7 @@ A :class:`Checkpoint` names the provider conversation a session keeps and the us
 turn reported. A :class:`CheckpointStore` keeps one per key (typically one key per user
 conversation in a service). :class:`InMemoryCheckpointStore` lives as long as the process;
 :class:`FileCheckpointStore` writes one JSON file per key and is read back after a restart;
-``SqliteStore`` (in :mod:`agentshim.core.sqlite_store`) keeps them in one database file that
+``SqliteStore`` (in :mod:`agentshim.state.sqlite_store`) keeps them in one database file that
 many processes share.
 
 Every checkpoint a session saves carries a ``sequence``, one more than the last one it saw
@@ -34,8 +34,8 @@ from agentshim.core._checks import instance, matching
 from agentshim.core._files import atomic_write
 from agentshim.core.errors import InvalidRequestError, LeaseLostError
 from agentshim.core.ids import is_valid_session_id
-from agentshim.core.leases import FencedLeases, LeaseHolder
 from agentshim.core.usage import ProviderUsage
+from agentshim.state.leases import FencedLeases, LeaseHolder
 
 __all__ = [
     "Checkpoint",

@@ -16,7 +16,7 @@ import secrets
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from .provider import McpInstallation, mcp_env, mcp_env_defaults
+from agentshim.core.provider import McpInstallation, mcp_env, mcp_env_defaults
 
 __all__ = ["SECRET_VARIABLE_PREFIX", "SecretReferences", "WithSecretEnv", "resolve_references"]
 

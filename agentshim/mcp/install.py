@@ -31,7 +31,7 @@ from typing import Any, cast
 from agentshim.core._files import atomic_write
 from agentshim.core.errors import InvalidRequestError, McpConfigError
 from agentshim.core.jsonvalues import as_mapping
-from agentshim.core.mcp_journal import (
+from agentshim.mcp.journal import (
     JournalEntry,
     JournalLock,
     check_private_directory,
@@ -476,7 +476,7 @@ def install_json_config(
     strict JSON only.
 
     Before anything is written, a journal entry (original bytes and mode, the names added)
-    is recorded in a private per-user directory (:mod:`agentshim.core.mcp_journal`) and
+    is recorded in a private per-user directory (:mod:`agentshim.mcp.journal`) and
     locked for the turn. A second install into the same file, in this process or another,
     waits until the first is restored. An entry left by a process that died mid-turn is undone
     first, so its servers are never taken for the user's.
@@ -975,7 +975,7 @@ class RecoveredConfig:
 def recover_config_files(directory: Path | str) -> list[RecoveredConfig]:
     """Undo every install into a config file under ``directory`` whose turn never ended.
 
-    Looks at this user's journal entries (see :mod:`agentshim.core.mcp_journal`); an entry
+    Looks at this user's journal entries (see :mod:`agentshim.mcp.journal`); an entry
     locked by a live turn is reported as in use and left alone. A journal directory that is not
     private (see ``check_private_directory``) is skipped, with ``error`` saying so, before
     anything in it is read; an entry filed under another file's name is left alone. Never raises for a damaged

@@ -10,8 +10,7 @@ from pathlib import Path
 import pytest
 
 from agentshim.core.errors import CliInstallError, InvalidRequestError
-from agentshim.providers import provider_names
-from agentshim.testing.clis import (
+from agentshim.doctor.clis import (
     CACHE_ENV,
     PinnedCli,
     VersionStatus,
@@ -24,6 +23,7 @@ from agentshim.testing.clis import (
     version_key,
     version_status,
 )
+from agentshim.providers import provider_names
 
 ROOT = Path(__file__).resolve().parents[3]
 

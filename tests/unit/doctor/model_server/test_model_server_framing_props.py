@@ -6,7 +6,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agentshim.testing.model_server import Message, Rule, Text, ToolCall
+from agentshim.doctor.model_server import Message, Rule, Text, ToolCall
 
 texts = st.text(st.characters(blacklist_categories=("Cs",)), max_size=80)
 sizes = st.integers(min_value=1, max_value=20)

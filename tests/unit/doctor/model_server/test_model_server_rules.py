@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agentshim.testing.model_server import (
+from agentshim.doctor.model_server import (
     NO_RULE_TEXT,
     Api,
     HttpError,

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from agentshim.core.errors import CliInstallError
-from agentshim.testing.clis import (
+from agentshim.doctor.clis import (
     PackageMove,
     PinnedCli,
     find_cli,
@@ -20,7 +20,7 @@ from agentshim.testing.clis import (
     latest_version,
     pinned_cli,
 )
-from agentshim.testing.node_runtime import minimum_node, node_requirement
+from agentshim.doctor.node_runtime import minimum_node, node_requirement
 
 # A stand-in for npm, in Python: "view PKG version" prints $FAKE_NPM_VERSIONS[PKG];
 # "install --prefix DIR node@N" installs a node printing $FAKE_NODE_PROVIDED; any other spec

@@ -28,15 +28,15 @@ from dataclasses import replace
 from pathlib import Path
 
 from agentshim.core._checks import seconds
-from agentshim.core.checkpoints import (
+from agentshim.core.errors import StoreError
+from agentshim.state.checkpoints import (
     Checkpoint,
     as_blob,
     check_fence,
     stored_checkpoint,
     validate_checkpoint_key,
 )
-from agentshim.core.errors import StoreError
-from agentshim.core.leases import LeaseHolder, validate_lease_key
+from agentshim.state.leases import LeaseHolder, validate_lease_key
 
 __all__ = ["SCHEMA_VERSION", "SqliteStore"]
 

@@ -12,13 +12,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agentshim.core.errors import InvalidRequestError, McpConfigError
-from agentshim.core.mcp_config import (
+from agentshim.core.provider import McpInstallation
+from agentshim.mcp.install import (
     ConfigFileInstallation,
     configured_servers,
     install_json_config,
     workspace_config_file,
 )
-from agentshim.core.provider import McpInstallation
 
 OURS = {"agentshim-tools": {"command": "/usr/bin/tool", "args": ["--stdio"]}}
 

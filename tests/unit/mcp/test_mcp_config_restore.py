@@ -31,13 +31,13 @@ from agentshim.cli_agent import CliAgent
 from agentshim.core.errors import McpConfigError
 from agentshim.core.events import Lifecycle
 from agentshim.core.mcp import StdioMcpServer
-from agentshim.core.mcp_config import (
+from agentshim.core.turn import TurnRequest
+from agentshim.execution.executor import CommandRequest
+from agentshim.mcp.install import (
     ORIGINAL_SUFFIX,
     install_json_config,
     recover_config_files,
 )
-from agentshim.core.turn import TurnRequest
-from agentshim.execution.executor import CommandRequest
 from agentshim.testing import FakeExecutor, scripted_turn
 
 SECRET = "tok-5ecret-value-9f"
@@ -443,7 +443,7 @@ class TestJsonc:
 _KILLED_CHILD = """
 import os, sys, time
 from pathlib import Path
-from agentshim.core.mcp_config import install_json_config
+from agentshim.mcp.install import install_json_config
 install_json_config(Path(sys.argv[1]), ("mcpServers",), {json_ours})
 print("installed", flush=True)
 time.sleep(60)
@@ -485,7 +485,7 @@ class TestHostKilledMidTurn:
         code = (
             "import os, sys\n"
             "from pathlib import Path\n"
-            "import agentshim.core.mcp_config as m\n"
+            "import agentshim.mcp.install as m\n"
             "m.atomic_write = lambda *a: os.kill(os.getpid(), 9)\n"
             "m.install_json_config(Path(sys.argv[1]), ('mcpServers',), {'s': {'c': 1}})\n"
         )
@@ -576,7 +576,7 @@ class TestTwoInstallsIntoOneFile:
         code = (
             "import sys, time\n"
             "from pathlib import Path\n"
-            "from agentshim.core.mcp_config import install_json_config\n"
+            "from agentshim.mcp.install import install_json_config\n"
             "i = install_json_config(Path(sys.argv[1]), ('mcpServers',), "
             "{'other-srv': {'command': 'x'}})\n"
             "print('installed', flush=True)\n"

@@ -16,8 +16,8 @@ import pytest
 
 from agentshim.cli import main
 from agentshim.core.errors import McpConfigError
-from agentshim.core.mcp_config import install_json_config, recover_config_files
-from agentshim.core.mcp_journal import JournalEntry, journal_file_for
+from agentshim.mcp.install import install_json_config, recover_config_files
+from agentshim.mcp.journal import JournalEntry, journal_file_for
 
 OURS = {"agentshim-srv": {"command": "/usr/bin/tool"}}
 VICTIM = b"echo original\n"

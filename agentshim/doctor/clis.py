@@ -1,9 +1,9 @@
 """The agent CLIs agentshim is checked against: their pinned versions, an install cache, npm.
 
-A consumer's test suite can run the real CLIs offline (with :mod:`agentshim.testing.offline`
+A consumer's test suite can run the real CLIs offline (with :mod:`agentshim.doctor.offline`
 and the bundled model server) without reading a version file by hand::
 
-    from agentshim.testing.clis import find_cli, install_cli
+    from agentshim.doctor.clis import find_cli, install_cli
 
     binary = find_cli("codex") or install_cli("codex")   # the pinned version, cached
 
@@ -17,7 +17,7 @@ version is installed from the package that published it.
 
 A CLI that declares a newer Node.js (``engines.node``) than the machine's ``node`` gets npm's
 ``node@<major>`` package installed beside it and a launcher that runs it on that Node
-(:mod:`agentshim.testing.node_runtime`); :func:`find_cli` returns the launcher then.
+(:mod:`agentshim.doctor.node_runtime`); :func:`find_cli` returns the launcher then.
 """
 
 from __future__ import annotations
@@ -137,7 +137,7 @@ class VersionStatus(enum.Enum):
 
 def pinned_clis() -> Mapping[str, PinnedCli]:
     """Every provider's pinned CLI, by provider name, from the shipped ``cli_versions.json``."""
-    text = resources.files("agentshim.testing").joinpath("cli_versions.json").read_text("utf-8")
+    text = resources.files("agentshim.doctor").joinpath("cli_versions.json").read_text("utf-8")
     raw: dict[str, Any] = json.loads(text)
     pins: dict[str, PinnedCli] = {}
     for name, entry in raw.items():

@@ -3,7 +3,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from agentshim.testing.model_server import (
+from agentshim.doctor.model_server import (
     Match,
     Message,
     ModelServer,

@@ -5,7 +5,7 @@ from typing import Any
 
 import pytest
 
-from agentshim.testing.model_server import Rule, ToolCall
+from agentshim.doctor.model_server import Rule, ToolCall
 
 
 def schema(properties: dict[str, Any], required: list[str]) -> dict[str, Any]:

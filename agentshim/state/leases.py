@@ -4,7 +4,7 @@ A lease is a lock with a time-to-live. The holder renews it while its turn runs 
 it when the turn ends; a holder that crashed stops renewing, so its lease expires and another
 worker can go on. :class:`ConversationLeases` is the seam a service implements over the
 database it already runs; :class:`InMemoryLeases` serves one process (the default), and
-``SqliteStore`` (:mod:`agentshim.core.sqlite_store`) serves the processes of one machine.
+``SqliteStore`` (:mod:`agentshim.state.sqlite_store`) serves the processes of one machine.
 
 :class:`LeaseKeeper` renews the leases taken through it; :class:`TurnLease` is how one turn
 takes, waits for and releases its lease. Lease waits and time-to-live are real time, whatever

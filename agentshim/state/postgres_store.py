@@ -28,16 +28,16 @@ from dataclasses import replace
 from typing import Any, Protocol
 
 from agentshim.core._checks import seconds
-from agentshim.core.checkpoints import (
+from agentshim.core.clock import StopSignal
+from agentshim.core.errors import InvalidRequestError, LeaseTimeoutError, StoreError
+from agentshim.state.checkpoints import (
     Checkpoint,
     as_blob,
     check_fence,
     stored_checkpoint,
     validate_checkpoint_key,
 )
-from agentshim.core.clock import StopSignal
-from agentshim.core.errors import InvalidRequestError, LeaseTimeoutError, StoreError
-from agentshim.core.leases import LeaseHolder, validate_lease_key
+from agentshim.state.leases import LeaseHolder, validate_lease_key
 
 
 class _Cursor(Protocol):

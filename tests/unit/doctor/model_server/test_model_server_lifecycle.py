@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from agentshim.core.errors import AgentShimError
-from agentshim.testing.model_server import (
+from agentshim.doctor.model_server import (
     Api,
     Hang,
     HttpError,

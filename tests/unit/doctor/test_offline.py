@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from agentshim.testing.model_server import Api, ModelServer, Rule, Text
-from agentshim.testing.offline import (
+from agentshim.doctor.model_server import Api, ModelServer, Rule, Text
+from agentshim.doctor.offline import (
     OFFLINE_API_KEY,
     OFFLINE_PROVIDERS,
     OfflineCli,
