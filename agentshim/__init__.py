@@ -119,13 +119,13 @@ if TYPE_CHECKING:
         RenewalBudget,
         SchemaDialect,
     )
-    from agentshim.core.provider import ParsedTurn, Provider, StreamParser
+    from agentshim.core.provider import Provider, StreamParser
     from agentshim.core.retry import RetryPolicy
     from agentshim.core.session_policy import Continuity, FailureOutcome, SessionPolicy
     from agentshim.core.sharing import ProcessSharing
     from agentshim.core.summary import UsageSummary, summarize_usage
     from agentshim.core.tools import Tool, tool
-    from agentshim.core.turn import OutputSchema, TurnRequest, TurnResult
+    from agentshim.core.turn import OutputSchema, ParsedTurn, TurnRequest, TurnResult
     from agentshim.core.usage import CostSource, ProviderUsage, TokenUsage, TokenWeights
     from agentshim.oneshot import OneShotTransport
     from agentshim.providers import (
@@ -271,7 +271,7 @@ _LAZY_NAMES = MappingProxyType(
         "ProviderProfile": "agentshim.core.profile",
         "RenewalBudget": "agentshim.core.profile",
         "SchemaDialect": "agentshim.core.profile",
-        "ParsedTurn": "agentshim.core.provider",
+        "ParsedTurn": "agentshim.core.turn",
         "Provider": "agentshim.core.provider",
         "StreamParser": "agentshim.core.provider",
         "UsageSummary": "agentshim.core.summary",

@@ -49,7 +49,6 @@ from agentshim.core.provider import (
     ArgvContext,
     ContextualStreamParser,
     McpInstallation,
-    ParsedTurn,
     ParserContext,
     Provider,
     StreamParser,
@@ -58,7 +57,7 @@ from agentshim.core.provider import (
 )
 from agentshim.core.schema import compact_json, dialect_problems, materialize
 from agentshim.core.tools import TOOL_SERVER_NAME
-from agentshim.core.turn import OutputSchema, TurnRequest, TurnResult
+from agentshim.core.turn import OutputSchema, ParsedTurn, TurnRequest, TurnResult
 from agentshim.core.usage import ProviderUsage
 from agentshim.execution.env import interactive_env
 from agentshim.execution.executor import (

@@ -14,7 +14,7 @@ import re
 from collections.abc import Iterable
 from typing import TypeVar, cast
 
-from agentshim.core.errors import InvalidRequestError
+from agentshim.core._error_base import InvalidRequestError
 
 __all__ = [
     "instance",

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from agentshim.core.errors import InvalidRequestError
+from agentshim.core._error_base import InvalidRequestError
 
 __all__ = ["Attachment", "PromptImage", "PromptLink", "PromptResource"]
 

@@ -41,15 +41,15 @@ those attributes and its message.
 
 from __future__ import annotations
 
-import enum
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING
 
+from agentshim.core._error_base import AgentShimError, InvalidRequestError, ProviderCapabilityError
 from agentshim.core._text import bounded_head, bounded_tail, last_line
+from agentshim.core.failures import FailureKind
 
 if TYPE_CHECKING:
-    from agentshim.core.provider import ParsedTurn
-    from agentshim.core.turn import TurnResult
+    from agentshim.core.turn import ParsedTurn, TurnResult
 
 __all__ = [
     "AgentShimError",
@@ -91,53 +91,6 @@ EXIT_OUTPUT_TAIL_CHARS = 64 * 1024
 #: How much of a failure's own words (``detail``) an error keeps, and how much its message quotes.
 DETAIL_CHARS = 64 * 1024
 MESSAGE_QUOTE_CHARS = 2000
-
-
-class FailureKind(enum.Enum):
-    """Why a turn failed, as far as the CLI's own output tells."""
-
-    TRANSIENT = "transient"
-    """A retry later may succeed: 5xx, overloaded, 429 rate limit, connection lost."""
-    USAGE_LIMIT = "usage_limit"
-    """The account's usage or spending limit is reached; retrying soon will not help."""
-    AUTH = "auth"
-    """Credentials are missing, invalid or expired."""
-    SCHEMA = "schema"
-    """The model could not produce output matching the requested schema."""
-    CONTEXT_OVERFLOW = "context_overflow"
-    """The prompt does not fit the model's context window; start a fresh conversation."""
-    MODEL = "model"
-    """The model API does not know the model (or the account cannot use it); pick another."""
-    OTHER = "other"
-    """Anything the CLI did not say enough about to classify."""
-
-
-class AgentShimError(Exception):
-    """Base of every error agentshim raises; catch this to catch them all.
-
-    A subclass whose ``__init__`` takes more than ``message`` names those keyword arguments
-    in ``_fields`` (only the ones it adds to its parent's), each kept as the attribute of the
-    same name; pickling and copying rebuild the error by passing them back with the message.
-    """
-
-    _fields: ClassVar[tuple[str, ...]] = ()
-
-    def __init__(self, message: str) -> None:
-        super().__init__(message)
-        self.message = message
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        names = [name for cls in type(self).__mro__ for name in vars(cls).get("_fields", ())]
-        state = {name: getattr(self, name) for name in names}
-        state["message"] = self.message
-        return (_rebuild, (type(self), state))
-
-    def __str__(self) -> str:
-        return self.message
-
-
-def _rebuild(cls: type[AgentShimError], state: dict[str, Any]) -> AgentShimError:
-    return cls(**state)
 
 
 class CliNotFoundError(AgentShimError):
@@ -601,10 +554,6 @@ class ApprovalRequiredError(AgentShimError):
         )
 
 
-class ProviderCapabilityError(AgentShimError):
-    """The provider cannot do what the request asked (a flag, a schema, a mode)."""
-
-
 class SchemaDialectError(ProviderCapabilityError):
     """The output schema breaks the provider's schema dialect; ``problems`` lists every one."""
 
@@ -665,23 +614,6 @@ class InvalidSessionIdError(AgentShimError):
             "pass the id the provider printed"
         )
         self.session_id = session_id
-
-
-class InvalidRequestError(AgentShimError, ValueError):
-    """A request agentshim cannot carry out as given, refused before anything ran.
-
-    Examples: a timeout that is not a positive finite number of seconds, a NUL byte in an
-    argument, an environment variable or a working directory, a relative path where an
-    absolute one is required. ``field`` names what was wrong. It is also a ValueError, so code
-    written against the standard library's checks still catches it.
-    """
-
-    _fields = ("field", "problem")
-
-    def __init__(self, field: str, problem: str, message: str | None = None) -> None:
-        super().__init__(message or f"invalid {field}: {problem}")
-        self.field = field
-        self.problem = problem
 
 
 class LineTooLongError(AgentShimError):

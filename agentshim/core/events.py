@@ -15,8 +15,8 @@ from types import MappingProxyType
 from typing import Any, Protocol, TextIO, cast, runtime_checkable
 
 from agentshim.core._checks import sequence
+from agentshim.core._error_base import InvalidRequestError
 from agentshim.core._slots import fast_value
-from agentshim.core.errors import InvalidRequestError
 from agentshim.core.usage import ProviderUsage
 
 __all__ = [

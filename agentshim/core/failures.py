@@ -1,16 +1,44 @@
-"""Provider-neutral rules for classifying a failure from an HTTP status or error text.
+"""Why a turn failed (:class:`FailureKind`), and provider-neutral rules to tell it from text.
 
-Providers read their CLI's structured frames first and fall back to these rules.
+Providers read their CLI's structured frames first and fall back to these rules (an HTTP
+status, or the error's words). :class:`FailureKind` is named in :mod:`agentshim.core.errors`
+too, beside the errors that carry it.
 """
 
 from __future__ import annotations
 
+import enum
 import re
 
-from agentshim.core.errors import FailureKind
 from agentshim.core.lifecycle_kinds import OUTPUT_TRUNCATED
 
-__all__ = ["OUTPUT_TRUNCATED", "kind_from_status", "kind_from_text", "truncation_notice"]
+__all__ = [
+    "OUTPUT_TRUNCATED",
+    "FailureKind",
+    "kind_from_status",
+    "kind_from_text",
+    "truncation_notice",
+]
+
+
+class FailureKind(enum.Enum):
+    """Why a turn failed, as far as the CLI's own output tells."""
+
+    TRANSIENT = "transient"
+    """A retry later may succeed: 5xx, overloaded, 429 rate limit, connection lost."""
+    USAGE_LIMIT = "usage_limit"
+    """The account's usage or spending limit is reached; retrying soon will not help."""
+    AUTH = "auth"
+    """Credentials are missing, invalid or expired."""
+    SCHEMA = "schema"
+    """The model could not produce output matching the requested schema."""
+    CONTEXT_OVERFLOW = "context_overflow"
+    """The prompt does not fit the model's context window; start a fresh conversation."""
+    MODEL = "model"
+    """The model API does not know the model (or the account cannot use it); pick another."""
+    OTHER = "other"
+    """Anything the CLI did not say enough about to classify."""
+
 
 # OUTPUT_TRUNCATED (re-exported here): the Lifecycle kind of an answer cut off at the model's
 # output-token limit, reported with :func:`truncation_notice` in ``TurnResult.notices``.

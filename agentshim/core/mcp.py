@@ -18,8 +18,8 @@ from types import MappingProxyType
 from typing import Any, Literal, cast
 
 from agentshim.core._checks import matching, seconds
+from agentshim.core._error_base import InvalidRequestError, ProviderCapabilityError
 from agentshim.core._readonly import empty_mapping
-from agentshim.core.errors import InvalidRequestError, ProviderCapabilityError
 
 __all__ = [
     "HttpMcpServer",

@@ -5,16 +5,16 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from agentshim.core.errors import (
     AgentShimError,
     CliExitError,
-    FailureKind,
     ProviderCapabilityError,
 )
-from agentshim.core.events import BackgroundTask, Emit
+from agentshim.core.events import Emit
 from agentshim.core.profile import ProviderProfile
+from agentshim.core.turn import ParsedTurn
 from agentshim.core.usage import ProviderUsage
 
 if TYPE_CHECKING:
@@ -25,7 +25,6 @@ __all__ = [
     "ContextualStreamParser",
     "McpInstallation",
     "NoMcpInstallation",
-    "ParsedTurn",
     "ParserContext",
     "Provider",
     "StreamParser",
@@ -33,31 +32,6 @@ __all__ = [
     "mcp_env_defaults",
     "refuse_mcp_servers",
 ]
-
-
-@dataclass(frozen=True, slots=True)
-class ParsedTurn:
-    """What a parser understood from one turn's output.
-
-    ``error`` is set when the stream itself said the turn failed (or ended before its terminal
-    frame); ``error_kind`` classifies it. ``context_window`` is the window the CLI itself
-    reported for the turn's model, and ``background_tasks`` what it last said was still
-    running in the background. ``notes`` become the turn's ``TurnResult.notices``: what the
-    caller should know about a turn that did not fail (an answer cut off at the output-token
-    limit, say). A parser never raises for bad input.
-    """
-
-    text: str = ""
-    structured_output: Any | None = None
-    session_id: str | None = None
-    usage: ProviderUsage | None = None
-    cost_usd: float | None = None
-    error: str | None = None
-    error_kind: FailureKind | None = None
-    context_tokens: int | None = None
-    notes: tuple[str, ...] = ()
-    context_window: int | None = None
-    background_tasks: tuple[BackgroundTask, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -17,7 +17,7 @@ from types import MappingProxyType
 from typing import Any, overload
 
 from agentshim.core._checks import matching, seconds, sequence
-from agentshim.core.errors import InvalidRequestError
+from agentshim.core._error_base import InvalidRequestError
 
 __all__ = ["DEFAULT_TOOL_TIMEOUT", "TOOL_SERVER_NAME", "Tool", "tool", "tool_tuple"]
 

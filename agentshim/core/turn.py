@@ -10,16 +10,17 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn, cast
 
 from agentshim.core._checks import is_positive_seconds
+from agentshim.core._error_base import InvalidRequestError
 from agentshim.core.attachments import Attachment, PromptImage, PromptLink, PromptResource
-from agentshim.core.errors import InvalidRequestError
 from agentshim.core.events import BackgroundTask
+from agentshim.core.failures import FailureKind
 from agentshim.core.usage import ProviderUsage
 
 if TYPE_CHECKING:
     from agentshim.core.mcp import McpServer
     from agentshim.core.tools import Tool
 
-__all__ = ["OutputSchema", "StopReason", "TurnRequest", "TurnResult"]
+__all__ = ["OutputSchema", "ParsedTurn", "StopReason", "TurnRequest", "TurnResult"]
 
 
 @dataclass(frozen=True)
@@ -235,3 +236,28 @@ class TurnResult:
     background_tasks: tuple[BackgroundTask, ...] = ()
     stop_reason: StopReason | None = None
     respawned: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class ParsedTurn:
+    """What a parser understood from one turn's output.
+
+    ``error`` is set when the stream itself said the turn failed (or ended before its terminal
+    frame); ``error_kind`` classifies it. ``context_window`` is the window the CLI itself
+    reported for the turn's model, and ``background_tasks`` what it last said was still
+    running in the background. ``notes`` become the turn's ``TurnResult.notices``: what the
+    caller should know about a turn that did not fail (an answer cut off at the output-token
+    limit, say). A parser never raises for bad input.
+    """
+
+    text: str = ""
+    structured_output: Any | None = None
+    session_id: str | None = None
+    usage: ProviderUsage | None = None
+    cost_usd: float | None = None
+    error: str | None = None
+    error_kind: FailureKind | None = None
+    context_tokens: int | None = None
+    notes: tuple[str, ...] = ()
+    context_window: int | None = None
+    background_tasks: tuple[BackgroundTask, ...] = ()

@@ -16,9 +16,9 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
+from agentshim.core._error_base import InvalidRequestError
 from agentshim.core._readonly import empty_mapping
 from agentshim.core._slots import fast_value
-from agentshim.core.errors import InvalidRequestError
 from agentshim.core.jsonvalues import as_count
 
 __all__ = ["CostSource", "ProviderUsage", "TokenUsage", "TokenWeights", "UsageKeys"]

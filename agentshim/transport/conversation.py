@@ -49,12 +49,11 @@ from agentshim.core.permissions import ApprovalPolicy
 from agentshim.core.provider import (
     ArgvContext,
     McpInstallation,
-    ParsedTurn,
     Provider,
     mcp_env,
     mcp_env_defaults,
 )
-from agentshim.core.turn import TurnRequest, TurnResult
+from agentshim.core.turn import ParsedTurn, TurnRequest, TurnResult
 from agentshim.core.usage import ProviderUsage
 from agentshim.execution.executor import SideChannel
 from agentshim.execution.process import ProcessExited, SpawnRequest, StderrLine, StdoutLine

@@ -46,7 +46,7 @@ from agentshim.core.events import (
     UsageReport,
     UsageScope,
 )
-from agentshim.core.provider import ParsedTurn
+from agentshim.core.turn import ParsedTurn
 from agentshim.core.usage import CostSource, ProviderUsage, TokenUsage
 from agentshim.providers.catalog import ProviderCatalog
 from agentshim.providers.claude import scripted_lines

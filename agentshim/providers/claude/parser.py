@@ -52,8 +52,9 @@ from agentshim.core.failures import kind_from_text, truncation_notice
 from agentshim.core.frames import Frame, FrameParser, ignore_frame
 from agentshim.core.jsonvalues import as_amount, as_count, as_mapping, as_str, list_or_empty
 from agentshim.core.pricing import PricingTable
-from agentshim.core.provider import ParsedTurn, ParserContext
+from agentshim.core.provider import ParserContext
 from agentshim.core.stream import ToolTracker
+from agentshim.core.turn import ParsedTurn
 from agentshim.core.usage import CostSource, ProviderUsage, TokenUsage, UsageKeys
 
 from .events import (

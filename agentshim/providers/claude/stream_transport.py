@@ -44,9 +44,9 @@ from agentshim.core.events import (
 from agentshim.core.frames import UNKNOWN_DETAIL_CHARS
 from agentshim.core.ids import is_valid_session_id
 from agentshim.core.jsonvalues import as_mapping, as_str
-from agentshim.core.provider import ParsedTurn, ParserContext
+from agentshim.core.provider import ParserContext
 from agentshim.core.stream import parse_json_object
-from agentshim.core.turn import TurnRequest, TurnResult
+from agentshim.core.turn import ParsedTurn, TurnRequest, TurnResult
 from agentshim.core.usage import CostSource, ProviderUsage
 from agentshim.execution.process import ProcessExited, SpawnRequest, StderrLine
 from agentshim.tools.host import ToolHost

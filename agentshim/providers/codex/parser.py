@@ -44,7 +44,8 @@ from agentshim.core.events import (
 from agentshim.core.frames import Frame, FrameParser, frame_label
 from agentshim.core.jsonvalues import as_mapping, str_or_empty
 from agentshim.core.pricing import ModelPricing, PricingTable, cost_usd
-from agentshim.core.provider import ParsedTurn, ParserContext
+from agentshim.core.provider import ParserContext
+from agentshim.core.turn import ParsedTurn
 from agentshim.core.usage import CostSource, ProviderUsage, TokenUsage
 
 from .events import (

@@ -54,8 +54,8 @@ from agentshim.core.failures import kind_from_text
 from agentshim.core.frames import Frame, FrameHandler, FrameParser, LineSkip, ignore_frame
 from agentshim.core.jsonvalues import as_count, as_int, as_mapping, as_str, mapping_or_empty
 from agentshim.core.pricing import PricingTable
-from agentshim.core.provider import ParsedTurn
 from agentshim.core.stream import ToolTracker
+from agentshim.core.turn import ParsedTurn
 from agentshim.core.usage import CostSource, ProviderUsage, TokenUsage, UsageKeys
 
 from .events import tool_kind, tool_output

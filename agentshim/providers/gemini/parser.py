@@ -33,8 +33,8 @@ from agentshim.core.failures import kind_from_text
 from agentshim.core.frames import Frame, FrameParser
 from agentshim.core.jsonvalues import as_count
 from agentshim.core.pricing import PricingTable, cost_usd
-from agentshim.core.provider import ParsedTurn
 from agentshim.core.stream import ToolTracker
+from agentshim.core.turn import ParsedTurn
 from agentshim.core.usage import CostSource, TokenUsage
 
 from .events import TODO_TOOL, plan_from_args, tool_call, tool_result

@@ -28,7 +28,7 @@ from agentshim.core.events import (
     UsageScope,
 )
 from agentshim.core.frames import Frame, FrameParser
-from agentshim.core.provider import ParsedTurn
+from agentshim.core.turn import ParsedTurn
 from agentshim.core.usage import ProviderUsage
 
 from .events import tool_kind

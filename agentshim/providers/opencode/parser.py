@@ -29,7 +29,7 @@ from agentshim.core.events import (
 )
 from agentshim.core.frames import Frame, FrameParser
 from agentshim.core.jsonvalues import as_amount, as_count, mapping_or_empty
-from agentshim.core.provider import ParsedTurn
+from agentshim.core.turn import ParsedTurn
 from agentshim.core.usage import ProviderUsage, TokenUsage
 
 from .events import TODO_TOOL, plan_from_args, tool_events

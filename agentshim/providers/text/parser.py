@@ -9,8 +9,8 @@ Stderr is kept in a StderrTail for the failure message of a run that exits nonze
 from __future__ import annotations
 
 from agentshim.core.events import AssistantText, Emit
-from agentshim.core.provider import ParsedTurn
 from agentshim.core.stderr_tail import StderrTail
+from agentshim.core.turn import ParsedTurn
 
 __all__ = ["PROVIDER_NAME", "TextStreamParser"]
 

@@ -40,8 +40,7 @@ from agentshim.core.errors import (
     TurnTimeoutError,
     UnknownProviderError,
 )
-from agentshim.core.provider import ParsedTurn
-from agentshim.core.turn import TurnResult
+from agentshim.core.turn import ParsedTurn, TurnResult
 from agentshim.core.usage import ProviderUsage, TokenUsage
 from agentshim.doctor.model_server import ModelServerError
 from agentshim.providers.codex.app_server._wire import CodexProtocolError

@@ -12,7 +12,8 @@ from typing import Any
 from hypothesis import strategies as st
 
 from agentshim.core.events import AgentEvent
-from agentshim.core.provider import ParsedTurn, StreamParser
+from agentshim.core.provider import StreamParser
+from agentshim.core.turn import ParsedTurn
 from tests.unit.providers.fixtures import feed
 
 

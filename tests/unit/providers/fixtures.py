@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from agentshim.core.events import AgentEvent
-from agentshim.core.provider import ParsedTurn, StreamParser
+from agentshim.core.provider import StreamParser
+from agentshim.core.turn import ParsedTurn
 from agentshim.testing import FakeRun
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"

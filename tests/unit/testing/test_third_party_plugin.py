@@ -22,10 +22,10 @@ from agentshim.core.provider import (
     ArgvContext,
     McpInstallation,
     NoMcpInstallation,
-    ParsedTurn,
     Provider,
     StreamParser,
 )
+from agentshim.core.turn import ParsedTurn
 from agentshim.execution.executor import CommandRequest
 from agentshim.providers import DEFAULT_CATALOG, ENTRY_POINT_GROUP
 from agentshim.providers.discovery import discover

@@ -18,7 +18,7 @@ from __future__ import annotations
 import dataclasses
 import json
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from agentshim._version import __version__
 from agentshim.core import lifecycle_kinds as lk
@@ -52,7 +52,7 @@ from agentshim.execution.reaping import can_scan, new_run_id, reap_marked
 from agentshim.providers.codex.provider import CodexProvider
 from agentshim.tools.local import LocalToolServer, refuse_remote_executor, serve_tools
 from agentshim.transport.channel import Channel
-from agentshim.transport.conversation import LiveTurn, ProcessConversation
+from agentshim.transport.conversation import LiveTurn, ProcessConversation, ProcessTransport
 from agentshim.transport.correlator import PendingRequest
 from agentshim.transport.fixed import refuse_fixed_changes
 from agentshim.transport.shared import (
@@ -74,9 +74,6 @@ from .items import TurnItems
 from .permissions import approval_policy, sandbox_mode, sandbox_policy
 from .profile import TOOL_MARKER, app_server_argv, thread_config
 from .usage import ThreadUsage
-
-if TYPE_CHECKING:
-    from .transport import CodexAppServerTransport
 
 __all__ = ["CodexAppServerConversation"]
 
@@ -152,7 +149,8 @@ class CodexAppServerConversation(ProcessConversation[_Turn]):
 
     def __init__(
         self,
-        transport: CodexAppServerTransport,
+        # The base type, not CodexAppServerTransport: that module imports this one.
+        transport: ProcessTransport,
         provider: CodexProvider,
         spec: ConversationSpec,
         *,

@@ -6,7 +6,7 @@ import json
 from collections.abc import Sequence
 
 from agentshim.core.events import AgentEvent
-from agentshim.core.provider import ParsedTurn
+from agentshim.core.turn import ParsedTurn
 from agentshim.providers.claude import ClaudeStreamParser
 from tests.unit.providers.fixtures import Capture, feed
 

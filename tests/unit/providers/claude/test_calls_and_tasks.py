@@ -12,7 +12,7 @@ from agentshim.core.events import (
     UsageReport,
     UsageScope,
 )
-from agentshim.core.provider import ParsedTurn
+from agentshim.core.turn import ParsedTurn
 from agentshim.providers.claude import ClaudeStreamParser
 from tests.unit.providers.fixtures import load_capture
 

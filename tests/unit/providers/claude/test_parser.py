@@ -26,7 +26,8 @@ from agentshim.core.events import (
     UsageReport,
     UsageScope,
 )
-from agentshim.core.provider import ParsedTurn, ParserContext
+from agentshim.core.provider import ParserContext
+from agentshim.core.turn import ParsedTurn
 from agentshim.core.usage import CostSource, TokenUsage
 from agentshim.providers.claude import ClaudeStreamParser
 from tests.unit.providers.adversarial import json_values, never_raises

@@ -25,7 +25,8 @@ from agentshim.core.events import (
     ToolResult,
     UsageReport,
 )
-from agentshim.core.provider import ParsedTurn, ParserContext
+from agentshim.core.provider import ParserContext
+from agentshim.core.turn import ParsedTurn
 from agentshim.core.usage import CostSource, ProviderUsage, TokenUsage
 from agentshim.providers.codex import CodexStreamParser
 from agentshim.providers.codex.events import EDIT_TOOL, SHELL_TOOL, TOOL_KINDS, tool_kind

@@ -8,8 +8,8 @@ import pytest
 from agentshim.cli_agent import CliAgent
 from agentshim.core.errors import CliExitError, FailureKind, SessionResumeError
 from agentshim.core.events import AgentEvent, ToolCall, ToolKind, ToolResult
-from agentshim.core.provider import ParsedTurn, ParserContext
-from agentshim.core.turn import OutputSchema, TurnRequest
+from agentshim.core.provider import ParserContext
+from agentshim.core.turn import OutputSchema, ParsedTurn, TurnRequest
 from agentshim.core.usage import TokenUsage
 from agentshim.providers.codex import CodexStreamParser, resume_failure_lines, scripted_lines
 from agentshim.testing import (

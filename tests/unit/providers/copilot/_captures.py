@@ -8,7 +8,7 @@ from typing import Any
 
 from agentshim.core.errors import FailureKind
 from agentshim.core.events import AgentEvent
-from agentshim.core.provider import ParsedTurn
+from agentshim.core.turn import ParsedTurn
 from agentshim.providers.copilot import CopilotStreamParser
 from tests.unit.providers.fixtures import feed
 

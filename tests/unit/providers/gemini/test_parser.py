@@ -24,7 +24,7 @@ from agentshim.core.events import (
     UsageReport,
 )
 from agentshim.core.pricing import ModelPricing, PricingTable
-from agentshim.core.provider import ParsedTurn
+from agentshim.core.turn import ParsedTurn
 from agentshim.core.usage import CostSource, TokenUsage
 from agentshim.providers.gemini import GeminiStreamParser
 from tests.unit.providers.adversarial import json_values, never_raises

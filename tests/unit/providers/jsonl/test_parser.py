@@ -19,7 +19,7 @@ from agentshim.core.events import (
     ToolKind,
     UsageReport,
 )
-from agentshim.core.provider import ParsedTurn
+from agentshim.core.turn import ParsedTurn
 from agentshim.providers.jsonl import JsonlStreamParser
 
 

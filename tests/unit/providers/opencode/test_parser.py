@@ -25,7 +25,7 @@ from agentshim.core.events import (
     UsageReport,
     UsageScope,
 )
-from agentshim.core.provider import ParsedTurn
+from agentshim.core.turn import ParsedTurn
 from agentshim.core.usage import CostSource, TokenUsage
 from agentshim.providers.opencode import OpencodeStreamParser
 from tests.unit.providers.adversarial import json_values, never_raises

@@ -8,7 +8,8 @@ from typing import Any
 
 from agentshim.core.errors import FailureKind
 from agentshim.core.events import AgentEvent
-from agentshim.core.provider import ParsedTurn, ParserContext
+from agentshim.core.provider import ParserContext
+from agentshim.core.turn import ParsedTurn
 from agentshim.providers.pi import PiStreamParser
 from tests.unit.providers.fixtures import feed
 
