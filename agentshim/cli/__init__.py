@@ -19,7 +19,7 @@ from agentshim.core.conversation import TransportKind
 from agentshim.core.errors import InvalidRequestError
 from agentshim.core.ids import is_valid_session_id
 from agentshim.core.profile import OutputSchemaStyle
-from agentshim.mcp.install import recover_config_files
+from agentshim.mcp.recover import recover_config_files
 from agentshim.providers import DEFAULT_CATALOG, DEFAULT_PROVIDER, provider_names
 from agentshim.providers.catalog import transports_offered
 

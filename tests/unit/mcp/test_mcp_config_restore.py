@@ -33,11 +33,9 @@ from agentshim.core.events import Lifecycle
 from agentshim.core.mcp import StdioMcpServer
 from agentshim.core.turn import TurnRequest
 from agentshim.execution.executor import CommandRequest
-from agentshim.mcp.install import (
-    ORIGINAL_SUFFIX,
-    install_json_config,
-    recover_config_files,
-)
+from agentshim.mcp.install import install_json_config
+from agentshim.mcp.recover import recover_config_files
+from agentshim.mcp.restore import ORIGINAL_SUFFIX
 from agentshim.testing import FakeExecutor, scripted_turn
 
 SECRET = "tok-5ecret-value-9f"

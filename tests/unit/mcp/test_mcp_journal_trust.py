@@ -16,8 +16,9 @@ import pytest
 
 from agentshim.cli import main
 from agentshim.core.errors import McpConfigError
-from agentshim.mcp.install import install_json_config, recover_config_files
+from agentshim.mcp.install import install_json_config
 from agentshim.mcp.journal import JournalEntry, journal_file_for
+from agentshim.mcp.recover import recover_config_files
 
 OURS = {"agentshim-srv": {"command": "/usr/bin/tool"}}
 VICTIM = b"echo original\n"
