@@ -7,19 +7,21 @@ environment is after reading the rc files.
 
 Reading the rc files runs the user's shell code, which can be slow or print things, so the
 answer is cached for the life of the process and anything that goes wrong falls back to the
-current process's environment.
+current process's environment. The shell runs through the command-execution seam
+(:class:`~agentshim.execution.executor.CommandExecutor`, the host's by default), so a test
+double can answer in its place and nothing the rc files start outlives the probe.
 """
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import os
-import signal
-import subprocess
-import tempfile
 from collections.abc import Mapping
-from typing import IO
+
+from agentshim.core.errors import AgentShimError
+
+from .executor import CallbackSink, CommandExecutor, CommandRequest
+from .host import HostCommandExecutor
 
 __all__ = [
     "DEFAULT_ENV_TIMEOUT_S",
@@ -32,8 +34,8 @@ __all__ = [
 DEFAULT_ENV_TIMEOUT_S = 5.0
 
 # Printed before `env -0` so text the rc files print on stdout is not taken for variables.
-_MARKER = b"__agentshim_env_begins__"
-_SCRIPT = f"printf '\\0%s\\0' {_MARKER.decode()}; exec env -0"
+_MARKER = "__agentshim_env_begins__"
+_SCRIPT = f"printf '\\0%s\\0' {_MARKER}; exec env -0"
 # Variables that describe the probe shell itself rather than the user's environment.
 _PROBE_ONLY = frozenset({"_", "SHLVL", "OLDPWD"})
 
@@ -43,76 +45,46 @@ def read_interactive_env(
     *,
     bash: str = "bash",
     base_env: Mapping[str, str] | None = None,
+    executor: CommandExecutor | None = None,
 ) -> dict[str, str] | None:
     """Run ``bash -i -c 'env -0'`` and return the environment it prints; None on any failure.
 
-    Uncached. The shell runs with stdin from /dev/null, in its own session (so it cannot
-    take over a terminal), with ``base_env`` (default: this process's environment). It is
-    killed with its whole process group if it takes longer than ``timeout`` seconds. Text
-    the rc files print is ignored. None means bash is missing, failed, timed out, or
-    printed nothing usable.
+    Uncached. The shell runs through ``executor`` (default: a ``HostCommandExecutor``, which
+    starts it in its own session, so it cannot take over a terminal, with stdin closed), with
+    ``base_env`` (default: this process's environment) as its whole environment. It is killed
+    with everything it started if it takes longer than ``timeout`` seconds, and a host run
+    also ends what the rc files left running in the background once the shell has answered.
+    Text the rc files print is ignored; bytes that are not UTF-8 arrive as U+FFFD. None means
+    bash is missing, failed, timed out, or printed nothing usable.
     """
-    # Output goes to a file, not a pipe: a daemon an rc file starts in the background may keep
-    # a pipe open long after bash has answered, and waiting for EOF would mean a timeout.
+    if executor is None:
+        executor = HostCommandExecutor()
+    printed: list[str] = []
+    request = CommandRequest(
+        [bash, "-i", "-c", _SCRIPT],
+        env=dict(os.environ if base_env is None else base_env),
+        timeout=timeout,
+    )
     try:
-        with tempfile.TemporaryFile() as output:
-            return _probe(output, timeout, bash, base_env)
-    except OSError:
+        result = executor.run(request, CallbackSink(on_stdout=printed.append))
+    except (AgentShimError, OSError):
         return None
-
-
-def _probe(
-    output: IO[bytes], timeout: float, bash: str, base_env: Mapping[str, str] | None
-) -> dict[str, str] | None:
-    try:
-        process = subprocess.Popen(
-            [bash, "-i", "-c", _SCRIPT],
-            stdin=subprocess.DEVNULL,
-            stdout=output,
-            stderr=subprocess.DEVNULL,
-            env=dict(os.environ if base_env is None else base_env),
-            start_new_session=True,
-        )
-    except (OSError, ValueError):
+    if result.returncode != 0:
         return None
-    try:
-        returncode = process.wait(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        _kill_group(process)
-        return None
-    except BaseException:
-        _kill_group(process)
-        raise
-    if returncode != 0:
-        return None
-    output.seek(0)
-    return _parse(output.read())
+    return _parse("".join(printed))
 
 
-def _kill_group(process: subprocess.Popen[bytes]) -> None:
-    """Kill the probe shell and everything its rc files started, then reap it."""
-    with contextlib.suppress(OSError):
-        os.killpg(process.pid, signal.SIGKILL)
-    with contextlib.suppress(OSError):
-        process.kill()
-    with contextlib.suppress(subprocess.TimeoutExpired, OSError):
-        process.wait(timeout=1.0)
-
-
-def _parse(output: bytes) -> dict[str, str] | None:
-    start = output.find(b"\0" + _MARKER + b"\0")
+def _parse(output: str) -> dict[str, str] | None:
+    start = output.find(f"\0{_MARKER}\0")
     if start < 0:
         return None
-    records = output[start + len(_MARKER) + 2 :].split(b"\0")
+    records = output[start + len(_MARKER) + 2 :].split("\0")
     # The last record is whatever followed the final NUL: empty, or text an exit trap printed.
     env: dict[str, str] = {}
     for record in records[:-1]:
-        name, sep, value = record.partition(b"=")
-        if not sep or not name:
-            continue
-        key = os.fsdecode(name)
-        if key not in _PROBE_ONLY:
-            env[key] = os.fsdecode(value)
+        name, sep, value = record.partition("=")
+        if sep and name and name not in _PROBE_ONLY:
+            env[name] = value
     return env or None
 
 

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
@@ -9,11 +10,14 @@ from pathlib import Path
 
 import pytest
 
+from agentshim.core.errors import CliNotFoundError
 from agentshim.execution.env import (
     clear_interactive_env_cache,
     interactive_env,
     read_interactive_env,
 )
+from agentshim.execution.executor import CommandRequest
+from agentshim.testing import FakeExecutor, FakeRun
 
 pytestmark = pytest.mark.skipif(shutil.which("bash") is None, reason="needs bash")
 
@@ -87,10 +91,14 @@ class TestReadInteractiveEnv:
         result = read_interactive_env(30, base_env=home_with_rc(tmp_path, rc))
         elapsed = time.monotonic() - started
         pid = int(pidfile.read_text())
-        os.kill(pid, signal.SIGKILL)
+        # The host executor ends what the probe left running before it answers.
+        running = is_running(pid)
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
         assert result is not None
         assert result["AFTER_DAEMON"] == "1"
         assert elapsed < 20
+        assert not running
 
 
 @pytest.mark.usefixtures("fresh_cache")
@@ -115,3 +123,33 @@ class TestInteractiveEnv:
         assert interactive_env() == dict(os.environ)
         monkeypatch.setenv("SET_LATER", "2")
         assert interactive_env()["SET_LATER"] == "2"
+
+
+class TestThroughTheExecutor:
+    def test_a_fake_executor_answers_the_probe(self) -> None:
+        printed = "Welcome!\n\0__agentshim_env_begins__\0PATH=/opt/bin\0MULTI=a\nb\0SHLVL=2\0"
+        fake = FakeExecutor(FakeRun(stdout=printed.splitlines(keepends=True), final_newline=False))
+        result = read_interactive_env(7.0, base_env={"HOME": "/h"}, executor=fake)
+        assert result == {"PATH": "/opt/bin", "MULTI": "a\nb"}
+        [request] = fake.requests
+        assert list(request.argv[:3]) == ["bash", "-i", "-c"]
+        assert dict(request.env) == {"HOME": "/h"}
+        assert request.timeout == 7.0
+
+    @pytest.mark.parametrize(
+        "run",
+        [
+            FakeRun(stdout=["\0__agentshim_env_begins__\0A=1\0"], returncode=1),
+            FakeRun(stdout=["\0__agentshim_env_begins__\0A=1\0"], timeout=True),
+            FakeRun(stdout=["no marker at all\n"]),
+        ],
+        ids=["exit-1", "timeout", "no-marker"],
+    )
+    def test_a_failed_probe_is_none(self, run: FakeRun) -> None:
+        assert read_interactive_env(executor=FakeExecutor(run)) is None
+
+    def test_a_missing_bash_reported_by_the_executor_is_none(self) -> None:
+        def not_found(request: CommandRequest) -> FakeRun:
+            raise CliNotFoundError(request.argv[0])
+
+        assert read_interactive_env(bash="no-bash", executor=FakeExecutor(not_found)) is None
