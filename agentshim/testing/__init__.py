@@ -3,7 +3,8 @@
 Build agents with ``FakeExecutor`` and ``scripted_turn`` and assert on TurnResult and the typed
 events; never on internal attributes. Services test their Session logic with ``FakeTransport``.
 Submodules not imported here: ``contracts`` and ``session_contracts`` (pytest mixins, they need
-pytest), ``model_server`` (a scripted model API server) and ``offline`` (real CLIs pointed at it).
+pytest). The scripted model API server and the real CLIs pointed at it, which ``agentshim
+doctor`` ships with, are in :mod:`agentshim.doctor` (``model_server``, ``offline``, ``clis``).
 """
 
 from __future__ import annotations
