@@ -20,7 +20,6 @@ import importlib
 import json
 import os
 import re
-import threading
 import time
 from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
@@ -30,6 +29,7 @@ from typing import Any, Protocol
 from agentshim.core._checks import seconds
 from agentshim.core.clock import StopSignal
 from agentshim.core.errors import InvalidRequestError, LeaseTimeoutError, StoreError
+from agentshim.state._connection import ProcessConnection
 from agentshim.state.checkpoints import (
     Checkpoint,
     as_blob,
@@ -175,7 +175,7 @@ def _warn(line: str) -> None:
     warnings.warn(line, RuntimeWarning, stacklevel=3)
 
 
-class PostgresStore:
+class PostgresStore(ProcessConnection[_Connection]):
     """A CheckpointStore, ConversationBlobs and QueuedLeases in PostgreSQL, shared by every host.
 
     ``conninfo`` is a libpq connection string or URI (``postgresql://user@host/db``); keep
@@ -206,6 +206,7 @@ class PostgresStore:
         connect_timeout: float = 10.0,
         log: Callable[[str], None] | None = None,
     ) -> None:
+        super().__init__()
         if not isinstance(schema, str) or not _SCHEMA_NAME.fullmatch(schema):  # pyright: ignore[reportUnnecessaryIsInstance]
             raise InvalidRequestError(
                 "schema",
@@ -220,10 +221,6 @@ class PostgresStore:
         self._timeout = seconds("PostgresStore", "connect_timeout", connect_timeout, positive=True)
         self._log: Callable[[str], None] = log or _warn
         self._channel = f"agentshim_{schema}_leases"
-        self._guard = threading.Lock()
-        self._connection: _Connection | None = None
-        self._pid = 0
-        self._closed = False
         self._statements: dict[str, Any] = {}
         with self._guard:
             self._connect()
@@ -309,31 +306,11 @@ class PostgresStore:
             ) from error
 
     @contextmanager
-    def _read(self, action: str) -> Generator[_Connection, None, None]:
-        """The connection for one statement that only reads (autocommit: no transaction)."""
-        with self._guard, self._failing(action):
-            yield self._connect()
-
-    @contextmanager
     def _transaction(self, action: str) -> Generator[_Connection, None, None]:
         with self._guard, self._failing(action):
             connection = self._connect()
             with connection.transaction():
                 yield connection
-
-    def close(self) -> None:
-        """Close this process's connection; idempotent. Later calls raise StoreError."""
-        with self._guard:
-            connection, self._connection = self._connection, None
-            self._closed = True
-            if connection is not None and self._pid == os.getpid():
-                connection.close()
-
-    def __enter__(self) -> PostgresStore:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     # -- checkpoints and blobs --------------------------------------------------------------
 

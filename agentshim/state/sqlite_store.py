@@ -19,7 +19,6 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
-import threading
 import time
 import warnings
 from collections.abc import Callable, Generator
@@ -29,6 +28,7 @@ from pathlib import Path
 
 from agentshim.core._checks import seconds
 from agentshim.core.errors import StoreError
+from agentshim.state._connection import ProcessConnection
 from agentshim.state.checkpoints import (
     Checkpoint,
     as_blob,
@@ -119,7 +119,7 @@ def _warn(line: str) -> None:
     warnings.warn(line, RuntimeWarning, stacklevel=3)
 
 
-class SqliteStore:
+class SqliteStore(ProcessConnection[sqlite3.Connection]):
     """A CheckpointStore, ConversationBlobs and FencedLeases in the SQLite file ``path``, for many processes.
 
     Open one store per process (one connection, shared by its threads); a store carried into
@@ -142,13 +142,10 @@ class SqliteStore:
         busy_timeout: float = 5.0,
         log: Callable[[str], None] | None = None,
     ) -> None:
+        super().__init__()
         self.path = Path(path)
         self._busy_timeout = seconds("SqliteStore", "busy_timeout", busy_timeout, positive=True)
         self._log: Callable[[str], None] = log or _warn
-        self._guard = threading.Lock()
-        self._connection: sqlite3.Connection | None = None
-        self._pid = 0
-        self._closed = False
         with self._guard:
             self._connect()
 
@@ -245,25 +242,6 @@ class SqliteStore:
             connection = self._connect()
             with self._transaction_on(connection):
                 yield connection
-
-    @contextmanager
-    def _read(self, action: str) -> Generator[sqlite3.Connection, None, None]:
-        with self._guard, self._failing(action):
-            yield self._connect()
-
-    def close(self) -> None:
-        """Close this process's connection; idempotent. Later calls raise StoreError."""
-        with self._guard:
-            connection, self._connection = self._connection, None
-            self._closed = True
-            if connection is not None and self._pid == os.getpid():
-                connection.close()
-
-    def __enter__(self) -> SqliteStore:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     # -- checkpoints --------------------------------------------------------------------
 
