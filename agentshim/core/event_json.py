@@ -14,7 +14,7 @@ import json
 import math
 from collections.abc import Callable, Mapping
 from types import MappingProxyType
-from typing import Any, cast
+from typing import Any, TypeVar, cast
 
 from agentshim.core.events import (
     AgentContent,
@@ -57,6 +57,7 @@ EVENT_FORMAT_VERSION = 1
 """The version every encoded event carries as ``"v"``; a reader decodes this one and older."""
 
 JsonObject = dict[str, Any]
+_T = TypeVar("_T")
 
 
 class _Unreadable(Exception):
@@ -111,6 +112,13 @@ def _object(value: object, key: str) -> Mapping[str, Any]:
     if type(value) is not dict:
         raise _Unreadable(key)
     return value  # pyright: ignore[reportReturnType, reportUnknownVariableType]
+
+
+def _objects(
+    obj: Mapping[str, Any], key: str, decode: Callable[[Mapping[str, Any]], _T]
+) -> tuple[_T, ...]:
+    """The list of objects under ``key``, each decoded by ``decode``."""
+    return tuple(decode(_object(entry, key)) for entry in _list(obj, key))
 
 
 def _kind(obj: Mapping[str, Any]) -> ToolKind:
@@ -314,25 +322,19 @@ def _usage(obj: Mapping[str, Any]) -> AgentEvent:
 
 
 def _plan(obj: Mapping[str, Any]) -> AgentEvent:
-    items = tuple(
-        PlanItem(_text(_object(item, "items"), "text"), _text(_object(item, "items"), "status"))
-        for item in _list(obj, "items")
+    items = _objects(
+        obj, "items", lambda item: PlanItem(_text(item, "text"), _text(item, "status"))
     )
     return Plan(items, _optional_text(obj, "tool_id"))
 
 
 def _background(obj: Mapping[str, Any]) -> AgentEvent:
-    tasks: list[BackgroundTask] = []
-    for entry in _list(obj, "tasks"):
-        task = _object(entry, "tasks")
-        tasks.append(
-            BackgroundTask(
-                _text(task, "task_id"),
-                _text(task, "task_type", ""),
-                _text(task, "description", ""),
-            )
+    def task(entry: Mapping[str, Any]) -> BackgroundTask:
+        return BackgroundTask(
+            _text(entry, "task_id"), _text(entry, "task_type", ""), _text(entry, "description", "")
         )
-    return BackgroundTasksChanged(tuple(tasks))
+
+    return BackgroundTasksChanged(_objects(obj, "tasks", task))
 
 
 def _approval_requested(obj: Mapping[str, Any]) -> AgentEvent:
@@ -379,12 +381,11 @@ def _tool_update(obj: Mapping[str, Any]) -> AgentEvent:
     args: Any = obj.get("args")
     if args is not None and type(args) not in (dict, str):
         raise _Unreadable("args")
-    diffs: list[FileDiff] = []
-    for entry in _list(obj, "diffs"):
-        diff = _object(entry, "diffs")
-        diffs.append(
-            FileDiff(_text(diff, "path"), _optional_text(diff, "old_text"), _text(diff, "new_text"))
-        )
+    diffs = _objects(
+        obj,
+        "diffs",
+        lambda d: FileDiff(_text(d, "path"), _optional_text(d, "old_text"), _text(d, "new_text")),
+    )
     return ToolCallUpdated(
         _optional_text(obj, "tool_id"),
         _text(obj, "tool"),
@@ -392,7 +393,7 @@ def _tool_update(obj: Mapping[str, Any]) -> AgentEvent:
         args,
         _kind(obj),
         _texts(obj, "locations"),
-        tuple(diffs),
+        diffs,
     )
 
 
@@ -407,19 +408,16 @@ def _content(obj: Mapping[str, Any]) -> AgentEvent:
 
 
 def _config(obj: Mapping[str, Any]) -> AgentEvent:
-    options: list[ConfigOption] = []
-    for entry in _list(obj, "options"):
-        option = _object(entry, "options")
-        options.append(
-            ConfigOption(
-                _text(option, "option_id"),
-                _text(option, "name"),
-                _text(option, "category", ""),
-                _text(option, "value", ""),
-                _texts(option, "choices"),
-            )
+    def option(entry: Mapping[str, Any]) -> ConfigOption:
+        return ConfigOption(
+            _text(entry, "option_id"),
+            _text(entry, "name"),
+            _text(entry, "category", ""),
+            _text(entry, "value", ""),
+            _texts(entry, "choices"),
         )
-    return ConfigOptionsChanged(tuple(options))
+
+    return ConfigOptionsChanged(_objects(obj, "options", option))
 
 
 _DECODERS: Mapping[str, Callable[[Mapping[str, Any]], AgentEvent]] = MappingProxyType(
