@@ -37,6 +37,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
+from agentshim.core._checks import matching
 from agentshim.core.errors import CliInstallError, InvalidRequestError
 
 from .node_runtime import (
@@ -209,14 +210,15 @@ def cache_root(env: Mapping[str, str] | None = None) -> Path:
 def _checked_version(version: str | None, cli: PinnedCli) -> str:
     if version is None:
         return cli.pinned
-    if not isinstance(version, str) or not _VERSION.match(version):  # pyright: ignore[reportUnnecessaryIsInstance]
-        raise InvalidRequestError(
-            "version",
-            f"{version!r} is not a version number",
-            f"version {version!r} of {cli.package} is not a version number such as "
-            f"{cli.pinned!r}; for the newest one call latest_version({cli.provider!r}) first",
-        )
-    return version
+    return matching(
+        "",
+        "version",
+        version,
+        _VERSION,
+        "a version number",
+        f"version {version!r} of {cli.package} is not a version number such as "
+        f"{cli.pinned!r}; for the newest one call latest_version({cli.provider!r}) first",
+    )
 
 
 def install_dir(provider: str, version: str | None = None, *, cache: Path | None = None) -> Path:

@@ -26,9 +26,9 @@ from contextlib import AbstractContextManager, contextmanager
 from dataclasses import replace
 from typing import Any, Protocol
 
-from agentshim.core._checks import seconds
+from agentshim.core._checks import matching, seconds
 from agentshim.core.clock import StopSignal
-from agentshim.core.errors import InvalidRequestError, LeaseTimeoutError, StoreError
+from agentshim.core.errors import LeaseTimeoutError, StoreError
 from agentshim.state._connection import ProcessConnection
 from agentshim.state.checkpoints import (
     Checkpoint,
@@ -207,13 +207,15 @@ class PostgresStore(ProcessConnection[_Connection]):
         log: Callable[[str], None] | None = None,
     ) -> None:
         super().__init__()
-        if not isinstance(schema, str) or not _SCHEMA_NAME.fullmatch(schema):  # pyright: ignore[reportUnnecessaryIsInstance]
-            raise InvalidRequestError(
-                "schema",
-                f"{schema!r:.60} is not a schema name",
-                f"PostgresStore schema must be 1-48 lowercase letters, digits or '_', not "
-                f"{schema!r:.60}",
-            )
+        matching(
+            "",
+            "schema",
+            schema,
+            _SCHEMA_NAME,
+            "a schema name",
+            f"PostgresStore schema must be 1-48 lowercase letters, digits or '_', not "
+            f"{schema!r:.60}",
+        )
         self._psycopg = _psycopg()
         self._sql: Any = importlib.import_module("psycopg.sql")
         self._conninfo = conninfo
