@@ -17,7 +17,6 @@ so a write fenced by a lost grant is refused even when the new grant commits a m
 from __future__ import annotations
 
 import importlib
-import json
 import os
 import re
 import time
@@ -29,13 +28,10 @@ from typing import Any, Protocol
 from agentshim.core._checks import matching, seconds
 from agentshim.core.clock import StopSignal
 from agentshim.core.errors import LeaseTimeoutError, StoreError
-from agentshim.state._connection import ProcessConnection
+from agentshim.state._sql import SqlStore
 from agentshim.state.checkpoints import (
     Checkpoint,
-    as_blob,
     check_fence,
-    stored_checkpoint,
-    validate_checkpoint_key,
 )
 from agentshim.state.leases import LeaseHolder, validate_lease_key
 
@@ -140,14 +136,14 @@ _HEAD: str = """
     WHERE key = %(key)s AND EXISTS (SELECT 1 FROM pg_stat_activity AS a WHERE a.pid = w.backend)
     ORDER BY id LIMIT 1
 """
-_SAVE: str = """
+_SAVE_CHECKPOINT_ROW: str = """
     INSERT INTO {s}.checkpoints (key, sequence, fence, data) VALUES (%s, %s, %s, %s)
     ON CONFLICT (key) DO UPDATE SET
         sequence = excluded.sequence, data = excluded.data, saved_at = clock_timestamp(),
         fence = greatest(checkpoints.fence, excluded.fence)
     WHERE NOT (0 < excluded.sequence AND excluded.sequence <= checkpoints.sequence)
 """
-_SAVE_BLOB: str = """
+_SAVE_BLOB_ROW: str = """
     INSERT INTO {s}.blobs (key, fence, data) VALUES (%s, %s, %s)
     ON CONFLICT (key) DO UPDATE SET
         fence = excluded.fence, data = excluded.data, saved_at = clock_timestamp()
@@ -175,7 +171,7 @@ def _warn(line: str) -> None:
     warnings.warn(line, RuntimeWarning, stacklevel=3)
 
 
-class PostgresStore(ProcessConnection[_Connection]):
+class PostgresStore(SqlStore[_Connection]):
     """A CheckpointStore, ConversationBlobs and QueuedLeases in PostgreSQL, shared by every host.
 
     ``conninfo`` is a libpq connection string or URI (``postgresql://user@host/db``); keep
@@ -206,7 +202,7 @@ class PostgresStore(ProcessConnection[_Connection]):
         connect_timeout: float = 10.0,
         log: Callable[[str], None] | None = None,
     ) -> None:
-        super().__init__()
+        super().__init__("PostgreSQL", log or _warn)
         matching(
             "",
             "schema",
@@ -221,7 +217,6 @@ class PostgresStore(ProcessConnection[_Connection]):
         self._conninfo = conninfo
         self.schema = schema
         self._timeout = seconds("PostgresStore", "connect_timeout", connect_timeout, positive=True)
-        self._log: Callable[[str], None] = log or _warn
         self._channel = f"agentshim_{schema}_leases"
         self._statements: dict[str, Any] = {}
         with self._guard:
@@ -308,67 +303,26 @@ class PostgresStore(ProcessConnection[_Connection]):
             ) from error
 
     @contextmanager
-    def _transaction(self, action: str) -> Generator[_Connection, None, None]:
+    def _write(self, action: str) -> Generator[_Connection, None, None]:
         with self._guard, self._failing(action):
             connection = self._connect()
             with connection.transaction():
                 yield connection
 
-    # -- checkpoints and blobs --------------------------------------------------------------
+    # -- checkpoints and blobs (rows kept by SqlStore) ----------------------------------
 
-    def load(self, key: str) -> Checkpoint | None:
-        """Return the checkpoint under ``key``; None when there is none or it cannot be decoded."""
-        validate_checkpoint_key(key)
-        with self._read("read checkpoint " + repr(key)) as connection:
-            row = connection.execute(
-                self._q("SELECT data FROM {s}.checkpoints WHERE key = %s"), (key,)
-            ).fetchone()
-        if row is None:
-            return None
-        return stored_checkpoint(row[0], f"checkpoint {key!r} in PostgreSQL", self._log)
+    _LOAD = "SELECT data FROM {s}.checkpoints WHERE key = %s"
+    _CLEAR = "DELETE FROM {s}.checkpoints WHERE key = %s"
+    _LOAD_BLOB = "SELECT data FROM {s}.blobs WHERE key = %s"
+    _CLEAR_BLOB = "DELETE FROM {s}.blobs WHERE key = %s"
+    _SAVE = _SAVE_CHECKPOINT_ROW
+    _SAVE_BLOB = _SAVE_BLOB_ROW
 
-    def save(self, key: str, checkpoint: Checkpoint) -> None:
-        """Save ``checkpoint`` under ``key`` unless the one there is newer (``Checkpoint.replaces``).
+    def _checkpoint_row(self, key: str, checkpoint: Checkpoint, payload: str) -> tuple[Any, ...]:
+        return (key, checkpoint.sequence, checkpoint.fence, payload)
 
-        Raises:
-            LeaseLostError: the save is fenced by an older grant than the key's lease.
-        """
-        validate_checkpoint_key(key)
-        payload = json.dumps(checkpoint.to_dict(), sort_keys=True)
-        with self._transaction("save checkpoint " + repr(key)) as connection:
-            self._check_fence(connection, "checkpoints", key, checkpoint.fence)
-            connection.execute(
-                self._q(_SAVE), (key, checkpoint.sequence, checkpoint.fence, payload)
-            )
-
-    def clear(self, key: str) -> None:
-        """Remove the checkpoint under ``key``; nothing to remove is fine."""
-        validate_checkpoint_key(key)
-        with self._transaction("clear checkpoint " + repr(key)) as connection:
-            connection.execute(self._q("DELETE FROM {s}.checkpoints WHERE key = %s"), (key,))
-
-    def load_blob(self, key: str) -> bytes | None:
-        """The conversation blob under ``key``, or None."""
-        validate_checkpoint_key(key)
-        with self._read("read blob " + repr(key)) as connection:
-            row = connection.execute(
-                self._q("SELECT data FROM {s}.blobs WHERE key = %s"), (key,)
-            ).fetchone()
-        return bytes(row[0]) if row is not None else None
-
-    def save_blob(self, key: str, blob: bytes, *, fence: int = 0) -> None:
-        """Keep ``blob`` under ``key`` (LeaseLostError when fenced out)."""
-        validate_checkpoint_key(key)
-        data = as_blob(blob)
-        with self._transaction("save blob " + repr(key)) as connection:
-            self._check_fence(connection, "blobs", key, fence)
-            connection.execute(self._q(_SAVE_BLOB), (key, fence, data))
-
-    def clear_blob(self, key: str) -> None:
-        """Remove the blob under ``key``; nothing to remove is fine."""
-        validate_checkpoint_key(key)
-        with self._transaction("clear blob " + repr(key)) as connection:
-            connection.execute(self._q("DELETE FROM {s}.blobs WHERE key = %s"), (key,))
+    def _blob_row(self, key: str, fence: int, data: bytes) -> tuple[Any, ...]:
+        return (key, fence, data)
 
     def _check_fence(self, connection: _Connection, table: str, key: str, fence: int) -> None:
         if fence <= 0:
@@ -441,7 +395,7 @@ class PostgresStore(ProcessConnection[_Connection]):
         """Take ``key``'s lease for ``holder`` unless another live holder has it or waits first."""
         validate_lease_key("PostgresStore.acquire", key)
         ttl = seconds("PostgresStore.acquire", "ttl", ttl, positive=True)
-        with self._transaction("take lease " + repr(key)) as connection:
+        with self._write("take lease " + repr(key)) as connection:
             return self._take(connection, key, holder, ttl)
 
     def holder(self, key: str) -> LeaseHolder | None:
@@ -454,7 +408,7 @@ class PostgresStore(ProcessConnection[_Connection]):
         """Extend ``holder``'s lease to ``ttl`` seconds from now (database clock); False if lost."""
         validate_lease_key("PostgresStore.renew", key)
         ttl = seconds("PostgresStore.renew", "ttl", ttl, positive=True)
-        with self._transaction("renew lease " + repr(key)) as connection:
+        with self._write("renew lease " + repr(key)) as connection:
             cursor = connection.execute(
                 self._q(
                     "UPDATE {s}.leases SET expires = clock_timestamp() "
@@ -467,7 +421,7 @@ class PostgresStore(ProcessConnection[_Connection]):
     def release(self, key: str, holder: LeaseHolder) -> None:
         """Drop ``holder``'s lease on ``key``, if it still has it, handing it to the next waiter."""
         validate_lease_key("PostgresStore.release", key)
-        with self._transaction("release lease " + repr(key)) as connection:
+        with self._write("release lease " + repr(key)) as connection:
             self._lock_key(connection, key)
             cursor = connection.execute(
                 self._q("DELETE FROM {s}.leases WHERE key = %s AND token = %s"),

@@ -16,7 +16,6 @@ checked against the key's lease in the same transaction.
 
 from __future__ import annotations
 
-import json
 import os
 import sqlite3
 import time
@@ -25,16 +24,14 @@ from collections.abc import Callable, Generator
 from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 from agentshim.core._checks import seconds
 from agentshim.core.errors import StoreError
-from agentshim.state._connection import ProcessConnection
+from agentshim.state._sql import SqlStore
 from agentshim.state.checkpoints import (
     Checkpoint,
-    as_blob,
     check_fence,
-    stored_checkpoint,
-    validate_checkpoint_key,
 )
 from agentshim.state.leases import LeaseHolder, validate_lease_key
 
@@ -76,7 +73,7 @@ _MIGRATIONS: tuple[tuple[str, ...], ...] = (
 SCHEMA_VERSION = len(_MIGRATIONS)
 """The schema version this agentshim writes."""
 
-_SAVE = """
+_SAVE_CHECKPOINT_ROW = """
     INSERT INTO checkpoints (key, sequence, data, saved_at, fence) VALUES (?, ?, ?, ?, ?)
     ON CONFLICT (key) DO UPDATE SET
         sequence = excluded.sequence, data = excluded.data, saved_at = excluded.saved_at,
@@ -92,7 +89,7 @@ _TAKE = """
         boot = excluded.boot
 """
 _HOLDER = "SELECT token, pid, host, since, expires, fence, boot FROM leases WHERE key = ?"
-_SAVE_BLOB = """
+_SAVE_BLOB_ROW = """
     INSERT INTO blobs (key, fence, data, saved_at) VALUES (?, ?, ?, ?)
     ON CONFLICT (key) DO UPDATE SET
         fence = excluded.fence, data = excluded.data, saved_at = excluded.saved_at
@@ -119,7 +116,7 @@ def _warn(line: str) -> None:
     warnings.warn(line, RuntimeWarning, stacklevel=3)
 
 
-class SqliteStore(ProcessConnection[sqlite3.Connection]):
+class SqliteStore(SqlStore[sqlite3.Connection]):
     """A CheckpointStore, ConversationBlobs and FencedLeases in the SQLite file ``path``, for many processes.
 
     Open one store per process (one connection, shared by its threads); a store carried into
@@ -142,10 +139,9 @@ class SqliteStore(ProcessConnection[sqlite3.Connection]):
         busy_timeout: float = 5.0,
         log: Callable[[str], None] | None = None,
     ) -> None:
-        super().__init__()
         self.path = Path(path)
+        super().__init__(str(self.path), log or _warn)
         self._busy_timeout = seconds("SqliteStore", "busy_timeout", busy_timeout, positive=True)
-        self._log: Callable[[str], None] = log or _warn
         with self._guard:
             self._connect()
 
@@ -243,70 +239,33 @@ class SqliteStore(ProcessConnection[sqlite3.Connection]):
             with self._transaction_on(connection):
                 yield connection
 
-    # -- checkpoints --------------------------------------------------------------------
+    # -- checkpoints and blobs (rows kept by SqlStore) ----------------------------------
 
-    def load(self, key: str) -> Checkpoint | None:
-        """Return the checkpoint under ``key``; None when there is none or it cannot be decoded."""
-        validate_checkpoint_key(key)
-        with self._read("read checkpoint " + repr(key)) as connection:
-            row = connection.execute(
-                "SELECT data FROM checkpoints WHERE key = ?", (key,)
-            ).fetchone()
-        if row is None:
-            return None
-        return stored_checkpoint(row[0], f"checkpoint {key!r} in {self.path}", self._log)
+    _LOAD = "SELECT data FROM checkpoints WHERE key = ?"
+    _CLEAR = "DELETE FROM checkpoints WHERE key = ?"
+    _LOAD_BLOB = "SELECT data FROM blobs WHERE key = ?"
+    _CLEAR_BLOB = "DELETE FROM blobs WHERE key = ?"
+    _SAVE = _SAVE_CHECKPOINT_ROW
+    _SAVE_BLOB = _SAVE_BLOB_ROW
 
-    def save(self, key: str, checkpoint: Checkpoint) -> None:
-        """Save ``checkpoint`` under ``key`` unless the one there is newer (``Checkpoint.replaces``).
+    def _q(self, template: str) -> str:
+        return template
 
-        Raises:
-            LeaseLostError: the save is fenced by an older grant than the key's lease.
-        """
-        validate_checkpoint_key(key)
-        payload = json.dumps(checkpoint.to_dict(), sort_keys=True)
-        with self._write("save checkpoint " + repr(key)) as connection:
-            self._check_fence(connection, "checkpoints", key, checkpoint.fence)
-            connection.execute(
-                _SAVE, (key, checkpoint.sequence, payload, time.time(), checkpoint.fence)
-            )
+    def _checkpoint_row(self, key: str, checkpoint: Checkpoint, payload: str) -> tuple[Any, ...]:
+        return (key, checkpoint.sequence, payload, time.time(), checkpoint.fence)
 
-    @staticmethod
-    def _check_fence(connection: sqlite3.Connection, table: str, key: str, fence: int) -> None:
+    def _blob_row(self, key: str, fence: int, data: bytes) -> tuple[Any, ...]:
+        return (key, fence, data, time.time())
+
+    def _check_fence(
+        self, connection: sqlite3.Connection, table: str, key: str, fence: int
+    ) -> None:
         if fence <= 0:
             return
         row = connection.execute(_HOLDER, (key,)).fetchone()
         holder = _live(row)
         stored = connection.execute(f"SELECT fence FROM {table} WHERE key = ?", (key,)).fetchone()
         check_fence(key, fence, holder, stored[0] if stored is not None else 0)
-
-    def clear(self, key: str) -> None:
-        """Remove the checkpoint under ``key``; nothing to remove is fine."""
-        validate_checkpoint_key(key)
-        with self._write("clear checkpoint " + repr(key)) as connection:
-            connection.execute("DELETE FROM checkpoints WHERE key = ?", (key,))
-
-    # -- conversation blobs ---------------------------------------------------------------
-
-    def load_blob(self, key: str) -> bytes | None:
-        """The conversation blob under ``key``, or None."""
-        validate_checkpoint_key(key)
-        with self._read("read blob " + repr(key)) as connection:
-            row = connection.execute("SELECT data FROM blobs WHERE key = ?", (key,)).fetchone()
-        return bytes(row[0]) if row is not None else None
-
-    def save_blob(self, key: str, blob: bytes, *, fence: int = 0) -> None:
-        """Keep ``blob`` under ``key`` (LeaseLostError when fenced out)."""
-        validate_checkpoint_key(key)
-        data = as_blob(blob)
-        with self._write("save blob " + repr(key)) as connection:
-            self._check_fence(connection, "blobs", key, fence)
-            connection.execute(_SAVE_BLOB, (key, fence, data, time.time()))
-
-    def clear_blob(self, key: str) -> None:
-        """Remove the blob under ``key``; nothing to remove is fine."""
-        validate_checkpoint_key(key)
-        with self._write("clear blob " + repr(key)) as connection:
-            connection.execute("DELETE FROM blobs WHERE key = ?", (key,))
 
     # -- leases -------------------------------------------------------------------------
 
