@@ -40,7 +40,8 @@ class SqlStore(Generic[_C]):
     """A store's connection, and its checkpoint and blob rows.
 
     A subclass calls ``__init__`` before anything else and supplies: ``_connect`` (this
-    process's connection, opened when missing; called with ``_guard`` held), ``_failing`` (a
+    process's connection, opened when missing and handed to ``_adopt``; called with ``_guard``
+    held), ``_prepare`` (what a new connection needs first), ``_failing`` (a
     context that turns the database's own errors into a ``StoreError`` about ``action``),
     ``_write`` (the connection inside one transaction), ``_check_fence``, ``_q`` (a statement
     in its dialect), the statements below and the rows its save statements take.
@@ -66,6 +67,10 @@ class SqlStore(Generic[_C]):
     def _connect(self) -> _C:
         raise NotImplementedError
 
+    def _prepare(self, connection: _C) -> None:
+        """Make a connection just opened ready for use (settings, the schema migrated)."""
+        raise NotImplementedError
+
     def _failing(self, action: str) -> AbstractContextManager[None]:
         raise NotImplementedError
 
@@ -85,6 +90,17 @@ class SqlStore(Generic[_C]):
         raise NotImplementedError
 
     # -- the connection -----------------------------------------------------------------------
+
+    def _adopt(self, connection: _C) -> _C:
+        """Prepare ``connection`` and keep it as this process's; it is closed if that fails."""
+        try:
+            self._prepare(connection)
+        except BaseException:
+            connection.close()
+            raise
+        self._connection = connection
+        self._pid = os.getpid()
+        return connection
 
     @contextmanager
     def _read(self, action: str) -> Generator[_C, None, None]:

@@ -247,17 +247,10 @@ class PostgresStore(SqlStore[_Connection]):
         if connection is not None and self._pid == os.getpid() and not connection.closed:
             return connection
         # A connection inherited through fork belongs to the parent: never used here.
-        connection = self._open()
-        try:
-            self._migrate(connection)
-        except BaseException:
-            connection.close()
-            raise
-        self._connection = connection
-        self._pid = os.getpid()
-        return connection
+        return self._adopt(self._open())
 
-    def _migrate(self, connection: _Connection) -> None:
+    def _prepare(self, connection: _Connection) -> None:
+        """Migrate the schema to this agentshim's version."""
         with self._failing("migrate the schema"), connection.transaction():
             connection.execute(_LOCK_KEY, (f"agentshim-schema:{self.schema}",))
             connection.execute(self._q("CREATE SCHEMA IF NOT EXISTS {s}"))

@@ -169,19 +169,16 @@ class SqliteStore(SqlStore[sqlite3.Connection]):
                 isolation_level=None,  # transactions are explicit: BEGIN IMMEDIATE ... COMMIT
                 check_same_thread=False,  # the guard serializes this process's threads
             )
-            try:
-                connection.execute(f"PRAGMA busy_timeout = {int(self._busy_timeout * 1000)}")
-                connection.execute("PRAGMA journal_mode = WAL")
-                # Durable across a crash of any process; only a power loss may cost the last
-                # commits, which WAL keeps consistent.
-                connection.execute("PRAGMA synchronous = NORMAL")
-                self._migrate(connection)
-            except BaseException:
-                connection.close()
-                raise
-        self._connection = connection
-        self._pid = os.getpid()
-        return connection
+            return self._adopt(connection)
+
+    def _prepare(self, connection: sqlite3.Connection) -> None:
+        """Set the connection's pragmas and migrate the file's schema."""
+        connection.execute(f"PRAGMA busy_timeout = {int(self._busy_timeout * 1000)}")
+        connection.execute("PRAGMA journal_mode = WAL")
+        # Durable across a crash of any process; only a power loss may cost the last
+        # commits, which WAL keeps consistent.
+        connection.execute("PRAGMA synchronous = NORMAL")
+        self._migrate(connection)
 
     def _migrate(self, connection: sqlite3.Connection) -> None:
         with self._transaction_on(connection):
