@@ -833,18 +833,25 @@ class ProcessConversation(LongLivedConversation[TurnT]):
                 return None
 
     def _drain_between_turns(
-        self, channel: Channel, emit: Emit, *, settle: float = 0.0, deadline: float | None = None
+        self,
+        channel: Channel,
+        emit: Emit,
+        *,
+        settle: float = 0.0,
+        deadline: float | None = None,
+        until: Callable[[], bool] | None = None,
     ) -> None:
         """Take what the CLI printed since the last turn, before this one goes out.
 
         Each line goes to :meth:`_between_turns`; the drain ends when nothing more comes
-        within ``settle`` seconds (or the time the last line asked for), at ``deadline``, or
-        at the process's exit (which the turn's read meets and reports).
+        within ``settle`` seconds (or the time the last line asked for), at ``deadline``, as
+        soon as ``until()`` holds, or at the process's exit (which the turn's read meets and
+        reports).
         """
         wait = settle
-        while True:
-            until = self._clock() + wait
-            output = channel.read(until if deadline is None else min(until, deadline))
+        while until is None or not until():
+            quiet_at = self._clock() + wait
+            output = channel.read(quiet_at if deadline is None else min(quiet_at, deadline))
             if output is None or isinstance(output, ProcessExited):
                 return
             if isinstance(output, StderrLine):
