@@ -167,8 +167,9 @@ class AcpTransport(ProcessTransport):
 
     ``dialect`` is how the agent speaks ACP; ``context`` resolves the installed CLI on first
     use. ``turn_timeout`` is the budget of a turn whose request sets none;
-    ``handshake_timeout`` how long starting a session (``initialize`` plus ``session/new``
-    or ``session/load``) may take; ``interrupt_grace`` how long a cancelled turn may take to
+    ``handshake_timeout`` (ACP's name for ``start_timeout``, which wins when both are given)
+    how long starting a session (``initialize`` plus ``session/new`` or ``session/load``)
+    may take; ``interrupt_grace`` how long a cancelled turn may take to
     end before its process is killed; ``close_grace`` each step of closing a process.
     ``wall_clock`` times a dialect's deferred ``session/load`` and ``waits`` waits for it
     (a wait the turn's stop, its budget and close cut short). ``client`` says
@@ -189,13 +190,14 @@ class AcpTransport(ProcessTransport):
         client: AcpClientMethods | None = None,
         **options: Unpack[ProcessOptions],
     ) -> None:
+        options.setdefault("start_timeout", handshake_timeout)
         super().__init__(context, **options)
         self.sharing = sharing
         self._pools = PoolSlot(session_of)
         self._lock = threading.Lock()
         self.dialect = dialect
         self.client = client if client is not None else AcpClientMethods()
-        self.handshake_timeout = handshake_timeout
+        self.handshake_timeout = self.start_timeout
         self.wall_clock = wall_clock
         self.waits: Clock = waits if waits is not None else SystemClock()
         self._created: dict[str, float] = {}
@@ -316,7 +318,6 @@ class AcpConversation(ProcessConversation[_Turn]):
     def __init__(self, transport: AcpTransport, spec: ConversationSpec) -> None:
         super().__init__(transport, spec, name=transport.dialect.profile.display_name)
         self._transport = transport
-        self._start_timeout = transport.handshake_timeout
         self._dialect = transport.dialect
         self._early: list[Mapping[str, Any]] = []
         # The last usage the process reported, for an agent whose reports add up.
@@ -428,7 +429,7 @@ class AcpConversation(ProcessConversation[_Turn]):
                 )
             found: list[AgentSession] = []
             cursor: str | None = None
-            deadline = self._clock() + self._transport.handshake_timeout
+            deadline = self._clock() + self._start_timeout
             while True:
                 params: dict[str, Any] = {}
                 if cwd is not None:
@@ -556,7 +557,7 @@ class AcpConversation(ProcessConversation[_Turn]):
                         {"configId": option.option_id, "value": request.model},
                     )
                 )
-        deadline = self._clock() + self._transport.handshake_timeout
+        deadline = self._clock() + self._start_timeout
         for method, params in settings:
             response = self._request(
                 channel, method, {"sessionId": self._session_id, **params}, deadline, emit
@@ -650,7 +651,7 @@ class AcpConversation(ProcessConversation[_Turn]):
         return channel
 
     def _handshake(self, channel: Channel, emit: Emit) -> None:
-        deadline = self._clock() + self._transport.handshake_timeout
+        deadline = self._clock() + self._start_timeout
         capabilities = once_per_process(channel, lambda: self._initialize(channel, emit, deadline))
         self._capabilities = capabilities
         self._open_session(channel, capabilities, emit, deadline)

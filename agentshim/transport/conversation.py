@@ -105,6 +105,7 @@ class ProcessOptions(TypedDict, total=False):
     """
 
     turn_timeout: float | None
+    start_timeout: float
     interrupt_grace: float
     close_grace: float
 
@@ -113,9 +114,11 @@ class ProcessTransport:
     """What every long-lived transport keeps: its CLI, a turn's default budget and its graces.
 
     ``context`` resolves the installed CLI (binary, env, executor) on first use.
-    ``turn_timeout`` is the budget of a turn whose request sets none; ``interrupt_grace`` how
-    long an interrupted turn may take to end before its process is killed; ``close_grace``
-    how long each step of closing a process (stdin EOF, SIGTERM) is given.
+    ``turn_timeout`` is the budget of a turn whose request sets none; ``start_timeout`` how
+    long a request of a new process's start phase (its handshake, opening its session) may
+    go unanswered before the process is killed; ``interrupt_grace`` how long an interrupted
+    turn may take to end before its process is killed; ``close_grace`` how long each step of
+    closing a process (stdin EOF, SIGTERM) is given.
     """
 
     kind = TransportKind.STREAM
@@ -125,11 +128,13 @@ class ProcessTransport:
         context: TransportContext | Callable[[], TransportContext],
         *,
         turn_timeout: float | None = None,
+        start_timeout: float = 60.0,
         interrupt_grace: float = 10.0,
         close_grace: float = 5.0,
     ) -> None:
         self._source = ContextSource(context)
         self.turn_timeout = turn_timeout
+        self.start_timeout = start_timeout
         self.interrupt_grace = interrupt_grace
         self.close_grace = close_grace
 
@@ -213,6 +218,11 @@ class LongLivedConversation(Generic[TurnT]):
     """
 
     _unanswered = "no result {grace:g} s after the interrupt; killing the process"
+
+    _start_waits_for_ready = False
+    """Whether a stop during start-up first gives the CLI the interrupt grace to get ready
+    (then it is stopped in band) before its process is killed: for a CLI whose start has no
+    request to cut short (a terminal), where a kill costs a whole new start."""
 
     def __init__(self, transport: ProcessTransport, spec: ConversationSpec, *, name: str) -> None:
         if spec.resume_session_id is not None:
@@ -347,9 +357,10 @@ class LongLivedConversation(Generic[TurnT]):
         """Run the turn; until it is in flight, its stop and its budget end a CLI that starts.
 
         The start phase (spawn, handshake, session open or load, a model switch) is cut
-        short by the turn's stop at once: the starting process is killed and the turn
-        returns its result marked ``interrupted``, as a turn stopped in flight does (nothing
-        was sent). The turn's timeout kills it too (CliTimeoutError naming the command that
+        short by the turn's stop at once (after the interrupt grace, for a CLI that
+        :attr:`_start_waits_for_ready`): the starting process is killed and the turn returns
+        its result marked ``interrupted``, as a turn stopped in flight does (nothing was
+        sent). The turn's timeout kills it too (CliTimeoutError naming the command that
         was run). Either sets :attr:`_start_stop`, which a wait of the start phase that reads
         no process (a deferred load) waits on, and which a request of the start phase not
         yet sent meets (:meth:`ProcessConversation._call`). A process that is ready and
@@ -391,7 +402,8 @@ class LongLivedConversation(Generic[TurnT]):
             after(timeout, "timeout")
         self._start_stop, self._start_killed = start_stop, False
         # On a timer of its own: the kill waits for the process, the caller of interrupt() not.
-        detach = stop.attach(lambda: after(0.0, "stop"))
+        grace = self._interrupt_grace if self._start_waits_for_ready else 0.0
+        detach = stop.attach(lambda: after(grace, "stop"))
         try:
             return self._run(request, emit, stop)
         except AgentShimError as error:
@@ -672,6 +684,8 @@ class ProcessConversation(LongLivedConversation[TurnT]):
         self._side: ServedSide | None = None
         self._requests = Correlator("agentshim")
         self._stderr: deque[str] = deque(maxlen=200)
+        # How long a request of the start phase may go unanswered (the transport's).
+        self._start_timeout = transport.start_timeout
         # A request of the start phase waits for its answer: the turn's stop or budget kills
         # the process then (see _run_bounded).
         self._calling = False
@@ -701,10 +715,6 @@ class ProcessConversation(LongLivedConversation[TurnT]):
         (0: only what is already there).
         """
         raise NotImplementedError
-
-    _start_timeout = 60.0
-    """Seconds a request of the start phase (the handshake, opening the session) may go
-    unanswered before the new process is killed."""
 
     _start_command = "the CLI"
     """What messages call the command when the channel has no argv to show."""
@@ -771,7 +781,7 @@ class ProcessConversation(LongLivedConversation[TurnT]):
         """Send our request ``subtype`` (``frame`` builds it) and read until it is answered.
 
         Every line is handed to :meth:`_answer_of`, which sets aside (or refuses) what is
-        not the answer. ``deadline`` (default: :attr:`_start_timeout` from now)
+        not the answer. ``deadline`` (default: the transport's ``start_timeout`` from now)
         bounds the wait; the turn's stop, budget and stall window end it sooner.
 
         Raises:
@@ -1081,6 +1091,7 @@ class ProcessConversation(LongLivedConversation[TurnT]):
             ended = self._start_ended
         self._stderr.clear()
         if ended:  # the turn was stopped, or ran out of time, while the process was spawned
+            self._start_killed = True
             channel.kill()
         return channel
 
