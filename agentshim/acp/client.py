@@ -27,11 +27,11 @@ from typing import TYPE_CHECKING, Any
 from agentshim.core import lifecycle_kinds as lk
 from agentshim.core.approvals import ApprovalDecision, ApprovalRequest
 from agentshim.core.attachments import PromptImage, PromptLink
+from agentshim.core.clock import Clock, SystemClock
 from agentshim.core.conversation import ConversationSpec, TurnStop
 from agentshim.core.errors import (
     AgentShimError,
     CliExitError,
-    CliTimeoutError,
     FailureKind,
     InvalidRequestError,
     ProcessClosedError,
@@ -60,7 +60,6 @@ from agentshim.core.profile import ProviderProfile
 from agentshim.core.stream import parse_json_object
 from agentshim.core.turn import StopReason, TurnRequest, TurnResult
 from agentshim.core.usage import ProviderUsage, TokenUsage
-from agentshim.execution.process import ProcessExited, StderrLine
 from agentshim.tools.local import LocalToolServer, refuse_remote_executor, serve_tools
 from agentshim.transport.channel import Channel
 from agentshim.transport.context import TransportContext
@@ -69,8 +68,8 @@ from agentshim.transport.conversation import (
     ProcessConversation,
     ProcessOptions,
     ProcessTransport,
-    shown_argv,
 )
+from agentshim.transport.correlator import PendingRequest
 from agentshim.transport.fixed import refuse_fixed_changes
 from agentshim.transport.shared import (
     PoolSlot,
@@ -168,10 +167,12 @@ class AcpTransport(ProcessTransport):
 
     ``dialect`` is how the agent speaks ACP; ``context`` resolves the installed CLI on first
     use. ``turn_timeout`` is the budget of a turn whose request sets none;
-    ``handshake_timeout`` how long starting a session (``initialize`` plus ``session/new``
-    or ``session/load``) may take; ``interrupt_grace`` how long a cancelled turn may take to
+    ``handshake_timeout`` (ACP's name for ``start_timeout``, which wins when both are given)
+    how long starting a session (``initialize`` plus ``session/new`` or ``session/load``)
+    may take; ``interrupt_grace`` how long a cancelled turn may take to
     end before its process is killed; ``close_grace`` each step of closing a process.
-    ``wall_clock`` and ``sleep`` time a dialect's deferred ``session/load``. ``client`` says
+    ``wall_clock`` times a dialect's deferred ``session/load`` and ``waits`` waits for it
+    (a wait the turn's stop, its budget and close cut short). ``client`` says
     which client methods (file reads and writes, elicitation) the agent may call; none by
     default. With ``sharing`` the conversations share processes, one ACP session each (see
     :mod:`agentshim.acp.sharing`).
@@ -184,20 +185,21 @@ class AcpTransport(ProcessTransport):
         *,
         handshake_timeout: float = 90.0,
         wall_clock: Callable[[], float] = time.time,
-        sleep: Callable[[float], None] = time.sleep,
+        waits: Clock | None = None,
         sharing: ProcessSharing | None = None,
         client: AcpClientMethods | None = None,
         **options: Unpack[ProcessOptions],
     ) -> None:
+        options.setdefault("start_timeout", handshake_timeout)
         super().__init__(context, **options)
         self.sharing = sharing
         self._pools = PoolSlot(session_of)
         self._lock = threading.Lock()
         self.dialect = dialect
         self.client = client if client is not None else AcpClientMethods()
-        self.handshake_timeout = handshake_timeout
+        self.handshake_timeout = self.start_timeout
         self.wall_clock = wall_clock
-        self.sleep = sleep
+        self.waits: Clock = waits if waits is not None else SystemClock()
         self._created: dict[str, float] = {}
 
     def pool(self) -> ProcessPool | None:
@@ -427,14 +429,14 @@ class AcpConversation(ProcessConversation[_Turn]):
                 )
             found: list[AgentSession] = []
             cursor: str | None = None
-            deadline = self._clock() + self._transport.handshake_timeout
+            deadline = self._clock() + self._start_timeout
             while True:
                 params: dict[str, Any] = {}
                 if cwd is not None:
                     params["cwd"] = cwd
                 if cursor is not None:
                     params["cursor"] = cursor
-                response = self._call(channel, "session/list", params, deadline, replay=False)
+                response = self._request(channel, "session/list", params, deadline, _ignore_event)
                 self._early.clear()  # nothing of a turn's: not kept for the next one
                 if response.error is not None:
                     raise self._failure(channel, response.error, "session/list")
@@ -458,12 +460,12 @@ class AcpConversation(ProcessConversation[_Turn]):
             and self._session_id is not None
         ):
             try:
-                self._call(
+                self._request(
                     channel,
                     "session/close",
                     {"sessionId": self._session_id},
                     self._clock() + self._close_grace,
-                    replay=False,
+                    _ignore_event,
                 )
             except AgentShimError:
                 pass  # the process is ended next whatever the agent answered
@@ -555,10 +557,10 @@ class AcpConversation(ProcessConversation[_Turn]):
                         {"configId": option.option_id, "value": request.model},
                     )
                 )
-        deadline = self._clock() + self._transport.handshake_timeout
+        deadline = self._clock() + self._start_timeout
         for method, params in settings:
-            response = self._call(
-                channel, method, {"sessionId": self._session_id, **params}, deadline, replay=False
+            response = self._request(
+                channel, method, {"sessionId": self._session_id, **params}, deadline, emit
             )
             if response.error is not None:
                 raise InvalidRequestError(
@@ -628,10 +630,7 @@ class AcpConversation(ProcessConversation[_Turn]):
 
     # -- starting a session ----------------------------------------------------------------
 
-    def _ensure_process(self, emit: Emit) -> Channel:
-        channel = self._live_channel()
-        if channel is not None:
-            return channel
+    def _open_process(self, emit: Emit) -> Channel:
         context, spec = self._context, self._spec
         args = AcpArgv(
             binary_path=context.binary_path, model=self._model, permissions=spec.permissions
@@ -642,32 +641,24 @@ class AcpConversation(ProcessConversation[_Turn]):
             self._serving = serve_tools(spec.tools, emit=emit)
         env = {**context.env, **self._dialect.env(args)}
         pool = None if spec.tools else self._transport.pool()
-        try:
-            if pool is not None:
-                channel = join_shared(pool, argv, env, emit)
-                self._adopt_channel(channel)
-            else:
-                channel = self._start_process(argv, env, emit, side=self._serving)
-        except BaseException:
-            self._release_process()
-            raise
+        if pool is not None:
+            channel = join_shared(pool, argv, env, emit)
+            self._adopt_channel(channel)
+        else:
+            channel = self._start_process(argv, env, emit, side=self._serving)
         self._reported = None
-        try:
-            self._handshake(channel, emit)
-        except BaseException:
-            self._release_process()
-            raise
+        self._handshake(channel, emit)
         return channel
 
     def _handshake(self, channel: Channel, emit: Emit) -> None:
-        deadline = self._clock() + self._transport.handshake_timeout
+        deadline = self._clock() + self._start_timeout
         capabilities = once_per_process(channel, lambda: self._initialize(channel, emit, deadline))
         self._capabilities = capabilities
         self._open_session(channel, capabilities, emit, deadline)
 
     def _initialize(self, channel: Channel, emit: Emit, deadline: float) -> AgentCapabilities:
         """``initialize`` (and ``authenticate``): on a shared process, once for all."""
-        init = self._call(
+        init = self._request(
             channel,
             "initialize",
             {
@@ -676,7 +667,7 @@ class AcpConversation(ProcessConversation[_Turn]):
                 "clientInfo": _CLIENT_INFO,
             },
             deadline,
-            replay=False,
+            emit,
         )
         if init.error is not None:
             raise self._failure(channel, init.error, "initialize")
@@ -701,12 +692,8 @@ class AcpConversation(ProcessConversation[_Turn]):
         servers = mcp_servers_param((*self._spec.mcp_servers, *served))
         if self._session_id is None:
             with opening_session(channel):
-                response = self._call(
-                    channel,
-                    "session/new",
-                    {"cwd": cwd, "mcpServers": servers},
-                    deadline,
-                    replay=False,
+                response = self._request(
+                    channel, "session/new", {"cwd": cwd, "mcpServers": servers}, deadline, emit
                 )
             if response.error is not None:
                 raise self._failure(channel, response.error, "session/new")
@@ -732,15 +719,19 @@ class AcpConversation(ProcessConversation[_Turn]):
         attach = self._attach_method(capabilities)
         self._defer_load(session_id, emit)
         with opening_session(channel):
-            response = self._call(
+            response = self._request(
                 channel,
                 attach,
                 {"sessionId": session_id, "cwd": cwd, "mcpServers": servers},
                 deadline,
-                replay=True,
+                emit,
             )
         if response.error is None and self._dialect.replay_settle > 0:
-            self._drain_replay(channel, self._dialect.replay_settle, deadline)
+            # The replay may go on after the answer: every update before our first prompt is
+            # history, counted with the rest and dropped.
+            self._drain_between_turns(
+                channel, emit, settle=self._dialect.replay_settle, deadline=deadline
+            )
         self._report_replay(emit)
         if response.error is not None:
             if self._dialect.session_lost(response.error):
@@ -775,7 +766,7 @@ class AcpConversation(ProcessConversation[_Turn]):
                 "continue the conversation instead, or start a fresh one"
             )
         params = {"sessionId": session_id, "cwd": cwd, "mcpServers": servers}
-        response = self._call(channel, "session/fork", params, deadline, replay=False)
+        response = self._request(channel, "session/fork", params, deadline, emit)
         if response.error is not None:
             if self._dialect.session_lost(response.error):
                 raise SessionResumeError(
@@ -837,26 +828,13 @@ class AcpConversation(ProcessConversation[_Turn]):
                 f"{self._name} offers no auth method {method!r} (it lists "
                 f"{', '.join(listed) or 'none'}); name one of those, or none"
             )
-        response = self._call(channel, "authenticate", {"methodId": method}, deadline, replay=False)
+        response = self._request(
+            channel, "authenticate", {"methodId": method}, deadline, _ignore_event
+        )
         if response.error is not None:
             raise self._refused(
                 channel, f"authenticate: {response.error.describe()}", FailureKind.AUTH
             )
-
-    def _drain_replay(self, channel: Channel, settle: float, deadline: float) -> None:
-        """Keep reading the replay that goes on after the load response, until it goes quiet.
-
-        Nothing of the session's own comes before our first prompt, so every update read
-        here is history; it is counted with the rest and dropped.
-        """
-        while True:
-            output = channel.read(min(self._clock() + settle, deadline))
-            if output is None or isinstance(output, ProcessExited):
-                return  # quiet, or gone: the turn's read meets the exit
-            if isinstance(output, StderrLine):
-                self._stderr.append(output.text)
-                continue
-            self._set_aside(channel, _message_of(output.text))
 
     def _defer_load(self, session_id: str, emit: Emit) -> None:
         """Wait for the next wall-clock minute before loading a session made in this one."""
@@ -876,52 +854,42 @@ class AcpConversation(ProcessConversation[_Turn]):
                 "was created",
             )
         )
-        self._transport.sleep(wait)
+        # Cut short by the turn's stop, its budget, or close (the load then meets the kill).
+        self._transport.waits.wait(wait, self._start_stop)
 
-    def _call(
+    def _request(
         self,
         channel: Channel,
         method: str,
         params: Mapping[str, Any],
         deadline: float,
-        *,
-        replay: bool,
+        emit: Emit,
     ) -> Response:
         """Send ``method`` and read until its response; updates meanwhile are kept aside."""
-        pending = self._issue(method, deadline)
-        self._send(channel, request(pending.request_id, method, params))
-        while True:
-            output = channel.read(deadline)
-            if output is None:
-                # The agent may still be working on it: tell it the answer is not wanted.
-                self._cancel_request(channel, pending.request_id)
-                raise CliTimeoutError(
-                    channel.argv,
-                    self._transport.handshake_timeout,
-                    message=f"{self._name} ({shown_argv(channel.argv)}) did not answer {method} "
-                    f"within {self._transport.handshake_timeout:g} s; check the CLI's auth and "
-                    "settings, and that the command starts by hand",
-                )
-            if isinstance(output, ProcessExited):
-                raise self._start_died(channel, output, method)
-            if isinstance(output, StderrLine):
-                self._stderr.append(output.text)
-                continue
-            message = _message_of(output.text)
-            if isinstance(message, Response):
-                with self._lock:
-                    answered = self._requests.resolve(message.request_id)
-                if answered is not None and answered.request_id == pending.request_id:
-                    return message
-            else:
-                self._set_aside(channel, message)
+        return self._call(
+            channel,
+            method,
+            lambda pending: request(pending.request_id, method, params),
+            emit,
+            deadline=deadline,
+        )
 
-    def _cancel_request(self, channel: Channel, request_id: object) -> None:
-        """Send ``$/cancel_request`` for our request ``request_id``; a closed pipe costs nothing."""
-        try:
-            channel.send(notification("$/cancel_request", {"requestId": request_id}))
-        except (ProcessClosedError, InvalidRequestError):
-            pass
+    def _answer_of(
+        self, channel: Channel, pending: PendingRequest, line: str, emit: Emit
+    ) -> Response | None:
+        message = _message_of(line)
+        if isinstance(message, Response):
+            with self._lock:
+                answered = self._requests.resolve(message.request_id)
+            if answered is not None and answered.request_id == pending.request_id:
+                return message
+            return None
+        self._set_aside(channel, message)
+        return None
+
+    def _between_turns(self, channel: Channel, line: str, emit: Emit) -> float:
+        self._set_aside(channel, _message_of(line))
+        return 0.0
 
     def _update_of(self, message: Notification) -> Mapping[str, Any] | None:
         """The update ``message`` carries for this conversation's session, else None.
@@ -952,16 +920,6 @@ class AcpConversation(ProcessConversation[_Turn]):
                 self._early.append(update)
         elif isinstance(message, Request):
             self._refuse_request(channel, message)
-
-    def _start_died(self, channel: Channel, exited: ProcessExited, method: str) -> AgentShimError:
-        stderr = "".join(self._stderr)
-        return CliExitError(
-            channel.argv,
-            exited.returncode,
-            stderr=stderr,
-            kind=kind_from_text(stderr) or FailureKind.OTHER,
-            detail=f"{self._name} exited before answering {method}",
-        )
 
     def _failure(self, channel: Channel, error: RpcError, method: str) -> CliExitError:
         return self._refused(

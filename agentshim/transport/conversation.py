@@ -42,7 +42,15 @@ from agentshim.core.errors import (
     TurnCancelledError,
     TurnStalledError,
 )
-from agentshim.core.events import AgentEvent, Emit, Lifecycle, RunStarted
+from agentshim.core.events import (
+    AgentEvent,
+    Emit,
+    Lifecycle,
+    RunFinished,
+    RunStarted,
+    TurnInterrupted,
+)
+from agentshim.core.failures import kind_from_text
 from agentshim.core.ids import validate_session_id
 from agentshim.core.mcp import McpServer
 from agentshim.core.permissions import ApprovalPolicy
@@ -56,7 +64,13 @@ from agentshim.core.provider import (
 from agentshim.core.turn import ParsedTurn, TurnRequest, TurnResult
 from agentshim.core.usage import ProviderUsage
 from agentshim.execution.executor import SideChannel
-from agentshim.execution.process import ProcessExited, SpawnRequest, StderrLine, StdoutLine
+from agentshim.execution.process import (
+    ProcessExited,
+    ProcessOutput,
+    SpawnRequest,
+    StderrLine,
+    StdoutLine,
+)
 
 from .approvals import Answer, answered, decide, decide_for_turn, requested
 from .channel import Channel
@@ -78,6 +92,9 @@ __all__ = [
 
 ProviderT = TypeVar("ProviderT", bound=Provider)
 
+_NEVER = threading.Event()
+"""The start-phase stop outside a turn's start: never set (nothing else may set it)."""
+
 
 class ProcessOptions(TypedDict, total=False):
     """The keywords every long-lived transport takes, as :class:`ProcessTransport` has them.
@@ -87,6 +104,7 @@ class ProcessOptions(TypedDict, total=False):
     """
 
     turn_timeout: float | None
+    start_timeout: float
     interrupt_grace: float
     close_grace: float
 
@@ -95,9 +113,11 @@ class ProcessTransport:
     """What every long-lived transport keeps: its CLI, a turn's default budget and its graces.
 
     ``context`` resolves the installed CLI (binary, env, executor) on first use.
-    ``turn_timeout`` is the budget of a turn whose request sets none; ``interrupt_grace`` how
-    long an interrupted turn may take to end before its process is killed; ``close_grace``
-    how long each step of closing a process (stdin EOF, SIGTERM) is given.
+    ``turn_timeout`` is the budget of a turn whose request sets none; ``start_timeout`` how
+    long a request of a new process's start phase (its handshake, opening its session) may
+    go unanswered before the process is killed; ``interrupt_grace`` how long an interrupted
+    turn may take to end before its process is killed; ``close_grace`` how long each step of
+    closing a process (stdin EOF, SIGTERM) is given.
     """
 
     kind = TransportKind.STREAM
@@ -107,11 +127,13 @@ class ProcessTransport:
         context: TransportContext | Callable[[], TransportContext],
         *,
         turn_timeout: float | None = None,
+        start_timeout: float = 60.0,
         interrupt_grace: float = 10.0,
         close_grace: float = 5.0,
     ) -> None:
         self._source = ContextSource(context)
         self.turn_timeout = turn_timeout
+        self.start_timeout = start_timeout
         self.interrupt_grace = interrupt_grace
         self.close_grace = close_grace
 
@@ -196,6 +218,11 @@ class LongLivedConversation(Generic[TurnT]):
 
     _unanswered = "no result {grace:g} s after the interrupt; killing the process"
 
+    _start_waits_for_ready = False
+    """Whether a stop during start-up first gives the CLI the interrupt grace to get ready
+    (then it is stopped in band) before its process is killed: for a CLI whose start has no
+    request to cut short (a terminal), where a kill costs a whole new start."""
+
     def __init__(self, transport: ProcessTransport, spec: ConversationSpec, *, name: str) -> None:
         if spec.resume_session_id is not None:
             validate_session_id(spec.resume_session_id)
@@ -218,6 +245,10 @@ class LongLivedConversation(Generic[TurnT]):
         self._fork = spec.fork
         # The turn's stop or budget ended its start-up: a process spawned now is killed at once.
         self._start_ended = False
+        # Set when the turn's stop or budget ends its start-up: what a start-phase wait stops on.
+        self._start_stop: threading.Event = _NEVER
+        # The start phase's stop or budget killed the starting process: the turn ends by it.
+        self._start_killed = False
         # How the conversation's previous process ended, when a turn found it gone; the
         # turn that starts the next one resumes the conversation in it and says so.
         self._ended: str | None = None
@@ -235,16 +266,21 @@ class LongLivedConversation(Generic[TurnT]):
     def turn(self, request: TurnRequest, emit: Emit, stop: TurnStop | None = None) -> TurnResult:
         """Run one turn on the conversation's process; events go to ``emit`` on this thread.
 
-        A stop requested before the turn is written raises TurnCancelledError with nothing
-        sent; one requested later stops the turn in band, and the turn returns its result
-        marked ``interrupted`` (the process and the conversation stay). Each transport's
-        class docstring lists the failures its protocol adds.
+        A stop requested before the turn begins raises TurnCancelledError with nothing sent.
+        One requested while the CLI starts kills the starting process and the turn returns
+        its result marked ``interrupted``, with nothing sent; one requested later stops the
+        turn in band, and the turn returns its result marked ``interrupted`` (the process
+        and the conversation stay). Each transport's class docstring lists the failures its
+        protocol adds.
 
         Raises:
             SessionStateError: the conversation is closed, or a turn is already running.
             ProviderCapabilityError: the request asks for what a running process cannot
                 change (an output schema, its own env, argv, cwd or MCP servers, ...).
-            TurnCancelledError: stopped before the turn was sent.
+            TurnCancelledError: stopped before the turn began.
+            CliExitError: the process ended before it was ready (its exit code, stderr and
+                the provider's kind for that stderr); SessionResumeError when it refused to
+                resume or load the conversation.
             CliDiedError: the process ended mid-turn (the conversation is kept).
             CliTimeoutError / TurnStalledError: the turn overran its budget, or went silent.
         """
@@ -258,8 +294,7 @@ class LongLivedConversation(Generic[TurnT]):
                     "the turn was cancelled before it was sent; nothing ran and the "
                     "conversation is intact"
                 )
-            with self._start_bounded(request, turn_stop):
-                result = self._run(request, emit, turn_stop)
+            result = self._run_bounded(request, emit, turn_stop)
         except BaseException:
             self._end_leftovers(emit)
             raise
@@ -317,35 +352,43 @@ class LongLivedConversation(Generic[TurnT]):
 
     # -- starting ----------------------------------------------------------------------------
 
-    @contextmanager
-    def _start_bounded(self, request: TurnRequest, stop: TurnStop) -> Generator[None, None, None]:
-        """Until the turn is in flight, its budget and its stop end a CLI that is starting.
+    def _run_bounded(self, request: TurnRequest, emit: Emit, stop: TurnStop) -> TurnResult:
+        """Run the turn; until it is in flight, its stop and its budget end a CLI that starts.
 
-        A CLI that hangs at start-up (a handshake never answered, a terminal that never gets
-        ready) is killed when the turn's timeout runs out (CliTimeoutError naming the command
-        run), or when the turn was stopped and the start-up has not finished within the
-        interrupt grace (TurnCancelledError: nothing was sent); a start-up that finishes in
-        time gets the stop in band, as any running turn does. Timers, not polling: each fires
-        once, and does nothing once the turn is in flight (the turn's own watch has it then).
+        The start phase (spawn, handshake, session open or load, a model switch) is cut
+        short by the turn's stop at once (after the interrupt grace, for a CLI that
+        :attr:`_start_waits_for_ready`): the starting process is killed and the turn returns
+        its result marked ``interrupted``, as a turn stopped in flight does (nothing was
+        sent). The turn's timeout kills it too (CliTimeoutError naming the command that
+        was run). Either sets :attr:`_start_stop`, which a wait of the start phase that reads
+        no process (a deferred load) waits on, and which a request of the start phase not
+        yet sent meets (:meth:`ProcessConversation._call`). A process that is ready and
+        waits for nothing is left alone: the turn's own watch takes the stop or the budget
+        once the turn is in flight. Timers, not polling: each fires once, and does nothing
+        once the turn is in flight.
         """
-        ended: list[str] = []
+        started, resumed = self._clock(), self._resumes
+        why: list[str] = []
         argv: list[tuple[str, ...]] = []
         timers: list[threading.Timer] = []
-        over = threading.Event()  # the block is left: no timer may act any more
+        over = threading.Event()  # the run is left: no timer may act any more
+        start_stop = threading.Event()
 
-        def end(why: str) -> None:
+        def end(reason: str) -> None:
             with self._lock:
-                if self._turn is not None or ended or over.is_set():
+                if self._turn is not None or why or over.is_set():
                     return
-                ended.append(why)
+                why.append(reason)
                 self._start_ended = True
+            start_stop.set()
             starting = self._starting_process()
             if starting is not None:
                 argv.append(starting[0])  # before the kill: the turn's thread then reads it
+                self._start_killed = True
                 starting[1]()
 
-        def after(seconds: float, why: str) -> None:
-            timer = threading.Timer(seconds, end, args=(why,))
+        def after(seconds: float, reason: str) -> None:
+            timer = threading.Timer(seconds, end, args=(reason,))
             timer.daemon = True
             with self._lock:
                 if over.is_set():
@@ -356,19 +399,22 @@ class LongLivedConversation(Generic[TurnT]):
         timeout = self._timeout(request)
         if timeout is not None:
             after(timeout, "timeout")
-        detach = stop.attach(lambda: after(self._interrupt_grace, "stop"))
+        self._start_stop, self._start_killed = start_stop, False
+        # On a timer of its own: the kill waits for the process, the caller of interrupt() not.
+        grace = self._interrupt_grace if self._start_waits_for_ready else 0.0
+        detach = stop.attach(lambda: after(grace, "stop"))
         try:
-            yield
+            return self._run(request, emit, stop)
         except AgentShimError as error:
-            if not ended:
+            if not (why and self._start_killed):
                 raise
+            self._release_process()
+            if why[0] == "stop":
+                emit(TurnInterrupted("interrupted while the CLI was starting"))
+                return self._turn_result(
+                    "", None, started=started, resumed=resumed, interrupted=True
+                )
             ran = shown_argv(argv[0]) if argv else f"the {self._name} CLI"
-            if ended[0] == "stop":
-                raise TurnCancelledError(
-                    f"the turn was stopped while {ran} was starting, which did not finish "
-                    f"within {self._interrupt_grace:g} s; it was killed before the prompt was "
-                    "sent, and the conversation is intact"
-                ) from error
             raise CliTimeoutError(
                 argv[0] if argv else (),
                 timeout,
@@ -380,6 +426,7 @@ class LongLivedConversation(Generic[TurnT]):
             with self._lock:
                 over.set()
                 self._start_ended = False
+            self._start_stop, self._start_killed = _NEVER, False
             for timer in timers:
                 timer.cancel()
 
@@ -636,6 +683,11 @@ class ProcessConversation(LongLivedConversation[TurnT]):
         self._side: ServedSide | None = None
         self._requests = Correlator("agentshim")
         self._stderr: deque[str] = deque(maxlen=200)
+        # How long a request of the start phase may go unanswered (the transport's).
+        self._start_timeout = transport.start_timeout
+        # A request of the start phase waits for its answer: the turn's stop or budget kills
+        # the process then (see _run_bounded).
+        self._calling = False
 
     # -- what a transport supplies ---------------------------------------------------------
 
@@ -646,6 +698,25 @@ class ProcessConversation(LongLivedConversation[TurnT]):
     def _interrupt_frame(self, turn: TurnT) -> Mapping[str, Any]:
         """The frame that stops ``turn`` in band (called without the lock held)."""
         raise NotImplementedError
+
+    def _answer_of(self, channel: Channel, pending: PendingRequest, line: str, emit: Emit) -> Any:
+        """What ``line`` answers ``pending`` with (start phase); None after setting it aside.
+
+        A line that is no answer to ``pending`` (a notice, a late answer, a request of the
+        CLI's) is handled as :meth:`_between_turns` would.
+        """
+        raise NotImplementedError
+
+    def _between_turns(self, channel: Channel, line: str, emit: Emit) -> float:
+        """Act on a line the CLI printed while no turn was in flight.
+
+        Returns how many seconds more the drain before a turn waits for the CLI's next line
+        (0: only what is already there).
+        """
+        raise NotImplementedError
+
+    _start_command = "the CLI"
+    """What messages call the command when the channel has no argv to show."""
 
     _stop_waits_for_start = False
     """Whether a stop that comes before the turn's run began waits for :meth:`_run_began`
@@ -696,6 +767,106 @@ class ProcessConversation(LongLivedConversation[TurnT]):
         self._send(channel, frame)
         with self._stoppable(stop):
             self._read_turn(channel, turn)
+
+    def _call(
+        self,
+        channel: Channel,
+        subtype: str,
+        frame: Callable[[PendingRequest], Mapping[str, Any]],
+        emit: Emit,
+        *,
+        deadline: float | None = None,
+    ) -> Any:
+        """Send our request ``subtype`` (``frame`` builds it) and read until it is answered.
+
+        Every line is handed to :meth:`_answer_of`, which sets aside (or refuses) what is
+        not the answer. ``deadline`` (default: the transport's ``start_timeout`` from now)
+        bounds the wait; the turn's stop, budget and stall window end it sooner.
+
+        Raises:
+            CliTimeoutError: no answer by ``deadline`` (the process is killed).
+            CliExitError / SessionResumeError: the process ended first (:meth:`_start_died`).
+            TurnStalledError: the CLI was silent for the conversation's stall window.
+        """
+        sent = self._clock()
+        if deadline is None:
+            deadline = sent + self._start_timeout
+        pending = self._issue(subtype, deadline)
+        with self._lock:
+            self._calling = True
+        try:
+            if self._start_stop.is_set():
+                # The turn was stopped (or ran out) while the process was ready: it goes now.
+                self._start_killed = True
+                channel.kill()
+            self._send(channel, frame(pending))
+            heard = sent
+            while True:
+                output = self._start_read(channel, deadline, heard)
+                if output is None:
+                    seconds = max(deadline - sent, 0.0)
+                    raise self._start_unanswered(channel, seconds, subtype, self._start_command)
+                if isinstance(output, ProcessExited):
+                    raise self._start_died(channel, output, subtype, emit)
+                heard = self._clock()
+                if isinstance(output, StderrLine):
+                    self._stderr.append(output.text)
+                    continue
+                answer = self._answer_of(channel, pending, output.text, emit)
+                if answer is not None:
+                    return answer
+        finally:
+            with self._lock:
+                self._calling = False
+
+    def _start_read(self, channel: Channel, deadline: float, heard: float) -> ProcessOutput | None:
+        """The next output of a process that is starting; None at ``deadline``.
+
+        A wake (another thread's) does not end the wait; the turn's stop and budget end it by
+        killing the process, whose exit is read next. The CLI silent for the stall window
+        since ``heard`` kills it and raises TurnStalledError.
+        """
+        stall = self._spec.stall_timeout
+        while True:
+            stalls_at = None if stall is None else heard + stall
+            until = deadline if stalls_at is None else min(deadline, stalls_at)
+            output = channel.read(until)
+            if output is not None:
+                return output
+            now = self._clock()
+            if stalls_at is not None and now >= stalls_at and stalls_at <= deadline:
+                channel.kill()
+                self._release_process()
+                raise TurnStalledError(stall, now - heard)
+            if now >= deadline:
+                return None
+
+    def _drain_between_turns(
+        self,
+        channel: Channel,
+        emit: Emit,
+        *,
+        settle: float = 0.0,
+        deadline: float | None = None,
+        until: Callable[[], bool] | None = None,
+    ) -> None:
+        """Take what the CLI printed since the last turn, before this one goes out.
+
+        Each line goes to :meth:`_between_turns`; the drain ends when nothing more comes
+        within ``settle`` seconds (or the time the last line asked for), at ``deadline``, as
+        soon as ``until()`` holds, or at the process's exit (which the turn's read meets and
+        reports).
+        """
+        wait = settle
+        while until is None or not until():
+            quiet_at = self._clock() + wait
+            output = channel.read(quiet_at if deadline is None else min(quiet_at, deadline))
+            if output is None or isinstance(output, ProcessExited):
+                return
+            if isinstance(output, StderrLine):
+                self._stderr.append(output.text)
+                continue
+            wait = max(settle, self._between_turns(channel, output.text, emit))
 
     def _issue(self, subtype: str, deadline: float | None) -> PendingRequest:
         """A new id for our request ``subtype``, to be answered by ``deadline`` (any thread)."""
@@ -809,6 +980,27 @@ class ProcessConversation(LongLivedConversation[TurnT]):
         """The failure of something the CLI refused (``detail`` says what and why)."""
         return CliExitError(channel.argv, 1, stderr="".join(self._stderr), kind=kind, detail=detail)
 
+    def _start_died(
+        self, channel: Channel, exit_status: ProcessExited, what: str, emit: Emit
+    ) -> AgentShimError:
+        """The failure of a process that ended before it answered ``what``; it is released.
+
+        A CliExitError with its exit code and stderr tail, of the kind the provider's own
+        classifier gives that stderr (as the one-shot door does); SessionResumeError when
+        the provider reads it as a refusal to resume the conversation.
+        """
+        emit(RunFinished(exit_status.returncode))
+        self._release_process()
+        stderr = "".join(self._stderr)
+        error = CliExitError(
+            channel.argv,
+            exit_status.returncode,
+            stderr=stderr,
+            kind=kind_from_text(stderr) or FailureKind.OTHER,
+            detail=f"{self._name} exited before answering {what}",
+        )
+        return self._context.provider.classify_exit(error, resumed=self._resumes)
+
     def _start_unanswered(
         self, channel: Channel, seconds: float, what: str, command: str
     ) -> CliTimeoutError:
@@ -846,6 +1038,29 @@ class ProcessConversation(LongLivedConversation[TurnT]):
         self._release_process()
         return None
 
+    def _ensure_process(self, emit: Emit) -> Channel:
+        """The conversation's process, ready: the running one, else one opened now.
+
+        A process that died while the conversation was idle is replaced (the conversation
+        resumed in the new one). A process that fails to open is released.
+        """
+        channel = self._live_channel()
+        if channel is not None:
+            return channel
+        try:
+            return self._open_process(emit)
+        except BaseException:
+            self._release_process()
+            raise
+
+    def _open_process(self, emit: Emit) -> Channel:
+        """Start (or join) a process and make it ready: the handshake, the session open.
+
+        Each transport supplies it from :meth:`_start_process` (or :meth:`_adopt_channel`)
+        and :meth:`_call`.
+        """
+        raise NotImplementedError
+
     def _start_process(
         self,
         argv: list[str],
@@ -875,14 +1090,21 @@ class ProcessConversation(LongLivedConversation[TurnT]):
             ended = self._start_ended
         self._stderr.clear()
         if ended:  # the turn was stopped, or ran out of time, while the process was spawned
+            self._start_killed = True
             channel.kill()
         return channel
 
     def _starting_process(self) -> tuple[tuple[str, ...], Callable[[], None]] | None:
-        """The channel's process (starting: no turn is in flight): its argv and its kill."""
+        """The channel's process while a request of the start phase waits for its answer.
+
+        None otherwise: a process being spawned is killed as the spawn returns, the next
+        request of the start phase meets the stop before it is sent (:meth:`_call`), and a
+        process that is ready gets the stop in band once the turn is in flight.
+        """
         with self._lock:
             channel = self._channel
-        return None if channel is None else (channel.argv, channel.kill)
+            waiting = self._calling
+        return None if channel is None or not waiting else (channel.argv, channel.kill)
 
     def _adopt_channel(self, channel: Channel) -> None:
         """Make ``channel`` (on a process shared with other conversations) the conversation's."""

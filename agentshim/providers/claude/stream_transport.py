@@ -21,7 +21,6 @@ from typing import TYPE_CHECKING, Any
 from agentshim.core import lifecycle_kinds as lk
 from agentshim.core.conversation import ConversationSpec, TurnStop
 from agentshim.core.errors import (
-    CliDiedError,
     CliExitError,
     CliTimeoutError,
     FailureKind,
@@ -29,7 +28,6 @@ from agentshim.core.errors import (
     ProcessClosedError,
     SessionResumeError,
     TurnFailedError,
-    TurnTimeoutError,
 )
 from agentshim.core.events import (
     AgentEvent,
@@ -41,6 +39,7 @@ from agentshim.core.events import (
     UsageReport,
     UsageScope,
 )
+from agentshim.core.failures import kind_from_text
 from agentshim.core.frames import UNKNOWN_DETAIL_CHARS
 from agentshim.core.ids import is_valid_session_id
 from agentshim.core.jsonvalues import as_mapping, as_str
@@ -58,6 +57,7 @@ from agentshim.transport.conversation import (
     ProcessOptions,
     ProcessTransport,
 )
+from agentshim.transport.correlator import PendingRequest
 from agentshim.transport.warm import WarmProcesses
 from agentshim.transport.watch import TurnWatch
 
@@ -158,7 +158,7 @@ def _say_hello(channel: Channel, clock: Callable[[], float]) -> None:
     """Ask a new process ``initialize`` and read until it answers: then it is ready.
 
     Raises:
-        CliDiedError: it ended first.
+        CliExitError: it ended first (the kind its stderr reads as).
         CliTimeoutError: it did not answer within ``_HELLO_TIMEOUT``.
     """
     channel.send(control_request(_HELLO_ID, "initialize"))
@@ -174,8 +174,13 @@ def _say_hello(channel: Channel, clock: Callable[[], float]) -> None:
                 "starting a warm process; check that it starts: claude --version",
             )
         if isinstance(output, ProcessExited):
-            raise CliDiedError(
-                session_id=None, returncode=output.returncode, stderr="".join(stderr)
+            said = "".join(stderr)
+            raise CliExitError(
+                channel.argv,
+                output.returncode,
+                stderr=said,
+                kind=kind_from_text(said) or FailureKind.OTHER,
+                detail="Claude Code exited before answering initialize",
             )
         if isinstance(output, StderrLine):
             stderr.append(output.text)
@@ -233,6 +238,8 @@ class ClaudeStreamConversation(ProcessConversation[_Turn]):
         self._process_cost = 0.0
         # The conversation's tools, answered in band (mcp_message) on the turn's thread.
         self._tools = ToolHost(spec.tools) if spec.tools else None
+        # A turn of the CLI's own (woken by a background task) is running between ours.
+        self._background_turn = False
 
     def steer(self, text: str) -> None:
         """Write ``text`` into the running turn; Claude Code folds it into that turn.
@@ -249,7 +256,8 @@ class ClaudeStreamConversation(ProcessConversation[_Turn]):
         started = self._clock()
         resumed = self._resumes
         channel = self._ensure_process(emit)
-        self._drain_between_turns(channel, emit, started)
+        self._background_turn = False
+        self._drain_between_turns(channel, emit)
         if request.model is not None and request.model != self._model:
             self._switch_model(channel, request.model, emit)
         watch = self._watch(request, started)
@@ -281,10 +289,7 @@ class ClaudeStreamConversation(ProcessConversation[_Turn]):
                 env.setdefault(name, value)
         return argv, env
 
-    def _ensure_process(self, emit: Emit) -> Channel:
-        channel = self._live_channel()
-        if channel is not None:
-            return channel
+    def _open_process(self, emit: Emit) -> Channel:
         argv, env = self.launch()
         # A new conversation may take a process started ahead of it (a resumed one cannot:
         # --resume is on the command line).
@@ -296,10 +301,10 @@ class ClaudeStreamConversation(ProcessConversation[_Turn]):
         else:
             channel = self._start_process(argv, env, emit)
         self._process_cost = 0.0
-        self._initialize(channel)
+        self._handshake(channel)
         return channel
 
-    def _initialize(self, channel: Channel) -> None:
+    def _handshake(self, channel: Channel) -> None:
         """Register the tools and hooks; the answer is read with the turn's output.
 
         Not waited for: the CLI holds its answer until it has asked the in-process MCP
@@ -309,77 +314,57 @@ class ClaudeStreamConversation(ProcessConversation[_Turn]):
         if not fields:
             return
         pending = self._issue("initialize", None)
-        try:
-            channel.send(control_request(pending.request_id, "initialize", **fields))
-        except ProcessClosedError:
-            pass  # the turn's read meets the exit and reports it
+        self._send(channel, control_request(pending.request_id, "initialize", **fields))
 
-    def _drain_between_turns(self, channel: Channel, emit: Emit, started: float) -> None:
-        """Report what the CLI printed since the last turn, and let a turn it began finish.
+    def _between_turns(self, channel: Channel, line: str, emit: Emit) -> float:
+        """Report a line the CLI printed since the last turn; wait on while a turn of its own runs.
 
         Claude Code's background tasks can wake a turn of their own after a result. Its
         frames are never this turn's output: each becomes ``Lifecycle("between_turns", line)``
         here, before this turn's message goes out, and when such a turn is still running
-        this waits for its result (within the turn's budget) so the two never mix.
+        the drain waits for its result (within the turn's budget) so the two never mix.
         """
-        in_turn = False
-        while True:
-            now = self._clock()
-            output = channel.read(now + _BETWEEN_TURNS_WAIT if in_turn else now)
-            if output is None or isinstance(output, ProcessExited):
-                return
-            if isinstance(output, StderrLine):
-                self._stderr.append(output.text)
-                continue
-            line = output.text
-            emit(Lifecycle(lk.BETWEEN_TURNS, line.strip()[:UNKNOWN_DETAIL_CHARS]))
-            frame = parse_json_object(line)
-            kind = frame.get("type") if frame is not None else None
-            if kind == "control_request" and frame is not None:
-                self._answer_callback(channel, frame, emit)
-            elif kind == "result":
-                in_turn = False
-            elif kind in ("system", "assistant", "user", "stream_event"):
-                in_turn = True
+        emit(Lifecycle(lk.BETWEEN_TURNS, line.strip()[:UNKNOWN_DETAIL_CHARS]))
+        frame = parse_json_object(line)
+        kind = frame.get("type") if frame is not None else None
+        if kind == "control_request" and frame is not None:
+            self._answer_callback(channel, frame, emit)
+        elif kind == "result":
+            self._background_turn = False
+        elif kind in ("system", "assistant", "user", "stream_event"):
+            self._background_turn = True
+        return _BETWEEN_TURNS_WAIT if self._background_turn else 0.0
+
+    def _answer_of(
+        self, channel: Channel, pending: PendingRequest, line: str, emit: Emit
+    ) -> Mapping[str, Any] | None:
+        frame = parse_json_object(line)
+        if frame is None or frame.get("type") != "control_response":
+            self._between_turns(channel, line, emit)
+            return None
+        body = as_mapping(frame.get("response")) or {}
+        with self._lock:
+            answered = self._requests.resolve(body.get("request_id"))
+        return body if answered is not None and answered.request_id == pending.request_id else None
 
     def _switch_model(self, channel: Channel, model: str, emit: Emit) -> None:
-        deadline = self._clock() + _CONTROL_TIMEOUT
-        pending = self._issue("set_model", deadline)
-        channel.send(control_request(pending.request_id, "set_model", model=model))
-        while True:
-            output = channel.read_until(deadline)
-            if output is None:
-                raise TurnTimeoutError(
-                    _CONTROL_TIMEOUT,
-                    f"Claude Code did not confirm the switch to model {model!r} within "
-                    f"{_CONTROL_TIMEOUT:g} s; the turn was not sent, the conversation is kept",
-                )
-            if isinstance(output, ProcessExited):
-                return  # the turn's read meets the exit and reports it
-            if isinstance(output, StderrLine):
-                self._stderr.append(output.text)
-                continue
-            frame = parse_json_object(output.text)
-            if frame is None or frame.get("type") != "control_response":
-                if frame is not None and frame.get("type") == "control_request":
-                    self._answer_callback(channel, frame, emit)
-                continue
-            body = as_mapping(frame.get("response")) or {}
-            with self._lock:
-                answered = self._requests.resolve(body.get("request_id"))
-            if answered is None or answered.request_id != pending.request_id:
-                continue
-            if body.get("subtype") != "success":
-                reason = as_str(body.get("error")) or "no reason given"
-                raise TurnFailedError(
-                    f"Claude Code refused to switch to model {model!r}: {reason}; the turn was "
-                    "not sent; name another model",
-                    kind=FailureKind.MODEL,
-                    detail=reason,
-                )
-            self._model = model
-            emit(Lifecycle(lk.MODEL_SWITCHED, model))
-            return
+        body: Mapping[str, Any] = self._call(
+            channel,
+            "set_model",
+            lambda pending: control_request(pending.request_id, "set_model", model=model),
+            emit,
+            deadline=self._clock() + _CONTROL_TIMEOUT,
+        )
+        if body.get("subtype") != "success":
+            reason = as_str(body.get("error")) or "no reason given"
+            raise TurnFailedError(
+                f"Claude Code refused to switch to model {model!r}: {reason}; the turn was "
+                "not sent; name another model",
+                kind=FailureKind.MODEL,
+                detail=reason,
+            )
+        self._model = model
+        emit(Lifecycle(lk.MODEL_SWITCHED, model))
 
     def _on_line(self, channel: Channel, turn: _Turn, line: str) -> None:
         frame = turn.parser.frame_or_feed(line)

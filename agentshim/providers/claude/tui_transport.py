@@ -307,6 +307,8 @@ class ClaudeTuiConversation(LongLivedConversation[_Turn]):
     ApprovalPolicy.FAIL_TURN. A model other than the conversation's cannot be asked for.
     """
 
+    _start_waits_for_ready = True
+
     _unanswered = "the turn did not end {grace:g} s after Esc; killing the process"
 
     def __init__(
@@ -654,6 +656,7 @@ class ClaudeTuiConversation(LongLivedConversation[_Turn]):
             self._terminal = terminal
             ended = self._start_ended
         if ended:  # the turn was stopped, or ran out of time, while the process was spawned
+            self._start_killed = True
             pty.kill()
         self._session_id = session_id
         self._fork = False

@@ -36,12 +36,10 @@ from agentshim.core import lifecycle_kinds as lk
 from agentshim.core.conversation import ConversationSpec, TurnStop
 from agentshim.core.errors import (
     AgentShimError,
-    CliDiedError,
     CliExitError,
     FailureKind,
     ProcessClosedError,
     ProviderCapabilityError,
-    SessionResumeError,
 )
 from agentshim.core.events import (
     Emit,
@@ -57,7 +55,6 @@ from agentshim.core.permissions import ApprovalPolicy, NativeMode
 from agentshim.core.provider import ParserContext
 from agentshim.core.stream import parse_json_object
 from agentshim.core.turn import TurnRequest, TurnResult
-from agentshim.execution.process import ProcessExited, StderrLine
 from agentshim.tools.local import LocalToolServer, refuse_remote_executor, serve_tools
 from agentshim.transport.channel import Channel
 from agentshim.transport.conversation import LiveTurn, ProcessConversation, ProcessTransport
@@ -86,12 +83,6 @@ from .rpc_protocol import (
 from .tools import tool_extension
 
 __all__ = ["PiRpcConversation", "PiRpcTransport"]
-
-_STARTUP_TIMEOUT = 60.0
-"""How long a new process may take to answer ``get_state`` (2 s alone, 4 s when five start)."""
-
-_COMMAND_TIMEOUT = 30.0
-"""How long a command of ours that must be answered before a turn (``set_model``) may take."""
 
 # The largest lines Pi prints, each repeating the whole message twice: handed to the parser
 # undecoded, as it drops most of them by their first bytes.
@@ -226,6 +217,7 @@ class PiRpcConversation(ProcessConversation[_Turn]):
     """
 
     _unanswered = "the run did not end {grace:g} s after the abort; killing the process"
+    _start_command = "pi --mode rpc"
     # An abort before the run begins (``agent_start``) would find Pi idle and be lost.
     _stop_waits_for_start = True
 
@@ -303,10 +295,7 @@ class PiRpcConversation(ProcessConversation[_Turn]):
 
     # -- the process -----------------------------------------------------------------------
 
-    def _ensure_process(self, emit: Emit) -> Channel:
-        channel = self._live_channel()
-        if channel is not None:
-            return channel
+    def _open_process(self, emit: Emit) -> Channel:
         context, spec = self._context, self._spec
         if spec.tools:
             refuse_remote_executor(context.executor)
@@ -317,51 +306,20 @@ class PiRpcConversation(ProcessConversation[_Turn]):
         env = dict(context.env)
         if extension is not None:
             env.update(extension.env)  # the tools' credential: Pi's env, never argv or a file
-        try:
-            channel = self._start_process(argv, env, emit, side=self._serving)
-        except BaseException:
-            self._release_process()
-            raise
+        channel = self._start_process(argv, env, emit, side=self._serving)
         self._handshake(channel, emit)
         return channel
 
     def _handshake(self, channel: Channel, emit: Emit) -> None:
         """Ask the new process for its state: it is ready once it answers, and names its session."""
-        pending = self._issue("get_state", self._clock() + _STARTUP_TIMEOUT)
-        try:
-            channel.send(command(pending.request_id, "get_state"))
-        except ProcessClosedError:
-            pass  # the read meets the exit
-        response = self._await(channel, pending, emit)
-        if response is None:
-            exit_status = channel.exit
-            if exit_status is None:
-                raise self._start_unanswered(
-                    channel, _STARTUP_TIMEOUT, "get_state", "pi --mode rpc"
-                )
-            self._startup_failed(channel, exit_status, emit)
-        elif not response.success:
+        response: Response = self._call(
+            channel, "get_state", lambda pending: command(pending.request_id, "get_state"), emit
+        )
+        if not response.success:
             self._release_process()
             detail = f"pi refused get_state: {response.error or 'no reason given'}"
             raise self._refused(channel, detail)
-        else:
-            self._adopt_state(read_state(response.data), emit)
-
-    def _startup_failed(self, channel: Channel, exit_status: ProcessExited, emit: Emit) -> None:
-        emit(RunFinished(exit_status.returncode))
-        stderr = "".join(self._stderr)
-        error = CliExitError(
-            channel.argv,
-            exit_status.returncode,
-            stderr=stderr,
-            detail=stderr.strip().splitlines()[0] if stderr.strip() else "",
-        )
-        classified = self._provider.classify_exit(error, resumed=self._session_id is not None)
-        if isinstance(classified, SessionResumeError):
-            raise classified
-        raise CliDiedError(
-            session_id=self._session_id, returncode=exit_status.returncode, stderr=stderr
-        )
+        self._adopt_state(read_state(response.data), emit)
 
     def _adopt_state(self, state: PiState, emit: Emit) -> None:
         if state.model_provider is not None:
@@ -393,33 +351,18 @@ class PiRpcConversation(ProcessConversation[_Turn]):
         if state.session_file is not None:
             emit(Lifecycle(lk.SESSION_FILE, state.session_file))
 
-    def _await(self, channel: Channel, pending: PendingRequest, emit: Emit) -> Response | None:
-        """Read until ``pending`` is answered; None at its deadline or the process's exit.
+    def _answer_of(
+        self, channel: Channel, pending: PendingRequest, line: str, emit: Emit
+    ) -> Response | None:
+        answered = self._between_turns_line(line, emit)
+        if answered is not None and answered[0].request_id == pending.request_id:
+            return answered[1]
+        return None
 
-        What else Pi prints meanwhile is no turn's output: it is reported as
-        ``Lifecycle("between_turns", line)``.
-        """
-        while True:
-            output = channel.read(pending.deadline)
-            if output is None or isinstance(output, ProcessExited):
-                return None
-            if isinstance(output, StderrLine):
-                self._stderr.append(output.text)
-                continue
-            answered = self._between_turns_line(output.text, emit)
-            if answered is not None and answered[0].request_id == pending.request_id:
-                return answered[1]
-
-    def _drain_between_turns(self, channel: Channel, emit: Emit) -> None:
-        """Report what Pi printed since the last turn (late responses, say) before this one."""
-        while True:
-            output = channel.read(self._clock())
-            if output is None or isinstance(output, ProcessExited):
-                return
-            if isinstance(output, StderrLine):
-                self._stderr.append(output.text)
-            else:
-                self._between_turns_line(output.text, emit)
+    def _between_turns(self, channel: Channel, line: str, emit: Emit) -> float:
+        """What Pi printed between turns (late responses, say) is reported, not read as a turn's."""
+        self._between_turns_line(line, emit)
+        return 0.0
 
     def _between_turns_line(self, line: str, emit: Emit) -> tuple[PendingRequest, Response] | None:
         frame = parse_json_object(line)
@@ -444,19 +387,10 @@ class PiRpcConversation(ProcessConversation[_Turn]):
             return self._requests.resolve(oldest.request_id) if oldest is not None else None
 
     def _switch_model(self, channel: Channel, model: str, emit: Emit) -> None:
-        pending = self._issue("set_model", self._clock() + _COMMAND_TIMEOUT)
-        try:
-            channel.send(model_command(pending.request_id, model, self._model_provider))
-        except ProcessClosedError:
-            return  # the turn's read meets the exit and reports it
-        response = self._await(channel, pending, emit)
-        if response is None:
-            if channel.exit is not None:
-                return
-            raise ProviderCapabilityError(
-                f"Pi did not confirm the switch to model {model!r} within "
-                f"{_COMMAND_TIMEOUT:g} s; the turn was not sent"
-            )
+        def frame(pending: PendingRequest) -> Mapping[str, Any]:
+            return model_command(pending.request_id, model, self._model_provider)
+
+        response: Response = self._call(channel, "set_model", frame, emit)
         if not response.success:
             raise ProviderCapabilityError(
                 f"Pi refused model {model!r}: {response.error or 'no reason given'}; name a "

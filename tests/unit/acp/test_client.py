@@ -43,7 +43,7 @@ from agentshim.core.session_policy import Continuity
 from agentshim.core.turn import TurnRequest
 from agentshim.execution.process import ProcessExited, SpawnRequest, StderrLine, StdoutLine
 from agentshim.providers.gemini.acp import GEMINI_ACP
-from agentshim.testing import FakeExecutor
+from agentshim.testing import FakeClock, FakeExecutor
 from agentshim.testing.acp import GEMINI_QUIRKS, AcpPeer, AcpPeers, AcpPeerTurn, AcpQuirks
 from agentshim.testing.process import FakePeer, SilentPeer
 from agentshim.testing.session_contracts import (
@@ -76,8 +76,8 @@ class Rig(AcpRig):
         transport_options: dict[str, Any] | None = None,
         **options: Any,
     ) -> None:
-        self.slept: list[float] = []
-        transport = {"sleep": self.slept.append, **(transport_options or {})}
+        self.waits = FakeClock()
+        transport = {"waits": self.waits, **(transport_options or {})}
         super().__init__(
             "gemini", GEMINI_ACP, quirks, turns, transport_options=transport, **options
         )
@@ -425,7 +425,7 @@ class TestFailures:
         with pytest.raises(CliDiedError):
             rig.turn()
         _, events = rig.turn()
-        assert rig.slept == [pytest.approx(51.0)]
+        assert rig.waits.waits == [pytest.approx(51.0)]
         assert events.lifecycle("load_deferred")
 
     def test_a_session_the_agent_lost_raises_session_resume_error(self) -> None:
@@ -434,7 +434,7 @@ class TestFailures:
         with pytest.raises(SessionResumeError) as caught:
             rig.turn()
         assert caught.value.session_id == gone
-        assert rig.slept == []  # not a session this client made: no wait
+        assert rig.waits.waits == []  # not a session this client made: no wait
 
     def test_an_agent_request_we_do_not_offer_is_refused_and_fails_the_turn(self) -> None:
         class AsksToRead(AcpPeer):
@@ -594,8 +594,7 @@ class TestGeminiStreamSessions:
 
     def test_a_released_session_reopens_by_id_after_the_minute_of_its_creation(self) -> None:
         peers = AcpPeers([AcpPeerTurn("a"), AcpPeerTurn("b")])
-        slept: list[float] = []
-        transport, executor = make_transport(peers, wall_clock=lambda: 610.0, sleep=slept.append)
+        transport, executor = make_transport(peers, wall_clock=lambda: 610.0, waits=FakeClock())
         agent = Agent.over(transport, permissions=BYPASS, approvals=ApprovalPolicy.DENY)
         with agent.start_session() as session:
             first = session.turn("one").result

@@ -24,8 +24,6 @@ from agentshim._version import __version__
 from agentshim.core import lifecycle_kinds as lk
 from agentshim.core.conversation import ConversationSpec, TurnStop
 from agentshim.core.errors import (
-    AgentShimError,
-    CliDiedError,
     CliExitError,
     FailureKind,
     ProcessClosedError,
@@ -47,7 +45,6 @@ from agentshim.core.frames import UNKNOWN_DETAIL_CHARS
 from agentshim.core.profile import SchemaDialect
 from agentshim.core.schema import dialect_problems
 from agentshim.core.turn import TurnRequest, TurnResult
-from agentshim.execution.process import ProcessExited, StderrLine, StdoutLine
 from agentshim.execution.reaping import can_scan, new_run_id, reap_marked
 from agentshim.providers.codex.provider import CodexProvider
 from agentshim.tools.local import LocalToolServer, refuse_remote_executor, serve_tools
@@ -68,7 +65,7 @@ from . import _wire
 from . import protocol as p
 from ._wire import encode
 from .approvals import approval_reply, approval_request
-from .channel import Malformed, decode, pending_key, request_frame
+from .channel import Malformed, Message, decode, pending_key, request_frame
 from .errors import failure_kind, is_unknown_thread
 from .items import TurnItems
 from .permissions import approval_policy, sandbox_mode, sandbox_policy
@@ -76,9 +73,6 @@ from .profile import TOOL_MARKER, app_server_argv, thread_config
 from .usage import ThreadUsage
 
 __all__ = ["CodexAppServerConversation"]
-
-_STARTUP_TIMEOUT = 60.0
-"""How long a new process may take to answer ``initialize`` and open its thread."""
 
 _REPLAY_WAIT = 0.5
 """How long a resumed thread's replayed usage total is waited for (it follows the response)."""
@@ -143,6 +137,7 @@ class CodexAppServerConversation(ProcessConversation[_Turn]):
     """
 
     _unanswered = "no turn/completed {grace:g} s after the interrupt; killing the process"
+    _start_command = "codex app-server"
     # Codex takes an interrupt or a steer only once it started the turn (``turn/started``);
     # its ``turn/start`` response comes before, and one sent then is refused.
     _stop_waits_for_start = True
@@ -421,10 +416,7 @@ class CodexAppServerConversation(ProcessConversation[_Turn]):
 
     # -- the process -----------------------------------------------------------------------
 
-    def _ensure_process(self, emit: Emit) -> Channel:
-        channel = self._live_channel()
-        if channel is not None:
-            return channel
+    def _open_process(self, emit: Emit) -> Channel:
         if self._pool is not None:
             return self._join_shared(self._pool, emit)
         context, spec = self._context, self._spec
@@ -444,13 +436,9 @@ class CodexAppServerConversation(ProcessConversation[_Turn]):
         )
         env = dict(context.env)
         self._add_mcp_env(env)
-        try:
-            channel = self._start_process(argv, env, emit, side=self._serving)
-            self._handshake(channel, emit)
-            self._open_thread(channel, emit)
-        except BaseException:
-            self._release_process()  # and the tools' socket with it
-            raise
+        channel = self._start_process(argv, env, emit, side=self._serving)
+        self._handshake(channel, emit)
+        self._open_thread(channel, emit)
         return channel
 
     def _join_shared(self, pool: ProcessPool, emit: Emit) -> Channel:
@@ -470,12 +458,8 @@ class CodexAppServerConversation(ProcessConversation[_Turn]):
         self._add_mcp_env(env)
         channel = join_shared(pool, argv, env, emit)
         self._adopt_channel(channel)
-        try:
-            once_per_process(channel, lambda: self._handshake(channel, emit))
-            self._open_thread(channel, emit)
-        except BaseException:
-            self._release_process()
-            raise
+        once_per_process(channel, lambda: self._handshake(channel, emit))
+        self._open_thread(channel, emit)
         return channel
 
     def _handshake(self, channel: Channel, emit: Emit) -> None:
@@ -483,14 +467,12 @@ class CodexAppServerConversation(ProcessConversation[_Turn]):
             client_info=p.ClientInfo(name=_CLIENT_NAME, title=_CLIENT_NAME, version=__version__),
             capabilities=p.InitializeCapabilities(experimental_api=True),
         )
-        answer = self._call(channel, params, emit)
+        answer = self._request(channel, params, emit)
         if isinstance(answer, p.ErrorResponse):
             self._release_process()
             raise self._refused(channel, f"codex refused initialize: {answer.message}")
-        try:
-            channel.send(_wire.notification("initialized"))
-        except ProcessClosedError:
-            raise self._startup_failed(channel, emit) from None
+        # A process that ended meanwhile is met by the next read of the start phase.
+        self._send(channel, _wire.notification("initialized"))
 
     def _open_thread(self, channel: Channel, emit: Emit) -> None:
         spec, thread_id = self._spec, self._session_id
@@ -531,7 +513,7 @@ class CodexAppServerConversation(ProcessConversation[_Turn]):
                 config=config,
             )
         with opening_session(channel):
-            answer = self._call(channel, params, emit)
+            answer = self._request(channel, params, emit)
         if isinstance(answer, p.ErrorResponse):
             self._release_process()
             detail = f"codex refused {params.METHOD}: {answer.message}"
@@ -554,55 +536,37 @@ class CodexAppServerConversation(ProcessConversation[_Turn]):
         if thread_id is not None:
             # The stored total follows the response; it is the baseline of the next turn.
             deadline, before = self._clock() + _REPLAY_WAIT, self._usage.updates
-            while self._usage.updates == before:
-                output = channel.read(deadline)
-                if output is None or isinstance(output, ProcessExited):
-                    return
-                self._between_turns(channel, output, emit)
+            self._drain_between_turns(
+                channel,
+                emit,
+                settle=_REPLAY_WAIT,
+                deadline=deadline,
+                until=lambda: self._usage.updates != before,
+            )
 
-    def _call(self, channel: Channel, params: Any, emit: Emit) -> p.Response | p.ErrorResponse:
-        """Send one request before a turn and read until it is answered (or fail the turn)."""
-        deadline = self._clock() + _STARTUP_TIMEOUT
-        pending = self._issue(str(params.METHOD), deadline)
-        self._send(channel, request_frame(pending, params))
-        while True:
-            output = channel.read_until(deadline)
-            if output is None:
-                what = pending.subtype
-                raise self._start_unanswered(channel, _STARTUP_TIMEOUT, what, "codex app-server")
-            if isinstance(output, ProcessExited):
-                raise self._startup_failed(channel, emit)
-            if isinstance(output, StdoutLine):
-                said = decode(output.text)
-                if isinstance(said, p.Response | p.ErrorResponse):
-                    answered_request = self._resolve(said)
-                    if answered_request is not None and answered_request is pending:
-                        return said
-                    continue
-            self._between_turns(channel, output, emit)
+    def _request(self, channel: Channel, params: Any, emit: Emit) -> p.Response | p.ErrorResponse:
+        """Send ``params`` (a request of the start phase) and read until it is answered."""
+        return self._call(
+            channel, str(params.METHOD), lambda pending: request_frame(pending, params), emit
+        )
 
-    def _startup_failed(self, channel: Channel, emit: Emit) -> CliExitError | AgentShimError:
-        """The process ended before it was ready: release it and say how it ended."""
-        exit_status = channel.exit
-        code = exit_status.returncode if exit_status is not None else None
-        emit(RunFinished(code))
-        stderr = "".join(self._stderr)
-        self._release_process()
-        return CliDiedError(session_id=self._session_id, returncode=code, stderr=stderr)
+    def _answer_of(
+        self, channel: Channel, pending: PendingRequest, line: str, emit: Emit
+    ) -> p.Response | p.ErrorResponse | None:
+        said = decode(line)
+        if isinstance(said, p.Response | p.ErrorResponse):
+            if self._resolve(said) is pending:
+                return said
+            return None
+        self._take_between_turns(channel, said, emit)
+        return None
 
-    def _drain_between_turns(self, channel: Channel, emit: Emit) -> None:
+    def _between_turns(self, channel: Channel, line: str, emit: Emit) -> float:
         """Take what Codex said since the last turn (late notifications) before this one."""
-        while True:
-            output = channel.read(self._clock())
-            if output is None or isinstance(output, ProcessExited):
-                return
-            self._between_turns(channel, output, emit)
+        self._take_between_turns(channel, decode(line), emit)
+        return 0.0
 
-    def _between_turns(self, channel: Channel, output: StdoutLine | StderrLine, emit: Emit) -> None:
-        if isinstance(output, StderrLine):
-            self._stderr.append(output.text)
-            return
-        said = decode(output.text)
+    def _take_between_turns(self, channel: Channel, said: Message | Malformed, emit: Emit) -> None:
         if isinstance(said, p.ServerRequest):
             self._refuse_request(channel, said, emit)
         elif isinstance(said, p.Notification):
