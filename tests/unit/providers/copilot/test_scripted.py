@@ -7,16 +7,13 @@ from typing import Any
 import pytest
 
 from agentshim.cli_agent import CliAgent
-from agentshim.core.errors import CliExitError, FailureKind, SessionResumeError
+from agentshim.core.errors import FailureKind
 from agentshim.core.events import AgentEvent, SessionStarted, ToolResult, UsageReport
-from agentshim.core.usage import TokenUsage
-from agentshim.providers.copilot import resume_failure_lines, scripted_lines
+from agentshim.providers.copilot import scripted_lines
 from agentshim.testing import (
     FakeExecutor,
     FakeRun,
     ScriptedTurn,
-    scripted_resume_failure,
-    scripted_turn,
 )
 from agentshim.testing.scripted import ToolFailure
 from tests.unit.providers.fixtures import load_capture
@@ -153,72 +150,10 @@ class TestScriptedParsesLikeRecorded:
 
 
 class TestScriptedOptions:
-    def test_usage_round_trips_through_assistant_usage(self) -> None:
-        usage = TokenUsage(
-            input_tokens=500,
-            cache_read_input_tokens=200,
-            cache_write_input_tokens=50,
-            output_tokens=80,
-            reasoning_output_tokens=30,
-            turns=1,
-        )
-        parsed, events = parse(scripted_lines(ScriptedTurn(text="x", usage=usage)).stdout)
-        assert parsed.usage is not None
-        assert parsed.usage.increment_known
-        assert parsed.usage.tokens == usage
-        assert [type(e) for e in events if isinstance(e, UsageReport)] == [UsageReport]
-
     def test_no_usage_means_unknown(self) -> None:
         parsed, _ = parse(scripted_lines(ScriptedTurn(text="x")).stdout)
         assert parsed.usage is not None
         assert not parsed.usage.increment_known
-
-    def test_a_fresh_session_id_is_made_when_none_is_given(self) -> None:
-        first, _ = parse(scripted_lines(ScriptedTurn(text="x")).stdout)
-        second, _ = parse(scripted_lines(ScriptedTurn(text="x")).stdout)
-        assert first.session_id
-        assert second.session_id
-        assert first.session_id != second.session_id
-
-    def test_structured_output_is_refused(self) -> None:
-        with pytest.raises(ValueError, match="no native output schema"):
-            scripted_lines(ScriptedTurn(text="{}", structured_output={"a": 1}))
-
-    def test_several_tool_calls_pair_up(self) -> None:
-        calls: list[tuple[str, dict[str, Any], str]] = [
-            ("bash", {"command": "ls"}, "a\nb\n"),
-            ("view", {"path": "/w/a"}, "contents"),
-        ]
-        _, events = parse(scripted_lines(ScriptedTurn(text="done", tool_calls=calls)).stdout)
-        results = [e for e in events if isinstance(e, ToolResult)]
-        assert [(r.tool, r.stdout) for r in results] == [("bash", "a\nb\n"), ("view", "contents")]
-
-
-class TestThroughTheAgent:
-    def test_scripted_turn_runs(self) -> None:
-        run = scripted_turn("copilot", text="all good", session_id="sess-42")
-        result = agent_for(run).run("go")
-        assert (result.text, result.session_id) == ("all good", "sess-42")
-
-    def test_scripted_failure_raises(self) -> None:
-        with pytest.raises(CliExitError):
-            agent_for(scripted_turn("copilot", text="", returncode=2)).run("go")
-
-    def test_resume_failure_matches_the_recording(self) -> None:
-        sid = "00000000-0000-4000-8000-000000000000"
-        run = resume_failure_lines(session_id=sid)
-        assert run.stdout == ()
-        assert run.returncode == load_capture("copilot", "resume_missing").exit_code
-        assert "".join(run.stderr) == "".join(
-            load_capture("copilot", "resume_missing").stderr_lines
-        )
-
-    def test_resume_failure_is_a_resume_error_when_resumed(self) -> None:
-        run = scripted_resume_failure("copilot", session_id="gone-1")
-        session = agent_for(run).start_session(session_id="gone-1")
-        with pytest.raises(SessionResumeError) as caught:
-            session.turn("go")
-        assert caught.value.session_id == "gone-1"
 
     def test_session_started_comes_with_the_result_line(self) -> None:
         _, events = parse(scripted_lines(ScriptedTurn(text="x", session_id="s")).stdout)

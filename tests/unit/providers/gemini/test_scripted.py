@@ -3,19 +3,13 @@ from __future__ import annotations
 import json
 from typing import Any
 
-import pytest
-
 from agentshim import CliAgent
-from agentshim.core.errors import CliExitError, FailureKind, SessionResumeError
 from agentshim.core.events import AgentEvent, Stderr, ToolKind, ToolResult
-from agentshim.core.usage import TokenUsage
-from agentshim.providers.gemini import GeminiStreamParser, resume_failure_lines, scripted_lines
+from agentshim.providers.gemini import GeminiStreamParser, scripted_lines
 from agentshim.testing import (
     FakeExecutor,
     FakeRun,
     ScriptedTurn,
-    scripted_resume_failure,
-    scripted_turn,
 )
 from agentshim.testing.scripted import ToolFailure
 from tests.unit.providers.fixtures import load_capture
@@ -115,57 +109,3 @@ class TestSameShapeAsRecordings:
             scripted[-1]["stats"].keys()
             == frames(load_capture("gemini", "plain").stdout_lines)[-1]["stats"].keys()
         )
-
-    def test_resume_failure_matches_the_recording(self) -> None:
-        run = resume_failure_lines(session_id="00000000-0000-4000-8000-000000000000")
-        rec = load_capture("gemini", "resume_missing")
-        assert run.stdout == rec.stdout_lines == ()
-        assert run.returncode == rec.exit_code == 42
-        assert run.stderr[0] == rec.stderr_lines[0]
-
-
-class TestRoundTrip:
-    def test_text_session_and_usage(self) -> None:
-        usage = TokenUsage(
-            input_tokens=500,
-            cache_read_input_tokens=200,
-            output_tokens=90,
-            reasoning_output_tokens=40,
-            turns=1,
-        )
-        result = agent(scripted_turn("gemini", text="answer", session_id="sid", usage=usage)).run(
-            "q"
-        )
-        assert (result.text, result.session_id) == ("answer", "sid")
-        assert result.usage.tokens == usage
-
-    def test_without_a_session_id_one_is_made_up(self) -> None:
-        result = agent(scripted_turn("gemini", text="x")).run("q")
-        assert result.session_id
-
-    def test_structured_output_is_refused(self) -> None:
-        with pytest.raises(ValueError, match="no native output schema"):
-            scripted_lines(ScriptedTurn(structured_output={"a": 1}))
-
-    @pytest.mark.parametrize(
-        ("code", "kind"),
-        [(244, FailureKind.TRANSIENT), (145, FailureKind.AUTH), (1, FailureKind.OTHER)],
-    )
-    def test_nonzero_returncode_fails_like_the_cli(self, code: int, kind: FailureKind) -> None:
-        with pytest.raises(CliExitError) as caught:
-            agent(scripted_turn("gemini", text="", returncode=code)).run("q")
-        assert caught.value.returncode == code
-        assert caught.value.kind is kind
-
-    def test_resume_failure_through_a_session(self) -> None:
-        session = agent(scripted_resume_failure("gemini", session_id="gone-1")).start_session(
-            session_id="gone-1"
-        )
-        with pytest.raises(SessionResumeError) as caught:
-            session.turn("q")
-        assert caught.value.session_id == "gone-1"
-
-    def test_resume_failure_on_a_fresh_turn_is_a_plain_exit_error(self) -> None:
-        with pytest.raises(CliExitError) as caught:
-            agent(scripted_resume_failure("gemini")).run("q")
-        assert not isinstance(caught.value, SessionResumeError)

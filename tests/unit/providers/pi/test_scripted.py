@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from agentshim.cli_agent import CliAgent
-from agentshim.core.errors import CliExitError, FailureKind, SessionResumeError
+from agentshim.core.errors import FailureKind
 from agentshim.core.events import (
     AgentEvent,
     AssistantText,
@@ -16,14 +16,12 @@ from agentshim.core.events import (
     ToolResult,
     UsageReport,
 )
-from agentshim.core.usage import CostSource, TokenUsage
-from agentshim.providers.pi import resume_failure_lines, scripted_lines
+from agentshim.core.usage import TokenUsage
+from agentshim.providers.pi import scripted_lines
 from agentshim.testing import (
     FakeExecutor,
     FakeRun,
     ScriptedTurn,
-    scripted_resume_failure,
-    scripted_turn,
 )
 from agentshim.testing.scripted import ToolFailure
 from tests.unit.providers.fixtures import load_capture
@@ -181,70 +179,3 @@ class TestScriptedParsesLikeRecorded:
         assert scripted.error == "500 scripted failure (exit 1)"
         assert scripted.error_kind is FailureKind.TRANSIENT
         assert run.returncode == 1
-
-
-class TestScriptedOptions:
-    def test_usage_round_trips(self) -> None:
-        usage = TokenUsage(
-            input_tokens=500,
-            cache_read_input_tokens=200,
-            cache_write_input_tokens=50,
-            cache_write_1h_input_tokens=20,
-            output_tokens=80,
-            reasoning_output_tokens=30,
-            turns=1,
-        )
-        parsed, _ = parse(
-            scripted_lines(
-                ScriptedTurn(text="x", usage=usage, tool_calls=[("read", {"path": "a"}, "A")])
-            ).stdout
-        )
-        assert parsed.usage is not None
-        assert parsed.usage.tokens == usage
-        assert parsed.usage.cost_source is CostSource.REPORTED
-
-    def test_a_fresh_session_id_is_made_when_none_is_given(self) -> None:
-        first, _ = parse(scripted_lines(ScriptedTurn(text="x")).stdout)
-        second, _ = parse(scripted_lines(ScriptedTurn(text="x")).stdout)
-        assert first.session_id
-        assert second.session_id
-        assert first.session_id != second.session_id
-
-    def test_structured_output_is_refused(self) -> None:
-        with pytest.raises(ValueError, match="no native output schema"):
-            scripted_lines(ScriptedTurn(text="{}", structured_output={"a": 1}))
-
-    def test_several_tool_calls_pair_up(self) -> None:
-        calls: list[tuple[str, dict[str, Any], str]] = [
-            ("bash", {"command": "ls"}, "a\nb\n"),
-            ("read", {"path": "/w/a"}, "A"),
-        ]
-        _, events = parse(scripted_lines(ScriptedTurn(text="done", tool_calls=calls)).stdout)
-        results = [e for e in events if isinstance(e, ToolResult)]
-        assert [(r.tool, r.stdout) for r in results] == [("bash", "a\nb\n"), ("read", "A")]
-
-
-class TestThroughTheAgent:
-    def test_scripted_turn_runs(self) -> None:
-        result = agent_for(scripted_turn("pi", text="all good", session_id="sess-42")).run("go")
-        assert (result.text, result.session_id) == ("all good", "sess-42")
-
-    def test_scripted_failure_raises(self) -> None:
-        with pytest.raises(CliExitError) as caught:
-            agent_for(scripted_turn("pi", returncode=2)).run("go")
-        assert caught.value.kind is FailureKind.TRANSIENT
-
-    def test_resume_failure_matches_the_recording(self) -> None:
-        sid = "0199aaaa-bbbb-7ccc-8ddd-eeeeffff0000"
-        run = resume_failure_lines(session_id=sid)
-        recorded = load_capture("pi", "d_resume_missing_uuid")
-        assert (run.stdout, run.returncode) == ((), recorded.exit_code)
-        assert "".join(run.stderr) == "".join(recorded.stderr_lines)
-
-    def test_resume_failure_is_a_resume_error_when_resumed(self) -> None:
-        session = agent_for(scripted_resume_failure("pi", session_id="gone-1")).start_session(
-            session_id="gone-1"
-        )
-        with pytest.raises(SessionResumeError) as caught:
-            session.turn("go")
-        assert caught.value.session_id == "gone-1"
