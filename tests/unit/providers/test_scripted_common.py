@@ -8,89 +8,72 @@ scripted output adds (its frame shapes against its recordings) stays in its own 
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
 import pytest
 
 from agentshim import CliAgent
-from agentshim.core.errors import CliExitError, FailureKind, SessionResumeError
+from agentshim.core.errors import CliExitError, FailureKind, InvalidRequestError, SessionResumeError
 from agentshim.core.events import AgentEvent, ToolResult, UsageReport, UsageScope
-from agentshim.core.provider import StreamParser
+from agentshim.core.provider import ParsedTurn
 from agentshim.core.usage import CostSource, TokenUsage
-from agentshim.providers import copilot, gemini, opencode, pi
-from agentshim.testing import (
-    FakeExecutor,
-    FakeRun,
-    ScriptedRun,
-    ScriptedTurn,
-    scripted_resume_failure,
-    scripted_turn,
-)
+from agentshim.providers import get_provider
+from agentshim.testing import FakeExecutor, FakeRun, scripted_resume_failure, scripted_turn
 from tests.unit.providers.fixtures import feed, load_capture
 
 ToolCallScript = tuple[str, dict[str, Any], str]
+UUID_GONE = "00000000-0000-4000-8000-000000000000"
+# Every field a TokenUsage has; each CLI reports some of them (the others stay zero).
+ALL_FIELDS = TokenUsage(
+    input_tokens=500,
+    cache_read_input_tokens=200,
+    cache_write_input_tokens=50,
+    cache_write_1h_input_tokens=20,
+    output_tokens=80,
+    reasoning_output_tokens=30,
+    turns=1,
+)
+
+
+def usage_without(*unreported: str) -> TokenUsage:
+    return dataclasses.replace(ALL_FIELDS, **dict.fromkeys(unreported, 0))
 
 
 @dataclass(frozen=True)
 class ScriptedCase:
-    """One provider's scripted output and what its CLI does that the checks depend on."""
+    """One provider, and what its CLI does that the checks below depend on."""
 
     provider: str
-    parser: Callable[[Callable[[AgentEvent], None]], StreamParser]
-    script: Callable[[ScriptedTurn], ScriptedRun]
-    resume_failure: Callable[..., ScriptedRun]
-    # Every usage field the CLI reports (the others are always zero in its output).
-    usage: TokenUsage
+    usage: TokenUsage  # a usage with every field the CLI reports
     cost_source: CostSource
-    # The usage reports of a turn without tools (per model call, per turn).
-    report_scopes: tuple[UsageScope, ...]
-    # Two tool calls of tools the CLI has, as (name, arguments, output).
-    tools: tuple[ToolCallScript, ToolCallScript]
-    # Exit codes and the failure each one is classified as.
-    exits: tuple[tuple[int, FailureKind], ...]
-    # The recorded run of a resume of a missing conversation, and the id it asked for.
-    resume_case: str
-    resume_id: str
-    # How many of the recorded resume failure's stderr lines are the CLI's own (None: all).
-    resume_stderr_lines: int | None = None
+    report_scopes: tuple[UsageScope, ...]  # the usage reports of a turn without tools
+    tools: tuple[ToolCallScript, ToolCallScript]  # two calls of tools the CLI has
+    exits: tuple[tuple[int, FailureKind], ...]  # exit codes and their failure kinds
+    resume: tuple[str, str]  # recorded resume of a missing conversation, and the id asked
+    resume_stderr_lines: int | None = None  # how many stderr lines are the CLI's own (all)
     session_prefix: str = ""
+
+
+def _shell_and(tool: str, args: dict[str, Any]) -> tuple[ToolCallScript, ToolCallScript]:
+    return ("bash", {"command": "ls"}, "a\nb\n"), (tool, args, "A")
 
 
 CASES = (
     ScriptedCase(
         "copilot",
-        copilot.CopilotStreamParser,
-        copilot.scripted_lines,
-        copilot.resume_failure_lines,
-        TokenUsage(
-            input_tokens=500,
-            cache_read_input_tokens=200,
-            cache_write_input_tokens=50,
-            output_tokens=80,
-            reasoning_output_tokens=30,
-            turns=1,
-        ),
+        usage_without("cache_write_1h_input_tokens"),
         CostSource.UNKNOWN_MODEL,
         (UsageScope.CALL,),
-        (("bash", {"command": "ls"}, "a\nb\n"), ("view", {"path": "/w/a"}, "contents")),
+        _shell_and("view", {"path": "/w/a"}),
         ((2, FailureKind.OTHER),),
-        "resume_missing",
-        "00000000-0000-4000-8000-000000000000",
+        ("resume_missing", UUID_GONE),
     ),
+    # Gemini prints the known sessions after its first stderr line; only that line is shared.
     ScriptedCase(
         "gemini",
-        gemini.GeminiStreamParser,
-        gemini.scripted_lines,
-        gemini.resume_failure_lines,
-        TokenUsage(
-            input_tokens=500,
-            cache_read_input_tokens=200,
-            output_tokens=90,
-            reasoning_output_tokens=40,
-            turns=1,
-        ),
+        usage_without("cache_write_input_tokens", "cache_write_1h_input_tokens"),
         CostSource.UNKNOWN_MODEL,
         (UsageScope.TURN,),
         (
@@ -98,57 +81,38 @@ CASES = (
             ("read_file", {"file_path": "/w/a"}, "A"),
         ),
         ((244, FailureKind.TRANSIENT), (145, FailureKind.AUTH), (1, FailureKind.OTHER)),
-        "resume_missing",
-        "00000000-0000-4000-8000-000000000000",
-        # Gemini prints the missing session's id list after its first line; only that line is
-        # the same in a scripted failure.
+        ("resume_missing", UUID_GONE),
         resume_stderr_lines=1,
     ),
     ScriptedCase(
         "opencode",
-        opencode.OpencodeStreamParser,
-        opencode.scripted_lines,
-        opencode.resume_failure_lines,
-        TokenUsage(
-            input_tokens=500,
-            cache_read_input_tokens=200,
-            cache_write_input_tokens=50,
-            output_tokens=90,
-            reasoning_output_tokens=40,
-            turns=1,
-        ),
+        usage_without("cache_write_1h_input_tokens"),
         CostSource.REPORTED,
         (UsageScope.CALL, UsageScope.TURN),
-        (("bash", {"command": "ls"}, "a\nb\n"), ("read", {"filePath": "/w/a"}, "A")),
+        _shell_and("read", {"filePath": "/w/a"}),
         ((1, FailureKind.OTHER),),
-        "resume_missing",
-        "ses_gone",
+        ("resume_missing", "ses_gone"),
         session_prefix="ses_",
     ),
     ScriptedCase(
         "pi",
-        pi.PiStreamParser,
-        pi.scripted_lines,
-        pi.resume_failure_lines,
-        TokenUsage(
-            input_tokens=500,
-            cache_read_input_tokens=200,
-            cache_write_input_tokens=50,
-            cache_write_1h_input_tokens=20,
-            output_tokens=80,
-            reasoning_output_tokens=30,
-            turns=1,
-        ),
+        ALL_FIELDS,
         CostSource.REPORTED,
         (UsageScope.CALL,),
-        (("bash", {"command": "ls"}, "a\nb\n"), ("read", {"path": "/w/a"}, "A")),
+        _shell_and("read", {"path": "/w/a"}),
         ((2, FailureKind.TRANSIENT),),
-        "d_resume_missing_uuid",
-        "0199aaaa-bbbb-7ccc-8ddd-eeeeffff0000",
+        ("d_resume_missing_uuid", "0199aaaa-bbbb-7ccc-8ddd-eeeeffff0000"),
     ),
 )
 
 each_provider = pytest.mark.parametrize("case", CASES, ids=[c.provider for c in CASES])
+
+
+def parse(case: ScriptedCase, run: FakeRun) -> tuple[ParsedTurn, list[AgentEvent]]:
+    provider = get_provider(case.provider)
+    return feed(
+        lambda emit: provider.new_parser(emit, expect_structured=False), run.stdout, run.stderr
+    )
 
 
 def agent(case: ScriptedCase, run: FakeRun) -> CliAgent:
@@ -174,8 +138,8 @@ def test_text_session_and_usage_come_back_through_the_agent(case: ScriptedCase) 
 @each_provider
 def test_usage_parses_back_known_with_and_without_tool_calls(case: ScriptedCase) -> None:
     for calls in ([], [case.tools[1]]):
-        script = ScriptedTurn(text="x", usage=case.usage, tool_calls=calls)
-        turn, events = feed(case.parser, case.script(script).stdout)
+        run = scripted_turn(case.provider, text="x", usage=case.usage, tool_calls=calls)
+        turn, events = parse(case, run)
         assert turn.usage is not None
         assert turn.usage.increment_known
         assert turn.usage.tokens == case.usage
@@ -187,8 +151,7 @@ def test_usage_parses_back_known_with_and_without_tool_calls(case: ScriptedCase)
 
 @each_provider
 def test_several_tool_calls_pair_up(case: ScriptedCase) -> None:
-    script = ScriptedTurn(text="done", tool_calls=list(case.tools))
-    _, events = feed(case.parser, case.script(script).stdout)
+    _, events = parse(case, scripted_turn(case.provider, text="done", tool_calls=case.tools))
     results = [e for e in events if isinstance(e, ToolResult)]
     assert [(r.tool, r.stdout, r.exit_code) for r in results] == [
         (name, output, 0) for name, _, output in case.tools
@@ -197,8 +160,8 @@ def test_several_tool_calls_pair_up(case: ScriptedCase) -> None:
 
 @each_provider
 def test_a_fresh_session_id_is_made_when_none_is_given(case: ScriptedCase) -> None:
-    first, _ = feed(case.parser, case.script(ScriptedTurn(text="x")).stdout)
-    second, _ = feed(case.parser, case.script(ScriptedTurn(text="x")).stdout)
+    first, _ = parse(case, scripted_turn(case.provider, text="x"))
+    second, _ = parse(case, scripted_turn(case.provider, text="x"))
     assert first.session_id is not None
     assert second.session_id is not None
     assert first.session_id.startswith(case.session_prefix)
@@ -210,8 +173,8 @@ def test_a_fresh_session_id_is_made_when_none_is_given(case: ScriptedCase) -> No
 
 @each_provider
 def test_structured_output_is_refused(case: ScriptedCase) -> None:
-    with pytest.raises(ValueError, match="no native output schema"):
-        case.script(ScriptedTurn(text="{}", structured_output={"a": 1}))
+    with pytest.raises(InvalidRequestError, match="no native output schema"):
+        scripted_turn(case.provider, text="{}", structured_output={"a": 1})
 
 
 @each_provider
@@ -228,8 +191,9 @@ def test_a_nonzero_exit_fails_like_the_cli(case: ScriptedCase) -> None:
 
 @each_provider
 def test_resume_failure_matches_the_recording(case: ScriptedCase) -> None:
-    run = case.resume_failure(session_id=case.resume_id)
-    recorded = load_capture(case.provider, case.resume_case)
+    case_name, session_id = case.resume
+    run = scripted_resume_failure(case.provider, session_id=session_id)
+    recorded = load_capture(case.provider, case_name)
     assert (run.stdout, run.returncode) == (recorded.stdout_lines, recorded.exit_code)
     lines = case.resume_stderr_lines
     assert run.stderr[:lines] == recorded.stderr_lines[:lines]
@@ -237,11 +201,12 @@ def test_resume_failure_matches_the_recording(case: ScriptedCase) -> None:
 
 @each_provider
 def test_resume_failure_through_a_session_is_a_resume_error(case: ScriptedCase) -> None:
-    run = scripted_resume_failure(case.provider, session_id=case.resume_id)
-    session = agent(case, run).start_session(session_id=case.resume_id)
+    _, session_id = case.resume
+    run = scripted_resume_failure(case.provider, session_id=session_id)
+    session = agent(case, run).start_session(session_id=session_id)
     with pytest.raises(SessionResumeError) as caught:
         session.turn("q")
-    assert caught.value.session_id == case.resume_id
+    assert caught.value.session_id == session_id
 
 
 @each_provider
