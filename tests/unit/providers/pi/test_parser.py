@@ -463,7 +463,6 @@ class TestFrames:
         assert of_type(events, RawOutput) == [RawOutput("Warning: something")]
 
 
-REAL_LINES = [line for name in sorted(EXPECTED) for line in load_capture("pi", name).stdout_lines]
 JSON_VALUES = json_values()
 FRAME_TYPES = st.sampled_from(
     sorted(
@@ -477,16 +476,6 @@ KEYS = st.sampled_from(
 
 
 class TestAdversarialInput:
-    @settings(max_examples=150)
-    @given(st.lists(st.text(), max_size=8), st.lists(st.text(), max_size=3))
-    def test_arbitrary_text(self, lines: list[str], stderr: list[str]) -> None:
-        never_raises(PiStreamParser, lines, stderr)
-
-    @settings(max_examples=150)
-    @given(st.lists(JSON_VALUES, max_size=6))
-    def test_arbitrary_json_values(self, values: list[Any]) -> None:
-        never_raises(PiStreamParser, [json.dumps(v) + "\n" for v in values])
-
     @settings(max_examples=200)
     @given(
         st.lists(st.tuples(FRAME_TYPES, st.dictionaries(KEYS, JSON_VALUES, max_size=4)), max_size=6)
@@ -495,11 +484,6 @@ class TestAdversarialInput:
         self, items: list[tuple[str, dict[str, Any]]]
     ) -> None:
         never_raises(PiStreamParser, [json.dumps({**body, "type": t}) for t, body in items])
-
-    @settings(max_examples=150)
-    @given(st.sampled_from(REAL_LINES), st.integers(min_value=0, max_value=600))
-    def test_truncated_real_lines(self, line: str, cut: int) -> None:
-        never_raises(PiStreamParser, [line[:cut], line])
 
 
 class TestAFrameThatCannotBeRead:
