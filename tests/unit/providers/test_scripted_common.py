@@ -25,16 +25,9 @@ from tests.unit.providers.fixtures import feed, load_capture
 
 ToolCallScript = tuple[str, dict[str, Any], str]
 UUID_GONE = "00000000-0000-4000-8000-000000000000"
-# Every field a TokenUsage has; each CLI reports some of them (the others stay zero).
-ALL_FIELDS = TokenUsage(
-    input_tokens=500,
-    cache_read_input_tokens=200,
-    cache_write_input_tokens=50,
-    cache_write_1h_input_tokens=20,
-    output_tokens=80,
-    reasoning_output_tokens=30,
-    turns=1,
-)
+# Every field of a TokenUsage, each its own value: input 500, cache read 200, cache write 50
+# (of which 1 h: 20), output 80, reasoning 30, one turn. Each CLI reports some of them.
+ALL_FIELDS = TokenUsage(500, 200, 50, 20, 80, 30, 1)
 
 
 def usage_without(*unreported: str) -> TokenUsage:

@@ -15,12 +15,10 @@ from agentshim.core.events import (
     UsageReport,
 )
 from agentshim.core.mcp import HttpMcpServer, StdioMcpServer
-from agentshim.core.profile import McpMechanism, OutputSchemaStyle
 from agentshim.core.turn import TurnRequest
 from agentshim.core.usage import CostSource
 from agentshim.execution.executor import CommandRequest
-from agentshim.providers import get_plugin, get_provider
-from agentshim.providers.copilot import PROFILE, CopilotProvider
+from agentshim.providers import get_plugin
 from agentshim.testing import FakeExecutor, FakeRun, RecordingEventHandler, installed_mcp_servers
 from tests.unit.providers.fixtures import load_capture
 
@@ -40,28 +38,8 @@ def agent_for(
 
 
 class TestProfile:
-    def test_declared_facts(self) -> None:
-        assert PROFILE.name == "copilot"
-        assert PROFILE.binary == "copilot"
-        assert PROFILE.supports_resume
-        assert not PROFILE.supports_reasoning_effort
-        assert PROFILE.mcp is McpMechanism.CLI_FLAGS
-        assert PROFILE.mcp_config_file is None
-        assert PROFILE.output_schema is OutputSchemaStyle.NONE
-        assert PROFILE.state_root_env == "COPILOT_HOME"
-        assert "COPILOT_GITHUB_TOKEN" in PROFILE.auth_env_vars
-        assert all(
-            any(f.startswith(d + "/") for d in PROFILE.state_dirs) for f in PROFILE.auth_files
-        )
-        assert set(PROFILE.credential_files) <= set(PROFILE.auth_files)
-
-    def test_catalog_plugin(self) -> None:
+    def test_the_plugin_prices_no_copilot_model(self) -> None:
         plugin = get_plugin("copilot")
-        assert plugin.profile is PROFILE
-        assert isinstance(get_provider("copilot"), CopilotProvider)
-        assert plugin.resume_command("d8d67461-6201-4285-8233-9e4dda0071e1") == (
-            "copilot --resume=d8d67461-6201-4285-8233-9e4dda0071e1"
-        )
         assert plugin.pricing_table().get("gpt-5.4") is None
 
 

@@ -32,13 +32,11 @@ from agentshim.core.events import (
 )
 from agentshim.core.mcp import HttpMcpServer, StdioMcpServer
 from agentshim.core.permissions import NativePermissions
-from agentshim.core.profile import McpMechanism, OutputSchemaStyle
 from agentshim.core.turn import TurnRequest
 from agentshim.core.usage import TokenUsage
 from agentshim.execution.executor import CommandRequest
 from agentshim.execution.host import HostCommandExecutor
-from agentshim.providers import get_plugin
-from agentshim.providers.gemini import PROFILE, GeminiProvider
+from agentshim.providers.gemini import GeminiProvider
 from agentshim.testing import FakeExecutor, FakeRun, RecordingEventHandler, installed_mcp_servers
 from tests.unit.providers.fixtures import load_capture
 
@@ -66,22 +64,6 @@ def exit_error(
         kind=kind,
         detail=detail,
     )
-
-
-class TestProfile:
-    def test_profile_facts(self) -> None:
-        assert PROFILE.binary == "gemini"
-        assert PROFILE.mcp is McpMechanism.CONFIG_FILE
-        assert PROFILE.mcp_config_file == ".gemini/settings.json"
-        assert PROFILE.output_schema is OutputSchemaStyle.NONE
-        assert PROFILE.supports_resume
-        assert not PROFILE.supports_reasoning_effort
-        assert set(PROFILE.credential_files) <= set(PROFILE.auth_files)
-        assert all(f.startswith(".gemini/") for f in PROFILE.auth_files)
-
-    def test_plugin_resume_line(self) -> None:
-        plugin = get_plugin("gemini")
-        assert plugin.resume_command("0516902a-c752") == "gemini --resume 0516902a-c752"
 
 
 class TestRecordedTurnsThroughTheAgent:

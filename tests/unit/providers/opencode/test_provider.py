@@ -16,12 +16,10 @@ from agentshim.core.errors import (
 )
 from agentshim.core.events import ProviderErrorReported, SessionStarted, ToolCall, ToolResult
 from agentshim.core.mcp import HttpMcpServer, StdioMcpServer
-from agentshim.core.profile import McpMechanism, OutputSchemaStyle
 from agentshim.core.turn import TurnRequest
 from agentshim.core.usage import CostSource, TokenUsage
 from agentshim.execution.executor import CommandRequest
-from agentshim.providers import get_plugin
-from agentshim.providers.opencode import PROFILE, OpencodeProvider
+from agentshim.providers.opencode import OpencodeProvider
 from agentshim.testing import FakeExecutor, FakeRun, RecordingEventHandler, installed_mcp_servers
 from tests.unit.providers.fixtures import load_capture
 
@@ -34,19 +32,6 @@ def agent_for(runs: Any) -> tuple[CliAgent, FakeExecutor, RecordingEventHandler]
     recorder = RecordingEventHandler()
     fake = FakeExecutor(runs, binaries={"opencode": BIN})
     return CliAgent("opencode", executor=fake, env=ENV, event_handler=recorder), fake, recorder
-
-
-class TestProfile:
-    def test_profile_facts(self) -> None:
-        assert PROFILE.binary == "opencode"
-        assert PROFILE.mcp is McpMechanism.CONFIG_FILE
-        assert PROFILE.mcp_config_file == "opencode.json"
-        assert PROFILE.output_schema is OutputSchemaStyle.NONE
-        assert PROFILE.supports_resume
-        assert PROFILE.credential_files == (".local/share/opencode/auth.json",)
-
-    def test_plugin_resume_line(self) -> None:
-        assert get_plugin("opencode").resume_command(RESUMED) == f"opencode --session {RESUMED}"
 
 
 class TestRecordedTurnsThroughTheAgent:

@@ -20,11 +20,9 @@ from agentshim.core.events import (
     UsageReport,
 )
 from agentshim.core.mcp import StdioMcpServer
-from agentshim.core.profile import McpMechanism, OutputSchemaStyle
 from agentshim.core.turn import TurnRequest
 from agentshim.core.usage import CostSource
-from agentshim.providers import get_plugin, get_provider
-from agentshim.providers.pi import PROFILE, PiProvider
+from agentshim.providers.pi import PiProvider
 from agentshim.testing import FakeExecutor, RecordingEventHandler
 from tests.unit.providers.fixtures import load_capture
 
@@ -45,30 +43,6 @@ def agent_for(
         provider or "pi", executor=executor, env={"PATH": "/usr/bin"}, event_handler=recorder
     )
     return agent, executor
-
-
-class TestProfile:
-    def test_declared_facts(self) -> None:
-        assert PROFILE.name == "pi"
-        assert PROFILE.binary == "pi"
-        assert PROFILE.supports_resume
-        assert PROFILE.supports_reasoning_effort
-        assert PROFILE.mcp is McpMechanism.NONE
-        assert PROFILE.mcp_config_file is None
-        assert PROFILE.output_schema is OutputSchemaStyle.NONE
-        assert PROFILE.state_root_env == "PI_CODING_AGENT_DIR"
-        assert "ANTHROPIC_API_KEY" in PROFILE.auth_env_vars
-        assert all(
-            any(f.startswith(d + "/") for d in PROFILE.state_dirs) for f in PROFILE.auth_files
-        )
-        assert set(PROFILE.credential_files) <= set(PROFILE.auth_files)
-        assert dict(PROFILE.container_env) == {}
-
-    def test_catalog_plugin(self) -> None:
-        plugin = get_plugin("pi")
-        assert plugin.profile is PROFILE
-        assert isinstance(get_provider("pi"), PiProvider)
-        assert plugin.resume_command(FULL_ID) == f"pi --session {FULL_ID}"
 
 
 class TestCaptureReplayThroughTheAgent:
