@@ -9,11 +9,12 @@ case) or a one-line ``<case>.meta`` of ``key=value`` fields ending in ``argv=<co
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from agentshim.core.errors import FailureKind
 from agentshim.core.events import AgentEvent
 from agentshim.core.provider import ParsedTurn, StreamParser
 from agentshim.testing import FakeRun
@@ -43,19 +44,35 @@ class Capture:
         return str(self.meta.get("stdin") or "")
 
     def flag_value(self, flag: str) -> str | None:
-        """The value given to ``flag`` (as ``flag value`` or ``flag=value``), or None."""
-        argv = self.argv
-        for i, arg in enumerate(argv):
-            if arg == flag and i + 1 < len(argv):
-                return argv[i + 1]
-            if arg.startswith(f"{flag}="):
-                return arg[len(flag) + 1 :]
-        return None
+        """The value the recorded command line gave ``flag``, or None."""
+        return flag_value(self.argv, flag)
 
     def fake_run(self) -> FakeRun:
         return FakeRun(
             stdout=self.stdout_lines, stderr=self.stderr_lines, returncode=self.exit_code
         )
+
+
+@dataclass(frozen=True)
+class Expected:
+    """What one recorded run must parse to: its answer, its conversation, how it failed."""
+
+    text: str
+    session_id: str | None
+    kind: FailureKind | None = None
+    error_says: str = ""  # a phrase of the failure's message
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+
+def flag_value(argv: Sequence[str], flag: str) -> str | None:
+    """The value given to ``flag`` (as ``flag value`` or ``flag=value``) in ``argv``, or None."""
+    for i, arg in enumerate(argv):
+        if arg == flag and i + 1 < len(argv):
+            return argv[i + 1]
+        if arg.startswith(f"{flag}="):
+            return arg[len(flag) + 1 :]
+    return None
 
 
 def fixture_dir(provider: str) -> Path:

@@ -25,13 +25,11 @@ from agentshim.core.events import (
 from agentshim.core.usage import CostSource, TokenUsage
 from agentshim.providers.pi import PiStreamParser, short_session_id
 from tests.unit.providers.adversarial import json_values, never_raises
-from tests.unit.providers.fixtures import capture_names, dump_frame, load_capture, load_frames
+from tests.unit.providers.fixtures import dump_frame, load_capture, load_frames
 
-from ._captures import EXPECTED, of_type, parse
+from ._captures import EXPECTED, RPC_MODE, of_type, parse
 
 FULL_ID = "01a2275a-1c2a-72ae-8ced-4a8fdca01c2e"
-# `pi --mode rpc`: not what PiProvider runs; pinned by TestRpcModeOutput, not EXPECTED.
-RPC_MODE = "r_rpc_mode"
 
 
 def assistant(
@@ -67,26 +65,6 @@ def message_end(message: dict[str, Any]) -> str:
 
 
 class TestRecordedStreams:
-    def test_every_fixture_has_an_expectation(self) -> None:
-        assert set(capture_names("pi")) == set(EXPECTED) | {RPC_MODE}
-
-    @pytest.mark.parametrize("name", sorted(EXPECTED))
-    def test_text_session_and_failure(self, name: str) -> None:
-        capture, expected = load_capture("pi", name), EXPECTED[name]
-        parsed, events = parse(
-            capture.stdout_lines, capture.stderr_lines, resume=capture.flag_value("--session")
-        )
-        assert parsed.text == expected.text
-        assert parsed.session_id == expected.session_id
-        assert parsed.error_kind is expected.kind
-        if expected.kind is None:
-            assert parsed.error is None
-        else:
-            assert parsed.error is not None
-            assert expected.error_says in parsed.error
-        assert of_type(events, RawOutput) == []
-        assert not [e for e in events if isinstance(e, Lifecycle) and "unknown" in e.kind]
-
     @pytest.mark.parametrize("name", sorted(n for n, e in EXPECTED.items() if e.session_id))
     def test_usage_and_reported_cost(self, name: str) -> None:
         expected = EXPECTED[name]
