@@ -16,12 +16,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agentshim.core.events import AgentEvent
+from agentshim.core.events import AgentEvent, ToolCall, ToolResult
 from agentshim.core.provider import StreamParser
 from agentshim.providers import get_provider
 from tests.unit.providers.adversarial import json_values, never_raises
-from tests.unit.providers.fixtures import capture_names, load_capture
+from tests.unit.providers.fixtures import capture_names, feed, load_capture
 
+NO_SUCH_FILE = "no such file or directory"
+LS_MISSING_DIR = "ls: cannot access '/agentshim-missing-dir': No such file or directory\n"
 PROVIDERS = ("claude", "codex", "copilot", "gemini", "opencode", "pi")
 
 
@@ -79,3 +81,64 @@ def test_recorded_lines_cut_short(provider: str, data: st.DataObject) -> None:
     cuts = data.draw(st.lists(cut, min_size=1, max_size=8))
     stdout = [piece for line, at, whole in cuts for piece in (line[:at], *([line] * whole))]
     survives(provider, stdout, ["stray\n"])
+
+
+# Recorded runs in which one tool call failed: (provider, run, tool, its stderr, its exit code,
+# how the answer starts). The call fails; the turn does not.
+FAILED_TOOLS = [
+    # Copilot: a command exiting nonzero stays a success, with shellExecution's code; any other
+    # tool fails with its message as the error.
+    ("copilot", "tool_shell_failed", "bash", LS_MISSING_DIR, 2, "The command failed."),
+    ("copilot", "tool_view_failed", "view", "Path does not exist", 1, "The tool failed."),
+    # opencode: a command exiting nonzero "completed" (only metadata.exit says it failed); a
+    # tool that could not run ends in status "error" with the message as its error.
+    ("opencode", "tool_shell_failed", "bash", LS_MISSING_DIR, 2, "Running it.\nThe "),
+    (
+        "opencode",
+        "tool_read_failed",
+        "read",
+        "File not found: /home/user/work/missing.txt",
+        1,
+        "Running it.\nThe ",
+    ),
+    # Pi: bash appends the command's exit code to its output; read names no code.
+    (
+        "pi",
+        "b2_tool_bash_failed",
+        "bash",
+        f"{LS_MISSING_DIR}\n\nCommand exited with code 2",
+        2,
+        "The command failed.",
+    ),
+    (
+        "pi",
+        "b3_tool_read_failed",
+        "read",
+        f"ENOENT: {NO_SUCH_FILE}, access '/agentshim-missing-dir/x.txt'",
+        1,
+        "The tool failed.",
+    ),
+]
+
+
+@pytest.mark.parametrize(("provider", "name", "tool", "stderr", "exit_code", "text"), FAILED_TOOLS)
+def test_a_failed_tool_is_a_failed_result_not_a_failed_turn(
+    provider: str, name: str, tool: str, stderr: str, exit_code: int, text: str
+) -> None:
+    plugin = get_provider(provider)
+    turn, events = feed(
+        lambda emit: plugin.new_parser(emit, expect_structured=False),
+        load_capture(provider, name).stdout_lines,
+    )
+    (call,) = [e for e in events if isinstance(e, ToolCall)]
+    (result,) = [e for e in events if isinstance(e, ToolResult)]
+    assert (result.tool_id, result.tool, result.stdout, result.stderr, result.exit_code) == (
+        call.tool_id,
+        tool,
+        "",
+        stderr,
+        exit_code,
+    )
+    assert result.failed
+    assert turn.error is None
+    assert turn.text.startswith(text)

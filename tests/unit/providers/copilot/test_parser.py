@@ -90,31 +90,6 @@ class TestRecordedStreams:
         assert results[0].kind is ToolKind.COMMAND
         assert events.index(calls[0]) < events.index(results[0])
 
-    @pytest.mark.parametrize(
-        ("name", "stderr", "code"),
-        [
-            # success stays true for a command that exits nonzero; shellExecution says 2.
-            (
-                "tool_shell_failed",
-                "ls: cannot access '/agentshim-missing-dir': No such file or directory\n",
-                2,
-            ),
-            # Any other tool: success false and the message in error.
-            ("tool_view_failed", "Path does not exist", 1),
-        ],
-    )
-    def test_failed_tool_result(self, name: str, stderr: str, code: int) -> None:
-        parsed, events = parse(load_capture("copilot", name).stdout_lines)
-        (call,) = of_type(events, ToolCall)
-        (res,) = of_type(events, ToolResult)
-        assert (res.tool_id, res.stdout, res.stderr, res.exit_code) == (
-            call.tool_id,
-            "",
-            stderr,
-            code,
-        )
-        assert parsed.error is None
-
     def test_retries_are_visible_as_lifecycle(self) -> None:
         _, events = parse(load_capture("copilot", "api_500").stdout_lines)
         kinds = [e.kind for e in of_type(events, Lifecycle)]

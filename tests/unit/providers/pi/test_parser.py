@@ -104,40 +104,6 @@ class TestRecordedStreams:
         texts = [e.text for e in of_type(events, AssistantText)]
         assert "".join(texts) == "I'll run echo.Done."
 
-    @pytest.mark.parametrize(
-        ("name", "tool", "stderr", "exit_code"),
-        [
-            # bash appends the command's exit code to the output; read names no code.
-            (
-                "b2_tool_bash_failed",
-                "bash",
-                "ls: cannot access '/agentshim-missing-dir': No such file or directory\n"
-                "\n\nCommand exited with code 2",
-                2,
-            ),
-            (
-                "b3_tool_read_failed",
-                "read",
-                "ENOENT: no such file or directory, access '/agentshim-missing-dir/x.txt'",
-                1,
-            ),
-        ],
-    )
-    def test_a_failed_tool_is_a_failed_result_not_a_failed_turn(
-        self, name: str, tool: str, stderr: str, exit_code: int
-    ) -> None:
-        parsed, events = parse(load_capture("pi", name).stdout_lines)
-        (call,) = of_type(events, ToolCall)
-        (result,) = of_type(events, ToolResult)
-        assert (result.tool_id, result.tool, result.stdout, result.stderr, result.exit_code) == (
-            call.tool_id,
-            tool,
-            "",
-            stderr,
-            exit_code,
-        )
-        assert parsed.error is None
-
     def test_retries_then_giving_up(self) -> None:
         parsed, events = parse(load_capture("pi", "e1_http500").stdout_lines)
         lifecycle = [e.kind for e in of_type(events, Lifecycle)]
