@@ -37,7 +37,7 @@ from agentshim.core.mcp import (
     refuse_timeouts,
 )
 from agentshim.core.mcp_config import install_json_config, workspace_config_file
-from agentshim.core.mcp_secrets import SecretReferences, WithSecretEnv
+from agentshim.core.mcp_secrets import ReferenceStyle, SecretReferences, WithSecretEnv
 from agentshim.core.pricing import PricingTable
 from agentshim.core.profile import McpMechanism, OutputSchemaStyle, ProviderProfile, SchemaDialect
 from agentshim.core.provider import ArgvContext, McpInstallation, NoMcpInstallation, mcp_env
@@ -143,12 +143,8 @@ def mcp_entry(server: McpServer, refs: SecretReferences | None = None) -> dict[s
     return entry
 
 
-def _reference(name: str) -> str:
-    return "${" + name + "}"
-
-
-REFERENCE_PATTERN = r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}"
-"""A whole value that is a reference Claude Code expands (the group is the variable)."""
+REFERENCE_STYLE = ReferenceStyle("${", "}")
+"""How Claude Code writes a reference to a variable it expands from its own environment."""
 
 
 @dataclass(frozen=True, kw_only=True, eq=False)
@@ -243,7 +239,7 @@ class ClaudeProvider:
         if not servers:
             return NoMcpInstallation()
         path = workspace_config_file(workspace, MCP_CONFIG_FILE)
-        refs = SecretReferences(_reference)
+        refs = SecretReferences(REFERENCE_STYLE)
         entries = {server.name: mcp_entry(server, refs) for server in servers}
         # Claude Code reads .mcp.json as strict JSON, so a commented file is refused up front.
         installed = install_json_config(path, (MCP_SERVERS_KEY,), entries, jsonc=False)

@@ -27,7 +27,7 @@ from agentshim.core.mcp import (
     tool_timeout_ms,
 )
 from agentshim.core.mcp_config import install_json_config, workspace_config_file
-from agentshim.core.mcp_secrets import SecretReferences, WithSecretEnv
+from agentshim.core.mcp_secrets import ReferenceStyle, SecretReferences, WithSecretEnv
 from agentshim.core.permissions import NativeMode, NativePermissions
 from agentshim.core.pricing import PricingTable
 from agentshim.core.profile import McpMechanism, ProviderProfile
@@ -125,12 +125,8 @@ def _half_of_memory_mib() -> int | None:
     return total // (2 * 1024 * 1024) if total > 0 else None
 
 
-def _reference(name: str) -> str:
-    return "${" + name + "}"
-
-
-REFERENCE_PATTERN = r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}"
-"""A whole value that is a reference Gemini CLI expands (the group is the variable)."""
+REFERENCE_STYLE = ReferenceStyle("${", "}")
+"""How Gemini CLI writes a reference to a variable it expands from its own environment."""
 
 
 @dataclass(frozen=True, kw_only=True, eq=False)
@@ -195,7 +191,7 @@ class GeminiProvider:
             return NoMcpInstallation()
         path = workspace_config_file(workspace, MCP_CONFIG_FILE)
         trust = self.permissions.mode is NativeMode.BYPASS
-        refs = SecretReferences(_reference)
+        refs = SecretReferences(REFERENCE_STYLE)
         entries = {server.name: mcp_entry(server, trust=trust, refs=refs) for server in servers}
         return WithSecretEnv(install_json_config(path, (MCP_SERVERS_KEY,), entries), refs.env)
 

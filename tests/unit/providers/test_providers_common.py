@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from agentshim.core.mcp_secrets import resolve_references
 from agentshim.core.profile import McpMechanism, OutputSchemaStyle, SchemaDialect
 from agentshim.providers import get_plugin, get_provider
 from agentshim.providers.claude import ClaudeProvider
@@ -126,3 +127,19 @@ def test_the_catalogue_plugin(column: int, provider: str) -> None:
     command = RESUME_LINES[column]
     session_id = command.rsplit("=", 1)[-1].rsplit(" ", 1)[-1]
     assert plugin.resume_command(session_id) == command
+
+
+@pytest.mark.parametrize(
+    ("provider", "reference"),
+    [("claude", "${NAME_1}"), ("gemini", "${NAME_1}"), ("opencode", "{env:NAME_1}")],
+)
+def test_an_mcp_secret_reference_reads_back_as_its_variable(provider: str, reference: str) -> None:
+    style = importlib.import_module(f"agentshim.providers.{provider}.provider").REFERENCE_STYLE
+    assert style("NAME_1") == reference
+    env = {"NAME_1": "s3cret"}
+    values = {"a": reference, "b": f"x{reference}", "c": style("OTHER")}
+    assert resolve_references(values, env, style.pattern) == {
+        "a": "s3cret",
+        "b": f"x{reference}",  # only a whole value is a reference
+        "c": style("OTHER"),  # a variable the env lacks stays as written
+    }
