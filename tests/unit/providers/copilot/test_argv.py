@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agentshim.cli_agent import CliAgent
-from agentshim.core.errors import InvalidSessionIdError, ProviderCapabilityError
+from agentshim.core.errors import ProviderCapabilityError
 from agentshim.core.mcp import HttpMcpServer, McpServer, StdioMcpServer
 from agentshim.core.provider import ArgvContext
 from agentshim.core.turn import TurnRequest
@@ -60,11 +60,6 @@ class TestArgv:
     def test_permission_and_update_flags_are_options(self) -> None:
         provider = CopilotProvider(allow_all_paths=False, allow_all_urls=False, auto_update=True)
         assert argv(provider) == [BINARY, "--output-format", "json", "--allow-all-tools"]
-
-    @pytest.mark.parametrize("bad", ["", "a b", "../etc", "x;rm -rf /", "a/b", "x" * 129])
-    def test_invalid_resume_id_is_refused(self, bad: str) -> None:
-        with pytest.raises(InvalidSessionIdError):
-            argv(resume_session_id=bad)
 
     def test_every_flag_exists_in_the_recorded_help_of_1_0_102(self) -> None:
         help_text = (fixture_dir("copilot") / "help.txt").read_text(encoding="utf-8")

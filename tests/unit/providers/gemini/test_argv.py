@@ -1,18 +1,14 @@
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from agentshim import CliAgent
 from agentshim.core.errors import (
-    InvalidRequestError,
-    InvalidSessionIdError,
     ProviderCapabilityError,
 )
 from agentshim.core.permissions import NativePermissions
 from agentshim.core.provider import ArgvContext
-from agentshim.core.turn import OutputSchema, TurnRequest
+from agentshim.core.turn import TurnRequest
 from agentshim.providers.gemini import GeminiProvider, scripted_lines
 from agentshim.testing import FakeExecutor, FakeRun, ScriptedTurn
 
@@ -76,37 +72,12 @@ class TestArgv:
 
 
 class TestRefused:
-    def test_invalid_resume_id(self) -> None:
-        with pytest.raises(InvalidSessionIdError):
-            argv(resume_session_id="x; rm -rf /")
-
-    @pytest.mark.parametrize("model", ["-p", "--yolo", "two words", ""])
-    def test_model_that_would_read_as_a_flag(self, model: str) -> None:
-        if model == "":
-            assert "--model" not in argv(model=model)
-            return
-        with pytest.raises(InvalidRequestError, match="model"):
-            argv(model=model)
+    def test_an_empty_model_adds_no_model_flag(self) -> None:
+        assert "--model" not in argv(model="")
 
     def test_workspace_write_has_no_gemini_mode(self) -> None:
         with pytest.raises(ProviderCapabilityError, match="workspace_write"):
             GeminiProvider(permissions=NativePermissions.workspace_write())
-
-    @pytest.mark.parametrize(
-        ("fields", "named"),
-        [
-            ({"output_schema": OutputSchema({"type": "object"}, Path("/tmp"))}, "output_schema"),
-            ({"reasoning_effort": "high"}, "reasoning_effort"),
-        ],
-    )
-    def test_schema_and_reasoning_effort_are_refused_before_anything_runs(
-        self, fields: dict[str, object], named: str
-    ) -> None:
-        fake = FakeExecutor(FakeRun(stdout=[]), binaries={"gemini": BIN})
-        agent = CliAgent("gemini", executor=fake, env={"PATH": "/usr/bin"})
-        with pytest.raises(ProviderCapabilityError, match=named):
-            agent.run(TurnRequest("x", **fields))  # type: ignore[arg-type]
-        assert fake.requests == []
 
 
 class TestPromptOnStdinThroughTheAgent:
@@ -128,12 +99,3 @@ class TestPromptOnStdinThroughTheAgent:
             "--yolo",
             "--debug",
         ]
-
-    def test_resumed_session_passes_resume(self) -> None:
-        run = scripted_lines(ScriptedTurn(text="again", session_id="s-1"))
-        fake = FakeExecutor(FakeRun(stdout=run.stdout), binaries={"gemini": BIN})
-        agent = CliAgent("gemini", executor=fake, env={"PATH": "/usr/bin"})
-        session = agent.start_session(session_id="s-1")
-        result = session.turn("go on")
-        assert list(fake.requests[-1].argv)[3:5] == ["--resume", "s-1"]
-        assert result.resumed
