@@ -16,7 +16,7 @@ from typing import Any
 
 from agentshim.core.errors import FailureKind
 from agentshim.core.events import AgentEvent
-from agentshim.core.provider import ParsedTurn, StreamParser
+from agentshim.core.provider import ArgvContext, ParsedTurn, Provider, StreamParser
 from agentshim.testing import FakeRun
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
@@ -139,3 +139,16 @@ def feed(
     for line in stderr:
         parser.feed_stderr(line)
     return parser.finish(), events
+
+
+def argv_builder(default: Callable[[], Provider], binary: str) -> Callable[..., list[str]]:
+    """``argv(provider=None, **fields)``: the command line a turn with those fields gets.
+
+    ``fields`` are ArgvContext's; without ``provider``, a ``default()`` one builds it.
+    """
+
+    def argv(provider: Provider | None = None, **fields: Any) -> list[str]:
+        context = ArgvContext(binary_path=binary, **fields)
+        return list((provider or default()).build_argv(context))
+
+    return argv

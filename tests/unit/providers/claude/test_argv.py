@@ -9,19 +9,17 @@ import pytest
 
 from agentshim.cli_agent import CliAgent
 from agentshim.core.errors import InvalidRequestError
-from agentshim.core.provider import ArgvContext
 from agentshim.core.turn import OutputSchema, TurnRequest
 from agentshim.providers.claude import ClaudeHook, ClaudeProvider, SandboxConfig, scripted_lines
 from agentshim.providers.claude.hooks import CONFINE_READS_SCRIPT
 from agentshim.testing import FakeExecutor, FakeRun, ScriptedTurn
+from tests.unit.providers.fixtures import argv_builder
 
 BASE = ["/usr/bin/claude", "-p", "--output-format", "stream-json", "--verbose"]
 SKIP = "--dangerously-skip-permissions"
 
 
-def argv(provider: ClaudeProvider | None = None, **fields: object) -> list[str]:
-    ctx = ArgvContext(binary_path="/usr/bin/claude", **fields)  # type: ignore[arg-type]
-    return (provider or ClaudeProvider()).build_argv(ctx)
+argv = argv_builder(ClaudeProvider, "/usr/bin/claude")
 
 
 class TestFlags:

@@ -12,12 +12,11 @@ from hypothesis import strategies as st
 from agentshim.cli_agent import CliAgent
 from agentshim.core.errors import ProviderCapabilityError
 from agentshim.core.mcp import HttpMcpServer, McpServer, StdioMcpServer
-from agentshim.core.provider import ArgvContext
 from agentshim.core.turn import TurnRequest
 from agentshim.providers.copilot import CopilotProvider, parse_mcp_servers, scripted_lines
 from agentshim.providers.copilot.provider import MCP_FLAG, render_mcp_config
 from agentshim.testing import FakeExecutor, FakeRun, ScriptedTurn
-from tests.unit.providers.fixtures import fixture_dir, load_capture
+from tests.unit.providers.fixtures import argv_builder, fixture_dir, load_capture
 
 BINARY = "/usr/bin/copilot"
 BASE = [
@@ -32,8 +31,7 @@ BASE = [
 SID = "d8d67461-6201-4285-8233-9e4dda0071e1"
 
 
-def argv(provider: CopilotProvider | None = None, **fields: object) -> list[str]:
-    return (provider or CopilotProvider()).build_argv(ArgvContext(binary_path=BINARY, **fields))  # type: ignore[arg-type]
+argv = argv_builder(CopilotProvider, BINARY)
 
 
 class TestArgv:

@@ -7,16 +7,15 @@ from agentshim.core.errors import (
     ProviderCapabilityError,
 )
 from agentshim.core.permissions import NativePermissions
-from agentshim.core.provider import ArgvContext
 from agentshim.core.turn import TurnRequest
 from agentshim.providers.gemini import GeminiProvider, scripted_lines
 from agentshim.testing import FakeExecutor, FakeRun, ScriptedTurn
+from tests.unit.providers.fixtures import argv_builder
 
 BIN = "/usr/bin/gemini"
 
 
-def argv(provider: GeminiProvider | None = None, **fields: object) -> list[str]:
-    return (provider or GeminiProvider()).build_argv(ArgvContext(binary_path=BIN, **fields))  # type: ignore[arg-type]
+argv = argv_builder(GeminiProvider, BIN)
 
 
 class TestArgv:

@@ -1,16 +1,15 @@
 from __future__ import annotations
 
 from agentshim import CliAgent
-from agentshim.core.provider import ArgvContext
 from agentshim.core.turn import TurnRequest
 from agentshim.providers.opencode import OpencodeProvider, scripted_lines
 from agentshim.testing import FakeExecutor, FakeRun, ScriptedTurn
+from tests.unit.providers.fixtures import argv_builder
 
 BIN = "/usr/bin/opencode"
 
 
-def argv(provider: OpencodeProvider | None = None, **fields: object) -> list[str]:
-    return (provider or OpencodeProvider()).build_argv(ArgvContext(binary_path=BIN, **fields))  # type: ignore[arg-type]
+argv = argv_builder(OpencodeProvider, BIN)
 
 
 class TestArgv:

@@ -5,20 +5,18 @@ import pytest
 from agentshim.cli_agent import CliAgent
 from agentshim.core.errors import ProviderCapabilityError
 from agentshim.core.mcp import StdioMcpServer
-from agentshim.core.provider import ArgvContext
 from agentshim.core.turn import TurnRequest
 from agentshim.providers.pi import PiProvider, scripted_lines
 from agentshim.providers.pi.provider import THINKING_LEVELS
 from agentshim.testing import FakeExecutor, FakeRun, ScriptedTurn
-from tests.unit.providers.fixtures import load_capture
+from tests.unit.providers.fixtures import argv_builder, load_capture
 
 BINARY = "/usr/bin/pi"
 BASE = [BINARY, "--print", "--mode", "json"]
 SID = "01a2275a-1c2a-72ae-8ced-4a8fdca01c2e"
 
 
-def argv(provider: PiProvider | None = None, **fields: object) -> list[str]:
-    return (provider or PiProvider()).build_argv(ArgvContext(binary_path=BINARY, **fields))  # type: ignore[arg-type]
+argv = argv_builder(PiProvider, BINARY)
 
 
 class TestArgv:
