@@ -13,6 +13,7 @@ from agentshim.testing import FakeExecutor, FakeRun, ScriptedTurn
 from tests.unit.providers.fixtures import argv_builder
 
 BIN = "/usr/bin/gemini"
+BASE = [BIN, "--output-format", "stream-json"]
 
 
 argv = argv_builder(GeminiProvider, BIN)
@@ -20,13 +21,11 @@ argv = argv_builder(GeminiProvider, BIN)
 
 class TestArgv:
     def test_default_is_stream_json_with_yolo(self) -> None:
-        assert argv() == [BIN, "--output-format", "stream-json", "--yolo"]
+        assert argv() == [*BASE, "--yolo"]
 
     def test_model(self) -> None:
         assert argv(model="gemini-2.5-pro") == [
-            BIN,
-            "--output-format",
-            "stream-json",
+            *BASE,
             "--model",
             "gemini-2.5-pro",
             "--yolo",
@@ -34,9 +33,7 @@ class TestArgv:
 
     def test_resume(self) -> None:
         assert argv(resume_session_id="0516902a-c752-4b12-ab4c-e4c301a72044") == [
-            BIN,
-            "--output-format",
-            "stream-json",
+            *BASE,
             "--resume",
             "0516902a-c752-4b12-ab4c-e4c301a72044",
             "--yolo",
@@ -44,7 +41,7 @@ class TestArgv:
 
     def test_read_only_uses_plan_mode_instead_of_yolo(self) -> None:
         provider = GeminiProvider(permissions=NativePermissions.read_only())
-        assert argv(provider) == [BIN, "--output-format", "stream-json", "--approval-mode", "plan"]
+        assert argv(provider) == [*BASE, "--approval-mode", "plan"]
 
     def test_everything_in_order_extra_last(self) -> None:
         assert argv(
@@ -52,9 +49,7 @@ class TestArgv:
             resume_session_id="abc-1",
             extra_args=("--debug", "--include-directories", "/tmp/x"),
         ) == [
-            BIN,
-            "--output-format",
-            "stream-json",
+            *BASE,
             "--model",
             "gemini-2.5-flash",
             "--resume",
@@ -90,9 +85,7 @@ class TestPromptOnStdinThroughTheAgent:
         assert request.stdin == prompt
         assert all("SECRET-PROMPT-TEXT" not in arg for arg in request.argv)
         assert list(request.argv) == [
-            BIN,
-            "--output-format",
-            "stream-json",
+            *BASE,
             "--model",
             "gemini-2.5-pro",
             "--yolo",

@@ -7,6 +7,7 @@ from agentshim.testing import FakeExecutor, FakeRun, ScriptedTurn
 from tests.unit.providers.fixtures import argv_builder
 
 BIN = "/usr/bin/opencode"
+BASE = [BIN, "run", "--format", "json"]
 
 
 argv = argv_builder(OpencodeProvider, BIN)
@@ -14,7 +15,7 @@ argv = argv_builder(OpencodeProvider, BIN)
 
 class TestArgv:
     def test_default(self) -> None:
-        assert argv() == [BIN, "run", "--format", "json"]
+        assert argv() == [*BASE]
 
     def test_session_then_model_then_extra(self) -> None:
         assert argv(
@@ -22,10 +23,7 @@ class TestArgv:
             model="fake/fake-model",
             extra_args=("--agent", "build"),
         ) == [
-            BIN,
-            "run",
-            "--format",
-            "json",
+            *BASE,
             "--session",
             "ses_dd8a6cd86ffeX01SZ77MV3sIeY",
             "--model",
@@ -37,10 +35,7 @@ class TestArgv:
     def test_options(self) -> None:
         provider = OpencodeProvider(thinking=True, auto_approve=True)
         assert argv(provider, model="anthropic/claude-sonnet-4-5") == [
-            BIN,
-            "run",
-            "--format",
-            "json",
+            *BASE,
             "--model",
             "anthropic/claude-sonnet-4-5",
             "--thinking",
@@ -63,4 +58,4 @@ class TestPromptOnStdinThroughTheAgent:
         request = fake.requests[-1]
         assert request.stdin == prompt
         assert all("SECRET-PROMPT-TEXT" not in arg for arg in request.argv)
-        assert list(request.argv) == [BIN, "run", "--format", "json", "--model", "fake/fake-model"]
+        assert list(request.argv) == [*BASE, "--model", "fake/fake-model"]
