@@ -6,15 +6,13 @@ from typing import Any
 import pytest
 
 from agentshim.cli_agent import CliAgent
-from agentshim.core.errors import CliExitError, FailureKind, SessionResumeError
+from agentshim.core.errors import CliExitError, FailureKind
 from agentshim.core.mcp import HttpMcpServer, StdioMcpServer
 from agentshim.core.turn import TurnRequest
 from agentshim.execution.executor import CommandRequest
 from agentshim.providers import get_plugin
 from agentshim.testing import FakeExecutor, FakeRun, RecordingEventHandler, installed_mcp_servers
 from tests.unit.providers.fixtures import load_capture
-
-from ._captures import EXPECTED
 
 BINARIES = {"copilot": "/usr/bin/copilot"}
 
@@ -34,34 +32,6 @@ class TestProfile:
 
 
 class TestCaptureReplayThroughTheAgent:
-    @pytest.mark.parametrize("name", ["api_500", "api_401"])
-    def test_a_resumed_turn_that_fails_keeps_the_conversation(self, name: str) -> None:
-        agent, _ = agent_for(load_capture("copilot", name).fake_run())
-        session = agent.start_session(session_id="d8d67461-6201-4285-8233-9e4dda0071e1")
-        with pytest.raises(CliExitError) as caught:
-            session.turn("hello")
-        assert not isinstance(caught.value, SessionResumeError)
-        assert caught.value.kind is EXPECTED[name].kind
-
-    def test_missing_resumed_session_is_a_resume_error(self) -> None:
-        capture = load_capture("copilot", "resume_missing")
-        agent, _ = agent_for(capture.fake_run())
-        session = agent.start_session(session_id=capture.flag_value("--resume"))
-        with pytest.raises(SessionResumeError) as caught:
-            session.turn("hello")
-        assert (
-            caught.value.session_id
-            == capture.flag_value("--resume")
-            == "00000000-0000-4000-8000-000000000000"
-        )
-        assert "No session, task, or name matched" in caught.value.detail
-
-    def test_the_same_output_on_a_fresh_turn_is_a_plain_exit_error(self) -> None:
-        agent, _ = agent_for(load_capture("copilot", "resume_missing").fake_run())
-        with pytest.raises(CliExitError) as caught:
-            agent.run("hello")
-        assert not isinstance(caught.value, SessionResumeError)
-
     def test_a_zero_exit_with_a_session_error_still_fails(self) -> None:
         capture = load_capture("copilot", "api_500")
         agent, _ = agent_for(FakeRun(stdout=capture.stdout_lines, returncode=0))

@@ -6,22 +6,16 @@ import pytest
 
 from agentshim.cli_agent import CliAgent
 from agentshim.core.errors import (
-    CliExitError,
-    FailureKind,
     ProviderCapabilityError,
-    SessionResumeError,
 )
 from agentshim.core.events import (
     Lifecycle,
-    ProviderErrorReported,
 )
 from agentshim.core.mcp import StdioMcpServer
 from agentshim.core.turn import TurnRequest
 from agentshim.providers.pi import PiProvider
 from agentshim.testing import FakeExecutor, RecordingEventHandler
 from tests.unit.providers.fixtures import load_capture
-
-from ._captures import EXPECTED
 
 BINARIES = {"pi": "/usr/bin/pi"}
 RESUME_LOST = ("d_resume_missing_nonuuid", "d_resume_missing_uuid")
@@ -55,37 +49,6 @@ class TestCaptureReplayThroughTheAgent:
             load_capture("pi", n).exit_code
             for n in ("e1_http500", "e2_http529", "e3_http401", "e4_http400_too_long")
         } == {0}
-
-    @pytest.mark.parametrize(
-        "name", ["e1b_http500_fast_retry_settings", "e3_http401", "e4_http400_too_long"]
-    )
-    def test_a_resumed_turn_that_fails_keeps_the_conversation(self, name: str) -> None:
-        recorder = RecordingEventHandler()
-        agent, _ = agent_for(load_capture("pi", name).fake_run(), recorder)
-        session = agent.start_session(session_id=FULL_ID)
-        with pytest.raises(CliExitError) as caught:
-            session.turn("hello")
-        assert not isinstance(caught.value, SessionResumeError)
-        assert caught.value.kind is EXPECTED[name].kind
-        assert recorder.of_type(ProviderErrorReported)
-
-    @pytest.mark.parametrize("name", RESUME_LOST)
-    def test_missing_resumed_session_is_a_resume_error(self, name: str) -> None:
-        capture = load_capture("pi", name)
-        agent, _ = agent_for(capture.fake_run())
-        session = agent.start_session(session_id=capture.flag_value("--session"))
-        with pytest.raises(SessionResumeError) as caught:
-            session.turn(capture.stdin)
-        assert caught.value.session_id == capture.flag_value("--session")
-        assert "No session found matching" in caught.value.detail
-        assert caught.value.returncode == 1
-
-    def test_the_same_output_on_a_fresh_turn_is_a_plain_exit_error(self) -> None:
-        agent, _ = agent_for(load_capture("pi", "d_resume_missing_uuid").fake_run())
-        with pytest.raises(CliExitError) as caught:
-            agent.run("hello")
-        assert not isinstance(caught.value, SessionResumeError)
-        assert caught.value.kind is FailureKind.OTHER
 
 
 class TestRequests:
