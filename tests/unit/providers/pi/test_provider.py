@@ -18,7 +18,6 @@ from agentshim.testing import FakeExecutor, RecordingEventHandler
 from tests.unit.providers.fixtures import load_capture
 
 BINARIES = {"pi": "/usr/bin/pi"}
-RESUME_LOST = ("d_resume_missing_nonuuid", "d_resume_missing_uuid")
 FULL_ID = "01a2275a-1c2a-72ae-8ced-4a8fdca01c2e"
 
 
