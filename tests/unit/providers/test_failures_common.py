@@ -14,7 +14,9 @@ from agentshim.cli_agent import CliAgent
 from agentshim.core.errors import CliExitError, FailureKind, SessionResumeError
 from agentshim.core.events import ProviderErrorReported
 from agentshim.testing import FakeExecutor, RecordingEventHandler
+from tests.unit.providers.copilot import _captures as copilot
 from tests.unit.providers.fixtures import Capture, load_capture
+from tests.unit.providers.pi import _captures as pi
 
 AUTH, OTHER = FailureKind.AUTH, FailureKind.OTHER
 OVERFLOW, TRANSIENT = FailureKind.CONTEXT_OVERFLOW, FailureKind.TRANSIENT
@@ -46,20 +48,23 @@ FAILED = [
     ("opencode", "api_401", AUTH, "ses_dd8a55c55ffenF3VZe1svSDSFB"),
     ("opencode", "api_500", TRANSIENT, "ses_dd8a68f48ffeMPtvHm9g2UxNwM"),
 ]
-# Failures of a resumed turn that are not a lost conversation: the id resumed, and the kind.
-RESUMED_FAILED = [
-    ("codex", "api_500", "01a22758-303e-7462-9a22-376e1126431f", TRANSIENT),
-    ("copilot", "api_500", "d8d67461-6201-4285-8233-9e4dda0071e1", TRANSIENT),
-    ("copilot", "api_401", "d8d67461-6201-4285-8233-9e4dda0071e1", AUTH),
-    ("gemini", "api_500", "0516902a-c752-4b12-ab4c-e4c301a72044", TRANSIENT),
-    ("gemini", "api_401", "0516902a-c752-4b12-ab4c-e4c301a72044", AUTH),
-    ("gemini", "api_400_context_length", "0516902a-c752-4b12-ab4c-e4c301a72044", OVERFLOW),
-    ("opencode", "api_500", "ses_dd8a6cd86ffeX01SZ77MV3sIeY", TRANSIENT),
-    ("opencode", "api_401", "ses_dd8a6cd86ffeX01SZ77MV3sIeY", AUTH),
-    ("opencode", "api_400_context_length", "ses_dd8a6cd86ffeX01SZ77MV3sIeY", OVERFLOW),
-    ("pi", "e1b_http500_fast_retry_settings", "01a2275a-1c2a-72ae-8ced-4a8fdca01c2e", TRANSIENT),
-    ("pi", "e3_http401", "01a2275a-1c2a-72ae-8ced-4a8fdca01c2e", AUTH),
-    ("pi", "e4_http400_too_long", "01a2275a-1c2a-72ae-8ced-4a8fdca01c2e", OVERFLOW),
+# The conversation each CLI is asked to resume when a failure of a resumed turn is replayed.
+RESUMED_IDS = {
+    "codex": "01a22758-303e-7462-9a22-376e1126431f",
+    "copilot": "d8d67461-6201-4285-8233-9e4dda0071e1",
+    "gemini": "0516902a-c752-4b12-ab4c-e4c301a72044",
+    "opencode": "ses_dd8a6cd86ffeX01SZ77MV3sIeY",
+    "pi": "01a2275a-1c2a-72ae-8ced-4a8fdca01c2e",
+}
+# Every recorded failure the CLI reported in its stream (it had named a conversation by then).
+REPORTED_FAILURES = [
+    *((provider, name, kind) for provider, name, kind, named in FAILED if named),
+    *(
+        (provider, name, expected.kind)
+        for provider, table in (("copilot", copilot.EXPECTED), ("pi", pi.EXPECTED))
+        for name, expected in sorted(table.items())
+        if expected.kind is not None and expected.session_id is not None
+    ),
 ]
 
 
@@ -113,11 +118,12 @@ def test_a_failed_turn_raises_its_kind_and_keeps_the_conversation_it_named(
     assert bool(recorder.of_type(ProviderErrorReported)) is (named is not None)
 
 
-@pytest.mark.parametrize(("provider", "name", "session_id", "kind"), RESUMED_FAILED)
+@pytest.mark.parametrize(("provider", "name", "kind"), REPORTED_FAILURES)
 def test_any_other_failure_of_a_resumed_turn_is_that_failure(
-    provider: str, name: str, session_id: str, kind: FailureKind
+    provider: str, name: str, kind: FailureKind
 ) -> None:
-    error, _, recorder = turn_of(provider, load_capture(provider, name), session_id)
+    capture = load_capture(provider, name)
+    error, _, recorder = turn_of(provider, capture, RESUMED_IDS[provider])
     assert not isinstance(error, SessionResumeError)
     assert error.kind is kind
     assert recorder.of_type(ProviderErrorReported)
