@@ -18,6 +18,7 @@ from agentshim.core.errors import FailureKind
 from agentshim.core.events import AgentEvent
 from agentshim.core.provider import ArgvContext, ParsedTurn, Provider, StreamParser
 from agentshim.testing import FakeRun
+from agentshim.testing.scripted import ToolFailure
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 _STDOUT = ".stdout.jsonl"
@@ -152,3 +153,69 @@ def argv_builder(default: Callable[[], Provider], binary: str) -> Callable[..., 
         return list((provider or default()).build_argv(context))
 
     return argv
+
+
+LS_MISSING_DIR = "ls: cannot access '/agentshim-missing-dir': No such file or directory\n"
+GEMINI_OUTSIDE_WORKSPACE = (
+    'Path not in workspace: Attempted path "/agentshim-missing-dir" resolves outside the allowed'
+    " workspace directories: /home/user/work or the project temp directory:"
+    " /home/user/.gemini/tmp/work"
+)
+
+SCRIPTED_TOOL_FAILURES: Mapping[str, tuple[tuple[str, str, dict[str, Any], ToolFailure], ...]] = {
+    "copilot": (
+        (
+            "tool_shell_failed",
+            "bash",
+            {
+                "command": "ls /agentshim-missing-dir",
+                "description": "Run ls /agentshim-missing-dir",
+            },
+            ToolFailure(LS_MISSING_DIR, exit_code=2),
+        ),
+        (
+            "tool_view_failed",
+            "view",
+            {"path": "/agentshim-missing-dir/x.txt"},
+            ToolFailure("Path does not exist"),
+        ),
+    ),
+    "gemini": (
+        (
+            "tool_shell_failed",
+            "run_shell_command",
+            {"command": "ls", "dir_path": "/agentshim-missing-dir"},
+            ToolFailure(GEMINI_OUTSIDE_WORKSPACE),
+        ),
+    ),
+    "opencode": (
+        (
+            "tool_shell_failed",
+            "bash",
+            {"command": "ls /agentshim-missing-dir"},
+            ToolFailure(LS_MISSING_DIR, exit_code=2),
+        ),
+        (
+            "tool_read_failed",
+            "read",
+            {"filePath": "missing.txt"},
+            ToolFailure("File not found: /home/user/work/missing.txt"),
+        ),
+    ),
+    "pi": (
+        (
+            "recorded-1.6.0/rec_failed_tool_call",
+            "bash",
+            {"command": "ls /agentshim-missing-dir"},
+            ToolFailure(LS_MISSING_DIR, exit_code=2),
+        ),
+        (
+            "b3_tool_read_failed",
+            "read",
+            {"path": "/agentshim-missing-dir/x.txt"},
+            ToolFailure("ENOENT: no such file or directory, access '/agentshim-missing-dir/x.txt'"),
+        ),
+    ),
+}
+"""Recorded runs with one failed tool call, and the scripted call that fails the same way:
+(recorded run, tool, its arguments, the failure), per provider."""

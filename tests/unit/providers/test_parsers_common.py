@@ -20,10 +20,9 @@ from agentshim.core.events import AgentEvent, ToolCall, ToolResult
 from agentshim.core.provider import StreamParser
 from agentshim.providers import get_provider
 from tests.unit.providers.adversarial import json_values, never_raises
-from tests.unit.providers.fixtures import capture_names, feed, load_capture
+from tests.unit.providers.fixtures import LS_MISSING_DIR, capture_names, feed, load_capture
 
 NO_SUCH_FILE = "no such file or directory"
-LS_MISSING_DIR = "ls: cannot access '/agentshim-missing-dir': No such file or directory\n"
 PROVIDERS = ("claude", "codex", "copilot", "gemini", "opencode", "pi")
 
 

@@ -21,7 +21,8 @@ from agentshim.core.provider import ParsedTurn
 from agentshim.core.usage import CostSource, TokenUsage
 from agentshim.providers import get_provider
 from agentshim.testing import FakeExecutor, FakeRun, scripted_resume_failure, scripted_turn
-from tests.unit.providers.fixtures import feed, load_capture
+from agentshim.testing.scripted import ToolFailure
+from tests.unit.providers.fixtures import SCRIPTED_TOOL_FAILURES, feed, load_capture
 
 ToolCallScript = tuple[str, dict[str, Any], str]
 UUID_GONE = "00000000-0000-4000-8000-000000000000"
@@ -101,10 +102,11 @@ CASES = (
 each_provider = pytest.mark.parametrize("case", CASES, ids=[c.provider for c in CASES])
 
 
-def parse(case: ScriptedCase, run: FakeRun) -> tuple[ParsedTurn, list[AgentEvent]]:
-    provider = get_provider(case.provider)
+def parse(provider: str, run: FakeRun) -> tuple[ParsedTurn, list[AgentEvent]]:
+    """Parse ``run`` as ``provider``'s parser reads a turn without an output schema."""
+    plugin = get_provider(provider)
     return feed(
-        lambda emit: provider.new_parser(emit, expect_structured=False), run.stdout, run.stderr
+        lambda emit: plugin.new_parser(emit, expect_structured=False), run.stdout, run.stderr
     )
 
 
@@ -132,7 +134,7 @@ def test_text_session_and_usage_come_back_through_the_agent(case: ScriptedCase) 
 def test_usage_parses_back_known_with_and_without_tool_calls(case: ScriptedCase) -> None:
     for calls in ([], [case.tools[1]]):
         run = scripted_turn(case.provider, text="x", usage=case.usage, tool_calls=calls)
-        turn, events = parse(case, run)
+        turn, events = parse(case.provider, run)
         assert turn.usage is not None
         assert turn.usage.increment_known
         assert turn.usage.tokens == case.usage
@@ -144,7 +146,9 @@ def test_usage_parses_back_known_with_and_without_tool_calls(case: ScriptedCase)
 
 @each_provider
 def test_several_tool_calls_pair_up(case: ScriptedCase) -> None:
-    _, events = parse(case, scripted_turn(case.provider, text="done", tool_calls=case.tools))
+    _, events = parse(
+        case.provider, scripted_turn(case.provider, text="done", tool_calls=case.tools)
+    )
     results = [e for e in events if isinstance(e, ToolResult)]
     assert [(r.tool, r.stdout, r.exit_code) for r in results] == [
         (name, output, 0) for name, _, output in case.tools
@@ -153,8 +157,8 @@ def test_several_tool_calls_pair_up(case: ScriptedCase) -> None:
 
 @each_provider
 def test_a_fresh_session_id_is_made_when_none_is_given(case: ScriptedCase) -> None:
-    first, _ = parse(case, scripted_turn(case.provider, text="x"))
-    second, _ = parse(case, scripted_turn(case.provider, text="x"))
+    first, _ = parse(case.provider, scripted_turn(case.provider, text="x"))
+    second, _ = parse(case.provider, scripted_turn(case.provider, text="x"))
     assert first.session_id is not None
     assert second.session_id is not None
     assert first.session_id.startswith(case.session_prefix)
@@ -207,3 +211,44 @@ def test_resume_failure_on_a_fresh_turn_is_a_plain_exit_error(case: ScriptedCase
     with pytest.raises(CliExitError) as caught:
         agent(case, scripted_resume_failure(case.provider)).run("q")
     assert not isinstance(caught.value, SessionResumeError)
+
+
+def _tool_results(events: list[AgentEvent]) -> list[ToolResult]:
+    """Each tool result, but for its call id and timing (they differ run to run)."""
+    return [
+        dataclasses.replace(e, tool_id="id", duration_s=None)
+        for e in events
+        if isinstance(e, ToolResult)
+    ]
+
+
+@pytest.mark.parametrize(
+    ("provider", "name", "tool", "args", "failure"),
+    [(p, *row) for p, rows in SCRIPTED_TOOL_FAILURES.items() for row in rows],
+)
+def test_a_scripted_failed_tool_call_parses_like_the_recorded_one(
+    provider: str, name: str, tool: str, args: dict[str, Any], failure: ToolFailure
+) -> None:
+    capture = load_capture(provider, name)
+    recorded, recorded_events = parse(provider, capture.fake_run())
+    run = scripted_turn(
+        provider,
+        text=recorded.text,
+        session_id=recorded.session_id,
+        tool_calls=[(tool, args, failure)],
+    )
+    scripted, scripted_events = parse(provider, run)
+    assert _tool_results(scripted_events) == _tool_results(recorded_events)
+    (result,) = _tool_results(scripted_events)
+    assert (result.tool, result.stdout, result.exit_code, result.failed) == (
+        tool,
+        "",
+        failure.exit_code,
+        True,
+    )
+    assert str(failure) in result.stderr
+    assert (scripted.text, scripted.session_id, scripted.error) == (
+        recorded.text,
+        recorded.session_id,
+        None,
+    )

@@ -6,7 +6,7 @@ from typing import Any
 import pytest
 
 from agentshim import CliAgent
-from agentshim.core.events import AgentEvent, Stderr, ToolResult
+from agentshim.core.events import AgentEvent, Stderr
 from agentshim.providers.opencode import OpencodeStreamParser, scripted_lines
 from agentshim.testing import (
     FakeExecutor,
@@ -14,7 +14,7 @@ from agentshim.testing import (
     ScriptedTurn,
 )
 from agentshim.testing.scripted import ToolFailure
-from tests.unit.providers.fixtures import load_capture
+from tests.unit.providers.fixtures import SCRIPTED_TOOL_FAILURES, load_capture
 
 BIN = "/usr/bin/opencode"
 
@@ -69,24 +69,7 @@ class TestSameShapeAsRecordings:
                 assert set(mine["part"]["state"]) == set(theirs["part"]["state"])
 
     @pytest.mark.parametrize(
-        ("case", "tool", "args", "failure"),
-        [
-            (
-                "tool_shell_failed",
-                "bash",
-                {"command": "ls /agentshim-missing-dir"},
-                ToolFailure(
-                    "ls: cannot access '/agentshim-missing-dir': No such file or directory\n",
-                    exit_code=2,
-                ),
-            ),
-            (
-                "tool_read_failed",
-                "read",
-                {"filePath": "missing.txt"},
-                ToolFailure("File not found: /home/user/work/missing.txt"),
-            ),
-        ],
+        ("case", "tool", "args", "failure"), SCRIPTED_TOOL_FAILURES["opencode"]
     )
     def test_failed_tool_turn_parses_like_the_recording(
         self, case: str, tool: str, args: dict[str, Any], failure: ToolFailure
@@ -106,18 +89,3 @@ class TestSameShapeAsRecordings:
         recorded_kinds = kinds(rec.stdout_lines)
         recorded_kinds.remove("AssistantText")
         assert kinds(scripted.stdout) == recorded_kinds
-
-        def results(lines: tuple[str, ...]) -> list[tuple[object, ...]]:
-            events: list[AgentEvent] = []
-            parser = OpencodeStreamParser(events.append)
-            for line in lines:
-                parser.feed_stdout(line)
-            parser.finish()
-            return [
-                (e.tool, e.stdout, e.stderr, e.exit_code, e.kind)
-                for e in events
-                if isinstance(e, ToolResult)
-            ]
-
-        assert results(scripted.stdout) == results(rec.stdout_lines)
-        assert results(scripted.stdout)[0][1:4] == ("", str(failure), failure.exit_code)
