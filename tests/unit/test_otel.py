@@ -32,6 +32,11 @@ from agentshim.otel import Tracing
 ENV = {"PATH": "/usr/bin"}
 TOUCH = {"command": "touch secret-file.txt"}
 PROMPT = "the confidential prompt"
+# Every tool runs and no handler is asked: the traces then hold only the turn's own spans.
+QUIET: dict[str, Any] = {
+    "permissions": NativePermissions.bypass(),
+    "approvals": ApprovalPolicy.DENY,
+}
 
 
 class Traces:
@@ -52,24 +57,11 @@ class Traces:
 
     def claude(self, executor: FakeExecutor, **options: Any) -> Agent:
         """A traced Claude Code agent that asks nothing, on ``executor``."""
-        return Agent(
-            "claude",
-            executor=executor,
-            env=ENV,
-            permissions=NativePermissions.bypass(),
-            approvals=ApprovalPolicy.DENY,
-            tracing=self.tracing,
-            **options,
-        )
+        return Agent("claude", executor=executor, env=ENV, tracing=self.tracing, **QUIET, **options)
 
     def over(self, transport: FakeTransport) -> Agent:
         """A traced agent that asks nothing, over ``transport``."""
-        return Agent.over(
-            transport,
-            permissions=NativePermissions.bypass(),
-            approvals=ApprovalPolicy.DENY,
-            tracing=self.tracing,
-        )
+        return Agent.over(transport, tracing=self.tracing, **QUIET)
 
 
 def allow(request: ApprovalRequest) -> ApprovalDecision:
