@@ -16,7 +16,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agentshim.core.events import AgentEvent, ToolCall, ToolResult
+from agentshim.core.errors import FailureKind
+from agentshim.core.events import AgentEvent, ProviderErrorReported, ToolCall, ToolResult
 from agentshim.core.provider import StreamParser
 from agentshim.providers import get_provider
 from tests.unit.providers.adversarial import json_values, never_raises
@@ -141,3 +142,46 @@ def test_a_failed_tool_is_a_failed_result_not_a_failed_turn(
     assert result.failed
     assert turn.error is None
     assert turn.text.startswith(text)
+
+
+# Recorded runs whose model API call failed: the kind and a phrase of the error. The turn fails
+# with that kind, on a conversation the CLI had named, and the CLI's fatal error says why.
+API_ERRORS = [
+    (provider, name, kind, says)
+    for provider, says_by_case in (
+        ("codex", ("context window", "Incorrect API key provided", "high demand")),
+        ("gemini", ("exceeds the context window", "Incorrect API key", "fake error 500")),
+        (
+            "opencode",
+            ("exceeds the context window", "Incorrect API key provided", "fake error 500"),
+        ),
+    )
+    for (name, kind), says in zip(
+        (
+            ("api_400_context_length", FailureKind.CONTEXT_OVERFLOW),
+            ("api_401", FailureKind.AUTH),
+            ("api_500", FailureKind.TRANSIENT),
+        ),
+        says_by_case,
+        strict=True,
+    )
+]
+
+
+@pytest.mark.parametrize(("provider", "name", "kind", "says"), API_ERRORS)
+def test_a_recorded_api_error_fails_the_turn_with_its_kind(
+    provider: str, name: str, kind: FailureKind, says: str
+) -> None:
+    capture = load_capture(provider, name)
+    plugin = get_provider(provider)
+    turn, events = feed(
+        lambda emit: plugin.new_parser(emit, expect_structured=False),
+        capture.stdout_lines,
+        capture.stderr_lines,
+    )
+    assert turn.error_kind is kind
+    assert turn.error is not None
+    assert says in turn.error
+    assert turn.session_id is not None
+    fatal = [e for e in events if isinstance(e, ProviderErrorReported) and e.fatal]
+    assert any(says in e.message for e in fatal)

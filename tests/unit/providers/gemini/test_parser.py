@@ -155,24 +155,10 @@ class TestRecordedStreams:
         assert turn.error is None
         assert turn.text == "Done."
 
-    @pytest.mark.parametrize(
-        ("name", "kind", "needle"),
-        [
-            ("api_400_context_length", FailureKind.CONTEXT_OVERFLOW, "exceeds the context window"),
-            ("api_401", FailureKind.AUTH, "Incorrect API key"),
-            ("api_500", FailureKind.TRANSIENT, "fake error 500"),
-        ],
-    )
-    def test_api_errors_end_in_an_error_result(
-        self, name: str, kind: FailureKind, needle: str
-    ) -> None:
+    @pytest.mark.parametrize("name", ["api_400_context_length", "api_401", "api_500"])
+    def test_an_api_error_reports_the_model_that_answered(self, name: str) -> None:
         rec = load_capture("gemini", name)
-        turn, events = parse(rec.stdout_lines, rec.stderr_lines)
-        assert turn.error_kind is kind
-        assert turn.error is not None
-        assert needle in turn.error
-        assert turn.session_id is not None
-        assert any(e.fatal and needle in e.message for e in of(events, ProviderErrorReported))
+        turn, _ = parse(rec.stdout_lines, rec.stderr_lines)
         # The requested model's zero-token entry is not the model that answered.
         assert turn.usage is not None
         assert turn.usage.model == "fake-gemini"
