@@ -46,6 +46,17 @@ def result(session_id: str = "sess-1", exit_code: int = 0) -> str:
     )
 
 
+def tool_run(call_id: str, tool: str, arguments: dict[str, Any], **completion: Any) -> list[str]:
+    """A tool call's start frame and its completion frame (``completion`` is its data)."""
+    return [
+        frame(
+            "tool.execution_start",
+            {"toolCallId": call_id, "toolName": tool, "arguments": arguments},
+        ),
+        frame("tool.execution_complete", {"toolCallId": call_id, **completion}),
+    ]
+
+
 class TestRecordedStreams:
     @pytest.mark.parametrize("name", sorted(n for n, e in EXPECTED.items() if e.session_id))
     def test_usage_is_unknown_never_a_measured_zero(self, name: str) -> None:
@@ -221,19 +232,10 @@ class TestFrames:
         assert [e.text for e in of_type(events, Reasoning)] == ["think", "other"]
 
     def test_failed_tool_goes_to_stderr_with_exit_1(self) -> None:
-        _, events = parse(
-            [
-                frame(
-                    "tool.execution_start",
-                    {"toolCallId": "t1", "toolName": "view", "arguments": {"path": "/x"}},
-                ),
-                frame(
-                    "tool.execution_complete",
-                    {"toolCallId": "t1", "success": False, "error": {"message": "no such file"}},
-                ),
-                result(),
-            ]
+        ran = tool_run(
+            "t1", "view", {"path": "/x"}, success=False, error={"message": "no such file"}
         )
+        _, events = parse([*ran, result()])
         (tool_result,) = of_type(events, ToolResult)
         assert tool_result == ToolResult(
             "t1", "view", "", "no such file", 1, tool_result.duration_s, ToolKind.FILE_READ
@@ -241,24 +243,15 @@ class TestFrames:
         assert tool_result.failed
 
     def test_shell_exit_code_marks_failure(self) -> None:
-        _, events = parse(
-            [
-                frame(
-                    "tool.execution_start",
-                    {"toolCallId": "t2", "toolName": "bash", "arguments": {"command": "false"}},
-                ),
-                frame(
-                    "tool.execution_complete",
-                    {
-                        "toolCallId": "t2",
-                        "success": True,
-                        "shellExecution": {"exitCode": 2},
-                        "result": {"content": "boom\n<shellId: 3 completed with exit code 2>"},
-                    },
-                ),
-                result(),
-            ]
+        ran = tool_run(
+            "t2",
+            "bash",
+            {"command": "false"},
+            success=True,
+            shellExecution={"exitCode": 2},
+            result={"content": "boom\n<shellId: 3 completed with exit code 2>"},
         )
+        _, events = parse([*ran, result()])
         (tool_result,) = of_type(events, ToolResult)
         assert (tool_result.stdout, tool_result.stderr, tool_result.exit_code) == ("", "boom\n", 2)
 
