@@ -219,3 +219,17 @@ SCRIPTED_TOOL_FAILURES: Mapping[str, tuple[tuple[str, str, dict[str, Any], ToolF
 }
 """Recorded runs with one failed tool call, and the scripted call that fails the same way:
 (recorded run, tool, its arguments, the failure), per provider."""
+
+
+def assert_parses_alike(scripted: ParsedTurn, recorded: ParsedTurn) -> None:
+    """A scripted turn reads as the recorded one: answer, conversation, usage, cost; no failure."""
+    assert (scripted.text, scripted.session_id, scripted.error) == (
+        recorded.text,
+        recorded.session_id,
+        None,
+    )
+    assert scripted.usage is not None
+    assert recorded.usage is not None
+    assert scripted.usage.tokens == recorded.usage.tokens
+    assert scripted.usage.increment_known is recorded.usage.increment_known
+    assert scripted.cost_usd == recorded.cost_usd
