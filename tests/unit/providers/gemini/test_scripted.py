@@ -3,39 +3,22 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from agentshim import CliAgent
-from agentshim.core.events import AgentEvent, Stderr
+from agentshim.core.events import Stderr
 from agentshim.providers.gemini import GeminiStreamParser, scripted_lines
-from agentshim.testing import (
-    FakeExecutor,
-    FakeRun,
-    ScriptedTurn,
-)
+from agentshim.testing import ScriptedTurn
 from agentshim.testing.scripted import ToolFailure
-from tests.unit.providers.fixtures import load_capture
-
-BIN = "/usr/bin/gemini"
+from tests.unit.providers.fixtures import feed, load_capture
 
 
 def kinds(lines: tuple[str, ...] | list[str]) -> list[str]:
     """Event kinds in order, a run of streamed text counted once (delta sizes vary)."""
-    events: list[AgentEvent] = []
-    parser = GeminiStreamParser(events.append)
-    for line in lines:
-        parser.feed_stdout(line)
-    parser.finish()
+    _, events = feed(GeminiStreamParser, lines)
     names = [type(e).__name__ for e in events if not isinstance(e, Stderr)]
     return [n for i, n in enumerate(names) if i == 0 or n != names[i - 1] or n != "AssistantText"]
 
 
 def frames(lines: tuple[str, ...]) -> list[dict[str, Any]]:
     return [json.loads(line) for line in lines]
-
-
-def agent(run: FakeRun) -> CliAgent:
-    return CliAgent(
-        "gemini", executor=FakeExecutor(run, binaries={"gemini": BIN}), env={"PATH": "/usr/bin"}
-    )
 
 
 class TestSameShapeAsRecordings:

@@ -5,37 +5,20 @@ from typing import Any
 
 import pytest
 
-from agentshim import CliAgent
-from agentshim.core.events import AgentEvent, Stderr
+from agentshim.core.events import Stderr
 from agentshim.providers.opencode import OpencodeStreamParser, scripted_lines
-from agentshim.testing import (
-    FakeExecutor,
-    FakeRun,
-    ScriptedTurn,
-)
+from agentshim.testing import ScriptedTurn
 from agentshim.testing.scripted import ToolFailure
-from tests.unit.providers.fixtures import SCRIPTED_TOOL_FAILURES, load_capture
-
-BIN = "/usr/bin/opencode"
+from tests.unit.providers.fixtures import SCRIPTED_TOOL_FAILURES, feed, load_capture
 
 
 def kinds(lines: tuple[str, ...] | list[str]) -> list[str]:
-    events: list[AgentEvent] = []
-    parser = OpencodeStreamParser(events.append)
-    for line in lines:
-        parser.feed_stdout(line)
-    parser.finish()
+    _, events = feed(OpencodeStreamParser, lines)
     return [type(e).__name__ for e in events if not isinstance(e, Stderr)]
 
 
 def frames(lines: tuple[str, ...]) -> list[dict[str, Any]]:
     return [json.loads(line) for line in lines]
-
-
-def agent(run: FakeRun) -> CliAgent:
-    return CliAgent(
-        "opencode", executor=FakeExecutor(run, binaries={"opencode": BIN}), env={"PATH": "/usr/bin"}
-    )
 
 
 class TestSameShapeAsRecordings:
