@@ -18,18 +18,46 @@ from dataclasses import dataclass, field
 
 from agentshim.core.provider import McpInstallation, mcp_env, mcp_env_defaults
 
-__all__ = ["SECRET_VARIABLE_PREFIX", "SecretReferences", "WithSecretEnv", "resolve_references"]
+__all__ = [
+    "SECRET_VARIABLE_PREFIX",
+    "ReferenceStyle",
+    "SecretReferences",
+    "WithSecretEnv",
+    "resolve_references",
+]
 
 SECRET_VARIABLE_PREFIX = "AGENTSHIM_MCP_"
 """How the variables carrying MCP secrets begin."""
 
 
+@dataclass(frozen=True, slots=True)
+class ReferenceStyle:
+    """How one CLI writes a reference to an environment variable in its config file.
+
+    A reference is ``before``, the variable's name, then ``after``: ``${NAME}`` for Claude
+    Code and Gemini CLI, ``{env:NAME}`` for opencode. Called with a name, it returns the
+    reference; :attr:`pattern` matches one.
+    """
+
+    before: str
+    after: str
+
+    def __call__(self, name: str) -> str:
+        """The reference to the variable ``name``."""
+        return f"{self.before}{name}{self.after}"
+
+    @property
+    def pattern(self) -> str:
+        """A regular expression matching a whole reference; its one group is the name."""
+        return f"{re.escape(self.before)}([A-Za-z_][A-Za-z0-9_]*){re.escape(self.after)}"
+
+
 class SecretReferences:
     """The secrets of one install, each named by a fresh variable.
 
-    ``style`` renders a reference to a variable as the CLI expands it (``"${NAME}"`` for
-    Claude Code and Gemini CLI, ``"{env:NAME}"`` for opencode). :meth:`refer` gives the
-    mapping to write; ``env`` holds the values the CLI's environment must carry.
+    ``style`` renders a reference to a variable as the CLI expands it (a ReferenceStyle,
+    ``"${NAME}"`` for Claude Code and Gemini CLI, ``"{env:NAME}"`` for opencode). :meth:`refer`
+    gives the mapping to write; ``env`` holds the values the CLI's environment must carry.
     """
 
     def __init__(self, style: Callable[[str], str]) -> None:

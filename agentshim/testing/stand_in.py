@@ -101,9 +101,13 @@ def stand_in_answer(prompt: str) -> str:
     )
 
 
-def _usage(prompt: str, answer: str) -> tuple[int, int]:
-    """Made-up token counts that grow with the text (about four characters a token)."""
-    return max(1, len(prompt) // 4), max(1, len(answer) // 4)
+def _reply(prompt: str, structured: object | None = None) -> tuple[str, int, int]:
+    """The answer to ``prompt`` (``structured`` as JSON when given) and made-up token counts.
+
+    The counts grow with the text, about four characters a token, as a real CLI's would.
+    """
+    answer = stand_in_answer(prompt) if structured is None else json.dumps(structured)
+    return answer, max(1, len(prompt) // 4), max(1, len(answer) // 4)
 
 
 def _structured(schema: object) -> object | None:
@@ -287,8 +291,7 @@ def stand_in_executor(provider: str) -> StandInExecutor:
 
 def _one_shot(provider: str, flags: Sequence[str]) -> int:
     prompt = sys.stdin.read()
-    answer = stand_in_answer(prompt)
-    input_tokens, output_tokens = _usage(prompt, answer)
+    answer, input_tokens, output_tokens = _reply(prompt)
     run = scripted_turn(
         provider,
         text=answer,
@@ -331,8 +334,7 @@ def _claude_stream(flags: Sequence[str]) -> int:
             return
         content = (as_mapping(frame.get("message")) or {}).get("content")
         prompt = content if isinstance(content, str) else _texts(content)
-        answer = stand_in_answer(prompt)
-        tokens_in, tokens_out = _usage(prompt, answer)
+        answer, tokens_in, tokens_out = _reply(prompt)
         turn = ClaudePeerTurn(
             answer, input_tokens=tokens_in, output_tokens=tokens_out, cost_usd=0.0
         )
@@ -350,11 +352,7 @@ def _codex_app_server(flags: Sequence[str]) -> int:
             return
         params = as_mapping(frame.get("params")) or {}
         prompt = _texts(params.get("input"))
-        answer = stand_in_answer(prompt)
-        payload = _structured(params.get("outputSchema"))
-        if payload is not None:
-            answer = json.dumps(payload)
-        tokens_in, tokens_out = _usage(prompt, answer)
+        answer, tokens_in, tokens_out = _reply(prompt, _structured(params.get("outputSchema")))
         family.extend([CodexPeerTurn(answer, input_tokens=tokens_in, output_tokens=tokens_out)])
 
     return _serve(family(SpawnRequest(["codex", *flags])), on_line)
@@ -369,8 +367,7 @@ def _acp(provider: str, flags: Sequence[str]) -> int:
             return
         params = as_mapping(frame.get("params")) or {}
         prompt = _texts(params.get("prompt"))
-        answer = stand_in_answer(prompt)
-        tokens_in, tokens_out = _usage(prompt, answer)
+        answer, tokens_in, tokens_out = _reply(prompt)
         family.extend([AcpPeerTurn(answer, input_tokens=tokens_in, output_tokens=tokens_out)])
 
     return _serve(family(SpawnRequest([provider, *flags])), on_line)
@@ -384,8 +381,7 @@ def _pi_rpc(flags: Sequence[str]) -> int:
         if frame.get("type") != "prompt":
             return
         prompt = as_str(frame.get("message")) or ""
-        answer = stand_in_answer(prompt)
-        tokens_in, tokens_out = _usage(prompt, answer)
+        answer, tokens_in, tokens_out = _reply(prompt)
         turn = PiPeerTurn(answer, input_tokens=tokens_in, output_tokens=tokens_out, cost_usd=0.0)
         family.extend([turn])
 

@@ -30,6 +30,7 @@ from agentshim.core.event_json import event_from_json
 from agentshim.doctor.clis import find_cli, pinned_cli
 from agentshim.providers import DEFAULT_CATALOG, provider_names
 from agentshim.providers.catalog import transports_offered
+from tests.unit.agentshim_command import COMMAND, agentshim
 
 ROOT = Path(__file__).resolve().parents[2]
 TOOL_TURN = ROOT / "tests" / "fixtures" / "claude" / "b_tool_bash.stdout.jsonl"
@@ -106,21 +107,6 @@ def clean_env(tmp_path: Path, bin_dir: Path | None = None, **extra: str) -> dict
     return {"HOME": str(home), "PATH": path, "PYTHONPATH": str(ROOT), "LANG": "C.UTF-8", **extra}
 
 
-def agentshim(
-    tmp_path: Path, *args: str, env: dict[str, str], stdin: str = ""
-) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "agentshim", *args],
-        cwd=tmp_path,
-        env=env,
-        input=stdin,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-
-
 # -- the command itself ------------------------------------------------------------------
 
 
@@ -161,15 +147,7 @@ class TestCommand:
 
     def test_readme_first_command_runs_from_a_checkout(self) -> None:
         env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-        done = subprocess.run(
-            [sys.executable, "-m", "agentshim", "run", "--stand-in", "Say hello"],
-            cwd=ROOT,
-            capture_output=True,
-            text=True,
-            timeout=60,
-            env=env,
-            check=False,
-        )
+        done = agentshim(ROOT, "run", "--stand-in", "Say hello", env=env)
         assert done.returncode == EXIT_OK, done.stderr
         assert "session " in done.stdout
 
@@ -494,7 +472,7 @@ class Terminal:
         master, slave = pty.openpty()
         self.master = master
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "agentshim", *args],
+            [*COMMAND, *args],
             stdin=slave,
             stdout=slave,
             stderr=slave,

@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 import os
 import stat
-import subprocess
-import sys
 from pathlib import Path
+
+from tests.unit.agentshim_command import agentshim
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -52,15 +52,7 @@ def doctor(tmp_path: Path, bin_dir: Path, node: str) -> dict[str, object]:
         "FAKE_NODE_VERSION": node,
         "AGENTSHIM_CLI_DIR": str(tmp_path / "empty-cache"),
     }
-    done = subprocess.run(
-        [sys.executable, "-m", "agentshim", "doctor", "pi", "--json"],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    done = agentshim(tmp_path, "doctor", "pi", "--json", env=env)
     (report,) = json.loads(done.stdout)
     return report
 

@@ -32,6 +32,11 @@ from agentshim.otel import Tracing
 ENV = {"PATH": "/usr/bin"}
 TOUCH = {"command": "touch secret-file.txt"}
 PROMPT = "the confidential prompt"
+# Every tool runs and no handler is asked: the traces then hold only the turn's own spans.
+QUIET: dict[str, Any] = {
+    "permissions": NativePermissions.bypass(),
+    "approvals": ApprovalPolicy.DENY,
+}
 
 
 class Traces:
@@ -49,6 +54,14 @@ class Traces:
 
     def text(self) -> str:
         return repr([(s.name, dict(s.attributes or {}), s.status) for s in self.spans()])
+
+    def claude(self, executor: FakeExecutor, **options: Any) -> Agent:
+        """A traced Claude Code agent that asks nothing, on ``executor``."""
+        return Agent("claude", executor=executor, env=ENV, tracing=self.tracing, **QUIET, **options)
+
+    def over(self, transport: FakeTransport) -> Agent:
+        """A traced agent that asks nothing, over ``transport``."""
+        return Agent.over(transport, tracing=self.tracing, **QUIET)
 
 
 def allow(request: ApprovalRequest) -> ApprovalDecision:
@@ -144,15 +157,7 @@ def test_content_is_recorded_only_when_the_caller_turns_it_on() -> None:
     traces = Traces(capture_content=True)
     peers = ClaudeStreamPeers([ClaudePeerTurn("done", tool="Bash", tool_input=TOUCH)])
     executor = FakeExecutor(peers=peers, binaries={"claude": "/usr/bin/claude"})
-    agent = Agent(
-        "claude",
-        executor=executor,
-        env=ENV,
-        permissions=NativePermissions.bypass(),
-        approvals=ApprovalPolicy.DENY,
-        transport=TransportKind.STREAM,
-        tracing=traces.tracing,
-    )
+    agent = traces.claude(executor, transport=TransportKind.STREAM)
     with agent.start_session() as session:
         session.turn(PROMPT)
     assert PROMPT in traces.text()
@@ -162,12 +167,7 @@ def test_content_is_recorded_only_when_the_caller_turns_it_on() -> None:
 def test_a_failed_turn_carries_its_failure_kind_as_the_error_type() -> None:
     traces = Traces()
     transport = FakeTransport([FakeOutcome.failure(FailureKind.AUTH, detail="bad key")])
-    agent = Agent.over(
-        transport,
-        permissions=NativePermissions.bypass(),
-        approvals=ApprovalPolicy.DENY,
-        tracing=traces.tracing,
-    )
+    agent = traces.over(transport)
     with pytest.raises(TurnFailedError):
         agent.start_session().turn("go")
     (root,) = traces.named("invoke_agent fake")
@@ -179,14 +179,7 @@ def test_a_failed_turn_carries_its_failure_kind_as_the_error_type() -> None:
 def test_a_one_shot_cli_gets_the_turn_span_as_traceparent() -> None:
     traces = Traces()
     fake = FakeExecutor(scripted_turn("claude", text="hi"), binaries={"claude": "/usr/bin/claude"})
-    agent = Agent(
-        "claude",
-        executor=fake,
-        env=ENV,
-        permissions=NativePermissions.bypass(),
-        approvals=ApprovalPolicy.DENY,
-        tracing=traces.tracing,
-    )
+    agent = traces.claude(fake)
     agent.start_session().turn("go")
     (root,) = traces.named("invoke_agent claude")
     (process,) = traces.named("agentshim.process")
@@ -228,12 +221,7 @@ def test_a_replaced_conversation_is_a_span_inside_its_turn() -> None:
     transport = FakeTransport(
         [FakeOutcome.success("one"), FakeOutcome.resume_refused(), FakeOutcome.success("two")]
     )
-    agent = Agent.over(
-        transport,
-        permissions=NativePermissions.bypass(),
-        approvals=ApprovalPolicy.DENY,
-        tracing=traces.tracing,
-    )
+    agent = traces.over(transport)
     session = agent.start_session()
     first = session.turn("one")
     second = session.turn("two")

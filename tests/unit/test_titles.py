@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import json
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from agentshim import Agent, ApprovalPolicy, CliAgent, NativePermissions
+from agentshim import Agent, ApprovalPolicy, CliAgent, NativePermissions, TransportKind
 from agentshim.core.errors import InvalidSessionIdError, ProviderCapabilityError
 from agentshim.core.events import SessionTitle
 from agentshim.execution import HostCommandExecutor
@@ -138,54 +140,38 @@ def _fake_claude(folder: Path) -> None:
     binary.chmod(0o755)
 
 
+def _agent(env: dict[str, str], **options: Any) -> Agent:
+    return Agent(
+        "claude",
+        permissions=NativePermissions.bypass(),
+        approvals=ApprovalPolicy.DENY,
+        executor=HostCommandExecutor(),
+        env=env,
+        **options,
+    )
+
+
 class TestThroughTheAgent:
-    def test_cli_agent_runs_the_probe_on_its_executor(self, tmp_path: Path) -> None:
+    @pytest.mark.parametrize(
+        "make",
+        [
+            lambda env: CliAgent("claude", executor=HostCommandExecutor(), env=env),
+            lambda env: _agent(env),
+            lambda env: _agent(env, transport=TransportKind.STREAM),
+        ],
+        ids=["cli-agent", "agent", "stream-agent"],
+    )
+    def test_the_probe_runs_on_the_agents_own_install(
+        self, tmp_path: Path, make: Callable[[dict[str, str]], CliAgent | Agent]
+    ) -> None:
         bin_dir = tmp_path / "bin"
         bin_dir.mkdir()
         _fake_claude(bin_dir)
         _transcript(tmp_path, [_title_line("Through the executor")])
         env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "CLAUDE_CONFIG_DIR": str(tmp_path)}
-        agent = CliAgent("claude", executor=HostCommandExecutor(), env=env)
-        found = agent.session_title(SESSION)
+        found = make(env).session_title(SESSION)
         assert found is not None
         assert found.title == "Through the executor"
-
-    def test_agent_runs_it_through_its_transport_s_cli_agent(self, tmp_path: Path) -> None:
-        bin_dir = tmp_path / "bin"
-        bin_dir.mkdir()
-        _fake_claude(bin_dir)
-        _transcript(tmp_path, [_title_line("From the Agent")])
-        env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "CLAUDE_CONFIG_DIR": str(tmp_path)}
-        agent = Agent(
-            "claude",
-            permissions=NativePermissions.bypass(),
-            approvals=ApprovalPolicy.DENY,
-            executor=HostCommandExecutor(),
-            env=env,
-        )
-        found = agent.session_title(SESSION)
-        assert found is not None
-        assert found.title == "From the Agent"
-
-    def test_a_stream_agent_runs_it_on_the_same_install(self, tmp_path: Path) -> None:
-        from agentshim import TransportKind
-
-        bin_dir = tmp_path / "bin"
-        bin_dir.mkdir()
-        _fake_claude(bin_dir)
-        _transcript(tmp_path, [_title_line("From a stream Agent")])
-        env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "CLAUDE_CONFIG_DIR": str(tmp_path)}
-        agent = Agent(
-            "claude",
-            permissions=NativePermissions.bypass(),
-            approvals=ApprovalPolicy.DENY,
-            executor=HostCommandExecutor(),
-            env=env,
-            transport=TransportKind.STREAM,
-        )
-        found = agent.session_title(SESSION)
-        assert found is not None
-        assert found.title == "From a stream Agent"
 
     def test_an_unsafe_id_is_refused_before_anything_runs(self) -> None:
         fake = FakeExecutor([], binaries={"claude": "/usr/bin/claude"})

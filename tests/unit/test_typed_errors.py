@@ -21,7 +21,6 @@ from agentshim.core.permissions import ApprovalPolicy, NativeMode, NativePermiss
 from agentshim.core.pricing import ModelPricing, PricingTable
 from agentshim.core.profile import (
     McpMechanism,
-    OutputSchemaStyle,
     ProviderProfile,
     RenewalBudget,
 )
@@ -53,10 +52,7 @@ def _profile_with_a_config_file_but_no_path() -> ProviderProfile:
         display_name="X",
         binary="x",
         supports_resume=True,
-        supports_reasoning_effort=False,
         mcp=McpMechanism.CONFIG_FILE,
-        output_schema=OutputSchemaStyle.NONE,
-        schema_dialect=None,
     )
 
 

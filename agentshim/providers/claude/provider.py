@@ -41,7 +41,7 @@ from agentshim.core.profile import McpMechanism, OutputSchemaStyle, ProviderProf
 from agentshim.core.provider import ArgvContext, McpInstallation, NoMcpInstallation, mcp_env
 from agentshim.core.turn_flags import model_flag, resume_flag
 from agentshim.mcp.install import install_json_config, workspace_config_file
-from agentshim.mcp.secrets import SecretReferences, WithSecretEnv
+from agentshim.mcp.secrets import ReferenceStyle, SecretReferences, WithSecretEnv
 
 from .model_data import PRICING_TABLE
 from .parser import PROVIDER_NAME, ClaudeStreamParser
@@ -143,12 +143,8 @@ def mcp_entry(server: McpServer, refs: SecretReferences | None = None) -> dict[s
     return entry
 
 
-def _reference(name: str) -> str:
-    return "${" + name + "}"
-
-
-REFERENCE_PATTERN = r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}"
-"""A whole value that is a reference Claude Code expands (the group is the variable)."""
+REFERENCE_STYLE = ReferenceStyle("${", "}")
+"""How Claude Code writes a reference to a variable it expands from its own environment."""
 
 
 @dataclass(frozen=True, kw_only=True, eq=False)
@@ -243,7 +239,7 @@ class ClaudeProvider:
         if not servers:
             return NoMcpInstallation()
         path = workspace_config_file(workspace, MCP_CONFIG_FILE)
-        refs = SecretReferences(_reference)
+        refs = SecretReferences(REFERENCE_STYLE)
         entries = {server.name: mcp_entry(server, refs) for server in servers}
         # Claude Code reads .mcp.json as strict JSON, so a commented file is refused up front.
         installed = install_json_config(path, (MCP_SERVERS_KEY,), entries, jsonc=False)

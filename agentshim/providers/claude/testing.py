@@ -10,7 +10,7 @@ from agentshim.core.jsonvalues import as_mapping, as_str, list_or_empty
 from agentshim.execution.executor import CommandRequest
 from agentshim.mcp.secrets import resolve_references
 
-from .provider import MCP_CONFIG_FILE, MCP_SERVERS_KEY, REFERENCE_PATTERN
+from .provider import MCP_CONFIG_FILE, MCP_SERVERS_KEY, REFERENCE_STYLE
 
 __all__ = ["installed_mcp_servers"]
 
@@ -40,7 +40,7 @@ def installed_mcp_servers(request: CommandRequest, workspace: Path) -> dict[str,
                 "command": command,
                 "args": [str(arg) for arg in list_or_empty(entry.get("args"))],
                 # The file names variables; the values are in the CLI's environment.
-                "env": resolve_references(env, request.env, REFERENCE_PATTERN),
+                "env": resolve_references(env, request.env, REFERENCE_STYLE.pattern),
             }
         else:
             found[name] = {

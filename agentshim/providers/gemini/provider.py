@@ -32,7 +32,7 @@ from agentshim.core.profile import McpMechanism, ProviderProfile
 from agentshim.core.provider import ArgvContext, McpInstallation, NoMcpInstallation
 from agentshim.core.turn_flags import model_flag, resume_flag
 from agentshim.mcp.install import install_json_config, workspace_config_file
-from agentshim.mcp.secrets import SecretReferences, WithSecretEnv
+from agentshim.mcp.secrets import ReferenceStyle, SecretReferences, WithSecretEnv
 
 from .failures import classify
 from .model_data import PRICING_TABLE
@@ -125,12 +125,8 @@ def _half_of_memory_mib() -> int | None:
     return total // (2 * 1024 * 1024) if total > 0 else None
 
 
-def _reference(name: str) -> str:
-    return "${" + name + "}"
-
-
-REFERENCE_PATTERN = r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}"
-"""A whole value that is a reference Gemini CLI expands (the group is the variable)."""
+REFERENCE_STYLE = ReferenceStyle("${", "}")
+"""How Gemini CLI writes a reference to a variable it expands from its own environment."""
 
 
 @dataclass(frozen=True, kw_only=True, eq=False)
@@ -195,7 +191,7 @@ class GeminiProvider:
             return NoMcpInstallation()
         path = workspace_config_file(workspace, MCP_CONFIG_FILE)
         trust = self.permissions.mode is NativeMode.BYPASS
-        refs = SecretReferences(_reference)
+        refs = SecretReferences(REFERENCE_STYLE)
         entries = {server.name: mcp_entry(server, trust=trust, refs=refs) for server in servers}
         return WithSecretEnv(install_json_config(path, (MCP_SERVERS_KEY,), entries), refs.env)
 

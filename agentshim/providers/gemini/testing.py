@@ -10,7 +10,7 @@ from agentshim.execution.executor import CommandRequest
 from agentshim.mcp.install import configured_servers
 from agentshim.mcp.secrets import resolve_references
 
-from .provider import MCP_CONFIG_FILE, MCP_SERVERS_KEY, REFERENCE_PATTERN
+from .provider import MCP_CONFIG_FILE, MCP_SERVERS_KEY, REFERENCE_STYLE
 
 __all__ = ["installed_mcp_servers"]
 
@@ -20,7 +20,7 @@ def _canonical(entry: dict[str, Any], env: Mapping[str, str]) -> dict[str, Any]:
         return {
             "command": entry.get("command"),
             "args": list(entry.get("args") or []),
-            "env": resolve_references(entry.get("env") or {}, env, REFERENCE_PATTERN),
+            "env": resolve_references(entry.get("env") or {}, env, REFERENCE_STYLE.pattern),
         }
     if "httpUrl" in entry:
         return {"url": entry["httpUrl"], "transport": "http"}

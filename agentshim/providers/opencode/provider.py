@@ -26,7 +26,7 @@ from agentshim.core.profile import McpMechanism, ProviderProfile
 from agentshim.core.provider import ArgvContext, McpInstallation, NoMcpInstallation
 from agentshim.core.turn_flags import model_flag, resume_flag
 from agentshim.mcp.install import install_json_config, workspace_config_file
-from agentshim.mcp.secrets import SecretReferences, WithSecretEnv
+from agentshim.mcp.secrets import ReferenceStyle, SecretReferences, WithSecretEnv
 
 from .parser import PROVIDER_NAME, OpencodeStreamParser, strip_ansi
 
@@ -108,12 +108,8 @@ def mcp_entry(server: McpServer, refs: SecretReferences | None = None) -> dict[s
     return entry
 
 
-def _reference(name: str) -> str:
-    return "{env:" + name + "}"
-
-
-REFERENCE_PATTERN = r"\{env:([A-Za-z_][A-Za-z0-9_]*)\}"
-"""A whole value that is a reference opencode substitutes (the group is the variable)."""
+REFERENCE_STYLE = ReferenceStyle("{env:", "}")
+"""How opencode writes a reference to a variable it expands from its own environment."""
 
 
 @dataclass(frozen=True, kw_only=True, eq=False)
@@ -155,7 +151,7 @@ class OpencodeProvider:
         if not servers:
             return NoMcpInstallation()
         path = workspace_config_file(workspace, MCP_CONFIG_FILE)
-        refs = SecretReferences(_reference)
+        refs = SecretReferences(REFERENCE_STYLE)
         entries = {server.name: mcp_entry(server, refs) for server in servers}
         installed = install_json_config(
             path,

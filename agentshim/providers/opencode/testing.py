@@ -10,7 +10,7 @@ from agentshim.execution.executor import CommandRequest
 from agentshim.mcp.install import configured_servers
 from agentshim.mcp.secrets import resolve_references
 
-from .provider import MCP_CONFIG_FILE, MCP_SERVERS_KEY, REFERENCE_PATTERN
+from .provider import MCP_CONFIG_FILE, MCP_SERVERS_KEY, REFERENCE_STYLE
 
 __all__ = ["installed_mcp_servers"]
 
@@ -22,7 +22,7 @@ def _canonical(entry: dict[str, Any], env: Mapping[str, str]) -> dict[str, Any]:
         return {
             "command": parts[0] if parts else "",
             "args": parts[1:],
-            "env": resolve_references(entry.get("environment") or {}, env, REFERENCE_PATTERN),
+            "env": resolve_references(entry.get("environment") or {}, env, REFERENCE_STYLE.pattern),
         }
     # opencode chooses the HTTP transport itself (streamable HTTP, then SSE).
     return {"url": entry.get("url"), "transport": "http"}

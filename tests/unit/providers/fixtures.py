@@ -9,15 +9,17 @@ case) or a one-line ``<case>.meta`` of ``key=value`` fields ending in ``argv=<co
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from agentshim.core.errors import FailureKind
 from agentshim.core.events import AgentEvent
-from agentshim.core.provider import StreamParser
+from agentshim.core.provider import ArgvContext, Provider, StreamParser
 from agentshim.core.turn import ParsedTurn
 from agentshim.testing import FakeRun
+from agentshim.testing.scripted import ToolFailure
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 _STDOUT = ".stdout.jsonl"
@@ -44,19 +46,35 @@ class Capture:
         return str(self.meta.get("stdin") or "")
 
     def flag_value(self, flag: str) -> str | None:
-        """The value given to ``flag`` (as ``flag value`` or ``flag=value``), or None."""
-        argv = self.argv
-        for i, arg in enumerate(argv):
-            if arg == flag and i + 1 < len(argv):
-                return argv[i + 1]
-            if arg.startswith(f"{flag}="):
-                return arg[len(flag) + 1 :]
-        return None
+        """The value the recorded command line gave ``flag``, or None."""
+        return flag_value(self.argv, flag)
 
     def fake_run(self) -> FakeRun:
         return FakeRun(
             stdout=self.stdout_lines, stderr=self.stderr_lines, returncode=self.exit_code
         )
+
+
+@dataclass(frozen=True)
+class Expected:
+    """What one recorded run must parse to: its answer, its conversation, how it failed."""
+
+    text: str
+    session_id: str | None
+    kind: FailureKind | None = None
+    error_says: str = ""  # a phrase of the failure's message
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+
+def flag_value(argv: Sequence[str], flag: str) -> str | None:
+    """The value given to ``flag`` (as ``flag value`` or ``flag=value``) in ``argv``, or None."""
+    for i, arg in enumerate(argv):
+        if arg == flag and i + 1 < len(argv):
+            return argv[i + 1]
+        if arg.startswith(f"{flag}="):
+            return arg[len(flag) + 1 :]
+    return None
 
 
 def fixture_dir(provider: str) -> Path:
@@ -123,3 +141,96 @@ def feed(
     for line in stderr:
         parser.feed_stderr(line)
     return parser.finish(), events
+
+
+def argv_builder(default: Callable[[], Provider], binary: str) -> Callable[..., list[str]]:
+    """``argv(provider=None, **fields)``: the command line a turn with those fields gets.
+
+    ``fields`` are ArgvContext's; without ``provider``, a ``default()`` one builds it.
+    """
+
+    def argv(provider: Provider | None = None, **fields: Any) -> list[str]:
+        context = ArgvContext(binary_path=binary, **fields)
+        return list((provider or default()).build_argv(context))
+
+    return argv
+
+
+LS_MISSING_DIR = "ls: cannot access '/agentshim-missing-dir': No such file or directory\n"
+GEMINI_OUTSIDE_WORKSPACE = (
+    'Path not in workspace: Attempted path "/agentshim-missing-dir" resolves outside the allowed'
+    " workspace directories: /home/user/work or the project temp directory:"
+    " /home/user/.gemini/tmp/work"
+)
+
+SCRIPTED_TOOL_FAILURES: Mapping[str, tuple[tuple[str, str, dict[str, Any], ToolFailure], ...]] = {
+    "copilot": (
+        (
+            "tool_shell_failed",
+            "bash",
+            {
+                "command": "ls /agentshim-missing-dir",
+                "description": "Run ls /agentshim-missing-dir",
+            },
+            ToolFailure(LS_MISSING_DIR, exit_code=2),
+        ),
+        (
+            "tool_view_failed",
+            "view",
+            {"path": "/agentshim-missing-dir/x.txt"},
+            ToolFailure("Path does not exist"),
+        ),
+    ),
+    "gemini": (
+        (
+            "tool_shell_failed",
+            "run_shell_command",
+            {"command": "ls", "dir_path": "/agentshim-missing-dir"},
+            ToolFailure(GEMINI_OUTSIDE_WORKSPACE),
+        ),
+    ),
+    "opencode": (
+        (
+            "tool_shell_failed",
+            "bash",
+            {"command": "ls /agentshim-missing-dir"},
+            ToolFailure(LS_MISSING_DIR, exit_code=2),
+        ),
+        (
+            "tool_read_failed",
+            "read",
+            {"filePath": "missing.txt"},
+            ToolFailure("File not found: /home/user/work/missing.txt"),
+        ),
+    ),
+    "pi": (
+        (
+            "recorded-1.6.0/rec_failed_tool_call",
+            "bash",
+            {"command": "ls /agentshim-missing-dir"},
+            ToolFailure(LS_MISSING_DIR, exit_code=2),
+        ),
+        (
+            "b3_tool_read_failed",
+            "read",
+            {"path": "/agentshim-missing-dir/x.txt"},
+            ToolFailure("ENOENT: no such file or directory, access '/agentshim-missing-dir/x.txt'"),
+        ),
+    ),
+}
+"""Recorded runs with one failed tool call, and the scripted call that fails the same way:
+(recorded run, tool, its arguments, the failure), per provider."""
+
+
+def assert_parses_alike(scripted: ParsedTurn, recorded: ParsedTurn) -> None:
+    """A scripted turn reads as the recorded one: answer, conversation, usage, cost; no failure."""
+    assert (scripted.text, scripted.session_id, scripted.error) == (
+        recorded.text,
+        recorded.session_id,
+        None,
+    )
+    assert scripted.usage is not None
+    assert recorded.usage is not None
+    assert scripted.usage.tokens == recorded.usage.tokens
+    assert scripted.usage.increment_known is recorded.usage.increment_known
+    assert scripted.cost_usd == recorded.cost_usd

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from agentshim.core.profile import McpMechanism, OutputSchemaStyle, ProviderProfile
+from agentshim.core.profile import ProviderProfile
 from agentshim.providers.claude.provider import ClaudeProvider
 from agentshim.providers.static_plugin import StaticProviderPlugin
 
@@ -11,10 +11,6 @@ PROFILE = ProviderProfile(
     display_name="Sample CLI",
     binary="sample",
     supports_resume=True,
-    supports_reasoning_effort=False,
-    mcp=McpMechanism.NONE,
-    output_schema=OutputSchemaStyle.NONE,
-    schema_dialect=None,
 )
 
 PLUGIN = StaticProviderPlugin(

@@ -39,8 +39,9 @@ def _servers() -> tuple[McpServer, ...]:
 
 
 def _run(
-    provider: str, tmp_path: Path, *, resume: bool
+    provider: str, tmp_path: Path, servers: tuple[McpServer, ...], *, resume: bool = False
 ) -> list[tuple[CommandRequest, dict[str, dict[str, object]]]]:
+    """Turns with ``servers``: each request, and the servers it installed, as the CLI saw them."""
     binary = get_plugin(provider).profile.binary
     seen: list[tuple[CommandRequest, dict[str, dict[str, object]]]] = []
 
@@ -51,7 +52,7 @@ def _run(
     executor = FakeExecutor(serve, binaries={binary: f"/usr/bin/{binary}"})
     agent = CliAgent(provider, executor=executor, env={"PATH": "/usr/bin"}, model="some-model")
     session = agent.start_session(cwd=str(tmp_path))
-    request = TurnRequest("go", mcp_servers=_servers(), extra_args=("--extra",))
+    request = TurnRequest("go", mcp_servers=servers, extra_args=("--extra",))
     session.turn(request)
     if resume:
         session.turn(request)
@@ -63,7 +64,7 @@ def _run(
 def test_no_env_or_header_value_is_ever_in_argv(
     provider: str, resume: bool, tmp_path: Path
 ) -> None:
-    seen = _run(provider, tmp_path, resume=resume)
+    seen = _run(provider, tmp_path, _servers(), resume=resume)
     assert seen
     for request, _ in seen:
         for secret in SECRETS:
@@ -79,17 +80,7 @@ def _url_servers() -> tuple[McpServer, ...]:
 
 @pytest.mark.parametrize("provider", URL_IN_A_FILE)
 def test_credentials_in_a_url_are_never_in_argv(provider: str, tmp_path: Path) -> None:
-    binary = get_plugin(provider).profile.binary
-    seen: list[tuple[CommandRequest, dict[str, dict[str, object]]]] = []
-
-    def serve(request: CommandRequest) -> FakeRun:
-        seen.append((request, installed_mcp_servers(provider, request, tmp_path)))
-        return scripted_turn(provider, text="ok", session_id="sess-1")
-
-    executor = FakeExecutor(serve, binaries={binary: f"/usr/bin/{binary}"})
-    agent = CliAgent(provider, executor=executor, env={"PATH": "/usr/bin"}, model="some-model")
-    agent.run(TurnRequest("go", mcp_servers=_url_servers(), cwd=str(tmp_path)))
-    ((request, servers),) = seen
+    ((request, servers),) = _run(provider, tmp_path, _url_servers())
     for secret in (URL_PASSWORD, URL_QUERY_KEY):
         assert not any(secret in arg for arg in request.argv), (secret, request.argv)
     assert URL_PASSWORD in str(servers["userinfo"]["url"])
@@ -167,18 +158,18 @@ def test_copilot_refuses_a_lone_surrogate_before_anything_is_made(
 
 @pytest.mark.parametrize("provider", WITH_MCP)
 def test_the_servers_still_get_their_env_values(provider: str, tmp_path: Path) -> None:
-    ((_, servers),) = _run(provider, tmp_path, resume=False)
+    ((_, servers),) = _run(provider, tmp_path, _servers())
     assert servers["gh"]["env"] == {"GH_MCP_TOKEN": ENV_SECRET}
 
 
 def test_codex_gets_the_values_in_its_own_environment(tmp_path: Path) -> None:
-    ((request, _),) = _run("codex", tmp_path, resume=False)
+    ((request, _),) = _run("codex", tmp_path, _servers())
     assert request.env["GH_MCP_TOKEN"] == ENV_SECRET
     assert HEADER_SECRET in request.env.values()
 
 
 def test_copilots_private_file_is_gone_after_the_turn(tmp_path: Path) -> None:
-    ((request, _),) = _run("copilot", tmp_path, resume=False)
+    ((request, _),) = _run("copilot", tmp_path, _servers())
     (named,) = [arg for arg in request.argv if arg.startswith("@")]
     assert not Path(named[1:]).exists()
 

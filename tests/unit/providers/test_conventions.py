@@ -70,12 +70,14 @@ def _title(name: str) -> str:
     return name.capitalize() if name != "opencode" else "OpenCode"
 
 
-def _run(provider: str, **scripted: object) -> tuple[RecordingEventHandler, object]:
+def _run(
+    provider: str, *, text: str = "ok", session_id: str = "sess-1", **scripted: object
+) -> tuple[RecordingEventHandler, object]:
+    """One scripted turn of ``provider`` through a CliAgent: its events and its result."""
     recorder = RecordingEventHandler()
     binary = get_plugin(provider).profile.binary
-    fake = FakeExecutor(
-        scripted_turn(provider, **scripted), binaries={binary: f"/usr/bin/{binary}"}
-    )  # type: ignore[arg-type]
+    run = scripted_turn(provider, text=text, session_id=session_id, **scripted)  # type: ignore[arg-type]
+    fake = FakeExecutor(run, binaries={binary: f"/usr/bin/{binary}"})
     agent = CliAgent(provider, executor=fake, env={"PATH": "/usr/bin"}, event_handler=recorder)
     return recorder, agent.run("do it")
 
@@ -187,10 +189,7 @@ class TestScriptedTurnsParseBack:
     def test_tool_call_and_result_pair(self, provider: str) -> None:
         events = importlib.import_module(f"agentshim.providers.{provider}.events")
         recorder, _ = _run(
-            provider,
-            text="ok",
-            session_id="sess-1",
-            tool_calls=[(events.SHELL_TOOL, {"command": "echo hi"}, "hi\n")],
+            provider, tool_calls=[(events.SHELL_TOOL, {"command": "echo hi"}, "hi\n")]
         )
         calls = recorder.of_type(ToolCall)
         results = recorder.of_type(ToolResult)
@@ -205,12 +204,8 @@ class TestScriptedTurnsParseBack:
         events = importlib.import_module(f"agentshim.providers.{provider}.events")
         message = "ls: cannot access '/nowhere': No such file or directory"
         failure = ToolFailure(message, exit_code=2)
-        recorder, result = _run(
-            provider,
-            text="it failed",
-            session_id="sess-1",
-            tool_calls=[(events.SHELL_TOOL, {"command": "ls /nowhere"}, failure)],
-        )
+        failing = (events.SHELL_TOOL, {"command": "ls /nowhere"}, failure)
+        recorder, result = _run(provider, text="it failed", tool_calls=[failing])
         (call,) = recorder.of_type(ToolCall)
         (failed,) = recorder.of_type(ToolResult)
         assert failed.tool_id == call.tool_id
@@ -225,12 +220,7 @@ class TestScriptedTurnsParseBack:
     def test_a_failed_edit_is_a_failed_result(self, provider: str) -> None:
         events = importlib.import_module(f"agentshim.providers.{provider}.events")
         failure = ToolFailure("old_string not found in a.py")
-        recorder, _ = _run(
-            provider,
-            text="ok",
-            session_id="sess-1",
-            tool_calls=[(events.EDIT_TOOL, {"path": "a.py"}, failure)],
-        )
+        recorder, _ = _run(provider, tool_calls=[(events.EDIT_TOOL, {"path": "a.py"}, failure)])
         (failed,) = recorder.of_type(ToolResult)
         assert failed.kind is ToolKind.FILE_CHANGE
         assert (failed.stdout, failed.failed) == ("", True)
@@ -240,7 +230,7 @@ class TestScriptedTurnsParseBack:
             assert "old_string not found in a.py" in failed.stderr
 
     def test_events_arrive_in_a_sensible_order(self, provider: str) -> None:
-        recorder, _ = _run(provider, text="ok", session_id="sess-1")
+        recorder, _ = _run(provider)
         kinds: list[type[AgentEvent]] = [type(e) for e in recorder.events]  # type: ignore[misc]
         assert kinds.count(SessionStarted) == 1
         if provider not in NAMES_SESSION_AT_END:

@@ -17,7 +17,7 @@ from agentshim.core.mcp import McpServer
 from agentshim.core.models import ModelTable
 from agentshim.core.plugin import ProviderPlugin
 from agentshim.core.pricing import PricingTable
-from agentshim.core.profile import McpMechanism, OutputSchemaStyle, ProviderProfile
+from agentshim.core.profile import ProviderProfile
 from agentshim.core.provider import (
     ArgvContext,
     McpInstallation,
@@ -45,11 +45,6 @@ PROFILE = ProviderProfile(
     name="echo",
     display_name="Echo CLI",
     binary="echo-cli",
-    supports_resume=False,
-    supports_reasoning_effort=False,
-    mcp=McpMechanism.NONE,
-    output_schema=OutputSchemaStyle.NONE,
-    schema_dialect=None,
 )
 BINARIES = {"echo-cli": "/usr/bin/echo-cli"}
 

@@ -780,16 +780,6 @@ def _survives(lines: list[str], stderr: tuple[str, ...] | list[str] = ()) -> Par
 
 
 class TestNeverRaises:
-    @settings(max_examples=150)
-    @given(st.lists(st.text(max_size=80), max_size=8), st.lists(st.text(max_size=40), max_size=3))
-    def test_arbitrary_text(self, lines: list[str], stderr: list[str]) -> None:
-        _survives(lines, stderr)
-
-    @settings(max_examples=100)
-    @given(st.lists(JSON, max_size=4))
-    def test_arbitrary_json_values(self, values: list[Any]) -> None:
-        _survives([json.dumps(v) for v in values])
-
     @settings(max_examples=120)
     @given(st.lists(FRAMES, max_size=4))
     def test_frames_of_every_type_with_arbitrary_fields(self, values: list[dict[str, Any]]) -> None:

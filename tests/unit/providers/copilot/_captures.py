@@ -3,23 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from agentshim.core.errors import FailureKind
 from agentshim.core.events import AgentEvent
 from agentshim.core.turn import ParsedTurn
 from agentshim.providers.copilot import CopilotStreamParser
-from tests.unit.providers.fixtures import feed
-
-
-@dataclass(frozen=True)
-class Expected:
-    text: str
-    session_id: str | None
-    kind: FailureKind | None = None
-    error_says: str = ""
-
+from tests.unit.providers.fixtures import Capture, Expected, feed
 
 EXPECTED: dict[str, Expected] = {
     "plain": Expected("Hello from the fake model.", "bf10cca5-bc27-4b95-9fbc-d84a381b9b3b"),
@@ -57,3 +47,7 @@ def parse(
 
 def of_type(events: Sequence[AgentEvent], kind: type[Any]) -> list[Any]:
     return [e for e in events if isinstance(e, kind)]
+
+
+def replay(capture: Capture) -> tuple[ParsedTurn, list[AgentEvent]]:
+    return parse(capture.stdout_lines, capture.stderr_lines)

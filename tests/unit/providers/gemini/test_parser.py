@@ -155,24 +155,10 @@ class TestRecordedStreams:
         assert turn.error is None
         assert turn.text == "Done."
 
-    @pytest.mark.parametrize(
-        ("name", "kind", "needle"),
-        [
-            ("api_400_context_length", FailureKind.CONTEXT_OVERFLOW, "exceeds the context window"),
-            ("api_401", FailureKind.AUTH, "Incorrect API key"),
-            ("api_500", FailureKind.TRANSIENT, "fake error 500"),
-        ],
-    )
-    def test_api_errors_end_in_an_error_result(
-        self, name: str, kind: FailureKind, needle: str
-    ) -> None:
+    @pytest.mark.parametrize("name", ["api_400_context_length", "api_401", "api_500"])
+    def test_an_api_error_reports_the_model_that_answered(self, name: str) -> None:
         rec = load_capture("gemini", name)
-        turn, events = parse(rec.stdout_lines, rec.stderr_lines)
-        assert turn.error_kind is kind
-        assert turn.error is not None
-        assert needle in turn.error
-        assert turn.session_id is not None
-        assert any(e.fatal and needle in e.message for e in of(events, ProviderErrorReported))
+        turn, _ = parse(rec.stdout_lines, rec.stderr_lines)
         # The requested model's zero-token entry is not the model that answered.
         assert turn.usage is not None
         assert turn.usage.model == "fake-gemini"
@@ -467,22 +453,9 @@ field_names = st.sampled_from(
         "models",
     ]
 )
-RECORDED_LINES = [
-    line for name in capture_names("gemini") for line in load_capture("gemini", name).stdout_lines
-]
 
 
 class TestAdversarial:
-    @settings(max_examples=150)
-    @given(st.lists(st.text(max_size=60), max_size=10))
-    def test_arbitrary_text(self, lines: list[str]) -> None:
-        never_raises(GeminiStreamParser, lines, lines)
-
-    @settings(max_examples=150)
-    @given(st.lists(JSON_VALUES, max_size=8))
-    def test_arbitrary_json_values(self, values: list[Any]) -> None:
-        never_raises(GeminiStreamParser, [json.dumps(v) for v in values])
-
     @settings(max_examples=100)
     @given(st.lists(st.tuples(frame_types, st.dictionaries(field_names, JSON_VALUES)), max_size=8))
     def test_frames_with_wrong_field_types(self, frames: list[tuple[str, dict[str, Any]]]) -> None:
@@ -491,11 +464,6 @@ class TestAdversarial:
         if turn.usage is not None:
             tokens = turn.usage.tokens
             assert tokens.cache_read_input_tokens <= tokens.input_tokens
-
-    @settings(max_examples=150)
-    @given(st.sampled_from(RECORDED_LINES), st.integers(min_value=0, max_value=2000))
-    def test_truncated_recorded_lines(self, line: str, cut: int) -> None:
-        never_raises(GeminiStreamParser, [line[:cut], line])
 
 
 class TestAFrameThatCannotBeRead:

@@ -25,20 +25,17 @@ from agentshim.core.errors import (
 from agentshim.core.events import (
     AgentEvent,
     CallbackEventHandler,
-    ProviderErrorReported,
     SessionStarted,
     ToolCall,
     ToolResult,
 )
 from agentshim.core.mcp import HttpMcpServer, StdioMcpServer
 from agentshim.core.permissions import NativePermissions
-from agentshim.core.profile import McpMechanism, OutputSchemaStyle
 from agentshim.core.turn import TurnRequest
 from agentshim.core.usage import TokenUsage
 from agentshim.execution.executor import CommandRequest
 from agentshim.execution.host import HostCommandExecutor
-from agentshim.providers import get_plugin
-from agentshim.providers.gemini import PROFILE, GeminiProvider
+from agentshim.providers.gemini import GeminiProvider
 from agentshim.testing import FakeExecutor, FakeRun, RecordingEventHandler, installed_mcp_servers
 from tests.unit.providers.fixtures import load_capture
 
@@ -66,22 +63,6 @@ def exit_error(
         kind=kind,
         detail=detail,
     )
-
-
-class TestProfile:
-    def test_profile_facts(self) -> None:
-        assert PROFILE.binary == "gemini"
-        assert PROFILE.mcp is McpMechanism.CONFIG_FILE
-        assert PROFILE.mcp_config_file == ".gemini/settings.json"
-        assert PROFILE.output_schema is OutputSchemaStyle.NONE
-        assert PROFILE.supports_resume
-        assert not PROFILE.supports_reasoning_effort
-        assert set(PROFILE.credential_files) <= set(PROFILE.auth_files)
-        assert all(f.startswith(".gemini/") for f in PROFILE.auth_files)
-
-    def test_plugin_resume_line(self) -> None:
-        plugin = get_plugin("gemini")
-        assert plugin.resume_command("0516902a-c752") == "gemini --resume 0516902a-c752"
 
 
 class TestRecordedTurnsThroughTheAgent:
@@ -118,56 +99,6 @@ class TestRecordedTurnsThroughTheAgent:
         assert result.resumed
         assert result.session_id == "0516902a-c752-4b12-ab4c-e4c301a72044"
         assert "--resume" in fake.requests[-1].argv
-
-    @pytest.mark.parametrize(
-        ("name", "kind"),
-        [
-            ("api_400_context_length", FailureKind.CONTEXT_OVERFLOW),
-            ("api_401", FailureKind.AUTH),
-            ("api_500", FailureKind.TRANSIENT),
-            ("no_settings_gateway_auth_rejected", FailureKind.AUTH),
-        ],
-    )
-    def test_failures_are_classified(self, name: str, kind: FailureKind) -> None:
-        rec = load_capture("gemini", name)
-        agent, _, _ = agent_for(rec.fake_run())
-        with pytest.raises(CliExitError) as caught:
-            agent.run("x")
-        assert not isinstance(caught.value, SessionResumeError)
-        assert caught.value.kind is kind
-        assert caught.value.returncode == rec.exit_code
-
-    def test_api_error_keeps_the_session_it_named(self) -> None:
-        agent, _, recorder = agent_for(load_capture("gemini", "api_401").fake_run())
-        session = agent.start_session()
-        with pytest.raises(CliExitError):
-            session.turn("x")
-        assert session.session_id == "a1cb73d6-6985-4f57-85d3-454531743442"
-        assert recorder.of_type(ProviderErrorReported)
-
-    def test_resume_missing_on_a_resumed_turn(self) -> None:
-        agent, _, _ = agent_for(load_capture("gemini", "resume_missing").fake_run())
-        session = agent.start_session(session_id="00000000-0000-4000-8000-000000000000")
-        with pytest.raises(SessionResumeError) as caught:
-            session.turn("hello")
-        assert caught.value.session_id == "00000000-0000-4000-8000-000000000000"
-        assert caught.value.returncode == 42
-        assert caught.value.detail.startswith("Error resuming session: Invalid session identifier")
-
-    def test_resume_missing_output_on_a_fresh_turn_is_not_a_resume_error(self) -> None:
-        agent, _, _ = agent_for(load_capture("gemini", "resume_missing").fake_run())
-        with pytest.raises(CliExitError) as caught:
-            agent.run("hello")
-        assert not isinstance(caught.value, SessionResumeError)
-
-    @pytest.mark.parametrize("name", ["api_500", "api_401", "api_400_context_length"])
-    def test_other_failures_of_a_resumed_turn_keep_the_conversation(self, name: str) -> None:
-        agent, _, _ = agent_for(load_capture("gemini", name).fake_run())
-        session = agent.start_session(session_id="0516902a-c752-4b12-ab4c-e4c301a72044")
-        with pytest.raises(CliExitError) as caught:
-            session.turn("x")
-        assert not isinstance(caught.value, SessionResumeError)
-        assert caught.value.kind is not FailureKind.OTHER
 
     def test_json_output_format_fails_loudly(self) -> None:
         agent, _, _ = agent_for(load_capture("gemini", "plain_json_format").fake_run())

@@ -116,34 +116,6 @@ class TestRecordedStreams:
         assert of(events, SessionStarted) == [SessionStarted(turn.session_id)]
         assert len(of(events, Stderr)) == len(rec.stderr_lines)
 
-    @pytest.mark.parametrize(
-        ("name", "stderr", "code"),
-        [
-            # A command that exits nonzero "completed"; only metadata.exit says it failed.
-            (
-                "tool_shell_failed",
-                "ls: cannot access '/agentshim-missing-dir': No such file or directory\n",
-                2,
-            ),
-            # A tool that could not run ends in status "error" with the message as its error.
-            ("tool_read_failed", "File not found: /home/user/work/missing.txt", 1),
-        ],
-    )
-    def test_a_failed_tool_is_a_failed_result_not_a_failed_turn(
-        self, name: str, stderr: str, code: int
-    ) -> None:
-        turn, events = parse(load_capture("opencode", name).stdout_lines)
-        (call,) = of(events, ToolCall)
-        (res,) = of(events, ToolResult)
-        assert (res.tool_id, res.stdout, res.stderr, res.exit_code) == (
-            call.tool_id,
-            "",
-            stderr,
-            code,
-        )
-        assert turn.error is None
-        assert turn.text.startswith("Running it.\nThe ")
-
     def test_tool_shell(self) -> None:
         turn, events = parse(load_capture("opencode", "tool_shell").stdout_lines)
         (call,) = of(events, ToolCall)
@@ -174,25 +146,14 @@ class TestRecordedStreams:
             "stop",
         ]
 
-    @pytest.mark.parametrize(
-        ("name", "kind", "needle"),
-        [
-            ("api_400_context_length", FailureKind.CONTEXT_OVERFLOW, "exceeds the context window"),
-            ("api_401", FailureKind.AUTH, "Incorrect API key provided"),
-            ("api_500", FailureKind.TRANSIENT, "fake error 500"),
-        ],
-    )
-    def test_api_errors(self, name: str, kind: FailureKind, needle: str) -> None:
-        turn, events = parse(load_capture("opencode", name).stdout_lines)
-        assert turn.error_kind is kind
-        assert turn.error is not None
-        assert needle in turn.error
-        assert turn.session_id is not None
+    @pytest.mark.parametrize("name", ["api_400_context_length", "api_401", "api_500"])
+    def test_an_api_error_has_no_usage_and_every_error_line_is_fatal(self, name: str) -> None:
+        lines = load_capture("opencode", name).stdout_lines
+        turn, events = parse(lines)
         assert turn.usage is None
-        assert all(e.fatal for e in of(events, ProviderErrorReported))
-        assert len(of(events, ProviderErrorReported)) == len(
-            load_capture("opencode", name).stdout_lines
-        )
+        errors = of(events, ProviderErrorReported)
+        assert len(errors) == len(lines)
+        assert all(e.fatal for e in errors)
 
     @pytest.mark.parametrize(
         ("name", "kind", "needle"),
@@ -493,9 +454,6 @@ RECORDINGS = [
     *capture_names("opencode"),
     *(f"recorded/{n}" for n in capture_names("opencode", "recorded")),
 ]
-RECORDED_LINES = [
-    line for name in RECORDINGS for line in load_capture("opencode", name).stdout_lines
-]
 # Values of the wrong shape: unhashable ones (a set lookup raises TypeError) and an integer
 # too large for a float.
 WRONG_SHAPES: list[Any] = [[], [1], {}, {"a": 1}, 10**400]
@@ -525,16 +483,6 @@ def with_field(frame_value: Any, path: tuple[str | int, ...], new: Any) -> Any:
 
 
 class TestAdversarial:
-    @settings(max_examples=150)
-    @given(st.lists(st.text(max_size=60), max_size=10))
-    def test_arbitrary_text(self, lines: list[str]) -> None:
-        never_raises(OpencodeStreamParser, lines, lines)
-
-    @settings(max_examples=150)
-    @given(st.lists(JSON_VALUES, max_size=8))
-    def test_arbitrary_json_values(self, values: list[Any]) -> None:
-        never_raises(OpencodeStreamParser, [json.dumps(v) for v in values])
-
     @settings(max_examples=100)
     @given(
         st.lists(
@@ -569,8 +517,3 @@ class TestAdversarial:
                     changed = json.dumps(with_field(original, path, value))
                     stdout = [*lines[:index], changed, *lines[index + 1 :]]
                     never_raises(OpencodeStreamParser, stdout, rec.stderr_lines)
-
-    @settings(max_examples=150)
-    @given(st.sampled_from(RECORDED_LINES), st.integers(min_value=0, max_value=2500))
-    def test_truncated_recorded_lines(self, line: str, cut: int) -> None:
-        never_raises(OpencodeStreamParser, [line[:cut], line])

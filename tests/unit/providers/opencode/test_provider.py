@@ -12,16 +12,13 @@ from agentshim.core.errors import (
     FailureKind,
     McpConfigError,
     ProviderCapabilityError,
-    SessionResumeError,
 )
-from agentshim.core.events import ProviderErrorReported, SessionStarted, ToolCall, ToolResult
+from agentshim.core.events import SessionStarted, ToolCall, ToolResult
 from agentshim.core.mcp import HttpMcpServer, StdioMcpServer
-from agentshim.core.profile import McpMechanism, OutputSchemaStyle
 from agentshim.core.turn import TurnRequest
 from agentshim.core.usage import CostSource, TokenUsage
 from agentshim.execution.executor import CommandRequest
-from agentshim.providers import get_plugin
-from agentshim.providers.opencode import PROFILE, OpencodeProvider
+from agentshim.providers.opencode import OpencodeProvider
 from agentshim.testing import FakeExecutor, FakeRun, RecordingEventHandler, installed_mcp_servers
 from tests.unit.providers.fixtures import load_capture
 
@@ -34,19 +31,6 @@ def agent_for(runs: Any) -> tuple[CliAgent, FakeExecutor, RecordingEventHandler]
     recorder = RecordingEventHandler()
     fake = FakeExecutor(runs, binaries={"opencode": BIN})
     return CliAgent("opencode", executor=fake, env=ENV, event_handler=recorder), fake, recorder
-
-
-class TestProfile:
-    def test_profile_facts(self) -> None:
-        assert PROFILE.binary == "opencode"
-        assert PROFILE.mcp is McpMechanism.CONFIG_FILE
-        assert PROFILE.mcp_config_file == "opencode.json"
-        assert PROFILE.output_schema is OutputSchemaStyle.NONE
-        assert PROFILE.supports_resume
-        assert PROFILE.credential_files == (".local/share/opencode/auth.json",)
-
-    def test_plugin_resume_line(self) -> None:
-        assert get_plugin("opencode").resume_command(RESUMED) == f"opencode --session {RESUMED}"
 
 
 class TestRecordedTurnsThroughTheAgent:
@@ -72,48 +56,6 @@ class TestRecordedTurnsThroughTheAgent:
         assert [c.tool for c in recorder.of_type(ToolCall)] == ["bash"]
         assert [r.stdout for r in recorder.of_type(ToolResult)] == ["hello\n"]
         assert result.usage.tokens.input_tokens == 200
-
-    @pytest.mark.parametrize(
-        ("name", "kind"),
-        [
-            ("api_400_context_length", FailureKind.CONTEXT_OVERFLOW),
-            ("api_401", FailureKind.AUTH),
-            ("api_500", FailureKind.TRANSIENT),
-        ],
-    )
-    def test_failures_are_classified(self, name: str, kind: FailureKind) -> None:
-        agent, _, recorder = agent_for(load_capture("opencode", name).fake_run())
-        session = agent.start_session()
-        with pytest.raises(CliExitError) as caught:
-            session.turn("x")
-        assert not isinstance(caught.value, SessionResumeError)
-        assert caught.value.kind is kind
-        assert caught.value.returncode == 1
-        assert session.session_id is not None
-        assert recorder.of_type(ProviderErrorReported)
-
-    @pytest.mark.parametrize("name", ["api_500", "api_401", "api_400_context_length"])
-    def test_other_failures_of_a_resumed_turn_keep_the_conversation(self, name: str) -> None:
-        agent, _, _ = agent_for(load_capture("opencode", name).fake_run())
-        session = agent.start_session(session_id=RESUMED)
-        with pytest.raises(CliExitError) as caught:
-            session.turn("x")
-        assert not isinstance(caught.value, SessionResumeError)
-        assert caught.value.kind is not FailureKind.OTHER
-
-    def test_resume_missing_on_a_resumed_turn(self) -> None:
-        agent, _, _ = agent_for(load_capture("opencode", "resume_missing").fake_run())
-        session = agent.start_session(session_id="ses_doesnotexist000000000000")
-        with pytest.raises(SessionResumeError) as caught:
-            session.turn("hello")
-        assert caught.value.session_id == "ses_doesnotexist000000000000"
-        assert caught.value.detail == "Error: Session not found"
-
-    def test_resume_missing_output_on_a_fresh_turn_is_not_a_resume_error(self) -> None:
-        agent, _, _ = agent_for(load_capture("opencode", "resume_missing").fake_run())
-        with pytest.raises(CliExitError) as caught:
-            agent.run("hello")
-        assert not isinstance(caught.value, SessionResumeError)
 
     def test_exit_zero_without_a_stop_step_is_a_failed_turn(self) -> None:
         truncated = load_capture("opencode", "tool_shell").stdout_lines[:3]

@@ -5,41 +5,20 @@ from typing import Any
 
 import pytest
 
-from agentshim import CliAgent
-from agentshim.core.errors import CliExitError, SessionResumeError
-from agentshim.core.events import AgentEvent, Stderr, ToolResult
-from agentshim.core.usage import TokenUsage
-from agentshim.providers.opencode import OpencodeStreamParser, resume_failure_lines, scripted_lines
-from agentshim.testing import (
-    FakeExecutor,
-    FakeRun,
-    ScriptedTurn,
-    scripted_resume_failure,
-    scripted_turn,
-)
+from agentshim.core.events import Stderr
+from agentshim.providers.opencode import OpencodeStreamParser, scripted_lines
+from agentshim.testing import ScriptedTurn
 from agentshim.testing.scripted import ToolFailure
-from tests.unit.providers.fixtures import load_capture
-
-BIN = "/usr/bin/opencode"
+from tests.unit.providers.fixtures import SCRIPTED_TOOL_FAILURES, feed, load_capture
 
 
 def kinds(lines: tuple[str, ...] | list[str]) -> list[str]:
-    events: list[AgentEvent] = []
-    parser = OpencodeStreamParser(events.append)
-    for line in lines:
-        parser.feed_stdout(line)
-    parser.finish()
+    _, events = feed(OpencodeStreamParser, lines)
     return [type(e).__name__ for e in events if not isinstance(e, Stderr)]
 
 
 def frames(lines: tuple[str, ...]) -> list[dict[str, Any]]:
     return [json.loads(line) for line in lines]
-
-
-def agent(run: FakeRun) -> CliAgent:
-    return CliAgent(
-        "opencode", executor=FakeExecutor(run, binaries={"opencode": BIN}), env={"PATH": "/usr/bin"}
-    )
 
 
 class TestSameShapeAsRecordings:
@@ -73,24 +52,7 @@ class TestSameShapeAsRecordings:
                 assert set(mine["part"]["state"]) == set(theirs["part"]["state"])
 
     @pytest.mark.parametrize(
-        ("case", "tool", "args", "failure"),
-        [
-            (
-                "tool_shell_failed",
-                "bash",
-                {"command": "ls /agentshim-missing-dir"},
-                ToolFailure(
-                    "ls: cannot access '/agentshim-missing-dir': No such file or directory\n",
-                    exit_code=2,
-                ),
-            ),
-            (
-                "tool_read_failed",
-                "read",
-                {"filePath": "missing.txt"},
-                ToolFailure("File not found: /home/user/work/missing.txt"),
-            ),
-        ],
+        ("case", "tool", "args", "failure"), SCRIPTED_TOOL_FAILURES["opencode"]
     )
     def test_failed_tool_turn_parses_like_the_recording(
         self, case: str, tool: str, args: dict[str, Any], failure: ToolFailure
@@ -110,77 +72,3 @@ class TestSameShapeAsRecordings:
         recorded_kinds = kinds(rec.stdout_lines)
         recorded_kinds.remove("AssistantText")
         assert kinds(scripted.stdout) == recorded_kinds
-
-        def results(lines: tuple[str, ...]) -> list[tuple[object, ...]]:
-            events: list[AgentEvent] = []
-            parser = OpencodeStreamParser(events.append)
-            for line in lines:
-                parser.feed_stdout(line)
-            parser.finish()
-            return [
-                (e.tool, e.stdout, e.stderr, e.exit_code, e.kind)
-                for e in events
-                if isinstance(e, ToolResult)
-            ]
-
-        assert results(scripted.stdout) == results(rec.stdout_lines)
-        assert results(scripted.stdout)[0][1:4] == ("", str(failure), failure.exit_code)
-
-    def test_resume_failure_matches_the_recording(self) -> None:
-        run = resume_failure_lines(session_id="ses_gone")
-        rec = load_capture("opencode", "resume_missing")
-        assert (run.stdout, run.stderr, run.returncode) == (
-            rec.stdout_lines,
-            rec.stderr_lines,
-            rec.exit_code,
-        )
-
-
-class TestRoundTrip:
-    def test_text_session_and_usage(self) -> None:
-        usage = TokenUsage(
-            input_tokens=500,
-            cache_read_input_tokens=200,
-            cache_write_input_tokens=50,
-            output_tokens=90,
-            reasoning_output_tokens=40,
-            turns=1,
-        )
-        result = agent(
-            scripted_turn("opencode", text="answer", session_id="ses_x", usage=usage)
-        ).run("q")
-        assert (result.text, result.session_id) == ("answer", "ses_x")
-        assert result.usage.tokens == usage
-
-    def test_usage_with_tool_calls_still_adds_up(self) -> None:
-        usage = TokenUsage(input_tokens=10, output_tokens=2, turns=1)
-        run = scripted_turn(
-            "opencode", text="t", usage=usage, tool_calls=[("read", {"filePath": "/a"}, "x")]
-        )
-        assert agent(run).run("q").usage.tokens == usage
-
-    def test_without_a_session_id_one_is_made_up(self) -> None:
-        result = agent(scripted_turn("opencode", text="x")).run("q")
-        assert result.session_id is not None
-        assert result.session_id.startswith("ses_")
-
-    def test_structured_output_is_refused(self) -> None:
-        with pytest.raises(ValueError, match="no native output schema"):
-            scripted_lines(ScriptedTurn(structured_output=[1]))
-
-    def test_nonzero_returncode_fails(self) -> None:
-        with pytest.raises(CliExitError) as caught:
-            agent(scripted_turn("opencode", text="x", returncode=1)).run("q")
-        assert caught.value.returncode == 1
-        assert "scripted failure" in caught.value.detail
-
-    def test_resume_failure_through_a_session(self) -> None:
-        session = agent(scripted_resume_failure("opencode")).start_session(session_id="ses_gone")
-        with pytest.raises(SessionResumeError) as caught:
-            session.turn("q")
-        assert caught.value.session_id == "ses_gone"
-
-    def test_resume_failure_on_a_fresh_turn_is_a_plain_exit_error(self) -> None:
-        with pytest.raises(CliExitError) as caught:
-            agent(scripted_resume_failure("opencode")).run("q")
-        assert not isinstance(caught.value, SessionResumeError)

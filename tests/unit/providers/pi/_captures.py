@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from agentshim.core.errors import FailureKind
@@ -11,19 +10,10 @@ from agentshim.core.events import AgentEvent
 from agentshim.core.provider import ParserContext
 from agentshim.core.turn import ParsedTurn
 from agentshim.providers.pi import PiStreamParser
-from tests.unit.providers.fixtures import feed
+from tests.unit.providers.fixtures import Capture, Expected, feed
 
-
-@dataclass(frozen=True)
-class Expected:
-    text: str
-    session_id: str | None
-    kind: FailureKind | None = None
-    error_says: str = ""
-    input_tokens: int = 0
-    output_tokens: int = 0
-
-
+# `pi --mode rpc`: not what PiProvider runs; pinned by TestRpcModeOutput, not EXPECTED.
+RPC_MODE = "r_rpc_mode"
 EXPECTED: dict[str, Expected] = {
     "a_plain_text": Expected(
         "Hello from the fake API. The secret word is PAPAYA.",
@@ -112,3 +102,8 @@ def parse(
 
 def of_type(events: Sequence[AgentEvent], kind: type[Any]) -> list[Any]:
     return [e for e in events if isinstance(e, kind)]
+
+
+def replay(capture: Capture) -> tuple[ParsedTurn, list[AgentEvent]]:
+    """Parse a recorded run as the turn that ran it: resumed when it named a session."""
+    return parse(capture.stdout_lines, capture.stderr_lines, resume=capture.flag_value("--session"))
