@@ -1,12 +1,14 @@
 """Agent: a provider's transport plus the permissions, clock, ids and recovery policy its sessions share.
 
-``Agent(name, permissions=..., approvals=...)`` builds the one-shot transport for a provider
-name on an executor (the host by default, wrapped by a Confinement when one is given);
-``Agent.over(transport, ...)`` uses a ready-made Transport. ``Agent.start_session(cwd)`` opens
-a :class:`~agentshim.session.Session`. Sessions of one Agent never run turns in the same
-provider conversation at the same time: the Agent keeps one lock per (provider, session id),
-taken once per turn. Given ``leases`` (``SqliteStore(path)`` for the processes of one machine),
-that holds across every worker process that shares them.
+``Agent(name, permissions=..., approvals=...)`` resolves the provider's installed CLI
+(:class:`~agentshim.transport.installed.InstalledCli`, found and checked once, on first use)
+on an executor (the host by default, wrapped by a Confinement when one is given) and builds
+its transport from it, one-shot or long-lived alike; ``Agent.over(transport, ...)`` uses a
+ready-made Transport. ``Agent.start_session(cwd)`` opens a :class:`~agentshim.session.Session`.
+Sessions of one Agent never run turns in the same provider conversation at the same time:
+they take the Agent's in-process leases, once per turn. Given ``leases``
+(``SqliteStore(path)`` for the processes of one machine), that holds across every worker
+process that shares them.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 
-from agentshim.cli_agent import CliAgent, ignore_log_line
+from agentshim.cli_agent import catalogue_window, read_session_title
 from agentshim.core._checks import instance, model_name, seconds, working_directory
 from agentshim.core.approvals import Approvals, ApprovalsArgument, approvals_value
 from agentshim.core.checkpoints import CheckpointStore, ConversationBlobs
@@ -50,24 +52,17 @@ from agentshim.execution.executor import CommandExecutor
 from agentshim.execution.host import HostCommandExecutor
 from agentshim.execution.state_files import StateFiles
 from agentshim.idle import IdleHousekeeper
-from agentshim.oneshot import OneShotTransport, check_permissions
+from agentshim.oneshot import OneShotTransport, check_permissions, probe_installed
 from agentshim.otel import Tracing
 from agentshim.providers import DEFAULT_CATALOG, ProviderCatalog
 from agentshim.providers.catalog import one_shot_over, transport_factories, transports_offered
 from agentshim.providers.portability import LazyPorter, porter_for
 from agentshim.session import Session
-from agentshim.transport.context import TransportContext
+from agentshim.transport.installed import InstalledCli, LazyCli, ignore_log_line
 from agentshim.transport.per_turn import PerTurnTransport
 from agentshim.transport.shared import SharingTransport, WarmingTransport
 
 __all__ = ["Agent"]
-
-
-def _catalogue_window(model: str | None) -> int | None:
-    """The catalogue's context window of ``model`` (the catalogue is imported when asked)."""
-    from agentshim.models import context_window_of
-
-    return context_window_of(model)
 
 
 class Agent:
@@ -89,8 +84,8 @@ class Agent:
     (or, without one, on its provider conversation) for each turn, renewed while it runs and
     expiring ``lease_ttl`` seconds after a crashed holder last renewed it; a turn that cannot
     get it within ``lease_timeout`` seconds (None: waits until it comes free) raises
-    LeaseTimeoutError with nothing run. Without ``leases`` the Agent's own in-process locks
-    serialize its sessions, as before.
+    LeaseTimeoutError with nothing run. Without ``leases`` the Agent's own in-process leases
+    serialize its sessions.
 
     ``max_cost_usd`` and ``max_tokens`` bound each turn, ``max_session_cost_usd`` and
     ``max_session_tokens`` each session (defaults that ``start_session`` and ``turn`` may
@@ -199,51 +194,32 @@ class Agent:
         self._host_paths = confinement is None and isinstance(base, HostCommandExecutor)
         run_on = confine(base, confinement) if confinement is not None else base
         agent_env = dict(confinement.env) if confinement is not None else env
-        log_line = self.log
+        log_line, clock, default_model = self.log, self.clock, self.model
 
-        def build() -> CliAgent:
-            return CliAgent(
-                provider,
-                model=model,
-                executor=run_on,
-                env=agent_env,
+        def find() -> InstalledCli:
+            return InstalledCli.find(
+                plugin.create_provider(),
+                run_on,
+                agent_env,
+                model=default_model,
                 check_timeout=check_timeout,
                 log=log_line,
-                catalog=catalog,
-            )
-
-        one_shot = OneShotTransport(build, profile=profile, check_timeout=check_timeout)
-        self._porter_source: OneShotTransport | None = one_shot
-        if transport is TransportKind.ONE_SHOT and per_turn is None:
-            self.transport: Transport = one_shot
-            # The CliAgent takes the in-process conversation locks itself; sessions take
-            # leases only when they reach beyond this process.
-            self._session_leases: ConversationLeases | None = self._leases
-            return
-        # Readiness is the CLI's, whatever the transport: the one-shot probe reports it, and
-        # session titles are read with a command of their own. The transport runs the same
-        # CliAgent, built (binary found and checked) once, on first use.
-        self._prober = one_shot
-        clock = self.clock
-
-        def context() -> TransportContext:
-            cli = one_shot.cli_agent
-            return TransportContext(
-                provider=cli.provider,
-                executor=cli.executor,
-                binary_path=cli.binary_path,
-                env=cli.env,
-                model=cli.model,
-                log=log_line,
                 clock=clock.monotonic,
-                context_window=_catalogue_window,
+                context_window=catalogue_window,
             )
 
-        if per_turn is not None:
-            self.transport = PerTurnTransport(factories[per_turn](context))
+        # The one installed CLI, found and checked on first use, that every transport runs,
+        # readiness is probed on, and session titles are read with.
+        self._cli: LazyCli | None = LazyCli(find)
+        self._check_timeout = check_timeout
+        if transport is TransportKind.ONE_SHOT and per_turn is None:
+            self.transport: Transport = OneShotTransport(
+                self._cli.get, profile=profile, check_timeout=check_timeout
+            )
+        elif per_turn is not None:
+            self.transport = PerTurnTransport(factories[per_turn](self._cli.get))
         else:
-            self.transport = factories[transport](context)
-        self._session_leases = self._own_leases()
+            self.transport = factories[transport](self._cli.get)
         if share_processes is not None:
             self._share_processes(share_processes)
 
@@ -332,11 +308,9 @@ class Agent:
     ) -> Agent:
         """An Agent whose sessions open conversations on a ready-made ``transport``.
 
-        Its sessions take the Agent's conversation lock around each turn (``leases``, or the
-        Agent's in-process ones; ``checkpoints`` and the lease settings as in the
-        constructor; the spending limits too). A :class:`~agentshim.oneshot.OneShotTransport` locks each turn in its
-        CliAgent's registry already, so over one and without ``leases`` the sessions leave the
-        locking to it: one registry, which also holds turns run on that CliAgent directly.
+        Its sessions take the Agent's lease on their conversation around each turn
+        (``leases``, or the Agent's in-process ones; ``checkpoints`` and the lease settings
+        as in the constructor; the spending limits too), whatever the transport.
 
         Raises:
             InvalidRequestError: ``transport`` is not a Transport, or ``permissions`` or
@@ -354,9 +328,10 @@ class Agent:
         agent._confinement = None
         agent.transport = transport
         agent.portable = portable
-        one_shot = isinstance(transport, OneShotTransport)
-        agent._porter_source = transport if isinstance(transport, OneShotTransport) else None
-        agent._session_leases = agent._leases if one_shot else agent._own_leases()
+        agent._cli = (
+            LazyCli(transport.installed) if isinstance(transport, OneShotTransport) else None
+        )
+        agent._check_timeout = 15.0
         return agent
 
     def _porter_for(self, store: CheckpointStore | None) -> ConversationPorter | None:
@@ -364,23 +339,16 @@ class Agent:
         portable = self.portable
         if portable is None:
             portable = bool(getattr(store, "spans_hosts", False))
-        source = self._porter_source
+        source = self._cli
         if not portable or source is None or not isinstance(store, ConversationBlobs):
             return None
         profile = self.profile
 
         def build() -> ConversationPorter | None:
-            cli = source.cli_agent
+            cli = source.get()
             return porter_for(profile, StateFiles(cli.executor, cli.env), cli.binary_path)
 
         return LazyPorter(profile.name, build)
-
-    def _own_leases(self) -> ConversationLeases:
-        """The leases sessions take themselves: the caller's, or this Agent's in-process ones."""
-        if self._leases is None:
-            # The registry belongs to this Agent: sessions of other Agents are not serialized.
-            self._leases = LeaseKeeper(InMemoryLeases(expires=False), log=self.log)
-        return self._leases
 
     def _share_state(
         self,
@@ -394,7 +362,12 @@ class Agent:
             hint = "a CheckpointStore such as FileCheckpointStore(directory), or None"
             instance("Agent", "checkpoints", checkpoints, CheckpointStore, hint)
         self.checkpoints = checkpoints
-        self._leases = kept_leases("Agent", leases, self.log)
+        given = kept_leases("Agent", leases, self.log)
+        # Without leases of the caller's, the Agent's own in-process ones serialize its
+        # sessions (and only its sessions) on every transport.
+        self._leases: ConversationLeases = (
+            given if given is not None else LeaseKeeper(InMemoryLeases(expires=False), log=self.log)
+        )
         self.lease_ttl = seconds("Agent", "lease_ttl", lease_ttl, positive=True)
         self.lease_timeout = (
             None if lease_timeout is None else seconds("Agent", "lease_timeout", lease_timeout)
@@ -432,8 +405,6 @@ class Agent:
             "Agent", "event_handlers", event_handlers
         )
         self.log: Callable[[str], None] = log or ignore_log_line
-        # Set by a long-lived transport's Agent: it probes the CLI the one-shot way.
-        self._prober: OneShotTransport | None = None
         # Made with the first session that has idle_release_after: idle release on time.
         self._idle: IdleHousekeeper | None = None
         self._idle_lock = threading.Lock()
@@ -458,8 +429,8 @@ class Agent:
         transport = self.transport
         if isinstance(transport, ProbingTransport):
             return transport.probe()
-        if self._prober is not None:
-            return self._prober.probe()
+        if self._cli is not None:
+            return probe_installed(self._cli.get, self.profile, timeout=self._check_timeout)
         return Readiness(
             self.profile.name,
             binary_found=False,
@@ -477,14 +448,13 @@ class Agent:
             CliNotFoundError, CliCheckError: the CLI is not installed or fails its check.
             InvalidSessionIdError: ``session_id`` is not a safe id.
         """
-        transport = self._prober if self._prober is not None else self.transport
-        if not isinstance(transport, OneShotTransport):
+        if self._cli is None:
             raise ProviderCapabilityError(
-                f"this Agent's transport ({type(transport).__name__}) runs no commands of its "
-                "own, so session titles cannot be read through it; use a CliAgent on the same "
-                "executor"
+                f"this Agent's transport ({type(self.transport).__name__}) runs no commands of "
+                "its own, so session titles cannot be read through it; use a CliAgent on the "
+                "same executor"
             )
-        return transport.cli_agent.session_title(session_id, timeout=timeout)
+        return read_session_title(self._cli.get(), session_id, timeout=timeout)
 
     def start_session(
         self,
@@ -565,7 +535,7 @@ class Agent:
             event_handlers=self.event_handlers,
             checkpoints=store,
             checkpoint_key=checkpoint_key,
-            leases=self._session_leases,
+            leases=self._leases,
             lease_ttl=self.lease_ttl,
             lease_timeout=self.lease_timeout,
             log=self.log,

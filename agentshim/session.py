@@ -21,7 +21,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from agentshim.cli_agent import ignore_log_line
 from agentshim.core._checks import instance, seconds
 from agentshim.core.checkpoints import (
     Checkpoint,
@@ -67,6 +66,7 @@ from agentshim.core.leases import (
     LeaseHolder,
     LeaseKeeper,
     TurnLease,
+    conversation_key,
     kept_leases,
 )
 from agentshim.core.limits import Crossing, Spend, SpendingLimits, SpendingMeter
@@ -109,6 +109,7 @@ from agentshim.core.usage import ProviderUsage
 from agentshim.idle import IdleHousekeeper
 from agentshim.otel import Tracing, TurnTrace
 from agentshim.pricing import pricing_table
+from agentshim.transport.installed import ignore_log_line
 
 __all__ = ["Continuity", "Session", "Turn", "TurnTicket"]
 
@@ -1047,7 +1048,7 @@ class Session:
         )
 
     def _conversation_key(self, session_id: str) -> str:
-        return f"{self._profile.name}/{session_id}"
+        return conversation_key(self._profile.name, session_id)
 
     def _bookkeep(self, command: Command) -> None:
         """Carry out a command that reports nothing back (close, save, clear)."""

@@ -277,7 +277,7 @@ EXTENSION_SURFACE = (
     "agentshim.core.checkpoints",
     "agentshim.core.leases",
     "agentshim.core.clock",
-    "agentshim.transport.context",
+    "agentshim.transport.installed",
     "agentshim.execution",
     "agentshim.testing",
     "agentshim.testing.contracts",

@@ -10,7 +10,6 @@ from agentshim.core.clock import SystemClock
 from agentshim.core.errors import FailureKind, InvalidRequestError, InvalidSessionIdError
 from agentshim.core.failures import kind_from_status, kind_from_text
 from agentshim.core.ids import RandomIds, is_valid_session_id, validate_session_id
-from agentshim.core.locks import KeyedLocks
 from agentshim.core.models import ModelSpec, ModelTable, api_model_id
 from agentshim.core.permissions import NativeMode, NativePermissions
 from agentshim.core.pricing import ModelPricing, PricingTable, cost_usd
@@ -241,32 +240,3 @@ class TestClock:
         started = time.monotonic()
         assert SystemClock().wait(10, stop) is True
         assert time.monotonic() - started < 5
-
-
-class TestKeyedLocks:
-    def test_serializes_one_key_and_frees_entries(self) -> None:
-        locks = KeyedLocks()
-        locks.acquire(("p", "s"))
-        assert not locks.acquire(("p", "s"), blocking=False)
-        assert locks.acquire(("p", "other"), blocking=False)
-        locks.release(("p", "other"))
-        locks.release(("p", "s"))
-        assert len(locks) == 0
-
-    def test_waiter_gets_the_lock_after_release(self) -> None:
-        locks = KeyedLocks()
-        order: list[str] = []
-        locks.acquire("k")
-
-        def waiter() -> None:
-            with locks.hold("k"):
-                order.append("waiter")
-
-        thread = threading.Thread(target=waiter)
-        thread.start()
-        time.sleep(0.05)
-        order.append("holder")
-        locks.release("k")
-        thread.join(5)
-        assert order == ["holder", "waiter"]
-        assert len(locks) == 0

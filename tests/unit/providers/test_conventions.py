@@ -76,7 +76,7 @@ def _run(provider: str, **scripted: object) -> tuple[RecordingEventHandler, obje
     fake = FakeExecutor(
         scripted_turn(provider, **scripted), binaries={binary: f"/usr/bin/{binary}"}
     )  # type: ignore[arg-type]
-    agent = CliAgent(provider, executor=fake, env={"PATH": "/usr/bin"}, event_handler=recorder)
+    agent = CliAgent(provider, executor=fake, env={"PATH": "/usr/bin"}, event_handlers=recorder)
     return recorder, agent.run("do it")
 
 

@@ -277,14 +277,14 @@ def test_claude_tui_stops_at_the_turn_report(tmp_path: Path) -> None:
     from agentshim.providers.claude import ClaudeProvider
     from agentshim.providers.claude.tui_transport import ClaudeTuiTransport
     from agentshim.testing.claude_tui import FakeTuiScript, FakeTuiTurn, install_fake_claude_tui
-    from agentshim.transport.context import TransportContext
+    from agentshim.transport.installed import InstalledCli
 
     home, work = tmp_path / "home", tmp_path / "work"
     home.mkdir()
     work.mkdir()
     script = FakeTuiScript([FakeTuiTurn("spent", input_tokens=5000), FakeTuiTurn("next")])
     binary = install_fake_claude_tui(tmp_path / "bin", script)
-    context = TransportContext(
+    context = InstalledCli(
         provider=ClaudeProvider(),
         executor=HostCommandExecutor(),
         binary_path=str(binary),

@@ -51,7 +51,7 @@ def agent_for(
 ) -> tuple[CliAgent, FakeExecutor, RecordingEventHandler]:
     recorder = RecordingEventHandler()
     fake = FakeExecutor(runs, binaries={"gemini": BIN})
-    agent = CliAgent(provider or "gemini", executor=fake, env=ENV, event_handler=recorder)
+    agent = CliAgent(provider or "gemini", executor=fake, env=ENV, event_handlers=recorder)
     return agent, fake, recorder
 
 
@@ -372,7 +372,7 @@ class TestProcessGroup:
                 started.set()
 
         handler = CallbackEventHandler(on_event)
-        agent = CliAgent("gemini", executor=HostCommandExecutor(), env=env, event_handler=handler)
+        agent = CliAgent("gemini", executor=HostCommandExecutor(), env=env, event_handlers=handler)
         session = agent.start_session(cwd=str(tmp_path))
         outcome: list[BaseException] = []
 

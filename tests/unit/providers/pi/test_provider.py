@@ -42,7 +42,7 @@ def agent_for(
 ) -> tuple[CliAgent, FakeExecutor]:
     executor = FakeExecutor(runs, binaries=BINARIES)
     agent = CliAgent(
-        provider or "pi", executor=executor, env={"PATH": "/usr/bin"}, event_handler=recorder
+        provider or "pi", executor=executor, env={"PATH": "/usr/bin"}, event_handlers=recorder
     )
     return agent, executor
 
