@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from agentshim.providers import get_plugin
 from agentshim.execution.executor import CommandRequest
+from agentshim.providers import get_plugin
 from agentshim.testing import FakeExecutor, FakeRun, scripted_turn
 from agentshim.testing.session_contracts import ContractTurn
 from agentshim.transport.installed import InstalledCli

@@ -156,9 +156,7 @@ class TestProbe:
 
     def test_the_transport_probe_reports_an_unhealthy_binary(self) -> None:
         executor = FakeExecutor(unhealthy={PROFILE.binary: "broken install"})
-        transport = OneShotTransport(
-            lambda: installed(executor), profile=PROFILE
-        )
+        transport = OneShotTransport(lambda: installed(executor), profile=PROFILE)
         readiness = transport.probe()
         assert readiness.binary_found
         assert not readiness.ready

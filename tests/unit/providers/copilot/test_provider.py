@@ -35,7 +35,9 @@ def agent_for(
     runs: Any, recorder: RecordingEventHandler | None = None
 ) -> tuple[CliAgent, FakeExecutor]:
     executor = FakeExecutor(runs, binaries=BINARIES)
-    agent = CliAgent("copilot", executor=executor, env={"PATH": "/usr/bin"}, event_handlers=recorder)
+    agent = CliAgent(
+        "copilot", executor=executor, env={"PATH": "/usr/bin"}, event_handlers=recorder
+    )
     return agent, executor
 
 
