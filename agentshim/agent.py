@@ -195,6 +195,7 @@ class Agent:
         run_on = confine(base, confinement) if confinement is not None else base
         agent_env = dict(confinement.env) if confinement is not None else env
         log_line, clock, default_model = self.log, self.clock, self.model
+        check_timeout = seconds("Agent", "check_timeout", check_timeout, positive=True)
 
         def find() -> InstalledCli:
             return InstalledCli.find(

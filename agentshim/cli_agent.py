@@ -178,7 +178,7 @@ class CliAgent:
                 executor if executor is not None else HostCommandExecutor(),
                 env,
                 model=model_name("CliAgent", "model", model),
-                check_timeout=check_timeout,
+                check_timeout=seconds("CliAgent", "check_timeout", check_timeout, positive=True),
                 log=self.log,
                 context_window=catalogue_window,
             )

@@ -49,7 +49,12 @@ def agent_for(
     runs: FakeRun | list[FakeRun] | Any, recorder: RecordingEventHandler | None = None
 ) -> tuple[CliAgent, FakeExecutor]:
     executor = FakeExecutor(runs, binaries=BINARIES)
-    agent = CliAgent("claude", executor=executor, env={"PATH": "/usr/bin"}, event_handlers=recorder)
+    agent = CliAgent(
+        "claude",
+        executor=executor,
+        env={"PATH": "/usr/bin"},
+        event_handlers=[recorder] if recorder is not None else (),
+    )
     return agent, executor
 
 

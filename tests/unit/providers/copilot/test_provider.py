@@ -36,7 +36,10 @@ def agent_for(
 ) -> tuple[CliAgent, FakeExecutor]:
     executor = FakeExecutor(runs, binaries=BINARIES)
     agent = CliAgent(
-        "copilot", executor=executor, env={"PATH": "/usr/bin"}, event_handlers=recorder
+        "copilot",
+        executor=executor,
+        env={"PATH": "/usr/bin"},
+        event_handlers=[recorder] if recorder is not None else (),
     )
     return agent, executor
 

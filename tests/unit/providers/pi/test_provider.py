@@ -42,7 +42,10 @@ def agent_for(
 ) -> tuple[CliAgent, FakeExecutor]:
     executor = FakeExecutor(runs, binaries=BINARIES)
     agent = CliAgent(
-        provider or "pi", executor=executor, env={"PATH": "/usr/bin"}, event_handlers=recorder
+        provider or "pi",
+        executor=executor,
+        env={"PATH": "/usr/bin"},
+        event_handlers=[recorder] if recorder is not None else (),
     )
     return agent, executor
 
