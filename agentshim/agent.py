@@ -3,7 +3,7 @@
 ``Agent(name, permissions=..., approvals=...)`` resolves the provider's installed CLI
 (:class:`~agentshim.transport.installed.InstalledCli`, found and checked once, on first use)
 on an executor (the host by default, wrapped by a Confinement when one is given) and builds
-its transport from it, one-shot or long-lived alike; ``Agent.over(transport, ...)`` uses a
+its transport from it, one-shot or long-lived alike; ``Agent(transport, ...)`` uses a
 ready-made Transport. ``Agent.start_session(cwd)`` opens a :class:`~agentshim.session.Session`.
 Sessions of one Agent never run turns in the same provider conversation at the same time:
 they take the Agent's in-process leases, once per turn. Given ``leases``
@@ -73,11 +73,14 @@ class Agent:
     (``start_session`` may override ``renewal``). Each of ``event_handlers`` is an
     AgentEventHandler or a plain function of one event.
 
-    The transport runs on ``executor`` (host by default); with a ``confinement`` every process
-    runs inside it and the confinement supplies the env, so passing ``env`` too is an
-    InvalidRequestError. ``transport`` is the kind of transport to build
-    (``TransportKind.ONE_SHOT``, the default). For a ready-made Transport use
-    :meth:`Agent.over`.
+    ``provider`` is a provider name, whose transport the Agent builds, or a ready-made
+    Transport, which it uses as it is. For a name, the transport runs on ``executor`` (host by
+    default); with a ``confinement`` every process runs inside it and the confinement supplies
+    the env, so passing ``env`` too is an InvalidRequestError. ``transport`` is the kind of
+    transport to build (``TransportKind.ONE_SHOT``, the default), ``check_timeout`` the
+    budget of the CLI's health check (15 s), ``catalog`` where the name is looked up.
+    ``executor``, ``confinement``, ``env``, ``check_timeout``, ``transport``, ``catalog`` and
+    ``share_processes`` build a transport, so they are refused with a ready-made one.
 
     ``checkpoints`` is the store ``start_session`` uses unless it is given another. ``leases``
     serializes turns across processes: every session then holds a lease on its checkpoint key
@@ -104,8 +107,9 @@ class Agent:
     ``max_processes`` processes per process-wide configuration. See ``docs/sessions.md``.
 
     Raises:
-        InvalidRequestError: ``provider`` is not a name, ``permissions`` or ``approvals`` of
-            the wrong type, or both ``env`` and ``confinement``.
+        InvalidRequestError: ``provider`` is neither a name nor a Transport, ``permissions``
+            or ``approvals`` of the wrong type, both ``env`` and ``confinement``, or a
+            setting that builds a transport given with a ready-made one.
         ProviderCapabilityError: the transport cannot honour ``permissions``, the provider
             has no transport of the requested kind, or ``share_processes`` is given for a
             transport that serves one conversation per process.
@@ -113,7 +117,7 @@ class Agent:
 
     def __init__(
         self,
-        provider: str,
+        provider: str | Transport,
         *,
         permissions: NativePermissions,
         approvals: ApprovalsArgument,
@@ -127,9 +131,9 @@ class Agent:
         event_handlers: EventSink | Sequence[EventSink] = (),
         env: Mapping[str, str] | None = None,
         log: Callable[[str], None] | None = None,
-        check_timeout: float = 15.0,
-        transport: TransportKind = TransportKind.ONE_SHOT,
-        catalog: ProviderCatalog = DEFAULT_CATALOG,
+        check_timeout: float | None = None,
+        transport: TransportKind | None = None,
+        catalog: ProviderCatalog | None = None,
         checkpoints: CheckpointStore | None = None,
         leases: ConversationLeases | None = None,
         lease_ttl: float = 30.0,
@@ -145,12 +149,12 @@ class Agent:
         portable: bool | None = None,
         share_processes: ProcessSharing | None = None,
     ) -> None:
-        if not isinstance(provider, str):  # pyright: ignore[reportUnnecessaryIsInstance]
+        if not isinstance(provider, (str, Transport)):  # pyright: ignore[reportUnnecessaryIsInstance]
             raise InvalidRequestError(
                 "provider",
-                f"{type(provider).__name__} is not a provider name",
-                f"Agent(provider) takes a provider name such as 'claude', not {provider!r:.80}; "
-                "for a ready-made Transport use Agent.over(transport, ...)",
+                f"{type(provider).__name__} is neither a provider name nor a Transport",
+                "Agent(provider) takes a provider name such as 'claude' or a ready-made "
+                f"Transport, not {provider!r:.80}",
             )
         self._share(permissions, approvals, model, clock, ids, retry, renewal, event_handlers, log)
         self._share_state(checkpoints, leases, lease_ttl, lease_timeout)
@@ -160,6 +164,32 @@ class Agent:
         )
         self.tracing = tracing
         self.portable = portable
+        self._confinement = confinement
+        if not isinstance(provider, str):
+            building = {
+                "executor": executor,
+                "confinement": confinement,
+                "env": env,
+                "check_timeout": check_timeout,
+                "transport": transport,
+                "catalog": catalog,
+                "share_processes": share_processes,
+            }
+            given = [name for name, value in building.items() if value is not None]
+            if given:
+                raise InvalidRequestError(
+                    given[0],
+                    "given with a ready-made Transport",
+                    f"{given[0]} builds the transport of a provider name; a ready-made "
+                    f"{type(provider).__name__} already has it: drop {given[0]}",
+                )
+            self.transport: Transport = provider
+            ready = provider if isinstance(provider, OneShotTransport) else None
+            self._cli: LazyCli | None = LazyCli(ready.installed) if ready is not None else None
+            self._check_timeout = ready.check_timeout if ready is not None else 15.0
+            return
+        transport = TransportKind.ONE_SHOT if transport is None else transport
+        catalog = DEFAULT_CATALOG if catalog is None else catalog
         if confinement is not None and env is not None:
             raise InvalidRequestError(
                 "env",
@@ -188,14 +218,18 @@ class Agent:
             check_permissions(
                 profile, ConversationSpec(permissions=permissions, approvals=self.approvals)
             )
-        self._confinement = confinement
         base = executor if executor is not None else HostCommandExecutor()
         # A cwd the host runs the CLI in is checked when the session opens, not mid-turn.
         self._host_paths = confinement is None and isinstance(base, HostCommandExecutor)
         run_on = confine(base, confinement) if confinement is not None else base
         agent_env = dict(confinement.env) if confinement is not None else env
         log_line, clock, default_model = self.log, self.clock, self.model
-        check_timeout = seconds("Agent", "check_timeout", check_timeout, positive=True)
+        check_timeout = seconds(
+            "Agent",
+            "check_timeout",
+            15.0 if check_timeout is None else check_timeout,
+            positive=True,
+        )
 
         def find() -> InstalledCli:
             return InstalledCli.find(
@@ -211,10 +245,10 @@ class Agent:
 
         # The one installed CLI, found and checked on first use, that every transport runs,
         # readiness is probed on, and session titles are read with.
-        self._cli: LazyCli | None = LazyCli(find)
+        self._cli = LazyCli(find)
         self._check_timeout = check_timeout
         if transport is TransportKind.ONE_SHOT and per_turn is None:
-            self.transport: Transport = OneShotTransport(
+            self.transport = OneShotTransport(
                 self._cli.get, profile=profile, check_timeout=check_timeout
             )
         elif per_turn is not None:
@@ -278,62 +312,6 @@ class Agent:
                 "ACP agents can share)"
             )
         transport.sharing = sharing
-
-    @classmethod
-    def over(
-        cls,
-        transport: Transport,
-        *,
-        permissions: NativePermissions,
-        approvals: ApprovalsArgument,
-        model: str | None = None,
-        clock: Clock | None = None,
-        ids: IdAllocator | None = None,
-        retry: RetryPolicy | None = None,
-        renewal: RenewalBudget | None = None,
-        event_handlers: EventSink | Sequence[EventSink] = (),
-        log: Callable[[str], None] | None = None,
-        checkpoints: CheckpointStore | None = None,
-        leases: ConversationLeases | None = None,
-        lease_ttl: float = 30.0,
-        lease_timeout: float | None = None,
-        stall_timeout: float | None = None,
-        approval_timeout: float = 60.0,
-        max_cost_usd: float | None = None,
-        max_tokens: int | None = None,
-        max_session_cost_usd: float | None = None,
-        max_session_tokens: int | None = None,
-        unknown_cost: UnknownCost = UnknownCost.REFUSE,
-        tracing: Tracing | None = None,
-        portable: bool | None = None,
-    ) -> Agent:
-        """An Agent whose sessions open conversations on a ready-made ``transport``.
-
-        Its sessions take the Agent's lease on their conversation around each turn
-        (``leases``, or the Agent's in-process ones; ``checkpoints`` and the lease settings
-        as in the constructor; the spending limits too), whatever the transport.
-
-        Raises:
-            InvalidRequestError: ``transport`` is not a Transport, or ``permissions`` or
-                ``approvals`` of the wrong type.
-        """
-        instance("Agent.over", "transport", transport, Transport, "a Transport")
-        agent = cls.__new__(cls)
-        agent._share(permissions, approvals, model, clock, ids, retry, renewal, event_handlers, log)
-        agent._share_state(checkpoints, leases, lease_ttl, lease_timeout)
-        agent._timeouts(stall_timeout, approval_timeout)
-        agent.limits = SpendingLimits(
-            max_cost_usd, max_tokens, max_session_cost_usd, max_session_tokens, unknown_cost
-        )
-        agent.tracing = tracing
-        agent._confinement = None
-        agent.transport = transport
-        agent.portable = portable
-        agent._cli = (
-            LazyCli(transport.installed) if isinstance(transport, OneShotTransport) else None
-        )
-        agent._check_timeout = 15.0
-        return agent
 
     def _porter_for(self, store: CheckpointStore | None) -> ConversationPorter | None:
         """The porter sessions on ``store`` move their conversations with, if they do."""

@@ -162,7 +162,7 @@ def test_content_is_recorded_only_when_the_caller_turns_it_on() -> None:
 def test_a_failed_turn_carries_its_failure_kind_as_the_error_type() -> None:
     traces = Traces()
     transport = FakeTransport([FakeOutcome.failure(FailureKind.AUTH, detail="bad key")])
-    agent = Agent.over(
+    agent = Agent(
         transport,
         permissions=NativePermissions.bypass(),
         approvals=ApprovalPolicy.DENY,
@@ -205,7 +205,7 @@ def test_an_async_turn_is_a_child_of_the_awaiting_task_span() -> None:
     traces = Traces()
 
     async def main() -> int:
-        agent = AsyncAgent.over(
+        agent = AsyncAgent(
             FakeTransport([FakeOutcome.success("ok")]),
             permissions=NativePermissions.bypass(),
             approvals=ApprovalPolicy.DENY,
@@ -228,7 +228,7 @@ def test_a_replaced_conversation_is_a_span_inside_its_turn() -> None:
     transport = FakeTransport(
         [FakeOutcome.success("one"), FakeOutcome.resume_refused(), FakeOutcome.success("two")]
     )
-    agent = Agent.over(
+    agent = Agent(
         transport,
         permissions=NativePermissions.bypass(),
         approvals=ApprovalPolicy.DENY,

@@ -596,7 +596,7 @@ class TestGeminiStreamSessions:
         peers = AcpPeers([AcpPeerTurn("a"), AcpPeerTurn("b")])
         slept: list[float] = []
         transport, executor = make_transport(peers, wall_clock=lambda: 610.0, sleep=slept.append)
-        agent = Agent.over(transport, permissions=BYPASS, approvals=ApprovalPolicy.DENY)
+        agent = Agent(transport, permissions=BYPASS, approvals=ApprovalPolicy.DENY)
         with agent.start_session() as session:
             first = session.turn("one").result
             session.release()

@@ -128,7 +128,7 @@ class TestSessionTurn:
 
     def test_pin_with_a_prompt_is_carried_to_the_turn(self) -> None:
         transport = FakeTransport([FakeOutcome.success("a", session_id="s-new")])
-        session = Agent.over(transport, permissions=BYPASS, approvals=DENY).start_session()
+        session = Agent(transport, permissions=BYPASS, approvals=DENY).start_session()
         session.adopt("s-old")
         with pytest.raises(ContinuityError):
             session.turn("hello", pin=True)
@@ -426,7 +426,7 @@ class TestOneSerialization:
         assert (one.error, two.error) == (None, None)
         assert len(executor.requests) == 2
 
-    @pytest.mark.parametrize("door", ["Agent.over(OneShotTransport)", "CliAgent"])
+    @pytest.mark.parametrize("door", ["Agent(OneShotTransport)", "CliAgent"])
     def test_a_lease_held_elsewhere_holds_the_door_s_turns(self, door: str) -> None:
         executor = FakeExecutor([answer()])
         leases = InMemoryLeases()
@@ -436,9 +436,7 @@ class TestOneSerialization:
             ).start_session(session_id="s-1")
         else:
             cli = InstalledCli.find(get_plugin(PROVIDER).create_provider(), executor, ENV)
-            agent = Agent.over(
-                OneShotTransport(cli), permissions=BYPASS, approvals=DENY, leases=leases
-            )
+            agent = Agent(OneShotTransport(cli), permissions=BYPASS, approvals=DENY, leases=leases)
             session = agent.start_session()
             session.adopt("s-1")
         holder = LeaseHolder.here()
