@@ -184,34 +184,9 @@ class CliAgent:
             )
 
     @property
-    def provider(self) -> Provider:
-        """The provider whose CLI this is."""
-        return self.cli.provider
-
-    @property
     def profile(self) -> ProviderProfile:
-        """The provider's static capabilities."""
+        """The provider's static capabilities (``cli`` holds the rest of the installed CLI)."""
         return self.cli.provider.profile
-
-    @property
-    def model(self) -> str | None:
-        """The default model of its turns (None: the CLI's own default)."""
-        return self.cli.model
-
-    @property
-    def executor(self) -> CommandExecutor:
-        """Where the CLI runs."""
-        return self.cli.executor
-
-    @property
-    def env(self) -> Mapping[str, str]:
-        """The CLI's complete environment."""
-        return self.cli.env
-
-    @property
-    def binary_path(self) -> str:
-        """Where the CLI's binary is, as the executor sees it."""
-        return self.cli.binary_path
 
     def start_session(
         self,
@@ -232,7 +207,7 @@ class CliAgent:
             InvalidRequestError: ``timeout`` is not a positive number of seconds, or ``cwd``
                 is not an existing directory of this machine when the CLI runs here.
         """
-        if isinstance(self.executor, HostCommandExecutor):
+        if isinstance(self.cli.executor, HostCommandExecutor):
             cwd = working_directory("", "cwd", directory("", "cwd", cwd))
         return AgentSession(
             self.cli,

@@ -44,6 +44,18 @@ BINARIES = {
 }
 
 
+class InterruptOnFirstOutput:
+    """Interrupts ``session``'s turn once, at the first thing its CLI prints."""
+
+    def __init__(self) -> None:
+        self.session: AgentSession | None = None
+
+    def on_event(self, event: AgentEvent) -> None:
+        if not isinstance(event, RunStarted) and self.session is not None:
+            session, self.session = self.session, None
+            session.interrupt()
+
+
 def assert_conversation_free(agent: CliAgent, session_id: str) -> None:
     """A later turn in the conversation runs: no earlier turn left it held."""
     later = threading.Thread(
@@ -66,7 +78,7 @@ class TestConstruction:
         agent, fake = make(scripted_turn("claude", text="a", session_id="s"))
         agent.run("one")
         agent.run("two")
-        assert agent.binary_path == "/opt/bin/claude"
+        assert agent.cli.binary_path == "/opt/bin/claude"
         assert fake.checked == ["/opt/bin/claude"]
 
     def test_missing_binary(self) -> None:
@@ -85,7 +97,7 @@ class TestConstruction:
         assert fake.checked == ["/opt/bin/claude"]
         assert "--model" in fake.requests[0].argv
         assert "claude-opus-4-1" in fake.requests[0].argv
-        assert agent.model is None
+        assert agent.cli.model is None
 
     def test_handlers_are_combined(self) -> None:
         first, second = RecordingEventHandler(), RecordingEventHandler()
@@ -262,21 +274,13 @@ class TestConcurrency:
 
     @pytest.mark.parametrize("provider", ["claude", "codex", "gemini", "opencode", "copilot", "pi"])
     def test_interrupting_a_resumed_turn_keeps_the_conversation(self, provider: str) -> None:
-        holder: list[AgentSession] = []
-        recorder = RecordingEventHandler()
-
-        class InterruptOnFirstEvent:
-            def on_event(self, event: AgentEvent) -> None:
-                if not isinstance(event, RunStarted) and holder:
-                    holder.pop().interrupt()
-
+        stopper, recorder = InterruptOnFirstOutput(), RecordingEventHandler()
         agent, fake = make(
             scripted_turn(provider, text="a", session_id="sess-1"),
             provider,
-            event_handlers=[InterruptOnFirstEvent(), recorder],
+            event_handlers=[stopper, recorder],
         )
-        session = agent.start_session(session_id="sess-1")
-        holder.append(session)
+        session = stopper.session = agent.start_session(session_id="sess-1")
         result = session.turn("x")
         assert result.interrupted
         assert result.exit_code == -signal.SIGTERM
@@ -284,39 +288,13 @@ class TestConcurrency:
         assert session.session_id == "sess-1"
         assert isinstance(recorder.events[-1], TurnInterrupted)
 
-    def test_cancel_is_interrupt_with_a_grace(self) -> None:
-        holder: list[AgentSession] = []
-
-        class CancelOnFirstEvent:
-            def on_event(self, event: AgentEvent) -> None:
-                if not isinstance(event, RunStarted) and holder:
-                    holder.pop().cancel(grace=0.5)
-
-        agent, fake = make(
-            scripted_turn("claude", text="a", session_id="s"),
-            event_handlers=CancelOnFirstEvent(),
-        )
-        session = agent.start_session()
-        holder.append(session)
-        result = session.turn("x")
-        assert result.interrupted
-        assert fake.handles[0].terminated
-        assert session.session_id == "s"
-
     def test_a_failed_resume_stopped_on_request_is_not_a_lost_conversation(self) -> None:
-        holder: list[AgentSession] = []
-
-        class InterruptOnFirstEvent:
-            def on_event(self, event: AgentEvent) -> None:
-                if not isinstance(event, RunStarted) and holder:
-                    holder.pop().interrupt()
-
+        stopper = InterruptOnFirstOutput()
         agent, _ = make(
             scripted_turn("claude", text="a", session_id="sess-1", returncode=1),
-            event_handlers=InterruptOnFirstEvent(),
+            event_handlers=stopper,
         )
-        session = agent.start_session(session_id="sess-1")
-        holder.append(session)
+        session = stopper.session = agent.start_session(session_id="sess-1")
         result = session.turn("x")
         assert result.interrupted
         assert session.session_id == "sess-1"
@@ -463,10 +441,10 @@ class TestEnv:
             scripted_turn("pi", text="a", session_id="s"), binaries={"pi": "/opt/pi"}
         )
         agent = CliAgent("pi", executor=fake, env={"PATH": "/usr/bin", "NO_COLOR": "0"})
-        defaults = getattr(agent.provider, "env_defaults", {})
+        defaults = getattr(agent.cli.provider, "env_defaults", {})
         for key, value in defaults.items():
             expected = "0" if key == "NO_COLOR" else value
-            assert agent.env[key] == expected
+            assert agent.cli.env[key] == expected
 
     @pytest.mark.parametrize("euid", [0, 1000])
     def test_a_value_the_cli_requires_as_root_wins_over_the_env(

@@ -102,7 +102,7 @@ class TestProfile:
         sandboxed = ClaudeProvider(sandbox=SandboxConfig())
         assert dict(sandboxed.env_defaults) == {"CLAUDE_BASH_MAINTAIN_PROJECT_WORKING_DIR": "1"}
         agent = CliAgent(sandboxed, executor=FakeExecutor(binaries=BINARIES), env={"PATH": "/x"})
-        assert agent.env["CLAUDE_BASH_MAINTAIN_PROJECT_WORKING_DIR"] == "1"
+        assert agent.cli.env["CLAUDE_BASH_MAINTAIN_PROJECT_WORKING_DIR"] == "1"
 
     @pytest.mark.parametrize("folder", ["recorded", "recorded-2.1.332"])
     def test_the_default_model_of_every_checked_version_is_in_the_catalogue(
