@@ -155,8 +155,8 @@ class Session:
     shared implementation such as ``SqliteStore``, in any: a session with a checkpoint key
     leases the key for the whole turn and first reads the checkpoint again, so it continues
     wherever another process left the conversation; one without leases the provider
-    conversation for each attempt. Leave it None when the transport takes such locks itself,
-    as the one-shot transport an ``Agent`` builds does. A lease lives ``lease_ttl`` seconds
+    conversation for each attempt (None: turns are not serialized; an Agent always gives its
+    own in-process leases at least). A lease lives ``lease_ttl`` seconds
     and is renewed while the turn runs; a turn that cannot get it within ``lease_timeout``
     seconds (None: waits until it comes free) raises LeaseTimeoutError with nothing run. Each
     of ``event_handlers`` is an AgentEventHandler or a plain function of one event.
