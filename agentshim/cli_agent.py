@@ -130,8 +130,8 @@ class CliAgent:
     """The script door: one installed, health-checked agent CLI, ready to run turns.
 
     ``provider`` is a provider name, a Provider, or an :class:`InstalledCli` already found
-    (then ``model``, ``executor``, ``env``, ``check_timeout`` and ``catalog`` are not
-    used). Otherwise the constructor finds the binary on the env's PATH and checks it once
+    (then ``model``, ``executor`` and ``env`` are refused: they are the InstalledCli's; use
+    ``dataclasses.replace(cli, model=...)`` for another model). Otherwise the constructor finds the binary on the env's PATH and checks it once
     (:meth:`InstalledCli.find`); every session and turn reuses that. ``env=None`` takes the
     user's interactive shell environment, so the CLI sees the same PATH and credentials it
     does in a terminal.
@@ -166,6 +166,18 @@ class CliAgent:
             given if given is not None else LeaseKeeper(InMemoryLeases(expires=False))
         )
         if isinstance(provider, InstalledCli):
+            own = [
+                name
+                for name, value in (("model", model), ("executor", executor), ("env", env))
+                if value is not None
+            ]
+            if own:
+                raise InvalidRequestError(
+                    own[0],
+                    "given with an InstalledCli",
+                    f"{own[0]} is the InstalledCli's own; drop it, or pass "
+                    f"dataclasses.replace(cli, {own[0]}=...)",
+                )
             self.cli: InstalledCli = provider
         else:
             found = (

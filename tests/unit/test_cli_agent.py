@@ -14,6 +14,7 @@ from agentshim import (
     CliAgent,
     CliCheckError,
     CliNotFoundError,
+    InvalidRequestError,
     OutputSchema,
     SessionStateError,
     StdioMcpServer,
@@ -98,6 +99,13 @@ class TestConstruction:
         assert "--model" in fake.requests[0].argv
         assert "claude-opus-4-1" in fake.requests[0].argv
         assert agent.cli.model is None
+
+    def test_a_facade_over_an_installed_cli_refuses_settings_that_are_the_cli_s(self) -> None:
+        agent, fake = make(scripted_turn("claude", text="a", session_id="s"))
+        with pytest.raises(InvalidRequestError, match="replace") as caught:
+            CliAgent(agent.cli, model="claude-opus-4-1")
+        assert caught.value.field == "model"
+        assert fake.requests == []
 
     def test_handlers_are_combined(self) -> None:
         first, second = RecordingEventHandler(), RecordingEventHandler()

@@ -86,7 +86,7 @@ def _conversation(provider: str, started: threading.Event, *, grace: float) -> t
 
     executor = FakeExecutor(peers=peer, binaries={binary_name: binary})
     context = InstalledCli(
-        provider=CliAgent(provider, executor=executor, env=ENV).provider,
+        provider=CliAgent(provider, executor=executor, env=ENV).cli.provider,
         executor=executor,
         binary_path=binary,
         env=ENV,
