@@ -14,7 +14,7 @@ What is public comes in three tiers; a name is supported only if one of them lis
    :mod:`agentshim.core.plugin`, :mod:`agentshim.providers.catalog`,
    :mod:`agentshim.core.conversation`, :mod:`agentshim.state.checkpoints`,
    :mod:`agentshim.state.leases`, :mod:`agentshim.core.clock`,
-   :mod:`agentshim.transport.context`, :mod:`agentshim.execution`, :mod:`agentshim.testing`,
+   :mod:`agentshim.transport.installed`, :mod:`agentshim.execution`, :mod:`agentshim.testing`,
    :mod:`agentshim.testing.contracts` and :mod:`agentshim.testing.session_contracts`.
 
 Everything else is internal, whatever its ``__all__`` says (there it names what the module

@@ -1,12 +1,14 @@
 """Agent: a provider's transport plus the permissions, clock, ids and recovery policy its sessions share.
 
-``Agent(name, permissions=..., approvals=...)`` builds the one-shot transport for a provider
-name on an executor (the host by default, wrapped by a Confinement when one is given);
-``Agent.over(transport, ...)`` uses a ready-made Transport. ``Agent.start_session(cwd)`` opens
-a :class:`~agentshim.session.Session`. Sessions of one Agent never run turns in the same
-provider conversation at the same time: the Agent keeps one lock per (provider, session id),
-taken once per turn. Given ``leases`` (``SqliteStore(path)`` for the processes of one machine),
-that holds across every worker process that shares them.
+``Agent(name, permissions=..., approvals=...)`` resolves the provider's installed CLI
+(:class:`~agentshim.transport.installed.InstalledCli`, found and checked once, on first use)
+on an executor (the host by default, wrapped by a Confinement when one is given) and builds
+its transport from it, one-shot or long-lived alike; ``Agent(transport, ...)`` uses a
+ready-made Transport. ``Agent.start_session(cwd)`` opens a :class:`~agentshim.session.Session`.
+Sessions of one Agent never run turns in the same provider conversation at the same time:
+they take the Agent's in-process leases, once per turn. Given ``leases``
+(``SqliteStore(path)`` for the processes of one machine), that holds across every worker
+process that shares them.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 
-from agentshim.cli_agent import CliAgent, ignore_log_line
+from agentshim.cli_agent import catalogue_window, read_session_title
 from agentshim.core._checks import instance, model_name, seconds, working_directory
 from agentshim.core.approvals import Approvals, ApprovalsArgument, approvals_value
 from agentshim.core.clock import Clock, SystemClock
@@ -48,7 +50,7 @@ from agentshim.execution.executor import CommandExecutor
 from agentshim.execution.host import HostCommandExecutor
 from agentshim.execution.state_files import StateFiles
 from agentshim.idle import IdleHousekeeper
-from agentshim.oneshot import OneShotTransport, check_permissions
+from agentshim.oneshot import OneShotTransport, check_permissions, probe_installed
 from agentshim.otel import Tracing
 from agentshim.providers import DEFAULT_CATALOG, ProviderCatalog
 from agentshim.providers.catalog import one_shot_over, transport_factories, transports_offered
@@ -56,18 +58,11 @@ from agentshim.providers.portability import LazyPorter, porter_for
 from agentshim.session import Session
 from agentshim.state.checkpoints import CheckpointStore, ConversationBlobs
 from agentshim.state.leases import ConversationLeases, InMemoryLeases, LeaseKeeper, kept_leases
-from agentshim.transport.context import TransportContext
+from agentshim.transport.installed import InstalledCli, LazyCli, ignore_log_line
 from agentshim.transport.per_turn import PerTurnTransport
 from agentshim.transport.shared import SharingTransport, WarmingTransport
 
 __all__ = ["Agent"]
-
-
-def _catalogue_window(model: str | None) -> int | None:
-    """The catalogue's context window of ``model`` (the catalogue is imported when asked)."""
-    from agentshim.models import context_window_of
-
-    return context_window_of(model)
 
 
 class Agent:
@@ -78,19 +73,22 @@ class Agent:
     (``start_session`` may override ``renewal``). Each of ``event_handlers`` is an
     AgentEventHandler or a plain function of one event.
 
-    The transport runs on ``executor`` (host by default); with a ``confinement`` every process
-    runs inside it and the confinement supplies the env, so passing ``env`` too is an
-    InvalidRequestError. ``transport`` is the kind of transport to build
-    (``TransportKind.ONE_SHOT``, the default). For a ready-made Transport use
-    :meth:`Agent.over`.
+    ``provider`` is a provider name, whose transport the Agent builds, or a ready-made
+    Transport, which it uses as it is. For a name, the transport runs on ``executor`` (host by
+    default); with a ``confinement`` every process runs inside it and the confinement supplies
+    the env, so passing ``env`` too is an InvalidRequestError. ``transport`` is the kind of
+    transport to build (``TransportKind.ONE_SHOT``, the default), ``check_timeout`` the
+    budget of the CLI's health check (15 s), ``catalog`` where the name is looked up.
+    ``executor``, ``confinement``, ``env``, ``check_timeout``, ``transport``, ``catalog`` and
+    ``share_processes`` build a transport, so they are refused with a ready-made one.
 
     ``checkpoints`` is the store ``start_session`` uses unless it is given another. ``leases``
     serializes turns across processes: every session then holds a lease on its checkpoint key
     (or, without one, on its provider conversation) for each turn, renewed while it runs and
     expiring ``lease_ttl`` seconds after a crashed holder last renewed it; a turn that cannot
     get it within ``lease_timeout`` seconds (None: waits until it comes free) raises
-    LeaseTimeoutError with nothing run. Without ``leases`` the Agent's own in-process locks
-    serialize its sessions, as before.
+    LeaseTimeoutError with nothing run. Without ``leases`` the Agent's own in-process leases
+    serialize its sessions.
 
     ``max_cost_usd`` and ``max_tokens`` bound each turn, ``max_session_cost_usd`` and
     ``max_session_tokens`` each session (defaults that ``start_session`` and ``turn`` may
@@ -109,8 +107,9 @@ class Agent:
     ``max_processes`` processes per process-wide configuration. See ``docs/sessions.md``.
 
     Raises:
-        InvalidRequestError: ``provider`` is not a name, ``permissions`` or ``approvals`` of
-            the wrong type, or both ``env`` and ``confinement``.
+        InvalidRequestError: ``provider`` is neither a name nor a Transport, ``permissions``
+            or ``approvals`` of the wrong type, both ``env`` and ``confinement``, or a
+            setting that builds a transport given with a ready-made one.
         ProviderCapabilityError: the transport cannot honour ``permissions``, the provider
             has no transport of the requested kind, or ``share_processes`` is given for a
             transport that serves one conversation per process.
@@ -118,7 +117,7 @@ class Agent:
 
     def __init__(
         self,
-        provider: str,
+        provider: str | Transport,
         *,
         permissions: NativePermissions,
         approvals: ApprovalsArgument,
@@ -132,9 +131,9 @@ class Agent:
         event_handlers: EventSink | Sequence[EventSink] = (),
         env: Mapping[str, str] | None = None,
         log: Callable[[str], None] | None = None,
-        check_timeout: float = 15.0,
-        transport: TransportKind = TransportKind.ONE_SHOT,
-        catalog: ProviderCatalog = DEFAULT_CATALOG,
+        check_timeout: float | None = None,
+        transport: TransportKind | None = None,
+        catalog: ProviderCatalog | None = None,
         checkpoints: CheckpointStore | None = None,
         leases: ConversationLeases | None = None,
         lease_ttl: float = 30.0,
@@ -150,12 +149,12 @@ class Agent:
         portable: bool | None = None,
         share_processes: ProcessSharing | None = None,
     ) -> None:
-        if not isinstance(provider, str):  # pyright: ignore[reportUnnecessaryIsInstance]
+        if not isinstance(provider, (str, Transport)):  # pyright: ignore[reportUnnecessaryIsInstance]
             raise InvalidRequestError(
                 "provider",
-                f"{type(provider).__name__} is not a provider name",
-                f"Agent(provider) takes a provider name such as 'claude', not {provider!r:.80}; "
-                "for a ready-made Transport use Agent.over(transport, ...)",
+                f"{type(provider).__name__} is neither a provider name nor a Transport",
+                "Agent(provider) takes a provider name such as 'claude' or a ready-made "
+                f"Transport, not {provider!r:.80}",
             )
         self._share(permissions, approvals, model, clock, ids, retry, renewal, event_handlers, log)
         self._share_state(checkpoints, leases, lease_ttl, lease_timeout)
@@ -165,6 +164,32 @@ class Agent:
         )
         self.tracing = tracing
         self.portable = portable
+        self._confinement = confinement
+        if not isinstance(provider, str):
+            building = {
+                "executor": executor,
+                "confinement": confinement,
+                "env": env,
+                "check_timeout": check_timeout,
+                "transport": transport,
+                "catalog": catalog,
+                "share_processes": share_processes,
+            }
+            given = [name for name, value in building.items() if value is not None]
+            if given:
+                raise InvalidRequestError(
+                    given[0],
+                    "given with a ready-made Transport",
+                    f"{given[0]} builds the transport of a provider name; a ready-made "
+                    f"{type(provider).__name__} already has it: drop {given[0]}",
+                )
+            self.transport: Transport = provider
+            ready = provider if isinstance(provider, OneShotTransport) else None
+            self._cli: LazyCli | None = LazyCli(ready.installed) if ready is not None else None
+            self._check_timeout = ready.check_timeout if ready is not None else 15.0
+            return
+        transport = TransportKind.ONE_SHOT if transport is None else transport
+        catalog = DEFAULT_CATALOG if catalog is None else catalog
         if confinement is not None and env is not None:
             raise InvalidRequestError(
                 "env",
@@ -193,57 +218,43 @@ class Agent:
             check_permissions(
                 profile, ConversationSpec(permissions=permissions, approvals=self.approvals)
             )
-        self._confinement = confinement
         base = executor if executor is not None else HostCommandExecutor()
         # A cwd the host runs the CLI in is checked when the session opens, not mid-turn.
         self._host_paths = confinement is None and isinstance(base, HostCommandExecutor)
         run_on = confine(base, confinement) if confinement is not None else base
         agent_env = dict(confinement.env) if confinement is not None else env
-        log_line = self.log
+        log_line, clock, default_model = self.log, self.clock, self.model
+        check_timeout = seconds(
+            "Agent",
+            "check_timeout",
+            15.0 if check_timeout is None else check_timeout,
+            positive=True,
+        )
 
-        def build() -> CliAgent:
-            return CliAgent(
-                provider,
-                model=model,
-                executor=run_on,
-                env=agent_env,
+        def find() -> InstalledCli:
+            return InstalledCli.find(
+                plugin.create_provider(),
+                run_on,
+                agent_env,
+                model=default_model,
                 check_timeout=check_timeout,
                 log=log_line,
-                catalog=catalog,
-            )
-
-        one_shot = OneShotTransport(build, profile=profile, check_timeout=check_timeout)
-        self._porter_source: OneShotTransport | None = one_shot
-        if transport is TransportKind.ONE_SHOT and per_turn is None:
-            self.transport: Transport = one_shot
-            # The CliAgent takes the in-process conversation locks itself; sessions take
-            # leases only when they reach beyond this process.
-            self._session_leases: ConversationLeases | None = self._leases
-            return
-        # Readiness is the CLI's, whatever the transport: the one-shot probe reports it, and
-        # session titles are read with a command of their own. The transport runs the same
-        # CliAgent, built (binary found and checked) once, on first use.
-        self._prober = one_shot
-        clock = self.clock
-
-        def context() -> TransportContext:
-            cli = one_shot.cli_agent
-            return TransportContext(
-                provider=cli.provider,
-                executor=cli.executor,
-                binary_path=cli.binary_path,
-                env=cli.env,
-                model=cli.model,
-                log=log_line,
                 clock=clock.monotonic,
-                context_window=_catalogue_window,
+                context_window=catalogue_window,
             )
 
-        if per_turn is not None:
-            self.transport = PerTurnTransport(factories[per_turn](context))
+        # The one installed CLI, found and checked on first use, that every transport runs,
+        # readiness is probed on, and session titles are read with.
+        self._cli = LazyCli(find)
+        self._check_timeout = check_timeout
+        if transport is TransportKind.ONE_SHOT and per_turn is None:
+            self.transport = OneShotTransport(
+                self._cli.get, profile=profile, check_timeout=check_timeout
+            )
+        elif per_turn is not None:
+            self.transport = PerTurnTransport(factories[per_turn](self._cli.get))
         else:
-            self.transport = factories[transport](context)
-        self._session_leases = self._own_leases()
+            self.transport = factories[transport](self._cli.get)
         if share_processes is not None:
             self._share_processes(share_processes)
 
@@ -302,85 +313,21 @@ class Agent:
             )
         transport.sharing = sharing
 
-    @classmethod
-    def over(
-        cls,
-        transport: Transport,
-        *,
-        permissions: NativePermissions,
-        approvals: ApprovalsArgument,
-        model: str | None = None,
-        clock: Clock | None = None,
-        ids: IdAllocator | None = None,
-        retry: RetryPolicy | None = None,
-        renewal: RenewalBudget | None = None,
-        event_handlers: EventSink | Sequence[EventSink] = (),
-        log: Callable[[str], None] | None = None,
-        checkpoints: CheckpointStore | None = None,
-        leases: ConversationLeases | None = None,
-        lease_ttl: float = 30.0,
-        lease_timeout: float | None = None,
-        stall_timeout: float | None = None,
-        approval_timeout: float = 60.0,
-        max_cost_usd: float | None = None,
-        max_tokens: int | None = None,
-        max_session_cost_usd: float | None = None,
-        max_session_tokens: int | None = None,
-        unknown_cost: UnknownCost = UnknownCost.REFUSE,
-        tracing: Tracing | None = None,
-        portable: bool | None = None,
-    ) -> Agent:
-        """An Agent whose sessions open conversations on a ready-made ``transport``.
-
-        Its sessions take the Agent's conversation lock around each turn (``leases``, or the
-        Agent's in-process ones; ``checkpoints`` and the lease settings as in the
-        constructor; the spending limits too). A :class:`~agentshim.oneshot.OneShotTransport` locks each turn in its
-        CliAgent's registry already, so over one and without ``leases`` the sessions leave the
-        locking to it: one registry, which also holds turns run on that CliAgent directly.
-
-        Raises:
-            InvalidRequestError: ``transport`` is not a Transport, or ``permissions`` or
-                ``approvals`` of the wrong type.
-        """
-        instance("Agent.over", "transport", transport, Transport, "a Transport")
-        agent = cls.__new__(cls)
-        agent._share(permissions, approvals, model, clock, ids, retry, renewal, event_handlers, log)
-        agent._share_state(checkpoints, leases, lease_ttl, lease_timeout)
-        agent._timeouts(stall_timeout, approval_timeout)
-        agent.limits = SpendingLimits(
-            max_cost_usd, max_tokens, max_session_cost_usd, max_session_tokens, unknown_cost
-        )
-        agent.tracing = tracing
-        agent._confinement = None
-        agent.transport = transport
-        agent.portable = portable
-        one_shot = isinstance(transport, OneShotTransport)
-        agent._porter_source = transport if isinstance(transport, OneShotTransport) else None
-        agent._session_leases = agent._leases if one_shot else agent._own_leases()
-        return agent
-
     def _porter_for(self, store: CheckpointStore | None) -> ConversationPorter | None:
         """The porter sessions on ``store`` move their conversations with, if they do."""
         portable = self.portable
         if portable is None:
             portable = bool(getattr(store, "spans_hosts", False))
-        source = self._porter_source
+        source = self._cli
         if not portable or source is None or not isinstance(store, ConversationBlobs):
             return None
         profile = self.profile
 
         def build() -> ConversationPorter | None:
-            cli = source.cli_agent
+            cli = source.get()
             return porter_for(profile, StateFiles(cli.executor, cli.env), cli.binary_path)
 
         return LazyPorter(profile.name, build)
-
-    def _own_leases(self) -> ConversationLeases:
-        """The leases sessions take themselves: the caller's, or this Agent's in-process ones."""
-        if self._leases is None:
-            # The registry belongs to this Agent: sessions of other Agents are not serialized.
-            self._leases = LeaseKeeper(InMemoryLeases(expires=False), log=self.log)
-        return self._leases
 
     def _share_state(
         self,
@@ -394,7 +341,12 @@ class Agent:
             hint = "a CheckpointStore such as FileCheckpointStore(directory), or None"
             instance("Agent", "checkpoints", checkpoints, CheckpointStore, hint)
         self.checkpoints = checkpoints
-        self._leases = kept_leases("Agent", leases, self.log)
+        given = kept_leases("Agent", leases, self.log)
+        # Without leases of the caller's, the Agent's own in-process ones serialize its
+        # sessions (and only its sessions) on every transport.
+        self._leases: ConversationLeases = (
+            given if given is not None else LeaseKeeper(InMemoryLeases(expires=False), log=self.log)
+        )
         self.lease_ttl = seconds("Agent", "lease_ttl", lease_ttl, positive=True)
         self.lease_timeout = (
             None if lease_timeout is None else seconds("Agent", "lease_timeout", lease_timeout)
@@ -432,8 +384,6 @@ class Agent:
             "Agent", "event_handlers", event_handlers
         )
         self.log: Callable[[str], None] = log or ignore_log_line
-        # Set by a long-lived transport's Agent: it probes the CLI the one-shot way.
-        self._prober: OneShotTransport | None = None
         # Made with the first session that has idle_release_after: idle release on time.
         self._idle: IdleHousekeeper | None = None
         self._idle_lock = threading.Lock()
@@ -458,8 +408,8 @@ class Agent:
         transport = self.transport
         if isinstance(transport, ProbingTransport):
             return transport.probe()
-        if self._prober is not None:
-            return self._prober.probe()
+        if self._cli is not None:
+            return probe_installed(self._cli.get, self.profile, timeout=self._check_timeout)
         return Readiness(
             self.profile.name,
             binary_found=False,
@@ -477,14 +427,13 @@ class Agent:
             CliNotFoundError, CliCheckError: the CLI is not installed or fails its check.
             InvalidSessionIdError: ``session_id`` is not a safe id.
         """
-        transport = self._prober if self._prober is not None else self.transport
-        if not isinstance(transport, OneShotTransport):
+        if self._cli is None:
             raise ProviderCapabilityError(
-                f"this Agent's transport ({type(transport).__name__}) runs no commands of its "
-                "own, so session titles cannot be read through it; use a CliAgent on the same "
-                "executor"
+                f"this Agent's transport ({type(self.transport).__name__}) runs no commands of "
+                "its own, so session titles cannot be read through it; use a CliAgent on the "
+                "same executor"
             )
-        return transport.cli_agent.session_title(session_id, timeout=timeout)
+        return read_session_title(self._cli.get(), session_id, timeout=timeout)
 
     def start_session(
         self,
@@ -565,7 +514,7 @@ class Agent:
             event_handlers=self.event_handlers,
             checkpoints=store,
             checkpoint_key=checkpoint_key,
-            leases=self._session_leases,
+            leases=self._leases,
             lease_ttl=self.lease_ttl,
             lease_timeout=self.lease_timeout,
             log=self.log,

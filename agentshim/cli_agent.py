@@ -1,4 +1,4 @@
-"""CliAgent and AgentSession: one CLI process per turn, composed over a provider.
+"""CliAgent and AgentSession: the script door, one CLI process per turn over an InstalledCli.
 
 This module sits above ``providers/`` because turning a provider name into a provider means
 importing the catalog, which ``core/`` may not do.
@@ -6,14 +6,11 @@ importing the catalog, which ``core/`` may not do.
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 import os
 import threading
-import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Protocol, runtime_checkable
 
 from agentshim.core import lifecycle_kinds as lk
 from agentshim.core._checks import is_positive_seconds, model_name, seconds, working_directory
@@ -21,7 +18,6 @@ from agentshim.core.conversation import TurnStop, directory, do_nothing
 from agentshim.core.errors import (
     AgentShimError,
     CliExitError,
-    CliNotFoundError,
     CliTimeoutError,
     FailureKind,
     InvalidRequestError,
@@ -40,6 +36,7 @@ from agentshim.core.events import (
     RunFinished,
     RunStarted,
     SessionTitle,
+    TurnInterrupted,
     event_callback,
     event_callbacks,
 )
@@ -59,7 +56,6 @@ from agentshim.core.schema import compact_json, dialect_problems, materialize
 from agentshim.core.tools import TOOL_SERVER_NAME
 from agentshim.core.turn import OutputSchema, ParsedTurn, TurnRequest, TurnResult
 from agentshim.core.usage import ProviderUsage
-from agentshim.execution.env import interactive_env
 from agentshim.execution.executor import (
     CallbackSink,
     CommandExecutor,
@@ -69,7 +65,14 @@ from agentshim.execution.executor import (
 )
 from agentshim.execution.host import HostCommandExecutor
 from agentshim.providers import DEFAULT_CATALOG, ProviderCatalog
-from agentshim.state.locks import ConversationLock, KeyedLocks
+from agentshim.state.leases import (
+    ConversationLeases,
+    InMemoryLeases,
+    LeaseKeeper,
+    TurnLease,
+    conversation_key,
+    kept_leases,
+)
 from agentshim.tools.local import (
     InstallsTools,
     LocalToolServer,
@@ -77,8 +80,12 @@ from agentshim.tools.local import (
     serve_tools,
     with_tools,
 )
+from agentshim.transport.installed import InstalledCli, ignore_log_line, required_env
 
-__all__ = ["AgentSession", "CliAgent", "EnvDefaultsProvider"]
+__all__ = ["AgentSession", "CliAgent", "catalogue_window", "read_session_title"]
+
+#: How long a turn's conversation lease lives between renewals when the leases expire (s).
+_LEASE_TTL_S = 30.0
 
 
 class _Handlers:
@@ -109,99 +116,88 @@ class _Handlers:
             raise self.error
 
 
-@runtime_checkable
-class EnvDefaultsProvider(Protocol):
-    """A provider that declares environment defaults for its CLI (optional).
+def catalogue_window(model: str | None) -> int | None:
+    """The catalogue's context window of ``model`` (the catalogue is imported when asked)."""
+    # Imported here: the catalogue reads every provider's tables, which most imports of this
+    # module never need.
+    from agentshim.models import context_window_of
 
-    ``CliAgent`` adds each of ``env_defaults`` where the env it runs with does not set it.
-    """
-
-    @property
-    def env_defaults(self) -> Mapping[str, str]:
-        """Variables the CLI should see unless the caller's env sets them."""
-        ...
-
-
-def ignore_log_line(_: str) -> None:
-    """Drop a log line (the default logger of every door that takes a ``log``)."""
+    return context_window_of(model)
 
 
 class CliAgent:
-    """One installed, health-checked agent CLI, ready to run turns.
+    """The script door: one installed, health-checked agent CLI, ready to run turns.
 
-    The constructor resolves the binary on the env's PATH and runs its health check once;
-    every session and turn reuses that. ``env=None`` takes the user's interactive shell
-    environment, so the CLI sees the same PATH and credentials it does in a terminal.
+    ``provider`` is a provider name, a Provider, or an :class:`InstalledCli` already found
+    (then ``model``, ``executor`` and ``env`` are refused: they are the InstalledCli's; use
+    ``dataclasses.replace(cli, model=...)`` for another model). Otherwise the constructor finds the binary on the env's PATH and checks it once
+    (:meth:`InstalledCli.find`); every session and turn reuses that. ``env=None`` takes the
+    user's interactive shell environment, so the CLI sees the same PATH and credentials it
+    does in a terminal.
 
-    Environment defaults: the provider's ``env_defaults`` (see :class:`EnvDefaultsProvider`)
-    are added where the env does not set them. ``profile.container_env`` is set when running
-    as root, over any value the env or a request gives, since some CLIs refuse their
-    permission-bypass flags to root without exactly that value.
-
-    ``event_handler`` and ``event_handlers`` receive every turn's events; each is an
-    AgentEventHandler or a plain function of one event. ``locks`` is the registry of
-    conversation locks (one per provider and session id) its sessions share; an ``Agent``
-    hands its own, and by default the CliAgent has one of its own.
+    ``event_handlers`` receive every turn's events; each is an AgentEventHandler or a plain
+    function of one event. ``leases`` serialize the turns of one provider conversation: two
+    sessions that hold the same conversation take turns in it. By default the CliAgent keeps
+    in-process leases of its own; pass ``SqliteStore(path)`` (or any ConversationLeases) to
+    serialize across processes.
     """
 
     def __init__(
         self,
-        provider: str | Provider,
+        provider: str | Provider | InstalledCli,
         *,
         model: str | None = None,
         executor: CommandExecutor | None = None,
         env: Mapping[str, str] | None = None,
-        event_handler: EventSink | None = None,
         event_handlers: EventSink | Sequence[EventSink] = (),
         check_timeout: float = 15.0,
         log: Callable[[str], None] | None = None,
         catalog: ProviderCatalog = DEFAULT_CATALOG,
-        locks: KeyedLocks | None = None,
+        leases: ConversationLeases | None = None,
     ) -> None:
-        self.provider: Provider = (
-            catalog.plugin(provider).create_provider() if isinstance(provider, str) else provider
-        )
-        self.profile: ProviderProfile = self.provider.profile
-        self.model = model_name("CliAgent", "model", model)
-        check_timeout = seconds("CliAgent", "check_timeout", check_timeout, positive=True)
-        self.executor: CommandExecutor = executor if executor is not None else HostCommandExecutor()
         self.log: Callable[[str], None] = log or ignore_log_line
-        self.env: dict[str, str] = _compose_env(self.provider, env)
-        try:
-            self.binary_path: str = self.executor.find_binary(self.profile.binary, self.env)
-        except CliNotFoundError as error:
-            install = self.profile.install_command
-            if install is None or error.install is not None:
-                raise
-            raise CliNotFoundError(
-                error.binary, f"{error}; install it with: {install}", install=install
-            ) from None
-        # A provider may say its binary has no --version to check (an ACP adapter).
-        if getattr(self.provider, "checks_version", True) is not False:
-            self.executor.check_binary(self.binary_path, self.env, timeout=check_timeout)
-        self.handlers: tuple[Emit, ...] = _handlers("CliAgent", event_handler, event_handlers)
-        self.locks: KeyedLocks = locks if locks is not None else KeyedLocks()
+        # Checked before the CLI is looked for: a wrong argument runs nothing.
+        self.handlers: tuple[Emit, ...] = event_callbacks(
+            "CliAgent", "event_handlers", event_handlers
+        )
+        given = kept_leases("CliAgent", leases, self.log)
+        self.leases: ConversationLeases = (
+            given if given is not None else LeaseKeeper(InMemoryLeases(expires=False))
+        )
+        if isinstance(provider, InstalledCli):
+            own = [
+                name
+                for name, value in (("model", model), ("executor", executor), ("env", env))
+                if value is not None
+            ]
+            if own:
+                raise InvalidRequestError(
+                    own[0],
+                    "given with an InstalledCli",
+                    f"{own[0]} is the InstalledCli's own; drop it, or pass "
+                    f"dataclasses.replace(cli, {own[0]}=...)",
+                )
+            self.cli: InstalledCli = provider
+        else:
+            found = (
+                catalog.plugin(provider).create_provider()
+                if isinstance(provider, str)
+                else provider
+            )
+            self.cli = InstalledCli.find(
+                found,
+                executor if executor is not None else HostCommandExecutor(),
+                env,
+                model=model_name("CliAgent", "model", model),
+                check_timeout=seconds("CliAgent", "check_timeout", check_timeout, positive=True),
+                log=self.log,
+                context_window=catalogue_window,
+            )
 
-    def derive(
-        self,
-        *,
-        model: str | None = None,
-        event_handler: EventSink | None = None,
-        event_handlers: EventSink | Sequence[EventSink] = (),
-    ) -> CliAgent:
-        """Return an agent on the same checked install with another model and handlers.
-
-        The binary is not looked up or checked again; the conversation locks are shared. With
-        no ``model`` it keeps this agent's, and with no handler given it keeps this agent's.
-        """
-        handlers = _handlers("CliAgent.derive", event_handler, event_handlers)
-        if not handlers:
-            handlers = self.handlers
-        # A shallow copy shares the provider, executor, env and lock registry as they are.
-        derived = copy.copy(self)
-        derived.model = model if model is not None else self.model
-        derived.handlers = handlers
-        return derived
+    @property
+    def profile(self) -> ProviderProfile:
+        """The provider's static capabilities (``cli`` holds the rest of the installed CLI)."""
+        return self.cli.provider.profile
 
     def start_session(
         self,
@@ -222,10 +218,12 @@ class CliAgent:
             InvalidRequestError: ``timeout`` is not a positive number of seconds, or ``cwd``
                 is not an existing directory of this machine when the CLI runs here.
         """
-        if isinstance(self.executor, HostCommandExecutor):
+        if isinstance(self.cli.executor, HostCommandExecutor):
             cwd = working_directory("", "cwd", directory("", "cwd", cwd))
         return AgentSession(
-            self,
+            self.cli,
+            event_handlers=self.handlers,
+            leases=self.leases,
             cwd=cwd,
             timeout=timeout,
             session_id=session_id,
@@ -249,60 +247,40 @@ class CliAgent:
         return self.start_session(cwd=cwd, timeout=timeout).turn(request, on_event=on_event)
 
     def session_title(self, session_id: str, *, timeout: float = 10.0) -> SessionTitle | None:
-        """The title the CLI gave conversation ``session_id``, read where the CLI runs.
-
-        For a CLI that writes its titles out of band (Claude Code's transcript) the probe of
-        :func:`agentshim.titles.title_probe` runs through this agent's executor, with its env,
-        and :func:`agentshim.titles.parse_title` reads what it printed. None when there is no
-        title (no transcript, no title yet), and for a CLI that names its titles in band (they
-        arrive as SessionTitle events during the turn).
-
-        Raises:
-            InvalidSessionIdError: ``session_id`` is not a safe id.
-            InvalidRequestError: ``timeout`` is not a positive number of seconds.
-            CliTimeoutError: the probe ran longer than ``timeout``.
-        """
-        # Imported here: the titles module reads Claude Code's transcript format, which an
-        # import of this module should not load.
-        from agentshim.titles import parse_title, title_probe
-
-        validate_session_id(session_id)
-        limit = seconds("CliAgent.session_title", "timeout", timeout, positive=True)
-        probe = title_probe(self.profile.name, session_id)
-        if probe is None:
-            return None
-        printed: list[str] = []
-        request = CommandRequest(argv=["sh", "-c", probe], env=self.env, timeout=limit)
-        self.executor.run(request, CallbackSink(on_stdout=printed.append))
-        return parse_title(self.profile.name, "".join(printed))
+        """The title the CLI gave conversation ``session_id``; see :func:`read_session_title`."""
+        return read_session_title(self.cli, session_id, timeout=timeout)
 
 
-def _handlers(owner: str, handler: EventSink | None, handlers: object) -> tuple[Emit, ...]:
-    first = (event_callback("event_handler", handler),) if handler is not None else ()
-    return (*first, *event_callbacks(owner, "event_handlers", handlers))
+def read_session_title(
+    cli: InstalledCli, session_id: str, *, timeout: float = 10.0
+) -> SessionTitle | None:
+    """The title ``cli`` gave conversation ``session_id``, read where the CLI runs.
 
+    For a CLI that writes its titles out of band (Claude Code's transcript) the probe of
+    :func:`agentshim.titles.title_probe` runs through the CLI's executor, with its env, and
+    :func:`agentshim.titles.parse_title` reads what it printed. None when there is no title
+    (no transcript, no title yet), and for a CLI that names its titles in band (they arrive
+    as SessionTitle events during the turn).
 
-def _compose_env(provider: Provider, env: Mapping[str, str] | None) -> dict[str, str]:
-    composed = dict(interactive_env()) if env is None else dict(env)
-    defaults: Mapping[str, str] = (
-        provider.env_defaults if isinstance(provider, EnvDefaultsProvider) else {}
-    )
-    for key, value in defaults.items():
-        composed.setdefault(key, value)
-    composed.update(_required_env(provider))
-    return composed
+    Raises:
+        InvalidSessionIdError: ``session_id`` is not a safe id.
+        InvalidRequestError: ``timeout`` is not a positive number of seconds.
+        CliTimeoutError: the probe ran longer than ``timeout``.
+    """
+    # Imported here: the titles module reads Claude Code's transcript format, which an
+    # import of this module should not load.
+    from agentshim.titles import parse_title, title_probe
 
-
-def _required_env(provider: Provider) -> Mapping[str, str]:
-    # Values the CLI needs to run at all as root (Claude Code refuses its bypass flags to root
-    # unless IS_SANDBOX=1): they win over an inherited or passed value such as IS_SANDBOX=yes,
-    # which the CLI does not accept.
-    return provider.profile.container_env if _running_as_root() else {}
-
-
-def _running_as_root() -> bool:
-    geteuid = getattr(os, "geteuid", None)
-    return geteuid is not None and geteuid() == 0
+    validate_session_id(session_id)
+    limit = seconds("read_session_title", "timeout", timeout, positive=True)
+    name = cli.provider.profile.name
+    probe = title_probe(name, session_id)
+    if probe is None:
+        return None
+    printed: list[str] = []
+    request = CommandRequest(argv=["sh", "-c", probe], env=dict(cli.env), timeout=limit)
+    cli.executor.run(request, CallbackSink(on_stdout=printed.append))
+    return parse_title(name, "".join(printed))
 
 
 class _TurnSink:
@@ -360,19 +338,24 @@ class _TurnSink:
 class AgentSession:
     """A conversation with one CLI, one process per turn; not safe to ``turn()`` concurrently.
 
+    ``cli`` is the installed CLI its turns run (``CliAgent.start_session`` hands its own),
+    ``event_handlers`` receive every turn's events, and ``leases`` (None: none taken) keep
+    two sessions from running turns in one provider conversation at the same time.
     ``session_id`` names the provider conversation the next turn resumes (None: start fresh).
-    ``cancel`` is the one thread-safe call. ``cancel_grace`` is how long a stopped CLI gets
-    between SIGTERM and SIGKILL when the stop comes through a ``TurnStop`` rather than
-    ``cancel(grace)``. ``stall_timeout`` (None: off) kills a turn's CLI when it prints
-    nothing for that long, and the turn raises TurnStalledError. With ``fork`` the first turn
-    starts a new conversation from ``session_id``'s history (where the profile
-    ``supports_fork``); the session then holds the new conversation.
+    ``interrupt`` (and its alias ``cancel``) is the one thread-safe call. ``cancel_grace`` is
+    how long a stopped CLI gets between SIGTERM and SIGKILL. ``stall_timeout`` (None: off)
+    kills a turn's CLI when it prints nothing for that long, and the turn raises
+    TurnStalledError. With ``fork`` the first turn starts a new conversation from
+    ``session_id``'s history (where the profile ``supports_fork``); the session then holds the
+    new conversation.
     """
 
     def __init__(
         self,
-        agent: CliAgent,
+        cli: InstalledCli,
         *,
+        event_handlers: EventSink | Sequence[EventSink] = (),
+        leases: ConversationLeases | None = None,
         cwd: str | None = None,
         timeout: float | None = None,
         session_id: str | None = None,
@@ -381,14 +364,19 @@ class AgentSession:
         stall_timeout: float | None = None,
         fork: bool = False,
     ) -> None:
-        self.agent = agent
-        if fork and (session_id is None or not agent.profile.supports_fork):
+        self.cli = cli
+        profile = cli.provider.profile
+        if fork and (session_id is None or not profile.supports_fork):
             raise ProviderCapabilityError(
-                f"{agent.profile.display_name} cannot fork a conversation"
+                f"{profile.display_name} cannot fork a conversation"
                 if session_id is not None
                 else "fork=True needs the session_id of the conversation to fork"
             )
         self.fork = fork
+        self.handlers: tuple[Emit, ...] = event_callbacks(
+            "AgentSession", "event_handlers", event_handlers
+        )
+        self._leases = kept_leases("AgentSession", leases, cli.log)
         self.stall_timeout = (
             None
             if stall_timeout is None
@@ -409,6 +397,11 @@ class AgentSession:
         self._default_grace = seconds("AgentSession", "cancel_grace", cancel_grace)
         self._grace_s = self._default_grace
 
+    @property
+    def profile(self) -> ProviderProfile:
+        """The provider's static capabilities."""
+        return self.cli.provider.profile
+
     # -- conversation bookkeeping -------------------------------------------------------
 
     def adopt(self, session_id: str, *, previous_usage: ProviderUsage | None = None) -> bool:
@@ -418,7 +411,7 @@ class AgentSession:
         flight; raises InvalidSessionIdError for an id that is not safe to pass to the CLI.
         """
         validate_session_id(session_id)
-        if not self.agent.profile.supports_resume:
+        if not self.profile.supports_resume:
             return False
         return self._hold(session_id, previous_usage)
 
@@ -435,17 +428,28 @@ class AgentSession:
             self.previous_usage = previous_usage
             return True
 
-    def cancel(self, grace: float = 5.0) -> None:
-        """Cancel the turn in flight: it raises TurnCancelledError; the session id is kept.
+    def interrupt(self) -> None:
+        """Cut the running turn short; thread-safe. ``Session.interrupt`` does the same.
 
-        Thread-safe. The CLI's process group gets SIGTERM, then SIGKILL after ``grace`` or
-        after the executor's own grace, whichever is sooner: ``HostCommandExecutor`` kills a
-        terminated process after its ``terminate_grace`` (5 s by default), so a longer
-        ``grace`` needs a longer ``terminate_grace`` too. A cancel that arrives before the
-        process exists is not lost: the CLI is not started, or is terminated the moment it
-        starts. The outcome is the same however late in the turn the cancel comes, even when
-        the CLI then exits cleanly. With no turn in flight it does nothing (the next turn is
-        not affected).
+        A turn whose CLI is running (or exiting on its own) returns its result marked
+        ``interrupted`` (with what the CLI printed before it stopped) and emits
+        ``TurnInterrupted``; the session keeps its conversation. A turn that has not started
+        its CLI yet (waiting for another session's turn in the conversation) raises
+        TurnCancelledError with nothing run. The CLI's process group gets SIGTERM, then
+        SIGKILL after ``cancel_grace``. With no turn in flight it does nothing: the next turn
+        is not affected.
+        """
+        with self._state:
+            stop = self._stop
+        if stop is not None:
+            stop.request()
+
+    def cancel(self, grace: float = 5.0) -> None:
+        """``interrupt()`` with ``grace`` seconds between SIGTERM and SIGKILL; thread-safe.
+
+        Kept as an alias of :meth:`interrupt`, with the same outcome. ``HostCommandExecutor``
+        kills a terminated process after its ``terminate_grace`` (5 s by default) whatever
+        ``grace`` says, so a longer ``grace`` needs a longer ``terminate_grace`` too.
         """
         grace = seconds("AgentSession.cancel", "grace", grace)
         with self._state:
@@ -464,44 +468,53 @@ class AgentSession:
         on_event: EventSink | None = None,
         stop: TurnStop | None = None,
     ) -> TurnResult:
-        """Run one turn and return its result.
+        """Run one turn and return its result (the same contract as ``Session.turn``).
 
-        Events go to the agent's handlers, then to ``on_event`` (an AgentEventHandler or a
+        Events go to the session's handlers, then to ``on_event`` (an AgentEventHandler or a
         function of one event), on this thread. ``stop`` is the turn's stop request when the
-        caller holds one: requesting it (before the turn or during it) is ``cancel()``.
+        caller holds one: requesting it (before the turn or during it) is ``interrupt()``.
+
+        Returns the turn's TurnResult: ``interrupted`` is True when ``interrupt()`` stopped
+        the CLI once it ran (the text is what it printed until then).
 
         Raises only AgentShimError subclasses (SessionStateError for a second concurrent turn,
         ProviderCapabilityError/SchemaDialectError before anything runs, CliExitError or
         SessionResumeError when the CLI or its stream reports failure, CliTimeoutError with the
-        partial turn, TurnCancelledError after ``cancel()``), except that an event handler that
-        raises fails the turn with its own exception.
+        partial turn, TurnCancelledError after an ``interrupt()`` that came before the CLI
+        started), except that an event handler that raises fails the turn with its own
+        exception.
         """
-        handlers = self.agent.handlers
+        handlers = self.handlers
         if on_event is not None:
             handlers = (*handlers, event_callback("on_event", on_event))
         turn_stop = stop if stop is not None else TurnStop()
         with self._state:
             if self._busy:
                 raise SessionStateError(
-                    "a turn is already running in this session; wait for it or cancel() it"
+                    "a turn is already running in this session; wait for it or interrupt() it"
                 )
             self._busy = True
             self._stop = turn_stop
             self._grace_s = self._default_grace
         installation: McpInstallation | None = None
         serving: LocalToolServer | None = None
-        lock = ConversationLock(self.agent.locks, self.agent.profile.name)
+        lease = TurnLease(self._leases, _LEASE_TTL_S, None) if self._leases is not None else None
         try:
             turn = _PreparedTurn(self, _as_request(request))
             resume_session_id = self.session_id
-            if resume_session_id is not None and not lock.wait(resume_session_id, turn_stop):
+            name = self.profile.name
+            if (
+                lease is not None
+                and resume_session_id is not None
+                and not lease.wait(conversation_key(name, resume_session_id), turn_stop)
+            ):
                 raise _cancelled_before_start()
             if turn_stop.is_set():
                 raise _cancelled_before_start()
             watched = _Handlers(handlers)
             emit: Emit = watched
-            if resume_session_id is None:
-                emit = lock.watching(emit)
+            if lease is not None and resume_session_id is None:
+                emit = lease.watching(emit, lambda session_id: conversation_key(name, session_id))
             serving = turn.serve_tools(emit)
             installation = turn.install_mcp(serving)
             turn.add_env(mcp_env(installation))
@@ -523,7 +536,8 @@ class AgentSession:
             finally:
                 if serving is not None:
                     serving.close()
-                lock.release()
+                if lease is not None:
+                    lease.release()
                 with self._state:
                     self._stop = None
                     self._busy = False
@@ -532,7 +546,7 @@ class AgentSession:
         note = installation.restore()
         if note:
             try:
-                self.agent.log(note)
+                self.cli.log(note)
             except Exception:
                 # The log is a side channel: a failing one must not replace the turn's own
                 # result or error (the note also reaches the result and the event stream).
@@ -549,15 +563,17 @@ class AgentSession:
         stop: TurnStop,
         serving: LocalToolServer | None,
     ) -> TurnResult:
-        provider = self.agent.provider
-        parser = provider.new_parser(emit, expect_structured=turn.request.output_schema is not None)
+        cli = self.cli
+        parser = cli.provider.new_parser(
+            emit, expect_structured=turn.request.output_schema is not None
+        )
         if isinstance(parser, ContextualStreamParser):
             parser.configure(
                 ParserContext(
                     previous_usage=self.previous_usage if resume_session_id is not None else None,
                     resumed=resume_session_id is not None,
                     requested_session_id=resume_session_id,
-                    model=turn.request.model or self.agent.model,
+                    model=turn.model,
                 )
             )
         command = CommandRequest(
@@ -569,22 +585,27 @@ class AgentSession:
             idle_timeout=self.stall_timeout,
         )
         emit(RunStarted(tuple(argv)))
-        started = time.monotonic()
+        started = cli.clock()
         sink = _TurnSink(parser, stop, lambda: self._grace_s)
         sink.side_channel = serving
         try:
-            outcome = self.agent.executor.run(command, sink)
+            outcome = cli.executor.run(command, sink)
         except BaseException as error:
             # A handler's exception fails the turn as it is, even one that looks like the
             # executor's own (a BrokenPipeError from a client that went away is an OSError).
             handler.reraise()
-            self._run_failed(error, parser, emit, stop, argv)
+            if stop.is_set() and isinstance(error, (AgentShimError, OSError)):
+                # However the executor reports the process it was told to stop, the turn
+                # was interrupted on request.
+                emit(RunFinished(None))
+                partial = _finish(parser, emit)
+                return self._interrupted(turn, partial, emit, _exit_code(error), started)
+            self._run_failed(error, parser, emit, argv)
             raise
         finally:
             sink.finished()
         # An executor that swallowed the handler's exception still fails the turn with it.
         handler.reraise()
-        duration_ms = int((time.monotonic() - started) * 1000)
         emit(RunFinished(outcome.returncode))
         parsed = _finish(parser, emit)
         resumed = resume_session_id is not None and parsed.session_id in (None, resume_session_id)
@@ -600,21 +621,44 @@ class AgentSession:
                 )
             )
         if stop.is_set():
-            # The caller stopped the CLI: whatever it printed on the way out (a resumed Claude
-            # turn looks like a lost conversation) says nothing about the conversation.
-            self._adopt_from(parsed)
-            self._raise_if_cancelled(stop, argv, outcome.returncode, None)
+            return self._interrupted(turn, parsed, emit, outcome.returncode, started, resumed)
         if outcome.returncode != 0 or parsed.error is not None:
             self._raise_failure(argv, outcome, parsed, resumed=resume_session_id is not None)
         self._adopt_from(parsed)
-        usage = parsed.usage or ProviderUsage(
-            provider=self.agent.profile.name, increment_known=False
-        )
-        self.previous_usage = usage
-        # Imported here: the catalogue reads every provider's tables, which most imports
-        # of this module never need.
-        from agentshim.models import context_window_of
+        result = self._result(turn, parsed, outcome.returncode, started, resumed=resumed)
+        self.previous_usage = result.usage
+        return result
 
+    def _interrupted(
+        self,
+        turn: _PreparedTurn,
+        parsed: ParsedTurn,
+        emit: Emit,
+        exit_code: int,
+        started: float,
+        resumed: bool | None = None,
+    ) -> TurnResult:
+        """The result of a turn stopped on request, from what the CLI printed until then."""
+        # Whatever the stopped CLI printed on the way out (a resumed Claude turn looks like a
+        # lost conversation) says nothing about the conversation: keep it.
+        if resumed is None:
+            resumed = turn.resumes is not None
+        self._adopt_from(parsed)
+        emit(TurnInterrupted("interrupted on request"))
+        return self._result(turn, parsed, exit_code, started, resumed=resumed, interrupted=True)
+
+    def _result(
+        self,
+        turn: _PreparedTurn,
+        parsed: ParsedTurn,
+        exit_code: int,
+        started: float,
+        *,
+        resumed: bool,
+        interrupted: bool = False,
+    ) -> TurnResult:
+        cli = self.cli
+        usage = parsed.usage or ProviderUsage(provider=self.profile.name, increment_known=False)
         result = TurnResult(
             text=parsed.text,
             structured_output=parsed.structured_output,
@@ -622,12 +666,11 @@ class AgentSession:
             resumed=resumed,
             usage=usage,
             cost_usd=parsed.cost_usd,
-            duration_ms=duration_ms,
-            exit_code=outcome.returncode,
-            interrupted=False,
+            duration_ms=int((cli.clock() - started) * 1000),
+            exit_code=exit_code,
+            interrupted=interrupted,
             context_tokens=parsed.context_tokens,
-            context_window=parsed.context_window
-            or context_window_of(usage.model or turn.request.model or self.agent.model),
+            context_window=parsed.context_window or cli.context_window(usage.model or turn.model),
             background_tasks=parsed.background_tasks,
             notices=parsed.notes,
         )
@@ -635,24 +678,17 @@ class AgentSession:
         return result
 
     def _run_failed(
-        self,
-        error: BaseException,
-        parser: StreamParser,
-        emit: Emit,
-        stop: TurnStop,
-        argv: list[str],
+        self, error: BaseException, parser: StreamParser, emit: Emit, argv: list[str]
     ) -> None:
         """Report how the executor failed, as the typed error a caller of ``turn`` sees."""
         if isinstance(error, CliTimeoutError):
             emit(RunFinished(None))
             partial = _finish(parser, emit)
             self._adopt_from(partial)
-            self._raise_if_cancelled(stop, argv, None, error)
             raise CliTimeoutError(error.argv or argv, error.timeout, partial) from error
         if isinstance(error, AgentShimError):
             emit(RunFinished(None))
             self._adopt_from(_finish(parser, emit))
-            self._raise_if_cancelled(stop, argv, None, error)
         elif isinstance(error, OSError):
             emit(RunFinished(None))
             self._adopt_from(_finish(parser, emit))
@@ -660,24 +696,6 @@ class AgentSession:
                 f"could not run {argv[0]}: {error}; check the binary and the turn's cwd",
                 detail=str(error),
             ) from error
-
-    def _raise_if_cancelled(
-        self,
-        stop: TurnStop,
-        argv: list[str],
-        returncode: int | None,
-        cause: BaseException | None,
-    ) -> None:
-        if not stop.is_set():
-            return
-        if returncode is None and isinstance(cause, CliExitError):
-            returncode = cause.returncode
-        raise TurnCancelledError(
-            f"the turn was cancelled while {argv[0]} ran"
-            + (f" (exit {returncode})" if returncode is not None else "")
-            + "; the conversation is intact: run another turn in this session to continue",
-            returncode=returncode,
-        ) from cause
 
     def _raise_failure(
         self, argv: list[str], outcome: CommandResult, parsed: ParsedTurn, *, resumed: bool
@@ -690,7 +708,7 @@ class AgentSession:
             kind=parsed.error_kind or FailureKind.OTHER,
             detail=parsed.error or "",
         )
-        classified = self.agent.provider.classify_exit(error, resumed=resumed)
+        classified = self.cli.provider.classify_exit(error, resumed=resumed)
         if not isinstance(classified, SessionResumeError):
             self._adopt_from(parsed)
         raise classified
@@ -704,6 +722,13 @@ class AgentSession:
                 self.previous_usage = parsed.usage
 
 
+def _exit_code(error: BaseException) -> int:
+    """The stopped CLI's exit status, or -1 when the error carries none."""
+    if isinstance(error, (CliExitError, TurnCancelledError)) and error.returncode is not None:
+        return error.returncode
+    return -1
+
+
 def _cancelled_before_start() -> TurnCancelledError:
     return TurnCancelledError(
         "the turn was cancelled before its CLI started; nothing ran and the conversation is "
@@ -715,10 +740,13 @@ class _PreparedTurn:
     """One turn's resolved settings, checked against the provider before anything runs."""
 
     def __init__(self, session: AgentSession, request: TurnRequest) -> None:
-        agent = session.agent
-        profile = agent.profile
-        self.agent = agent
+        cli = session.cli
+        profile = cli.provider.profile
+        self.cli = cli
+        self.profile = profile
         self.request = request
+        self.model = request.model or cli.model
+        self.resumes = session.session_id
         self.cwd = request.cwd if request.cwd is not None else session.cwd
         self.timeout = request.timeout if request.timeout is not None else session.timeout
         if self.timeout is not None and not is_positive_seconds(self.timeout):
@@ -726,13 +754,13 @@ class _PreparedTurn:
                 "timeout",
                 f"must be a positive, finite number of seconds (or None), got {self.timeout!r}",
             )
-        self.env = {**agent.env, **(request.env or {}), **_required_env(agent.provider)}
+        self.env = {**cli.env, **(request.env or {}), **required_env(cli.provider)}
         if request.reasoning_effort is not None and not profile.supports_reasoning_effort:
             raise ProviderCapabilityError(
                 f"{profile.display_name} has no reasoning-effort setting; "
                 "drop reasoning_effort from the request"
             )
-        if self.cwd is not None and not os.path.isdir(self.cwd) and _is_host(agent.executor):
+        if self.cwd is not None and not os.path.isdir(self.cwd) and _is_host(cli.executor):
             raise InvalidRequestError(
                 "cwd",
                 f"{self.cwd!r} is not an existing directory",
@@ -779,8 +807,8 @@ class _PreparedTurn:
         tools = self.request.tools
         if not tools:
             return None
-        profile = self.agent.profile
-        if profile.mcp is McpMechanism.NONE and not isinstance(self.agent.provider, InstallsTools):
+        profile = self.profile
+        if profile.mcp is McpMechanism.NONE and not isinstance(self.cli.provider, InstallsTools):
             raise ProviderCapabilityError(
                 f"{profile.display_name} has no MCP support, so it cannot call Python tools; "
                 "drop tools, or use a provider that takes MCP servers"
@@ -792,11 +820,11 @@ class _PreparedTurn:
                 f"an MCP server is named {TOOL_SERVER_NAME!r}, the name the turn's tools are "
                 "served under; rename that server",
             )
-        refuse_remote_executor(self.agent.executor)
+        refuse_remote_executor(self.cli.executor)
         return serve_tools(tools, emit=emit)
 
     def install_mcp(self, serving: LocalToolServer | None) -> McpInstallation:
-        provider = self.agent.provider
+        provider = self.cli.provider
         servers = tuple(self.request.mcp_servers)
         if serving is not None and not isinstance(provider, InstallsTools):
             servers = (*servers, serving.server)
@@ -813,7 +841,7 @@ class _PreparedTurn:
         for name, value in extra.items():
             if self.env.get(name, value) != value:
                 raise ProviderCapabilityError(
-                    f"{self.agent.profile.display_name} passes MCP server env to the server by "
+                    f"{self.profile.display_name} passes MCP server env to the server by "
                     f"name from its own environment, which already sets {name} to another "
                     f"value; have the server read a variable of another name, or drop {name} "
                     "from the CLI's env"
@@ -826,10 +854,10 @@ class _PreparedTurn:
             self.env = {**defaults, **self.env}
 
     def build_argv(self, resume_session_id: str | None, mcp_argv: Sequence[str]) -> list[str]:
-        return self.agent.provider.build_argv(
+        return self.cli.provider.build_argv(
             ArgvContext(
-                binary_path=self.agent.binary_path,
-                model=self.request.model or self.agent.model,
+                binary_path=self.cli.binary_path,
+                model=self.model,
                 env=self.env,
                 resume_session_id=resume_session_id,
                 reasoning_effort=self.request.reasoning_effort,

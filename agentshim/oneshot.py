@@ -1,22 +1,20 @@
-"""OneShotTransport: CliAgent and AgentSession behind the Transport protocol.
+"""OneShotTransport: one CLI process per turn, built from an InstalledCli like every transport.
 
-Every turn is one CLI process; the conversation continues by resuming the id the provider
-named. The CLI runs with its own sandbox and approvals off, so this transport accepts
-``NativePermissions.bypass()`` only (put it inside a Confinement). A turn cut short by
-``interrupt()`` returns a result marked ``interrupted`` and emits ``TurnInterrupted`` instead
-of raising.
+Every turn is one CLI process (an :class:`~agentshim.cli_agent.AgentSession` turn); the
+conversation continues by resuming the id the provider named. The CLI runs with its own
+sandbox and approvals off, so this transport accepts ``NativePermissions.bypass()`` only (put
+it inside a Confinement). A turn cut short by ``interrupt()`` returns a result marked
+``interrupted`` and emits ``TurnInterrupted`` instead of raising.
 """
 
 from __future__ import annotations
 
 import os
-import threading
-import time
 from collections.abc import Callable, Mapping
 from dataclasses import replace
 from pathlib import Path
 
-from agentshim.cli_agent import AgentSession, CliAgent
+from agentshim.cli_agent import AgentSession
 from agentshim.core.conversation import (
     ConversationSpec,
     Readiness,
@@ -25,56 +23,54 @@ from agentshim.core.conversation import (
     TurnStop,
 )
 from agentshim.core.errors import (
-    AgentShimError,
     CliCheckError,
-    CliExitError,
     CliNotFoundError,
     InvalidRequestError,
     ProviderCapabilityError,
-    TurnCancelledError,
 )
-from agentshim.core.events import AgentEvent, AssistantText, Emit, RunStarted, TurnInterrupted
+from agentshim.core.events import Emit
 from agentshim.core.permissions import ApprovalPolicy, NativeMode
 from agentshim.core.profile import ProviderProfile
 from agentshim.core.turn import TurnRequest, TurnResult
-from agentshim.core.usage import ProviderUsage
 from agentshim.execution.executor import CommandExecutor
 from agentshim.execution.host import HostCommandExecutor
 from agentshim.execution.readiness import check_version
+from agentshim.transport.installed import InstalledCli, LazyCli
 
-__all__ = ["OneShotConversation", "OneShotTransport", "probe_cli"]
+__all__ = ["OneShotConversation", "OneShotTransport", "probe_cli", "probe_installed"]
 
 
 class OneShotTransport:
-    """A Transport that runs one CLI process per turn through a CliAgent.
+    """A Transport that runs one CLI process per turn.
 
-    ``agent`` is a ready CliAgent, or a factory that builds one on first use (then pass
-    ``profile``): building a CliAgent looks the binary up and health-checks it, and a
-    factory lets that failure surface on the first turn (or in ``probe()``) instead of at
-    construction. ``turn_timeout`` is the default budget of a turn whose request sets none;
-    ``cancel_grace`` is how long an interrupted CLI gets between SIGTERM and SIGKILL.
+    ``cli`` is the installed CLI, or a function that finds it on first use (then pass
+    ``profile``), as every long-lived transport takes it: finding the CLI looks the binary
+    up and health-checks it, and a function lets that failure surface on the first turn (or
+    in ``probe()``) instead of at construction. ``turn_timeout`` is the default budget of a
+    turn whose request sets none; ``cancel_grace`` is how long an interrupted CLI gets
+    between SIGTERM and SIGKILL.
     """
 
     kind = TransportKind.ONE_SHOT
 
     def __init__(
         self,
-        agent: CliAgent | Callable[[], CliAgent],
+        cli: InstalledCli | Callable[[], InstalledCli],
         *,
         profile: ProviderProfile | None = None,
         turn_timeout: float | None = None,
         cancel_grace: float = 5.0,
         check_timeout: float = 15.0,
     ) -> None:
-        if isinstance(agent, CliAgent):
-            profile = agent.profile
+        if isinstance(cli, InstalledCli):
+            profile = cli.provider.profile
         elif profile is None:
             raise InvalidRequestError(
-                "profile", "missing", "pass the provider's profile with a CliAgent factory"
+                "profile",
+                "missing",
+                "pass the provider's profile with a function that finds the CLI",
             )
-        self._lock = threading.Lock()
-        # The CliAgent, or until its first use the function that builds it.
-        self._agent: CliAgent | Callable[[], CliAgent] = agent
+        self._cli = LazyCli(cli)
         self._profile: ProviderProfile = profile
         self.turn_timeout = turn_timeout
         self.cancel_grace = cancel_grace
@@ -85,18 +81,14 @@ class OneShotTransport:
         """The provider's static capabilities."""
         return self._profile
 
-    @property
-    def cli_agent(self) -> CliAgent:
-        """The CliAgent turns run through, built (binary found and checked) on first use.
+    def installed(self) -> InstalledCli:
+        """The CLI turns run, found and checked on first use.
 
         Raises:
             CliNotFoundError: the binary is not on the PATH.
             CliCheckError: its health check failed.
         """
-        with self._lock:
-            if not isinstance(self._agent, CliAgent):
-                self._agent = self._agent()
-            return self._agent
+        return self._cli.get()
 
     def open(self, spec: ConversationSpec) -> OneShotConversation:
         """Open a conversation (resuming ``spec.resume_session_id`` if set); no process starts yet.
@@ -105,30 +97,35 @@ class OneShotTransport:
             ProviderCapabilityError: ``spec.permissions`` is not bypass.
         """
         check_permissions(self._profile, spec)
-        agent = self.cli_agent
-        if spec.model is not None and spec.model != agent.model:
-            agent = agent.derive(model=spec.model)
+        cli = self._cli.get()
+        if spec.model is not None and spec.model != cli.model:
+            cli = replace(cli, model=spec.model)
         return OneShotConversation(
-            agent, spec, timeout=self.turn_timeout, cancel_grace=self.cancel_grace
+            cli, spec, timeout=self.turn_timeout, cancel_grace=self.cancel_grace
         )
 
     def probe(self) -> Readiness:
         """Report whether the CLI is installed, runs, and (where it can tell) is logged in."""
-        try:
-            agent = self.cli_agent
-        except CliNotFoundError as error:
-            return Readiness(self._profile.name, binary_found=False, detail=str(error))
-        except CliCheckError as error:
-            return Readiness(
-                self._profile.name, binary_found=True, binary_path=error.path, detail=str(error)
-            )
-        return probe_cli(
-            agent.profile,
-            agent.executor,
-            agent.env,
-            binary_path=agent.binary_path,
-            timeout=self.check_timeout,
-        )
+        return probe_installed(self._cli.get, self._profile, timeout=self.check_timeout)
+
+
+def probe_installed(
+    find: Callable[[], InstalledCli], profile: ProviderProfile, *, timeout: float = 15.0
+) -> Readiness:
+    """Readiness of the CLI ``find`` finds (see :func:`probe_cli`); never calls a model."""
+    try:
+        cli = find()
+    except CliNotFoundError as error:
+        return Readiness(profile.name, binary_found=False, detail=str(error))
+    except CliCheckError as error:
+        return Readiness(profile.name, binary_found=True, binary_path=error.path, detail=str(error))
+    return probe_cli(
+        cli.provider.profile,
+        cli.executor,
+        cli.env,
+        binary_path=cli.binary_path,
+        timeout=timeout,
+    )
 
 
 def check_permissions(profile: ProviderProfile, spec: ConversationSpec) -> None:
@@ -159,14 +156,15 @@ class OneShotConversation:
 
     def __init__(
         self,
-        agent: CliAgent,
+        cli: InstalledCli,
         spec: ConversationSpec,
         *,
         timeout: float | None = None,
         cancel_grace: float = 5.0,
     ) -> None:
+        # No leases here: the Session above takes them, once per turn, for every transport.
         self._session = AgentSession(
-            agent,
+            cli,
             cwd=spec.cwd,
             timeout=timeout,
             session_id=spec.resume_session_id,
@@ -175,7 +173,6 @@ class OneShotConversation:
             stall_timeout=spec.stall_timeout,
             fork=spec.fork,
         )
-        self._provider = agent.profile.name
         self._spec = spec
         self._slot = TurnSlot()
 
@@ -187,9 +184,9 @@ class OneShotConversation:
     def turn(self, request: TurnRequest, emit: Emit, stop: TurnStop | None = None) -> TurnResult:
         """Run one turn as one CLI process; events go to ``emit`` on this thread.
 
-        A stop (``interrupt()`` or ``stop``) that comes before the CLI starts makes the turn
-        raise TurnCancelledError with nothing run; once the CLI runs, it is stopped and the
-        turn returns a result marked ``interrupted``.
+        The outcome is ``AgentSession.turn``'s: a stop (``interrupt()`` or ``stop``) that
+        comes before the CLI starts makes the turn raise TurnCancelledError with nothing run;
+        once the CLI runs, it is stopped and the turn returns a result marked ``interrupted``.
 
         Raises:
             SessionStateError: the conversation is closed, or a turn is already running.
@@ -197,36 +194,8 @@ class OneShotConversation:
             AgentShimError: the turn failed (unless it was interrupted while the CLI ran).
         """
         turn_stop = self._slot.begin(stop)
-        partial: list[str] = []
-        ran = [False]
-
-        def collect(event: AgentEvent) -> None:
-            if isinstance(event, AssistantText):
-                partial.append(event.text)
-            elif isinstance(event, RunStarted):
-                ran[0] = True
-            emit(event)
-
-        resumed = self._session.session_id is not None
-        started = time.monotonic()
         try:
-            return self._session.turn(
-                self._with_defaults(request), on_event=collect, stop=turn_stop
-            )
-        except AgentShimError as error:
-            if not turn_stop.is_set() or not ran[0]:
-                raise
-            emit(TurnInterrupted("interrupted on request"))
-            return TurnResult(
-                text="\n".join(partial),
-                structured_output=None,
-                session_id=self._session.session_id,
-                resumed=resumed,
-                usage=ProviderUsage(provider=self._provider, increment_known=False),
-                duration_ms=int((time.monotonic() - started) * 1000),
-                exit_code=_exit_code(error),
-                interrupted=True,
-            )
+            return self._session.turn(self._with_defaults(request), on_event=emit, stop=turn_stop)
         finally:
             self._slot.end()
 
@@ -296,10 +265,3 @@ def _credentials_seen(
         if any((Path(home) / relative).is_file() for relative in profile.auth_files):
             return True
     return None
-
-
-def _exit_code(error: AgentShimError) -> int:
-    """The stopped CLI's exit status, or -1 when the error carries none."""
-    if isinstance(error, (CliExitError, TurnCancelledError)) and error.returncode is not None:
-        return error.returncode
-    return -1

@@ -21,7 +21,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from agentshim.cli_agent import ignore_log_line
 from agentshim.core._checks import instance, seconds
 from agentshim.core.clock import Clock, SystemClock
 from agentshim.core.conversation import (
@@ -107,8 +106,10 @@ from agentshim.state.leases import (
     LeaseHolder,
     LeaseKeeper,
     TurnLease,
+    conversation_key,
     kept_leases,
 )
+from agentshim.transport.installed import ignore_log_line
 
 __all__ = ["Continuity", "Session", "Turn", "TurnTicket"]
 
@@ -154,8 +155,8 @@ class Session:
     shared implementation such as ``SqliteStore``, in any: a session with a checkpoint key
     leases the key for the whole turn and first reads the checkpoint again, so it continues
     wherever another process left the conversation; one without leases the provider
-    conversation for each attempt. Leave it None when the transport takes such locks itself,
-    as the one-shot transport an ``Agent`` builds does. A lease lives ``lease_ttl`` seconds
+    conversation for each attempt (None: turns are not serialized; an Agent always gives its
+    own in-process leases at least). A lease lives ``lease_ttl`` seconds
     and is renewed while the turn runs; a turn that cannot get it within ``lease_timeout``
     seconds (None: waits until it comes free) raises LeaseTimeoutError with nothing run. Each
     of ``event_handlers`` is an AgentEventHandler or a plain function of one event.
@@ -1047,7 +1048,7 @@ class Session:
         )
 
     def _conversation_key(self, session_id: str) -> str:
-        return f"{self._profile.name}/{session_id}"
+        return conversation_key(self._profile.name, session_id)
 
     def _bookkeep(self, command: Command) -> None:
         """Carry out a command that reports nothing back (close, save, clear)."""

@@ -80,7 +80,7 @@ async def busy(seconds: float, flood: bool) -> tuple[list[float], int]:
         if flood
         else PacedTransport()
     )
-    agent = AsyncAgent.over(
+    agent = AsyncAgent(
         transport, permissions=NativePermissions.bypass(), approvals=ApprovalPolicy.DENY
     )
     stop = asyncio.Event()

@@ -62,7 +62,6 @@ from agentshim.core.turn import StopReason, TurnRequest, TurnResult
 from agentshim.core.usage import ProviderUsage, TokenUsage
 from agentshim.tools.local import LocalToolServer, refuse_remote_executor, serve_tools
 from agentshim.transport.channel import Channel
-from agentshim.transport.context import TransportContext
 from agentshim.transport.conversation import (
     LiveTurn,
     ProcessConversation,
@@ -71,6 +70,7 @@ from agentshim.transport.conversation import (
 )
 from agentshim.transport.correlator import PendingRequest
 from agentshim.transport.fixed import refuse_fixed_changes
+from agentshim.transport.installed import InstalledCli
 from agentshim.transport.shared import (
     PoolSlot,
     ProcessPool,
@@ -180,7 +180,7 @@ class AcpTransport(ProcessTransport):
 
     def __init__(
         self,
-        context: TransportContext | Callable[[], TransportContext],
+        context: InstalledCli | Callable[[], InstalledCli],
         dialect: AcpDialect,
         *,
         handshake_timeout: float = 90.0,

@@ -38,7 +38,7 @@ class AsyncAgent:
 
     def __init__(
         self,
-        provider: str,
+        provider: str | Transport,
         *,
         permissions: NativePermissions,
         approvals: object,
@@ -56,31 +56,6 @@ class AsyncAgent:
             **options,
         )
         self._setup(agent, handlers, event_capacity)
-
-    @classmethod
-    def over(
-        cls,
-        transport: Transport,
-        *,
-        permissions: NativePermissions,
-        approvals: object,
-        event_handlers: EventSink | Sequence[EventSink] = (),
-        approval_timeout: float = _APPROVAL_TIMEOUT,
-        event_capacity: int = DEFAULT_CAPACITY,
-        **options: Any,
-    ) -> AsyncAgent:
-        """An AsyncAgent over a ready-made ``transport``, as :meth:`Agent.over`."""
-        handlers = event_callbacks("AsyncAgent", "event_handlers", event_handlers)
-        agent = Agent.over(
-            transport,
-            permissions=permissions,
-            approvals=approvals_for_agent(approvals, approval_timeout),
-            approval_timeout=approval_timeout,
-            **options,
-        )
-        async_agent = cls.__new__(cls)
-        async_agent._setup(agent, handlers, event_capacity)
-        return async_agent
 
     def _setup(self, agent: Agent, handlers: Sequence[Any], capacity: int) -> None:
         self._agent = agent

@@ -21,7 +21,7 @@ class ProviderPlugin(Protocol):
     output for made-up turns, which ``agentshim.testing.scripted_turn`` prints. It is
     optional; a plugin without one registers and runs turns all the same. A plugin may also
     carry ``transports``: a mapping from each long-lived ``TransportKind`` it offers to a
-    factory of that transport (see ``agentshim.transport.context.TransportFactory``);
+    factory of that transport (see ``agentshim.transport.installed.TransportFactory``);
     ``TransportKind.ONE_SHOT`` is offered by every provider.
     """
 

@@ -11,7 +11,7 @@ from typing import cast
 from agentshim.core.conversation import TransportKind
 from agentshim.core.errors import InvalidRequestError, UnknownProviderError
 from agentshim.core.plugin import ProviderPlugin
-from agentshim.transport.context import TransportFactory
+from agentshim.transport.installed import TransportFactory
 
 __all__ = ["LazyPlugin", "ProviderCatalog", "transport_factories", "transports_offered"]
 

@@ -16,7 +16,7 @@ from agentshim.core.profile import ProviderProfile
 from agentshim.core.provider import Provider
 from agentshim.core.scripting import ScriptedRun, ScriptedTurn
 from agentshim.execution.executor import CommandRequest
-from agentshim.transport.context import TransportFactory
+from agentshim.transport.installed import TransportFactory
 
 __all__ = [
     "InstalledMcpReader",

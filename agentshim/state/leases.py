@@ -42,6 +42,7 @@ __all__ = [
     "LeaseKeeper",
     "QueuedLeases",
     "TurnLease",
+    "conversation_key",
     "kept_leases",
     "validate_lease_key",
 ]
@@ -50,6 +51,11 @@ __all__ = [
 _FIRST_PAUSE_S = 0.001
 _LONGEST_PAUSE_S = 0.02
 _LONGEST_KEY = 400
+
+
+def conversation_key(provider: str, session_id: str) -> str:
+    """The lease key of ``provider``'s conversation ``session_id``, the same at both doors."""
+    return f"{provider}/{session_id}"
 
 
 def validate_lease_key(owner: str, key: object) -> str:

@@ -1,7 +1,7 @@
 """A fake interactive Claude Code: a small program speaking the TUI's terminal protocol.
 
 ``install_fake_claude_tui(directory, FakeTuiScript([...]))`` writes an executable ``claude``
-into ``directory`` and returns its path; point a TransportContext's ``binary_path`` at it and
+into ``directory`` and returns its path; point a InstalledCli's ``binary_path`` at it and
 run it on the host executor (it needs a real terminal). What it does copies Claude Code
 2.1.197 and 2.1.332 (``../shared/transport-captures/claude/b*``): it reads ``--settings`` and
 runs the command hooks registered there (SessionStart, UserPromptSubmit, Stop, StopFailure,

@@ -74,9 +74,9 @@ from agentshim.execution.process import (
 
 from .approvals import Answer, answered, decide, decide_for_turn, requested
 from .channel import Channel
-from .context import ContextSource, TransportContext
 from .correlator import Correlator, PendingRequest
 from .fixed import refuse_fixed_changes
+from .installed import InstalledCli, LazyCli
 from .leftovers import TurnLeftovers
 from .watch import Due, TurnWatch
 
@@ -124,21 +124,21 @@ class ProcessTransport:
 
     def __init__(
         self,
-        context: TransportContext | Callable[[], TransportContext],
+        context: InstalledCli | Callable[[], InstalledCli],
         *,
         turn_timeout: float | None = None,
         start_timeout: float = 60.0,
         interrupt_grace: float = 10.0,
         close_grace: float = 5.0,
     ) -> None:
-        self._source = ContextSource(context)
+        self._source = LazyCli(context)
         self.turn_timeout = turn_timeout
         self.start_timeout = start_timeout
         self.interrupt_grace = interrupt_grace
         self.close_grace = close_grace
 
     @property
-    def context(self) -> TransportContext:
+    def context(self) -> InstalledCli:
         """The resolved CLI (found and checked on first use)."""
         return self._source.get()
 

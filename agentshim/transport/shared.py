@@ -48,7 +48,7 @@ from agentshim.execution.process import (
 )
 
 from .channel import Channel
-from .context import TransportContext
+from .installed import InstalledCli
 from .ndjson import encode_frame
 from .router import FrameRouter, Mailbox
 
@@ -410,7 +410,7 @@ class PoolSlot:
         self._pool: ProcessPool | None = None
 
     def get(
-        self, sharing: ProcessSharing | None, context: TransportContext, *, close_grace: float
+        self, sharing: ProcessSharing | None, context: InstalledCli, *, close_grace: float
     ) -> ProcessPool | None:
         """The pool (made now if needed); None when ``sharing`` is None."""
         if sharing is None:

@@ -144,7 +144,7 @@ class LiveSuite:
         work = rig.root / "work" / request.node.originalname
         work.mkdir(parents=True)
         events = RecordingEventHandler()
-        agent = rig.agent.derive(event_handler=events)
+        agent = CliAgent(rig.agent.cli, event_handlers=events)
         yield LiveRun(rig.server, rig.cli, agent, work, events)
         assert_nothing_left_running(rig.cli.home)
 

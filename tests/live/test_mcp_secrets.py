@@ -68,7 +68,7 @@ def test_the_server_sees_its_env_value_and_argv_never_holds_it(
         model.set_script((Rule(respond=Text("hello")),))
         cli = offline_cli(provider, model, root=tmp_path, bin_dir=binary.path.parent)
         env = {**cli.env, "PATH": f"{binary.path.parent}:/usr/bin:/bin"}
-        agent = CliAgent(provider, env=env, model=cli.model, event_handler=events)
+        agent = CliAgent(provider, env=env, model=cli.model, event_handlers=events)
         result = agent.run(
             TurnRequest(
                 "Say hello.",
@@ -168,7 +168,7 @@ def test_an_http_server_gets_its_header_and_no_file_or_argv_holds_it(
             model.set_script((Rule(respond=Text("hello")),))
             cli = offline_cli(provider, model, root=tmp_path, bin_dir=binary.path.parent)
             env = {**cli.env, "PATH": f"{binary.path.parent}:/usr/bin:/bin"}
-            agent = CliAgent(provider, env=env, model=cli.model, event_handler=events)
+            agent = CliAgent(provider, env=env, model=cli.model, event_handlers=events)
             result = agent.run(
                 TurnRequest(
                     "Say hello.",

@@ -21,8 +21,8 @@ from pathlib import Path
 
 import pytest
 
-from agentshim.core.errors import AgentShimError, CliTimeoutError, TurnCancelledError
-from agentshim.core.turn import TurnRequest
+from agentshim.core.errors import AgentShimError, CliTimeoutError
+from agentshim.core.turn import TurnRequest, TurnResult
 from agentshim.doctor.model_server import Match, Message, Rule, ToolCall
 
 from .suite import Rig
@@ -104,15 +104,16 @@ class ReapingSuite:
         work.mkdir(parents=True)
         return rig, work
 
-    def test_a_cancelled_turn_leaves_nothing_running(self, live: tuple[Rig, Path]) -> None:
+    def test_an_interrupted_turn_leaves_nothing_running(self, live: tuple[Rig, Path]) -> None:
         rig, work = live
         session = rig.agent.start_session(cwd=str(work), timeout=150.0)
         request = TurnRequest(prompt="Wait for the sleep.", extra_args=rig.cli.extra_args)
         errors: list[AgentShimError] = []
+        results: list[TurnResult] = []
 
         def turn() -> None:
             try:
-                session.turn(request)
+                results.append(session.turn(request))
             except AgentShimError as error:
                 errors.append(error)
 
@@ -120,14 +121,15 @@ class ReapingSuite:
             runner = threading.Thread(target=turn)
             runner.start()
             sleeping = watcher.sleeping.wait(SLEEP_SEEN_WITHIN)
-            session.cancel()
+            session.interrupt()
             runner.join(120)
-            assert not runner.is_alive(), "the cancelled turn did not end"
+            assert not runner.is_alive(), "the interrupted turn did not end"
             survivors = watcher.survivors()
         assert sleeping, f"no {SLEEP!r} ran within {SLEEP_SEEN_WITHIN} s: {watcher.seen}"
-        assert len(errors) == 1, errors
-        assert isinstance(errors[0], TurnCancelledError), errors
-        assert survivors == {}, f"{len(survivors)} process(es) survived the cancel: {survivors}"
+        assert errors == []
+        assert len(results) == 1, results
+        assert results[0].interrupted
+        assert survivors == {}, f"{len(survivors)} process(es) survived the interrupt: {survivors}"
 
     def test_a_timed_out_turn_leaves_nothing_running(self, live: tuple[Rig, Path]) -> None:
         rig, work = live

@@ -81,7 +81,7 @@ def test_the_function_runs_and_its_result_reaches_the_model(provider: str, tmp_p
         model.set_script(_script(provider))
         cli = offline_cli(provider, model, root=tmp_path, bin_dir=binary.path.parent)
         env = {**cli.env, "PATH": f"{binary.path.parent}:/usr/bin:/bin"}
-        agent = CliAgent(provider, env=env, model=cli.model, event_handler=events)
+        agent = CliAgent(provider, env=env, model=cli.model, event_handlers=events)
         before = _files(work)
         tmp_before = set(os.listdir("/tmp"))
         result = agent.run(
@@ -183,7 +183,7 @@ def test_pi_gets_the_tools_as_an_extension(tmp_path: Path) -> None:
         model.set_script(_script("pi"))
         cli = offline_cli("pi", model, root=tmp_path, bin_dir=binary.path.parent)
         env = {**cli.env, "PATH": f"{binary.path.parent}:/usr/bin:/bin"}
-        agent = CliAgent("pi", env=env, model=cli.model, event_handler=events)
+        agent = CliAgent("pi", env=env, model=cli.model, event_handlers=events)
         result = agent.run(
             TurnRequest(
                 "Look up the colour.",

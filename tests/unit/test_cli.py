@@ -331,7 +331,7 @@ class TestRun:
     ) -> None:
         monkeypatch.setenv("PATH", str(tmp_path))
         monkeypatch.setattr(
-            "agentshim.cli_agent.interactive_env", lambda *a, **k: {"PATH": str(tmp_path)}
+            "agentshim.transport.installed.interactive_env", lambda *a, **k: {"PATH": str(tmp_path)}
         )
         code, _, err = run_cli("run", "hello")
         assert code == EXIT_NOT_INSTALLED

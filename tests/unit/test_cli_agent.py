@@ -4,6 +4,7 @@ import json
 import signal
 import threading
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -13,15 +14,23 @@ from agentshim import (
     CliAgent,
     CliCheckError,
     CliNotFoundError,
+    InvalidRequestError,
     OutputSchema,
-    SessionResumeError,
     SessionStateError,
     StdioMcpServer,
     TokenUsage,
     TurnCancelledError,
     TurnRequest,
 )
-from agentshim.core.events import AgentEvent, Lifecycle, RunFinished, RunStarted, SessionStarted
+from agentshim.core.conversation import TurnStop
+from agentshim.core.events import (
+    AgentEvent,
+    Lifecycle,
+    RunFinished,
+    RunStarted,
+    SessionStarted,
+    TurnInterrupted,
+)
 from agentshim.execution.executor import CommandRequest
 from agentshim.testing import (
     FakeExecutor,
@@ -36,6 +45,28 @@ BINARIES = {
 }
 
 
+class InterruptOnFirstOutput:
+    """Interrupts ``session``'s turn once, at the first thing its CLI prints."""
+
+    def __init__(self) -> None:
+        self.session: AgentSession | None = None
+
+    def on_event(self, event: AgentEvent) -> None:
+        if not isinstance(event, RunStarted) and self.session is not None:
+            session, self.session = self.session, None
+            session.interrupt()
+
+
+def assert_conversation_free(agent: CliAgent, session_id: str) -> None:
+    """A later turn in the conversation runs: no earlier turn left it held."""
+    later = threading.Thread(
+        target=agent.start_session(session_id=session_id).turn, args=("later",), daemon=True
+    )
+    later.start()
+    later.join(10)
+    assert not later.is_alive(), "the conversation was left held"
+
+
 def make(runs: object, provider: str = "claude", **kwargs: object) -> tuple[CliAgent, FakeExecutor]:
     fake = FakeExecutor(runs, binaries=BINARIES)  # type: ignore[arg-type]
     return CliAgent(
@@ -48,7 +79,7 @@ class TestConstruction:
         agent, fake = make(scripted_turn("claude", text="a", session_id="s"))
         agent.run("one")
         agent.run("two")
-        assert agent.binary_path == "/opt/bin/claude"
+        assert agent.cli.binary_path == "/opt/bin/claude"
         assert fake.checked == ["/opt/bin/claude"]
 
     def test_missing_binary(self) -> None:
@@ -60,21 +91,26 @@ class TestConstruction:
         with pytest.raises(CliCheckError, match="exit 127"):
             CliAgent("claude", executor=fake, env={})
 
-    def test_derive_keeps_the_install_and_changes_model(self) -> None:
+    def test_a_facade_over_an_installed_cli_does_not_look_it_up_again(self) -> None:
         agent, fake = make(scripted_turn("claude", text="a", session_id="s"))
-        other = agent.derive(model="claude-opus-4-1")
+        other = CliAgent(replace(agent.cli, model="claude-opus-4-1"))
         other.run("x")
         assert fake.checked == ["/opt/bin/claude"]
         assert "--model" in fake.requests[0].argv
         assert "claude-opus-4-1" in fake.requests[0].argv
-        assert agent.model is None
+        assert agent.cli.model is None
+
+    def test_a_facade_over_an_installed_cli_refuses_settings_that_are_the_cli_s(self) -> None:
+        agent, fake = make(scripted_turn("claude", text="a", session_id="s"))
+        with pytest.raises(InvalidRequestError, match="replace") as caught:
+            CliAgent(agent.cli, model="claude-opus-4-1")
+        assert caught.value.field == "model"
+        assert fake.requests == []
 
     def test_handlers_are_combined(self) -> None:
         first, second = RecordingEventHandler(), RecordingEventHandler()
         agent, _ = make(
-            scripted_turn("claude", text="a", session_id="s"),
-            event_handler=first,
-            event_handlers=[second],
+            scripted_turn("claude", text="a", session_id="s"), event_handlers=[first, second]
         )
         agent.run("x")
         assert first.events == second.events
@@ -120,7 +156,7 @@ class TestTurn:
 
     def test_events_bracket_the_run(self) -> None:
         recorder = RecordingEventHandler()
-        agent, _ = make(scripted_turn("claude", text="a", session_id="s"), event_handler=recorder)
+        agent, _ = make(scripted_turn("claude", text="a", session_id="s"), event_handlers=recorder)
         agent.run("x")
         assert isinstance(recorder.events[0], RunStarted)
         assert recorder.of_type(RunFinished) == [RunFinished(0)]
@@ -208,7 +244,7 @@ def test_a_session_id_that_is_not_safe_is_never_adopted(provider: str, unsafe: s
             scripted_turn(provider, text="two", session_id="sess-ok"),
         ],
         provider,
-        event_handler=recorder,
+        event_handlers=recorder,
     )
     session = agent.start_session()
     first = session.turn("a")
@@ -245,52 +281,67 @@ class TestConcurrency:
         assert session.session_id == "s"
 
     @pytest.mark.parametrize("provider", ["claude", "codex", "gemini", "opencode", "copilot", "pi"])
-    def test_cancelling_a_resumed_turn_keeps_the_conversation(self, provider: str) -> None:
-        holder: list[AgentSession] = []
-
-        class CancelOnFirstEvent:
-            def on_event(self, event: AgentEvent) -> None:
-                if not isinstance(event, RunStarted) and holder:
-                    holder.pop().cancel(grace=5.0)
-
+    def test_interrupting_a_resumed_turn_keeps_the_conversation(self, provider: str) -> None:
+        stopper, recorder = InterruptOnFirstOutput(), RecordingEventHandler()
         agent, fake = make(
             scripted_turn(provider, text="a", session_id="sess-1"),
             provider,
-            event_handler=CancelOnFirstEvent(),
+            event_handlers=[stopper, recorder],
         )
-        session = agent.start_session(session_id="sess-1")
-        holder.append(session)
-        with pytest.raises(TurnCancelledError) as raised:
-            session.turn("x")
-        assert not isinstance(raised.value, SessionResumeError)
-        assert raised.value.returncode == -signal.SIGTERM
-        assert "intact" in str(raised.value)
+        session = stopper.session = agent.start_session(session_id="sess-1")
+        result = session.turn("x")
+        assert result.interrupted
+        assert result.exit_code == -signal.SIGTERM
         assert fake.handles[0].terminated
         assert session.session_id == "sess-1"
+        assert isinstance(recorder.events[-1], TurnInterrupted)
 
-    def test_cancel_before_the_process_exists_is_honoured(self) -> None:
+    def test_a_failed_resume_stopped_on_request_is_not_a_lost_conversation(self) -> None:
+        stopper = InterruptOnFirstOutput()
+        agent, _ = make(
+            scripted_turn("claude", text="a", session_id="sess-1", returncode=1),
+            event_handlers=stopper,
+        )
+        session = stopper.session = agent.start_session(session_id="sess-1")
+        result = session.turn("x")
+        assert result.interrupted
+        assert session.session_id == "sess-1"
+
+    def test_an_interrupt_before_the_process_exists_is_honoured(self) -> None:
         holder: list[AgentSession] = []
 
-        class CancelOnStart:
+        class InterruptOnStart:
             def on_event(self, event: AgentEvent) -> None:
                 if isinstance(event, RunStarted) and len(holder) == 1:
-                    holder[0].cancel(grace=5.0)
+                    holder[0].interrupt()
                     holder.append(holder[0])
 
         agent, fake = make(
-            scripted_turn("claude", text="a", session_id="s"), event_handler=CancelOnStart()
+            [
+                scripted_turn("claude", text="a", session_id="s"),
+                scripted_turn("claude", text="b", session_id="s"),
+            ],
+            event_handlers=InterruptOnStart(),
         )
         session = agent.start_session()
         holder.append(session)
-        with pytest.raises(TurnCancelledError) as raised:
-            session.turn("x")
-        assert raised.value.returncode == -signal.SIGTERM
+        result = session.turn("x")
+        assert result.interrupted
+        assert result.exit_code == -signal.SIGTERM
         assert fake.handles[0].terminated
         # The request does not leak into the next turn.
-        fake2 = FakeExecutor(scripted_turn("claude", text="b", session_id="s"), binaries=BINARIES)
-        agent.executor = fake2
-        assert session.turn("y").text == "b"
-        assert not fake2.handles[0].terminated
+        later = session.turn("y")
+        assert later.text == "b"
+        assert not later.interrupted
+        assert not fake.handles[1].terminated
+
+    def test_a_stop_requested_before_the_cli_starts_raises_with_nothing_run(self) -> None:
+        agent, fake = make(scripted_turn("claude", text="a", session_id="s"))
+        stop = TurnStop()
+        stop.request()
+        with pytest.raises(TurnCancelledError, match="nothing ran"):
+            agent.start_session().turn("x", stop=stop)
+        assert fake.requests == []
 
     def test_two_sessions_never_run_one_conversation_at_once(self) -> None:
         active = 0
@@ -315,7 +366,7 @@ class TestConcurrency:
         for t in threads:
             t.join(10)
         assert peak == 1
-        assert len(agent.locks) == 0
+        assert_conversation_free(agent, "shared")
 
     def test_a_second_session_waits_for_the_first_to_finish_the_conversation(self) -> None:
         first_entered, release_first, second_entered = (threading.Event() for _ in range(3))
@@ -340,7 +391,7 @@ class TestConcurrency:
         assert second_entered.wait(10)
         one.join(10)
         two.join(10)
-        assert len(agent.locks) == 0
+        assert_conversation_free(agent, "shared")
 
     def test_a_fresh_turn_holds_its_conversation_once_the_stream_names_it(self) -> None:
         named, release_fresh, resumed_entered = (threading.Event() for _ in range(3))
@@ -358,7 +409,7 @@ class TestConcurrency:
                 resumed_entered.set()
             return scripted_turn("claude", text="a", session_id="new-1")
 
-        agent, _ = make(run, event_handler=WorkAfterNaming())
+        agent, _ = make(run, event_handlers=WorkAfterNaming())
         fresh = agent.start_session()
         one = threading.Thread(target=fresh.turn, args=("x",))
         one.start()
@@ -372,7 +423,7 @@ class TestConcurrency:
         one.join(10)
         two.join(10)
         assert fresh.session_id == other.session_id == "new-1"
-        assert len(agent.locks) == 0
+        assert_conversation_free(agent, "new-1")
 
     def test_different_conversations_run_in_parallel(self) -> None:
         barrier = threading.Barrier(2, timeout=5)
@@ -398,10 +449,10 @@ class TestEnv:
             scripted_turn("pi", text="a", session_id="s"), binaries={"pi": "/opt/pi"}
         )
         agent = CliAgent("pi", executor=fake, env={"PATH": "/usr/bin", "NO_COLOR": "0"})
-        defaults = getattr(agent.provider, "env_defaults", {})
+        defaults = getattr(agent.cli.provider, "env_defaults", {})
         for key, value in defaults.items():
             expected = "0" if key == "NO_COLOR" else value
-            assert agent.env[key] == expected
+            assert agent.cli.env[key] == expected
 
     @pytest.mark.parametrize("euid", [0, 1000])
     def test_a_value_the_cli_requires_as_root_wins_over_the_env(

@@ -61,7 +61,7 @@ class Traces:
 
     def over(self, transport: FakeTransport) -> Agent:
         """A traced agent that asks nothing, over ``transport``."""
-        return Agent.over(transport, tracing=self.tracing, **QUIET)
+        return Agent(transport, tracing=self.tracing, **QUIET)
 
 
 def allow(request: ApprovalRequest) -> ApprovalDecision:
@@ -198,7 +198,7 @@ def test_an_async_turn_is_a_child_of_the_awaiting_task_span() -> None:
     traces = Traces()
 
     async def main() -> int:
-        agent = AsyncAgent.over(
+        agent = AsyncAgent(
             FakeTransport([FakeOutcome.success("ok")]),
             permissions=NativePermissions.bypass(),
             approvals=ApprovalPolicy.DENY,

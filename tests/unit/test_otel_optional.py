@@ -14,7 +14,7 @@ def test_importing_agentshim_and_running_a_turn_loads_no_opentelemetry() -> None
         from agentshim import Agent, ApprovalPolicy, NativePermissions
         from agentshim.testing import FakeOutcome, FakeTransport
 
-        agent = Agent.over(
+        agent = Agent(
             FakeTransport([FakeOutcome.success("ok")]),
             permissions=NativePermissions.bypass(),
             approvals=ApprovalPolicy.DENY,

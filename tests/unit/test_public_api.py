@@ -277,7 +277,7 @@ EXTENSION_SURFACE = (
     "agentshim.state.checkpoints",
     "agentshim.state.leases",
     "agentshim.core.clock",
-    "agentshim.transport.context",
+    "agentshim.transport.installed",
     "agentshim.execution",
     "agentshim.testing",
     "agentshim.testing.contracts",

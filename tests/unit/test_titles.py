@@ -189,7 +189,7 @@ class TestThroughTheAgent:
     def test_an_agent_over_another_transport_says_it_cannot(self) -> None:
         from agentshim.testing import FakeTransport
 
-        agent = Agent.over(
+        agent = Agent(
             FakeTransport(),
             permissions=NativePermissions.bypass(),
             approvals=ApprovalPolicy.DENY,

@@ -118,12 +118,12 @@ class TestOnlyTypedErrors:
         self,
     ) -> None:
         fake = FakeExecutor(scripted_turn("claude", text="x"), binaries=BINARIES)
-        with pytest.raises(InvalidRequestError, match="on_event"):
+        with pytest.raises(InvalidRequestError, match="event handlers"):
             CliAgent(
                 "claude",
                 executor=fake,
                 env={"PATH": "/usr/bin"},
-                event_handler=object(),  # type: ignore[arg-type]
+                event_handlers=object(),  # type: ignore[arg-type]
             )
         assert fake.requests == []
 
@@ -192,7 +192,7 @@ class TestOnlyTypedErrors:
                     raise Boom("handler")
 
         with pytest.raises(Boom):
-            agent("claude", scripted_turn("claude", text="hello"), event_handler=Raising()).run(
+            agent("claude", scripted_turn("claude", text="hello"), event_handlers=Raising()).run(
                 "hi"
             )
 
@@ -220,7 +220,7 @@ class TestEventsOnEveryPath:
     def test_run_finished_even_on_timeout(self) -> None:
         recorder = RecordingEventHandler()
         with pytest.raises(CliTimeoutError):
-            agent("claude", FakeRun(timeout=True), event_handler=recorder).run("hi")
+            agent("claude", FakeRun(timeout=True), event_handlers=recorder).run("hi")
         assert recorder.of_type(RunFinished) == [RunFinished(None)]
 
 

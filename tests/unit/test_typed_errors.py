@@ -137,11 +137,14 @@ CASES: list[tuple[str, Callable[[], object]]] = [
     # Agent and Session.
     (
         "Agent.permissions",
-        lambda: Agent.over(FakeTransport(), permissions="bypass", approvals=DENY),
+        lambda: Agent(FakeTransport(), permissions="bypass", approvals=DENY),
     ),  # type: ignore[arg-type]
-    ("Agent.approvals", lambda: Agent.over(FakeTransport(), permissions=BYPASS, approvals="deny")),  # type: ignore[arg-type]
-    ("provider", lambda: Agent(FakeTransport(), permissions=BYPASS, approvals=DENY)),  # type: ignore[arg-type]
-    ("Agent.over.transport", lambda: Agent.over("claude", permissions=BYPASS, approvals=DENY)),  # type: ignore[arg-type]
+    ("Agent.approvals", lambda: Agent(FakeTransport(), permissions=BYPASS, approvals="deny")),  # type: ignore[arg-type]
+    ("provider", lambda: Agent(42, permissions=BYPASS, approvals=DENY)),  # type: ignore[arg-type]
+    (
+        "env",
+        lambda: Agent(FakeTransport(), permissions=BYPASS, approvals=DENY, env={"PATH": "/bin"}),
+    ),
     ("checkpoint_key", _session_with_a_store_but_no_key),
 ]
 

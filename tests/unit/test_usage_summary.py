@@ -125,7 +125,7 @@ def test_a_recorded_turn_summarizes_to_its_result(provider: str, name: str) -> N
         provider,
         env={"PATH": "/usr/bin"},
         executor=FakeExecutor([capture.fake_run()]),
-        event_handler=events,
+        event_handlers=events,
     )
     result = agent.run(sc.BY_NAME[capture.meta["scenario"]].prompt)
     summary = summarize_usage(events.events, context_window=result.context_window)

@@ -18,7 +18,7 @@ from agentshim.core.models import ModelSpec, ModelTable
 from agentshim.core.pricing import PricingTable
 from agentshim.core.profile import ProviderProfile
 from agentshim.core.provider import Provider
-from agentshim.transport.context import TransportContext, TransportFactory
+from agentshim.transport.installed import InstalledCli, TransportFactory
 
 from .config import AcpAgentConfig
 from .provider import AcpProvider
@@ -41,7 +41,7 @@ class AcpPlugin:
     def __post_init__(self) -> None:
         object.__setattr__(self, "transports", {TransportKind.STREAM: self._transport})
 
-    def _transport(self, context: Callable[[], TransportContext]) -> AcpTransport:
+    def _transport(self, context: Callable[[], InstalledCli]) -> AcpTransport:
         return AcpTransport(context, self.config.dialect(), client=self.config.client)
 
     @property

@@ -50,7 +50,6 @@ from agentshim.core.usage import CostSource, ProviderUsage
 from agentshim.execution.process import ProcessExited, SpawnRequest, StderrLine
 from agentshim.tools.host import ToolHost
 from agentshim.transport.channel import Channel
-from agentshim.transport.context import TransportContext
 from agentshim.transport.conversation import (
     LiveTurn,
     ProcessConversation,
@@ -58,6 +57,7 @@ from agentshim.transport.conversation import (
     ProcessTransport,
 )
 from agentshim.transport.correlator import PendingRequest
+from agentshim.transport.installed import InstalledCli
 from agentshim.transport.warm import WarmProcesses
 from agentshim.transport.watch import TurnWatch
 
@@ -98,7 +98,7 @@ class ClaudeStreamTransport(ProcessTransport):
 
     def __init__(
         self,
-        context: TransportContext | Callable[[], TransportContext],
+        context: InstalledCli | Callable[[], InstalledCli],
         **options: Unpack[ProcessOptions],
     ) -> None:
         super().__init__(context, **options)

@@ -63,7 +63,6 @@ from agentshim.core.turn import TurnRequest, TurnResult
 from agentshim.core.usage import ProviderUsage
 from agentshim.execution.process import ProcessExited, SpawnRequest
 from agentshim.execution.pty_process import PtyExecutor, PtyProcess
-from agentshim.transport.context import TransportContext
 from agentshim.transport.conversation import (
     LiveTurn,
     LongLivedConversation,
@@ -71,6 +70,7 @@ from agentshim.transport.conversation import (
     ProcessTransport,
 )
 from agentshim.transport.fixed import refuse_fixed_changes
+from agentshim.transport.installed import InstalledCli
 from agentshim.transport.watch import TurnWatch
 
 from .failures import StreamFailure, classify
@@ -140,7 +140,7 @@ class ClaudeTuiTransport(ProcessTransport):
 
     def __init__(
         self,
-        context: TransportContext | Callable[[], TransportContext],
+        context: InstalledCli | Callable[[], InstalledCli],
         *,
         ready_timeout: float = 60.0,
         submit_retry_after: float = 2.0,

@@ -38,7 +38,7 @@ from agentshim.core.failures import kind_from_status, kind_from_text
 from agentshim.core.permissions import NativeMode
 from agentshim.core.usage import ProviderUsage, TokenUsage
 from agentshim.providers.acp_prompt_usage import Count, prompt_usage
-from agentshim.transport.context import TransportContext
+from agentshim.transport.installed import InstalledCli
 
 from .provider import PROFILE
 
@@ -157,6 +157,6 @@ COPILOT_ACP = AcpDialect(
 """Copilot CLI's ACP dialect."""
 
 
-def acp_transport(context: TransportContext | Callable[[], TransportContext]) -> AcpTransport:
+def acp_transport(context: InstalledCli | Callable[[], InstalledCli]) -> AcpTransport:
     """Copilot CLI's long-lived transport: every turn on one ``copilot --acp`` process."""
     return AcpTransport(context, COPILOT_ACP)

@@ -35,7 +35,7 @@ from agentshim.core.failures import kind_from_status, kind_from_text
 from agentshim.core.jsonvalues import as_count, as_mapping, as_str, list_or_empty
 from agentshim.core.permissions import NativeMode
 from agentshim.core.usage import ProviderUsage, TokenUsage
-from agentshim.transport.context import TransportContext
+from agentshim.transport.installed import InstalledCli
 
 from .provider import PROFILE
 
@@ -136,6 +136,6 @@ GEMINI_ACP = AcpDialect(
 """The Gemini CLI's ACP dialect."""
 
 
-def acp_transport(context: TransportContext | Callable[[], TransportContext]) -> AcpTransport:
+def acp_transport(context: InstalledCli | Callable[[], InstalledCli]) -> AcpTransport:
     """The Gemini CLI's long-lived transport: every turn on one ``gemini --acp`` process."""
     return AcpTransport(context, GEMINI_ACP)

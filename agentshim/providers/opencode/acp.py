@@ -37,7 +37,7 @@ from agentshim.core.jsonvalues import as_str
 from agentshim.core.permissions import NativeMode, NativePermissions
 from agentshim.core.usage import ProviderUsage, TokenUsage
 from agentshim.providers.acp_prompt_usage import Count, prompt_usage
-from agentshim.transport.context import TransportContext
+from agentshim.transport.installed import InstalledCli
 
 from .failures import classify
 from .provider import PROFILE
@@ -159,6 +159,6 @@ OPENCODE_ACP = AcpDialect(
 """opencode's ACP dialect."""
 
 
-def acp_transport(context: TransportContext | Callable[[], TransportContext]) -> AcpTransport:
+def acp_transport(context: InstalledCli | Callable[[], InstalledCli]) -> AcpTransport:
     """The long-lived opencode transport: every turn on one ``opencode acp`` process."""
     return AcpTransport(context, OPENCODE_ACP)

@@ -20,7 +20,7 @@ from agentshim.providers import get_plugin
 from agentshim.testing import FakeExecutor
 from agentshim.testing.acp import AcpPeer, AcpPeers, AcpPeerTurn, AcpQuirks, AcpRecordedPeer
 from agentshim.testing.process import FakePeer
-from agentshim.transport.context import TransportContext
+from agentshim.transport.installed import InstalledCli
 
 FIXTURES = Path(__file__).parents[2] / "fixtures"
 
@@ -42,7 +42,7 @@ def transport_on(
     """``dialect``'s transport, every spawn of which is a peer made by ``peers``."""
     executor = FakeExecutor(peers=peers)
     binary = get_plugin(provider).profile.binary
-    ctx = TransportContext(
+    ctx = InstalledCli(
         provider=get_plugin(provider).create_provider(),
         executor=executor,
         binary_path=f"/usr/bin/{binary}",

@@ -595,7 +595,7 @@ class TestGeminiStreamSessions:
     def test_a_released_session_reopens_by_id_after_the_minute_of_its_creation(self) -> None:
         peers = AcpPeers([AcpPeerTurn("a"), AcpPeerTurn("b")])
         transport, executor = make_transport(peers, wall_clock=lambda: 610.0, waits=FakeClock())
-        agent = Agent.over(transport, permissions=BYPASS, approvals=ApprovalPolicy.DENY)
+        agent = Agent(transport, permissions=BYPASS, approvals=ApprovalPolicy.DENY)
         with agent.start_session() as session:
             first = session.turn("one").result
             session.release()

@@ -40,7 +40,7 @@ from agentshim.execution.process import ProcessExited, SpawnRequest, StdoutLine
 from agentshim.providers.acp import AcpAgentConfig, AcpProvider
 from agentshim.testing import FakeExecutor
 from agentshim.testing.process import FakePeer, PeerOutput
-from agentshim.transport.context import TransportContext
+from agentshim.transport.installed import InstalledCli
 
 from .rigs import Events
 from .schema_agent import Initialize, SchemaAgent, Script, ask, text, update
@@ -69,7 +69,7 @@ class Rig:
         executor = FakeExecutor(peers=self._spawn)
         self.executor = executor
         config = AcpAgentConfig(name="schema", command="schema-agent", **config)
-        context = TransportContext(
+        context = InstalledCli(
             provider=AcpProvider(profile=config.profile()),
             executor=executor,
             binary_path="/usr/bin/schema-agent",

@@ -37,7 +37,7 @@ from agentshim.testing.session_contracts import (
     ConversationContract,
     TransportContract,
 )
-from agentshim.transport.context import TransportContext
+from agentshim.transport.installed import InstalledCli
 from agentshim.transport.shared import ProcessSharing
 
 from .rigs import transport_on
@@ -318,7 +318,7 @@ def test_conversations_open_their_sessions_on_a_shared_process_one_at_a_time() -
         return held[-1]
 
     executor = FakeExecutor(peers=spawn, gates=gates)
-    context = TransportContext(
+    context = InstalledCli(
         provider=get_plugin("gemini").create_provider(),
         executor=executor,
         binary_path="/usr/bin/gemini",

@@ -28,7 +28,7 @@ def stream_agent(turns: list[ClaudePeerTurn], **kwargs: Any) -> tuple[AsyncAgent
 
 def fake_agent(outcomes: list[FakeOutcome], **kwargs: Any) -> tuple[AsyncAgent, FakeTransport]:
     transport = FakeTransport(outcomes, steerable=True)
-    agent = AsyncAgent.over(
+    agent = AsyncAgent(
         transport,
         permissions=NativePermissions.bypass(),
         approvals=ApprovalPolicy.DENY,

@@ -21,7 +21,6 @@ from agentshim.core.profile import (
     SchemaDialect,
 )
 from agentshim.core.usage import TokenUsage
-from agentshim.state.locks import KeyedLocks
 
 
 class TestModels:
@@ -241,32 +240,3 @@ class TestClock:
         started = time.monotonic()
         assert SystemClock().wait(10, stop) is True
         assert time.monotonic() - started < 5
-
-
-class TestKeyedLocks:
-    def test_serializes_one_key_and_frees_entries(self) -> None:
-        locks = KeyedLocks()
-        locks.acquire(("p", "s"))
-        assert not locks.acquire(("p", "s"), blocking=False)
-        assert locks.acquire(("p", "other"), blocking=False)
-        locks.release(("p", "other"))
-        locks.release(("p", "s"))
-        assert len(locks) == 0
-
-    def test_waiter_gets_the_lock_after_release(self) -> None:
-        locks = KeyedLocks()
-        order: list[str] = []
-        locks.acquire("k")
-
-        def waiter() -> None:
-            with locks.hold("k"):
-                order.append("waiter")
-
-        thread = threading.Thread(target=waiter)
-        thread.start()
-        time.sleep(0.05)
-        order.append("holder")
-        locks.release("k")
-        thread.join(5)
-        assert order == ["holder", "waiter"]
-        assert len(locks) == 0

@@ -237,7 +237,7 @@ class TestThroughATurn:
             executor=FakeExecutor(agent_plants_a_link, binaries={"claude": "/usr/bin/claude"}),
             env={"PATH": "/usr/bin"},
             log=log.append,
-            event_handler=events.append,
+            event_handlers=events.append,
         )
         server = StdioMcpServer("agentshim-srv", "/usr/bin/tool", env={"TOKEN": SECRET})
         result = cli.run(TurnRequest("hi", cwd=str(workspace), mcp_servers=(server,)))

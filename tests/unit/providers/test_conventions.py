@@ -78,7 +78,7 @@ def _run(
     binary = get_plugin(provider).profile.binary
     run = scripted_turn(provider, text=text, session_id=session_id, **scripted)  # type: ignore[arg-type]
     fake = FakeExecutor(run, binaries={binary: f"/usr/bin/{binary}"})
-    agent = CliAgent(provider, executor=fake, env={"PATH": "/usr/bin"}, event_handler=recorder)
+    agent = CliAgent(provider, executor=fake, env={"PATH": "/usr/bin"}, event_handlers=recorder)
     return recorder, agent.run("do it")
 
 

@@ -22,7 +22,7 @@ def test_a_model_the_api_does_not_know_fails_the_turn_as_model(provider: str) ->
     capture = load_capture(provider, "recorded_failures/rec_unknown_model")
     executor = FakeExecutor([capture.fake_run()])
     events = RecordingEventHandler()
-    agent = CliAgent(provider, env={"PATH": "/usr/bin"}, executor=executor, event_handler=events)
+    agent = CliAgent(provider, env={"PATH": "/usr/bin"}, executor=executor, event_handlers=events)
     with pytest.raises(AgentShimError) as raised:
         agent.run("Say hello.")
     error = raised.value

@@ -74,7 +74,7 @@ def turn_of(
     """Replay ``capture`` as one turn (resuming ``session_id``); the error, the session's id."""
     recorder = RecordingEventHandler()
     executor = FakeExecutor(capture.fake_run(), binaries={provider: f"/usr/bin/{provider}"})
-    agent = CliAgent(provider, executor=executor, env={"PATH": "/usr/bin"}, event_handler=recorder)
+    agent = CliAgent(provider, executor=executor, env={"PATH": "/usr/bin"}, event_handlers=recorder)
     session = agent.start_session(session_id=session_id)
     with pytest.raises(CliExitError) as caught:
         session.turn(capture.stdin or "hello")

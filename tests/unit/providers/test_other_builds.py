@@ -26,7 +26,7 @@ def _turn(provider: str, case: str) -> tuple[TurnResult, RecordingEventHandler]:
     capture = load_capture(provider, f"builds/{case}")
     events = RecordingEventHandler()
     executor = FakeExecutor([capture.fake_run()])
-    agent = CliAgent(provider, env={"PATH": "/usr/bin"}, executor=executor, event_handler=events)
+    agent = CliAgent(provider, env={"PATH": "/usr/bin"}, executor=executor, event_handlers=events)
     return agent.start_session().turn(TurnRequest(prompt=capture.stdin)), events
 
 

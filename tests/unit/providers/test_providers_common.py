@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from agentshim.mcp.secrets import resolve_references
 from agentshim.core.profile import McpMechanism, OutputSchemaStyle, SchemaDialect
+from agentshim.mcp.secrets import resolve_references
 from agentshim.providers import get_plugin, get_provider
 from agentshim.providers.claude import ClaudeProvider
 from agentshim.providers.codex import CodexProvider

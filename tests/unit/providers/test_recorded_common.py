@@ -102,7 +102,7 @@ def agent_for(
     provider: str, runs: Any, recorder: RecordingEventHandler
 ) -> tuple[CliAgent, FakeExecutor]:
     executor = FakeExecutor(runs, binaries={provider: f"/usr/bin/{provider}"})
-    agent = CliAgent(provider, executor=executor, env={"PATH": "/usr/bin"}, event_handler=recorder)
+    agent = CliAgent(provider, executor=executor, env={"PATH": "/usr/bin"}, event_handlers=recorder)
     return agent, executor
 
 

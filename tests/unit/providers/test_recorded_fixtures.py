@@ -83,7 +83,7 @@ def _agent(
     provider: str, runs: list[FakeRun], events: RecordingEventHandler
 ) -> tuple[CliAgent, FakeExecutor]:
     executor = FakeExecutor(runs)
-    agent = CliAgent(provider, env={"PATH": "/usr/bin"}, executor=executor, event_handler=events)
+    agent = CliAgent(provider, env={"PATH": "/usr/bin"}, executor=executor, event_handlers=events)
     return agent, executor
 
 

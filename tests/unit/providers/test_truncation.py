@@ -50,7 +50,7 @@ def test_a_truncated_answer_is_a_success_with_a_notice(provider: str) -> None:
     events = RecordingEventHandler()
     run = FakeRun(stdout=tuple(lines), stderr=capture.stderr_lines, returncode=0)
     agent = CliAgent(
-        provider, env={"PATH": "/usr/bin"}, executor=FakeExecutor([run]), event_handler=events
+        provider, env={"PATH": "/usr/bin"}, executor=FakeExecutor([run]), event_handlers=events
     )
     result = agent.run(TurnRequest(prompt="Say hello and name a fruit."))
     untouched = CliAgent(

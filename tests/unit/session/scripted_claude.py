@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from agentshim.cli_agent import CliAgent
 from agentshim.execution.executor import CommandRequest
+from agentshim.providers import get_plugin
 from agentshim.testing import FakeExecutor, FakeRun, scripted_turn
 from agentshim.testing.session_contracts import ContractTurn
+from agentshim.transport.installed import InstalledCli
 
 PROVIDER = "claude"
 ENV = {"PATH": "/usr/bin:/bin", "HOME": "/nonexistent-home"}
@@ -36,5 +37,5 @@ class ScriptedClaude:
             return FakeRun(until_stopped=True)
         return scripted_turn(PROVIDER, text=turn.text, session_id=session_id)
 
-    def agent(self) -> CliAgent:
-        return CliAgent(PROVIDER, executor=self.executor, env=ENV)
+    def cli(self) -> InstalledCli:
+        return InstalledCli.find(get_plugin(PROVIDER).create_provider(), self.executor, ENV)

@@ -81,26 +81,37 @@ class TestConstruction:
 
     def test_permissions_and_approvals_of_the_wrong_type_are_refused(self) -> None:
         with pytest.raises(InvalidRequestError, match="permissions"):
-            Agent.over(FakeTransport(), permissions="bypass", approvals=DENY)  # type: ignore[arg-type]
+            Agent(FakeTransport(), permissions="bypass", approvals=DENY)  # type: ignore[arg-type]
         with pytest.raises(InvalidRequestError, match="approvals"):
-            Agent.over(FakeTransport(), permissions=BYPASS, approvals="deny")  # type: ignore[arg-type]
+            Agent(FakeTransport(), permissions=BYPASS, approvals="deny")  # type: ignore[arg-type]
 
-    def test_a_ready_transport_given_as_the_provider_name_points_to_agent_over(self) -> None:
-        with pytest.raises(InvalidRequestError, match=r"Agent\.over") as caught:
-            Agent(FakeTransport(), permissions=BYPASS, approvals=DENY)  # type: ignore[arg-type]
+    def test_what_is_neither_a_provider_name_nor_a_transport_is_refused(self) -> None:
+        with pytest.raises(InvalidRequestError, match="Transport") as caught:
+            Agent(42, permissions=BYPASS, approvals=DENY)  # type: ignore[arg-type]
         assert caught.value.field == "provider"
 
-    def test_agent_over_refuses_what_is_not_a_transport(self) -> None:
-        with pytest.raises(InvalidRequestError, match="Transport") as caught:
-            Agent.over("claude", permissions=BYPASS, approvals=DENY)  # type: ignore[arg-type]
-        assert caught.value.field == "Agent.over.transport"
+    @pytest.mark.parametrize(
+        "setting",
+        [
+            {"executor": FakeExecutor()},
+            {"env": ENV},
+            {"check_timeout": 5.0},
+            {"transport": TransportKind.STREAM},
+        ],
+    )
+    def test_a_ready_transport_refuses_what_builds_a_transport(
+        self, setting: dict[str, object]
+    ) -> None:
+        with pytest.raises(InvalidRequestError, match="ready-made") as caught:
+            Agent(FakeTransport(), permissions=BYPASS, approvals=DENY, **setting)  # type: ignore[arg-type]
+        assert caught.value.field == next(iter(setting))
 
     def test_transport_means_the_kind_of_transport_only(self) -> None:
         with pytest.raises(InvalidRequestError, match="TransportKind"):
             claude_agent(FakeExecutor(), env=ENV, transport=FakeTransport())
 
     def test_a_ready_transport_without_probe_reports_that_it_cannot_tell(self) -> None:
-        readiness = Agent.over(FakeTransport(), permissions=BYPASS, approvals=DENY).probe()
+        readiness = Agent(FakeTransport(), permissions=BYPASS, approvals=DENY).probe()
         assert not readiness.ready
         assert "cannot report" in readiness.detail
 
@@ -168,7 +179,7 @@ def test_sessions_share_the_agents_retry_policy_clock_and_ids() -> None:
     transport = FakeTransport(
         [FakeOutcome.failure(FailureKind.TRANSIENT), FakeOutcome.success("fine")]
     )
-    agent = Agent.over(
+    agent = Agent(
         transport,
         permissions=BYPASS,
         approvals=DENY,
@@ -202,7 +213,7 @@ class Runner:
 
 def test_sessions_of_one_agent_take_turns_in_a_shared_conversation() -> None:
     transport = FakeTransport([FakeOutcome.hang(), FakeOutcome.success("second")])
-    agent = Agent.over(transport, permissions=BYPASS, approvals=DENY)
+    agent = Agent(transport, permissions=BYPASS, approvals=DENY)
     first, second = agent.start_session("/work"), agent.start_session("/work")
     first.adopt("conv-shared")
     second.adopt("conv-shared")
@@ -220,8 +231,8 @@ def test_sessions_of_one_agent_take_turns_in_a_shared_conversation() -> None:
 
 def test_sessions_of_different_agents_are_not_serialized() -> None:
     transport = FakeTransport([FakeOutcome.hang(), FakeOutcome.hang()])
-    one_agent = Agent.over(transport, permissions=BYPASS, approvals=DENY)
-    other_agent = Agent.over(transport, permissions=BYPASS, approvals=DENY)
+    one_agent = Agent(transport, permissions=BYPASS, approvals=DENY)
+    other_agent = Agent(transport, permissions=BYPASS, approvals=DENY)
     first, second = one_agent.start_session("/work"), other_agent.start_session("/work")
     first.adopt("conv-shared")
     second.adopt("conv-shared")

@@ -81,7 +81,7 @@ class TestAFreshTurnHoldsTheConversationItNames:
         transport = FakeTransport(
             [FakeOutcome.success("a", session_id="conv-1"), FakeOutcome.success("b")]
         )
-        agent = Agent.over(transport, permissions=BYPASS, approvals=DENY)
+        agent = Agent(transport, permissions=BYPASS, approvals=DENY)
         first, second = agent.start_session(), agent.start_session()
         named, release = threading.Event(), threading.Event()
 
@@ -155,7 +155,7 @@ class TestALogThatRaisesWhileTheTurnEnds:
 class TestARefusedHandlerSpendsNothing:
     def test_a_bad_on_event_leaves_the_journaled_ticket_runnable(self) -> None:
         transport = FakeTransport([FakeOutcome.success("hi")])
-        session = Agent.over(transport, permissions=BYPASS, approvals=DENY).start_session()
+        session = Agent(transport, permissions=BYPASS, approvals=DENY).start_session()
         journaled = session.prepare_turn("journaled")
         with pytest.raises(InvalidRequestError, match="on_event"):
             session.turn("other", on_event=42)  # type: ignore[arg-type]
@@ -244,7 +244,7 @@ class TestAnInterruptBeforeTheCliStarts:
                 return super().open(spec)
 
         transport = SlowOpen([FakeOutcome.success("hi")])
-        session = Agent.over(transport, permissions=BYPASS, approvals=DENY).start_session()
+        session = Agent(transport, permissions=BYPASS, approvals=DENY).start_session()
         turn = InThread(lambda: session.turn("x"))
         assert opening.wait(WAIT_S)
         session.interrupt()

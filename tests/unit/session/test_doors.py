@@ -1,9 +1,9 @@
 """One verb per action, handlers as plain functions, and stop outcomes by timing.
 
 ``Session.turn`` with a request, a prompt or a ticket; every door that takes an event handler
-taking a plain function too; ``Session.interrupt`` and ``AgentSession.cancel`` before a turn,
-while it waits, while its CLI runs, as it ends and after it; one lock registry per
-(provider, session id).
+taking a plain function too; ``interrupt()`` at both doors (``AgentSession`` and ``Session``)
+before a turn, while it waits, while its CLI runs, as it ends and after it, with the same
+outcome; one serialization (leases) per (provider, session id), shared by both doors.
 """
 
 from __future__ import annotations
@@ -20,13 +20,16 @@ from agentshim.core.conversation import ConversationSpec
 from agentshim.core.errors import ContinuityError, InvalidRequestError, TurnCancelledError
 from agentshim.core.events import AgentEvent, AssistantText, RunFinished, TurnInterrupted
 from agentshim.core.permissions import ApprovalPolicy, NativePermissions
-from agentshim.core.turn import TurnRequest
+from agentshim.core.turn import TurnRequest, TurnResult
 from agentshim.execution.executor import CommandRequest, CommandResult, CommandStreamSink
 from agentshim.oneshot import OneShotTransport
+from agentshim.providers import get_plugin
 from agentshim.session import Session, Turn
+from agentshim.state.leases import InMemoryLeases, LeaseHolder, conversation_key
 from agentshim.testing import FakeExecutor, FakeRun, RecordingEventHandler, scripted_turn
 from agentshim.testing.clock import SequentialIds
 from agentshim.testing.conversation import FakeOutcome, FakeTransport
+from agentshim.transport.installed import InstalledCli
 
 from .scripted_claude import ENV, PROVIDER
 
@@ -125,7 +128,7 @@ class TestSessionTurn:
 
     def test_pin_with_a_prompt_is_carried_to_the_turn(self) -> None:
         transport = FakeTransport([FakeOutcome.success("a", session_id="s-new")])
-        session = Agent.over(transport, permissions=BYPASS, approvals=DENY).start_session()
+        session = Agent(transport, permissions=BYPASS, approvals=DENY).start_session()
         session.adopt("s-old")
         with pytest.raises(ContinuityError):
             session.turn("hello", pin=True)
@@ -148,7 +151,7 @@ def cli(**kwargs: object) -> CliAgent:
 class TestPlainFunctionHandlers:
     def test_cli_agent_event_handler(self) -> None:
         seen: list[AgentEvent] = []
-        cli(event_handler=seen.append).run("x")
+        cli(event_handlers=seen.append).run("x")
         assert texts(seen) == ["hi"]
 
     def test_cli_agent_event_handlers_mix_functions_and_handler_objects(self) -> None:
@@ -164,7 +167,7 @@ class TestPlainFunctionHandlers:
 
     def test_cli_agent_run_on_event_comes_after_the_agents_handlers(self) -> None:
         order: list[str] = []
-        agent = cli(event_handler=lambda e: order.append("agent"))
+        agent = cli(event_handlers=lambda e: order.append("agent"))
         agent.run("x", on_event=lambda e: order.append("turn"))
         assert order[:2] == ["agent", "turn"]
 
@@ -194,7 +197,6 @@ class TestPlainFunctionHandlers:
     @pytest.mark.parametrize(
         "door",
         [
-            lambda bad: cli(event_handler=bad),
             lambda bad: cli(event_handlers=[bad]),
             lambda bad: cli().start_session().turn("x", on_event=bad),
             lambda bad: claude_agent(FakeExecutor(), event_handlers=[bad]),
@@ -203,7 +205,6 @@ class TestPlainFunctionHandlers:
             ),
         ],
         ids=[
-            "CliAgent.event_handler",
             "CliAgent.event_handlers",
             "AgentSession.turn",
             "Agent",
@@ -217,7 +218,7 @@ class TestPlainFunctionHandlers:
             door(42)
 
 
-# -- AgentSession.cancel: the turn in flight raises TurnCancelledError, whenever it lands --
+# -- both doors: one stop verb, one outcome by timing, one return contract -----------------
 
 
 class ExitsCleanly(FakeExecutor):
@@ -228,92 +229,68 @@ class ExitsCleanly(FakeExecutor):
         return CommandResult(0, outcome.stdout, outcome.stderr)
 
 
-class TestCancelTimings:
-    def test_a_cancel_before_any_turn_does_nothing(self) -> None:
+class Door:
+    """One door's session: ``CliAgent``/``AgentSession`` or ``Agent``/``Session``.
+
+    ``turn`` answers the TurnResult (a Session's Turn carries it as ``result``), so a test
+    compares what a user of either door sees.
+    """
+
+    def __init__(self, name: str, executor: FakeExecutor, **kwargs: object) -> None:
+        self.name = name
+        if name == "CliAgent":
+            self._cli = CliAgent(PROVIDER, executor=executor, env=ENV, **kwargs)  # type: ignore[arg-type]
+        else:
+            self._agent = claude_agent(executor, **kwargs)
+
+    def session(self, session_id: str | None = None) -> AgentSession | Session:
+        if self.name == "CliAgent":
+            return self._cli.start_session(session_id=session_id)
+        session = self._agent.start_session()
+        if session_id is not None:
+            session.adopt(session_id)
+        return session
+
+    @staticmethod
+    def turn(session: AgentSession | Session, prompt: str) -> TurnResult:
+        answered = session.turn(prompt)
+        return answered.result if isinstance(answered, Turn) else answered
+
+
+DOORS = pytest.mark.parametrize("door", ["CliAgent", "Agent"])
+
+
+def started(executor: FakeExecutor, running: InThread) -> None:
+    """Wait until the turn's CLI process exists."""
+    while not executor.handles:
+        running.thread.join(0.01)
+
+
+class TestBothDoorsAnswerAlike:
+    @DOORS
+    def test_a_turn_returns_the_cli_s_answer(self, door: str) -> None:
+        executor = FakeExecutor([answer("hi", "s-9")])
+        doorway = Door(door, executor)
+        result = doorway.turn(doorway.session(), "x")
+        assert (result.text, result.session_id, result.interrupted) == ("hi", "s-9", False)
+
+    @DOORS
+    def test_an_interrupt_before_any_turn_does_nothing(self, door: str) -> None:
         executor = FakeExecutor([answer("hi")])
-        session = CliAgent(PROVIDER, executor=executor, env=ENV).start_session()
-        session.cancel()
-        assert session.turn("x").text == "hi"
+        doorway = Door(door, executor)
+        session = doorway.session()
+        session.interrupt()
+        assert doorway.turn(session, "x").text == "hi"
         assert not executor.handles[0].terminated
 
-    def test_a_cancel_while_the_turn_waits_for_its_conversation_means_it_never_starts(
-        self,
+    @DOORS
+    def test_an_interrupt_while_the_turn_waits_for_its_conversation_means_it_never_starts(
+        self, door: str
     ) -> None:
         gate = Gate()
         executor = FakeExecutor(gate)
-        agent = CliAgent(PROVIDER, executor=executor, env=ENV)
-        first = agent.start_session(session_id="s-1")
-        second = agent.start_session(session_id="s-1")
-        running = InThread(lambda: first.turn("one"))
-        assert gate.entered.wait(WAIT_S)
-        waiting = InThread(lambda: second.turn("two"))
-        waiting.thread.join(0.2)
-        second.cancel()
-        waiting.join()
-        gate.release.set()
-        running.join()
-        assert isinstance(waiting.error, TurnCancelledError)
-        assert waiting.error.returncode is None
-        assert len(executor.requests) == 1, "the cancelled turn started its CLI"
-        assert second.session_id == "s-1"
-
-    def test_a_cancel_while_the_cli_runs_terminates_it(self) -> None:
-        executor = FakeExecutor(FakeRun(until_stopped=True))
-        session = CliAgent(PROVIDER, executor=executor, env=ENV).start_session(session_id="s-1")
-        running = InThread(lambda: session.turn("x"))
-        while not executor.handles:
-            running.thread.join(0.01)
-        session.cancel(grace=1)
-        running.join()
-        assert isinstance(running.error, TurnCancelledError)
-        assert running.error.returncode == -signal.SIGTERM
-        assert session.session_id == "s-1"
-
-    def test_a_cancel_as_the_cli_exits_cleanly_still_cancels_the_turn(self) -> None:
-        holder: list[AgentSession] = []
-
-        def cancel_at_exit(event: AgentEvent) -> None:
-            if isinstance(event, RunFinished):
-                holder[0].cancel()
-
-        executor = ExitsCleanly([answer("done", "s-2")])
-        agent = CliAgent(PROVIDER, executor=executor, env=ENV, event_handler=cancel_at_exit)
-        session = agent.start_session()
-        holder.append(session)
-        with pytest.raises(TurnCancelledError) as caught:
-            session.turn("x")
-        assert caught.value.returncode == 0
-        assert session.session_id == "s-2", "the cancelled turn lost the id its CLI named"
-
-    def test_a_cancel_after_the_turn_ended_does_not_reach_the_next_turn(self) -> None:
-        executor = FakeExecutor([answer("a"), answer("b")])
-        session = CliAgent(PROVIDER, executor=executor, env=ENV).start_session()
-        session.turn("x")
-        session.cancel()
-        assert session.turn("y").text == "b"
-        assert not executor.handles[1].terminated
-
-
-# -- Session.interrupt: a CLI that ran gives an interrupted Turn; none ran, TurnCancelledError --
-
-
-class TestInterruptTimings:
-    def test_after_prepare_and_before_the_turn_nothing_runs(self) -> None:
-        executor = FakeExecutor([answer()])
-        session = claude_agent(executor).start_session()
-        ticket = session.prepare_turn("x")
-        session.interrupt()
-        with pytest.raises(TurnCancelledError):
-            session.turn(ticket)
-        assert executor.requests == []
-
-    def test_while_waiting_for_another_sessions_turn_nothing_runs(self) -> None:
-        gate = Gate()
-        executor = FakeExecutor(gate)
-        agent = claude_agent(executor)
-        first, second = agent.start_session(), agent.start_session()
-        first.adopt("s-1")
-        second.adopt("s-1")
+        doorway = Door(door, executor)
+        first, second = doorway.session("s-1"), doorway.session("s-1")
         running = InThread(lambda: first.turn("one"))
         assert gate.entered.wait(WAIT_S)
         waiting = InThread(lambda: second.turn("two"))
@@ -323,40 +300,87 @@ class TestInterruptTimings:
         gate.release.set()
         running.join()
         assert isinstance(waiting.error, TurnCancelledError)
-        assert len(executor.requests) == 1
+        assert len(executor.requests) == 1, "the interrupted turn started its CLI"
         assert second.session_id == "s-1"
 
-    def test_while_the_cli_runs_the_turn_returns_interrupted_and_keeps_the_conversation(
-        self,
-    ) -> None:
-        executor = FakeExecutor(FakeRun(until_stopped=True))
-        session = claude_agent(executor).start_session()
-        session.adopt("s-1")
+    @DOORS
+    def test_an_interrupt_while_the_cli_runs_returns_an_interrupted_result(self, door: str) -> None:
+        executor = FakeExecutor(FakeRun(stdout=[], until_stopped=True))
         events = RecordingEventHandler()
-        running = InThread(lambda: session.turn("x", on_event=events))
-        while not executor.handles:
-            running.thread.join(0.01)
+        doorway = Door(door, executor, event_handlers=[events])
+        session = doorway.session("s-1")
+        running = InThread(lambda: doorway.turn(session, "x"))
+        started(executor, running)
         session.interrupt()
         running.join()
         assert running.error is None
-        assert isinstance(running.value, Turn)
-        assert running.value.result.interrupted
+        result = running.value
+        assert isinstance(result, TurnResult)
+        assert result.interrupted
+        assert result.exit_code == -signal.SIGTERM
+        assert executor.handles[0].terminated
         assert events.of_type(TurnInterrupted)
         assert session.session_id == "s-1"
 
-    def test_after_the_turn_ended_it_does_not_reach_the_next_turn(self) -> None:
+    @DOORS
+    def test_an_interrupt_as_the_cli_exits_cleanly_still_marks_the_turn(self, door: str) -> None:
+        holder: list[AgentSession | Session] = []
+
+        def interrupt_at_exit(event: AgentEvent) -> None:
+            if isinstance(event, RunFinished):
+                holder[0].interrupt()
+
+        executor = ExitsCleanly([answer("done", "s-2")])
+        doorway = Door(door, executor, event_handlers=[interrupt_at_exit])
+        session = doorway.session()
+        holder.append(session)
+        result = doorway.turn(session, "x")
+        assert (result.text, result.interrupted, result.exit_code) == ("done", True, 0)
+        assert session.session_id == "s-2", "the interrupted turn lost the id its CLI named"
+
+    @DOORS
+    def test_an_interrupt_after_the_turn_ended_does_not_reach_the_next_turn(
+        self, door: str
+    ) -> None:
         executor = FakeExecutor([answer("a"), answer("b")])
-        session = claude_agent(executor).start_session()
-        session.turn("x")
+        doorway = Door(door, executor)
+        session = doorway.session()
+        doorway.turn(session, "x")
         session.interrupt()
-        turn = session.turn("y")
-        assert (turn.result.text, turn.result.interrupted) == ("b", False)
+        result = doorway.turn(session, "y")
+        assert (result.text, result.interrupted) == ("b", False)
+        assert not executor.handles[1].terminated
 
 
-# -- one lock registry per (provider, session id) -------------------------------------------
+class TestCancelAlias:
+    def test_cancel_is_interrupt_with_a_grace(self) -> None:
+        executor = FakeExecutor(FakeRun(until_stopped=True))
+        session = CliAgent(PROVIDER, executor=executor, env=ENV).start_session(session_id="s-1")
+        running = InThread(lambda: session.turn("x"))
+        started(executor, running)
+        session.cancel(grace=1)
+        running.join()
+        assert running.error is None
+        assert isinstance(running.value, TurnResult)
+        assert running.value.interrupted
+        assert running.value.exit_code == -signal.SIGTERM
 
 
-class TestOneLockRegistry:
+class TestSessionInterrupt:
+    def test_after_prepare_and_before_the_turn_nothing_runs(self) -> None:
+        executor = FakeExecutor([answer()])
+        session = claude_agent(executor).start_session()
+        ticket = session.prepare_turn("x")
+        session.interrupt()
+        with pytest.raises(TurnCancelledError):
+            session.turn(ticket)
+        assert executor.requests == []
+
+
+# -- one serialization per (provider, session id): leases --------------------------------
+
+
+class TestOneSerialization:
     def test_two_sessions_of_one_agent_on_one_session_id_take_turns(self) -> None:
         gate = Gate()
         executor = FakeExecutor(gate)
@@ -375,19 +399,13 @@ class TestOneLockRegistry:
         assert (one.error, two.error) == (None, None)
         assert len(executor.requests) == 2
 
-    @pytest.mark.parametrize("build", ["Agent", "Agent.over(OneShotTransport)"])
     @pytest.mark.parametrize("first", ["session", "cli_agent"])
-    def test_a_session_and_a_cli_agent_turn_of_one_agent_take_turns(
-        self, build: str, first: str
-    ) -> None:
+    def test_both_doors_on_the_same_leases_take_turns(self, first: str) -> None:
         gate = Gate()
         executor = FakeExecutor(gate)
-        if build == "Agent":
-            agent = claude_agent(executor)
-        else:
-            transport = OneShotTransport(CliAgent(PROVIDER, executor=executor, env=ENV))
-            agent = Agent.over(transport, permissions=BYPASS, approvals=DENY)
-        cli_agent: CliAgent = agent.transport.cli_agent  # type: ignore[attr-defined]
+        leases = InMemoryLeases()
+        agent = claude_agent(executor, leases=leases)
+        cli_agent = CliAgent(PROVIDER, executor=executor, env=ENV, leases=leases)
         session = agent.start_session()
         session.adopt("s-1")
 
@@ -408,13 +426,21 @@ class TestOneLockRegistry:
         assert (one.error, two.error) == (None, None)
         assert len(executor.requests) == 2
 
-    def test_a_lock_held_in_that_registry_holds_the_agents_sessions(self) -> None:
+    @pytest.mark.parametrize("door", ["Agent(OneShotTransport)", "CliAgent"])
+    def test_a_lease_held_elsewhere_holds_the_door_s_turns(self, door: str) -> None:
         executor = FakeExecutor([answer()])
-        agent = claude_agent(executor)
-        session = agent.start_session()
-        session.adopt("s-1")
-        locks = agent.transport.cli_agent.locks  # type: ignore[attr-defined]
-        locks.acquire((PROVIDER, "s-1"))
+        leases = InMemoryLeases()
+        if door == "CliAgent":
+            session: AgentSession | Session = CliAgent(
+                PROVIDER, executor=executor, env=ENV, leases=leases
+            ).start_session(session_id="s-1")
+        else:
+            cli = InstalledCli.find(get_plugin(PROVIDER).create_provider(), executor, ENV)
+            agent = Agent(OneShotTransport(cli), permissions=BYPASS, approvals=DENY, leases=leases)
+            session = agent.start_session()
+            session.adopt("s-1")
+        holder = LeaseHolder.here()
+        leases.acquire(conversation_key(PROVIDER, "s-1"), holder, 60)
         try:
             waiting = InThread(lambda: session.turn("x"))
             waiting.thread.join(0.2)
@@ -422,5 +448,5 @@ class TestOneLockRegistry:
             session.interrupt()
             waiting.join()
         finally:
-            locks.release((PROVIDER, "s-1"))
+            leases.release(conversation_key(PROVIDER, "s-1"), holder)
         assert isinstance(waiting.error, TurnCancelledError)

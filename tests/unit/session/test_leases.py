@@ -498,7 +498,7 @@ class TestAgentWiring:
     def test_sessions_use_the_agents_store_and_hold_leases_in_it(self, tmp_path: Path) -> None:
         with SqliteStore(tmp_path / "state.db") as store:
             transport = FakeTransport([FakeOutcome.hang(), FakeOutcome.success("two")])
-            agent = Agent.over(
+            agent = Agent(
                 transport,
                 permissions=NativePermissions.bypass(),
                 approvals=ApprovalPolicy.DENY,
@@ -524,7 +524,7 @@ class TestAgentWiring:
     def test_wrong_stores_are_refused(self) -> None:
         for field, value in (("checkpoints", "state.db"), ("leases", 3)):
             with pytest.raises(InvalidRequestError, match=field):
-                Agent.over(
+                Agent(
                     FakeTransport(),
                     permissions=NativePermissions.bypass(),
                     approvals=ApprovalPolicy.DENY,

@@ -7,7 +7,6 @@ from pathlib import Path
 
 import pytest
 
-from agentshim.cli_agent import CliAgent
 from agentshim.core.conversation import ConversationSpec
 from agentshim.core.errors import CliNotFoundError, ProviderCapabilityError
 from agentshim.core.events import AgentEvent, RunStarted, TurnInterrupted
@@ -19,10 +18,15 @@ from agentshim.session import Session
 from agentshim.testing import FakeExecutor, FakeRun, scripted_turn
 from agentshim.testing.clock import FakeClock
 from agentshim.testing.session_contracts import ContractTurn
+from agentshim.transport.installed import InstalledCli
 
 from .scripted_claude import ENV, PROVIDER, ScriptedClaude
 
 PROFILE = get_plugin(PROVIDER).profile
+
+
+def installed(executor: FakeExecutor) -> InstalledCli:
+    return InstalledCli.find(get_plugin(PROVIDER).create_provider(), executor, ENV)
 
 
 def spec(**overrides: object) -> ConversationSpec:
@@ -39,7 +43,7 @@ def spec(**overrides: object) -> ConversationSpec:
     [NativePermissions.read_only(), NativePermissions.workspace_write(["/srv"], network=True)],
 )
 def test_only_bypass_permissions_are_possible(permissions: NativePermissions) -> None:
-    transport = OneShotTransport(ScriptedClaude([]).agent())
+    transport = OneShotTransport(ScriptedClaude([]).cli())
     with pytest.raises(ProviderCapabilityError, match=r"only NativePermissions\.bypass\(\)"):
         transport.open(spec(permissions=permissions))
 
@@ -47,7 +51,7 @@ def test_only_bypass_permissions_are_possible(permissions: NativePermissions) ->
 def test_an_interrupted_turn_returns_an_interrupted_result_instead_of_raising() -> None:
     scripted = ScriptedClaude([ContractTurn(hang=True), ContractTurn("after")])
     session = Session(
-        OneShotTransport(scripted.agent()), spec(resume_session_id="sess-live"), clock=FakeClock()
+        OneShotTransport(scripted.cli()), spec(resume_session_id="sess-live"), clock=FakeClock()
     )
     events: list[AgentEvent] = []
     started = threading.Event()
@@ -77,7 +81,7 @@ def test_an_interrupted_turn_returns_an_interrupted_result_instead_of_raising() 
 
 def test_spec_defaults_apply_to_turns_that_set_none() -> None:
     executor = FakeExecutor(lambda _: scripted_turn(PROVIDER, text="ok", session_id="s-1"))
-    transport = OneShotTransport(CliAgent(PROVIDER, executor=executor, env=ENV), turn_timeout=90)
+    transport = OneShotTransport(installed(executor), turn_timeout=90)
     conversation = transport.open(spec(model="model-a", reasoning_effort="high"))
     conversation.turn(TurnRequest("default"), lambda _: None)
     conversation.turn(TurnRequest("own", reasoning_effort="low", timeout=5), lambda _: None)
@@ -92,8 +96,8 @@ def test_spec_defaults_apply_to_turns_that_set_none() -> None:
 def test_a_lazy_transport_reports_a_missing_binary_on_the_first_turn() -> None:
     executor = FakeExecutor(binaries={})
 
-    def build() -> CliAgent:
-        return CliAgent(PROVIDER, executor=executor, env=ENV)
+    def build() -> InstalledCli:
+        return installed(executor)
 
     transport = OneShotTransport(build, profile=PROFILE)
     assert transport.profile is PROFILE
@@ -104,7 +108,7 @@ def test_a_lazy_transport_reports_a_missing_binary_on_the_first_turn() -> None:
 
 def test_a_factory_needs_a_profile() -> None:
     with pytest.raises(ValueError, match="profile"):
-        OneShotTransport(lambda: CliAgent(PROVIDER, executor=FakeExecutor(), env=ENV))
+        OneShotTransport(lambda: installed(FakeExecutor()))
 
 
 class TestProbe:
@@ -152,9 +156,7 @@ class TestProbe:
 
     def test_the_transport_probe_reports_an_unhealthy_binary(self) -> None:
         executor = FakeExecutor(unhealthy={PROFILE.binary: "broken install"})
-        transport = OneShotTransport(
-            lambda: CliAgent(PROVIDER, executor=executor, env=ENV), profile=PROFILE
-        )
+        transport = OneShotTransport(lambda: installed(executor), profile=PROFILE)
         readiness = transport.probe()
         assert readiness.binary_found
         assert not readiness.ready

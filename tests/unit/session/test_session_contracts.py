@@ -59,7 +59,7 @@ class TestOneShotConversation(ConversationContract):
     def make_conversation(
         self, turns: Sequence[ContractTurn], *, resume_session_id: str | None = None
     ) -> Conversation:
-        return OneShotTransport(ScriptedClaude(turns).agent()).open(spec(resume_session_id))
+        return OneShotTransport(ScriptedClaude(turns).cli()).open(spec(resume_session_id))
 
 
 class TestFakeTransport(TransportContract):
@@ -78,7 +78,7 @@ class TestFakeTransportWithFewerModes(TransportContract):
 
 class TestOneShotTransport(TransportContract):
     def make_transport(self, turns: Sequence[ContractTurn]) -> Transport:
-        return OneShotTransport(ScriptedClaude(turns).agent())
+        return OneShotTransport(ScriptedClaude(turns).cli())
 
     def unsupported_permissions(self) -> NativePermissions | None:
         return NativePermissions.read_only()
@@ -87,7 +87,7 @@ class TestOneShotTransport(TransportContract):
 class TestLazyOneShotTransport(TransportContract):
     def make_transport(self, turns: Sequence[ContractTurn]) -> Transport:
         scripted = ScriptedClaude(turns)
-        return OneShotTransport(scripted.agent, profile=get_plugin(PROVIDER).profile)
+        return OneShotTransport(scripted.cli, profile=get_plugin(PROVIDER).profile)
 
     def unsupported_permissions(self) -> NativePermissions | None:
         return NativePermissions.read_only()

@@ -38,7 +38,7 @@ ACP = [("gemini", GEMINI_QUIRKS), ("opencode", OPENCODE_QUIRKS), ("copilot", COP
 
 def fake_agent(outcomes: list[FakeOutcome], **limits: Any) -> tuple[Agent, FakeTransport]:
     transport = FakeTransport(outcomes)
-    agent = Agent.over(transport, permissions=BYPASS, approvals=ApprovalPolicy.DENY, **limits)
+    agent = Agent(transport, permissions=BYPASS, approvals=ApprovalPolicy.DENY, **limits)
     return agent, transport
 
 
@@ -277,14 +277,14 @@ def test_claude_tui_stops_at_the_turn_report(tmp_path: Path) -> None:
     from agentshim.providers.claude import ClaudeProvider
     from agentshim.providers.claude.tui_transport import ClaudeTuiTransport
     from agentshim.testing.claude_tui import FakeTuiScript, FakeTuiTurn, install_fake_claude_tui
-    from agentshim.transport.context import TransportContext
+    from agentshim.transport.installed import InstalledCli
 
     home, work = tmp_path / "home", tmp_path / "work"
     home.mkdir()
     work.mkdir()
     script = FakeTuiScript([FakeTuiTurn("spent", input_tokens=5000), FakeTuiTurn("next")])
     binary = install_fake_claude_tui(tmp_path / "bin", script)
-    context = TransportContext(
+    context = InstalledCli(
         provider=ClaudeProvider(),
         executor=HostCommandExecutor(),
         binary_path=str(binary),
@@ -297,7 +297,7 @@ def test_claude_tui_stops_at_the_turn_report(tmp_path: Path) -> None:
         submit_retry_after=0.5,
         transcript_wait=1.0,
     )
-    agent = Agent.over(transport, permissions=BYPASS, approvals=ApprovalPolicy.DENY)
+    agent = Agent(transport, permissions=BYPASS, approvals=ApprovalPolicy.DENY)
     with agent.start_session(str(work), max_tokens=1000) as session:
         with pytest.raises(SpendingLimitError) as raised:
             session.turn("spend")

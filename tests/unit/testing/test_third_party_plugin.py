@@ -144,7 +144,7 @@ CATALOG = DEFAULT_CATALOG.with_plugin(PLUGIN)
 def _agent(run: FakeRun, recorder: RecordingEventHandler | None = None) -> CliAgent:
     fake = FakeExecutor(run, binaries=BINARIES)
     return CliAgent(
-        "echo", executor=fake, env={"PATH": "/usr/bin"}, catalog=CATALOG, event_handler=recorder
+        "echo", executor=fake, env={"PATH": "/usr/bin"}, catalog=CATALOG, event_handlers=recorder
     )
 
 

@@ -24,7 +24,7 @@ from agentshim.execution.process import SpawnRequest
 from agentshim.providers import DEFAULT_CATALOG, provider_names
 from agentshim.providers.catalog import transport_factories, transports_offered
 from agentshim.testing import FakeExecutor, FakePeer, PeerOutput, SilentPeer
-from agentshim.transport.context import TransportContext
+from agentshim.transport.installed import InstalledCli
 
 ENV = {"PATH": "/usr/bin"}
 
@@ -85,8 +85,8 @@ def _conversation(provider: str, started: threading.Event, *, grace: float) -> t
         return _Started(started)
 
     executor = FakeExecutor(peers=peer, binaries={binary_name: binary})
-    context = TransportContext(
-        provider=CliAgent(provider, executor=executor, env=ENV).provider,
+    context = InstalledCli(
+        provider=CliAgent(provider, executor=executor, env=ENV).cli.provider,
         executor=executor,
         binary_path=binary,
         env=ENV,

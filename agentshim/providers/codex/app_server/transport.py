@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING, Any
 from agentshim.core.conversation import ConversationSpec
 from agentshim.core.errors import ProviderCapabilityError
 from agentshim.providers.codex.provider import CodexProvider
-from agentshim.transport.context import TransportContext
 from agentshim.transport.conversation import ProcessOptions, ProcessTransport
+from agentshim.transport.installed import InstalledCli
 from agentshim.transport.shared import PoolSlot, ProcessPool, ProcessSharing, warm_up
 
 from .profile import APP_SERVER_PROFILE
@@ -52,7 +52,7 @@ class CodexAppServerTransport(ProcessTransport):
 
     def __init__(
         self,
-        context: TransportContext | Callable[[], TransportContext],
+        context: InstalledCli | Callable[[], InstalledCli],
         *,
         reap: Reaper | None = None,
         sharing: ProcessSharing | None = None,

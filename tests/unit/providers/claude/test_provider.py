@@ -47,7 +47,12 @@ def agent_for(
     runs: FakeRun | list[FakeRun] | Any, recorder: RecordingEventHandler | None = None
 ) -> tuple[CliAgent, FakeExecutor]:
     executor = FakeExecutor(runs, binaries=BINARIES)
-    agent = CliAgent("claude", executor=executor, env={"PATH": "/usr/bin"}, event_handler=recorder)
+    agent = CliAgent(
+        "claude",
+        executor=executor,
+        env={"PATH": "/usr/bin"},
+        event_handlers=[recorder] if recorder is not None else (),
+    )
     return agent, executor
 
 
@@ -73,7 +78,7 @@ class TestProfile:
         sandboxed = ClaudeProvider(sandbox=SandboxConfig())
         assert dict(sandboxed.env_defaults) == {"CLAUDE_BASH_MAINTAIN_PROJECT_WORKING_DIR": "1"}
         agent = CliAgent(sandboxed, executor=FakeExecutor(binaries=BINARIES), env={"PATH": "/x"})
-        assert agent.env["CLAUDE_BASH_MAINTAIN_PROJECT_WORKING_DIR"] == "1"
+        assert agent.cli.env["CLAUDE_BASH_MAINTAIN_PROJECT_WORKING_DIR"] == "1"
 
     @pytest.mark.parametrize("folder", ["recorded", "recorded-2.1.332"])
     def test_the_default_model_of_every_checked_version_is_in_the_catalogue(

@@ -20,7 +20,7 @@ from agentshim.providers.claude.provider import ClaudeProvider
 from agentshim.providers.claude.stream_transport import ClaudeStreamTransport
 from agentshim.testing import FakeExecutor
 from agentshim.testing.claude_stream import ClaudePeerTurn, ClaudeStreamPeers
-from agentshim.transport.context import TransportContext
+from agentshim.transport.installed import InstalledCli
 
 LOOKUP = "mcp__agentshim__lookup"
 
@@ -29,7 +29,7 @@ class Rig:
     def __init__(self, turns: list[ClaudePeerTurn], **spec: Any) -> None:
         self.peers = ClaudeStreamPeers(turns)
         self.executor = FakeExecutor(peers=self.peers)
-        context = TransportContext(
+        context = InstalledCli(
             provider=ClaudeProvider(),
             executor=self.executor,
             binary_path="/usr/bin/claude",

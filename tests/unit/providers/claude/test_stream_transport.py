@@ -62,7 +62,7 @@ from agentshim.testing.session_contracts import (
     SteerableConversationContract,
     TransportContract,
 )
-from agentshim.transport.context import TransportContext
+from agentshim.transport.installed import InstalledCli
 
 FIXTURES = Path(__file__).parents[3] / "fixtures" / "claude" / "stream"
 BYPASS = NativePermissions.bypass()
@@ -84,9 +84,9 @@ class Events(list[AgentEvent]):
 
 def context(
     peers: Callable[[SpawnRequest], FakePeer], *, clock: Callable[[], float] = time.monotonic
-) -> tuple[TransportContext, FakeExecutor]:
+) -> tuple[InstalledCli, FakeExecutor]:
     executor = FakeExecutor(peers=peers)
-    ctx = TransportContext(
+    ctx = InstalledCli(
         provider=ClaudeProvider(),
         executor=executor,
         binary_path="/usr/bin/claude",

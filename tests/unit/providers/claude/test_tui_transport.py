@@ -50,7 +50,7 @@ from agentshim.testing.session_contracts import (
     ConversationContract,
     TransportContract,
 )
-from agentshim.transport.context import TransportContext
+from agentshim.transport.installed import InstalledCli
 
 pytestmark = pytest.mark.skipif(os.name != "posix", reason="the TUI runs on a pseudo-terminal")
 
@@ -98,7 +98,7 @@ class Rig:
         self.binary = install_fake_claude_tui(root / "bin", script)
         self.env = {"PATH": "/usr/bin:/bin", "HOME": str(self.home), "SECRET_TOKEN": "s3cr3t"}
         self.executor = RecordingExecutor()
-        self.context = TransportContext(
+        self.context = InstalledCli(
             provider=ClaudeProvider(),
             executor=self.executor,
             binary_path=str(self.binary),
@@ -470,7 +470,7 @@ def test_a_turn_cannot_change_the_model_or_schema_of_the_running_process(make) -
 
 
 def test_an_executor_without_a_terminal_is_refused(tmp_path: Path) -> None:
-    context = TransportContext(
+    context = InstalledCli(
         provider=ClaudeProvider(), executor=FakeExecutor([]), binary_path="/bin/claude"
     )
     with pytest.raises(ProviderCapabilityError):
@@ -484,7 +484,7 @@ def test_tools_and_hooks_are_refused_rather_than_dropped() -> None:
         """Echo ``text``."""
         return text
 
-    context = TransportContext(
+    context = InstalledCli(
         provider=ClaudeProvider(), executor=HostCommandExecutor(), binary_path="/bin/claude"
     )
     for spec in (

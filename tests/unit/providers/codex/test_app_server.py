@@ -55,7 +55,7 @@ from agentshim.testing.session_contracts import (
     SteerableConversationContract,
     TransportContract,
 )
-from agentshim.transport.context import TransportContext
+from agentshim.transport.installed import InstalledCli
 
 BYPASS = NativePermissions.bypass()
 SCHEMA = {
@@ -79,9 +79,9 @@ class Events(list[AgentEvent]):
 
 def context(
     peers: Callable[[SpawnRequest], FakePeer], *, provider: Any = None
-) -> tuple[TransportContext, FakeExecutor]:
+) -> tuple[InstalledCli, FakeExecutor]:
     executor = FakeExecutor(peers=peers)
-    ctx = TransportContext(
+    ctx = InstalledCli(
         provider=provider or CodexProvider(),
         executor=executor,
         binary_path="/usr/bin/codex",
@@ -736,7 +736,7 @@ def test_an_interrupt_before_codex_started_the_turn_waits_for_turn_started() -> 
 
     peers = Slow([CodexPeerTurn(hang=True), CodexPeerTurn("after")])
     executor = FakeExecutor(peers=peers, gates=gates)
-    ctx = TransportContext(
+    ctx = InstalledCli(
         provider=CodexProvider(), executor=executor, binary_path="/usr/bin/codex", env={}
     )
     conversation = CodexAppServerTransport(ctx, interrupt_grace=2.0, reap=lambda m: 0).open(

@@ -26,7 +26,7 @@ from agentshim.providers.codex.app_server.transport import CodexAppServerTranspo
 from agentshim.providers.codex.provider import CodexProvider
 from agentshim.testing import FakeExecutor
 from agentshim.testing.codex_app_server import CodexRecordedPeer
-from agentshim.transport.context import TransportContext
+from agentshim.transport.installed import InstalledCli
 
 STREAM = Path(__file__).parents[3] / "fixtures" / "codex" / "stream"
 SCHEMA = {
@@ -60,7 +60,7 @@ class Replay:
             self.peers.append(peer)
             return peer
 
-        context = TransportContext(
+        context = InstalledCli(
             provider=CodexProvider(),
             executor=FakeExecutor(peers=spawn),
             binary_path="/usr/bin/codex",

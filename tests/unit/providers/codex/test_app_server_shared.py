@@ -23,7 +23,7 @@ from agentshim.testing.session_contracts import (
     SteerableConversationContract,
     TransportContract,
 )
-from agentshim.transport.context import TransportContext
+from agentshim.transport.installed import InstalledCli
 from agentshim.transport.shared import ProcessSharing
 
 BYPASS = NativePermissions.bypass()
@@ -34,7 +34,7 @@ def shared_transport(
     peers: CodexAppServerPeers, sharing: ProcessSharing | None = None, **options: Any
 ) -> tuple[CodexAppServerTransport, FakeExecutor, list[str]]:
     executor = FakeExecutor(peers=peers)
-    context = TransportContext(
+    context = InstalledCli(
         provider=CodexProvider(),
         executor=executor,
         binary_path="/usr/bin/codex",

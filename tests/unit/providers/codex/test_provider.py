@@ -34,7 +34,7 @@ def agent_for(
 ) -> tuple[CliAgent, FakeExecutor, RecordingEventHandler]:
     executor = FakeExecutor(list(runs), binaries={"codex": "/usr/bin/codex"})
     events = RecordingEventHandler()
-    agent = CliAgent(provider, executor=executor, env=ENV, event_handler=events, model=model)
+    agent = CliAgent(provider, executor=executor, env=ENV, event_handlers=events, model=model)
     return agent, executor, events
 
 

@@ -21,7 +21,12 @@ def agent_for(
     runs: Any, recorder: RecordingEventHandler | None = None
 ) -> tuple[CliAgent, FakeExecutor]:
     executor = FakeExecutor(runs, binaries=BINARIES)
-    agent = CliAgent("copilot", executor=executor, env={"PATH": "/usr/bin"}, event_handler=recorder)
+    agent = CliAgent(
+        "copilot",
+        executor=executor,
+        env={"PATH": "/usr/bin"},
+        event_handlers=[recorder] if recorder is not None else (),
+    )
     return agent, executor
 
 

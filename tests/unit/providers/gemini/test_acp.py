@@ -41,7 +41,7 @@ from agentshim.providers.gemini.acp import (
 from agentshim.providers.gemini.provider import GeminiProvider
 from agentshim.testing import FakeExecutor
 from agentshim.testing.acp import AcpRecordedPeer
-from agentshim.transport.context import TransportContext
+from agentshim.transport.installed import InstalledCli
 from tests.unit.acp.rigs import turn_on
 
 FIXTURES = Path(__file__).parents[3] / "fixtures" / "gemini" / "acp"
@@ -193,7 +193,7 @@ def replay(case: str) -> tuple[AcpTransport, list[AcpRecordedPeer]]:
         peers.append(AcpRecordedPeer(FIXTURES / case / "transcript.jsonl"))
         return peers[-1]
 
-    ctx = TransportContext(
+    ctx = InstalledCli(
         provider=GeminiProvider(),
         executor=FakeExecutor(peers=spawn),
         binary_path="/usr/bin/gemini",

@@ -30,7 +30,7 @@ RESUMED = "ses_dd8a6cd86ffeX01SZ77MV3sIeY"
 def agent_for(runs: Any) -> tuple[CliAgent, FakeExecutor, RecordingEventHandler]:
     recorder = RecordingEventHandler()
     fake = FakeExecutor(runs, binaries={"opencode": BIN})
-    return CliAgent("opencode", executor=fake, env=ENV, event_handler=recorder), fake, recorder
+    return CliAgent("opencode", executor=fake, env=ENV, event_handlers=recorder), fake, recorder
 
 
 class TestRecordedTurnsThroughTheAgent:

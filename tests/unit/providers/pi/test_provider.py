@@ -26,7 +26,10 @@ def agent_for(
 ) -> tuple[CliAgent, FakeExecutor]:
     executor = FakeExecutor(runs, binaries=BINARIES)
     agent = CliAgent(
-        provider or "pi", executor=executor, env={"PATH": "/usr/bin"}, event_handler=recorder
+        provider or "pi",
+        executor=executor,
+        env={"PATH": "/usr/bin"},
+        event_handlers=[recorder] if recorder is not None else (),
     )
     return agent, executor
 

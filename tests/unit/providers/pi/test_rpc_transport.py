@@ -55,7 +55,7 @@ from agentshim.testing.session_contracts import (
     SteerableConversationContract,
     TransportContract,
 )
-from agentshim.transport.context import TransportContext
+from agentshim.transport.installed import InstalledCli
 
 FIXTURES = Path(__file__).parents[3] / "fixtures" / "pi" / "stream"
 BYPASS = NativePermissions.bypass()
@@ -81,9 +81,9 @@ def context(
     *,
     clock: Callable[[], float] = time.monotonic,
     provider: PiProvider | None = None,
-) -> tuple[TransportContext, FakeExecutor]:
+) -> tuple[InstalledCli, FakeExecutor]:
     executor = FakeExecutor(peers=peers)
-    ctx = TransportContext(
+    ctx = InstalledCli(
         provider=provider or PiProvider(),
         executor=executor,
         binary_path="/usr/bin/pi",
