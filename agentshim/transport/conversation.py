@@ -805,8 +805,10 @@ class ProcessConversation(LongLivedConversation[TurnT]):
             while True:
                 output = self._start_read(channel, deadline, heard)
                 if output is None:
-                    seconds = max(deadline - sent, 0.0)
-                    raise self._start_unanswered(channel, seconds, subtype, self._start_command)
+                    # A caller's deadline is the start timeout from when its process started.
+                    raise self._start_unanswered(
+                        channel, self._start_timeout, subtype, self._start_command
+                    )
                 if isinstance(output, ProcessExited):
                     raise self._start_died(channel, output, subtype, emit)
                 heard = self._clock()
