@@ -23,7 +23,7 @@ from collections import deque
 from collections.abc import Callable, Generator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Generic, Protocol, TypedDict, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypedDict, TypeVar
 
 from agentshim.core import lifecycle_kinds as lk
 from agentshim.core.approvals import ApprovalDecision, ApprovalRequest
@@ -62,6 +62,7 @@ from agentshim.core.provider import (
     mcp_env,
     mcp_env_defaults,
 )
+from agentshim.core.sharing import ProcessSharing
 from agentshim.core.turn import TurnRequest, TurnResult
 from agentshim.core.usage import ProviderUsage
 from agentshim.execution.executor import SideChannel
@@ -79,7 +80,11 @@ from .context import ContextSource, TransportContext
 from .correlator import Correlator, PendingRequest
 from .fixed import refuse_fixed_changes
 from .leftovers import TurnLeftovers
+from .shared import PoolSlot, ProcessPool, SessionKey, warm_up
 from .watch import Due, TurnWatch
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 __all__ = [
     "LiveTurn",
@@ -88,6 +93,7 @@ __all__ = [
     "ProcessOptions",
     "ProcessTransport",
     "ServedSide",
+    "SharingTransport",
     "shown_argv",
 ]
 
@@ -157,6 +163,59 @@ class ProcessTransport:
                 "Agent of that CLI"
             )
         return provider
+
+
+class SharingTransport(ProcessTransport):
+    """A long-lived transport whose conversations may share processes (``sharing``).
+
+    ``session_key`` finds the conversation a frame of its protocol names. :meth:`prewarm`
+    starts processes ahead of conversations and :meth:`release_warm` ends them; a subclass
+    supplies ``open``.
+    """
+
+    def __init__(
+        self,
+        context: TransportContext | Callable[[], TransportContext],
+        *,
+        sharing: ProcessSharing | None,
+        session_key: SessionKey,
+        **options: Unpack[ProcessOptions],
+    ) -> None:
+        super().__init__(context, **options)
+        self.sharing = sharing
+        self._pools = PoolSlot(session_key)
+
+    def open(self, spec: ConversationSpec) -> Any:
+        """Open a conversation on this transport."""
+        raise NotImplementedError
+
+    def pool(self) -> ProcessPool | None:
+        """The processes its conversations share; None when they do not share."""
+        return self._pools.get(self.sharing, self.context, close_grace=self.close_grace)
+
+    def prewarm(self, count: int, spec: ConversationSpec) -> None:
+        """Start ``count`` processes for conversations like ``spec`` and keep them warm.
+
+        Each is started, handshaken and has opened one session (left for later ones) before
+        this returns, so a new conversation's first turn starts without spawning. At most
+        ``sharing.max_processes`` are started.
+
+        Raises:
+            ProviderCapabilityError: the transport does not share processes.
+            CliExitError / CliTimeoutError: a process could not be started.
+        """
+        if self.sharing is None:
+            raise ProviderCapabilityError(
+                "warm processes are kept by a transport that shares them; pass "
+                "share_processes=ProcessSharing(...)"
+            )
+        warm_up(lambda: self.open(spec), min(count, self.sharing.max_processes))
+
+    def release_warm(self) -> None:
+        """End the warm processes no conversation is on."""
+        pool = self.pool()
+        if pool is not None:
+            pool.cool()
 
 
 class ServedSide(SideChannel, Protocol):
