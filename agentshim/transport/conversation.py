@@ -25,6 +25,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypedDict, TypeVar
 
+from agentshim.core import events
 from agentshim.core import lifecycle_kinds as lk
 from agentshim.core.approvals import ApprovalDecision, ApprovalRequest
 from agentshim.core.conversation import ConversationSpec, TransportKind, TurnSlot, TurnStop
@@ -42,14 +43,7 @@ from agentshim.core.errors import (
     TurnCancelledError,
     TurnStalledError,
 )
-from agentshim.core.events import (
-    AgentEvent,
-    Emit,
-    Lifecycle,
-    RunFinished,
-    RunStarted,
-    TurnInterrupted,
-)
+from agentshim.core.events import AgentEvent, Emit, Lifecycle, RunStarted
 from agentshim.core.failures import kind_from_text
 from agentshim.core.ids import validate_session_id
 from agentshim.core.mcp import McpServer
@@ -470,7 +464,7 @@ class LongLivedConversation(Generic[TurnT]):
                 raise
             self._release_process()
             if why[0] == "stop":
-                emit(TurnInterrupted("interrupted while the CLI was starting"))
+                emit(events.TurnInterrupted("interrupted while the CLI was starting"))
                 return self._turn_result(
                     "", None, started=started, resumed=resumed, interrupted=True
                 )
@@ -973,9 +967,9 @@ class ProcessConversation(LongLivedConversation[TurnT]):
 
     def _report_steers(self, turn: TurnT) -> None:
         with self._lock:
-            events = list(turn.steered)
+            steered = list(turn.steered)
             turn.steered.clear()
-        for event in events:
+        for event in steered:
             turn.emit(event)
 
     def _on_quiet(self, channel: Channel, turn: TurnT, now: float) -> None:
@@ -1051,7 +1045,7 @@ class ProcessConversation(LongLivedConversation[TurnT]):
         classifier gives that stderr (as the one-shot door does); SessionResumeError when
         the provider reads it as a refusal to resume the conversation.
         """
-        emit(RunFinished(exit_status.returncode))
+        emit(events.RunFinished(exit_status.returncode))
         self._release_process()
         stderr = "".join(self._stderr)
         error = CliExitError(
