@@ -66,21 +66,18 @@ from agentshim.transport.conversation import (
     LiveTurn,
     ProcessConversation,
     ProcessOptions,
-    ProcessTransport,
+    SharingTransport,
 )
 from agentshim.transport.correlator import PendingRequest
 from agentshim.transport.fixed import refuse_fixed_changes
 from agentshim.transport.installed import InstalledCli
 from agentshim.transport.shared import (
-    PoolSlot,
-    ProcessPool,
     ProcessSharing,
     SharedChannel,
     bind_session,
     join_shared,
     once_per_process,
     opening_session,
-    warm_up,
 )
 from agentshim.transport.watch import TurnWatch
 
@@ -162,7 +159,7 @@ def mcp_servers_param(servers: Sequence[McpServer]) -> list[dict[str, Any]]:
     return out
 
 
-class AcpTransport(ProcessTransport):
+class AcpTransport(SharingTransport):
     """A Transport whose conversations each keep one ACP agent process.
 
     ``dialect`` is how the agent speaks ACP; ``context`` resolves the installed CLI on first
@@ -191,9 +188,7 @@ class AcpTransport(ProcessTransport):
         **options: Unpack[ProcessOptions],
     ) -> None:
         options.setdefault("start_timeout", handshake_timeout)
-        super().__init__(context, **options)
-        self.sharing = sharing
-        self._pools = PoolSlot(session_of)
+        super().__init__(context, sharing=sharing, session_key=session_of, **options)
         self._lock = threading.Lock()
         self.dialect = dialect
         self.client = client if client is not None else AcpClientMethods()
@@ -201,32 +196,6 @@ class AcpTransport(ProcessTransport):
         self.wall_clock = wall_clock
         self.waits: Clock = waits if waits is not None else SystemClock()
         self._created: dict[str, float] = {}
-
-    def pool(self) -> ProcessPool | None:
-        """The processes its conversations share (see :mod:`agentshim.transport.shared`)."""
-        return self._pools.get(self.sharing, self.context, close_grace=self.close_grace)
-
-    def prewarm(self, count: int, spec: ConversationSpec) -> None:
-        """Start ``count`` processes for conversations like ``spec`` and keep them warm.
-
-        Each is started, initialized and has made one session (opencode's first is slow)
-        before this returns. At most ``sharing.max_processes`` are started.
-
-        Raises:
-            ProviderCapabilityError: the transport does not share processes.
-        """
-        if self.sharing is None:
-            raise ProviderCapabilityError(
-                "warm processes are kept by a transport that shares them; pass "
-                "share_processes=ProcessSharing(...)"
-            )
-        warm_up(lambda: self.open(spec), min(count, self.sharing.max_processes))
-
-    def release_warm(self) -> None:
-        """End the warm processes no conversation is on."""
-        pool = self.pool()
-        if pool is not None:
-            pool.cool()
 
     def created(self, session_id: str) -> float | None:
         """When (on ``wall_clock``) a conversation of this transport created ``session_id``."""

@@ -23,8 +23,9 @@ from collections import deque
 from collections.abc import Callable, Generator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Generic, Protocol, TypedDict, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypedDict, TypeVar
 
+from agentshim.core import events
 from agentshim.core import lifecycle_kinds as lk
 from agentshim.core.approvals import ApprovalDecision, ApprovalRequest
 from agentshim.core.conversation import ConversationSpec, TransportKind, TurnSlot, TurnStop
@@ -42,14 +43,7 @@ from agentshim.core.errors import (
     TurnCancelledError,
     TurnStalledError,
 )
-from agentshim.core.events import (
-    AgentEvent,
-    Emit,
-    Lifecycle,
-    RunFinished,
-    RunStarted,
-    TurnInterrupted,
-)
+from agentshim.core.events import AgentEvent, Emit, Lifecycle, RunStarted
 from agentshim.core.failures import kind_from_text
 from agentshim.core.ids import validate_session_id
 from agentshim.core.mcp import McpServer
@@ -61,6 +55,7 @@ from agentshim.core.provider import (
     mcp_env,
     mcp_env_defaults,
 )
+from agentshim.core.sharing import ProcessSharing
 from agentshim.core.turn import ParsedTurn, TurnRequest, TurnResult
 from agentshim.core.usage import ProviderUsage
 from agentshim.execution.executor import SideChannel
@@ -78,7 +73,11 @@ from .correlator import Correlator, PendingRequest
 from .fixed import refuse_fixed_changes
 from .installed import InstalledCli, LazyCli
 from .leftovers import TurnLeftovers
+from .shared import PoolSlot, ProcessPool, SessionKey, warm_up
 from .watch import Due, TurnWatch
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 __all__ = [
     "LiveTurn",
@@ -87,6 +86,7 @@ __all__ = [
     "ProcessOptions",
     "ProcessTransport",
     "ServedSide",
+    "SharingTransport",
     "shown_argv",
 ]
 
@@ -156,6 +156,59 @@ class ProcessTransport:
                 "Agent of that CLI"
             )
         return provider
+
+
+class SharingTransport(ProcessTransport):
+    """A long-lived transport whose conversations may share processes (``sharing``).
+
+    ``session_key`` finds the conversation a frame of its protocol names. :meth:`prewarm`
+    starts processes ahead of conversations and :meth:`release_warm` ends them; a subclass
+    supplies ``open``.
+    """
+
+    def __init__(
+        self,
+        context: InstalledCli | Callable[[], InstalledCli],
+        *,
+        sharing: ProcessSharing | None,
+        session_key: SessionKey,
+        **options: Unpack[ProcessOptions],
+    ) -> None:
+        super().__init__(context, **options)
+        self.sharing = sharing
+        self._pools = PoolSlot(session_key)
+
+    def open(self, spec: ConversationSpec) -> Any:
+        """Open a conversation on this transport."""
+        raise NotImplementedError
+
+    def pool(self) -> ProcessPool | None:
+        """The processes its conversations share; None when they do not share."""
+        return self._pools.get(self.sharing, self.context, close_grace=self.close_grace)
+
+    def prewarm(self, count: int, spec: ConversationSpec) -> None:
+        """Start ``count`` processes for conversations like ``spec`` and keep them warm.
+
+        Each is started, handshaken and has opened one session (left for later ones) before
+        this returns, so a new conversation's first turn starts without spawning. At most
+        ``sharing.max_processes`` are started.
+
+        Raises:
+            ProviderCapabilityError: the transport does not share processes.
+            CliExitError / CliTimeoutError: a process could not be started.
+        """
+        if self.sharing is None:
+            raise ProviderCapabilityError(
+                "warm processes are kept by a transport that shares them; pass "
+                "share_processes=ProcessSharing(...)"
+            )
+        warm_up(lambda: self.open(spec), min(count, self.sharing.max_processes))
+
+    def release_warm(self) -> None:
+        """End the warm processes no conversation is on."""
+        pool = self.pool()
+        if pool is not None:
+            pool.cool()
 
 
 class ServedSide(SideChannel, Protocol):
@@ -410,7 +463,7 @@ class LongLivedConversation(Generic[TurnT]):
                 raise
             self._release_process()
             if why[0] == "stop":
-                emit(TurnInterrupted("interrupted while the CLI was starting"))
+                emit(events.TurnInterrupted("interrupted while the CLI was starting"))
                 return self._turn_result(
                     "", None, started=started, resumed=resumed, interrupted=True
                 )
@@ -804,8 +857,10 @@ class ProcessConversation(LongLivedConversation[TurnT]):
             while True:
                 output = self._start_read(channel, deadline, heard)
                 if output is None:
-                    seconds = max(deadline - sent, 0.0)
-                    raise self._start_unanswered(channel, seconds, subtype, self._start_command)
+                    # A caller's deadline is the start timeout from when its process started.
+                    raise self._start_unanswered(
+                        channel, self._start_timeout, subtype, self._start_command
+                    )
                 if isinstance(output, ProcessExited):
                     raise self._start_died(channel, output, subtype, emit)
                 heard = self._clock()
@@ -911,9 +966,9 @@ class ProcessConversation(LongLivedConversation[TurnT]):
 
     def _report_steers(self, turn: TurnT) -> None:
         with self._lock:
-            events = list(turn.steered)
+            steered = list(turn.steered)
             turn.steered.clear()
-        for event in events:
+        for event in steered:
             turn.emit(event)
 
     def _on_quiet(self, channel: Channel, turn: TurnT, now: float) -> None:
@@ -989,7 +1044,7 @@ class ProcessConversation(LongLivedConversation[TurnT]):
         classifier gives that stderr (as the one-shot door does); SessionResumeError when
         the provider reads it as a refusal to resume the conversation.
         """
-        emit(RunFinished(exit_status.returncode))
+        emit(events.RunFinished(exit_status.returncode))
         self._release_process()
         stderr = "".join(self._stderr)
         error = CliExitError(

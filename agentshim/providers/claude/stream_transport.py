@@ -82,9 +82,6 @@ __all__ = ["ClaudeStreamConversation", "ClaudeStreamTransport"]
 _BETWEEN_TURNS_WAIT = 30.0
 """How long a turn waits for a turn the CLI began on its own (between ours) to finish."""
 
-_CONTROL_TIMEOUT = 30.0
-"""How long a control request of ours (``set_model``) may go unanswered."""
-
 
 class ClaudeStreamTransport(ProcessTransport):
     """A Transport whose conversations each keep one ``claude -p`` stream-json process.
@@ -353,7 +350,6 @@ class ClaudeStreamConversation(ProcessConversation[_Turn]):
             "set_model",
             lambda pending: control_request(pending.request_id, "set_model", model=model),
             emit,
-            deadline=self._clock() + _CONTROL_TIMEOUT,
         )
         if body.get("subtype") != "success":
             reason = as_str(body.get("error")) or "no reason given"

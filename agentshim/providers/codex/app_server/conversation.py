@@ -482,35 +482,23 @@ class CodexAppServerConversation(ProcessConversation[_Turn]):
         config = None
         if shared is not None:
             config = thread_config(path=self._context.env.get("PATH"), marker=self._marker)
+        # What every way of opening a thread says about it.
+        thread: dict[str, Any] = {
+            "cwd": spec.cwd,
+            "approval_policy": policy,
+            "sandbox": sandbox,
+            "model": self._model,
+        }
         if thread_id is None:
-            params = p.ThreadStartParams(
-                cwd=spec.cwd,
-                approval_policy=policy,
-                sandbox=sandbox,
-                model=self._model,
-                config=config,
-            )
+            params = p.ThreadStartParams(**thread, config=config)
         elif self._fork:
             # A new thread with the history of thread_id; the conversation becomes the fork.
-            params = p.ThreadForkParams(
-                thread_id=thread_id,
-                cwd=spec.cwd,
-                approval_policy=policy,
-                sandbox=sandbox,
-                model=self._model,
-                exclude_turns=True,
-            )
+            params = p.ThreadForkParams(thread_id=thread_id, exclude_turns=True, **thread)
         else:
             if shared is not None:
                 shared.bind_session(thread_id)
             params = p.ThreadResumeParams(
-                thread_id=thread_id,
-                cwd=spec.cwd,
-                approval_policy=policy,
-                sandbox=sandbox,
-                model=self._model,
-                exclude_turns=True,
-                config=config,
+                thread_id=thread_id, exclude_turns=True, config=config, **thread
             )
         with opening_session(channel):
             answer = self._request(channel, params, emit)

@@ -13,9 +13,9 @@ from typing import TYPE_CHECKING, Any
 from agentshim.core.conversation import ConversationSpec
 from agentshim.core.errors import ProviderCapabilityError
 from agentshim.providers.codex.provider import CodexProvider
-from agentshim.transport.conversation import ProcessOptions, ProcessTransport
+from agentshim.transport.conversation import ProcessOptions, SharingTransport
 from agentshim.transport.installed import InstalledCli
-from agentshim.transport.shared import PoolSlot, ProcessPool, ProcessSharing, warm_up
+from agentshim.transport.shared import ProcessSharing
 
 from .profile import APP_SERVER_PROFILE
 
@@ -36,7 +36,7 @@ def _thread_of(params: Mapping[str, Any]) -> str | None:
     return thread if isinstance(thread, str) else None
 
 
-class CodexAppServerTransport(ProcessTransport):
+class CodexAppServerTransport(SharingTransport):
     """A Transport whose conversations each keep one ``codex app-server`` process.
 
     The keywords are :class:`~agentshim.transport.conversation.ProcessTransport`'s, and
@@ -58,41 +58,11 @@ class CodexAppServerTransport(ProcessTransport):
         sharing: ProcessSharing | None = None,
         **options: Unpack[ProcessOptions],
     ) -> None:
-        super().__init__(context, **options)
+        super().__init__(context, sharing=sharing, session_key=_thread_of, **options)
         self.reap = reap
-        self.sharing = sharing
-        self._pools = PoolSlot(_thread_of)
-
-    def pool(self) -> ProcessPool | None:
-        """The shared processes of this transport's conversations; None when not sharing."""
-        return self._pools.get(self.sharing, self.context, close_grace=self.close_grace)
 
     profile = APP_SERVER_PROFILE
     """Codex CLI's capabilities over app-server."""
-
-    def prewarm(self, count: int, spec: ConversationSpec) -> None:
-        """Start ``count`` processes for conversations like ``spec`` and keep them warm.
-
-        Each is started and handshaken (``initialize``, one thread made and left) before
-        this returns, so a new conversation's first turn starts without spawning. At most
-        ``sharing.max_processes`` are started.
-
-        Raises:
-            ProviderCapabilityError: the transport does not share processes.
-            CliDiedError / CliTimeoutError: a process could not be started.
-        """
-        if self.sharing is None:
-            raise ProviderCapabilityError(
-                "warm processes are kept by a transport that shares them; pass "
-                "share_processes=ProcessSharing(...)"
-            )
-        warm_up(lambda: self.open(spec), min(count, self.sharing.max_processes))
-
-    def release_warm(self) -> None:
-        """End the warm processes no conversation is on."""
-        pool = self.pool()
-        if pool is not None:
-            pool.cool()
 
     def open(self, spec: ConversationSpec) -> CodexAppServerConversation:
         """Open a conversation; its process starts with its first turn.
