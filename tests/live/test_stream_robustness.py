@@ -179,7 +179,7 @@ class _CountingProcess:
         return getattr(self.process, name)
 
 
-class _WakeCountingExecutor(CountingExecutor):
+class WakeCountingExecutor(CountingExecutor):
     def spawn(self, request: SpawnRequest) -> Any:
         process = _CountingProcess(HostCommandExecutor.spawn(self, request))
         self.spawned.append((request, process))  # type: ignore[arg-type]
@@ -202,7 +202,7 @@ _NO_TOOLS = {("copilot", TransportKind.STREAM), ("claude", TransportKind.TUI)}
 
 
 def test_a_silent_turn_wakes_its_reader_only_a_handful_of_times(live: Live) -> None:
-    live.executor = _WakeCountingExecutor()
+    live.executor = WakeCountingExecutor()
     live.script(*tool_then_text("sleep 3"))
     tools = () if (live.rig.provider, live.rig.transport) in _NO_TOOLS else (echo,)
     session = live.agent().start_session(str(live.work), tools=tools)

@@ -63,10 +63,13 @@ class CountingPty:
     def __init__(self, process: PtyProcess) -> None:
         self.process = process
         self.reads = 0
+        self.empty_wakes = 0
 
     def read(self, timeout: float | None) -> bytes | None:
         self.reads += 1
-        return self.process.read(timeout)
+        data = self.process.read(timeout)
+        self.empty_wakes += not data
+        return data
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.process, name)
@@ -373,6 +376,24 @@ def test_a_silent_turn_wakes_its_reader_only_when_something_happens(make) -> Non
     runner.join(30)
     assert not runner.is_alive()
     assert woke <= 5, f"the reader woke {woke} times in 2 s of silence"
+
+
+def test_a_whole_turn_wakes_its_reader_on_events_not_on_a_clock(make) -> None:  # type: ignore[no-untyped-def]
+    # A slow start with the trust dialog, then a transcript that lags the Stop hook: every
+    # wait a clock would fill (50 ms looks) instead ends on the screen, a hook, or one timer.
+    slow = FakeTuiTurn("late", input_tokens=300, transcript_delay=0.6)
+    rig, conversation = make(
+        FakeTuiScript([slow], trust_prompt=True, startup_delay=1.0), transcript_wait=3.0
+    )
+    events: list[AgentEvent] = []
+    result = conversation.turn(TurnRequest("hi"), events.append)
+    assert result.text == "late"
+    assert result.usage.tokens.input_tokens == 300
+    assert result.usage.increment_known
+    assert [e.detail for e in _kinds(events, "dialog_answered")] == ["trust"]
+    (terminal,) = rig.executor.terminals
+    # Looking every 50 ms would be about 30 empty wakes in the 1.6 s of silence alone.
+    assert terminal.empty_wakes <= 12, f"{terminal.empty_wakes} empty wakes in one turn"
 
 
 def test_close_ends_the_process_with_ctrl_c_and_leaves_nothing(tmp_path: Path) -> None:
