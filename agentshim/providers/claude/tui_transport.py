@@ -63,6 +63,7 @@ from agentshim.core.turn import TurnRequest, TurnResult
 from agentshim.core.usage import ProviderUsage
 from agentshim.execution.process import ProcessExited, SpawnRequest
 from agentshim.execution.pty_process import PtyExecutor, PtyProcess
+from agentshim.tools.local import refuse_remote_executor
 from agentshim.transport.context import TransportContext
 from agentshim.transport.conversation import (
     LiveTurn,
@@ -99,6 +100,7 @@ from .tui_protocol import (
     tui_settings,
     weekly_limit_used,
 )
+from .tui_tools import TuiTools, TuiWaits
 from .tui_transcript import TURN_END, TranscriptFollower, transcript_path
 
 if TYPE_CHECKING:
@@ -167,16 +169,18 @@ class ClaudeTuiTransport(ProcessTransport):
 
         Raises:
             ProviderCapabilityError: the CLI is not Claude Code, its executor cannot
-                start a process on a terminal, or ``spec`` asks for Python tools or hook
-                callbacks (the stream transport has both).
+                start a process on a terminal (or, with Python tools, runs it on another
+                machine), or ``spec`` asks for hook callbacks (the stream transport has them).
         """
         provider = self._provider(ClaudeProvider, "Claude Code's terminal protocol")
-        if spec.tools or spec.hooks is not None:
+        if spec.hooks is not None:
             raise ProviderCapabilityError(
-                "the Claude Code TUI transport serves no Python tools and no hook callbacks; "
-                "use TransportKind.STREAM, which has both"
+                "the Claude Code TUI transport has no hook callbacks; use "
+                "TransportKind.STREAM, which has them"
             )
         context = self.context
+        if spec.tools:
+            refuse_remote_executor(context.executor)
         if not isinstance(context.executor, PtyExecutor):
             raise ProviderCapabilityError(
                 f"the TUI transport needs an executor that can start a process on a terminal "
@@ -217,6 +221,8 @@ class _Terminal:
         self.titles: set[str] = set()
         self.weekly: int | None = None
         self.wake: int | None = None
+        self.tools: TuiTools | None = None
+        self.waits: TuiWaits | None = None
 
     def wait(self, timeout: float | None) -> bytes | None:
         """What the terminal drew next; None when a hook ran, on a wake, or after ``timeout``.
@@ -230,6 +236,9 @@ class _Terminal:
             with contextlib.suppress(BlockingIOError, OSError):
                 while os.read(self.wake, 4096):
                     pass
+        if self.tools is not None:
+            # A tool call runs here, on the turn's thread, as on every other transport.
+            self.tools.serving.ready()
         return data
 
     def show(self, data: bytes) -> str:
@@ -347,6 +356,9 @@ class ClaudeTuiConversation(LongLivedConversation[_Turn]):
         # The turn's clock starts once the CLI is ready: starting it has a budget of its own.
         turn = _Turn(emit, self._watch(request, self._clock()))
         turn.parser = self._parser(turn, resumed)
+        if terminal.tools is not None:
+            host = terminal.tools.serving.host
+            host.emit, host.approve = emit, self._tool_approvals(turn)
         with self._lock:
             self._turn = turn
         # A stop that came while the CLI started presses Esc as soon as the prompt is in.
@@ -625,9 +637,16 @@ class ClaudeTuiConversation(LongLivedConversation[_Turn]):
         cwd = spec.cwd or self._scratch_cwd()
         directory = Path(tempfile.mkdtemp(prefix="agentshim-claude-tui-"))
         wake: int | None = None
+        tools: TuiTools | None = None
+        waits: TuiWaits | None = None
         try:
             _write_private(directory / EVENTS_FILE, "")
             wake = _open_wake_fifo(directory / WAKE_FIFO)
+            if spec.tools:
+                tools = TuiTools.start(spec.tools, directory)
+                tools.serving.host.emit = emit
+                waits = TuiWaits((wake, tools.serving.fileno()))
+                mcp_argv = (*mcp_argv, *tools.argv)
             settings = tui_settings(
                 directory,
                 self._provider.settings_json,
@@ -649,18 +668,23 @@ class ClaudeTuiConversation(LongLivedConversation[_Turn]):
             env = dict(context.env)
             env.setdefault("TERM", "xterm-256color")
             self._add_mcp_env(env)
-            self._leftovers.mark(env, spec.mcp_servers)
+            served = ()
+            if tools is not None:
+                for name, value in tools.env_defaults.items():
+                    env.setdefault(name, value)
+                env.update(tools.env)
+                served = (tools.serving.server,)
+            self._leftovers.mark(env, (*spec.mcp_servers, *served))
             self._announce_respawn(emit)
             emit(RunStarted(tuple(argv)))
             pty = self._executor.spawn_pty(SpawnRequest(argv, cwd=cwd, env=env))
         except BaseException:
-            if wake is not None:
-                os.close(wake)
+            _close_waits(wake, tools, waits)
             shutil.rmtree(directory, ignore_errors=True)
             raise
         terminal = _Terminal(pty, argv, directory, session_id, cwd)
-        terminal.wake = wake
-        pty.watch(wake)
+        terminal.wake, terminal.tools, terminal.waits = wake, tools, waits
+        pty.watch(wake if waits is None else waits.fileno())
         self._leftovers.started(pty.pid)
         terminal.transcript.path = transcript_path(env, munged_cwd(cwd), session_id)
         with self._lock:
@@ -794,11 +818,20 @@ class ClaudeTuiConversation(LongLivedConversation[_Turn]):
                         pty.wait(grace)
         finally:
             terminal.pty.watch(None)
-            if terminal.wake is not None:
-                with contextlib.suppress(OSError):
-                    os.close(terminal.wake)
-                terminal.wake = None
+            _close_waits(terminal.wake, terminal.tools, terminal.waits)
+            terminal.wake = terminal.tools = terminal.waits = None
             shutil.rmtree(terminal.directory, ignore_errors=True)
+
+
+def _close_waits(wake: int | None, tools: TuiTools | None, waits: TuiWaits | None) -> None:
+    """Release what a process's reader waited on: the selector, the tools, the FIFO."""
+    if waits is not None:
+        waits.close()
+    if tools is not None:
+        tools.close()
+    if wake is not None:
+        with contextlib.suppress(OSError):
+            os.close(wake)
 
 
 def _open_wake_fifo(path: Path) -> int:
