@@ -87,7 +87,6 @@ from .tui_protocol import (
     EVENTS_FILE,
     WAKE_FIFO,
     HookRecord,
-    answer_path,
     approval_request,
     auth_marker,
     dialog_answer,
@@ -97,6 +96,7 @@ from .tui_protocol import (
     paste,
     sanitize_prompt,
     screen_text,
+    send_answer,
     tui_settings,
     weekly_limit_used,
 )
@@ -496,11 +496,9 @@ class ClaudeTuiConversation(LongLivedConversation[_Turn]):
         if record.hook is None:
             turn.emit(Lifecycle(lk.APPROVAL_NOT_SENT, "the hook record names no hook to answer"))
         else:
-            target = answer_path(terminal.directory, record.hook)
-            staged = target.with_suffix(".tmp")
             try:
-                _write_private(staged, json.dumps(hook_output(answer.decision, request)))
-                os.replace(staged, target)  # the hook sees the whole answer or none
+                text = json.dumps(hook_output(answer.decision, request))
+                send_answer(terminal.directory, record.hook, text)
             except OSError as error:
                 turn.emit(Lifecycle(lk.APPROVAL_NOT_SENT, str(error)))
         self._approval_sent(turn, request, answer)
