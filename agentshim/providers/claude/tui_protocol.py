@@ -14,7 +14,7 @@ import json
 import os
 import re
 import shlex
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -263,7 +263,12 @@ def _answer_command(events: Path, directory: Path) -> str:
 
 
 def tui_settings(
-    directory: Path, base: str | None, *, approval_wait: float, bypass: bool
+    directory: Path,
+    base: str | None,
+    *,
+    approval_wait: float,
+    bypass: bool,
+    project_servers: Sequence[str] = (),
 ) -> dict[str, Any]:
     """The settings file's content: ``base`` (the provider's own settings) plus the hooks.
 
@@ -271,6 +276,9 @@ def tui_settings(
     then reads the transport's answer from its FIFO (:func:`send_answer`) and prints it; the
     CLI gives it ``approval_wait`` seconds and a margin.
     ``bypass`` also skips the bypass-permissions warning the TUI shows at start-up.
+    ``project_servers`` names the conversation's MCP servers installed in the workspace's
+    ``.mcp.json``: approved here (``enabledMcpjsonServers``), so the TUI does not stop at its
+    "New MCP server found in this project" dialog; no other server of that file is.
     """
     settings: dict[str, Any] = {}
     if base is not None:
@@ -292,6 +300,10 @@ def tui_settings(
         kept: list[Any] = list(existing) if isinstance(existing, list) else []  # pyright: ignore[reportUnknownArgumentType]
         hooks[event] = [*kept, {"hooks": [entry]}]
     settings["hooks"] = hooks
+    if project_servers:
+        enabled: object = settings.get("enabledMcpjsonServers")
+        kept_names: list[Any] = list(enabled) if isinstance(enabled, list) else []  # pyright: ignore[reportUnknownArgumentType]
+        settings["enabledMcpjsonServers"] = [*kept_names, *project_servers]
     if bypass:
         settings["skipDangerousModePermissionPrompt"] = True
     return settings

@@ -650,6 +650,7 @@ class ClaudeTuiConversation(LongLivedConversation[_Turn]):
                 self._provider.settings_json,
                 approval_wait=spec.approval_timeout + 5.0,
                 bypass=spec.permissions.mode is NativeMode.BYPASS,
+                project_servers=tuple(server.name for server in spec.mcp_servers),
             )
             settings_file = directory / "settings.json"
             _write_private(settings_file, json.dumps(settings))

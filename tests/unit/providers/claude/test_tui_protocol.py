@@ -199,6 +199,17 @@ class TestHooks:
         decision = json.loads(printed)["hookSpecificOutput"]["decision"]
         assert decision == {"behavior": "deny", "message": "not that"}
 
+    def test_the_conversations_project_servers_are_approved_and_no_other(
+        self, tmp_path: Path
+    ) -> None:
+        base = json.dumps({"enabledMcpjsonServers": ["mine"]})
+        value = tui_settings(
+            tmp_path, base, approval_wait=1.0, bypass=False, project_servers=("vault",)
+        )
+        assert value["enabledMcpjsonServers"] == ["mine", "vault"]
+        plain = tui_settings(tmp_path, None, approval_wait=1.0, bypass=False)
+        assert "enabledMcpjsonServers" not in plain
+
     def test_an_answer_for_a_hook_that_is_gone_is_an_os_error(self, tmp_path: Path) -> None:
         with pytest.raises(OSError):
             send_answer(tmp_path, 999999, "{}")  # no FIFO at all
