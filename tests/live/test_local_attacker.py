@@ -66,6 +66,8 @@ STUB = Path(__file__).with_name("mcp_stub_server.py")
 # (provider, transport, what the model calls tool ``probe``, the call's namespace)
 CASES = [
     pytest.param("claude", TransportKind.TUI, "mcp__agentshim__probe", None, id="claude-tui"),
+    # In band: the tools have no socket, so only the other user's reading is tried.
+    pytest.param("claude", TransportKind.STREAM, "mcp__agentshim__probe", None, id="claude-stream"),
     pytest.param("codex", TransportKind.STREAM, "probe", "mcp__agentshim", id="codex-app-server"),
     pytest.param("copilot", TransportKind.STREAM, "agentshim-probe", None, id="copilot-acp"),
     pytest.param("gemini", TransportKind.STREAM, "mcp_agentshim_probe", None, id="gemini-acp"),
@@ -102,12 +104,14 @@ for root in task["roots"]:
                 continue
             files_read += 1
             found += [path for n in needles if n in data]
-try:
-    with socket.socket(socket.AF_UNIX) as sock:
-        sock.connect(task["socket"])
-    connected = True
-except OSError:
-    connected = False
+connected = False
+if task["socket"]:
+    try:
+        with socket.socket(socket.AF_UNIX) as sock:
+            sock.connect(task["socket"])
+        connected = True
+    except OSError:
+        pass
 print(json.dumps({"found": found, "connected": connected, "files_read": files_read,
                   "environ_read": environ_read}))
 """
@@ -254,13 +258,14 @@ def test_a_turn_keeps_its_secrets_and_tools_from_other_users_and_asks_for_same_u
     @tool
     def probe() -> str:
         """Check the machine; returns ok."""
+        roots = [tempfile.gettempdir(), str(workspace)]
+        if not servings.made:  # served in band: no socket, no credential
+            task = {"needles": [secret], "roots": roots, "socket": None}
+            report.update(_run(ATTACKER, task, user=NOBODY, group=NOBODY, extra_groups=[]))
+            return "ok"
         serving = servings.made[-1]
         [credential] = serving.credential_env.values()
-        task = {
-            "needles": [secret, credential],
-            "roots": [tempfile.gettempdir(), str(workspace)],
-            "socket": serving.socket_path,
-        }
+        task = {"needles": [secret, credential], "roots": roots, "socket": serving.socket_path}
         report.update(_run(ATTACKER, task, user=NOBODY, group=NOBODY, extra_groups=[]))
         clients.append(_Background({"socket": serving.socket_path, "credential": None}))
         clients.append(_Background({"socket": serving.socket_path, "credential": credential}))
@@ -320,6 +325,10 @@ def test_a_turn_keeps_its_secrets_and_tools_from_other_users_and_asks_for_same_u
     assert report["found"] == []
     assert report["files_read"] > 0, "the attacker read no file at all"
     assert not report["connected"]
+    if not clients:
+        assert servings.made == [], "tools served by socket, yet no same-user client ran"
+        assert transport is TransportKind.STREAM  # Claude Code's in-band tools
+        return
     # The same user without the credential: refused unanswered, and the refusal reported.
     assert answers[0] is None
     refusals = [
