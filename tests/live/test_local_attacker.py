@@ -280,12 +280,14 @@ def test_a_turn_keeps_its_secrets_and_tools_from_other_users_and_asks_for_same_u
         return f"value of {key}"
 
     asked: list[ApprovalRequest] = []
+    decisions = {
+        "probe": ApprovalDecision.allow(),
+        "lookup": ApprovalDecision.deny("not for intruders"),
+    }
 
     def handler(request: ApprovalRequest) -> ApprovalDecision:
         asked.append(request)
-        if request.tool == "lookup":
-            return ApprovalDecision.deny("not for intruders")
-        return ApprovalDecision.allow()
+        return decisions.get(request.tool, decisions["probe"])
 
     events: list[AgentEvent] = []
     call = ScriptedCall(tool=called, arguments={}, namespace=namespace)
