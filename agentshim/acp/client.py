@@ -231,7 +231,7 @@ class AcpTransport(SharingTransport):
                 f"{name} over ACP ignores stdio MCP servers; pass HTTP ones (HttpMcpServer) "
                 "or run on TransportKind.ONE_SHOT"
             )
-        if spec.tools and not dialect.stdio_mcp:
+        if spec.tools and not dialect.stdio_mcp and dialect.tools_argv is None:
             raise ProviderCapabilityError(
                 f"{name} over ACP ignores stdio MCP servers, and tools are served as one; "
                 "run on TransportKind.ONE_SHOT"
@@ -605,10 +605,16 @@ class AcpConversation(ProcessConversation[_Turn]):
             binary_path=context.binary_path, model=self._model, permissions=spec.permissions
         )
         argv = self._dialect.argv(args)
+        env = {**context.env, **self._dialect.env(args)}
         if spec.tools:
             refuse_remote_executor(context.executor)
             self._serving = serve_tools(spec.tools, emit=emit)
-        env = {**context.env, **self._dialect.env(args)}
+            on_argv = self._dialect.tools_argv
+            if not self._dialect.stdio_mcp and on_argv is not None:
+                # session/new would drop the bridge; the command line installs it.
+                installed = on_argv(self._serving.server)
+                argv += installed.argv
+                env.update(installed.env)
         pool = None if spec.tools else self._transport.pool()
         if pool is not None:
             channel = join_shared(pool, argv, env, emit)
@@ -657,7 +663,9 @@ class AcpConversation(ProcessConversation[_Turn]):
         self, channel: Channel, capabilities: AgentCapabilities, emit: Emit, deadline: float
     ) -> None:
         cwd = os.path.abspath(self._spec.cwd) if self._spec.cwd else os.getcwd()
-        served = () if self._serving is None else (self._serving.server,)
+        served = (
+            () if self._serving is None or not self._dialect.stdio_mcp else (self._serving.server,)
+        )
         servers = mcp_servers_param((*self._spec.mcp_servers, *served))
         if self._session_id is None:
             with opening_session(channel):

@@ -15,8 +15,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agentshim.core.errors import FailureKind
+from agentshim.core.mcp import StdioMcpServer
 from agentshim.core.permissions import NativeMode, NativePermissions
 from agentshim.core.profile import ProviderProfile
+from agentshim.core.provider import NoMcpInstallation
 from agentshim.core.usage import ProviderUsage
 
 from .defaults import classify_error
@@ -96,7 +98,9 @@ class AcpDialect:
     ``authenticate`` is called with it after ``initialize``. ``permission_modes`` names the
     agent's own mode for a native permission mode: a session is put in it when it starts.
     ``close_session`` sends ``session/close`` before the process is closed, where the agent
-    offers it.
+    offers it. ``tools_argv`` is for an agent that drops stdio MCP servers in ``session/new``
+    but takes them on its command line (Copilot CLI): given the tools' bridge, it returns the
+    flags and the environment that install it there, so Python tools are served all the same.
     """
 
     profile: ProviderProfile
@@ -117,3 +121,4 @@ class AcpDialect:
     auth_method: str | None = None
     permission_modes: Mapping[NativeMode, str] = field(default_factory=dict[NativeMode, str])
     close_session: bool = True
+    tools_argv: Callable[[StdioMcpServer], NoMcpInstallation] | None = None

@@ -49,7 +49,10 @@ class FakeTuiTurn:
     ``error`` is StopFailure's ``error`` (``authentication_failed``, ``rate_limit``, ...) and
     ``error_text`` its ``last_assistant_message``. With ``tool`` the model first calls it with
     ``tool_input``; ``ask`` makes the CLI ask permission first (the PermissionRequest hook's
-    decision is obeyed; a deny's message becomes the tool result). ``transcript_delay``
+    decision is obeyed; a deny's message becomes the tool result). A ``tool`` named
+    ``mcp__<server>__<name>`` is called on that server of the ``--mcp-config`` files (started,
+    initialized and asked ``tools/call`` once, its ``${VAR}`` references expanded from the
+    environment). ``transcript_delay``
     writes the turn's transcript lines that many seconds after its Stop hook.
     """
 
@@ -192,6 +195,23 @@ class _Fake:
                 )
                 printed += done.stdout.decode("utf-8", "replace")
         return printed
+
+    def mcp_call(self, tool: str, args: dict[str, Any]) -> tuple[str, bool]:
+        """Call MCP tool ``mcp__<server>__<name>`` on a server of the ``--mcp-config`` files."""
+        _, server_name, name = tool.split("__", 2)
+        servers: dict[str, Any] = {}
+        for at, flag in enumerate(self.argv):
+            if flag == "--mcp-config" and at + 1 < len(self.argv):
+                servers.update(json.loads(Path(self.argv[at + 1]).read_text())["mcpServers"])
+        server = servers.get(server_name)
+        if server is None:
+            return f"No such tool available: {tool}", True
+        answer = _mcp_exchange(server, name, args)
+        if "error" in answer:
+            return str(answer["error"].get("message")), True
+        result: dict[str, Any] = answer.get("result") or {}
+        text = "".join(c.get("text", "") for c in result.get("content", []))
+        return text, bool(result.get("isError"))
 
     def record(self, *lines: dict[str, Any]) -> None:
         self.transcript.parent.mkdir(parents=True, exist_ok=True)
@@ -387,9 +407,12 @@ class _Fake:
                 )
                 decision = _decision(printed)
                 if decision.get("behavior") == "allow":
-                    result = json.dumps(decision.get("updatedInput") or args)
+                    args = dict(decision.get("updatedInput") or args)
+                    result = json.dumps(args)
                 else:
                     result, failed = str(decision.get("message") or "denied"), True
+            if tool.startswith("mcp__") and not failed:
+                result, failed = self.mcp_call(tool, args)
             lines.append(
                 {
                     "type": "user",
@@ -420,6 +443,44 @@ class _Fake:
         used = self.script.get("weekly_used")
         if used is not None:
             self.out(_words(f"You've used {used}% of your weekly limit"))
+
+
+def _expand(value: str) -> str:
+    """``${VAR}`` references expanded from this process's environment, as Claude Code does."""
+    return re.sub(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}", lambda m: os.environ.get(m[1], ""), value)
+
+
+def _mcp_exchange(server: dict[str, Any], tool: str, args: dict[str, Any]) -> dict[str, Any]:
+    """Start a stdio MCP server, initialize it, call ``tool`` once; the call's answer."""
+    declared: dict[str, Any] = server.get("env") or {}
+    env = {**os.environ, **{str(k): _expand(str(v)) for k, v in declared.items()}}
+    argv = [_expand(str(server["command"])), *(_expand(str(a)) for a in server.get("args", []))]
+    initialize: dict[str, Any] = {"capabilities": {}}
+    call: dict[str, Any] = {"name": tool, "arguments": args}
+    messages: list[dict[str, Any]] = [
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": initialize},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": call},
+    ]
+    answer: dict[str, Any] = {"error": {"message": "the MCP server answered nothing"}}
+    with subprocess.Popen(
+        argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, text=True
+    ) as child:
+        assert child.stdin is not None
+        assert child.stdout is not None
+        for message in messages:
+            child.stdin.write(json.dumps(message) + "\n")
+            child.stdin.flush()
+            while "id" in message:
+                line = child.stdout.readline()
+                if not line:
+                    return {"error": {"message": "the MCP server ended"}}
+                answer = json.loads(line)
+                if answer.get("id") == message["id"]:
+                    break
+        child.stdin.close()
+        child.wait(30)
+    return answer
 
 
 def _decision(printed: str) -> dict[str, Any]:

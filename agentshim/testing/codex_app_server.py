@@ -46,6 +46,8 @@ class CodexPeerTurn:
     run until a ``turn/steer`` arrives. ``error`` fails the model call with that
     ``codexErrorInfo`` (a string or an object) and ``error_message``. ``input_tokens`` and
     ``output_tokens`` are each model request's usage; ``phase`` the answer's phase.
+    ``title`` names the thread as the answer completes (``thread/name/updated``, shaped as
+    0.171.0's schema says: ``threadId`` and ``threadName``, a string or null).
     """
 
     text: str = "done"
@@ -59,6 +61,7 @@ class CodexPeerTurn:
     input_tokens: int = 1200
     output_tokens: int = 40
     phase: str | None = None
+    title: str | None = None
 
 
 class CodexAppServerPeers(PeerScript[CodexPeerTurn, "CodexAppServerPeer"]):
@@ -74,6 +77,7 @@ class CodexAppServerPeers(PeerScript[CodexPeerTurn, "CodexAppServerPeer"]):
         requests: Their SpawnRequests.
         totals: Each thread's running usage (input, cached, output, reasoning).
         last_turns: Each thread's last turn id.
+        names: Each named thread's name (a resumed thread's ``thread.name``).
     """
 
     def __init__(self, turns: Iterable[CodexPeerTurn], *, missing: Collection[str] = ()) -> None:
@@ -81,6 +85,7 @@ class CodexAppServerPeers(PeerScript[CodexPeerTurn, "CodexAppServerPeer"]):
         self._missing = frozenset(missing)
         self.totals: dict[str, list[int]] = {}
         self.last_turns: dict[str, str] = {}
+        self.names: dict[str, str | None] = {}
 
     def new_id(self) -> str:
         """A fresh UUIDv7-shaped id."""
@@ -214,6 +219,7 @@ class CodexAppServerPeer(FakePeer):
             "cliVersion": CLI_VERSION,
             "source": "vscode",
             "turns": [],
+            "name": self._family.names.get(thread_id),
         }
 
     def _thread_result(self, thread_id: str) -> dict[str, Any]:
@@ -460,6 +466,10 @@ class CodexAppServerPeer(FakePeer):
             self._queued = []
         out += self._message(f"msg_{self._calls:05d}_9", text, turn.phase)
         out.append(self._token_usage((turn.input_tokens, 0, turn.output_tokens, 0)))
+        if turn.title is not None:
+            self._family.names[self.thread_id or ""] = turn.title or None
+            named = {"threadId": self.thread_id, "threadName": turn.title or None}
+            out.append(_note("thread/name/updated", named))
         return out + self._end("completed")
 
     def _on_reply(self, request_id: object, sent: Mapping[str, Any]) -> list[PeerOutput]:

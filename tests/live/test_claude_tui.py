@@ -47,6 +47,7 @@ from .streams import (
     tool_then_text,
     wait_for,
 )
+from .test_stream_robustness import WakeCountingExecutor
 
 pytestmark = NEEDS_PROC
 
@@ -155,3 +156,22 @@ class TestTuiConversationContract(LiveConversationContract, ConversationContract
 
 class TestTuiTransportContract(LiveTransportContract, TransportContract):
     """The Transport contract on the real Claude Code TUI transport."""
+
+
+def test_whole_turns_wake_the_reader_on_events_only(live: Live) -> None:
+    # Start-up (dialogs, SessionStart), the prompt, Stop and the transcript's close: each
+    # wait ends on the terminal, a hook, or a single timer, never on a 50 ms clock.
+    live.executor = WakeCountingExecutor()
+    live.script(Rule(respond=Text(HELLO)))
+    with live.session() as session:
+        first = session.turn("Say hello.").result
+        second = session.turn("Say hello again.").result
+        (process,) = [p for _, p in live.executor.spawned]
+        wakes = process.empty_wakes  # type: ignore[attr-defined]
+    print(f"\nclaude tui: {wakes} empty wakes over start-up and two turns")
+    assert first.text == second.text == HELLO
+    assert first.usage.increment_known
+    assert second.usage.increment_known
+    # Looking every 50 ms was about 60 empty wakes over the same two turns (and the pause
+    # before the first paste spun on an undrained FIFO).
+    assert wakes <= 20, f"the reader woke {wakes} times with nothing to read"

@@ -206,9 +206,23 @@ def test_pi_gets_the_tools_as_an_extension(tmp_path: Path) -> None:
     ]
 
 
-@pytest.mark.parametrize("provider", ["codex", "gemini", "opencode", "pi"])
+#: Every long-lived transport: the CLI's stream (app-server, ACP, rpc) and Claude Code's TUI.
+LONG_LIVED = [
+    pytest.param(provider, transport, id=f"{provider}-{transport.value}")
+    for provider, transport in (
+        ("claude", TransportKind.TUI),
+        ("codex", TransportKind.STREAM),
+        ("copilot", TransportKind.STREAM),
+        ("gemini", TransportKind.STREAM),
+        ("opencode", TransportKind.STREAM),
+        ("pi", TransportKind.STREAM),
+    )
+]
+
+
+@pytest.mark.parametrize(("provider", "transport"), LONG_LIVED)
 def test_a_long_lived_conversation_serves_its_tools_to_every_turn(
-    provider: str, tmp_path: Path
+    provider: str, transport: TransportKind, tmp_path: Path
 ) -> None:
     binary = require_binary(provider)
     work = tmp_path / "work"
@@ -234,7 +248,7 @@ def test_a_long_lived_conversation_serves_its_tools_to_every_turn(
             model=cli.model,
             env={**cli.env, "PATH": f"{binary.path.parent}:/usr/bin:/bin"},
             executor=executor,
-            transport=TransportKind.STREAM,
+            transport=transport,
             event_handlers=events.append,
             check_timeout=60.0,
         )
@@ -252,9 +266,9 @@ def test_a_long_lived_conversation_serves_its_tools_to_every_turn(
     assert not left, f"the tool socket directory outlived the conversation: {left}"
 
 
-@pytest.mark.parametrize("provider", ["codex", "gemini", "opencode"])
+@pytest.mark.parametrize(("provider", "transport"), [p for p in LONG_LIVED if p.values[0] != "pi"])
 def test_an_approval_handler_is_asked_at_the_tools_socket_and_the_call_reported(
-    provider: str, tmp_path: Path
+    provider: str, transport: TransportKind, tmp_path: Path
 ) -> None:
     """With bypass the CLI asks nothing; the socket still asks the handler and reports the call."""
     binary = require_binary(provider)
@@ -283,7 +297,7 @@ def test_an_approval_handler_is_asked_at_the_tools_socket_and_the_call_reported(
             approvals=decide,
             model=cli.model,
             env={**cli.env, "PATH": f"{binary.path.parent}:/usr/bin:/bin"},
-            transport=TransportKind.STREAM,
+            transport=transport,
             event_handlers=events.append,
             check_timeout=60.0,
         )

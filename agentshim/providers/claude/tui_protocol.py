@@ -11,9 +11,10 @@ ready, and the weekly-limit banner. See docs/providers/claude.md, "TUI transport
 from __future__ import annotations
 
 import json
+import os
 import re
 import shlex
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -43,6 +44,7 @@ __all__ = [
     "paste",
     "sanitize_prompt",
     "screen_text",
+    "send_answer",
     "tui_settings",
     "weekly_limit_used",
 ]
@@ -214,8 +216,28 @@ def parse_hook_line(line: str) -> HookRecord | None:
 
 
 def answer_path(directory: Path, hook: int) -> Path:
-    """Where the answer to the PermissionRequest hook of shell ``hook`` is written."""
-    return directory / f"answer-{hook}.json"
+    """The FIFO the PermissionRequest hook of shell ``hook`` reads its answer from."""
+    return directory / f"answer-{hook}"
+
+
+def send_answer(directory: Path, hook: int, answer: str) -> None:
+    """Hand ``answer`` (one JSON line) to the PermissionRequest hook of shell ``hook``.
+
+    The hook made its FIFO and holds it open before it reported itself, and blocks reading
+    it, so the write wakes it: no side waits on a clock.
+
+    Raises:
+        OSError: the hook is gone (no FIFO, or nobody holds it open), or the write failed.
+    """
+    fd = os.open(answer_path(directory, hook), os.O_WRONLY | os.O_NONBLOCK)
+    try:
+        os.set_blocking(fd, True)  # the hook reads as we write: a long answer waits for it
+        data = (answer + "\n").encode("utf-8")  # JSON text: its newlines are escaped
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+    finally:
+        os.close(fd)
 
 
 def _report_command(events: Path) -> str:
@@ -228,24 +250,35 @@ def _report_command(events: Path) -> str:
     )
 
 
-def _answer_command(events: Path, directory: Path, wait: float) -> str:
-    answer = shlex.quote(str(directory)) + '/answer-"$$".json'
-    rounds = max(int(wait * 20), 1)
+def _answer_command(events: Path, directory: Path) -> str:
+    # The FIFO exists and is held open (read-write, so opening it never blocks) before the
+    # record goes out, so the transport's answer can never come before its reader; the read
+    # blocks until it does (the CLI's hook timeout bounds it).
+    answer = shlex.quote(str(directory)) + '/answer-"$$"'
     return (
-        f"{_report_command(events)}; a={answer}; n=0; "
-        f'while [ ! -f "$a" ] && [ "$n" -lt {rounds} ]; do sleep 0.05; n=$((n+1)); done; '
-        'if [ -f "$a" ]; then cat "$a"; rm -f "$a"; fi'
+        f'a={answer}; if mkfifo -m 600 "$a" 2>/dev/null; then exec 3<>"$a"; fi; '
+        f"{_report_command(events)}; "
+        'if [ -p "$a" ]; then IFS= read -r line <&3; rm -f "$a"; printf \'%s\\n\' "$line"; fi'
     )
 
 
 def tui_settings(
-    directory: Path, base: str | None, *, approval_wait: float, bypass: bool
+    directory: Path,
+    base: str | None,
+    *,
+    approval_wait: float,
+    bypass: bool,
+    project_servers: Sequence[str] = (),
 ) -> dict[str, Any]:
     """The settings file's content: ``base`` (the provider's own settings) plus the hooks.
 
     Each hook appends its record to ``directory/hooks.ndjson``; the PermissionRequest hook
-    then waits up to ``approval_wait`` seconds for the transport's answer and prints it.
+    then reads the transport's answer from its FIFO (:func:`send_answer`) and prints it; the
+    CLI gives it ``approval_wait`` seconds and a margin.
     ``bypass`` also skips the bypass-permissions warning the TUI shows at start-up.
+    ``project_servers`` names the conversation's MCP servers installed in the workspace's
+    ``.mcp.json``: approved here (``enabledMcpjsonServers``), so the TUI does not stop at its
+    "New MCP server found in this project" dialog; no other server of that file is.
     """
     settings: dict[str, Any] = {}
     if base is not None:
@@ -255,7 +288,7 @@ def tui_settings(
     hooks: dict[str, Any] = dict(as_mapping(settings.get("hooks")) or {})
     for event in HOOK_EVENTS:
         if event == "PermissionRequest":
-            command = _answer_command(events, directory, approval_wait)
+            command = _answer_command(events, directory)
             entry: dict[str, Any] = {
                 "type": "command",
                 "command": command,
@@ -267,6 +300,10 @@ def tui_settings(
         kept: list[Any] = list(existing) if isinstance(existing, list) else []  # pyright: ignore[reportUnknownArgumentType]
         hooks[event] = [*kept, {"hooks": [entry]}]
     settings["hooks"] = hooks
+    if project_servers:
+        enabled: object = settings.get("enabledMcpjsonServers")
+        kept_names: list[Any] = list(enabled) if isinstance(enabled, list) else []  # pyright: ignore[reportUnknownArgumentType]
+        settings["enabledMcpjsonServers"] = [*kept_names, *project_servers]
     if bypass:
         settings["skipDangerousModePermissionPrompt"] = True
     return settings

@@ -63,6 +63,7 @@ from agentshim.core.turn import TurnRequest, TurnResult
 from agentshim.core.usage import ProviderUsage
 from agentshim.execution.process import ProcessExited, SpawnRequest
 from agentshim.execution.pty_process import PtyExecutor, PtyProcess
+from agentshim.tools.local import refuse_remote_executor
 from agentshim.transport.conversation import (
     LiveTurn,
     LongLivedConversation,
@@ -86,7 +87,6 @@ from .tui_protocol import (
     EVENTS_FILE,
     WAKE_FIFO,
     HookRecord,
-    answer_path,
     approval_request,
     auth_marker,
     dialog_answer,
@@ -96,9 +96,11 @@ from .tui_protocol import (
     paste,
     sanitize_prompt,
     screen_text,
+    send_answer,
     tui_settings,
     weekly_limit_used,
 )
+from .tui_tools import TuiTools, TuiWaits
 from .tui_transcript import TURN_END, TranscriptFollower, transcript_path
 
 if TYPE_CHECKING:
@@ -106,10 +108,9 @@ if TYPE_CHECKING:
 
 __all__ = ["ClaudeTuiConversation", "ClaudeTuiTransport"]
 
-_POLL = 0.05
-"""While the CLI starts, and after Stop until the transcript closes the turn, how often the
-hooks' file and the transcript are looked at (a turn's reader waits on the hooks' FIFO and the
-terminal instead, and wakes only when one of them has something)."""
+_TRANSCRIPT_SETTLE = 0.2
+"""After Stop, how long after the CLI last drew something the transcript is looked at once
+more: Claude Code flushes its transcript on a short timer of its own and draws nothing then."""
 _TAIL_CHARS = 64 * 1024
 """How much of what the terminal showed is kept (for errors and the dialogs)."""
 _DIALOG_QUIET = 0.5
@@ -168,16 +169,18 @@ class ClaudeTuiTransport(ProcessTransport):
 
         Raises:
             ProviderCapabilityError: the CLI is not Claude Code, its executor cannot
-                start a process on a terminal, or ``spec`` asks for Python tools or hook
-                callbacks (the stream transport has both).
+                start a process on a terminal (or, with Python tools, runs it on another
+                machine), or ``spec`` asks for hook callbacks (the stream transport has them).
         """
         provider = self._provider(ClaudeProvider, "Claude Code's terminal protocol")
-        if spec.tools or spec.hooks is not None:
+        if spec.hooks is not None:
             raise ProviderCapabilityError(
-                "the Claude Code TUI transport serves no Python tools and no hook callbacks; "
-                "use TransportKind.STREAM, which has both"
+                "the Claude Code TUI transport has no hook callbacks; use "
+                "TransportKind.STREAM, which has them"
             )
         context = self.context
+        if spec.tools:
+            refuse_remote_executor(context.executor)
         if not isinstance(context.executor, PtyExecutor):
             raise ProviderCapabilityError(
                 f"the TUI transport needs an executor that can start a process on a terminal "
@@ -218,14 +221,25 @@ class _Terminal:
         self.titles: set[str] = set()
         self.weekly: int | None = None
         self.wake: int | None = None
+        self.tools: TuiTools | None = None
+        self.waits: TuiWaits | None = None
 
-    def drain_wake(self) -> None:
-        """Take the bytes the hooks wrote to the FIFO (each says a hook's line is in)."""
-        if self.wake is None:
-            return
-        with contextlib.suppress(BlockingIOError, OSError):
-            while os.read(self.wake, 4096):
-                pass
+    def wait(self, timeout: float | None) -> bytes | None:
+        """What the terminal drew next; None when a hook ran, on a wake, or after ``timeout``.
+
+        The hooks' FIFO is drained after each wait, so a hook that ran wakes the reader once
+        (an undrained byte would keep the FIFO readable and every later wait would return at
+        once).
+        """
+        data = self.pty.read(timeout)
+        if self.wake is not None:
+            with contextlib.suppress(BlockingIOError, OSError):
+                while os.read(self.wake, 4096):
+                    pass
+        if self.tools is not None:
+            # A tool call runs here, on the turn's thread, as on every other transport.
+            self.tools.serving.ready()
+        return data
 
     def show(self, data: bytes) -> str:
         """Keep what the terminal drew; return its words."""
@@ -344,6 +358,9 @@ class ClaudeTuiConversation(LongLivedConversation[_Turn]):
         # The turn's clock starts once the CLI is ready: starting it has a budget of its own.
         turn = _Turn(emit, self._watch(request, self._clock()))
         turn.parser = self._parser(turn, resumed)
+        if terminal.tools is not None:
+            host = terminal.tools.serving.host
+            host.emit, host.approve = emit, self._tool_approvals(turn)
         with self._lock:
             self._turn = turn
         # A stop that came while the CLI started presses Esc as soon as the prompt is in.
@@ -385,7 +402,7 @@ class ClaudeTuiConversation(LongLivedConversation[_Turn]):
             left = until - self._clock()
             if left <= 0 or terminal.pty.returncode is not None:
                 return
-            data = terminal.pty.read(left)
+            data = terminal.wait(left)
             if data:
                 self._on_screen(terminal, turn, terminal.show(data))
 
@@ -400,8 +417,6 @@ class ClaudeTuiConversation(LongLivedConversation[_Turn]):
     def _next_due(self, terminal: _Terminal, turn: _Turn) -> float | None:
         """When the reader must look again though nothing happened: a deadline, a retry."""
         dues = [turn.watch.deadline()]
-        if terminal.wake is None:
-            dues.append(self._clock() + _POLL)  # no FIFO: the hooks' file is looked at
         if (
             not turn.submitted
             and not turn.retried
@@ -418,8 +433,7 @@ class ClaudeTuiConversation(LongLivedConversation[_Turn]):
         pty, clock = terminal.pty, self._clock
         while True:
             due_at = self._next_due(terminal, turn)
-            data = pty.read(None if due_at is None else max(due_at - clock(), 0.0))
-            terminal.drain_wake()
+            data = terminal.wait(None if due_at is None else max(due_at - clock(), 0.0))
             if data:
                 self._on_screen(terminal, turn, terminal.show(data))
             for record in terminal.hooks():
@@ -484,11 +498,9 @@ class ClaudeTuiConversation(LongLivedConversation[_Turn]):
         if record.hook is None:
             turn.emit(Lifecycle(lk.APPROVAL_NOT_SENT, "the hook record names no hook to answer"))
         else:
-            target = answer_path(terminal.directory, record.hook)
-            staged = target.with_suffix(".tmp")
             try:
-                _write_private(staged, json.dumps(hook_output(answer.decision, request)))
-                os.replace(staged, target)  # the hook sees the whole answer or none
+                text = json.dumps(hook_output(answer.decision, request))
+                send_answer(terminal.directory, record.hook, text)
             except OSError as error:
                 turn.emit(Lifecycle(lk.APPROVAL_NOT_SENT, str(error)))
         self._approval_sent(turn, request, answer)
@@ -559,11 +571,25 @@ class ClaudeTuiConversation(LongLivedConversation[_Turn]):
         )
 
     def _await_transcript(self, terminal: _Terminal, turn: _Turn) -> None:
-        until = self._clock() + self._timing.transcript
-        while not turn.transcript_done and self._clock() < until:
-            data = terminal.pty.read(_POLL)
+        # Nothing signals the transcript's write (the CLI flushes it on a timer of its own,
+        # after the Stop hook returned, and draws nothing then): it is read at Stop, whenever
+        # the terminal or a hook wakes the reader, once _TRANSCRIPT_SETTLE after the CLI's
+        # last sign of life, and at the deadline. A bounded number of looks, never a loop on
+        # a clock.
+        clock = self._clock
+        until = clock() + self._timing.transcript
+        look_at = min(until, clock() + _TRANSCRIPT_SETTLE)
+        self._read_transcript(terminal, turn)
+        while not turn.transcript_done:
+            now = clock()
+            if now >= until or terminal.pty.returncode is not None:
+                break
+            data = terminal.wait(max(look_at - now, 0.0))
             if data:
                 self._on_screen(terminal, turn, terminal.show(data))
+                look_at = min(until, clock() + _TRANSCRIPT_SETTLE)
+            elif clock() >= look_at:
+                look_at = until  # the settle look is taken: the deadline's is the last
             self._read_transcript(terminal, turn)
         if not turn.transcript_done:
             turn.emit(
@@ -610,15 +636,23 @@ class ClaudeTuiConversation(LongLivedConversation[_Turn]):
         mcp_argv = self._install_mcp(spec.mcp_servers)
         cwd = spec.cwd or self._scratch_cwd()
         directory = Path(tempfile.mkdtemp(prefix="agentshim-claude-tui-"))
+        wake: int | None = None
+        tools: TuiTools | None = None
+        waits: TuiWaits | None = None
         try:
             _write_private(directory / EVENTS_FILE, "")
-            with contextlib.suppress(OSError):  # without it, the hooks' file is looked at
-                os.mkfifo(directory / WAKE_FIFO, 0o600)
+            wake = _open_wake_fifo(directory / WAKE_FIFO)
+            if spec.tools:
+                tools = TuiTools.start(spec.tools, directory)
+                tools.serving.host.emit = emit
+                waits = TuiWaits((wake, tools.serving.fileno()))
+                mcp_argv = (*mcp_argv, *tools.argv)
             settings = tui_settings(
                 directory,
                 self._provider.settings_json,
                 approval_wait=spec.approval_timeout + 5.0,
                 bypass=spec.permissions.mode is NativeMode.BYPASS,
+                project_servers=tuple(server.name for server in spec.mcp_servers),
             )
             settings_file = directory / "settings.json"
             _write_private(settings_file, json.dumps(settings))
@@ -635,23 +669,25 @@ class ClaudeTuiConversation(LongLivedConversation[_Turn]):
             env = dict(context.env)
             env.setdefault("TERM", "xterm-256color")
             self._add_mcp_env(env)
-            self._leftovers.mark(env, spec.mcp_servers)
+            served = ()
+            if tools is not None:
+                for name, value in tools.env_defaults.items():
+                    env.setdefault(name, value)
+                env.update(tools.env)
+                served = (tools.serving.server,)
+            self._leftovers.mark(env, (*spec.mcp_servers, *served))
             self._announce_respawn(emit)
             emit(RunStarted(tuple(argv)))
             pty = self._executor.spawn_pty(SpawnRequest(argv, cwd=cwd, env=env))
         except BaseException:
+            _close_waits(wake, tools, waits)
             shutil.rmtree(directory, ignore_errors=True)
             raise
         terminal = _Terminal(pty, argv, directory, session_id, cwd)
+        terminal.wake, terminal.tools, terminal.waits = wake, tools, waits
+        pty.watch(wake if waits is None else waits.fileno())
         self._leftovers.started(pty.pid)
         terminal.transcript.path = transcript_path(env, munged_cwd(cwd), session_id)
-        try:
-            # Read-write: with a writer always there (this one), the FIFO never reads as
-            # ended between two hooks, so it is readable only while a hook's byte waits.
-            terminal.wake = os.open(directory / WAKE_FIFO, os.O_RDWR | os.O_NONBLOCK)
-        except OSError:
-            terminal.wake = None  # the reader looks at the hooks' file every _POLL instead
-        pty.watch(terminal.wake)
         with self._lock:
             self._terminal = terminal
             ended = self._start_ended
@@ -672,11 +708,17 @@ class ClaudeTuiConversation(LongLivedConversation[_Turn]):
         return str(path)
 
     def _await_ready(self, terminal: _Terminal, emit: Emit) -> None:
+        """Wait for SessionStart, answering the start-up dialogs on the way.
+
+        The hooks' FIFO and the screen wake the reader; the only clocks are the deadline and
+        the quiet time a dialog on screen must keep before it is answered.
+        """
         pty, clock = terminal.pty, self._clock
         deadline = clock() + self._timing.ready
+        due = deadline
         changed = clock()
         answered_at: dict[str, float] = {}
-        while terminal.ready_at is None:
+        while True:
             now = clock()
             if now >= deadline:
                 raise TurnTimeoutError(
@@ -685,7 +727,7 @@ class ClaudeTuiConversation(LongLivedConversation[_Turn]):
                     f"{self._timing.ready:g} s; the terminal last showed: "
                     f"{_last_words(terminal)}",
                 )
-            data = pty.read(min(_POLL, deadline - now))
+            data = terminal.wait(max(due - now, 0.0))
             if data:
                 changed = clock()
                 self._on_screen(terminal, None, terminal.show(data))
@@ -702,10 +744,14 @@ class ClaudeTuiConversation(LongLivedConversation[_Turn]):
             marker = auth_marker(words)
             if marker is not None or pty.returncode is not None:
                 raise self._not_started(terminal, marker)
+            due = deadline
             dialog = dialog_answer(words[-4000:])
-            if dialog is not None and clock() - changed >= _DIALOG_QUIET:
-                last = answered_at.get(dialog.name)
-                if last is None or changed > last:
+            last = None if dialog is None else answered_at.get(dialog.name)
+            if dialog is not None and (last is None or changed > last):
+                quiet_at = changed + _DIALOG_QUIET  # it may still redraw until then
+                if clock() < quiet_at:
+                    due = min(deadline, quiet_at)
+                else:
                     answered_at[dialog.name] = clock()
                     emit(Lifecycle(lk.DIALOG_ANSWERED, dialog.name))
                     self._press(terminal, dialog.keys)
@@ -765,7 +811,7 @@ class ClaudeTuiConversation(LongLivedConversation[_Turn]):
             if pty.returncode is None:
                 with contextlib.suppress(ProcessClosedError):
                     pty.write(CTRL_C)
-                    pty.read(0.2)
+                    terminal.wait(0.2)
                     pty.write(CTRL_C)
                 if pty.wait(grace) is None:
                     pty.terminate()
@@ -774,11 +820,41 @@ class ClaudeTuiConversation(LongLivedConversation[_Turn]):
                         pty.wait(grace)
         finally:
             terminal.pty.watch(None)
-            if terminal.wake is not None:
-                with contextlib.suppress(OSError):
-                    os.close(terminal.wake)
-                terminal.wake = None
+            _close_waits(terminal.wake, terminal.tools, terminal.waits)
+            terminal.wake = terminal.tools = terminal.waits = None
             shutil.rmtree(terminal.directory, ignore_errors=True)
+
+
+def _close_waits(wake: int | None, tools: TuiTools | None, waits: TuiWaits | None) -> None:
+    """Release what a process's reader waited on: the selector, the tools, the FIFO."""
+    if waits is not None:
+        waits.close()
+    if tools is not None:
+        tools.close()
+    if wake is not None:
+        with contextlib.suppress(OSError):
+            os.close(wake)
+
+
+def _open_wake_fifo(path: Path) -> int:
+    """Make the hooks' FIFO at ``path`` and open it; the descriptor the reader waits on.
+
+    Read-write: with a writer always there (this one), the FIFO never reads as ended between
+    two hooks, so it is readable only while a hook's byte waits.
+
+    Raises:
+        ProviderCapabilityError: no FIFO can be made there (the reader would have nothing
+            to wait on but a clock).
+    """
+    try:
+        os.mkfifo(path, 0o600)
+        return os.open(path, os.O_RDWR | os.O_NONBLOCK)
+    except OSError as error:
+        raise ProviderCapabilityError(
+            f"the Claude Code TUI transport cannot make its hooks' FIFO {path} "
+            f"({error.strerror}); it needs a temporary directory (TMPDIR) that holds FIFOs, "
+            "or use TransportKind.STREAM"
+        ) from error
 
 
 def _write_private(path: Path, text: str) -> None:

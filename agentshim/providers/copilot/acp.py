@@ -25,6 +25,8 @@ docs/acp.md.
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import re
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -35,12 +37,14 @@ from agentshim.acp.jsonrpc import RpcError
 from agentshim.core.argv import checked_option_value
 from agentshim.core.errors import FailureKind
 from agentshim.core.failures import kind_from_status, kind_from_text
+from agentshim.core.mcp import StdioMcpServer
 from agentshim.core.permissions import NativeMode
+from agentshim.core.provider import NoMcpInstallation
 from agentshim.core.usage import ProviderUsage, TokenUsage
 from agentshim.providers.acp_prompt_usage import Count, prompt_usage
 from agentshim.transport.installed import InstalledCli
 
-from .provider import PROFILE
+from .provider import MCP_FLAG, MCP_SERVERS_KEY, PROFILE, mcp_entry
 
 __all__ = [
     "COPILOT_ACP",
@@ -81,6 +85,18 @@ def acp_argv(args: AcpArgv) -> list[str]:
     else:
         argv.append("--deny-tool=write")
     return [*argv, *args.extra_args]
+
+
+def tools_argv(bridge: StdioMcpServer) -> NoMcpInstallation:
+    """``--additional-mcp-config`` naming the tools' bridge, and its credential as env.
+
+    ``session/new`` drops stdio servers, the command line does not (checked on 1.0.102). The
+    bridge's entry carries no ``env``: its credential is put in Copilot's own environment,
+    which a local MCP server inherits, so neither argv nor any file holds it.
+    """
+    entry = mcp_entry(dataclasses.replace(bridge, env={}))
+    config = json.dumps({MCP_SERVERS_KEY: {bridge.name: entry}}, separators=(",", ":"))
+    return NoMcpInstallation(argv=(MCP_FLAG, config), env=dict(bridge.env))
 
 
 def is_notice(text: str) -> bool:
@@ -153,6 +169,7 @@ COPILOT_ACP = AcpDialect(
     attach="session/load",
     # It offers session/close; as checked, its sessions end with the process alone.
     close_session=False,
+    tools_argv=tools_argv,
 )
 """Copilot CLI's ACP dialect."""
 

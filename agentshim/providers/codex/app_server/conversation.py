@@ -36,6 +36,7 @@ from agentshim.core.events import (
     ProviderErrorReported,
     RunFinished,
     SessionStarted,
+    SessionTitle,
     Stderr,
     TurnInterrupted,
     UsageReport,
@@ -283,6 +284,12 @@ class CodexAppServerConversation(ProcessConversation[_Turn]):
             emit(Lifecycle(lk.WARNING, params.summary))
         elif isinstance(params, p.McpServerStatusUpdatedNotification):
             emit(Lifecycle(lk.MCP_SERVER_STATUS, f"{params.name}: {encode(params.status)}"))
+        elif isinstance(params, p.ThreadNameUpdatedNotification):
+            # Another thread's name (a shared process routes by thread, but a stray one may
+            # still come) and a name cleared (null) are not this conversation's title.
+            ours = self._session_id is None or params.thread_id == self._session_id
+            if ours and params.thread_name and params.thread_name.strip():
+                emit(SessionTitle(params.thread_name, "thread/name/updated"))
 
     def _named(self, channel: Channel, turn: _Turn, turn_id: str, *, active: bool = False) -> None:
         """Codex named the turn (its ``turn/start`` response), or started it (``turn/started``)."""
@@ -519,6 +526,8 @@ class CodexAppServerConversation(ProcessConversation[_Turn]):
             shared.bind_session(opened.thread.id)
         self._fork = False
         emit(SessionStarted(opened.thread.id))
+        if opened.thread.name and opened.thread.name.strip():
+            emit(SessionTitle(opened.thread.name, params.METHOD))  # a resumed thread's name
         if opened.thread.path:
             emit(Lifecycle(lk.SESSION_FILE, opened.thread.path))
         if thread_id is not None:

@@ -3707,6 +3707,36 @@ class ThreadForkParams:
         return ThreadForkResponse.from_wire(result, "Response.result")
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ThreadNameUpdatedNotification:
+    """The ThreadNameUpdatedNotification object."""
+
+    thread_id: str
+    thread_name: str | None = None
+    extra_keys: Mapping[str, Any] = _field(default_factory=dict[str, Any])
+    """Members the schema does not list, kept to be re-encoded."""
+
+    _KEYS: ClassVar[frozenset[str]] = frozenset(("threadId", "threadName"))
+
+    @classmethod
+    def from_wire(cls, value: object, path: str = "ThreadNameUpdatedNotification") -> ThreadNameUpdatedNotification:
+        """Decode one from its JSON; CodexProtocolError names a bad member's path."""
+        obj = _w.obj(value, path)
+        return cls(
+            thread_id=_w.field(obj, "threadId", path, _w.string),
+            thread_name=_w.optional(obj, "threadName", path, _w.string),
+            extra_keys=_w.extra(obj, cls._KEYS),
+        )
+
+    def to_wire(self) -> dict[str, Any]:
+        """The exact JSON the other side expects (camelCase, None omitted unless required)."""
+        out: dict[str, Any] = {}
+        _w.put(out, "threadId", self.thread_id, True)
+        _w.put(out, "threadName", self.thread_name, False)
+        out.update(self.extra_keys)
+        return out
+
+
 class Personality(str, enum.Enum):
     """Deprecated: `friendly` and `pragmatic` no longer select a style. (strict)"""
 
@@ -4893,6 +4923,7 @@ SERVER_NOTIFICATIONS: Mapping[str, Any] = MappingProxyType({
     "item/started": ItemStartedNotification.from_wire,
     "mcpServer/startupStatus/updated": McpServerStatusUpdatedNotification.from_wire,
     "serverRequest/resolved": ServerRequestResolvedNotification.from_wire,
+    "thread/name/updated": ThreadNameUpdatedNotification.from_wire,
     "thread/started": ThreadStartedNotification.from_wire,
     "thread/status/changed": ThreadStatusChangedNotification.from_wire,
     "thread/tokenUsage/updated": ThreadTokenUsageUpdatedNotification.from_wire,

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 from pathlib import Path
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -23,6 +25,7 @@ from agentshim.providers.claude.tui_protocol import (
     paste,
     sanitize_prompt,
     screen_text,
+    send_answer,
     tui_settings,
     weekly_limit_used,
 )
@@ -189,12 +192,30 @@ class TestHooks:
         assert record.hook == hook.pid
         request = ApprovalRequest("Bash", {"command": "ls"}, ToolKind.COMMAND)
         answer = json.dumps(hook_output(ApprovalDecision.deny("not that"), request))
-        (tmp_path / f"answer-{hook.pid}.json").write_text(answer)
+        send_answer(tmp_path, hook.pid, answer)
         assert hook.stdout is not None
         printed = hook.stdout.read()
         assert hook.wait(5) == 0
         decision = json.loads(printed)["hookSpecificOutput"]["decision"]
         assert decision == {"behavior": "deny", "message": "not that"}
+
+    def test_the_conversations_project_servers_are_approved_and_no_other(
+        self, tmp_path: Path
+    ) -> None:
+        base = json.dumps({"enabledMcpjsonServers": ["mine"]})
+        value = tui_settings(
+            tmp_path, base, approval_wait=1.0, bypass=False, project_servers=("vault",)
+        )
+        assert value["enabledMcpjsonServers"] == ["mine", "vault"]
+        plain = tui_settings(tmp_path, None, approval_wait=1.0, bypass=False)
+        assert "enabledMcpjsonServers" not in plain
+
+    def test_an_answer_for_a_hook_that_is_gone_is_an_os_error(self, tmp_path: Path) -> None:
+        with pytest.raises(OSError):
+            send_answer(tmp_path, 999999, "{}")  # no FIFO at all
+        os.mkfifo(tmp_path / "answer-4242", 0o600)
+        with pytest.raises(OSError):
+            send_answer(tmp_path, 4242, "{}")  # a FIFO nobody holds open any more
 
     def test_the_provider_settings_are_kept_and_bypass_skips_its_warning(
         self, tmp_path: Path

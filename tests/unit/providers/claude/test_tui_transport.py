@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 import signal
 import stat
+import tempfile
 import threading
 import time
 from collections.abc import Iterator, Sequence
@@ -63,10 +65,13 @@ class CountingPty:
     def __init__(self, process: PtyProcess) -> None:
         self.process = process
         self.reads = 0
+        self.empty_wakes = 0
 
     def read(self, timeout: float | None) -> bytes | None:
         self.reads += 1
-        return self.process.read(timeout)
+        data = self.process.read(timeout)
+        self.empty_wakes += not data
+        return data
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.process, name)
@@ -79,8 +84,10 @@ class RecordingExecutor(HostCommandExecutor):
     def __init__(self) -> None:
         super().__init__()
         self.terminals: list[CountingPty] = []
+        self.requests: list[SpawnRequest] = []
 
     def spawn_pty(self, request: SpawnRequest, size: PtySize | None = None) -> PtyProcess:
+        self.requests.append(request)
         process = CountingPty(super().spawn_pty(request, size))
         self.terminals.append(process)
         return cast(PtyProcess, process)
@@ -375,6 +382,24 @@ def test_a_silent_turn_wakes_its_reader_only_when_something_happens(make) -> Non
     assert woke <= 5, f"the reader woke {woke} times in 2 s of silence"
 
 
+def test_a_whole_turn_wakes_its_reader_on_events_not_on_a_clock(make) -> None:  # type: ignore[no-untyped-def]
+    # A slow start with the trust dialog, then a transcript that lags the Stop hook: every
+    # wait a clock would fill (50 ms looks) instead ends on the screen, a hook, or one timer.
+    slow = FakeTuiTurn("late", input_tokens=300, transcript_delay=0.6)
+    rig, conversation = make(
+        FakeTuiScript([slow], trust_prompt=True, startup_delay=1.0), transcript_wait=3.0
+    )
+    events: list[AgentEvent] = []
+    result = conversation.turn(TurnRequest("hi"), events.append)
+    assert result.text == "late"
+    assert result.usage.tokens.input_tokens == 300
+    assert result.usage.increment_known
+    assert [e.detail for e in _kinds(events, "dialog_answered")] == ["trust"]
+    (terminal,) = rig.executor.terminals
+    # Looking every 50 ms would be about 30 empty wakes in the 1.6 s of silence alone.
+    assert terminal.empty_wakes <= 12, f"{terminal.empty_wakes} empty wakes in one turn"
+
+
 def test_close_ends_the_process_with_ctrl_c_and_leaves_nothing(tmp_path: Path) -> None:
     rig = Rig(tmp_path, FakeTuiScript([FakeTuiTurn("hi")]))
     executor = _Keeping()
@@ -479,7 +504,7 @@ def test_an_executor_without_a_terminal_is_refused(tmp_path: Path) -> None:
         )
 
 
-def test_tools_and_hooks_are_refused_rather_than_dropped() -> None:
+def test_hooks_and_tools_on_another_machine_are_refused_rather_than_dropped() -> None:
     def ping(text: str) -> str:
         """Echo ``text``."""
         return text
@@ -487,12 +512,88 @@ def test_tools_and_hooks_are_refused_rather_than_dropped() -> None:
     context = InstalledCli(
         provider=ClaudeProvider(), executor=HostCommandExecutor(), binary_path="/bin/claude"
     )
-    for spec in (
-        ConversationSpec(permissions=BYPASS, approvals=ApprovalPolicy.DENY, tools=(tool(ping),)),
-        ConversationSpec(permissions=BYPASS, approvals=ApprovalPolicy.DENY, hooks=HookCallbacks()),
-    ):
-        with pytest.raises(ProviderCapabilityError, match="STREAM"):
-            ClaudeTuiTransport(context).open(spec)
+    hooks = ConversationSpec(
+        permissions=BYPASS, approvals=ApprovalPolicy.DENY, hooks=HookCallbacks()
+    )
+    with pytest.raises(ProviderCapabilityError, match="STREAM"):
+        ClaudeTuiTransport(context).open(hooks)
+    remote = dataclasses.replace(context, executor=FakeExecutor([]))
+    tools = ConversationSpec(permissions=BYPASS, approvals=ApprovalPolicy.DENY, tools=(tool(ping),))
+    with pytest.raises(ProviderCapabilityError, match="HostCommandExecutor"):
+        ClaudeTuiTransport(remote).open(tools)
+
+
+def test_a_python_tool_is_served_through_the_bridge_asked_and_reported(tmp_path: Path) -> None:
+    ran: list[str] = []
+
+    def lookup(key: str) -> str:
+        """Look ``key`` up."""
+        ran.append(key)
+        return f"{key} is blue"
+
+    asked: list[ApprovalRequest] = []
+
+    def handler(request: ApprovalRequest) -> ApprovalDecision:
+        asked.append(request)
+        return ApprovalDecision.allow()
+
+    call = FakeTuiTurn(
+        "looked up", tool="mcp__agentshim__lookup", tool_input={"key": "sky"}, ask=True
+    )
+    rig = Rig(
+        tmp_path,
+        FakeTuiScript(
+            [call, FakeTuiTurn("again", tool="mcp__agentshim__lookup", tool_input={"key": "sea"})]
+        ),
+    )
+    conversation = rig.transport().open(
+        ConversationSpec(
+            permissions=NativePermissions.workspace_write([str(rig.work)]),
+            approvals=handler,
+            cwd=str(rig.work),
+            tools=(tool(lookup),),
+        )
+    )
+    events: list[AgentEvent] = []
+    tmp_before = set(os.listdir(tempfile.gettempdir()))
+    try:
+        assert conversation.turn(TurnRequest("look"), events.append).text == "looked up"
+        (run,) = [e for e in events if isinstance(e, RunStarted)]
+        config = Path(run.argv[run.argv.index("--mcp-config") + 1])
+        assert stat.S_IMODE(config.stat().st_mode) == 0o600
+        written = config.read_text()
+        assert conversation.turn(TurnRequest("again"), events.append).text == "again"
+    finally:
+        conversation.close()
+    assert ran == ["sky", "sea"]
+    # Where the CLI asks (the first call), its hook asks the handler; the socket then asks it
+    # for every call that reaches it, asked by the CLI or not.
+    assert [(r.tool, dict(r.args)) for r in asked] == [
+        ("mcp__agentshim__lookup", {"key": "sky"}),
+        ("lookup", {"key": "sky"}),
+        ("lookup", {"key": "sea"}),
+    ]
+    at_socket = [r.tool_id for r in asked if r.tool == "lookup"]
+    reported = [e for e in events if isinstance(e, ToolCall) and e.tool == "lookup"]
+    assert [e.tool_id for e in reported] == at_socket
+    results = [e.stdout for e in events if isinstance(e, ToolResult) and e.tool == "lookup"]
+    assert results == ["sky is blue", "sea is blue"]
+    # The bridge's credential is in the CLI's environment only: argv and the file name it.
+    (request,) = rig.executor.requests
+    env = dict(request.env or {})
+    (bridge,) = json.loads(written)["mcpServers"].values()
+    [(variable, reference)] = bridge["env"].items()
+    assert variable.startswith("AGENTSHIM_TOOLS_CREDENTIAL_")
+    credential = env[reference.removeprefix("${").removesuffix("}")]
+    assert len(credential) >= 32
+    assert not any(credential in arg for arg in run.argv)
+    assert credential not in written
+    assert "${AGENTSHIM_" in written
+    assert not config.exists()
+    left = {
+        n for n in set(os.listdir(tempfile.gettempdir())) - tmp_before if n.startswith("agentshim-")
+    }
+    assert not left, f"left behind: {left}"
 
 
 def test_agent_offers_the_tui_transport_for_claude_only() -> None:

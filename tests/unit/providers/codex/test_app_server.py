@@ -28,6 +28,7 @@ from agentshim.core.events import (
     AssistantText,
     Lifecycle,
     SessionStarted,
+    SessionTitle,
     ToolCall,
     ToolResult,
     TurnInterrupted,
@@ -215,6 +216,35 @@ def test_two_turns_share_one_process_and_the_second_is_resumed() -> None:
     assert not first.resumed
     assert second.resumed
     assert second.session_id == first.session_id
+
+
+def test_thread_name_updated_is_the_sessions_title_and_a_cleared_name_is_not() -> None:
+    rig = Rig([CodexPeerTurn("one", title="Fix the parser"), CodexPeerTurn("two", title="")])
+    first, named = rig.turn()
+    _, cleared = rig.turn()
+    assert [(t.title, t.source) for t in named.of(SessionTitle)] == [
+        ("Fix the parser", "thread/name/updated")
+    ]
+    assert first.text == "one"
+    assert cleared.of(SessionTitle) == []
+
+
+def test_a_resumed_thread_names_its_title() -> None:
+    rig = Rig([CodexPeerTurn("one", title="Fix the parser"), CodexPeerTurn("two")])
+    first, _ = rig.turn()
+    resumed = rig.transport.open(
+        ConversationSpec(
+            permissions=BYPASS, approvals=ApprovalPolicy.DENY, resume_session_id=first.session_id
+        )
+    )
+    events = Events()
+    try:
+        assert resumed.turn(TurnRequest("go"), events).text == "two"
+    finally:
+        resumed.close()
+    assert [(t.title, t.source) for t in events.of(SessionTitle)] == [
+        ("Fix the parser", "thread/resume")
+    ]
 
 
 def test_model_effort_and_output_schema_go_on_each_turn_start(tmp_path: Any) -> None:

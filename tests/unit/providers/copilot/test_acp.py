@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import json
 from collections.abc import Sequence
 from typing import Any
 
@@ -10,6 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from agentshim.acp.client import AcpTransport
 from agentshim.acp.dialect import AcpArgv
 from agentshim.acp.jsonrpc import Notification, Request, Response, RpcError
 from agentshim.acp.updates import UpdateReader
@@ -35,7 +37,11 @@ from agentshim.core.events import (
 )
 from agentshim.core.mcp import HttpMcpServer, StdioMcpServer
 from agentshim.core.permissions import ApprovalPolicy, NativePermissions
+from agentshim.core.tools import tool
 from agentshim.core.turn import TurnRequest
+from agentshim.execution import HostCommandExecutor
+from agentshim.execution.process import SpawnRequest
+from agentshim.providers import get_plugin
 from agentshim.providers.copilot.acp import (
     COPILOT_ACP,
     acp_argv,
@@ -44,12 +50,14 @@ from agentshim.providers.copilot.acp import (
     session_lost,
     usage,
 )
+from agentshim.testing import FakeExecutor
 from agentshim.testing.acp import COPILOT_QUIRKS, AcpPeers, AcpPeerTurn
 from agentshim.testing.session_contracts import (
     ContractTurn,
     ConversationContract,
     TransportContract,
 )
+from agentshim.transport.installed import InstalledCli
 from tests.unit.acp.rigs import (
     Events,
     Rig,
@@ -76,6 +84,17 @@ SEEN_401 = (
     "  Check your COPILOT_PROVIDER_API_KEY, COPILOT_PROVIDER_BEARER_TOKEN, or provider "
     "configuration."
 )
+
+
+class _HostWithPeers(HostCommandExecutor):
+    """The host executor (so tools are served on this machine); its processes the fake's."""
+
+    def __init__(self, peers: AcpPeers) -> None:
+        super().__init__()
+        self.fake = FakeExecutor(peers=peers)
+
+    def spawn(self, request: SpawnRequest) -> Any:
+        return self.fake.spawn(request)
 
 
 def rig(turns: Sequence[AcpPeerTurn], **options: Any) -> Rig:
@@ -355,6 +374,59 @@ class TestOnTheFake:
         )
         with pytest.raises(ProviderCapabilityError, match="stdio MCP"):
             transport.open(spec)
+        assert executor.spawned == []
+
+    def test_python_tools_go_on_the_command_line_with_the_credential_in_env_only(self) -> None:
+        @tool
+        def lookup(key: str) -> str:
+            """Look ``key`` up."""
+            return key
+
+        peers = AcpPeers([AcpPeerTurn("ok")], quirks=COPILOT_QUIRKS)
+        executor = _HostWithPeers(peers)
+        context = InstalledCli(
+            provider=get_plugin(P).create_provider(),
+            executor=executor,
+            binary_path="/usr/bin/copilot",
+            env={"PATH": "/usr/bin"},
+        )
+        spec = ConversationSpec(
+            permissions=NativePermissions.bypass(),
+            approvals=ApprovalPolicy.DENY,
+            cwd="/work",
+            tools=(lookup,),
+        )
+        conversation = AcpTransport(context, COPILOT_ACP).open(spec)
+        try:
+            assert conversation.turn(TurnRequest("go"), lambda e: None).text == "ok"
+        finally:
+            conversation.close()
+        (request,) = executor.fake.spawned
+        argv = list(request.argv)
+        config = json.loads(argv[argv.index("--additional-mcp-config") + 1])
+        bridge = config["mcpServers"]["agentshim"]
+        assert bridge["type"] == "local"
+        assert "env" not in bridge
+        credential = dict(request.env or {})[bridge["args"][-1]]
+        assert len(credential) >= 32
+        assert not any(credential in arg for arg in argv)
+        # session/new would drop a stdio server: the bridge is not sent there.
+        (opened,) = [f for f in peers.peers[-1].received if f.get("method") == "session/new"]
+        assert opened["params"]["mcpServers"] == []
+
+    def test_tools_for_a_cli_on_another_machine_are_refused(self) -> None:
+        @tool
+        def lookup(key: str) -> str:
+            """Look ``key`` up."""
+            return key
+
+        transport, executor = transport_on(P, COPILOT_ACP, AcpPeers([], quirks=COPILOT_QUIRKS))
+        spec = ConversationSpec(
+            permissions=NativePermissions.bypass(), approvals=ApprovalPolicy.DENY, tools=(lookup,)
+        )
+        conversation = transport.open(spec)
+        with pytest.raises(ProviderCapabilityError, match="HostCommandExecutor"):
+            conversation.turn(TurnRequest("go"), lambda e: None)
         assert executor.spawned == []
 
     def test_http_mcp_servers_go_to_session_new(self) -> None:
