@@ -567,18 +567,26 @@ class CodexAppServerConversation(ProcessConversation[_Turn]):
         deadline = self._clock() + _STARTUP_TIMEOUT
         pending = self._issue(str(params.METHOD), deadline)
         self._send(channel, request_frame(pending, params))
+        answer = self._answer(channel, pending, deadline, emit)
+        if answer is None:
+            what = pending.subtype
+            raise self._start_unanswered(channel, _STARTUP_TIMEOUT, what, "codex app-server")
+        if isinstance(answer, ProcessExited):
+            raise self._startup_failed(channel, emit)
+        return answer
+
+    def _answer(
+        self, channel: Channel, pending: PendingRequest, deadline: float, emit: Emit
+    ) -> p.Response | p.ErrorResponse | ProcessExited | None:
+        """Read until ``pending`` is answered, the process ends, or ``deadline`` (None)."""
         while True:
             output = channel.read_until(deadline)
-            if output is None:
-                what = pending.subtype
-                raise self._start_unanswered(channel, _STARTUP_TIMEOUT, what, "codex app-server")
-            if isinstance(output, ProcessExited):
-                raise self._startup_failed(channel, emit)
+            if output is None or isinstance(output, ProcessExited):
+                return output
             if isinstance(output, StdoutLine):
                 said = decode(output.text)
                 if isinstance(said, p.Response | p.ErrorResponse):
-                    answered_request = self._resolve(said)
-                    if answered_request is not None and answered_request is pending:
+                    if self._resolve(said) is pending:
                         return said
                     continue
             self._between_turns(channel, output, emit)
@@ -619,3 +627,25 @@ class CodexAppServerConversation(ProcessConversation[_Turn]):
             emit(Lifecycle(lk.MALFORMED_FRAME, said.reason[:UNKNOWN_DETAIL_CHARS]))
 
     # -- closing ---------------------------------------------------------------------------
+
+    def _shut_down(self) -> None:
+        """On a shared process, unsubscribe from the thread first (``thread/unsubscribe``).
+
+        The process runs on for the other conversations; unsubscribed, it sends this thread's
+        frames to nobody and unloads the thread later. Waited for up to the close grace, and
+        never fatal: a process that does not answer is left to the others as it is.
+        """
+        channel, thread_id = self._channel, self._session_id
+        if isinstance(channel, SharedChannel) and channel.exit is None and thread_id is not None:
+            self._unsubscribe(channel, thread_id)
+        super()._shut_down()
+
+    def _unsubscribe(self, channel: SharedChannel, thread_id: str) -> None:
+        deadline = self._clock() + self._close_grace
+        params = p.ThreadUnsubscribeParams(thread_id=thread_id)
+        pending = self._issue(str(params.METHOD), deadline)
+        try:
+            channel.send(request_frame(pending, params))
+        except ProcessClosedError:
+            return
+        self._answer(channel, pending, deadline, _ignore)

@@ -115,6 +115,21 @@ def test_two_conversations_are_two_threads_on_one_process_each_with_its_marker()
     assert executor.processes[0].returncode is not None
 
 
+def test_a_conversation_closing_on_a_shared_process_unsubscribes_from_its_thread() -> None:
+    peers = CodexAppServerPeers([CodexPeerTurn("a1"), CodexPeerTurn("b1"), CodexPeerTurn("b2")])
+    transport, executor, _ = shared_transport(peers)
+    first, second = transport.open(spec()), transport.open(spec())
+    first.turn(TurnRequest("one"), events())
+    second.turn(TurnRequest("two"), events())
+    first.close()
+    assert [m["params"] for m in sent(peers, "thread/unsubscribe")] == [
+        {"threadId": first.session_id}
+    ]
+    assert second.turn(TurnRequest("three"), events()).text == "b2"
+    second.close()
+    assert executor.processes[0].returncode is not None
+
+
 def test_an_interrupt_reaps_only_the_interrupted_threads_commands() -> None:
     peers = CodexAppServerPeers([CodexPeerTurn("a1"), CodexPeerTurn("hang", hang=True)])
     transport, _, reaped = shared_transport(peers)
