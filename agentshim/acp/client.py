@@ -81,8 +81,9 @@ from agentshim.transport.shared import (
     join_shared,
     once_per_process,
     opening_session,
-    warm_up,
+    prewarm_pool,
 )
+from agentshim.transport.warm import WarmIdle
 from agentshim.transport.watch import TurnWatch
 
 from .capabilities import (
@@ -204,21 +205,17 @@ class AcpTransport(ProcessTransport):
         """The processes its conversations share (see :mod:`agentshim.transport.shared`)."""
         return self._pools.get(self.sharing, self.context, close_grace=self.close_grace)
 
-    def prewarm(self, count: int, spec: ConversationSpec) -> None:
+    def prewarm(self, count: int, spec: ConversationSpec, idle: WarmIdle | None = None) -> None:
         """Start ``count`` processes for conversations like ``spec`` and keep them warm.
 
         Each is started, initialized and has made one session (opencode's first is slow)
-        before this returns. At most ``sharing.max_processes`` are started.
+        before this returns. At most ``sharing.max_processes`` are started. With ``idle``, one
+        that serves no conversation for ``idle.after`` seconds is ended.
 
         Raises:
             ProviderCapabilityError: the transport does not share processes.
         """
-        if self.sharing is None:
-            raise ProviderCapabilityError(
-                "warm processes are kept by a transport that shares them; pass "
-                "share_processes=ProcessSharing(...)"
-            )
-        warm_up(lambda: self.open(spec), min(count, self.sharing.max_processes))
+        prewarm_pool(self.pool(), lambda: self.open(spec), count, idle)
 
     def release_warm(self) -> None:
         """End the warm processes no conversation is on."""

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from agentshim.core.clock import Monotonic
 from agentshim.core.conversation import Transport
 from agentshim.core.provider import Provider
 from agentshim.execution.executor import CommandExecutor
+from agentshim.execution.process import Process, SpawnRequest
 
 __all__ = ["ContextSource", "TransportContext", "TransportFactory"]
 
@@ -42,6 +43,10 @@ class TransportContext:
     log: Callable[[str], None] = _ignore
     clock: Monotonic = time.monotonic
     context_window: Callable[[str | None], int | None] = _unknown_window
+
+    def spawn(self, argv: Sequence[str], env: Mapping[str, str], cwd: str | None = None) -> Process:
+        """Start ``argv`` long-lived on the executor, with exactly ``env``, in ``cwd``."""
+        return self.executor.spawn(SpawnRequest(list(argv), cwd=cwd, env=dict(env)))
 
 
 TransportFactory = Callable[[Callable[[], TransportContext]], Transport]

@@ -35,6 +35,7 @@ from typing import Any, Protocol, TypeVar, cast, runtime_checkable
 
 from agentshim.core.clock import Monotonic
 from agentshim.core.conversation import ConversationSpec
+from agentshim.core.errors import ProviderCapabilityError
 from agentshim.core.events import Emit, RunStarted
 from agentshim.core.sharing import ProcessSharing
 from agentshim.core.stream import parse_json_object
@@ -42,15 +43,16 @@ from agentshim.execution.process import (
     Process,
     ProcessExited,
     ProcessOutput,
-    SpawnRequest,
     StderrLine,
     StdoutLine,
+    end_process,
 )
 
 from .channel import Channel
 from .context import TransportContext
 from .ndjson import encode_frame
 from .router import FrameRouter, Mailbox
+from .warm import WarmIdle
 
 __all__ = [
     "PoolSlot",
@@ -66,6 +68,7 @@ __all__ = [
     "join_shared",
     "once_per_process",
     "opening_session",
+    "prewarm_pool",
     "warm_up",
 ]
 
@@ -171,13 +174,7 @@ class SharedProcess:
 
     def close(self) -> None:
         """End the process: stdin EOF, then SIGTERM, then SIGKILL, each after the grace."""
-        process, grace = self.process, self._close_grace
-        process.close_stdin()
-        if process.wait(grace) is None:
-            process.terminate()
-            if process.wait(grace) is None:
-                process.kill()
-                process.wait(grace)
+        end_process(self.process, self._close_grace)
 
 
 class SharedChannel(Channel):
@@ -308,6 +305,8 @@ class ProcessPool:
         self._close_grace = close_grace
         self._lock = threading.Lock()
         self._processes: dict[tuple[Any, ...], list[SharedProcess]] = {}
+        self._idle: WarmIdle | None = None
+        self._due: dict[SharedProcess, float] = {}
 
     def attach(self, argv: Sequence[str], env: Mapping[str, str]) -> SharedChannel:
         """A channel on a process of this configuration, started when none can take it.
@@ -336,6 +335,7 @@ class ProcessPool:
                 running.append(least)
             least.sessions += 1
             least.taken += 1
+            self._due.pop(least, None)  # in use: not idle any more
             recycle = self.sharing.recycle_after
             if recycle is not None and least.taken >= recycle:
                 least.retired = True
@@ -347,13 +347,49 @@ class ProcessPool:
             shared.sessions -= 1
             if shared.sessions > 0:
                 return None
+            idle, first = self._idle, None
             if shared.warm and not shared.retired and not shared.ended:
-                return None  # a warm process waits for the next conversation
-            for running in self._processes.values():
-                if shared in running:
-                    running.remove(shared)
+                # A warm process waits for the next conversation, for its idle time at most.
+                if idle is None:
+                    return None
+                self._due[shared] = idle.due()
+                first = min(self._due.values())
+            else:
+                self._drop(shared)
+        if idle is not None and first is not None:
+            idle.schedule.schedule(self, first)
+            return None
         shared.close()
         return shared.process.wait(0)
+
+    def keep_idle(self, idle: WarmIdle | None) -> None:
+        """End a warm process once it has served nobody for ``idle.after`` seconds (None: never)."""
+        with self._lock:
+            self._idle = idle
+
+    def release_if_idle(self) -> bool:
+        """End the warm processes idle for their time; look again when the next is due."""
+        with self._lock:
+            idle = self._idle
+            if idle is None:
+                return False
+            now = idle.clock()
+            ripe = [shared for shared, due in self._due.items() if due <= now]
+            for shared in ripe:
+                del self._due[shared]
+                self._drop(shared)
+            following = min(self._due.values(), default=None)
+        if following is not None:
+            idle.schedule.schedule(self, following)
+        for shared in ripe:
+            shared.close()
+        return bool(ripe)
+
+    def _drop(self, shared: SharedProcess) -> None:
+        """Forget ``shared`` (under the lock): it takes no conversation from now on."""
+        for running in self._processes.values():
+            if shared in running:
+                running.remove(shared)
 
     def cool(self) -> None:
         """End every warm process no conversation is on; the busy ones end with their last."""
@@ -365,6 +401,10 @@ class ProcessPool:
                     if shared.sessions == 0:
                         running.remove(shared)
                         idle.append(shared)
+            self._due.clear()
+            schedule, self._idle = self._idle, None
+        if schedule is not None:
+            schedule.schedule.forget(self)
         for shared in idle:
             shared.close()
 
@@ -389,8 +429,12 @@ class SharingTransport(Protocol):
 class WarmingTransport(Protocol):
     """A long-lived transport that can start processes before any conversation needs one."""
 
-    def prewarm(self, count: int, spec: ConversationSpec) -> None:
-        """Start ``count`` processes for conversations like ``spec`` and keep them warm."""
+    def prewarm(self, count: int, spec: ConversationSpec, idle: WarmIdle | None = None) -> None:
+        """Start ``count`` processes for conversations like ``spec`` and keep them warm.
+
+        With ``idle``, a warm process that serves no conversation for ``idle.after`` seconds
+        is ended.
+        """
         ...
 
     def release_warm(self) -> None:
@@ -417,13 +461,12 @@ class PoolSlot:
             return None
         with self._lock:
             if self._pool is None:
-                executor = context.executor
-
-                def spawn(argv: Sequence[str], env: Mapping[str, str]) -> Process:
-                    return executor.spawn(SpawnRequest(list(argv), env=dict(env)))
-
                 self._pool = ProcessPool(
-                    sharing, spawn, self._session_key, clock=context.clock, close_grace=close_grace
+                    sharing,
+                    context.spawn,
+                    self._session_key,
+                    clock=context.clock,
+                    close_grace=close_grace,
                 )
             return self._pool
 
@@ -484,6 +527,29 @@ def warm_up(open_conversation: Callable[[], WarmableConversation], count: int) -
     finally:
         for conversation in opened:
             conversation.close()
+
+
+def prewarm_pool(
+    pool: ProcessPool | None,
+    open_conversation: Callable[[], WarmableConversation],
+    count: int,
+    idle: WarmIdle | None,
+) -> None:
+    """Start up to ``count`` warm processes in ``pool`` (at most its ``max_processes``).
+
+    With ``idle``, each is ended once it has served no conversation for ``idle.after``
+    seconds.
+
+    Raises:
+        ProviderCapabilityError: there is no pool (the transport does not share processes).
+    """
+    if pool is None:
+        raise ProviderCapabilityError(
+            "warm processes are kept by a transport that shares them; pass "
+            "share_processes=ProcessSharing(...)"
+        )
+    pool.keep_idle(idle)
+    warm_up(open_conversation, min(count, pool.sharing.max_processes))
 
 
 def opening_session(channel: Channel) -> AbstractContextManager[None]:

@@ -58,7 +58,7 @@ from agentshim.transport.conversation import (
     ProcessOptions,
     ProcessTransport,
 )
-from agentshim.transport.warm import WarmProcesses
+from agentshim.transport.warm import WarmIdle, WarmProcesses
 from agentshim.transport.watch import TurnWatch
 
 from .parser import ClaudeStreamParser
@@ -104,7 +104,7 @@ class ClaudeStreamTransport(ProcessTransport):
         super().__init__(context, **options)
         self.warm = WarmProcesses(self.close_grace)
 
-    def prewarm(self, count: int, spec: ConversationSpec) -> None:
+    def prewarm(self, count: int, spec: ConversationSpec, idle: WarmIdle | None = None) -> None:
         """Start ``count`` processes for new conversations like ``spec``, kept until one opens.
 
         A new conversation (one with no id to resume) that starts exactly like one of them
@@ -112,7 +112,8 @@ class ClaudeStreamTransport(ProcessTransport):
         the CLI. A resumed conversation never does: Claude Code resumes only with ``--resume``
         on its command line.
 
-        Each is asked ``initialize`` and answers before this returns, so it is ready.
+        Each is asked ``initialize`` and answers before this returns, so it is ready. With
+        ``idle``, one still untaken after ``idle.after`` seconds is ended.
 
         Raises:
             ProviderCapabilityError: the CLI's provider is not Claude Code.
@@ -133,7 +134,7 @@ class ClaudeStreamTransport(ProcessTransport):
                 process.kill()
                 process.wait(self.close_grace)
                 raise
-            self.warm.add(request, process)
+            self.warm.add(request, process, idle)
 
     def release_warm(self) -> None:
         """End the warm processes no conversation took."""

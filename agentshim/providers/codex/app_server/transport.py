@@ -15,7 +15,8 @@ from agentshim.core.errors import ProviderCapabilityError
 from agentshim.providers.codex.provider import CodexProvider
 from agentshim.transport.context import TransportContext
 from agentshim.transport.conversation import ProcessOptions, ProcessTransport
-from agentshim.transport.shared import PoolSlot, ProcessPool, ProcessSharing, warm_up
+from agentshim.transport.shared import PoolSlot, ProcessPool, ProcessSharing, prewarm_pool
+from agentshim.transport.warm import WarmIdle
 
 from .profile import APP_SERVER_PROFILE
 
@@ -70,23 +71,19 @@ class CodexAppServerTransport(ProcessTransport):
     profile = APP_SERVER_PROFILE
     """Codex CLI's capabilities over app-server."""
 
-    def prewarm(self, count: int, spec: ConversationSpec) -> None:
+    def prewarm(self, count: int, spec: ConversationSpec, idle: WarmIdle | None = None) -> None:
         """Start ``count`` processes for conversations like ``spec`` and keep them warm.
 
         Each is started and handshaken (``initialize``, one thread made and left) before
         this returns, so a new conversation's first turn starts without spawning. At most
-        ``sharing.max_processes`` are started.
+        ``sharing.max_processes`` are started. With ``idle``, one that serves no conversation
+        for ``idle.after`` seconds is ended.
 
         Raises:
             ProviderCapabilityError: the transport does not share processes.
             CliDiedError / CliTimeoutError: a process could not be started.
         """
-        if self.sharing is None:
-            raise ProviderCapabilityError(
-                "warm processes are kept by a transport that shares them; pass "
-                "share_processes=ProcessSharing(...)"
-            )
-        warm_up(lambda: self.open(spec), min(count, self.sharing.max_processes))
+        prewarm_pool(self.pool(), lambda: self.open(spec), count, idle)
 
     def release_warm(self) -> None:
         """End the warm processes no conversation is on."""
