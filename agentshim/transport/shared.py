@@ -116,6 +116,7 @@ class SharedProcess:
         """It takes no new conversation."""
         self.warm = False
         """It is kept running while no conversation is on it (a warm process)."""
+        self._spares: dict[Hashable, object] = {}
 
     @property
     def ended(self) -> bool:
@@ -140,6 +141,20 @@ class SharedProcess:
                 self._handshake_answer = handshake()
                 self.prepared = True
             return cast(_Answer, self._handshake_answer)
+
+    def leave_spare(self, key: Hashable, spare: object) -> None:
+        """Keep ``spare`` (a conversation opened ahead, say) for the next :meth:`take_spare` of ``key``.
+
+        What a warm process can do before anyone asks (Codex: a thread started with the
+        settings a new conversation will most likely have) is done once, and handed over.
+        """
+        with self._lock:
+            self._spares[key] = spare
+
+    def take_spare(self, key: Hashable) -> object | None:
+        """The spare left under ``key``, no longer kept; None when there is none."""
+        with self._lock:
+            return self._spares.pop(key, None)
 
     @contextmanager
     def opening(self) -> Generator[None, None, None]:

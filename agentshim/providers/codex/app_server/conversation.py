@@ -96,6 +96,21 @@ def _ignore(_: object) -> None:
     """Drop an event (a warming conversation reports to nobody)."""
 
 
+@dataclasses.dataclass(frozen=True, slots=True)
+class _SpareThread:
+    """A thread a warm-up started and left on a shared process for a new conversation."""
+
+    key: str
+    thread_id: str
+    marker: str
+    path: str | None
+
+
+def _spare_key(params: p.ThreadStartParams) -> str:
+    """What a conversation's thread must match to take a spare: its settings, not its marker."""
+    return json.dumps(dataclasses.replace(params, config=None).to_wire(), sort_keys=True)
+
+
 def _reap_by_marker(marker: str) -> int:
     if not can_scan():
         return 0
@@ -169,6 +184,8 @@ class CodexAppServerConversation(ProcessConversation[_Turn]):
         previous = spec.previous_usage
         self._usage.known(previous.raw if previous is not None else None)
         self._marker = new_run_id()
+        # The thread this conversation started with thread/start, until its first turn.
+        self._spare: _SpareThread | None = None
         # The conversation's tools, served to the process as a local MCP server while it runs.
         self._serving: LocalToolServer | None = None
 
@@ -181,6 +198,11 @@ class CodexAppServerConversation(ProcessConversation[_Turn]):
         channel = self._ensure_process(_ignore)
         if isinstance(channel, SharedChannel):
             channel.keep_warm()
+            spare, self._spare = self._spare, None
+            if spare is not None:
+                # The thread stays on the process for the next new conversation like this one.
+                channel.process.leave_spare(spare.key, spare)
+                self._session_id = None
 
     def _refuse(self, request: TurnRequest) -> None:
         per_turn = dataclasses.replace(request, output_schema=None, reasoning_effort=None)
@@ -510,6 +532,8 @@ class CodexAppServerConversation(ProcessConversation[_Turn]):
                 model=self._model,
                 config=config,
             )
+            if shared is not None and self._adopt_spare(shared, params, emit):
+                return
         elif self._fork:
             # A new thread with the history of thread_id; the conversation becomes the fork.
             params = p.ThreadForkParams(
@@ -549,6 +573,9 @@ class CodexAppServerConversation(ProcessConversation[_Turn]):
         self._session_id = opened.thread.id
         if shared is not None:
             shared.bind_session(opened.thread.id)
+            if isinstance(params, p.ThreadStartParams):
+                key = _spare_key(params)
+                self._spare = _SpareThread(key, opened.thread.id, self._marker, opened.thread.path)
         self._fork = False
         emit(SessionStarted(opened.thread.id))
         if opened.thread.path:
@@ -561,6 +588,22 @@ class CodexAppServerConversation(ProcessConversation[_Turn]):
                 if output is None or isinstance(output, ProcessExited):
                     return
                 self._between_turns(channel, output, emit)
+
+    def _adopt_spare(self, shared: SharedChannel, params: p.ThreadStartParams, emit: Emit) -> bool:
+        """Take a thread a warm-up left on the process with these settings; whether there was one.
+
+        The thread is new and empty; the conversation takes its marker with it (its commands
+        carry that one).
+        """
+        spare = shared.process.take_spare(_spare_key(params))
+        if not isinstance(spare, _SpareThread):
+            return False
+        self._session_id, self._marker = spare.thread_id, spare.marker
+        shared.bind_session(spare.thread_id)
+        emit(SessionStarted(spare.thread_id))
+        if spare.path:
+            emit(Lifecycle(lk.SESSION_FILE, spare.path))
+        return True
 
     def _call(self, channel: Channel, params: Any, emit: Emit) -> p.Response | p.ErrorResponse:
         """Send one request before a turn and read until it is answered (or fail the turn)."""
