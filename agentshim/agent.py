@@ -258,13 +258,14 @@ class Agent:
         (Codex, Gemini CLI, opencode, Copilot CLI) up to ``max_processes`` shared processes,
         each handshaken (for opencode, past its slow first session), which new sessions join;
         on Claude Code's stream transport ``count`` processes, each taken by one new session
-        (not a resumed one: Claude Code resumes only with ``--resume`` at launch). Warm
-        processes run until :meth:`release_warm`; with ``idle_release_after``, a warm process
+        (not a resumed one: Claude Code resumes only with ``--resume`` at launch); on Pi's
+        ``count`` processes, each taken by one new session or one resumed session (Pi
+        switches to its session's file with ``switch_session``). Warm processes run until :meth:`release_warm`; with ``idle_release_after``, a warm process
         that serves no session for that many seconds is ended then, by the thread that
         releases idle sessions (the Agent's idle housekeeper, on its ``clock``).
 
         Raises:
-            ProviderCapabilityError: the transport keeps no warm processes (one-shot, Pi,
+            ProviderCapabilityError: the transport keeps no warm processes (one-shot,
                 Claude Code's TUI), or an ACP/Codex Agent without ``share_processes``.
             InvalidRequestError: ``count`` is not a whole number of 1 or more, or
                 ``idle_release_after`` is not a finite number of seconds above zero.
@@ -282,9 +283,9 @@ class Agent:
         if not isinstance(transport, WarmingTransport):
             raise ProviderCapabilityError(
                 f"{self.profile.display_name} over {type(transport).__name__} keeps no warm "
-                "processes; prewarm needs transport=TransportKind.STREAM on Claude Code, or "
-                "share_processes=ProcessSharing(...) on Codex, Gemini CLI, opencode or "
-                "Copilot CLI"
+                "processes; prewarm needs transport=TransportKind.STREAM on Claude Code or "
+                "Pi, or share_processes=ProcessSharing(...) on Codex, Gemini CLI, opencode "
+                "or Copilot CLI"
             )
         host_cwd = directory("Agent.prewarm", "cwd", cwd)
         spec = ConversationSpec(

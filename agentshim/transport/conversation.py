@@ -65,6 +65,7 @@ from .context import ContextSource, TransportContext
 from .correlator import Correlator, PendingRequest
 from .fixed import refuse_fixed_changes
 from .leftovers import TurnLeftovers
+from .warm import WarmProcess
 from .watch import Due, TurnWatch
 
 __all__ = [
@@ -884,6 +885,18 @@ class ProcessConversation(LongLivedConversation[TurnT]):
         with self._lock:
             channel = self._channel
         return None if channel is None else (channel.argv, channel.kill)
+
+    def _adopt_warm(self, warm: WarmProcess, argv: list[str], emit: Emit) -> Channel:
+        """Make ``warm``, a process started ahead for it, the conversation's process.
+
+        Its leftovers marker becomes the conversation's (its tools' processes carry it).
+        """
+        self._announce_respawn(emit)
+        emit(RunStarted(tuple(argv)))
+        self._leftovers.adopt(warm.marker, getattr(warm.process, "pid", None))
+        channel = Channel(warm.process, argv, clock=self._clock)
+        self._adopt_channel(channel)
+        return channel
 
     def _adopt_channel(self, channel: Channel) -> None:
         """Make ``channel`` (on a process shared with other conversations) the conversation's."""

@@ -13,14 +13,29 @@ the thread that releases idle conversations' processes: no thread of its own).
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 from agentshim.core.clock import Monotonic
-from agentshim.execution.process import Process, SpawnRequest, end_process
+from agentshim.core.errors import CliDiedError, CliTimeoutError
+from agentshim.core.stream import parse_json_object
+from agentshim.execution.process import Process, ProcessExited, StderrLine, end_process
+from agentshim.execution.reaping import new_run_id
 
-__all__ = ["IdleRelease", "IdleSchedule", "WarmIdle", "WarmProcesses"]
+from .channel import Channel
+from .context import TransportContext
+from .leftovers import TURN_PROCESS_MARKER
+
+__all__ = [
+    "HELLO_TIMEOUT",
+    "IdleRelease",
+    "IdleSchedule",
+    "WarmIdle",
+    "WarmProcess",
+    "WarmProcesses",
+    "greet",
+]
 
 
 class IdleRelease(Protocol):
@@ -67,6 +82,18 @@ def _key(argv: Sequence[str], cwd: str | None, env: Mapping[str, str]) -> _Key:
     return tuple(argv), cwd, tuple(sorted(env.items()))
 
 
+@dataclass(frozen=True, slots=True)
+class WarmProcess:
+    """A process started ahead, and the value of the leftovers marker its environment carries.
+
+    The conversation that takes it takes the marker too: what the process starts carries
+    that value (see :mod:`agentshim.transport.leftovers`).
+    """
+
+    process: Process
+    marker: str
+
+
 class WarmProcesses:
     """Started processes waiting for a conversation that starts exactly like them; thread-safe.
 
@@ -76,22 +103,44 @@ class WarmProcesses:
     def __init__(self, close_grace: float = 5.0) -> None:
         self._close_grace = close_grace
         self._lock = threading.Lock()
-        self._waiting: dict[_Key, list[Process]] = {}
+        self._waiting: dict[_Key, list[WarmProcess]] = {}
         self._due: dict[int, float] = {}
         self._idle: WarmIdle | None = None
 
-    def add(self, request: SpawnRequest, process: Process, idle: WarmIdle | None = None) -> None:
-        """Keep ``process``, started with ``request``, for a conversation that asks for it.
+    def start(
+        self,
+        context: TransportContext,
+        launch: tuple[Sequence[str], Mapping[str, str]],
+        cwd: str | None,
+        hello: Callable[[Channel], None],
+        idle: WarmIdle | None = None,
+    ) -> None:
+        """Start a process with ``launch`` (argv, env) in ``cwd``, greet it, and keep it.
 
-        With ``idle``, it is ended once it has waited ``idle.after`` seconds untaken.
+        ``hello`` returns once the process is ready (or raises: it is killed then). The
+        process's environment also carries a leftovers marker of its own, which a
+        conversation that takes it takes with it. With ``idle``, it is ended once it has
+        waited ``idle.after`` seconds untaken.
+
+        Raises:
+            What spawning or ``hello`` raises.
         """
+        argv, env = launch
+        marker = new_run_id()
+        process = context.spawn(argv, {**env, TURN_PROCESS_MARKER: marker}, cwd)
+        try:
+            hello(Channel(process, argv, clock=context.clock))
+        except BaseException:
+            process.kill()
+            process.wait(self._close_grace)
+            raise
+        warm = WarmProcess(process, marker)
         with self._lock:
-            key = _key(request.argv, request.cwd, request.env)
-            self._waiting.setdefault(key, []).append(process)
+            self._waiting.setdefault(_key(argv, cwd, env), []).append(warm)
             if idle is None:
                 return
             self._idle = idle
-            self._due[id(process)] = idle.due()
+            self._due[id(warm)] = idle.due()
             first = min(self._due.values())
         idle.schedule.schedule(self, first)
 
@@ -100,36 +149,38 @@ class WarmProcesses:
         idle = self._idle
         if idle is None:
             return False
-        now, ended = idle.clock(), list[Process]()
+        now, ended = idle.clock(), list[WarmProcess]()
         with self._lock:
             for waiting in self._waiting.values():
-                for process in list(waiting):
-                    if self._due.get(id(process), now + 1) <= now:
-                        waiting.remove(process)
-                        del self._due[id(process)]
-                        ended.append(process)
+                for warm in list(waiting):
+                    if self._due.get(id(warm), now + 1) <= now:
+                        waiting.remove(warm)
+                        del self._due[id(warm)]
+                        ended.append(warm)
             following = min(self._due.values(), default=None)
         if following is not None:
             idle.schedule.schedule(self, following)
-        for process in ended:
-            self._end(process)
+        for warm in ended:
+            end_process(warm.process, self._close_grace)
         return bool(ended)
 
-    def take(self, argv: Sequence[str], cwd: str | None, env: Mapping[str, str]) -> Process | None:
+    def take(
+        self, argv: Sequence[str], cwd: str | None, env: Mapping[str, str]
+    ) -> WarmProcess | None:
         """A running process started with this argv, cwd and env, no longer kept; or None."""
-        dead: list[Process] = []
-        found: Process | None = None
+        dead: list[WarmProcess] = []
+        found: WarmProcess | None = None
         with self._lock:
             waiting = self._waiting.get(_key(argv, cwd, env), [])
             while waiting and found is None:
-                process = waiting.pop(0)
-                self._due.pop(id(process), None)
-                if process.wait(0) is None:
-                    found = process
+                warm = waiting.pop(0)
+                self._due.pop(id(warm), None)
+                if warm.process.wait(0) is None:
+                    found = warm
                 else:
-                    dead.append(process)
-        for process in dead:
-            self._end(process)
+                    dead.append(warm)
+        for warm in dead:
+            end_process(warm.process, self._close_grace)
         return found
 
     def count(self) -> int:
@@ -140,14 +191,55 @@ class WarmProcesses:
     def release(self) -> None:
         """End every process still kept."""
         with self._lock:
-            kept = [process for waiting in self._waiting.values() for process in waiting]
+            kept = [warm for waiting in self._waiting.values() for warm in waiting]
             self._waiting.clear()
             self._due.clear()
             idle, self._idle = self._idle, None
         if idle is not None:
             idle.schedule.forget(self)
-        for process in kept:
-            self._end(process)
+        for warm in kept:
+            end_process(warm.process, self._close_grace)
 
-    def _end(self, process: Process) -> None:
-        end_process(process, self._close_grace)
+
+HELLO_TIMEOUT = 60.0
+"""How long a warm process may take to answer its greeting."""
+
+
+def greet(
+    channel: Channel,
+    frame: Mapping[str, Any],
+    answers: Callable[[Mapping[str, Any]], bool],
+    clock: Monotonic,
+    *,
+    cli: str,
+) -> None:
+    """Send ``frame`` to a new process and read until a frame ``answers`` it: then it is ready.
+
+    ``cli`` is how messages name the CLI (its command, as typed to check it starts).
+
+    Raises:
+        CliDiedError: it ended first.
+        CliTimeoutError: it did not answer within ``HELLO_TIMEOUT``.
+    """
+    channel.send(frame)
+    deadline = clock() + HELLO_TIMEOUT
+    stderr: list[str] = []
+    while True:
+        output = channel.read_until(deadline)
+        if output is None:
+            raise CliTimeoutError(
+                channel.argv,
+                HELLO_TIMEOUT,
+                message=f"{cli} did not answer within {HELLO_TIMEOUT:g} s of starting a warm "
+                f"process; check that it starts: {cli} --version",
+            )
+        if isinstance(output, ProcessExited):
+            raise CliDiedError(
+                session_id=None, returncode=output.returncode, stderr="".join(stderr)
+            )
+        if isinstance(output, StderrLine):
+            stderr.append(output.text)
+            continue
+        said = parse_json_object(output.text)
+        if said is not None and answers(said):
+            return

@@ -15,15 +15,14 @@ their frame to stdin and wake the reader, so no helper thread exists and no read
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from agentshim.core import lifecycle_kinds as lk
 from agentshim.core.conversation import ConversationSpec, TurnStop
 from agentshim.core.errors import (
-    CliDiedError,
     CliExitError,
-    CliTimeoutError,
     FailureKind,
     InvalidRequestError,
     ProcessClosedError,
@@ -36,7 +35,6 @@ from agentshim.core.events import (
     Emit,
     Lifecycle,
     RunFinished,
-    RunStarted,
     TurnInterrupted,
     UsageReport,
     UsageScope,
@@ -48,7 +46,7 @@ from agentshim.core.provider import ParsedTurn, ParserContext
 from agentshim.core.stream import parse_json_object
 from agentshim.core.turn import TurnRequest, TurnResult
 from agentshim.core.usage import CostSource, ProviderUsage
-from agentshim.execution.process import ProcessExited, SpawnRequest, StderrLine
+from agentshim.execution.process import ProcessExited, StderrLine
 from agentshim.tools.host import ToolHost
 from agentshim.transport.channel import Channel
 from agentshim.transport.context import TransportContext
@@ -58,7 +56,7 @@ from agentshim.transport.conversation import (
     ProcessOptions,
     ProcessTransport,
 )
-from agentshim.transport.warm import WarmIdle, WarmProcesses
+from agentshim.transport.warm import WarmIdle, WarmProcesses, greet
 from agentshim.transport.watch import TurnWatch
 
 from .parser import ClaudeStreamParser
@@ -121,20 +119,13 @@ class ClaudeStreamTransport(ProcessTransport):
         """
         conversation = self.open(spec)
         try:
-            argv, env = conversation.launch()
+            launch = conversation.launch()
         finally:
             conversation.close()
         context = self.context
         for _ in range(count):
-            request = SpawnRequest(argv, cwd=spec.cwd, env=env)
-            process = context.executor.spawn(request)
-            try:
-                _say_hello(Channel(process, argv, clock=context.clock), context.clock)
-            except BaseException:
-                process.kill()
-                process.wait(self.close_grace)
-                raise
-            self.warm.add(request, process, idle)
+            hello = functools.partial(_say_hello, clock=context.clock)
+            self.warm.start(context, launch, spec.cwd, hello, idle)
 
     def release_warm(self) -> None:
         """End the warm processes no conversation took."""
@@ -150,8 +141,6 @@ class ClaudeStreamTransport(ProcessTransport):
         return ClaudeStreamConversation(self, provider, spec)
 
 
-_HELLO_TIMEOUT = 60.0
-"""How long a warm process may take to answer its ``initialize``."""
 _HELLO_ID = "agentshim_warm"
 
 
@@ -159,32 +148,14 @@ def _say_hello(channel: Channel, clock: Callable[[], float]) -> None:
     """Ask a new process ``initialize`` and read until it answers: then it is ready.
 
     Raises:
-        CliDiedError: it ended first.
-        CliTimeoutError: it did not answer within ``_HELLO_TIMEOUT``.
+        CliDiedError / CliTimeoutError: it ended first, or did not answer in time.
     """
-    channel.send(control_request(_HELLO_ID, "initialize"))
-    deadline = clock() + _HELLO_TIMEOUT
-    stderr: list[str] = []
-    while True:
-        output = channel.read_until(deadline)
-        if output is None:
-            raise CliTimeoutError(
-                channel.argv,
-                _HELLO_TIMEOUT,
-                message=f"Claude Code did not answer initialize within {_HELLO_TIMEOUT:g} s of "
-                "starting a warm process; check that it starts: claude --version",
-            )
-        if isinstance(output, ProcessExited):
-            raise CliDiedError(
-                session_id=None, returncode=output.returncode, stderr="".join(stderr)
-            )
-        if isinstance(output, StderrLine):
-            stderr.append(output.text)
-            continue
-        frame = parse_json_object(output.text) or {}
+
+    def answers(frame: Mapping[str, Any]) -> bool:
         body = as_mapping(frame.get("response")) or {}
-        if frame.get("type") == "control_response" and body.get("request_id") == _HELLO_ID:
-            return
+        return frame.get("type") == "control_response" and body.get("request_id") == _HELLO_ID
+
+    greet(channel, control_request(_HELLO_ID, "initialize"), answers, clock, cli="claude")
 
 
 class _Turn(LiveTurn):
@@ -291,9 +262,7 @@ class ClaudeStreamConversation(ProcessConversation[_Turn]):
         # --resume is on the command line).
         warm = None if self._session_id is not None else self._warm.take(argv, self._spec.cwd, env)
         if warm is not None:
-            emit(RunStarted(tuple(argv)))
-            channel = Channel(warm, argv, clock=self._clock)
-            self._adopt_channel(channel)
+            channel = self._adopt_warm(warm, argv, emit)
         else:
             channel = self._start_process(argv, env, emit)
         self._process_cost = 0.0

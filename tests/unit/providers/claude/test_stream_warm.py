@@ -69,7 +69,7 @@ def test_prewarm_is_refused_where_no_process_is_kept() -> None:
         env={"PATH": "/usr/bin"},
         permissions=NativePermissions.bypass(),
         approvals=ApprovalPolicy.DENY,
-        transport=TransportKind.STREAM,
+        transport=TransportKind.ONE_SHOT,
     )
     with pytest.raises(ProviderCapabilityError, match="prewarm"):
         agent.prewarm()
