@@ -20,6 +20,7 @@ from agentshim.testing import FakeExecutor
 from agentshim.testing.acp import OPENCODE_QUIRKS, AcpPeers, AcpPeerTurn
 from agentshim.testing.claude_stream import ClaudePeerTurn, ClaudeStreamPeers
 from agentshim.testing.clock import FakeClock
+from tests.unit.session.helpers import stream_agent as agent_on
 
 IDLE = 10.0
 
@@ -123,17 +124,7 @@ def test_a_warm_process_nobody_took_is_ended_when_its_idle_time_is_due(tmp_path:
 def test_a_shared_warm_process_is_ended_by_the_sessions_housekeeper_when_idle() -> None:
     clock = FakeClock(50.0)
     peers = AcpPeers([AcpPeerTurn("a")], quirks=OPENCODE_QUIRKS)
-    executor = FakeExecutor(peers=peers, binaries={"opencode": "/usr/bin/opencode"})
-    agent = Agent(
-        "opencode",
-        executor=executor,
-        env={"PATH": "/usr/bin"},
-        permissions=NativePermissions.bypass(),
-        approvals=ApprovalPolicy.DENY,
-        transport=TransportKind.STREAM,
-        share_processes=ProcessSharing(),
-        clock=clock,
-    )
+    agent, executor = agent_on("opencode", peers, share_processes=ProcessSharing(), clock=clock)
     threads_before = threading.active_count()
     started = clock.monotonic()
     agent.prewarm(1, idle_release_after=IDLE)

@@ -12,19 +12,11 @@ from agentshim.core.errors import ProviderCapabilityError
 from agentshim.core.permissions import ApprovalPolicy, NativePermissions
 from agentshim.testing import FakeExecutor
 from agentshim.testing.claude_stream import ClaudePeerTurn, ClaudeStreamPeers
+from tests.unit.session.helpers import stream_agent
 
 
 def claude_agent(peers: ClaudeStreamPeers) -> tuple[Agent, FakeExecutor]:
-    executor = FakeExecutor(peers=peers, binaries={"claude": "/usr/bin/claude"})
-    agent = Agent(
-        "claude",
-        executor=executor,
-        env={"PATH": "/usr/bin"},
-        permissions=NativePermissions.bypass(),
-        approvals=ApprovalPolicy.DENY,
-        transport=TransportKind.STREAM,
-    )
-    return agent, executor
+    return stream_agent("claude", peers)
 
 
 def test_a_warm_process_runs_a_new_sessions_first_turn(tmp_path: Path) -> None:

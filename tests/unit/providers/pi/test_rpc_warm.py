@@ -6,8 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from agentshim import Agent
-from agentshim.core.conversation import ConversationSpec, TransportKind
+from agentshim.core.conversation import ConversationSpec
 from agentshim.core.errors import SessionResumeError
 from agentshim.core.events import AgentEvent, Lifecycle, RunStarted, SessionStarted
 from agentshim.core.permissions import ApprovalPolicy, NativePermissions
@@ -17,6 +16,7 @@ from agentshim.providers.pi.rpc_transport import PiRpcTransport, host_session_fi
 from agentshim.testing import FakeExecutor
 from agentshim.testing.pi_rpc import PiPeerTurn, PiRpcPeers
 from agentshim.transport.context import TransportContext
+from tests.unit.session.helpers import stream_agent
 
 MARKER = "AGENTSHIM_CONVERSATION_RUN"
 OLD = "01a23046-0000-7000-8000-0000000000aa"
@@ -123,16 +123,7 @@ def test_otherwise_a_conversation_starts_its_own_process(tmp_path: Path, case: s
 
 
 def test_an_agent_prewarms_pi_and_ends_what_is_idle_on_release(tmp_path: Path) -> None:
-    peers = PiRpcPeers([PiPeerTurn("hello")])
-    executor = FakeExecutor(peers=peers, binaries={"pi": "/usr/bin/pi"})
-    agent = Agent(
-        "pi",
-        executor=executor,
-        env={"PATH": "/usr/bin"},
-        permissions=NativePermissions.bypass(),
-        approvals=ApprovalPolicy.DENY,
-        transport=TransportKind.STREAM,
-    )
+    agent, executor = stream_agent("pi", PiRpcPeers([PiPeerTurn("hello")]))
     agent.prewarm(2, cwd=str(tmp_path))
     assert len(executor.spawned) == 2
     with agent.start_session(str(tmp_path)) as session:
