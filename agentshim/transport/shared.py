@@ -208,11 +208,6 @@ class SharedChannel(Channel):
         """The process was started for this conversation (it was not running before)."""
 
     @property
-    def process(self) -> SharedProcess:
-        """The shared process this conversation is on."""
-        return self._shared
-
-    @property
     def exit(self) -> ProcessExited | None:
         """How the process ended, once this or another conversation met its end.
 
@@ -226,6 +221,11 @@ class SharedChannel(Channel):
             code = self._shared.process.wait(0)
             ended = None if code is None else ProcessExited(code)
         return ended
+
+    @property
+    def process(self) -> SharedProcess:
+        """The shared process this conversation is on."""
+        return self._shared
 
     def bind_session(self, key: str) -> None:
         """Deliver the frames that name conversation ``key`` to this channel."""
@@ -299,25 +299,20 @@ class SharedChannel(Channel):
 class ProcessPool:
     """The shared processes of one transport, per process-wide configuration.
 
-    ``spawn`` starts a process for an argv and environment; ``session_key`` finds the
-    conversation a frame names; ``close_grace`` is how long each step of ending a process
-    is given. Thread-safe.
+    ``start`` starts a process for an argv and environment; ``clock`` is what the
+    conversations' deadlines are read on. Thread-safe.
     """
 
     def __init__(
         self,
         sharing: ProcessSharing,
-        spawn: Callable[[Sequence[str], Mapping[str, str]], Process],
-        session_key: SessionKey,
+        start: Callable[[Sequence[str], Mapping[str, str]], SharedProcess],
         *,
         clock: Monotonic,
-        close_grace: float,
     ) -> None:
         self.sharing = sharing
         self.clock = clock
-        self._spawn = spawn
-        self._session_key = session_key
-        self._close_grace = close_grace
+        self._start = start
         self._lock = threading.Lock()
         self._processes: dict[tuple[Any, ...], list[SharedProcess]] = {}
         self._idle: WarmIdle | None = None
@@ -339,14 +334,7 @@ class ProcessPool:
                 least.sessions > 0 and len(running) < self.sharing.max_processes
             )
             if fresh or least is None:
-                process = self._spawn(argv, env)
-                least = SharedProcess(
-                    process,
-                    argv,
-                    self._session_key,
-                    clock=self.clock,
-                    close_grace=self._close_grace,
-                )
+                least = self._start(argv, env)
                 running.append(least)
             least.sessions += 1
             least.taken += 1
@@ -476,13 +464,15 @@ class PoolSlot:
             return None
         with self._lock:
             if self._pool is None:
-                self._pool = ProcessPool(
-                    sharing,
-                    context.spawn,
-                    self._session_key,
-                    clock=context.clock,
-                    close_grace=close_grace,
-                )
+                session_key = self._session_key
+
+                def start(argv: Sequence[str], env: Mapping[str, str]) -> SharedProcess:
+                    process = context.spawn(argv, env)
+                    return SharedProcess(
+                        process, argv, session_key, clock=context.clock, close_grace=close_grace
+                    )
+
+                self._pool = ProcessPool(sharing, start, clock=context.clock)
             return self._pool
 
 
