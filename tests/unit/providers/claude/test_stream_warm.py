@@ -25,6 +25,7 @@ def test_a_warm_process_runs_a_new_sessions_first_turn(tmp_path: Path) -> None:
     agent.prewarm(1, cwd=str(tmp_path))
     assert len(executor.spawned) == 1
     assert "--resume" not in executor.spawned[0].argv
+    assert executor.spawned[0].env["AGENTSHIM_CONVERSATION_RUN"]  # what its tools will carry
     # Started and answered its initialize before any session asked for it.
     (hello,) = peers.peers[0].received
     assert hello["request"]["subtype"] == "initialize"
