@@ -143,7 +143,7 @@ class SharedProcess:
             return cast(_Answer, self._handshake_answer)
 
     def leave_spare(self, key: Hashable, spare: object) -> None:
-        """Keep ``spare`` (a conversation opened ahead, say) for the next :meth:`take_spare` of ``key``.
+        """Keep ``spare`` (a thread opened ahead, say) for the next ``take_spare(key)``.
 
         What a warm process can do before anyone asks (Codex: a thread started with the
         settings a new conversation will most likely have) is done once, and handed over.
@@ -379,7 +379,6 @@ class ProcessPool:
             now = idle.clock()
             ripe = [shared for shared, due in self._due.items() if due <= now]
             for shared in ripe:
-                del self._due[shared]
                 self._drop(shared)
             following = min(self._due.values(), default=None)
         if following is not None:
@@ -390,6 +389,7 @@ class ProcessPool:
 
     def _drop(self, shared: SharedProcess) -> None:
         """Forget ``shared`` (under the lock): it takes no conversation from now on."""
+        self._due.pop(shared, None)
         for running in self._processes.values():
             if shared in running:
                 running.remove(shared)

@@ -184,7 +184,7 @@ class CodexAppServerConversation(ProcessConversation[_Turn]):
         previous = spec.previous_usage
         self._usage.known(previous.raw if previous is not None else None)
         self._marker = new_run_id()
-        # The thread this conversation started with thread/start, until its first turn.
+        # The thread this conversation started (thread/start): a warm-up leaves it on the process.
         self._spare: _SpareThread | None = None
         # The conversation's tools, served to the process as a local MCP server while it runs.
         self._serving: LocalToolServer | None = None
