@@ -61,6 +61,7 @@ from agentshim.state.leases import ConversationLeases, InMemoryLeases, LeaseKeep
 from agentshim.transport.installed import InstalledCli, LazyCli, ignore_log_line
 from agentshim.transport.per_turn import PerTurnTransport
 from agentshim.transport.shared import SharingTransport, WarmingTransport
+from agentshim.transport.warm import WarmIdle
 
 __all__ = ["Agent"]
 
@@ -258,7 +259,9 @@ class Agent:
         if share_processes is not None:
             self._share_processes(share_processes)
 
-    def prewarm(self, count: int = 1, *, cwd: str | None = None) -> None:
+    def prewarm(
+        self, count: int = 1, *, cwd: str | None = None, idle_release_after: float | None = None
+    ) -> None:
         """Start ``count`` CLI processes now, so new sessions' first turns do not start one.
 
         For the sessions this Agent starts in ``cwd`` with its defaults (its permissions and
@@ -266,24 +269,34 @@ class Agent:
         (Codex, Gemini CLI, opencode, Copilot CLI) up to ``max_processes`` shared processes,
         each handshaken (for opencode, past its slow first session), which new sessions join;
         on Claude Code's stream transport ``count`` processes, each taken by one new session
-        (not a resumed one: Claude Code resumes only with ``--resume`` at launch). Warm
-        processes run until :meth:`release_warm`.
+        (not a resumed one: Claude Code resumes only with ``--resume`` at launch); on Pi's
+        ``count`` processes, each taken by one new session or one resumed session (Pi
+        switches to its session's file with ``switch_session``). Warm processes run until :meth:`release_warm`; with ``idle_release_after``, a warm process
+        that serves no session for that many seconds is ended then, by the thread that
+        releases idle sessions (the Agent's idle housekeeper, on its ``clock``).
 
         Raises:
-            ProviderCapabilityError: the transport keeps no warm processes (one-shot, Pi,
+            ProviderCapabilityError: the transport keeps no warm processes (one-shot,
                 Claude Code's TUI), or an ACP/Codex Agent without ``share_processes``.
-            InvalidRequestError: ``count`` is not a whole number of 1 or more.
+            InvalidRequestError: ``count`` is not a whole number of 1 or more, or
+                ``idle_release_after`` is not a finite number of seconds above zero.
             CliDiedError / CliTimeoutError: a process could not be started.
         """
         if type(count) is not int or count < 1:
             raise InvalidRequestError("count", f"{count!r} is not a whole number of 1 or more")
+        idle = None
+        if idle_release_after is not None:
+            after = seconds(
+                "Agent.prewarm", "idle_release_after", idle_release_after, positive=True
+            )
+            idle = WarmIdle(self._idle_housekeeper(), after, self.clock.monotonic)
         transport = self.transport
         if not isinstance(transport, WarmingTransport):
             raise ProviderCapabilityError(
                 f"{self.profile.display_name} over {type(transport).__name__} keeps no warm "
-                "processes; prewarm needs transport=TransportKind.STREAM on Claude Code, or "
-                "share_processes=ProcessSharing(...) on Codex, Gemini CLI, opencode or "
-                "Copilot CLI"
+                "processes; prewarm needs transport=TransportKind.STREAM on Claude Code or "
+                "Pi, or share_processes=ProcessSharing(...) on Codex, Gemini CLI, opencode "
+                "or Copilot CLI"
             )
         host_cwd = directory("Agent.prewarm", "cwd", cwd)
         spec = ConversationSpec(
@@ -294,7 +307,7 @@ class Agent:
             stall_timeout=self.stall_timeout,
             approval_timeout=self.approval_timeout,
         )
-        transport.prewarm(count, spec)
+        transport.prewarm(count, spec, idle)
 
     def release_warm(self) -> None:
         """End the warm processes no session is on (nothing when there are none)."""

@@ -22,6 +22,7 @@ __all__ = [
     "SpawnRequest",
     "StderrLine",
     "StdoutLine",
+    "end_process",
 ]
 
 
@@ -119,3 +120,19 @@ class Process(Protocol):
         now (a process killed while nobody read it included), keeping its output queued.
         """
         ...
+
+
+def end_process(process: Process, grace: float) -> int | None:
+    """End ``process`` politely: stdin EOF, then SIGTERM, then SIGKILL, ``grace`` seconds apart.
+
+    Returns its exit status (None if even SIGKILL could not be confirmed within the grace).
+    """
+    process.close_stdin()
+    code = process.wait(grace)
+    if code is None:
+        process.terminate()
+        code = process.wait(grace)
+    if code is None:
+        process.kill()
+        code = process.wait(grace)
+    return code

@@ -180,6 +180,7 @@ class CodexAppServerPeer(FakePeer):
             "thread/start": self._thread_start,
             "thread/resume": self._thread_resume,
             "thread/fork": self._thread_fork,
+            "thread/unsubscribe": self._thread_unsubscribe,
             "turn/start": self._turn_start,
             "turn/interrupt": self._interrupt,
             "turn/steer": self._steer,
@@ -367,6 +368,12 @@ class CodexAppServerPeer(FakePeer):
             self._turn_id = self._family.last_turns.get(source, self._family.new_id())
             out.append(self._token_usage(None))
         return out
+
+    def _thread_unsubscribe(
+        self, request_id: object, params: Mapping[str, Any]
+    ) -> list[PeerOutput]:
+        del params  # every thread is taken as loaded and subscribed
+        return [self._result(request_id, {"status": "unsubscribed"})]
 
     def _turn_start(self, request_id: object, params: Mapping[str, Any]) -> list[PeerOutput]:
         if self._phase != "idle":

@@ -110,6 +110,10 @@ class PiRpcPeers(PeerScript[PiPeerTurn, "PiRpcPeer"]):
         self.disposes = key >= _DISPOSITION_FROM
         """Responses to prompts and steers carry a ``disposition`` (Pi 0.99 and later)."""
 
+    def missing(self, session_id: str) -> bool:
+        """Whether Pi has no session ``session_id``."""
+        return session_id in self._missing
+
     def __call__(self, request: SpawnRequest) -> FakePeer:
         """Start the next process for ``request``."""
         argv = list(request.argv)
@@ -199,6 +203,7 @@ class PiRpcPeer(FakePeer):
             "follow_up": self._steer,
             "abort": self._abort,
             "set_model": self._set_model,
+            "switch_session": self._switch_session,
         }.get(kind)
         if kind == "extension_ui_response":
             return []
@@ -273,6 +278,18 @@ class PiRpcPeer(FakePeer):
             "pendingMessageCount": len(self._queued),
         }
         return [self._response(command_id, "get_state", data=data)]
+
+    def _switch_session(self, command_id: object, sent: Mapping[str, Any]) -> list[PeerOutput]:
+        # A session file is <time>_<id>.jsonl; the id is what follows the last "_".
+        name = str(sent.get("sessionPath")).rsplit("/", 1)[-1].removesuffix(".jsonl")
+        session_id = name.rsplit("_", 1)[-1]
+        if self._phase != "idle":
+            return [self._response(command_id, "switch_session", success=False, error=_BUSY)]
+        if self._family.missing(session_id):
+            error = f"Session file not found: {sent.get('sessionPath')}"
+            return [self._response(command_id, "switch_session", success=False, error=error)]
+        self.session_id = session_id
+        return [self._response(command_id, "switch_session", data={"cancelled": False})]
 
     def _set_model(self, command_id: object, sent: Mapping[str, Any]) -> list[PeerOutput]:
         provider, model = str(sent.get("provider")), str(sent.get("modelId"))

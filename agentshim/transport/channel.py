@@ -20,7 +20,7 @@ from typing import Any
 
 from agentshim.core.clock import Monotonic
 from agentshim.execution.executor import SideChannel
-from agentshim.execution.process import Process, ProcessExited, ProcessOutput
+from agentshim.execution.process import Process, ProcessExited, ProcessOutput, end_process
 
 from .ndjson import encode_frame
 
@@ -141,13 +141,4 @@ class Channel:
 
         Returns its exit status (None if even SIGKILL could not be confirmed).
         """
-        process = self._process
-        process.close_stdin()
-        code = process.wait(grace)
-        if code is None:
-            process.terminate()
-            code = process.wait(grace)
-        if code is None:
-            process.kill()
-            code = process.wait(grace)
-        return code
+        return end_process(self._process, grace)

@@ -73,7 +73,8 @@ from .correlator import Correlator, PendingRequest
 from .fixed import refuse_fixed_changes
 from .installed import InstalledCli, LazyCli
 from .leftovers import TurnLeftovers
-from .shared import PoolSlot, ProcessPool, SessionKey, warm_up
+from .shared import PoolSlot, ProcessPool, SessionKey, prewarm_pool
+from .warm import WarmIdle, WarmProcess
 from .watch import Due, TurnWatch
 
 if TYPE_CHECKING:
@@ -186,23 +187,19 @@ class SharingTransport(ProcessTransport):
         """The processes its conversations share; None when they do not share."""
         return self._pools.get(self.sharing, self.context, close_grace=self.close_grace)
 
-    def prewarm(self, count: int, spec: ConversationSpec) -> None:
+    def prewarm(self, count: int, spec: ConversationSpec, idle: WarmIdle | None = None) -> None:
         """Start ``count`` processes for conversations like ``spec`` and keep them warm.
 
         Each is started, handshaken and has opened one session (left for later ones) before
         this returns, so a new conversation's first turn starts without spawning. At most
-        ``sharing.max_processes`` are started.
+        ``sharing.max_processes`` are started. With ``idle``, one that serves no conversation
+        for ``idle.after`` seconds is ended.
 
         Raises:
             ProviderCapabilityError: the transport does not share processes.
             CliExitError / CliTimeoutError: a process could not be started.
         """
-        if self.sharing is None:
-            raise ProviderCapabilityError(
-                "warm processes are kept by a transport that shares them; pass "
-                "share_processes=ProcessSharing(...)"
-            )
-        warm_up(lambda: self.open(spec), min(count, self.sharing.max_processes))
+        prewarm_pool(self.pool(), lambda: self.open(spec), count, idle)
 
     def release_warm(self) -> None:
         """End the warm processes no conversation is on."""
@@ -1160,6 +1157,18 @@ class ProcessConversation(LongLivedConversation[TurnT]):
             channel = self._channel
             waiting = self._calling
         return None if channel is None or not waiting else (channel.argv, channel.kill)
+
+    def _adopt_warm(self, warm: WarmProcess, argv: list[str], emit: Emit) -> Channel:
+        """Make ``warm``, a process started ahead for it, the conversation's process.
+
+        Its leftovers marker becomes the conversation's (its tools' processes carry it).
+        """
+        self._announce_respawn(emit)
+        emit(RunStarted(tuple(argv)))
+        self._leftovers.adopt(warm.marker, getattr(warm.process, "pid", None))
+        channel = Channel(warm.process, argv, clock=self._clock)
+        self._adopt_channel(channel)
+        return channel
 
     def _adopt_channel(self, channel: Channel) -> None:
         """Make ``channel`` (on a process shared with other conversations) the conversation's."""

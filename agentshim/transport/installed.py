@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
@@ -21,6 +21,7 @@ from agentshim.core.errors import CliNotFoundError
 from agentshim.core.provider import Provider
 from agentshim.execution.env import interactive_env
 from agentshim.execution.executor import CommandExecutor
+from agentshim.execution.process import Process, SpawnRequest
 
 __all__ = [
     "EnvDefaultsProvider",
@@ -74,6 +75,10 @@ class InstalledCli:
     log: Callable[[str], None] = ignore_log_line
     clock: Monotonic = time.monotonic
     context_window: Callable[[str | None], int | None] = _unknown_window
+
+    def spawn(self, argv: Sequence[str], env: Mapping[str, str], cwd: str | None = None) -> Process:
+        """Start ``argv`` long-lived on the executor, with exactly ``env``, in ``cwd``."""
+        return self.executor.spawn(SpawnRequest(list(argv), cwd=cwd, env=dict(env)))
 
     @classmethod
     def find(

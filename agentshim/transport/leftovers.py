@@ -66,6 +66,12 @@ class TurnLeftovers:
             if isinstance(server, StdioMcpServer)
         )
 
+    def adopt(self, value: str, pid: int | None) -> None:
+        """The conversation's process is ``pid``, started ahead with the marker ``value``."""
+        self.value = value
+        self._kept = ()
+        self._cli = pid
+
     def started(self, pid: int | None) -> None:
         """The CLI the marked environment went to is ``pid`` (never the turn's, however new)."""
         self._cli = pid

@@ -35,6 +35,7 @@ from typing import Any, Protocol, TypeVar, cast, runtime_checkable
 
 from agentshim.core.clock import Monotonic
 from agentshim.core.conversation import ConversationSpec
+from agentshim.core.errors import ProviderCapabilityError
 from agentshim.core.events import Emit, RunStarted
 from agentshim.core.sharing import ProcessSharing
 from agentshim.core.stream import parse_json_object
@@ -42,15 +43,16 @@ from agentshim.execution.process import (
     Process,
     ProcessExited,
     ProcessOutput,
-    SpawnRequest,
     StderrLine,
     StdoutLine,
+    end_process,
 )
 
 from .channel import Channel
 from .installed import InstalledCli
 from .ndjson import encode_frame
 from .router import FrameRouter, Mailbox
+from .warm import WarmIdle
 
 __all__ = [
     "PoolSlot",
@@ -66,6 +68,7 @@ __all__ = [
     "join_shared",
     "once_per_process",
     "opening_session",
+    "prewarm_pool",
     "warm_up",
 ]
 
@@ -113,6 +116,7 @@ class SharedProcess:
         """It takes no new conversation."""
         self.warm = False
         """It is kept running while no conversation is on it (a warm process)."""
+        self._spares: dict[Hashable, object] = {}
 
     @property
     def ended(self) -> bool:
@@ -137,6 +141,20 @@ class SharedProcess:
                 self._handshake_answer = handshake()
                 self.prepared = True
             return cast(_Answer, self._handshake_answer)
+
+    def leave_spare(self, key: Hashable, spare: object) -> None:
+        """Keep ``spare`` (a thread opened ahead, say) for the next ``take_spare(key)``.
+
+        What a warm process can do before anyone asks (Codex: a thread started with the
+        settings a new conversation will most likely have) is done once, and handed over.
+        """
+        with self._lock:
+            self._spares[key] = spare
+
+    def take_spare(self, key: Hashable) -> object | None:
+        """The spare left under ``key``, no longer kept; None when there is none."""
+        with self._lock:
+            return self._spares.pop(key, None)
 
     @contextmanager
     def opening(self) -> Generator[None, None, None]:
@@ -171,13 +189,7 @@ class SharedProcess:
 
     def close(self) -> None:
         """End the process: stdin EOF, then SIGTERM, then SIGKILL, each after the grace."""
-        process, grace = self.process, self._close_grace
-        process.close_stdin()
-        if process.wait(grace) is None:
-            process.terminate()
-            if process.wait(grace) is None:
-                process.kill()
-                process.wait(grace)
+        end_process(self.process, self._close_grace)
 
 
 class SharedChannel(Channel):
@@ -196,11 +208,6 @@ class SharedChannel(Channel):
         """The process was started for this conversation (it was not running before)."""
 
     @property
-    def process(self) -> SharedProcess:
-        """The shared process this conversation is on."""
-        return self._shared
-
-    @property
     def exit(self) -> ProcessExited | None:
         """How the process ended, once this or another conversation met its end.
 
@@ -214,6 +221,11 @@ class SharedChannel(Channel):
             code = self._shared.process.wait(0)
             ended = None if code is None else ProcessExited(code)
         return ended
+
+    @property
+    def process(self) -> SharedProcess:
+        """The shared process this conversation is on."""
+        return self._shared
 
     def bind_session(self, key: str) -> None:
         """Deliver the frames that name conversation ``key`` to this channel."""
@@ -287,27 +299,24 @@ class SharedChannel(Channel):
 class ProcessPool:
     """The shared processes of one transport, per process-wide configuration.
 
-    ``spawn`` starts a process for an argv and environment; ``session_key`` finds the
-    conversation a frame names; ``close_grace`` is how long each step of ending a process
-    is given. Thread-safe.
+    ``start`` starts a process for an argv and environment; ``clock`` is what the
+    conversations' deadlines are read on. Thread-safe.
     """
 
     def __init__(
         self,
         sharing: ProcessSharing,
-        spawn: Callable[[Sequence[str], Mapping[str, str]], Process],
-        session_key: SessionKey,
+        start: Callable[[Sequence[str], Mapping[str, str]], SharedProcess],
         *,
         clock: Monotonic,
-        close_grace: float,
     ) -> None:
         self.sharing = sharing
         self.clock = clock
-        self._spawn = spawn
-        self._session_key = session_key
-        self._close_grace = close_grace
+        self._start = start
         self._lock = threading.Lock()
         self._processes: dict[tuple[Any, ...], list[SharedProcess]] = {}
+        self._idle: WarmIdle | None = None
+        self._due: dict[SharedProcess, float] = {}
 
     def attach(self, argv: Sequence[str], env: Mapping[str, str]) -> SharedChannel:
         """A channel on a process of this configuration, started when none can take it.
@@ -325,17 +334,11 @@ class ProcessPool:
                 least.sessions > 0 and len(running) < self.sharing.max_processes
             )
             if fresh or least is None:
-                process = self._spawn(argv, env)
-                least = SharedProcess(
-                    process,
-                    argv,
-                    self._session_key,
-                    clock=self.clock,
-                    close_grace=self._close_grace,
-                )
+                least = self._start(argv, env)
                 running.append(least)
             least.sessions += 1
             least.taken += 1
+            self._due.pop(least, None)  # in use: not idle any more
             recycle = self.sharing.recycle_after
             if recycle is not None and least.taken >= recycle:
                 least.retired = True
@@ -347,13 +350,49 @@ class ProcessPool:
             shared.sessions -= 1
             if shared.sessions > 0:
                 return None
+            idle, first = self._idle, None
             if shared.warm and not shared.retired and not shared.ended:
-                return None  # a warm process waits for the next conversation
-            for running in self._processes.values():
-                if shared in running:
-                    running.remove(shared)
+                # A warm process waits for the next conversation, for its idle time at most.
+                if idle is None:
+                    return None
+                self._due[shared] = idle.due()
+                first = min(self._due.values())
+            else:
+                self._drop(shared)
+        if idle is not None and first is not None:
+            idle.schedule.schedule(self, first)
+            return None
         shared.close()
         return shared.process.wait(0)
+
+    def keep_idle(self, idle: WarmIdle | None) -> None:
+        """End a warm process once it has served nobody for ``idle.after`` seconds (None: never)."""
+        with self._lock:
+            self._idle = idle
+
+    def release_if_idle(self) -> bool:
+        """End the warm processes idle for their time; look again when the next is due."""
+        with self._lock:
+            idle = self._idle
+            if idle is None:
+                return False
+            now = idle.clock()
+            ripe = [shared for shared, due in self._due.items() if due <= now]
+            for shared in ripe:
+                self._drop(shared)
+            following = min(self._due.values(), default=None)
+        if following is not None:
+            idle.schedule.schedule(self, following)
+        for shared in ripe:
+            shared.close()
+        return bool(ripe)
+
+    def _drop(self, shared: SharedProcess) -> None:
+        """Forget ``shared`` (under the lock): it takes no conversation from now on."""
+        self._due.pop(shared, None)
+        for running in self._processes.values():
+            if shared in running:
+                running.remove(shared)
 
     def cool(self) -> None:
         """End every warm process no conversation is on; the busy ones end with their last."""
@@ -365,6 +404,10 @@ class ProcessPool:
                     if shared.sessions == 0:
                         running.remove(shared)
                         idle.append(shared)
+            self._due.clear()
+            schedule, self._idle = self._idle, None
+        if schedule is not None:
+            schedule.schedule.forget(self)
         for shared in idle:
             shared.close()
 
@@ -389,8 +432,12 @@ class SharingTransport(Protocol):
 class WarmingTransport(Protocol):
     """A long-lived transport that can start processes before any conversation needs one."""
 
-    def prewarm(self, count: int, spec: ConversationSpec) -> None:
-        """Start ``count`` processes for conversations like ``spec`` and keep them warm."""
+    def prewarm(self, count: int, spec: ConversationSpec, idle: WarmIdle | None = None) -> None:
+        """Start ``count`` processes for conversations like ``spec`` and keep them warm.
+
+        With ``idle``, a warm process that serves no conversation for ``idle.after`` seconds
+        is ended.
+        """
         ...
 
     def release_warm(self) -> None:
@@ -417,14 +464,15 @@ class PoolSlot:
             return None
         with self._lock:
             if self._pool is None:
-                executor = context.executor
+                session_key = self._session_key
 
-                def spawn(argv: Sequence[str], env: Mapping[str, str]) -> Process:
-                    return executor.spawn(SpawnRequest(list(argv), env=dict(env)))
+                def start(argv: Sequence[str], env: Mapping[str, str]) -> SharedProcess:
+                    process = context.spawn(argv, env)
+                    return SharedProcess(
+                        process, argv, session_key, clock=context.clock, close_grace=close_grace
+                    )
 
-                self._pool = ProcessPool(
-                    sharing, spawn, self._session_key, clock=context.clock, close_grace=close_grace
-                )
+                self._pool = ProcessPool(sharing, start, clock=context.clock)
             return self._pool
 
 
@@ -484,6 +532,29 @@ def warm_up(open_conversation: Callable[[], WarmableConversation], count: int) -
     finally:
         for conversation in opened:
             conversation.close()
+
+
+def prewarm_pool(
+    pool: ProcessPool | None,
+    open_conversation: Callable[[], WarmableConversation],
+    count: int,
+    idle: WarmIdle | None,
+) -> None:
+    """Start up to ``count`` warm processes in ``pool`` (at most its ``max_processes``).
+
+    With ``idle``, each is ended once it has served no conversation for ``idle.after``
+    seconds.
+
+    Raises:
+        ProviderCapabilityError: there is no pool (the transport does not share processes).
+    """
+    if pool is None:
+        raise ProviderCapabilityError(
+            "warm processes are kept by a transport that shares them; pass "
+            "share_processes=ProcessSharing(...)"
+        )
+    pool.keep_idle(idle)
+    warm_up(open_conversation, min(count, pool.sharing.max_processes))
 
 
 def opening_session(channel: Channel) -> AbstractContextManager[None]:

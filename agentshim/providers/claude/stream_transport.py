@@ -15,6 +15,7 @@ their frame to stdin and wake the reader, so no helper thread exists and no read
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -22,7 +23,6 @@ from agentshim.core import lifecycle_kinds as lk
 from agentshim.core.conversation import ConversationSpec, TurnStop
 from agentshim.core.errors import (
     CliExitError,
-    CliTimeoutError,
     FailureKind,
     InvalidRequestError,
     ProcessClosedError,
@@ -34,12 +34,10 @@ from agentshim.core.events import (
     Emit,
     Lifecycle,
     RunFinished,
-    RunStarted,
     TurnInterrupted,
     UsageReport,
     UsageScope,
 )
-from agentshim.core.failures import kind_from_text
 from agentshim.core.frames import UNKNOWN_DETAIL_CHARS
 from agentshim.core.ids import is_valid_session_id
 from agentshim.core.jsonvalues import as_mapping, as_str
@@ -47,7 +45,6 @@ from agentshim.core.provider import ParserContext
 from agentshim.core.stream import parse_json_object
 from agentshim.core.turn import ParsedTurn, TurnRequest, TurnResult
 from agentshim.core.usage import CostSource, ProviderUsage
-from agentshim.execution.process import ProcessExited, SpawnRequest, StderrLine
 from agentshim.tools.host import ToolHost
 from agentshim.transport.channel import Channel
 from agentshim.transport.conversation import (
@@ -58,7 +55,7 @@ from agentshim.transport.conversation import (
 )
 from agentshim.transport.correlator import PendingRequest
 from agentshim.transport.installed import InstalledCli
-from agentshim.transport.warm import WarmProcesses
+from agentshim.transport.warm import WarmIdle, WarmProcesses, greet
 from agentshim.transport.watch import TurnWatch
 
 from .parser import ClaudeStreamParser
@@ -101,7 +98,7 @@ class ClaudeStreamTransport(ProcessTransport):
         super().__init__(context, **options)
         self.warm = WarmProcesses(self.close_grace)
 
-    def prewarm(self, count: int, spec: ConversationSpec) -> None:
+    def prewarm(self, count: int, spec: ConversationSpec, idle: WarmIdle | None = None) -> None:
         """Start ``count`` processes for new conversations like ``spec``, kept until one opens.
 
         A new conversation (one with no id to resume) that starts exactly like one of them
@@ -109,7 +106,8 @@ class ClaudeStreamTransport(ProcessTransport):
         the CLI. A resumed conversation never does: Claude Code resumes only with ``--resume``
         on its command line.
 
-        Each is asked ``initialize`` and answers before this returns, so it is ready.
+        Each is asked ``initialize`` and answers before this returns, so it is ready. With
+        ``idle``, one still untaken after ``idle.after`` seconds is ended.
 
         Raises:
             ProviderCapabilityError: the CLI's provider is not Claude Code.
@@ -117,20 +115,13 @@ class ClaudeStreamTransport(ProcessTransport):
         """
         conversation = self.open(spec)
         try:
-            argv, env = conversation.launch()
+            launch = conversation.launch()
         finally:
             conversation.close()
         context = self.context
         for _ in range(count):
-            request = SpawnRequest(argv, cwd=spec.cwd, env=env)
-            process = context.executor.spawn(request)
-            try:
-                _say_hello(Channel(process, argv, clock=context.clock), context.clock)
-            except BaseException:
-                process.kill()
-                process.wait(self.close_grace)
-                raise
-            self.warm.add(request, process)
+            hello = functools.partial(_say_hello, clock=context.clock)
+            self.warm.start(context, launch, spec.cwd, hello, idle)
 
     def release_warm(self) -> None:
         """End the warm processes no conversation took."""
@@ -146,8 +137,6 @@ class ClaudeStreamTransport(ProcessTransport):
         return ClaudeStreamConversation(self, provider, spec)
 
 
-_HELLO_TIMEOUT = 60.0
-"""How long a warm process may take to answer its ``initialize``."""
 _HELLO_ID = "agentshim_warm"
 
 
@@ -155,37 +144,14 @@ def _say_hello(channel: Channel, clock: Callable[[], float]) -> None:
     """Ask a new process ``initialize`` and read until it answers: then it is ready.
 
     Raises:
-        CliExitError: it ended first (the kind its stderr reads as).
-        CliTimeoutError: it did not answer within ``_HELLO_TIMEOUT``.
+        CliExitError / CliTimeoutError: it ended first, or did not answer in time.
     """
-    channel.send(control_request(_HELLO_ID, "initialize"))
-    deadline = clock() + _HELLO_TIMEOUT
-    stderr: list[str] = []
-    while True:
-        output = channel.read_until(deadline)
-        if output is None:
-            raise CliTimeoutError(
-                channel.argv,
-                _HELLO_TIMEOUT,
-                message=f"Claude Code did not answer initialize within {_HELLO_TIMEOUT:g} s of "
-                "starting a warm process; check that it starts: claude --version",
-            )
-        if isinstance(output, ProcessExited):
-            said = "".join(stderr)
-            raise CliExitError(
-                channel.argv,
-                output.returncode,
-                stderr=said,
-                kind=kind_from_text(said) or FailureKind.OTHER,
-                detail="Claude Code exited before answering initialize",
-            )
-        if isinstance(output, StderrLine):
-            stderr.append(output.text)
-            continue
-        frame = parse_json_object(output.text) or {}
+
+    def answers(frame: Mapping[str, Any]) -> bool:
         body = as_mapping(frame.get("response")) or {}
-        if frame.get("type") == "control_response" and body.get("request_id") == _HELLO_ID:
-            return
+        return frame.get("type") == "control_response" and body.get("request_id") == _HELLO_ID
+
+    greet(channel, control_request(_HELLO_ID, "initialize"), answers, clock, cli="claude")
 
 
 class _Turn(LiveTurn):
@@ -292,9 +258,7 @@ class ClaudeStreamConversation(ProcessConversation[_Turn]):
         # --resume is on the command line).
         warm = None if self._session_id is not None else self._warm.take(argv, self._spec.cwd, env)
         if warm is not None:
-            emit(RunStarted(tuple(argv)))
-            channel = Channel(warm, argv, clock=self._clock)
-            self._adopt_channel(channel)
+            channel = self._adopt_warm(warm, argv, emit)
         else:
             channel = self._start_process(argv, env, emit)
         self._process_cost = 0.0

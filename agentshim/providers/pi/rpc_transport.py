@@ -29,8 +29,12 @@ thread that reads the process and sends events. ``interrupt``, ``steer``, ``foll
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+import dataclasses
+import functools
+import glob
+import os
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
 
 from agentshim.core import lifecycle_kinds as lk
 from agentshim.core.conversation import ConversationSpec, TurnStop
@@ -55,11 +59,19 @@ from agentshim.core.permissions import ApprovalPolicy, NativeMode
 from agentshim.core.provider import ParserContext
 from agentshim.core.stream import parse_json_object
 from agentshim.core.turn import TurnRequest, TurnResult
+from agentshim.execution.host import HostCommandExecutor
 from agentshim.tools.local import LocalToolServer, refuse_remote_executor, serve_tools
 from agentshim.transport.channel import Channel
-from agentshim.transport.conversation import LiveTurn, ProcessConversation, ProcessTransport
+from agentshim.transport.conversation import (
+    LiveTurn,
+    ProcessConversation,
+    ProcessOptions,
+    ProcessTransport,
+)
 from agentshim.transport.correlator import PendingRequest
 from agentshim.transport.fixed import refuse_fixed_changes
+from agentshim.transport.installed import InstalledCli
+from agentshim.transport.warm import WarmIdle, WarmProcesses, greet
 from agentshim.transport.watch import TurnWatch
 
 from .parser import PiStreamParser
@@ -82,7 +94,16 @@ from .rpc_protocol import (
 )
 from .tools import tool_extension
 
-__all__ = ["PiRpcConversation", "PiRpcTransport"]
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
+__all__ = ["PiRpcConversation", "PiRpcTransport", "SessionFiles", "host_session_file"]
+
+_AWAITED = ("get_state", "set_model", "switch_session")
+"""Our commands whose answers the start phase waits for."""
+
+_SESSIONS = ".pi/agent/sessions"
+"""Where Pi keeps its session files, below the home directory."""
 
 # The largest lines Pi prints, each repeating the whole message twice: handed to the parser
 # undecoded, as it drops most of them by their first bytes.
@@ -114,14 +135,81 @@ def refuse_unsupported_spec(spec: ConversationSpec) -> None:
         )
 
 
+SessionFiles = Callable[[str], "str | None"]
+"""The file of a Pi session, as the path Pi opens, from the session's id (None: not found)."""
+
+
+def host_session_file(home: str, session_id: str) -> str | None:
+    """The file of ``session_id`` under ``home``'s Pi sessions (the largest, if several)."""
+    pattern = os.path.join(glob.escape(home), _SESSIONS, "*", f"*_{glob.escape(session_id)}.jsonl")
+    sizes: list[tuple[int, str]] = []
+    for path in glob.glob(pattern):
+        try:
+            sizes.append((os.path.getsize(path), path))
+        except OSError:
+            continue  # gone since it was listed
+    return max(sizes)[1] if sizes else None
+
+
 class PiRpcTransport(ProcessTransport):
     """A Transport whose conversations each keep one ``pi --mode rpc`` process.
 
-    The constructor's keywords are :class:`~agentshim.transport.conversation.ProcessTransport`'s.
+    The constructor's keywords are :class:`~agentshim.transport.conversation.ProcessTransport`'s,
+    and ``session_files``, which finds a session's file for a warm process to switch to (by
+    default, on the host executor, under the CLI's HOME; elsewhere a resumed conversation
+    starts a process of its own). :meth:`prewarm` starts processes ahead of conversations.
     """
 
     profile = PROFILE
     """Pi's capabilities."""
+
+    def __init__(
+        self,
+        context: InstalledCli | Callable[[], InstalledCli],
+        *,
+        session_files: SessionFiles | None = None,
+        **options: Unpack[ProcessOptions],
+    ) -> None:
+        super().__init__(context, **options)
+        self.warm = WarmProcesses(self.close_grace)
+        self.session_files = session_files
+
+    def prewarm(self, count: int, spec: ConversationSpec, idle: WarmIdle | None = None) -> None:
+        """Start ``count`` processes for conversations like ``spec``, kept until one takes each.
+
+        Each answered ``get_state`` before this returns. A conversation that starts exactly
+        like one of them (the same flags, cwd and environment) takes it: a new conversation
+        as it is (Pi's fresh session), a resumed one after ``switch_session`` to its session's
+        file (found by ``session_files``). A conversation with tools, or a fork, starts its own.
+        With ``idle``, a process still untaken after ``idle.after`` seconds is ended.
+
+        Raises:
+            ProviderCapabilityError: what :meth:`open` refuses for ``spec``.
+            CliDiedError / CliTimeoutError: a process ended or did not answer in time.
+        """
+        conversation = self.open(spec)
+        try:
+            launch = conversation.launch(resume=False)
+        finally:
+            conversation.close()
+        context = self.context
+        hello = functools.partial(_say_hello, clock=context.clock)
+        for _ in range(count):
+            self.warm.start(context, launch, spec.cwd, hello, idle)
+
+    def release_warm(self) -> None:
+        """End the warm processes no conversation took."""
+        self.warm.release()
+
+    def session_file(self, session_id: str) -> str | None:
+        """The file of ``session_id`` as Pi opens it; None when it cannot be found from here."""
+        if self.session_files is not None:
+            return self.session_files(session_id)
+        context = self.context
+        home = context.env.get("HOME")
+        if home and isinstance(context.executor, HostCommandExecutor):
+            return host_session_file(home, session_id)
+        return None
 
     def open(self, spec: ConversationSpec) -> PiRpcConversation:
         """Open a conversation; its process starts with its first turn.
@@ -139,6 +227,22 @@ class PiRpcTransport(ProcessTransport):
             # that went on without them would let the caller believe it had them.
             provider.install_mcp(None, spec.mcp_servers)
         return PiRpcConversation(self, provider, spec)
+
+
+def _say_hello(channel: Channel, clock: Callable[[], float]) -> None:
+    """Ask a new process ``get_state`` and read until it answers: then it is ready.
+
+    Raises:
+        CliExitError / CliTimeoutError: it ended first, or did not answer in time.
+    """
+
+    def answers(frame: Mapping[str, Any]) -> bool:
+        return frame.get("type") == "response" and frame.get("id") == _HELLO_ID
+
+    greet(channel, command(_HELLO_ID, "get_state"), answers, clock, cli="pi")
+
+
+_HELLO_ID = "agentshim_warm"
 
 
 class _Turn(LiveTurn):
@@ -226,6 +330,8 @@ class PiRpcConversation(ProcessConversation[_Turn]):
     ) -> None:
         super().__init__(transport, spec, name="Pi")
         self._provider = provider
+        self._warm = transport.warm
+        self._session_file = transport.session_file
         self._model_provider: str | None = provider.provider
         # The conversation's tools, served to the extension that relays them while it runs.
         self._serving: LocalToolServer | None = None
@@ -300,6 +406,11 @@ class PiRpcConversation(ProcessConversation[_Turn]):
         if spec.tools:
             refuse_remote_executor(context.executor)
             self._serving = serve_tools(spec.tools, emit=emit)
+        else:
+            channel = self._take_warm(emit)
+            if channel is not None:
+                self._handshake(channel, emit)
+                return channel
         extension = None if self._serving is None else tool_extension(self._serving)
         tools = () if extension is None else extension.argv
         argv = rpc_argv(self._provider, self._argv_context(tools, fork_session=self._fork))
@@ -309,6 +420,50 @@ class PiRpcConversation(ProcessConversation[_Turn]):
         channel = self._start_process(argv, env, emit, side=self._serving)
         self._handshake(channel, emit)
         return channel
+
+    def launch(self, *, resume: bool = True) -> tuple[list[str], dict[str, str]]:
+        """The argv and environment of a process for this conversation, without tools.
+
+        ``resume=False``: as for a new conversation (no ``--session``), which is what a warm
+        process is started with.
+        """
+        ctx = self._argv_context(())
+        if not resume:
+            ctx = dataclasses.replace(ctx, resume_session_id=None)
+        return rpc_argv(self._provider, ctx), dict(self._context.env)
+
+    def _take_warm(self, emit: Emit) -> Channel | None:
+        """Take a warm process, switched to the conversation's session if it has one; or None.
+
+        A fork starts its own process (``--fork`` is on the command line), and so does a
+        resumed conversation whose session file cannot be found from here, or which Pi
+        would not switch to.
+        """
+        session_id = self._session_id
+        if self._fork:
+            return None
+        path = None if session_id is None else self._session_file(session_id)
+        if session_id is not None and path is None:
+            return None
+        argv, env = self.launch(resume=False)
+        warm = self._warm.take(argv, self._spec.cwd, env)
+        if warm is None:
+            return None
+        channel = self._adopt_warm(warm, argv, emit)
+        if path is not None and not self._switch_session(channel, path, emit):
+            self._release_process()
+            return None
+        return channel
+
+    def _switch_session(self, channel: Channel, path: str, emit: Emit) -> bool:
+        """Make the session in ``path`` the process's (``switch_session``); whether Pi did."""
+        response: Response = self._call(
+            channel,
+            "switch_session",
+            lambda pending: command(pending.request_id, "switch_session", sessionPath=path),
+            emit,
+        )
+        return response.success and response.data.get("cancelled") is not True
 
     def _handshake(self, channel: Channel, emit: Emit) -> None:
         """Ask the new process for its state: it is ready once it answers, and names its session."""
@@ -373,7 +528,7 @@ class PiRpcConversation(ProcessConversation[_Turn]):
         if frame is not None and frame.get("type") == "response":
             response = read_response(frame)
             answered = self._resolve(response)
-            if answered is not None and answered.subtype in ("get_state", "set_model"):
+            if answered is not None and answered.subtype in _AWAITED:
                 return answered, response
         emit(Lifecycle(lk.BETWEEN_TURNS, line.strip()[:UNKNOWN_DETAIL_CHARS]))
         return None

@@ -39,6 +39,7 @@ from agentshim.testing.session_contracts import (
 )
 from agentshim.transport.installed import InstalledCli
 from agentshim.transport.shared import ProcessSharing
+from tests.unit.session.helpers import stream_agent
 
 from .rigs import transport_on
 
@@ -227,17 +228,7 @@ def test_process_sharing_refuses_nonsense() -> None:
 
 
 def sharing_agent(provider: str, peers: AcpPeers, **options: Any) -> tuple[Agent, FakeExecutor]:
-    executor = FakeExecutor(peers=peers, binaries={provider: f"/usr/bin/{provider}"})
-    agent = Agent(
-        provider,
-        executor=executor,
-        env={"PATH": "/usr/bin"},
-        permissions=BYPASS,
-        approvals=ApprovalPolicy.DENY,
-        transport=TransportKind.STREAM,
-        **options,
-    )
-    return agent, executor
+    return stream_agent(provider, peers, **options)
 
 
 class TestWarmPool:

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
-from agentshim.core.conversation import ConversationSpec
+from agentshim.agent import Agent
+from agentshim.core.conversation import ConversationSpec, TransportKind
 from agentshim.core.events import AgentEventHandler
 from agentshim.core.permissions import ApprovalPolicy, NativePermissions
 from agentshim.core.profile import RenewalBudget
@@ -12,11 +14,27 @@ from agentshim.core.retry import RetryPolicy
 from agentshim.core.session_policy import SessionPolicy
 from agentshim.session import Session
 from agentshim.state.checkpoints import Checkpoint
+from agentshim.testing import FakeExecutor
 from agentshim.testing.checkpoints import FakeCheckpointStore
 from agentshim.testing.clock import FakeClock, SequentialIds
 from agentshim.testing.conversation import FakeOutcome, FakeTransport
 
 KEY = "user-1"
+
+
+def stream_agent(provider: str, peers: Any, **options: Any) -> tuple[Agent, FakeExecutor]:
+    """An Agent on ``provider``'s long-lived transport, its CLI played by ``peers``."""
+    executor = FakeExecutor(peers=peers, binaries={provider: f"/usr/bin/{provider}"})
+    agent = Agent(
+        provider,
+        executor=executor,
+        env={"PATH": "/usr/bin"},
+        permissions=NativePermissions.bypass(),
+        approvals=ApprovalPolicy.DENY,
+        transport=TransportKind.STREAM,
+        **options,
+    )
+    return agent, executor
 
 
 def spec(resume_session_id: str | None = None) -> ConversationSpec:

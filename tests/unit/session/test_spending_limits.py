@@ -10,7 +10,6 @@ from typing import Any
 import pytest
 
 from agentshim import Agent
-from agentshim.core.conversation import TransportKind
 from agentshim.core.errors import FailureKind, InvalidRequestError, SpendingLimitError
 from agentshim.core.events import AgentEvent, UsageReport
 from agentshim.core.limits import UnknownCost
@@ -29,6 +28,7 @@ from agentshim.testing.acp import (
 from agentshim.testing.claude_stream import ClaudePeerTurn, ClaudeStreamPeers
 from agentshim.testing.codex_app_server import CodexAppServerPeers, CodexPeerTurn
 from agentshim.testing.pi_rpc import PiPeerTurn, PiRpcPeers
+from tests.unit.session.helpers import stream_agent
 
 BYPASS = NativePermissions.bypass()
 ENV = {"PATH": "/usr/bin"}
@@ -145,20 +145,6 @@ class TestSessionRules:
     def test_an_invalid_limit_is_a_typed_error(self, limits: dict[str, Any]) -> None:
         with pytest.raises(InvalidRequestError):
             fake_agent([], **limits)
-
-
-def stream_agent(provider: str, peers: Any, **options: Any) -> tuple[Agent, FakeExecutor]:
-    executor = FakeExecutor(peers=peers, binaries={provider: f"/usr/bin/{provider}"})
-    agent = Agent(
-        provider,
-        executor=executor,
-        env=ENV,
-        permissions=BYPASS,
-        approvals=ApprovalPolicy.DENY,
-        transport=TransportKind.STREAM,
-        **options,
-    )
-    return agent, executor
 
 
 class TestLiveTransports:

@@ -46,6 +46,7 @@ from agentshim.core.frames import UNKNOWN_DETAIL_CHARS
 from agentshim.core.profile import SchemaDialect
 from agentshim.core.schema import dialect_problems
 from agentshim.core.turn import TurnRequest, TurnResult
+from agentshim.execution.process import ProcessExited, StdoutLine
 from agentshim.execution.reaping import can_scan, new_run_id, reap_marked
 from agentshim.providers.codex.provider import CodexProvider
 from agentshim.tools.local import LocalToolServer, refuse_remote_executor, serve_tools
@@ -86,6 +87,21 @@ _IDS = "agentshim"
 
 def _ignore(_: object) -> None:
     """Drop an event (a warming conversation reports to nobody)."""
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _SpareThread:
+    """A thread a warm-up started and left on a shared process for a new conversation."""
+
+    key: str
+    thread_id: str
+    marker: str
+    path: str | None
+
+
+def _spare_key(params: p.ThreadStartParams) -> str:
+    """What a conversation's thread must match to take a spare: its settings, not its marker."""
+    return json.dumps(dataclasses.replace(params, config=None).to_wire(), sort_keys=True)
 
 
 def _reap_by_marker(marker: str) -> int:
@@ -163,6 +179,8 @@ class CodexAppServerConversation(ProcessConversation[_Turn]):
         previous = spec.previous_usage
         self._usage.known(previous.raw if previous is not None else None)
         self._marker = new_run_id()
+        # The thread this conversation started (thread/start): a warm-up leaves it on the process.
+        self._spare: _SpareThread | None = None
         # The conversation's tools, served to the process as a local MCP server while it runs.
         self._serving: LocalToolServer | None = None
 
@@ -175,6 +193,11 @@ class CodexAppServerConversation(ProcessConversation[_Turn]):
         channel = self._ensure_process(_ignore)
         if isinstance(channel, SharedChannel):
             channel.keep_warm()
+            spare, self._spare = self._spare, None
+            if spare is not None:
+                # The thread stays on the process for the next new conversation like this one.
+                channel.process.leave_spare(spare.key, spare)
+                self._session_id = None
 
     def _refuse(self, request: TurnRequest) -> None:
         per_turn = dataclasses.replace(request, output_schema=None, reasoning_effort=None)
@@ -498,6 +521,8 @@ class CodexAppServerConversation(ProcessConversation[_Turn]):
         }
         if thread_id is None:
             params = p.ThreadStartParams(**thread, config=config)
+            if shared is not None and self._adopt_spare(shared, params, emit):
+                return
         elif self._fork:
             # A new thread with the history of thread_id; the conversation becomes the fork.
             params = p.ThreadForkParams(thread_id=thread_id, exclude_turns=True, **thread)
@@ -524,6 +549,9 @@ class CodexAppServerConversation(ProcessConversation[_Turn]):
         self._session_id = opened.thread.id
         if shared is not None:
             shared.bind_session(opened.thread.id)
+            if isinstance(params, p.ThreadStartParams):
+                key = _spare_key(params)
+                self._spare = _SpareThread(key, opened.thread.id, self._marker, opened.thread.path)
         self._fork = False
         emit(SessionStarted(opened.thread.id))
         if opened.thread.name and opened.thread.name.strip():
@@ -546,6 +574,22 @@ class CodexAppServerConversation(ProcessConversation[_Turn]):
         return self._call(
             channel, str(params.METHOD), lambda pending: request_frame(pending, params), emit
         )
+
+    def _adopt_spare(self, shared: SharedChannel, params: p.ThreadStartParams, emit: Emit) -> bool:
+        """Take a thread a warm-up left on the process with these settings; whether there was one.
+
+        The thread is new and empty; the conversation takes its marker with it (its commands
+        carry that one).
+        """
+        spare = shared.process.take_spare(_spare_key(params))
+        if not isinstance(spare, _SpareThread):
+            return False
+        self._session_id, self._marker = spare.thread_id, spare.marker
+        shared.bind_session(spare.thread_id)
+        emit(SessionStarted(spare.thread_id))
+        if spare.path:
+            emit(Lifecycle(lk.SESSION_FILE, spare.path))
+        return True
 
     def _answer_of(
         self, channel: Channel, pending: PendingRequest, line: str, emit: Emit
@@ -578,3 +622,47 @@ class CodexAppServerConversation(ProcessConversation[_Turn]):
             emit(Lifecycle(lk.MALFORMED_FRAME, said.reason[:UNKNOWN_DETAIL_CHARS]))
 
     # -- closing ---------------------------------------------------------------------------
+
+    def _shut_down(self) -> None:
+        """On a shared process, unsubscribe from the thread first (``thread/unsubscribe``).
+
+        The process runs on for the other conversations; unsubscribed, it sends this thread's
+        frames to nobody and unloads the thread later. Waited for up to the close grace, and
+        never fatal: a process that does not answer is left to the others as it is.
+        """
+        channel, thread_id = self._channel, self._session_id
+        if isinstance(channel, SharedChannel) and channel.exit is None and thread_id is not None:
+            self._unsubscribe(channel, thread_id)
+        super()._shut_down()
+
+    def _unsubscribe(self, channel: SharedChannel, thread_id: str) -> None:
+        deadline = self._clock() + self._close_grace
+        params = p.ThreadUnsubscribeParams(thread_id=thread_id)
+        pending = self._issue(str(params.METHOD), deadline)
+        try:
+            channel.send(request_frame(pending, params))
+        except ProcessClosedError:
+            return
+        self._answer(channel, pending, deadline, _ignore)
+
+    def _answer(
+        self, channel: Channel, pending: PendingRequest, deadline: float, emit: Emit
+    ) -> p.Response | p.ErrorResponse | ProcessExited | None:
+        """Read until ``pending`` is answered, the process ends, or ``deadline`` (None).
+
+        Unlike the start phase's request, nothing is killed when no answer comes: the
+        process may serve other conversations.
+        """
+        while True:
+            output = channel.read_until(deadline)
+            if output is None or isinstance(output, ProcessExited):
+                return output
+            if isinstance(output, StdoutLine):
+                said = decode(output.text)
+                if (
+                    isinstance(said, p.Response | p.ErrorResponse)
+                    and self._resolve(said) is pending
+                ):
+                    return said
+                if not isinstance(said, p.Response | p.ErrorResponse):
+                    self._between_turns(channel, output.text, emit)

@@ -4304,6 +4304,71 @@ class ThreadTokenUsageUpdatedNotification:
         return out
 
 
+class ThreadUnsubscribeStatus(str, enum.Enum):
+    """(an unlisted value decodes as a plain str)"""
+
+    NOT_LOADED = "notLoaded"
+    NOT_SUBSCRIBED = "notSubscribed"
+    UNSUBSCRIBED = "unsubscribed"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ThreadUnsubscribeResponse:
+    """The ThreadUnsubscribeResponse object."""
+
+    status: ThreadUnsubscribeStatus | str
+    extra_keys: Mapping[str, Any] = _field(default_factory=dict[str, Any])
+    """Members the schema does not list, kept to be re-encoded."""
+
+    _KEYS: ClassVar[frozenset[str]] = frozenset(("status",))
+
+    @classmethod
+    def from_wire(cls, value: object, path: str = "ThreadUnsubscribeResponse") -> ThreadUnsubscribeResponse:
+        """Decode one from its JSON; CodexProtocolError names a bad member's path."""
+        obj = _w.obj(value, path)
+        return cls(
+            status=_w.field(obj, "status", path, _w.tolerant_enum(ThreadUnsubscribeStatus)),
+            extra_keys=_w.extra(obj, cls._KEYS),
+        )
+
+    def to_wire(self) -> dict[str, Any]:
+        """The exact JSON the other side expects (camelCase, None omitted unless required)."""
+        out: dict[str, Any] = {}
+        _w.put(out, "status", self.status, True)
+        out.update(self.extra_keys)
+        return out
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ThreadUnsubscribeParams:
+    """The ThreadUnsubscribeParams object."""
+
+    METHOD: ClassVar[str] = "thread/unsubscribe"
+    thread_id: str
+
+    _KEYS: ClassVar[frozenset[str]] = frozenset(("threadId",))
+
+    @classmethod
+    def from_wire(cls, value: object, path: str = "ThreadUnsubscribeParams") -> ThreadUnsubscribeParams:
+        """Decode one from its JSON; CodexProtocolError names a bad member's path."""
+        obj = _w.obj(value, path)
+        _w.closed(obj, cls._KEYS, path)
+        return cls(
+            thread_id=_w.field(obj, "threadId", path, _w.string),
+        )
+
+    def to_wire(self) -> dict[str, Any]:
+        """The exact JSON the other side expects (camelCase, None omitted unless required)."""
+        out: dict[str, Any] = {}
+        _w.put(out, "threadId", self.thread_id, True)
+        return out
+
+    @staticmethod
+    def parse_result(result: object) -> ThreadUnsubscribeResponse:
+        """Decode the response to thread/unsubscribe."""
+        return ThreadUnsubscribeResponse.from_wire(result, "Response.result")
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class TurnCompletedNotification:
     """The TurnCompletedNotification object."""
@@ -4889,6 +4954,7 @@ CLIENT_REQUESTS: Mapping[str, Any] = MappingProxyType({
     "thread/fork": ThreadForkParams.from_wire,
     "thread/resume": ThreadResumeParams.from_wire,
     "thread/start": ThreadStartParams.from_wire,
+    "thread/unsubscribe": ThreadUnsubscribeParams.from_wire,
     "turn/interrupt": TurnInterruptParams.from_wire,
     "turn/start": TurnStartParams.from_wire,
     "turn/steer": TurnSteerParams.from_wire,
@@ -4900,6 +4966,7 @@ CLIENT_RESULTS: Mapping[str, Any] = MappingProxyType({
     "thread/fork": ThreadForkResponse.from_wire,
     "thread/resume": ThreadResumeResponse.from_wire,
     "thread/start": ThreadStartResponse.from_wire,
+    "thread/unsubscribe": ThreadUnsubscribeResponse.from_wire,
     "turn/interrupt": _w.raw,
     "turn/start": TurnStartResponse.from_wire,
     "turn/steer": TurnSteerResponse.from_wire,

@@ -12,19 +12,11 @@ from agentshim.core.errors import ProviderCapabilityError
 from agentshim.core.permissions import ApprovalPolicy, NativePermissions
 from agentshim.testing import FakeExecutor
 from agentshim.testing.claude_stream import ClaudePeerTurn, ClaudeStreamPeers
+from tests.unit.session.helpers import stream_agent
 
 
 def claude_agent(peers: ClaudeStreamPeers) -> tuple[Agent, FakeExecutor]:
-    executor = FakeExecutor(peers=peers, binaries={"claude": "/usr/bin/claude"})
-    agent = Agent(
-        "claude",
-        executor=executor,
-        env={"PATH": "/usr/bin"},
-        permissions=NativePermissions.bypass(),
-        approvals=ApprovalPolicy.DENY,
-        transport=TransportKind.STREAM,
-    )
-    return agent, executor
+    return stream_agent("claude", peers)
 
 
 def test_a_warm_process_runs_a_new_sessions_first_turn(tmp_path: Path) -> None:
@@ -33,6 +25,7 @@ def test_a_warm_process_runs_a_new_sessions_first_turn(tmp_path: Path) -> None:
     agent.prewarm(1, cwd=str(tmp_path))
     assert len(executor.spawned) == 1
     assert "--resume" not in executor.spawned[0].argv
+    assert executor.spawned[0].env["AGENTSHIM_CONVERSATION_RUN"]  # what its tools will carry
     # Started and answered its initialize before any session asked for it.
     (hello,) = peers.peers[0].received
     assert hello["request"]["subtype"] == "initialize"
@@ -69,7 +62,7 @@ def test_prewarm_is_refused_where_no_process_is_kept() -> None:
         env={"PATH": "/usr/bin"},
         permissions=NativePermissions.bypass(),
         approvals=ApprovalPolicy.DENY,
-        transport=TransportKind.STREAM,
+        transport=TransportKind.ONE_SHOT,
     )
     with pytest.raises(ProviderCapabilityError, match="prewarm"):
         agent.prewarm()

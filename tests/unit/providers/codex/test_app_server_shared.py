@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -115,6 +116,21 @@ def test_two_conversations_are_two_threads_on_one_process_each_with_its_marker()
     assert executor.processes[0].returncode is not None
 
 
+def test_a_conversation_closing_on_a_shared_process_unsubscribes_from_its_thread() -> None:
+    peers = CodexAppServerPeers([CodexPeerTurn("a1"), CodexPeerTurn("b1"), CodexPeerTurn("b2")])
+    transport, executor, _ = shared_transport(peers)
+    first, second = transport.open(spec()), transport.open(spec())
+    first.turn(TurnRequest("one"), events())
+    second.turn(TurnRequest("two"), events())
+    first.close()
+    assert [m["params"] for m in sent(peers, "thread/unsubscribe")] == [
+        {"threadId": first.session_id}
+    ]
+    assert second.turn(TurnRequest("three"), events()).text == "b2"
+    second.close()
+    assert executor.processes[0].returncode is not None
+
+
 def test_an_interrupt_reaps_only_the_interrupted_threads_commands() -> None:
     peers = CodexAppServerPeers([CodexPeerTurn("a1"), CodexPeerTurn("hang", hang=True)])
     transport, _, reaped = shared_transport(peers)
@@ -202,3 +218,29 @@ def test_prewarm_starts_handshaken_processes_the_next_conversations_join() -> No
     assert all(process.returncode is None for process in executor.processes)
     transport.release_warm()
     assert all(process.returncode is not None for process in executor.processes)
+
+
+def test_a_new_conversation_takes_the_thread_a_warm_process_started_ahead() -> None:
+    peers = CodexAppServerPeers([CodexPeerTurn("hang", hang=True), CodexPeerTurn("b")])
+    transport, _, reaped = shared_transport(peers)
+    transport.prewarm(1, spec())
+    (ahead,) = sent(peers, "thread/start")
+    seen: list[AgentEvent] = []
+    taker = transport.open(spec())
+    timer = threading.Timer(0.2, taker.interrupt)
+    timer.start()
+    result = taker.turn(TurnRequest("one"), seen.append)
+    timer.join()
+    assert result.interrupted
+    assert len(sent(peers, "thread/start")) == 1  # no thread of its own: it took the one ahead
+    started = [event.session_id for event in seen if isinstance(event, SessionStarted)]
+    assert started == [taker.session_id]
+    assert sent(peers, "turn/start")[0]["params"]["threadId"] == taker.session_id
+    assert reaped == [marker_of(ahead)]  # its commands carry the marker that thread was given
+    # A conversation that starts elsewhere gets a thread of its own.
+    other = transport.open(dataclasses.replace(spec(), cwd="/elsewhere"))
+    assert other.turn(TurnRequest("two"), events()).text == "b"
+    assert len(sent(peers, "thread/start")) == 2
+    for conversation in (taker, other):
+        conversation.close()
+    transport.release_warm()
