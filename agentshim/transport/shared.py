@@ -365,8 +365,11 @@ class ProcessPool:
         shared.close()
         return shared.process.wait(0)
 
-    def keep_idle(self, idle: WarmIdle | None) -> None:
-        """End a warm process once it has served nobody for ``idle.after`` seconds (None: never)."""
+    def keep_idle(self, idle: WarmIdle) -> None:
+        """End a warm process once it has served nobody for ``idle.after`` seconds.
+
+        The latest one given applies to every warm process of the pool, until :meth:`cool`.
+        """
         with self._lock:
             self._idle = idle
 
@@ -543,7 +546,7 @@ def prewarm_pool(
     """Start up to ``count`` warm processes in ``pool`` (at most its ``max_processes``).
 
     With ``idle``, each is ended once it has served no conversation for ``idle.after``
-    seconds.
+    seconds (the latest ``idle`` given applies to all the pool's warm processes).
 
     Raises:
         ProviderCapabilityError: there is no pool (the transport does not share processes).
@@ -553,7 +556,8 @@ def prewarm_pool(
             "warm processes are kept by a transport that shares them; pass "
             "share_processes=ProcessSharing(...)"
         )
-    pool.keep_idle(idle)
+    if idle is not None:
+        pool.keep_idle(idle)
     warm_up(open_conversation, min(count, pool.sharing.max_processes))
 
 
