@@ -16,39 +16,7 @@ from collections.abc import Callable, Mapping
 from types import MappingProxyType
 from typing import Any, TypeVar, cast
 
-from agentshim.core.events import (
-    AgentContent,
-    AgentEvent,
-    ApprovalAnswered,
-    ApprovalRequested,
-    AssistantText,
-    BackgroundTask,
-    BackgroundTasksChanged,
-    CommandsAvailable,
-    ConfigOption,
-    ConfigOptionsChanged,
-    FileDiff,
-    HistoryReplayed,
-    Lifecycle,
-    ModeChanged,
-    Plan,
-    PlanItem,
-    ProviderErrorReported,
-    RawOutput,
-    Reasoning,
-    RunFinished,
-    RunStarted,
-    SessionStarted,
-    SessionTitle,
-    Stderr,
-    ToolCall,
-    ToolCallUpdated,
-    ToolKind,
-    ToolResult,
-    TurnInterrupted,
-    UsageReport,
-    UsageScope,
-)
+from agentshim.core import events as ev
 from agentshim.core.usage import ProviderUsage
 
 __all__ = ["EVENT_FORMAT_VERSION", "EVENT_TYPES", "event_from_json", "event_to_json"]
@@ -121,11 +89,11 @@ def _objects(
     return tuple(decode(_object(entry, key)) for entry in _list(obj, key))
 
 
-def _kind(obj: Mapping[str, Any]) -> ToolKind:
+def _kind(obj: Mapping[str, Any]) -> ev.ToolKind:
     try:
-        return ToolKind(obj.get("kind", ToolKind.OTHER.value))
+        return ev.ToolKind(obj.get("kind", ev.ToolKind.OTHER.value))
     except ValueError:
-        return ToolKind.OTHER
+        return ev.ToolKind.OTHER
 
 
 def _plain(value: Any) -> Any:
@@ -137,7 +105,7 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def _tool_event(event_type: str, event: ToolCall | ToolResult, **fields: Any) -> JsonObject:
+def _tool_event(event_type: str, event: ev.ToolCall | ev.ToolResult, **fields: Any) -> JsonObject:
     """A tool call's or result's object: the tool's identity first, its kind last."""
     return {
         "type": event_type,
@@ -148,13 +116,13 @@ def _tool_event(event_type: str, event: ToolCall | ToolResult, **fields: Any) ->
     }
 
 
-def _encode(event: AgentEvent) -> JsonObject:
-    if isinstance(event, AssistantText):
+def _encode(event: ev.AgentEvent) -> JsonObject:
+    if isinstance(event, ev.AssistantText):
         return {"type": "message", "role": "assistant", "text": event.text, "delta": event.delta}
-    if isinstance(event, ToolCall):
+    if isinstance(event, ev.ToolCall):
         args = _plain(event.args) if isinstance(event.args, Mapping) else event.args
         return _tool_event("tool.call", event, args=args)
-    if isinstance(event, ToolResult):
+    if isinstance(event, ev.ToolResult):
         return _tool_event(
             "tool.result",
             event,
@@ -163,7 +131,7 @@ def _encode(event: AgentEvent) -> JsonObject:
             exit_code=event.exit_code,
             duration_s=event.duration_s,
         )
-    if isinstance(event, UsageReport):
+    if isinstance(event, ev.UsageReport):
         return {
             "type": "usage",
             "scope": event.scope.value,
@@ -171,34 +139,34 @@ def _encode(event: AgentEvent) -> JsonObject:
             "cost_usd": event.cost_usd,
             "duration_ms": event.duration_ms,
         }
-    if isinstance(event, Reasoning):
+    if isinstance(event, ev.Reasoning):
         return {"type": "thinking", "text": event.text}
-    if isinstance(event, Plan):
+    if isinstance(event, ev.Plan):
         items = [{"text": item.text, "status": item.status} for item in event.items]
         return {"type": "plan", "items": items, "tool_id": event.tool_id}
-    if isinstance(event, SessionStarted):
+    if isinstance(event, ev.SessionStarted):
         return {"type": "session.started", "session_id": event.session_id}
-    if isinstance(event, SessionTitle):
+    if isinstance(event, ev.SessionTitle):
         return {"type": "session.title", "title": event.title, "source": event.source}
-    if isinstance(event, BackgroundTasksChanged):
+    if isinstance(event, ev.BackgroundTasksChanged):
         tasks = [
             {"task_id": t.task_id, "task_type": t.task_type, "description": t.description}
             for t in event.tasks
         ]
         return {"type": "session.background", "tasks": tasks}
-    if isinstance(event, Lifecycle):
+    if isinstance(event, ev.Lifecycle):
         return {"type": "lifecycle", "kind": event.kind, "detail": event.detail}
-    if isinstance(event, ProviderErrorReported):
+    if isinstance(event, ev.ProviderErrorReported):
         return {"type": "error", "message": event.message, "fatal": event.fatal}
-    if isinstance(event, RawOutput):
+    if isinstance(event, ev.RawOutput):
         return {"type": "raw", "text": event.text}
-    if isinstance(event, Stderr):
+    if isinstance(event, ev.Stderr):
         return {"type": "stderr", "text": event.text}
-    if isinstance(event, RunStarted):
+    if isinstance(event, ev.RunStarted):
         return {"type": "run.started", "argv": list(event.argv)}
-    if isinstance(event, RunFinished):
+    if isinstance(event, ev.RunFinished):
         return {"type": "run.finished", "exit_code": event.exit_code}
-    if isinstance(event, ApprovalRequested):
+    if isinstance(event, ev.ApprovalRequested):
         return {
             "type": "approval.requested",
             "tool": event.tool,
@@ -207,7 +175,7 @@ def _encode(event: AgentEvent) -> JsonObject:
             "tool_id": event.tool_id,
             "description": event.description,
         }
-    if isinstance(event, ApprovalAnswered):
+    if isinstance(event, ev.ApprovalAnswered):
         return {
             "type": "approval.answered",
             "tool_id": event.tool_id,
@@ -216,20 +184,20 @@ def _encode(event: AgentEvent) -> JsonObject:
             "message": event.message,
             "args": _plain(event.args) if event.args is not None else None,
         }
-    if isinstance(event, TurnInterrupted):
+    if isinstance(event, ev.TurnInterrupted):
         return {"type": "turn.interrupted", "reason": event.reason}
     return _encode_session_update(event)
 
 
 def _encode_session_update(
-    event: ToolCallUpdated
-    | AgentContent
-    | ModeChanged
-    | ConfigOptionsChanged
-    | CommandsAvailable
-    | HistoryReplayed,
+    event: ev.ToolCallUpdated
+    | ev.AgentContent
+    | ev.ModeChanged
+    | ev.ConfigOptionsChanged
+    | ev.CommandsAvailable
+    | ev.HistoryReplayed,
 ) -> JsonObject:
-    if isinstance(event, ToolCallUpdated):
+    if isinstance(event, ev.ToolCallUpdated):
         args = _plain(event.args) if isinstance(event.args, Mapping) else event.args
         diffs = [
             {"path": diff.path, "old_text": diff.old_text, "new_text": diff.new_text}
@@ -245,7 +213,7 @@ def _encode_session_update(
             "diffs": diffs,
             "kind": event.kind.value,
         }
-    if isinstance(event, AgentContent):
+    if isinstance(event, ev.AgentContent):
         return {
             "type": "content",
             "content_type": event.content_type,
@@ -254,9 +222,9 @@ def _encode_session_update(
             "text": event.text,
             "thought": event.thought,
         }
-    if isinstance(event, ModeChanged):
+    if isinstance(event, ev.ModeChanged):
         return {"type": "session.mode", "mode_id": event.mode_id}
-    if isinstance(event, ConfigOptionsChanged):
+    if isinstance(event, ev.ConfigOptionsChanged):
         options = [
             {
                 "option_id": option.option_id,
@@ -268,12 +236,12 @@ def _encode_session_update(
             for option in event.options
         ]
         return {"type": "session.config", "options": options}
-    if isinstance(event, CommandsAvailable):
+    if isinstance(event, ev.CommandsAvailable):
         return {"type": "session.commands", "commands": list(event.commands)}
     return {"type": "history", "role": event.role, "text": event.text}
 
 
-def event_to_json(event: AgentEvent) -> JsonObject:
+def event_to_json(event: ev.AgentEvent) -> JsonObject:
     """``event`` as a JSON-ready object: ``{"v": 1, "type": ..., <its fields>}``.
 
     :func:`event_from_json` turns the object (or its JSON text, decoded) back into an equal
@@ -283,21 +251,21 @@ def event_to_json(event: AgentEvent) -> JsonObject:
     return {"v": EVENT_FORMAT_VERSION, **_encode(event)}
 
 
-def _message(obj: Mapping[str, Any]) -> AgentEvent:
+def _message(obj: Mapping[str, Any]) -> ev.AgentEvent:
     if obj.get("role", "assistant") != "assistant":
         raise _Unreadable("role")
-    return AssistantText(_text(obj, "text"), _flag(obj, "delta"))
+    return ev.AssistantText(_text(obj, "text"), _flag(obj, "delta"))
 
 
-def _tool_call(obj: Mapping[str, Any]) -> AgentEvent:
+def _tool_call(obj: Mapping[str, Any]) -> ev.AgentEvent:
     args: Any = obj.get("args")
     if args is not None and type(args) not in (dict, str):
         raise _Unreadable("args")
-    return ToolCall(_optional_text(obj, "tool_id"), _text(obj, "tool"), args, _kind(obj))
+    return ev.ToolCall(_optional_text(obj, "tool_id"), _text(obj, "tool"), args, _kind(obj))
 
 
-def _tool_result(obj: Mapping[str, Any]) -> AgentEvent:
-    return ToolResult(
+def _tool_result(obj: Mapping[str, Any]) -> ev.AgentEvent:
+    return ev.ToolResult(
         _optional_text(obj, "tool_id"),
         _text(obj, "tool"),
         _text(obj, "stdout", ""),
@@ -308,37 +276,37 @@ def _tool_result(obj: Mapping[str, Any]) -> AgentEvent:
     )
 
 
-def _usage(obj: Mapping[str, Any]) -> AgentEvent:
+def _usage(obj: Mapping[str, Any]) -> ev.AgentEvent:
     data = dict(_object(obj.get("usage", {}), "usage"))
     data["raw"] = MappingProxyType(dict(_object(data.get("raw", {}), "raw")))
     try:
         usage = ProviderUsage.from_dict(data)
-        scope = UsageScope(obj.get("scope", UsageScope.TURN.value))
+        scope = ev.UsageScope(obj.get("scope", ev.UsageScope.TURN.value))
     except (TypeError, ValueError) as error:
         raise _Unreadable("usage") from error
-    return UsageReport(
+    return ev.UsageReport(
         usage, _optional_float(obj, "cost_usd"), scope, _optional_int(obj, "duration_ms")
     )
 
 
-def _plan(obj: Mapping[str, Any]) -> AgentEvent:
+def _plan(obj: Mapping[str, Any]) -> ev.AgentEvent:
     items = _objects(
-        obj, "items", lambda item: PlanItem(_text(item, "text"), _text(item, "status"))
+        obj, "items", lambda item: ev.PlanItem(_text(item, "text"), _text(item, "status"))
     )
-    return Plan(items, _optional_text(obj, "tool_id"))
+    return ev.Plan(items, _optional_text(obj, "tool_id"))
 
 
-def _background(obj: Mapping[str, Any]) -> AgentEvent:
-    def task(entry: Mapping[str, Any]) -> BackgroundTask:
-        return BackgroundTask(
+def _background(obj: Mapping[str, Any]) -> ev.AgentEvent:
+    def task(entry: Mapping[str, Any]) -> ev.BackgroundTask:
+        return ev.BackgroundTask(
             _text(entry, "task_id"), _text(entry, "task_type", ""), _text(entry, "description", "")
         )
 
-    return BackgroundTasksChanged(_objects(obj, "tasks", task))
+    return ev.BackgroundTasksChanged(_objects(obj, "tasks", task))
 
 
-def _approval_requested(obj: Mapping[str, Any]) -> AgentEvent:
-    return ApprovalRequested(
+def _approval_requested(obj: Mapping[str, Any]) -> ev.AgentEvent:
+    return ev.ApprovalRequested(
         _text(obj, "tool"),
         _object(obj.get("args", {}), "args"),
         _kind(obj),
@@ -347,14 +315,14 @@ def _approval_requested(obj: Mapping[str, Any]) -> AgentEvent:
     )
 
 
-def _approval_answered(obj: Mapping[str, Any]) -> AgentEvent:
+def _approval_answered(obj: Mapping[str, Any]) -> ev.AgentEvent:
     args = obj.get("args")
     if args is not None and type(args) is not dict:
         raise _Unreadable("args")
     allowed = obj.get("allowed")
     if type(allowed) is not bool:
         raise _Unreadable("allowed")
-    return ApprovalAnswered(
+    return ev.ApprovalAnswered(
         _optional_text(obj, "tool_id"),
         allowed,
         _text(obj, "decided_by"),
@@ -363,11 +331,11 @@ def _approval_answered(obj: Mapping[str, Any]) -> AgentEvent:
     )
 
 
-def _run_started(obj: Mapping[str, Any]) -> AgentEvent:
+def _run_started(obj: Mapping[str, Any]) -> ev.AgentEvent:
     argv = _list(obj, "argv")
     if any(type(a) is not str for a in argv):
         raise _Unreadable("argv")
-    return RunStarted(tuple(argv))
+    return ev.RunStarted(tuple(argv))
 
 
 def _texts(obj: Mapping[str, Any], key: str) -> tuple[str, ...]:
@@ -377,16 +345,18 @@ def _texts(obj: Mapping[str, Any], key: str) -> tuple[str, ...]:
     return tuple(values)
 
 
-def _tool_update(obj: Mapping[str, Any]) -> AgentEvent:
+def _tool_update(obj: Mapping[str, Any]) -> ev.AgentEvent:
     args: Any = obj.get("args")
     if args is not None and type(args) not in (dict, str):
         raise _Unreadable("args")
     diffs = _objects(
         obj,
         "diffs",
-        lambda d: FileDiff(_text(d, "path"), _optional_text(d, "old_text"), _text(d, "new_text")),
+        lambda d: ev.FileDiff(
+            _text(d, "path"), _optional_text(d, "old_text"), _text(d, "new_text")
+        ),
     )
-    return ToolCallUpdated(
+    return ev.ToolCallUpdated(
         _optional_text(obj, "tool_id"),
         _text(obj, "tool"),
         _text(obj, "status", ""),
@@ -397,8 +367,8 @@ def _tool_update(obj: Mapping[str, Any]) -> AgentEvent:
     )
 
 
-def _content(obj: Mapping[str, Any]) -> AgentEvent:
-    return AgentContent(
+def _content(obj: Mapping[str, Any]) -> ev.AgentEvent:
+    return ev.AgentContent(
         _text(obj, "content_type"),
         _text(obj, "mime_type", ""),
         _text(obj, "uri", ""),
@@ -407,9 +377,9 @@ def _content(obj: Mapping[str, Any]) -> AgentEvent:
     )
 
 
-def _config(obj: Mapping[str, Any]) -> AgentEvent:
-    def option(entry: Mapping[str, Any]) -> ConfigOption:
-        return ConfigOption(
+def _config(obj: Mapping[str, Any]) -> ev.AgentEvent:
+    def option(entry: Mapping[str, Any]) -> ev.ConfigOption:
+        return ev.ConfigOption(
             _text(entry, "option_id"),
             _text(entry, "name"),
             _text(entry, "category", ""),
@@ -417,35 +387,35 @@ def _config(obj: Mapping[str, Any]) -> AgentEvent:
             _texts(entry, "choices"),
         )
 
-    return ConfigOptionsChanged(_objects(obj, "options", option))
+    return ev.ConfigOptionsChanged(_objects(obj, "options", option))
 
 
-_DECODERS: Mapping[str, Callable[[Mapping[str, Any]], AgentEvent]] = MappingProxyType(
+_DECODERS: Mapping[str, Callable[[Mapping[str, Any]], ev.AgentEvent]] = MappingProxyType(
     {
         "message": _message,
-        "thinking": lambda o: Reasoning(_text(o, "text")),
+        "thinking": lambda o: ev.Reasoning(_text(o, "text")),
         "tool.call": _tool_call,
         "tool.result": _tool_result,
         "usage": _usage,
         "plan": _plan,
-        "session.started": lambda o: SessionStarted(_text(o, "session_id")),
-        "session.title": lambda o: SessionTitle(_text(o, "title"), _text(o, "source", "")),
+        "session.started": lambda o: ev.SessionStarted(_text(o, "session_id")),
+        "session.title": lambda o: ev.SessionTitle(_text(o, "title"), _text(o, "source", "")),
         "session.background": _background,
-        "lifecycle": lambda o: Lifecycle(_text(o, "kind"), _text(o, "detail", "")),
-        "error": lambda o: ProviderErrorReported(_text(o, "message"), _flag(o, "fatal")),
-        "raw": lambda o: RawOutput(_text(o, "text")),
-        "stderr": lambda o: Stderr(_text(o, "text")),
+        "lifecycle": lambda o: ev.Lifecycle(_text(o, "kind"), _text(o, "detail", "")),
+        "error": lambda o: ev.ProviderErrorReported(_text(o, "message"), _flag(o, "fatal")),
+        "raw": lambda o: ev.RawOutput(_text(o, "text")),
+        "stderr": lambda o: ev.Stderr(_text(o, "text")),
         "run.started": _run_started,
-        "run.finished": lambda o: RunFinished(_optional_int(o, "exit_code")),
-        "turn.interrupted": lambda o: TurnInterrupted(_text(o, "reason", "interrupted")),
+        "run.finished": lambda o: ev.RunFinished(_optional_int(o, "exit_code")),
+        "turn.interrupted": lambda o: ev.TurnInterrupted(_text(o, "reason", "interrupted")),
         "approval.requested": _approval_requested,
         "approval.answered": _approval_answered,
         "tool.update": _tool_update,
         "content": _content,
-        "session.mode": lambda o: ModeChanged(_text(o, "mode_id")),
+        "session.mode": lambda o: ev.ModeChanged(_text(o, "mode_id")),
         "session.config": _config,
-        "session.commands": lambda o: CommandsAvailable(_texts(o, "commands")),
-        "history": lambda o: HistoryReplayed(_text(o, "role"), _text(o, "text")),
+        "session.commands": lambda o: ev.CommandsAvailable(_texts(o, "commands")),
+        "history": lambda o: ev.HistoryReplayed(_text(o, "role"), _text(o, "text")),
     }
 )
 
@@ -453,15 +423,15 @@ EVENT_TYPES = frozenset(_DECODERS)
 """Every ``type`` of the vocabulary :func:`event_from_json` reads."""
 
 
-def _raw(value: object) -> RawOutput:
+def _raw(value: object) -> ev.RawOutput:
     try:
         text = json.dumps(value, sort_keys=True, separators=(",", ":"), default=repr)
     except (TypeError, ValueError, RecursionError):
         text = repr(value)
-    return RawOutput(text)
+    return ev.RawOutput(text)
 
 
-def event_from_json(value: object) -> AgentEvent:
+def event_from_json(value: object) -> ev.AgentEvent:
     """The event a stored object holds; never raises.
 
     ``value`` is an object as :func:`event_to_json` made it (a missing ``"v"`` reads as the
