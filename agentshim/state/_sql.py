@@ -12,10 +12,11 @@ from __future__ import annotations
 import json
 import os
 import threading
-from collections.abc import Callable, Generator
+from collections.abc import Callable, Generator, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from typing import Any, ClassVar, Generic, Protocol, TypeVar
 
+from agentshim.core.errors import StoreError
 from agentshim.state.checkpoints import (
     Checkpoint,
     as_blob,
@@ -23,7 +24,7 @@ from agentshim.state.checkpoints import (
     validate_checkpoint_key,
 )
 
-__all__ = ["SqlStore"]
+__all__ = ["SqlStore", "migrations_from"]
 
 
 class _Connection(Protocol):
@@ -33,6 +34,27 @@ class _Connection(Protocol):
 
 
 _C = TypeVar("_C", bound=_Connection)
+
+
+def migrations_from(
+    found: int,
+    migrations: Sequence[Sequence[str]],
+    *,
+    store: str,
+    newer: Callable[[int], str],
+) -> Iterator[str]:
+    """The statements that take a schema at version ``found`` to ``len(migrations)``, in order.
+
+    ``migrations[v]`` takes version ``v`` to ``v + 1``. When ``found`` is newer than this
+    agentshim writes, a StoreError of ``store`` is raised before any statement, with
+    ``newer(found)`` as its message.
+    """
+    if found > len(migrations):
+        raise StoreError(store, f"schema version {found}", newer(found))
+    for version in range(found, len(migrations)):
+        yield from migrations[version]
+
+
 _Store = TypeVar("_Store", bound="SqlStore[Any]")
 
 

@@ -28,7 +28,7 @@ from typing import Any, Protocol
 from agentshim.core._checks import matching, seconds
 from agentshim.core.clock import StopSignal
 from agentshim.core.errors import LeaseTimeoutError, StoreError
-from agentshim.state._sql import SqlStore
+from agentshim.state._sql import SqlStore, migrations_from
 from agentshim.state.checkpoints import (
     Checkpoint,
     check_fence,
@@ -259,17 +259,18 @@ class PostgresStore(SqlStore[_Connection]):
             )
             row = connection.execute(self._q("SELECT version FROM {s}.schema_version")).fetchone()
             found = int(row[0]) if row is not None else 0
-            if found > POSTGRES_SCHEMA_VERSION:
-                raise StoreError(
-                    "postgresql",
-                    f"schema version {found}",
-                    f"schema {self.schema!r} has version {found}, newer than this agentshim "
-                    f"writes ({POSTGRES_SCHEMA_VERSION}); upgrade agentshim in every worker "
-                    "that shares it",
-                )
-            for version in range(found, POSTGRES_SCHEMA_VERSION):
-                for statement in _MIGRATIONS[version]:
-                    connection.execute(self._q(statement))
+            pending = migrations_from(
+                found,
+                _MIGRATIONS,
+                store="postgresql",
+                newer=lambda version: (
+                    f"schema {self.schema!r} has version {version}, newer than "
+                    f"this agentshim writes ({POSTGRES_SCHEMA_VERSION}); upgrade agentshim in every "
+                    "worker that shares it"
+                ),
+            )
+            for statement in pending:
+                connection.execute(self._q(statement))
             if row is None:
                 connection.execute(
                     self._q("INSERT INTO {s}.schema_version (version) VALUES (%s)"),

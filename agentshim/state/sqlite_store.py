@@ -28,7 +28,7 @@ from typing import Any
 
 from agentshim.core._checks import seconds
 from agentshim.core.errors import StoreError
-from agentshim.state._sql import SqlStore
+from agentshim.state._sql import SqlStore, migrations_from
 from agentshim.state.checkpoints import (
     Checkpoint,
     check_fence,
@@ -183,17 +183,18 @@ class SqliteStore(SqlStore[sqlite3.Connection]):
     def _migrate(self, connection: sqlite3.Connection) -> None:
         with self._transaction_on(connection):
             found: int = connection.execute("PRAGMA user_version").fetchone()[0]
-            if found > SCHEMA_VERSION:
-                raise StoreError(
-                    str(self.path),
-                    f"schema version {found}",
-                    f"{self.path} has schema version {found}, newer than this agentshim "
-                    f"writes ({SCHEMA_VERSION}); upgrade agentshim in every process that "
-                    "shares it",
-                )
-            for version in range(found, SCHEMA_VERSION):
-                for statement in _MIGRATIONS[version]:
-                    connection.execute(statement)
+            pending = migrations_from(
+                found,
+                _MIGRATIONS,
+                store=str(self.path),
+                newer=lambda version: (
+                    f"{self.path} has schema version {version}, newer than this "
+                    f"agentshim writes ({SCHEMA_VERSION}); upgrade agentshim in every process that "
+                    "shares it"
+                ),
+            )
+            for statement in pending:
+                connection.execute(statement)
             if found != SCHEMA_VERSION:
                 connection.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
 
