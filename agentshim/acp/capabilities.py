@@ -8,7 +8,7 @@ leaves out has the protocol's default (the method is not offered).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -93,6 +93,18 @@ def _present(mapping: Mapping[str, Any], key: str) -> bool:
     return as_mapping(mapping.get(key)) is not None
 
 
+def _identified(entries: object, id_key: str) -> Iterator[tuple[str, Mapping[str, Any]]]:
+    """Each object of the list ``entries`` whose ``id_key`` is a non-empty string, with it.
+
+    Anything else in the list (not an object, no such id) is skipped.
+    """
+    for entry in list_or_empty(entries):
+        obj = as_mapping(entry) or {}
+        identifier = as_str(obj.get(id_key))
+        if identifier:
+            yield identifier, obj
+
+
 def read_initialize(result: Mapping[str, Any]) -> AgentCapabilities:
     """The capabilities in an ``initialize`` result; never raises on a bad shape."""
     version = result.get("protocolVersion")
@@ -101,18 +113,14 @@ def read_initialize(result: Mapping[str, Any]) -> AgentCapabilities:
     prompt = as_mapping(agent.get("promptCapabilities")) or {}
     mcp = as_mapping(agent.get("mcpCapabilities")) or {}
     session = as_mapping(agent.get("sessionCapabilities")) or {}
-    methods: list[AuthMethod] = []
-    for entry in list_or_empty(result.get("authMethods")):
-        method = as_mapping(entry) or {}
-        method_id = as_str(method.get("id"))
-        if method_id:
-            methods.append(
-                AuthMethod(
-                    method_id,
-                    as_str(method.get("name")) or method_id,
-                    as_str(method.get("description")) or "",
-                )
-            )
+    methods = tuple(
+        AuthMethod(
+            method_id,
+            as_str(method.get("name")) or method_id,
+            as_str(method.get("description")) or "",
+        )
+        for method_id, method in _identified(result.get("authMethods"), "id")
+    )
     return AgentCapabilities(
         protocol_version=version if type(version) is int else None,
         name=as_str(info.get("name")) or "",
@@ -127,7 +135,7 @@ def read_initialize(result: Mapping[str, Any]) -> AgentCapabilities:
         resume_session=_present(session, "resume"),
         close_session=_present(session, "close"),
         fork_session=_present(session, "fork"),
-        auth_methods=tuple(methods),
+        auth_methods=methods,
     )
 
 
@@ -143,17 +151,13 @@ class AgentSession:
 
 def read_sessions(result: Mapping[str, Any]) -> tuple[tuple[AgentSession, ...], str | None]:
     """The sessions of a ``session/list`` result, and its ``nextCursor`` (None: the last page)."""
-    sessions: list[AgentSession] = []
-    for entry in list_or_empty(result.get("sessions")):
-        info = as_mapping(entry) or {}
-        session_id = as_str(info.get("sessionId"))
-        if session_id:
-            sessions.append(
-                AgentSession(
-                    session_id,
-                    as_str(info.get("cwd")) or "",
-                    as_str(info.get("title")) or "",
-                    as_str(info.get("updatedAt")) or "",
-                )
-            )
-    return tuple(sessions), as_str(result.get("nextCursor"))
+    sessions = tuple(
+        AgentSession(
+            session_id,
+            as_str(info.get("cwd")) or "",
+            as_str(info.get("title")) or "",
+            as_str(info.get("updatedAt")) or "",
+        )
+        for session_id, info in _identified(result.get("sessions"), "sessionId")
+    )
+    return sessions, as_str(result.get("nextCursor"))
