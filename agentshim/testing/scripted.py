@@ -94,14 +94,8 @@ def scripted_turn(
         InvalidRequestError: A keyword has the wrong type, or the provider cannot print such
             a turn.
     """
-    turn = ScriptedTurn(
-        text=text,
-        session_id=session_id,
-        usage=usage,
-        tool_calls=tool_calls,
-        structured_output=structured_output,
-        returncode=returncode,
-    )
+    # The keywords are ScriptedTurn's fields, in its order.
+    turn = ScriptedTurn(text, session_id, usage, tool_calls, structured_output, returncode)
     return _fake_run(_test_kit(provider, catalog).scripted_lines(turn))
 
 
