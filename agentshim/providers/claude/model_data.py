@@ -45,6 +45,8 @@ _REPORTED = (
 )
 
 MODEL_TABLE = ModelTable(
+    version=TABLE_VERSION,
+    date=TABLE_DATE,
     models=(
         ModelSpec(
             "claude-opus-5-5",
@@ -90,8 +92,6 @@ MODEL_TABLE = ModelTable(
             "claude-haiku-4-5", 200_000, 64_000, display_name="Claude Haiku 4.5", source=_PUBLISHED
         ),
     ),
-    version=TABLE_VERSION,
-    date=TABLE_DATE,
 )
 """Models Claude Code can run, with their standard (not ``[1m]``) context windows."""
 

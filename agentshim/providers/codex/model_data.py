@@ -36,6 +36,8 @@ _PAGES = "developers.openai.com model pages"
 _UNSURE = "named by Codex; public listings disagree on the window, so none is recorded"
 
 MODEL_TABLE = ModelTable(
+    version=TABLE_VERSION,
+    date=TABLE_DATE,
     models=(
         ModelSpec(
             "gpt-5.6-sol",
@@ -82,8 +84,6 @@ MODEL_TABLE = ModelTable(
             source=_PAGES,
         ),
     ),
-    version=TABLE_VERSION,
-    date=TABLE_DATE,
 )
 """Models Codex is known to run, with their token limits where OpenAI publishes them."""
 
