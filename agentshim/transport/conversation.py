@@ -1100,7 +1100,9 @@ class ProcessConversation(LongLivedConversation[TurnT]):
             kind=kind_from_text(stderr) or FailureKind.OTHER,
             detail=f"{self._name} exited before answering {what}",
         )
-        return self._context.provider.classify_exit(error, resumed=self._resumes)
+        # A fork names the session it forks: a refusal of that id is a refused resume too.
+        resumed = self._session_id is not None
+        return self._context.provider.classify_exit(error, resumed=resumed)
 
     def _start_unanswered(
         self, channel: Channel, seconds: float, what: str, command: str
