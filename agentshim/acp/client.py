@@ -467,37 +467,45 @@ class AcpConversation(ProcessConversation[_Turn]):
 
     # -- the turn ------------------------------------------------------------------------
 
-    def _run(self, request: TurnRequest, emit: Emit, stop: TurnStop) -> TurnResult:
-        started = self._clock()
-        resumed = self._session_id is not None
+    _forks_count_as_resumed = True
+
+    def _before_turn(self, channel: Channel, request: TurnRequest, emit: Emit) -> None:
+        # What the agent says between turns is read with the next turn (set aside till then).
+        self._apply_settings(channel, request, emit)
+
+    def _new_turn(self, request: TurnRequest, emit: Emit, watch: TurnWatch, resumed: bool) -> _Turn:
         dialect = self._dialect
         reader = UpdateReader(
             emit, dialect.notice, failed=dialect.failed, superseded=dialect.superseded_messages
         )
-        turn = _Turn(reader, emit, self._watch(request, started))
-        channel = self._ensure_process(emit)
+        turn = _Turn(reader, emit, watch)
         if self._serving is not None:
             self._serving.host.emit = emit
             self._serving.host.approve = self._tool_approvals(turn)
+        return turn
+
+    def _turn_frame(self, turn: _Turn, request: TurnRequest) -> Mapping[str, Any]:
         session_id = self._session_id
         assert session_id is not None
-        self._apply_settings(channel, request, emit)
         early, self._early = self._early, []
         for update in early:
             turn.reader.read(update)
         pending = self._issue("session/prompt", None)
         turn.prompt_id = pending.request_id
         prompt = prompt_blocks(self._name, request, self._capabilities)
-        frame = request_frame(
+        return request_frame(
             pending.request_id, "session/prompt", sessionId=session_id, prompt=prompt
         )
+
+    def _send_and_read(
+        self, channel: Channel, turn: _Turn, frame: Mapping[str, Any], stop: TurnStop
+    ) -> None:
         try:
-            self._send_and_read(channel, turn, frame, stop)
+            super()._send_and_read(channel, turn, frame, stop)
         finally:
             terminals, self._terminals = self._terminals, None
             if terminals is not None:
                 terminals.release_all()
-        return self._conclude(channel, turn, resumed, started)
 
     def _apply_settings(self, channel: Channel, request: TurnRequest, emit: Emit) -> None:
         """Send the modes and settings asked for since the last prompt, and the turn's model.
@@ -1052,7 +1060,9 @@ class AcpConversation(ProcessConversation[_Turn]):
 
     # -- the result ------------------------------------------------------------------------
 
-    def _conclude(self, channel: Channel, turn: _Turn, resumed: bool, started: float) -> TurnResult:
+    def _conclude(
+        self, channel: Channel, turn: _Turn, request: TurnRequest, resumed: bool, started: float
+    ) -> TurnResult:
         response = turn.response
         exit_status = channel.exit
         stderr = "".join(self._stderr)

@@ -765,6 +765,37 @@ class ProcessConversation(LongLivedConversation[TurnT]):
         """
         raise NotImplementedError
 
+    def _before_turn(self, channel: Channel, request: TurnRequest, emit: Emit) -> None:
+        """What the start phase does on a ready process before the turn goes out.
+
+        By default: drain what the CLI said since the last turn, then switch to the
+        request's model when it names another (:meth:`_switch_model`).
+        """
+        self._drain_between_turns(channel, emit)
+        if request.model is not None and request.model != self._model:
+            self._switch_model(channel, request.model, emit)
+
+    def _switch_model(self, channel: Channel, model: str, emit: Emit) -> None:
+        """Switch the running process to ``model`` (a :meth:`_call`), before the turn."""
+        raise NotImplementedError
+
+    def _new_turn(self, request: TurnRequest, emit: Emit, watch: TurnWatch, resumed: bool) -> TurnT:
+        """The state of the turn about to go out (its parser, its reader)."""
+        raise NotImplementedError
+
+    def _turn_frame(self, turn: TurnT, request: TurnRequest) -> Mapping[str, Any]:
+        """The frame that sends ``request``'s prompt as ``turn``."""
+        raise NotImplementedError
+
+    def _conclude(
+        self, channel: Channel, turn: TurnT, request: TurnRequest, resumed: bool, started: float
+    ) -> TurnResult:
+        """The result of ``turn`` once it was read to its end (or the failure that ended it)."""
+        raise NotImplementedError
+
+    _forks_count_as_resumed = False
+    """Whether the first turn of a fork reports ``resumed`` (the conversation it forks)."""
+
     _start_command = "the CLI"
     """What messages call the command when the channel has no argv to show."""
 
@@ -773,6 +804,20 @@ class ProcessConversation(LongLivedConversation[TurnT]):
     (for a CLI that would drop it then)."""
 
     # -- the turn --------------------------------------------------------------------------
+
+    def _run(self, request: TurnRequest, emit: Emit, stop: TurnStop) -> TurnResult:
+        """One turn: the process made ready, the start phase's last steps, the turn read.
+
+        The transport supplies the steps: :meth:`_before_turn`, :meth:`_new_turn`,
+        :meth:`_turn_frame` and :meth:`_conclude`.
+        """
+        started = self._clock()
+        resumed = self._session_id is not None if self._forks_count_as_resumed else self._resumes
+        channel = self._ensure_process(emit)
+        self._before_turn(channel, request, emit)
+        turn = self._new_turn(request, emit, self._watch(request, started), resumed)
+        self._send_and_read(channel, turn, self._turn_frame(turn, request), stop)
+        return self._conclude(channel, turn, request, resumed, started)
 
     def _add_to_turn(
         self, kind: str, text: str, event: str, frame: Callable[[TurnT], Mapping[str, Any] | None]
@@ -1051,7 +1096,9 @@ class ProcessConversation(LongLivedConversation[TurnT]):
             kind=kind_from_text(stderr) or FailureKind.OTHER,
             detail=f"{self._name} exited before answering {what}",
         )
-        return self._context.provider.classify_exit(error, resumed=self._resumes)
+        # A fork names the session it forks: a refusal of that id is a refused resume too.
+        resumed = self._session_id is not None
+        return self._context.provider.classify_exit(error, resumed=resumed)
 
     def _start_unanswered(
         self, channel: Channel, seconds: float, what: str, command: str

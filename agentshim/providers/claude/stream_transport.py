@@ -20,7 +20,7 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from agentshim.core import lifecycle_kinds as lk
-from agentshim.core.conversation import ConversationSpec, TurnStop
+from agentshim.core.conversation import ConversationSpec
 from agentshim.core.errors import (
     CliExitError,
     FailureKind,
@@ -215,23 +215,20 @@ class ClaudeStreamConversation(ProcessConversation[_Turn]):
 
     # -- the turn ------------------------------------------------------------------------
 
-    def _run(self, request: TurnRequest, emit: Emit, stop: TurnStop) -> TurnResult:
-        started = self._clock()
-        resumed = self._resumes
-        channel = self._ensure_process(emit)
+    def _before_turn(self, channel: Channel, request: TurnRequest, emit: Emit) -> None:
         self._background_turn = False
-        self._drain_between_turns(channel, emit)
-        if request.model is not None and request.model != self._model:
-            self._switch_model(channel, request.model, emit)
-        watch = self._watch(request, started)
+        super()._before_turn(channel, request, emit)
+
+    def _new_turn(self, request: TurnRequest, emit: Emit, watch: TurnWatch, resumed: bool) -> _Turn:
         usage: list[ProviderUsage] = []
         parser = self._provider.new_parser(
             self._per_turn_usage(emit, usage), expect_structured=False
         )
         parser.configure(ParserContext(model=self._model, resumed=resumed))
-        turn = _Turn(parser, emit, watch, usage)
-        self._send_and_read(channel, turn, user_message(request.prompt), stop)
-        return self._conclude(turn, resumed, started)
+        return _Turn(parser, emit, watch, usage)
+
+    def _turn_frame(self, turn: _Turn, request: TurnRequest) -> Mapping[str, Any]:
+        return user_message(request.prompt)
 
     def launch(self) -> tuple[list[str], dict[str, str]]:
         """The argv and environment the conversation's next process starts with.
@@ -405,9 +402,9 @@ class ClaudeStreamConversation(ProcessConversation[_Turn]):
 
     # -- the result ------------------------------------------------------------------------
 
-    def _conclude(self, turn: _Turn, resumed: bool, started: float) -> TurnResult:
-        channel = self._channel
-        assert channel is not None
+    def _conclude(
+        self, channel: Channel, turn: _Turn, request: TurnRequest, resumed: bool, started: float
+    ) -> TurnResult:
         parsed = self._finish(turn)
         if parsed.session_id:
             self._session_id = parsed.session_id

@@ -37,7 +37,7 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from agentshim.core import lifecycle_kinds as lk
-from agentshim.core.conversation import ConversationSpec, TurnStop
+from agentshim.core.conversation import ConversationSpec
 from agentshim.core.errors import (
     AgentShimError,
     CliExitError,
@@ -381,23 +381,16 @@ class PiRpcConversation(ProcessConversation[_Turn]):
 
         self._add_to_turn(kind, text, lk.STEERED if kind == "steer" else lk.FOLLOWED_UP, frame)
 
-    def _run(self, request: TurnRequest, emit: Emit, stop: TurnStop) -> TurnResult:
-        started = self._clock()
-        resumed = self._resumes
-        channel = self._ensure_process(emit)
+    def _new_turn(self, request: TurnRequest, emit: Emit, watch: TurnWatch, resumed: bool) -> _Turn:
         if self._serving is not None:
             self._serving.host.emit = emit
-        self._drain_between_turns(channel, emit)
-        if request.model is not None and request.model != self._model:
-            self._switch_model(channel, request.model, emit)
         parser = self._provider.new_parser(emit, expect_structured=False)
         parser.configure(ParserContext(model=self._model, resumed=resumed))
-        turn = _Turn(parser, emit, self._watch(request, started), settles=self._settles)
+        return _Turn(parser, emit, watch, settles=self._settles)
+
+    def _turn_frame(self, turn: _Turn, request: TurnRequest) -> Mapping[str, Any]:
         prompt = self._issue("prompt", None)
-        self._send_and_read(
-            channel, turn, command(prompt.request_id, "prompt", message=request.prompt), stop
-        )
-        return self._conclude(turn, resumed, started)
+        return command(prompt.request_id, "prompt", message=request.prompt)
 
     # -- the process -----------------------------------------------------------------------
 
@@ -660,9 +653,9 @@ class PiRpcConversation(ProcessConversation[_Turn]):
 
     # -- the result ------------------------------------------------------------------------
 
-    def _conclude(self, turn: _Turn, resumed: bool, started: float) -> TurnResult:
-        channel = self._channel
-        assert channel is not None
+    def _conclude(
+        self, channel: Channel, turn: _Turn, request: TurnRequest, resumed: bool, started: float
+    ) -> TurnResult:
         parsed = turn.parser.finish()
         argv = channel.argv
         exit_status = channel.exit

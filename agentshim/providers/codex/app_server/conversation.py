@@ -17,12 +17,12 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from agentshim._version import __version__
 from agentshim.core import lifecycle_kinds as lk
-from agentshim.core.conversation import ConversationSpec, TurnStop
+from agentshim.core.conversation import ConversationSpec
 from agentshim.core.errors import (
     CliExitError,
     FailureKind,
@@ -234,17 +234,22 @@ class CodexAppServerConversation(ProcessConversation[_Turn]):
 
     # -- the turn ------------------------------------------------------------------------
 
-    def _run(self, request: TurnRequest, emit: Emit, stop: TurnStop) -> TurnResult:
-        started = self._clock()
-        resumed = self._session_id is not None
-        channel = self._ensure_process(emit)
+    _forks_count_as_resumed = True
+
+    def _before_turn(self, channel: Channel, request: TurnRequest, emit: Emit) -> None:
+        # The model goes with each turn (turn/start), not as a request before it.
         self._drain_between_turns(channel, emit)
-        thread_id = self._session_id
-        assert thread_id is not None
-        turn = _Turn(emit, self._watch(request, started), TurnItems(emit, clock=self._clock))
+
+    def _new_turn(self, request: TurnRequest, emit: Emit, watch: TurnWatch, resumed: bool) -> _Turn:
+        turn = _Turn(emit, watch, TurnItems(emit, clock=self._clock))
         if self._serving is not None:
             self._serving.host.emit = emit
             self._serving.host.approve = self._tool_approvals(turn)
+        return turn
+
+    def _turn_frame(self, turn: _Turn, request: TurnRequest) -> Mapping[str, Any]:
+        thread_id = self._session_id
+        assert thread_id is not None
         if request.model is not None:
             self._model = self._usage.model = request.model
         schema = request.output_schema
@@ -258,8 +263,7 @@ class CodexAppServerConversation(ProcessConversation[_Turn]):
         )
         self._usage.begin_turn()
         turn.start = self._issue(params.METHOD, None)
-        self._send_and_read(channel, turn, request_frame(turn.start, params), stop)
-        return self._conclude(channel, turn, resumed, started, schema is not None)
+        return request_frame(turn.start, params)
 
     def _on_line(self, channel: Channel, turn: _Turn, line: str) -> None:
         said = decode(line)
@@ -381,8 +385,9 @@ class CodexAppServerConversation(ProcessConversation[_Turn]):
     # -- the result ------------------------------------------------------------------------
 
     def _conclude(
-        self, channel: Channel, turn: _Turn, resumed: bool, started: float, structured: bool
+        self, channel: Channel, turn: _Turn, request: TurnRequest, resumed: bool, started: float
     ) -> TurnResult:
+        structured = request.output_schema is not None
         completed = turn.completed
         status = str(encode(completed.status)) if completed is not None else None
         interrupted = turn.interrupted or status == "interrupted"
