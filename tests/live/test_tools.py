@@ -20,12 +20,20 @@ from agentshim import CliAgent, TurnRequest
 from agentshim.agent import Agent
 from agentshim.core.approvals import ApprovalDecision, ApprovalRequest
 from agentshim.core.conversation import TransportKind
-from agentshim.core.events import AgentEvent, RunStarted, ToolCall, ToolKind, ToolResult
+from agentshim.core.events import (
+    AgentEvent,
+    Lifecycle,
+    RunStarted,
+    ToolCall,
+    ToolKind,
+    ToolResult,
+)
 from agentshim.core.hooks import HookCallbacks, HookEvent
 from agentshim.core.permissions import ApprovalPolicy, NativePermissions
 from agentshim.doctor.model_server import Match, Message, ModelServer, RequestKind, Rule, Text
 from agentshim.doctor.model_server import ToolCall as ScriptedCall
 from agentshim.doctor.offline import offline_cli
+from agentshim.providers.codex import CodexProvider, CodexSandboxConfig
 from agentshim.testing import RecordingEventHandler
 from agentshim.tools import tool
 
@@ -345,3 +353,82 @@ def test_a_raising_function_is_a_tool_error_the_model_reads(provider: str, tmp_p
         bodies = [r.raw_body for r in model.requests if r.raw_body]
     assert result.text == ANSWER, "the turn went on after the tool failed"
     assert any(b"colour-42-missing" in body for body in bodies[1:]), "the error never reached it"
+
+
+@pytest.mark.parametrize("allowed", [True, False], ids=["allowed", "denied"])
+def test_codex_under_workspace_write_runs_a_tool_its_handler_allows(
+    allowed: bool, tmp_path: Path
+) -> None:
+    """Codex asks for every MCP tool call under its sandbox; the bridge's tools are the handler's."""
+    binary = require_binary("codex")
+    work = tmp_path / "work"
+    work.mkdir()
+    calls: list[tuple[str, int]] = []
+    asked: list[ApprovalRequest] = []
+
+    @tool
+    def lookup(key: str, count: int) -> str:
+        """Look a key up; returns what it holds."""
+        calls.append((key, count))
+        return f"{count}-blue"
+
+    def decide(request: ApprovalRequest) -> ApprovalDecision:
+        asked.append(request)
+        return ApprovalDecision.allow() if allowed else ApprovalDecision.deny("not-this-key")
+
+    events: list[AgentEvent] = []
+    with ModelServer() as model:
+        model.set_script(_script("codex"))
+        cli = offline_cli("codex", model, root=tmp_path, bin_dir=binary.path.parent)
+        agent = Agent(
+            "codex",
+            permissions=NativePermissions.workspace_write(),
+            approvals=decide,
+            model=cli.model,
+            env={**cli.env, "PATH": f"{binary.path.parent}:/usr/bin:/bin"},
+            transport=TransportKind.STREAM,
+            event_handlers=events.append,
+            check_timeout=60.0,
+        )
+        with agent.start_session(str(work), tools=(lookup,)) as session:
+            result = session.turn("Look up the colour.").result
+        bodies = [r.raw_body for r in model.requests if r.kind is RequestKind.MAIN]
+    assert [(r.tool, dict(r.args)) for r in asked] == [("lookup", {"key": "colour", "count": 42})]
+    assert result.text == ANSWER
+    assert calls == ([("colour", 42)] if allowed else [])
+    answer = b"42-blue" if allowed else b"not-this-key"
+    assert any(answer in body for body in bodies[1:]), "the tool's answer never reached it"
+    refused = [e for e in events if isinstance(e, Lifecycle) and e.kind == "server_request_refused"]
+    assert not refused, "Codex asked something agentshim could not answer"
+
+
+def test_one_shot_codex_under_workspace_write_runs_the_tool(tmp_path: Path) -> None:
+    binary = require_binary("codex")
+    work = tmp_path / "work"
+    work.mkdir()
+    calls: list[tuple[str, int]] = []
+
+    @tool
+    def lookup(key: str, count: int) -> str:
+        """Look a key up; returns what it holds."""
+        calls.append((key, count))
+        return f"{count}-blue"
+
+    with ModelServer() as model:
+        model.set_script(_script("codex"))
+        cli = offline_cli("codex", model, root=tmp_path, bin_dir=binary.path.parent)
+        env = {**cli.env, "PATH": f"{binary.path.parent}:/usr/bin:/bin"}
+        agent = CliAgent(CodexProvider(sandbox=CodexSandboxConfig()), env=env, model=cli.model)
+        result = agent.run(
+            TurnRequest(
+                "Look up the colour.",
+                cwd=str(work),
+                tools=(lookup,),
+                extra_args=tuple(cli.extra_args),
+                timeout=180,
+            )
+        )
+        bodies = [r.raw_body for r in model.requests if r.raw_body]
+    assert calls == [("colour", 42)]
+    assert result.text == ANSWER
+    assert any(b"42-blue" in body for body in bodies[1:])
