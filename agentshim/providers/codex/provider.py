@@ -37,7 +37,6 @@ from agentshim.core.permissions import NativeMode
 from agentshim.core.profile import McpMechanism, OutputSchemaStyle, ProviderProfile, SchemaDialect
 from agentshim.core.provider import ArgvContext, McpInstallation, NoMcpInstallation
 from agentshim.core.turn_flags import model_flag
-
 from agentshim.tools.local import is_tools_bridge
 
 from ._config_flags import config_flag, read_config_flags
