@@ -71,8 +71,18 @@ def _files(root: Path) -> set[str]:
     return {str(p.relative_to(root)) for p in root.rglob("*")}
 
 
-@pytest.mark.parametrize("provider", sorted(TOOL_NAMES))
-def test_the_function_runs_and_its_result_reaches_the_model(provider: str, tmp_path: Path) -> None:
+#: Every CLI one-shot, and Codex under its own sandbox too: there it asks before an MCP tool
+#: call, and the tools' bridge must be let through (the bridge asks the caller itself).
+ONE_SHOT = [
+    *(pytest.param(provider, None, id=provider) for provider in sorted(TOOL_NAMES)),
+    pytest.param("codex", CodexSandboxConfig(), id="codex-workspace-write"),
+]
+
+
+@pytest.mark.parametrize(("provider", "sandbox"), ONE_SHOT)
+def test_the_function_runs_and_its_result_reaches_the_model(
+    provider: str, sandbox: CodexSandboxConfig | None, tmp_path: Path
+) -> None:
     binary = require_binary(provider)
     work = tmp_path / "work"
     work.mkdir()
@@ -89,7 +99,8 @@ def test_the_function_runs_and_its_result_reaches_the_model(provider: str, tmp_p
         model.set_script(_script(provider))
         cli = offline_cli(provider, model, root=tmp_path, bin_dir=binary.path.parent)
         env = {**cli.env, "PATH": f"{binary.path.parent}:/usr/bin:/bin"}
-        agent = CliAgent(provider, env=env, model=cli.model, event_handlers=events)
+        chosen = provider if sandbox is None else CodexProvider(sandbox=sandbox)
+        agent = CliAgent(chosen, env=env, model=cli.model, event_handlers=events)
         before = _files(work)
         tmp_before = set(os.listdir("/tmp"))
         result = agent.run(
@@ -274,11 +285,37 @@ def test_a_long_lived_conversation_serves_its_tools_to_every_turn(
     assert not left, f"the tool socket directory outlived the conversation: {left}"
 
 
-@pytest.mark.parametrize(("provider", "transport"), [p for p in LONG_LIVED if p.values[0] != "pi"])
+#: Every long-lived transport but Pi's (which takes no handler) with bypass, where the CLI asks
+#: nothing; and Codex under its workspace-write sandbox, where it would ask for every MCP tool
+#: call (an elicitation) unless the tools' bridge is let through: allowed, then denied.
+HANDLED = [
+    *(
+        pytest.param(*p.values, NativePermissions.bypass(), True, id=p.id)
+        for p in LONG_LIVED
+        if p.values[0] != "pi"
+    ),
+    *(
+        pytest.param(
+            "codex",
+            TransportKind.STREAM,
+            NativePermissions.workspace_write(),
+            allowed,
+            id=f"codex-workspace-write-{'allowed' if allowed else 'denied'}",
+        )
+        for allowed in (True, False)
+    ),
+]
+
+
+@pytest.mark.parametrize(("provider", "transport", "permissions", "allowed"), HANDLED)
 def test_an_approval_handler_is_asked_at_the_tools_socket_and_the_call_reported(
-    provider: str, transport: TransportKind, tmp_path: Path
+    provider: str,
+    transport: TransportKind,
+    permissions: NativePermissions,
+    allowed: bool,
+    tmp_path: Path,
 ) -> None:
-    """With bypass the CLI asks nothing; the socket still asks the handler and reports the call."""
+    """The socket asks the handler and reports the call; a deny reaches the model instead."""
     binary = require_binary(provider)
     work = tmp_path / "work"
     work.mkdir()
@@ -293,7 +330,7 @@ def test_an_approval_handler_is_asked_at_the_tools_socket_and_the_call_reported(
 
     def decide(request: ApprovalRequest) -> ApprovalDecision:
         asked.append(request)
-        return ApprovalDecision.allow()
+        return ApprovalDecision.allow() if allowed else ApprovalDecision.deny("not-this-key")
 
     events: list[AgentEvent] = []
     with ModelServer() as model:
@@ -301,7 +338,7 @@ def test_an_approval_handler_is_asked_at_the_tools_socket_and_the_call_reported(
         cli = offline_cli(provider, model, root=tmp_path, bin_dir=binary.path.parent)
         agent = Agent(
             provider,
-            permissions=NativePermissions.bypass(),
+            permissions=permissions,
             approvals=decide,
             model=cli.model,
             env={**cli.env, "PATH": f"{binary.path.parent}:/usr/bin:/bin"},
@@ -311,12 +348,19 @@ def test_an_approval_handler_is_asked_at_the_tools_socket_and_the_call_reported(
         )
         with agent.start_session(str(work), tools=(lookup,)) as session:
             result = session.turn("Look up the colour.").result
-    assert calls == [("colour", 42)]
+        bodies = [r.raw_body for r in model.requests if r.kind is RequestKind.MAIN]
     assert result.text == ANSWER
     at_socket = [r for r in asked if (r.tool_id or "").startswith("agentshim-tool-")]
     assert [(r.tool, dict(r.args)) for r in at_socket] == [
         ("lookup", {"key": "colour", "count": 42})
     ]
+    refused = [e for e in events if isinstance(e, Lifecycle) and e.kind == "server_request_refused"]
+    assert not refused, "the CLI asked something agentshim could not answer"
+    if not allowed:
+        assert calls == []
+        assert any(b"not-this-key" in body for body in bodies[1:]), "the deny never reached it"
+        return
+    assert calls == [("colour", 42)]
     reported = [e for e in events if isinstance(e, ToolCall) and e.tool == "lookup"]
     assert [e.tool_id for e in reported] == [at_socket[0].tool_id]
     assert any(
@@ -353,82 +397,3 @@ def test_a_raising_function_is_a_tool_error_the_model_reads(provider: str, tmp_p
         bodies = [r.raw_body for r in model.requests if r.raw_body]
     assert result.text == ANSWER, "the turn went on after the tool failed"
     assert any(b"colour-42-missing" in body for body in bodies[1:]), "the error never reached it"
-
-
-@pytest.mark.parametrize("allowed", [True, False], ids=["allowed", "denied"])
-def test_codex_under_workspace_write_runs_a_tool_its_handler_allows(
-    allowed: bool, tmp_path: Path
-) -> None:
-    """Codex asks for every MCP tool call under its sandbox; the bridge's tools are the handler's."""
-    binary = require_binary("codex")
-    work = tmp_path / "work"
-    work.mkdir()
-    calls: list[tuple[str, int]] = []
-    asked: list[ApprovalRequest] = []
-
-    @tool
-    def lookup(key: str, count: int) -> str:
-        """Look a key up; returns what it holds."""
-        calls.append((key, count))
-        return f"{count}-blue"
-
-    def decide(request: ApprovalRequest) -> ApprovalDecision:
-        asked.append(request)
-        return ApprovalDecision.allow() if allowed else ApprovalDecision.deny("not-this-key")
-
-    events: list[AgentEvent] = []
-    with ModelServer() as model:
-        model.set_script(_script("codex"))
-        cli = offline_cli("codex", model, root=tmp_path, bin_dir=binary.path.parent)
-        agent = Agent(
-            "codex",
-            permissions=NativePermissions.workspace_write(),
-            approvals=decide,
-            model=cli.model,
-            env={**cli.env, "PATH": f"{binary.path.parent}:/usr/bin:/bin"},
-            transport=TransportKind.STREAM,
-            event_handlers=events.append,
-            check_timeout=60.0,
-        )
-        with agent.start_session(str(work), tools=(lookup,)) as session:
-            result = session.turn("Look up the colour.").result
-        bodies = [r.raw_body for r in model.requests if r.kind is RequestKind.MAIN]
-    assert [(r.tool, dict(r.args)) for r in asked] == [("lookup", {"key": "colour", "count": 42})]
-    assert result.text == ANSWER
-    assert calls == ([("colour", 42)] if allowed else [])
-    answer = b"42-blue" if allowed else b"not-this-key"
-    assert any(answer in body for body in bodies[1:]), "the tool's answer never reached it"
-    refused = [e for e in events if isinstance(e, Lifecycle) and e.kind == "server_request_refused"]
-    assert not refused, "Codex asked something agentshim could not answer"
-
-
-def test_one_shot_codex_under_workspace_write_runs_the_tool(tmp_path: Path) -> None:
-    binary = require_binary("codex")
-    work = tmp_path / "work"
-    work.mkdir()
-    calls: list[tuple[str, int]] = []
-
-    @tool
-    def lookup(key: str, count: int) -> str:
-        """Look a key up; returns what it holds."""
-        calls.append((key, count))
-        return f"{count}-blue"
-
-    with ModelServer() as model:
-        model.set_script(_script("codex"))
-        cli = offline_cli("codex", model, root=tmp_path, bin_dir=binary.path.parent)
-        env = {**cli.env, "PATH": f"{binary.path.parent}:/usr/bin:/bin"}
-        agent = CliAgent(CodexProvider(sandbox=CodexSandboxConfig()), env=env, model=cli.model)
-        result = agent.run(
-            TurnRequest(
-                "Look up the colour.",
-                cwd=str(work),
-                tools=(lookup,),
-                extra_args=tuple(cli.extra_args),
-                timeout=180,
-            )
-        )
-        bodies = [r.raw_body for r in model.requests if r.raw_body]
-    assert calls == [("colour", 42)]
-    assert result.text == ANSWER
-    assert any(b"42-blue" in body for body in bodies[1:])
