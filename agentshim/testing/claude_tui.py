@@ -78,6 +78,9 @@ class FakeTuiScript:
 
     ``trust_prompt`` shows the workspace-trust dialog once per working directory, with
     "No, exit" listed (and selected) first when ``refuse_first`` (as 2.1.332 does).
+    ``mcp_list_delay``: after SessionStart, as the real CLI does in the background, every
+    ``--mcp-config`` server is started and asked ``tools/list`` this many seconds later; a
+    tool of a server not listed yet is "No such tool available".
     """
 
     turns: list[FakeTuiTurn] = field(default_factory=_no_turns)
@@ -89,6 +92,7 @@ class FakeTuiScript:
     weekly_used: int | None = None
     title: str | None = None
     startup_delay: float = 0.0
+    mcp_list_delay: float = 0.0
 
 
 def install_fake_claude_tui(directory: Path, script: FakeTuiScript) -> Path:
@@ -153,6 +157,7 @@ class _Fake:
         self.cancel = threading.Event()
         self.last_ctrl_c = 0.0
         self.messages = 0
+        self.listed: set[str] = set()
 
     def _flag(self, name: str) -> str | None:
         if name in self.argv:
@@ -196,17 +201,31 @@ class _Fake:
                 printed += done.stdout.decode("utf-8", "replace")
         return printed
 
-    def mcp_call(self, tool: str, args: dict[str, Any]) -> tuple[str, bool]:
-        """Call MCP tool ``mcp__<server>__<name>`` on a server of the ``--mcp-config`` files."""
-        _, server_name, name = tool.split("__", 2)
+    def mcp_servers(self) -> dict[str, Any]:
+        """The servers of the ``--mcp-config`` files, by name."""
         servers: dict[str, Any] = {}
         for at, flag in enumerate(self.argv):
             if flag == "--mcp-config" and at + 1 < len(self.argv):
                 servers.update(json.loads(Path(self.argv[at + 1]).read_text())["mcpServers"])
-        server = servers.get(server_name)
-        if server is None:
+        return servers
+
+    def list_tools(self) -> None:
+        """List every server's tools, later, as the real CLI connects them after SessionStart."""
+        time.sleep(self.script.get("mcp_list_delay", 0.0))
+        for name, server in self.mcp_servers().items():
+            if "result" in _mcp_exchange(server, "tools/list", {}):
+                with self.lock:
+                    self.listed.add(name)
+
+    def mcp_call(self, tool: str, args: dict[str, Any]) -> tuple[str, bool]:
+        """Call MCP tool ``mcp__<server>__<name>`` on a server of the ``--mcp-config`` files."""
+        _, server_name, name = tool.split("__", 2)
+        server = self.mcp_servers().get(server_name)
+        with self.lock:
+            listed = server_name in self.listed
+        if server is None or not listed:
             return f"No such tool available: {tool}", True
-        answer = _mcp_exchange(server, name, args)
+        answer = _mcp_exchange(server, "tools/call", {"name": name, "arguments": args})
         if "error" in answer:
             return str(answer["error"].get("message")), True
         result: dict[str, Any] = answer.get("result") or {}
@@ -247,6 +266,7 @@ class _Fake:
         ):
             return 1
         self.hook("SessionStart", source="resume" if resume else "startup", model="fake-model")
+        threading.Thread(target=self.list_tools, daemon=True).start()
         self.out(_words("\u276f "))
         return None
 
@@ -450,17 +470,16 @@ def _expand(value: str) -> str:
     return re.sub(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}", lambda m: os.environ.get(m[1], ""), value)
 
 
-def _mcp_exchange(server: dict[str, Any], tool: str, args: dict[str, Any]) -> dict[str, Any]:
-    """Start a stdio MCP server, initialize it, call ``tool`` once; the call's answer."""
+def _mcp_exchange(server: dict[str, Any], method: str, params: dict[str, Any]) -> dict[str, Any]:
+    """Start a stdio MCP server, initialize it, ask ``method`` once; the answer."""
     declared: dict[str, Any] = server.get("env") or {}
     env = {**os.environ, **{str(k): _expand(str(v)) for k, v in declared.items()}}
     argv = [_expand(str(server["command"])), *(_expand(str(a)) for a in server.get("args", []))]
     initialize: dict[str, Any] = {"capabilities": {}}
-    call: dict[str, Any] = {"name": tool, "arguments": args}
     messages: list[dict[str, Any]] = [
         {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": initialize},
         {"jsonrpc": "2.0", "method": "notifications/initialized"},
-        {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": call},
+        {"jsonrpc": "2.0", "id": 2, "method": method, "params": params},
     ]
     answer: dict[str, Any] = {"error": {"message": "the MCP server answered nothing"}}
     with subprocess.Popen(

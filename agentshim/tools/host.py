@@ -83,7 +83,16 @@ class ToolHost:
     ``clock`` times the calls. ``emit`` and ``approve`` may be replaced between turns.
     """
 
-    __slots__ = ("_calls", "_clock", "_report", "_tools", "approve", "emit", "server_name")
+    __slots__ = (
+        "_calls",
+        "_clock",
+        "_listed",
+        "_report",
+        "_tools",
+        "approve",
+        "emit",
+        "server_name",
+    )
 
     def __init__(
         self,
@@ -102,11 +111,17 @@ class ToolHost:
         self._clock = clock
         self._calls = 0
         self._report = report_calls
+        self._listed = False
 
     @property
     def tools(self) -> tuple[Tool, ...]:
         """The tools served, in the order given."""
         return tuple(self._tools.values())
+
+    @property
+    def listed(self) -> bool:
+        """Whether a client has asked ``tools/list``: from then on its tool list has them."""
+        return self._listed
 
     def answer(self, message: object) -> dict[str, Any] | list[dict[str, Any]] | None:
         """The JSON-RPC answer to ``message``; None for a notification or a response.
@@ -140,6 +155,7 @@ class ToolHost:
         if method == "ping":
             return _result(request_id, {})
         if method == "tools/list":
+            self._listed = True
             return _result(request_id, {"tools": [_listed(t) for t in self._tools.values()]})
         if method == "tools/call":
             name = params.get("name")

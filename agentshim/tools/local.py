@@ -33,7 +33,7 @@ from typing import Any, Protocol, cast, runtime_checkable
 from agentshim.core import lifecycle_kinds as lk
 from agentshim.core.errors import ProviderCapabilityError
 from agentshim.core.events import AgentEvent, Emit, Lifecycle
-from agentshim.core.mcp import StdioMcpServer
+from agentshim.core.mcp import McpServer, StdioMcpServer
 from agentshim.core.provider import McpInstallation, mcp_env, mcp_env_defaults
 from agentshim.core.tools import TOOL_SERVER_NAME, Tool
 from agentshim.execution.host import HostCommandExecutor
@@ -46,6 +46,7 @@ __all__ = [
     "CREDENTIAL_VARIABLE",
     "InstallsTools",
     "LocalToolServer",
+    "is_tools_bridge",
     "refuse_remote_executor",
     "serve_tools",
     "with_tools",
@@ -278,6 +279,15 @@ class LocalToolServer:
 
     def __exit__(self, *exc_info: object) -> None:
         self.close()
+
+
+def is_tools_bridge(server: McpServer) -> bool:
+    """Whether ``server`` is a turn's tools bridge (:attr:`LocalToolServer.server`).
+
+    The bridge asks the caller's approvals itself before a Python tool runs, so a CLI that
+    would ask again for an MCP tool is told to let the bridge's tools through.
+    """
+    return isinstance(server, StdioMcpServer) and server.args[1:2] == (str(BRIDGE),)
 
 
 def refuse_remote_executor(executor: object) -> None:

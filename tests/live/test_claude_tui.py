@@ -23,6 +23,7 @@ from agentshim.core.events import Lifecycle, ToolResult
 from agentshim.core.events import ToolCall as ToolCallEvent
 from agentshim.doctor.model_server import Hang, HttpError, RequestKind, Rule, Text
 from agentshim.testing.session_contracts import ConversationContract, TransportContract
+from agentshim.tools import tool
 
 from .claude_checks import ClaudeChecks
 from .stream_contracts import (
@@ -48,6 +49,8 @@ from .streams import (
     wait_for,
 )
 from .test_stream_robustness import WakeCountingExecutor
+from .test_tools import ANSWER as TOOL_ANSWER
+from .test_tools import _script as tool_script
 
 pytestmark = NEEDS_PROC
 
@@ -175,3 +178,24 @@ def test_whole_turns_wake_the_reader_on_events_only(live: Live) -> None:
     # Looking every 50 ms was about 60 empty wakes over the same two turns (and the pause
     # before the first paste spun on an undrained FIFO).
     assert wakes <= 20, f"the reader woke {wakes} times with nothing to read"
+
+
+@pytest.mark.parametrize("attempt", range(5))
+def test_the_first_turn_has_the_python_tools(live: Live, attempt: int) -> None:
+    """Claude Code lists MCP servers in the background; the first prompt waits for the tools."""
+    calls: list[tuple[str, int]] = []
+
+    @tool
+    def lookup(key: str, count: int) -> str:
+        """Look a key up; returns what it holds."""
+        calls.append((key, count))
+        return f"{count}-blue"
+
+    live.script(*tool_script("claude"))
+    agent = live.agent()
+    with agent.start_session(str(live.work), tools=(lookup,)) as session:
+        result = session.turn("Look up the colour.").result
+    first = next(r for r in live.server.requests if r.kind is RequestKind.MAIN)
+    assert b"mcp__agentshim__lookup" in first.raw_body, "the first request had no tools"
+    assert calls == [("colour", 42)]
+    assert result.text == TOOL_ANSWER

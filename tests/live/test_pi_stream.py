@@ -23,7 +23,7 @@ from agentshim.core.conversation import TransportKind
 from agentshim.core.errors import ProviderCapabilityError
 from agentshim.core.permissions import NativePermissions
 from agentshim.core.turn import TurnRequest
-from agentshim.doctor.model_server import Match, Rule, Text
+from agentshim.doctor.model_server import Match, RequestKind, Rule, Text
 from agentshim.testing.session_contracts import (
     SteerableConversationContract,
     TransportContract,
@@ -108,6 +108,40 @@ def test_a_one_shot_fork_carries_the_history_too(live: Live) -> None:
             recalled = forked.turn("Which word?").result
     assert recalled.text == "You said MANGOSTEEN."
     assert recalled.session_id not in (None, first.session_id)
+
+
+def test_warm_processes_take_a_new_conversation_then_a_resumed_one(live: Live) -> None:
+    """``Agent.prewarm``: no spawn for either first turn; the resumed one has its history."""
+    live.script(
+        Rule(match=Match(assistant_turns=0), respond=Text("Noted: MANGOSTEEN.")),
+        Rule(match=Match(assistant_turns=1), respond=Text("You said MANGOSTEEN.")),
+    )
+    agent = live.agent()
+    try:
+        agent.prewarm(1, cwd=str(live.work))
+        warmed = len(live.executor.spawned)
+        with live.session(agent) as session:
+            first = session.turn("Remember the word MANGOSTEEN.").result
+        taken_new = len(live.executor.spawned)
+        live.server.clear_requests()
+        agent.prewarm(1, cwd=str(live.work))
+        rewarmed = len(live.executor.spawned)
+        assert first.session_id
+        with live.session(agent, session_id=first.session_id) as resumed:
+            second = resumed.turn("Which word did I ask you to remember?").result
+        taken_resumed = len(live.executor.spawned)
+        bodies = [r.raw_body for r in live.server.requests if r.kind is RequestKind.MAIN]
+    finally:
+        agent.release_warm()
+    assert warmed == 1, "prewarm started one process"
+    assert taken_new == warmed, "the new conversation's first turn spawned a process"
+    assert first.text == "Noted: MANGOSTEEN."
+    assert rewarmed == taken_new + 1
+    assert taken_resumed == rewarmed, "the resumed conversation's first turn spawned a process"
+    assert second.text == "You said MANGOSTEEN."
+    assert second.session_id == first.session_id
+    assert bodies, "the resumed turn never reached the model"
+    assert b"Remember the word MANGOSTEEN." in bodies[0], "the earlier turn was not carried"
 
 
 # -- the shared contracts, on the real CLI -----------------------------------------------------

@@ -20,12 +20,20 @@ from agentshim import CliAgent, TurnRequest
 from agentshim.agent import Agent
 from agentshim.core.approvals import ApprovalDecision, ApprovalRequest
 from agentshim.core.conversation import TransportKind
-from agentshim.core.events import AgentEvent, RunStarted, ToolCall, ToolKind, ToolResult
+from agentshim.core.events import (
+    AgentEvent,
+    Lifecycle,
+    RunStarted,
+    ToolCall,
+    ToolKind,
+    ToolResult,
+)
 from agentshim.core.hooks import HookCallbacks, HookEvent
 from agentshim.core.permissions import ApprovalPolicy, NativePermissions
 from agentshim.doctor.model_server import Match, Message, ModelServer, RequestKind, Rule, Text
 from agentshim.doctor.model_server import ToolCall as ScriptedCall
 from agentshim.doctor.offline import offline_cli
+from agentshim.providers.codex import CodexProvider, CodexSandboxConfig
 from agentshim.testing import RecordingEventHandler
 from agentshim.tools import tool
 
@@ -63,8 +71,18 @@ def _files(root: Path) -> set[str]:
     return {str(p.relative_to(root)) for p in root.rglob("*")}
 
 
-@pytest.mark.parametrize("provider", sorted(TOOL_NAMES))
-def test_the_function_runs_and_its_result_reaches_the_model(provider: str, tmp_path: Path) -> None:
+#: Every CLI one-shot, and Codex under its own sandbox too: there it asks before an MCP tool
+#: call, and the tools' bridge must be let through (the bridge asks the caller itself).
+ONE_SHOT = [
+    *(pytest.param(provider, None, id=provider) for provider in sorted(TOOL_NAMES)),
+    pytest.param("codex", CodexSandboxConfig(), id="codex-workspace-write"),
+]
+
+
+@pytest.mark.parametrize(("provider", "sandbox"), ONE_SHOT)
+def test_the_function_runs_and_its_result_reaches_the_model(
+    provider: str, sandbox: CodexSandboxConfig | None, tmp_path: Path
+) -> None:
     binary = require_binary(provider)
     work = tmp_path / "work"
     work.mkdir()
@@ -81,7 +99,8 @@ def test_the_function_runs_and_its_result_reaches_the_model(provider: str, tmp_p
         model.set_script(_script(provider))
         cli = offline_cli(provider, model, root=tmp_path, bin_dir=binary.path.parent)
         env = {**cli.env, "PATH": f"{binary.path.parent}:/usr/bin:/bin"}
-        agent = CliAgent(provider, env=env, model=cli.model, event_handlers=events)
+        chosen = provider if sandbox is None else CodexProvider(sandbox=sandbox)
+        agent = CliAgent(chosen, env=env, model=cli.model, event_handlers=events)
         before = _files(work)
         tmp_before = set(os.listdir("/tmp"))
         result = agent.run(
@@ -266,11 +285,37 @@ def test_a_long_lived_conversation_serves_its_tools_to_every_turn(
     assert not left, f"the tool socket directory outlived the conversation: {left}"
 
 
-@pytest.mark.parametrize(("provider", "transport"), [p for p in LONG_LIVED if p.values[0] != "pi"])
+#: Every long-lived transport but Pi's (which takes no handler) with bypass, where the CLI asks
+#: nothing; and Codex under its workspace-write sandbox, where it would ask for every MCP tool
+#: call (an elicitation) unless the tools' bridge is let through: allowed, then denied.
+HANDLED = [
+    *(
+        pytest.param(*p.values, NativePermissions.bypass(), True, id=p.id)
+        for p in LONG_LIVED
+        if p.values[0] != "pi"
+    ),
+    *(
+        pytest.param(
+            "codex",
+            TransportKind.STREAM,
+            NativePermissions.workspace_write(),
+            allowed,
+            id=f"codex-workspace-write-{'allowed' if allowed else 'denied'}",
+        )
+        for allowed in (True, False)
+    ),
+]
+
+
+@pytest.mark.parametrize(("provider", "transport", "permissions", "allowed"), HANDLED)
 def test_an_approval_handler_is_asked_at_the_tools_socket_and_the_call_reported(
-    provider: str, transport: TransportKind, tmp_path: Path
+    provider: str,
+    transport: TransportKind,
+    permissions: NativePermissions,
+    allowed: bool,
+    tmp_path: Path,
 ) -> None:
-    """With bypass the CLI asks nothing; the socket still asks the handler and reports the call."""
+    """The socket asks the handler and reports the call; a deny reaches the model instead."""
     binary = require_binary(provider)
     work = tmp_path / "work"
     work.mkdir()
@@ -285,7 +330,7 @@ def test_an_approval_handler_is_asked_at_the_tools_socket_and_the_call_reported(
 
     def decide(request: ApprovalRequest) -> ApprovalDecision:
         asked.append(request)
-        return ApprovalDecision.allow()
+        return ApprovalDecision.allow() if allowed else ApprovalDecision.deny("not-this-key")
 
     events: list[AgentEvent] = []
     with ModelServer() as model:
@@ -293,7 +338,7 @@ def test_an_approval_handler_is_asked_at_the_tools_socket_and_the_call_reported(
         cli = offline_cli(provider, model, root=tmp_path, bin_dir=binary.path.parent)
         agent = Agent(
             provider,
-            permissions=NativePermissions.bypass(),
+            permissions=permissions,
             approvals=decide,
             model=cli.model,
             env={**cli.env, "PATH": f"{binary.path.parent}:/usr/bin:/bin"},
@@ -303,12 +348,19 @@ def test_an_approval_handler_is_asked_at_the_tools_socket_and_the_call_reported(
         )
         with agent.start_session(str(work), tools=(lookup,)) as session:
             result = session.turn("Look up the colour.").result
-    assert calls == [("colour", 42)]
+        bodies = [r.raw_body for r in model.requests if r.kind is RequestKind.MAIN]
     assert result.text == ANSWER
     at_socket = [r for r in asked if (r.tool_id or "").startswith("agentshim-tool-")]
     assert [(r.tool, dict(r.args)) for r in at_socket] == [
         ("lookup", {"key": "colour", "count": 42})
     ]
+    refused = [e for e in events if isinstance(e, Lifecycle) and e.kind == "server_request_refused"]
+    assert not refused, "the CLI asked something agentshim could not answer"
+    if not allowed:
+        assert calls == []
+        assert any(b"not-this-key" in body for body in bodies[1:]), "the deny never reached it"
+        return
+    assert calls == [("colour", 42)]
     reported = [e for e in events if isinstance(e, ToolCall) and e.tool == "lookup"]
     assert [e.tool_id for e in reported] == [at_socket[0].tool_id]
     assert any(

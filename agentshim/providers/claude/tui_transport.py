@@ -708,10 +708,10 @@ class ClaudeTuiConversation(LongLivedConversation[_Turn]):
         return str(path)
 
     def _await_ready(self, terminal: _Terminal, emit: Emit) -> None:
-        """Wait for SessionStart, answering the start-up dialogs on the way.
+        """Wait for SessionStart (and the Python tools' listing), answering dialogs on the way.
 
-        The hooks' FIFO and the screen wake the reader; the only clocks are the deadline and
-        the quiet time a dialog on screen must keep before it is answered.
+        The hooks' FIFO, the tools' socket and the screen wake the reader; the only clocks are
+        the deadline and the quiet time a dialog on screen must keep before it is answered.
         """
         pty, clock = terminal.pty, self._clock
         deadline = clock() + self._timing.ready
@@ -721,9 +721,14 @@ class ClaudeTuiConversation(LongLivedConversation[_Turn]):
         while True:
             now = clock()
             if now >= deadline:
+                waited = (
+                    "no SessionStart hook"
+                    if terminal.ready_at is None
+                    else "its MCP client never listed the Python tools"
+                )
                 raise TurnTimeoutError(
                     self._timing.ready,
-                    f"Claude Code did not get ready (no SessionStart hook) within "
+                    f"Claude Code did not get ready ({waited}) within "
                     f"{self._timing.ready:g} s; the terminal last showed: "
                     f"{_last_words(terminal)}",
                 )
@@ -738,7 +743,7 @@ class ClaudeTuiConversation(LongLivedConversation[_Turn]):
                     if path:
                         terminal.transcript.path = Path(path)
                     emit(SessionStarted(terminal.session_id))
-            if terminal.ready_at is not None:
+            if terminal.ready_at is not None and _tools_listed(terminal):
                 return
             words = terminal.words()
             marker = auth_marker(words)
@@ -823,6 +828,16 @@ class ClaudeTuiConversation(LongLivedConversation[_Turn]):
             _close_waits(terminal.wake, terminal.tools, terminal.waits)
             terminal.wake = terminal.tools = terminal.waits = None
             shutil.rmtree(terminal.directory, ignore_errors=True)
+
+
+def _tools_listed(terminal: _Terminal) -> bool:
+    """Whether the CLI's MCP client has the Python tools (it asked the bridge ``tools/list``).
+
+    Claude Code connects MCP servers in the background, after SessionStart: a first prompt
+    sent before they are listed reaches the model without them. The bridge's socket is one
+    of the descriptors the start-up wait wakes on, so the wait ends on the listing itself.
+    """
+    return terminal.tools is None or terminal.tools.serving.host.listed
 
 
 def _close_waits(wake: int | None, tools: TuiTools | None, waits: TuiWaits | None) -> None:

@@ -37,6 +37,7 @@ from agentshim.core.permissions import NativeMode
 from agentshim.core.profile import McpMechanism, OutputSchemaStyle, ProviderProfile, SchemaDialect
 from agentshim.core.provider import ArgvContext, McpInstallation, NoMcpInstallation
 from agentshim.core.turn_flags import model_flag
+from agentshim.tools.local import is_tools_bridge
 
 from ._config_flags import config_flag, read_config_flags
 from ._toml import TomlError
@@ -59,6 +60,9 @@ __all__ = [
 ]
 
 MCP_SERVERS_KEY = "mcp_servers"
+#: ``mcp_servers.<name>.default_tools_approval_mode`` for the tools bridge: Codex runs its
+#: tools without asking (the bridge asks the caller's approvals).
+TOOLS_APPROVAL_MODE = "approve"
 """The config table holding MCP servers, set one ``--config`` field at a time."""
 
 RESUME_MISSING_TEXT = "no rollout found"
@@ -115,6 +119,11 @@ def mcp_entry(server: McpServer) -> dict[str, Any]:
     """
     entry = _stdio_entry(server) if isinstance(server, StdioMcpServer) else _http_entry(server)
     entry["required"] = True
+    if is_tools_bridge(server):
+        # The bridge asks the caller's approvals itself; Codex would otherwise ask for each
+        # call with an MCP elicitation under any sandbox but bypass (and take a refusal as
+        # the user rejecting the call).
+        entry["default_tools_approval_mode"] = TOOLS_APPROVAL_MODE
     if server.startup_timeout_s is not None:
         entry["startup_timeout_sec"] = float(server.startup_timeout_s)
     if server.tool_timeout_s is not None:

@@ -230,3 +230,12 @@ def test_a_call_that_hangs_is_answered_when_its_timeout_passes_not_when_it_retur
         assert [e.kind for e in events if isinstance(e, Lifecycle)] == ["tool_timed_out"]
     finally:
         release.set()
+
+
+def test_the_host_says_once_a_client_has_listed_its_tools() -> None:
+    host = ToolHost([lookup])
+    host.answer({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {}})
+    host.answer({"jsonrpc": "2.0", "method": "notifications/initialized"})
+    assert not host.listed, "initialized is not listed: the client may not have the tools yet"
+    host.answer({"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
+    assert host.listed

@@ -523,6 +523,38 @@ def test_hooks_and_tools_on_another_machine_are_refused_rather_than_dropped() ->
         ClaudeTuiTransport(remote).open(tools)
 
 
+def test_the_first_prompt_waits_until_the_cli_has_listed_the_python_tools(
+    tmp_path: Path,
+) -> None:
+    # The CLI connects its MCP servers after SessionStart, in the background: a prompt sent
+    # before the bridge's tools are listed would meet "No such tool available".
+    ran: list[str] = []
+
+    def lookup(key: str) -> str:
+        """Look ``key`` up."""
+        ran.append(key)
+        return f"{key} is blue"
+
+    turn = FakeTuiTurn("looked up", tool="mcp__agentshim__lookup", tool_input={"key": "sky"})
+    rig = Rig(tmp_path, FakeTuiScript([turn], mcp_list_delay=1.0))
+    conversation = rig.transport().open(
+        ConversationSpec(
+            permissions=BYPASS,
+            approvals=ApprovalPolicy.DENY,
+            cwd=str(rig.work),
+            tools=(tool(lookup),),
+        )
+    )
+    events: list[AgentEvent] = []
+    try:
+        assert conversation.turn(TurnRequest("look"), events.append).text == "looked up"
+    finally:
+        conversation.close()
+    assert ran == ["sky"]
+    results = [e for e in events if isinstance(e, ToolResult) and e.tool == "lookup"]
+    assert [e.stdout for e in results] == ["sky is blue"]
+
+
 def test_a_python_tool_is_served_through_the_bridge_asked_and_reported(tmp_path: Path) -> None:
     ran: list[str] = []
 

@@ -12,6 +12,8 @@ from agentshim.core.turn import TurnRequest
 from agentshim.providers.codex import CodexProvider, parse_mcp_servers
 from agentshim.providers.codex.provider import forwarded_env, header_variable, render_mcp_servers
 from agentshim.testing import FakeExecutor, scripted_turn
+from agentshim.tools import LocalToolServer
+from agentshim.tools.host import ToolHost
 
 BYPASS = "--dangerously-bypass-approvals-and-sandbox"
 
@@ -165,6 +167,15 @@ class TestMcpFlags:
             "--config",
             "mcp_servers.docs.required=true",
         ]
+
+    def test_codex_lets_the_tools_bridge_through_and_asks_for_other_servers(self) -> None:
+        # The bridge asks the caller's approvals itself; Codex's own ask (an MCP elicitation)
+        # would reject every call under a sandbox.
+        with LocalToolServer(ToolHost(())) as serving:
+            other = StdioMcpServer("files", "/usr/bin/mcp-files")
+            argv = render_mcp_servers([serving.server, other])
+        assert 'mcp_servers.agentshim.default_tools_approval_mode="approve"' in argv
+        assert not any(a.startswith("mcp_servers.files.default_tools") for a in argv)
 
     def test_similar_names_are_distinct_servers(self) -> None:
         servers = [
