@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterator
 from typing import TypeVar
 
 from agentshim.core.events import AgentEvent, AssistantText, Lifecycle, ToolCall
@@ -32,6 +33,14 @@ class RecordingEventHandler:
     def __call__(self, event: AgentEvent) -> None:
         """The same as :meth:`on_event`, for a caller that takes a function."""
         self.on_event(event)
+
+    def __iter__(self) -> Iterator[AgentEvent]:
+        """The recorded events, in order."""
+        return iter(self.events)
+
+    def __len__(self) -> int:
+        """How many events were recorded."""
+        return len(self.events)
 
     def of_type(self, kind: type[EventT]) -> list[EventT]:
         """Return the recorded events that are instances of ``kind``, in order."""
