@@ -535,10 +535,10 @@ class TestClaudeTuiContract(LongLivedConversationContract):
         return [terminal for rig in self.rigs for terminal in rig.executor.terminals]
 
     def kill_cli(self) -> None:
-        terminal = self._terminals()[-1]
-        os.kill(terminal.pid, signal.SIGKILL)
-        with contextlib.suppress(ChildProcessError):  # the transport reaped it already
-            os.waitid(os.P_PID, terminal.pid, os.WEXITED | os.WNOWAIT)
+        for pid in _pids_of(self.rigs[-1].binary):
+            os.kill(pid, signal.SIGKILL)
+            with contextlib.suppress(ChildProcessError):  # not ours, or reaped already
+                os.waitid(os.P_PID, pid, os.WEXITED | os.WNOWAIT)
 
     def cli_processes(self) -> int:
         return sum(1 for rig in self.rigs for _ in _pids_of(rig.binary))
