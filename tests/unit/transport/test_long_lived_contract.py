@@ -25,14 +25,7 @@ from agentshim.providers.opencode.acp import OPENCODE_ACP
 from agentshim.providers.pi.provider import PiProvider
 from agentshim.providers.pi.rpc_transport import PiRpcTransport
 from agentshim.testing import FakeExecutor
-from agentshim.testing.acp import (
-    COPILOT_QUIRKS,
-    GEMINI_QUIRKS,
-    OPENCODE_QUIRKS,
-    AcpPeers,
-    AcpPeerTurn,
-    AcpQuirks,
-)
+from agentshim.testing import acp as fake_acp
 from agentshim.testing.claude_stream import ClaudePeerTurn, ClaudeStreamPeers
 from agentshim.testing.codex_app_server import CodexAppServerPeers, CodexPeerTurn
 from agentshim.testing.long_lived_contract import FakePeerContract, LongLivedCapability
@@ -115,13 +108,13 @@ class AcpContract(FakePeerContract):
     capabilities = LongLivedCapability.ALL & ~LongLivedCapability.STEER  # ACP has no steer
     provider = "gemini"
     dialect: AcpDialect = GEMINI_ACP
-    quirks: AcpQuirks = GEMINI_QUIRKS
+    quirks: fake_acp.AcpQuirks = fake_acp.GEMINI_QUIRKS
     sharing: ProcessSharing | None = None
 
     def make_peers(self, turns: Sequence[ContractTurn]) -> Peers:
-        return AcpPeers(
+        return fake_acp.AcpPeers(
             (
-                AcpPeerTurn(t.text, hang=t.hang, tool=TOUCH if t.ask else None, ask=t.ask)
+                fake_acp.AcpPeerTurn(t.text, hang=t.hang, tool=TOUCH if t.ask else None, ask=t.ask)
                 for t in turns
             ),
             quirks=self.quirks,
@@ -143,13 +136,13 @@ class TestGeminiAcp(AcpContract):
 class TestOpencodeAcp(AcpContract):
     provider = "opencode"
     dialect = OPENCODE_ACP
-    quirks = OPENCODE_QUIRKS
+    quirks = fake_acp.OPENCODE_QUIRKS
 
 
 class TestCopilotAcp(AcpContract):
     provider = "copilot"
     dialect = COPILOT_ACP
-    quirks = COPILOT_QUIRKS
+    quirks = fake_acp.COPILOT_QUIRKS
 
 
 class TestGeminiAcpSharedProcess(AcpContract):
@@ -157,7 +150,7 @@ class TestGeminiAcpSharedProcess(AcpContract):
 
 
 class TestGenericAcp(AcpContract):
-    quirks = AcpQuirks()
+    quirks = fake_acp.AcpQuirks()
 
     def make_fake_transport(self, executor: FakeExecutor, options: ProcessOptions) -> Transport:
         config = AcpAgentConfig(name="fake", command="fake-agent --acp")
