@@ -625,6 +625,7 @@ class AcpConversation(ProcessConversation[_Turn]):
                 env.update(installed.env)
         pool = None if spec.tools else self._transport.pool()
         if pool is not None:
+            self._announce_respawn(emit)  # a shared process reports it as its own does
             channel = join_shared(pool, argv, env, emit)
             self._adopt_channel(channel)
         else:

@@ -38,10 +38,12 @@ from agentshim.core.errors import (
     SessionStateError,
     TurnCancelledError,
 )
-from agentshim.core.events import AgentEvent, AssistantText, Lifecycle, TurnInterrupted
+from agentshim.core.events import AssistantText, TurnInterrupted
 from agentshim.core.permissions import ApprovalPolicy, NativePermissions
 from agentshim.core.profile import ProviderProfile
 from agentshim.core.turn import TurnRequest, TurnResult
+
+from .recording import RecordingEventHandler
 
 __all__ = [
     "ContractTurn",
@@ -53,10 +55,14 @@ __all__ = [
 
 @dataclass(frozen=True, slots=True)
 class ContractTurn:
-    """One scripted turn for a contract suite: answer ``text``, or ``hang`` until interrupted."""
+    """One scripted turn for a contract suite: answer ``text``, or ``hang`` until interrupted.
+
+    With ``ask`` the CLI first asks to run a tool that writes, and answers ``text`` after.
+    """
 
     text: str = "done"
     hang: bool = False
+    ask: bool = False
 
 
 # The conversations the suites resume. UUID-shaped, the only form some CLIs resume (Claude Code
@@ -79,16 +85,6 @@ def _spec(resume_session_id: str | None = None) -> ConversationSpec:
     )
 
 
-class _Events:
-    def __init__(self) -> None:
-        self.events: list[AgentEvent] = []
-        self.threads: set[int] = set()
-
-    def __call__(self, event: AgentEvent) -> None:
-        self.events.append(event)
-        self.threads.add(threading.get_ident())
-
-
 def _interrupt_when_running(conversation: Conversation, done: threading.Event) -> None:
     # Keep interrupting until the turn ends: an interrupt before the turn started is ignored.
     while not done.wait(0.02):
@@ -98,7 +94,7 @@ def _interrupt_when_running(conversation: Conversation, done: threading.Event) -
 def _turn_unless_cancelled(conversation: Conversation) -> TurnResult | None:
     """Run a turn that waits; None when it is cancelled instead of finishing."""
     try:
-        return conversation.turn(TurnRequest("wait"), _Events())
+        return conversation.turn(TurnRequest("wait"), RecordingEventHandler())
     except TurnCancelledError:
         return None
 
@@ -142,24 +138,23 @@ class ConversationContract:
     ) -> None:
         """A process killed between turns costs no turn: the next resumes in a new process."""
         conversation = self.make_conversation([ContractTurn("one"), ContractTurn("two")])
-        first = conversation.turn(TurnRequest("1"), _Events())
+        first = conversation.turn(TurnRequest("1"), RecordingEventHandler())
         if not self.kill_idle_process(conversation):
             pytest.skip("the conversation keeps no process between turns")
-        events = _Events()
+        events = RecordingEventHandler()
         second = conversation.turn(TurnRequest("2"), events)
         assert second.text == "two"
         assert second.resumed
         assert second.respawned
         assert second.session_id == first.session_id == conversation.session_id
-        kinds = [e.kind for e in events.events if isinstance(e, Lifecycle)]
-        assert "process_respawned" in kinds
+        assert "process_respawned" in events.lifecycle_kinds()
         conversation.close()
 
     def test_a_fresh_conversation_is_unnamed_until_a_turn_names_it(self) -> None:
         """A fresh conversation is unnamed until a turn names it."""
         conversation = self.make_conversation([ContractTurn("hello")])
         assert conversation.session_id is None
-        result = conversation.turn(TurnRequest("hi"), _Events())
+        result = conversation.turn(TurnRequest("hi"), RecordingEventHandler())
         assert result.text == "hello"
         assert result.session_id is not None
         assert conversation.session_id == result.session_id
@@ -169,7 +164,7 @@ class ConversationContract:
     def test_events_arrive_on_the_calling_thread(self) -> None:
         """Events arrive on the calling thread."""
         conversation = self.make_conversation([ContractTurn("hello")])
-        events = _Events()
+        events = RecordingEventHandler()
         conversation.turn(TurnRequest("hi"), events)
         assert events.events
         assert events.threads == {threading.get_ident()}
@@ -177,8 +172,8 @@ class ConversationContract:
     def test_a_second_turn_continues_the_same_conversation(self) -> None:
         """A second turn continues the same conversation."""
         conversation = self.make_conversation([ContractTurn("one"), ContractTurn("two")])
-        first = conversation.turn(TurnRequest("1"), _Events())
-        second = conversation.turn(TurnRequest("2"), _Events())
+        first = conversation.turn(TurnRequest("1"), RecordingEventHandler())
+        second = conversation.turn(TurnRequest("2"), RecordingEventHandler())
         assert second.text == "two"
         assert second.resumed
         assert second.session_id == first.session_id == conversation.session_id
@@ -189,7 +184,7 @@ class ConversationContract:
             [ContractTurn("again")], resume_session_id=_RESUMED_ID
         )
         assert conversation.session_id == _RESUMED_ID
-        result = conversation.turn(TurnRequest("hi"), _Events())
+        result = conversation.turn(TurnRequest("hi"), RecordingEventHandler())
         assert result.resumed
         assert result.session_id == _RESUMED_ID
 
@@ -202,7 +197,7 @@ class ConversationContract:
         assert elapsed < self.io_timeout
         assert result is None or result.interrupted
         assert conversation.session_id == _KEPT_ID
-        after = conversation.turn(TurnRequest("next"), _Events())
+        after = conversation.turn(TurnRequest("next"), RecordingEventHandler())
         assert after.text == "after"
         assert not after.interrupted
 
@@ -214,7 +209,7 @@ class ConversationContract:
         done = threading.Event()
         helper = threading.Thread(target=_interrupt_when_running, args=(conversation, done))
         helper.start()
-        events = _Events()
+        events = RecordingEventHandler()
         try:
             try:
                 result = conversation.turn(TurnRequest("wait"), events)
@@ -224,7 +219,7 @@ class ConversationContract:
             done.set()
             helper.join(self.io_timeout)
         assert result.interrupted
-        assert any(isinstance(event, TurnInterrupted) for event in events.events)
+        assert events.of_type(TurnInterrupted)
 
     def test_a_stop_requested_before_the_turn_means_it_never_runs(self) -> None:
         """A stop requested before the turn began: TurnCancelledError, and nothing ran.
@@ -236,14 +231,12 @@ class ConversationContract:
         )
         stop = TurnStop()
         stop.request()
-        events = _Events()
+        events = RecordingEventHandler()
         with pytest.raises(TurnCancelledError):
             conversation.turn(TurnRequest("hi"), events, stop)
         assert conversation.session_id == _EARLY_ID
-        assert not any(isinstance(event, AssistantText) for event in events.events), (
-            "the stopped turn ran: it emitted an answer"
-        )
-        after = conversation.turn(TurnRequest("next"), _Events())
+        assert not events.of_type(AssistantText), "the stopped turn ran: it emitted an answer"
+        after = conversation.turn(TurnRequest("next"), RecordingEventHandler())
         assert after.text == "first", "the stopped turn ran and used up the first answer"
 
     def test_a_stop_requested_while_the_turn_runs_ends_it(self) -> None:
@@ -252,7 +245,7 @@ class ConversationContract:
             [ContractTurn(hang=True)], resume_session_id=_STOPPED_ID
         )
         stop = TurnStop()
-        events = _Events()
+        events = RecordingEventHandler()
         timer = threading.Timer(0.1, stop.request)
         timer.start()
         started = time.monotonic()
@@ -265,14 +258,14 @@ class ConversationContract:
         assert time.monotonic() - started < self.io_timeout
         assert result is None or result.interrupted
         if result is not None:
-            assert any(isinstance(event, TurnInterrupted) for event in events.events)
+            assert events.of_type(TurnInterrupted)
         assert conversation.session_id == _STOPPED_ID
 
     def test_interrupt_with_no_turn_running_does_nothing(self) -> None:
         """Interrupt with no turn running does nothing."""
         conversation = self.make_conversation([ContractTurn("fine")])
         conversation.interrupt()
-        result = conversation.turn(TurnRequest("hi"), _Events())
+        result = conversation.turn(TurnRequest("hi"), RecordingEventHandler())
         assert result.text == "fine"
         assert not result.interrupted
 
@@ -282,7 +275,7 @@ class ConversationContract:
         conversation.close()
         conversation.close()
         with pytest.raises(SessionStateError):
-            conversation.turn(TurnRequest("hi"), _Events())
+            conversation.turn(TurnRequest("hi"), RecordingEventHandler())
 
 
 class SteerableConversationContract(ConversationContract):
@@ -302,7 +295,7 @@ class SteerableConversationContract(ConversationContract):
         conversation = self._steerable([ContractTurn("fine")])
         with pytest.raises(NoRunningTurnError):
             conversation.steer("too early")
-        conversation.turn(TurnRequest("hi"), _Events())
+        conversation.turn(TurnRequest("hi"), RecordingEventHandler())
         with pytest.raises(NoRunningTurnError):
             conversation.steer("too late")
 
@@ -336,7 +329,7 @@ class SteerableConversationContract(ConversationContract):
         assert not failures, failures
         assert steered.is_set(), "steer never reached the running turn"
         assert result is None or result.interrupted
-        after = conversation.turn(TurnRequest("next"), _Events())
+        after = conversation.turn(TurnRequest("next"), RecordingEventHandler())
         assert after.text.startswith("after")
 
 
@@ -364,7 +357,7 @@ class TransportContract:
         try:
             assert isinstance(conversation, Conversation)
             assert conversation.session_id is None
-            result = conversation.turn(TurnRequest("hello"), _Events())
+            result = conversation.turn(TurnRequest("hello"), RecordingEventHandler())
             assert result.text == "hi"
             assert not result.resumed
         finally:
@@ -376,7 +369,7 @@ class TransportContract:
         conversation = transport.open(_spec(resume_session_id=_BACK_ID))
         try:
             assert conversation.session_id == _BACK_ID
-            result = conversation.turn(TurnRequest("hello"), _Events())
+            result = conversation.turn(TurnRequest("hello"), RecordingEventHandler())
             assert result.resumed
             assert result.session_id == _BACK_ID
         finally:
@@ -388,9 +381,9 @@ class TransportContract:
         first = transport.open(_spec())
         second = transport.open(_spec(resume_session_id=_OTHER_ID))
         try:
-            first.turn(TurnRequest("1"), _Events())
+            first.turn(TurnRequest("1"), RecordingEventHandler())
             first.close()
-            result = second.turn(TurnRequest("2"), _Events())
+            result = second.turn(TurnRequest("2"), RecordingEventHandler())
             assert result.text == "b"
             assert second.session_id == _OTHER_ID
             assert first.session_id != second.session_id

@@ -12,7 +12,6 @@ from agentshim.acp.client import AcpTransport
 from agentshim.acp.dialect import AcpDialect
 from agentshim.acp.jsonrpc import Notification, Request, Response, read_message
 from agentshim.core.conversation import Conversation, ConversationSpec
-from agentshim.core.events import AgentEvent, Lifecycle
 from agentshim.core.permissions import ApprovalPolicy, NativePermissions
 from agentshim.core.turn import TurnRequest
 from agentshim.execution.process import SpawnRequest
@@ -20,20 +19,10 @@ from agentshim.providers import get_plugin
 from agentshim.testing import FakeExecutor
 from agentshim.testing.acp import AcpPeer, AcpPeers, AcpPeerTurn, AcpQuirks, AcpRecordedPeer
 from agentshim.testing.process import FakePeer
+from agentshim.testing.recording import RecordingEventHandler
 from agentshim.transport.installed import InstalledCli
 
 FIXTURES = Path(__file__).parents[2] / "fixtures"
-
-
-class Events(list[AgentEvent]):
-    def __call__(self, event: AgentEvent) -> None:
-        self.append(event)
-
-    def of(self, kind: type[Any]) -> list[Any]:
-        return [event for event in self if isinstance(event, kind)]
-
-    def lifecycle(self, kind: str) -> list[str]:
-        return [event.detail for event in self.of(Lifecycle) if event.kind == kind]
 
 
 def transport_on(
@@ -86,8 +75,8 @@ class Rig:
             )
         )
 
-    def turn(self, prompt: str = "go", **request: Any) -> tuple[Any, Events]:
-        events = Events()
+    def turn(self, prompt: str = "go", **request: Any) -> tuple[Any, RecordingEventHandler]:
+        events = RecordingEventHandler()
         return self.conversation.turn(TurnRequest(prompt, **request), events), events
 
     def later(self, seconds: float, action: Callable[[], None]) -> threading.Timer:
@@ -102,9 +91,9 @@ class Rig:
 
 def turn_on(
     conversation: Conversation, prompt: str, *, interrupt_after: float | None = None
-) -> tuple[Any, Events]:
+) -> tuple[Any, RecordingEventHandler]:
     """One turn of ``prompt`` on ``conversation``, interrupted ``interrupt_after`` s in if given."""
-    events = Events()
+    events = RecordingEventHandler()
     timer = None
     if interrupt_after is not None:
         timer = threading.Timer(interrupt_after, conversation.interrupt)

@@ -29,8 +29,9 @@ from agentshim.testing.acp import (
     AcpPeerTurn,
     AcpQuirks,
 )
+from agentshim.testing.recording import RecordingEventHandler
 
-from .rigs import Events, transport_on
+from .rigs import transport_on
 
 DIALECTS = [
     ("gemini", GEMINI_ACP, GEMINI_QUIRKS),
@@ -80,11 +81,11 @@ def test_garbage_lines_cost_only_themselves(
     conversation = transport.open(
         ConversationSpec(permissions=NativePermissions.bypass(), approvals=ApprovalPolicy.DENY)
     )
-    events = Events()
+    events = RecordingEventHandler()
     result = conversation.turn(TurnRequest("go"), events)
     assert result.text == "the answer"
     assert len(events.lifecycle("malformed_frame")) >= 3
-    assert conversation.turn(TurnRequest("go"), Events()).text == "again"
+    assert conversation.turn(TurnRequest("go"), RecordingEventHandler()).text == "again"
     conversation.close()
 
 

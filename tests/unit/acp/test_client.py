@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import pytest
@@ -13,7 +13,7 @@ import pytest
 from agentshim import Agent
 from agentshim.acp.client import AcpTransport
 from agentshim.core.approvals import ApprovalDecision, ApprovalRequest
-from agentshim.core.conversation import ConversationSpec, Transport, TransportKind
+from agentshim.core.conversation import ConversationSpec, TransportKind
 from agentshim.core.errors import (
     ApprovalRequiredError,
     CliDiedError,
@@ -46,14 +46,10 @@ from agentshim.providers.gemini.acp import GEMINI_ACP
 from agentshim.testing import FakeClock, FakeExecutor
 from agentshim.testing.acp import GEMINI_QUIRKS, AcpPeer, AcpPeers, AcpPeerTurn, AcpQuirks
 from agentshim.testing.process import FakePeer, SilentPeer
-from agentshim.testing.session_contracts import (
-    ContractTurn,
-    ConversationContract,
-    TransportContract,
-)
+from agentshim.testing.recording import RecordingEventHandler
 
-from .rigs import Events, methods, transport_on
 from .rigs import Rig as AcpRig
+from .rigs import methods, transport_on
 
 BYPASS = NativePermissions.bypass()
 WRITE = NativePermissions.workspace_write()
@@ -92,8 +88,8 @@ class TestTurnsOnOneProcess:
         assert len(rig.executor.spawned) == 1
         assert (first.resumed, second.resumed) == (False, True)
         assert first.session_id == second.session_id == rig.conversation.session_id
-        assert events1.of(SessionStarted) == [SessionStarted(first.session_id)]
-        assert not events2.of(RunStarted)
+        assert events1.of_type(SessionStarted) == [SessionStarted(first.session_id)]
+        assert not events2.of_type(RunStarted)
         assert methods(rig.peer) == [
             "initialize",
             "session/new",
@@ -165,7 +161,7 @@ class TestTurnsOnOneProcess:
     def test_chunks_stream_as_deltas_and_join_into_the_answer(self) -> None:
         rig = Rig([AcpPeerTurn("Hello from the scripted model.", chunks=3)])
         result, events = rig.turn()
-        deltas = events.of(AssistantText)
+        deltas = events.of_type(AssistantText)
         assert len(deltas) == 3
         assert all(d.delta for d in deltas)
         assert "".join(d.text for d in deltas) == result.text == "Hello from the scripted model."
@@ -176,7 +172,7 @@ class TestTurnsOnOneProcess:
         assert result.usage.tokens.input_tokens == 2400
         assert result.usage.tokens.output_tokens == 35
         assert result.usage.model == "gemini-3.8-flash"
-        assert [r.usage for r in events.of(UsageReport)] == [result.usage]
+        assert [r.usage for r in events.of_type(UsageReport)] == [result.usage]
 
     def test_a_mode_update_in_the_text_stream_is_a_notice_not_the_answer(self) -> None:
         quirks = AcpQuirks(announces_permissioned_calls=False, notice="[MODE_UPDATE] yolo")
@@ -190,13 +186,13 @@ class TestTurnsOnOneProcess:
         rig = Rig([AcpPeerTurn("ok")], quirks=quirks)
         result, events = rig.turn()
         assert result.text == "ok"
-        assert len(events.of(CommandsAvailable)) == 2
+        assert len(events.of_type(CommandsAvailable)) == 2
 
     def test_a_tool_call_and_its_update_become_call_and_result(self) -> None:
         rig = Rig([AcpPeerTurn("Done.", tool="echo hello")])
         _, events = rig.turn()
-        (call,) = events.of(ToolCall)
-        (result,) = events.of(ToolResult)
+        (call,) = events.of_type(ToolCall)
+        (result,) = events.of_type(ToolResult)
         assert call.tool == "echo hello"
         assert call.args == "echo hello"
         assert call.kind.value == "command"
@@ -244,22 +240,22 @@ class TestApprovals:
         )
         result, events = rig.turn()
         assert result.text == "Done."
-        (call,) = events.of(ToolCall)
+        (call,) = events.of_type(ToolCall)
         assert call.tool == "touch x.txt"
         assert seen[0].tool == "touch x.txt"
         assert seen[0].tool_id == call.tool_id
         assert rig.peer.answers == [
             {"outcome": {"outcome": "selected", "optionId": "proceed_once"}}
         ]
-        assert events.of(ApprovalAnswered)[0].allowed
-        assert events.of(ToolResult)[0].stdout == "ran touch x.txt"
+        assert events.of_type(ApprovalAnswered)[0].allowed
+        assert events.of_type(ToolResult)[0].stdout == "ran touch x.txt"
 
     def test_a_deny_selects_the_reject_option(self) -> None:
         rig = Rig([AcpPeerTurn("x", tool="touch x.txt", ask=True)], permissions=WRITE)
         result, events = rig.turn()
         assert rig.peer.answers == [{"outcome": {"outcome": "selected", "optionId": "cancel"}}]
         assert result.text == "denied"
-        answered = events.of(ApprovalAnswered)[0]
+        answered = events.of_type(ApprovalAnswered)[0]
         assert (answered.allowed, answered.decided_by) == (False, "policy")
 
     def test_an_agent_that_announces_calls_gets_one_tool_call_event(self) -> None:
@@ -270,8 +266,8 @@ class TestApprovals:
             approvals=lambda _: ApprovalDecision.allow(),
         )
         _, events = rig.turn()
-        assert len(events.of(ToolCall)) == 1
-        assert len(events.of(ApprovalRequested)) == 1
+        assert len(events.of_type(ToolCall)) == 1
+        assert len(events.of_type(ApprovalRequested)) == 1
 
     def test_a_handler_that_raises_denies(self) -> None:
         def broken(_: ApprovalRequest) -> ApprovalDecision:
@@ -279,7 +275,7 @@ class TestApprovals:
 
         rig = Rig([AcpPeerTurn("x", tool="t", ask=True)], permissions=WRITE, approvals=broken)
         _, events = rig.turn()
-        assert events.of(ApprovalAnswered)[0].decided_by == "handler_error"
+        assert events.of_type(ApprovalAnswered)[0].decided_by == "handler_error"
         assert rig.peer.answers[0]["outcome"]["optionId"] == "cancel"
 
     def test_rewritten_arguments_cannot_be_carried_so_the_call_is_denied(self) -> None:
@@ -290,7 +286,7 @@ class TestApprovals:
             approvals=lambda _: ApprovalDecision.allow(args={"command": "ls"}),
         )
         _, events = rig.turn()
-        answered = events.of(ApprovalAnswered)[0]
+        answered = events.of_type(ApprovalAnswered)[0]
         assert not answered.allowed
         assert "rewritten" in answered.message
         assert rig.peer.answers[0]["outcome"]["optionId"] == "cancel"
@@ -304,7 +300,7 @@ class TestApprovals:
         )
         _, events = rig.turn()
         assert asked == []
-        assert events.of(ApprovalAnswered)[0].decided_by == "read_only"
+        assert events.of_type(ApprovalAnswered)[0].decided_by == "read_only"
 
     def test_fail_turn_answers_and_fails_the_turn(self) -> None:
         rig = Rig(
@@ -335,8 +331,8 @@ class TestApprovals:
         assert result.interrupted
         assert methods(rig.peer)[-2:] == ["session/cancel", "answer"]
         assert rig.peer.answers == [{"outcome": {"outcome": "cancelled"}}]
-        assert events.of(ApprovalAnswered)[0].decided_by == "interrupted"
-        assert events.of(TurnInterrupted)
+        assert events.of_type(ApprovalAnswered)[0].decided_by == "interrupted"
+        assert events.of_type(TurnInterrupted)
         assert rig.turn()[0].text == "after"
 
 
@@ -346,9 +342,9 @@ class TestInterrupt:
         rig.later(0.2, rig.conversation.interrupt)
         result, events = rig.turn()
         assert result.interrupted
-        assert events.of(TurnInterrupted)
+        assert events.of_type(TurnInterrupted)
         # Gemini reports the stopped command as completed.
-        assert [r.stdout for r in events.of(ToolResult)] == ["Command cancelled by user."]
+        assert [r.stdout for r in events.of_type(ToolResult)] == ["Command cancelled by user."]
         assert rig.turn()[0].text == "next"
         assert len(rig.executor.spawned) == 1
 
@@ -357,7 +353,7 @@ class TestInterrupt:
         rig = Rig([AcpPeerTurn("never", tool="sleep 30", hang=True)], quirks=quirks)
         rig.later(0.2, rig.conversation.interrupt)
         _, events = rig.turn()
-        (result,) = events.of(ToolResult)
+        (result,) = events.of_type(ToolResult)
         assert result.stderr == "cancelled with the turn"
 
     def test_a_stall_cancels_and_raises(self) -> None:
@@ -413,7 +409,7 @@ class TestFailures:
         assert rig.peer.received[1]["params"]["sessionId"] == first.session_id
         # Its history was replayed, and none of it reached this turn.
         assert events.lifecycle("replay_suppressed")
-        assert [e.text for e in events.of(AssistantText)] == ["three"]
+        assert [e.text for e in events.of_type(AssistantText)] == ["three"]
 
     def test_a_load_in_the_minute_the_session_was_made_waits_for_the_next(self) -> None:
         now = [600.0 + 10.0]
@@ -455,7 +451,7 @@ class TestFailures:
         transport, _ = make_transport(spawn)
         spec = ConversationSpec(permissions=BYPASS, approvals=ApprovalPolicy.DENY)
         with pytest.raises(ProviderCapabilityError, match=r"fs/read_text_file.*read_files=True"):
-            transport.open(spec).turn(TurnRequest("go"), Events())
+            transport.open(spec).turn(TurnRequest("go"), RecordingEventHandler())
         (refusal,) = [f for f in started[0].received if "method" not in f]
         assert refusal["id"] == 0
         assert refusal["error"]["code"] == -32601
@@ -490,7 +486,7 @@ class TestStartFailures:
             ConversationSpec(permissions=BYPASS, approvals=ApprovalPolicy.DENY)
         )
         with pytest.raises(CliExitError) as caught:
-            conversation.turn(TurnRequest("go"), Events())
+            conversation.turn(TurnRequest("go"), RecordingEventHandler())
         assert caught.value.kind is FailureKind.AUTH
         assert caught.value.returncode == 41
         assert "API key not valid" in caught.value.stderr
@@ -502,7 +498,7 @@ class TestStartFailures:
             ConversationSpec(permissions=BYPASS, approvals=ApprovalPolicy.DENY)
         )
         with pytest.raises(CliExitError, match="Authentication required") as caught:
-            conversation.turn(TurnRequest("go"), Events())
+            conversation.turn(TurnRequest("go"), RecordingEventHandler())
         assert caught.value.kind is FailureKind.AUTH
         assert executor.processes[0].stdin_closed
 
@@ -514,7 +510,7 @@ class TestStartFailures:
             ConversationSpec(permissions=BYPASS, approvals=ApprovalPolicy.DENY)
         )
         with pytest.raises(CliTimeoutError, match="did not answer initialize"):
-            conversation.turn(TurnRequest("go"), Events())
+            conversation.turn(TurnRequest("go"), RecordingEventHandler())
 
 
 class TestRefusals:
@@ -528,30 +524,8 @@ class TestRefusals:
         )
         conversation = transport.open(spec)
         with pytest.raises(ProviderCapabilityError, match="session/fork"):
-            conversation.turn(TurnRequest("go"), Events())
+            conversation.turn(TurnRequest("go"), RecordingEventHandler())
         conversation.close()
-
-
-class TestAcpConversation(ConversationContract):
-    def make_conversation(
-        self, turns: Sequence[ContractTurn], *, resume_session_id: str | None = None
-    ) -> Any:
-        scripted = [AcpPeerTurn(t.text, hang=t.hang) for t in turns]
-        transport, self.executor = make_transport(AcpPeers(scripted))
-        spec = ConversationSpec(
-            permissions=BYPASS, approvals=ApprovalPolicy.DENY, resume_session_id=resume_session_id
-        )
-        return transport.open(spec)
-
-    def kill_idle_process(self, conversation: object) -> bool:
-        self.executor.processes[-1].kill()
-        return True
-
-
-class TestAcpTransport(TransportContract):
-    def make_transport(self, turns: Sequence[ContractTurn]) -> Transport:
-        scripted = [AcpPeerTurn(t.text, hang=t.hang) for t in turns]
-        return make_transport(AcpPeers(scripted))[0]
 
 
 def gemini_agent(peers: AcpPeers) -> tuple[Agent, FakeExecutor]:

@@ -22,8 +22,9 @@ from agentshim.testing.acp import (
     AcpPeerTurn,
     AcpQuirks,
 )
+from agentshim.testing.recording import RecordingEventHandler
 
-from .rigs import Events, transport_on
+from .rigs import transport_on
 
 DIALECTS = [
     pytest.param("gemini", GEMINI_ACP, GEMINI_QUIRKS, id="gemini"),
@@ -44,7 +45,7 @@ def test_initialize_advertises_no_fs_and_no_terminal(
 ) -> None:
     peers = AcpPeers([AcpPeerTurn("ok")], quirks=quirks)
     conversation, _ = _open(provider, dialect, peers)
-    conversation.turn(TurnRequest("go"), Events())  # type: ignore[attr-defined]
+    conversation.turn(TurnRequest("go"), RecordingEventHandler())  # type: ignore[attr-defined]
     capabilities = peers.peers[0].client_capabilities
     assert capabilities is not None
     assert capabilities["terminal"] is False
@@ -67,7 +68,7 @@ def test_close_ends_an_agent_that_ignores_stdin_eof(
     conversation, executor = _open(
         provider, dialect, AcpPeers([AcpPeerTurn("ok")], quirks=stubborn), close_grace=0.2
     )
-    conversation.turn(TurnRequest("go"), Events())  # type: ignore[attr-defined]
+    conversation.turn(TurnRequest("go"), RecordingEventHandler())  # type: ignore[attr-defined]
     started = time.monotonic()
     conversation.close()  # type: ignore[attr-defined]
     assert time.monotonic() - started < 3

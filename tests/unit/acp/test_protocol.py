@@ -40,9 +40,9 @@ from agentshim.execution.process import ProcessExited, SpawnRequest, StdoutLine
 from agentshim.providers.acp import AcpAgentConfig, AcpProvider
 from agentshim.testing import FakeExecutor
 from agentshim.testing.process import FakePeer, PeerOutput
+from agentshim.testing.recording import RecordingEventHandler
 from agentshim.transport.installed import InstalledCli
 
-from .rigs import Events
 from .schema_agent import Initialize, SchemaAgent, Script, ask, text, update
 
 WRITE = NativePermissions.workspace_write()
@@ -85,8 +85,8 @@ class Rig:
             return self.agent
         return self.commands(request)
 
-    def turn(self, prompt: str = "go") -> tuple[TurnResult, Events]:
-        events = Events()
+    def turn(self, prompt: str = "go") -> tuple[TurnResult, RecordingEventHandler]:
+        events = RecordingEventHandler()
         try:
             return self.conversation.turn(TurnRequest(prompt), events), events
         finally:
@@ -216,9 +216,9 @@ class TestEveryUpdateKind:
         result, events = rig.turn()
         rig.close()
         assert result.text == "Done: fixed."
-        assert [e.text for e in events.of(AssistantText)] == ["Done: ", "fixed."]
-        assert [e.text for e in events.of(Reasoning)] == ["Let me look. "]
-        contents = events.of(AgentContent)
+        assert [e.text for e in events.of_type(AssistantText)] == ["Done: ", "fixed."]
+        assert [e.text for e in events.of_type(Reasoning)] == ["Let me look. "]
+        contents = events.of_type(AgentContent)
         assert [(c.content_type, c.thought) for c in contents] == [
             ("image", True),
             ("resource_link", False),
@@ -226,14 +226,14 @@ class TestEveryUpdateKind:
         ]
         assert contents[2].text == "B"
         assert contents[1].uri == "file:///work/a.md"
-        (plan,) = events.of(Plan)
+        (plan,) = events.of_type(Plan)
         assert [(i.text, i.status) for i in plan.items] == [
             ("read the file", "in_progress"),
             ("edit it", "pending"),
         ]
-        (call,) = events.of(ToolCall)
+        (call,) = events.of_type(ToolCall)
         assert (call.tool_id, call.tool) == ("call_1", "Read file")
-        refined, finished = events.of(ToolCallUpdated)
+        refined, finished = events.of_type(ToolCallUpdated)
         assert (refined.tool, refined.status, refined.args) == (
             "Read src/app.py",
             "in_progress",
@@ -244,18 +244,18 @@ class TestEveryUpdateKind:
         assert [(d.path, d.old_text, d.new_text) for d in finished.diffs] == [
             ("/work/src/app.py", "a", "b")
         ]
-        (done,) = events.of(ToolResult)
+        (done,) = events.of_type(ToolResult)
         assert (done.tool, done.exit_code) == ("Read src/app.py", 0)
         assert "print(1)" in done.stdout
-        assert events.of(CommandsAvailable)[0].commands == ("web",)
-        assert [e.mode_id for e in events.of(ModeChanged)] == ["plan"]
-        (config,) = events.of(ConfigOptionsChanged)
+        assert events.of_type(CommandsAvailable)[0].commands == ("web",)
+        assert [e.mode_id for e in events.of_type(ModeChanged)] == ["plan"]
+        (config,) = events.of_type(ConfigOptionsChanged)
         assert [(o.option_id, o.value, o.choices) for o in config.options] == [
             ("model", "m1", ("m1", "m2")),
             ("fast", "true", ()),
         ]
-        assert [e.title for e in events.of(SessionTitle)] == ["Fixing app.py"]
-        live = [e for e in events.of(UsageReport) if e.scope is UsageScope.CALL]
+        assert [e.title for e in events.of_type(SessionTitle)] == ["Fixing app.py"]
+        live = [e for e in events.of_type(UsageReport) if e.scope is UsageScope.CALL]
         assert live[0].cost_usd == 0.25
         assert (result.context_tokens, result.context_window) == (5300, 200000)
         assert result.stop_reason is StopReason.END_TURN
@@ -283,7 +283,7 @@ class TestStopReasons:
         assert result.stop_reason is StopReason.CANCELLED
         assert events.lifecycle("cancelled_by_agent")
         # The call it left open still has an end.
-        assert [r.tool_id for r in events.of(ToolResult)] == ["c"]
+        assert [r.tool_id for r in events.of_type(ToolResult)] == ["c"]
 
 
 class TestUsageAndAuth:
@@ -460,8 +460,8 @@ def test_any_sequence_of_updates_pairs_tool_events_and_answers_with_streamed_tex
     rig = Rig([Script([update(step) for step in steps])])
     result, events = rig.turn()
     rig.close()
-    calls = [e.tool_id for e in events.of(ToolCall)]
-    results = [e.tool_id for e in events.of(ToolResult)]
+    calls = [e.tool_id for e in events.of_type(ToolCall)]
+    results = [e.tool_id for e in events.of_type(ToolResult)]
     assert sorted(calls) == sorted(results)
     assert len(set(calls)) == len(calls)
     for tool_id in calls:
@@ -476,7 +476,7 @@ def test_any_sequence_of_updates_pairs_tool_events_and_answers_with_streamed_tex
         step["content"]["text"] for step in steps if step["sessionUpdate"] == "agent_message_chunk"
     )
     assert result.text in streamed
-    assert result.text == "".join(e.text for e in events.of(AssistantText))
+    assert result.text == "".join(e.text for e in events.of_type(AssistantText))
     assert not events.lifecycle("unknown_update")
     assert all(not isinstance(e, Lifecycle) or e.kind != "malformed_update" for e in events)
 
@@ -538,7 +538,7 @@ class TestPromptContent:
                 PromptResource("file:///work/b.py", "print(2)", "text/x-python"),
             ),
         )
-        assert rig.conversation.turn(request, Events()).text == "seen"
+        assert rig.conversation.turn(request, RecordingEventHandler()).text == "seen"
         rig.close()
         (prompt,) = [f for f in rig.agent.received if f.get("method") == "session/prompt"]
         assert prompt["params"]["prompt"] == [
@@ -559,7 +559,7 @@ class TestPromptContent:
         rig = Rig([Script([text("never")])], init=Initialize(agent_capabilities={}))
         request = TurnRequest("look", attachments=(PromptImage(b"x", "image/png"),))
         with pytest.raises(ProviderCapabilityError, match="images"):
-            rig.conversation.turn(request, Events())
+            rig.conversation.turn(request, RecordingEventHandler())
         rig.close()
         assert "session/prompt" not in [f.get("method") for f in rig.agent.received]
 

@@ -12,7 +12,7 @@ import pytest
 from agentshim import Agent
 from agentshim.acp.client import AcpTransport
 from agentshim.acp.dialect import AcpDialect
-from agentshim.core.conversation import ConversationSpec, Transport, TransportKind
+from agentshim.core.conversation import ConversationSpec, TransportKind
 from agentshim.core.errors import CliDiedError, InvalidRequestError, ProviderCapabilityError
 from agentshim.core.events import AgentEvent
 from agentshim.core.permissions import ApprovalPolicy, NativePermissions
@@ -32,11 +32,6 @@ from agentshim.testing.acp import (
     AcpQuirks,
 )
 from agentshim.testing.process import FakePeer, GateMarker, PeerOutput, ReplayGates
-from agentshim.testing.session_contracts import (
-    ContractTurn,
-    ConversationContract,
-    TransportContract,
-)
 from agentshim.transport.installed import InstalledCli
 from agentshim.transport.shared import ProcessSharing
 from tests.unit.session.helpers import stream_agent
@@ -74,36 +69,6 @@ def ignore() -> Callable[[AgentEvent], None]:
 
 def sent(peers: AcpPeers, method: str) -> list[dict[str, Any]]:
     return [m for peer in peers.peers for m in peer.received if m.get("method") == method]
-
-
-def contract(turns: Sequence[ContractTurn]) -> list[AcpPeerTurn]:
-    return [AcpPeerTurn(t.text, hang=t.hang) for t in turns]
-
-
-class TestSharedGeminiConversationContract(ConversationContract):
-    def make_conversation(
-        self, turns: Sequence[ContractTurn], *, resume_session_id: str | None = None
-    ) -> Any:
-        return shared("gemini", contract(turns))[0].open(spec(resume_session_id))
-
-
-class TestSharedOpencodeConversationContract(ConversationContract):
-    def make_conversation(
-        self, turns: Sequence[ContractTurn], *, resume_session_id: str | None = None
-    ) -> Any:
-        return shared("opencode", contract(turns))[0].open(spec(resume_session_id))
-
-
-class TestSharedCopilotConversationContract(ConversationContract):
-    def make_conversation(
-        self, turns: Sequence[ContractTurn], *, resume_session_id: str | None = None
-    ) -> Any:
-        return shared("copilot", contract(turns))[0].open(spec(resume_session_id))
-
-
-class TestSharedAcpTransportContract(TransportContract):
-    def make_transport(self, turns: Sequence[ContractTurn]) -> Transport:
-        return shared("gemini", contract(turns))[0]
 
 
 @pytest.mark.parametrize("provider", sorted(AGENTS))

@@ -482,6 +482,7 @@ class CodexAppServerConversation(ProcessConversation[_Turn]):
         The process-wide configuration (the environment, the MCP servers' flags) decides
         which processes it may share; its marker goes per thread.
         """
+        self._announce_respawn(emit)  # a shared process reports it as its own does
         context = self._context
         argv = app_server_argv(
             context.binary_path,

@@ -26,6 +26,7 @@ from agentshim.providers.codex.app_server.transport import CodexAppServerTranspo
 from agentshim.providers.codex.provider import CodexProvider
 from agentshim.testing import FakeExecutor
 from agentshim.testing.codex_app_server import CodexRecordedPeer
+from agentshim.testing.recording import RecordingEventHandler
 from agentshim.transport.installed import InstalledCli
 
 STREAM = Path(__file__).parents[3] / "fixtures" / "codex" / "stream"
@@ -35,17 +36,6 @@ SCHEMA = {
     "required": ["answer", "count"],
     "additionalProperties": False,
 }
-
-
-class Events(list[AgentEvent]):
-    def __call__(self, event: AgentEvent) -> None:
-        self.append(event)
-        hook = getattr(self, "hook", None)
-        if hook is not None:
-            hook(event)
-
-    def of(self, kind: type[Any]) -> list[Any]:
-        return [event for event in self if isinstance(event, kind)]
 
 
 class Replay:
@@ -77,11 +67,16 @@ class Replay:
 
     def turn(
         self, request: TurnRequest | str = "go", hook: Callable[[AgentEvent], None] | None = None
-    ) -> tuple[Any, Events]:
-        events = Events()
-        events.hook = hook  # type: ignore[attr-defined]
+    ) -> tuple[Any, RecordingEventHandler]:
+        events = RecordingEventHandler()
+
+        def emit(event: AgentEvent) -> None:
+            events.on_event(event)
+            if hook is not None:
+                hook(event)
+
         request = request if isinstance(request, TurnRequest) else TurnRequest(request)
-        return self.conversation.turn(request, events), events
+        return self.conversation.turn(request, emit), events
 
 
 def test_a_plain_turn_a_tool_turn_and_a_structured_turn(tmp_path: Path) -> None:
@@ -92,9 +87,9 @@ def test_a_plain_turn_a_tool_turn_and_a_structured_turn(tmp_path: Path) -> None:
     assert first.usage.tokens.cache_read_input_tokens == 1000
     assert first.context_window == 258400
     second, events = replay.turn()
-    (call,) = events.of(ToolCall)
+    (call,) = events.of_type(ToolCall)
     assert call.tool == "command_execution"
-    (result,) = events.of(ToolResult)
+    (result,) = events.of_type(ToolResult)
     assert result.stdout == "hello\n"
     assert second.session_id == first.session_id
     third, _ = replay.turn(TurnRequest("json", output_schema=OutputSchema(SCHEMA, tmp_path)))
@@ -113,8 +108,8 @@ def test_an_interrupted_command_is_closed_by_the_transport_and_the_next_turn_run
 
     first, events = replay.turn(hook=interrupt_on_command)
     assert first.interrupted
-    assert events.of(TurnInterrupted)
-    (closed,) = events.of(ToolResult)
+    assert events.of_type(TurnInterrupted)
+    (closed,) = events.of_type(ToolResult)
     assert closed.failed
     assert replay.reaped, "the interrupted turn's commands were not ended"
     second, _ = replay.turn()
@@ -143,11 +138,16 @@ def test_approvals_accept_then_decline() -> None:
     )
     _, first = replay.turn()
     _, second = replay.turn()
-    assert [e.allowed for e in first.of(ApprovalAnswered) + second.of(ApprovalAnswered)] == [
+    assert [
+        e.allowed for e in first.of_type(ApprovalAnswered) + second.of_type(ApprovalAnswered)
+    ] == [
         True,
         False,
     ]
-    assert [r.failed for r in first.of(ToolResult) + second.of(ToolResult)] == [False, True]
+    assert [r.failed for r in first.of_type(ToolResult) + second.of_type(ToolResult)] == [
+        False,
+        True,
+    ]
     replies = [m for m in replay.peers[0].received if "result" in m]
     assert replies == [
         {"id": 0, "result": {"decision": "accept"}},

@@ -4,26 +4,20 @@ from __future__ import annotations
 
 import dataclasses
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 
-from agentshim.core.conversation import ConversationSpec, Transport
+from agentshim.core.conversation import ConversationSpec
 from agentshim.core.errors import CliDiedError
 from agentshim.core.events import AgentEvent, SessionStarted
 from agentshim.core.permissions import ApprovalPolicy, NativePermissions
 from agentshim.core.turn import TurnRequest
-from agentshim.providers.codex.app_server.conversation import CodexAppServerConversation
 from agentshim.providers.codex.app_server.transport import CodexAppServerTransport
 from agentshim.providers.codex.provider import CodexProvider
 from agentshim.testing import FakeExecutor
 from agentshim.testing.codex_app_server import CodexAppServerPeers, CodexPeerTurn
-from agentshim.testing.session_contracts import (
-    ContractTurn,
-    SteerableConversationContract,
-    TransportContract,
-)
 from agentshim.transport.installed import InstalledCli
 from agentshim.transport.shared import ProcessSharing
 
@@ -69,24 +63,6 @@ def sent(peers: CodexAppServerPeers, method: str) -> list[dict[str, Any]]:
 
 def marker_of(request: dict[str, Any]) -> str:
     return request["params"]["config"]["shell_environment_policy"]["set"][MARKER]
-
-
-def contract_peers(turns: Sequence[ContractTurn]) -> CodexAppServerPeers:
-    return CodexAppServerPeers(CodexPeerTurn(turn.text, hang=turn.hang) for turn in turns)
-
-
-class TestSharedCodexConversationContract(SteerableConversationContract):
-    def make_conversation(
-        self, turns: Sequence[ContractTurn], *, resume_session_id: str | None = None
-    ) -> CodexAppServerConversation:
-        transport, _, _ = shared_transport(contract_peers(turns))
-        return transport.open(spec(resume_session_id))
-
-
-class TestSharedCodexTransportContract(TransportContract):
-    def make_transport(self, turns: Sequence[ContractTurn]) -> Transport:
-        transport, _, _ = shared_transport(contract_peers(turns))
-        return transport
 
 
 def test_two_conversations_are_two_threads_on_one_process_each_with_its_marker() -> None:

@@ -16,7 +16,7 @@ from agentshim.acp.dialect import AcpArgv
 from agentshim.acp.jsonrpc import Notification, Request, Response, RpcError
 from agentshim.acp.updates import UpdateReader
 from agentshim.core.approvals import ApprovalDecision, ApprovalRequest
-from agentshim.core.conversation import ConversationSpec, Transport
+from agentshim.core.conversation import ConversationSpec
 from agentshim.core.errors import (
     CliDiedError,
     CliExitError,
@@ -52,14 +52,9 @@ from agentshim.providers.copilot.acp import (
 )
 from agentshim.testing import FakeExecutor
 from agentshim.testing.acp import COPILOT_QUIRKS, AcpPeers, AcpPeerTurn
-from agentshim.testing.session_contracts import (
-    ContractTurn,
-    ConversationContract,
-    TransportContract,
-)
+from agentshim.testing.recording import RecordingEventHandler
 from agentshim.transport.installed import InstalledCli
 from tests.unit.acp.rigs import (
-    Events,
     Rig,
     answers,
     methods,
@@ -225,7 +220,7 @@ class TestUsage:
         assert (first.usage.tokens.input_tokens, first.usage.tokens.output_tokens) == (1200, 40)
         assert (second.usage.tokens.input_tokens, second.usage.tokens.output_tokens) == (2400, 35)
         assert second.usage.tokens.turns == 1
-        assert [u.usage for u in events.of(UsageReport)] == [second.usage]
+        assert [u.usage for u in events.of_type(UsageReport)] == [second.usage]
         with pytest.raises(CliDiedError):
             r.turn()
         third, _ = r.turn()
@@ -240,7 +235,7 @@ class TestEveryRecordedMessage:
 
     @pytest.mark.parametrize("case", recorded_cases(P))
     def test_every_update_is_a_known_kind(self, case: str) -> None:
-        events = Events()
+        events = RecordingEventHandler()
         reader = UpdateReader(events, is_notice, failed=failure_kind)
         for message in recorded_messages(P, case):
             if isinstance(message, Notification):
@@ -248,7 +243,7 @@ class TestEveryRecordedMessage:
             elif isinstance(message, Request) and message.method == "session/request_permission":
                 reader.announce(message.params["toolCall"])
         unknown = [
-            e for e in events.of(Lifecycle) if e.kind in ("unknown_update", "malformed_update")
+            e for e in events.of_type(Lifecycle) if e.kind in ("unknown_update", "malformed_update")
         ]
         assert unknown == []
         assert not any(t.startswith(("Info:", "Error:")) for t in [reader.text])
@@ -277,29 +272,29 @@ class TestRecordedSession:
         assert plain.text == HELLO
         assert plain.session_id == MAIN_SESSION
         # Copilot spoke of the session before session/new answered: kept, not lost.
-        assert len(events.of(CommandsAvailable)) == 2
-        assert events.of(SessionTitle)[0].title == "Say hello."
+        assert len(events.of_type(CommandsAvailable)) == 2
+        assert events.of_type(SessionTitle)[0].title == "Say hello."
         assert (plain.usage.tokens.input_tokens, plain.usage.tokens.output_tokens) == (1200, 40)
 
         echo, events = turn("TOOLECHO run echo hello")
         assert echo.text == "Running echo.Done."
-        assert "hello" in events.of(ToolResult)[0].stdout
+        assert "hello" in events.of_type(ToolResult)[0].stdout
         assert (echo.usage.tokens.input_tokens, echo.usage.tokens.output_tokens) == (2400, 35)
 
         rejected, events = turn("TOOLREJ touch a file")
         assert rejected.text == ""
         assert events.lifecycle("agent_notice") == ["Info: Operation cancelled by user"]
-        assert events.of(ToolResult)[0].stderr == "The user rejected this tool call."
+        assert events.of_type(ToolResult)[0].stderr == "The user rejected this tool call."
 
         slow_a, events = turn("SLOWA run sleep", interrupt_after=0.3)
         assert slow_a.interrupted
         # Copilot sends no end for the stopped command; the transport gives it one.
-        assert events.of(ToolResult)[0].stderr == "cancelled with the turn"
-        assert events.of(TurnInterrupted)
+        assert events.of_type(ToolResult)[0].stderr == "cancelled with the turn"
+        assert events.of_type(TurnInterrupted)
 
         slow_b, events = turn("SLOWB run sleep")
         assert slow_b.interrupted
-        assert events.of(ApprovalAnswered)[0].decided_by == "interrupted"
+        assert events.of_type(ApprovalAnswered)[0].decided_by == "interrupted"
 
         drip, _ = turn("DRIP stream", interrupt_after=0.3)
         assert drip.interrupted
@@ -333,14 +328,17 @@ class TestRecordedSession:
                 resume_session_id=MAIN_SESSION,
             )
         )
-        events = Events()
+        events = RecordingEventHandler()
         result = conversation.turn(TurnRequest("Say hello after load."), events)
         conversation.close()
         # The replay holds the old "Error: ..." line: it fails nothing now.
         assert result.text == HELLO
         assert result.resumed
         assert events.lifecycle("replay_suppressed")
-        assert [e.text for e in events.of(AssistantText)] == ["Hello from the s", "cripted model."]
+        assert [e.text for e in events.of_type(AssistantText)] == [
+            "Hello from the s",
+            "cripted model.",
+        ]
         # A new process starts its count again.
         assert result.usage.tokens.input_tokens == 1200
 
@@ -459,29 +457,3 @@ class TestOnTheFake:
         result, _ = r.turn()
         assert result.interrupted
         assert r.turn()[0].text == "after"
-
-
-def _fake(turns: Sequence[ContractTurn]) -> AcpPeers:
-    return AcpPeers([AcpPeerTurn(t.text, hang=t.hang) for t in turns], quirks=COPILOT_QUIRKS)
-
-
-class TestCopilotAcpConversation(ConversationContract):
-    def make_conversation(
-        self, turns: Sequence[ContractTurn], *, resume_session_id: str | None = None
-    ) -> Any:
-        transport, self.executor = transport_on(P, COPILOT_ACP, _fake(turns))
-        spec = ConversationSpec(
-            permissions=NativePermissions.bypass(),
-            approvals=ApprovalPolicy.DENY,
-            resume_session_id=resume_session_id,
-        )
-        return transport.open(spec)
-
-    def kill_idle_process(self, conversation: object) -> bool:
-        self.executor.processes[-1].kill()
-        return True
-
-
-class TestCopilotAcpTransport(TransportContract):
-    def make_transport(self, turns: Sequence[ContractTurn]) -> Transport:
-        return transport_on(P, COPILOT_ACP, _fake(turns))[0]

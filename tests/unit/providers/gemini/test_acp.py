@@ -20,7 +20,6 @@ from agentshim.core.approvals import ApprovalDecision, ApprovalRequest
 from agentshim.core.conversation import ConversationSpec
 from agentshim.core.errors import CliExitError, FailureKind, InvalidRequestError, SessionResumeError
 from agentshim.core.events import (
-    AgentEvent,
     ApprovalAnswered,
     AssistantText,
     Lifecycle,
@@ -41,6 +40,7 @@ from agentshim.providers.gemini.acp import (
 from agentshim.providers.gemini.provider import GeminiProvider
 from agentshim.testing import FakeExecutor
 from agentshim.testing.acp import AcpRecordedPeer
+from agentshim.testing.recording import RecordingEventHandler
 from agentshim.transport.installed import InstalledCli
 from tests.unit.acp.rigs import turn_on
 
@@ -48,14 +48,6 @@ FIXTURES = Path(__file__).parents[3] / "fixtures" / "gemini" / "acp"
 CASES = sorted(p.name for p in FIXTURES.iterdir() if p.is_dir())
 MAIN_SESSION = "52ef14f3-7988-4f13-a645-cb8c3d81aef9"
 HELLO = "Hello from the scripted model."
-
-
-class Events(list[AgentEvent]):
-    def __call__(self, event: AgentEvent) -> None:
-        self.append(event)
-
-    def of(self, kind: type[Any]) -> list[Any]:
-        return [event for event in self if isinstance(event, kind)]
 
 
 def recorded_lines(case: str, direction: str) -> Iterator[str]:
@@ -165,7 +157,7 @@ class TestEveryRecordedMessage:
 
     @pytest.mark.parametrize("case", CASES)
     def test_every_update_is_a_known_kind(self, case: str) -> None:
-        events = Events()
+        events = RecordingEventHandler()
         reader = UpdateReader(events, is_notice)
         for line in recorded_lines(case, "out"):
             message = read_message(json.loads(line))
@@ -176,7 +168,7 @@ class TestEveryRecordedMessage:
         assert not [e for e in events if isinstance(e, Lifecycle) and e.kind == "unknown_update"]
 
     def test_the_mode_update_text_is_kept_out_of_the_answer(self) -> None:
-        events = Events()
+        events = RecordingEventHandler()
         reader = UpdateReader(events, is_notice)
         for line in recorded_lines("session_fs_plan_mode", "out"):
             message = read_message(json.loads(line))
@@ -232,28 +224,28 @@ class TestRecordedSession:
 
         echo, events = turn("TOOLECHO run echo hello")
         assert echo.text == "Running echo.Done."
-        (call,) = events.of(ToolCall)
+        (call,) = events.of_type(ToolCall)
         assert (call.tool, call.kind.value) == ("echo hello", "command")
-        assert events.of(ToolResult)[0].exit_code == 0
+        assert events.of_type(ToolResult)[0].exit_code == 0
 
         rejected, events = turn("TOOLREJ touch a file")
         assert rejected.text == "Done."
-        assert [a.allowed for a in events.of(ApprovalAnswered)] == [False]
-        assert events.of(ToolCall)[0].tool == "touch rejected.txt"
+        assert [a.allowed for a in events.of_type(ApprovalAnswered)] == [False]
+        assert events.of_type(ToolCall)[0].tool == "touch rejected.txt"
 
         mcp, events = turn("MCPCALL call the ping tool")
-        assert [a.allowed for a in events.of(ApprovalAnswered)] == [True]
-        assert "pong from fakemcp" in events.of(ToolResult)[0].stdout
+        assert [a.allowed for a in events.of_type(ApprovalAnswered)] == [True]
+        assert "pong from fakemcp" in events.of_type(ToolResult)[0].stdout
         assert mcp.text == "Done."
 
         slow_a, events = turn("SLOWA run sleep", interrupt_after=0.3)
         assert slow_a.interrupted
-        assert events.of(ToolResult)[0].stdout == "Command cancelled by user."
-        assert events.of(TurnInterrupted)
+        assert events.of_type(ToolResult)[0].stdout == "Command cancelled by user."
+        assert events.of_type(TurnInterrupted)
 
         slow_b, events = turn("SLOWB run sleep")
         assert slow_b.interrupted
-        assert events.of(ApprovalAnswered)[0].decided_by == "interrupted"
+        assert events.of_type(ApprovalAnswered)[0].decided_by == "interrupted"
 
         drip, events = turn("DRIP stream", interrupt_after=0.3)
         assert drip.interrupted
@@ -297,13 +289,18 @@ class TestRecordedSession:
                 resume_session_id=MAIN_SESSION,
             )
         )
-        events = Events()
+        events = RecordingEventHandler()
         result = conversation.turn(TurnRequest("Say hello after load."), events)
         conversation.close()
         assert result.text == HELLO
         assert result.resumed
-        assert [e.text for e in events.of(AssistantText)] == ["Hello from the s", "cripted model."]
-        (suppressed,) = [e.detail for e in events.of(Lifecycle) if e.kind == "replay_suppressed"]
+        assert [e.text for e in events.of_type(AssistantText)] == [
+            "Hello from the s",
+            "cripted model.",
+        ]
+        (suppressed,) = [
+            e.detail for e in events.of_type(Lifecycle) if e.kind == "replay_suppressed"
+        ]
         # Every update before the first prompt: the history, and its commands list.
         assert suppressed.startswith("24 ")
 
@@ -318,7 +315,7 @@ class TestRecordedSession:
             )
         )
         with pytest.raises(SessionResumeError) as caught:
-            conversation.turn(TurnRequest("Say hello after load."), Events())
+            conversation.turn(TurnRequest("Say hello after load."), RecordingEventHandler())
         conversation.close()
         assert caught.value.session_id == "bb3563b9-82bf-45db-94ca-5171c94e3fe2"
         assert "No previous sessions found" in str(caught.value)

@@ -19,7 +19,7 @@ from agentshim.acp.dialect import AcpArgv
 from agentshim.acp.jsonrpc import Notification, Request, Response, RpcError
 from agentshim.acp.updates import UpdateReader
 from agentshim.core.approvals import ApprovalDecision, ApprovalRequest
-from agentshim.core.conversation import ConversationSpec, Transport, TransportKind
+from agentshim.core.conversation import ConversationSpec, TransportKind
 from agentshim.core.errors import (
     CliDiedError,
     CliExitError,
@@ -50,20 +50,14 @@ from agentshim.providers.opencode.acp import (
 )
 from agentshim.testing import FakeExecutor
 from agentshim.testing.acp import OPENCODE_QUIRKS, AcpPeers, AcpPeerTurn
-from agentshim.testing.session_contracts import (
-    ContractTurn,
-    ConversationContract,
-    TransportContract,
-)
+from agentshim.testing.recording import RecordingEventHandler
 from tests.unit.acp.rigs import (
-    Events,
     Rig,
     answers,
     methods,
     recorded_cases,
     recorded_messages,
     replay,
-    transport_on,
     turn_on,
 )
 
@@ -243,7 +237,7 @@ class TestEveryRecordedMessage:
 
     @pytest.mark.parametrize("case", recorded_cases(P))
     def test_every_update_is_a_known_kind(self, case: str) -> None:
-        events = Events()
+        events = RecordingEventHandler()
         reader = UpdateReader(events, OPENCODE_ACP.notice, superseded=True)
         for message in recorded_messages(P, case):
             if isinstance(message, Notification):
@@ -251,13 +245,13 @@ class TestEveryRecordedMessage:
             elif isinstance(message, Request) and message.method == "session/request_permission":
                 reader.announce(message.params["toolCall"])
         unknown = [
-            e for e in events.of(Lifecycle) if e.kind in ("unknown_update", "malformed_update")
+            e for e in events.of_type(Lifecycle) if e.kind in ("unknown_update", "malformed_update")
         ]
         assert unknown == []
 
     def test_a_compaction_summary_is_kept_out_of_the_answer(self) -> None:
         # The ERRCTX turn: a summary message, then the answer as another message.
-        events = Events()
+        events = RecordingEventHandler()
         reader = UpdateReader(events, OPENCODE_ACP.notice, superseded=True)
         messages = recorded_messages(P, "session_main")
         prompts = [i for i, m in enumerate(messages) if isinstance(m, Response)]
@@ -269,7 +263,7 @@ class TestEveryRecordedMessage:
         assert events.lifecycle("message_superseded") == [
             "Summary: a scripted conversation, nothing left to do."
         ]
-        assert "".join(e.text for e in events.of(AssistantText)).startswith("Summary")
+        assert "".join(e.text for e in events.of_type(AssistantText)).startswith("Summary")
 
 
 class TestRecordedSession:
@@ -300,32 +294,32 @@ class TestRecordedSession:
 
         echo, events = turn("TOOLECHO run echo hello")
         assert echo.text == "Running echo.Done."
-        (call,) = events.of(ToolCall)
+        (call,) = events.of_type(ToolCall)
         assert (call.tool, call.kind.value) == ("bash", "command")
-        assert events.of(ToolResult)[0].stdout == "hello\n"
+        assert events.of_type(ToolResult)[0].stdout == "hello\n"
         # The request names the command, not the "bash" the call was announced as.
-        assert events.of(ApprovalRequested)[0].tool == "echo hello"
+        assert events.of_type(ApprovalRequested)[0].tool == "echo hello"
         assert not echo.usage.increment_known
 
         rejected, events = turn("TOOLREJ touch a file")
         assert rejected.text == ""
-        (failed,) = events.of(ToolResult)
+        (failed,) = events.of_type(ToolResult)
         assert failed.failed
         assert "rejected permission" in failed.stderr
 
         mcp, events = turn("MCPCALL call the ping tool")
         assert mcp.text == "Done."
-        assert events.of(ToolResult)[0].stdout == "pong from fakemcp"
+        assert events.of_type(ToolResult)[0].stdout == "pong from fakemcp"
 
         slow_a, events = turn("SLOWA run sleep", interrupt_after=0.3)
         assert slow_a.interrupted
-        assert "User aborted the command" in events.of(ToolResult)[0].stdout
-        assert events.of(TurnInterrupted)
+        assert "User aborted the command" in events.of_type(ToolResult)[0].stdout
+        assert events.of_type(TurnInterrupted)
 
         slow_b, events = turn("SLOWB run sleep")
         assert slow_b.interrupted
-        assert events.of(ApprovalAnswered)[0].decided_by == "interrupted"
-        assert events.of(ToolResult)[0].stderr == "Tool execution aborted"
+        assert events.of_type(ApprovalAnswered)[0].decided_by == "interrupted"
+        assert events.of_type(ToolResult)[0].stderr == "Tool execution aborted"
 
         drip, _ = turn("DRIP stream", interrupt_after=0.3)
         assert drip.interrupted
@@ -362,7 +356,7 @@ class TestRecordedSession:
                 resume_session_id=MAIN_SESSION,
             )
         )
-        events = Events()
+        events = RecordingEventHandler()
         result = conversation.turn(TurnRequest("Say hello after load."), events)
         conversation.close()
         assert result.text == HELLO
@@ -407,9 +401,9 @@ class TestOnTheFake:
         )
         result, events = r.turn()
         assert [s.tool for s in seen] == ["touch x.txt"]
-        assert events.of(ToolCall)[0].tool == "bash"
+        assert events.of_type(ToolCall)[0].tool == "bash"
         assert result.text == ""
-        assert events.of(ToolResult)[0].failed
+        assert events.of_type(ToolResult)[0].failed
         assert r.peer.answers == [{"outcome": {"outcome": "selected", "optionId": "reject"}}]
 
     def test_a_cancel_answered_with_an_error_is_an_interrupted_turn(self) -> None:
@@ -418,7 +412,7 @@ class TestOnTheFake:
         result, events = r.turn()
         assert result.interrupted
         assert events.lifecycle("cancel_answered_with_error")
-        assert events.of(TurnInterrupted)
+        assert events.of_type(TurnInterrupted)
         assert r.turn()[0].text == "after"
 
     def test_a_summary_before_the_answer_is_not_the_answer(self) -> None:
@@ -457,29 +451,3 @@ class TestOnTheFake:
                 session.interrupt()
                 worker.join(10)
         assert executor.spawned[0].argv[1] == "acp"
-
-
-def _fake(turns: Sequence[ContractTurn]) -> AcpPeers:
-    return AcpPeers([AcpPeerTurn(t.text, hang=t.hang) for t in turns], quirks=OPENCODE_QUIRKS)
-
-
-class TestOpencodeAcpConversation(ConversationContract):
-    def make_conversation(
-        self, turns: Sequence[ContractTurn], *, resume_session_id: str | None = None
-    ) -> Any:
-        transport, self.executor = transport_on(P, OPENCODE_ACP, _fake(turns))
-        spec = ConversationSpec(
-            permissions=NativePermissions.bypass(),
-            approvals=ApprovalPolicy.DENY,
-            resume_session_id=resume_session_id,
-        )
-        return transport.open(spec)
-
-    def kill_idle_process(self, conversation: object) -> bool:
-        self.executor.processes[-1].kill()
-        return True
-
-
-class TestOpencodeAcpTransport(TransportContract):
-    def make_transport(self, turns: Sequence[ContractTurn]) -> Transport:
-        return transport_on(P, OPENCODE_ACP, _fake(turns))[0]

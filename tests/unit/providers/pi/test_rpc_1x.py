@@ -24,8 +24,9 @@ from agentshim.providers.pi.parser import PiStreamParser
 from agentshim.providers.pi.rpc_protocol import read_response
 from agentshim.providers.pi.rpc_transport import PiRpcConversation, PiRpcTransport
 from agentshim.testing.pi_rpc import PiPeerTurn, PiRecordedPeer, PiRpcPeers
+from agentshim.testing.recording import RecordingEventHandler
 
-from .test_rpc_transport import BYPASS, SLEEP, Events, context, sent_types
+from .test_rpc_transport import BYPASS, SLEEP, context, sent_types
 
 RECORDED = Path(__file__).parents[3] / "fixtures" / "pi" / "stream-1.6.0"
 ERROR_500 = '500 {"type":"error","error":{"type":"api_error","message":"Internal server error"}}'
@@ -42,8 +43,8 @@ def open_conversation(
     return conversation, peers
 
 
-def turn(conversation: PiRpcConversation, prompt: str = "go") -> tuple[Any, Events]:
-    events = Events()
+def turn(conversation: PiRpcConversation, prompt: str = "go") -> tuple[Any, RecordingEventHandler]:
+    events = RecordingEventHandler()
     # A turn that waited for a frame that never comes would end at this budget, failing.
     request = TurnRequest(prompt, timeout=60.0)
     return conversation.turn(request, events), events
@@ -73,7 +74,7 @@ class TestOnTheFake:
             [PiPeerTurn("never", tool="bash", tool_input=SLEEP, hang=True), PiPeerTurn("after")]
         )
         stop = TurnStop()
-        events = Events()
+        events = RecordingEventHandler()
 
         def abort_on_tool(event: AgentEvent) -> None:
             events(event)
@@ -137,7 +138,7 @@ def test_no_frame_after_a_turns_end_becomes_the_next_turns_output(
     conversation, _ = open_conversation(turns, cli_version)
     handles = cli_version == "1.6.0"
     for scripted in turns:
-        events = Events()
+        events = RecordingEventHandler()
         request = TurnRequest("go", timeout=60.0)
         handled = scripted.handled and handles
         if scripted.error is not None and not handled:
@@ -148,10 +149,10 @@ def test_no_frame_after_a_turns_end_becomes_the_next_turns_output(
             result = conversation.turn(request, events)
             expected = "" if handled else scripted.text
             assert result.text == expected
-            streamed = "".join(e.text for e in events.of(AssistantText))
+            streamed = "".join(e.text for e in events.of_type(AssistantText))
             assert streamed == expected
         assert events.lifecycle("between_turns") == []
-        assert [e for e in events.of(Lifecycle) if e.kind.startswith("unknown_frame")] == []
+        assert [e for e in events.of_type(Lifecycle) if e.kind.startswith("unknown_frame")] == []
 
 
 # -- the recordings ------------------------------------------------------------------------
@@ -184,14 +185,14 @@ class TestRecorded:
 
     @pytest.mark.parametrize("case", CASES)
     def test_every_recorded_frame_is_understood(self, case: str) -> None:
-        events = Events()
+        events = RecordingEventHandler()
         parser = PiStreamParser(events)
         for frame in _recorded_frames(case):
             if frame.get("type") == "response":
                 assert read_response(frame).command != "?"
             else:
                 parser.dispatch(frame, json.dumps(frame))
-        assert [e.kind for e in events.of(Lifecycle) if e.kind.startswith("unknown")] == []
+        assert [e.kind for e in events.of_type(Lifecycle) if e.kind.startswith("unknown")] == []
         assert events.lifecycle("malformed_frame") == []
 
     def test_two_turns_as_pi_1_6_printed_them(self) -> None:
@@ -206,7 +207,7 @@ class TestRecorded:
     def test_an_abort_during_a_tool_as_pi_1_6_printed_it(self) -> None:
         conversation, peer = replay("abort_midtool")
         stop = TurnStop()
-        events = Events()
+        events = RecordingEventHandler()
 
         def abort_on_tool(event: AgentEvent) -> None:
             events(event)
@@ -216,7 +217,7 @@ class TestRecorded:
         result = conversation.turn(TurnRequest("Sleep a while.", timeout=60.0), abort_on_tool, stop)
         assert result.interrupted
         assert events.lifecycle("agent_settled") == ["aborted"]
-        assert "aborted" in events.of(ToolResult)[0].stderr.lower()
+        assert "aborted" in events.of_type(ToolResult)[0].stderr.lower()
         after, after_events = turn(conversation, "Say something.")
         assert after.text == "After it."
         assert after_events.lifecycle("between_turns") == []
@@ -226,7 +227,7 @@ class TestRecorded:
         conversation, peer = replay("steer_midtool")
         steer = "STEER-MARKER also mention a banana"
         sent: list[str] = []
-        events = Events()
+        events = RecordingEventHandler()
 
         def steer_on_tool(event: AgentEvent) -> None:
             events(event)

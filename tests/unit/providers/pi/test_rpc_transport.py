@@ -14,24 +14,20 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from agentshim.core.approvals import ApprovalDecision
-from agentshim.core.conversation import ConversationSpec, Transport, TurnStop
+from agentshim.core.conversation import ConversationSpec, TurnStop
 from agentshim.core.errors import (
     CliDiedError,
     CliExitError,
     CliTimeoutError,
     FailureKind,
-    NoRunningTurnError,
     ProviderCapabilityError,
     SessionResumeError,
-    SessionStateError,
     TurnCancelledError,
-    TurnStalledError,
 )
 from agentshim.core.events import (
     AgentEvent,
     AssistantText,
     Lifecycle,
-    RawOutput,
     RunStarted,
     SessionStarted,
     ToolCall,
@@ -50,11 +46,7 @@ from agentshim.providers.pi.rpc_transport import PiRpcConversation, PiRpcTranspo
 from agentshim.testing import FakeExecutor
 from agentshim.testing.pi_rpc import PiPeerTurn, PiRecordedPeer, PiRpcPeer, PiRpcPeers
 from agentshim.testing.process import FakePeer, PeerOutput, SilentPeer
-from agentshim.testing.session_contracts import (
-    ContractTurn,
-    SteerableConversationContract,
-    TransportContract,
-)
+from agentshim.testing.recording import RecordingEventHandler
 from agentshim.transport.installed import InstalledCli
 
 FIXTURES = Path(__file__).parents[3] / "fixtures" / "pi" / "stream"
@@ -63,17 +55,6 @@ SLEEP = {"command": "sleep 30"}
 AUTH_ERROR = (
     '401 {"type":"error","error":{"type":"authentication_error","message":"invalid x-api-key"}}'
 )
-
-
-class Events(list[AgentEvent]):
-    def __call__(self, event: AgentEvent) -> None:
-        self.append(event)
-
-    def of(self, kind: type[Any]) -> list[Any]:
-        return [event for event in self if isinstance(event, kind)]
-
-    def lifecycle(self, kind: str) -> list[str]:
-        return [event.detail for event in self.of(Lifecycle) if event.kind == kind]
 
 
 def context(
@@ -117,8 +98,8 @@ class Rig:
             )
         )
 
-    def turn(self, prompt: str = "go", **request: Any) -> tuple[Any, Events]:
-        events = Events()
+    def turn(self, prompt: str = "go", **request: Any) -> tuple[Any, RecordingEventHandler]:
+        events = RecordingEventHandler()
         return self.conversation.turn(TurnRequest(prompt, **request), events), events
 
     def later(self, seconds: float, action: Callable[[], None]) -> threading.Timer:
@@ -145,8 +126,8 @@ class TestTurnsOnOneProcess:
         assert not first.resumed
         assert second.resumed
         assert first.session_id == second.session_id == rig.conversation.session_id
-        assert first_events.of(SessionStarted)[0].session_id == first.session_id
-        assert not events.of(RunStarted), "the second turn started a process"
+        assert first_events.of_type(SessionStarted)[0].session_id == first.session_id
+        assert not events.of_type(RunStarted), "the second turn started a process"
         assert sent_types(rig.peer) == ["get_state", "prompt", "prompt"]
         assert [f["message"] for f in rig.peer.received[1:]] == ["first", "second"]
 
@@ -185,16 +166,16 @@ class TestTurnsOnOneProcess:
         assert second.usage.total_cost_usd == pytest.approx(0.5)
         # Two model calls: the tool request (300 in) and the answer (100 in).
         assert second.usage.tokens.input_tokens == 400
-        calls = [r for r in events.of(UsageReport) if r.scope is UsageScope.CALL]
+        calls = [r for r in events.of_type(UsageReport) if r.scope is UsageScope.CALL]
         assert len(calls) == 2
 
     def test_a_tool_turn_reports_the_call_and_its_result(self) -> None:
         rig = Rig([PiPeerTurn("listed", tool="bash", tool_input={"command": "ls"})])
         result, events = rig.turn()
         assert result.text == "listed"
-        (call,) = events.of(ToolCall)
+        (call,) = events.of_type(ToolCall)
         assert call.tool == "bash"
-        (tool_result,) = events.of(ToolResult)
+        (tool_result,) = events.of_type(ToolResult)
         assert not tool_result.failed
         assert '"command": "ls"' in tool_result.stdout
 
@@ -294,8 +275,8 @@ class TestInterrupt:
         timer.cancel()
         assert time.monotonic() - started < 5
         assert result.interrupted
-        assert events.of(TurnInterrupted)
-        (aborted,) = events.of(ToolResult)
+        assert events.of_type(TurnInterrupted)
+        (aborted,) = events.of_type(ToolResult)
         assert aborted.failed
         assert "Command aborted" in aborted.stderr
         after, after_events = rig.turn()
@@ -328,13 +309,13 @@ class TestInterrupt:
         stop = TurnStop()
         stop.request()
         with pytest.raises(TurnCancelledError):
-            rig.conversation.turn(TurnRequest("go"), Events(), stop)
+            rig.conversation.turn(TurnRequest("go"), RecordingEventHandler(), stop)
         assert rig.executor.spawned == []
         assert rig.turn()[0].text == "kept"
 
     def test_an_interrupt_before_the_run_starts_is_sent_once_it_does(self) -> None:
         rig = Rig([PiPeerTurn(tool="bash", tool_input=SLEEP, hang=True), PiPeerTurn("next")])
-        events = Events()
+        events = RecordingEventHandler()
         stop = TurnStop()
 
         def stop_on_prompt(event: AgentEvent) -> None:
@@ -345,40 +326,6 @@ class TestInterrupt:
         result = rig.conversation.turn(TurnRequest("go"), stop_on_prompt, stop)
         assert result.interrupted
         assert sent_types(rig.peer) == ["get_state", "prompt", "abort"]
-
-    def test_an_abort_nobody_answers_kills_the_process_and_the_next_turn_resumes(self) -> None:
-        class Deaf(PiRpcPeer):
-            def on_stdin(self, line: str) -> Iterable[PeerOutput]:
-                if json.loads(line)["type"] == "abort":
-                    return ()
-                return super().on_stdin(line)
-
-        family = PiRpcPeers(
-            [PiPeerTurn(tool="bash", tool_input=SLEEP, hang=True), PiPeerTurn("resumed")]
-        )
-        spawns: list[SpawnRequest] = []
-
-        def peers(request: SpawnRequest) -> FakePeer:
-            spawns.append(request)
-            if len(spawns) == 1:
-                return Deaf(family, "01a23046-dead-7000-8000-000000000001", request.argv)
-            return family(request)
-
-        ctx, _ = context(peers)
-        conversation = PiRpcTransport(ctx, interrupt_grace=0.2).open(
-            ConversationSpec(permissions=BYPASS, approvals=ApprovalPolicy.DENY)
-        )
-        timer = threading.Timer(0.1, conversation.interrupt)
-        timer.start()
-        events = Events()
-        result = conversation.turn(TurnRequest("go"), events)
-        timer.cancel()
-        assert result.interrupted
-        assert events.lifecycle("interrupt_unanswered")
-        after = conversation.turn(TurnRequest("again"), Events())
-        assert after.text == "resumed"
-        argv = list(spawns[1].argv)
-        assert argv[argv.index("--session") + 1] == "01a23046-dead-7000-8000-000000000001"
 
 
 class TestSteer:
@@ -426,7 +373,7 @@ class TestSteer:
         conversation = PiRpcTransport(ctx).open(
             ConversationSpec(permissions=BYPASS, approvals=ApprovalPolicy.DENY)
         )
-        events = Events()
+        events = RecordingEventHandler()
         assert conversation.turn(TurnRequest("go"), events).text == "done"
         assert events.lifecycle("steer_carried_over") == ["too late"]
 
@@ -436,14 +383,6 @@ class TestSteer:
         _, events = rig.turn()
         timer.cancel()
         assert events.lifecycle("steer_carried_over") == []
-
-    def test_steer_needs_a_running_turn(self) -> None:
-        rig = Rig([PiPeerTurn("a")])
-        with pytest.raises(NoRunningTurnError):
-            rig.conversation.steer("hello")
-        rig.turn()
-        with pytest.raises(NoRunningTurnError):
-            rig.conversation.steer("hello")
 
     def test_no_text_is_ever_written_as_a_broken_line(self) -> None:
         rig = Rig([PiPeerTurn(hang=True)])
@@ -460,28 +399,6 @@ class TestSteer:
 
 
 class TestFailures:
-    def test_a_cli_killed_mid_turn_is_cli_died_and_the_next_turn_resumes(self) -> None:
-        rig = Rig(
-            [
-                PiPeerTurn("one"),
-                PiPeerTurn(tool="bash", tool_input=SLEEP, die=-9),
-                PiPeerTurn("back"),
-            ]
-        )
-        first, _ = rig.turn()
-        with pytest.raises(CliDiedError) as caught:
-            rig.turn()
-        assert caught.value.returncode == -9
-        assert caught.value.session_id == first.session_id
-        assert rig.conversation.session_id == first.session_id
-        after, events = rig.turn()
-        assert after.text == "back"
-        assert after.resumed
-        assert after.session_id == first.session_id
-        assert events.of(RunStarted)
-        argv = list(rig.executor.spawned[1].argv)
-        assert argv[argv.index("--session") + 1] == first.session_id
-
     def test_an_api_error_is_classified_and_keeps_the_process(self) -> None:
         rig = Rig([PiPeerTurn(error=AUTH_ERROR), PiPeerTurn("fine")])
         with pytest.raises(CliExitError) as caught:
@@ -540,9 +457,12 @@ class TestFailures:
             ConversationSpec(permissions=BYPASS, approvals=ApprovalPolicy.DENY)
         )
         with pytest.raises(CliTimeoutError, match="get_state"):
-            conversation.turn(TurnRequest("go"), Events())
+            conversation.turn(TurnRequest("go"), RecordingEventHandler())
         assert executor.processes[0].returncode is not None, "the silent process was left running"
-        assert conversation.turn(TurnRequest("again"), Events()).text == "second process"
+        assert (
+            conversation.turn(TurnRequest("again"), RecordingEventHandler()).text
+            == "second process"
+        )
         assert len(spawns) == 2
 
     def test_a_refused_prompt_fails_the_turn_with_pis_reason(self) -> None:
@@ -569,45 +489,7 @@ class TestFailures:
             ConversationSpec(permissions=BYPASS, approvals=ApprovalPolicy.DENY)
         )
         with pytest.raises(CliExitError, match="already processing"):
-            conversation.turn(TurnRequest("go"), Events())
-
-    def test_a_stalled_turn_is_aborted_and_fails_as_stalled(self) -> None:
-        rig = Rig(
-            [PiPeerTurn(tool="bash", tool_input=SLEEP, hang=True), PiPeerTurn("ok")],
-            stall_timeout=0.2,
-        )
-        started = time.monotonic()
-        with pytest.raises(TurnStalledError) as caught:
-            rig.turn()
-        assert time.monotonic() - started < 5
-        assert caught.value.silent_s is not None
-        assert caught.value.silent_s >= 0.2
-        assert "abort" in sent_types(rig.peer)
-        assert rig.turn()[0].text == "ok"
-        assert len(rig.executor.spawned) == 1
-
-    def test_a_turn_over_its_budget_is_a_timeout(self) -> None:
-        rig = Rig([PiPeerTurn(hang=True), PiPeerTurn("ok")])
-        with pytest.raises(CliTimeoutError):
-            rig.turn(timeout=0.2)
-        assert rig.turn()[0].text == "ok"
-
-    def test_a_line_that_is_not_json_costs_only_that_line(self) -> None:
-        class Noisy(PiRpcPeer):
-            def on_stdin(self, line: str) -> Iterable[PeerOutput]:
-                return [StdoutLine("garbage {not json\n"), *super().on_stdin(line)]
-
-        family = PiRpcPeers([PiPeerTurn("still fine")])
-        ctx, _ = context(
-            lambda request: Noisy(family, "01a23046-0000-7000-8000-000000000015", request.argv)
-        )
-        conversation = PiRpcTransport(ctx).open(
-            ConversationSpec(permissions=BYPASS, approvals=ApprovalPolicy.DENY)
-        )
-        events = Events()
-        result = conversation.turn(TurnRequest("go"), events)
-        assert result.text == "still fine"
-        assert [e.text for e in events.of(RawOutput)] == ["garbage {not json"]
+            conversation.turn(TurnRequest("go"), RecordingEventHandler())
 
     def test_a_process_that_exits_zero_mid_run_is_cli_died(self) -> None:
         class Quits(PiRpcPeer):
@@ -624,21 +506,9 @@ class TestFailures:
             ConversationSpec(permissions=BYPASS, approvals=ApprovalPolicy.DENY)
         )
         with pytest.raises(CliDiedError) as caught:
-            conversation.turn(TurnRequest("go"), Events())
+            conversation.turn(TurnRequest("go"), RecordingEventHandler())
         assert caught.value.session_id == sid
         assert conversation.session_id == sid
-
-    def test_close_during_a_turn_aborts_it_then_ends_the_process(self) -> None:
-        rig = Rig([PiPeerTurn(tool="bash", tool_input=SLEEP, hang=True)])
-        timer = rig.later(0.1, rig.conversation.close)
-        result, _ = rig.turn()
-        timer.cancel()
-        assert result.interrupted
-        process = rig.executor.processes[0]
-        assert process.stdin_closed
-        assert process.returncode is not None
-        with pytest.raises(SessionStateError):
-            rig.turn()
 
     def test_close_ends_the_process_with_stdin_eof(self) -> None:
         rig = Rig([PiPeerTurn("a")])
@@ -688,10 +558,12 @@ def replay(case: str, **peer: Any) -> tuple[PiRpcConversation, PiRecordedPeer]:
 class TestRecordedTranscripts:
     def test_two_turns_as_pi_printed_them(self) -> None:
         conversation, peer = replay("c1_multiturn_commands")
-        first_events = Events()
+        first_events = RecordingEventHandler()
         first = conversation.turn(TurnRequest("TURN-ONE please"), first_events)
-        second = conversation.turn(TurnRequest("TURN-TWO please"), Events())
-        third = conversation.turn(TurnRequest("TURN-ONE after the commands"), Events())
+        second = conversation.turn(TurnRequest("TURN-TWO please"), RecordingEventHandler())
+        third = conversation.turn(
+            TurnRequest("TURN-ONE after the commands"), RecordingEventHandler()
+        )
         assert (first.text, second.text, third.text) == ("Reply one.", "Reply two.", "Reply one.")
         sid = "01a23046-29ba-772b-af14-af8ea4a10e4a"
         assert first.session_id == second.session_id == third.session_id == sid
@@ -702,7 +574,7 @@ class TestRecordedTranscripts:
 
     def test_an_abort_during_a_tool_as_recorded(self) -> None:
         conversation, peer = replay("c2_abort_midtool")
-        events = Events()
+        events = RecordingEventHandler()
         stop = TurnStop()
 
         def abort_on_tool(event: AgentEvent) -> None:
@@ -712,8 +584,8 @@ class TestRecordedTranscripts:
 
         result = conversation.turn(TurnRequest("SLOW20 run the slow tool"), abort_on_tool, stop)
         assert result.interrupted
-        assert "Command aborted" in events.of(ToolResult)[0].stderr
-        after_events = Events()
+        assert "Command aborted" in events.of_type(ToolResult)[0].stderr
+        after_events = RecordingEventHandler()
         after = conversation.turn(TurnRequest("TURN-TWO after abort"), after_events)
         assert after.text == "Reply two."
         assert not after.interrupted
@@ -729,7 +601,7 @@ class TestRecordedTranscripts:
                 stop.request()
 
         conversation.turn(TurnRequest("SLOW20 run the slow tool"), abort_on_tool, stop)
-        conversation.turn(TurnRequest("TURN-TWO after abort"), Events())
+        conversation.turn(TurnRequest("TURN-TWO after abort"), RecordingEventHandler())
         stop = TurnStop()
 
         def abort_on_text(event: AgentEvent) -> None:
@@ -751,7 +623,7 @@ class TestRecordedTranscripts:
                 holder[0].steer("STEER-MSG also say banana")
                 holder[0].follow_up("FOLLOW-UP afterwards say kiwi")
 
-        events = Events()
+        events = RecordingEventHandler()
 
         def both(event: AgentEvent) -> None:
             events(event)
@@ -762,7 +634,7 @@ class TestRecordedTranscripts:
         assert not result.interrupted
         assert events.lifecycle("steered") == ["STEER-MSG also say banana"]
         assert events.lifecycle("followed_up") == ["FOLLOW-UP afterwards say kiwi"]
-        assert [e.text for e in events.of(AssistantText)] == [
+        assert [e.text for e in events.of_type(AssistantText)] == [
             "Sleeping 5.",
             "Saw the steering",
             " message.",
@@ -773,19 +645,19 @@ class TestRecordedTranscripts:
 
     def test_an_auth_failure_as_recorded_is_classified_and_the_process_stays(self) -> None:
         conversation, _ = replay("c4a_session_first")
-        first = conversation.turn(TurnRequest("TURN-ONE seed"), Events())
+        first = conversation.turn(TurnRequest("TURN-ONE seed"), RecordingEventHandler())
         assert first.session_id == "01a23046-2a7f-737d-bd27-2e1b51959c9c"
         with pytest.raises(CliExitError) as caught:
-            conversation.turn(TurnRequest("AUTHFAIL please"), Events())
+            conversation.turn(TurnRequest("AUTHFAIL please"), RecordingEventHandler())
         assert caught.value.kind is FailureKind.AUTH
 
     def test_sigterm_mid_tool_as_recorded_is_cli_died_keeping_the_conversation(self) -> None:
         conversation, _ = replay("c4a_session_first")
-        conversation.turn(TurnRequest("TURN-ONE seed"), Events())
+        conversation.turn(TurnRequest("TURN-ONE seed"), RecordingEventHandler())
         with pytest.raises(CliExitError):
-            conversation.turn(TurnRequest("AUTHFAIL please"), Events())
+            conversation.turn(TurnRequest("AUTHFAIL please"), RecordingEventHandler())
         with pytest.raises(CliDiedError) as caught:
-            conversation.turn(TurnRequest("SLOW20 then get killed"), Events())
+            conversation.turn(TurnRequest("SLOW20 then get killed"), RecordingEventHandler())
         assert caught.value.returncode == 143
         assert caught.value.session_id == "01a23046-2a7f-737d-bd27-2e1b51959c9c"
 
@@ -798,14 +670,14 @@ class TestRecordedTranscripts:
                 permissions=BYPASS, approvals=ApprovalPolicy.DENY, resume_session_id=sid
             )
         )
-        result = conversation.turn(TurnRequest("TURN-TWO after resume"), Events())
+        result = conversation.turn(TurnRequest("TURN-TWO after resume"), RecordingEventHandler())
         assert result.text == "Reply two."
         assert result.resumed
         assert result.session_id == sid
 
     def test_an_extensions_dialog_is_dismissed_as_recorded(self) -> None:
         conversation, peer = replay("c7_extension_confirm_gate")
-        events = Events()
+        events = RecordingEventHandler()
         result = conversation.turn(TurnRequest("ECHO allow this one"), events)
         assert result.text == "Tool finished."
         answers = [f for f in peer.received if f["type"] == "extension_ui_response"]
@@ -838,7 +710,7 @@ class TestRecordedFrameTypes:
         """Every type Pi printed is read by the transport or the parser, never "unknown"."""
         from agentshim.providers.pi.parser import PiStreamParser
 
-        events = Events()
+        events = RecordingEventHandler()
         parser = PiStreamParser(events)
         for frame in _recorded_frames(case):
             kind = frame.get("type")
@@ -846,7 +718,7 @@ class TestRecordedFrameTypes:
                 assert read_response(frame).command != "?"
             elif kind != "extension_ui_request":
                 parser.dispatch(frame, json.dumps(frame))
-        unknown = [e.kind for e in events.of(Lifecycle) if e.kind.startswith("unknown_frame")]
+        unknown = [e.kind for e in events.of_type(Lifecycle) if e.kind.startswith("unknown_frame")]
         malformed = events.lifecycle("malformed_frame")
         assert unknown == []
         assert malformed == []
@@ -876,34 +748,3 @@ def test_any_steered_text_reaches_pi_unchanged(text: str) -> None:
 
 
 # -- the contracts ---------------------------------------------------------------------------
-
-
-def contract_peers(turns: Sequence[ContractTurn]) -> PiRpcPeers:
-    return PiRpcPeers(PiPeerTurn(turn.text, hang=turn.hang) for turn in turns)
-
-
-class TestPiRpcConversationContract(SteerableConversationContract):
-    def make_conversation(
-        self, turns: Sequence[ContractTurn], *, resume_session_id: str | None = None
-    ) -> PiRpcConversation:
-        ctx, self.executor = context(contract_peers(turns))
-        return PiRpcTransport(ctx).open(
-            ConversationSpec(
-                permissions=BYPASS,
-                approvals=ApprovalPolicy.DENY,
-                resume_session_id=resume_session_id,
-            )
-        )
-
-    def kill_idle_process(self, conversation: object) -> bool:
-        self.executor.processes[-1].kill()
-        return True
-
-
-class TestPiRpcTransportContract(TransportContract):
-    def make_transport(self, turns: Sequence[ContractTurn]) -> Transport:
-        ctx, _ = context(contract_peers(turns))
-        return PiRpcTransport(ctx)
-
-    def unsupported_permissions(self) -> NativePermissions | None:
-        return NativePermissions.read_only()
