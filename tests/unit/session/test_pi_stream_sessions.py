@@ -10,6 +10,7 @@ from agentshim import Agent
 from agentshim.core.approvals import ApprovalDecision
 from agentshim.core.conversation import TransportKind
 from agentshim.core.errors import CliDiedError, ProviderCapabilityError
+from agentshim.core.events import AgentEvent, ToolCall
 from agentshim.core.permissions import ApprovalPolicy, NativePermissions
 from agentshim.core.session_policy import Continuity
 from agentshim.testing import FakeExecutor
@@ -64,12 +65,18 @@ class TestPiStreamSessions:
         peers = PiRpcPeers(
             [PiPeerTurn("answer", tool="bash", tool_input=SLEEP, until_steered=True)]
         )
-        agent, _ = stream_agent(peers)
+        steered: list[threading.Thread] = []
+
+        def steer_once_running(event: AgentEvent) -> None:
+            # The tool call is the turn's own event: the turn runs, and it waits to be steered.
+            if isinstance(event, ToolCall) and not steered:
+                steered.append(threading.Thread(target=session.steer, args=("also this",)))
+                steered[0].start()
+
+        agent, _ = stream_agent(peers, event_handlers=[steer_once_running])
         session = agent.start_session()
-        timer = threading.Timer(0.1, lambda: session.steer("also this"))
-        timer.start()
         turn = session.turn("go")
-        timer.cancel()
+        steered[0].join()
         assert turn.result.text == "answer (and: also this)"
         assert peers.peers[0].steered == ["also this"]
         assert peers.peers[0].received[2]["type"] == "steer"

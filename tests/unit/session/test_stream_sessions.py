@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 
 import pytest
 
@@ -11,6 +12,7 @@ from agentshim.core.conversation import TransportKind
 from agentshim.core.errors import (
     CliDiedError,
     InvalidRequestError,
+    NoRunningTurnError,
     ProviderCapabilityError,
     TurnStalledError,
 )
@@ -71,13 +73,20 @@ class TestStreamSessions:
         session = agent.start_session()
 
         def steer() -> None:
-            session.steer("also this")
+            # The turn may still be starting its CLI: steer once it runs (a loaded machine
+            # can take longer than any fixed delay to get there).
+            while True:
+                try:
+                    session.steer("also this")
+                    break
+                except NoRunningTurnError:
+                    time.sleep(0.01)
             session.interrupt()
 
-        timer = threading.Timer(0.1, steer)
-        timer.start()
+        steering = threading.Thread(target=steer)
+        steering.start()
         session.turn("go")
-        timer.cancel()
+        steering.join()
         assert peers.peers[0].steered == ["also this"]
         session.close()
 

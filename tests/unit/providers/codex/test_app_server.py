@@ -205,11 +205,11 @@ def test_thread_name_updated_is_the_sessions_title_and_a_cleared_name_is_not() -
     rig = Rig([CodexPeerTurn("one", title="Fix the parser"), CodexPeerTurn("two", title="")])
     first, named = rig.turn()
     _, cleared = rig.turn()
-    assert [(t.title, t.source) for t in named.of(SessionTitle)] == [
+    assert [(t.title, t.source) for t in named.of_type(SessionTitle)] == [
         ("Fix the parser", "thread/name/updated")
     ]
     assert first.text == "one"
-    assert cleared.of(SessionTitle) == []
+    assert cleared.of_type(SessionTitle) == []
 
 
 def test_a_resumed_thread_names_its_title() -> None:
