@@ -128,7 +128,7 @@ class InstalledCli:
             env=composed,
             model=model,
             log=log,
-            clock=monotonic,
+            monotonic=monotonic,
             context_window=context_window,
         )
 

@@ -381,7 +381,7 @@ class ProcessPool:
             idle = self._idle
             if idle is None:
                 return False
-            now = idle.clock()
+            now = idle.monotonic()
             ripe = [shared for shared, due in self._due.items() if due <= now]
             for shared in ripe:
                 self._drop(shared)

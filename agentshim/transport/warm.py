@@ -150,7 +150,7 @@ class WarmProcesses:
         idle = self._idle
         if idle is None:
             return False
-        now, ended = idle.clock(), list[WarmProcess]()
+        now, ended = idle.monotonic(), list[WarmProcess]()
         with self._lock:
             for waiting in self._waiting.values():
                 for warm in list(waiting):

@@ -120,7 +120,7 @@ class ClaudeStreamTransport(ProcessTransport):
             conversation.close()
         context = self.context
         for _ in range(count):
-            hello = functools.partial(_say_hello, clock=context.monotonic)
+            hello = functools.partial(_say_hello, monotonic=context.monotonic)
             self.warm.start(context, launch, spec.cwd, hello, idle)
 
     def release_warm(self) -> None:

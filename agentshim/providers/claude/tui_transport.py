@@ -143,7 +143,6 @@ class ClaudeTuiTransport(ProcessTransport):
         self,
         context: InstalledCli | Callable[[], InstalledCli],
         *,
-        start_timeout: float = 60.0,
         submit_retry_after: float = 2.0,
         paste_to_enter: float = 0.03,
         first_paste_delay: float = 0.75,
@@ -153,7 +152,7 @@ class ClaudeTuiTransport(ProcessTransport):
     ) -> None:
         super().__init__(context, **options)
         self.timing = _Timing(
-            ready=start_timeout,
+            ready=self.start_timeout,
             retry=submit_retry_after,
             paste_to_enter=paste_to_enter,
             first_paste=first_paste_delay,

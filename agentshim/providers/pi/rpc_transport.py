@@ -193,7 +193,7 @@ class PiRpcTransport(ProcessTransport):
         finally:
             conversation.close()
         context = self.context
-        hello = functools.partial(_say_hello, clock=context.monotonic)
+        hello = functools.partial(_say_hello, monotonic=context.monotonic)
         for _ in range(count):
             self.warm.start(context, launch, spec.cwd, hello, idle)
 
