@@ -224,6 +224,10 @@ class TestRun:
         message = usage_error(capsys, "run", "--stand-in", "--transport", "pty", "hi")
         assert "argument --transport: invalid choice: 'pty'" in message
         assert "'one-shot', 'long-lived', 'tui'" in message
+        # The old spelling of the long-lived transport is refused, not kept as an alias.
+        old = "stream"
+        message = usage_error(capsys, "run", "--stand-in", "--transport", old, "hi")
+        assert f"argument --transport: invalid choice: '{old}'" in message
         message = usage_error(
             capsys, "run", "--stand-in", "--provider", "pi", "--transport", "tui", "hi"
         )
@@ -232,7 +236,7 @@ class TestRun:
             in message
         )
 
-    def test_a_stream_turn_on_the_stand_in_runs_on_one_long_lived_process(self) -> None:
+    def test_a_long_lived_turn_on_the_stand_in_runs_on_one_long_lived_process(self) -> None:
         code, out, err = run_cli("run", "--stand-in", "--transport", "long-lived", "--json", "hi")
         assert code == EXIT_OK, err
         records = [json.loads(line) for line in out.splitlines()]
@@ -309,7 +313,7 @@ class TestRun:
         [
             (["runn", "hi"], "did you mean 'run'?"),
             (["run", "--provider", "cladue", "hi"], "did you mean 'claude'?"),
-            (["run", "--transport", "stram", "hi"], "did you mean 'stream'?"),
+            (["run", "--transport", "long-livd", "hi"], "did you mean 'long-lived'?"),
             (["doctor", "codx"], "did you mean 'codex'?"),
         ],
     )
