@@ -2,6 +2,6 @@
 
 from __future__ import annotations
 
-from agentshim.cli import main
+from agentshim.command import main
 
 raise SystemExit(main())

@@ -211,7 +211,7 @@ class Agent:
         if transport is TransportKind.ONE_SHOT and share_processes is not None:
             raise ProviderCapabilityError(
                 "share_processes needs a long-lived transport: pass "
-                "transport=TransportKind.STREAM (one-shot turns start a process each)"
+                "transport=TransportKind.LONG_LIVED (one-shot turns start a process each)"
             )
         # An agent with no one-turn command runs a one-shot turn as a conversation of its own.
         per_turn = one_shot_over(plugin) if transport is TransportKind.ONE_SHOT else None
@@ -240,7 +240,7 @@ class Agent:
                 model=default_model,
                 check_timeout=check_timeout,
                 log=log_line,
-                clock=clock.monotonic,
+                monotonic=clock.monotonic,
                 context_window=catalogue_window,
             )
 
@@ -294,7 +294,7 @@ class Agent:
         if not isinstance(transport, WarmingTransport):
             raise ProviderCapabilityError(
                 f"{self.profile.display_name} over {type(transport).__name__} keeps no warm "
-                "processes; prewarm needs transport=TransportKind.STREAM on Claude Code or "
+                "processes; prewarm needs transport=TransportKind.LONG_LIVED on Claude Code or "
                 "Pi, or share_processes=ProcessSharing(...) on Codex, Gemini CLI, opencode "
                 "or Copilot CLI"
             )

@@ -585,7 +585,7 @@ class AgentSession:
             idle_timeout=self.stall_timeout,
         )
         emit(RunStarted(tuple(argv)))
-        started = cli.clock()
+        started = cli.monotonic()
         sink = _TurnSink(parser, stop, lambda: self._grace_s)
         sink.side_channel = serving
         try:
@@ -666,7 +666,7 @@ class AgentSession:
             resumed=resumed,
             usage=usage,
             cost_usd=parsed.cost_usd,
-            duration_ms=int((cli.clock() - started) * 1000),
+            duration_ms=int((cli.monotonic() - started) * 1000),
             exit_code=exit_code,
             interrupted=interrupted,
             context_tokens=parsed.context_tokens,

@@ -133,13 +133,13 @@ def check_permissions(profile: ProviderProfile, spec: ConversationSpec) -> None:
     if spec.hooks is not None:
         raise ProviderCapabilityError(
             f"{profile.display_name} one-shot turns cannot call hook callbacks back; drop "
-            "hooks, or use Claude Code's TransportKind.STREAM, which has them"
+            "hooks, or use Claude Code's TransportKind.LONG_LIVED, which has them"
         )
     if not isinstance(spec.approvals, ApprovalPolicy):
         raise ProviderCapabilityError(
             f"{profile.display_name} one-shot turns run with approvals off, so an approval "
             "handler would never be asked; pass an ApprovalPolicy, or use "
-            "TransportKind.STREAM where the provider offers it"
+            "TransportKind.LONG_LIVED where the provider offers it"
         )
     mode = spec.permissions.mode
     if mode is not NativeMode.BYPASS:

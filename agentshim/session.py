@@ -1027,7 +1027,7 @@ class Session:
                     self._clock.monotonic(),
                     classify_failure(error),
                     named,
-                    retry_after_s=_retry_after(error),
+                    retry_after=_retry_after(error),
                     sample=self._random.random() if self._policy.retry.jitter else 0.5,
                 )
             finally:
@@ -1145,7 +1145,7 @@ def _awaits_result(command: Command) -> bool:
 
 def _retry_after(error: BaseException) -> float | None:
     """The provider's own "retry after" hint, where a failure carries one (seconds)."""
-    return error.retry_after_s if isinstance(error, TurnFailedError) else None
+    return error.retry_after if isinstance(error, TurnFailedError) else None
 
 
 def _cancelled_error(ticket: TurnTicket) -> TurnCancelledError:

@@ -7,7 +7,7 @@ Run from the repository root (the pinned CLIs installed by ``scripts/install_cli
     .venv/bin/python benchmarks/conversations_bench.py --skip-sharing       # warm pool only
 
 Every CLI is the real pinned binary, offline against ``agentshim.doctor.model_server``
-(``agentshim.doctor.offline``), through ``Agent(..., transport=TransportKind.STREAM)`` on the
+(``agentshim.doctor.offline``), through ``Agent(..., transport=TransportKind.LONG_LIVED)`` on the
 host executor. Two parts, each printing one line per case:
 
 sharing  (Codex, Gemini CLI, opencode, Copilot CLI) For each N, N conversations each run
@@ -156,7 +156,7 @@ def agent(cli: OfflineCli, executor: Spawns, sharing: ProcessSharing | None) -> 
         model=cli.model,
         env=dict(cli.env),
         executor=executor,
-        transport=TransportKind.STREAM,
+        transport=TransportKind.LONG_LIVED,
         check_timeout=120.0,
         retry=RetryPolicy(delays=()),
         share_processes=sharing,

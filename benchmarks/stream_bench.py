@@ -8,7 +8,7 @@ Run from the repository root:
 The CLI is a small fake (``FAKE_CLI`` below, written to a temporary directory as ``claude``)
 that speaks enough stream-json for a turn: ``system/init``, an ``assistant`` line, a
 ``result``, and on request a series of ``can_use_tool`` permission requests, each waiting for
-its answer. It runs through ``Agent("claude", transport=TransportKind.STREAM)`` on the real
+its answer. It runs through ``Agent("claude", transport=TransportKind.LONG_LIVED)`` on the real
 ``HostCommandExecutor.spawn``, so what is timed is the whole path a user's turn takes.
 
 Measures, each against its target:
@@ -117,7 +117,7 @@ class Fake:
             approvals=approvals,  # type: ignore[arg-type]
             env=self.env,
             executor=HostCommandExecutor(),
-            transport=TransportKind.STREAM,
+            transport=TransportKind.LONG_LIVED,
         )
 
     def popen(self) -> subprocess.Popen[bytes]:

@@ -164,9 +164,8 @@ class AcpTransport(SharingTransport):
 
     ``dialect`` is how the agent speaks ACP; ``context`` resolves the installed CLI on first
     use. ``turn_timeout`` is the budget of a turn whose request sets none;
-    ``handshake_timeout`` (ACP's name for ``start_timeout``, which wins when both are given)
-    how long starting a session (``initialize`` plus ``session/new`` or ``session/load``)
-    may take; ``interrupt_grace`` how long a cancelled turn may take to
+    ``start_timeout`` (90 s here) how long starting a session (``initialize`` plus
+    ``session/new`` or ``session/load``) may take; ``interrupt_grace`` how long a cancelled turn may take to
     end before its process is killed; ``close_grace`` each step of closing a process.
     ``wall_clock`` times a dialect's deferred ``session/load`` and ``waits`` waits for it
     (a wait the turn's stop, its budget and close cut short). ``client`` says
@@ -180,19 +179,19 @@ class AcpTransport(SharingTransport):
         context: InstalledCli | Callable[[], InstalledCli],
         dialect: AcpDialect,
         *,
-        handshake_timeout: float = 90.0,
         wall_clock: Callable[[], float] = time.time,
         waits: Clock | None = None,
         sharing: ProcessSharing | None = None,
         client: AcpClientMethods | None = None,
         **options: Unpack[ProcessOptions],
     ) -> None:
-        options.setdefault("start_timeout", handshake_timeout)
+        # An ACP agent's start (initialize, then a session made or loaded) gets longer than
+        # the other transports' default.
+        options.setdefault("start_timeout", 90.0)
         super().__init__(context, sharing=sharing, session_key=session_of, **options)
         self._lock = threading.Lock()
         self.dialect = dialect
         self.client = client if client is not None else AcpClientMethods()
-        self.handshake_timeout = self.start_timeout
         self.wall_clock = wall_clock
         self.waits: Clock = waits if waits is not None else SystemClock()
         self._created: dict[str, float] = {}

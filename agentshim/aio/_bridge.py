@@ -124,7 +124,7 @@ def tool(
     name: str | None = None,
     description: str | None = None,
     input_schema: Mapping[str, Any] | None = None,
-    timeout_s: float = DEFAULT_TOOL_TIMEOUT,
+    timeout: float = DEFAULT_TOOL_TIMEOUT,
 ) -> Any:
     """Make ``function`` a :class:`~agentshim.core.tools.Tool`, a coroutine function too.
 
@@ -139,18 +139,18 @@ def tool(
     def make(fn: Callable[..., object]) -> Tool:
         if not inspect.iscoroutinefunction(fn):
             return sync_tool(
-                name=name, description=description, input_schema=input_schema, timeout_s=timeout_s
+                name=name, description=description, input_schema=input_schema, timeout=timeout
             )(fn)
         label = f"tool {name or getattr(fn, '__name__', '')!r}"
 
         @functools.wraps(fn)
         def on_loop(*args: Any, **kwargs: Any) -> object:
-            # Unlike a plain function, a coroutine can be cut short: past timeout_s it is
+            # Unlike a plain function, a coroutine can be cut short: past timeout it is
             # cancelled, and the agent gets the timeout as the tool's error.
-            return call_on_loop(label, cast("Awaitable[Any]", fn(*args, **kwargs)), timeout_s)
+            return call_on_loop(label, cast("Awaitable[Any]", fn(*args, **kwargs)), timeout)
 
         return sync_tool(
-            name=name, description=description, input_schema=input_schema, timeout_s=timeout_s
+            name=name, description=description, input_schema=input_schema, timeout=timeout
         )(on_loop)
 
     if function is not None:

@@ -3,7 +3,7 @@
 A :class:`Transport` opens a :class:`Conversation` from a :class:`ConversationSpec`; a
 ``Session`` drives conversations through its recovery policy and never knows whether each turn
 is a fresh CLI process (``TransportKind.ONE_SHOT``) or a message to a long-lived one
-(``TransportKind.STREAM``).
+(``TransportKind.LONG_LIVED``).
 """
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ class TransportKind(enum.Enum):
 
     ONE_SHOT = "one_shot"
     """One CLI process per turn; the conversation continues by resuming its id."""
-    STREAM = "stream"
+    LONG_LIVED = "long_lived"
     """One long-lived CLI process per conversation, where the provider has one."""
     TUI = "tui"
     """One long-lived interactive CLI per conversation, driven on a terminal (Claude Code)."""

@@ -145,11 +145,11 @@ class CliInstallError(AgentShimError):
 class TurnFailedError(AgentShimError):
     """A turn failed; ``kind`` says why as far as the CLI told, ``detail`` is its own words.
 
-    ``retry_after_s`` is the provider's hint of when a retry may succeed (a rate limit's reset
+    ``retry_after`` is the provider's hint of when a retry may succeed (a rate limit's reset
     time), when it gave one.
     """
 
-    _fields = ("kind", "detail", "retry_after_s")
+    _fields = ("kind", "detail", "retry_after")
 
     def __init__(
         self,
@@ -157,12 +157,12 @@ class TurnFailedError(AgentShimError):
         *,
         kind: FailureKind = FailureKind.OTHER,
         detail: str = "",
-        retry_after_s: float | None = None,
+        retry_after: float | None = None,
     ) -> None:
         super().__init__(message)
         self.kind = kind
         self.detail = bounded_head(detail, DETAIL_CHARS)
-        self.retry_after_s = retry_after_s
+        self.retry_after = retry_after
 
 
 class CliExitError(TurnFailedError):
@@ -183,7 +183,7 @@ class CliExitError(TurnFailedError):
         kind: FailureKind = FailureKind.OTHER,
         detail: str = "",
         message: str | None = None,
-        retry_after_s: float | None = None,
+        retry_after: float | None = None,
     ) -> None:
         self.argv = tuple(argv)
         self.returncode = returncode
@@ -194,7 +194,7 @@ class CliExitError(TurnFailedError):
             said = bounded_head(detail, MESSAGE_QUOTE_CHARS) or last_line(self.stderr)
             said = said or "no error text"
             message = f"{program} failed (exit {returncode}, {kind.value}): {said}; {_advice(kind)}"
-        super().__init__(message, kind=kind, detail=detail, retry_after_s=retry_after_s)
+        super().__init__(message, kind=kind, detail=detail, retry_after=retry_after)
 
 
 class SessionResumeError(CliExitError):
@@ -216,7 +216,7 @@ class SessionResumeError(CliExitError):
         kind: FailureKind = FailureKind.OTHER,
         detail: str = "",
         message: str | None = None,
-        retry_after_s: float | None = None,
+        retry_after: float | None = None,
     ) -> None:
         self.session_id = session_id
         if message is None:
@@ -233,7 +233,7 @@ class SessionResumeError(CliExitError):
             kind=kind,
             detail=detail,
             message=message,
-            retry_after_s=retry_after_s,
+            retry_after=retry_after,
         )
 
 
@@ -256,7 +256,7 @@ class CliDiedError(TurnFailedError):
         stderr: str = "",
         kind: FailureKind = FailureKind.OTHER,
         detail: str = "",
-        retry_after_s: float | None = None,
+        retry_after: float | None = None,
     ) -> None:
         self.session_id = session_id
         self.returncode = returncode
@@ -270,7 +270,7 @@ class CliDiedError(TurnFailedError):
                 else "no conversation had started, so the next turn starts a new one"
             )
             message = f"the CLI process ended mid-turn (exit {returncode}): {said}; {kept}"
-        super().__init__(message, kind=kind, detail=detail, retry_after_s=retry_after_s)
+        super().__init__(message, kind=kind, detail=detail, retry_after=retry_after)
 
 
 class SpendingLimitError(TurnFailedError):
@@ -297,7 +297,7 @@ class SpendingLimitError(TurnFailedError):
         result: TurnResult | None = None,
         kind: FailureKind = FailureKind.USAGE_LIMIT,
         detail: str = "",
-        retry_after_s: float | None = None,
+        retry_after: float | None = None,
     ) -> None:
         self.limit_name = limit_name
         self.limit = limit
@@ -306,7 +306,7 @@ class SpendingLimitError(TurnFailedError):
         self.result = result
         if message is None:
             message = _spending_message(limit_name, limit, spent, ran=result is not None)
-        super().__init__(message, kind=kind, detail=detail, retry_after_s=retry_after_s)
+        super().__init__(message, kind=kind, detail=detail, retry_after=retry_after)
 
 
 def _spending_message(limit_name: str, limit: float, spent: float | None, *, ran: bool) -> str:

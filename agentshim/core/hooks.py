@@ -46,7 +46,7 @@ class HookCallbacks:
     with ``args`` in place of the agent's input when given; ``deny(message)`` refuses it) or
     None for no opinion (the CLI's own permission rules decide). ``matcher`` limits
     ``pre_tool_use`` and ``post_tool_use`` to tools whose name matches it (the CLI's matcher
-    syntax, such as ``"Bash"`` or ``"Edit|Write"``); None: every tool. ``timeout_s`` is how
+    syntax, such as ``"Bash"`` or ``"Edit|Write"``); None: every tool. ``timeout`` is how
     long the CLI waits for a callback.
     """
 
@@ -54,7 +54,7 @@ class HookCallbacks:
     post_tool_use: Callable[[HookEvent], None] | None = None
     stop: Callable[[HookEvent], None] | None = None
     matcher: str | None = None
-    timeout_s: float = 60.0
+    timeout: float = 60.0
 
     def __post_init__(self) -> None:
         for name in ("pre_tool_use", "post_tool_use", "stop"):
@@ -74,7 +74,7 @@ class HookCallbacks:
         from agentshim.core._checks import seconds
 
         object.__setattr__(
-            self, "timeout_s", seconds("HookCallbacks", "timeout_s", self.timeout_s, positive=True)
+            self, "timeout", seconds("HookCallbacks", "timeout", self.timeout, positive=True)
         )
 
     @property

@@ -143,8 +143,8 @@ class StdioMcpServer(_ProxiedMappings):
     command: str
     args: Sequence[str] = ()
     env: Mapping[str, str] = field(default_factory=empty_mapping)
-    startup_timeout_s: float | None = None
-    tool_timeout_s: float | None = None
+    startup_timeout: float | None = None
+    tool_timeout: float | None = None
 
     def __post_init__(self) -> None:
         owner = "StdioMcpServer"
@@ -184,8 +184,8 @@ class StdioMcpServer(_ProxiedMappings):
                     f"MCP server {self.name!r} env name {key!r} is invalid; a variable name "
                     "is non-empty and holds no '='",
                 )
-        _check_timeout(owner, "startup_timeout_s", self.startup_timeout_s)
-        _check_timeout(owner, "tool_timeout_s", self.tool_timeout_s)
+        _check_timeout(owner, "startup_timeout", self.startup_timeout)
+        _check_timeout(owner, "tool_timeout", self.tool_timeout)
         object.__setattr__(self, "args", args)
         object.__setattr__(self, "env", env)
 
@@ -207,8 +207,8 @@ class HttpMcpServer(_ProxiedMappings):
     url: str
     transport: McpTransport = "http"
     headers: Mapping[str, str] = field(default_factory=empty_mapping)
-    startup_timeout_s: float | None = None
-    tool_timeout_s: float | None = None
+    startup_timeout: float | None = None
+    tool_timeout: float | None = None
 
     def __post_init__(self) -> None:
         owner = "HttpMcpServer"
@@ -255,8 +255,8 @@ class HttpMcpServer(_ProxiedMappings):
                     f"MCP server {self.name!r} header {key!r} has a line break in its value "
                     "(headers), which would inject another header; remove it",
                 )
-        _check_timeout(owner, "startup_timeout_s", self.startup_timeout_s)
-        _check_timeout(owner, "tool_timeout_s", self.tool_timeout_s)
+        _check_timeout(owner, "startup_timeout", self.startup_timeout)
+        _check_timeout(owner, "tool_timeout", self.tool_timeout)
         object.__setattr__(self, "headers", headers)
 
     # Named again: a frozen dataclass would replace an inherited __hash__ with its own.
@@ -309,20 +309,20 @@ def refuse_timeouts(server: McpServer, cli: str, *, tool_timeout: bool = False) 
             the server, ``cli`` and the field to leave unset.
     """
     if tool_timeout:
-        if server.startup_timeout_s is not None:
+        if server.startup_timeout is not None:
             raise ProviderCapabilityError(
                 f"MCP server {server.name!r}: {cli} has no startup timeout setting; leave "
-                "startup_timeout_s unset (tool_timeout_s is supported)"
+                "startup_timeout unset (tool_timeout is supported)"
             )
-    elif server.startup_timeout_s is not None or server.tool_timeout_s is not None:
+    elif server.startup_timeout is not None or server.tool_timeout is not None:
         raise ProviderCapabilityError(
             f"MCP server {server.name!r}: {cli} has no startup or tool timeout setting; leave "
-            "startup_timeout_s and tool_timeout_s unset"
+            "startup_timeout and tool_timeout unset"
         )
 
 
 def tool_timeout_ms(server: McpServer) -> int | None:
     """``server``'s tool timeout in whole milliseconds (at least 1), or None when unset."""
-    if server.tool_timeout_s is None:
+    if server.tool_timeout is None:
         return None
-    return max(1, round(server.tool_timeout_s * 1000))
+    return max(1, round(server.tool_timeout * 1000))

@@ -60,13 +60,13 @@ class RenewalBudget:
 
     max_turns: int | None = None
     max_turn_input_tokens: int | None = None
-    max_turn_duration_s: float | None = None
+    max_turn_duration: float | None = None
 
     def __post_init__(self) -> None:
         for name, kinds, what in (
             ("max_turns", (int,), "a positive int"),
             ("max_turn_input_tokens", (int,), "a positive int"),
-            ("max_turn_duration_s", (int, float), "a positive number of seconds"),
+            ("max_turn_duration", (int, float), "a positive number of seconds"),
         ):
             value: object = getattr(self, name)
             if value is None:

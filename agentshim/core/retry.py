@@ -27,18 +27,18 @@ class RetryPolicy:
     a turn gets. ``jitter`` (0 <= jitter < 1, off by default) spreads each wait by up to that
     fraction either way; the spread comes from a random sample the session draws from a
     generator seeded with ``seed``, so a seeded session waits the same every run. A failure
-    that says when the provider will accept requests again (``retry_after_s``) waits at least
-    that long, and is not retried when that is more than ``max_hint_s`` away.
+    that says when the provider will accept requests again (``retry_after``) waits at least
+    that long, and is not retried when that is more than ``max_hint`` away.
 
     Raises:
-        InvalidRequestError: a delay or ``max_hint_s`` that is not a finite number >= 0, or
+        InvalidRequestError: a delay or ``max_hint`` that is not a finite number >= 0, or
             ``jitter`` outside [0, 1).
     """
 
     delays: Sequence[float] = _DEFAULT_DELAYS
     jitter: float = 0.0
     seed: int | None = None
-    max_hint_s: float = 900.0
+    max_hint: float = 900.0
 
     def __post_init__(self) -> None:
         raw = sequence("RetryPolicy", "delays", self.delays, "seconds such as (30, 60)")
@@ -53,7 +53,7 @@ class RetryPolicy:
                 f"{self.jitter!r} is not in [0, 1)",
                 f"RetryPolicy.jitter must be in [0, 1), got {self.jitter!r}; 0 turns it off",
             )
-        seconds("RetryPolicy", "max_hint_s", self.max_hint_s)
+        seconds("RetryPolicy", "max_hint", self.max_hint)
         object.__setattr__(self, "delays", tuple(delays))
 
     @classmethod
@@ -67,7 +67,7 @@ class RetryPolicy:
         return len(self.delays)
 
     def delay(
-        self, retry: int, *, sample: float = 0.5, retry_after_s: float | None = None
+        self, retry: int, *, sample: float = 0.5, retry_after: float | None = None
     ) -> float | None:
         """Seconds to wait before retry number ``retry`` (0-based), or None to give up.
 
@@ -87,9 +87,9 @@ class RetryPolicy:
             return None
         base = self.delays[retry]
         wait = base * (1.0 + self.jitter * (2.0 * min(max(sample, 0.0), 1.0) - 1.0))
-        # An infinite hint ("not before ever") gives up like any hint beyond max_hint_s.
-        if retry_after_s is not None and not math.isnan(retry_after_s):
-            if retry_after_s > self.max_hint_s:
+        # An infinite hint ("not before ever") gives up like any hint beyond max_hint.
+        if retry_after is not None and not math.isnan(retry_after):
+            if retry_after > self.max_hint:
                 return None
-            wait = max(wait, retry_after_s)
+            wait = max(wait, retry_after)
         return max(0.0, wait)

@@ -250,13 +250,13 @@ class Failed:
     """Opening the conversation or running the attempt failed.
 
     ``session_id`` is the id the conversation reported after the failure. ``sample`` is a
-    uniform random number for retry jitter; ``retry_after_s`` the provider's own wait hint.
+    uniform random number for retry jitter; ``retry_after`` the provider's own wait hint.
     """
 
     now: float
     outcome: FailureKind | FailureOutcome
     session_id: str | None = None
-    retry_after_s: float | None = None
+    retry_after: float | None = None
     sample: float = 0.5
 
 
@@ -616,8 +616,8 @@ class SessionPolicy:
                 and event.input_tokens >= budget.max_turn_input_tokens
             )
             or (
-                budget.max_turn_duration_s is not None
-                and event.duration_s >= budget.max_turn_duration_s
+                budget.max_turn_duration is not None
+                and event.duration_s >= budget.max_turn_duration
             )
         )
 
@@ -637,7 +637,7 @@ class SessionPolicy:
 
         if outcome is FailureKind.TRANSIENT:
             wait = self.retry.delay(
-                turn.retries, sample=event.sample, retry_after_s=event.retry_after_s
+                turn.retries, sample=event.sample, retry_after=event.retry_after
             )
             if wait is None:
                 return _fail(state, event.now, outcome, commands)

@@ -179,9 +179,9 @@ class ToolTracker:
     parser calls ``start`` when a call appears and ``finish`` when its result does.
     """
 
-    def __init__(self, clock: Monotonic = time.monotonic) -> None:
-        """Track calls, timing them with ``clock`` (seconds; ``time.monotonic`` by default)."""
-        self._clock = clock
+    def __init__(self, monotonic: Monotonic = time.monotonic) -> None:
+        """Track calls, timing them with ``monotonic`` (seconds; ``time.monotonic`` by default)."""
+        self._clock = monotonic
         # tool id -> (name, args, start time); plain tuples, as one is made for every call.
         self._pending: dict[str, tuple[str, ToolArgs, float]] = {}
 

@@ -40,7 +40,7 @@ class Tool:
 
     ``name`` is 1-48 letters, digits, ``_`` or ``-`` starting with a letter (the CLI puts
     its own prefix in front); ``input_schema`` a JSON Schema object for the arguments;
-    ``timeout_s`` how long a call may take before the agent gets a timeout error instead of
+    ``timeout`` how long a call may take before the agent gets a timeout error instead of
     the result, on time (the function runs on a thread of its own and goes on to its end,
     its result dropped: Python cannot stop it). ``derived`` says the schema came from the annotations, so a
     call's arguments are checked against them and dataclasses and enums are built.
@@ -51,7 +51,7 @@ class Tool:
     description: str
     function: Callable[..., object]
     input_schema: Mapping[str, Any] = field(default_factory=lambda: _frozen({"type": "object"}))
-    timeout_s: float = DEFAULT_TOOL_TIMEOUT
+    timeout: float = DEFAULT_TOOL_TIMEOUT
     derived: bool = False
 
     def __post_init__(self) -> None:
@@ -86,9 +86,7 @@ class Tool:
                 '"type": "object" (the agent passes arguments by name)',
             )
         object.__setattr__(self, "input_schema", _frozen(schema))
-        object.__setattr__(
-            self, "timeout_s", seconds("Tool", "timeout_s", self.timeout_s, positive=True)
-        )
+        object.__setattr__(self, "timeout", seconds("Tool", "timeout", self.timeout, positive=True))
 
     def __call__(self, *args: Any, **kwargs: Any) -> object:
         """Call the function directly, as if it were not a tool."""
@@ -103,7 +101,7 @@ def tool(
     name: str | None = None,
     description: str | None = None,
     input_schema: Mapping[str, Any] | None = None,
-    timeout_s: float = DEFAULT_TOOL_TIMEOUT,
+    timeout: float = DEFAULT_TOOL_TIMEOUT,
 ) -> Callable[[Callable[..., object]], Tool]: ...
 def tool(
     function: Callable[..., object] | None = None,
@@ -112,7 +110,7 @@ def tool(
     name: str | None = None,
     description: str | None = None,
     input_schema: Mapping[str, Any] | None = None,
-    timeout_s: float = DEFAULT_TOOL_TIMEOUT,
+    timeout: float = DEFAULT_TOOL_TIMEOUT,
 ) -> Tool | Callable[[Callable[..., object]], Tool]:
     """Make ``function`` a :class:`Tool`; used bare (``@tool``), with options, or called.
 
@@ -137,7 +135,7 @@ def tool(
             description=text,
             function=fn,
             input_schema=schema,
-            timeout_s=timeout_s,
+            timeout=timeout,
             derived=derived,
         )
 

@@ -5,10 +5,16 @@ events; never on internal attributes. Services test their Session logic with ``F
 Submodules not imported here: ``contracts`` and ``session_contracts`` (pytest mixins, they need
 pytest). The scripted model API server and the real CLIs pointed at it, which ``agentshim
 doctor`` ships with, are in :mod:`agentshim.doctor` (``model_server``, ``offline``, ``clis``).
+``stand_in_executor`` (runs the bundled stand-in CLI in place of a provider's) is imported on
+first use: the stand-in runs as ``python -m agentshim.testing.stand_in``, which must not find
+its module imported already by this package.
 """
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+from agentshim.core._lazy import lazy_attributes
 from agentshim.testing.checkpoints import CheckpointOp, FakeCheckpointStore
 from agentshim.testing.clock import FakeClock, SequentialIds
 from agentshim.testing.confinement import FakeConfinement, WrapCall
@@ -42,6 +48,9 @@ from agentshim.testing.scripted import (
     scripted_turn,
 )
 
+if TYPE_CHECKING:
+    from agentshim.testing.stand_in import stand_in_executor
+
 __all__ = [
     "FAKE_PROFILE",
     "CheckpointOp",
@@ -74,4 +83,9 @@ __all__ = [
     "installed_mcp_servers",
     "scripted_resume_failure",
     "scripted_turn",
+    "stand_in_executor",
 ]
+
+__getattr__, __dir__ = lazy_attributes(
+    "agentshim.testing", {"stand_in_executor": "agentshim.testing.stand_in"}, globals()
+)

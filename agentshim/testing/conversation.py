@@ -78,7 +78,7 @@ class FakeOutcome:
     interrupted: bool = False
     failure_kind: FailureKind = FailureKind.OTHER
     detail: str = ""
-    retry_after_s: float | None = None
+    retry_after: float | None = None
     seconds: float = 0.0
     raise_cancelled: bool = False
     error: BaseException | None = None
@@ -118,19 +118,19 @@ class FakeOutcome:
         *,
         session_id: str | None = None,
         detail: str = "",
-        retry_after_s: float | None = None,
+        retry_after: float | None = None,
     ) -> FakeOutcome:
         """The turn fails with a TurnFailedError of ``kind``.
 
         ``session_id`` is a conversation the provider named before failing;
-        ``retry_after_s`` is set on the error as the provider's own retry hint.
+        ``retry_after`` is set on the error as the provider's own retry hint.
         """
         return cls(
             "failure",
             failure_kind=kind,
             session_id=session_id,
             detail=detail,
-            retry_after_s=retry_after_s,
+            retry_after=retry_after,
         )
 
     @classmethod
@@ -144,14 +144,14 @@ class FakeOutcome:
         return cls("timeout", seconds=seconds)
 
     @classmethod
-    def hang(cls, *, raise_cancelled: bool = False, limit_s: float = 30.0) -> FakeOutcome:
-        """The turn runs until ``interrupt()`` (real time, at most ``limit_s``).
+    def hang(cls, *, raise_cancelled: bool = False, limit: float = 30.0) -> FakeOutcome:
+        """The turn runs until ``interrupt()`` (real time, at most ``limit``).
 
         Interrupted, it returns a result marked interrupted (with a TurnInterrupted event), or
-        raises TurnCancelledError with ``raise_cancelled``; past ``limit_s`` it raises
+        raises TurnCancelledError with ``raise_cancelled``; past ``limit`` it raises
         TurnTimeoutError, so a test that forgets to interrupt fails instead of hanging.
         """
-        return cls("hang", seconds=limit_s, raise_cancelled=raise_cancelled)
+        return cls("hang", seconds=limit, raise_cancelled=raise_cancelled)
 
     @classmethod
     def raises(cls, error: BaseException) -> FakeOutcome:
@@ -206,7 +206,7 @@ class FakeTransport:
     ) -> None:
         self._profile = profile
         self._steerable = steerable
-        self.kind = TransportKind.STREAM if steerable else TransportKind.ONE_SHOT
+        self.kind = TransportKind.LONG_LIVED if steerable else TransportKind.ONE_SHOT
         self._lock = threading.Lock()
         self._function: Callable[[FakeCall], FakeOutcome] | None = None
         self._queue: list[FakeOutcome] = []
@@ -380,7 +380,7 @@ class FakeConversation:
                 f"fake turn failed ({outcome.failure_kind.value}): {outcome.detail or 'scripted'}",
                 kind=outcome.failure_kind,
                 detail=outcome.detail,
-                retry_after_s=outcome.retry_after_s,
+                retry_after=outcome.retry_after,
             )
             raise error
         if outcome.kind == "resume_refused":

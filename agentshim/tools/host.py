@@ -8,7 +8,7 @@ reads; a message that is not JSON-RPC costs only itself. Both routes use it: the
 (:mod:`agentshim.tools.local`) and Claude Code's in-band ``mcp_message`` requests.
 
 A call's function runs on a thread of its own, started for that call, while the calling
-thread waits for it at most the tool's ``timeout_s``: a function that overruns gets the agent
+thread waits for it at most the tool's ``timeout``: a function that overruns gets the agent
 a timeout error on time, so it holds the turn no longer than its budget. Python cannot stop a
 running function, so an overrunning one goes on to its end on its thread (a daemon thread,
 which then ends), and its result is dropped.
@@ -80,7 +80,7 @@ class ToolHost:
     (``tool_failed`` or ``tool_timed_out``) when a function raises or overruns its timeout,
     besides the error result the agent gets; ``approve``, when set, decides each call before
     it runs; ``report_calls`` says whether calls are reported (see the module docstring);
-    ``clock`` times the calls. ``emit`` and ``approve`` may be replaced between turns.
+    ``monotonic`` times the calls. ``emit`` and ``approve`` may be replaced between turns.
     """
 
     __slots__ = (
@@ -102,13 +102,13 @@ class ToolHost:
         emit: Emit = _ignore,
         approve: Approve | None = None,
         report_calls: bool = False,
-        clock: Monotonic = time.monotonic,
+        monotonic: Monotonic = time.monotonic,
     ) -> None:
         self._tools = {t.name: t for t in tools}
         self.server_name = server_name
         self.emit = emit
         self.approve = approve
-        self._clock = clock
+        self._clock = monotonic
         self._calls = 0
         self._report = report_calls
         self._listed = False
@@ -220,9 +220,9 @@ class ToolHost:
             return _failed(f"invalid arguments for {chosen.name}: {error}")
         started = self._clock()
         call = _Call(chosen, kwargs)
-        if not call.finished(chosen.timeout_s):
+        if not call.finished(chosen.timeout):
             text = (
-                f"{chosen.name} did not return within its timeout of {chosen.timeout_s:g} s; "
+                f"{chosen.name} did not return within its timeout of {chosen.timeout:g} s; "
                 "the agent was answered without it (the function goes on to its end, and its "
                 "result is dropped)"
             )
@@ -234,10 +234,10 @@ class ToolHost:
             return _failed(text)
         value = call.value
         elapsed = self._clock() - started
-        if elapsed > chosen.timeout_s:
+        if elapsed > chosen.timeout:
             text = (
                 f"{chosen.name} took {elapsed:.1f} s, longer than its timeout of "
-                f"{chosen.timeout_s:g} s; its result was dropped"
+                f"{chosen.timeout:g} s; its result was dropped"
             )
             self.emit(Lifecycle(lk.TOOL_TIMED_OUT, text))
             return _failed(text)

@@ -36,7 +36,7 @@ def decide(
     request: ApprovalRequest,
     *,
     timeout: float,
-    clock: Monotonic,
+    monotonic: Monotonic,
 ) -> Answer:
     """What ``approvals`` answers to ``request``; a handler gets ``timeout`` seconds.
 
@@ -50,14 +50,14 @@ def decide(
         message = "denied by ApprovalPolicy.FAIL_TURN; the turn fails"
         return Answer(ApprovalDecision.deny(message), "policy", fail_turn=True)
     assert not isinstance(approvals, ApprovalPolicy)
-    started = clock()
+    started = monotonic()
     try:
         # Typed as object: a handler is the caller's code and may return anything.
         decision = cast(object, approvals.decide(request))
     except Exception as error:
         message = f"the approval handler raised {error!r:.300}; denied"
         return Answer(ApprovalDecision.deny(message), "handler_error")
-    elapsed = clock() - started
+    elapsed = monotonic() - started
     if not isinstance(decision, ApprovalDecision):
         message = f"the approval handler returned {decision!r:.100}, not an ApprovalDecision"
         return Answer(ApprovalDecision.deny(message + "; denied"), "handler_error")
@@ -77,7 +77,7 @@ def decide_for_turn(
     *,
     interrupted: bool,
     timeout: float,
-    clock: Monotonic,
+    monotonic: Monotonic,
 ) -> Answer:
     """What a long-lived conversation answers to ``request`` during a turn.
 
@@ -90,7 +90,7 @@ def decide_for_turn(
     if permissions.mode is NativeMode.READ_ONLY:
         message = "denied: this conversation is read-only (NativePermissions.read_only())"
         return Answer(ApprovalDecision.deny(message), "read_only")
-    return decide(approvals, request, timeout=timeout, clock=clock)
+    return decide(approvals, request, timeout=timeout, monotonic=monotonic)
 
 
 def requested(request: ApprovalRequest) -> ApprovalRequested:

@@ -34,7 +34,7 @@ cannot wait on the side's descriptor itself."""
 class Channel:
     """A :class:`~agentshim.execution.process.Process` spoken to in JSON lines.
 
-    ``argv`` is what started it (for errors and events); ``clock`` the monotonic clock its
+    ``argv`` is what started it (for errors and events); ``monotonic`` the monotonic clock its
     deadlines are read on.
     """
 
@@ -45,11 +45,11 @@ class Channel:
         process: Process,
         argv: Sequence[str],
         *,
-        clock: Monotonic = time.monotonic,
+        monotonic: Monotonic = time.monotonic,
         side: SideChannel | None = None,
     ) -> None:
         self._process = process
-        self._clock = clock
+        self._clock = monotonic
         self._side = side
         self._woken = threading.Event()
         self._exit: ProcessExited | None = None

@@ -121,7 +121,7 @@ class ProcessTransport:
     closing a process (stdin EOF, SIGTERM) is given.
     """
 
-    kind = TransportKind.STREAM
+    kind = TransportKind.LONG_LIVED
 
     def __init__(
         self,
@@ -280,7 +280,7 @@ class LongLivedConversation(Generic[TurnT]):
         self._context = context
         self._spec = spec
         self._name = name
-        self._clock = context.clock
+        self._clock = context.monotonic
         self._turn_timeout = transport.turn_timeout
         self._interrupt_grace = transport.interrupt_grace
         self._close_grace = transport.close_grace
@@ -630,7 +630,7 @@ class LongLivedConversation(Generic[TurnT]):
             request,
             interrupted=turn.interrupted,
             timeout=self._spec.approval_timeout,
-            clock=self._clock,
+            monotonic=self._clock,
         )
 
     def _tool_approvals(self, turn: TurnT) -> Callable[[ApprovalRequest], ApprovalDecision] | None:
@@ -655,7 +655,7 @@ class LongLivedConversation(Generic[TurnT]):
                 # Not decide_for_turn: read-only permissions bound the CLI's own tools; a Python
                 # tool is the caller's code, and the handler decides it.
                 answer = decide(
-                    approvals, request, timeout=self._spec.approval_timeout, clock=self._clock
+                    approvals, request, timeout=self._spec.approval_timeout, monotonic=self._clock
                 )
             self._approval_sent(turn, request, answer)
             return answer.decision
@@ -1182,7 +1182,7 @@ class ProcessConversation(LongLivedConversation[TurnT]):
         emit(RunStarted(tuple(argv)))
         process = self._context.executor.spawn(SpawnRequest(argv, cwd=self._spec.cwd, env=env))
         self._leftovers.started(getattr(process, "pid", None))
-        channel = Channel(process, argv, clock=self._clock, side=side)
+        channel = Channel(process, argv, monotonic=self._clock, side=side)
         with self._lock:
             self._channel = channel
             self._requests.clear()
@@ -1213,7 +1213,7 @@ class ProcessConversation(LongLivedConversation[TurnT]):
         self._announce_respawn(emit)
         emit(RunStarted(tuple(argv)))
         self._leftovers.adopt(warm.marker, getattr(warm.process, "pid", None))
-        channel = Channel(warm.process, argv, clock=self._clock)
+        channel = Channel(warm.process, argv, monotonic=self._clock)
         self._adopt_channel(channel)
         return channel
 

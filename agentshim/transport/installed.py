@@ -61,7 +61,7 @@ class InstalledCli:
     """An installed, checked CLI: the provider, where its binary is, what it runs with.
 
     ``env`` is the CLI's complete environment; ``model`` the default model of its turns;
-    ``log`` where diagnostics go; ``clock`` the monotonic clock every deadline is read on;
+    ``log`` where diagnostics go; ``monotonic`` the monotonic clock every deadline is read on;
     ``context_window`` the catalogue's window of a model (None when it does not know), for a
     turn whose CLI did not report one (an Agent gives :func:`agentshim.models.context_window_of`).
     Build one with :meth:`find`, which looks the binary up and checks it.
@@ -73,7 +73,7 @@ class InstalledCli:
     env: Mapping[str, str] = field(default_factory=dict[str, str])
     model: str | None = None
     log: Callable[[str], None] = ignore_log_line
-    clock: Monotonic = time.monotonic
+    monotonic: Monotonic = time.monotonic
     context_window: Callable[[str | None], int | None] = _unknown_window
 
     def spawn(self, argv: Sequence[str], env: Mapping[str, str], cwd: str | None = None) -> Process:
@@ -90,7 +90,7 @@ class InstalledCli:
         model: str | None = None,
         check_timeout: float = 15.0,
         log: Callable[[str], None] = ignore_log_line,
-        clock: Monotonic = time.monotonic,
+        monotonic: Monotonic = time.monotonic,
         context_window: Callable[[str | None], int | None] = _unknown_window,
     ) -> InstalledCli:
         """Find ``provider``'s binary on the env's PATH, check it, and compose its env.
@@ -128,7 +128,7 @@ class InstalledCli:
             env=composed,
             model=model,
             log=log,
-            clock=clock,
+            monotonic=monotonic,
             context_window=context_window,
         )
 

@@ -63,7 +63,7 @@ class FrameRouter:
 
     ``route`` names the routing key of one output (None: no session's); a key is made a
     session's with :meth:`bind`. ``unrouted`` receives every output no bound key claims.
-    ``clock`` is the monotonic clock deadlines are read on. Every method is thread-safe.
+    ``monotonic`` is the monotonic clock deadlines are read on. Every method is thread-safe.
     """
 
     def __init__(
@@ -72,12 +72,12 @@ class FrameRouter:
         route: Callable[[ProcessOutput], Hashable | None],
         *,
         unrouted: Callable[[ProcessOutput], None] | None = None,
-        clock: Monotonic = time.monotonic,
+        monotonic: Monotonic = time.monotonic,
     ) -> None:
         self._process = process
         self._route = route
         self._unrouted = unrouted
-        self._clock = clock
+        self._clock = monotonic
         self._changed = threading.Condition(threading.Lock())
         self._bound: dict[Hashable, Mailbox] = {}
         self._reader: Mailbox | None = None

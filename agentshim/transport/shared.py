@@ -92,15 +92,17 @@ class SharedProcess:
         argv: Sequence[str],
         session_key: SessionKey,
         *,
-        clock: Monotonic,
+        monotonic: Monotonic,
         close_grace: float,
     ) -> None:
         self.argv = tuple(argv)
         self.process = process
         self._session_key = session_key
-        self._clock = clock
+        self._clock = monotonic
         self._close_grace = close_grace
-        self.router = FrameRouter(process, self._route, unrouted=self._unrouted, clock=clock)
+        self.router = FrameRouter(
+            process, self._route, unrouted=self._unrouted, monotonic=monotonic
+        )
         self.stderr: deque[str] = deque(maxlen=_STDERR_TAIL)
         self._lock = threading.Lock()
         self._next_id = 0
@@ -198,7 +200,7 @@ class SharedChannel(Channel):
     __slots__ = ("_box", "_ids", "_pool", "_shared", "_tail", "fresh")
 
     def __init__(self, pool: ProcessPool, shared: SharedProcess, *, fresh: bool) -> None:
-        super().__init__(shared.process, shared.argv, clock=pool.clock)
+        super().__init__(shared.process, shared.argv, monotonic=pool.monotonic)
         self._pool = pool
         self._shared = shared
         self._box: Mailbox = shared.router.open()
@@ -299,7 +301,7 @@ class SharedChannel(Channel):
 class ProcessPool:
     """The shared processes of one transport, per process-wide configuration.
 
-    ``start`` starts a process for an argv and environment; ``clock`` is what the
+    ``start`` starts a process for an argv and environment; ``monotonic`` is what the
     conversations' deadlines are read on. Thread-safe.
     """
 
@@ -308,10 +310,10 @@ class ProcessPool:
         sharing: ProcessSharing,
         start: Callable[[Sequence[str], Mapping[str, str]], SharedProcess],
         *,
-        clock: Monotonic,
+        monotonic: Monotonic,
     ) -> None:
         self.sharing = sharing
-        self.clock = clock
+        self.monotonic = monotonic
         self._start = start
         self._lock = threading.Lock()
         self._processes: dict[tuple[Any, ...], list[SharedProcess]] = {}
@@ -379,7 +381,7 @@ class ProcessPool:
             idle = self._idle
             if idle is None:
                 return False
-            now = idle.clock()
+            now = idle.monotonic()
             ripe = [shared for shared, due in self._due.items() if due <= now]
             for shared in ripe:
                 self._drop(shared)
@@ -472,10 +474,14 @@ class PoolSlot:
                 def start(argv: Sequence[str], env: Mapping[str, str]) -> SharedProcess:
                     process = context.spawn(argv, env)
                     return SharedProcess(
-                        process, argv, session_key, clock=context.clock, close_grace=close_grace
+                        process,
+                        argv,
+                        session_key,
+                        monotonic=context.monotonic,
+                        close_grace=close_grace,
                     )
 
-                self._pool = ProcessPool(sharing, start, clock=context.clock)
+                self._pool = ProcessPool(sharing, start, monotonic=context.monotonic)
             return self._pool
 
 

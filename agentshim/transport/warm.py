@@ -63,17 +63,17 @@ class IdleSchedule(Protocol):
 class WarmIdle:
     """How long a warm process may wait unused before it is ended, and who ends it.
 
-    ``after`` seconds on ``clock`` (the schedule's clock) since it last served nobody; the
+    ``after`` seconds on ``monotonic`` (the schedule's clock) since it last served nobody; the
     ``schedule`` calls back when that is due.
     """
 
     schedule: IdleSchedule
     after: float
-    clock: Monotonic
+    monotonic: Monotonic
 
     def due(self) -> float:
         """When something that goes idle now is due."""
-        return self.clock() + self.after
+        return self.monotonic() + self.after
 
 
 _Key = tuple[tuple[str, ...], str | None, tuple[tuple[str, str], ...]]
@@ -130,7 +130,7 @@ class WarmProcesses:
         marker = new_run_id()
         process = context.spawn(argv, {**env, TURN_PROCESS_MARKER: marker}, cwd)
         try:
-            hello(Channel(process, argv, clock=context.clock))
+            hello(Channel(process, argv, monotonic=context.monotonic))
         except BaseException:
             process.kill()
             process.wait(self._close_grace)
@@ -150,7 +150,7 @@ class WarmProcesses:
         idle = self._idle
         if idle is None:
             return False
-        now, ended = idle.clock(), list[WarmProcess]()
+        now, ended = idle.monotonic(), list[WarmProcess]()
         with self._lock:
             for waiting in self._waiting.values():
                 for warm in list(waiting):
@@ -210,7 +210,7 @@ def greet(
     channel: Channel,
     frame: Mapping[str, Any],
     answers: Callable[[Mapping[str, Any]], bool],
-    clock: Monotonic,
+    monotonic: Monotonic,
     *,
     cli: str,
 ) -> None:
@@ -223,7 +223,7 @@ def greet(
         CliTimeoutError: it did not answer within ``HELLO_TIMEOUT``.
     """
     channel.send(frame)
-    deadline = clock() + HELLO_TIMEOUT
+    deadline = monotonic() + HELLO_TIMEOUT
     stderr: list[str] = []
     while True:
         output = channel.read_until(deadline)

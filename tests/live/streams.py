@@ -172,13 +172,13 @@ class StreamRig:
     cli: OfflineCli
     root: Path
     binary: Path
-    transport: TransportKind = TransportKind.STREAM
+    transport: TransportKind = TransportKind.LONG_LIVED
 
 
 def stream_rig(
     provider: str,
     tmp_path_factory: pytest.TempPathFactory,
-    transport: TransportKind = TransportKind.STREAM,
+    transport: TransportKind = TransportKind.LONG_LIVED,
 ) -> Iterator[StreamRig]:
     """The body of a suite's module-scoped rig fixture (skips when the binary is missing)."""
     binary = require_binary(provider)
@@ -290,7 +290,7 @@ def live_test(rig: StreamRig, request: pytest.FixtureRequest) -> Iterator[Live]:
 
 
 def suite_fixtures(
-    provider: str, transport: TransportKind = TransportKind.STREAM
+    provider: str, transport: TransportKind = TransportKind.LONG_LIVED
 ) -> tuple[Callable[..., Iterator[StreamRig]], Callable[..., Iterator[Live]]]:
     """A suite's ``rig`` (one per module) and ``live`` (one per test) fixtures, for
     ``rig, live = suite_fixtures("pi")`` at the top of its module."""

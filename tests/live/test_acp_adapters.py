@@ -109,7 +109,7 @@ class CodexAcp:
 
     def agent(
         self,
-        transport: TransportKind = TransportKind.STREAM,
+        transport: TransportKind = TransportKind.LONG_LIVED,
         permissions: NativePermissions | None = None,
     ) -> Agent:
         return Agent(
@@ -245,7 +245,7 @@ class ClaudeAcp:
         )
         self.asked: list[str] = []
 
-    def agent(self, transport: TransportKind = TransportKind.STREAM) -> Agent:
+    def agent(self, transport: TransportKind = TransportKind.LONG_LIVED) -> Agent:
         asked = self.asked
 
         def decide(request: ApprovalRequest) -> ApprovalDecision:

@@ -57,7 +57,7 @@ class FakeAgent:
         self.config = AcpAgentConfig(name="fake-acp", command=command, display_name="fake ACP")
         self.env = env
 
-    def agent(self, transport: TransportKind = TransportKind.STREAM) -> Agent:
+    def agent(self, transport: TransportKind = TransportKind.LONG_LIVED) -> Agent:
         asked: list[ApprovalRequest] = []
         self.asked = asked
 

@@ -1,6 +1,6 @@
 """Live: Codex's app-server transport on the real pinned binary, against the model server.
 
-Every test runs ``Agent("codex", transport=TransportKind.STREAM)`` on the real
+Every test runs ``Agent("codex", transport=TransportKind.LONG_LIVED)`` on the real
 ``HostCommandExecutor``: one long-lived ``codex app-server`` process per session, offline
 (``agentshim.doctor.offline``), the model scripted per test. What is asserted is what a user
 sees: results, errors, files, the processes that ran (counted at ``spawn``, found in ``/proc``
@@ -249,7 +249,7 @@ def template_thread(rig: StreamRig) -> Path:
         approvals=ApprovalPolicy.DENY,
         model=rig.cli.model,
         env=dict(rig.cli.env),
-        transport=TransportKind.STREAM,
+        transport=TransportKind.LONG_LIVED,
         event_handlers=events.append,
         check_timeout=60.0,
     )

@@ -1,6 +1,6 @@
 """Live: Gemini CLI's ACP transport on the real pinned binary, against the model server.
 
-Every test runs ``Agent("gemini", transport=TransportKind.STREAM)`` on the real
+Every test runs ``Agent("gemini", transport=TransportKind.LONG_LIVED)`` on the real
 ``HostCommandExecutor``: one long-lived ``gemini --acp`` process per session, offline
 (``agentshim.doctor.offline``), the model scripted per test. What is asserted is what a
 user sees: results, errors, files the agent wrote, the processes that ran (counted at

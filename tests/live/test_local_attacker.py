@@ -67,12 +67,16 @@ STUB = Path(__file__).with_name("mcp_stub_server.py")
 CASES = [
     pytest.param("claude", TransportKind.TUI, "mcp__agentshim__probe", None, id="claude-tui"),
     # In band: the tools have no socket, so only the other user's reading is tried.
-    pytest.param("claude", TransportKind.STREAM, "mcp__agentshim__probe", None, id="claude-stream"),
-    pytest.param("codex", TransportKind.STREAM, "probe", "mcp__agentshim", id="codex-app-server"),
-    pytest.param("copilot", TransportKind.STREAM, "agentshim-probe", None, id="copilot-acp"),
-    pytest.param("gemini", TransportKind.STREAM, "mcp_agentshim_probe", None, id="gemini-acp"),
-    pytest.param("opencode", TransportKind.STREAM, "agentshim_probe", None, id="opencode-acp"),
-    pytest.param("pi", TransportKind.STREAM, "agentshim_probe", None, id="pi-rpc"),
+    pytest.param(
+        "claude", TransportKind.LONG_LIVED, "mcp__agentshim__probe", None, id="claude-stream"
+    ),
+    pytest.param(
+        "codex", TransportKind.LONG_LIVED, "probe", "mcp__agentshim", id="codex-app-server"
+    ),
+    pytest.param("copilot", TransportKind.LONG_LIVED, "agentshim-probe", None, id="copilot-acp"),
+    pytest.param("gemini", TransportKind.LONG_LIVED, "mcp_agentshim_probe", None, id="gemini-acp"),
+    pytest.param("opencode", TransportKind.LONG_LIVED, "agentshim_probe", None, id="opencode-acp"),
+    pytest.param("pi", TransportKind.LONG_LIVED, "agentshim_probe", None, id="pi-rpc"),
 ]
 OFFERED = {"codex": "mcp__agentshim"}
 
@@ -329,7 +333,7 @@ def test_a_turn_keeps_its_secrets_and_tools_from_other_users_and_asks_for_same_u
     assert not report["connected"]
     if not clients:
         assert servings.made == [], "tools served by socket, yet no same-user client ran"
-        assert transport is TransportKind.STREAM  # Claude Code's in-band tools
+        assert transport is TransportKind.LONG_LIVED  # Claude Code's in-band tools
         return
     # The same user without the credential: refused unanswered, and the refusal reported.
     assert answers[0] is None

@@ -1,6 +1,6 @@
 """Live: Pi's rpc transport on the real pinned binary, against the model server.
 
-Every test runs ``Agent("pi", transport=TransportKind.STREAM)`` on the real
+Every test runs ``Agent("pi", transport=TransportKind.LONG_LIVED)`` on the real
 ``HostCommandExecutor``: one long-lived ``pi --mode rpc`` process per session, offline
 (``agentshim.doctor.offline``), the model scripted per test. What is asserted is what a
 user sees: results, errors, the processes that ran (counted at ``spawn``, found in ``/proc``

@@ -52,7 +52,7 @@ def _cases() -> list[tuple[str, TransportKind]]:
     cases: list[tuple[str, TransportKind]] = []
     for provider in chosen or OFFLINE_PROVIDERS:
         kinds = transports_offered(get_plugin(provider))
-        long_lived = [kind for kind in kinds if kind is TransportKind.STREAM]
+        long_lived = [kind for kind in kinds if kind is TransportKind.LONG_LIVED]
         cases += [(provider, TransportKind.ONE_SHOT), *((provider, k) for k in long_lived)]
     return cases
 
@@ -93,7 +93,7 @@ def test_turn_2_on_another_host_resumes_turn_1(
             assert NOTED in first.result.text
             assert_nothing_left_running(home_a)
         server.clear_requests()
-        if provider == "gemini" and kind is TransportKind.STREAM:
+        if provider == "gemini" and kind is TransportKind.LONG_LIVED:
             # Gemini CLI loses a session loaded over ACP in the wall-clock minute it was
             # created, wherever it was created (docs/providers/gemini.md): host B's turn
             # comes in the next minute.

@@ -1,6 +1,6 @@
 """Live: two conversations on one shared CLI process, for every CLI that can serve several.
 
-``Agent(..., transport=TransportKind.STREAM, share_processes=ProcessSharing())`` on the real
+``Agent(..., transport=TransportKind.LONG_LIVED, share_processes=ProcessSharing())`` on the real
 pinned Codex (app-server threads), Gemini CLI, opencode and Copilot CLI (ACP sessions),
 offline against the model server. One test per CLI: two conversations run interleaved turns
 on one process; one is interrupted while the other finishes its turn; then the shared
@@ -68,7 +68,7 @@ def shared_agent(live: Live) -> Agent:
         model=live.rig.cli.model,
         env=dict(live.rig.cli.env),
         executor=live.executor,
-        transport=TransportKind.STREAM,
+        transport=TransportKind.LONG_LIVED,
         event_handlers=live.events.append,
         check_timeout=60.0,
         retry=RetryPolicy(delays=()),

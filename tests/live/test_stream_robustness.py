@@ -53,13 +53,13 @@ from .streams import (
 pytestmark = NEEDS_PROC
 
 TRANSPORTS = [
-    ("claude", TransportKind.STREAM),
+    ("claude", TransportKind.LONG_LIVED),
     ("claude", TransportKind.TUI),
-    ("codex", TransportKind.STREAM),
-    ("gemini", TransportKind.STREAM),
-    ("opencode", TransportKind.STREAM),
-    ("copilot", TransportKind.STREAM),
-    ("pi", TransportKind.STREAM),
+    ("codex", TransportKind.LONG_LIVED),
+    ("gemini", TransportKind.LONG_LIVED),
+    ("opencode", TransportKind.LONG_LIVED),
+    ("copilot", TransportKind.LONG_LIVED),
+    ("pi", TransportKind.LONG_LIVED),
 ]
 
 #: Tool commands that each leave something behind a plain process-group kill, by the part of

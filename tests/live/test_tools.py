@@ -164,7 +164,7 @@ def test_claude_stream_serves_tools_in_band_and_calls_its_hooks(tmp_path: Path) 
             model=cli.model,
             env=dict(cli.env),
             executor=CountingExecutor(),
-            transport=TransportKind.STREAM,
+            transport=TransportKind.LONG_LIVED,
             event_handlers=events.append,
             check_timeout=60.0,
         )
@@ -230,11 +230,11 @@ LONG_LIVED = [
     pytest.param(provider, transport, id=f"{provider}-{transport.value}")
     for provider, transport in (
         ("claude", TransportKind.TUI),
-        ("codex", TransportKind.STREAM),
-        ("copilot", TransportKind.STREAM),
-        ("gemini", TransportKind.STREAM),
-        ("opencode", TransportKind.STREAM),
-        ("pi", TransportKind.STREAM),
+        ("codex", TransportKind.LONG_LIVED),
+        ("copilot", TransportKind.LONG_LIVED),
+        ("gemini", TransportKind.LONG_LIVED),
+        ("opencode", TransportKind.LONG_LIVED),
+        ("pi", TransportKind.LONG_LIVED),
     )
 ]
 
@@ -297,7 +297,7 @@ HANDLED = [
     *(
         pytest.param(
             "codex",
-            TransportKind.STREAM,
+            TransportKind.LONG_LIVED,
             NativePermissions.workspace_write(),
             allowed,
             id=f"codex-workspace-write-{'allowed' if allowed else 'denied'}",

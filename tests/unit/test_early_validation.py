@@ -113,7 +113,7 @@ def test_a_plain_function_as_approvals_passes_pyright_strict(tmp_path: Path) -> 
         "    'claude',\n"
         "    permissions=NativePermissions.workspace_write(),\n"
         "    approvals=decide,\n"
-        "    transport=TransportKind.STREAM,\n"
+        "    transport=TransportKind.LONG_LIVED,\n"
         ")\n"
     )
     (tmp_path / "pyrightconfig.json").write_text(

@@ -83,7 +83,7 @@ def test_a_session_with_a_retry_a_tool_call_and_an_approval_span_by_span() -> No
         env=ENV,
         permissions=NativePermissions.workspace_write(),
         approvals=allow,
-        transport=TransportKind.STREAM,
+        transport=TransportKind.LONG_LIVED,
         model="claude-opus-4-8",
         retry=RetryPolicy(delays=(0.0,)),
         tracing=traces.tracing,
@@ -157,7 +157,7 @@ def test_content_is_recorded_only_when_the_caller_turns_it_on() -> None:
     traces = Traces(capture_content=True)
     peers = ClaudeStreamPeers([ClaudePeerTurn("done", tool="Bash", tool_input=TOUCH)])
     executor = FakeExecutor(peers=peers, binaries={"claude": "/usr/bin/claude"})
-    agent = traces.claude(executor, transport=TransportKind.STREAM)
+    agent = traces.claude(executor, transport=TransportKind.LONG_LIVED)
     with agent.start_session() as session:
         session.turn(PROMPT)
     assert PROMPT in traces.text()

@@ -157,7 +157,7 @@ class TestThroughTheAgent:
         [
             lambda env: CliAgent("claude", executor=HostCommandExecutor(), env=env),
             lambda env: _agent(env),
-            lambda env: _agent(env, transport=TransportKind.STREAM),
+            lambda env: _agent(env, transport=TransportKind.LONG_LIVED),
         ],
         ids=["cli-agent", "agent", "stream-agent"],
     )

@@ -26,9 +26,14 @@ from agentshim import (
     StdioMcpServer,
     TurnRequest,
 )
-from agentshim.cli import stand_in_executor
 from agentshim.core.events import AgentEvent, AssistantText, RunFinished
-from agentshim.testing import FakeExecutor, FakeRun, RecordingEventHandler, scripted_turn
+from agentshim.testing import (
+    FakeExecutor,
+    FakeRun,
+    RecordingEventHandler,
+    scripted_turn,
+    stand_in_executor,
+)
 
 BINARIES = {"claude": "/usr/bin/claude", "codex": "/usr/bin/codex", "gemini": "/usr/bin/gemini"}
 

@@ -86,7 +86,7 @@ CASES: list[tuple[str, Callable[[], object]]] = [
     ("ClaudeHook.event", lambda: ClaudeHook("preToolUse", ("/bin/true",))),
     ("ClaudeHook.command", lambda: ClaudeHook("Stop", "/bin/echo hi")),
     ("ClaudeHook.matcher", lambda: ClaudeHook("Stop", ("/bin/true",), matcher="a\0b")),
-    ("ClaudeHook.timeout_s", lambda: ClaudeHook("Stop", ("/bin/true",), timeout_s=0)),
+    ("ClaudeHook.timeout", lambda: ClaudeHook("Stop", ("/bin/true",), timeout=0)),
     ("SandboxConfig.allow_write", lambda: SandboxConfig(allow_write="/w")),
     (
         "SandboxConfig.confine_native_reads_to",
@@ -105,7 +105,7 @@ CASES: list[tuple[str, Callable[[], object]]] = [
     ("StdioMcpServer.command", lambda: StdioMcpServer("s", "bin/server")),
     ("StdioMcpServer.args", lambda: StdioMcpServer("s", "cmd", args="--one")),
     ("StdioMcpServer.env", lambda: StdioMcpServer("s", "cmd", env={"A=B": "x"})),
-    ("StdioMcpServer.tool_timeout_s", lambda: StdioMcpServer("s", "cmd", tool_timeout_s=0)),
+    ("StdioMcpServer.tool_timeout", lambda: StdioMcpServer("s", "cmd", tool_timeout=0)),
     ("HttpMcpServer.url", lambda: HttpMcpServer("r", "ftp://host/x")),
     ("HttpMcpServer.transport", lambda: HttpMcpServer("r", "https://h/", "ws")),  # type: ignore[arg-type]
     ("HttpMcpServer.headers", lambda: HttpMcpServer("r", "https://h/", headers={"X": "a\nb"})),
@@ -131,7 +131,7 @@ CASES: list[tuple[str, Callable[[], object]]] = [
     ("data", lambda: Checkpoint.from_dict({"version": 99})),
     ("RetryPolicy.delays", lambda: RetryPolicy(delays=(30, -1))),
     ("RetryPolicy.jitter", lambda: RetryPolicy(jitter=1.0)),
-    ("RetryPolicy.max_hint_s", lambda: RetryPolicy(max_hint_s=-5)),
+    ("RetryPolicy.max_hint", lambda: RetryPolicy(max_hint=-5)),
     ("retry", lambda: RetryPolicy().delay(-1)),
     ("SessionPolicy.idle_release_after", lambda: SessionPolicy(idle_release_after=-1)),
     # Agent and Session.

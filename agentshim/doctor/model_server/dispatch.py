@@ -11,6 +11,7 @@ from urllib.parse import parse_qsl, urlsplit
 
 from ._json import JsonValue
 from .facts import RequestFacts, read_facts, with_kind
+from .http_server import Connection
 from .kinds import Api, RequestKind
 from .log import LoggedRequest, RequestLog
 from .model_list import model_info, model_list
@@ -19,7 +20,6 @@ from .responses import Hang, HttpError, Response, SseError
 from .routing import Endpoint, Route, route
 from .script_state import ScriptState
 from .side_requests import builtin_response, classify
-from .transport import Connection
 from .wire import Frame, Pause, ReplyContext, SseEvent, WireFormat, encode_event
 from .wire_anthropic import AnthropicWire
 from .wire_chat import ChatWire

@@ -8,11 +8,11 @@ from types import TracebackType
 
 from .dispatch import Dispatcher
 from .errors import ModelServerError
+from .http_server import HttpServer
 from .log import LoggedRequest, RequestLog
 from .responses import Response, Text
 from .rules import Rule
 from .script_state import ScriptState
-from .transport import HttpServer
 
 __all__ = ["NO_RULE_ANSWER", "NO_RULE_TEXT", "ModelServer"]
 

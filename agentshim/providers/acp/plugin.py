@@ -1,6 +1,6 @@
 """The plugin of an ACP agent named by its command line: ``acp_plugin(AcpAgentConfig(...))``.
 
-Its transports are the ACP client: ``TransportKind.STREAM`` keeps one agent process per
+Its transports are the ACP client: ``TransportKind.LONG_LIVED`` keeps one agent process per
 conversation, and ``TransportKind.ONE_SHOT`` opens a conversation for each turn and closes it
 after. Put it in a catalog (``DEFAULT_CATALOG.with_plugin(plugin)``) to build an ``Agent``
 with it, or register it under the ``agentshim.providers`` entry-point group.
@@ -36,10 +36,10 @@ class AcpPlugin:
 
     config: AcpAgentConfig
     transports: Mapping[TransportKind, TransportFactory] = field(init=False)
-    one_shot_over: TransportKind = field(init=False, default=TransportKind.STREAM)
+    one_shot_over: TransportKind = field(init=False, default=TransportKind.LONG_LIVED)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "transports", {TransportKind.STREAM: self._transport})
+        object.__setattr__(self, "transports", {TransportKind.LONG_LIVED: self._transport})
 
     def _transport(self, context: Callable[[], InstalledCli]) -> AcpTransport:
         return AcpTransport(context, self.config.dialect(), client=self.config.client)

@@ -119,12 +119,12 @@ class ClaudeStreamParser(FrameParser):
         *,
         expect_structured: bool = False,
         pricing: PricingTable = PRICING_TABLE,
-        clock: Monotonic = time.monotonic,
+        monotonic: Monotonic = time.monotonic,
     ) -> None:
         """Parse one turn, sending events to ``emit``; ``pricing`` prices unreported costs."""
         self._expect_structured = expect_structured
         self._pricing = pricing
-        self._tools = ToolTracker(clock)
+        self._tools = ToolTracker(monotonic)
         self._session_id: str | None = None
         self._model: str | None = None
         self._requested_model: str | None = None

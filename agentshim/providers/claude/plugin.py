@@ -15,7 +15,7 @@ PLUGIN = builtin_plugin(
     __name__,
     ClaudeProvider,
     transports={
-        TransportKind.STREAM: ClaudeStreamTransport,
+        TransportKind.LONG_LIVED: ClaudeStreamTransport,
         TransportKind.TUI: ClaudeTuiTransport,
     },
 )

@@ -54,7 +54,7 @@ def initialize_fields(host: ToolHost | None, hooks: HookCallbacks | None) -> dic
     if host is not None:
         fields["sdkMcpServers"] = [host.server_name]
     if hooks is not None and hooks.registered:
-        timeout = max(1, round(hooks.timeout_s))
+        timeout = max(1, round(hooks.timeout))
         matched: dict[str, Any] = {"timeout": timeout}
         if hooks.matcher is not None:
             matched["matcher"] = hooks.matcher

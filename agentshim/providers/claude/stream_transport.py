@@ -120,7 +120,7 @@ class ClaudeStreamTransport(ProcessTransport):
             conversation.close()
         context = self.context
         for _ in range(count):
-            hello = functools.partial(_say_hello, clock=context.clock)
+            hello = functools.partial(_say_hello, monotonic=context.monotonic)
             self.warm.start(context, launch, spec.cwd, hello, idle)
 
     def release_warm(self) -> None:
@@ -140,7 +140,7 @@ class ClaudeStreamTransport(ProcessTransport):
 _HELLO_ID = "agentshim_warm"
 
 
-def _say_hello(channel: Channel, clock: Callable[[], float]) -> None:
+def _say_hello(channel: Channel, monotonic: Callable[[], float]) -> None:
     """Ask a new process ``initialize`` and read until it answers: then it is ready.
 
     Raises:
@@ -151,7 +151,7 @@ def _say_hello(channel: Channel, clock: Callable[[], float]) -> None:
         body = as_mapping(frame.get("response")) or {}
         return frame.get("type") == "control_response" and body.get("request_id") == _HELLO_ID
 
-    greet(channel, control_request(_HELLO_ID, "initialize"), answers, clock, cli="claude")
+    greet(channel, control_request(_HELLO_ID, "initialize"), answers, monotonic, cli="claude")
 
 
 class _Turn(LiveTurn):

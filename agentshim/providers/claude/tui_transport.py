@@ -126,7 +126,7 @@ class ClaudeTuiTransport(ProcessTransport):
 
     ``context`` resolves the installed CLI on first use; its executor must be a
     :class:`~agentshim.execution.PtyExecutor` (the host executor is). ``turn_timeout`` is
-    the budget of a turn whose request sets none; ``ready_timeout`` how long the CLI may take
+    the budget of a turn whose request sets none; ``start_timeout`` how long the CLI may take
     to fire SessionStart; ``submit_retry_after`` how long after Enter a UserPromptSubmit must
     come before Enter is sent once more; ``paste_to_enter`` the pause between the paste and
     Enter (the CLI drops an Enter that arrives with the paste); ``first_paste_delay`` the
@@ -143,7 +143,6 @@ class ClaudeTuiTransport(ProcessTransport):
         self,
         context: InstalledCli | Callable[[], InstalledCli],
         *,
-        ready_timeout: float = 60.0,
         submit_retry_after: float = 2.0,
         paste_to_enter: float = 0.03,
         first_paste_delay: float = 0.75,
@@ -153,7 +152,7 @@ class ClaudeTuiTransport(ProcessTransport):
     ) -> None:
         super().__init__(context, **options)
         self.timing = _Timing(
-            ready=ready_timeout,
+            ready=self.start_timeout,
             retry=submit_retry_after,
             paste_to_enter=paste_to_enter,
             first_paste=first_paste_delay,
@@ -176,7 +175,7 @@ class ClaudeTuiTransport(ProcessTransport):
         if spec.hooks is not None:
             raise ProviderCapabilityError(
                 "the Claude Code TUI transport has no hook callbacks; use "
-                "TransportKind.STREAM, which has them"
+                "TransportKind.LONG_LIVED, which has them"
             )
         context = self.context
         if spec.tools:
@@ -185,7 +184,7 @@ class ClaudeTuiTransport(ProcessTransport):
             raise ProviderCapabilityError(
                 f"the TUI transport needs an executor that can start a process on a terminal "
                 f"(HostCommandExecutor); {type(context.executor).__name__} cannot; use "
-                "TransportKind.STREAM with this executor"
+                "TransportKind.LONG_LIVED with this executor"
             )
         return ClaudeTuiConversation(self, provider, context.executor, spec)
 
@@ -317,7 +316,7 @@ class ClaudeTuiConversation(LongLivedConversation[_Turn]):
     for an authentication failure, with the marker and the terminal's tail) or the turn
     failed (StopFailure, classified into its FailureKind), SessionResumeError when the CLI no
     longer has the conversation to resume, TurnTimeoutError when the CLI did not get ready
-    within ``ready_timeout``, and ApprovalRequiredError when a permission request met
+    within ``start_timeout``, and ApprovalRequiredError when a permission request met
     ApprovalPolicy.FAIL_TURN. A model other than the conversation's cannot be asked for.
     """
 
@@ -868,7 +867,7 @@ def _open_wake_fifo(path: Path) -> int:
         raise ProviderCapabilityError(
             f"the Claude Code TUI transport cannot make its hooks' FIFO {path} "
             f"({error.strerror}); it needs a temporary directory (TMPDIR) that holds FIFOs, "
-            "or use TransportKind.STREAM"
+            "or use TransportKind.LONG_LIVED"
         ) from error
 
 

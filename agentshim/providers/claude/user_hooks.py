@@ -29,7 +29,7 @@ class ClaudeHook:
 
     ``event`` is a Claude Code hook event name in PascalCase (``PreToolUse``, ``Stop``, ...);
     ``matcher`` is Claude Code's tool-name pattern (None matches every tool or has no
-    meaning for the event); ``timeout_s`` is a positive number of seconds or None for the
+    meaning for the event); ``timeout`` is a positive number of seconds or None for the
     CLI's default. Invalid values raise InvalidRequestError (a ValueError) when the hook is
     built.
     """
@@ -37,7 +37,7 @@ class ClaudeHook:
     event: str
     command: Sequence[str]
     matcher: str | None = None
-    timeout_s: float | None = None
+    timeout: float | None = None
 
     def __post_init__(self) -> None:
         hint = (
@@ -68,15 +68,15 @@ class ClaudeHook:
                 f"ClaudeHook matcher {self.matcher!r} must be a tool-name pattern string "
                 "without NUL characters, or None to match every tool",
             )
-        if self.timeout_s is not None:
-            seconds("ClaudeHook", "timeout_s", self.timeout_s, positive=True)
+        if self.timeout is not None:
+            seconds("ClaudeHook", "timeout", self.timeout, positive=True)
         object.__setattr__(self, "command", command)
 
     def entry(self) -> dict[str, Any]:
         """Return the hook as Claude Code's settings list it under its event."""
         hook: dict[str, Any] = {"type": "command", "command": shlex.join(self.command)}
-        if self.timeout_s is not None:
-            hook["timeout"] = self.timeout_s
+        if self.timeout is not None:
+            hook["timeout"] = self.timeout
         entry: dict[str, Any] = {"hooks": [hook]}
         if self.matcher is not None:
             entry = {"matcher": self.matcher, **entry}

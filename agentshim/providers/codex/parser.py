@@ -154,14 +154,14 @@ class CodexStreamParser(FrameParser):
         expect_structured: bool = False,
         model: str | None = None,
         pricing: PricingTable = PRICING_TABLE,
-        clock: Monotonic = time.monotonic,
+        monotonic: Monotonic = time.monotonic,
     ) -> None:
         self._expect_structured = expect_structured
         self._model = model
         self._warned_model: str | None = None
         self._pricing = pricing
         self._prices: dict[str | None, ModelPricing | None] = {}
-        self._clock = clock
+        self._clock = monotonic
         self._started_at: dict[str, float] = {}
         self._requested_id: str | None = None
         self._baseline: _Counts | None = None

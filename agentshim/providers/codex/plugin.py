@@ -11,7 +11,7 @@ from .provider import CodexProvider
 __all__ = ["PLUGIN"]
 
 PLUGIN = builtin_plugin(
-    __name__, CodexProvider, transports={TransportKind.STREAM: CodexAppServerTransport}
+    __name__, CodexProvider, transports={TransportKind.LONG_LIVED: CodexAppServerTransport}
 )
 """Codex CLI: profile, provider factory, scripted output, model and price facts, and its
 long-lived ``codex app-server`` transport."""

@@ -124,10 +124,10 @@ def mcp_entry(server: McpServer) -> dict[str, Any]:
         # call with an MCP elicitation under any sandbox but bypass (and take a refusal as
         # the user rejecting the call).
         entry["default_tools_approval_mode"] = TOOLS_APPROVAL_MODE
-    if server.startup_timeout_s is not None:
-        entry["startup_timeout_sec"] = float(server.startup_timeout_s)
-    if server.tool_timeout_s is not None:
-        entry["tool_timeout_sec"] = float(server.tool_timeout_s)
+    if server.startup_timeout is not None:
+        entry["startup_timeout_sec"] = float(server.startup_timeout)
+    if server.tool_timeout is not None:
+        entry["tool_timeout_sec"] = float(server.tool_timeout)
     return entry
 
 
@@ -239,8 +239,8 @@ def _server_from_entry(
                 command=command,
                 args=tuple(str(a) for a in list_or_empty(entry.get("args"))),
                 env=server_env,
-                startup_timeout_s=startup_timeout,
-                tool_timeout_s=tool_timeout,
+                startup_timeout=startup_timeout,
+                tool_timeout=tool_timeout,
             )
         if isinstance(url, str):
             headers = {
@@ -252,8 +252,8 @@ def _server_from_entry(
                 name=name,
                 url=url,
                 headers=headers,
-                startup_timeout_s=startup_timeout,
-                tool_timeout_s=tool_timeout,
+                startup_timeout=startup_timeout,
+                tool_timeout=tool_timeout,
             )
     except ValueError:
         return None

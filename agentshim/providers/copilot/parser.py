@@ -119,15 +119,15 @@ class CopilotStreamParser(FrameParser):
         emit: Emit,
         *,
         pricing: PricingTable = PRICING_TABLE,
-        clock: Monotonic = time.monotonic,
+        monotonic: Monotonic = time.monotonic,
     ) -> None:
         """Parse one turn, sending events to ``emit``.
 
-        ``pricing`` prices reported tokens; ``clock`` times tool calls. There is no
+        ``pricing`` prices reported tokens; ``monotonic`` times tool calls. There is no
         ``expect_structured``: Copilot CLI takes no output schema.
         """
         self._pricing = pricing
-        self._tools = ToolTracker(clock)
+        self._tools = ToolTracker(monotonic)
         self._tool_kinds: dict[str, ToolKind] = {}
         self._model: str | None = None
         self._streamed: set[str] = set()

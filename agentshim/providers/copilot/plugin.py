@@ -10,6 +10,8 @@ from .provider import CopilotProvider
 
 __all__ = ["PLUGIN"]
 
-PLUGIN = builtin_plugin(__name__, CopilotProvider, transports={TransportKind.STREAM: acp_transport})
+PLUGIN = builtin_plugin(
+    __name__, CopilotProvider, transports={TransportKind.LONG_LIVED: acp_transport}
+)
 """Copilot CLI: profile, provider factory, scripted output, resume line, (empty) tables and
 its long-lived ACP transport."""

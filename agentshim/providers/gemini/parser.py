@@ -97,11 +97,15 @@ class GeminiStreamParser(FrameParser):
     BLANK_STDERR = True
 
     def __init__(
-        self, emit: Emit, *, pricing: PricingTable | None = None, clock: Monotonic = time.monotonic
+        self,
+        emit: Emit,
+        *,
+        pricing: PricingTable | None = None,
+        monotonic: Monotonic = time.monotonic,
     ) -> None:
-        """Emit events through ``emit``; ``pricing`` prices the turn, ``clock`` times tool calls."""
+        """Emit events through ``emit``; ``pricing`` prices the turn, ``monotonic`` times tool calls."""
         self._pricing = pricing
-        self._tools = ToolTracker(clock)
+        self._tools = ToolTracker(monotonic)
         handlers = MappingProxyType(
             {
                 "message": self._on_message,

@@ -10,5 +10,7 @@ from .provider import GeminiProvider
 
 __all__ = ["PLUGIN"]
 
-PLUGIN = builtin_plugin(__name__, GeminiProvider, transports={TransportKind.STREAM: acp_transport})
+PLUGIN = builtin_plugin(
+    __name__, GeminiProvider, transports={TransportKind.LONG_LIVED: acp_transport}
+)
 """Everything the catalog knows about the Gemini CLI, and its long-lived ACP transport."""

@@ -86,12 +86,12 @@ def mcp_entry(
 
     Stdio: ``command``, ``args``, ``env`` (when set); HTTP: ``url`` with ``type`` ``"http"`` or
     ``"sse"`` and ``headers`` (when set). ``trust`` skips the CLI's per-call confirmation, which
-    headless mode cannot answer. ``tool_timeout_s`` becomes ``timeout`` in milliseconds.
+    headless mode cannot answer. ``tool_timeout`` becomes ``timeout`` in milliseconds.
     Given ``refs``, every env and header value is written as ``${NAME}``, a variable Gemini
     CLI expands in its settings from its own environment (``refs.env`` holds the values).
 
     Raises:
-        ProviderCapabilityError: ``startup_timeout_s`` was set; the CLI has no separate
+        ProviderCapabilityError: ``startup_timeout`` was set; the CLI has no separate
             connect timeout (its one ``timeout`` covers every request).
     """
     refuse_timeouts(server, "the Gemini CLI", tool_timeout=True)

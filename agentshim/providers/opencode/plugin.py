@@ -11,6 +11,6 @@ from .provider import OpencodeProvider
 __all__ = ["PLUGIN"]
 
 PLUGIN = builtin_plugin(
-    __name__, OpencodeProvider, transports={TransportKind.STREAM: acp_transport}
+    __name__, OpencodeProvider, transports={TransportKind.LONG_LIVED: acp_transport}
 )
 """Everything the catalog knows about opencode, and its long-lived ACP transport."""

@@ -83,12 +83,12 @@ def mcp_entry(server: McpServer, refs: SecretReferences | None = None) -> dict[s
     Stdio: ``{"type": "local", "command": [command, *args], "environment"?, "enabled": true}``;
     HTTP: ``{"type": "remote", "url", "headers"?, "enabled": true}``. opencode picks the HTTP
     transport itself (streamable HTTP, then SSE), so ``transport`` is not written.
-    ``tool_timeout_s`` becomes ``timeout`` in milliseconds. Given ``refs``, every env and
+    ``tool_timeout`` becomes ``timeout`` in milliseconds. Given ``refs``, every env and
     header value is written as ``{env:NAME}``, a variable opencode substitutes from its own
     environment (``refs.env`` holds the values).
 
     Raises:
-        ProviderCapabilityError: ``startup_timeout_s`` was set; opencode has one request
+        ProviderCapabilityError: ``startup_timeout`` was set; opencode has one request
             timeout and no separate startup timeout.
     """
     refuse_timeouts(server, "opencode", tool_timeout=True)

@@ -118,15 +118,15 @@ class PiStreamParser(FrameParser):
     """
 
     def __init__(
-        self, emit: Emit, *, short_session_ids: bool = False, clock: Monotonic = time.monotonic
+        self, emit: Emit, *, short_session_ids: bool = False, monotonic: Monotonic = time.monotonic
     ) -> None:
         """Parse one turn, sending events to ``emit``.
 
-        ``clock`` times tool calls. There is no ``expect_structured``: Pi takes no output
+        ``monotonic`` times tool calls. There is no ``expect_structured``: Pi takes no output
         schema.
         """
         self._short_ids = short_session_ids
-        self._tools = ToolTracker(clock)
+        self._tools = ToolTracker(monotonic)
         self._requested: str | None = None
         # Whether any frame was decoded (the updates skipped undecoded only ever follow one).
         self._frames_seen = False

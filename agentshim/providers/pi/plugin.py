@@ -10,6 +10,6 @@ from .rpc_transport import PiRpcTransport
 
 __all__ = ["PLUGIN"]
 
-PLUGIN = builtin_plugin(__name__, PiProvider, transports={TransportKind.STREAM: PiRpcTransport})
+PLUGIN = builtin_plugin(__name__, PiProvider, transports={TransportKind.LONG_LIVED: PiRpcTransport})
 """Pi: profile, provider factory, scripted output, resume line, (empty) tables, and its
 long-lived ``--mode rpc`` transport."""

@@ -193,7 +193,7 @@ class PiRpcTransport(ProcessTransport):
         finally:
             conversation.close()
         context = self.context
-        hello = functools.partial(_say_hello, clock=context.clock)
+        hello = functools.partial(_say_hello, monotonic=context.monotonic)
         for _ in range(count):
             self.warm.start(context, launch, spec.cwd, hello, idle)
 
@@ -229,7 +229,7 @@ class PiRpcTransport(ProcessTransport):
         return PiRpcConversation(self, provider, spec)
 
 
-def _say_hello(channel: Channel, clock: Callable[[], float]) -> None:
+def _say_hello(channel: Channel, monotonic: Callable[[], float]) -> None:
     """Ask a new process ``get_state`` and read until it answers: then it is ready.
 
     Raises:
@@ -239,7 +239,7 @@ def _say_hello(channel: Channel, clock: Callable[[], float]) -> None:
     def answers(frame: Mapping[str, Any]) -> bool:
         return frame.get("type") == "response" and frame.get("id") == _HELLO_ID
 
-    greet(channel, command(_HELLO_ID, "get_state"), answers, clock, cli="pi")
+    greet(channel, command(_HELLO_ID, "get_state"), answers, monotonic, cli="pi")
 
 
 _HELLO_ID = "agentshim_warm"

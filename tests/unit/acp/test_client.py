@@ -503,9 +503,7 @@ class TestStartFailures:
         assert executor.processes[0].stdin_closed
 
     def test_a_silent_start_times_out(self) -> None:
-        transport, _ = make_transport(
-            lambda _: SilentPeer(), handshake_timeout=0.3, close_grace=0.2
-        )
+        transport, _ = make_transport(lambda _: SilentPeer(), start_timeout=0.3, close_grace=0.2)
         conversation = transport.open(
             ConversationSpec(permissions=BYPASS, approvals=ApprovalPolicy.DENY)
         )
@@ -536,7 +534,7 @@ def gemini_agent(peers: AcpPeers) -> tuple[Agent, FakeExecutor]:
         env={"PATH": "/usr/bin"},
         permissions=BYPASS,
         approvals=ApprovalPolicy.DENY,
-        transport=TransportKind.STREAM,
+        transport=TransportKind.LONG_LIVED,
     )
     return agent, executor
 

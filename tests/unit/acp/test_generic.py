@@ -30,7 +30,7 @@ BYPASS = NativePermissions.bypass()
 def agent_on(
     peers: Any,
     *,
-    transport: TransportKind = TransportKind.STREAM,
+    transport: TransportKind = TransportKind.LONG_LIVED,
     permissions: NativePermissions = BYPASS,
     **config: Any,
 ) -> tuple[Agent, FakeExecutor]:

@@ -154,7 +154,7 @@ def test_an_agent_with_share_processes_runs_its_sessions_on_one_process() -> Non
         env={"PATH": "/usr/bin"},
         permissions=BYPASS,
         approvals=ApprovalPolicy.DENY,
-        transport=TransportKind.STREAM,
+        transport=TransportKind.LONG_LIVED,
         share_processes=ProcessSharing(),
     )
     with agent.start_session() as first, agent.start_session() as second:
@@ -167,7 +167,7 @@ def test_an_agent_with_share_processes_runs_its_sessions_on_one_process() -> Non
 
 @pytest.mark.parametrize(
     ("provider", "kind"),
-    [("claude", TransportKind.STREAM), ("pi", TransportKind.STREAM), ("gemini", None)],
+    [("claude", TransportKind.LONG_LIVED), ("pi", TransportKind.LONG_LIVED), ("gemini", None)],
 )
 def test_share_processes_is_refused_where_a_process_serves_one_conversation(
     provider: str, kind: TransportKind | None

@@ -21,7 +21,7 @@ def stream_agent(turns: list[ClaudePeerTurn], **kwargs: Any) -> tuple[AsyncAgent
     kwargs.setdefault("permissions", NativePermissions.bypass())
     kwargs.setdefault("approvals", ApprovalPolicy.DENY)
     agent = AsyncAgent(
-        "claude", executor=executor, env=ENV, transport=TransportKind.STREAM, **kwargs
+        "claude", executor=executor, env=ENV, transport=TransportKind.LONG_LIVED, **kwargs
     )
     return agent, executor
 

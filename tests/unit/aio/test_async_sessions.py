@@ -233,7 +233,7 @@ def test_a_spending_limit_stops_an_async_turn_with_the_typed_error() -> None:
 def test_a_coroutine_tool_past_its_timeout_is_cancelled_and_the_turn_goes_on() -> None:
     cancelled: list[bool] = []
 
-    @tool(timeout_s=0.2)
+    @tool(timeout=0.2)
     async def lookup(key: str) -> str:
         """Never answers."""
         try:

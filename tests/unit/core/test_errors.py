@@ -52,7 +52,7 @@ SAMPLES: list[AgentShimError] = [
     CliNotFoundError("claude", message="claude is missing", install="npm install -g claude"),
     CliCheckError("/usr/bin/claude", "exit 1", message="check failed"),
     CliInstallError("@openai/codex@0.1.0", message="npm failed"),
-    TurnFailedError("failed", kind=FailureKind.AUTH, detail="401", retry_after_s=3.0),
+    TurnFailedError("failed", kind=FailureKind.AUTH, detail="401", retry_after=3.0),
     CliExitError(
         ["codex", "exec"],
         3,
@@ -61,7 +61,7 @@ SAMPLES: list[AgentShimError] = [
         kind=FailureKind.TRANSIENT,
         detail="500",
         message="codex failed",
-        retry_after_s=1.5,
+        retry_after=1.5,
     ),
     SessionResumeError(
         ["claude", "--resume", "abc"],
@@ -72,7 +72,7 @@ SAMPLES: list[AgentShimError] = [
         kind=FailureKind.AUTH,
         detail="gone",
         message="resume failed",
-        retry_after_s=2.0,
+        retry_after=2.0,
     ),
     TurnTimeoutError(5.0, message="too slow"),
     CliTimeoutError(["gemini"], 2.5, ParsedTurn(text="partial", session_id="s"), "killed"),
@@ -101,7 +101,7 @@ SAMPLES: list[AgentShimError] = [
         stderr="boom\n",
         kind=FailureKind.TRANSIENT,
         detail="died",
-        retry_after_s=1.0,
+        retry_after=1.0,
     ),
     TurnStalledError(30.0, 31.5, "silent"),
     ApprovalRequiredError("Bash", "toolu_1", "asked"),
@@ -114,7 +114,7 @@ SAMPLES: list[AgentShimError] = [
         result=TurnResult("partial", None, "s1", False, interrupted=True),
         kind=FailureKind.OTHER,
         detail="spent",
-        retry_after_s=1.0,
+        retry_after=1.0,
     ),
 ]
 

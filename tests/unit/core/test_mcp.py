@@ -24,8 +24,8 @@ class TestStdioMcpServer:
             "npx",
             args=["-y", "@scope/server"],
             env={"TOKEN": "x"},
-            startup_timeout_s=10,
-            tool_timeout_s=2.5,
+            startup_timeout=10,
+            tool_timeout=2.5,
         )
         assert server.args == ("-y", "@scope/server")
         assert dict(server.env) == {"TOKEN": "x"}
@@ -57,10 +57,10 @@ class TestStdioMcpServer:
             ({"command": "cmd", "env": {"A=B": "x"}}, "env name"),
             ({"command": "cmd", "env": {"": "x"}}, "env name"),
             ({"command": "cmd", "env": {"A": 1}}, "string"),
-            ({"command": "cmd", "startup_timeout_s": 0}, "positive"),
-            ({"command": "cmd", "tool_timeout_s": -1.0}, "positive"),
-            ({"command": "cmd", "tool_timeout_s": float("nan")}, "positive"),
-            ({"command": "cmd", "tool_timeout_s": True}, "positive"),
+            ({"command": "cmd", "startup_timeout": 0}, "positive"),
+            ({"command": "cmd", "tool_timeout": -1.0}, "positive"),
+            ({"command": "cmd", "tool_timeout": float("nan")}, "positive"),
+            ({"command": "cmd", "tool_timeout": True}, "positive"),
         ],
     )
     def test_invalid_values(self, kwargs: dict[str, Any], message: str) -> None:
@@ -129,17 +129,15 @@ class TestHttpMcpServer:
             HttpMcpServer("r", "https://h/", headers=headers)
 
     def test_equality_hash_and_pickle(self) -> None:
-        a = HttpMcpServer("r", "https://h/", headers={"K": "v"}, tool_timeout_s=3)
-        assert a == HttpMcpServer("r", "https://h/", headers={"K": "v"}, tool_timeout_s=3)
-        assert hash(a) == hash(
-            HttpMcpServer("r", "https://h/", headers={"K": "v"}, tool_timeout_s=3)
-        )
+        a = HttpMcpServer("r", "https://h/", headers={"K": "v"}, tool_timeout=3)
+        assert a == HttpMcpServer("r", "https://h/", headers={"K": "v"}, tool_timeout=3)
+        assert hash(a) == hash(HttpMcpServer("r", "https://h/", headers={"K": "v"}, tool_timeout=3))
         assert pickle.loads(pickle.dumps(a)) == a
 
 
 class TestCanonical:
     def test_stdio(self) -> None:
-        server = StdioMcpServer("s", "npx", ["-y", "pkg"], {"K": "v"}, startup_timeout_s=3)
+        server = StdioMcpServer("s", "npx", ["-y", "pkg"], {"K": "v"}, startup_timeout=3)
         assert canonical(server) == {"command": "npx", "args": ["-y", "pkg"], "env": {"K": "v"}}
 
     def test_stdio_always_has_all_three_keys(self) -> None:
@@ -158,17 +156,17 @@ class TestTimeoutsACliCannotSet:
         assert tool_timeout_ms(server) is None
 
     def test_a_startup_timeout_is_refused_by_name(self) -> None:
-        server = StdioMcpServer("s", "/bin/s", startup_timeout_s=5)
-        with pytest.raises(ProviderCapabilityError, match=r"'s': Some CLI .*startup_timeout_s"):
+        server = StdioMcpServer("s", "/bin/s", startup_timeout=5)
+        with pytest.raises(ProviderCapabilityError, match=r"'s': Some CLI .*startup_timeout"):
             refuse_timeouts(server, "Some CLI", tool_timeout=True)
 
     def test_a_tool_timeout_is_refused_only_where_the_cli_has_none(self) -> None:
-        server = HttpMcpServer("h", "https://example.com/mcp", tool_timeout_s=0.0004)
+        server = HttpMcpServer("h", "https://example.com/mcp", tool_timeout=0.0004)
         refuse_timeouts(server, "Some CLI", tool_timeout=True)
-        with pytest.raises(ProviderCapabilityError, match="tool_timeout_s unset"):
+        with pytest.raises(ProviderCapabilityError, match="tool_timeout unset"):
             refuse_timeouts(server, "Some CLI")
         assert tool_timeout_ms(server) == 1
-        assert tool_timeout_ms(StdioMcpServer("s", "/bin/s", tool_timeout_s=2.5)) == 2500
+        assert tool_timeout_ms(StdioMcpServer("s", "/bin/s", tool_timeout=2.5)) == 2500
 
 
 def test_an_mcp_servers_entry_holds_env_and_headers_only_when_set() -> None:

@@ -177,9 +177,9 @@ class TestPermissionsAndProfile:
         for bad in ("3", True, 2.5):
             with pytest.raises(InvalidRequestError, match="max_turns"):
                 RenewalBudget(max_turns=bad)  # type: ignore[arg-type]
-        with pytest.raises(InvalidRequestError, match="max_turn_duration_s"):
-            RenewalBudget(max_turn_duration_s=float("nan"))
-        assert RenewalBudget(max_turn_duration_s=0.5).max_turn_duration_s == 0.5
+        with pytest.raises(InvalidRequestError, match="max_turn_duration"):
+            RenewalBudget(max_turn_duration=float("nan"))
+        assert RenewalBudget(max_turn_duration=0.5).max_turn_duration == 0.5
 
 
 class TestIds:

@@ -26,8 +26,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agentshim.cli import main
 from agentshim.cli_agent import CliAgent
+from agentshim.command import main
 from agentshim.core.errors import McpConfigError
 from agentshim.core.events import Lifecycle
 from agentshim.core.mcp import StdioMcpServer

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from agentshim.cli import main
+from agentshim.command import main
 from agentshim.core.errors import McpConfigError
 from agentshim.mcp.install import install_json_config
 from agentshim.mcp.journal import JournalEntry, journal_file_for

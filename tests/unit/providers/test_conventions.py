@@ -128,7 +128,7 @@ class TestPackageShape:
 
 def _speaks_acp(provider: str) -> bool:
     """Whether the provider's long-lived transport is the shared ACP client."""
-    factory = transport_factories(get_plugin(provider)).get(TransportKind.STREAM)
+    factory = transport_factories(get_plugin(provider)).get(TransportKind.LONG_LIVED)
     return factory is not None and factory.__module__ == f"agentshim.providers.{provider}.acp"
 
 

@@ -31,7 +31,7 @@ def stream_agent(provider: str, peers: Any, **options: Any) -> tuple[Agent, Fake
         env={"PATH": "/usr/bin"},
         permissions=NativePermissions.bypass(),
         approvals=ApprovalPolicy.DENY,
-        transport=TransportKind.STREAM,
+        transport=TransportKind.LONG_LIVED,
         **options,
     )
     return agent, executor

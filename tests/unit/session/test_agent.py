@@ -72,7 +72,7 @@ class TestConstruction:
                 approvals=DENY,
                 transport=TransportKind.TUI,
             )
-        assert "it offers one_shot, stream" in str(caught.value)
+        assert "it offers one_shot, long_lived" in str(caught.value)
 
     def test_env_and_confinement_together_are_refused(self) -> None:
         with pytest.raises(InvalidRequestError, match="not both") as caught:
@@ -96,7 +96,7 @@ class TestConstruction:
             {"executor": FakeExecutor()},
             {"env": ENV},
             {"check_timeout": 5.0},
-            {"transport": TransportKind.STREAM},
+            {"transport": TransportKind.LONG_LIVED},
         ],
     )
     def test_a_ready_transport_refuses_what_builds_a_transport(

@@ -73,7 +73,7 @@ def test_success_emits_its_events_names_the_conversation_and_reports_usage() -> 
 def test_failures_raise_the_errors_a_real_transport_would() -> None:
     transport = FakeTransport(
         [
-            FakeOutcome.failure(FailureKind.USAGE_LIMIT, detail="quota", retry_after_s=60),
+            FakeOutcome.failure(FailureKind.USAGE_LIMIT, detail="quota", retry_after=60),
             FakeOutcome.resume_refused(),
             FakeOutcome.timeout(12),
         ]
@@ -83,7 +83,7 @@ def test_failures_raise_the_errors_a_real_transport_would() -> None:
         conversation.turn(TurnRequest("a"), lambda _: None)
     assert failed.value.kind is FailureKind.USAGE_LIMIT
     assert failed.value.detail == "quota"
-    assert getattr(failed.value, "retry_after_s", None) == 60
+    assert getattr(failed.value, "retry_after", None) == 60
     with pytest.raises(SessionResumeError) as refused:
         conversation.turn(TurnRequest("b"), lambda _: None)
     assert refused.value.session_id == "conv-8"
@@ -93,7 +93,7 @@ def test_failures_raise_the_errors_a_real_transport_would() -> None:
 
 
 def test_a_forgotten_hang_times_out_instead_of_blocking_forever() -> None:
-    conversation = FakeTransport([FakeOutcome.hang(limit_s=0.05)]).open(spec())
+    conversation = FakeTransport([FakeOutcome.hang(limit=0.05)]).open(spec())
     with pytest.raises(TurnTimeoutError):
         conversation.turn(TurnRequest("x"), lambda _: None)
 

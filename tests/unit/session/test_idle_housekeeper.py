@@ -33,7 +33,7 @@ def stream_agent(peers: ClaudeStreamPeers, clock: object = None) -> tuple[Agent,
         env={"PATH": "/usr/bin"},
         permissions=NativePermissions.bypass(),
         approvals=ApprovalPolicy.DENY,
-        transport=TransportKind.STREAM,
+        transport=TransportKind.LONG_LIVED,
         clock=clock,  # type: ignore[arg-type]
     )
     return agent, executor

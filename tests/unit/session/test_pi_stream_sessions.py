@@ -28,7 +28,7 @@ def stream_agent(peers: PiRpcPeers, **kwargs: object) -> tuple[Agent, FakeExecut
         env=ENV,
         permissions=NativePermissions.bypass(),
         approvals=kwargs.pop("approvals", ApprovalPolicy.DENY),  # type: ignore[arg-type]
-        transport=TransportKind.STREAM,
+        transport=TransportKind.LONG_LIVED,
         **kwargs,  # type: ignore[arg-type]
     )
     return agent, executor

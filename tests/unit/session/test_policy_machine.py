@@ -301,7 +301,7 @@ class PolicyMachine(RuleBasedStateMachine):
                     self.now,
                     outcome,
                     named,
-                    retry_after_s=data.draw(st.none() | st.floats(0, 2000), label="hint"),
+                    retry_after=data.draw(st.none() | st.floats(0, 2000), label="hint"),
                     sample=data.draw(st.floats(0, 1, exclude_max=True), label="sample"),
                 )
             )

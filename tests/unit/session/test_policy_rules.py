@@ -54,14 +54,14 @@ class TestTransientFailure:
         assert rig.clock.waits == [30.0, 60.0, 120.0, 240.0, 480.0]
 
     def test_a_providers_retry_hint_lengthens_the_wait(self) -> None:
-        hinted = FakeOutcome.failure(FailureKind.TRANSIENT, retry_after_s=95.0)
+        hinted = FakeOutcome.failure(FailureKind.TRANSIENT, retry_after=95.0)
         rig = Rig([hinted, ok()], retry=RetryPolicy(delays=(10,)))
         rig.run()
         assert rig.clock.waits == [95.0]
 
     def test_a_hint_beyond_the_longest_acceptable_wait_fails_at_once(self) -> None:
-        hinted = FakeOutcome.failure(FailureKind.TRANSIENT, retry_after_s=7200.0)
-        rig = Rig([hinted, ok()], retry=RetryPolicy(delays=(10,), max_hint_s=600))
+        hinted = FakeOutcome.failure(FailureKind.TRANSIENT, retry_after=7200.0)
+        rig = Rig([hinted, ok()], retry=RetryPolicy(delays=(10,), max_hint=600))
         with pytest.raises(TurnFailedError):
             rig.run()
         assert rig.clock.waits == []
@@ -232,7 +232,7 @@ class TestSuccess:
         assert rig.run().continuity is Continuity.RESET
 
     def test_a_turn_that_took_too_long_retires_it(self) -> None:
-        rig = Rig([ok(duration_ms=700_000), ok()], renewal=RenewalBudget(max_turn_duration_s=600))
+        rig = Rig([ok(duration_ms=700_000), ok()], renewal=RenewalBudget(max_turn_duration=600))
         rig.run()
         assert rig.session.session_id is None
 

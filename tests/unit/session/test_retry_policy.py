@@ -37,11 +37,11 @@ from agentshim.core.session_policy import (
         {"jitter": 1.0},
         {"jitter": -0.1},
         {"jitter": math.nan},
-        {"max_hint_s": -5},
+        {"max_hint": -5},
         {"delays": "30"},
         {"delays": ("30",)},
         {"jitter": "0.1"},
-        {"max_hint_s": None},
+        {"max_hint": None},
     ],
 )
 def test_invalid_settings_are_refused(kwargs: dict[str, object]) -> None:
@@ -81,12 +81,12 @@ def test_without_jitter_the_sample_changes_nothing() -> None:
 
 
 def test_a_retry_hint_sets_a_floor_and_a_far_one_gives_up() -> None:
-    policy = RetryPolicy(delays=(10,), max_hint_s=100)
-    assert policy.delay(0, retry_after_s=3) == 10.0
-    assert policy.delay(0, retry_after_s=42) == 42.0
-    assert policy.delay(0, retry_after_s=101) is None
-    assert policy.delay(0, retry_after_s=math.inf) is None
-    assert policy.delay(0, retry_after_s=math.nan) == 10.0
+    policy = RetryPolicy(delays=(10,), max_hint=100)
+    assert policy.delay(0, retry_after=3) == 10.0
+    assert policy.delay(0, retry_after=42) == 42.0
+    assert policy.delay(0, retry_after=101) is None
+    assert policy.delay(0, retry_after=math.inf) is None
+    assert policy.delay(0, retry_after=math.nan) == 10.0
 
 
 def test_idle_release_must_be_a_sane_number() -> None:

@@ -28,7 +28,7 @@ from .scripted_claude import PROVIDER, ScriptedClaude
 
 def fake_outcome(turn: ContractTurn) -> FakeOutcome:
     if turn.hang:
-        return FakeOutcome.hang(limit_s=10)
+        return FakeOutcome.hang(limit=10)
     return FakeOutcome.success(turn.text)
 
 

@@ -33,7 +33,7 @@ def stream_agent(peers: ClaudeStreamPeers, **kwargs: object) -> tuple[Agent, Fak
         env=ENV,
         permissions=NativePermissions.bypass(),
         approvals=ApprovalPolicy.DENY,
-        transport=TransportKind.STREAM,
+        transport=TransportKind.LONG_LIVED,
         **kwargs,  # type: ignore[arg-type]
     )
     return agent, executor
@@ -141,7 +141,7 @@ class TestStreamSessions:
         session.close()
 
     def test_an_approval_handler_on_one_shot_is_refused(self) -> None:
-        with pytest.raises(ProviderCapabilityError, match="STREAM"):
+        with pytest.raises(ProviderCapabilityError, match="LONG_LIVED"):
             Agent(
                 "claude",
                 executor=FakeExecutor(binaries={"claude": "/usr/bin/claude"}),
@@ -262,7 +262,7 @@ class TestProbe:
             env={**ENV, "ANTHROPIC_API_KEY": "k"},
             permissions=NativePermissions.bypass(),
             approvals=ApprovalPolicy.DENY,
-            transport=TransportKind.STREAM,
+            transport=TransportKind.LONG_LIVED,
         )
         readiness = agent.probe()
         assert readiness.ready

@@ -153,7 +153,7 @@ class LateStartConversation:
 
 
 def test_an_interrupt_that_arrives_before_the_conversation_runs_is_not_lost() -> None:
-    inner = FakeTransport([FakeOutcome.hang(limit_s=LIMIT), FakeOutcome.success("next")])
+    inner = FakeTransport([FakeOutcome.hang(limit=LIMIT), FakeOutcome.success("next")])
     transport = LateStartTransport(inner)
     session = Session(transport, spec(), clock=SystemClock())
     transport.session = session

@@ -40,7 +40,7 @@ SCHEMA: dict[str, Any] = {
 STRUCTURED = [
     ("claude", TransportKind.ONE_SHOT),
     ("codex", TransportKind.ONE_SHOT),
-    ("codex", TransportKind.STREAM),
+    ("codex", TransportKind.LONG_LIVED),
 ]
 
 
@@ -76,7 +76,7 @@ def test_a_turn_with_an_output_schema_gets_a_value_that_satisfies_it(
 
 @pytest.mark.parametrize(
     ("provider", "transport"),
-    [(p, TransportKind.ONE_SHOT) for p, _ in STRUCTURED[:2]] + [("pi", TransportKind.STREAM)],
+    [(p, TransportKind.ONE_SHOT) for p, _ in STRUCTURED[:2]] + [("pi", TransportKind.LONG_LIVED)],
 )
 def test_a_turn_without_a_schema_answers_in_words_and_reports_no_cost(
     provider: str, transport: TransportKind

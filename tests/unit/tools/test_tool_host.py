@@ -128,14 +128,14 @@ def test_bad_arguments_are_a_tool_error_and_the_function_never_runs() -> None:
 def test_a_call_that_outlasts_its_timeout_has_its_result_dropped() -> None:
     now = [100.0]
 
-    @tool(timeout_s=5)
+    @tool(timeout=5)
     def slow() -> str:
         """Takes a while."""
         now[0] += 6
         return "late"
 
     events: list[AgentEvent] = []
-    answer = call(ToolHost([slow], emit=events.append, clock=lambda: now[0]), "slow", {})
+    answer = call(ToolHost([slow], emit=events.append, monotonic=lambda: now[0]), "slow", {})
     assert answer["result"]["isError"] is True
     assert "longer than its timeout of 5 s" in answer["result"]["content"][0]["text"]
     assert [e.kind for e in events if isinstance(e, Lifecycle)] == ["tool_timed_out"]
@@ -207,7 +207,7 @@ def test_any_arguments_give_a_result_never_an_exception(arguments: object) -> No
 def test_a_call_that_hangs_is_answered_when_its_timeout_passes_not_when_it_returns() -> None:
     release = threading.Event()
 
-    @tool(timeout_s=0.2)
+    @tool(timeout=0.2)
     def hangs() -> str:
         """Waits until released."""
         release.wait(60)

@@ -35,8 +35,8 @@ def test_a_server_of_the_tools_name_is_refused() -> None:
     ("provider", "transport", "match"),
     [
         ("codex", TransportKind.ONE_SHOT, "one-shot turns cannot call hook callbacks"),
-        ("gemini", TransportKind.STREAM, "over ACP has no hook callbacks"),
-        ("pi", TransportKind.STREAM, "Pi has no hook callbacks"),
+        ("gemini", TransportKind.LONG_LIVED, "over ACP has no hook callbacks"),
+        ("pi", TransportKind.LONG_LIVED, "Pi has no hook callbacks"),
     ],
 )
 def test_hooks_are_refused_where_the_transport_has_none(

@@ -164,8 +164,8 @@ def test_async_functions_bad_names_schemas_and_timeouts_are_refused() -> None:
         tool(name="no spaces")(lambda: None)
     with pytest.raises(InvalidRequestError, match=r"type.*object"):
         Tool("t", "", lambda: None, {"type": "string"})
-    with pytest.raises(InvalidRequestError, match="timeout_s"):
-        tool(name="t", timeout_s=0)(lambda: None)
+    with pytest.raises(InvalidRequestError, match="timeout"):
+        tool(name="t", timeout=0)(lambda: None)
 
 
 def test_a_turn_takes_tools_or_plain_functions_and_refuses_the_same_name_twice() -> None:

@@ -63,7 +63,7 @@ AUTH_TEXT = "Error: Invalid API key. Please run /login\n"
 STREAM_PROVIDERS = [
     name
     for name in provider_names()
-    if TransportKind.STREAM in transports_offered(DEFAULT_CATALOG.plugin(name))
+    if TransportKind.LONG_LIVED in transports_offered(DEFAULT_CATALOG.plugin(name))
 ]
 
 
@@ -150,7 +150,9 @@ class Rig:
             binary_path=self.binary,
             env=ENV,
         )
-        factory: Any = transport_factories(DEFAULT_CATALOG.plugin(provider))[TransportKind.STREAM]
+        factory: Any = transport_factories(DEFAULT_CATALOG.plugin(provider))[
+            TransportKind.LONG_LIVED
+        ]
         self.transport = factory(context)
         for name, value in transport.items():  # every ProcessTransport keeps these
             setattr(self.transport, name, value)

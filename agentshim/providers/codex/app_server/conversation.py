@@ -241,7 +241,7 @@ class CodexAppServerConversation(ProcessConversation[_Turn]):
         self._drain_between_turns(channel, emit)
 
     def _new_turn(self, request: TurnRequest, emit: Emit, watch: TurnWatch, resumed: bool) -> _Turn:
-        turn = _Turn(emit, watch, TurnItems(emit, clock=self._clock))
+        turn = _Turn(emit, watch, TurnItems(emit, monotonic=self._clock))
         if self._serving is not None:
             self._serving.host.emit = emit
             self._serving.host.approve = self._tool_approvals(turn)

@@ -107,12 +107,12 @@ def _result(item: p.ThreadItem, name: str, duration: float | None) -> tuple[str,
 class TurnItems:
     """What one turn's items have said so far, and the events they make.
 
-    ``emit`` gets every event; ``clock`` times tool calls.
+    ``emit`` gets every event; ``monotonic`` times tool calls.
     """
 
-    def __init__(self, emit: Emit, *, clock: Monotonic = time.monotonic) -> None:
+    def __init__(self, emit: Emit, *, monotonic: Monotonic = time.monotonic) -> None:
         self._emit = emit
-        self._clock = clock
+        self._clock = monotonic
         self._open: dict[str, tuple[p.ThreadItem, float]] = {}
         self._deltas: dict[str, list[str]] = {}
         self._messages: list[tuple[str, str | None]] = []

@@ -121,7 +121,7 @@ class TestSettings:
         }
 
     def test_own_hook_first_then_callers_in_one_settings_object(self, tmp_path: Path) -> None:
-        caller = ClaudeHook("PreToolUse", ("/bin/audit", "--strict"), matcher="Bash", timeout_s=5)
+        caller = ClaudeHook("PreToolUse", ("/bin/audit", "--strict"), matcher="Bash", timeout=5)
         stop = ClaudeHook("Stop", ["/bin/notify", "done now"])
         provider = ClaudeProvider(
             sandbox=SandboxConfig(confine_native_reads_to=[str(tmp_path)]), hooks=[caller, stop]

@@ -168,12 +168,12 @@ class TestClaudeHook:
     @pytest.mark.parametrize("timeout", [0, -1, float("nan"), True])
     def test_timeout_must_be_positive(self, timeout: Any) -> None:
         with pytest.raises(InvalidRequestError, match="timeout") as caught:
-            ClaudeHook("Stop", ("/bin/true",), timeout_s=timeout)
-        assert caught.value.field == "ClaudeHook.timeout_s"
+            ClaudeHook("Stop", ("/bin/true",), timeout=timeout)
+        assert caught.value.field == "ClaudeHook.timeout"
 
     def test_entry_quotes_the_command(self) -> None:
         hook = ClaudeHook(
-            "PostToolUse", ["/opt/my tools/log", "$HOME"], matcher="Edit|Write", timeout_s=2.5
+            "PostToolUse", ["/opt/my tools/log", "$HOME"], matcher="Edit|Write", timeout=2.5
         )
         assert hook.entry() == {
             "matcher": "Edit|Write",

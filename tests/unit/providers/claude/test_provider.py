@@ -264,7 +264,7 @@ class TestMcp:
         }
 
     def test_timeouts_are_refused(self, tmp_path: Path) -> None:
-        server = StdioMcpServer("fs", "srv", tool_timeout_s=5)
+        server = StdioMcpServer("fs", "srv", tool_timeout=5)
         with pytest.raises(ProviderCapabilityError, match="timeout"):
             ClaudeProvider().install_mcp(tmp_path, [server])
         assert not (tmp_path / ".mcp.json").exists()

@@ -34,7 +34,7 @@ class Rig:
             executor=self.executor,
             binary_path="/usr/bin/claude",
             env={"PATH": "/usr/bin"},
-            clock=time.monotonic,
+            monotonic=time.monotonic,
         )
         self.conversation = ClaudeStreamTransport(context).open(
             ConversationSpec(

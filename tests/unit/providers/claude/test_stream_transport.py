@@ -64,7 +64,7 @@ TOUCH = {"command": "touch x.txt"}
 
 
 def context(
-    peers: Callable[[SpawnRequest], FakePeer], *, clock: Callable[[], float] = time.monotonic
+    peers: Callable[[SpawnRequest], FakePeer], *, monotonic: Callable[[], float] = time.monotonic
 ) -> tuple[InstalledCli, FakeExecutor]:
     executor = FakeExecutor(peers=peers)
     ctx = InstalledCli(
@@ -72,7 +72,7 @@ def context(
         executor=executor,
         binary_path="/usr/bin/claude",
         env={"PATH": "/usr/bin"},
-        clock=clock,
+        monotonic=monotonic,
     )
     return ctx, executor
 
@@ -87,12 +87,12 @@ class Rig:
         permissions: NativePermissions = BYPASS,
         approvals: object = ApprovalPolicy.DENY,
         resume: str | None = None,
-        clock: Callable[[], float] = time.monotonic,
+        monotonic: Callable[[], float] = time.monotonic,
         interrupt_grace: float = 10.0,
         **spec: Any,
     ) -> None:
         self.peers = ClaudeStreamPeers(turns)
-        ctx, self.executor = context(self.peers, clock=clock)
+        ctx, self.executor = context(self.peers, monotonic=monotonic)
         self.transport = ClaudeStreamTransport(ctx, interrupt_grace=interrupt_grace)
         self.conversation = self.transport.open(
             ConversationSpec(

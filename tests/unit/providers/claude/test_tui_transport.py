@@ -495,7 +495,7 @@ def test_hooks_and_tools_on_another_machine_are_refused_rather_than_dropped() ->
     hooks = ConversationSpec(
         permissions=BYPASS, approvals=ApprovalPolicy.DENY, hooks=HookCallbacks()
     )
-    with pytest.raises(ProviderCapabilityError, match="STREAM"):
+    with pytest.raises(ProviderCapabilityError, match="LONG_LIVED"):
         ClaudeTuiTransport(context).open(hooks)
     remote = dataclasses.replace(context, executor=FakeExecutor([]))
     tools = ConversationSpec(permissions=BYPASS, approvals=ApprovalPolicy.DENY, tools=(tool(ping),))

@@ -299,7 +299,7 @@ def test_import_agentshim_and_a_one_shot_codex_turn_never_load_the_protocol() ->
             "codex",
             permissions=NativePermissions.bypass(),
             approvals=ApprovalPolicy.DENY,
-            transport=TransportKind.STREAM,
+            transport=TransportKind.LONG_LIVED,
             executor=fake,
             env={"PATH": "/usr/bin"},
         )

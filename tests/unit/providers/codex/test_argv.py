@@ -113,8 +113,8 @@ class TestMcpFlags:
             "/usr/bin/mcp-files",
             args=("--root", "/srv"),
             env={"TOKEN": "t", "LEVEL": "2"},
-            startup_timeout_s=20,
-            tool_timeout_s=90.5,
+            startup_timeout=20,
+            tool_timeout=90.5,
         )
         assert render_mcp_servers([server]) == [
             "--config",
@@ -254,8 +254,8 @@ def servers(draw: st.DrawFn) -> list[McpServer]:
                             st.from_regex(r"[A-Z_]{1,6}", fullmatch=True), texts, max_size=3
                         )
                     ),
-                    startup_timeout_s=startup,
-                    tool_timeout_s=tool,
+                    startup_timeout=startup,
+                    tool_timeout=tool,
                 )
             )
         else:
@@ -274,8 +274,8 @@ def servers(draw: st.DrawFn) -> list[McpServer]:
                             max_size=2,
                         )
                     ),
-                    startup_timeout_s=startup,
-                    tool_timeout_s=tool,
+                    startup_timeout=startup,
+                    tool_timeout=tool,
                 )
             )
     return result

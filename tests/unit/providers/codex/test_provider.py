@@ -254,7 +254,7 @@ class TestMcpThroughTheAgent:
         executor = FakeExecutor(serve, binaries={"codex": "/usr/bin/codex"})
         agent = CliAgent("codex", executor=executor, env=ENV)
         server = StdioMcpServer(
-            "my.srv", "/usr/bin/srv", args=("-v",), env={"K": "v"}, tool_timeout_s=5
+            "my.srv", "/usr/bin/srv", args=("-v",), env={"K": "v"}, tool_timeout=5
         )
         agent.run(TurnRequest("hi", mcp_servers=(server,), mcp_workspace=tmp_path))
         assert seen == [{"my.srv": {"command": "/usr/bin/srv", "args": ["-v"], "env": {"K": "v"}}}]

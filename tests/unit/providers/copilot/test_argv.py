@@ -178,7 +178,7 @@ class TestMcpFlags:
     def test_no_servers_adds_nothing(self) -> None:
         assert tuple(CopilotProvider().install_mcp(None, []).argv) == ()
 
-    @pytest.mark.parametrize("timeouts", [{"startup_timeout_s": 5.0}, {"tool_timeout_s": 5.0}])
+    @pytest.mark.parametrize("timeouts", [{"startup_timeout": 5.0}, {"tool_timeout": 5.0}])
     def test_timeouts_are_refused(self, timeouts: dict[str, float]) -> None:
         with pytest.raises(ProviderCapabilityError, match="timeout"):
             CopilotProvider().install_mcp(None, [StdioMcpServer("s", "python3", **timeouts)])  # type: ignore[arg-type]

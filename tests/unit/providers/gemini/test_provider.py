@@ -195,7 +195,7 @@ class TestMcp:
         agent, _, _ = agent_for(run)
         stdio = StdioMcpServer("files", "/usr/bin/mcp-files", ("--root", "/w"), {"TOKEN": "t"})
         http = HttpMcpServer("docs", "https://example.test/mcp", headers={"Authorization": "x"})
-        sse = HttpMcpServer("old", "https://example.test/sse", transport="sse", tool_timeout_s=2.5)
+        sse = HttpMcpServer("old", "https://example.test/sse", transport="sse", tool_timeout=2.5)
         agent.run(TurnRequest("hi", cwd=str(tmp_path), mcp_servers=(stdio, http, sse)))
         assert seen["servers"]["files"] == {
             "command": "/usr/bin/mcp-files",
@@ -232,9 +232,7 @@ class TestMcp:
 
     def test_startup_timeout_cannot_be_expressed(self, tmp_path: Path) -> None:
         with pytest.raises(ProviderCapabilityError, match="startup"):
-            GeminiProvider().install_mcp(
-                tmp_path, [StdioMcpServer("s", "srv", startup_timeout_s=5)]
-            )
+            GeminiProvider().install_mcp(tmp_path, [StdioMcpServer("s", "srv", startup_timeout=5)])
         assert list(tmp_path.iterdir()) == []
 
     def test_servers_need_a_workspace(self) -> None:

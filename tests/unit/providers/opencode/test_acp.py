@@ -435,7 +435,7 @@ class TestOnTheFake:
             env={"PATH": "/usr/bin"},
             permissions=NativePermissions.bypass(),
             approvals=ApprovalPolicy.DENY,
-            transport=TransportKind.STREAM,
+            transport=TransportKind.LONG_LIVED,
         )
         with agent.start_session() as session:
             worker = threading.Thread(target=lambda: session.turn("think"))

@@ -99,7 +99,7 @@ class TestMcp:
 
         agent, _, _ = agent_for(run)
         stdio = StdioMcpServer(
-            "files", "/usr/bin/mcp-files", ("--root", "/w"), {"TOKEN": "t"}, tool_timeout_s=3
+            "files", "/usr/bin/mcp-files", ("--root", "/w"), {"TOKEN": "t"}, tool_timeout=3
         )
         http = HttpMcpServer("docs", "https://example.test/mcp", headers={"Authorization": "x"})
         agent.run(TurnRequest("hi", cwd=str(tmp_path), mcp_servers=(stdio, http)))
@@ -141,7 +141,7 @@ class TestMcp:
     def test_startup_timeout_cannot_be_expressed(self, tmp_path: Path) -> None:
         with pytest.raises(ProviderCapabilityError, match="startup"):
             OpencodeProvider().install_mcp(
-                tmp_path, [HttpMcpServer("h", "https://x.test", startup_timeout_s=1)]
+                tmp_path, [HttpMcpServer("h", "https://x.test", startup_timeout=1)]
             )
 
     def test_jsonc_user_file_is_merged_and_comes_back_with_its_comments(

@@ -458,7 +458,7 @@ class TestAFrameThatCannotBeRead:
             }
         )
         text = message_end(assistant([{"type": "text", "text": "done"}]))
-        parsed, events = parse(turn(start, end, text), clock=clock)
+        parsed, events = parse(turn(start, end, text), monotonic=clock)
         assert parsed.text == "done"
         assert parsed.error is None
         assert RawOutput(start.rstrip("\n")) in events

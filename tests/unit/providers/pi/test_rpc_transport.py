@@ -60,7 +60,7 @@ AUTH_ERROR = (
 def context(
     peers: Callable[[SpawnRequest], FakePeer],
     *,
-    clock: Callable[[], float] = time.monotonic,
+    monotonic: Callable[[], float] = time.monotonic,
     provider: PiProvider | None = None,
 ) -> tuple[InstalledCli, FakeExecutor]:
     executor = FakeExecutor(peers=peers)
@@ -69,7 +69,7 @@ def context(
         executor=executor,
         binary_path="/usr/bin/pi",
         env={"PATH": "/usr/bin"},
-        clock=clock,
+        monotonic=monotonic,
     )
     return ctx, executor
 
@@ -452,7 +452,7 @@ class TestFailures:
             spawns.append(request)
             return SilentPeer() if len(spawns) == 1 else family(request)
 
-        ctx, executor = context(peers, clock=clock)
+        ctx, executor = context(peers, monotonic=clock)
         conversation = PiRpcTransport(ctx).open(
             ConversationSpec(permissions=BYPASS, approvals=ApprovalPolicy.DENY)
         )

@@ -34,9 +34,9 @@ from ._caps import (
     table,
 )
 from ._exits import EXIT_INTERRUPTED, EXIT_NOT_INSTALLED, EXIT_OK, EXIT_TURN_FAILED, EXIT_USAGE
-from ._run import RunOptions, exit_status_of, run_turn, stand_in_executor
+from ._run import RunOptions, exit_status_of, run_turn
 
-__all__ = ["main", "stand_in_executor"]
+__all__ = ["main"]
 __all__ += _exits.__all__
 
 _EXIT_CODES = f"""\

@@ -21,7 +21,7 @@ __all__ = [
 
 
 def flag_name(kind: TransportKind) -> str:
-    """The ``--transport`` value of ``kind`` (``one-shot``, ``stream``)."""
+    """The ``--transport`` value of ``kind`` (``one-shot``, ``long-lived``)."""
     return kind.value.replace("_", "-")
 
 

@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from agentshim.cli import main
+from agentshim.command import main
 
 FAKE = shlex.join([sys.executable, "-m", "agentshim.testing.acp_agent"])
 

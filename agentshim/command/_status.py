@@ -57,15 +57,15 @@ class StatusLine:
         color: bool,
         quiet_after: float = 1.0,
         interval: float = 0.25,
-        clock: Monotonic = time.monotonic,
+        monotonic: Monotonic = time.monotonic,
     ) -> None:
         self.stream = stream
         self.color = color
         self.lock = threading.RLock()
         self._quiet_after = quiet_after
         self._interval = interval
-        self._clock = clock
-        self._started = clock()
+        self._clock = monotonic
+        self._started = monotonic()
         self._last_output = self._started
         self._tokens: int | None = None
         self._tool: str | None = None

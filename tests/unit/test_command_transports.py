@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from agentshim.cli import EXIT_OK, EXIT_USAGE
-from agentshim.cli._caps import flag_name
+from agentshim.command import EXIT_OK, EXIT_USAGE
+from agentshim.command._caps import flag_name
 from agentshim.core.conversation import TransportKind
 from agentshim.providers import DEFAULT_CATALOG, provider_names
 from agentshim.providers.catalog import transports_offered
@@ -121,7 +121,7 @@ def test_a_pair_not_offered_is_refused_at_once(
 
 def test_the_plain_prompt_shows_the_answer_and_a_summary_without_cost(tmp_path: Path) -> None:
     done = agentshim(
-        "run", "--stand-in", "--transport", "stream", "--provider", "codex", "hi", tmp=tmp_path
+        "run", "--stand-in", "--transport", "long-lived", "--provider", "codex", "hi", tmp=tmp_path
     )
     assert done.returncode == EXIT_OK, done.stderr
     assert "no model was called" in done.stdout

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from agentshim import RawOutput, __version__
-from agentshim.cli import (
+from agentshim.command import (
     EXIT_INTERRUPTED,
     EXIT_NOT_INSTALLED,
     EXIT_OK,
@@ -25,7 +25,7 @@ from agentshim.cli import (
     EXIT_USAGE,
     main,
 )
-from agentshim.cli._caps import flag_name
+from agentshim.command._caps import flag_name
 from agentshim.core.event_json import event_from_json
 from agentshim.doctor.clis import find_cli, pinned_cli
 from agentshim.providers import DEFAULT_CATALOG, provider_names
@@ -223,17 +223,21 @@ class TestRun:
         assert code == EXIT_OK, err
         message = usage_error(capsys, "run", "--stand-in", "--transport", "pty", "hi")
         assert "argument --transport: invalid choice: 'pty'" in message
-        assert "'one-shot', 'stream', 'tui'" in message
+        assert "'one-shot', 'long-lived', 'tui'" in message
+        # The old spelling of the long-lived transport is refused, not kept as an alias.
+        old = "stream"
+        message = usage_error(capsys, "run", "--stand-in", "--transport", old, "hi")
+        assert f"argument --transport: invalid choice: '{old}'" in message
         message = usage_error(
             capsys, "run", "--stand-in", "--provider", "pi", "--transport", "tui", "hi"
         )
         assert (
-            "pi does not offer tui (offered by --provider claude); choose from one-shot, stream"
+            "pi does not offer tui (offered by --provider claude); choose from one-shot, long-lived"
             in message
         )
 
-    def test_a_stream_turn_on_the_stand_in_runs_on_one_long_lived_process(self) -> None:
-        code, out, err = run_cli("run", "--stand-in", "--transport", "stream", "--json", "hi")
+    def test_a_long_lived_turn_on_the_stand_in_runs_on_one_long_lived_process(self) -> None:
+        code, out, err = run_cli("run", "--stand-in", "--transport", "long-lived", "--json", "hi")
         assert code == EXIT_OK, err
         records = [json.loads(line) for line in out.splitlines()]
         started = [r for r in records if r["type"] == "run.started"]
@@ -309,7 +313,7 @@ class TestRun:
         [
             (["runn", "hi"], "did you mean 'run'?"),
             (["run", "--provider", "cladue", "hi"], "did you mean 'claude'?"),
-            (["run", "--transport", "stram", "hi"], "did you mean 'stream'?"),
+            (["run", "--transport", "long-livd", "hi"], "did you mean 'long-lived'?"),
             (["doctor", "codx"], "did you mean 'codex'?"),
         ],
     )
@@ -374,7 +378,7 @@ class TestProviders:
             assert cells[name][1] == ("yes" if profile.supports_resume else "no")
             offered = transports_offered(DEFAULT_CATALOG.plugin(name))
             assert cells[name][5] == ",".join(flag_name(kind) for kind in offered)
-        assert cells["claude"][5] == "one-shot,stream,tui"
+        assert cells["claude"][5] == "one-shot,long-lived,tui"
 
     def test_json_has_every_capability(self) -> None:
         code, out, _ = run_cli("providers", "--json")
@@ -383,7 +387,7 @@ class TestProviders:
         assert [r["provider"] for r in records] == list(provider_names())
         claude = records[0]
         assert claude["cli"] == "Claude Code"
-        assert claude["transports"] == ["one-shot", "stream", "tui"]
+        assert claude["transports"] == ["one-shot", "long-lived", "tui"]
         assert claude["mcp"] == "config file"
         assert claude["approvals"]["long-lived"] == ["deny", "fail-turn", "handler"]
         assert claude["install"] == "npm install -g @anthropic-ai/claude-code"

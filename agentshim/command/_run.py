@@ -57,7 +57,6 @@ __all__ = [
     "RunOptions",
     "exit_status_of",
     "run_turn",
-    "stand_in_executor",
     "summary",
 ]
 
@@ -75,15 +74,13 @@ def exit_status_of(signum: int) -> int:
     return 128 + signum
 
 
-def stand_in_executor(provider: str) -> CommandExecutor:
-    """Return a host executor that runs the bundled stand-in CLI in place of ``provider``'s.
+def _executor(options: RunOptions) -> CommandExecutor:
+    if not options.stand_in:
+        return HostCommandExecutor()
+    # Imported here: the protocol fakes the stand-in brings are needed only with --stand-in.
+    from agentshim.testing.stand_in import stand_in_executor
 
-    It runs every transport the provider offers, the terminal one included.
-    """
-    # Imported here: the protocol fakes it brings are needed only with --stand-in.
-    from agentshim.testing.stand_in import stand_in_executor as stand_in
-
-    return stand_in(provider)
+    return stand_in_executor(options.provider)
 
 
 class _KillableExecutor:
@@ -397,8 +394,7 @@ def run_turn(options: RunOptions, out: TextIO, err: TextIO) -> int:
     The turn runs on a worker thread so that this one can take the stop signals (see the
     module's docstring); what the turn produced so far is shown either way.
     """
-    base = stand_in_executor(options.provider) if options.stand_in else HostCommandExecutor()
-    executor = _killable(base)
+    executor = _killable(_executor(options))
     inbox: queue.SimpleQueue[int] = queue.SimpleQueue()
     # A closed stdout stops the turn like SIGPIPE would have stopped a plain program.
     screen = _Screen(options, out, err, lambda: inbox.put(signal.SIGPIPE))

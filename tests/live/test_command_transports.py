@@ -6,7 +6,7 @@ For each ``--transport`` / ``--provider`` pair the command offers (each provider
 model server (``agentshim.doctor.offline``) and must print the model's answer and exit 0.
 Skipped per provider when its binary is not installed.
 
-Run with ``pytest tests/live/test_cli_transports.py``.
+Run with ``pytest tests/live/test_command_transports.py``.
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ from pathlib import Path
 
 import pytest
 
-from agentshim.cli import EXIT_OK
-from agentshim.cli._caps import flag_name
+from agentshim.command import EXIT_OK
+from agentshim.command._caps import flag_name
 from agentshim.doctor.model_server import ModelServer, Rule, Text
 from agentshim.doctor.offline import offline_cli
 from agentshim.providers import DEFAULT_CATALOG, provider_names
