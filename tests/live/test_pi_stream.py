@@ -13,9 +13,7 @@ installed.
 
 from __future__ import annotations
 
-import json
 import time
-from pathlib import Path
 
 import pytest
 
@@ -37,10 +35,10 @@ from .stream_checks import (
     SteerChecks,
 )
 from .stream_contracts import (
-    ContractRig,
     LiveConversationContract,
     LiveTransportContract,
     contract_fixture,
+    pi_seed,
 )
 from .streams import HELLO, NEEDS_PROC, Live, suite_fixtures
 
@@ -147,26 +145,7 @@ def test_warm_processes_take_a_new_conversation_then_a_resumed_one(live: Live) -
 # -- the shared contracts, on the real CLI -----------------------------------------------------
 
 
-def _seed(contract: ContractRig, session_id: str) -> None:
-    """Make Pi hold conversation ``session_id`` for this work dir: an empty session file.
-
-    Pi names its sessions itself; one with a given id is a file in its sessions
-    directory (``--<cwd with / as ->--/<timestamp>_<id>.jsonl``) whose header names it.
-    """
-    agent_dir = Path(contract.rig.cli.env["PI_CODING_AGENT_DIR"])
-    folder = agent_dir / "sessions" / f"--{str(contract.work).strip('/').replace('/', '-')}--"
-    folder.mkdir(parents=True, exist_ok=True)
-    header = {
-        "type": "session",
-        "version": 3,
-        "id": session_id,
-        "timestamp": "2026-12-01T00:00:00.000Z",
-        "cwd": str(contract.work),
-    }
-    (folder / f"2026-12-01T00-00-00-000Z_{session_id}.jsonl").write_text(json.dumps(header) + "\n")
-
-
-contract_rig = contract_fixture(_seed)
+contract_rig = contract_fixture(pi_seed)
 
 
 class TestStreamConversationContract(LiveConversationContract, SteerableConversationContract):
