@@ -13,8 +13,6 @@ installed.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from functools import partial
 from pathlib import Path
 
 import pytest
@@ -33,28 +31,14 @@ from agentshim.doctor.model_server import (
     Text,
     Usage,
 )
-from agentshim.testing.session_contracts import (
-    SteerableConversationContract,
-    TransportContract,
-)
 
 from .stream_checks import InterruptChecks, SteerChecks, api_failure_takes_the_next_turn
-from .stream_contracts import (
-    ContractRig,
-    LiveConversationContract,
-    LiveTransportContract,
-    codex_script,
-    codex_seed,
-    codex_template,
-    contract_test,
-)
 from .streams import (
     AFTER_TOOL,
     HELLO,
     NEEDS_PROC,
     PROMPT_RETURN_S,
     Live,
-    StreamRig,
     suite_fixtures,
     tool_then_text,
     wait_for,
@@ -206,31 +190,3 @@ def test_an_output_schema_gives_the_structured_answer(live: Live, tmp_path: Path
         result = session.turn(request).result
     assert result.structured_output == {"answer": "hello", "count": 2}
     assert '"json_schema"' in live.main_bodies()[-1]
-
-
-# -- the shared contracts, on the real CLI -----------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def template_thread(rig: StreamRig) -> Path:
-    """The rollout of one real thread, copied to make the threads the contracts resume."""
-    return codex_template(rig)
-
-
-@pytest.fixture
-def contract_rig(
-    rig: StreamRig,
-    template_thread: Path,
-    request: pytest.FixtureRequest,
-    monkeypatch: pytest.MonkeyPatch,
-) -> Iterator[ContractRig]:
-    seed = partial(codex_seed, template_thread)
-    yield from contract_test(rig, request, monkeypatch, seed, codex_script)
-
-
-class TestStreamConversationContract(LiveConversationContract, SteerableConversationContract):
-    """The (steerable) Conversation contract on real codex app-server conversations."""
-
-
-class TestStreamTransportContract(LiveTransportContract, TransportContract):
-    """The Transport contract on the real app-server transport."""

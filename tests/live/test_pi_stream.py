@@ -19,26 +19,14 @@ import pytest
 
 from agentshim.core.conversation import TransportKind
 from agentshim.core.errors import ProviderCapabilityError
-from agentshim.core.permissions import NativePermissions
 from agentshim.core.turn import TurnRequest
 from agentshim.doctor.model_server import Match, RequestKind, Rule, Text
-from agentshim.testing.session_contracts import (
-    SteerableConversationContract,
-    TransportContract,
-)
 
 from .stream_checks import (
     ApiFailureChecks,
     InterruptChecks,
     ReopenChecks,
-    StallChecks,
     SteerChecks,
-)
-from .stream_contracts import (
-    LiveConversationContract,
-    LiveTransportContract,
-    contract_fixture,
-    pi_seed,
 )
 from .streams import HELLO, NEEDS_PROC, Live, suite_fixtures
 
@@ -47,7 +35,7 @@ pytestmark = NEEDS_PROC
 rig, live = suite_fixtures("pi")
 
 
-class TestStreamChecks(InterruptChecks, SteerChecks, ApiFailureChecks, StallChecks, ReopenChecks):
+class TestStreamChecks(InterruptChecks, SteerChecks, ApiFailureChecks, ReopenChecks):
     """The checks long-lived transports share, on Pi."""
 
     resume_flag = "--session"
@@ -140,20 +128,3 @@ def test_warm_processes_take_a_new_conversation_then_a_resumed_one(live: Live) -
     assert second.session_id == first.session_id
     assert bodies, "the resumed turn never reached the model"
     assert b"Remember the word MANGOSTEEN." in bodies[0], "the earlier turn was not carried"
-
-
-# -- the shared contracts, on the real CLI -----------------------------------------------------
-
-
-contract_rig = contract_fixture(pi_seed)
-
-
-class TestStreamConversationContract(LiveConversationContract, SteerableConversationContract):
-    """The (steerable) Conversation contract on real Pi rpc conversations."""
-
-
-class TestStreamTransportContract(LiveTransportContract, TransportContract):
-    """The Transport contract on the real Pi rpc transport."""
-
-    def unsupported_permissions(self) -> NativePermissions | None:
-        return NativePermissions.read_only()
