@@ -25,11 +25,12 @@ import pytest
 
 from agentshim.acp.client import AcpTransport
 from agentshim.acp.dialect import AcpDialect
-from agentshim.core.conversation import Transport
+from agentshim.core.conversation import Transport, TransportKind
 from agentshim.core.permissions import NativePermissions
 from agentshim.doctor.model_server import Hang, Match, Message, Rule, Text, ToolCall
 from agentshim.providers import get_plugin
 from agentshim.providers.claude.stream_transport import ClaudeStreamTransport
+from agentshim.providers.claude.tui_transport import ClaudeTuiTransport
 from agentshim.providers.codex.app_server.transport import CodexAppServerTransport
 from agentshim.providers.copilot.acp import COPILOT_ACP
 from agentshim.providers.gemini.acp import GEMINI_ACP
@@ -58,20 +59,17 @@ from .streams import NEEDS_PROC, CountingExecutor, StreamRig, alive, exited, str
 
 pytestmark = NEEDS_PROC
 
-#: The shell command an approval turn asks to run (it writes, so it is asked about).
-WRITE = "touch contract.txt"
 
-
-def marked_rules(turns: Sequence[ContractTurn]) -> tuple[Rule, ...]:
+def marked_rules(turns: Sequence[ContractTurn], write: str) -> tuple[Rule, ...]:
     """The answers to the contract's own prompts (they carry PROMPT_MARK), one per turn in order.
 
-    An asking turn first calls the shell tool with :data:`WRITE`, then answers once the
-    (refused) result is back.
+    An asking turn first calls the shell tool with ``write`` (a command the CLI asks about),
+    then answers once the (refused) result is back.
     """
     rules: list[Rule] = []
     for turn in turns:
         if turn.ask:
-            call = Message((Text("Writing it."), ToolCall(command=WRITE)))
+            call = Message((Text("Writing it."), ToolCall(command=write)))
             asked = Match(user_text_contains=PROMPT_MARK, last_input_is_tool_result=False)
             rules.append(Rule(match=asked, respond=call, times=1))
             after = Match(user_text_contains=PROMPT_MARK, last_input_is_tool_result=True)
@@ -87,7 +85,7 @@ def rig(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[StreamRig]:
     """The class's pinned CLI set up offline, and the model server its scenarios share."""
-    yield from stream_rig(request.cls.provider, tmp_path_factory)
+    yield from stream_rig(request.cls.provider, tmp_path_factory, request.cls.kind)
 
 
 @pytest.fixture(scope="class")
@@ -103,17 +101,23 @@ def contract_rig(
     """One scenario's work dir and conversations; nothing of the run left after it."""
     contract: LiveLongLivedContract = request.instance
     script = contract.script
+    write = contract.write_command(rig)
 
     def both(turns: Sequence[ContractTurn]) -> tuple[Rule, ...]:
-        return (*marked_rules(turns), *script(turns))
+        return (*marked_rules(turns, write), *script(turns))
 
-    yield from contract_test(rig, request, monkeypatch, contract.seed, both)
+    yield from contract_test(
+        rig, request, monkeypatch, contract.seed, both, pin_cwd=contract.pin_cwd
+    )
 
 
 class LiveLongLivedContract(LongLivedConversationContract):
     """The long-lived contract on the real CLI of ``provider``, built by :meth:`build`."""
 
     provider: ClassVar[str]
+    kind: ClassVar[TransportKind] = TransportKind.LONG_LIVED
+    # Whether every conversation names its cwd (a CLI on a terminal does not take the test's).
+    pin_cwd: ClassVar[bool] = False
     # A cold start of a real CLI on a busy machine takes seconds.
     io_timeout: ClassVar[float] = 60.0
     short_s: ClassVar[float] = 3.0
@@ -137,6 +141,11 @@ class LiveLongLivedContract(LongLivedConversationContract):
     def seed(self, contract: ContractRig, session_id: str) -> None:
         """Make the CLI hold conversation ``session_id`` (the inherited resume scenarios)."""
         raise NotImplementedError
+
+    def write_command(self, rig: StreamRig) -> str:
+        """The shell command an approval scenario's turn asks to run: one that writes."""
+        del rig
+        return "touch contract.txt"
 
     @pytest.fixture(autouse=True)
     def _live(self, contract_rig: ContractRig) -> None:
@@ -209,6 +218,22 @@ class TestClaudeStream(LiveLongLivedContract):
 
     def seed(self, contract: ContractRig, session_id: str) -> None:
         claude_seed(contract, session_id)
+
+    def write_command(self, rig: StreamRig) -> str:
+        # Under workspace_write Claude Code lets a `touch` inside its cwd run unasked.
+        return f"touch {rig.root / 'outside-the-workspace.txt'}"
+
+
+class TestClaudeTui(TestClaudeStream):
+    """Claude Code on a terminal."""
+
+    kind = TransportKind.TUI
+    pin_cwd = True
+    # A prompt typed into the terminal cannot be followed by another mid-turn.
+    capabilities = LiveLongLivedContract.capabilities & ~LongLivedCapability.STEER
+
+    def build(self, cli: InstalledCli, options: ProcessOptions) -> Transport:
+        return ClaudeTuiTransport(cli, **options)
 
 
 class TestCodexAppServer(LiveLongLivedContract):
