@@ -75,6 +75,7 @@ from .session_contracts import ContractTurn, SteerableConversationContract, Tran
 
 __all__ = [
     "FOREIGN_LINES",
+    "PROMPT_MARK",
     "FakePeerContract",
     "LongLivedCapability",
     "LongLivedConversationContract",
@@ -109,8 +110,9 @@ FOREIGN_LINES: tuple[str, ...] = (
 """Lines a broken or chatty CLI prints among its frames: not JSON, a frame cut in two, control
 bytes, JSON that is no frame, an answer to no request, and a one-megabyte line."""
 
-# A word the scenarios put in a prompt, so a rig can tell the prompt reached the CLI.
-_PROMPT_MARK = "contract-prompt-d6f1"
+PROMPT_MARK = "contract-prompt-d6f1"
+"""A word in every prompt of the contract's own scenarios, so a rig can tell the prompt reached
+the CLI (a fake reads it on stdin; a live rig's model server sees it in a request)."""
 _APPROVAL_WAIT_S = 0.2
 _SHORT_S = 0.2
 
@@ -148,6 +150,13 @@ class LongLivedConversationContract(SteerableConversationContract, TransportCont
 
     approval_permissions: ClassVar[NativePermissions] = NativePermissions.workspace_write()
     """The permissions under which the CLI asks before a write (the approval scenarios)."""
+
+    rig_in_process: ClassVar[bool] = False
+    """Whether the rig keeps threads and sockets of its own in this process past a scenario.
+
+    A live suite's model server holds a hung model request open for its whole hang. The close
+    scenario then checks the CLI processes and temp files, not this process's threads and
+    file descriptors."""
 
     short_s: ClassVar[float] = _SHORT_S
     """The stall window, turn budget and interrupt grace the scenarios set: short, so they end
@@ -254,7 +263,7 @@ class LongLivedConversationContract(SteerableConversationContract, TransportCont
             helper = threading.Thread(target=when_prompted, name="contract-helper")
             helper.start()
         try:
-            request = TurnRequest(f"{_PROMPT_MARK} go", timeout=timeout)
+            request = TurnRequest(f"{PROMPT_MARK} go", timeout=timeout)
             return conversation.turn(request, events), events
         finally:
             if helper is not None:
@@ -285,9 +294,9 @@ class LongLivedConversationContract(SteerableConversationContract, TransportCont
         transport = self.make_transport([ContractTurn("one"), ContractTurn("two")])
         session = Session(transport, _spec())
         try:
-            first = session.turn(f"{_PROMPT_MARK} 1")
+            first = session.turn(f"{PROMPT_MARK} 1")
             self.kill_cli()
-            second = session.turn(f"{_PROMPT_MARK} 2")
+            second = session.turn(f"{PROMPT_MARK} 2")
         finally:
             session.close()
         assert second.result.text == "two"
@@ -392,7 +401,7 @@ class LongLivedConversationContract(SteerableConversationContract, TransportCont
         )
         events = self._events()
         try:
-            conversation.turn(TurnRequest(f"{_PROMPT_MARK} write"), events)
+            conversation.turn(TurnRequest(f"{PROMPT_MARK} write"), events)
         except TurnCancelledError:
             pass
         after, _ = self._turn(conversation)
@@ -451,13 +460,15 @@ class LongLivedConversationContract(SteerableConversationContract, TransportCont
         finally:
             tempfile.tempdir = saved
         assert self.cli_processes() == 0
+        assert list(temp.iterdir()) == []
+        shutil.rmtree(temp)
+        if self.rig_in_process:
+            return
         started = [t for t in threading.enumerate() if t not in threads]
         for thread in started:
             thread.join(self.io_timeout)
         assert [t.name for t in started if t.is_alive()] == []
         assert fds is None or _open_fds() == fds
-        assert list(temp.iterdir()) == []
-        shutil.rmtree(temp)
 
 
 class _Observed(RecordingEventHandler):
@@ -506,7 +517,7 @@ class _WatchedPeer(FakePeer):
         if self.deaf:
             return ()
         out = list(self.inner.on_stdin(line))
-        if _PROMPT_MARK in line:
+        if PROMPT_MARK in line:
             foreign = [StdoutLine(text + "\n") for text in self.watch.foreign]
             self.watch.foreign = ()
             out = [*foreign, *out]

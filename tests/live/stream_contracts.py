@@ -11,6 +11,7 @@ it is opened.
 from __future__ import annotations
 
 import dataclasses
+import json
 import subprocess
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
@@ -20,6 +21,7 @@ import pytest
 
 from agentshim.agent import Agent
 from agentshim.core.conversation import Conversation, ConversationSpec, Transport, TransportKind
+from agentshim.core.events import AgentEvent, Lifecycle
 from agentshim.core.permissions import ApprovalPolicy, NativePermissions
 from agentshim.core.profile import ProviderProfile
 from agentshim.doctor.model_server import Hang, Match, Rule, Text
@@ -34,8 +36,12 @@ __all__ = [
     "LiveConversationContract",
     "LiveTransportContract",
     "claude_seed",
+    "codex_script",
+    "codex_seed",
+    "codex_template",
     "contract_fixture",
     "contract_test",
+    "pi_seed",
     "seeded_script",
 ]
 
@@ -88,6 +94,11 @@ class ContractRig:
     def play(self, turns: Sequence[ContractTurn]) -> None:
         """Script the model server to answer ``turns``."""
         self.rig.server.set_script(self.script(turns))
+
+    def seeding(self, transport: Transport) -> Transport:
+        """``transport``, with every conversation it is asked to resume created first."""
+        self.transport = transport
+        return _SeedingTransport(self)
 
     def open(self, spec: ConversationSpec) -> Conversation:
         """Open a conversation, its CLI first made to hold the one it resumes."""
@@ -173,6 +184,72 @@ def claude_seed(contract: ContractRig, session_id: str) -> None:
         timeout=TURN_TIMEOUT,
         check=True,
     )
+
+
+def pi_seed(contract: ContractRig, session_id: str) -> None:
+    """Make Pi hold conversation ``session_id`` for this work dir: an empty session file.
+
+    Pi names its sessions itself; one with a given id is a file in its sessions
+    directory (``--<cwd with / as ->--/<timestamp>_<id>.jsonl``) whose header names it.
+    """
+    agent_dir = Path(contract.rig.cli.env["PI_CODING_AGENT_DIR"])
+    folder = agent_dir / "sessions" / f"--{str(contract.work).strip('/').replace('/', '-')}--"
+    folder.mkdir(parents=True, exist_ok=True)
+    header = {
+        "type": "session",
+        "version": 3,
+        "id": session_id,
+        "timestamp": "2026-12-01T00:00:00.000Z",
+        "cwd": str(contract.work),
+    }
+    (folder / f"2026-12-01T00-00-00-000Z_{session_id}.jsonl").write_text(json.dumps(header) + "\n")
+
+
+def codex_script(turns: Sequence[ContractTurn]) -> tuple[Rule, ...]:
+    """The model's answers: one per answering contract turn, in order; the rest hangs.
+
+    With a hanging turn in the script, the answers go to the contracts' later turns (their
+    prompt is "next") and everything else hangs: an interrupt that reaches Codex before its
+    model request leaves that request unsent, so the hang cannot be counted by its place, and
+    Codex then sends the unanswered prompt again with the next one.
+    """
+    answers = [turn for turn in turns if not turn.hang]
+    if len(answers) == len(turns):
+        return tuple(Rule(respond=Text(turn.text), times=1) for turn in answers)
+    later = Match(user_text_contains="next")
+    rules = [Rule(match=later, respond=Text(turn.text), times=1) for turn in answers]
+    return (*rules, Rule(respond=Hang(60.0)))
+
+
+def codex_seed(template: Path, contract: ContractRig, session_id: str) -> None:
+    """Make Codex hold thread ``session_id``: a copy of ``template``, a real rollout, under that id."""
+    old = template.name.rsplit("-", 5)[-5:]
+    old_id = "-".join(old).removesuffix(".jsonl")
+    text = template.read_text().replace(old_id, session_id)
+    name = template.name.replace(old_id, session_id)
+    (template.parent / name).write_text(text)
+
+
+def codex_template(rig: StreamRig) -> Path:
+    """The rollout of one real Codex thread, for :func:`codex_seed` to copy."""
+    rig.server.set_script((Rule(respond=Text("Hello.")),))
+    events: list[AgentEvent] = []
+    work = rig.root / "template"
+    work.mkdir()
+    agent = Agent(
+        "codex",
+        permissions=NativePermissions.bypass(),
+        approvals=ApprovalPolicy.DENY,
+        model=rig.cli.model,
+        env=dict(rig.cli.env),
+        transport=TransportKind.LONG_LIVED,
+        event_handlers=events.append,
+        check_timeout=60.0,
+    )
+    with agent.start_session(str(work)) as session:
+        session.turn("Say hello.")
+    (path,) = [e.detail for e in events if isinstance(e, Lifecycle) and e.kind == "session_file"]
+    return Path(path)
 
 
 class _LiveContract:

@@ -57,6 +57,7 @@ __all__ = [
     "Live",
     "StreamRig",
     "alive",
+    "exited",
     "live_test",
     "model_asked",
     "run_processes",
@@ -111,6 +112,14 @@ def alive(pid: int) -> bool:
     except (OSError, IndexError):
         return False
     return state != "Z"
+
+
+def exited(pid: int) -> bool:
+    """Whether child ``pid`` has ended as its parent sees it (a /proc entry can vanish first)."""
+    try:
+        return os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
+    except ChildProcessError:  # already reaped
+        return True
 
 
 def run_processes(home: Path, needle: str) -> list[int]:

@@ -26,19 +26,9 @@ from agentshim.core.events import AgentEvent, ApprovalAnswered
 from agentshim.core.permissions import NativePermissions
 from agentshim.core.turn import TurnRequest
 from agentshim.doctor.model_server import RequestKind, Rule, Text
-from agentshim.testing.session_contracts import (
-    SteerableConversationContract,
-    TransportContract,
-)
 
 from .claude_checks import LONG_TOOL, LONG_TOOL_SEEN, ClaudeChecks
-from .stream_checks import ReopenChecks, StallChecks, SteerChecks
-from .stream_contracts import (
-    LiveConversationContract,
-    LiveTransportContract,
-    claude_seed,
-    contract_fixture,
-)
+from .stream_checks import ReopenChecks, SteerChecks
 from .streams import (
     AFTER_TOOL,
     HELLO,
@@ -58,7 +48,7 @@ pytestmark = NEEDS_PROC
 rig, live = suite_fixtures("claude")
 
 
-class TestStreamChecks(ClaudeChecks, SteerChecks, StallChecks, ReopenChecks):
+class TestStreamChecks(ClaudeChecks, SteerChecks, ReopenChecks):
     """The checks long-lived transports share, on Claude Code's stream-json process."""
 
     short_tool = "python3 -c 'import time; time.sleep(4)'"
@@ -195,17 +185,3 @@ def test_kill_9_during_a_tool_takes_the_tool_shell_with_it(live: Live) -> None:
         with pytest.raises(CliDiedError):
             running.join(PROMPT_RETURN_S)
         assert not live.running(LONG_TOOL_SEEN), "the tool's sleep outlived the CLI"
-
-
-# -- the shared contracts, on the real CLI ---------------------------------------------
-
-
-contract_rig = contract_fixture(claude_seed)
-
-
-class TestStreamConversationContract(LiveConversationContract, SteerableConversationContract):
-    """The (steerable) Conversation contract on real Claude Code stream conversations."""
-
-
-class TestStreamTransportContract(LiveTransportContract, TransportContract):
-    """The Transport contract on the real Claude Code stream transport."""

@@ -22,16 +22,9 @@ from agentshim.core.errors import CliExitError, FailureKind
 from agentshim.core.events import Lifecycle, ToolResult
 from agentshim.core.events import ToolCall as ToolCallEvent
 from agentshim.doctor.model_server import Hang, HttpError, RequestKind, Rule, Text
-from agentshim.testing.session_contracts import ConversationContract, TransportContract
 from agentshim.tools import tool
 
 from .claude_checks import ClaudeChecks
-from .stream_contracts import (
-    LiveConversationContract,
-    LiveTransportContract,
-    claude_seed,
-    contract_fixture,
-)
 from .streams import (
     AFTER_TOOL,
     HELLO,
@@ -145,20 +138,6 @@ def test_close_leaves_no_process_behind(live: Live) -> None:
     ((_, process),) = live.executor.spawned
     assert process.wait(0) == 0
     assert not run_processes(home, "claude")
-
-
-# -- the shared contracts, on the real CLI ---------------------------------------------
-
-
-contract_rig = contract_fixture(claude_seed, pin_cwd=True)
-
-
-class TestTuiConversationContract(LiveConversationContract, ConversationContract):
-    """The Conversation contract on real interactive Claude Code conversations."""
-
-
-class TestTuiTransportContract(LiveTransportContract, TransportContract):
-    """The Transport contract on the real Claude Code TUI transport."""
 
 
 def test_whole_turns_wake_the_reader_on_events_only(live: Live) -> None:

@@ -13,21 +13,17 @@ installed.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
-from functools import partial
 from pathlib import Path
 
 import pytest
 
-from agentshim.agent import Agent
 from agentshim.core.approvals import ApprovalDecision, ApprovalRequest
-from agentshim.core.conversation import ConversationSpec, TransportKind
+from agentshim.core.conversation import ConversationSpec
 from agentshim.core.errors import FailureKind, SessionResumeError
-from agentshim.core.events import AgentEvent, ApprovalAnswered, Lifecycle
+from agentshim.core.events import ApprovalAnswered
 from agentshim.core.permissions import ApprovalPolicy, NativePermissions
 from agentshim.core.turn import OutputSchema, TurnRequest
 from agentshim.doctor.model_server import (
-    Hang,
     HttpError,
     Match,
     Rule,
@@ -35,26 +31,14 @@ from agentshim.doctor.model_server import (
     Text,
     Usage,
 )
-from agentshim.testing.session_contracts import (
-    ContractTurn,
-    SteerableConversationContract,
-    TransportContract,
-)
 
 from .stream_checks import InterruptChecks, SteerChecks, api_failure_takes_the_next_turn
-from .stream_contracts import (
-    ContractRig,
-    LiveConversationContract,
-    LiveTransportContract,
-    contract_test,
-)
 from .streams import (
     AFTER_TOOL,
     HELLO,
     NEEDS_PROC,
     PROMPT_RETURN_S,
     Live,
-    StreamRig,
     suite_fixtures,
     tool_then_text,
     wait_for,
@@ -206,73 +190,3 @@ def test_an_output_schema_gives_the_structured_answer(live: Live, tmp_path: Path
         result = session.turn(request).result
     assert result.structured_output == {"answer": "hello", "count": 2}
     assert '"json_schema"' in live.main_bodies()[-1]
-
-
-# -- the shared contracts, on the real CLI -----------------------------------------------------
-
-
-def _contract_script(turns: Sequence[ContractTurn]) -> tuple[Rule, ...]:
-    """The model's answers: one per answering contract turn, in order; the rest hangs.
-
-    With a hanging turn in the script, the answers go to the contracts' later turns (their
-    prompt is "next") and everything else hangs: an interrupt that reaches Codex before its
-    model request leaves that request unsent, so the hang cannot be counted by its place, and
-    Codex then sends the unanswered prompt again with the next one.
-    """
-    answers = [turn for turn in turns if not turn.hang]
-    if len(answers) == len(turns):
-        return tuple(Rule(respond=Text(turn.text), times=1) for turn in answers)
-    later = Match(user_text_contains="next")
-    rules = [Rule(match=later, respond=Text(turn.text), times=1) for turn in answers]
-    return (*rules, Rule(respond=Hang(60.0)))
-
-
-def _seed(template: Path, contract: ContractRig, session_id: str) -> None:
-    """Make Codex hold thread ``session_id``: a copy of a real rollout under that id."""
-    old = template.name.rsplit("-", 5)[-5:]
-    old_id = "-".join(old).removesuffix(".jsonl")
-    text = template.read_text().replace(old_id, session_id)
-    name = template.name.replace(old_id, session_id)
-    (template.parent / name).write_text(text)
-
-
-@pytest.fixture(scope="module")
-def template_thread(rig: StreamRig) -> Path:
-    """The rollout of one real thread, copied to make the threads the contracts resume."""
-    rig.server.set_script((Rule(respond=Text(HELLO)),))
-    events: list[AgentEvent] = []
-    work = rig.root / "template"
-    work.mkdir()
-    agent = Agent(
-        "codex",
-        permissions=NativePermissions.bypass(),
-        approvals=ApprovalPolicy.DENY,
-        model=rig.cli.model,
-        env=dict(rig.cli.env),
-        transport=TransportKind.LONG_LIVED,
-        event_handlers=events.append,
-        check_timeout=60.0,
-    )
-    with agent.start_session(str(work)) as session:
-        session.turn("Say hello.")
-    (path,) = [e.detail for e in events if isinstance(e, Lifecycle) and e.kind == "session_file"]
-    return Path(path)
-
-
-@pytest.fixture
-def contract_rig(
-    rig: StreamRig,
-    template_thread: Path,
-    request: pytest.FixtureRequest,
-    monkeypatch: pytest.MonkeyPatch,
-) -> Iterator[ContractRig]:
-    seed = partial(_seed, template_thread)
-    yield from contract_test(rig, request, monkeypatch, seed, _contract_script)
-
-
-class TestStreamConversationContract(LiveConversationContract, SteerableConversationContract):
-    """The (steerable) Conversation contract on real codex app-server conversations."""
-
-
-class TestStreamTransportContract(LiveTransportContract, TransportContract):
-    """The Transport contract on the real app-server transport."""

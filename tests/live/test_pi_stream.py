@@ -13,34 +13,20 @@ installed.
 
 from __future__ import annotations
 
-import json
 import time
-from pathlib import Path
 
 import pytest
 
 from agentshim.core.conversation import TransportKind
 from agentshim.core.errors import ProviderCapabilityError
-from agentshim.core.permissions import NativePermissions
 from agentshim.core.turn import TurnRequest
 from agentshim.doctor.model_server import Match, RequestKind, Rule, Text
-from agentshim.testing.session_contracts import (
-    SteerableConversationContract,
-    TransportContract,
-)
 
 from .stream_checks import (
     ApiFailureChecks,
     InterruptChecks,
     ReopenChecks,
-    StallChecks,
     SteerChecks,
-)
-from .stream_contracts import (
-    ContractRig,
-    LiveConversationContract,
-    LiveTransportContract,
-    contract_fixture,
 )
 from .streams import HELLO, NEEDS_PROC, Live, suite_fixtures
 
@@ -49,7 +35,7 @@ pytestmark = NEEDS_PROC
 rig, live = suite_fixtures("pi")
 
 
-class TestStreamChecks(InterruptChecks, SteerChecks, ApiFailureChecks, StallChecks, ReopenChecks):
+class TestStreamChecks(InterruptChecks, SteerChecks, ApiFailureChecks, ReopenChecks):
     """The checks long-lived transports share, on Pi."""
 
     resume_flag = "--session"
@@ -142,39 +128,3 @@ def test_warm_processes_take_a_new_conversation_then_a_resumed_one(live: Live) -
     assert second.session_id == first.session_id
     assert bodies, "the resumed turn never reached the model"
     assert b"Remember the word MANGOSTEEN." in bodies[0], "the earlier turn was not carried"
-
-
-# -- the shared contracts, on the real CLI -----------------------------------------------------
-
-
-def _seed(contract: ContractRig, session_id: str) -> None:
-    """Make Pi hold conversation ``session_id`` for this work dir: an empty session file.
-
-    Pi names its sessions itself; one with a given id is a file in its sessions
-    directory (``--<cwd with / as ->--/<timestamp>_<id>.jsonl``) whose header names it.
-    """
-    agent_dir = Path(contract.rig.cli.env["PI_CODING_AGENT_DIR"])
-    folder = agent_dir / "sessions" / f"--{str(contract.work).strip('/').replace('/', '-')}--"
-    folder.mkdir(parents=True, exist_ok=True)
-    header = {
-        "type": "session",
-        "version": 3,
-        "id": session_id,
-        "timestamp": "2026-12-01T00:00:00.000Z",
-        "cwd": str(contract.work),
-    }
-    (folder / f"2026-12-01T00-00-00-000Z_{session_id}.jsonl").write_text(json.dumps(header) + "\n")
-
-
-contract_rig = contract_fixture(_seed)
-
-
-class TestStreamConversationContract(LiveConversationContract, SteerableConversationContract):
-    """The (steerable) Conversation contract on real Pi rpc conversations."""
-
-
-class TestStreamTransportContract(LiveTransportContract, TransportContract):
-    """The Transport contract on the real Pi rpc transport."""
-
-    def unsupported_permissions(self) -> NativePermissions | None:
-        return NativePermissions.read_only()

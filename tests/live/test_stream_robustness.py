@@ -43,6 +43,7 @@ from .streams import (
     CountingExecutor,
     Live,
     StreamRig,
+    exited,
     live_test,
     run_processes,
     stream_rig,
@@ -94,10 +95,6 @@ def _live(rig: StreamRig, request: pytest.FixtureRequest) -> Iterator[Live]:
     yield from live_test(rig, request)
 
 
-def _exited(pid: int) -> bool:
-    return os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
-
-
 def _next_minute_for_gemini(live: Live) -> None:
     # Gemini CLI loses a session loaded in the wall-clock minute it was created in.
     if live.rig.provider == "gemini":
@@ -112,7 +109,7 @@ def test_a_cli_killed_while_idle_costs_no_turn_and_the_turn_says_resumed(live: L
         # An operator's kill -9 of the CLI (and of the native binary a launcher script runs).
         os.killpg(pid, signal.SIGKILL)
         # Dead as its parent sees it (a /proc entry can vanish a moment before).
-        wait_for(lambda: _exited(pid), 10.0, "the CLI dying")
+        wait_for(lambda: exited(pid), 10.0, "the CLI dying")
         _next_minute_for_gemini(live)
         second = session.turn("Say hello again.")
     assert second.result.text == HELLO, live.events

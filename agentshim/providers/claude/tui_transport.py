@@ -280,6 +280,7 @@ class _Turn(LiveTurn):
         "interrupted_at",
         "parser",
         "prompt_id",
+        "redrawn",
         "retried",
         "stop",
         "submitted",
@@ -293,6 +294,9 @@ class _Turn(LiveTurn):
         self.entered_at: float | None = None
         self.retried = False
         self.interrupted_at: float | None = None
+        # Whether the terminal drew anything after Esc: a CLI that reads nothing (stopped,
+        # hung) draws nothing, and is killed after the interrupt grace instead.
+        self.redrawn = False
         self.stop: HookRecord | None = None
         self.failure: HookRecord | None = None
         self.transcript_done = False
@@ -423,7 +427,7 @@ class ClaudeTuiConversation(LongLivedConversation[_Turn]):
             and turn.entered_at is not None
         ):
             dues.append(turn.entered_at + self._timing.retry)
-        if turn.interrupted_at is not None:
+        if turn.interrupted_at is not None and turn.redrawn:
             dues.append(turn.interrupted_at + _INTERRUPT_SETTLE)
         known = [due for due in dues if due is not None]
         return min(known) if known else None
@@ -434,6 +438,7 @@ class ClaudeTuiConversation(LongLivedConversation[_Turn]):
             due_at = self._next_due(terminal, turn)
             data = terminal.wait(None if due_at is None else max(due_at - clock(), 0.0))
             if data:
+                turn.redrawn = turn.interrupted_at is not None
                 self._on_screen(terminal, turn, terminal.show(data))
             for record in terminal.hooks():
                 self._on_hook(terminal, turn, record)
@@ -460,7 +465,11 @@ class ClaudeTuiConversation(LongLivedConversation[_Turn]):
                 )
                 with contextlib.suppress(ProcessClosedError):
                     pty.write(ENTER)
-            if turn.interrupted_at is not None and now - turn.interrupted_at >= _INTERRUPT_SETTLE:
+            if (
+                turn.redrawn
+                and turn.interrupted_at is not None
+                and now - turn.interrupted_at >= _INTERRUPT_SETTLE
+            ):
                 # Esc ends the turn without a hook; the prompt comes back into the box.
                 with contextlib.suppress(ProcessClosedError):
                     pty.write(CLEAR_LINE)
