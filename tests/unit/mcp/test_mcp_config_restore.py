@@ -17,7 +17,6 @@ import sys
 import tempfile
 import threading
 import time
-import traceback
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -37,6 +36,7 @@ from agentshim.mcp.install import install_json_config
 from agentshim.mcp.recover import recover_config_files
 from agentshim.mcp.restore import ORIGINAL_SUFFIX
 from agentshim.testing import FakeExecutor, scripted_turn
+from tests.unit.another_user import NOBODY, run_as_nobody
 
 SECRET = "tok-5ecret-value-9f"
 OURS = {"agentshim-srv": {"command": "/usr/bin/tool", "env": {"TOKEN": SECRET}}}
@@ -47,7 +47,6 @@ JSONC = (
     b'  "mcpServers": {\n    "user": {"command": "u"},\n  },\n}\n'
 )
 ROOT = Path(__file__).resolve().parents[3]
-NOBODY = 65534
 
 
 @pytest.fixture(autouse=True)
@@ -603,37 +602,20 @@ def as_unprivileged_user(scenario: Callable[[Path], None]) -> None:
     As root, a forked child drops to uid/gid 65534 first and reports back through a pipe.
     """
     base = Path(tempfile.mkdtemp(prefix="agentshim-unprivileged-", dir="/tmp"))
+
+    def in_base() -> None:
+        os.environ["AGENTSHIM_STATE_DIR"] = str(base / "state")
+        scenario(base)
+
     try:
         if os.geteuid() != 0:
-            os.environ["AGENTSHIM_STATE_DIR"] = str(base / "state")
-            scenario(base)
+            in_base()
             return
         os.chown(base, NOBODY, NOBODY)
         # The child cannot import from root's interpreter once it has dropped privileges, so
         # whatever the scenario loads lazily (the BOM-aware codec) is loaded here first.
         b"{}".decode("utf-8-sig")
-        read_end, write_end = os.pipe()
-        pid = os.fork()
-        if pid == 0:  # pragma: no cover - the child reports through the pipe
-            status = 1
-            try:
-                os.close(read_end)
-                os.setgroups([])
-                os.setgid(NOBODY)
-                os.setuid(NOBODY)
-                assert os.geteuid() == NOBODY
-                os.environ["AGENTSHIM_STATE_DIR"] = str(base / "state")
-                scenario(base)
-                status = 0
-            except BaseException:
-                os.write(write_end, traceback.format_exc().encode())
-            finally:
-                os._exit(status)
-        os.close(write_end)
-        with os.fdopen(read_end, "rb") as pipe:
-            report = pipe.read().decode()
-        _, status = os.waitpid(pid, 0)
-        assert os.waitstatus_to_exitcode(status) == 0, report
+        run_as_nobody(in_base)
     finally:
         subprocess.run(["rm", "-rf", str(base)], check=False)
 

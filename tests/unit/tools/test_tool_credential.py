@@ -9,8 +9,6 @@ import socket
 import subprocess
 import sys
 import tempfile
-import traceback
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -24,11 +22,11 @@ from agentshim.providers.claude.provider import ClaudeProvider
 from agentshim.providers.gemini.provider import GeminiProvider
 from agentshim.providers.opencode.provider import OpencodeProvider
 from agentshim.tools import LocalToolServer, serve_tools
+from tests.unit.another_user import run_as_nobody
 from tests.unit.tools.serving import serve_while
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="Unix sockets")
 
-NOBODY = 65534
 
 ran: list[str] = []
 
@@ -183,30 +181,6 @@ def test_the_bridge_presents_the_credential_from_its_environment_only() -> None:
 # --- another user --------------------------------------------------------------------------
 
 
-def _as_nobody(scenario: Callable[[], None]) -> None:
-    """Run ``scenario`` in a forked child that dropped to uid 65534; its failure fails here."""
-    read_end, write_end = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # pragma: no cover - the child reports through the pipe
-        status = 1
-        try:
-            os.close(read_end)
-            os.setgroups([])
-            os.setgid(NOBODY)
-            os.setuid(NOBODY)
-            scenario()
-            status = 0
-        except BaseException:
-            os.write(write_end, traceback.format_exc().encode())
-        finally:
-            os._exit(status)
-    os.close(write_end)
-    with os.fdopen(read_end, "rb") as report:
-        failure = report.read().decode()
-    _, status = os.waitpid(pid, 0)
-    assert os.waitstatus_to_exitcode(status) == 0, failure
-
-
 @pytest.mark.skipif(os.geteuid() != 0, reason="dropping to another uid needs root")
 def test_another_user_cannot_reach_the_socket_nor_read_the_credential() -> None:
     ran.clear()
@@ -244,7 +218,7 @@ def test_another_user_cannot_reach_the_socket_nor_read_the_credential() -> None:
                         continue
                     assert credential.encode() not in text
 
-            _as_nobody(attacker)
+            run_as_nobody(attacker)
         finally:
             assert bridge.stdin is not None
             bridge.stdin.close()
@@ -290,7 +264,7 @@ def test_another_user_reads_no_secret_in_the_workspace_config(
                     for value in (secret, header, credential):
                         assert value.encode() not in text
 
-                _as_nobody(attacker)
+                run_as_nobody(attacker)
             finally:
                 installation.restore()
     finally:
