@@ -23,18 +23,19 @@ KEY = "user-1"
 
 
 def stream_agent(provider: str, peers: Any, **options: Any) -> tuple[Agent, FakeExecutor]:
-    """An Agent on ``provider``'s long-lived transport, its CLI played by ``peers``."""
+    """An Agent on ``provider``'s long-lived transport, its CLI played by ``peers``.
+
+    It asks nothing (bypass permissions, approvals denied) unless ``options`` say otherwise.
+    """
     executor = FakeExecutor(peers=peers, binaries={provider: f"/usr/bin/{provider}"})
-    agent = Agent(
-        provider,
-        executor=executor,
-        env={"PATH": "/usr/bin"},
-        permissions=NativePermissions.bypass(),
-        approvals=ApprovalPolicy.DENY,
-        transport=TransportKind.LONG_LIVED,
+    settings: dict[str, Any] = {
+        "env": {"PATH": "/usr/bin"},
+        "permissions": NativePermissions.bypass(),
+        "approvals": ApprovalPolicy.DENY,
+        "transport": TransportKind.LONG_LIVED,
         **options,
-    )
-    return agent, executor
+    }
+    return Agent(provider, executor=executor, **settings), executor
 
 
 def spec(resume_session_id: str | None = None) -> ConversationSpec:

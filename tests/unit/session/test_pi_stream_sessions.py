@@ -6,37 +6,19 @@ import threading
 
 import pytest
 
-from agentshim import Agent
 from agentshim.core.approvals import ApprovalDecision
-from agentshim.core.conversation import TransportKind
 from agentshim.core.errors import CliDiedError, ProviderCapabilityError
 from agentshim.core.events import AgentEvent, ToolCall
-from agentshim.core.permissions import ApprovalPolicy, NativePermissions
 from agentshim.core.session_policy import Continuity
-from agentshim.testing import FakeExecutor
 from agentshim.testing.pi_rpc import PiPeerTurn, PiRpcPeers
+from tests.unit.session.helpers import stream_agent
 
-ENV = {"PATH": "/usr/bin"}
 SLEEP = {"command": "sleep 30"}
-
-
-def stream_agent(peers: PiRpcPeers, **kwargs: object) -> tuple[Agent, FakeExecutor]:
-    executor = FakeExecutor(peers=peers, binaries={"pi": "/usr/bin/pi"})
-    agent = Agent(
-        "pi",
-        executor=executor,
-        env=ENV,
-        permissions=NativePermissions.bypass(),
-        approvals=kwargs.pop("approvals", ApprovalPolicy.DENY),  # type: ignore[arg-type]
-        transport=TransportKind.LONG_LIVED,
-        **kwargs,  # type: ignore[arg-type]
-    )
-    return agent, executor
 
 
 class TestPiStreamSessions:
     def test_one_argument_switches_every_turn_onto_one_process(self) -> None:
-        agent, executor = stream_agent(PiRpcPeers([PiPeerTurn("a"), PiPeerTurn("b")]))
+        agent, executor = stream_agent("pi", PiRpcPeers([PiPeerTurn("a"), PiPeerTurn("b")]))
         with agent.start_session() as session:
             first = session.turn("one")
             second = session.turn("two")
@@ -50,7 +32,7 @@ class TestPiStreamSessions:
         peers = PiRpcPeers(
             [PiPeerTurn(tool="bash", tool_input=SLEEP, hang=True), PiPeerTurn("next")]
         )
-        agent, executor = stream_agent(peers)
+        agent, executor = stream_agent("pi", peers)
         session = agent.start_session()
         timer = threading.Timer(0.1, session.interrupt)
         timer.start()
@@ -73,7 +55,7 @@ class TestPiStreamSessions:
                 steered.append(threading.Thread(target=session.steer, args=("also this",)))
                 steered[0].start()
 
-        agent, _ = stream_agent(peers, event_handlers=[steer_once_running])
+        agent, _ = stream_agent("pi", peers, event_handlers=[steer_once_running])
         session = agent.start_session()
         turn = session.turn("go")
         steered[0].join()
@@ -90,7 +72,7 @@ class TestPiStreamSessions:
                 PiPeerTurn("back"),
             ]
         )
-        agent, executor = stream_agent(peers)
+        agent, executor = stream_agent("pi", peers)
         session = agent.start_session()
         first = session.turn("1")
         with pytest.raises(CliDiedError):
@@ -106,7 +88,7 @@ class TestPiStreamSessions:
 
     def test_a_fork_starts_its_process_with_fork(self) -> None:
         base = "01a23046-0000-7000-8000-0000000000b2"
-        agent, executor = stream_agent(PiRpcPeers([PiPeerTurn("forked")]))
+        agent, executor = stream_agent("pi", PiRpcPeers([PiPeerTurn("forked")]))
         session = agent.start_session(session_id=base, fork=True)
         turn = session.turn("branch")
         argv = list(executor.spawned[0].argv)
@@ -116,7 +98,7 @@ class TestPiStreamSessions:
 
     def test_an_approval_handler_is_refused_because_pi_never_asks(self) -> None:
         agent, _ = stream_agent(
-            PiRpcPeers([PiPeerTurn("never")]), approvals=lambda r: ApprovalDecision.allow()
+            "pi", PiRpcPeers([PiPeerTurn("never")]), approvals=lambda r: ApprovalDecision.allow()
         )
         with pytest.raises(ProviderCapabilityError, match="no approval flow"):
             agent.start_session().turn("go")

@@ -20,29 +20,16 @@ from agentshim.core.permissions import ApprovalPolicy, NativePermissions
 from agentshim.core.session_policy import Continuity
 from agentshim.testing import FakeExecutor, FakeRun, scripted_turn
 from agentshim.testing.claude_stream import ClaudePeerTurn, ClaudeStreamPeers
+from tests.unit.session.helpers import stream_agent
 
 ENV = {"PATH": "/usr/bin"}
 SLEEP = {"command": "sleep 30"}
 
 
-def stream_agent(peers: ClaudeStreamPeers, **kwargs: object) -> tuple[Agent, FakeExecutor]:
-    executor = FakeExecutor(peers=peers, binaries={"claude": "/usr/bin/claude"})
-    agent = Agent(
-        "claude",
-        executor=executor,
-        env=ENV,
-        permissions=NativePermissions.bypass(),
-        approvals=ApprovalPolicy.DENY,
-        transport=TransportKind.LONG_LIVED,
-        **kwargs,  # type: ignore[arg-type]
-    )
-    return agent, executor
-
-
 class TestStreamSessions:
     def test_one_argument_switches_every_turn_onto_one_process(self) -> None:
         agent, executor = stream_agent(
-            ClaudeStreamPeers([ClaudePeerTurn("a"), ClaudePeerTurn("b")])
+            "claude", ClaudeStreamPeers([ClaudePeerTurn("a"), ClaudePeerTurn("b")])
         )
         with agent.start_session() as session:
             first = session.turn("one")
@@ -56,7 +43,7 @@ class TestStreamSessions:
         peers = ClaudeStreamPeers(
             [ClaudePeerTurn(tool="Bash", tool_input=SLEEP, hang=True), ClaudePeerTurn("next")]
         )
-        agent, executor = stream_agent(peers)
+        agent, executor = stream_agent("claude", peers)
         session = agent.start_session()
         timer = threading.Timer(0.1, session.interrupt)
         timer.start()
@@ -69,7 +56,7 @@ class TestStreamSessions:
 
     def test_steer_reaches_the_running_turn(self) -> None:
         peers = ClaudeStreamPeers([ClaudePeerTurn(hang=True)])
-        agent, _ = stream_agent(peers)
+        agent, _ = stream_agent("claude", peers)
         session = agent.start_session()
 
         def steer() -> None:
@@ -98,7 +85,7 @@ class TestStreamSessions:
                 ClaudePeerTurn("back"),
             ]
         )
-        agent, executor = stream_agent(peers)
+        agent, executor = stream_agent("claude", peers)
         session = agent.start_session()
         first = session.turn("1")
         with pytest.raises(CliDiedError):
@@ -113,7 +100,7 @@ class TestStreamSessions:
 
     def test_a_process_killed_while_idle_costs_no_turn_and_the_turn_says_resumed(self) -> None:
         peers = ClaudeStreamPeers([ClaudePeerTurn("one"), ClaudePeerTurn("back")])
-        agent, executor = stream_agent(peers)
+        agent, executor = stream_agent("claude", peers)
         session = agent.start_session()
         first = session.turn("1")
         executor.processes[0].kill()  # the OOM killer, between turns
@@ -128,7 +115,7 @@ class TestStreamSessions:
 
     def test_idle_release_closes_the_process_and_reopens_it_by_id(self) -> None:
         peers = ClaudeStreamPeers([ClaudePeerTurn("a"), ClaudePeerTurn("b")])
-        agent, executor = stream_agent(peers)
+        agent, executor = stream_agent("claude", peers)
         session = agent.start_session()
         first = session.turn("1")
         session.release()
@@ -209,7 +196,7 @@ class TestFork:
 
     def test_a_stream_fork_starts_its_process_with_fork_session(self) -> None:
         peers = ClaudeStreamPeers([ClaudePeerTurn("forked")], session_id="base-2")
-        agent, executor = stream_agent(peers)
+        agent, executor = stream_agent("claude", peers)
         session = agent.start_session(session_id="base-2", fork=True)
         turn = session.turn("branch")
         assert "--fork-session" in executor.spawned[0].argv
@@ -235,7 +222,7 @@ class TestFork:
 class TestNoHelperThreads:
     def test_stream_turns_start_no_thread_of_their_own(self) -> None:
         peers = ClaudeStreamPeers([ClaudePeerTurn(f"t{n}") for n in range(30)])
-        agent, _ = stream_agent(peers)
+        agent, _ = stream_agent("claude", peers)
         session = agent.start_session()
         before = threading.active_count()
         seen: list[int] = []
@@ -273,7 +260,9 @@ class TestProbe:
 
 
 def test_a_long_lived_turn_has_the_catalogues_context_window_where_the_cli_says_none() -> None:
-    agent, _ = stream_agent(ClaudeStreamPeers([ClaudePeerTurn("a")]), model="claude-opus-4-8[1m]")
+    agent, _ = stream_agent(
+        "claude", ClaudeStreamPeers([ClaudePeerTurn("a")]), model="claude-opus-4-8[1m]"
+    )
     with agent.start_session() as session:
         turn = session.turn("hi")
     assert turn.result.context_window == 1_000_000
