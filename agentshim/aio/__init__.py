@@ -12,6 +12,6 @@ from __future__ import annotations
 
 from ._bridge import tool
 from .agent import AsyncAgent
-from .session import AsyncSession, TurnStream
+from .session import AsyncEventSink, AsyncSession, TurnStream
 
-__all__ = ["AsyncAgent", "AsyncSession", "TurnStream", "tool"]
+__all__ = ["AsyncAgent", "AsyncEventSink", "AsyncSession", "TurnStream", "tool"]

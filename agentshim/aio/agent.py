@@ -7,12 +7,12 @@ from typing import Any
 
 from agentshim.agent import Agent
 from agentshim.core.conversation import Transport
-from agentshim.core.events import EventSink, event_callbacks
+from agentshim.core.events import event_callbacks
 from agentshim.core.permissions import NativePermissions
 
 from ._bridge import approvals_for_agent
 from ._pipe import DEFAULT_CAPACITY
-from .session import AsyncSession
+from .session import AsyncEventSink, AsyncSession
 
 __all__ = ["AsyncAgent"]
 
@@ -42,7 +42,7 @@ class AsyncAgent:
         *,
         permissions: NativePermissions,
         approvals: object,
-        event_handlers: EventSink | Sequence[EventSink] = (),
+        event_handlers: AsyncEventSink | Sequence[AsyncEventSink] = (),
         approval_timeout: float = _APPROVAL_TIMEOUT,
         event_capacity: int = DEFAULT_CAPACITY,
         **options: Any,

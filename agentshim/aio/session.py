@@ -6,7 +6,7 @@ import asyncio
 import contextvars
 import inspect
 import threading
-from collections.abc import AsyncGenerator, AsyncIterator, Callable, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Sequence
 
 from agentshim.core.errors import SessionStateError
 from agentshim.core.events import AgentEvent, Emit, EventSink, event_callback
@@ -17,7 +17,12 @@ from ._bridge import bound_to
 from ._pipe import DEFAULT_CAPACITY, EventPipe, PipeEnd
 from ._threads import in_thread
 
-__all__ = ["AsyncSession", "TurnStream"]
+__all__ = ["AsyncEventSink", "AsyncSession", "TurnStream"]
+
+AsyncEventSink = EventSink | Callable[[AgentEvent], Awaitable[object]]
+"""What the asyncio door takes as an event handler: what the synchronous door takes (an
+object with ``on_event(event)``, or a plain function of one event), or a coroutine function of
+one event. Every one of them runs on the event loop."""
 
 
 class TurnStream:
@@ -204,7 +209,7 @@ class AsyncSession:
         self,
         request: TurnRequest | str | TurnTicket,
         *,
-        on_event: EventSink | None = None,
+        on_event: AsyncEventSink | None = None,
         expect_session_id: str | None = None,
         pin: bool = False,
         max_cost_usd: float | None = None,
@@ -232,7 +237,7 @@ class AsyncSession:
     def _stream(
         self,
         request: TurnRequest | str | TurnTicket,
-        on_event: EventSink | None,
+        on_event: AsyncEventSink | None,
         expect_session_id: str | None,
         pin: bool,
         limits: tuple[float | None, int | None],
