@@ -24,7 +24,8 @@ class AgentShimError(Exception):
 
     A subclass whose ``__init__`` takes more than ``message`` names those keyword arguments
     in ``_fields`` (only the ones it adds to its parent's), each kept as the attribute of the
-    same name; pickling and copying rebuild the error by passing them back with the message.
+    same name (set directly, or declared with its type in the class and set with ``_keep``);
+    pickling and copying rebuild the error by passing them back with the message.
     """
 
     __module__ = _HOME
@@ -33,6 +34,11 @@ class AgentShimError(Exception):
     def __init__(self, message: str) -> None:
         super().__init__(message)
         self.message = message
+
+    def _keep(self, **fields: object) -> None:
+        """Keep each of ``fields`` (named in a ``_fields``) as the attribute of its name."""
+        for name, value in fields.items():
+            setattr(self, name, value)
 
     def __reduce__(self) -> tuple[Any, ...]:
         names = [name for cls in type(self).__mro__ for name in vars(cls).get("_fields", ())]
@@ -59,11 +65,12 @@ class InvalidRequestError(AgentShimError, ValueError):
 
     __module__ = _HOME
     _fields = ("field", "problem")
+    field: str
+    problem: str
 
     def __init__(self, field: str, problem: str, message: str | None = None) -> None:
         super().__init__(message or f"invalid {field}: {problem}")
-        self.field = field
-        self.problem = problem
+        self._keep(field=field, problem=problem)
 
 
 class ProviderCapabilityError(AgentShimError):

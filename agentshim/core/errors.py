@@ -100,6 +100,8 @@ class CliNotFoundError(AgentShimError):
     """
 
     _fields = ("binary", "install")
+    binary: str
+    install: str | None
 
     def __init__(
         self, binary: str, message: str | None = None, *, install: str | None = None
@@ -108,8 +110,7 @@ class CliNotFoundError(AgentShimError):
             how = f"install it ({install})" if install else "install it"
             message = f"{binary!r} was not found on PATH; {how} or pass a PATH that contains it"
         super().__init__(message)
-        self.binary = binary
-        self.install = install
+        self._keep(binary=binary, install=install)
 
 
 class CliCheckError(AgentShimError):
@@ -393,6 +394,8 @@ class ContinuityError(AgentShimError):
     """
 
     _fields = ("expected", "actual")
+    expected: str | None
+    actual: str | None
 
     def __init__(
         self, expected: str | None, actual: str | None, message: str | None = None
@@ -402,8 +405,7 @@ class ContinuityError(AgentShimError):
             or f"the turn expected conversation {expected!r} but the session holds {actual!r}; "
             "adopt the expected conversation or drop the expectation"
         )
-        self.expected = expected
-        self.actual = actual
+        self._keep(expected=expected, actual=actual)
 
 
 class LeaseTimeoutError(AgentShimError):
@@ -415,6 +417,11 @@ class LeaseTimeoutError(AgentShimError):
     """
 
     _fields = ("key", "pid", "host", "since", "timeout")
+    key: str
+    pid: int
+    host: str
+    since: float
+    timeout: float
 
     def __init__(
         self,
@@ -431,11 +438,7 @@ class LeaseTimeoutError(AgentShimError):
             f"{_utc(since)}; waited {timeout:g} s (lease_timeout) and nothing ran. Retry the "
             "turn later, or raise lease_timeout if that holder's turns take longer"
         )
-        self.key = key
-        self.pid = pid
-        self.host = host
-        self.since = since
-        self.timeout = timeout
+        self._keep(key=key, pid=pid, host=host, since=since, timeout=timeout)
 
 
 class LeaseLostError(AgentShimError):
@@ -449,6 +452,12 @@ class LeaseLostError(AgentShimError):
     """
 
     _fields = ("key", "fence", "holder_pid", "holder_host", "holder_since", "holder_fence")
+    key: str
+    fence: int
+    holder_pid: int | None
+    holder_host: str | None
+    holder_since: float | None
+    holder_fence: int | None
 
     def __init__(
         self,
@@ -474,12 +483,14 @@ class LeaseLostError(AgentShimError):
             "and its turn was stopped. The new holder continues the conversation; raise "
             "lease_ttl if pauses this long are expected"
         )
-        self.key = key
-        self.fence = fence
-        self.holder_pid = holder_pid
-        self.holder_host = holder_host
-        self.holder_since = holder_since
-        self.holder_fence = holder_fence
+        self._keep(
+            key=key,
+            fence=fence,
+            holder_pid=holder_pid,
+            holder_host=holder_host,
+            holder_since=holder_since,
+            holder_fence=holder_fence,
+        )
 
 
 class ConversationImportError(AgentShimError):
@@ -542,16 +553,17 @@ class ApprovalRequiredError(AgentShimError):
     """
 
     _fields = ("tool", "tool_id")
+    tool: str
+    tool_id: str | None
 
     def __init__(self, tool: str, tool_id: str | None = None, message: str | None = None) -> None:
-        self.tool = tool
-        self.tool_id = tool_id
         super().__init__(
             message
             or f"the agent asked permission to run {tool} and approvals is "
             "ApprovalPolicy.FAIL_TURN, so the request was denied and the turn stopped; allow "
             "the tool in the agent's permissions, or pass an approval handler to decide"
         )
+        self._keep(tool=tool, tool_id=tool_id)
 
 
 class SchemaDialectError(ProviderCapabilityError):
@@ -626,6 +638,9 @@ class LineTooLongError(AgentShimError):
     """
 
     _fields = ("limit", "dropped", "lines")
+    limit: int
+    dropped: int
+    lines: list[str]
 
     def __init__(
         self,
@@ -639,15 +654,15 @@ class LineTooLongError(AgentShimError):
             or f"{dropped} line(s) of output exceeded {limit} bytes and were dropped; "
             "raise max_line_bytes if the CLI legitimately prints lines that long"
         )
-        self.limit = limit
-        self.dropped = dropped
-        self.lines = list(lines) if lines is not None else []
+        self._keep(limit=limit, dropped=dropped, lines=list(lines) if lines is not None else [])
 
 
 class UnknownProviderError(AgentShimError, KeyError):
     """No provider of that name is in the catalog (also a KeyError, as a failed lookup)."""
 
     _fields = ("name", "known")
+    name: str
+    known: tuple[str, ...]
 
     def __init__(self, name: str, known: Sequence[str], message: str | None = None) -> None:
         super().__init__(
@@ -655,8 +670,7 @@ class UnknownProviderError(AgentShimError, KeyError):
             or f"unknown provider {name!r}; known providers: {', '.join(known)}. Check the "
             "spelling, or install the package that registers it and use providers.discover()"
         )
-        self.name = name
-        self.known = tuple(known)
+        self._keep(name=name, known=tuple(known))
 
 
 def _advice(kind: FailureKind) -> str:
