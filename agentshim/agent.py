@@ -481,8 +481,7 @@ class Agent:
         Claude Code can). ``stall_timeout`` overrides the Agent's for this session.
         ``tools`` are Python functions the agent may call in every turn (agentshim.tools);
         ``hooks`` are callbacks on its tool use, where the transport has them. The spending
-        limits given here replace the Agent's for this session.
-        ``hooks`` are callbacks on its tool use, where the transport has them. ``porter``
+        limits given here replace the Agent's for this session. ``porter``
         moves the conversation's CLI files between hosts in place of the provider's own (see
         ``portable``; it needs a checkpoint key and a store that keeps blobs).
 
@@ -518,6 +517,15 @@ class Agent:
         store = (
             checkpoints if checkpoints is not None or checkpoint_key is None else self.checkpoints
         )
+        if porter is None and checkpoint_key is not None:
+            porter = self._porter_for(store)
+        limits = self.limits.overridden(
+            max_cost_usd=max_cost_usd,
+            max_tokens=max_tokens,
+            max_session_cost_usd=max_session_cost_usd,
+            max_session_tokens=max_session_tokens,
+            unknown_cost=unknown_cost,
+        )
         return Session(
             self.transport,
             spec,
@@ -531,17 +539,9 @@ class Agent:
             lease_ttl=self.lease_ttl,
             lease_timeout=self.lease_timeout,
             log=self.log,
-            limits=self.limits.overridden(
-                max_cost_usd=max_cost_usd,
-                max_tokens=max_tokens,
-                max_session_cost_usd=max_session_cost_usd,
-                max_session_tokens=max_session_tokens,
-                unknown_cost=unknown_cost,
-            ),
+            limits=limits,
             tracing=self.tracing,
-            porter=porter
-            if porter is not None
-            else (self._porter_for(store) if checkpoint_key is not None else None),
+            porter=porter,
             idle_housekeeper=self._idle_housekeeper() if idle_release_after is not None else None,
         )
 
