@@ -37,10 +37,11 @@ The rules, per turn:
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 
 from agentshim.core import lifecycle_kinds as lk
 from agentshim.core._checks import instance, seconds
+from agentshim.core._slots import fast_value
 from agentshim.core.errors import (
     CliDiedError,
     FailureKind,
@@ -158,7 +159,7 @@ class Phase(enum.Enum):
     CLOSED = "closed"
 
 
-@dataclass(frozen=True, slots=True)
+@fast_value
 class TurnProgress:
     """The running turn: its id, its guarantees, and what has happened to it so far."""
 
@@ -183,7 +184,7 @@ class TurnProgress:
         return self.strict or self.pinned
 
 
-@dataclass(frozen=True, slots=True)
+@fast_value
 class PolicyState:
     """Everything the policy knows; ``session_id`` is what the checkpoint names."""
 
@@ -206,7 +207,7 @@ class PolicyState:
 # -- events ---------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
+@fast_value
 class Prepare:
     """A turn is being prepared at clock reading ``now``; ``expect_session_id`` makes it strict."""
 
@@ -214,7 +215,7 @@ class Prepare:
     expect_session_id: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@fast_value
 class Start:
     """The prepared turn ``turn_id`` starts running."""
 
@@ -224,14 +225,14 @@ class Start:
     pin: bool = False
 
 
-@dataclass(frozen=True, slots=True)
+@fast_value
 class Opened:
     """The conversation asked for is open; ``session_id`` as the transport names it."""
 
     session_id: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@fast_value
 class Succeeded:
     """The attempt returned a result."""
 
@@ -245,7 +246,7 @@ class Succeeded:
     """The turn resumed the conversation in a new process (the last one had ended)."""
 
 
-@dataclass(frozen=True, slots=True)
+@fast_value
 class Failed:
     """Opening the conversation or running the attempt failed.
 
@@ -260,14 +261,14 @@ class Failed:
     sample: float = 0.5
 
 
-@dataclass(frozen=True, slots=True)
+@fast_value
 class Cancelled:
     """A stop arrived before the awaited open or attempt could be dispatched."""
 
     now: float
 
 
-@dataclass(frozen=True, slots=True)
+@fast_value
 class Waited:
     """The retry wait ended; ``stopped`` when a stop signal cut it short."""
 
@@ -275,14 +276,14 @@ class Waited:
     stopped: bool = False
 
 
-@dataclass(frozen=True, slots=True)
+@fast_value
 class Abort:
     """The interpreter hit an error of its own (a handler that raised) mid-turn."""
 
     now: float
 
 
-@dataclass(frozen=True, slots=True)
+@fast_value
 class Adopt:
     """The caller hands the session an existing conversation to continue."""
 
@@ -290,7 +291,7 @@ class Adopt:
     usage: ProviderUsage | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@fast_value
 class Resync:
     """The checkpoint store holds this conversation now (None: none), read under the turn's lease."""
 
@@ -299,12 +300,12 @@ class Resync:
     turns: int = 0
 
 
-@dataclass(frozen=True, slots=True)
+@fast_value
 class Release:
     """The caller releases the live conversation, keeping its id."""
 
 
-@dataclass(frozen=True, slots=True)
+@fast_value
 class Close:
     """The session closes for good."""
 
@@ -329,7 +330,7 @@ Event = (
 # -- commands -------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
+@fast_value
 class OpenConversation:
     """Open a conversation, resuming ``resume_session_id`` when set; report ``Opened`` or ``Failed``."""
 
@@ -337,7 +338,7 @@ class OpenConversation:
     previous_usage: ProviderUsage | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@fast_value
 class ExecuteTurn:
     """Run the turn in the live conversation; report ``Succeeded`` or ``Failed``."""
 
@@ -345,7 +346,7 @@ class ExecuteTurn:
     attempt: int
 
 
-@dataclass(frozen=True, slots=True)
+@fast_value
 class WaitBeforeRetry:
     """Wait ``seconds`` (stoppable) before retry ``retry`` of ``of``; report ``Waited``."""
 
@@ -354,12 +355,12 @@ class WaitBeforeRetry:
     of: int
 
 
-@dataclass(frozen=True, slots=True)
+@fast_value
 class CloseConversation:
     """Close the live conversation."""
 
 
-@dataclass(frozen=True, slots=True)
+@fast_value
 class SaveCheckpoint:
     """Save the checkpoint naming the retained conversation."""
 
@@ -368,12 +369,12 @@ class SaveCheckpoint:
     turns: int = 0
 
 
-@dataclass(frozen=True, slots=True)
+@fast_value
 class ClearCheckpoint:
     """Remove the checkpoint: the session retains no conversation."""
 
 
-@dataclass(frozen=True, slots=True)
+@fast_value
 class Notify:
     """Tell the caller what the policy did (a Lifecycle event during a turn)."""
 
@@ -381,7 +382,7 @@ class Notify:
     detail: str = ""
 
 
-@dataclass(frozen=True, slots=True)
+@fast_value
 class FinishTurn:
     """The turn completed; ``session_id`` is the conversation it ran in."""
 
@@ -389,7 +390,7 @@ class FinishTurn:
     session_id: str | None
 
 
-@dataclass(frozen=True, slots=True)
+@fast_value
 class FailTurn:
     """The turn failed with the last attempt's error, or ``cancelled`` before any attempt."""
 
@@ -406,7 +407,7 @@ class Refusal(enum.Enum):
     """A strict or pinned turn ran, but the provider answered in another conversation."""
 
 
-@dataclass(frozen=True, slots=True)
+@fast_value
 class RefuseTurn:
     """The turn is refused.
 
@@ -442,7 +443,7 @@ def _no_budget() -> RenewalBudget | None:
     return None
 
 
-@dataclass(frozen=True, slots=True)
+@fast_value
 class SessionPolicy:
     """The pure recovery policy (see the module docstring for its rules).
 
