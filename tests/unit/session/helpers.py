@@ -22,20 +22,25 @@ from agentshim.testing.conversation import FakeOutcome, FakeTransport
 KEY = "user-1"
 
 
-def stream_agent(provider: str, peers: Any, **options: Any) -> tuple[Agent, FakeExecutor]:
-    """An Agent on ``provider``'s long-lived transport, its CLI played by ``peers``.
+def quiet_agent(provider: str, executor: FakeExecutor, **options: Any) -> Agent:
+    """An Agent for ``provider`` on ``executor`` (its default transport, PATH=/usr/bin).
 
     It asks nothing (bypass permissions, approvals denied) unless ``options`` say otherwise.
     """
-    executor = FakeExecutor(peers=peers, binaries={provider: f"/usr/bin/{provider}"})
     settings: dict[str, Any] = {
         "env": {"PATH": "/usr/bin"},
         "permissions": NativePermissions.bypass(),
         "approvals": ApprovalPolicy.DENY,
-        "transport": TransportKind.LONG_LIVED,
         **options,
     }
-    return Agent(provider, executor=executor, **settings), executor
+    return Agent(provider, executor=executor, **settings)
+
+
+def stream_agent(provider: str, peers: Any, **options: Any) -> tuple[Agent, FakeExecutor]:
+    """A quiet_agent on ``provider``'s long-lived transport, its CLI played by ``peers``."""
+    executor = FakeExecutor(peers=peers, binaries={provider: f"/usr/bin/{provider}"})
+    settings: dict[str, Any] = {"transport": TransportKind.LONG_LIVED, **options}
+    return quiet_agent(provider, executor, **settings), executor
 
 
 def spec(resume_session_id: str | None = None) -> ConversationSpec:
