@@ -30,7 +30,7 @@ from agentshim.testing.checkpoints import FakeCheckpointStore
 from agentshim.testing.clock import FakeClock, SequentialIds
 from agentshim.testing.conversation import FAKE_PROFILE, FakeOutcome, FakeTransport
 
-from .helpers import KEY, Rig, spec
+from .helpers import KEY, Rig, TurnOnThread, spec
 
 ok = FakeOutcome.success
 
@@ -298,22 +298,11 @@ class TestSteer:
     def test_steer_sends_text_into_the_running_turn(self) -> None:
         transport = FakeTransport([FakeOutcome.hang()], steerable=True)
         session = make(transport)
-        started = threading.Event()
-
-        def on_event(event: AgentEvent) -> None:
-            if isinstance(event, RunStarted):
-                started.set()
-
-        ticket = session.prepare_turn("long")
-        result: list[object] = []
-        worker = threading.Thread(
-            target=lambda: result.append(session.turn(ticket, on_event=on_event))
-        )
-        worker.start()
-        assert started.wait(5)
+        runner = TurnOnThread(session, session.prepare_turn("long"))
+        assert runner.started.wait(5)
         session.steer("also do this")
         session.interrupt()
-        worker.join(5)
+        runner.join()
         assert transport.conversations[0].steered == ["also do this"]  # type: ignore[attr-defined]
 
     def test_steer_with_no_running_turn_raises(self) -> None:
