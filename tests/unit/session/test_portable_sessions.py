@@ -124,12 +124,13 @@ def test_an_import_that_fails_is_logged_and_the_turn_runs() -> None:
 
 def test_closing_saves_the_conversation_under_a_lease() -> None:
     host = OneHost(FakeOutcome.success("one", session_id="conv-1"))
-    session, store, porter = host.session, host.store, host.porter
-    porter.conversations["conv-1"] = b"turn 1"
-    session.turn("one")
-    porter.conversations["conv-1"] = b"written as the CLI exited"
-    session.close()
-    assert unpack_state(store.blobs[KEY], "claude").files[0].data == b"written as the CLI exited"
+    host.porter.conversations["conv-1"] = b"turn 1"
+    host.session.turn("one")
+    host.porter.conversations["conv-1"] = b"written as the CLI exited"
+    host.session.close()
+    assert (
+        unpack_state(host.store.blobs[KEY], "claude").files[0].data == b"written as the CLI exited"
+    )
     assert len(host.leases) == 0
 
 
@@ -181,9 +182,8 @@ def test_a_session_without_leases_still_moves_its_conversation() -> None:
 
 def test_files_a_cli_writes_only_as_it_exits_are_saved_at_close() -> None:
     host = OneHost(FakeOutcome.success("one", session_id="conv-1"))
-    session, store, porter = host.session, host.store, host.porter
-    session.turn("one")
-    assert KEY not in store.blobs  # nothing on disk yet when the turn ended
-    porter.conversations["conv-1"] = b"flushed on exit"
-    session.close()
-    assert unpack_state(store.blobs[KEY], "claude").files[0].data == b"flushed on exit"
+    host.session.turn("one")
+    assert KEY not in host.store.blobs  # nothing on disk yet when the turn ended
+    host.porter.conversations["conv-1"] = b"flushed on exit"
+    host.session.close()
+    assert unpack_state(host.store.blobs[KEY], "claude").files[0].data == b"flushed on exit"
