@@ -3,9 +3,7 @@ from __future__ import annotations
 import io
 import json
 import os
-import pty
 import re
-import select
 import signal
 import subprocess
 import sys
@@ -30,7 +28,8 @@ from agentshim.core.event_json import event_from_json
 from agentshim.doctor.clis import find_cli, pinned_cli
 from agentshim.providers import DEFAULT_CATALOG, provider_names
 from agentshim.providers.catalog import transports_offered
-from tests.unit.agentshim_command import COMMAND, agentshim
+from tests.unit.agentshim_command import agentshim
+from tests.unit.command.terminal import Terminal
 
 ROOT = Path(__file__).resolve().parents[2]
 TOOL_TURN = ROOT / "tests" / "fixtures" / "claude" / "b_tool_bash.stdout.jsonl"
@@ -469,65 +468,12 @@ class TestDoctor:
 # -- a terminal: the status line and Ctrl-C ------------------------------------------------
 
 
-class Terminal:
-    """``agentshim`` running on a pseudo-terminal; ``read_until`` collects what it shows."""
-
-    def __init__(self, tmp_path: Path, env: dict[str, str], *args: str) -> None:
-        master, slave = pty.openpty()
-        self.master = master
-        self.process = subprocess.Popen(
-            [*COMMAND, *args],
-            stdin=slave,
-            stdout=slave,
-            stderr=slave,
-            cwd=tmp_path,
-            env=env,
-            start_new_session=True,
-        )
-        os.close(slave)
-        self.screen = ""
-
-    def read_until(self, pattern: str, timeout: float = 30.0) -> str:
-        deadline = time.monotonic() + timeout
-        while re.search(pattern, self.screen) is None:
-            left = deadline - time.monotonic()
-            assert left > 0, f"{pattern!r} never appeared in {self.screen!r}"
-            ready, _, _ = select.select([self.master], [], [], min(left, 0.2))
-            if ready:
-                try:
-                    chunk = os.read(self.master, 4096)
-                except OSError:  # the child closed the terminal
-                    chunk = b""
-                if not chunk and self.process.poll() is not None:
-                    raise AssertionError(f"exited before {pattern!r}: {self.screen!r}")
-                self.screen += chunk.decode(errors="replace")
-        return self.screen
-
-    def finish(self, timeout: float = 30.0) -> int:
-        code = self.process.wait(timeout=timeout)
-        try:
-            while select.select([self.master], [], [], 0.2)[0]:
-                chunk = os.read(self.master, 4096)
-                if not chunk:
-                    break
-                self.screen += chunk.decode(errors="replace")
-        except OSError:
-            pass
-        return code
-
-    def close(self) -> None:
-        if self.process.poll() is None:
-            self.process.kill()
-            self.process.wait()
-        os.close(self.master)
-
-
 @pytest.fixture
 def terminal(tmp_path: Path) -> Iterator[list[Terminal]]:
     opened: list[Terminal] = []
     yield opened
     for each in opened:
-        each.close()
+        each.process.close()
 
 
 def alive(pid: int) -> bool:
@@ -558,7 +504,7 @@ class TestTerminal:
         # Per-call usage reports count the tokens while the turn runs.
         assert re.search(r"\x1b\[2m\.\.\. \d+s \| [0-9,]+ tokens \| running Bash", screen), screen
         shown.read_until(r"\.\.\. [2-9]s \|")  # redrawn while the CLI stays quiet
-        shown.process.send_signal(signal.SIGINT)
+        shown.signal(signal.SIGINT)
         assert shown.finish() == EXIT_INTERRUPTED
 
     def test_first_ctrl_c_interrupts_and_prints_what_it_got(
@@ -566,7 +512,7 @@ class TestTerminal:
     ) -> None:
         shown, pidfile = self.start(tmp_path, terminal)
         shown.read_until(r"running Bash")
-        shown.process.send_signal(signal.SIGINT)
+        shown.signal(signal.SIGINT)
         assert shown.finish() == EXIT_INTERRUPTED
         assert "interrupting the turn (Ctrl-C again to kill the CLI)" in shown.screen
         assert re.search(
@@ -580,12 +526,12 @@ class TestTerminal:
     ) -> None:
         shown, pidfile = self.start(tmp_path, terminal, ignore_term=True)
         shown.read_until(r"running Bash")
-        shown.process.send_signal(signal.SIGINT)
+        shown.signal(signal.SIGINT)
         shown.read_until(r"Ctrl-C again")
         pid = int(pidfile.read_text())
         assert alive(pid)
         started = time.monotonic()
-        shown.process.send_signal(signal.SIGINT)
+        shown.signal(signal.SIGINT)
         assert shown.finish() == EXIT_INTERRUPTED
         assert time.monotonic() - started < 4.0  # sooner than the 5 s SIGTERM grace
         assert "killing the CLI" in shown.screen

@@ -3,14 +3,13 @@ from __future__ import annotations
 import ast
 import importlib
 import re
-import subprocess
-import sys
 import typing
 from pathlib import Path
 
 import pytest
 
 import agentshim
+from tests.unit.execution.child_python import modules_loaded_by
 
 PACKAGE = Path(agentshim.__file__).parent
 
@@ -39,14 +38,7 @@ class TestExports:
         assert agentshim.__version__ == version("agentshim")
 
     def test_importing_the_package_imports_no_provider(self) -> None:
-        code = (
-            "import sys, agentshim; "
-            "print(sorted(m for m in sys.modules if m.startswith('agentshim.providers.')))"
-        )
-        out = subprocess.run(
-            [sys.executable, "-c", code], capture_output=True, text=True, check=True
-        ).stdout
-        assert out.strip() == "[]"
+        assert modules_loaded_by("import agentshim", "agentshim.providers.") == []
 
 
 #: The top-level namespace, pinned: a name added, renamed or dropped must change this list

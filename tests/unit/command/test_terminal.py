@@ -24,14 +24,13 @@ import pytest
 
 from agentshim.core.event_json import event_from_json
 from agentshim.core.events import RawOutput
-from agentshim.execution.process import SpawnRequest
-from agentshim.execution.pty_process import PtyProcess
+from tests.unit.agentshim_command import COMMAND, agentshim
+from tests.unit.command.terminal import HANG_GUARD, Terminal
 
 ROOT = Path(__file__).resolve().parents[3]
 FAKE = Path(__file__).resolve().parent / "fake_claude.py"
 TOOL_TURN = ROOT / "tests" / "fixtures" / "claude" / "b_tool_bash.stdout.jsonl"
 SESSION = "080a6a65-480a-4d27-853f-064fd2b09ac8"
-HANG_GUARD = 60.0
 
 pytestmark = pytest.mark.skipif(
     not hasattr(os, "pidfd_open") or not Path("/proc").is_dir(),
@@ -77,37 +76,6 @@ class Fake:
     def close(self) -> None:
         os.close(self._reader)
         os.close(self._writer)
-
-
-class Terminal:
-    """``agentshim ARGS`` on a pseudo-terminal; ``screen`` is everything it showed."""
-
-    def __init__(self, tmp_path: Path, env: dict[str, str], *args: str) -> None:
-        argv = [sys.executable, "-m", "agentshim", *args]
-        self.process = PtyProcess.start(SpawnRequest(argv, cwd=str(tmp_path), env=env))
-        self.screen = ""
-
-    def read_until(self, pattern: str) -> str:
-        while re.search(pattern, self.screen) is None:
-            chunk = self.process.read(HANG_GUARD)
-            assert chunk is not None, f"{pattern!r} never appeared in {self.screen!r}"
-            self.screen += chunk.decode(errors="replace")
-        return self.screen
-
-    def type(self, keys: bytes) -> None:
-        self.process.write(keys)
-
-    def signal(self, signum: int) -> None:
-        os.kill(self.process.pid, signum)
-
-    def finish(self) -> int:
-        while self.process.returncode is None:
-            chunk = self.process.read(HANG_GUARD)
-            if chunk is None and self.process.returncode is None:
-                raise AssertionError(f"agentshim did not exit: {self.screen!r}")
-            self.screen += (chunk or b"").decode(errors="replace")
-        assert "Traceback" not in self.screen, self.screen
-        return self.process.returncode
 
 
 def ended(pid: int) -> bool:
@@ -246,33 +214,39 @@ class TestResume:
         assert f"session {SESSION} |" in shown.screen
         assert (fake.bin / "log").read_text().startswith("cli ")
 
-    def test_a_known_id_continues(self, tmp_path: Path, opened: list[Terminal | Fake]) -> None:
-        shown, _ = start(
-            tmp_path, opened, "run", "--resume", "kept-1", "hi", lines=6, known=["kept-1"]
-        )
-        assert shown.finish() == 0
-        assert "session kept-1 |" in shown.screen
-
 
 class TestExitCodesAndOutput:
-    def test_an_unknown_model_is_a_usage_error(
-        self, tmp_path: Path, opened: list[Terminal | Fake]
+    @pytest.mark.parametrize(
+        ("args", "config", "code", "shown"),
+        [
+            pytest.param(
+                ("--resume", "kept-1", "hi"),
+                {"lines": 6, "known": ["kept-1"]},
+                0,
+                "session kept-1 |",
+                id="a-known-id-continues",
+            ),
+            pytest.param(
+                ("--model", "bad model", "hi"), {}, 2, "argument --model", id="unknown-model"
+            ),
+        ],
+    )
+    def test_a_run_exits_with_its_code_and_says_why(
+        self,
+        tmp_path: Path,
+        opened: list[Terminal | Fake],
+        args: tuple[str, ...],
+        config: dict[str, Any],
+        code: int,
+        shown: str,
     ) -> None:
-        shown, _ = start(tmp_path, opened, "run", "--model", "bad model", "hi")
-        assert shown.finish() == 2
-        assert "argument --model" in shown.screen
+        terminal, _ = start(tmp_path, opened, "run", *args, **config)
+        assert terminal.finish() == code
+        assert shown in terminal.screen
 
     def test_json_with_a_missing_cli_writes_an_error_object(self, tmp_path: Path) -> None:
         env = {"HOME": str(tmp_path), "PATH": str(tmp_path), "PYTHONPATH": str(ROOT)}
-        done = subprocess.run(
-            [sys.executable, "-m", "agentshim", "run", "--json", "hi"],
-            env=env,
-            cwd=tmp_path,
-            capture_output=True,
-            text=True,
-            timeout=HANG_GUARD,
-            check=False,
-        )
+        done = agentshim(tmp_path, "run", "--json", "hi", env=env)
         assert done.returncode == 3
         error = json.loads(done.stdout.splitlines()[-1])
         assert error["type"] == "error"
@@ -309,7 +283,7 @@ class TestExitCodesAndOutput:
         # What `agentshim run --json hi | head -1` does: read one line, close the pipe.
         env = {**os.environ, "PYTHONPATH": str(ROOT)}
         process = subprocess.Popen(
-            [sys.executable, "-m", "agentshim", "run", "--stand-in", "--json", "hi"],
+            [*COMMAND, "run", "--stand-in", "--json", "hi"],
             env=env,
             cwd=tmp_path,
             stdout=subprocess.PIPE,

@@ -8,24 +8,8 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from agentshim.core._builders import (
-    build_assistant_text,
-    build_lifecycle,
-    build_provider_usage,
-    build_token_usage,
-    build_tool_call,
-    build_tool_result,
-    build_usage_report,
-)
-from agentshim.core.events import (
-    AssistantText,
-    Lifecycle,
-    ToolCall,
-    ToolKind,
-    ToolResult,
-    UsageReport,
-    UsageScope,
-)
+from agentshim.core import _builders
+from agentshim.core import events as ev
 from agentshim.core.usage import CostSource, ProviderUsage, TokenUsage
 
 texts = st.text(max_size=20)
@@ -56,18 +40,22 @@ def same(built: Any, called: Any, *, hashable: bool = True) -> None:
 
 @given(texts, st.booleans(), texts, texts)
 def test_text_and_lifecycle_events(text: str, delta: bool, kind: str, detail: str) -> None:
-    same(build_assistant_text(text, delta), AssistantText(text, delta))
-    same(build_lifecycle(kind, detail), Lifecycle(kind, detail))
+    same(_builders.build_assistant_text(text, delta), ev.AssistantText(text, delta))
+    same(_builders.build_lifecycle(kind, detail), ev.Lifecycle(kind, detail))
 
 
-@given(maybe_texts, texts, st.sampled_from(ToolKind), texts, st.none() | st.integers())
+@given(maybe_texts, texts, st.sampled_from(ev.ToolKind), texts, st.none() | st.integers())
 def test_tool_events(
-    tool_id: str | None, name: str, kind: ToolKind, text: str, code: int | None
+    tool_id: str | None, name: str, kind: ev.ToolKind, text: str, code: int | None
 ) -> None:
-    same(build_tool_call(tool_id, name, text, kind), ToolCall(tool_id, name, text, kind))
-    same(build_tool_call(tool_id, name, None, kind), ToolCall(tool_id, name, None, kind))
-    result = ToolResult(tool_id, name, text, "", code, 1.5, kind)
-    same(build_tool_result(tool_id, name, text, "", code, 1.5, kind), result)
+    same(
+        _builders.build_tool_call(tool_id, name, text, kind), ev.ToolCall(tool_id, name, text, kind)
+    )
+    same(
+        _builders.build_tool_call(tool_id, name, None, kind), ev.ToolCall(tool_id, name, None, kind)
+    )
+    result = ev.ToolResult(tool_id, name, text, "", code, 1.5, kind)
+    same(_builders.build_tool_result(tool_id, name, text, "", code, 1.5, kind), result)
 
 
 @given(
@@ -76,7 +64,7 @@ def test_tool_events(
     st.booleans(),
     st.sampled_from(CostSource),
     maybe_texts,
-    st.sampled_from(UsageScope),
+    st.sampled_from(ev.UsageScope),
     st.none() | counts,
 )
 def test_usage_values(
@@ -85,14 +73,14 @@ def test_usage_values(
     known: bool,
     source: CostSource,
     model: str | None,
-    scope: UsageScope,
+    scope: ev.UsageScope,
     duration: int | None,
 ) -> None:
     tokens = TokenUsage(*values)
-    same(build_token_usage(*values), tokens)
+    same(_builders.build_token_usage(*values), tokens)
     raw = {"input_tokens": values[0]}
     usage = ProviderUsage(tokens, cost, "p", raw, known, source, model)
-    built = build_provider_usage(tokens, cost, "p", raw, known, source, model)
+    built = _builders.build_provider_usage(tokens, cost, "p", raw, known, source, model)
     same(built, usage, hashable=False)
-    report = UsageReport(usage, cost, scope, duration)
-    same(build_usage_report(usage, cost, scope, duration), report, hashable=False)
+    report = ev.UsageReport(usage, cost, scope, duration)
+    same(_builders.build_usage_report(usage, cost, scope, duration), report, hashable=False)

@@ -20,18 +20,9 @@ from agentshim.core.jsonvalues import (
     str_or_empty,
     to_text,
 )
+from tests.unit.providers.adversarial import json_values
 
 NOT_CONTAINERS: list[Any] = [None, True, 0, 1.5, "x", ""]
-
-json_values = st.recursive(
-    st.none()
-    | st.booleans()
-    | st.integers()
-    | st.floats(allow_nan=True, allow_infinity=True)
-    | st.text(),
-    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(), inner, max_size=4),
-    max_leaves=12,
-)
 
 
 class TestContainers:
@@ -116,7 +107,7 @@ class TestNumbers:
         assert as_amount(value) is None
 
 
-@given(json_values)
+@given(json_values(max_leaves=12))
 def test_no_reader_raises_on_any_json_value(value: Any) -> None:
     assert as_mapping(value) is None or isinstance(value, dict)
     assert isinstance(mapping_or_empty(value), dict)

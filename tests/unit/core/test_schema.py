@@ -16,6 +16,7 @@ from agentshim.core.errors import AgentShimError, InvalidRequestError, SchemaDia
 from agentshim.core.profile import SchemaDialect
 from agentshim.core.schema import compact_json, dialect_problems, materialize, normalize
 from agentshim.core.turn import OutputSchema
+from tests.unit.core.json_strategies import finite_json
 
 STRICT = SchemaDialect.STRICT
 OPEN = SchemaDialect.OPEN
@@ -606,22 +607,11 @@ def all_descriptions(node: Any) -> list[str]:
     return found
 
 
-json_scalars = (
-    st.none()
-    | st.booleans()
-    | st.integers()
-    | st.floats(allow_nan=False, allow_infinity=False)
-    | st.text(max_size=4)
-)
 json_keys = st.sampled_from(
     ["type", "properties", "items", "anyOf", "oneOf", "$ref", "$defs", "required", "enum"]
 ) | st.text(max_size=3)
-json_objects = st.recursive(
-    json_scalars,
-    lambda children: (
-        st.lists(children, max_size=3) | st.dictionaries(json_keys, children, max_size=4)
-    ),
-    max_leaves=15,
+json_objects = finite_json(
+    texts=st.text(max_size=4), keys=json_keys, dict_size=4, max_leaves=15
 ).filter(lambda v: isinstance(v, dict))
 
 

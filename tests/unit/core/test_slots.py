@@ -18,21 +18,21 @@ def _tags() -> list[str]:
     return ["fresh"]
 
 
-@dataclass(frozen=True, slots=True)
-class Plain:
-    name: str
-    count: int = 1
-    tags: list[str] = field(default_factory=_tags)
-    note: str | None = field(default=None, kw_only=True)
+def _sample(name: str) -> type:
+    """The same frozen slotted dataclass each call: one is compared with the sped-up other."""
+    fields = [
+        ("name", str),
+        ("count", int, field(default=1)),
+        ("tags", list[str], field(default_factory=_tags)),
+        ("note", "str | None", field(default=None, kw_only=True)),
+    ]
+    cls = dataclasses.make_dataclass(name, fields, frozen=True, slots=True)
+    cls.__module__ = __name__  # pickle finds the class by module and name
+    return cls
 
 
-@fast_frozen_init
-@dataclass(frozen=True, slots=True)
-class Fast:
-    name: str
-    count: int = 1
-    tags: list[str] = field(default_factory=_tags)
-    note: str | None = field(default=None, kw_only=True)
+Plain = _sample("Plain")
+Fast = fast_frozen_init(_sample("Fast"))
 
 
 @fast_frozen_init
@@ -108,15 +108,17 @@ def test_the_library_values_keep_their_defaults() -> None:
     assert call == ToolCall(tool_id="id", tool="Bash", args={"command": "ls"})
 
 
+@dataclass(frozen=True)
+class NoSlots:
+    name: str
+
+
+@dataclass(slots=True)
+class Mutable:
+    name: str
+
+
 def test_classes_it_cannot_speed_up_are_left_alone() -> None:
-    @dataclass(frozen=True)
-    class NoSlots:
-        name: str
-
-    @dataclass(slots=True)
-    class Mutable:
-        name: str
-
     @dataclass(frozen=True, slots=True)
     class Derived:
         name: str
@@ -159,14 +161,6 @@ def test_a_builder_skips_post_init() -> None:
 
 
 def test_a_builder_is_refused_for_a_class_it_cannot_build() -> None:
-    @dataclass(frozen=True)
-    class NoSlots:
-        name: str
-
-    @dataclass(slots=True)
-    class Mutable:
-        name: str
-
     @dataclass(frozen=True, slots=True)
     class Base:
         name: str

@@ -271,22 +271,29 @@ class TestWhatIsReaped:
         assert sleepers(tag) == []
 
 
+def runs_unmarked_and_warns_once(
+    caplog: pytest.LogCaptureFixture, naming: str, *, runs: int
+) -> None:
+    """Runs a child ``runs`` times on one executor: none is marked, one warning names ``naming``."""
+    executor = HostCommandExecutor()
+    for _ in range(runs):
+        result = executor.run(
+            CommandRequest(py("import os; print('AGENTSHIM_RUN_ID' in os.environ)"), env=ENV),
+            CallbackSink(),
+        )
+        assert result.stdout == "False\n"
+    said = [record for record in caplog.records if naming in record.getMessage()]
+    assert len(said) == 1
+    assert said[0].levelname == "WARNING"
+
+
 def test_without_proc_the_fallback_is_said_once_in_the_log(
     monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     import agentshim.execution.host as host
 
     monkeypatch.setattr(host, "can_scan", lambda: False)
-    executor = HostCommandExecutor()
-    for _ in range(2):
-        result = executor.run(
-            CommandRequest(py("import os; print('AGENTSHIM_RUN_ID' in os.environ)"), env=ENV),
-            CallbackSink(),
-        )
-        assert result.stdout == "False\n"
-    said = [record for record in caplog.records if "/proc" in record.getMessage()]
-    assert len(said) == 1
-    assert said[0].levelname == "WARNING"
+    runs_unmarked_and_warns_once(caplog, "/proc", runs=2)
 
 
 def test_a_pidfd_open_the_system_refuses_takes_the_logged_fallback(
@@ -300,14 +307,7 @@ def test_a_pidfd_open_the_system_refuses_takes_the_logged_fallback(
         raise OSError(errno.ENOSYS, "pidfd_open")
 
     monkeypatch.setattr(os, "pidfd_open", refused)
-    result = HostCommandExecutor().run(
-        CommandRequest(py("import os; print('AGENTSHIM_RUN_ID' in os.environ)"), env=ENV),
-        CallbackSink(),
-    )
-    assert result.stdout == "False\n"
-    said = [record for record in caplog.records if "pidfd_open" in record.getMessage()]
-    assert len(said) == 1
-    assert said[0].levelname == "WARNING"
+    runs_unmarked_and_warns_once(caplog, "pidfd_open", runs=1)
 
 
 @pytest.mark.parametrize("threads", [False, True])

@@ -27,13 +27,14 @@ GRANDCHILD = """
 class TestTimeout:
     @needs_proc
     def test_a_timeout_kills_the_whole_group_and_raises_after_delivering_lines(self) -> None:
-        code = """
-            import subprocess, sys, time
-            grandchild = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
-            print(grandchild.pid)
-            print("working")
-            time.sleep(60)
-        """
+        code = (
+            GRANDCHILD
+            + """
+    import time
+    print("working")
+    time.sleep(60)
+"""
+        )
         sink = RecordingSink()
         request = CommandRequest(py(code), env=ENV, timeout=1.0)
         started = time.monotonic()
@@ -189,12 +190,13 @@ class TestCancel:
 class TestFailingSink:
     @needs_proc
     def test_a_sink_that_raises_kills_the_group_and_the_exception_propagates(self) -> None:
-        code = """
-            import subprocess, sys, time
-            grandchild = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
-            print(grandchild.pid)
-            time.sleep(60)
-        """
+        code = (
+            GRANDCHILD
+            + """
+    import time
+    time.sleep(60)
+"""
+        )
         pids: list[int] = []
 
         class Boom(Exception):

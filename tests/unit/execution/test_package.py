@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
-
 import pytest
 
 import agentshim.execution as execution
+from tests.unit.execution.child_python import modules_loaded_by
 
 
 @pytest.mark.parametrize("name", execution.__all__)
@@ -25,14 +23,8 @@ def test_an_unknown_name_is_an_attribute_error() -> None:
 
 
 def test_running_a_command_does_not_import_the_container_support() -> None:
-    script = (
-        "import sys; from agentshim.cli_agent import CliAgent; "
-        "print(sorted(m for m in sys.modules if m.startswith('agentshim.execution.')))"
-    )
-    loaded = subprocess.run(
-        [sys.executable, "-c", script], capture_output=True, text=True, check=True
-    ).stdout
+    loaded = modules_loaded_by("from agentshim.cli_agent import CliAgent", "agentshim.execution.")
     assert "agentshim.execution.host" in loaded
     # readiness is not on the list: it holds the health check every agent runs once.
     for heavy in ("docker", "confinement"):
-        assert f"agentshim.execution.{heavy}'" not in loaded
+        assert f"agentshim.execution.{heavy}" not in loaded

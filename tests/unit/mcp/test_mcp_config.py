@@ -19,6 +19,7 @@ from agentshim.mcp.install import (
     install_json_config,
     workspace_config_file,
 )
+from tests.unit.core.json_strategies import finite_json
 
 OURS = {"agentshim-tools": {"command": "/usr/bin/tool", "args": ["--stdio"]}}
 
@@ -313,20 +314,7 @@ class TestRefusals:
 
 # --- property tests --------------------------------------------------------------------------
 
-json_scalars = (
-    st.none()
-    | st.booleans()
-    | st.integers()
-    | st.floats(allow_nan=False, allow_infinity=False)
-    | st.text(max_size=5)
-)
-json_values = st.recursive(
-    json_scalars,
-    lambda children: (
-        st.lists(children, max_size=3) | st.dictionaries(st.text(max_size=4), children, max_size=3)
-    ),
-    max_leaves=10,
-)
+json_values = finite_json(texts=st.text(max_size=5), keys=st.text(max_size=4))
 server_names = st.sampled_from(["agentshim-a", "agentshim-b", "user-1", "user-2"])
 entries_strategy = st.dictionaries(
     server_names,

@@ -61,6 +61,37 @@ def install(path: Path) -> Any:
     return install_json_config(path, ("mcpServers",), OURS)
 
 
+def install_over(path: Path, *, mode: int | None = None) -> Any:
+    """Writes the user's ORIGINAL file at ``path`` (with ``mode``), then installs our entry."""
+    path.write_bytes(ORIGINAL)
+    if mode is not None:
+        path.chmod(mode)
+    return install(path)
+
+
+def written(path: Path, data: bytes) -> Path:
+    path.write_bytes(data)
+    return path
+
+
+def swap_directory_for_link(path: Path, target: Path) -> None:
+    """The agent removes ``path`` and its directory, and links the directory's name to ``target``."""
+    path.unlink()
+    path.parent.rmdir()
+    path.parent.symlink_to(target)
+
+
+def new_dir(path: Path) -> Path:
+    path.mkdir()
+    return path
+
+
+def swap_for_link(path: Path, target: Path | str) -> None:
+    """What an agent does to redirect a write: ``path`` becomes a link to ``target``."""
+    path.unlink()
+    path.symlink_to(target)
+
+
 def mode_of(path: Path) -> int:
     return stat.S_IMODE(os.lstat(path).st_mode)
 
@@ -93,18 +124,12 @@ class TestPlantedLinks:
     def test_a_link_planted_in_place_of_the_file_is_never_written_through(
         self, tmp_path: Path
     ) -> None:
-        workspace, outside = tmp_path / "ws", tmp_path / "outside"
-        workspace.mkdir()
-        outside.mkdir()
-        victim = outside / "authorized_keys"
-        victim.write_bytes(b"ssh-ed25519 AAAA precious\n")
+        workspace, outside = new_dir(tmp_path / "ws"), new_dir(tmp_path / "outside")
+        victim = written(outside / "authorized_keys", b"ssh-ed25519 AAAA precious\n")
         victim.chmod(0o600)
         path = workspace / ".mcp.json"
-        path.write_bytes(ORIGINAL)
-        path.chmod(0o640)
-        installation = install(path)
-        path.unlink()
-        path.symlink_to(victim)
+        installation = install_over(path, mode=0o640)
+        swap_for_link(path, victim)
         note = installation.restore()
         assert victim.read_bytes() == b"ssh-ed25519 AAAA precious\n"
         assert mode_of(victim) == 0o600
@@ -119,14 +144,11 @@ class TestPlantedLinks:
     def test_a_link_planted_where_there_was_no_file_is_removed_and_its_target_kept(
         self, tmp_path: Path
     ) -> None:
-        victim = tmp_path / "victim.json"
-        victim.write_bytes(b'{"precious": true}')
-        workspace = tmp_path / "ws"
-        workspace.mkdir()
+        victim = written(tmp_path / "victim.json", b'{"precious": true}')
+        workspace = new_dir(tmp_path / "ws")
         path = workspace / "opencode.json"
         installation = install(path)
-        path.unlink()
-        path.symlink_to(victim)
+        swap_for_link(path, victim)
         assert installation.restore() is not None
         assert not os.path.lexists(path)
         assert victim.read_bytes() == b'{"precious": true}'
@@ -137,11 +159,8 @@ class TestPlantedLinks:
         elsewhere.mkdir()
         (elsewhere / "settings.json").write_bytes(b'{"theirs": 1}')
         path = workspace / ".gemini" / "settings.json"
-        path.write_bytes(ORIGINAL)
-        installation = install(path)
-        (workspace / ".gemini" / "settings.json").unlink()
-        (workspace / ".gemini").rmdir()
-        (workspace / ".gemini").symlink_to(elsewhere)
+        installation = install_over(path)
+        swap_directory_for_link(path, elsewhere)
         note = installation.restore()
         assert (elsewhere / "settings.json").read_bytes() == b'{"theirs": 1}'
         assert not (workspace / ".gemini").is_symlink()
@@ -152,8 +171,7 @@ class TestPlantedLinks:
     def test_a_link_that_was_there_at_install_is_refused_and_its_target_untouched(
         self, tmp_path: Path
     ) -> None:
-        shared = tmp_path / "shared.json"
-        shared.write_bytes(ORIGINAL)
+        shared = written(tmp_path / "shared.json", ORIGINAL)
         path = tmp_path / ".mcp.json"
         path.symlink_to(shared)
         with pytest.raises(McpConfigError, match="symbolic link"):
@@ -172,8 +190,7 @@ class TestADirectoryRedirectedDuringTheTurn:
         workspace, outside = tmp_path / "ws", tmp_path / "outside"
         (workspace / "real").mkdir(parents=True)
         (workspace / ".gemini").symlink_to("real")
-        path = workspace / ".gemini" / "settings.json"
-        path.write_bytes(ORIGINAL)
+        path = written(workspace / ".gemini" / "settings.json", ORIGINAL)
         outside.mkdir()
         (outside / "settings.json").write_bytes(b"precious\n")
         installation = install(path)
@@ -191,14 +208,10 @@ class TestADirectoryAgentshimCreated:
     def test_replaced_by_a_link_is_unlinked_so_the_next_install_does_not_write_through_it(
         self, tmp_path: Path
     ) -> None:
-        workspace, outside = tmp_path / "ws", tmp_path / "outside"
-        workspace.mkdir()
-        outside.mkdir()
+        workspace, outside = new_dir(tmp_path / "ws"), new_dir(tmp_path / "outside")
         path = workspace / ".gemini" / "settings.json"
         first = install(path)
-        (workspace / ".gemini" / "settings.json").unlink()
-        (workspace / ".gemini").rmdir()
-        (workspace / ".gemini").symlink_to(outside)
+        swap_directory_for_link(path, outside)
         note = first.restore()
         assert note is not None
         assert "removed the link" in note
@@ -214,19 +227,15 @@ class TestThroughATurn:
     def test_the_note_reaches_the_agents_log_and_the_link_target_is_untouched(
         self, tmp_path: Path
     ) -> None:
-        victim = tmp_path / "victim"
-        victim.write_bytes(b"precious\n")
-        workspace = tmp_path / "ws"
-        workspace.mkdir()
-        path = workspace / ".mcp.json"
-        path.write_bytes(ORIGINAL)
+        victim = written(tmp_path / "victim", b"precious\n")
+        workspace = new_dir(tmp_path / "ws")
+        path = written(workspace / ".mcp.json", ORIGINAL)
 
         def agent_plants_a_link(request: CommandRequest) -> Any:
             # The file names a variable; the secret itself is only in the CLI's environment.
             assert SECRET not in path.read_text()
             assert SECRET in request.env.values()
-            path.unlink()
-            path.symlink_to(victim)
+            swap_for_link(path, victim)
             return scripted_turn("claude", text="done")
 
         log: list[str] = []
@@ -249,10 +258,8 @@ class TestThroughATurn:
         assert Lifecycle("mcp_config_restore", result.notices[0]) in events
 
     def test_an_original_kept_next_to_the_file_is_on_the_result(self, tmp_path: Path) -> None:
-        workspace = tmp_path / "ws"
-        workspace.mkdir()
-        path = workspace / ".mcp.json"
-        path.write_bytes(ORIGINAL)
+        workspace = new_dir(tmp_path / "ws")
+        path = written(workspace / ".mcp.json", ORIGINAL)
 
         def agent_makes_it_a_directory(request: CommandRequest) -> Any:
             path.unlink()
@@ -275,8 +282,7 @@ class TestThroughATurn:
         assert str(kept) in result.notices[0] or kept.name in result.notices[0]
 
     def test_an_exact_restore_leaves_no_notice(self, tmp_path: Path) -> None:
-        workspace = tmp_path / "ws"
-        workspace.mkdir()
+        workspace = new_dir(tmp_path / "ws")
         (workspace / ".mcp.json").write_bytes(ORIGINAL)
         cli = CliAgent(
             "claude",
@@ -296,9 +302,7 @@ class TestReplacedOrRemoved:
         self, tmp_path: Path
     ) -> None:
         path = tmp_path / ".mcp.json"
-        path.write_bytes(ORIGINAL)
-        path.chmod(0o600)
-        installation = install(path)
+        installation = install_over(path, mode=0o600)
         path.unlink()
         path.mkdir()
         (path / "agent-work.txt").write_text("keep me")
@@ -312,13 +316,10 @@ class TestReplacedOrRemoved:
         assert_no_trace_of_ours(tmp_path)
 
     def test_the_settings_directory_removed_entirely_comes_back(self, tmp_path: Path) -> None:
-        settings_dir = tmp_path / ".gemini"
-        settings_dir.mkdir()
+        settings_dir = new_dir(tmp_path / ".gemini")
         settings_dir.chmod(0o750)
         path = settings_dir / "settings.json"
-        path.write_bytes(ORIGINAL)
-        path.chmod(0o600)
-        installation = install(path)
+        installation = install_over(path, mode=0o600)
         path.unlink()
         settings_dir.rmdir()
         note = installation.restore()
@@ -330,9 +331,7 @@ class TestReplacedOrRemoved:
 
     def test_a_deleted_0600_file_comes_back_0600(self, tmp_path: Path) -> None:
         path = tmp_path / ".mcp.json"
-        path.write_bytes(ORIGINAL)
-        path.chmod(0o600)
-        installation = install(path)
+        installation = install_over(path, mode=0o600)
         path.unlink()
         assert "deleted" in (installation.restore() or "")
         assert path.read_bytes() == ORIGINAL
@@ -340,9 +339,7 @@ class TestReplacedOrRemoved:
 
     def test_a_chmod_by_the_agent_is_undone(self, tmp_path: Path) -> None:
         path = tmp_path / ".mcp.json"
-        path.write_bytes(ORIGINAL)
-        path.chmod(0o600)
-        installation = install(path)
+        installation = install_over(path, mode=0o600)
         path.chmod(0o666)
         assert installation.restore() is None
         assert mode_of(path) == 0o600
@@ -350,8 +347,7 @@ class TestReplacedOrRemoved:
 
     def test_a_fifo_in_place_of_the_file_is_not_opened(self, tmp_path: Path) -> None:
         path = tmp_path / ".mcp.json"
-        path.write_bytes(ORIGINAL)
-        installation = install(path)
+        installation = install_over(path)
         path.unlink()
         os.mkfifo(path)
         assert installation.restore() is not None  # would hang if it opened the FIFO
@@ -361,8 +357,7 @@ class TestReplacedOrRemoved:
 class TestRewrites:
     def test_a_nan_in_the_agents_rewrite_does_not_leave_our_entries(self, tmp_path: Path) -> None:
         path = tmp_path / ".mcp.json"
-        path.write_bytes(ORIGINAL)
-        installation = install(path)
+        installation = install_over(path)
         path.write_text(merged_with(path).replace('"theme"', '"ratio": NaN, "theme"'))
         note = installation.restore()
         assert path.read_bytes() == ORIGINAL
@@ -375,8 +370,7 @@ class TestRewrites:
         self, tmp_path: Path, value: str
     ) -> None:
         path = tmp_path / ".mcp.json"
-        path.write_bytes(ORIGINAL)
-        installation = install(path)
+        installation = install_over(path)
         path.write_text(merged_with(path, agent="__V__").replace('"__V__"', value))
         note = installation.restore()
         assert path.read_bytes() == ORIGINAL
@@ -391,9 +385,7 @@ class TestRewrites:
         self, tmp_path: Path
     ) -> None:
         path = tmp_path / ".mcp.json"
-        path.write_bytes(ORIGINAL)
-        path.chmod(0o640)
-        installation = install(path)
+        installation = install_over(path, mode=0o640)
         path.write_text(merged_with(path, agent="added"))
         note = installation.restore()
         assert json.loads(path.read_bytes()) == {**json.loads(ORIGINAL), "agent": "added"}
@@ -420,8 +412,7 @@ class TestJsonc:
     def test_a_changed_jsonc_file_keeps_its_commented_original_next_to_it(
         self, tmp_path: Path
     ) -> None:
-        path = tmp_path / "opencode.json"
-        path.write_bytes(JSONC)
+        path = written(tmp_path / "opencode.json", JSONC)
         installation = install(path)
         path.write_text(merged_with(path, agent=1))
         assert installation.restore() is not None
@@ -430,8 +421,7 @@ class TestJsonc:
         assert_no_trace_of_ours(tmp_path)
 
     def test_a_cli_that_reads_strict_json_refuses_it(self, tmp_path: Path) -> None:
-        path = tmp_path / ".mcp.json"
-        path.write_bytes(JSONC)
+        path = written(tmp_path / ".mcp.json", JSONC)
         with pytest.raises(McpConfigError, match="JSONC"):
             install_json_config(path, ("mcpServers",), OURS, jsonc=False)
         assert path.read_bytes() == JSONC
@@ -465,8 +455,7 @@ def install_in_a_child_and_kill_it(path: Path) -> None:
 
 class TestHostKilledMidTurn:
     def test_the_next_install_restores_first(self, tmp_path: Path) -> None:
-        path = tmp_path / ".mcp.json"
-        path.write_bytes(ORIGINAL)
+        path = written(tmp_path / ".mcp.json", ORIGINAL)
         path.chmod(0o600)
         install_in_a_child_and_kill_it(path)
         installation = install(path)
@@ -509,9 +498,7 @@ class TestHostKilledMidTurn:
     def test_the_recover_command_leaves_other_workspaces_and_live_turns_alone(
         self, tmp_path: Path
     ) -> None:
-        mine, live = tmp_path / "mine", tmp_path / "live"
-        mine.mkdir()
-        live.mkdir()
+        mine, live = new_dir(tmp_path / "mine"), new_dir(tmp_path / "live")
         (mine / ".mcp.json").write_bytes(ORIGINAL)
         install_in_a_child_and_kill_it(mine / ".mcp.json")
         running = install(live / ".mcp.json")
@@ -526,8 +513,7 @@ class TestHostKilledMidTurn:
     def test_a_damaged_journal_is_reported_not_trusted(
         self, tmp_path: Path, state_dir: Path
     ) -> None:
-        path = tmp_path / ".mcp.json"
-        path.write_bytes(ORIGINAL)
+        path = written(tmp_path / ".mcp.json", ORIGINAL)
         install_in_a_child_and_kill_it(path)
         (journal,) = (state_dir / "mcp-journal").iterdir()
         journal.write_bytes(b'{"version": 1, "path": "/etc/passwd"')
@@ -554,8 +540,7 @@ class TestHostKilledMidTurn:
 class TestTwoInstallsIntoOneFile:
     def test_the_second_waits_for_the_first_to_restore(self, tmp_path: Path) -> None:
         path = tmp_path / ".mcp.json"
-        path.write_bytes(ORIGINAL)
-        first = install(path)
+        first = install_over(path)
         second: list[Any] = []
         waiter = threading.Thread(target=lambda: second.append(install(path)))
         waiter.start()
@@ -568,8 +553,7 @@ class TestTwoInstallsIntoOneFile:
         assert path.read_bytes() == ORIGINAL
 
     def test_across_processes(self, tmp_path: Path) -> None:
-        path = tmp_path / ".mcp.json"
-        path.write_bytes(ORIGINAL)
+        path = written(tmp_path / ".mcp.json", ORIGINAL)
         code = (
             "import sys, time\n"
             "from pathlib import Path\n"
@@ -621,17 +605,11 @@ def as_unprivileged_user(scenario: Callable[[Path], None]) -> None:
 
 
 def _planted_link_and_deleted_0600(base: Path) -> None:
-    workspace, outside = base / "ws", base / "outside"
-    workspace.mkdir()
-    outside.mkdir()
-    victim = outside / "notes.txt"
-    victim.write_bytes(b"mine\n")
+    workspace, outside = new_dir(base / "ws"), new_dir(base / "outside")
+    victim = written(outside / "notes.txt", b"mine\n")
     path = workspace / ".mcp.json"
-    path.write_bytes(ORIGINAL)
-    path.chmod(0o600)
-    installation = install(path)
-    path.unlink()
-    path.symlink_to(victim)
+    installation = install_over(path, mode=0o600)
+    swap_for_link(path, victim)
     assert installation.restore() is not None
     assert victim.read_bytes() == b"mine\n"
     assert path.read_bytes() == ORIGINAL
@@ -645,11 +623,9 @@ def _planted_link_and_deleted_0600(base: Path) -> None:
 
 def _workspace_made_read_only_during_the_turn(base: Path) -> None:
     # Only a normal user can be refused: root writes into a 0555 directory anyway.
-    workspace = base / "ws"
-    workspace.mkdir()
+    workspace = new_dir(base / "ws")
     path = workspace / ".mcp.json"
-    path.write_bytes(ORIGINAL)
-    installation = install(path)
+    installation = install_over(path)
     workspace.chmod(0o555)
     note = installation.restore()
     assert note is not None
@@ -664,8 +640,7 @@ def _workspace_made_read_only_during_the_turn(base: Path) -> None:
 def _journal_directory_not_writable(base: Path) -> None:
     state = base / "state"
     state.mkdir(mode=0o500)
-    path = base / ".mcp.json"
-    path.write_bytes(ORIGINAL)
+    path = written(base / ".mcp.json", ORIGINAL)
     with pytest.raises(McpConfigError, match="AGENTSHIM_STATE_DIR"):
         install(path)
     assert path.read_bytes() == ORIGINAL
@@ -705,8 +680,7 @@ def _act(action: str, path: Path, outside: Path) -> None:
         path.mkdir()
         (path / "work").write_text("agent's")
     elif action == "symlink":
-        path.unlink()
-        path.symlink_to(outside)
+        swap_for_link(path, outside)
     elif action == "chmod":
         path.chmod(0o666)
     elif action == "nan":
@@ -720,11 +694,11 @@ class TestRestoreProperty:
         self, original: bytes | None, mode: int, action: str
     ) -> None:
         with tempfile.TemporaryDirectory() as directory:
-            workspace, elsewhere = Path(directory) / "ws", Path(directory) / "elsewhere"
-            workspace.mkdir()
-            elsewhere.mkdir()
-            outside = elsewhere / "target"
-            outside.write_bytes(b"not yours")
+            workspace, elsewhere = (
+                new_dir(Path(directory) / "ws"),
+                new_dir(Path(directory) / "elsewhere"),
+            )
+            outside = written(elsewhere / "target", b"not yours")
             path = workspace / "settings.json"
             if original is not None:
                 path.write_bytes(original)
@@ -768,8 +742,7 @@ class TestAnyValueInTheAgentsRewrite:
     def test_never_leaves_our_entries_nor_wedges_the_next_install(self, token: str) -> None:
         with tempfile.TemporaryDirectory() as directory:
             path = Path(directory) / ".mcp.json"
-            path.write_bytes(ORIGINAL)
-            installation = install(path)
+            installation = install_over(path)
             path.write_text(merged_with(path, agent="__V__").replace('"__V__"', token))
             installation.restore()
             assert_no_trace_of_ours(Path(directory))
@@ -780,8 +753,7 @@ class TestAnyValueInTheAgentsRewrite:
 
 class TestAnInstallationDroppedWithoutRestore:
     def test_the_next_install_does_not_wait_forever_and_undoes_it(self, tmp_path: Path) -> None:
-        path = tmp_path / ".mcp.json"
-        path.write_bytes(ORIGINAL)
+        path = written(tmp_path / ".mcp.json", ORIGINAL)
         install(path)  # dropped: a caller that lost its installation
         installation = install(path)
         assert "never ended" in (installation.restore() or "")
@@ -791,8 +763,7 @@ class TestAnInstallationDroppedWithoutRestore:
 class TestTheJournal:
     def test_private_and_without_the_servers_secrets(self, tmp_path: Path, state_dir: Path) -> None:
         path = tmp_path / ".mcp.json"
-        path.write_bytes(ORIGINAL)
-        installation = install(path)
+        installation = install_over(path)
         (journal,) = (state_dir / "mcp-journal").iterdir()
         assert mode_of(state_dir / "mcp-journal") == 0o700
         assert mode_of(journal) == 0o600

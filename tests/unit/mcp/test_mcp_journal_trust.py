@@ -98,23 +98,19 @@ class TestAJournalDirectoryOthersCouldChange:
 
 class TestAnEntryThatLies:
     def test_a_path_climbing_out_of_the_workspace_is_not_restored(
-        self, layout: tuple[Path, Path], state_dir: Path
+        self, layout: tuple[Path, Path], journals: Path
     ) -> None:
         workspace, outside = layout
         climbing = f"{workspace}/../outside/victim.sh"
-        journals = state_dir / "mcp-journal"
-        journals.mkdir(mode=0o700)
         journal_file_for(Path(climbing), journals).write_bytes(planted_entry(climbing))
         results = recover_config_files(workspace)
         assert (outside / "victim.sh").read_bytes() == VICTIM
         assert [r.restored for r in results] == [False]
 
     def test_an_entry_for_another_file_is_not_restored_by_an_install(
-        self, layout: tuple[Path, Path], state_dir: Path
+        self, layout: tuple[Path, Path], journals: Path
     ) -> None:
         workspace, outside = layout
-        journals = state_dir / "mcp-journal"
-        journals.mkdir(mode=0o700)
         path = workspace / ".mcp.json"
         journal_file_for(path, journals).write_bytes(planted_entry(str(outside / "victim.sh")))
         with pytest.raises(McpConfigError, match="names another file"):
@@ -123,11 +119,9 @@ class TestAnEntryThatLies:
         assert not path.exists()
 
     def test_an_entry_filed_under_another_files_name_is_not_recovered(
-        self, layout: tuple[Path, Path], state_dir: Path
+        self, layout: tuple[Path, Path], journals: Path
     ) -> None:
         workspace, _ = layout
-        journals = state_dir / "mcp-journal"
-        journals.mkdir(mode=0o700)
         victim = workspace / "victim.sh"
         journal_file_for(workspace / ".mcp.json", journals).write_bytes(planted_entry(str(victim)))
         (result,) = recover_config_files(workspace)
@@ -141,3 +135,11 @@ def state_dir(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.Monk
     state = tmp_path_factory.mktemp("state")
     monkeypatch.setenv("AGENTSHIM_STATE_DIR", str(state))
     return state
+
+
+@pytest.fixture
+def journals(state_dir: Path) -> Path:
+    """This user's private journal directory, where a planted entry is filed."""
+    directory = state_dir / "mcp-journal"
+    directory.mkdir(mode=0o700)
+    return directory

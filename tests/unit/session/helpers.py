@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
+import threading
+import time
 from collections.abc import Sequence
 from typing import Any
 
 from agentshim.agent import Agent
 from agentshim.core.conversation import ConversationSpec, TransportKind
-from agentshim.core.events import AgentEventHandler
+from agentshim.core.events import AgentEvent, AgentEventHandler, Lifecycle, RunStarted
 from agentshim.core.permissions import ApprovalPolicy, NativePermissions
 from agentshim.core.profile import RenewalBudget
 from agentshim.core.retry import RetryPolicy
 from agentshim.core.session_policy import SessionPolicy
-from agentshim.session import Session
+from agentshim.session import Session, Turn, TurnTicket
 from agentshim.state.checkpoints import Checkpoint
 from agentshim.testing import FakeExecutor
 from agentshim.testing.checkpoints import FakeCheckpointStore
@@ -22,20 +24,25 @@ from agentshim.testing.conversation import FakeOutcome, FakeTransport
 KEY = "user-1"
 
 
-def stream_agent(provider: str, peers: Any, **options: Any) -> tuple[Agent, FakeExecutor]:
-    """An Agent on ``provider``'s long-lived transport, its CLI played by ``peers``.
+def quiet_agent(provider: str, executor: FakeExecutor, **options: Any) -> Agent:
+    """An Agent for ``provider`` on ``executor`` (its default transport, PATH=/usr/bin).
 
     It asks nothing (bypass permissions, approvals denied) unless ``options`` say otherwise.
     """
-    executor = FakeExecutor(peers=peers, binaries={provider: f"/usr/bin/{provider}"})
     settings: dict[str, Any] = {
         "env": {"PATH": "/usr/bin"},
         "permissions": NativePermissions.bypass(),
         "approvals": ApprovalPolicy.DENY,
-        "transport": TransportKind.LONG_LIVED,
         **options,
     }
-    return Agent(provider, executor=executor, **settings), executor
+    return Agent(provider, executor=executor, **settings)
+
+
+def stream_agent(provider: str, peers: Any, **options: Any) -> tuple[Agent, FakeExecutor]:
+    """A quiet_agent on ``provider``'s long-lived transport, its CLI played by ``peers``."""
+    executor = FakeExecutor(peers=peers, binaries={provider: f"/usr/bin/{provider}"})
+    settings: dict[str, Any] = {"transport": TransportKind.LONG_LIVED, **options}
+    return quiet_agent(provider, executor, **settings), executor
 
 
 def spec(resume_session_id: str | None = None) -> ConversationSpec:
@@ -93,3 +100,57 @@ class Rig:
     def resumed_ids(self) -> list[str | None]:
         """The conversation each attempt started in (None: fresh)."""
         return [call.session_id for call in self.transport.calls]
+
+
+class TurnOnThread:
+    """Runs one turn of ``session`` on a worker thread; keeps its events and what it returned or raised.
+
+    ``started`` is set when the turn's run starts, ``waiting`` when it schedules a retry.
+    """
+
+    def __init__(self, session: Session, request: str | TurnTicket) -> None:
+        self.started = threading.Event()
+        self.waiting = threading.Event()
+        self.events: list[AgentEvent] = []
+        self.turn: Turn | None = None
+        self.error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, args=(session, request), daemon=True)
+        self._thread.start()
+
+    def _on_event(self, event: AgentEvent) -> None:
+        self.events.append(event)
+        if isinstance(event, RunStarted):
+            self.started.set()
+        if isinstance(event, Lifecycle) and event.kind == "retry_scheduled":
+            self.waiting.set()
+
+    def _run(self, session: Session, request: str | TurnTicket) -> None:
+        try:
+            self.turn = session.turn(request, on_event=self._on_event)
+        except BaseException as error:
+            self.error = error
+
+    def join(self, limit_s: float = 5.0) -> float:
+        """Waits for the turn to end (failing the test if it does not); returns the seconds waited."""
+        began = time.monotonic()
+        self._thread.join(limit_s)
+        assert not self._thread.is_alive(), "the turn did not end"
+        return time.monotonic() - began
+
+
+def second_turn_waits_for_first(transport: FakeTransport, first: Session, second: Session) -> Turn:
+    """Runs a turn on ``first`` (its script hangs) and then one on ``second``, on one conversation.
+
+    Checks the second turn does not reach ``transport`` while the first runs, interrupts the
+    first, and returns the second turn once both have ended.
+    """
+    one = TurnOnThread(first, "one")
+    assert one.started.wait(5.0)
+    two = TurnOnThread(second, "two")
+    time.sleep(0.2)  # room for a second turn that did not wait to reach the transport
+    assert len(transport.calls) == 1, "the second turn ran while the first held the conversation"
+    first.interrupt()
+    one.join()
+    two.join()
+    assert two.turn is not None
+    return two.turn

@@ -9,14 +9,15 @@ from agentshim.providers import get_plugin
 from agentshim.testing import FakeExecutor, FakeRun, scripted_turn
 from agentshim.testing.session_contracts import ContractTurn
 from agentshim.transport.installed import InstalledCli
+from tests.unit.providers.fixtures import flag_value
 
 PROVIDER = "claude"
 ENV = {"PATH": "/usr/bin:/bin", "HOME": "/nonexistent-home"}
 
 
 def resumed_id(request: CommandRequest) -> str | None:
-    argv = list(request.argv)
-    return argv[argv.index("--resume") + 1] if "--resume" in argv else None
+    """The session a Claude run was told to resume, or None for a fresh one."""
+    return flag_value(request.argv, "--resume")
 
 
 class ScriptedClaude:

@@ -20,17 +20,19 @@ from agentshim.execution.executor import CommandRequest
 from agentshim.session import Session
 from agentshim.testing import FakeExecutor, FakeRun, scripted_turn
 from agentshim.testing.clock import FakeClock, SequentialIds
+from tests.unit.providers.fixtures import flag_value
+
+from .scripted_claude import ENV
 
 FIXTURE = Path(__file__).resolve().parents[2] / "fixtures" / "codex" / "resume_missing_name"
 RECORDED = FIXTURE.with_suffix(".stdout.jsonl").read_text(encoding="utf-8").splitlines()
 NEW_THREAD = json.loads(RECORDED[0])["thread_id"]
 REQUESTED = "no-such-thread-name"
-ENV = {"PATH": "/usr/bin:/bin", "HOME": "/nonexistent-home"}
 
 
 def resumed(request: CommandRequest) -> str | None:
-    argv = list(request.argv)
-    return argv[argv.index("resume") + 1] if "resume" in argv else None
+    """The thread ``codex exec resume <thread>`` was told to continue, or None for a new one."""
+    return flag_value(request.argv, "resume")
 
 
 class Codex:

@@ -34,38 +34,40 @@ from .helpers import spec
 REPO = Path(__file__).resolve().parents[3]
 
 
-class TestInMemoryCheckpointStore(CheckpointStoreContract):
+class FencedByInMemoryLeases(CheckpointStoreContract):
+    """The contract for a store built by ``store_with``, fenced against InMemoryLeases."""
+
+    def store_with(self, leases: InMemoryLeases | None) -> CheckpointStore:
+        raise NotImplementedError
+
     def make_store(self) -> CheckpointStore:
-        return InMemoryCheckpointStore()
+        return self.store_with(None)
 
     def make_fenced_store(self) -> tuple[CheckpointStore, ConversationLeases]:
         leases = InMemoryLeases()
-        return InMemoryCheckpointStore(leases=leases), leases
+        return self.store_with(leases), leases
 
 
-class TestFileCheckpointStore(CheckpointStoreContract):
+class TestInMemoryCheckpointStore(FencedByInMemoryLeases):
+    def store_with(self, leases: InMemoryLeases | None) -> CheckpointStore:
+        return InMemoryCheckpointStore(leases=leases)
+
+
+class TestFileCheckpointStore(FencedByInMemoryLeases):
     @pytest.fixture(autouse=True)
     def _directory(self, tmp_path: Path) -> None:
         self.directory = tmp_path / "checkpoints"
 
-    def make_store(self) -> CheckpointStore:
-        return FileCheckpointStore(self.directory, log=self.log_line)
-
-    def make_fenced_store(self) -> tuple[CheckpointStore, ConversationLeases]:
-        leases = InMemoryLeases()
-        return FileCheckpointStore(self.directory, log=self.log_line, leases=leases), leases
+    def store_with(self, leases: InMemoryLeases | None) -> CheckpointStore:
+        return FileCheckpointStore(self.directory, log=self.log_line, leases=leases)
 
     def log_line(self, line: str) -> None:
         raise AssertionError(f"unexpected log line: {line}")
 
 
-class TestFakeCheckpointStore(CheckpointStoreContract):
-    def make_store(self) -> CheckpointStore:
-        return FakeCheckpointStore()
-
-    def make_fenced_store(self) -> tuple[CheckpointStore, ConversationLeases]:
-        leases = InMemoryLeases()
-        return FakeCheckpointStore(leases=leases), leases
+class TestFakeCheckpointStore(FencedByInMemoryLeases):
+    def store_with(self, leases: InMemoryLeases | None) -> CheckpointStore:
+        return FakeCheckpointStore(leases=leases)
 
 
 WRITER = """

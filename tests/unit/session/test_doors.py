@@ -86,6 +86,26 @@ class InThread:
         assert not self.thread.is_alive(), "the turn did not end"
 
 
+def take_turns_at_the_gate(
+    gate: Gate, executor: FakeExecutor, first: Callable[[], object], second: Callable[[], object]
+) -> None:
+    """Runs ``first`` until its CLI run holds at ``gate``, then ``second`` on another thread.
+
+    Checks the second run waits for the first (one conversation, one turn at a time), then
+    lets the first finish and checks both ended without an error.
+    """
+    one = InThread(first)
+    assert gate.entered.wait(WAIT_S)
+    two = InThread(second)
+    two.thread.join(0.2)
+    assert len(executor.requests) == 1, "the second turn ran while the first did"
+    gate.release.set()
+    one.join()
+    two.join()
+    assert (one.error, two.error) == (None, None)
+    assert len(executor.requests) == 2
+
+
 # -- Session.turn: one verb for a request, a prompt or a ticket ----------------------------
 
 
@@ -388,16 +408,9 @@ class TestOneSerialization:
         first, second = agent.start_session(), agent.start_session()
         first.adopt("s-1")
         second.adopt("s-1")
-        one = InThread(lambda: first.turn("one"))
-        assert gate.entered.wait(WAIT_S)
-        two = InThread(lambda: second.turn("two"))
-        two.thread.join(0.2)
-        assert len(executor.requests) == 1, "the second session ran while the first did"
-        gate.release.set()
-        one.join()
-        two.join()
-        assert (one.error, two.error) == (None, None)
-        assert len(executor.requests) == 2
+        take_turns_at_the_gate(
+            gate, executor, lambda: first.turn("one"), lambda: second.turn("two")
+        )
 
     @pytest.mark.parametrize("first", ["session", "cli_agent"])
     def test_both_doors_on_the_same_leases_take_turns(self, first: str) -> None:
@@ -415,16 +428,8 @@ class TestOneSerialization:
         def by_cli_agent() -> object:
             return cli_agent.start_session(session_id="s-1").turn("from the cli agent")
 
-        one = InThread(by_session if first == "session" else by_cli_agent)
-        assert gate.entered.wait(WAIT_S)
-        two = InThread(by_cli_agent if first == "session" else by_session)
-        two.thread.join(0.2)
-        assert len(executor.requests) == 1, "both doors ran in s-1 at the same time"
-        gate.release.set()
-        one.join()
-        two.join()
-        assert (one.error, two.error) == (None, None)
-        assert len(executor.requests) == 2
+        calls = (by_session, by_cli_agent) if first == "session" else (by_cli_agent, by_session)
+        take_turns_at_the_gate(gate, executor, *calls)
 
     @pytest.mark.parametrize("door", ["Agent(OneShotTransport)", "CliAgent"])
     def test_a_lease_held_elsewhere_holds_the_door_s_turns(self, door: str) -> None:

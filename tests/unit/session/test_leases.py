@@ -24,16 +24,15 @@ from agentshim.core.errors import (
     StoreError,
     TurnCancelledError,
 )
-from agentshim.core.events import AgentEvent, RunStarted
 from agentshim.core.permissions import ApprovalPolicy, NativePermissions
-from agentshim.session import Session, Turn
+from agentshim.session import Session
 from agentshim.state.checkpoints import Checkpoint, CheckpointStore, InMemoryCheckpointStore
 from agentshim.state.leases import ConversationLeases, InMemoryLeases, LeaseHolder, LeaseKeeper
 from agentshim.state.sqlite_store import SCHEMA_VERSION, SqliteStore
 from agentshim.testing.contracts import CheckpointStoreContract, LeasesContract
 from agentshim.testing.conversation import FakeOutcome, FakeTransport
 
-from .helpers import spec
+from .helpers import TurnOnThread, second_turn_waits_for_first, spec
 
 KEY = "user-1"
 LIMIT = 5.0
@@ -295,31 +294,6 @@ def session_on(transport: FakeTransport, **kwargs: object) -> Session:
     return Session(transport, spec(), clock=SystemClock(), **kwargs)  # type: ignore[arg-type]
 
 
-class Runner:
-    """Runs one turn on a worker thread and keeps what it returned or raised."""
-
-    def __init__(self, session: Session, prompt: str) -> None:
-        self.started = threading.Event()
-        self.turn: Turn | None = None
-        self.error: BaseException | None = None
-        self._thread = threading.Thread(target=self._run, args=(session, prompt), daemon=True)
-        self._thread.start()
-
-    def _on_event(self, event: AgentEvent) -> None:
-        if isinstance(event, RunStarted):
-            self.started.set()
-
-    def _run(self, session: Session, prompt: str) -> None:
-        try:
-            self.turn = session.turn(prompt, on_event=self._on_event)
-        except BaseException as error:
-            self.error = error
-
-    def join(self) -> None:
-        self._thread.join(LIMIT)
-        assert not self._thread.is_alive(), "the turn did not end"
-
-
 class TestSessionsOnOneKey:
     def test_a_turn_that_cannot_get_its_lease_fails_naming_the_holder_and_nothing_runs(
         self,
@@ -391,16 +365,7 @@ class TestSessionsOnOneKey:
         transport = FakeTransport([FakeOutcome.hang(), FakeOutcome.success("second")])
         first = session_on(transport, checkpoints=store, checkpoint_key=KEY, leases=leases)
         second = session_on(transport, checkpoints=store, checkpoint_key=KEY, leases=leases)
-        one = Runner(first, "one")
-        assert one.started.wait(LIMIT)
-        two = Runner(second, "two")
-        time.sleep(0.2)
-        assert len(transport.calls) == 1, "the second session ran while the first held the key"
-        first.interrupt()
-        one.join()
-        two.join()
-        assert two.turn is not None
-        assert two.turn.result.text == "second"
+        assert second_turn_waits_for_first(transport, first, second).result.text == "second"
         assert len(leases) == 0
         assert renewal_threads() == 0
 
@@ -412,7 +377,7 @@ class TestSessionsOnOneKey:
         session = session_on(
             transport, checkpoints=InMemoryCheckpointStore(), checkpoint_key=KEY, leases=leases
         )
-        runner = Runner(session, "go")
+        runner = TurnOnThread(session, "go")
         time.sleep(0.1)
         session.interrupt()
         runner.join()
@@ -449,7 +414,7 @@ class TestFencing:
         session = session_on(
             transport, checkpoints=store, checkpoint_key=KEY, leases=leases, lease_ttl=0.3
         )
-        runner = Runner(session, "one")
+        runner = TurnOnThread(session, "one")
         assert runner.started.wait(LIMIT)
         time.sleep(0.45)  # past the unrenewed lease's time-to-live
         newer = leases.acquire(KEY, LeaseHolder(4343, "worker-b", time.time(), "b"), 30)
@@ -507,7 +472,7 @@ class TestAgentWiring:
                 lease_timeout=0.2,
             )
             session = agent.start_session("/tmp", checkpoint_key=KEY)
-            runner = Runner(session, "one")
+            runner = TurnOnThread(session, "one")
             assert runner.started.wait(LIMIT)
             # Seen as a worker process would see it: the key is held by this process.
             seen = store.acquire(KEY, LeaseHolder.here(), 30)

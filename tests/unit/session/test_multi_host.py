@@ -13,11 +13,8 @@ resumed), and the checkpoints count every turn that finished.
 from __future__ import annotations
 
 import itertools
-import json
-import os
 import signal
 import subprocess
-import sys
 import textwrap
 import time
 import uuid
@@ -29,7 +26,8 @@ import pytest
 
 from agentshim.state.postgres_store import PostgresStore
 
-REPO = Path(__file__).resolve().parents[3]
+from .worker_pool import reaped, reports, saved_turns, spawn
+
 WORKERS = 8
 HOSTS = ("host-a", "host-b")
 TURNS = 20
@@ -41,12 +39,10 @@ WORKER = textwrap.dedent(
     """
     import json, os, sys, time, uuid
 
-    from agentshim import (
-        Agent, ApprovalPolicy, LeaseLostError, LeaseTimeoutError, NativePermissions,
-        PostgresStore,
-    )
+    from agentshim import LeaseLostError, LeaseTimeoutError, PostgresStore
     from agentshim.core.portability import ConversationState, StateFile, pack_state, unpack_state
-    from agentshim.testing import FakeExecutor, scripted_turn
+    from agentshim.testing import scripted_turn
+    from tests.unit.session.worker_pool import store_agent, take_turns
 
     uri, schema, record, hostdir, host, index, turns, stall_at, ttl = sys.argv[1:10]
     index, turns, stall_at, ttl = int(index), int(turns), int(stall_at), float(ttl)
@@ -101,36 +97,18 @@ WORKER = textwrap.dedent(
         return scripted_turn("claude", text="ok", session_id=session_id)
 
     with PostgresStore(uri, schema=schema) as store:
-        agent = Agent(
-            "claude",
-            permissions=NativePermissions.bypass(),
-            approvals=ApprovalPolicy.DENY,
-            executor=FakeExecutor(fake_cli),
-            env={"PATH": os.environ.get("PATH", os.defpath)},
-            checkpoints=store,
-            leases=store,
-            lease_ttl=ttl,
-            lease_timeout=30.0,
-            log=lambda line: print(line, file=sys.stderr),
+        log = lambda line: print(line, file=sys.stderr)
+        agent = store_agent(fake_cli, store, store, lease_ttl=ttl, lease_timeout=30.0, log=log)
+        outcomes = take_turns(
+            agent,
+            keys,
+            hostdir,
+            current,
+            index=index,
+            turns=turns,
+            counted={LeaseTimeoutError: "lease", LeaseLostError: "lost"},
+            porter=HostFiles(),
         )
-        porter = HostFiles()
-        sessions = {
-            key: agent.start_session(hostdir, checkpoint_key=key, porter=porter) for key in keys
-        }
-        outcomes = {"ran": 0, "lease": 0, "lost": 0, "imported": 0}
-        for turn in range(turns):
-            current["key"] = keys[(index + turn) % len(keys)]
-            current["turn"] = turn
-            try:
-                done = sessions[current["key"]].turn("next step")
-                outcomes["ran"] += 1
-                outcomes["imported"] += done.continuity.value == "imported"
-            except LeaseTimeoutError:
-                outcomes["lease"] += 1
-            except LeaseLostError:
-                outcomes["lost"] += 1
-        for session in sessions.values():
-            session.close()
     print(json.dumps(outcomes))
     """
 )
@@ -164,45 +142,20 @@ class Cluster:
             (root / host).mkdir()
 
     def start(self, stall: int | None) -> list[subprocess.Popen[str]]:
-        env = {**os.environ, "PYTHONPATH": str(REPO)}
         workers = []
         for index in range(WORKERS):
             host = HOSTS[index % len(HOSTS)]
             argv = [self.uri, self.schema, str(self.record), str(self.root / host), host]
             stall_at = TURNS // 3 if index == stall else -1
             argv += [str(index), str(TURNS), str(stall_at), str(TTL_S), *KEYS]
-            workers.append(
-                subprocess.Popen(
-                    [sys.executable, "-c", WORKER, *argv],
-                    stdout=subprocess.PIPE,
-                    stderr=subprocess.PIPE,
-                    text=True,
-                    env=env,
-                )
-            )
+            workers.append(spawn(WORKER, argv))
         return workers
 
     def finish(self, workers: list[subprocess.Popen[str]], killed: int | None = None) -> Run:
-        try:
-            outputs = {worker.pid: worker.communicate(timeout=LIMIT_S) for worker in workers}
-        finally:
-            for worker in workers:
-                if worker.poll() is None:
-                    worker.kill()
-                    worker.wait()
-        outcomes: dict[int, dict[str, int]] = {}
-        for index, worker in enumerate(workers):
-            stdout, stderr = outputs[worker.pid]
-            if index == killed:
-                assert worker.returncode == -signal.SIGKILL
-                continue
-            assert worker.returncode == 0, stderr
-            outcomes[worker.pid] = json.loads(stdout)
+        with reaped(workers):
+            outcomes = reports(workers, killed=killed, limit_s=LIMIT_S)
         with PostgresStore(self.uri, schema=self.schema) as store:
-            checkpoints = {}
-            for key in KEYS:
-                saved = store.load(key)
-                checkpoints[key] = saved.turns if saved is not None else 0
+            checkpoints = saved_turns(store, KEYS)
         return parse(self.record, outcomes, checkpoints)
 
     def wait_for_stall(self, pid: int) -> float:

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import threading
 from pathlib import Path
 
 import pytest
 
 from agentshim.core.conversation import ConversationSpec
 from agentshim.core.errors import CliNotFoundError, ProviderCapabilityError
-from agentshim.core.events import AgentEvent, RunStarted, TurnInterrupted
+from agentshim.core.events import TurnInterrupted
 from agentshim.core.permissions import ApprovalPolicy, NativePermissions
 from agentshim.core.turn import TurnRequest
 from agentshim.oneshot import OneShotTransport, probe_cli
@@ -20,6 +19,7 @@ from agentshim.testing.clock import FakeClock
 from agentshim.testing.session_contracts import ContractTurn
 from agentshim.transport.installed import InstalledCli
 
+from .helpers import TurnOnThread
 from .scripted_claude import ENV, PROVIDER, ScriptedClaude
 
 PROFILE = get_plugin(PROVIDER).profile
@@ -53,27 +53,14 @@ def test_an_interrupted_turn_returns_an_interrupted_result_instead_of_raising() 
     session = Session(
         OneShotTransport(scripted.cli()), spec(resume_session_id="sess-live"), clock=FakeClock()
     )
-    events: list[AgentEvent] = []
-    started = threading.Event()
-
-    def on_event(event: AgentEvent) -> None:
-        events.append(event)
-        if isinstance(event, RunStarted):
-            started.set()
-
-    ticket = session.prepare_turn("work until stopped")
-    outcome: list[object] = []
-    worker = threading.Thread(
-        target=lambda: outcome.append(session.turn(ticket, on_event=on_event))
-    )
-    worker.start()
-    assert started.wait(5)
+    runner = TurnOnThread(session, session.prepare_turn("work until stopped"))
+    assert runner.started.wait(5)
     session.interrupt()
-    worker.join(10)
-    turn = outcome[0]
-    assert turn.result.interrupted  # type: ignore[attr-defined]
-    assert turn.result.exit_code == -15  # type: ignore[attr-defined]
-    assert any(isinstance(event, TurnInterrupted) for event in events)
+    runner.join(10)
+    assert runner.turn is not None
+    assert runner.turn.result.interrupted
+    assert runner.turn.result.exit_code == -15
+    assert any(isinstance(event, TurnInterrupted) for event in runner.events)
     assert scripted.executor.handles[0].terminated
     assert session.session_id == "sess-live"
     assert session.turn("next").result.text == "after"

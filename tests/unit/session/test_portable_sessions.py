@@ -31,6 +31,16 @@ def _session(
     )
 
 
+class OneHost:
+    """A session playing ``script``, its porter, and its store fenced by leases of its own."""
+
+    def __init__(self, *script: FakeOutcome) -> None:
+        self.leases = InMemoryLeases()
+        self.store = FakeCheckpointStore(leases=self.leases)
+        self.porter = FakePorter()
+        self.session = _session(FakeTransport(script), self.store, self.porter, leases=self.leases)
+
+
 class Hosts:
     """Two hosts (each a FakeTransport and a FakePorter) sharing one store and its leases."""
 
@@ -75,7 +85,7 @@ def test_the_host_that_saved_the_files_does_not_import_them_again() -> None:
     assert hosts.a.imports == 0
 
 
-def test_a_host_coming_back_imports_what_the_other_host_added() -> None:
+def test_a_host_coming_back_closes_its_stale_conversation_and_imports_the_newer_files() -> None:
     hosts = Hosts()
     hosts.a_transport.extend(
         [FakeOutcome.success("one", session_id="conv-1"), FakeOutcome.success("three")]
@@ -87,9 +97,13 @@ def test_a_host_coming_back_imports_what_the_other_host_added() -> None:
     hosts.b.conversations["conv-1"] = b"after turn 2"  # what B's CLI wrote; saved at B's end
     hosts.b_transport.extend([FakeOutcome.success("two again")])
     hosts.on_b.turn("two again")
+    assert len(hosts.a_transport.opened) == 1
     back = hosts.on_a.turn("three")
     assert back.continuity is Continuity.IMPORTED
     assert hosts.a.conversations["conv-1"] == b"after turn 2"
+    # The conversation A kept open knew only turn 1: it was closed and reopened by id.
+    assert len(hosts.a_transport.opened) == 2
+    assert hosts.a_transport.opened[1].resume_session_id == "conv-1"
 
 
 def test_an_import_that_fails_is_logged_and_the_turn_runs() -> None:
@@ -109,17 +123,15 @@ def test_an_import_that_fails_is_logged_and_the_turn_runs() -> None:
 
 
 def test_closing_saves_the_conversation_under_a_lease() -> None:
-    leases = InMemoryLeases()
-    store = FakeCheckpointStore(leases=leases)
-    porter = FakePorter()
-    transport = FakeTransport([FakeOutcome.success("one", session_id="conv-1")])
-    session = _session(transport, store, porter, leases=leases)
-    porter.conversations["conv-1"] = b"turn 1"
-    session.turn("one")
-    porter.conversations["conv-1"] = b"written as the CLI exited"
-    session.close()
-    assert unpack_state(store.blobs[KEY], "claude").files[0].data == b"written as the CLI exited"
-    assert len(leases) == 0
+    host = OneHost(FakeOutcome.success("one", session_id="conv-1"))
+    host.porter.conversations["conv-1"] = b"turn 1"
+    host.session.turn("one")
+    host.porter.conversations["conv-1"] = b"written as the CLI exited"
+    host.session.close()
+    assert (
+        unpack_state(host.store.blobs[KEY], "claude").files[0].data == b"written as the CLI exited"
+    )
+    assert len(host.leases) == 0
 
 
 def test_closing_on_a_host_another_host_has_moved_on_from_saves_nothing() -> None:
@@ -168,34 +180,10 @@ def test_a_session_without_leases_still_moves_its_conversation() -> None:
     assert b.conversations == {"conv-1": b"t1"}
 
 
-def test_a_live_conversation_is_closed_before_newer_files_are_imported() -> None:
-    hosts = Hosts()
-    hosts.a_transport.extend(
-        [FakeOutcome.success("one", session_id="conv-1"), FakeOutcome.success("three")]
-    )
-    hosts.b_transport.extend([FakeOutcome.success("two")])
-    hosts.a.conversations["conv-1"] = b"turn 1"
-    hosts.on_a.turn("one")
-    hosts.on_b.turn("two")
-    hosts.b.conversations["conv-1"] = b"turn 1 and 2"
-    hosts.b_transport.extend([FakeOutcome.success("two, saved")])
-    hosts.on_b.turn("two, saved")
-    assert len(hosts.a_transport.opened) == 1
-    back = hosts.on_a.turn("three")
-    assert back.continuity is Continuity.IMPORTED
-    # The conversation A kept open knew only turn 1: it was closed and reopened by id.
-    assert len(hosts.a_transport.opened) == 2
-    assert hosts.a_transport.opened[1].resume_session_id == "conv-1"
-
-
 def test_files_a_cli_writes_only_as_it_exits_are_saved_at_close() -> None:
-    leases = InMemoryLeases()
-    store = FakeCheckpointStore(leases=leases)
-    porter = FakePorter()
-    transport = FakeTransport([FakeOutcome.success("one", session_id="conv-1")])
-    session = _session(transport, store, porter, leases=leases)
-    session.turn("one")
-    assert KEY not in store.blobs  # nothing on disk yet when the turn ended
-    porter.conversations["conv-1"] = b"flushed on exit"
-    session.close()
-    assert unpack_state(store.blobs[KEY], "claude").files[0].data == b"flushed on exit"
+    host = OneHost(FakeOutcome.success("one", session_id="conv-1"))
+    host.session.turn("one")
+    assert KEY not in host.store.blobs  # nothing on disk yet when the turn ended
+    host.porter.conversations["conv-1"] = b"flushed on exit"
+    host.session.close()
+    assert unpack_state(host.store.blobs[KEY], "claude").files[0].data == b"flushed on exit"

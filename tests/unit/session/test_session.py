@@ -30,7 +30,7 @@ from agentshim.testing.checkpoints import FakeCheckpointStore
 from agentshim.testing.clock import FakeClock, SequentialIds
 from agentshim.testing.conversation import FAKE_PROFILE, FakeOutcome, FakeTransport
 
-from .helpers import KEY, Rig, spec
+from .helpers import KEY, Rig, TurnOnThread, spec
 
 ok = FakeOutcome.success
 
@@ -202,29 +202,29 @@ class TestEvents:
         assert seen == recorder.events
         assert any(line.startswith(f"{kind}: ") for line in rig.log)
 
-    def test_a_handler_that_raises_fails_the_turn_with_its_own_exception(self) -> None:
+    @pytest.mark.parametrize(
+        ("raises_on", "script"),
+        [
+            pytest.param(AssistantText, [ok("a"), ok("b")], id="turn-event"),
+            pytest.param(
+                Lifecycle,
+                # The transient failure would be retried: the handler's error stops that.
+                [FakeOutcome.failure(FailureKind.TRANSIENT), ok("b"), ok("c")],
+                id="policy-event",
+            ),
+        ],
+    )
+    def test_a_handler_that_raises_fails_the_turn_with_its_own_exception(
+        self, raises_on: type[AgentEvent], script: list[FakeOutcome]
+    ) -> None:
         class Boom(Exception):
             pass
 
         def explode(event: AgentEvent) -> None:
-            if isinstance(event, AssistantText):
+            if isinstance(event, raises_on):
                 raise Boom("handler broke")
 
-        transport = FakeTransport([ok("a"), ok("b")])
-        session = make(transport)
-        with pytest.raises(Boom):
-            session.turn("go", on_event=explode)
-        assert session.turn("again").result.text == "b"
-
-    def test_a_handler_raising_on_a_policy_event_fails_the_turn(self) -> None:
-        class Boom(Exception):
-            pass
-
-        def explode(event: AgentEvent) -> None:
-            if isinstance(event, Lifecycle):
-                raise Boom("handler broke")
-
-        transport = FakeTransport([FakeOutcome.failure(FailureKind.TRANSIENT), ok("b"), ok("c")])
+        transport = FakeTransport(script)
         session = make(transport)
         with pytest.raises(Boom):
             session.turn("go", on_event=explode)
@@ -298,22 +298,11 @@ class TestSteer:
     def test_steer_sends_text_into_the_running_turn(self) -> None:
         transport = FakeTransport([FakeOutcome.hang()], steerable=True)
         session = make(transport)
-        started = threading.Event()
-
-        def on_event(event: AgentEvent) -> None:
-            if isinstance(event, RunStarted):
-                started.set()
-
-        ticket = session.prepare_turn("long")
-        result: list[object] = []
-        worker = threading.Thread(
-            target=lambda: result.append(session.turn(ticket, on_event=on_event))
-        )
-        worker.start()
-        assert started.wait(5)
+        runner = TurnOnThread(session, session.prepare_turn("long"))
+        assert runner.started.wait(5)
         session.steer("also do this")
         session.interrupt()
-        worker.join(5)
+        runner.join()
         assert transport.conversations[0].steered == ["also do this"]  # type: ignore[attr-defined]
 
     def test_steer_with_no_running_turn_raises(self) -> None:

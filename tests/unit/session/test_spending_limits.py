@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -17,14 +17,7 @@ from agentshim.core.permissions import ApprovalPolicy, NativePermissions
 from agentshim.core.usage import TokenUsage
 from agentshim.session import Session
 from agentshim.testing import FakeExecutor, FakeOutcome, FakeTransport, scripted_turn
-from agentshim.testing.acp import (
-    COPILOT_QUIRKS,
-    GEMINI_QUIRKS,
-    OPENCODE_QUIRKS,
-    AcpPeers,
-    AcpPeerTurn,
-    AcpQuirks,
-)
+from agentshim.testing import acp as fake_acp
 from agentshim.testing.claude_stream import ClaudePeerTurn, ClaudeStreamPeers
 from agentshim.testing.codex_app_server import CodexAppServerPeers, CodexPeerTurn
 from agentshim.testing.pi_rpc import PiPeerTurn, PiRpcPeers
@@ -33,7 +26,11 @@ from tests.unit.session.helpers import stream_agent
 BYPASS = NativePermissions.bypass()
 ENV = {"PATH": "/usr/bin"}
 SLEEP = {"command": "sleep 30"}
-ACP = [("gemini", GEMINI_QUIRKS), ("opencode", OPENCODE_QUIRKS), ("copilot", COPILOT_QUIRKS)]
+ACP = [
+    ("gemini", fake_acp.GEMINI_QUIRKS),
+    ("opencode", fake_acp.OPENCODE_QUIRKS),
+    ("copilot", fake_acp.COPILOT_QUIRKS),
+]
 
 
 def fake_agent(outcomes: list[FakeOutcome], **limits: Any) -> tuple[Agent, FakeTransport]:
@@ -55,22 +52,34 @@ class Reports:
             self.usage.append(event)
 
 
-@pytest.fixture
-def safety() -> Iterator[list[Session]]:
-    """Interrupts a session whose limit failed to stop a hanging turn, so the test fails."""
-    sessions: list[Session] = []
-    timers: list[threading.Timer] = []
+class Guard:
+    """Starts the sessions whose first turn must stop at a spending limit."""
 
-    def interrupt_all() -> None:
-        for session in sessions:
+    def __init__(self) -> None:
+        self.sessions: list[Session] = []
+
+    def spend(self, agent: Agent, **turn_options: Any) -> tuple[Session, SpendingLimitError]:
+        """Starts a session and runs its turn "spend", which must fail with SpendingLimitError."""
+        session = agent.start_session()
+        self.sessions.append(session)
+        with pytest.raises(SpendingLimitError) as raised:
+            session.turn("spend", **turn_options)
+        return session, raised.value
+
+    def interrupt_all(self) -> None:
+        for session in self.sessions:
             session.interrupt()
 
-    timer = threading.Timer(20.0, interrupt_all)
-    timers.append(timer)
+
+@pytest.fixture
+def safety() -> Iterator[Guard]:
+    """Interrupts a session whose limit failed to stop a hanging turn, so the test fails."""
+    guard = Guard()
+    timer = threading.Timer(20.0, guard.interrupt_all)
     timer.start()
-    yield sessions
+    yield guard
     timer.cancel()
-    for session in sessions:
+    for session in guard.sessions:
         session.close()
 
 
@@ -150,50 +159,55 @@ class TestSessionRules:
 class TestLiveTransports:
     """Transports that report usage while the turn runs: the turn is interrupted at once."""
 
-    def test_claude_stream(self, safety: list[Session]) -> None:
-        peers = ClaudeStreamPeers(
-            [ClaudePeerTurn(tool="Bash", tool_input=SLEEP, hang=True), ClaudePeerTurn("next")]
-        )
-        agent, executor = stream_agent("claude", peers, max_cost_usd=0.001)
-        session = agent.start_session()
-        safety.append(session)
-        reports = Reports()
-        with pytest.raises(SpendingLimitError) as raised:
-            session.turn("spend", on_event=reports)
-        error = raised.value
+    @pytest.mark.parametrize(
+        ("provider", "peers", "options", "spent"),
+        [
+            pytest.param(
+                "claude",
+                lambda: ClaudeStreamPeers(
+                    [
+                        ClaudePeerTurn(tool="Bash", tool_input=SLEEP, hang=True),
+                        ClaudePeerTurn("next"),
+                    ]
+                ),
+                {"max_cost_usd": 0.001},
+                0.001525,
+                id="claude-stream",
+            ),
+            pytest.param(
+                "codex",
+                lambda: CodexAppServerPeers(
+                    [CodexPeerTurn(command="sleep 30", hang=True), CodexPeerTurn("next")]
+                ),
+                {"model": "gpt-5.1-codex", "max_cost_usd": 0.00001},
+                0.000225,
+                id="codex-app-server",
+            ),
+        ],
+    )
+    def test_a_hanging_turn_stops_at_the_report_that_crosses_the_limit(
+        self,
+        provider: str,
+        peers: Callable[[], object],
+        options: dict[str, Any],
+        spent: float,
+        safety: Guard,
+    ) -> None:
+        agent, executor = stream_agent(provider, peers(), **options)
+        session, error = safety.spend(agent)
         assert error.result is not None
         assert error.result.interrupted
         # The first call report crossed the limit; the turn stopped there.
-        assert error.spent == pytest.approx(0.001525)
+        assert error.spent == pytest.approx(spent)
         assert session.turn("go on", max_cost_usd=1.0).result.text == "next"
         assert len(executor.spawned) == 1, "the interrupt was not in band"
 
-    def test_codex_app_server(self, safety: list[Session]) -> None:
-        peers = CodexAppServerPeers(
-            [CodexPeerTurn(command="sleep 30", hang=True), CodexPeerTurn("next")]
-        )
-        agent, executor = stream_agent("codex", peers, model="gpt-5.1-codex", max_cost_usd=0.00001)
-        session = agent.start_session()
-        safety.append(session)
-        with pytest.raises(SpendingLimitError) as raised:
-            session.turn("spend")
-        error = raised.value
-        assert error.result is not None
-        assert error.result.interrupted
-        assert error.spent is not None
-        assert error.spent > 0.00001
-        assert session.turn("go on", max_cost_usd=1.0).result.text == "next"
-        assert len(executor.spawned) == 1
-
-    def test_pi_rpc(self, safety: list[Session]) -> None:
+    def test_pi_rpc(self, safety: Guard) -> None:
         peers = PiRpcPeers([PiPeerTurn("costly", cost_usd=0.002), PiPeerTurn("next")])
         agent, _ = stream_agent("pi", peers, max_cost_usd=0.001)
-        session = agent.start_session()
-        safety.append(session)
         reports = Reports()
-        with pytest.raises(SpendingLimitError) as raised:
-            session.turn("spend", on_event=reports)
-        assert raised.value.spent == pytest.approx(0.002)
+        session, error = safety.spend(agent, on_event=reports)
+        assert error.spent == pytest.approx(0.002)
         costs = [r.cost_usd for r in reports.usage]
         assert costs.index(0.002) >= len(costs) - 2, "the turn ran past the crossing report"
         assert session.turn("go on", max_cost_usd=1.0).result.text == "next"
@@ -203,16 +217,13 @@ class TestEndReportingTransports:
     """Transports that report usage when the turn ends: it is stopped at that report."""
 
     @pytest.mark.parametrize(("provider", "quirks"), ACP)
-    def test_acp(self, provider: str, quirks: AcpQuirks, safety: list[Session]) -> None:
-        peers = AcpPeers(
-            [AcpPeerTurn("spent", input_tokens=5000), AcpPeerTurn("next")], quirks=quirks
+    def test_acp(self, provider: str, quirks: fake_acp.AcpQuirks, safety: Guard) -> None:
+        peers = fake_acp.AcpPeers(
+            [fake_acp.AcpPeerTurn("spent", input_tokens=5000), fake_acp.AcpPeerTurn("next")],
+            quirks=quirks,
         )
         agent, executor = stream_agent(provider, peers, max_tokens=1000)
-        session = agent.start_session()
-        safety.append(session)
-        with pytest.raises(SpendingLimitError) as raised:
-            session.turn("spend")
-        error = raised.value
+        session, error = safety.spend(agent)
         assert error.result is not None
         assert error.result.text == "spent"
         assert error.spent is not None
@@ -222,17 +233,14 @@ class TestEndReportingTransports:
 
     @pytest.mark.parametrize(("provider", "quirks"), ACP)
     def test_acp_cost_limit_on_an_unpriced_model(
-        self, provider: str, quirks: AcpQuirks, safety: list[Session]
+        self, provider: str, quirks: fake_acp.AcpQuirks, safety: Guard
     ) -> None:
-        peers = AcpPeers([AcpPeerTurn("spent", input_tokens=5000)], quirks=quirks)
+        peers = fake_acp.AcpPeers([fake_acp.AcpPeerTurn("spent", input_tokens=5000)], quirks=quirks)
         agent, _ = stream_agent(provider, peers, max_cost_usd=0.001)
-        session = agent.start_session()
-        safety.append(session)
-        with pytest.raises(SpendingLimitError) as raised:
-            session.turn("spend")
+        _, error = safety.spend(agent)
         # None of these CLIs prices its models over ACP: unknown cost, refused by default.
-        assert raised.value.spent is None
-        assert raised.value.limit_name == "max_cost_usd"
+        assert error.spent is None
+        assert error.limit_name == "max_cost_usd"
 
     def test_one_shot_scripted_turn(self) -> None:
         fake = FakeExecutor(

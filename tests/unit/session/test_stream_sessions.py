@@ -1,13 +1,17 @@
-"""A service switching its sessions to Claude Code's long-lived stream transport."""
+"""A service switching its sessions to a long-lived transport (Claude Code's stream, and Pi's RPC).
+
+What every long-lived session does is checked on both; what is Claude's own stays Claude's."""
 
 from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
 
 import pytest
 
-from agentshim import Agent
 from agentshim.core.conversation import TransportKind
 from agentshim.core.errors import (
     CliDiedError,
@@ -16,34 +20,79 @@ from agentshim.core.errors import (
     ProviderCapabilityError,
     TurnStalledError,
 )
-from agentshim.core.permissions import ApprovalPolicy, NativePermissions
 from agentshim.core.session_policy import Continuity
+from agentshim.session import Session
 from agentshim.testing import FakeExecutor, FakeRun, scripted_turn
 from agentshim.testing.claude_stream import ClaudePeerTurn, ClaudeStreamPeers
-from tests.unit.session.helpers import stream_agent
+from agentshim.testing.pi_rpc import PiPeerTurn, PiRpcPeers
+from tests.unit.session.helpers import quiet_agent, stream_agent
 
-ENV = {"PATH": "/usr/bin"}
 SLEEP = {"command": "sleep 30"}
 
 
-class TestStreamSessions:
-    def test_one_argument_switches_every_turn_onto_one_process(self) -> None:
-        agent, executor = stream_agent(
-            "claude", ClaudeStreamPeers([ClaudePeerTurn("a"), ClaudePeerTurn("b")])
-        )
+@dataclass(frozen=True)
+class LongLived:
+    """One provider's long-lived fake CLI: how its turns are scripted and its argv read."""
+
+    provider: str
+    peers: Callable[[list[Any]], Any]
+    turn: Callable[..., Any]
+    shell_tool: str
+    mode: tuple[str, str]  # the flag that starts the long-lived protocol, and its value
+    resume_flag: str
+
+
+LONG_LIVED = [
+    pytest.param(
+        LongLived(
+            "claude",
+            ClaudeStreamPeers,
+            ClaudePeerTurn,
+            "Bash",
+            ("--input-format", "stream-json"),
+            "--resume",
+        ),
+        id="claude",
+    ),
+    pytest.param(
+        LongLived("pi", PiRpcPeers, PiPeerTurn, "bash", ("--mode", "rpc"), "--session"),
+        id="pi",
+    ),
+]
+
+
+def value_of(argv: Sequence[str], flag: str) -> str:
+    return argv[list(argv).index(flag) + 1]
+
+
+def killed_while_idle(executor: FakeExecutor, session: Session) -> None:
+    executor.processes[0].kill()  # the OOM killer, between turns
+
+
+def released_while_idle(executor: FakeExecutor, session: Session) -> None:
+    session.release()
+
+
+@pytest.mark.parametrize("cli", LONG_LIVED)
+class TestEveryStreamSession:
+    def test_one_argument_switches_every_turn_onto_one_process(self, cli: LongLived) -> None:
+        agent, executor = stream_agent(cli.provider, cli.peers([cli.turn("a"), cli.turn("b")]))
         with agent.start_session() as session:
             first = session.turn("one")
             second = session.turn("two")
         assert (first.result.text, second.result.text) == ("a", "b")
         assert len(executor.spawned) == 1
+        argv = executor.spawned[0].argv
+        assert argv[0] == f"/usr/bin/{cli.provider}"
+        assert value_of(argv, cli.mode[0]) == cli.mode[1]
         assert second.continuity is Continuity.CONTINUED
         assert executor.processes[0].stdin_closed, "closing the session ends the process"
 
-    def test_interrupt_keeps_the_conversation_and_the_process(self) -> None:
-        peers = ClaudeStreamPeers(
-            [ClaudePeerTurn(tool="Bash", tool_input=SLEEP, hang=True), ClaudePeerTurn("next")]
+    def test_interrupt_keeps_the_conversation_and_the_process(self, cli: LongLived) -> None:
+        peers = cli.peers(
+            [cli.turn(tool=cli.shell_tool, tool_input=SLEEP, hang=True), cli.turn("next")]
         )
-        agent, executor = stream_agent("claude", peers)
+        agent, executor = stream_agent(cli.provider, peers)
         session = agent.start_session()
         timer = threading.Timer(0.1, session.interrupt)
         timer.start()
@@ -54,6 +103,31 @@ class TestStreamSessions:
         assert len(executor.spawned) == 1
         session.close()
 
+    def test_a_dead_process_fails_the_turn_and_the_next_turn_resumes_by_id(
+        self, cli: LongLived
+    ) -> None:
+        peers = cli.peers(
+            [
+                cli.turn("one"),
+                cli.turn(tool=cli.shell_tool, tool_input=SLEEP, die=-9),
+                cli.turn("back"),
+            ]
+        )
+        agent, executor = stream_agent(cli.provider, peers)
+        session = agent.start_session()
+        first = session.turn("1")
+        with pytest.raises(CliDiedError):
+            session.turn("2")
+        assert session.session_id == first.session_id, "the conversation was forgotten"
+        after = session.turn("3")
+        assert after.result.text == "back"
+        assert after.session_id == first.session_id
+        assert after.continuity is Continuity.RESUMED
+        assert value_of(executor.spawned[1].argv, cli.resume_flag) == first.session_id
+        session.close()
+
+
+class TestStreamSessions:
     def test_steer_reaches_the_running_turn(self) -> None:
         peers = ClaudeStreamPeers([ClaudePeerTurn(hang=True)])
         agent, _ = stream_agent("claude", peers)
@@ -77,64 +151,41 @@ class TestStreamSessions:
         assert peers.peers[0].steered == ["also this"]
         session.close()
 
-    def test_a_dead_process_fails_the_turn_and_the_next_turn_resumes_by_id(self) -> None:
-        peers = ClaudeStreamPeers(
-            [
-                ClaudePeerTurn("one"),
-                ClaudePeerTurn(tool="Bash", tool_input=SLEEP, die=-9),
-                ClaudePeerTurn("back"),
-            ]
-        )
-        agent, executor = stream_agent("claude", peers)
-        session = agent.start_session()
-        first = session.turn("1")
-        with pytest.raises(CliDiedError):
-            session.turn("2")
-        assert session.session_id == first.session_id, "the conversation was forgotten"
-        after = session.turn("3")
-        assert after.result.text == "back"
-        assert after.session_id == first.session_id
-        assert after.continuity is Continuity.RESUMED
-        assert "--resume" in executor.spawned[1].argv
-        session.close()
-
-    def test_a_process_killed_while_idle_costs_no_turn_and_the_turn_says_resumed(self) -> None:
+    @pytest.mark.parametrize(
+        ("end_process", "continuity", "stdin_closed"),
+        [
+            pytest.param(killed_while_idle, Continuity.RESUMED, False, id="killed"),
+            pytest.param(released_while_idle, Continuity.CONTINUED, True, id="released"),
+        ],
+    )
+    def test_a_process_gone_between_turns_costs_no_turn_and_reopens_by_id(
+        self,
+        end_process: Callable[[FakeExecutor, Session], None],
+        continuity: Continuity,
+        stdin_closed: bool,
+    ) -> None:
         peers = ClaudeStreamPeers([ClaudePeerTurn("one"), ClaudePeerTurn("back")])
         agent, executor = stream_agent("claude", peers)
         session = agent.start_session()
         first = session.turn("1")
-        executor.processes[0].kill()  # the OOM killer, between turns
+        end_process(executor, session)
+        assert executor.processes[0].stdin_closed is stdin_closed
         after = session.turn("2")
         assert after.result.text == "back"
         assert after.session_id == first.session_id
-        assert after.continuity is Continuity.RESUMED
-        assert "--resume" in executor.spawned[1].argv
-        prompts = [line for line in executor.processes[0].written if '"user"' in line]
-        assert len(prompts) == 1, "nothing of the second turn went to the dead process"
-        session.close()
-
-    def test_idle_release_closes_the_process_and_reopens_it_by_id(self) -> None:
-        peers = ClaudeStreamPeers([ClaudePeerTurn("a"), ClaudePeerTurn("b")])
-        agent, executor = stream_agent("claude", peers)
-        session = agent.start_session()
-        first = session.turn("1")
-        session.release()
-        assert executor.processes[0].stdin_closed
-        second = session.turn("2")
-        assert second.result.text == "b"
+        assert after.continuity is continuity
         assert len(executor.spawned) == 2
-        argv = list(executor.spawned[1].argv)
-        assert argv[argv.index("--resume") + 1] == first.session_id
+        assert value_of(executor.spawned[1].argv, "--resume") == first.session_id
+        prompts = [line for line in executor.processes[0].written if '"user"' in line]
+        assert len(prompts) == 1, "nothing of the second turn went to the first process"
         session.close()
 
     def test_an_approval_handler_on_one_shot_is_refused(self) -> None:
         with pytest.raises(ProviderCapabilityError, match="LONG_LIVED"):
-            Agent(
+            quiet_agent(
                 "claude",
-                executor=FakeExecutor(binaries={"claude": "/usr/bin/claude"}),
-                env=ENV,
-                permissions=NativePermissions.bypass(),
-                approvals=lambda request: None,  # type: ignore[arg-type,return-value]
+                FakeExecutor(binaries={"claude": "/usr/bin/claude"}),
+                approvals=lambda request: None,
             )
 
 
@@ -147,14 +198,7 @@ class TestOneShotStall:
             ),
             binaries={"claude": "/usr/bin/claude"},
         )
-        agent = Agent(
-            "claude",
-            executor=executor,
-            env=ENV,
-            permissions=NativePermissions.bypass(),
-            approvals=ApprovalPolicy.DENY,
-            stall_timeout=0.2,
-        )
+        agent = quiet_agent("claude", executor, stall_timeout=0.2)
         session = agent.start_session()
         with pytest.raises(TurnStalledError) as caught:
             session.turn("go")
@@ -174,13 +218,7 @@ class TestFork:
             ],
             binaries={"claude": "/usr/bin/claude"},
         )
-        agent = Agent(
-            "claude",
-            executor=executor,
-            env=ENV,
-            permissions=NativePermissions.bypass(),
-            approvals=ApprovalPolicy.DENY,
-        )
+        agent = quiet_agent("claude", executor)
         base = agent.start_session()
         base.turn("start")
         fork = base.fork()
@@ -205,13 +243,7 @@ class TestFork:
 
     def test_a_provider_that_cannot_fork_says_so(self) -> None:
 
-        agent = Agent(
-            "codex",
-            executor=FakeExecutor(binaries={"codex": "/usr/bin/codex"}),
-            env=ENV,
-            permissions=NativePermissions.bypass(),
-            approvals=ApprovalPolicy.DENY,
-        )
+        agent = quiet_agent("codex", FakeExecutor(binaries={"codex": "/usr/bin/codex"}))
         session = agent.start_session(session_id="0199a213-81c0-7800-8aa1-bbab2a035a53", fork=True)
         with pytest.raises(ProviderCapabilityError, match="cannot fork"):
             session.turn("go")
@@ -243,12 +275,10 @@ class TestProbe:
             peers=ClaudeStreamPeers([]),
             binaries={"claude": "/usr/bin/claude"},
         )
-        agent = Agent(
+        agent = quiet_agent(
             "claude",
-            executor=executor,
-            env={**ENV, "ANTHROPIC_API_KEY": "k"},
-            permissions=NativePermissions.bypass(),
-            approvals=ApprovalPolicy.DENY,
+            executor,
+            env={"PATH": "/usr/bin", "ANTHROPIC_API_KEY": "k"},
             transport=TransportKind.LONG_LIVED,
         )
         readiness = agent.probe()

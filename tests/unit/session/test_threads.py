@@ -16,50 +16,18 @@ from agentshim.core.errors import (
     TurnCancelledError,
     TurnFailedError,
 )
-from agentshim.core.events import AgentEvent, Lifecycle, RunStarted, TurnInterrupted
+from agentshim.core.events import AgentEvent, TurnInterrupted
 from agentshim.core.profile import ProviderProfile
 from agentshim.core.retry import RetryPolicy
 from agentshim.core.session_policy import SessionPolicy
 from agentshim.core.turn import TurnRequest, TurnResult
-from agentshim.session import Session, Turn, TurnTicket
+from agentshim.session import Session
 from agentshim.state.leases import InMemoryLeases
 from agentshim.testing.conversation import FakeOutcome, FakeTransport
 
-from .helpers import spec
+from .helpers import TurnOnThread, second_turn_waits_for_first, spec
 
 LIMIT = 5.0
-
-
-class Runner:
-    """Runs one ticket on a worker thread and keeps what it returned or raised."""
-
-    def __init__(self, session: Session, ticket: TurnTicket) -> None:
-        self.started = threading.Event()
-        self.waiting = threading.Event()
-        self.events: list[AgentEvent] = []
-        self.turn: Turn | None = None
-        self.error: BaseException | None = None
-        self._thread = threading.Thread(target=self._run, args=(session, ticket), daemon=True)
-        self._thread.start()
-
-    def _on_event(self, event: AgentEvent) -> None:
-        self.events.append(event)
-        if isinstance(event, RunStarted):
-            self.started.set()
-        if isinstance(event, Lifecycle) and event.kind == "retry_scheduled":
-            self.waiting.set()
-
-    def _run(self, session: Session, ticket: TurnTicket) -> None:
-        try:
-            self.turn = session.turn(ticket, on_event=self._on_event)
-        except BaseException as error:
-            self.error = error
-
-    def join(self) -> float:
-        started = time.monotonic()
-        self._thread.join(LIMIT)
-        assert not self._thread.is_alive(), "the turn did not end"
-        return time.monotonic() - started
 
 
 def session_on(transport: FakeTransport, **kwargs: object) -> Session:
@@ -76,7 +44,7 @@ def wait_for(condition: Callable[[], bool]) -> None:
 def test_interrupt_during_a_retry_wait_ends_it_at_once() -> None:
     transport = FakeTransport([FakeOutcome.failure(FailureKind.TRANSIENT, detail="overloaded")])
     session = session_on(transport, policy=SessionPolicy(retry=RetryPolicy(delays=(3600,))))
-    runner = Runner(session, session.prepare_turn("go"))
+    runner = TurnOnThread(session, session.prepare_turn("go"))
     assert runner.waiting.wait(LIMIT)
     session.interrupt()
     assert runner.join() < 2.0
@@ -99,7 +67,7 @@ def test_interrupt_before_the_turn_starts_raises_turn_cancelled() -> None:
 def test_interrupt_ends_a_running_turn_with_an_interrupted_result() -> None:
     transport = FakeTransport([FakeOutcome.hang(), FakeOutcome.success("next")])
     session = session_on(transport)
-    runner = Runner(session, session.prepare_turn("long"))
+    runner = TurnOnThread(session, session.prepare_turn("long"))
     assert runner.started.wait(LIMIT)
     session.interrupt()
     runner.join()
@@ -168,7 +136,7 @@ def test_an_interrupt_that_arrives_before_the_conversation_runs_is_not_lost() ->
 def test_a_concurrent_run_raises_session_state_error() -> None:
     transport = FakeTransport([FakeOutcome.hang(), FakeOutcome.success()])
     session = session_on(transport)
-    runner = Runner(session, session.prepare_turn("long"))
+    runner = TurnOnThread(session, session.prepare_turn("long"))
     assert runner.started.wait(LIMIT)
     second = session.prepare_turn("second")
     with pytest.raises(SessionStateError, match="already running"):
@@ -187,7 +155,7 @@ def test_a_concurrent_run_raises_session_state_error() -> None:
 def test_close_from_another_thread_interrupts_and_closes() -> None:
     transport = FakeTransport([FakeOutcome.hang(), FakeOutcome.success()])
     session = session_on(transport)
-    runner = Runner(session, session.prepare_turn("long"))
+    runner = TurnOnThread(session, session.prepare_turn("long"))
     assert runner.started.wait(LIMIT)
     closer = threading.Thread(target=session.close)
     closer.start()
@@ -208,16 +176,7 @@ def test_two_sessions_never_run_turns_in_one_conversation_at_once() -> None:
     second = session_on(transport, leases=leases)
     assert first.adopt("conv-shared")
     assert second.adopt("conv-shared")
-    one = Runner(first, first.prepare_turn("one"))
-    assert one.started.wait(LIMIT)
-    two = Runner(second, second.prepare_turn("two"))
-    time.sleep(0.2)
-    assert len(transport.calls) == 1, "the second session ran while the first held the conversation"
-    first.interrupt()
-    one.join()
-    two.join()
-    assert two.turn is not None
-    assert two.turn.result.text == "second"
+    assert second_turn_waits_for_first(transport, first, second).result.text == "second"
     assert len(leases) == 0
 
 
@@ -228,9 +187,9 @@ def test_a_turn_waiting_for_the_conversation_lock_can_be_interrupted() -> None:
     second = session_on(transport, leases=leases)
     first.adopt("conv-shared")
     second.adopt("conv-shared")
-    one = Runner(first, first.prepare_turn("one"))
+    one = TurnOnThread(first, first.prepare_turn("one"))
     assert one.started.wait(LIMIT)
-    two = Runner(second, second.prepare_turn("two"))
+    two = TurnOnThread(second, second.prepare_turn("two"))
     time.sleep(0.1)
     second.interrupt()
     assert two.join() < 2.0

@@ -9,11 +9,8 @@ every turn that finished, and every turn either ran or failed with LeaseTimeoutE
 from __future__ import annotations
 
 import itertools
-import json
-import os
 import signal
 import subprocess
-import sys
 import textwrap
 import time
 from collections import defaultdict
@@ -22,7 +19,8 @@ from pathlib import Path
 
 from agentshim.state.sqlite_store import SqliteStore
 
-REPO = Path(__file__).resolve().parents[3]
+from .worker_pool import reaped, reports, saved_turns, spawn
+
 WORKERS = 8
 TURNS = 50
 KEYS = ("conv-a", "conv-b", "conv-c", "conv-d")
@@ -33,8 +31,9 @@ WORKER = textwrap.dedent(
     """
     import json, os, sys, time, uuid
 
-    from agentshim import Agent, ApprovalPolicy, LeaseTimeoutError, NativePermissions, SqliteStore
-    from agentshim.testing import FakeExecutor, scripted_turn
+    from agentshim import LeaseTimeoutError, SqliteStore
+    from agentshim.testing import scripted_turn
+    from tests.unit.session.worker_pool import store_agent, take_turns
 
     db, record, workdir, index, turns, stall_at, ttl = sys.argv[1:8]
     index, turns, stall_at, ttl = int(index), int(turns), int(stall_at), float(ttl)
@@ -59,29 +58,11 @@ WORKER = textwrap.dedent(
         return scripted_turn("claude", text="ok", session_id=session_id)
 
     with SqliteStore(db) as store:
-        agent = Agent(
-            "claude",
-            permissions=NativePermissions.bypass(),
-            approvals=ApprovalPolicy.DENY,
-            executor=FakeExecutor(fake_cli),
-            env={"PATH": os.environ.get("PATH", os.defpath)},
-            checkpoints=store,
-            leases=store,
-            lease_ttl=ttl,
-            lease_timeout=15.0,
+        agent = store_agent(fake_cli, store, store, lease_ttl=ttl, lease_timeout=15.0)
+        counted = {LeaseTimeoutError: "lease"}
+        outcomes = take_turns(
+            agent, keys, workdir, current, index=index, turns=turns, counted=counted
         )
-        sessions = {key: agent.start_session(workdir, checkpoint_key=key) for key in keys}
-        outcomes = {"ran": 0, "lease": 0}
-        for turn in range(turns):
-            current["key"] = keys[(index + turn) % len(keys)]
-            current["turn"] = turn
-            try:
-                sessions[current["key"]].turn("next step")
-                outcomes["ran"] += 1
-            except LeaseTimeoutError:
-                outcomes["lease"] += 1
-        for session in sessions.values():
-            session.close()
     print(json.dumps(outcomes))
     """
 )
@@ -100,44 +81,18 @@ def run_workers(tmp_path: Path, *, victim: int | None = None) -> tuple[Run, floa
     db = tmp_path / "state.db"
     record = tmp_path / "turns.log"
     SqliteStore(db).close()  # created once, so the workers do not race to migrate it
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
     workers: list[subprocess.Popen[str]] = []
     for index in range(WORKERS):
         stall_at = TURNS // 3 if index == victim else -1
         argv = [str(db), str(record), str(tmp_path), str(index), str(TURNS), str(stall_at)]
-        workers.append(
-            subprocess.Popen(
-                [sys.executable, "-c", WORKER, *argv, str(TTL_S), *KEYS],
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                text=True,
-                env=env,
-            )
-        )
+        workers.append(spawn(WORKER, [*argv, str(TTL_S), *KEYS]))
     killed_at = 0.0
-    try:
+    with reaped(workers):
         if victim is not None:
             killed_at = kill_when_stalled(workers[victim], record)
-        outputs = {worker.pid: worker.communicate(timeout=LIMIT_S) for worker in workers}
-    finally:
-        for worker in workers:
-            if worker.poll() is None:
-                worker.kill()
-                worker.wait()
-    outcomes: dict[int, dict[str, int]] = {}
-    for index, worker in enumerate(workers):
-        stdout, stderr = outputs[worker.pid]
-        if index == victim:
-            assert worker.returncode == -signal.SIGKILL
-            continue
-        assert worker.returncode == 0, stderr
-        assert stderr == ""
-        outcomes[worker.pid] = json.loads(stdout)
+        outcomes = reports(workers, killed=victim, limit_s=LIMIT_S, silent=True)
     with SqliteStore(db) as store:
-        checkpoints: dict[str, int] = {}
-        for key in KEYS:
-            saved = store.load(key)
-            checkpoints[key] = saved.turns if saved is not None else 0
+        checkpoints = saved_turns(store, KEYS)
     return parse(record, outcomes, checkpoints), killed_at
 
 

@@ -12,16 +12,9 @@ from hypothesis import strategies as st
 
 from agentshim.core.errors import InvalidRequestError
 from agentshim.transport.ndjson import encode_frame
+from tests.unit.core.json_strategies import finite_json
 
-JSON = st.recursive(
-    st.none()
-    | st.booleans()
-    | st.integers()
-    | st.floats(allow_nan=False, allow_infinity=False)
-    | st.text(),
-    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(), inner, max_size=4),
-    max_leaves=20,
-)
+JSON = finite_json(texts=st.text(), keys=st.text(), list_size=4, dict_size=4, max_leaves=20)
 
 
 class TestEncodeFrame:

@@ -3,27 +3,14 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from agentshim.doctor.model_server import (
-    Match,
-    Message,
-    ModelServer,
-    Rule,
-    SseError,
-    StructuredOutput,
-    Text,
-    ToolCall,
-    Usage,
-)
+from agentshim.doctor import model_server as ms
+from tests.unit.doctor.model_server.tool_offers import STRING, claude_tool, schema
 
-BASH = {
-    "name": "Bash",
-    "description": "Executes a bash command",
-    "input_schema": {
-        "type": "object",
-        "properties": {"command": {"type": "string"}, "description": {"type": "string"}},
-        "required": ["command"],
-    },
-}
+BASH = claude_tool(
+    "Bash",
+    schema({"command": STRING, "description": STRING}, ["command"]),
+    description="Executes a bash command",
+)
 
 
 def claude_body(*messages: dict[str, Any], stream: bool = True, **extra: Any) -> dict[str, Any]:
@@ -48,8 +35,8 @@ def names(events: list[tuple[str | None, Any]]) -> list[str | None]:
     return [name for name, _ in events if name != "ping"]
 
 
-def test_text_stream_has_the_full_event_sequence_and_reassembles(server: ModelServer, client):
-    server.set_script([Rule(respond=Text("Hello from the script, chunked.", chunk_size=5))])
+def test_text_stream_has_the_full_event_sequence_and_reassembles(server: ms.ModelServer, client):
+    server.set_script([ms.Rule(respond=ms.Text("Hello from the script, chunked.", chunk_size=5))])
     answer = client.post("/v1/messages?beta=true", claude_body())
     assert answer.status == 200
     assert answer.headers["Content-Type"].startswith("text/event-stream")
@@ -74,9 +61,9 @@ def test_text_stream_has_the_full_event_sequence_and_reassembles(server: ModelSe
     assert delta["delta"]["stop_reason"] == "end_turn"
 
 
-def test_usage_maps_to_anthropic_fields(server: ModelServer, client):
-    usage = Usage(input=1000, output=50, cache_read=600, cache_write=300, reasoning=20)
-    server.set_script([Rule(respond=Text("ok", usage=usage))])
+def test_usage_maps_to_anthropic_fields(server: ms.ModelServer, client):
+    usage = ms.Usage(input=1000, output=50, cache_read=600, cache_write=300, reasoning=20)
+    server.set_script([ms.Rule(respond=ms.Text("ok", usage=usage))])
     events = client.post("/v1/messages", claude_body()).events()
     final = next(d for n, d in events if n == "message_delta")["usage"]
     assert final == {
@@ -90,12 +77,12 @@ def test_usage_maps_to_anthropic_fields(server: ModelServer, client):
     assert start["cache_read_input_tokens"] == 600
 
 
-def test_tool_call_picks_bash_and_streams_input_json_deltas(server: ModelServer, client):
+def test_tool_call_picks_bash_and_streams_input_json_deltas(server: ms.ModelServer, client):
     server.set_script(
         [
-            Rule(
-                respond=Message((Text("I'll run it."), ToolCall(command="echo 'hé llo'"))),
-                match=Match(assistant_turns=0),
+            ms.Rule(
+                respond=ms.Message((ms.Text("I'll run it."), ms.ToolCall(command="echo 'hé llo'"))),
+                match=ms.Match(assistant_turns=0),
             )
         ]
     )
@@ -115,9 +102,13 @@ def test_tool_call_picks_bash_and_streams_input_json_deltas(server: ModelServer,
     assert delta["delta"]["stop_reason"] == "tool_use"
 
 
-def test_two_tool_calls_get_distinct_ids(server: ModelServer, client):
+def test_two_tool_calls_get_distinct_ids(server: ms.ModelServer, client):
     server.set_script(
-        [Rule(respond=Message((ToolCall(command="echo a"), ToolCall(command="echo b"))))]
+        [
+            ms.Rule(
+                respond=ms.Message((ms.ToolCall(command="echo a"), ms.ToolCall(command="echo b")))
+            )
+        ]
     )
     body = client.post("/v1/messages", claude_body(stream=False)).json()
     calls = [block for block in body["content"] if block["type"] == "tool_use"]
@@ -125,8 +116,8 @@ def test_two_tool_calls_get_distinct_ids(server: ModelServer, client):
     assert calls[0]["id"] != calls[1]["id"]
 
 
-def test_non_streaming_request_gets_a_message_object(server: ModelServer, client):
-    server.set_script([Rule(respond=Text("plain answer", usage=Usage(input=7, output=3)))])
+def test_non_streaming_request_gets_a_message_object(server: ms.ModelServer, client):
+    server.set_script([ms.Rule(respond=ms.Text("plain answer", usage=ms.Usage(input=7, output=3)))])
     answer = client.post("/v1/messages", claude_body(stream=False))
     assert answer.status == 200
     body = answer.json()
@@ -137,7 +128,7 @@ def test_non_streaming_request_gets_a_message_object(server: ModelServer, client
     assert body["usage"]["output_tokens"] == 3
 
 
-def test_structured_output_calls_claudes_structured_output_tool(server: ModelServer, client):
+def test_structured_output_calls_claudes_structured_output_tool(server: ms.ModelServer, client):
     schema = {
         "type": "object",
         "properties": {"name": {"type": "string"}, "age": {"type": "integer"}},
@@ -146,9 +137,9 @@ def test_structured_output_calls_claudes_structured_output_tool(server: ModelSer
     tool = {"name": "StructuredOutput", "description": "final answer", "input_schema": schema}
     server.set_script(
         [
-            Rule(
-                respond=StructuredOutput({"name": "Alice", "age": 30}),
-                match=Match(schema_requested=True),
+            ms.Rule(
+                respond=ms.StructuredOutput({"name": "Alice", "age": 30}),
+                match=ms.Match(schema_requested=True),
             )
         ]
     )
@@ -161,14 +152,14 @@ def test_structured_output_calls_claudes_structured_output_tool(server: ModelSer
     assert answer["stop_reason"] == "tool_use"
 
 
-def test_structured_output_without_the_tool_is_json_text(server: ModelServer, client):
-    server.set_script([Rule(respond=StructuredOutput({"k": [1, 2]}))])
+def test_structured_output_without_the_tool_is_json_text(server: ms.ModelServer, client):
+    server.set_script([ms.Rule(respond=ms.StructuredOutput({"k": [1, 2]}))])
     answer = client.post("/v1/messages", claude_body(stream=False)).json()
     assert json.loads(answer["content"][0]["text"]) == {"k": [1, 2]}
 
 
-def test_sse_error_mid_stream_follows_partial_text(server: ModelServer, client):
-    server.set_script([Rule(respond=SseError(after_text="partial", message="Overloaded"))])
+def test_sse_error_mid_stream_follows_partial_text(server: ms.ModelServer, client):
+    server.set_script([ms.Rule(respond=ms.SseError(after_text="partial", message="Overloaded"))])
     events = client.post("/v1/messages", claude_body()).events()
     assert events[-1] == (
         "error",
@@ -179,8 +170,8 @@ def test_sse_error_mid_stream_follows_partial_text(server: ModelServer, client):
     assert "message_stop" not in names(events)
 
 
-def test_sse_error_on_a_non_streaming_retry_is_an_overloaded_status(server: ModelServer, client):
-    server.set_script([Rule(respond=SseError(message="Overloaded"))])
+def test_sse_error_on_a_non_streaming_retry_is_an_overloaded_status(server: ms.ModelServer, client):
+    server.set_script([ms.Rule(respond=ms.SseError(message="Overloaded"))])
     answer = client.post("/v1/messages", claude_body(stream=False))
     assert answer.status == 529
     assert answer.json()["error"] == {"type": "overloaded_error", "message": "Overloaded"}

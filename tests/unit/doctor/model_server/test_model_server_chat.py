@@ -3,29 +3,12 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from agentshim.doctor.model_server import (
-    Match,
-    Message,
-    ModelServer,
-    RequestKind,
-    Rule,
-    SseError,
-    Text,
-    ToolCall,
-    Usage,
-)
+from agentshim.doctor import model_server as ms
+from tests.unit.doctor.model_server.tool_offers import STRING, chat_tool, schema
 
-BASH = {
-    "type": "function",
-    "function": {
-        "name": "bash",
-        "parameters": {
-            "type": "object",
-            "properties": {"command": {"type": "string"}, "description": {"type": "string"}},
-            "required": ["command", "description"],
-        },
-    },
-}
+BASH = chat_tool(
+    "bash", schema({"command": STRING, "description": STRING}, ["command", "description"])
+)
 
 
 def chat_body(
@@ -47,9 +30,9 @@ def chat_body(
     return body
 
 
-def test_text_chunks_usage_chunk_and_done(server: ModelServer, client):
-    usage = Usage(input=120, output=30, cache_read=20, reasoning=5)
-    server.set_script([Rule(respond=Text("Hello there", chunk_size=3, usage=usage))])
+def test_text_chunks_usage_chunk_and_done(server: ms.ModelServer, client):
+    usage = ms.Usage(input=120, output=30, cache_read=20, reasoning=5)
+    server.set_script([ms.Rule(respond=ms.Text("Hello there", chunk_size=3, usage=usage))])
     events = client.post("/v1/chat/completions", chat_body()).events()
     assert events[-1] == (None, "[DONE]")
     chunks = [d for _, d in events[:-1]]
@@ -70,15 +53,21 @@ def test_text_chunks_usage_chunk_and_done(server: ModelServer, client):
     }
 
 
-def test_no_usage_chunk_unless_asked(server: ModelServer, client):
-    server.set_script([Rule(respond=Text("hi"))])
+def test_no_usage_chunk_unless_asked(server: ms.ModelServer, client):
+    server.set_script([ms.Rule(respond=ms.Text("hi"))])
     events = client.post("/v1/chat/completions", chat_body(include_usage=False)).events()
     assert all("usage" not in d for _, d in events[:-1])
 
 
-def test_tool_call_deltas_reassemble_with_required_description(server: ModelServer, client):
+def test_tool_call_deltas_reassemble_with_required_description(server: ms.ModelServer, client):
     server.set_script(
-        [Rule(respond=Message((ToolCall(command="echo one"), ToolCall(command="echo two"))))]
+        [
+            ms.Rule(
+                respond=ms.Message(
+                    (ms.ToolCall(command="echo one"), ms.ToolCall(command="echo two"))
+                )
+            )
+        ]
     )
     events = client.post("/v1/chat/completions", chat_body()).events()
     calls: dict[int, dict[str, Any]] = {}
@@ -103,8 +92,8 @@ def test_tool_call_deltas_reassemble_with_required_description(server: ModelServ
     assert finish[-1] == "tool_calls"
 
 
-def test_non_streaming_completion(server: ModelServer, client):
-    server.set_script([Rule(respond=ToolCall(command="pwd"))])
+def test_non_streaming_completion(server: ms.ModelServer, client):
+    server.set_script([ms.Rule(respond=ms.ToolCall(command="pwd"))])
     body = client.post("/v1/chat/completions", chat_body(stream=False)).json()
     choice = body["choices"][0]
     assert choice["finish_reason"] == "tool_calls"
@@ -115,11 +104,11 @@ def test_non_streaming_completion(server: ModelServer, client):
     assert body["usage"]["prompt_tokens"] == 100
 
 
-def test_tool_result_message_counts_as_last_input(server: ModelServer, client):
+def test_tool_result_message_counts_as_last_input(server: ms.ModelServer, client):
     server.set_script(
         [
-            Rule(respond=Text("after tool"), match=Match(last_input_is_tool_result=True)),
-            Rule(respond=Text("first")),
+            ms.Rule(respond=ms.Text("after tool"), match=ms.Match(last_input_is_tool_result=True)),
+            ms.Rule(respond=ms.Text("first")),
         ]
     )
     history = [
@@ -137,8 +126,8 @@ def test_tool_result_message_counts_as_last_input(server: ModelServer, client):
     assert body["choices"][0]["message"]["content"] == "after tool"
 
 
-def test_opencode_title_request_gets_builtin_title(server: ModelServer, client):
-    server.set_script([Rule(respond=Text("main answer"))])
+def test_opencode_title_request_gets_builtin_title(server: ms.ModelServer, client):
+    server.set_script([ms.Rule(respond=ms.Text("main answer"))])
     title = chat_body(
         {"role": "system", "content": "You are a title generator. You output ONLY a thread title."},
         {"role": "user", "content": "Say hello."},
@@ -149,13 +138,13 @@ def test_opencode_title_request_gets_builtin_title(server: ModelServer, client):
         d["choices"][0]["delta"].get("content", "") for _, d in events[:-1] if d["choices"]
     )
     assert text == "Scripted session"
-    assert server.requests[-1].kind is RequestKind.TITLE
+    assert server.requests[-1].kind is ms.RequestKind.TITLE
     assert server.rule_uses == (0,)
 
 
-def test_sse_error_is_an_error_data_line(server: ModelServer, client):
+def test_sse_error_is_an_error_data_line(server: ms.ModelServer, client):
     server.set_script(
-        [Rule(respond=SseError(after_text="half", message="boom", error_type="server_error"))]
+        [ms.Rule(respond=ms.SseError(after_text="half", message="boom", error_type="server_error"))]
     )
     events = client.post("/v1/chat/completions", chat_body()).events()
     assert events[-1][1] == {

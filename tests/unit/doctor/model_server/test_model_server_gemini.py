@@ -3,33 +3,16 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from agentshim.doctor.model_server import (
-    HttpError,
-    Match,
-    Message,
-    ModelServer,
-    RequestKind,
-    Rule,
-    SseError,
-    StructuredOutput,
-    Text,
-    ToolCall,
-    Usage,
-)
+from agentshim.doctor import model_server as ms
+from tests.unit.doctor.model_server.tool_offers import STRING, gemini_tools, schema
 
-SHELL = {
-    "functionDeclarations": [
-        {
-            "name": "run_shell_command",
-            "parametersJsonSchema": {
-                "type": "object",
-                "properties": {"command": {"type": "string"}, "description": {"type": "string"}},
-                "required": ["command"],
-            },
-        },
-        {"name": "read_file", "parametersJsonSchema": {"type": "object"}},
-    ]
-}
+SHELL = gemini_tools(
+    {
+        "name": "run_shell_command",
+        "parametersJsonSchema": schema({"command": STRING, "description": STRING}, ["command"]),
+    },
+    {"name": "read_file", "parametersJsonSchema": {"type": "object"}},
+)
 STREAM = "/v1beta/models/gemini-3.1-pro-preview:streamGenerateContent?alt=sse"
 
 
@@ -65,9 +48,9 @@ def router_body() -> dict[str, Any]:
     }
 
 
-def test_sse_stream_chunks_and_usage_metadata(server: ModelServer, client):
-    usage = Usage(input=300, output=60, cache_read=100, reasoning=25)
-    server.set_script([Rule(respond=Text("Hello from Gemini", chunk_size=6, usage=usage))])
+def test_sse_stream_chunks_and_usage_metadata(server: ms.ModelServer, client):
+    usage = ms.Usage(input=300, output=60, cache_read=100, reasoning=25)
+    server.set_script([ms.Rule(respond=ms.Text("Hello from Gemini", chunk_size=6, usage=usage))])
     answer = client.post(STREAM, gemini_body())
     assert answer.status == 200
     chunks = [data for name, data in answer.events()]
@@ -87,8 +70,10 @@ def test_sse_stream_chunks_and_usage_metadata(server: ModelServer, client):
     assert chunks[-1]["modelVersion"] == "gemini-3.1-pro-preview"
 
 
-def test_function_call_part_for_run_shell_command(server: ModelServer, client):
-    server.set_script([Rule(respond=Message((Text("Running."), ToolCall(command="echo hello"))))])
+def test_function_call_part_for_run_shell_command(server: ms.ModelServer, client):
+    server.set_script(
+        [ms.Rule(respond=ms.Message((ms.Text("Running."), ms.ToolCall(command="echo hello"))))]
+    )
     chunks = [d for _, d in client.post(STREAM, gemini_body()).events()]
     last_parts = chunks[-1]["candidates"][0]["content"]["parts"]
     assert last_parts == [
@@ -97,12 +82,12 @@ def test_function_call_part_for_run_shell_command(server: ModelServer, client):
     assert chunks[-1]["candidates"][0]["finishReason"] == "STOP"
 
 
-def test_function_response_is_a_tool_result(server: ModelServer, client):
+def test_function_response_is_a_tool_result(server: ms.ModelServer, client):
     server.set_script(
         [
-            Rule(
-                respond=Text("Done."),
-                match=Match(last_input_is_tool_result=True, assistant_turns=1),
+            ms.Rule(
+                respond=ms.Text("Done."),
+                match=ms.Match(last_input_is_tool_result=True, assistant_turns=1),
             )
         ]
     )
@@ -124,8 +109,8 @@ def test_function_response_is_a_tool_result(server: ModelServer, client):
     assert server.requests[-1].rule_index == 0
 
 
-def test_stream_without_alt_sse_is_one_json_array(server: ModelServer, client):
-    server.set_script([Rule(respond=Text("abcdef", chunk_size=2))])
+def test_stream_without_alt_sse_is_one_json_array(server: ms.ModelServer, client):
+    server.set_script([ms.Rule(respond=ms.Text("abcdef", chunk_size=2))])
     answer = client.post("/v1beta/models/m:streamGenerateContent", gemini_body())
     chunks = answer.json()
     assert isinstance(chunks, list)
@@ -133,25 +118,27 @@ def test_stream_without_alt_sse_is_one_json_array(server: ModelServer, client):
     assert chunks[-1]["candidates"][0]["finishReason"] == "STOP"
 
 
-def test_router_request_gets_builtin_routing_answer(server: ModelServer, client):
-    server.set_script([Rule(respond=Text("main"))])
+def test_router_request_gets_builtin_routing_answer(server: ms.ModelServer, client):
+    server.set_script([ms.Rule(respond=ms.Text("main"))])
     answer = client.post("/v1beta/models/gemini-3.5-flash-lite:generateContent", router_body())
     text = answer.json()["candidates"][0]["content"]["parts"][0]["text"]
     decision = json.loads(text)
     assert decision["complexity_score"] == 1
     assert isinstance(decision["complexity_reasoning"], str)
     logged = server.requests[-1]
-    assert logged.kind is RequestKind.ROUTER
+    assert logged.kind is ms.RequestKind.ROUTER
     assert logged.rule_index is None
     assert answer.json()["usageMetadata"]["totalTokenCount"] == 0
 
 
-def test_a_rule_can_take_over_the_router(server: ModelServer, client):
+def test_a_rule_can_take_over_the_router(server: ms.ModelServer, client):
     server.set_script(
         [
-            Rule(
-                respond=StructuredOutput({"complexity_reasoning": "hard", "complexity_score": 90}),
-                match=Match(kind=RequestKind.ROUTER),
+            ms.Rule(
+                respond=ms.StructuredOutput(
+                    {"complexity_reasoning": "hard", "complexity_score": 90}
+                ),
+                match=ms.Match(kind=ms.RequestKind.ROUTER),
             )
         ]
     )
@@ -167,8 +154,8 @@ def test_count_tokens_and_model_list(client):
     assert models["models"][0]["name"] == "models/fake-model"
 
 
-def test_http_error_uses_google_error_shape(server: ModelServer, client):
-    server.set_script([Rule(respond=HttpError(429, headers={"retry-after": "2"}))])
+def test_http_error_uses_google_error_shape(server: ms.ModelServer, client):
+    server.set_script([ms.Rule(respond=ms.HttpError(429, headers={"retry-after": "2"}))])
     answer = client.post(STREAM, gemini_body())
     assert answer.status == 429
     assert answer.headers["retry-after"] == "2"
@@ -177,8 +164,8 @@ def test_http_error_uses_google_error_shape(server: ModelServer, client):
     }
 
 
-def test_sse_error_chunk(server: ModelServer, client):
-    server.set_script([Rule(respond=SseError(after_text="so far", message="try later"))])
+def test_sse_error_chunk(server: ms.ModelServer, client):
+    server.set_script([ms.Rule(respond=ms.SseError(after_text="so far", message="try later"))])
     events = client.post(STREAM, gemini_body()).events()
     assert events[0][1]["candidates"][0]["content"]["parts"][0]["text"] == "so far"
     assert events[-1][1] == {
@@ -186,8 +173,8 @@ def test_sse_error_chunk(server: ModelServer, client):
     }
 
 
-def test_next_speaker_check_gets_user_speaks_next(server: ModelServer, client):
-    server.set_script([Rule(respond=Text("main"))])
+def test_next_speaker_check_gets_user_speaks_next(server: ms.ModelServer, client):
+    server.set_script([ms.Rule(respond=ms.Text("main"))])
     check = {
         "contents": [{"role": "user", "parts": [{"text": "Who speaks next?"}]}],
         "generationConfig": {
@@ -204,4 +191,4 @@ def test_next_speaker_check_gets_user_speaks_next(server: ModelServer, client):
     answer = client.post("/v1beta/models/flash:generateContent", check).json()
     decision = json.loads(answer["candidates"][0]["content"]["parts"][0]["text"])
     assert decision["next_speaker"] == "user"
-    assert server.requests[-1].kind is RequestKind.UTILITY
+    assert server.requests[-1].kind is ms.RequestKind.UTILITY

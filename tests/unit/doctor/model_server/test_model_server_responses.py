@@ -3,37 +3,13 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from agentshim.doctor.model_server import (
-    HttpError,
-    Match,
-    Message,
-    ModelServer,
-    Rule,
-    SseError,
-    StructuredOutput,
-    Text,
-    ToolCall,
-    Usage,
-)
+from agentshim.doctor import model_server as ms
+from tests.unit.doctor.model_server.tool_offers import STRING, responses_tool, schema
 
-EXEC_COMMAND = {
-    "type": "function",
-    "name": "exec_command",
-    "parameters": {
-        "type": "object",
-        "properties": {"cmd": {"type": "string"}, "workdir": {"type": "string"}},
-        "required": ["cmd"],
-    },
-}
-SHELL_ARGV = {
-    "type": "function",
-    "name": "shell",
-    "parameters": {
-        "type": "object",
-        "properties": {"command": {"type": "array", "items": {"type": "string"}}},
-        "required": ["command"],
-    },
-}
+EXEC_COMMAND = responses_tool("exec_command", schema({"cmd": STRING, "workdir": STRING}, ["cmd"]))
+SHELL_ARGV = responses_tool(
+    "shell", schema({"command": {"type": "array", "items": STRING}}, ["command"])
+)
 
 
 def codex_body(
@@ -67,9 +43,9 @@ def codex_body(
     }
 
 
-def test_text_stream_event_sequence_and_usage(server: ModelServer, client):
-    usage = Usage(input=500, output=40, cache_read=200, reasoning=15)
-    server.set_script([Rule(respond=Text("Hello, Codex!", chunk_size=4, usage=usage))])
+def test_text_stream_event_sequence_and_usage(server: ms.ModelServer, client):
+    usage = ms.Usage(input=500, output=40, cache_read=200, reasoning=15)
+    server.set_script([ms.Rule(respond=ms.Text("Hello, Codex!", chunk_size=4, usage=usage))])
     answer = client.post("/v1/responses", codex_body())
     assert answer.status == 200
     events = answer.events()
@@ -106,8 +82,8 @@ def test_text_stream_event_sequence_and_usage(server: ModelServer, client):
     }
 
 
-def test_function_call_uses_exec_command_with_cmd(server: ModelServer, client):
-    server.set_script([Rule(respond=ToolCall(command="printf 'a\\nb'", chunk_size=5))])
+def test_function_call_uses_exec_command_with_cmd(server: ms.ModelServer, client):
+    server.set_script([ms.Rule(respond=ms.ToolCall(command="printf 'a\\nb'", chunk_size=5))])
     events = client.post("/v1/responses", codex_body()).events()
     added = next(d for n, d in events if n == "response.output_item.added")["item"]
     assert added["type"] == "function_call"
@@ -120,19 +96,22 @@ def test_function_call_uses_exec_command_with_cmd(server: ModelServer, client):
     assert json.loads(done["arguments"]) == {"cmd": "printf 'a\\nb'"}
 
 
-def test_classic_shell_tool_gets_an_argv(server: ModelServer, client):
-    server.set_script([Rule(respond=ToolCall(command="ls -la"))])
+def test_classic_shell_tool_gets_an_argv(server: ms.ModelServer, client):
+    server.set_script([ms.Rule(respond=ms.ToolCall(command="ls -la"))])
     body = client.post("/v1/responses", codex_body(tools=[SHELL_ARGV], stream=False)).json()
     call = body["output"][0]
     assert call["name"] == "shell"
     assert json.loads(call["arguments"]) == {"command": ["bash", "-lc", "ls -la"]}
 
 
-def test_tool_result_then_answer_across_two_requests(server: ModelServer, client):
+def test_tool_result_then_answer_across_two_requests(server: ms.ModelServer, client):
     server.set_script(
         [
-            Rule(respond=ToolCall(command="echo hi"), match=Match(last_input_is_tool_result=False)),
-            Rule(respond=Text("Done."), match=Match(last_input_is_tool_result=True)),
+            ms.Rule(
+                respond=ms.ToolCall(command="echo hi"),
+                match=ms.Match(last_input_is_tool_result=False),
+            ),
+            ms.Rule(respond=ms.Text("Done."), match=ms.Match(last_input_is_tool_result=True)),
         ]
     )
     first = client.post("/v1/responses", codex_body(stream=False)).json()
@@ -151,19 +130,21 @@ def test_tool_result_then_answer_across_two_requests(server: ModelServer, client
     assert facts.user_text.endswith("Say hi")
 
 
-def test_text_and_call_in_one_message_become_two_items(server: ModelServer, client):
-    server.set_script([Rule(respond=Message((Text("Running."), ToolCall(command="true"))))])
+def test_text_and_call_in_one_message_become_two_items(server: ms.ModelServer, client):
+    server.set_script(
+        [ms.Rule(respond=ms.Message((ms.Text("Running."), ms.ToolCall(command="true"))))]
+    )
     body = client.post("/v1/responses", codex_body(stream=False)).json()
     assert [item["type"] for item in body["output"]] == ["message", "function_call"]
 
 
-def test_structured_output_is_the_json_text(server: ModelServer, client):
+def test_structured_output_is_the_json_text(server: ms.ModelServer, client):
     schema = {"type": "object", "properties": {"answer": {"type": "string"}}}
     server.set_script(
         [
-            Rule(
-                respond=StructuredOutput({"answer": "hello", "count": 2}),
-                match=Match(schema_requested=True),
+            ms.Rule(
+                respond=ms.StructuredOutput({"answer": "hello", "count": 2}),
+                match=ms.Match(schema_requested=True),
             )
         ]
     )
@@ -175,11 +156,11 @@ def test_structured_output_is_the_json_text(server: ModelServer, client):
     assert json.loads(text) == {"answer": "hello", "count": 2}
 
 
-def test_sse_error_is_response_failed(server: ModelServer, client):
+def test_sse_error_is_response_failed(server: ms.ModelServer, client):
     server.set_script(
         [
-            Rule(
-                respond=SseError(
+            ms.Rule(
+                respond=ms.SseError(
                     after_text="par", message="too long", error_type="context_length_exceeded"
                 )
             )
@@ -192,8 +173,8 @@ def test_sse_error_is_response_failed(server: ModelServer, client):
     assert "response.completed" not in [n for n, _ in events]
 
 
-def test_context_overflow_http_error_has_openai_code(server: ModelServer, client):
-    server.set_script([Rule(respond=HttpError.context_overflow())])
+def test_context_overflow_http_error_has_openai_code(server: ms.ModelServer, client):
+    server.set_script([ms.Rule(respond=ms.HttpError.context_overflow())])
     answer = client.post("/v1/responses", codex_body())
     assert answer.status == 400
     error = answer.json()["error"]
@@ -202,8 +183,8 @@ def test_context_overflow_http_error_has_openai_code(server: ModelServer, client
     assert "context window" in error["message"]
 
 
-def test_unauthorized_has_invalid_api_key_code(server: ModelServer, client):
-    server.set_script([Rule(respond=HttpError(401, "Incorrect API key provided: fake."))])
+def test_unauthorized_has_invalid_api_key_code(server: ms.ModelServer, client):
+    server.set_script([ms.Rule(respond=ms.HttpError(401, "Incorrect API key provided: fake."))])
     answer = client.post("/v1/responses", codex_body())
     assert answer.status == 401
     assert answer.json()["error"]["code"] == "invalid_api_key"

@@ -7,19 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agentshim.doctor.model_server import (
-    NO_RULE_TEXT,
-    Api,
-    HttpError,
-    Match,
-    Message,
-    ModelServer,
-    RequestKind,
-    Rule,
-    Text,
-    ToolCall,
-    Usage,
-)
+from agentshim.doctor import model_server as ms
 
 
 def anthropic(
@@ -53,12 +41,12 @@ def tool_result() -> dict[str, Any]:
     }
 
 
-def test_first_matching_rule_wins_and_times_run_out(server: ModelServer, client):
+def test_first_matching_rule_wins_and_times_run_out(server: ms.ModelServer, client):
     server.set_script(
         [
-            Rule(respond=Text("once"), times=1),
-            Rule(respond=Text("twice"), times=2),
-            Rule(respond=Text("forever")),
+            ms.Rule(respond=ms.Text("once"), times=1),
+            ms.Rule(respond=ms.Text("twice"), times=2),
+            ms.Rule(respond=ms.Text("forever")),
         ]
     )
     answers = [said(client, anthropic([user("hi")])) for _ in range(5)]
@@ -67,36 +55,36 @@ def test_first_matching_rule_wins_and_times_run_out(server: ModelServer, client)
     assert [r.rule_index for r in server.requests] == [0, 1, 1, 2, 2]
 
 
-def test_set_script_resets_use_counts_and_keeps_log(server: ModelServer, client):
-    server.set_script([Rule(respond=Text("a"), times=1)])
+def test_set_script_resets_use_counts_and_keeps_log(server: ms.ModelServer, client):
+    server.set_script([ms.Rule(respond=ms.Text("a"), times=1)])
     assert said(client, anthropic([user("x")])) == "a"
-    server.set_script([Rule(respond=Text("b"), times=1)])
+    server.set_script([ms.Rule(respond=ms.Text("b"), times=1)])
     assert server.rule_uses == (0,)
     assert said(client, anthropic([user("x")])) == "b"
     assert len(server.requests) == 2
 
 
-def test_unmatched_main_request_gets_the_fallback(server: ModelServer, client):
-    server.set_script([Rule(respond=Text("never"), match=Match(user_text_contains="zzz"))])
-    assert said(client, anthropic([user("hello")])) == NO_RULE_TEXT
+def test_unmatched_main_request_gets_the_fallback(server: ms.ModelServer, client):
+    server.set_script([ms.Rule(respond=ms.Text("never"), match=ms.Match(user_text_contains="zzz"))])
+    assert said(client, anthropic([user("hello")])) == ms.NO_RULE_TEXT
     assert server.requests[-1].rule_index is None
 
 
 def test_custom_fallback(client_factory):
-    with ModelServer(fallback=HttpError(500, "no rule")) as srv:
+    with ms.ModelServer(fallback=ms.HttpError(500, "no rule")) as srv:
         answer = client_factory(srv.base_url).post("/v1/messages", anthropic([user("hi")]))
         assert answer.status == 500
         assert answer.json()["error"]["message"] == "no rule"
 
 
-def test_conversation_state_conditions(server: ModelServer, client):
+def test_conversation_state_conditions(server: ms.ModelServer, client):
     server.set_script(
         [
-            Rule(respond=Text("after-tool"), match=Match(last_input_is_tool_result=True)),
-            Rule(respond=Text("second-turn"), match=Match(assistant_turns=1)),
-            Rule(respond=Text("papaya"), match=Match(user_text_contains="PAPAYA")),
-            Rule(respond=Text("no-tools"), match=Match(tools_offered=False)),
-            Rule(respond=Text("has-bash"), match=Match(offers_tool="Bash")),
+            ms.Rule(respond=ms.Text("after-tool"), match=ms.Match(last_input_is_tool_result=True)),
+            ms.Rule(respond=ms.Text("second-turn"), match=ms.Match(assistant_turns=1)),
+            ms.Rule(respond=ms.Text("papaya"), match=ms.Match(user_text_contains="PAPAYA")),
+            ms.Rule(respond=ms.Text("no-tools"), match=ms.Match(tools_offered=False)),
+            ms.Rule(respond=ms.Text("has-bash"), match=ms.Match(offers_tool="Bash")),
         ]
     )
     assert said(client, anthropic([user("a"), assistant("b"), tool_result()])) == "after-tool"
@@ -106,11 +94,11 @@ def test_conversation_state_conditions(server: ModelServer, client):
     assert said(client, anthropic([user("plain")])) == "has-bash"
 
 
-def test_user_text_is_the_latest_turn_not_earlier_ones(server: ModelServer, client):
+def test_user_text_is_the_latest_turn_not_earlier_ones(server: ms.ModelServer, client):
     server.set_script(
         [
-            Rule(respond=Text("old"), match=Match(user_text_contains="remember PAPAYA")),
-            Rule(respond=Text("new"), match=Match(user_text_contains="what was it")),
+            ms.Rule(respond=ms.Text("old"), match=ms.Match(user_text_contains="remember PAPAYA")),
+            ms.Rule(respond=ms.Text("new"), match=ms.Match(user_text_contains="what was it")),
         ]
     )
     resumed = [user("remember PAPAYA"), assistant("ok"), user("what was it?")]
@@ -126,12 +114,12 @@ def test_user_text_is_the_latest_turn_not_earlier_ones(server: ModelServer, clie
     )
 
 
-def test_the_prompt_after_an_interrupted_tool_call_is_the_user_text(server: ModelServer, client):
+def test_the_prompt_after_an_interrupted_tool_call_is_the_user_text(server: ms.ModelServer, client):
     # Claude Code sends it in the message that carries the rejected tool call's result.
     server.set_script(
         [
-            Rule(respond=Text("old"), match=Match(user_text_contains="remember PAPAYA")),
-            Rule(respond=Text("new"), match=Match(user_text_contains="what was it")),
+            ms.Rule(respond=ms.Text("old"), match=ms.Match(user_text_contains="remember PAPAYA")),
+            ms.Rule(respond=ms.Text("new"), match=ms.Match(user_text_contains="what was it")),
         ]
     )
     after_interrupt = tool_result()
@@ -144,11 +132,11 @@ def test_the_prompt_after_an_interrupted_tool_call_is_the_user_text(server: Mode
     assert said(client, anthropic(conversation)) == "new"
 
 
-def test_api_condition(server: ModelServer, client):
+def test_api_condition(server: ms.ModelServer, client):
     server.set_script(
         [
-            Rule(respond=Text("chat"), match=Match(api=Api.OPENAI_CHAT)),
-            Rule(respond=Text("anthropic"), match=Match(api=Api.ANTHROPIC_MESSAGES)),
+            ms.Rule(respond=ms.Text("chat"), match=ms.Match(api=ms.Api.OPENAI_CHAT)),
+            ms.Rule(respond=ms.Text("anthropic"), match=ms.Match(api=ms.Api.ANTHROPIC_MESSAGES)),
         ]
     )
     assert said(client, anthropic([user("x")])) == "anthropic"
@@ -156,11 +144,11 @@ def test_api_condition(server: ModelServer, client):
     assert chat["choices"][0]["message"]["content"] == "chat"
 
 
-def test_schema_requested_condition(server: ModelServer, client):
+def test_schema_requested_condition(server: ms.ModelServer, client):
     server.set_script(
         [
-            Rule(respond=Text("structured"), match=Match(schema_requested=True)),
-            Rule(respond=Text("free")),
+            ms.Rule(respond=ms.Text("structured"), match=ms.Match(schema_requested=True)),
+            ms.Rule(respond=ms.Text("free")),
         ]
     )
     tools = [{"name": "StructuredOutput", "input_schema": {"type": "object"}}]
@@ -200,57 +188,60 @@ def claude_title_request(prompt: str) -> dict[str, Any]:
     }
 
 
-def test_side_requests_bypass_main_rules_by_default(server: ModelServer, client):
+def test_side_requests_bypass_main_rules_by_default(server: ms.ModelServer, client):
     server.set_script(
-        [Rule(respond=Text("main answer"), match=Match(user_text_contains="PINEAPPLE"))]
+        [ms.Rule(respond=ms.Text("main answer"), match=ms.Match(user_text_contains="PINEAPPLE"))]
     )
 
     title = said(client, claude_title_request("Remember PINEAPPLE"))
     assert json.loads(title) == {"title": "Scripted session"}
-    assert server.requests[-1].kind is RequestKind.TITLE
+    assert server.requests[-1].kind is ms.RequestKind.TITLE
     assert server.rule_uses == (0,)
 
 
-def test_a_rule_naming_the_kind_answers_side_requests(server: ModelServer, client):
+def test_a_rule_naming_the_kind_answers_side_requests(server: ms.ModelServer, client):
     server.set_script(
         [
-            Rule(respond=Text('{"title": "Fruit talk"}'), match=Match(kind=RequestKind.TITLE)),
-            Rule(respond=Text("anything"), match=Match(kind=None)),
+            ms.Rule(
+                respond=ms.Text('{"title": "Fruit talk"}'),
+                match=ms.Match(kind=ms.RequestKind.TITLE),
+            ),
+            ms.Rule(respond=ms.Text("anything"), match=ms.Match(kind=None)),
         ]
     )
     assert said(client, claude_title_request("x")) == '{"title": "Fruit talk"}'
     assert said(client, anthropic([user("x")])) == "anything"
 
 
-def test_summary_and_quota_side_requests(server: ModelServer, client):
-    server.set_script([Rule(respond=Text("main"))])
+def test_summary_and_quota_side_requests(server: ms.ModelServer, client):
+    server.set_script([ms.Rule(respond=ms.Text("main"))])
     summary = anthropic([user("summarize")], tools=[])
     summary["system"] = [{"type": "text", "text": "You are a context summarization assistant."}]
     assert said(client, summary).startswith("Summary:")
     quota = anthropic([user("quota")], tools=[])
     quota["max_tokens"] = 1
     assert said(client, quota) == "OK"
-    assert [r.kind for r in server.requests] == [RequestKind.SUMMARY, RequestKind.QUOTA]
+    assert [r.kind for r in server.requests] == [ms.RequestKind.SUMMARY, ms.RequestKind.QUOTA]
 
 
-def test_script_must_hold_rules(server: ModelServer):
+def test_script_must_hold_rules(server: ms.ModelServer):
     with pytest.raises(TypeError, match="not a Rule"):
-        server.set_script([Text("bare")])  # type: ignore[list-item]
+        server.set_script([ms.Text("bare")])  # type: ignore[list-item]
 
 
 @pytest.mark.parametrize(
     ("build", "message"),
     [
-        (lambda: ToolCall(), "needs command"),
-        (lambda: ToolCall(tool="Read", command="x"), "takes arguments"),
-        (lambda: Message((Text("a", usage=Usage()),)), "must not carry usage"),
-        (lambda: Message(()), "at least one part"),
-        (lambda: Usage(input=1, cache_read=2), "exceed input"),
-        (lambda: Usage(output=1, reasoning=2), "exceeds output"),
-        (lambda: Usage(input=-1), "negative"),
-        (lambda: Text("x", chunk_size=0), "chunk_size"),
-        (lambda: Rule(respond=Text("x"), times=0), "times"),
-        (lambda: HttpError(200), "400-599"),
+        (lambda: ms.ToolCall(), "needs command"),
+        (lambda: ms.ToolCall(tool="Read", command="x"), "takes arguments"),
+        (lambda: ms.Message((ms.Text("a", usage=ms.Usage()),)), "must not carry usage"),
+        (lambda: ms.Message(()), "at least one part"),
+        (lambda: ms.Usage(input=1, cache_read=2), "exceed input"),
+        (lambda: ms.Usage(output=1, reasoning=2), "exceeds output"),
+        (lambda: ms.Usage(input=-1), "negative"),
+        (lambda: ms.Text("x", chunk_size=0), "chunk_size"),
+        (lambda: ms.Rule(respond=ms.Text("x"), times=0), "times"),
+        (lambda: ms.HttpError(200), "400-599"),
     ],
 )
 def test_invalid_values_are_refused_with_a_reason(build, message):
@@ -258,11 +249,11 @@ def test_invalid_values_are_refused_with_a_reason(build, message):
         build()
 
 
-def test_explicit_tool_call_arguments_pass_through(server: ModelServer, client):
+def test_explicit_tool_call_arguments_pass_through(server: ms.ModelServer, client):
     server.set_script(
         [
-            Rule(
-                respond=ToolCall(
+            ms.Rule(
+                respond=ms.ToolCall(
                     tool="Read", arguments={"file_path": "/tmp/x"}, call_id="toolu_fixed"
                 )
             )

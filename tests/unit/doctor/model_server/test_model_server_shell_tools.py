@@ -6,13 +6,14 @@ from typing import Any
 import pytest
 
 from agentshim.doctor.model_server import Rule, ToolCall
-
-
-def schema(properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
-    return {"type": "object", "properties": properties, "required": required}
-
-
-STRING = {"type": "string"}
+from tests.unit.doctor.model_server.tool_offers import (
+    STRING,
+    chat_tool,
+    claude_tool,
+    gemini_tools,
+    responses_tool,
+    schema,
+)
 
 
 def anthropic_call(client: Any, tools: list[dict[str, Any]]) -> tuple[str, dict[str, Any]]:
@@ -47,11 +48,8 @@ CASES = [
     pytest.param(
         anthropic_call,
         [
-            {"name": "Read", "input_schema": schema({"file_path": STRING}, ["file_path"])},
-            {
-                "name": "Bash",
-                "input_schema": schema({"command": STRING, "description": STRING}, ["command"]),
-            },
+            claude_tool("Read", schema({"file_path": STRING}, ["file_path"])),
+            claude_tool("Bash", schema({"command": STRING, "description": STRING}, ["command"])),
         ],
         ("Bash", {"command": "echo hi"}),
         id="claude-Bash",
@@ -59,12 +57,9 @@ CASES = [
     pytest.param(
         anthropic_call,
         [
-            {
-                "name": "bash",
-                "input_schema": schema(
-                    {"command": STRING, "timeout": {"type": "number"}}, ["command"]
-                ),
-            }
+            claude_tool(
+                "bash", schema({"command": STRING, "timeout": {"type": "number"}}, ["command"])
+            )
         ],
         ("bash", {"command": "echo hi"}),
         id="pi-bash",
@@ -72,12 +67,8 @@ CASES = [
     pytest.param(
         responses_call,
         [
-            {
-                "type": "function",
-                "name": "exec_command",
-                "parameters": schema({"cmd": STRING}, ["cmd"]),
-            },
-            {"type": "function", "name": "write_stdin", "parameters": schema({}, [])},
+            responses_tool("exec_command", schema({"cmd": STRING}, ["cmd"])),
+            responses_tool("write_stdin", schema({}, [])),
         ],
         ("exec_command", {"cmd": "echo hi"}),
         id="codex-exec_command",
@@ -85,11 +76,9 @@ CASES = [
     pytest.param(
         responses_call,
         [
-            {
-                "type": "function",
-                "name": "shell_command",
-                "parameters": schema({"command": STRING, "workdir": STRING}, ["command"]),
-            }
+            responses_tool(
+                "shell_command", schema({"command": STRING, "workdir": STRING}, ["command"])
+            )
         ],
         ("shell_command", {"command": "echo hi"}),
         id="codex-shell_command",
@@ -97,15 +86,10 @@ CASES = [
     pytest.param(
         chat_call,
         [
-            {
-                "type": "function",
-                "function": {
-                    "name": "bash",
-                    "parameters": schema(
-                        {"command": STRING, "description": STRING}, ["command", "description"]
-                    ),
-                },
-            }
+            chat_tool(
+                "bash",
+                schema({"command": STRING, "description": STRING}, ["command", "description"]),
+            )
         ],
         ("bash", {"command": "echo hi", "description": "Run echo hi"}),
         id="opencode-bash",
@@ -113,20 +97,17 @@ CASES = [
     pytest.param(
         chat_call,
         [
-            {
-                "type": "function",
-                "function": {
-                    "name": "bash",
-                    "parameters": schema(
-                        {
-                            "command": STRING,
-                            "description": STRING,
-                            "mode": {"type": "string", "enum": ["sync", "async"]},
-                        },
-                        ["command", "description", "mode"],
-                    ),
-                },
-            }
+            chat_tool(
+                "bash",
+                schema(
+                    {
+                        "command": STRING,
+                        "description": STRING,
+                        "mode": {"type": "string", "enum": ["sync", "async"]},
+                    },
+                    ["command", "description", "mode"],
+                ),
+            )
         ],
         ("bash", {"command": "echo hi", "description": "Run echo hi", "mode": "sync"}),
         id="copilot-bash",
@@ -134,27 +115,19 @@ CASES = [
     pytest.param(
         gemini_call,
         [
-            {
-                "functionDeclarations": [
-                    {
-                        "name": "run_shell_command",
-                        "parametersJsonSchema": schema({"command": STRING}, ["command"]),
-                    }
-                ]
-            }
+            gemini_tools(
+                {
+                    "name": "run_shell_command",
+                    "parametersJsonSchema": schema({"command": STRING}, ["command"]),
+                }
+            )
         ],
         ("run_shell_command", {"command": "echo hi"}),
         id="gemini-run_shell_command",
     ),
     pytest.param(
         gemini_call,
-        [
-            {
-                "functionDeclarations": [
-                    {"name": "read_file", "parameters": schema({"path": STRING}, ["path"])}
-                ]
-            }
-        ],
+        [gemini_tools({"name": "read_file", "parameters": schema({"path": STRING}, ["path"])})],
         ("run_shell_command", {"command": "echo hi"}),
         id="gemini-without-shell-tool",
     ),
@@ -177,7 +150,7 @@ def test_extra_arguments_merge_over_the_built_ones(server, client):
             )
         ]
     )
-    tools = [{"name": "Bash", "input_schema": schema({"command": STRING}, ["command"])}]
+    tools = [claude_tool("Bash", schema({"command": STRING}, ["command"]))]
     assert anthropic_call(client, tools) == (
         "Bash",
         {"command": "sleep 1", "timeout": 5000, "description": "wait"},
