@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -23,6 +24,15 @@ def rig(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
     """The binary, HOME, model server and agent the tests of one provider class share."""
     provider: str = request.cls.provider
     yield from make_rig(provider, tmp_path_factory.mktemp(f"live-{provider}"))
+
+
+@pytest.fixture
+def work(tmp_path: Path) -> Path:
+    """An empty directory for the agent to work in (``tmp_path / "work"``; a CLI's HOME set
+    up under ``tmp_path`` stays outside it)."""
+    work = tmp_path / "work"
+    work.mkdir()
+    return work
 
 
 #: Where the live run writes each frame type a parser did not know (one type per line);

@@ -2,37 +2,17 @@
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import ClassVar
 
 import pytest
 
-from agentshim.agent import Agent
 from agentshim.core.errors import SpendingLimitError
 from agentshim.core.events import ToolCall, UsageReport
-from agentshim.core.permissions import ApprovalPolicy, NativePermissions
-from agentshim.core.retry import RetryPolicy
 from agentshim.doctor.model_server import Rule, Text
 
 from .streams import HELLO, PROMPT_RETURN_S, Live, tool_then_text, wait_for
 
-__all__ = ["LimitChecks", "limited_agent"]
-
-
-def limited_agent(live: Live, **extra: Any) -> Agent:
-    """The suite's agent (``Live.agent``) with limits or tracing of its own."""
-    return Agent(
-        live.rig.provider,
-        permissions=NativePermissions.bypass(),
-        approvals=ApprovalPolicy.DENY,
-        model=live.rig.cli.model,
-        env=dict(live.rig.cli.env),
-        executor=live.executor,
-        transport=live.rig.transport,
-        event_handlers=live.events.append,
-        check_timeout=60.0,
-        retry=RetryPolicy(delays=()),
-        **extra,
-    )
+__all__ = ["LimitChecks"]
 
 
 class LimitChecks:
@@ -47,7 +27,7 @@ class LimitChecks:
         self, live: Live
     ) -> None:
         live.script(*tool_then_text(self.long_tool))
-        agent = limited_agent(live, max_cost_usd=1e-9)
+        agent = live.agent(max_cost_usd=1e-9)
         with live.session(agent) as session:
             with pytest.raises(SpendingLimitError) as raised:
                 session.turn("Sleep for a while.")
@@ -65,7 +45,7 @@ class LimitChecks:
             )
             assert session.session_id == error.session_id
         live.script(Rule(respond=Text(HELLO)))
-        with live.session(limited_agent(live), session_id=error.session_id) as again:
+        with live.session(live.agent(), session_id=error.session_id) as again:
             after = again.turn("Now just say hello.")
         assert after.result.text == HELLO
         assert after.session_id == error.session_id

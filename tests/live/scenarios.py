@@ -112,72 +112,106 @@ class Scenario:
     main_requests_at_least: int = 1
 
 
+def call_then_answer(first: Message, answer: Text) -> tuple[Rule, ...]:
+    """A script for a turn of two model calls: the first is answered ``first`` (its tool
+    calls, perhaps after some words), the one that brings the calls' results ``answer``."""
+    return (
+        Rule(match=Match(last_input_is_tool_result=False), respond=first),
+        Rule(match=Match(last_input_is_tool_result=True), respond=answer),
+    )
+
+
+def _turn_by_turn(*answers: Text) -> tuple[Rule, ...]:
+    """The script of a conversation: its n-th turn's model call is answered ``answers[n]``."""
+    return tuple(Rule(match=Match(assistant_turns=n), respond=a) for n, a in enumerate(answers))
+
+
+def _fails(
+    name: str,
+    description: str,
+    answer: HttpError,
+    failure: FailureKind,
+    match: Match | None = None,
+) -> Scenario:
+    """A hello turn whose model calls (those ``match`` accepts) are all answered ``answer``:
+    the turn fails with ``failure``."""
+    return Scenario(
+        name=name,
+        description=description,
+        prompt="Say hello.",
+        rules=(Rule(match=Match() if match is None else match, respond=answer),),
+        failure=failure,
+    )
+
+
+#: What a CLI says before its shell call in the scenarios that script some words first.
+RUNNING = (Text("Running it."),)
+
+
+def _shell_turn(
+    name: str,
+    description: str,
+    prompt: str,
+    tools: tuple[ToolExpectation, ...],
+    usages: tuple[Usage, Usage],
+    answer: str,
+    preface: tuple[Text, ...] = (),
+) -> Scenario:
+    """A turn of two model calls: the first says ``preface`` and runs each of ``tools``'
+    commands in the shell tool, the second (given their results) answers ``answer``.
+    ``usages`` are the two calls' usage."""
+    first, final = usages
+    calls = tuple(ToolCall(command=expected.command) for expected in tools)
+    return Scenario(
+        name=name,
+        description=description,
+        prompt=prompt,
+        rules=call_then_answer(Message((*preface, *calls), usage=first), Text(answer, usage=final)),
+        text=answer,
+        usage=total(first, final),
+        tools=tools,
+        main_requests_at_least=2,
+    )
+
+
+_PLAIN_TEXT = "Hello from the scripted model. The fruit is PAPAYA."
 _PLAIN_USAGE = Usage(input=1200, output=40, cache_read=1000)
 PLAIN = Scenario(
     name="plain_answer",
     description="a plain text answer",
     prompt="Say hello and name a fruit.",
-    rules=(
-        Rule(
-            match=Match(assistant_turns=0),
-            respond=Text("Hello from the scripted model. The fruit is PAPAYA.", usage=_PLAIN_USAGE),
-        ),
-    ),
-    text="Hello from the scripted model. The fruit is PAPAYA.",
+    rules=_turn_by_turn(Text(_PLAIN_TEXT, usage=_PLAIN_USAGE)),
+    text=_PLAIN_TEXT,
     usage=_PLAIN_USAGE,
 )
 
-_TOOL_FIRST = Usage(input=300, output=30)
-_TOOL_FINAL = Usage(input=420, output=12)
-SHELL_TOOL = Scenario(
-    name="shell_tool",
-    description="a shell tool call, then an answer",
-    prompt="Run the echo command, then report.",
-    rules=(
-        Rule(
-            match=Match(last_input_is_tool_result=False),
-            respond=Message(
-                (Text("Running it."), ToolCall(command="echo agentshim-tool-ok")),
-                usage=_TOOL_FIRST,
-            ),
-        ),
-        Rule(
-            match=Match(last_input_is_tool_result=True),
-            respond=Text("The command printed agentshim-tool-ok.", usage=_TOOL_FINAL),
-        ),
-    ),
-    text="The command printed agentshim-tool-ok.",
-    usage=total(_TOOL_FIRST, _TOOL_FINAL),
-    tools=(ToolExpectation("echo agentshim-tool-ok", "agentshim-tool-ok", "agentshim-tool-ok"),),
-    main_requests_at_least=2,
+SHELL_TOOL = _shell_turn(
+    "shell_tool",
+    "a shell tool call, then an answer",
+    "Run the echo command, then report.",
+    (ToolExpectation("echo agentshim-tool-ok", "agentshim-tool-ok", "agentshim-tool-ok"),),
+    (Usage(input=300, output=30), Usage(input=420, output=12)),
+    "The command printed agentshim-tool-ok.",
+    RUNNING,
 )
 
-_REMEMBER_USAGE = Usage(input=200, output=20)
-_RECALL_USAGE = Usage(input=260, output=16)
+_NOTED = Text("Noted: MANGOSTEEN.", usage=Usage(input=200, output=20))
+_RECALLED = Text("You asked me to remember MANGOSTEEN.", usage=Usage(input=260, output=16))
 _REMEMBER = Scenario(
     name="resume_setup",
     description="the turn the resume scenario continues",
     prompt="Remember the word MANGOSTEEN.",
     rules=(),
-    text="Noted: MANGOSTEEN.",
-    usage=_REMEMBER_USAGE,
+    text=_NOTED.text,
+    usage=_NOTED.usage,
 )
 RESUME = Scenario(
     name="resume",
     description="a second turn that resumes the first one's conversation",
     prompt="Which word did I ask you to remember?",
-    rules=(
-        Rule(
-            match=Match(assistant_turns=0),
-            respond=Text("Noted: MANGOSTEEN.", usage=_REMEMBER_USAGE),
-        ),
-        Rule(
-            match=Match(assistant_turns=1),
-            respond=Text("You asked me to remember MANGOSTEEN.", usage=_RECALL_USAGE),
-        ),
-    ),
-    text="You asked me to remember MANGOSTEEN.",
-    usage=_RECALL_USAGE,
+    rules=_turn_by_turn(_NOTED, _RECALLED),
+    text=_RECALLED.text,
+    usage=_RECALLED.usage,
     resume="previous",
     setup=_REMEMBER,
 )
@@ -193,28 +227,26 @@ RESUME_MISSING = Scenario(
     main_requests_at_least=0,
 )
 
-HTTP_500 = Scenario(
-    name="http_500",
-    description="every model call answers HTTP 500 until the CLI's retries run out",
-    prompt="Say hello.",
-    rules=(Rule(respond=HttpError(500, headers=FAST_RETRY_HEADERS)),),
-    failure=FailureKind.TRANSIENT,
+HTTP_500 = _fails(
+    "http_500",
+    "every model call answers HTTP 500 until the CLI's retries run out",
+    HttpError(500, headers=FAST_RETRY_HEADERS),
+    FailureKind.TRANSIENT,
 )
 
-HTTP_401 = Scenario(
-    name="http_401",
-    description="the model API rejects the key (HTTP 401)",
-    prompt="Say hello.",
-    rules=(Rule(respond=HttpError(401, headers=FAST_RETRY_HEADERS)),),
-    failure=FailureKind.AUTH,
+HTTP_401 = _fails(
+    "http_401",
+    "the model API rejects the key (HTTP 401)",
+    HttpError(401, headers=FAST_RETRY_HEADERS),
+    FailureKind.AUTH,
 )
 
-CONTEXT_OVERFLOW = Scenario(
-    name="context_overflow",
-    description="HTTP 400 prompt too long, also for the CLI's own compaction attempts",
-    prompt="Say hello.",
-    rules=(Rule(match=Match(kind=None), respond=HttpError.context_overflow()),),
-    failure=FailureKind.CONTEXT_OVERFLOW,
+CONTEXT_OVERFLOW = _fails(
+    "context_overflow",
+    "HTTP 400 prompt too long, also for the CLI's own compaction attempts",
+    HttpError.context_overflow(),
+    FailureKind.CONTEXT_OVERFLOW,
+    Match(kind=None),
 )
 
 STRUCTURED = Scenario(
@@ -243,64 +275,30 @@ LONG_ANSWER = Scenario(
     usage=_LONG_USAGE,
 )
 
-_UNICODE_FIRST = Usage(input=310, output=31)
-_UNICODE_FINAL = Usage(input=450, output=14)
-UNICODE_TOOL = Scenario(
-    name="unicode_tool_output",
-    description="a shell call printing unicode over several lines",
-    prompt="Print the unicode lines.",
-    rules=(
-        Rule(
-            match=Match(last_input_is_tool_result=False),
-            respond=Message((ToolCall(command=UNICODE_COMMAND),), usage=_UNICODE_FIRST),
-        ),
-        Rule(
-            match=Match(last_input_is_tool_result=True),
-            respond=Text("Fertig ✓ — 完了.", usage=_UNICODE_FINAL),
-        ),
-    ),
-    text="Fertig ✓ — 完了.",
-    usage=total(_UNICODE_FIRST, _UNICODE_FINAL),
-    tools=(ToolExpectation(UNICODE_COMMAND, "\n".join(UNICODE_LINES), "zweite Zeile"),),
-    main_requests_at_least=2,
+UNICODE_TOOL = _shell_turn(
+    "unicode_tool_output",
+    "a shell call printing unicode over several lines",
+    "Print the unicode lines.",
+    (ToolExpectation(UNICODE_COMMAND, "\n".join(UNICODE_LINES), "zweite Zeile"),),
+    (Usage(input=310, output=31), Usage(input=450, output=14)),
+    "Fertig ✓ — 完了.",
 )
 
-_TWO_FIRST = Usage(input=330, output=44)
-_TWO_FINAL = Usage(input=520, output=10)
-TWO_TOOLS = Scenario(
-    name="two_tool_calls",
-    description="two shell calls in one model answer",
-    prompt="Run both commands.",
-    rules=(
-        Rule(
-            match=Match(last_input_is_tool_result=False),
-            respond=Message(
-                (
-                    ToolCall(command="echo first-call-output"),
-                    ToolCall(command="echo second-call-output"),
-                ),
-                usage=_TWO_FIRST,
-            ),
-        ),
-        Rule(
-            match=Match(last_input_is_tool_result=True),
-            respond=Text("Both commands ran.", usage=_TWO_FINAL),
-        ),
-    ),
-    text="Both commands ran.",
-    usage=total(_TWO_FIRST, _TWO_FINAL),
-    tools=(
+TWO_TOOLS = _shell_turn(
+    "two_tool_calls",
+    "two shell calls in one model answer",
+    "Run both commands.",
+    (
         ToolExpectation("echo first-call-output", "first-call-output", "first-call-output"),
         ToolExpectation("echo second-call-output", "second-call-output", "second-call-output"),
     ),
-    main_requests_at_least=2,
+    (Usage(input=330, output=44), Usage(input=520, output=10)),
+    "Both commands ran.",
 )
 
 #: A command that exits 2 with its message on stderr (GNU ls: 2 is "serious trouble").
 MISSING_DIR_COMMAND = "ls /agentshim-missing-dir"
 
-_FAILED_FIRST = Usage(input=340, output=28)
-_FAILED_FINAL = Usage(input=470, output=18)
 # The CLIs report the failed command differently; agentshim's ToolResult for each:
 #   claude    Bash tool_result is_error, content "Exit code 2\n<stderr>": exit 2, failed
 #   codex     command_execution status "failed", exit_code 2: exit 2, failed
@@ -309,26 +307,11 @@ _FAILED_FINAL = Usage(input=470, output=18)
 #   copilot   bash success true with shellExecution.exitCode 2: exit 2, failed
 #   pi        bash isError, "Command exited with code 2" in the text: exit 2, failed
 # In every case the turn itself succeeds: a failed tool is something the model answers.
-FAILED_TOOL = Scenario(
-    name="failed_tool_call",
-    description="a shell call whose command exits 2, then an answer",
-    prompt="List the missing directory, then report.",
-    rules=(
-        Rule(
-            match=Match(last_input_is_tool_result=False),
-            respond=Message(
-                (Text("Running it."), ToolCall(command=MISSING_DIR_COMMAND)),
-                usage=_FAILED_FIRST,
-            ),
-        ),
-        Rule(
-            match=Match(last_input_is_tool_result=True),
-            respond=Text("The directory does not exist.", usage=_FAILED_FINAL),
-        ),
-    ),
-    text="The directory does not exist.",
-    usage=total(_FAILED_FIRST, _FAILED_FINAL),
-    tools=(
+FAILED_TOOL = _shell_turn(
+    "failed_tool_call",
+    "a shell call whose command exits 2, then an answer",
+    "List the missing directory, then report.",
+    (
         ToolExpectation(
             MISSING_DIR_COMMAND,
             "cannot access '/agentshim-missing-dir'",
@@ -336,7 +319,9 @@ FAILED_TOOL = Scenario(
             exit_code=2,
         ),
     ),
-    main_requests_at_least=2,
+    (Usage(input=340, output=28), Usage(input=470, output=18)),
+    "The directory does not exist.",
+    RUNNING,
 )
 
 #: Every scenario, in the order they are recorded and run.

@@ -1,11 +1,15 @@
 """What the live stream-transport suites share: the rig, counting spawns, finding processes.
 
-Each provider's ``test_<provider>_stream.py`` runs a long-lived transport on the real CLI;
-these helpers see what a user would: the processes it spawned (and which are still alive,
-found in ``/proc`` by the run's HOME), and a turn running on another thread. A suite whose
-tests need nothing of their own builds its fixtures from :func:`stream_rig` (the pinned
-binary, offline, and one model server per module) and :func:`live_test` (a work directory,
-a counting executor and the events of one test, with nothing left running after it).
+Each provider's ``test_<provider>_stream.py`` runs its long-lived transport
+(``Agent(provider, transport=TransportKind.LONG_LIVED)``) on the real pinned CLI and the real
+``HostCommandExecutor``: one long-lived process per session, offline
+(``agentshim.doctor.offline``), the model scripted per test. What is asserted is what a user
+sees: results, errors, files the agent wrote, the processes that ran (counted at ``spawn``,
+found in ``/proc`` by the run's HOME), a turn running on another thread, and what the model
+was sent. A suite whose tests need nothing of their own builds its fixtures from
+:func:`stream_rig` (the pinned binary, offline, and one model server per module) and
+:func:`live_test` (a work directory, a counting executor and the events of one test, with
+nothing left running after it).
 """
 
 from __future__ import annotations
@@ -13,9 +17,13 @@ from __future__ import annotations
 import os
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
+from concurrent.futures import Future
+from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
+from typing import Any, Generic, TypeVar
 
 import pytest
 
@@ -24,30 +32,24 @@ from agentshim.core.conversation import TransportKind
 from agentshim.core.events import AgentEvent, Lifecycle
 from agentshim.core.permissions import ApprovalPolicy, NativePermissions
 from agentshim.core.retry import RetryPolicy
-from agentshim.core.turn import TurnResult
-from agentshim.doctor.model_server import (
-    Match,
-    Message,
-    ModelServer,
-    RequestKind,
-    Rule,
-    Text,
-    ToolCall,
-)
+from agentshim.doctor.model_server import Message, ModelServer, RequestKind, Rule, Text, ToolCall
 from agentshim.doctor.offline import OfflineCli, offline_cli
 from agentshim.execution.host import HostCommandExecutor
 from agentshim.execution.host_process import HostProcess
 from agentshim.execution.process import SpawnRequest
 from agentshim.execution.pty_process import PtyProcess, PtySize
+from agentshim.providers.acp import AcpAgentConfig, acp_catalog
 from agentshim.session import Session
 
 from .binaries import require_binary
-from .suite import assert_nothing_left_running
+from .scenarios import RUNNING, call_then_answer
+from .suite import assert_nothing_left_running, live_processes
 
 __all__ = [
     "AFTER_TOOL",
     "FAST_RETRY",
     "HELLO",
+    "LONG_LIVED_TRANSPORTS",
     "NEEDS_PROC",
     "PROMPT_RETURN_S",
     "SEEN_WITHIN_S",
@@ -56,6 +58,7 @@ __all__ = [
     "CountingExecutor",
     "Live",
     "StreamRig",
+    "acp_agent",
     "alive",
     "exited",
     "live_test",
@@ -78,6 +81,20 @@ FAST_RETRY = {"retry-after-ms": "50"}
 #: Every live suite's mark: the processes of a run are found through ``/proc``.
 NEEDS_PROC = pytest.mark.skipif(
     not Path("/proc/self/environ").exists(), reason="the run's processes are found through /proc"
+)
+
+T = TypeVar("T")
+
+#: Every long-lived transport, as (provider, transport): each CLI's stream (app-server, ACP,
+#: rpc), and Claude Code's TUI besides its stream-json.
+LONG_LIVED_TRANSPORTS = (
+    ("claude", TransportKind.LONG_LIVED),
+    ("claude", TransportKind.TUI),
+    ("codex", TransportKind.LONG_LIVED),
+    ("gemini", TransportKind.LONG_LIVED),
+    ("opencode", TransportKind.LONG_LIVED),
+    ("copilot", TransportKind.LONG_LIVED),
+    ("pi", TransportKind.LONG_LIVED),
 )
 
 HELLO = "Hello from the stream."
@@ -124,19 +141,7 @@ def exited(pid: int) -> bool:
 
 def run_processes(home: Path, needle: str) -> list[int]:
     """Live processes of the run (by HOME) whose command line contains ``needle``."""
-    marker = f"HOME={home}".encode()
-    found: list[int] = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit() or int(entry.name) == os.getpid():
-            continue
-        try:
-            environ = (entry / "environ").read_bytes()
-            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
-        except (OSError, UnicodeDecodeError):
-            continue
-        if marker in environ.split(b"\0") and needle in cmdline and alive(int(entry.name)):
-            found.append(int(entry.name))
-    return found
+    return [p.pid for p in live_processes() if p.of_run(home) and needle in p.cmdline]
 
 
 def wait_for(condition: Callable[[], bool], within: float, what: str) -> None:
@@ -146,30 +151,29 @@ def wait_for(condition: Callable[[], bool], within: float, what: str) -> None:
         time.sleep(0.05)
 
 
-class Background:
-    """A turn running on another thread: its result, or the error it raised."""
+class Background(Generic[T]):
+    """A call (a turn, mostly) running on another thread: its result, or the error it raised."""
 
-    def __init__(self, run: Callable[[], TurnResult]) -> None:
-        self.value: TurnResult | None = None
-        self.error: BaseException | None = None
+    def __init__(self, run: Callable[[], T]) -> None:
         self.ended_at: float | None = None
-        self._thread = threading.Thread(target=self._main, args=(run,), daemon=True)
-        self._thread.start()
+        self._outcome: Future[T] = Future()
+        threading.Thread(target=self._main, args=(run,), daemon=True).start()
 
-    def _main(self, run: Callable[[], TurnResult]) -> None:
+    def _main(self, run: Callable[[], T]) -> None:
+        settle: Callable[[], None]
         try:
-            self.value = run()
+            settle = partial(self._outcome.set_result, run())
         except BaseException as error:  # handed to the test thread
-            self.error = error
-        self.ended_at = time.monotonic()
+            settle = partial(self._outcome.set_exception, error)
+        self.ended_at = time.monotonic()  # before join() can return
+        settle()
 
-    def join(self, timeout: float) -> TurnResult:
-        self._thread.join(timeout)
-        assert not self._thread.is_alive(), f"the turn did not return within {timeout:g} s"
-        if self.error is not None:
-            raise self.error
-        assert self.value is not None
-        return self.value
+    def join(self, timeout: float) -> T:
+        """Its result (or its error, raised here); fails the test after ``timeout`` seconds."""
+        try:
+            return self._outcome.result(timeout)
+        except FutureTimeout:
+            raise AssertionError(f"the call did not return within {timeout:g} s") from None
 
 
 @dataclass(frozen=True)
@@ -210,29 +214,27 @@ class Live:
     def server(self) -> ModelServer:
         return self.rig.server
 
-    def agent(
-        self,
-        *,
-        permissions: NativePermissions | None = None,
-        approvals: object = None,
-        transport: TransportKind | None = None,
-        stall_timeout: float | None = None,
-    ) -> Agent:
-        """An Agent of the rig's provider and transport on this test's executor, retrying nothing."""
-        return Agent(
-            self.rig.provider,
-            permissions=permissions or NativePermissions.bypass(),
-            approvals=approvals or ApprovalPolicy.DENY,  # type: ignore[arg-type]
-            model=self.rig.cli.model,
-            env=dict(self.rig.cli.env),
-            executor=self.executor,
-            transport=transport or self.rig.transport,
-            event_handlers=self.events.append,
-            check_timeout=60.0,
-            stall_timeout=stall_timeout,
+    def agent_options(self, **overrides: Any) -> dict[str, Any]:
+        """What the suite builds its agents with: bypass, approvals denied, the rig's CLI
+        offline on this test's executor and transport, its events recorded, nothing retried;
+        ``overrides`` (any keyword of Agent) replace or add to it."""
+        return {
+            "permissions": NativePermissions.bypass(),
+            "approvals": ApprovalPolicy.DENY,
+            "model": self.rig.cli.model,
+            "env": dict(self.rig.cli.env),
+            "executor": self.executor,
+            "transport": self.rig.transport,
+            "event_handlers": self.events.append,
+            "check_timeout": 60.0,
             # A failure is the suite's to see, not the session's to retry.
-            retry=RetryPolicy(delays=()),
-        )
+            "retry": RetryPolicy(delays=()),
+            **overrides,
+        }
+
+    def agent(self, **overrides: Any) -> Agent:
+        """An Agent of the rig's provider built with :meth:`agent_options`."""
+        return Agent(self.rig.provider, **self.agent_options(**overrides))
 
     def session(self, agent: Agent | None = None, session_id: str | None = None) -> Session:
         agent = agent or self.agent()
@@ -315,6 +317,25 @@ def suite_fixtures(
     return rig, live
 
 
+def acp_agent(
+    config: AcpAgentConfig,
+    approvals: object,
+    env: Mapping[str, str],
+    transport: TransportKind = TransportKind.LONG_LIVED,
+    permissions: NativePermissions | None = None,
+) -> Agent:
+    """An Agent of the generic ACP provider for the agent ``config`` names, as a user builds
+    one agentshim has no provider for (``permissions``: workspace_write() unless given)."""
+    return Agent(
+        config.name,
+        permissions=permissions or NativePermissions.workspace_write(),
+        approvals=approvals,  # type: ignore[arg-type]
+        env=env,
+        transport=transport,
+        catalog=acp_catalog(config),
+    )
+
+
 def model_asked(server: ModelServer) -> bool:
     """Whether the CLI has asked the model for its answer yet (the turn is running)."""
     return any(request.kind is RequestKind.MAIN for request in server.requests)
@@ -322,10 +343,4 @@ def model_asked(server: ModelServer) -> bool:
 
 def tool_then_text(command: str, text: str = AFTER_TOOL) -> tuple[Rule, ...]:
     """A script that runs ``command`` in the CLI's shell tool, then answers ``text``."""
-    return (
-        Rule(
-            match=Match(last_input_is_tool_result=False),
-            respond=Message((Text("Running it."), ToolCall(command=command))),
-        ),
-        Rule(match=Match(last_input_is_tool_result=True), respond=Text(text)),
-    )
+    return call_then_answer(Message((*RUNNING, ToolCall(command=command))), Text(text))

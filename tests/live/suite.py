@@ -69,6 +69,10 @@ class LiveRun:
             cwd=str(self.work), timeout=TURN_TIMEOUT, session_id=session_id
         )
 
+    def script(self, scenario: sc.Scenario) -> None:
+        """Have the server answer as ``scenario`` scripts it."""
+        self.server.set_script(scenario.rules)
+
     def request(self, scenario: sc.Scenario, **overrides: Any) -> TurnRequest:
         return TurnRequest(prompt=scenario.prompt, extra_args=self.cli.extra_args, **overrides)
 
@@ -76,21 +80,39 @@ class LiveRun:
         return [r for r in self.server.requests if r.kind is RequestKind.MAIN]
 
 
-def _home_processes(home: Path) -> list[tuple[int, str]]:
-    """Processes whose environment has this run's HOME: everything the CLI started."""
-    marker = f"HOME={home}".encode()
-    found: list[tuple[int, str]] = []
+@dataclass(frozen=True)
+class ProcessSeen:
+    """A live process as ``/proc`` shows it: its pid, command line and environment."""
+
+    pid: int
+    cmdline: str
+    environ: tuple[bytes, ...]
+
+    def of_run(self, home: Path) -> bool:
+        """Whether it belongs to the run whose HOME is ``home`` (the CLIs pass HOME on to
+        everything they start)."""
+        return f"HOME={home}".encode() in self.environ
+
+
+def live_processes() -> Iterator[ProcessSeen]:
+    """Every process but this one that ``/proc`` lets us read, zombies left out."""
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit() or int(entry.name) == os.getpid():
             continue
         try:
             environ = (entry / "environ").read_bytes()
             cmdline = (entry / "cmdline").read_bytes()
-        except OSError:
+            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
+        except (OSError, IndexError):
             continue
-        if marker + b"\0" in environ + b"\0":
-            found.append((int(entry.name), cmdline.replace(b"\0", b" ").decode(errors="replace")))
-    return found
+        if state != "Z":
+            command = cmdline.replace(b"\0", b" ").decode(errors="replace")
+            yield ProcessSeen(int(entry.name), command, tuple(environ.split(b"\0")))
+
+
+def _home_processes(home: Path) -> list[tuple[int, str]]:
+    """Processes whose environment has this run's HOME: everything the CLI started."""
+    return [(p.pid, p.cmdline) for p in live_processes() if p.of_run(home)]
 
 
 def assert_nothing_left_running(home: Path, wait_s: float = 5.0) -> None:
@@ -126,6 +148,16 @@ def make_rig(provider: str, root: Path) -> Iterator[Rig]:
         yield Rig(binary, root, server, cli, agent)
 
 
+def _name(scenario: sc.Scenario) -> str:
+    return scenario.name
+
+
+#: The scenarios whose turn must give the scripted answer (a shell command that exits nonzero
+#: fails its tool call, not the turn), and those whose turn must fail as scripted.
+ANSWERS = (sc.SHELL_TOOL, sc.LONG_ANSWER, sc.UNICODE_TOOL, sc.TWO_TOOLS, sc.FAILED_TOOL)
+FAILURES = (sc.HTTP_500, sc.HTTP_401, sc.CONTEXT_OVERFLOW)
+
+
 class LiveSuite:
     """The scenarios, as test methods; a provider's module subclasses it.
 
@@ -138,10 +170,9 @@ class LiveSuite:
 
     @pytest.fixture
     def live(self, rig: Rig, request: pytest.FixtureRequest) -> Iterator[LiveRun]:
-        scenario = sc.BY_NAME.get(request.node.originalname.removeprefix("test_"))
-        rig.server.set_script(scenario.rules if scenario is not None else sc.PLAIN.rules)
+        rig.server.set_script(sc.PLAIN.rules)  # until the test scripts its scenario
         rig.server.clear_requests()
-        work = rig.root / "work" / request.node.originalname
+        work = rig.root / "work" / request.node.name
         work.mkdir(parents=True)
         events = RecordingEventHandler()
         agent = CliAgent(rig.agent.cli, event_handlers=events)
@@ -174,6 +205,7 @@ class LiveSuite:
         checks.check_failure(error, scenario)
 
     def run_answer(self, live: LiveRun, scenario: sc.Scenario) -> TurnResult:
+        live.script(scenario)
         result = live.session().turn(live.request(scenario))
         self.check_answer(live, scenario, result)
         return result
@@ -181,6 +213,7 @@ class LiveSuite:
     def run_failure(
         self, live: LiveRun, scenario: sc.Scenario, session_id: str | None = None
     ) -> None:
+        live.script(scenario)
         with pytest.raises(AgentShimError) as caught:
             live.session(session_id).turn(live.request(scenario))
         self.check_failure(caught.value, scenario)
@@ -191,12 +224,14 @@ class LiveSuite:
         result = self.run_answer(live, sc.PLAIN)
         assert result.resumed is False
 
-    def test_shell_tool(self, live: LiveRun) -> None:
-        self.run_answer(live, sc.SHELL_TOOL)
+    @pytest.mark.parametrize("scenario", ANSWERS, ids=_name)
+    def test_answer(self, live: LiveRun, scenario: sc.Scenario) -> None:
+        self.run_answer(live, scenario)
 
     def test_resume(self, live: LiveRun) -> None:
         setup = sc.RESUME.setup
         assert setup is not None
+        live.script(sc.RESUME)  # its rules answer the setup turn too
         session = live.session()
         first = session.turn(live.request(setup))
         assert first.text == setup.text
@@ -213,18 +248,14 @@ class LiveSuite:
         self.run_failure(live, sc.RESUME_MISSING, sc.missing_session_id(self.provider))
         assert live.main_requests() == []
 
-    def test_http_500(self, live: LiveRun) -> None:
-        self.run_failure(live, sc.HTTP_500)
-
-    def test_http_401(self, live: LiveRun) -> None:
-        self.run_failure(live, sc.HTTP_401)
-
-    def test_context_overflow(self, live: LiveRun) -> None:
-        self.run_failure(live, sc.CONTEXT_OVERFLOW)
+    @pytest.mark.parametrize("scenario", FAILURES, ids=_name)
+    def test_failure(self, live: LiveRun, scenario: sc.Scenario) -> None:
+        self.run_failure(live, scenario)
 
     def test_structured_output(self, live: LiveRun, tmp_path: Path) -> None:
         schema_dir = tmp_path / "schema"
         schema_dir.mkdir()
+        live.script(sc.STRUCTURED)
         request = live.request(
             sc.STRUCTURED, output_schema=OutputSchema(sc.STRUCTURED_SCHEMA, host_dir=schema_dir)
         )
@@ -237,19 +268,6 @@ class LiveSuite:
         result = live.session().turn(request)
         assert result.structured_output == sc.STRUCTURED_VALUE
         self.check_session(live, result)
-
-    def test_long_answer(self, live: LiveRun) -> None:
-        self.run_answer(live, sc.LONG_ANSWER)
-
-    def test_unicode_tool_output(self, live: LiveRun) -> None:
-        self.run_answer(live, sc.UNICODE_TOOL)
-
-    def test_two_tool_calls(self, live: LiveRun) -> None:
-        self.run_answer(live, sc.TWO_TOOLS)
-
-    def test_failed_tool_call(self, live: LiveRun) -> None:
-        # A command that exits nonzero fails the tool call, not the turn.
-        self.run_answer(live, sc.FAILED_TOOL)
 
     def test_mcp_config_restored(self, live: LiveRun, tmp_path: Path) -> None:
         marker = tmp_path / "mcp-stub-started"

@@ -17,6 +17,7 @@ import shutil
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -35,10 +36,11 @@ from agentshim.core.events import ToolCall as ToolCallEvent
 from agentshim.core.permissions import NativeMode, NativePermissions
 from agentshim.doctor.clis import cache_root
 from agentshim.doctor.model_server import Match, Message, ModelServer, Rule, Text, ToolCall
-from agentshim.doctor.offline import offline_cli
-from agentshim.providers.acp import AcpAgentConfig, acp_catalog
+from agentshim.doctor.offline import OfflineCli, offline_cli
+from agentshim.providers.acp import AcpAgentConfig
+from agentshim.session import Session
 
-from .streams import NEEDS_PROC, TURN_TIMEOUT, Background, alive, wait_for
+from .streams import NEEDS_PROC, TURN_TIMEOUT, Background, acp_agent, run_processes, wait_for
 
 CLAUDE_ACP = "@agentclientprotocol/claude-agent-acp"
 CLAUDE_ACP_VERSION = "0.101.0"
@@ -72,84 +74,95 @@ def _installed(package: str, version: str) -> Path:
     return binary
 
 
-def _left(home: Path) -> list[int]:
-    """Live processes whose environment has this run's HOME."""
-    marker = f"HOME={home}".encode()
-    found: list[int] = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit() or int(entry.name) == os.getpid():
-            continue
-        try:
-            environ = (entry / "environ").read_bytes().split(b"\0")
-        except OSError:
-            continue
-        if marker in environ and alive(int(entry.name)):
-            found.append(int(entry.name))
-    return found
+class Adapter:
+    """An adapter installed from npm, pointed at the model server with the offline recipe of
+    the CLI behind it, and configured as a user would: by its command line only.
 
+    ``answer`` is what its script answers a plain prompt; ``config`` are the rest of its
+    AcpAgentConfig. Its approval handler allows every tool call but one whose name holds
+    "denied", and keeps the names it was asked about in ``asked``.
+    """
 
-class CodexAcp:
-    def __init__(self, root: Path, server: ModelServer) -> None:
-        binary = _installed(CODEX_ACP, CODEX_ACP_VERSION)
-        self.cli = offline_cli("codex", server, root=root, bin_dir=binary.parent)
+    def __init__(
+        self, root: Path, binary: Path, cli: OfflineCli, answer: str, **config: Any
+    ) -> None:
+        self.answer = answer
+        self.cli = cli
         self.work = root / "work"
         self.work.mkdir()
-        self.config = AcpAgentConfig(
-            name="codex-acp",
-            command=[str(binary)],
-            env=dict(self.cli.env),
-            notice_prefixes=(CODEX_WARNING,),
-            # It starts read-only; each native mode is one of its presets.
-            permission_modes={
-                NativeMode.BYPASS: "full-access",
-                NativeMode.WORKSPACE_WRITE: "auto",
-                NativeMode.READ_ONLY: "read-only",
-            },
-        )
+        self.config = AcpAgentConfig(command=[str(binary)], env=dict(cli.env), **config)
+        self.asked: list[str] = []
 
     def agent(
         self,
         transport: TransportKind = TransportKind.LONG_LIVED,
         permissions: NativePermissions | None = None,
     ) -> Agent:
-        return Agent(
-            "codex-acp",
-            permissions=permissions or NativePermissions.workspace_write(),
-            approvals=lambda request: ApprovalDecision.allow(),
-            env=dict(self.cli.env),
-            transport=transport,
-            catalog=acp_catalog(self.config),
+        def decide(request: ApprovalRequest) -> ApprovalDecision:
+            self.asked.append(request.tool)
+            if "denied" in request.tool:
+                return ApprovalDecision.deny("not this one")
+            return ApprovalDecision.allow()
+
+        return acp_agent(self.config, decide, dict(self.cli.env), transport, permissions)
+
+
+def _modes(bypass: str, workspace_write: str, read_only: str) -> dict[NativeMode, str]:
+    """An adapter's mode for each native mode (its ``permission_modes``)."""
+    return {
+        NativeMode.BYPASS: bypass,
+        NativeMode.WORKSPACE_WRITE: workspace_write,
+        NativeMode.READ_ONLY: read_only,
+    }
+
+
+def _codex_acp(root: Path, server: ModelServer) -> Adapter:
+    binary = _installed(CODEX_ACP, CODEX_ACP_VERSION)
+    cli = offline_cli("codex", server, root=root, bin_dir=binary.parent)
+    return Adapter(
+        root,
+        binary,
+        cli,
+        ANSWER,
+        name="codex-acp",
+        notice_prefixes=(CODEX_WARNING,),
+        # It starts read-only; each native mode is one of its presets.
+        permission_modes=_modes(
+            bypass="full-access", workspace_write="auto", read_only="read-only"
+        ),
+    )
+
+
+def _script(answer: str, **touches: str) -> list[Rule]:
+    """A prompt holding a word of ``touches`` runs ``touch`` of its file, one holding ``SLOW``
+    a ``sleep 30``; a call's result is answered AFTER_TOOL, anything else ``answer``."""
+
+    def on(word: str, said: str, command: str) -> Rule:
+        calls = Message((Text(said), ToolCall(command=command)))
+        return Rule(
+            match=Match(last_input_is_tool_result=False, user_text_contains=word), respond=calls
         )
 
-
-SCRIPT = [
-    Rule(
-        match=Match(last_input_is_tool_result=False, user_text_contains="TOUCH"),
-        respond=Message((Text("Running it."), ToolCall(command="touch made.txt"))),
-    ),
-    Rule(
-        match=Match(last_input_is_tool_result=False, user_text_contains="SLOW"),
-        respond=Message((Text("Waiting."), ToolCall(command="sleep 30"))),
-    ),
-    Rule(match=Match(last_input_is_tool_result=True), respond=Text(AFTER_TOOL)),
-    Rule(respond=Text(ANSWER)),
-]
+    return [
+        *(on(word, "Running it.", f"touch {name}") for word, name in touches.items()),
+        on("SLOW", "Waiting.", "sleep 30"),
+        Rule(match=Match(last_input_is_tool_result=True), respond=Text(AFTER_TOOL)),
+        Rule(respond=Text(answer)),
+    ]
 
 
-@pytest.fixture
-def codex_acp(tmp_path: Path) -> Iterator[CodexAcp]:
-    with ModelServer(SCRIPT) as server:
-        adapter = CodexAcp(tmp_path, server)
-        yield adapter
-        wait_for(lambda: _left(adapter.cli.home) == [], 15, "codex-acp's exit")
-
-
+@pytest.mark.parametrize("adapter", ["codex-acp"], indirect=True)
 class TestCodexAcp:
-    def test_two_turns_a_mode_switch_its_warning_kept_out_and_close(
-        self, codex_acp: CodexAcp
-    ) -> None:
+    def bypass_session(self, adapter: Adapter) -> Session:
+        """A session in bypass, codex-acp's "full-access" preset (the sandboxed ones need
+        bubblewrap)."""
+        return adapter.agent(permissions=NativePermissions.bypass()).start_session(
+            str(adapter.work)
+        )
+
+    def test_two_turns_a_mode_switch_its_warning_kept_out_and_close(self, adapter: Adapter) -> None:
         events: list[AgentEvent] = []
-        with codex_acp.agent().start_session(str(codex_acp.work)) as session:
+        with adapter.agent().start_session(str(adapter.work)) as session:
             first = session.turn("Say hello.", on_event=events.append).result
             session.set_mode("read-only")
             second = session.turn("Again.", on_event=events.append).result
@@ -164,24 +177,14 @@ class TestCodexAcp:
         assert any(isinstance(e, UsageReport) for e in events)
         assert first.context_window is not None
 
-    def test_one_shot_turns_reopen_the_session_in_a_new_process(self, codex_acp: CodexAcp) -> None:
-        with codex_acp.agent(TransportKind.ONE_SHOT).start_session(str(codex_acp.work)) as session:
-            first = session.turn("Say hello.").result
-            second = session.turn("Again.").result
-        assert second.session_id == first.session_id
-        assert second.resumed
-        assert second.text == ANSWER
-
     def test_a_tool_runs_in_bypass_and_its_call_is_reported_end_to_end(
-        self, codex_acp: CodexAcp
+        self, adapter: Adapter
     ) -> None:
-        # Its sandboxed presets need bubblewrap; bypass is its "full-access" preset.
         events: list[AgentEvent] = []
-        agent = codex_acp.agent(permissions=NativePermissions.bypass())
-        with agent.start_session(str(codex_acp.work)) as session:
+        with self.bypass_session(adapter) as session:
             result = session.turn("TOUCH it", on_event=events.append).result
         assert result.text.endswith(AFTER_TOOL)
-        assert (codex_acp.work / "made.txt").exists()
+        assert (adapter.work / "made.txt").exists()
         (call,) = [e for e in events if isinstance(e, ToolCallEvent)]
         assert call.tool == "touch made.txt"
         statuses = [e.status for e in events if isinstance(e, ToolCallUpdated)]
@@ -190,11 +193,10 @@ class TestCodexAcp:
         assert [e.exit_code for e in events if isinstance(e, ToolResult)] == [0]
 
     def test_an_interrupt_mid_tool_ends_the_turn_and_leaves_no_process(
-        self, codex_acp: CodexAcp
+        self, adapter: Adapter
     ) -> None:
         events: list[AgentEvent] = []
-        agent = codex_acp.agent(permissions=NativePermissions.bypass())
-        with agent.start_session(str(codex_acp.work)) as session:
+        with self.bypass_session(adapter) as session:
             running = Background(lambda: session.turn("SLOW", on_event=events.append).result)
             wait_for(
                 lambda: any(isinstance(e, ToolCallEvent) for e in events), 60, "the tool's start"
@@ -220,82 +222,66 @@ def _node22() -> Path | None:
     return Path(node).parent if major.isdigit() and int(major) >= 22 else None
 
 
-class ClaudeAcp:
-    def __init__(self, root: Path, server: ModelServer) -> None:
-        node = _node22()
-        if node is None:
-            pytest.skip("claude-agent-acp needs Node.js 22 or later")
-        binary = _installed(CLAUDE_ACP, CLAUDE_ACP_VERSION)
-        path = os.pathsep.join((str(node), "/usr/local/bin", "/usr/bin", "/bin"))
-        self.cli = offline_cli("claude", server, root=root, bin_dir=binary.parent, path=path)
-        self.work = root / "work"
-        self.work.mkdir()
-        self.config = AcpAgentConfig(
-            name="claude-agent-acp",
-            command=[str(binary)],
-            env=dict(self.cli.env),
-            # Claude Code's notices come as agent text.
-            notice_prefixes=("**Warning:**",),
-            # It starts in "auto", which never asks: workspace_write() is its "default".
-            permission_modes={
-                NativeMode.BYPASS: "bypassPermissions",
-                NativeMode.WORKSPACE_WRITE: "default",
-                NativeMode.READ_ONLY: "plan",
-            },
-        )
-        self.asked: list[str] = []
-
-    def agent(self, transport: TransportKind = TransportKind.LONG_LIVED) -> Agent:
-        asked = self.asked
-
-        def decide(request: ApprovalRequest) -> ApprovalDecision:
-            asked.append(request.tool)
-            if "denied" in request.tool:
-                return ApprovalDecision.deny("not this one")
-            return ApprovalDecision.allow()
-
-        return Agent(
-            "claude-agent-acp",
-            permissions=NativePermissions.workspace_write(),
-            approvals=decide,
-            env=dict(self.cli.env),
-            transport=transport,
-            catalog=acp_catalog(self.config),
-        )
+def _claude_acp(root: Path, server: ModelServer) -> Adapter:
+    node = _node22()
+    if node is None:
+        pytest.skip("claude-agent-acp needs Node.js 22 or later")
+    binary = _installed(CLAUDE_ACP, CLAUDE_ACP_VERSION)
+    path = os.pathsep.join((str(node), "/usr/local/bin", "/usr/bin", "/bin"))
+    cli = offline_cli("claude", server, root=root, bin_dir=binary.parent, path=path)
+    return Adapter(
+        root,
+        binary,
+        cli,
+        CLAUDE_ANSWER,
+        name="claude-agent-acp",
+        notice_prefixes=("**Warning:**",),  # Claude Code's notices come as agent text
+        # It starts in "auto", which never asks: workspace_write() is its "default".
+        permission_modes=_modes(
+            bypass="bypassPermissions", workspace_write="default", read_only="plan"
+        ),
+    )
 
 
-CLAUDE_SCRIPT = [
-    Rule(
-        match=Match(last_input_is_tool_result=False, user_text_contains="ALLOWED"),
-        respond=Message((Text("Running it."), ToolCall(command="touch allowed.txt"))),
+#: Each adapter: how it is installed and set up, and what the model server answers it.
+ADAPTERS = {
+    "codex-acp": (_codex_acp, _script(ANSWER, TOUCH="made.txt")),
+    "claude-agent-acp": (
+        _claude_acp,
+        _script(CLAUDE_ANSWER, ALLOWED="allowed.txt", DENIED="denied.txt"),
     ),
-    Rule(
-        match=Match(last_input_is_tool_result=False, user_text_contains="DENIED"),
-        respond=Message((Text("Running it."), ToolCall(command="touch denied.txt"))),
-    ),
-    Rule(
-        match=Match(last_input_is_tool_result=False, user_text_contains="SLOW"),
-        respond=Message((Text("Waiting."), ToolCall(command="sleep 30"))),
-    ),
-    Rule(match=Match(last_input_is_tool_result=True), respond=Text(AFTER_TOOL)),
-    Rule(respond=Text(CLAUDE_ANSWER)),
-]
+}
 
 
 @pytest.fixture
-def claude_acp(tmp_path: Path) -> Iterator[ClaudeAcp]:
-    with ModelServer(CLAUDE_SCRIPT) as server:
-        adapter = ClaudeAcp(tmp_path, server)
-        yield adapter
-        wait_for(lambda: _left(adapter.cli.home) == [], 15, "claude-agent-acp's exit")
+def adapter(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Adapter]:
+    """The adapter of ADAPTERS a test is parametrized with (``indirect=True``), against its
+    script; no process of it may be left once the test is done."""
+    make, script = ADAPTERS[request.param]
+    with ModelServer(script) as server:
+        running = make(tmp_path, server)
+        yield running
+        home = running.cli.home
+        wait_for(lambda: run_processes(home, "") == [], 15, f"{running.config.name}'s exit")
 
 
+@pytest.mark.parametrize("adapter", sorted(ADAPTERS), indirect=True)
+def test_one_shot_turns_reopen_the_session_in_a_new_process(adapter: Adapter) -> None:
+    with adapter.agent(TransportKind.ONE_SHOT).start_session(str(adapter.work)) as session:
+        first = session.turn("Say hello.").result
+        second = session.turn("Again.").result
+    assert second.session_id == first.session_id
+    assert second.resumed
+    assert second.text == adapter.answer
+
+
+@pytest.mark.parametrize("adapter", ["claude-agent-acp"], indirect=True)
 class TestClaudeAgentAcp:
     def test_two_turns_a_tool_allowed_one_denied_a_mode_switch_and_close(
-        self, claude_acp: ClaudeAcp
+        self, adapter: Adapter
     ) -> None:
         events: list[AgentEvent] = []
-        with claude_acp.agent().start_session(str(claude_acp.work)) as session:
+        with adapter.agent().start_session(str(adapter.work)) as session:
             first = session.turn("Say hello.", on_event=events.append).result
             allowed = session.turn("ALLOWED", on_event=events.append).result
             denied = session.turn("DENIED", on_event=events.append).result
@@ -303,10 +289,10 @@ class TestClaudeAgentAcp:
             session.turn("Again.", on_event=events.append)
         assert first.text == CLAUDE_ANSWER
         assert allowed.text.endswith(AFTER_TOOL)
-        assert (claude_acp.work / "allowed.txt").exists()
-        assert not (claude_acp.work / "denied.txt").exists()
+        assert (adapter.work / "allowed.txt").exists()
+        assert not (adapter.work / "denied.txt").exists()
         assert denied.stop_reason is not None
-        assert claude_acp.asked == ["touch allowed.txt", "touch denied.txt"]
+        assert adapter.asked == ["touch allowed.txt", "touch denied.txt"]
         modes = [e.mode_id for e in events if isinstance(e, ModeChanged)]
         assert modes[:2] == ["auto", "default"]
         assert modes[-1] == "plan"
@@ -314,15 +300,15 @@ class TestClaudeAgentAcp:
         assert sorted(calls) == sorted(e.tool_id for e in events if isinstance(e, ToolResult))
 
     def test_an_interrupt_mid_tool_ends_the_turn_and_leaves_no_process(
-        self, claude_acp: ClaudeAcp
+        self, adapter: Adapter
     ) -> None:
         events: list[AgentEvent] = []
-        with claude_acp.agent().start_session(str(claude_acp.work)) as session:
+        with adapter.agent().start_session(str(adapter.work)) as session:
             running = Background(lambda: session.turn("SLOW", on_event=events.append).result)
             wait_for(
                 lambda: (
                     any(isinstance(e, (ToolResult, ToolCallUpdated)) for e in events)
-                    or "sleep 30" in claude_acp.asked
+                    or "sleep 30" in adapter.asked
                 ),
                 60,
                 "the tool's start",
@@ -336,14 +322,3 @@ class TestClaudeAgentAcp:
         assert again.text in (CLAUDE_ANSWER, AFTER_TOOL)
         calls = {e.tool_id for e in events if isinstance(e, ToolCallEvent)}
         assert calls == {e.tool_id for e in events if isinstance(e, ToolResult)}
-
-    def test_one_shot_turns_reopen_the_session_in_a_new_process(
-        self, claude_acp: ClaudeAcp
-    ) -> None:
-        agent = claude_acp.agent(TransportKind.ONE_SHOT)
-        with agent.start_session(str(claude_acp.work)) as session:
-            first = session.turn("Say hello.").result
-            second = session.turn("Again.").result
-        assert second.session_id == first.session_id
-        assert second.resumed
-        assert second.text == CLAUDE_ANSWER

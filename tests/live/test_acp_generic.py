@@ -23,28 +23,14 @@ from agentshim import Agent
 from agentshim.core.approvals import ApprovalDecision, ApprovalRequest
 from agentshim.core.conversation import TransportKind
 from agentshim.core.events import AgentEvent, ApprovalAnswered, ModeChanged, ToolCall, ToolResult
-from agentshim.core.permissions import NativePermissions
-from agentshim.providers.acp import AcpAgentConfig, acp_catalog
+from agentshim.providers.acp import AcpAgentConfig
 
-from .streams import NEEDS_PROC, TURN_TIMEOUT, Background, alive, wait_for
+from .streams import NEEDS_PROC, TURN_TIMEOUT, Background, acp_agent, wait_for
+from .suite import live_processes
 
 pytestmark = NEEDS_PROC
 
 ROOT = Path(__file__).parents[2]
-
-
-def _processes(marker: str) -> list[int]:
-    found: list[int] = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit() or int(entry.name) == os.getpid():
-            continue
-        try:
-            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
-        except (OSError, UnicodeDecodeError):
-            continue
-        if marker in cmdline and alive(int(entry.name)):
-            found.append(int(entry.name))
-    return found
 
 
 class FakeAgent:
@@ -67,17 +53,10 @@ class FakeAgent:
                 return ApprovalDecision.deny("not this one")
             return ApprovalDecision.allow()
 
-        return Agent(
-            "fake-acp",
-            permissions=NativePermissions.workspace_write(),
-            approvals=decide,
-            env=self.env,
-            transport=transport,
-            catalog=acp_catalog(self.config),
-        )
+        return acp_agent(self.config, decide, self.env, transport)
 
     def left(self) -> list[int]:
-        return _processes(self.marker)
+        return [p.pid for p in live_processes() if self.marker in p.cmdline]
 
 
 @pytest.fixture

@@ -10,8 +10,6 @@ import asyncio
 import threading
 
 from agentshim.aio import AsyncAgent
-from agentshim.core.permissions import ApprovalPolicy, NativePermissions
-from agentshim.core.retry import RetryPolicy
 from agentshim.doctor.model_server import Rule, Text
 from agentshim.session import Turn
 
@@ -25,20 +23,6 @@ rig, live = suite_fixtures("claude")
 SESSIONS = 4
 
 
-def async_agent(live: Live) -> AsyncAgent:
-    return AsyncAgent(
-        live.rig.provider,
-        permissions=NativePermissions.bypass(),
-        approvals=ApprovalPolicy.DENY,
-        model=live.rig.cli.model,
-        env=dict(live.rig.cli.env),
-        executor=live.executor,
-        transport=live.rig.transport,
-        check_timeout=60.0,
-        retry=RetryPolicy(delays=()),
-    )
-
-
 def test_concurrent_turns_each_on_their_own_process(live: Live) -> None:
     live.script(Rule(respond=Text(HELLO)))
     baseline = threading.active_count()
@@ -48,7 +32,7 @@ def test_concurrent_turns_each_on_their_own_process(live: Live) -> None:
             return await session.turn("Say hello.")
 
     async def main() -> list[Turn]:
-        agent = async_agent(live)
+        agent = AsyncAgent(live.rig.provider, **live.agent_options())
         return await asyncio.gather(*(one(agent) for _ in range(SESSIONS)))
 
     turns = asyncio.run(main())
@@ -62,7 +46,7 @@ def test_cancelling_the_awaiting_task_stops_the_tool_and_the_next_turn_works(liv
     live.script(*tool_then_text(LONG_TOOL))
 
     async def main() -> Turn:
-        agent = async_agent(live)
+        agent = AsyncAgent(live.rig.provider, **live.agent_options())
         async with agent.start_session(str(live.work)) as session:
             task = asyncio.create_task(session.turn("Sleep for a while."))
             loop = asyncio.get_running_loop()

@@ -1,11 +1,7 @@
-"""Live: Claude Code's stream transport on the real pinned binary, against the model server.
-
-Every test runs ``Agent("claude", transport=TransportKind.LONG_LIVED)`` on the real
-``HostCommandExecutor``: one long-lived ``claude -p --input-format stream-json`` process per
-session, offline (``agentshim.doctor.offline``), the model scripted per test. What is
-asserted is what a user sees: results, errors, files the agent wrote, the processes that ran
-(counted at ``spawn``, found in ``/proc`` by the run's HOME) and what the model was sent. The
-checks long-lived transports share are in ``stream_checks.py``.
+"""Live: Claude Code's stream transport, one ``claude -p --input-format stream-json`` process
+per session, on the real pinned binary (set up as ``streams.py`` describes). The checks
+long-lived transports share are in ``stream_checks.py``, those of both Claude transports in
+``claude_checks.py``.
 
 Run with ``pytest tests/live/test_claude_stream.py -s`` (``-s`` shows the measured start-up
 figures); skipped when the pinned claude is not installed.

@@ -11,7 +11,6 @@ import pytest
 from agentshim.core.conversation import TransportKind
 from agentshim.core.events import ToolResult
 
-from .limit_checks import limited_agent
 from .streams import NEEDS_PROC, Live, suite_fixtures, tool_then_text
 
 pytest.importorskip("opentelemetry.sdk")
@@ -34,7 +33,7 @@ def test_the_cli_and_its_tools_see_the_turn_span_as_traceparent(live: Live) -> N
     provider = TracerProvider()
     provider.add_span_processor(SimpleSpanProcessor(exporter))
     live.script(*tool_then_text("printenv TRACEPARENT"))
-    agent = limited_agent(live, tracing=Tracing(tracer_provider=provider))
+    agent = live.agent(tracing=Tracing(tracer_provider=provider))
     with live.session(agent) as session:
         session.turn("Show the trace context.")
     (turn,) = [s for s in exporter.get_finished_spans() if s.name == "invoke_agent claude"]

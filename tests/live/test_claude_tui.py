@@ -24,30 +24,15 @@ from agentshim.core.events import ToolCall as ToolCallEvent
 from agentshim.doctor.model_server import Hang, HttpError, RequestKind, Rule, Text
 from agentshim.tools import tool
 
+from . import streams as st
 from .claude_checks import ClaudeChecks
-from .streams import (
-    AFTER_TOOL,
-    HELLO,
-    NEEDS_PROC,
-    PROMPT_RETURN_S,
-    SEEN_WITHIN_S,
-    TURN_TIMEOUT,
-    Background,
-    Live,
-    alive,
-    model_asked,
-    run_processes,
-    suite_fixtures,
-    tool_then_text,
-    wait_for,
-)
 from .test_stream_robustness import WakeCountingExecutor
 from .test_tools import ANSWER as TOOL_ANSWER
 from .test_tools import _script as tool_script
 
-pytestmark = NEEDS_PROC
+pytestmark = st.NEEDS_PROC
 
-rig, live = suite_fixtures("claude", TransportKind.TUI)
+rig, live = st.suite_fixtures("claude", TransportKind.TUI)
 
 
 class TestClaudeChecks(ClaudeChecks):
@@ -59,8 +44,8 @@ class TestClaudeChecks(ClaudeChecks):
     approvals_name_the_call = False
 
 
-def test_two_turns_run_on_one_process(live: Live) -> None:
-    live.script(Rule(respond=Text(HELLO)))
+def test_two_turns_run_on_one_process(live: st.Live) -> None:
+    live.script(Rule(respond=Text(st.HELLO)))
     with live.session() as session:
         started = time.monotonic()
         first = session.turn("Say hello.").result
@@ -69,7 +54,7 @@ def test_two_turns_run_on_one_process(live: Live) -> None:
         second = session.turn("Say hello\x1b[201~ again.\r\nPlease.").result
         warm_s = time.monotonic() - started
     print(f"\nclaude tui: turn 1 (start-up, trust dialog) {cold_s:.2f} s; turn 2 {warm_s:.2f} s")
-    assert first.text == second.text == HELLO
+    assert first.text == second.text == st.HELLO
     assert len(live.executor.spawned) == 1, live.executor.argvs
     argv = live.executor.argvs[0]
     assert "-p" not in argv
@@ -85,21 +70,21 @@ def test_two_turns_run_on_one_process(live: Live) -> None:
     assert "Please." in sent[-1]
 
 
-def test_a_tool_turn_reports_the_call_and_its_result(live: Live) -> None:
-    live.script(*tool_then_text("echo tui-tool-output"))
+def test_a_tool_turn_reports_the_call_and_its_result(live: st.Live) -> None:
+    live.script(*st.tool_then_text("echo tui-tool-output"))
     with live.session() as session:
         result = session.turn("Run echo.").result
-    assert result.text == AFTER_TOOL
+    assert result.text == st.AFTER_TOOL
     calls = [e for e in live.events if isinstance(e, ToolCallEvent)]
     results = [e for e in live.events if isinstance(e, ToolResult)]
     assert [c.tool for c in calls] == ["Bash"]
     assert "tui-tool-output" in results[0].stdout
 
 
-def test_a_401_turn_is_auth_within_ten_seconds(live: Live) -> None:
-    live.script(Rule(respond=Text(HELLO), times=1), Rule(respond=HttpError(401)))
+def test_a_401_turn_is_auth_within_ten_seconds(live: st.Live) -> None:
+    live.script(Rule(respond=Text(st.HELLO), times=1), Rule(respond=HttpError(401)))
     with live.session() as session:
-        assert session.turn("Say hello.").result.text == HELLO
+        assert session.turn("Say hello.").result.text == st.HELLO
         started = time.monotonic()
         with pytest.raises(CliExitError) as caught:
             session.turn("Now fail.")
@@ -110,48 +95,48 @@ def test_a_401_turn_is_auth_within_ten_seconds(live: Live) -> None:
     assert took < 10.0
 
 
-def test_interrupt_while_the_model_is_silent(live: Live) -> None:
-    live.script(Rule(respond=Hang(60.0), times=1), Rule(respond=Text(HELLO)))
+def test_interrupt_while_the_model_is_silent(live: st.Live) -> None:
+    live.script(Rule(respond=Hang(60.0), times=1), Rule(respond=Text(st.HELLO)))
     with live.session() as session:
-        running = Background(lambda: session.turn("Take your time.").result)
-        wait_for(lambda: model_asked(live.server), SEEN_WITHIN_S, "the model request")
+        running = st.Background(lambda: session.turn("Take your time.").result)
+        st.wait_for(lambda: st.model_asked(live.server), st.SEEN_WITHIN_S, "the model request")
         time.sleep(0.5)
         session.interrupt()
-        assert running.join(PROMPT_RETURN_S + TURN_TIMEOUT).interrupted
+        assert running.join(st.PROMPT_RETURN_S + st.TURN_TIMEOUT).interrupted
         after = session.turn("Say hello.").result
-    assert after.text == HELLO
+    assert after.text == st.HELLO
     # The interrupted prompt came back into the input box; it must not ride along.
     last = [r.facts.user_text for r in live.server.requests if r.kind is RequestKind.MAIN][-1]
     assert "Take your time" not in last.split("Say hello")[-1]
 
 
-def test_close_leaves_no_process_behind(live: Live) -> None:
-    live.script(Rule(respond=Text(HELLO)))
+def test_close_leaves_no_process_behind(live: st.Live) -> None:
+    live.script(Rule(respond=Text(st.HELLO)))
     home = live.rig.cli.home
     with live.session() as session:
         session.turn("Say hello.")
         (pid,) = live.cli_pids()
-    wait_for(lambda: not alive(pid), PROMPT_RETURN_S, "the TUI process ending")
+    st.wait_for(lambda: not st.alive(pid), st.PROMPT_RETURN_S, "the TUI process ending")
     kinds = [e.kind for e in live.events if isinstance(e, Lifecycle)]
     assert kinds.count("dialog_answered") == 1
     # Ctrl-C twice: the CLI exits 0 by itself (no signal was needed).
     ((_, process),) = live.executor.spawned
     assert process.wait(0) == 0
-    assert not run_processes(home, "claude")
+    assert not st.run_processes(home, "claude")
 
 
-def test_whole_turns_wake_the_reader_on_events_only(live: Live) -> None:
+def test_whole_turns_wake_the_reader_on_events_only(live: st.Live) -> None:
     # Start-up (dialogs, SessionStart), the prompt, Stop and the transcript's close: each
     # wait ends on the terminal, a hook, or a single timer, never on a 50 ms clock.
     live.executor = WakeCountingExecutor()
-    live.script(Rule(respond=Text(HELLO)))
+    live.script(Rule(respond=Text(st.HELLO)))
     with live.session() as session:
         first = session.turn("Say hello.").result
         second = session.turn("Say hello again.").result
         (process,) = [p for _, p in live.executor.spawned]
         wakes = process.empty_wakes  # type: ignore[attr-defined]
     print(f"\nclaude tui: {wakes} empty wakes over start-up and two turns")
-    assert first.text == second.text == HELLO
+    assert first.text == second.text == st.HELLO
     assert first.usage.increment_known
     assert second.usage.increment_known
     # Looking every 50 ms was about 60 empty wakes over the same two turns (and the pause
@@ -160,7 +145,7 @@ def test_whole_turns_wake_the_reader_on_events_only(live: Live) -> None:
 
 
 @pytest.mark.parametrize("attempt", range(5))
-def test_the_first_turn_has_the_python_tools(live: Live, attempt: int) -> None:
+def test_the_first_turn_has_the_python_tools(live: st.Live, attempt: int) -> None:
     """Claude Code lists MCP servers in the background; the first prompt waits for the tools."""
     calls: list[tuple[str, int]] = []
 

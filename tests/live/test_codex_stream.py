@@ -1,11 +1,6 @@
-"""Live: Codex's app-server transport on the real pinned binary, against the model server.
-
-Every test runs ``Agent("codex", transport=TransportKind.LONG_LIVED)`` on the real
-``HostCommandExecutor``: one long-lived ``codex app-server`` process per session, offline
-(``agentshim.doctor.offline``), the model scripted per test. What is asserted is what a user
-sees: results, errors, files, the processes that ran (counted at ``spawn``, found in ``/proc``
-by the run's HOME) and what the model was sent. The checks long-lived transports share are
-in ``stream_checks.py``.
+"""Live: Codex's app-server transport, one ``codex app-server`` process per session, run as
+``streams.py`` says with the shared checks of ``stream_checks.py``, and Codex's own: usage per
+turn, approvals, threads resumed (or missing), API failures and structured output.
 
 Run with ``pytest tests/live/test_codex_stream.py``; skipped when the pinned codex is not
 installed.

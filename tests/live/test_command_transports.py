@@ -11,8 +11,6 @@ Run with ``pytest tests/live/test_command_transports.py``.
 
 from __future__ import annotations
 
-import os
-import signal
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -48,31 +46,28 @@ def server() -> Iterator[ModelServer]:
 
 @pytest.mark.parametrize(("transport", "provider"), PAIRS)
 def test_run_answers_on_every_offered_transport(
-    transport: str, provider: str, server: ModelServer, tmp_path: Path
+    transport: str, provider: str, server: ModelServer, work: Path, tmp_path: Path
 ) -> None:
     binary = require_binary(provider)
     cli = offline_cli(provider, server, root=tmp_path, bin_dir=binary.path.parent)
-    work = tmp_path / "work"
-    work.mkdir()
     argv = [sys.executable, "-m", "agentshim", "run", "--provider", provider]
     argv += ["--transport", transport, "--timeout", "90", "--cwd", str(work)]
     if cli.model is not None:
         argv += ["--model", cli.model]
-    process = subprocess.Popen(
-        [*argv, "Say hello."],
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env={**cli.env, "PYTHONPATH": str(ROOT)},
-        cwd=work,
-        start_new_session=True,
-    )
+    # Killed on a hang: the CLI it started runs in a session of its own either way.
     try:
-        out, err = process.communicate(timeout=HANG_GUARD_S)
-    except subprocess.TimeoutExpired:
-        os.killpg(process.pid, signal.SIGKILL)
-        out, err = process.communicate()
-        pytest.fail(f"agentshim run hung for {HANG_GUARD_S:g} s:\n{out}\n{err}")
-    assert process.returncode == EXIT_OK, f"{out}\n{err}"
-    assert ANSWER in out
+        done = subprocess.run(
+            [*argv, "Say hello."],
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            env={**cli.env, "PYTHONPATH": str(ROOT)},
+            cwd=work,
+            start_new_session=True,
+            timeout=HANG_GUARD_S,
+            check=False,
+        )
+    except subprocess.TimeoutExpired as hung:
+        pytest.fail(f"agentshim run hung for {HANG_GUARD_S:g} s:\n{hung.stdout!r}\n{hung.stderr!r}")
+    assert done.returncode == EXIT_OK, f"{done.stdout}\n{done.stderr}"
+    assert ANSWER in done.stdout

@@ -1,14 +1,8 @@
-"""Live: Copilot CLI's ACP transport on the real pinned binary, against the model server.
+"""Live: Copilot CLI's ACP transport, one ``copilot --acp`` process per session.
 
-Every test runs ``Agent("copilot", transport=TransportKind.LONG_LIVED)`` on the real
-``HostCommandExecutor``: one long-lived ``copilot --acp`` process per session, offline
-(``agentshim.doctor.offline``), the model scripted per test. What is asserted is what a
-user sees: results, errors, files the agent wrote, the processes that ran (counted at
-``spawn``, found in ``/proc`` by the run's HOME) and what the model was sent. The checks every
-ACP agent passes are in ``acp_stream_checks.py``.
-
-Run with ``pytest tests/live/test_copilot_stream.py``; skipped when the pinned copilot is
-not installed.
+How the stream suites run and what they check: ``streams.py``; the checks every ACP agent
+passes are in ``acp_stream_checks.py``. Run with ``pytest tests/live/test_copilot_stream.py``
+(skipped when the pinned copilot is not installed).
 """
 
 from __future__ import annotations

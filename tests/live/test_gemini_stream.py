@@ -1,14 +1,10 @@
-"""Live: Gemini CLI's ACP transport on the real pinned binary, against the model server.
+"""Live: Gemini CLI's ACP transport (``gemini --acp``), the real pinned binary against the
+model server, as ``streams.py`` describes: the checks every ACP agent passes
+(``acp_stream_checks.py``), stalls, the long-lived contract, and what is Gemini's own (an
+interrupt while the handler decides, a killed process whose session loads again, an MCP
+server that lives as long as the session, a TurnRequest sent as one prompt).
 
-Every test runs ``Agent("gemini", transport=TransportKind.LONG_LIVED)`` on the real
-``HostCommandExecutor``: one long-lived ``gemini --acp`` process per session, offline
-(``agentshim.doctor.offline``), the model scripted per test. What is asserted is what a
-user sees: results, errors, files the agent wrote, the processes that ran (counted at
-``spawn``, found in ``/proc`` by the run's HOME) and what the model was sent. The checks every
-ACP agent passes are in ``acp_stream_checks.py``.
-
-Run with ``pytest tests/live/test_gemini_stream.py``; skipped when the pinned gemini is not
-installed.
+Run with ``pytest tests/live/test_gemini_stream.py``; skipped when gemini is not installed.
 """
 
 from __future__ import annotations

@@ -53,6 +53,7 @@ from agentshim.doctor.offline import offline_cli
 from agentshim.tools import LocalToolServer, tool
 
 from .binaries import require_binary
+from .streams import Background
 
 pytestmark = [
     pytest.mark.skipif(sys.platform != "linux", reason="reads /proc"),
@@ -219,27 +220,9 @@ def _run(code: str, task: dict[str, Any], **options: Any) -> Any:
     return json.loads(done.stdout)
 
 
-class _Background:
+def _same_user_client(task: dict[str, Any]) -> Background[Any]:
     """A same-user client started mid-turn; answered once the turn's reader serves again."""
-
-    def __init__(self, task: dict[str, Any]) -> None:
-        self.answer: Any = None
-        self.error: BaseException | None = None
-        self._thread = threading.Thread(target=self._main, args=(task,), daemon=True)
-        self._thread.start()
-
-    def _main(self, task: dict[str, Any]) -> None:
-        try:
-            self.answer = _run(SAME_USER, task)
-        except BaseException as error:
-            self.error = error
-
-    def join(self) -> Any:
-        self._thread.join(120)
-        assert not self._thread.is_alive(), "the same-user client got no answer"
-        if self.error is not None:
-            raise self.error
-        return self.answer
+    return Background(lambda: _run(SAME_USER, task))
 
 
 @pytest.mark.parametrize(("provider", "transport", "called", "namespace"), CASES)
@@ -257,7 +240,7 @@ def test_a_turn_keeps_its_secrets_and_tools_from_other_users_and_asks_for_same_u
     secret = f"mcp-secret-{secrets.token_hex(8)}"
     servings = _Servings(monkeypatch)
     report: dict[str, Any] = {}
-    clients: list[_Background] = []
+    clients: list[Background[Any]] = []
 
     @tool
     def probe() -> str:
@@ -271,8 +254,8 @@ def test_a_turn_keeps_its_secrets_and_tools_from_other_users_and_asks_for_same_u
         [credential] = serving.credential_env.values()
         task = {"needles": [secret, credential], "roots": roots, "socket": serving.socket_path}
         report.update(_run(ATTACKER, task, user=NOBODY, group=NOBODY, extra_groups=[]))
-        clients.append(_Background({"socket": serving.socket_path, "credential": None}))
-        clients.append(_Background({"socket": serving.socket_path, "credential": credential}))
+        clients.append(_same_user_client({"socket": serving.socket_path, "credential": None}))
+        clients.append(_same_user_client({"socket": serving.socket_path, "credential": credential}))
         return "ok"
 
     ran: list[str] = []
@@ -324,7 +307,7 @@ def test_a_turn_keeps_its_secrets_and_tools_from_other_users_and_asks_for_same_u
                 # The TUI connects its MCP servers in the background: a first prompt that
                 # beat them was answered without the tools; the next one has them.
                 result = s.turn("Check the machine.").result
-            answers = [client.join() for client in clients]
+            answers = [client.join(120) for client in clients]
     assert result.text == "Checked."
     assert report, "the model never called probe"
     # Another user: nothing found in any argv, environment or file it could read.

@@ -18,17 +18,17 @@ from typing import ClassVar
 
 import pytest
 
-from agentshim import CliAgent, TurnRequest
 from agentshim.core.events import RunStarted
 from agentshim.core.mcp import HttpMcpServer, StdioMcpServer
 from agentshim.doctor.model_server import ModelServer, Rule, Text
-from agentshim.doctor.offline import offline_cli
 from agentshim.testing import RecordingEventHandler
 
-from .binaries import require_binary
+from .one_shot import pinned_offline, run_one_shot
 
 SECRET = "live-mcp-secret-3b7e1d"
 STUB = Path(__file__).with_name("mcp_stub_server.py")
+#: The model's script: every turn is a plain "hello".
+HELLO = (Rule(respond=Text("hello")),)
 # $0 is the file to write, then the stub's command line, then where to copy the workspace's
 # MCP config files to and the workspace (they are restored when the turn ends).
 DUMP_THEN_SERVE = (
@@ -40,11 +40,8 @@ DUMP_THEN_SERVE = (
 
 @pytest.mark.parametrize("provider", ["claude", "codex", "copilot", "gemini", "opencode"])
 def test_the_server_sees_its_env_value_and_argv_never_holds_it(
-    provider: str, tmp_path: Path
+    provider: str, work: Path, tmp_path: Path
 ) -> None:
-    binary = require_binary(provider)
-    work = tmp_path / "work"
-    work.mkdir()
     seen = tmp_path / "seen-token"
     marker = tmp_path / "stub-started"
     config = tmp_path / "config-during-the-turn"
@@ -64,20 +61,9 @@ def test_the_server_sees_its_env_value_and_argv_never_holds_it(
         env={"AGENTSHIM_LIVE_TOKEN": SECRET},
     )
     events = RecordingEventHandler()
-    with ModelServer() as model:
-        model.set_script((Rule(respond=Text("hello")),))
-        cli = offline_cli(provider, model, root=tmp_path, bin_dir=binary.path.parent)
-        env = {**cli.env, "PATH": f"{binary.path.parent}:/usr/bin:/bin"}
-        agent = CliAgent(provider, env=env, model=cli.model, event_handlers=events)
-        result = agent.run(
-            TurnRequest(
-                "Say hello.",
-                cwd=str(work),
-                mcp_servers=(server,),
-                extra_args=tuple(cli.extra_args),
-                timeout=180,
-            )
-        )
+    with ModelServer(HELLO) as model:
+        cli = pinned_offline(provider, model, tmp_path)
+        result = run_one_shot(cli, provider, work, "Say hello.", events, mcp_servers=(server,))
     assert result.text == "hello"
     assert marker.exists(), "the CLI never started the MCP server"
     assert seen.read_text() == SECRET
@@ -145,11 +131,8 @@ class _HeaderRecorder(http.server.BaseHTTPRequestHandler):
 
 @pytest.mark.parametrize("provider", ["claude", "gemini", "opencode"])
 def test_an_http_server_gets_its_header_and_no_file_or_argv_holds_it(
-    provider: str, tmp_path: Path
+    provider: str, work: Path, tmp_path: Path
 ) -> None:
-    binary = require_binary(provider)
-    work = tmp_path / "work"
-    work.mkdir()
     _HeaderRecorder.seen = []
     _HeaderRecorder.workspace = work
     _HeaderRecorder.config = tmp_path / "config-during-the-turn"
@@ -164,20 +147,9 @@ def test_an_http_server_gets_its_header_and_no_file_or_argv_holds_it(
             headers={"Authorization": header},
         )
         events = RecordingEventHandler()
-        with ModelServer() as model:
-            model.set_script((Rule(respond=Text("hello")),))
-            cli = offline_cli(provider, model, root=tmp_path, bin_dir=binary.path.parent)
-            env = {**cli.env, "PATH": f"{binary.path.parent}:/usr/bin:/bin"}
-            agent = CliAgent(provider, env=env, model=cli.model, event_handlers=events)
-            result = agent.run(
-                TurnRequest(
-                    "Say hello.",
-                    cwd=str(work),
-                    mcp_servers=(server,),
-                    extra_args=tuple(cli.extra_args),
-                    timeout=180,
-                )
-            )
+        with ModelServer(HELLO) as model:
+            cli = pinned_offline(provider, model, tmp_path)
+            result = run_one_shot(cli, provider, work, "Say hello.", events, mcp_servers=(server,))
     finally:
         httpd.shutdown()
         httpd.server_close()

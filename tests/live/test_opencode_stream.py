@@ -1,14 +1,8 @@
-"""Live: opencode's ACP transport on the real pinned binary, against the model server.
+"""Live: opencode over ACP (``opencode acp``) on its pinned binary, offline.
 
-Every test runs ``Agent("opencode", transport=TransportKind.LONG_LIVED)`` on the real
-``HostCommandExecutor``: one long-lived ``opencode acp`` process per session, offline
-(``agentshim.doctor.offline``), the model scripted per test. What is asserted is what a
-user sees: results, errors, files the agent wrote, the processes that ran (counted at
-``spawn``, found in ``/proc`` by the run's HOME) and what the model was sent. The checks every
-ACP agent passes are in ``acp_stream_checks.py``.
-
-Run with ``pytest tests/live/test_opencode_stream.py``; skipped when the pinned opencode is
-not installed.
+The suites' set-up is in ``streams.py``, the ACP checks in ``acp_stream_checks.py``; here is
+only what is opencode's. ``pytest tests/live/test_opencode_stream.py`` runs it; it is skipped
+without the pinned opencode.
 """
 
 from __future__ import annotations

@@ -1,14 +1,7 @@
-"""Live: Pi's rpc transport on the real pinned binary, against the model server.
+"""Live: Pi's rpc transport (``pi --mode rpc``) on the real pinned binary.
 
-Every test runs ``Agent("pi", transport=TransportKind.LONG_LIVED)`` on the real
-``HostCommandExecutor``: one long-lived ``pi --mode rpc`` process per session, offline
-(``agentshim.doctor.offline``), the model scripted per test. What is asserted is what a
-user sees: results, errors, the processes that ran (counted at ``spawn``, found in ``/proc``
-by the run's HOME) and what the model was sent. The checks long-lived transports share are
-in ``stream_checks.py``.
-
-Run with ``pytest tests/live/test_pi_stream.py``; skipped when the pinned pi is not
-installed.
+See ``streams.py`` for how a stream suite runs and ``stream_checks.py`` for the checks every
+long-lived transport passes. ``pytest tests/live/test_pi_stream.py``; skipped without pi.
 """
 
 from __future__ import annotations

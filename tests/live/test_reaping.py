@@ -17,6 +17,7 @@ import os
 import signal
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -25,7 +26,7 @@ from agentshim.core.errors import AgentShimError, CliTimeoutError
 from agentshim.core.turn import TurnRequest, TurnResult
 from agentshim.doctor.model_server import Match, Message, Rule, ToolCall
 
-from .suite import Rig
+from .suite import Rig, live_processes, make_rig
 
 pytestmark = pytest.mark.skipif(
     not Path("/proc/self/environ").exists(), reason="reaping is observed through /proc"
@@ -41,20 +42,7 @@ SLEEP_SEEN_WITHIN = 60.0
 
 def run_processes(home: Path) -> dict[int, str]:
     """Live processes whose environment has this run's HOME, with their command lines."""
-    marker = f"HOME={home}".encode()
-    found: dict[int, str] = {}
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit() or int(entry.name) == os.getpid():
-            continue
-        try:
-            environ = (entry / "environ").read_bytes()
-            cmdline = (entry / "cmdline").read_bytes()
-            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
-        except (OSError, IndexError):
-            continue
-        if state != "Z" and marker in environ.split(b"\0"):
-            found[int(entry.name)] = cmdline.replace(b"\0", b" ").decode(errors="replace")
-    return found
+    return {p.pid: p.cmdline for p in live_processes() if p.of_run(home)}
 
 
 class Watcher:
@@ -91,10 +79,15 @@ class Watcher:
         return alive
 
 
-class ReapingSuite:
-    """Cancel and timeout mid-``sleep`` for one provider; a subclass sets ``provider``."""
+@pytest.fixture(scope="class", params=["claude", "codex", "gemini", "opencode", "copilot", "pi"])
+def rig(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Rig]:
+    """One provider's binary, HOME, model server and agent, shared by its tests."""
+    provider: str = request.param
+    yield from make_rig(provider, tmp_path_factory.mktemp(f"live-{provider}"))
 
-    provider: str = ""
+
+class TestReaping:
+    """Cancel and timeout mid-``sleep``, on each provider."""
 
     @pytest.fixture
     def live(self, rig: Rig, request: pytest.FixtureRequest) -> tuple[Rig, Path]:
@@ -145,27 +138,3 @@ class ReapingSuite:
         )
         assert time.monotonic() - started < TURN_TIMEOUT + 30
         assert survivors == {}, f"{len(survivors)} process(es) survived the timeout: {survivors}"
-
-
-class TestClaudeReaping(ReapingSuite):
-    provider = "claude"
-
-
-class TestCodexReaping(ReapingSuite):
-    provider = "codex"
-
-
-class TestGeminiReaping(ReapingSuite):
-    provider = "gemini"
-
-
-class TestOpencodeReaping(ReapingSuite):
-    provider = "opencode"
-
-
-class TestCopilotReaping(ReapingSuite):
-    provider = "copilot"
-
-
-class TestPiReaping(ReapingSuite):
-    provider = "pi"

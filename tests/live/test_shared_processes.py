@@ -20,11 +20,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from agentshim.agent import Agent
-from agentshim.core.conversation import TransportKind
 from agentshim.core.errors import CliDiedError
-from agentshim.core.permissions import ApprovalPolicy, NativePermissions
-from agentshim.core.retry import RetryPolicy
 from agentshim.core.sharing import ProcessSharing
 from agentshim.doctor.model_server import Hang, Match, Message, Rule, Text, ToolCall
 from agentshim.session import Session
@@ -60,22 +56,6 @@ def live(rig: StreamRig, request: pytest.FixtureRequest) -> Iterator[Live]:
     yield from live_test(rig, request)
 
 
-def shared_agent(live: Live) -> Agent:
-    return Agent(
-        live.rig.provider,
-        permissions=NativePermissions.bypass(),
-        approvals=ApprovalPolicy.DENY,
-        model=live.rig.cli.model,
-        env=dict(live.rig.cli.env),
-        executor=live.executor,
-        transport=TransportKind.LONG_LIVED,
-        event_handlers=live.events.append,
-        check_timeout=60.0,
-        retry=RetryPolicy(delays=()),
-        share_processes=ProcessSharing(),
-    )
-
-
 def answer(session: Session, prompt: str) -> Background:
     return Background(lambda: session.turn(prompt).result)
 
@@ -90,7 +70,7 @@ def test_two_conversations_share_one_process_through_interrupt_and_crash(live: L
         Rule(match=Match(user_text_contains="ALPHA"), respond=Text(ALPHA, **streamed)),
         Rule(match=Match(user_text_contains="BETA"), respond=Text(BETA, **streamed)),
     )
-    agent = shared_agent(live)
+    agent = live.agent(share_processes=ProcessSharing())
     with live.session(agent) as first, live.session(agent) as second:
         # Interleaved turns: both run at once on one process.
         alpha, beta = (
@@ -151,7 +131,7 @@ def test_codex_reaps_only_the_interrupted_threads_commands(live: Live) -> None:
         ),
         Rule(match=Match(last_input_is_tool_result=True), respond=Text("slept")),
     )
-    agent = shared_agent(live)
+    agent = live.agent(share_processes=ProcessSharing())
     with live.session(agent) as first, live.session(agent) as second:
         alpha = answer(first, "ALPHA: sleep.")
         beta = answer(second, "BETA: sleep.")

@@ -25,7 +25,6 @@ from typing import Any
 
 import pytest
 
-from agentshim.core.conversation import TransportKind
 from agentshim.core.session_policy import Continuity
 from agentshim.core.tools import tool
 from agentshim.doctor.model_server import Rule, Text
@@ -35,11 +34,11 @@ from agentshim.execution.pty_process import PtySize
 
 from .streams import (
     HELLO,
+    LONG_LIVED_TRANSPORTS,
     NEEDS_PROC,
     PROMPT_RETURN_S,
     SEEN_WITHIN_S,
     TURN_TIMEOUT,
-    Background,
     CountingExecutor,
     Live,
     StreamRig,
@@ -52,16 +51,6 @@ from .streams import (
 )
 
 pytestmark = NEEDS_PROC
-
-TRANSPORTS = [
-    ("claude", TransportKind.LONG_LIVED),
-    ("claude", TransportKind.TUI),
-    ("codex", TransportKind.LONG_LIVED),
-    ("gemini", TransportKind.LONG_LIVED),
-    ("opencode", TransportKind.LONG_LIVED),
-    ("copilot", TransportKind.LONG_LIVED),
-    ("pi", TransportKind.LONG_LIVED),
-]
 
 #: Tool commands that each leave something behind a plain process-group kill, by the part of
 #: a command line that shows them running.
@@ -81,7 +70,10 @@ SHAPES = {
 
 
 @pytest.fixture(
-    scope="module", name="rig", params=TRANSPORTS, ids=[f"{p}-{t.value}" for p, t in TRANSPORTS]
+    scope="module",
+    name="rig",
+    params=LONG_LIVED_TRANSPORTS,
+    ids=[f"{p}-{t.value}" for p, t in LONG_LIVED_TRANSPORTS],
 )
 def _rig(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
@@ -129,8 +121,7 @@ def test_an_interrupt_during_a_tool_leaves_nothing_it_started(live: Live, shape:
     command, seen, needles = SHAPES[shape]
     live.script(*tool_then_text(command))
     with live.session() as session:
-        running = Background(lambda: session.turn("Run the command.").result)
-        wait_for(lambda: live.running(seen), SEEN_WITHIN_S, seen)
+        running = live.tool_turn(session, "Run the command.", seen)
         for needle in needles:
             wait_for(lambda needle=needle: live.running(needle), SEEN_WITHIN_S, needle)
         session.interrupt()
@@ -163,14 +154,15 @@ class _CountingProcess:
         self.empty_wakes = 0
 
     def next_output(self, timeout: float | None) -> Any:
-        output = self.process.next_output(timeout)
-        self.empty_wakes += output is None
-        return output
+        return self._counted(self.process.next_output(timeout))
 
     def read(self, timeout: float | None) -> Any:
-        data = self.process.read(timeout)
-        self.empty_wakes += not data
-        return data
+        return self._counted(self.process.read(timeout))
+
+    def _counted(self, output: Any) -> Any:
+        """``output`` as read; a read that brought nothing (None, or no bytes) is counted."""
+        self.empty_wakes += not output
+        return output
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.process, name)
@@ -199,8 +191,7 @@ def test_a_silent_turn_wakes_its_reader_only_a_handful_of_times(live: Live) -> N
     live.script(*tool_then_text("sleep 3"))
     session = live.agent().start_session(str(live.work), tools=(echo,))
     with session:
-        running = Background(lambda: session.turn("Run the command.").result)
-        wait_for(lambda: live.running("sleep 3"), SEEN_WITHIN_S, "sleep 3")
+        running = live.tool_turn(session, "Run the command.", "sleep 3")
         (process,) = [p for _, p in live.executor.spawned]
         before = process.empty_wakes  # type: ignore[attr-defined]
         wait_for(lambda: not live.running("sleep 3"), SEEN_WITHIN_S, "the sleep ending")

@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from agentshim import CliAgent, TurnRequest
 from agentshim.agent import Agent
 from agentshim.core.approvals import ApprovalDecision, ApprovalRequest
 from agentshim.core.conversation import TransportKind
@@ -32,13 +32,14 @@ from agentshim.core.hooks import HookCallbacks, HookEvent
 from agentshim.core.permissions import ApprovalPolicy, NativePermissions
 from agentshim.doctor.model_server import Match, Message, ModelServer, RequestKind, Rule, Text
 from agentshim.doctor.model_server import ToolCall as ScriptedCall
-from agentshim.doctor.offline import offline_cli
+from agentshim.doctor.offline import OfflineCli, offline_cli
 from agentshim.providers.codex import CodexProvider, CodexSandboxConfig
 from agentshim.testing import RecordingEventHandler
-from agentshim.tools import tool
+from agentshim.tools import Tool, tool
 
 from .binaries import require_binary
-from .streams import CountingExecutor
+from .one_shot import pinned_offline, run_one_shot
+from .streams import LONG_LIVED_TRANSPORTS, CountingExecutor
 
 # What each CLI calls tool ``lookup`` of MCP server ``agentshim``: (offered as, called as,
 # namespace of the call). Codex offers an MCP server as one Responses ``namespace`` tool,
@@ -67,6 +68,34 @@ def _script(provider: str) -> tuple[Rule, ...]:
     )
 
 
+def _recording_lookup() -> tuple[Tool, list[tuple[str, int]]]:
+    """The tool the script calls, ``lookup``, and the list of the calls it ran."""
+    calls: list[tuple[str, int]] = []
+
+    @tool
+    def lookup(key: str, count: int) -> str:
+        """Look a key up; returns what it holds."""
+        calls.append((key, count))
+        return f"{count}-blue"
+
+    return lookup, calls
+
+
+def _long_lived_agent(
+    provider: str, cli: OfflineCli, events: list[AgentEvent], **options: Any
+) -> Agent:
+    """An Agent of ``provider`` on ``cli``, its events kept in ``events``; ``options`` name its
+    transport, permissions and approvals."""
+    return Agent(
+        provider,
+        model=cli.model,
+        env=dict(cli.env),
+        event_handlers=events.append,
+        check_timeout=60.0,
+        **options,
+    )
+
+
 def _files(root: Path) -> set[str]:
     return {str(p.relative_to(root)) for p in root.rglob("*")}
 
@@ -81,37 +110,16 @@ ONE_SHOT = [
 
 @pytest.mark.parametrize(("provider", "sandbox"), ONE_SHOT)
 def test_the_function_runs_and_its_result_reaches_the_model(
-    provider: str, sandbox: CodexSandboxConfig | None, tmp_path: Path
+    provider: str, sandbox: CodexSandboxConfig | None, work: Path, tmp_path: Path
 ) -> None:
-    binary = require_binary(provider)
-    work = tmp_path / "work"
-    work.mkdir()
-    calls: list[tuple[str, int]] = []
-
-    @tool
-    def lookup(key: str, count: int) -> str:
-        """Look a key up; returns what it holds."""
-        calls.append((key, count))
-        return f"{count}-blue"
-
+    lookup, calls = _recording_lookup()
     events = RecordingEventHandler()
-    with ModelServer() as model:
-        model.set_script(_script(provider))
-        cli = offline_cli(provider, model, root=tmp_path, bin_dir=binary.path.parent)
-        env = {**cli.env, "PATH": f"{binary.path.parent}:/usr/bin:/bin"}
+    with ModelServer(_script(provider)) as model:
+        cli = pinned_offline(provider, model, tmp_path)
         chosen = provider if sandbox is None else CodexProvider(sandbox=sandbox)
-        agent = CliAgent(chosen, env=env, model=cli.model, event_handlers=events)
         before = _files(work)
         tmp_before = set(os.listdir("/tmp"))
-        result = agent.run(
-            TurnRequest(
-                "Look up the colour.",
-                cwd=str(work),
-                tools=(lookup,),
-                extra_args=tuple(cli.extra_args),
-                timeout=180,
-            )
-        )
+        result = run_one_shot(cli, chosen, work, "Look up the colour.", events, tools=(lookup,))
         requests = [r for r in model.requests if r.raw_body]
     assert calls == [("colour", 42)]
     assert result.text == ANSWER
@@ -128,18 +136,10 @@ def test_the_function_runs_and_its_result_reaches_the_model(
     assert any("42-blue" in e.stdout for e in results_seen), results_seen
 
 
-def test_claude_stream_serves_tools_in_band_and_calls_its_hooks(tmp_path: Path) -> None:
+def test_claude_stream_serves_tools_in_band_and_calls_its_hooks(work: Path, tmp_path: Path) -> None:
     binary = require_binary("claude")
-    work = tmp_path / "work"
-    work.mkdir()
-    calls: list[tuple[str, int]] = []
+    lookup, calls = _recording_lookup()
     seen: list[tuple[str, str | None]] = []
-
-    @tool
-    def lookup(key: str, count: int) -> str:
-        """Look a key up; returns what it holds."""
-        calls.append((key, count))
-        return f"{count}-blue"
 
     def before(request: ApprovalRequest) -> ApprovalDecision | None:
         seen.append(("PreToolUse", request.tool))
@@ -154,19 +154,16 @@ def test_claude_stream_serves_tools_in_band_and_calls_its_hooks(tmp_path: Path) 
         seen.append((event.name, None))
 
     events: list[AgentEvent] = []
-    with ModelServer() as model:
-        model.set_script(_script("claude"))
+    with ModelServer(_script("claude")) as model:
         cli = offline_cli("claude", model, root=tmp_path, bin_dir=binary.path.parent)
-        agent = Agent(
+        agent = _long_lived_agent(
             "claude",
+            cli,
+            events,
             permissions=NativePermissions.bypass(),
             approvals=ApprovalPolicy.DENY,
-            model=cli.model,
-            env=dict(cli.env),
             executor=CountingExecutor(),
             transport=TransportKind.LONG_LIVED,
-            event_handlers=events.append,
-            check_timeout=60.0,
         )
         hooks = HookCallbacks(pre_tool_use=before, post_tool_use=after, stop=stopped)
         with agent.start_session(str(work), tools=(lookup,), hooks=hooks) as session:
@@ -185,33 +182,12 @@ def test_claude_stream_serves_tools_in_band_and_calls_its_hooks(tmp_path: Path) 
     assert any(isinstance(e, ToolCall) and e.kind is ToolKind.MCP for e in events)
 
 
-def test_pi_gets_the_tools_as_an_extension(tmp_path: Path) -> None:
-    binary = require_binary("pi")
-    work = tmp_path / "work"
-    work.mkdir()
-    calls: list[tuple[str, int]] = []
-
-    @tool
-    def lookup(key: str, count: int) -> str:
-        """Look a key up; returns what it holds."""
-        calls.append((key, count))
-        return f"{count}-blue"
-
+def test_pi_gets_the_tools_as_an_extension(work: Path, tmp_path: Path) -> None:
+    lookup, calls = _recording_lookup()
     events = RecordingEventHandler()
-    with ModelServer() as model:
-        model.set_script(_script("pi"))
-        cli = offline_cli("pi", model, root=tmp_path, bin_dir=binary.path.parent)
-        env = {**cli.env, "PATH": f"{binary.path.parent}:/usr/bin:/bin"}
-        agent = CliAgent("pi", env=env, model=cli.model, event_handlers=events)
-        result = agent.run(
-            TurnRequest(
-                "Look up the colour.",
-                cwd=str(work),
-                tools=(lookup,),
-                extra_args=tuple(cli.extra_args),
-                timeout=180,
-            )
-        )
+    with ModelServer(_script("pi")) as model:
+        cli = pinned_offline("pi", model, tmp_path)
+        result = run_one_shot(cli, "pi", work, "Look up the colour.", events, tools=(lookup,))
         requests = [r for r in model.requests if r.raw_body]
     assert calls == [("colour", 42)]
     assert result.text == ANSWER
@@ -225,51 +201,32 @@ def test_pi_gets_the_tools_as_an_extension(tmp_path: Path) -> None:
     ]
 
 
-#: Every long-lived transport: the CLI's stream (app-server, ACP, rpc) and Claude Code's TUI.
+#: Every long-lived transport but Claude Code's stream-json (its in-band route is the test
+#: above): the CLIs' streams (app-server, ACP, rpc) and Claude Code's TUI.
 LONG_LIVED = [
     pytest.param(provider, transport, id=f"{provider}-{transport.value}")
-    for provider, transport in (
-        ("claude", TransportKind.TUI),
-        ("codex", TransportKind.LONG_LIVED),
-        ("copilot", TransportKind.LONG_LIVED),
-        ("gemini", TransportKind.LONG_LIVED),
-        ("opencode", TransportKind.LONG_LIVED),
-        ("pi", TransportKind.LONG_LIVED),
-    )
+    for provider, transport in LONG_LIVED_TRANSPORTS
+    if (provider, transport) != ("claude", TransportKind.LONG_LIVED)
 ]
 
 
 @pytest.mark.parametrize(("provider", "transport"), LONG_LIVED)
 def test_a_long_lived_conversation_serves_its_tools_to_every_turn(
-    provider: str, transport: TransportKind, tmp_path: Path
+    provider: str, transport: TransportKind, work: Path, tmp_path: Path
 ) -> None:
-    binary = require_binary(provider)
-    work = tmp_path / "work"
-    work.mkdir()
-    calls: list[tuple[str, int]] = []
-
-    @tool
-    def lookup(key: str, count: int) -> str:
-        """Look a key up; returns what it holds."""
-        calls.append((key, count))
-        return f"{count}-blue"
-
+    lookup, calls = _recording_lookup()
     events: list[AgentEvent] = []
     tmp_before = set(os.listdir("/tmp"))
     executor = CountingExecutor()
-    with ModelServer() as model:
-        model.set_script(_script(provider))
-        cli = offline_cli(provider, model, root=tmp_path, bin_dir=binary.path.parent)
-        agent = Agent(
+    with ModelServer(_script(provider)) as model:
+        agent = _long_lived_agent(
             provider,
+            pinned_offline(provider, model, tmp_path),
+            events,
             permissions=NativePermissions.bypass(),
             approvals=ApprovalPolicy.DENY,
-            model=cli.model,
-            env={**cli.env, "PATH": f"{binary.path.parent}:/usr/bin:/bin"},
             executor=executor,
             transport=transport,
-            event_handlers=events.append,
-            check_timeout=60.0,
         )
         with agent.start_session(str(work), tools=(lookup,)) as session:
             first = session.turn("Look up the colour.").result
@@ -313,38 +270,22 @@ def test_an_approval_handler_is_asked_at_the_tools_socket_and_the_call_reported(
     transport: TransportKind,
     permissions: NativePermissions,
     allowed: bool,
+    work: Path,
     tmp_path: Path,
 ) -> None:
     """The socket asks the handler and reports the call; a deny reaches the model instead."""
-    binary = require_binary(provider)
-    work = tmp_path / "work"
-    work.mkdir()
-    calls: list[tuple[str, int]] = []
+    lookup, calls = _recording_lookup()
     asked: list[ApprovalRequest] = []
-
-    @tool
-    def lookup(key: str, count: int) -> str:
-        """Look a key up; returns what it holds."""
-        calls.append((key, count))
-        return f"{count}-blue"
 
     def decide(request: ApprovalRequest) -> ApprovalDecision:
         asked.append(request)
         return ApprovalDecision.allow() if allowed else ApprovalDecision.deny("not-this-key")
 
     events: list[AgentEvent] = []
-    with ModelServer() as model:
-        model.set_script(_script(provider))
-        cli = offline_cli(provider, model, root=tmp_path, bin_dir=binary.path.parent)
-        agent = Agent(
-            provider,
-            permissions=permissions,
-            approvals=decide,
-            model=cli.model,
-            env={**cli.env, "PATH": f"{binary.path.parent}:/usr/bin:/bin"},
-            transport=transport,
-            event_handlers=events.append,
-            check_timeout=60.0,
+    with ModelServer(_script(provider)) as model:
+        cli = pinned_offline(provider, model, tmp_path)
+        agent = _long_lived_agent(
+            provider, cli, events, permissions=permissions, approvals=decide, transport=transport
         )
         with agent.start_session(str(work), tools=(lookup,)) as session:
             result = session.turn("Look up the colour.").result
@@ -370,30 +311,17 @@ def test_an_approval_handler_is_asked_at_the_tools_socket_and_the_call_reported(
 
 
 @pytest.mark.parametrize("provider", sorted(SCRIPTED))
-def test_a_raising_function_is_a_tool_error_the_model_reads(provider: str, tmp_path: Path) -> None:
-    binary = require_binary(provider)
-    work = tmp_path / "work"
-    work.mkdir()
-
+def test_a_raising_function_is_a_tool_error_the_model_reads(
+    provider: str, work: Path, tmp_path: Path
+) -> None:
     @tool
     def lookup(key: str, count: int) -> str:
         """Look a key up; returns what it holds."""
         raise LookupError(f"no record {key}-{count}-missing")
 
-    with ModelServer() as model:
-        model.set_script(_script(provider))
-        cli = offline_cli(provider, model, root=tmp_path, bin_dir=binary.path.parent)
-        env = {**cli.env, "PATH": f"{binary.path.parent}:/usr/bin:/bin"}
-        agent = CliAgent(provider, env=env, model=cli.model)
-        result = agent.run(
-            TurnRequest(
-                "Look up the colour.",
-                cwd=str(work),
-                tools=(lookup,),
-                extra_args=tuple(cli.extra_args),
-                timeout=180,
-            )
-        )
+    with ModelServer(_script(provider)) as model:
+        cli = pinned_offline(provider, model, tmp_path)
+        result = run_one_shot(cli, provider, work, "Look up the colour.", tools=(lookup,))
         bodies = [r.raw_body for r in model.requests if r.raw_body]
     assert result.text == ANSWER, "the turn went on after the tool failed"
     assert any(b"colour-42-missing" in body for body in bodies[1:]), "the error never reached it"
