@@ -201,34 +201,33 @@ class TestIds:
         assert all(i.startswith("turn_") for i in ids)
 
 
+# How an HTTP status and a CLI's error text are classified.
+KINDS_BY_STATUS = {
+    401: FailureKind.AUTH,
+    403: FailureKind.AUTH,
+    429: FailureKind.TRANSIENT,
+    500: FailureKind.TRANSIENT,
+    529: FailureKind.TRANSIENT,
+    400: FailureKind.OTHER,
+}
+KINDS_BY_TEXT = {
+    "Prompt is too long": FailureKind.CONTEXT_OVERFLOW,
+    "503 while compacting: prompt is too long": FailureKind.CONTEXT_OVERFLOW,
+    "Your input exceeds the context window of this model": FailureKind.CONTEXT_OVERFLOW,
+    "You've hit your usage limit": FailureKind.USAGE_LIMIT,
+    "Invalid API key": FailureKind.AUTH,
+    "API Error: 529 Overloaded": FailureKind.TRANSIENT,
+    "something odd": None,
+    "": None,
+}
+
+
 class TestFailures:
-    @pytest.mark.parametrize(
-        ("status", "kind"),
-        [
-            (401, FailureKind.AUTH),
-            (403, FailureKind.AUTH),
-            (429, FailureKind.TRANSIENT),
-            (500, FailureKind.TRANSIENT),
-            (529, FailureKind.TRANSIENT),
-            (400, FailureKind.OTHER),
-        ],
-    )
+    @pytest.mark.parametrize(("status", "kind"), KINDS_BY_STATUS.items())
     def test_status(self, status: int, kind: FailureKind) -> None:
         assert kind_from_status(status) is kind
 
-    @pytest.mark.parametrize(
-        ("text", "kind"),
-        [
-            ("Prompt is too long", FailureKind.CONTEXT_OVERFLOW),
-            ("503 while compacting: prompt is too long", FailureKind.CONTEXT_OVERFLOW),
-            ("Your input exceeds the context window of this model", FailureKind.CONTEXT_OVERFLOW),
-            ("You've hit your usage limit", FailureKind.USAGE_LIMIT),
-            ("Invalid API key", FailureKind.AUTH),
-            ("API Error: 529 Overloaded", FailureKind.TRANSIENT),
-            ("something odd", None),
-            ("", None),
-        ],
-    )
+    @pytest.mark.parametrize(("text", "kind"), KINDS_BY_TEXT.items())
     def test_text(self, text: str, kind: FailureKind | None) -> None:
         assert kind_from_text(text) is kind
 

@@ -586,6 +586,15 @@ class TestStructuredOutput:
         assert turn.structured_output is None
 
 
+# The kind of failure each error an assistant message names stands for.
+ASSISTANT_ERROR_KINDS = {
+    "billing_error": FailureKind.USAGE_LIMIT,
+    "oauth_org_not_allowed": FailureKind.AUTH,
+    "rate_limit": FailureKind.TRANSIENT,
+    "invalid_request": FailureKind.OTHER,
+}
+
+
 class TestFailureKinds:
     @pytest.mark.parametrize(
         ("changes", "kind"),
@@ -620,15 +629,7 @@ class TestFailureKinds:
         turn, _ = parse([_result(is_error=True, **changes)])
         assert turn.error_kind is kind
 
-    @pytest.mark.parametrize(
-        ("error", "kind"),
-        [
-            ("billing_error", FailureKind.USAGE_LIMIT),
-            ("oauth_org_not_allowed", FailureKind.AUTH),
-            ("rate_limit", FailureKind.TRANSIENT),
-            ("invalid_request", FailureKind.OTHER),
-        ],
-    )
+    @pytest.mark.parametrize(("error", "kind"), ASSISTANT_ERROR_KINDS.items())
     def test_assistant_error_kind(self, error: str, kind: FailureKind) -> None:
         synthetic = load_frames("claude", "e1_http500")[3]
         synthetic["error"] = error

@@ -75,6 +75,16 @@ def raw_usage(inp: int, out: int) -> dict[str, int]:
     }
 
 
+# Recorded runs whose request failed, and the kind of failure each is.
+KINDS_BY_RECORDING = {
+    "api_400_context_length": FailureKind.CONTEXT_OVERFLOW,
+    "sse_failed_context_length": FailureKind.CONTEXT_OVERFLOW,
+    "api_401": FailureKind.AUTH,
+    "api_500": FailureKind.TRANSIENT,
+    "api_500_with_retries": FailureKind.TRANSIENT,
+}
+
+
 class TestRecordings:
     @pytest.mark.parametrize("name", capture_names("codex"))
     def test_every_recording_parses_without_raw_output(self, name: str) -> None:
@@ -166,16 +176,7 @@ class TestRecordings:
         turn, _ = parse(load_capture("codex", "output_schema").stdout_lines)
         assert turn.structured_output is None
 
-    @pytest.mark.parametrize(
-        ("name", "kind"),
-        [
-            ("api_400_context_length", FailureKind.CONTEXT_OVERFLOW),
-            ("sse_failed_context_length", FailureKind.CONTEXT_OVERFLOW),
-            ("api_401", FailureKind.AUTH),
-            ("api_500", FailureKind.TRANSIENT),
-            ("api_500_with_retries", FailureKind.TRANSIENT),
-        ],
-    )
+    @pytest.mark.parametrize(("name", "kind"), KINDS_BY_RECORDING.items())
     def test_failed_requests_are_classified(self, name: str, kind: FailureKind) -> None:
         recording = load_capture("codex", name)
         turn, events = parse(recording.stdout_lines, stderr=recording.stderr_lines)
@@ -598,20 +599,21 @@ class TestItems:
         }
 
 
+# The kind of failure each turn.failed message stands for.
+KINDS_BY_FAILURE_TEXT = {
+    "You've hit your usage limit. Upgrade to Pro": FailureKind.USAGE_LIMIT,
+    '{"error":{"code":"insufficient_quota"}}': FailureKind.USAGE_LIMIT,
+    '{"error":{"code":"context_length_exceeded"}}': FailureKind.CONTEXT_OVERFLOW,
+    "unexpected status 403 Forbidden": FailureKind.AUTH,
+    "exceeded retry limit, last status: 429 Too Many Requests": FailureKind.TRANSIENT,
+    "stream disconnected before completion": FailureKind.TRANSIENT,
+    "unexpected status 502 Bad Gateway": FailureKind.TRANSIENT,
+    "the model refused": FailureKind.OTHER,
+}
+
+
 class TestFailureText:
-    @pytest.mark.parametrize(
-        ("message", "kind"),
-        [
-            ("You've hit your usage limit. Upgrade to Pro", FailureKind.USAGE_LIMIT),
-            ('{"error":{"code":"insufficient_quota"}}', FailureKind.USAGE_LIMIT),
-            ('{"error":{"code":"context_length_exceeded"}}', FailureKind.CONTEXT_OVERFLOW),
-            ("unexpected status 403 Forbidden", FailureKind.AUTH),
-            ("exceeded retry limit, last status: 429 Too Many Requests", FailureKind.TRANSIENT),
-            ("stream disconnected before completion", FailureKind.TRANSIENT),
-            ("unexpected status 502 Bad Gateway", FailureKind.TRANSIENT),
-            ("the model refused", FailureKind.OTHER),
-        ],
-    )
+    @pytest.mark.parametrize(("message", "kind"), KINDS_BY_FAILURE_TEXT.items())
     def test_turn_failed_text_is_classified(self, message: str, kind: FailureKind) -> None:
         turn, _ = parse([line({"type": "turn.failed", "error": {"message": message}})])
         assert (turn.error, turn.error_kind) == (message, kind)
