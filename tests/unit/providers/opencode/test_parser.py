@@ -16,6 +16,12 @@ from tests.unit.providers.adversarial import json_values, never_raises
 from tests.unit.providers.fixtures import capture_names, feed, load_capture
 
 SID = "ses_dd8a6cd86ffeX01SZ77MV3sIeY"
+# The recorded API errors: the kind of failure each is, and a phrase of its message.
+API_ERRORS = {
+    "api_400_context_length": (FailureKind.CONTEXT_OVERFLOW, "context window"),
+    "api_401": (FailureKind.AUTH, "Incorrect API key provided"),
+    "api_500": (FailureKind.TRANSIENT, "fake error 500"),
+}
 
 
 def parse(
@@ -130,7 +136,7 @@ class TestRecordedStreams:
             "stop",
         ]
 
-    @pytest.mark.parametrize("name", ["api_400_context_length", "api_401", "api_500"])
+    @pytest.mark.parametrize("name", API_ERRORS)
     def test_an_api_error_has_no_usage_and_every_error_line_is_fatal(self, name: str) -> None:
         lines = load_capture("opencode", name).stdout_lines
         turn, events = parse(lines)
@@ -139,17 +145,9 @@ class TestRecordedStreams:
         assert len(errors) == len(lines)
         assert all(e.fatal for e in errors)
 
-    @pytest.mark.parametrize(
-        ("name", "kind", "needle"),
-        [
-            ("api_401", FailureKind.AUTH, "Incorrect API key provided"),
-            ("api_500", FailureKind.TRANSIENT, "fake error 500"),
-            ("api_400_context_length", FailureKind.CONTEXT_OVERFLOW, "context window"),
-        ],
-    )
-    def test_an_error_after_a_stop_fails_the_turn_with_its_kind(
-        self, name: str, kind: FailureKind, needle: str
-    ) -> None:
+    @pytest.mark.parametrize("name", API_ERRORS)
+    def test_an_error_after_a_stop_fails_the_turn_with_its_kind(self, name: str) -> None:
+        kind, needle = API_ERRORS[name]
         stdout = [
             *load_capture("opencode", "plain").stdout_lines,
             *load_capture("opencode", name).stdout_lines,
