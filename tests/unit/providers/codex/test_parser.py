@@ -44,6 +44,11 @@ def item(stage: str, **fields: Any) -> str:
     return line({"type": f"item.{stage}", "item": fields})
 
 
+def mcp_call_done(**fields: Any) -> str:
+    """The item line of MCP tool call ``m`` ending; ``fields`` say how."""
+    return item("completed", id="m", type="mcp_tool_call", **fields)
+
+
 def parse(
     lines: list[str] | tuple[str, ...],
     *,
@@ -488,35 +493,16 @@ class TestItems:
         assert (result.stdout, result.exit_code) == ("hit", 0)
 
     def test_a_failed_mcp_call(self) -> None:
-        _, events = parse(
-            [
-                item(
-                    "completed",
-                    id="m",
-                    type="mcp_tool_call",
-                    server="s",
-                    tool="t",
-                    result=None,
-                    error={"message": "server crashed"},
-                    status="failed",
-                )
-            ]
+        failed = mcp_call_done(
+            server="s", tool="t", result=None, error={"message": "server crashed"}, status="failed"
         )
+        _, events = parse([failed])
         (result,) = of(events, ev.ToolResult)
         assert (result.stdout, result.stderr, result.exit_code) == ("", "server crashed", 1)
 
     def test_structured_mcp_content(self) -> None:
-        _, events = parse(
-            [
-                item(
-                    "completed",
-                    id="m",
-                    type="mcp_tool_call",
-                    result={"content": [], "structured_content": {"n": 1}},
-                    status="completed",
-                )
-            ]
-        )
+        structured = {"content": [], "structured_content": {"n": 1}}
+        _, events = parse([mcp_call_done(result=structured, status="completed")])
         assert of(events, ev.ToolResult)[0].stdout == '{"n": 1}'
 
     def test_a_web_search(self) -> None:
