@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -165,6 +165,15 @@ def fake_agent(
         event_handlers=[recorder] if recorder is not None else (),
     )
     return agent, executor
+
+
+def token_counts(turn: ParsedTurn) -> dict[str, int]:
+    """The turn's token breakdown as {field: count}, its zero fields left out.
+
+    A turn that reports no usage fails the test.
+    """
+    assert turn.usage is not None
+    return {name: count for name, count in asdict(turn.usage.tokens).items() if count}
 
 
 def argv_builder(default: Callable[[], Provider], binary: str) -> Callable[..., list[str]]:

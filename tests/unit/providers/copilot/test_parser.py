@@ -14,7 +14,7 @@ from agentshim.core.usage import CostSource, TokenUsage
 from agentshim.providers.copilot import CopilotStreamParser
 from agentshim.providers.copilot.parser import IGNORED_FRAMES
 from tests.unit.providers.adversarial import json_values, never_raises
-from tests.unit.providers.fixtures import dump_frame, load_capture, load_frames
+from tests.unit.providers.fixtures import dump_frame, load_capture, load_frames, token_counts
 
 from ._captures import EXPECTED, of_type, parse
 
@@ -278,16 +278,15 @@ class TestFrames:
                 result(),
             ]
         )
-        assert parsed.usage is not None
+        assert token_counts(parsed) == {
+            "input_tokens": 300,
+            "cache_read_input_tokens": 60,
+            "cache_write_input_tokens": 40,
+            "output_tokens": 80,
+            "reasoning_output_tokens": 20,
+            "turns": 1,
+        }
         assert parsed.usage.increment_known
-        assert parsed.usage.tokens == TokenUsage(
-            input_tokens=300,
-            cache_read_input_tokens=60,
-            cache_write_input_tokens=40,
-            output_tokens=80,
-            reasoning_output_tokens=20,
-            turns=1,
-        )
         assert parsed.usage.cost_source is CostSource.UNKNOWN_MODEL
         assert parsed.cost_usd is None
         assert len(of_type(events, ev.UsageReport)) == 2

@@ -13,7 +13,7 @@ from agentshim.core.turn import ParsedTurn
 from agentshim.core.usage import CostSource, TokenUsage
 from agentshim.providers.opencode import OpencodeStreamParser
 from tests.unit.providers.adversarial import json_values, never_raises
-from tests.unit.providers.fixtures import capture_names, feed, load_capture
+from tests.unit.providers.fixtures import capture_names, feed, load_capture, token_counts
 
 SID = "ses_dd8a6cd86ffeX01SZ77MV3sIeY"
 # The recorded API errors: the kind of failure each is, and a phrase of its message.
@@ -268,15 +268,14 @@ class TestFrames:
                 ),
             ]
         )
-        assert turn.usage is not None
-        assert turn.usage.tokens == TokenUsage(
-            input_tokens=137,
-            cache_read_input_tokens=100,
-            cache_write_input_tokens=7,
-            output_tokens=16,
-            reasoning_output_tokens=3,
-            turns=1,
-        )
+        assert token_counts(turn) == {
+            "input_tokens": 137,
+            "cache_read_input_tokens": 100,
+            "cache_write_input_tokens": 7,
+            "output_tokens": 16,
+            "reasoning_output_tokens": 3,
+            "turns": 1,
+        }
         assert turn.cost_usd == pytest.approx(0.75)
         assert [r.cost_usd for r in turn_reports(events)] == [pytest.approx(0.75)]
         assert turn.context_tokens == 80

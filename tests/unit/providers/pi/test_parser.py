@@ -12,7 +12,7 @@ from agentshim.core.errors import FailureKind
 from agentshim.core.usage import CostSource, TokenUsage
 from agentshim.providers.pi import PiStreamParser, short_session_id
 from tests.unit.providers.adversarial import json_values, never_raises
-from tests.unit.providers.fixtures import dump_frame, load_capture, load_frames
+from tests.unit.providers.fixtures import dump_frame, load_capture, load_frames, token_counts
 
 from ._captures import EXPECTED, RPC_MODE, of_type, parse
 
@@ -304,14 +304,13 @@ class TestFrames:
                 message_end(assistant([{"type": "text", "text": "b"}], usage=usage)),
             )
         )
-        assert parsed.usage is not None
-        assert parsed.usage.tokens == TokenUsage(
-            input_tokens=130,
-            cache_read_input_tokens=100,
-            cache_write_input_tokens=10,
-            output_tokens=14,
-            turns=1,
-        )
+        assert token_counts(parsed) == {
+            "input_tokens": 130,
+            "cache_read_input_tokens": 100,
+            "cache_write_input_tokens": 10,
+            "output_tokens": 14,
+            "turns": 1,
+        }
         assert parsed.cost_usd == pytest.approx(0.025)
         assert parsed.usage.cost_source is CostSource.REPORTED
         assert [r.cost_usd for r in of_type(events, ev.UsageReport)] == [0.0125, 0.0125]
