@@ -236,23 +236,32 @@ def _bash_frames() -> tuple[dict[str, Any], dict[str, Any], dict[str, Any], dict
     return init, call, result_frame, final
 
 
+def _with_content(frame: dict[str, Any], *blocks: dict[str, Any]) -> dict[str, Any]:
+    """A copy of an assistant or user ``frame`` whose message holds ``blocks``."""
+    changed = copy.deepcopy(frame)
+    changed["message"]["content"] = list(blocks)
+    return changed
+
+
+def _tool_use(tool_id: str, name: str, tool_input: dict[str, Any]) -> dict[str, Any]:
+    return {"type": "tool_use", "id": tool_id, "name": name, "input": tool_input}
+
+
 class TestToolResults:
     def test_every_tool_result_block_of_a_frame_is_reported(self) -> None:
         init, call, user, final = _bash_frames()
-        call = copy.deepcopy(call)
         first = call["message"]["content"][0]
-        second = {**first, "id": "toolu_two", "name": "Read", "input": {"file_path": "/x"}}
-        call["message"]["content"] = [first, second]
-        user = copy.deepcopy(user)
-        user["message"]["content"] = [
-            {**user["message"]["content"][0]},
+        call = _with_content(call, first, _tool_use("toolu_two", "Read", {"file_path": "/x"}))
+        user = _with_content(
+            user,
+            user["message"]["content"][0],
             {
                 "tool_use_id": "toolu_two",
                 "type": "tool_result",
                 "content": "no such file",
                 "is_error": True,
             },
-        ]
+        )
         _, events = parse([dump_frame(init), dump_frame(call), dump_frame(user), dump_frame(final)])
 
         results = [e for e in events if isinstance(e, ev.ToolResult)]
@@ -326,20 +335,11 @@ class TestToolResults:
 
     def test_todo_write_emits_a_plan(self) -> None:
         init, call, _, final = _bash_frames()
-        call = copy.deepcopy(call)
-        call["message"]["content"] = [
-            {
-                "type": "tool_use",
-                "id": "toolu_todo",
-                "name": "TodoWrite",
-                "input": {
-                    "todos": [
-                        {"content": "Write tests", "status": "completed", "activeForm": "Writing"},
-                        {"content": "Ship", "status": "in_progress", "activeForm": "Shipping"},
-                    ]
-                },
-            }
+        todos = [
+            {"content": "Write tests", "status": "completed", "activeForm": "Writing"},
+            {"content": "Ship", "status": "in_progress", "activeForm": "Shipping"},
         ]
+        call = _with_content(call, _tool_use("toolu_todo", "TodoWrite", {"todos": todos}))
         _, events = parse([dump_frame(init), dump_frame(call), dump_frame(final)])
         (plan,) = [e for e in events if isinstance(e, ev.Plan)]
         assert plan == ev.Plan(
@@ -351,11 +351,11 @@ class TestToolResults:
 
     def test_thinking_becomes_reasoning(self) -> None:
         init, call, _, final = _bash_frames()
-        call = copy.deepcopy(call)
-        call["message"]["content"] = [
+        call = _with_content(
+            call,
             {"type": "thinking", "thinking": "Let me think.", "signature": "sig"},
             {"type": "redacted_thinking", "data": "opaque"},
-        ]
+        )
         _, events = parse([dump_frame(init), dump_frame(call), dump_frame(final)])
         assert [e for e in events if isinstance(e, ev.Reasoning)] == [ev.Reasoning("Let me think.")]
         assert not [e for e in events if isinstance(e, ev.Lifecycle) and "unknown_block" in e.kind]
@@ -554,24 +554,16 @@ class TestStructuredOutput:
 
     def test_retries_exhausted_reports_the_last_validation_error(self) -> None:
         init, call, user, _ = _bash_frames()
-        call = copy.deepcopy(call)
-        call["message"]["content"] = [
-            {
-                "type": "tool_use",
-                "id": "toolu_so",
-                "name": "StructuredOutput",
-                "input": {"age": "x"},
-            }
-        ]
-        user = copy.deepcopy(user)
-        user["message"]["content"] = [
+        call = _with_content(call, _tool_use("toolu_so", "StructuredOutput", {"age": "x"}))
+        user = _with_content(
+            user,
             {
                 "tool_use_id": "toolu_so",
                 "type": "tool_result",
                 "content": "Output does not match required schema: /age: must be integer",
                 "is_error": True,
-            }
-        ]
+            },
+        )
         final = _result(
             subtype="error_max_structured_output_retries",
             is_error=True,
