@@ -4,6 +4,7 @@ import json
 import signal
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
@@ -43,6 +44,8 @@ from agentshim.testing import (
 BINARIES = {
     name: f"/opt/bin/{name}" for name in ("claude", "codex", "gemini", "opencode", "copilot", "pi")
 }
+# An answer of one integer field, n.
+N_SCHEMA = {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}
 
 
 class InterruptOnFirstOutput:
@@ -65,6 +68,28 @@ def assert_conversation_free(agent: CliAgent, session_id: str) -> None:
     later.start()
     later.join(10)
     assert not later.is_alive(), "the conversation was left held"
+
+
+def assert_waits_for_the_first(
+    first: tuple[Callable[[], object], threading.Event, threading.Event],
+    second: tuple[Callable[[], object], threading.Event],
+) -> None:
+    """The second turn's CLI starts only once the first turn has ended.
+
+    ``first`` is (its turn, set once its CLI is busy, set to let it end); ``second`` is (its
+    turn, set once its CLI starts). The second turn starts while the first is busy.
+    """
+    (run_first, first_busy, release_first), (run_second, second_started) = first, second
+    one = threading.Thread(target=run_first)
+    one.start()
+    assert first_busy.wait(10)
+    two = threading.Thread(target=run_second)
+    two.start()
+    assert not second_started.wait(0.3), "the second turn ran inside the first"
+    release_first.set()
+    assert second_started.wait(10)
+    one.join(10)
+    two.join(10)
 
 
 def make(runs: object, provider: str = "claude", **kwargs: object) -> tuple[CliAgent, FakeExecutor]:
@@ -163,33 +188,22 @@ class TestTurn:
         assert recorder.of_type(SessionStarted) == [SessionStarted("s")]
 
     def test_usage_and_cost_reach_the_result(self) -> None:
-        agent, _ = make(
-            scripted_turn(
-                "claude",
-                text="a",
-                session_id="s",
-                usage=TokenUsage(input_tokens=100, output_tokens=7),
-            )
-        )
+        usage = TokenUsage(input_tokens=100, output_tokens=7)
+        agent, _ = make(scripted_turn("claude", text="a", session_id="s", usage=usage))
         result = agent.run("x")
         assert result.usage.tokens.input_tokens == 100
         assert result.usage.tokens.output_tokens == 7
 
     def test_inline_schema_for_claude(self, tmp_path: Path) -> None:
-        schema = {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}
         agent, fake = make(scripted_turn("claude", session_id="s", structured_output={"n": 3}))
-        result = agent.run(TurnRequest("x", output_schema=OutputSchema(schema, tmp_path)))
+        result = agent.run(TurnRequest("x", output_schema=OutputSchema(N_SCHEMA, tmp_path)))
         argv = list(fake.requests[0].argv)
-        assert json.loads(argv[argv.index("--json-schema") + 1]) == schema
+        assert json.loads(argv[argv.index("--json-schema") + 1]) == N_SCHEMA
         assert result.structured_output == {"n": 3}
 
     def test_schema_file_for_codex(self, tmp_path: Path) -> None:
-        schema = {
-            "type": "object",
-            "properties": {"n": {"type": "integer"}},
-            "required": ["n"],
-            "additionalProperties": False,
-        }
+        # Codex takes strict schemas only: every object sets additionalProperties false.
+        schema = {**N_SCHEMA, "additionalProperties": False}
         agent, fake = make(
             scripted_turn("codex", session_id="t-1", structured_output={"n": 3}), provider="codex"
         )
@@ -381,16 +395,10 @@ class TestConcurrency:
 
         agent, _ = make(run)
         first, second = (agent.start_session(session_id="shared") for _ in range(2))
-        one = threading.Thread(target=first.turn, args=("x",))
-        one.start()
-        assert first_entered.wait(10)
-        two = threading.Thread(target=second.turn, args=("y",))
-        two.start()
-        assert not second_entered.wait(0.3), "the second turn ran inside the first"
-        release_first.set()
-        assert second_entered.wait(10)
-        one.join(10)
-        two.join(10)
+        assert_waits_for_the_first(
+            (lambda: first.turn("x"), first_entered, release_first),
+            (lambda: second.turn("y"), second_entered),
+        )
         assert_conversation_free(agent, "shared")
 
     def test_a_fresh_turn_holds_its_conversation_once_the_stream_names_it(self) -> None:
@@ -410,18 +418,11 @@ class TestConcurrency:
             return scripted_turn("claude", text="a", session_id="new-1")
 
         agent, _ = make(run, event_handlers=WorkAfterNaming())
-        fresh = agent.start_session()
-        one = threading.Thread(target=fresh.turn, args=("x",))
-        one.start()
-        assert named.wait(10)
-        other = agent.start_session(session_id="new-1")
-        two = threading.Thread(target=other.turn, args=("y",))
-        two.start()
-        assert not resumed_entered.wait(0.3), "a resume ran inside the fresh turn"
-        release_fresh.set()
-        assert resumed_entered.wait(10)
-        one.join(10)
-        two.join(10)
+        fresh, other = agent.start_session(), agent.start_session(session_id="new-1")
+        assert_waits_for_the_first(
+            (lambda: fresh.turn("x"), named, release_fresh),
+            (lambda: other.turn("y"), resumed_entered),
+        )
         assert fresh.session_id == other.session_id == "new-1"
         assert_conversation_free(agent, "new-1")
 

@@ -50,6 +50,9 @@ class TestApiModelId:
             ("models/gemini-2.5-pro", "gemini-2.5-pro"),
             ("codex-mini-latest", "codex-mini"),
             ("gpt-5.6-sol", "gpt-5.6-sol"),
+            ("claude-sonnet-4-5[1m]", "claude-sonnet-4-5"),
+            ("GPT-5", "gpt-5"),
+            ("gpt-4o-2024-08-06", "gpt-4o"),
         ],
     )
     def test_every_spelling_comes_back_to_the_api_id(self, raw: str, expected: str) -> None:

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Any
+from collections.abc import Callable
 
 import pytest
 
@@ -15,28 +15,20 @@ from agentshim.core.permissions import NativeMode, NativePermissions
 from agentshim.core.pricing import ModelPricing, PricingTable, cost_usd
 from agentshim.core.profile import (
     McpMechanism,
-    OutputSchemaStyle,
     ProviderProfile,
     RenewalBudget,
-    SchemaDialect,
 )
 from agentshim.core.usage import TokenUsage
 
 
-class TestModels:
-    @pytest.mark.parametrize(
-        ("raw", "normalized"),
-        [
-            ("anthropic/claude-sonnet-4-5-20250929", "claude-sonnet-4-5"),
-            ("claude-sonnet-4-5[1m]", "claude-sonnet-4-5"),
-            ("models/gemini-2.5-pro", "gemini-2.5-pro"),
-            ("GPT-5", "gpt-5"),
-            ("gpt-4o-2024-08-06", "gpt-4o"),
-        ],
-    )
-    def test_normalize(self, raw: str, normalized: str) -> None:
-        assert api_model_id(raw) == normalized
+def refused_field(build: Callable[[], object]) -> str | None:
+    """The field named by the InvalidRequestError ``build()`` raises (the test fails without one)."""
+    with pytest.raises(InvalidRequestError) as caught:
+        build()
+    return caught.value.field
 
+
+class TestModels:
     def test_lookup_by_any_spelling(self) -> None:
         table = ModelTable(
             (ModelSpec("claude-sonnet-4-5", 200_000, aliases=("sonnet",)),), "1", "2026-01-01"
@@ -62,10 +54,8 @@ class TestModels:
             (lambda: api_model_id(None), "model_id"),
         ],
     )
-    def test_bad_model_facts_are_refused(self, build: Any, field: str) -> None:
-        with pytest.raises(InvalidRequestError) as caught:
-            build()
-        assert caught.value.field == field
+    def test_bad_model_facts_are_refused(self, build: Callable[[], object], field: str) -> None:
+        assert refused_field(build) == field
 
 
 class TestPricing:
@@ -113,10 +103,10 @@ class TestPricing:
             (lambda: PricingTable("v", "d", {"m": 1.0}), "PricingTable.prices"),
         ],
     )
-    def test_prices_that_are_not_prices_are_refused(self, build: Any, field: str) -> None:
-        with pytest.raises(InvalidRequestError) as caught:
-            build()
-        assert caught.value.field == field
+    def test_prices_that_are_not_prices_are_refused(
+        self, build: Callable[[], object], field: str
+    ) -> None:
+        assert refused_field(build) == field
 
 
 class TestPermissionsAndProfile:
@@ -140,33 +130,14 @@ class TestPermissionsAndProfile:
 
     def test_profile_checks_mcp_file_consistency(self) -> None:
         with pytest.raises(InvalidRequestError, match="mcp_config_file"):
-            ProviderProfile(
-                name="x",
-                display_name="X",
-                binary="x",
-                supports_resume=True,
-                supports_reasoning_effort=False,
-                mcp=McpMechanism.CONFIG_FILE,
-                output_schema=OutputSchemaStyle.NONE,
-                schema_dialect=None,
-            )
+            ProviderProfile(name="x", display_name="X", mcp=McpMechanism.CONFIG_FILE)
 
     def test_profile_binary_is_its_name_unless_given(self) -> None:
         assert ProviderProfile(name="x", display_name="X").binary == "x"
         assert ProviderProfile(name="x", display_name="X", binary="x-cli").binary == "x-cli"
 
     def test_profile_env_is_read_only(self) -> None:
-        profile = ProviderProfile(
-            name="x",
-            display_name="X",
-            binary="x",
-            supports_resume=True,
-            supports_reasoning_effort=False,
-            mcp=McpMechanism.NONE,
-            output_schema=OutputSchemaStyle.INLINE_JSON,
-            schema_dialect=SchemaDialect.OPEN,
-            container_env={"A": "1"},
-        )
+        profile = ProviderProfile(name="x", display_name="X", container_env={"A": "1"})
         with pytest.raises(TypeError):
             profile.container_env["B"] = "2"  # type: ignore[index]
 
@@ -201,34 +172,33 @@ class TestIds:
         assert all(i.startswith("turn_") for i in ids)
 
 
+# How an HTTP status and a CLI's error text are classified.
+KINDS_BY_STATUS = {
+    401: FailureKind.AUTH,
+    403: FailureKind.AUTH,
+    429: FailureKind.TRANSIENT,
+    500: FailureKind.TRANSIENT,
+    529: FailureKind.TRANSIENT,
+    400: FailureKind.OTHER,
+}
+KINDS_BY_TEXT = {
+    "Prompt is too long": FailureKind.CONTEXT_OVERFLOW,
+    "503 while compacting: prompt is too long": FailureKind.CONTEXT_OVERFLOW,
+    "Your input exceeds the context window of this model": FailureKind.CONTEXT_OVERFLOW,
+    "You've hit your usage limit": FailureKind.USAGE_LIMIT,
+    "Invalid API key": FailureKind.AUTH,
+    "API Error: 529 Overloaded": FailureKind.TRANSIENT,
+    "something odd": None,
+    "": None,
+}
+
+
 class TestFailures:
-    @pytest.mark.parametrize(
-        ("status", "kind"),
-        [
-            (401, FailureKind.AUTH),
-            (403, FailureKind.AUTH),
-            (429, FailureKind.TRANSIENT),
-            (500, FailureKind.TRANSIENT),
-            (529, FailureKind.TRANSIENT),
-            (400, FailureKind.OTHER),
-        ],
-    )
+    @pytest.mark.parametrize(("status", "kind"), KINDS_BY_STATUS.items())
     def test_status(self, status: int, kind: FailureKind) -> None:
         assert kind_from_status(status) is kind
 
-    @pytest.mark.parametrize(
-        ("text", "kind"),
-        [
-            ("Prompt is too long", FailureKind.CONTEXT_OVERFLOW),
-            ("503 while compacting: prompt is too long", FailureKind.CONTEXT_OVERFLOW),
-            ("Your input exceeds the context window of this model", FailureKind.CONTEXT_OVERFLOW),
-            ("You've hit your usage limit", FailureKind.USAGE_LIMIT),
-            ("Invalid API key", FailureKind.AUTH),
-            ("API Error: 529 Overloaded", FailureKind.TRANSIENT),
-            ("something odd", None),
-            ("", None),
-        ],
-    )
+    @pytest.mark.parametrize(("text", "kind"), KINDS_BY_TEXT.items())
     def test_text(self, text: str, kind: FailureKind | None) -> None:
         assert kind_from_text(text) is kind
 

@@ -79,23 +79,24 @@ class TestPins:
             pinned_cli("nosuch")
 
 
+# What a CLI's printed version is against TestVersionStatus.pin (1.5.0, checked 1.2.0 to 1.9.3).
+STATUS_BY_PRINTED_VERSION = {
+    "1.5.0": VersionStatus.PINNED,
+    "x-cli 1.5.0 (build abc)": VersionStatus.PINNED,
+    "1.2.0": VersionStatus.CHECKED,
+    "1.9.3": VersionStatus.CHECKED,
+    "1.10.0": VersionStatus.UNTESTED,
+    "2.0.0": VersionStatus.UNTESTED,
+    "1.1.9": VersionStatus.UNTESTED,
+    "no digits here": VersionStatus.UNKNOWN,
+    None: VersionStatus.UNKNOWN,
+}
+
+
 class TestVersionStatus:
     pin = PinnedCli("x", "pkg", "x", pinned="1.5.0", oldest_checked="1.2.0", newest_checked="1.9.3")
 
-    @pytest.mark.parametrize(
-        ("printed", "status"),
-        [
-            ("1.5.0", VersionStatus.PINNED),
-            ("x-cli 1.5.0 (build abc)", VersionStatus.PINNED),
-            ("1.2.0", VersionStatus.CHECKED),
-            ("1.9.3", VersionStatus.CHECKED),
-            ("1.10.0", VersionStatus.UNTESTED),
-            ("2.0.0", VersionStatus.UNTESTED),
-            ("1.1.9", VersionStatus.UNTESTED),
-            ("no digits here", VersionStatus.UNKNOWN),
-            (None, VersionStatus.UNKNOWN),
-        ],
-    )
+    @pytest.mark.parametrize(("printed", "status"), STATUS_BY_PRINTED_VERSION.items())
     def test_status(self, printed: str | None, status: VersionStatus) -> None:
         assert version_status(self.pin, printed) is status
 

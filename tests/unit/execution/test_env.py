@@ -18,6 +18,7 @@ from agentshim.execution.env import (
 )
 from agentshim.execution.executor import CommandRequest
 from agentshim.testing import FakeExecutor, FakeRun
+from tests.unit.execution.execution_helpers import is_alive, wait_dead
 
 pytestmark = pytest.mark.skipif(shutil.which("bash") is None, reason="needs bash")
 
@@ -27,14 +28,6 @@ def home_with_rc(tmp_path: Path, rc: str) -> dict[str, str]:
     home.mkdir(exist_ok=True)
     (home / ".bashrc").write_text(rc)
     return {"HOME": str(home), "PATH": os.environ.get("PATH", "/usr/bin:/bin")}
-
-
-def is_running(pid: int) -> bool:
-    try:
-        status = Path(f"/proc/{pid}/status").read_text()
-    except FileNotFoundError:
-        return False
-    return "\nState:\tZ" not in status
 
 
 @pytest.fixture
@@ -79,10 +72,7 @@ class TestReadInteractiveEnv:
         assert read_interactive_env(0.5, base_env=home_with_rc(tmp_path, rc)) is None
         assert time.monotonic() - started < 10
         pid = int(pidfile.read_text())
-        deadline = time.monotonic() + 5
-        while is_running(pid) and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert not is_running(pid)
+        assert wait_dead(pid)
 
     def test_background_daemon_does_not_delay_the_answer(self, tmp_path: Path) -> None:
         pidfile = tmp_path / "pid"
@@ -92,7 +82,7 @@ class TestReadInteractiveEnv:
         elapsed = time.monotonic() - started
         pid = int(pidfile.read_text())
         # The host executor ends what the probe left running before it answers.
-        running = is_running(pid)
+        running = is_alive(pid)
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGKILL)
         assert result is not None

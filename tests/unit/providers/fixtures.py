@@ -10,15 +10,16 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from agentshim.cli_agent import CliAgent
 from agentshim.core.errors import FailureKind
 from agentshim.core.events import AgentEvent
 from agentshim.core.provider import ArgvContext, Provider, StreamParser
 from agentshim.core.turn import ParsedTurn
-from agentshim.testing import FakeRun
+from agentshim.testing import FakeExecutor, FakeRun, RecordingEventHandler
 from agentshim.testing.scripted import ToolFailure
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
@@ -141,6 +142,38 @@ def feed(
     for line in stderr:
         parser.feed_stderr(line)
     return parser.finish(), events
+
+
+def fake_agent(
+    name: str,
+    runs: Any,
+    recorder: RecordingEventHandler | None = None,
+    *,
+    provider: Provider | None = None,
+) -> tuple[CliAgent, FakeExecutor]:
+    """A CliAgent for the built-in provider ``name`` whose CLI, ``/usr/bin/<name>``, is faked.
+
+    The FakeExecutor serves ``runs`` (see FakeExecutor) and records every request; ``recorder``,
+    when given, hears the turn's events; ``provider`` is a configured instance to use instead
+    of the default ``name`` builds.
+    """
+    executor = FakeExecutor(runs, binaries={name: f"/usr/bin/{name}"})
+    agent = CliAgent(
+        provider or name,
+        executor=executor,
+        env={"PATH": "/usr/bin"},
+        event_handlers=[recorder] if recorder is not None else (),
+    )
+    return agent, executor
+
+
+def token_counts(turn: ParsedTurn) -> dict[str, int]:
+    """The turn's token breakdown as {field: count}, its zero fields left out.
+
+    A turn that reports no usage fails the test.
+    """
+    assert turn.usage is not None
+    return {name: count for name, count in asdict(turn.usage.tokens).items() if count}
 
 
 def argv_builder(default: Callable[[], Provider], binary: str) -> Callable[..., list[str]]:

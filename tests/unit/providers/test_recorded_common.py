@@ -11,11 +11,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 import pytest
 
-from agentshim.cli_agent import CliAgent
 from agentshim.core.errors import CliExitError, SessionResumeError
 from agentshim.core.events import (
     AgentEvent,
@@ -29,9 +27,16 @@ from agentshim.core.events import (
 )
 from agentshim.core.provider import ParsedTurn
 from agentshim.core.usage import CostSource
-from agentshim.testing import FakeExecutor, RecordingEventHandler
+from agentshim.testing import RecordingEventHandler
 from tests.unit.providers.copilot import _captures as copilot
-from tests.unit.providers.fixtures import Capture, Expected, capture_names, flag_value, load_capture
+from tests.unit.providers.fixtures import (
+    Capture,
+    Expected,
+    capture_names,
+    fake_agent,
+    flag_value,
+    load_capture,
+)
 from tests.unit.providers.pi import _captures as pi
 
 
@@ -98,14 +103,6 @@ each_provider = pytest.mark.parametrize(
 )
 
 
-def agent_for(
-    provider: str, runs: Any, recorder: RecordingEventHandler
-) -> tuple[CliAgent, FakeExecutor]:
-    executor = FakeExecutor(runs, binaries={provider: f"/usr/bin/{provider}"})
-    agent = CliAgent(provider, executor=executor, env={"PATH": "/usr/bin"}, event_handlers=recorder)
-    return agent, executor
-
-
 @each_provider
 def test_every_recording_has_an_expectation(recordings: Recordings) -> None:
     expected = set(recordings.expected) | set(recordings.not_expected)
@@ -134,7 +131,7 @@ def test_successful_turn_through_the_agent(provider: str, name: str) -> None:
     capture = load_capture(provider, name)
     resumed_id = capture.flag_value(recordings.resume_flag)
     recorder = RecordingEventHandler()
-    agent, executor = agent_for(provider, capture.fake_run(), recorder)
+    agent, executor = fake_agent(provider, capture.fake_run(), recorder)
     session = agent.start_session(session_id=resumed_id)
 
     prompt = capture.stdin or "hello"
@@ -162,7 +159,7 @@ def test_successful_turn_through_the_agent(provider: str, name: str) -> None:
 def test_tool_events_reach_the_handler(recordings: Recordings) -> None:
     recorder = RecordingEventHandler()
     capture = load_capture(recordings.provider, recordings.tool_case)
-    agent, _ = agent_for(recordings.provider, capture.fake_run(), recorder)
+    agent, _ = fake_agent(recordings.provider, capture.fake_run(), recorder)
     agent.run(capture.stdin or "run echo hello")
     (call,) = recorder.of_type(ToolCall)
     (result,) = recorder.of_type(ToolResult)
@@ -174,7 +171,7 @@ def test_failed_turn_raises_with_its_kind(provider: str, name: str) -> None:
     recordings, expected = BY_NAME[provider], BY_NAME[provider].expected[name]
     capture = load_capture(provider, name)
     recorder = RecordingEventHandler()
-    agent, _ = agent_for(provider, capture.fake_run(), recorder)
+    agent, _ = fake_agent(provider, capture.fake_run(), recorder)
     session = agent.start_session()
     with pytest.raises(CliExitError) as caught:
         session.turn(capture.stdin or "hello")

@@ -9,23 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from agentshim.core import events as ev
 from agentshim.core.errors import FailureKind
-from agentshim.core.events import (
-    AssistantText,
-    Lifecycle,
-    Plan,
-    PlanItem,
-    ProviderErrorReported,
-    RawOutput,
-    Reasoning,
-    SessionStarted,
-    Stderr,
-    ToolCall,
-    ToolKind,
-    ToolResult,
-    UsageReport,
-    UsageScope,
-)
 from agentshim.core.provider import ParserContext
 from agentshim.core.turn import ParsedTurn
 from agentshim.core.usage import CostSource, TokenUsage
@@ -36,6 +21,7 @@ from tests.unit.providers.fixtures import (
     dump_frame,
     load_capture,
     load_frames,
+    token_counts,
 )
 
 from ._captures import parse, replay
@@ -69,34 +55,36 @@ class TestCaptureReplay:
             assert turn.usage.tokens == expected.tokens
             assert turn.usage.cost_source is CostSource.REPORTED
             assert turn.usage.provider == "claude"
-        assert not [e for e in events if isinstance(e, Lifecycle) and e.kind == "malformed_frame"]
-        assert not [e for e in events if isinstance(e, RawOutput)]
+        assert not [
+            e for e in events if isinstance(e, ev.Lifecycle) and e.kind == "malformed_frame"
+        ]
+        assert not [e for e in events if isinstance(e, ev.RawOutput)]
 
     @pytest.mark.parametrize("name", sorted(EXPECTED))
     def test_session_started_once_per_id_and_usage_reported_per_result(self, name: str) -> None:
         capture = load_capture("claude", name)
         turn, events = replay(capture)
-        started = [e.session_id for e in events if isinstance(e, SessionStarted)]
+        started = [e.session_id for e in events if isinstance(e, ev.SessionStarted)]
         assert len(started) == len(set(started))
         if turn.session_id is not None:
             assert started[-1] == turn.session_id
         results = sum(1 for line in capture.stdout_lines if '"type":"result"' in line)
-        reports = [e for e in events if isinstance(e, UsageReport)]
-        assert len([r for r in reports if r.scope is UsageScope.TURN]) == results
+        reports = [e for e in events if isinstance(e, ev.UsageReport)]
+        assert len([r for r in reports if r.scope is ev.UsageScope.TURN]) == results
         if reports:
             assert reports[-1].usage == turn.usage
             assert reports[-1].cost_usd == turn.cost_usd
 
     def test_tool_call_and_result_are_paired(self) -> None:
         _, events = replay(load_capture("claude", "b_tool_bash"))
-        calls = [e for e in events if isinstance(e, ToolCall)]
-        results = [e for e in events if isinstance(e, ToolResult)]
+        calls = [e for e in events if isinstance(e, ev.ToolCall)]
+        results = [e for e in events if isinstance(e, ev.ToolResult)]
         assert calls == [
-            ToolCall(
+            ev.ToolCall(
                 "toolu_fake_7b600668c1e1467aa86a",
                 "Bash",
                 {"command": "echo hello", "description": "Print hello"},
-                ToolKind.COMMAND,
+                ev.ToolKind.COMMAND,
             )
         ]
         assert len(results) == 1
@@ -108,65 +96,65 @@ class TestCaptureReplay:
             "",
         )
         assert result.exit_code == 0
-        assert result.kind is ToolKind.COMMAND
+        assert result.kind is ev.ToolKind.COMMAND
         assert result.duration_s is not None
         assert result.duration_s >= 0
 
     def test_event_order_of_a_tool_turn(self) -> None:
         _, events = replay(load_capture("claude", "b_tool_bash"))
         assert [type(e) for e in events] == [
-            SessionStarted,
-            Lifecycle,
-            UsageReport,  # the first model call
-            AssistantText,
-            ToolCall,
-            ToolResult,
-            UsageReport,  # the second
-            AssistantText,
-            UsageReport,  # the turn
+            ev.SessionStarted,
+            ev.Lifecycle,
+            ev.UsageReport,  # the first model call
+            ev.AssistantText,
+            ev.ToolCall,
+            ev.ToolResult,
+            ev.UsageReport,  # the second
+            ev.AssistantText,
+            ev.UsageReport,  # the turn
         ]
-        scopes = [e.scope for e in events if isinstance(e, UsageReport)]
-        assert scopes == [UsageScope.CALL, UsageScope.CALL, UsageScope.TURN]
-        texts = [e.text for e in events if isinstance(e, AssistantText)]
+        scopes = [e.scope for e in events if isinstance(e, ev.UsageReport)]
+        assert scopes == [ev.UsageScope.CALL, ev.UsageScope.CALL, ev.UsageScope.TURN]
+        texts = [e.text for e in events if isinstance(e, ev.AssistantText)]
         assert texts == ["I'll run echo.", "Done."]
 
     def test_api_retries_become_lifecycle_events(self) -> None:
         _, events = replay(load_capture("claude", "e1_http500"))
-        retries = [e for e in events if isinstance(e, Lifecycle) and e.kind == "api_retry"]
+        retries = [e for e in events if isinstance(e, ev.Lifecycle) and e.kind == "api_retry"]
         assert [r.detail.split(":")[0] for r in retries] == ["attempt 1/2", "attempt 2/2"]
         assert all("500 server_error" in r.detail for r in retries)
 
     def test_synthetic_error_message_is_not_assistant_text(self) -> None:
         _, events = replay(load_capture("claude", "e3_http401"))
-        assert not [e for e in events if isinstance(e, AssistantText)]
-        api_errors = [e for e in events if isinstance(e, Lifecycle) and e.kind == "api_error"]
+        assert not [e for e in events if isinstance(e, ev.AssistantText)]
+        api_errors = [e for e in events if isinstance(e, ev.Lifecycle) and e.kind == "api_error"]
         assert [e.detail for e in api_errors] == [
             "authentication_failed: Invalid API key · Fix external API key"
         ]
-        errors = [e for e in events if isinstance(e, ProviderErrorReported)]
+        errors = [e for e in events if isinstance(e, ev.ProviderErrorReported)]
         assert errors == [
-            ProviderErrorReported("Invalid API key · Fix external API key", fatal=True)
+            ev.ProviderErrorReported("Invalid API key · Fix external API key", fatal=True)
         ]
 
     def test_stderr_lines_become_stderr_events(self) -> None:
         _, events = replay(load_capture("claude", "d_resume_missing_uuid"))
-        assert [e for e in events if isinstance(e, Stderr)] == [
-            Stderr("No conversation found with session ID: 1c37e53a-67c2-4843-942e-8dc057b7f6aa")
+        assert [e for e in events if isinstance(e, ev.Stderr)] == [
+            ev.Stderr("No conversation found with session ID: 1c37e53a-67c2-4843-942e-8dc057b7f6aa")
         ]
 
     def test_stream_json_input_session_events(self) -> None:
         _, events = replay(load_capture("claude", "g_stream_json_input"))
-        kinds = [e.kind for e in events if isinstance(e, Lifecycle)]
+        kinds = [e.kind for e in events if isinstance(e, ev.Lifecycle)]
         assert kinds.count("init") == 4
         assert kinds.count("status") == 4
         assert kinds.count("control_response") == 2
-        assert [e.text for e in events if isinstance(e, AssistantText)] == [
+        assert [e.text for e in events if isinstance(e, ev.AssistantText)] == [
             "Reply to first turn.",
             "Reply to second turn.",
             "This is a very s",
             "Reply after interrupt.",
         ]
-        assert len([e for e in events if isinstance(e, ProviderErrorReported)]) == 1
+        assert len([e for e in events if isinstance(e, ev.ProviderErrorReported)]) == 1
 
 
 # One folder per checked CLI version: recorded/ is the oldest (2.1.197), recorded-<version>/
@@ -196,15 +184,15 @@ class TestRecordedSuite:
         stdout = capture.stdout_lines
         turn, events = replay(capture)
 
-        assert not [e for e in events if isinstance(e, RawOutput)]
+        assert not [e for e in events if isinstance(e, ev.RawOutput)]
         assert not [
             e
             for e in events
-            if isinstance(e, Lifecycle) and e.kind.startswith(("malformed", "unknown"))
+            if isinstance(e, ev.Lifecycle) and e.kind.startswith(("malformed", "unknown"))
         ]
         assert (turn.error is None) == (capture.exit_code == 0)
-        calls = {e.tool_id for e in events if isinstance(e, ToolCall)}
-        assert {e.tool_id for e in events if isinstance(e, ToolResult)} == calls
+        calls = {e.tool_id for e in events if isinstance(e, ev.ToolCall)}
+        assert {e.tool_id for e in events if isinstance(e, ev.ToolResult)} == calls
         if any('"type":"result"' in line for line in stdout):
             assert turn.usage is not None
             assert turn.session_id is not None
@@ -230,16 +218,16 @@ class TestVersionsAgree:
             assert (turn.usage.tokens if turn.usage else None) == (
                 oldest.usage.tokens if oldest.usage else None
             )
-            assert [(e.tool, e.kind) for e in events if isinstance(e, ToolCall)] == [
-                (e.tool, e.kind) for e in oldest_events if isinstance(e, ToolCall)
+            assert [(e.tool, e.kind) for e in events if isinstance(e, ev.ToolCall)] == [
+                (e.tool, e.kind) for e in oldest_events if isinstance(e, ev.ToolCall)
             ]
             # Two calls of one step run in parallel: their results may come in either order.
             assert sorted(
-                (e.stdout, e.exit_code, e.failed) for e in events if isinstance(e, ToolResult)
+                (e.stdout, e.exit_code, e.failed) for e in events if isinstance(e, ev.ToolResult)
             ) == sorted(
                 (e.stdout, e.exit_code, e.failed)
                 for e in oldest_events
-                if isinstance(e, ToolResult)
+                if isinstance(e, ev.ToolResult)
             )
 
 
@@ -248,29 +236,38 @@ def _bash_frames() -> tuple[dict[str, Any], dict[str, Any], dict[str, Any], dict
     return init, call, result_frame, final
 
 
+def _with_content(frame: dict[str, Any], *blocks: dict[str, Any]) -> dict[str, Any]:
+    """A copy of an assistant or user ``frame`` whose message holds ``blocks``."""
+    changed = copy.deepcopy(frame)
+    changed["message"]["content"] = list(blocks)
+    return changed
+
+
+def _tool_use(tool_id: str, name: str, tool_input: dict[str, Any]) -> dict[str, Any]:
+    return {"type": "tool_use", "id": tool_id, "name": name, "input": tool_input}
+
+
 class TestToolResults:
     def test_every_tool_result_block_of_a_frame_is_reported(self) -> None:
         init, call, user, final = _bash_frames()
-        call = copy.deepcopy(call)
         first = call["message"]["content"][0]
-        second = {**first, "id": "toolu_two", "name": "Read", "input": {"file_path": "/x"}}
-        call["message"]["content"] = [first, second]
-        user = copy.deepcopy(user)
-        user["message"]["content"] = [
-            {**user["message"]["content"][0]},
+        call = _with_content(call, first, _tool_use("toolu_two", "Read", {"file_path": "/x"}))
+        user = _with_content(
+            user,
+            user["message"]["content"][0],
             {
                 "tool_use_id": "toolu_two",
                 "type": "tool_result",
                 "content": "no such file",
                 "is_error": True,
             },
-        ]
+        )
         _, events = parse([dump_frame(init), dump_frame(call), dump_frame(user), dump_frame(final)])
 
-        results = [e for e in events if isinstance(e, ToolResult)]
+        results = [e for e in events if isinstance(e, ev.ToolResult)]
         assert [(r.tool_id, r.tool, r.kind) for r in results] == [
-            ("toolu_fake_7b600668c1e1467aa86a", "Bash", ToolKind.COMMAND),
-            ("toolu_two", "Read", ToolKind.FILE_READ),
+            ("toolu_fake_7b600668c1e1467aa86a", "Bash", ev.ToolKind.COMMAND),
+            ("toolu_two", "Read", ev.ToolKind.FILE_READ),
         ]
         failed = results[1]
         assert (failed.stdout, failed.stderr, failed.exit_code, failed.failed) == (
@@ -289,7 +286,7 @@ class TestToolResults:
     ) -> None:
         # Bash's result starts "Exit code N"; other tools name no code, so 1 stands in.
         turn, events = replay(load_capture("claude", name))
-        (result,) = [e for e in events if isinstance(e, ToolResult)]
+        (result,) = [e for e in events if isinstance(e, ev.ToolResult)]
         assert (result.tool, result.stdout, result.exit_code, result.failed) == (
             tool,
             "",
@@ -302,20 +299,20 @@ class TestToolResults:
     @pytest.mark.parametrize(
         ("tool", "kind"),
         [
-            ("ToolSearch", ToolKind.MCP),
-            ("Monitor", ToolKind.COMMAND),
-            ("ListAgents", ToolKind.SUBAGENT),
-            ("mcp__stub__echo", ToolKind.MCP),
+            ("ToolSearch", ev.ToolKind.MCP),
+            ("Monitor", ev.ToolKind.COMMAND),
+            ("ListAgents", ev.ToolKind.SUBAGENT),
+            ("mcp__stub__echo", ev.ToolKind.MCP),
         ],
     )
-    def test_the_tools_new_in_2_1_332_have_their_kind(self, tool: str, kind: ToolKind) -> None:
+    def test_the_tools_new_in_2_1_332_have_their_kind(self, tool: str, kind: ev.ToolKind) -> None:
         init, call, user, final = _bash_frames()
         call = copy.deepcopy(call)
         call["message"]["content"][0]["name"] = tool
         call["message"]["content"][0]["input"] = {"query": "select:mcp__stub__echo"}
         _, events = parse([dump_frame(init), dump_frame(call), dump_frame(user), dump_frame(final)])
-        (called,) = [e for e in events if isinstance(e, ToolCall)]
-        (result,) = [e for e in events if isinstance(e, ToolResult)]
+        (called,) = [e for e in events if isinstance(e, ev.ToolCall)]
+        (result,) = [e for e in events if isinstance(e, ev.ToolResult)]
         assert (called.tool, called.kind, result.kind) == (tool, kind, kind)
 
     def test_block_list_content_is_flattened(self) -> None:
@@ -326,50 +323,42 @@ class TestToolResults:
             {"type": "image", "source": {"type": "base64", "data": "AA=="}},
         ]
         _, events = parse([dump_frame(init), dump_frame(call), dump_frame(user), dump_frame(final)])
-        (result,) = [e for e in events if isinstance(e, ToolResult)]
+        (result,) = [e for e in events if isinstance(e, ev.ToolResult)]
         assert result.stdout.splitlines()[0] == "line one"
         assert json.loads(result.stdout.splitlines()[1])["type"] == "image"
 
     def test_result_for_an_unknown_call_is_still_reported(self) -> None:
         init, _, user, final = _bash_frames()
         _, events = parse([dump_frame(init), dump_frame(user), dump_frame(final)])
-        (result,) = [e for e in events if isinstance(e, ToolResult)]
+        (result,) = [e for e in events if isinstance(e, ev.ToolResult)]
         assert (result.tool, result.stdout, result.duration_s) == ("unknown", "hello", None)
 
     def test_todo_write_emits_a_plan(self) -> None:
         init, call, _, final = _bash_frames()
-        call = copy.deepcopy(call)
-        call["message"]["content"] = [
-            {
-                "type": "tool_use",
-                "id": "toolu_todo",
-                "name": "TodoWrite",
-                "input": {
-                    "todos": [
-                        {"content": "Write tests", "status": "completed", "activeForm": "Writing"},
-                        {"content": "Ship", "status": "in_progress", "activeForm": "Shipping"},
-                    ]
-                },
-            }
+        todos = [
+            {"content": "Write tests", "status": "completed", "activeForm": "Writing"},
+            {"content": "Ship", "status": "in_progress", "activeForm": "Shipping"},
         ]
+        call = _with_content(call, _tool_use("toolu_todo", "TodoWrite", {"todos": todos}))
         _, events = parse([dump_frame(init), dump_frame(call), dump_frame(final)])
-        (plan,) = [e for e in events if isinstance(e, Plan)]
-        assert plan == Plan(
-            (PlanItem("Write tests", "completed"), PlanItem("Ship", "in_progress")), "toolu_todo"
+        (plan,) = [e for e in events if isinstance(e, ev.Plan)]
+        assert plan == ev.Plan(
+            (ev.PlanItem("Write tests", "completed"), ev.PlanItem("Ship", "in_progress")),
+            "toolu_todo",
         )
-        (tool_call,) = [e for e in events if isinstance(e, ToolCall)]
-        assert tool_call.kind is ToolKind.PLAN
+        (tool_call,) = [e for e in events if isinstance(e, ev.ToolCall)]
+        assert tool_call.kind is ev.ToolKind.PLAN
 
     def test_thinking_becomes_reasoning(self) -> None:
         init, call, _, final = _bash_frames()
-        call = copy.deepcopy(call)
-        call["message"]["content"] = [
+        call = _with_content(
+            call,
             {"type": "thinking", "thinking": "Let me think.", "signature": "sig"},
             {"type": "redacted_thinking", "data": "opaque"},
-        ]
+        )
         _, events = parse([dump_frame(init), dump_frame(call), dump_frame(final)])
-        assert [e for e in events if isinstance(e, Reasoning)] == [Reasoning("Let me think.")]
-        assert not [e for e in events if isinstance(e, Lifecycle) and "unknown_block" in e.kind]
+        assert [e for e in events if isinstance(e, ev.Reasoning)] == [ev.Reasoning("Let me think.")]
+        assert not [e for e in events if isinstance(e, ev.Lifecycle) and "unknown_block" in e.kind]
 
 
 class TestFinalText:
@@ -384,9 +373,9 @@ class TestFinalText:
         turn, events = parse(stdout)  # no result frame: the joined fallback
         assert turn.text == "I'll run echo."
         assert turn.context_tokens == 100
-        assert [e.text for e in events if isinstance(e, AssistantText)] == ["I'll run echo."]
+        assert [e.text for e in events if isinstance(e, ev.AssistantText)] == ["I'll run echo."]
         assert [
-            e.detail for e in events if isinstance(e, Lifecycle) and e.kind == "subagent_text"
+            e.detail for e in events if isinstance(e, ev.Lifecycle) and e.kind == "subagent_text"
         ] == ["subagent says hi"]
 
         turn, _ = parse([*stdout, dump_frame(final)])
@@ -418,8 +407,8 @@ class TestFinalText:
         assert turn.usage is None
         assert turn.cost_usd is None
         # The model call was reported; the turn never was.
-        reports = [e for e in events if isinstance(e, UsageReport)]
-        assert [r.scope for r in reports] == [UsageScope.CALL]
+        reports = [e for e in events if isinstance(e, ev.UsageReport)]
+        assert [r.scope for r in reports] == [ev.UsageScope.CALL]
 
     def test_truncated_last_line_fails_as_an_early_end(self) -> None:
         lines = list(load_capture("claude", "a_plain_text").stdout_lines)
@@ -428,7 +417,7 @@ class TestFinalText:
         assert turn.error_kind is FailureKind.OTHER
         assert turn.error is not None
         assert "ended before the result frame" in turn.error
-        assert isinstance(events[-1], RawOutput)
+        assert isinstance(events[-1], ev.RawOutput)
 
     def test_stderr_classifies_an_early_end(self) -> None:
         turn, _ = parse([], ["Error: Invalid API key · Please run /login\n"])
@@ -467,15 +456,14 @@ class TestUsageAndCost:
             "cache_creation": {"ephemeral_1h_input_tokens": 120, "ephemeral_5m_input_tokens": 180},
         }
         turn, _ = parse([_result(usage=usage, num_turns=3)])
-        assert turn.usage is not None
-        assert turn.usage.tokens == TokenUsage(
-            input_tokens=5310,
-            cache_read_input_tokens=5000,
-            cache_write_input_tokens=300,
-            cache_write_1h_input_tokens=120,
-            output_tokens=70,
-            turns=3,
-        )
+        assert token_counts(turn) == {
+            "input_tokens": 5310,
+            "cache_read_input_tokens": 5000,
+            "cache_write_input_tokens": 300,
+            "cache_write_1h_input_tokens": 120,
+            "output_tokens": 70,
+            "turns": 3,
+        }
         assert turn.usage.raw == usage
 
     def test_context_tokens_come_from_the_last_main_message(self) -> None:
@@ -503,7 +491,7 @@ class TestUsageAndCost:
         assert turn.cost_usd == pytest.approx(30.0)
         assert turn.usage is not None
         assert turn.usage.cost_source is CostSource.PRICED
-        (report,) = [e for e in events if isinstance(e, UsageReport)]
+        (report,) = [e for e in events if isinstance(e, ev.UsageReport)]
         assert report.cost_usd == pytest.approx(30.0)
 
     def test_missing_cost_without_model_usage_uses_the_init_model(self) -> None:
@@ -562,28 +550,20 @@ class TestStructuredOutput:
         turn, events = parse([_result(result="42")], expect_structured=True)
         assert turn.structured_output is None
         assert turn.error_kind is FailureKind.SCHEMA
-        assert [e.fatal for e in events if isinstance(e, ProviderErrorReported)] == [True]
+        assert [e.fatal for e in events if isinstance(e, ev.ProviderErrorReported)] == [True]
 
     def test_retries_exhausted_reports_the_last_validation_error(self) -> None:
         init, call, user, _ = _bash_frames()
-        call = copy.deepcopy(call)
-        call["message"]["content"] = [
-            {
-                "type": "tool_use",
-                "id": "toolu_so",
-                "name": "StructuredOutput",
-                "input": {"age": "x"},
-            }
-        ]
-        user = copy.deepcopy(user)
-        user["message"]["content"] = [
+        call = _with_content(call, _tool_use("toolu_so", "StructuredOutput", {"age": "x"}))
+        user = _with_content(
+            user,
             {
                 "tool_use_id": "toolu_so",
                 "type": "tool_result",
                 "content": "Output does not match required schema: /age: must be integer",
                 "is_error": True,
-            }
-        ]
+            },
+        )
         final = _result(
             subtype="error_max_structured_output_retries",
             is_error=True,
@@ -596,6 +576,15 @@ class TestStructuredOutput:
         assert turn.error_kind is FailureKind.SCHEMA
         assert turn.error == "Output does not match required schema: /age: must be integer"
         assert turn.structured_output is None
+
+
+# The kind of failure each error an assistant message names stands for.
+ASSISTANT_ERROR_KINDS = {
+    "billing_error": FailureKind.USAGE_LIMIT,
+    "oauth_org_not_allowed": FailureKind.AUTH,
+    "rate_limit": FailureKind.TRANSIENT,
+    "invalid_request": FailureKind.OTHER,
+}
 
 
 class TestFailureKinds:
@@ -632,15 +621,7 @@ class TestFailureKinds:
         turn, _ = parse([_result(is_error=True, **changes)])
         assert turn.error_kind is kind
 
-    @pytest.mark.parametrize(
-        ("error", "kind"),
-        [
-            ("billing_error", FailureKind.USAGE_LIMIT),
-            ("oauth_org_not_allowed", FailureKind.AUTH),
-            ("rate_limit", FailureKind.TRANSIENT),
-            ("invalid_request", FailureKind.OTHER),
-        ],
-    )
+    @pytest.mark.parametrize(("error", "kind"), ASSISTANT_ERROR_KINDS.items())
     def test_assistant_error_kind(self, error: str, kind: FailureKind) -> None:
         synthetic = load_frames("claude", "e1_http500")[3]
         synthetic["error"] = error
@@ -665,7 +646,7 @@ class TestFailureKinds:
             [dump_frame(event), _result(is_error=True, api_error_status=429, result="x")]
         )
         assert turn.error_kind is FailureKind.USAGE_LIMIT
-        assert Lifecycle("rate_limit", "rejected five_hour") in events
+        assert ev.Lifecycle("rate_limit", "rejected five_hour") in events
 
     def test_stderr_is_read_only_when_the_stream_said_nothing(self) -> None:
         silent = _result(is_error=True, subtype="error_during_execution", result=_DROP)
@@ -691,13 +672,15 @@ class TestOddInput:
             "[1, 2]\n",
         ]
         turn, events = parse(lines)
-        raw = [e.text for e in events if isinstance(e, RawOutput)]
+        raw = [e.text for e in events if isinstance(e, ev.RawOutput)]
         assert raw == ["[SandboxDebug] starting", "[1, 2]"]
         assert turn.text.startswith("Hello from the fake API")
 
     def test_unknown_frame_type_is_lifecycle(self) -> None:
         turn, events = parse(['{"type":"telemetry","x":1}\n', _result()])
-        assert [e.kind for e in events if isinstance(e, Lifecycle)] == ["unknown_frame:telemetry"]
+        assert [e.kind for e in events if isinstance(e, ev.Lifecycle)] == [
+            "unknown_frame:telemetry"
+        ]
         assert turn.error is None
 
     def test_frame_of_unexpected_shape_costs_only_that_frame(self) -> None:
@@ -708,9 +691,11 @@ class TestOddInput:
         turn, events = parse([*lines, _result()])
         assert turn.text.startswith("Hello from the fake API")
         assert turn.error is None
-        malformed = [e for e in events if isinstance(e, Lifecycle) and e.kind == "malformed_frame"]
+        malformed = [
+            e for e in events if isinstance(e, ev.Lifecycle) and e.kind == "malformed_frame"
+        ]
         assert [e.detail.split(":")[0] for e in malformed] == ["assistant"]
-        assert RawOutput(lines[0].rstrip("\n")) in events
+        assert ev.RawOutput(lines[0].rstrip("\n")) in events
 
     def test_a_failing_event_handler_propagates(self) -> None:
         class Boom(Exception):

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -35,25 +36,13 @@ from agentshim.testing import (
     ScriptedTurn,
     installed_mcp_servers,
 )
-from tests.unit.providers.fixtures import Capture, capture_names, load_capture
+from tests.unit.providers.fixtures import Capture, capture_names, fake_agent, load_capture
 
 from ._captures import schema_of
 from ._expected import EXPECTED
 
 BINARIES = {"claude": "/usr/bin/claude"}
-
-
-def agent_for(
-    runs: FakeRun | list[FakeRun] | Any, recorder: RecordingEventHandler | None = None
-) -> tuple[CliAgent, FakeExecutor]:
-    executor = FakeExecutor(runs, binaries=BINARIES)
-    agent = CliAgent(
-        "claude",
-        executor=executor,
-        env={"PATH": "/usr/bin"},
-        event_handlers=[recorder] if recorder is not None else (),
-    )
-    return agent, executor
+agent_for = partial(fake_agent, "claude")
 
 
 def request_for(capture: Capture, tmp_path: Path) -> TurnRequest:

@@ -8,23 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from agentshim.core import events as ev
 from agentshim.core.errors import FailureKind
-from agentshim.core.events import (
-    AgentEvent,
-    AssistantText,
-    Lifecycle,
-    Plan,
-    PlanItem,
-    ProviderErrorReported,
-    RawOutput,
-    Reasoning,
-    SessionStarted,
-    Stderr,
-    ToolCall,
-    ToolKind,
-    ToolResult,
-    UsageReport,
-)
 from agentshim.core.provider import ParserContext
 from agentshim.core.turn import ParsedTurn
 from agentshim.core.usage import CostSource, ProviderUsage, TokenUsage
@@ -59,6 +44,11 @@ def item(stage: str, **fields: Any) -> str:
     return line({"type": f"item.{stage}", "item": fields})
 
 
+def mcp_call_done(**fields: Any) -> str:
+    """The item line of MCP tool call ``m`` ending; ``fields`` say how."""
+    return item("completed", id="m", type="mcp_tool_call", **fields)
+
+
 def parse(
     lines: list[str] | tuple[str, ...],
     *,
@@ -66,8 +56,8 @@ def parse(
     context: ParserContext | None = None,
     expect_structured: bool = False,
     model: str | None = None,
-) -> tuple[ParsedTurn, list[AgentEvent]]:
-    def make(emit: Callable[[AgentEvent], None]) -> CodexStreamParser:
+) -> tuple[ParsedTurn, list[ev.AgentEvent]]:
+    def make(emit: Callable[[ev.AgentEvent], None]) -> CodexStreamParser:
         parser = CodexStreamParser(emit, expect_structured=expect_structured, model=model)
         if context is not None:
             parser.configure(context)
@@ -76,7 +66,7 @@ def parse(
     return feed(make, lines, stderr)
 
 
-def of(events: list[AgentEvent], kind: type[Any]) -> list[Any]:
+def of(events: list[ev.AgentEvent], kind: type[Any]) -> list[Any]:
     return [e for e in events if isinstance(e, kind)]
 
 
@@ -90,14 +80,24 @@ def raw_usage(inp: int, out: int) -> dict[str, int]:
     }
 
 
+# Recorded runs whose request failed, and the kind of failure each is.
+KINDS_BY_RECORDING = {
+    "api_400_context_length": FailureKind.CONTEXT_OVERFLOW,
+    "sse_failed_context_length": FailureKind.CONTEXT_OVERFLOW,
+    "api_401": FailureKind.AUTH,
+    "api_500": FailureKind.TRANSIENT,
+    "api_500_with_retries": FailureKind.TRANSIENT,
+}
+
+
 class TestRecordings:
     @pytest.mark.parametrize("name", capture_names("codex"))
     def test_every_recording_parses_without_raw_output(self, name: str) -> None:
         recording = load_capture("codex", name)
         turn, events = parse(recording.stdout_lines, stderr=recording.stderr_lines)
-        assert of(events, RawOutput) == []
-        assert len(of(events, SessionStarted)) == (1 if recording.stdout_lines else 0)
-        assert [e.text for e in of(events, Stderr)] == [
+        assert of(events, ev.RawOutput) == []
+        assert len(of(events, ev.SessionStarted)) == (1 if recording.stdout_lines else 0)
+        assert [e.text for e in of(events, ev.Stderr)] == [
             s.rstrip("\n") for s in recording.stderr_lines
         ]
         # A failed run always says so in the stream or ends it early.
@@ -119,19 +119,19 @@ class TestRecordings:
         assert turn.usage is not None
         assert (turn.usage.tokens.input_tokens, turn.usage.tokens.output_tokens) == tokens
         assert turn.usage.tokens.turns == 1
-        assert [e.text for e in of(events, AssistantText)] == ["Hello from the fake model."]
+        assert [e.text for e in of(events, ev.AssistantText)] == ["Hello from the fake model."]
         # Codex reports no cost and the fake model has no price: None, never 0.
         assert turn.cost_usd is None
         assert turn.usage.cost_source is CostSource.UNKNOWN_MODEL
         assert turn.usage.model == "fake-model"
-        assert of(events, Lifecycle)[:3] == [
-            Lifecycle("thread_started", thread),
-            Lifecycle(
+        assert of(events, ev.Lifecycle)[:3] == [
+            ev.Lifecycle("thread_started", thread),
+            ev.Lifecycle(
                 "warning",
                 "Model metadata for `fake-model` not found. Defaulting to fallback metadata; "
                 "this can degrade performance and cause issues.",
             ),
-            Lifecycle("turn_started", ""),
+            ev.Lifecycle("turn_started", ""),
         ]
 
     def test_a_known_model_is_priced(self) -> None:
@@ -140,15 +140,15 @@ class TestRecordings:
         assert turn.usage.model == "gpt-5.1-codex"
         assert turn.usage.cost_source is CostSource.PRICED
         assert turn.cost_usd == pytest.approx((100 * 1.25 + 10 * 10.0) / 1e6)
-        assert of(events, UsageReport)[0].cost_usd == turn.cost_usd
+        assert of(events, ev.UsageReport)[0].cost_usd == turn.cost_usd
 
     @pytest.mark.parametrize("name", ["tool_shell", "pypi_bin_0163_tool_shell"])
     def test_a_shell_tool_call(self, name: str) -> None:
         turn, events = parse(load_capture("codex", name).stdout_lines)
-        call, result = of(events, ToolCall), of(events, ToolResult)
+        call, result = of(events, ev.ToolCall), of(events, ev.ToolResult)
         assert call == [
-            ToolCall(
-                "item_1", SHELL_TOOL, {"command": "/bin/bash -lc 'echo hello'"}, ToolKind.COMMAND
+            ev.ToolCall(
+                "item_1", SHELL_TOOL, {"command": "/bin/bash -lc 'echo hello'"}, ev.ToolKind.COMMAND
             )
         ]
         assert len(result) == 1
@@ -158,7 +158,7 @@ class TestRecordings:
             "",
             0,
         )
-        assert result[0].kind is ToolKind.COMMAND
+        assert result[0].kind is ev.ToolKind.COMMAND
         assert result[0].duration_s is not None
         assert result[0].duration_s >= 0
         assert turn.text == "Done."
@@ -169,7 +169,7 @@ class TestRecordings:
         turn, events = parse(
             load_capture("codex", "pypi_bin_0163_tool_shell_sandbox_broken").stdout_lines
         )
-        assert of(events, ToolCall) == []
+        assert of(events, ev.ToolCall) == []
         assert turn.text == "Done."
 
     def test_output_schema_gives_the_payload(self) -> None:
@@ -181,16 +181,7 @@ class TestRecordings:
         turn, _ = parse(load_capture("codex", "output_schema").stdout_lines)
         assert turn.structured_output is None
 
-    @pytest.mark.parametrize(
-        ("name", "kind"),
-        [
-            ("api_400_context_length", FailureKind.CONTEXT_OVERFLOW),
-            ("sse_failed_context_length", FailureKind.CONTEXT_OVERFLOW),
-            ("api_401", FailureKind.AUTH),
-            ("api_500", FailureKind.TRANSIENT),
-            ("api_500_with_retries", FailureKind.TRANSIENT),
-        ],
-    )
+    @pytest.mark.parametrize(("name", "kind"), KINDS_BY_RECORDING.items())
     def test_failed_requests_are_classified(self, name: str, kind: FailureKind) -> None:
         recording = load_capture("codex", name)
         turn, events = parse(recording.stdout_lines, stderr=recording.stderr_lines)
@@ -198,15 +189,15 @@ class TestRecordings:
         assert turn.error == failed
         assert turn.error_kind is kind
         assert turn.usage is None
-        errors = of(events, ProviderErrorReported)
-        assert errors[-1] == ProviderErrorReported(failed, fatal=True)
+        errors = of(events, ev.ProviderErrorReported)
+        assert errors[-1] == ev.ProviderErrorReported(failed, fatal=True)
         assert all(not e.fatal for e in errors[:-1])
-        assert Lifecycle("turn_failed", failed) in events
+        assert ev.Lifecycle("turn_failed", failed) in events
 
     def test_retry_notices_are_not_terminal(self) -> None:
         notices = load_capture("codex", "api_500_with_retries").stdout_lines[:-1]
         turn, events = parse(notices)
-        assert [e.fatal for e in of(events, ProviderErrorReported)] == [False, False, False]
+        assert [e.fatal for e in of(events, ev.ProviderErrorReported)] == [False, False, False]
         assert turn.error is not None
         assert "stream ended early" in turn.error
 
@@ -232,7 +223,7 @@ class TestRecordings:
             ),
         )
         assert turn.session_id == "01a22758-4cb2-7cc3-b250-de1d55f17bfb"
-        notice = [e for e in of(events, Lifecycle) if e.kind == "resume_not_found"]
+        notice = [e for e in of(events, ev.Lifecycle) if e.kind == "resume_not_found"]
         assert len(notice) == 1
         assert "no-such-thread-name" in notice[0].detail
         assert any(n.startswith("resume_not_found") for n in turn.notes)
@@ -257,7 +248,7 @@ class TestUsage:
         assert second.usage.increment_known
         assert (second.usage.tokens.input_tokens, second.usage.tokens.output_tokens) == (100, 10)
         assert second.usage.raw["input_tokens"] == 300
-        assert of(events, UsageReport)[0].usage == second.usage
+        assert of(events, ev.UsageReport)[0].usage == second.usage
         third, _ = parse(
             load_capture("codex", "resume_opts_after").stdout_lines,
             context=ParserContext(
@@ -278,7 +269,7 @@ class TestUsage:
         assert turn.usage.raw["input_tokens"] == 300
         assert turn.cost_usd is None
         assert any(n.startswith("usage_increment_unknown") for n in turn.notes)
-        assert not of(events, UsageReport)[0].usage.increment_known
+        assert not of(events, ev.UsageReport)[0].usage.increment_known
 
     def test_a_baseline_that_is_not_a_codex_report_is_no_baseline(self) -> None:
         turn, _ = parse(
@@ -326,7 +317,7 @@ class TestUsage:
 
     def test_reports_within_one_stream_add_up_to_the_turn(self) -> None:
         turn, events = parse([usage_frame(100, 10), usage_frame(250, 30)])
-        reports = [e.usage.tokens for e in of(events, UsageReport)]
+        reports = [e.usage.tokens for e in of(events, ev.UsageReport)]
         assert [(r.input_tokens, r.output_tokens) for r in reports] == [(100, 10), (150, 20)]
         assert turn.usage is not None
         assert turn.usage.tokens.input_tokens == 250
@@ -344,7 +335,7 @@ class TestUsage:
         turn, events = parse([line({"type": "turn.completed", "usage": raw})])
         assert turn.error is None
         assert turn.usage is None
-        assert of(events, UsageReport) == []
+        assert of(events, ev.UsageReport) == []
 
 
 class TestFinalAnswer:
@@ -369,7 +360,7 @@ class TestFinalAnswer:
             ]
         )
         assert turn.text == "answer"
-        assert [e.text for e in of(events, AssistantText)] == ["answer", "aside"]
+        assert [e.text for e in of(events, ev.AssistantText)] == ["answer", "aside"]
 
     @settings(max_examples=200)
     @given(
@@ -426,8 +417,8 @@ class TestItems:
                 ),
             ]
         )
-        assert len(of(events, ToolCall)) == 1
-        (result,) = of(events, ToolResult)
+        assert len(of(events, ev.ToolCall)) == 1
+        (result,) = of(events, ev.ToolResult)
         assert (result.stdout, result.stderr, result.exit_code) == ("", "boom\n", 2)
         assert result.failed
 
@@ -444,7 +435,7 @@ class TestItems:
                 )
             ]
         )
-        (result,) = of(events, ToolResult)
+        (result,) = of(events, ev.ToolResult)
         assert (result.stdout, result.exit_code) == ("", 1)
         assert "declined" in result.stderr
 
@@ -453,13 +444,13 @@ class TestItems:
         _, events = parse(
             [item("completed", id="p", type=EDIT_TOOL, changes=changes, status="completed")]
         )
-        (call,) = of(events, ToolCall)
+        (call,) = of(events, ev.ToolCall)
         assert (call.tool, call.kind, call.args) == (
             EDIT_TOOL,
-            ToolKind.FILE_CHANGE,
+            ev.ToolKind.FILE_CHANGE,
             {"changes": changes},
         )
-        (result,) = of(events, ToolResult)
+        (result,) = of(events, ev.ToolResult)
         assert (result.stdout, result.exit_code) == ("update src/a.py\nadd new.py", 0)
 
     def test_a_failed_patch(self) -> None:
@@ -467,7 +458,7 @@ class TestItems:
         _, events = parse(
             [item("completed", id="p", type=EDIT_TOOL, changes=changes, status="failed")]
         )
-        (result,) = of(events, ToolResult)
+        (result,) = of(events, ev.ToolResult)
         assert result.stdout == ""
         assert "delete x" in result.stderr
         assert result.exit_code == 1
@@ -495,49 +486,30 @@ class TestItems:
                 ),
             ]
         )
-        (call,) = of(events, ToolCall)
-        assert call.kind is ToolKind.MCP
+        (call,) = of(events, ev.ToolCall)
+        assert call.kind is ev.ToolKind.MCP
         assert call.args == {"server": "docs", "tool": "search", "arguments": {"q": "x"}}
-        (result,) = of(events, ToolResult)
+        (result,) = of(events, ev.ToolResult)
         assert (result.stdout, result.exit_code) == ("hit", 0)
 
     def test_a_failed_mcp_call(self) -> None:
-        _, events = parse(
-            [
-                item(
-                    "completed",
-                    id="m",
-                    type="mcp_tool_call",
-                    server="s",
-                    tool="t",
-                    result=None,
-                    error={"message": "server crashed"},
-                    status="failed",
-                )
-            ]
+        failed = mcp_call_done(
+            server="s", tool="t", result=None, error={"message": "server crashed"}, status="failed"
         )
-        (result,) = of(events, ToolResult)
+        _, events = parse([failed])
+        (result,) = of(events, ev.ToolResult)
         assert (result.stdout, result.stderr, result.exit_code) == ("", "server crashed", 1)
 
     def test_structured_mcp_content(self) -> None:
-        _, events = parse(
-            [
-                item(
-                    "completed",
-                    id="m",
-                    type="mcp_tool_call",
-                    result={"content": [], "structured_content": {"n": 1}},
-                    status="completed",
-                )
-            ]
-        )
-        assert of(events, ToolResult)[0].stdout == '{"n": 1}'
+        structured = {"content": [], "structured_content": {"n": 1}}
+        _, events = parse([mcp_call_done(result=structured, status="completed")])
+        assert of(events, ev.ToolResult)[0].stdout == '{"n": 1}'
 
     def test_a_web_search(self) -> None:
         _, events = parse([item("completed", id="w", type="web_search", query="rust async")])
-        (call,) = of(events, ToolCall)
-        assert (call.kind, call.args) == (ToolKind.WEB, {"query": "rust async"})
-        assert of(events, ToolResult)[0].exit_code == 0
+        (call,) = of(events, ev.ToolCall)
+        assert (call.kind, call.args) == (ev.ToolKind.WEB, {"query": "rust async"})
+        assert of(events, ev.ToolResult)[0].exit_code == 0
 
     def test_a_todo_list_is_a_plan_at_every_step(self) -> None:
         todo = {"id": "t", "type": "todo_list"}
@@ -552,12 +524,12 @@ class TestItems:
                 item("completed", **todo, items=[{"text": "a", "completed": True}, "junk"]),
             ]
         )
-        assert of(events, Plan) == [
-            Plan((PlanItem("a", "pending"),), "t"),
-            Plan((PlanItem("a", "completed"), PlanItem("b", "pending")), "t"),
-            Plan((PlanItem("a", "completed"),), "t"),
+        assert of(events, ev.Plan) == [
+            ev.Plan((ev.PlanItem("a", "pending"),), "t"),
+            ev.Plan((ev.PlanItem("a", "completed"), ev.PlanItem("b", "pending")), "t"),
+            ev.Plan((ev.PlanItem("a", "completed"),), "t"),
         ]
-        assert of(events, ToolCall) == []
+        assert of(events, ev.ToolCall) == []
 
     def test_reasoning(self) -> None:
         _, events = parse(
@@ -566,13 +538,13 @@ class TestItems:
                 item("completed", id="r2", type="reasoning", text=""),
             ]
         )
-        assert of(events, Reasoning) == [Reasoning("thinking")]
+        assert of(events, ev.Reasoning) == [ev.Reasoning("thinking")]
 
     def test_error_items_are_warnings(self) -> None:
         turn, events = parse(
             [item("completed", id="e", type="error", message="careful"), usage_frame(1, 1)]
         )
-        assert Lifecycle("warning", "careful") in events
+        assert ev.Lifecycle("warning", "careful") in events
         assert turn.error is None
 
     def test_unknown_items_and_frames(self) -> None:
@@ -584,7 +556,7 @@ class TestItems:
                 line({"type": "item.completed", "item": "not an object"}),
             ]
         )
-        kinds = [e.kind for e in of(events, Lifecycle)]
+        kinds = [e.kind for e in of(events, ev.Lifecycle)]
         assert kinds == [
             "unknown_item:hologram",
             "unknown_frame:session.mood",
@@ -594,39 +566,40 @@ class TestItems:
 
     def test_non_json_lines_are_raw_output(self) -> None:
         _, events = parse(["plain text\n", "[1, 2]\n", "{broken\n", "\n", '{"a": NaN}\n'])
-        assert of(events, RawOutput) == [
-            RawOutput("plain text"),
-            RawOutput("[1, 2]"),
-            RawOutput("{broken"),
-            RawOutput('{"a": NaN}'),
+        assert of(events, ev.RawOutput) == [
+            ev.RawOutput("plain text"),
+            ev.RawOutput("[1, 2]"),
+            ev.RawOutput("{broken"),
+            ev.RawOutput('{"a": NaN}'),
         ]
 
     def test_the_tool_table(self) -> None:
-        assert tool_kind(SHELL_TOOL) is ToolKind.COMMAND
-        assert tool_kind(EDIT_TOOL) is ToolKind.FILE_CHANGE
-        assert tool_kind("nope") is ToolKind.OTHER
+        assert tool_kind(SHELL_TOOL) is ev.ToolKind.COMMAND
+        assert tool_kind(EDIT_TOOL) is ev.ToolKind.FILE_CHANGE
+        assert tool_kind("nope") is ev.ToolKind.OTHER
         assert set(TOOL_KINDS.values()) >= {
-            ToolKind.COMMAND,
-            ToolKind.FILE_CHANGE,
-            ToolKind.MCP,
-            ToolKind.WEB,
+            ev.ToolKind.COMMAND,
+            ev.ToolKind.FILE_CHANGE,
+            ev.ToolKind.MCP,
+            ev.ToolKind.WEB,
         }
 
 
+# The kind of failure each turn.failed message stands for.
+KINDS_BY_FAILURE_TEXT = {
+    "You've hit your usage limit. Upgrade to Pro": FailureKind.USAGE_LIMIT,
+    '{"error":{"code":"insufficient_quota"}}': FailureKind.USAGE_LIMIT,
+    '{"error":{"code":"context_length_exceeded"}}': FailureKind.CONTEXT_OVERFLOW,
+    "unexpected status 403 Forbidden": FailureKind.AUTH,
+    "exceeded retry limit, last status: 429 Too Many Requests": FailureKind.TRANSIENT,
+    "stream disconnected before completion": FailureKind.TRANSIENT,
+    "unexpected status 502 Bad Gateway": FailureKind.TRANSIENT,
+    "the model refused": FailureKind.OTHER,
+}
+
+
 class TestFailureText:
-    @pytest.mark.parametrize(
-        ("message", "kind"),
-        [
-            ("You've hit your usage limit. Upgrade to Pro", FailureKind.USAGE_LIMIT),
-            ('{"error":{"code":"insufficient_quota"}}', FailureKind.USAGE_LIMIT),
-            ('{"error":{"code":"context_length_exceeded"}}', FailureKind.CONTEXT_OVERFLOW),
-            ("unexpected status 403 Forbidden", FailureKind.AUTH),
-            ("exceeded retry limit, last status: 429 Too Many Requests", FailureKind.TRANSIENT),
-            ("stream disconnected before completion", FailureKind.TRANSIENT),
-            ("unexpected status 502 Bad Gateway", FailureKind.TRANSIENT),
-            ("the model refused", FailureKind.OTHER),
-        ],
-    )
+    @pytest.mark.parametrize(("message", "kind"), KINDS_BY_FAILURE_TEXT.items())
     def test_turn_failed_text_is_classified(self, message: str, kind: FailureKind) -> None:
         turn, _ = parse([line({"type": "turn.failed", "error": {"message": message}})])
         assert (turn.error, turn.error_kind) == (message, kind)
@@ -737,14 +710,14 @@ real_lines = [
 
 
 def _never_raises(lines: list[str], context: ParserContext | None = None) -> ParsedTurn:
-    def make(emit: Callable[[AgentEvent], None]) -> CodexStreamParser:
+    def make(emit: Callable[[ev.AgentEvent], None]) -> CodexStreamParser:
         parser = CodexStreamParser(emit, expect_structured=True)
         if context is not None:
             parser.configure(context)
         return parser
 
     turn, events = never_raises(make, lines, ["stray\n"])
-    assert len(of(events, SessionStarted)) <= 1
+    assert len(of(events, ev.SessionStarted)) <= 1
     return turn
 
 
@@ -792,8 +765,8 @@ class TestAFrameThatCannotBeRead:
         assert turn.text == "done"
         assert turn.session_id == "t-1"
         assert turn.error is None
-        assert RawOutput(bad.rstrip("\n")) in events
-        (malformed,) = [e for e in of(events, Lifecycle) if e.kind.startswith("malformed")]
+        assert ev.RawOutput(bad.rstrip("\n")) in events
+        (malformed,) = [e for e in of(events, ev.Lifecycle) if e.kind.startswith("malformed")]
         assert malformed.kind == "malformed_frame"
         assert malformed.detail.startswith("item.completed: TypeError(")
-        assert AssistantText("done") in events
+        assert ev.AssistantText("done") in events

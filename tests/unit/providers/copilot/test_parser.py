@@ -7,26 +7,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from agentshim.core import events as ev
 from agentshim.core.errors import FailureKind
-from agentshim.core.events import (
-    AssistantText,
-    Lifecycle,
-    ProviderErrorReported,
-    RawOutput,
-    Reasoning,
-    SessionStarted,
-    Stderr,
-    ToolCall,
-    ToolKind,
-    ToolResult,
-    UsageReport,
-)
 from agentshim.core.pricing import ModelPricing, PricingTable
 from agentshim.core.usage import CostSource, TokenUsage
 from agentshim.providers.copilot import CopilotStreamParser
 from agentshim.providers.copilot.parser import IGNORED_FRAMES
 from tests.unit.providers.adversarial import json_values, never_raises
-from tests.unit.providers.fixtures import dump_frame, load_capture, load_frames
+from tests.unit.providers.fixtures import dump_frame, load_capture, load_frames, token_counts
 
 from ._captures import EXPECTED, of_type, parse
 
@@ -67,30 +55,32 @@ class TestRecordedStreams:
         assert parsed.usage.cost_source is CostSource.NOT_REPORTED
         assert parsed.usage.raw["premiumRequests"] == 0
         assert parsed.cost_usd is None
-        reports = of_type(events, UsageReport)
+        reports = of_type(events, ev.UsageReport)
         assert len(reports) == 1
         assert reports[0].usage.increment_known is False
 
     @pytest.mark.parametrize("name", sorted(n for n, e in EXPECTED.items() if e.session_id))
     def test_session_started_once(self, name: str) -> None:
         _, events = parse(load_capture("copilot", name).stdout_lines)
-        assert of_type(events, SessionStarted) == [SessionStarted(EXPECTED[name].session_id or "")]
+        assert of_type(events, ev.SessionStarted) == [
+            ev.SessionStarted(EXPECTED[name].session_id or "")
+        ]
 
     def test_streamed_deltas_make_the_text_and_the_message_is_not_repeated(self) -> None:
         _, events = parse(load_capture("copilot", "plain").stdout_lines)
-        texts = [e.text for e in of_type(events, AssistantText)]
+        texts = [e.text for e in of_type(events, ev.AssistantText)]
         assert texts == ["Hello fr", "om the f", "ake mode", "l."]
 
     def test_shell_tool_call_and_result(self) -> None:
         _, events = parse(load_capture("copilot", "tool_shell").stdout_lines)
-        calls = of_type(events, ToolCall)
-        results = of_type(events, ToolResult)
+        calls = of_type(events, ev.ToolCall)
+        results = of_type(events, ev.ToolResult)
         assert calls == [
-            ToolCall(
+            ev.ToolCall(
                 "call_f487928bb3c84e08",
                 "bash",
                 {"command": "echo hello", "description": "Run echo hello"},
-                ToolKind.COMMAND,
+                ev.ToolKind.COMMAND,
             )
         ]
         assert len(results) == 1
@@ -98,15 +88,15 @@ class TestRecordedStreams:
         assert results[0].tool == "bash"
         assert results[0].stdout == "hello\n"
         assert results[0].exit_code == 0
-        assert results[0].kind is ToolKind.COMMAND
+        assert results[0].kind is ev.ToolKind.COMMAND
         assert events.index(calls[0]) < events.index(results[0])
 
     def test_retries_are_visible_as_lifecycle(self) -> None:
         _, events = parse(load_capture("copilot", "api_500").stdout_lines)
-        kinds = [e.kind for e in of_type(events, Lifecycle)]
+        kinds = [e.kind for e in of_type(events, ev.Lifecycle)]
         assert kinds.count("api_retry") == 5
         assert kinds.count("model_call_failed") == 6
-        errors = of_type(events, ProviderErrorReported)
+        errors = of_type(events, ev.ProviderErrorReported)
         assert len(errors) == 1
         assert errors[0].fatal
 
@@ -117,7 +107,7 @@ class TestRecordedStreams:
             "Error: No session, task, or name matched '00000000-0000-4000-8000-000000000000'."
         )
         assert parsed.usage is None
-        assert next(e.text for e in of_type(events, Stderr)).startswith("Error: No session")
+        assert next(e.text for e in of_type(events, ev.Stderr)).startswith("Error: No session")
 
     def test_prompt_echo_and_noise_make_no_events(self) -> None:
         noise = [
@@ -145,7 +135,7 @@ class TestFrames:
         assert turn.usage.tokens == TokenUsage(output_tokens=7, turns=1)
         assert not turn.usage.increment_known
         assert turn.usage.model == "gpt-5-mini"
-        assert [e.usage for e in of_type(events, UsageReport)] == [turn.usage]
+        assert [e.usage for e in of_type(events, ev.UsageReport)] == [turn.usage]
 
     def test_usage_frames_win_over_message_output_tokens(self) -> None:
         usage = {"model": "m", "inputTokens": 10, "outputTokens": 3}
@@ -168,7 +158,7 @@ class TestFrames:
                 result(),
             ]
         )
-        assert [e.usage.increment_known for e in of_type(events, UsageReport)] == [True, False]
+        assert [e.usage.increment_known for e in of_type(events, ev.UsageReport)] == [True, False]
         assert turn.usage is not None
         assert not turn.usage.increment_known
         assert turn.usage.tokens == TokenUsage(input_tokens=10, output_tokens=3, turns=1)
@@ -180,14 +170,14 @@ class TestFrames:
                 result("early-1"),
             ]
         )
-        assert of_type(events, SessionStarted) == [SessionStarted("early-1")]
+        assert of_type(events, ev.SessionStarted) == [ev.SessionStarted("early-1")]
         assert parsed.session_id == "early-1"
 
     def test_message_without_deltas_is_emitted_whole(self) -> None:
         parsed, events = parse(
             [frame("assistant.message", {"messageId": "m1", "content": "whole"}), result()]
         )
-        assert [e.text for e in of_type(events, AssistantText)] == ["whole"]
+        assert [e.text for e in of_type(events, ev.AssistantText)] == ["whole"]
         assert parsed.text == "whole"
 
     def test_final_text_is_the_last_non_empty_message(self) -> None:
@@ -217,8 +207,8 @@ class TestFrames:
             ]
         )
         assert parsed.text == "main says"
-        assert [e.text for e in of_type(events, AssistantText)] == ["main says"]
-        assert Lifecycle("subagent_text", "sub says") in events
+        assert [e.text for e in of_type(events, ev.AssistantText)] == ["main says"]
+        assert ev.Lifecycle("subagent_text", "sub says") in events
 
     def test_reasoning_deltas_and_block_are_not_duplicated(self) -> None:
         _, events = parse(
@@ -229,16 +219,16 @@ class TestFrames:
                 result(),
             ]
         )
-        assert [e.text for e in of_type(events, Reasoning)] == ["think", "other"]
+        assert [e.text for e in of_type(events, ev.Reasoning)] == ["think", "other"]
 
     def test_failed_tool_goes_to_stderr_with_exit_1(self) -> None:
         ran = tool_run(
             "t1", "view", {"path": "/x"}, success=False, error={"message": "no such file"}
         )
         _, events = parse([*ran, result()])
-        (tool_result,) = of_type(events, ToolResult)
-        assert tool_result == ToolResult(
-            "t1", "view", "", "no such file", 1, tool_result.duration_s, ToolKind.FILE_READ
+        (tool_result,) = of_type(events, ev.ToolResult)
+        assert tool_result == ev.ToolResult(
+            "t1", "view", "", "no such file", 1, tool_result.duration_s, ev.ToolKind.FILE_READ
         )
         assert tool_result.failed
 
@@ -252,7 +242,7 @@ class TestFrames:
             result={"content": "boom\n<shellId: 3 completed with exit code 2>"},
         )
         _, events = parse([*ran, result()])
-        (tool_result,) = of_type(events, ToolResult)
+        (tool_result,) = of_type(events, ev.ToolResult)
         assert (tool_result.stdout, tool_result.stderr, tool_result.exit_code) == ("", "boom\n", 2)
 
     def test_mcp_tool_kind_comes_from_the_frame(self) -> None:
@@ -270,7 +260,7 @@ class TestFrames:
                 result(),
             ]
         )
-        assert of_type(events, ToolCall)[0].kind is ToolKind.MCP
+        assert of_type(events, ev.ToolCall)[0].kind is ev.ToolKind.MCP
 
     def test_usage_frames_fold_cache_into_input(self) -> None:
         usage = {
@@ -288,19 +278,18 @@ class TestFrames:
                 result(),
             ]
         )
-        assert parsed.usage is not None
+        assert token_counts(parsed) == {
+            "input_tokens": 300,
+            "cache_read_input_tokens": 60,
+            "cache_write_input_tokens": 40,
+            "output_tokens": 80,
+            "reasoning_output_tokens": 20,
+            "turns": 1,
+        }
         assert parsed.usage.increment_known
-        assert parsed.usage.tokens == TokenUsage(
-            input_tokens=300,
-            cache_read_input_tokens=60,
-            cache_write_input_tokens=40,
-            output_tokens=80,
-            reasoning_output_tokens=20,
-            turns=1,
-        )
         assert parsed.usage.cost_source is CostSource.UNKNOWN_MODEL
         assert parsed.cost_usd is None
-        assert len(of_type(events, UsageReport)) == 2
+        assert len(of_type(events, ev.UsageReport)) == 2
 
     def test_usage_is_priced_from_a_given_table(self) -> None:
         table = PricingTable("t", "2026-11-29", {"claude-sonnet-4": ModelPricing(1.0, 2.0)})
@@ -332,8 +321,8 @@ class TestFrames:
         parsed, events = parse([frame("session.error", data), result(exit_code=1)])
         assert parsed.error_kind is kind
         assert parsed.error == data["message"]
-        assert of_type(events, ProviderErrorReported) == [
-            ProviderErrorReported(data["message"], fatal=True)
+        assert of_type(events, ev.ProviderErrorReported) == [
+            ev.ProviderErrorReported(data["message"], fatal=True)
         ]
 
     def test_a_call_without_an_http_answer_is_transient(self) -> None:
@@ -373,13 +362,13 @@ class TestFrames:
     def test_unknown_frame_is_reported_not_fatal(self) -> None:
         line = frame("session.title_changed", {"title": "x"})
         parsed, events = parse([line, result()])
-        assert Lifecycle("unknown_frame:session.title_changed", line.strip()) in events
+        assert ev.Lifecycle("unknown_frame:session.title_changed", line.strip()) in events
         assert parsed.error is None
 
     def test_truncated_noise_line_becomes_raw_output(self) -> None:
         line = load_capture("copilot", "plain").stdout_lines[0]
         parsed, events = parse([line[:50]])
-        assert of_type(events, RawOutput) == [RawOutput(line[:50])]
+        assert of_type(events, ev.RawOutput) == [ev.RawOutput(line[:50])]
         assert parsed.error is not None
 
     def test_failed_mcp_server_is_reported(self) -> None:
@@ -387,7 +376,7 @@ class TestFrames:
         _, events = parse(
             [frame("session.mcp_server_status_changed", data, ephemeral=True), result()]
         )
-        assert Lifecycle("mcp_server_failed", "docs: connection refused") in events
+        assert ev.Lifecycle("mcp_server_failed", "docs: connection refused") in events
 
 
 JSON_VALUES = json_values()
@@ -422,7 +411,7 @@ class TestAFrameThatCannotBeRead:
         assert parsed.text == "done"
         assert parsed.error is None
         assert parsed.cost_usd == pytest.approx(1.0)
-        assert RawOutput(absurd.rstrip("\n")) in events
-        malformed = [e for e in of_type(events, Lifecycle) if e.kind == "malformed_frame"]
+        assert ev.RawOutput(absurd.rstrip("\n")) in events
+        malformed = [e for e in of_type(events, ev.Lifecycle) if e.kind == "malformed_frame"]
         assert [e.detail.split(":")[0] for e in malformed] == ["assistant.usage"]
-        assert len(of_type(events, UsageReport)) == 1
+        assert len(of_type(events, ev.UsageReport)) == 1

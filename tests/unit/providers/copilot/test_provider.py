@@ -1,33 +1,20 @@
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from agentshim.cli_agent import CliAgent
 from agentshim.core.errors import CliExitError, FailureKind
 from agentshim.core.mcp import HttpMcpServer, StdioMcpServer
 from agentshim.core.turn import TurnRequest
 from agentshim.execution.executor import CommandRequest
 from agentshim.providers import get_plugin
-from agentshim.testing import FakeExecutor, FakeRun, RecordingEventHandler, installed_mcp_servers
-from tests.unit.providers.fixtures import load_capture
+from agentshim.testing import FakeRun, installed_mcp_servers
+from tests.unit.providers.fixtures import fake_agent, load_capture
 
-BINARIES = {"copilot": "/usr/bin/copilot"}
-
-
-def agent_for(
-    runs: Any, recorder: RecordingEventHandler | None = None
-) -> tuple[CliAgent, FakeExecutor]:
-    executor = FakeExecutor(runs, binaries=BINARIES)
-    agent = CliAgent(
-        "copilot",
-        executor=executor,
-        env={"PATH": "/usr/bin"},
-        event_handlers=[recorder] if recorder is not None else (),
-    )
-    return agent, executor
+agent_for = partial(fake_agent, "copilot")
 
 
 class TestProfile:

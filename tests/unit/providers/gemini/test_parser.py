@@ -7,35 +7,27 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from agentshim.core import events as ev
 from agentshim.core.errors import FailureKind
-from agentshim.core.events import (
-    AgentEvent,
-    AssistantText,
-    Lifecycle,
-    Plan,
-    PlanItem,
-    ProviderErrorReported,
-    RawOutput,
-    SessionStarted,
-    Stderr,
-    ToolCall,
-    ToolKind,
-    ToolResult,
-    UsageReport,
-)
 from agentshim.core.pricing import ModelPricing, PricingTable
 from agentshim.core.turn import ParsedTurn
 from agentshim.core.usage import CostSource, TokenUsage
 from agentshim.providers.gemini import GeminiStreamParser
 from tests.unit.providers.adversarial import json_values, never_raises
-from tests.unit.providers.fixtures import capture_names, feed, fixture_dir, load_capture
+from tests.unit.providers.fixtures import (
+    capture_names,
+    feed,
+    fixture_dir,
+    load_capture,
+    token_counts,
+)
 
 
 def parse(
     stdout: list[str] | tuple[str, ...],
     stderr: list[str] | tuple[str, ...] = (),
     **options: Any,
-) -> tuple[ParsedTurn, list[AgentEvent]]:
+) -> tuple[ParsedTurn, list[ev.AgentEvent]]:
     return feed(lambda emit: GeminiStreamParser(emit, **options), stdout, stderr)
 
 
@@ -56,7 +48,7 @@ def result(status: str = "success", **fields: Any) -> str:
     return frame(type="result", status=status, stats={**stats, "models": {"m": stats}}, **fields)
 
 
-def of(events: list[AgentEvent], kind: type[Any]) -> list[Any]:
+def of(events: list[ev.AgentEvent], kind: type[Any]) -> list[Any]:
     return [e for e in events if isinstance(e, kind)]
 
 
@@ -89,27 +81,27 @@ class TestRecordedStreams:
         assert turn.usage.model == "fake-gemini"
         assert turn.cost_usd is None
         assert turn.usage.cost_source is CostSource.UNKNOWN_MODEL
-        assert of(events, SessionStarted) == [SessionStarted(turn.session_id)]
-        assert [(e.text, e.delta) for e in of(events, AssistantText)] == [
+        assert of(events, ev.SessionStarted) == [ev.SessionStarted(turn.session_id)]
+        assert [(e.text, e.delta) for e in of(events, ev.AssistantText)] == [
             ("Hello fr", True),
             ("om the fake model.", True),
         ]
-        assert len(of(events, UsageReport)) == 1
-        assert [e.text for e in of(events, Stderr)][1] == (
+        assert len(of(events, ev.UsageReport)) == 1
+        assert [e.text for e in of(events, ev.Stderr)][1] == (
             "Ripgrep is not available. Falling back to GrepTool."
         )
 
     def test_the_prompt_echo_is_not_assistant_text(self) -> None:
         turn, events = parse(load_capture("gemini", "resume_by_uuid").stdout_lines)
         assert "Say hello again." not in turn.text
-        assert all("again" not in e.text for e in of(events, AssistantText))
+        assert all("again" not in e.text for e in of(events, ev.AssistantText))
 
     def test_tool_shell_yolo(self) -> None:
         turn, events = parse(load_capture("gemini", "tool_shell_yolo").stdout_lines)
-        (call,) = of(events, ToolCall)
-        (res,) = of(events, ToolResult)
+        (call,) = of(events, ev.ToolCall)
+        (res,) = of(events, ev.ToolResult)
         assert call.tool == "run_shell_command"
-        assert call.kind is ToolKind.COMMAND
+        assert call.kind is ev.ToolKind.COMMAND
         assert call.args == {"command": "echo hello", "description": "Run echo hello"}
         assert res.tool_id == call.tool_id == "run_shell_command__run_shell_command_1795956629857_0"
         assert res.tool == "run_shell_command"
@@ -123,11 +115,11 @@ class TestRecordedStreams:
     def test_a_shell_call_the_cli_refuses_is_a_failed_tool(self) -> None:
         rec = load_capture("gemini", "tool_shell_failed")
         turn, events = parse(rec.stdout_lines, rec.stderr_lines)
-        (call,) = of(events, ToolCall)
-        (res,) = of(events, ToolResult)
+        (call,) = of(events, ev.ToolCall)
+        (res,) = of(events, ev.ToolResult)
         assert call.args == {"command": "ls", "dir_path": "/agentshim-missing-dir"}
         assert res.tool_id == call.tool_id
-        assert (res.stdout, res.exit_code, res.kind) == ("", 1, ToolKind.COMMAND)
+        assert (res.stdout, res.exit_code, res.kind) == ("", 1, ev.ToolKind.COMMAND)
         assert res.stderr.startswith(
             'Path not in workspace: Attempted path "/agentshim-missing-dir"'
         )
@@ -136,7 +128,7 @@ class TestRecordedStreams:
     def test_a_command_exiting_nonzero_is_reported_as_a_success(self) -> None:
         # Gemini CLI's stream-json carries no exit code: the command's output is all there is.
         turn, events = parse(load_capture("gemini", "tool_shell_nonzero_exit").stdout_lines)
-        (res,) = of(events, ToolResult)
+        (res,) = of(events, ev.ToolResult)
         assert (res.stdout, res.stderr, res.exit_code, res.failed) == (
             "ls: cannot access '/agentshim-missing-dir': No such file or directory",
             "",
@@ -147,7 +139,7 @@ class TestRecordedStreams:
 
     def test_tool_not_registered_is_a_failed_tool_but_not_a_failed_turn(self) -> None:
         turn, events = parse(load_capture("gemini", "tool_shell_default_approval").stdout_lines)
-        (res,) = of(events, ToolResult)
+        (res,) = of(events, ev.ToolResult)
         assert res.failed
         assert res.exit_code == 1
         assert res.stdout == ""
@@ -184,7 +176,7 @@ class TestRecordedStreams:
         turn, events = parse(load_capture("gemini", "plain_json_format").stdout_lines)
         assert turn.error is not None
         assert turn.text == ""
-        assert of(events, RawOutput)
+        assert of(events, ev.RawOutput)
 
     @pytest.mark.parametrize(
         ("report", "kind"),
@@ -234,7 +226,7 @@ class TestFrames:
             ]
         )
         assert turn.text == "ok"
-        assert [e.text for e in of(events, AssistantText)] == ["ok"]
+        assert [e.text for e in of(events, ev.AssistantText)] == ["ok"]
 
     def test_error_frame_severity(self) -> None:
         turn, events = parse(
@@ -245,7 +237,7 @@ class TestFrames:
                 result(),
             ]
         )
-        assert [(e.message, e.fatal) for e in of(events, ProviderErrorReported)] == [
+        assert [(e.message, e.fatal) for e in of(events, ev.ProviderErrorReported)] == [
             ("Loop detected", False),
             ("Maximum turns exceeded", True),
         ]
@@ -265,7 +257,7 @@ class TestFrames:
         assert "API key not valid" in turn.error
         assert "Loop detected" not in turn.error
         assert turn.error_kind is FailureKind.AUTH
-        assert [e.fatal for e in of(events, ProviderErrorReported)] == [False, False]
+        assert [e.fatal for e in of(events, ev.ProviderErrorReported)] == [False, False]
 
     def test_a_warning_alone_is_not_the_failure_reason(self) -> None:
         turn, _ = parse([init(), frame(type="error", severity="warning", message="quota low")])
@@ -326,12 +318,12 @@ class TestFrames:
                 result(),
             ]
         )
-        (res,) = of(events, ToolResult)
+        (res,) = of(events, ev.ToolResult)
         assert (res.stdout, res.stderr, res.exit_code, res.kind) == (
             "",
             "no match",
             1,
-            ToolKind.FILE_CHANGE,
+            ev.ToolKind.FILE_CHANGE,
         )
 
     def test_write_todos_becomes_a_plan(self) -> None:
@@ -350,10 +342,10 @@ class TestFrames:
                 ),
             ]
         )
-        assert of(events, Plan) == [
-            Plan((PlanItem("read", "completed"), PlanItem("fix", "in_progress")), "p1")
+        assert of(events, ev.Plan) == [
+            ev.Plan((ev.PlanItem("read", "completed"), ev.PlanItem("fix", "in_progress")), "p1")
         ]
-        assert of(events, ToolCall)[0].kind is ToolKind.PLAN
+        assert of(events, ev.ToolCall)[0].kind is ev.ToolKind.PLAN
 
     def test_mcp_tools_have_the_mcp_kind(self) -> None:
         _, events = parse(
@@ -362,19 +354,18 @@ class TestFrames:
                 frame(type="tool_use", tool_name="mcp_docs_search", tool_id="m", parameters={}),
             ]
         )
-        assert of(events, ToolCall)[0].kind is ToolKind.MCP
+        assert of(events, ev.ToolCall)[0].kind is ev.ToolKind.MCP
 
     def test_thinking_and_cache_fold_into_the_breakdown(self) -> None:
         stats = {"total_tokens": 175, "input_tokens": 120, "output_tokens": 30, "cached": 80}
         turn, _ = parse([init(), frame(type="result", status="success", stats=stats)])
-        assert turn.usage is not None
-        assert turn.usage.tokens == TokenUsage(
-            input_tokens=120,
-            cache_read_input_tokens=80,
-            output_tokens=55,
-            reasoning_output_tokens=25,
-            turns=1,
-        )
+        assert token_counts(turn) == {
+            "input_tokens": 120,
+            "cache_read_input_tokens": 80,
+            "output_tokens": 55,
+            "reasoning_output_tokens": 25,
+            "turns": 1,
+        }
 
     def test_priced_per_model_from_a_given_table(self) -> None:
         pricing = PricingTable(
@@ -400,7 +391,7 @@ class TestFrames:
         assert turn.usage is not None
         assert turn.usage.cost_source is CostSource.PRICED
         assert turn.usage.model == "gemini-x"
-        assert of(events, UsageReport)[0].cost_usd == turn.cost_usd
+        assert of(events, ev.UsageReport)[0].cost_usd == turn.cost_usd
 
     def test_one_unpriced_model_makes_the_cost_unknown(self) -> None:
         pricing = PricingTable("t", "2026-11-29", {"m": ModelPricing(1.0, 1.0)})
@@ -418,13 +409,13 @@ class TestFrames:
 
     def test_non_json_and_unknown_frames(self) -> None:
         turn, events = parse(["not json\n", "[1, 2]\n", frame(type="mystery"), init(), result()])
-        assert [e.text for e in of(events, RawOutput)] == ["not json", "[1, 2]"]
-        assert of(events, Lifecycle)[0].kind == "unknown_frame:mystery"
+        assert [e.text for e in of(events, ev.RawOutput)] == ["not json", "[1, 2]"]
+        assert of(events, ev.Lifecycle)[0].kind == "unknown_frame:mystery"
         assert turn.error is None
 
     def test_session_started_once(self) -> None:
         _, events = parse([init("a"), init("b"), result()])
-        assert of(events, SessionStarted) == [SessionStarted("a")]
+        assert of(events, ev.SessionStarted) == [ev.SessionStarted("a")]
 
     def test_non_success_status_without_message(self) -> None:
         turn, _ = parse([init(), frame(type="result", status="cancelled")])
@@ -478,7 +469,7 @@ class TestAFrameThatCannotBeRead:
         assert turn.error is not None
         assert "ended before its result frame" in turn.error
         assert turn.error_kind is FailureKind.OTHER
-        assert RawOutput(absurd.rstrip("\n")) in events
-        malformed = [e for e in of(events, Lifecycle) if e.kind == "malformed_frame"]
+        assert ev.RawOutput(absurd.rstrip("\n")) in events
+        malformed = [e for e in of(events, ev.Lifecycle) if e.kind == "malformed_frame"]
         assert [e.detail.split(":")[0] for e in malformed] == ["result"]
-        assert of(events, AssistantText) == [AssistantText("still read", delta=True)]
+        assert of(events, ev.AssistantText) == [ev.AssistantText("still read", delta=True)]

@@ -6,7 +6,6 @@ import signal
 import stat
 import sys
 import threading
-import time
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +35,7 @@ from agentshim.execution.executor import CommandRequest
 from agentshim.execution.host import HostCommandExecutor
 from agentshim.providers.gemini import GeminiProvider
 from agentshim.testing import FakeExecutor, FakeRun, RecordingEventHandler, installed_mcp_servers
+from tests.unit.execution.execution_helpers import wait_dead
 from tests.unit.providers.fixtures import load_capture
 
 BIN = "/usr/bin/gemini"
@@ -106,16 +106,17 @@ class TestRecordedTurnsThroughTheAgent:
         assert "result frame" in caught.value.detail
 
 
+# The kind of failure each exit code of the Gemini CLI stands for.
+KINDS_BY_EXIT_CODE = {
+    41: FailureKind.AUTH,
+    145: FailureKind.AUTH,
+    244: FailureKind.TRANSIENT,
+    1: FailureKind.OTHER,
+}
+
+
 class TestClassifyExit:
-    @pytest.mark.parametrize(
-        ("code", "kind"),
-        [
-            (41, FailureKind.AUTH),
-            (145, FailureKind.AUTH),
-            (244, FailureKind.TRANSIENT),
-            (1, FailureKind.OTHER),
-        ],
-    )
+    @pytest.mark.parametrize(("code", "kind"), KINDS_BY_EXIT_CODE.items())
     def test_exit_codes(self, code: int, kind: FailureKind) -> None:
         classified = GeminiProvider().classify_exit(exit_error(code), resumed=False)
         assert isinstance(classified, CliExitError)
@@ -254,14 +255,6 @@ time.sleep(60)
 """
 
 
-def _alive(pid: int) -> bool:
-    try:
-        status = Path(f"/proc/{pid}/status").read_text()
-    except FileNotFoundError:
-        return False
-    return "\nState:\tZ" not in status
-
-
 def _fake_gemini(tmp_path: Path) -> tuple[dict[str, str], Path]:
     """Install the self-re-spawning fake CLI; return the env that finds it and its pid file."""
     pidfile = tmp_path / "child.pid"
@@ -269,13 +262,6 @@ def _fake_gemini(tmp_path: Path) -> tuple[dict[str, str], Path]:
     script.write_text(_FAKE_GEMINI.format(python=sys.executable, pidfile=str(pidfile)))
     script.chmod(script.stat().st_mode | stat.S_IXUSR)
     return {"PATH": f"{tmp_path}:{os.environ.get('PATH', '')}"}, pidfile
-
-
-def _gone_within(pid: int, seconds: float) -> bool:
-    deadline = time.monotonic() + seconds
-    while _alive(pid) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    return not _alive(pid)
 
 
 @pytest.mark.skipif(sys.platform != "linux", reason="reads /proc")
@@ -289,7 +275,7 @@ class TestProcessGroup:
         assert caught.value.partial is not None
         assert caught.value.partial.session_id == "s-1"
         pid = int(pidfile.read_text())
-        assert _gone_within(pid, 15)
+        assert wait_dead(pid, 15)
 
     def test_a_cancelled_turn_leaves_no_grandchild(self, tmp_path: Path) -> None:
         env, pidfile = _fake_gemini(tmp_path)
@@ -322,7 +308,7 @@ class TestProcessGroup:
         assert result.exit_code == -signal.SIGTERM
         assert session.session_id == "s-1"
         pid = int(pidfile.read_text())
-        assert _gone_within(pid, 15)
+        assert wait_dead(pid, 15)
 
 
 class TestStartsAsOneNodeProcess:

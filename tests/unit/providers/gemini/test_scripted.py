@@ -3,6 +3,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
+
 from agentshim.core.events import Stderr
 from agentshim.providers.gemini import GeminiStreamParser, scripted_lines
 from agentshim.testing import ScriptedTurn
@@ -21,22 +23,22 @@ def frames(lines: tuple[str, ...]) -> list[dict[str, Any]]:
     return [json.loads(line) for line in lines]
 
 
-class TestSameShapeAsRecordings:
-    def test_plain_turn_parses_like_the_recording(self) -> None:
-        scripted = scripted_lines(ScriptedTurn(text="Hello from the fake model.", session_id="s-1"))
-        assert kinds(scripted.stdout) == kinds(load_capture("gemini", "plain").stdout_lines)
+# Recorded runs, and the scripted turn that answers the same way.
+LIKE_RECORDINGS = {
+    "plain": ScriptedTurn(text="Hello from the fake model.", session_id="s-1"),
+    "tool_shell_yolo": ScriptedTurn(
+        text="Done.",
+        session_id="s-1",
+        tool_calls=[("run_shell_command", {"command": "echo hello"}, "hello")],
+    ),
+}
 
-    def test_tool_turn_parses_like_the_recording(self) -> None:
-        scripted = scripted_lines(
-            ScriptedTurn(
-                text="Done.",
-                session_id="s-1",
-                tool_calls=[("run_shell_command", {"command": "echo hello"}, "hello")],
-            )
-        )
-        assert kinds(scripted.stdout) == kinds(
-            load_capture("gemini", "tool_shell_yolo").stdout_lines
-        )
+
+class TestSameShapeAsRecordings:
+    @pytest.mark.parametrize("name", LIKE_RECORDINGS)
+    def test_a_scripted_turn_parses_like_the_recording(self, name: str) -> None:
+        scripted = scripted_lines(LIKE_RECORDINGS[name])
+        assert kinds(scripted.stdout) == kinds(load_capture("gemini", name).stdout_lines)
 
     def test_failed_tool_turn_parses_like_the_recording(self) -> None:
         rec = load_capture("gemini", "tool_shell_failed")

@@ -7,36 +7,26 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from agentshim.core import events as ev
 from agentshim.core.errors import FailureKind
-from agentshim.core.events import (
-    AgentEvent,
-    AssistantText,
-    Lifecycle,
-    Plan,
-    PlanItem,
-    ProviderErrorReported,
-    RawOutput,
-    Reasoning,
-    SessionStarted,
-    Stderr,
-    ToolCall,
-    ToolKind,
-    ToolResult,
-    UsageReport,
-    UsageScope,
-)
 from agentshim.core.turn import ParsedTurn
 from agentshim.core.usage import CostSource, TokenUsage
 from agentshim.providers.opencode import OpencodeStreamParser
 from tests.unit.providers.adversarial import json_values, never_raises
-from tests.unit.providers.fixtures import capture_names, feed, load_capture
+from tests.unit.providers.fixtures import capture_names, feed, load_capture, token_counts
 
 SID = "ses_dd8a6cd86ffeX01SZ77MV3sIeY"
+# The recorded API errors: the kind of failure each is, and a phrase of its message.
+API_ERRORS = {
+    "api_400_context_length": (FailureKind.CONTEXT_OVERFLOW, "context window"),
+    "api_401": (FailureKind.AUTH, "Incorrect API key provided"),
+    "api_500": (FailureKind.TRANSIENT, "fake error 500"),
+}
 
 
 def parse(
     stdout: list[str] | tuple[str, ...], stderr: list[str] | tuple[str, ...] = ()
-) -> tuple[ParsedTurn, list[AgentEvent]]:
+) -> tuple[ParsedTurn, list[ev.AgentEvent]]:
     return feed(OpencodeStreamParser, stdout, stderr)
 
 
@@ -72,17 +62,17 @@ def tool(status: str, tool_name: str = "bash", call_id: str = "c1", **state: Any
     )
 
 
-def of(events: list[AgentEvent], kind: type[Any]) -> list[Any]:
+def of(events: list[ev.AgentEvent], kind: type[Any]) -> list[Any]:
     return [e for e in events if isinstance(e, kind)]
 
 
-def turn_reports(events: list[AgentEvent]) -> list[UsageReport]:
+def turn_reports(events: list[ev.AgentEvent]) -> list[ev.UsageReport]:
     """The turn's own usage reports (each step's call report comes before them)."""
-    return [e for e in events if isinstance(e, UsageReport) and e.scope is UsageScope.TURN]
+    return [e for e in events if isinstance(e, ev.UsageReport) and e.scope is ev.UsageScope.TURN]
 
 
-def call_reports(events: list[AgentEvent]) -> list[UsageReport]:
-    return [e for e in events if isinstance(e, UsageReport) and e.scope is UsageScope.CALL]
+def call_reports(events: list[ev.AgentEvent]) -> list[ev.UsageReport]:
+    return [e for e in events if isinstance(e, ev.UsageReport) and e.scope is ev.UsageScope.CALL]
 
 
 class TestRecordedStreams:
@@ -113,17 +103,17 @@ class TestRecordedStreams:
         assert turn.usage.cost_source is CostSource.REPORTED
         # The last call's prompt: input only, not the output it produced.
         assert turn.context_tokens == 100
-        assert of(events, SessionStarted) == [SessionStarted(turn.session_id)]
-        assert len(of(events, Stderr)) == len(rec.stderr_lines)
+        assert of(events, ev.SessionStarted) == [ev.SessionStarted(turn.session_id)]
+        assert len(of(events, ev.Stderr)) == len(rec.stderr_lines)
 
     def test_tool_shell(self) -> None:
         turn, events = parse(load_capture("opencode", "tool_shell").stdout_lines)
-        (call,) = of(events, ToolCall)
-        (res,) = of(events, ToolResult)
+        (call,) = of(events, ev.ToolCall)
+        (res,) = of(events, ev.ToolResult)
         assert (call.tool, call.tool_id, call.kind) == (
             "bash",
             "call_4963b31882244c92",
-            ToolKind.COMMAND,
+            ev.ToolKind.COMMAND,
         )
         assert call.args == {"command": "echo hello", "description": "Run echo hello"}
         assert (res.tool_id, res.stdout, res.exit_code, res.failed) == (
@@ -141,31 +131,23 @@ class TestRecordedStreams:
         # One report when the turn ends, for both steps.
         reports = turn_reports(events)
         assert [r.usage.tokens for r in reports] == [turn.usage.tokens]
-        assert [e.detail for e in of(events, Lifecycle) if e.kind == "step_finished"] == [
+        assert [e.detail for e in of(events, ev.Lifecycle) if e.kind == "step_finished"] == [
             "tool-calls",
             "stop",
         ]
 
-    @pytest.mark.parametrize("name", ["api_400_context_length", "api_401", "api_500"])
+    @pytest.mark.parametrize("name", API_ERRORS)
     def test_an_api_error_has_no_usage_and_every_error_line_is_fatal(self, name: str) -> None:
         lines = load_capture("opencode", name).stdout_lines
         turn, events = parse(lines)
         assert turn.usage is None
-        errors = of(events, ProviderErrorReported)
+        errors = of(events, ev.ProviderErrorReported)
         assert len(errors) == len(lines)
         assert all(e.fatal for e in errors)
 
-    @pytest.mark.parametrize(
-        ("name", "kind", "needle"),
-        [
-            ("api_401", FailureKind.AUTH, "Incorrect API key provided"),
-            ("api_500", FailureKind.TRANSIENT, "fake error 500"),
-            ("api_400_context_length", FailureKind.CONTEXT_OVERFLOW, "context window"),
-        ],
-    )
-    def test_an_error_after_a_stop_fails_the_turn_with_its_kind(
-        self, name: str, kind: FailureKind, needle: str
-    ) -> None:
+    @pytest.mark.parametrize("name", API_ERRORS)
+    def test_an_error_after_a_stop_fails_the_turn_with_its_kind(self, name: str) -> None:
+        kind, needle = API_ERRORS[name]
         stdout = [
             *load_capture("opencode", "plain").stdout_lines,
             *load_capture("opencode", name).stdout_lines,
@@ -178,7 +160,7 @@ class TestRecordedStreams:
         assert turn.text == "Hello from the fake model."
         assert turn.usage is not None
         assert turn.usage.tokens == TokenUsage(input_tokens=100, output_tokens=10, turns=1)
-        assert of(events, ProviderErrorReported)[-1].fatal
+        assert of(events, ev.ProviderErrorReported)[-1].fatal
 
     @pytest.mark.parametrize("name", ["plain", "tool_shell"])
     def test_a_repeated_step_finish_is_counted_once(self, name: str) -> None:
@@ -189,8 +171,8 @@ class TestRecordedStreams:
         assert twice.error is None
         assert twice.usage == once.usage
         assert twice.cost_usd == once.cost_usd
-        assert of(twice_events, UsageReport) == of(once_events, UsageReport)
-        assert of(twice_events, Lifecycle) == of(once_events, Lifecycle)
+        assert of(twice_events, ev.UsageReport) == of(once_events, ev.UsageReport)
+        assert of(twice_events, ev.Lifecycle) == of(once_events, ev.Lifecycle)
 
     def test_resume_missing(self) -> None:
         rec = load_capture("opencode", "resume_missing")
@@ -199,7 +181,7 @@ class TestRecordedStreams:
         assert "Error: Session not found" in turn.error
         assert turn.error_kind is FailureKind.OTHER
         assert turn.session_id is None
-        assert [e.text for e in of(events, Stderr)] == [
+        assert [e.text for e in of(events, ev.Stderr)] == [
             "\x1b[91m\x1b[1mError: \x1b[0mSession not found"
         ]
 
@@ -246,8 +228,8 @@ class TestFrames:
             ]
         )
         assert turn.text == "First.\nSecond."
-        assert [e.text for e in of(events, Reasoning)] == ["thinking hard"]
-        assert [(e.text, e.delta) for e in of(events, AssistantText)] == [
+        assert [e.text for e in of(events, ev.Reasoning)] == ["thinking hard"]
+        assert [(e.text, e.delta) for e in of(events, ev.AssistantText)] == [
             ("First.", False),
             ("Second.", False),
         ]
@@ -286,15 +268,14 @@ class TestFrames:
                 ),
             ]
         )
-        assert turn.usage is not None
-        assert turn.usage.tokens == TokenUsage(
-            input_tokens=137,
-            cache_read_input_tokens=100,
-            cache_write_input_tokens=7,
-            output_tokens=16,
-            reasoning_output_tokens=3,
-            turns=1,
-        )
+        assert token_counts(turn) == {
+            "input_tokens": 137,
+            "cache_read_input_tokens": 100,
+            "cache_write_input_tokens": 7,
+            "output_tokens": 16,
+            "reasoning_output_tokens": 3,
+            "turns": 1,
+        }
         assert turn.cost_usd == pytest.approx(0.75)
         assert [r.cost_usd for r in turn_reports(events)] == [pytest.approx(0.75)]
         assert turn.context_tokens == 80
@@ -337,14 +318,14 @@ class TestFrames:
         self, status: str, state: dict[str, Any], stdout: str, stderr: str, code: int
     ) -> None:
         _, events = parse([tool(status, **state), step_finish()])
-        (res,) = of(events, ToolResult)
+        (res,) = of(events, ev.ToolResult)
         assert (res.stdout, res.stderr, res.exit_code) == (stdout, stderr, code)
 
     @pytest.mark.parametrize("status", [[], ["completed"], {}, {"a": 1}, 5, None])
     def test_a_status_that_is_not_text_gives_a_call_without_a_result(self, status: Any) -> None:
         turn, events = parse([tool(status), frame("text", text="after"), step_finish()])
-        assert [(c.tool, c.tool_id) for c in of(events, ToolCall)] == [("bash", "c1")]
-        assert of(events, ToolResult) == []
+        assert [(c.tool, c.tool_id) for c in of(events, ev.ToolCall)] == [("bash", "c1")]
+        assert of(events, ev.ToolResult) == []
         assert turn.error is None
         assert turn.text == "after"
 
@@ -353,20 +334,20 @@ class TestFrames:
     )
     def test_a_tool_time_that_is_no_duration_gives_none(self, time: Any) -> None:
         _, events = parse([tool("completed", output="x", time=time), step_finish()])
-        (res,) = of(events, ToolResult)
+        (res,) = of(events, ev.ToolResult)
         assert (res.stdout, res.duration_s) == ("x", None)
 
     def test_a_running_call_then_its_completion_gives_one_call(self) -> None:
         _, events = parse([tool("running"), tool("completed", output="x"), step_finish()])
-        assert len(of(events, ToolCall)) == 1
-        assert len(of(events, ToolResult)) == 1
+        assert len(of(events, ev.ToolCall)) == 1
+        assert len(of(events, ev.ToolResult)) == 1
 
     def test_todowrite_becomes_a_plan(self) -> None:
         todos = [{"content": "write tests", "status": "pending", "priority": "high"}]
         _, events = parse(
             [tool("completed", "todowrite", "t1", input={"todos": todos}, output="[]")]
         )
-        assert of(events, Plan) == [Plan((PlanItem("write tests", "pending"),), "t1")]
+        assert of(events, ev.Plan) == [ev.Plan((ev.PlanItem("write tests", "pending"),), "t1")]
 
     @pytest.mark.parametrize(
         ("frame_text", "kind"),
@@ -438,8 +419,8 @@ class TestFrames:
 
     def test_non_json_and_unknown_frames(self) -> None:
         turn, events = parse(["plain text\n", "42\n", frame("mystery"), step_finish()])
-        assert [e.text for e in of(events, RawOutput)] == ["plain text", "42"]
-        assert of(events, Lifecycle)[0].kind == "unknown_frame:mystery"
+        assert [e.text for e in of(events, ev.RawOutput)] == ["plain text", "42"]
+        assert of(events, ev.Lifecycle)[0].kind == "unknown_frame:mystery"
         assert turn.error is None
 
 

@@ -20,8 +20,17 @@ argv = argv_builder(PiProvider, BINARY)
 
 
 class TestArgv:
-    def test_fresh_turn(self) -> None:
-        assert argv() == BASE
+    @pytest.mark.parametrize(
+        ("fields", "added"),
+        [
+            ({}, []),
+            ({"resume_session_id": "01a2275a"}, ["--session", "01a2275a"]),
+            *(({"reasoning_effort": level}, ["--thinking", level]) for level in THINKING_LEVELS),
+        ],
+    )
+    def test_each_option_alone(self, fields: dict[str, str], added: list[str]) -> None:
+        # A partial session id is passed as given: Pi resolves it to the whole one.
+        assert argv(**fields) == [*BASE, *added]
 
     def test_every_option_in_order(self) -> None:
         built = argv(
@@ -48,13 +57,6 @@ class TestArgv:
         recorded = load_capture("pi", "c_resume_full_id").argv
         built = argv(PiProvider(provider="fake"), model="claude-fake-1", resume_session_id=SID)
         assert built[1:] == list(recorded[1:])
-
-    def test_partial_session_id_is_passed_as_given(self) -> None:
-        assert argv(resume_session_id="01a2275a")[-2:] == ["--session", "01a2275a"]
-
-    @pytest.mark.parametrize("level", THINKING_LEVELS)
-    def test_every_thinking_level(self, level: str) -> None:
-        assert argv(reasoning_effort=level)[-2:] == ["--thinking", level]
 
     def test_unknown_thinking_level_is_refused(self) -> None:
         with pytest.raises(ProviderCapabilityError, match="thinking level"):

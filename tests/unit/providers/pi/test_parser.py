@@ -7,25 +7,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from agentshim.core import events as ev
 from agentshim.core.errors import FailureKind
-from agentshim.core.events import (
-    AssistantText,
-    Lifecycle,
-    ProviderErrorReported,
-    RawOutput,
-    Reasoning,
-    SessionStarted,
-    SessionTitle,
-    Stderr,
-    ToolCall,
-    ToolKind,
-    ToolResult,
-    UsageReport,
-)
 from agentshim.core.usage import CostSource, TokenUsage
 from agentshim.providers.pi import PiStreamParser, short_session_id
 from tests.unit.providers.adversarial import json_values, never_raises
-from tests.unit.providers.fixtures import dump_frame, load_capture, load_frames
+from tests.unit.providers.fixtures import dump_frame, load_capture, load_frames, token_counts
 
 from ._captures import EXPECTED, RPC_MODE, of_type, parse
 
@@ -77,21 +64,24 @@ class TestRecordedStreams:
         assert parsed.usage.cost_source is CostSource.REPORTED
         assert parsed.cost_usd == 0.0
         assert parsed.usage.model in ("claude-fake-1", "gpt-fake-1")
-        assert of_type(events, UsageReport)
+        assert of_type(events, ev.UsageReport)
 
     def test_text_comes_from_deltas_only(self) -> None:
         parsed, events = parse(load_capture("pi", "a_plain_text").stdout_lines)
-        pieces = [e.text for e in of_type(events, AssistantText)]
+        pieces = [e.text for e in of_type(events, ev.AssistantText)]
         assert "".join(pieces) == parsed.text
         # The first update's "partial" already held a prefix of the text; it is never emitted.
         assert pieces[0] == "Hello fr"
 
     def test_shell_tool_call_and_result(self) -> None:
         _, events = parse(load_capture("pi", "b_tool_bash").stdout_lines)
-        (call,) = of_type(events, ToolCall)
-        (result,) = of_type(events, ToolResult)
-        assert call == ToolCall(
-            "toolu_fake_a81fcbcc07854ef1abcb", "bash", {"command": "echo hello"}, ToolKind.COMMAND
+        (call,) = of_type(events, ev.ToolCall)
+        (result,) = of_type(events, ev.ToolResult)
+        assert call == ev.ToolCall(
+            "toolu_fake_a81fcbcc07854ef1abcb",
+            "bash",
+            {"command": "echo hello"},
+            ev.ToolKind.COMMAND,
         )
         assert (result.tool_id, result.tool, result.stdout, result.stderr, result.exit_code) == (
             call.tool_id,
@@ -100,29 +90,29 @@ class TestRecordedStreams:
             "",
             0,
         )
-        assert result.kind is ToolKind.COMMAND
-        texts = [e.text for e in of_type(events, AssistantText)]
+        assert result.kind is ev.ToolKind.COMMAND
+        texts = [e.text for e in of_type(events, ev.AssistantText)]
         assert "".join(texts) == "I'll run echo.Done."
 
     def test_retries_then_giving_up(self) -> None:
         parsed, events = parse(load_capture("pi", "e1_http500").stdout_lines)
-        lifecycle = [e.kind for e in of_type(events, Lifecycle)]
+        lifecycle = [e.kind for e in of_type(events, ev.Lifecycle)]
         assert lifecycle.count("api_retry") == 3
         assert lifecycle.count("agent_started") == 4
-        errors = of_type(events, ProviderErrorReported)
+        errors = of_type(events, ev.ProviderErrorReported)
         assert [e.fatal for e in errors] == [False, False, False, False, True]
         assert parsed.error == errors[-1].message
 
     def test_overflow_starts_a_compaction_the_run_never_finishes(self) -> None:
         parsed, events = parse(load_capture("pi", "e4_http400_too_long").stdout_lines)
-        assert Lifecycle("compaction_started", "overflow") in events
+        assert ev.Lifecycle("compaction_started", "overflow") in events
         assert parsed.error_kind is FailureKind.CONTEXT_OVERFLOW
 
     def test_missing_session_reads_stderr(self) -> None:
         capture = load_capture("pi", "d_resume_missing_uuid")
         parsed, events = parse(capture.stdout_lines, capture.stderr_lines)
-        assert of_type(events, Stderr) == [
-            Stderr("No session found matching '0199aaaa-bbbb-7ccc-8ddd-eeeeffff0000'")
+        assert of_type(events, ev.Stderr) == [
+            ev.Stderr("No session found matching '0199aaaa-bbbb-7ccc-8ddd-eeeeffff0000'")
         ]
         assert parsed.usage is None
 
@@ -138,23 +128,23 @@ class TestRpcModeOutput:
     def test_no_session_header_means_no_session(self) -> None:
         parsed, events = parse(load_capture("pi", RPC_MODE).stdout_lines)
         assert parsed.session_id is None
-        assert of_type(events, SessionStarted) == []
+        assert of_type(events, ev.SessionStarted) == []
 
     def test_command_responses_are_unknown_frames(self) -> None:
         _, events = parse(load_capture("pi", RPC_MODE).stdout_lines)
-        unknown = [e for e in of_type(events, Lifecycle) if e.kind.startswith("unknown_frame")]
+        unknown = [e for e in of_type(events, ev.Lifecycle) if e.kind.startswith("unknown_frame")]
         assert [e.kind for e in unknown] == ["unknown_frame:response"] * 5
-        assert of_type(events, RawOutput) == []
+        assert of_type(events, ev.RawOutput) == []
 
     def test_the_prompts_run_together_as_one_turn(self) -> None:
         parsed, events = parse(load_capture("pi", RPC_MODE).stdout_lines)
         # Every prompt's answer streams as text; the last one is the turn's text.
-        assert "".join(e.text for e in of_type(events, AssistantText)) == (
+        assert "".join(e.text for e in of_type(events, ev.AssistantText)) == (
             "Reply to first turn.This is a veReply after abort."
         )
         assert parsed.text == "Reply after abort."
         # The aborted prompt is a non-fatal error; the prompt after it succeeded.
-        assert [(e.message, e.fatal) for e in of_type(events, ProviderErrorReported)] == [
+        assert [(e.message, e.fatal) for e in of_type(events, ev.ProviderErrorReported)] == [
             ("This operation was aborted", False)
         ]
         assert (parsed.error, parsed.error_kind) == (None, None)
@@ -168,13 +158,15 @@ class TestSessionIds:
             load_capture("pi", "c_resume_full_id").stdout_lines, resume="01a2275a"
         )
         assert parsed.session_id == "01a2275a"
-        assert of_type(events, SessionStarted) == [SessionStarted("01a2275a")]
-        assert Lifecycle("session_resolved", FULL_ID) in events
+        assert of_type(events, ev.SessionStarted) == [ev.SessionStarted("01a2275a")]
+        assert ev.Lifecycle("session_resolved", FULL_ID) in events
 
     def test_a_resume_by_full_id_reports_it_unchanged(self) -> None:
         parsed, events = parse(load_capture("pi", "c_resume_full_id").stdout_lines, resume=FULL_ID)
         assert parsed.session_id == FULL_ID
-        assert not [e for e in events if isinstance(e, Lifecycle) and e.kind == "session_resolved"]
+        assert not [
+            e for e in events if isinstance(e, ev.Lifecycle) and e.kind == "session_resolved"
+        ]
 
     def test_a_resume_answered_by_another_session_reports_that_session(self) -> None:
         parsed, _ = parse(load_capture("pi", "c_resume_full_id").stdout_lines, resume="ffffffff")
@@ -187,7 +179,7 @@ class TestSessionIds:
         )
         parsed, events = parse([*lines[:1], second_header, *lines[1:]], short_session_ids=True)
         assert parsed.session_id == "01a2275a"
-        assert of_type(events, SessionStarted) == [SessionStarted("01a2275a")]
+        assert of_type(events, ev.SessionStarted) == [ev.SessionStarted("01a2275a")]
 
     @pytest.mark.parametrize(
         ("given_id", "short"),
@@ -212,7 +204,7 @@ class TestFailureRules:
         parsed, events = parse([*failed[: first_retry + 1], *success, retry_end])
         assert parsed.error is None
         assert parsed.text == EXPECTED["a_plain_text"].text
-        assert Lifecycle("api_retry_succeeded", "attempt 1") in events
+        assert ev.Lifecycle("api_retry_succeeded", "attempt 1") in events
 
     def test_stream_without_agent_end_fails(self) -> None:
         lines = [
@@ -239,7 +231,7 @@ class TestFailureRules:
     def test_aborted_without_message_fails(self) -> None:
         parsed, events = parse(turn(message_end(assistant([], stop="aborted"))))
         assert parsed.error == "the model call ended with stopReason 'aborted'"
-        assert of_type(events, ProviderErrorReported)
+        assert of_type(events, ev.ProviderErrorReported)
 
     def test_error_message_alone_fails(self) -> None:
         parsed, _ = parse(turn(message_end(assistant([], error="429 rate limited"))))
@@ -283,15 +275,15 @@ class TestFrames:
     def test_a_session_name_is_the_conversations_title(self) -> None:
         named = json.dumps({"type": "session_info_changed", "name": "  Fix the\n tests "})
         _, events = parse(turn(message_end(assistant([{"type": "text", "text": "ok"}])), named))
-        assert of_type(events, SessionTitle) == [
-            SessionTitle("Fix the tests", "session_info_changed")
+        assert of_type(events, ev.SessionTitle) == [
+            ev.SessionTitle("Fix the tests", "session_info_changed")
         ]
 
     def test_a_usage_without_input_or_output_counts_is_unknown(self) -> None:
         counted = assistant([{"type": "text", "text": "a"}], usage={"input": 5, "output": 2})
         totals_only = assistant([{"type": "text", "text": "b"}], usage={"totalTokens": 70})
         result, events = parse(turn(message_end(counted), message_end(totals_only)))
-        reports = [e.usage for e in of_type(events, UsageReport)]
+        reports = [e.usage for e in of_type(events, ev.UsageReport)]
         assert [r.increment_known for r in reports] == [True, False]
         assert result.usage is not None
         assert not result.usage.increment_known
@@ -312,17 +304,16 @@ class TestFrames:
                 message_end(assistant([{"type": "text", "text": "b"}], usage=usage)),
             )
         )
-        assert parsed.usage is not None
-        assert parsed.usage.tokens == TokenUsage(
-            input_tokens=130,
-            cache_read_input_tokens=100,
-            cache_write_input_tokens=10,
-            output_tokens=14,
-            turns=1,
-        )
+        assert token_counts(parsed) == {
+            "input_tokens": 130,
+            "cache_read_input_tokens": 100,
+            "cache_write_input_tokens": 10,
+            "output_tokens": 14,
+            "turns": 1,
+        }
         assert parsed.cost_usd == pytest.approx(0.025)
         assert parsed.usage.cost_source is CostSource.REPORTED
-        assert [r.cost_usd for r in of_type(events, UsageReport)] == [0.0125, 0.0125]
+        assert [r.cost_usd for r in of_type(events, ev.UsageReport)] == [0.0125, 0.0125]
         # The last call's prompt (input with cache folded in), not input plus output.
         assert parsed.context_tokens == 65
 
@@ -335,8 +326,8 @@ class TestFrames:
     def test_unstreamed_message_is_emitted_whole(self) -> None:
         content = [{"type": "thinking", "thinking": "hmm"}, {"type": "text", "text": "answer"}]
         _, events = parse(turn(message_end(assistant(content))))
-        assert of_type(events, Reasoning) == [Reasoning("hmm")]
-        assert of_type(events, AssistantText) == [AssistantText("answer")]
+        assert of_type(events, ev.Reasoning) == [ev.Reasoning("hmm")]
+        assert of_type(events, ev.AssistantText) == [ev.AssistantText("answer")]
 
     def test_streamed_thinking_is_not_repeated(self) -> None:
         update = {
@@ -348,7 +339,7 @@ class TestFrames:
         _, events = parse(
             turn(dump_frame(start), dump_frame(update), message_end(assistant(content)))
         )
-        assert of_type(events, Reasoning) == [Reasoning("hm")]
+        assert of_type(events, ev.Reasoning) == [ev.Reasoning("hm")]
 
     def test_failed_tool_goes_to_stderr(self) -> None:
         start = {
@@ -365,12 +356,12 @@ class TestFrames:
             "isError": True,
         }
         _, events = parse(turn(dump_frame(start), dump_frame(end)))
-        (result,) = of_type(events, ToolResult)
+        (result,) = of_type(events, ev.ToolResult)
         assert (result.stdout, result.stderr, result.exit_code, result.kind) == (
             "",
             "Could not find the text",
             1,
-            ToolKind.FILE_CHANGE,
+            ev.ToolKind.FILE_CHANGE,
         )
 
     def test_failed_compaction_is_reported(self) -> None:
@@ -382,11 +373,11 @@ class TestFrames:
             "errorMessage": "529 busy",
         }
         _, events = parse(turn(dump_frame(end)))
-        assert ProviderErrorReported("compaction failed: 529 busy") in events
+        assert ev.ProviderErrorReported("compaction failed: 529 busy") in events
 
     def test_unknown_frames_are_reported(self) -> None:
         parsed, events = parse(turn(dump_frame({"type": "brand_new"})))
-        assert Lifecycle("unknown_frame:brand_new", '{"type":"brand_new"}') in events
+        assert ev.Lifecycle("unknown_frame:brand_new", '{"type":"brand_new"}') in events
         assert parsed.error is None
 
     def test_updates_without_deltas_make_no_events_unless_cut_off(self) -> None:
@@ -398,13 +389,13 @@ class TestFrames:
         ]
         assert len(updates) == 6
         _, events = parse(turn(*updates))
-        assert [e for e in events if not isinstance(e, (Lifecycle, SessionStarted))] == []
+        assert [e for e in events if not isinstance(e, (ev.Lifecycle, ev.SessionStarted))] == []
         _, events = parse(turn(updates[0][:300]))
-        assert of_type(events, RawOutput) == [RawOutput(updates[0][:300])]
+        assert of_type(events, ev.RawOutput) == [ev.RawOutput(updates[0][:300])]
 
     def test_text_lines_become_raw_output(self) -> None:
         _, events = parse(turn("Warning: something\n"))
-        assert of_type(events, RawOutput) == [RawOutput("Warning: something")]
+        assert of_type(events, ev.RawOutput) == [ev.RawOutput("Warning: something")]
 
 
 JSON_VALUES = json_values()
@@ -461,9 +452,9 @@ class TestAFrameThatCannotBeRead:
         parsed, events = parse(turn(start, end, text), monotonic=clock)
         assert parsed.text == "done"
         assert parsed.error is None
-        assert RawOutput(start.rstrip("\n")) in events
-        malformed = [e for e in of_type(events, Lifecycle) if e.kind == "malformed_frame"]
+        assert ev.RawOutput(start.rstrip("\n")) in events
+        malformed = [e for e in of_type(events, ev.Lifecycle) if e.kind == "malformed_frame"]
         assert [e.detail.split(":")[0] for e in malformed] == ["tool_execution_start"]
-        assert of_type(events, ToolCall) == []
-        (result,) = of_type(events, ToolResult)
+        assert of_type(events, ev.ToolCall) == []
+        (result,) = of_type(events, ev.ToolResult)
         assert (result.tool_id, result.stdout) == ("t1", "a.py")

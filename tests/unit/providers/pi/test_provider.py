@@ -1,10 +1,9 @@
 from __future__ import annotations
 
-from typing import Any
+from functools import partial
 
 import pytest
 
-from agentshim.cli_agent import CliAgent
 from agentshim.core.errors import (
     ProviderCapabilityError,
 )
@@ -14,24 +13,11 @@ from agentshim.core.events import (
 from agentshim.core.mcp import StdioMcpServer
 from agentshim.core.turn import TurnRequest
 from agentshim.providers.pi import PiProvider
-from agentshim.testing import FakeExecutor, RecordingEventHandler
-from tests.unit.providers.fixtures import load_capture
+from agentshim.testing import RecordingEventHandler
+from tests.unit.providers.fixtures import fake_agent, load_capture
 
-BINARIES = {"pi": "/usr/bin/pi"}
+agent_for = partial(fake_agent, "pi")
 FULL_ID = "01a2275a-1c2a-72ae-8ced-4a8fdca01c2e"
-
-
-def agent_for(
-    runs: Any, recorder: RecordingEventHandler | None = None, provider: PiProvider | None = None
-) -> tuple[CliAgent, FakeExecutor]:
-    executor = FakeExecutor(runs, binaries=BINARIES)
-    agent = CliAgent(
-        provider or "pi",
-        executor=executor,
-        env={"PATH": "/usr/bin"},
-        event_handlers=[recorder] if recorder is not None else (),
-    )
-    return agent, executor
 
 
 class TestCaptureReplayThroughTheAgent:
