@@ -6,7 +6,13 @@ import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from agentshim.state.checkpoints import Checkpoint, as_blob, check_fence, validate_checkpoint_key
+from agentshim.state.checkpoints import (
+    Checkpoint,
+    as_blob,
+    check_fence,
+    keep_checkpoint,
+    validate_checkpoint_key,
+)
 from agentshim.state.leases import FencedLeases
 
 __all__ = ["CheckpointOp", "FakeCheckpointStore"]
@@ -70,11 +76,8 @@ class FakeCheckpointStore:
             self.ops.append(CheckpointOp("save", key, checkpoint))
             if self.fail_saves:
                 raise OSError(28, "No space left on device (fake)")
-            stored = self.saved.get(key)
             holder = self._leases.holder(key) if self._leases is not None else None
-            check_fence(key, checkpoint.fence, holder, stored.fence if stored else 0)
-            if checkpoint.replaces(stored):
-                self.saved[key] = checkpoint
+            keep_checkpoint(self.saved, key, checkpoint, holder)
 
     def clear(self, key: str) -> None:
         """Remove what is stored under ``key`` (OSError with ``fail_clears``)."""
