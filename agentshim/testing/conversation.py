@@ -364,14 +364,8 @@ class FakeConversation:
             if outcome.interrupted:
                 emit(TurnInterrupted())
             emit(RunFinished(0))
-            return TurnResult(
-                text=outcome.text,
-                structured_output=None,
-                session_id=self.session_id,
-                resumed=resumed,
-                usage=usage,
-                duration_ms=outcome.duration_ms,
-                interrupted=outcome.interrupted,
+            return self._result(
+                resumed, usage, outcome.text, outcome.interrupted, duration_ms=outcome.duration_ms
             )
         if outcome.kind == "failure":
             self._name(outcome.session_id, emit, fresh_default=False)
@@ -408,14 +402,29 @@ class FakeConversation:
         if outcome.raise_cancelled:
             raise TurnCancelledError("the fake turn was interrupted")
         emit(TurnInterrupted())
+        usage = ProviderUsage(provider=self._transport.profile.name, increment_known=False)
+        return self._result(resumed, usage, text="", interrupted=True, exit_code=-15)
+
+    def _result(
+        self,
+        resumed: bool,
+        usage: ProviderUsage,
+        text: str,
+        interrupted: bool,
+        *,
+        duration_ms: int = 0,
+        exit_code: int = 0,
+    ) -> TurnResult:
+        """What a played turn returns: no structured output, this conversation's session."""
         return TurnResult(
-            text="",
-            structured_output=None,
-            session_id=self.session_id,
-            resumed=resumed,
-            usage=ProviderUsage(provider=self._transport.profile.name, increment_known=False),
-            exit_code=-15,
-            interrupted=True,
+            text,
+            None,
+            self.session_id,
+            resumed,
+            usage,
+            duration_ms=duration_ms,
+            exit_code=exit_code,
+            interrupted=interrupted,
         )
 
     def _name(self, named: str | None, emit: Emit, *, fresh_default: bool) -> None:
