@@ -71,28 +71,34 @@ class IdleHousekeeper:
 
     def _run(self) -> None:
         me = threading.current_thread()
-        while True:
-            with self._lock:
-                if self._thread is not me:
-                    return
-                if not self._due:
-                    self._thread = None
-                    return
-                now = self._clock.monotonic()
-                ripe = [session for due, session in self._due.values() if due <= now]
-                for session in ripe:
-                    del self._due[id(session)]
-                wait = 0.0
-                if not ripe:
-                    wait = min(due for due, _ in self._due.values()) - now
-                    self._changed.clear()
+        while (step := self._next(me)) is not None:
+            ripe, wait = step
+            # Outside the lock: a release closes a process, and a session that ends a turn
+            # meanwhile schedules itself again.
+            for session in ripe:
+                self._release(session)
+            if not ripe:
+                self._clock.wait(wait, self._changed)
+
+    def _next(self, me: threading.Thread) -> tuple[list[IdleSession], float] | None:
+        """The sessions due now (taken off the schedule), else the wait until the earliest.
+
+        None when thread ``me`` is to end: another replaced it, or no session waits.
+        """
+        with self._lock:
+            if self._thread is not me:
+                return None
+            if not self._due:
+                self._thread = None
+                return None
+            now = self._clock.monotonic()
+            ripe = [session for due, session in self._due.values() if due <= now]
+            for session in ripe:
+                del self._due[id(session)]
             if ripe:
-                # Outside the lock: a release closes a process, and a session that ends a
-                # turn meanwhile schedules itself again.
-                for session in ripe:
-                    self._release(session)
-                continue
-            self._clock.wait(wait, self._changed)
+                return ripe, 0.0
+            self._changed.clear()
+            return [], min(due for due, _ in self._due.values()) - now
 
     def _release(self, session: IdleSession) -> None:
         try:

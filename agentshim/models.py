@@ -81,8 +81,7 @@ def context_window(
     provider: str, model: str, *, catalog: ProviderCatalog = DEFAULT_CATALOG
 ) -> int | None:
     """Return ``model``'s context window in tokens on ``provider``, or None when unknown."""
-    spec = model_spec(provider, model, catalog=catalog)
-    return spec.context_window if spec is not None else None
+    return model_table(provider, catalog=catalog).context_window(model)
 
 
 def _long_context(model: str) -> bool:

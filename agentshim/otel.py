@@ -157,10 +157,8 @@ class TurnTrace:
             self._process = self._child("agentshim.process", {"process.executable.name": name})
         elif isinstance(event, RunFinished):
             process, self._process = self._process, None
-            if process is not None:
-                if event.exit_code is not None:
-                    process.set_attribute("process.exit.code", event.exit_code)
-                process.end()
+            code = event.exit_code
+            self._end(process, {} if code is None else {"process.exit.code": code})
         elif isinstance(event, ToolCall):
             self._tool_call(event)
         elif isinstance(event, ToolResult):
@@ -172,11 +170,11 @@ class TurnTrace:
             self._end(self._approvals.pop(event.tool_id, None))
             self._approvals[event.tool_id] = self._child("agentshim.approval", attributes)
         elif isinstance(event, ApprovalAnswered):
-            span = self._approvals.pop(event.tool_id, None)
-            if span is not None:
-                span.set_attribute("agentshim.approval.allowed", event.allowed)
-                span.set_attribute("agentshim.approval.decided_by", event.decided_by)
-                span.end()
+            answer = {
+                "agentshim.approval.allowed": event.allowed,
+                "agentshim.approval.decided_by": event.decided_by,
+            }
+            self._end(self._approvals.pop(event.tool_id, None), answer)
         elif isinstance(event, Lifecycle):
             self._lifecycle(event)
         elif isinstance(event, UsageReport):
@@ -272,6 +270,9 @@ class TurnTrace:
         self._end(retry)
 
     @staticmethod
-    def _end(span: Any) -> None:
+    def _end(span: Any, attributes: Mapping[str, Any] | None = None) -> None:
+        """End ``span`` (nothing when None), first setting ``attributes`` on it."""
         if span is not None:
+            for name, value in (attributes or {}).items():
+                span.set_attribute(name, value)
             span.end()

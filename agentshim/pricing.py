@@ -25,5 +25,4 @@ def estimate_cost(
     provider: str, model: str, usage: TokenUsage, *, catalog: ProviderCatalog = DEFAULT_CATALOG
 ) -> float | None:
     """Return what ``usage`` costs on ``model``, or None when its price is unknown (never 0)."""
-    pricing = model_pricing(provider, model, catalog=catalog)
-    return cost_usd(usage, pricing) if pricing is not None else None
+    return pricing_table(provider, catalog=catalog).cost(model, usage)

@@ -45,7 +45,11 @@ class PromptImage:
 
 @dataclass(frozen=True, slots=True)
 class PromptLink:
-    """A resource the agent may open itself: its URI (``file:///...``) and a name for it."""
+    """A resource the agent may open itself: its URI (``file:///...``) and a name for it.
+
+    Raises:
+        InvalidRequestError: ``uri`` or ``name`` is not a non-empty str.
+    """
 
     uri: str
     name: str
@@ -58,7 +62,12 @@ class PromptLink:
 
 @dataclass(frozen=True, slots=True)
 class PromptResource:
-    """A resource's text, given to the agent inline: its URI and its contents."""
+    """A resource's text, given to the agent inline: its URI and its contents.
+
+    Raises:
+        InvalidRequestError: ``uri`` is not a non-empty str, or ``text`` not a str (it may be
+            empty).
+    """
 
     uri: str
     text: str

@@ -105,8 +105,10 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def _tool_event(event_type: str, event: ev.ToolCall | ev.ToolResult, **fields: Any) -> JsonObject:
-    """A tool call's or result's object: the tool's identity first, its kind last."""
+def _tool_event(
+    event_type: str, event: ev.ToolCall | ev.ToolResult | ev.ToolCallUpdated, **fields: Any
+) -> JsonObject:
+    """A tool call's, result's or update's object: the tool's identity first, its kind last."""
     return {
         "type": event_type,
         "tool_id": event.tool_id,
@@ -203,16 +205,14 @@ def _encode_session_update(
             {"path": diff.path, "old_text": diff.old_text, "new_text": diff.new_text}
             for diff in event.diffs
         ]
-        return {
-            "type": "tool.update",
-            "tool_id": event.tool_id,
-            "tool": event.tool,
-            "status": event.status,
-            "args": args,
-            "locations": list(event.locations),
-            "diffs": diffs,
-            "kind": event.kind.value,
-        }
+        return _tool_event(
+            "tool.update",
+            event,
+            status=event.status,
+            args=args,
+            locations=list(event.locations),
+            diffs=diffs,
+        )
     if isinstance(event, ev.AgentContent):
         return {
             "type": "content",
@@ -257,17 +257,21 @@ def _message(obj: Mapping[str, Any]) -> ev.AgentEvent:
     return ev.AssistantText(_text(obj, "text"), _flag(obj, "delta"))
 
 
+def _tool_identity(obj: Mapping[str, Any]) -> tuple[str | None, str]:
+    """A tool event's ``tool_id`` and ``tool``: what :func:`_tool_event` writes first."""
+    return _optional_text(obj, "tool_id"), _text(obj, "tool")
+
+
 def _tool_call(obj: Mapping[str, Any]) -> ev.AgentEvent:
     args: Any = obj.get("args")
     if args is not None and type(args) not in (dict, str):
         raise _Unreadable("args")
-    return ev.ToolCall(_optional_text(obj, "tool_id"), _text(obj, "tool"), args, _kind(obj))
+    return ev.ToolCall(*_tool_identity(obj), args, _kind(obj))
 
 
 def _tool_result(obj: Mapping[str, Any]) -> ev.AgentEvent:
     return ev.ToolResult(
-        _optional_text(obj, "tool_id"),
-        _text(obj, "tool"),
+        *_tool_identity(obj),
         _text(obj, "stdout", ""),
         _text(obj, "stderr", ""),
         _optional_int(obj, "exit_code"),
@@ -357,8 +361,7 @@ def _tool_update(obj: Mapping[str, Any]) -> ev.AgentEvent:
         ),
     )
     return ev.ToolCallUpdated(
-        _optional_text(obj, "tool_id"),
-        _text(obj, "tool"),
+        *_tool_identity(obj),
         _text(obj, "status", ""),
         args,
         _kind(obj),

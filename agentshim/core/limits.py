@@ -13,16 +13,28 @@ the two: an interrupted turn's report may count less than its calls did).
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, TypedDict
 
 from agentshim.core.errors import InvalidRequestError
 from agentshim.core.events import UsageReport, UsageScope
 from agentshim.core.usage import ProviderUsage
 
-__all__ = ["Crossing", "Spend", "SpendingLimits", "SpendingMeter", "UnknownCost"]
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
+__all__ = [
+    "Crossing",
+    "LimitOverrides",
+    "Spend",
+    "SpendingLimits",
+    "SpendingMeter",
+    "UnknownCost",
+]
 
 
 class UnknownCost(enum.Enum):
@@ -81,6 +93,16 @@ def _limit(name: str, value: object, integral: bool) -> None:
         )
 
 
+class LimitOverrides(TypedDict, total=False):
+    """The limits :meth:`SpendingLimits.overridden` may replace; None leaves one as it is."""
+
+    max_cost_usd: float | None
+    max_tokens: int | None
+    max_session_cost_usd: float | None
+    max_session_tokens: int | None
+    unknown_cost: UnknownCost | None
+
+
 @dataclass(frozen=True, slots=True)
 class SpendingLimits:
     """The limits a session's turns run under; None is no limit.
@@ -127,23 +149,14 @@ class SpendingLimits:
             )
         )
 
-    def overridden(
-        self,
-        *,
-        max_cost_usd: float | None = None,
-        max_tokens: int | None = None,
-        max_session_cost_usd: float | None = None,
-        max_session_tokens: int | None = None,
-        unknown_cost: UnknownCost | None = None,
-    ) -> SpendingLimits:
-        """These limits with each one given (not None) replaced."""
-        return SpendingLimits(
-            self.max_cost_usd if max_cost_usd is None else max_cost_usd,
-            self.max_tokens if max_tokens is None else max_tokens,
-            self.max_session_cost_usd if max_session_cost_usd is None else max_session_cost_usd,
-            self.max_session_tokens if max_session_tokens is None else max_session_tokens,
-            self.unknown_cost if unknown_cost is None else unknown_cost,
-        )
+    def overridden(self, **overrides: Unpack[LimitOverrides]) -> SpendingLimits:
+        """These limits with each one given (not None) replaced (keywords: LimitOverrides).
+
+        Raises:
+            InvalidRequestError: a replacement is not a valid limit.
+        """
+        given = {name: value for name, value in overrides.items() if value is not None}
+        return dataclasses.replace(self, **given)
 
     def refusal(self, spent: Spend) -> Crossing | None:
         """The session limit a session that has ``spent`` already reached, if any."""

@@ -99,10 +99,30 @@ def url_carries_secrets(url: str) -> bool:
     return "@" in parts.netloc or bool(parts.query)
 
 
-class _ProxiedMappings:
-    """Hashing and pickling for an MCP server value, whose mappings are read-only proxies."""
+class _McpServerValue:
+    """Checks, hashing and pickling for an MCP server value, whose mappings are read-only proxies.
+
+    Every server has a name and two timeouts, checked here around what its own ``_checked``
+    checks; ``_checked`` returns the fields it normalized, which are set on the frozen value.
+    """
 
     __slots__ = ()
+
+    name: str
+    startup_timeout: float | None
+    tool_timeout: float | None
+
+    def __post_init__(self) -> None:
+        owner = type(self).__name__
+        _check_name(owner, self.name)
+        normalized = self._checked(owner)
+        _check_timeout(owner, "startup_timeout", self.startup_timeout)
+        _check_timeout(owner, "tool_timeout", self.tool_timeout)
+        for name, value in normalized.items():
+            object.__setattr__(self, name, value)
+
+    def _checked(self, owner: str) -> dict[str, object]:
+        raise NotImplementedError
 
     def __hash__(self) -> int:
         return hash(_field_values(self, frozenset))
@@ -112,7 +132,7 @@ class _ProxiedMappings:
 
 
 def _field_values(
-    server: _ProxiedMappings, mapping: Callable[[Iterable[tuple[str, str]]], object]
+    server: _McpServerValue, mapping: Callable[[Iterable[tuple[str, str]]], object]
 ) -> tuple[object, ...]:
     """``server``'s field values in order, each mapping passed through ``mapping`` as items.
 
@@ -129,7 +149,7 @@ def _field_values(
 
 
 @dataclass(frozen=True, slots=True)
-class StdioMcpServer(_ProxiedMappings):
+class StdioMcpServer(_McpServerValue):
     """An MCP server the CLI starts as a child process and speaks to over stdio.
 
     ``command`` is an absolute path or a bare name looked up on PATH; a relative path with a
@@ -146,9 +166,7 @@ class StdioMcpServer(_ProxiedMappings):
     startup_timeout: float | None = None
     tool_timeout: float | None = None
 
-    def __post_init__(self) -> None:
-        owner = "StdioMcpServer"
-        _check_name(owner, self.name)
+    def _checked(self, owner: str) -> dict[str, object]:
         _check_text(f"{owner}.command", "MCP server command", self.command)
         if not self.command.strip():
             raise InvalidRequestError(
@@ -184,17 +202,14 @@ class StdioMcpServer(_ProxiedMappings):
                     f"MCP server {self.name!r} env name {key!r} is invalid; a variable name "
                     "is non-empty and holds no '='",
                 )
-        _check_timeout(owner, "startup_timeout", self.startup_timeout)
-        _check_timeout(owner, "tool_timeout", self.tool_timeout)
-        object.__setattr__(self, "args", args)
-        object.__setattr__(self, "env", env)
+        return {"args": args, "env": env}
 
     # Named again: a frozen dataclass would replace an inherited __hash__ with its own.
-    __hash__ = _ProxiedMappings.__hash__
+    __hash__ = _McpServerValue.__hash__
 
 
 @dataclass(frozen=True, slots=True)
-class HttpMcpServer(_ProxiedMappings):
+class HttpMcpServer(_McpServerValue):
     """An MCP server the CLI reaches over HTTP (``"http"``, streamable) or ``"sse"``.
 
     ``url`` must be an http or https URL with a host; ``headers`` are sent with every
@@ -210,9 +225,7 @@ class HttpMcpServer(_ProxiedMappings):
     startup_timeout: float | None = None
     tool_timeout: float | None = None
 
-    def __post_init__(self) -> None:
-        owner = "HttpMcpServer"
-        _check_name(owner, self.name)
+    def _checked(self, owner: str) -> dict[str, object]:
         _check_text(f"{owner}.url", "MCP server url", self.url)
         try:
             parts = urllib.parse.urlsplit(self.url)
@@ -255,12 +268,10 @@ class HttpMcpServer(_ProxiedMappings):
                     f"MCP server {self.name!r} header {key!r} has a line break in its value "
                     "(headers), which would inject another header; remove it",
                 )
-        _check_timeout(owner, "startup_timeout", self.startup_timeout)
-        _check_timeout(owner, "tool_timeout", self.tool_timeout)
-        object.__setattr__(self, "headers", headers)
+        return {"headers": headers}
 
     # Named again: a frozen dataclass would replace an inherited __hash__ with its own.
-    __hash__ = _ProxiedMappings.__hash__
+    __hash__ = _McpServerValue.__hash__
 
 
 #: Any MCP server agentshim can install.

@@ -106,8 +106,10 @@ class SelectorStreams:
         self._wake_r, self._wake_w = os.pipe()
         self._wake_open = True
         self._stdin_data = memoryview(b"")
-        self._open = 0
-        self._exit_hint = False
+        self.open_streams = 0
+        """How many of stdout and stderr have not reached end of stream."""
+        self.exit_hint = False
+        """Whether the pidfd reported an exit during the last poll."""
         try:
             for fd in (self._wake_r, self._wake_w):
                 os.set_blocking(fd, False)
@@ -115,7 +117,7 @@ class SelectorStreams:
             for fd, tag in ((child.stdout_fd, OUT), (child.stderr_fd, ERR)):
                 os.set_blocking(fd, False)
                 self._selector.register(fd, selectors.EVENT_READ, tag)
-                self._open += 1
+                self.open_streams += 1
             if child.pidfd is not None:
                 self._selector.register(child.pidfd, selectors.EVENT_READ, _PIDFD)
             if child.stdin_fd is not None:
@@ -123,16 +125,6 @@ class SelectorStreams:
         except BaseException:
             self.close()
             raise
-
-    @property
-    def open_streams(self) -> int:
-        """How many of stdout and stderr have not reached end of stream."""
-        return self._open
-
-    @property
-    def exit_hint(self) -> bool:
-        """Whether the pidfd reported an exit during the last poll."""
-        return self._exit_hint
 
     @property
     def polls_for_exit(self) -> bool:
@@ -157,7 +149,7 @@ class SelectorStreams:
 
     def poll(self, timeout: float | None) -> list[tuple[int, bytes]]:
         """Wait up to ``timeout`` and do every read and write that became possible."""
-        self._exit_hint = False
+        self.exit_hint = False
         chunks: list[tuple[int, bytes]] = []
         for key, _ in self._selector.select(_bounded(timeout)):
             tag: int = key.data
@@ -169,12 +161,12 @@ class SelectorStreams:
                     continue
                 if not data:
                     self._selector.unregister(fd)
-                    self._open -= 1
+                    self.open_streams -= 1
                 chunks.append((tag, data))
             elif tag == _STDIN:
                 self._write_stdin()
             elif tag == _PIDFD:
-                self._exit_hint = True
+                self.exit_hint = True
                 # A pidfd stays readable after exit; stop watching it or every poll spins.
                 self._selector.unregister(key.fd)
             elif tag == _WAKE:
@@ -221,7 +213,7 @@ class SelectorStreams:
                 self._selector.unregister(fd)
             except KeyError:
                 continue
-        self._open = 0
+        self.open_streams = 0
 
     def wait_stdin_writable(self, timeout: float | None) -> list[tuple[int, bytes]]:
         """Wait until stdin can take bytes (or ``timeout``), reading output meanwhile."""
@@ -257,7 +249,8 @@ class ThreadStreams:
     def __init__(self, child: ChildProcess) -> None:
         self._child = child
         self._queue: queue.SimpleQueue[tuple[int, bytes]] = queue.SimpleQueue()
-        self._open = 2
+        self.open_streams = 2
+        """How many of stdout and stderr have not reached end of stream."""
         self._reading = True
         self._writer: threading.Thread | None = None
         for tag in (OUT, ERR):
@@ -265,20 +258,9 @@ class ThreadStreams:
                 target=self._read, args=(tag,), name=f"agentshim-pipe-{tag}", daemon=True
             ).start()
 
-    @property
-    def open_streams(self) -> int:
-        """How many of stdout and stderr have not reached end of stream."""
-        return self._open
-
-    @property
-    def exit_hint(self) -> bool:
-        """Always False: exit is found by polling."""
-        return False
-
-    @property
-    def polls_for_exit(self) -> bool:
-        """Always True."""
-        return True
+    # No pidfd here: exit is only ever found by polling.
+    exit_hint = False
+    polls_for_exit = True
 
     def _read(self, tag: int) -> None:
         fd = self._child.stdout_fd if tag == OUT else self._child.stderr_fd
@@ -332,7 +314,7 @@ class ThreadStreams:
             if tag == _WAKE or not self._reading:
                 continue
             if not data:
-                self._open -= 1
+                self.open_streams -= 1
             chunks.append((tag, data))
         return chunks
 
@@ -343,7 +325,7 @@ class ThreadStreams:
     def stop_reading(self) -> None:
         """Ignore stdout and stderr from now on; the reader threads end with the pipes."""
         self._reading = False
-        self._open = 0
+        self.open_streams = 0
 
     def wait_stdin_writable(self, timeout: float | None) -> list[tuple[int, bytes]]:
         """Not needed with threads (writes block and readers drain); polls output instead."""

@@ -21,6 +21,7 @@ from agentshim.core.errors import LineTooLongError, ProcessClosedError
 from agentshim.core.stream import DEFAULT_MAX_LINE_BYTES
 
 from ._child import ChildProcess
+from ._deadline import Deadline
 from ._lines import LineAssembler, LineOverflow, split_lines
 from ._stop import GroupStop, sooner
 from ._streams import ERR, OUT, SIDE, SelectorStreams, Streams, ThreadStreams
@@ -168,7 +169,7 @@ class HostProcess:
             LineTooLongError: The next line was longer than ``max_line_bytes``; the process
                 group has been killed. Raised once; the next call goes on after it.
         """
-        deadline = None if timeout is None else time.monotonic() + max(timeout, 0.0)
+        deadline = Deadline(timeout)
         if not self._acquire_reader(timeout):
             return None
         try:
@@ -186,9 +187,9 @@ class HostProcess:
                 if self._side_ready:
                     self._side_ready = False
                     return None
-                remaining = None if deadline is None else deadline - time.monotonic()
-                self._pump(None if remaining is None else max(remaining, 0.0))
-                if remaining is not None and remaining <= 0 and not self._queue:
+                remaining = deadline.remaining()
+                self._pump(remaining)
+                if remaining == 0 and not self._queue:
                     return self._exit
         finally:
             self._read_lock.release()
@@ -227,11 +228,11 @@ class HostProcess:
         process that has exited counts as ended then, even if something it started still
         holds its pipes (the drain period is not waited for).
         """
-        deadline = None if timeout is None else time.monotonic() + max(timeout, 0.0)
+        deadline = Deadline(timeout)
         looked = False
         while self._exit is None:
-            remaining = None if deadline is None else deadline - time.monotonic()
-            if remaining is not None and remaining <= 0:
+            remaining = deadline.remaining()
+            if remaining == 0:
                 if looked:
                     return None
                 looked = True

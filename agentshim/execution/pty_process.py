@@ -25,6 +25,7 @@ from typing import Protocol, runtime_checkable
 from agentshim.core.errors import ProcessClosedError, ProviderCapabilityError
 
 from ._child import exit_status, open_pidfd, start_error
+from ._deadline import Deadline
 from ._validate import check_start
 from .process import SpawnRequest
 
@@ -179,8 +180,8 @@ class PtyProcess:
 
     def read(self, timeout: float | None) -> bytes | None:
         """The next bytes the program drew; None after ``timeout``, on a wake, or once it ended."""
-        deadline = None if timeout is None else time.monotonic() + max(timeout, 0.0)
-        remaining = None if deadline is None else max(deadline - time.monotonic(), 0.0)
+        deadline = Deadline(timeout)
+        remaining = deadline.remaining()
         if not self._read_lock.acquire(timeout=-1 if remaining is None else remaining):
             return None
         try:
@@ -218,11 +219,11 @@ class PtyProcess:
         block but still looks: it notices an exit that happened while nobody read (and reads
         nothing of a program still running).
         """
-        deadline = None if timeout is None else time.monotonic() + max(timeout, 0.0)
+        deadline = Deadline(timeout)
         looked = False
         while not self._reaped:
-            remaining = None if deadline is None else deadline - time.monotonic()
-            if remaining is not None and remaining <= 0:
+            remaining = deadline.remaining()
+            if remaining == 0:
                 if looked or not self._leader_exited():
                     return None  # still running: what it drew stays for the next read
                 looked = True
@@ -250,7 +251,7 @@ class PtyProcess:
                     os.killpg(self._popen.pid, signum)
         self.wake()
 
-    def _read_locked(self, deadline: float | None) -> bytes | None:
+    def _read_locked(self, deadline: Deadline) -> bytes | None:
         while True:
             if self._reaped:
                 return None
@@ -271,8 +272,7 @@ class PtyProcess:
             watched = self._watched
             if watched is not None:
                 waits.append(watched)
-            now = time.monotonic()
-            wait = None if deadline is None else max(deadline - now, 0.0)
+            wait = deadline.remaining()
             if self._pidfd is None:
                 wait = _EXIT_POLL if wait is None else min(wait, _EXIT_POLL)
             try:
@@ -293,7 +293,7 @@ class PtyProcess:
                     self._leader_exited(block=True)
                     self._exited_at = time.monotonic()
                     continue
-            if deadline is not None and time.monotonic() >= deadline:
+            if deadline.passed():
                 return None
 
     def _leader_exited(self, *, block: bool = False) -> bool:

@@ -25,7 +25,7 @@ import json
 import re
 import threading
 import warnings
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, MutableMapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
@@ -45,6 +45,7 @@ __all__ = [
     "InMemoryCheckpointStore",
     "as_blob",
     "check_fence",
+    "keep_checkpoint",
     "stored_checkpoint",
     "validate_checkpoint_key",
 ]
@@ -194,6 +195,26 @@ def check_fence(key: str, fence: int, holder: LeaseHolder | None, stored_fence: 
         raise LeaseLostError(key, fence, holder_fence=stored_fence)
 
 
+def keep_checkpoint(
+    saved: MutableMapping[str, Checkpoint],
+    key: str,
+    checkpoint: Checkpoint,
+    holder: LeaseHolder | None,
+) -> None:
+    """Put ``checkpoint`` in ``saved`` under ``key`` the way an in-memory store saves one.
+
+    The write is refused when fenced out (see :func:`check_fence`) and skipped when the
+    checkpoint kept there is newer (see :meth:`Checkpoint.replaces`).
+
+    Raises:
+        LeaseLostError: ``checkpoint`` is fenced by an older grant than the key's.
+    """
+    stored = saved.get(key)
+    check_fence(key, checkpoint.fence, holder, stored.fence if stored else 0)
+    if checkpoint.replaces(stored):
+        saved[key] = checkpoint
+
+
 def _count(name: str, value: object) -> None:
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
         raise InvalidRequestError(
@@ -295,10 +316,7 @@ class InMemoryCheckpointStore:
         validate_checkpoint_key(key)
         holder = _live_holder(self._leases, key)
         with self._lock:
-            stored = self._saved.get(key)
-            check_fence(key, checkpoint.fence, holder, stored.fence if stored else 0)
-            if checkpoint.replaces(stored):
-                self._saved[key] = checkpoint
+            keep_checkpoint(self._saved, key, checkpoint, holder)
 
     def clear(self, key: str) -> None:
         """Forget the checkpoint under ``key``."""

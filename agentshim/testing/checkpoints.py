@@ -6,7 +6,8 @@ import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from agentshim.state.checkpoints import Checkpoint, as_blob, check_fence, validate_checkpoint_key
+from agentshim.state import checkpoints
+from agentshim.state.checkpoints import Checkpoint, validate_checkpoint_key
 from agentshim.state.leases import FencedLeases
 
 __all__ = ["CheckpointOp", "FakeCheckpointStore"]
@@ -70,11 +71,8 @@ class FakeCheckpointStore:
             self.ops.append(CheckpointOp("save", key, checkpoint))
             if self.fail_saves:
                 raise OSError(28, "No space left on device (fake)")
-            stored = self.saved.get(key)
             holder = self._leases.holder(key) if self._leases is not None else None
-            check_fence(key, checkpoint.fence, holder, stored.fence if stored else 0)
-            if checkpoint.replaces(stored):
-                self.saved[key] = checkpoint
+            checkpoints.keep_checkpoint(self.saved, key, checkpoint, holder)
 
     def clear(self, key: str) -> None:
         """Remove what is stored under ``key`` (OSError with ``fail_clears``)."""
@@ -96,13 +94,13 @@ class FakeCheckpointStore:
     def save_blob(self, key: str, blob: bytes, *, fence: int = 0) -> None:
         """Store ``blob`` under ``key`` (OSError with ``fail_saves``; LeaseLostError when fenced out)."""
         validate_checkpoint_key(key)
-        data = as_blob(blob)
+        data = checkpoints.as_blob(blob)
         with self._lock:
             self.ops.append(CheckpointOp("save_blob", key, blob=data))
             if self.fail_saves:
                 raise OSError(28, "No space left on device (fake)")
             holder = self._leases.holder(key) if self._leases is not None else None
-            check_fence(key, fence, holder, self._blob_fences.get(key, 0))
+            checkpoints.check_fence(key, fence, holder, self._blob_fences.get(key, 0))
             self.blobs[key] = data
             self._blob_fences[key] = fence
 

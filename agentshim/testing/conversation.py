@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 from agentshim.core.conversation import ConversationSpec, TransportKind, TurnSlot, TurnStop
@@ -341,7 +341,6 @@ class FakeConversation:
 
     def _play(self, call: FakeCall, emit: Emit, stop: TurnStop) -> TurnResult:
         outcome = call.outcome
-        resumed = call.session_id is not None
         emit(
             RunStarted(
                 ("fake-agent", "--resume", call.session_id)
@@ -364,15 +363,7 @@ class FakeConversation:
             if outcome.interrupted:
                 emit(TurnInterrupted())
             emit(RunFinished(0))
-            return TurnResult(
-                text=outcome.text,
-                structured_output=None,
-                session_id=self.session_id,
-                resumed=resumed,
-                usage=usage,
-                duration_ms=outcome.duration_ms,
-                interrupted=outcome.interrupted,
-            )
+            return self._result(call, usage, outcome.text, outcome.interrupted)
         if outcome.kind == "failure":
             self._name(outcome.session_id, emit, fresh_default=False)
             emit(RunFinished(1))
@@ -395,12 +386,13 @@ class FakeConversation:
             emit(RunFinished(None))
             raise TurnTimeoutError(outcome.seconds)
         if outcome.kind == "hang":
-            return self._hang(outcome, resumed, emit, stop)
+            return self._hang(call, emit, stop)
         if outcome.error is None:  # pragma: no cover - raises() always sets it
             raise AssertionError("FakeOutcome.raises needs an error")
         raise outcome.error
 
-    def _hang(self, outcome: FakeOutcome, resumed: bool, emit: Emit, stop: TurnStop) -> TurnResult:
+    def _hang(self, call: FakeCall, emit: Emit, stop: TurnStop) -> TurnResult:
+        outcome = call.outcome
         if not stop.wait(outcome.seconds):
             emit(RunFinished(None))
             raise TurnTimeoutError(outcome.seconds)
@@ -408,14 +400,22 @@ class FakeConversation:
         if outcome.raise_cancelled:
             raise TurnCancelledError("the fake turn was interrupted")
         emit(TurnInterrupted())
+        usage = ProviderUsage(provider=self._transport.profile.name, increment_known=False)
+        # Ended by SIGTERM, as a CLI stopped by an interrupt is.
+        return replace(self._result(call, usage, "", interrupted=True), exit_code=-15)
+
+    def _result(
+        self, call: FakeCall, usage: ProviderUsage, text: str, interrupted: bool
+    ) -> TurnResult:
+        """What ``call`` returns when it ends with ``text``: in this conversation's session."""
         return TurnResult(
-            text="",
+            text=text,
             structured_output=None,
             session_id=self.session_id,
-            resumed=resumed,
-            usage=ProviderUsage(provider=self._transport.profile.name, increment_known=False),
-            exit_code=-15,
-            interrupted=True,
+            resumed=call.resumed,
+            usage=usage,
+            duration_ms=call.outcome.duration_ms,
+            interrupted=interrupted,
         )
 
     def _name(self, named: str | None, emit: Emit, *, fresh_default: bool) -> None:

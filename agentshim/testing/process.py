@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import signal
 import threading
-import time
 from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from agentshim.core.errors import ProcessClosedError
+from agentshim.execution._deadline import Deadline
 from agentshim.execution.process import (
     ProcessExited,
     ProcessOutput,
@@ -231,7 +231,7 @@ class FakeProcess:
 
     def next_output(self, timeout: float | None) -> ProcessOutput | None:
         """Return the next deliverable output, waiting up to ``timeout`` for one."""
-        deadline = None if timeout is None else time.monotonic() + max(timeout, 0.0)
+        deadline = Deadline(timeout)
         with self._cond:
             while True:
                 head = self._head()
@@ -243,10 +243,9 @@ class FakeProcess:
                 if self._woken:
                     self._woken = False
                     return None
-                remaining = None if deadline is None else deadline - time.monotonic()
-                if remaining is not None and remaining <= 0:
+                if deadline.passed():
                     return None
-                self._cond.wait(remaining)
+                self._cond.wait(deadline.remaining())
 
     def wake(self) -> None:
         """Make a blocked :meth:`next_output` return now (``None`` if nothing came)."""

@@ -81,18 +81,17 @@ class _Connection:
 class LocalToolServer:
     """Serves one set of tools on a private Unix socket; see the module docstring.
 
-    ``server`` is the MCP server to install for the CLI. Not thread-safe: one thread (the
-    turn's) calls ``ready``; ``close`` is idempotent.
+    ``server`` is the MCP server to install for the CLI, ``host`` what answers its messages.
+    Not thread-safe: one thread (the turn's) calls ``ready``; ``close`` is idempotent.
     """
 
     __slots__ = (
         "_credential",
         "_directory",
-        "_host",
         "_listener",
-        "_path",
         "_selector",
         "_variable",
+        "host",
         "server",
     )
 
@@ -102,14 +101,13 @@ class LocalToolServer:
                 "agentshim cannot tell which Python runs it (sys.executable is empty), so it "
                 "cannot start the tools' MCP bridge; run it with a Python interpreter on disk"
             )
-        self._host = host
+        self.host = host
         self._credential = secrets.token_hex(32)
         # Random per server: a variable an outer turn left in the environment never collides
         # (Codex forwards a server's variable under its own name and refuses a clash).
         self._variable = f"{CREDENTIAL_VARIABLE}_{secrets.token_hex(4).upper()}"
         self._directory = tempfile.mkdtemp(prefix="agentshim-tools-")  # mode 0700
-        path = os.path.join(self._directory, "s")
-        self._path = path
+        path = self.socket_path
         self._selector = selectors.DefaultSelector()
         self._listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
@@ -133,11 +131,6 @@ class LocalToolServer:
         )
 
     @property
-    def host(self) -> ToolHost:
-        """What answers the messages."""
-        return self._host
-
-    @property
     def directory(self) -> str:
         """The private directory (mode 0700) that holds the socket; removed by ``close``."""
         return self._directory
@@ -145,7 +138,7 @@ class LocalToolServer:
     @property
     def socket_path(self) -> str:
         """The Unix socket a client of the tools connects to."""
-        return self._path
+        return os.path.join(self._directory, "s")
 
     @property
     def credential_env(self) -> Mapping[str, str]:
@@ -218,7 +211,7 @@ class LocalToolServer:
         if hmac.compare_digest(line.strip(), expected):
             connection.admitted = True
             return True
-        self._host.emit(
+        self.host.emit(
             Lifecycle(
                 lk.TOOL_CONNECTION_REFUSED,
                 "a connection to the tools' socket did not present the turn's credential; "
@@ -240,7 +233,7 @@ class LocalToolServer:
                 "error": {"code": -32700, "message": "not JSON"},
             }
         else:
-            answer = self._host.answer(message)
+            answer = self.host.answer(message)
         if answer is None:
             return True
         payload = json.dumps(answer, ensure_ascii=False, separators=(",", ":")) + "\n"
@@ -252,7 +245,7 @@ class LocalToolServer:
         return True
 
     def _host_note(self, text: str) -> None:
-        self._host.emit(Lifecycle(lk.TOOL_MESSAGE_DROPPED, text))
+        self.host.emit(Lifecycle(lk.TOOL_MESSAGE_DROPPED, text))
 
     def _drop(self, connection: _Connection) -> None:
         with contextlib.suppress(KeyError, ValueError):

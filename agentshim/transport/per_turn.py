@@ -132,15 +132,19 @@ class PerTurnConversation:
 
     def interrupt(self) -> None:
         """Stop the running turn; nothing when idle (thread-safe)."""
-        with self._lock:
-            running = self._running
+        running = self._running_now()
         if running is not None:
             running.interrupt()
 
     def close(self) -> None:
         """Refuse later turns and close the running turn's conversation (idempotent)."""
-        with self._lock:
-            self._closed = True
-            running = self._running
+        running = self._running_now(closing=True)
         if running is not None:
             running.close()
+
+    def _running_now(self, *, closing: bool = False) -> Conversation | None:
+        """The running turn's conversation, if any; with ``closing``, refuse later turns first."""
+        with self._lock:
+            if closing:
+                self._closed = True
+            return self._running

@@ -98,7 +98,6 @@ class SharedProcess:
         self.argv = tuple(argv)
         self.process = process
         self._session_key = session_key
-        self._clock = monotonic
         self._close_grace = close_grace
         self.router = FrameRouter(
             process, self._route, unrouted=self._unrouted, monotonic=monotonic
