@@ -177,7 +177,11 @@ class _Fake:
             data: dict[str, Any] = json.loads(path.read_text())
             if key is not None:
                 data[key] = value
-                path.write_text(json.dumps(data))
+                # Written aside and renamed: a fake killed mid-write (as the contract kills it)
+                # must leave the old state, not an empty file, for the CLI that resumes.
+                aside = path.with_name(f"{path.name}.{os.getpid()}")
+                aside.write_text(json.dumps(data))
+                os.replace(aside, path)
             return data
 
     def hook(self, event: str, **fields: Any) -> str:
