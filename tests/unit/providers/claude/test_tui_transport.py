@@ -6,6 +6,7 @@ import contextlib
 import dataclasses
 import json
 import os
+import shutil
 import signal
 import stat
 import tempfile
@@ -535,7 +536,23 @@ def test_the_first_prompt_waits_until_the_cli_has_listed_the_python_tools(
     assert [e.stdout for e in results] == ["sky is blue"]
 
 
-def test_a_python_tool_is_served_through_the_bridge_asked_and_reported(tmp_path: Path) -> None:
+@pytest.fixture
+def private_tmp(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """A temp root of this test's own, so another run's files in /tmp cannot be taken for ours.
+
+    Short (under /tmp, not under ``tmp_path``) because the tools' socket lives in it.
+    """
+    root = Path(tempfile.mkdtemp(prefix="t"))
+    monkeypatch.setattr(tempfile, "tempdir", str(root))
+    try:
+        yield root
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def test_a_python_tool_is_served_through_the_bridge_asked_and_reported(
+    tmp_path: Path, private_tmp: Path
+) -> None:
     ran: list[str] = []
 
     def lookup(key: str) -> str:
@@ -567,7 +584,6 @@ def test_a_python_tool_is_served_through_the_bridge_asked_and_reported(tmp_path:
         )
     )
     events: list[AgentEvent] = []
-    tmp_before = set(os.listdir(tempfile.gettempdir()))
     try:
         assert conversation.turn(TurnRequest("look"), events.append).text == "looked up"
         (run,) = [e for e in events if isinstance(e, RunStarted)]
@@ -602,9 +618,7 @@ def test_a_python_tool_is_served_through_the_bridge_asked_and_reported(tmp_path:
     assert credential not in written
     assert "${AGENTSHIM_" in written
     assert not config.exists()
-    left = {
-        n for n in set(os.listdir(tempfile.gettempdir())) - tmp_before if n.startswith("agentshim-")
-    }
+    left = sorted(os.listdir(private_tmp))
     assert not left, f"left behind: {left}"
 
 
