@@ -38,6 +38,7 @@ from agentshim.doctor.model_server import Match, Message, ModelServer, Rule, Tex
 from agentshim.doctor.offline import offline_cli
 from agentshim.providers.acp import AcpAgentConfig, acp_catalog
 
+from .claude_checks import LONG_TOOL
 from .streams import NEEDS_PROC, TURN_TIMEOUT, Background, alive, wait_for
 
 CLAUDE_ACP = "@agentclientprotocol/claude-agent-acp"
@@ -275,7 +276,7 @@ CLAUDE_SCRIPT = [
     ),
     Rule(
         match=Match(last_input_is_tool_result=False, user_text_contains="SLOW"),
-        respond=Message((Text("Waiting."), ToolCall(command="sleep 30"))),
+        respond=Message((Text("Waiting."), ToolCall(command=LONG_TOOL))),
     ),
     Rule(match=Match(last_input_is_tool_result=True), respond=Text(AFTER_TOOL)),
     Rule(respond=Text(CLAUDE_ANSWER)),
@@ -322,7 +323,7 @@ class TestClaudeAgentAcp:
             wait_for(
                 lambda: (
                     any(isinstance(e, (ToolResult, ToolCallUpdated)) for e in events)
-                    or "sleep 30" in claude_acp.asked
+                    or LONG_TOOL in claude_acp.asked
                 ),
                 60,
                 "the tool's start",
