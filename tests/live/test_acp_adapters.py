@@ -40,6 +40,7 @@ from agentshim.doctor.offline import OfflineCli, offline_cli
 from agentshim.providers.acp import AcpAgentConfig
 from agentshim.session import Session
 
+from .claude_checks import LONG_TOOL
 from .streams import NEEDS_PROC, TURN_TIMEOUT, Background, acp_agent, run_processes, wait_for
 
 CLAUDE_ACP = "@agentclientprotocol/claude-agent-acp"
@@ -135,7 +136,7 @@ def _codex_acp(root: Path, server: ModelServer) -> Adapter:
 
 def _script(answer: str, **touches: str) -> list[Rule]:
     """A prompt holding a word of ``touches`` runs ``touch`` of its file, one holding ``SLOW``
-    a ``sleep 30``; a call's result is answered AFTER_TOOL, anything else ``answer``."""
+    a long shell call (``LONG_TOOL``); a call's result is answered AFTER_TOOL, anything else ``answer``."""
 
     def on(word: str, said: str, command: str) -> Rule:
         calls = Message((Text(said), ToolCall(command=command)))
@@ -145,7 +146,7 @@ def _script(answer: str, **touches: str) -> list[Rule]:
 
     return [
         *(on(word, "Running it.", f"touch {name}") for word, name in touches.items()),
-        on("SLOW", "Waiting.", "sleep 30"),
+        on("SLOW", "Waiting.", LONG_TOOL),
         Rule(match=Match(last_input_is_tool_result=True), respond=Text(AFTER_TOOL)),
         Rule(respond=Text(answer)),
     ]
@@ -308,7 +309,7 @@ class TestClaudeAgentAcp:
             wait_for(
                 lambda: (
                     any(isinstance(e, (ToolResult, ToolCallUpdated)) for e in events)
-                    or "sleep 30" in adapter.asked
+                    or LONG_TOOL in adapter.asked
                 ),
                 60,
                 "the tool's start",

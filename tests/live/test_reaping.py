@@ -1,7 +1,7 @@
 """No process the agent started survives a cancelled or timed-out turn, on every real CLI.
 
-The model server answers every request with a shell call of ``sleep 90``, so the turn never
-ends by itself. Once a ``sleep`` of the run is seen running (the CLIs' tool shells call
+The model server answers every request with a shell call that sleeps 90 s, so the turn never
+ends by itself. Once the sleep of the run is seen running (the CLIs' tool shells call
 ``setsid``, so it is in a session of its own, out of reach of the CLI's process group), the
 turn is cancelled or left to time out; when ``turn`` has returned, not one process of the run
 may be alive. Processes of the run are found by the run's HOME, which the CLI passes on to
@@ -32,8 +32,12 @@ pytestmark = pytest.mark.skipif(
     not Path("/proc/self/environ").exists(), reason="reaping is observed through /proc"
 )
 
-SLEEP = "sleep 90"
-FOREVER = (Rule(match=Match(), respond=Message((ToolCall(command=SLEEP),))),)
+# Claude Code 2.1.332 refuses a leading `sleep N` of 25 s or more in its Bash tool before
+# running anything ("Blocked: standalone sleep 90"), so the shell call sleeps in Python.
+SLEEP = "time.sleep(90)"
+FOREVER = (
+    Rule(match=Match(), respond=Message((ToolCall(command=f"python3 -c 'import time; {SLEEP}'"),))),
+)
 # Long enough for the slowest CLI to start and call its shell tool; shorter than the sleep.
 TURN_TIMEOUT = 45.0
 # How long the test waits for the sleep to appear before it gives up.
