@@ -481,14 +481,15 @@ class AcpConversation(ProcessConversation[_Turn]):
         if self._serving is not None:
             self._serving.host.emit = emit
             self._serving.host.approve = self._tool_approvals(turn)
+        # What the agent said since the last turn was set aside for this one.
+        early, self._early = self._early, []
+        for update in early:
+            reader.read(update)
         return turn
 
     def _turn_frame(self, turn: _Turn, request: TurnRequest) -> Mapping[str, Any]:
         session_id = self._session_id
         assert session_id is not None
-        early, self._early = self._early, []
-        for update in early:
-            turn.reader.read(update)
         pending = self._issue("session/prompt", None)
         turn.prompt_id = pending.request_id
         prompt = prompt_blocks(self._name, request, self._capabilities)
