@@ -318,11 +318,6 @@ class AcpConversation(ProcessConversation[_Turn]):
         """The session's current mode, as the agent last said."""
         return self._mode
 
-    @property
-    def config(self) -> tuple[ConfigOption, ...]:
-        """The session's settings, as the agent last reported them."""
-        return self._config
-
     def set_mode(self, mode_id: str) -> None:
         """Put the session in mode ``mode_id`` (``session/set_mode``) before the next prompt.
 
@@ -340,6 +335,11 @@ class AcpConversation(ProcessConversation[_Turn]):
             )
         with self._lock:
             self._settings.append(("session/set_mode", {"modeId": mode_id}))
+
+    @property
+    def config(self) -> tuple[ConfigOption, ...]:
+        """The session's settings, as the agent last reported them."""
+        return self._config
 
     def set_config_option(self, option_id: str, value: str | bool) -> None:
         """Set the session's setting ``option_id`` (``session/set_config_option``) before the next prompt.
@@ -481,14 +481,15 @@ class AcpConversation(ProcessConversation[_Turn]):
         if self._serving is not None:
             self._serving.host.emit = emit
             self._serving.host.approve = self._tool_approvals(turn)
+        # What the agent said since the last turn was set aside for this one.
+        early, self._early = self._early, []
+        for update in early:
+            reader.read(update)
         return turn
 
     def _turn_frame(self, turn: _Turn, request: TurnRequest) -> Mapping[str, Any]:
         session_id = self._session_id
         assert session_id is not None
-        early, self._early = self._early, []
-        for update in early:
-            turn.reader.read(update)
         pending = self._issue("session/prompt", None)
         turn.prompt_id = pending.request_id
         prompt = prompt_blocks(self._name, request, self._capabilities)
@@ -682,14 +683,7 @@ class AcpConversation(ProcessConversation[_Turn]):
                 )
             if response.error is not None:
                 raise self._failure(channel, response.error, "session/new")
-            session_id = as_str((response.result or {}).get("sessionId"))
-            if session_id is None or not is_valid_session_id(session_id):
-                raise CliExitError(
-                    channel.argv,
-                    1,
-                    kind=FailureKind.OTHER,
-                    detail=f"session/new named no usable session id ({session_id!r:.80})",
-                )
+            session_id = _named_session(channel, response, "session/new")
             self._session_id = session_id
             bind_session(channel, session_id)
             self._transport.note_created(session_id)
@@ -719,15 +713,7 @@ class AcpConversation(ProcessConversation[_Turn]):
             )
         self._report_replay(emit)
         if response.error is not None:
-            if self._dialect.session_lost(response.error):
-                raise SessionResumeError(
-                    channel.argv,
-                    1,
-                    stderr="".join(self._stderr),
-                    session_id=session_id,
-                    detail=response.error.describe(),
-                )
-            raise self._failure(channel, response.error, attach)
+            raise self._session_failure(channel, response.error, attach, session_id)
         self._session_state(response.result or {}, emit)
 
     def _fork_session(
@@ -753,23 +739,8 @@ class AcpConversation(ProcessConversation[_Turn]):
         params = {"sessionId": session_id, "cwd": cwd, "mcpServers": servers}
         response = self._request(channel, "session/fork", params, deadline, emit)
         if response.error is not None:
-            if self._dialect.session_lost(response.error):
-                raise SessionResumeError(
-                    channel.argv,
-                    1,
-                    stderr="".join(self._stderr),
-                    session_id=session_id,
-                    detail=response.error.describe(),
-                )
-            raise self._failure(channel, response.error, "session/fork")
-        forked = as_str((response.result or {}).get("sessionId"))
-        if forked is None or not is_valid_session_id(forked):
-            raise CliExitError(
-                channel.argv,
-                1,
-                kind=FailureKind.OTHER,
-                detail=f"session/fork named no usable session id ({forked!r:.80})",
-            )
+            raise self._session_failure(channel, response.error, "session/fork", session_id)
+        forked = _named_session(channel, response, "session/fork")
         self._session_id, self._fork = forked, False
         self._transport.note_created(forked)
         emit(SessionStarted(forked))
@@ -910,6 +881,24 @@ class AcpConversation(ProcessConversation[_Turn]):
         return self._refused(
             channel, f"{method}: {error.describe()}", self._dialect.classify(error)
         )
+
+    def _session_failure(
+        self, channel: Channel, error: RpcError, method: str, session_id: str
+    ) -> CliExitError:
+        """What ``error``, answering ``method`` about ``session_id``, raises.
+
+        SessionResumeError where it says the agent no longer has the session; else the
+        method's failure, of the kind the dialect reads in it.
+        """
+        if self._dialect.session_lost(error):
+            return SessionResumeError(
+                channel.argv,
+                1,
+                stderr="".join(self._stderr),
+                session_id=session_id,
+                detail=error.describe(),
+            )
+        return self._failure(channel, error, method)
 
     def _refuse_request(self, channel: Channel, message: Request) -> None:
         if message.method == "session/request_permission":
@@ -1202,6 +1191,23 @@ def prompt_blocks(
                 resource["mimeType"] = item.mime_type
             blocks.append({"type": "resource", "resource": resource})
     return blocks
+
+
+def _named_session(channel: Channel, response: Response, method: str) -> str:
+    """The session id ``method``'s answer names.
+
+    Raises:
+        CliExitError: it names none, or one not safe to pass on (kind OTHER).
+    """
+    session_id = as_str((response.result or {}).get("sessionId"))
+    if session_id is None or not is_valid_session_id(session_id):
+        raise CliExitError(
+            channel.argv,
+            1,
+            kind=FailureKind.OTHER,
+            detail=f"{method} named no usable session id ({session_id!r:.80})",
+        )
+    return session_id
 
 
 def _ignore_event(event: object) -> None:

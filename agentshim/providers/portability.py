@@ -33,9 +33,9 @@ _VERSION = re.compile(r"\d+\.\d+(?:\.\d+)?(?:[-+][0-9A-Za-z.]+)?")
 class FilePorter:
     """A porter for a CLI whose conversation is a set of files under its HOME.
 
-    A subclass names the files (:meth:`collect`) and rewrites them for the new host
-    (:meth:`place`). ``binary`` is the CLI (as the executor finds it), asked for its version
-    once, on first use.
+    A subclass names the files (:meth:`collect`) and rewrites them for the new host: each
+    file on its own (:meth:`place_file`), or all of them at once (:meth:`place`). ``binary``
+    is the CLI (as the executor finds it), asked for its version once, on first use.
     """
 
     def __init__(self, profile: ProviderProfile, files: StateFiles, binary: str) -> None:
@@ -60,8 +60,19 @@ class FilePorter:
         raise NotImplementedError
 
     def place(self, state: ConversationState, cwd: str | None) -> Sequence[StateFile]:
-        """The files to write so the CLI resumes ``state`` in ``cwd`` (rewritten as needed)."""
-        return state.files
+        """The files to write so the CLI resumes ``state`` in ``cwd`` (rewritten as needed).
+
+        With no ``cwd`` the files are written as they were exported; otherwise each goes
+        through :meth:`place_file`.
+        """
+        if cwd is None:
+            return state.files
+        return tuple(self.place_file(file, cwd) for file in state.files)
+
+    def place_file(self, file: StateFile, cwd: str) -> StateFile:
+        """``file`` as the CLI's resume in ``cwd`` finds it (unchanged unless a subclass says)."""
+        del cwd
+        return file
 
     def export_blob(self, session_id: str, cwd: str | None) -> bytes | None:
         """The conversation's files as a blob, or None when this host has none."""

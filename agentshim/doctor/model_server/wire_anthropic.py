@@ -2,25 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 
 from ._json import JsonObject, JsonValue
-from .error_text import CONTEXT_OVERFLOW_CODE, default_message
+from .error_text import anthropic_error_type, error_message
 from .reply import Reply, TextPart, ToolUsePart, chunks
 from .responses import DEFAULT_USAGE, HttpError, SseError, Usage
 from .wire import Frame, Pause, ReplyContext, SseEvent
 
 __all__ = ["AnthropicWire"]
-
-_ERROR_TYPES: Mapping[int, str] = {
-    400: "invalid_request_error",
-    401: "authentication_error",
-    403: "permission_error",
-    404: "not_found_error",
-    413: "request_too_large",
-    429: "rate_limit_error",
-    529: "overloaded_error",
-}
 
 
 def _usage(usage: Usage, *, output: int | None = None) -> JsonObject:
@@ -162,18 +152,14 @@ class AnthropicWire:
 
     def error_body(self, error: HttpError, ctx: ReplyContext) -> JsonObject:
         """``{"type": "error", "error": {"type", "message"}, "request_id"}``."""
-        if error.message is not None:
-            message = error.message
-        elif error.code == CONTEXT_OVERFLOW_CODE:
-            message = "prompt is too long: 250000 tokens > 200000 maximum"
-        elif error.status == 401:
-            message = "invalid x-api-key"
-        else:
-            message = default_message(error.status)
-        kind = _ERROR_TYPES.get(error.status, "api_error")
+        message = error_message(
+            error,
+            overflow="prompt is too long: 250000 tokens > 200000 maximum",
+            bad_key="invalid x-api-key",
+        )
         return {
             "type": "error",
-            "error": {"type": kind, "message": message},
+            "error": {"type": anthropic_error_type(error.status), "message": message},
             "request_id": f"req_{ctx.request_id}",
         }
 

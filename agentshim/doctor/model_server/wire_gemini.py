@@ -2,26 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 
 from ._json import JsonObject, JsonValue
-from .error_text import CONTEXT_OVERFLOW_CODE, default_message
+from .error_text import error_message, gemini_status
 from .reply import Reply, TextPart, ToolUsePart, chunks
 from .responses import DEFAULT_USAGE, HttpError, SseError, Usage
 from .wire import Frame, Pause, ReplyContext, SseEvent
 
 __all__ = ["GeminiWire"]
-
-_STATUS_NAMES: Mapping[int, str] = {
-    400: "INVALID_ARGUMENT",
-    401: "UNAUTHENTICATED",
-    403: "PERMISSION_DENIED",
-    404: "NOT_FOUND",
-    429: "RESOURCE_EXHAUSTED",
-    500: "INTERNAL",
-    503: "UNAVAILABLE",
-    504: "DEADLINE_EXCEEDED",
-}
 
 
 def _usage(usage: Usage) -> JsonObject:
@@ -105,18 +94,15 @@ class GeminiWire:
 
     def error_body(self, error: HttpError, ctx: ReplyContext) -> JsonObject:
         """``{"error": {"code", "message", "status"}}``."""
-        if error.message is not None:
-            message = error.message
-        elif error.code == CONTEXT_OVERFLOW_CODE:
-            message = (
+        message = error_message(
+            error,
+            overflow=(
                 "The input token count (1200000) exceeds the maximum number of tokens "
                 "allowed (1048576)."
-            )
-        elif error.status == 401:
-            message = "API key not valid. Please pass a valid API key."
-        else:
-            message = default_message(error.status)
-        status = _STATUS_NAMES.get(error.status, "UNKNOWN")
+            ),
+            bad_key="API key not valid. Please pass a valid API key.",
+        )
+        status = gemini_status(error.status)
         return {"error": {"code": error.status, "message": message, "status": status}}
 
     def count_tokens_body(self, ctx: ReplyContext) -> JsonObject:

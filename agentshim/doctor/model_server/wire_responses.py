@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 
 from ._json import JsonObject, JsonValue
-from .error_text import CONTEXT_OVERFLOW_CODE, default_message
+from .error_text import CONTEXT_OVERFLOW_CODE, error_message
 from .reply import Reply, TextPart, ToolUsePart, chunks
 from .responses import DEFAULT_USAGE, HttpError, SseError, Usage
 from .wire import Frame, Pause, ReplyContext, SseEvent
@@ -28,14 +28,9 @@ def openai_error_body(error: HttpError) -> JsonObject:
     """``{"error": {"message", "type", "param", "code"}}`` as OpenAI APIs send it."""
     kind, code = _ERROR_TYPES.get(error.status, ("server_error", None))
     code = error.code or code
-    if error.message is not None:
-        message = error.message
-    elif code == CONTEXT_OVERFLOW_CODE:
-        message = _OVERFLOW_MESSAGE
-    elif error.status == 401:
-        message = "Incorrect API key provided."
-    else:
-        message = default_message(error.status)
+    message = error_message(
+        error, overflow=_OVERFLOW_MESSAGE, bad_key="Incorrect API key provided."
+    )
     param: str | None = "input" if code == CONTEXT_OVERFLOW_CODE else None
     return {"error": {"message": message, "type": kind, "param": param, "code": code}}
 

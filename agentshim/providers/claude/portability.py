@@ -11,9 +11,8 @@ notices the changed working directory itself.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
 
-from agentshim.core.portability import ConversationState, StateFile
+from agentshim.core.portability import StateFile
 from agentshim.providers.portability import FilePorter
 
 __all__ = ["Porter", "project_key"]
@@ -43,14 +42,7 @@ class Porter(FilePorter):
         keep = max(transcripts, key=lambda file: len(file.data)).path.split("/")[2]
         return tuple(file for file in found if file.path.split("/")[2] == keep)
 
-    def place(self, state: ConversationState, cwd: str | None) -> Sequence[StateFile]:
-        """The files moved into the project directory of ``cwd``."""
-        if cwd is None:
-            return state.files
-        key = project_key(cwd)
-        return tuple(
-            StateFile(
-                "/".join([*file.path.split("/")[:2], key, *file.path.split("/")[3:]]), file.data
-            )
-            for file in state.files
-        )
+    def place_file(self, file: StateFile, cwd: str) -> StateFile:
+        """``file`` moved into the project directory of ``cwd``."""
+        parts = file.path.split("/")
+        return StateFile("/".join([*parts[:2], project_key(cwd), *parts[3:]]), file.data)

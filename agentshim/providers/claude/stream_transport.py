@@ -15,7 +15,6 @@ their frame to stdin and wake the reader, so no helper thread exists and no read
 from __future__ import annotations
 
 import dataclasses
-import functools
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -45,17 +44,14 @@ from agentshim.core.provider import ParserContext
 from agentshim.core.stream import parse_json_object
 from agentshim.core.turn import ParsedTurn, TurnRequest, TurnResult
 from agentshim.core.usage import CostSource, ProviderUsage
+from agentshim.providers.warm_transport import WarmConversation, WarmTransport
 from agentshim.tools.host import ToolHost
 from agentshim.transport.channel import Channel
 from agentshim.transport.conversation import (
     LiveTurn,
-    ProcessConversation,
-    ProcessOptions,
-    ProcessTransport,
 )
 from agentshim.transport.correlator import PendingRequest
-from agentshim.transport.installed import InstalledCli
-from agentshim.transport.warm import WarmIdle, WarmProcesses, greet
+from agentshim.transport.warm import WarmIdle, greet
 from agentshim.transport.watch import TurnWatch
 
 from .parser import ClaudeStreamParser
@@ -72,7 +68,7 @@ from .stream_protocol import (
 )
 
 if TYPE_CHECKING:
-    from typing_extensions import Unpack
+    pass
 
 __all__ = ["ClaudeStreamConversation", "ClaudeStreamTransport"]
 
@@ -80,7 +76,7 @@ _BETWEEN_TURNS_WAIT = 30.0
 """How long a turn waits for a turn the CLI began on its own (between ours) to finish."""
 
 
-class ClaudeStreamTransport(ProcessTransport):
+class ClaudeStreamTransport(WarmTransport):
     """A Transport whose conversations each keep one ``claude -p`` stream-json process.
 
     The constructor's keywords are :class:`~agentshim.transport.conversation.ProcessTransport`'s.
@@ -89,14 +85,6 @@ class ClaudeStreamTransport(ProcessTransport):
 
     profile = PROFILE
     """Claude Code's capabilities."""
-
-    def __init__(
-        self,
-        context: InstalledCli | Callable[[], InstalledCli],
-        **options: Unpack[ProcessOptions],
-    ) -> None:
-        super().__init__(context, **options)
-        self.warm = WarmProcesses(self.close_grace)
 
     def prewarm(self, count: int, spec: ConversationSpec, idle: WarmIdle | None = None) -> None:
         """Start ``count`` processes for new conversations like ``spec``, kept until one opens.
@@ -118,14 +106,7 @@ class ClaudeStreamTransport(ProcessTransport):
             launch = conversation.launch()
         finally:
             conversation.close()
-        context = self.context
-        for _ in range(count):
-            hello = functools.partial(_say_hello, monotonic=context.monotonic)
-            self.warm.start(context, launch, spec.cwd, hello, idle)
-
-    def release_warm(self) -> None:
-        """End the warm processes no conversation took."""
-        self.warm.release()
+        self._start_warm(count, launch, spec.cwd, _say_hello, idle)
 
     def open(self, spec: ConversationSpec) -> ClaudeStreamConversation:
         """Open a conversation; its process starts with its first turn.
@@ -182,7 +163,7 @@ class _Turn(LiveTurn):
         self.parser.feed_stderr(text)
 
 
-class ClaudeStreamConversation(ProcessConversation[_Turn]):
+class ClaudeStreamConversation(WarmConversation[_Turn]):
     """One Claude Code conversation on one long-lived process (a SteerableConversation).
 
     Besides the failures every long-lived conversation has, a turn raises
@@ -197,7 +178,6 @@ class ClaudeStreamConversation(ProcessConversation[_Turn]):
     ) -> None:
         super().__init__(transport, spec, name="Claude Code")
         self._provider = provider
-        self._warm = transport.warm
         self._process_cost = 0.0
         # The conversation's tools, answered in band (mcp_message) on the turn's thread.
         self._tools = ToolHost(spec.tools) if spec.tools else None
@@ -253,10 +233,8 @@ class ClaudeStreamConversation(ProcessConversation[_Turn]):
         argv, env = self.launch()
         # A new conversation may take a process started ahead of it (a resumed one cannot:
         # --resume is on the command line).
-        warm = None if self._session_id is not None else self._warm.take(argv, self._spec.cwd, env)
-        if warm is not None:
-            channel = self._adopt_warm(warm, argv, emit)
-        else:
+        channel = None if self._session_id is not None else self._adopt_warm_like(argv, env, emit)
+        if channel is None:
             channel = self._start_process(argv, env, emit)
         self._process_cost = 0.0
         self._handshake(channel)

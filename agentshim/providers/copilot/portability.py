@@ -9,9 +9,8 @@ rewrites that line. Lock files never travel.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
 
-from agentshim.core.portability import ConversationState, StateFile
+from agentshim.core.portability import StateFile
 from agentshim.providers.portability import FilePorter
 
 __all__ = ["Porter"]
@@ -38,13 +37,8 @@ class Porter(FilePorter):
         """Everything in the session's directory but lock files."""
         return self.files.read([f".copilot/session-state/{session_id}"])
 
-    def place(self, state: ConversationState, cwd: str | None) -> Sequence[StateFile]:
-        """The files, with the cwd of ``workspace.yaml`` set to ``cwd``."""
-        if cwd is None:
-            return state.files
-        return tuple(
-            StateFile(file.path, _with_cwd(file.data, cwd))
-            if file.path.endswith("/workspace.yaml")
-            else file
-            for file in state.files
-        )
+    def place_file(self, file: StateFile, cwd: str) -> StateFile:
+        """``file``, with the cwd of ``workspace.yaml`` set to ``cwd``."""
+        if not file.path.endswith("/workspace.yaml"):
+            return file
+        return StateFile(file.path, _with_cwd(file.data, cwd))

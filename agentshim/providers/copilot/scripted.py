@@ -184,18 +184,18 @@ def _usage_data(usage: TokenUsage) -> dict[str, Any]:
     }
 
 
+# What the CLI prints after the line saying no session matched, a blank line first.
+_RESUME_HELP = """
+To resume by session or task ID:  copilot --resume=<id>
+To resume by name:                copilot --resume=<name>
+To name a new session:            copilot --name=<name>
+To pick from existing sessions:   copilot --resume
+To start a new session with ID:   copilot --session-id=<valid-uuid>
+"""
+
+
 def resume_failure_lines(*, session_id: str | None = None) -> ScriptedRun:
     """Return what the CLI prints when ``--resume`` names a session it does not have (exit 1)."""
     sid = session_id or "00000000-0000-4000-8000-000000000000"
-    return ScriptedRun(
-        stderr=(
-            f"Error: No session, task, or name matched '{sid}'.\n",
-            "\n",
-            "To resume by session or task ID:  copilot --resume=<id>\n",
-            "To resume by name:                copilot --resume=<name>\n",
-            "To name a new session:            copilot --name=<name>\n",
-            "To pick from existing sessions:   copilot --resume\n",
-            "To start a new session with ID:   copilot --session-id=<valid-uuid>\n",
-        ),
-        returncode=1,
-    )
+    said = f"Error: No session, task, or name matched '{sid}'.\n"
+    return ScriptedRun(stderr=(said, *_RESUME_HELP.splitlines(keepends=True)), returncode=1)

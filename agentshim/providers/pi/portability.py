@@ -9,10 +9,9 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Sequence
 
 from agentshim.core.errors import ConversationImportError
-from agentshim.core.portability import ConversationState, StateFile
+from agentshim.core.portability import StateFile
 from agentshim.providers.portability import FilePorter
 
 __all__ = ["Porter", "session_dir_name"]
@@ -47,15 +46,9 @@ class Porter(FilePorter):
         found = self.files.read([f"{_SESSIONS}/*/*_{session_id}.jsonl"])
         return (max(found, key=lambda file: len(file.data)),) if found else ()
 
-    def place(self, state: ConversationState, cwd: str | None) -> Sequence[StateFile]:
-        """The file moved into ``cwd``'s sessions directory with the header's ``cwd`` set."""
-        if cwd is None:
-            return state.files
-        directory = session_dir_name(cwd)
-        return tuple(
-            StateFile(
-                f"{_SESSIONS}/{directory}/{file.path.rsplit('/', 1)[-1]}",
-                _with_header_cwd(file.data, cwd),
-            )
-            for file in state.files
+    def place_file(self, file: StateFile, cwd: str) -> StateFile:
+        """``file`` moved into ``cwd``'s sessions directory with the header's ``cwd`` set."""
+        name = file.path.rsplit("/", 1)[-1]
+        return StateFile(
+            f"{_SESSIONS}/{session_dir_name(cwd)}/{name}", _with_header_cwd(file.data, cwd)
         )

@@ -30,7 +30,6 @@ thread that reads the process and sends events. ``interrupt``, ``steer``, ``foll
 from __future__ import annotations
 
 import dataclasses
-import functools
 import glob
 import os
 from collections.abc import Callable, Mapping
@@ -60,18 +59,17 @@ from agentshim.core.provider import ParserContext
 from agentshim.core.stream import parse_json_object
 from agentshim.core.turn import TurnRequest, TurnResult
 from agentshim.execution.host import HostCommandExecutor
+from agentshim.providers.warm_transport import WarmConversation, WarmTransport
 from agentshim.tools.local import LocalToolServer, refuse_remote_executor, serve_tools
 from agentshim.transport.channel import Channel
 from agentshim.transport.conversation import (
     LiveTurn,
-    ProcessConversation,
     ProcessOptions,
-    ProcessTransport,
 )
 from agentshim.transport.correlator import PendingRequest
 from agentshim.transport.fixed import refuse_fixed_changes
 from agentshim.transport.installed import InstalledCli
-from agentshim.transport.warm import WarmIdle, WarmProcesses, greet
+from agentshim.transport.warm import WarmIdle, greet
 from agentshim.transport.watch import TurnWatch
 
 from .parser import PiStreamParser
@@ -151,7 +149,7 @@ def host_session_file(home: str, session_id: str) -> str | None:
     return max(sizes)[1] if sizes else None
 
 
-class PiRpcTransport(ProcessTransport):
+class PiRpcTransport(WarmTransport):
     """A Transport whose conversations each keep one ``pi --mode rpc`` process.
 
     The constructor's keywords are :class:`~agentshim.transport.conversation.ProcessTransport`'s,
@@ -171,7 +169,6 @@ class PiRpcTransport(ProcessTransport):
         **options: Unpack[ProcessOptions],
     ) -> None:
         super().__init__(context, **options)
-        self.warm = WarmProcesses(self.close_grace)
         self.session_files = session_files
 
     def prewarm(self, count: int, spec: ConversationSpec, idle: WarmIdle | None = None) -> None:
@@ -192,14 +189,7 @@ class PiRpcTransport(ProcessTransport):
             launch = conversation.launch(resume=False)
         finally:
             conversation.close()
-        context = self.context
-        hello = functools.partial(_say_hello, monotonic=context.monotonic)
-        for _ in range(count):
-            self.warm.start(context, launch, spec.cwd, hello, idle)
-
-    def release_warm(self) -> None:
-        """End the warm processes no conversation took."""
-        self.warm.release()
+        self._start_warm(count, launch, spec.cwd, _say_hello, idle)
 
     def session_file(self, session_id: str) -> str | None:
         """The file of ``session_id`` as Pi opens it; None when it cannot be found from here."""
@@ -309,7 +299,7 @@ class _Turn(LiveTurn):
         self.parser.feed_stderr(text)
 
 
-class PiRpcConversation(ProcessConversation[_Turn]):
+class PiRpcConversation(WarmConversation[_Turn]):
     """One Pi conversation on one long-lived ``pi --mode rpc`` process (a SteerableConversation).
 
     Besides the failures every long-lived conversation has, a turn raises
@@ -330,7 +320,6 @@ class PiRpcConversation(ProcessConversation[_Turn]):
     ) -> None:
         super().__init__(transport, spec, name="Pi")
         self._provider = provider
-        self._warm = transport.warm
         self._session_file = transport.session_file
         self._model_provider: str | None = provider.provider
         # The conversation's tools, served to the extension that relays them while it runs.
@@ -439,10 +428,9 @@ class PiRpcConversation(ProcessConversation[_Turn]):
         if session_id is not None and path is None:
             return None
         argv, env = self.launch(resume=False)
-        warm = self._warm.take(argv, self._spec.cwd, env)
-        if warm is None:
+        channel = self._adopt_warm_like(argv, env, emit)
+        if channel is None:
             return None
-        channel = self._adopt_warm(warm, argv, emit)
         if path is not None and not self._switch_session(channel, path, emit):
             self._release_process()
             return None
