@@ -5,22 +5,21 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Callable, Iterable, Iterator
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 from agentshim.acp.client import AcpTransport
 from agentshim.acp.dialect import AcpDialect
 from agentshim.acp.jsonrpc import Notification, Request, Response, read_message
-from agentshim.core.conversation import Conversation, ConversationSpec
-from agentshim.core.permissions import ApprovalPolicy, NativePermissions
+from agentshim.core.conversation import Conversation
 from agentshim.core.turn import TurnRequest
 from agentshim.execution.process import SpawnRequest
-from agentshim.providers import get_plugin
 from agentshim.testing import FakeExecutor
 from agentshim.testing.acp import AcpPeer, AcpPeers, AcpPeerTurn, AcpQuirks, AcpRecordedPeer
 from agentshim.testing.process import FakePeer
 from agentshim.testing.recording import RecordingEventHandler
-from agentshim.transport.installed import InstalledCli
+from tests.unit.long_lived_rig import TransportRig, installed_cli
 
 FIXTURES = Path(__file__).parents[2] / "fixtures"
 
@@ -29,22 +28,15 @@ def transport_on(
     provider: str, dialect: AcpDialect, peers: Callable[[SpawnRequest], FakePeer], **options: Any
 ) -> tuple[AcpTransport, FakeExecutor]:
     """``dialect``'s transport, every spawn of which is a peer made by ``peers``."""
-    executor = FakeExecutor(peers=peers)
-    binary = get_plugin(provider).profile.binary
-    ctx = InstalledCli(
-        provider=get_plugin(provider).create_provider(),
-        executor=executor,
-        binary_path=f"/usr/bin/{binary}",
-        env={"PATH": "/usr/bin"},
-    )
+    ctx, executor = installed_cli(provider, peers)
     return AcpTransport(ctx, dialect, **options), executor
 
 
-class Rig:
+class Rig(TransportRig):
     """An ACP transport with ``dialect`` on a scripted fake agent with ``quirks``.
 
     ``transport_options`` go to the transport (``sleep``, timeouts), ``spec`` to its
-    ConversationSpec.
+    ConversationSpec; ``lost`` are sessions the agent no longer has.
     """
 
     def __init__(
@@ -54,35 +46,13 @@ class Rig:
         quirks: AcpQuirks,
         turns: Iterable[AcpPeerTurn],
         *,
-        permissions: NativePermissions | None = None,
-        approvals: object = ApprovalPolicy.DENY,
-        resume: str | None = None,
         lost: Iterable[str] = (),
-        transport_options: dict[str, Any] | None = None,
         **spec: Any,
     ) -> None:
-        self.peers = AcpPeers(turns, quirks=quirks, lost=lost)
-        self.transport, self.executor = transport_on(
-            provider, dialect, self.peers, **(transport_options or {})
+        peers = AcpPeers(turns, quirks=quirks, lost=lost)
+        super().__init__(
+            provider, peers, partial(AcpTransport, dialect=dialect), cwd="/work", **spec
         )
-        self.conversation = self.transport.open(
-            ConversationSpec(
-                permissions=permissions or NativePermissions.bypass(),
-                approvals=approvals,  # type: ignore[arg-type]
-                resume_session_id=resume,
-                cwd="/work",
-                **spec,
-            )
-        )
-
-    def turn(self, prompt: str = "go", **request: Any) -> tuple[Any, RecordingEventHandler]:
-        events = RecordingEventHandler()
-        return self.conversation.turn(TurnRequest(prompt, **request), events), events
-
-    def later(self, seconds: float, action: Callable[[], None]) -> threading.Timer:
-        timer = threading.Timer(seconds, action)
-        timer.start()
-        return timer
 
     @property
     def peer(self) -> AcpPeer:

@@ -55,6 +55,7 @@ from agentshim.testing.claude_stream import (
 from agentshim.testing.process import FakePeer, PeerOutput
 from agentshim.testing.recording import RecordingEventHandler
 from agentshim.transport.installed import InstalledCli
+from tests.unit.long_lived_rig import TransportRig, installed_cli
 
 FIXTURES = Path(__file__).parents[3] / "fixtures" / "claude" / "stream"
 BYPASS = NativePermissions.bypass()
@@ -66,51 +67,14 @@ TOUCH = {"command": "touch x.txt"}
 def context(
     peers: Callable[[SpawnRequest], FakePeer], *, monotonic: Callable[[], float] = time.monotonic
 ) -> tuple[InstalledCli, FakeExecutor]:
-    executor = FakeExecutor(peers=peers)
-    ctx = InstalledCli(
-        provider=ClaudeProvider(),
-        executor=executor,
-        binary_path="/usr/bin/claude",
-        env={"PATH": "/usr/bin"},
-        monotonic=monotonic,
-    )
-    return ctx, executor
+    return installed_cli("claude", peers, monotonic=monotonic)
 
 
-class Rig:
+class Rig(TransportRig):
     """A stream transport on a scripted fake Claude Code."""
 
-    def __init__(
-        self,
-        turns: Iterable[ClaudePeerTurn],
-        *,
-        permissions: NativePermissions = BYPASS,
-        approvals: object = ApprovalPolicy.DENY,
-        resume: str | None = None,
-        monotonic: Callable[[], float] = time.monotonic,
-        interrupt_grace: float = 10.0,
-        **spec: Any,
-    ) -> None:
-        self.peers = ClaudeStreamPeers(turns)
-        ctx, self.executor = context(self.peers, monotonic=monotonic)
-        self.transport = ClaudeStreamTransport(ctx, interrupt_grace=interrupt_grace)
-        self.conversation = self.transport.open(
-            ConversationSpec(
-                permissions=permissions,
-                approvals=approvals,  # type: ignore[arg-type]
-                resume_session_id=resume,
-                **spec,
-            )
-        )
-
-    def turn(self, prompt: str = "go", **request: Any) -> tuple[Any, RecordingEventHandler]:
-        events = RecordingEventHandler()
-        return self.conversation.turn(TurnRequest(prompt, **request), events), events
-
-    def later(self, seconds: float, action: Callable[[], None]) -> threading.Timer:
-        timer = threading.Timer(seconds, action)
-        timer.start()
-        return timer
+    def __init__(self, turns: Iterable[ClaudePeerTurn], **spec: Any) -> None:
+        super().__init__("claude", ClaudeStreamPeers(turns), ClaudeStreamTransport, **spec)
 
     @property
     def peer(self) -> ClaudeStreamPeer:

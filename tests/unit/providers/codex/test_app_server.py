@@ -6,6 +6,7 @@ import json
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
+from functools import partial
 from typing import Any
 
 import pytest
@@ -51,6 +52,7 @@ from agentshim.testing.codex_app_server import (
 from agentshim.testing.process import FakePeer, PeerOutput
 from agentshim.testing.recording import RecordingEventHandler
 from agentshim.transport.installed import InstalledCli
+from tests.unit.long_lived_rig import TransportRig, installed_cli
 
 BYPASS = NativePermissions.bypass()
 SCHEMA = {
@@ -64,53 +66,22 @@ SCHEMA = {
 def context(
     peers: Callable[[SpawnRequest], FakePeer], *, provider: Any = None
 ) -> tuple[InstalledCli, FakeExecutor]:
-    executor = FakeExecutor(peers=peers)
-    ctx = InstalledCli(
-        provider=provider or CodexProvider(),
-        executor=executor,
-        binary_path="/usr/bin/codex",
-        env={"PATH": "/usr/bin"},
-    )
-    return ctx, executor
+    return installed_cli("codex", peers, provider=provider)
 
 
-class Rig:
-    """An app-server transport on a scripted fake Codex."""
+class Rig(TransportRig):
+    """An app-server transport on a scripted fake Codex; ``reaped`` lists the markers reaped."""
 
     def __init__(
-        self,
-        turns: Iterable[CodexPeerTurn],
-        *,
-        resume: str | None = None,
-        missing: Sequence[str] = (),
-        permissions: NativePermissions = BYPASS,
-        approvals: Any = ApprovalPolicy.DENY,
-        interrupt_grace: float = 10.0,
-        **spec: Any,
+        self, turns: Iterable[CodexPeerTurn], *, missing: Sequence[str] = (), **spec: Any
     ) -> None:
-        self.peers = CodexAppServerPeers(turns, missing=missing)
         self.reaped: list[str] = []
-        ctx, self.executor = context(self.peers)
-        self.transport = CodexAppServerTransport(
-            ctx, interrupt_grace=interrupt_grace, reap=self._reap
-        )
-        self.conversation = self.transport.open(
-            ConversationSpec(
-                permissions=permissions,
-                approvals=approvals,
-                resume_session_id=resume,
-                **spec,
-            )
-        )
+        peers = CodexAppServerPeers(turns, missing=missing)
+        super().__init__("codex", peers, partial(CodexAppServerTransport, reap=self._reap), **spec)
 
     def _reap(self, marker: str) -> int:
         self.reaped.append(marker)
         return 1
-
-    def turn(self, prompt: str | TurnRequest = "go") -> tuple[Any, RecordingEventHandler]:
-        events = RecordingEventHandler()
-        request = prompt if isinstance(prompt, TurnRequest) else TurnRequest(prompt)
-        return self.conversation.turn(request, events), events
 
     @property
     def peer(self) -> CodexAppServerPeer:

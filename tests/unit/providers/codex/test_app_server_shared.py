@@ -15,11 +15,10 @@ from agentshim.core.events import AgentEvent, SessionStarted
 from agentshim.core.permissions import ApprovalPolicy, NativePermissions
 from agentshim.core.turn import TurnRequest
 from agentshim.providers.codex.app_server.transport import CodexAppServerTransport
-from agentshim.providers.codex.provider import CodexProvider
 from agentshim.testing import FakeExecutor
 from agentshim.testing.codex_app_server import CodexAppServerPeers, CodexPeerTurn
-from agentshim.transport.installed import InstalledCli
 from agentshim.transport.shared import ProcessSharing
+from tests.unit.long_lived_rig import installed_cli
 
 BYPASS = NativePermissions.bypass()
 MARKER = "AGENTSHIM_TOOL_RUN"
@@ -28,13 +27,7 @@ MARKER = "AGENTSHIM_TOOL_RUN"
 def shared_transport(
     peers: CodexAppServerPeers, sharing: ProcessSharing | None = None, **options: Any
 ) -> tuple[CodexAppServerTransport, FakeExecutor, list[str]]:
-    executor = FakeExecutor(peers=peers)
-    context = InstalledCli(
-        provider=CodexProvider(),
-        executor=executor,
-        binary_path="/usr/bin/codex",
-        env={"PATH": "/usr/bin"},
-    )
+    context, executor = installed_cli("codex", peers)
     reaped: list[str] = []
 
     def reap(marker: str) -> int:

@@ -48,6 +48,7 @@ from agentshim.testing.pi_rpc import PiPeerTurn, PiRecordedPeer, PiRpcPeer, PiRp
 from agentshim.testing.process import FakePeer, PeerOutput, SilentPeer
 from agentshim.testing.recording import RecordingEventHandler
 from agentshim.transport.installed import InstalledCli
+from tests.unit.long_lived_rig import TransportRig, installed_cli
 
 FIXTURES = Path(__file__).parents[3] / "fixtures" / "pi" / "stream"
 BYPASS = NativePermissions.bypass()
@@ -63,49 +64,16 @@ def context(
     monotonic: Callable[[], float] = time.monotonic,
     provider: PiProvider | None = None,
 ) -> tuple[InstalledCli, FakeExecutor]:
-    executor = FakeExecutor(peers=peers)
-    ctx = InstalledCli(
-        provider=provider or PiProvider(),
-        executor=executor,
-        binary_path="/usr/bin/pi",
-        env={"PATH": "/usr/bin"},
-        monotonic=monotonic,
-    )
-    return ctx, executor
+    return installed_cli("pi", peers, provider=provider, monotonic=monotonic)
 
 
-class Rig:
-    """An rpc transport on a scripted fake Pi."""
+class Rig(TransportRig):
+    """An rpc transport on a scripted fake Pi; ``missing`` are sessions it does not have."""
 
     def __init__(
-        self,
-        turns: Iterable[PiPeerTurn],
-        *,
-        resume: str | None = None,
-        missing: Sequence[str] = (),
-        interrupt_grace: float = 10.0,
-        **spec: Any,
+        self, turns: Iterable[PiPeerTurn], *, missing: Sequence[str] = (), **spec: Any
     ) -> None:
-        self.peers = PiRpcPeers(turns, missing=missing)
-        ctx, self.executor = context(self.peers)
-        self.transport = PiRpcTransport(ctx, interrupt_grace=interrupt_grace)
-        self.conversation = self.transport.open(
-            ConversationSpec(
-                permissions=BYPASS,
-                approvals=ApprovalPolicy.DENY,
-                resume_session_id=resume,
-                **spec,
-            )
-        )
-
-    def turn(self, prompt: str = "go", **request: Any) -> tuple[Any, RecordingEventHandler]:
-        events = RecordingEventHandler()
-        return self.conversation.turn(TurnRequest(prompt, **request), events), events
-
-    def later(self, seconds: float, action: Callable[[], None]) -> threading.Timer:
-        timer = threading.Timer(seconds, action)
-        timer.start()
-        return timer
+        super().__init__("pi", PiRpcPeers(turns, missing=missing), PiRpcTransport, **spec)
 
     @property
     def peer(self) -> PiRpcPeer:

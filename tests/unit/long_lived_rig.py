@@ -1,0 +1,104 @@
+"""What the long-lived transports' unit tests share: a CLI on a fake executor, and a rig.
+
+Every per-transport test (Claude stream, Pi rpc, Codex app-server, the ACP agents) builds the
+same thing: an installed CLI whose every spawn is a scripted fake peer, a transport on it, and
+one conversation of that transport with a turn helper. :func:`installed_cli` is the first,
+:class:`TransportRig` the rest; each transport's tests subclass the rig to choose its peers
+and its transport.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from agentshim.core.conversation import ConversationSpec
+from agentshim.core.permissions import ApprovalPolicy, NativePermissions
+from agentshim.core.provider import Provider
+from agentshim.core.turn import TurnRequest
+from agentshim.execution.process import SpawnRequest
+from agentshim.providers import get_plugin
+from agentshim.testing import FakeExecutor
+from agentshim.testing.process import FakePeer
+from agentshim.testing.recording import RecordingEventHandler
+from agentshim.transport.installed import InstalledCli
+
+BYPASS = NativePermissions.bypass()
+
+
+def installed_cli(
+    name: str,
+    peers: Callable[[SpawnRequest], FakePeer],
+    *,
+    provider: Provider | None = None,
+    monotonic: Callable[[], float] = time.monotonic,
+) -> tuple[InstalledCli, FakeExecutor]:
+    """Provider ``name``'s CLI at ``/usr/bin/<binary>``, every spawn of which ``peers`` plays.
+
+    ``provider`` replaces the one the plugin makes (a configured one, or another provider's).
+    """
+    executor = FakeExecutor(peers=peers)
+    plugin = get_plugin(name)
+    cli = InstalledCli(
+        provider=provider or plugin.create_provider(),
+        executor=executor,
+        binary_path=f"/usr/bin/{plugin.profile.binary}",
+        env={"PATH": "/usr/bin"},
+        monotonic=monotonic,
+    )
+    return cli, executor
+
+
+class TransportRig:
+    """One conversation of provider ``name``'s long-lived transport, its CLI played by ``peers``.
+
+    ``transport`` builds the transport on the installed CLI, with ``transport_options``;
+    ``spec`` adds ConversationSpec fields to a conversation that asks nothing (bypass
+    permissions, approvals denied) unless told otherwise. ``peer`` is the fake of the latest
+    spawn, ``executor`` the fake executor that spawned them all.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        peers: Any,
+        transport: Callable[..., Any],
+        *,
+        transport_options: Mapping[str, Any] | None = None,
+        permissions: NativePermissions = BYPASS,
+        approvals: object = ApprovalPolicy.DENY,
+        resume: str | None = None,
+        **spec: Any,
+    ) -> None:
+        self.peers = peers
+        cli, self.executor = installed_cli(name, peers)
+        self.transport = transport(cli, **(transport_options or {}))
+        self.conversation = self.transport.open(
+            ConversationSpec(
+                permissions=permissions,
+                approvals=approvals,  # type: ignore[arg-type]
+                resume_session_id=resume,
+                **spec,
+            )
+        )
+
+    def turn(
+        self, prompt: str | TurnRequest = "go", **request: Any
+    ) -> tuple[Any, RecordingEventHandler]:
+        """One turn of ``prompt`` (or of a whole request), with every event it reported."""
+        events = RecordingEventHandler()
+        if not isinstance(prompt, TurnRequest):
+            prompt = TurnRequest(prompt, **request)
+        return self.conversation.turn(prompt, events), events
+
+    def later(self, seconds: float, action: Callable[[], None]) -> threading.Timer:
+        """Do ``action`` on another thread ``seconds`` from now (cancel the timer if unneeded)."""
+        timer = threading.Timer(seconds, action)
+        timer.start()
+        return timer
+
+    @property
+    def peer(self) -> Any:
+        return self.peers.peers[-1]
