@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from functools import partial
 from typing import Any
 
 from agentshim.core.conversation import ConversationSpec
@@ -20,7 +21,17 @@ from agentshim.core.provider import Provider
 from agentshim.core.turn import TurnRequest
 from agentshim.execution.process import SpawnRequest
 from agentshim.providers import get_plugin
+from agentshim.providers.claude.stream_transport import ClaudeStreamTransport
+from agentshim.providers.codex.app_server.transport import CodexAppServerTransport
+from agentshim.providers.pi.rpc_transport import PiRpcTransport
 from agentshim.testing import FakeExecutor
+from agentshim.testing.claude_stream import ClaudePeerTurn, ClaudeStreamPeer, ClaudeStreamPeers
+from agentshim.testing.codex_app_server import (
+    CodexAppServerPeer,
+    CodexAppServerPeers,
+    CodexPeerTurn,
+)
+from agentshim.testing.pi_rpc import PiPeerTurn, PiRecordedPeer, PiRpcPeer, PiRpcPeers
 from agentshim.testing.process import FakePeer
 from agentshim.testing.recording import RecordingEventHandler
 from agentshim.transport.installed import InstalledCli
@@ -102,3 +113,66 @@ class TransportRig:
     @property
     def peer(self) -> Any:
         return self.peers.peers[-1]
+
+
+class ClaudeStreamRig(TransportRig):
+    """A Claude Code stream transport on a scripted fake Claude Code."""
+
+    def __init__(self, turns: Iterable[ClaudePeerTurn], **spec: Any) -> None:
+        super().__init__("claude", ClaudeStreamPeers(turns), ClaudeStreamTransport, **spec)
+
+    @property
+    def peer(self) -> ClaudeStreamPeer:
+        return self.peers.peers[-1]
+
+
+def claude_frames(peer: ClaudeStreamPeer) -> list[str]:
+    """The kinds of frame Claude Code was sent: ``user``, ``control_request:<subtype>``."""
+    out: list[str] = []
+    for frame in peer.received:
+        body = frame.get("request")
+        subtype = body.get("subtype") if isinstance(body, dict) else None
+        out.append(f"{frame['type']}:{subtype}" if subtype else str(frame["type"]))
+    return out
+
+
+class PiRpcRig(TransportRig):
+    """A Pi rpc transport on a scripted fake Pi; ``missing`` are sessions it does not have."""
+
+    def __init__(
+        self, turns: Iterable[PiPeerTurn], *, missing: Sequence[str] = (), **spec: Any
+    ) -> None:
+        super().__init__("pi", PiRpcPeers(turns, missing=missing), PiRpcTransport, **spec)
+
+    @property
+    def peer(self) -> PiRpcPeer:
+        return self.peers.peers[-1]
+
+
+def pi_frames(peer: PiRpcPeer | PiRecordedPeer) -> list[str]:
+    """The types of command Pi was sent: ``get_state``, ``prompt``, ``abort``..."""
+    return [str(frame["type"]) for frame in peer.received]
+
+
+class CodexAppServerRig(TransportRig):
+    """A Codex app-server transport on a scripted fake Codex; ``reaped`` lists the markers
+    whose processes it reaped."""
+
+    def __init__(
+        self, turns: Iterable[CodexPeerTurn], *, missing: Sequence[str] = (), **spec: Any
+    ) -> None:
+        self.reaped: list[str] = []
+        peers = CodexAppServerPeers(turns, missing=missing)
+        super().__init__("codex", peers, partial(CodexAppServerTransport, reap=self._reap), **spec)
+
+    def _reap(self, marker: str) -> int:
+        self.reaped.append(marker)
+        return 1
+
+    @property
+    def peer(self) -> CodexAppServerPeer:
+        return self.peers.peers[-1]
+
+    def sent(self, method: str) -> list[dict[str, Any]]:
+        """Every request or notification named ``method`` any of its processes was sent."""
+        return [m for peer in self.peers.peers for m in peer.received if m.get("method") == method]

@@ -5,8 +5,7 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Callable, Iterable, Sequence
-from functools import partial
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import pytest
@@ -45,14 +44,14 @@ from agentshim.providers.codex.provider import CodexProvider
 from agentshim.providers.pi.provider import PiProvider
 from agentshim.testing import FakeExecutor
 from agentshim.testing.codex_app_server import (
-    CodexAppServerPeer,
     CodexAppServerPeers,
     CodexPeerTurn,
 )
 from agentshim.testing.process import FakePeer, PeerOutput
 from agentshim.testing.recording import RecordingEventHandler
 from agentshim.transport.installed import InstalledCli
-from tests.unit.long_lived_rig import TransportRig, installed_cli
+from tests.unit.long_lived_rig import CodexAppServerRig as Rig
+from tests.unit.long_lived_rig import installed_cli
 
 BYPASS = NativePermissions.bypass()
 SCHEMA = {
@@ -67,28 +66,6 @@ def context(
     peers: Callable[[SpawnRequest], FakePeer], *, provider: Any = None
 ) -> tuple[InstalledCli, FakeExecutor]:
     return installed_cli("codex", peers, provider=provider)
-
-
-class Rig(TransportRig):
-    """An app-server transport on a scripted fake Codex; ``reaped`` lists the markers reaped."""
-
-    def __init__(
-        self, turns: Iterable[CodexPeerTurn], *, missing: Sequence[str] = (), **spec: Any
-    ) -> None:
-        self.reaped: list[str] = []
-        peers = CodexAppServerPeers(turns, missing=missing)
-        super().__init__("codex", peers, partial(CodexAppServerTransport, reap=self._reap), **spec)
-
-    def _reap(self, marker: str) -> int:
-        self.reaped.append(marker)
-        return 1
-
-    @property
-    def peer(self) -> CodexAppServerPeer:
-        return self.peers.peers[-1]
-
-    def sent(self, method: str) -> list[dict[str, Any]]:
-        return [m for peer in self.peers.peers for m in peer.received if m.get("method") == method]
 
 
 def run_then(
@@ -161,17 +138,6 @@ def test_the_argv_marks_the_agents_commands_and_carries_mcp_flags_without_secret
     assert request.env["TOKEN_X"] == "s3cret"
 
 
-def test_two_turns_share_one_process_and_the_second_is_resumed() -> None:
-    rig = Rig([CodexPeerTurn("one"), CodexPeerTurn("two")])
-    first, _ = rig.turn()
-    second, _ = rig.turn()
-    assert (first.text, second.text) == ("one", "two")
-    assert len(rig.peers.peers) == 1
-    assert not first.resumed
-    assert second.resumed
-    assert second.session_id == first.session_id
-
-
 def test_thread_name_updated_is_the_sessions_title_and_a_cleared_name_is_not() -> None:
     rig = Rig([CodexPeerTurn("one", title="Fix the parser"), CodexPeerTurn("two", title="")])
     first, named = rig.turn()
@@ -220,12 +186,6 @@ def test_a_schema_codex_strict_mode_refuses_is_refused_before_anything_runs(
     with pytest.raises(SchemaDialectError):
         rig.turn(TurnRequest("hi", output_schema=OutputSchema(loose, tmp_path)))
     assert rig.peers.peers == []
-
-
-def test_what_a_running_process_cannot_change_is_refused() -> None:
-    rig = Rig([CodexPeerTurn("never")])
-    with pytest.raises(ProviderCapabilityError, match="env"):
-        rig.turn(TurnRequest("hi", env={"A": "1"}))
 
 
 def test_the_answer_is_the_final_phase_message_and_tool_output_comes_from_item_completed() -> None:

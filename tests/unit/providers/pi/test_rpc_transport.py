@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -28,11 +28,9 @@ from agentshim.core.events import (
     AgentEvent,
     AssistantText,
     Lifecycle,
-    RunStarted,
     SessionStarted,
     ToolCall,
     ToolResult,
-    TurnInterrupted,
     UsageReport,
     UsageScope,
 )
@@ -48,7 +46,9 @@ from agentshim.testing.pi_rpc import PiPeerTurn, PiRecordedPeer, PiRpcPeer, PiRp
 from agentshim.testing.process import FakePeer, PeerOutput, SilentPeer
 from agentshim.testing.recording import RecordingEventHandler
 from agentshim.transport.installed import InstalledCli
-from tests.unit.long_lived_rig import TransportRig, installed_cli
+from tests.unit.long_lived_rig import PiRpcRig as Rig
+from tests.unit.long_lived_rig import installed_cli
+from tests.unit.long_lived_rig import pi_frames as sent_types
 
 FIXTURES = Path(__file__).parents[3] / "fixtures" / "pi" / "stream"
 BYPASS = NativePermissions.bypass()
@@ -67,38 +67,7 @@ def context(
     return installed_cli("pi", peers, provider=provider, monotonic=monotonic)
 
 
-class Rig(TransportRig):
-    """An rpc transport on a scripted fake Pi; ``missing`` are sessions it does not have."""
-
-    def __init__(
-        self, turns: Iterable[PiPeerTurn], *, missing: Sequence[str] = (), **spec: Any
-    ) -> None:
-        super().__init__("pi", PiRpcPeers(turns, missing=missing), PiRpcTransport, **spec)
-
-    @property
-    def peer(self) -> PiRpcPeer:
-        return self.peers.peers[-1]
-
-
-def sent_types(peer: PiRpcPeer | PiRecordedPeer) -> list[str]:
-    return [str(frame["type"]) for frame in peer.received]
-
-
 class TestTurnsOnOneProcess:
-    def test_two_turns_run_on_one_process_and_continue_one_conversation(self) -> None:
-        rig = Rig([PiPeerTurn("one"), PiPeerTurn("two")])
-        first, first_events = rig.turn("first")
-        second, events = rig.turn("second")
-        assert (first.text, second.text) == ("one", "two")
-        assert len(rig.executor.spawned) == 1
-        assert not first.resumed
-        assert second.resumed
-        assert first.session_id == second.session_id == rig.conversation.session_id
-        assert first_events.of_type(SessionStarted)[0].session_id == first.session_id
-        assert not events.of_type(RunStarted), "the second turn started a process"
-        assert sent_types(rig.peer) == ["get_state", "prompt", "prompt"]
-        assert [f["message"] for f in rig.peer.received[1:]] == ["first", "second"]
-
     def test_argv_is_rpc_mode_and_never_holds_the_prompt(self) -> None:
         rig = Rig([PiPeerTurn("ok")], model="claude-fake-1", reasoning_effort="high")
         rig.turn("a secret prompt")
@@ -176,31 +145,6 @@ class TestTurnsOnOneProcess:
         assert "prompt" not in sent_types(rig.peer)
         assert rig.turn()[0].text == "kept"
 
-    @pytest.mark.parametrize(
-        "request_fields",
-        [
-            {"env": {"A": "1"}},
-            {"extra_args": ["--no-tools"]},
-            {"cwd": "/elsewhere"},
-            {"reasoning_effort": "high"},
-        ],
-    )
-    def test_what_a_running_process_cannot_change_is_refused_before_anything_is_sent(
-        self, request_fields: dict[str, Any]
-    ) -> None:
-        rig = Rig([PiPeerTurn("never")])
-        with pytest.raises(ProviderCapabilityError, match="ONE_SHOT"):
-            rig.turn(**request_fields)
-        assert rig.executor.spawned == []
-
-    def test_a_thousand_turns_keep_threads_flat_on_one_process(self) -> None:
-        rig = Rig([PiPeerTurn(f"t{n}") for n in range(1000)])
-        threads = threading.active_count()
-        for _ in range(1000):
-            rig.turn()
-        assert threading.active_count() == threads
-        assert len(rig.executor.spawned) == 1
-
 
 class TestSpecRefusals:
     def test_an_approval_handler_is_refused_at_open(self) -> None:
@@ -233,45 +177,6 @@ class TestSpecRefusals:
 
 
 class TestInterrupt:
-    def test_abort_mid_tool_returns_interrupted_and_the_next_turn_uses_the_same_process(
-        self,
-    ) -> None:
-        rig = Rig([PiPeerTurn(tool="bash", tool_input=SLEEP, hang=True), PiPeerTurn("next")])
-        timer = rig.later(0.1, rig.conversation.interrupt)
-        started = time.monotonic()
-        result, events = rig.turn()
-        timer.cancel()
-        assert time.monotonic() - started < 5
-        assert result.interrupted
-        assert events.of_type(TurnInterrupted)
-        (aborted,) = events.of_type(ToolResult)
-        assert aborted.failed
-        assert "Command aborted" in aborted.stderr
-        after, after_events = rig.turn()
-        assert after.text == "next"
-        assert not after.interrupted
-        assert len(rig.executor.spawned) == 1
-        assert sent_types(rig.peer) == ["get_state", "prompt", "abort", "prompt"]
-        # The abort's own response came after agent_end: it never reaches the next turn.
-        assert after_events.lifecycle("between_turns") == []
-
-    def test_abort_mid_stream_returns_interrupted(self) -> None:
-        rig = Rig([PiPeerTurn(hang=True), PiPeerTurn("next")])
-        timer = rig.later(0.1, rig.conversation.interrupt)
-        result, _ = rig.turn()
-        timer.cancel()
-        assert result.interrupted
-        assert rig.turn()[0].text == "next"
-
-    def test_interrupt_while_idle_sends_nothing(self) -> None:
-        rig = Rig([PiPeerTurn("a"), PiPeerTurn("b")])
-        rig.turn()
-        rig.conversation.interrupt()
-        result, _ = rig.turn()
-        assert result.text == "b"
-        assert not result.interrupted
-        assert sent_types(rig.peer) == ["get_state", "prompt", "prompt"]
-
     def test_a_stop_requested_before_the_turn_sends_nothing(self) -> None:
         rig = Rig([PiPeerTurn("kept")])
         stop = TurnStop()
@@ -351,19 +256,6 @@ class TestSteer:
         _, events = rig.turn()
         timer.cancel()
         assert events.lifecycle("steer_carried_over") == []
-
-    def test_no_text_is_ever_written_as_a_broken_line(self) -> None:
-        rig = Rig([PiPeerTurn(hang=True)])
-        awkward = 'line\nbreak \u2028 sep \ud800 lone \x00 nul "quote"'
-
-        def steer() -> None:
-            rig.conversation.steer(awkward)
-            rig.conversation.interrupt()
-
-        timer = rig.later(0.1, steer)
-        rig.turn()
-        timer.cancel()
-        assert rig.peer.steered == [awkward]
 
 
 class TestFailures:
@@ -477,16 +369,6 @@ class TestFailures:
             conversation.turn(TurnRequest("go"), RecordingEventHandler())
         assert caught.value.session_id == sid
         assert conversation.session_id == sid
-
-    def test_close_ends_the_process_with_stdin_eof(self) -> None:
-        rig = Rig([PiPeerTurn("a")])
-        rig.turn()
-        rig.conversation.close()
-        rig.conversation.close()
-        process = rig.executor.processes[0]
-        assert process.stdin_closed
-        assert process.returncode == 0
-        assert process.terminate_calls == 0
 
 
 class TestFork:
