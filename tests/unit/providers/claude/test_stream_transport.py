@@ -11,27 +11,10 @@ from typing import Any
 
 import pytest
 
+from agentshim.core import errors
+from agentshim.core import events as ev
 from agentshim.core.approvals import ApprovalDecision, ApprovalRequest
 from agentshim.core.conversation import ConversationSpec, TurnStop
-from agentshim.core.errors import (
-    ApprovalRequiredError,
-    CliDiedError,
-    CliExitError,
-    FailureKind,
-    TurnFailedError,
-    TurnStalledError,
-)
-from agentshim.core.events import (
-    AgentEvent,
-    ApprovalAnswered,
-    ApprovalRequested,
-    AssistantText,
-    Lifecycle,
-    RawOutput,
-    ToolResult,
-    UsageReport,
-    UsageScope,
-)
 from agentshim.core.permissions import ApprovalPolicy, NativePermissions
 from agentshim.core.turn import TurnRequest
 from agentshim.execution.process import ProcessExited, SpawnRequest, StdoutLine
@@ -91,10 +74,12 @@ class TestTurnsOnOneProcess:
         assert first.usage.total_cost_usd == pytest.approx(0.25)
         assert second.usage.total_cost_usd == pytest.approx(0.5)
         assert second.cost_usd == pytest.approx(0.5)
-        reports = events.of_type(UsageReport)
-        assert [r.cost_usd for r in reports if r.scope is UsageScope.TURN] == [pytest.approx(0.5)]
+        reports = events.of_type(ev.UsageReport)
+        assert [r.cost_usd for r in reports if r.scope is ev.UsageScope.TURN] == [
+            pytest.approx(0.5)
+        ]
         # The model call's report comes first, without a cost of its own.
-        assert [r.cost_usd for r in reports if r.scope is UsageScope.CALL] == [None]
+        assert [r.cost_usd for r in reports if r.scope is ev.UsageScope.CALL] == [None]
         assert second.usage.tokens.output_tokens == 20
 
     def test_a_turn_may_switch_the_model_in_band(self) -> None:
@@ -132,9 +117,9 @@ class TestTurnsOnOneProcess:
         conversation = ClaudeStreamTransport(ctx).open(
             ConversationSpec(permissions=BYPASS, approvals=ApprovalPolicy.DENY)
         )
-        with pytest.raises(TurnFailedError) as caught:
+        with pytest.raises(errors.TurnFailedError) as caught:
             conversation.turn(TurnRequest("go", model="claude-nope"), RecordingEventHandler())
-        assert caught.value.kind is FailureKind.MODEL
+        assert caught.value.kind is errors.FailureKind.MODEL
         assert sent_types(peers[0]) == ["control_request:set_model"]
         assert conversation.turn(TurnRequest("go"), RecordingEventHandler()).text == "still here"
 
@@ -206,7 +191,10 @@ class TestApprovals:
         assert seen[0].tool_id is not None
         assert rig.peer.answers == [{"behavior": "allow", "updatedInput": TOUCH}]
         assert result.text == "after the tool"
-        requested, answered = events.of_type(ApprovalRequested), events.of_type(ApprovalAnswered)
+        requested, answered = (
+            events.of_type(ev.ApprovalRequested),
+            events.of_type(ev.ApprovalAnswered),
+        )
         assert requested[0].tool_id == answered[0].tool_id == seen[0].tool_id
         assert answered[0].allowed
         assert answered[0].decided_by == "handler"
@@ -215,15 +203,15 @@ class TestApprovals:
         rewritten = {"command": "touch y.txt"}
         rig, _, events = self.run(lambda request: ApprovalDecision.allow(rewritten))
         assert rig.peer.answers == [{"behavior": "allow", "updatedInput": rewritten}]
-        tool_output = events.of_type(ToolResult)[0].stdout
+        tool_output = events.of_type(ev.ToolResult)[0].stdout
         assert "touch y.txt" in tool_output
         assert "x.txt" not in tool_output
-        assert events.of_type(ApprovalAnswered)[0].args == rewritten
+        assert events.of_type(ev.ApprovalAnswered)[0].args == rewritten
 
     def test_a_deny_reaches_the_agent_as_the_tools_error(self) -> None:
         rig, result, events = self.run(lambda request: ApprovalDecision.deny("not today"))
         assert rig.peer.answers == [{"behavior": "deny", "message": "not today"}]
-        failed = events.of_type(ToolResult)[0]
+        failed = events.of_type(ev.ToolResult)[0]
         assert failed.failed
         assert "not today" in failed.stderr
         assert not result.interrupted
@@ -231,7 +219,7 @@ class TestApprovals:
     def test_policy_deny_answers_without_a_handler(self) -> None:
         rig, result, events = self.run(ApprovalPolicy.DENY)
         assert rig.peer.answers[0]["behavior"] == "deny"
-        assert events.of_type(ApprovalAnswered)[0].decided_by == "policy"
+        assert events.of_type(ev.ApprovalAnswered)[0].decided_by == "policy"
         assert result.text == "after the tool"
 
     def test_policy_fail_turn_denies_stops_the_turn_and_keeps_the_conversation(self) -> None:
@@ -240,7 +228,7 @@ class TestApprovals:
             permissions=WRITE,
             approvals=ApprovalPolicy.FAIL_TURN,
         )
-        with pytest.raises(ApprovalRequiredError) as caught:
+        with pytest.raises(errors.ApprovalRequiredError) as caught:
             rig.turn()
         assert caught.value.tool == "Bash"
         assert rig.peer.answers[0]["behavior"] == "deny"
@@ -256,7 +244,7 @@ class TestApprovals:
         rig, _, events = self.run(never, permissions=NativePermissions.read_only())
         assert asked == []
         assert rig.peer.answers[0]["behavior"] == "deny"
-        assert events.of_type(ApprovalAnswered)[0].decided_by == "read_only"
+        assert events.of_type(ev.ApprovalAnswered)[0].decided_by == "read_only"
         argv = list(rig.executor.spawned[0].argv)
         assert argv[argv.index("--permission-mode") + 1] == "default"
 
@@ -305,16 +293,16 @@ class TestFailures:
                 ClaudePeerTurn("fine"),
             ]
         )
-        with pytest.raises(CliExitError) as caught:
+        with pytest.raises(errors.CliExitError) as caught:
             rig.turn()
-        assert caught.value.kind is FailureKind.AUTH
+        assert caught.value.kind is errors.FailureKind.AUTH
         assert rig.turn()[0].text == "fine"
         assert len(rig.executor.spawned) == 1
 
     def test_a_stalled_turn_reports_the_silence_that_stopped_it(self) -> None:
         # The interrupt's answer comes at once; the error is about the silence before it.
         rig = Rig([ClaudePeerTurn(tool="Bash", tool_input=SLEEP, hang=True)], stall_timeout=0.2)
-        with pytest.raises(TurnStalledError) as caught:
+        with pytest.raises(errors.TurnStalledError) as caught:
             rig.turn()
         assert caught.value.silent_s is not None
         assert caught.value.silent_s >= 0.2
@@ -355,7 +343,7 @@ class TestBetweenTurns:
         events = RecordingEventHandler()
         second = conversation.turn(TurnRequest("2"), events)
         assert second.text == "second"
-        assert [e.text for e in events.of_type(AssistantText)] == ["second"]
+        assert [e.text for e in events.of_type(ev.AssistantText)] == ["second"]
         between = events.lifecycle("between_turns")
         assert len(between) == 2
         assert "BACKGROUND" in between[0]
@@ -393,14 +381,14 @@ class TestRecordedTranscripts:
         events = RecordingEventHandler()
         stop = TurnStop()
 
-        def interrupt_on_tool(event: AgentEvent) -> None:
+        def interrupt_on_tool(event: ev.AgentEvent) -> None:
             events(event)
             if type(event).__name__ == "ToolCall":
                 stop.request()
 
         result = conversation.turn(TurnRequest("SLOW20 run the slow tool"), interrupt_on_tool, stop)
         assert result.interrupted
-        assert events.of_type(ToolResult)[0].failed
+        assert events.of_type(ev.ToolResult)[0].failed
         after = conversation.turn(TurnRequest("TURN-TWO after interrupt"), RecordingEventHandler())
         assert after.text == "Tool finished."
         assert not after.interrupted
@@ -420,9 +408,9 @@ class TestRecordedTranscripts:
         first = conversation.turn(TurnRequest("PERM-A"), events)
         second = conversation.turn(TurnRequest("PERM-D"), events)
         assert first.text == second.text == "Tool finished."
-        answered = events.of_type(ApprovalAnswered)
+        answered = events.of_type(ev.ApprovalAnswered)
         assert [a.allowed for a in answered] == [True, False]
-        assert [r.tool for r in events.of_type(ApprovalRequested)] == ["Bash", "Bash"]
+        assert [r.tool for r in events.of_type(ev.ApprovalRequested)] == ["Bash", "Bash"]
         assert events.lifecycle("permission_denied") == ["Bash"]
         assert peer.unmatched == []
 
@@ -448,14 +436,14 @@ class TestRecordedTranscripts:
 
     def test_an_api_error_turn_as_recorded(self) -> None:
         conversation, _ = replay("a8_authfail_malformed_sdkshape")
-        with pytest.raises(CliExitError) as caught:
+        with pytest.raises(errors.CliExitError) as caught:
             conversation.turn(TurnRequest("AUTHFAIL please fail"), RecordingEventHandler())
-        assert caught.value.kind is FailureKind.AUTH
+        assert caught.value.kind is errors.FailureKind.AUTH
 
     def test_sigkill_mid_tool_as_recorded_is_cli_died_keeping_the_conversation(self) -> None:
         recorded = {frame.get("session_id") for frame in _turn_frames("a7b_sigkill_midturn")}
         conversation, _ = replay("a7b_sigkill_midturn")
-        with pytest.raises(CliDiedError) as caught:
+        with pytest.raises(errors.CliDiedError) as caught:
             conversation.turn(
                 TurnRequest("SLOW20 run the slow tool again"), RecordingEventHandler()
             )
@@ -480,7 +468,7 @@ class TestRecordedFrameTypes:
     def test_every_recorded_frame_is_understood(self, case: str) -> None:
         """What the transport does not handle itself, the parser reads without a complaint."""
         control = {"control_request", "control_response", "control_cancel_request"}
-        events: list[AgentEvent] = []
+        events: list[ev.AgentEvent] = []
         parser = ClaudeProvider().new_parser(events.append, expect_structured=False)
         frames = _turn_frames(case)
         assert frames
@@ -490,9 +478,9 @@ class TestRecordedFrameTypes:
         complaints = [
             event
             for event in events
-            if isinstance(event, (Lifecycle, RawOutput))
+            if isinstance(event, (ev.Lifecycle, ev.RawOutput))
             and (
-                isinstance(event, RawOutput)
+                isinstance(event, ev.RawOutput)
                 or event.kind.startswith("unknown_")
                 or event.kind == "malformed_frame"
             )
@@ -510,7 +498,7 @@ class TestProcessExitShapes:
         conversation = ClaudeStreamTransport(ctx).open(
             ConversationSpec(permissions=BYPASS, approvals=ApprovalPolicy.DENY)
         )
-        with pytest.raises(CliDiedError) as caught:
+        with pytest.raises(errors.CliDiedError) as caught:
             conversation.turn(TurnRequest("go"), RecordingEventHandler())
         assert caught.value.session_id == "quits-1"
         assert conversation.session_id == "quits-1"

@@ -13,27 +13,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from agentshim.core import errors
+from agentshim.core import events as ev
 from agentshim.core.approvals import ApprovalDecision
 from agentshim.core.conversation import ConversationSpec, TurnStop
-from agentshim.core.errors import (
-    CliDiedError,
-    CliExitError,
-    CliTimeoutError,
-    FailureKind,
-    ProviderCapabilityError,
-    SessionResumeError,
-    TurnCancelledError,
-)
-from agentshim.core.events import (
-    AgentEvent,
-    AssistantText,
-    Lifecycle,
-    SessionStarted,
-    ToolCall,
-    ToolResult,
-    UsageReport,
-    UsageScope,
-)
 from agentshim.core.mcp import StdioMcpServer
 from agentshim.core.permissions import ApprovalPolicy, NativePermissions
 from agentshim.core.turn import TurnRequest
@@ -103,16 +86,16 @@ class TestTurnsOnOneProcess:
         assert second.usage.total_cost_usd == pytest.approx(0.5)
         # Two model calls: the tool request (300 in) and the answer (100 in).
         assert second.usage.tokens.input_tokens == 400
-        calls = [r for r in events.of_type(UsageReport) if r.scope is UsageScope.CALL]
+        calls = [r for r in events.of_type(ev.UsageReport) if r.scope is ev.UsageScope.CALL]
         assert len(calls) == 2
 
     def test_a_tool_turn_reports_the_call_and_its_result(self) -> None:
         rig = Rig([PiPeerTurn("listed", tool="bash", tool_input={"command": "ls"})])
         result, events = rig.turn()
         assert result.text == "listed"
-        (call,) = events.of_type(ToolCall)
+        (call,) = events.of_type(ev.ToolCall)
         assert call.tool == "bash"
-        (tool_result,) = events.of_type(ToolResult)
+        (tool_result,) = events.of_type(ev.ToolResult)
         assert not tool_result.failed
         assert '"command": "ls"' in tool_result.stdout
 
@@ -140,7 +123,7 @@ class TestTurnsOnOneProcess:
 
     def test_a_model_pi_does_not_know_is_refused_before_the_prompt(self) -> None:
         rig = Rig([PiPeerTurn("kept")])
-        with pytest.raises(ProviderCapabilityError, match="Model not found"):
+        with pytest.raises(errors.ProviderCapabilityError, match="Model not found"):
             rig.turn(model="unknown-model")
         assert "prompt" not in sent_types(rig.peer)
         assert rig.turn()[0].text == "kept"
@@ -150,7 +133,7 @@ class TestSpecRefusals:
     def test_an_approval_handler_is_refused_at_open(self) -> None:
         ctx, _ = context(PiRpcPeers([]))
         spec = ConversationSpec(permissions=BYPASS, approvals=lambda r: ApprovalDecision.allow())
-        with pytest.raises(ProviderCapabilityError, match="no approval flow"):
+        with pytest.raises(errors.ProviderCapabilityError, match="no approval flow"):
             PiRpcTransport(ctx).open(spec)
 
     @pytest.mark.parametrize(
@@ -161,7 +144,7 @@ class TestSpecRefusals:
     ) -> None:
         ctx, executor = context(PiRpcPeers([]))
         spec = ConversationSpec(permissions=permissions, approvals=ApprovalPolicy.DENY)
-        with pytest.raises(ProviderCapabilityError, match="bypass"):
+        with pytest.raises(errors.ProviderCapabilityError, match="bypass"):
             PiRpcTransport(ctx).open(spec)
         assert executor.spawned == []
 
@@ -171,7 +154,7 @@ class TestSpecRefusals:
         spec = ConversationSpec(
             permissions=BYPASS, approvals=ApprovalPolicy.DENY, mcp_servers=(server,)
         )
-        with pytest.raises(ProviderCapabilityError, match="does not pass MCP servers to Pi"):
+        with pytest.raises(errors.ProviderCapabilityError, match="does not pass MCP servers to Pi"):
             PiRpcTransport(ctx).open(spec)
         assert executor.spawned == []
 
@@ -181,7 +164,7 @@ class TestInterrupt:
         rig = Rig([PiPeerTurn("kept")])
         stop = TurnStop()
         stop.request()
-        with pytest.raises(TurnCancelledError):
+        with pytest.raises(errors.TurnCancelledError):
             rig.conversation.turn(TurnRequest("go"), RecordingEventHandler(), stop)
         assert rig.executor.spawned == []
         assert rig.turn()[0].text == "kept"
@@ -191,9 +174,9 @@ class TestInterrupt:
         events = RecordingEventHandler()
         stop = TurnStop()
 
-        def stop_on_prompt(event: AgentEvent) -> None:
+        def stop_on_prompt(event: ev.AgentEvent) -> None:
             events(event)
-            if isinstance(event, SessionStarted):
+            if isinstance(event, ev.SessionStarted):
                 stop.request()  # before the prompt is even written
 
         result = rig.conversation.turn(TurnRequest("go"), stop_on_prompt, stop)
@@ -261,9 +244,9 @@ class TestSteer:
 class TestFailures:
     def test_an_api_error_is_classified_and_keeps_the_process(self) -> None:
         rig = Rig([PiPeerTurn(error=AUTH_ERROR), PiPeerTurn("fine")])
-        with pytest.raises(CliExitError) as caught:
+        with pytest.raises(errors.CliExitError) as caught:
             rig.turn()
-        assert caught.value.kind is FailureKind.AUTH
+        assert caught.value.kind is errors.FailureKind.AUTH
         assert "invalid x-api-key" in str(caught.value)
         assert rig.turn()[0].text == "fine"
         assert len(rig.executor.spawned) == 1
@@ -271,22 +254,27 @@ class TestFailures:
     @pytest.mark.parametrize(
         ("error", "kind"),
         [
-            ('500 {"type":"error","error":{"type":"api_error"}}', FailureKind.TRANSIENT),
-            ('529 {"type":"error","error":{"type":"overloaded_error"}}', FailureKind.TRANSIENT),
+            ('500 {"type":"error","error":{"type":"api_error"}}', errors.FailureKind.TRANSIENT),
+            (
+                '529 {"type":"error","error":{"type":"overloaded_error"}}',
+                errors.FailureKind.TRANSIENT,
+            ),
         ],
     )
-    def test_api_failures_keep_their_one_shot_kind(self, error: str, kind: FailureKind) -> None:
+    def test_api_failures_keep_their_one_shot_kind(
+        self, error: str, kind: errors.FailureKind
+    ) -> None:
         rig = Rig([PiPeerTurn(error=error)])
-        with pytest.raises(CliExitError) as caught:
+        with pytest.raises(errors.CliExitError) as caught:
             rig.turn()
         assert caught.value.kind is kind
 
     def test_pis_own_retries_of_a_failed_call_stay_inside_the_turn(self) -> None:
         error = '500 {"type":"error","error":{"type":"api_error"}}'
         rig = Rig([PiPeerTurn(error=error, retries=2), PiPeerTurn("fine")])
-        with pytest.raises(CliExitError) as caught:
+        with pytest.raises(errors.CliExitError) as caught:
             rig.turn()
-        assert caught.value.kind is FailureKind.TRANSIENT
+        assert caught.value.kind is errors.FailureKind.TRANSIENT
         after, events = rig.turn()
         assert after.text == "fine"
         assert events.lifecycle("between_turns") == [], "the retries leaked into the next turn"
@@ -294,7 +282,7 @@ class TestFailures:
     def test_resuming_a_session_pi_does_not_have_is_a_resume_error(self) -> None:
         gone = "01a23046-0000-7000-8000-00000000dead"
         rig = Rig([PiPeerTurn("never")], resume=gone, missing=[gone])
-        with pytest.raises(SessionResumeError) as caught:
+        with pytest.raises(errors.SessionResumeError) as caught:
             rig.turn()
         assert caught.value.session_id == gone
 
@@ -316,7 +304,7 @@ class TestFailures:
         conversation = PiRpcTransport(ctx).open(
             ConversationSpec(permissions=BYPASS, approvals=ApprovalPolicy.DENY)
         )
-        with pytest.raises(CliTimeoutError, match="get_state"):
+        with pytest.raises(errors.CliTimeoutError, match="get_state"):
             conversation.turn(TurnRequest("go"), RecordingEventHandler())
         assert executor.processes[0].returncode is not None, "the silent process was left running"
         assert (
@@ -348,7 +336,7 @@ class TestFailures:
         conversation = PiRpcTransport(ctx).open(
             ConversationSpec(permissions=BYPASS, approvals=ApprovalPolicy.DENY)
         )
-        with pytest.raises(CliExitError, match="already processing"):
+        with pytest.raises(errors.CliExitError, match="already processing"):
             conversation.turn(TurnRequest("go"), RecordingEventHandler())
 
     def test_a_process_that_exits_zero_mid_run_is_cli_died(self) -> None:
@@ -365,7 +353,7 @@ class TestFailures:
         conversation = PiRpcTransport(ctx).open(
             ConversationSpec(permissions=BYPASS, approvals=ApprovalPolicy.DENY)
         )
-        with pytest.raises(CliDiedError) as caught:
+        with pytest.raises(errors.CliDiedError) as caught:
             conversation.turn(TurnRequest("go"), RecordingEventHandler())
         assert caught.value.session_id == sid
         assert conversation.session_id == sid
@@ -427,14 +415,14 @@ class TestRecordedTranscripts:
         events = RecordingEventHandler()
         stop = TurnStop()
 
-        def abort_on_tool(event: AgentEvent) -> None:
+        def abort_on_tool(event: ev.AgentEvent) -> None:
             events(event)
-            if isinstance(event, ToolCall):
+            if isinstance(event, ev.ToolCall):
                 stop.request()
 
         result = conversation.turn(TurnRequest("SLOW20 run the slow tool"), abort_on_tool, stop)
         assert result.interrupted
-        assert "Command aborted" in events.of_type(ToolResult)[0].stderr
+        assert "Command aborted" in events.of_type(ev.ToolResult)[0].stderr
         after_events = RecordingEventHandler()
         after = conversation.turn(TurnRequest("TURN-TWO after abort"), after_events)
         assert after.text == "Reply two."
@@ -446,16 +434,16 @@ class TestRecordedTranscripts:
         conversation, _ = replay("c2_abort_midtool")
         stop = TurnStop()
 
-        def abort_on_tool(event: AgentEvent) -> None:
-            if isinstance(event, ToolCall):
+        def abort_on_tool(event: ev.AgentEvent) -> None:
+            if isinstance(event, ev.ToolCall):
                 stop.request()
 
         conversation.turn(TurnRequest("SLOW20 run the slow tool"), abort_on_tool, stop)
         conversation.turn(TurnRequest("TURN-TWO after abort"), RecordingEventHandler())
         stop = TurnStop()
 
-        def abort_on_text(event: AgentEvent) -> None:
-            if isinstance(event, AssistantText):
+        def abort_on_text(event: ev.AgentEvent) -> None:
+            if isinstance(event, ev.AssistantText):
                 stop.request()
 
         result = conversation.turn(TurnRequest("SLOWTEXT stream slowly"), abort_on_text, stop)
@@ -467,15 +455,15 @@ class TestRecordedTranscripts:
         holder: list[PiRpcConversation] = [conversation]
         sent: list[str] = []
 
-        def steer_on_tool(event: AgentEvent) -> None:
-            if isinstance(event, ToolCall) and not sent:
+        def steer_on_tool(event: ev.AgentEvent) -> None:
+            if isinstance(event, ev.ToolCall) and not sent:
                 sent.append("steer")
                 holder[0].steer("STEER-MSG also say banana")
                 holder[0].follow_up("FOLLOW-UP afterwards say kiwi")
 
         events = RecordingEventHandler()
 
-        def both(event: AgentEvent) -> None:
+        def both(event: ev.AgentEvent) -> None:
             events(event)
             steer_on_tool(event)
 
@@ -484,7 +472,7 @@ class TestRecordedTranscripts:
         assert not result.interrupted
         assert events.lifecycle("steered") == ["STEER-MSG also say banana"]
         assert events.lifecycle("followed_up") == ["FOLLOW-UP afterwards say kiwi"]
-        assert [e.text for e in events.of_type(AssistantText)] == [
+        assert [e.text for e in events.of_type(ev.AssistantText)] == [
             "Sleeping 5.",
             "Saw the steering",
             " message.",
@@ -497,16 +485,16 @@ class TestRecordedTranscripts:
         conversation, _ = replay("c4a_session_first")
         first = conversation.turn(TurnRequest("TURN-ONE seed"), RecordingEventHandler())
         assert first.session_id == "01a23046-2a7f-737d-bd27-2e1b51959c9c"
-        with pytest.raises(CliExitError) as caught:
+        with pytest.raises(errors.CliExitError) as caught:
             conversation.turn(TurnRequest("AUTHFAIL please"), RecordingEventHandler())
-        assert caught.value.kind is FailureKind.AUTH
+        assert caught.value.kind is errors.FailureKind.AUTH
 
     def test_sigterm_mid_tool_as_recorded_is_cli_died_keeping_the_conversation(self) -> None:
         conversation, _ = replay("c4a_session_first")
         conversation.turn(TurnRequest("TURN-ONE seed"), RecordingEventHandler())
-        with pytest.raises(CliExitError):
+        with pytest.raises(errors.CliExitError):
             conversation.turn(TurnRequest("AUTHFAIL please"), RecordingEventHandler())
-        with pytest.raises(CliDiedError) as caught:
+        with pytest.raises(errors.CliDiedError) as caught:
             conversation.turn(TurnRequest("SLOW20 then get killed"), RecordingEventHandler())
         assert caught.value.returncode == 143
         assert caught.value.session_id == "01a23046-2a7f-737d-bd27-2e1b51959c9c"
@@ -568,7 +556,9 @@ class TestRecordedFrameTypes:
                 assert read_response(frame).command != "?"
             elif kind != "extension_ui_request":
                 parser.dispatch(frame, json.dumps(frame))
-        unknown = [e.kind for e in events.of_type(Lifecycle) if e.kind.startswith("unknown_frame")]
+        unknown = [
+            e.kind for e in events.of_type(ev.Lifecycle) if e.kind.startswith("unknown_frame")
+        ]
         malformed = events.lifecycle("malformed_frame")
         assert unknown == []
         assert malformed == []
@@ -588,8 +578,8 @@ def test_any_steered_text_reaches_pi_unchanged(text: str) -> None:
     rig = Rig([PiPeerTurn("answer", tool="bash", tool_input=SLEEP, until_steered=True)])
     steered = threading.Event()
 
-    def steer_on_tool(event: AgentEvent) -> None:
-        if isinstance(event, ToolCall) and not steered.is_set():
+    def steer_on_tool(event: ev.AgentEvent) -> None:
+        if isinstance(event, ev.ToolCall) and not steered.is_set():
             steered.set()
             rig.conversation.steer(text)
 
