@@ -15,7 +15,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from functools import partial
 from typing import Any
 
-from agentshim.core.conversation import ConversationSpec
+from agentshim.core.conversation import ConversationSpec, TurnStop
+from agentshim.core.events import AgentEvent
 from agentshim.core.permissions import ApprovalPolicy, NativePermissions
 from agentshim.core.provider import Provider
 from agentshim.core.turn import TurnRequest
@@ -113,6 +114,35 @@ class TransportRig:
     @property
     def peer(self) -> Any:
         return self.peers.peers[-1]
+
+
+def conversation_on(
+    name: str,
+    transport: Callable[..., Any],
+    spawn: Callable[[SpawnRequest], FakePeer],
+    **spec: Any,
+) -> Any:
+    """A conversation of ``transport`` on provider ``name``'s CLI, each spawn played by ``spawn``
+    (a fake with a quirk of its own, or a recorded session); ``spec`` as :class:`TransportRig`."""
+    return TransportRig(name, spawn, transport, **spec).conversation
+
+
+def turn_stopped_at(
+    conversation: Any, request: TurnRequest | str, at: type[AgentEvent]
+) -> tuple[Any, RecordingEventHandler]:
+    """One turn of ``request`` on ``conversation``, stopped by its TurnStop at its first ``at``
+    event (the stop a caller's handler asks for when it sees that event)."""
+    events = RecordingEventHandler()
+    stop = TurnStop()
+
+    def stop_at(event: AgentEvent) -> None:
+        events(event)
+        if isinstance(event, at):
+            stop.request()
+
+    if not isinstance(request, TurnRequest):
+        request = TurnRequest(request)
+    return conversation.turn(request, stop_at, stop), events
 
 
 class ClaudeStreamRig(TransportRig):

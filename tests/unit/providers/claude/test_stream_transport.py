@@ -14,7 +14,6 @@ import pytest
 from agentshim.core import errors
 from agentshim.core import events as ev
 from agentshim.core.approvals import ApprovalDecision, ApprovalRequest
-from agentshim.core.conversation import ConversationSpec, TurnStop
 from agentshim.core.permissions import ApprovalPolicy, NativePermissions
 from agentshim.core.turn import TurnRequest
 from agentshim.execution.process import ProcessExited, SpawnRequest, StdoutLine
@@ -35,7 +34,7 @@ from agentshim.testing.recording import RecordingEventHandler
 from agentshim.transport.installed import InstalledCli
 from tests.unit.long_lived_rig import ClaudeStreamRig as Rig
 from tests.unit.long_lived_rig import claude_frames as sent_types
-from tests.unit.long_lived_rig import installed_cli
+from tests.unit.long_lived_rig import conversation_on, installed_cli, turn_stopped_at
 
 FIXTURES = Path(__file__).parents[3] / "fixtures" / "claude" / "stream"
 BYPASS = NativePermissions.bypass()
@@ -113,10 +112,7 @@ class TestTurnsOnOneProcess:
             peers.append(Refuses(family, "refuses-1", request.argv))
             return peers[-1]
 
-        ctx, _ = context(spawn)
-        conversation = ClaudeStreamTransport(ctx).open(
-            ConversationSpec(permissions=BYPASS, approvals=ApprovalPolicy.DENY)
-        )
+        conversation = conversation_on("claude", ClaudeStreamTransport, spawn)
         with pytest.raises(errors.TurnFailedError) as caught:
             conversation.turn(TurnRequest("go", model="claude-nope"), RecordingEventHandler())
         assert caught.value.kind is errors.FailureKind.MODEL
@@ -335,9 +331,8 @@ class TestBetweenTurns:
                 return out
 
         family = ClaudeStreamPeers([ClaudePeerTurn("first"), ClaudePeerTurn("second")])
-        ctx, _ = context(lambda request: Wakes(family, "wakes-1", request.argv))
-        conversation = ClaudeStreamTransport(ctx).open(
-            ConversationSpec(permissions=BYPASS, approvals=ApprovalPolicy.DENY)
+        conversation = conversation_on(
+            "claude", ClaudeStreamTransport, lambda request: Wakes(family, "wakes-1", request.argv)
         )
         assert conversation.turn(TurnRequest("1"), RecordingEventHandler()).text == "first"
         events = RecordingEventHandler()
@@ -351,15 +346,7 @@ class TestBetweenTurns:
 
 def replay(case: str, **spec: Any) -> tuple[ClaudeStreamConversation, ClaudeRecordedPeer]:
     peer = ClaudeRecordedPeer(FIXTURES / f"{case}.transcript.jsonl")
-    ctx, _ = context(lambda request: peer)
-    conversation = ClaudeStreamTransport(ctx).open(
-        ConversationSpec(
-            permissions=spec.pop("permissions", BYPASS),
-            approvals=spec.pop("approvals", ApprovalPolicy.DENY),
-            **spec,
-        )
-    )
-    return conversation, peer
+    return conversation_on("claude", ClaudeStreamTransport, lambda request: peer, **spec), peer
 
 
 class TestRecordedTranscripts:
@@ -378,15 +365,7 @@ class TestRecordedTranscripts:
 
     def test_an_interrupt_during_a_tool_as_recorded(self) -> None:
         conversation, peer = replay("a2_interrupt")
-        events = RecordingEventHandler()
-        stop = TurnStop()
-
-        def interrupt_on_tool(event: ev.AgentEvent) -> None:
-            events(event)
-            if type(event).__name__ == "ToolCall":
-                stop.request()
-
-        result = conversation.turn(TurnRequest("SLOW20 run the slow tool"), interrupt_on_tool, stop)
+        result, events = turn_stopped_at(conversation, "SLOW20 run the slow tool", ev.ToolCall)
         assert result.interrupted
         assert events.of_type(ev.ToolResult)[0].failed
         after = conversation.turn(TurnRequest("TURN-TWO after interrupt"), RecordingEventHandler())
@@ -494,10 +473,7 @@ class TestProcessExitShapes:
             def on_stdin(self, line: str) -> Iterable[PeerOutput]:
                 return (StdoutLine(json.dumps(_init("quits-1")) + "\n"), ProcessExited(0))
 
-        ctx, _ = context(lambda request: Quits())
-        conversation = ClaudeStreamTransport(ctx).open(
-            ConversationSpec(permissions=BYPASS, approvals=ApprovalPolicy.DENY)
-        )
+        conversation = conversation_on("claude", ClaudeStreamTransport, lambda request: Quits())
         with pytest.raises(errors.CliDiedError) as caught:
             conversation.turn(TurnRequest("go"), RecordingEventHandler())
         assert caught.value.session_id == "quits-1"

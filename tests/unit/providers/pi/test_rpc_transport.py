@@ -30,7 +30,7 @@ from agentshim.testing.process import FakePeer, PeerOutput, SilentPeer
 from agentshim.testing.recording import RecordingEventHandler
 from agentshim.transport.installed import InstalledCli
 from tests.unit.long_lived_rig import PiRpcRig as Rig
-from tests.unit.long_lived_rig import installed_cli
+from tests.unit.long_lived_rig import conversation_on, installed_cli, turn_stopped_at
 from tests.unit.long_lived_rig import pi_frames as sent_types
 
 FIXTURES = Path(__file__).parents[3] / "fixtures" / "pi" / "stream"
@@ -171,15 +171,8 @@ class TestInterrupt:
 
     def test_an_interrupt_before_the_run_starts_is_sent_once_it_does(self) -> None:
         rig = Rig([PiPeerTurn(tool="bash", tool_input=SLEEP, hang=True), PiPeerTurn("next")])
-        events = RecordingEventHandler()
-        stop = TurnStop()
-
-        def stop_on_prompt(event: ev.AgentEvent) -> None:
-            events(event)
-            if isinstance(event, ev.SessionStarted):
-                stop.request()  # before the prompt is even written
-
-        result = rig.conversation.turn(TurnRequest("go"), stop_on_prompt, stop)
+        # SessionStarted comes before the prompt is even written.
+        result, _ = turn_stopped_at(rig.conversation, "go", ev.SessionStarted)
         assert result.interrupted
         assert sent_types(rig.peer) == ["get_state", "prompt", "abort"]
 
@@ -225,9 +218,8 @@ class TestSteer:
 
         family = PiRpcPeers([PiPeerTurn("done")])
         sid = "01a23046-0000-7000-8000-000000000019"
-        ctx, _ = context(lambda request: Late(family, sid, request.argv))
-        conversation = PiRpcTransport(ctx).open(
-            ConversationSpec(permissions=BYPASS, approvals=ApprovalPolicy.DENY)
+        conversation = conversation_on(
+            "pi", PiRpcTransport, lambda request: Late(family, sid, request.argv)
         )
         events = RecordingEventHandler()
         assert conversation.turn(TurnRequest("go"), events).text == "done"
@@ -330,11 +322,10 @@ class TestFailures:
                 return super().on_stdin(line)
 
         family = PiRpcPeers([])
-        ctx, _ = context(
-            lambda request: Busy(family, "01a23046-0000-7000-8000-00000000b05e", request.argv)
-        )
-        conversation = PiRpcTransport(ctx).open(
-            ConversationSpec(permissions=BYPASS, approvals=ApprovalPolicy.DENY)
+        conversation = conversation_on(
+            "pi",
+            PiRpcTransport,
+            lambda request: Busy(family, "01a23046-0000-7000-8000-00000000b05e", request.argv),
         )
         with pytest.raises(errors.CliExitError, match="already processing"):
             conversation.turn(TurnRequest("go"), RecordingEventHandler())
@@ -349,9 +340,8 @@ class TestFailures:
 
         family = PiRpcPeers([PiPeerTurn("never")])
         sid = "01a23046-0000-7000-8000-000000000017"
-        ctx, _ = context(lambda request: Quits(family, sid, request.argv))
-        conversation = PiRpcTransport(ctx).open(
-            ConversationSpec(permissions=BYPASS, approvals=ApprovalPolicy.DENY)
+        conversation = conversation_on(
+            "pi", PiRpcTransport, lambda request: Quits(family, sid, request.argv)
         )
         with pytest.raises(errors.CliDiedError) as caught:
             conversation.turn(TurnRequest("go"), RecordingEventHandler())
@@ -386,10 +376,7 @@ class TestFork:
 
 def replay(case: str, **peer: Any) -> tuple[PiRpcConversation, PiRecordedPeer]:
     recorded = PiRecordedPeer(FIXTURES / f"{case}.transcript.jsonl", **peer)
-    ctx, _ = context(lambda request: recorded)
-    conversation = PiRpcTransport(ctx).open(
-        ConversationSpec(permissions=BYPASS, approvals=ApprovalPolicy.DENY)
-    )
+    conversation = conversation_on("pi", PiRpcTransport, lambda request: recorded)
     return conversation, recorded
 
 
@@ -412,15 +399,7 @@ class TestRecordedTranscripts:
 
     def test_an_abort_during_a_tool_as_recorded(self) -> None:
         conversation, peer = replay("c2_abort_midtool")
-        events = RecordingEventHandler()
-        stop = TurnStop()
-
-        def abort_on_tool(event: ev.AgentEvent) -> None:
-            events(event)
-            if isinstance(event, ev.ToolCall):
-                stop.request()
-
-        result = conversation.turn(TurnRequest("SLOW20 run the slow tool"), abort_on_tool, stop)
+        result, events = turn_stopped_at(conversation, "SLOW20 run the slow tool", ev.ToolCall)
         assert result.interrupted
         assert "Command aborted" in events.of_type(ev.ToolResult)[0].stderr
         after_events = RecordingEventHandler()
@@ -432,21 +411,9 @@ class TestRecordedTranscripts:
 
     def test_an_abort_during_streamed_text_as_recorded(self) -> None:
         conversation, _ = replay("c2_abort_midtool")
-        stop = TurnStop()
-
-        def abort_on_tool(event: ev.AgentEvent) -> None:
-            if isinstance(event, ev.ToolCall):
-                stop.request()
-
-        conversation.turn(TurnRequest("SLOW20 run the slow tool"), abort_on_tool, stop)
+        turn_stopped_at(conversation, "SLOW20 run the slow tool", ev.ToolCall)
         conversation.turn(TurnRequest("TURN-TWO after abort"), RecordingEventHandler())
-        stop = TurnStop()
-
-        def abort_on_text(event: ev.AgentEvent) -> None:
-            if isinstance(event, ev.AssistantText):
-                stop.request()
-
-        result = conversation.turn(TurnRequest("SLOWTEXT stream slowly"), abort_on_text, stop)
+        result, _ = turn_stopped_at(conversation, "SLOWTEXT stream slowly", ev.AssistantText)
         assert result.interrupted
         assert result.text.startswith("slow text")
 
@@ -501,13 +468,8 @@ class TestRecordedTranscripts:
 
     def test_a_resumed_session_as_recorded(self) -> None:
         recorded = PiRecordedPeer(FIXTURES / "c4b_resume_session.transcript.jsonl")
-        ctx, _ = context(lambda request: recorded)
         sid = "01a23046-2a7f-737d-bd27-2e1b51959c9c"
-        conversation = PiRpcTransport(ctx).open(
-            ConversationSpec(
-                permissions=BYPASS, approvals=ApprovalPolicy.DENY, resume_session_id=sid
-            )
-        )
+        conversation = conversation_on("pi", PiRpcTransport, lambda request: recorded, resume=sid)
         result = conversation.turn(TurnRequest("TURN-TWO after resume"), RecordingEventHandler())
         assert result.text == "Reply two."
         assert result.resumed
