@@ -13,7 +13,7 @@ import pytest
 from agentshim import Agent
 from agentshim.acp.client import AcpTransport
 from agentshim.core.approvals import ApprovalDecision, ApprovalRequest
-from agentshim.core.conversation import ConversationSpec, TransportKind
+from agentshim.core.conversation import ConversationSpec
 from agentshim.core.errors import (
     ApprovalRequiredError,
     CliDiedError,
@@ -45,6 +45,7 @@ from agentshim.testing import FakeClock, FakeExecutor
 from agentshim.testing.acp import GEMINI_QUIRKS, AcpPeer, AcpPeers, AcpPeerTurn, AcpQuirks
 from agentshim.testing.process import FakePeer, SilentPeer
 from agentshim.testing.recording import RecordingEventHandler
+from tests.unit.session.helpers import stream_agent
 
 from .rigs import Rig as AcpRig
 from .rigs import methods, transport_on
@@ -491,16 +492,7 @@ class TestRefusals:
 
 
 def gemini_agent(peers: AcpPeers) -> tuple[Agent, FakeExecutor]:
-    executor = FakeExecutor(peers=peers, binaries={"gemini": "/usr/bin/gemini"})
-    agent = Agent(
-        "gemini",
-        executor=executor,
-        env={"PATH": "/usr/bin"},
-        permissions=BYPASS,
-        approvals=ApprovalPolicy.DENY,
-        transport=TransportKind.LONG_LIVED,
-    )
-    return agent, executor
+    return stream_agent("gemini", peers)
 
 
 class TestGeminiStreamSessions:

@@ -23,14 +23,8 @@ from agentshim.providers.copilot.acp import COPILOT_ACP
 from agentshim.providers.gemini.acp import GEMINI_ACP
 from agentshim.providers.opencode.acp import OPENCODE_ACP
 from agentshim.testing import FakeExecutor
-from agentshim.testing.acp import (
-    COPILOT_QUIRKS,
-    GEMINI_QUIRKS,
-    OPENCODE_QUIRKS,
-    AcpPeers,
-    AcpPeerTurn,
-    AcpQuirks,
-)
+from agentshim.testing import acp as fake_acp
+from agentshim.testing.acp import AcpPeers, AcpPeerTurn, AcpQuirks
 from agentshim.testing.process import FakePeer, GateMarker, PeerOutput, ReplayGates
 from agentshim.transport.installed import InstalledCli
 from agentshim.transport.shared import ProcessSharing
@@ -40,9 +34,9 @@ from .rigs import transport_on
 
 BYPASS = NativePermissions.bypass()
 AGENTS = {
-    "gemini": (GEMINI_ACP, GEMINI_QUIRKS),
-    "opencode": (OPENCODE_ACP, OPENCODE_QUIRKS),
-    "copilot": (COPILOT_ACP, COPILOT_QUIRKS),
+    "gemini": (GEMINI_ACP, fake_acp.GEMINI_QUIRKS),
+    "opencode": (OPENCODE_ACP, fake_acp.OPENCODE_QUIRKS),
+    "copilot": (COPILOT_ACP, fake_acp.COPILOT_QUIRKS),
 }
 
 
@@ -131,7 +125,7 @@ def test_a_dead_shared_process_fails_the_running_turn_and_both_load_on_a_new_one
 
 def test_conversations_with_other_process_wide_settings_get_other_processes() -> None:
     dialect: AcpDialect = GEMINI_ACP
-    quirks: AcpQuirks = GEMINI_QUIRKS
+    quirks: AcpQuirks = fake_acp.GEMINI_QUIRKS
     peers = AcpPeers([AcpPeerTurn("a"), AcpPeerTurn("b")], quirks=quirks)
     transport, executor = transport_on("gemini", dialect, peers, sharing=ProcessSharing())
     bypass = transport.open(spec())
@@ -147,16 +141,7 @@ def test_conversations_with_other_process_wide_settings_get_other_processes() ->
 
 def test_an_agent_with_share_processes_runs_its_sessions_on_one_process() -> None:
     peers = AcpPeers([AcpPeerTurn("a"), AcpPeerTurn("b")])
-    executor = FakeExecutor(peers=peers, binaries={"gemini": "/usr/bin/gemini"})
-    agent = Agent(
-        "gemini",
-        executor=executor,
-        env={"PATH": "/usr/bin"},
-        permissions=BYPASS,
-        approvals=ApprovalPolicy.DENY,
-        transport=TransportKind.LONG_LIVED,
-        share_processes=ProcessSharing(),
-    )
+    agent, executor = stream_agent("gemini", peers, share_processes=ProcessSharing())
     with agent.start_session() as first, agent.start_session() as second:
         assert first.turn("one").result.text == "a"
         assert second.turn("two").result.text == "b"
@@ -172,14 +157,10 @@ def test_an_agent_with_share_processes_runs_its_sessions_on_one_process() -> Non
 def test_share_processes_is_refused_where_a_process_serves_one_conversation(
     provider: str, kind: TransportKind | None
 ) -> None:
-    executor = FakeExecutor(binaries={provider: f"/usr/bin/{provider}"})
     with pytest.raises(ProviderCapabilityError, match="share_processes"):
-        Agent(
+        stream_agent(
             provider,
-            executor=executor,
-            env={"PATH": "/usr/bin"},
-            permissions=BYPASS,
-            approvals=ApprovalPolicy.DENY,
+            None,
             transport=kind or TransportKind.ONE_SHOT,
             share_processes=ProcessSharing(),
         )
@@ -198,7 +179,7 @@ def sharing_agent(provider: str, peers: AcpPeers, **options: Any) -> tuple[Agent
 
 class TestWarmPool:
     def test_a_prewarmed_process_serves_the_first_turn_of_a_new_session(self) -> None:
-        peers = AcpPeers([AcpPeerTurn("a")], quirks=OPENCODE_QUIRKS)
+        peers = AcpPeers([AcpPeerTurn("a")], quirks=fake_acp.OPENCODE_QUIRKS)
         agent, executor = sharing_agent("opencode", peers, share_processes=ProcessSharing())
         agent.prewarm()
         assert len(executor.spawned) == 1
@@ -216,7 +197,7 @@ class TestWarmPool:
         assert executor.processes[0].returncode is not None
 
     def test_prewarm_starts_up_to_max_processes(self) -> None:
-        peers = AcpPeers([], quirks=COPILOT_QUIRKS)
+        peers = AcpPeers([], quirks=fake_acp.COPILOT_QUIRKS)
         agent, executor = sharing_agent(
             "copilot", peers, share_processes=ProcessSharing(max_processes=2)
         )
