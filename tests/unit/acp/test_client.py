@@ -22,7 +22,6 @@ from agentshim.core.errors import (
     FailureKind,
     InvalidRequestError,
     ProviderCapabilityError,
-    SessionResumeError,
     TurnStalledError,
 )
 from agentshim.core.events import (
@@ -388,14 +387,6 @@ class TestFailures:
         _, events = rig.turn()
         assert rig.waits.waits == [pytest.approx(51.0)]
         assert events.lifecycle("load_deferred")
-
-    def test_a_session_the_agent_lost_raises_session_resume_error(self) -> None:
-        gone = "c0de0000-0000-4000-8000-00000000dead"
-        rig = Rig([AcpPeerTurn("never")], resume=gone, lost=[gone])
-        with pytest.raises(SessionResumeError) as caught:
-            rig.turn()
-        assert caught.value.session_id == gone
-        assert rig.waits.waits == []  # not a session this client made: no wait
 
     def test_an_agent_request_we_do_not_offer_is_refused_and_fails_the_turn(self) -> None:
         class AsksToRead(AcpPeer):

@@ -13,8 +13,7 @@ from hypothesis import strategies as st
 
 from agentshim.acp.client import AcpTransport
 from agentshim.acp.dialect import AcpArgv
-from agentshim.acp.jsonrpc import Notification, Request, Response, RpcError
-from agentshim.acp.updates import UpdateReader
+from agentshim.acp.jsonrpc import Notification, Response, RpcError
 from agentshim.core.approvals import ApprovalDecision, ApprovalRequest
 from agentshim.core.conversation import ConversationSpec
 from agentshim.core.errors import (
@@ -23,13 +22,11 @@ from agentshim.core.errors import (
     FailureKind,
     InvalidRequestError,
     ProviderCapabilityError,
-    SessionResumeError,
 )
 from agentshim.core.events import (
     ApprovalAnswered,
     AssistantText,
     CommandsAvailable,
-    Lifecycle,
     SessionTitle,
     ToolResult,
     TurnInterrupted,
@@ -57,8 +54,6 @@ from agentshim.transport.installed import InstalledCli
 from tests.unit.acp.rigs import (
     Rig,
     answers,
-    methods,
-    recorded_cases,
     recorded_messages,
     replay,
     transport_on,
@@ -165,13 +160,8 @@ class TestNoticesAndFailures:
         assert kind is None or isinstance(kind, FailureKind)
         assert (kind is None) == (not text.startswith("Error: "))
 
-    def test_the_recorded_answer_for_an_unknown_session_is_a_lost_session(self) -> None:
-        errors = [
-            m.error
-            for m in recorded_messages(P, "session_load")
-            if isinstance(m, Response) and m.error is not None
-        ]
-        assert [session_lost(e) for e in errors] == [True]
+    def test_an_internal_error_is_no_lost_session(self) -> None:
+        # The recorded answer for an unknown session is one: see tests/unit/acp/test_agents.py.
         assert not session_lost(RpcError(-32603, "Internal error", {}))
 
 
@@ -225,28 +215,6 @@ class TestUsage:
             r.turn()
         third, _ = r.turn()
         assert (third.usage.tokens.input_tokens, third.usage.tokens.output_tokens) == (1300, 5)
-
-
-class TestEveryRecordedMessage:
-    @pytest.mark.parametrize("case", recorded_cases(P))
-    def test_every_line_is_a_json_rpc_message(self, case: str) -> None:
-        for direction in ("in", "out"):
-            assert recorded_messages(P, case, direction)
-
-    @pytest.mark.parametrize("case", recorded_cases(P))
-    def test_every_update_is_a_known_kind(self, case: str) -> None:
-        events = RecordingEventHandler()
-        reader = UpdateReader(events, is_notice, failed=failure_kind)
-        for message in recorded_messages(P, case):
-            if isinstance(message, Notification):
-                reader.read(message.params["update"])
-            elif isinstance(message, Request) and message.method == "session/request_permission":
-                reader.announce(message.params["toolCall"])
-        unknown = [
-            e for e in events.of_type(Lifecycle) if e.kind in ("unknown_update", "malformed_update")
-        ]
-        assert unknown == []
-        assert not any(t.startswith(("Info:", "Error:")) for t in [reader.text])
 
 
 class TestRecordedSession:
@@ -432,14 +400,6 @@ class TestOnTheFake:
         r = rig([AcpPeerTurn("ok")], mcp_servers=(server,))
         r.turn()
         assert r.peer.received[1]["params"]["mcpServers"][0]["url"] == "http://127.0.0.1:9/mcp"
-
-    def test_a_lost_session_raises_session_resume_error(self) -> None:
-        gone = "c0de0000-0000-4000-8000-00000000dead"
-        r = rig([AcpPeerTurn("never")], resume=gone, lost=[gone])
-        with pytest.raises(SessionResumeError) as caught:
-            r.turn()
-        assert caught.value.session_id == gone
-        assert methods(r.peer) == ["initialize", "session/load"]
 
     def test_a_cancelled_permission_is_answered_cancelled(self) -> None:
         holder: list[Rig] = []
