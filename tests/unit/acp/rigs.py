@@ -12,7 +12,9 @@ from typing import Any
 from agentshim.acp.client import AcpTransport
 from agentshim.acp.dialect import AcpDialect
 from agentshim.acp.jsonrpc import Notification, Request, Response, read_message
-from agentshim.core.conversation import Conversation
+from agentshim.core.approvals import ApprovalDecision, ApprovalRequest
+from agentshim.core.conversation import Conversation, ConversationSpec
+from agentshim.core.permissions import ApprovalPolicy, NativePermissions
 from agentshim.core.turn import TurnRequest
 from agentshim.execution.process import SpawnRequest
 from agentshim.testing import FakeExecutor
@@ -124,3 +126,53 @@ def answers(peer: AcpRecordedPeer) -> list[dict[str, Any]]:
     """The outcome of every answer written to a recorded peer."""
     frames = [json.loads(line) for line in peer.written]
     return [frame["result"]["outcome"] for frame in frames if "method" not in frame]
+
+
+def replay_conversation(
+    provider: str,
+    dialect: AcpDialect,
+    case: str,
+    *,
+    permissions: NativePermissions | None = None,
+    approvals: object = ApprovalPolicy.DENY,
+    resume: str | None = None,
+) -> tuple[Conversation, list[AcpRecordedPeer]]:
+    """One conversation in ``/work`` of :func:`replay`'s transport on the recording ``case``.
+
+    It runs with bypass permissions and denies approvals unless told otherwise.
+    """
+    transport, peers = replay(provider, dialect, case)
+    spec = ConversationSpec(
+        permissions=permissions or NativePermissions.bypass(),
+        approvals=approvals,  # type: ignore[arg-type]
+        cwd="/work",
+        resume_session_id=resume,
+    )
+    return transport.open(spec), peers
+
+
+class RecordedApprovals:
+    """The approval handler a recorded main session was made with.
+
+    It denies what ``denies`` picks; the request ``interrupts`` picks (SLOWB: cancelled while
+    its permission is pending) interrupts ``conversation`` and is then allowed; it allows the
+    rest. ``asked`` keeps every request, in order.
+    """
+
+    def __init__(
+        self,
+        denies: Callable[[ApprovalRequest], bool],
+        interrupts: Callable[[ApprovalRequest], bool],
+    ) -> None:
+        self.denies = denies
+        self.interrupts = interrupts
+        self.asked: list[ApprovalRequest] = []
+        self.conversation: Conversation | None = None
+
+    def __call__(self, request: ApprovalRequest) -> ApprovalDecision:
+        self.asked.append(request)
+        if self.denies(request):
+            return ApprovalDecision.deny("no")
+        if self.interrupts(request) and self.conversation is not None:
+            self.conversation.interrupt()
+        return ApprovalDecision.allow()

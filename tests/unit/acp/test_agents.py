@@ -5,7 +5,11 @@ Each is checked on its own recorded sessions and on the fake agent with its quir
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from agentshim.acp.dialect import AcpDialect
 from agentshim.acp.jsonrpc import Notification, Request, Response
@@ -106,3 +110,26 @@ def test_resuming_a_session_the_agent_lost_is_a_resume_error_before_any_prompt(
     assert caught.value.session_id == gone
     assert methods(rig.peer) == ["initialize", attach]
     assert waits.waits == []  # not a session this client made: no wait for its minute
+
+
+# Gemini CLI reports a turn's quota, not these token counts (its own tests read it).
+@pytest.mark.parametrize("provider", ["copilot", "opencode"])
+@given(
+    st.dictionaries(
+        st.sampled_from(
+            [
+                "inputTokens",
+                "outputTokens",
+                "thoughtTokens",
+                "cachedReadTokens",
+                "cachedWriteTokens",
+            ]
+        ),
+        st.integers() | st.text(max_size=5) | st.none(),
+    )
+)
+def test_any_usage_reads_without_raising(provider: str, raw: dict[str, Any]) -> None:
+    dialect, _ = AGENTS[provider]
+    reported = dialect.usage({"usage": raw})
+    assert reported is not None
+    assert reported.tokens.input_tokens >= reported.tokens.cache_read_input_tokens

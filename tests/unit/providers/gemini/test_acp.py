@@ -6,18 +6,14 @@ import functools
 import json
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from agentshim.acp.client import AcpTransport
 from agentshim.acp.dialect import AcpArgv
 from agentshim.acp.jsonrpc import Notification, Response, RpcError, read_message
 from agentshim.acp.updates import UpdateReader
-from agentshim.core.approvals import ApprovalDecision, ApprovalRequest
-from agentshim.core.conversation import ConversationSpec
 from agentshim.core.errors import CliExitError, FailureKind, InvalidRequestError, SessionResumeError
 from agentshim.core.events import (
     ApprovalAnswered,
@@ -27,7 +23,7 @@ from agentshim.core.events import (
     ToolResult,
     TurnInterrupted,
 )
-from agentshim.core.permissions import ApprovalPolicy, NativePermissions
+from agentshim.core.permissions import NativePermissions
 from agentshim.core.turn import TurnRequest
 from agentshim.providers.gemini.acp import (
     GEMINI_ACP,
@@ -36,17 +32,14 @@ from agentshim.providers.gemini.acp import (
     is_notice,
     usage,
 )
-from agentshim.providers.gemini.provider import GeminiProvider
-from agentshim.testing import FakeExecutor
-from agentshim.testing.acp import AcpRecordedPeer
 from agentshim.testing.recording import RecordingEventHandler
-from agentshim.transport.installed import InstalledCli
-from tests.unit.acp.rigs import turn_on
+from tests.unit.acp.rigs import RecordedApprovals, answers, replay_conversation, turn_on
 
 FIXTURES = Path(__file__).parents[3] / "fixtures" / "gemini" / "acp"
-CASES = sorted(p.name for p in FIXTURES.iterdir() if p.is_dir())
 MAIN_SESSION = "52ef14f3-7988-4f13-a645-cb8c3d81aef9"
 HELLO = "Hello from the scripted model."
+P = "gemini"
+WRITE = NativePermissions.workspace_write()
 
 
 def recorded_lines(case: str, direction: str) -> Iterator[str]:
@@ -150,43 +143,16 @@ class TestTheModeUpdate:
         assert reader.notices == ["[MODE_UPDATE] yolo"]
 
 
-def replay(case: str) -> tuple[AcpTransport, list[AcpRecordedPeer]]:
-    peers: list[AcpRecordedPeer] = []
-
-    def spawn(_: object) -> AcpRecordedPeer:
-        peers.append(AcpRecordedPeer(FIXTURES / case / "transcript.jsonl"))
-        return peers[-1]
-
-    ctx = InstalledCli(
-        provider=GeminiProvider(),
-        executor=FakeExecutor(peers=spawn),
-        binary_path="/usr/bin/gemini",
-        env={"PATH": "/usr/bin"},
-    )
-    return AcpTransport(ctx, GEMINI_ACP, close_grace=0.5), peers
-
-
 class TestRecordedSession:
     def test_the_main_session_replays_turn_by_turn(self) -> None:
-        transport, peers = replay("session_main")
-        asked: list[ApprovalRequest] = []
-        conversation_box: list[Any] = []
-
-        def decide(request: ApprovalRequest) -> ApprovalDecision:
-            asked.append(request)
-            if request.tool.startswith("touch"):
-                return ApprovalDecision.deny("no")
-            if len(asked) == 4:  # SLOWB: cancelled while its permission is pending
-                conversation_box[0].interrupt()
-            return ApprovalDecision.allow()
-
-        conversation = transport.open(
-            ConversationSpec(
-                permissions=NativePermissions.workspace_write(), approvals=decide, cwd="/work"
-            )
+        decide = RecordedApprovals(
+            denies=lambda request: request.tool.startswith("touch"),
+            interrupts=lambda request: len(decide.asked) == 4,
         )
-        conversation_box.append(conversation)
-
+        conversation, peers = replay_conversation(
+            P, GEMINI_ACP, "session_main", permissions=WRITE, approvals=decide
+        )
+        decide.conversation = conversation
         turn = functools.partial(turn_on, conversation)
 
         plain, _ = turn("Say hello.")
@@ -239,12 +205,7 @@ class TestRecordedSession:
         conversation.close()
         (peer,) = peers
         assert peer.unmatched == []
-        answers = [
-            json.loads(line)["result"]["outcome"]
-            for line in peer.written
-            if "method" not in json.loads(line)
-        ]
-        assert answers == [
+        assert answers(peer) == [
             {"outcome": "selected", "optionId": "cancel"},
             {"outcome": "selected", "optionId": "proceed_once"},
             {"outcome": "selected", "optionId": "proceed_once"},
@@ -252,15 +213,7 @@ class TestRecordedSession:
         ]
 
     def test_a_loaded_session_replays_no_history_into_the_turn(self) -> None:
-        transport, _ = replay("session_load")
-        conversation = transport.open(
-            ConversationSpec(
-                permissions=NativePermissions.bypass(),
-                approvals=ApprovalPolicy.DENY,
-                cwd="/work",
-                resume_session_id=MAIN_SESSION,
-            )
-        )
+        conversation, _ = replay_conversation(P, GEMINI_ACP, "session_load", resume=MAIN_SESSION)
         events = RecordingEventHandler()
         result = conversation.turn(TurnRequest("Say hello after load."), events)
         conversation.close()
@@ -277,17 +230,12 @@ class TestRecordedSession:
         assert suppressed.startswith("24 ")
 
     def test_a_load_in_the_minute_of_creation_is_a_lost_session(self) -> None:
-        transport, _ = replay("session_load_run1_clobbered")
-        conversation = transport.open(
-            ConversationSpec(
-                permissions=NativePermissions.bypass(),
-                approvals=ApprovalPolicy.DENY,
-                cwd="/work",
-                resume_session_id="bb3563b9-82bf-45db-94ca-5171c94e3fe2",
-            )
+        gone = "bb3563b9-82bf-45db-94ca-5171c94e3fe2"
+        conversation, _ = replay_conversation(
+            P, GEMINI_ACP, "session_load_run1_clobbered", resume=gone
         )
         with pytest.raises(SessionResumeError) as caught:
             conversation.turn(TurnRequest("Say hello after load."), RecordingEventHandler())
         conversation.close()
-        assert caught.value.session_id == "bb3563b9-82bf-45db-94ca-5171c94e3fe2"
+        assert caught.value.session_id == gone
         assert "No previous sessions found" in str(caught.value)

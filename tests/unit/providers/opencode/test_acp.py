@@ -19,7 +19,7 @@ from agentshim.acp.dialect import AcpArgv
 from agentshim.acp.jsonrpc import Notification, Response, RpcError
 from agentshim.acp.updates import UpdateReader
 from agentshim.core.approvals import ApprovalDecision, ApprovalRequest
-from agentshim.core.conversation import ConversationSpec, TransportKind
+from agentshim.core.conversation import TransportKind
 from agentshim.core.errors import (
     CliDiedError,
     CliExitError,
@@ -50,11 +50,12 @@ from agentshim.testing import FakeExecutor
 from agentshim.testing.acp import OPENCODE_QUIRKS, AcpPeers, AcpPeerTurn
 from agentshim.testing.recording import RecordingEventHandler
 from tests.unit.acp.rigs import (
+    RecordedApprovals,
     Rig,
     answers,
     methods,
     recorded_messages,
-    replay,
+    replay_conversation,
     turn_on,
 )
 
@@ -187,25 +188,6 @@ class TestUsage:
             assert reported is not None
             assert reported.tokens.total_tokens == 0
 
-    @given(
-        st.dictionaries(
-            st.sampled_from(
-                [
-                    "inputTokens",
-                    "outputTokens",
-                    "thoughtTokens",
-                    "cachedReadTokens",
-                    "cachedWriteTokens",
-                ]
-            ),
-            st.integers() | st.text(max_size=5) | st.none(),
-        )
-    )
-    def test_any_usage_reads_without_raising(self, raw: dict[str, Any]) -> None:
-        reported = usage({"usage": raw})
-        assert reported is not None
-        assert reported.tokens.input_tokens >= reported.tokens.cache_read_input_tokens
-
     def test_a_turn_with_a_tool_has_its_usage_marked_not_known(self) -> None:
         r = rig([AcpPeerTurn("a"), AcpPeerTurn("b", tool="echo hello")])
         plain, _ = r.turn()
@@ -235,23 +217,14 @@ class TestCompactionSummaries:
 
 class TestRecordedSession:
     def test_the_main_session_replays_turn_by_turn(self) -> None:
-        transport, peers = replay(P, OPENCODE_ACP, "session_main")
-        asked: list[ApprovalRequest] = []
-        box: list[Any] = []
-
-        def decide(request: ApprovalRequest) -> ApprovalDecision:
-            asked.append(request)
-            if request.tool.startswith("touch"):
-                return ApprovalDecision.deny("no")
-            if request.tool == "sleep 21":  # SLOWB: cancelled while its permission is pending
-                box[0].interrupt()
-            return ApprovalDecision.allow()
-
-        conversation = transport.open(
-            ConversationSpec(permissions=WRITE, approvals=decide, cwd="/work")
+        decide = RecordedApprovals(
+            denies=lambda request: request.tool.startswith("touch"),
+            interrupts=lambda request: request.tool == "sleep 21",
         )
-        box.append(conversation)
-
+        conversation, peers = replay_conversation(
+            P, OPENCODE_ACP, "session_main", permissions=WRITE, approvals=decide
+        )
+        decide.conversation = conversation
         turn = functools.partial(turn_on, conversation)
 
         plain, _ = turn("Say hello.")
@@ -314,15 +287,7 @@ class TestRecordedSession:
         # The capture loaded with session/load; the dialect reattaches with session/resume,
         # which replays nothing. A load replays the history before its response.
         loading = dataclasses.replace(OPENCODE_ACP, attach="session/load")
-        transport, _ = replay(P, loading, "session_load")
-        conversation = transport.open(
-            ConversationSpec(
-                permissions=NativePermissions.bypass(),
-                approvals=ApprovalPolicy.DENY,
-                cwd="/work",
-                resume_session_id=MAIN_SESSION,
-            )
-        )
+        conversation, _ = replay_conversation(P, loading, "session_load", resume=MAIN_SESSION)
         events = RecordingEventHandler()
         result = conversation.turn(TurnRequest("Say hello after load."), events)
         conversation.close()
