@@ -176,3 +176,27 @@ class RecordedApprovals:
         if self.interrupts(request) and self.conversation is not None:
             self.conversation.interrupt()
         return ApprovalDecision.allow()
+
+
+def closed_and_chosen(conversation: Conversation, peers: list[AcpRecordedPeer]) -> list[str]:
+    """Close ``conversation``; the option each approval answer to its one recorded peer chose
+    (``cancelled`` for a cancel), once that peer matched every line it was sent."""
+    conversation.close()
+    (peer,) = peers
+    assert peer.unmatched == []
+    return [
+        str(answer["optionId"] if answer["outcome"] == "selected" else answer["outcome"])
+        for answer in answers(peer)
+    ]
+
+
+def turn_after_load(
+    provider: str, dialect: AcpDialect, case: str, resume: str
+) -> tuple[Any, RecordingEventHandler]:
+    """The turn a recorded session that reopened ``resume`` ran (its prompt is always the same),
+    its conversation closed after it."""
+    conversation, _ = replay_conversation(provider, dialect, case, resume=resume)
+    try:
+        return turn_on(conversation, "Say hello after load.")
+    finally:
+        conversation.close()

@@ -49,15 +49,15 @@ from agentshim.providers.copilot.acp import (
 )
 from agentshim.testing import FakeExecutor
 from agentshim.testing.acp import COPILOT_QUIRKS, AcpPeers, AcpPeerTurn
-from agentshim.testing.recording import RecordingEventHandler
 from agentshim.transport.installed import InstalledCli
 from tests.unit.acp.rigs import (
     RecordedApprovals,
     Rig,
-    answers,
+    closed_and_chosen,
     recorded_messages,
     replay_conversation,
     transport_on,
+    turn_after_load,
     turn_on,
 )
 
@@ -253,21 +253,11 @@ class TestRecordedSession:
         assert compacted.text == HELLO
         assert events.lifecycle("agent_notice")[0].startswith("Info: The conversation exceeded")
         assert turn("Say hello after errors.")[0].text == HELLO
-        conversation.close()
-        (peer,) = peers
-        assert peer.unmatched == []
-        assert answers(peer) == [
-            {"outcome": "selected", "optionId": "allow_once"},
-            {"outcome": "selected", "optionId": "reject_once"},
-            {"outcome": "selected", "optionId": "allow_once"},
-            {"outcome": "cancelled"},
-        ]
+        chosen = closed_and_chosen(conversation, peers)
+        assert chosen == ["allow_once", "reject_once", "allow_once", "cancelled"]
 
     def test_a_loaded_session_replays_no_history_and_no_old_failure(self) -> None:
-        conversation, _ = replay_conversation(P, COPILOT_ACP, "session_load", resume=MAIN_SESSION)
-        events = RecordingEventHandler()
-        result = conversation.turn(TurnRequest("Say hello after load."), events)
-        conversation.close()
+        result, events = turn_after_load(P, COPILOT_ACP, "session_load", MAIN_SESSION)
         # The replay holds the old "Error: ..." line: it fails nothing now.
         assert result.text == HELLO
         assert result.resumed

@@ -24,7 +24,6 @@ from agentshim.core.events import (
     TurnInterrupted,
 )
 from agentshim.core.permissions import NativePermissions
-from agentshim.core.turn import TurnRequest
 from agentshim.providers.gemini.acp import (
     GEMINI_ACP,
     acp_argv,
@@ -33,7 +32,13 @@ from agentshim.providers.gemini.acp import (
     usage,
 )
 from agentshim.testing.recording import RecordingEventHandler
-from tests.unit.acp.rigs import RecordedApprovals, answers, replay_conversation, turn_on
+from tests.unit.acp.rigs import (
+    RecordedApprovals,
+    closed_and_chosen,
+    replay_conversation,
+    turn_after_load,
+    turn_on,
+)
 
 FIXTURES = Path(__file__).parents[3] / "fixtures" / "gemini" / "acp"
 MAIN_SESSION = "52ef14f3-7988-4f13-a645-cb8c3d81aef9"
@@ -202,21 +207,11 @@ class TestRecordedSession:
 
         last, _ = turn("Say hello after errors.")
         assert last.text == HELLO
-        conversation.close()
-        (peer,) = peers
-        assert peer.unmatched == []
-        assert answers(peer) == [
-            {"outcome": "selected", "optionId": "cancel"},
-            {"outcome": "selected", "optionId": "proceed_once"},
-            {"outcome": "selected", "optionId": "proceed_once"},
-            {"outcome": "cancelled"},
-        ]
+        chosen = closed_and_chosen(conversation, peers)
+        assert chosen == ["cancel", "proceed_once", "proceed_once", "cancelled"]
 
     def test_a_loaded_session_replays_no_history_into_the_turn(self) -> None:
-        conversation, _ = replay_conversation(P, GEMINI_ACP, "session_load", resume=MAIN_SESSION)
-        events = RecordingEventHandler()
-        result = conversation.turn(TurnRequest("Say hello after load."), events)
-        conversation.close()
+        result, events = turn_after_load(P, GEMINI_ACP, "session_load", MAIN_SESSION)
         assert result.text == HELLO
         assert result.resumed
         assert [e.text for e in events.of_type(AssistantText)] == [
@@ -231,11 +226,7 @@ class TestRecordedSession:
 
     def test_a_load_in_the_minute_of_creation_is_a_lost_session(self) -> None:
         gone = "bb3563b9-82bf-45db-94ca-5171c94e3fe2"
-        conversation, _ = replay_conversation(
-            P, GEMINI_ACP, "session_load_run1_clobbered", resume=gone
-        )
         with pytest.raises(SessionResumeError) as caught:
-            conversation.turn(TurnRequest("Say hello after load."), RecordingEventHandler())
-        conversation.close()
+            turn_after_load(P, GEMINI_ACP, "session_load_run1_clobbered", gone)
         assert caught.value.session_id == gone
         assert "No previous sessions found" in str(caught.value)

@@ -36,7 +36,6 @@ from agentshim.core.events import (
     TurnInterrupted,
 )
 from agentshim.core.permissions import ApprovalPolicy, NativePermissions
-from agentshim.core.turn import TurnRequest
 from agentshim.providers.opencode.acp import (
     OPENCODE_ACP,
     acp_argv,
@@ -52,10 +51,11 @@ from agentshim.testing.recording import RecordingEventHandler
 from tests.unit.acp.rigs import (
     RecordedApprovals,
     Rig,
-    answers,
+    closed_and_chosen,
     methods,
     recorded_messages,
     replay_conversation,
+    turn_after_load,
     turn_on,
 )
 
@@ -273,24 +273,14 @@ class TestRecordedSession:
         assert compacted.text == HELLO
         assert events.lifecycle("message_superseded")
         assert turn("Say hello after errors.")[0].text == HELLO
-        conversation.close()
-        (peer,) = peers
-        assert peer.unmatched == []
-        assert answers(peer) == [
-            {"outcome": "selected", "optionId": "once"},
-            {"outcome": "selected", "optionId": "reject"},
-            {"outcome": "selected", "optionId": "once"},
-            {"outcome": "cancelled"},
-        ]
+        chosen = closed_and_chosen(conversation, peers)
+        assert chosen == ["once", "reject", "once", "cancelled"]
 
     def test_a_load_drops_the_replayed_history(self) -> None:
         # The capture loaded with session/load; the dialect reattaches with session/resume,
         # which replays nothing. A load replays the history before its response.
         loading = dataclasses.replace(OPENCODE_ACP, attach="session/load")
-        conversation, _ = replay_conversation(P, loading, "session_load", resume=MAIN_SESSION)
-        events = RecordingEventHandler()
-        result = conversation.turn(TurnRequest("Say hello after load."), events)
-        conversation.close()
+        result, events = turn_after_load(P, loading, "session_load", MAIN_SESSION)
         assert result.text == HELLO
         assert result.resumed
         (suppressed,) = events.lifecycle("replay_suppressed")
