@@ -151,31 +151,41 @@ def replay_conversation(
     return transport.open(spec), peers
 
 
-class RecordedApprovals:
-    """The approval handler a recorded main session was made with.
+class RecordedMainSession:
+    """``provider``'s recording ``session_main``, replayed as one workspace-write conversation.
 
-    It denies what ``denies`` picks; the request ``interrupts`` picks (SLOWB: cancelled while
-    its permission is pending) interrupts ``conversation`` and is then allowed; it allows the
-    rest. ``asked`` keeps every request, in order.
+    Its approvals are answered as when it was recorded: a ``touch`` is denied, the fourth
+    request (SLOWB's, cancelled while it is pending) interrupts its turn and is then allowed,
+    every other is allowed.
     """
 
-    def __init__(
-        self,
-        denies: Callable[[ApprovalRequest], bool],
-        interrupts: Callable[[ApprovalRequest], bool],
-    ) -> None:
-        self.denies = denies
-        self.interrupts = interrupts
+    def __init__(self, provider: str, dialect: AcpDialect) -> None:
         self.asked: list[ApprovalRequest] = []
-        self.conversation: Conversation | None = None
+        self.conversation, self.peers = replay_conversation(
+            provider,
+            dialect,
+            "session_main",
+            permissions=NativePermissions.workspace_write(),
+            approvals=self._decide,
+        )
 
-    def __call__(self, request: ApprovalRequest) -> ApprovalDecision:
+    def _decide(self, request: ApprovalRequest) -> ApprovalDecision:
         self.asked.append(request)
-        if self.denies(request):
+        if "touch" in request.tool:
             return ApprovalDecision.deny("no")
-        if self.interrupts(request) and self.conversation is not None:
+        if len(self.asked) == 4:
             self.conversation.interrupt()
         return ApprovalDecision.allow()
+
+    def turn(
+        self, prompt: str, *, interrupt_after: float | None = None
+    ) -> tuple[Any, RecordingEventHandler]:
+        """The next recorded turn, interrupted ``interrupt_after`` s in if given."""
+        return turn_on(self.conversation, prompt, interrupt_after=interrupt_after)
+
+    def chosen(self) -> list[str]:
+        """Close the conversation; what :func:`closed_and_chosen` says its answers chose."""
+        return closed_and_chosen(self.conversation, self.peers)
 
 
 def closed_and_chosen(conversation: Conversation, peers: list[AcpRecordedPeer]) -> list[str]:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 import json
 from collections.abc import Sequence
 from typing import Any
@@ -51,14 +50,11 @@ from agentshim.testing import FakeExecutor
 from agentshim.testing.acp import COPILOT_QUIRKS, AcpPeers, AcpPeerTurn
 from agentshim.transport.installed import InstalledCli
 from tests.unit.acp.rigs import (
-    RecordedApprovals,
+    RecordedMainSession,
     Rig,
-    closed_and_chosen,
     recorded_messages,
-    replay_conversation,
     transport_on,
     turn_after_load,
-    turn_on,
 )
 
 P = "copilot"
@@ -203,19 +199,10 @@ class TestUsage:
 
 class TestRecordedSession:
     def test_the_main_session_replays_turn_by_turn(self) -> None:
-        decide = RecordedApprovals(
-            denies=lambda request: "touch" in request.tool,
-            interrupts=lambda request: request.tool == "Run sleep 21",
-        )
-        conversation, peers = replay_conversation(
-            P, COPILOT_ACP, "session_main", permissions=WRITE, approvals=decide
-        )
-        decide.conversation = conversation
-        turn = functools.partial(turn_on, conversation)
-
+        main = RecordedMainSession(P, COPILOT_ACP)
+        turn = main.turn
         plain, events = turn("Say hello.")
-        assert plain.text == HELLO
-        assert plain.session_id == MAIN_SESSION
+        assert (plain.text, plain.session_id) == (HELLO, MAIN_SESSION)
         # Copilot spoke of the session before session/new answered: kept, not lost.
         assert len(events.of_type(CommandsAvailable)) == 2
         assert events.of_type(SessionTitle)[0].title == "Say hello."
@@ -253,7 +240,7 @@ class TestRecordedSession:
         assert compacted.text == HELLO
         assert events.lifecycle("agent_notice")[0].startswith("Info: The conversation exceeded")
         assert turn("Say hello after errors.")[0].text == HELLO
-        chosen = closed_and_chosen(conversation, peers)
+        chosen = main.chosen()
         assert chosen == ["allow_once", "reject_once", "allow_once", "cancelled"]
 
     def test_a_loaded_session_replays_no_history_and_no_old_failure(self) -> None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -33,11 +32,8 @@ from agentshim.providers.gemini.acp import (
 )
 from agentshim.testing.recording import RecordingEventHandler
 from tests.unit.acp.rigs import (
-    RecordedApprovals,
-    closed_and_chosen,
-    replay_conversation,
+    RecordedMainSession,
     turn_after_load,
-    turn_on,
 )
 
 FIXTURES = Path(__file__).parents[3] / "fixtures" / "gemini" / "acp"
@@ -150,19 +146,10 @@ class TestTheModeUpdate:
 
 class TestRecordedSession:
     def test_the_main_session_replays_turn_by_turn(self) -> None:
-        decide = RecordedApprovals(
-            denies=lambda request: request.tool.startswith("touch"),
-            interrupts=lambda request: len(decide.asked) == 4,
-        )
-        conversation, peers = replay_conversation(
-            P, GEMINI_ACP, "session_main", permissions=WRITE, approvals=decide
-        )
-        decide.conversation = conversation
-        turn = functools.partial(turn_on, conversation)
-
+        main = RecordedMainSession(P, GEMINI_ACP)
+        turn = main.turn
         plain, _ = turn("Say hello.")
-        assert plain.text == HELLO
-        assert plain.session_id == MAIN_SESSION
+        assert (plain.text, plain.session_id) == (HELLO, MAIN_SESSION)
         assert (plain.usage.tokens.input_tokens, plain.usage.tokens.output_tokens) == (1200, 32)
 
         echo, events = turn("TOOLECHO run echo hello")
@@ -207,7 +194,7 @@ class TestRecordedSession:
 
         last, _ = turn("Say hello after errors.")
         assert last.text == HELLO
-        chosen = closed_and_chosen(conversation, peers)
+        chosen = main.chosen()
         assert chosen == ["cancel", "proceed_once", "proceed_once", "cancelled"]
 
     def test_a_loaded_session_replays_no_history_into_the_turn(self) -> None:

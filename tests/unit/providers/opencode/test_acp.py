@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import functools
 import json
 import threading
 import time
@@ -49,14 +48,11 @@ from agentshim.testing import FakeExecutor
 from agentshim.testing.acp import OPENCODE_QUIRKS, AcpPeers, AcpPeerTurn
 from agentshim.testing.recording import RecordingEventHandler
 from tests.unit.acp.rigs import (
-    RecordedApprovals,
+    RecordedMainSession,
     Rig,
-    closed_and_chosen,
     methods,
     recorded_messages,
-    replay_conversation,
     turn_after_load,
-    turn_on,
 )
 
 P = "opencode"
@@ -217,19 +213,10 @@ class TestCompactionSummaries:
 
 class TestRecordedSession:
     def test_the_main_session_replays_turn_by_turn(self) -> None:
-        decide = RecordedApprovals(
-            denies=lambda request: request.tool.startswith("touch"),
-            interrupts=lambda request: request.tool == "sleep 21",
-        )
-        conversation, peers = replay_conversation(
-            P, OPENCODE_ACP, "session_main", permissions=WRITE, approvals=decide
-        )
-        decide.conversation = conversation
-        turn = functools.partial(turn_on, conversation)
-
+        main = RecordedMainSession(P, OPENCODE_ACP)
+        turn = main.turn
         plain, _ = turn("Say hello.")
-        assert plain.text == HELLO
-        assert plain.session_id == MAIN_SESSION
+        assert (plain.text, plain.session_id) == (HELLO, MAIN_SESSION)
         assert plain.usage.tokens.input_tokens == 1200
 
         echo, events = turn("TOOLECHO run echo hello")
@@ -273,7 +260,7 @@ class TestRecordedSession:
         assert compacted.text == HELLO
         assert events.lifecycle("message_superseded")
         assert turn("Say hello after errors.")[0].text == HELLO
-        chosen = closed_and_chosen(conversation, peers)
+        chosen = main.chosen()
         assert chosen == ["once", "reject", "once", "cancelled"]
 
     def test_a_load_drops_the_replayed_history(self) -> None:
