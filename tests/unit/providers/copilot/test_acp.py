@@ -13,24 +13,10 @@ from hypothesis import strategies as st
 from agentshim.acp.client import AcpTransport
 from agentshim.acp.dialect import AcpArgv
 from agentshim.acp.jsonrpc import Notification, Response, RpcError
+from agentshim.core import errors
+from agentshim.core import events as ev
 from agentshim.core.approvals import ApprovalDecision, ApprovalRequest
 from agentshim.core.conversation import ConversationSpec
-from agentshim.core.errors import (
-    CliDiedError,
-    CliExitError,
-    FailureKind,
-    InvalidRequestError,
-    ProviderCapabilityError,
-)
-from agentshim.core.events import (
-    ApprovalAnswered,
-    AssistantText,
-    CommandsAvailable,
-    SessionTitle,
-    ToolResult,
-    TurnInterrupted,
-    UsageReport,
-)
 from agentshim.core.mcp import HttpMcpServer, StdioMcpServer
 from agentshim.core.permissions import ApprovalPolicy, NativePermissions
 from agentshim.core.tools import tool
@@ -123,7 +109,7 @@ class TestArgv:
         assert argv[3:5] == ["--model", "fake-model"]
 
     def test_a_model_that_reads_as_a_flag_is_refused(self) -> None:
-        with pytest.raises(InvalidRequestError):
+        with pytest.raises(errors.InvalidRequestError):
             acp_argv(args(NativePermissions.bypass(), "--yolo"))
 
 
@@ -137,13 +123,18 @@ class TestNoticesAndFailures:
     @pytest.mark.parametrize(
         ("text", "kind"),
         [
-            (RECORDED_500, FailureKind.TRANSIENT),
-            (SEEN_401, FailureKind.AUTH),
-            ("Error: the conversation exceeded the context window", FailureKind.CONTEXT_OVERFLOW),
-            ("Error: something went wrong", FailureKind.OTHER),
+            (RECORDED_500, errors.FailureKind.TRANSIENT),
+            (SEEN_401, errors.FailureKind.AUTH),
+            (
+                "Error: the conversation exceeded the context window",
+                errors.FailureKind.CONTEXT_OVERFLOW,
+            ),
+            ("Error: something went wrong", errors.FailureKind.OTHER),
         ],
     )
-    def test_an_error_line_says_how_the_turn_failed(self, text: str, kind: FailureKind) -> None:
+    def test_an_error_line_says_how_the_turn_failed(
+        self, text: str, kind: errors.FailureKind
+    ) -> None:
         assert failure_kind(text) is kind
 
     def test_info_lines_and_answers_are_no_failure(self) -> None:
@@ -154,7 +145,7 @@ class TestNoticesAndFailures:
     @given(st.text(max_size=300))
     def test_any_text_reads_as_no_failure_or_a_kind(self, text: str) -> None:
         kind = failure_kind(text)
-        assert kind is None or isinstance(kind, FailureKind)
+        assert kind is None or isinstance(kind, errors.FailureKind)
         assert (kind is None) == (not text.startswith("Error: "))
 
     def test_an_internal_error_is_no_lost_session(self) -> None:
@@ -190,8 +181,8 @@ class TestUsage:
         assert (first.usage.tokens.input_tokens, first.usage.tokens.output_tokens) == (1200, 40)
         assert (second.usage.tokens.input_tokens, second.usage.tokens.output_tokens) == (2400, 35)
         assert second.usage.tokens.turns == 1
-        assert [u.usage for u in events.of_type(UsageReport)] == [second.usage]
-        with pytest.raises(CliDiedError):
+        assert [u.usage for u in events.of_type(ev.UsageReport)] == [second.usage]
+        with pytest.raises(errors.CliDiedError):
             r.turn()
         third, _ = r.turn()
         assert (third.usage.tokens.input_tokens, third.usage.tokens.output_tokens) == (1300, 5)
@@ -204,38 +195,38 @@ class TestRecordedSession:
         plain, events = turn("Say hello.")
         assert (plain.text, plain.session_id) == (HELLO, MAIN_SESSION)
         # Copilot spoke of the session before session/new answered: kept, not lost.
-        assert len(events.of_type(CommandsAvailable)) == 2
-        assert events.of_type(SessionTitle)[0].title == "Say hello."
+        assert len(events.of_type(ev.CommandsAvailable)) == 2
+        assert events.of_type(ev.SessionTitle)[0].title == "Say hello."
         assert (plain.usage.tokens.input_tokens, plain.usage.tokens.output_tokens) == (1200, 40)
 
         echo, events = turn("TOOLECHO run echo hello")
         assert echo.text == "Running echo.Done."
-        assert "hello" in events.of_type(ToolResult)[0].stdout
+        assert "hello" in events.of_type(ev.ToolResult)[0].stdout
         assert (echo.usage.tokens.input_tokens, echo.usage.tokens.output_tokens) == (2400, 35)
 
         rejected, events = turn("TOOLREJ touch a file")
         assert rejected.text == ""
         assert events.lifecycle("agent_notice") == ["Info: Operation cancelled by user"]
-        assert events.of_type(ToolResult)[0].stderr == "The user rejected this tool call."
+        assert events.of_type(ev.ToolResult)[0].stderr == "The user rejected this tool call."
 
         slow_a, events = turn("SLOWA run sleep", interrupt_after=0.3)
         assert slow_a.interrupted
         # Copilot sends no end for the stopped command; the transport gives it one.
-        assert events.of_type(ToolResult)[0].stderr == "cancelled with the turn"
-        assert events.of_type(TurnInterrupted)
+        assert events.of_type(ev.ToolResult)[0].stderr == "cancelled with the turn"
+        assert events.of_type(ev.TurnInterrupted)
 
         slow_b, events = turn("SLOWB run sleep")
         assert slow_b.interrupted
-        assert events.of_type(ApprovalAnswered)[0].decided_by == "interrupted"
+        assert events.of_type(ev.ApprovalAnswered)[0].decided_by == "interrupted"
 
         drip, _ = turn("DRIP stream", interrupt_after=0.3)
         assert drip.interrupted
         assert drip.text.startswith("yyyyyyyy")
 
         assert turn("Say hello after cancel.")[0].text == HELLO
-        with pytest.raises(CliExitError, match="scripted 500 boom") as failed:
+        with pytest.raises(errors.CliExitError, match="scripted 500 boom") as failed:
             turn("ERR500 now")
-        assert failed.value.kind is FailureKind.TRANSIENT
+        assert failed.value.kind is errors.FailureKind.TRANSIENT
         compacted, events = turn("ERRCTX now")
         assert compacted.text == HELLO
         assert events.lifecycle("agent_notice")[0].startswith("Info: The conversation exceeded")
@@ -249,7 +240,7 @@ class TestRecordedSession:
         assert result.text == HELLO
         assert result.resumed
         assert events.lifecycle("replay_suppressed")
-        assert [e.text for e in events.of_type(AssistantText)] == [
+        assert [e.text for e in events.of_type(ev.AssistantText)] == [
             "Hello from the s",
             "cripted model.",
         ]
@@ -265,9 +256,9 @@ class TestOnTheFake:
                 AcpPeerTurn("ok"),
             ]
         )
-        with pytest.raises(CliExitError, match="500 boom") as caught:
+        with pytest.raises(errors.CliExitError, match="500 boom") as caught:
             r.turn()
-        assert caught.value.kind is FailureKind.TRANSIENT
+        assert caught.value.kind is errors.FailureKind.TRANSIENT
         second, events = r.turn()
         assert second.text == "ok"
         assert events.lifecycle("agent_notice") == []
@@ -284,7 +275,7 @@ class TestOnTheFake:
             approvals=ApprovalPolicy.DENY,
             mcp_servers=(StdioMcpServer("local", "/usr/bin/tool"),),
         )
-        with pytest.raises(ProviderCapabilityError, match="stdio MCP"):
+        with pytest.raises(errors.ProviderCapabilityError, match="stdio MCP"):
             transport.open(spec)
         assert executor.spawned == []
 
@@ -337,7 +328,7 @@ class TestOnTheFake:
             permissions=NativePermissions.bypass(), approvals=ApprovalPolicy.DENY, tools=(lookup,)
         )
         conversation = transport.open(spec)
-        with pytest.raises(ProviderCapabilityError, match="HostCommandExecutor"):
+        with pytest.raises(errors.ProviderCapabilityError, match="HostCommandExecutor"):
             conversation.turn(TurnRequest("go"), lambda e: None)
         assert executor.spawned == []
 

@@ -13,15 +13,8 @@ from hypothesis import strategies as st
 from agentshim.acp.dialect import AcpArgv
 from agentshim.acp.jsonrpc import Notification, Response, RpcError, read_message
 from agentshim.acp.updates import UpdateReader
+from agentshim.core import events as ev
 from agentshim.core.errors import CliExitError, FailureKind, InvalidRequestError, SessionResumeError
-from agentshim.core.events import (
-    ApprovalAnswered,
-    AssistantText,
-    Lifecycle,
-    ToolCall,
-    ToolResult,
-    TurnInterrupted,
-)
 from agentshim.core.permissions import NativePermissions
 from agentshim.providers.gemini.acp import (
     GEMINI_ACP,
@@ -154,28 +147,28 @@ class TestRecordedSession:
 
         echo, events = turn("TOOLECHO run echo hello")
         assert echo.text == "Running echo.Done."
-        (call,) = events.of_type(ToolCall)
+        (call,) = events.of_type(ev.ToolCall)
         assert (call.tool, call.kind.value) == ("echo hello", "command")
-        assert events.of_type(ToolResult)[0].exit_code == 0
+        assert events.of_type(ev.ToolResult)[0].exit_code == 0
 
         rejected, events = turn("TOOLREJ touch a file")
         assert rejected.text == "Done."
-        assert [a.allowed for a in events.of_type(ApprovalAnswered)] == [False]
-        assert events.of_type(ToolCall)[0].tool == "touch rejected.txt"
+        assert [a.allowed for a in events.of_type(ev.ApprovalAnswered)] == [False]
+        assert events.of_type(ev.ToolCall)[0].tool == "touch rejected.txt"
 
         mcp, events = turn("MCPCALL call the ping tool")
-        assert [a.allowed for a in events.of_type(ApprovalAnswered)] == [True]
-        assert "pong from fakemcp" in events.of_type(ToolResult)[0].stdout
+        assert [a.allowed for a in events.of_type(ev.ApprovalAnswered)] == [True]
+        assert "pong from fakemcp" in events.of_type(ev.ToolResult)[0].stdout
         assert mcp.text == "Done."
 
         slow_a, events = turn("SLOWA run sleep", interrupt_after=0.3)
         assert slow_a.interrupted
-        assert events.of_type(ToolResult)[0].stdout == "Command cancelled by user."
-        assert events.of_type(TurnInterrupted)
+        assert events.of_type(ev.ToolResult)[0].stdout == "Command cancelled by user."
+        assert events.of_type(ev.TurnInterrupted)
 
         slow_b, events = turn("SLOWB run sleep")
         assert slow_b.interrupted
-        assert events.of_type(ApprovalAnswered)[0].decided_by == "interrupted"
+        assert events.of_type(ev.ApprovalAnswered)[0].decided_by == "interrupted"
 
         drip, events = turn("DRIP stream", interrupt_after=0.3)
         assert drip.interrupted
@@ -201,12 +194,12 @@ class TestRecordedSession:
         result, events = turn_after_load(P, GEMINI_ACP, "session_load", MAIN_SESSION)
         assert result.text == HELLO
         assert result.resumed
-        assert [e.text for e in events.of_type(AssistantText)] == [
+        assert [e.text for e in events.of_type(ev.AssistantText)] == [
             "Hello from the s",
             "cripted model.",
         ]
         (suppressed,) = [
-            e.detail for e in events.of_type(Lifecycle) if e.kind == "replay_suppressed"
+            e.detail for e in events.of_type(ev.Lifecycle) if e.kind == "replay_suppressed"
         ]
         # Every update before the first prompt: the history, and its commands list.
         assert suppressed.startswith("24 ")

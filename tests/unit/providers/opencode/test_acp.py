@@ -17,23 +17,10 @@ from agentshim import Agent
 from agentshim.acp.dialect import AcpArgv
 from agentshim.acp.jsonrpc import Notification, Response, RpcError
 from agentshim.acp.updates import UpdateReader
+from agentshim.core import errors
+from agentshim.core import events as ev
 from agentshim.core.approvals import ApprovalDecision, ApprovalRequest
 from agentshim.core.conversation import TransportKind
-from agentshim.core.errors import (
-    CliDiedError,
-    CliExitError,
-    FailureKind,
-    InvalidRequestError,
-    ProviderCapabilityError,
-)
-from agentshim.core.events import (
-    ApprovalAnswered,
-    ApprovalRequested,
-    AssistantText,
-    ToolCall,
-    ToolResult,
-    TurnInterrupted,
-)
 from agentshim.core.permissions import ApprovalPolicy, NativePermissions
 from agentshim.providers.opencode.acp import (
     OPENCODE_ACP,
@@ -95,7 +82,7 @@ class TestArgvAndEnv:
         assert "OPENCODE_CONFIG_CONTENT" not in acp_env(args(NativePermissions.bypass()))
 
     def test_a_model_that_reads_as_a_flag_is_refused(self) -> None:
-        with pytest.raises(InvalidRequestError):
+        with pytest.raises(errors.InvalidRequestError):
             acp_env(args(NativePermissions.bypass(), "--yolo"))
 
     def test_bypass_allows_everything(self) -> None:
@@ -126,27 +113,27 @@ class TestFailures:
     def test_the_recorded_500_is_transient(self) -> None:
         (error,) = prompt_errors("session_main")
         assert error.data["errorName"] == "APIError"
-        assert classify_rpc_error(error) is FailureKind.TRANSIENT
+        assert classify_rpc_error(error) is errors.FailureKind.TRANSIENT
         assert not session_lost(error)
 
     @pytest.mark.parametrize(
         ("message", "name", "kind"),
         [
             # What 1.18.33 answered for a 401 from the model server.
-            ("Internal error: Incorrect API key provided.", "APIError", FailureKind.AUTH),
-            ("Internal error: Internal server error", "APIError", FailureKind.TRANSIENT),
+            ("Internal error: Incorrect API key provided.", "APIError", errors.FailureKind.AUTH),
+            ("Internal error: Internal server error", "APIError", errors.FailureKind.TRANSIENT),
             (
                 "Internal error: prompt too long",
                 "ContextOverflowError",
-                FailureKind.CONTEXT_OVERFLOW,
+                errors.FailureKind.CONTEXT_OVERFLOW,
             ),
-            ("Internal error: no key", "ProviderAuthError", FailureKind.AUTH),
-            ("Internal error: something odd", "APIError", FailureKind.TRANSIENT),
-            ("Internal error: something odd", "UnknownError", FailureKind.OTHER),
+            ("Internal error: no key", "ProviderAuthError", errors.FailureKind.AUTH),
+            ("Internal error: something odd", "APIError", errors.FailureKind.TRANSIENT),
+            ("Internal error: something odd", "UnknownError", errors.FailureKind.OTHER),
         ],
     )
     def test_error_names_and_messages_classify(
-        self, message: str, name: str, kind: FailureKind
+        self, message: str, name: str, kind: errors.FailureKind
     ) -> None:
         error = RpcError(-32603, message, {"service": "session", "errorName": name})
         assert classify_rpc_error(error) is kind
@@ -156,15 +143,15 @@ class TestFailures:
         self, code: int, message: str, name: str | None
     ) -> None:
         data = {"errorName": name} if name is not None else {}
-        assert isinstance(classify_rpc_error(RpcError(code, message, data)), FailureKind)
+        assert isinstance(classify_rpc_error(RpcError(code, message, data)), errors.FailureKind)
 
     def test_a_prompt_error_fails_the_turn_and_the_session_goes_on(self) -> None:
         r = rig(
             [AcpPeerTurn(error=(-32603, "Internal error: scripted 500 boom")), AcpPeerTurn("ok")]
         )
-        with pytest.raises(CliExitError, match="scripted 500 boom") as caught:
+        with pytest.raises(errors.CliExitError, match="scripted 500 boom") as caught:
             r.turn()
-        assert caught.value.kind is FailureKind.TRANSIENT
+        assert caught.value.kind is errors.FailureKind.TRANSIENT
         assert r.turn()[0].text == "ok"
 
 
@@ -208,7 +195,7 @@ class TestCompactionSummaries:
         assert events.lifecycle("message_superseded") == [
             "Summary: a scripted conversation, nothing left to do."
         ]
-        assert "".join(e.text for e in events.of_type(AssistantText)).startswith("Summary")
+        assert "".join(e.text for e in events.of_type(ev.AssistantText)).startswith("Summary")
 
 
 class TestRecordedSession:
@@ -221,41 +208,41 @@ class TestRecordedSession:
 
         echo, events = turn("TOOLECHO run echo hello")
         assert echo.text == "Running echo.Done."
-        (call,) = events.of_type(ToolCall)
+        (call,) = events.of_type(ev.ToolCall)
         assert (call.tool, call.kind.value) == ("bash", "command")
-        assert events.of_type(ToolResult)[0].stdout == "hello\n"
+        assert events.of_type(ev.ToolResult)[0].stdout == "hello\n"
         # The request names the command, not the "bash" the call was announced as.
-        assert events.of_type(ApprovalRequested)[0].tool == "echo hello"
+        assert events.of_type(ev.ApprovalRequested)[0].tool == "echo hello"
         assert not echo.usage.increment_known
 
         rejected, events = turn("TOOLREJ touch a file")
         assert rejected.text == ""
-        (failed,) = events.of_type(ToolResult)
+        (failed,) = events.of_type(ev.ToolResult)
         assert failed.failed
         assert "rejected permission" in failed.stderr
 
         mcp, events = turn("MCPCALL call the ping tool")
         assert mcp.text == "Done."
-        assert events.of_type(ToolResult)[0].stdout == "pong from fakemcp"
+        assert events.of_type(ev.ToolResult)[0].stdout == "pong from fakemcp"
 
         slow_a, events = turn("SLOWA run sleep", interrupt_after=0.3)
         assert slow_a.interrupted
-        assert "User aborted the command" in events.of_type(ToolResult)[0].stdout
-        assert events.of_type(TurnInterrupted)
+        assert "User aborted the command" in events.of_type(ev.ToolResult)[0].stdout
+        assert events.of_type(ev.TurnInterrupted)
 
         slow_b, events = turn("SLOWB run sleep")
         assert slow_b.interrupted
-        assert events.of_type(ApprovalAnswered)[0].decided_by == "interrupted"
-        assert events.of_type(ToolResult)[0].stderr == "Tool execution aborted"
+        assert events.of_type(ev.ApprovalAnswered)[0].decided_by == "interrupted"
+        assert events.of_type(ev.ToolResult)[0].stderr == "Tool execution aborted"
 
         drip, _ = turn("DRIP stream", interrupt_after=0.3)
         assert drip.interrupted
         assert drip.text == "y" * 48
 
         assert turn("Say hello after cancel.")[0].text == HELLO
-        with pytest.raises(CliExitError, match="scripted 500 boom") as failed_turn:
+        with pytest.raises(errors.CliExitError, match="scripted 500 boom") as failed_turn:
             turn("ERR500 now")
-        assert failed_turn.value.kind is FailureKind.TRANSIENT
+        assert failed_turn.value.kind is errors.FailureKind.TRANSIENT
         compacted, events = turn("ERRCTX now")
         assert compacted.text == HELLO
         assert events.lifecycle("message_superseded")
@@ -284,7 +271,7 @@ class TestOnTheFake:
     def test_a_new_process_resumes_the_session_without_replay(self) -> None:
         r = rig([AcpPeerTurn("one"), AcpPeerTurn("x", tool="t", die=-9), AcpPeerTurn("three")])
         first, _ = r.turn()
-        with pytest.raises(CliDiedError):
+        with pytest.raises(errors.CliDiedError):
             r.turn()
         third, events = r.turn()
         assert third.text == "three"
@@ -310,9 +297,9 @@ class TestOnTheFake:
         )
         result, events = r.turn()
         assert [s.tool for s in seen] == ["touch x.txt"]
-        assert events.of_type(ToolCall)[0].tool == "bash"
+        assert events.of_type(ev.ToolCall)[0].tool == "bash"
         assert result.text == ""
-        assert events.of_type(ToolResult)[0].failed
+        assert events.of_type(ev.ToolResult)[0].failed
         assert r.peer.answers == [{"outcome": {"outcome": "selected", "optionId": "reject"}}]
 
     def test_a_cancel_answered_with_an_error_is_an_interrupted_turn(self) -> None:
@@ -321,7 +308,7 @@ class TestOnTheFake:
         result, events = r.turn()
         assert result.interrupted
         assert events.lifecycle("cancel_answered_with_error")
-        assert events.of_type(TurnInterrupted)
+        assert events.of_type(ev.TurnInterrupted)
         assert r.turn()[0].text == "after"
 
     def test_a_summary_before_the_answer_is_not_the_answer(self) -> None:
@@ -354,7 +341,7 @@ class TestOnTheFake:
                 assert time.monotonic() < deadline, "the turn never started"
                 time.sleep(0.01)
             try:
-                with pytest.raises(ProviderCapabilityError):
+                with pytest.raises(errors.ProviderCapabilityError):
                     session.steer("more")
             finally:
                 session.interrupt()
