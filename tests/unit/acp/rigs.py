@@ -14,6 +14,7 @@ from agentshim.acp.dialect import AcpDialect
 from agentshim.acp.jsonrpc import Notification, Request, Response, read_message
 from agentshim.core.approvals import ApprovalDecision, ApprovalRequest
 from agentshim.core.conversation import Conversation, ConversationSpec
+from agentshim.core.events import ApprovalAnswered, TurnInterrupted
 from agentshim.core.permissions import ApprovalPolicy, NativePermissions
 from agentshim.core.turn import TurnRequest
 from agentshim.execution.process import SpawnRequest
@@ -182,6 +183,25 @@ class RecordedMainSession:
     ) -> tuple[Any, RecordingEventHandler]:
         """The next recorded turn, interrupted ``interrupt_after`` s in if given."""
         return turn_on(self.conversation, prompt, interrupt_after=interrupt_after)
+
+    def interrupted_turns(self) -> tuple[RecordingEventHandler, RecordingEventHandler, str]:
+        """Play the recording's three interrupted turns, then the one after them.
+
+        SLOWA is interrupted 0.3 s into its command, SLOWB while its approval is pending, DRIP
+        0.3 s into its stream: each ends interrupted (SLOWA with a TurnInterrupted, SLOWB's
+        approval decided by the interrupt), and the next turn answers as recorded. Returns
+        SLOWA's and SLOWB's events and the text DRIP got out.
+        """
+        slow_a, slow_a_events = self.turn("SLOWA run sleep", interrupt_after=0.3)
+        assert slow_a.interrupted
+        assert slow_a_events.of_type(TurnInterrupted)
+        slow_b, slow_b_events = self.turn("SLOWB run sleep")
+        assert slow_b.interrupted
+        assert slow_b_events.of_type(ApprovalAnswered)[0].decided_by == "interrupted"
+        drip, _ = self.turn("DRIP stream", interrupt_after=0.3)
+        assert drip.interrupted
+        assert self.turn("Say hello after cancel.")[0].text == "Hello from the scripted model."
+        return slow_a_events, slow_b_events, drip.text
 
     def chosen(self) -> list[str]:
         """Close the conversation; what :func:`closed_and_chosen` says its answers chose."""
