@@ -191,20 +191,19 @@ class TestUsage:
 class TestRecordedSession:
     def test_the_main_session_replays_turn_by_turn(self) -> None:
         main = RecordedMainSession(P, COPILOT_ACP)
-        turn = main.turn
-        plain, events = turn("Say hello.")
+        plain, events = main.turn("Say hello.")
         assert (plain.text, plain.session_id) == (HELLO, MAIN_SESSION)
         # Copilot spoke of the session before session/new answered: kept, not lost.
         assert len(events.of_type(ev.CommandsAvailable)) == 2
         assert events.of_type(ev.SessionTitle)[0].title == "Say hello."
         assert (plain.usage.tokens.input_tokens, plain.usage.tokens.output_tokens) == (1200, 40)
 
-        echo, events = turn("TOOLECHO run echo hello")
+        echo, events = main.turn("TOOLECHO run echo hello")
         assert echo.text == "Running echo.Done."
         assert "hello" in events.of_type(ev.ToolResult)[0].stdout
         assert (echo.usage.tokens.input_tokens, echo.usage.tokens.output_tokens) == (2400, 35)
 
-        rejected, events = turn("TOOLREJ touch a file")
+        rejected, events = main.turn("TOOLREJ touch a file")
         assert rejected.text == ""
         assert events.lifecycle("agent_notice") == ["Info: Operation cancelled by user"]
         assert events.of_type(ev.ToolResult)[0].stderr == "The user rejected this tool call."
@@ -215,12 +214,12 @@ class TestRecordedSession:
         assert drip.startswith("yyyyyyyy")
 
         with pytest.raises(errors.CliExitError, match="scripted 500 boom") as failed:
-            turn("ERR500 now")
+            main.turn("ERR500 now")
         assert failed.value.kind is errors.FailureKind.TRANSIENT
-        compacted, events = turn("ERRCTX now")
+        compacted, events = main.turn("ERRCTX now")
         assert compacted.text == HELLO
         assert events.lifecycle("agent_notice")[0].startswith("Info: The conversation exceeded")
-        assert turn("Say hello after errors.")[0].text == HELLO
+        assert main.turn("Say hello after errors.")[0].text == HELLO
         chosen = main.chosen()
         assert chosen == ["allow_once", "reject_once", "allow_once", "cancelled"]
 

@@ -140,23 +140,22 @@ class TestTheModeUpdate:
 class TestRecordedSession:
     def test_the_main_session_replays_turn_by_turn(self) -> None:
         main = RecordedMainSession(P, GEMINI_ACP)
-        turn = main.turn
-        plain, _ = turn("Say hello.")
+        plain, _ = main.turn("Say hello.")
         assert (plain.text, plain.session_id) == (HELLO, MAIN_SESSION)
         assert (plain.usage.tokens.input_tokens, plain.usage.tokens.output_tokens) == (1200, 32)
 
-        echo, events = turn("TOOLECHO run echo hello")
+        echo, events = main.turn("TOOLECHO run echo hello")
         assert echo.text == "Running echo.Done."
         (call,) = events.of_type(ev.ToolCall)
         assert (call.tool, call.kind.value) == ("echo hello", "command")
         assert events.of_type(ev.ToolResult)[0].exit_code == 0
 
-        rejected, events = turn("TOOLREJ touch a file")
+        rejected, events = main.turn("TOOLREJ touch a file")
         assert rejected.text == "Done."
         assert [a.allowed for a in events.of_type(ev.ApprovalAnswered)] == [False]
         assert events.of_type(ev.ToolCall)[0].tool == "touch rejected.txt"
 
-        mcp, events = turn("MCPCALL call the ping tool")
+        mcp, events = main.turn("MCPCALL call the ping tool")
         assert [a.allowed for a in events.of_type(ev.ApprovalAnswered)] == [True]
         assert "pong from fakemcp" in events.of_type(ev.ToolResult)[0].stdout
         assert mcp.text == "Done."
@@ -166,14 +165,14 @@ class TestRecordedSession:
         assert drip.startswith("yyyyyyyy")
 
         with pytest.raises(CliExitError) as failed:
-            turn("ERR500 now")
+            main.turn("ERR500 now")
         assert failed.value.kind is FailureKind.TRANSIENT
         assert "scripted 500 boom" in str(failed.value)
         with pytest.raises(CliExitError) as overflow:
-            turn("ERRCTX now")
+            main.turn("ERRCTX now")
         assert overflow.value.kind is FailureKind.CONTEXT_OVERFLOW
 
-        last, _ = turn("Say hello after errors.")
+        last, _ = main.turn("Say hello after errors.")
         assert last.text == HELLO
         chosen = main.chosen()
         assert chosen == ["cancel", "proceed_once", "proceed_once", "cancelled"]

@@ -201,12 +201,11 @@ class TestCompactionSummaries:
 class TestRecordedSession:
     def test_the_main_session_replays_turn_by_turn(self) -> None:
         main = RecordedMainSession(P, OPENCODE_ACP)
-        turn = main.turn
-        plain, _ = turn("Say hello.")
+        plain, _ = main.turn("Say hello.")
         assert (plain.text, plain.session_id) == (HELLO, MAIN_SESSION)
         assert plain.usage.tokens.input_tokens == 1200
 
-        echo, events = turn("TOOLECHO run echo hello")
+        echo, events = main.turn("TOOLECHO run echo hello")
         assert echo.text == "Running echo.Done."
         (call,) = events.of_type(ev.ToolCall)
         assert (call.tool, call.kind.value) == ("bash", "command")
@@ -215,13 +214,13 @@ class TestRecordedSession:
         assert events.of_type(ev.ApprovalRequested)[0].tool == "echo hello"
         assert not echo.usage.increment_known
 
-        rejected, events = turn("TOOLREJ touch a file")
+        rejected, events = main.turn("TOOLREJ touch a file")
         assert rejected.text == ""
         (failed,) = events.of_type(ev.ToolResult)
         assert failed.failed
         assert "rejected permission" in failed.stderr
 
-        mcp, events = turn("MCPCALL call the ping tool")
+        mcp, events = main.turn("MCPCALL call the ping tool")
         assert mcp.text == "Done."
         assert events.of_type(ev.ToolResult)[0].stdout == "pong from fakemcp"
 
@@ -230,12 +229,12 @@ class TestRecordedSession:
         assert slow_b.of_type(ev.ToolResult)[0].stderr == "Tool execution aborted"
         assert drip == "y" * 48
         with pytest.raises(errors.CliExitError, match="scripted 500 boom") as failed_turn:
-            turn("ERR500 now")
+            main.turn("ERR500 now")
         assert failed_turn.value.kind is errors.FailureKind.TRANSIENT
-        compacted, events = turn("ERRCTX now")
+        compacted, events = main.turn("ERRCTX now")
         assert compacted.text == HELLO
         assert events.lifecycle("message_superseded")
-        assert turn("Say hello after errors.")[0].text == HELLO
+        assert main.turn("Say hello after errors.")[0].text == HELLO
         chosen = main.chosen()
         assert chosen == ["once", "reject", "once", "cancelled"]
 
