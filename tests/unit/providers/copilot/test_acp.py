@@ -220,8 +220,7 @@ class TestRecordedSession:
         assert compacted.text == HELLO
         assert events.lifecycle("agent_notice")[0].startswith("Info: The conversation exceeded")
         assert main.turn("Say hello after errors.")[0].text == HELLO
-        chosen = main.chosen()
-        assert chosen == ["allow_once", "reject_once", "allow_once", "cancelled"]
+        assert main.chosen() == ["allow_once", "reject_once", "allow_once", "cancelled"]
 
     def test_a_loaded_session_replays_no_history_and_no_old_failure(self) -> None:
         result, events = turn_after_load(P, COPILOT_ACP, "session_load", MAIN_SESSION)

@@ -174,8 +174,7 @@ class TestRecordedSession:
 
         last, _ = main.turn("Say hello after errors.")
         assert last.text == HELLO
-        chosen = main.chosen()
-        assert chosen == ["cancel", "proceed_once", "proceed_once", "cancelled"]
+        assert main.chosen() == ["cancel", "proceed_once", "proceed_once", "cancelled"]
 
     def test_a_loaded_session_replays_no_history_into_the_turn(self) -> None:
         result, events = turn_after_load(P, GEMINI_ACP, "session_load", MAIN_SESSION)

@@ -235,8 +235,7 @@ class TestRecordedSession:
         assert compacted.text == HELLO
         assert events.lifecycle("message_superseded")
         assert main.turn("Say hello after errors.")[0].text == HELLO
-        chosen = main.chosen()
-        assert chosen == ["once", "reject", "once", "cancelled"]
+        assert main.chosen() == ["once", "reject", "once", "cancelled"]
 
     def test_a_load_drops_the_replayed_history(self) -> None:
         # The capture loaded with session/load; the dialect reattaches with session/resume,
