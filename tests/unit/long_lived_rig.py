@@ -87,14 +87,13 @@ class TransportRig:
         self.peers = peers
         cli, self.executor = installed_cli(name, peers)
         self.transport = transport(cli, **(transport_options or {}))
-        self.conversation = self.transport.open(
-            ConversationSpec(
-                permissions=permissions,
-                approvals=approvals,  # type: ignore[arg-type]
-                resume_session_id=resume,
-                **spec,
-            )
+        self.spec = ConversationSpec(
+            permissions=permissions,
+            approvals=approvals,  # type: ignore[arg-type]
+            resume_session_id=resume,
+            **spec,
         )
+        self.conversation = self.transport.open(self.spec)
 
     def turn(
         self, prompt: str | TurnRequest = "go", **request: Any
@@ -114,6 +113,23 @@ class TransportRig:
     @property
     def peer(self) -> Any:
         return self.peers.peers[-1]
+
+
+def sent_to(peers: Any, method: str) -> list[dict[str, Any]]:
+    """Every JSON-RPC request or notification named ``method`` any of ``peers`` was sent."""
+    return [m for peer in peers.peers for m in peer.received if m.get("method") == method]
+
+
+def bypass_spec(resume: str | None = None) -> ConversationSpec:
+    """A conversation that asks nothing (bypass permissions, approvals denied)."""
+    return ConversationSpec(
+        permissions=BYPASS, approvals=ApprovalPolicy.DENY, resume_session_id=resume
+    )
+
+
+def ignore() -> Callable[[AgentEvent], None]:
+    """An event handler that drops every event."""
+    return [].append
 
 
 def conversation_on(
@@ -205,4 +221,4 @@ class CodexAppServerRig(TransportRig):
 
     def sent(self, method: str) -> list[dict[str, Any]]:
         """Every request or notification named ``method`` any of its processes was sent."""
-        return [m for peer in self.peers.peers for m in peer.received if m.get("method") == method]
+        return sent_to(self.peers, method)

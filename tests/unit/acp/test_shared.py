@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import pytest
@@ -14,7 +14,6 @@ from agentshim.acp.client import AcpTransport
 from agentshim.acp.dialect import AcpDialect
 from agentshim.core.conversation import ConversationSpec, TransportKind
 from agentshim.core.errors import CliDiedError, InvalidRequestError, ProviderCapabilityError
-from agentshim.core.events import AgentEvent
 from agentshim.core.permissions import ApprovalPolicy, NativePermissions
 from agentshim.core.turn import TurnRequest
 from agentshim.execution.process import SpawnRequest
@@ -28,6 +27,9 @@ from agentshim.testing.acp import AcpPeers, AcpPeerTurn, AcpQuirks
 from agentshim.testing.process import FakePeer, GateMarker, PeerOutput, ReplayGates
 from agentshim.transport.installed import InstalledCli
 from agentshim.transport.shared import ProcessSharing
+from tests.unit.long_lived_rig import bypass_spec as spec
+from tests.unit.long_lived_rig import ignore
+from tests.unit.long_lived_rig import sent_to as sent
 from tests.unit.session.helpers import stream_agent
 
 from .rigs import transport_on
@@ -49,20 +51,6 @@ def shared(
         provider, dialect, peers, sharing=sharing or ProcessSharing()
     )
     return transport, executor, peers
-
-
-def spec(resume: str | None = None) -> ConversationSpec:
-    return ConversationSpec(
-        permissions=BYPASS, approvals=ApprovalPolicy.DENY, resume_session_id=resume
-    )
-
-
-def ignore() -> Callable[[AgentEvent], None]:
-    return [].append
-
-
-def sent(peers: AcpPeers, method: str) -> list[dict[str, Any]]:
-    return [m for peer in peers.peers for m in peer.received if m.get("method") == method]
 
 
 @pytest.mark.parametrize("provider", sorted(AGENTS))
