@@ -13,7 +13,7 @@ from agentshim import Agent
 from agentshim.acp.client import AcpTransport
 from agentshim.acp.dialect import AcpDialect
 from agentshim.core.conversation import ConversationSpec, TransportKind
-from agentshim.core.errors import CliDiedError, InvalidRequestError, ProviderCapabilityError
+from agentshim.core.errors import InvalidRequestError, ProviderCapabilityError
 from agentshim.core.permissions import ApprovalPolicy, NativePermissions
 from agentshim.core.turn import TurnRequest
 from agentshim.execution.process import SpawnRequest
@@ -90,25 +90,6 @@ def test_a_cancel_names_only_the_interrupted_session() -> None:
     assert result.interrupted
     cancels = [m["params"]["sessionId"] for m in sent(peers, "session/cancel")]
     assert cancels == [interrupted.session_id]
-
-
-def test_a_dead_shared_process_fails_the_running_turn_and_both_load_on_a_new_one() -> None:
-    turns = [AcpPeerTurn("a1"), AcpPeerTurn("hang", hang=True), AcpPeerTurn("b2")]
-    transport, executor, peers = shared("opencode", [*turns, AcpPeerTurn("a2")])
-    first, second = transport.open(spec()), transport.open(spec())
-    first.turn(TurnRequest("one"), ignore())
-    timer = threading.Timer(0.2, executor.processes[0].kill)
-    timer.start()
-    with pytest.raises(CliDiedError):
-        second.turn(TurnRequest("two"), ignore())
-    timer.join()
-    assert second.turn(TurnRequest("three"), ignore()).text == "b2"
-    assert first.turn(TurnRequest("four"), ignore()).text == "a2"
-    assert len(executor.spawned) == 2
-    loaded = [m["params"]["sessionId"] for m in sent(peers, OPENCODE_ACP.attach)]
-    assert sorted(loaded) == sorted([first.session_id, second.session_id])
-    first.close()
-    second.close()
 
 
 def test_conversations_with_other_process_wide_settings_get_other_processes() -> None:

@@ -20,9 +20,10 @@ import pytest
 from agentshim.acp.client import AcpTransport
 from agentshim.acp.dialect import AcpDialect
 from agentshim.core.conversation import Transport
-from agentshim.core.errors import ProviderCapabilityError
+from agentshim.core.errors import CliDiedError, ProviderCapabilityError
 from agentshim.core.events import RunStarted, SessionStarted, ToolResult, TurnInterrupted
 from agentshim.core.permissions import NativePermissions
+from agentshim.core.turn import TurnRequest
 from agentshim.execution.process import SpawnRequest
 from agentshim.providers import get_plugin
 from agentshim.providers.acp import AcpAgentConfig, acp_plugin
@@ -47,6 +48,7 @@ from agentshim.testing.codex_app_server import (
 from agentshim.testing.long_lived_contract import FakePeerContract, LongLivedCapability
 from agentshim.testing.pi_rpc import PiPeerTurn, PiRpcPeers
 from agentshim.testing.process import FakePeer
+from agentshim.testing.recording import RecordingEventHandler
 from agentshim.testing.session_contracts import ContractTurn
 from agentshim.transport.conversation import ProcessOptions
 from agentshim.transport.installed import InstalledCli
@@ -59,7 +61,9 @@ from tests.unit.long_lived_rig import (
     PiRpcRig,
     TransportRig,
     claude_frames,
+    ignore,
     pi_frames,
+    sent_to,
 )
 
 Peers = Callable[[SpawnRequest], FakePeer]
@@ -238,15 +242,25 @@ PI = Fake(
     tool="bash",
     interrupt="abort",
 )
-GEMINI = Fake(
-    "gemini-acp",
-    partial(AcpRig, "gemini", GEMINI_ACP, fake_acp.GEMINI_QUIRKS),
-    fake_acp.AcpPeerTurn,
-    methods,
-    ("initialize", "session/new"),
-    "session/prompt",
-    "cannot change",
-)
+
+
+def acp_fake(provider: str, dialect: AcpDialect, quirks: fake_acp.AcpQuirks) -> Fake:
+    """``provider``'s ACP agent: the fake with its ``quirks``, the transport with ``dialect``."""
+    rig = partial(AcpRig, provider, dialect, quirks)
+    started = ("initialize", "session/new")
+    return Fake(
+        f"{provider}-acp",
+        rig,
+        fake_acp.AcpPeerTurn,
+        methods,
+        started,
+        "session/prompt",
+        "cannot change",
+    )
+
+
+GEMINI = acp_fake("gemini", GEMINI_ACP, fake_acp.GEMINI_QUIRKS)
+OPENCODE = acp_fake("opencode", OPENCODE_ACP, fake_acp.OPENCODE_QUIRKS)
 CODEX = Fake(
     "codex",
     CodexAppServerRig,
@@ -380,3 +394,35 @@ def test_an_interrupt_mid_tool_ends_the_turn_and_the_next_turn_uses_the_same_pro
     assert fake.frames(rig.peer) == [*fake.started, fake.prompt, fake.interrupt, fake.prompt]
     # The interrupt's own answer came after the turn ended: it never reaches the next turn.
     assert after_events.lifecycle("between_turns") == []
+
+
+@pytest.mark.parametrize(
+    ("fake", "attach", "announced"),
+    [
+        pytest.param(OPENCODE, OPENCODE_ACP.attach, False, id="opencode-acp"),
+        # Codex says which thread the turn runs on anew: its SessionStarted.
+        pytest.param(CODEX, "thread/resume", True, id="codex"),
+    ],
+)
+def test_a_dead_shared_process_fails_the_running_turn_and_both_reattach_on_a_new_one(
+    fake: Fake, attach: str, announced: bool
+) -> None:
+    turns = [fake.turn("a1"), fake.turn("hang", hang=True), fake.turn("b2"), fake.turn("a2")]
+    rig = fake.rig(turns, transport_options={"sharing": ProcessSharing()})
+    first, second = rig.conversation, rig.transport.open(rig.spec)
+    first.turn(TurnRequest("one"), ignore())
+    timer = rig.later(0.2, rig.executor.processes[0].kill)
+    with pytest.raises(CliDiedError):
+        second.turn(TurnRequest("two"), ignore())
+    timer.join()
+    seen = RecordingEventHandler()
+    assert second.turn(TurnRequest("three"), seen).text == "b2"
+    assert first.turn(TurnRequest("four"), ignore()).text == "a2"
+    assert len(rig.executor.spawned) == 2
+    reattached = [m["params"] for m in sent_to(rig.peers, attach)]
+    ids = [params.get("threadId", params.get("sessionId")) for params in reattached]
+    assert sorted(ids) == sorted([first.session_id, second.session_id])
+    started = [event.session_id for event in seen.of_type(SessionStarted)]
+    assert started == ([second.session_id] if announced else [])
+    first.close()
+    second.close()

@@ -6,9 +6,6 @@ import dataclasses
 import threading
 from typing import Any
 
-import pytest
-
-from agentshim.core.errors import CliDiedError
 from agentshim.core.events import AgentEvent, SessionStarted
 from agentshim.core.permissions import NativePermissions
 from agentshim.core.turn import TurnRequest
@@ -98,34 +95,6 @@ def test_an_interrupt_reaps_only_the_interrupted_threads_commands() -> None:
     assert result.interrupted
     starts = sent(peers, "thread/start")
     assert reaped == [marker_of(starts[1])]
-
-
-def test_a_dead_shared_process_fails_the_running_turn_and_both_resume_on_a_new_one() -> None:
-    peers = CodexAppServerPeers(
-        [
-            CodexPeerTurn("a1"),
-            CodexPeerTurn("hang", hang=True),
-            CodexPeerTurn("b2"),
-            CodexPeerTurn("a2"),
-        ]
-    )
-    transport, executor, _ = shared_transport(peers)
-    first, second = transport.open(spec()), transport.open(spec())
-    first.turn(TurnRequest("one"), ignore())
-    timer = threading.Timer(0.2, executor.processes[0].kill)
-    timer.start()
-    with pytest.raises(CliDiedError):
-        second.turn(TurnRequest("two"), ignore())
-    timer.join()
-    seen: list[AgentEvent] = []
-    assert second.turn(TurnRequest("three"), seen.append).text == "b2"
-    assert first.turn(TurnRequest("four"), ignore()).text == "a2"
-    assert len(executor.spawned) == 2
-    resumed = [m["params"]["threadId"] for m in sent(peers, "thread/resume")]
-    assert sorted(resumed) == sorted([first.session_id, second.session_id])
-    assert SessionStarted(second.session_id or "") in seen
-    first.close()
-    second.close()
 
 
 def test_a_process_is_recycled_after_its_conversations_and_ends_when_they_leave() -> None:
