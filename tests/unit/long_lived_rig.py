@@ -132,6 +132,19 @@ def ignore() -> Callable[[AgentEvent], None]:
     return [].append
 
 
+def interrupt_the_second(transport: Any) -> tuple[Any, Any]:
+    """Two conversations on ``transport``: the first runs a turn, then the second one that is
+    interrupted 0.2 s in and must end interrupted. Returns both."""
+    quiet, interrupted = transport.open(bypass_spec()), transport.open(bypass_spec())
+    quiet.turn(TurnRequest("one"), ignore())
+    timer = threading.Timer(0.2, interrupted.interrupt)
+    timer.start()
+    result = interrupted.turn(TurnRequest("two"), ignore())
+    timer.join()
+    assert result.interrupted
+    return quiet, interrupted
+
+
 def conversation_on(
     name: str,
     transport: Callable[..., Any],

@@ -28,7 +28,7 @@ from agentshim.testing.process import FakePeer, GateMarker, PeerOutput, ReplayGa
 from agentshim.transport.installed import InstalledCli
 from agentshim.transport.shared import ProcessSharing
 from tests.unit.long_lived_rig import bypass_spec as spec
-from tests.unit.long_lived_rig import ignore
+from tests.unit.long_lived_rig import ignore, interrupt_the_second
 from tests.unit.long_lived_rig import sent_to as sent
 from tests.unit.session.helpers import stream_agent
 
@@ -81,13 +81,7 @@ def test_two_conversations_are_two_sessions_on_one_process(provider: str) -> Non
 
 def test_a_cancel_names_only_the_interrupted_session() -> None:
     transport, _, peers = shared("gemini", [AcpPeerTurn("a1"), AcpPeerTurn("hang", hang=True)])
-    quiet, interrupted = transport.open(spec()), transport.open(spec())
-    quiet.turn(TurnRequest("one"), ignore())
-    timer = threading.Timer(0.2, interrupted.interrupt)
-    timer.start()
-    result = interrupted.turn(TurnRequest("two"), ignore())
-    timer.join()
-    assert result.interrupted
+    _, interrupted = interrupt_the_second(transport)
     cancels = [m["params"]["sessionId"] for m in sent(peers, "session/cancel")]
     assert cancels == [interrupted.session_id]
 

@@ -14,7 +14,7 @@ from agentshim.testing import FakeExecutor
 from agentshim.testing.codex_app_server import CodexAppServerPeers, CodexPeerTurn
 from agentshim.transport.shared import ProcessSharing
 from tests.unit.long_lived_rig import bypass_spec as spec
-from tests.unit.long_lived_rig import ignore, installed_cli
+from tests.unit.long_lived_rig import ignore, installed_cli, interrupt_the_second
 from tests.unit.long_lived_rig import sent_to as sent
 
 BYPASS = NativePermissions.bypass()
@@ -35,6 +35,14 @@ def shared_transport(
         context, reap=reap, sharing=sharing or ProcessSharing(), **options
     )
     return transport, executor, reaped
+
+
+def one_turn_each(transport: CodexAppServerTransport, count: int) -> list[Any]:
+    """``count`` conversations opened on ``transport`` one after another, each then run a turn."""
+    conversations = [transport.open(spec()) for _ in range(count)]
+    for conversation in conversations:
+        conversation.turn(TurnRequest("go"), ignore())
+    return conversations
 
 
 def marker_of(request: dict[str, Any]) -> str:
@@ -86,13 +94,7 @@ def test_a_conversation_closing_on_a_shared_process_unsubscribes_from_its_thread
 def test_an_interrupt_reaps_only_the_interrupted_threads_commands() -> None:
     peers = CodexAppServerPeers([CodexPeerTurn("a1"), CodexPeerTurn("hang", hang=True)])
     transport, _, reaped = shared_transport(peers)
-    quiet, interrupted = transport.open(spec()), transport.open(spec())
-    quiet.turn(TurnRequest("one"), ignore())
-    timer = threading.Timer(0.2, interrupted.interrupt)
-    timer.start()
-    result = interrupted.turn(TurnRequest("two"), ignore())
-    timer.join()
-    assert result.interrupted
+    interrupt_the_second(transport)
     starts = sent(peers, "thread/start")
     assert reaped == [marker_of(starts[1])]
 
@@ -100,9 +102,7 @@ def test_an_interrupt_reaps_only_the_interrupted_threads_commands() -> None:
 def test_a_process_is_recycled_after_its_conversations_and_ends_when_they_leave() -> None:
     peers = CodexAppServerPeers([CodexPeerTurn(f"t{n}") for n in range(3)])
     transport, executor, _ = shared_transport(peers, ProcessSharing(recycle_after=2))
-    conversations = [transport.open(spec()) for _ in range(3)]
-    for conversation in conversations:
-        conversation.turn(TurnRequest("go"), ignore())
+    conversations = one_turn_each(transport, 3)
     assert len(executor.spawned) == 2
     served = [
         len([m for m in p.received if m.get("method") == "thread/start"]) for p in peers.peers
@@ -118,9 +118,7 @@ def test_a_process_is_recycled_after_its_conversations_and_ends_when_they_leave(
 def test_up_to_max_processes_share_the_conversations() -> None:
     peers = CodexAppServerPeers([CodexPeerTurn(f"t{n}") for n in range(4)])
     transport, executor, _ = shared_transport(peers, ProcessSharing(max_processes=2))
-    conversations = [transport.open(spec()) for _ in range(4)]
-    for conversation in conversations:
-        conversation.turn(TurnRequest("go"), ignore())
+    conversations = one_turn_each(transport, 4)
     assert len(executor.spawned) == 2
     for conversation in conversations:
         conversation.close()
