@@ -132,6 +132,19 @@ def ignore() -> Callable[[AgentEvent], None]:
     return [].append
 
 
+def take_turns(transport: Any) -> tuple[Any, Any]:
+    """Two conversations on ``transport`` taking turns (first, second, first); the turns must
+    answer ``a1``, ``b1``, ``a2`` in order. Returns both."""
+    first, second = transport.open(bypass_spec()), transport.open(bypass_spec())
+    answers = [
+        first.turn(TurnRequest("one"), ignore()).text,
+        second.turn(TurnRequest("two"), ignore()).text,
+        first.turn(TurnRequest("three"), ignore()).text,
+    ]
+    assert answers == ["a1", "b1", "a2"]
+    return first, second
+
+
 def interrupt_the_second(transport: Any) -> tuple[Any, Any]:
     """Two conversations on ``transport``: the first runs a turn, then the second one that is
     interrupted 0.2 s in and must end interrupted. Returns both."""

@@ -28,7 +28,7 @@ from agentshim.testing.process import FakePeer, GateMarker, PeerOutput, ReplayGa
 from agentshim.transport.installed import InstalledCli
 from agentshim.transport.shared import ProcessSharing
 from tests.unit.long_lived_rig import bypass_spec as spec
-from tests.unit.long_lived_rig import ignore, interrupt_the_second
+from tests.unit.long_lived_rig import ignore, interrupt_the_second, take_turns
 from tests.unit.long_lived_rig import sent_to as sent
 from tests.unit.session.helpers import stream_agent
 
@@ -58,10 +58,7 @@ def test_two_conversations_are_two_sessions_on_one_process(provider: str) -> Non
     transport, executor, peers = shared(
         provider, [AcpPeerTurn("a1"), AcpPeerTurn("b1"), AcpPeerTurn("a2")]
     )
-    first, second = transport.open(spec()), transport.open(spec())
-    assert first.turn(TurnRequest("one"), ignore()).text == "a1"
-    assert second.turn(TurnRequest("two"), ignore()).text == "b1"
-    assert first.turn(TurnRequest("three"), ignore()).text == "a2"
+    first, second = take_turns(transport)
     assert len(executor.spawned) == 1
     assert len(sent(peers, "initialize")) == 1
     assert len(sent(peers, "session/new")) == 2

@@ -14,7 +14,7 @@ from agentshim.testing import FakeExecutor
 from agentshim.testing.codex_app_server import CodexAppServerPeers, CodexPeerTurn
 from agentshim.transport.shared import ProcessSharing
 from tests.unit.long_lived_rig import bypass_spec as spec
-from tests.unit.long_lived_rig import ignore, installed_cli, interrupt_the_second
+from tests.unit.long_lived_rig import ignore, installed_cli, interrupt_the_second, take_turns
 from tests.unit.long_lived_rig import sent_to as sent
 
 BYPASS = NativePermissions.bypass()
@@ -52,10 +52,7 @@ def marker_of(request: dict[str, Any]) -> str:
 def test_two_conversations_are_two_threads_on_one_process_each_with_its_marker() -> None:
     peers = CodexAppServerPeers([CodexPeerTurn("a1"), CodexPeerTurn("b1"), CodexPeerTurn("a2")])
     transport, executor, _ = shared_transport(peers)
-    first, second = transport.open(spec()), transport.open(spec())
-    assert first.turn(TurnRequest("one"), ignore()).text == "a1"
-    assert second.turn(TurnRequest("two"), ignore()).text == "b1"
-    assert first.turn(TurnRequest("three"), ignore()).text == "a2"
+    first, second = take_turns(transport)
     assert len(executor.spawned) == 1
     assert len(sent(peers, "initialize")) == 1
     starts = sent(peers, "thread/start")
