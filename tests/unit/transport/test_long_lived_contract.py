@@ -426,3 +426,23 @@ def test_a_dead_shared_process_fails_the_running_turn_and_both_reattach_on_a_new
     assert started == ([second.session_id] if announced else [])
     first.close()
     second.close()
+
+
+PI_ARGV = ["/usr/bin/pi", "--mode", "rpc", "--model", "claude-fake-1", "--thinking", "high"]
+GEMINI_ARGV = ["/usr/bin/gemini", "--acp", "--model", "gemini-2.5-pro", "--approval-mode", "yolo"]
+
+
+@pytest.mark.parametrize(
+    ("fake", "spec", "argv"),
+    [
+        (PI, {"model": "claude-fake-1", "reasoning_effort": "high"}, PI_ARGV),
+        (GEMINI, {"model": "gemini-2.5-pro"}, GEMINI_ARGV),
+    ],
+    ids=["pi", "gemini-acp"],
+)
+def test_the_argv_carries_the_spec_and_never_the_prompt(
+    fake: Fake, spec: dict[str, str], argv: list[str]
+) -> None:
+    rig = fake.rig([fake.turn("ok")], **spec)
+    rig.turn("a secret prompt")
+    assert list(rig.executor.spawned[0].argv) == argv

@@ -51,20 +51,6 @@ def context(
 
 
 class TestTurnsOnOneProcess:
-    def test_argv_is_rpc_mode_and_never_holds_the_prompt(self) -> None:
-        rig = Rig([PiPeerTurn("ok")], model="claude-fake-1", reasoning_effort="high")
-        rig.turn("a secret prompt")
-        argv = list(rig.executor.spawned[0].argv)
-        assert argv == [
-            "/usr/bin/pi",
-            "--mode",
-            "rpc",
-            "--model",
-            "claude-fake-1",
-            "--thinking",
-            "high",
-        ]
-
     def test_command_ids_are_unique_for_the_process(self) -> None:
         rig = Rig([PiPeerTurn("a"), PiPeerTurn("b"), PiPeerTurn("c")])
         for _ in range(3):
