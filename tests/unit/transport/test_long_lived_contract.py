@@ -13,6 +13,7 @@ import tracemalloc
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -21,7 +22,7 @@ from agentshim.acp.client import AcpTransport
 from agentshim.acp.dialect import AcpDialect
 from agentshim.core.conversation import Transport
 from agentshim.core.errors import CliDiedError, ProviderCapabilityError
-from agentshim.core.events import RunStarted, SessionStarted, ToolResult, TurnInterrupted
+from agentshim.core.events import RunStarted, SessionStarted, ToolCall, ToolResult, TurnInterrupted
 from agentshim.core.permissions import NativePermissions
 from agentshim.core.turn import TurnRequest
 from agentshim.execution.process import SpawnRequest
@@ -38,7 +39,7 @@ from agentshim.providers.pi.provider import PiProvider
 from agentshim.providers.pi.rpc_transport import PiRpcTransport
 from agentshim.testing import FakeExecutor
 from agentshim.testing import acp as fake_acp
-from agentshim.testing.claude_stream import ClaudePeerTurn, ClaudeStreamPeers
+from agentshim.testing.claude_stream import ClaudePeerTurn, ClaudeRecordedPeer, ClaudeStreamPeers
 from agentshim.testing.clock import FakeClock
 from agentshim.testing.codex_app_server import (
     CodexAppServerPeer,
@@ -46,7 +47,7 @@ from agentshim.testing.codex_app_server import (
     CodexPeerTurn,
 )
 from agentshim.testing.long_lived_contract import FakePeerContract, LongLivedCapability
-from agentshim.testing.pi_rpc import PiPeerTurn, PiRpcPeers
+from agentshim.testing.pi_rpc import PiPeerTurn, PiRecordedPeer, PiRpcPeers
 from agentshim.testing.process import FakePeer
 from agentshim.testing.recording import RecordingEventHandler
 from agentshim.testing.session_contracts import ContractTurn
@@ -61,9 +62,11 @@ from tests.unit.long_lived_rig import (
     PiRpcRig,
     TransportRig,
     claude_frames,
+    conversation_on,
     ignore,
     pi_frames,
     sent_to,
+    turn_stopped_at,
 )
 
 Peers = Callable[[SpawnRequest], FakePeer]
@@ -446,3 +449,39 @@ def test_the_argv_carries_the_spec_and_never_the_prompt(
     rig = fake.rig([fake.turn("ok")], **spec)
     rig.turn("a secret prompt")
     assert list(rig.executor.spawned[0].argv) == argv
+
+
+FIXTURES = Path(__file__).parents[2] / "fixtures"
+
+
+RECORDED: dict[str, tuple[Callable[..., Any], Callable[[Path], Any]]] = {
+    "claude": (ClaudeStreamTransport, ClaudeRecordedPeer),
+    "pi": (PiRpcTransport, PiRecordedPeer),
+}
+
+
+@pytest.mark.parametrize(
+    ("name", "case", "stderr", "after", "answer"),
+    [
+        ("claude", "a2_interrupt", "want to proceed", "TURN-TWO after interrupt", "Tool finished."),
+        ("pi", "c2_abort_midtool", "Command aborted", "TURN-TWO after abort", "Reply two."),
+    ],
+)
+def test_an_interrupt_during_a_tool_as_recorded(
+    name: str, case: str, stderr: str, after: str, answer: str
+) -> None:
+    """Stopped at its tool call, the turn ends interrupted as the CLI printed it; the next
+    turn gets its own answer and nothing of the stopped one."""
+    transport, recording = RECORDED[name]
+    recorded = recording(FIXTURES / name / "stream" / f"{case}.transcript.jsonl")
+    conversation = conversation_on(name, transport, lambda request: recorded)
+    result, events = turn_stopped_at(conversation, "SLOW20 run the slow tool", ToolCall)
+    assert result.interrupted
+    (stopped,) = events.of_type(ToolResult)
+    assert stopped.failed
+    assert stderr in stopped.stderr
+    next_events = RecordingEventHandler()
+    next_turn = conversation.turn(TurnRequest(after), next_events)
+    assert (next_turn.text, next_turn.interrupted) == (answer, False)
+    assert next_events.lifecycle("between_turns") == []
+    assert recorded.unmatched == []

@@ -34,7 +34,7 @@ from agentshim.testing.recording import RecordingEventHandler
 from agentshim.transport.installed import InstalledCli
 from tests.unit.long_lived_rig import ClaudeStreamRig as Rig
 from tests.unit.long_lived_rig import claude_frames as sent_types
-from tests.unit.long_lived_rig import conversation_on, installed_cli, turn_stopped_at
+from tests.unit.long_lived_rig import conversation_on, installed_cli
 
 FIXTURES = Path(__file__).parents[3] / "fixtures" / "claude" / "stream"
 BYPASS = NativePermissions.bypass()
@@ -361,16 +361,6 @@ class TestRecordedTranscripts:
         assert first.usage.total_cost_usd == pytest.approx(0.005475)
         assert second.usage.total_cost_usd == pytest.approx(0.0095)
         assert second.usage.tokens.input_tokens == 2000
-        assert peer.unmatched == []
-
-    def test_an_interrupt_during_a_tool_as_recorded(self) -> None:
-        conversation, peer = replay("a2_interrupt")
-        result, events = turn_stopped_at(conversation, "SLOW20 run the slow tool", ev.ToolCall)
-        assert result.interrupted
-        assert events.of_type(ev.ToolResult)[0].failed
-        after = conversation.turn(TurnRequest("TURN-TWO after interrupt"), RecordingEventHandler())
-        assert after.text == "Tool finished."
-        assert not after.interrupted
         assert peer.unmatched == []
 
     def test_permission_allow_with_rewrite_then_deny_as_recorded(self) -> None:

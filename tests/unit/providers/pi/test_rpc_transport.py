@@ -383,18 +383,6 @@ class TestRecordedTranscripts:
         assert first.usage.tokens.input_tokens == 1000
         assert peer.unmatched == []
 
-    def test_an_abort_during_a_tool_as_recorded(self) -> None:
-        conversation, peer = replay("c2_abort_midtool")
-        result, events = turn_stopped_at(conversation, "SLOW20 run the slow tool", ev.ToolCall)
-        assert result.interrupted
-        assert "Command aborted" in events.of_type(ev.ToolResult)[0].stderr
-        after_events = RecordingEventHandler()
-        after = conversation.turn(TurnRequest("TURN-TWO after abort"), after_events)
-        assert after.text == "Reply two."
-        assert not after.interrupted
-        assert after_events.lifecycle("between_turns") == []
-        assert peer.unmatched == []
-
     def test_an_abort_during_streamed_text_as_recorded(self) -> None:
         conversation, _ = replay("c2_abort_midtool")
         turn_stopped_at(conversation, "SLOW20 run the slow tool", ev.ToolCall)
