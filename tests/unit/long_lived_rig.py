@@ -3,8 +3,9 @@
 Every per-transport test (Claude stream, Pi rpc, Codex app-server, the ACP agents) builds the
 same thing: an installed CLI whose every spawn is a scripted fake peer, a transport on it, and
 one conversation of that transport with a turn helper. :func:`installed_cli` is the first,
-:class:`TransportRig` the rest; each transport's tests subclass the rig to choose its peers
-and its transport.
+:class:`TransportRig` the rest; each transport's rig subclasses it to choose its peers and its
+transport. The helpers below it are the scenarios those tests play alike (a turn stopped at
+an event, two conversations sharing a process).
 """
 
 from __future__ import annotations

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import json
 import threading
-import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +21,6 @@ from agentshim.providers.claude.stream_transport import (
     ClaudeStreamConversation,
     ClaudeStreamTransport,
 )
-from agentshim.testing import FakeExecutor
 from agentshim.testing.claude_stream import (
     ClaudePeerTurn,
     ClaudeRecordedPeer,
@@ -31,22 +29,15 @@ from agentshim.testing.claude_stream import (
 )
 from agentshim.testing.process import FakePeer, PeerOutput
 from agentshim.testing.recording import RecordingEventHandler
-from agentshim.transport.installed import InstalledCli
 from tests.unit.long_lived_rig import ClaudeStreamRig as Rig
 from tests.unit.long_lived_rig import claude_frames as sent_types
-from tests.unit.long_lived_rig import conversation_on, installed_cli
+from tests.unit.long_lived_rig import conversation_on
 
 FIXTURES = Path(__file__).parents[3] / "fixtures" / "claude" / "stream"
 BYPASS = NativePermissions.bypass()
 WRITE = NativePermissions.workspace_write()
 SLEEP = {"command": "sleep 30"}
 TOUCH = {"command": "touch x.txt"}
-
-
-def context(
-    peers: Callable[[SpawnRequest], FakePeer], *, monotonic: Callable[[], float] = time.monotonic
-) -> tuple[InstalledCli, FakeExecutor]:
-    return installed_cli("claude", peers, monotonic=monotonic)
 
 
 class TestTurnsOnOneProcess:
