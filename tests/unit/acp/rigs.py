@@ -5,22 +5,24 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Callable, Iterable, Iterator
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 from agentshim.acp.client import AcpTransport
 from agentshim.acp.dialect import AcpDialect
 from agentshim.acp.jsonrpc import Notification, Request, Response, read_message
+from agentshim.core.approvals import ApprovalDecision, ApprovalRequest
 from agentshim.core.conversation import Conversation, ConversationSpec
+from agentshim.core.events import ApprovalAnswered, TurnInterrupted
 from agentshim.core.permissions import ApprovalPolicy, NativePermissions
 from agentshim.core.turn import TurnRequest
 from agentshim.execution.process import SpawnRequest
-from agentshim.providers import get_plugin
 from agentshim.testing import FakeExecutor
 from agentshim.testing.acp import AcpPeer, AcpPeers, AcpPeerTurn, AcpQuirks, AcpRecordedPeer
 from agentshim.testing.process import FakePeer
 from agentshim.testing.recording import RecordingEventHandler
-from agentshim.transport.installed import InstalledCli
+from tests.unit.long_lived_rig import TransportRig, installed_cli
 
 FIXTURES = Path(__file__).parents[2] / "fixtures"
 
@@ -29,22 +31,15 @@ def transport_on(
     provider: str, dialect: AcpDialect, peers: Callable[[SpawnRequest], FakePeer], **options: Any
 ) -> tuple[AcpTransport, FakeExecutor]:
     """``dialect``'s transport, every spawn of which is a peer made by ``peers``."""
-    executor = FakeExecutor(peers=peers)
-    binary = get_plugin(provider).profile.binary
-    ctx = InstalledCli(
-        provider=get_plugin(provider).create_provider(),
-        executor=executor,
-        binary_path=f"/usr/bin/{binary}",
-        env={"PATH": "/usr/bin"},
-    )
+    ctx, executor = installed_cli(provider, peers)
     return AcpTransport(ctx, dialect, **options), executor
 
 
-class Rig:
+class Rig(TransportRig):
     """An ACP transport with ``dialect`` on a scripted fake agent with ``quirks``.
 
     ``transport_options`` go to the transport (``sleep``, timeouts), ``spec`` to its
-    ConversationSpec.
+    ConversationSpec; ``lost`` are sessions the agent no longer has.
     """
 
     def __init__(
@@ -54,35 +49,13 @@ class Rig:
         quirks: AcpQuirks,
         turns: Iterable[AcpPeerTurn],
         *,
-        permissions: NativePermissions | None = None,
-        approvals: object = ApprovalPolicy.DENY,
-        resume: str | None = None,
         lost: Iterable[str] = (),
-        transport_options: dict[str, Any] | None = None,
         **spec: Any,
     ) -> None:
-        self.peers = AcpPeers(turns, quirks=quirks, lost=lost)
-        self.transport, self.executor = transport_on(
-            provider, dialect, self.peers, **(transport_options or {})
+        peers = AcpPeers(turns, quirks=quirks, lost=lost)
+        super().__init__(
+            provider, peers, partial(AcpTransport, dialect=dialect), cwd="/work", **spec
         )
-        self.conversation = self.transport.open(
-            ConversationSpec(
-                permissions=permissions or NativePermissions.bypass(),
-                approvals=approvals,  # type: ignore[arg-type]
-                resume_session_id=resume,
-                cwd="/work",
-                **spec,
-            )
-        )
-
-    def turn(self, prompt: str = "go", **request: Any) -> tuple[Any, RecordingEventHandler]:
-        events = RecordingEventHandler()
-        return self.conversation.turn(TurnRequest(prompt, **request), events), events
-
-    def later(self, seconds: float, action: Callable[[], None]) -> threading.Timer:
-        timer = threading.Timer(seconds, action)
-        timer.start()
-        return timer
 
     @property
     def peer(self) -> AcpPeer:
@@ -154,3 +127,106 @@ def answers(peer: AcpRecordedPeer) -> list[dict[str, Any]]:
     """The outcome of every answer written to a recorded peer."""
     frames = [json.loads(line) for line in peer.written]
     return [frame["result"]["outcome"] for frame in frames if "method" not in frame]
+
+
+def replay_conversation(
+    provider: str,
+    dialect: AcpDialect,
+    case: str,
+    *,
+    permissions: NativePermissions | None = None,
+    approvals: object = ApprovalPolicy.DENY,
+    resume: str | None = None,
+) -> tuple[Conversation, list[AcpRecordedPeer]]:
+    """One conversation in ``/work`` of :func:`replay`'s transport on the recording ``case``.
+
+    It runs with bypass permissions and denies approvals unless told otherwise.
+    """
+    transport, peers = replay(provider, dialect, case)
+    spec = ConversationSpec(
+        permissions=permissions or NativePermissions.bypass(),
+        approvals=approvals,  # type: ignore[arg-type]
+        cwd="/work",
+        resume_session_id=resume,
+    )
+    return transport.open(spec), peers
+
+
+class RecordedMainSession:
+    """``provider``'s recording ``session_main``, replayed as one workspace-write conversation.
+
+    Its approvals are answered as when it was recorded: a ``touch`` is denied, the fourth
+    request (SLOWB's, cancelled while it is pending) interrupts its turn and is then allowed,
+    every other is allowed.
+    """
+
+    def __init__(self, provider: str, dialect: AcpDialect) -> None:
+        self.asked: list[ApprovalRequest] = []
+        self.conversation, self.peers = replay_conversation(
+            provider,
+            dialect,
+            "session_main",
+            permissions=NativePermissions.workspace_write(),
+            approvals=self._decide,
+        )
+
+    def _decide(self, request: ApprovalRequest) -> ApprovalDecision:
+        self.asked.append(request)
+        if "touch" in request.tool:
+            return ApprovalDecision.deny("no")
+        if len(self.asked) == 4:
+            self.conversation.interrupt()
+        return ApprovalDecision.allow()
+
+    def turn(
+        self, prompt: str, *, interrupt_after: float | None = None
+    ) -> tuple[Any, RecordingEventHandler]:
+        """The next recorded turn, interrupted ``interrupt_after`` s in if given."""
+        return turn_on(self.conversation, prompt, interrupt_after=interrupt_after)
+
+    def interrupted_turns(self) -> tuple[RecordingEventHandler, RecordingEventHandler, str]:
+        """Play the recording's three interrupted turns, then the one after them.
+
+        SLOWA is interrupted 0.3 s into its command, SLOWB while its approval is pending, DRIP
+        0.3 s into its stream: each ends interrupted (SLOWA with a TurnInterrupted, SLOWB's
+        approval decided by the interrupt), and the next turn answers as recorded. Returns
+        SLOWA's and SLOWB's events and the text DRIP got out.
+        """
+        slow_a, slow_a_events = self.turn("SLOWA run sleep", interrupt_after=0.3)
+        assert slow_a.interrupted
+        assert slow_a_events.of_type(TurnInterrupted)
+        slow_b, slow_b_events = self.turn("SLOWB run sleep")
+        assert slow_b.interrupted
+        assert slow_b_events.of_type(ApprovalAnswered)[0].decided_by == "interrupted"
+        drip, _ = self.turn("DRIP stream", interrupt_after=0.3)
+        assert drip.interrupted
+        assert self.turn("Say hello after cancel.")[0].text == "Hello from the scripted model."
+        return slow_a_events, slow_b_events, drip.text
+
+    def chosen(self) -> list[str]:
+        """Close the conversation; what :func:`closed_and_chosen` says its answers chose."""
+        return closed_and_chosen(self.conversation, self.peers)
+
+
+def closed_and_chosen(conversation: Conversation, peers: list[AcpRecordedPeer]) -> list[str]:
+    """Close ``conversation``; the option each approval answer to its one recorded peer chose
+    (``cancelled`` for a cancel), once that peer matched every line it was sent."""
+    conversation.close()
+    (peer,) = peers
+    assert peer.unmatched == []
+    return [
+        str(answer["optionId"] if answer["outcome"] == "selected" else answer["outcome"])
+        for answer in answers(peer)
+    ]
+
+
+def turn_after_load(
+    provider: str, dialect: AcpDialect, case: str, resume: str
+) -> tuple[Any, RecordingEventHandler]:
+    """The turn a recorded session that reopened ``resume`` ran (its prompt is always the same),
+    its conversation closed after it."""
+    conversation, _ = replay_conversation(provider, dialect, case, resume=resume)
+    try:
+        return turn_on(conversation, "Say hello after load.")
+    finally:
+        conversation.close()

@@ -13,7 +13,7 @@ import pytest
 from agentshim import Agent
 from agentshim.acp.client import AcpTransport
 from agentshim.core.approvals import ApprovalDecision, ApprovalRequest
-from agentshim.core.conversation import ConversationSpec, TransportKind
+from agentshim.core.conversation import ConversationSpec
 from agentshim.core.errors import (
     ApprovalRequiredError,
     CliDiedError,
@@ -22,7 +22,6 @@ from agentshim.core.errors import (
     FailureKind,
     InvalidRequestError,
     ProviderCapabilityError,
-    SessionResumeError,
     TurnStalledError,
 )
 from agentshim.core.events import (
@@ -30,8 +29,6 @@ from agentshim.core.events import (
     ApprovalRequested,
     AssistantText,
     CommandsAvailable,
-    RunStarted,
-    SessionStarted,
     ToolCall,
     ToolResult,
     TurnInterrupted,
@@ -47,6 +44,7 @@ from agentshim.testing import FakeClock, FakeExecutor
 from agentshim.testing.acp import GEMINI_QUIRKS, AcpPeer, AcpPeers, AcpPeerTurn, AcpQuirks
 from agentshim.testing.process import FakePeer, SilentPeer
 from agentshim.testing.recording import RecordingEventHandler
+from tests.unit.session.helpers import stream_agent
 
 from .rigs import Rig as AcpRig
 from .rigs import methods, transport_on
@@ -80,36 +78,6 @@ class Rig(AcpRig):
 
 
 class TestTurnsOnOneProcess:
-    def test_two_turns_run_on_one_process_in_one_session(self) -> None:
-        rig = Rig([AcpPeerTurn("one"), AcpPeerTurn("two")])
-        first, events1 = rig.turn("first")
-        second, events2 = rig.turn("second")
-        assert (first.text, second.text) == ("one", "two")
-        assert len(rig.executor.spawned) == 1
-        assert (first.resumed, second.resumed) == (False, True)
-        assert first.session_id == second.session_id == rig.conversation.session_id
-        assert events1.of_type(SessionStarted) == [SessionStarted(first.session_id)]
-        assert not events2.of_type(RunStarted)
-        assert methods(rig.peer) == [
-            "initialize",
-            "session/new",
-            "session/prompt",
-            "session/prompt",
-        ]
-
-    def test_argv_is_acp_with_the_approval_mode_and_never_the_prompt(self) -> None:
-        rig = Rig([AcpPeerTurn("ok")], model="gemini-2.5-pro")
-        rig.turn("a secret prompt")
-        argv = list(rig.executor.spawned[0].argv)
-        assert argv == [
-            "/usr/bin/gemini",
-            "--acp",
-            "--model",
-            "gemini-2.5-pro",
-            "--approval-mode",
-            "yolo",
-        ]
-
     @pytest.mark.parametrize(
         ("permissions", "mode"),
         [
@@ -201,23 +169,6 @@ class TestTurnsOnOneProcess:
             "ran echo hello",
             0,
         )
-
-    @pytest.mark.parametrize(
-        "request_fields",
-        [
-            {"env": {"A": "1"}},
-            {"extra_args": ("--x",)},
-            {"cwd": "/elsewhere"},
-            {"reasoning_effort": "high"},
-        ],
-    )
-    def test_a_turn_cannot_change_what_the_process_was_started_with(
-        self, request_fields: dict[str, Any]
-    ) -> None:
-        rig = Rig([AcpPeerTurn("never")])
-        with pytest.raises(ProviderCapabilityError, match="cannot change"):
-            rig.turn(**request_fields)
-        assert rig.executor.spawned == []
 
     def test_a_model_the_agent_does_not_offer_is_refused(self) -> None:
         rig = Rig([AcpPeerTurn("never")])
@@ -424,14 +375,6 @@ class TestFailures:
         assert rig.waits.waits == [pytest.approx(51.0)]
         assert events.lifecycle("load_deferred")
 
-    def test_a_session_the_agent_lost_raises_session_resume_error(self) -> None:
-        gone = "c0de0000-0000-4000-8000-00000000dead"
-        rig = Rig([AcpPeerTurn("never")], resume=gone, lost=[gone])
-        with pytest.raises(SessionResumeError) as caught:
-            rig.turn()
-        assert caught.value.session_id == gone
-        assert rig.waits.waits == []  # not a session this client made: no wait
-
     def test_an_agent_request_we_do_not_offer_is_refused_and_fails_the_turn(self) -> None:
         class AsksToRead(AcpPeer):
             def on_stdin(self, line: str) -> Iterable[Any]:
@@ -527,16 +470,7 @@ class TestRefusals:
 
 
 def gemini_agent(peers: AcpPeers) -> tuple[Agent, FakeExecutor]:
-    executor = FakeExecutor(peers=peers, binaries={"gemini": "/usr/bin/gemini"})
-    agent = Agent(
-        "gemini",
-        executor=executor,
-        env={"PATH": "/usr/bin"},
-        permissions=BYPASS,
-        approvals=ApprovalPolicy.DENY,
-        transport=TransportKind.LONG_LIVED,
-    )
-    return agent, executor
+    return stream_agent("gemini", peers)
 
 
 class TestGeminiStreamSessions:

@@ -14,22 +14,16 @@ from agentshim.core.turn import TurnRequest
 from agentshim.providers.copilot.acp import COPILOT_ACP
 from agentshim.providers.gemini.acp import GEMINI_ACP
 from agentshim.providers.opencode.acp import OPENCODE_ACP
-from agentshim.testing.acp import (
-    COPILOT_QUIRKS,
-    GEMINI_QUIRKS,
-    OPENCODE_QUIRKS,
-    AcpPeers,
-    AcpPeerTurn,
-    AcpQuirks,
-)
+from agentshim.testing import acp as fake_acp
+from agentshim.testing.acp import AcpPeers, AcpPeerTurn, AcpQuirks
 from agentshim.testing.recording import RecordingEventHandler
 
 from .rigs import transport_on
 
 DIALECTS = [
-    pytest.param("gemini", GEMINI_ACP, GEMINI_QUIRKS, id="gemini"),
-    pytest.param("opencode", OPENCODE_ACP, OPENCODE_QUIRKS, id="opencode"),
-    pytest.param("copilot", COPILOT_ACP, COPILOT_QUIRKS, id="copilot"),
+    pytest.param("gemini", GEMINI_ACP, fake_acp.GEMINI_QUIRKS, id="gemini"),
+    pytest.param("opencode", OPENCODE_ACP, fake_acp.OPENCODE_QUIRKS, id="opencode"),
+    pytest.param("copilot", COPILOT_ACP, fake_acp.COPILOT_QUIRKS, id="copilot"),
 ]
 
 

@@ -28,24 +28,29 @@ BYPASS = NativePermissions.bypass()
 
 
 def agent_on(
-    peers: Any,
-    *,
-    transport: TransportKind = TransportKind.LONG_LIVED,
-    permissions: NativePermissions = BYPASS,
-    **config: Any,
+    peers: Any, *, name: str = "fake", catalog: Any = None, **options: Any
 ) -> tuple[Agent, FakeExecutor]:
+    """An Agent on the ACP agent ``name`` of ``catalog``, its ``fake-agent`` played by ``peers``.
+
+    The catalog is by default the agent ``fake`` run as ``fake-agent --acp``; the Agent asks
+    nothing (bypass permissions, approvals denied) and keeps its process, unless ``options``
+    say otherwise.
+    """
     executor = FakeExecutor(peers=peers, binaries={"fake-agent": "/usr/bin/fake-agent"})
-    catalog = acp_catalog(AcpAgentConfig(name="fake", command="fake-agent --acp", **config))
-    agent = Agent(
-        "fake",
-        executor=executor,
-        env={"PATH": "/usr/bin"},
-        permissions=permissions,
-        approvals=ApprovalPolicy.DENY,
-        transport=transport,
-        catalog=catalog,
-    )
-    return agent, executor
+    settings: dict[str, Any] = {
+        "env": {"PATH": "/usr/bin"},
+        "permissions": BYPASS,
+        "approvals": ApprovalPolicy.DENY,
+        "transport": TransportKind.LONG_LIVED,
+        **options,
+    }
+    catalog = catalog or fake_catalog()
+    return Agent(name, executor=executor, catalog=catalog, **settings), executor
+
+
+def fake_catalog(**config: Any) -> Any:
+    """The catalog of the ACP agent ``fake``, run as ``fake-agent --acp`` with ``config``."""
+    return acp_catalog(AcpAgentConfig(name="fake", command="fake-agent --acp", **config))
 
 
 PLUGIN = acp_plugin(AcpAgentConfig(name="my-agent", command=["fake-agent", "--acp"]))
@@ -58,15 +63,7 @@ def test_an_acp_agent_registers_as_an_entry_point_plugin() -> None:
     catalog = discover(DEFAULT_CATALOG, log=logged.append, found=[point])
     assert logged == []
     peers = AcpPeers([AcpPeerTurn("hello")], quirks=AcpQuirks())
-    executor = FakeExecutor(peers=peers, binaries={"fake-agent": "/usr/bin/fake-agent"})
-    agent = Agent(
-        "my-agent",
-        executor=executor,
-        env={"PATH": "/usr/bin"},
-        permissions=BYPASS,
-        approvals=ApprovalPolicy.DENY,
-        catalog=catalog,
-    )
+    agent, _ = agent_on(peers, name="my-agent", catalog=catalog, transport=None)
     with agent.start_session() as session:
         assert session.turn("hi").result.text == "hello"
 
@@ -110,8 +107,8 @@ class TestStream:
         peers = AcpPeers([AcpPeerTurn("one")], quirks=AcpQuirks())
         agent, _ = agent_on(
             peers,
+            catalog=fake_catalog(permission_modes={NativeMode.READ_ONLY: "plan"}),
             permissions=NativePermissions.read_only(),
-            permission_modes={NativeMode.READ_ONLY: "plan"},
         )
         with agent.start_session() as session:
             session.turn("a")
@@ -154,14 +151,11 @@ class TestOneShot:
 
     def test_one_shot_turns_take_an_approval_handler(self) -> None:
         peers = AcpPeers([AcpPeerTurn("ok", tool="touch x", ask=True)], quirks=AcpQuirks())
-        executor = FakeExecutor(peers=peers, binaries={"fake-agent": "/usr/bin/fake-agent"})
-        agent = Agent(
-            "fake",
-            executor=executor,
-            env={"PATH": "/usr/bin"},
+        agent, _ = agent_on(
+            peers,
+            transport=None,
             permissions=NativePermissions.workspace_write(),
             approvals=lambda request: ApprovalDecision.allow(),
-            catalog=acp_catalog(AcpAgentConfig(name="fake", command="fake-agent")),
         )
         with agent.start_session() as session:
             assert session.turn("a").result.text == "ok"

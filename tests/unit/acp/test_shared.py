@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import pytest
@@ -13,8 +13,7 @@ from agentshim import Agent
 from agentshim.acp.client import AcpTransport
 from agentshim.acp.dialect import AcpDialect
 from agentshim.core.conversation import ConversationSpec, TransportKind
-from agentshim.core.errors import CliDiedError, InvalidRequestError, ProviderCapabilityError
-from agentshim.core.events import AgentEvent
+from agentshim.core.errors import InvalidRequestError, ProviderCapabilityError
 from agentshim.core.permissions import ApprovalPolicy, NativePermissions
 from agentshim.core.turn import TurnRequest
 from agentshim.execution.process import SpawnRequest
@@ -23,26 +22,23 @@ from agentshim.providers.copilot.acp import COPILOT_ACP
 from agentshim.providers.gemini.acp import GEMINI_ACP
 from agentshim.providers.opencode.acp import OPENCODE_ACP
 from agentshim.testing import FakeExecutor
-from agentshim.testing.acp import (
-    COPILOT_QUIRKS,
-    GEMINI_QUIRKS,
-    OPENCODE_QUIRKS,
-    AcpPeers,
-    AcpPeerTurn,
-    AcpQuirks,
-)
+from agentshim.testing import acp as fake_acp
+from agentshim.testing.acp import AcpPeers, AcpPeerTurn, AcpQuirks
 from agentshim.testing.process import FakePeer, GateMarker, PeerOutput, ReplayGates
 from agentshim.transport.installed import InstalledCli
 from agentshim.transport.shared import ProcessSharing
+from tests.unit.long_lived_rig import bypass_spec as spec
+from tests.unit.long_lived_rig import ignore, interrupt_the_second, take_turns
+from tests.unit.long_lived_rig import sent_to as sent
 from tests.unit.session.helpers import stream_agent
 
 from .rigs import transport_on
 
 BYPASS = NativePermissions.bypass()
 AGENTS = {
-    "gemini": (GEMINI_ACP, GEMINI_QUIRKS),
-    "opencode": (OPENCODE_ACP, OPENCODE_QUIRKS),
-    "copilot": (COPILOT_ACP, COPILOT_QUIRKS),
+    "gemini": (GEMINI_ACP, fake_acp.GEMINI_QUIRKS),
+    "opencode": (OPENCODE_ACP, fake_acp.OPENCODE_QUIRKS),
+    "copilot": (COPILOT_ACP, fake_acp.COPILOT_QUIRKS),
 }
 
 
@@ -57,29 +53,12 @@ def shared(
     return transport, executor, peers
 
 
-def spec(resume: str | None = None) -> ConversationSpec:
-    return ConversationSpec(
-        permissions=BYPASS, approvals=ApprovalPolicy.DENY, resume_session_id=resume
-    )
-
-
-def ignore() -> Callable[[AgentEvent], None]:
-    return [].append
-
-
-def sent(peers: AcpPeers, method: str) -> list[dict[str, Any]]:
-    return [m for peer in peers.peers for m in peer.received if m.get("method") == method]
-
-
 @pytest.mark.parametrize("provider", sorted(AGENTS))
 def test_two_conversations_are_two_sessions_on_one_process(provider: str) -> None:
     transport, executor, peers = shared(
         provider, [AcpPeerTurn("a1"), AcpPeerTurn("b1"), AcpPeerTurn("a2")]
     )
-    first, second = transport.open(spec()), transport.open(spec())
-    assert first.turn(TurnRequest("one"), ignore()).text == "a1"
-    assert second.turn(TurnRequest("two"), ignore()).text == "b1"
-    assert first.turn(TurnRequest("three"), ignore()).text == "a2"
+    first, second = take_turns(transport)
     assert len(executor.spawned) == 1
     assert len(sent(peers, "initialize")) == 1
     assert len(sent(peers, "session/new")) == 2
@@ -99,39 +78,14 @@ def test_two_conversations_are_two_sessions_on_one_process(provider: str) -> Non
 
 def test_a_cancel_names_only_the_interrupted_session() -> None:
     transport, _, peers = shared("gemini", [AcpPeerTurn("a1"), AcpPeerTurn("hang", hang=True)])
-    quiet, interrupted = transport.open(spec()), transport.open(spec())
-    quiet.turn(TurnRequest("one"), ignore())
-    timer = threading.Timer(0.2, interrupted.interrupt)
-    timer.start()
-    result = interrupted.turn(TurnRequest("two"), ignore())
-    timer.join()
-    assert result.interrupted
+    _, interrupted = interrupt_the_second(transport)
     cancels = [m["params"]["sessionId"] for m in sent(peers, "session/cancel")]
     assert cancels == [interrupted.session_id]
 
 
-def test_a_dead_shared_process_fails_the_running_turn_and_both_load_on_a_new_one() -> None:
-    turns = [AcpPeerTurn("a1"), AcpPeerTurn("hang", hang=True), AcpPeerTurn("b2")]
-    transport, executor, peers = shared("opencode", [*turns, AcpPeerTurn("a2")])
-    first, second = transport.open(spec()), transport.open(spec())
-    first.turn(TurnRequest("one"), ignore())
-    timer = threading.Timer(0.2, executor.processes[0].kill)
-    timer.start()
-    with pytest.raises(CliDiedError):
-        second.turn(TurnRequest("two"), ignore())
-    timer.join()
-    assert second.turn(TurnRequest("three"), ignore()).text == "b2"
-    assert first.turn(TurnRequest("four"), ignore()).text == "a2"
-    assert len(executor.spawned) == 2
-    loaded = [m["params"]["sessionId"] for m in sent(peers, OPENCODE_ACP.attach)]
-    assert sorted(loaded) == sorted([first.session_id, second.session_id])
-    first.close()
-    second.close()
-
-
 def test_conversations_with_other_process_wide_settings_get_other_processes() -> None:
     dialect: AcpDialect = GEMINI_ACP
-    quirks: AcpQuirks = GEMINI_QUIRKS
+    quirks: AcpQuirks = fake_acp.GEMINI_QUIRKS
     peers = AcpPeers([AcpPeerTurn("a"), AcpPeerTurn("b")], quirks=quirks)
     transport, executor = transport_on("gemini", dialect, peers, sharing=ProcessSharing())
     bypass = transport.open(spec())
@@ -147,16 +101,7 @@ def test_conversations_with_other_process_wide_settings_get_other_processes() ->
 
 def test_an_agent_with_share_processes_runs_its_sessions_on_one_process() -> None:
     peers = AcpPeers([AcpPeerTurn("a"), AcpPeerTurn("b")])
-    executor = FakeExecutor(peers=peers, binaries={"gemini": "/usr/bin/gemini"})
-    agent = Agent(
-        "gemini",
-        executor=executor,
-        env={"PATH": "/usr/bin"},
-        permissions=BYPASS,
-        approvals=ApprovalPolicy.DENY,
-        transport=TransportKind.LONG_LIVED,
-        share_processes=ProcessSharing(),
-    )
+    agent, executor = stream_agent("gemini", peers, share_processes=ProcessSharing())
     with agent.start_session() as first, agent.start_session() as second:
         assert first.turn("one").result.text == "a"
         assert second.turn("two").result.text == "b"
@@ -172,14 +117,10 @@ def test_an_agent_with_share_processes_runs_its_sessions_on_one_process() -> Non
 def test_share_processes_is_refused_where_a_process_serves_one_conversation(
     provider: str, kind: TransportKind | None
 ) -> None:
-    executor = FakeExecutor(binaries={provider: f"/usr/bin/{provider}"})
     with pytest.raises(ProviderCapabilityError, match="share_processes"):
-        Agent(
+        stream_agent(
             provider,
-            executor=executor,
-            env={"PATH": "/usr/bin"},
-            permissions=BYPASS,
-            approvals=ApprovalPolicy.DENY,
+            None,
             transport=kind or TransportKind.ONE_SHOT,
             share_processes=ProcessSharing(),
         )
@@ -198,7 +139,7 @@ def sharing_agent(provider: str, peers: AcpPeers, **options: Any) -> tuple[Agent
 
 class TestWarmPool:
     def test_a_prewarmed_process_serves_the_first_turn_of_a_new_session(self) -> None:
-        peers = AcpPeers([AcpPeerTurn("a")], quirks=OPENCODE_QUIRKS)
+        peers = AcpPeers([AcpPeerTurn("a")], quirks=fake_acp.OPENCODE_QUIRKS)
         agent, executor = sharing_agent("opencode", peers, share_processes=ProcessSharing())
         agent.prewarm()
         assert len(executor.spawned) == 1
@@ -216,7 +157,7 @@ class TestWarmPool:
         assert executor.processes[0].returncode is not None
 
     def test_prewarm_starts_up_to_max_processes(self) -> None:
-        peers = AcpPeers([], quirks=COPILOT_QUIRKS)
+        peers = AcpPeers([], quirks=fake_acp.COPILOT_QUIRKS)
         agent, executor = sharing_agent(
             "copilot", peers, share_processes=ProcessSharing(max_processes=2)
         )

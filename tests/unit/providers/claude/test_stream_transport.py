@@ -2,41 +2,17 @@
 
 from __future__ import annotations
 
-import gc
 import json
 import threading
-import time
-import tracemalloc
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from agentshim.core import errors
+from agentshim.core import events as ev
 from agentshim.core.approvals import ApprovalDecision, ApprovalRequest
-from agentshim.core.conversation import ConversationSpec, TurnStop
-from agentshim.core.errors import (
-    ApprovalRequiredError,
-    CliDiedError,
-    CliExitError,
-    FailureKind,
-    ProviderCapabilityError,
-    TurnFailedError,
-    TurnStalledError,
-)
-from agentshim.core.events import (
-    AgentEvent,
-    ApprovalAnswered,
-    ApprovalRequested,
-    AssistantText,
-    Lifecycle,
-    RawOutput,
-    RunStarted,
-    ToolResult,
-    TurnInterrupted,
-    UsageReport,
-    UsageScope,
-)
 from agentshim.core.permissions import ApprovalPolicy, NativePermissions
 from agentshim.core.turn import TurnRequest
 from agentshim.execution.process import ProcessExited, SpawnRequest, StdoutLine
@@ -45,7 +21,6 @@ from agentshim.providers.claude.stream_transport import (
     ClaudeStreamConversation,
     ClaudeStreamTransport,
 )
-from agentshim.testing import FakeExecutor
 from agentshim.testing.claude_stream import (
     ClaudePeerTurn,
     ClaudeRecordedPeer,
@@ -54,7 +29,9 @@ from agentshim.testing.claude_stream import (
 )
 from agentshim.testing.process import FakePeer, PeerOutput
 from agentshim.testing.recording import RecordingEventHandler
-from agentshim.transport.installed import InstalledCli
+from tests.unit.long_lived_rig import ClaudeStreamRig as Rig
+from tests.unit.long_lived_rig import claude_frames as sent_types
+from tests.unit.long_lived_rig import conversation_on
 
 FIXTURES = Path(__file__).parents[3] / "fixtures" / "claude" / "stream"
 BYPASS = NativePermissions.bypass()
@@ -63,82 +40,7 @@ SLEEP = {"command": "sleep 30"}
 TOUCH = {"command": "touch x.txt"}
 
 
-def context(
-    peers: Callable[[SpawnRequest], FakePeer], *, monotonic: Callable[[], float] = time.monotonic
-) -> tuple[InstalledCli, FakeExecutor]:
-    executor = FakeExecutor(peers=peers)
-    ctx = InstalledCli(
-        provider=ClaudeProvider(),
-        executor=executor,
-        binary_path="/usr/bin/claude",
-        env={"PATH": "/usr/bin"},
-        monotonic=monotonic,
-    )
-    return ctx, executor
-
-
-class Rig:
-    """A stream transport on a scripted fake Claude Code."""
-
-    def __init__(
-        self,
-        turns: Iterable[ClaudePeerTurn],
-        *,
-        permissions: NativePermissions = BYPASS,
-        approvals: object = ApprovalPolicy.DENY,
-        resume: str | None = None,
-        monotonic: Callable[[], float] = time.monotonic,
-        interrupt_grace: float = 10.0,
-        **spec: Any,
-    ) -> None:
-        self.peers = ClaudeStreamPeers(turns)
-        ctx, self.executor = context(self.peers, monotonic=monotonic)
-        self.transport = ClaudeStreamTransport(ctx, interrupt_grace=interrupt_grace)
-        self.conversation = self.transport.open(
-            ConversationSpec(
-                permissions=permissions,
-                approvals=approvals,  # type: ignore[arg-type]
-                resume_session_id=resume,
-                **spec,
-            )
-        )
-
-    def turn(self, prompt: str = "go", **request: Any) -> tuple[Any, RecordingEventHandler]:
-        events = RecordingEventHandler()
-        return self.conversation.turn(TurnRequest(prompt, **request), events), events
-
-    def later(self, seconds: float, action: Callable[[], None]) -> threading.Timer:
-        timer = threading.Timer(seconds, action)
-        timer.start()
-        return timer
-
-    @property
-    def peer(self) -> ClaudeStreamPeer:
-        return self.peers.peers[-1]
-
-
-def sent_types(peer: ClaudeStreamPeer) -> list[str]:
-    out: list[str] = []
-    for frame in peer.received:
-        body = frame.get("request")
-        subtype = body.get("subtype") if isinstance(body, dict) else None
-        out.append(f"{frame['type']}:{subtype}" if subtype else str(frame["type"]))
-    return out
-
-
 class TestTurnsOnOneProcess:
-    def test_two_turns_run_on_one_process_and_continue_one_conversation(self) -> None:
-        rig = Rig([ClaudePeerTurn("one"), ClaudePeerTurn("two")])
-        first, _ = rig.turn("first")
-        second, events = rig.turn("second")
-        assert (first.text, second.text) == ("one", "two")
-        assert len(rig.executor.spawned) == 1
-        assert not first.resumed
-        assert second.resumed
-        assert first.session_id == second.session_id == rig.conversation.session_id
-        assert not events.of_type(RunStarted), "the second turn started a process"
-        assert sent_types(rig.peer) == ["user", "user"]
-
     def test_argv_is_stream_json_both_ways_and_never_holds_the_prompt(self) -> None:
         rig = Rig([ClaudePeerTurn("ok")])
         rig.turn("a secret prompt")
@@ -162,10 +64,12 @@ class TestTurnsOnOneProcess:
         assert first.usage.total_cost_usd == pytest.approx(0.25)
         assert second.usage.total_cost_usd == pytest.approx(0.5)
         assert second.cost_usd == pytest.approx(0.5)
-        reports = events.of_type(UsageReport)
-        assert [r.cost_usd for r in reports if r.scope is UsageScope.TURN] == [pytest.approx(0.5)]
+        reports = events.of_type(ev.UsageReport)
+        assert [r.cost_usd for r in reports if r.scope is ev.UsageScope.TURN] == [
+            pytest.approx(0.5)
+        ]
         # The model call's report comes first, without a cost of its own.
-        assert [r.cost_usd for r in reports if r.scope is UsageScope.CALL] == [None]
+        assert [r.cost_usd for r in reports if r.scope is ev.UsageScope.CALL] == [None]
         assert second.usage.tokens.output_tokens == 20
 
     def test_a_turn_may_switch_the_model_in_band(self) -> None:
@@ -199,78 +103,15 @@ class TestTurnsOnOneProcess:
             peers.append(Refuses(family, "refuses-1", request.argv))
             return peers[-1]
 
-        ctx, _ = context(spawn)
-        conversation = ClaudeStreamTransport(ctx).open(
-            ConversationSpec(permissions=BYPASS, approvals=ApprovalPolicy.DENY)
-        )
-        with pytest.raises(TurnFailedError) as caught:
+        conversation = conversation_on("claude", ClaudeStreamTransport, spawn)
+        with pytest.raises(errors.TurnFailedError) as caught:
             conversation.turn(TurnRequest("go", model="claude-nope"), RecordingEventHandler())
-        assert caught.value.kind is FailureKind.MODEL
+        assert caught.value.kind is errors.FailureKind.MODEL
         assert sent_types(peers[0]) == ["control_request:set_model"]
         assert conversation.turn(TurnRequest("go"), RecordingEventHandler()).text == "still here"
 
-    @pytest.mark.parametrize(
-        "request_fields",
-        [
-            {"env": {"A": "1"}},
-            {"extra_args": ["--bare"]},
-            {"cwd": "/elsewhere"},
-            {"reasoning_effort": "high"},
-        ],
-    )
-    def test_what_a_running_process_cannot_change_is_refused_before_anything_is_sent(
-        self, request_fields: dict[str, Any]
-    ) -> None:
-        rig = Rig([ClaudePeerTurn("never")])
-        with pytest.raises(ProviderCapabilityError, match="ONE_SHOT"):
-            rig.turn(**request_fields)
-        assert rig.executor.spawned == []
-
-    def test_a_thousand_turns_keep_memory_and_threads_flat(self) -> None:
-        rig = Rig([ClaudePeerTurn(f"t{n}") for n in range(1000)])
-        threads = threading.active_count()
-        for _ in range(50):
-            rig.turn()
-        gc.collect()
-        tracemalloc.start()
-        try:
-            before, _ = tracemalloc.get_traced_memory()
-            for _ in range(950):
-                rig.turn()
-            gc.collect()
-            after, _ = tracemalloc.get_traced_memory()
-        finally:
-            tracemalloc.stop()
-        assert threading.active_count() == threads
-        assert len(rig.executor.spawned) == 1
-        # The fake peer keeps every frame it received (about 0.3 KB a turn); the transport
-        # itself must keep nothing per turn.
-        assert after - before < 950 * 1024, after - before
-
 
 class TestInterrupt:
-    def test_interrupt_mid_tool_returns_interrupted_and_the_next_turn_uses_the_same_process(
-        self,
-    ) -> None:
-        rig = Rig(
-            [ClaudePeerTurn(tool="Bash", tool_input=SLEEP, hang=True), ClaudePeerTurn("next")]
-        )
-        timer = rig.later(0.1, rig.conversation.interrupt)
-        started = time.monotonic()
-        result, events = rig.turn()
-        timer.cancel()
-        assert time.monotonic() - started < 5
-        assert result.interrupted
-        assert events.of_type(TurnInterrupted)
-        rejected = events.of_type(ToolResult)
-        assert rejected
-        assert rejected[0].failed
-        after, _ = rig.turn()
-        assert after.text == "next"
-        assert not after.interrupted
-        assert len(rig.executor.spawned) == 1
-        assert sent_types(rig.peer) == ["user", "control_request:interrupt", "user"]
-
     def test_interrupt_mid_stream_returns_interrupted(self) -> None:
         rig = Rig([ClaudePeerTurn(hang=True), ClaudePeerTurn("next")])
         timer = rig.later(0.1, rig.conversation.interrupt)
@@ -280,15 +121,6 @@ class TestInterrupt:
         assert result.text == ""
         assert "[Request interrupted by user]" in events.lifecycle("user_message")
         assert rig.turn()[0].text == "next"
-
-    def test_interrupt_while_idle_sends_nothing(self) -> None:
-        rig = Rig([ClaudePeerTurn("a"), ClaudePeerTurn("b")])
-        rig.turn()
-        rig.conversation.interrupt()
-        result, _ = rig.turn()
-        assert result.text == "b"
-        assert not result.interrupted
-        assert sent_types(rig.peer) == ["user", "user"]
 
     def test_interrupt_while_a_permission_answer_is_pending(self) -> None:
         holder: list[ClaudeStreamConversation] = []
@@ -346,7 +178,10 @@ class TestApprovals:
         assert seen[0].tool_id is not None
         assert rig.peer.answers == [{"behavior": "allow", "updatedInput": TOUCH}]
         assert result.text == "after the tool"
-        requested, answered = events.of_type(ApprovalRequested), events.of_type(ApprovalAnswered)
+        requested, answered = (
+            events.of_type(ev.ApprovalRequested),
+            events.of_type(ev.ApprovalAnswered),
+        )
         assert requested[0].tool_id == answered[0].tool_id == seen[0].tool_id
         assert answered[0].allowed
         assert answered[0].decided_by == "handler"
@@ -355,15 +190,15 @@ class TestApprovals:
         rewritten = {"command": "touch y.txt"}
         rig, _, events = self.run(lambda request: ApprovalDecision.allow(rewritten))
         assert rig.peer.answers == [{"behavior": "allow", "updatedInput": rewritten}]
-        tool_output = events.of_type(ToolResult)[0].stdout
+        tool_output = events.of_type(ev.ToolResult)[0].stdout
         assert "touch y.txt" in tool_output
         assert "x.txt" not in tool_output
-        assert events.of_type(ApprovalAnswered)[0].args == rewritten
+        assert events.of_type(ev.ApprovalAnswered)[0].args == rewritten
 
     def test_a_deny_reaches_the_agent_as_the_tools_error(self) -> None:
         rig, result, events = self.run(lambda request: ApprovalDecision.deny("not today"))
         assert rig.peer.answers == [{"behavior": "deny", "message": "not today"}]
-        failed = events.of_type(ToolResult)[0]
+        failed = events.of_type(ev.ToolResult)[0]
         assert failed.failed
         assert "not today" in failed.stderr
         assert not result.interrupted
@@ -371,7 +206,7 @@ class TestApprovals:
     def test_policy_deny_answers_without_a_handler(self) -> None:
         rig, result, events = self.run(ApprovalPolicy.DENY)
         assert rig.peer.answers[0]["behavior"] == "deny"
-        assert events.of_type(ApprovalAnswered)[0].decided_by == "policy"
+        assert events.of_type(ev.ApprovalAnswered)[0].decided_by == "policy"
         assert result.text == "after the tool"
 
     def test_policy_fail_turn_denies_stops_the_turn_and_keeps_the_conversation(self) -> None:
@@ -380,7 +215,7 @@ class TestApprovals:
             permissions=WRITE,
             approvals=ApprovalPolicy.FAIL_TURN,
         )
-        with pytest.raises(ApprovalRequiredError) as caught:
+        with pytest.raises(errors.ApprovalRequiredError) as caught:
             rig.turn()
         assert caught.value.tool == "Bash"
         assert rig.peer.answers[0]["behavior"] == "deny"
@@ -396,7 +231,7 @@ class TestApprovals:
         rig, _, events = self.run(never, permissions=NativePermissions.read_only())
         assert asked == []
         assert rig.peer.answers[0]["behavior"] == "deny"
-        assert events.of_type(ApprovalAnswered)[0].decided_by == "read_only"
+        assert events.of_type(ev.ApprovalAnswered)[0].decided_by == "read_only"
         argv = list(rig.executor.spawned[0].argv)
         assert argv[argv.index("--permission-mode") + 1] == "default"
 
@@ -434,19 +269,6 @@ class TestSteer:
         assert events.lifecycle("steered") == ["also say banana"]
         assert result.interrupted
 
-    def test_no_text_is_ever_written_as_a_broken_line(self) -> None:
-        rig = Rig([ClaudePeerTurn(hang=True)])
-        awkward = 'line\nbreak \u2028 sep \ud800 lone \x00 nul "quote"'
-
-        def steer() -> None:
-            rig.conversation.steer(awkward)
-            rig.conversation.interrupt()
-
-        timer = rig.later(0.1, steer)
-        rig.turn()
-        timer.cancel()
-        assert rig.peer.steered == [awkward]
-
 
 class TestFailures:
     def test_an_api_error_result_is_classified_and_keeps_the_process(self) -> None:
@@ -458,30 +280,20 @@ class TestFailures:
                 ClaudePeerTurn("fine"),
             ]
         )
-        with pytest.raises(CliExitError) as caught:
+        with pytest.raises(errors.CliExitError) as caught:
             rig.turn()
-        assert caught.value.kind is FailureKind.AUTH
+        assert caught.value.kind is errors.FailureKind.AUTH
         assert rig.turn()[0].text == "fine"
         assert len(rig.executor.spawned) == 1
 
     def test_a_stalled_turn_reports_the_silence_that_stopped_it(self) -> None:
         # The interrupt's answer comes at once; the error is about the silence before it.
         rig = Rig([ClaudePeerTurn(tool="Bash", tool_input=SLEEP, hang=True)], stall_timeout=0.2)
-        with pytest.raises(TurnStalledError) as caught:
+        with pytest.raises(errors.TurnStalledError) as caught:
             rig.turn()
         assert caught.value.silent_s is not None
         assert caught.value.silent_s >= 0.2
         assert "printed nothing for 0.2 s" in str(caught.value)
-
-    def test_close_ends_the_process_with_stdin_eof(self) -> None:
-        rig = Rig([ClaudePeerTurn("a")])
-        rig.turn()
-        rig.conversation.close()
-        rig.conversation.close()
-        process = rig.executor.processes[0]
-        assert process.stdin_closed
-        assert process.returncode == 0
-        assert process.terminate_calls == 0
 
 
 class TestBetweenTurns:
@@ -510,15 +322,14 @@ class TestBetweenTurns:
                 return out
 
         family = ClaudeStreamPeers([ClaudePeerTurn("first"), ClaudePeerTurn("second")])
-        ctx, _ = context(lambda request: Wakes(family, "wakes-1", request.argv))
-        conversation = ClaudeStreamTransport(ctx).open(
-            ConversationSpec(permissions=BYPASS, approvals=ApprovalPolicy.DENY)
+        conversation = conversation_on(
+            "claude", ClaudeStreamTransport, lambda request: Wakes(family, "wakes-1", request.argv)
         )
         assert conversation.turn(TurnRequest("1"), RecordingEventHandler()).text == "first"
         events = RecordingEventHandler()
         second = conversation.turn(TurnRequest("2"), events)
         assert second.text == "second"
-        assert [e.text for e in events.of_type(AssistantText)] == ["second"]
+        assert [e.text for e in events.of_type(ev.AssistantText)] == ["second"]
         between = events.lifecycle("between_turns")
         assert len(between) == 2
         assert "BACKGROUND" in between[0]
@@ -526,15 +337,7 @@ class TestBetweenTurns:
 
 def replay(case: str, **spec: Any) -> tuple[ClaudeStreamConversation, ClaudeRecordedPeer]:
     peer = ClaudeRecordedPeer(FIXTURES / f"{case}.transcript.jsonl")
-    ctx, _ = context(lambda request: peer)
-    conversation = ClaudeStreamTransport(ctx).open(
-        ConversationSpec(
-            permissions=spec.pop("permissions", BYPASS),
-            approvals=spec.pop("approvals", ApprovalPolicy.DENY),
-            **spec,
-        )
-    )
-    return conversation, peer
+    return conversation_on("claude", ClaudeStreamTransport, lambda request: peer, **spec), peer
 
 
 class TestRecordedTranscripts:
@@ -551,24 +354,6 @@ class TestRecordedTranscripts:
         assert second.usage.tokens.input_tokens == 2000
         assert peer.unmatched == []
 
-    def test_an_interrupt_during_a_tool_as_recorded(self) -> None:
-        conversation, peer = replay("a2_interrupt")
-        events = RecordingEventHandler()
-        stop = TurnStop()
-
-        def interrupt_on_tool(event: AgentEvent) -> None:
-            events(event)
-            if type(event).__name__ == "ToolCall":
-                stop.request()
-
-        result = conversation.turn(TurnRequest("SLOW20 run the slow tool"), interrupt_on_tool, stop)
-        assert result.interrupted
-        assert events.of_type(ToolResult)[0].failed
-        after = conversation.turn(TurnRequest("TURN-TWO after interrupt"), RecordingEventHandler())
-        assert after.text == "Tool finished."
-        assert not after.interrupted
-        assert peer.unmatched == []
-
     def test_permission_allow_with_rewrite_then_deny_as_recorded(self) -> None:
         answers = iter(
             [
@@ -583,9 +368,9 @@ class TestRecordedTranscripts:
         first = conversation.turn(TurnRequest("PERM-A"), events)
         second = conversation.turn(TurnRequest("PERM-D"), events)
         assert first.text == second.text == "Tool finished."
-        answered = events.of_type(ApprovalAnswered)
+        answered = events.of_type(ev.ApprovalAnswered)
         assert [a.allowed for a in answered] == [True, False]
-        assert [r.tool for r in events.of_type(ApprovalRequested)] == ["Bash", "Bash"]
+        assert [r.tool for r in events.of_type(ev.ApprovalRequested)] == ["Bash", "Bash"]
         assert events.lifecycle("permission_denied") == ["Bash"]
         assert peer.unmatched == []
 
@@ -611,14 +396,14 @@ class TestRecordedTranscripts:
 
     def test_an_api_error_turn_as_recorded(self) -> None:
         conversation, _ = replay("a8_authfail_malformed_sdkshape")
-        with pytest.raises(CliExitError) as caught:
+        with pytest.raises(errors.CliExitError) as caught:
             conversation.turn(TurnRequest("AUTHFAIL please fail"), RecordingEventHandler())
-        assert caught.value.kind is FailureKind.AUTH
+        assert caught.value.kind is errors.FailureKind.AUTH
 
     def test_sigkill_mid_tool_as_recorded_is_cli_died_keeping_the_conversation(self) -> None:
         recorded = {frame.get("session_id") for frame in _turn_frames("a7b_sigkill_midturn")}
         conversation, _ = replay("a7b_sigkill_midturn")
-        with pytest.raises(CliDiedError) as caught:
+        with pytest.raises(errors.CliDiedError) as caught:
             conversation.turn(
                 TurnRequest("SLOW20 run the slow tool again"), RecordingEventHandler()
             )
@@ -643,7 +428,7 @@ class TestRecordedFrameTypes:
     def test_every_recorded_frame_is_understood(self, case: str) -> None:
         """What the transport does not handle itself, the parser reads without a complaint."""
         control = {"control_request", "control_response", "control_cancel_request"}
-        events: list[AgentEvent] = []
+        events: list[ev.AgentEvent] = []
         parser = ClaudeProvider().new_parser(events.append, expect_structured=False)
         frames = _turn_frames(case)
         assert frames
@@ -653,9 +438,9 @@ class TestRecordedFrameTypes:
         complaints = [
             event
             for event in events
-            if isinstance(event, (Lifecycle, RawOutput))
+            if isinstance(event, (ev.Lifecycle, ev.RawOutput))
             and (
-                isinstance(event, RawOutput)
+                isinstance(event, ev.RawOutput)
                 or event.kind.startswith("unknown_")
                 or event.kind == "malformed_frame"
             )
@@ -669,11 +454,8 @@ class TestProcessExitShapes:
             def on_stdin(self, line: str) -> Iterable[PeerOutput]:
                 return (StdoutLine(json.dumps(_init("quits-1")) + "\n"), ProcessExited(0))
 
-        ctx, _ = context(lambda request: Quits())
-        conversation = ClaudeStreamTransport(ctx).open(
-            ConversationSpec(permissions=BYPASS, approvals=ApprovalPolicy.DENY)
-        )
-        with pytest.raises(CliDiedError) as caught:
+        conversation = conversation_on("claude", ClaudeStreamTransport, lambda request: Quits())
+        with pytest.raises(errors.CliDiedError) as caught:
             conversation.turn(TurnRequest("go"), RecordingEventHandler())
         assert caught.value.session_id == "quits-1"
         assert conversation.session_id == "quits-1"

@@ -9,7 +9,6 @@ import pytest
 from agentshim import Agent
 from agentshim.core.conversation import TransportKind
 from agentshim.core.errors import ProviderCapabilityError
-from agentshim.core.permissions import ApprovalPolicy, NativePermissions
 from agentshim.testing import FakeExecutor
 from agentshim.testing.claude_stream import ClaudePeerTurn, ClaudeStreamPeers
 from tests.unit.session.helpers import stream_agent
@@ -55,15 +54,7 @@ def test_a_resumed_session_or_another_cwd_starts_its_own_process(tmp_path: Path)
 
 
 def test_prewarm_is_refused_where_no_process_is_kept() -> None:
-    executor = FakeExecutor(binaries={"pi": "/usr/bin/pi"})
-    agent = Agent(
-        "pi",
-        executor=executor,
-        env={"PATH": "/usr/bin"},
-        permissions=NativePermissions.bypass(),
-        approvals=ApprovalPolicy.DENY,
-        transport=TransportKind.ONE_SHOT,
-    )
+    agent, executor = stream_agent("pi", None, transport=TransportKind.ONE_SHOT)
     with pytest.raises(ProviderCapabilityError, match="prewarm"):
         agent.prewarm()
     assert not executor.spawned

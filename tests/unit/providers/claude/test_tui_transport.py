@@ -305,27 +305,34 @@ def test_a_transcript_too_late_leaves_usage_unknown_but_the_reply_intact(make) -
     assert len(_kinds(events, "usage_unknown")) == 1
 
 
+class _Submitted:
+    """An event handler that keeps a turn's events and says when its prompt was submitted."""
+
+    def __init__(self) -> None:
+        self.events: list[AgentEvent] = []
+        self.submitted = threading.Event()
+
+    def __call__(self, event: AgentEvent) -> None:
+        self.events.append(event)
+        if isinstance(event, Lifecycle) and event.kind == "prompt_submitted":
+            self.submitted.set()
+
+
 def test_interrupt_presses_esc_and_the_next_turn_gets_a_clean_box(make) -> None:  # type: ignore[no-untyped-def]
     _, conversation = make(FakeTuiScript([FakeTuiTurn(hang=True), FakeTuiTurn("after")]))
-    events: list[AgentEvent] = []
-    submitted = threading.Event()
-
-    def on_event(event: AgentEvent) -> None:
-        events.append(event)
-        if isinstance(event, Lifecycle) and event.kind == "prompt_submitted":
-            submitted.set()
+    seen = _Submitted()
 
     def interrupt_once_submitted() -> None:
-        if submitted.wait(10):
+        if seen.submitted.wait(10):
             conversation.interrupt()
 
     helper = threading.Thread(target=interrupt_once_submitted)
     helper.start()
-    result = conversation.turn(TurnRequest("wait"), on_event)
+    result = conversation.turn(TurnRequest("wait"), seen)
     helper.join(5)
     assert result.interrupted
-    assert any(isinstance(e, TurnInterrupted) for e in events)
-    after = conversation.turn(TurnRequest("next"), events.append)
+    assert any(isinstance(e, TurnInterrupted) for e in seen.events)
+    after = conversation.turn(TurnRequest("next"), seen)
     assert after.text == "after"
 
 
@@ -342,17 +349,10 @@ class _Keeping(HostCommandExecutor):
 
 def test_a_silent_turn_wakes_its_reader_only_when_something_happens(make) -> None:  # type: ignore[no-untyped-def]
     rig, conversation = make(FakeTuiScript([FakeTuiTurn(hang=True)]))
-    events: list[AgentEvent] = []
-    submitted = threading.Event()
-
-    def on_event(event: AgentEvent) -> None:
-        events.append(event)
-        if isinstance(event, Lifecycle) and event.kind == "prompt_submitted":
-            submitted.set()
-
-    runner = threading.Thread(target=lambda: conversation.turn(TurnRequest("wait"), on_event))
+    seen = _Submitted()
+    runner = threading.Thread(target=lambda: conversation.turn(TurnRequest("wait"), seen))
     runner.start()
-    assert submitted.wait(30), "the prompt was never submitted"
+    assert seen.submitted.wait(30), "the prompt was never submitted"
     (terminal,) = rig.executor.terminals
     before = terminal.reads
     time.sleep(2.0)  # two seconds of a turn in which nothing happens

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import pytest
@@ -44,13 +44,14 @@ from agentshim.providers.codex.provider import CodexProvider
 from agentshim.providers.pi.provider import PiProvider
 from agentshim.testing import FakeExecutor
 from agentshim.testing.codex_app_server import (
-    CodexAppServerPeer,
     CodexAppServerPeers,
     CodexPeerTurn,
 )
 from agentshim.testing.process import FakePeer, PeerOutput
 from agentshim.testing.recording import RecordingEventHandler
 from agentshim.transport.installed import InstalledCli
+from tests.unit.long_lived_rig import CodexAppServerRig as Rig
+from tests.unit.long_lived_rig import installed_cli
 
 BYPASS = NativePermissions.bypass()
 SCHEMA = {
@@ -64,60 +65,7 @@ SCHEMA = {
 def context(
     peers: Callable[[SpawnRequest], FakePeer], *, provider: Any = None
 ) -> tuple[InstalledCli, FakeExecutor]:
-    executor = FakeExecutor(peers=peers)
-    ctx = InstalledCli(
-        provider=provider or CodexProvider(),
-        executor=executor,
-        binary_path="/usr/bin/codex",
-        env={"PATH": "/usr/bin"},
-    )
-    return ctx, executor
-
-
-class Rig:
-    """An app-server transport on a scripted fake Codex."""
-
-    def __init__(
-        self,
-        turns: Iterable[CodexPeerTurn],
-        *,
-        resume: str | None = None,
-        missing: Sequence[str] = (),
-        permissions: NativePermissions = BYPASS,
-        approvals: Any = ApprovalPolicy.DENY,
-        interrupt_grace: float = 10.0,
-        **spec: Any,
-    ) -> None:
-        self.peers = CodexAppServerPeers(turns, missing=missing)
-        self.reaped: list[str] = []
-        ctx, self.executor = context(self.peers)
-        self.transport = CodexAppServerTransport(
-            ctx, interrupt_grace=interrupt_grace, reap=self._reap
-        )
-        self.conversation = self.transport.open(
-            ConversationSpec(
-                permissions=permissions,
-                approvals=approvals,
-                resume_session_id=resume,
-                **spec,
-            )
-        )
-
-    def _reap(self, marker: str) -> int:
-        self.reaped.append(marker)
-        return 1
-
-    def turn(self, prompt: str | TurnRequest = "go") -> tuple[Any, RecordingEventHandler]:
-        events = RecordingEventHandler()
-        request = prompt if isinstance(prompt, TurnRequest) else TurnRequest(prompt)
-        return self.conversation.turn(request, events), events
-
-    @property
-    def peer(self) -> CodexAppServerPeer:
-        return self.peers.peers[-1]
-
-    def sent(self, method: str) -> list[dict[str, Any]]:
-        return [m for peer in self.peers.peers for m in peer.received if m.get("method") == method]
+    return installed_cli("codex", peers, provider=provider)
 
 
 def run_then(
@@ -190,17 +138,6 @@ def test_the_argv_marks_the_agents_commands_and_carries_mcp_flags_without_secret
     assert request.env["TOKEN_X"] == "s3cret"
 
 
-def test_two_turns_share_one_process_and_the_second_is_resumed() -> None:
-    rig = Rig([CodexPeerTurn("one"), CodexPeerTurn("two")])
-    first, _ = rig.turn()
-    second, _ = rig.turn()
-    assert (first.text, second.text) == ("one", "two")
-    assert len(rig.peers.peers) == 1
-    assert not first.resumed
-    assert second.resumed
-    assert second.session_id == first.session_id
-
-
 def test_thread_name_updated_is_the_sessions_title_and_a_cleared_name_is_not() -> None:
     rig = Rig([CodexPeerTurn("one", title="Fix the parser"), CodexPeerTurn("two", title="")])
     first, named = rig.turn()
@@ -249,12 +186,6 @@ def test_a_schema_codex_strict_mode_refuses_is_refused_before_anything_runs(
     with pytest.raises(SchemaDialectError):
         rig.turn(TurnRequest("hi", output_schema=OutputSchema(loose, tmp_path)))
     assert rig.peers.peers == []
-
-
-def test_what_a_running_process_cannot_change_is_refused() -> None:
-    rig = Rig([CodexPeerTurn("never")])
-    with pytest.raises(ProviderCapabilityError, match="env"):
-        rig.turn(TurnRequest("hi", env={"A": "1"}))
 
 
 def test_the_answer_is_the_final_phase_message_and_tool_output_comes_from_item_completed() -> None:

@@ -4,22 +4,18 @@ from __future__ import annotations
 
 import dataclasses
 import threading
-from collections.abc import Callable
 from typing import Any
 
-import pytest
-
-from agentshim.core.conversation import ConversationSpec
-from agentshim.core.errors import CliDiedError
 from agentshim.core.events import AgentEvent, SessionStarted
-from agentshim.core.permissions import ApprovalPolicy, NativePermissions
+from agentshim.core.permissions import NativePermissions
 from agentshim.core.turn import TurnRequest
 from agentshim.providers.codex.app_server.transport import CodexAppServerTransport
-from agentshim.providers.codex.provider import CodexProvider
 from agentshim.testing import FakeExecutor
 from agentshim.testing.codex_app_server import CodexAppServerPeers, CodexPeerTurn
-from agentshim.transport.installed import InstalledCli
 from agentshim.transport.shared import ProcessSharing
+from tests.unit.long_lived_rig import bypass_spec as spec
+from tests.unit.long_lived_rig import ignore, installed_cli, interrupt_the_second, take_turns
+from tests.unit.long_lived_rig import sent_to as sent
 
 BYPASS = NativePermissions.bypass()
 MARKER = "AGENTSHIM_TOOL_RUN"
@@ -28,13 +24,7 @@ MARKER = "AGENTSHIM_TOOL_RUN"
 def shared_transport(
     peers: CodexAppServerPeers, sharing: ProcessSharing | None = None, **options: Any
 ) -> tuple[CodexAppServerTransport, FakeExecutor, list[str]]:
-    executor = FakeExecutor(peers=peers)
-    context = InstalledCli(
-        provider=CodexProvider(),
-        executor=executor,
-        binary_path="/usr/bin/codex",
-        env={"PATH": "/usr/bin"},
-    )
+    context, executor = installed_cli("codex", peers)
     reaped: list[str] = []
 
     def reap(marker: str) -> int:
@@ -47,18 +37,12 @@ def shared_transport(
     return transport, executor, reaped
 
 
-def spec(resume: str | None = None) -> ConversationSpec:
-    return ConversationSpec(
-        permissions=BYPASS, approvals=ApprovalPolicy.DENY, resume_session_id=resume
-    )
-
-
-def events() -> Callable[[AgentEvent], None]:
-    return [].append
-
-
-def sent(peers: CodexAppServerPeers, method: str) -> list[dict[str, Any]]:
-    return [m for peer in peers.peers for m in peer.received if m.get("method") == method]
+def one_turn_each(transport: CodexAppServerTransport, count: int) -> list[Any]:
+    """``count`` conversations opened on ``transport`` one after another, each then run a turn."""
+    conversations = [transport.open(spec()) for _ in range(count)]
+    for conversation in conversations:
+        conversation.turn(TurnRequest("go"), ignore())
+    return conversations
 
 
 def marker_of(request: dict[str, Any]) -> str:
@@ -68,10 +52,7 @@ def marker_of(request: dict[str, Any]) -> str:
 def test_two_conversations_are_two_threads_on_one_process_each_with_its_marker() -> None:
     peers = CodexAppServerPeers([CodexPeerTurn("a1"), CodexPeerTurn("b1"), CodexPeerTurn("a2")])
     transport, executor, _ = shared_transport(peers)
-    first, second = transport.open(spec()), transport.open(spec())
-    assert first.turn(TurnRequest("one"), events()).text == "a1"
-    assert second.turn(TurnRequest("two"), events()).text == "b1"
-    assert first.turn(TurnRequest("three"), events()).text == "a2"
+    first, second = take_turns(transport)
     assert len(executor.spawned) == 1
     assert len(sent(peers, "initialize")) == 1
     starts = sent(peers, "thread/start")
@@ -96,13 +77,13 @@ def test_a_conversation_closing_on_a_shared_process_unsubscribes_from_its_thread
     peers = CodexAppServerPeers([CodexPeerTurn("a1"), CodexPeerTurn("b1"), CodexPeerTurn("b2")])
     transport, executor, _ = shared_transport(peers)
     first, second = transport.open(spec()), transport.open(spec())
-    first.turn(TurnRequest("one"), events())
-    second.turn(TurnRequest("two"), events())
+    first.turn(TurnRequest("one"), ignore())
+    second.turn(TurnRequest("two"), ignore())
     first.close()
     assert [m["params"] for m in sent(peers, "thread/unsubscribe")] == [
         {"threadId": first.session_id}
     ]
-    assert second.turn(TurnRequest("three"), events()).text == "b2"
+    assert second.turn(TurnRequest("three"), ignore()).text == "b2"
     second.close()
     assert executor.processes[0].returncode is not None
 
@@ -110,51 +91,15 @@ def test_a_conversation_closing_on_a_shared_process_unsubscribes_from_its_thread
 def test_an_interrupt_reaps_only_the_interrupted_threads_commands() -> None:
     peers = CodexAppServerPeers([CodexPeerTurn("a1"), CodexPeerTurn("hang", hang=True)])
     transport, _, reaped = shared_transport(peers)
-    quiet, interrupted = transport.open(spec()), transport.open(spec())
-    quiet.turn(TurnRequest("one"), events())
-    timer = threading.Timer(0.2, interrupted.interrupt)
-    timer.start()
-    result = interrupted.turn(TurnRequest("two"), events())
-    timer.join()
-    assert result.interrupted
+    interrupt_the_second(transport)
     starts = sent(peers, "thread/start")
     assert reaped == [marker_of(starts[1])]
-
-
-def test_a_dead_shared_process_fails_the_running_turn_and_both_resume_on_a_new_one() -> None:
-    peers = CodexAppServerPeers(
-        [
-            CodexPeerTurn("a1"),
-            CodexPeerTurn("hang", hang=True),
-            CodexPeerTurn("b2"),
-            CodexPeerTurn("a2"),
-        ]
-    )
-    transport, executor, _ = shared_transport(peers)
-    first, second = transport.open(spec()), transport.open(spec())
-    first.turn(TurnRequest("one"), events())
-    timer = threading.Timer(0.2, executor.processes[0].kill)
-    timer.start()
-    with pytest.raises(CliDiedError):
-        second.turn(TurnRequest("two"), events())
-    timer.join()
-    seen: list[AgentEvent] = []
-    assert second.turn(TurnRequest("three"), seen.append).text == "b2"
-    assert first.turn(TurnRequest("four"), events()).text == "a2"
-    assert len(executor.spawned) == 2
-    resumed = [m["params"]["threadId"] for m in sent(peers, "thread/resume")]
-    assert sorted(resumed) == sorted([first.session_id, second.session_id])
-    assert SessionStarted(second.session_id or "") in seen
-    first.close()
-    second.close()
 
 
 def test_a_process_is_recycled_after_its_conversations_and_ends_when_they_leave() -> None:
     peers = CodexAppServerPeers([CodexPeerTurn(f"t{n}") for n in range(3)])
     transport, executor, _ = shared_transport(peers, ProcessSharing(recycle_after=2))
-    conversations = [transport.open(spec()) for _ in range(3)]
-    for conversation in conversations:
-        conversation.turn(TurnRequest("go"), events())
+    conversations = one_turn_each(transport, 3)
     assert len(executor.spawned) == 2
     served = [
         len([m for m in p.received if m.get("method") == "thread/start"]) for p in peers.peers
@@ -170,9 +115,7 @@ def test_a_process_is_recycled_after_its_conversations_and_ends_when_they_leave(
 def test_up_to_max_processes_share_the_conversations() -> None:
     peers = CodexAppServerPeers([CodexPeerTurn(f"t{n}") for n in range(4)])
     transport, executor, _ = shared_transport(peers, ProcessSharing(max_processes=2))
-    conversations = [transport.open(spec()) for _ in range(4)]
-    for conversation in conversations:
-        conversation.turn(TurnRequest("go"), events())
+    conversations = one_turn_each(transport, 4)
     assert len(executor.spawned) == 2
     for conversation in conversations:
         conversation.close()
@@ -186,8 +129,8 @@ def test_prewarm_starts_handshaken_processes_the_next_conversations_join() -> No
     assert len(executor.spawned) == 2
     assert len(sent(peers, "initialize")) == 2
     first, second = transport.open(spec()), transport.open(spec())
-    assert first.turn(TurnRequest("one"), events()).text == "a"
-    assert second.turn(TurnRequest("two"), events()).text == "b"
+    assert first.turn(TurnRequest("one"), ignore()).text == "a"
+    assert second.turn(TurnRequest("two"), ignore()).text == "b"
     assert len(executor.spawned) == 2
     first.close()
     second.close()
@@ -215,7 +158,7 @@ def test_a_new_conversation_takes_the_thread_a_warm_process_started_ahead() -> N
     assert reaped == [marker_of(ahead)]  # its commands carry the marker that thread was given
     # A conversation that starts elsewhere gets a thread of its own.
     other = transport.open(dataclasses.replace(spec(), cwd="/elsewhere"))
-    assert other.turn(TurnRequest("two"), events()).text == "b"
+    assert other.turn(TurnRequest("two"), ignore()).text == "b"
     assert len(sent(peers, "thread/start")) == 2
     for conversation in (taker, other):
         conversation.close()

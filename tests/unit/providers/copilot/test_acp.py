@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 import json
 from collections.abc import Sequence
 from typing import Any
@@ -13,28 +12,11 @@ from hypothesis import strategies as st
 
 from agentshim.acp.client import AcpTransport
 from agentshim.acp.dialect import AcpArgv
-from agentshim.acp.jsonrpc import Notification, Request, Response, RpcError
-from agentshim.acp.updates import UpdateReader
+from agentshim.acp.jsonrpc import Notification, Response, RpcError
+from agentshim.core import errors
+from agentshim.core import events as ev
 from agentshim.core.approvals import ApprovalDecision, ApprovalRequest
 from agentshim.core.conversation import ConversationSpec
-from agentshim.core.errors import (
-    CliDiedError,
-    CliExitError,
-    FailureKind,
-    InvalidRequestError,
-    ProviderCapabilityError,
-    SessionResumeError,
-)
-from agentshim.core.events import (
-    ApprovalAnswered,
-    AssistantText,
-    CommandsAvailable,
-    Lifecycle,
-    SessionTitle,
-    ToolResult,
-    TurnInterrupted,
-    UsageReport,
-)
 from agentshim.core.mcp import HttpMcpServer, StdioMcpServer
 from agentshim.core.permissions import ApprovalPolicy, NativePermissions
 from agentshim.core.tools import tool
@@ -52,17 +34,13 @@ from agentshim.providers.copilot.acp import (
 )
 from agentshim.testing import FakeExecutor
 from agentshim.testing.acp import COPILOT_QUIRKS, AcpPeers, AcpPeerTurn
-from agentshim.testing.recording import RecordingEventHandler
 from agentshim.transport.installed import InstalledCli
 from tests.unit.acp.rigs import (
+    RecordedMainSession,
     Rig,
-    answers,
-    methods,
-    recorded_cases,
     recorded_messages,
-    replay,
     transport_on,
-    turn_on,
+    turn_after_load,
 )
 
 P = "copilot"
@@ -131,7 +109,7 @@ class TestArgv:
         assert argv[3:5] == ["--model", "fake-model"]
 
     def test_a_model_that_reads_as_a_flag_is_refused(self) -> None:
-        with pytest.raises(InvalidRequestError):
+        with pytest.raises(errors.InvalidRequestError):
             acp_argv(args(NativePermissions.bypass(), "--yolo"))
 
 
@@ -145,13 +123,18 @@ class TestNoticesAndFailures:
     @pytest.mark.parametrize(
         ("text", "kind"),
         [
-            (RECORDED_500, FailureKind.TRANSIENT),
-            (SEEN_401, FailureKind.AUTH),
-            ("Error: the conversation exceeded the context window", FailureKind.CONTEXT_OVERFLOW),
-            ("Error: something went wrong", FailureKind.OTHER),
+            (RECORDED_500, errors.FailureKind.TRANSIENT),
+            (SEEN_401, errors.FailureKind.AUTH),
+            (
+                "Error: the conversation exceeded the context window",
+                errors.FailureKind.CONTEXT_OVERFLOW,
+            ),
+            ("Error: something went wrong", errors.FailureKind.OTHER),
         ],
     )
-    def test_an_error_line_says_how_the_turn_failed(self, text: str, kind: FailureKind) -> None:
+    def test_an_error_line_says_how_the_turn_failed(
+        self, text: str, kind: errors.FailureKind
+    ) -> None:
         assert failure_kind(text) is kind
 
     def test_info_lines_and_answers_are_no_failure(self) -> None:
@@ -162,16 +145,11 @@ class TestNoticesAndFailures:
     @given(st.text(max_size=300))
     def test_any_text_reads_as_no_failure_or_a_kind(self, text: str) -> None:
         kind = failure_kind(text)
-        assert kind is None or isinstance(kind, FailureKind)
+        assert kind is None or isinstance(kind, errors.FailureKind)
         assert (kind is None) == (not text.startswith("Error: "))
 
-    def test_the_recorded_answer_for_an_unknown_session_is_a_lost_session(self) -> None:
-        errors = [
-            m.error
-            for m in recorded_messages(P, "session_load")
-            if isinstance(m, Response) and m.error is not None
-        ]
-        assert [session_lost(e) for e in errors] == [True]
+    def test_an_internal_error_is_no_lost_session(self) -> None:
+        # The recorded answer for an unknown session is one: see tests/unit/acp/test_agents.py.
         assert not session_lost(RpcError(-32603, "Internal error", {}))
 
 
@@ -189,23 +167,6 @@ class TestUsage:
         assert (first.tokens.output_tokens, first.tokens.reasoning_output_tokens) == (40, 8)
         assert (second.tokens.input_tokens, second.tokens.output_tokens) == (3600, 75)
 
-    @given(
-        st.dictionaries(
-            st.sampled_from(
-                [
-                    "inputTokens",
-                    "outputTokens",
-                    "thoughtTokens",
-                    "cachedReadTokens",
-                    "cachedWriteTokens",
-                ]
-            ),
-            st.integers() | st.text(max_size=5) | st.none(),
-        )
-    )
-    def test_any_usage_reads_without_raising(self, raw: dict[str, Any]) -> None:
-        assert usage({"usage": raw}) is not None
-
     def test_each_turn_reports_its_share_and_a_new_process_starts_again(self) -> None:
         r = rig(
             [
@@ -220,122 +181,54 @@ class TestUsage:
         assert (first.usage.tokens.input_tokens, first.usage.tokens.output_tokens) == (1200, 40)
         assert (second.usage.tokens.input_tokens, second.usage.tokens.output_tokens) == (2400, 35)
         assert second.usage.tokens.turns == 1
-        assert [u.usage for u in events.of_type(UsageReport)] == [second.usage]
-        with pytest.raises(CliDiedError):
+        assert [u.usage for u in events.of_type(ev.UsageReport)] == [second.usage]
+        with pytest.raises(errors.CliDiedError):
             r.turn()
         third, _ = r.turn()
         assert (third.usage.tokens.input_tokens, third.usage.tokens.output_tokens) == (1300, 5)
 
 
-class TestEveryRecordedMessage:
-    @pytest.mark.parametrize("case", recorded_cases(P))
-    def test_every_line_is_a_json_rpc_message(self, case: str) -> None:
-        for direction in ("in", "out"):
-            assert recorded_messages(P, case, direction)
-
-    @pytest.mark.parametrize("case", recorded_cases(P))
-    def test_every_update_is_a_known_kind(self, case: str) -> None:
-        events = RecordingEventHandler()
-        reader = UpdateReader(events, is_notice, failed=failure_kind)
-        for message in recorded_messages(P, case):
-            if isinstance(message, Notification):
-                reader.read(message.params["update"])
-            elif isinstance(message, Request) and message.method == "session/request_permission":
-                reader.announce(message.params["toolCall"])
-        unknown = [
-            e for e in events.of_type(Lifecycle) if e.kind in ("unknown_update", "malformed_update")
-        ]
-        assert unknown == []
-        assert not any(t.startswith(("Info:", "Error:")) for t in [reader.text])
-
-
 class TestRecordedSession:
     def test_the_main_session_replays_turn_by_turn(self) -> None:
-        transport, peers = replay(P, COPILOT_ACP, "session_main")
-        box: list[Any] = []
-
-        def decide(request: ApprovalRequest) -> ApprovalDecision:
-            if "touch" in request.tool:
-                return ApprovalDecision.deny("no")
-            if request.tool == "Run sleep 21":  # SLOWB: cancelled while its permission is pending
-                box[0].interrupt()
-            return ApprovalDecision.allow()
-
-        conversation = transport.open(
-            ConversationSpec(permissions=WRITE, approvals=decide, cwd="/work")
-        )
-        box.append(conversation)
-
-        turn = functools.partial(turn_on, conversation)
-
-        plain, events = turn("Say hello.")
-        assert plain.text == HELLO
-        assert plain.session_id == MAIN_SESSION
+        main = RecordedMainSession(P, COPILOT_ACP)
+        plain, events = main.turn("Say hello.")
+        assert (plain.text, plain.session_id) == (HELLO, MAIN_SESSION)
         # Copilot spoke of the session before session/new answered: kept, not lost.
-        assert len(events.of_type(CommandsAvailable)) == 2
-        assert events.of_type(SessionTitle)[0].title == "Say hello."
+        assert len(events.of_type(ev.CommandsAvailable)) == 2
+        assert events.of_type(ev.SessionTitle)[0].title == "Say hello."
         assert (plain.usage.tokens.input_tokens, plain.usage.tokens.output_tokens) == (1200, 40)
 
-        echo, events = turn("TOOLECHO run echo hello")
+        echo, events = main.turn("TOOLECHO run echo hello")
         assert echo.text == "Running echo.Done."
-        assert "hello" in events.of_type(ToolResult)[0].stdout
+        assert "hello" in events.of_type(ev.ToolResult)[0].stdout
         assert (echo.usage.tokens.input_tokens, echo.usage.tokens.output_tokens) == (2400, 35)
 
-        rejected, events = turn("TOOLREJ touch a file")
+        rejected, events = main.turn("TOOLREJ touch a file")
         assert rejected.text == ""
         assert events.lifecycle("agent_notice") == ["Info: Operation cancelled by user"]
-        assert events.of_type(ToolResult)[0].stderr == "The user rejected this tool call."
+        assert events.of_type(ev.ToolResult)[0].stderr == "The user rejected this tool call."
 
-        slow_a, events = turn("SLOWA run sleep", interrupt_after=0.3)
-        assert slow_a.interrupted
+        slow_a, _, drip = main.interrupted_turns()
         # Copilot sends no end for the stopped command; the transport gives it one.
-        assert events.of_type(ToolResult)[0].stderr == "cancelled with the turn"
-        assert events.of_type(TurnInterrupted)
+        assert slow_a.of_type(ev.ToolResult)[0].stderr == "cancelled with the turn"
+        assert drip.startswith("yyyyyyyy")
 
-        slow_b, events = turn("SLOWB run sleep")
-        assert slow_b.interrupted
-        assert events.of_type(ApprovalAnswered)[0].decided_by == "interrupted"
-
-        drip, _ = turn("DRIP stream", interrupt_after=0.3)
-        assert drip.interrupted
-        assert drip.text.startswith("yyyyyyyy")
-
-        assert turn("Say hello after cancel.")[0].text == HELLO
-        with pytest.raises(CliExitError, match="scripted 500 boom") as failed:
-            turn("ERR500 now")
-        assert failed.value.kind is FailureKind.TRANSIENT
-        compacted, events = turn("ERRCTX now")
+        with pytest.raises(errors.CliExitError, match="scripted 500 boom") as failed:
+            main.turn("ERR500 now")
+        assert failed.value.kind is errors.FailureKind.TRANSIENT
+        compacted, events = main.turn("ERRCTX now")
         assert compacted.text == HELLO
         assert events.lifecycle("agent_notice")[0].startswith("Info: The conversation exceeded")
-        assert turn("Say hello after errors.")[0].text == HELLO
-        conversation.close()
-        (peer,) = peers
-        assert peer.unmatched == []
-        assert answers(peer) == [
-            {"outcome": "selected", "optionId": "allow_once"},
-            {"outcome": "selected", "optionId": "reject_once"},
-            {"outcome": "selected", "optionId": "allow_once"},
-            {"outcome": "cancelled"},
-        ]
+        assert main.turn("Say hello after errors.")[0].text == HELLO
+        assert main.chosen() == ["allow_once", "reject_once", "allow_once", "cancelled"]
 
     def test_a_loaded_session_replays_no_history_and_no_old_failure(self) -> None:
-        transport, _ = replay(P, COPILOT_ACP, "session_load")
-        conversation = transport.open(
-            ConversationSpec(
-                permissions=NativePermissions.bypass(),
-                approvals=ApprovalPolicy.DENY,
-                cwd="/work",
-                resume_session_id=MAIN_SESSION,
-            )
-        )
-        events = RecordingEventHandler()
-        result = conversation.turn(TurnRequest("Say hello after load."), events)
-        conversation.close()
+        result, events = turn_after_load(P, COPILOT_ACP, "session_load", MAIN_SESSION)
         # The replay holds the old "Error: ..." line: it fails nothing now.
         assert result.text == HELLO
         assert result.resumed
         assert events.lifecycle("replay_suppressed")
-        assert [e.text for e in events.of_type(AssistantText)] == [
+        assert [e.text for e in events.of_type(ev.AssistantText)] == [
             "Hello from the s",
             "cripted model.",
         ]
@@ -351,9 +244,9 @@ class TestOnTheFake:
                 AcpPeerTurn("ok"),
             ]
         )
-        with pytest.raises(CliExitError, match="500 boom") as caught:
+        with pytest.raises(errors.CliExitError, match="500 boom") as caught:
             r.turn()
-        assert caught.value.kind is FailureKind.TRANSIENT
+        assert caught.value.kind is errors.FailureKind.TRANSIENT
         second, events = r.turn()
         assert second.text == "ok"
         assert events.lifecycle("agent_notice") == []
@@ -370,7 +263,7 @@ class TestOnTheFake:
             approvals=ApprovalPolicy.DENY,
             mcp_servers=(StdioMcpServer("local", "/usr/bin/tool"),),
         )
-        with pytest.raises(ProviderCapabilityError, match="stdio MCP"):
+        with pytest.raises(errors.ProviderCapabilityError, match="stdio MCP"):
             transport.open(spec)
         assert executor.spawned == []
 
@@ -423,7 +316,7 @@ class TestOnTheFake:
             permissions=NativePermissions.bypass(), approvals=ApprovalPolicy.DENY, tools=(lookup,)
         )
         conversation = transport.open(spec)
-        with pytest.raises(ProviderCapabilityError, match="HostCommandExecutor"):
+        with pytest.raises(errors.ProviderCapabilityError, match="HostCommandExecutor"):
             conversation.turn(TurnRequest("go"), lambda e: None)
         assert executor.spawned == []
 
@@ -432,14 +325,6 @@ class TestOnTheFake:
         r = rig([AcpPeerTurn("ok")], mcp_servers=(server,))
         r.turn()
         assert r.peer.received[1]["params"]["mcpServers"][0]["url"] == "http://127.0.0.1:9/mcp"
-
-    def test_a_lost_session_raises_session_resume_error(self) -> None:
-        gone = "c0de0000-0000-4000-8000-00000000dead"
-        r = rig([AcpPeerTurn("never")], resume=gone, lost=[gone])
-        with pytest.raises(SessionResumeError) as caught:
-            r.turn()
-        assert caught.value.session_id == gone
-        assert methods(r.peer) == ["initialize", "session/load"]
 
     def test_a_cancelled_permission_is_answered_cancelled(self) -> None:
         holder: list[Rig] = []

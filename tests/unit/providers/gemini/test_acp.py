@@ -2,52 +2,38 @@
 
 from __future__ import annotations
 
-import functools
 import json
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from agentshim.acp.client import AcpTransport
 from agentshim.acp.dialect import AcpArgv
-from agentshim.acp.jsonrpc import Notification, Request, Response, RpcError, read_message
+from agentshim.acp.jsonrpc import Notification, Response, RpcError, read_message
 from agentshim.acp.updates import UpdateReader
-from agentshim.core.approvals import ApprovalDecision, ApprovalRequest
-from agentshim.core.conversation import ConversationSpec
+from agentshim.core import events as ev
 from agentshim.core.errors import CliExitError, FailureKind, InvalidRequestError, SessionResumeError
-from agentshim.core.events import (
-    ApprovalAnswered,
-    AssistantText,
-    Lifecycle,
-    ToolCall,
-    ToolResult,
-    TurnInterrupted,
-)
-from agentshim.core.permissions import ApprovalPolicy, NativePermissions
-from agentshim.core.turn import TurnRequest
+from agentshim.core.permissions import NativePermissions
 from agentshim.providers.gemini.acp import (
     GEMINI_ACP,
     acp_argv,
     classify_rpc_error,
     is_notice,
-    session_lost,
     usage,
 )
-from agentshim.providers.gemini.provider import GeminiProvider
-from agentshim.testing import FakeExecutor
-from agentshim.testing.acp import AcpRecordedPeer
 from agentshim.testing.recording import RecordingEventHandler
-from agentshim.transport.installed import InstalledCli
-from tests.unit.acp.rigs import turn_on
+from tests.unit.acp.rigs import (
+    RecordedMainSession,
+    turn_after_load,
+)
 
 FIXTURES = Path(__file__).parents[3] / "fixtures" / "gemini" / "acp"
-CASES = sorted(p.name for p in FIXTURES.iterdir() if p.is_dir())
 MAIN_SESSION = "52ef14f3-7988-4f13-a645-cb8c3d81aef9"
 HELLO = "Hello from the scripted model."
+P = "gemini"
+WRITE = NativePermissions.workspace_write()
 
 
 def recorded_lines(case: str, direction: str) -> Iterator[str]:
@@ -116,15 +102,6 @@ class TestFailureClassification:
     def test_any_error_classifies_to_a_kind(self, code: int, message: str) -> None:
         assert isinstance(classify_rpc_error(RpcError(code, message, {})), FailureKind)
 
-    def test_a_lost_session_is_recognised_in_the_recorded_answers(self) -> None:
-        errors = [
-            message.error
-            for line in recorded_lines("session_load_run1_clobbered", "out")
-            if isinstance(message := read_message(json.loads(line)), Response)
-            and message.error is not None
-        ]
-        assert [session_lost(error) for error in errors] == [True, True, True, False]
-
 
 class TestUsageAndText:
     def test_usage_is_the_turns_quota_with_the_named_model(self) -> None:
@@ -148,25 +125,7 @@ class TestUsageAndText:
         assert not is_notice("The mode is [MODE_UPDATE]")
 
 
-class TestEveryRecordedMessage:
-    @pytest.mark.parametrize("case", CASES)
-    def test_every_line_is_a_json_rpc_message(self, case: str) -> None:
-        for direction in ("in", "out"):
-            for line in recorded_lines(case, direction):
-                assert read_message(json.loads(line)) is not None, line[:200]
-
-    @pytest.mark.parametrize("case", CASES)
-    def test_every_update_is_a_known_kind(self, case: str) -> None:
-        events = RecordingEventHandler()
-        reader = UpdateReader(events, is_notice)
-        for line in recorded_lines(case, "out"):
-            message = read_message(json.loads(line))
-            if isinstance(message, Notification):
-                reader.read(message.params["update"])
-            elif isinstance(message, Request) and message.method == "session/request_permission":
-                reader.announce(message.params["toolCall"])
-        assert not [e for e in events if isinstance(e, Lifecycle) and e.kind == "unknown_update"]
-
+class TestTheModeUpdate:
     def test_the_mode_update_text_is_kept_out_of_the_answer(self) -> None:
         events = RecordingEventHandler()
         reader = UpdateReader(events, is_notice)
@@ -178,144 +137,62 @@ class TestEveryRecordedMessage:
         assert reader.notices == ["[MODE_UPDATE] yolo"]
 
 
-def replay(case: str) -> tuple[AcpTransport, list[AcpRecordedPeer]]:
-    peers: list[AcpRecordedPeer] = []
-
-    def spawn(_: object) -> AcpRecordedPeer:
-        peers.append(AcpRecordedPeer(FIXTURES / case / "transcript.jsonl"))
-        return peers[-1]
-
-    ctx = InstalledCli(
-        provider=GeminiProvider(),
-        executor=FakeExecutor(peers=spawn),
-        binary_path="/usr/bin/gemini",
-        env={"PATH": "/usr/bin"},
-    )
-    return AcpTransport(ctx, GEMINI_ACP, close_grace=0.5), peers
-
-
 class TestRecordedSession:
     def test_the_main_session_replays_turn_by_turn(self) -> None:
-        transport, peers = replay("session_main")
-        asked: list[ApprovalRequest] = []
-        conversation_box: list[Any] = []
-
-        def decide(request: ApprovalRequest) -> ApprovalDecision:
-            asked.append(request)
-            if request.tool.startswith("touch"):
-                return ApprovalDecision.deny("no")
-            if len(asked) == 4:  # SLOWB: cancelled while its permission is pending
-                conversation_box[0].interrupt()
-            return ApprovalDecision.allow()
-
-        conversation = transport.open(
-            ConversationSpec(
-                permissions=NativePermissions.workspace_write(), approvals=decide, cwd="/work"
-            )
-        )
-        conversation_box.append(conversation)
-
-        turn = functools.partial(turn_on, conversation)
-
-        plain, _ = turn("Say hello.")
-        assert plain.text == HELLO
-        assert plain.session_id == MAIN_SESSION
+        main = RecordedMainSession(P, GEMINI_ACP)
+        plain, _ = main.turn("Say hello.")
+        assert (plain.text, plain.session_id) == (HELLO, MAIN_SESSION)
         assert (plain.usage.tokens.input_tokens, plain.usage.tokens.output_tokens) == (1200, 32)
 
-        echo, events = turn("TOOLECHO run echo hello")
+        echo, events = main.turn("TOOLECHO run echo hello")
         assert echo.text == "Running echo.Done."
-        (call,) = events.of_type(ToolCall)
+        (call,) = events.of_type(ev.ToolCall)
         assert (call.tool, call.kind.value) == ("echo hello", "command")
-        assert events.of_type(ToolResult)[0].exit_code == 0
+        assert events.of_type(ev.ToolResult)[0].exit_code == 0
 
-        rejected, events = turn("TOOLREJ touch a file")
+        rejected, events = main.turn("TOOLREJ touch a file")
         assert rejected.text == "Done."
-        assert [a.allowed for a in events.of_type(ApprovalAnswered)] == [False]
-        assert events.of_type(ToolCall)[0].tool == "touch rejected.txt"
+        assert [a.allowed for a in events.of_type(ev.ApprovalAnswered)] == [False]
+        assert events.of_type(ev.ToolCall)[0].tool == "touch rejected.txt"
 
-        mcp, events = turn("MCPCALL call the ping tool")
-        assert [a.allowed for a in events.of_type(ApprovalAnswered)] == [True]
-        assert "pong from fakemcp" in events.of_type(ToolResult)[0].stdout
+        mcp, events = main.turn("MCPCALL call the ping tool")
+        assert [a.allowed for a in events.of_type(ev.ApprovalAnswered)] == [True]
+        assert "pong from fakemcp" in events.of_type(ev.ToolResult)[0].stdout
         assert mcp.text == "Done."
 
-        slow_a, events = turn("SLOWA run sleep", interrupt_after=0.3)
-        assert slow_a.interrupted
-        assert events.of_type(ToolResult)[0].stdout == "Command cancelled by user."
-        assert events.of_type(TurnInterrupted)
-
-        slow_b, events = turn("SLOWB run sleep")
-        assert slow_b.interrupted
-        assert events.of_type(ApprovalAnswered)[0].decided_by == "interrupted"
-
-        drip, events = turn("DRIP stream", interrupt_after=0.3)
-        assert drip.interrupted
-        assert drip.text.startswith("yyyyyyyy")
-
-        after, _ = turn("Say hello after cancel.")
-        assert after.text == HELLO
+        slow_a, _, drip = main.interrupted_turns()
+        assert slow_a.of_type(ev.ToolResult)[0].stdout == "Command cancelled by user."
+        assert drip.startswith("yyyyyyyy")
 
         with pytest.raises(CliExitError) as failed:
-            turn("ERR500 now")
+            main.turn("ERR500 now")
         assert failed.value.kind is FailureKind.TRANSIENT
         assert "scripted 500 boom" in str(failed.value)
         with pytest.raises(CliExitError) as overflow:
-            turn("ERRCTX now")
+            main.turn("ERRCTX now")
         assert overflow.value.kind is FailureKind.CONTEXT_OVERFLOW
 
-        last, _ = turn("Say hello after errors.")
+        last, _ = main.turn("Say hello after errors.")
         assert last.text == HELLO
-        conversation.close()
-        (peer,) = peers
-        assert peer.unmatched == []
-        answers = [
-            json.loads(line)["result"]["outcome"]
-            for line in peer.written
-            if "method" not in json.loads(line)
-        ]
-        assert answers == [
-            {"outcome": "selected", "optionId": "cancel"},
-            {"outcome": "selected", "optionId": "proceed_once"},
-            {"outcome": "selected", "optionId": "proceed_once"},
-            {"outcome": "cancelled"},
-        ]
+        assert main.chosen() == ["cancel", "proceed_once", "proceed_once", "cancelled"]
 
     def test_a_loaded_session_replays_no_history_into_the_turn(self) -> None:
-        transport, _ = replay("session_load")
-        conversation = transport.open(
-            ConversationSpec(
-                permissions=NativePermissions.bypass(),
-                approvals=ApprovalPolicy.DENY,
-                cwd="/work",
-                resume_session_id=MAIN_SESSION,
-            )
-        )
-        events = RecordingEventHandler()
-        result = conversation.turn(TurnRequest("Say hello after load."), events)
-        conversation.close()
+        result, events = turn_after_load(P, GEMINI_ACP, "session_load", MAIN_SESSION)
         assert result.text == HELLO
         assert result.resumed
-        assert [e.text for e in events.of_type(AssistantText)] == [
+        assert [e.text for e in events.of_type(ev.AssistantText)] == [
             "Hello from the s",
             "cripted model.",
         ]
         (suppressed,) = [
-            e.detail for e in events.of_type(Lifecycle) if e.kind == "replay_suppressed"
+            e.detail for e in events.of_type(ev.Lifecycle) if e.kind == "replay_suppressed"
         ]
         # Every update before the first prompt: the history, and its commands list.
         assert suppressed.startswith("24 ")
 
     def test_a_load_in_the_minute_of_creation_is_a_lost_session(self) -> None:
-        transport, _ = replay("session_load_run1_clobbered")
-        conversation = transport.open(
-            ConversationSpec(
-                permissions=NativePermissions.bypass(),
-                approvals=ApprovalPolicy.DENY,
-                cwd="/work",
-                resume_session_id="bb3563b9-82bf-45db-94ca-5171c94e3fe2",
-            )
-        )
+        gone = "bb3563b9-82bf-45db-94ca-5171c94e3fe2"
         with pytest.raises(SessionResumeError) as caught:
-            conversation.turn(TurnRequest("Say hello after load."), RecordingEventHandler())
-        conversation.close()
-        assert caught.value.session_id == "bb3563b9-82bf-45db-94ca-5171c94e3fe2"
+            turn_after_load(P, GEMINI_ACP, "session_load_run1_clobbered", gone)
+        assert caught.value.session_id == gone
         assert "No previous sessions found" in str(caught.value)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import functools
 import json
 import threading
 import time
@@ -16,29 +15,13 @@ from hypothesis import strategies as st
 
 from agentshim import Agent
 from agentshim.acp.dialect import AcpArgv
-from agentshim.acp.jsonrpc import Notification, Request, Response, RpcError
+from agentshim.acp.jsonrpc import Notification, Response, RpcError
 from agentshim.acp.updates import UpdateReader
+from agentshim.core import errors
+from agentshim.core import events as ev
 from agentshim.core.approvals import ApprovalDecision, ApprovalRequest
-from agentshim.core.conversation import ConversationSpec, TransportKind
-from agentshim.core.errors import (
-    CliDiedError,
-    CliExitError,
-    FailureKind,
-    InvalidRequestError,
-    ProviderCapabilityError,
-    SessionResumeError,
-)
-from agentshim.core.events import (
-    ApprovalAnswered,
-    ApprovalRequested,
-    AssistantText,
-    Lifecycle,
-    ToolCall,
-    ToolResult,
-    TurnInterrupted,
-)
+from agentshim.core.conversation import TransportKind
 from agentshim.core.permissions import ApprovalPolicy, NativePermissions
-from agentshim.core.turn import TurnRequest
 from agentshim.providers.opencode.acp import (
     OPENCODE_ACP,
     acp_argv,
@@ -52,13 +35,11 @@ from agentshim.testing import FakeExecutor
 from agentshim.testing.acp import OPENCODE_QUIRKS, AcpPeers, AcpPeerTurn
 from agentshim.testing.recording import RecordingEventHandler
 from tests.unit.acp.rigs import (
+    RecordedMainSession,
     Rig,
-    answers,
     methods,
-    recorded_cases,
     recorded_messages,
-    replay,
-    turn_on,
+    turn_after_load,
 )
 
 P = "opencode"
@@ -101,7 +82,7 @@ class TestArgvAndEnv:
         assert "OPENCODE_CONFIG_CONTENT" not in acp_env(args(NativePermissions.bypass()))
 
     def test_a_model_that_reads_as_a_flag_is_refused(self) -> None:
-        with pytest.raises(InvalidRequestError):
+        with pytest.raises(errors.InvalidRequestError):
             acp_env(args(NativePermissions.bypass(), "--yolo"))
 
     def test_bypass_allows_everything(self) -> None:
@@ -132,57 +113,46 @@ class TestFailures:
     def test_the_recorded_500_is_transient(self) -> None:
         (error,) = prompt_errors("session_main")
         assert error.data["errorName"] == "APIError"
-        assert classify_rpc_error(error) is FailureKind.TRANSIENT
+        assert classify_rpc_error(error) is errors.FailureKind.TRANSIENT
         assert not session_lost(error)
 
     @pytest.mark.parametrize(
         ("message", "name", "kind"),
         [
             # What 1.18.33 answered for a 401 from the model server.
-            ("Internal error: Incorrect API key provided.", "APIError", FailureKind.AUTH),
-            ("Internal error: Internal server error", "APIError", FailureKind.TRANSIENT),
+            ("Internal error: Incorrect API key provided.", "APIError", errors.FailureKind.AUTH),
+            ("Internal error: Internal server error", "APIError", errors.FailureKind.TRANSIENT),
             (
                 "Internal error: prompt too long",
                 "ContextOverflowError",
-                FailureKind.CONTEXT_OVERFLOW,
+                errors.FailureKind.CONTEXT_OVERFLOW,
             ),
-            ("Internal error: no key", "ProviderAuthError", FailureKind.AUTH),
-            ("Internal error: something odd", "APIError", FailureKind.TRANSIENT),
-            ("Internal error: something odd", "UnknownError", FailureKind.OTHER),
+            ("Internal error: no key", "ProviderAuthError", errors.FailureKind.AUTH),
+            ("Internal error: something odd", "APIError", errors.FailureKind.TRANSIENT),
+            ("Internal error: something odd", "UnknownError", errors.FailureKind.OTHER),
         ],
     )
     def test_error_names_and_messages_classify(
-        self, message: str, name: str, kind: FailureKind
+        self, message: str, name: str, kind: errors.FailureKind
     ) -> None:
         error = RpcError(-32603, message, {"service": "session", "errorName": name})
         assert classify_rpc_error(error) is kind
-
-    def test_the_recorded_answer_for_an_unknown_session_is_a_lost_session(self) -> None:
-        (error,) = prompt_errors("session_load")
-        assert session_lost(error)
 
     @given(st.integers(), st.text(max_size=200), st.none() | st.text(max_size=30))
     def test_any_error_classifies_to_a_kind(
         self, code: int, message: str, name: str | None
     ) -> None:
         data = {"errorName": name} if name is not None else {}
-        assert isinstance(classify_rpc_error(RpcError(code, message, data)), FailureKind)
+        assert isinstance(classify_rpc_error(RpcError(code, message, data)), errors.FailureKind)
 
     def test_a_prompt_error_fails_the_turn_and_the_session_goes_on(self) -> None:
         r = rig(
             [AcpPeerTurn(error=(-32603, "Internal error: scripted 500 boom")), AcpPeerTurn("ok")]
         )
-        with pytest.raises(CliExitError, match="scripted 500 boom") as caught:
+        with pytest.raises(errors.CliExitError, match="scripted 500 boom") as caught:
             r.turn()
-        assert caught.value.kind is FailureKind.TRANSIENT
+        assert caught.value.kind is errors.FailureKind.TRANSIENT
         assert r.turn()[0].text == "ok"
-
-    def test_resuming_a_session_opencode_lacks_raises_session_resume_error(self) -> None:
-        gone = "ses_00000000000000000000000000"
-        r = rig([AcpPeerTurn("never")], resume=gone, lost=[gone])
-        with pytest.raises(SessionResumeError) as caught:
-            r.turn()
-        assert caught.value.session_id == gone
 
 
 class TestUsage:
@@ -201,25 +171,6 @@ class TestUsage:
             assert reported is not None
             assert reported.tokens.total_tokens == 0
 
-    @given(
-        st.dictionaries(
-            st.sampled_from(
-                [
-                    "inputTokens",
-                    "outputTokens",
-                    "thoughtTokens",
-                    "cachedReadTokens",
-                    "cachedWriteTokens",
-                ]
-            ),
-            st.integers() | st.text(max_size=5) | st.none(),
-        )
-    )
-    def test_any_usage_reads_without_raising(self, raw: dict[str, Any]) -> None:
-        reported = usage({"usage": raw})
-        assert reported is not None
-        assert reported.tokens.input_tokens >= reported.tokens.cache_read_input_tokens
-
     def test_a_turn_with_a_tool_has_its_usage_marked_not_known(self) -> None:
         r = rig([AcpPeerTurn("a"), AcpPeerTurn("b", tool="echo hello")])
         plain, _ = r.turn()
@@ -229,26 +180,7 @@ class TestUsage:
         assert not with_tool.usage.increment_known
 
 
-class TestEveryRecordedMessage:
-    @pytest.mark.parametrize("case", recorded_cases(P))
-    def test_every_line_is_a_json_rpc_message(self, case: str) -> None:
-        for direction in ("in", "out"):
-            assert recorded_messages(P, case, direction)
-
-    @pytest.mark.parametrize("case", recorded_cases(P))
-    def test_every_update_is_a_known_kind(self, case: str) -> None:
-        events = RecordingEventHandler()
-        reader = UpdateReader(events, OPENCODE_ACP.notice, superseded=True)
-        for message in recorded_messages(P, case):
-            if isinstance(message, Notification):
-                reader.read(message.params["update"])
-            elif isinstance(message, Request) and message.method == "session/request_permission":
-                reader.announce(message.params["toolCall"])
-        unknown = [
-            e for e in events.of_type(Lifecycle) if e.kind in ("unknown_update", "malformed_update")
-        ]
-        assert unknown == []
-
+class TestCompactionSummaries:
     def test_a_compaction_summary_is_kept_out_of_the_answer(self) -> None:
         # The ERRCTX turn: a summary message, then the answer as another message.
         events = RecordingEventHandler()
@@ -263,102 +195,53 @@ class TestEveryRecordedMessage:
         assert events.lifecycle("message_superseded") == [
             "Summary: a scripted conversation, nothing left to do."
         ]
-        assert "".join(e.text for e in events.of_type(AssistantText)).startswith("Summary")
+        assert "".join(e.text for e in events.of_type(ev.AssistantText)).startswith("Summary")
 
 
 class TestRecordedSession:
     def test_the_main_session_replays_turn_by_turn(self) -> None:
-        transport, peers = replay(P, OPENCODE_ACP, "session_main")
-        asked: list[ApprovalRequest] = []
-        box: list[Any] = []
-
-        def decide(request: ApprovalRequest) -> ApprovalDecision:
-            asked.append(request)
-            if request.tool.startswith("touch"):
-                return ApprovalDecision.deny("no")
-            if request.tool == "sleep 21":  # SLOWB: cancelled while its permission is pending
-                box[0].interrupt()
-            return ApprovalDecision.allow()
-
-        conversation = transport.open(
-            ConversationSpec(permissions=WRITE, approvals=decide, cwd="/work")
-        )
-        box.append(conversation)
-
-        turn = functools.partial(turn_on, conversation)
-
-        plain, _ = turn("Say hello.")
-        assert plain.text == HELLO
-        assert plain.session_id == MAIN_SESSION
+        main = RecordedMainSession(P, OPENCODE_ACP)
+        plain, _ = main.turn("Say hello.")
+        assert (plain.text, plain.session_id) == (HELLO, MAIN_SESSION)
         assert plain.usage.tokens.input_tokens == 1200
 
-        echo, events = turn("TOOLECHO run echo hello")
+        echo, events = main.turn("TOOLECHO run echo hello")
         assert echo.text == "Running echo.Done."
-        (call,) = events.of_type(ToolCall)
+        (call,) = events.of_type(ev.ToolCall)
         assert (call.tool, call.kind.value) == ("bash", "command")
-        assert events.of_type(ToolResult)[0].stdout == "hello\n"
+        assert events.of_type(ev.ToolResult)[0].stdout == "hello\n"
         # The request names the command, not the "bash" the call was announced as.
-        assert events.of_type(ApprovalRequested)[0].tool == "echo hello"
+        assert events.of_type(ev.ApprovalRequested)[0].tool == "echo hello"
         assert not echo.usage.increment_known
 
-        rejected, events = turn("TOOLREJ touch a file")
+        rejected, events = main.turn("TOOLREJ touch a file")
         assert rejected.text == ""
-        (failed,) = events.of_type(ToolResult)
+        (failed,) = events.of_type(ev.ToolResult)
         assert failed.failed
         assert "rejected permission" in failed.stderr
 
-        mcp, events = turn("MCPCALL call the ping tool")
+        mcp, events = main.turn("MCPCALL call the ping tool")
         assert mcp.text == "Done."
-        assert events.of_type(ToolResult)[0].stdout == "pong from fakemcp"
+        assert events.of_type(ev.ToolResult)[0].stdout == "pong from fakemcp"
 
-        slow_a, events = turn("SLOWA run sleep", interrupt_after=0.3)
-        assert slow_a.interrupted
-        assert "User aborted the command" in events.of_type(ToolResult)[0].stdout
-        assert events.of_type(TurnInterrupted)
-
-        slow_b, events = turn("SLOWB run sleep")
-        assert slow_b.interrupted
-        assert events.of_type(ApprovalAnswered)[0].decided_by == "interrupted"
-        assert events.of_type(ToolResult)[0].stderr == "Tool execution aborted"
-
-        drip, _ = turn("DRIP stream", interrupt_after=0.3)
-        assert drip.interrupted
-        assert drip.text == "y" * 48
-
-        assert turn("Say hello after cancel.")[0].text == HELLO
-        with pytest.raises(CliExitError, match="scripted 500 boom") as failed_turn:
-            turn("ERR500 now")
-        assert failed_turn.value.kind is FailureKind.TRANSIENT
-        compacted, events = turn("ERRCTX now")
+        slow_a, slow_b, drip = main.interrupted_turns()
+        assert "User aborted the command" in slow_a.of_type(ev.ToolResult)[0].stdout
+        assert slow_b.of_type(ev.ToolResult)[0].stderr == "Tool execution aborted"
+        assert drip == "y" * 48
+        with pytest.raises(errors.CliExitError, match="scripted 500 boom") as failed_turn:
+            main.turn("ERR500 now")
+        assert failed_turn.value.kind is errors.FailureKind.TRANSIENT
+        compacted, events = main.turn("ERRCTX now")
         assert compacted.text == HELLO
         assert events.lifecycle("message_superseded")
-        assert turn("Say hello after errors.")[0].text == HELLO
-        conversation.close()
-        (peer,) = peers
-        assert peer.unmatched == []
-        assert answers(peer) == [
-            {"outcome": "selected", "optionId": "once"},
-            {"outcome": "selected", "optionId": "reject"},
-            {"outcome": "selected", "optionId": "once"},
-            {"outcome": "cancelled"},
-        ]
+        assert main.turn("Say hello after errors.")[0].text == HELLO
+        assert main.chosen() == ["once", "reject", "once", "cancelled"]
 
     def test_a_load_drops_the_replayed_history(self) -> None:
         # The capture loaded with session/load; the dialect reattaches with session/resume,
         # which replays nothing. A load replays the history before its response.
         loading = dataclasses.replace(OPENCODE_ACP, attach="session/load")
-        transport, _ = replay(P, loading, "session_load")
-        conversation = transport.open(
-            ConversationSpec(
-                permissions=NativePermissions.bypass(),
-                approvals=ApprovalPolicy.DENY,
-                cwd="/work",
-                resume_session_id=MAIN_SESSION,
-            )
-        )
-        events = RecordingEventHandler()
-        result = conversation.turn(TurnRequest("Say hello after load."), events)
-        conversation.close()
+        result, events = turn_after_load(P, loading, "session_load", MAIN_SESSION)
         assert result.text == HELLO
         assert result.resumed
         (suppressed,) = events.lifecycle("replay_suppressed")
@@ -375,7 +258,7 @@ class TestOnTheFake:
     def test_a_new_process_resumes_the_session_without_replay(self) -> None:
         r = rig([AcpPeerTurn("one"), AcpPeerTurn("x", tool="t", die=-9), AcpPeerTurn("three")])
         first, _ = r.turn()
-        with pytest.raises(CliDiedError):
+        with pytest.raises(errors.CliDiedError):
             r.turn()
         third, events = r.turn()
         assert third.text == "three"
@@ -401,9 +284,9 @@ class TestOnTheFake:
         )
         result, events = r.turn()
         assert [s.tool for s in seen] == ["touch x.txt"]
-        assert events.of_type(ToolCall)[0].tool == "bash"
+        assert events.of_type(ev.ToolCall)[0].tool == "bash"
         assert result.text == ""
-        assert events.of_type(ToolResult)[0].failed
+        assert events.of_type(ev.ToolResult)[0].failed
         assert r.peer.answers == [{"outcome": {"outcome": "selected", "optionId": "reject"}}]
 
     def test_a_cancel_answered_with_an_error_is_an_interrupted_turn(self) -> None:
@@ -412,7 +295,7 @@ class TestOnTheFake:
         result, events = r.turn()
         assert result.interrupted
         assert events.lifecycle("cancel_answered_with_error")
-        assert events.of_type(TurnInterrupted)
+        assert events.of_type(ev.TurnInterrupted)
         assert r.turn()[0].text == "after"
 
     def test_a_summary_before_the_answer_is_not_the_answer(self) -> None:
@@ -445,7 +328,7 @@ class TestOnTheFake:
                 assert time.monotonic() < deadline, "the turn never started"
                 time.sleep(0.01)
             try:
-                with pytest.raises(ProviderCapabilityError):
+                with pytest.raises(errors.ProviderCapabilityError):
                     session.steer("more")
             finally:
                 session.interrupt()

@@ -15,18 +15,17 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from agentshim.core.conversation import ConversationSpec, TurnStop
 from agentshim.core.errors import CliExitError, FailureKind
 from agentshim.core.events import AgentEvent, AssistantText, Lifecycle, ToolCall, ToolResult
-from agentshim.core.permissions import ApprovalPolicy
 from agentshim.core.turn import TurnRequest
 from agentshim.providers.pi.parser import PiStreamParser
 from agentshim.providers.pi.rpc_protocol import read_response
 from agentshim.providers.pi.rpc_transport import PiRpcConversation, PiRpcTransport
 from agentshim.testing.pi_rpc import PiPeerTurn, PiRecordedPeer, PiRpcPeers
 from agentshim.testing.recording import RecordingEventHandler
+from tests.unit.long_lived_rig import conversation_on, turn_stopped_at
 
-from .test_rpc_transport import BYPASS, SLEEP, context, sent_types
+from .test_rpc_transport import SLEEP, sent_types
 
 RECORDED = Path(__file__).parents[3] / "fixtures" / "pi" / "stream-1.6.0"
 ERROR_500 = '500 {"type":"error","error":{"type":"api_error","message":"Internal server error"}}'
@@ -36,10 +35,7 @@ def open_conversation(
     turns: list[PiPeerTurn], cli_version: str = "1.6.0"
 ) -> tuple[PiRpcConversation, PiRpcPeers]:
     peers = PiRpcPeers(turns, cli_version=cli_version)
-    ctx, _ = context(peers)
-    conversation = PiRpcTransport(ctx).open(
-        ConversationSpec(permissions=BYPASS, approvals=ApprovalPolicy.DENY)
-    )
+    conversation = conversation_on("pi", PiRpcTransport, peers)
     return conversation, peers
 
 
@@ -73,15 +69,7 @@ class TestOnTheFake:
         conversation, _ = open_conversation(
             [PiPeerTurn("never", tool="bash", tool_input=SLEEP, hang=True), PiPeerTurn("after")]
         )
-        stop = TurnStop()
-        events = RecordingEventHandler()
-
-        def abort_on_tool(event: AgentEvent) -> None:
-            events(event)
-            if isinstance(event, ToolCall):
-                stop.request()
-
-        result = conversation.turn(TurnRequest("go", timeout=60.0), abort_on_tool, stop)
+        result, events = turn_stopped_at(conversation, TurnRequest("go", timeout=60.0), ToolCall)
         assert result.interrupted
         assert events.lifecycle("agent_settled") == ["aborted"]
         after, after_events = turn(conversation)
@@ -160,10 +148,7 @@ def test_no_frame_after_a_turns_end_becomes_the_next_turns_output(
 
 def replay(case: str) -> tuple[PiRpcConversation, PiRecordedPeer]:
     recorded = PiRecordedPeer(RECORDED / f"{case}.transcript.jsonl")
-    ctx, _ = context(lambda request: recorded)
-    conversation = PiRpcTransport(ctx).open(
-        ConversationSpec(permissions=BYPASS, approvals=ApprovalPolicy.DENY)
-    )
+    conversation = conversation_on("pi", PiRpcTransport, lambda request: recorded)
     return conversation, recorded
 
 
@@ -206,15 +191,8 @@ class TestRecorded:
 
     def test_an_abort_during_a_tool_as_pi_1_6_printed_it(self) -> None:
         conversation, peer = replay("abort_midtool")
-        stop = TurnStop()
-        events = RecordingEventHandler()
-
-        def abort_on_tool(event: AgentEvent) -> None:
-            events(event)
-            if isinstance(event, ToolCall):
-                stop.request()
-
-        result = conversation.turn(TurnRequest("Sleep a while.", timeout=60.0), abort_on_tool, stop)
+        request = TurnRequest("Sleep a while.", timeout=60.0)
+        result, events = turn_stopped_at(conversation, request, ToolCall)
         assert result.interrupted
         assert events.lifecycle("agent_settled") == ["aborted"]
         assert "aborted" in events.of_type(ToolResult)[0].stderr.lower()

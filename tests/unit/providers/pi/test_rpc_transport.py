@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -13,29 +13,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from agentshim.core import errors
+from agentshim.core import events as ev
 from agentshim.core.approvals import ApprovalDecision
 from agentshim.core.conversation import ConversationSpec, TurnStop
-from agentshim.core.errors import (
-    CliDiedError,
-    CliExitError,
-    CliTimeoutError,
-    FailureKind,
-    ProviderCapabilityError,
-    SessionResumeError,
-    TurnCancelledError,
-)
-from agentshim.core.events import (
-    AgentEvent,
-    AssistantText,
-    Lifecycle,
-    RunStarted,
-    SessionStarted,
-    ToolCall,
-    ToolResult,
-    TurnInterrupted,
-    UsageReport,
-    UsageScope,
-)
 from agentshim.core.mcp import StdioMcpServer
 from agentshim.core.permissions import ApprovalPolicy, NativePermissions
 from agentshim.core.turn import TurnRequest
@@ -48,6 +29,9 @@ from agentshim.testing.pi_rpc import PiPeerTurn, PiRecordedPeer, PiRpcPeer, PiRp
 from agentshim.testing.process import FakePeer, PeerOutput, SilentPeer
 from agentshim.testing.recording import RecordingEventHandler
 from agentshim.transport.installed import InstalledCli
+from tests.unit.long_lived_rig import PiRpcRig as Rig
+from tests.unit.long_lived_rig import conversation_on, installed_cli, turn_stopped_at
+from tests.unit.long_lived_rig import pi_frames as sent_types
 
 FIXTURES = Path(__file__).parents[3] / "fixtures" / "pi" / "stream"
 BYPASS = NativePermissions.bypass()
@@ -63,88 +47,10 @@ def context(
     monotonic: Callable[[], float] = time.monotonic,
     provider: PiProvider | None = None,
 ) -> tuple[InstalledCli, FakeExecutor]:
-    executor = FakeExecutor(peers=peers)
-    ctx = InstalledCli(
-        provider=provider or PiProvider(),
-        executor=executor,
-        binary_path="/usr/bin/pi",
-        env={"PATH": "/usr/bin"},
-        monotonic=monotonic,
-    )
-    return ctx, executor
-
-
-class Rig:
-    """An rpc transport on a scripted fake Pi."""
-
-    def __init__(
-        self,
-        turns: Iterable[PiPeerTurn],
-        *,
-        resume: str | None = None,
-        missing: Sequence[str] = (),
-        interrupt_grace: float = 10.0,
-        **spec: Any,
-    ) -> None:
-        self.peers = PiRpcPeers(turns, missing=missing)
-        ctx, self.executor = context(self.peers)
-        self.transport = PiRpcTransport(ctx, interrupt_grace=interrupt_grace)
-        self.conversation = self.transport.open(
-            ConversationSpec(
-                permissions=BYPASS,
-                approvals=ApprovalPolicy.DENY,
-                resume_session_id=resume,
-                **spec,
-            )
-        )
-
-    def turn(self, prompt: str = "go", **request: Any) -> tuple[Any, RecordingEventHandler]:
-        events = RecordingEventHandler()
-        return self.conversation.turn(TurnRequest(prompt, **request), events), events
-
-    def later(self, seconds: float, action: Callable[[], None]) -> threading.Timer:
-        timer = threading.Timer(seconds, action)
-        timer.start()
-        return timer
-
-    @property
-    def peer(self) -> PiRpcPeer:
-        return self.peers.peers[-1]
-
-
-def sent_types(peer: PiRpcPeer | PiRecordedPeer) -> list[str]:
-    return [str(frame["type"]) for frame in peer.received]
+    return installed_cli("pi", peers, provider=provider, monotonic=monotonic)
 
 
 class TestTurnsOnOneProcess:
-    def test_two_turns_run_on_one_process_and_continue_one_conversation(self) -> None:
-        rig = Rig([PiPeerTurn("one"), PiPeerTurn("two")])
-        first, first_events = rig.turn("first")
-        second, events = rig.turn("second")
-        assert (first.text, second.text) == ("one", "two")
-        assert len(rig.executor.spawned) == 1
-        assert not first.resumed
-        assert second.resumed
-        assert first.session_id == second.session_id == rig.conversation.session_id
-        assert first_events.of_type(SessionStarted)[0].session_id == first.session_id
-        assert not events.of_type(RunStarted), "the second turn started a process"
-        assert sent_types(rig.peer) == ["get_state", "prompt", "prompt"]
-        assert [f["message"] for f in rig.peer.received[1:]] == ["first", "second"]
-
-    def test_argv_is_rpc_mode_and_never_holds_the_prompt(self) -> None:
-        rig = Rig([PiPeerTurn("ok")], model="claude-fake-1", reasoning_effort="high")
-        rig.turn("a secret prompt")
-        argv = list(rig.executor.spawned[0].argv)
-        assert argv == [
-            "/usr/bin/pi",
-            "--mode",
-            "rpc",
-            "--model",
-            "claude-fake-1",
-            "--thinking",
-            "high",
-        ]
-
     def test_command_ids_are_unique_for_the_process(self) -> None:
         rig = Rig([PiPeerTurn("a"), PiPeerTurn("b"), PiPeerTurn("c")])
         for _ in range(3):
@@ -166,16 +72,16 @@ class TestTurnsOnOneProcess:
         assert second.usage.total_cost_usd == pytest.approx(0.5)
         # Two model calls: the tool request (300 in) and the answer (100 in).
         assert second.usage.tokens.input_tokens == 400
-        calls = [r for r in events.of_type(UsageReport) if r.scope is UsageScope.CALL]
+        calls = [r for r in events.of_type(ev.UsageReport) if r.scope is ev.UsageScope.CALL]
         assert len(calls) == 2
 
     def test_a_tool_turn_reports_the_call_and_its_result(self) -> None:
         rig = Rig([PiPeerTurn("listed", tool="bash", tool_input={"command": "ls"})])
         result, events = rig.turn()
         assert result.text == "listed"
-        (call,) = events.of_type(ToolCall)
+        (call,) = events.of_type(ev.ToolCall)
         assert call.tool == "bash"
-        (tool_result,) = events.of_type(ToolResult)
+        (tool_result,) = events.of_type(ev.ToolResult)
         assert not tool_result.failed
         assert '"command": "ls"' in tool_result.stdout
 
@@ -203,42 +109,17 @@ class TestTurnsOnOneProcess:
 
     def test_a_model_pi_does_not_know_is_refused_before_the_prompt(self) -> None:
         rig = Rig([PiPeerTurn("kept")])
-        with pytest.raises(ProviderCapabilityError, match="Model not found"):
+        with pytest.raises(errors.ProviderCapabilityError, match="Model not found"):
             rig.turn(model="unknown-model")
         assert "prompt" not in sent_types(rig.peer)
         assert rig.turn()[0].text == "kept"
-
-    @pytest.mark.parametrize(
-        "request_fields",
-        [
-            {"env": {"A": "1"}},
-            {"extra_args": ["--no-tools"]},
-            {"cwd": "/elsewhere"},
-            {"reasoning_effort": "high"},
-        ],
-    )
-    def test_what_a_running_process_cannot_change_is_refused_before_anything_is_sent(
-        self, request_fields: dict[str, Any]
-    ) -> None:
-        rig = Rig([PiPeerTurn("never")])
-        with pytest.raises(ProviderCapabilityError, match="ONE_SHOT"):
-            rig.turn(**request_fields)
-        assert rig.executor.spawned == []
-
-    def test_a_thousand_turns_keep_threads_flat_on_one_process(self) -> None:
-        rig = Rig([PiPeerTurn(f"t{n}") for n in range(1000)])
-        threads = threading.active_count()
-        for _ in range(1000):
-            rig.turn()
-        assert threading.active_count() == threads
-        assert len(rig.executor.spawned) == 1
 
 
 class TestSpecRefusals:
     def test_an_approval_handler_is_refused_at_open(self) -> None:
         ctx, _ = context(PiRpcPeers([]))
         spec = ConversationSpec(permissions=BYPASS, approvals=lambda r: ApprovalDecision.allow())
-        with pytest.raises(ProviderCapabilityError, match="no approval flow"):
+        with pytest.raises(errors.ProviderCapabilityError, match="no approval flow"):
             PiRpcTransport(ctx).open(spec)
 
     @pytest.mark.parametrize(
@@ -249,7 +130,7 @@ class TestSpecRefusals:
     ) -> None:
         ctx, executor = context(PiRpcPeers([]))
         spec = ConversationSpec(permissions=permissions, approvals=ApprovalPolicy.DENY)
-        with pytest.raises(ProviderCapabilityError, match="bypass"):
+        with pytest.raises(errors.ProviderCapabilityError, match="bypass"):
             PiRpcTransport(ctx).open(spec)
         assert executor.spawned == []
 
@@ -259,71 +140,25 @@ class TestSpecRefusals:
         spec = ConversationSpec(
             permissions=BYPASS, approvals=ApprovalPolicy.DENY, mcp_servers=(server,)
         )
-        with pytest.raises(ProviderCapabilityError, match="does not pass MCP servers to Pi"):
+        with pytest.raises(errors.ProviderCapabilityError, match="does not pass MCP servers to Pi"):
             PiRpcTransport(ctx).open(spec)
         assert executor.spawned == []
 
 
 class TestInterrupt:
-    def test_abort_mid_tool_returns_interrupted_and_the_next_turn_uses_the_same_process(
-        self,
-    ) -> None:
-        rig = Rig([PiPeerTurn(tool="bash", tool_input=SLEEP, hang=True), PiPeerTurn("next")])
-        timer = rig.later(0.1, rig.conversation.interrupt)
-        started = time.monotonic()
-        result, events = rig.turn()
-        timer.cancel()
-        assert time.monotonic() - started < 5
-        assert result.interrupted
-        assert events.of_type(TurnInterrupted)
-        (aborted,) = events.of_type(ToolResult)
-        assert aborted.failed
-        assert "Command aborted" in aborted.stderr
-        after, after_events = rig.turn()
-        assert after.text == "next"
-        assert not after.interrupted
-        assert len(rig.executor.spawned) == 1
-        assert sent_types(rig.peer) == ["get_state", "prompt", "abort", "prompt"]
-        # The abort's own response came after agent_end: it never reaches the next turn.
-        assert after_events.lifecycle("between_turns") == []
-
-    def test_abort_mid_stream_returns_interrupted(self) -> None:
-        rig = Rig([PiPeerTurn(hang=True), PiPeerTurn("next")])
-        timer = rig.later(0.1, rig.conversation.interrupt)
-        result, _ = rig.turn()
-        timer.cancel()
-        assert result.interrupted
-        assert rig.turn()[0].text == "next"
-
-    def test_interrupt_while_idle_sends_nothing(self) -> None:
-        rig = Rig([PiPeerTurn("a"), PiPeerTurn("b")])
-        rig.turn()
-        rig.conversation.interrupt()
-        result, _ = rig.turn()
-        assert result.text == "b"
-        assert not result.interrupted
-        assert sent_types(rig.peer) == ["get_state", "prompt", "prompt"]
-
     def test_a_stop_requested_before_the_turn_sends_nothing(self) -> None:
         rig = Rig([PiPeerTurn("kept")])
         stop = TurnStop()
         stop.request()
-        with pytest.raises(TurnCancelledError):
+        with pytest.raises(errors.TurnCancelledError):
             rig.conversation.turn(TurnRequest("go"), RecordingEventHandler(), stop)
         assert rig.executor.spawned == []
         assert rig.turn()[0].text == "kept"
 
     def test_an_interrupt_before_the_run_starts_is_sent_once_it_does(self) -> None:
         rig = Rig([PiPeerTurn(tool="bash", tool_input=SLEEP, hang=True), PiPeerTurn("next")])
-        events = RecordingEventHandler()
-        stop = TurnStop()
-
-        def stop_on_prompt(event: AgentEvent) -> None:
-            events(event)
-            if isinstance(event, SessionStarted):
-                stop.request()  # before the prompt is even written
-
-        result = rig.conversation.turn(TurnRequest("go"), stop_on_prompt, stop)
+        # SessionStarted comes before the prompt is even written.
+        result, _ = turn_stopped_at(rig.conversation, "go", ev.SessionStarted)
         assert result.interrupted
         assert sent_types(rig.peer) == ["get_state", "prompt", "abort"]
 
@@ -369,9 +204,8 @@ class TestSteer:
 
         family = PiRpcPeers([PiPeerTurn("done")])
         sid = "01a23046-0000-7000-8000-000000000019"
-        ctx, _ = context(lambda request: Late(family, sid, request.argv))
-        conversation = PiRpcTransport(ctx).open(
-            ConversationSpec(permissions=BYPASS, approvals=ApprovalPolicy.DENY)
+        conversation = conversation_on(
+            "pi", PiRpcTransport, lambda request: Late(family, sid, request.argv)
         )
         events = RecordingEventHandler()
         assert conversation.turn(TurnRequest("go"), events).text == "done"
@@ -384,26 +218,13 @@ class TestSteer:
         timer.cancel()
         assert events.lifecycle("steer_carried_over") == []
 
-    def test_no_text_is_ever_written_as_a_broken_line(self) -> None:
-        rig = Rig([PiPeerTurn(hang=True)])
-        awkward = 'line\nbreak \u2028 sep \ud800 lone \x00 nul "quote"'
-
-        def steer() -> None:
-            rig.conversation.steer(awkward)
-            rig.conversation.interrupt()
-
-        timer = rig.later(0.1, steer)
-        rig.turn()
-        timer.cancel()
-        assert rig.peer.steered == [awkward]
-
 
 class TestFailures:
     def test_an_api_error_is_classified_and_keeps_the_process(self) -> None:
         rig = Rig([PiPeerTurn(error=AUTH_ERROR), PiPeerTurn("fine")])
-        with pytest.raises(CliExitError) as caught:
+        with pytest.raises(errors.CliExitError) as caught:
             rig.turn()
-        assert caught.value.kind is FailureKind.AUTH
+        assert caught.value.kind is errors.FailureKind.AUTH
         assert "invalid x-api-key" in str(caught.value)
         assert rig.turn()[0].text == "fine"
         assert len(rig.executor.spawned) == 1
@@ -411,22 +232,27 @@ class TestFailures:
     @pytest.mark.parametrize(
         ("error", "kind"),
         [
-            ('500 {"type":"error","error":{"type":"api_error"}}', FailureKind.TRANSIENT),
-            ('529 {"type":"error","error":{"type":"overloaded_error"}}', FailureKind.TRANSIENT),
+            ('500 {"type":"error","error":{"type":"api_error"}}', errors.FailureKind.TRANSIENT),
+            (
+                '529 {"type":"error","error":{"type":"overloaded_error"}}',
+                errors.FailureKind.TRANSIENT,
+            ),
         ],
     )
-    def test_api_failures_keep_their_one_shot_kind(self, error: str, kind: FailureKind) -> None:
+    def test_api_failures_keep_their_one_shot_kind(
+        self, error: str, kind: errors.FailureKind
+    ) -> None:
         rig = Rig([PiPeerTurn(error=error)])
-        with pytest.raises(CliExitError) as caught:
+        with pytest.raises(errors.CliExitError) as caught:
             rig.turn()
         assert caught.value.kind is kind
 
     def test_pis_own_retries_of_a_failed_call_stay_inside_the_turn(self) -> None:
         error = '500 {"type":"error","error":{"type":"api_error"}}'
         rig = Rig([PiPeerTurn(error=error, retries=2), PiPeerTurn("fine")])
-        with pytest.raises(CliExitError) as caught:
+        with pytest.raises(errors.CliExitError) as caught:
             rig.turn()
-        assert caught.value.kind is FailureKind.TRANSIENT
+        assert caught.value.kind is errors.FailureKind.TRANSIENT
         after, events = rig.turn()
         assert after.text == "fine"
         assert events.lifecycle("between_turns") == [], "the retries leaked into the next turn"
@@ -434,7 +260,7 @@ class TestFailures:
     def test_resuming_a_session_pi_does_not_have_is_a_resume_error(self) -> None:
         gone = "01a23046-0000-7000-8000-00000000dead"
         rig = Rig([PiPeerTurn("never")], resume=gone, missing=[gone])
-        with pytest.raises(SessionResumeError) as caught:
+        with pytest.raises(errors.SessionResumeError) as caught:
             rig.turn()
         assert caught.value.session_id == gone
 
@@ -456,7 +282,7 @@ class TestFailures:
         conversation = PiRpcTransport(ctx).open(
             ConversationSpec(permissions=BYPASS, approvals=ApprovalPolicy.DENY)
         )
-        with pytest.raises(CliTimeoutError, match="get_state"):
+        with pytest.raises(errors.CliTimeoutError, match="get_state"):
             conversation.turn(TurnRequest("go"), RecordingEventHandler())
         assert executor.processes[0].returncode is not None, "the silent process was left running"
         assert (
@@ -482,13 +308,12 @@ class TestFailures:
                 return super().on_stdin(line)
 
         family = PiRpcPeers([])
-        ctx, _ = context(
-            lambda request: Busy(family, "01a23046-0000-7000-8000-00000000b05e", request.argv)
+        conversation = conversation_on(
+            "pi",
+            PiRpcTransport,
+            lambda request: Busy(family, "01a23046-0000-7000-8000-00000000b05e", request.argv),
         )
-        conversation = PiRpcTransport(ctx).open(
-            ConversationSpec(permissions=BYPASS, approvals=ApprovalPolicy.DENY)
-        )
-        with pytest.raises(CliExitError, match="already processing"):
+        with pytest.raises(errors.CliExitError, match="already processing"):
             conversation.turn(TurnRequest("go"), RecordingEventHandler())
 
     def test_a_process_that_exits_zero_mid_run_is_cli_died(self) -> None:
@@ -501,24 +326,13 @@ class TestFailures:
 
         family = PiRpcPeers([PiPeerTurn("never")])
         sid = "01a23046-0000-7000-8000-000000000017"
-        ctx, _ = context(lambda request: Quits(family, sid, request.argv))
-        conversation = PiRpcTransport(ctx).open(
-            ConversationSpec(permissions=BYPASS, approvals=ApprovalPolicy.DENY)
+        conversation = conversation_on(
+            "pi", PiRpcTransport, lambda request: Quits(family, sid, request.argv)
         )
-        with pytest.raises(CliDiedError) as caught:
+        with pytest.raises(errors.CliDiedError) as caught:
             conversation.turn(TurnRequest("go"), RecordingEventHandler())
         assert caught.value.session_id == sid
         assert conversation.session_id == sid
-
-    def test_close_ends_the_process_with_stdin_eof(self) -> None:
-        rig = Rig([PiPeerTurn("a")])
-        rig.turn()
-        rig.conversation.close()
-        rig.conversation.close()
-        process = rig.executor.processes[0]
-        assert process.stdin_closed
-        assert process.returncode == 0
-        assert process.terminate_calls == 0
 
 
 class TestFork:
@@ -548,10 +362,7 @@ class TestFork:
 
 def replay(case: str, **peer: Any) -> tuple[PiRpcConversation, PiRecordedPeer]:
     recorded = PiRecordedPeer(FIXTURES / f"{case}.transcript.jsonl", **peer)
-    ctx, _ = context(lambda request: recorded)
-    conversation = PiRpcTransport(ctx).open(
-        ConversationSpec(permissions=BYPASS, approvals=ApprovalPolicy.DENY)
-    )
+    conversation = conversation_on("pi", PiRpcTransport, lambda request: recorded)
     return conversation, recorded
 
 
@@ -572,43 +383,11 @@ class TestRecordedTranscripts:
         assert first.usage.tokens.input_tokens == 1000
         assert peer.unmatched == []
 
-    def test_an_abort_during_a_tool_as_recorded(self) -> None:
-        conversation, peer = replay("c2_abort_midtool")
-        events = RecordingEventHandler()
-        stop = TurnStop()
-
-        def abort_on_tool(event: AgentEvent) -> None:
-            events(event)
-            if isinstance(event, ToolCall):
-                stop.request()
-
-        result = conversation.turn(TurnRequest("SLOW20 run the slow tool"), abort_on_tool, stop)
-        assert result.interrupted
-        assert "Command aborted" in events.of_type(ToolResult)[0].stderr
-        after_events = RecordingEventHandler()
-        after = conversation.turn(TurnRequest("TURN-TWO after abort"), after_events)
-        assert after.text == "Reply two."
-        assert not after.interrupted
-        assert after_events.lifecycle("between_turns") == []
-        assert peer.unmatched == []
-
     def test_an_abort_during_streamed_text_as_recorded(self) -> None:
         conversation, _ = replay("c2_abort_midtool")
-        stop = TurnStop()
-
-        def abort_on_tool(event: AgentEvent) -> None:
-            if isinstance(event, ToolCall):
-                stop.request()
-
-        conversation.turn(TurnRequest("SLOW20 run the slow tool"), abort_on_tool, stop)
+        turn_stopped_at(conversation, "SLOW20 run the slow tool", ev.ToolCall)
         conversation.turn(TurnRequest("TURN-TWO after abort"), RecordingEventHandler())
-        stop = TurnStop()
-
-        def abort_on_text(event: AgentEvent) -> None:
-            if isinstance(event, AssistantText):
-                stop.request()
-
-        result = conversation.turn(TurnRequest("SLOWTEXT stream slowly"), abort_on_text, stop)
+        result, _ = turn_stopped_at(conversation, "SLOWTEXT stream slowly", ev.AssistantText)
         assert result.interrupted
         assert result.text.startswith("slow text")
 
@@ -617,15 +396,15 @@ class TestRecordedTranscripts:
         holder: list[PiRpcConversation] = [conversation]
         sent: list[str] = []
 
-        def steer_on_tool(event: AgentEvent) -> None:
-            if isinstance(event, ToolCall) and not sent:
+        def steer_on_tool(event: ev.AgentEvent) -> None:
+            if isinstance(event, ev.ToolCall) and not sent:
                 sent.append("steer")
                 holder[0].steer("STEER-MSG also say banana")
                 holder[0].follow_up("FOLLOW-UP afterwards say kiwi")
 
         events = RecordingEventHandler()
 
-        def both(event: AgentEvent) -> None:
+        def both(event: ev.AgentEvent) -> None:
             events(event)
             steer_on_tool(event)
 
@@ -634,7 +413,7 @@ class TestRecordedTranscripts:
         assert not result.interrupted
         assert events.lifecycle("steered") == ["STEER-MSG also say banana"]
         assert events.lifecycle("followed_up") == ["FOLLOW-UP afterwards say kiwi"]
-        assert [e.text for e in events.of_type(AssistantText)] == [
+        assert [e.text for e in events.of_type(ev.AssistantText)] == [
             "Sleeping 5.",
             "Saw the steering",
             " message.",
@@ -647,29 +426,24 @@ class TestRecordedTranscripts:
         conversation, _ = replay("c4a_session_first")
         first = conversation.turn(TurnRequest("TURN-ONE seed"), RecordingEventHandler())
         assert first.session_id == "01a23046-2a7f-737d-bd27-2e1b51959c9c"
-        with pytest.raises(CliExitError) as caught:
+        with pytest.raises(errors.CliExitError) as caught:
             conversation.turn(TurnRequest("AUTHFAIL please"), RecordingEventHandler())
-        assert caught.value.kind is FailureKind.AUTH
+        assert caught.value.kind is errors.FailureKind.AUTH
 
     def test_sigterm_mid_tool_as_recorded_is_cli_died_keeping_the_conversation(self) -> None:
         conversation, _ = replay("c4a_session_first")
         conversation.turn(TurnRequest("TURN-ONE seed"), RecordingEventHandler())
-        with pytest.raises(CliExitError):
+        with pytest.raises(errors.CliExitError):
             conversation.turn(TurnRequest("AUTHFAIL please"), RecordingEventHandler())
-        with pytest.raises(CliDiedError) as caught:
+        with pytest.raises(errors.CliDiedError) as caught:
             conversation.turn(TurnRequest("SLOW20 then get killed"), RecordingEventHandler())
         assert caught.value.returncode == 143
         assert caught.value.session_id == "01a23046-2a7f-737d-bd27-2e1b51959c9c"
 
     def test_a_resumed_session_as_recorded(self) -> None:
         recorded = PiRecordedPeer(FIXTURES / "c4b_resume_session.transcript.jsonl")
-        ctx, _ = context(lambda request: recorded)
         sid = "01a23046-2a7f-737d-bd27-2e1b51959c9c"
-        conversation = PiRpcTransport(ctx).open(
-            ConversationSpec(
-                permissions=BYPASS, approvals=ApprovalPolicy.DENY, resume_session_id=sid
-            )
-        )
+        conversation = conversation_on("pi", PiRpcTransport, lambda request: recorded, resume=sid)
         result = conversation.turn(TurnRequest("TURN-TWO after resume"), RecordingEventHandler())
         assert result.text == "Reply two."
         assert result.resumed
@@ -718,7 +492,9 @@ class TestRecordedFrameTypes:
                 assert read_response(frame).command != "?"
             elif kind != "extension_ui_request":
                 parser.dispatch(frame, json.dumps(frame))
-        unknown = [e.kind for e in events.of_type(Lifecycle) if e.kind.startswith("unknown_frame")]
+        unknown = [
+            e.kind for e in events.of_type(ev.Lifecycle) if e.kind.startswith("unknown_frame")
+        ]
         malformed = events.lifecycle("malformed_frame")
         assert unknown == []
         assert malformed == []
@@ -738,8 +514,8 @@ def test_any_steered_text_reaches_pi_unchanged(text: str) -> None:
     rig = Rig([PiPeerTurn("answer", tool="bash", tool_input=SLEEP, until_steered=True)])
     steered = threading.Event()
 
-    def steer_on_tool(event: AgentEvent) -> None:
-        if isinstance(event, ToolCall) and not steered.is_set():
+    def steer_on_tool(event: ev.AgentEvent) -> None:
+        if isinstance(event, ev.ToolCall) and not steered.is_set():
             steered.set()
             rig.conversation.steer(text)
 
