@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import getpass
+import signal
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -25,6 +26,17 @@ settings.register_profile(
     print_blob=True,
 )
 settings.load_profile("agentshim")
+
+
+def pytest_configure() -> None:
+    """Ctrl-C reaches the programs the tests start, however the run itself was started.
+
+    A run started in the background by a shell without job control (``cmd &`` in a script)
+    inherits SIGINT ignored, and an ignored signal stays ignored across exec, so the terminal
+    tests' Ctrl-C would reach no program; a handled signal is reset to the default on exec.
+    """
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @pytest.hookimpl(trylast=True)
