@@ -350,11 +350,13 @@ class _Fake:
             return
         prompt, self.input = self.input, ""
         prompt_id = str(uuid.uuid4())
-        self.hook("UserPromptSubmit", prompt_id=prompt_id, permission_mode="default", prompt=prompt)
+        # The script's turn is taken before the hook says the prompt arrived: a test that kills
+        # the CLI on that word must find the turn spent, or the respawned CLI plays it again.
         turns: list[dict[str, Any]] = self.script.get("turns", [])
         index: int = self.state()["next"]
         self.state("next", index + 1)
         turn: dict[str, Any] = turns[index] if index < len(turns) else {"text": "(no turn left)"}
+        self.hook("UserPromptSubmit", prompt_id=prompt_id, permission_mode="default", prompt=prompt)
         self.cancel.clear()
         self.busy = threading.Thread(target=self.run, args=(prompt, prompt_id, turn), daemon=True)
         self.busy.start()
