@@ -86,7 +86,7 @@ class ToolHost:
     __slots__ = (
         "_calls",
         "_clock",
-        "_listed",
+        "_listings",
         "_report",
         "_tools",
         "approve",
@@ -111,7 +111,7 @@ class ToolHost:
         self._clock = monotonic
         self._calls = 0
         self._report = report_calls
-        self._listed = False
+        self._listings = 0
 
     @property
     def tools(self) -> tuple[Tool, ...]:
@@ -120,8 +120,13 @@ class ToolHost:
 
     @property
     def listed(self) -> bool:
-        """Whether a client has asked ``tools/list``: from then on its tool list has them."""
-        return self._listed
+        """Whether a client has asked ``tools/list`` (and been answered)."""
+        return self._listings > 0
+
+    @property
+    def listings(self) -> int:
+        """How many ``tools/list`` requests were answered, each with the whole list."""
+        return self._listings
 
     def answer(self, message: object) -> dict[str, Any] | list[dict[str, Any]] | None:
         """The JSON-RPC answer to ``message``; None for a notification or a response.
@@ -155,7 +160,7 @@ class ToolHost:
         if method == "ping":
             return _result(request_id, {})
         if method == "tools/list":
-            self._listed = True
+            self._listings += 1
             return _result(request_id, {"tools": [_listed(t) for t in self._tools.values()]})
         if method == "tools/call":
             name = params.get("name")

@@ -38,7 +38,7 @@ from agentshim.core.provider import McpInstallation, mcp_env, mcp_env_defaults
 from agentshim.core.tools import TOOL_SERVER_NAME, Tool
 from agentshim.execution.host import HostCommandExecutor
 
-from .bridge import CREDENTIAL_VARIABLE
+from .bridge import CREDENTIAL_VARIABLE, RELAYED
 from .host import Approve, ToolHost
 
 __all__ = [
@@ -69,13 +69,18 @@ def _ignore(event: AgentEvent) -> None:
 
 
 class _Connection:
-    __slots__ = ("admitted", "buffer", "sock")
+    __slots__ = ("admitted", "buffer", "listing_end", "relayed", "sent", "sock")
 
     def __init__(self, sock: socket.socket) -> None:
         self.sock = sock
         self.buffer = bytearray()
         # False until the first line, the credential, has been checked.
         self.admitted = False
+        # Bytes of answers sent, and how many of them the bridge says reached the CLI.
+        self.sent = 0
+        self.relayed = 0
+        # Where the first tool list sent on this connection ends in ``sent``.
+        self.listing_end: int | None = None
 
 
 class LocalToolServer:
@@ -87,6 +92,7 @@ class LocalToolServer:
 
     __slots__ = (
         "_credential",
+        "_delivered",
         "_directory",
         "_listener",
         "_selector",
@@ -102,6 +108,7 @@ class LocalToolServer:
                 "cannot start the tools' MCP bridge; run it with a Python interpreter on disk"
             )
         self.host = host
+        self._delivered = False
         self._credential = secrets.token_hex(32)
         # Random per server: a variable an outer turn left in the environment never collides
         # (Codex forwards a server's variable under its own name and refuses a clash).
@@ -148,6 +155,16 @@ class LocalToolServer:
         tools (still asked through the approvals the host has, and reported).
         """
         return {self._variable: self._credential}
+
+    @property
+    def listing_delivered(self) -> bool:
+        """Whether a tool list this server answered has reached a CLI, as its bridge reports.
+
+        ``host.listed`` turns true when the answer leaves here; the CLI has the tools only once
+        the bridge has written it to the CLI, which the bridge then says (``RELAYED``). A client
+        that is not the bridge (Pi's extension) never says it, so this stays False for it.
+        """
+        return self._delivered
 
     def fileno(self) -> int:
         """A descriptor that is readable while a connection or a message waits to be served."""
@@ -224,6 +241,7 @@ class LocalToolServer:
     def _serve_line(self, connection: _Connection, line: bytes) -> bool:
         if not line.strip():
             return True
+        listings = self.host.listings
         try:
             message: Any = json.loads(line)
         except (ValueError, RecursionError):
@@ -233,16 +251,34 @@ class LocalToolServer:
                 "error": {"code": -32700, "message": "not JSON"},
             }
         else:
+            if _is_relayed(message):
+                self._on_relayed(connection, cast("Mapping[str, Any]", message))
+                return True
             answer = self.host.answer(message)
         if answer is None:
             return True
         payload = json.dumps(answer, ensure_ascii=False, separators=(",", ":")) + "\n"
+        data = payload.encode("utf-8", "replace")
         try:
-            connection.sock.sendall(payload.encode("utf-8", "replace"))
+            connection.sock.sendall(data)
         except OSError:
             self._drop(connection)
             return False
+        connection.sent += len(data)
+        if connection.listing_end is None and self.host.listings > listings:
+            connection.listing_end = connection.sent
         return True
+
+    def _on_relayed(self, connection: _Connection, note: Mapping[str, Any]) -> None:
+        params = note.get("params")
+        count = (
+            cast("Mapping[str, Any]", params).get("bytes") if isinstance(params, Mapping) else None
+        )
+        if isinstance(count, int) and not isinstance(count, bool):
+            connection.relayed = max(connection.relayed, count)
+        end = connection.listing_end
+        if end is not None and connection.relayed >= end:
+            self._delivered = True
 
     def _host_note(self, text: str) -> None:
         self.host.emit(Lifecycle(lk.TOOL_MESSAGE_DROPPED, text))
@@ -296,6 +332,15 @@ def refuse_remote_executor(executor: object) -> None:
             f"{type(executor).__name__} runs it elsewhere, where the tools' bridge cannot "
             "reach this process; drop tools or run the CLI on the host"
         )
+
+
+def _is_relayed(message: object) -> bool:
+    """Whether ``message`` is the bridge's own note (:data:`RELAYED`), not the CLI's."""
+    return (
+        isinstance(message, Mapping)
+        and cast("Mapping[str, Any]", message).get("method") == RELAYED
+        and "id" not in message
+    )
 
 
 def serve_tools(

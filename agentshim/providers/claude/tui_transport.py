@@ -839,13 +839,15 @@ class ClaudeTuiConversation(LongLivedConversation[_Turn]):
 
 
 def _tools_listed(terminal: _Terminal) -> bool:
-    """Whether the CLI's MCP client has the Python tools (it asked the bridge ``tools/list``).
+    """Whether the CLI's MCP client has the Python tools: the bridge wrote it their list.
 
     Claude Code connects MCP servers in the background, after SessionStart: a first prompt
-    sent before they are listed reaches the model without them. The bridge's socket is one
-    of the descriptors the start-up wait wakes on, so the wait ends on the listing itself.
+    sent before the list reaches it goes to the model without them. Answering ``tools/list``
+    is not enough: on a loaded machine the bridge may write the answer to the CLI only after
+    the prompt. The bridge says when it has (``listing_delivered``); its socket is one of the
+    descriptors the start-up wait wakes on, so the wait ends on that word itself.
     """
-    return terminal.tools is None or terminal.tools.serving.host.listed
+    return terminal.tools is None or terminal.tools.serving.listing_delivered
 
 
 def _close_waits(wake: int | None, tools: TuiTools | None, waits: TuiWaits | None) -> None:
