@@ -8,6 +8,10 @@ environment holds exactly that entry are found in ``/proc/<pid>/environ`` and en
 SIGTERM, a grace period, then SIGKILL, scanning again until a scan finds none, so a child
 forked during a scan goes too.
 
+A process in the middle of ``execve`` shows an empty environment for a moment (its new
+image's is not in place yet), and so does one that is exiting. A scan that meets one of this
+user's processes in that state looks again before it trusts that nothing is left.
+
 The marker is an identifier, not a secret: it only ever travels in environments, never in
 argv. Each signal goes through a pidfd opened *before* the environment is read, so a pid
 that exits and is reused by an unrelated process between the scan and the signal is never
@@ -46,6 +50,8 @@ _MAX_PASSES = 50
 _READ = 1 << 16
 # How often a scan is repeated while the signalled processes exit.
 _RESCAN = 0.02
+# The flag /proc/<pid>/stat sets for a kernel thread (no environment, no argv, never exits).
+_PF_KTHREAD = 0x00200000
 
 
 def new_run_id() -> str:
@@ -100,24 +106,30 @@ def command_line(pid: int) -> tuple[str, ...]:
     return tuple(part.decode("utf-8", "replace") for part in data.split(b"\0")[:-1])
 
 
-def marked_processes(value: str, name: str = RUN_MARKER) -> list[tuple[int, int]]:
+def marked_processes(value: str, name: str = RUN_MARKER) -> tuple[list[tuple[int, int]], bool]:
     """Every process of this user, other than this one, whose environment has the marker.
 
-    Returns ``(pid, pidfd)`` pairs; the caller closes the pidfds. A process found here was
-    still carrying ``name=value`` (``AGENTSHIM_RUN_ID=value`` by default) after its pidfd
-    was opened, so the pidfd is that process and not one that reused its pid.
+    Returns ``(pid, pidfd)`` pairs (the caller closes the pidfds), and whether some process
+    of this user could not be read just then (in the middle of ``execve``, or exiting), so
+    a scan that found nothing may have missed it. A process found here was still carrying
+    ``name=value`` (``AGENTSHIM_RUN_ID=value`` by default) after its pidfd was opened, so
+    the pidfd is that process and not one that reused its pid.
     """
     entry = f"\0{name}={value}\0".encode()
     bare = entry[1:-1]
     me = os.getpid()
     uid = os.getuid()
     found: list[tuple[int, int]] = []
+    unsure = False
     try:
         names = os.listdir("/proc")
     except OSError:
-        return found
+        return found, unsure
     for name in names:
-        if not name.isdigit() or not _carries(name, bare, entry):
+        if not name.isdigit():
+            continue
+        carries = _carries(name, bare, entry)
+        if carries is False:
             continue
         pid = int(name)
         if pid == me:
@@ -125,33 +137,68 @@ def marked_processes(value: str, name: str = RUN_MARKER) -> list[tuple[int, int]
         try:
             if os.stat(f"/proc/{name}").st_uid != uid:
                 continue
+            if carries is None:
+                unsure = True
+                continue
             pidfd = os.pidfd_open(pid)
         except OSError:
             continue  # gone already
         # Read again through the open pidfd's lifetime: if the pid was reused between the
         # first read and pidfd_open, the newcomer does not carry this run's marker.
-        if _carries(name, bare, entry):
+        again = _carries(name, bare, entry)
+        if again:
             found.append((pid, pidfd))
         else:
+            unsure = unsure or again is None
             os.close(pidfd)
-    return found
+    return found, unsure
 
 
-def _carries(name: str, bare: bytes, entry: bytes) -> bool:
+def _carries(name: str, bare: bytes, entry: bytes) -> bool | None:
+    """Whether process ``name`` carries the entry; None when it cannot be told right now."""
+    data = _read_proc(name, "environ")
+    if not data and data is not None:
+        # No environment, or none yet: between the switch to its new image and the setting
+        # up of that image's stack, an exec'ing process shows neither environment nor argv.
+        # A process with an empty environment still has its argv; a kernel thread and a
+        # zombie have neither, and are told apart by their status.
+        if _read_proc(name, "cmdline"):
+            data = _read_proc(name, "environ")  # its exec may have finished meanwhile
+        elif _in_flux(name):
+            return None
+    if not data:
+        return False  # gone, another user's, or an empty environment
+    # The cheap test first; then the whole entry, so AGENTSHIM_RUN_ID=ab never matches =abc.
+    return bare in data and entry in b"\0" + data + b"\0"
+
+
+def _read_proc(name: str, what: str) -> bytes | None:
+    """The whole of ``/proc/<name>/<what>``; None when it cannot be read (gone, not ours)."""
     # os.open and os.read, not open(): this runs for every process on the machine, and a
     # file object costs more than the read itself.
     try:
-        fd = os.open(f"/proc/{name}/environ", os.O_RDONLY)
+        fd = os.open(f"/proc/{name}/{what}", os.O_RDONLY)
     except OSError:
-        return False  # gone, or another user's
+        return None
     try:
-        data = b"".join(iter(lambda: os.read(fd, _READ), b""))
+        return b"".join(iter(lambda: os.read(fd, _READ), b""))
     except OSError:
-        return False
+        return None
     finally:
         os.close(fd)
-    # The cheap test first; then the whole entry, so AGENTSHIM_RUN_ID=ab never matches =abc.
-    return bare in data and entry in b"\0" + data + b"\0"
+
+
+def _in_flux(name: str) -> bool:
+    """Whether a process showing no argv is a live user process (exec'ing or exiting)."""
+    stat = _read_proc(name, "stat")
+    if not stat:
+        return False
+    fields = stat.rsplit(b")", 1)[-1].split()
+    try:
+        state, flags = fields[0], int(fields[6])
+    except (IndexError, ValueError):
+        return False
+    return state not in (b"Z", b"X", b"x") and not flags & _PF_KTHREAD
 
 
 def reap_marked(
@@ -175,16 +222,24 @@ def reap_marked(
     kept: set[int] = set()
     terminate_until = monotonic() + grace
     hard_passes = 0
+    unsure_passes = 0
     while True:
         found: list[tuple[int, int]] = []
-        for pid, pidfd in marked_processes(value, name):
+        scanned, unsure = marked_processes(value, name)
+        for pid, pidfd in scanned:
             if pid in kept or (keep is not None and keep(pid)):
                 kept.add(pid)
                 os.close(pidfd)
             else:
                 found.append((pid, pidfd))
         if not found:
-            return len(signalled), 0
+            # One of this user's processes was mid-exec or exiting: it may be one of ours
+            # that this scan could not see. Look again, a bounded number of times.
+            if not unsure or unsure_passes >= _MAX_PASSES:
+                return len(signalled), 0
+            unsure_passes += 1
+            time.sleep(_RESCAN)
+            continue
         if hard_passes >= _MAX_PASSES:
             for _, pidfd in found:
                 os.close(pidfd)

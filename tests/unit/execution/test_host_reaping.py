@@ -22,6 +22,7 @@ from agentshim.core.errors import CliTimeoutError
 from agentshim.execution import CallbackSink, CommandHandle, CommandRequest, HostCommandExecutor
 from agentshim.execution.host_process import HostProcess
 from agentshim.execution.process import SpawnRequest, StdoutLine
+from agentshim.execution.reaping import reap_marked
 
 pytestmark = needs_proc
 
@@ -253,6 +254,24 @@ class TestWhatIsReaped:
         )
         assert seen
         assert sleepers(tag) == []
+
+    def test_a_process_met_in_the_middle_of_an_exec_is_still_ended(self, tag: str) -> None:
+        # `exec` over and over, as a tool's `bash -lc "exec ..."` does once: for a moment in
+        # each exec the process shows no environment, and a scan that met it then and
+        # stopped left it running (about one reap in ten on a loaded machine).
+        loop = 'exec sh -c "$0" "$0"'
+        for n in range(40):
+            marker = f"{tag}-{n}"
+            env = {**ENV, "AGENTSHIM_TEST_TAG": marker}
+            looper = subprocess.Popen(["sh", "-c", loop, loop], env=env, stdin=subprocess.DEVNULL)
+            try:
+                time.sleep(0.05)  # well into its loop, as a tool is by the time a turn ends
+                ended, left = reap_marked(marker, 0.5, name="AGENTSHIM_TEST_TAG")
+                assert (ended, left) == (1, 0), f"reap {n} ended {ended}, left {left}"
+                assert looper.wait(10) in (-signal.SIGTERM, -signal.SIGKILL)
+            finally:
+                looper.kill()
+                looper.wait()
 
     def test_with_reap_on_success_off_a_successful_run_leaves_its_background(
         self, tag: str

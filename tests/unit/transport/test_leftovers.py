@@ -83,8 +83,9 @@ def test_every_shape_a_turn_started_ends_and_what_came_before_it_stays(
         subprocess.Popen([server.command, *server.args], env=env, stdin=subprocess.DEVNULL)
     )
     wait_until(
-        lambda: all(
-            any(f"sleep {n}" in c for c in marked(found.value).values()) for n in range(61, 66)
+        lambda: (
+            all(any(f"sleep {n}" in c for c in marked(found.value).values()) for n in range(61, 66))
+            and any("time.sleep(70)" in c for c in marked(found.value).values())
         ),
         "every shape running",
     )
@@ -104,7 +105,8 @@ def test_a_turn_never_sent_ends_nothing(leftovers: tuple[TurnLeftovers, dict[str
     found.mark(env)
     found.turn_sent()
     process = start(env, "exec sleep 66")
-    wait_until(lambda: process.pid in marked(found.value), "the process")
+    # Until it is `sleep`: in the middle of its exec the shell shows no environment at all.
+    wait_until(lambda: "sleep 66" in marked(found.value).get(process.pid, ""), "the process")
     found.turn_begins()  # the next turn begins, and fails before it is sent
     assert found.end() == 0
     assert process.pid in marked(found.value)
