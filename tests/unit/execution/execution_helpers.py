@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import select
 import sys
 import textwrap
 import threading
@@ -13,6 +14,27 @@ from agentshim.execution.executor import CommandHandle
 
 PY = sys.executable
 ENV = {"PATH": os.environ.get("PATH", os.defpath)}
+
+HANG_GUARD = 60.0
+"""Seconds a wait for something a test expects may take before the test counts it as hung.
+
+Only a guard against a hang, never a measure of speed: far longer than the right path takes
+even on a loaded machine, so a slow machine cannot fail a test through it."""
+
+OUTLAST = 180
+"""Seconds a child that only a kill should end sleeps: longer than any :data:`HANG_GUARD`
+wait, so a process seen ending within one was ended, not finished on its own."""
+
+GRANDCHILD = f"""
+    import subprocess, sys
+    grandchild = subprocess.Popen(
+        [sys.executable, "-c", "import time; time.sleep({OUTLAST}); print('outlived')"])
+    print(grandchild.pid)
+"""
+"""A child program that starts a grandchild in its own process group, prints the grandchild's
+pid and exits at once: the grandchild keeps stdout and stderr open. Left alone, the grandchild
+prints ``outlived`` once it has slept :data:`OUTLAST` seconds, so a run that waited for it
+instead of ending it shows that line."""
 
 HAS_PROC = os.path.isdir("/proc/self/fd")
 """Whether this platform has a Linux-style /proc, which the process observers below read."""
@@ -99,8 +121,27 @@ def open_fds() -> int:
     return len(os.listdir("/proc/self/fd"))
 
 
-def wait_dead(pid: int, timeout: float = 5.0) -> bool:
-    """Wait until ``pid`` is gone or a zombie; True if it died in time."""
+def wait_dead(pid: int, timeout: float = HANG_GUARD) -> bool:
+    """Wait until ``pid`` is gone or a zombie; True if it ended within ``timeout`` (a hang guard).
+
+    Waits on the process itself (a pidfd becomes readable when it exits) where the system
+    offers one; elsewhere it looks at /proc now and then.
+    """
+    _require_proc()
+    try:
+        fd = os.pidfd_open(pid)
+    except ProcessLookupError:
+        return True
+    except (AttributeError, OSError):  # no pidfd here (an old kernel, a seccomp profile)
+        return _looked_dead(pid, timeout)
+    try:
+        readable, _, _ = select.select([fd], [], [], timeout)
+        return bool(readable)
+    finally:
+        os.close(fd)
+
+
+def _looked_dead(pid: int, timeout: float) -> bool:
     stop = threading.Event()
     waited = 0.0
     while is_alive(pid):

@@ -3,9 +3,19 @@ from __future__ import annotations
 import signal
 import threading
 import time
+from pathlib import Path
 
 import pytest
-from execution_helpers import ENV, RecordingSink, needs_proc, py, wait_dead
+from execution_helpers import (
+    ENV,
+    GRANDCHILD,
+    HANG_GUARD,
+    OUTLAST,
+    RecordingSink,
+    needs_proc,
+    py,
+    wait_dead,
+)
 
 from agentshim.core.errors import CliTimeoutError
 from agentshim.execution import (
@@ -15,45 +25,36 @@ from agentshim.execution import (
     HostCommandExecutor,
 )
 
-# Starts a grandchild in the same process group that inherits stdout/stderr, prints its
-# pid, and (for the child) exits at once: the grandchild keeps the pipes open.
-GRANDCHILD = """
-    import subprocess, sys
-    grandchild = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
-    print(grandchild.pid)
-"""
-
 
 class TestTimeout:
     @needs_proc
     def test_a_timeout_kills_the_whole_group_and_raises_after_delivering_lines(self) -> None:
+        # Left alone the child would exit 0 after OUTLAST seconds, and a run that waited for
+        # that would return instead of raising: the error shows the timeout ended it.
         code = (
             GRANDCHILD
-            + """
+            + f"""
     import time
     print("working")
-    time.sleep(60)
+    time.sleep({OUTLAST})
 """
         )
         sink = RecordingSink()
         request = CommandRequest(py(code), env=ENV, timeout=1.0)
-        started = time.monotonic()
         with pytest.raises(CliTimeoutError) as caught:
             HostCommandExecutor().run(request, sink)
-        assert time.monotonic() - started < 5
         assert caught.value.timeout == 1.0
         assert caught.value.argv == tuple(request.argv)
-        assert sink.out[1] == "working\n"
+        assert sink.out[1:] == ["working\n"]
         assert wait_dead(int(sink.out[0]))
 
     def test_the_timeout_covers_a_child_that_closed_its_output_but_keeps_running(self) -> None:
-        code = "import os, time; os.close(1); os.close(2); time.sleep(60)"
-        started = time.monotonic()
+        # Waiting for this child's own exit would end the run without an error.
+        code = f"import os, time; os.close(1); os.close(2); time.sleep({OUTLAST})"
         with pytest.raises(CliTimeoutError):
             HostCommandExecutor().run(
                 CommandRequest(py(code), env=ENV, timeout=0.5), CallbackSink()
             )
-        assert time.monotonic() - started < 3
 
 
 class TestDrain:
@@ -66,28 +67,37 @@ class TestDrain:
         executor = HostCommandExecutor(drain_timeout=0.3)
         started = time.monotonic()
         result = executor.run(CommandRequest(py(GRANDCHILD), env=ENV, timeout=timeout), sink)
-        elapsed = time.monotonic() - started
+        assert time.monotonic() - started >= 0.3  # the drain was given its time
         assert result.returncode == 0
-        assert 0.3 <= elapsed < 3
+        # Only the pid: a run that waited for the grandchild would also show "outlived".
+        assert len(sink.out) == 1
         assert wait_dead(int(sink.out[0]))
 
     @needs_proc
     def test_a_timeout_passing_during_the_drain_does_not_fail_a_finished_run(self) -> None:
+        # `sh` exits within milliseconds, far inside the timeout; its background sleep holds
+        # the pipes through the timeout until the drain ends and it is killed.
         sink = RecordingSink()
         result = HostCommandExecutor(drain_timeout=1.0).run(
-            CommandRequest(py(GRANDCHILD), env=ENV, timeout=0.5), sink
+            CommandRequest(["/bin/sh", "-c", f"sleep {OUTLAST} & echo $!"], env=ENV, timeout=0.5),
+            sink,
         )
         assert result.returncode == 0
         assert wait_dead(int(sink.out[0]))
 
     def test_output_printed_by_the_grandchild_during_the_drain_is_delivered(self) -> None:
+        # The grandchild prints once its parent has exited (the pipe only the parent could
+        # write to reads as ended), so the line can only come during the drain; it then exits,
+        # which ends the drain long before the guard.
         code = """
-            import subprocess, sys
+            import os, subprocess, sys
+            parent_alive, parent_holds = os.pipe()
             subprocess.Popen([sys.executable, "-u", "-c",
-                "import time; time.sleep(0.1); print('late', flush=True); time.sleep(60)"])
+                "import os, sys; os.read(int(sys.argv[1]), 1); print('late')",
+                str(parent_alive)], pass_fds=[parent_alive])
         """
         sink = RecordingSink()
-        HostCommandExecutor(drain_timeout=1.0).run(CommandRequest(py(code), env=ENV), sink)
+        HostCommandExecutor(drain_timeout=HANG_GUARD).run(CommandRequest(py(code), env=ENV), sink)
         assert sink.out == ["late\n"]
 
     @needs_proc
@@ -95,7 +105,8 @@ class TestDrain:
         started = time.monotonic()
         sink = RecordingSink()
         HostCommandExecutor().run(CommandRequest(py(GRANDCHILD), env=ENV), sink)
-        assert 1.8 <= time.monotonic() - started < 6
+        assert time.monotonic() - started >= 1.8
+        assert len(sink.out) == 1  # ended, not waited for: the grandchild never said "outlived"
         assert wait_dead(int(sink.out[0]))
 
 
@@ -126,18 +137,18 @@ class TestCancel:
         sink = CallbackSink(on_started=lambda handle: handle.terminate())
         lines: list[str] = []
         sink.stdout = lines.append
-        started = time.monotonic()
         result = HostCommandExecutor().run(CommandRequest(py(code), env=ENV, timeout=30), sink)
+        # Not stopped, the child would have printed and exited 0 half a second after its start.
         assert result.returncode == -signal.SIGTERM
         assert lines == []
-        assert time.monotonic() - started < 5
 
     def test_a_child_ignoring_sigterm_is_killed_after_the_grace(self) -> None:
-        code = """
+        # Left alone the child would exit 0 after OUTLAST seconds: SIGKILL shows the escalation.
+        code = f"""
             import signal, time
             signal.signal(signal.SIGTERM, signal.SIG_IGN)
             print("ready")
-            time.sleep(60)
+            time.sleep({OUTLAST})
         """
         handles: list[CommandHandle] = []
         sink = CallbackSink(on_stdout=lambda _: handles[0].terminate(), on_started=handles.append)
@@ -145,19 +156,30 @@ class TestCancel:
         result = HostCommandExecutor(terminate_grace=0.4).run(
             CommandRequest(py(code), env=ENV, timeout=30), sink
         )
-        elapsed = time.monotonic() - started
         assert result.returncode == -signal.SIGKILL
-        assert 0.4 <= elapsed < 3
+        assert time.monotonic() - started >= 0.4  # the grace was honoured
 
     def test_kill_from_another_thread(self) -> None:
-        code = "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(60)"
+        # Once the child says it ignores SIGTERM, another thread kills it while the run reads.
+        code = f"""
+            import signal, time
+            signal.signal(signal.SIGTERM, signal.SIG_IGN)
+            print("ready")
+            time.sleep({OUTLAST})
+        """
         handles: list[CommandHandle] = []
-        timer = threading.Timer(0.3, lambda: handles[0].kill())
-        timer.start()
+        killers: list[threading.Thread] = []
+
+        def kill_elsewhere(_: str) -> None:
+            killers.append(threading.Thread(target=handles[0].kill))
+            killers[-1].start()
+
         result = HostCommandExecutor().run(
-            CommandRequest(py(code), env=ENV, timeout=30), CallbackSink(on_started=handles.append)
+            CommandRequest(py(code), env=ENV, timeout=HANG_GUARD),
+            CallbackSink(kill_elsewhere, on_started=handles.append),
         )
-        timer.join()
+        for killer in killers:
+            killer.join()
         assert result.returncode == -signal.SIGKILL
 
     def test_the_handle_is_harmless_after_the_run(self) -> None:
@@ -189,12 +211,18 @@ class TestCancel:
 
 class TestFailingSink:
     @needs_proc
-    def test_a_sink_that_raises_kills_the_group_and_the_exception_propagates(self) -> None:
+    def test_a_sink_that_raises_kills_the_group_and_the_exception_propagates(
+        self, tmp_path: Path
+    ) -> None:
+        # The child leaves a file behind only if it lives out its sleep: a run that waited for
+        # it before raising would find the file there.
+        outlived = tmp_path / "outlived"
         code = (
             GRANDCHILD
-            + """
+            + f"""
     import time
-    time.sleep(60)
+    time.sleep({OUTLAST})
+    open(sys.argv[1], "w").close()
 """
         )
         pids: list[int] = []
@@ -206,13 +234,13 @@ class TestFailingSink:
             pids.append(int(line))
             raise Boom
 
-        started = time.monotonic()
         with pytest.raises(Boom):
             HostCommandExecutor().run(
-                CommandRequest(py(code), env=ENV, timeout=30), CallbackSink(explode)
+                CommandRequest(py(code, str(outlived)), env=ENV, timeout=HANG_GUARD),
+                CallbackSink(explode),
             )
-        assert time.monotonic() - started < 5
         assert wait_dead(pids[0])
+        assert not outlived.exists()
 
     def test_a_sink_raising_in_started_kills_the_process(self) -> None:
         handles: list[CommandHandle] = []
@@ -223,7 +251,7 @@ class TestFailingSink:
 
         with pytest.raises(KeyError):
             HostCommandExecutor().run(
-                CommandRequest(py("import time; time.sleep(60)"), env=ENV),
+                CommandRequest(py(f"import time; time.sleep({OUTLAST})"), env=ENV),
                 CallbackSink(on_started=refuse),
             )
         handles[0].kill()  # harmless: the process is already reaped
