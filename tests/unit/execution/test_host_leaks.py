@@ -14,7 +14,16 @@ import threading
 from collections.abc import Callable
 
 import pytest
-from execution_helpers import ENV, needs_proc, open_fds, parent_of, proc_state, wait_dead
+from execution_helpers import (
+    ENV,
+    HANG_GUARD,
+    OUTLAST,
+    needs_proc,
+    open_fds,
+    parent_of,
+    proc_state,
+    wait_dead,
+)
 
 from agentshim.core.errors import CliNotFoundError, CliTimeoutError
 from agentshim.execution import (
@@ -30,6 +39,8 @@ from agentshim.execution.host import HostCommandHandle
 pytestmark = needs_proc
 
 SH = "/bin/sh"
+# Each of these runs only a stop ends: left alone it would outlast every wait below.
+STAYS = f"echo a; sleep {OUTLAST}"
 
 
 class Stop(Exception):
@@ -74,12 +85,12 @@ def _one_run(executor: HostCommandExecutor, kind: int, pids: Pids) -> None:
     elif kind == 2:
         with pytest.raises(Stop):
             executor.run(
-                CommandRequest([SH, "-c", "echo a; sleep 5"], env=ENV),
+                CommandRequest([SH, "-c", STAYS], env=ENV),
                 pids.sink(_raise),
             )
     elif kind == 3:
         executor.run(
-            CommandRequest([SH, "-c", "echo a; sleep 5"], env=ENV),
+            CommandRequest([SH, "-c", STAYS], env=ENV),
             pids.sink(pids.kill),
         )
     elif kind == 4:
@@ -88,23 +99,25 @@ def _one_run(executor: HostCommandExecutor, kind: int, pids: Pids) -> None:
     elif kind == 5:
         # A grandchild holding the pipes past the drain; it prints its own pid.
         executor.run(
-            CommandRequest([SH, "-c", "sleep 5 & echo $!"], env=ENV),
+            CommandRequest([SH, "-c", f"sleep {OUTLAST} & echo $!"], env=ENV),
             pids.sink(lambda line: pids.grandchildren.append(int(line))),
         )
     elif kind == 6:
         process = executor.spawn(SpawnRequest([SH, "-c", 'read line; echo "$line"'], env=ENV))
         pids.leaders.append(process.pid)
         process.write("hello\n")
-        assert process.next_output(5) == StdoutLine("hello\n")
-        assert process.wait(5) == 0
+        assert process.next_output(HANG_GUARD) == StdoutLine("hello\n")
+        assert process.wait(HANG_GUARD) == 0
     elif kind == 7:
-        process = executor.spawn(SpawnRequest([SH, "-c", "sleep 5"], env=ENV))
+        process = executor.spawn(SpawnRequest([SH, "-c", f"sleep {OUTLAST}"], env=ENV))
         pids.leaders.append(process.pid)
         process.terminate()
-        assert process.wait(5) is not None
+        assert process.wait(HANG_GUARD) is not None
     else:
         with pytest.raises(CliTimeoutError):
-            executor.run(CommandRequest([SH, "-c", "sleep 5"], env=ENV, timeout=0.02), pids.sink())
+            executor.run(
+                CommandRequest([SH, "-c", f"sleep {OUTLAST}"], env=ENV, timeout=0.02), pids.sink()
+            )
 
 
 def test_500_runs_leave_no_descriptor_process_or_thread_behind() -> None:

@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import signal
-import time
 
 import pytest
-from execution_helpers import ENV, RecordingSink, needs_proc, py, wait_dead
+from execution_helpers import ENV, GRANDCHILD, OUTLAST, RecordingSink, needs_proc, py, wait_dead
 
 from agentshim.core.errors import CliTimeoutError
 from agentshim.execution import CallbackSink, CommandHandle, CommandRequest, HostCommandExecutor
@@ -42,22 +41,18 @@ def test_a_large_prompt_with_large_output() -> None:
 def test_timeout_kills_the_group() -> None:
     with pytest.raises(CliTimeoutError):
         threaded().run(
-            CommandRequest(py("import time; print('x'); time.sleep(60)"), env=ENV, timeout=0.5),
+            CommandRequest(
+                py(f"import time; print('x'); time.sleep({OUTLAST})"), env=ENV, timeout=0.5
+            ),
             CallbackSink(),
         )
 
 
 @needs_proc
 def test_grandchild_holding_the_pipes_is_killed_after_the_drain() -> None:
-    code = """
-        import subprocess, sys
-        grandchild = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
-        print(grandchild.pid)
-    """
     sink = RecordingSink()
-    started = time.monotonic()
-    threaded(drain_timeout=0.3).run(CommandRequest(py(code), env=ENV), sink)
-    assert time.monotonic() - started < 3
+    threaded(drain_timeout=0.3).run(CommandRequest(py(GRANDCHILD), env=ENV), sink)
+    assert len(sink.out) == 1  # waited for instead of killed, the grandchild says "outlived"
     assert wait_dead(int(sink.out[0]))
 
 
@@ -94,9 +89,12 @@ def test_without_pidfd_or_waitid_exit_is_found_by_polling(monkeypatch: pytest.Mo
     result = executor.run(CommandRequest(py("import sys; print('hi'); sys.exit(3)"), env=ENV), sink)
     assert (result.returncode, sink.out) == (3, ["hi\n"])
     with pytest.raises(CliTimeoutError):
-        executor.run(CommandRequest(py("import time; time.sleep(60)"), env=ENV, timeout=0.3), sink)
-    started = time.monotonic()
-    executor.run(
-        CommandRequest(["/bin/sh", "-c", "sleep 5 & echo started"], env=ENV), RecordingSink()
-    )
-    assert time.monotonic() - started < 3
+        executor.run(
+            CommandRequest(py(f"import time; time.sleep({OUTLAST})"), env=ENV, timeout=0.3), sink
+        )
+    # The exit is seen while a background job holds the pipes: the drain ends it. Waiting for
+    # the pipes instead would deliver the job's last line.
+    background = RecordingSink()
+    script = f"(sleep {OUTLAST}; echo outlived) & echo started"
+    result = executor.run(CommandRequest(["/bin/sh", "-c", script], env=ENV), background)
+    assert (result.returncode, background.out) == (0, ["started\n"])
