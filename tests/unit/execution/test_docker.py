@@ -3,12 +3,13 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import sys
 import time
 import uuid
 from collections.abc import Iterator
 
 import pytest
-from execution_helpers import RecordingSink, needs_proc
+from execution_helpers import HANG_GUARD, OUTLAST, RecordingSink, needs_proc
 
 from agentshim.core.errors import AgentShimError, CliNotFoundError, InvalidRequestError
 from agentshim.execution import (
@@ -131,15 +132,19 @@ class TestReap:
     def test_the_script_kills_exactly_the_marked_processes(self) -> None:
         # Run the real script on this machine's /proc: a marked sleeper dies, an unmarked
         # one (and the script itself, and pid 1) survive.
-        marked = subprocess.Popen(["sleep", "60"], env={**os.environ, CONFINED_MARKER: "1"})
-        near_miss = subprocess.Popen(["sleep", "60"], env={**os.environ, CONFINED_MARKER: "10"})
-        plain = subprocess.Popen(["sleep", "60"])
+        marked = sleeper({**os.environ, CONFINED_MARKER: "1"})
+        near_miss = sleeper({**os.environ, CONFINED_MARKER: "10"})
+        plain = sleeper(dict(os.environ))
         try:
+            for process in (marked, near_miss, plain):
+                # Said once it runs: past its exec, so /proc shows its environment.
+                assert process.stdout is not None
+                assert process.stdout.readline() == "up\n"
             result = subprocess.run(
-                ["sh", "-c", REAP_SCRIPT], capture_output=True, text=True, timeout=30
+                ["sh", "-c", REAP_SCRIPT], capture_output=True, text=True, timeout=HANG_GUARD
             )
             assert result.returncode == 0
-            assert marked.wait(5) == -9
+            assert marked.wait(HANG_GUARD) == -9
             assert near_miss.poll() is None
             assert plain.poll() is None
             assert result.stdout.startswith("reaped ")
@@ -147,6 +152,16 @@ class TestReap:
             for process in (marked, near_miss, plain):
                 process.kill()
                 process.wait()
+                assert process.stdout is not None
+                process.stdout.close()
+
+
+def sleeper(env: dict[str, str]) -> subprocess.Popen[str]:
+    """A process with ``env`` that prints ``up`` once it runs, then sleeps until killed."""
+    code = f"import time; print('up', flush=True); time.sleep({OUTLAST})"
+    return subprocess.Popen(
+        [sys.executable, "-c", code], env=env, stdout=subprocess.PIPE, text=True
+    )
 
 
 REAL_DOCKER = os.environ.get("AGENTSHIM_DOCKER") == "1"

@@ -4,7 +4,6 @@ import contextlib
 import os
 import shutil
 import signal
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -18,7 +17,7 @@ from agentshim.execution.env import (
 )
 from agentshim.execution.executor import CommandRequest
 from agentshim.testing import FakeExecutor, FakeRun
-from tests.unit.execution.execution_helpers import is_alive, wait_dead
+from tests.unit.execution.execution_helpers import HANG_GUARD, OUTLAST, is_alive, wait_dead
 
 pytestmark = pytest.mark.skipif(shutil.which("bash") is None, reason="needs bash")
 
@@ -66,20 +65,21 @@ class TestReadInteractiveEnv:
         assert read_interactive_env(base_env=home_with_rc(tmp_path, "exit 3\n")) is None
 
     def test_timeout_is_none_and_kills_what_the_rc_started(self, tmp_path: Path) -> None:
+        # Without the timeout the rc would wait out its sleep and the probe would answer.
         pidfile = tmp_path / "pid"
-        rc = f"sleep 60 & echo $! > {pidfile}; wait\n"
-        started = time.monotonic()
+        rc = f"sleep {OUTLAST} & echo $! > {pidfile}; wait\n"
         assert read_interactive_env(0.5, base_env=home_with_rc(tmp_path, rc)) is None
-        assert time.monotonic() - started < 10
         pid = int(pidfile.read_text())
-        assert wait_dead(pid)
+        assert wait_dead(pid)  # killed: left alone it would sleep past the guard
 
     def test_background_daemon_does_not_delay_the_answer(self, tmp_path: Path) -> None:
+        # The daemon leaves a file behind only if it lives out its sleep: a probe that waited
+        # for it (it holds the shell's output) would find the file there.
         pidfile = tmp_path / "pid"
-        rc = f"sleep 60 & echo $! > {pidfile}\nexport AFTER_DAEMON=1\n"
-        started = time.monotonic()
-        result = read_interactive_env(30, base_env=home_with_rc(tmp_path, rc))
-        elapsed = time.monotonic() - started
+        outlived = tmp_path / "outlived"
+        daemon = f"(sleep {OUTLAST}; touch {outlived}) & echo $! > {pidfile}"
+        rc = f"{daemon}\nexport AFTER_DAEMON=1\n"
+        result = read_interactive_env(HANG_GUARD, base_env=home_with_rc(tmp_path, rc))
         pid = int(pidfile.read_text())
         # The host executor ends what the probe left running before it answers.
         running = is_alive(pid)
@@ -87,8 +87,8 @@ class TestReadInteractiveEnv:
             os.kill(pid, signal.SIGKILL)
         assert result is not None
         assert result["AFTER_DAEMON"] == "1"
-        assert elapsed < 20
         assert not running
+        assert not outlived.exists()
 
 
 @pytest.mark.usefixtures("fresh_cache")

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import threading
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -12,21 +11,29 @@ import pytest
 
 from agentshim.core.errors import CliNotFoundError, ProcessClosedError
 from agentshim.execution import HostCommandExecutor, PtyExecutor, PtyProcess, PtySize, SpawnRequest
+from tests.unit.execution.execution_helpers import HANG_GUARD, OUTLAST, needs_proc, wait_dead
 
 pytestmark = pytest.mark.skipif(os.name != "posix", reason="pseudo-terminals are POSIX")
 
 ENV = {"PATH": "/usr/bin:/bin"}
 
 
-def _drain(process: PtyProcess, within: float = 10.0) -> bytes:
+def _drain(process: PtyProcess) -> bytes:
+    """Everything the program draws until it has ended (a read that waits a whole
+    HANG_GUARD for nothing fails the test)."""
     out = b""
-    deadline = time.monotonic() + within
-    while process.returncode is None:
-        assert time.monotonic() < deadline, f"still running; drew {out!r}"
-        data = process.read(0.5)
-        if data:
-            out += data
+    while (data := process.read(HANG_GUARD)) is not None:
+        out += data
+    assert process.returncode is not None, f"still running; drew {out!r}"
     return out
+
+
+def _read_until(process: PtyProcess, text: bytes) -> None:
+    out = b""
+    while text not in out:
+        data = process.read(HANG_GUARD)
+        assert data is not None, f"{text!r} never came; drew {out!r}"
+        out += data
 
 
 Spawn = Callable[..., PtyProcess]
@@ -47,7 +54,7 @@ def spawn() -> Iterator[Spawn]:
     for process in started:
         if process.returncode is None:
             process.kill()
-            process.wait(10)
+            process.wait(HANG_GUARD)
         process.close()
 
 
@@ -72,42 +79,40 @@ def test_keystrokes_reach_the_program(spawn: Spawn) -> None:
 
 def test_the_terminal_is_the_controlling_one_so_ctrl_c_interrupts(spawn: Spawn) -> None:
     process = spawn("trap 'echo caught; exit 7' INT; echo ready; while :; do sleep 0.05; done")
-    out = b""
-    while b"ready" not in out:
-        out += process.read(5) or b""
+    _read_until(process, b"ready")
     process.write(b"\x03")
     _drain(process)
     assert process.returncode == 7
 
 
+@needs_proc
 def test_kill_ends_the_whole_group(tmp_path: Path, spawn: Spawn) -> None:
     pid_file = tmp_path / "child.pid"
-    process = spawn(f"sleep 60 & echo $! > {pid_file}; echo started; wait")
-    out = b""
-    while b"started" not in out:
-        out += process.read(5) or b""
+    process = spawn(f"sleep {OUTLAST} & echo $! > {pid_file}; echo started; wait")
+    _read_until(process, b"started")
     child = int(pid_file.read_text())
     process.kill()
-    assert process.wait(10) == -9
-    deadline = time.monotonic() + 5
-    while Path(f"/proc/{child}").exists() and time.monotonic() < deadline:
-        stat = Path(f"/proc/{child}/stat").read_text(errors="replace")
-        if stat.rsplit(")", 1)[1].split()[0] == "Z":
-            break
-        time.sleep(0.05)
-    else:
-        assert not Path(f"/proc/{child}").exists()
+    assert process.wait(HANG_GUARD) == -9
+    assert wait_dead(child)  # killed: left alone it would sleep past the guard
 
 
 def test_wake_ends_a_blocked_read_from_another_thread(spawn: Spawn) -> None:
-    process = spawn("sleep 30")
+    process = spawn(f"sleep {OUTLAST}")
+    got: list[bytes | None] = []
+    reader = threading.Thread(target=lambda: got.append(process.read(None)))
+    # The wake usually lands while the read is blocked; one that comes first ends it the same.
+    waker = threading.Timer(0.2, process.wake)
     try:
-        threading.Timer(0.2, process.wake).start()
-        started = time.monotonic()
-        assert process.read(10) in (None, b"")
-        assert time.monotonic() - started < 5
+        reader.start()
+        waker.start()
+        reader.join(HANG_GUARD)
+        assert not reader.is_alive(), "the wake did not end the read"
+        assert got == [None]
+        assert process.returncode is None  # ended by the wake, not by the program's end
     finally:
-        process.close()
+        process.close()  # also ends a read the wake missed
+        reader.join()
+        waker.join()
     assert process.returncode == -9
 
 
