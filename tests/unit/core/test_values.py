@@ -1,7 +1,6 @@
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Callable
 
 import pytest
@@ -203,10 +202,36 @@ class TestFailures:
         assert kind_from_text(text) is kind
 
 
+class FiredOnceWaitedOn:
+    """A stop signal that another thread fires as soon as a wait on it has begun."""
+
+    def __init__(self) -> None:
+        self.fired = threading.Event()
+        self.setters: list[threading.Thread] = []
+
+    def is_set(self) -> bool:
+        return self.fired.is_set()
+
+    def wait(self, timeout: float | None = None) -> bool:
+        setter = threading.Thread(target=self.fired.set)
+        self.setters.append(setter)
+        setter.start()
+        return self.fired.wait(timeout)
+
+
 class TestClock:
     def test_wait_returns_early_when_stopped(self) -> None:
-        stop = threading.Event()
-        threading.Timer(0.05, stop.set).start()
-        started = time.monotonic()
-        assert SystemClock().wait(10, stop) is True
-        assert time.monotonic() - started < 5
+        # An hour's wait: one that slept instead of waiting on the signal would hang the
+        # waiter, which the guard below turns into a failure.
+        stop = FiredOnceWaitedOn()
+        answers: list[bool] = []
+        waiter = threading.Thread(
+            target=lambda: answers.append(SystemClock().wait(3600, stop)), daemon=True
+        )
+        waiter.start()
+        waiter.join(60)  # only a hang guard
+        assert not waiter.is_alive(), "the wait did not end when its stop signal fired"
+        assert answers == [True]
+        assert stop.setters  # stopped during the wait, not before it began
+        for setter in stop.setters:
+            setter.join()
