@@ -26,8 +26,6 @@ class StubbornPeer(FakePeer):
 
 
 class TestFakeProcessContract(ProcessContract):
-    io_timeout = 1.0
-
     def make_echo_process(self, exit_code: int = 0) -> FakeProcess:
         return FakeProcess(EchoPeer(exit_code=exit_code))
 
