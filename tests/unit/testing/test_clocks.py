@@ -7,8 +7,12 @@ import pytest
 
 from agentshim.core.clock import SystemClock
 from agentshim.core.ids import IdAllocator, RandomIds
+from agentshim.testing._liveness import returns_within
 from agentshim.testing.clock import FakeClock, SequentialIds
 from agentshim.testing.contracts import ClockContract
+
+# How long a wait that should end may block before the test fails as hung (never a speed limit).
+LIVENESS_S = 60.0
 
 
 class TestSystemClockContract(ClockContract):
@@ -24,10 +28,9 @@ class TestFakeClockContract(ClockContract):
 class TestFakeClock:
     def test_waits_are_instant_recorded_and_advance_time(self) -> None:
         clock = FakeClock(start=100.0)
-        started = time.monotonic()
-        assert clock.wait(3600) is False
-        assert clock.wait(-1) is False
-        assert time.monotonic() - started < 1
+        # A fake that really slept its hour would block, and fail the guard.
+        assert returns_within(LIVENESS_S, lambda: clock.wait(3600)) is False
+        assert returns_within(LIVENESS_S, lambda: clock.wait(-1)) is False
         assert clock.monotonic() == 3700.0
         assert clock.waits == [3600, 0.0]
 
@@ -50,9 +53,8 @@ def test_a_system_clock_wait_is_cut_short_by_a_stop_from_another_thread() -> Non
     stop = threading.Event()
     timer = threading.Timer(0.05, stop.set)
     timer.start()
-    started = time.monotonic()
-    assert SystemClock().wait(30, stop) is True
-    assert time.monotonic() - started < 5
+    # An hour's wait: only the stop can end it before the guard fails.
+    assert returns_within(LIVENESS_S, lambda: SystemClock().wait(3600, stop)) is True
     timer.join()
 
 
@@ -62,8 +64,8 @@ def test_a_system_clock_wait_longer_than_any_timer_lasts_until_stopped(seconds: 
     timer = threading.Timer(0.2, stop.set)
     timer.start()
     started = time.monotonic()
-    assert SystemClock().wait(seconds, stop) is True
-    assert 0.15 <= time.monotonic() - started < 5
+    assert returns_within(LIVENESS_S, lambda: SystemClock().wait(seconds, stop)) is True
+    assert time.monotonic() - started >= 0.15  # it waited for the stop, not returned at once
     timer.join()
 
 

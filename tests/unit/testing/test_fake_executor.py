@@ -122,7 +122,7 @@ class TestSpawn:
         executor = FakeExecutor(peers=EchoPeer())
         process = executor.spawn(SpawnRequest(["cli"], env={}))
         process.write("hi\n")
-        assert process.next_output(1) == StdoutLine("hi\n")
+        assert process.next_output(60) == StdoutLine("hi\n")
         assert executor.spawned == [SpawnRequest(["cli"], env={})]
         assert executor.processes == [process]
         assert isinstance(process, FakeProcess)
@@ -139,7 +139,7 @@ class TestSpawn:
         chosen = FakeExecutor(peers=lambda req: EchoPeer(exit_code=len(req.argv)))
         process = chosen.spawn(SpawnRequest(["x", "y"]))
         process.close_stdin()
-        assert process.wait(1) == 2
+        assert process.wait(60) == 2
 
     def test_spawn_without_peers_says_so(self) -> None:
         with pytest.raises(AssertionError, match="peers"):

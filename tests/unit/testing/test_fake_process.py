@@ -8,6 +8,7 @@ import pytest
 
 from agentshim.core.errors import ProcessClosedError
 from agentshim.execution import ProcessExited, StderrLine, StdoutLine
+from agentshim.testing._liveness import returns_within
 from agentshim.testing.contracts import ProcessContract
 from agentshim.testing.process import (
     EchoPeer,
@@ -26,8 +27,6 @@ class StubbornPeer(FakePeer):
 
 
 class TestFakeProcessContract(ProcessContract):
-    io_timeout = 1.0
-
     def make_echo_process(self, exit_code: int = 0) -> FakeProcess:
         return FakeProcess(EchoPeer(exit_code=exit_code))
 
@@ -125,7 +124,8 @@ class TestGates:
         process.next_output(0)
         timer = threading.Timer(0.05, gates.open, args=("turn-1",))
         timer.start()
-        assert process.next_output(5) == StdoutLine("after\n")
+        # No timeout: a reader the opening did not wake would block, and fail the guard.
+        assert returns_within(60, lambda: process.next_output(None)) == StdoutLine("after\n")
         timer.join()
 
     def test_a_killed_process_never_prints_what_a_closed_gate_held(self) -> None:
