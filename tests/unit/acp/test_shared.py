@@ -14,6 +14,7 @@ from agentshim.acp.client import AcpTransport
 from agentshim.acp.dialect import AcpDialect
 from agentshim.core.conversation import ConversationSpec, TransportKind
 from agentshim.core.errors import InvalidRequestError, ProviderCapabilityError
+from agentshim.core.events import AgentEvent, AssistantText
 from agentshim.core.permissions import ApprovalPolicy, NativePermissions
 from agentshim.core.turn import TurnRequest
 from agentshim.execution.process import SpawnRequest
@@ -28,7 +29,7 @@ from agentshim.testing.process import FakePeer, GateMarker, PeerOutput, ReplayGa
 from agentshim.transport.installed import InstalledCli
 from agentshim.transport.shared import ProcessSharing
 from tests.unit.long_lived_rig import bypass_spec as spec
-from tests.unit.long_lived_rig import ignore, interrupt_the_second, take_turns
+from tests.unit.long_lived_rig import ignore, take_turns
 from tests.unit.long_lived_rig import sent_to as sent
 from tests.unit.session.helpers import stream_agent
 
@@ -78,7 +79,14 @@ def test_two_conversations_are_two_sessions_on_one_process(provider: str) -> Non
 
 def test_a_cancel_names_only_the_interrupted_session() -> None:
     transport, _, peers = shared("gemini", [AcpPeerTurn("a1"), AcpPeerTurn("hang", hang=True)])
-    _, interrupted = interrupt_the_second(transport)
+    quiet, interrupted = transport.open(spec()), transport.open(spec())
+    quiet.turn(TurnRequest("one"), ignore())
+
+    def interrupt_once_it_thinks(event: AgentEvent) -> None:
+        if isinstance(event, AssistantText):
+            interrupted.interrupt()
+
+    assert interrupted.turn(TurnRequest("two", timeout=60), interrupt_once_it_thinks).interrupted
     cancels = [m["params"]["sessionId"] for m in sent(peers, "session/cancel")]
     assert cancels == [interrupted.session_id]
 
@@ -179,13 +187,15 @@ class TestWarmPool:
 
 
 class _HeldFirstSession(FakePeer):
-    """An ACP agent whose first ``session/new`` answer waits at gate ``first``."""
+    """An ACP agent whose first ``session/new`` answer waits at gate ``first``; it sets
+    ``first_asked`` when that request arrives."""
 
-    def __init__(self, inner: FakePeer, gates: ReplayGates) -> None:
+    def __init__(self, inner: FakePeer, gates: ReplayGates, first_asked: threading.Event) -> None:
         self.inner = inner
         self.gates = gates
         self.opened = 0
         self.asked_while_held = 0
+        self.first_asked = first_asked
 
     def on_start(self) -> Iterable[PeerOutput]:
         return self.inner.on_start()
@@ -196,6 +206,7 @@ class _HeldFirstSession(FakePeer):
             return answer
         self.opened += 1
         if self.opened == 1:
+            self.first_asked.set()
             return [GateMarker("first"), *answer]
         if not self.gates.is_open("first"):
             self.asked_while_held += 1
@@ -209,9 +220,10 @@ def test_conversations_open_their_sessions_on_a_shared_process_one_at_a_time() -
     peers = AcpPeers([AcpPeerTurn("a"), AcpPeerTurn("b")])
     gates = ReplayGates(closed=["first"])
     held: list[_HeldFirstSession] = []
+    first_asked = threading.Event()
 
     def spawn(request: SpawnRequest) -> FakePeer:
-        held.append(_HeldFirstSession(peers(request), gates))
+        held.append(_HeldFirstSession(peers(request), gates, first_asked))
         return held[-1]
 
     executor = FakeExecutor(peers=spawn, gates=gates)
@@ -230,14 +242,14 @@ def test_conversations_open_their_sessions_on_a_shared_process_one_at_a_time() -
     ]
     for thread in threads:
         thread.start()
-    deadline = time.monotonic() + 30
-    while not gates.reached("first"):
-        assert time.monotonic() < deadline, "the first session/new never went out"
-        time.sleep(0.01)
-    time.sleep(0.3)  # the other conversation's session/new, if it went out now, is counted
+    assert first_asked.wait(60), "the first session/new never went out"
+    # A window for the other conversation's session/new to go out (and be counted) if it
+    # did not wait for the first; nothing else in the test waits on it.
+    time.sleep(0.3)
     gates.open("first")
     for thread in threads:
-        thread.join(30)
+        thread.join(60)
+    assert not any(thread.is_alive() for thread in threads)
     assert sorted(texts) == ["a", "b"]
     assert held[0].opened == 2
     assert held[0].asked_while_held == 0

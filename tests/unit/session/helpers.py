@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -16,12 +15,16 @@ from agentshim.core.retry import RetryPolicy
 from agentshim.core.session_policy import SessionPolicy
 from agentshim.session import Session, Turn, TurnTicket
 from agentshim.state.checkpoints import Checkpoint
+from agentshim.state.leases import InMemoryLeases, LeaseHolder
 from agentshim.testing import FakeExecutor
 from agentshim.testing.checkpoints import FakeCheckpointStore
 from agentshim.testing.clock import FakeClock, SequentialIds
 from agentshim.testing.conversation import FakeOutcome, FakeTransport
 
 KEY = "user-1"
+WAIT_S = 60.0
+"""How long a test waits for what the path under test does at once, before it fails: long, so
+that a loaded machine never makes it fail, since only a hang reaches it."""
 
 
 def quiet_agent(provider: str, executor: FakeExecutor, **options: Any) -> Agent:
@@ -130,24 +133,43 @@ class TurnOnThread:
         except BaseException as error:
             self.error = error
 
-    def join(self, limit_s: float = 5.0) -> float:
-        """Waits for the turn to end (failing the test if it does not); returns the seconds waited."""
-        began = time.monotonic()
-        self._thread.join(limit_s)
+    def join(self) -> None:
+        """Waits for the turn to end, failing the test if it does not within a minute.
+
+        A liveness guard only: a turn that ends on the path under test ends in far less.
+        """
+        self._thread.join(WAIT_S)
         assert not self._thread.is_alive(), "the turn did not end"
-        return time.monotonic() - began
 
 
-def second_turn_waits_for_first(transport: FakeTransport, first: Session, second: Session) -> Turn:
+class ContendedLeases(InMemoryLeases):
+    """InMemoryLeases that says when a request for a lease found another holder in it
+    (the requester then waits in line, or gives up)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.refused = threading.Event()
+
+    def acquire(self, key: str, holder: LeaseHolder, ttl: float) -> LeaseHolder:
+        current = super().acquire(key, holder, ttl)
+        if current.token != holder.token:
+            self.refused.set()
+        return current
+
+
+def second_turn_waits_for_first(
+    transport: FakeTransport, first: Session, second: Session, leases: ContendedLeases
+) -> Turn:
     """Runs a turn on ``first`` (its script hangs) and then one on ``second``, on one conversation.
 
-    Checks the second turn does not reach ``transport`` while the first runs, interrupts the
-    first, and returns the second turn once both have ended.
+    Checks the second turn found the conversation's lease taken and did not reach
+    ``transport`` while the first runs, interrupts the first, and returns the second turn once
+    both have ended.
     """
     one = TurnOnThread(first, "one")
-    assert one.started.wait(5.0)
+    assert one.started.wait(WAIT_S)
     two = TurnOnThread(second, "two")
-    time.sleep(0.2)  # room for a second turn that did not wait to reach the transport
+    assert leases.refused.wait(WAIT_S), "the second turn never asked for the conversation"
     assert len(transport.calls) == 1, "the second turn ran while the first held the conversation"
     first.interrupt()
     one.join()

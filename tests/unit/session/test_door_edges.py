@@ -34,8 +34,9 @@ from agentshim.testing import FakeExecutor, scripted_turn
 from agentshim.testing.checkpoints import FakeCheckpointStore
 from agentshim.testing.conversation import FakeConversation, FakeOutcome, FakeTransport
 
+from .helpers import WAIT_S
 from .scripted_claude import ENV, PROVIDER, resumed_id
-from .test_doors import BYPASS, DENY, WAIT_S, InThread, answer, claude_agent
+from .test_doors import BYPASS, DENY, InThread, answer, claude_agent
 
 PIPE = BrokenPipeError(32, "Broken pipe")
 

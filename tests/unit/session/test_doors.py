@@ -31,11 +31,11 @@ from agentshim.testing.clock import SequentialIds
 from agentshim.testing.conversation import FakeOutcome, FakeTransport
 from agentshim.transport.installed import InstalledCli
 
+from .helpers import WAIT_S, ContendedLeases
 from .scripted_claude import ENV, PROVIDER
 
 BYPASS = NativePermissions.bypass()
 DENY = ApprovalPolicy.DENY
-WAIT_S = 5.0
 
 
 def answer(text: str = "ok", session_id: str = "s-1") -> FakeRun:
@@ -309,12 +309,13 @@ class TestBothDoorsAnswerAlike:
     ) -> None:
         gate = Gate()
         executor = FakeExecutor(gate)
-        doorway = Door(door, executor)
+        leases = ContendedLeases()
+        doorway = Door(door, executor, leases=leases)
         first, second = doorway.session("s-1"), doorway.session("s-1")
         running = InThread(lambda: first.turn("one"))
         assert gate.entered.wait(WAIT_S)
         waiting = InThread(lambda: second.turn("two"))
-        waiting.thread.join(0.2)
+        assert leases.refused.wait(WAIT_S), "the second turn never asked for the conversation"
         second.interrupt()
         waiting.join()
         gate.release.set()
@@ -434,7 +435,7 @@ class TestOneSerialization:
     @pytest.mark.parametrize("door", ["Agent(OneShotTransport)", "CliAgent"])
     def test_a_lease_held_elsewhere_holds_the_door_s_turns(self, door: str) -> None:
         executor = FakeExecutor([answer()])
-        leases = InMemoryLeases()
+        leases = ContendedLeases()
         if door == "CliAgent":
             session: AgentSession | Session = CliAgent(
                 PROVIDER, executor=executor, env=ENV, leases=leases
@@ -448,7 +449,7 @@ class TestOneSerialization:
         leases.acquire(conversation_key(PROVIDER, "s-1"), holder, 60)
         try:
             waiting = InThread(lambda: session.turn("x"))
-            waiting.thread.join(0.2)
+            assert leases.refused.wait(WAIT_S), "the turn never asked for the conversation"
             assert executor.requests == []
             session.interrupt()
             waiting.join()

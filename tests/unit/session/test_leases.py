@@ -32,10 +32,9 @@ from agentshim.state.sqlite_store import SCHEMA_VERSION, SqliteStore
 from agentshim.testing.contracts import CheckpointStoreContract, LeasesContract
 from agentshim.testing.conversation import FakeOutcome, FakeTransport
 
-from .helpers import TurnOnThread, second_turn_waits_for_first, spec
+from .helpers import WAIT_S, ContendedLeases, TurnOnThread, second_turn_waits_for_first, spec
 
 KEY = "user-1"
-LIMIT = 5.0
 
 
 class TestInMemoryLeases(LeasesContract):
@@ -239,14 +238,41 @@ def renewal_threads() -> int:
     return sum(1 for thread in threading.enumerate() if thread.name == "agentshim-lease-renewal")
 
 
+class CountedRenewals(InMemoryLeases):
+    """InMemoryLeases that lets a test wait until each key was renewed ``count`` times."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._renewed: dict[str, int] = {}
+        self._changed = threading.Condition()
+
+    def renew(self, key: str, holder: LeaseHolder, ttl: float) -> bool:
+        kept = super().renew(key, holder, ttl)
+        with self._changed:
+            self._renewed[key] = self._renewed.get(key, 0) + kept
+            self._changed.notify_all()
+        return kept
+
+    def wait_renewed(self, keys: tuple[str, ...], count: int) -> bool:
+        with self._changed:
+            return self._changed.wait_for(
+                lambda: all(self._renewed.get(key, 0) >= count for key in keys), WAIT_S
+            )
+
+
 class TestLeaseKeeper:
     def test_a_held_lease_outlives_its_ttl_and_the_thread_ends_with_the_last_one(self) -> None:
-        keeper = LeaseKeeper(InMemoryLeases())
+        leases = CountedRenewals()
+        keeper = LeaseKeeper(leases)
         first, second = LeaseHolder.here(), LeaseHolder.here()
+        started = time.monotonic()
         keeper.acquire("conv-a", first, 0.6)
         keeper.acquire("conv-b", second, 0.6)
         assert renewal_threads() == 1, "two held leases share one renewal thread"
-        time.sleep(1.5)
+        # Renewed every third of its time-to-live, the fourth renewal comes after the first
+        # grant would have expired: from then on only renewals keep the leases.
+        assert leases.wait_renewed(("conv-a", "conv-b"), 4), "the leases were not renewed"
+        assert time.monotonic() - started > 0.6
         assert keeper.acquire("conv-a", LeaseHolder.here(), 30) == first
         assert keeper.acquire("conv-b", LeaseHolder.here(), 30) == second
         keeper.release("conv-a", first)
@@ -257,16 +283,19 @@ class TestLeaseKeeper:
     def test_a_lease_lost_while_held_is_reported(self) -> None:
         leases = InMemoryLeases()
         lines: list[str] = []
-        keeper = LeaseKeeper(leases, log=lines.append)
+        reported = threading.Event()
+
+        def log(line: str) -> None:
+            lines.append(line)
+            reported.set()
+
+        keeper = LeaseKeeper(leases, log=log)
         me = LeaseHolder.here()
         keeper.acquire("conv-1", me, 0.3)
         leases.release("conv-1", me)  # as if it had expired
         thief = LeaseHolder.here()
         leases.acquire("conv-1", thief, 30)
-        deadline = time.monotonic() + LIMIT
-        while not lines and time.monotonic() < deadline:
-            time.sleep(0.01)
-        assert lines
+        assert reported.wait(WAIT_S), "the lost lease was never reported"
         assert "another holder may have taken it" in lines[0]
         keeper.release("conv-1", me)
         assert renewal_threads() == 0
@@ -360,17 +389,17 @@ class TestSessionsOnOneKey:
         assert turn.continuity.value == "reset"
 
     def test_two_threads_on_one_key_take_turns(self) -> None:
-        leases = InMemoryLeases()
+        leases = ContendedLeases()
         store = InMemoryCheckpointStore()
         transport = FakeTransport([FakeOutcome.hang(), FakeOutcome.success("second")])
         first = session_on(transport, checkpoints=store, checkpoint_key=KEY, leases=leases)
         second = session_on(transport, checkpoints=store, checkpoint_key=KEY, leases=leases)
-        assert second_turn_waits_for_first(transport, first, second).result.text == "second"
+        assert second_turn_waits_for_first(transport, first, second, leases).result.text == "second"
         assert len(leases) == 0
         assert renewal_threads() == 0
 
     def test_a_turn_waiting_for_the_lease_can_be_interrupted(self) -> None:
-        leases = InMemoryLeases()
+        leases = ContendedLeases()
         holder = LeaseHolder.here()
         leases.acquire(KEY, holder, 30)
         transport = FakeTransport([FakeOutcome.success()])
@@ -378,7 +407,7 @@ class TestSessionsOnOneKey:
             transport, checkpoints=InMemoryCheckpointStore(), checkpoint_key=KEY, leases=leases
         )
         runner = TurnOnThread(session, "go")
-        time.sleep(0.1)
+        assert leases.refused.wait(WAIT_S), "the turn never asked for the lease"
         session.interrupt()
         runner.join()
         assert isinstance(runner.error, TurnCancelledError)
@@ -402,7 +431,7 @@ class FrozenRenewals(InMemoryLeases):
         self.thaw = threading.Event()
 
     def renew(self, key: str, holder: LeaseHolder, ttl: float) -> bool:
-        self.thaw.wait(LIMIT)
+        self.thaw.wait(WAIT_S)
         return super().renew(key, holder, ttl)
 
 
@@ -415,7 +444,7 @@ class TestFencing:
             transport, checkpoints=store, checkpoint_key=KEY, leases=leases, lease_ttl=0.3
         )
         runner = TurnOnThread(session, "one")
-        assert runner.started.wait(LIMIT)
+        assert runner.started.wait(WAIT_S)
         time.sleep(0.45)  # past the unrenewed lease's time-to-live
         newer = leases.acquire(KEY, LeaseHolder(4343, "worker-b", time.time(), "b"), 30)
         assert newer.token == "b", "the expired lease was not free"
@@ -473,7 +502,7 @@ class TestAgentWiring:
             )
             session = agent.start_session("/tmp", checkpoint_key=KEY)
             runner = TurnOnThread(session, "one")
-            assert runner.started.wait(LIMIT)
+            assert runner.started.wait(WAIT_S)
             # Seen as a worker process would see it: the key is held by this process.
             seen = store.acquire(KEY, LeaseHolder.here(), 30)
             assert (seen.pid, seen.host) == (os.getpid(), socket.gethostname())

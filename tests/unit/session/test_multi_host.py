@@ -13,6 +13,7 @@ resumed), and the checkpoints count every turn that finished.
 from __future__ import annotations
 
 import itertools
+import os
 import signal
 import subprocess
 import textwrap
@@ -90,7 +91,9 @@ WORKER = textwrap.dedent(
         note("start", seen)
         if current["turn"] == stall_at:
             note("stall")
-            time.sleep(1.0)  # stopped (SIGSTOP) or killed here, holding the lease
+            # Held here, holding the lease, until the test lets it go (it has stopped it with
+            # SIGSTOP and continued it by then) or kills it: opening a FIFO waits for a writer.
+            os.close(os.open(record + ".release", os.O_RDONLY))
         with open(transcript(session_id), "a") as file:
             file.write(f"{os.getpid()} turn\\n")
         note("end")
@@ -137,6 +140,8 @@ class Cluster:
         self.root, self.uri = root, uri
         self.schema = f"hosts_{uuid.uuid4().hex[:12]}"
         self.record = root / "turns.log"
+        self.release = root / "turns.log.release"
+        os.mkfifo(self.release, 0o600)
         PostgresStore(uri, schema=self.schema).close()  # migrated once, before the workers
         for host in HOSTS:
             (root / host).mkdir()
@@ -157,6 +162,10 @@ class Cluster:
         with PostgresStore(self.uri, schema=self.schema) as store:
             checkpoints = saved_turns(store, KEYS)
         return parse(self.record, outcomes, checkpoints)
+
+    def let_the_stalled_turn_go(self) -> None:
+        """End the stalled turn's wait (its worker is waiting for a writer on the FIFO)."""
+        os.close(os.open(self.release, os.O_WRONLY))
 
     def wait_for_stall(self, pid: int) -> float:
         deadline = time.monotonic() + LIMIT_S
@@ -261,6 +270,7 @@ def test_a_stopped_worker_past_its_lease_has_its_turn_stopped_and_writes_refused
         cluster.wait_for_takeover(key, stalled_at)
     finally:
         victim.send_signal(signal.SIGCONT)
+    cluster.let_the_stalled_turn_go()
     run = cluster.finish(workers)
     assert run.outcomes[victim.pid]["lost"] == 1, "the stopped worker's turn was not refused"
     (stale,) = [

@@ -17,7 +17,8 @@ from agentshim.state.leases import ConversationLeases, LeaseHolder
 from agentshim.state.postgres_store import POSTGRES_SCHEMA_VERSION, PostgresStore
 from agentshim.testing.contracts import CheckpointStoreContract, LeasesContract
 
-LIMIT = 10.0
+LIMIT = 60.0
+"""How long a waiter waits in line, and a test for a waiter: only a hang reaches it."""
 
 
 class _Stores:

@@ -75,7 +75,7 @@ class Guard:
 def safety() -> Iterator[Guard]:
     """Interrupts a session whose limit failed to stop a hanging turn, so the test fails."""
     guard = Guard()
-    timer = threading.Timer(20.0, guard.interrupt_all)
+    timer = threading.Timer(60.0, guard.interrupt_all)
     timer.start()
     yield guard
     timer.cancel()

@@ -20,6 +20,7 @@ from agentshim.core.errors import (
     ProviderCapabilityError,
     TurnStalledError,
 )
+from agentshim.core.events import AgentEvent, ToolCall
 from agentshim.core.session_policy import Continuity
 from agentshim.session import Session
 from agentshim.testing import FakeExecutor, FakeRun, scripted_turn
@@ -94,10 +95,12 @@ class TestEveryStreamSession:
         )
         agent, executor = stream_agent(cli.provider, peers)
         session = agent.start_session()
-        timer = threading.Timer(0.1, session.interrupt)
-        timer.start()
-        interrupted = session.turn("slow")
-        timer.cancel()
+
+        def interrupt_at_the_tool_call(event: AgentEvent) -> None:
+            if isinstance(event, ToolCall):  # the turn runs, its command hangs
+                session.interrupt()
+
+        interrupted = session.turn("slow", on_event=interrupt_at_the_tool_call)
         assert interrupted.result.interrupted
         assert session.turn("again").result.text == "next"
         assert len(executor.spawned) == 1

@@ -24,7 +24,7 @@ from .worker_pool import reaped, reports, saved_turns, spawn
 WORKERS = 8
 TURNS = 50
 KEYS = ("conv-a", "conv-b", "conv-c", "conv-d")
-TTL_S = 1.0
+TTL_S = 3.0  # renewals every second: a loaded machine must not lose a lease
 LIMIT_S = 60.0
 
 WORKER = textwrap.dedent(

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import threading
-import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -68,39 +67,42 @@ def context(
     return installed_cli("codex", peers, provider=provider)
 
 
-def run_then(
-    rig: Rig, action: Callable[[], None], *, when: Callable[[], bool]
-) -> tuple[Any, RecordingEventHandler]:
-    """Run a turn on another thread; do ``action`` once ``when`` holds."""
-    done: list[tuple[Any, RecordingEventHandler]] = []
+def run_then(rig: Rig, action: Callable[[], None]) -> tuple[Any, RecordingEventHandler]:
+    """Run a turn; do ``action`` on another thread once the turn reported its command.
+
+    The turn has a minute: an action that did not end or finish it fails the test.
+    """
+    events = RecordingEventHandler()
+    command_seen = threading.Event()
+    finished = threading.Event()
     failures: list[BaseException] = []
 
-    def main() -> None:
+    def handler(event: AgentEvent) -> None:
+        events(event)
+        if isinstance(event, ToolCall):
+            command_seen.set()
+
+    def act() -> None:
+        command_seen.wait()
+        if finished.is_set():
+            return
         try:
-            done.append(rig.turn())
+            action()
         except BaseException as error:
             failures.append(error)
 
-    thread = threading.Thread(target=main)
-    thread.start()
-    deadline = time.monotonic() + 5
-    while not when():
-        assert time.monotonic() < deadline, "the turn never reached the point to act"
-        time.sleep(0.005)
-    action()
-    thread.join(5)
-    assert not thread.is_alive()
+    helper = threading.Thread(target=act)
+    helper.start()
+    try:
+        result = rig.conversation.turn(TurnRequest("go", timeout=60), handler)
+    finally:
+        finished.set()
+        command_seen.set()
+        helper.join(60)
+    assert not helper.is_alive()
     if failures:
         raise failures[0]
-    return done[0]
-
-
-def command_running(rig: Rig) -> Callable[[], bool]:
-    def check() -> bool:
-        peers = rig.peers.peers
-        return bool(peers) and peers[-1]._phase in ("command", "streaming")  # pyright: ignore[reportPrivateUsage]
-
-    return check
+    return result, events
 
 
 # -- the wire --------------------------------------------------------------------------------
@@ -244,7 +246,7 @@ def test_a_resumed_thread_counts_from_its_replayed_total() -> None:
 
 def test_an_interrupt_closes_the_open_command_and_reaps_what_the_turn_started() -> None:
     rig = Rig([CodexPeerTurn("never", command="sleep 30", hang=True), CodexPeerTurn("after")])
-    result, events = run_then(rig, rig.conversation.interrupt, when=command_running(rig))
+    result, events = run_then(rig, rig.conversation.interrupt)
     assert result.interrupted
     assert events.of_type(TurnInterrupted)
     (tool,) = events.of_type(ToolResult)
@@ -269,9 +271,7 @@ def test_a_completed_turn_reaps_nothing() -> None:
 
 def test_steer_goes_into_the_running_turn() -> None:
     rig = Rig([CodexPeerTurn("done", command="sleep 3", until_steered=True)])
-    result, events = run_then(
-        rig, lambda: rig.conversation.steer("also this"), when=command_running(rig)
-    )
+    result, events = run_then(rig, lambda: rig.conversation.steer("also this"))
     assert result.text == "done (and: also this)"
     assert events.lifecycle("steered") == ["also this"]
     (steer,) = rig.sent("turn/steer")

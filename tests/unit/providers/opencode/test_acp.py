@@ -5,8 +5,8 @@ from __future__ import annotations
 import dataclasses
 import json
 import threading
-import time
 from collections.abc import Sequence
+from functools import partial
 from typing import Any
 
 import pytest
@@ -14,6 +14,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from agentshim import Agent
+from agentshim.acp.client import AcpTransport
 from agentshim.acp.dialect import AcpArgv
 from agentshim.acp.jsonrpc import Notification, Response, RpcError
 from agentshim.acp.updates import UpdateReader
@@ -41,6 +42,7 @@ from tests.unit.acp.rigs import (
     recorded_messages,
     turn_after_load,
 )
+from tests.unit.long_lived_rig import TransportRig
 
 P = "opencode"
 MAIN_SESSION = "ses_dcfb717f2ffeDOHbTbkvtpW974"
@@ -50,6 +52,19 @@ WRITE = NativePermissions.workspace_write()
 
 def rig(turns: Sequence[AcpPeerTurn], **options: Any) -> Rig:
     return Rig(P, OPENCODE_ACP, OPENCODE_QUIRKS, turns, **options)
+
+
+class PromptedPeers(AcpPeers):
+    """opencode's fake, saying when a prompt reached it (its silent turns show no event)."""
+
+    def __init__(self, turns: Sequence[AcpPeerTurn]) -> None:
+        super().__init__(turns, quirks=OPENCODE_QUIRKS)
+        self.prompted = threading.Event()
+
+    def turn_for(self, prompt: str) -> AcpPeerTurn | None:
+        turn = super().turn_for(prompt)
+        self.prompted.set()
+        return turn
 
 
 def args(permissions: NativePermissions, model: str | None = None) -> AcpArgv:
@@ -290,9 +305,18 @@ class TestOnTheFake:
         assert r.peer.answers == [{"outcome": {"outcome": "selected", "optionId": "reject"}}]
 
     def test_a_cancel_answered_with_an_error_is_an_interrupted_turn(self) -> None:
-        r = rig([AcpPeerTurn("never", hang=True), AcpPeerTurn("after")])
-        r.later(0.2, r.conversation.interrupt)
-        result, events = r.turn()
+        peers = PromptedPeers([AcpPeerTurn("never", hang=True), AcpPeerTurn("after")])
+        r = TransportRig(P, peers, partial(AcpTransport, dialect=OPENCODE_ACP), cwd="/work")
+
+        def interrupt_once_prompted() -> None:
+            if peers.prompted.wait(60):
+                r.conversation.interrupt()
+
+        helper = threading.Thread(target=interrupt_once_prompted)
+        helper.start()
+        result, events = r.turn(timeout=60)
+        helper.join(60)
+        assert not helper.is_alive()
         assert result.interrupted
         assert events.lifecycle("cancel_answered_with_error")
         assert events.of_type(ev.TurnInterrupted)
@@ -310,7 +334,7 @@ class TestOnTheFake:
         assert result.text == "Running echo.Done."
 
     def test_steer_is_refused(self) -> None:
-        peers = AcpPeers([AcpPeerTurn("x", hang=True)], quirks=OPENCODE_QUIRKS)
+        peers = PromptedPeers([AcpPeerTurn("x", hang=True)])
         executor = FakeExecutor(peers=peers, binaries={"opencode": "/usr/bin/opencode"})
         agent = Agent(
             P,
@@ -323,14 +347,12 @@ class TestOnTheFake:
         with agent.start_session() as session:
             worker = threading.Thread(target=lambda: session.turn("think"))
             worker.start()
-            deadline = time.monotonic() + 10
-            while not (peers.peers and "session/prompt" in methods(peers.peers[0])):
-                assert time.monotonic() < deadline, "the turn never started"
-                time.sleep(0.01)
+            assert peers.prompted.wait(60), "the turn never started"
             try:
                 with pytest.raises(errors.ProviderCapabilityError):
                     session.steer("more")
             finally:
                 session.interrupt()
-                worker.join(10)
+                worker.join(60)
+            assert not worker.is_alive()
         assert executor.spawned[0].argv[1] == "acp"
