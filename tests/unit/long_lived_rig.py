@@ -17,7 +17,7 @@ from functools import partial
 from typing import Any
 
 from agentshim.core.conversation import ConversationSpec, TurnStop
-from agentshim.core.events import AgentEvent
+from agentshim.core.events import AgentEvent, Lifecycle
 from agentshim.core.permissions import ApprovalPolicy, NativePermissions
 from agentshim.core.provider import Provider
 from agentshim.core.turn import TurnRequest
@@ -105,11 +105,11 @@ class TransportRig:
             prompt = TurnRequest(prompt, **request)
         return self.conversation.turn(prompt, events), events
 
-    def later(self, seconds: float, action: Callable[[], None]) -> threading.Timer:
-        """Do ``action`` on another thread ``seconds`` from now (cancel the timer if unneeded)."""
-        timer = threading.Timer(seconds, action)
-        timer.start()
-        return timer
+    def turn_acting_at(
+        self, at: Callable[[AgentEvent], bool], action: Callable[[], None], prompt: str = "go"
+    ) -> tuple[Any, RecordingEventHandler]:
+        """One turn of ``prompt``; see :func:`turn_acting_at`."""
+        return turn_acting_at(self.conversation, TurnRequest(prompt, timeout=60), at, action)
 
     @property
     def peer(self) -> Any:
@@ -146,15 +146,51 @@ def take_turns(transport: Any) -> tuple[Any, Any]:
     return first, second
 
 
+def turn_acting_at(
+    conversation: Any,
+    request: TurnRequest,
+    at: Callable[[AgentEvent], bool],
+    action: Callable[[], None],
+) -> tuple[Any, RecordingEventHandler]:
+    """One turn of ``request`` on ``conversation``; at its first event for which ``at`` holds,
+    ``action`` runs on another thread, as a caller's other thread steers or interrupts a turn
+    it sees running (never before it runs, however slow the machine). The thread is joined
+    before this returns; give the request a timeout, so an action that is lost fails the turn."""
+    events = RecordingEventHandler()
+    acting: list[threading.Thread] = []
+
+    def act(event: AgentEvent) -> None:
+        events(event)
+        if not acting and at(event):
+            acting.append(threading.Thread(target=action, name="acting-at"))
+            acting[0].start()
+
+    try:
+        return conversation.turn(request, act), events
+    finally:
+        for thread in acting:
+            thread.join()
+
+
+def of(kind: type[AgentEvent]) -> Callable[[AgentEvent], bool]:
+    """Holds for an event of type ``kind``."""
+    return lambda event: isinstance(event, kind)
+
+
+def lifecycle(kind: str) -> Callable[[AgentEvent], bool]:
+    """Holds for a ``Lifecycle`` event of ``kind``."""
+    return lambda event: isinstance(event, Lifecycle) and event.kind == kind
+
+
 def interrupt_the_second(transport: Any) -> tuple[Any, Any]:
-    """Two conversations on ``transport``: the first runs a turn, then the second one that is
-    interrupted 0.2 s in and must end interrupted. Returns both."""
+    """Two Codex conversations on ``transport``: the first runs a turn, then the second one,
+    interrupted once Codex says it started, which must end interrupted. Returns both."""
     quiet, interrupted = transport.open(bypass_spec()), transport.open(bypass_spec())
     quiet.turn(TurnRequest("one"), ignore())
-    timer = threading.Timer(0.2, interrupted.interrupt)
-    timer.start()
-    result = interrupted.turn(TurnRequest("two"), ignore())
-    timer.join()
+    # An interrupt that never arrived would leave the turn to its minute, and it would time out.
+    request = TurnRequest("two", timeout=60)
+    started = lifecycle("turn_started")
+    result, _ = turn_acting_at(interrupted, request, started, interrupted.interrupt)
     assert result.interrupted
     return quiet, interrupted
 

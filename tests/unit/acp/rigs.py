@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Callable, Iterable, Iterator
 from functools import partial
 from pathlib import Path
@@ -14,7 +13,13 @@ from agentshim.acp.dialect import AcpDialect
 from agentshim.acp.jsonrpc import Notification, Request, Response, read_message
 from agentshim.core.approvals import ApprovalDecision, ApprovalRequest
 from agentshim.core.conversation import Conversation, ConversationSpec
-from agentshim.core.events import ApprovalAnswered, TurnInterrupted
+from agentshim.core.events import (
+    AgentEvent,
+    ApprovalAnswered,
+    AssistantText,
+    ToolCall,
+    TurnInterrupted,
+)
 from agentshim.core.permissions import ApprovalPolicy, NativePermissions
 from agentshim.core.turn import TurnRequest
 from agentshim.execution.process import SpawnRequest
@@ -22,7 +27,7 @@ from agentshim.testing import FakeExecutor
 from agentshim.testing.acp import AcpPeer, AcpPeers, AcpPeerTurn, AcpQuirks, AcpRecordedPeer
 from agentshim.testing.process import FakePeer
 from agentshim.testing.recording import RecordingEventHandler
-from tests.unit.long_lived_rig import TransportRig, installed_cli
+from tests.unit.long_lived_rig import TransportRig, installed_cli, of, turn_acting_at
 
 FIXTURES = Path(__file__).parents[2] / "fixtures"
 
@@ -63,19 +68,18 @@ class Rig(TransportRig):
 
 
 def turn_on(
-    conversation: Conversation, prompt: str, *, interrupt_after: float | None = None
+    conversation: Conversation,
+    prompt: str,
+    *,
+    interrupt_at: Callable[[AgentEvent], bool] | None = None,
 ) -> tuple[Any, RecordingEventHandler]:
-    """One turn of ``prompt`` on ``conversation``, interrupted ``interrupt_after`` s in if given."""
-    events = RecordingEventHandler()
-    timer = None
-    if interrupt_after is not None:
-        timer = threading.Timer(interrupt_after, conversation.interrupt)
-        timer.start()
-    try:
+    """One turn of ``prompt`` on ``conversation``, interrupted at its first event for which
+    ``interrupt_at`` holds, if given (from another thread, as a caller would)."""
+    if interrupt_at is None:
+        events = RecordingEventHandler()
         return conversation.turn(TurnRequest(prompt), events), events
-    finally:
-        if timer is not None:
-            timer.cancel()
+    request = TurnRequest(prompt, timeout=60)
+    return turn_acting_at(conversation, request, interrupt_at, conversation.interrupt)
 
 
 def methods(peer: AcpPeer) -> list[str]:
@@ -179,26 +183,26 @@ class RecordedMainSession:
         return ApprovalDecision.allow()
 
     def turn(
-        self, prompt: str, *, interrupt_after: float | None = None
+        self, prompt: str, *, interrupt_at: Callable[[AgentEvent], bool] | None = None
     ) -> tuple[Any, RecordingEventHandler]:
-        """The next recorded turn, interrupted ``interrupt_after`` s in if given."""
-        return turn_on(self.conversation, prompt, interrupt_after=interrupt_after)
+        """The next recorded turn, interrupted at its first event ``interrupt_at`` holds for."""
+        return turn_on(self.conversation, prompt, interrupt_at=interrupt_at)
 
     def interrupted_turns(self) -> tuple[RecordingEventHandler, RecordingEventHandler, str]:
         """Play the recording's three interrupted turns, then the one after them.
 
-        SLOWA is interrupted 0.3 s into its command, SLOWB while its approval is pending, DRIP
-        0.3 s into its stream: each ends interrupted (SLOWA with a TurnInterrupted, SLOWB's
+        SLOWA is interrupted once its command started, SLOWB while its approval is pending,
+        DRIP once its stream started: each ends interrupted (SLOWA with a TurnInterrupted, SLOWB's
         approval decided by the interrupt), and the next turn answers as recorded. Returns
         SLOWA's and SLOWB's events and the text DRIP got out.
         """
-        slow_a, slow_a_events = self.turn("SLOWA run sleep", interrupt_after=0.3)
+        slow_a, slow_a_events = self.turn("SLOWA run sleep", interrupt_at=of(ToolCall))
         assert slow_a.interrupted
         assert slow_a_events.of_type(TurnInterrupted)
         slow_b, slow_b_events = self.turn("SLOWB run sleep")
         assert slow_b.interrupted
         assert slow_b_events.of_type(ApprovalAnswered)[0].decided_by == "interrupted"
-        drip, _ = self.turn("DRIP stream", interrupt_after=0.3)
+        drip, _ = self.turn("DRIP stream", interrupt_at=of(AssistantText))
         assert drip.interrupted
         assert self.turn("Say hello after cancel.")[0].text == "Hello from the scripted model."
         return slow_a_events, slow_b_events, drip.text

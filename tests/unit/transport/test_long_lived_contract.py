@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import gc
 import json
+import signal
 import threading
 import tracemalloc
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -22,10 +23,17 @@ from agentshim.acp.client import AcpTransport
 from agentshim.acp.dialect import AcpDialect
 from agentshim.core.conversation import Transport
 from agentshim.core.errors import CliDiedError, ProviderCapabilityError
-from agentshim.core.events import RunStarted, SessionStarted, ToolCall, ToolResult, TurnInterrupted
+from agentshim.core.events import (
+    AgentEvent,
+    RunStarted,
+    SessionStarted,
+    ToolCall,
+    ToolResult,
+    TurnInterrupted,
+)
 from agentshim.core.permissions import NativePermissions
 from agentshim.core.turn import TurnRequest
-from agentshim.execution.process import SpawnRequest
+from agentshim.execution.process import ProcessExited, SpawnRequest
 from agentshim.providers import get_plugin
 from agentshim.providers.acp import AcpAgentConfig, acp_plugin
 from agentshim.providers.claude.provider import ClaudeProvider
@@ -48,7 +56,7 @@ from agentshim.testing.codex_app_server import (
 )
 from agentshim.testing.long_lived_contract import FakePeerContract, LongLivedCapability
 from agentshim.testing.pi_rpc import PiPeerTurn, PiRecordedPeer, PiRpcPeers
-from agentshim.testing.process import FakePeer
+from agentshim.testing.process import FakePeer, PeerOutput
 from agentshim.testing.recording import RecordingEventHandler
 from agentshim.testing.session_contracts import ContractTurn
 from agentshim.transport.conversation import ProcessOptions
@@ -64,6 +72,8 @@ from tests.unit.long_lived_rig import (
     claude_frames,
     conversation_on,
     ignore,
+    lifecycle,
+    of,
     pi_frames,
     sent_to,
     turn_stopped_at,
@@ -203,7 +213,8 @@ class Fake:
     names what the CLI was sent, frame by frame: ``started`` before the first prompt, then a
     ``prompt`` a turn. ``fixed`` are the request fields the running process was started with,
     which a turn may not change; ``refusal`` is what such a turn is told. A steerable one's
-    fake runs a ``tool`` its transport stops with an ``interrupt`` frame.
+    fake runs a ``tool`` its transport stops with an ``interrupt`` frame, and ``running`` holds
+    for the first event a hanging turn shows once the CLI has its prompt.
     """
 
     name: str
@@ -216,6 +227,7 @@ class Fake:
     fixed: tuple[str, ...] = ("env", "extra_args", "cwd", "reasoning_effort")
     tool: str = ""
     interrupt: str = ""
+    running: Callable[[AgentEvent], bool] = lambda event: False
 
 
 def codex_frames(peer: CodexAppServerPeer) -> list[str]:
@@ -233,6 +245,7 @@ CLAUDE = Fake(
     "ONE_SHOT",
     tool="Bash",
     interrupt="control_request:interrupt",
+    running=lifecycle("init"),  # said once Claude Code has the prompt
 )
 PI = Fake(
     "pi",
@@ -244,6 +257,7 @@ PI = Fake(
     "ONE_SHOT",
     tool="bash",
     interrupt="abort",
+    running=lifecycle("agent_started"),  # Pi's answer to the prompt
 )
 
 
@@ -350,9 +364,7 @@ def test_no_steered_text_is_ever_written_as_a_broken_line(fake: Fake) -> None:
         rig.conversation.steer(awkward)
         rig.conversation.interrupt()
 
-    timer = rig.later(0.1, steer)
-    rig.turn()
-    timer.cancel()
+    rig.turn_acting_at(fake.running, steer)
     assert rig.peer.steered == [awkward]
 
 
@@ -385,9 +397,7 @@ def test_an_interrupt_mid_tool_ends_the_turn_and_the_next_turn_uses_the_same_pro
 ) -> None:
     sleeps = fake.turn(tool=fake.tool, tool_input={"command": "sleep 30"}, hang=True)
     rig = fake.rig([sleeps, fake.turn("next")])
-    timer = rig.later(0.1, rig.conversation.interrupt)
-    result, events = rig.turn()
-    timer.cancel()
+    result, events = rig.turn_acting_at(of(ToolCall), rig.conversation.interrupt)
     assert result.interrupted
     assert events.of_type(TurnInterrupted)
     assert [r.failed for r in events.of_type(ToolResult)] == [True]
@@ -414,10 +424,18 @@ def test_a_dead_shared_process_fails_the_running_turn_and_both_reattach_on_a_new
     rig = fake.rig(turns, transport_options={"sharing": ProcessSharing()})
     first, second = rig.conversation, rig.transport.open(rig.spec)
     first.turn(TurnRequest("one"), ignore())
-    timer = rig.later(0.2, rig.executor.processes[0].kill)
+    # The process is killed once it has the second conversation's prompt: mid-turn, however
+    # slow the machine (killed before that turn, the turn would start a new process instead).
+    peer = rig.peers.peers[0]
+    answer = peer.on_stdin
+
+    def killed_on_two(line: str) -> Iterable[PeerOutput]:
+        said = list(answer(line))  # the fake takes its scripted turn either way
+        return [ProcessExited(-signal.SIGKILL)] if '"two"' in line else said
+
+    peer.on_stdin = killed_on_two
     with pytest.raises(CliDiedError):
-        second.turn(TurnRequest("two"), ignore())
-    timer.join()
+        second.turn(TurnRequest("two", timeout=60), ignore())
     seen = RecordingEventHandler()
     assert second.turn(TurnRequest("three"), seen).text == "b2"
     assert first.turn(TurnRequest("four"), ignore()).text == "a2"

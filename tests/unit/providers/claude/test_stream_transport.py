@@ -31,7 +31,7 @@ from agentshim.testing.process import FakePeer, PeerOutput
 from agentshim.testing.recording import RecordingEventHandler
 from tests.unit.long_lived_rig import ClaudeStreamRig as Rig
 from tests.unit.long_lived_rig import claude_frames as sent_types
-from tests.unit.long_lived_rig import conversation_on
+from tests.unit.long_lived_rig import conversation_on, lifecycle
 
 FIXTURES = Path(__file__).parents[3] / "fixtures" / "claude" / "stream"
 BYPASS = NativePermissions.bypass()
@@ -114,9 +114,8 @@ class TestTurnsOnOneProcess:
 class TestInterrupt:
     def test_interrupt_mid_stream_returns_interrupted(self) -> None:
         rig = Rig([ClaudePeerTurn(hang=True), ClaudePeerTurn("next")])
-        timer = rig.later(0.1, rig.conversation.interrupt)
-        result, events = rig.turn()
-        timer.cancel()
+        # Claude Code says `init` once it has the prompt; the hanging answer follows it.
+        result, events = rig.turn_acting_at(lifecycle("init"), rig.conversation.interrupt)
         assert result.interrupted
         assert result.text == ""
         assert "[Request interrupted by user]" in events.lifecycle("user_message")
@@ -261,9 +260,7 @@ class TestSteer:
             steered.set()
             rig.conversation.interrupt()
 
-        timer = rig.later(0.1, steer)
-        result, events = rig.turn()
-        timer.cancel()
+        result, events = rig.turn_acting_at(lifecycle("init"), steer)
         assert steered.is_set()
         assert rig.peer.steered == ["also say banana"]
         assert events.lifecycle("steered") == ["also say banana"]

@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import dataclasses
-import threading
 from typing import Any
 
-from agentshim.core.events import AgentEvent, SessionStarted
+from agentshim.core.events import SessionStarted
 from agentshim.core.permissions import NativePermissions
 from agentshim.core.turn import TurnRequest
 from agentshim.providers.codex.app_server.transport import CodexAppServerTransport
@@ -14,7 +13,14 @@ from agentshim.testing import FakeExecutor
 from agentshim.testing.codex_app_server import CodexAppServerPeers, CodexPeerTurn
 from agentshim.transport.shared import ProcessSharing
 from tests.unit.long_lived_rig import bypass_spec as spec
-from tests.unit.long_lived_rig import ignore, installed_cli, interrupt_the_second, take_turns
+from tests.unit.long_lived_rig import (
+    ignore,
+    installed_cli,
+    interrupt_the_second,
+    lifecycle,
+    take_turns,
+    turn_acting_at,
+)
 from tests.unit.long_lived_rig import sent_to as sent
 
 BYPASS = NativePermissions.bypass()
@@ -144,12 +150,10 @@ def test_a_new_conversation_takes_the_thread_a_warm_process_started_ahead() -> N
     transport, _, reaped = shared_transport(peers)
     transport.prewarm(1, spec())
     (ahead,) = sent(peers, "thread/start")
-    seen: list[AgentEvent] = []
     taker = transport.open(spec())
-    timer = threading.Timer(0.2, taker.interrupt)
-    timer.start()
-    result = taker.turn(TurnRequest("one"), seen.append)
-    timer.join()
+    request = TurnRequest("one", timeout=60)
+    result, events = turn_acting_at(taker, request, lifecycle("turn_started"), taker.interrupt)
+    seen = events.events
     assert result.interrupted
     assert len(sent(peers, "thread/start")) == 1  # no thread of its own: it took the one ahead
     started = [event.session_id for event in seen if isinstance(event, SessionStarted)]

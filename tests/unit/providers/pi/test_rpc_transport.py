@@ -30,7 +30,7 @@ from agentshim.testing.process import FakePeer, PeerOutput, SilentPeer
 from agentshim.testing.recording import RecordingEventHandler
 from agentshim.transport.installed import InstalledCli
 from tests.unit.long_lived_rig import PiRpcRig as Rig
-from tests.unit.long_lived_rig import conversation_on, installed_cli, turn_stopped_at
+from tests.unit.long_lived_rig import conversation_on, installed_cli, of, turn_stopped_at
 from tests.unit.long_lived_rig import pi_frames as sent_types
 
 FIXTURES = Path(__file__).parents[3] / "fixtures" / "pi" / "stream"
@@ -171,9 +171,9 @@ class TestSteer:
                 PiPeerTurn("next"),
             ]
         )
-        timer = rig.later(0.1, lambda: rig.conversation.steer("also say banana"))
-        result, events = rig.turn()
-        timer.cancel()
+        result, events = rig.turn_acting_at(
+            of(ev.ToolCall), lambda: rig.conversation.steer("also say banana")
+        )
         assert result.text == "answer (and: also say banana)"
         assert not result.interrupted
         assert rig.peer.steered == ["also say banana"]
@@ -185,9 +185,9 @@ class TestSteer:
 
     def test_a_follow_up_is_queued_for_the_end_of_the_turn(self) -> None:
         rig = Rig([PiPeerTurn("answer", tool="bash", tool_input=SLEEP, until_steered=True)])
-        timer = rig.later(0.1, lambda: rig.conversation.follow_up("then say kiwi"))
-        result, events = rig.turn()
-        timer.cancel()
+        result, events = rig.turn_acting_at(
+            of(ev.ToolCall), lambda: rig.conversation.follow_up("then say kiwi")
+        )
         assert result.text == "answer (and: then say kiwi)"
         assert events.lifecycle("followed_up") == ["then say kiwi"]
         assert rig.peer.received[2]["type"] == "follow_up"
@@ -213,9 +213,7 @@ class TestSteer:
 
     def test_a_steer_taken_in_the_run_is_not_reported_as_carried_over(self) -> None:
         rig = Rig([PiPeerTurn("answer", tool="bash", tool_input=SLEEP, until_steered=True)])
-        timer = rig.later(0.1, lambda: rig.conversation.steer("in time"))
-        _, events = rig.turn()
-        timer.cancel()
+        _, events = rig.turn_acting_at(of(ev.ToolCall), lambda: rig.conversation.steer("in time"))
         assert events.lifecycle("steer_carried_over") == []
 
 
