@@ -17,7 +17,6 @@ from agentshim.core.events import (
     AgentEvent,
     ApprovalAnswered,
     AssistantText,
-    ToolCall,
     TurnInterrupted,
 )
 from agentshim.core.permissions import ApprovalPolicy, NativePermissions
@@ -191,12 +190,13 @@ class RecordedMainSession:
     def interrupted_turns(self) -> tuple[RecordingEventHandler, RecordingEventHandler, str]:
         """Play the recording's three interrupted turns, then the one after them.
 
-        SLOWA is interrupted once its command started, SLOWB while its approval is pending,
+        SLOWA is interrupted once its command was allowed (the third approval, answered before
+        the interrupt as when recorded), SLOWB while its approval is pending,
         DRIP once its stream started: each ends interrupted (SLOWA with a TurnInterrupted, SLOWB's
         approval decided by the interrupt), and the next turn answers as recorded. Returns
         SLOWA's and SLOWB's events and the text DRIP got out.
         """
-        slow_a, slow_a_events = self.turn("SLOWA run sleep", interrupt_at=of(ToolCall))
+        slow_a, slow_a_events = self.turn("SLOWA run sleep", interrupt_at=of(ApprovalAnswered))
         assert slow_a.interrupted
         assert slow_a_events.of_type(TurnInterrupted)
         slow_b, slow_b_events = self.turn("SLOWB run sleep")
