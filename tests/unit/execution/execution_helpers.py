@@ -60,7 +60,7 @@ class RecordingSink:
         self.err: list[str] = []
         self.events: list[str] = []
         self.threads: set[int] = set()
-        self.thread_counts: list[int] = []
+        self.alive: set[threading.Thread] = set()  # every thread alive at a line's callback
 
     def started(self, handle: CommandHandle) -> None:
         self.handle = handle
@@ -71,13 +71,13 @@ class RecordingSink:
         self.out.append(line)
         self.events.append("stdout")
         self.threads.add(threading.get_ident())
-        self.thread_counts.append(threading.active_count())
+        self.alive.update(threading.enumerate())
 
     def stderr(self, line: str) -> None:
         self.err.append(line)
         self.events.append("stderr")
         self.threads.add(threading.get_ident())
-        self.thread_counts.append(threading.active_count())
+        self.alive.update(threading.enumerate())
 
 
 def _require_proc() -> None:

@@ -191,10 +191,10 @@ class TestRequest:
 
 class TestThreading:
     def test_the_sink_runs_on_the_calling_thread_and_no_helper_thread_exists(self) -> None:
-        before = threading.active_count()
+        before = set(threading.enumerate())
         _, sink = run("import sys\nfor i in range(2000): print(i); print(i, file=sys.stderr)")
         assert sink.threads == {threading.get_ident()}
-        assert set(sink.thread_counts) == {before}
+        assert sink.alive <= before
 
     def test_the_handle_arrives_before_any_output(self) -> None:
         _, sink = run("import sys; print('x'); print('y', file=sys.stderr)")
