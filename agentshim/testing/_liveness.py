@@ -12,9 +12,15 @@ import threading
 from collections.abc import Callable
 from typing import TypeVar
 
-__all__ = ["returns_within"]
+__all__ = ["HANG_GUARD_S", "returns_within"]
 
 _T = TypeVar("_T")
+
+HANG_GUARD_S = 60.0
+"""How long a call that should end may block before a test counts it as hung.
+
+Only a guard against a hang, never a measure of speed: far longer than the right path takes
+even on a loaded machine, so a slow machine cannot fail a test through it."""
 
 
 def returns_within(limit: float, call: Callable[[], _T]) -> _T:

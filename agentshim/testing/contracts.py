@@ -57,7 +57,7 @@ from agentshim.execution.process import (
 from agentshim.state.checkpoints import Checkpoint, CheckpointStore, ConversationBlobs
 from agentshim.state.leases import ConversationLeases, FencedLeases, LeaseHolder
 
-from ._liveness import returns_within
+from ._liveness import HANG_GUARD_S, returns_within
 from .executor import FakeExecutor, FakeRun
 from .process import SilentPeer
 
@@ -77,9 +77,6 @@ _Arg = TypeVar("_Arg")
 # A deadline or a wait no right behaviour comes near: an implementation that waited it out would
 # block the test (caught by a liveness guard), not merely be slow, so no test measures speed.
 _NEVER_S = 3600.0
-
-# How long a call that should end may block before a test fails as hung (never a speed limit).
-_LIVENESS_S = 60.0
 
 
 def _on_threads(target: Callable[[_Arg], None], args: Iterable[_Arg]) -> None:
@@ -650,7 +647,7 @@ class ClockContract:
         stop = threading.Event()
         stop.set()
         before = clock.monotonic()
-        assert returns_within(_LIVENESS_S, lambda: clock.wait(_NEVER_S, stop)) is True
+        assert returns_within(HANG_GUARD_S, lambda: clock.wait(_NEVER_S, stop)) is True
         assert clock.monotonic() - before < _NEVER_S, "the wait was counted as spent"
 
     @pytest.mark.parametrize("seconds", [float("inf"), 1e300, threading.TIMEOUT_MAX * 4])
@@ -667,7 +664,7 @@ class ClockContract:
         setter.start()
         setter.join()
         before = clock.monotonic()
-        assert returns_within(_LIVENESS_S, lambda: clock.wait(seconds, stop)) is True
+        assert returns_within(HANG_GUARD_S, lambda: clock.wait(seconds, stop)) is True
         assert clock.monotonic() - before < seconds, "the wait was counted as spent"
 
     def test_zero_and_negative_waits_return_at_once(self) -> None:
@@ -676,8 +673,8 @@ class ClockContract:
         before = clock.monotonic()
         # A zero taken for "no limit" would block; a negative length taken as its size would
         # block a real clock and move a fake one by an hour (or back by one).
-        assert returns_within(_LIVENESS_S, lambda: clock.wait(0)) is False
-        assert returns_within(_LIVENESS_S, lambda: clock.wait(-_NEVER_S)) is False
+        assert returns_within(HANG_GUARD_S, lambda: clock.wait(0)) is False
+        assert returns_within(HANG_GUARD_S, lambda: clock.wait(-_NEVER_S)) is False
         assert 0 <= clock.monotonic() - before < _NEVER_S
 
 

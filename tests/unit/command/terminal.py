@@ -8,10 +8,8 @@ from pathlib import Path
 
 from agentshim.execution.process import SpawnRequest
 from agentshim.execution.pty_process import PtyProcess
+from agentshim.testing._liveness import HANG_GUARD_S
 from tests.unit.agentshim_command import COMMAND
-
-HANG_GUARD = 60.0
-"""Seconds a read may wait before the command counts as hung (a guard, not a timing check)."""
 
 
 class Terminal:
@@ -24,7 +22,7 @@ class Terminal:
 
     def read_until(self, pattern: str) -> str:
         while re.search(pattern, self.screen) is None:
-            chunk = self.process.read(HANG_GUARD)
+            chunk = self.process.read(HANG_GUARD_S)
             assert chunk is not None, f"{pattern!r} never appeared in {self.screen!r}"
             self.screen += chunk.decode(errors="replace")
         return self.screen
@@ -37,7 +35,7 @@ class Terminal:
 
     def finish(self) -> int:
         while self.process.returncode is None:
-            chunk = self.process.read(HANG_GUARD)
+            chunk = self.process.read(HANG_GUARD_S)
             if chunk is None and self.process.returncode is None:
                 raise AssertionError(f"agentshim did not exit: {self.screen!r}")
             self.screen += (chunk or b"").decode(errors="replace")

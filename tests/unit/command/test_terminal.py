@@ -25,7 +25,7 @@ import pytest
 from agentshim.core.event_json import event_from_json
 from agentshim.core.events import RawOutput
 from tests.unit.agentshim_command import COMMAND, agentshim
-from tests.unit.command.terminal import HANG_GUARD, Terminal
+from tests.unit.command.terminal import HANG_GUARD_S, Terminal
 
 ROOT = Path(__file__).resolve().parents[3]
 FAKE = Path(__file__).resolve().parent / "fake_claude.py"
@@ -66,7 +66,7 @@ class Fake:
     def next_notice(self) -> tuple[str, int]:
         """The next ``(phase, pid)`` the fake announced."""
         while b"\n" not in self._pending:
-            ready, _, _ = select.select([self._reader], [], [], HANG_GUARD)
+            ready, _, _ = select.select([self._reader], [], [], HANG_GUARD_S)
             assert ready, "the fake CLI announced nothing"
             self._pending += os.read(self._reader, 4096)
         line, _, self._pending = self._pending.partition(b"\n")
@@ -85,7 +85,7 @@ def ended(pid: int) -> bool:
     except ProcessLookupError:
         return True
     try:
-        readable, _, _ = select.select([fd], [], [], HANG_GUARD)
+        readable, _, _ = select.select([fd], [], [], HANG_GUARD_S)
         return bool(readable)
     finally:
         os.close(fd)
@@ -293,7 +293,7 @@ class TestExitCodesAndOutput:
         assert process.stderr is not None
         first = process.stdout.readline()
         process.stdout.close()
-        status = process.wait(timeout=HANG_GUARD)
+        status = process.wait(timeout=HANG_GUARD_S)
         stderr = process.stderr.read().decode()
         process.stderr.close()
         assert not isinstance(event_from_json(json.loads(first)), RawOutput)
@@ -312,7 +312,7 @@ def test_json_piped_into_head_prints_one_line_and_no_traceback(tmp_path: Path) -
         cwd=tmp_path,
         capture_output=True,
         text=True,
-        timeout=HANG_GUARD,
+        timeout=HANG_GUARD_S,
         check=False,
     )
     assert done.returncode == 0

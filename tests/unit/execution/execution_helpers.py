@@ -11,18 +11,13 @@ import threading
 import pytest
 
 from agentshim.execution.executor import CommandHandle
+from agentshim.testing._liveness import HANG_GUARD_S
 
 PY = sys.executable
 ENV = {"PATH": os.environ.get("PATH", os.defpath)}
 
-HANG_GUARD = 60.0
-"""Seconds a wait for something a test expects may take before the test counts it as hung.
-
-Only a guard against a hang, never a measure of speed: far longer than the right path takes
-even on a loaded machine, so a slow machine cannot fail a test through it."""
-
 OUTLAST = 180
-"""Seconds a child that only a kill should end sleeps: longer than any :data:`HANG_GUARD`
+"""Seconds a child that only a kill should end sleeps: longer than any :data:`HANG_GUARD_S`
 wait, so a process seen ending within one was ended, not finished on its own."""
 
 GRANDCHILD = f"""
@@ -121,7 +116,7 @@ def open_fds() -> int:
     return len(os.listdir("/proc/self/fd"))
 
 
-def wait_dead(pid: int, timeout: float = HANG_GUARD) -> bool:
+def wait_dead(pid: int, timeout: float = HANG_GUARD_S) -> bool:
     """Wait until ``pid`` is gone or a zombie; True if it ended within ``timeout`` (a hang guard).
 
     Waits on the process itself (a pidfd becomes readable when it exits) where the system

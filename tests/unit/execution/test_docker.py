@@ -9,7 +9,7 @@ import uuid
 from collections.abc import Iterator
 
 import pytest
-from execution_helpers import HANG_GUARD, OUTLAST, RecordingSink, needs_proc
+from execution_helpers import HANG_GUARD_S, OUTLAST, RecordingSink, needs_proc
 
 from agentshim.core.errors import AgentShimError, CliNotFoundError, InvalidRequestError
 from agentshim.execution import (
@@ -141,10 +141,10 @@ class TestReap:
                 assert process.stdout is not None
                 assert process.stdout.readline() == "up\n"
             result = subprocess.run(
-                ["sh", "-c", REAP_SCRIPT], capture_output=True, text=True, timeout=HANG_GUARD
+                ["sh", "-c", REAP_SCRIPT], capture_output=True, text=True, timeout=HANG_GUARD_S
             )
             assert result.returncode == 0
-            assert marked.wait(HANG_GUARD) == -9
+            assert marked.wait(HANG_GUARD_S) == -9
             assert near_miss.poll() is None
             assert plain.poll() is None
             assert result.stdout.startswith("reaped ")

@@ -17,7 +17,7 @@ from agentshim.execution.env import (
 )
 from agentshim.execution.executor import CommandRequest
 from agentshim.testing import FakeExecutor, FakeRun
-from tests.unit.execution.execution_helpers import HANG_GUARD, OUTLAST, is_alive, wait_dead
+from tests.unit.execution.execution_helpers import HANG_GUARD_S, OUTLAST, is_alive, wait_dead
 
 pytestmark = pytest.mark.skipif(shutil.which("bash") is None, reason="needs bash")
 
@@ -79,7 +79,7 @@ class TestReadInteractiveEnv:
         outlived = tmp_path / "outlived"
         daemon = f"(sleep {OUTLAST}; touch {outlived}) & echo $! > {pidfile}"
         rc = f"{daemon}\nexport AFTER_DAEMON=1\n"
-        result = read_interactive_env(HANG_GUARD, base_env=home_with_rc(tmp_path, rc))
+        result = read_interactive_env(HANG_GUARD_S, base_env=home_with_rc(tmp_path, rc))
         pid = int(pidfile.read_text())
         # The host executor ends what the probe left running before it answers.
         running = is_alive(pid)

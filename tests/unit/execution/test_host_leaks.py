@@ -16,7 +16,7 @@ from collections.abc import Callable
 import pytest
 from execution_helpers import (
     ENV,
-    HANG_GUARD,
+    HANG_GUARD_S,
     OUTLAST,
     needs_proc,
     open_fds,
@@ -106,13 +106,13 @@ def _one_run(executor: HostCommandExecutor, kind: int, pids: Pids) -> None:
         process = executor.spawn(SpawnRequest([SH, "-c", 'read line; echo "$line"'], env=ENV))
         pids.leaders.append(process.pid)
         process.write("hello\n")
-        assert process.next_output(HANG_GUARD) == StdoutLine("hello\n")
-        assert process.wait(HANG_GUARD) == 0
+        assert process.next_output(HANG_GUARD_S) == StdoutLine("hello\n")
+        assert process.wait(HANG_GUARD_S) == 0
     elif kind == 7:
         process = executor.spawn(SpawnRequest([SH, "-c", f"sleep {OUTLAST}"], env=ENV))
         pids.leaders.append(process.pid)
         process.terminate()
-        assert process.wait(HANG_GUARD) is not None
+        assert process.wait(HANG_GUARD_S) is not None
     else:
         with pytest.raises(CliTimeoutError):
             executor.run(

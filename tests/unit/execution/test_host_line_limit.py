@@ -6,7 +6,7 @@ import signal
 import tracemalloc
 
 import pytest
-from execution_helpers import ENV, HANG_GUARD, OUTLAST, RecordingSink, needs_proc, py, wait_dead
+from execution_helpers import ENV, HANG_GUARD_S, OUTLAST, RecordingSink, needs_proc, py, wait_dead
 
 from agentshim.core.errors import AgentShimError, LineTooLongError
 from agentshim.execution import (
@@ -51,7 +51,7 @@ def test_a_run_printing_a_line_over_the_limit_is_killed_and_raises(
     sink = RecordingSink()
     # Without the cap the child would only end by the timeout (CliTimeoutError) or its sleep.
     with pytest.raises(LineTooLongError) as caught:
-        executor.run(CommandRequest(py(LONG_LINE, stream), env=ENV, timeout=HANG_GUARD), sink)
+        executor.run(CommandRequest(py(LONG_LINE, stream), env=ENV, timeout=HANG_GUARD_S), sink)
     error = caught.value
     assert isinstance(error, AgentShimError)
     assert error.limit == MIB
@@ -101,7 +101,7 @@ def test_a_flood_without_a_newline_ends_the_run_with_flat_memory() -> None:
     try:
         with pytest.raises(LineTooLongError):
             HostCommandExecutor(max_line_bytes=MIB).run(
-                CommandRequest(py(code), env=ENV, timeout=HANG_GUARD), RecordingSink()
+                CommandRequest(py(code), env=ENV, timeout=HANG_GUARD_S), RecordingSink()
             )
         _, peak = tracemalloc.get_traced_memory()
     finally:
@@ -116,14 +116,14 @@ def test_a_process_raises_where_the_long_line_would_come_and_goes_on_after_it(
 ) -> None:
     executor = HostCommandExecutor(max_line_bytes=MIB, use_threads=threads)
     process = executor.spawn(SpawnRequest(py(LONG_LINE, "stdout"), env=ENV))
-    pid_line = process.next_output(HANG_GUARD)
+    pid_line = process.next_output(HANG_GUARD_S)
     assert isinstance(pid_line, StdoutLine)
-    assert process.next_output(HANG_GUARD) == StdoutLine("before\n")
+    assert process.next_output(HANG_GUARD_S) == StdoutLine("before\n")
     with pytest.raises(LineTooLongError) as caught:
-        process.next_output(HANG_GUARD)
+        process.next_output(HANG_GUARD_S)
     assert caught.value.limit == MIB
     assert "stdout" in caught.value.message
-    assert process.next_output(HANG_GUARD) == ProcessExited(-signal.SIGKILL)
+    assert process.next_output(HANG_GUARD_S) == ProcessExited(-signal.SIGKILL)
     assert process.next_output(0) == ProcessExited(-signal.SIGKILL)
     assert wait_dead(int(pid_line.text))
 
@@ -136,7 +136,7 @@ def test_wait_reports_the_kill_and_the_error_stays_for_next_output() -> None:
         time.sleep({OUTLAST})
     """
     process = HostCommandExecutor(max_line_bytes=MIB).spawn(SpawnRequest(py(code), env=ENV))
-    assert process.wait(HANG_GUARD) == -signal.SIGKILL
+    assert process.wait(HANG_GUARD_S) == -signal.SIGKILL
     outputs: list[ProcessOutput | LineTooLongError] = []
     while not outputs or not isinstance(outputs[-1], ProcessExited):
         try:

@@ -9,7 +9,7 @@ import pytest
 from execution_helpers import (
     ENV,
     GRANDCHILD,
-    HANG_GUARD,
+    HANG_GUARD_S,
     needs_proc,
     open_fds,
     parent_of,
@@ -58,12 +58,12 @@ def spawn(code: str, *args: str, executor: HostCommandExecutor | None = None) ->
 
 def stubborn(executor: HostCommandExecutor | None = None) -> Process:
     process = spawn(STUBBORN, executor=executor)
-    assert process.next_output(HANG_GUARD) == StdoutLine("ignoring SIGTERM\n")
+    assert process.next_output(HANG_GUARD_S) == StdoutLine("ignoring SIGTERM\n")
     return process
 
 
 def drain(
-    process: Process, timeout: float = HANG_GUARD
+    process: Process, timeout: float = HANG_GUARD_S
 ) -> tuple[list[ProcessOutput], ProcessExited]:
     outputs: list[ProcessOutput] = []
     while True:
@@ -110,10 +110,10 @@ class TestHostProcess:
         process = spawn(ECHO, "0")
         for number in range(100):
             process.write(f"{number}\n")
-            assert process.next_output(HANG_GUARD) == StdoutLine(f"{number}\n")
+            assert process.next_output(HANG_GUARD_S) == StdoutLine(f"{number}\n")
             assert set(threading.enumerate()) <= before
         process.close_stdin()
-        assert process.wait(HANG_GUARD) == 0
+        assert process.wait(HANG_GUARD_S) == 0
 
     @needs_proc
     def test_a_grandchild_holding_the_pipes_is_killed_after_the_drain(self) -> None:
@@ -127,7 +127,7 @@ class TestHostProcess:
 
     def test_wait_keeps_reading_so_a_chatty_child_can_exit(self) -> None:
         process = spawn("for i in range(20000): print('x' * 99)")
-        assert process.wait(HANG_GUARD) == 0
+        assert process.wait(HANG_GUARD_S) == 0
         outputs, exited = drain(process)
         assert len(outputs) == 20000
         assert exited == ProcessExited(0)
@@ -137,7 +137,7 @@ class TestHostProcess:
         started = time.monotonic()
         process.terminate()
         # The child ignores SIGTERM and would sleep for an hour: only the escalation ends it.
-        assert process.wait(HANG_GUARD) == -signal.SIGKILL
+        assert process.wait(HANG_GUARD_S) == -signal.SIGKILL
         assert time.monotonic() - started >= 0.3  # the grace was honoured
 
     def test_reading_and_writing_from_two_threads(self) -> None:
@@ -146,7 +146,7 @@ class TestHostProcess:
 
         def reader() -> None:
             while True:
-                output = process.next_output(HANG_GUARD)
+                output = process.next_output(HANG_GUARD_S)
                 assert output is not None
                 received.append(output)
                 if isinstance(output, ProcessExited):
@@ -157,7 +157,7 @@ class TestHostProcess:
         for number in range(2000):
             process.write(f"line {number}\n")
         process.close_stdin()
-        thread.join(HANG_GUARD)
+        thread.join(HANG_GUARD_S)
         assert not thread.is_alive(), "the reader never saw the process exit"
         assert received[-1] == ProcessExited(0)
         assert received[:-1] == [StdoutLine(f"line {n}\n") for n in range(2000)]

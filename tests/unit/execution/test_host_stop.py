@@ -9,7 +9,7 @@ import pytest
 from execution_helpers import (
     ENV,
     GRANDCHILD,
-    HANG_GUARD,
+    HANG_GUARD_S,
     OUTLAST,
     RecordingSink,
     needs_proc,
@@ -97,7 +97,7 @@ class TestDrain:
                 str(parent_alive)], pass_fds=[parent_alive])
         """
         sink = RecordingSink()
-        HostCommandExecutor(drain_timeout=HANG_GUARD).run(CommandRequest(py(code), env=ENV), sink)
+        HostCommandExecutor(drain_timeout=HANG_GUARD_S).run(CommandRequest(py(code), env=ENV), sink)
         assert sink.out == ["late\n"]
 
     @needs_proc
@@ -175,7 +175,7 @@ class TestCancel:
             killers[-1].start()
 
         result = HostCommandExecutor().run(
-            CommandRequest(py(code), env=ENV, timeout=HANG_GUARD),
+            CommandRequest(py(code), env=ENV, timeout=HANG_GUARD_S),
             CallbackSink(kill_elsewhere, on_started=handles.append),
         )
         for killer in killers:
@@ -236,7 +236,7 @@ class TestFailingSink:
 
         with pytest.raises(Boom):
             HostCommandExecutor().run(
-                CommandRequest(py(code, str(outlived)), env=ENV, timeout=HANG_GUARD),
+                CommandRequest(py(code, str(outlived)), env=ENV, timeout=HANG_GUARD_S),
                 CallbackSink(explode),
             )
         assert wait_dead(pids[0])

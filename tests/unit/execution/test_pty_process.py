@@ -11,7 +11,7 @@ import pytest
 
 from agentshim.core.errors import CliNotFoundError, ProcessClosedError
 from agentshim.execution import HostCommandExecutor, PtyExecutor, PtyProcess, PtySize, SpawnRequest
-from tests.unit.execution.execution_helpers import HANG_GUARD, OUTLAST, needs_proc, wait_dead
+from tests.unit.execution.execution_helpers import HANG_GUARD_S, OUTLAST, needs_proc, wait_dead
 
 pytestmark = pytest.mark.skipif(os.name != "posix", reason="pseudo-terminals are POSIX")
 
@@ -20,9 +20,9 @@ ENV = {"PATH": "/usr/bin:/bin"}
 
 def _drain(process: PtyProcess) -> bytes:
     """Everything the program draws until it has ended (a read that waits a whole
-    HANG_GUARD for nothing fails the test)."""
+    HANG_GUARD_S for nothing fails the test)."""
     out = b""
-    while (data := process.read(HANG_GUARD)) is not None:
+    while (data := process.read(HANG_GUARD_S)) is not None:
         out += data
     assert process.returncode is not None, f"still running; drew {out!r}"
     return out
@@ -31,7 +31,7 @@ def _drain(process: PtyProcess) -> bytes:
 def _read_until(process: PtyProcess, text: bytes) -> None:
     out = b""
     while text not in out:
-        data = process.read(HANG_GUARD)
+        data = process.read(HANG_GUARD_S)
         assert data is not None, f"{text!r} never came; drew {out!r}"
         out += data
 
@@ -54,7 +54,7 @@ def spawn() -> Iterator[Spawn]:
     for process in started:
         if process.returncode is None:
             process.kill()
-            process.wait(HANG_GUARD)
+            process.wait(HANG_GUARD_S)
         process.close()
 
 
@@ -92,7 +92,7 @@ def test_kill_ends_the_whole_group(tmp_path: Path, spawn: Spawn) -> None:
     _read_until(process, b"started")
     child = int(pid_file.read_text())
     process.kill()
-    assert process.wait(HANG_GUARD) == -9
+    assert process.wait(HANG_GUARD_S) == -9
     assert wait_dead(child)  # killed: left alone it would sleep past the guard
 
 
@@ -105,7 +105,7 @@ def test_wake_ends_a_blocked_read_from_another_thread(spawn: Spawn) -> None:
     try:
         reader.start()
         waker.start()
-        reader.join(HANG_GUARD)
+        reader.join(HANG_GUARD_S)
         assert not reader.is_alive(), "the wake did not end the read"
         assert got == [None]
         assert process.returncode is None  # ended by the wake, not by the program's end

@@ -17,14 +17,12 @@ from agentshim.session import Session, Turn, TurnTicket
 from agentshim.state.checkpoints import Checkpoint
 from agentshim.state.leases import InMemoryLeases, LeaseHolder
 from agentshim.testing import FakeExecutor
+from agentshim.testing._liveness import HANG_GUARD_S
 from agentshim.testing.checkpoints import FakeCheckpointStore
 from agentshim.testing.clock import FakeClock, SequentialIds
 from agentshim.testing.conversation import FakeOutcome, FakeTransport
 
 KEY = "user-1"
-WAIT_S = 60.0
-"""How long a test waits for what the path under test does at once, before it fails: long, so
-that a loaded machine never makes it fail, since only a hang reaches it."""
 
 
 def quiet_agent(provider: str, executor: FakeExecutor, **options: Any) -> Agent:
@@ -138,7 +136,7 @@ class TurnOnThread:
 
         A liveness guard only: a turn that ends on the path under test ends in far less.
         """
-        self._thread.join(WAIT_S)
+        self._thread.join(HANG_GUARD_S)
         assert not self._thread.is_alive(), "the turn did not end"
 
 
@@ -167,9 +165,9 @@ def second_turn_waits_for_first(
     both have ended.
     """
     one = TurnOnThread(first, "one")
-    assert one.started.wait(WAIT_S)
+    assert one.started.wait(HANG_GUARD_S)
     two = TurnOnThread(second, "two")
-    assert leases.refused.wait(WAIT_S), "the second turn never asked for the conversation"
+    assert leases.refused.wait(HANG_GUARD_S), "the second turn never asked for the conversation"
     assert len(transport.calls) == 1, "the second turn ran while the first held the conversation"
     first.interrupt()
     one.join()

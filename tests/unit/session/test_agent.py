@@ -22,7 +22,7 @@ from agentshim.testing import FakeConfinement, FakeExecutor, FakeRun, scripted_t
 from agentshim.testing.clock import FakeClock, SequentialIds
 from agentshim.testing.conversation import FakeOutcome, FakeTransport
 
-from .helpers import WAIT_S
+from .helpers import HANG_GUARD_S
 from .scripted_claude import ENV, PROVIDER
 
 BYPASS = NativePermissions.bypass()
@@ -219,14 +219,14 @@ def test_sessions_of_one_agent_take_turns_in_a_shared_conversation() -> None:
     first.adopt("conv-shared")
     second.adopt("conv-shared")
     one = Runner(first)
-    assert one.started.wait(WAIT_S)
+    assert one.started.wait(HANG_GUARD_S)
     two = Runner(second)
     # A window in which a second turn that did not wait in line would reach the transport.
     time.sleep(0.2)
     assert len(transport.calls) == 1
     first.interrupt()
-    one.thread.join(WAIT_S)
-    two.thread.join(WAIT_S)
+    one.thread.join(HANG_GUARD_S)
+    two.thread.join(HANG_GUARD_S)
     assert not one.thread.is_alive()
     assert not two.thread.is_alive()
     assert two.turn is not None
@@ -241,12 +241,12 @@ def test_sessions_of_different_agents_are_not_serialized() -> None:
     first.adopt("conv-shared")
     second.adopt("conv-shared")
     one, two = Runner(first), Runner(second)
-    assert one.started.wait(WAIT_S)
-    assert two.started.wait(WAIT_S)
+    assert one.started.wait(HANG_GUARD_S)
+    assert two.started.wait(HANG_GUARD_S)
     first.interrupt()
     second.interrupt()
-    one.thread.join(WAIT_S)
-    two.thread.join(WAIT_S)
+    one.thread.join(HANG_GUARD_S)
+    two.thread.join(HANG_GUARD_S)
     assert not one.thread.is_alive()
     assert not two.thread.is_alive()
     assert len(transport.calls) == 2

@@ -34,7 +34,7 @@ from agentshim.testing import FakeExecutor, scripted_turn
 from agentshim.testing.checkpoints import FakeCheckpointStore
 from agentshim.testing.conversation import FakeConversation, FakeOutcome, FakeTransport
 
-from .helpers import WAIT_S
+from .helpers import HANG_GUARD_S
 from .scripted_claude import ENV, PROVIDER, resumed_id
 from .test_doors import BYPASS, DENY, InThread, answer, claude_agent
 
@@ -89,10 +89,10 @@ class TestAFreshTurnHoldsTheConversationItNames:
         def hold(event: AgentEvent) -> None:
             if isinstance(event, SessionStarted):
                 named.set()
-                release.wait(WAIT_S)
+                release.wait(HANG_GUARD_S)
 
         one = InThread(lambda: first.turn("one", on_event=hold))
-        assert named.wait(WAIT_S)
+        assert named.wait(HANG_GUARD_S)
         assert second.adopt("conv-1")
         two = InThread(lambda: second.turn("two"))
         two.thread.join(0.3)
@@ -241,13 +241,13 @@ class TestAnInterruptBeforeTheCliStarts:
         class SlowOpen(FakeTransport):
             def open(self, spec: ConversationSpec) -> FakeConversation:
                 opening.set()
-                go.wait(WAIT_S)
+                go.wait(HANG_GUARD_S)
                 return super().open(spec)
 
         transport = SlowOpen([FakeOutcome.success("hi")])
         session = Agent(transport, permissions=BYPASS, approvals=DENY).start_session()
         turn = InThread(lambda: session.turn("x"))
-        assert opening.wait(WAIT_S)
+        assert opening.wait(HANG_GUARD_S)
         session.interrupt()
         go.set()
         turn.join()

@@ -31,7 +31,7 @@ from agentshim.testing.clock import SequentialIds
 from agentshim.testing.conversation import FakeOutcome, FakeTransport
 from agentshim.transport.installed import InstalledCli
 
-from .helpers import WAIT_S, ContendedLeases
+from .helpers import HANG_GUARD_S, ContendedLeases
 from .scripted_claude import ENV, PROVIDER
 
 BYPASS = NativePermissions.bypass()
@@ -62,7 +62,7 @@ class Gate:
         self.runs += 1
         if self.runs == 1:
             self.entered.set()
-            self.release.wait(WAIT_S)
+            self.release.wait(HANG_GUARD_S)
         return answer(f"run {self.runs}")
 
 
@@ -82,7 +82,7 @@ class InThread:
             self.error = error
 
     def join(self) -> None:
-        self.thread.join(WAIT_S)
+        self.thread.join(HANG_GUARD_S)
         assert not self.thread.is_alive(), "the turn did not end"
 
 
@@ -95,7 +95,7 @@ def take_turns_at_the_gate(
     lets the first finish and checks both ended without an error.
     """
     one = InThread(first)
-    assert gate.entered.wait(WAIT_S)
+    assert gate.entered.wait(HANG_GUARD_S)
     two = InThread(second)
     two.thread.join(0.2)
     assert len(executor.requests) == 1, "the second turn ran while the first did"
@@ -313,9 +313,9 @@ class TestBothDoorsAnswerAlike:
         doorway = Door(door, executor, leases=leases)
         first, second = doorway.session("s-1"), doorway.session("s-1")
         running = InThread(lambda: first.turn("one"))
-        assert gate.entered.wait(WAIT_S)
+        assert gate.entered.wait(HANG_GUARD_S)
         waiting = InThread(lambda: second.turn("two"))
-        assert leases.refused.wait(WAIT_S), "the second turn never asked for the conversation"
+        assert leases.refused.wait(HANG_GUARD_S), "the second turn never asked for the conversation"
         second.interrupt()
         waiting.join()
         gate.release.set()
@@ -449,7 +449,7 @@ class TestOneSerialization:
         leases.acquire(conversation_key(PROVIDER, "s-1"), holder, 60)
         try:
             waiting = InThread(lambda: session.turn("x"))
-            assert leases.refused.wait(WAIT_S), "the turn never asked for the conversation"
+            assert leases.refused.wait(HANG_GUARD_S), "the turn never asked for the conversation"
             assert executor.requests == []
             session.interrupt()
             waiting.join()

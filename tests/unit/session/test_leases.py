@@ -32,7 +32,7 @@ from agentshim.state.sqlite_store import SCHEMA_VERSION, SqliteStore
 from agentshim.testing.contracts import CheckpointStoreContract, LeasesContract
 from agentshim.testing.conversation import FakeOutcome, FakeTransport
 
-from .helpers import WAIT_S, ContendedLeases, TurnOnThread, second_turn_waits_for_first, spec
+from .helpers import HANG_GUARD_S, ContendedLeases, TurnOnThread, second_turn_waits_for_first, spec
 
 KEY = "user-1"
 
@@ -256,7 +256,7 @@ class CountedRenewals(InMemoryLeases):
     def wait_renewed(self, keys: tuple[str, ...], count: int) -> bool:
         with self._changed:
             return self._changed.wait_for(
-                lambda: all(self._renewed.get(key, 0) >= count for key in keys), WAIT_S
+                lambda: all(self._renewed.get(key, 0) >= count for key in keys), HANG_GUARD_S
             )
 
 
@@ -295,7 +295,7 @@ class TestLeaseKeeper:
         leases.release("conv-1", me)  # as if it had expired
         thief = LeaseHolder.here()
         leases.acquire("conv-1", thief, 30)
-        assert reported.wait(WAIT_S), "the lost lease was never reported"
+        assert reported.wait(HANG_GUARD_S), "the lost lease was never reported"
         assert "another holder may have taken it" in lines[0]
         keeper.release("conv-1", me)
         assert renewal_threads() == 0
@@ -407,7 +407,7 @@ class TestSessionsOnOneKey:
             transport, checkpoints=InMemoryCheckpointStore(), checkpoint_key=KEY, leases=leases
         )
         runner = TurnOnThread(session, "go")
-        assert leases.refused.wait(WAIT_S), "the turn never asked for the lease"
+        assert leases.refused.wait(HANG_GUARD_S), "the turn never asked for the lease"
         session.interrupt()
         runner.join()
         assert isinstance(runner.error, TurnCancelledError)
@@ -431,7 +431,7 @@ class FrozenRenewals(InMemoryLeases):
         self.thaw = threading.Event()
 
     def renew(self, key: str, holder: LeaseHolder, ttl: float) -> bool:
-        self.thaw.wait(WAIT_S)
+        self.thaw.wait(HANG_GUARD_S)
         return super().renew(key, holder, ttl)
 
 
@@ -444,7 +444,7 @@ class TestFencing:
             transport, checkpoints=store, checkpoint_key=KEY, leases=leases, lease_ttl=0.3
         )
         runner = TurnOnThread(session, "one")
-        assert runner.started.wait(WAIT_S)
+        assert runner.started.wait(HANG_GUARD_S)
         time.sleep(0.45)  # past the unrenewed lease's time-to-live
         newer = leases.acquire(KEY, LeaseHolder(4343, "worker-b", time.time(), "b"), 30)
         assert newer.token == "b", "the expired lease was not free"
@@ -502,7 +502,7 @@ class TestAgentWiring:
             )
             session = agent.start_session("/tmp", checkpoint_key=KEY)
             runner = TurnOnThread(session, "one")
-            assert runner.started.wait(WAIT_S)
+            assert runner.started.wait(HANG_GUARD_S)
             # Seen as a worker process would see it: the key is held by this process.
             seen = store.acquire(KEY, LeaseHolder.here(), 30)
             assert (seen.pid, seen.host) == (os.getpid(), socket.gethostname())

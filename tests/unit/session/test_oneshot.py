@@ -19,7 +19,7 @@ from agentshim.testing.clock import FakeClock
 from agentshim.testing.session_contracts import ContractTurn
 from agentshim.transport.installed import InstalledCli
 
-from .helpers import WAIT_S, TurnOnThread
+from .helpers import HANG_GUARD_S, TurnOnThread
 from .scripted_claude import ENV, PROVIDER, ScriptedClaude
 
 PROFILE = get_plugin(PROVIDER).profile
@@ -54,7 +54,7 @@ def test_an_interrupted_turn_returns_an_interrupted_result_instead_of_raising() 
         OneShotTransport(scripted.cli()), spec(resume_session_id="sess-live"), clock=FakeClock()
     )
     runner = TurnOnThread(session, session.prepare_turn("work until stopped"))
-    assert runner.started.wait(WAIT_S)
+    assert runner.started.wait(HANG_GUARD_S)
     session.interrupt()
     runner.join()
     assert runner.turn is not None

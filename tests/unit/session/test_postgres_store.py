@@ -15,10 +15,8 @@ from agentshim.core.errors import InvalidRequestError, LeaseTimeoutError, StoreE
 from agentshim.state.checkpoints import Checkpoint, CheckpointStore
 from agentshim.state.leases import ConversationLeases, LeaseHolder
 from agentshim.state.postgres_store import POSTGRES_SCHEMA_VERSION, PostgresStore
+from agentshim.testing._liveness import HANG_GUARD_S
 from agentshim.testing.contracts import CheckpointStoreContract, LeasesContract
-
-LIMIT = 60.0
-"""How long a waiter waits in line, and a test for a waiter: only a hang reaches it."""
 
 
 class _Stores:
@@ -120,7 +118,7 @@ class TestWaitingInLine(_Stores):
 
             def wait(index: int = index, store: PostgresStore = store) -> None:
                 me = LeaseHolder.here()
-                got = store.acquire_waiting("k", me, 30, threading.Event(), LIMIT)
+                got = store.acquire_waiting("k", me, 30, threading.Event(), HANG_GUARD_S)
                 assert got is not None
                 order.append(index)
                 store.release("k", got)
@@ -129,13 +127,13 @@ class TestWaitingInLine(_Stores):
             threads.append(thread)
             thread.start()
             # The next waiter comes only once this one is in line.
-            deadline = time.monotonic() + LIMIT
+            deadline = time.monotonic() + HANG_GUARD_S
             while self._waiting(holder_store) < index + 1:
                 assert time.monotonic() < deadline, "the waiter never queued"
                 time.sleep(0.01)
         holder_store.release("k", first)
         for thread in threads:
-            thread.join(LIMIT)
+            thread.join(HANG_GUARD_S)
         assert order == [0, 1, 2, 3]
 
     def _waiting(self, store: PostgresStore) -> int:
@@ -149,7 +147,9 @@ class TestWaitingInLine(_Stores):
     def test_a_waiter_gets_an_expired_lease_and_times_out_naming_a_live_holder(self) -> None:
         store = self.open()
         crashed = store.acquire("k", LeaseHolder.here(), 0.3)
-        got = self.open().acquire_waiting("k", LeaseHolder.here(), 30, threading.Event(), LIMIT)
+        got = self.open().acquire_waiting(
+            "k", LeaseHolder.here(), 30, threading.Event(), HANG_GUARD_S
+        )
         assert got is not None
         assert got.fence > crashed.fence
         with pytest.raises(LeaseTimeoutError) as caught:
@@ -169,7 +169,7 @@ class TestWaitingInLine(_Stores):
         )
         waiter.start()
         stop.set()
-        waiter.join(LIMIT)
+        waiter.join(HANG_GUARD_S)
         assert result == [None]
         assert self._waiting(store) == 0
 

@@ -30,7 +30,7 @@ from agentshim.testing.checkpoints import FakeCheckpointStore
 from agentshim.testing.clock import FakeClock, SequentialIds
 from agentshim.testing.conversation import FAKE_PROFILE, FakeOutcome, FakeTransport
 
-from .helpers import KEY, WAIT_S, Rig, TurnOnThread, spec
+from .helpers import HANG_GUARD_S, KEY, Rig, TurnOnThread, spec
 
 ok = FakeOutcome.success
 
@@ -299,7 +299,7 @@ class TestSteer:
         transport = FakeTransport([FakeOutcome.hang()], steerable=True)
         session = make(transport)
         runner = TurnOnThread(session, session.prepare_turn("long"))
-        assert runner.started.wait(WAIT_S)
+        assert runner.started.wait(HANG_GUARD_S)
         session.steer("also do this")
         session.interrupt()
         runner.join()

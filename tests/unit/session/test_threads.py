@@ -23,7 +23,7 @@ from agentshim.core.turn import TurnRequest, TurnResult
 from agentshim.session import Session
 from agentshim.testing.conversation import FakeOutcome, FakeTransport
 
-from .helpers import WAIT_S, ContendedLeases, TurnOnThread, second_turn_waits_for_first, spec
+from .helpers import HANG_GUARD_S, ContendedLeases, TurnOnThread, second_turn_waits_for_first, spec
 
 
 def session_on(transport: FakeTransport, **kwargs: object) -> Session:
@@ -35,7 +35,7 @@ def test_interrupt_during_a_retry_wait_ends_it_at_once() -> None:
     # An hour's retry wait: only the interrupt can end it within the join's minute.
     session = session_on(transport, policy=SessionPolicy(retry=RetryPolicy(delays=(3600,))))
     runner = TurnOnThread(session, session.prepare_turn("go"))
-    assert runner.waiting.wait(WAIT_S)
+    assert runner.waiting.wait(HANG_GUARD_S)
     session.interrupt()
     runner.join()
     assert isinstance(runner.error, TurnFailedError)
@@ -58,7 +58,7 @@ def test_interrupt_ends_a_running_turn_with_an_interrupted_result() -> None:
     transport = FakeTransport([FakeOutcome.hang(), FakeOutcome.success("next")])
     session = session_on(transport)
     runner = TurnOnThread(session, session.prepare_turn("long"))
-    assert runner.started.wait(WAIT_S)
+    assert runner.started.wait(HANG_GUARD_S)
     session.interrupt()
     runner.join()
     assert runner.turn is not None
@@ -112,7 +112,7 @@ class LateStartConversation:
 
 def test_an_interrupt_that_arrives_before_the_conversation_runs_is_not_lost() -> None:
     # A lost interrupt would leave the hang to end at its limit, in TurnTimeoutError.
-    inner = FakeTransport([FakeOutcome.hang(limit=WAIT_S), FakeOutcome.success("next")])
+    inner = FakeTransport([FakeOutcome.hang(limit=HANG_GUARD_S), FakeOutcome.success("next")])
     transport = LateStartTransport(inner)
     session = Session(transport, spec(), clock=SystemClock())
     transport.session = session
@@ -126,7 +126,7 @@ def test_a_concurrent_run_raises_session_state_error() -> None:
     transport = FakeTransport([FakeOutcome.hang(), FakeOutcome.success()])
     session = session_on(transport)
     runner = TurnOnThread(session, session.prepare_turn("long"))
-    assert runner.started.wait(WAIT_S)
+    assert runner.started.wait(HANG_GUARD_S)
     second = session.prepare_turn("second")
     with pytest.raises(SessionStateError, match="already running"):
         session.turn(second)
@@ -145,10 +145,10 @@ def test_close_from_another_thread_interrupts_and_closes() -> None:
     transport = FakeTransport([FakeOutcome.hang(), FakeOutcome.success()])
     session = session_on(transport)
     runner = TurnOnThread(session, session.prepare_turn("long"))
-    assert runner.started.wait(WAIT_S)
+    assert runner.started.wait(HANG_GUARD_S)
     closer = threading.Thread(target=session.close)
     closer.start()
-    closer.join(WAIT_S)
+    closer.join(HANG_GUARD_S)
     assert not closer.is_alive()
     # Not interrupted, the hang would end at its limit in TurnTimeoutError, not a result.
     runner.join()
@@ -179,9 +179,9 @@ def test_a_turn_waiting_for_the_conversation_lock_can_be_interrupted() -> None:
     first.adopt("conv-shared")
     second.adopt("conv-shared")
     one = TurnOnThread(first, first.prepare_turn("one"))
-    assert one.started.wait(WAIT_S)
+    assert one.started.wait(HANG_GUARD_S)
     two = TurnOnThread(second, second.prepare_turn("two"))
-    assert leases.refused.wait(WAIT_S), "the second turn never asked for the conversation"
+    assert leases.refused.wait(HANG_GUARD_S), "the second turn never asked for the conversation"
     # It waits in line behind a turn that hangs: only the interrupt ends its wait.
     second.interrupt()
     two.join()
